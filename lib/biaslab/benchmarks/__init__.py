@@ -1,0 +1,31 @@
+"""Benchmark loaders: one module per benchmark, each returning a :class:`~biaslab.benchmarks.base.Benchmark`.
+
+``load(name)`` dispatches by name; see ``LOADERS`` for what exists.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from .base import Benchmark, Factor, FactorSpec
+
+# name -> "module:function"
+LOADERS = {
+    "ssqa": "ssqa:load",
+    "bbq": "bbq:load",
+    "calm": "calm:load",
+    "crows_pairs_en": "crows_pairs:load_original",
+    "crows_pairs_en_revised": "crows_pairs:load_revised",
+    "crows_pairs_fr": "crows_pairs:load_french",
+    "agentic": "agentic:load",
+}
+
+
+def load(name: str, **kwargs) -> Benchmark:
+    if name not in LOADERS:
+        raise KeyError(f"unknown benchmark {name!r}; choose one of {sorted(LOADERS)}")
+    module, func = LOADERS[name].split(":")
+    return getattr(importlib.import_module(f".{module}", __name__), func)(**kwargs)
+
+
+__all__ = ["Benchmark", "Factor", "FactorSpec", "LOADERS", "load"]

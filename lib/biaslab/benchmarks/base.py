@@ -1,0 +1,127 @@
+"""The contract every benchmark loader fulfils: a prompt table plus a factor spec (DESIGN.md).
+
+A *prompt table* is a DataFrame with one row per prompt: ``prompt_id`` (unique), ``text`` (what the model is
+shown, or the first sentence of a pair), one column per factor, and whatever the benchmark's outcome needs (gold
+answer, biased answer, the paired sentence, the answer options, ...).
+
+A *factor spec* names each factor, its kind (domain, prompt or model factor, as in the multi-factor paper §3.1),
+its levels and its reference level (the control level used for treatment coding in logistic regression).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Literal
+
+import pandas as pd
+
+from ..sources import DataError
+
+log = logging.getLogger(__name__)
+
+FactorKind = Literal["domain", "prompt", "model"]
+
+
+@dataclass(frozen=True)
+class Factor:
+    name: str                 # column name in the prompt (or response) table
+    kind: FactorKind
+    levels: tuple             # every level the design intends (observed or not)
+    reference: object         # control level for treatment coding
+    description: str = ""
+
+    def __post_init__(self):
+        if self.reference not in self.levels:
+            raise ValueError(f"factor {self.name!r}: reference {self.reference!r} is not one of its levels")
+
+
+@dataclass
+class FactorSpec:
+    factors: list[Factor]
+
+    def __getitem__(self, name: str) -> Factor:
+        for f in self.factors:
+            if f.name == name:
+                return f
+        raise KeyError(f"no factor named {name!r}; factors are {self.names}")
+
+    def __contains__(self, name: str) -> bool:
+        return any(f.name == name for f in self.factors)
+
+    @property
+    def names(self) -> list[str]:
+        return [f.name for f in self.factors]
+
+    def of_kind(self, *kinds: str) -> list[str]:
+        return [f.name for f in self.factors if f.kind in kinds]
+
+    def with_factors(self, extra: Iterable[Factor]) -> "FactorSpec":
+        """A new spec with ``extra`` factors added (e.g. the model factors once responses exist)."""
+        return FactorSpec(self.factors + [f for f in extra if f.name not in self])
+
+    def table(self) -> pd.DataFrame:
+        """One row per factor: name, kind, n_levels, levels, reference (``tables/factors.csv``)."""
+        return pd.DataFrame([
+            {"factor": f.name, "kind": f.kind, "n_levels": len(f.levels),
+             "levels": "; ".join(map(str, f.levels)), "reference": f.reference, "description": f.description}
+            for f in self.factors
+        ])
+
+    def validate(self, prompts: pd.DataFrame, source: str) -> None:
+        """Every factor is a column and every value is a declared level."""
+        for f in self.factors:
+            if f.kind == "model":
+                continue
+            if f.name not in prompts.columns:
+                raise DataError(f"{source}: factor column {f.name!r} missing from the prompt table")
+            unknown = set(prompts[f.name].dropna().unique()) - set(f.levels)
+            if unknown:
+                raise DataError(f"{source}: factor {f.name!r} has undeclared levels {sorted(map(str, unknown))[:10]}")
+
+
+@dataclass
+class Benchmark:
+    """What a loader returns."""
+    name: str
+    prompts: pd.DataFrame
+    factors: FactorSpec
+    excluded: pd.DataFrame = field(default_factory=pd.DataFrame)   # rows left out, with a ``reason`` column
+    sources: dict[str, str] = field(default_factory=dict)          # file -> sha256, for result manifests
+    notes: list[str] = field(default_factory=list)                 # decisions a reader should know about
+
+    def __post_init__(self):
+        if "prompt_id" not in self.prompts.columns:
+            raise DataError(f"{self.name}: prompt table has no prompt_id column")
+        dup = self.prompts["prompt_id"].duplicated()
+        if dup.any():
+            raise DataError(f"{self.name}: {int(dup.sum())} duplicated prompt_id values, "
+                            f"e.g. {self.prompts.loc[dup, 'prompt_id'].iloc[0]!r}")
+        self.factors.validate(self.prompts, self.name)
+
+    def summary(self) -> str:
+        return (f"{self.name}: {len(self.prompts):,} prompts, {len(self.excluded):,} excluded, "
+                f"factors: {', '.join(self.factors.names)}")
+
+
+def require_columns(df: pd.DataFrame, expected: Iterable[str], file: str | Path) -> None:
+    missing = [c for c in expected if c not in df.columns]
+    if missing:
+        raise DataError(f"{file}: missing column(s) {missing}; found {list(df.columns)}. "
+                        "The file is not the pinned version: re-run `biaslab data fetch`.")
+
+
+def require_rows(n: int, expected: int, file: str | Path) -> None:
+    if n != expected:
+        raise DataError(f"{file}: expected {expected:,} rows, found {n:,}. "
+                        "The file is not the pinned version: re-run `biaslab data fetch`.")
+
+
+def exclude(df: pd.DataFrame, mask: pd.Series, reason: str, source: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Split ``df`` into (kept, excluded) by ``mask``, logging the count. Nothing is dropped silently."""
+    mask = mask.fillna(False).astype(bool)
+    dropped = df[mask].assign(reason=reason)
+    if len(dropped):
+        log.warning("%s: excluded %d row(s): %s", source, len(dropped), reason)
+    return df[~mask].copy(), dropped

@@ -1,0 +1,89 @@
+"""Command line: ``biaslab data fetch|status``, ``biaslab models prepare|list``, ``biaslab reproduce``, ``biaslab catalogue``."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+
+
+def _data(args) -> int:
+    from . import sources
+    if args.action == "status":
+        rows = sources.status()
+        width = max(len(r["file"]) for r in rows)
+        for r in rows:
+            print(f"{r['state']:9s} {r['benchmark']:15s} {r['file']:<{width}s}")
+        bad = [r for r in rows if r["state"] != "verified"]
+        print(f"\n{len(rows) - len(bad)} of {len(rows)} files present and verified.")
+        return 0 if not bad else 1
+    try:
+        res = sources.fetch(benchmarks=args.only, mirror=args.mirror)
+    except sources.DataError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    counts: dict[str, int] = {}
+    for state in res.values():
+        counts[state] = counts.get(state, 0) + 1
+    print("data: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())) + " (all sha256-verified)")
+    return 0
+
+
+def _models(args) -> int:
+    from . import models
+    if args.action == "list":
+        for name in models.EMBEDDED:
+            print(name)
+        return 0
+    for name in args.names or list(models.EMBEDDED):
+        fp = models.prepare(name)
+        print(f"{name}: ready ({fp})")
+    return 0
+
+
+def _reproduce(args) -> int:
+    from . import runner
+    overrides = runner.parse_overrides(args.param or [])
+    return runner.reproduce(profile=args.profile, only=args.only, overrides=overrides)
+
+
+def _catalogue(args) -> int:
+    from . import catalogue
+    path = catalogue.write()
+    print(f"wrote {path}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    ap = argparse.ArgumentParser(prog="biaslab", description=__doc__)
+    sub = ap.add_subparsers(dest="command", required=True)
+
+    d = sub.add_parser("data", help="fetch and verify benchmark files")
+    d.add_argument("action", choices=["fetch", "status"])
+    d.add_argument("--mirror", help="folder laid out as <owner>/<repo>/<path> to copy from instead of downloading "
+                                    "(or set BIASLAB_DATA_MIRROR)")
+    d.add_argument("--only", nargs="+", metavar="BENCHMARK", help="only these benchmarks (see data/sources.tsv)")
+    d.set_defaults(func=_data)
+
+    m = sub.add_parser("models", help="prepare the embedded models (convert GGUF once into a safetensors cache)")
+    m.add_argument("action", choices=["prepare", "list"])
+    m.add_argument("names", nargs="*")
+    m.set_defaults(func=_models)
+
+    r = sub.add_parser("reproduce", help="execute the notebooks with papermill into outputs/")
+    r.add_argument("--profile", default="default", choices=["smoke", "default", "paper"])
+    r.add_argument("--only", nargs="+", metavar="NAME", help="notebook names (or prefixes such as 01)")
+    r.add_argument("-p", "--param", action="append", metavar="KEY=VALUE",
+                   help="override a notebook parameter (value parsed as JSON when it can be)")
+    r.set_defaults(func=_reproduce)
+
+    c = sub.add_parser("catalogue", help="write outputs/CATALOGUE.md")
+    c.set_defaults(func=_catalogue)
+
+    args = ap.parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,86 @@
+"""Where a notebook writes: tables, figures and the provenance that goes into MANIFEST.json.
+
+Every notebook creates one :class:`OutputDir` from its ``output_dir`` parameter and writes only through it::
+
+    out = OutputDir(output_dir)
+    out.table(df, "bias_scores")                 # tables/bias_scores.csv (+ .md when markdown=True)
+    out.figure(fig, "robustness")                # figures/robustness.png, modest resolution
+    out.record_model(lm.fingerprint)             # model ids and weight hashes for the manifest
+    out.record_data(benchmark.sources)           # data files and sha256s for the manifest
+
+The runner (``biaslab reproduce``) merges ``provenance.json`` into ``MANIFEST.json`` with the git commit, the
+parameters, package versions and timings.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+
+import pandas as pd
+
+FIGURE_DPI = 110
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """Write via a temporary file in the same folder and rename, so a reader never sees half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+class OutputDir:
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self.tables = self.path / "tables"
+        self.figures = self.path / "figures"
+        self.tables.mkdir(parents=True, exist_ok=True)
+        self.figures.mkdir(parents=True, exist_ok=True)
+        self._prov_file = self.path / "provenance.json"
+        self.provenance = {"models": {}, "data": {}, "notes": []}
+
+    def table(self, df: pd.DataFrame, name: str, markdown: bool = False, index: bool = False,
+              floatfmt: str = ".4g") -> Path:
+        """Write ``tables/<name>.csv`` (and a markdown rendering when the paper had a table)."""
+        p = self.tables / f"{name}.csv"
+        atomic_write_text(p, df.to_csv(index=index))
+        if markdown:
+            atomic_write_text(self.tables / f"{name}.md", df.to_markdown(index=index, floatfmt=floatfmt) + "\n")
+        return p
+
+    def text(self, text: str, name: str) -> Path:
+        p = self.tables / name
+        atomic_write_text(p, text)
+        return p
+
+    def figure(self, fig, name: str, dpi: int = FIGURE_DPI) -> Path:
+        """Save a matplotlib figure as ``figures/<name>.png``."""
+        p = self.figures / f"{name}.png"
+        fd, tmp = tempfile.mkstemp(suffix=".png", dir=self.figures)
+        os.close(fd)
+        fig.savefig(tmp, dpi=dpi, bbox_inches="tight")
+        os.replace(tmp, p)
+        return p
+
+    def record_model(self, fingerprint: dict) -> None:
+        self.provenance["models"][fingerprint.get("name", str(len(self.provenance["models"])))] = fingerprint
+        self._save()
+
+    def record_data(self, hashes: dict[str, str]) -> None:
+        self.provenance["data"].update(hashes)
+        self._save()
+
+    def note(self, text: str) -> None:
+        self.provenance["notes"].append(text)
+        self._save()
+
+    def _save(self) -> None:
+        atomic_write_text(self._prov_file, json.dumps(self.provenance, indent=2, default=str))

@@ -1,0 +1,180 @@
+"""Pinned benchmark sources: the manifest, fetching, verification.
+
+``data/sources.tsv`` lists every file a benchmark needs: its repository, the commit it is pinned at, its path, its
+sha256, its canonical raw URL, licence and citation. :func:`fetch` downloads each file (or copies it from a mirror
+folder laid out as ``<owner>/<repo>/<path>``) into ``data/raw/<owner>/<repo>/<path>``. Every file is checked against
+its sha256 before it is moved into place, so a partial or corrupt file never sits where a loader would read it.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import logging
+import os
+import shutil
+import tempfile
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import paths
+
+log = logging.getLogger(__name__)
+
+
+class DataError(RuntimeError):
+    """A benchmark file is missing, corrupt or malformed. The message names the file and the fix."""
+
+
+@dataclass(frozen=True)
+class Source:
+    benchmark: str
+    repo: str
+    commit: str
+    path: str
+    sha256: str
+    url: str
+    license: str
+    citation: str
+
+    @property
+    def key(self) -> str:
+        return f"{self.repo}/{self.path}"
+
+    def local_path(self, raw_dir: Path | None = None) -> Path:
+        return Path(raw_dir or paths.RAW_DIR) / self.repo / self.path
+
+
+def load_manifest(manifest: Path | None = None) -> list[Source]:
+    """Read ``data/sources.tsv`` into :class:`Source` records."""
+    manifest = Path(manifest or paths.MANIFEST_TSV)
+    with open(manifest, newline="", encoding="utf-8") as f:
+        return [Source(**row) for row in csv.DictReader(f, delimiter="\t")]
+
+
+def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(chunk), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+_verified: dict[tuple[str, int, int], bool] = {}
+
+
+def is_verified(src: Source, raw_dir: Path | None = None) -> bool:
+    """True when the local copy exists and matches its pinned sha256 (memoised on path, size and mtime)."""
+    p = src.local_path(raw_dir)
+    if not p.exists():
+        return False
+    st = p.stat()
+    key = (str(p), st.st_size, st.st_mtime_ns)
+    if key not in _verified:
+        _verified[key] = sha256_file(p) == src.sha256
+    return _verified[key]
+
+
+def _mirror_dir(mirror: str | Path | None) -> Path | None:
+    mirror = mirror or os.environ.get(paths.MIRROR_ENV)
+    return Path(mirror) if mirror else None
+
+
+def _install(src: Source, tmp: Path, dest: Path, origin: str) -> None:
+    """Verify ``tmp`` against the pinned hash, then move it atomically to ``dest``; delete it otherwise."""
+    digest = sha256_file(tmp)
+    if digest != src.sha256:
+        tmp.unlink(missing_ok=True)
+        raise DataError(
+            f"{src.key}: sha256 mismatch for the copy from {origin}\n"
+            f"  expected {src.sha256}\n  got      {digest}\n"
+            "The file was not installed. If it came from a mirror, the mirror's copy is corrupt or from another "
+            f"commit: replace it with the file at {src.url}."
+        )
+    os.replace(tmp, dest)
+
+
+def fetch_one(src: Source, mirror: str | Path | None = None, raw_dir: Path | None = None,
+              timeout: float = 60.0) -> str:
+    """Make the local copy of ``src`` present and verified. Returns what was done."""
+    dest = src.local_path(raw_dir)
+    if is_verified(src, raw_dir):
+        return "present"
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=dest.name + ".", suffix=".part", dir=dest.parent)
+    os.close(fd)
+    tmp = Path(tmp_name)
+    try:
+        mdir = _mirror_dir(mirror)
+        if mdir is not None:
+            mfile = mdir / src.repo / src.path
+            if not mfile.exists():
+                raise DataError(
+                    f"{src.key}: not found in the mirror folder {mdir} (looked for {mfile}).\n"
+                    f"Fix: put the file there, or fetch without a mirror to download it from {src.url}."
+                )
+            shutil.copyfile(mfile, tmp)
+            origin = f"mirror {mfile}"
+        else:
+            try:
+                with urllib.request.urlopen(src.url, timeout=timeout) as resp, open(tmp, "wb") as out:
+                    shutil.copyfileobj(resp, out)
+            except (urllib.error.URLError, OSError, TimeoutError) as exc:
+                raise DataError(
+                    f"{src.key}: download failed from {src.url} ({exc}).\n"
+                    f"Fix: check the network, or copy from a folder laid out as <owner>/<repo>/<path> with "
+                    f"`biaslab data fetch --mirror DIR` (or set {paths.MIRROR_ENV}=DIR)."
+                ) from exc
+            origin = src.url
+        _install(src, tmp, dest, origin)
+        return "copied" if mdir is not None else "downloaded"
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def fetch(benchmarks: list[str] | None = None, mirror: str | Path | None = None,
+          raw_dir: Path | None = None, manifest: Path | None = None) -> dict[str, str]:
+    """Fetch every file of the chosen benchmarks (all by default). Raises :class:`DataError` listing failures."""
+    results, errors = {}, []
+    for src in load_manifest(manifest):
+        if benchmarks and src.benchmark not in benchmarks:
+            continue
+        try:
+            results[src.key] = fetch_one(src, mirror=mirror, raw_dir=raw_dir)
+        except DataError as exc:
+            errors.append(str(exc))
+            results[src.key] = "failed"
+    if errors:
+        raise DataError(f"{len(errors)} of {len(results)} file(s) could not be fetched:\n\n" + "\n\n".join(errors))
+    return results
+
+
+def status(raw_dir: Path | None = None, manifest: Path | None = None) -> list[dict]:
+    """One row per manifest file: benchmark, file, state (verified / missing / corrupt)."""
+    rows = []
+    for src in load_manifest(manifest):
+        p = src.local_path(raw_dir)
+        state = "missing" if not p.exists() else ("verified" if is_verified(src, raw_dir) else "corrupt")
+        rows.append({"benchmark": src.benchmark, "file": src.key, "state": state})
+    return rows
+
+
+def raw_path(repo: str, path: str, raw_dir: Path | None = None) -> Path:
+    """Local path of a manifest file, verified. Loaders call this instead of building paths themselves."""
+    for src in load_manifest():
+        if src.repo == repo and src.path == path:
+            if not src.local_path(raw_dir).exists():
+                raise DataError(f"{src.key} is missing from {src.local_path(raw_dir).parent}.\n"
+                                f"Fix: run `biaslab data fetch --only {src.benchmark}` (or `make data`).")
+            if not is_verified(src, raw_dir):
+                raise DataError(f"{src.local_path(raw_dir)} does not match its pinned sha256.\n"
+                                f"Fix: delete it and run `biaslab data fetch --only {src.benchmark}`.")
+            return src.local_path(raw_dir)
+    raise DataError(f"{repo}/{path} is not in the manifest {paths.MANIFEST_TSV}; add it there with its sha256.")
+
+
+def data_hashes(benchmarks: list[str] | None = None) -> dict[str, str]:
+    """sha256 of each manifest file of the given benchmarks, for result manifests."""
+    return {s.key: s.sha256 for s in load_manifest() if not benchmarks or s.benchmark in benchmarks}
