@@ -84,3 +84,25 @@ class OutputDir:
 
     def _save(self) -> None:
         atomic_write_text(self._prov_file, json.dumps(self.provenance, indent=2, default=str))
+
+
+WATERMARK_PACKAGES = ("biaslab", "torch", "transformers", "numpy", "pandas", "scipy", "statsmodels", "pingouin",
+                      "bambi", "pymc", "arviz", "matplotlib", "seaborn", "papermill")
+
+
+def package_versions(names=WATERMARK_PACKAGES) -> dict[str, str]:
+    from importlib.metadata import PackageNotFoundError, version
+    out = {}
+    for n in names:
+        try:
+            out[n] = version(n)
+        except PackageNotFoundError:
+            out[n] = "not installed"
+    return out
+
+
+def watermark() -> str:
+    """Versions line for the last cell of every notebook (pymc-examples style)."""
+    import platform
+    vers = package_versions()
+    return f"Python {platform.python_version()} on {platform.machine()}; " + ", ".join(f"{k} {v}" for k, v in vers.items())
