@@ -110,6 +110,9 @@ def score_batch(model, head: Head, requests: list[Request], pad_id: int, budget:
 
     device = model.device
     body = base_model(model)
+    if _sliding_window(model):
+        # transformers applies sliding windows by index: right padding would put a gap between trunk and branch
+        padding_side = "left"
     trunks = [r.trunk for r in requests]
     if any(len(t) == 0 for t in trunks):
         raise ValueError("a trunk must hold at least one token (the prefix token)")
@@ -209,3 +212,157 @@ def _branch_pass(model, body, head, requests, chunk, cache, trunk_mask, pad_id, 
         stats["head_rows"] = stats.get("head_rows", 0) + len(toks)
     for (b, j), (k0, k1) in zip(chunk, spans):
         results[b].branches[j] = np.concatenate([results[b].branches[j], lp[k0:k1]])
+
+
+# ------------------------------------------------------------------------------------- packed tree batches ---
+
+#: Width of a packed row on CPU: attention over a row costs O(width) per token, so rows stay short.
+ROW_WIDTH = 256
+
+
+def _segment(r: Request) -> tuple[list[int], list[int], list[int]]:
+    """A request laid out flat: tokens, branch id (0 = trunk, j + 1 = branch j) and position id of each token.
+
+    A branch contributes its tokens but the last (whose prediction is not needed); single-token branches
+    contribute nothing, as their token is predicted from the trunk's last position.
+    """
+    toks = list(r.trunk)
+    branch = [0] * len(toks)
+    pos = list(range(len(toks)))
+    for j, br in enumerate(r.branches):
+        inputs = br[:-1]
+        toks += inputs
+        branch += [j + 1] * len(inputs)
+        pos += list(range(len(r.trunk), len(r.trunk) + len(inputs)))
+    return toks, branch, pos
+
+
+def _pack(lengths: list[int], width: int) -> list[list[int]]:
+    """First-fit decreasing: segment indices per row, each row's total length <= width."""
+    rows: list[list[int]] = []
+    room: list[int] = []
+    for i in sorted(range(len(lengths)), key=lambda i: -lengths[i]):
+        for k in range(len(rows)):
+            if lengths[i] <= room[k]:
+                rows[k].append(i)
+                room[k] -= lengths[i]
+                break
+        else:
+            rows.append([i])
+            room.append(width - lengths[i])
+    return rows
+
+
+def _sliding_window(model) -> int | None:
+    cfg = model.config.get_text_config() if hasattr(model.config, "get_text_config") else model.config
+    if "sliding_attention" in (getattr(cfg, "layer_types", None) or []):
+        return getattr(cfg, "sliding_window", None)
+    return None
+
+
+def score_packed(model, head: Head, requests: list[Request], pad_id: int, budget: int,
+                 stats: dict | None = None, row_width: int | None = None) -> list[Result]:
+    """Score requests with no padding and no second pass: each request's trunk and branches are laid out in one
+    stretch of a row, several requests share a row, and a 4D attention mask lets each token see only its own trunk
+    and branch ("tree attention"; positions restart per request and branches continue the trunk's positions).
+    Models with sliding-window layers (Gemma 3) get a second mask with the window applied by position."""
+    import torch
+
+    device = model.device
+    segs = [_segment(r) for r in requests]
+    lengths = [len(s[0]) for s in segs]
+    width = max(max(lengths), row_width or (ROW_WIDTH if device.type == "cpu" else 1024))
+    rows = _pack(lengths, width)
+    width = max(sum(lengths[i] for i in row) for row in rows)
+    n = len(rows)
+    ids = torch.full((n, width), pad_id, dtype=torch.long)
+    seg_id = torch.full((n, width), -1, dtype=torch.long)
+    br_id = torch.zeros((n, width), dtype=torch.long)
+    pos = torch.zeros((n, width), dtype=torch.long)
+    where: dict[int, tuple[int, int]] = {}
+    for r, row in enumerate(rows):
+        off = 0
+        for i in row:
+            toks, branch, p = segs[i]
+            k = len(toks)
+            ids[r, off:off + k] = torch.as_tensor(toks)
+            seg_id[r, off:off + k] = i
+            br_id[r, off:off + k] = torch.as_tensor(branch)
+            pos[r, off:off + k] = torch.as_tensor(p)
+            where[i] = (r, off)
+            off += k
+    same_seg = (seg_id[:, :, None] == seg_id[:, None, :]) & (seg_id[:, :, None] >= 0)
+    visible = (br_id[:, None, :] == 0) | (br_id[:, None, :] == br_id[:, :, None])
+    causal = pos[:, None, :] <= pos[:, :, None]
+    allowed = same_seg & visible & causal
+    # rows' trailing padding: let each padding query see itself so no softmax row is empty
+    pad_q = seg_id < 0
+    allowed |= torch.diag_embed(pad_q)
+    dtype = model.dtype
+    neg = torch.finfo(dtype).min
+
+    def as_mask(a):
+        m = torch.zeros(a.shape, dtype=dtype)
+        m.masked_fill_(~a, neg)
+        return m[:, None].to(device)
+
+    window = _sliding_window(model)
+    if window:
+        near = (pos[:, :, None] - pos[:, None, :]) < window
+        mask = {"full_attention": as_mask(allowed), "sliding_attention": as_mask(allowed & near)}
+    else:
+        mask = as_mask(allowed)
+    out = base_model(model)(input_ids=ids.to(device), attention_mask=mask, position_ids=pos.to(device),
+                            use_cache=False)
+    hidden = out.last_hidden_state
+    if stats is not None:
+        stats["positions"] = stats.get("positions", 0) + n * width
+
+    # gather: (row, column) of each needed state; target token of each
+    sel_r, sel_c, tgt_row, tgt_tok = [], [], [], []
+    trunk_span: dict[int, tuple[int, int]] = {}
+    branch_span: dict[tuple[int, int], tuple[int, int]] = {}
+    for i, r in enumerate(requests):
+        row, off = where[i]
+        t = len(r.trunk)
+        if r.trunk_targets:
+            k0 = len(tgt_tok)
+            for c in range(t - 1):
+                sel_r.append(row)
+                sel_c.append(off + c)
+                tgt_row.append(len(sel_r) - 1)
+                tgt_tok.append(r.trunk[c + 1])
+            trunk_span[i] = (k0, len(tgt_tok))
+        last = None
+        col = off + t
+        for j, br in enumerate(r.branches):
+            k0 = len(tgt_tok)
+            if br:
+                if last is None:
+                    sel_r.append(row)
+                    sel_c.append(off + t - 1)
+                    last = len(sel_r) - 1
+                tgt_row.append(last)
+                tgt_tok.append(br[0])
+                for c in range(len(br) - 1):
+                    sel_r.append(row)
+                    sel_c.append(col + c)
+                    tgt_row.append(len(sel_r) - 1)
+                    tgt_tok.append(br[c + 1])
+                col += len(br) - 1
+            branch_span[(i, j)] = (k0, len(tgt_tok))
+    if sel_r:
+        h = hidden[torch.as_tensor(sel_r, device=device), torch.as_tensor(sel_c, device=device)]
+        lp = head.gather(h, tgt_row, tgt_tok)
+        if stats is not None:
+            stats["head_rows"] = stats.get("head_rows", 0) + len(sel_r)
+    else:
+        lp = np.zeros(0)
+    results = []
+    for i, r in enumerate(requests):
+        trunk = None
+        if r.trunk_targets:
+            a, b = trunk_span[i]
+            trunk = lp[a:b]
+        results.append(Result(trunk=trunk, branches=[lp[slice(*branch_span[(i, j)])] for j in range(len(r.branches))]))
+    return results

@@ -28,7 +28,7 @@ from .. import paths
 from . import labels as labels_mod
 from .batching import default_token_budget, run_batches
 from .cache import ScoreCache
-from .causal import Head, Request, score_batch
+from .causal import Head, Request, score_batch, score_packed
 from .generation import generate_batch, row_seed
 
 log = logging.getLogger(__name__)
@@ -101,19 +101,24 @@ class Scorer:
     ``cache_dir``: where scores persist (None: ``~/.cache/biaslab/scores``; False: memory only). A re-run reuses every
     item already scored with the same model fingerprint, method and settings; a killed run loses at most one batch.
     ``progress``: tqdm bars. ``token_budget``: padded tokens per forward pass (default 2048 on CPU, 32768 on CUDA;
-    halved automatically on out-of-memory). ``padding_side``: how trunks are padded (results do not depend on it).
+    halved automatically on out-of-memory). ``padding_side``: how trunks are padded with ``packing=False`` (results do not depend on it; models with
+    sliding-window attention are always padded on the left).
     ``share_prefixes``: in ``sequence_logprob``, compute the common opening of texts once. ``prefix``: ``"bos"``
-    (see the module docstring) or None.
+    (see the module docstring) or None. ``packing``: lay prompts and their options out in packed rows with a tree
+    attention mask (no padding, one pass; default) instead of padded batches with a copied key/value cache per option
+    (``packing=False``, for architectures that ignore custom 4D attention masks). Both give the same numbers.
     """
 
     def __init__(self, lm, cache_dir: str | None | bool = None, progress: bool = True, token_budget: int | None = None,
-                 padding_side: str = "left", share_prefixes: bool = True, prefix: str | None = "bos"):
+                 padding_side: str = "left", share_prefixes: bool = True, prefix: str | None = "bos",
+                 packing: bool = True):
         self.lm = lm
         self.model = lm.model
         self.tokenizer = lm.tokenizer
         self.kind = lm.kind
         self.progress = progress
         self.padding_side = padding_side
+        self.packing = packing
         self.share_prefixes = share_prefixes
         self.token_budget = token_budget or default_token_budget(lm.device)
         self.stats: dict[str, int] = {}
@@ -134,6 +139,11 @@ class Scorer:
                 self.cache = _MemoryCache()
 
     # ------------------------------------------------------------------------------------------ helpers ---
+    def _score(self, requests: list[Request], budget: int):
+        if self.packing:
+            return score_packed(self.model, self.head, requests, self.pad_id, budget, self.stats)
+        return score_batch(self.model, self.head, requests, self.pad_id, budget, self.padding_side, self.stats)
+
     def _settings(self, **extra) -> dict:
         return {"prefix": self.prefix_id, **extra}
 
@@ -217,7 +227,7 @@ class Scorer:
                 groups = [(s, [i]) for i, s in enumerate(seqs)]
             reqs = [Request(trunk, [] if len(members) == 1 else [seqs[m][len(trunk):] for m in members], True)
                     for trunk, members in groups]
-            results = score_batch(self.model, self.head, reqs, self.pad_id, budget, self.padding_side, self.stats)
+            results = self._score(reqs, budget)
             out: list = [None] * len(seqs)
             for (trunk, members), res in zip(groups, results):
                 if len(members) == 1:
@@ -307,7 +317,7 @@ class Scorer:
                     reqs.extend(Request(full, [], True) for full, _ in pl.diffs)
                 else:
                     where.append(None)
-            results = score_batch(self.model, self.head, reqs, self.pad_id, budget, self.padding_side, self.stats)
+            results = self._score(reqs, budget)
             out = []
             for i, pl in enumerate(plans):
                 vals = []
