@@ -257,15 +257,20 @@ def write_markdown(all_rows: list[dict], path: Path) -> None:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--workloads", nargs="+", default=list(WORKLOADS), choices=list(WORKLOADS))
-    ap.add_argument("--n-crows", type=int, default=200, help="CrowS-Pairs pairs (0: all 1,508)")
+    ap.add_argument("--n-crows", type=int, default=300, help="CrowS-Pairs pairs (0: all 1,508)")
     ap.add_argument("--n-bbq", type=int, default=60, help="BBQ items (0: all 58,492)")
-    ap.add_argument("--n-calm", type=int, default=30, help="CALM NLI items (0: all)")
+    ap.add_argument("--n-calm", type=int, default=12, help="CALM NLI items (0: all)")
+    ap.add_argument("--threads", type=int, default=1,
+                    help="torch threads per method (1: on a shared 2-core machine, 2 threads under contention ran "
+                         "5-10x slower than 1)")
     ap.add_argument("--methods", nargs="+", default=list(METHODS), choices=list(METHODS))
     ap.add_argument("--out", default=str(HERE / "results"))
-    ap.add_argument("--child", nargs=4, metavar=("METHOD", "WORKLOAD", "N", "OUT"), help=argparse.SUPPRESS)
+    ap.add_argument("--child", nargs=5, metavar=("METHOD", "WORKLOAD", "N", "OUT", "THREADS"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.child:
-        m, w, n, out = args.child
+        m, w, n, out, threads = args.child
+        import torch
+        torch.set_num_threads(int(threads))
         child(m, w, int(n), Path(out))
         return 0
     outdir = Path(args.out)
@@ -277,7 +282,8 @@ def main(argv=None) -> int:
         for m in args.methods:
             tmp = outdir / f".{w}-{m}.json"
             t0 = time.perf_counter()
-            subprocess.run([sys.executable, __file__, "--child", m, w, str(sizes[w]), str(tmp)], check=True,
+            subprocess.run([sys.executable, __file__, "--child", m, w, str(sizes[w]), str(tmp), str(args.threads)],
+                           check=True,
                            env=os.environ | {"TOKENIZERS_PARALLELISM": "false"})
             results[m] = json.loads(tmp.read_text())
             tmp.unlink()
@@ -298,7 +304,7 @@ def main(argv=None) -> int:
         write_markdown(all_rows, outdir / "results.md")
         env = {"cpu": platform.processor() or platform.machine(), "cores": os.cpu_count(),
                "load_average_at_end": os.getloadavg(), "torch": torch.__version__,
-               "transformers": transformers.__version__, "sizes": sizes,
+               "transformers": transformers.__version__, "sizes": sizes, "torch_threads": args.threads,
                "lm_eval": __import__("importlib.metadata").metadata.version("lm_eval")}
         (outdir / "env.json").write_text(json.dumps(env, indent=2))
     return 0

@@ -141,7 +141,8 @@ class Scorer:
     # ------------------------------------------------------------------------------------------ helpers ---
     def _score(self, requests: list[Request], budget: int):
         if self.packing:
-            return score_packed(self.model, self.head, requests, self.pad_id, budget, self.stats)
+            return score_packed(self.model, self.head, requests, self.pad_id, budget, self.stats,
+                                share=self.share_prefixes)
         return score_batch(self.model, self.head, requests, self.pad_id, budget, self.padding_side, self.stats)
 
     def _settings(self, **extra) -> dict:
@@ -179,15 +180,24 @@ class Scorer:
     def _run(self, method: str, items: list, keys: list[str], prepare, compute, desc: str) -> dict:
         """Look up ``keys``; compute the missing items and return key -> value for all items.
 
-        ``prepare(items) -> (prepared, costs)`` tokenizes the missing items once; ``compute(prepared_batch, budget)
-        -> values`` scores one length-sorted batch, which is written to the cache as soon as it is done.
+        ``prepare(items) -> (prepared, costs[, token_keys])`` tokenizes the missing items once; ``compute(
+        prepared_batch, budget) -> values`` scores one batch, which is written to the cache as soon as it is done.
+        With ``token_keys`` (each item's leading tokens) and packing, items are batched in sorted order so that items
+        with a common opening share a batch, and each item's cost is what it adds to its predecessor.
         """
         import torch
         found = self.cache.get_many(keys)
         todo = list({keys[i]: i for i, k in enumerate(keys) if k not in found}.values())   # distinct, missing
         if not todo:
             return found
-        prepared, costs = prepare([items[i] for i in todo])
+        prepared, costs, *keys_ = prepare([items[i] for i in todo])
+        order = None
+        if keys_ and self.packing:
+            tk = keys_[0]
+            order = sorted(range(len(todo)), key=lambda j: tk[j])
+            costs = list(costs)
+            for prev, j in zip(order, order[1:]):
+                costs[j] = max(costs[j] - _lcp(tk[prev], tk[j]), 1)
         bar = self._bar(len(todo), desc)
 
         def fn(batch, budget):
@@ -198,7 +208,7 @@ class Scorer:
 
         try:
             with torch.inference_mode():
-                self.token_budget = run_batches(costs, self.token_budget, fn, bar.update)
+                self.token_budget = run_batches(costs, self.token_budget, fn, bar.update, order=order)
         finally:
             bar.close()
         return found
@@ -218,10 +228,10 @@ class Scorer:
 
         def prepare(todo_texts):
             seqs = [self.with_prefix(x) for x in self.encode(todo_texts)]
-            return seqs, [len(x) for x in seqs]
+            return seqs, [len(x) for x in seqs], seqs
 
         def compute(seqs, budget):
-            if self.share_prefixes and len(seqs) > 1:
+            if self.share_prefixes and len(seqs) > 1 and not self.packing:   # packed rows share by themselves
                 groups = group_by_prefix(seqs)
             else:
                 groups = [(s, [i]) for i, s in enumerate(seqs)]
@@ -305,7 +315,7 @@ class Scorer:
                         plan.diffs.append((self.with_prefix(fid), len(fid) - _lcp(pid, fid)))
                 plans.append(plan)
                 costs.append(plan.cost)
-            return plans, costs
+            return plans, costs, [pl.trunk for pl in plans]
 
         def compute(plans, budget):
             reqs = [Request(pl.trunk, pl.branches) for pl in plans]
