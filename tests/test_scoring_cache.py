@@ -37,6 +37,9 @@ def test_rerun_computes_nothing(tiny, tmp_path):
     g = make(tiny, tmp_path).generate(TEXTS[:2], max_new_tokens=4)
     again = make(tiny, tmp_path)
     assert again.generate(TEXTS[:2], max_new_tokens=4) == g and again.stats == {}
+    n = len(again.cache)
+    again.generate(TEXTS[:2], max_new_tokens=4, do_sample=True)      # unseeded samples are never cached
+    assert len(again.cache) == n
 
 
 def test_killed_run_resumes_losing_at_most_the_batch_in_flight(tiny, tmp_path, monkeypatch):

@@ -177,16 +177,19 @@ class Scorer:
         return tqdm(total=total, desc=f"{self.lm.name}: {desc}", disable=not self.progress or total == 0,
                     leave=False, dynamic_ncols=True)
 
-    def _run(self, method: str, items: list, keys: list[str], prepare, compute, desc: str) -> dict:
+    def _run(self, method: str, items: list, keys: list[str], prepare, compute, desc: str,
+             cache: bool = True) -> dict:
         """Look up ``keys``; compute the missing items and return key -> value for all items.
 
         ``prepare(items) -> (prepared, costs[, token_keys])`` tokenizes the missing items once; ``compute(
         prepared_batch, budget) -> values`` scores one batch, which is written to the cache as soon as it is done.
         With ``token_keys`` (each item's leading tokens) and packing, items are batched in sorted order so that items
         with a common opening share a batch, and each item's cost is what it adds to its predecessor.
+        ``cache=False``: keep these values in memory only (unseeded samples).
         """
         import torch
-        found = self.cache.get_many(keys)
+        store = self.cache if cache else _MemoryCache()
+        found = store.get_many(keys)
         todo = list({keys[i]: i for i, k in enumerate(keys) if k not in found}.values())   # distinct, missing
         if not todo:
             return found
@@ -203,7 +206,7 @@ class Scorer:
         def fn(batch, budget):
             values = compute([prepared[j] for j in batch], budget)
             new = {keys[todo[j]]: v for j, v in zip(batch, values)}
-            self.cache.put_many(new, method)
+            store.put_many(new, method)
             found.update(new)
 
         try:
@@ -410,14 +413,7 @@ class Scorer:
             return generate_batch(self.model, self.head, self.tokenizer, [x for x, _ in batch], max_new_tokens, eos,
                                   stop, do_sample, temperature, [sd for _, sd in batch], self.pad_id)
 
-        if cacheable:
-            values = self._run("generate", rendered, keys, prepare, compute, "generation")
-        else:
-            cache, self.cache = self.cache, _MemoryCache()
-            try:
-                values = self._run("generate", rendered, keys, prepare, compute, "generation")
-            finally:
-                self.cache = cache
+        values = self._run("generate", rendered, keys, prepare, compute, "generation", cache=cacheable)
         return [values[k] for k in keys]
 
     # ------------------------------------------------------------------------------------ masked models ---
