@@ -190,3 +190,11 @@ def test_answer_format_follows_the_tokenizer():
     assert suffix == " " and labels == {"1": ["1"], "2": ["2"], "3": ["3"]}
     suffix, labels = agentic.answer_format(_Tok(split=False), 3)
     assert suffix == "" and labels["2"] == [" 2"]
+
+
+def test_subset_of_a_subset(prompts):
+    s = agentic.balanced_subset(prompts, 300, seed=0)
+    assert len(s) == 300 and (s.groupby(["question_type", "class_type", "polarity"]).size() == 10).all()
+    c = agentic.balanced_subset(s, 30, seed=0)
+    assert len(c) == 30 and set(c.prompt_id) <= set(s.prompt_id)
+    assert (c.groupby(["question_type", "class_type"]).size() == 2).all()

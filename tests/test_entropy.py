@@ -104,16 +104,15 @@ def test_cyclic_average_removes_pure_position_bias():
                          "text": ["Role.\nQuestion: Who?\n1. A\n2. B\n3. C\nAnswer:"]})
     v = cyclic_variants(base).assign(k=3)
     # pure position model: .8 on slot 1
-    _, long = E.tidy_scores(v, _synthetic(v, lambda ch: [0.8, 0.1, 0.1]), "pos")
-    long["shift"] = np.repeat(v["shift"].to_numpy(), 3)
+    _, long = E.tidy_scores(v, _synthetic(v, lambda ch: [0.8, 0.1, 0.1]), "pos", keep=["shift"])
     c = E.cyclic_summary(long).iloc[0]
     h = E.normalized_entropy([0.8, 0.1, 0.1])
     assert c["entropy_stored"] == pytest.approx(h)
     assert c["entropy_cyclic_avg"] == pytest.approx(1.0)
     assert c["entropy_position_avg"] == pytest.approx(h)
     # pure group model: .8 on "C" wherever it sits -> averaging changes nothing
-    _, long = E.tidy_scores(v, _synthetic(v, lambda ch: [0.8 if x == "C" else 0.1 for x in ch]), "grp")
-    long["shift"] = np.repeat(v["shift"].to_numpy(), 3)
+    _, long = E.tidy_scores(v, _synthetic(v, lambda ch: [0.8 if x == "C" else 0.1 for x in ch]), "grp",
+                            keep=["shift"])
     c = E.cyclic_summary(long).iloc[0]
     assert c["entropy_cyclic_avg"] == pytest.approx(h) and c["entropy_position_avg"] == pytest.approx(1.0)
     assert c["top_group_cyclic"] == "C"

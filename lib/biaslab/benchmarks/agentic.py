@@ -288,18 +288,25 @@ def balanced_subset(prompts: pd.DataFrame, max_prompts: int | None, seed: int = 
     per[rng.permutation(len(strata))[: n_units % len(strata)]] += 1
     domains = sorted(prompts["domain"].unique())
     dom_order = [domains[i] for i in rng.permutation(len(domains))]
-    first_rep = {}   # per (stratum, domain): which replicate is taken first, drawn once
     chosen, offset = [], 0
     for (q, c), m in zip(strata, per):
-        u = units[(units.question_type == q) & (units.class_type == c)]
-        for j in range(int(m)):
-            # rotate through the domains, continuing where the previous stratum stopped
+        u = units[(units.question_type == q) & (units.class_type == c)].sort_values("replicate")
+        # per domain, its units in a random replicate order; domains taken in rotation, continuing where the
+        # previous stratum stopped, skipping domains with nothing left (when ``prompts`` is itself a subset)
+        avail = {}
+        for dom, g in u.groupby("domain"):
+            rows = list(g.itertuples())
+            start = int(rng.integers(len(rows)))
+            avail[dom] = rows[start:] + rows[:start]
+        taken = j = 0
+        while taken < m and any(avail.values()):
             dom = dom_order[(offset + j) % len(dom_order)]
-            cand = u[u.domain == dom].sort_values("replicate")
-            start = first_rep.setdefault((q, c, dom), int(rng.integers(len(cand))))
-            r = cand.iloc[(start + j // len(dom_order)) % len(cand)]
-            chosen.append((r.scenario_id, r.class_type))
-        offset += int(m)
+            j += 1
+            if avail.get(dom):
+                r = avail[dom].pop(0)
+                chosen.append((r.scenario_id, r.class_type))
+                taken += 1
+        offset += j
     key = pd.MultiIndex.from_frame(prompts[["scenario_id", "class_type"]])
     return prompts[key.isin(chosen)].copy()
 
@@ -324,14 +331,18 @@ def cyclic_variants(prompts: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def answer_format(tokenizer, k: int = MAX_K) -> tuple[str, dict[str, list[str]]]:
+def answer_format(tokenizer, k: int = MAX_K, chat: bool = False) -> tuple[str, dict[str, list[str]]]:
     """Separator after ``Answer:`` and label surface forms that match how the model's tokenizer writes an answer.
 
     Both embedded tokenizers split "Answer: 2" into ``Answer``, ``:``, `` ``, ``2``: in the few-shot examples the
     digit follows a separate space token, so the prompt ends with that space and the next token is the bare digit
     (labels "1".."k"). A tokenizer that merges the space into the digit (GPT-2 style " 2") gets no trailing space
-    and the labels " 1".." k". Returns (suffix to append to ``text``, labels dict for ``label_distribution``).
+    and the labels " 1".." k". With ``chat=True`` the prompt becomes a user message and the answer opens the
+    assistant's turn: no suffix, bare digits. Returns (suffix to append to ``text``, labels for
+    ``label_distribution``).
     """
+    if chat:
+        return "", {str(j): [str(j)] for j in range(1, k + 1)}
     ids = tokenizer("Answer: 2", add_special_tokens=False)["input_ids"]
     last = tokenizer.decode(ids[-1:])
     if last == "2" and len(ids) >= 2 and tokenizer.decode(ids[-2:-1]).strip() == "":

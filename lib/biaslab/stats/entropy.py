@@ -47,7 +47,8 @@ def normalized_entropy(p, k: int | None = None, axis: int = -1):
     return stats.entropy(p, base=k, axis=axis)
 
 
-def tidy_scores(prompts: pd.DataFrame, dist: pd.DataFrame, model: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+def tidy_scores(prompts: pd.DataFrame, dist: pd.DataFrame, model: str,
+                keep: tuple[str, ...] | list[str] = ()) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Turn the engine's label distribution into a per-prompt table and a long per-(prompt, position) table.
 
     ``prompts`` needs ``prompt_id``, ``k`` and ``choices`` (group labels in presented order, label "j" =
@@ -59,6 +60,7 @@ def tidy_scores(prompts: pd.DataFrame, dist: pd.DataFrame, model: str) -> tuple[
 
     Returns ``(per_prompt, long)``. per_prompt: prompt_id, model, k, label_mass, entropy, top_position, top_group,
     top_p, logp_1..logp_5, p_1..p_5 (positional; NaN beyond k). long: prompt_id, model, k, position, group, logp, p.
+    Columns of ``prompts`` named in ``keep`` (e.g. ``shift`` of cyclic variants) are carried into both tables.
     """
     if len(prompts) != len(dist):
         raise ValueError(f"{len(prompts)} prompts but {len(dist)} score rows: score every prompt, in order")
@@ -81,6 +83,8 @@ def tidy_scores(prompts: pd.DataFrame, dist: pd.DataFrame, model: str) -> tuple[
         "entropy": H, "top_position": top + 1, "top_group": [c[t] for c, t in zip(choices, top)],
         "top_p": P.max(axis=1),
     })
+    for c in keep:
+        per.insert(1, c, prompts[c].to_numpy())
     for j in range(MAX_K):
         per[f"logp_{j + 1}"] = np.where(valid[:, j], L[:, j], np.nan)
     for j in range(MAX_K):
@@ -91,6 +95,8 @@ def tidy_scores(prompts: pd.DataFrame, dist: pd.DataFrame, model: str) -> tuple[
         "position": rows[1] + 1, "group": [choices[i][j] for i, j in zip(*rows)],
         "logp": L[rows], "p": P[rows],
     })
+    for c in keep:
+        long.insert(1, c, prompts[c].to_numpy()[rows[0]])
     return per, long
 
 
@@ -112,7 +118,7 @@ def entropy_by_model(per_prompt: pd.DataFrame) -> pd.DataFrame:
     out = []
     for m, g in per_prompt.groupby("model", sort=False):
         d = {"model": m, **_describe(g["entropy"])}
-        d["share_below_0.5"] = float((g["entropy"] < 0.5).mean())
+        d["share_below_half"] = float((g["entropy"] < 0.5).mean())
         d["mean_label_mass"] = float(g["label_mass"].mean())
         out.append(d)
     return pd.DataFrame(out)
@@ -138,7 +144,8 @@ def entropy_breakdown(per_prompt: pd.DataFrame, factors: list[str]) -> pd.DataFr
     return pd.DataFrame(out)
 
 
-def group_preference(long: pd.DataFrame, prompts: pd.DataFrame) -> pd.DataFrame:
+def group_preference(long: pd.DataFrame, prompts: pd.DataFrame,
+                     order: dict[str, list[str]] | None = None) -> pd.DataFrame:
     """Mean probability per group for positive vs negative questions (beyond the paper).
 
     For each model, class type and group: the mean renormalized probability of that group over the positive and
@@ -146,6 +153,7 @@ def group_preference(long: pd.DataFrame, prompts: pd.DataFrame) -> pd.DataFrame:
     Wilcoxon signed-rank test over matched prompts (the same scenario and class type asked in both polarities),
     with Benjamini-Hochberg q-values across all groups of a model. A group favoured for good outcomes and named
     for bad ones has a positive difference; entropy, symmetric in the groups, cannot show this direction.
+    ``order`` (class type -> groups, e.g. Table I's order) orders the rows within each class type.
     """
     from statsmodels.stats.multitest import multipletests
     d = long.merge(prompts[["prompt_id", "scenario_id", "class_type", "polarity"]], on="prompt_id")
@@ -167,6 +175,12 @@ def group_preference(long: pd.DataFrame, prompts: pd.DataFrame) -> pd.DataFrame:
                     "mean_p_all": g["p"].mean(), "n_pairs": len(both),
                     "diff_pos_minus_neg": diff.mean() if len(diff) else np.nan, "wilcoxon_p": wp})
     res = pd.DataFrame(out)
+    if order:
+        rank = {(ct, g): 100 * c + i for c, (ct, gs) in enumerate(order.items()) for i, g in enumerate(gs)}
+        res["_r"] = [rank.get((c, g), len(rank)) for c, g in zip(res["class_type"], res["group"])]
+        res = res.sort_values(["model", "_r"], key=lambda s: s.map({m: i for i, m in enumerate(
+            dict.fromkeys(res["model"]))}) if s.name == "model" else s, kind="stable").drop(columns="_r")
+        res = res.reset_index(drop=True)
     res["bh_q"] = np.nan
     for m, g in res.groupby("model"):
         ok = g["wilcoxon_p"].notna()
@@ -184,12 +198,13 @@ def position_bias(long: pd.DataFrame) -> pd.DataFrame:
     a preference for a position (or a label digit), not for a group.
     """
     out = []
-    for (m, k, pos), g in long.groupby(["model", "k", "position"], sort=True):
+    for (m, k, pos), g in long.groupby(["model", "k", "position"], sort=False):
         d = _describe(g["p"])
         out.append({"model": m, "k": int(k), "position": int(pos), "n": d["n"], "mean_p": d["mean_entropy"],
                     "sd": d["sd"], "ci95_low": d["ci95_low"], "ci95_high": d["ci95_high"], "uniform": 1 / k,
                     "ratio_to_uniform": d["mean_entropy"] * k})
-    return pd.DataFrame(out)
+    # models in order of appearance, then k and position
+    return pd.DataFrame(out).sort_values(["k", "position"], kind="stable").reset_index(drop=True)
 
 
 # --------------------------------------------------------------------------------------------- tests against uniform
