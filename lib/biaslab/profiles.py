@@ -31,21 +31,21 @@ PROFILES: dict[str, dict[str, dict]] = {
         "01_multifactor": {"max_prompts": 24},
         "02_calm": {"max_prompts": 24},
         "03_crows_pairs_bayes": {"max_pairs": 16},
-        "04_agentic_entropy": {"max_prompts": 24, "cyclic_prompts": 6},
+        "04_agentic_entropy": {"max_prompts": 12, "cyclic_prompts": 2, "fewshot_prompts": 0},
     },
     "default": {
         "*": {"models": EMBEDDED_MODELS, "device": "auto", "dtype": "auto"},
         "01_multifactor": {"max_prompts": 400},
         "02_calm": {"max_prompts": 400},
         "03_crows_pairs_bayes": {"max_pairs": None},
-        "04_agentic_entropy": {"max_prompts": 300, "cyclic_prompts": 30},
+        "04_agentic_entropy": {"max_prompts": 150, "cyclic_prompts": 12, "fewshot_prompts": 0},
     },
     "paper": {
         "*": {"models": EMBEDDED_MODELS, "device": "auto", "dtype": "auto"},
         "01_multifactor": {"max_prompts": None},
         "02_calm": {"max_prompts": None},
         "03_crows_pairs_bayes": {"max_pairs": None},
-        "04_agentic_entropy": {"max_prompts": None, "cyclic_prompts": None},
+        "04_agentic_entropy": {"max_prompts": None, "cyclic_prompts": None, "fewshot_prompts": 120},
     },
 }
 

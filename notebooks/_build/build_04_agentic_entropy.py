@@ -49,6 +49,7 @@ dtype = "auto"
 output_dir = "../outputs/04_agentic_entropy"
 max_prompts = None
 cyclic_prompts = 30
+fewshot_prompts = 0
 n_shots = 2
 chat = False
 seed = 0
@@ -60,7 +61,8 @@ md(r"""
 `max_prompts` (None = all 1,020) takes a design-preserving subset: whole positive/negative pairs, spread evenly over
 the 15 question-type × class-type strata and, within them, over the 17 domains. `cyclic_prompts` is the size of the
 subset (drawn the same way from the scored prompts) whose every cyclic rotation of the choices is also scored; that
-costs k scorings per prompt. `n_shots` answer-format examples precede every prompt.
+costs k scorings per prompt. `n_shots` answer-format examples precede every prompt; `fewshot_prompts` (0 = skip)
+is the size of a subset scored again with 0, 1, 2 and 3 examples, to see how much the format moves the answers.
 """)
 
 code("""
@@ -141,28 +143,36 @@ paper's renormalization hides: the probability the model gave to answering at al
 """)
 
 code("""
-per_list, long_list, cyc_list, timings = [], [], [], []
+per_list, long_list, cyc_list, fs_list, timings = [], [], [], [], []
 for name in models:
     t0 = time.perf_counter()
     lm = model_zoo.load(name, device=device, dtype=dtype)
     out.record_model(lm.fingerprint)
-    t1 = time.perf_counter()
+    t1, c1 = time.perf_counter(), time.process_time()
     sc = scoring.Scorer(lm, progress=False)
     suffix, labels = agentic.answer_format(lm.tokenizer, k=agentic.MAX_K, chat=chat)
     dist = sc.label_distribution((prompts["text"] + suffix).tolist(), labels, chat=chat)
     per, long = E.tidy_scores(prompts, dist, name)
     per_list.append(per)
     long_list.append(long)
-    t2 = time.perf_counter()
+    t2, c2 = time.perf_counter(), time.process_time()
     if len(cyc_prompts):
         var = agentic.cyclic_variants(cyc_prompts).merge(cyc_prompts[["prompt_id", "k"]], on="prompt_id")
         dist_c = sc.label_distribution((var["text"] + suffix).tolist(), labels, chat=chat)
         cyc_list.append(E.tidy_scores(var, dist_c, name, keep=["shift"])[1])
-    t3 = time.perf_counter()
+    t3, c3 = time.perf_counter(), time.process_time()
+    if fewshot_prompts:
+        fs_sub = agentic.balanced_subset(prompts, fewshot_prompts, seed=seed)
+        for shots in range(len(agentic.read_bank()["fewshot"]) + 1):
+            head = agentic.fewshot_block(shots)
+            texts = (head + fs_sub["item_text"] + suffix).tolist()
+            fs_per, fs_long = E.tidy_scores(fs_sub, sc.label_distribution(texts, labels, chat=chat), name)
+            fs_list.append((name, shots, fs_per, fs_long))
+    t4 = time.perf_counter()
     timings.append({"model": name, "device": lm.fingerprint.get("device"), "dtype": lm.fingerprint.get("dtype"),
-                    "load_s": t1 - t0, "prompts": len(prompts), "score_s": t2 - t1,
-                    "cyclic_variants": int(cyc_prompts["k"].sum()), "cyclic_s": t3 - t2,
-                    "answer_suffix": repr(suffix)})
+                    "load_s": t1 - t0, "prompts": len(prompts), "score_s": t2 - t1, "score_cpu_s": c2 - c1,
+                    "cyclic_variants": int(cyc_prompts["k"].sum()), "cyclic_s": t3 - t2, "cyclic_cpu_s": c3 - c2,
+                    "fewshot_s": t4 - t3, "answer_suffix": repr(suffix)})
     del sc, lm
 
 per_prompt = pd.concat(per_list, ignore_index=True)
@@ -322,6 +332,31 @@ if cyc_list:
               f"Wilcoxon p = {r.wilcoxon_p:.2g}, n = {r.n})")
 else:
     print("cyclic_prompts = 0: no cyclic rotations scored")
+""")
+
+md(r"""
+## How much does the answer format move the answers? (beyond the paper)
+
+The paper shows the models "a few examples of how to phrase answers" but does not print them or vary them. When
+`fewshot_prompts` > 0, a subset is scored again with 0, 1, 2 and 3 of our examples (whose answers are at positions
+2, 4 and 1). If the preferred position follows the examples, part of what the entropy measures is the prompt format.
+""")
+
+code("""
+if fs_list:
+    rows = []
+    for model_name, shots, fs_per, fs_long in fs_list:
+        pb_fs = E.position_bias(fs_long)
+        row = {"model": model_name, "n_shots": shots, "n": len(fs_per), "mean_entropy": fs_per["entropy"].mean(),
+               "mean_label_mass": fs_per["label_mass"].mean()}
+        for k in (3, 5):
+            row.update({f"k{k}_p_pos{j}": v for j, v in zip(pb_fs[pb_fs.k == k]["position"], pb_fs[pb_fs.k == k]["mean_p"])})
+        rows.append(row)
+    fewshot = pd.DataFrame(rows)
+    out.table(fewshot, "fewshot_sensitivity")
+    display(fewshot.round(3))
+else:
+    print("fewshot_prompts = 0: few-shot sensitivity not run in this profile")
 """)
 
 md(r"""
