@@ -14,7 +14,7 @@ def _colors(models):
 
 
 def entropy_distributions(per_prompt: pd.DataFrame, paper_means: dict[str, float] | None = None,
-                          bins: int = 20):
+                          bins: int = 50):
     """The paper's Figs. 3-6 as one comparative figure: per model a histogram of the per-prompt normalized entropy
     (shared axes, mean and median marked), plus a panel comparing the mean entropies with those the paper reports
     for its four models."""

@@ -124,14 +124,19 @@ def entropy_by_model(per_prompt: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
-def entropy_breakdown(per_prompt: pd.DataFrame, factors: list[str]) -> pd.DataFrame:
+def entropy_breakdown(per_prompt: pd.DataFrame, factors: list[str] | dict[str, list]) -> pd.DataFrame:
     """Mean / sd / median / 95 % CI of the normalized entropy per model x factor x level, with a Kruskal-Wallis
     test of equal distributions across the factor's levels (per model and factor; beyond the paper, which reports
-    only overall means). ``per_prompt`` must carry the factor columns (merge the prompt table in first)."""
+    only overall means). ``per_prompt`` must carry the factor columns (merge the prompt table in first).
+    ``factors``: names, or a dict name -> levels in the order the rows should follow (e.g. the factor spec's)."""
+    order = factors if isinstance(factors, dict) else {f: None for f in factors}
     out = []
     for m, g in per_prompt.groupby("model", sort=False):
-        for f in factors:
+        for f, levels in order.items():
             groups = [(lvl, gg["entropy"]) for lvl, gg in g.groupby(f, sort=False, observed=True)]
+            if levels is not None:
+                rank = {v: i for i, v in enumerate(levels)}
+                groups.sort(key=lambda t: rank.get(t[0], len(rank)))
             vals = [x.dropna().to_numpy(float) for _, x in groups]
             if len(vals) > 1 and all(len(v) > 0 for v in vals) and np.ptp(np.concatenate(vals)) > 0:
                 kw = stats.kruskal(*vals)
