@@ -198,3 +198,15 @@ def test_subset_of_a_subset(prompts):
     c = agentic.balanced_subset(s, 30, seed=0)
     assert len(c) == 30 and set(c.prompt_id) <= set(s.prompt_id)
     assert (c.groupby(["question_type", "class_type"]).size() == 2).all()
+
+
+@pytest.mark.model
+def test_prompt_ends_where_the_embedded_tokenizer_expects_the_digit():
+    """With SmolLM2's tokenizer the few-shot answers read ``:``, `` ``, digit, so the prompt ends with the space."""
+    from biaslab import models
+    tok = models.load("smollm2-135m-instruct", device="cpu", dtype="float32").tokenizer
+    suffix, labels = agentic.answer_format(tok, 5)
+    assert suffix == " " and labels["3"] == ["3"]
+    text = agentic.fewshot_block(1) + "Question: x\n1. a\n2. b\nAnswer:"
+    ids = tok(text + suffix + "2", add_special_tokens=False)["input_ids"]
+    assert ids[:-1] == tok(text + suffix, add_special_tokens=False)["input_ids"]   # digit is its own next token
