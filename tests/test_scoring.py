@@ -63,8 +63,10 @@ def check_sequence_direct(lm, texts=TEXTS):
         assert math.isclose(row.perplexity, math.exp(-direct.mean()), rel_tol=1e-4)
 
 
-BATCHINGS = [dict(token_budget=16), dict(token_budget=64, padding_side="right"), dict(token_budget=4096),
-             dict(share_prefixes=False, padding_side="left"), dict(share_prefixes=True, padding_side="right")]
+# packed rows with tree attention (default) and padded batches with a copied key/value cache (packing=False)
+BATCHINGS = [dict(token_budget=16), dict(token_budget=64, packing=False, padding_side="right"),
+             dict(token_budget=4096), dict(share_prefixes=False, packing=False, padding_side="left"),
+             dict(share_prefixes=True, packing=False, padding_side="right")]
 
 
 def check_sequence_batch_invariance(lm, texts=TEXTS, batchings=BATCHINGS):
@@ -139,7 +141,8 @@ def test_option_scores_do_not_depend_on_batching(tiny):
     ref = scorer(tiny).option_logprob(PROMPTS[:1], OPTIONS)
     singles = np.concatenate([scorer(tiny).option_logprob([p], [o]).sum_logprob.to_numpy()
                               for p in PROMPTS for o in OPTIONS])
-    for kw in [dict(token_budget=8), dict(token_budget=40, padding_side="right"), dict(token_budget=10_000)]:
+    for kw in [dict(token_budget=8), dict(token_budget=40, packing=False, padding_side="right"),
+               dict(token_budget=40, packing=False, padding_side="left"), dict(token_budget=10_000)]:
         df = scorer(tiny, **kw).option_logprob(PROMPTS, OPTIONS)
         assert np.abs(df.sum_logprob.to_numpy() - singles).max() < TOL, kw
     assert abs(ref.sum_logprob[0] - singles[0]) < TOL
@@ -265,6 +268,20 @@ def test_smollm2_sequences_against_logits_and_batching(smol):
     check_sequence_batch_invariance(smol, texts, [BATCHINGS[0], BATCHINGS[4]])
 
 
+def test_sliding_window_attention(tmp_path):
+    """Gemma 3 attends locally in 5 of 6 layers (512 positions): packed rows and cached branches must apply the
+    window. A tiny Gemma 3 with a window of 8 checks it on texts much longer than the window."""
+    lm = models.load(models.save_tiny_model(tmp_path / "tiny-gemma3", "causal", seed=5, arch="gemma3"))
+    assert lm.model.config.sliding_window == 8
+    check_sequence_direct(lm, TEXTS[-3:])
+    prompts, options = [TEXTS[-1], TEXTS[0]], [" and then she slept for a long time", " no"]
+    check_options_are_sequence_differences(lm, prompts, options)
+    for kw in [dict(packing=False), dict(packing=False, padding_side="right")]:
+        a = scorer(lm, **kw).option_logprob(prompts, options).sum_logprob
+        b = scorer(lm).option_logprob(prompts, options).sum_logprob
+        assert np.abs(a - b).max() < TOL
+
+
 @pytest.mark.model
 def test_smollm2_options_with_split_digits_spaces_and_boundaries(smol):
     df, sc = check_options_are_sequence_differences(smol)
@@ -272,8 +289,9 @@ def test_smollm2_options_with_split_digits_spaces_and_boundaries(smol):
     # a prompt ending in a space: the space merges into the option's first token; exact difference instead
     check_options_are_sequence_differences(smol, ["Answer: "], ["yes", " no"])
     singles = np.concatenate([scorer(smol).option_logprob([p], OPTIONS).sum_logprob.to_numpy() for p in PROMPTS])
-    batched = scorer(smol, token_budget=24, padding_side="right").option_logprob(PROMPTS, OPTIONS)
-    assert np.abs(batched.sum_logprob.to_numpy() - singles).max() < TOL
+    for kw in [dict(token_budget=24), dict(token_budget=24, packing=False, padding_side="right")]:
+        batched = scorer(smol, **kw).option_logprob(PROMPTS, OPTIONS)
+        assert np.abs(batched.sum_logprob.to_numpy() - singles).max() < TOL
 
 
 @pytest.mark.model

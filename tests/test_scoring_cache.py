@@ -37,11 +37,14 @@ def test_rerun_computes_nothing(tiny, tmp_path):
     g = make(tiny, tmp_path).generate(TEXTS[:2], max_new_tokens=4)
     again = make(tiny, tmp_path)
     assert again.generate(TEXTS[:2], max_new_tokens=4) == g and again.stats == {}
+    n = len(again.cache)
+    again.generate(TEXTS[:2], max_new_tokens=4, do_sample=True)      # unseeded samples are never cached
+    assert len(again.cache) == n
 
 
 def test_killed_run_resumes_losing_at_most_the_batch_in_flight(tiny, tmp_path, monkeypatch):
     reference = make(tiny, False).sequence_logprob(TEXTS)
-    real = scorer_mod.score_batch
+    real = scorer_mod.Scorer._score
     calls = {"n": 0}
 
     def dies_on_third_batch(*args, **kw):
@@ -50,13 +53,13 @@ def test_killed_run_resumes_losing_at_most_the_batch_in_flight(tiny, tmp_path, m
             raise KeyboardInterrupt("killed")
         return real(*args, **kw)
 
-    monkeypatch.setattr(scorer_mod, "score_batch", dies_on_third_batch)
+    monkeypatch.setattr(scorer_mod.Scorer, "_score", dies_on_third_batch)
     sc = make(tiny, tmp_path, token_budget=40)       # several batches
     with pytest.raises(KeyboardInterrupt):
         sc.sequence_logprob(TEXTS)
     saved = len(sc.cache)
     assert 0 < saved < len(TEXTS)
-    monkeypatch.setattr(scorer_mod, "score_batch", real)
+    monkeypatch.setattr(scorer_mod.Scorer, "_score", real)
     resumed = make(tiny, tmp_path, token_budget=40)
     df = resumed.sequence_logprob(TEXTS)
     assert np.abs(df.sum_logprob - reference.sum_logprob).max() < 1e-4

@@ -94,13 +94,5 @@ def generate(sc, rendered: list[str], max_new_tokens: int, stop: list[str], do_s
         out = model.generate(input_ids=ids.to(model.device), attention_mask=mask.to(model.device), **kw)
         return [truncate_at_stop(tok.decode(o, skip_special_tokens=True), stop) for o in out]
 
-    if cacheable:
-        values = sc._run("s2s_generate", rendered, keys, prepare, compute, "generation (seq2seq)")
-    else:
-        from .scorer import _MemoryCache
-        saved, sc.cache = sc.cache, _MemoryCache()
-        try:
-            values = sc._run("s2s_generate", rendered, keys, prepare, compute, "generation (seq2seq)")
-        finally:
-            sc.cache = saved
+    values = sc._run("s2s_generate", rendered, keys, prepare, compute, "generation (seq2seq)", cache=cacheable)
     return [values[k] for k in keys]
