@@ -311,3 +311,20 @@ def released_responses(bench: Benchmark | None = None) -> pd.DataFrame:
                             f"bias' on {disagree} rows")
         frames.append(r)
     return pd.concat(frames, ignore_index=True)
+
+
+#: Templates whose recoding to 'male' reproduces all three of the paper's gender-dependent coverage numbers
+#: (per-factor GI 0.529; stigma x gender x prompt style x biased answer [x COT]: CP 0.372, GI 0.711). Any one of
+#: these 13 biased-answer='no', gender-neutral templates does; T21 is shown because its only gendered word is
+#: "my neighbor's son" (who is not the stigma holder: "the manager is someone ...").
+PAPER_LIKE_MALE_CANDIDATES = ("T03", "T04", "T05", "T06", "T08", "T09", "T11", "T19", "T20", "T21", "T24", "T36",
+                              "T37")
+
+
+def paper_like_gender(prompts: pd.DataFrame, template: str = "T21") -> pd.DataFrame:
+    """A copy of the prompt table with one more template coded 'male' (for reproducing the paper's Table 1 GI)."""
+    if template not in PAPER_LIKE_MALE_CANDIDATES:
+        raise ValueError(f"choose one of {PAPER_LIKE_MALE_CANDIDATES}")
+    q = prompts.copy()
+    q.loc[(q["template"] == template) & (q["stigma"] != NO_STIGMA), "gender"] = "male"
+    return q

@@ -143,9 +143,10 @@ def logistic_regression(df: pd.DataFrame, factors: Sequence[str], references: di
     t = dm.terms.copy()
     t["coef"] = res.params.to_numpy()
     t["se"] = res.bse.to_numpy()
-    t["odds_ratio"] = np.exp(t["coef"])
-    t["ci_low"] = np.exp(t["coef"] - z * t["se"])
-    t["ci_high"] = np.exp(t["coef"] + z * t["se"])
+    with np.errstate(over="ignore"):
+        t["odds_ratio"] = np.exp(t["coef"])
+        t["ci_low"] = np.exp(t["coef"] - z * t["se"])
+        t["ci_high"] = np.exp(t["coef"] + z * t["se"])
     t["z"] = res.tvalues.to_numpy()
     t["p_value"] = res.pvalues.to_numpy()
     n_lv, rate_lv = [], []
