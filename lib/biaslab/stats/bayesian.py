@@ -40,7 +40,7 @@ def _pool(df: pd.DataFrame, outcome: str, columns: list[str]) -> pd.DataFrame:
 def hierarchical_logistic(df: pd.DataFrame, fixed: Sequence[str], group: Sequence[str], references: dict,
                           outcome: str = "deviated", draws: int = 500, tune: int = 500, chains: int = 2,
                           seed: int = 0, hdi_prob: float = 0.95, cores: int = 1, numba: bool = False,
-                          keep_idata: bool = False) -> BayesResult:
+                          keep_idata: bool = False, noncentered: bool = False) -> BayesResult:
     """Fit ``outcome ~ fixed + (1|group...)`` as a binomial model with bambi; return summary and diagnostics."""
     import arviz as az
     import bambi as bmb
@@ -59,12 +59,18 @@ def hierarchical_logistic(df: pd.DataFrame, fixed: Sequence[str], group: Sequenc
     data = data.rename(columns=rename)
     rhs = [rename[f] for f in fixed] + [f"(1|{rename[g]})" for g in group]
     formula = "p(k, n) ~ " + " + ".join(rhs)
-    model = bmb.Model(formula, data, family="binomial")
+    model = bmb.Model(formula, data, family="binomial", noncentered=noncentered)
     t0 = time.perf_counter()
     kw = dict(draws=draws, tune=tune, chains=chains, cores=cores, random_seed=seed, progressbar=False)
     if numba:
         kw["compile_kwargs"] = {"mode": "NUMBA"}
-    idata = model.fit(**kw)
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:                      # pragma: no cover
+        import contextlib
+        threadpool_limits = lambda **k: contextlib.nullcontext()   # noqa: E731
+    with threadpool_limits(limits=1, user_api="blas"):
+        idata = model.fit(**kw)
     seconds = time.perf_counter() - t0
     common = ["Intercept"] + [rename[f] for f in fixed] + [f"1|{rename[g]}_sigma" for g in group]
     var_names = [v for v in common if v in idata.posterior]

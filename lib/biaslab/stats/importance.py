@@ -25,6 +25,14 @@ from scipy import stats
 
 from .coverage import functional_dependencies
 
+try:                                   # small dense problems: one BLAS thread is fastest, and on a busy machine
+    from threadpoolctl import threadpool_limits   # multi-threaded BLAS can be 30x slower (oversubscription)
+except ImportError:                    # pragma: no cover
+    import contextlib
+
+    def threadpool_limits(*args, **kwargs):
+        return contextlib.nullcontext()
+
 
 class AliasingError(ValueError):
     """The requested factors are aliased or collinear; the message names them."""
@@ -127,6 +135,11 @@ def logistic_regression(df: pd.DataFrame, factors: Sequence[str], references: di
     Returns a table with one row per term: term, factor, level, coef, se, odds_ratio, ci_low, ci_high (odds-ratio
     scale, Wald, level 1 - alpha), z, p_value, n_level (responses at that level), rate_level, separated.
     """
+    with threadpool_limits(limits=1, user_api="blas"):
+        return _logistic_regression(df, factors, references, outcome, alpha, check)
+
+
+def _logistic_regression(df, factors, references, outcome, alpha, check) -> LogitResult:
     y = df[outcome].astype(float)
     if not set(pd.unique(y)) <= {0.0, 1.0}:
         raise ValueError(f"outcome {outcome!r} must be 0/1")
