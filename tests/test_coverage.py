@@ -102,3 +102,23 @@ def test_near_functional_dependency_purity():
     assert [d.dependent for d in functional_dependencies(df, ["t", "g"])] == ["t"]
     deps = [d for d in functional_dependencies(df, ["t", "g"], min_purity=0.8) if d.dependent == "g"]
     assert deps[0].purity == pytest.approx(7 / 8) and "almost" in deps[0].message()
+
+
+def test_sparse_gini_equals_dense():
+    rng = np.random.default_rng(2)
+    x = rng.integers(1, 9, size=17)
+    assert gini(x, n_zeros=40) == pytest.approx(gini(np.r_[x, np.zeros(40)]))
+    df = pd.DataFrame({f"f{i}": rng.choice(list("abc"), 50) for i in range(4)})
+    dense = count_tensor(df, list(df.columns))
+    o = coverage_overall(df, list(df.columns)).iloc[0]
+    assert o.gini == pytest.approx(gini(dense)) and o.coverage_percentage == pytest.approx(coverage_percentage(dense))
+
+
+def test_huge_tensor_is_not_materialised():
+    df = pd.DataFrame({f"f{i}": [0, 1] for i in range(12)})
+    levels = {f"f{i}": list(range(30)) for i in range(12)}
+    o = coverage_overall(df, list(df.columns), levels).iloc[0]
+    assert o.n_covered == 2 and o.n_combinations == 30 ** 12
+    assert o.gini == pytest.approx(1 - 2 / 30 ** 12)
+    with pytest.raises(ValueError, match="too many"):
+        count_tensor(df, list(df.columns), levels)

@@ -6,7 +6,8 @@ import pytest
 import statsmodels.formula.api as smf
 import statsmodels.api as sm
 
-from biaslab.stats.importance import AliasingError, identical_levels, logistic_regression, significant
+from biaslab.stats.importance import (AliasingError, identical_levels, identifiable_subset, logistic_regression,
+                                      significant)
 
 
 def _two_by_two():
@@ -80,3 +81,12 @@ def test_separation_is_flagged():
     t = logistic_regression(df, ["a"], {"a": "y"}).table.set_index("term")
     assert bool(t.loc["a[x]", "separated"]) and not bool(t.loc["a[z]", "separated"])
     assert "a[x]" not in significant(t.reset_index(), alpha=1.0).term.tolist()
+
+
+def test_identifiable_subset_drops_aliased_in_priority_order():
+    df = pd.DataFrame({"template": list("aabbcc") * 5, "answer": list("yynnnn") * 5,
+                       "style": list("pqpqpq") * 5, "const": "k", "deviated": [0, 1, 1, 0, 1, 1] * 5})
+    refs = {"template": "a", "answer": "n", "style": "p", "const": "k"}
+    kept, dropped = identifiable_subset(df, ["answer", "style", "template", "const"], refs)
+    assert kept == ["answer", "style"] and set(dropped) == {"template", "const"}
+    assert "aliased" in dropped["template"]

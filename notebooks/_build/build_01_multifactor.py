@@ -48,10 +48,10 @@ models = ["smollm2-135m-instruct", "gemma-3-270m"]
 device = "auto"
 dtype = "auto"
 output_dir = "../outputs/01_multifactor/ssqa"
-max_prompts = 400
-cot_prompts = 16
+max_prompts = 150
+cot_prompts = 4
 cot_seeds = 5
-cot_max_new_tokens = 96
+cot_max_new_tokens = 40
 cot_temperature = 0.7
 bayes_draws = 300
 bayes_tune = 300
@@ -64,10 +64,13 @@ seed = 0
 md(r"""
 ## Setup
 
-Parameters: `max_prompts` prompts (a stratified random sample, so every stratum of the plan's factors is present) are
-scored per embedded model without chain of thought (`None` = all); `cot_prompts` of them are also generated with chain
-of thought, once per seed (`cot_seeds`); `bayes_draws = 0` skips the Bayesian model. The `smoke` profile runs a
-handful of prompts with one model, `default` both embedded models on a CPU, `paper` the full sets.
+Parameters: `max_prompts` prompts (a stratified random sample, so every stratum of the plan's factors is present
+once there are at least as many prompts as strata) are scored per embedded model without chain of thought (`None` =
+all); `cot_prompts` of them (`None` = all stigma prompts) are also generated with chain of thought, once per seed
+(`cot_seeds`, at most `cot_max_new_tokens` tokens); `bayes_draws = 0` skips the Bayesian model. The `smoke` profile
+runs a handful of prompts with one model; `default` both embedded models on a 2-core CPU, where model scoring is the
+expensive part: 150 prompts per model (every SSQA template x prompt style, every BBQ category x context x polarity)
+and chain of thought on 4 prompts x 5 seeds; `paper` scores the full sets.
 """)
 
 code(r"""
@@ -308,7 +311,7 @@ subset = stratified_sample(base_prompts, plan.strata, max_prompts, seed=seed)
 print(f"scoring {len(subset):,} of {len(base_prompts):,} prompts per model "
       f"(stratified by {', '.join(plan.strata)})")
 cot_subset = None
-if benchmark == "ssqa" and cot_prompts:
+if benchmark == "ssqa" and (cot_prompts is None or cot_prompts > 0) and cot_seeds:
     stig = subset[subset["prompt_style"] != "base"]
     pick = stratified_sample(stig, ["prompt_style"], cot_prompts, seed=seed)
     cot_all = ssqa_module.with_cot(bench).prompts
@@ -477,27 +480,29 @@ a deviation rate of 0 or 1 at their level have no finite estimate (separation) a
 code(r"""
 t0 = time.perf_counter()
 refs = multifactor.references(spec, plan)
+first = nocot[nocot["model"] == nocot["model"].iloc[0]]
 try:
-    imp.logistic_regression(nocot[nocot["model"] == nocot["model"].iloc[0]], plan.regression,
-                            {f.name: f.reference for f in spec.factors})
-    print("the paper's coding is identified for these data")
+    imp.logistic_regression(first, plan.regression, {f.name: f.reference for f in spec.factors})
+    print("the factor spec's own reference levels are identified for these data")
 except imp.AliasingError as e:
-    print("Refused (paper's reference levels):", e)
+    print("Refused (reference levels of the factor spec):", e)
 try:
-    imp.logistic_regression(nocot, plan.regression + ["template"], refs)
+    imp.logistic_regression(multifactor.recode(first, plan), plan.regression + ["template"], refs)
 except imp.AliasingError as e:
     print("Refused (with template):", e)
 
 fits = []
 for m in pd.unique(nocot["model"]):
     d = multifactor.recode(nocot[nocot["model"] == m], plan)
-    fs = plan.regression if m in released_models else plan.regression_subset
-    fs = [f for f in fs if d[f].nunique() > 1]
-    try:
-        res = imp.logistic_regression(d, fs, refs)
-    except imp.AliasingError as e:
-        print(f"{m}: regression refused: {e}")
+    full = m in released_models or len(d) >= 0.5 * len(base_prompts)
+    wanted = plan.regression if full else plan.regression_subset
+    fs, left_out = imp.identifiable_subset(d, wanted, refs)
+    for f, why in left_out.items():
+        print(f"{m}: left out {f!r}: {why[:160]}")
+    if not fs or d["deviated"].nunique() < 2:
+        print(f"{m}: nothing to fit")
         continue
+    res = imp.logistic_regression(d, fs, refs)
     t = res.table.assign(model=m, n=res.n)
     fits.append(t)
     for note in res.notes[:3]:

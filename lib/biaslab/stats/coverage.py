@@ -32,23 +32,25 @@ def coverage_percentage(counts) -> float:
     return float(np.mean(c > 0))
 
 
-def gini(counts) -> float:
+def gini(counts, n_zeros: int = 0) -> float:
     """Eq. (2): Gini index of prompt counts over combinations (0 = all equal; tends to 1 as one cell holds all).
 
     ``GI = 1 - 2 * sum_{k=1..N} n_(k) / ||n||_1 * (N - k + 1/2) / N`` with ``n_(1) <= ... <= n_(N)``.
-    Zero cells are included (an uncovered combination raises the index).
+    Zero cells are included (an uncovered combination raises the index). ``n_zeros`` adds that many empty cells
+    without materialising them (they sort first and contribute nothing to the sum but their ranks).
     """
     c = np.sort(np.asarray(counts, dtype=float).ravel())
-    if c.size == 0:
+    if c.size + n_zeros == 0:
         raise ValueError("gini: no combinations")
-    if (c < 0).any():
+    if (c < 0).any() or n_zeros < 0:
         raise ValueError("gini: counts must be non-negative")
     total = c.sum()
     if total == 0:
         raise ValueError("gini: all counts are zero")
-    n = c.size
-    k = np.arange(1, n + 1)
-    return float(1.0 - 2.0 * np.sum(c / total * (n - k + 0.5) / n))
+    n = float(c.size) + float(n_zeros)
+    j = np.arange(1, c.size + 1)
+    # N - k with k = n_zeros + j is c.size - j exactly (no cancellation when N is astronomically large)
+    return float(1.0 - 2.0 * np.sum(c / total * (c.size - j + 0.5) / n))
 
 
 def _levels(df: pd.DataFrame, factor: str, levels: dict | None) -> list:
@@ -73,6 +75,10 @@ def count_tensor(df: pd.DataFrame, factors: Sequence[str], levels: dict | None =
     if not factors:
         raise ValueError("count_tensor: give at least one factor")
     lv = {f: _levels(df, f, levels) for f in factors}
+    size = int(np.prod([float(len(v)) for v in lv.values()]))
+    if size > MAX_DENSE_CELLS:
+        raise ValueError(f"count_tensor: {size:,} combinations of {factors} are too many to list; "
+                         "coverage_overall computes CP and GI from the covered cells alone")
     for f in factors:
         bad = set(df[f].dropna().unique()) - set(lv[f])
         if bad:
@@ -87,13 +93,33 @@ def count_tensor(df: pd.DataFrame, factors: Sequence[str], levels: dict | None =
     return obs.reindex(full, fill_value=0).astype(float if weight else int)
 
 
+MAX_DENSE_CELLS = 20_000_000
+
+
+def covered_counts(df: pd.DataFrame, factors: Sequence[str], levels: dict | None = None) -> tuple[pd.Series, int]:
+    """The non-zero cells of the count tensor and the total number of cells N (product of the level counts)."""
+    factors = list(factors)
+    lv = {f: _levels(df, f, levels) for f in factors}
+    for f in factors:
+        bad = set(df[f].dropna().unique()) - set(lv[f])
+        if bad:
+            raise ValueError(f"factor {f!r} has values that are not declared levels: {sorted(map(str, bad))[:5]}")
+    obs = df.groupby(factors, observed=True, dropna=False).size()
+    n_cells = 1
+    for f in factors:
+        n_cells *= len(lv[f])
+    return obs[obs > 0], int(n_cells)
+
+
 def coverage_overall(df: pd.DataFrame, factors: Sequence[str], levels: dict | None = None) -> pd.DataFrame:
-    """One row: factors, n_combinations (N), n_covered, coverage_percentage (eq. 1), gini (eq. 2), n_prompts."""
-    t = count_tensor(df, factors, levels)
+    """One row: factors, n_combinations (N), n_covered, coverage_percentage (eq. 1), gini (eq. 2), n_prompts.
+
+    Works from the covered cells alone, so N may be astronomically large (all BBQ factors: ~4.8e9 cells)."""
+    obs, n_cells = covered_counts(df, factors, levels)
     return pd.DataFrame([{
-        "factors": " x ".join(factors), "n_factors": len(factors), "n_combinations": int(t.size),
-        "n_covered": int((t > 0).sum()), "coverage_percentage": coverage_percentage(t), "gini": gini(t),
-        "n_prompts": int(t.sum()),
+        "factors": " x ".join(factors), "n_factors": len(factors), "n_combinations": n_cells,
+        "n_covered": int(len(obs)), "coverage_percentage": len(obs) / n_cells,
+        "gini": gini(obs.to_numpy(), n_zeros=n_cells - len(obs)), "n_prompts": int(obs.sum()),
     }])
 
 
@@ -119,9 +145,9 @@ def pairwise_coverage(df: pd.DataFrame, factors: Sequence[str], levels: dict | N
     """CP and GI of every pair of factors (which pairs are not crossed)."""
     rows = []
     for a, b in itertools.combinations(factors, 2):
-        t = count_tensor(df, [a, b], levels)
-        rows.append({"factor_a": a, "factor_b": b, "n_combinations": int(t.size), "n_covered": int((t > 0).sum()),
-                     "coverage_percentage": coverage_percentage(t), "gini": gini(t)})
+        o = coverage_overall(df, [a, b], levels).iloc[0]
+        rows.append({"factor_a": a, "factor_b": b, "n_combinations": int(o.n_combinations),
+                     "n_covered": int(o.n_covered), "coverage_percentage": o.coverage_percentage, "gini": o.gini})
     return pd.DataFrame(rows)
 
 
@@ -142,10 +168,12 @@ class Dependency:
                 "nearly aliased and estimates from a model with both rest on the few exceptions.")
 
 
-def _purity(df: pd.DataFrame, det: list, dep: str) -> float:
-    counts = df.groupby(det + [dep], observed=True, dropna=False).size()
-    modal = counts.groupby(level=list(range(len(det))), observed=True).max()
-    return float(modal.sum() / len(df))
+def _purity_codes(det: np.ndarray, dep: np.ndarray, k_dep: int) -> float:
+    """Share of rows whose ``dep`` code is the most common one at their ``det`` code (integer codes)."""
+    u, cnt = np.unique(det * k_dep + dep, return_counts=True)
+    det_of = u // k_dep                      # sorted, since the keys are sorted with det as the major part
+    starts = np.r_[0, np.flatnonzero(np.diff(det_of)) + 1]
+    return float(np.maximum.reduceat(cnt, starts).sum() / det.size)
 
 
 def functional_dependencies(df: pd.DataFrame, factors: Sequence[str], max_determinant: int = 1,
@@ -161,8 +189,13 @@ def functional_dependencies(df: pd.DataFrame, factors: Sequence[str], max_determ
     for the 37 no-stigma prompts: purity 99.6 %).
     """
     factors = list(factors)
-    const = {f for f in factors if df[f].nunique(dropna=False) <= 1}
-    unique_key = {f for f in factors if df[f].nunique(dropna=False) == len(df)}
+    codes, k = {}, {}
+    for f in factors:
+        c, uniq = pd.factorize(df[f], use_na_sentinel=False)
+        codes[f], k[f] = c.astype(np.int64), len(uniq)
+    n = len(df)
+    const = {f for f in factors if k[f] <= 1}
+    unique_key = {f for f in factors if k[f] == n}
     found: list[Dependency] = []
     single: set[tuple[str, str]] = set()
     for a in factors:
@@ -171,7 +204,7 @@ def functional_dependencies(df: pd.DataFrame, factors: Sequence[str], max_determ
         for b in factors:
             if a == b or (ignore_constant and b in const):
                 continue
-            pur = _purity(df, [a], b)
+            pur = _purity_codes(codes[a], codes[b], k[b])
             if pur >= min_purity:
                 found.append(Dependency((a,), b, pur))
                 if pur >= 1.0:
@@ -179,16 +212,16 @@ def functional_dependencies(df: pd.DataFrame, factors: Sequence[str], max_determ
     if max_determinant >= 2:
         cand = [f for f in factors if f not in const and f not in unique_key]
         for a1, a2 in itertools.combinations(cand, 2):
+            det = codes[a1] * k[a2] + codes[a2]
+            if np.unique(det).size == n:
+                continue
             for b in factors:
                 if b in (a1, a2) or (ignore_constant and b in const):
                     continue
                 if (a1, b) in single or (a2, b) in single:
                     continue
-                if df.groupby([a1, a2], observed=True, dropna=False).ngroups == len(df):
-                    continue
-                pur = _purity(df, [a1, a2], b)
-                if pur >= 1.0:
-                    found.append(Dependency((a1, a2), b, pur))
+                if _purity_codes(det, codes[b], k[b]) >= 1.0:
+                    found.append(Dependency((a1, a2), b, 1.0))
     return found
 
 

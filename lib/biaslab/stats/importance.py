@@ -185,3 +185,26 @@ def significant(table: pd.DataFrame, alpha: float = 0.01, include_intercept: boo
     if not include_intercept:
         keep &= table["factor"] != "Intercept"
     return table[keep]
+
+
+def identifiable_subset(df: pd.DataFrame, factors: Sequence[str], references: dict) -> tuple[list[str], dict]:
+    """Greedy choice of factors the regression can estimate together, in order of priority.
+
+    Factors are added one at a time in the given order; a factor is left out when it is constant in ``df``, its
+    reference level is absent, or adding it makes the set aliased or collinear (the paper: "we omitted factors
+    which induce multicollinearity"). Returns (kept factors, {left-out factor: reason}).
+    """
+    kept: list[str] = []
+    dropped: dict[str, str] = {}
+    with threadpool_limits(limits=1, user_api="blas"):
+        for f in factors:
+            if df[f].nunique(dropna=False) < 2:
+                dropped[f] = "constant in these data"
+                continue
+            try:
+                check_aliasing(df, kept + [f], references)
+            except AliasingError as exc:
+                dropped[f] = str(exc)
+                continue
+            kept.append(f)
+    return kept, dropped

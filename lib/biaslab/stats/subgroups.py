@@ -178,4 +178,5 @@ def ks_tests(sub: pd.DataFrame, by: str = "model", rate: str = "deviation_rate",
             rows.append({**dict(zip(group_cols, key if isinstance(key, tuple) else (key,))), "model_a": m1,
                          "model_b": m2, "n_a": a.size, "n_b": b.size, "ks_statistic": float(r.statistic),
                          "p_value": float(r.pvalue)})
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows, columns=list(group_cols) + ["model_a", "model_b", "n_a", "n_b", "ks_statistic",
+                                                          "p_value"])
