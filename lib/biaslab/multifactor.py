@@ -105,7 +105,8 @@ class Plan:
     regression: list[str]                        # LR factors on the full (released) responses
     regression_subset: list[str]                 # LR factors on a scored subset (fewer levels)
     bayes_fixed: list[str]
-    bayes_group: list[str]
+    bayes_group: list[str]                       # group-level factors on the full responses
+    bayes_group_subset: list[str]                # ... and on a scored subset (few prompts per template)
     strata: list[str]                            # strata of the scored subset
     recode: dict = field(default_factory=dict)   # factor -> {old level: new level} before regression
     reference_override: dict = field(default_factory=dict)
@@ -132,6 +133,7 @@ PLANS = {
         regression_subset=["category", "gender", "prompt_style", "biased_answer"],
         bayes_fixed=["prompt_style", "gender", "biased_answer"],
         bayes_group=["stigma", "template"],
+        bayes_group_subset=["stigma", "template"],
         strata=["template", "prompt_style"],
         # stigma='no stigma', gender='no gender' and prompt_style='base' are the same 37 prompts: with all three
         # as references the dummy-coded model is not identified (rank 99 of 101). Keep 'no stigma' as the stigma
@@ -166,6 +168,7 @@ PLANS = {
                            "correct_is_biased"],
         bayes_fixed=["context_condition", "question_polarity", "correct_is_biased", "biased_position"],
         bayes_group=["stereotyped_group", "template"],
+        bayes_group_subset=["category", "stereotyped_group"],
         strata=["category", "context_condition", "question_polarity"],
         highlight=("context_condition", "question_polarity", "correct_is_biased"),
     ),

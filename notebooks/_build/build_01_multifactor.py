@@ -57,6 +57,7 @@ bayes_draws = 300
 bayes_tune = 300
 bayes_chains = 2
 bayes_all_models = False
+torch_threads = 0
 alpha = 0.01
 seed = 0
 """, tags=["parameters"])
@@ -67,7 +68,9 @@ md(r"""
 Parameters: `max_prompts` prompts (a stratified random sample, so every stratum of the plan's factors is present
 once there are at least as many prompts as strata) are scored per embedded model without chain of thought (`None` =
 all); `cot_prompts` of them (`None` = all stigma prompts) are also generated with chain of thought, once per seed
-(`cot_seeds`, at most `cot_max_new_tokens` tokens); `bayes_draws = 0` skips the Bayesian model. The `smoke` profile
+(`cot_seeds`, at most `cot_max_new_tokens` tokens); `bayes_draws = 0` skips the Bayesian model; `torch_threads > 0`
+sets PyTorch's thread count (0 leaves it alone: on a busy 2-core machine one thread used a third of the CPU time
+of two, which spin against the other processes). The `smoke` profile
 runs a handful of prompts with one model; `default` both embedded models on a 2-core CPU, where model scoring is the
 expensive part: 150 prompts per model (every SSQA template x prompt style, every BBQ category x context x polarity)
 and chain of thought on 4 prompts x 5 seeds; `paper` scores the full sets.
@@ -322,6 +325,9 @@ scored = []
 model_timings = []
 if models:
     from biaslab import models as model_registry, scoring
+    if torch_threads:
+        import torch
+        torch.set_num_threads(int(torch_threads))
 for name in models:
     tm = time.perf_counter()
     lm = model_registry.load(name, device=device, dtype=dtype)
@@ -348,6 +354,8 @@ for name in models:
     del scorer, lm
     gc.collect()
 scored = pd.concat(scored, ignore_index=True) if scored else pd.DataFrame()
+if len(scored):
+    out.table(scored, "responses")          # every scored response (embedded models), for re-analysis
 if len(model_timings):
     table(pd.DataFrame(model_timings), "model_timings")
 timings["scoring"] = time.perf_counter() - t0
@@ -380,6 +388,16 @@ if len(scored) and benchmark == "bbq":
     table(by_cat, "accuracy_bias_scores_by_category", show_rows=8)
     pos = sp.groupby(["model"])["choice"].value_counts(normalize=True).unstack(fill_value=0)
     table(pos.reset_index(), "choice_position_shares")
+""")
+
+md(r"""
+**Reading the embedded models' answers.** `label_mass` is the share of the next-token probability that lands on any
+form of the three answers at all; the rest goes to other words, so the renormalised answer is the model's preference
+*given* that it answers. Neither small model puts noticeable mass on "can't tell", and a model that answers "yes" (or
+"no") to everything deviates exactly on the templates whose biased answer is "yes" (or "no") — a template effect, not
+a stigma effect, which the regression below separates. With chain of thought, the default profile allows only
+`cot_max_new_tokens` new tokens, so many generations stop before stating an answer (`other`); the `paper` profile
+allows 256.
 """)
 
 md(r"""
@@ -429,7 +447,9 @@ for m in pd.unique(sub["model"]):
 """)
 
 md(r"""
-The sunburst reproduces the form of Fig. 1(a) (category inner, gender outer for SSQA). With the paper's Flan answers
+The sunburst reproduces the form of Fig. 1(a) (category inner, gender outer for SSQA; wedge angles are numbers of
+responses, so in the embedded models' stratified subset, which contains all 37 no-stigma prompts, the no-stigma wedge
+is much larger than in the full set). With the paper's Flan answers
 unavailable the values are those of the released and embedded models; for the released 8B models the paper's
 qualitative findings can be checked directly: whether *no stigma* is the least biased subgroup, which categories are
 disadvantaged, and whether gendered stigma holders get more biased answers than gender-neutral ones.
@@ -438,18 +458,20 @@ disadvantaged, and whether gendered stigma holders get more biased answers than 
 code(r"""
 ecdf_sub = sg.subgroups(nocot, plan.ecdf_factors, levels=(len(plan.ecdf_factors),), by="model")
 dm = sg.deviation_metric_table(ecdf_sub)
-ks = sg.ks_tests(ecdf_sub)
 table(dm, "deviation_metric", markdown=True)
-table(ks, "ks_tests", markdown=True)
-groups = [released_models] if released_models else []
+# compare models scored on the same prompts: the released models (all prompts) and the embedded ones (the subset)
+groups = {}
+if released_models:
+    groups["released"] = released_models
 emb = [m for m in models if m in set(ecdf_sub["model"])]
 if emb:
-    groups.append(emb)
-for i, ms in enumerate(groups):
+    groups["embedded"] = emb
+ks = pd.concat([sg.ks_tests(ecdf_sub[ecdf_sub["model"].isin(ms)]).assign(models=name)
+                for name, ms in groups.items()], ignore_index=True)
+table(ks, "ks_tests", markdown=True)
+for name, ms in groups.items():
     part = ecdf_sub[ecdf_sub["model"].isin(ms)]
-    k = ks[ks["model_a"].isin(ms) & ks["model_b"].isin(ms)]
-    name = "released" if ms == released_models else "embedded"
-    show(plots.ecdf_plot(part, ks=k, title=f"{benchmark.upper()} ({name} models): eCDF of "
+    show(plots.ecdf_plot(part, ks=ks[ks["models"] == name], title=f"{benchmark.upper()} ({name} models): eCDF of "
                          f"{' x '.join(plan.ecdf_factors)} subgroup deviation rates"), f"ecdf_{name}", 560)
 timings["subgroups"] = time.perf_counter() - t0
 """)
@@ -537,7 +559,9 @@ $$\operatorname{logit} P(\text{deviated}) = \beta_0 + \sum_f \beta_{f,\ell(f)} +
 
 For SSQA the groups are stigma and template, so the template-level factors (gender, biased answer) stay in the model
 next to template: partial pooling identifies them through the prior, and the posterior intervals show how little the
-data say about them once template variation is allowed for. bambi's default priors, NUTS (PyMC, centred
+data say about them once template variation is allowed for. For BBQ the groups are stereotyped group and template on
+full data; on the small scored subset of the default profile (about one prompt per template) category and
+stereotyped group instead. bambi's default priors, NUTS (PyMC, centred
 parameterisation, numba backend). We report R-hat (≤ 1.01 wanted), bulk and tail effective sample sizes (≥ 400
 wanted) and divergences. The default profile fits Granite's released answers (all 10,360) with modest draws; the
 `paper` profile fits every model with more.
@@ -556,7 +580,9 @@ if bayes_draws:
     for m in targets:
         d = multifactor.recode(nocot[nocot["model"] == m], plan)
         fixed = [f for f in plan.bayes_fixed if d[f].nunique() > 1]
-        res = bayesian.hierarchical_logistic(d, fixed, plan.bayes_group, refs, draws=bayes_draws, tune=bayes_tune,
+        full = m in released_models or len(d) >= 0.5 * len(base_prompts)
+        grp = plan.bayes_group if full else plan.bayes_group_subset
+        res = bayesian.hierarchical_logistic(d, fixed, grp, refs, draws=bayes_draws, tune=bayes_tune,
                                              chains=bayes_chains, seed=seed, numba=True)
         bayes_rows.append(res.summary.assign(model=m))
         bayes_diag.append({"model": m, **res.diagnostics})
