@@ -75,8 +75,8 @@ def evaluate(scorer, prompts: pd.DataFrame, k: int = 5, label_scoring: str = "ne
             options = [[space + n for n in names] for _, space in pairs]
             lp = scorer.option_logprob(stripped, options, chat=chat)
             mat = lp.pivot(index="prompt_idx", columns="option_idx", values="sum_logprob").sort_index()
-            logits = mat.to_numpy(dtype=float)
-            logits -= logits.max(axis=1, keepdims=True)
+            logits = np.array(mat.to_numpy(dtype=float))
+            logits = logits - logits.max(axis=1, keepdims=True)
             probs = np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True)
         best = probs.argmax(axis=1)
         out.loc[idx, "output"] = [names[b] for b in best]

@@ -70,31 +70,51 @@ def incontext_examples(source_dataset: str) -> tuple[tuple[str, ...], ...]:
     path = raw_path(REPO, f"evaluation/benchmark/incontext_examples/{stem}_examples.csv")
     with open(path, newline="", encoding="utf-8") as f:
         rows = [tuple(r) for r in csv.reader(f, skipinitialspace=True)]
-    header, body = rows[0], rows[1:]
-    if any(len(r) != len(header) for r in body):
-        raise DataError(f"{path}: rows with a number of fields other than the header's {len(header)}")
+    header, body = rows[0], [r for r in rows[1:] if r]          # qamr's file ends with an empty line
+    if len(header) < 2 or not body:
+        raise DataError(f"{path}: not a CALM in-context example file (header {header}, {len(body)} rows)")
+    bad = [i for i, r in enumerate(body, start=1) if len(r) != len(header)]
+    if bad:
+        # Broken quoting in the released files (duorc row 8, mctest rows 3 and 7). CALM reads them as they come
+        # (fields 0, 1, ... and -1), and so do we, to show every model the same examples CALM did.
+        log.info("%s: rows %s have %s fields, the header %d; read positionally as CALM does", path.name, bad,
+                 [len(body[i - 1]) for i in bad], len(header))
     return tuple(body)
+
+
+def malformed_examples() -> pd.DataFrame:
+    """The in-context example rows whose field count differs from their file's header (broken CSV quoting)."""
+    rows = []
+    for stem in sorted(set(EXAMPLE_FILE.values())):
+        src = next(s for s, v in EXAMPLE_FILE.items() if v == stem)
+        path = raw_path(REPO, f"evaluation/benchmark/incontext_examples/{stem}_examples.csv")
+        with open(path, newline="", encoding="utf-8") as f:
+            header = next(csv.reader(f, skipinitialspace=True))
+        for i, r in enumerate(incontext_examples(src), start=1):
+            if len(r) != len(header):
+                rows.append({"file": f"{stem}_examples.csv", "row": i, "fields": len(r), "expected": len(header)})
+    return pd.DataFrame(rows, columns=["file", "row", "fields", "expected"])
 
 
 def _example(fmt: str, row: tuple[str, ...]) -> str:
     if fmt == "span":
-        p, q, a = row
+        p, q, a = row[0], row[1], row[2]          # CALM's positional reading (a malformed row keeps 3 fields)
         return f"Passage: {p}\nQuestion: {q}\nAnswer: {a}\n"
     if fmt == "mcqa":
         p, q, *opts, a = row
         options = "".join(f"{chr(ord('A') + i)}: {o}\n" for i, o in enumerate(opts))
         return f"Passage: {p}\nQuestion: {q}\n{options}Answer: {a}\n"
     if fmt == "nli3":
-        p, h, a = row
+        p, h, a = row[0], row[1], row[2]
         return f"Passage: {p}\nQuestion: {h}\n True, False, or Neither?\nAnswer: {NLI_LABEL[a]}\n"
     if fmt == "nli2":
-        p, h, a = row
+        p, h, a = row[0], row[1], row[2]
         return f"Passage: {p}\nQuestion: {h} True or False?\nAnswer: {NLI_LABEL[a]}\n"
     if fmt == "sentiment":
-        p, a = row
+        p, a = row[0], row[1]
         return f"Passage: {p}\nSentiment: {a}\n"
     if fmt == "toxicity":
-        p, a = row
+        p, a = row[0], row[1]
         return f"Passage: {p}\nQuestion: {TOXIC_QUESTION}\n{a}\n"
     raise ValueError(f"unknown CALM answer format {fmt!r}")
 
