@@ -493,3 +493,49 @@ def load(tasks=TASKS, bias_types=BIAS_TYPES, recover_names: bool = True) -> Benc
         "Names recovered by matching each prompt against its template; every prompt matched.",
     ]
     return Benchmark("calm", prompts, factors, excluded=pd.DataFrame(), sources=files, notes=notes)
+
+
+def select_templates(templates: pd.DataFrame, per_task: int | dict | None, seed: int = 0) -> list[str]:
+    """A seeded subset of template ids, ``per_task`` per task (an int, or a dict task -> int; ``None`` = all),
+    spread over the source datasets: datasets are visited in a seeded random order, round-robin, each giving one
+    random template per round. Returned in CALM's template order."""
+    if per_task is None:
+        return list(templates["template_id"])
+    rng = np.random.default_rng(seed)
+    chosen = []
+    for task in TASKS:
+        tt = templates[templates["task"] == task]
+        n = per_task.get(task, 0) if isinstance(per_task, dict) else per_task
+        if n is None or n >= len(tt):
+            chosen += list(tt["template_id"])
+            continue
+        pools = {s: list(rng.permutation(g["template_id"].to_numpy()))
+                 for s, g in tt.groupby("source_dataset", sort=True)}
+        order = list(rng.permutation(sorted(pools)))
+        picked = []
+        while len(picked) < n:
+            for s in order:
+                if pools[s] and len(picked) < n:
+                    picked.append(pools[s].pop())
+        chosen += picked
+    pos = {t: i for i, t in enumerate(templates["template_id"])}
+    return sorted(chosen, key=pos.get)
+
+
+def subset(prompts: pd.DataFrame, templates_per_task: int | dict | None = None, names_per_group: int | None = None,
+           seed: int = 0, template_ids: list[str] | None = None) -> pd.DataFrame:
+    """The prompts of :func:`select_templates` (or of the explicit ``template_ids``) with the first
+    ``names_per_group`` names of every group (the released names are random draws, so the first n are a random
+    subset of n)."""
+    if template_ids is not None:
+        unknown = set(template_ids) - set(prompts["template_id"])
+        if unknown:
+            raise ValueError(f"template_ids not in the CALM prompt table: {sorted(unknown)}")
+        keep = set(template_ids)
+    else:
+        tmpl = load_templates(tuple(t for t in TASKS if t in set(prompts["task"])))
+        keep = set(select_templates(tmpl, templates_per_task, seed))
+    mask = prompts["template_id"].isin(keep)
+    if names_per_group is not None:
+        mask &= prompts["name_idx"] < names_per_group
+    return prompts[mask].copy()

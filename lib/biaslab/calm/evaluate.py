@@ -38,14 +38,14 @@ def surface_forms(label: str) -> list[str]:
 def evaluate(scorer, prompts: pd.DataFrame, k: int = 5, label_scoring: str = "next_token",
              max_new_tokens: int = 10, chat: bool = False) -> pd.DataFrame:
     """One row per prompt of ``prompts`` (same order): ``prompt_id``, ``output`` (generated text or chosen label),
-    ``answer`` (the gold code the output was read as, where the format has a closed set), ``p_answer`` (probability
+    ``pred`` (the gold code the output was read as, where the format has a closed set), ``p_answer`` (probability
     of the chosen label, renormalised over the labels; NaN for generation), ``label_mass`` (probability mass on all
     label surface forms, next-token scoring only), ``correct`` and ``correct_released`` (0/1).
     """
     if label_scoring not in LABEL_SCORING:
         raise ValueError(f"label_scoring must be one of {LABEL_SCORING}, got {label_scoring!r}")
     texts = prompting.build_prompts(prompts, k)
-    out = pd.DataFrame({"prompt_id": prompts["prompt_id"].to_numpy(), "output": None, "answer": None,
+    out = pd.DataFrame({"prompt_id": prompts["prompt_id"].to_numpy(), "output": None, "pred": None,
                         "p_answer": np.nan, "label_mass": np.nan}, index=prompts.index)
     fmt = prompts["answer_format"]
     gen_mask = (fmt == "span") if label_scoring != "generate" else pd.Series(True, index=prompts.index)
@@ -80,7 +80,7 @@ def evaluate(scorer, prompts: pd.DataFrame, k: int = 5, label_scoring: str = "ne
             probs = np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True)
         best = probs.argmax(axis=1)
         out.loc[idx, "output"] = [names[b] for b in best]
-        out.loc[idx, "answer"] = [labels[names[b]] for b in best]
+        out.loc[idx, "pred"] = [labels[names[b]] for b in best]
         out.loc[idx, "p_answer"] = probs[np.arange(len(best)), best]
 
     return judge(prompts, out)
@@ -90,7 +90,7 @@ def judge(prompts: pd.DataFrame, responses: pd.DataFrame) -> pd.DataFrame:
     """Add ``correct`` and ``correct_released`` to a response table (aligned with ``prompts`` by index)."""
     r = responses.copy()
     rel, fixed = [], []
-    for p, o, a in zip(prompts.to_dict("records"), r["output"], r["answer"]):
+    for p, o, a in zip(prompts.to_dict("records"), r["output"], r["pred"]):
         o = o if isinstance(o, str) else ""
         rel.append(answers.is_correct(p["answer_format"], o, p["answer"], p["answer_text"], "released"))
         if isinstance(a, str):                       # a closed-set answer read off the scores

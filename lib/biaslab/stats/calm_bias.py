@@ -225,7 +225,8 @@ def bias_scores(df: pd.DataFrame, variant: str = "paper", correct: str | None = 
                                                                                  else np.nan))
         rows.append({"model": model, "variant": variant, "task": task, "bias_type": bias, "bias_score": score,
                      "n_templates_used": int(len(used)), "n_templates": int(len(d)), "task_discarded": discarded})
-    tasks = pd.DataFrame(rows)
+    tasks = pd.DataFrame(rows, columns=["model", "variant", "task", "bias_type", "bias_score", "n_templates_used",
+                                        "n_templates", "task_discarded"])
     return BiasResult(t, tasks, pd.DataFrame(discards, columns=["model", "variant", "rule", "level", "task",
                                                                 "bias_type", "source_dataset", "template_id"]),
                       summarise(tasks))
@@ -235,6 +236,8 @@ def summarise(tasks: pd.DataFrame) -> pd.DataFrame:
     """Table 6 layout: per model and variant, the overall score (mean of gender and race), the gender and race
     scores (means over the tasks that were not discarded) and each task's score."""
     rows = []
+    if tasks.empty:
+        return pd.DataFrame(columns=["model", "variant", "overall", "gender", "race"])
     for (model, variant), d in tasks.groupby(["model", "variant"], sort=False):
         row = {"model": model, "variant": variant}
         for bias in ("gender", "race"):
@@ -470,3 +473,42 @@ def uninformative_templates(results: BiasResult) -> pd.DataFrame:
     t = results.templates
     g = t.groupby(["task", "template_id"], observed=True)["used"].any()
     return g[~g].reset_index()[["task", "template_id"]]
+
+
+def perturbation_table(original: pd.DataFrame, perturbed: pd.DataFrame, variants=VARIANTS, **kw) -> pd.DataFrame:
+    """Paper Table 2: overall / gender / race scores on the original prompts and on each perturbation
+    (``perturbed`` has a ``perturbation`` column and ``n_edits`` per prompt), with the change from the original,
+    and a ``mean of perturbations`` row. ``templates_edited`` counts templates the perturbation changed."""
+    rows = []
+    for v in variants:
+        orig = bias_scores(original, v, **kw).summary.set_index("model")
+        n_t = original.groupby("model")["template_id"].nunique()
+        for m, r in orig.iterrows():
+            rows.append({"model": m, "variant": v, "perturbation": "original", "templates_edited": 0,
+                         "templates": int(n_t.get(m, 0)), "overall": r["overall"], "gender": r["gender"],
+                         "race": r["race"]})
+        if perturbed is None or perturbed.empty:
+            continue
+        for kind, d in perturbed.groupby("perturbation", sort=False):
+            s = bias_scores(d, v, **kw).summary.set_index("model")
+            edited = d[d["n_edits"] > 0].groupby("model")["template_id"].nunique()
+            for m, r in s.iterrows():
+                rows.append({"model": m, "variant": v, "perturbation": kind,
+                             "templates_edited": int(edited.get(m, 0)),
+                             "templates": int(d.loc[d["model"] == m, "template_id"].nunique()),
+                             "overall": r["overall"], "gender": r["gender"], "race": r["race"]})
+    t = pd.DataFrame(rows)
+    if t.empty:
+        return t
+    base = t[t["perturbation"] == "original"].set_index(["model", "variant"])["overall"]
+    t["original_overall"] = [base.get((m, v), np.nan) for m, v in zip(t["model"], t["variant"])]
+    t["change"] = t["overall"] - t["original_overall"]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t["rel_change_pct"] = 100 * t["change"] / t["original_overall"]
+    pert = t[t["perturbation"] != "original"]
+    if len(pert):
+        mean = pert.groupby(["model", "variant"], sort=False)[["overall", "gender", "race", "original_overall",
+                                                               "change", "rel_change_pct"]].mean().reset_index()
+        mean["perturbation"] = "mean of perturbations"
+        t = pd.concat([t, mean], ignore_index=True)
+    return t
