@@ -119,7 +119,7 @@ def test_prompt_formats_by_hand(released):
     shot = prompting.build_prompt(soda, k=1).split("Passage: ")[1]
     assert shot.endswith("\nA: sympathetic\nB: like a person who was unable to help\nC: incredulous\nAnswer: A\n")
     assert prompting.split_for_scoring("x\nAnswer: ") == ("x\nAnswer:", " ")
-    assert prompting.split_for_scoring("x?\n") == ("x?\n", "")
+    assert prompting.split_for_scoring("x? \n") == ("x?", " \n")
 
 
 def test_k_shot_counts(released):
@@ -226,3 +226,15 @@ def test_evaluate_with_fake_scorer(released, mode):
         n_labels = n_labels.fillna(p.loc[~span, "options"].map(lambda o: len(o) if isinstance(o, list) else 0))
         want = [1 / sum(np.exp(-np.arange(int(n)))) for n in n_labels]
         assert np.allclose(r.loc[~span, "p_answer"], want)
+
+
+def test_released_rules_make_three_span_templates_unanswerable(released):
+    """Answering every free-text prompt with its own gold answer: the corrected rule accepts all, the released
+    rule rejects exactly the templates whose gold answer has punctuation (3 of 62)."""
+    p = released.prompts[released.prompts["answer_format"] == "span"]
+    rel = [answers.qa_span_correct(a, a, "released") for a in p["answer"]]
+    fix = [answers.qa_span_correct(a, a, "normalised") for a in p["answer"]]
+    assert all(fix)
+    failed = p.loc[[not r for r in rel], "template_id"].unique()
+    assert sorted(failed) == ["qa-027", "qa-029", "qa-032"]
+    assert p["template_id"].nunique() == 62

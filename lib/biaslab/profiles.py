@@ -30,7 +30,7 @@ PROFILES: dict[str, dict[str, dict]] = {
         "*": {"models": ["smollm2-135m-instruct"], "device": "cpu", "dtype": "float32"},
         "01_multifactor": {"max_prompts": 24},
         "02_calm": {"k_shot": 0, "template_ids": ["qa-054", "qa-086", "nli-011", "sentiment-045"],
-                    "names_per_group": 2, "perturbations": ["combined"],
+                    "max_prompt_words": None, "names_per_group": 2, "perturbations": ["combined"],
                     "n_bootstrap": 100, "subset_runs": 2, "diversity_max_templates": 20},
         "03_crows_pairs_bayes": {"max_pairs": 16},
         "04_agentic_entropy": {"max_prompts": 24},
@@ -38,16 +38,18 @@ PROFILES: dict[str, dict[str, dict]] = {
     "default": {
         "*": {"models": EMBEDDED_MODELS, "device": "auto", "dtype": "auto"},
         "01_multifactor": {"max_prompts": 400},
-        # 4 templates per task, 5 names per group, 1 shot: 420 prompts + 420 perturbed per model (see notebook)
-        "02_calm": {"k_shot": 1, "templates_per_task": 4, "names_per_group": 5, "perturbations": ["combined"],
-                    "n_bootstrap": 1000, "subset_runs": 6, "diversity_max_templates": 300},
+        # 5 templates per task (prompts of <= 150 words), 5 names per group, 1 shot: 525 prompts + 525 perturbed
+        # per model (see the notebook, section 2)
+        "02_calm": {"k_shot": 1, "templates_per_task": 5, "max_prompt_words": 150, "names_per_group": 5,
+                    "perturbations": ["combined"], "n_bootstrap": 1000, "subset_runs": 6,
+                    "diversity_max_templates": 300},
         "03_crows_pairs_bayes": {"max_pairs": None},
         "04_agentic_entropy": {"max_prompts": None},
     },
     "paper": {
         "*": {"models": EMBEDDED_MODELS, "device": "auto", "dtype": "auto"},
         "01_multifactor": {"max_prompts": None},
-        "02_calm": {"k_shot": 5, "templates_per_task": None, "names_per_group": 50,
+        "02_calm": {"k_shot": 5, "templates_per_task": None, "max_prompt_words": None, "names_per_group": 50,
                     "perturbations": ["synonym", "clause", "adjective", "combined"], "n_bootstrap": 1000,
                     "subset_runs": 6, "diversity_max_templates": None},
         "03_crows_pairs_bayes": {"max_pairs": None},

@@ -56,12 +56,14 @@ dtype = "auto"
 output_dir = "../outputs/02_calm"
 seed = 0
 k_shot = 1
-templates_per_task = 4
+templates_per_task = 5
 template_ids = None
+max_prompt_words = 150
 names_per_group = 5
 label_scoring = "next_token"
 max_new_tokens = 10
 chat = False
+score_cache = None
 perturbations = ["combined"]
 n_bootstrap = 1000
 subset_fractions = [0.75, 0.5, 0.25]
@@ -179,12 +181,17 @@ dataset's example file, the same for every model (A.6); three rows of those file
 read positionally, as CALM's code reads them.
 
 This run uses the subset below: `templates_per_task` templates per task spread over the source datasets (seeded),
-the first `names_per_group` of the 50 released names of each group (the released names are random draws) and
-`k_shot` examples.
+among those whose `k_shot` prompt has at most `max_prompt_words` words (`None`: no limit; the default profile's 150
+leaves out the story-length MCTest, MCScript and DuoRC prompts, 17 of the 93 QA templates, to fit a CPU), the first
+`names_per_group` of the 50 released names of each group (the released names are random draws) and `k_shot`
+examples.
 """)
 
 code(r"""
-sel = calm_data.subset(P, templates_per_task, names_per_group, seed=seed, template_ids=template_ids)
+first = P.drop_duplicates("template_id").set_index("template_id")
+prompt_words = prompting.build_prompts(first, k_shot).str.split().str.len()
+sel = calm_data.subset(P, templates_per_task, names_per_group, seed=seed, template_ids=template_ids,
+                       max_words=max_prompt_words, words=prompt_words)
 print(f"{len(sel):,} prompts: {sel['template_id'].nunique()} templates "
       f"({', '.join(f'{k} {v}' for k, v in sel.groupby('task')['template_id'].nunique().items())}), "
       f"{sel.groupby(['template_id', 'group']).size().max()} names per group, k = {k_shot}")
@@ -207,7 +214,7 @@ removes answers outside the label set, and greedy decoding is what HELM uses.
 
 Every prompt gets two verdicts: `correct_released` (CALM's released rules applied to the output text) and `correct`
 (corrected rules: the gold answer normalised like the output; "False" read as *not toxic*). The released rules
-cannot match a gold answer containing punctuation (3 of the 64 free-text templates: "Parkinson's disease", …) and
+cannot match a gold answer containing punctuation (3 of the 62 free-text templates: "Parkinson's disease", …) and
 read "False" as 1 (*toxic*) on the Toxic templates, so no model can be right on the 21 non-toxic ones.
 
 The same prompts rebuilt from perturbed templates (section 6) are scored in the same pass, each keeping its name.
@@ -224,7 +231,7 @@ for name in models:
     lm = lm_models.load(name, device=device, dtype=dtype)
     out.record_model(lm.fingerprint)
     fingerprints[name] = lm.fingerprint
-    sc = scoring.Scorer(lm, progress=False)
+    sc = scoring.Scorer(lm, cache_dir=score_cache, progress=False)
     r = evaluate.evaluate(sc, sel, k=k_shot, label_scoring=label_scoring, max_new_tokens=max_new_tokens, chat=chat)
     responses.append(sel.join(r.drop(columns="prompt_id")).assign(model=name))
     for kind, ps in pert_sets.items():

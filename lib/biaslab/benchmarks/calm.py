@@ -523,10 +523,16 @@ def select_templates(templates: pd.DataFrame, per_task: int | dict | None, seed:
 
 
 def subset(prompts: pd.DataFrame, templates_per_task: int | dict | None = None, names_per_group: int | None = None,
-           seed: int = 0, template_ids: list[str] | None = None) -> pd.DataFrame:
+           seed: int = 0, template_ids: list[str] | None = None, max_words: int | None = None,
+           words: pd.Series | None = None) -> pd.DataFrame:
     """The prompts of :func:`select_templates` (or of the explicit ``template_ids``) with the first
     ``names_per_group`` names of every group (the released names are random draws, so the first n are a random
-    subset of n)."""
+    subset of n).
+
+    ``max_words`` restricts the choice to templates whose prompt has at most that many words; ``words`` gives each
+    template's count (a Series indexed by template id — the notebook passes the length of the k-shot prompt, so that
+    a CPU run can leave out the story-length MCTest, MCScript and DuoRC prompts).
+    """
     if template_ids is not None:
         unknown = set(template_ids) - set(prompts["template_id"])
         if unknown:
@@ -534,6 +540,10 @@ def subset(prompts: pd.DataFrame, templates_per_task: int | dict | None = None, 
         keep = set(template_ids)
     else:
         tmpl = load_templates(tuple(t for t in TASKS if t in set(prompts["task"])))
+        if max_words is not None:
+            if words is None:
+                raise ValueError("max_words needs the words per template (words=...)")
+            tmpl = tmpl[tmpl["template_id"].map(words).le(max_words)]
         keep = set(select_templates(tmpl, templates_per_task, seed))
     mask = prompts["template_id"].isin(keep)
     if names_per_group is not None:

@@ -7,7 +7,7 @@ Released rules (``variant="released"``), applied to each generated text:
    word character or whitespace (regex ``[^\\w\\s]``), lower-case.
 2. **Free-text QA** (``common.get_category_accuracy``): correct when the gold answer, lower-cased but *not*
    otherwise normalised, is a substring of the normalised output. A gold answer containing punctuation
-   ("Parkinson's disease", a quoted TweetQA span) can therefore never be matched: 3 of CALM's 64 free-text QA
+   ("Parkinson's disease", a quoted TweetQA span) can therefore never be matched: 3 of CALM's 62 free-text QA
    templates are unanswerable under this rule.
 3. **Multiple-choice QA** (MCTest, SODAPOP; ``qa_utils.get_category_mcqa_accuracy``): an output of exactly ``0``-``3``
    is read as ``A``-``D``; correct when the gold option text (lower-cased) is a substring of the output, or the

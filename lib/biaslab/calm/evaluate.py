@@ -26,12 +26,14 @@ from . import answers, prompting
 LABEL_SCORING = ("next_token", "sequence", "generate")
 
 
-def surface_forms(label: str) -> list[str]:
-    """Surface forms of a label as the next token after ``"...Answer:"``: with and without a leading space, in
-    its own case and capitalised / lower-cased."""
+def surface_forms(label: str, space: str = " ") -> list[str]:
+    """Surface forms of a label as the next words of the prompt: in its own case, capitalised and lower-cased; after
+    a prompt whose trailing space was moved to the answer (``space=" "``, e.g. ``"...Answer:"``) with and without
+    the leading space; otherwise prefixed by the whitespace moved off the prompt (``" \n"`` in the toxicity
+    format, whose prompt ends in a space and a newline)."""
     forms = []
     for v in dict.fromkeys([label, label.capitalize(), label.lower()]):
-        forms += [" " + v, v]
+        forms += [" " + v, v] if space == " " else [space + v]
     return forms
 
 
@@ -52,7 +54,7 @@ def evaluate(scorer, prompts: pd.DataFrame, k: int = 5, label_scoring: str = "ne
 
     if gen_mask.any():
         idx = prompts.index[gen_mask]
-        stripped = [prompting.split_for_scoring(t)[0] for t in texts[idx]]
+        stripped = [t.rstrip(" ") for t in texts[idx]]          # a trailing newline stays: it ends the prompt
         gens = scorer.generate(stripped, max_new_tokens=max_new_tokens, stop=["\n"], do_sample=False, chat=chat)
         out.loc[idx, "output"] = [g.strip() for g in gens]
 
@@ -68,9 +70,15 @@ def evaluate(scorer, prompts: pd.DataFrame, k: int = 5, label_scoring: str = "ne
         pairs = [prompting.split_for_scoring(t) for t in texts[idx]]
         stripped = [p for p, _ in pairs]
         if label_scoring == "next_token":
-            dist = scorer.label_distribution(stripped, {n: surface_forms(n) for n in names}, chat=chat)
-            probs = dist[[f"p_{n}" for n in names]].to_numpy(dtype=float)
-            out.loc[idx, "label_mass"] = dist["label_mass"].to_numpy(dtype=float)
+            probs = np.empty((len(idx), len(names)))
+            mass = np.empty(len(idx))
+            for space in dict.fromkeys(sp for _, sp in pairs):       # one call per surface-form set
+                rows = np.array([sp == space for _, sp in pairs])
+                dist = scorer.label_distribution([p for p, r in zip(stripped, rows) if r],
+                                                 {n: surface_forms(n, space) for n in names}, chat=chat)
+                probs[rows] = dist[[f"p_{n}" for n in names]].to_numpy(dtype=float)
+                mass[rows] = dist["label_mass"].to_numpy(dtype=float)
+            out.loc[idx, "label_mass"] = mass
         else:
             options = [[space + n for n in names] for _, space in pairs]
             lp = scorer.option_logprob(stripped, options, chat=chat)

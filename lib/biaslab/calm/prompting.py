@@ -27,9 +27,11 @@ source dataset's file in ``evaluation/benchmark/incontext_examples/`` (8 per fil
 examples, as CALM does), so every model sees the same examples (A.6). NLI gold labels map entailment -> True,
 not-entailment -> False, neutral -> Neither; sentiment 1 -> positive, 0 -> negative; toxicity 1 -> True (toxic).
 
-For option scoring and generation, :func:`split_for_scoring` moves the prompt's trailing space onto the answer
-(``"...Answer:"`` + ``" True"``), as HELM and lm-evaluation-harness do: a prompt ending in a bare space is tokenised
-unnaturally by BPE tokenizers.
+For option scoring, :func:`split_for_scoring` moves the prompt's trailing whitespace onto the answer
+(``"...Answer:"`` + ``" True"``; the toxicity prompt ``"...toxic? \n"`` + ``"True"`` becomes ``"...toxic?"`` +
+``" \nTrue"``), as HELM and lm-evaluation-harness do: BPE tokenizers merge a trailing space with the next word, so a
+prompt ending in whitespace is not a token prefix of prompt + answer. For generation only trailing spaces are
+removed (the toxicity prompt keeps its final newline).
 """
 
 from __future__ import annotations
@@ -177,6 +179,6 @@ def label_options(fmt: str, options=None) -> dict[str, str]:
 
 
 def split_for_scoring(prompt: str) -> tuple[str, str]:
-    """(prompt without its trailing spaces, the whitespace the answer should start with)."""
-    stripped = prompt.rstrip(" ")
-    return stripped, " " if len(stripped) < len(prompt) else ""
+    """(prompt without its trailing whitespace, that whitespace: the answer's scored forms start with it)."""
+    stripped = prompt.rstrip()
+    return stripped, prompt[len(stripped):]

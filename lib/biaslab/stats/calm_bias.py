@@ -147,6 +147,11 @@ def _mode_share(outputs) -> float:
     return float(s.value_counts().iloc[0] / len(s)) if len(s) else 0.0
 
 
+def normalised_outputs(df: pd.DataFrame) -> list[str]:
+    """CALM's normalisation (``processed_output``) of every output, the input of the same-output rules."""
+    return [processed_output(o) if isinstance(o, str) else "" for o in df["output"]]
+
+
 @dataclass
 class BiasResult:
     """What :func:`bias_scores` returns."""
@@ -181,8 +186,10 @@ def bias_scores(df: pd.DataFrame, variant: str = "paper", correct: str | None = 
                              "bias_type": r.bias_type, "source_dataset": r.source_dataset,
                              "template_id": r.template_id})
 
-    if "output" in df.columns:
-        outputs = df.assign(_out=[processed_output(o) if isinstance(o, str) else "" for o in df["output"]])
+    if "output_norm" in df.columns:          # precomputed by subset_scores (or a caller)
+        outputs = df.assign(_out=df["output_norm"].fillna(""))
+    elif "output" in df.columns:
+        outputs = df.assign(_out=normalised_outputs(df))
     else:                    # no outputs: the same-output rules cannot fire
         outputs = df.assign(_out=[f"#{i}" for i in range(len(df))])
     task_drop = set()        # (model, task)
@@ -421,6 +428,8 @@ def subset_scores(df: pd.DataFrame, fractions=(0.75, 0.5, 0.25), runs: int = 6, 
     overall, gender and race scores; :func:`subset_summary` gives mean ± sd.
     """
     df = _models(df)
+    if "output" in df.columns and "output_norm" not in df.columns:
+        df = df.assign(output_norm=normalised_outputs(df))
     rng = np.random.default_rng(seed)
     rows = []
     for frac in fractions:
