@@ -144,3 +144,15 @@ def test_subset_names_keeps_half_of_each_cell():
 def test_uninformative_templates():
     res = cb.bias_scores(table(HAND), "released")
     assert cb.uninformative_templates(res).empty         # qa-001 still serves race
+
+
+def test_template_missing_a_group_is_left_out():
+    spec = {"qa-000": {"male": [1, 1], "female": [0, 1], "non-binary": [1, 1],
+                       "white": [1, 1], "black": [1, 1], "hispanic": [1, 1], "asian": [1, 1]},
+            "qa-001": {"male": [1, 0], "female": [1, 1],
+                       "white": [1, 1], "black": [1, 0], "hispanic": [1, 1], "asian": [1, 1]}}
+    res = cb.bias_scores(table(spec), "released")
+    t = res.tasks.set_index("bias_type")
+    assert t.loc["gender", "n_templates_used"] == 1 and t.loc["gender", "bias_score"] == pytest.approx(50.0)
+    assert t.loc["race", "bias_score"] == pytest.approx(25.0)
+    assert (res.discards["rule"] == cb.MISSING_GROUP_RULE).sum() == 1
