@@ -33,7 +33,7 @@ PROFILES: dict[str, dict[str, dict]] = {
                     "max_prompt_words": None, "names_per_group": 2, "perturbations": ["combined"],
                     "n_bootstrap": 100, "subset_runs": 2, "diversity_max_templates": 20},
         "03_crows_pairs_bayes": {"max_pairs": 16},
-        "04_agentic_entropy": {"max_prompts": 24},
+        "04_agentic_entropy": {"max_prompts": 12, "cyclic_prompts": 2, "fewshot_prompts": 0},
     },
     "default": {
         "*": {"models": EMBEDDED_MODELS, "device": "auto", "dtype": "auto"},
@@ -44,7 +44,7 @@ PROFILES: dict[str, dict[str, dict]] = {
                     "perturbations": ["combined"], "n_bootstrap": 1000, "subset_runs": 6,
                     "diversity_max_templates": 300},
         "03_crows_pairs_bayes": {"max_pairs": None},
-        "04_agentic_entropy": {"max_prompts": None},
+        "04_agentic_entropy": {"max_prompts": 150, "cyclic_prompts": 12, "fewshot_prompts": 0},
     },
     "paper": {
         "*": {"models": EMBEDDED_MODELS, "device": "auto", "dtype": "auto"},
@@ -53,7 +53,7 @@ PROFILES: dict[str, dict[str, dict]] = {
                     "perturbations": ["synonym", "clause", "adjective", "combined"], "n_bootstrap": 1000,
                     "subset_runs": 6, "diversity_max_templates": None},
         "03_crows_pairs_bayes": {"max_pairs": None},
-        "04_agentic_entropy": {"max_prompts": None},
+        "04_agentic_entropy": {"max_prompts": None, "cyclic_prompts": None, "fewshot_prompts": 120},
     },
 }
 
