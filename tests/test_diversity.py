@@ -47,8 +47,12 @@ def test_mean_pairwise_bertscore_equals_naive_loop():
 def test_template_texts_choices():
     p = pd.DataFrame({"template_id": [1, 1, 2], "text": ["x Ann", "x Bob", "y Ann"]})
     assert dv.template_texts(p).tolist() == ["x Ann", "y Ann"]
-    p2 = p.assign(template="x <P>")
-    assert dv.template_texts(p2).tolist() == ["x <P>"]
+    p2 = p.assign(template_text=["x <P>", "x <P>", "y <P>"])
+    assert dv.template_texts(p2).tolist() == ["x <P>", "y <P>"]
+    p4 = pd.DataFrame({"template": ["T1", "T1", "T2"], "context": ["a", "a", "b"], "question": ["q?", "q?", "r?"],
+                       "text": ["long a", "long a", "long b"]})
+    assert dv.template_texts(p4).tolist() == ["long a", "long b"]
+    assert dv.template_texts(p4, text=["context", "question"]).tolist() == ["a q?", "b r?"]
     p3 = pd.DataFrame({"text": ["a", "b", "a", "c"]})
     assert dv.template_texts(p3).tolist() == ["a", "b", "c"]
     sub = dv.template_texts(pd.DataFrame({"text": [str(i) for i in range(10)]}), max_templates=4, seed=1)

