@@ -1,0 +1,193 @@
+"""CrowS-Pairs: contrastive sentence pairs, a more and a less stereotypical sentence (Nangia et al., 2020), and the
+French CrowS-Pairs with its revised English counterpart (Névéol et al., 2022).
+
+Three loaders, all returning one row per pair:
+
+* :func:`load_original` — ``nyu-mll/crows-pairs/data/crows_pairs_anonymized.csv``: 1,508 English pairs, nine bias
+  types (comma-separated, first column the row index).
+* :func:`load_revised` — ``shijing001/bayes_factor_bias_detection/crows_pairs_EN_revised+210.csv``: 1,677 English
+  pairs (the original pairs revised during translation, plus 210 pairs collected in France and translated, whose
+  ids start with ``LA``), ten bias types (the nine plus ``autre``, "other").
+* :func:`load_french` — ``.../crows_pairs_FR_languagearc_contribution+210.csv``: the 1,677 French pairs, parallel to
+  the revised English file row by row (same ids), ten bias types. One pair has an empty ``sent_less`` and is
+  excluded (counted, logged, kept in ``Benchmark.excluded``); three pairs have two identical sentences and are kept,
+  flagged in the ``identical`` column (D_i = 0 exactly; a preference between them is pure position or noise). The
+  paper kept them too: its French socioeconomic SS (56.41 % = 110/195) needs n = 195 = 196 pairs minus the empty one.
+
+Both files from the French release are tab-separated despite their ``.csv`` name (``sep='\\t', index_col=0``).
+
+Prompt table columns: ``prompt_id`` (``<dataset>:<row id>``), ``pair_id`` (the file's row id; equal ids in the
+revised English and French files are translations of each other), ``text`` (= ``sent_more``), ``sent_more`` (the more
+stereotypical sentence, x_i in the Bayesian paper), ``sent_less`` (y_i), ``bias_type`` and ``direction``
+(``stereo``: sent_more states a stereotype about a disadvantaged group; ``antistereo``: sent_less violates one)
+as domain factors, ``origin`` (``crows_pairs`` or ``languagearc`` for the 210 French-collected pairs),
+``language``, ``identical``.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import pandas as pd
+
+from .. import sources
+from ..sources import DataError, raw_path
+from .base import Benchmark, Factor, FactorSpec, exclude, require_columns, require_rows
+
+log = logging.getLogger(__name__)
+
+ORIGINAL = ("nyu-mll/crows-pairs", "data/crows_pairs_anonymized.csv")
+REVISED = ("shijing001/bayes_factor_bias_detection", "crows_pairs_EN_revised+210.csv")
+FRENCH = ("shijing001/bayes_factor_bias_detection", "crows_pairs_FR_languagearc_contribution+210.csv")
+
+N_ORIGINAL = 1508
+N_REVISED = 1677
+
+BIAS_TYPES = ("race-color", "gender", "socioeconomic", "nationality", "religion", "age", "sexual-orientation",
+              "physical-appearance", "disability")
+BIAS_TYPES_FR = BIAS_TYPES + ("autre",)
+DIRECTIONS = ("stereo", "antistereo")
+COLUMNS = ("sent_more", "sent_less", "stereo_antistereo", "bias_type")
+
+
+def _factors(bias_types: tuple[str, ...], origins: tuple[str, ...]) -> FactorSpec:
+    return FactorSpec([
+        Factor("bias_type", "domain", bias_types, "race-color",
+               "the social dimension of the stereotype (reference: the largest type)"),
+        Factor("direction", "domain", DIRECTIONS, "stereo",
+               "stereo: sent_more states a stereotype; antistereo: sent_less violates one"),
+        Factor("origin", "domain", origins, origins[0],
+               "crows_pairs: from the original set; languagearc: the 210 pairs collected in France"),
+    ])
+
+
+def _file_hash(repo: str, path: str) -> dict[str, str]:
+    return {s.key: s.sha256 for s in sources.load_manifest() if s.repo == repo and s.path == path}
+
+
+def _read(repo: str, path: str, tab: bool) -> tuple[pd.DataFrame, str]:
+    file = raw_path(repo, path)
+    kw = dict(sep="\t") if tab else {}
+    # keep_default_na=False: only a truly empty cell is missing ("NA" or "None" inside a sentence stay text)
+    df = pd.read_csv(file, index_col=0, dtype=str, keep_default_na=False, **kw)
+    if tab and df.shape[1] < len(COLUMNS):
+        raise DataError(f"{file}: read {df.shape[1]} column(s) with sep='\\t'; this file is expected to be "
+                        "tab-separated despite its .csv name. Re-run `biaslab data fetch` to restore the pinned file.")
+    require_columns(df, COLUMNS, file)
+    df.index = df.index.astype(str)
+    if not df.index.is_unique:
+        raise DataError(f"{file}: row ids (first column) are not unique")
+    return df, str(file)
+
+
+def _build(name: str, language: str, repo: str, path: str, tab: bool, n_expected: int,
+           bias_types: tuple[str, ...]) -> Benchmark:
+    raw, file = _read(repo, path, tab)
+    require_rows(len(raw), n_expected, file)
+    df = pd.DataFrame({
+        "prompt_id": [f"{name}:{i}" for i in raw.index],
+        "pair_id": raw.index.to_numpy(),
+        "text": raw["sent_more"].str.strip().to_numpy(),
+        "sent_more": raw["sent_more"].str.strip().to_numpy(),
+        "sent_less": raw["sent_less"].str.strip().to_numpy(),
+        "bias_type": raw["bias_type"].str.strip().to_numpy(),
+        "direction": raw["stereo_antistereo"].str.strip().to_numpy(),
+        "origin": np.where(raw.index.str.startswith("LA"), "languagearc", "crows_pairs"),
+        "language": language,
+    })
+    notes = []
+    kept, dropped = exclude(df, (df["sent_more"] == "") | (df["sent_less"] == ""),
+                            "missing sentence (empty sent_more or sent_less)", file)
+    if len(dropped):
+        notes.append(f"{len(dropped)} pair(s) excluded for a missing sentence: "
+                     + ", ".join(f"{r.pair_id} ({r.bias_type})" for r in dropped.itertuples()))
+    kept["identical"] = kept["sent_more"] == kept["sent_less"]
+    if kept["identical"].any():
+        ids = kept.loc[kept["identical"], "pair_id"].tolist()
+        notes.append(f"{len(ids)} pair(s) have identical sentences (kept, flagged `identical`; D_i = 0): {ids}")
+        log.info("%s: %d pair(s) with identical sentences kept and flagged", file, len(ids))
+    origins = ("crows_pairs", "languagearc") if (df["origin"] == "languagearc").any() else ("crows_pairs",)
+    bench = Benchmark(name=name, prompts=kept.reset_index(drop=True), factors=_factors(bias_types, origins),
+                      excluded=dropped.reset_index(drop=True), sources=_file_hash(repo, path), notes=notes)
+    log.info(bench.summary())
+    return bench
+
+
+def load_original() -> Benchmark:
+    """CrowS-Pairs English, original release: 1,508 pairs, nine bias types (Nangia et al., 2020)."""
+    return _build("crows_pairs_en", "en", *ORIGINAL, tab=False, n_expected=N_ORIGINAL, bias_types=BIAS_TYPES)
+
+
+def load_revised() -> Benchmark:
+    """CrowS-Pairs English as revised by Névéol et al. (2022), plus 210 French-collected pairs in English:
+    1,677 pairs, ten bias types. The paper's ChatGPT results (Table 3, English block) use this file."""
+    return _build("crows_pairs_en_revised", "en", *REVISED, tab=True, n_expected=N_REVISED,
+                  bias_types=BIAS_TYPES_FR)
+
+
+def load_french() -> Benchmark:
+    """French CrowS-Pairs (Névéol et al., 2022): 1,677 pairs, ten bias types; one pair with an empty sentence is
+    excluded, leaving 1,676."""
+    return _build("crows_pairs_fr", "fr", *FRENCH, tab=True, n_expected=N_REVISED, bias_types=BIAS_TYPES_FR)
+
+
+def allocate(sizes: pd.Series, total: int, allocation: str = "balanced") -> pd.Series:
+    """How many pairs to draw from each stratum so that they sum to ``min(total, sizes.sum())``.
+
+    ``balanced``: equal shares, a stratum smaller than its share gives its remainder to the others (per-stratum
+    tests get similar n). ``proportional``: shares proportional to size (largest-remainder rounding), at least one
+    per stratum while ``total`` allows.
+    """
+    sizes = sizes.astype(int)
+    total = int(min(total, sizes.sum()))
+    take = pd.Series(0, index=sizes.index, dtype=int)
+    if allocation == "balanced":
+        left, open_ = total, list(sizes.index)
+        while left > 0 and open_:
+            share = max(left // len(open_), 1)
+            for s in sorted(open_, key=lambda s: sizes[s] - take[s]):
+                add = min(share, sizes[s] - take[s], left)
+                take[s] += add
+                left -= add
+            open_ = [s for s in open_ if take[s] < sizes[s]]
+        return take
+    if allocation == "proportional":
+        exact = sizes / sizes.sum() * total
+        take = np.floor(exact).astype(int).clip(lower=min(1, total // max(len(sizes), 1)))
+        take = np.minimum(take, sizes)
+        rest = total - int(take.sum())
+        for s in (exact - np.floor(exact)).sort_values(ascending=False).index:
+            if rest <= 0:
+                break
+            if take[s] < sizes[s]:
+                take[s] += 1
+                rest -= 1
+        return take
+    raise ValueError(f"allocation must be 'balanced' or 'proportional', got {allocation!r}")
+
+
+def subsample(bench: Benchmark, max_pairs: int | None, seed: int = 0, by: str = "bias_type",
+              allocation: str = "balanced") -> Benchmark:
+    """A stratified random sample of at most ``max_pairs`` pairs (strata: ``by``), in the file's order.
+
+    ``max_pairs=None`` (or at least the number of pairs) returns ``bench`` unchanged. The sample is recorded in
+    ``notes``; pairs left out are not "excluded" (they are unused, not unusable).
+    """
+    if max_pairs is None or max_pairs >= len(bench.prompts):
+        return bench
+    if max_pairs < 1:
+        raise ValueError(f"max_pairs must be a positive integer or None, got {max_pairs!r}")
+    p = bench.prompts
+    take = allocate(p[by].value_counts(), max_pairs, allocation)
+    rng = np.random.default_rng(seed)
+    idx = []
+    for level, k in take.items():
+        rows = p.index[p[by] == level].to_numpy()
+        idx.extend(rng.choice(rows, size=int(k), replace=False).tolist())
+    sample = p.loc[sorted(idx)].reset_index(drop=True)
+    note = (f"{bench.name}: {allocation} stratified sample of {len(sample)} of {len(p)} pairs by {by} "
+            f"(seed {seed}): " + ", ".join(f"{k} {lv}" for lv, k in take.items()))
+    log.info(note)
+    return Benchmark(name=bench.name, prompts=sample, factors=bench.factors, excluded=bench.excluded,
+                     sources=bench.sources, notes=bench.notes + [note])

@@ -1,0 +1,1 @@
+"""Figures: matplotlib/seaborn functions that take tidy tables and return a Figure."""
