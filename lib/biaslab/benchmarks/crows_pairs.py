@@ -154,15 +154,16 @@ def allocate(sizes: pd.Series, total: int, allocation: str = "balanced") -> pd.S
         return take
     if allocation == "proportional":
         exact = sizes / sizes.sum() * total
-        take = np.floor(exact).astype(int).clip(lower=min(1, total // max(len(sizes), 1)))
+        take = np.floor(exact).astype(int)
+        if total >= len(sizes):
+            take = take.clip(lower=1)
         take = np.minimum(take, sizes)
-        rest = total - int(take.sum())
-        for s in (exact - np.floor(exact)).sort_values(ascending=False).index:
-            if rest <= 0:
-                break
-            if take[s] < sizes[s]:
-                take[s] += 1
-                rest -= 1
+        while take.sum() > total:                       # the minimum of one overshot: trim the most over-served
+            s = (take - exact).idxmax()
+            take[s] -= 1
+        while take.sum() < total:                       # largest remainders first
+            s = (exact - take).where(take < sizes).idxmax()
+            take[s] += 1
         return take
     raise ValueError(f"allocation must be 'balanced' or 'proportional', got {allocation!r}")
 
@@ -191,3 +192,24 @@ def subsample(bench: Benchmark, max_pairs: int | None, seed: int = 0, by: str = 
     log.info(note)
     return Benchmark(name=bench.name, prompts=sample, factors=bench.factors, excluded=bench.excluded,
                      sources=bench.sources, notes=bench.notes + [note])
+
+
+PUBLISHED_CHATGPT_EN = "reference/crows_pairs_chatgpt_preferences_en.csv"
+PUBLISHED_COLUMNS = ("bias_type", "n_valid", "k_prefers_more_stereotyped", "reported_ss", "reported_ebt_p",
+                     "reported_bf10")
+
+
+def load_published_chatgpt() -> pd.DataFrame:
+    """The authors' ChatGPT preference counts on the revised English set, per bias type, with the values printed in
+    Table 3 of the Bayesian paper (``data/reference/crows_pairs_chatgpt_preferences_en.csv``; see its README)."""
+    from .. import paths
+
+    file = paths.DATA_DIR / PUBLISHED_CHATGPT_EN
+    if not file.exists():
+        raise DataError(f"{file} is missing; it is part of the repository (data/reference/): restore it with git.")
+    df = pd.read_csv(file)
+    require_columns(df, PUBLISHED_COLUMNS, file)
+    unknown = set(df["bias_type"]) - set(BIAS_TYPES)
+    if unknown:
+        raise DataError(f"{file}: unknown bias types {sorted(unknown)}")
+    return df
