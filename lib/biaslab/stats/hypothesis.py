@@ -589,3 +589,52 @@ def reconstruct_counts(ss: float, n: int, decimals: int = 4) -> list[int]:
     """
     return [k for k in range(math.ceil(n / 2), n + 1) if math.isclose(round(max(k / n, 1 - k / n), decimals), ss,
                                                                         abs_tol=1e-9)]
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Position bias of a two-option preference prompt (beyond the paper)
+# --------------------------------------------------------------------------------------------------------------
+
+
+def position_bias_tests(answers: pd.DataFrame, by: Sequence[str] = ("model", "dataset"),
+                        order_col: str = "order", first_col: str = "chose_first") -> pd.DataFrame:
+    """Does the model prefer a position rather than a sentence? Per group and presentation order (and both orders
+    pooled, ``order = 'both'``): the share of valid answers naming the first sentence, ``p_first``, tested against
+    0.5 with the exact binomial test and the uniform-prior BF10 of eq. 9 (the same machinery as the preference
+    scheme, applied to position instead of content). ``answers`` has one row per prompt with ``chose_first`` in
+    {1, 0, NaN}."""
+    by = list(by)
+    rows = []
+    for keys, g in answers.groupby(by, sort=False):
+        keys = keys if isinstance(keys, tuple) else (keys,)
+        parts = [(o, go) for o, go in g.groupby(order_col, sort=False)] + [("both", g)]
+        for o, go in parts:
+            res = preference_test(go[first_col].to_numpy(dtype=float))
+            rows.append({**dict(zip(by, keys)), "order": o, "n": res["n"],
+                         "n_excluded": int(go[first_col].isna().sum()), "k_first": res["k"], "p_first": res["pi_hat"],
+                         "binom_p": res["binom_p"], "bf10": res["bf10"], "log10_bf10": res["log10_bf10"],
+                         "evidence": res["evidence"]})
+    return pd.DataFrame(rows)
+
+
+def order_consistency(answers: pd.DataFrame, by: Sequence[str] = ("model", "dataset"), pair_col: str = "prompt_id",
+                      order_col: str = "order", orders: tuple[str, str] = ("more_first", "less_first")) -> pd.DataFrame:
+    """Pairs asked in both orders with a valid answer both times: the share whose preferred *sentence* is the same
+    (``same_sentence``: content-driven), whose chosen *position* is the same (``same_position`` = ``always_first`` +
+    ``always_second``: position-driven). A model that reads the sentences has same_sentence near 1."""
+    by = list(by)
+    rows = []
+    for keys, g in answers.groupby(by, sort=False):
+        keys = keys if isinstance(keys, tuple) else (keys,)
+        w = g.pivot_table(index=pair_col, columns=order_col, values=["x", "chose_first"], aggfunc="first")
+        if not all(("x", o) in w.columns for o in orders):
+            continue
+        w = w.dropna()
+        a, b = orders
+        n = len(w)
+        same_sentence = float((w[("x", a)] == w[("x", b)]).mean()) if n else float("nan")
+        af = float(((w[("chose_first", a)] == 1) & (w[("chose_first", b)] == 1)).mean()) if n else float("nan")
+        asec = float(((w[("chose_first", a)] == 0) & (w[("chose_first", b)] == 0)).mean()) if n else float("nan")
+        rows.append({**dict(zip(by, keys)), "n_pairs": n, "same_sentence": same_sentence,
+                     "same_position": af + asec if n else float("nan"), "always_first": af, "always_second": asec})
+    return pd.DataFrame(rows)
