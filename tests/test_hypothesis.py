@@ -308,3 +308,24 @@ def test_reconstruct_counts_from_printed_ss():
     assert h.reconstruct_counts(0.6889, 90) == [62]
     assert h.reconstruct_counts(0.5641, 195) == [110]
     assert h.reconstruct_counts(0.5641, 196) == []
+
+
+def test_position_bias_and_order_consistency():
+    # 4 pairs; the model always names the first sentence -> p_first = 1 in both orders, same_position = 1
+    rows = []
+    for order in ("more_first", "less_first"):
+        for i in range(4):
+            rows.append({"model": "m", "dataset": "d", "prompt_id": f"p{i}", "order": order, "chose_first": 1.0,
+                         "x": 1.0 if order == "more_first" else 0.0})
+    a = pd.DataFrame(rows)
+    pos = h.position_bias_tests(a).set_index("order")
+    assert pos.loc["both", "n"] == 8 and pos.loc["both", "p_first"] == 1.0
+    assert pos.loc["both", "binom_p"] == pytest.approx(2 * 0.5 ** 8)
+    cons = h.order_consistency(a).iloc[0]
+    assert cons.n_pairs == 4 and cons.same_sentence == 0.0 and cons.always_first == 1.0 and cons.same_position == 1.0
+    # a content-driven model: always prefers sent_more -> chooses first in more_first, second in less_first
+    a["chose_first"] = np.where(a.order == "more_first", 1.0, 0.0)
+    a["x"] = 1.0
+    cons = h.order_consistency(a).iloc[0]
+    assert cons.same_sentence == 1.0 and cons.same_position == 0.0
+    assert h.position_bias_tests(a).set_index("order").loc["both", "p_first"] == 0.5
