@@ -30,14 +30,14 @@ PROFILES: dict[str, dict[str, dict]] = {
         "*": {"models": ["smollm2-135m-instruct"], "device": "cpu", "dtype": "float32"},
         "01_multifactor": {"max_prompts": 24},
         "02_calm": {"max_prompts": 24},
-        "03_crows_pairs_bayes": {"max_pairs": 16},
+        "03_crows_pairs_bayes": {"max_pairs": 10, "preference_datasets": ["crows_pairs_en_revised"]},
         "04_agentic_entropy": {"max_prompts": 24},
     },
     "default": {
         "*": {"models": EMBEDDED_MODELS, "device": "auto", "dtype": "auto"},
         "01_multifactor": {"max_prompts": 400},
         "02_calm": {"max_prompts": 400},
-        "03_crows_pairs_bayes": {"max_pairs": None},
+        "03_crows_pairs_bayes": {"max_pairs": 150},
         "04_agentic_entropy": {"max_prompts": None},
     },
     "paper": {

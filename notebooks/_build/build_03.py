@@ -59,7 +59,7 @@ max_pairs = 150
 allocation = "balanced"
 preference_orders = ["more_first", "less_first"]
 preference_mode = "labels"
-preference_chat = "auto"
+prompt_base_models = False
 min_label_mass = 0.05
 bf_prior_scale = 0.7071067811865476
 seed = 0
@@ -71,9 +71,10 @@ md(r"""
 `max_pairs` caps the pairs scored per dataset (a stratified random sample by bias type, the same for every model;
 `None` scores all of them — the `paper` profile). `allocation="balanced"` gives every bias type an equal share (types
 smaller than their share are taken whole), so each per-type test gets a similar n; the pooled *overall* row then
-over-weights the small types relative to the full dataset. `preference_chat="auto"` wraps the preference prompt in the
-chat template for models whose tokenizer has one and whose name marks an instruct model; other models see the plain
-prompt followed by `Answer:`.
+over-weights the small types relative to the full dataset. The preference prompt is a question to an assistant: it is
+asked, wrapped in the chat template, of every model whose tokenizer has one (instruct models such as SmolLM2-Instruct);
+base models (Gemma-3-270m) are only prompted with `prompt_base_models=True`, as the plain prompt followed by
+`Answer:`. Every model gets the likelihood scheme and the likelihood-comparison preference.
 """)
 
 code(r"""
@@ -306,12 +307,8 @@ from biaslab import models as bl_models
 from biaslab import scoring
 
 
-def use_chat(lm):
-    if preference_chat != "auto":
-        return bool(preference_chat)
-    has_template = getattr(lm.tokenizer, "chat_template", None) is not None
-    name = str(lm.name).lower()
-    return has_template and any(tag in name for tag in ("instruct", "-it", "chat"))
+def has_chat_template(lm):
+    return getattr(lm.tokenizer, "chat_template", None) is not None
 
 
 pairs_frames, answer_frames, timings = [], [], []
@@ -338,10 +335,10 @@ for model_name in models:
     t_seq = time.time() - t0
     # preference scheme: the paper's prompt, in both orders
     t0 = time.time()
-    chat = use_chat(lm)
+    chat = has_chat_template(lm)
     suffix = "" if chat else "\nAnswer:"
     n_prompts = 0
-    for name in preference_datasets:
+    for name in (preference_datasets if chat or prompt_base_models else []):
         p = bench[name].prompts
         for order in preference_orders:
             pr = cp.preference_prompts(p, order=order, suffix=suffix)
