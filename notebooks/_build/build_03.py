@@ -55,7 +55,8 @@ dtype = "auto"
 output_dir = "../outputs/03_crows_pairs_bayes"
 datasets = ["crows_pairs_en", "crows_pairs_en_revised", "crows_pairs_fr"]
 preference_datasets = ["crows_pairs_en_revised", "crows_pairs_fr"]
-max_pairs = 150
+max_pairs = 120
+max_preference_pairs = 80
 allocation = "balanced"
 preference_orders = ["more_first", "less_first"]
 preference_mode = "labels"
@@ -69,7 +70,8 @@ md(r"""
 ## Setup
 
 `max_pairs` caps the pairs scored per dataset (a stratified random sample by bias type, the same for every model;
-`None` scores all of them — the `paper` profile). `allocation="balanced"` gives every bias type an equal share (types
+`None` scores all of them — the `paper` profile); `max_preference_pairs` caps, within that sample, the pairs put to
+the preference prompt (a prompt costs about six sentences of compute, and it is asked in two orders). `allocation="balanced"` gives every bias type an equal share (types
 smaller than their share are taken whole), so each per-type test gets a similar n; the pooled *overall* row then
 over-weights the small types relative to the full dataset. The preference prompt is a question to an assistant: it is
 asked, wrapped in the chat template, of every model whose tokenizer has one (instruct models such as SmolLM2-Instruct);
@@ -83,7 +85,9 @@ import math
 import time
 
 import matplotlib
+import transformers
 matplotlib.use("Agg")
+transformers.utils.logging.disable_progress_bar()
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
@@ -267,18 +271,25 @@ same stratified sample for every model.
 code(r"""
 full = {name: benchmarks.load(name) for name in dict.fromkeys(list(datasets) + list(preference_datasets))}
 bench = {name: cp.subsample(b, max_pairs, seed=seed, allocation=allocation) for name, b in full.items()}
+pref_bench = {name: cp.subsample(bench[name], max_preference_pairs, seed=seed, allocation=allocation)
+              for name in preference_datasets}
 for name, b in bench.items():
     out.record_data(b.sources)
     for note in b.notes:
         print(note)
+for name, b in pref_bench.items():
+    print("preference prompts:", b.notes[-1] if b is not bench[name] else f"{name}: all {len(b.prompts)} pairs")
 summary = []
 for name, b in bench.items():
     n_all = full[name].prompts["bias_type"].value_counts()
     n_ex = full[name].excluded["bias_type"].value_counts() if len(full[name].excluded) else pd.Series(dtype=int)
     n_used = b.prompts["bias_type"].value_counts()
+    n_pref = (pref_bench[name].prompts["bias_type"].value_counts() if name in pref_bench
+              else pd.Series(dtype=int))
     for bt in bplots.bias_order(n_all.index, overall=False):
         summary.append({"dataset": name, "bias_type": bt, "pairs": int(n_all.get(bt, 0) + n_ex.get(bt, 0)),
-                        "excluded": int(n_ex.get(bt, 0)), "scored": int(n_used.get(bt, 0))})
+                        "excluded": int(n_ex.get(bt, 0)), "scored": int(n_used.get(bt, 0)),
+                        "prompted": int(n_pref.get(bt, 0))})
 summary = pd.DataFrame(summary)
 out.table(summary, "datasets", markdown=True)
 summary.pivot(index="bias_type", columns="dataset", values="scored").loc[
@@ -339,7 +350,7 @@ for model_name in models:
     suffix = "" if chat else "\nAnswer:"
     n_prompts = 0
     for name in (preference_datasets if chat or prompt_base_models else []):
-        p = bench[name].prompts
+        p = pref_bench[name].prompts
         for order in preference_orders:
             pr = cp.preference_prompts(p, order=order, suffix=suffix)
             n_prompts += len(pr)
