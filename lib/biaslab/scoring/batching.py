@@ -86,8 +86,8 @@ def run_batches(lengths: Sequence[int], budget: int, fn: Callable[[list[int], in
             free_memory()
             budget //= 2
             log.warning("out of memory on a batch of %d; retrying with a token budget of %d", len(batch), budget)
-            sub = length_batches([lengths[i] for i in batch], budget, max_rows)
-            pending = [[batch[j] for j in b] for b in sub] + pending
+            left = batch + [i for b in pending for i in b]      # re-batch everything left under the new budget
+            pending = [[left[j] for j in b] for b in length_batches([lengths[i] for i in left], budget, max_rows)]
             continue
         if on_done is not None:
             on_done(len(batch))
