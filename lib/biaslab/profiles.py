@@ -38,7 +38,7 @@ PROFILES: dict[str, dict[str, dict]] = {
         "*": {"models": EMBEDDED_MODELS, "device": "auto", "dtype": "auto"},
         "01_multifactor": {"max_prompts": 400},
         "02_calm": {"max_prompts": 400},
-        "03_crows_pairs_bayes": {"max_pairs": 120, "max_preference_pairs": 80},
+        "03_crows_pairs_bayes": {"max_pairs": 100, "max_preference_pairs": 60},
         "04_agentic_entropy": {"max_prompts": None},
     },
     "paper": {

@@ -55,8 +55,8 @@ dtype = "auto"
 output_dir = "../outputs/03_crows_pairs_bayes"
 datasets = ["crows_pairs_en", "crows_pairs_en_revised", "crows_pairs_fr"]
 preference_datasets = ["crows_pairs_en_revised", "crows_pairs_fr"]
-max_pairs = 120
-max_preference_pairs = 80
+max_pairs = 100
+max_preference_pairs = 60
 allocation = "balanced"
 preference_orders = ["more_first", "less_first"]
 preference_mode = "labels"
@@ -471,9 +471,11 @@ tables above let one check on the models run here:
 * The frequentist tests and the Bayes factor mostly agree on *where* the evidence for bias is; the Bayes factor adds
   a verdict where the p-value is large: moderate evidence for H0 (underlined values below 1) is a positive statement
   that the t test cannot make.
-* With the `default` profile's sample (about 15 pairs per bias type and dataset) a Bayes factor cannot get far from 1
-  unless the effect is large: many cells are *anecdotal*, which is the honest answer for that n, and the point of the
-  paper's argument for Bayes factors. The `paper` profile scores every pair.
+* With the `default` profile's sample (about 10 pairs per bias type and dataset) a Bayes factor cannot get far from 1
+  unless the effect is large: most cells are *anecdotal* or *moderate*, which is the honest answer for that n — and
+  the point of the paper's argument for Bayes factors: a non-significant t test says nothing, a BF$_{10}$ of 0.3 says
+  "three times more likely under no bias". The pooled *overall* row has ten times the pairs. The `paper` profile
+  scores every pair.
 * LPBS and PPB usually agree, as in the paper (which reports differences for age and gender); PPB is a difference of
   exponentials and therefore dominated by the pairs with the highest perplexity, which makes its t test the less
   reliable of the two.
@@ -508,18 +510,16 @@ if len(answers):
         a = answers[answers.order == order]
         pref_frames.append(a[["model", "dataset", "prompt_id", "bias_type", "x"]].assign(source=f"prompt:{order}"))
     if set(cp.ORDERS) <= set(preference_orders):
-        w = answers.pivot_table(index=["model", "dataset", "prompt_id", "bias_type"], columns="order",
-                                values="p_stereo", aggfunc="first", dropna=False)
-        xa = answers.pivot_table(index=["model", "dataset", "prompt_id", "bias_type"], columns="order",
-                                 values="x", aggfunc="first", dropna=False)
-        ok = xa.notna().all(axis=1).to_numpy()
-        x_avg = cp.order_averaged_preferences(w["more_first"], w["less_first"])
-        pref_frames.append(w.reset_index()[["model", "dataset", "prompt_id", "bias_type"]].assign(
+        w = (answers.set_index(["model", "dataset", "prompt_id", "bias_type", "order"])[["p_stereo", "x"]]
+             .unstack("order"))
+        ok = w["x"][list(cp.ORDERS)].notna().all(axis=1).to_numpy()
+        x_avg = cp.order_averaged_preferences(w["p_stereo"]["more_first"], w["p_stereo"]["less_first"])
+        pref_frames.append(w.index.to_frame(index=False).assign(
             source="prompt:order_averaged", x=np.where(ok, x_avg, np.nan)))
 prefs = pd.concat(pref_frames, ignore_index=True)
 pref = hyp.preference_tests(prefs, by=("model", "dataset", "source"))
 out.table(pref, "preference_tests")
-blocks = {name: DATASET_TITLES.get(name, name) for name in dict.fromkeys(list(preference_datasets) + list(datasets))}
+blocks = {name: DATASET_TITLES.get(name, name) for name in dict.fromkeys(list(datasets) + list(preference_datasets))}
 for (model_name, source), g in pref.groupby(["model", "source"], sort=False):
     t3 = hyp.render_preference_table(g, blocks)
     stem = f"table3_{slug(model_name)}_{source.replace(':', '_')}"
@@ -566,6 +566,29 @@ if len(answers):
     fig = bplots.position_bias(pos[pos.order != "both"], group_by=("model", "dataset"))
     out.figure(fig, "position_bias")
     plt.show()
+""")
+
+code(r"""
+def preference_findings():
+    lines = []
+    for (m, name), g in pref[pref.bias_type == hyp.OVERALL].groupby(["model", "dataset"], sort=False):
+        row = g.set_index("source")
+        parts = [f"{src}: π̂ = {r.pi_hat:.2f} (n = {r.n}, BF10 = {hyp.sci(r.bf10)}, {r.evidence})"
+                 for src, r in row.iterrows()]
+        lines.append(f"- **{m} · {name}** — " + "; ".join(parts))
+    if len(answers):
+        for r in cons.itertuples():
+            pf = pos[(pos.model == r.model) & (pos.dataset == r.dataset)].set_index("order").p_first
+            verdict = ("answers by **position**, not by content" if r.same_position > 0.9 else
+                       "answers mostly by content" if r.same_sentence > 0.8 else "answers partly by position")
+            lines.append(f"- **{r.model} · {r.dataset}** names the first sentence in "
+                         + ", ".join(f"{o}: {v:.0%}" for o, v in pf.items())
+                         + f" of answers; across the two orders it keeps the same sentence for {r.same_sentence:.0%} "
+                         f"and the same position for {r.same_position:.0%} of {r.n_pairs} pairs: it {verdict}.")
+    return "\n".join(lines)
+
+
+show_md("**Overall preference results (all bias types pooled):**\n\n" + preference_findings())
 """)
 
 md(r"""
