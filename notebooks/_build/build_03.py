@@ -592,13 +592,34 @@ show_md("**Overall preference results (all bias types pooled):**\n\n" + preferen
 """)
 
 md(r"""
-**What the preference results mean here.** Compare the `prompt:more_first` blocks with `prompt:less_first`: when the
-two orders disagree about the *direction* of the preference (π̂ above 0.5 in one order and below in the other) the
-prompt is measuring where a sentence stands, not what it says, and the single-order SS — the paper's design — is not
-a bias measure for that model. The order-averaged source removes most of that artefact, and the likelihood source
-does not involve a prompt at all; for models with likelihoods it is the one to trust. The paper could not test
-position bias for ChatGPT, because its run always put the more stereotypical sentence first; its English SS values of
-52–72 % are therefore bounded by an unknown position preference as well as by stereotype.
+**What the preference results mean here.** Compare the `prompt:more_first` rows with `prompt:less_first`. When
+the two orders disagree about the *direction* of the preference (π̂ above 0.5 in one order, below in the other), the
+prompt measures where a sentence stands, not what it says. A small instruct model that always answers "1" is the
+extreme case: in the paper's single order it gets SS = 100 % (SS folds π̂ = 0 and π̂ = 1 together) and an
+astronomically large BF$_{10}$ — "extreme evidence of bias" from a model that did not read the sentences. The
+order-averaged source uses the label *probabilities*, in which some content signal survives a constant position
+preference; the likelihood source involves no prompt at all and, for a model with likelihoods, is the one to trust.
+
+The paper's ChatGPT run always put the more stereotypical sentence first, so its SS values (52–72 % in English) are
+confounded with whatever position preference ChatGPT had; asking in both orders, as here, separates the two at the
+price of twice the queries.
+
+## Where our numbers differ from the paper's, and why
+
+* **Published values.** Two of the 18 ChatGPT Bayes factors in Table 3 do not follow from the authors' own counts
+  (English disability and race-color, above); three more (English religion, French age and race) are truncated in
+  their last digit. The corrected values change two of the paper's verbal conclusions: disability is *anecdotal*
+  (not extreme) evidence for no bias, and race is *strong* (not extreme) evidence for bias.
+* **Models.** GPT-3 (text-davinci-003) and the 2023 ChatGPT are retired; the open models here are 100–1,000 times
+  smaller, so their tables are a demonstration of the method, not a replication of the paper's findings about GPT
+  models.
+* **Sample size.** The `default` profile scores a stratified sample of `max_pairs` pairs per dataset and prompts
+  `max_preference_pairs` of them, to fit a 2-core CPU; per-type Bayes factors are correspondingly close to 1. Run the
+  `paper` profile (every pair; a GPU helps) for full-scale tables.
+* **Perplexity.** We use PPL = exp(−log P/|x|); the formula printed in §3.1 drops the minus sign, the paper's numbers do
+  not.
+* **Prior scale.** r = √2/2 exactly rather than pingouin's rounded default 0.707 (a 0.005 % change in BF$_{10}$).
+* **Holm.** Reported beside the raw p-values; the paper reports raw p-values only.
 """)
 
 code(r"""
