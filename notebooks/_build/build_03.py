@@ -454,11 +454,12 @@ def evidence_counts(tests, by):
 print("Bias types (of 9-10) per model and dataset with strong+ evidence for bias, moderate or strong evidence for "
       "no bias, and t-test p < 0.05 — LPBS score:")
 print(evidence_counts(lik[lik.score == "norm_logprob"], ["model", "dataset"]).to_string(index=False))
-agree = lik[lik.bias_type != hyp.OVERALL].pivot_table(index=["model", "dataset", "bias_type"], columns="score",
-                                                       values="bf10")
-print(f"\nLPBS and PPB Bayes factors fall in the same Table 1 category for "
-      f"{(agree.norm_logprob.map(hyp.evidence) == agree.perplexity.map(hyp.evidence)).mean():.0%} of "
-      f"model × dataset × bias-type cells.")
+agree = (lik[lik.bias_type != hyp.OVERALL].pivot(index=["model", "dataset", "bias_type"], columns="score",
+                                                  values="bf10").dropna(subset=["norm_logprob", "perplexity"]))
+if len(agree):
+    same = (agree.norm_logprob.map(hyp.evidence) == agree.perplexity.map(hyp.evidence)).mean()
+    print(f"\nLPBS and PPB Bayes factors fall in the same Table 1 category for {same:.0%} of the {len(agree)} "
+          "model × dataset × bias-type cells.")
 """)
 
 md(r"""
