@@ -33,21 +33,21 @@ PROFILES: dict[str, dict[str, dict]] = {
         "03_crows_pairs_bayes": {"max_pairs": 10, "max_preference_pairs": 4,
                                  "datasets": ["crows_pairs_en_revised", "crows_pairs_fr"],
                                  "preference_datasets": ["crows_pairs_en_revised"]},
-        "04_agentic_entropy": {"max_prompts": 24},
+        "04_agentic_entropy": {"max_prompts": 12, "cyclic_prompts": 2, "fewshot_prompts": 0},
     },
     "default": {
         "*": {"models": EMBEDDED_MODELS, "device": "auto", "dtype": "auto"},
         "01_multifactor": {"max_prompts": 400},
         "02_calm": {"max_prompts": 400},
         "03_crows_pairs_bayes": {"max_pairs": 100, "max_preference_pairs": 60},
-        "04_agentic_entropy": {"max_prompts": None},
+        "04_agentic_entropy": {"max_prompts": 150, "cyclic_prompts": 12, "fewshot_prompts": 0},
     },
     "paper": {
         "*": {"models": EMBEDDED_MODELS, "device": "auto", "dtype": "auto"},
         "01_multifactor": {"max_prompts": None},
         "02_calm": {"max_prompts": None},
         "03_crows_pairs_bayes": {"max_pairs": None, "max_preference_pairs": None},
-        "04_agentic_entropy": {"max_prompts": None},
+        "04_agentic_entropy": {"max_prompts": None, "cyclic_prompts": None, "fewshot_prompts": 120},
     },
 }
 

@@ -1,1 +1,1 @@
-"""Figures: matplotlib/seaborn functions that take tidy tables and return a Figure."""
+"""Figures: matplotlib/seaborn functions that take result tables and return a Figure."""

@@ -1,1 +1,1 @@
-"""Statistics: pure functions over pandas/numpy (no torch), each citing the paper and equation it implements."""
+"""Statistics: pure functions over pandas/numpy, each citing the paper and equation it implements."""
