@@ -33,7 +33,9 @@ PROFILES: dict[str, dict[str, dict]] = {
         "02_calm": {"k_shot": 0, "template_ids": ["qa-054", "qa-086", "nli-011", "sentiment-045"],
                     "max_prompt_words": None, "names_per_group": 2, "perturbations": ["combined"],
                     "n_bootstrap": 100, "subset_runs": 2, "diversity_max_templates": 20},
-        "03_crows_pairs_bayes": {"max_pairs": 16},
+        "03_crows_pairs_bayes": {"max_pairs": 10, "max_preference_pairs": 4,
+                                 "datasets": ["crows_pairs_en_revised", "crows_pairs_fr"],
+                                 "preference_datasets": ["crows_pairs_en_revised"]},
         "04_agentic_entropy": {"max_prompts": 12, "cyclic_prompts": 2, "fewshot_prompts": 0},
     },
     "default": {
@@ -48,7 +50,7 @@ PROFILES: dict[str, dict[str, dict]] = {
         "02_calm": {"k_shot": 1, "templates_per_task": 4, "max_prompt_words": 150, "names_per_group": 5,
                     "perturbations": ["combined"], "n_bootstrap": 1000, "subset_runs": 6,
                     "diversity_max_templates": 300},
-        "03_crows_pairs_bayes": {"max_pairs": None},
+        "03_crows_pairs_bayes": {"max_pairs": 100, "max_preference_pairs": 60},
         "04_agentic_entropy": {"max_prompts": 150, "cyclic_prompts": 12, "fewshot_prompts": 0},
     },
     "paper": {
@@ -58,7 +60,7 @@ PROFILES: dict[str, dict[str, dict]] = {
         "02_calm": {"k_shot": 5, "templates_per_task": None, "max_prompt_words": None, "names_per_group": 50,
                     "perturbations": ["synonym", "clause", "adjective", "combined"], "n_bootstrap": 1000,
                     "subset_runs": 6, "diversity_max_templates": None},
-        "03_crows_pairs_bayes": {"max_pairs": None},
+        "03_crows_pairs_bayes": {"max_pairs": None, "max_preference_pairs": None},
         "04_agentic_entropy": {"max_prompts": None, "cyclic_prompts": None, "fewshot_prompts": 120},
     },
 }
