@@ -97,6 +97,19 @@ def test_shared_prefixes_compute_fewer_positions(tiny):
     assert shared.stats["positions"] < plain.stats["positions"]
 
 
+def test_each_shared_prefix_is_computed_once(tiny):
+    """Positions run through the model: a prompt longer than a packed row, with one-token options, costs exactly
+    its own tokens (BOS included); a second prompt sharing its opening adds only its own ending."""
+    long = ("The nurse said that she was tired. " * 9).strip()       # 314 byte tokens
+    sc = scorer(tiny)
+    sc.option_logprob([long], ["a", "b", "c"])
+    assert sc.stats["positions"] == len(text_ids(tiny, long))
+    sc = scorer(tiny)
+    sc.option_logprob([long, long + "Yes"], ["a", "b c"])
+    # option "b c" needs "b", " " as inputs after each prompt; the second prompt adds "Yes"
+    assert sc.stats["positions"] == len(text_ids(tiny, long)) + 2 + 3 + 2
+
+
 def test_group_by_prefix():
     seqs = [[1, 5, 6, 7, 8, 9], [1, 2, 3], [1, 5, 6, 7, 8, 4], [1, 5, 6, 7, 8, 9, 10]]
     groups = scoring.group_by_prefix(seqs, min_shared=4)

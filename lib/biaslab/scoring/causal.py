@@ -217,7 +217,8 @@ def _branch_pass(model, body, head, requests, chunk, cache, trunk_mask, pad_id, 
 
 # -------------------------------------------------------------------------------------- packed token tries ---
 
-#: Width of a packed row on CPU: attention over a row costs O(width) per token, so rows stay short.
+#: Width of a packed row on CPU (at least twice the longest path): attention over a row costs O(width) per token,
+#: so rows stay short.
 ROW_WIDTH = 256
 
 
@@ -288,11 +289,13 @@ def score_packed(model, head: Head, requests: list[Request], pad_id: int, budget
             if br:
                 paths.append((i, j, list(r.trunk) + list(br), len(r.trunk)))
     order = sorted(range(len(paths)), key=lambda q: paths[q][2])
+    # a row holds at least two of the longest paths, so long prompts with a common opening (few-shot examples) share
+    width_cap = max([width_cap] + [2 * (len(p[2]) - 1) for p in paths])
     rows: list[_Row] = []
     placed: dict[int, tuple[int, list[int]]] = {}
     for q in order:
         toks, ns = paths[q][2], (None if share else paths[q][0])
-        if not rows or (len(rows[-1].tokens) and len(rows[-1].tokens) + rows[-1].new_nodes(toks, ns) > width_cap):
+        if not rows or len(rows[-1].tokens) + rows[-1].new_nodes(toks, ns) > width_cap:
             rows.append(_Row())
         placed[q] = (len(rows) - 1, rows[-1].insert(toks, ns))
     rows_used = [r for r in rows if r.tokens]
