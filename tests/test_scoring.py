@@ -52,9 +52,9 @@ def text_ids(lm, text):
 
 # ------------------------------------------------------------------------------------------ sequences ---
 
-def check_sequence_direct(lm):
-    df = scorer(lm).sequence_logprob(TEXTS, per_token=True)
-    for text, row in zip(TEXTS, df.itertuples()):
+def check_sequence_direct(lm, texts=TEXTS):
+    df = scorer(lm).sequence_logprob(texts, per_token=True)
+    for text, row in zip(texts, df.itertuples()):
         direct = direct_token_logprobs(lm, text_ids(lm, text))
         assert row.n_tokens == len(direct) == len(row.tokens)
         assert np.abs(np.array(row.token_logprobs) - direct).max() < TOL
@@ -63,15 +63,21 @@ def check_sequence_direct(lm):
         assert math.isclose(row.perplexity, math.exp(-direct.mean()), rel_tol=1e-4)
 
 
-def check_sequence_batch_invariance(lm):
-    single = pd.concat([scorer(lm, share_prefixes=False).sequence_logprob([t]) for t in TEXTS], ignore_index=True)
-    order = np.random.default_rng(0).permutation(len(TEXTS))
-    for kw in [dict(token_budget=16), dict(token_budget=64, padding_side="right"), dict(token_budget=4096),
-               dict(share_prefixes=False, padding_side="left"), dict(share_prefixes=True, padding_side="right")]:
-        df = scorer(lm, **kw).sequence_logprob(TEXTS)
+# packed rows with tree attention (default) and padded batches with a copied key/value cache (packing=False)
+BATCHINGS = [dict(token_budget=16), dict(token_budget=64, packing=False, padding_side="right"),
+             dict(token_budget=4096), dict(share_prefixes=False, packing=False, padding_side="left"),
+             dict(share_prefixes=True, packing=False, padding_side="right")]
+
+
+def check_sequence_batch_invariance(lm, texts=TEXTS, batchings=BATCHINGS):
+    """Scores equal one-at-a-time scores whatever the batch size, padding side, prefix sharing and input order."""
+    single = pd.concat([scorer(lm, share_prefixes=False).sequence_logprob([t]) for t in texts], ignore_index=True)
+    order = np.random.default_rng(0).permutation(len(texts))
+    for kw in batchings:
+        df = scorer(lm, **kw).sequence_logprob(texts)
         assert np.abs(df.sum_logprob - single.sum_logprob).max() < TOL, kw
         assert (df.n_tokens == single.n_tokens).all()
-        shuffled = scorer(lm, **kw).sequence_logprob([TEXTS[i] for i in order])
+        shuffled = scorer(lm, **kw).sequence_logprob([texts[i] for i in order])
         assert np.abs(shuffled.sum_logprob.to_numpy() - single.sum_logprob.to_numpy()[order]).max() < TOL, kw
 
 
@@ -135,7 +141,8 @@ def test_option_scores_do_not_depend_on_batching(tiny):
     ref = scorer(tiny).option_logprob(PROMPTS[:1], OPTIONS)
     singles = np.concatenate([scorer(tiny).option_logprob([p], [o]).sum_logprob.to_numpy()
                               for p in PROMPTS for o in OPTIONS])
-    for kw in [dict(token_budget=8), dict(token_budget=40, padding_side="right"), dict(token_budget=10_000)]:
+    for kw in [dict(token_budget=8), dict(token_budget=40, packing=False, padding_side="right"),
+               dict(token_budget=40, packing=False, padding_side="left"), dict(token_budget=10_000)]:
         df = scorer(tiny, **kw).option_logprob(PROMPTS, OPTIONS)
         assert np.abs(df.sum_logprob.to_numpy() - singles).max() < TOL, kw
     assert abs(ref.sum_logprob[0] - singles[0]) < TOL
@@ -256,8 +263,23 @@ def test_extract_choice():
 
 @pytest.mark.model
 def test_smollm2_sequences_against_logits_and_batching(smol):
-    check_sequence_direct(smol)
-    check_sequence_batch_invariance(smol)
+    texts = TEXTS[:3] + TEXTS[4:6]
+    check_sequence_direct(smol, texts)
+    check_sequence_batch_invariance(smol, texts, [BATCHINGS[0], BATCHINGS[4]])
+
+
+def test_sliding_window_attention(tmp_path):
+    """Gemma 3 attends locally in 5 of 6 layers (512 positions): packed rows and cached branches must apply the
+    window. A tiny Gemma 3 with a window of 8 checks it on texts much longer than the window."""
+    lm = models.load(models.save_tiny_model(tmp_path / "tiny-gemma3", "causal", seed=5, arch="gemma3"))
+    assert lm.model.config.sliding_window == 8
+    check_sequence_direct(lm, TEXTS[-3:])
+    prompts, options = [TEXTS[-1], TEXTS[0]], [" and then she slept for a long time", " no"]
+    check_options_are_sequence_differences(lm, prompts, options)
+    for kw in [dict(packing=False), dict(packing=False, padding_side="right")]:
+        a = scorer(lm, **kw).option_logprob(prompts, options).sum_logprob
+        b = scorer(lm).option_logprob(prompts, options).sum_logprob
+        assert np.abs(a - b).max() < TOL
 
 
 @pytest.mark.model
@@ -267,8 +289,9 @@ def test_smollm2_options_with_split_digits_spaces_and_boundaries(smol):
     # a prompt ending in a space: the space merges into the option's first token; exact difference instead
     check_options_are_sequence_differences(smol, ["Answer: "], ["yes", " no"])
     singles = np.concatenate([scorer(smol).option_logprob([p], OPTIONS).sum_logprob.to_numpy() for p in PROMPTS])
-    batched = scorer(smol, token_budget=24, padding_side="right").option_logprob(PROMPTS, OPTIONS)
-    assert np.abs(batched.sum_logprob.to_numpy() - singles).max() < TOL
+    for kw in [dict(token_budget=24), dict(token_budget=24, packing=False, padding_side="right")]:
+        batched = scorer(smol, **kw).option_logprob(PROMPTS, OPTIONS)
+        assert np.abs(batched.sum_logprob.to_numpy() - singles).max() < TOL
 
 
 @pytest.mark.model
@@ -284,8 +307,8 @@ def test_smollm2_labels_and_chat(smol):
 @pytest.mark.model
 def test_smollm2_greedy_generation_batched_equals_single(smol):
     prompts = ["What is the capital of France?", "Name a colour."]
-    batched = scorer(smol).generate(prompts, max_new_tokens=8, chat=True)
-    assert batched == [scorer(smol).generate([p], max_new_tokens=8, chat=True)[0] for p in prompts]
+    batched = scorer(smol).generate(prompts, max_new_tokens=6, chat=True)
+    assert batched == [scorer(smol).generate([p], max_new_tokens=6, chat=True)[0] for p in prompts]
     assert "Paris" in batched[0]
 
 

@@ -438,11 +438,13 @@ def _byte_tokenizer(kind: str):
                                    unk_token="<unk>")
 
 
-def save_tiny_model(folder: str | os.PathLike, kind: str = "causal", seed: int = 0) -> Path:
+def save_tiny_model(folder: str | os.PathLike, kind: str = "causal", seed: int = 0, arch: str = "llama") -> Path:
     """Write a tiny randomly initialised model of ``kind`` with a byte-level tokenizer to ``folder``.
 
     For tests and examples that need a real transformers model but not a trained one (the hub is not needed):
-    a 2-layer Llama (causal), T5 (seq2seq) or BERT (masked) with hidden size 32. Load it with ``load(folder)``.
+    a 2-layer Llama (causal), T5 (seq2seq) or BERT (masked) with hidden size 32. ``arch="gemma3"`` (causal) gives a
+    3-layer Gemma 3 whose first two layers attend only to the last 8 positions, to test sliding-window attention.
+    Load it with ``load(folder)``.
     """
     import torch
     from transformers import (BertConfig, BertForMaskedLM, LlamaConfig, LlamaForCausalLM, T5Config,
@@ -454,7 +456,15 @@ def save_tiny_model(folder: str | os.PathLike, kind: str = "causal", seed: int =
     tok = _byte_tokenizer(kind)
     n = len(tok)
     torch.manual_seed(seed)
-    if kind == "causal":
+    if kind == "causal" and arch == "gemma3":
+        from transformers import Gemma3ForCausalLM, Gemma3TextConfig
+        cfg = Gemma3TextConfig(vocab_size=n, hidden_size=32, intermediate_size=64, num_hidden_layers=3,
+                               num_attention_heads=4, num_key_value_heads=2, head_dim=8, sliding_window=8,
+                               layer_types=["sliding_attention", "sliding_attention", "full_attention"],
+                               max_position_embeddings=512, bos_token_id=tok.bos_token_id,
+                               eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id, initializer_range=0.3)
+        model = Gemma3ForCausalLM(cfg)
+    elif kind == "causal":
         cfg = LlamaConfig(vocab_size=n, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
                           num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=512,
                           bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id,

@@ -68,14 +68,42 @@ def free_memory() -> None:
         torch.cuda.empty_cache()
 
 
-def run_batches(lengths: Sequence[int], budget: int, fn: Callable[[list[int], int], None],
-                on_done: Callable[[int], None] | None = None, max_rows: int | None = None) -> int:
-    """Call ``fn(batch_indices, budget)`` over length-sorted batches; on out-of-memory halve the budget and retry.
+def ordered_batches(lengths: Sequence[int], order: Sequence[int], budget: int) -> list[list[int]]:
+    """Consecutive runs of ``order`` whose summed lengths stay within ``budget`` (for packed rows, where items are
+    laid end to end and their order decides what they share)."""
+    batches: list[list[int]] = []
+    cur: list[int] = []
+    total = 0
+    for i in order:
+        n = max(int(lengths[i]), 1)
+        if cur and total + n > budget:
+            batches.append(cur)
+            cur, total = [], 0
+        cur.append(i)
+        total += n
+    if cur:
+        batches.append(cur)
+    return batches
 
-    ``fn`` should also size any inner chunks by ``budget``. Returns the budget that finally worked (callers keep it
-    for their next call). ``on_done(n)`` reports progress after each batch.
+
+def run_batches(lengths: Sequence[int], budget: int, fn: Callable[[list[int], int], None],
+                on_done: Callable[[int], None] | None = None, max_rows: int | None = None,
+                order: Sequence[int] | None = None) -> int:
+    """Call ``fn(batch_indices, budget)`` over batches; on out-of-memory halve the budget and retry.
+
+    Batches are length-sorted with ``rows x longest <= budget`` (padded batches), or, when ``order`` is given,
+    consecutive runs of that order with ``sum of lengths <= budget`` (packed rows). ``fn`` should also size any inner
+    chunks by ``budget``. Returns the budget that finally worked (callers keep it for their next call).
+    ``on_done(n)`` reports progress after each batch.
     """
-    pending: list[list[int]] = length_batches(lengths, budget, max_rows)
+    def make(idx: list[int], b: int) -> list[list[int]]:
+        if order is None:
+            sub = length_batches([lengths[i] for i in idx], b, max_rows)
+            return [[idx[j] for j in s] for s in sub]
+        rank = {i: k for k, i in enumerate(order)}
+        return ordered_batches(lengths, sorted(idx, key=rank.__getitem__), b)
+
+    pending: list[list[int]] = make(list(range(len(lengths))), budget)
     while pending:
         batch = pending.pop(0)
         try:
@@ -86,8 +114,7 @@ def run_batches(lengths: Sequence[int], budget: int, fn: Callable[[list[int], in
             free_memory()
             budget //= 2
             log.warning("out of memory on a batch of %d; retrying with a token budget of %d", len(batch), budget)
-            sub = length_batches([lengths[i] for i in batch], budget, max_rows)
-            pending = [[batch[j] for j in b] for b in sub] + pending
+            pending = make(batch + [i for b in pending for i in b], budget)   # re-batch all that is left
             continue
         if on_done is not None:
             on_done(len(batch))

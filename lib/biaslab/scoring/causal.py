@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, field
+from typing import Sequence
 
 import numpy as np
 
@@ -110,6 +111,9 @@ def score_batch(model, head: Head, requests: list[Request], pad_id: int, budget:
 
     device = model.device
     body = base_model(model)
+    if _sliding_window(model):
+        # transformers applies sliding windows by index: right padding would put a gap between trunk and branch
+        padding_side = "left"
     trunks = [r.trunk for r in requests]
     if any(len(t) == 0 for t in trunks):
         raise ValueError("a trunk must hold at least one token (the prefix token)")
@@ -209,3 +213,157 @@ def _branch_pass(model, body, head, requests, chunk, cache, trunk_mask, pad_id, 
         stats["head_rows"] = stats.get("head_rows", 0) + len(toks)
     for (b, j), (k0, k1) in zip(chunk, spans):
         results[b].branches[j] = np.concatenate([results[b].branches[j], lp[k0:k1]])
+
+
+# -------------------------------------------------------------------------------------- packed token tries ---
+
+#: Width of a packed row on CPU: attention over a row costs O(width) per token, so rows stay short.
+ROW_WIDTH = 256
+
+
+def _sliding_window(model) -> int | None:
+    cfg = model.config.get_text_config() if hasattr(model.config, "get_text_config") else model.config
+    if "sliding_attention" in (getattr(cfg, "layer_types", None) or []):
+        return getattr(cfg, "sliding_window", None)
+    return None
+
+
+class _Row:
+    """A trie of token paths laid out flat: each node is one input position, computed once however many paths
+    share it; ``parent`` and ``depth`` (= position id) describe the tree."""
+
+    def __init__(self):
+        self.roots: dict = {}             # namespace -> {token -> (node, children dict)}
+        self.tokens: list[int] = []
+        self.parent: list[int] = []
+        self.depth: list[int] = []
+
+    def new_nodes(self, path: Sequence[int], ns=None) -> int:
+        """How many nodes inserting ``path`` would add (its proper prefixes not yet in the row)."""
+        level, k = self.roots.get(ns, {}), 0
+        while k < len(path) - 1 and path[k] in level:
+            level = level[path[k]][1]
+            k += 1
+        return max(len(path) - 1 - k, 0)
+
+    def insert(self, path: Sequence[int], ns=None) -> list[int]:
+        """Insert the proper prefixes of ``path``; return the node of each prefix path[:k+1], k < len - 1.
+        Paths share nodes only within one namespace ``ns``."""
+        level, parent, nodes = self.roots.setdefault(ns, {}), -1, []
+        for k in range(len(path) - 1):
+            tok = path[k]
+            if tok not in level:
+                level[tok] = (len(self.tokens), {})
+                self.tokens.append(tok)
+                self.parent.append(parent)
+                self.depth.append(k)
+            node, level = level[tok]
+            nodes.append(node)
+            parent = node
+        return nodes
+
+
+def score_packed(model, head: Head, requests: list[Request], pad_id: int, budget: int,
+                 stats: dict | None = None, row_width: int | None = None, share: bool = True) -> list[Result]:
+    """Score requests with every shared token prefix computed once, no padding and no second pass.
+
+    All token paths of a batch (each request's trunk, and trunk + branch for each branch) go into tries, one per
+    packed row: a node is an input position, its position id is its depth, and a 4D attention mask lets each node see
+    exactly its ancestors ("tree attention"). Shared openings (the prefix token, a prompt shared by its options,
+    few-shot examples shared by prompts, the opening words of a sentence pair) are computed once, and a path's last
+    token is never an input. ``share=False`` shares prefixes only within a request. Models with sliding-window
+    layers (Gemma 3) get a second mask with the window applied by position.
+    """
+    import torch
+
+    device = model.device
+    width_cap = row_width or (ROW_WIDTH if device.type == "cpu" else 2048)
+    paths = []                                     # (request, branch or -1 for the trunk, tokens, first target)
+    for i, r in enumerate(requests):
+        if not r.trunk:
+            raise ValueError("a trunk must hold at least one token (the prefix token)")
+        if r.trunk_targets:
+            paths.append((i, -1, list(r.trunk), 1))
+        for j, br in enumerate(r.branches):
+            if br:
+                paths.append((i, j, list(r.trunk) + list(br), len(r.trunk)))
+    order = sorted(range(len(paths)), key=lambda q: paths[q][2])
+    rows: list[_Row] = []
+    placed: dict[int, tuple[int, list[int]]] = {}
+    for q in order:
+        toks, ns = paths[q][2], (None if share else paths[q][0])
+        if not rows or (len(rows[-1].tokens) and len(rows[-1].tokens) + rows[-1].new_nodes(toks, ns) > width_cap):
+            rows.append(_Row())
+        placed[q] = (len(rows) - 1, rows[-1].insert(toks, ns))
+    rows_used = [r for r in rows if r.tokens]
+    n, width = len(rows_used), max((len(r.tokens) for r in rows_used), default=0)
+    results = [Result(trunk=np.zeros(0) if r.trunk_targets else None, branches=[np.zeros(0) for _ in r.branches])
+               for r in requests]
+    if n == 0:
+        return results
+    ids = torch.full((n, width), pad_id, dtype=torch.long)
+    parent = torch.full((n, width), -1, dtype=torch.long)
+    depth = torch.zeros((n, width), dtype=torch.long)
+    real = torch.zeros((n, width), dtype=torch.bool)
+    for r, row in enumerate(rows_used):
+        k = len(row.tokens)
+        ids[r, :k] = torch.as_tensor(row.tokens)
+        parent[r, :k] = torch.as_tensor(row.parent)
+        depth[r, :k] = torch.as_tensor(row.depth)
+        real[r, :k] = True
+    # ancestors by pointer chasing: allowed[r, q, k] = k is q or an ancestor of q
+    allowed = torch.diag_embed(torch.ones((n, width), dtype=torch.bool))
+    rr = torch.arange(n)[:, None].expand(n, width)
+    qq = torch.arange(width)[None, :].expand(n, width)
+    anc = parent.clone()
+    while bool((anc >= 0).any()):
+        ok = anc >= 0
+        allowed[rr[ok], qq[ok], anc[ok]] = True
+        anc = torch.where(ok, parent.gather(1, anc.clamp(min=0)), anc)
+    dtype = model.dtype
+    neg = torch.finfo(dtype).min
+
+    def as_mask(a):
+        m = torch.zeros(a.shape, dtype=dtype)
+        m.masked_fill_(~a, neg)
+        return m[:, None].to(device)
+
+    window = _sliding_window(model)
+    if window:
+        near = (depth[:, :, None] - depth[:, None, :]) < window
+        mask = {"full_attention": as_mask(allowed), "sliding_attention": as_mask(allowed & near)}
+    else:
+        mask = as_mask(allowed)
+    out = base_model(model)(input_ids=ids.to(device), attention_mask=mask, position_ids=depth.to(device),
+                            use_cache=False)
+    hidden = out.last_hidden_state
+    if stats is not None:
+        stats["positions"] = stats.get("positions", 0) + n * width
+
+    # the states to read (deduplicated) and the token each target predicts
+    row_index = {id(row): r for r, row in enumerate(rows_used)}
+    state_of: dict[tuple[int, int], int] = {}
+    sel_r, sel_c, tgt_state, tgt_tok, spans = [], [], [], [], []
+    for q, (i, j, toks, first) in enumerate(paths):
+        r_all, nodes = placed[q]
+        r = row_index[id(rows[r_all])]
+        k0 = len(tgt_tok)
+        for k in range(max(first, 1), len(toks)):
+            key = (r, nodes[k - 1])
+            if key not in state_of:
+                state_of[key] = len(sel_r)
+                sel_r.append(r)
+                sel_c.append(nodes[k - 1])
+            tgt_state.append(state_of[key])
+            tgt_tok.append(toks[k])
+        spans.append((k0, len(tgt_tok)))
+    h = hidden[torch.as_tensor(sel_r, device=device), torch.as_tensor(sel_c, device=device)]
+    lp = head.gather(h, tgt_state, tgt_tok)
+    if stats is not None:
+        stats["head_rows"] = stats.get("head_rows", 0) + len(sel_r)
+    for (i, j, _, _), (a, b) in zip(paths, spans):
+        if j < 0:
+            results[i].trunk = lp[a:b]
+        else:
+            results[i].branches[j] = lp[a:b]
+    return results

@@ -28,7 +28,7 @@ from .. import paths
 from . import labels as labels_mod
 from .batching import default_token_budget, run_batches
 from .cache import ScoreCache
-from .causal import Head, Request, score_batch
+from .causal import Head, Request, score_batch, score_packed
 from .generation import generate_batch, row_seed
 
 log = logging.getLogger(__name__)
@@ -101,19 +101,24 @@ class Scorer:
     ``cache_dir``: where scores persist (None: ``~/.cache/biaslab/scores``; False: memory only). A re-run reuses every
     item already scored with the same model fingerprint, method and settings; a killed run loses at most one batch.
     ``progress``: tqdm bars. ``token_budget``: padded tokens per forward pass (default 2048 on CPU, 32768 on CUDA;
-    halved automatically on out-of-memory). ``padding_side``: how trunks are padded (results do not depend on it).
+    halved automatically on out-of-memory). ``padding_side``: how trunks are padded with ``packing=False`` (results do not depend on it; models with
+    sliding-window attention are always padded on the left).
     ``share_prefixes``: in ``sequence_logprob``, compute the common opening of texts once. ``prefix``: ``"bos"``
-    (see the module docstring) or None.
+    (see the module docstring) or None. ``packing``: lay prompts and their options out in packed rows with a tree
+    attention mask (no padding, one pass; default) instead of padded batches with a copied key/value cache per option
+    (``packing=False``, for architectures that ignore custom 4D attention masks). Both give the same numbers.
     """
 
     def __init__(self, lm, cache_dir: str | None | bool = None, progress: bool = True, token_budget: int | None = None,
-                 padding_side: str = "left", share_prefixes: bool = True, prefix: str | None = "bos"):
+                 padding_side: str = "left", share_prefixes: bool = True, prefix: str | None = "bos",
+                 packing: bool = True):
         self.lm = lm
         self.model = lm.model
         self.tokenizer = lm.tokenizer
         self.kind = lm.kind
         self.progress = progress
         self.padding_side = padding_side
+        self.packing = packing
         self.share_prefixes = share_prefixes
         self.token_budget = token_budget or default_token_budget(lm.device)
         self.stats: dict[str, int] = {}
@@ -134,6 +139,12 @@ class Scorer:
                 self.cache = _MemoryCache()
 
     # ------------------------------------------------------------------------------------------ helpers ---
+    def _score(self, requests: list[Request], budget: int):
+        if self.packing:
+            return score_packed(self.model, self.head, requests, self.pad_id, budget, self.stats,
+                                share=self.share_prefixes)
+        return score_batch(self.model, self.head, requests, self.pad_id, budget, self.padding_side, self.stats)
+
     def _settings(self, **extra) -> dict:
         return {"prefix": self.prefix_id, **extra}
 
@@ -166,29 +177,41 @@ class Scorer:
         return tqdm(total=total, desc=f"{self.lm.name}: {desc}", disable=not self.progress or total == 0,
                     leave=False, dynamic_ncols=True)
 
-    def _run(self, method: str, items: list, keys: list[str], prepare, compute, desc: str) -> dict:
+    def _run(self, method: str, items: list, keys: list[str], prepare, compute, desc: str,
+             cache: bool = True) -> dict:
         """Look up ``keys``; compute the missing items and return key -> value for all items.
 
-        ``prepare(items) -> (prepared, costs)`` tokenizes the missing items once; ``compute(prepared_batch, budget)
-        -> values`` scores one length-sorted batch, which is written to the cache as soon as it is done.
+        ``prepare(items) -> (prepared, costs[, token_keys])`` tokenizes the missing items once; ``compute(
+        prepared_batch, budget) -> values`` scores one batch, which is written to the cache as soon as it is done.
+        With ``token_keys`` (each item's leading tokens) and packing, items are batched in sorted order so that items
+        with a common opening share a batch, and each item's cost is what it adds to its predecessor.
+        ``cache=False``: keep these values in memory only (unseeded samples).
         """
         import torch
-        found = self.cache.get_many(keys)
+        store = self.cache if cache else _MemoryCache()
+        found = store.get_many(keys)
         todo = list({keys[i]: i for i, k in enumerate(keys) if k not in found}.values())   # distinct, missing
         if not todo:
             return found
-        prepared, costs = prepare([items[i] for i in todo])
+        prepared, costs, *keys_ = prepare([items[i] for i in todo])
+        order = None
+        if keys_ and self.packing:
+            tk = keys_[0]
+            order = sorted(range(len(todo)), key=lambda j: tk[j])
+            costs = list(costs)
+            for prev, j in zip(order, order[1:]):
+                costs[j] = max(costs[j] - _lcp(tk[prev], tk[j]), 1)
         bar = self._bar(len(todo), desc)
 
         def fn(batch, budget):
             values = compute([prepared[j] for j in batch], budget)
             new = {keys[todo[j]]: v for j, v in zip(batch, values)}
-            self.cache.put_many(new, method)
+            store.put_many(new, method)
             found.update(new)
 
         try:
             with torch.inference_mode():
-                self.token_budget = run_batches(costs, self.token_budget, fn, bar.update)
+                self.token_budget = run_batches(costs, self.token_budget, fn, bar.update, order=order)
         finally:
             bar.close()
         return found
@@ -208,16 +231,16 @@ class Scorer:
 
         def prepare(todo_texts):
             seqs = [self.with_prefix(x) for x in self.encode(todo_texts)]
-            return seqs, [len(x) for x in seqs]
+            return seqs, [len(x) for x in seqs], seqs
 
         def compute(seqs, budget):
-            if self.share_prefixes and len(seqs) > 1:
+            if self.share_prefixes and len(seqs) > 1 and not self.packing:   # packed rows share by themselves
                 groups = group_by_prefix(seqs)
             else:
                 groups = [(s, [i]) for i, s in enumerate(seqs)]
             reqs = [Request(trunk, [] if len(members) == 1 else [seqs[m][len(trunk):] for m in members], True)
                     for trunk, members in groups]
-            results = score_batch(self.model, self.head, reqs, self.pad_id, budget, self.padding_side, self.stats)
+            results = self._score(reqs, budget)
             out: list = [None] * len(seqs)
             for (trunk, members), res in zip(groups, results):
                 if len(members) == 1:
@@ -295,7 +318,7 @@ class Scorer:
                         plan.diffs.append((self.with_prefix(fid), len(fid) - _lcp(pid, fid)))
                 plans.append(plan)
                 costs.append(plan.cost)
-            return plans, costs
+            return plans, costs, [pl.trunk for pl in plans]
 
         def compute(plans, budget):
             reqs = [Request(pl.trunk, pl.branches) for pl in plans]
@@ -307,7 +330,7 @@ class Scorer:
                     reqs.extend(Request(full, [], True) for full, _ in pl.diffs)
                 else:
                     where.append(None)
-            results = score_batch(self.model, self.head, reqs, self.pad_id, budget, self.padding_side, self.stats)
+            results = self._score(reqs, budget)
             out = []
             for i, pl in enumerate(plans):
                 vals = []
@@ -390,14 +413,7 @@ class Scorer:
             return generate_batch(self.model, self.head, self.tokenizer, [x for x, _ in batch], max_new_tokens, eos,
                                   stop, do_sample, temperature, [sd for _, sd in batch], self.pad_id)
 
-        if cacheable:
-            values = self._run("generate", rendered, keys, prepare, compute, "generation")
-        else:
-            cache, self.cache = self.cache, _MemoryCache()
-            try:
-                values = self._run("generate", rendered, keys, prepare, compute, "generation")
-            finally:
-                self.cache = cache
+        values = self._run("generate", rendered, keys, prepare, compute, "generation", cache=cacheable)
         return [values[k] for k in keys]
 
     # ------------------------------------------------------------------------------------ masked models ---

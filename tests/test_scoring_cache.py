@@ -1,0 +1,134 @@
+"""The score cache (resume, corruption, keys) and batching (length sorting, token budget, out-of-memory back-off)."""
+
+import sqlite3
+
+import numpy as np
+import pytest
+import torch
+
+from biaslab import models, scoring
+from biaslab.scoring import batching, scorer as scorer_mod
+from biaslab.scoring.cache import ScoreCache, model_key
+
+TEXTS = [f"Sentence number {i} is {'long ' * (i % 4)}here." for i in range(12)]
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    folder = models.save_tiny_model(tmp_path_factory.mktemp("tiny") / "tiny-causal", "causal", seed=2)
+    return models.load(folder, device="cpu", dtype="float32")
+
+
+def make(lm, cache_dir, **kw):
+    return scoring.Scorer(lm, cache_dir=cache_dir, progress=False, **kw)
+
+
+def test_rerun_computes_nothing(tiny, tmp_path):
+    first = make(tiny, tmp_path)
+    a = first.sequence_logprob(TEXTS)
+    assert first.stats["positions"] > 0
+    again = make(tiny, tmp_path)
+    b = again.sequence_logprob(TEXTS)
+    assert again.stats == {}
+    assert a.equals(b)
+    opts = make(tiny, tmp_path).option_logprob(TEXTS[:3], [" a", " b c"])
+    again = make(tiny, tmp_path)
+    assert again.option_logprob(TEXTS[:3], [" a", " b c"]).equals(opts) and again.stats == {}
+    g = make(tiny, tmp_path).generate(TEXTS[:2], max_new_tokens=4)
+    again = make(tiny, tmp_path)
+    assert again.generate(TEXTS[:2], max_new_tokens=4) == g and again.stats == {}
+    n = len(again.cache)
+    again.generate(TEXTS[:2], max_new_tokens=4, do_sample=True)      # unseeded samples are never cached
+    assert len(again.cache) == n
+
+
+def test_killed_run_resumes_losing_at_most_the_batch_in_flight(tiny, tmp_path, monkeypatch):
+    reference = make(tiny, False).sequence_logprob(TEXTS)
+    real = scorer_mod.Scorer._score
+    calls = {"n": 0}
+
+    def dies_on_third_batch(*args, **kw):
+        calls["n"] += 1
+        if calls["n"] == 3:
+            raise KeyboardInterrupt("killed")
+        return real(*args, **kw)
+
+    monkeypatch.setattr(scorer_mod.Scorer, "_score", dies_on_third_batch)
+    sc = make(tiny, tmp_path, token_budget=40)       # several batches
+    with pytest.raises(KeyboardInterrupt):
+        sc.sequence_logprob(TEXTS)
+    saved = len(sc.cache)
+    assert 0 < saved < len(TEXTS)
+    monkeypatch.setattr(scorer_mod.Scorer, "_score", real)
+    resumed = make(tiny, tmp_path, token_budget=40)
+    df = resumed.sequence_logprob(TEXTS)
+    assert np.abs(df.sum_logprob - reference.sum_logprob).max() < 1e-4
+    assert len(resumed.cache) == len(TEXTS)
+    # only the unsaved texts were computed again
+    fresh = make(tiny, False, token_budget=40)
+    fresh.sequence_logprob(TEXTS)
+    assert resumed.stats["positions"] < fresh.stats["positions"]
+
+
+def test_corrupt_entry_is_recomputed_not_trusted(tiny, tmp_path):
+    good = make(tiny, tmp_path).sequence_logprob(TEXTS[:3])
+    path = make(tiny, tmp_path).cache.path
+    with sqlite3.connect(path) as con:
+        con.execute("UPDATE scores SET value = '[-1.0]' WHERE rowid = (SELECT min(rowid) FROM scores)")
+    sc = make(tiny, tmp_path)
+    again = sc.sequence_logprob(TEXTS[:3])
+    assert sc.stats["positions"] > 0                  # one text recomputed
+    assert np.abs(again.sum_logprob - good.sum_logprob).max() < 1e-4
+
+
+def test_unreadable_cache_file_is_moved_aside(tiny, tmp_path):
+    path = make(tiny, tmp_path).cache.path
+    path.write_bytes(b"this is not a database" * 100)
+    for suffix in ("-wal", "-shm"):
+        p = path.with_name(path.name + suffix)
+        if p.exists():
+            p.unlink()
+    sc = make(tiny, tmp_path)
+    assert len(sc.sequence_logprob(TEXTS[:2])) == 2
+    assert list(tmp_path.glob("*.corrupt-*"))
+
+
+def test_cache_keys_separate_models_methods_settings_and_inputs():
+    fp = {"name": "m", "weights_sha256": "abc", "dtype": "float32", "device": "cpu", "kind": "causal"}
+    assert model_key(fp) == model_key(fp | {"device": "cpu:0", "source": "elsewhere"})
+    assert model_key(fp) != model_key(fp | {"dtype": "bfloat16"})
+    assert model_key(fp) != model_key(fp | {"weights_sha256": "abd"})
+    assert model_key(fp | {"weights_sha256": None}) is None
+    k = ScoreCache.key
+    assert len({k("sequence", {"prefix": 1}, "x"), k("options", {"prefix": 1}, "x"),
+                k("sequence", {"prefix": 2}, "x"), k("sequence", {"prefix": 1}, "y")}) == 4
+
+
+def test_length_batches_respect_the_budget_and_sort():
+    lengths = [5, 30, 7, 12, 30, 1, 100]
+    batches = batching.length_batches(lengths, budget=60)
+    assert sorted(i for b in batches for i in b) == list(range(len(lengths)))
+    for b in batches:
+        assert len(b) == 1 or max(lengths[i] for i in b) * len(b) <= 60
+    firsts = [max(lengths[i] for i in b) for b in batches]
+    assert firsts == sorted(firsts, reverse=True)
+    assert batches[0] == [6]                      # longer than the budget: alone, first
+
+
+def test_out_of_memory_halves_the_budget_and_finishes():
+    lengths = [10] * 16
+    seen = []
+
+    def fn(batch, budget):
+        if len(batch) * 10 > 40:
+            raise torch.OutOfMemoryError("CUDA out of memory (simulated)")
+        seen.extend(batch)
+
+    final = batching.run_batches(lengths, 160, fn)
+    assert final == 40 and sorted(seen) == list(range(16))
+
+    def other(batch, budget):
+        raise ValueError("not memory")
+
+    with pytest.raises(ValueError):
+        batching.run_batches(lengths, 160, other)
