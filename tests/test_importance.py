@@ -90,3 +90,9 @@ def test_identifiable_subset_drops_aliased_in_priority_order():
     kept, dropped = identifiable_subset(df, ["answer", "style", "template", "const"], refs)
     assert kept == ["answer", "style"] and set(dropped) == {"template", "const"}
     assert "aliased" in dropped["template"]
+
+
+def test_more_columns_than_rows_is_refused():
+    df = pd.DataFrame({"a": list("pqrs"), "b": list("wxyz"), "deviated": [0, 1, 0, 1]})
+    with pytest.raises(AliasingError, match="fewer rows than columns"):
+        logistic_regression(df, ["a", "b"], {"a": "p", "b": "w"})

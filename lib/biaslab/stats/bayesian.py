@@ -40,7 +40,8 @@ def _pool(df: pd.DataFrame, outcome: str, columns: list[str]) -> pd.DataFrame:
 def hierarchical_logistic(df: pd.DataFrame, fixed: Sequence[str], group: Sequence[str], references: dict,
                           outcome: str = "deviated", draws: int = 500, tune: int = 500, chains: int = 2,
                           seed: int = 0, hdi_prob: float = 0.95, cores: int = 1, numba: bool = False,
-                          keep_idata: bool = False, noncentered: bool = False) -> BayesResult:
+                          keep_idata: bool = False, noncentered: bool = False,
+                          target_accept: float | None = None) -> BayesResult:
     """Fit ``outcome ~ fixed + (1|group...)`` as a binomial model with bambi; return summary and diagnostics."""
     import arviz as az
     import bambi as bmb
@@ -64,6 +65,8 @@ def hierarchical_logistic(df: pd.DataFrame, fixed: Sequence[str], group: Sequenc
     kw = dict(draws=draws, tune=tune, chains=chains, cores=cores, random_seed=seed, progressbar=False)
     if numba:
         kw["compile_kwargs"] = {"mode": "NUMBA"}
+    if target_accept:
+        kw["target_accept"] = target_accept
     try:
         from threadpoolctl import threadpool_limits
     except ImportError:                      # pragma: no cover

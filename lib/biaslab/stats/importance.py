@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 import statsmodels.api as sm
 from scipy import stats
+from scipy.linalg import null_space
 
 from .coverage import functional_dependencies
 
@@ -88,11 +89,10 @@ def check_aliasing(df: pd.DataFrame, factors: Sequence[str], references: dict, t
     same = identical_levels(df, factors)
     X = dm.X.to_numpy()
     # null space of X: columns with weight there are linearly dependent on the others
-    _, s, vt = np.linalg.svd(X, full_matrices=False)
-    rank = int((s > tol * s[0]).sum())
-    if rank < X.shape[1]:
-        null = vt[rank:]
-        involved = np.abs(null).max(axis=0) > 1e-6
+    null = null_space(X, rcond=tol)
+    rank = X.shape[1] - null.shape[1]
+    if null.shape[1]:
+        involved = np.abs(null).max(axis=1) > 1e-6
         cols = dm.X.columns[involved]
         fac = sorted(set(dm.terms.set_index("term").loc[cols, "factor"]) - {"Intercept"})
         why = ""
@@ -103,7 +103,8 @@ def check_aliasing(df: pd.DataFrame, factors: Sequence[str], references: dict, t
                 "column)."
         raise AliasingError(
             f"the dummy-coded design of factors {factors} is rank deficient ({rank} of {X.shape[1]} columns "
-            f"independent): factors {fac} are collinear.{why} Drop one of them, recode the aliased levels, or "
+            f"independent{', fewer rows than columns' if X.shape[0] < X.shape[1] else ''}): factors {fac} are "
+            f"collinear.{why} Drop one of them, recode the aliased levels, or "
             "analyse a subset where they are crossed.")
     return dm
 
