@@ -50,7 +50,7 @@ PROFILES: dict[str, dict[str, dict]] = {
         "02_calm": {"k_shot": 1, "templates_per_task": 4, "max_prompt_words": 150, "names_per_group": 5,
                     "perturbations": ["combined"], "n_bootstrap": 1000, "subset_runs": 6,
                     "diversity_max_templates": 300},
-        "03_crows_pairs_bayes": {"max_pairs": 100, "max_preference_pairs": 60},
+        "03_crows_pairs_bayes": {"max_pairs": 150, "max_preference_pairs": 90},
         "04_agentic_entropy": {"max_prompts": 150, "cyclic_prompts": 12, "fewshot_prompts": 0},
     },
     "paper": {

@@ -55,8 +55,8 @@ dtype = "auto"
 output_dir = "../outputs/03_crows_pairs_bayes"
 datasets = ["crows_pairs_en", "crows_pairs_en_revised", "crows_pairs_fr"]
 preference_datasets = ["crows_pairs_en_revised", "crows_pairs_fr"]
-max_pairs = 100
-max_preference_pairs = 60
+max_pairs = 150
+max_preference_pairs = 90
 allocation = "balanced"
 preference_orders = ["more_first", "less_first"]
 preference_mode = "labels"
@@ -475,7 +475,7 @@ tables above let one check on the models run here:
 * The frequentist tests and the Bayes factor mostly agree on *where* the evidence for bias is; the Bayes factor adds
   a verdict where the p-value is large: moderate evidence for H0 (underlined values below 1) is a positive statement
   that the t test cannot make.
-* With the `default` profile's sample (about 10 pairs per bias type and dataset) a Bayes factor cannot get far from 1
+* With the `default` profile's sample (about 15 pairs per bias type and dataset) a Bayes factor cannot get far from 1
   unless the effect is large: most cells are *anecdotal* or *moderate*, which is the honest answer for that n — and
   the point of the paper's argument for Bayes factors: a non-significant t test says nothing, a BF$_{10}$ of 0.3 says
   "three times more likely under no bias". The pooled *overall* row has ten times the pairs. The `paper` profile
