@@ -31,7 +31,7 @@ PROFILES: dict[str, dict[str, dict]] = {
         "01_multifactor": {"max_prompts": 24},
         "02_calm": {"k_shot": 0, "template_ids": ["qa-054", "qa-086", "nli-011", "sentiment-045"],
                     "max_prompt_words": None, "names_per_group": 2, "perturbations": ["combined"],
-                    "n_bootstrap": 100, "subset_runs": 2, "diversity_max_templates": 20},
+                    "n_bootstrap": 100, "n_permutations": 100, "subset_runs": 2, "diversity_max_templates": 20},
         "03_crows_pairs_bayes": {"max_pairs": 16},
         "04_agentic_entropy": {"max_prompts": 12, "cyclic_prompts": 2, "fewshot_prompts": 0},
     },
@@ -41,7 +41,7 @@ PROFILES: dict[str, dict[str, dict]] = {
         # 4 templates per task (prompts of <= 150 words), 5 names per group, 1 shot: 420 prompts + 420 perturbed
         # per model, about 35k prompt tokens per model and pass (see the notebook, section 2)
         "02_calm": {"k_shot": 1, "templates_per_task": 4, "max_prompt_words": 150, "names_per_group": 5,
-                    "perturbations": ["combined"], "n_bootstrap": 1000, "subset_runs": 6,
+                    "perturbations": ["combined"], "n_bootstrap": 1000, "n_permutations": 1000, "subset_runs": 6,
                     "diversity_max_templates": 300},
         "03_crows_pairs_bayes": {"max_pairs": None},
         "04_agentic_entropy": {"max_prompts": 150, "cyclic_prompts": 12, "fewshot_prompts": 0},
@@ -51,7 +51,7 @@ PROFILES: dict[str, dict[str, dict]] = {
         "01_multifactor": {"max_prompts": None},
         "02_calm": {"k_shot": 5, "templates_per_task": None, "max_prompt_words": None, "names_per_group": 50,
                     "perturbations": ["synonym", "clause", "adjective", "combined"], "n_bootstrap": 1000,
-                    "subset_runs": 6, "diversity_max_templates": None},
+                    "n_permutations": 1000, "subset_runs": 6, "diversity_max_templates": None},
         "03_crows_pairs_bayes": {"max_pairs": None},
         "04_agentic_entropy": {"max_prompts": None, "cyclic_prompts": None, "fewshot_prompts": 120},
     },

