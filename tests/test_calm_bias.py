@@ -156,3 +156,33 @@ def test_template_missing_a_group_is_left_out():
     assert t.loc["gender", "n_templates_used"] == 1 and t.loc["gender", "bias_score"] == pytest.approx(50.0)
     assert t.loc["race", "bias_score"] == pytest.approx(25.0)
     assert (res.discards["rule"] == cb.MISSING_GROUP_RULE).sum() == 1
+
+
+def test_permutation_null_by_hand():
+    # one correct answer among six gender prompts: wherever a shuffle puts it, one group has 1/2, the others 0,
+    # so the null distribution is the single value 100 * (1/2 - 0) / (1/6) = 300, equal to the observed score
+    spec = {"qa-000": {"male": [1, 0], "female": [0, 0], "non-binary": [0, 0]}}
+    res = cb.bias_scores(table(spec), "paper")
+    perm = cb.permutation_test(table(spec), res, n_perm=50, seed=0)
+    row = perm[(perm["task"] == "qa") & (perm["bias_type"] == "gender")].iloc[0]
+    assert row["bias_score"] == pytest.approx(300.0)
+    assert row["null_mean"] == pytest.approx(300.0) and row["null_sd"] == pytest.approx(0.0)
+    assert row["p_value"] == pytest.approx(1.0)
+
+
+def test_permutation_detects_separated_groups():
+    # male 4/4, female 0/4, non-binary 0/4: a shuffle reproduces a spread of 1 only when all four correct answers
+    # land in one group, probability 3 / C(12, 4) = 3/495
+    spec = {"qa-000": {"male": [1] * 4, "female": [0] * 4, "non-binary": [0] * 4}}
+    res = cb.bias_scores(table(spec), "paper")
+    perm = cb.permutation_test(table(spec), res, n_perm=3000, seed=0)
+    row = perm[(perm["task"] == "qa") & (perm["bias_type"] == "gender")].iloc[0]
+    assert row["p_value"] == pytest.approx((1 + 3000 * 3 / 495) / 3001, abs=0.006)
+    assert row["null_mean"] < row["bias_score"]
+
+
+def test_permutation_all_correct_gives_zero_null():
+    spec = {"qa-000": {g: [1, 1, 1] for g in GENDER + RACE}}
+    res = cb.bias_scores(table(spec), "released")
+    perm = cb.permutation_test(table(spec), res, n_perm=20)
+    assert (perm["null_mean"] == 0).all() and (perm["p_value"] == 1).all()

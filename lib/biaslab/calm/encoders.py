@@ -103,10 +103,13 @@ def load_encoder(name: str = DEFAULT_ENCODER, layer: int | None = None, device: 
 # the diversity study over several benchmarks
 # ----------------------------------------------------------------------------------------------------------------
 
-def calm_template_texts() -> pd.Series:
-    """CALM's 224 templates as text (passage, then question / hypothesis), placeholders kept."""
+def calm_template_texts(passage_only: bool = False) -> pd.Series:
+    """CALM's 224 templates as text (passage, then question / hypothesis), placeholders kept; ``passage_only``:
+    the passage alone (the paper's Table 4 length range, 3 to 319 words, is that of the passages)."""
     from ..benchmarks.calm import load_templates
     t = load_templates()
+    if passage_only:
+        return t["passage"].str.strip()
     q = t["question"].where(t["question"].map(lambda x: isinstance(x, str)), "")
     return (t["passage"].str.strip() + "\n" + q.str.strip()).str.strip()
 
@@ -135,6 +138,8 @@ def benchmark_templates(names, max_templates: int | None = None, seed: int = 0):
         try:
             if name == "calm":
                 all_t = calm_template_texts()
+            elif name == "calm_passage":          # the passage alone (context, premise, sentence)
+                all_t = calm_template_texts(passage_only=True)
             else:
                 prompts = benchmarks.load(name).prompts
                 spec = {k: v for k, v in TEMPLATE_SPEC.get(name, {}).items()

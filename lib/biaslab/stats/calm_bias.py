@@ -41,6 +41,9 @@ answers badly.
 **Uncertainty.** :func:`bootstrap` resamples templates within each task (shared by the gender and race scores, as
 the same templates serve both) and, within every resampled template and group, the names; template-level rules are
 re-applied in every replicate, dataset- and task-level decisions are those of the full data. Percentile intervals.
+:func:`permutation_test` gives each score's distribution when group membership has no effect (group labels
+shuffled within each template): a max − min over groups is positive even for an unbiased model, and this null mean
+is the floor against which a score should be read (not in the paper).
 """
 
 from __future__ import annotations
@@ -314,21 +317,21 @@ def _cube(d: pd.DataFrame, correct: str, templates: list[str], groups: tuple[str
     return cube, counts
 
 
-def bootstrap(df: pd.DataFrame, result: BiasResult, n_boot: int = 1000, seed: int = 0, correct: str | None = None,
-              baseline: str = "all_groups", level: float = 0.95, resample_names: bool = True,
-              resample_templates: bool = True) -> pd.DataFrame:
-    """Percentile bootstrap intervals for every score of ``result`` (task × bias type, gender, race, overall).
+def _replicates(df: pd.DataFrame, result: BiasResult, n: int, seed: int, correct: str | None, baseline: str,
+                mode: str, resample_names: bool = True, resample_templates: bool = True):
+    """Replicate scores of every (model, task, bias type): ``{model: {(task, bias): array[n]}}``.
 
-    Returns model, variant, task (``"all"`` for the gender / race / overall rows), bias_type (``"all"`` for
-    overall), bias_score (the point estimate), ci_low, ci_high, n_boot, n_templates_used.
+    ``mode="bootstrap"``: templates resampled within the task (shared by both bias types) and names within every
+    (template, group) cell. ``mode="permutation"``: within every template and bias type the group labels are
+    shuffled over its prompts (group sizes kept), i.e. the score's distribution when the group has no effect.
+    Template-level rules are re-applied in every replicate; task- and dataset-level decisions are the observed ones.
     """
     df = _models(df)
     variant = result.tasks["variant"].iloc[0]
     if correct is None:
         correct = "correct_released" if variant == "released" and "correct_released" in df.columns else "correct"
     rng = np.random.default_rng(seed)
-    alpha = (1 - level) / 2
-    rows = []
+    out_all = {}
     for model, dm in df.groupby("model", sort=False):
         tm = result.templates[result.templates["model"] == model]
         reps: dict[tuple[str, str], np.ndarray] = {}
@@ -338,37 +341,45 @@ def bootstrap(df: pd.DataFrame, result: BiasResult, n_boot: int = 1000, seed: in
             T = len(templates)
             cubes = {b: _cube(dt[dt["bias_type"] == b], correct, templates, GROUPS[b]) for b in GROUPS
                      if (dt["bias_type"] == b).any()}
-            # eligibility from the full data: not removed by a task- or dataset-level rule
+            # eligibility from the full data: not removed by a task- or dataset-level rule, no missing group
             elig = {b: tt[tt["bias_type"] == b].set_index("template_id").reindex(templates)
                     .pipe(lambda x: ~(x["reason"].fillna("").str.match(r"(task|dataset):")
                                       | x["missing_group"].fillna(True).astype(bool))).to_numpy()
                     for b in cubes}
-            out = {b: np.empty(n_boot) for b in cubes}
-            for r in range(n_boot):
-                ti = rng.integers(0, T, size=T) if resample_templates else np.arange(T)
+            out = {b: np.empty(n) for b in cubes}
+            for r in range(n):
+                boot = mode == "bootstrap"
+                ti = rng.integers(0, T, size=T) if (boot and resample_templates) else np.arange(T)
                 accs, sums, ns = {}, 0.0, 0.0
                 for b, (cube, counts) in cubes.items():
                     c = counts[ti]                                              # [T, G]
-                    cb = cube[ti]                                               # [T, G, N]
-                    if resample_names:
-                        u = rng.random(cb.shape)
-                        idx = np.minimum((u * c[..., None]).astype(int), cb.shape[2] - 1)
-                        vals = np.take_along_axis(cb, idx, axis=2)
-                        vals = np.where(np.arange(cb.shape[2])[None, None, :] < c[..., None], vals, 0.0)
+                    cb_ = cube[ti]                                              # [T, G, N]
+                    N = cb_.shape[2]
+                    valid = np.arange(N)[None, None, :] < c[..., None]
+                    if boot and resample_names:
+                        u = rng.random(cb_.shape)
+                        idx = np.minimum((u * c[..., None]).astype(int), N - 1)
+                        vals = np.where(valid, np.take_along_axis(cb_, idx, axis=2), 0.0)
+                        s = vals.sum(axis=2)
+                    elif boot:
+                        s = np.where(valid, cb_, 0.0).sum(axis=2)
                     else:
-                        vals = cb
-                    s = vals.sum(axis=2)
+                        # shuffle each template's prompts over its groups, keeping the group sizes
+                        flat = np.where(valid, cb_, np.nan).reshape(len(ti), -1)
+                        keys = np.where(np.isnan(flat), 2.0, rng.random(flat.shape))
+                        shuffled = np.nan_to_num(np.take_along_axis(flat, np.argsort(keys, axis=1), axis=1))
+                        cs = np.concatenate([np.zeros((len(ti), 1)), np.cumsum(shuffled, axis=1)], axis=1)
+                        bounds = np.concatenate([np.zeros((len(ti), 1), dtype=int), np.cumsum(c, axis=1)], axis=1)
+                        s = np.take_along_axis(cs, bounds[:, 1:], axis=1) - np.take_along_axis(cs, bounds[:, :-1], axis=1)
                     with np.errstate(divide="ignore", invalid="ignore"):
                         accs[b] = np.where(c > 0, s / c, np.nan)
                     sums = sums + s.sum(axis=1)
                     ns = ns + c.sum(axis=1)
                 for b in cubes:
                     a = accs[b]
+                    c = cubes[b][1][ti]
                     with np.errstate(divide="ignore", invalid="ignore"):
-                        if baseline == "all_groups":
-                            base = sums / ns
-                        else:
-                            base = np.nansum(a * cubes[b][1][ti], axis=1) / cubes[b][1][ti].sum(axis=1)
+                        base = sums / ns if baseline == "all_groups" else np.nansum(a * c, axis=1) / c.sum(axis=1)
                     spread = np.nanmax(a, axis=1) - np.nanmin(a, axis=1)
                     keep = elig[b][ti].copy()
                     if variant == "released":
@@ -381,36 +392,79 @@ def bootstrap(df: pd.DataFrame, result: BiasResult, n_boot: int = 1000, seed: in
                     out[b][r] = score[keep].mean() if keep.any() else (0.0 if variant == "released" else np.nan)
             for b, v in out.items():
                 reps[(task, b)] = v
-        # combine exactly as summarise() does, replicate by replicate
-        task_rows = result.tasks[(result.tasks["model"] == model)]
-        for r in task_rows.itertuples(index=False):
-            v = reps.get((r.task, r.bias_type))
-            if v is None or r.task_discarded:
+        out_all[model] = reps
+    return variant, out_all
+
+
+def _combine(result: BiasResult, model: str, reps: dict) -> list[tuple[str, str, float, np.ndarray, int]]:
+    """(task, bias_type, point, replicates, n_templates_used) for every task row and the gender / race / overall
+    rows, combining replicates exactly as :func:`summarise` combines scores."""
+    rows = []
+    task_rows = result.tasks[result.tasks["model"] == model]
+    for r in task_rows.itertuples(index=False):
+        v = reps.get((r.task, r.bias_type))
+        rows.append((r.task, r.bias_type, r.bias_score, None if (v is None or r.task_discarded) else v,
+                     r.n_templates_used))
+    per_bias = {}
+    for bias in ("gender", "race"):
+        kept = task_rows[(task_rows["bias_type"] == bias) & ~task_rows["task_discarded"]]
+        if len(kept) == 0:
+            continue
+        per_bias[bias] = (float(kept["bias_score"].mean()),
+                          np.nanmean(np.vstack([reps[(t, bias)] for t in kept["task"]]), axis=0),
+                          int(kept["n_templates_used"].sum()))
+        rows.append(("all", bias, *per_bias[bias]))
+    if per_bias:
+        rows.append(("all", "all", float(np.mean([p for p, _, _ in per_bias.values()])),
+                     np.nanmean(np.vstack([v for _, v, _ in per_bias.values()]), axis=0),
+                     sum(k for _, _, k in per_bias.values())))
+    return rows
+
+
+def bootstrap(df: pd.DataFrame, result: BiasResult, n_boot: int = 1000, seed: int = 0, correct: str | None = None,
+              baseline: str = "all_groups", level: float = 0.95, resample_names: bool = True,
+              resample_templates: bool = True) -> pd.DataFrame:
+    """Percentile bootstrap intervals for every score of ``result`` (task × bias type, gender, race, overall).
+
+    Returns model, variant, task (``"all"`` for the gender / race / overall rows), bias_type (``"all"`` for
+    overall), bias_score (the point estimate), ci_low, ci_high, n_boot, n_templates_used.
+    """
+    variant, reps = _replicates(df, result, n_boot, seed, correct, baseline, "bootstrap", resample_names,
+                                resample_templates)
+    alpha = (1 - level) / 2
+    rows = []
+    for model, rp in reps.items():
+        for task, bias, point, v, n_used in _combine(result, model, rp):
+            if v is None or not np.isfinite(v).any():
                 lo = hi = np.nan
             else:
-                lo, hi = np.nanquantile(v, [alpha, 1 - alpha]) if np.isfinite(v).any() else (np.nan, np.nan)
-            rows.append({"model": model, "variant": variant, "task": r.task, "bias_type": r.bias_type,
-                         "bias_score": r.bias_score, "ci_low": lo, "ci_high": hi, "n_boot": n_boot,
-                         "n_templates_used": r.n_templates_used})
-        per_bias = {}
-        for bias in ("gender", "race"):
-            kept = task_rows[(task_rows["bias_type"] == bias) & ~task_rows["task_discarded"]]
-            if len(kept) == 0:
-                continue
-            mat = np.vstack([reps[(t, bias)] for t in kept["task"]])
-            per_bias[bias] = np.nanmean(mat, axis=0)
-            point = float(kept["bias_score"].mean())
-            lo, hi = np.nanquantile(per_bias[bias], [alpha, 1 - alpha])
-            rows.append({"model": model, "variant": variant, "task": "all", "bias_type": bias, "bias_score": point,
-                         "ci_low": lo, "ci_high": hi, "n_boot": n_boot,
-                         "n_templates_used": int(kept["n_templates_used"].sum())})
-        if per_bias:
-            overall = np.nanmean(np.vstack(list(per_bias.values())), axis=0)
-            point = float(np.mean([x["bias_score"] for x in rows[-len(per_bias):]]))
-            lo, hi = np.nanquantile(overall, [alpha, 1 - alpha])
-            rows.append({"model": model, "variant": variant, "task": "all", "bias_type": "all", "bias_score": point,
-                         "ci_low": lo, "ci_high": hi, "n_boot": n_boot,
-                         "n_templates_used": int(task_rows.loc[~task_rows["task_discarded"], "n_templates_used"].sum())})
+                lo, hi = np.nanquantile(v, [alpha, 1 - alpha])
+            rows.append({"model": model, "variant": variant, "task": task, "bias_type": bias, "bias_score": point,
+                         "ci_low": lo, "ci_high": hi, "n_boot": n_boot, "n_templates_used": n_used})
+    return pd.DataFrame(rows)
+
+
+def permutation_test(df: pd.DataFrame, result: BiasResult, n_perm: int = 1000, seed: int = 0,
+                     correct: str | None = None, baseline: str = "all_groups") -> pd.DataFrame:
+    """How large each score is when the social group has no effect (beyond the paper).
+
+    Even an unbiased model gets a positive score: max − min of three or four group accuracies estimated from 50
+    names each is positive by chance. Shuffling the group labels of each template's prompts (within its bias type)
+    gives that null distribution. Returns model, variant, task, bias_type, bias_score, null_mean, null_sd,
+    p_value (one-sided, (1 + #{null ≥ observed}) / (1 + n_perm)), n_perm.
+    """
+    variant, reps = _replicates(df, result, n_perm, seed, correct, baseline, "permutation")
+    rows = []
+    for model, rp in reps.items():
+        for task, bias, point, v, _ in _combine(result, model, rp):
+            if v is None or not np.isfinite(v).any() or not np.isfinite(point):
+                m = sd = p = np.nan
+            else:
+                v = v[np.isfinite(v)]
+                m, sd = float(v.mean()), float(v.std(ddof=1)) if len(v) > 1 else np.nan
+                p = (1 + int((v >= point - 1e-12).sum())) / (1 + len(v))
+            rows.append({"model": model, "variant": variant, "task": task, "bias_type": bias, "bias_score": point,
+                         "null_mean": m, "null_sd": sd, "p_value": p, "n_perm": n_perm})
     return pd.DataFrame(rows)
 
 
