@@ -575,11 +575,12 @@ $$\operatorname{logit} P(\text{deviated}) = \beta_0 + \sum_f \beta_{f,\ell(f)} +
 For SSQA the groups are stigma and template, so the template-level factors (gender, biased answer) stay in the model
 next to template: partial pooling identifies them through the prior, and the posterior intervals show how little the
 data say about them once template variation is allowed for. For BBQ the groups are stereotyped group and template on
-full data; on the small scored subset of the default profile (about one prompt per template) category and
-stereotyped group instead. bambi's default priors, NUTS (PyMC, centred
-parameterisation, numba backend). We report R-hat (≤ 1.01 wanted), bulk and tail effective sample sizes (≥ 400
-wanted) and divergences. The default profile fits Granite's released answers (all 10,360) with modest draws; the
-`paper` profile fits every model with more.
+full data, and category and stereotyped group on the small scored subset of the default profile (about one prompt per
+template). bambi's default priors; NUTS (PyMC, numba backend), centred parameterisation where the groups have many
+responses per level and non-centred where they have few. We report R-hat (≤ 1.01 wanted), bulk and tail effective
+sample sizes (≥ 400 wanted) and divergences. The default profile fits Granite's released SSQA answers (all 10,360)
+with modest draws, and for BBQ (no released answers) each embedded model's scored subset; the `paper` profile fits
+every model with more draws.
 """)
 
 code(r"""

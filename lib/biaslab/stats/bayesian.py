@@ -7,6 +7,10 @@ coding at their reference levels, as in the maximum-likelihood model, while stig
 ``gender`` and ``biased_answer``, which are functions of it): their effects are identified through the priors and
 the posterior intervals say how well. bambi's default weakly informative priors; NUTS via PyMC.
 
+Parameterisation: centred when the groups have many responses per level (SSQA's full data: the non-centred form
+mixed badly), non-centred when they have few (a scored subset: the centred form did not converge); ``"auto"`` picks
+by responses per group level (< 20: non-centred).
+
 Rows with the same covariates are pooled into binomial counts (``p(k, n) ~ ...``), which is exact and makes
 repeated seeds cheap. The fit reports the sampler's convergence diagnostics: R-hat (want <= 1.01), bulk and tail
 effective sample sizes (want >= 400 for stable intervals) and divergent transitions (want 0).
@@ -40,7 +44,7 @@ def _pool(df: pd.DataFrame, outcome: str, columns: list[str]) -> pd.DataFrame:
 def hierarchical_logistic(df: pd.DataFrame, fixed: Sequence[str], group: Sequence[str], references: dict,
                           outcome: str = "deviated", draws: int = 500, tune: int = 500, chains: int = 2,
                           seed: int = 0, hdi_prob: float = 0.95, cores: int = 1, numba: bool = False,
-                          keep_idata: bool = False, noncentered: bool = False,
+                          keep_idata: bool = False, noncentered: bool | str = "auto",
                           target_accept: float | None = None) -> BayesResult:
     """Fit ``outcome ~ fixed + (1|group...)`` as a binomial model with bambi; return summary and diagnostics."""
     import arviz as az
@@ -60,6 +64,10 @@ def hierarchical_logistic(df: pd.DataFrame, fixed: Sequence[str], group: Sequenc
     data = data.rename(columns=rename)
     rhs = [rename[f] for f in fixed] + [f"(1|{rename[g]})" for g in group]
     formula = "p(k, n) ~ " + " + ".join(rhs)
+    if noncentered == "auto":
+        # many responses per group level: the centred form samples better; few: the non-centred one
+        per_level = len(df) / max(1, sum(data[rename[g]].nunique() for g in group))
+        noncentered = bool(per_level < 20)
     model = bmb.Model(formula, data, family="binomial", noncentered=noncentered)
     t0 = time.perf_counter()
     kw = dict(draws=draws, tune=tune, chains=chains, cores=cores, random_seed=seed, progressbar=False)
@@ -86,7 +94,7 @@ def hierarchical_logistic(df: pd.DataFrame, fixed: Sequence[str], group: Sequenc
     ge = ge.reset_index()
     full = az.summary(idata, hdi_prob=hdi_prob)
     div = int(idata.sample_stats["diverging"].sum()) if "diverging" in idata.sample_stats else -1
-    diag = {"formula": formula, "n_rows": int(len(df)), "n_binomial_cells": int(len(data)), "chains": chains,
+    diag = {"formula": formula, "noncentered": noncentered, "n_rows": int(len(df)), "n_binomial_cells": int(len(data)), "chains": chains,
             "draws": draws, "tune": tune, "seed": seed, "seconds": round(seconds, 1),
             "max_r_hat": float(full["r_hat"].max()), "min_ess_bulk": float(full["ess_bulk"].min()),
             "min_ess_tail": float(full["ess_tail"].min()), "divergences": div,

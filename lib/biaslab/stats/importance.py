@@ -89,8 +89,13 @@ def check_aliasing(df: pd.DataFrame, factors: Sequence[str], references: dict, t
     same = identical_levels(df, factors)
     X = dm.X.to_numpy()
     # null space of X: columns with weight there are linearly dependent on the others
-    null = null_space(X, rcond=tol)
-    rank = X.shape[1] - null.shape[1]
+    if X.shape[0] >= X.shape[1]:           # thin SVD: vt is p x p, its last rows span the null space
+        _, sv, vt = np.linalg.svd(X, full_matrices=False)
+        rank = int((sv > tol * sv[0]).sum())
+        null = vt[rank:].T
+    else:                                   # fewer rows than columns: scipy gives the full null space
+        null = null_space(X, rcond=tol)
+        rank = X.shape[1] - null.shape[1]
     if null.shape[1]:
         involved = np.abs(null).max(axis=1) > 1e-6
         cols = dm.X.columns[involved]
