@@ -264,6 +264,43 @@ class _Row:
         return nodes
 
 
+def _lcp(a: Sequence[int], b: Sequence[int]) -> int:
+    n = min(len(a), len(b))
+    i = 0
+    while i < n and a[i] == b[i]:
+        i += 1
+    return i
+
+
+def _pack(sizes: list[int], width: int) -> list[list[int]]:
+    """Item indices per row, each row's total size <= width, in as few rows as first-fit decreasing needs, then
+    balanced: the smallest capacity that still fits that many rows (so the last row is not left half empty)."""
+    rows = _first_fit(sizes, width)
+    lo, hi = max(max(sizes), -(-sum(sizes) // len(rows))), width
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if len(_first_fit(sizes, mid)) <= len(rows):
+            hi = mid
+        else:
+            lo = mid + 1
+    return _first_fit(sizes, lo)
+
+
+def _first_fit(sizes: list[int], width: int) -> list[list[int]]:
+    rows: list[list[int]] = []
+    room: list[int] = []
+    for i in sorted(range(len(sizes)), key=lambda i: -sizes[i]):
+        for k in range(len(rows)):
+            if sizes[i] <= room[k]:
+                rows[k].append(i)
+                room[k] -= sizes[i]
+                break
+        else:
+            rows.append([i])
+            room.append(width - sizes[i])
+    return rows
+
+
 def score_packed(model, head: Head, requests: list[Request], pad_id: int, budget: int,
                  stats: dict | None = None, row_width: int | None = None, share: bool = True) -> list[Result]:
     """Score requests with every shared token prefix computed once, no padding and no second pass.
@@ -288,16 +325,40 @@ def score_packed(model, head: Head, requests: list[Request], pad_id: int, budget
         for j, br in enumerate(r.branches):
             if br:
                 paths.append((i, j, list(r.trunk) + list(br), len(r.trunk)))
+    if not paths:
+        return [Result(trunk=np.zeros(0) if r.trunk_targets else None, branches=[np.zeros(0) for _ in r.branches])
+                for r in requests]
     order = sorted(range(len(paths)), key=lambda q: paths[q][2])
     # a row holds at least two of the longest paths, so long prompts with a common opening (few-shot examples) share
     width_cap = max([width_cap] + [2 * (len(p[2]) - 1) for p in paths])
-    rows: list[_Row] = []
-    placed: dict[int, tuple[int, list[int]]] = {}
+    # clusters: runs of sorted paths that share more than their first two tokens (a prompt and its options, a
+    # sentence pair, prompts with common few-shot examples), cut where a cluster would outgrow a row
+    clusters: list[list[int]] = []
+    sizes: list[int] = []
+    scratch = _Row()
+    prev = None
     for q in order:
         toks, ns = paths[q][2], (None if share else paths[q][0])
-        if not rows or len(rows[-1].tokens) + rows[-1].new_nodes(toks, ns) > width_cap:
-            rows.append(_Row())
-        placed[q] = (len(rows) - 1, rows[-1].insert(toks, ns))
+        add = scratch.new_nodes(toks, ns)
+        if prev is None or _lcp(paths[prev][2], toks) < 3 or sizes[-1] + add > width_cap \
+                or (not share and paths[prev][0] != paths[q][0]):
+            clusters.append([])
+            sizes.append(0)
+            scratch = _Row()
+            add = scratch.new_nodes(toks, ns)
+        scratch.insert(toks, ns)
+        clusters[-1].append(q)
+        sizes[-1] += add
+        prev = q
+    # clusters into rows (first-fit decreasing, balanced); paths of one row share one trie
+    rows: list[_Row] = []
+    placed: dict[int, tuple[int, list[int]]] = {}
+    for members in _pack(sizes, width_cap):
+        row = _Row()
+        rows.append(row)
+        for c in sorted(members):
+            for q in clusters[c]:
+                placed[q] = (len(rows) - 1, row.insert(paths[q][2], None if share else paths[q][0]))
     rows_used = [r for r in rows if r.tokens]
     n, width = len(rows_used), max((len(r.tokens) for r in rows_used), default=0)
     results = [Result(trunk=np.zeros(0) if r.trunk_targets else None, branches=[np.zeros(0) for _ in r.branches])
