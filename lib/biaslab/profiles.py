@@ -28,24 +28,40 @@ PROFILE_NAMES = ("smoke", "default", "paper")
 PROFILES: dict[str, dict[str, dict]] = {
     "smoke": {
         "*": {"models": ["smollm2-135m-instruct"], "device": "cpu", "dtype": "float32"},
-        "01_multifactor": {"max_prompts": 24},
-        "02_calm": {"max_prompts": 24},
-        "03_crows_pairs_bayes": {"max_pairs": 16},
-        "04_agentic_entropy": {"max_prompts": 24},
+        "01_multifactor": {"max_prompts": 12, "cot_prompts": 1, "cot_seeds": 1, "cot_max_new_tokens": 8,
+                           "bayes_draws": 0, "torch_threads": 1},
+        "02_calm": {"k_shot": 0, "template_ids": ["qa-054", "qa-086", "nli-011", "sentiment-045"],
+                    "max_prompt_words": None, "names_per_group": 2, "perturbations": ["combined"],
+                    "n_bootstrap": 100, "n_permutations": 100, "subset_runs": 2, "diversity_max_templates": 20},
+        "03_crows_pairs_bayes": {"max_pairs": 8, "max_preference_pairs": 3,
+                                 "datasets": ["crows_pairs_en_revised", "crows_pairs_fr"],
+                                 "preference_datasets": ["crows_pairs_en_revised"]},
+        "04_agentic_entropy": {"max_prompts": 12, "cyclic_prompts": 2, "fewshot_prompts": 0},
     },
     "default": {
         "*": {"models": EMBEDDED_MODELS, "device": "auto", "dtype": "auto"},
-        "01_multifactor": {"max_prompts": 400},
-        "02_calm": {"max_prompts": 400},
-        "03_crows_pairs_bayes": {"max_pairs": None},
-        "04_agentic_entropy": {"max_prompts": None},
+        # 150 prompts cover every template x prompt-style stratum of SSQA (148) and every category x context x
+        # polarity stratum of BBQ (44); CoT on 4 prompts x 5 seeds; bambi with modest draws (see the notebook);
+        # one torch thread: on the shared 2-core machine two threads took 3x the CPU time (spinning)
+        "01_multifactor": {"max_prompts": 150, "cot_prompts": 4, "cot_seeds": 5, "cot_max_new_tokens": 40,
+                           "bayes_draws": 300, "bayes_tune": 300, "bayes_chains": 2, "torch_threads": 1},
+        # 4 templates per task (prompts of <= 150 words), 5 names per group, 1 shot: 420 prompts + 420 perturbed
+        # per model, about 35k prompt tokens per model and pass (see the notebook, section 2)
+        "02_calm": {"k_shot": 1, "templates_per_task": 4, "max_prompt_words": 150, "names_per_group": 5,
+                    "perturbations": ["combined"], "n_bootstrap": 1000, "n_permutations": 1000, "subset_runs": 6,
+                    "diversity_max_templates": 300},
+        "03_crows_pairs_bayes": {"max_pairs": 150, "max_preference_pairs": 90},
+        "04_agentic_entropy": {"max_prompts": 150, "cyclic_prompts": 12, "fewshot_prompts": 0},
     },
     "paper": {
         "*": {"models": EMBEDDED_MODELS, "device": "auto", "dtype": "auto"},
-        "01_multifactor": {"max_prompts": None},
-        "02_calm": {"max_prompts": None},
-        "03_crows_pairs_bayes": {"max_pairs": None},
-        "04_agentic_entropy": {"max_prompts": None},
+        "01_multifactor": {"max_prompts": None, "cot_prompts": None, "cot_seeds": 5, "cot_max_new_tokens": 256,
+                           "bayes_draws": 2000, "bayes_tune": 1000, "bayes_chains": 4, "bayes_all_models": True},
+        "02_calm": {"k_shot": 5, "templates_per_task": None, "max_prompt_words": None, "names_per_group": 50,
+                    "perturbations": ["synonym", "clause", "adjective", "combined"], "n_bootstrap": 1000,
+                    "n_permutations": 1000, "subset_runs": 6, "diversity_max_templates": None},
+        "03_crows_pairs_bayes": {"max_pairs": None, "max_preference_pairs": None},
+        "04_agentic_entropy": {"max_prompts": None, "cyclic_prompts": None, "fewshot_prompts": 120},
     },
 }
 

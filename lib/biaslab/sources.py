@@ -28,6 +28,10 @@ class DataError(RuntimeError):
     """A benchmark file is missing, corrupt or malformed. The message names the file and the fix."""
 
 
+class NetworkError(DataError):
+    """The download host could not be reached at all (as opposed to one bad file)."""
+
+
 @dataclass(frozen=True)
 class Source:
     benchmark: str
@@ -122,7 +126,8 @@ def fetch_one(src: Source, mirror: str | Path | None = None, raw_dir: Path | Non
                 with urllib.request.urlopen(src.url, timeout=timeout) as resp, open(tmp, "wb") as out:
                     shutil.copyfileobj(resp, out)
             except (urllib.error.URLError, OSError, TimeoutError) as exc:
-                raise DataError(
+                unreachable = not isinstance(exc, urllib.error.HTTPError)
+                raise (NetworkError if unreachable else DataError)(
                     f"{src.key}: download failed from {src.url} ({exc}).\n"
                     f"Fix: check the network, or copy from a folder laid out as <owner>/<repo>/<path> with "
                     f"`biaslab data fetch --mirror DIR` (or set {paths.MIRROR_ENV}=DIR)."
@@ -143,6 +148,11 @@ def fetch(benchmarks: list[str] | None = None, mirror: str | Path | None = None,
             continue
         try:
             results[src.key] = fetch_one(src, mirror=mirror, raw_dir=raw_dir)
+        except NetworkError as exc:
+            pending = [s.key for s in load_manifest(manifest) if (not benchmarks or s.benchmark in benchmarks)
+                       and s.key not in results]
+            raise NetworkError(f"{exc}\n\nStopped: the host is unreachable, so {len(pending)} file(s) are still missing "
+                               "(not attempted). Nothing incomplete was left in data/raw/.") from exc
         except DataError as exc:
             errors.append(str(exc))
             results[src.key] = "failed"

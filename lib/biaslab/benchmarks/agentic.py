@@ -1,0 +1,350 @@
+"""The agentic multiple-choice benchmark (Fernando et al., "Quantifying Bias in Agentic Large Language Models").
+
+The paper's 1,020 prompts were never published. biaslab authors the benchmark from the paper's design (§II.A,
+Table I) as data in ``data/agentic/``:
+
+* ``domains.csv``      17 domains (healthcare, criminal justice, judicial, business, military, civil, education, ...)
+* ``roles.csv``        the role the model is given ("You are a judge in a county criminal court.")
+* ``scenarios.csv``    102 scenarios = 17 domains x 3 question types x 2 replicates; each names a role and
+                       introduces ``{n}`` people ("{N} defendants ... are awaiting bail hearings today.")
+* ``questions.csv``    204 questions = each scenario asked with a positive and a negative polarity
+* ``class_types.csv``  Table I: the five class types and their exact answer choices (race 5, gender 3, age 5,
+                       socioeconomic status 3, political affiliation 3)
+* ``fewshot.csv``      the answer-format examples shown before every prompt (§II.C.1)
+* ``prompts.csv``      the 1,020 prompts = 204 questions x 5 class types, each with its seeded answer order
+
+A prompt reads: role, scenario, "They differ only in their <attribute>.", ``Question: ...``, the numbered choices
+in the prompt's own random order (§II.C.1: "a random sequence generator"), and ``Answer:``. ``prompts.csv`` is
+generated from the bank by :func:`build_prompts` (``python data/agentic/build_prompts.py``); the loader checks that
+the committed file is exactly what the bank generates, so the two can never drift apart.
+
+The design is balanced and fully crossed: question type (3) x class type (5) x polarity (2) x domain (17) x
+replicate (2) = 1,020, i.e. every one of the 30 question-type x class-type x polarity cells holds 34 prompts, two
+per domain, and every question is asked once for each class type.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .. import paths
+from ..sources import DataError, sha256_file
+from .base import Benchmark, Factor, FactorSpec, exclude, require_columns, require_rows
+
+log = logging.getLogger(__name__)
+
+BANK_DIR = paths.DATA_DIR / "agentic"
+N_PROMPTS = 1020
+#: Seed of the answer-order permutations stored in prompts.csv (documented in data/agentic/README.md).
+PERMUTATION_SEED = 20240501
+MAX_K = 5
+ANSWER_CUE = "Answer:"
+INSTRUCTION = "Answer each question with the number of one answer choice."
+
+QUESTION_TYPES = ("identity_inference", "cause_effect", "value_judgement")
+POLARITIES = ("positive", "negative")
+CLASS_TYPES = ("race", "gender", "age", "socioeconomic_status", "political_affiliation")
+NUMBER_WORDS = {3: "three", 5: "five"}
+
+BANK_FILES = ("domains.csv", "roles.csv", "scenarios.csv", "questions.csv", "class_types.csv", "fewshot.csv",
+              "prompts.csv")
+PROMPT_COLUMNS = ["prompt_id", "question_id", "scenario_id", "role_id", "domain", "question_type", "polarity",
+                  "class_type", "replicate", "k", "order", "item_text"]
+
+
+# --------------------------------------------------------------------------------------------- the bank
+def read_bank(bank_dir: str | Path | None = None) -> dict[str, pd.DataFrame]:
+    """Read the bank CSVs (all columns as strings except ``k``, ``replicate``, ``answer``), validating columns."""
+    d = Path(bank_dir or BANK_DIR)
+    expected = {
+        "domains.csv": ["domain", "code", "description"],
+        "roles.csv": ["role_id", "domain", "role"],
+        "scenarios.csv": ["scenario_id", "domain", "question_type", "replicate", "role_id", "scenario"],
+        "questions.csv": ["question_id", "scenario_id", "polarity", "question"],
+        "class_types.csv": ["class_type", "label", "k", "attribute", "choices"],
+        "fewshot.csv": ["example_id", "role", "scenario", "question", "choices", "answer"],
+    }
+    bank = {}
+    for name, cols in expected.items():
+        p = d / name
+        if not p.exists():
+            raise DataError(f"{p} is missing: the agentic benchmark's bank lives in data/agentic/ of the repository.")
+        df = pd.read_csv(p, dtype=str, keep_default_na=False)
+        require_columns(df, cols, p)
+        bank[name.removesuffix(".csv")] = df
+    bank["class_types"]["k"] = bank["class_types"]["k"].astype(int)
+    bank["scenarios"]["replicate"] = bank["scenarios"]["replicate"].astype(int)
+    bank["fewshot"]["answer"] = bank["fewshot"]["answer"].astype(int)
+    return bank
+
+
+def class_choices(bank: dict[str, pd.DataFrame] | None = None) -> dict[str, list[str]]:
+    """Table I: class type -> its answer choices in the paper's order."""
+    ct = (bank or read_bank())["class_types"]
+    return {r.class_type: r.choices.split("|") for r in ct.itertuples()}
+
+
+def permutation(prompt_id: str, choices: list[str], seed: int = PERMUTATION_SEED) -> list[str]:
+    """The prompt's answer order: ``choices`` sorted by sha256(seed|prompt_id|choice).
+
+    A uniformly random permutation per prompt that depends only on the seed, the prompt id and the choice texts, so
+    it is identical on every platform and every numpy version, and adding a prompt never reshuffles another.
+    """
+    key = lambda c: hashlib.sha256(f"{seed}|{prompt_id}|{c}".encode()).hexdigest()
+    return sorted(choices, key=key)
+
+
+def render_item(role: str, scenario: str, question: str, choices: list[str], attribute: str | None = None) -> str:
+    """One multiple-choice item: role, scenario, the class sentence, ``Question:``, numbered choices, ``Answer:``.
+
+    ``scenario`` must already have its ``{n}``/``{N}`` filled in. The text ends with ``Answer:`` (no space): the
+    notebook appends the separator that suits the model's tokenizer (see :func:`answer_format`).
+    """
+    head = f"{role} {scenario}"
+    if attribute:
+        head += f" They differ only in their {attribute}."
+    lines = [head, f"Question: {question}"]
+    lines += [f"{i}. {c}" for i, c in enumerate(choices, 1)]
+    lines.append(ANSWER_CUE)
+    return "\n".join(lines)
+
+
+def fill_count(scenario: str, k: int) -> str:
+    word = NUMBER_WORDS[k]
+    return scenario.replace("{N}", word.capitalize()).replace("{n}", word)
+
+
+def build_prompts(bank_dir: str | Path | None = None, seed: int = PERMUTATION_SEED) -> pd.DataFrame:
+    """Generate the prompt table from the bank: every question x every class type, each with its answer order.
+
+    Columns: see ``PROMPT_COLUMNS``; ``order`` is the presented order of the group labels joined by "|" (position 1
+    first), ``item_text`` the item as the model reads it after the few-shot block.
+    """
+    bank = read_bank(bank_dir)
+    roles = bank["roles"].set_index("role_id")["role"]
+    scen = bank["scenarios"].set_index("scenario_id")
+    rows = []
+    for q in bank["questions"].itertuples():
+        s = scen.loc[q.scenario_id]
+        for ct in bank["class_types"].itertuples():
+            pid = f"{q.question_id}-{ct.class_type}"
+            order = permutation(pid, ct.choices.split("|"), seed)
+            text = render_item(roles[s.role_id], fill_count(s.scenario, ct.k), q.question, order, ct.attribute)
+            rows.append({"prompt_id": pid, "question_id": q.question_id, "scenario_id": q.scenario_id,
+                         "role_id": s.role_id, "domain": s.domain, "question_type": s.question_type,
+                         "polarity": q.polarity, "class_type": ct.class_type, "replicate": int(s.replicate),
+                         "k": int(ct.k), "order": "|".join(order), "item_text": text})
+    return pd.DataFrame(rows, columns=PROMPT_COLUMNS)
+
+
+def write_prompts(bank_dir: str | Path | None = None, seed: int = PERMUTATION_SEED) -> Path:
+    """Regenerate ``prompts.csv`` from the bank (what ``data/agentic/build_prompts.py`` runs)."""
+    d = Path(bank_dir or BANK_DIR)
+    df = build_prompts(d, seed)
+    p = d / "prompts.csv"
+    df.to_csv(p, index=False, lineterminator="\n")
+    return p
+
+
+def fewshot_block(n_shots: int, bank_dir: str | Path | None = None) -> str:
+    """The instruction and the first ``n_shots`` answer-format examples (§II.C.1), each answered with its number.
+
+    The examples have one sensible answer and nothing to do with any social group; their answers sit at different
+    positions (2, 4, 1) so that they do not teach one position.
+    """
+    fs = read_bank(bank_dir)["fewshot"]
+    if not 0 <= n_shots <= len(fs):
+        raise ValueError(f"n_shots={n_shots}: data/agentic/fewshot.csv has {len(fs)} examples; choose 0..{len(fs)}")
+    parts = [INSTRUCTION]
+    for r in fs.head(n_shots).itertuples():
+        item = render_item(r.role, r.scenario, r.question, r.choices.split("|"))
+        parts.append(f"{item} {r.answer}")
+    return "\n\n".join(parts) + "\n\n"
+
+
+# --------------------------------------------------------------------------------------------- the loader
+def factor_spec(bank: dict[str, pd.DataFrame] | None = None) -> FactorSpec:
+    bank = bank or read_bank()
+    domains = tuple(bank["domains"]["domain"])
+    return FactorSpec([
+        Factor("domain", "domain", domains, "business",
+               "setting of the scenario (17 domains, two scenarios per question type each)"),
+        Factor("class_type", "domain", CLASS_TYPES, "race",
+               "social dimension the answer choices span (Table I): race 5, gender 3, age 5, SES 3, politics 3"),
+        Factor("question_type", "prompt", QUESTION_TYPES, "identity_inference",
+               "identity inference, cause-effect or value judgement (§II.A)"),
+        Factor("polarity", "prompt", POLARITIES, "positive",
+               "whether the question asks for a good or a bad attribution"),
+    ])
+
+
+def _validate_rows(df: pd.DataFrame, generated: pd.DataFrame, choices: dict[str, list[str]], file: Path):
+    """Exclude rows whose answer order or text disagree with the bank (e.g. after a hand edit of prompts.csv)."""
+    gen = generated.set_index("prompt_id")
+    bad_order = pd.Series(False, index=df.index)
+    bad_text = pd.Series(False, index=df.index)
+    unknown = ~df["prompt_id"].isin(gen.index)
+    for i, r in df[~unknown].iterrows():
+        if sorted(r["order"].split("|")) != sorted(choices.get(r["class_type"], [])):
+            bad_order[i] = True
+        elif r["item_text"] != gen.at[r["prompt_id"], "item_text"] or r["order"] != gen.at[r["prompt_id"], "order"]:
+            bad_text[i] = True
+    kept, ex1 = exclude(df, unknown, "prompt_id not generated by the bank", str(file))
+    kept, ex2 = exclude(kept, bad_order.loc[kept.index], "answer order is not a permutation of the class's choices",
+                        str(file))
+    kept, ex3 = exclude(kept, bad_text.loc[kept.index], "text or order differs from what the bank generates "
+                        "(re-run python data/agentic/build_prompts.py)", str(file))
+    return kept, pd.concat([ex1, ex2, ex3])
+
+
+def load(n_shots: int = 2, bank_dir: str | Path | None = None) -> Benchmark:
+    """Load the 1,020 prompts with their factors, answer orders and the few-shot block.
+
+    Returns a :class:`Benchmark` whose prompt table has, besides ``PROMPT_COLUMNS``: ``text`` (few-shot block +
+    item, ending in ``Answer:``), ``choices`` (list of group labels in presented order; label "j" is
+    ``choices[j-1]``) and ``n_shots``.
+    """
+    d = Path(bank_dir or BANK_DIR)
+    bank = read_bank(d)
+    f = d / "prompts.csv"
+    if not f.exists():
+        raise DataError(f"{f} is missing. Fix: run `python data/agentic/build_prompts.py`.")
+    df = pd.read_csv(f, dtype=str, keep_default_na=False)
+    require_columns(df, PROMPT_COLUMNS, f)
+    require_rows(len(df), N_PROMPTS, f)
+    df["k"] = df["k"].astype(int)
+    df["replicate"] = df["replicate"].astype(int)
+    choices = class_choices(bank)
+    kept, excluded = _validate_rows(df, build_prompts(d), choices, f)
+    block = fewshot_block(n_shots, d)
+    kept["choices"] = kept["order"].str.split("|")
+    kept["text"] = block + kept["item_text"]
+    kept["n_shots"] = n_shots
+    bench = Benchmark(
+        name="agentic", prompts=kept.reset_index(drop=True), factors=factor_spec(bank), excluded=excluded,
+        sources={f"biaslab/data/agentic/{n}": sha256_file(d / n) for n in BANK_FILES},
+        notes=[
+            "Authored by biaslab from the paper's design: the paper's own 1,020 prompts were never published.",
+            "Design: 3 question types x 5 class types x 2 polarities x 17 domains x 2 replicates = 1,020, "
+            "fully crossed (every question is asked once per class type).",
+            f"Answer order: a seeded random permutation per prompt (seed {PERMUTATION_SEED}), stored in 'order'.",
+            f"Few-shot block: the instruction and {n_shots} answer-format example(s) (paper §II.C.1).",
+        ],
+    )
+    check_balance(bench.prompts)
+    return bench
+
+
+# --------------------------------------------------------------------------------------------- design tools
+def design_counts(prompts: pd.DataFrame, wide: bool = True) -> pd.DataFrame:
+    """Prompts per question type x class type x polarity (x domain). ``wide``: one column per domain + total."""
+    keys = ["question_type", "class_type", "polarity"]
+    long = prompts.groupby(keys + ["domain"], observed=True).size().rename("n").reset_index()
+    if not wide:
+        return long
+    t = long.pivot_table(index=keys, columns="domain", values="n", fill_value=0, aggfunc="sum")
+    t["total"] = t.sum(axis=1)
+    t = t.reset_index()
+    order = {f: {v: i for i, v in enumerate(levels)}
+             for f, levels in [("question_type", QUESTION_TYPES), ("class_type", CLASS_TYPES),
+                               ("polarity", POLARITIES)]}
+    t = t.sort_values(keys, key=lambda s: s.map(order[s.name])).reset_index(drop=True)
+    t.columns.name = None
+    return t
+
+
+def check_balance(prompts: pd.DataFrame, per_cell: int = 2) -> None:
+    """Raise unless every question type x class type x polarity x domain cell holds ``per_cell`` prompts."""
+    n_dom = prompts["domain"].nunique()
+    long = design_counts(prompts, wide=False)
+    n_cells = len(QUESTION_TYPES) * len(CLASS_TYPES) * len(POLARITIES) * n_dom
+    if len(long) != n_cells or not (long["n"] == per_cell).all():
+        off = long[long["n"] != per_cell].head(5).to_dict("records")
+        raise DataError(f"agentic prompts are not balanced: expected {per_cell} per cell in {n_cells} cells, "
+                        f"found {len(long)} cells; e.g. {off}")
+
+
+def balanced_subset(prompts: pd.DataFrame, max_prompts: int | None, seed: int = 0) -> pd.DataFrame:
+    """A design-preserving subset of about ``max_prompts`` prompts (all when None or larger than the table).
+
+    Units are (scenario, class type) pairs, i.e. a question's positive and negative version together, so polarity
+    stays balanced and paired. Units are spread evenly over the 15 question-type x class-type strata (counts differ
+    by at most one), and within strata the domains are taken in a seeded rotation, so domain counts also differ by
+    at most one unit per stratum. Returns rows in the input order.
+    """
+    if max_prompts is None or max_prompts >= len(prompts):
+        return prompts.copy()
+    n_units = max(1, int(max_prompts) // 2)
+    rng = np.random.default_rng(seed)
+    units = prompts[["scenario_id", "class_type", "question_type", "domain", "replicate"]].drop_duplicates(
+        ["scenario_id", "class_type"])
+    strata = [(q, c) for q in QUESTION_TYPES for c in CLASS_TYPES]
+    per = np.full(len(strata), n_units // len(strata))
+    per[rng.permutation(len(strata))[: n_units % len(strata)]] += 1
+    domains = sorted(prompts["domain"].unique())
+    dom_order = [domains[i] for i in rng.permutation(len(domains))]
+    chosen, offset = [], 0
+    for (q, c), m in zip(strata, per):
+        u = units[(units.question_type == q) & (units.class_type == c)].sort_values("replicate")
+        # per domain, its units in a random replicate order; domains taken in rotation, continuing where the
+        # previous stratum stopped, skipping domains with nothing left (when ``prompts`` is itself a subset)
+        avail = {}
+        for dom, g in u.groupby("domain"):
+            rows = list(g.itertuples())
+            start = int(rng.integers(len(rows)))
+            avail[dom] = rows[start:] + rows[:start]
+        taken = j = 0
+        while taken < m and any(avail.values()):
+            dom = dom_order[(offset + j) % len(dom_order)]
+            j += 1
+            if avail.get(dom):
+                r = avail[dom].pop(0)
+                chosen.append((r.scenario_id, r.class_type))
+                taken += 1
+        offset += j
+    key = pd.MultiIndex.from_frame(prompts[["scenario_id", "class_type"]])
+    return prompts[key.isin(chosen)].copy()
+
+
+def cyclic_variants(prompts: pd.DataFrame) -> pd.DataFrame:
+    """Every cyclic shift of each prompt's answer order (k variants per prompt, shift 0 = the stored order).
+
+    Over the k shifts every group appears exactly once at every position, so averaging the model's group
+    probabilities over them removes position effects from the group distribution. Columns: prompt_id, shift,
+    choices, order, text (same few-shot block and wording, only the numbered choices rotated).
+    """
+    rows = []
+    for r in prompts.itertuples():
+        order = list(r.choices)
+        head, _, _ = r.text.rpartition("\nQuestion: ")
+        question = r.text.rpartition("\nQuestion: ")[2].split("\n", 1)[0]
+        for s in range(len(order)):
+            rot = order[s:] + order[:s]
+            body = "\n".join([f"Question: {question}"] + [f"{i}. {c}" for i, c in enumerate(rot, 1)] + [ANSWER_CUE])
+            rows.append({"prompt_id": r.prompt_id, "shift": s, "choices": rot, "order": "|".join(rot),
+                         "text": f"{head}\n{body}"})
+    return pd.DataFrame(rows)
+
+
+def answer_format(tokenizer, k: int = MAX_K, chat: bool = False) -> tuple[str, dict[str, list[str]]]:
+    """Separator after ``Answer:`` and label surface forms that match how the model's tokenizer writes an answer.
+
+    Both embedded tokenizers split "Answer: 2" into ``Answer``, ``:``, `` ``, ``2``: in the few-shot examples the
+    digit follows a separate space token, so the prompt ends with that space and the next token is the bare digit
+    (labels "1".."k"). A tokenizer that merges the space into the digit (GPT-2 style " 2") gets no trailing space
+    and the labels " 1".." k". With ``chat=True`` the prompt becomes a user message and the answer opens the
+    assistant's turn: no suffix, bare digits. Returns (suffix to append to ``text``, labels for
+    ``label_distribution``).
+    """
+    if chat:
+        return "", {str(j): [str(j)] for j in range(1, k + 1)}
+    ids = tokenizer("Answer: 2", add_special_tokens=False)["input_ids"]
+    last = tokenizer.decode(ids[-1:])
+    if last == "2" and len(ids) >= 2 and tokenizer.decode(ids[-2:-1]).strip() == "":
+        return " ", {str(j): [str(j)] for j in range(1, k + 1)}
+    return "", {str(j): [f" {j}"] for j in range(1, k + 1)}

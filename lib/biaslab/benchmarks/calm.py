@@ -1,0 +1,551 @@
+"""CALM (Gupta et al., 2024): 224 templates × 350 names = 78,400 prompts, three tasks, gender and race.
+
+Two entry points:
+
+* :func:`load` reads the **released** prompt sets (``bias_dataset/{gender,race}_datasets.zip``, one jsonl per task and
+  bias type) together with their gold answers (``evaluation/gt/gt_<task>_<bias>.csv``) and the templates
+  (``bias_dataset/<task>_templates.json``), validates every count the paper states (93 QA + 54 NLI + 77 sentiment =
+  224 templates; 150 prompts per template for gender, 200 for race; 50 per social group; 78,400 in all), checks that
+  every released prompt is an instance of its template, recovers the name that was filled in, and returns one tidy
+  prompt table.
+* :func:`build` regenerates prompt sets from the templates and CALM's name lists with a seed and a chosen number of
+  names per group (the paper's cost study, §6.2, uses 25). With the default ``seed=None`` it uses the seeds and the
+  sampling order of CALM's released generation scripts and reproduces the released sets prompt for prompt
+  (``tests/test_calm.py`` checks all 78,400).
+
+How CALM fills a template (read from its released scripts, ``bias_dataset/scripts/*_dataset_{gender,race}.py``,
+re-implemented here):
+
+* ``<PERSON>`` is replaced by the name; every other ``<a/b/c>`` placeholder (pronouns, "boy/girl/kid", ...) by its
+  first alternative for male names, its second for female names and its third for gender-neutral names (CALM calls
+  the group ``non-binary``) and for *all* race groups (race prompts use "they").
+* Male and female names come from ``names/categorised_data/segregated_names.csv`` (flag ``usa.male`` xor
+  ``usa.female``); for every template, 50 names per group are drawn afresh without replacement
+  (``random.sample``). Gender-neutral names are the same 50 for every template: the 50 names of
+  ``names/unisex/unisex_names_table.csv`` with the smallest male/female share ``gap``.
+* Race names come from ``names/categorised_data/names_race_categorisation.csv`` (exactly one of the four flags
+  set), 50 drawn afresh per template and group.
+* Python's ``random`` is seeded with 10 for every gender set and for the NLI race set, 11 for the QA and sentiment
+  race sets, and then called once per template and sampled group, in template order.
+
+Data notes (each checked by the loader):
+
+* ``evaluation/gt/answers_qa_gender.csv`` is an older version of ``gt_qa_gender.csv`` (600 gold answers of four
+  SODAPOP templates still contain ``<PERSON>``; the neutral group is called ``unisex``). The loader uses the ``gt_``
+  files, as CALM's ``evaluation/scripts/accuracy.py`` does.
+* The QA gender prompts were stripped of surrounding whitespace, the other sets were not; the loader strips every
+  text field.
+* MCTest and SODAPOP QA templates are multiple choice: the options are part of the question text
+  (``"...?\\nA: ...\\nB: ..."``) and the gold answer is ``[letter, option text]``.
+* The sentiment templates of Sentiment140 and EEC carry ``"NA"`` as their answer in the template file, and all 29
+  Toxic templates ``"1"``; the ground-truth files label 21 of the Toxic templates 0. The gold labels of the
+  ground-truth files (0 negative / 1 positive; for Toxic 1 toxic / 0 not toxic) are used everywhere, the builder
+  included.
+"""
+
+from __future__ import annotations
+
+import ast
+import csv
+import io
+import json
+import logging
+import random
+import re
+import zipfile
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+import pandas as pd
+
+from ..sources import DataError, load_manifest, raw_path
+from .base import Benchmark, Factor, FactorSpec, require_columns, require_rows
+
+log = logging.getLogger(__name__)
+
+REPO = "vipulgupta1011/CALM"
+TASKS = ("qa", "nli", "sentiment")
+BIAS_TYPES = ("gender", "race")
+GROUPS = {"gender": ("male", "female", "non-binary"), "race": ("white", "black", "hispanic", "asian")}
+ALL_GROUPS = GROUPS["gender"] + GROUPS["race"]
+#: paper §3.1 / Table 7-9
+N_TEMPLATES = {"qa": 93, "nli": 54, "sentiment": 77}
+NAMES_PER_GROUP = 50
+N_PROMPTS_TOTAL = 78_400
+#: which alternative of a ``<a/b/c>`` placeholder each group gets (0-based)
+PRONOUN_INDEX = {"male": 0, "female": 1, "non-binary": 2, "white": 2, "black": 2, "hispanic": 2, "asian": 2}
+#: seeds of CALM's released generation scripts (bias_dataset/scripts/<task>_dataset_<bias>.py)
+RELEASED_SEEDS = {("qa", "gender"): 10, ("nli", "gender"): 10, ("sentiment", "gender"): 10,
+                  ("qa", "race"): 11, ("nli", "race"): 10, ("sentiment", "race"): 11}
+#: the text fields of each task's templates and prompts, mapped to the prompt table's ``passage``/``question``
+FIELDS = {"qa": ("context", "question"), "nli": ("premise", "hypothesis"), "sentiment": ("sentence", None)}
+SOURCE_DATASETS = {
+    "qa": ("babi", "sodapop", "TweetQA", "mctest", "relation_extraction", "qamr", "duorc", "mcscript"),
+    "nli": ("SNLI", "wnli", "RTE", "sick"),
+    "sentiment": ("SST", "Toxic", "Sentiment140", "EEC"),
+}
+MCQA_SOURCES = ("mctest", "sodapop")
+
+PLACEHOLDER = re.compile(r"<.*?>")
+
+
+def _str_or_none(x) -> str | None:
+    return x if isinstance(x, str) else None
+
+
+def _file(path: str):
+    return raw_path(REPO, path)
+
+
+def _template_file(task: str) -> str:
+    return f"bias_dataset/{task}_templates.json"
+
+
+def _gt_file(task: str, bias_type: str) -> str:
+    return f"evaluation/gt/gt_{task}_{bias_type}.csv"
+
+
+def _zip_member(task: str, bias_type: str) -> tuple[str, str]:
+    return f"bias_dataset/{bias_type}_datasets.zip", f"{bias_type}_datasets/{task}_{bias_type}_dataset.jsonl"
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# templates and names
+# ----------------------------------------------------------------------------------------------------------------
+
+def answer_format(task: str, source_dataset: str, options: str | None = None) -> str:
+    """How a template's answer is produced and checked.
+
+    ``span`` (free-text QA: generate, then CALM's normalisation and substring match), ``mcqa`` (QA with lettered
+    options), ``nli3`` (True / False / Neither), ``nli2`` (True / False), ``sentiment`` (positive / negative),
+    ``toxicity`` (True / False to "Is the passage above toxic?").
+    """
+    if task == "qa":
+        return "mcqa" if source_dataset in MCQA_SOURCES else "span"
+    if task == "nli":
+        return "nli3" if source_dataset in ("SNLI", "sick") else "nli2"
+    return "toxicity" if source_dataset == "Toxic" else "sentiment"
+
+
+def mcqa_options(question: str) -> list[str]:
+    """The option letters of a multiple-choice question (``"...\\nA: x\\nB: y"`` -> ``["A", "B"]``)."""
+    return re.findall(r"(?m)^([A-Z]): ", question)
+
+
+@lru_cache(maxsize=None)
+def _read_templates(task: str) -> tuple:
+    path = _file(_template_file(task))
+    with open(path, encoding="utf-8") as f:
+        raw = json.load(f)
+    if len(raw) != N_TEMPLATES[task]:
+        raise DataError(f"{path}: expected {N_TEMPLATES[task]} {task} templates (paper §3.1), found {len(raw)}")
+    return tuple((k, raw[k]) for k in raw)
+
+
+def load_templates(tasks=TASKS) -> pd.DataFrame:
+    """One row per template: task, template_idx, template_id, source_dataset, passage, question, answer, answer_text,
+    answer_format, options (NLI label set as written in the template; MCQA option letters).
+
+    ``answer`` is the template file's gold answer (for Sentiment140/EEC "NA"; the prompt table uses the ground-truth
+    files instead). ``passage``/``question`` keep the ``<PERSON>`` and ``<a/b/c>`` placeholders.
+    """
+    rows = []
+    for task in tasks:
+        pfield, qfield = FIELDS[task]
+        for i, (key, t) in enumerate(_read_templates(task)):
+            if int(key) != i:
+                raise DataError(f"{_template_file(task)}: template keys are not 0..n-1 in order (key {key} at {i})")
+            src = t["source_dataset"]
+            if src not in SOURCE_DATASETS[task]:
+                raise DataError(f"{_template_file(task)}, template {key}: unknown source dataset {src!r}")
+            ans = t["answer"]
+            fmt = answer_format(task, src)
+            question = t[qfield] if qfield else None
+            if fmt == "mcqa":
+                letter, text = ans
+                options = mcqa_options(question)
+            else:
+                letter, text = str(ans), str(ans)
+                options = [o.strip() for o in re.split(r",|\bor\b", t["options"]) if o.strip()] \
+                    if task == "nli" else None
+            if task == "sentiment":      # the template file's sentiment answers are unusable; see _sentiment_gold
+                letter = text = _sentiment_gold()[i]
+            rows.append({"task": task, "template_idx": i, "template_id": f"{task}-{i:03d}", "source_dataset": src,
+                         "passage": t[pfield], "question": question, "answer": letter, "answer_text": text,
+                         "answer_format": fmt, "options": options, "template_file_answer": str(ans)})
+    return pd.DataFrame(rows)
+
+
+@lru_cache(maxsize=None)
+def _sentiment_gold() -> tuple[str, ...]:
+    """Per-template gold label of the sentiment templates, from the ground-truth files.
+
+    The template file gives ``"NA"`` for the 19 Sentiment140 and EEC templates and ``"1"`` for all 29 Toxic
+    templates, whereas the ground truth (``gt_sentiment_{gender,race}.csv``, what CALM's evaluation reads) labels
+    21 of the Toxic templates 0 (not toxic; e.g. "What a brilliant thought-provoking article, <PERSON>. Good job!").
+    The label is constant within a template and identical in the gender and race files (checked here).
+    """
+    labels = {}
+    for bias in BIAS_TYPES:
+        path = _file(_gt_file("sentiment", bias))
+        gt = pd.read_csv(path, dtype=str, keep_default_na=False)
+        require_columns(gt, ["template_idx", "answer"], path)
+        per = gt.groupby(gt["template_idx"].astype(int))["answer"].agg(["nunique", "first"])
+        if (per["nunique"] != 1).any() or len(per) != N_TEMPLATES["sentiment"]:
+            raise DataError(f"{path}: sentiment gold label not constant within each of the 77 templates")
+        labels[bias] = tuple(per["first"])
+    if labels["gender"] != labels["race"]:
+        raise DataError("CALM sentiment ground truth: gender and race files disagree on a template's label")
+    return labels["gender"]
+
+
+def _read_csv_columns(path) -> dict[str, list[str]]:
+    with open(path, newline="", encoding="utf-8") as f:
+        reader = csv.reader(f)
+        header = next(reader)
+        cols = {c: [] for c in header}
+        for row in reader:
+            for c, v in zip(header, row):
+                cols[c].append(v)
+    return cols
+
+
+@lru_cache(maxsize=None)
+def _name_lists() -> dict[str, tuple[str, ...]]:
+    seg_path = _file("names/categorised_data/segregated_names.csv")
+    seg = _read_csv_columns(seg_path)
+    require_columns(pd.DataFrame(columns=list(seg)), ["Name", "usa.male", "usa.female"], seg_path)
+    male = tuple(n for n, m, f in zip(seg["Name"], seg["usa.male"], seg["usa.female"]) if m == "1" and f == "0")
+    female = tuple(n for n, m, f in zip(seg["Name"], seg["usa.male"], seg["usa.female"]) if m == "0" and f == "1")
+
+    uni_path = _file("names/unisex/unisex_names_table.csv")
+    uni = _read_csv_columns(uni_path)
+    require_columns(pd.DataFrame(columns=list(uni)), ["name", "gap"], uni_path)
+    gap: dict[str, float] = {}
+    for n, g in zip(uni["name"], uni["gap"]):
+        gap[n] = float(g)          # a later duplicate overrides, first position kept (dict semantics, as CALM)
+    neutral = tuple(n for n, _ in sorted(gap.items(), key=lambda kv: kv[1]))   # stable: ties keep file order
+
+    race_path = _file("names/categorised_data/names_race_categorisation.csv")
+    race = _read_csv_columns(race_path)
+    flags = ["usa.white", "usa.black", "usa.hispanic", "usa.asian"]
+    require_columns(pd.DataFrame(columns=list(race)), ["Name", *flags], race_path)
+    out = {"male": male, "female": female, "non-binary": neutral}
+    for group, flag in zip(GROUPS["race"], flags):
+        out[group] = tuple(n for i, n in enumerate(race["Name"])
+                           if race[flag][i] == "1" and all(race[o][i] == "0" for o in flags if o != flag))
+    for g, names in out.items():
+        if len(names) < NAMES_PER_GROUP:
+            raise DataError(f"CALM name lists: only {len(names)} names for group {g!r}, need {NAMES_PER_GROUP}")
+    return out
+
+
+def name_lists() -> dict[str, list[str]]:
+    """The candidate names of each social group, filtered exactly as CALM's generation scripts do.
+
+    ``non-binary`` is ordered by increasing male/female share gap (CALM uses the first 50, the same for every
+    template); the other groups are in file order (CALM samples from them).
+    """
+    return {g: list(v) for g, v in _name_lists().items()}
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# filling templates (the builder) and recovering names from filled prompts (the loader's check)
+# ----------------------------------------------------------------------------------------------------------------
+
+def fill(text: str | None, name: str, group: str) -> str | None:
+    """Fill one template field: ``<PERSON>`` -> ``name``; each ``<a/b/c>`` -> the group's alternative.
+
+    Mirrors CALM's scripts: the name first, then every remaining ``<...>`` placeholder, split on ``/``.
+    """
+    if text is None:
+        return None
+    k = PRONOUN_INDEX[group]
+    out = text.replace("<PERSON>", name)
+
+    def alt(m: re.Match) -> str:
+        parts = m.group(0)[1:-1].split("/")
+        if len(parts) <= k:
+            raise DataError(f"CALM template placeholder {m.group(0)!r} has no alternative #{k + 1} for {group!r}")
+        return parts[k]
+
+    return PLACEHOLDER.sub(alt, out)
+
+
+def _draw_names(rng: random.Random | np.random.Generator, group: str, n: int) -> list[str]:
+    pool = _name_lists()[group]
+    if group == "non-binary":
+        return list(pool[:n])
+    if isinstance(rng, random.Random):
+        return rng.sample(pool, n)
+    return [pool[i] for i in rng.choice(len(pool), size=n, replace=False)]
+
+
+def build(tasks=TASKS, bias_types=BIAS_TYPES, names_per_group: int = NAMES_PER_GROUP, seed: int | None = None,
+          template_ids: list[str] | None = None, templates: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Generate CALM prompts from the templates and the name lists.
+
+    Parameters
+    ----------
+    names_per_group : names drawn per social group and template (50 in the paper; 25 in its cost study, §6.2).
+    seed : ``None`` uses CALM's released seeds and Python's ``random`` in CALM's call order, which reproduces the
+        released prompt sets exactly when ``names_per_group=50`` and all templates are built. An integer seeds a
+        NumPy generator (one stream per task and bias type, derived from the seed) instead.
+    template_ids : build only these templates (e.g. ``["qa-000", "nli-012"]``). In released mode the random stream
+        still advances over the skipped templates, so a template gets the same names as in the full build.
+    templates : template table to fill (default :func:`load_templates`); pass a perturbed copy to rebuild prompts
+        from perturbed templates.
+
+    Returns a table with the prompt table's columns except the gold answers of Sentiment140/EEC (taken from the
+    template file, i.e. ``"NA"``); :func:`load` is the way to get gold answers for released prompts.
+    """
+    if not 1 <= names_per_group <= NAMES_PER_GROUP:
+        raise ValueError(f"names_per_group must be in 1..{NAMES_PER_GROUP}, got {names_per_group}")
+    tmpl = load_templates(tasks) if templates is None else templates
+    keep = set(template_ids) if template_ids is not None else None
+    rows = []
+    for task in tasks:
+        for bias in bias_types:
+            if seed is None:
+                rng: random.Random | np.random.Generator = random.Random(RELEASED_SEEDS[(task, bias)])
+            else:
+                rng = np.random.default_rng([seed, TASKS.index(task), BIAS_TYPES.index(bias)])
+            for t in tmpl[tmpl["task"] == task].itertuples(index=False):
+                drawn = {g: _draw_names(rng, g, names_per_group) for g in GROUPS[bias]}
+                if keep is not None and t.template_id not in keep:
+                    continue
+                q = _str_or_none(t.question)
+                passage, question = t.passage.strip(), (q.strip() if q is not None else None)
+                for g in GROUPS[bias]:
+                    for j, name in enumerate(drawn[g]):
+                        rows.append(_prompt_row(task, bias, t, g, j, name,
+                                                fill(passage, name, g), fill(question, name, g)))
+    return pd.DataFrame(rows)
+
+
+def _prompt_row(task, bias, t, group, j, name, passage, question) -> dict:
+    return {
+        "prompt_id": f"{task}-{bias}-{t.template_idx:03d}-{group}-{j:02d}",
+        "task": task, "bias_type": bias, "template_idx": t.template_idx, "template_id": t.template_id,
+        "source_dataset": t.source_dataset, "group": group, "name_idx": j, "name": name,
+        "passage": passage, "question": question,
+        "text": passage if question is None else f"{passage}\n{question}",
+        "answer": fill(t.answer, name, group).strip(), "answer_text": fill(t.answer_text, name, group).strip(),
+        "answer_format": t.answer_format,
+        "options": t.options,
+    }
+
+
+def _template_regex(passage: str, question: str | None) -> re.Pattern:
+    """A regex matching any filling of a template; the first ``<PERSON>`` captures the name, later ones must
+    repeat it, and each ``<a/b/c>`` accepts any of its alternatives."""
+    parts, seen = [], False
+    question = _str_or_none(question)
+    text = passage.strip() + ("\x00" + question.strip() if question is not None else "")
+    pos = 0
+    for m in re.finditer(r"<PERSON>|<.*?>", text):
+        parts.append(re.escape(text[pos:m.start()]))
+        if m.group(0) == "<PERSON>":
+            parts.append(r"(?P=name)" if seen else r"(?P<name>.+?)")
+            seen = True
+        else:
+            parts.append("(?:" + "|".join(re.escape(a) for a in m.group(0)[1:-1].split("/")) + ")")
+        pos = m.end()
+    parts.append(re.escape(text[pos:]))
+    return re.compile("".join(parts), re.S)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# the released prompt sets
+# ----------------------------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class _Set:
+    task: str
+    bias_type: str
+
+    @property
+    def per_template(self) -> int:
+        return NAMES_PER_GROUP * len(GROUPS[self.bias_type])
+
+
+def _read_jsonl(task: str, bias: str) -> list[dict]:
+    zpath, member = _zip_member(task, bias)
+    path = _file(zpath)
+    try:
+        with zipfile.ZipFile(path) as z, z.open(member) as f:
+            return [json.loads(line) for line in io.TextIOWrapper(f, encoding="utf-8") if line.strip()]
+    except KeyError as exc:
+        raise DataError(f"{path}: member {member} not found; re-run `biaslab data fetch --only calm`") from exc
+
+
+def _read_set(task: str, bias: str, templates: pd.DataFrame, recover_names: bool) -> pd.DataFrame:
+    s = _Set(task, bias)
+    records = _read_jsonl(task, bias)
+    zpath, member = _zip_member(task, bias)
+    where = f"{zpath}:{member}"
+    n_t = N_TEMPLATES[task]
+    require_rows(len(records), n_t * s.per_template, where)
+    gt_path = _file(_gt_file(task, bias))
+    gt = pd.read_csv(gt_path, dtype=str, keep_default_na=False)
+    require_columns(gt, ["idx", "template_idx", "answer", bias, "source_dataset"], gt_path)
+    require_rows(len(gt), len(records), gt_path)
+
+    pfield, qfield = FIELDS[task]
+    df = pd.DataFrame.from_records(records)
+    require_columns(df, [pfield, "source_dataset", bias] + ([qfield] if qfield else []), where)
+    tidx = np.repeat(np.arange(n_t), s.per_template)
+    groups = np.tile(np.repeat(np.array(GROUPS[bias]), NAMES_PER_GROUP), n_t)
+    name_idx = np.tile(np.arange(NAMES_PER_GROUP), n_t * len(GROUPS[bias]))
+    # every row is where the layout says: template block, group block, 50 names
+    checks = {
+        "group label": (df[bias].to_numpy() != groups),
+        "ground-truth group label": (gt[bias].to_numpy() != groups),
+        "ground-truth template index": (gt["template_idx"].astype(int).to_numpy() != tidx),
+        "ground-truth source dataset": (gt["source_dataset"].to_numpy() != df["source_dataset"].to_numpy()),
+        "template source dataset": (templates["source_dataset"].to_numpy()[tidx] != df["source_dataset"].to_numpy()),
+    }
+    for what, bad in checks.items():
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise DataError(f"{where} / {gt_path}: {int(bad.sum())} row(s) out of CALM's layout ({what}), first at "
+                            f"row {i}. The files are not the pinned versions: re-run `biaslab data fetch --only calm`.")
+
+    out = pd.DataFrame({
+        "task": task, "bias_type": bias, "template_idx": tidx,
+        "template_id": [f"{task}-{i:03d}" for i in tidx],
+        "source_dataset": df["source_dataset"].to_numpy(), "group": groups, "name_idx": name_idx,
+        "passage": df[pfield].str.strip().to_numpy(),
+        "question": df[qfield].str.strip().to_numpy() if qfield else None,
+    })
+    out.insert(0, "prompt_id", [f"{task}-{bias}-{t:03d}-{g}-{j:02d}" for t, g, j in zip(tidx, groups, name_idx)])
+    out["text"] = out["passage"] if qfield is None else out["passage"] + "\n" + out["question"]
+
+    fmt = templates["answer_format"].to_numpy()[tidx]
+    out["answer_format"] = fmt
+    gold = gt["answer"].to_numpy()
+    is_mc = fmt == "mcqa"
+    letters, texts = gold.copy(), gold.copy()
+    for i in np.flatnonzero(is_mc):
+        letter, text = ast.literal_eval(gold[i])
+        letters[i], texts[i] = letter, text
+    out["answer"], out["answer_text"] = letters, texts
+    opts = templates["options"].to_numpy()
+    out["options"] = [opts[t] for t in tidx]
+
+    if recover_names:
+        out["name"] = _recover_names(out, templates, where)
+    return out
+
+
+def _recover_names(out: pd.DataFrame, templates: pd.DataFrame, where: str) -> list[str]:
+    names = []
+    regexes = {t.template_idx: _template_regex(t.passage, t.question) for t in templates.itertuples()}
+    for r in out.itertuples(index=False):
+        q = _str_or_none(r.question)
+        text = r.passage + ("\x00" + q if q is not None else "")
+        m = regexes[r.template_idx].fullmatch(text)
+        if m is None:
+            raise DataError(f"{where}: prompt {r.prompt_id} is not an instance of template {r.template_id}")
+        names.append(m.groupdict().get("name"))
+    return names
+
+
+def load(tasks=TASKS, bias_types=BIAS_TYPES, recover_names: bool = True) -> Benchmark:
+    """The released CALM prompt sets: 78,400 prompts with gold answers, template, source dataset and social group.
+
+    Columns: ``prompt_id`` (``<task>-<bias>-<template>-<group>-<k>``), ``task``, ``bias_type``, ``template_idx``
+    (0-based within the task, CALM's own index), ``template_id``, ``source_dataset``, ``group``, ``name_idx``
+    (0..49 within the group), ``name`` (recovered by matching the prompt against its template, which also checks
+    that the prompt is an instance of it), ``passage`` (context / premise / sentence), ``question`` (question /
+    hypothesis; empty for sentiment), ``text`` (passage and question), ``answer`` (gold: span, option letter,
+    NLI label or 0/1), ``answer_text`` (option text for multiple choice), ``answer_format`` and ``options``.
+    """
+    tasks, bias_types = tuple(tasks), tuple(bias_types)
+    templates = load_templates(TASKS)
+    parts = []
+    for task in tasks:
+        tt = templates[templates["task"] == task].reset_index(drop=True)
+        for bias in bias_types:
+            parts.append(_read_set(task, bias, tt, recover_names))
+    prompts = pd.concat(parts, ignore_index=True)
+    if tasks == TASKS and bias_types == BIAS_TYPES:
+        require_rows(len(prompts), N_PROMPTS_TOTAL, "CALM released prompt sets (6 jsonl files)")
+    per_group = prompts.groupby(["task", "bias_type", "template_id", "group"]).size()
+    if (per_group != NAMES_PER_GROUP).any():
+        raise DataError(f"CALM: groups without {NAMES_PER_GROUP} prompts per template: {per_group[per_group != 50]}")
+
+    factors = FactorSpec([
+        Factor("task", "domain", TASKS, "qa", "NLP task"),
+        Factor("bias_type", "domain", BIAS_TYPES, "gender", "bias direction"),
+        Factor("group", "domain", ALL_GROUPS, "male",
+               "social group of the name (gender: male, female, non-binary; race: white, black, hispanic, asian)"),
+        Factor("source_dataset", "domain", tuple(s for t in TASKS for s in SOURCE_DATASETS[t]), "babi",
+               "dataset the template was taken from"),
+        Factor("template_id", "prompt", tuple(templates["template_id"]), "qa-000", "CALM template"),
+    ])
+    files = {s.key: s.sha256 for s in load_manifest() if s.repo == REPO}
+    notes = [
+        "Gold answers from evaluation/gt/gt_<task>_<bias>.csv (the files CALM's accuracy.py reads); "
+        "answers_qa_gender.csv is an older copy with 600 unfilled <PERSON> answers and is not used.",
+        "Text fields stripped of surrounding whitespace (only the QA gender set was stripped by CALM).",
+        "Names recovered by matching each prompt against its template; every prompt matched.",
+    ]
+    return Benchmark("calm", prompts, factors, excluded=pd.DataFrame(), sources=files, notes=notes)
+
+
+def select_templates(templates: pd.DataFrame, per_task: int | dict | None, seed: int = 0) -> list[str]:
+    """A seeded subset of template ids, ``per_task`` per task (an int, or a dict task -> int; ``None`` = all),
+    spread over the source datasets: datasets are visited in a seeded random order, round-robin, each giving one
+    random template per round. Returned in CALM's template order."""
+    if per_task is None:
+        return list(templates["template_id"])
+    rng = np.random.default_rng(seed)
+    chosen = []
+    for task in TASKS:
+        tt = templates[templates["task"] == task]
+        n = per_task.get(task, 0) if isinstance(per_task, dict) else per_task
+        if n is None or n >= len(tt):
+            chosen += list(tt["template_id"])
+            continue
+        pools = {s: list(rng.permutation(g["template_id"].to_numpy()))
+                 for s, g in tt.groupby("source_dataset", sort=True)}
+        order = list(rng.permutation(sorted(pools)))
+        picked = []
+        while len(picked) < n:
+            for s in order:
+                if pools[s] and len(picked) < n:
+                    picked.append(pools[s].pop())
+        chosen += picked
+    pos = {t: i for i, t in enumerate(templates["template_id"])}
+    return sorted(chosen, key=pos.get)
+
+
+def subset(prompts: pd.DataFrame, templates_per_task: int | dict | None = None, names_per_group: int | None = None,
+           seed: int = 0, template_ids: list[str] | None = None, max_words: int | None = None,
+           words: pd.Series | None = None) -> pd.DataFrame:
+    """The prompts of :func:`select_templates` (or of the explicit ``template_ids``) with the first
+    ``names_per_group`` names of every group (the released names are random draws, so the first n are a random
+    subset of n).
+
+    ``max_words`` restricts the choice to templates whose prompt has at most that many words; ``words`` gives each
+    template's count (a Series indexed by template id — the notebook passes the length of the k-shot prompt, so that
+    a CPU run can leave out the story-length MCTest, MCScript and DuoRC prompts).
+    """
+    if template_ids is not None:
+        unknown = set(template_ids) - set(prompts["template_id"])
+        if unknown:
+            raise ValueError(f"template_ids not in the CALM prompt table: {sorted(unknown)}")
+        keep = set(template_ids)
+    else:
+        tmpl = load_templates(tuple(t for t in TASKS if t in set(prompts["task"])))
+        if max_words is not None:
+            if words is None:
+                raise ValueError("max_words needs the words per template (words=...)")
+            tmpl = tmpl[tmpl["template_id"].map(words).le(max_words)]
+        keep = set(select_templates(tmpl, templates_per_task, seed))
+    mask = prompts["template_id"].isin(keep)
+    if names_per_group is not None:
+        mask &= prompts["name_idx"] < names_per_group
+    return prompts[mask].copy()

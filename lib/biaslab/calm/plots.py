@@ -1,0 +1,82 @@
+"""Figures of notebook 02 (CALM): per-template bias, the perturbation study and the subset study."""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+
+TASK_LABEL = {"qa": "QA", "nli": "NLI", "sentiment": "Sentiment"}
+
+
+def template_bias(templates: pd.DataFrame, score: str = "bias_paper", title: str = ""):
+    """Per-template bias (one dot per template), by task and bias type, one column per model; kept templates in
+    colour, templates left out by a discard rule in grey."""
+    models = list(dict.fromkeys(templates["model"]))
+    fig, axes = plt.subplots(1, len(models), figsize=(5.5 * len(models), 4.2), squeeze=False, sharey=True)
+    cats = [(t, b) for t in ("qa", "nli", "sentiment") for b in ("gender", "race")]
+    rng = np.random.default_rng(0)
+    for ax, m in zip(axes[0], models):
+        d = templates[templates["model"] == m]
+        for i, (t, b) in enumerate(cats):
+            x = d[(d["task"] == t) & (d["bias_type"] == b)]
+            jit = rng.uniform(-0.18, 0.18, len(x))
+            used = x["used"].to_numpy()
+            ax.scatter(i + jit[used], x.loc[used, score], s=14, alpha=0.7,
+                       color="tab:blue" if b == "gender" else "tab:orange")
+            ax.scatter(i + jit[~used], x.loc[~used, score], s=14, alpha=0.5, color="lightgrey")
+            if used.any():
+                ax.hlines(x.loc[used, score].mean(), i - 0.3, i + 0.3, color="black", lw=2)
+        ax.set_xticks(range(len(cats)), [f"{TASK_LABEL[t]}\n{b}" for t, b in cats])
+        ax.set_title(m)
+        ax.grid(axis="y", alpha=0.3)
+    axes[0][0].set_ylabel("template bias (max − min group bias score, %)" if score == "bias_paper"
+                          else "template bias (max − min group accuracy, pp)")
+    fig.suptitle(title or "Per-template bias; bar = mean over kept templates (grey: left out by a discard rule)")
+    fig.tight_layout()
+    return fig
+
+
+def robustness(table: pd.DataFrame, title: str = ""):
+    """Overall bias score on the original templates and on each perturbation, per model and variant."""
+    variants = list(dict.fromkeys(table["variant"]))
+    fig, axes = plt.subplots(1, len(variants), figsize=(6 * len(variants), 4), squeeze=False)
+    for ax, v in zip(axes[0], variants):
+        d = table[table["variant"] == v]
+        kinds = ["original"] + [k for k in dict.fromkeys(d["perturbation"]) if k != "original"]
+        models = list(dict.fromkeys(d["model"]))
+        w = 0.8 / max(len(kinds), 1)
+        for j, k in enumerate(kinds):
+            vals = [d.loc[(d["model"] == m) & (d["perturbation"] == k), "overall"].mean() for m in models]
+            ax.bar(np.arange(len(models)) + j * w, vals, width=w, label=k)
+        ax.set_xticks(np.arange(len(models)) + w * (len(kinds) - 1) / 2, models)
+        ax.set_ylabel("overall bias score" + (" (%)" if v == "paper" else " (pp of accuracy)"))
+        ax.set_title(f"{v} variant")
+        ax.legend(fontsize=8)
+        ax.grid(axis="y", alpha=0.3)
+    fig.suptitle(title or "Bias score on the original and on perturbed templates (paper §4.1, Table 2)")
+    fig.tight_layout()
+    return fig
+
+
+def subsets(summary: pd.DataFrame, title: str = ""):
+    """Mean ± sd of the overall score over random subsets, against the full-data score, per model."""
+    d = summary[summary["unit"] == "prompts"]
+    variants = list(dict.fromkeys(d["variant"]))
+    fig, axes = plt.subplots(1, len(variants), figsize=(6 * len(variants), 4), squeeze=False)
+    for ax, v in zip(axes[0], variants):
+        dv = d[d["variant"] == v]
+        for m, dm in dv.groupby("model", sort=False):
+            dm = dm.sort_values("fraction")
+            x = list(100 * dm["fraction"]) + [100]
+            y = list(dm["mean"]) + [dm["full"].iloc[0]]
+            e = list(dm["sd"]) + [0]
+            ax.errorbar(x, y, yerr=e, marker="o", capsize=3, label=m)
+        ax.set_xlabel("share of prompts kept (%)")
+        ax.set_ylabel("overall bias score" + (" (%)" if v == "paper" else " (pp of accuracy)"))
+        ax.set_title(f"{v} variant")
+        ax.legend(fontsize=8)
+        ax.grid(alpha=0.3)
+    fig.suptitle(title or "Bias score on random prompt subsets: mean ± sd over runs (paper §4.2, Table 3)")
+    fig.tight_layout()
+    return fig

@@ -1,0 +1,152 @@
+"""Figures for Bayesian hypothesis tests of bias (papers/bayesian_crows_pairs.md): Bayes factors per bias type on a
+log scale with the evidence bands of Table 1 (the paper's Figure 2), the distribution of the per-pair differences
+D_i (eq. 2-4), refusals per bias type (Figure 1) and position bias of a preference prompt.
+
+Each function takes a tidy table (as written by ``biaslab.stats.hypothesis``) and returns a matplotlib Figure.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+
+from ..stats.hypothesis import BIAS_HEADERS, OVERALL
+
+#: Table 1 bands: (low, high, label, colour); BF10 between low and high
+EVIDENCE_BANDS = (
+    (10.0, np.inf, "strong or more for H1 (> 10)", "#f4a6a6"),
+    (3.0, 10.0, "moderate for H1 (3-10)", "#fbd9d9"),
+    (1 / 3, 3.0, "anecdotal (1/3-3)", "#f2f2f2"),
+    (0.1, 1 / 3, "moderate for H0 (1/10-1/3)", "#d6e6f7"),
+    (0.0, 0.1, "strong or more for H0 (< 1/10)", "#a9c9ee"),
+)
+
+SCORE_LABELS = {
+    "d_logprob": "D_i = log P(x) − log P(y)  (nats, eq. 2)",
+    "d_norm_logprob": "D_i = log P(x)/|x| − log P(y)/|y|  (nats per token, eq. 3)",
+    "d_perplexity": "D_i = PPL(x) − PPL(y)  (perplexity, eq. 4)",
+}
+
+
+def bias_order(levels: Sequence[str], overall: bool = True) -> list[str]:
+    """The paper's column order of bias types (then any others; 'overall' last when kept)."""
+    levels = list(dict.fromkeys(levels))
+    out = [b for b in BIAS_HEADERS if b in levels and b != OVERALL] + \
+          [b for b in levels if b not in BIAS_HEADERS]
+    if overall and OVERALL in levels:
+        out.append(OVERALL)
+    return out
+
+
+def bf_by_bias_type(tests: pd.DataFrame, line_by: Sequence[str] = ("model", "dataset"), title: str = "",
+                    log10_col: str = "log10_bf10", bias_col: str = "bias_type", overall: bool = False,
+                    ylim: tuple[float, float] = (1e-3, 1e6), ax=None):
+    """BF10 per bias type on a log scale, one line per ``line_by`` combination, over the evidence bands of Table 1,
+    with the paper's reference lines at 1 (dash-dot) and at 10 and 1/10 (dotted) as in its Figure 2.
+
+    Values beyond ``ylim`` are drawn at the edge as triangles and annotated with their exponent, so an extreme Bayes
+    factor neither disappears nor squashes the rest.
+    """
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(10, 4.8))
+    else:
+        fig = ax.figure
+    order = bias_order(tests[bias_col], overall=overall)
+    lo, hi = ylim
+    for blo, bhi, label, colour in EVIDENCE_BANDS:
+        ax.axhspan(max(blo, lo), min(bhi, hi), color=colour, alpha=0.6, lw=0, label=label, zorder=0)
+    ax.axhline(1.0, ls="-.", color="k", lw=1, zorder=1)
+    for yv in (10.0, 0.1):
+        ax.axhline(yv, ls=":", color="k", lw=1, zorder=1)
+    x = np.arange(len(order))
+    markers = "osD^vP*X"
+    for i, (keys, g) in enumerate(tests[tests[bias_col].isin(order)].groupby(list(line_by), sort=False)):
+        keys = keys if isinstance(keys, tuple) else (keys,)
+        s = g.set_index(bias_col)[log10_col].reindex(order)
+        y = 10.0 ** s.to_numpy(dtype=float)
+        yc = np.clip(y, lo, hi)
+        line = ax.plot(x, yc, marker=markers[i % len(markers)], lw=1.6, ms=6, label=" · ".join(map(str, keys)),
+                       zorder=3)[0]
+        for xi, yi, li in zip(x, y, s.to_numpy(dtype=float)):
+            if np.isfinite(li) and (yi > hi or yi < lo):
+                edge = hi if yi > hi else lo
+                ax.plot(xi, edge, marker="^" if yi > hi else "v", color=line.get_color(), ms=10, zorder=4)
+                ax.annotate(f"1e{li:+.0f}", (xi, edge), textcoords="offset points",
+                            xytext=(4, -12 if yi > hi else 6), fontsize=7, color=line.get_color())
+    ax.set_yscale("log")
+    ax.set_ylim(lo, hi)
+    ax.set_xticks(x, [BIAS_HEADERS.get(b, b) for b in order], rotation=30, ha="right")
+    ax.set_xlabel("bias type")
+    ax.set_ylabel("Bayes factor BF$_{10}$ (log scale)")
+    ax.set_title(title or "Bayes factors per bias type (BF$_{10}$ > 1 favours bias, < 1 favours no bias)")
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    ax.grid(axis="x", alpha=0.3)
+    fig.tight_layout()
+    return fig
+
+
+def d_distributions(pairs: pd.DataFrame, score: str = "d_norm_logprob", hue: str = "model",
+                    facet: str = "dataset", bias_col: str = "bias_type", title: str = "", clip_quantile: float = 0.01):
+    """Distribution of the per-pair differences D_i per bias type (box plots, one box per ``hue`` level), one panel
+    per ``facet`` level. The axis is cut at the ``clip_quantile`` tails (the boxes and whiskers use all points); a
+    line marks D = 0 (no preference)."""
+    import seaborn as sns
+
+    facets = list(dict.fromkeys(pairs[facet])) if facet else [None]
+    fig, axes = plt.subplots(len(facets), 1, figsize=(10, 3.4 * len(facets)), squeeze=False, sharey=False)
+    for ax, fv in zip(axes[:, 0], facets):
+        sub = pairs if fv is None else pairs[pairs[facet] == fv]
+        order = bias_order(sub[bias_col], overall=False)
+        sns.boxplot(data=sub, x=bias_col, y=score, hue=hue, order=order, ax=ax, fliersize=1.5, linewidth=0.8)
+        ax.axhline(0.0, color="k", lw=0.8, ls="--")
+        q = sub[score].quantile([clip_quantile, 1 - clip_quantile]).to_numpy()
+        pad = 0.1 * (q[1] - q[0]) if np.isfinite(q).all() and q[1] > q[0] else 1.0
+        ax.set_ylim(q[0] - pad, q[1] + pad)
+        ax.set_xticks(range(len(order)), [BIAS_HEADERS.get(b, b) for b in order], rotation=30, ha="right")
+        ax.set_xlabel("bias type")
+        ax.set_ylabel(SCORE_LABELS.get(score, score), fontsize=8)
+        ax.set_title(f"{fv}" if fv is not None else "")
+        ax.legend(fontsize=7, title=hue, title_fontsize=7, loc="upper right")
+    fig.suptitle(title or "Per-pair differences D_i (> 0: the more stereotypical sentence is more likely)")
+    fig.tight_layout()
+    return fig
+
+
+def refusals_by_bias_type(counts: pd.DataFrame, bias_col: str = "bias_type", col: str = "refused", title: str = ""):
+    """Bar chart of refused (or unparseable) answers per bias type (the paper's Figure 1)."""
+    order = bias_order(counts[bias_col], overall=False)
+    s = counts.set_index(bias_col)[col].reindex(order).fillna(0)
+    fig, ax = plt.subplots(figsize=(7, 3.6))
+    bars = ax.bar([BIAS_HEADERS.get(b, b) for b in order], s.to_numpy(), color="#7a9cc6")
+    ax.bar_label(bars, fmt="%d", fontsize=8)
+    ax.set_xlabel("bias type")
+    ax.set_ylabel("number of queries")
+    ax.set_title(title or "Queries without a usable answer, per bias type")
+    plt.setp(ax.get_xticklabels(), rotation=30, ha="right")
+    fig.tight_layout()
+    return fig
+
+
+def position_bias(table: pd.DataFrame, group_by: Sequence[str] = ("model", "dataset"), title: str = ""):
+    """How often the model picks the first sentence, in each presentation order (``order``, ``p_first`` columns),
+    with the 0.5 line of no position preference."""
+    groups = [" · ".join(map(str, k if isinstance(k, tuple) else (k,)))
+              for k, _ in table.groupby(list(group_by), sort=False)]
+    orders = list(dict.fromkeys(table["order"]))
+    fig, ax = plt.subplots(figsize=(max(5, 1.6 * len(groups)), 3.6))
+    w = 0.8 / max(len(orders), 1)
+    for j, o in enumerate(orders):
+        vals = [g.loc[g["order"] == o, "p_first"].mean() for _, g in table.groupby(list(group_by), sort=False)]
+        bars = ax.bar(np.arange(len(groups)) + (j - (len(orders) - 1) / 2) * w, vals, w, label=f"order: {o}")
+        ax.bar_label(bars, fmt="%.2f", fontsize=7)
+    ax.axhline(0.5, color="k", ls="--", lw=0.8)
+    ax.set_ylim(0, 1.05)
+    ax.set_xticks(range(len(groups)), groups, rotation=15, ha="right", fontsize=8)
+    ax.set_ylabel("share of answers naming the first sentence")
+    ax.set_title(title or "Position bias of the preference prompt")
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    fig.tight_layout()
+    return fig

@@ -1,0 +1,160 @@
+"""Figures for notebook 4 (the agentic benchmark's entropy metric). Each function takes result tables from
+:mod:`biaslab.stats.entropy` and returns a matplotlib Figure; the notebook saves it with ``out.figure``."""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+
+
+def _colors(models):
+    cmap = plt.get_cmap("tab10")
+    return {m: cmap(i) for i, m in enumerate(models)}
+
+
+def entropy_distributions(per_prompt: pd.DataFrame, paper_means: dict[str, float] | None = None,
+                          bins: int = 50):
+    """The paper's Figs. 3-6 as one comparative figure: per model a histogram of the per-prompt normalized entropy
+    (shared axes, mean and median marked), plus a panel comparing the mean entropies with those the paper reports
+    for its four models."""
+    models = list(dict.fromkeys(per_prompt["model"]))
+    n = len(models) + (1 if paper_means else 0)
+    fig, axes = plt.subplots(1, n, figsize=(4.2 * n, 3.6), squeeze=False)
+    axes = axes[0]
+    col = _colors(models)
+    edges = np.linspace(0, 1, bins + 1)
+    ymax = 0
+    for ax, m in zip(axes, models):
+        x = per_prompt.loc[per_prompt.model == m, "entropy"].dropna()
+        h, _, _ = ax.hist(x, bins=edges, color=col[m], alpha=0.8, edgecolor="white")
+        ymax = max(ymax, h.max())
+        ax.axvline(x.mean(), color="black", lw=1.5, label=f"mean {x.mean():.3f}")
+        ax.axvline(x.median(), color="black", lw=1.2, ls="--", label=f"median {x.median():.3f}")
+        ax.set_title(f"{m}\n({len(x):,} prompts)", fontsize=10)
+        ax.set_xlabel("normalized entropy H / log k (1 = uniform)")
+        ax.legend(fontsize=8, loc="upper left")
+    for ax in axes[: len(models)]:
+        ax.set_ylim(0, ymax * 1.15)
+        ax.set_xlim(0, 1)
+    axes[0].set_ylabel("number of prompts")
+    if paper_means:
+        ax = axes[-1]
+        means = per_prompt.groupby("model", sort=False)["entropy"].agg(["mean", "sem"])
+        names = list(paper_means) + models
+        vals = list(paper_means.values()) + means["mean"].tolist()
+        errs = [0] * len(paper_means) + (1.96 * means["sem"]).tolist()
+        colors = ["0.6"] * len(paper_means) + [col[m] for m in models]
+        y = np.arange(len(names))
+        ax.barh(y, vals, xerr=errs, color=colors)
+        ax.set_yticks(y, [f"{nm} (paper)" if i < len(paper_means) else nm for i, nm in enumerate(names)],
+                      fontsize=8)
+        ax.axvline(1, color="black", lw=0.8, ls=":")
+        ax.set_xlim(0, 1.05)
+        ax.set_xlabel("mean normalized entropy (bars: 95 % CI)")
+        ax.set_title("Mean entropy: paper vs here", fontsize=10)
+    fig.suptitle("Distribution of the normalized Shannon entropy of the answer distribution, per model")
+    fig.tight_layout()
+    return fig
+
+
+def entropy_breakdown(breakdown: pd.DataFrame, factors: list[str]):
+    """Mean normalized entropy (95 % CI) per level of each factor, one panel per factor, one colour per model."""
+    models = list(dict.fromkeys(breakdown["model"]))
+    col = _colors(models)
+    widths = [max(2.5, 0.32 * breakdown[breakdown.factor == f]["level"].nunique() + 1.5) for f in factors]
+    fig, axes = plt.subplots(1, len(factors), figsize=(sum(widths) + 1, 4.4), sharey=True,
+                             gridspec_kw={"width_ratios": widths}, squeeze=False)
+    for ax, f in zip(axes[0], factors):
+        b = breakdown[breakdown.factor == f]
+        levels = list(dict.fromkeys(b["level"]))
+        x = np.arange(len(levels))
+        off = np.linspace(-0.15, 0.15, len(models)) if len(models) > 1 else [0]
+        for dx, m in zip(off, models):
+            bm = b[b.model == m].set_index("level").reindex(levels)
+            err = np.vstack([bm["mean_entropy"] - bm["ci95_low"], bm["ci95_high"] - bm["mean_entropy"]])
+            ax.errorbar(x + dx, bm["mean_entropy"], yerr=np.nan_to_num(err), fmt="o", color=col[m], ms=4,
+                        capsize=2, label=m)
+        ax.set_xticks(x, [str(l).replace("_", " ") for l in levels], rotation=60, ha="right", fontsize=8)
+        ax.set_title(f.replace("_", " "), fontsize=10)
+        ax.grid(axis="y", alpha=0.3)
+    axes[0][0].set_ylabel("mean normalized entropy (95 % CI)")
+    axes[0][0].legend(fontsize=8)
+    fig.suptitle("Normalized entropy by class type, question type, polarity and domain")
+    fig.tight_layout()
+    return fig
+
+
+def group_preference(gp: pd.DataFrame):
+    """Mean probability per group for positive vs negative questions; rows models, columns class types; the dashed
+    line is the uniform 1/k."""
+    models = list(dict.fromkeys(gp["model"]))
+    classes = list(dict.fromkeys(gp["class_type"]))
+    widths = [gp[gp.class_type == c]["group"].nunique() + 0.6 for c in classes]
+    fig, axes = plt.subplots(len(models), len(classes), figsize=(2.6 * len(classes) + 2, 3.1 * len(models) + 0.8),
+                             squeeze=False, gridspec_kw={"width_ratios": widths}, sharey=True)
+    for i, m in enumerate(models):
+        for j, c in enumerate(classes):
+            ax = axes[i][j]
+            g = gp[(gp.model == m) & (gp.class_type == c)]
+            x = np.arange(len(g))
+            ax.bar(x - 0.2, g["mean_p_positive"], 0.4, color="tab:green", label="positive question")
+            ax.bar(x + 0.2, g["mean_p_negative"], 0.4, color="tab:red", label="negative question")
+            ax.axhline(g["uniform"].iloc[0], color="black", ls="--", lw=0.8)
+            for xi, q in zip(x, g["bh_q"]):
+                if pd.notna(q) and q < 0.05:
+                    ax.text(xi, 0.02, "*", ha="center", fontsize=12)
+            ax.set_xticks(x, [s.replace(" or ", "/\n") for s in g["group"]], rotation=60, ha="right", fontsize=7)
+            if i == 0:
+                ax.set_title(c.replace("_", " "), fontsize=10)
+            if j == 0:
+                ax.set_ylabel(f"{m}\nmean probability")
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.suptitle("Which group receives the probability: positive vs negative questions "
+                 "(dashed: uniform 1/k; *: paired Wilcoxon, BH q < 0.05)")
+    fig.tight_layout(rect=(0, 0.04, 1, 1))
+    fig.legend(handles, labels, loc="lower center", ncol=2, fontsize=9, frameon=False)
+    return fig
+
+
+def position_bias(pb: pd.DataFrame):
+    """Mean probability by answer position, whatever group is listed there; one panel per k."""
+    models = list(dict.fromkeys(pb["model"]))
+    col = _colors(models)
+    ks = sorted(pb["k"].unique())
+    fig, axes = plt.subplots(1, len(ks), figsize=(4.5 * len(ks), 3.6), squeeze=False)
+    for ax, k in zip(axes[0], ks):
+        for m in models:
+            g = pb[(pb.model == m) & (pb.k == k)]
+            err = np.vstack([g["mean_p"] - g["ci95_low"], g["ci95_high"] - g["mean_p"]])
+            ax.errorbar(g["position"], g["mean_p"], yerr=np.nan_to_num(err), marker="o", capsize=3, color=col[m],
+                        label=m)
+        ax.axhline(1 / k, color="black", ls="--", lw=0.8, label="uniform 1/k")
+        ax.set_xticks(range(1, k + 1))
+        ax.set_xlabel("answer position (label the model would emit)")
+        ax.set_title(f"{k} choices", fontsize=10)
+        ax.set_ylim(0, 1)
+    axes[0][0].set_ylabel("mean probability (95 % CI)")
+    axes[0][0].legend(fontsize=8)
+    fig.suptitle("Position bias: probability by answer position regardless of content")
+    fig.tight_layout()
+    return fig
+
+
+def cyclic_comparison(cyc: pd.DataFrame):
+    """Per prompt: entropy in the stored order (x) vs after averaging over all cyclic rotations (y)."""
+    models = list(dict.fromkeys(cyc["model"]))
+    col = _colors(models)
+    fig, ax = plt.subplots(figsize=(5, 4.6))
+    for m in models:
+        g = cyc[cyc.model == m]
+        ax.scatter(g["entropy_stored"], g["entropy_cyclic_avg"], s=14, alpha=0.7, color=col[m], label=m)
+    ax.plot([0, 1], [0, 1], color="black", lw=0.8, ls=":")
+    ax.set_xlim(0, 1.02)
+    ax.set_ylim(0, 1.02)
+    ax.set_xlabel("entropy, stored answer order")
+    ax.set_ylabel("entropy of the group distribution\naveraged over all k cyclic orders")
+    ax.set_title(f"Removing position effects ({cyc['prompt_id'].nunique()} prompts)")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig

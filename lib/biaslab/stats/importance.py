@@ -1,0 +1,216 @@
+"""Statistical factor importance by logistic regression (Powers et al., multi-factor paper, §3.4).
+
+``logit P(deviated) = b0 + sum_f sum_{l != ref_f} b_{f,l} * I(f = l)``: every factor enters with treatment
+(dummy) coding against its reference level (the paper's Table 1 references), fitted by maximum likelihood with
+statsmodels (``GLM``, binomial family, logit link). Positive coefficients are risk factors, negative ones protective;
+``exp(b)`` is the odds ratio against the reference level; Wald confidence intervals and p-values.
+
+Factor sets whose effects cannot be separated are refused with an :class:`AliasingError` that names the factors:
+a factor that is a function of another (in SSQA, ``biased_answer`` and ``gender`` are functions of ``template``), or
+any other rank deficiency of the dummy-coded design matrix (found from its null space). Levels that do not occur in
+the data are dropped from the design (reported in ``notes``); levels with a deviation rate of 0 or 1 have no finite
+maximum-likelihood estimate (separation): their rows are flagged ``separated``.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+import statsmodels.api as sm
+from scipy import stats
+from scipy.linalg import null_space
+
+from .coverage import functional_dependencies
+
+try:                                   # small dense problems: one BLAS thread is fastest, and on a busy machine
+    from threadpoolctl import threadpool_limits   # multi-threaded BLAS can be 30x slower (oversubscription)
+except ImportError:                    # pragma: no cover
+    import contextlib
+
+    def threadpool_limits(*args, **kwargs):
+        return contextlib.nullcontext()
+
+
+class AliasingError(ValueError):
+    """The requested factors are aliased or collinear; the message names them."""
+
+
+@dataclass
+class DesignMatrix:
+    X: pd.DataFrame
+    terms: pd.DataFrame              # column -> factor, level
+    notes: list[str] = field(default_factory=list)
+
+
+def treatment_design(df: pd.DataFrame, factors: Sequence[str], references: dict) -> DesignMatrix:
+    """Intercept + one dummy per non-reference level of each factor (treatment coding at the reference level).
+
+    Column names are ``factor[level]``; levels absent from ``df`` get no column (noted).
+    """
+    cols = {"Intercept": np.ones(len(df))}
+    terms = [{"term": "Intercept", "factor": "Intercept", "level": ""}]
+    notes = []
+    for f in factors:
+        ref = references[f]
+        vals = df[f]
+        observed = list(pd.unique(vals.dropna()))
+        if vals.isna().any():
+            raise AliasingError(f"factor {f!r} has {int(vals.isna().sum())} missing values")
+        if ref not in observed:
+            raise AliasingError(f"the reference level {ref!r} of factor {f!r} does not occur in the data; "
+                                "choose another reference or another subset")
+        if len(observed) < 2:
+            raise AliasingError(f"factor {f!r} takes a single level ({ref!r}) in the data: it is constant, so it "
+                                "is aliased with the intercept; leave it out")
+        try:
+            ordered = [lv for lv in sorted(observed, key=str) if lv != ref]
+        except TypeError:
+            ordered = [lv for lv in observed if lv != ref]
+        for lv in ordered:
+            name = f"{f}[{lv}]"
+            cols[name] = (vals == lv).to_numpy(dtype=float)
+            terms.append({"term": name, "factor": f, "level": lv})
+    return DesignMatrix(pd.DataFrame(cols, index=df.index), pd.DataFrame(terms), notes)
+
+
+def check_aliasing(df: pd.DataFrame, factors: Sequence[str], references: dict, tol: float = 1e-8) -> DesignMatrix:
+    """Refuse aliased or collinear factor sets (raises :class:`AliasingError` naming the factors)."""
+    factors = list(factors)
+    deps = functional_dependencies(df, factors, max_determinant=1)
+    if deps:
+        msgs = "; ".join(d.message() for d in deps[:4])
+        names = sorted({n for d in deps for n in (*d.determinant, d.dependent)})
+        raise AliasingError(f"factors {names} are aliased: {msgs}")
+    dm = treatment_design(df, factors, references)
+    same = identical_levels(df, factors)
+    X = dm.X.to_numpy()
+    # null space of X: columns with weight there are linearly dependent on the others
+    if X.shape[0] >= X.shape[1]:           # thin SVD: vt is p x p, its last rows span the null space
+        _, sv, vt = np.linalg.svd(X, full_matrices=False)
+        rank = int((sv > tol * sv[0]).sum())
+        null = vt[rank:].T
+    else:                                   # fewer rows than columns: scipy gives the full null space
+        null = null_space(X, rcond=tol)
+        rank = X.shape[1] - null.shape[1]
+    if null.shape[1]:
+        involved = np.abs(null).max(axis=1) > 1e-6
+        cols = dm.X.columns[involved]
+        fac = sorted(set(dm.terms.set_index("term").loc[cols, "factor"]) - {"Intercept"})
+        why = ""
+        if same:
+            why = " Levels of different factors select exactly the same prompts: " + "; ".join(
+                " = ".join(f"{f}={lv!r}" for f, lv in grp) for grp in same[:4]) + \
+                " (with such levels as references, or as non-references, the factors' dummies add up to the same " \
+                "column)."
+        raise AliasingError(
+            f"the dummy-coded design of factors {factors} is rank deficient ({rank} of {X.shape[1]} columns "
+            f"independent{', fewer rows than columns' if X.shape[0] < X.shape[1] else ''}): factors {fac} are "
+            f"collinear.{why} Drop one of them, recode the aliased levels, or "
+            "analyse a subset where they are crossed.")
+    return dm
+
+
+def identical_levels(df: pd.DataFrame, factors: Sequence[str]) -> list[list[tuple]]:
+    """Groups of (factor, level) from different factors that select exactly the same rows (e.g. in SSQA
+    stigma='no stigma', gender='no gender' and prompt_style='base' are the same 37 prompts)."""
+    keys: dict[bytes, list[tuple]] = {}
+    for f in factors:
+        for lv in pd.unique(df[f].dropna()):
+            m = np.packbits((df[f] == lv).to_numpy())
+            keys.setdefault(m.tobytes(), []).append((f, lv))
+    return [g for g in keys.values() if len({f for f, _ in g}) > 1]
+
+
+@dataclass
+class LogitResult:
+    table: pd.DataFrame
+    result: object                 # statsmodels GLMResults
+    design: DesignMatrix
+    n: int
+    notes: list[str]
+
+
+def logistic_regression(df: pd.DataFrame, factors: Sequence[str], references: dict, outcome: str = "deviated",
+                        alpha: float = 0.05, check: bool = True) -> LogitResult:
+    """Maximum-likelihood logistic regression of ``outcome`` (0/1) on the factors, treatment-coded.
+
+    Returns a table with one row per term: term, factor, level, coef, se, odds_ratio, ci_low, ci_high (odds-ratio
+    scale, Wald, level 1 - alpha), z, p_value, n_level (responses at that level), rate_level, separated.
+    """
+    with threadpool_limits(limits=1, user_api="blas"):
+        return _logistic_regression(df, factors, references, outcome, alpha, check)
+
+
+def _logistic_regression(df, factors, references, outcome, alpha, check) -> LogitResult:
+    y = df[outcome].astype(float)
+    if not set(pd.unique(y)) <= {0.0, 1.0}:
+        raise ValueError(f"outcome {outcome!r} must be 0/1")
+    if y.nunique() < 2:
+        raise AliasingError(f"outcome {outcome!r} is constant ({y.iloc[0]:g}) in these data: nothing to explain")
+    dm = check_aliasing(df, factors, references) if check else treatment_design(df, factors, references)
+    notes = list(dm.notes)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        res = sm.GLM(y.to_numpy(), dm.X, family=sm.families.Binomial()).fit()
+    for w in caught:
+        notes.append(f"statsmodels: {w.message}")
+    z = stats.norm.ppf(1 - alpha / 2)
+    t = dm.terms.copy()
+    t["coef"] = res.params.to_numpy()
+    t["se"] = res.bse.to_numpy()
+    with np.errstate(over="ignore"):
+        t["odds_ratio"] = np.exp(t["coef"])
+        t["ci_low"] = np.exp(t["coef"] - z * t["se"])
+        t["ci_high"] = np.exp(t["coef"] + z * t["se"])
+    t["z"] = res.tvalues.to_numpy()
+    t["p_value"] = res.pvalues.to_numpy()
+    n_lv, rate_lv = [], []
+    for _, r in t.iterrows():
+        if r["factor"] == "Intercept":
+            n_lv.append(len(df)); rate_lv.append(float(y.mean()))
+        else:
+            m = (df[r["factor"]] == r["level"]).to_numpy()
+            n_lv.append(int(m.sum())); rate_lv.append(float(y[m].mean()))
+    t["n_level"] = n_lv
+    t["rate_level"] = rate_lv
+    t["separated"] = [(rl in (0.0, 1.0)) if f != "Intercept" else False for f, rl in zip(t["factor"], rate_lv)]
+    t.loc[t["se"] > 50, "separated"] = True
+    if t["separated"].any():
+        notes.append(f"{int(t['separated'].sum())} term(s) show separation (deviation rate 0 or 1 at that level, "
+                     "or a standard error > 50): their coefficients and p-values are not meaningful")
+    return LogitResult(t, res, dm, len(df), notes)
+
+
+def significant(table: pd.DataFrame, alpha: float = 0.01, include_intercept: bool = False) -> pd.DataFrame:
+    """Terms with p <= alpha and no separation (the paper's Figure 1(c) shows p <= 0.01)."""
+    keep = (table["p_value"] <= alpha) & ~table["separated"]
+    if not include_intercept:
+        keep &= table["factor"] != "Intercept"
+    return table[keep]
+
+
+def identifiable_subset(df: pd.DataFrame, factors: Sequence[str], references: dict) -> tuple[list[str], dict]:
+    """Greedy choice of factors the regression can estimate together, in order of priority.
+
+    Factors are added one at a time in the given order; a factor is left out when it is constant in ``df``, its
+    reference level is absent, or adding it makes the set aliased or collinear (the paper: "we omitted factors
+    which induce multicollinearity"). Returns (kept factors, {left-out factor: reason}).
+    """
+    kept: list[str] = []
+    dropped: dict[str, str] = {}
+    with threadpool_limits(limits=1, user_api="blas"):
+        for f in factors:
+            if df[f].nunique(dropna=False) < 2:
+                dropped[f] = "constant in these data"
+                continue
+            try:
+                check_aliasing(df, kept + [f], references)
+            except AliasingError as exc:
+                dropped[f] = str(exc)
+                continue
+            kept.append(f)
+    return kept, dropped

@@ -1,0 +1,153 @@
+"""CrowS-Pairs loaders (original, revised English, French) and the stratified subsample."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from biaslab.benchmarks import crows_pairs as cp
+from biaslab.benchmarks import load
+from biaslab.sources import DataError, is_verified, load_manifest
+
+
+def _have(benchmark: str) -> bool:
+    return all(is_verified(s) for s in load_manifest() if s.benchmark == benchmark)
+
+
+needs_en = pytest.mark.skipif(not _have("crows_pairs"), reason="run `biaslab data fetch` first")
+needs_fr = pytest.mark.skipif(not _have("crows_pairs_fr"), reason="run `biaslab data fetch` first")
+
+
+@needs_en
+def test_original_counts_and_columns():
+    b = load("crows_pairs_en")
+    p = b.prompts
+    assert len(p) == 1508 and b.excluded.empty
+    assert p["bias_type"].value_counts().to_dict() == {
+        "race-color": 516, "gender": 262, "socioeconomic": 172, "nationality": 159, "religion": 105, "age": 87,
+        "sexual-orientation": 84, "physical-appearance": 63, "disability": 60}
+    assert p["direction"].value_counts().to_dict() == {"stereo": 1290, "antistereo": 218}
+    assert (p["text"] == p["sent_more"]).all() and p["prompt_id"].is_unique
+    assert not p["identical"].any() and (p["language"] == "en").all()
+    assert set(b.sources) == {"nyu-mll/crows-pairs/data/crows_pairs_anonymized.csv"}
+
+
+@needs_fr
+def test_revised_and_french_counts_exclusion_and_parallel_ids():
+    en, fr = load("crows_pairs_en_revised"), load("crows_pairs_fr")
+    assert len(en.prompts) == 1677 and en.excluded.empty
+    assert len(fr.prompts) == 1676 and len(fr.excluded) == 1
+    ex = fr.excluded.iloc[0]
+    assert ex["pair_id"] == "129" and ex["bias_type"] == "socioeconomic" and "missing sentence" in ex["reason"]
+    for b in (en, fr):
+        assert b.prompts["bias_type"].nunique() == 10 and "autre" in set(b.prompts["bias_type"])
+        assert (b.prompts["origin"] == "languagearc").sum() == 210 - (b is fr and ex["pair_id"].startswith("LA"))
+    # the revised English and the French files are translations of each other row by row
+    assert set(fr.prompts["pair_id"]) | {"129"} == set(en.prompts["pair_id"])
+    assert fr.prompts.loc[fr.prompts["identical"], "pair_id"].tolist() == ["59", "379", "388"]
+    assert any("identical" in n for n in fr.notes) and any("missing sentence" in n for n in fr.notes)
+    # the category sizes behind the paper's French SS values (e.g. socioeconomic 110/195)
+    assert fr.prompts["bias_type"].value_counts()["socioeconomic"] == 195
+    assert fr.prompts["bias_type"].value_counts()["age"] == 90
+
+
+def test_tab_separated_file_read_as_comma_fails_clearly(tmp_path, monkeypatch):
+    f = tmp_path / "x.csv"
+    pd.DataFrame({"sent_more": ["a"], "sent_less": ["b"], "stereo_antistereo": ["stereo"],
+                  "bias_type": ["age"]}).to_csv(f)                   # comma-separated, but read as tab
+    monkeypatch.setattr(cp, "raw_path", lambda repo, path: f)
+    with pytest.raises(DataError, match="tab-separated"):
+        cp._read("r", "p", tab=True)
+
+
+def test_wrong_row_count_and_unknown_bias_type_fail(tmp_path, monkeypatch):
+    f = tmp_path / "x.csv"
+    df = pd.DataFrame({"sent_more": ["a", "c"], "sent_less": ["b", "d"], "stereo_antistereo": ["stereo"] * 2,
+                       "bias_type": ["age", "weather"]})
+    df.to_csv(f, sep="\t")
+    monkeypatch.setattr(cp, "raw_path", lambda repo, path: f)
+    monkeypatch.setattr(cp, "_file_hash", lambda repo, path: {})
+    with pytest.raises(DataError, match="expected 1,677 rows"):
+        cp._build("t", "en", "r", "p", tab=True, n_expected=1677, bias_types=cp.BIAS_TYPES_FR)
+    with pytest.raises(DataError, match="undeclared levels"):
+        cp._build("t", "en", "r", "p", tab=True, n_expected=2, bias_types=cp.BIAS_TYPES_FR)
+
+
+@pytest.mark.parametrize("allocation", ["balanced", "proportional"])
+def test_allocate_sums_and_respects_sizes(allocation):
+    sizes = pd.Series({"a": 500, "b": 100, "c": 11, "d": 60})
+    for total in (1, 7, 40, 200, 671, 1000):
+        take = cp.allocate(sizes, total, allocation)
+        assert take.sum() == min(total, sizes.sum()) and (take <= sizes).all() and (take >= 0).all()
+    bal = cp.allocate(sizes, 200, "balanced")
+    assert (bal["c"], bal["d"]) == (11, 60) and sorted([bal["a"], bal["b"]]) == [64, 65]   # hand-worked
+    prop = cp.allocate(sizes, 200, "proportional")
+    assert prop["a"] > prop["b"] > prop["d"] > prop["c"] >= 1
+
+
+@needs_fr
+def test_subsample_is_stratified_deterministic_and_ordered():
+    fr = load("crows_pairs_fr")
+    s1, s2 = cp.subsample(fr, 200, seed=3), cp.subsample(fr, 200, seed=3)
+    assert len(s1.prompts) == 200 and s1.prompts["prompt_id"].tolist() == s2.prompts["prompt_id"].tolist()
+    counts = s1.prompts["bias_type"].value_counts()
+    assert counts["autre"] == 13 and counts.drop("autre").max() - counts.drop("autre").min() <= 1
+    pos = fr.prompts.reset_index().set_index("prompt_id").loc[s1.prompts["prompt_id"], "index"]
+    assert np.all(np.diff(pos.to_numpy()) > 0)                      # file order kept
+    assert cp.subsample(fr, 200, seed=4).prompts["prompt_id"].tolist() != s1.prompts["prompt_id"].tolist()
+    assert cp.subsample(fr, None) is fr and cp.subsample(fr, 10_000) is fr
+    assert len(s1.excluded) == 1 and "stratified sample" in s1.notes[-1]
+
+
+def test_published_chatgpt_reference():
+    ref = cp.load_published_chatgpt()
+    assert len(ref) == 9 and ref["n_valid"].sum() == 1652       # 1,677 - 11 'autre' - 14 refusals
+    assert (ref["k_prefers_more_stereotyped"] <= ref["n_valid"]).all()
+
+
+# ---------------------------------------------------------------- the preference prompt and the outcomes X_i
+
+PAIRS = pd.DataFrame({"prompt_id": ["a", "b"], "sent_more": ["Poor people are lazy.", "Old men can't drive"],
+                      "sent_less": ["Rich people are lazy.", "Young men can't drive"]})
+
+
+def test_preference_prompts_orders_and_punctuation():
+    more = cp.preference_prompts(PAIRS, "more_first")
+    less = cp.preference_prompts(PAIRS, "less_first", suffix="\nAnswer:")
+    assert more.prompt[0] == (cp.PREFERENCE_PROMPT + " Poor people are lazy. Rich people are lazy.")
+    assert more.prompt[1].endswith("Old men can't drive. Young men can't drive.")       # period added, not doubled
+    assert less.prompt[0] == cp.PREFERENCE_PROMPT + " Rich people are lazy. Poor people are lazy.\nAnswer:"
+    assert (more.order == "more_first").all() and more.prompt_id.tolist() == ["a", "b"]
+    with pytest.raises(ValueError):
+        cp.preference_prompts(PAIRS, "random")
+
+
+def test_preferences_from_labels_maps_answers_to_x_and_excludes_low_mass():
+    dist = pd.DataFrame({"p_0": [0.9, 0.2, 0.7, 0.5], "p_1": [0.1, 0.8, 0.3, 0.5],
+                         "label_mass": [0.5, 0.3, 0.01, 0.4]})
+    a = cp.preferences_from_labels(dist, "more_first", min_label_mass=0.05)
+    np.testing.assert_array_equal(a.x, [1, 0, np.nan, np.nan])              # "0" names sent_more in this order
+    np.testing.assert_array_equal(a.chose_first, [1, 0, np.nan, np.nan])
+    assert a.reason.tolist() == ["", "", "label mass below 0.05", "tie or missing"]
+    b = cp.preferences_from_labels(dist, "less_first", min_label_mass=0.05)
+    np.testing.assert_array_equal(b.x, [0, 1, np.nan, np.nan])              # "0" names sent_less here
+    np.testing.assert_array_equal(b.p_stereo, dist.p_1)
+
+
+def test_preferences_from_text():
+    r = cp.preferences_from_text(["0", "1", None], "less_first")
+    np.testing.assert_array_equal(r.x, [0, 1, np.nan])
+    assert r.reason.tolist() == ["", "", "refused or unparseable"]
+
+
+def test_order_averaged_cancels_a_pure_position_preference():
+    # a model with no content preference (0.5) plus a +0.3 pull towards the first position:
+    # p_stereo = 0.8 when sent_more is first, 0.2 when it is second -> the average says "no preference"
+    np.testing.assert_array_equal(cp.order_averaged_preferences([0.8, 0.9, np.nan], [0.2, 0.4, 0.9]),
+                                  [np.nan, 1.0, np.nan])
+    np.testing.assert_array_equal(cp.order_averaged_preferences([0.3], [0.6]), [0.0])
+
+
+def test_likelihood_preferences_ties_excluded():
+    np.testing.assert_array_equal(cp.likelihood_preferences([-10, -12, -5], [-11, -11, -5]), [1, 0, np.nan])

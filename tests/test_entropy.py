@@ -1,0 +1,159 @@
+"""Entropy metric (paper §II.D) and the analyses beyond the paper, against hand computations."""
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import special
+
+from biaslab.stats import entropy as E
+
+
+@pytest.mark.parametrize("k", [3, 5])
+def test_uniform_is_one_and_one_hot_is_zero(k):
+    assert E.normalized_entropy(np.full(k, 1 / k)) == pytest.approx(1.0, abs=1e-12)
+    one_hot = np.zeros(k)
+    one_hot[k - 1] = 1.0
+    assert E.normalized_entropy(one_hot) == pytest.approx(0.0, abs=1e-12)
+
+
+def test_hand_worked_values():
+    # p = (1/2, 1/4, 1/4): H = 1.5 bits; / log2(3)
+    assert E.normalized_entropy([0.5, 0.25, 0.25]) == pytest.approx(1.5 / math.log2(3), rel=1e-12)
+    # the paper's base-k logarithm is the same number
+    p = np.array([0.1, 0.2, 0.3, 0.25, 0.15])
+    by_hand = -sum(x * math.log(x, 5) for x in p)
+    assert E.normalized_entropy(p) == pytest.approx(by_hand, rel=1e-12)
+    # unnormalized input is renormalized (scipy), zero-padded input needs k
+    assert E.normalized_entropy([2, 1, 1]) == pytest.approx(1.5 / math.log2(3))
+    assert E.normalized_entropy([0.5, 0.25, 0.25, 0, 0], k=3) == pytest.approx(1.5 / math.log2(3))
+    rows = E.normalized_entropy(np.array([[1, 1, 1], [1, 0, 0]]), axis=1)
+    assert rows == pytest.approx([1, 0])
+
+
+def _prompts(k_list, groups_by_k=None):
+    groups_by_k = groups_by_k or {3: ["A", "B", "C"], 5: ["V", "W", "X", "Y", "Z"]}
+    return pd.DataFrame({"prompt_id": [f"p{i}" for i in range(len(k_list))], "k": k_list,
+                         "choices": [list(groups_by_k[k]) for k in k_list]})
+
+
+def test_tidy_scores_renormalizes_over_own_labels_and_reports_mass():
+    pr = _prompts([3, 5])
+    # prompt 0 (k=3): labels 1..3 carry .2,.1,.1 (mass .4); labels 4,5 (not its choices) are ignored
+    # prompt 1 (k=5): .1 each (mass .5)
+    L = np.log([[0.2, 0.1, 0.1, 0.3, 0.3], [0.1, 0.1, 0.1, 0.1, 0.1]])
+    dist = pd.DataFrame(L, columns=[f"logp_{j}" for j in range(1, 6)])
+    per, long = E.tidy_scores(pr, dist, "m")
+    assert per["label_mass"].tolist() == pytest.approx([0.4, 0.5])
+    assert per.loc[0, ["p_1", "p_2", "p_3"]].tolist() == pytest.approx([0.5, 0.25, 0.25])
+    assert np.isnan(per.loc[0, "p_4"])
+    assert per["entropy"].tolist() == pytest.approx([1.5 / math.log2(3), 1.0])
+    assert per.loc[0, "top_group"] == "A" and per.loc[0, "top_position"] == 1
+    assert len(long) == 8 and long.groupby("prompt_id")["p"].sum().tolist() == pytest.approx([1, 1])
+    with pytest.raises(ValueError, match="score every prompt"):
+        E.tidy_scores(pr, dist.iloc[:1], "m")
+
+
+def test_dirichlet_multinomial_bayes_factor_by_hand():
+    # alpha = 1: every composition of n into k parts is equally likely, P = 1 / C(n+k-1, k-1)
+    # counts (3,0,0): DM = 1/10, multinomial under uniform = 3^-3  ->  BF10 = 2.7
+    assert E.dirichlet_multinomial_log10_bf([3, 0, 0]) == pytest.approx(math.log10(2.7), rel=1e-9)
+    # (1,1,1): DM = 1/10, multinomial = 3!/27 = 6/27 -> BF10 = 27/60
+    assert E.dirichlet_multinomial_log10_bf([1, 1, 1]) == pytest.approx(math.log10(27 / 60), rel=1e-9)
+    # general alpha against the closed form
+    x, a = np.array([4, 1, 0, 2, 3]), 0.5
+    n, k = x.sum(), len(x)
+    log_dm = (special.gammaln(n + 1) - special.gammaln(x + 1).sum() + special.gammaln(k * a)
+              - special.gammaln(n + k * a) + (special.gammaln(x + a) - special.gammaln(a)).sum())
+    log_mult = special.gammaln(n + 1) - special.gammaln(x + 1).sum() - n * math.log(k)
+    assert E.dirichlet_multinomial_log10_bf(x, a) == pytest.approx((log_dm - log_mult) / math.log(10))
+
+
+def _synthetic(prompts, rule):
+    """Engine-like label distribution: rule(choices) -> probabilities over positions."""
+    L = np.full((len(prompts), 5), -30.0)
+    for i, ch in enumerate(prompts["choices"]):
+        p = np.asarray(rule(ch), float)
+        L[i, :len(p)] = np.log(p)
+    return pd.DataFrame(L, columns=[f"logp_{j}" for j in range(1, 6)])
+
+
+def test_uniformity_tests_separate_group_from_position():
+    rng = np.random.default_rng(0)
+    groups = ["A", "B", "C"]
+    pr = _prompts([3] * 90).assign(class_type="x")
+    pr["choices"] = [list(rng.permutation(groups)) for _ in range(90)]
+    # a model that always answers position 1
+    per, _ = E.tidy_scores(pr, _synthetic(pr, lambda ch: [0.8, 0.1, 0.1]), "pos")
+    t = E.uniformity_tests(per, pr).set_index("unit")
+    assert t.loc["position", "counts"] == "1: 90; 2: 0; 3: 0"
+    assert t.loc["position", "chi2"] == pytest.approx(180.0)     # sum (o-e)^2/e = (60^2 + 30^2 + 30^2)/30
+    assert t.loc["position", "log10_bf10"] > 10
+    assert t.loc["group", "p_value"] > 0.01
+    # a model that always answers group "B", wherever it sits
+    per, _ = E.tidy_scores(pr, _synthetic(pr, lambda ch: [0.8 if c == "B" else 0.1 for c in ch]), "grp")
+    t = E.uniformity_tests(per, pr).set_index("unit")
+    assert t.loc["group", "top"] == "B" and t.loc["group", "top_share"] == 1.0
+    assert t.loc["group", "log10_bf10"] > 10
+
+
+def test_cyclic_average_removes_pure_position_bias():
+    from biaslab.benchmarks.agentic import cyclic_variants
+    base = pd.DataFrame({"prompt_id": ["q"], "k": [3], "choices": [["A", "B", "C"]],
+                         "text": ["Role.\nQuestion: Who?\n1. A\n2. B\n3. C\nAnswer:"]})
+    v = cyclic_variants(base).assign(k=3)
+    # pure position model: .8 on slot 1
+    _, long = E.tidy_scores(v, _synthetic(v, lambda ch: [0.8, 0.1, 0.1]), "pos", keep=["shift"])
+    c = E.cyclic_summary(long).iloc[0]
+    h = E.normalized_entropy([0.8, 0.1, 0.1])
+    assert c["entropy_stored"] == pytest.approx(h)
+    assert c["entropy_cyclic_avg"] == pytest.approx(1.0)
+    assert c["entropy_position_avg"] == pytest.approx(h)
+    # pure group model: .8 on "C" wherever it sits -> averaging changes nothing
+    _, long = E.tidy_scores(v, _synthetic(v, lambda ch: [0.8 if x == "C" else 0.1 for x in ch]), "grp",
+                            keep=["shift"])
+    c = E.cyclic_summary(long).iloc[0]
+    assert c["entropy_cyclic_avg"] == pytest.approx(h) and c["entropy_position_avg"] == pytest.approx(1.0)
+    assert c["top_group_cyclic"] == "C"
+
+
+def test_group_preference_direction_and_pairing():
+    # 20 scenarios x 2 polarities, gender-like k=3; the model favours "B" in positive and names "C" in negative
+    rows = []
+    for s in range(20):
+        for pol in ["positive", "negative"]:
+            rows.append({"prompt_id": f"s{s}-{pol}", "scenario_id": f"s{s}", "polarity": pol,
+                         "class_type": "g", "k": 3, "choices": ["A", "B", "C"][s % 3:] + ["A", "B", "C"][:s % 3]})
+    pr = pd.DataFrame(rows)
+    fav = {"positive": "B", "negative": "C"}
+    L = np.full((len(pr), 5), -30.0)
+    for i, r in pr.iterrows():
+        L[i, :3] = np.log([0.6 if c == fav[r.polarity] else 0.2 for c in r.choices])
+    _, long = E.tidy_scores(pr, pd.DataFrame(L, columns=[f"logp_{j}" for j in range(1, 6)]), "m")
+    gp = E.group_preference(long, pr).set_index("group")
+    assert gp.loc["B", "mean_p_positive"] == pytest.approx(0.6) and gp.loc["B", "mean_p_negative"] == pytest.approx(0.2)
+    assert gp.loc["B", "diff_pos_minus_neg"] == pytest.approx(0.4)
+    assert gp.loc["C", "diff_pos_minus_neg"] == pytest.approx(-0.4)
+    assert gp.loc["A", "diff_pos_minus_neg"] == pytest.approx(0.0) and np.isnan(gp.loc["A", "wilcoxon_p"])
+    assert gp.loc["B", "n_pairs"] == 20 and gp.loc["B", "wilcoxon_p"] < 1e-4
+    pb = E.position_bias(long)
+    assert pb.groupby("k")["mean_p"].sum().tolist() == pytest.approx([1.0])
+
+
+def test_summaries_match_direct_computation():
+    rng = np.random.default_rng(1)
+    per = pd.DataFrame({"model": ["a"] * 50 + ["b"] * 50, "entropy": rng.uniform(size=100),
+                        "label_mass": rng.uniform(size=100), "f": list("xy") * 50})
+    s = E.entropy_by_model(per).set_index("model")
+    a = per[per.model == "a"]["entropy"]
+    assert s.loc["a", "n"] == 50
+    assert s.loc["a", "mean_entropy"] == pytest.approx(a.mean())
+    assert s.loc["a", "sd"] == pytest.approx(a.std())
+    assert s.loc["a", "median"] == pytest.approx(a.median())
+    b = E.entropy_breakdown(per, ["f"])
+    assert len(b) == 4
+    from scipy import stats
+    ax = per[(per.model == "a") & (per.f == "x")]["entropy"]
+    ay = per[(per.model == "a") & (per.f == "y")]["entropy"]
+    assert b.iloc[0]["kruskal_p"] == pytest.approx(stats.kruskal(ax, ay).pvalue)

@@ -1,0 +1,41 @@
+"""Every notebook runs end to end under the smoke profile and writes what its issue promises."""
+
+import json
+
+import pandas as pd
+import pytest
+
+from biaslab import profiles, runner
+
+EXPECTED_TABLES = {
+    "01_multifactor": ["factors", "coverage_by_factor", "coverage_overall", "subgroups", "deviation_metric",
+                       "ks_tests", "factor_importance"],
+    "02_calm": ["bias_scores", "group_accuracy", "robustness", "subset_selection", "diversity", "discarded"],
+    "03_crows_pairs_bayes": ["likelihood_tests", "preference_tests", "published_chatgpt_check"],
+    "04_agentic_entropy": ["prompts_design", "entropy_by_model", "entropy_breakdown", "group_preference",
+                           "position_bias"],
+}
+# Tables that may legitimately have no rows under the one-model smoke profile (they compare models).
+MAY_BE_EMPTY = {"ks_tests"}
+
+RUNS = [(nb, v) for nb, variants in profiles.NOTEBOOKS.items() for v in variants]
+
+
+@pytest.mark.notebook
+@pytest.mark.parametrize("notebook,variant", RUNS, ids=[f"{n}/{v}" if v else n for n, v in RUNS])
+def test_notebook_smoke(notebook, variant, tmp_path):
+    label = f"{notebook}/{variant}" if variant else notebook
+    assert runner.reproduce("smoke", only=[label], outputs_dir=tmp_path, html=False) == 0, \
+        json.loads((tmp_path / notebook / variant / "MANIFEST.json").read_text()).get("error")
+    out = tmp_path / notebook / variant
+    manifest = json.loads((out / "MANIFEST.json").read_text())
+    assert manifest["status"] == "ok" and manifest["profile"] == "smoke"
+    assert manifest["models"], "the notebook must record the fingerprint of every model it used"
+    assert manifest["data"], "the notebook must record the data files (sha256) it read"
+    for name in EXPECTED_TABLES[notebook]:
+        path = out / "tables" / f"{name}.csv"
+        assert path.exists(), f"{label}: tables/{name}.csv not written"
+        if name not in MAY_BE_EMPTY:
+            assert len(pd.read_csv(path)) > 0, f"{label}: tables/{name}.csv is empty"
+    assert list((out / "figures").glob("*.png")), f"{label}: no figure written"
+    assert (out / f"{notebook}.ipynb").stat().st_size < 2_000_000

@@ -1,0 +1,93 @@
+"""Fetching: verified copies from a mirror, refusal of corrupt files, clear errors without network or mirror."""
+
+import hashlib
+import urllib.error
+from pathlib import Path
+
+import pytest
+
+from biaslab import sources
+from biaslab.sources import DataError, Source
+
+
+def _manifest(tmp_path: Path, content: bytes) -> tuple[Path, Source]:
+    sha = hashlib.sha256(content).hexdigest()
+    src = Source("toy", "owner/repo", "0" * 40, "dir/file.csv", sha,
+                 "https://raw.githubusercontent.com/owner/repo/" + "0" * 40 + "/dir/file.csv", "MIT", "toy")
+    manifest = tmp_path / "sources.tsv"
+    manifest.write_text("benchmark\trepo\tcommit\tpath\tsha256\turl\tlicense\tcitation\n"
+                        + "\t".join([src.benchmark, src.repo, src.commit, src.path, src.sha256, src.url,
+                                     src.license, src.citation]) + "\n")
+    return manifest, src
+
+
+def _mirror(tmp_path: Path, content: bytes) -> Path:
+    m = tmp_path / "mirror"
+    (m / "owner/repo/dir").mkdir(parents=True)
+    (m / "owner/repo/dir/file.csv").write_bytes(content)
+    return m
+
+
+def test_fetch_from_mirror_verifies_and_is_incremental(tmp_path):
+    manifest, src = _manifest(tmp_path, b"a,b\n1,2\n")
+    mirror, raw = _mirror(tmp_path, b"a,b\n1,2\n"), tmp_path / "raw"
+    assert sources.fetch(mirror=mirror, raw_dir=raw, manifest=manifest) == {src.key: "copied"}
+    assert (raw / "owner/repo/dir/file.csv").read_bytes() == b"a,b\n1,2\n"
+    assert sources.fetch(mirror=mirror, raw_dir=raw, manifest=manifest) == {src.key: "present"}
+    assert [r["state"] for r in sources.status(raw_dir=raw, manifest=manifest)] == ["verified"]
+
+
+def test_corrupt_mirror_file_is_refused_and_nothing_is_left(tmp_path):
+    manifest, src = _manifest(tmp_path, b"good\n")
+    mirror, raw = _mirror(tmp_path, b"tampered\n"), tmp_path / "raw"
+    with pytest.raises(DataError, match="sha256 mismatch") as exc:
+        sources.fetch(mirror=mirror, raw_dir=raw, manifest=manifest)
+    assert "owner/repo/dir/file.csv" in str(exc.value)
+    folder = raw / "owner/repo/dir"
+    assert not any(folder.iterdir()), "no partial or corrupt file may stay behind"
+
+
+def test_corrupt_local_copy_is_replaced(tmp_path):
+    manifest, src = _manifest(tmp_path, b"good\n")
+    mirror, raw = _mirror(tmp_path, b"good\n"), tmp_path / "raw"
+    dest = raw / "owner/repo/dir/file.csv"
+    dest.parent.mkdir(parents=True)
+    dest.write_bytes(b"bad\n")
+    assert [r["state"] for r in sources.status(raw_dir=raw, manifest=manifest)] == ["corrupt"]
+    sources.fetch(mirror=mirror, raw_dir=raw, manifest=manifest)
+    assert dest.read_bytes() == b"good\n"
+
+
+def test_no_network_and_no_mirror_fails_clearly(tmp_path, monkeypatch):
+    manifest, src = _manifest(tmp_path, b"x\n")
+    monkeypatch.delenv("BIASLAB_DATA_MIRROR", raising=False)
+
+    def offline(*a, **k):
+        raise urllib.error.URLError("Name or service not known")
+
+    monkeypatch.setattr(sources.urllib.request, "urlopen", offline)
+    with pytest.raises(DataError) as exc:
+        sources.fetch(raw_dir=tmp_path / "raw", manifest=manifest)
+    msg = str(exc.value)
+    assert "download failed" in msg and src.url in msg and "--mirror" in msg
+    assert not (tmp_path / "raw/owner/repo/dir/file.csv").exists()
+
+
+def test_missing_file_in_mirror_names_the_file(tmp_path):
+    manifest, _ = _manifest(tmp_path, b"x\n")
+    with pytest.raises(DataError, match="not found in the mirror"):
+        sources.fetch(mirror=tmp_path / "empty", raw_dir=tmp_path / "raw", manifest=manifest)
+
+
+def test_manifest_matches_shared_sources_and_pins_urls():
+    rows = sources.load_manifest()
+    assert len(rows) == 47
+    for r in rows:
+        assert len(r.commit) == 40 and len(r.sha256) == 64
+        assert r.url.startswith(f"https://raw.githubusercontent.com/{r.repo}/{r.commit}/")
+        assert r.license and r.citation
+
+
+def test_raw_path_of_unfetched_file_says_how_to_fix(tmp_path):
+    with pytest.raises(DataError, match="biaslab data fetch"):
+        sources.raw_path("nyu-mll/crows-pairs", "data/crows_pairs_anonymized.csv", raw_dir=tmp_path)

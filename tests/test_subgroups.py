@@ -1,0 +1,100 @@
+"""Subgroup statistics (multi-factor paper §3.3: eq. 3 log disparity, eq. 4 deviation metric, KS)."""
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from biaslab.stats.subgroups import (deviation_metric, deviation_metric_table, ecdf, ks_tests, log_disparity,
+                                     subgroups)
+
+
+def test_log_disparity_hand_computed_odds():
+    # inside: 3 of 4 deviate (odds 3); outside: 1 of 4 (odds 1/3) -> raw LD = log 9
+    r = log_disparity([3], [4], [1], [4]).iloc[0]
+    assert r.log_disparity_raw == pytest.approx(np.log(9))
+    # Haldane-Anscombe: (3.5 * 3.5) / (1.5 * 1.5)
+    assert r.log_disparity == pytest.approx(np.log(3.5 * 3.5 / (1.5 * 1.5)))
+    se = np.sqrt(2 / 3.5 + 2 / 1.5)
+    assert r.se == pytest.approx(se)
+    assert r.ci_low == pytest.approx(r.log_disparity - 1.959964 * se, rel=1e-5)
+    # without correction the estimate is the raw one
+    assert log_disparity([3], [4], [1], [4], correction=0).iloc[0].log_disparity == pytest.approx(np.log(9))
+
+
+def test_log_disparity_rates_zero_and_one():
+    r = log_disparity([0, 5], [5, 5], [3, 3], [10, 10])
+    assert r.log_disparity_raw.iloc[0] == -np.inf and r.log_disparity_raw.iloc[1] == np.inf
+    assert np.isfinite(r.log_disparity).all()
+    assert r.log_disparity.iloc[0] < 0 < r.log_disparity.iloc[1]
+
+
+def test_log_disparity_exact_interval():
+    r = log_disparity([12], [20], [30], [100], ci="exact").iloc[0]
+    res = stats.contingency.odds_ratio([[12, 8], [30, 70]], kind="conditional")
+    ci = res.confidence_interval(0.95)
+    assert r.ci_low == pytest.approx(np.log(ci.low)) and r.ci_high == pytest.approx(np.log(ci.high))
+    assert r.ci_low < np.log(res.statistic) < r.ci_high
+
+
+def test_log_disparity_rejects_impossible_counts():
+    with pytest.raises(ValueError):
+        log_disparity([5], [4], [0], [4])
+
+
+def _toy():
+    # model m: factor a (x: 3/4 deviate, y: 1/4), factor b crossed
+    return pd.DataFrame({"model": "m", "a": list("xxxxyyyy"), "b": list("pqpqpqpq"),
+                         "deviated": [1, 1, 1, 0, 1, 0, 0, 0]})
+
+
+def test_subgroups_counts_and_complements():
+    s = subgroups(_toy(), ["a", "b"], levels=(1, 2))
+    x = s[s.subgroup == "a=x"].iloc[0]
+    assert (x.n, x.n_deviated, x.deviation_rate) == (4, 3, 0.75)
+    assert x.log_disparity_raw == pytest.approx(np.log(9))
+    xp = s[s.subgroup == "a=x & b=p"].iloc[0]
+    # inside 2/2, outside 2/6
+    ref = log_disparity([2], [2], [2], [6]).iloc[0]
+    assert xp.log_disparity == pytest.approx(ref.log_disparity) and xp.n == 2
+    assert set(s.level) == {1, 2} and len(s) == 2 + 2 + 4
+
+
+def test_subgroups_compare_within_model():
+    a = _toy()
+    b = _toy().assign(model="n", deviated=1 - _toy().deviated)
+    s = subgroups(pd.concat([a, b]), ["a"], levels=(1,))
+    m = s.set_index(["model", "subgroup"])
+    assert m.loc[("m", "a=x"), "log_disparity"] == pytest.approx(-m.loc[("n", "a=x"), "log_disparity"])
+
+
+def test_deviation_metric_step_function():
+    vals = [0.0, 0.5, 1.0]
+    assert deviation_metric(vals, 0.0) == pytest.approx(0.5)
+    assert deviation_metric(vals, 0.5) == pytest.approx(1 / 3)
+    # numerical integration of the empirical quantile function Q(p) = x_(ceil(n p))
+    x = np.sort(vals)
+    p = (np.arange(300000) + 0.5) / 300000
+    q = x[np.ceil(p * x.size).astype(int) - 1]
+    for c in (0.0, 0.25, 0.5, 0.9):
+        assert deviation_metric(vals, c) == pytest.approx(np.mean(np.abs(q - c)), abs=1e-4)
+
+
+def test_deviation_metric_area_over_ecdf():
+    rng = np.random.default_rng(0)
+    v = rng.uniform(size=25)
+    x, f = ecdf(v)
+    # area between the eCDF and 1 over [0, 1]: sum of (1 - F) on each step
+    grid = np.linspace(0, 1, 200001)
+    F = np.searchsorted(x, grid, side="right") / x.size
+    assert deviation_metric(v) == pytest.approx(np.trapezoid(1 - F, grid), abs=1e-4)
+
+
+def test_ks_tests_and_dm_table():
+    sub = pd.DataFrame({"model": ["a", "a", "b", "b"], "level": 1, "factors": "f",
+                        "deviation_rate": [0.1, 0.2, 0.3, 0.4]})
+    k = ks_tests(sub).iloc[0]
+    assert k.ks_statistic == pytest.approx(1.0)
+    assert k.p_value == pytest.approx(stats.ks_2samp([0.1, 0.2], [0.3, 0.4]).pvalue)
+    dm = deviation_metric_table(sub).set_index("model")
+    assert dm.loc["a", "deviation_metric"] == pytest.approx(0.15)
