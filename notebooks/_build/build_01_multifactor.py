@@ -4,18 +4,7 @@ from pathlib import Path
 
 import nbformat as nbf
 
-cells = []
-
-
-def md(s):
-    cells.append(nbf.v4.new_markdown_cell(s.strip("\n")))
-
-
-def code(s, tags=None):
-    c = nbf.v4.new_code_cell(s.strip("\n"))
-    if tags:
-        c.metadata["tags"] = tags
-    cells.append(c)
+from cells import cells, code, md  # noqa: E402  (sibling module; run as a script)
 
 
 md(r"""

@@ -1,24 +1,13 @@
 """Generate notebooks/02_calm.ipynb (clean, no outputs). Run from the repository root:
 
-    /work/main/.venv/bin/python notebooks/_build/build_02.py
+    .venv/bin/python notebooks/_build/build_02.py
 """
 
 from pathlib import Path
 
 import nbformat as nbf
 
-cells = []
-
-
-def md(s):
-    cells.append(nbf.v4.new_markdown_cell(s.strip("\n")))
-
-
-def code(s, tags=None):
-    c = nbf.v4.new_code_cell(s.strip("\n"))
-    if tags:
-        c.metadata["tags"] = tags
-    cells.append(c)
+from cells import cells, code, md  # noqa: E402  (sibling module; run as a script)
 
 
 md(r"""
