@@ -1,10 +1,6 @@
 """Generate notebooks/01_multifactor.ipynb (clean, no outputs). Run: python notebooks/_build/build_01_multifactor.py"""
 
-from pathlib import Path
-
-import nbformat as nbf
-
-from cells import cells, code, md  # noqa: E402  (sibling module; run as a script)
+from cells import code, md, write  # noqa: E402  (sibling module; run as a script)
 
 
 md(r"""
@@ -620,10 +616,4 @@ from biaslab.outputs import watermark
 print(watermark())
 """)
 
-nb = nbf.v4.new_notebook()
-nb.cells = cells
-nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-nb.metadata["language_info"] = {"name": "python"}
-path = Path(__file__).resolve().parents[1] / "01_multifactor.ipynb"
-nbf.write(nb, path)
-print(f"wrote {path}")
+write("01_multifactor.ipynb")

@@ -3,11 +3,7 @@
     .venv/bin/python notebooks/_build/build_03.py
 """
 
-from pathlib import Path
-
-import nbformat as nbf
-
-from cells import cells, code, md  # noqa: E402  (sibling module; run as a script)
+from cells import code, md, write  # noqa: E402  (sibling module; run as a script)
 
 
 md(r"""
@@ -628,11 +624,4 @@ from biaslab.outputs import watermark
 print(watermark())
 """)
 
-nb = nbf.v4.new_notebook()
-nb.cells = cells
-nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-nb.metadata["language_info"] = {"name": "python"}
-path = Path(__file__).resolve().parents[1] / "03_crows_pairs_bayes.ipynb"
-nbf.validate(nb)
-nbf.write(nb, path)
-print(f"wrote {path}")
+write("03_crows_pairs_bayes.ipynb")

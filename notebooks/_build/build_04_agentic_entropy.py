@@ -1,21 +1,15 @@
 """Writes notebooks/04_agentic_entropy.ipynb (clean, no outputs). Run: python notebooks/_build/build_04_agentic_entropy.py"""
 
-from pathlib import Path
-
-import nbformat as nbf
-
-cells = []
+import cells as _cells
+from cells import write
 
 
 def md(s):
-    cells.append(nbf.v4.new_markdown_cell(s.strip()))
+    _cells.md(s, strip=None)
 
 
 def code(s, tags=None):
-    c = nbf.v4.new_code_cell(s.strip())
-    if tags:
-        c.metadata["tags"] = tags
-    cells.append(c)
+    _cells.code(s, tags, strip=None)
 
 
 md(r"""
@@ -414,11 +408,4 @@ from biaslab.outputs import watermark
 print(watermark())
 """)
 
-nb = nbf.v4.new_notebook()
-nb.cells = cells
-nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-nb.metadata["language_info"] = {"name": "python"}
-path = Path(__file__).resolve().parents[1] / "04_agentic_entropy.ipynb"
-nbf.validate(nb)
-nbf.write(nb, path)
-print(f"wrote {path}")
+write("04_agentic_entropy.ipynb")

@@ -28,7 +28,7 @@ from .. import paths
 from . import labels as labels_mod
 from .batching import default_token_budget, run_batches
 from .cache import ScoreCache
-from .causal import Head, Request, score_batch, score_packed
+from .causal import Head, Request, _lcp, score_batch, score_packed
 from .generation import generate_batch, row_seed
 
 log = logging.getLogger(__name__)
@@ -66,14 +66,6 @@ class _MemoryCache:
 
     def __len__(self):
         return len(self._d)
-
-
-def _lcp(a: Sequence[int], b: Sequence[int]) -> int:
-    n = min(len(a), len(b))
-    i = 0
-    while i < n and a[i] == b[i]:
-        i += 1
-    return i
 
 
 def group_by_prefix(seqs: Sequence[Sequence[int]], min_shared: int = 4) -> list[tuple[list[int], list[int]]]:
