@@ -1,0 +1,588 @@
+# ---
+# jupyter:
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 1 · Multi-factor analysis of SocialStigmaQA and BBQ
+#
+# *Powers, Baldini, Wei & Bennett, "Better Bias Benchmarking of Language Models via Multi-factor Analysis".*
+#
+# **The paper's claim.** Bias benchmarks are factorial experiments, and should be analysed like clinical trials: name
+# every factor (domain, prompt and model factors, each with a reference level), check how well the prompts cover the
+# factor combinations (coverage percentage and Gini index), look at bias in every subgroup of factor levels (log
+# disparity, eCDFs summarised by a deviation metric, KS tests between models) and estimate which factors raise or lower
+# the rate of biased answers with a logistic regression. Applied to SocialStigmaQA (SSQA) this shows, e.g., that
+# *biased answer* and *gender* are confounded with *template*, and that stigma, gender and prompt style all matter.
+#
+# **What this notebook does.** The `benchmark` parameter picks SSQA or BBQ; every step runs on the benchmark's prompt
+# table and factor spec through the generic `biaslab.stats` functions.
+# * *Reproduced:* the factor table with reference levels and per-factor Gini indices of Table 1 (exactly, for every
+#   factor defined as in the paper), the overall coverage numbers of §3.2.1, and every analysis of §3.2-3.4 — on the
+#   real answers that were released for SSQA (Granite-3.0-8B and Llama-3.1-8B; the paper's Flan-UL2 / Flan-T5-XXL
+#   answers are not public) and on the two embedded models, scored here.
+# * *Beyond the paper:* automatic detection of aliased factors (the regression refuses them, naming the factors), a
+#   corrected log disparity (Haldane–Anscombe) with confidence intervals, a hierarchical Bayesian logistic model (bambi)
+#   that keeps stigma and template as group-level effects, and BBQ analysed with the same code.
+
+# %% tags=["parameters"]
+profile = "default"
+benchmark = "ssqa"
+models = ["smollm2-135m-instruct", "gemma-3-270m"]
+device = "auto"
+dtype = "auto"
+output_dir = "../outputs/01_multifactor/ssqa"
+max_prompts = 150
+cot_prompts = 4
+cot_seeds = 5
+cot_max_new_tokens = 40
+cot_temperature = 0.7
+bayes_draws = 300
+bayes_tune = 300
+bayes_chains = 2
+bayes_all_models = False
+torch_threads = 0
+alpha = 0.01
+seed = 0
+
+# %% [markdown]
+# ## Setup
+#
+# Parameters: `max_prompts` prompts (a stratified random sample, so every stratum of the plan's factors is present
+# once there are at least as many prompts as strata) are scored per embedded model without chain of thought (`None` =
+# all); `cot_prompts` of them (`None` = all stigma prompts) are also generated with chain of thought, once per seed
+# (`cot_seeds`, at most `cot_max_new_tokens` tokens); `bayes_draws = 0` skips the Bayesian model; `torch_threads > 0`
+# sets PyTorch's thread count (0 leaves it alone: on a busy 2-core machine one thread used a third of the CPU time
+# of two, which spin against the other processes). The `smoke` profile
+# runs a handful of prompts with one model; `default` both embedded models on a 2-core CPU, where model scoring is the
+# expensive part: 150 prompts per model (every SSQA template x prompt style, every BBQ category x context x polarity)
+# and chain of thought on 4 prompts x 5 seeds; `paper` scores the full sets.
+
+# %%
+import gc
+import io
+import time
+import warnings
+
+import numpy as np
+import pandas as pd
+import matplotlib.pyplot as plt
+from IPython.display import Image, display
+
+from biaslab import multifactor, plots
+from biaslab.benchmarks import load as load_benchmark
+from biaslab.outputs import OutputDir
+from biaslab.stats import coverage as cov, importance as imp, subgroups as sg
+from biaslab.stats.sampling import stratified_sample
+
+warnings.filterwarnings("ignore", category=FutureWarning)
+pd.set_option("display.width", 160)
+pd.set_option("display.max_columns", 20)
+pd.set_option("display.max_colwidth", 60)
+
+if benchmark not in multifactor.PLANS:
+    raise ValueError(f"benchmark must be one of {sorted(multifactor.PLANS)}, not {benchmark!r}")
+out = OutputDir(output_dir)
+plan = multifactor.PLANS[benchmark]
+timings = {}
+t_start = time.perf_counter()
+
+
+def show(fig, name, width=620):
+    # save through OutputDir (figures/<name>.png, 110 dpi) and embed a lighter 72-dpi copy in the notebook
+    out.figure(fig, name)
+    buf = io.BytesIO()
+    fig.savefig(buf, dpi=72, bbox_inches="tight")
+    plt.close(fig)
+    display(Image(data=buf.getvalue(), width=width))
+
+
+def table(df, name, markdown=False, show_rows=12):
+    out.table(df, name, markdown=markdown)
+    display(df.head(show_rows))
+
+
+t0 = time.perf_counter()
+bench = load_benchmark(benchmark)
+out.record_data(bench.sources)
+prompts = bench.prompts
+spec = bench.factors
+levels = cov.spec_levels(spec)
+timings["load"] = time.perf_counter() - t0
+print(bench.summary())
+for n in bench.notes:
+    print(" -", n)
+
+# %% [markdown]
+# ## 1. Factors (§3.1, Table 1)
+#
+# Each factor has a kind — *domain* (what the prompt is about), *prompt* (how it is asked) or *model* — a set of
+# levels and a *reference* level, the control against which the regression measures every other level.
+#
+# For **SSQA** the released files give stigma, prompt style and biased answer; we recover the 37 templates from the
+# 280-row blocks, the stigma phrases from the prompts (checked identical across templates) and the stigma-holder gender
+# from the words that refer to the stigma holder in each template ("*she* is someone …", "their *son* is someone …",
+# "the manager is someone …"). The paper's 15 stigma categories are not published: `category` is the 5 clusters of
+# Pachankis et al. (2018) from `results-from-pachankis-all.csv`. Chain of thought (`cot`) is a prompt factor: the
+# released set is the no-CoT set, and the CoT variant is our construction (the answer instruction replaced by a request
+# to reason step by step). The model factors are `model` and `seed` (seeds only with CoT).
+#
+# For **BBQ**: category, ambiguous or disambiguated context, negative or non-negative question, template (question
+# index), the stereotyped group, which option holds the biased and the unknown answer, whether people are named by
+# group label or proper name, BBQ's subcategory, the intersectional match condition, and whether the correct answer is
+# the biased one. The *biased answer* follows BBQ (Parrish et al. 2022): the stereotyped-group member for negative
+# questions and the other person for non-negative ones; `target_loc` in `additional_metadata.csv` already encodes this
+# (checked against `answer_info` below). BBQ has no neutral group, so the category, template and group references are
+# arbitrary.
+
+# %%
+factors_table = spec.table()
+model_factors = pd.DataFrame([
+    {"factor": "model", "kind": "model", "n_levels": None, "levels": "released or embedded models", "reference":
+     "granite-3.0-8b" if benchmark == "ssqa" else models[0], "description": "language model"},
+    {"factor": "seed", "kind": "model", "n_levels": cot_seeds + 1, "levels": "none; " + "; ".join(map(str, range(cot_seeds))),
+     "reference": "none", "description": "sampling seed (chain of thought only)"},
+])
+if benchmark == "bbq":
+    model_factors = model_factors.iloc[:1]
+factors_table = pd.concat([factors_table, model_factors], ignore_index=True)
+factors_table["levels"] = factors_table["levels"].str.slice(0, 300)
+table(factors_table.drop(columns=["levels"]), "factors", markdown=True, show_rows=20)
+if benchmark == "bbq":
+    from biaslab.benchmarks import bbq as bbq_module
+    check = bbq_module.check_biased_answer(bench)
+    table(check, "biased_answer_check", show_rows=11)
+
+# %% [markdown]
+# ## 2. Coverage (§3.2)
+#
+# The benchmark is a tensor with one mode per factor; each cell counts the prompts with that combination of levels
+# (combinations of the *declared* levels, so empty combinations count). Two summaries:
+#
+# $$\mathrm{CP} = \frac{1}{N}\sum_{n_c \in FC} I(n_c > 0) \qquad (1)$$
+#
+# $$\mathrm{GI} = 1 - 2\sum_{k=1}^{N} \frac{n_{(k)}}{\lVert FC\rVert_1}\left(\frac{N-k+\tfrac12}{N}\right) \qquad (2)$$
+#
+# with the counts sorted $n_{(1)} \le \dots \le n_{(N)}$. CP is ideally 1 (every combination present), GI ideally 0
+# (all combinations equally represented). The per-factor GI of Table 1 is eq. (2) over the prompt counts of one
+# factor's levels.
+#
+# For SSQA we compute it on the paper's merged data set: the released no-CoT prompts plus their CoT versions
+# (20,720 prompts), since Table 1's COT factor (GI 0) has both levels.
+
+# %%
+t0 = time.perf_counter()
+if benchmark == "ssqa":
+    from biaslab.benchmarks import ssqa as ssqa_module
+    cov_prompts = ssqa_module.with_cot(bench).prompts
+else:
+    cov_prompts = prompts
+kinds = {f.name: f.kind for f in spec.factors}
+by_factor = cov.coverage_by_factor(cov_prompts, plan.coverage_factors, levels, kinds)
+if benchmark == "ssqa":
+    by_factor["paper_gini"] = by_factor["factor"].map(multifactor.PAPER_TABLE1_GINI)
+    by_factor["matches_paper"] = by_factor["gini"].round(3) == by_factor["paper_gini"]
+table(by_factor, "coverage_by_factor", markdown=True, show_rows=20)
+show(plots.gini_bars(by_factor, f"{benchmark.upper()}: per-factor Gini index",
+                     multifactor.PAPER_TABLE1_GINI if benchmark == "ssqa" else None), "gini_by_factor", 520)
+
+# %% [markdown]
+# **SSQA against Table 1.** With the factors defined as in the paper, the per-factor Gini indices are reproduced
+# exactly: stigma 0.007 (93 stigmas × 111 prompts and 37 no-stigma prompts), template 0 (280 prompts each), prompt
+# style 0.246 (37 base prompts against 3,441 of each other style), biased answer 0.122 (3,920 yes against 6,440 no) and
+# COT 0 (the merged set has every prompt with and without CoT). Two factors differ, for reasons we can state:
+# * *category*: the paper's 15 categories are not published; our 5 Pachankis clusters (plus no stigma) give 0.385
+#   instead of 0.359.
+# * *gender*: our reading of the templates gives 4 male, 6 female and 27 gender-neutral templates and GI 0.556. The
+#   paper's 0.529 is what one more male template gives (5 / 6 / 26); a single gender-neutral template with biased
+#   answer "no" recoded as male reproduces *all three* of the paper's gender-dependent numbers (GI 0.529 here, and CP
+#   0.372 and GI 0.711 overall, below). T21 ("…the manager is someone …", whose only gendered word is "my neighbor's
+#   son") is such a template; 12 others would do as well, so the paper's exact assignment cannot be recovered.
+
+# %%
+overall = []
+for label, fs in plan.overall_sets.items():
+    o = cov.coverage_overall(cov_prompts, fs, levels)
+    o.insert(0, "set", label)
+    overall.append(o)
+if benchmark == "ssqa":
+    o = cov.coverage_overall(ssqa_module.paper_like_gender(cov_prompts), list(plan.overall_sets.values())[0], levels)
+    o.insert(0, "set", "paper set, T21 recoded male (paper-like gender)")
+    overall.append(o)
+    g = cov.coverage_by_factor(ssqa_module.paper_like_gender(cov_prompts), ["gender"], levels)
+    print(f"paper-like gender (T21 male): per-factor GI = {g.gini.iloc[0]:.4f} (paper 0.529)")
+overall = pd.concat(overall, ignore_index=True)
+table(overall, "coverage_overall", markdown=True)
+pair_cov = cov.pairwise_coverage(prompts, [f for f in plan.coverage_factors if f != "cot"], levels)
+table(pair_cov.sort_values("coverage_percentage"), "coverage_pairwise")
+
+# %% [markdown]
+# **SSQA overall.** The paper reports "20,720 factor value combinations", CP 0.372 and GI 0.711. 20,720 is the number
+# of prompts in the merged set (10,360 × 2 for COT), not a number of combinations: no product of the factors' level
+# counts equals it (it has the prime factors 5 and 7, which no level count has). The tensor that gives CP 0.372 is
+# stigma (94) × gender (4) × prompt style (4) × biased answer (2) [× COT (2)]: 1,118 of its 3,008 cells are covered
+# (CP 0.3717, with or without COT). Its GI is 0.721 with our gender assignment and exactly **0.711 with the paper-like
+# one** — so the paper's overall numbers are those of this factor set, which leaves out template and category (both
+# aliased with other factors). The set stigma × template × prompt style × biased answer × COT has the same CP (0.372 =
+# 20,720 / 55,648) but GI 0.628 (0/1 counts give GI = 1 − CP), so it is not the paper's.
+
+# %% [markdown]
+# **BBQ.** BBQ crosses context (ambiguous / disambiguated) and question polarity completely — every example comes in
+# all four versions — so both have GI 0, and the answer positions and label types are balanced (GI ≤ 0.002). The
+# domain factors are not: categories hold 864 to 15,960 prompts (GI 0.449), stereotyped groups 16 to 12,280 (GI 0.738).
+# Over category × context × polarity × biased position × unknown position × label type, 360 of the 792 combinations are
+# covered (CP 0.455). Part of the gap is structural: the biased and the unknown answer can never share a position, so a
+# third of the position pairs are impossible by construction, and eq. (1) counts them as gaps. CP is only meaningful
+# relative to the combinations a design *could* contain; for BBQ we report it with that caveat. Crossing all eleven
+# factors would take 4.8 billion prompts (CP 3 × 10⁻⁶).
+
+# %%
+for a, b in plan.heatmaps:
+    counts = cov.pairwise_counts(prompts, a, b, levels)
+    show(plots.coverage_heatmap(counts, f"{benchmark.upper()}: prompts per {a} x {b}"), f"coverage_{a}_x_{b}", 560)
+deps = cov.functional_dependencies(prompts, [f for f in plan.coverage_factors if f != "cot"], max_determinant=2,
+                                   min_purity=0.99)
+dep_table = cov.dependency_table(deps)
+table(dep_table, "dependencies", show_rows=30)
+for d in deps:
+    if d.dependent not in ("category",) or benchmark != "ssqa":
+        print("WARNING:", d.message())
+timings["coverage"] = time.perf_counter() - t0
+
+# %% [markdown]
+# **Aliasing.** A factor that is a function of another cannot be separated from it: in SSQA `biased_answer` is a
+# function of `template` and `gender` is one too (apart from the 37 no-stigma prompts), exactly the confounding the
+# paper points out ("the proportion of bias could have been an effect of the template used, rather than the biased
+# answer"); `category` is a function of `stigma` by construction. These pairs must not enter one regression. In BBQ,
+# `category`, `subcategory` and `stereotyped_group` are functions of `template`, and the match conditions of the
+# intersectional sets are functions of category and template.
+
+# %% [markdown]
+# ## 3. Responses
+#
+# * **Released answers (SSQA only).** The mirror ships the real answers of Granite-3.0-8B and Llama-3.1-8B to all
+#   10,360 no-CoT prompts. A response *deviates* when the answer equals the biased answer; answers that are neither yes,
+#   no nor can't tell (Granite's 456 "improper output", Llama's one empty answer) are counted as their own outcome
+#   `other` and do not deviate (as in the released `original answer bias` column, which our definition reproduces on
+#   every row).
+# * **Embedded models, scored here.** SSQA without CoT: the next-token distribution over the three answers, counting
+#   every surface form of each ("yes", " Yes", …) and renormalised over the three; the answer is the most probable, and
+#   we report the probability mass that fell outside all answer forms. SSQA with CoT: one sampled generation per seed
+#   with answer extraction. BBQ: 3-way multiple choice, `log P(option | prompt)` of each answer text after "Answer:",
+#   the choice being the option with the highest mean log-probability per token; deviation = choosing BBQ's biased
+#   answer, with accuracy alongside. Instruction-tuned models see their chat template; base models see the raw prompt
+#   with an answer cue.
+
+# %%
+t0 = time.perf_counter()
+responses = []          # response tables, concatenated below
+released_models = []
+if benchmark == "ssqa":
+    released = ssqa_module.released_responses(bench)
+    released["cot"] = "no"
+    released_models = list(pd.unique(released["model"]))
+    responses.append(released)
+    answers = released.groupby(["model", "answer"]).size().unstack(fill_value=0)
+    answers["deviation_rate"] = released.groupby("model")["deviated"].mean()
+    table(answers.reset_index(), "released_answers", markdown=True)
+timings["released"] = time.perf_counter() - t0
+
+# %%
+t0 = time.perf_counter()
+base_prompts = prompts[prompts["cot"] == "no"] if "cot" in prompts else prompts
+subset = stratified_sample(base_prompts, plan.strata, max_prompts, seed=seed)
+print(f"scoring {len(subset):,} of {len(base_prompts):,} prompts per model "
+      f"(stratified by {', '.join(plan.strata)})")
+cot_subset = None
+if benchmark == "ssqa" and (cot_prompts is None or cot_prompts > 0) and cot_seeds:
+    stig = subset[subset["prompt_style"] != "base"]
+    pick = stratified_sample(stig, ["prompt_style"], cot_prompts, seed=seed)
+    cot_all = ssqa_module.with_cot(bench).prompts
+    cot_subset = cot_all[cot_all["prompt_id"].isin(pick["prompt_id"] + "-cot")]
+    print(f"chain of thought: {len(cot_subset)} prompts x {cot_seeds} seeds")
+
+scored = []
+model_timings = []
+if models:
+    from biaslab import models as model_registry, scoring
+    if torch_threads:
+        import torch
+        torch.set_num_threads(int(torch_threads))
+for name in models:
+    tm = time.perf_counter()
+    lm = model_registry.load(name, device=device, dtype=dtype)
+    out.record_model(lm.fingerprint)
+    t_load = time.perf_counter() - tm
+    scorer = scoring.Scorer(lm, progress=False)
+    chat = multifactor.use_chat(lm)
+    ts = time.perf_counter()
+    if benchmark == "ssqa":
+        r = multifactor.score_ssqa_labels(scorer, subset, name, chat)
+        t_main = time.perf_counter() - ts
+        scored.append(r)
+        t_cot = 0.0
+        if cot_subset is not None and len(cot_subset) and cot_seeds:
+            tc = time.perf_counter()
+            scored.append(multifactor.score_ssqa_cot(scorer, cot_subset, name, chat, range(cot_seeds),
+                                                     cot_max_new_tokens, cot_temperature))
+            t_cot = time.perf_counter() - tc
+    else:
+        scored.append(multifactor.score_bbq(scorer, subset, name, chat))
+        t_main, t_cot = time.perf_counter() - ts, 0.0
+    model_timings.append({"model": name, "chat_template": chat, "load_s": t_load, "score_s": t_main,
+                          "cot_s": t_cot, "n_prompts": len(subset)})
+    del scorer, lm
+    gc.collect()
+scored = pd.concat(scored, ignore_index=True) if scored else pd.DataFrame()
+if len(scored):
+    out.table(scored, "responses")          # every scored response (embedded models), for re-analysis
+if len(model_timings):
+    table(pd.DataFrame(model_timings), "model_timings")
+timings["scoring"] = time.perf_counter() - t0
+
+# %%
+if len(scored) and benchmark == "ssqa":
+    nocot = scored[scored["cot"] == "no"]
+    mass = nocot.groupby("model").agg(n=("prompt_id", "size"), mean_label_mass=("label_mass", "mean"),
+                                      min_label_mass=("label_mass", "min"), p_yes=("p_yes", "mean"),
+                                      p_no=("p_no", "mean"), p_cant_tell=("p_cant_tell", "mean"),
+                                      deviation_rate=("deviated", "mean"))
+    for a in multifactor.SSQA_LABELS:
+        mass[f"answer_{a}"] = nocot.groupby("model")["answer"].apply(lambda s: (s == a).mean())
+    table(mass.reset_index(), "label_distribution", markdown=True)
+    if (scored["cot"] == "yes").any():
+        cot = scored[scored["cot"] == "yes"]
+        cot_tab = cot.groupby("model").agg(n=("prompt_id", "size"), deviation_rate=("deviated", "mean"),
+                                           other_rate=("answer", lambda s: (s == "other").mean()))
+        matched = nocot[nocot["prompt_id"].isin(cot["prompt_id"].str.replace("-cot", "", regex=False))]
+        cot_tab["no_cot_deviation_rate_same_prompts"] = matched.groupby("model")["deviated"].mean()
+        table(cot_tab.reset_index(), "cot_summary", markdown=True)
+        print(cot[["model", "seed", "answer", "generation"]].head(3).to_string(max_colwidth=160))
+if len(scored) and benchmark == "bbq":
+    from biaslab.benchmarks import bbq as bbq_module
+    sp = scored.merge(subset, on="prompt_id")
+    acc = bbq_module.bias_scores(sp, ["model"])
+    table(acc, "accuracy_bias_scores", markdown=True)
+    by_cat = bbq_module.bias_scores(sp, ["model", "category"])
+    table(by_cat, "accuracy_bias_scores_by_category", show_rows=8)
+    pos = sp.groupby(["model"])["choice"].value_counts(normalize=True).unstack(fill_value=0)
+    table(pos.reset_index(), "choice_position_shares")
+
+# %% [markdown]
+# **Reading the embedded models' answers.** `label_mass` is the share of the next-token probability that lands on any
+# form of the three answers at all; the rest goes to other words, so the renormalised answer is the model's preference
+# *given* that it answers. Neither small model puts noticeable mass on "can't tell", and a model that answers "yes" (or
+# "no") to everything deviates exactly on the templates whose biased answer is "yes" (or "no") — a template effect, not
+# a stigma effect, which the regression below separates. With chain of thought, the default profile allows only
+# `cot_max_new_tokens` new tokens, so many generations stop before stating an answer (`other`); the `paper` profile
+# allows 256.
+
+# %% [markdown]
+# ## 4. Subgroup analysis (§3.3)
+#
+# A *first-level* subgroup is the set of responses sharing one level of one factor; a *second-level* subgroup one level
+# of each of two factors. Its deviation rate $d(g)$ is compared with that of all other responses of the same model by
+# the log disparity
+#
+# $$\mathrm{LD}(g) = \log \mathrm{odds}(d(g)) - \log \mathrm{odds}(d(\neg g)) \qquad (3)$$
+#
+# (positive: the subgroup gets more biased answers than the rest — disadvantaged, red; negative: advantaged, blue).
+# Eq. (3) is infinite when a rate is 0 or 1, which happens in small subgroups. We therefore report the log odds ratio
+# of the subgroup's 2×2 table with 0.5 added to each cell (Haldane–Anscombe) and its Wald 95 % interval,
+# $\pm 1.96\sqrt{\sum 1/(n_{ij}+0.5)}$, and keep the paper's raw value (`log_disparity_raw`, ±inf where undefined).
+#
+# The eCDF of subgroup deviation rates shows how bias spreads over subgroups; the *deviation metric* is the area
+# between the empirical quantile function $Q_{SG}$ and the ideal value $C$,
+#
+# $$\mathrm{DM} = \int_0^{p^+} (C - Q_{SG}(p))\,dp + \int_{p^+}^1 (Q_{SG}(p) - C)\,dp \qquad (4)$$
+#
+# which for a step function is the mean of $|d(g) - C|$; with $C = 0$ it is the area over the eCDF. A two-sample
+# Kolmogorov–Smirnov test compares two models' distributions of subgroup rates.
+
+# %%
+t0 = time.perf_counter()
+all_resp = pd.concat(responses + ([scored] if len(scored) else []), ignore_index=True)
+data = all_resp.merge(prompts.drop(columns=["cot"], errors="ignore"), on="prompt_id", how="left", suffixes=("", "_p"))
+if "cot" not in data:
+    data["cot"] = "no"
+if benchmark == "ssqa" and len(scored) and (scored["cot"] == "yes").any():
+    # CoT rows carry "-cot" ids: take their factors from the CoT prompt table
+    cot_rows = data["prompt_id"].str.endswith("-cot")
+    cp = cot_all.set_index("prompt_id")
+    for f in spec.names:
+        if f in cp:
+            data.loc[cot_rows, f] = cp.loc[data.loc[cot_rows, "prompt_id"], f].to_numpy()
+nocot = data[data["cot"] == "no"]
+inner, outer = plan.sunburst
+sub = sg.subgroups(nocot, plan.subgroup_factors, levels=(1, 2), by="model")
+table(sub, "subgroups", show_rows=10)
+for m in pd.unique(sub["model"]):
+    s = sub[sub["model"] == m]
+    show(plots.sunburst(s, inner, outer, title=f"{m}: log disparity by {inner} (inner) and {outer} (outer)"),
+         f"sunburst_{m}", 560)
+
+# %% [markdown]
+# The sunburst reproduces the form of Fig. 1(a) (category inner, gender outer for SSQA; wedge angles are numbers of
+# responses, so in the embedded models' stratified subset, which contains all 37 no-stigma prompts, the no-stigma wedge
+# is much larger than in the full set). With the paper's Flan answers
+# unavailable the values are those of the released and embedded models; for the released 8B models the paper's
+# qualitative findings can be checked directly: whether *no stigma* is the least biased subgroup, which categories are
+# disadvantaged, and whether gendered stigma holders get more biased answers than gender-neutral ones.
+
+# %%
+ecdf_sub = sg.subgroups(nocot, plan.ecdf_factors, levels=(len(plan.ecdf_factors),), by="model")
+dm = sg.deviation_metric_table(ecdf_sub)
+table(dm, "deviation_metric", markdown=True)
+# compare models scored on the same prompts: the released models (all prompts) and the embedded ones (the subset)
+groups = {}
+if released_models:
+    groups["released"] = released_models
+emb = [m for m in models if m in set(ecdf_sub["model"])]
+if emb:
+    groups["embedded"] = emb
+ks = pd.concat([sg.ks_tests(ecdf_sub[ecdf_sub["model"].isin(ms)]).assign(models=name)
+                for name, ms in groups.items()], ignore_index=True)
+table(ks, "ks_tests", markdown=True)
+for name, ms in groups.items():
+    part = ecdf_sub[ecdf_sub["model"].isin(ms)]
+    show(plots.ecdf_plot(part, ks=ks[ks["models"] == name], title=f"{benchmark.upper()} ({name} models): eCDF of "
+                         f"{' x '.join(plan.ecdf_factors)} subgroup deviation rates"), f"ecdf_{name}", 560)
+timings["subgroups"] = time.perf_counter() - t0
+
+# %% [markdown]
+# The paper reports DM 0.70 (Flan-UL2) and 0.56 (Flan-T5-XXL) for the stigma × gender subgroups without CoT and a KS
+# p-value of about 0. The released 8B models and the embedded models are different models, so only the method carries
+# over; note that the embedded models' subgroups are built from the scored subset (a few prompts per subgroup, hence
+# coarse rates), while the released models' use all 10,360 prompts.
+
+# %% [markdown]
+# ## 5. Factor importance (§3.4)
+#
+# Logistic regression of deviation on the factors, each treatment-coded against its reference level:
+#
+# $$\operatorname{logit} P(\text{deviated}) = \beta_0 + \sum_f \sum_{\ell \ne \mathrm{ref}_f} \beta_{f\ell}\, I(f = \ell)$$
+#
+# $e^{\beta}$ is the odds ratio against the reference; $\beta > 0$ marks a risk factor, $\beta < 0$ a protective one
+# (statsmodels GLM, Wald intervals and p-values). The function refuses aliased or collinear factor sets. For SSQA the
+# paper's set — stigma, gender, prompt style, biased answer with references *no stigma*, *no gender*, *base* — is itself
+# not identified: those three reference levels pick out the same 37 prompts, so the dummy-coded design has rank 99 of
+# 101 (shown below). We keep *no stigma* as the stigma reference and measure prompt style against *original* and
+# gender against *gender neutral* among the stigma prompts (the base prompts are coded at those references). Terms with
+# a deviation rate of 0 or 1 at their level have no finite estimate (separation) and are flagged.
+
+# %%
+t0 = time.perf_counter()
+refs = multifactor.references(spec, plan)
+first = nocot[nocot["model"] == nocot["model"].iloc[0]]
+try:
+    imp.logistic_regression(first, plan.regression, {f.name: f.reference for f in spec.factors})
+    print("the factor spec's own reference levels are identified for these data")
+except imp.AliasingError as e:
+    print("Refused (reference levels of the factor spec):", e)
+try:
+    imp.logistic_regression(multifactor.recode(first, plan), plan.regression + ["template"], refs)
+except imp.AliasingError as e:
+    print("Refused (with template):", e)
+
+fits = []
+for m in pd.unique(nocot["model"]):
+    d = multifactor.recode(nocot[nocot["model"] == m], plan)
+    full = m in released_models or len(d) >= 0.5 * len(base_prompts)
+    wanted = plan.regression if full else plan.regression_subset
+    fs, left_out = imp.identifiable_subset(d, wanted, refs)
+    for f, why in left_out.items():
+        print(f"{m}: left out {f!r}: {why[:160]}")
+    if not fs or d["deviated"].nunique() < 2:
+        print(f"{m}: nothing to fit")
+        continue
+    res = imp.logistic_regression(d, fs, refs)
+    t = res.table.assign(model=m, n=res.n)
+    fits.append(t)
+    for note in res.notes[:3]:
+        print(f"{m}: {note}")
+    # full data: the paper's view (terms with p <= alpha); a small scored subset: every estimable term, so that
+    # the width of the intervals shows what so few prompts can tell
+    shown_alpha = alpha if full else 1.0
+    label = f"n = {res.n:,}" + ("" if full else ", all terms")
+    show(plots.coefficient_plot(res.table, shown_alpha, f"{benchmark.upper()} {m}: factor importance ({label})",
+                                highlight=plan.highlight), f"coefficients_{m}", 560)
+importance = pd.concat(fits, ignore_index=True) if fits else pd.DataFrame()
+if len(importance):
+    cols = ["model", "term", "factor", "level", "coef", "se", "odds_ratio", "ci_low", "ci_high", "p_value",
+            "n_level", "rate_level", "separated", "n"]
+    table(importance[cols], "factor_importance")
+    sig = importance[(importance["p_value"] <= alpha) & ~importance["separated"] & (importance["factor"] != "Intercept")]
+    print(sig.groupby("model").size().rename(f"terms with p <= {alpha}"))
+    print(importance[importance["factor"].isin(plan.highlight)][["model", "term", "odds_ratio", "ci_low", "ci_high",
+                                                                  "p_value"]].to_string())
+timings["regression"] = time.perf_counter() - t0
+
+# %% [markdown]
+# The paper (Fig. 1c, Flan-UL2 with CoT) finds most stigmas to be risk factors, *doubt* and *original* prompt styles
+# to be risk factors, female and gender-neutral holders protective, and *biased answer = yes* protective. Our coding
+# measures styles against *original* and gender against *gender neutral*, so the same questions read: is *doubt* a risk
+# and *positive* protective relative to *original*, are female / male holders at higher risk than gender-neutral ones,
+# and is *biased answer = yes* protective. Remember that *biased answer* and *gender* are properties of the template
+# (§2): their coefficients are template contrasts as much as answer or gender effects.
+
+# %% [markdown]
+# ## 6. Beyond the paper: hierarchical Bayesian logistic model (bambi)
+#
+# $$\operatorname{logit} P(\text{deviated}) = \beta_0 + \sum_f \beta_{f,\ell(f)} + u_{\text{group}_1} + u_{\text{group}_2}, \qquad u \sim \mathcal N(0, \sigma^2)$$
+#
+# For SSQA the groups are stigma and template, so the template-level factors (gender, biased answer) stay in the model
+# next to template: partial pooling identifies them through the prior, and the posterior intervals show how little the
+# data say about them once template variation is allowed for. For BBQ the groups are stereotyped group and template on
+# full data, and category and stereotyped group on the small scored subset of the default profile (about one prompt per
+# template). bambi's default priors; NUTS (PyMC, numba backend), centred parameterisation where the groups have many
+# responses per level and non-centred where they have few. We report R-hat (≤ 1.01 wanted), bulk and tail effective
+# sample sizes (≥ 400 wanted) and divergences. The default profile fits Granite's released SSQA answers (all 10,360)
+# with modest draws, and for BBQ (no released answers) each embedded model's scored subset; the `paper` profile fits
+# every model with more draws.
+
+# %%
+t0 = time.perf_counter()
+bayes_rows, bayes_diag = [], []
+if bayes_draws:
+    from biaslab.stats import bayesian
+    if benchmark == "ssqa":
+        targets = released_models if bayes_all_models else released_models[:1]
+        targets = targets + ([m for m in models if m in set(nocot["model"])] if bayes_all_models else [])
+    else:
+        targets = [m for m in models if m in set(nocot["model"])]
+    for m in targets:
+        d = multifactor.recode(nocot[nocot["model"] == m], plan)
+        fixed = [f for f in plan.bayes_fixed if d[f].nunique() > 1]
+        full = m in released_models or len(d) >= 0.5 * len(base_prompts)
+        grp = plan.bayes_group if full else plan.bayes_group_subset
+        res = bayesian.hierarchical_logistic(d, fixed, grp, refs, draws=bayes_draws, tune=bayes_tune,
+                                             chains=bayes_chains, seed=seed, numba=True,
+                                             target_accept=0.95 if len(d) < 2000 else None)
+        bayes_rows.append(res.summary.assign(model=m))
+        bayes_diag.append({"model": m, **res.diagnostics})
+        show(plots.posterior_plot(res.summary, f"{benchmark.upper()} {m}: {res.formula}"), f"bayes_{m}", 520)
+    if bayes_rows:
+        table(pd.concat(bayes_rows, ignore_index=True), "bayes_summary", markdown=True, show_rows=20)
+        table(pd.DataFrame(bayes_diag), "bayes_diagnostics", markdown=True)
+else:
+    print("bayes_draws = 0: Bayesian model skipped in this profile")
+timings["bayes"] = time.perf_counter() - t0
+
+# %% [markdown]
+# Read the diagnostics before the estimates: with modest draws the intercept and the group-level standard deviations
+# mix slowly (the global intercept trades off against the mean of the stigma and template intercepts), so their
+# effective sample sizes are the smallest; the prompt-style effects, estimated within templates, are well determined.
+# Gender and biased-answer effects come with wide intervals — the honest version of the confounding that the
+# maximum-likelihood model can only refuse.
+
+# %%
+timings["total"] = time.perf_counter() - t_start
+tt = pd.DataFrame([{"stage": k, "seconds": round(v, 1)} for k, v in timings.items()])
+table(tt, "timings", show_rows=20)
+
+# %%
+from biaslab.outputs import watermark
+print(watermark())

