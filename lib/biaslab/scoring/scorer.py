@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import math
+from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -105,6 +106,16 @@ class Scorer:
                  padding_side: str = "left", share_prefixes: bool = True, prefix: str | None = "bos",
                  packing: bool = True):
         self.lm = lm
+        self.served = None
+        if getattr(lm, "backend", "local") == "served":    # computed by a server: see backends/served.py
+            from .backends.served import ServedBackend
+            self.kind, self.progress, self.stats = lm.kind, progress, {}
+            folder = None if cache_dir is False else Path(cache_dir or paths.SCORE_CACHE_DIR)
+            self.cache = _MemoryCache() if folder is None else None
+            self.served = ServedBackend(lm, (lambda fp: _MemoryCache()) if folder is None
+                                        else (lambda fp: ScoreCache(folder, fp)), folder, progress)
+            self.stats = self.served.stats
+            return
         self.model = lm.model
         self.tokenizer = lm.tokenizer
         self.kind = lm.kind
@@ -216,6 +227,8 @@ class Scorer:
         exp(-mean). ``per_token=True`` adds ``tokens`` and ``token_logprobs`` (lists). Causal LMs only; for masked
         LMs use :meth:`pseudo_loglikelihood`.
         """
+        if self.served:
+            return self.served.sequence_logprob(texts, per_token=per_token)
         self._require("causal", "sequence_logprob")
         texts = [str(t) for t in texts]
         settings = self._settings()
@@ -276,7 +289,14 @@ class Scorer:
         """
         prompts = list(prompts)
         opts = self._options_per_prompt(prompts, options)
-        values = self._option_values(self.render(prompts, chat), opts, eos=True)
+        if self.served:
+            if chat:
+                raise ValueError(f"option_logprob(chat=True) on served model {self.lm.name!r}: prompt log-probs "
+                                 "come from /v1/completions, which takes text, not chat messages; pass the "
+                                 "model's chat-formatted text with chat=False, or use label_distribution(chat=True)")
+            values = self.served.option_values([str(p) for p in prompts], opts)
+        else:
+            values = self._option_values(self.render(prompts, chat), opts, eos=True)
         rows = []
         for i, (os_, vals) in enumerate(zip(opts, values)):
             for j, (o, (s, n)) in enumerate(zip(os_, vals)):
@@ -360,6 +380,8 @@ class Scorer:
         model ignores the answer format). A form whose tokens begin another form's tokens contains that form's
         probability too ("1" and "10"); give such labels explicit forms.
         """
+        if self.served:
+            return self.served.label_distribution(prompts, labels, chat=bool(chat))
         forms = labels_mod.label_forms(labels)
         flat = [f for fs in forms.values() for f in fs]
         prompts = list(prompts)
@@ -378,6 +400,11 @@ class Scorer:
         results are cached; unseeded samples are not.
         """
         prompts = list(prompts)
+        if self.served:
+            if do_sample:
+                raise ValueError("served generation is greedy (temperature 0, seeded) so that it can be cached "
+                                 "and reproduced; do_sample=True is not supported on served models")
+            return self.served.generate(prompts, max_new_tokens, stop, seed=seed, chat=bool(chat))
         stop = [stop] if isinstance(stop, str) else list(stop or [])
         rendered = self.render(prompts, chat)
         if self.kind == "seq2seq":
@@ -422,6 +449,14 @@ class Scorer:
         from .masked import crows_pairs_pll
         self._require("masked", "crows_pairs_pll")
         return crows_pairs_pll(self, list(sent_more), list(sent_less))
+
+    def require(self, *capabilities: str, why: str = "") -> None:
+        """State what an analysis needs before its first request: ``"prompt_logprobs"`` (sequence and option
+        scores), ``"top_logprobs"`` / ``"chat_top_logprobs"`` (label distributions), ``"generate"``, ``"chat"``.
+        In-process models have them all; a served model is probed once and a missing one raises at once with the
+        model, the capability and the way out."""
+        if self.served:
+            self.served.require(list(capabilities), why)
 
     def _require(self, kind: str, method: str) -> None:
         if self.kind != kind:

@@ -1,0 +1,431 @@
+"""The served backend: the Scorer's four methods computed by an OpenAI-compatible server.
+
+- ``sequence_logprob`` / ``option_logprob``: ``/v1/completions`` with ``echo`` + ``logprobs`` (prompt log-probs).
+  The scored span is located by the server's ``text_offset`` values, never by tokenizing locally: offsets are
+  anchored at the end of the echoed text (servers differ in whether a special prefix token counts in the offsets).
+  ``prefix`` (spec) is the context put before each text, as the in-process engine puts the BOS token. Servers that
+  give the first echoed token no log-prob (llama.cpp, the OpenAI convention) get it from one cached request: the
+  next-token distribution after the prefix alone.
+- ``label_distribution``: the next token's ``top_logprobs`` (completions, or chat with ``chat=True``); every surface
+  form that is one returned token counts; a label none of whose forms is in the top-k is *not* set to 0: it gets the
+  upper bound min(k-th probability, 1 - top-k mass) and is counted in ``n_labels_outside_topk`` (with a warning).
+- ``generate``: temperature 0 and ``seed``; each response's ``system_fingerprint`` is recorded.
+
+Every response is validated, then written to the score cache keyed by (server-reported model id, endpoint, request
+body) before it is used: a killed run resumes without repeating a request and a re-run sends none.
+Capabilities (``prompt_logprobs``, ``top_logprobs``, ``chat_top_logprobs``, ``generate``, ``chat``) are probed once
+per model and cached next to the scores.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import math
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+import pandas as pd
+
+from .. import labels as labels_mod
+from .client import ClientConfig, EndpointMissing, Request, ServedError, get_json, run_requests
+
+log = logging.getLogger(__name__)
+
+CAPABILITIES = ("prompt_logprobs", "top_logprobs", "chat_top_logprobs", "generate", "chat")
+#: The way out, per missing capability (said in the early error).
+WAY_OUT = {
+    "prompt_logprobs": "chat models on api.openai.com do not return prompt log-probabilities; use the preference "
+                       "scheme (label_distribution / generate), or serve the model with vLLM or llama.cpp "
+                       "(/v1/completions with echo and logprobs)",
+    "top_logprobs": "serve the model with an engine whose /v1/completions returns logprobs (vLLM, llama.cpp), or "
+                    "use chat=True if its chat endpoint returns top_logprobs",
+    "chat_top_logprobs": "use chat=False with a completions endpoint that returns logprobs, or generate answers",
+    "generate": "the server answers neither /v1/completions nor /v1/chat/completions",
+    "chat": "the server has no /v1/chat/completions; pass chat=False",
+}
+
+
+class CapabilityError(ServedError):
+    pass
+
+
+def _digest(obj: Any) -> str:
+    return hashlib.sha256(json.dumps(obj, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+class ServedBackend:
+    """Computes the Scorer's methods through a server. ``cache`` is the Scorer's cache for this model; the probe
+    results live in ``probe_dir/served-probes.json``."""
+
+    def __init__(self, lm, cache_factory, probe_dir: Path | None, progress: bool = True):
+        self.lm = lm
+        self.spec = lm.spec
+        self.progress = progress
+        self.cfg = ClientConfig(base_urls=list(self.spec.base_urls), api_key_env=self.spec.api_key_env,
+                                max_concurrency=self.spec.max_concurrency,
+                                requests_per_minute=self.spec.requests_per_minute,
+                                tokens_per_minute=self.spec.tokens_per_minute, timeout_s=self.spec.timeout_s,
+                                max_retries=self.spec.max_retries)
+        self.probe_path = Path(probe_dir) / "served-probes.json" if probe_dir else None
+        self._probe: dict | None = None
+        self._cache_factory = cache_factory
+        self._cache = None
+        self.stats = self.cfg.stats
+        self.usage = lm.fingerprint.setdefault("usage", {"prompt_tokens": 0, "completion_tokens": 0, "requests": 0})
+        self.system_fingerprints: set = set()
+
+    # ---------------------------------------------------------------------------------- capabilities ---
+    def _probe_key(self) -> str:
+        return _digest([self.spec.base_urls[0], self.spec.model])
+
+    def probe(self) -> dict:
+        """Which capabilities the server has (one small request each, once per model; cached on disk)."""
+        if self._probe is not None:
+            return self._probe
+        key = self._probe_key()
+        stored = {}
+        if self.probe_path and self.probe_path.exists():
+            try:
+                stored = json.loads(self.probe_path.read_text())
+            except ValueError:
+                stored = {}
+        if key in stored:
+            self._probe = stored[key]
+        else:
+            self._probe = self._run_probe()
+            if self.probe_path:
+                stored[key] = self._probe
+                self.probe_path.parent.mkdir(parents=True, exist_ok=True)
+                tmp = self.probe_path.with_suffix(".tmp")
+                tmp.write_text(json.dumps(stored, indent=1))
+                tmp.replace(self.probe_path)
+        self.lm.fingerprint["served_model_id"] = self._probe["model_id"]
+        self.lm.fingerprint["capabilities"] = {c: self._probe[c] for c in CAPABILITIES}
+        return self._probe
+
+    def _post_once(self, path: str, body: dict):
+        box: dict = {}
+        run_requests(self.cfg, [Request(path, body, 8, f"capability probe {path}")],
+                     lambda i, r: box.setdefault("r", r))
+        return box["r"]
+
+    def _run_probe(self) -> dict:
+        models = get_json(self.cfg, "/models")
+        ids = [m.get("id") for m in (models.get("data") or []) if isinstance(m, dict)]
+        model_id = self.spec.model
+        if ids and model_id not in ids:
+            if len(ids) == 1:   # a one-model server (llama.cpp) serves it whatever the request names
+                model_id = ids[0]
+            else:
+                raise ServedError(f"the server at {self.spec.base_urls[0]} serves {ids[:10]}, not "
+                                  f"{self.spec.model!r}: set 'model' in the spec to one of them")
+        res = {"model_id": model_id, "listed": ids[:20]}
+        m = {"model": self.spec.model}
+        try:
+            r = self._post_once("/completions", {**m, "prompt": self.spec.prefix + "Hello world, this is",
+                                                 "max_tokens": 1, "echo": True, "logprobs": 1, "temperature": 0})
+            lp = (r.get("choices") or [{}])[0].get("logprobs") or {}
+            vals = [v for v in lp.get("token_logprobs") or [] if v is not None]
+            res["prompt_logprobs"] = len(vals) >= 2 and len(lp.get("text_offset") or []) == len(lp["token_logprobs"])
+            tops = [t for t in lp.get("top_logprobs") or [] if t]
+            res["top_logprobs"] = bool(tops) and isinstance(tops[-1], dict)
+            res["generate"] = True
+        except (EndpointMissing, ServedError) as exc:
+            log.info("completions probe: %s", exc)
+            res.update(prompt_logprobs=False, top_logprobs=False, generate=False)
+        if not res["top_logprobs"]:
+            try:
+                r = self._post_once("/completions", {**m, "prompt": "Hello", "max_tokens": 1, "logprobs": 5,
+                                                     "temperature": 0})
+                tops = ((r.get("choices") or [{}])[0].get("logprobs") or {}).get("top_logprobs") or []
+                res["top_logprobs"] = bool(tops) and isinstance(tops[0], dict) and len(tops[0]) >= 2
+            except ServedError:
+                pass
+        try:
+            r = self._post_once("/chat/completions", {**m, "messages": [{"role": "user", "content": "Hello"}],
+                                                      "max_tokens": 1, "logprobs": True, "top_logprobs": 5,
+                                                      "temperature": 0})
+            res["chat"] = True
+            content = ((r.get("choices") or [{}])[0].get("logprobs") or {}).get("content") or []
+            res["chat_top_logprobs"] = bool(content) and len(content[0].get("top_logprobs") or []) >= 2
+        except ServedError as exc:
+            log.info("chat probe: %s", exc)
+            res.update(chat=False, chat_top_logprobs=False)
+        res["generate"] = res["generate"] or res["chat"]
+        return res
+
+    def require(self, capabilities: Sequence[str], why: str = "") -> None:
+        """Fail before any scoring request when the server lacks one of ``capabilities``."""
+        have = self.probe()
+        for cap in capabilities:
+            if cap not in CAPABILITIES:
+                raise ValueError(f"unknown capability {cap!r}; known: {CAPABILITIES}")
+            if not have.get(cap):
+                raise CapabilityError(
+                    f"model {self.lm.name!r} (served at {self.spec.base_urls[0]}) lacks capability {cap!r}"
+                    f"{' needed by ' + why if why else ''}: {WAY_OUT[cap]}")
+
+    # ------------------------------------------------------------------------------------- requests ---
+    @property
+    def cache(self):
+        if self._cache is None:
+            self._cache = self._cache_factory({"name": self.lm.name, "kind": "causal", "dtype": "served",
+                                               "device": "server",
+                                               "weights_sha256": "served-" + _digest(self.probe()["model_id"])})
+        return self._cache
+
+    def fetch(self, reqs: list[Request], desc: str, validate) -> list[dict]:
+        """Responses for ``reqs``: cached ones read back, the rest sent, validated and cached one by one."""
+        model_id = self.probe()["model_id"]
+        keys = [self.cache.key("http", {"model": model_id}, [r.path, r.body]) for r in reqs]
+        found = self.cache.get_many(keys)
+        todo = list({k: i for i, k in enumerate(keys) if k not in found}.values())
+        if todo:
+            from tqdm import tqdm
+            bar = tqdm(total=len(todo), desc=f"{self.lm.name}: {desc}", disable=not self.progress, leave=False,
+                       dynamic_ncols=True)
+
+            def on_response(j, resp):
+                k = keys[todo[j]]
+                self.cache.put_many({k: resp}, "http")
+                found[k] = resp
+                self._account(resp)
+
+            try:
+                run_requests(self.cfg, [reqs[i] for i in todo], on_response, validate, bar)
+            finally:
+                bar.close()
+        return [found[k] for k in keys]
+
+    def _account(self, resp: dict) -> None:
+        u = resp.get("usage") or {}
+        self.usage["requests"] += 1
+        self.usage["prompt_tokens"] += int(u.get("prompt_tokens") or 0)
+        self.usage["completion_tokens"] += int(u.get("completion_tokens") or 0)
+        if self.spec.price_per_million:
+            price = dict(self.spec.price_per_million)
+            self.usage["cost_usd"] = round((self.usage["prompt_tokens"] * price.get("prompt", 0)
+                                            + self.usage["completion_tokens"] * price.get("completion", 0)) / 1e6, 6)
+        if resp.get("system_fingerprint"):
+            self.system_fingerprints.add(resp["system_fingerprint"])
+            self.lm.fingerprint["system_fingerprints"] = sorted(self.system_fingerprints)
+
+    def _completion(self, prompt: str, **kw) -> Request:
+        body = {"model": self.spec.model, "prompt": prompt, "temperature": 0, **kw}
+        return Request("/completions", body, cost=len(prompt) // 4 + 1 + int(kw.get("max_tokens", 1)),
+                       name=f"completions {prompt[-60:]!r}")
+
+    # ------------------------------------------------------------------------------- echo log-probs ---
+    @staticmethod
+    def _echo_validate(req: Request, resp: dict) -> None:
+        try:
+            ch = resp["choices"][0]
+            lp = ch["logprobs"]
+            toks, offs, vals = lp["tokens"], lp["text_offset"], lp["token_logprobs"]
+            text = ch["text"]
+        except (KeyError, IndexError, TypeError) as exc:
+            raise ServedError(f"request {req.name}: the response has no echoed prompt log-probabilities "
+                              f"(missing {exc}); does the server support echo with logprobs?") from None
+        if not (len(toks) == len(offs) == len(vals)) or not toks:
+            raise ServedError(f"request {req.name}: tokens, text_offset and token_logprobs differ in length "
+                              "(truncated response)")
+        if not text.startswith(req.body["prompt"]):
+            raise ServedError(f"request {req.name}: the echoed text does not start with the prompt (truncated to "
+                              "the context length, or no echo)")
+
+    def _spans(self, resp: dict, starts: Sequence[int], end: int) -> tuple[list, list]:
+        """Token log-probs with (anchored) offsets in [start, end) for each start; also the straddle flags."""
+        ch = resp["choices"][0]
+        lp = ch["logprobs"]
+        toks, offs, vals = lp["tokens"], lp["text_offset"], lp["token_logprobs"]
+        shift = len(ch["text"]) - (offs[-1] + len(toks[-1]))   # anchor the offsets at the end of the text
+        out, straddle = [], []
+        for start in starts:
+            sel = [(o + shift, v, t) for o, v, t in zip(offs, vals, toks) if start <= o + shift < end]
+            out.append(sel)
+            straddle.append(any(o + shift < start < o + shift + len(t) for o, t in zip(offs, toks)))
+        return out, straddle
+
+    def _opening(self) -> dict:
+        """The next-token distribution after the prefix alone (one cached request), for the first token's log-prob."""
+        req = self._completion(self.spec.prefix, max_tokens=1, logprobs=100000)
+
+        def validate(r, resp):
+            try:
+                resp["choices"][0]["logprobs"]["top_logprobs"][0].items()
+            except (KeyError, IndexError, TypeError, AttributeError):
+                raise ServedError(f"request {r.name}: no top_logprobs in the response") from None
+        try:
+            return self.fetch([req], "opening distribution", validate)[0]["choices"][0]["logprobs"]["top_logprobs"][0]
+        except ServedError as exc:
+            log.warning("cannot read the first token's log-prob (%s); first tokens are not counted", exc)
+            return {}
+
+    def sequence_logprob(self, texts: Sequence[str], per_token: bool = False) -> pd.DataFrame:
+        self.require(["prompt_logprobs"], "sequence_logprob")
+        texts = [str(t) for t in texts]
+        pre = self.spec.prefix
+        resps = self.fetch([self._completion(pre + t, max_tokens=1, echo=True, logprobs=0) for t in texts],
+                           "sequence log-likelihood", self._echo_validate)
+        opening = None
+        rows, toks_col, lps_col = [], [], []
+        n_unscored = 0
+        for t, resp in zip(texts, resps):
+            (sel,), _ = self._spans(resp, [len(pre)], len(pre) + len(t))
+            lps = [v for _, v, _ in sel]
+            if sel and lps[0] is None:
+                if pre and opening is None:
+                    opening = self._opening()
+                first = (opening or {}).get(sel[0][2])
+                lps[0] = first
+                if first is None:
+                    n_unscored += 1
+            if any(v is None for v in lps[1:]):
+                raise ServedError(f"sequence {t[:60]!r}: the server returned no log-prob for a token after the first")
+            kept = [float(v) for v in lps if v is not None]
+            s, n = float(sum(kept)), len(kept)
+            rows.append({"sum_logprob": s, "n_tokens": n, "mean_logprob": s / n if n else math.nan,
+                         "perplexity": math.exp(-s / n) if n else math.nan})
+            toks_col.append([x for _, _, x in sel])
+            lps_col.append(lps)
+        if n_unscored:
+            log.warning("%d of %d texts: the server gave no log-prob for the first token (no prefix set, or it is "
+                        "outside the opening distribution); their first token is context only", n_unscored, len(texts))
+        df = pd.DataFrame(rows, columns=["sum_logprob", "n_tokens", "mean_logprob", "perplexity"])
+        if per_token:
+            df["tokens"] = toks_col
+            df["token_logprobs"] = lps_col
+        return df
+
+    def option_values(self, prompts: list[str], opts: list[list[str]]) -> list[list[tuple[float, int]]]:
+        """(sum log-prob, n tokens) of each option after its prompt, from the echo of prompt + option."""
+        self.require(["prompt_logprobs"], "option_logprob")
+        pre = self.spec.prefix
+        reqs = [self._completion(pre + p + o, max_tokens=1, echo=True, logprobs=0) for p, os_ in zip(prompts, opts)
+                for o in os_]
+        resps = iter(self.fetch(reqs, "option log-probabilities", self._echo_validate))
+        out, merged = [], []
+        for i, (p, os_) in enumerate(zip(prompts, opts)):
+            vals = []
+            for o in os_:
+                resp = next(resps)
+                (sel,), (cross,) = self._spans(resp, [len(pre) + len(p)], len(pre) + len(p) + len(o))
+                if cross:
+                    merged.append((i, len(vals), resp))
+                    vals.append(None)
+                    continue
+                if any(v is None for _, v, _ in sel):
+                    raise ServedError(f"option {o!r} after prompt {p[-60:]!r}: a token has no log-prob")
+                vals.append((float(sum(v for _, v, _ in sel)), len(sel)))
+            out.append(vals)
+        if merged:   # a token spans the prompt/option boundary: exact difference log P(p+o) - log P(p)
+            ps = sorted({i for i, _, _ in merged})
+            base = dict(zip(ps, self.sequence_logprob([prompts[i] for i in ps], per_token=True).itertuples()))
+            for i, j, resp in merged:
+                full = self.sequence_logprob([prompts[i] + opts[i][j]], per_token=True).iloc[0]
+                b = base[i]
+                common = 0
+                while common < min(len(b.tokens), len(full.tokens)) and b.tokens[common] == full.tokens[common]:
+                    common += 1
+                out[i][j] = (float(full.sum_logprob - b.sum_logprob), len(full.tokens) - common)
+            log.warning("%d prompt/option pairs: a token spans the prompt/option boundary (does the prompt end in a "
+                        "space?); scored as exact differences log P(prompt+option) - log P(prompt)", len(merged))
+        return out
+
+    # --------------------------------------------------------------------------- label distributions ---
+    def label_distribution(self, prompts: Sequence[str], labels, chat: bool = False) -> pd.DataFrame:
+        forms = labels_mod.label_forms(labels)
+        prompts = [str(p) for p in prompts]
+        k = self.spec.top_k
+        if chat:
+            self.require(["chat_top_logprobs"], "label_distribution(chat=True)")
+            reqs = [Request("/chat/completions", {"model": self.spec.model, "temperature": 0, "max_tokens": 1,
+                                                  "messages": [{"role": "user", "content": p}], "logprobs": True,
+                                                  "top_logprobs": k}, len(p) // 4 + 2, f"chat {p[-60:]!r}")
+                    for p in prompts]
+        else:
+            self.require(["top_logprobs"], "label_distribution")
+            reqs = [self._completion(self.spec.prefix + p, max_tokens=1, logprobs=k) for p in prompts]
+
+        def validate(req, resp):
+            if not _top(resp, chat):
+                raise ServedError(f"request {req.name}: the response has no top_logprobs for the next token")
+
+        resps = self.fetch(reqs, "label distributions", validate)
+        rows = []
+        outside_total = 0
+        for resp in resps:
+            top = _top(resp, chat)
+            ps = np.exp(np.array(list(top.values()), dtype=float))
+            bound = float(min(ps.min(), max(1.0 - ps.sum(), 0.0)))
+            row, mass, outside = {}, 0.0, []
+            for lab, fs in forms.items():
+                p = sum(math.exp(top[f]) for f in fs if f in top)
+                mass += p
+                if p == 0.0:
+                    outside.append(lab)
+                    p = bound
+                row[f"logp_{lab}"] = math.log(p) if p > 0 else -math.inf
+            tot = sum(math.exp(row[f"logp_{lab}"]) for lab in forms)
+            for lab in forms:
+                row[f"p_{lab}"] = math.exp(row[f"logp_{lab}"]) / tot if tot > 0 else math.nan
+            row["label_mass"] = mass
+            row["topk_mass"] = float(ps.sum())
+            row["n_labels_outside_topk"] = len(outside)
+            row["labels_outside_topk"] = ",".join(outside)
+            outside_total += bool(outside)
+            rows.append(row)
+        if outside_total:
+            log.warning("%d of %d prompts: some labels are outside the server's top-%d; they are counted at their "
+                        "upper bound (column labels_outside_topk), not as 0", outside_total, len(prompts), k)
+        return pd.DataFrame(rows)
+
+    # ----------------------------------------------------------------------------------- generation ---
+    def generate(self, prompts: Sequence[str], max_new_tokens: int = 64, stop=None, seed: int | None = 0,
+                 chat: bool = False) -> list[str]:
+        self.require(["chat" if chat else "generate"], "generate")
+        stop = [stop] if isinstance(stop, str) else list(stop or [])
+        extra = {"max_tokens": max_new_tokens, "seed": 0 if seed is None else seed, **({"stop": stop} if stop else {})}
+        if chat:
+            reqs = [Request("/chat/completions", {"model": self.spec.model, "temperature": 0,
+                                                  "messages": [{"role": "user", "content": str(p)}], **extra},
+                            len(str(p)) // 4 + max_new_tokens, f"chat {str(p)[-60:]!r}") for p in prompts]
+        else:
+            reqs = [self._completion(self.spec.prefix + str(p), **extra) for p in prompts]
+
+        def validate(req, resp):
+            if _text(resp, chat) is None:
+                raise ServedError(f"request {req.name}: the response has no generated text")
+
+        texts = [_text(r, chat) for r in self.fetch(reqs, "generation", validate)]
+        from ..generation import truncate_at_stop
+        return [truncate_at_stop(t, stop) if stop else t for t in texts]
+
+
+def _top(resp: dict, chat: bool) -> dict:
+    """The next token's top log-probs as {token text: logprob} (summing duplicates of one text)."""
+    try:
+        ch = resp["choices"][0]
+        if chat:
+            entries = ch["logprobs"]["content"][0]["top_logprobs"]
+            pairs = [(e["token"], float(e["logprob"])) for e in entries]
+        else:
+            pairs = [(t, float(v)) for t, v in ch["logprobs"]["top_logprobs"][0].items()]
+    except (KeyError, IndexError, TypeError, AttributeError, ValueError):
+        return {}
+    out: dict = {}
+    for t, v in pairs:
+        out[t] = float(np.logaddexp(out[t], v)) if t in out else v
+    return out
+
+
+def _text(resp: dict, chat: bool) -> str | None:
+    try:
+        ch = resp["choices"][0]
+        t = ch["message"]["content"] if chat else ch["text"]
+    except (KeyError, IndexError, TypeError):
+        return None
+    return t if isinstance(t, str) else ("" if t is None and chat else None)
