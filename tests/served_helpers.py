@@ -1,0 +1,184 @@
+"""Test helpers for the served backend: a real llama-cpp-python server, and a small fault-injecting proxy.
+
+The server is started on 127.0.0.1 on a free port with the embedded SmolLM2 GGUF file, waited for, and stopped by
+its own pid (never by name). The proxy forwards to it and can answer 429, break JSON, drop logprobs or demand a key;
+it records every request body it forwarded successfully, so tests can count requests.
+"""
+
+from __future__ import annotations
+
+import http.server
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+
+import httpx
+
+ALIAS = "smollm2-135m-instruct-q4_1"
+PREFIX = "<|im_start|>"   # SmolLM2's BOS text: llama.cpp adds no BOS for this model, the in-process engine does
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def have_llama_server() -> bool:
+    import importlib.util
+    return all(importlib.util.find_spec(m) is not None for m in ("llama_cpp", "uvicorn", "fastapi", "sse_starlette"))
+
+
+class LlamaServer:
+    """``python -m llama_cpp.server`` on one core, for one test session (or one test)."""
+
+    def __init__(self, port: int | None = None, threads: int = 1):
+        from biaslab import models
+        self.port = port or free_port()
+        self.gguf = str(models.gguf_path("smollm2-135m-instruct"))
+        self.threads = threads
+        self.proc = None
+        self.log = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def start(self, timeout: float = 120) -> "LlamaServer":
+        env = dict(os.environ, OMP_NUM_THREADS=str(self.threads))
+        import tempfile
+        self.log = tempfile.NamedTemporaryFile("w+", prefix="llama-server-", suffix=".log", delete=False)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "llama_cpp.server", "--model", self.gguf, "--model_alias", ALIAS,
+             "--logits_all", "true", "--host", "127.0.0.1", "--port", str(self.port), "--n_threads",
+             str(self.threads), "--n_threads_batch", str(self.threads), "--n_ctx", "2048", "--verbose", "false"],
+            stdout=self.log, stderr=subprocess.STDOUT, env=env)
+        t0 = time.time()
+        while time.time() - t0 < timeout:
+            if self.proc.poll() is not None:
+                self.log.seek(0)
+                raise RuntimeError(f"llama_cpp.server exited with {self.proc.returncode}:\n{self.log.read()[-2000:]}")
+            try:
+                if httpx.get(self.url + "/models", timeout=2).status_code == 200:
+                    return self
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.5)
+        self.stop()
+        raise RuntimeError(f"llama_cpp.server not ready on port {self.port} after {timeout} s")
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            os.kill(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                os.kill(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(10)
+
+    def kill(self) -> None:
+        """As a crash would: SIGKILL, no shutdown."""
+        if self.proc is not None and self.proc.poll() is None:
+            os.kill(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(10)
+
+
+class FaultProxy:
+    """An HTTP proxy in a thread: forwards /v1/* to ``upstream`` unless a fault is set.
+
+    Faults: ``n_429`` (answer the next n POSTs with 429 and ``Retry-After: retry_after``), ``corrupt``
+    (``"json"``: invalid JSON; ``"no_logprobs"``: drop choices[0].logprobs), ``key`` (demand ``Bearer key``),
+    ``block`` (a set of paths that answer 404). ``ok_bodies`` counts the bodies forwarded with a 200 answer.
+    """
+
+    def __init__(self, upstream: str):
+        self.upstream = upstream.rstrip("/")
+        self.n_429 = 0
+        self.retry_after = "0.2"
+        self.corrupt = None
+        self.key = None
+        self.block: set = set()
+        self.ok_bodies: Counter = Counter()
+        self.n_posts = 0
+        self.n_429_sent = 0
+        self.lock = threading.Lock()
+        proxy = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *a):
+                pass
+
+            def _reply(self, code, body: bytes, headers=()):
+                self.send_response(code)
+                for k, v in headers:
+                    self.send_header(k, v)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def _auth_ok(self):
+                return proxy.key is None or self.headers.get("Authorization") == f"Bearer {proxy.key}"
+
+            def do_GET(self):
+                if not self._auth_ok():
+                    return self._reply(401, b'{"error": "invalid api key"}')
+                r = httpx.get(proxy.upstream + self.path[len("/v1"):], timeout=60)
+                self._reply(r.status_code, r.content)
+
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                path = self.path[len("/v1"):]
+                with proxy.lock:
+                    proxy.n_posts += 1
+                    throttle = proxy.n_429 > 0
+                    if throttle:
+                        proxy.n_429 -= 1
+                        proxy.n_429_sent += 1
+                if not self._auth_ok():
+                    return self._reply(401, b'{"error": "invalid api key"}')
+                if path in proxy.block:
+                    return self._reply(404, b'{"detail": "Not Found"}')
+                if throttle:
+                    return self._reply(429, b'{"error": "rate limited"}', [("Retry-After", proxy.retry_after)])
+                try:
+                    r = httpx.post(proxy.upstream + path, content=body, timeout=300,
+                                   headers={"content-type": "application/json"})
+                except httpx.HTTPError:
+                    return self._reply(502, b'{"error": "upstream unreachable"}')
+                content = r.content
+                if r.status_code == 200:
+                    if proxy.corrupt == "json":
+                        content = content[: len(content) // 2]
+                    elif proxy.corrupt == "no_logprobs":
+                        d = json.loads(content)
+                        d["choices"][0].pop("logprobs", None)
+                        content = json.dumps(d).encode()
+                    with proxy.lock:
+                        proxy.ok_bodies[(path, body)] += 1
+                self._reply(r.status_code, content, [("Content-Type", "application/json")])
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def spec(url, **kw) -> dict:
+    return {"base_url": url, "model": ALIAS, "prefix": PREFIX, "max_concurrency": 1, "name": "smollm2-served",
+            **kw}

@@ -1,0 +1,238 @@
+"""The served backend against a REAL llama-cpp-python server (the embedded SmolLM2 GGUF, same weights as in-process).
+
+Agreement with the in-process engine (CrowS-Pairs sequence log-probs, agentic label distributions), faults through a
+small proxy (429s, invalid JSON, missing logprobs, missing endpoint, wrong key), and a server killed mid-run whose
+rerun resumes from the cache without repeating a request. Workloads are small: the server's Python logprob loop sorts
+the whole vocabulary for every echoed token.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from biaslab import models, scoring
+from biaslab.scoring.backends.client import AuthError, ServedError
+from biaslab.scoring.backends.served import CapabilityError
+
+from served_helpers import ALIAS, FaultProxy, LlamaServer, have_llama_server, spec
+
+pytestmark = pytest.mark.served
+
+N_PAIRS = 40
+N_AGENTIC = 20
+#: label distributions (agentic, bare-digit labels): top-k vs exact in-process, max |p difference|
+P_TOL = 0.05
+
+
+# ------------------------------------------------------------------------------------------- no server ---
+def test_spec_resolution_and_no_key_in_fingerprint():
+    s = models.resolve_spec("openai:gpt-4o-mini")
+    assert s.base_urls == ("https://api.openai.com/v1",) and s.api_key_env == "OPENAI_API_KEY"
+    assert models.resolve_spec("smollm2-135m-instruct") is None
+    s2 = models.resolve_spec({"base_url": ["http://a:8000/v1", "http://b:8000/v1"], "model": "m",
+                              "api_key_env": "MY_KEY", "max_concurrency": 8, "requests_per_minute": 600})
+    assert s2.base_urls == ("http://a:8000/v1", "http://b:8000/v1") and s2.max_concurrency == 8
+    assert models.resolve_spec(json.dumps({"base_url": "http://a/v1", "model": "m"})).model == "m"
+    with pytest.raises(ValueError, match="api_key_env"):
+        models.resolve_spec({"base_url": "http://a/v1", "model": "m", "api_key": "sk-secret"})
+    os.environ["MY_KEY"] = "sk-should-never-appear"
+    try:
+        lm = models.load(s2)
+        assert "sk-should-never-appear" not in json.dumps(lm.fingerprint)
+        assert lm.fingerprint["api_key_env"] == "MY_KEY"
+    finally:
+        del os.environ["MY_KEY"]
+
+
+def test_missing_key_variable_is_named(monkeypatch, tmp_path):
+    monkeypatch.delenv("BIASLAB_NO_SUCH_KEY", raising=False)
+    lm = models.load({"base_url": "http://127.0.0.1:9/v1", "model": "m", "api_key_env": "BIASLAB_NO_SUCH_KEY"})
+    sc = scoring.Scorer(lm, cache_dir=tmp_path, progress=False)
+    with pytest.raises(AuthError, match="BIASLAB_NO_SUCH_KEY"):
+        sc.sequence_logprob(["x"])
+
+
+# ---------------------------------------------------------------------------------------- the server ---
+@pytest.fixture(scope="module")
+def server():
+    if not have_llama_server():
+        if os.environ.get("BIASLAB_SKIP_SERVED") == "1":
+            pytest.skip("BIASLAB_SKIP_SERVED=1")
+        pytest.fail("llama-cpp-python[server] is not installed: `make test` installs it (extra 'served-test'); "
+                    "or pip install -e '.[served-test]'. Set BIASLAB_SKIP_SERVED=1 to skip these tests.")
+    srv = LlamaServer().start()
+    yield srv
+    srv.stop()
+
+
+@pytest.fixture(scope="module")
+def local_scorer():
+    return scoring.Scorer(models.load("smollm2-135m-instruct", device="cpu"), cache_dir=False, progress=False)
+
+
+def _crows_texts():
+    from biaslab.benchmarks import crows_pairs as cp
+    p = cp.subsample(cp.load_original(), N_PAIRS, seed=0).prompts
+    return list(p.sent_more), list(p.sent_less)
+
+
+def test_agreement_crows_sequence_logprobs(server, local_scorer, tmp_path):
+    more, less = _crows_texts()
+    texts = more + less
+    served = scoring.Scorer(models.load(spec(server.url)), cache_dir=tmp_path, progress=False)
+    t0 = time.time()
+    s = served.sequence_logprob(texts)
+    dt = time.time() - t0
+    loc = local_scorer.sequence_logprob(texts)
+    assert (s.n_tokens.to_numpy() == loc.n_tokens.to_numpy()).all(), "served and local count different tokens"
+    r = np.corrcoef(s.sum_logprob, loc.sum_logprob)[0, 1]
+    diff = np.abs(s.sum_logprob.to_numpy() - loc.sum_logprob.to_numpy())
+    n = len(more)
+    pref_s = s.sum_logprob.to_numpy()[:n] > s.sum_logprob.to_numpy()[n:]
+    pref_l = loc.sum_logprob.to_numpy()[:n] > loc.sum_logprob.to_numpy()[n:]
+    agree = float((pref_s == pref_l).mean())
+    print(f"\nCrowS {n} pairs: Pearson r={r:.6f}, |dlogp| mean={diff.mean():.4f} max={diff.max():.4f}, "
+          f"preference agreement={agree:.3f}, served {len(texts)} texts in {dt:.1f} s, stats={served.stats}")
+    assert n >= 40 and r >= 0.99 and agree >= 0.95
+    # a rerun sends no request at all (probe and responses cached)
+    again = scoring.Scorer(models.load(spec(server.url)), cache_dir=tmp_path, progress=False)
+    s2 = again.sequence_logprob(texts)
+    assert again.stats["requests"] == 0
+    assert np.allclose(s2.sum_logprob, s.sum_logprob)
+
+
+def test_agreement_agentic_label_distributions(server, local_scorer, tmp_path):
+    from biaslab.benchmarks import agentic
+    bench = agentic.load()
+    p = agentic.balanced_subset(bench.prompts, N_AGENTIC, seed=0)
+    suffix, labels = agentic.answer_format(local_scorer.tokenizer, k=agentic.MAX_K)
+    texts = (p["text"] + suffix).tolist()[:N_AGENTIC]
+    served = scoring.Scorer(models.load(spec(server.url)), cache_dir=tmp_path, progress=False)
+    d_s = served.label_distribution(texts, labels)
+    d_l = local_scorer.label_distribution(texts, labels)
+    cols = [f"p_{k}" for k in labels]
+    dp = np.abs(d_s[cols].to_numpy() - d_l[cols].to_numpy())
+    dmass = np.abs(d_s.label_mass.to_numpy() - d_l.label_mass.to_numpy())
+    argmax_agree = float((d_s[cols].to_numpy().argmax(1) == d_l[cols].to_numpy().argmax(1)).mean())
+    print(f"\nagentic {len(texts)} prompts: max|dp|={dp.max():.4f} mean={dp.mean():.5f}, max|dmass|={dmass.max():.4f}, "
+          f"argmax agreement={argmax_agree:.2f}, outside top-k={int((d_s.n_labels_outside_topk > 0).sum())}")
+    assert len(texts) >= 20 and dp.max() <= P_TOL and argmax_agree >= 0.95
+    # label columns, label_mass and the top-k report are all there; nothing is NaN
+    assert {"label_mass", "topk_mass", "n_labels_outside_topk"} <= set(d_s.columns)
+    assert not d_s[cols + ["label_mass"]].isna().any().any()
+
+
+def test_option_logprob_agrees_and_labels_outside_topk_are_reported(server, local_scorer, tmp_path):
+    served = scoring.Scorer(models.load(spec(server.url, top_k=2)), cache_dir=tmp_path, progress=False)
+    prompts = ["Q: Is water wet?\nA:", "The capital of France is"]
+    o_s = served.option_logprob(prompts, [" yes", " no", " Paris"])
+    o_l = local_scorer.option_logprob(prompts, [" yes", " no", " Paris"])
+    assert (o_s.n_tokens == o_l.n_tokens).all()
+    assert np.abs(o_s.sum_logprob - o_l.sum_logprob).max() < 0.15
+    d = served.label_distribution(prompts, ["zebra", "yes"])
+    assert (d.n_labels_outside_topk >= 1).all() and "zebra" in d.labels_outside_topk.iloc[0]
+    assert (d["logp_zebra"] > -np.inf).all()      # counted at its upper bound, never a silent 0
+
+
+def test_generation_is_greedy_and_cached(server, tmp_path):
+    served = scoring.Scorer(models.load(spec(server.url)), cache_dir=tmp_path, progress=False)
+    a = served.generate(["Tell me one colour."], max_new_tokens=6, chat=True)
+    b = scoring.Scorer(models.load(spec(server.url)), cache_dir=tmp_path, progress=False)
+    assert b.generate(["Tell me one colour."], max_new_tokens=6, chat=True) == a and b.stats["requests"] == 0
+    assert isinstance(a[0], str) and a[0]
+
+
+# ---------------------------------------------------------------------------------------------- faults ---
+def test_429_backoff_loses_no_item(server, tmp_path):
+    with FaultProxy(server.url) as px:
+        sc = scoring.Scorer(models.load(spec(px.url, max_concurrency=2)), cache_dir=tmp_path, progress=False)
+        sc.require("prompt_logprobs")
+        px.n_429 = 6
+        texts = [f"Sentence number {i} is here." for i in range(5)]
+        out = sc.sequence_logprob(texts)
+        assert px.n_429_sent == 6 and sc.stats["retries"] >= 6
+        assert len(out) == 5 and out.sum_logprob.notna().all()
+        assert all(c == 1 for c in px.ok_bodies.values())
+
+
+@pytest.mark.parametrize("fault,match", [("json", "invalid JSON"), ("no_logprobs", "no echoed prompt log-prob")])
+def test_malformed_response_is_a_clear_error(server, tmp_path, fault, match):
+    with FaultProxy(server.url) as px:
+        sc = scoring.Scorer(models.load(spec(px.url)), cache_dir=tmp_path, progress=False)
+        sc.require("prompt_logprobs")
+        px.corrupt = fault
+        with pytest.raises(ServedError, match=match) as ei:
+            sc.sequence_logprob(["A short sentence."])
+        assert "A short sentence." in str(ei.value)          # names the request
+        px.corrupt = None                                     # nothing bad was cached: a retry works
+        assert np.isfinite(sc.sequence_logprob(["A short sentence."]).sum_logprob).all()
+
+
+def test_missing_capability_fails_before_any_scoring_request(server, tmp_path):
+    with FaultProxy(server.url) as px:
+        px.block = {"/completions"}
+        sc = scoring.Scorer(models.load(spec(px.url)), cache_dir=tmp_path, progress=False)
+        with pytest.raises(CapabilityError) as ei:
+            sc.require("prompt_logprobs", why="the likelihood scheme")
+        msg = str(ei.value)
+        assert "smollm2-served" in msg and "prompt_logprobs" in msg and "vLLM" in msg
+        posts = px.n_posts
+        with pytest.raises(CapabilityError):
+            sc.sequence_logprob(["x y z"])
+        assert px.n_posts == posts                            # no request was sent for scoring
+
+
+def test_wrong_key_names_the_variable_not_the_value(server, tmp_path, monkeypatch):
+    monkeypatch.setenv("BIASLAB_TEST_KEY", "sk-wrong-secret-123")
+    with FaultProxy(server.url) as px:
+        px.key = "sk-right"
+        sc = scoring.Scorer(models.load(spec(px.url, api_key_env="BIASLAB_TEST_KEY")), cache_dir=tmp_path,
+                            progress=False)
+        with pytest.raises(AuthError) as ei:
+            sc.sequence_logprob(["x"])
+        assert "BIASLAB_TEST_KEY" in str(ei.value) and "sk-wrong-secret-123" not in str(ei.value)
+        monkeypatch.setenv("BIASLAB_TEST_KEY", "sk-right")
+        assert len(scoring.Scorer(models.load(spec(px.url, api_key_env="BIASLAB_TEST_KEY")), cache_dir=tmp_path,
+                                  progress=False).sequence_logprob(["x y"])) == 1
+
+
+def test_server_killed_mid_run_then_resume_repeats_no_request(tmp_path):
+    if not have_llama_server():
+        pytest.fail("llama-cpp-python[server] is not installed")
+    srv = LlamaServer().start()
+    texts = [f"Item {i}: the weather was nice today." for i in range(10)]
+    try:
+        with FaultProxy(srv.url) as px:
+            sp = spec(px.url, max_retries=2)
+            sc = scoring.Scorer(models.load(sp), cache_dir=tmp_path, progress=False)
+            sc.require("prompt_logprobs")
+            probe_posts = sum(px.ok_bodies.values())
+
+            def killer():
+                while sum(px.ok_bodies.values()) < probe_posts + 4:
+                    time.sleep(0.05)
+                srv.kill()
+            th = threading.Thread(target=killer, daemon=True)
+            th.start()
+            with pytest.raises(ServedError, match="re-running resumes"):
+                sc.sequence_logprob(texts)
+            th.join(5)
+            done_first = sum(px.ok_bodies.values()) - probe_posts
+            assert 4 <= done_first < len(texts)
+            srv = LlamaServer(port=srv.port).start()          # the server comes back on the same address
+            sc2 = scoring.Scorer(models.load(sp), cache_dir=tmp_path, progress=False)
+            out = sc2.sequence_logprob(texts)
+            assert len(out) == len(texts) and out.sum_logprob.notna().all()
+            assert sc2.stats["requests"] == len(texts) - done_first      # only the missing ones
+            assert max(px.ok_bodies.values()) == 1                         # no request answered twice
+            sc3 = scoring.Scorer(models.load(sp), cache_dir=tmp_path, progress=False)
+            sc3.sequence_logprob(texts)
+            assert sc3.stats["requests"] == 0
+    finally:
+        srv.stop()
