@@ -229,7 +229,10 @@ def test_server_killed_mid_run_then_resume_repeats_no_request(tmp_path):
             sc2 = scoring.Scorer(models.load(sp), cache_dir=tmp_path, progress=False)
             out = sc2.sequence_logprob(texts)
             assert len(out) == len(texts) and out.sum_logprob.notna().all()
-            assert sc2.stats["requests"] == len(texts) - done_first      # only the missing ones
+            echoed = [b for (_, b) in px.ok_bodies if "Item " in json.loads(b).get("prompt", "")]
+            assert len(echoed) == len(texts)                                # each text's request answered once
+            # the rerun sent only the missing texts, plus the one-off opening-distribution request (first token)
+            assert sc2.stats["requests"] == len(texts) - done_first + 1
             assert max(px.ok_bodies.values()) == 1                         # no request answered twice
             sc3 = scoring.Scorer(models.load(sp), cache_dir=tmp_path, progress=False)
             sc3.sequence_logprob(texts)
