@@ -10,13 +10,21 @@ PROFILE ?= default
 MIRROR ?= $(wildcard ../shared/data)
 MIRROR_ARG := $(if $(MIRROR),--mirror $(MIRROR),)
 
-.PHONY: reproduce test install data models lab bench catalogue clean-outputs
+.PHONY: reproduce test install data models lab bench catalogue clean-outputs served-test
 
 reproduce: data models
 	$(BIASLAB) reproduce --profile $(PROFILE)
 
-test: data models
+test: data models served-test
 	$(PY) -m pytest
+
+# The real OpenAI-compatible server the served-backend tests start (llama-cpp-python builds from source once, about
+# 6 min on two cores; pip caches the wheel, so later installs take seconds).
+served-test: $(VENV)/.served-test
+
+$(VENV)/.served-test: $(VENV)/.installed
+	$(PY) -m pip install -q -c requirements.lock -e '.[served-test]'
+	touch $@
 
 install: $(VENV)/.installed
 

@@ -23,6 +23,16 @@ def test_lock_agrees_with_pyproject():
         assert lock.get(name.replace("_", "-")) == version, name
 
 
+def test_optional_extras_are_pinned_and_locked():
+    extras = tomllib.loads((paths.ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    lock = {k.replace("_", "-"): v for k, v in _pins((paths.ROOT / "requirements.lock").read_text().splitlines()).items()}
+    for req in extras["served-test"]:
+        pin = _pins([req])
+        assert pin, f"{req} is not an exact pin"
+        (name, version), = pin.items()
+        assert lock.get(name.replace("_", "-")) == version, name
+
+
 def test_matplotlib_is_below_3_11():
     import matplotlib
     major, minor = map(int, matplotlib.__version__.split(".")[:2])
