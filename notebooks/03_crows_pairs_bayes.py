@@ -300,16 +300,21 @@ from biaslab import models as bl_models
 from biaslab import scoring
 
 
-def has_chat_template(lm):
-    return getattr(lm.tokenizer, "chat_template", None) is not None
-
-
 pairs_frames, answer_frames, timings = [], [], []
-for model_name in models:
+for model_spec in models:   # a local name or folder, or a served model (see the README: "Served models")
     t0 = time.time()
-    lm = bl_models.load(model_name, device=device, dtype=dtype)
+    lm = bl_models.load(model_spec, device=device, dtype=dtype)
+    model_name = lm.name
     out.record_model(lm.fingerprint)
     sc = scoring.Scorer(lm, progress=False)
+    chat = sc.chat_available()
+    prompted = lm.kind != "masked" and (chat or prompt_base_models)
+    # what each scheme needs, checked before the first request (a served model without it fails here, saying why)
+    if lm.kind != "masked" and datasets:
+        sc.require("prompt_logprobs", why="the likelihood scheme (log P of each sentence)")
+    if prompted and preference_datasets:
+        sc.require("generate" if preference_mode == "generate" else ("chat_top_logprobs" if chat else "top_logprobs"),
+                   why=f"the preference scheme (preference_mode={preference_mode!r})")
     t_load = time.time() - t0
     # likelihood scheme: every sentence of every dataset, each pair's two sentences side by side
     t0 = time.time()
@@ -334,10 +339,8 @@ for model_name in models:
     t_seq = time.time() - t0
     # preference scheme: the paper's prompt, in both orders
     t0 = time.time()
-    chat = has_chat_template(lm)
     suffix = "" if chat else "\nAnswer:"
     n_prompts = 0
-    prompted = lm.kind != "masked" and (chat or prompt_base_models)
     for name in (preference_datasets if prompted else []):
         p = pref_bench[name].prompts
         for order in preference_orders:

@@ -125,13 +125,15 @@ print(prompts_all.set_index("prompt_id").loc["jd-ii-1-neg-race", "text"])
 
 # %%
 per_list, long_list, cyc_list, fs_list, timings = [], [], [], [], []
-for name in models:
+for model_spec in models:   # a local name or folder, or a served model (labels then read from the server's top-k)
     t0 = time.perf_counter()
-    lm = model_zoo.load(name, device=device, dtype=dtype)
+    lm = model_zoo.load(model_spec, device=device, dtype=dtype)
+    name = lm.name
     out.record_model(lm.fingerprint)
     t1, c1 = time.perf_counter(), time.process_time()
     sc = scoring.Scorer(lm, progress=False)
-    suffix, labels = agentic.answer_format(lm.tokenizer, k=agentic.MAX_K, chat=chat)
+    sc.require("chat_top_logprobs" if chat else "top_logprobs", why="reading the answer-label probabilities")
+    suffix, labels = agentic.answer_format(lm.tokenizer or sc.token_strings, k=agentic.MAX_K, chat=chat)
     dist = sc.label_distribution((prompts["text"] + suffix).tolist(), labels, chat=chat)
     per, long = E.tidy_scores(prompts, dist, name)
     per_list.append(per)

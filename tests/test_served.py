@@ -239,3 +239,24 @@ def test_server_killed_mid_run_then_resume_repeats_no_request(tmp_path):
             assert sc3.stats["requests"] == 0
     finally:
         srv.stop()
+
+
+# --------------------------------------------------------------------------------------- notebook smoke ---
+@pytest.mark.notebook
+@pytest.mark.parametrize("notebook", ["03_crows_pairs_bayes", "04_agentic_entropy"])
+def test_notebook_smoke_on_the_served_model(server, notebook, tmp_path):
+    from biaslab import runner
+    code = runner.reproduce("smoke", only=[notebook], overrides={"models": [spec(server.url)]}, outputs_dir=tmp_path,
+                            html=False)
+    manifest = json.loads((tmp_path / notebook / "MANIFEST.json").read_text())
+    assert code == 0, manifest.get("error")
+    fp = manifest["models"]["smollm2-served"]
+    assert fp["backend"] == "served" and fp["served_model_id"] == ALIAS and fp["capabilities"]["prompt_logprobs"]
+    assert "usage" in fp
+    import pandas as pd
+    if notebook == "03_crows_pairs_bayes":
+        answers = pd.read_csv(tmp_path / notebook / "tables" / "preference_answers.csv")
+        assert set(answers["order"]) == {"more_first", "less_first"}        # the both-orders control is kept
+        assert len(pd.read_csv(tmp_path / notebook / "tables" / "likelihood_tests.csv")) > 0
+    else:
+        assert len(pd.read_csv(tmp_path / notebook / "tables" / "entropy_by_model.csv")) > 0

@@ -338,13 +338,17 @@ def answer_format(tokenizer, k: int = MAX_K, chat: bool = False) -> tuple[str, d
     digit follows a separate space token, so the prompt ends with that space and the next token is the bare digit
     (labels "1".."k"). A tokenizer that merges the space into the digit (GPT-2 style " 2") gets no trailing space
     and the labels " 1".." k". With ``chat=True`` the prompt becomes a user message and the answer opens the
-    assistant's turn: no suffix, bare digits. Returns (suffix to append to ``text``, labels for
+    assistant's turn: no suffix, bare digits. ``tokenizer`` may also be a function text -> token strings
+    (:meth:`biaslab.scoring.Scorer.token_strings`, for served models). Returns (suffix to append to ``text``, labels for
     ``label_distribution``).
     """
     if chat:
         return "", {str(j): [str(j)] for j in range(1, k + 1)}
-    ids = tokenizer("Answer: 2", add_special_tokens=False)["input_ids"]
-    last = tokenizer.decode(ids[-1:])
-    if last == "2" and len(ids) >= 2 and tokenizer.decode(ids[-2:-1]).strip() == "":
+    if hasattr(tokenizer, "decode"):
+        ids = tokenizer("Answer: 2", add_special_tokens=False)["input_ids"]
+        toks = [tokenizer.decode([i]) for i in ids]
+    else:   # a function text -> token strings (a served model: the server's own tokenization)
+        toks = list(tokenizer("Answer: 2"))
+    if toks[-1] == "2" and len(toks) >= 2 and toks[-2].strip() == "":
         return " ", {str(j): [str(j)] for j in range(1, k + 1)}
     return "", {str(j): [f" {j}"] for j in range(1, k + 1)}

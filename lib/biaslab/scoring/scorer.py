@@ -450,6 +450,20 @@ class Scorer:
         self._require("masked", "crows_pairs_pll")
         return crows_pairs_pll(self, list(sent_more), list(sent_less))
 
+    def chat_available(self) -> bool:
+        """Whether prompts can be asked as chat messages: the tokenizer has a chat template (in-process), or the
+        server answers /v1/chat/completions (served)."""
+        if self.served:
+            return bool(self.served.probe().get("chat"))
+        return getattr(self.tokenizer, "chat_template", None) is not None
+
+    def token_strings(self, text: str) -> list[str]:
+        """How the model splits ``text`` into tokens (their strings), as the model itself tokenizes it: the local
+        tokenizer, or the server's own echo (served)."""
+        if self.served:
+            return self.served.token_strings(text)
+        return [self.tokenizer.decode([i]) for i in self.encode([text])[0]]
+
     def require(self, *capabilities: str, why: str = "") -> None:
         """State what an analysis needs before its first request: ``"prompt_logprobs"`` (sequence and option
         scores), ``"top_logprobs"`` / ``"chat_top_logprobs"`` (label distributions), ``"generate"``, ``"chat"``.

@@ -300,6 +300,15 @@ class ServedBackend:
             df["token_logprobs"] = lps_col
         return df
 
+    def token_strings(self, text: str) -> list[str]:
+        """The server's tokens of ``text`` (from the echo of prefix + text)."""
+        self.require(["prompt_logprobs"], "token_strings")
+        pre = self.spec.prefix
+        resp = self.fetch([self._completion(pre + text, max_tokens=1, echo=True, logprobs=0)], "tokens",
+                          self._echo_validate)[0]
+        (sel,), _ = self._spans(resp, [len(pre)], len(pre) + len(text))
+        return [t for _, _, t in sel]
+
     def option_values(self, prompts: list[str], opts: list[list[str]]) -> list[list[tuple[float, int]]]:
         """(sum log-prob, n tokens) of each option after its prompt, from the echo of prompt + option."""
         self.require(["prompt_logprobs"], "option_logprob")
