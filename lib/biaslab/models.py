@@ -390,6 +390,8 @@ def resolve_spec(spec: Any) -> "ServedSpec | None":
     """
     if isinstance(spec, ServedSpec):
         return spec
+    if isinstance(spec, os.PathLike):
+        return None
     if isinstance(spec, str) and spec.lstrip().startswith("{"):
         spec = json.loads(spec)
     if isinstance(spec, str):
