@@ -261,3 +261,25 @@ def test_notebook_smoke_on_the_served_model(server, notebook, tmp_path):
         assert len(pd.read_csv(tmp_path / notebook / "tables" / "likelihood_tests.csv")) > 0
     else:
         assert len(pd.read_csv(tmp_path / notebook / "tables" / "entropy_by_model.csv")) > 0
+
+
+def test_client_rate_limit_bucket():
+    import asyncio
+    from biaslab.scoring.backends.client import _Bucket
+
+    async def go():
+        b = _Bucket(120)            # 2 requests per second, at most one second's worth at once
+        t0 = time.monotonic()
+        for _ in range(6):
+            await b.take(1)
+        return time.monotonic() - t0
+    assert 1.8 <= asyncio.run(go()) < 4
+
+
+def test_requests_spread_over_replicas(server, tmp_path):
+    with FaultProxy(server.url) as a, FaultProxy(server.url) as b:
+        sc = scoring.Scorer(models.load(spec([a.url, b.url])), cache_dir=tmp_path, progress=False)
+        sc.sequence_logprob([f"Replica test {i}." for i in range(6)])
+        na = sum(1 for (p, _) in a.ok_bodies if p == "/completions")
+        nb = sum(1 for (p, _) in b.ok_bodies if p == "/completions")
+        assert na >= 2 and nb >= 2, (na, nb)

@@ -58,26 +58,27 @@ class _Replica:
 
 
 class _Bucket:
-    """A token bucket refilled at ``per_minute`` / 60 per second (capacity one minute's worth)."""
+    """A token bucket refilled at ``per_minute`` / 60 per second, holding at most one second's worth (so a run never
+    bursts past the limit, whatever the server's window)."""
 
     def __init__(self, per_minute: float | None):
         self.rate = (per_minute or 0) / 60.0
-        self.capacity = float(per_minute or 0)
+        self.capacity = max(1.0, self.rate)
         self.level = self.capacity
         self.t = time.monotonic()
 
     async def take(self, n: float) -> None:
         if not self.rate:
             return
-        n = min(n, self.capacity)
+        need = min(n, self.capacity)
         while True:
             now = time.monotonic()
             self.level = min(self.capacity, self.level + (now - self.t) * self.rate)
             self.t = now
-            if self.level >= n:
-                self.level -= n
+            if self.level >= need:
+                self.level -= n          # a request larger than the bucket leaves a debt that later ones wait for
                 return
-            await asyncio.sleep((n - self.level) / self.rate)
+            await asyncio.sleep((need - self.level) / self.rate)
 
 
 @dataclass
