@@ -83,6 +83,7 @@ def main() -> None:
     ap.add_argument("--pairs", type=int, default=20)
     ap.add_argument("--lmeval-python", default=str(HERE / ".venv-lmeval" / "bin" / "python"))
     ap.add_argument("--out", default=str(HERE / "results"))
+    ap.add_argument("--skip-replicas", action="store_true", help="one server only: biaslab vs lm-eval")
     args = ap.parse_args()
     import tempfile
     from biaslab import models, paths
@@ -90,12 +91,13 @@ def main() -> None:
     p = cp.subsample(cp.load_original(), args.pairs, seed=0).prompts
     texts = list(dict.fromkeys(list(p.sent_more) + list(p.sent_less)))
     res = {"pairs": args.pairs, "texts": len(texts), "load_avg_before": os.getloadavg(), "cpus": os.cpu_count()}
-    servers = [PinnedServer(0).start(), PinnedServer(1).start()]
+    servers = [PinnedServer(0).start()] + ([] if args.skip_replicas else [PinnedServer(1).start()])
     try:
         one, res["one_replica"] = biaslab_run([servers[0].url], texts, tempfile.mkdtemp())
-        two, res["two_replicas"] = biaslab_run([s.url for s in servers], texts, tempfile.mkdtemp())
-        res["two_vs_one"] = round(res["one_replica"]["wall_s"] / res["two_replicas"]["wall_s"], 2)
-        res["max_abs_diff_one_vs_two"] = float(np.abs(one.sum_logprob - two.sum_logprob).max())
+        if not args.skip_replicas:
+            two, res["two_replicas"] = biaslab_run([s.url for s in servers], texts, tempfile.mkdtemp())
+            res["two_vs_one"] = round(res["one_replica"]["wall_s"] / res["two_replicas"]["wall_s"], 2)
+            res["max_abs_diff_one_vs_two"] = float(np.abs(one.sum_logprob - two.sum_logprob).max())
         if Path(args.lmeval_python).exists():
             inp = Path(tempfile.mkdtemp()) / "in.json"
             inp.write_text(json.dumps({"url": servers[0].url + "/completions", "model": ALIAS, "texts": texts,
@@ -128,7 +130,7 @@ def main() -> None:
             s.stop()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "served.json").write_text(json.dumps(res, indent=2))
+    (out / ("served_lmeval.json" if args.skip_replicas else "served.json")).write_text(json.dumps(res, indent=2))
     print(json.dumps(res, indent=2))
 
 
