@@ -11,7 +11,8 @@ from lm_eval.models.openai_completions import LocalCompletionsAPI
 cfg = json.load(open(sys.argv[1]))
 lm = LocalCompletionsAPI(base_url=cfg["url"], model=cfg["model"], tokenizer=cfg["tokenizer"],
                          tokenizer_backend="huggingface", num_concurrent=1, max_retries=3,
-                         custom_prefix_token_id=1)   # SmolLM2's BOS <|im_start|>, as biaslab's prefix
+                         custom_prefix_token_id=1,   # SmolLM2 BOS <|im_start|>, as biaslab prefix
+                         tokenized_requests=False)   # llama-cpp-python server takes string prompts only
 reqs = [Instance(request_type="loglikelihood_rolling", doc={}, arguments=(t,), idx=i)
         for i, t in enumerate(cfg["texts"])]
 t0 = time.perf_counter()
