@@ -1,6 +1,7 @@
 """biaslab.models: embedded names, the converted cache, local folders, fingerprints, errors."""
 
 import json
+import os
 import time
 
 import pytest
@@ -105,6 +106,12 @@ def test_incomplete_conversion_is_not_trusted(model_cache, monkeypatch):
     (folder / "model.safetensors").write_bytes(b"truncated")
     models.prepare(name)
     assert calls == [name, name]
+    # same size, different bytes (changed in place, mtime restored): detected by hash, converted again
+    st = (folder / "model.safetensors").stat()
+    (folder / "model.safetensors").write_bytes(b"truncatex")
+    os.utime(folder / "model.safetensors", ns=(st.st_atime_ns, st.st_mtime_ns))
+    models.prepare(name)
+    assert calls == [name, name, name]
 
 
 @pytest.mark.model
@@ -119,17 +126,9 @@ def test_embedded_model_loads_offline_and_fast():
     assert lm.fingerprint["gguf_sha256"] == models.sha256_file(models.gguf_path("smollm2-135m-instruct"))
     assert lm.tokenizer.chat_template
     assert lm.model.config.vocab_size == 49152
-    # same size, different bytes (changed in place, mtime restored): detected by hash, converted again
-    st = (folder / "model.safetensors").stat()
-    (folder / "model.safetensors").write_bytes(b"truncatex")
-    import os
-    os.utime(folder / "model.safetensors", ns=(st.st_atime_ns, st.st_mtime_ns))
-    models.prepare(name)
-    assert calls == [name, name, name]
 
 
 def test_weights_changed_in_place_change_the_fingerprint(tmp_path, model_cache):
-    import os
     folder = models.save_tiny_model(tmp_path / "tiny", "causal", seed=1)
     lm = models.load(folder, device="cpu", dtype="float32")
     w = folder / "model.safetensors"
