@@ -359,6 +359,35 @@ def _not_found_message(name: str, cause: BaseException | None = None) -> str:
     return msg
 
 
+def check_spec(name: str) -> str:
+    """Resolve a model spec without loading it (seconds, before any work): ``"embedded"``, ``"folder"`` or ``"hub"``.
+
+    Raises :class:`ModelNotFoundError` for a name that is not embedded, not a model folder, not in the local Hugging
+    Face cache and unknown to (or unreachable on) the hub.
+    """
+    if not isinstance(name, str) or not name.strip():
+        raise ModelNotFoundError(f"a model spec must be a non-empty string, got {name!r}")
+    if name in EMBEDDED:
+        return "embedded"
+    p = Path(name).expanduser()
+    if p.is_dir():
+        if not (p / "config.json").exists():
+            raise ModelNotFoundError(f"{p} is not a model folder (no config.json). " + _not_found_message(name))
+        return "folder"
+    import re
+    if name.startswith(("/", ".", "~")) or not re.fullmatch(r"[A-Za-z0-9][\w.-]*(/[\w.-]+)?", name):
+        raise ModelNotFoundError(_not_found_message(name))
+    try:
+        from huggingface_hub import try_to_load_from_cache
+        if isinstance(try_to_load_from_cache(name, "config.json"), str):
+            return "hub"
+        from huggingface_hub import model_info
+        model_info(name, timeout=10)
+        return "hub"
+    except Exception as exc:   # not found, offline, unreachable: loading would fail the same way
+        raise ModelNotFoundError(_not_found_message(name, exc)) from exc
+
+
 def resolve_device(device: str = "auto") -> str:
     import torch
     if device != "auto":

@@ -277,6 +277,10 @@ def balanced_subset(prompts: pd.DataFrame, max_prompts: int | None, seed: int = 
     by at most one), and within strata the domains are taken in a seeded rotation, so domain counts also differ by
     at most one unit per stratum. Returns rows in the input order.
     """
+    if max_prompts is not None and (isinstance(max_prompts, bool) or not isinstance(max_prompts, int)
+                                    or max_prompts < 2):
+        raise ValueError(f"max_prompts must be an integer of at least 2 (one positive/negative pair) or None for "
+                         f"all prompts, got {max_prompts!r}")
     if max_prompts is None or max_prompts >= len(prompts):
         return prompts.copy()
     n_units = max(1, int(max_prompts) // 2)
