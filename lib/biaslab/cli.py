@@ -62,8 +62,7 @@ def _catalogue(args) -> int:
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="biaslab", description=__doc__)
     sub = ap.add_subparsers(dest="command", required=True)
 
@@ -94,7 +93,12 @@ def main(argv: list[str] | None = None) -> int:
     c = sub.add_parser("catalogue", help="write outputs/CATALOGUE.md")
     c.set_defaults(func=_catalogue)
 
-    args = ap.parse_args(argv)
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    args = build_parser().parse_args(argv)
     _quiet_noise()
     try:
         return args.func(args)

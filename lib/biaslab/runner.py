@@ -240,7 +240,7 @@ def reproduce(profile: str = "default", only: list[str] | None = None, overrides
     overrides = overrides or {}
     chosen = select(only)
     for nb, v in chosen:
-        resolve_params(nb, v, profile, overrides, check_models=not dry_run)
+        resolve_params(nb, v, profile, overrides)
     if dry_run:
         for nb, v in chosen:
             print(f"would run {nb + (f'/{v}' if v else ''):32s} -> {outputs_dir / nb / v}")
