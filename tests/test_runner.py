@@ -92,6 +92,9 @@ def test_catalogue_marks_missing_outputs(tmp_path):
     (tmp_path / "a").mkdir()
     (tmp_path / "a/b.png").write_bytes(b"")
     assert "*(missing)*" not in catalogue.render(rows, tmp_path)
+    assert "a later run failed" not in catalogue.render(rows, tmp_path)
+    (tmp_path / "a/MANIFEST.failed.json").write_text("{}")
+    assert "a later run failed" in catalogue.render(rows, tmp_path)
 
 
 GOOD = ("from biaslab.outputs import OutputDir\nimport pandas as pd\nout = OutputDir(output_dir)\n"
