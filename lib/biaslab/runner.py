@@ -126,8 +126,8 @@ def clean_executed(path: Path, staging: Path, final: Path) -> None:
 
 
 def _sweep_stale(final: Path) -> None:
-    """Remove staging folders of runs that are no longer alive (killed runs)."""
-    for old in final.parent.glob(f".{final.name}.staging-*"):
+    """Remove staging (and swapped-out) folders of runs that are no longer alive (killed runs)."""
+    for old in [*final.parent.glob(f".{final.name}.staging-*"), *final.parent.glob(f".{final.name}.old-*")]:
         try:
             pid = int(old.name.rsplit("-", 1)[1])
             os.kill(pid, 0)
