@@ -533,6 +533,9 @@ def subset(prompts: pd.DataFrame, templates_per_task: int | dict | None = None, 
     template's count (a Series indexed by template id — the notebook passes the length of the k-shot prompt, so that
     a CPU run can leave out the story-length MCTest, MCScript and DuoRC prompts).
     """
+    for label, n in (("names_per_group", names_per_group), ("templates_per_task", templates_per_task)):
+        if n is not None and not isinstance(n, dict) and (isinstance(n, bool) or not isinstance(n, int) or n < 1):
+            raise ValueError(f"{label} must be a positive integer or None for all, got {n!r}")
     if template_ids is not None:
         unknown = set(template_ids) - set(prompts["template_id"])
         if unknown:
