@@ -234,3 +234,27 @@ def test_cli_errors_are_one_line_with_exit_code_2(argv, needle, capsys):
     assert cli.main(argv + ["--dry-run"]) == 2
     err = capsys.readouterr().err.strip()
     assert needle in err and len(err.splitlines()) == 1 and "Traceback" not in err
+
+
+def test_clean_executed_drops_timestamps_widgets_and_machine_paths(tmp_path, monkeypatch):
+    monkeypatch.setattr(paths, "ROOT", tmp_path)
+    monkeypatch.setattr(paths, "NOTEBOOKS_DIR", tmp_path / "notebooks")
+    staging, final = tmp_path / "outputs/.x.staging-1", tmp_path / "outputs/x"
+    nb = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell("print(1)")
+    cell.metadata["papermill"] = {"start_time": "t0", "end_time": "t1", "duration": 1.0, "status": "completed"}
+    cell.metadata["execution"] = {"iopub.status.busy": "t"}
+    cell.outputs = [nbformat.v4.new_output("display_data", data={
+                        "application/vnd.jupyter.widget-view+json": {"model_id": "abc"}, "text/plain": "0%|"}),
+                    nbformat.v4.new_output("stream", text=f"wrote {staging}/tables and {tmp_path}/data/raw\n")]
+    nb.cells = [cell]
+    nb.metadata["papermill"] = {"start_time": "t0", "end_time": "t1", "duration": 1.0, "parameters": {}}
+    nb.metadata["widgets"] = {"state": {}}
+    path = tmp_path / "nb.ipynb"
+    nbformat.write(nb, path)
+    runner.clean_executed(path, staging, final)
+    out = nbformat.read(path, as_version=4)
+    assert "start_time" not in out.metadata.papermill and "widgets" not in out.metadata
+    assert set(out.cells[0].metadata.papermill) == {"status"} and "execution" not in out.cells[0].metadata
+    assert [o.output_type for o in out.cells[0].outputs] == ["stream"]
+    assert out.cells[0].outputs[0].text == "wrote ../outputs/x/tables and data/raw\n"

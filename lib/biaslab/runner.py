@@ -117,10 +117,9 @@ def clean_executed(path: Path, staging: Path, final: Path) -> None:
         cell.metadata.pop("execution", None)
         for k in _VOLATILE:
             cell.metadata.get("papermill", {}).pop(k, None)
-        for out in cell.get("outputs", []):
-            data = out.get("data", {})
-            if "application/vnd.jupyter.widget-view+json" in data:
-                data.pop("application/vnd.jupyter.widget-view+json")
+        if "outputs" in cell:           # progress-bar widgets (e.g. transformers' "Loading weights") say nothing
+            cell.outputs = [o for o in cell.outputs
+                            if "application/vnd.jupyter.widget-view+json" not in o.get("data", {})]
     text = _portable(nbformat.writes(nb), staging, final)
     atomic_write_text(path, text if text.endswith("\n") else text + "\n")
 
