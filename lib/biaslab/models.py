@@ -475,9 +475,19 @@ def load(name_or_path: str | os.PathLike, device: str = "auto", dtype: Any = "au
     auto = {"causal": AutoModelForCausalLM, "seq2seq": AutoModelForSeq2SeqLM, "masked": AutoModelForMaskedLM}[kind]
     kwargs: dict = {"dtype": tdtype}
     try:
-        model = auto.from_pretrained(where, attn_implementation="sdpa", **kwargs)
-    except (ValueError, ImportError):       # architecture without SDPA support
-        model = auto.from_pretrained(where, **kwargs)
+        try:
+            model = auto.from_pretrained(where, attn_implementation="sdpa", **kwargs)
+        except (ValueError, ImportError):       # architecture without SDPA support
+            model = auto.from_pretrained(where, **kwargs)
+    except Exception:
+        if folder is None:                      # a hub model: name its corrupt cached file, if that is the cause
+            snap = None
+            with contextlib.suppress(Exception):
+                from huggingface_hub import snapshot_download
+                snap = Path(snapshot_download(name, local_files_only=True))
+            if snap is not None:
+                check_safetensors(snap)
+        raise
     tokenizer = AutoTokenizer.from_pretrained(where)
     model.to(dev)
     model.eval()
