@@ -152,6 +152,8 @@ def test_corrupt_safetensors_error_names_the_file(tmp_path, model_cache, damage)
     w.write_bytes(data[: len(data) // 2] if damage == "truncate" else b"garbage" * 50)
     with pytest.raises(ValueError, match=r"model\.safetensors is corrupt"):
         models.load(folder, device="cpu", dtype="float32")
+    with pytest.raises(ValueError, match=r"model\.safetensors is corrupt"):    # also before any work
+        models.check_spec(str(folder))
 
 
 def test_unhashable_weights_fall_back_to_the_loaded_parameters(tmp_path, model_cache, monkeypatch, caplog):

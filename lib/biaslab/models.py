@@ -373,6 +373,7 @@ def check_spec(name: str) -> str:
     if p.is_dir():
         if not (p / "config.json").exists():
             raise ModelNotFoundError(f"{p} is not a model folder (no config.json). " + _not_found_message(name))
+        check_safetensors(p)
         return "folder"
     import re
     if name.startswith(("/", ".", "~")) or not re.fullmatch(r"[A-Za-z0-9][\w.-]*(/[\w.-]+)?", name):
