@@ -164,12 +164,12 @@ def run_one(notebook: str, variant: str, profile: str, overrides: dict, outputs_
     if not src.exists():
         raise FileNotFoundError(f"notebook {src} does not exist")
     final = ((outputs_dir / notebook / variant) if variant else (outputs_dir / notebook)).resolve()
+    params = resolve_params(notebook, variant, profile, overrides, check_models=False)
     final.parent.mkdir(parents=True, exist_ok=True)
     _sweep_stale(final)
     staging = final.parent / f".{final.name}.staging-{os.getpid()}"
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir()
-    params = resolve_params(notebook, variant, profile, overrides, check_models=False)
     params["output_dir"] = str(staging)
     executed = staging / f"{notebook}.ipynb"
     manifest = {
