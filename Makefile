@@ -13,7 +13,7 @@ MIRROR_ARG := $(if $(MIRROR),--mirror $(MIRROR),)
 .PHONY: reproduce test install data models lab bench catalogue clean-outputs
 
 reproduce: data models
-	$(BIASLAB) reproduce --profile $(PROFILE)
+	$(BIASLAB) reproduce --profile $(PROFILE) --publish
 
 test: data models
 	$(PY) -m pytest
@@ -44,3 +44,10 @@ bench: data models
 
 catalogue: install
 	$(BIASLAB) catalogue
+
+# Remove what runs leave that is never committed: scratch runs, HTML renders, failed-run notebooks and records,
+# staging folders of killed runs. The committed outputs (tables, figures, executed notebooks, MANIFEST.json) stay.
+clean-outputs:
+	rm -rf scratch
+	find outputs \( -name '*.html' -o -name '*.failed.ipynb' \) -type f -delete
+	find outputs -depth \( -name '.*.staging-*' -o -name '.*.old-*' \) -type d -exec rm -rf {} +
