@@ -35,6 +35,7 @@ PROFILES = {
     "full": {"rounds": 3, "sizes": {"crows": 0, "crows_gemma": 0, "bbq": 600, "calm": 300}},
 }
 LMEVAL_PYTHON = HERE / ".venv-lmeval" / "bin" / "python"
+PUBLISHED, SCRATCH = HERE / "results", HERE / "results" / "_scratch"
 
 
 def python_for(method: str, lmeval_python: Path) -> str:
@@ -59,7 +60,7 @@ def bench_workload(name: str, n: int, args, out: Path, log, start=start_worker) 
     ``<name>.csv`` (one row per method) and ``<name>_runs.csv`` (one row per timed run); return (rows, meta)."""
     w = WORKLOADS[name]
     req = w.build(n, args.seed)
-    work = out / "_work"
+    work = (SCRATCH if out.resolve() == PUBLISHED.resolve() else out) / "_work"   # requests, worker logs
     work.mkdir(parents=True, exist_ok=True)
     req_file = work / f"{name}.requests.json"
     req_file.write_text(json.dumps(req.requests))
@@ -137,7 +138,7 @@ def parse(argv=None):
     args.rounds = args.rounds or prof["rounds"]
     if args.rounds < 1:
         ap.error("--rounds must be at least 1")
-    args.out = Path(args.out) if args.out else HERE / "results" / ("" if args.publish else "_scratch")
+    args.out = Path(args.out) if args.out else (PUBLISHED if args.publish else SCRATCH)
     return args
 
 
@@ -151,10 +152,11 @@ def main(argv=None) -> int:
     started = datetime.now(timezone.utc)
     t0 = time.perf_counter()
     ref = "lmeval" if "lmeval" in args.methods else args.methods[0]
-    all_rows = []
+    all_rows, weights = [], {}
     for name in args.workloads:
-        rows, _ = bench_workload(name, args.sizes[name], args, out, log)
+        rows, meta = bench_workload(name, args.sizes[name], args, out, log)
         all_rows += rows
+        weights[meta["model"]] = sorted({h for h in meta["weights_sha256"].values() if h})
         log(markdown(rows, ref))
     (out / "results.md").write_text(markdown(all_rows, ref))
     import torch
@@ -163,6 +165,7 @@ def main(argv=None) -> int:
            "profile": args.profile, "sizes": args.sizes, "rounds": args.rounds, "methods": args.methods,
            "torch_threads": args.threads, "warmup_requests": args.warmup, "seed": args.seed,
            "cpu": platform.processor() or platform.machine(), "cores": os.cpu_count(),
+           "load_average_at_end": os.getloadavg(), "weights_sha256": weights,
            "torch": torch.__version__, "transformers": transformers.__version__,
            "lm_eval": "0.4.13 (benchmarks/requirements-lmeval.txt)"}
     (out / "env.json").write_text(json.dumps(env, indent=2) + "\n")
