@@ -5,8 +5,8 @@ engine and the naive loop under the project's .venv, lm-eval under benchmarks/.v
 and is then timed round after round, interleaved (harness.py). Results go to benchmarks/results/_scratch/ unless
 ``--publish`` (benchmarks/results/).
 
-    python benchmarks/run_all.py --profile quick            # minutes: a smoke run of every workload
-    python benchmarks/run_all.py                            # default: CrowS 300 pairs, BBQ 120, CALM 120 (24 templates)
+    python benchmarks/run_all.py --profile quick            # every workload on a few items (23 min at load 7)
+    python benchmarks/run_all.py                            # CrowS 300 pairs, BBQ 120, CALM 120 (24 templates)
     python benchmarks/run_all.py --profile full --publish   # full CrowS-Pairs for both models; hours on a 2-core CPU
 """
 
@@ -78,7 +78,8 @@ def bench_workload(name: str, n: int, args, out: Path, log, start=start_worker) 
     rows = harness.summarize(records, req.groups, reference=ref, ready=ready)
     meta = {"workload": name, "model": w.model, "items": req.n_items, "item": req.item, "requests": len(req.requests),
             "strata": f"{len(set(req.strata))} {req.stratum}", "load": harness.load_spread(records),
-            "weights_sha256": {m: r.get("weights_sha256") for m, r in ready.items()}}
+            "weights_sha256": {m: r.get("weights_sha256") for m, r in ready.items()},
+            "versions": {m: r.get("versions") for m, r in ready.items()}}
     for r in rows:
         r.update({k: meta[k] for k in ("workload", "model", "items", "item", "strata")})
         r.update({f"load_{k}": v for k, v in meta["load"].items() if k != "n"})
@@ -152,11 +153,12 @@ def main(argv=None) -> int:
     started = datetime.now(timezone.utc)
     t0 = time.perf_counter()
     ref = "lmeval" if "lmeval" in args.methods else args.methods[0]
-    all_rows, weights = [], {}
+    all_rows, weights, versions = [], {}, {}
     for name in args.workloads:
         rows, meta = bench_workload(name, args.sizes[name], args, out, log)
         all_rows += rows
         weights[meta["model"]] = sorted({h for h in meta["weights_sha256"].values() if h})
+        versions.update(meta["versions"])
         log(markdown(rows, ref))
     (out / "results.md").write_text(markdown(all_rows, ref))
     import torch
@@ -167,7 +169,7 @@ def main(argv=None) -> int:
            "cpu": platform.processor() or platform.machine(), "cores": os.cpu_count(),
            "load_average_at_end": os.getloadavg(), "weights_sha256": weights,
            "torch": torch.__version__, "transformers": transformers.__version__,
-           "lm_eval": "0.4.13 (benchmarks/requirements-lmeval.txt)"}
+           "versions_by_method": versions}
     (out / "env.json").write_text(json.dumps(env, indent=2) + "\n")
     log(f"results in {out}")
     return 0

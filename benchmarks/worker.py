@@ -13,6 +13,7 @@ import os
 import resource
 import sys
 import time
+from importlib import metadata
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -34,8 +35,14 @@ def main(method: str, model: str, requests_file: str, threads: str) -> int:
     m = METHODS[method]
     state = m.setup(lm)
     tokens = sum(len(bos_ids(lm, c + x)) for c, x in requests)
+    versions = {}
+    for pkg in ("torch", "transformers", "lm_eval"):
+        try:
+            versions[pkg] = metadata.version(pkg)
+        except metadata.PackageNotFoundError:
+            pass
     proto.write(json.dumps({"ready": True, "load_seconds": time.perf_counter() - t0, "tokens": tokens,
-                            "threads": torch.get_num_threads(), "weights_sha256": lm.fingerprint.get("weights_sha256"),
+                            "versions": versions, "python": sys.executable, "threads": torch.get_num_threads(), "weights_sha256": lm.fingerprint.get("weights_sha256"),
                             "rss_after_load_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}) + "\n")
     for line in sys.stdin:
         cmd = json.loads(line)
