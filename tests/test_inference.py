@@ -209,3 +209,29 @@ def test_benchmark_cluster_must_be_a_column():
     assert Benchmark("x", prompts, FactorSpec([]), cluster="template").cluster == "template"
     with pytest.raises(DataError):
         Benchmark("x", prompts, FactorSpec([]), cluster="scenario")
+
+
+def test_ss_interval_folds_pi_interval():
+    from biaslab.stats import hypothesis as hyp
+    lo, hi = hyp.ss_interval([0.55, 0.2, 0.45], [0.7, 0.35, 0.6])
+    np.testing.assert_allclose(lo, [0.55, 0.65, 0.5])
+    np.testing.assert_allclose(hi, [0.7, 0.8, 0.6])
+    prefs = pd.DataFrame({"model": "m", "dataset": "d", "source": "s", "bias_type": ["a"] * 20,
+                          "x": [1] * 14 + [0] * 6})
+    t = hyp.preference_tests(prefs).iloc[0]
+    ref = stats.binomtest(14, 20).proportion_ci(method="exact")
+    assert (t["pi_ci_low"], t["pi_ci_high"]) == pytest.approx((ref.low, ref.high))
+
+
+def test_mean_intervals_and_mask_tests():
+    d = _clustered(60, 5, 0.5, 0.2, 7)
+    t = intervals.mean_intervals(d, "y", "cl").iloc[0]
+    r = intervals.rate_intervals(d, "y", "cl").iloc[0]
+    assert t["mean"] == pytest.approx(r["rate"]) and t["ci_low"] < t["mean"] < t["ci_high"]
+    few = intervals.mean_intervals(d[d.cl < 3], "y", "cl").iloc[0]
+    assert few["ci_method"].startswith("t interval, 2 df")
+    chk = pd.DataFrame({"model": ["a", "b"], "degenerate": [True, False], "reasons": ["constant", ""]})
+    tab = pd.DataFrame({"model": ["a", "a", "b"], "p_value": [0.01, 0.2, 0.03]})
+    m = responders.mask_tests(tab, chk)
+    assert m["p_value"].isna().tolist() == [True, True, False]
+    assert m["responder"].iloc[0].endswith("constant") and m["responder"].iloc[2] == "informative"

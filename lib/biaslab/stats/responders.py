@@ -78,3 +78,23 @@ def informative(df: pd.DataFrame, check: pd.DataFrame, by: Sequence[str] | str =
         return df
     key = pd.MultiIndex.from_frame(df[by])
     return df[~key.isin(pd.MultiIndex.from_frame(bad))]
+
+
+def mask_tests(table: pd.DataFrame, check: pd.DataFrame, by: Sequence[str] | str = "model",
+               test_cols: Sequence[str] = ("p_value",), where: pd.Series | None = None) -> pd.DataFrame:
+    """A copy of a test table with the tests of degenerate responders blanked (NaN) and a ``responder`` column
+    saying why: the rows stay in the table (listed, not dropped). ``where`` restricts which rows may be blanked
+    (e.g. only the prompted sources of a preference table)."""
+    by = [by] if isinstance(by, str) else list(by)
+    out = table.copy()
+    bad = check[check["degenerate"]].set_index(by)["reasons"]
+    key = pd.MultiIndex.from_frame(out[by]) if len(by) > 1 else pd.Index(out[by[0]])
+    why = pd.Series(key.map(lambda k: bad.get(k, "")), index=out.index).fillna("")
+    if where is not None:
+        why = why.where(where.to_numpy(), "")
+    hit = why != ""
+    for c in test_cols:
+        if c in out:
+            out.loc[hit, c] = np.nan
+    out["responder"] = np.where(hit, "degenerate responder, excluded from tests: " + why, "informative")
+    return out
