@@ -63,6 +63,7 @@ from biaslab.benchmarks import agentic
 from biaslab.outputs import OutputDir
 from biaslab.plots import entropy as P
 from biaslab.stats import entropy as E
+from biaslab.stats import intervals, multiplicity, paired, power, responders
 
 pd.set_option("display.width", 160, "display.max_columns", 30)
 out = OutputDir(output_dir)
@@ -290,10 +291,16 @@ pb.round(3)
 
 # %%
 ut = E.uniformity_tests(per_prompt, prompts)
+# changed after review: Holm across all the uniformity tests of the notebook (models x class types x unit), a family
+# of confirmatory claims read one by one, so family-wise control
+ut = multiplicity.add_adjusted(ut, "p_value", method="holm")
 out.table(ut, "uniformity_tests")
-ut[["model", "class_type", "unit", "n", "counts", "chi2", "p_value", "log10_bf10"]].round(4)
+ut[["model", "class_type", "unit", "n", "counts", "chi2", "p_value", "p_value_holm", "log10_bf10"]].round(4)
 
 # %% [markdown]
+# *Changed after review:* the chi-square p-values are now Holm-adjusted across every uniformity test in the table
+# (`p_value_holm`; the family is all models × class types × {group, position}).
+#
 # The contrast is the point: counted by **position**, the top answers are far from uniform for every class type and
 # both models (chi-square p < 0.001, $\log_{10}\mathrm{BF}_{10}$ between about 4 and 16); counted by **group**, they
 # are mostly consistent with a uniform choice ($\log_{10}\mathrm{BF}_{10} < 0$ for most class types). In the
@@ -324,6 +331,76 @@ if cyc_list:
               f"Wilcoxon p = {r.wilcoxon_p:.2g}, n = {r.n})")
 else:
     print("cyclic_prompts = 0: no cyclic rotations scored")
+
+# %% [markdown]
+# ## Intervals, responder check, paired comparison and power (beyond the paper; changed after review)
+#
+# The agentic prompts are generated from scenarios: the 10 prompts of a scenario (5 class types × 2 polarities)
+# share its role and story, so every interval below resamples *scenarios* (the benchmark's declared cluster,
+# `bench.cluster`). The group-preference table and figure now carry 95 % intervals clustered on the scenario.
+#
+# * **Responder check** per model and number of choices k: the share of the modal top position, the normalized
+#   entropy of the top-position distribution, and the label mass (thresholds in `biaslab.stats.responders`). A
+#   degenerate model would be listed in `responders.csv` and left out of the tests.
+# * **Mean entropy with a clustered interval** per model (`entropy_intervals.csv`), and the **paired model
+#   comparison** of per-prompt entropy (both models answer the same prompts): mean difference with a
+#   scenario-clustered bootstrap interval and the Wilcoxon signed-rank test.
+# * **Cyclic gain** (entropy after the cyclic average minus in the stored order) with a scenario-clustered interval.
+# * **Power** (`power.csv`): the smallest standardized paired effect (d_z) the group-preference Wilcoxon/t test can
+#   detect per class type, the smallest cyclic gain, and the smallest departure from a uniform top-group choice
+#   (Cohen's w, chi-square goodness of fit) per class type, at 80 % power and α = 0.05.
+
+# %%
+resp = pd.concat([responders.responder_check(per_prompt[per_prompt.k == k], answer="top_position", by="model",
+                                             n_options=int(k), label_mass="label_mass").assign(k=int(k))
+                  for k in sorted(per_prompt["k"].unique())], ignore_index=True)
+out.table(resp, "responders", markdown=True)
+print(resp[["model", "k", "n", "modal_answer", "modal_share", "answer_entropy", "label_mass", "degenerate",
+            "reasons"]].to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+degenerate = resp.groupby("model")["degenerate"].any()
+tested = per_prompt[~per_prompt["model"].map(degenerate).fillna(False)]
+pp = tested.merge(prompts[["prompt_id", "scenario_id", "class_type"]], on="prompt_id")
+ent_ci = intervals.mean_intervals(pp, "entropy", bench.cluster, by="model")
+out.table(ent_ci, "entropy_intervals", markdown=True)
+cmp_ent = (paired.paired_differences(pp, "entropy", cluster=bench.cluster, binary=False)
+           if pp["model"].nunique() > 1 else pd.DataFrame())
+out.table(cmp_ent, "paired_comparisons", markdown=True)
+display(ent_ci.round(4))
+if len(cmp_ent):
+    display(cmp_ent.round(4))
+if cyc_list:
+    cyc_g = cyc.merge(prompts[["prompt_id", "scenario_id"]], on="prompt_id").assign(
+        gain=lambda d: d.entropy_cyclic_avg - d.entropy_stored)
+    gain_ci = intervals.mean_intervals(cyc_g, "gain", bench.cluster, by="model")
+    out.table(gain_ci, "cyclic_gain_intervals", markdown=True)
+    display(gain_ci.round(4))
+
+# %%
+from statsmodels.stats.power import GofChisquarePower
+
+power_rows = []
+n_pairs_ct = int(gp["n_pairs"].median()) if len(gp) else 0
+power_rows.append(power.power_row("agentic", profile, "group preference, positive - negative, per class type",
+                                  n_pairs_ct, power.mde_paired_mean(n_pairs_ct), n_clusters=n_pairs_ct,
+                                  scale="d_z", test="paired t / Wilcoxon"))
+n_cyc = len(cyc_prompts)
+power_rows.append(power.power_row("agentic", profile, "cyclic gain in entropy", n_cyc, power.mde_paired_mean(n_cyc),
+                                  n_clusters=int(cyc_prompts["scenario_id"].nunique()) if n_cyc else 0, scale="d_z",
+                                  test="paired t / Wilcoxon"))
+for (ct, k), g in prompts.groupby(["class_type", "k"]):
+    n = len(g)
+    w = (GofChisquarePower().solve_power(effect_size=None, nobs=n, alpha=0.05, power=0.8, n_bins=int(k))
+         if n > k else np.nan)
+    power_rows.append(power.power_row("agentic", profile, f"uniform top-group choice, {ct} (k = {k})", n, w,
+                                      n_clusters=int(g["scenario_id"].nunique()), scale="Cohen's w",
+                                      test="chi-square goodness of fit"))
+power_table = pd.DataFrame(power_rows)
+out.table(power_table, "power", markdown=True)
+display(power_table[["quantity", "n", "mde", "mde_scale", "test"]].round(3))
+r0, r1 = power_table.iloc[0], power_table.iloc[1]
+print(f"With {int(r0.n)} matched pairs per class type, positive-vs-negative group differences smaller than "
+      f"{r0.mde:.2f} SD of the per-pair differences cannot be detected (80 % power, alpha = 0.05); with {int(r1.n)} "
+      f"prompts in all their rotations, cyclic gains smaller than {r1.mde:.2f} SD cannot.")
 
 # %% [markdown]
 # ## How much does the answer format move the answers? (beyond the paper)

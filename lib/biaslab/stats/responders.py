@@ -48,7 +48,7 @@ def responder_check(df: pd.DataFrame, answer: str = "answer", by: Sequence[str] 
         k_opt = n_options or max(int(counts.size), 2)
         if n_ok:
             p = counts.to_numpy(dtype=float) / n_ok
-            ent = float(-(p * np.log(p)).sum() / np.log(k_opt)) if k_opt > 1 else 0.0
+            ent = max(0.0, float(-(p * np.log(p)).sum() / np.log(k_opt))) if k_opt > 1 else 0.0
             modal, modal_share = counts.index[0], float(p[0])
         else:
             ent, modal, modal_share = np.nan, None, np.nan
