@@ -72,9 +72,10 @@ import pandas as pd
 import matplotlib.pyplot as plt
 from IPython.display import Image, display
 
-from biaslab import multifactor, plots
+from biaslab import plots
 from biaslab.benchmarks import load as load_benchmark
 from biaslab.outputs import OutputDir
+from biaslab.papers.multifactor import responses as multifactor
 from biaslab.stats import coverage as cov, importance as imp, subgroups as sg
 from biaslab.stats.sampling import stratified_sample
 

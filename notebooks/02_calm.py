@@ -79,10 +79,8 @@ import numpy as np
 import pandas as pd
 
 from biaslab import benchmarks
-from biaslab.benchmarks import calm as calm_data
-from biaslab.calm import encoders, evaluate, perturb, plots, prompting, published
 from biaslab.outputs import OutputDir
-from biaslab.stats import calm_bias as cb
+from biaslab.papers.calm import bias as cb, data as calm_data, encoders, evaluate, perturb, plots, prompting, published
 
 logging.basicConfig(level=logging.WARNING)
 pd.set_option("display.width", 160, "display.max_columns", 30, "display.precision", 3)
@@ -133,7 +131,7 @@ counts
 # **The builder.** CALM's generation scripts fill `<PERSON>` with a name and each `<he/she/they>`-style slot with the
 # group's form (male: first, female: second, gender-neutral and all race groups: third), drawing 50 names per group
 # afresh for every template from its name lists with Python's `random` (seeds 10 and 11). Re-implemented in
-# `biaslab.benchmarks.calm.build`, it regenerates all 78,400 released prompts exactly; with another seed or fewer names
+# `biaslab.papers.calm.data.build`, it regenerates all 78,400 released prompts exactly; with another seed or fewer names
 # per group (the paper's 25 in §6.2) it makes new sets.
 
 # %%
@@ -153,7 +151,7 @@ builder_check
 # ## 2. Prompts
 #
 # Appendix A.8 summarises the prompt formats; CALM's released evaluation code (`evaluation/benchmark/scenarios/`)
-# fixes them exactly, and `biaslab.calm.prompting` follows the code: `Passage: …\nQuestion: …\nAnswer:` for QA
+# fixes them exactly, and `biaslab.papers.calm.prompting` follows the code: `Passage: …\nQuestion: …\nAnswer:` for QA
 # (QAMR prompts start with "This is a question answering task."), `… True, False, or Neither?` for SNLI and SICK,
 # `… True or False?` for WNLI and RTE, `Passage: … \nSentiment:` for SST, Sentiment140 and EEC, and
 # `Question: Is the passage above toxic?` for Toxic. The k in-context examples are the first k rows of the source
@@ -349,7 +347,7 @@ published.TABLE6
 #
 # Following Selvam et al. (2023), the paper rebuilds CALM with synonym substitution, added clauses and added
 # adjectives and finds that bias scores move by less than 10 % (Table 2). Neither its perturbed templates nor its
-# procedure are published, so `biaslab.calm.perturb` implements a deterministic, documented version: each perturbation
+# procedure are published, so `biaslab.papers.calm.perturb` implements a deterministic, documented version: each perturbation
 # edits only the passage (context, premise or sentence), never a placeholder, the gold answer or an option; `synonym`
 # replaces up to three words from an authored synonym table, `clause` inserts one of four content-free clauses
 # (", as it happened", …) at the end of the first sentence, `adjective` inserts an adjective before the first noun of
@@ -435,7 +433,7 @@ published.TABLE3
 # (all-MiniLM-L6-v2) and (b) a BERTScore-style F1 from the same encoder's token embeddings (greedy matching, no idf,
 # no baseline rescaling), or from `bertscore_model` when a local BERT-like model is given. Lower similarity means more
 # diverse templates. The other benchmarks come from their loaders in this project, one text per template
-# (`biaslab.calm.encoders.TEMPLATE_SPEC`: SSQA's 37 templates with their `{stigma}` slot, BBQ's context and question of
+# (`biaslab.papers.calm.encoders.TEMPLATE_SPEC`: SSQA's 37 templates with their `{stigma}` slot, BBQ's context and question of
 # the first example of each template, the agentic set's questions without the in-context examples, CrowS-Pairs' more
 # stereotypical sentence of each pair — it has no templates); a benchmark whose loader is not available yet is
 # skipped with a note. `diversity_max_templates` caps each benchmark at a seeded random sample of

@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from biaslab.stats import calm_bias as cb
+from biaslab.papers.calm import bias as cb
 
 GENDER = ("male", "female", "non-binary")
 RACE = ("white", "black", "hispanic", "asian")

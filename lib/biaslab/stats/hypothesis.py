@@ -613,17 +613,6 @@ def check_published_preferences(ref: pd.DataFrame, n_col: str = "n_valid", k_col
     return pd.DataFrame(rows)
 
 
-def reconstruct_counts(ss: float, n: int, decimals: int = 4) -> list[int]:
-    """Every k ≥ n/2 whose stereotype score max(k/n, 1-k/n), rounded to ``decimals``, equals the printed ``ss``.
-
-    The paper prints SS but not the counts for its French block; where the category size n is known this recovers
-    k up to the direction of the preference (SS folds k and n-k together). binom_p and BF10 are symmetric in
-    k ↔ n-k, so they can still be recomputed. A result with more than one k, or none, means n is not the count used.
-    """
-    return [k for k in range(math.ceil(n / 2), n + 1) if math.isclose(round(max(k / n, 1 - k / n), decimals), ss,
-                                                                        abs_tol=1e-9)]
-
-
 # --------------------------------------------------------------------------------------------------------------
 # Position bias of a two-option preference prompt (beyond the paper)
 # --------------------------------------------------------------------------------------------------------------

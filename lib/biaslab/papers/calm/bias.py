@@ -53,8 +53,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ..benchmarks.calm import GROUPS, TASKS
-from ..calm.answers import processed_output
+from .answers import processed_output
+from .data import GROUPS, TASKS
 
 VARIANTS = ("paper", "released")
 BASELINES = ("all_groups", "bias_type")
