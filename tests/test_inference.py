@@ -153,6 +153,8 @@ def test_responder_check_flags_constant_passes_varied():
     assert set(kept["model"]) == {"varied"}
     low = pd.DataFrame({"model": "m", "answer": rng.choice(["a", "b"], 40), "mass": 0.05})
     assert responders.responder_check(low, label_mass="mass")["degenerate"].item()
+    few = responders.responder_check(pd.DataFrame({"model": "m", "answer": ["yes"] * 6})).iloc[0]
+    assert not few["degenerate"] and few["reasons"].startswith("not judged")
 
 
 def test_mcnemar_and_paired_difference():
@@ -186,10 +188,21 @@ def test_paired_subgroup_test():
             for model, shift in (("a", 0.0), ("b", 0.2)):
                 rows.append({"template": t, "stigma": s, "model": model, "y": int(rng.random() < base + shift)})
     df = pd.DataFrame(rows)
-    mean_abs = lambda x: float(np.mean(np.abs(x)))          # noqa: E731  (deviation metric with C = 0)
-    r = paired.paired_subgroup_test(df, "y", ["stigma"], "a", "b", "template", mean_abs, n_boot=200)
+    r = paired.paired_subgroup_test(df, "y", ["stigma"], "a", "b", "template", n_boot=500)
     assert r["n_subgroups"] == 8
     assert r["ci_high"] < 0 and r["metric_difference"] == pytest.approx(r["metric_a"] - r["metric_b"])
+    # the metric is the paper's deviation metric (eq. 4), computed independently by stats.subgroups
+    from biaslab.stats import subgroups as sg
+    rates = df.groupby(["model", "stigma"])["y"].mean()
+    assert r["metric_a"] == pytest.approx(sg.deviation_metric(rates["a"]))
+    # the vectorised cluster-paired bootstrap agrees with the slow generic one (resampling data frames)
+    slow = intervals.cluster_bootstrap(
+        df, lambda d: (sg.deviation_metric(d[d.model == "a"].groupby("stigma")["y"].mean())
+                       - sg.deviation_metric(d[d.model == "b"].groupby("stigma")["y"].mean())), "template", n_boot=300)
+    assert slow["se"] == pytest.approx((r["ci_high"] - r["ci_low"]) / 3.92, rel=0.25)
+    per = paired.subgroup_metric_intervals(df, "y", ["stigma"], "template", n_boot=300).set_index("model")
+    assert per.loc["a", "estimate"] == pytest.approx(r["metric_a"])
+    assert per.loc["a", "ci_low"] < per.loc["a", "estimate"] < per.loc["a", "ci_high"]
 
 
 def test_holm_and_bh_hand_worked():

@@ -16,6 +16,8 @@ Measures, per model (and any extra grouping), over the parsed answers:
 
 A pair is **degenerate** when any threshold is crossed (``THRESHOLDS``, stated once here): modal share >= 0.95,
 normalized answer entropy <= 0.20, unparseable share > 0.50, or mean label mass < 0.10. ``reasons`` names which.
+With fewer than ``min_n`` = 20 responses a pair is not judged (a constant answer to 6 prompts is weak evidence):
+``degenerate`` is False and ``reasons`` says so.
 Degenerate pairs are listed in the notebooks' ``responders.csv`` and excluded from tests; their descriptive tables
 are kept and marked.
 """
@@ -28,7 +30,7 @@ import numpy as np
 import pandas as pd
 
 THRESHOLDS = {"modal_share_max": 0.95, "answer_entropy_min": 0.20, "unparseable_share_max": 0.50,
-              "label_mass_min": 0.10}
+              "label_mass_min": 0.10, "min_n": 20}
 
 
 def responder_check(df: pd.DataFrame, answer: str = "answer", by: Sequence[str] | str = "model",
@@ -63,9 +65,14 @@ def responder_check(df: pd.DataFrame, answer: str = "answer", by: Sequence[str] 
             reasons.append(f"{unparse:.0%} unparseable (> {th['unparseable_share_max']:.0%})")
         if np.isfinite(mass) and mass < th["label_mass_min"]:
             reasons.append(f"label mass {mass:.2f} < {th['label_mass_min']:.2f}")
+        if reasons and n < th["min_n"]:
+            reasons = [f"not judged: n = {n} < {th['min_n']} (would be: " + "; ".join(reasons) + ")"]
+            judged = False
+        else:
+            judged = bool(reasons)
         rows.append({**dict(zip(by, key)), "n": n, "n_parsed": n_ok, "modal_answer": modal,
                      "modal_share": modal_share, "answer_entropy": ent, "unparseable_share": unparse,
-                     "label_mass": mass, "degenerate": bool(reasons), "reasons": "; ".join(reasons),
+                     "label_mass": mass, "degenerate": judged, "reasons": "; ".join(reasons),
                      "thresholds": ", ".join(f"{k}={v}" for k, v in th.items())})
     return pd.DataFrame(rows)
 
