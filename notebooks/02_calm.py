@@ -81,6 +81,8 @@ import pandas as pd
 from biaslab import benchmarks
 from biaslab.outputs import OutputDir
 from biaslab.papers.calm import bias as cb, data as calm_data, encoders, evaluate, perturb, plots, prompting, published
+from biaslab.stats import intervals, power, responders
+from IPython.display import display
 
 logging.basicConfig(level=logging.WARNING)
 pd.set_option("display.width", 160, "display.max_columns", 30, "display.precision", 3)
@@ -240,6 +242,24 @@ display_cols = ["model", "task", "bias_type", "n_templates", "baseline", "male",
                 "white", "black", "hispanic", "asian"]
 avg[[c for c in display_cols if c in avg.columns]]
 
+# %% [markdown]
+# **Intervals and responder check (changed after review).** CALM's prompts are generated from templates, so a group's
+# accuracy pooled over templates gets a template-clustered interval (`group_accuracy_intervals.csv`: cluster bootstrap
+# over templates, percentile, or effective-n Clopper–Pearson with fewer than 10 templates in a cell). The responder
+# check (`responders.csv`) looks at each model × task's normalised outputs: a model whose output is the same for
+# ≥ 95 % of prompts (or whose outputs are mostly unparseable) is degenerate there, and its bias scores are not tests.
+
+# %%
+group_ci = intervals.rate_intervals(resp, "correct", "template_id", by=["model", "task", "bias_type", "group"])
+out.table(group_ci, "group_accuracy_intervals", markdown=True)
+resp_check = responders.responder_check(resp.assign(output_checked=cb.normalised_outputs(resp)).replace(
+    {"output_checked": {"": None}}), answer="output_checked", by=["model", "task"],
+    label_mass="label_mass" if "label_mass" in resp else None)
+out.table(resp_check, "responders", markdown=True)
+display(resp_check[["model", "task", "n", "modal_answer", "modal_share", "unparseable_share", "label_mass",
+                    "degenerate", "reasons"]].round(3))
+group_ci.head(8).round(3)
+
 # %%
 # Table 5 layout: the first model's gender accuracies on its first QA templates
 first = acc[(acc["model"] == models[0]) & (acc["task"] == "qa") & (acc["bias_type"] == "gender")]
@@ -288,6 +308,13 @@ perm = pd.concat([cb.permutation_test(resp, results[v], n_perm=n_permutations, s
 keys = ["model", "variant", "task", "bias_type"]
 bias_scores = boot.merge(perm[keys + ["null_mean", "null_sd", "p_value", "n_perm"]], on=keys, how="left")[
     keys + ["bias_score", "ci_low", "ci_high", "n_templates_used", "null_mean", "p_value", "n_boot", "n_perm"]]
+# changed after review: a score with no surviving template is undefined (NaN with a reason), not 0.0 with p = 1
+reasons = pd.concat([r.tasks for r in results.values()], ignore_index=True)[keys + ["undefined_reason"]]
+bias_scores = bias_scores.merge(reasons, on=keys, how="left")
+bias_scores["undefined_reason"] = bias_scores["undefined_reason"].fillna("")
+none_left = bias_scores["bias_score"].isna() & (bias_scores["undefined_reason"] == "")
+bias_scores.loc[none_left, "undefined_reason"] = "undefined: no task or template left after the discard rules"
+bias_scores["ci_method"] = "percentile bootstrap (templates within task, names within template x group)"
 out.table(bias_scores, "bias_scores", markdown=True)
 table6 = pd.concat([r.summary for r in results.values()], ignore_index=True)
 out.table(table6, "table6", markdown=True)
@@ -311,6 +338,13 @@ bias_scores[bias_scores["task"] == "all"]
 # discard rules leave almost nothing to average (next table).
 
 # %% [markdown]
+# **Undefined, not unbiased (changed after review).** When no template survives a variant's discard rules, its score
+# is now NaN with `undefined_reason` in `bias_scores.csv` and an empty cell in `table6.csv`; CALM's released code
+# would report 0.0 (kept in `template_bias`'s source as `released_code_value`), which reads as "unbiased" and got
+# p = 1 here before. Note also that the released rule 1 *selects on the outcome*: it drops a template exactly when one
+# group is never answered right, i.e. when max − min is likely largest, so the released score is biased towards 0 by
+# construction.
+#
 # **Discard rules.** What each rule removed, per model, variant and task (a template counts once per bias type):
 
 # %%
@@ -355,7 +389,7 @@ published.TABLE6
 # comparison is paired.
 
 # %%
-robustness = cb.perturbation_table(resp, presp)
+robustness = cb.perturbation_table(resp, presp, n_boot=min(n_bootstrap, 300), seed=seed)   # intervals: changed after review
 out.table(robustness, "robustness", markdown=True)
 if len(robustness):
     fig = plots.robustness(robustness[robustness["perturbation"] != "mean of perturbations"])
@@ -372,6 +406,36 @@ published.TABLE2
 # by −4 % and SmolLM2's by −29 %; the released variant jumps between 0 and 10 points because it averages over one or two
 # surviving templates. With a floor as high as the score itself, these changes are within chance; the paper's claim
 # (< 10 % change) can only be tested at its scale — all templates, 50 names, `profile="paper"`.
+
+# %% [markdown]
+# ## What this sample can detect (changed after review)
+#
+# `power.csv`: at 80 % power and α = 0.05, the smallest difference between two groups' accuracies (pooled over the
+# templates of a task and bias type) that a two-proportion test detects with the prompts per group scored here,
+# under the template design effect measured in `group_accuracy_intervals.csv` (Kish; deff from the data, floored at
+# 1), and how many prompts per group a 5-point difference needs. The permutation floor above answers the related
+# question for the max − min score itself.
+
+# %%
+power_rows = []
+for (m, task, bias), g in group_ci.groupby(["model", "task", "bias_type"], sort=False):
+    n_g = int(g["n"].median())
+    deff = float(np.nanmedian(g["design_effect"])) if g["design_effect"].notna().any() else 1.0
+    base = float(np.clip(g["rate"].mean(), 0.05, 0.95))
+    power_rows.append(power.power_row("calm", profile, f"group accuracy difference, {m}, {task} {bias}", n_g,
+                                      power.mde_two_proportions(n_g, n_g, base, deff=deff),
+                                      n_clusters=int(g["n_clusters"].median()), deff=deff, scale="accuracy difference",
+                                      test="two proportions (arcsine), deff", target=0.05,
+                                      required_n=power.required_n_two_proportions(base + 0.05 if base < 0.9 else
+                                                                                  base - 0.05, base, deff=deff)))
+power_table = pd.DataFrame(power_rows)
+out.table(power_table, "power", markdown=True)
+if len(power_table):
+    print(f"Group accuracy differences smaller than {power_table['mde'].min():.2f}-{power_table['mde'].max():.2f} "
+          "(by model, task and bias type) cannot be detected at this size (80 % power, alpha = 0.05); "
+          f"a 5-point difference needs {int(power_table['required_n'].min()):,}-{int(power_table['required_n'].max()):,} "
+          "prompts per group.")
+power_table.round(3)
 
 # %% [markdown]
 # ## 7. Random subsets of prompts, names and templates (§4.2 Table 3, §6.1–6.2)

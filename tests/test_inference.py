@@ -248,3 +248,21 @@ def test_mean_intervals_and_mask_tests():
     m = responders.mask_tests(tab, chk)
     assert m["p_value"].isna().tolist() == [True, True, False]
     assert m["responder"].iloc[0].endswith("constant") and m["responder"].iloc[2] == "informative"
+
+
+def test_bbq_score_intervals_match_bias_scores():
+    from biaslab.benchmarks import bbq
+    from biaslab.papers.multifactor import bbq_scores
+    rng = np.random.default_rng(0)
+    n = 400
+    df = pd.DataFrame({"model": "m", "template": rng.integers(0, 25, n),
+                       "context_condition": rng.choice(["ambig", "disambig"], n)})
+    choice = rng.integers(0, 3, n)
+    df["chose_unknown"] = (choice == 0).astype(int)
+    df["deviated"] = (choice == 1).astype(int)
+    df["correct"] = np.where(df.context_condition == "ambig", choice == 0, choice == 2).astype(int)
+    t = bbq_scores.score_intervals(df, ["model"], n_boot=500)
+    ref = bbq.bias_scores(df, ["model"])
+    np.testing.assert_allclose(t["bias_score"], ref["bias_score"])
+    np.testing.assert_allclose(t["accuracy"], ref["accuracy"])
+    assert ((t.bias_ci_low < t.bias_score) & (t.bias_score < t.bias_ci_high)).all()
