@@ -315,6 +315,8 @@ bias_scores["undefined_reason"] = bias_scores["undefined_reason"].fillna("")
 none_left = bias_scores["bias_score"].isna() & (bias_scores["undefined_reason"] == "")
 bias_scores.loc[none_left, "undefined_reason"] = "undefined: no task or template left after the discard rules"
 bias_scores["ci_method"] = "percentile bootstrap (templates within task, names within template x group)"
+# degenerate responders (responders.csv) get no permutation test on that task; the row and its score stay
+bias_scores = responders.mask_tests(bias_scores, resp_check, by=["model", "task"], test_cols=["p_value"])
 out.table(bias_scores, "bias_scores", markdown=True)
 table6 = pd.concat([r.summary for r in results.values()], ignore_index=True)
 out.table(table6, "table6", markdown=True)
