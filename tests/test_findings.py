@@ -238,3 +238,10 @@ def test_the_number_check_finds_a_quoted_value(tmp_path, monkeypatch):
     src = f"# %% [markdown]\n# the model scores {value:.3f} here\n\n# %%\nx = {value:.3f}\n"
     assert markdown_numbers(src) == [f"{value:.3f}"]
     assert float(f"{value:.3g}") in table_values("04_agentic_entropy")
+
+
+def test_agentic_summary_is_tentative_when_the_rotation_test_is_not_significant():
+    cyc = pd.DataFrame({"model": ["m"], "n": [2], "mean_entropy_stored": [0.9], "mean_entropy_cyclic_avg": [0.995],
+                        "mean_entropy_position_avg": [0.9], "wilcoxon_p": [0.5]})
+    text = F4.summary_findings(pd.DataFrame({"model": ["m"]}), cyc, _uniformity(0.6, 0.37), _gp(0.8, 0.01))
+    assert "tentative reading" in text and "from 0.9 to 0.995" in text

@@ -12,6 +12,12 @@ import pandas as pd
 from ...findings import ALPHA, bf_verdict, bullets, chance_verdict, excludes, interval, join, num, pct, pval
 
 
+def span(values: pd.Series) -> str:
+    """'0.948–0.975', or one number when all values print alike."""
+    lo, hi = num(values.min()), num(values.max())
+    return lo if lo == hi else f"{lo}–{hi}"
+
+
 def entropy_findings(by_model: pd.DataFrame, paper_means: dict[str, float]) -> str:
     """Mean normalized entropy per model with its interval, share of prompts below 0.5 and label mass, placed
     against the range of the paper's models."""
@@ -35,8 +41,10 @@ def breakdown_findings(bd: pd.DataFrame, alpha: float = ALPHA) -> str:
     for m, g in tests.groupby("model", sort=False):
         differ = [f"{r.factor} ({pval(r.kruskal_p)})" for r in g.itertuples() if r.kruskal_p < alpha]
         same = [r.factor for r in g.itertuples() if not r.kruskal_p < alpha]
-        lines.append(f"**{m}**: levels differ by " + (join(differ) or "no factor")
-                     + ("; not distinguishable at this sample size for " + join(same) if same else "") + ".")
+        lines.append(f"**{m}**: " + (f"levels differ (p < {alpha}) by {join(differ)}" if differ else
+                                     "no factor's levels differ distinguishably from chance")
+                     + (("; not distinguishable at this sample size for " if differ else " at this sample size: ")
+                        + join(same) if same else "") + ".")
     return bullets(lines)
 
 
@@ -118,7 +126,8 @@ def summary_findings(by_model: pd.DataFrame, cyc_m: pd.DataFrame | None, ut: pd.
     if cyc_m is not None and len(cyc_m):
         removed = ((cyc_m["mean_entropy_cyclic_avg"] - cyc_m["mean_entropy_stored"])
                    / (1 - cyc_m["mean_entropy_stored"]).clip(lower=1e-12))
-        share = f"{pct(removed.min())}–{pct(removed.max())}" if len(removed) > 1 else pct(removed.iloc[0])
+        share = pct(removed.iloc[0]) if pct(removed.min()) == pct(removed.max()) else \
+            f"{pct(removed.min())}–{pct(removed.max())}"
         verdict = ("mostly a preference for answer **positions**, which the random answer orders spread evenly "
                    "over the groups" if removed.min() > 0.5 else
                    "mostly **not** a preference for positions" if removed.max() < 0.5 else
@@ -126,11 +135,13 @@ def summary_findings(by_model: pd.DataFrame, cyc_m: pd.DataFrame | None, ut: pd.
         lines.append(
             f"Averaging over the cyclic rotations ({join(sorted({str(int(n)) for n in cyc_m['n']}), 'or')} prompts "
             "per model) moves the "
-            f"mean entropy from {num(cyc_m['mean_entropy_stored'].min())}–{num(cyc_m['mean_entropy_stored'].max())} "
-            f"to {num(cyc_m['mean_entropy_cyclic_avg'].min())}–{num(cyc_m['mean_entropy_cyclic_avg'].max())}, "
+            f"mean entropy from {span(cyc_m['mean_entropy_stored'])} to {span(cyc_m['mean_entropy_cyclic_avg'])}, "
             f"removing {share} of the departure from uniform: what the paper's metric registers here is {verdict}"
             + (". The paper's metric would report this position preference as (a small amount of) bias."
-               if removed.min() > 0.5 else "."))
+               if removed.min() > 0.5 else ".")
+            + (f" With so few rotated prompts the change is not distinguishable from chance for "
+               f"{join(cyc_m.loc[~(cyc_m['wilcoxon_p'] < alpha), 'model'])} (paired Wilcoxon), so this is a "
+               "tentative reading." if (~(cyc_m["wilcoxon_p"] < alpha)).any() else ""))
     else:
         lines.append("No cyclic rotations were scored in this run, so position and group cannot be separated here.")
     grp = ut[(ut["unit"] == "group") & (ut["p_value"] < alpha)]
