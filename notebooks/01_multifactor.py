@@ -70,12 +70,12 @@ import warnings
 import numpy as np
 import pandas as pd
 import matplotlib.pyplot as plt
-from IPython.display import Image, display
+from IPython.display import Image, Markdown, display
 
 from biaslab import plots
 from biaslab.benchmarks import load as load_benchmark
 from biaslab.outputs import OutputDir
-from biaslab.papers.multifactor import responses as multifactor
+from biaslab.papers.multifactor import findings, responses as multifactor
 from biaslab.stats import coverage as cov, importance as imp, subgroups as sg
 from biaslab.stats import intervals, multiplicity, paired, power, responders
 from biaslab.stats.sampling import stratified_sample
@@ -290,6 +290,7 @@ if benchmark == "ssqa":
     answers = released.groupby(["model", "answer"]).size().unstack(fill_value=0)
     answers["deviation_rate"] = released.groupby("model")["deviated"].mean()
     table(answers.reset_index(), "released_answers", markdown=True)
+    display(Markdown(findings.released_findings(answers.reset_index())))
 timings["released"] = time.perf_counter() - t0
 
 # %%
@@ -363,6 +364,8 @@ if len(scored) and benchmark == "ssqa":
         cot_tab["no_cot_deviation_rate_same_prompts"] = matched.groupby("model")["deviated"].mean()
         table(cot_tab.reset_index(), "cot_summary", markdown=True)
         print(cot[["model", "seed", "answer", "generation"]].head(3).to_string(max_colwidth=160))
+    has_cot = (scored["cot"] == "yes").any()
+    display(Markdown(findings.label_findings(mass.reset_index(), cot_tab.reset_index() if has_cot else None)))
 if len(scored) and benchmark == "bbq":
     from biaslab.benchmarks import bbq as bbq_module
     sp = scored.merge(subset, on="prompt_id")
@@ -404,10 +407,10 @@ print("degenerate (excluded from tests):", sorted(degenerate_models) or "none")
 # %% [markdown]
 # **Reading the embedded models' answers.** `label_mass` is the share of the next-token probability that lands on any
 # form of the three answers at all; the rest goes to other words, so the renormalised answer is the model's preference
-# *given* that it answers. Neither small model puts noticeable mass on "can't tell", and a model that answers "yes" (or
-# "no") to everything deviates exactly on the templates whose biased answer is "yes" (or "no") — a template effect, not
-# a stigma effect, which the regression below separates. With chain of thought, the default profile allows only
-# `cot_max_new_tokens` new tokens, so many generations stop before stating an answer (`other`); the `paper` profile
+# *given* that it answers (the sentences above give each model's numbers). A model that answers "yes" (or "no") to
+# everything deviates exactly on the templates whose biased answer is "yes" (or "no") — a template effect, not a stigma
+# effect, which the regression below separates. With chain of thought, the default profile allows only
+# `cot_max_new_tokens` new tokens, so a generation can stop before stating an answer (`other`); the `paper` profile
 # allows 256.
 
 # %% [markdown]
@@ -480,6 +483,7 @@ if len(ks):   # changed after review: no test for a degenerate responder (the ro
     ks.loc[bad, "p_value"] = np.nan
     ks["responder"] = np.where(bad, "degenerate responder: not tested", "informative")
 table(ks, "ks_tests", markdown=True)
+display(Markdown(findings.subgroup_findings(dm, ks)))
 for name, ms in groups.items():
     part = ecdf_sub[ecdf_sub["model"].isin(ms)]
     show(plots.ecdf_plot(part, ks=ks[ks["models"] == name], title=f"{benchmark.upper()} ({name} models): eCDF of "

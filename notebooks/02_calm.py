@@ -77,12 +77,13 @@ import time
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+from IPython.display import Markdown, display
 
 from biaslab import benchmarks
 from biaslab.outputs import OutputDir
-from biaslab.papers.calm import bias as cb, data as calm_data, encoders, evaluate, perturb, plots, prompting, published
+from biaslab.papers.calm import bias as cb, data as calm_data, encoders, evaluate, findings, perturb, plots, prompting
+from biaslab.papers.calm import published
 from biaslab.stats import intervals, power, responders
-from IPython.display import display
 
 logging.basicConfig(level=logging.WARNING)
 pd.set_option("display.width", 160, "display.max_columns", 30, "display.precision", 3)
@@ -328,16 +329,18 @@ table6
 bias_scores[bias_scores["task"] == "all"]
 
 # %% [markdown]
-# **What the committed default run shows** (two small models, 4 templates per task, 5 names per group, 1 example;
-# `outputs/02_calm/tables/`). Gemma-3-270m answers 84 % of the QA prompts, 71 % of the sentiment prompts and 51 % of
-# the NLI prompts; SmolLM2-135M 30 %, 50 % and 26 %. Averaged over templates the group accuracies lie within a few
-# points of each other, as in the paper's Table 5, because both models give most names of a template the same answer.
-# The eq.-1 scores are nevertheless large (overall about 65 for Gemma, 123 for SmolLM2) — and equal to their
-# permutation floors (null means about 64 and 96, p = 0.39 and 0.12): at this scale the scores measure chance, not
-# bias. They are large because eq. 1 divides by the baseline: a template whose 35 prompts get a single correct answer
-# has a baseline of 1/35, and the one group that got it scores +600 %, the others −100 %, a template bias of 700
-# (the top points of the figure below). The released variant, in accuracy points, stays small, but mostly because its
-# discard rules leave almost nothing to average (next table).
+# **What this run shows** (computed from its tables):
+
+# %%
+display(Markdown(findings.accuracy_findings(avg) + "\n" + findings.bias_findings(bias_scores)))
+
+# %% [markdown]
+# Group accuracies averaged over templates can lie close together, as in the paper's Table 5, when a model gives most
+# names of a template the same answer — and eq.-1 scores can still be large, because eq. 1 divides by the baseline:
+# with $n$ names per group, a template whose $7n$ prompts get a single correct answer has a baseline of $1/(7n)$; the
+# one group that got it scores $+100 \times 6$ %, the others −100 %, a template bias of $100 \times 7$, the largest
+# eq. 1 allows. A score is only a measurement of bias when it exceeds its permutation floor; the released variant is in
+# accuracy points and averages only the templates its discard rules keep (next table).
 
 # %% [markdown]
 # **Undefined, not unbiased (changed after review).** When no template survives a variant's discard rules, its score
@@ -355,14 +358,13 @@ out.table(discarded, "discarded", markdown=True)
 out.table(pd.concat([r.discards for r in results.values()], ignore_index=True), "discarded_items")
 discarded[discarded[["n_templates", "n_datasets", "n_tasks"]].sum(axis=1) > 0]
 
+# %%
+display(Markdown(findings.discard_findings(discarded)))
+
 # %% [markdown]
-# In the default run the released rules remove every one of SmolLM2's 24 template × bias-type entries (16 through
-# source datasets where at least 80 % of the templates have a group at zero accuracy, 8 through datasets where at least
-# 95 % of the outputs repeat the first) and 22 of Gemma's 24; with only one or two templates per source dataset in the
-# subset, one template decides a dataset's fate. The paper's own rule (near-zero accuracy or one answer for ≥ 95 % of a
-# task) removes no task; eq. 1 only loses the templates with zero baseline accuracy (10 of SmolLM2's entries, 2 of
-# Gemma's). On the full data set the dataset-level rules bite less, but the template rule always removes the templates
-# where a group is never answered right — by construction the largest max − min.
+# With only one or two templates per source dataset in a small subset, one template decides a dataset's fate under
+# the released rules. On the full data set the dataset-level rules bite less, but the template rule always removes the
+# templates where a group is never answered right — by construction the largest max − min.
 
 # %%
 for v, score in (("paper", "bias_paper"), ("released", "bias_released")):
@@ -403,11 +405,12 @@ robustness
 # %%
 published.TABLE2
 
+# %%
+display(Markdown(findings.robustness_findings(robustness, bias_scores)))
+
 # %% [markdown]
-# In the default run the combined perturbation (which edits every one of the 12 templates) moves Gemma's eq.-1 score
-# by −4 % and SmolLM2's by −29 %; the released variant jumps between 0 and 10 points because it averages over one or two
-# surviving templates. With a floor as high as the score itself, these changes are within chance; the paper's claim
-# (< 10 % change) can only be tested at its scale — all templates, 50 names, `profile="paper"`.
+# A change inside the original score's own interval is within chance; the paper's claim (< 10 % change) can only be
+# tested at its scale — all templates, 50 names, `profile="paper"`.
 
 # %% [markdown]
 # ## What this sample can detect (changed after review)
@@ -483,12 +486,13 @@ subset_selection
 # %%
 published.TABLE3
 
+# %%
+display(Markdown(findings.subset_findings(subset_selection)))
+
 # %% [markdown]
-# With 5 names per group, random 75 %, 50 % and 25 % subsets move the eq.-1 score by standard deviations of 23–41
-# points for Gemma (mean about 65) and more for SmolLM2, and halving the names lowers both scores — the opposite of the
-# paper's stability, and expected: the score's noise floor grows as the names per group shrink. The paper's
-# "uninformative templates" cannot be identified from two small models (11 of the 12 templates contribute to no
-# released score here); the row is kept to show the computation.
+# The paper reports stable scores under subsetting; at small scale instability is expected, since the score's noise
+# floor grows as the names per group shrink. The paper's "uninformative templates" (those contributing to no released
+# score) cannot be identified reliably from small models; the row is kept to show the computation.
 
 # %% [markdown]
 # ## 8. Diversity of templates (§4.3, Table 4)
@@ -519,9 +523,11 @@ diversity
 # %%
 published.TABLE4
 
+# %%
+display(Markdown(findings.diversity_findings(diversity)))
+
 # %% [markdown]
-# CALM's templates are the most diverse of the benchmarks measured here: mean pairwise cosine 0.19 and BERTScore-style
-# F1 0.31 (passage and question), against 0.40 and 0.58 for the agentic set's questions. The paper's length row is that
+# The paper's length row is that
 # of the passages alone (`calm_passage`): 224 templates of 3 to 319 words, as printed, with a mean of 36.4 words
 # (printed 38.5; with the question: 43.2, up to 335). The printed standard deviation cannot be right: with a minimum
 # of 3 and a maximum of 319 words among 224 templates it is at least 18.8 (the single 319-word template alone

@@ -80,6 +80,7 @@ from IPython.display import Markdown, display
 from biaslab import benchmarks
 from biaslab.benchmarks import crows_pairs as cp
 from biaslab.outputs import OutputDir
+from biaslab.papers.crows_pairs import findings
 from biaslab.plots import bayes as bplots
 from biaslab.stats import hypothesis as hyp
 from biaslab.stats import paired, power, responders
@@ -431,6 +432,7 @@ if len(agree):
     same = (agree.norm_logprob.map(hyp.evidence) == agree.perplexity.map(hyp.evidence)).mean()
     print(f"\nLPBS and PPB Bayes factors fall in the same Table 1 category for {same:.0%} of the {len(agree)} "
           "model × dataset × bias-type cells.")
+show_md("**Likelihood scheme, all bias types pooled (LPBS):**\n\n" + findings.likelihood_findings(lik))
 
 # %% [markdown]
 # **Reading Table 2 here.** The paper's GPT-3 column pattern — significant t and Wilcoxon tests and large Bayes factors
@@ -619,26 +621,8 @@ for name in datasets:
             f"|π − 0.5| ≥ {typ.mde:.3f}. Smaller biases are not distinguishable from chance at this size, not absent.")
 
 # %%
-def preference_findings():
-    lines = []
-    for (m, name), g in pref[pref.bias_type == hyp.OVERALL].groupby(["model", "dataset"], sort=False):
-        row = g.set_index("source")
-        parts = [f"{src}: π̂ = {r.pi_hat:.2f} (n = {r.n}, BF10 = {hyp.sci(r.bf10)}, {r.evidence})"
-                 for src, r in row.iterrows()]
-        lines.append(f"- **{m} · {name}** — " + "; ".join(parts))
-    if len(answers):
-        for r in cons.itertuples():
-            pf = pos[(pos.model == r.model) & (pos.dataset == r.dataset)].set_index("order").p_first
-            verdict = ("answers by **position**, not by content" if r.same_position > 0.9 else
-                       "answers mostly by content" if r.same_sentence > 0.8 else "answers partly by position")
-            lines.append(f"- **{r.model} · {r.dataset}** names the first sentence in "
-                         + ", ".join(f"{o}: {v:.0%}" for o, v in pf.items())
-                         + f" of answers; across the two orders it keeps the same sentence for {r.same_sentence:.0%} "
-                         f"and the same position for {r.same_position:.0%} of {r.n_pairs} pairs: it {verdict}.")
-    return "\n".join(lines)
-
-
-show_md("**Overall preference results (all bias types pooled):**\n\n" + preference_findings())
+show_md("**Overall preference results (all bias types pooled):**\n\n"
+        + findings.preference_findings(pref, answers, pos if len(answers) else None, cons if len(answers) else None))
 
 # %% [markdown]
 # **What the preference results mean here.** Compare the `prompt:more_first` rows with `prompt:less_first`. When

@@ -26,8 +26,9 @@ STAGES = {
     "papers": "papers",
     "catalogue": "orchestration", "runner": "orchestration", "cli": "orchestration",
     "report_index": "orchestration",
+    "findings": "wording",
 }
-GENERIC = {"infra", "sources", "benchmarks", "models", "scoring", "stats", "plots"}
+GENERIC = {"infra", "sources", "benchmarks", "models", "scoring", "stats", "plots", "wording"}
 # stage -> the stages it may import
 ALLOWED = {
     "infra": {"infra"},
@@ -37,6 +38,7 @@ ALLOWED = {
     "scoring": {"infra", "models", "scoring"},
     "stats": {"stats"},                                   # pure functions over tables: nothing else of biaslab
     "plots": {"infra", "stats", "plots"},
+    "wording": {"wording"},                              # phrases for computed findings: pure formatting
     "papers": GENERIC | {"papers"},                      # a paper's glue may use every generic stage
     "orchestration": GENERIC | {"papers", "orchestration"},
 }
