@@ -513,7 +513,7 @@ for m in pd.unique(nocot["model"]):
     shown_alpha = alpha if full else 1.0
     label = f"n = {res.n:,}" + ("" if full else ", all terms")
     show(plots.coefficient_plot(res.table, shown_alpha, f"{benchmark.upper()} {m}: factor importance ({label})",
-                                highlight=plan.highlight), f"coefficients_{m}", 560)
+                                highlight=plan.highlight, references=refs), f"coefficients_{m}", 560)
 importance = pd.concat(fits, ignore_index=True) if fits else pd.DataFrame()
 if len(importance):
     cols = ["model", "term", "factor", "level", "coef", "se", "odds_ratio", "ci_low", "ci_high", "p_value",
@@ -568,7 +568,8 @@ if bayes_draws:
                                              target_accept=0.95 if len(d) < 2000 else None)
         bayes_rows.append(res.summary.assign(model=m))
         bayes_diag.append({"model": m, **res.diagnostics})
-        show(plots.posterior_plot(res.summary, f"{benchmark.upper()} {m}: {res.formula}"), f"bayes_{m}", 520)
+        show(plots.posterior_plot(res.summary, f"{benchmark.upper()} {m}: {res.formula}", references=refs),
+             f"bayes_{m}", 520)
     if bayes_rows:
         table(pd.concat(bayes_rows, ignore_index=True), "bayes_summary", markdown=True, show_rows=20)
         table(pd.DataFrame(bayes_diag), "bayes_diagnostics", markdown=True)
