@@ -27,7 +27,7 @@ def _close():
     plt.close("all")
 
 
-# ---------------------------------------------------------------------------------------------------------------- the check
+# ------------------------------------------------------------------------------------------- the check
 
 def test_check_flags_empty_axes_and_broken_promises():
     fig, ax = plt.subplots()
@@ -78,7 +78,7 @@ def test_interval_labels():
     assert hdi_prob("hdi_2.5%", "hdi_97.5%") == 0.95 and hdi_prob("hdi_3%", "hdi_97%") == 0.94
 
 
-# ---------------------------------------------------------------------------------------------------------------- the figures
+# ----------------------------------------------------------------------------------------- the figures
 
 def test_position_bias_one_model_all_zero_is_visible():
     t = pd.DataFrame({"model": "m", "dataset": ["en", "en", "fr", "fr"],
@@ -102,7 +102,8 @@ def test_coefficient_plot_says_when_the_model_is_separated():
 
 
 def test_coefficient_plot_names_reference_levels_and_dropped_terms():
-    t = pd.DataFrame({"term": ["Intercept", "gender[female]", "gender[male]"], "factor": ["Intercept", "gender", "gender"],
+    t = pd.DataFrame({"term": ["Intercept", "gender[female]", "gender[male]"],
+                      "factor": ["Intercept", "gender", "gender"],
                       "level": ["", "female", "male"], "coef": [-1, 0.5, 30], "ci_low": [0.2, 1.1, 0],
                       "ci_high": [0.5, 2.5, np.inf], "p_value": [0.01, 0.001, 1.0], "rate_level": [0.3, 0.5, 1.0],
                       "separated": [False, False, True]})

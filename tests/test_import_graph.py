@@ -39,8 +39,8 @@ ALLOWED = {
     "scoring": {"infra", "models", "scoring"},
     "stats": {"stats"},                                   # pure functions over tables: nothing else of biaslab
     "plots": {"infra", "stats", "plots"},
-    "wording": {"wording"},
-    "output": {"infra", "plots", "output"},              # writes tables and figures (checks figures first)                              # phrases for computed findings: pure formatting
+    "wording": {"wording"},                               # phrases for computed findings: pure formatting
+    "output": {"infra", "plots", "output"},              # writes tables and figures (checks figures first)
     "papers": GENERIC | {"papers"},                      # a paper's glue may use every generic stage
     "orchestration": GENERIC | {"papers", "orchestration"},
 }

@@ -115,7 +115,8 @@ def group_preference(gp: pd.DataFrame):
     n_sig = int((gp["bh_q"] < 0.05).sum())
     marks = (f"*: paired Wilcoxon, BH q < 0.05 ({n_sig} marked)" if n_sig else
              "no difference reaches BH q < 0.05, none marked")
-    fig.suptitle(f"Which group receives the probability: positive vs negative questions\n(dashed: uniform 1/k; {marks})")
+    fig.suptitle("Which group receives the probability: positive vs negative questions\n"
+                 f"(dashed: uniform 1/k; {marks})")
     fig.tight_layout(rect=(0, 0.04, 1, 1))
     fig.legend(handles, labels, loc="lower center", ncol=2, fontsize=9, frameon=False)
     return fig

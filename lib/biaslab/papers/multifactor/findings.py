@@ -18,7 +18,7 @@ def released_findings(answers: pd.DataFrame) -> str:
         n = sum(v for k, v in r.items() if k not in ("model", "deviation_rate"))
         other = r.get("other", 0) + r.get("", 0)
         lines.append(f"**{r['model']}** (released answers): deviation rate {num(r['deviation_rate'])} over {n:,} "
-                     f"prompts; {other:,} answers were neither yes, no nor can't tell.")
+                     f"prompts; {other:,} answer{'s were' if other != 1 else ' was'} neither yes, no nor can't tell.")
     return bullets(lines)
 
 
