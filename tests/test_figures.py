@@ -141,3 +141,10 @@ def test_cyclic_comparison_zooms_on_the_data():
     assert check_figure(fig) == []
     lo, hi = fig.axes[0].get_xlim()
     assert 0.9 < lo < 0.93 and 1.0 < hi < 1.01
+
+
+def test_check_accepts_seaborn_boxes_of_single_points():
+    """One pair per bias type (a smoke run) draws zero-height boxes with median lines: data, not an empty axes."""
+    pairs = pd.DataFrame({"dataset": "x", "bias_type": ["age", "disability"], "model": "m",
+                          "d_norm_logprob": [0.1, -0.2]})
+    assert check_figure(bplots.d_distributions(pairs)) == []

@@ -1,7 +1,7 @@
 """What a reviewer checks first in a figure, checked before it is saved (:meth:`biaslab.outputs.OutputDir.figure`).
 
-* every visible axes shows something: data (lines with more than a reference line's two points, markers, bars of
-  non-zero size, collections, images) or a text that says why there is nothing to draw;
+* every visible axes shows something: data (lines in data coordinates — not axhline/axvline reference lines —,
+  markers, bars of non-zero size, collections, images) or a text that says why there is nothing to draw;
 * a title that promises marks keeps the promise: words that refer to a colour or mark key ("grey", "colour",
   "legend", …) need a legend, and "*:" needs at least one "*" drawn.
 """
@@ -27,10 +27,9 @@ def _has_data(ax) -> bool:
     if ax.texts or ax.images:
         return True
     for line in ax.lines:
-        x, y = line.get_xdata(), line.get_ydata()
-        if len(x) > 2 and line.get_visible():
-            return True
-        if len(x) and line.get_marker() not in (None, "", "None", " ") and line.get_visible():
+        if not line.get_visible() or not line.get_transform().contains_branch(ax.transData):
+            continue            # axhline / axvline: a reference line in axes coordinates, not data
+        if len(line.get_xdata()) >= 2 or line.get_marker() not in (None, "", "None", " "):
             return True
     for p in ax.patches:
         bb = p.get_extents()
