@@ -38,14 +38,22 @@ def template_bias(templates: pd.DataFrame, score: str = "bias_paper", title: str
         ax.grid(axis="y", alpha=0.3)
     axes[0][0].set_ylabel("template bias (max − min group bias score, %)" if score == "bias_paper"
                           else "template bias (max − min group accuracy, pp)")
+    used_all = templates["used"].astype(bool)
+    scored_all = templates[score].notna()
+    shown = {"kept, gender": (used_all & scored_all & (templates["bias_type"] == "gender")).any(),
+             "kept, race": (used_all & scored_all & (templates["bias_type"] == "race")).any(),
+             "left out by a discard rule": (~used_all & scored_all).any(),
+             "left out, no score (zero baseline)": (~scored_all).any(), "mean over kept templates": used_all.any()}
     handles = [Line2D([], [], ls="none", marker="o", color=colour["gender"], label="kept, gender"),
                Line2D([], [], ls="none", marker="o", color=colour["race"], label="kept, race"),
                Line2D([], [], ls="none", marker="o", color="grey", label="left out by a discard rule"),
                Line2D([], [], ls="none", marker="x", color="grey", label="left out, no score (zero baseline)"),
                Line2D([], [], color="black", lw=2, label="mean over kept templates")]
-    fig.legend(handles=handles, loc="lower center", ncol=5, fontsize=8, frameon=False)
+    handles = [h for h in handles if shown[h.get_label()]]
+    fig.legend(handles=handles, loc="lower center", ncol=min(len(handles), 5 if len(models) > 1 else 3), fontsize=8,
+               frameon=False)
     fig.suptitle(title or "Per-template bias; bar = mean over kept templates (grey: left out by a discard rule)")
-    fig.tight_layout(rect=(0, 0.06, 1, 1))
+    fig.tight_layout(rect=(0, 0.06 if len(models) > 1 else 0.1, 1, 1))
     return fig
 
 
