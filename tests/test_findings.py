@@ -102,6 +102,8 @@ def test_calm_bias_findings_direction():
     biased, null = F2.bias_findings(_calm_scores(80.0, 10.0, 0.001)), F2.bias_findings(_calm_scores(12.0, 11.0, 0.4))
     assert "distinguishable from chance (p = 0.001)" in biased and "not distinguishable" not in biased
     assert "not distinguishable from chance at this sample size (p = 0.4)" in null
+    with_mde = F2.bias_findings(_calm_scores(12.0, 11.0, 0.4).assign(mde=35.0))   # the inference helper's column
+    assert "effects smaller than 35 would go undetected" in with_mde
     empty = _calm_scores(0.0, 0.0, 1.0).assign(n_templates_used=0, variant="released")
     assert "by construction, not a measurement" in F2.bias_findings(empty)
 

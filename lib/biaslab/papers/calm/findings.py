@@ -45,7 +45,7 @@ def bias_findings(bias_scores: pd.DataFrame) -> str:
         lines.append(
             f"**{r['model']}**, {name}: {num(r['bias_score'])}{unit} {interval(r)} over {int(r['n_templates_used'])} "
             f"template × bias-type entries, against a permutation floor (no group effect) of {num(r['null_mean'])}: "
-            f"{chance_verdict(r['p_value'])}.")
+            f"{chance_verdict(r['p_value'], mde=r.get('mde'))}.")
     return bullets(lines)
 
 

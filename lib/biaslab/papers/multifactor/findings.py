@@ -51,6 +51,6 @@ def subgroup_findings(dm: pd.DataFrame, ks: pd.DataFrame) -> str:
         a = dm.set_index("model")["deviation_metric"]
         more = r["model_a"] if a.get(r["model_a"], 0) >= a.get(r["model_b"], 0) else r["model_b"]
         lines.append(f"{r['model_a']} vs {r['model_b']}: KS D = {num(r['ks_statistic'], 2)}; the difference in their "
-                     f"subgroup rates is {chance_verdict(r['p_value'], int(min(r['n_a'], r['n_b'])))}"
+                     f"subgroup rates is {chance_verdict(r['p_value'], int(min(r['n_a'], r['n_b'])), mde=r.get('mde'))}"
                      + (f" ({more} deviates more)." if r["p_value"] < 0.05 else "."))
     return bullets(lines)
