@@ -107,8 +107,8 @@ def cyclic_findings(cyc_m: pd.DataFrame) -> str:
         lines.append(
             f"**{r['model']}**: {num(r['mean_entropy_stored'])} in the stored orders → "
             f"{num(r['mean_entropy_cyclic_avg'])} after averaging over the rotations (position-only entropy "
-            f"{num(r['mean_entropy_position_avg'])}), {chance_verdict(r['wilcoxon_p'], int(r['n']), mde=r.get('mde'))} by a paired "
-            "Wilcoxon test.")
+            f"{num(r['mean_entropy_position_avg'])}), "
+            f"{chance_verdict(r['wilcoxon_p'], int(r['n']), mde=r.get('mde'))} by a paired Wilcoxon test.")
     return bullets(lines)
 
 
