@@ -96,7 +96,7 @@ def test_coefficient_plot_says_when_the_model_is_separated():
                       "rate_level": [0.4, 0.3, 1.0], "separated": True})
     fig = plots.coefficient_plot(t, 1.0, "m", references={"gender": "gender neutral", "biased_answer": "no"})
     assert check_figure(fig) == []
-    text = " ".join(x.get_text() for x in fig.axes[0].texts)
+    text = " ".join(x.get_text() for x in fig.axes[0].texts).replace("\n", " ")
     assert "all 2 terms are separated" in text and "biased_answer = yes: rate 1.00" in text
     assert "reference levels: gender = gender neutral; biased_answer = no" in fig.axes[0].get_xlabel()
 

@@ -42,9 +42,10 @@ def coefficient_plot(table: pd.DataFrame, alpha: float = 0.01, title: str = "", 
         if len(separated) and len(separated) == len(terms):
             extreme = separated[separated["rate_level"].isin([0.0, 1.0])]
             ex = (extreme if len(extreme) else separated).iloc[0]
-            msg = (f"no finite estimate: all {len(terms)} terms are separated\n(a level answered biased always or "
-                   f"never, e.g. {ex['factor']} = {ex['level']}: rate {ex['rate_level']:.2f});\n"
-                   "maximum likelihood cannot rank the factors here")
+            msg = "\n".join(textwrap.wrap(
+                f"no finite estimate: all {len(terms)} terms are separated (a level answered biased always or "
+                f"never, e.g. {ex['factor']} = {ex['level']}: rate {ex['rate_level']:.2f}); maximum likelihood "
+                "cannot rank the factors here", 60))
         else:
             msg = f"no term with p <= {alpha}" if alpha < 1 else "no estimable term"
         ax.text(0.5, 0.5, msg, ha="center", va="center", transform=ax.transAxes, fontsize=9)
@@ -65,8 +66,9 @@ def coefficient_plot(table: pd.DataFrame, alpha: float = 0.01, title: str = "", 
             if len(separated) and len(t) else "")
     ax.set_xlabel("coefficient (log odds ratio vs. reference level) with " + interval_label("CI", 0.95, "Wald")
                   + "; > 0 risk, < 0 protective" + "".join(f"\n{x}" for x in (note, drop) if x), fontsize=8)
-    sub = shown + (f"; intercept {intercept.iloc[0]:.3f}" if len(intercept) and len(t) else "")
-    ax.set_title((title + "\n" if title else "") + sub, fontsize=10)
+    sub = "; ".join(x for x in (shown if shown not in title else "",
+                                f"intercept {intercept.iloc[0]:.3f}" if len(intercept) and len(t) else "") if x)
+    ax.set_title("\n".join(x for x in (title, sub) if x), fontsize=10)
     return fig
 
 
