@@ -573,16 +573,17 @@ if bayes_draws:
     if bayes_rows:
         table(pd.concat(bayes_rows, ignore_index=True), "bayes_summary", markdown=True, show_rows=20)
         table(pd.DataFrame(bayes_diag), "bayes_diagnostics", markdown=True)
+        display(Markdown(findings.bayes_findings(pd.concat(bayes_rows, ignore_index=True), pd.DataFrame(bayes_diag))))
 else:
     print("bayes_draws = 0: Bayesian model skipped in this profile")
 timings["bayes"] = time.perf_counter() - t0
 
 # %% [markdown]
-# Read the diagnostics before the estimates: with modest draws the intercept and the group-level standard deviations
-# mix slowly (the global intercept trades off against the mean of the stigma and template intercepts), so their
-# effective sample sizes are the smallest; the prompt-style effects, estimated within templates, are well determined.
-# Gender and biased-answer effects come with wide intervals — the honest version of the confounding that the
-# maximum-likelihood model can only refuse.
+# Read the diagnostics before the estimates (the sentences above say, per model, whether they meet R-hat ≤ 1.01 and
+# ESS ≥ 400): with modest draws the intercept and the group-level standard deviations mix slowly (the global intercept
+# trades off against the mean of the stigma and template intercepts). Effects that are properties of the template
+# (gender, biased answer) are expected to come with wide intervals once template variation is allowed for — the
+# honest version of the confounding that the maximum-likelihood model can only refuse.
 
 # %%
 timings["total"] = time.perf_counter() - t_start

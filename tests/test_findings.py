@@ -159,6 +159,16 @@ def test_multifactor_label_findings_direction():
     assert "noticeable probability on \"can't tell\"" in F1.label_findings(mass(0.3))
 
 
+def test_multifactor_bayes_findings_direction():
+    summary = pd.DataFrame({"model": "m", "term": ["Intercept", "a[x]", "b[y]"], "hdi_2.5%": [-3, 0.2, -1.5],
+                            "hdi_97.5%": [-1, 0.9, 2.5]})
+    good = pd.DataFrame({"model": ["m"], "max_r_hat": [1.0], "min_ess_bulk": [900], "min_ess_tail": [800],
+                         "divergences": [0]})
+    ok, bad = F1.bayes_findings(summary, good), F1.bayes_findings(summary, good.assign(min_ess_bulk=40))
+    assert "meets the usual thresholds" in ok and "provisional" in bad
+    assert "95 % HDI excludes 0 for 1 of 2 terms (a[x])" in ok and "widest interval is b[y]" in ok
+
+
 # -------------------------------------------------------------------------- no run numbers in markdown
 
 # Summary tables of model results, per notebook: the values a findings sentence could quote.
