@@ -13,7 +13,7 @@ For each notebook (and variant, see :data:`biaslab.profiles.NOTEBOOKS`) the runn
 
 A killed run leaves only its staging folder, removed by the next run. ``reproduce`` writes into a scratch folder
 (:data:`biaslab.paths.SCRATCH_DIR`) unless given another folder or ``publish=True`` (``outputs/``, which also rewrites
-``outputs/CATALOGUE.md``).
+``outputs/CATALOGUE.md`` and the front page ``outputs/index.html``, :mod:`biaslab.report_index`).
 """
 
 from __future__ import annotations
@@ -255,8 +255,9 @@ def reproduce(profile: str = "default", only: list[str] | None = None, overrides
         results.append(r)
     published = outputs_dir.resolve() == paths.OUTPUTS_DIR.resolve()
     if published and publish:
-        from . import catalogue
+        from . import catalogue, report_index
         catalogue.write()
+        report_index.write(outputs_dir)
     failed = [r for r in results if r["status"] != "ok"]
     for r in results:
         label = r["notebook"] + (f"/{r['variant']}" if r["variant"] else "")
