@@ -35,7 +35,7 @@ def boom(*a, **k):
 
 @pytest.mark.model
 def test_sentence_embeddings_are_cached_by_encoder_and_texts(cache_dir, monkeypatch):
-    from biaslab.calm import encoders
+    from biaslab.papers.calm import encoders
     enc = encoders.load_encoder()
     texts = ["The nurse said she was tired.", "Stocks fell sharply on Monday.", "A"]
     sent, toks = enc.encode(texts)

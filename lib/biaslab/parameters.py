@@ -79,9 +79,17 @@ def defaults(notebook: str | Path) -> dict[str, Any]:
     return dict(_defaults(str(path), path.stat().st_mtime))
 
 
+def _is_count(name: str) -> bool:
+    return name in MINIMUM or name.startswith(_COUNT_HINTS) or name.endswith(_COUNT_SUFFIXES)
+
+
 def _type_error(name: str, value: Any, default: Any) -> str | None:
-    if value is None or default is None:
+    if value is None:
         return None
+    if default is None:     # a size whose default is None ("all") still takes only whole numbers
+        if not _is_count(name) or (isinstance(value, int) and not isinstance(value, bool)):
+            return None
+        return f"parameter {name}={value!r} has type {type(value).__name__}, expected int (or None for all)"
     if isinstance(default, bool):
         ok = isinstance(value, bool)
     elif isinstance(default, int):
@@ -105,7 +113,7 @@ def _range_error(name: str, value: Any) -> str | None:
     if not isinstance(value, int) or isinstance(value, bool):
         return None
     low = MINIMUM.get(name)
-    if low is None and (name.startswith(_COUNT_HINTS) or name.endswith(_COUNT_SUFFIXES)):
+    if low is None and _is_count(name):
         low = 0
     if low is not None and value < low:
         return f"parameter {name}={value} is out of range: it must be at least {low} (or None for all, where allowed)"
