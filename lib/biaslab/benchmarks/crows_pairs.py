@@ -27,13 +27,14 @@ as domain factors, ``origin`` (``crows_pairs`` or ``languagearc`` for the 210 Fr
 from __future__ import annotations
 
 import logging
+import math
 
 import numpy as np
 import pandas as pd
 
 from .. import sources
 from ..sources import DataError, raw_path
-from .base import Benchmark, Factor, FactorSpec, exclude, require_columns, require_rows
+from .base import Benchmark, Factor, FactorSpec, exclude, read_csv, require_columns, require_rows
 
 log = logging.getLogger(__name__)
 
@@ -70,7 +71,7 @@ def _read(repo: str, path: str, tab: bool) -> tuple[pd.DataFrame, str]:
     file = raw_path(repo, path)
     kw = dict(sep="\t") if tab else {}
     # keep_default_na=False: only a truly empty cell is missing ("NA" or "None" inside a sentence stay text)
-    df = pd.read_csv(file, index_col=0, dtype=str, keep_default_na=False, **kw)
+    df = read_csv(file, index_col=0, dtype=str, keep_default_na=False, **kw)
     if tab and df.shape[1] < len(COLUMNS):
         raise DataError(f"{file}: read {df.shape[1]} column(s) with sep='\\t'; this file is expected to be "
                         "tab-separated despite its .csv name. Re-run `biaslab data fetch` to restore the pinned file.")
@@ -109,7 +110,8 @@ def _build(name: str, language: str, repo: str, path: str, tab: bool, n_expected
         log.info("%s: %d pair(s) with identical sentences kept and flagged", file, len(ids))
     origins = ("crows_pairs", "languagearc") if (df["origin"] == "languagearc").any() else ("crows_pairs",)
     bench = Benchmark(name=name, prompts=kept.reset_index(drop=True), factors=_factors(bias_types, origins),
-                      excluded=dropped.reset_index(drop=True), sources=_file_hash(repo, path), notes=notes)
+                      excluded=dropped.reset_index(drop=True), sources=_file_hash(repo, path), notes=notes,
+                      cluster="pair_id")
     log.info(bench.summary())
     return bench
 
@@ -191,7 +193,7 @@ def subsample(bench: Benchmark, max_pairs: int | None, seed: int = 0, by: str = 
             f"(seed {seed}): " + ", ".join(f"{k} {lv}" for lv, k in take.items()))
     log.info(note)
     return Benchmark(name=bench.name, prompts=sample, factors=bench.factors, excluded=bench.excluded,
-                     sources=bench.sources, notes=bench.notes + [note])
+                     sources=bench.sources, notes=bench.notes + [note], cluster=bench.cluster)
 
 
 PUBLISHED_CHATGPT_EN = "reference/crows_pairs_chatgpt_preferences_en.csv"
@@ -207,7 +209,7 @@ def load_published_chatgpt() -> pd.DataFrame:
     file = paths.DATA_DIR / PUBLISHED_CHATGPT_EN
     if not file.exists():
         raise DataError(f"{file} is missing; it is part of the repository (data/reference/): restore it with git.")
-    df = pd.read_csv(file)
+    df = read_csv(file)
     require_columns(df, PUBLISHED_COLUMNS, file)
     unknown = set(df["bias_type"]) - set(BIAS_TYPES)
     if unknown:
@@ -304,22 +306,32 @@ def likelihood_preferences(logp_more, logp_less) -> np.ndarray:
     return np.where(a == b, np.nan, (a > b).astype(float))
 
 
+def reconstruct_counts(ss: float, n: int, decimals: int = 4) -> list[int]:
+    """Every k ≥ n/2 whose stereotype score max(k/n, 1-k/n), rounded to ``decimals``, equals the printed ``ss``.
+
+    The paper prints SS but not the counts for its French block; where the category size n is known this recovers
+    k up to the direction of the preference (SS folds k and n-k together). binom_p and BF10 are symmetric in
+    k ↔ n-k, so they can still be recomputed. A result with more than one k, or none, means n is not the count used.
+    """
+    return [k for k in range(math.ceil(n / 2), n + 1) if math.isclose(round(max(k / n, 1 - k / n), decimals), ss,
+                                                                        abs_tol=1e-9)]
+
+
 PUBLISHED_CHATGPT_FR = "reference/crows_pairs_chatgpt_table3_fr.csv"
 
 
 def load_published_chatgpt_fr(french: Benchmark | None = None) -> pd.DataFrame:
     """The French block of Table 3 (printed SS, p, BF10; ``data/reference/crows_pairs_chatgpt_table3_fr.csv``) with
     counts reconstructed: n = the category's size in the French file (``french``, loaded if not given), k = the one
-    count whose SS rounds to the printed value (``stats.hypothesis.reconstruct_counts``; k ≥ n/2, the direction is
+    count whose SS rounds to the printed value (:func:`reconstruct_counts`; k ≥ n/2, the direction is
     not recoverable and does not affect p or BF10). ``k_candidates`` lists all fits; a row with none or several
     has ``k`` NaN."""
     from .. import paths
-    from ..stats.hypothesis import reconstruct_counts
 
     file = paths.DATA_DIR / PUBLISHED_CHATGPT_FR
     if not file.exists():
         raise DataError(f"{file} is missing; it is part of the repository (data/reference/): restore it with git.")
-    df = pd.read_csv(file)
+    df = read_csv(file)
     require_columns(df, ("bias_type", "reported_ss", "reported_ebt_p", "reported_bf10"), file)
     french = french or load_french()
     sizes = french.prompts["bias_type"].value_counts()

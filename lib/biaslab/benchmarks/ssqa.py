@@ -43,7 +43,7 @@ import re
 import pandas as pd
 
 from ..sources import DataError, raw_path, sha256_file
-from .base import Benchmark, Factor, FactorSpec, require_columns, require_rows
+from .base import Benchmark, Factor, FactorSpec, read_csv, require_columns, require_rows
 
 log = logging.getLogger(__name__)
 
@@ -126,7 +126,7 @@ def _holder_gender(prefix: str) -> tuple[str, str]:
 
 def _read(model: str) -> tuple[pd.DataFrame, str]:
     path = raw_path(REPO, FILES[model])
-    df = pd.read_csv(path)
+    df = read_csv(path)
     require_columns(df, ["stigma", "prompt", "prompt style", "biased answer", ANSWER_COLUMN[model],
                          "original answer bias", "clusters"], path)
     require_rows(len(df), N_ROWS, path)
@@ -135,7 +135,7 @@ def _read(model: str) -> tuple[pd.DataFrame, str]:
 
 def _pachankis() -> pd.DataFrame:
     path = raw_path(REPO, PACHANKIS)
-    p = pd.read_csv(path)
+    p = read_csv(path)
     require_columns(p, ["Stigma", "Cluster"], path)
     require_rows(len(p), N_STIGMAS, path)
     unknown = set(p["Cluster"]) - set(CLUSTER_NAMES)
@@ -247,7 +247,7 @@ def load(cot: bool = False) -> Benchmark:
         "one base prompt (template T37) mentions a stigma in its text ('someone who has urinary incontinence') "
         "although its stigma column is empty: kept as released, as 'no stigma'",
     ]
-    bench = Benchmark("ssqa", out, factor_spec(), sources=sources, notes=notes)
+    bench = Benchmark("ssqa", out, factor_spec(), sources=sources, notes=notes, cluster="template")
     return with_cot(bench) if cot else bench
 
 
@@ -269,7 +269,8 @@ def with_cot(bench: Benchmark) -> Benchmark:
     c["text"] = c["text"].map(cot_text)
     both = pd.concat([p, c], ignore_index=True)
     return Benchmark(bench.name, both, bench.factors, bench.excluded, bench.sources,
-                     bench.notes + ["cot=yes rows are our construction (the released set has no CoT prompts)"])
+                     bench.notes + ["cot=yes rows are our construction (the released set has no CoT prompts)"],
+                     cluster=bench.cluster)
 
 
 def normalise_answer(a) -> str:

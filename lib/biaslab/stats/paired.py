@@ -1,0 +1,181 @@
+"""Paired model comparisons (beyond the four papers; Miller 2024, "Adding Error Bars to Evals", §4).
+
+Two models scored on the same prompts are a *paired* design: comparing them prompt by prompt removes the variance
+that comes from which prompts were drawn, and the comparison's interval must resample the same clusters for both.
+
+* :func:`paired_difference` mean of per-prompt differences ``y_a - y_b`` over prompts both models answered, with a
+  cluster-paired bootstrap interval (clusters resampled once, both models' outcomes move together), the paired
+  design effect, and a test: exact McNemar (binary outcomes; Edwards 1948 / statsmodels ``mcnemar(exact=True)``,
+  the binomial test on the discordant pairs) or the Wilcoxon signed-rank test (continuous outcomes; scipy). The
+  McNemar / Wilcoxon p-values treat prompts as independent; the bootstrap interval does not, and is the one to read
+  when ``design_effect`` is well above 1.
+* :func:`paired_subgroup_test` the paired alternative to the two-sample KS test of the multi-factor paper (§3.3):
+  both models answer the same subgroups, so compare ``d_a(g) - d_b(g)`` subgroup by subgroup (Wilcoxon signed-rank
+  over subgroups) and give the difference of the two deviation metrics a cluster-paired bootstrap interval.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+from statsmodels.stats.contingency_tables import mcnemar
+
+from .intervals import _cluster_codes, cluster_bootstrap, design_effect
+
+
+def mcnemar_exact(y_a, y_b) -> dict:
+    """Exact McNemar test of paired 0/1 outcomes: b = a-only successes, c = b-only, p = binomial test of b vs c."""
+    y_a = np.asarray(y_a).astype(int)
+    y_b = np.asarray(y_b).astype(int)
+    table = np.array([[np.sum((y_a == 1) & (y_b == 1)), np.sum((y_a == 1) & (y_b == 0))],
+                      [np.sum((y_a == 0) & (y_b == 1)), np.sum((y_a == 0) & (y_b == 0))]])
+    b, c = int(table[0, 1]), int(table[1, 0])
+    p = float(mcnemar(table, exact=True).pvalue) if b + c else 1.0
+    return {"discordant_a": b, "discordant_b": c, "statistic": float(min(b, c)), "p_value": p,
+            "test": "McNemar exact (binomial on discordant pairs)"}
+
+
+def wilcoxon_paired(x, y=None) -> dict:
+    """Wilcoxon signed-rank test of paired differences ``x - y`` (or of ``x`` when ``y`` is None); zero differences
+    dropped (Wilcoxon's convention, scipy ``zero_method="wilcox"``)."""
+    d = np.asarray(x, dtype=float) - (0 if y is None else np.asarray(y, dtype=float))
+    d = d[np.isfinite(d)]
+    nz = d[d != 0]
+    if nz.size == 0:
+        return {"statistic": np.nan, "p_value": 1.0, "n_nonzero": 0, "test": "Wilcoxon signed-rank"}
+    r = stats.wilcoxon(nz)
+    return {"statistic": float(r.statistic), "p_value": float(r.pvalue), "n_nonzero": int(nz.size),
+            "test": "Wilcoxon signed-rank"}
+
+
+def _paired_frame(df, outcome, model, a, b, unit):
+    wide = df[df[model].isin([a, b])].pivot_table(index=unit, columns=model, values=outcome, aggfunc="mean")
+    return wide.dropna(subset=[a, b]) if a in wide and b in wide else wide.iloc[:0]
+
+
+def paired_difference(df: pd.DataFrame, outcome: str, a: str, b: str, cluster: str | None,
+                      model: str = "model", unit: str = "prompt_id", binary: bool | None = None,
+                      n_boot: int = 2000, seed: int = 0, alpha: float = 0.05) -> dict:
+    """Model ``a`` minus model ``b`` on ``outcome``, paired by ``unit`` (the prompt), intervals clustered on
+    ``cluster`` (a column constant within each unit). Returns model_a, model_b, n_pairs, n_clusters, mean_a, mean_b,
+    difference, se_naive, se_cluster, design_effect, ci_low, ci_high, ci_method, test, statistic, p_value."""
+    wide = _paired_frame(df, outcome, model, a, b, unit)
+    out = {"model_a": a, "model_b": b, "n_pairs": len(wide)}
+    if wide.empty:
+        return {**out, "difference": np.nan, "ci_method": "no prompt answered by both models"}
+    cl_of = df.drop_duplicates(unit).set_index(unit)[cluster] if cluster else None
+    cl = (cl_of.reindex(wide.index).to_numpy() if cluster else wide.index.to_numpy())
+    d = (wide[a] - wide[b]).to_numpy(dtype=float)
+    codes = pd.factorize(cl)[0]
+    g = int(codes.max() + 1)
+    s = np.bincount(codes, weights=d)
+    m = np.bincount(codes).astype(float)
+    rng = np.random.default_rng(seed)
+    w = rng.multinomial(g, np.full(g, 1.0 / g), size=n_boot).astype(float)
+    reps = (w @ s) / (w @ m)
+    lo, hi = np.quantile(reps, [alpha / 2, 1 - alpha / 2])
+    if binary is None:
+        binary = set(pd.unique(df[outcome].dropna())) <= {0, 1, True, False}
+    test = mcnemar_exact(wide[a], wide[b]) if binary else wilcoxon_paired(d)
+    return {**out, "n_clusters": g, "mean_a": float(wide[a].mean()), "mean_b": float(wide[b].mean()),
+            "difference": float(d.mean()), "se_naive": float(d.std(ddof=1) / np.sqrt(d.size)) if d.size > 1 else np.nan,
+            "se_cluster": float(reps.std(ddof=1)), "design_effect": design_effect(d, cl) if d.size > 1 else np.nan,
+            "ci_low": float(lo), "ci_high": float(hi),
+            "ci_method": f"cluster-paired bootstrap percentile ({cluster or unit}, {n_boot} resamples)",
+            "test": test["test"], "statistic": test["statistic"], "p_value": test["p_value"]}
+
+
+def paired_differences(df: pd.DataFrame, outcome: str, cluster: str | None, by: Sequence[str] | str | None = None,
+                       model: str = "model", **kw) -> pd.DataFrame:
+    """:func:`paired_difference` for every pair of models, within each group of ``by``."""
+    by = [by] if isinstance(by, str) else list(by or [])
+    parts = [((), df)] if not by else df.groupby(by, sort=False, observed=True)
+    rows = []
+    for key, part in parts:
+        key = key if isinstance(key, tuple) else (key,)
+        models = list(pd.unique(part[model]))
+        for i, a in enumerate(models):
+            for b in models[i + 1:]:
+                rows.append({**dict(zip(by, key)), **paired_difference(part, outcome, a, b, cluster, model=model, **kw)})
+    return pd.DataFrame(rows)
+
+
+def _subgroup_cells(df, outcome, factors, cluster, model):
+    from .intervals import cluster_totals
+    tot, idx = cluster_totals(df, [outcome], cluster, cells=[model] + list(factors))
+    return tot, idx
+
+
+def _model_columns(idx, m, common=None):
+    mask = np.asarray(idx.get_level_values(0) == m)
+    keys = idx[mask].droplevel(0)
+    if common is None:
+        return np.where(mask)[0], keys
+    return np.where(mask)[0][keys.get_indexer(common)], keys
+
+
+def deviation_metric_rows(rates: np.ndarray, ideal: float = 0.0) -> np.ndarray:
+    """The multi-factor paper's deviation metric (eq. 4: the mean of |rate - C| over subgroups) along the last axis,
+    NaN-skipping (a subgroup absent from a bootstrap resample does not count)."""
+    with np.errstate(invalid="ignore"):
+        return np.nanmean(np.abs(np.asarray(rates, dtype=float) - ideal), axis=-1)
+
+
+def subgroup_metric_intervals(df: pd.DataFrame, outcome: str, factors: Sequence[str], cluster: str,
+                              model: str = "model", metric: Callable[[np.ndarray], np.ndarray] = deviation_metric_rows,
+                              n_boot: int = 2000, seed: int = 0, alpha: float = 0.05) -> pd.DataFrame:
+    """Per model: ``metric`` of its subgroup rates (default: the deviation metric, eq. 4) with a cluster-bootstrap
+    percentile interval (clusters resampled, subgroup rates recomputed from the resampled totals)."""
+    from .intervals import bootstrap_totals
+    tot, idx = _subgroup_cells(df, outcome, factors, cluster, model)
+    rows = []
+    for m in pd.unique(df[model]):
+        cols, keys = _model_columns(idx, m)
+        b = bootstrap_totals({k: v[:, cols] for k, v in tot.items()},
+                             lambda t: metric(t[outcome] / np.where(t["_n"] > 0, t["_n"], np.nan)),
+                             n_boot=n_boot, seed=seed, alpha=alpha, label=cluster)
+        rows.append({model: m, "factors": " x ".join(factors), "n_subgroups": len(cols), **b})
+    return pd.DataFrame(rows)
+
+
+def paired_subgroup_test(df: pd.DataFrame, outcome: str, factors: Sequence[str], a: str, b: str,
+                         cluster: str, metric: Callable[[np.ndarray], np.ndarray] = deviation_metric_rows,
+                         model: str = "model", n_boot: int = 2000, seed: int = 0, alpha: float = 0.05) -> dict:
+    """Paired comparison of two models' subgroup rates over the subgroups defined by ``factors`` (the paired
+    alternative to the paper's two-sample KS test).
+
+    Wilcoxon signed-rank over subgroups of ``rate_a(g) - rate_b(g)`` (subgroups both models answered; it treats
+    subgroups as independent, which they are not when they share templates), and a cluster-paired bootstrap interval
+    for ``metric(rates_a) - metric(rates_b)`` (default: the deviation metric, eq. 4): each replicate resamples the
+    clusters once and recomputes both models' subgroup rates on that resample, so the interval keeps the pairing and
+    the clustering. ``metric`` maps an array of rates (last axis: subgroups) to one value per leading index.
+    """
+    from .intervals import bootstrap_totals
+    factors = list(factors)
+    sub = df[df[model].isin([a, b])]
+    tot, idx = _subgroup_cells(sub, outcome, factors, cluster, model)
+    _, ka = _model_columns(idx, a)
+    _, kb = _model_columns(idx, b)
+    common = ka.intersection(kb)
+    out = {"model_a": a, "model_b": b, "factors": " x ".join(factors), "n_subgroups": len(common)}
+    if len(common) == 0:
+        return {**out, "p_value": np.nan}
+    ia, _ = _model_columns(idx, a, common)
+    ib, _ = _model_columns(idx, b, common)
+
+    def rates(t, cols):
+        return t[outcome][..., cols] / np.where(t["_n"][..., cols] > 0, t["_n"][..., cols], np.nan)
+
+    full = {k: v.sum(axis=0) for k, v in tot.items()}
+    ra, rb = rates(full, ia), rates(full, ib)
+    w = wilcoxon_paired(ra, rb)
+    boot = bootstrap_totals(tot, lambda t: metric(rates(t, ia)) - metric(rates(t, ib)), n_boot=n_boot, seed=seed,
+                            alpha=alpha, label=f"{cluster}, paired")
+    return {**out, "metric_a": float(metric(ra)), "metric_b": float(metric(rb)),
+            "metric_difference": boot["estimate"], "ci_low": boot["ci_low"], "ci_high": boot["ci_high"],
+            "ci_method": boot["ci_method"], "mean_rate_difference": float(np.mean(ra - rb)),
+            "test": w["test"] + " over subgroups", "statistic": w["statistic"], "p_value": w["p_value"],
+            "n_clusters": boot["n_clusters"]}
