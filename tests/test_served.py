@@ -41,6 +41,9 @@ def test_spec_resolution_and_no_key_in_fingerprint():
     assert models.resolve_spec(json.dumps({"base_url": "http://a/v1", "model": "m"})).model == "m"
     with pytest.raises(ValueError, match="api_key_env"):
         models.resolve_spec({"base_url": "http://a/v1", "model": "m", "api_key": "sk-secret"})
+    with pytest.raises(ValueError, match="credentials") as err:
+        models.resolve_spec({"base_url": "https://user:sk-secret@host/v1", "model": "m"})
+    assert "sk-secret" not in str(err.value)
     os.environ["MY_KEY"] = "sk-should-never-appear"
     try:
         lm = models.load(s2)

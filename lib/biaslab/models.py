@@ -513,6 +513,9 @@ def resolve_spec(spec: Any) -> "ServedSpec | None":
     urls = tuple([urls] if isinstance(urls, str) else urls)
     if not urls or not all(isinstance(u, str) and u.startswith(("http://", "https://")) for u in urls):
         raise ValueError(f"base_url must be an http(s) URL or a list of them, got {urls!r}")
+    if any("@" in u.split("/")[2] for u in urls):   # user:password@host would land in MANIFEST.json and logs
+        raise ValueError("base_url carries credentials (user:password@host); remove them and name the key's "
+                         "environment variable with api_key_env")
     default_env = SERVED_DEFAULTS[backend]["api_key_env"] if "api.openai.com" in urls[0] else None
     price = spec.get("price_per_million") or {}
     return ServedSpec(model=str(spec["model"]), base_urls=urls, name=str(spec.get("name") or spec["model"]),
