@@ -235,6 +235,7 @@ def load(n_shots: int = 2, bank_dir: str | Path | None = None) -> Benchmark:
             f"Answer order: a seeded random permutation per prompt (seed {PERMUTATION_SEED}), stored in 'order'.",
             f"Few-shot block: the instruction and {n_shots} answer-format example(s) (paper §II.C.1).",
         ],
+        cluster="scenario_id",
     )
     check_balance(bench.prompts)
     return bench

@@ -90,6 +90,10 @@ class Benchmark:
     excluded: pd.DataFrame = field(default_factory=pd.DataFrame)   # rows left out, with a ``reason`` column
     sources: dict[str, str] = field(default_factory=dict)          # file -> sha256, for result manifests
     notes: list[str] = field(default_factory=list)                 # decisions a reader should know about
+    #: the generating unit: the prompt-table column whose rows share wording and so are not independent observations
+    #: (template for SSQA/BBQ/CALM, scenario for agentic, pair for CrowS-Pairs). Every interval and robust standard
+    #: error in :mod:`biaslab.stats` resamples or clusters on it (Miller 2024, "Adding Error Bars to Evals", §2.2).
+    cluster: str | None = None
 
     def __post_init__(self):
         if "prompt_id" not in self.prompts.columns:
@@ -99,10 +103,12 @@ class Benchmark:
             raise DataError(f"{self.name}: {int(dup.sum())} duplicated prompt_id values, "
                             f"e.g. {self.prompts.loc[dup, 'prompt_id'].iloc[0]!r}")
         self.factors.validate(self.prompts, self.name)
+        if self.cluster is not None and self.cluster not in self.prompts.columns:
+            raise DataError(f"{self.name}: cluster column {self.cluster!r} is not in the prompt table")
 
     def summary(self) -> str:
         return (f"{self.name}: {len(self.prompts):,} prompts, {len(self.excluded):,} excluded, "
-                f"factors: {', '.join(self.factors.names)}")
+                f"factors: {', '.join(self.factors.names)}; cluster: {self.cluster}")
 
 
 def require_columns(df: pd.DataFrame, expected: Iterable[str], file: str | Path) -> None:

@@ -165,7 +165,7 @@ def load(categories: list[str] | None = None) -> Benchmark:
         f"{len(dropped)} examples excluded: no target_loc (no biased answer defined)",
         "category, template and stereotyped_group references are arbitrary (BBQ has no neutral group)",
     ]
-    return Benchmark("bbq", prompts, factor_spec(prompts), excluded, sources, notes)
+    return Benchmark("bbq", prompts, factor_spec(prompts), excluded, sources, notes, cluster="template")
 
 
 def factor_spec(prompts: pd.DataFrame) -> FactorSpec:

@@ -492,7 +492,8 @@ def load(tasks=TASKS, bias_types=BIAS_TYPES, recover_names: bool = True) -> Benc
         "Text fields stripped of surrounding whitespace (only the QA gender set was stripped by CALM).",
         "Names recovered by matching each prompt against its template; every prompt matched.",
     ]
-    return Benchmark("calm", prompts, factors, excluded=pd.DataFrame(), sources=files, notes=notes)
+    return Benchmark("calm", prompts, factors, excluded=pd.DataFrame(), sources=files, notes=notes,
+                     cluster="template_id")
 
 
 def select_templates(templates: pd.DataFrame, per_task: int | dict | None, seed: int = 0) -> list[str]:

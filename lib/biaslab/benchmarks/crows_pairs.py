@@ -109,7 +109,8 @@ def _build(name: str, language: str, repo: str, path: str, tab: bool, n_expected
         log.info("%s: %d pair(s) with identical sentences kept and flagged", file, len(ids))
     origins = ("crows_pairs", "languagearc") if (df["origin"] == "languagearc").any() else ("crows_pairs",)
     bench = Benchmark(name=name, prompts=kept.reset_index(drop=True), factors=_factors(bias_types, origins),
-                      excluded=dropped.reset_index(drop=True), sources=_file_hash(repo, path), notes=notes)
+                      excluded=dropped.reset_index(drop=True), sources=_file_hash(repo, path), notes=notes,
+                      cluster="pair_id")
     log.info(bench.summary())
     return bench
 
@@ -191,7 +192,7 @@ def subsample(bench: Benchmark, max_pairs: int | None, seed: int = 0, by: str = 
             f"(seed {seed}): " + ", ".join(f"{k} {lv}" for lv, k in take.items()))
     log.info(note)
     return Benchmark(name=bench.name, prompts=sample, factors=bench.factors, excluded=bench.excluded,
-                     sources=bench.sources, notes=bench.notes + [note])
+                     sources=bench.sources, notes=bench.notes + [note], cluster=bench.cluster)
 
 
 PUBLISHED_CHATGPT_EN = "reference/crows_pairs_chatgpt_preferences_en.csv"

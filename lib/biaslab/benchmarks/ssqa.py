@@ -247,7 +247,7 @@ def load(cot: bool = False) -> Benchmark:
         "one base prompt (template T37) mentions a stigma in its text ('someone who has urinary incontinence') "
         "although its stigma column is empty: kept as released, as 'no stigma'",
     ]
-    bench = Benchmark("ssqa", out, factor_spec(), sources=sources, notes=notes)
+    bench = Benchmark("ssqa", out, factor_spec(), sources=sources, notes=notes, cluster="template")
     return with_cot(bench) if cot else bench
 
 
@@ -269,7 +269,8 @@ def with_cot(bench: Benchmark) -> Benchmark:
     c["text"] = c["text"].map(cot_text)
     both = pd.concat([p, c], ignore_index=True)
     return Benchmark(bench.name, both, bench.factors, bench.excluded, bench.sources,
-                     bench.notes + ["cot=yes rows are our construction (the released set has no CoT prompts)"])
+                     bench.notes + ["cot=yes rows are our construction (the released set has no CoT prompts)"],
+                     cluster=bench.cluster)
 
 
 def normalise_answer(a) -> str:

@@ -14,8 +14,17 @@ paper and equation it implements.
 * :mod:`.hypothesis`   likelihood and preference schemes with t, Wilcoxon, binomial tests and Bayes factors
   (Bayesian CrowS-Pairs paper, eqs. 2-9).
 * :mod:`.entropy`      normalized Shannon entropy of answer distributions (agentic paper §II.D).
+
+Inference for clustered, paired benchmark data (issue 10; Miller 2024, "Adding Error Bars to Evals"):
+
+* :mod:`.intervals`    Clopper-Pearson, design effect, cluster bootstrap (percentile) of rates and any statistic.
+* :mod:`.paired`       paired model differences with cluster-paired bootstrap, exact McNemar, Wilcoxon, the paired
+  alternative to the KS test.
+* :mod:`.multiplicity` Holm (FWER) and Benjamini-Hochberg (FDR) adjustment within families.
+* :mod:`.responders`   responder check: degenerate model x benchmark pairs, with stated thresholds.
+* :mod:`.power`        power, minimum detectable effect and the sample-size planner.
 """
 
-from . import coverage, importance, subgroups
+from . import coverage, importance, intervals, multiplicity, paired, power, responders, subgroups
 
-__all__ = ["coverage", "subgroups", "importance"]
+__all__ = ["coverage", "subgroups", "importance", "intervals", "paired", "multiplicity", "responders", "power"]

@@ -1,0 +1,80 @@
+"""Responder check: is a model's behaviour on a benchmark informative at all? (beyond the four papers)
+
+Run per model x benchmark before any test. A model that gives the same answer to every prompt, or puts almost no
+probability on the answer labels, or whose generations cannot be parsed, has no variation for a test to explain:
+its deviation rate only restates how often the benchmark's biased answer equals its constant answer, its
+regressions are separated, and a test that includes it measures the benchmark's answer key, not the model.
+
+Measures, per model (and any extra grouping), over the parsed answers:
+
+* ``answer_entropy``: Shannon entropy of the answer distribution divided by ``log K`` (K = number of distinct
+  answer options offered, ``n_options``), in [0, 1] (Shannon 1948; the agentic paper's normalisation).
+* ``modal_share``: share of parsed answers equal to the most frequent one.
+* ``unparseable_share``: share of responses with no parseable answer (NaN answer).
+* ``label_mass``: mean probability the model puts on the answer labels, when the caller has it (next-token
+  scoring); NaN otherwise.
+
+A pair is **degenerate** when any threshold is crossed (``THRESHOLDS``, stated once here): modal share >= 0.95,
+normalized answer entropy <= 0.20, unparseable share > 0.50, or mean label mass < 0.10. ``reasons`` names which.
+Degenerate pairs are listed in the notebooks' ``responders.csv`` and excluded from tests; their descriptive tables
+are kept and marked.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+
+THRESHOLDS = {"modal_share_max": 0.95, "answer_entropy_min": 0.20, "unparseable_share_max": 0.50,
+              "label_mass_min": 0.10}
+
+
+def responder_check(df: pd.DataFrame, answer: str = "answer", by: Sequence[str] | str = "model",
+                    n_options: int | None = None, label_mass: str | None = None,
+                    thresholds: dict | None = None) -> pd.DataFrame:
+    """One row per group of ``by``: n, n_parsed, modal_answer, modal_share, answer_entropy, unparseable_share,
+    label_mass, degenerate (bool), reasons (``; ``-joined), and the thresholds used."""
+    th = {**THRESHOLDS, **(thresholds or {})}
+    by = [by] if isinstance(by, str) else list(by)
+    rows = []
+    for key, part in df.groupby(by, sort=False, observed=True, dropna=False):
+        key = key if isinstance(key, tuple) else (key,)
+        a = part[answer]
+        parsed = a.dropna().astype(str)
+        n, n_ok = len(a), len(parsed)
+        counts = parsed.value_counts()
+        k_opt = n_options or max(int(counts.size), 2)
+        if n_ok:
+            p = counts.to_numpy(dtype=float) / n_ok
+            ent = float(-(p * np.log(p)).sum() / np.log(k_opt)) if k_opt > 1 else 0.0
+            modal, modal_share = counts.index[0], float(p[0])
+        else:
+            ent, modal, modal_share = np.nan, None, np.nan
+        unparse = 1 - n_ok / n if n else np.nan
+        mass = float(part[label_mass].mean()) if label_mass and label_mass in part else np.nan
+        reasons = []
+        if n_ok and modal_share >= th["modal_share_max"]:
+            reasons.append(f"modal answer {modal!r} in {modal_share:.0%} of answers (>= {th['modal_share_max']:.0%})")
+        if n_ok and ent <= th["answer_entropy_min"]:
+            reasons.append(f"answer entropy {ent:.2f} <= {th['answer_entropy_min']:.2f}")
+        if unparse > th["unparseable_share_max"]:
+            reasons.append(f"{unparse:.0%} unparseable (> {th['unparseable_share_max']:.0%})")
+        if np.isfinite(mass) and mass < th["label_mass_min"]:
+            reasons.append(f"label mass {mass:.2f} < {th['label_mass_min']:.2f}")
+        rows.append({**dict(zip(by, key)), "n": n, "n_parsed": n_ok, "modal_answer": modal,
+                     "modal_share": modal_share, "answer_entropy": ent, "unparseable_share": unparse,
+                     "label_mass": mass, "degenerate": bool(reasons), "reasons": "; ".join(reasons),
+                     "thresholds": ", ".join(f"{k}={v}" for k, v in th.items())})
+    return pd.DataFrame(rows)
+
+
+def informative(df: pd.DataFrame, check: pd.DataFrame, by: Sequence[str] | str = "model") -> pd.DataFrame:
+    """Rows of ``df`` whose ``by`` group is not degenerate in ``check`` (for tests; never for descriptive tables)."""
+    by = [by] if isinstance(by, str) else list(by)
+    bad = check.loc[check["degenerate"], by]
+    if bad.empty:
+        return df
+    key = pd.MultiIndex.from_frame(df[by])
+    return df[~key.isin(pd.MultiIndex.from_frame(bad))]

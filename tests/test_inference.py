@@ -1,0 +1,211 @@
+"""Inference helpers (issue 10) checked against independent computations: scipy's exact interval, the analytic
+design effect 1 + (m - 1) rho, a hand-computed sandwich, simulations of power, hand-worked Holm."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from biaslab.benchmarks.base import Benchmark, FactorSpec
+from biaslab.sources import DataError
+from biaslab.stats import importance, intervals, multiplicity, paired, power, responders
+
+
+def _clustered(g, m, p, rho, seed):
+    """G clusters of m Bernoulli outcomes with cluster rates ~ Beta(a, b), a + b = (1 - rho) / rho: ICC = rho."""
+    rng = np.random.default_rng(seed)
+    s = (1 - rho) / rho
+    pg = rng.beta(p * s, (1 - p) * s, size=g)
+    y = rng.random((g, m)) < pg[:, None]
+    return pd.DataFrame({"y": y.ravel().astype(int), "cl": np.repeat(np.arange(g), m)})
+
+
+@pytest.mark.parametrize("k,n", [(0, 10), (1, 10), (7, 13), (13, 13), (120, 300), (3, 1508)])
+def test_clopper_pearson_matches_scipy_exact(k, n):
+    lo, hi = intervals.clopper_pearson(k, n)
+    ref = stats.binomtest(k, n).proportion_ci(confidence_level=0.95, method="exact")
+    assert float(lo) == pytest.approx(ref.low, abs=1e-10)
+    assert float(hi) == pytest.approx(ref.high, abs=1e-10)
+
+
+def test_design_effect_matches_icc_formula():
+    m, rho = 10, 0.2
+    expected = 1 + (m - 1) * rho                       # 2.8
+    ests, boots = [], []
+    for seed in range(5):
+        d = _clustered(400, m, 0.3, rho, seed)
+        ests.append(intervals.design_effect(d["y"], d["cl"]))
+        r = intervals.rate_intervals(d, "y", "cl", n_boot=2000, seed=seed).iloc[0]
+        boots.append((r["se_cluster"] / r["se_naive"]) ** 2)
+    assert np.mean(ests) == pytest.approx(expected, rel=0.12)
+    assert np.mean(boots) == pytest.approx(expected, rel=0.12)
+    # independent outcomes: design effect about 1
+    indep = [intervals.design_effect(d["y"], d["cl"]) for d in (_clustered(400, m, 0.3, 1e-6, s) for s in range(8))]
+    assert np.mean(indep) == pytest.approx(1.0, abs=0.08)
+
+
+def test_cluster_bootstrap_interval_covers_and_widens():
+    d = _clustered(300, 8, 0.4, 0.3, 1)
+    r = intervals.rate_intervals(d, "y", "cl", n_boot=1000).iloc[0]
+    naive_half = 1.96 * r["se_naive"]
+    assert r["ci_high"] - r["ci_low"] > 2 * naive_half * 1.5            # deff ~ 3.1: about 1.76x wider
+    assert r["ci_low"] < r["rate"] < r["ci_high"]
+    assert r["ci_method"].startswith("cluster bootstrap percentile")
+    # few clusters: effective-n Clopper-Pearson
+    small = d[d["cl"] < 4]
+    s = intervals.rate_intervals(small, "y", "cl").iloc[0]
+    assert "Clopper-Pearson" in s["ci_method"]
+    lo, hi = intervals.clopper_pearson(s["rate"] * s["n_effective"], s["n_effective"])
+    assert (s["ci_low"], s["ci_high"]) == pytest.approx((float(lo), float(hi)))
+
+
+def test_rate_intervals_by_group_and_generic_bootstrap():
+    d = pd.concat([_clustered(50, 5, 0.2, 0.1, 2).assign(model="a"), _clustered(50, 5, 0.6, 0.1, 3).assign(model="b")])
+    t = intervals.rate_intervals(d, "y", "cl", by="model", n_boot=500)
+    assert list(t["model"]) == ["a", "b"]
+    assert t.loc[0, "rate"] == pytest.approx(d.loc[d.model == "a", "y"].mean())
+    b = intervals.cluster_bootstrap(d[d.model == "a"], lambda x: x["y"].mean(), "cl", n_boot=300)
+    assert b["ci_low"] < b["estimate"] < b["ci_high"]
+
+
+def test_cluster_robust_se_matches_hand_sandwich():
+    rng = np.random.default_rng(0)
+    n_cl, m = 12, 6
+    df = pd.DataFrame({"cl": np.repeat(np.arange(n_cl), m),
+                       "f": rng.choice(["a", "b", "c"], n_cl * m),
+                       "g": np.repeat(rng.choice(["x", "y"], n_cl), m)})
+    eta = -0.3 + 0.8 * (df["f"] == "b") - 0.5 * (df["f"] == "c") + 0.7 * (df["g"] == "y") + np.repeat(
+        rng.normal(0, 0.8, n_cl), m)
+    df["deviated"] = (rng.random(len(df)) < 1 / (1 + np.exp(-eta))).astype(int)
+    res = importance.logistic_regression(df, ["f", "g"], {"f": "a", "g": "x"}, cluster="cl")
+    X = res.design.X.to_numpy()
+    beta = res.table["coef"].to_numpy()
+    mu = 1 / (1 + np.exp(-X @ beta))
+    bread = np.linalg.inv(X.T @ (X * (mu * (1 - mu))[:, None]))
+    score = X * (df["deviated"].to_numpy() - mu)[:, None]
+    sg = np.vstack([score[df["cl"].to_numpy() == c].sum(axis=0) for c in range(n_cl)])
+    N, K = X.shape
+    c = n_cl / (n_cl - 1) * (N - 1) / (N - K)
+    se_hand = np.sqrt(np.diag(c * bread @ (sg.T @ sg) @ bread))
+    np.testing.assert_allclose(res.table["se_cluster"].to_numpy(), se_hand, rtol=1e-6)
+    np.testing.assert_allclose(res.table["se"].to_numpy(), np.sqrt(np.diag(bread)), rtol=1e-5)
+    np.testing.assert_allclose(res.table["design_effect"], (se_hand / np.sqrt(np.diag(bread))) ** 2, rtol=1e-5)
+
+
+def test_exact_binomial_power_matches_simulation():
+    n, p1 = 80, 0.65
+    rng = np.random.default_rng(0)
+    ks = rng.binomial(n, p1, size=3000)
+    sim = np.mean([stats.binomtest(int(k), n, 0.5).pvalue <= 0.05 for k in ks])
+    assert power.exact_binomial_power(n, p1) == pytest.approx(sim, abs=0.03)
+    # at p1 = p0 the exact test's rejection rate is at most alpha
+    assert power.exact_binomial_power(n, 0.5) <= 0.05
+
+
+def test_mde_gives_target_power_by_simulation():
+    n1 = n2 = 300
+    p = 0.3
+    delta = power.mde_two_proportions(n1, n2, p)
+    rng = np.random.default_rng(1)
+    a = rng.binomial(n1, p + delta, 4000) / n1
+    b = rng.binomial(n2, p, 4000) / n2
+    z = (2 * np.arcsin(np.sqrt(a)) - 2 * np.arcsin(np.sqrt(b))) / np.sqrt(1 / n1 + 1 / n2)
+    assert np.mean(np.abs(z) > 1.96) == pytest.approx(0.80, abs=0.03)
+    # one-sample: normal MDE close to the exact test's, and a design effect of 4 doubles the MDE roughly
+    m_norm = power.mde_proportion(1508)
+    m_exact = power.mde_proportion(1508, exact=True)
+    assert m_norm == pytest.approx(m_exact, abs=0.004)
+    assert power.power_proportion(1508, 0.5 + m_norm) == pytest.approx(0.80, abs=1e-4)
+    assert power.mde_proportion(1508, deff=4) == pytest.approx(2 * m_norm, rel=0.05)
+    # planner inverts the MDE
+    n = power.required_n_proportion(0.5 + m_norm)
+    assert abs(n - 1508) <= 1
+    assert power.required_n_proportion(0.55, deff=2.5) == math.ceil(
+        2.5 * power.NormalIndPower().solve_power(abs(power.proportion_effectsize(0.55, 0.5)), nobs1=None,
+                                                 alpha=0.05, power=0.8, ratio=0))
+
+
+def test_mde_paired_mean_matches_ttest_simulation():
+    n = 50
+    dz = power.mde_paired_mean(n)
+    rng = np.random.default_rng(2)
+    x = rng.normal(dz, 1, size=(3000, n))
+    p = stats.ttest_1samp(x, 0, axis=1).pvalue
+    assert np.mean(p <= 0.05) == pytest.approx(0.80, abs=0.03)
+
+
+def test_responder_check_flags_constant_passes_varied():
+    rng = np.random.default_rng(0)
+    df = pd.concat([pd.DataFrame({"model": "const", "answer": ["yes"] * 150}),
+                    pd.DataFrame({"model": "varied", "answer": rng.choice(["yes", "no", "can't tell"], 150)}),
+                    pd.DataFrame({"model": "mute", "answer": [None] * 120 + ["no"] * 30})])
+    chk = responders.responder_check(df, n_options=3).set_index("model")
+    assert chk.loc["const", "degenerate"] and "modal answer 'yes'" in chk.loc["const", "reasons"]
+    assert chk.loc["const", "answer_entropy"] == 0.0
+    assert not chk.loc["varied", "degenerate"] and chk.loc["varied", "answer_entropy"] > 0.9
+    assert chk.loc["mute", "unparseable_share"] == pytest.approx(0.8)
+    assert "unparseable" in chk.loc["mute", "reasons"]
+    kept = responders.informative(df, chk.reset_index())
+    assert set(kept["model"]) == {"varied"}
+    low = pd.DataFrame({"model": "m", "answer": rng.choice(["a", "b"], 40), "mass": 0.05})
+    assert responders.responder_check(low, label_mass="mass")["degenerate"].item()
+
+
+def test_mcnemar_and_paired_difference():
+    a = np.array([1] * 30 + [0] * 10 + [1] * 5 + [0] * 55)
+    b = np.array([1] * 30 + [1] * 10 + [0] * 5 + [0] * 55)
+    r = paired.mcnemar_exact(a, b)
+    assert (r["discordant_a"], r["discordant_b"]) == (5, 10)
+    assert r["p_value"] == pytest.approx(stats.binomtest(5, 15, 0.5).pvalue)
+    d = _clustered(200, 5, 0.4, 0.3, 4)
+    d["prompt_id"] = np.arange(len(d))
+    rng = np.random.default_rng(5)
+    flip = rng.random(len(d)) < 0.1
+    d2 = d.assign(y=np.where(flip, 1, d["y"]))           # model b deviates more on 10 % of prompts
+    both = pd.concat([d.assign(model="a"), d2.assign(model="b")])
+    r = paired.paired_difference(both, "y", "a", "b", cluster="cl")
+    truth = (d["y"] - d2["y"]).mean()
+    assert r["difference"] == pytest.approx(truth)
+    assert r["ci_low"] < truth < r["ci_high"] < 0
+    assert r["test"].startswith("McNemar")
+    w = paired.wilcoxon_paired([1.0, 2.0, -0.5, 3.0, 0.0, 2.5], [0, 0, 0, 0, 0, 0])
+    assert w["p_value"] == pytest.approx(stats.wilcoxon([1.0, 2.0, -0.5, 3.0, 2.5]).pvalue)
+    assert w["n_nonzero"] == 5
+
+
+def test_paired_subgroup_test():
+    rng = np.random.default_rng(0)
+    rows = []
+    for t in range(30):
+        for s in range(8):
+            base = rng.random() * 0.5
+            for model, shift in (("a", 0.0), ("b", 0.2)):
+                rows.append({"template": t, "stigma": s, "model": model, "y": int(rng.random() < base + shift)})
+    df = pd.DataFrame(rows)
+    mean_abs = lambda x: float(np.mean(np.abs(x)))          # noqa: E731  (deviation metric with C = 0)
+    r = paired.paired_subgroup_test(df, "y", ["stigma"], "a", "b", "template", mean_abs, n_boot=200)
+    assert r["n_subgroups"] == 8
+    assert r["ci_high"] < 0 and r["metric_difference"] == pytest.approx(r["metric_a"] - r["metric_b"])
+
+
+def test_holm_and_bh_hand_worked():
+    p = [0.01, 0.04, 0.03, np.nan, 0.005]
+    # Holm over 4 finite: sorted .005,.01,.03,.04 -> 4*.005=.02, 3*.01=.03, 2*.03=.06, 1*.04=.04 -> monotone .06
+    np.testing.assert_allclose(multiplicity.adjust(p, "holm"), [0.03, 0.06, 0.06, np.nan, 0.02])
+    # BH: .005*4/1=.02, .01*4/2=.02, .03*4/3=.04, .04*4/4=.04
+    np.testing.assert_allclose(multiplicity.adjust(p, "fdr_bh"), [0.02, 0.04, 0.04, np.nan, 0.02])
+    df = pd.DataFrame({"fam": ["x", "x", "y", "y"], "p_value": [0.01, 0.04, 0.02, 0.5]})
+    out = multiplicity.add_adjusted(df, family="fam")
+    np.testing.assert_allclose(out["p_value_holm"], [0.02, 0.04, 0.04, 0.5])
+    assert list(out["family_size"]) == [2, 2, 2, 2]
+
+
+def test_benchmark_cluster_must_be_a_column():
+    prompts = pd.DataFrame({"prompt_id": ["a", "b"], "template": ["t", "t"]})
+    assert Benchmark("x", prompts, FactorSpec([]), cluster="template").cluster == "template"
+    with pytest.raises(DataError):
+        Benchmark("x", prompts, FactorSpec([]), cluster="scenario")
