@@ -72,7 +72,7 @@ import pandas as pd
 import matplotlib.pyplot as plt
 from IPython.display import Image, display
 
-from biaslab import multifactor, plots
+from biaslab import factorial, multifactor, plots
 from biaslab.benchmarks import load as load_benchmark
 from biaslab.outputs import OutputDir
 from biaslab.stats import coverage as cov, importance as imp, subgroups as sg
@@ -106,10 +106,11 @@ def table(df, name, markdown=False, show_rows=12):
 
 
 t0 = time.perf_counter()
-bench = load_benchmark(benchmark)
+bench = load_benchmark(benchmark) if benchmark in ("ssqa", "bbq") else factorial.prepare(benchmark)
 out.record_data(bench.sources)
 prompts = bench.prompts
-spec = bench.factors
+spec = bench.factors.with_factors(plan.extra_factors)
+print(f"outcome: {plan.outcome} = {plan.outcome_description}; ideal subgroup rate {plan.ideal}")
 levels = cov.spec_levels(spec)
 timings["load"] = time.perf_counter() - t0
 print(bench.summary())
@@ -146,7 +147,7 @@ model_factors = pd.DataFrame([
     {"factor": "seed", "kind": "model", "n_levels": cot_seeds + 1, "levels": "none; " + "; ".join(map(str, range(cot_seeds))),
      "reference": "none", "description": "sampling seed (chain of thought only)"},
 ])
-if benchmark == "bbq":
+if benchmark != "ssqa":
     model_factors = model_factors.iloc[:1]
 factors_table = pd.concat([factors_table, model_factors], ignore_index=True)
 factors_table["levels"] = factors_table["levels"].str.slice(0, 300)
@@ -293,7 +294,8 @@ timings["released"] = time.perf_counter() - t0
 # %%
 t0 = time.perf_counter()
 base_prompts = prompts[prompts["cot"] == "no"] if "cot" in prompts else prompts
-subset = stratified_sample(base_prompts, plan.strata, max_prompts, seed=seed)
+subset = (stratified_sample(base_prompts, plan.strata, max_prompts, seed=seed) if benchmark in ("ssqa", "bbq")
+          else factorial.sample(benchmark, base_prompts, max_prompts, plan.strata, seed=seed))
 print(f"scoring {len(subset):,} of {len(base_prompts):,} prompts per model "
       f"(stratified by {', '.join(plan.strata)})")
 cot_subset = None
@@ -329,8 +331,11 @@ for name in models:
             scored.append(multifactor.score_ssqa_cot(scorer, cot_subset, name, chat, range(cot_seeds),
                                                      cot_max_new_tokens, cot_temperature))
             t_cot = time.perf_counter() - tc
-    else:
+    elif benchmark == "bbq":
         scored.append(multifactor.score_bbq(scorer, subset, name, chat))
+        t_main, t_cot = time.perf_counter() - ts, 0.0
+    else:   # calm, crows_pairs, agentic: the glue of biaslab.factorial (same requests as notebooks 2-4)
+        scored.append(factorial.score(benchmark, scorer, lm, subset, name))
         t_main, t_cot = time.perf_counter() - ts, 0.0
     model_timings.append({"model": name, "chat_template": chat, "load_s": t_load, "score_s": t_main,
                           "cot_s": t_cot, "n_prompts": len(subset)})
@@ -416,8 +421,12 @@ if benchmark == "ssqa" and len(scored) and (scored["cot"] == "yes").any():
         if f in cp:
             data.loc[cot_rows, f] = cp.loc[data.loc[cot_rows, "prompt_id"], f].to_numpy()
 nocot = data[data["cot"] == "no"]
+if nocot[plan.outcome].isna().any():   # e.g. CrowS-Pairs ties (identical sentences): no preference to analyse
+    print(f"{int(nocot[plan.outcome].isna().sum())} responses without a defined {plan.outcome} left out")
+    nocot = nocot[nocot[plan.outcome].notna()].copy()
+nocot[plan.outcome] = nocot[plan.outcome].astype(int)
 inner, outer = plan.sunburst
-sub = sg.subgroups(nocot, plan.subgroup_factors, levels=(1, 2), by="model")
+sub = sg.subgroups(nocot, plan.subgroup_factors, levels=(1, 2), by="model", outcome=plan.outcome)
 table(sub, "subgroups", show_rows=10)
 for m in pd.unique(sub["model"]):
     s = sub[sub["model"] == m]
@@ -433,8 +442,9 @@ for m in pd.unique(sub["model"]):
 # disadvantaged, and whether gendered stigma holders get more biased answers than gender-neutral ones.
 
 # %%
-ecdf_sub = sg.subgroups(nocot, plan.ecdf_factors, levels=(len(plan.ecdf_factors),), by="model")
-dm = sg.deviation_metric_table(ecdf_sub)
+ecdf_sub = sg.subgroups(nocot, plan.ecdf_factors, levels=(len(plan.ecdf_factors),), by="model",
+                        outcome=plan.outcome)
+dm = sg.deviation_metric_table(ecdf_sub, ideal=plan.ideal)
 table(dm, "deviation_metric", markdown=True)
 # compare models scored on the same prompts: the released models (all prompts) and the embedded ones (the subset)
 groups = {}
@@ -478,27 +488,29 @@ t0 = time.perf_counter()
 refs = multifactor.references(spec, plan)
 first = nocot[nocot["model"] == nocot["model"].iloc[0]]
 try:
-    imp.logistic_regression(first, plan.regression, {f.name: f.reference for f in spec.factors})
+    imp.logistic_regression(first, plan.regression, multifactor.references(spec, plan, first), outcome=plan.outcome)
     print("the factor spec's own reference levels are identified for these data")
 except imp.AliasingError as e:
     print("Refused (reference levels of the factor spec):", e)
 try:
-    imp.logistic_regression(multifactor.recode(first, plan), plan.regression + ["template"], refs)
+    imp.logistic_regression(multifactor.recode(first, plan), plan.regression + [bench.cluster or "template"],
+                            multifactor.references(spec, plan, first), outcome=plan.outcome)
 except imp.AliasingError as e:
     print("Refused (with template):", e)
 
 fits = []
 for m in pd.unique(nocot["model"]):
     d = multifactor.recode(nocot[nocot["model"] == m], plan)
+    refs = multifactor.references(spec, plan, d)
     full = m in released_models or len(d) >= 0.5 * len(base_prompts)
     wanted = plan.regression if full else plan.regression_subset
     fs, left_out = imp.identifiable_subset(d, wanted, refs)
     for f, why in left_out.items():
         print(f"{m}: left out {f!r}: {why[:160]}")
-    if not fs or d["deviated"].nunique() < 2:
+    if not fs or d[plan.outcome].nunique() < 2:
         print(f"{m}: nothing to fit")
         continue
-    res = imp.logistic_regression(d, fs, refs)
+    res = imp.logistic_regression(d, fs, refs, outcome=plan.outcome)
     t = res.table.assign(model=m, n=res.n)
     fits.append(t)
     for note in res.notes[:3]:
@@ -558,7 +570,12 @@ if bayes_draws:
         fixed = [f for f in plan.bayes_fixed if d[f].nunique() > 1]
         full = m in released_models or len(d) >= 0.5 * len(base_prompts)
         grp = plan.bayes_group if full else plan.bayes_group_subset
-        res = bayesian.hierarchical_logistic(d, fixed, grp, refs, draws=bayes_draws, tune=bayes_tune,
+        if d[plan.outcome].nunique() < 2:
+            print(f"{m}: {plan.outcome} is constant, nothing for the Bayesian model to explain")
+            continue
+        refs = multifactor.references(spec, plan, d)
+        res = bayesian.hierarchical_logistic(d, fixed, grp, refs, outcome=plan.outcome, draws=bayes_draws,
+                                             tune=bayes_tune,
                                              chains=bayes_chains, seed=seed, numba=True,
                                              target_accept=0.95 if len(d) < 2000 else None)
         bayes_rows.append(res.summary.assign(model=m))

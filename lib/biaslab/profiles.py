@@ -16,10 +16,12 @@ EMBEDDED_MODELS = ["smollm2-135m-instruct", "gemma-3-270m"]
 
 #: notebook -> variants (each variant runs the notebook once, into outputs/<notebook>/<variant>/; "" = no sub-folder)
 NOTEBOOKS: dict[str, dict[str, dict]] = {
-    "01_multifactor": {"ssqa": {"benchmark": "ssqa"}, "bbq": {"benchmark": "bbq"}},
+    "01_multifactor": {"ssqa": {"benchmark": "ssqa"}, "bbq": {"benchmark": "bbq"}, "calm": {"benchmark": "calm"},
+                       "crows_pairs": {"benchmark": "crows_pairs"}, "agentic": {"benchmark": "agentic"}},
     "02_calm": {"": {}},
     "03_crows_pairs_bayes": {"": {}},
     "04_agentic_entropy": {"": {}},
+    "05_compare": {"": {}},
 }
 
 PROFILE_NAMES = ("smoke", "default", "paper")
@@ -73,6 +75,7 @@ def params(profile: str, notebook: str, variant: str = "") -> dict:
         raise KeyError(f"unknown notebook {notebook!r}; choose one of {sorted(NOTEBOOKS)}")
     p = copy.deepcopy(PROFILES[profile].get("*", {}))
     p.update(copy.deepcopy(PROFILES[profile].get(notebook, {})))
+    p.update(copy.deepcopy(PROFILES[profile].get(f"{notebook}/{variant}", {})))   # a variant's own sizes
     p.update(copy.deepcopy(NOTEBOOKS[notebook][variant]))
     p["profile"] = profile
     return p
