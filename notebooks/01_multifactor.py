@@ -289,6 +289,9 @@ if benchmark == "ssqa":
     answers = released.groupby(["model", "answer"]).size().unstack(fill_value=0)
     answers["deviation_rate"] = released.groupby("model")["deviated"].mean()
     table(answers.reset_index(), "released_answers", markdown=True)
+    # per prompt, for notebook 5's paired comparisons with the embedded models (the same prompt ids)
+    out.table(released[["prompt_id", "model", "cot", "answer", "deviated"]].merge(
+        prompts[["prompt_id", bench.cluster]], on="prompt_id"), "responses_released")
 timings["released"] = time.perf_counter() - t0
 
 # %%
@@ -343,7 +346,11 @@ for name in models:
     gc.collect()
 scored = pd.concat(scored, ignore_index=True) if scored else pd.DataFrame()
 if len(scored):
-    out.table(scored, "responses")          # every scored response (embedded models), for re-analysis
+    # every scored response (embedded models), with the generating unit and the plan's factors, for re-analysis
+    # and for notebook 5's paired comparisons
+    keep = [c for c in dict.fromkeys([bench.cluster] + plan.coverage_factors)
+            if c and c in prompts and c not in scored]
+    out.table(scored.merge(prompts[["prompt_id"] + keep], on="prompt_id", how="left"), "responses")
 if len(model_timings):
     table(pd.DataFrame(model_timings), "model_timings")
 timings["scoring"] = time.perf_counter() - t0
