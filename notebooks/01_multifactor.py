@@ -465,8 +465,9 @@ ks = pd.concat([sg.ks_tests(ecdf_sub[ecdf_sub["model"].isin(ms)]).assign(models=
 table(ks, "ks_tests", markdown=True)
 for name, ms in groups.items():
     part = ecdf_sub[ecdf_sub["model"].isin(ms)]
-    show(plots.ecdf_plot(part, ks=ks[ks["models"] == name], title=f"{benchmark.upper()} ({name} models): eCDF of "
-                         f"{' x '.join(plan.ecdf_factors)} subgroup deviation rates"), f"ecdf_{name}", 560)
+    show(plots.ecdf_plot(part, ideal=plan.ideal, ks=ks[ks["models"] == name],
+                         title=f"{benchmark.upper()} ({name} models): eCDF of {' x '.join(plan.ecdf_factors)} "
+                         f"subgroup rates of {plan.outcome}"), f"ecdf_{name}", 560)
 timings["subgroups"] = time.perf_counter() - t0
 
 # %% [markdown]

@@ -323,3 +323,78 @@ def agreement_table(table: pd.DataFrame, min_models: int = ranking.MIN_MODELS) -
         rows.append({"metric_a": a, "metric_b": b, "models": ", ".join(both.index),
                      **ranking.spearman_interval(both[a], both[b], min_models=min_models)})
     return pd.DataFrame(rows)
+
+
+def degenerate_flags(root: Path, metrics=METRICS) -> pd.DataFrame:
+    """metric, model, degenerate, degenerate_reasons from the responder check a source notebook wrote
+    (``tables/responders.csv`` with ``model`` and ``degenerate`` columns; issue 10). Empty when none was written."""
+    rows = []
+    for m in metrics:
+        t = read_table(root, m.folder, "responders")
+        if t is None or not {"model", "degenerate"} <= set(t.columns):
+            continue
+        for model, part in t.groupby("model"):
+            flag = part["degenerate"].astype(str).str.lower().isin(["true", "1"])
+            reasons = "; ".join(part.loc[flag, "reasons"].dropna().astype(str)) if "reasons" in part else ""
+            rows.append({"metric": m.id, "model": model, "degenerate": bool(flag.any()),
+                         "degenerate_reasons": reasons})
+    return pd.DataFrame(rows)
+
+
+def _fmt(x: float) -> str:
+    return "nan" if not np.isfinite(x) else f"{x:.3g}"
+
+
+def summary_lines(table: pd.DataFrame, pairs: pd.DataFrame, groups: pd.DataFrame, agreement: pd.DataFrame,
+                  min_models: int = ranking.MIN_MODELS) -> list[str]:
+    """A few sentences, every number read from the tables (nothing written by hand)."""
+    lines = [f"{table['model'].nunique()} models x {table['metric'].nunique()} metrics "
+             f"({', '.join(dict.fromkeys(table['benchmark']))}); {int(table['ci_low'].notna().sum())} of "
+             f"{len(table)} estimates have an interval."]
+    for mid, g in groups.groupby("metric", sort=False):
+        t = table[table["metric"] == mid].set_index("model")
+        top = g.iloc[0]
+        pm = pairs[pairs["metric"] == mid] if len(pairs) else pd.DataFrame(columns=["p_value", "significant"])
+        tested = pm[pm["p_value"].notna()] if "p_value" in pm else pm.iloc[:0]
+        n_sep = int(tested["significant"].fillna(False).astype(bool).sum()) if len(tested) else 0
+        n_all = len(g) * (len(g) - 1) // 2
+        r = t.loc[top["model"]]
+        ci = f" [{_fmt(r['ci_low'])}, {_fmt(r['ci_high'])}]" if np.isfinite(r["ci_low"]) else " (no interval)"
+        n_groups = len(set("".join(g["groups"])))
+        if len(tested) == 0:
+            sep = "no pair of models could be compared on common prompts, so no tie groups are drawn"
+        else:
+            sep = (f"{n_sep} of {len(tested)} compared pairs differ after adjustment"
+                   + (f" ({n_all - len(tested)} pairs had no common prompts)" if n_all > len(tested) else "")
+                   + ("; all models tie" if n_groups == 1 else f"; {n_groups} tie groups"))
+        lines.append(f"{mid} ({t['direction'].iloc[0]}, null {_fmt(t['null'].iloc[0])}): first in the biased "
+                     f"direction {top['model']} at {_fmt(top['estimate'])}{ci}; {sep}.")
+    if len(agreement):
+        n_ok = int((agreement["status"] == "ok").sum())
+        most = int(agreement["n_models"].max())
+        if n_ok == 0:
+            lines.append(f"Agreement between benchmarks cannot be assessed: at most {most} models share two metrics "
+                         f"(an interval needs {min_models}).")
+        else:
+            ok = agreement[agreement["status"] == "ok"]
+            lines.append(f"{n_ok} metric pairs have enough models for a rank correlation; median rho "
+                         f"{_fmt(float(ok['rho'].median()))}, {int((ok['ci_low'] > 0).sum())} with an interval above 0.")
+    return lines
+
+
+def source_provenance(root: Path, metrics=METRICS) -> tuple[dict, dict]:
+    """(model fingerprints, {table file: sha256}) of what notebook 5 read: the fingerprints the source notebooks
+    recorded in their ``provenance.json`` and the hash of every source and response table."""
+    from .sources import sha256_file
+    models, files = {}, {}
+    for m in metrics:
+        folder = Path(root) / m.folder
+        prov = folder / "provenance.json"
+        if prov.exists():
+            import json
+            models.update(json.loads(prov.read_text()).get("models", {}))
+        for stem in [s.table for s in m.sources] + list(m.responses):
+            p = folder / "tables" / f"{stem}.csv"
+            if p.exists():
+                files[f"outputs/{m.folder}/tables/{stem}.csv"] = sha256_file(p)
+    return models, files

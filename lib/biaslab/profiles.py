@@ -39,6 +39,8 @@ PROFILES: dict[str, dict[str, dict]] = {
                                  "datasets": ["crows_pairs_en_revised", "crows_pairs_fr"],
                                  "preference_datasets": ["crows_pairs_en_revised"]},
         "04_agentic_entropy": {"max_prompts": 12, "cyclic_prompts": 2, "fewshot_prompts": 0},
+        # notebook 5 reads the other notebooks' tables: every model found there, fewer resamples
+        "05_compare": {"models": None, "n_boot": 200},
     },
     "default": {
         "*": {"models": EMBEDDED_MODELS, "device": "auto", "dtype": "auto"},
@@ -54,6 +56,7 @@ PROFILES: dict[str, dict[str, dict]] = {
                     "diversity_max_templates": 300},
         "03_crows_pairs_bayes": {"max_pairs": 150, "max_preference_pairs": 90},
         "04_agentic_entropy": {"max_prompts": 150, "cyclic_prompts": 12, "fewshot_prompts": 0},
+        "05_compare": {"models": None, "n_boot": 2000},
     },
     "paper": {
         "*": {"models": EMBEDDED_MODELS, "device": "auto", "dtype": "auto"},
@@ -64,6 +67,7 @@ PROFILES: dict[str, dict[str, dict]] = {
                     "n_permutations": 1000, "subset_runs": 6, "diversity_max_templates": None},
         "03_crows_pairs_bayes": {"max_pairs": None, "max_preference_pairs": None},
         "04_agentic_entropy": {"max_prompts": None, "cyclic_prompts": None, "fewshot_prompts": 120},
+        "05_compare": {"models": None, "n_boot": 2000},
     },
 }
 
