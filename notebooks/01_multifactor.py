@@ -18,8 +18,13 @@
 # the rate of biased answers with a logistic regression. Applied to SocialStigmaQA (SSQA) this shows, e.g., that
 # *biased answer* and *gender* are confounded with *template*, and that stigma, gender and prompt style all matter.
 #
-# **What this notebook does.** The `benchmark` parameter picks SSQA or BBQ; every step runs on the benchmark's prompt
-# table and factor spec through the generic `biaslab.stats` functions.
+# **What this notebook does.** The `benchmark` parameter picks SSQA, BBQ, CALM, CrowS-Pairs or the agentic benchmark;
+# every step runs on the benchmark's prompt table and factor spec through the generic `biaslab.stats` functions, as
+# `biaslab.multifactor.PLANS` directs: each plan names the factors of every analysis and the 0/1 *outcome* analysed
+# (`deviated` for SSQA and BBQ, `correct` for CALM, `stereotype_preferred` for CrowS-Pairs, `low_entropy` for the
+# agentic benchmark), with the ideal subgroup rate of the deviation metric (0, 1, 0.5, 0). Tables and figures keep the
+# paper's names (*deviation rate*, *log disparity*): for CALM and CrowS-Pairs read them as the rate of the plan's
+# outcome.
 # * *Reproduced:* the factor table with reference levels and per-factor Gini indices of Table 1 (exactly, for every
 #   factor defined as in the paper), the overall coverage numbers of §3.2.1, and every analysis of §3.2-3.4 — on the
 #   real answers that were released for SSQA (Granite-3.0-8B and Llama-3.1-8B; the paper's Flan-UL2 / Flan-T5-XXL
@@ -138,6 +143,14 @@ for n in bench.notes:
 # questions and the other person for non-negative ones; `target_loc` in `additional_metadata.csv` already encodes this
 # (checked against `answer_info` below). BBQ has no neutral group, so the category, template and group references are
 # arbitrary.
+#
+# For **CALM**: task (QA, NLI, sentiment), bias type (gender, race), the group of the name, the template's source data
+# set and the answer format (free text, option letter, 3- or 2-way NLI label, sentiment, toxicity); the generating
+# unit is the template. For **CrowS-Pairs**: the original English, revised English and French sets as one table with
+# bias type, direction (stereo / antistereo) and dataset; the unit is the pair. For the **agentic** benchmark: domain,
+# question type, polarity and class type — a fully crossed design — plus the *answer position* (where the model put
+# its most probable answer), a response factor that exists only once a model has answered: it enters subgroups and
+# regression, not coverage, and its reference level is each model's most frequent position.
 
 # %%
 factors_table = spec.table()
@@ -276,6 +289,11 @@ timings["coverage"] = time.perf_counter() - t0
 #   the choice being the option with the highest mean log-probability per token; deviation = choosing BBQ's biased
 #   answer, with accuracy alongside. Instruction-tuned models see their chat template; base models see the raw prompt
 #   with an answer cue.
+# * **CALM, CrowS-Pairs, agentic** (`biaslab.factorial`, the same requests as notebooks 2-4, so their cached scores are
+#   reused): CALM 1-shot prompts, label options scored by next-token probability and free-text QA generated greedily,
+#   `correct` by the corrected answer rules of notebook 2; CrowS-Pairs `stereotype_preferred` = log P(more
+#   stereotypical sentence) > log P(less), ties left out; agentic: the normalized entropy of the answer distribution
+#   over the k choices (notebook 4), `low_entropy` when it is below 0.95 (e.g. 0.5 / 0.3 / 0.2 over three choices).
 
 # %%
 t0 = time.perf_counter()
