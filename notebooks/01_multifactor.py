@@ -20,7 +20,8 @@
 #
 # **What this notebook does.** The `benchmark` parameter picks SSQA, BBQ, CALM, CrowS-Pairs or the agentic benchmark;
 # every step runs on the benchmark's prompt table and factor spec through the generic `biaslab.stats` functions, as
-# `biaslab.multifactor.PLANS` directs: each plan names the factors of every analysis and the 0/1 *outcome* analysed
+# `biaslab.papers.multifactor.responses.PLANS` directs: each plan names the factors of every analysis and the 0/1
+# *outcome* analysed
 # (`deviated` for SSQA and BBQ, `correct` for CALM, `stereotype_preferred` for CrowS-Pairs, `low_entropy` for the
 # agentic benchmark), with the ideal subgroup rate of the deviation metric (0, 1, 0.5, 0). Tables and figures keep the
 # paper's names (*deviation rate*, *log disparity*): for CALM and CrowS-Pairs read them as the rate of the plan's
@@ -75,12 +76,14 @@ import warnings
 import numpy as np
 import pandas as pd
 import matplotlib.pyplot as plt
-from IPython.display import Image, display
+from IPython.display import Image, Markdown, display
 
-from biaslab import factorial, multifactor, plots
+from biaslab import plots
 from biaslab.benchmarks import load as load_benchmark
 from biaslab.outputs import OutputDir
+from biaslab.papers.multifactor import factorial, findings, responses as multifactor
 from biaslab.stats import coverage as cov, importance as imp, subgroups as sg
+from biaslab.stats import intervals, multiplicity, paired, power, responders
 from biaslab.stats.sampling import stratified_sample
 
 warnings.filterwarnings("ignore", category=FutureWarning)
@@ -310,6 +313,7 @@ if benchmark == "ssqa":
     # per prompt, for notebook 5's paired comparisons with the embedded models (the same prompt ids)
     out.table(released[["prompt_id", "model", "cot", "answer", "deviated"]].merge(
         prompts[["prompt_id", bench.cluster]], on="prompt_id"), "responses_released")
+    display(Markdown(findings.released_findings(answers.reset_index())))
 timings["released"] = time.perf_counter() - t0
 
 # %%
@@ -356,7 +360,10 @@ for name in models:
         scored.append(multifactor.score_bbq(scorer, subset, name, chat))
         t_main, t_cot = time.perf_counter() - ts, 0.0
     else:   # calm, crows_pairs, agentic: the glue of biaslab.factorial (same requests as notebooks 2-4)
-        scored.append(factorial.score(benchmark, scorer, lm, subset, name))
+        if benchmark == "calm":
+            from biaslab.papers.calm import evaluate as calm_evaluate
+        scored.append(factorial.score(benchmark, scorer, lm, subset, name,
+                                      calm_evaluate=calm_evaluate.evaluate if benchmark == "calm" else None))
         t_main, t_cot = time.perf_counter() - ts, 0.0
     model_timings.append({"model": name, "chat_template": chat, "load_s": t_load, "score_s": t_main,
                           "cot_s": t_cot, "n_prompts": len(subset)})
@@ -391,6 +398,8 @@ if len(scored) and benchmark == "ssqa":
         cot_tab["no_cot_deviation_rate_same_prompts"] = matched.groupby("model")["deviated"].mean()
         table(cot_tab.reset_index(), "cot_summary", markdown=True)
         print(cot[["model", "seed", "answer", "generation"]].head(3).to_string(max_colwidth=160))
+    has_cot = (scored["cot"] == "yes").any()
+    display(Markdown(findings.label_findings(mass.reset_index(), cot_tab.reset_index() if has_cot else None)))
 if len(scored) and benchmark == "bbq":
     from biaslab.benchmarks import bbq as bbq_module
     sp = scored.merge(subset, on="prompt_id")
@@ -400,14 +409,44 @@ if len(scored) and benchmark == "bbq":
     table(by_cat, "accuracy_bias_scores_by_category", show_rows=8)
     pos = sp.groupby(["model"])["choice"].value_counts(normalize=True).unstack(fill_value=0)
     table(pos.reset_index(), "choice_position_shares")
+    # changed after review: accuracy and bias scores with template-clustered intervals, overall and per category
+    from biaslab.papers.multifactor import bbq_scores
+    table(bbq_scores.score_intervals(sp, ["model"], bench.cluster), "accuracy_bias_score_intervals", markdown=True)
+    table(bbq_scores.score_intervals(sp, ["model", "category"], bench.cluster),
+          "accuracy_bias_score_intervals_by_category", show_rows=8)
+
+# %% [markdown]
+# **Responder check (changed after review).** Before any test, each model (and, for SSQA, each chain-of-thought
+# setting) is checked for a degenerate answer pattern (`biaslab.stats.responders`; thresholds: modal answer ≥ 95 %,
+# normalized answer entropy ≤ 0.20, unparseable > 50 %, mean label mass < 0.10; not judged below 20 responses). A
+# model that answers "yes" to every prompt deviates exactly where the biased answer is "yes": its subgroup rates
+# restate the answer key, its regression is separated. Degenerate models are listed in `responders.csv`, keep their
+# descriptive tables, and are left out of the KS and paired tests and of the regression.
+
+# %%
+if benchmark == "ssqa":
+    pool = pd.concat(responses + ([scored] if len(scored) else []), ignore_index=True)
+    pool["answer_checked"] = pool["answer"].where(pool["answer"] != "other")
+    resp_check = responders.responder_check(pool, answer="answer_checked", by=["model", "cot"], n_options=3,
+                                            label_mass="label_mass" if "label_mass" in pool else None)
+elif len(scored):   # BBQ: the chosen option; CALM, CrowS-Pairs, agentic: the answer column of biaslab.papers.multifactor.factorial
+    resp_check = responders.responder_check(scored, answer="choice" if benchmark == "bbq" else "answer", by="model",
+                                            n_options={"bbq": 3, "crows_pairs": 2}.get(benchmark),
+                                            label_mass="label_mass" if "label_mass" in scored else None)
+else:
+    resp_check = pd.DataFrame(columns=["model", "degenerate", "reasons"])
+table(resp_check, "responders", markdown=True)
+main_check = resp_check[resp_check["cot"] == "no"] if "cot" in resp_check else resp_check
+degenerate_models = set(main_check.loc[main_check["degenerate"].astype(bool), "model"])
+print("degenerate (excluded from tests):", sorted(degenerate_models) or "none")
 
 # %% [markdown]
 # **Reading the embedded models' answers.** `label_mass` is the share of the next-token probability that lands on any
 # form of the three answers at all; the rest goes to other words, so the renormalised answer is the model's preference
-# *given* that it answers. Neither small model puts noticeable mass on "can't tell", and a model that answers "yes" (or
-# "no") to everything deviates exactly on the templates whose biased answer is "yes" (or "no") — a template effect, not
-# a stigma effect, which the regression below separates. With chain of thought, the default profile allows only
-# `cot_max_new_tokens` new tokens, so many generations stop before stating an answer (`other`); the `paper` profile
+# *given* that it answers (the sentences above give each model's numbers). A model that answers "yes" (or "no") to
+# everything deviates exactly on the templates whose biased answer is "yes" (or "no") — a template effect, not a stigma
+# effect, which the regression below separates. With chain of thought, the default profile allows only
+# `cot_max_new_tokens` new tokens, so a generation can stop before stating an answer (`other`); the `paper` profile
 # allows 256.
 
 # %% [markdown]
@@ -480,13 +519,60 @@ if emb:
     groups["embedded"] = emb
 ks = pd.concat([sg.ks_tests(ecdf_sub[ecdf_sub["model"].isin(ms)]).assign(models=name)
                 for name, ms in groups.items()], ignore_index=True)
+if len(ks):   # changed after review: no test for a degenerate responder (the row stays, its p-value is blanked)
+    bad = ks["model_a"].isin(degenerate_models) | ks["model_b"].isin(degenerate_models)
+    ks.loc[bad, "p_value"] = np.nan
+    ks["responder"] = np.where(bad, "degenerate responder: not tested", "informative")
 table(ks, "ks_tests", markdown=True)
+display(Markdown(findings.subgroup_findings(dm, ks)))
 for name, ms in groups.items():
     part = ecdf_sub[ecdf_sub["model"].isin(ms)]
     show(plots.ecdf_plot(part, ideal=plan.ideal, ks=ks[ks["models"] == name],
                          title=f"{benchmark.upper()} ({name} models): eCDF of {' x '.join(plan.ecdf_factors)} "
                          f"subgroup rates of {plan.outcome}"), f"ecdf_{name}", 560)
 timings["subgroups"] = time.perf_counter() - t0
+
+# %% [markdown]
+# **Intervals and paired comparisons (changed after review).** SSQA and BBQ prompts are generated from templates, so
+# the template is the cluster (`bench.cluster`) of every interval here: the deviation rate of each model and of each
+# first-level subgroup (`deviation_rate_intervals.csv`, `subgroup_rate_intervals.csv`: cluster bootstrap, percentile,
+# or effective-n Clopper–Pearson with fewer than 10 templates in a cell) and the deviation metric
+# (`deviation_metric_intervals.csv`: templates resampled, subgroup rates recomputed). Two models scored on the same
+# prompts answer the same subgroups, so the KS test (kept as the paper's variant) is joined by a paired test
+# (`paired_subgroup_tests.csv`): the difference of the two deviation metrics with a template-paired bootstrap interval
+# and the Wilcoxon signed-rank test over subgroups, plus the paired difference of the overall deviation rates
+# (`paired_comparisons.csv`: exact McNemar, template-paired bootstrap interval). Holm across the paired tests of the
+# notebook (a few confirmatory comparisons: family-wise control). Degenerate responders are left out.
+
+# %%
+rate_ci = intervals.rate_intervals(nocot, plan.outcome, bench.cluster, by="model")
+table(rate_ci, "deviation_rate_intervals", markdown=True)
+table(pd.concat([intervals.rate_intervals(nocot, plan.outcome, bench.cluster, by=["model", f]).rename(
+    columns={f: "level"}).assign(factor=f) for f in plan.subgroup_factors], ignore_index=True),
+    "subgroup_rate_intervals", show_rows=6)
+dm_rows = lambda r: paired.deviation_metric_rows(r, plan.ideal)   # eq. 4 with the plan's ideal value C
+dm_ci = paired.subgroup_metric_intervals(nocot, plan.outcome, plan.ecdf_factors, bench.cluster, metric=dm_rows)
+table(dm_ci, "deviation_metric_intervals", markdown=True)
+pst, pdiff = [], []
+for name, ms in groups.items():
+    ok = [m for m in ms if m not in degenerate_models]
+    for i, a in enumerate(ok):
+        for b in ok[i + 1:]:
+            pst.append({"models": name, **paired.paired_subgroup_test(nocot, plan.outcome, plan.ecdf_factors, a, b,
+                                                                      bench.cluster, metric=dm_rows)})
+    if len(ok) > 1:
+        pdiff.append(paired.paired_differences(nocot[nocot["model"].isin(ok)], plan.outcome, bench.cluster,
+                                               binary=True).assign(models=name))
+pst = pd.DataFrame(pst)
+pdiff = pd.concat(pdiff, ignore_index=True) if pdiff else pd.DataFrame()
+if len(pst) or len(pdiff):
+    both = multiplicity.add_adjusted(pd.concat([pst.assign(kind="deviation metric"),
+                                                pdiff.assign(kind="deviation rate")], ignore_index=True),
+                                     "p_value", method="holm")
+    pst = both[both.kind == "deviation metric"].dropna(axis=1, how="all")
+    pdiff = both[both.kind == "deviation rate"].dropna(axis=1, how="all")
+table(pst, "paired_subgroup_tests", markdown=True)
+table(pdiff, "paired_comparisons", markdown=True)
 
 # %% [markdown]
 # The paper reports DM 0.70 (Flan-UL2) and 0.56 (Flan-T5-XXL) for the stigma × gender subgroups without CoT and a KS
@@ -508,6 +594,13 @@ timings["subgroups"] = time.perf_counter() - t0
 # 101 (shown below). We keep *no stigma* as the stigma reference and measure prompt style against *original* and
 # gender against *gender neutral* among the stigma prompts (the base prompts are coded at those references). Terms with
 # a deviation rate of 0 or 1 at their level have no finite estimate (separation) and are flagged.
+#
+# *Changed after review:* prompts from one template are not independent, and gender and biased answer are properties
+# of the template (37 in SSQA), so the table now carries template-clustered (cluster-robust sandwich) standard errors,
+# intervals and p-values (`se_cluster`, `p_cluster`; statsmodels `cov_type="cluster"`) beside the naive ones, with the
+# per-coefficient design effect; the stigma coefficients get Benjamini–Hochberg q-values on the clustered p-values
+# (`p_cluster_fdr_bh`); the count of "significant" terms is printed under each rule, and `significant` now means the
+# clustered, corrected rule. Degenerate responders are not fitted.
 
 # %%
 t0 = time.perf_counter()
@@ -530,13 +623,16 @@ for m in pd.unique(nocot["model"]):
     refs = multifactor.references(spec, plan, d)
     full = m in released_models or len(d) >= 0.5 * len(base_prompts)
     wanted = plan.regression if full else plan.regression_subset
+    if m in degenerate_models:
+        print(f"{m}: degenerate responder (responders.csv): no regression")
+        continue
     fs, left_out = imp.identifiable_subset(d, wanted, refs)
     for f, why in left_out.items():
         print(f"{m}: left out {f!r}: {why[:160]}")
     if not fs or d[plan.outcome].nunique() < 2:
         print(f"{m}: nothing to fit")
         continue
-    res = imp.logistic_regression(d, fs, refs, outcome=plan.outcome)
+    res = imp.logistic_regression(d, fs, refs, outcome=plan.outcome, cluster=bench.cluster)
     t = res.table.assign(model=m, n=res.n)
     fits.append(t)
     for note in res.notes[:3]:
@@ -549,13 +645,25 @@ for m in pd.unique(nocot["model"]):
                                 highlight=plan.highlight), f"coefficients_{m}", 560)
 importance = pd.concat(fits, ignore_index=True) if fits else pd.DataFrame()
 if len(importance):
+    # changed after review: template-clustered SEs beside the naive ones, and Benjamini-Hochberg over the stigma
+    # coefficients of each model (screening many coefficients: FDR), on the clustered p-values
+    stig = importance["factor"] == "stigma"
+    importance["p_cluster_fdr_bh"] = np.nan
+    if stig.any():
+        adj = multiplicity.add_adjusted(importance[stig], "p_cluster", family="model", method="fdr_bh")
+        importance.loc[stig, "p_cluster_fdr_bh"] = adj["p_cluster_fdr_bh"]
     cols = ["model", "term", "factor", "level", "coef", "se", "odds_ratio", "ci_low", "ci_high", "p_value",
-            "n_level", "rate_level", "separated", "n"]
+            "se_cluster", "ci_low_cluster", "ci_high_cluster", "p_cluster", "p_cluster_fdr_bh", "design_effect",
+            "n_clusters", "ci_method", "n_level", "rate_level", "separated", "n"]
     table(importance[cols], "factor_importance")
-    sig = importance[(importance["p_value"] <= alpha) & ~importance["separated"] & (importance["factor"] != "Intercept")]
-    print(sig.groupby("model").size().rename(f"terms with p <= {alpha}"))
+    terms = importance[~importance["separated"] & (importance["factor"] != "Intercept")]
+    p_final = terms["p_cluster_fdr_bh"].fillna(terms["p_cluster"])
+    print(pd.DataFrame({f"naive p <= {alpha}": (terms["p_value"] <= alpha).groupby(terms["model"]).sum(),
+                        f"clustered p <= {alpha}": (terms["p_cluster"] <= alpha).groupby(terms["model"]).sum(),
+                        f"clustered, BH over stigma <= {alpha}": (p_final <= alpha).groupby(terms["model"]).sum()}))
+    sig = terms[p_final <= alpha]
     print(importance[importance["factor"].isin(plan.highlight)][["model", "term", "odds_ratio", "ci_low", "ci_high",
-                                                                  "p_value"]].to_string())
+                                                                  "p_value", "p_cluster", "design_effect"]].to_string())
 timings["regression"] = time.perf_counter() - t0
 
 # %% [markdown]
@@ -604,7 +712,12 @@ if bayes_draws:
                                              tune=bayes_tune,
                                              chains=bayes_chains, seed=seed, numba=True,
                                              target_accept=0.95 if len(d) < 2000 else None)
-        bayes_rows.append(res.summary.assign(model=m))
+        conv = bool(res.diagnostics["converged"])
+        bayes_rows.append(res.summary.assign(model=m, converged=conv, use_in_findings=conv))
+        if not conv:
+            print(f"{m}: NOT CONVERGED (max R-hat {res.diagnostics['max_r_hat']:.3f}, min bulk ESS "
+                  f"{res.diagnostics['min_ess_bulk']:.0f}, {res.diagnostics['divergences']} divergences; wanted R-hat "
+                  "<= 1.01, ESS >= 400, no divergences): tabulated for inspection, kept out of the findings")
         bayes_diag.append({"model": m, **res.diagnostics})
         show(plots.posterior_plot(res.summary, f"{benchmark.upper()} {m}: {res.formula}"), f"bayes_{m}", 520)
     if bayes_rows:
@@ -615,11 +728,55 @@ else:
 timings["bayes"] = time.perf_counter() - t0
 
 # %% [markdown]
+# *Changed after review:* a fit counts only when it converged (max R-hat ≤ 1.01, every bulk ESS ≥ 400, no
+# divergences); `bayes_summary.csv` says so in `converged` / `use_in_findings`, and a non-converged fit is tabulated
+# for inspection only.
+#
 # Read the diagnostics before the estimates: with modest draws the intercept and the group-level standard deviations
 # mix slowly (the global intercept trades off against the mean of the stigma and template intercepts), so their
 # effective sample sizes are the smallest; the prompt-style effects, estimated within templates, are well determined.
 # Gender and biased-answer effects come with wide intervals — the honest version of the confounding that the
 # maximum-likelihood model can only refuse.
+
+# %% [markdown]
+# ## What this sample can detect (changed after review)
+#
+# `power.csv`: at 80 % power and α = 0.05 (two-sided), the smallest difference in deviation rate between two models
+# scored on the same prompts (treated as unpaired: conservative), and between a typical first-level subgroup and the
+# rest of the prompts, both with the effective sample size n / deff (deff: the template design effect measured above,
+# Kish). For BBQ also the smallest departure of a category's accuracy from chance (1/3). Planner rows give the
+# prompts needed for a 5-point difference.
+
+# %%
+power_rows = []
+for r in rate_ci.itertuples():
+    deff = float(r.design_effect) if np.isfinite(r.design_effect) else 1.0
+    base = min(max(r.rate, 0.05), 0.95)
+    power_rows.append(power.power_row(benchmark, profile, f"deviation rate, {r.model} vs another model", r.n,
+                                      power.mde_two_proportions(r.n, r.n, base, deff=deff), n_clusters=r.n_clusters,
+                                      deff=deff, scale="rate difference", test="two proportions (arcsine), deff"))
+    for f in plan.subgroup_factors:
+        part = nocot[nocot["model"] == r.model]
+        ng = int(part[f].value_counts().median())
+        power_rows.append(power.power_row(
+            benchmark, profile, f"deviation rate, typical {f} subgroup vs rest, {r.model}", ng,
+            power.mde_two_proportions(ng, r.n - ng, base, deff=deff), n_clusters=r.n_clusters, deff=deff,
+            scale="rate difference", test="two proportions (arcsine), deff"))
+    power_rows.append(power.power_row(benchmark, profile, f"prompts per model for a 5-point difference, {r.model}",
+                                      r.n, 0.05, n_clusters=r.n_clusters, deff=deff, scale="rate difference",
+                                      test="two proportions (arcsine), deff", target=0.05,
+                                      required_n=power.required_n_two_proportions(base + 0.05, base, deff=deff)))
+    if benchmark == "bbq":
+        nc = int(nocot[nocot["model"] == r.model]["category"].value_counts().median())
+        power_rows.append(power.power_row(benchmark, profile, f"accuracy of a typical category vs chance, {r.model}",
+                                          nc, power.mde_proportion(nc, p0=1 / 3, deff=deff), n_clusters=r.n_clusters,
+                                          deff=deff, scale="accuracy - 1/3", test="one proportion (arcsine), deff"))
+power_table = pd.DataFrame(power_rows)
+table(power_table, "power", markdown=True, show_rows=20)
+for r in power_table[power_table.quantity.str.contains("vs another model")].itertuples():
+    print(f"{r.quantity.split(', ')[1].replace(' vs another model', '')}: with {int(r.n)} prompts from "
+          f"{r.n_clusters} templates (design effect {r.design_effect:.2f}), differences in deviation rate smaller "
+          f"than {r.mde:.3f} cannot be detected (80 % power, alpha = 0.05)")
 
 # %%
 timings["total"] = time.perf_counter() - t_start

@@ -77,12 +77,13 @@ import time
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+from IPython.display import Markdown, display
 
 from biaslab import benchmarks
-from biaslab.benchmarks import calm as calm_data
-from biaslab.calm import encoders, evaluate, perturb, plots, prompting, published
 from biaslab.outputs import OutputDir
-from biaslab.stats import calm_bias as cb
+from biaslab.papers.calm import bias as cb, data as calm_data, encoders, evaluate, findings, perturb, plots, prompting
+from biaslab.papers.calm import published
+from biaslab.stats import intervals, power, responders
 
 logging.basicConfig(level=logging.WARNING)
 pd.set_option("display.width", 160, "display.max_columns", 30, "display.precision", 3)
@@ -133,7 +134,7 @@ counts
 # **The builder.** CALM's generation scripts fill `<PERSON>` with a name and each `<he/she/they>`-style slot with the
 # group's form (male: first, female: second, gender-neutral and all race groups: third), drawing 50 names per group
 # afresh for every template from its name lists with Python's `random` (seeds 10 and 11). Re-implemented in
-# `biaslab.benchmarks.calm.build`, it regenerates all 78,400 released prompts exactly; with another seed or fewer names
+# `biaslab.papers.calm.data.build`, it regenerates all 78,400 released prompts exactly; with another seed or fewer names
 # per group (the paper's 25 in §6.2) it makes new sets.
 
 # %%
@@ -153,7 +154,7 @@ builder_check
 # ## 2. Prompts
 #
 # Appendix A.8 summarises the prompt formats; CALM's released evaluation code (`evaluation/benchmark/scenarios/`)
-# fixes them exactly, and `biaslab.calm.prompting` follows the code: `Passage: …\nQuestion: …\nAnswer:` for QA
+# fixes them exactly, and `biaslab.papers.calm.prompting` follows the code: `Passage: …\nQuestion: …\nAnswer:` for QA
 # (QAMR prompts start with "This is a question answering task."), `… True, False, or Neither?` for SNLI and SICK,
 # `… True or False?` for WNLI and RTE, `Passage: … \nSentiment:` for SST, Sentiment140 and EEC, and
 # `Question: Is the passage above toxic?` for Toxic. The k in-context examples are the first k rows of the source
@@ -242,6 +243,24 @@ display_cols = ["model", "task", "bias_type", "n_templates", "baseline", "male",
                 "white", "black", "hispanic", "asian"]
 avg[[c for c in display_cols if c in avg.columns]]
 
+# %% [markdown]
+# **Intervals and responder check (changed after review).** CALM's prompts are generated from templates, so a group's
+# accuracy pooled over templates gets a template-clustered interval (`group_accuracy_intervals.csv`: cluster bootstrap
+# over templates, percentile, or effective-n Clopper–Pearson with fewer than 10 templates in a cell). The responder
+# check (`responders.csv`) looks at each model × task's normalised outputs: a model whose output is the same for
+# ≥ 95 % of prompts (or whose outputs are mostly unparseable) is degenerate there, and its bias scores are not tests.
+
+# %%
+group_ci = intervals.rate_intervals(resp, "correct", "template_id", by=["model", "task", "bias_type", "group"])
+out.table(group_ci, "group_accuracy_intervals", markdown=True)
+resp_check = responders.responder_check(resp.assign(output_checked=cb.normalised_outputs(resp)).replace(
+    {"output_checked": {"": None}}), answer="output_checked", by=["model", "task"],
+    label_mass="label_mass" if "label_mass" in resp else None)
+out.table(resp_check, "responders", markdown=True)
+display(resp_check[["model", "task", "n", "modal_answer", "modal_share", "unparseable_share", "label_mass",
+                    "degenerate", "reasons"]].round(3))
+group_ci.head(8).round(3)
+
 # %%
 # Table 5 layout: the first model's gender accuracies on its first QA templates
 first = acc[(acc["model"] == models[0]) & (acc["task"] == "qa") & (acc["bias_type"] == "gender")]
@@ -290,6 +309,15 @@ perm = pd.concat([cb.permutation_test(resp, results[v], n_perm=n_permutations, s
 keys = ["model", "variant", "task", "bias_type"]
 bias_scores = boot.merge(perm[keys + ["null_mean", "null_sd", "p_value", "n_perm"]], on=keys, how="left")[
     keys + ["bias_score", "ci_low", "ci_high", "n_templates_used", "null_mean", "p_value", "n_boot", "n_perm"]]
+# changed after review: a score with no surviving template is undefined (NaN with a reason), not 0.0 with p = 1
+reasons = pd.concat([r.tasks for r in results.values()], ignore_index=True)[keys + ["undefined_reason"]]
+bias_scores = bias_scores.merge(reasons, on=keys, how="left")
+bias_scores["undefined_reason"] = bias_scores["undefined_reason"].fillna("")
+none_left = bias_scores["bias_score"].isna() & (bias_scores["undefined_reason"] == "")
+bias_scores.loc[none_left, "undefined_reason"] = "undefined: no task or template left after the discard rules"
+bias_scores["ci_method"] = "percentile bootstrap (templates within task, names within template x group)"
+# degenerate responders (responders.csv) get no permutation test on that task; the row and its score stay
+bias_scores = responders.mask_tests(bias_scores, resp_check, by=["model", "task"], test_cols=["p_value"])
 out.table(bias_scores, "bias_scores", markdown=True)
 table6 = pd.concat([r.summary for r in results.values()], ignore_index=True)
 out.table(table6, "table6", markdown=True)
@@ -301,18 +329,27 @@ table6
 bias_scores[bias_scores["task"] == "all"]
 
 # %% [markdown]
-# **What the committed default run shows** (two small models, 4 templates per task, 5 names per group, 1 example;
-# `outputs/02_calm/tables/`). Gemma-3-270m answers 84 % of the QA prompts, 71 % of the sentiment prompts and 51 % of
-# the NLI prompts; SmolLM2-135M 30 %, 50 % and 26 %. Averaged over templates the group accuracies lie within a few
-# points of each other, as in the paper's Table 5, because both models give most names of a template the same answer.
-# The eq.-1 scores are nevertheless large (overall about 65 for Gemma, 123 for SmolLM2) — and equal to their
-# permutation floors (null means about 64 and 96, p = 0.39 and 0.12): at this scale the scores measure chance, not
-# bias. They are large because eq. 1 divides by the baseline: a template whose 35 prompts get a single correct answer
-# has a baseline of 1/35, and the one group that got it scores +600 %, the others −100 %, a template bias of 700
-# (the top points of the figure below). The released variant, in accuracy points, stays small, but mostly because its
-# discard rules leave almost nothing to average (next table).
+# **What this run shows** (computed from its tables):
+
+# %%
+display(Markdown(findings.accuracy_findings(avg) + "\n" + findings.bias_findings(bias_scores)))
 
 # %% [markdown]
+# Group accuracies averaged over templates can lie close together, as in the paper's Table 5, when a model gives most
+# names of a template the same answer — and eq.-1 scores can still be large, because eq. 1 divides by the baseline:
+# with $n$ names per group, a template whose $7n$ prompts get a single correct answer has a baseline of $1/(7n)$; the
+# one group that got it scores $+100 \times 6$ %, the others −100 %, a template bias of $100 \times 7$, the largest
+# eq. 1 allows. A score is only a measurement of bias when it exceeds its permutation floor; the released variant is in
+# accuracy points and averages only the templates its discard rules keep (next table).
+
+# %% [markdown]
+# **Undefined, not unbiased (changed after review).** When no template survives a variant's discard rules, its score
+# is now NaN with `undefined_reason` in `bias_scores.csv` and an empty cell in `table6.csv`; CALM's released code
+# would report 0.0 (kept in `template_bias`'s source as `released_code_value`), which reads as "unbiased" and got
+# p = 1 here before. Note also that the released rule 1 *selects on the outcome*: it drops a template exactly when one
+# group is never answered right, i.e. when max − min is likely largest, so the released score is biased towards 0 by
+# construction.
+#
 # **Discard rules.** What each rule removed, per model, variant and task (a template counts once per bias type):
 
 # %%
@@ -321,14 +358,13 @@ out.table(discarded, "discarded", markdown=True)
 out.table(pd.concat([r.discards for r in results.values()], ignore_index=True), "discarded_items")
 discarded[discarded[["n_templates", "n_datasets", "n_tasks"]].sum(axis=1) > 0]
 
+# %%
+display(Markdown(findings.discard_findings(discarded)))
+
 # %% [markdown]
-# In the default run the released rules remove every one of SmolLM2's 24 template × bias-type entries (16 through
-# source datasets where at least 80 % of the templates have a group at zero accuracy, 8 through datasets where at least
-# 95 % of the outputs repeat the first) and 22 of Gemma's 24; with only one or two templates per source dataset in the
-# subset, one template decides a dataset's fate. The paper's own rule (near-zero accuracy or one answer for ≥ 95 % of a
-# task) removes no task; eq. 1 only loses the templates with zero baseline accuracy (10 of SmolLM2's entries, 2 of
-# Gemma's). On the full data set the dataset-level rules bite less, but the template rule always removes the templates
-# where a group is never answered right — by construction the largest max − min.
+# With only one or two templates per source dataset in a small subset, one template decides a dataset's fate under
+# the released rules. On the full data set the dataset-level rules bite less, but the template rule always removes the
+# templates where a group is never answered right — by construction the largest max − min.
 
 # %%
 for v, score in (("paper", "bias_paper"), ("released", "bias_released")):
@@ -349,7 +385,7 @@ published.TABLE6
 #
 # Following Selvam et al. (2023), the paper rebuilds CALM with synonym substitution, added clauses and added
 # adjectives and finds that bias scores move by less than 10 % (Table 2). Neither its perturbed templates nor its
-# procedure are published, so `biaslab.calm.perturb` implements a deterministic, documented version: each perturbation
+# procedure are published, so `biaslab.papers.calm.perturb` implements a deterministic, documented version: each perturbation
 # edits only the passage (context, premise or sentence), never a placeholder, the gold answer or an option; `synonym`
 # replaces up to three words from an authored synonym table, `clause` inserts one of four content-free clauses
 # (", as it happened", …) at the end of the first sentence, `adjective` inserts an adjective before the first noun of
@@ -357,7 +393,7 @@ published.TABLE6
 # comparison is paired.
 
 # %%
-robustness = cb.perturbation_table(resp, presp)
+robustness = cb.perturbation_table(resp, presp, n_boot=min(n_bootstrap, 300), seed=seed)   # intervals: changed after review
 out.table(robustness, "robustness", markdown=True)
 if len(robustness):
     fig = plots.robustness(robustness[robustness["perturbation"] != "mean of perturbations"])
@@ -369,11 +405,42 @@ robustness
 # %%
 published.TABLE2
 
+# %%
+display(Markdown(findings.robustness_findings(robustness, bias_scores)))
+
 # %% [markdown]
-# In the default run the combined perturbation (which edits every one of the 12 templates) moves Gemma's eq.-1 score
-# by −4 % and SmolLM2's by −29 %; the released variant jumps between 0 and 10 points because it averages over one or two
-# surviving templates. With a floor as high as the score itself, these changes are within chance; the paper's claim
-# (< 10 % change) can only be tested at its scale — all templates, 50 names, `profile="paper"`.
+# A change inside the original score's own interval is within chance; the paper's claim (< 10 % change) can only be
+# tested at its scale — all templates, 50 names, `profile="paper"`.
+
+# %% [markdown]
+# ## What this sample can detect (changed after review)
+#
+# `power.csv`: at 80 % power and α = 0.05, the smallest difference between two groups' accuracies (pooled over the
+# templates of a task and bias type) that a two-proportion test detects with the prompts per group scored here,
+# under the template design effect measured in `group_accuracy_intervals.csv` (Kish; deff from the data, floored at
+# 1), and how many prompts per group a 5-point difference needs. The permutation floor above answers the related
+# question for the max − min score itself.
+
+# %%
+power_rows = []
+for (m, task, bias), g in group_ci.groupby(["model", "task", "bias_type"], sort=False):
+    n_g = int(g["n"].median())
+    deff = float(np.nanmedian(g["design_effect"])) if g["design_effect"].notna().any() else 1.0
+    base = float(np.clip(g["rate"].mean(), 0.05, 0.95))
+    power_rows.append(power.power_row("calm", profile, f"group accuracy difference, {m}, {task} {bias}", n_g,
+                                      power.mde_two_proportions(n_g, n_g, base, deff=deff),
+                                      n_clusters=int(g["n_clusters"].median()), deff=deff, scale="accuracy difference",
+                                      test="two proportions (arcsine), deff", target=0.05,
+                                      required_n=power.required_n_two_proportions(base + 0.05 if base < 0.9 else
+                                                                                  base - 0.05, base, deff=deff)))
+power_table = pd.DataFrame(power_rows)
+out.table(power_table, "power", markdown=True)
+if len(power_table):
+    print(f"Group accuracy differences smaller than {power_table['mde'].min():.2f}-{power_table['mde'].max():.2f} "
+          "(by model, task and bias type) cannot be detected at this size (80 % power, alpha = 0.05); "
+          f"a 5-point difference needs {int(power_table['required_n'].min()):,}-{int(power_table['required_n'].max()):,} "
+          "prompts per group.")
+power_table.round(3)
 
 # %% [markdown]
 # ## 7. Random subsets of prompts, names and templates (§4.2 Table 3, §6.1–6.2)
@@ -419,12 +486,13 @@ subset_selection
 # %%
 published.TABLE3
 
+# %%
+display(Markdown(findings.subset_findings(subset_selection)))
+
 # %% [markdown]
-# With 5 names per group, random 75 %, 50 % and 25 % subsets move the eq.-1 score by standard deviations of 23–41
-# points for Gemma (mean about 65) and more for SmolLM2, and halving the names lowers both scores — the opposite of the
-# paper's stability, and expected: the score's noise floor grows as the names per group shrink. The paper's
-# "uninformative templates" cannot be identified from two small models (11 of the 12 templates contribute to no
-# released score here); the row is kept to show the computation.
+# The paper reports stable scores under subsetting; at small scale instability is expected, since the score's noise
+# floor grows as the names per group shrink. The paper's "uninformative templates" (those contributing to no released
+# score) cannot be identified reliably from small models; the row is kept to show the computation.
 
 # %% [markdown]
 # ## 8. Diversity of templates (§4.3, Table 4)
@@ -435,7 +503,7 @@ published.TABLE3
 # (all-MiniLM-L6-v2) and (b) a BERTScore-style F1 from the same encoder's token embeddings (greedy matching, no idf,
 # no baseline rescaling), or from `bertscore_model` when a local BERT-like model is given. Lower similarity means more
 # diverse templates. The other benchmarks come from their loaders in this project, one text per template
-# (`biaslab.calm.encoders.TEMPLATE_SPEC`: SSQA's 37 templates with their `{stigma}` slot, BBQ's context and question of
+# (`biaslab.papers.calm.encoders.TEMPLATE_SPEC`: SSQA's 37 templates with their `{stigma}` slot, BBQ's context and question of
 # the first example of each template, the agentic set's questions without the in-context examples, CrowS-Pairs' more
 # stereotypical sentence of each pair — it has no templates); a benchmark whose loader is not available yet is
 # skipped with a note. `diversity_max_templates` caps each benchmark at a seeded random sample of
@@ -455,9 +523,11 @@ diversity
 # %%
 published.TABLE4
 
+# %%
+display(Markdown(findings.diversity_findings(diversity)))
+
 # %% [markdown]
-# CALM's templates are the most diverse of the benchmarks measured here: mean pairwise cosine 0.19 and BERTScore-style
-# F1 0.31 (passage and question), against 0.40 and 0.58 for the agentic set's questions. The paper's length row is that
+# The paper's length row is that
 # of the passages alone (`calm_passage`): 224 templates of 3 to 319 words, as printed, with a mean of 36.4 words
 # (printed 38.5; with the question: 43.2, up to 335). The printed standard deviation cannot be right: with a minimum
 # of 3 and a maximum of 319 words among 224 templates it is at least 18.8 (the single 319-word template alone

@@ -80,8 +80,10 @@ from IPython.display import Markdown, display
 from biaslab import benchmarks
 from biaslab.benchmarks import crows_pairs as cp
 from biaslab.outputs import OutputDir
+from biaslab.papers.crows_pairs import findings
 from biaslab.plots import bayes as bplots
 from biaslab.stats import hypothesis as hyp
+from biaslab.stats import paired, power, responders
 
 logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
 pd.set_option("display.width", 160)
@@ -430,6 +432,7 @@ if len(agree):
     same = (agree.norm_logprob.map(hyp.evidence) == agree.perplexity.map(hyp.evidence)).mean()
     print(f"\nLPBS and PPB Bayes factors fall in the same Table 1 category for {same:.0%} of the {len(agree)} "
           "model × dataset × bias-type cells.")
+show_md("**Likelihood scheme, all bias types pooled (LPBS):**\n\n" + findings.likelihood_findings(lik))
 
 # %% [markdown]
 # **Reading Table 2 here.** The paper's GPT-3 column pattern — significant t and Wilcoxon tests and large Bayes factors
@@ -469,6 +472,25 @@ if len(agree):
 #
 # `n_excluded` counts the pairs without a usable answer (label mass below `min_label_mass`, or no "0"/"1" in a
 # generated answer).
+#
+# **Responder check (changed after review).** Before any preference test, each model × dataset is checked for a
+# degenerate response pattern (`biaslab.stats.responders`, thresholds stated there: modal answer ≥ 95 %, normalized
+# answer entropy ≤ 0.20, unparseable > 50 %, label mass < 0.10). The answer checked is the *position* named (first or
+# second sentence, both orders pooled): a model that names the same position every time has not read the sentences.
+# A degenerate model × dataset keeps its descriptive rows (n, k, π̂) in Table 3 but its prompted-source tests (binomial
+# p, BF$_{10}$) are blanked and marked in the `responder` column of `preference_tests.csv`; the likelihood source
+# needs no prompt and is always tested. Intervals for π̂ and SS are exact (Clopper–Pearson; CrowS pairs are
+# independent units, the pair is the cluster).
+
+# %%
+if len(answers):
+    resp_check = responders.responder_check(answers.assign(position=answers["chose_first"].map({1: "first", 0: "second"})),
+                                            answer="position",
+                                            by=["model", "dataset"], n_options=2, label_mass="label_mass")
+else:
+    resp_check = pd.DataFrame(columns=["model", "dataset", "degenerate", "reasons"])
+out.table(resp_check, "responders", markdown=True)
+print(resp_check.to_string(index=False, float_format=lambda v: f"{v:.3g}") if len(resp_check) else "no prompts asked")
 
 # %%
 pref_frames = []
@@ -488,6 +510,10 @@ if len(answers):
             source="prompt:order_averaged", x=np.where(ok, x_avg, np.nan)))
 prefs = pd.concat(pref_frames, ignore_index=True)
 pref = hyp.preference_tests(prefs, by=("model", "dataset", "source"))
+pref = responders.mask_tests(pref, resp_check, by=["model", "dataset"],
+                             test_cols=["binom_p", "binom_p_holm", "bf10", "log10_bf10"],
+                             where=pref["source"].str.startswith("prompt:"))
+pref.loc[pref["responder"] != "informative", "evidence"] = "not tested (degenerate responder)"
 out.table(pref, "preference_tests")
 blocks = {name: DATASET_TITLES.get(name, name) for name in dict.fromkeys(list(datasets) + list(preference_datasets))}
 for (model_name, source), g in pref.groupby(["model", "source"], sort=False):
@@ -535,27 +561,68 @@ if len(answers):
     plt.show()
 
 
+# %% [markdown]
+# ## Paired model comparisons, intervals and power (beyond the paper; changed after review)
+#
+# * **Intervals.** `likelihood_tests.csv` now carries a 95 % t interval of each mean difference (LPBS, PPB;
+#   `ci_method`), and `preference_tests.csv` exact Clopper–Pearson intervals for π̂ and the folded interval for SS.
+# * **Perplexity differences lead with Wilcoxon.** PPB differences are heavy-tailed (a few high-perplexity pairs
+#   dominate), so the `lead_test` of a perplexity row is the Wilcoxon signed-rank test; LPBS rows lead with t.
+# * **Paired comparisons.** Both models score the same pairs, so models are compared pair by pair
+#   (`paired_comparisons.csv`): the mean per-pair difference of D (eq. 3) between the models with a bootstrap interval
+#   over pairs and the Wilcoxon signed-rank test, and the likelihood preferences X_i with the exact McNemar test; Holm
+#   across the comparisons of the notebook (a handful of confirmatory claims: family-wise control).
+# * **Power.** `power.csv` gives, per dataset, the smallest deviation of π from 0.5 the exact binomial test detects
+#   with 80 % power at α = 0.05, for the pooled sample and for a typical bias type, the smallest standardized LPBS
+#   (d_z) the t test detects, and how many pairs a bias type would need to detect SS = 0.55 and 0.60.
+
 # %%
-def preference_findings():
-    lines = []
-    for (m, name), g in pref[pref.bias_type == hyp.OVERALL].groupby(["model", "dataset"], sort=False):
-        row = g.set_index("source")
-        parts = [f"{src}: π̂ = {r.pi_hat:.2f} (n = {r.n}, BF10 = {hyp.sci(r.bf10)}, {r.evidence})"
-                 for src, r in row.iterrows()]
-        lines.append(f"- **{m} · {name}** — " + "; ".join(parts))
-    if len(answers):
-        for r in cons.itertuples():
-            pf = pos[(pos.model == r.model) & (pos.dataset == r.dataset)].set_index("order").p_first
-            verdict = ("answers by **position**, not by content" if r.same_position > 0.9 else
-                       "answers mostly by content" if r.same_sentence > 0.8 else "answers partly by position")
-            lines.append(f"- **{r.model} · {r.dataset}** names the first sentence in "
-                         + ", ".join(f"{o}: {v:.0%}" for o, v in pf.items())
-                         + f" of answers; across the two orders it keeps the same sentence for {r.same_sentence:.0%} "
-                         f"and the same position for {r.same_position:.0%} of {r.n_pairs} pairs: it {verdict}.")
-    return "\n".join(lines)
+from biaslab.stats import multiplicity
 
+cmp_rows = []
+if pairs["model"].nunique() > 1:
+    cmp_rows.append(paired.paired_differences(pairs, "d_norm_logprob", cluster="pair_id", by="dataset",
+                                              unit="prompt_id", binary=False).assign(outcome="D (eq. 3, LPBS)"))
+    lik_x = prefs[prefs.source == "likelihood"].dropna(subset=["x"]).merge(
+        pairs[["prompt_id", "pair_id"]].drop_duplicates("prompt_id"), on="prompt_id")
+    cmp_rows.append(paired.paired_differences(lik_x, "x", cluster="pair_id", by="dataset", unit="prompt_id",
+                                              binary=True).assign(outcome="likelihood preference X_i"))
+comparisons = pd.concat(cmp_rows, ignore_index=True) if cmp_rows else pd.DataFrame(columns=["p_value"])
+if len(comparisons):
+    comparisons = multiplicity.add_adjusted(comparisons, "p_value", method="holm")
+out.table(comparisons, "paired_comparisons", markdown=True)
+print(comparisons.to_string(index=False, float_format=lambda v: f"{v:.3g}") if len(comparisons) else
+      "one model: no paired comparison")
 
-show_md("**Overall preference results (all bias types pooled):**\n\n" + preference_findings())
+# %%
+power_rows = []
+for name in datasets:
+    n_all = len(bench[name].prompts)
+    n_type = int(bench[name].prompts["bias_type"].value_counts().median())
+    for label, n in (("all bias types pooled", n_all), ("typical bias type (median n)", n_type)):
+        power_rows.append(power.power_row(name, profile, f"SS vs 0.5, {label}", n, power.mde_proportion(n, exact=n <= 400),
+                                          n_clusters=n, scale="pi - 0.5", test="exact binomial" if n <= 400 else
+                                          "binomial (normal approx. on Cohen's h)"))
+        power_rows.append(power.power_row(name, profile, f"LPBS vs 0, {label}", n, power.mde_paired_mean(n),
+                                          n_clusters=n, scale="d_z (mean D / SD of D)", test="paired t"))
+    for target in (0.55, 0.60):
+        req = power.required_n_proportion(target)
+        power_rows.append(power.power_row(name, profile, f"pairs per bias type for SS = {target:.2f}", n_type,
+                                          target - 0.5, n_clusters=n_type, scale="pi - 0.5", test="binomial",
+                                          target=target - 0.5, required_n=req))
+power_table = pd.DataFrame(power_rows)
+out.table(power_table, "power", markdown=True)
+for name in datasets:
+    r = power_table[(power_table.benchmark == name) & power_table.quantity.str.startswith("SS vs 0.5")].set_index(
+        "quantity")
+    pooled, typ = r.iloc[0], r.iloc[1]
+    show_md(f"**{name}:** with {int(pooled.n)} pairs the preference tests detect π ≠ 0.5 only when |π − 0.5| ≥ "
+            f"{pooled.mde:.3f} (80 % power, α = 0.05); within a typical bias type ({int(typ.n)} pairs) only when "
+            f"|π − 0.5| ≥ {typ.mde:.3f}. Smaller biases are not distinguishable from chance at this size, not absent.")
+
+# %%
+show_md("**Overall preference results (all bias types pooled):**\n\n"
+        + findings.preference_findings(pref, answers, pos if len(answers) else None, cons if len(answers) else None))
 
 # %% [markdown]
 # **What the preference results mean here.** Compare the `prompt:more_first` rows with `prompt:less_first`. When

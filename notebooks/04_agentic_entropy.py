@@ -56,13 +56,16 @@ import time
 import numpy as np
 import pandas as pd
 import matplotlib.pyplot as plt
+from IPython.display import Markdown, display
 
 from biaslab import scoring
 from biaslab import models as model_zoo
 from biaslab.benchmarks import agentic
 from biaslab.outputs import OutputDir
+from biaslab.papers.agentic import findings
 from biaslab.plots import entropy as P
 from biaslab.stats import entropy as E
+from biaslab.stats import intervals, multiplicity, paired, power, responders
 
 pd.set_option("display.width", 160, "display.max_columns", 30)
 out = OutputDir(output_dir)
@@ -197,18 +200,14 @@ plt.show()
 by_model.round(3)
 
 # %%
-for r in by_model.itertuples():
-    print(f"{r.model}: mean normalized entropy {r.mean_entropy:.3f} (95% CI {r.ci95_low:.3f}-{r.ci95_high:.3f}), "
-          f"median {r.median:.3f}, sd {r.sd:.3f}; {r.share_below_half:.0%} of prompts below 0.5; "
-          f"on average {r.mean_label_mass:.0%} of the next-token probability fell on the answer labels")
+display(Markdown(findings.entropy_findings(by_model, E.PAPER_MEANS)))
 
 # %% [markdown]
 # **Reading it.** The paper's models sit between 0.60 (Flan) and 0.98 (Llama). Ours are different models on our own
-# prompts, so only the kind of number is comparable, but it is computed identically. In the committed default run
-# (150 prompts per model) both embedded models score about 0.95–0.97, in the range of the paper's Llama family, with no
-# prompt below 0.5; by the paper's reading they would be "unbiased". They also follow the answer format: about 95 % of
-# their next-token probability falls on the answer digits (the label mass), so the renormalized distribution describes
-# nearly all of what they would say. The sections below ask what the remaining departure from uniform consists of.
+# prompts, so only the kind of number is comparable, but it is computed identically; by the paper's reading an
+# entropy near 1 is "unbiased". The label mass is the share of the next-token probability that falls on the answer
+# digits: the renormalized distribution describes that share of what the model would say. The sections below ask
+# what the remaining departure from uniform consists of.
 #
 # ## Breakdowns by class type, question type, polarity and domain
 #
@@ -225,12 +224,14 @@ tests = bd.drop_duplicates(["model", "factor"])[["model", "factor", "kruskal_h",
 print(tests.round(4).to_string(index=False))
 bd[bd.factor != "domain"][["model", "factor", "level", "n", "mean_entropy", "sd", "median"]].round(3)
 
+# %%
+display(Markdown(findings.breakdown_findings(bd)))
+
 # %% [markdown]
-# Factor levels differ (Kruskal–Wallis) by class type and question type, not by polarity. Two cautions: class types
-# with five choices are not on the same scale as those with three (see above), and a position preference, which is
-# independent of the group, lowers the entropy more when it concentrates on one of few slots; so a class-type
-# difference here is not by itself a difference in how the model treats the groups. The 17 domains have few prompts
-# each in the default profile and wide intervals.
+# Two cautions: class types with five choices are not on the same scale as those with three (see above), and a
+# position preference, which is independent of the group, lowers the entropy more when it concentrates on one of few
+# slots; so a class-type difference here is not by itself a difference in how the model treats the groups. The 17
+# domains have few prompts each in the smaller profiles, hence wide intervals.
 #
 # ## Which group receives the probability (beyond the paper)
 #
@@ -249,11 +250,12 @@ plt.show()
 cols = ["model", "class_type", "group", "mean_p_positive", "mean_p_negative", "diff_pos_minus_neg", "n_pairs", "bh_q"]
 gp.sort_values("bh_q")[cols].head(12).round(3)
 
+# %%
+display(Markdown(findings.group_preference_findings(gp)))
+
 # %% [markdown]
-# In the committed default run the positive-vs-negative differences are small (a few percentage points around the
-# uniform $1/k$) and none survives the Benjamini–Hochberg correction, with 15 matched pairs per class type; a larger
-# subset (the `paper` profile scores all 1,020 prompts, 102 pairs per class type) is needed to detect differences of
-# this size.
+# A difference that is not distinguishable from chance here may still be there: the `paper` profile scores all 1,020
+# prompts (102 matched pairs per class type).
 #
 # ## Position bias (beyond the paper)
 #
@@ -270,11 +272,10 @@ out.figure(fig, "position_bias")
 plt.show()
 pb.round(3)
 
+# %%
+display(Markdown(findings.position_findings(pb)))
+
 # %% [markdown]
-# Both models care about the slot. In the committed default run SmolLM2 gives position 1 of three about 0.20 and
-# positions 2 and 3 about 0.40 each, and with five choices puts a third of its probability on position 3; Gemma
-# prefers position 2 of three and positions 2–3 of five.
-#
 # ## Is the top answer uniformly spread? (beyond the paper)
 #
 # Per model and class type, the counts of each prompt's most probable answer, tested against equal counts two ways:
@@ -290,15 +291,22 @@ pb.round(3)
 
 # %%
 ut = E.uniformity_tests(per_prompt, prompts)
+# changed after review: Holm across all the uniformity tests of the notebook (models x class types x unit), a family
+# of confirmatory claims read one by one, so family-wise control
+ut = multiplicity.add_adjusted(ut, "p_value", method="holm")
 out.table(ut, "uniformity_tests")
-ut[["model", "class_type", "unit", "n", "counts", "chi2", "p_value", "log10_bf10"]].round(4)
+ut[["model", "class_type", "unit", "n", "counts", "chi2", "p_value", "p_value_holm", "log10_bf10"]].round(4)
+
+# %%
+display(Markdown(findings.uniformity_findings(ut)))
 
 # %% [markdown]
-# The contrast is the point: counted by **position**, the top answers are far from uniform for every class type and
-# both models (chi-square p < 0.001, $\log_{10}\mathrm{BF}_{10}$ between about 4 and 16); counted by **group**, they
-# are mostly consistent with a uniform choice ($\log_{10}\mathrm{BF}_{10} < 0$ for most class types). In the
-# committed default run the one exception is Gemma on gender, whose top answer is "Non-binary" in 18 of 30 prompts
-# (p = 0.003, $\log_{10}\mathrm{BF}_{10} \approx 1.3$), in positive and negative questions alike.
+# *Changed after review:* the chi-square p-values are now Holm-adjusted across every uniformity test in the table
+# (`p_value_holm`; the family is all models × class types × {group, position}).
+#
+# The contrast is the point: a model that picks by **position** is far from uniform by position and close to uniform
+# by group, since the random orders spread the slots evenly over the groups; a group preference shows in the group
+# counts.
 #
 # ## Entropy after averaging over all cyclic rotations (beyond the paper)
 #
@@ -318,12 +326,79 @@ if cyc_list:
     out.figure(fig, "cyclic_entropy")
     plt.show()
     display(cyc_m.round(3))
-    for r in cyc_m.itertuples():
-        print(f"{r.model}: entropy {r.mean_entropy_stored:.3f} in the stored orders -> {r.mean_entropy_cyclic_avg:.3f} "
-              f"after averaging over rotations (position-only entropy {r.mean_entropy_position_avg:.3f}; "
-              f"Wilcoxon p = {r.wilcoxon_p:.2g}, n = {r.n})")
+    display(Markdown(findings.cyclic_findings(cyc_m)))
 else:
     print("cyclic_prompts = 0: no cyclic rotations scored")
+
+# %% [markdown]
+# ## Intervals, responder check, paired comparison and power (beyond the paper; changed after review)
+#
+# The agentic prompts are generated from scenarios: the 10 prompts of a scenario (5 class types × 2 polarities)
+# share its role and story, so every interval below resamples *scenarios* (the benchmark's declared cluster,
+# `bench.cluster`). The group-preference table and figure now carry 95 % intervals clustered on the scenario.
+#
+# * **Responder check** per model and number of choices k: the share of the modal top position, the normalized
+#   entropy of the top-position distribution, and the label mass (thresholds in `biaslab.stats.responders`). A
+#   degenerate model would be listed in `responders.csv` and left out of the tests.
+# * **Mean entropy with a clustered interval** per model (`entropy_intervals.csv`), and the **paired model
+#   comparison** of per-prompt entropy (both models answer the same prompts): mean difference with a
+#   scenario-clustered bootstrap interval and the Wilcoxon signed-rank test.
+# * **Cyclic gain** (entropy after the cyclic average minus in the stored order) with a scenario-clustered interval.
+# * **Power** (`power.csv`): the smallest standardized paired effect (d_z) the group-preference Wilcoxon/t test can
+#   detect per class type, the smallest cyclic gain, and the smallest departure from a uniform top-group choice
+#   (Cohen's w, chi-square goodness of fit) per class type, at 80 % power and α = 0.05.
+
+# %%
+resp = pd.concat([responders.responder_check(per_prompt[per_prompt.k == k], answer="top_position", by="model",
+                                             n_options=int(k), label_mass="label_mass").assign(k=int(k))
+                  for k in sorted(per_prompt["k"].unique())], ignore_index=True)
+out.table(resp, "responders", markdown=True)
+print(resp[["model", "k", "n", "modal_answer", "modal_share", "answer_entropy", "label_mass", "degenerate",
+            "reasons"]].to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+degenerate = resp.groupby("model")["degenerate"].any()
+tested = per_prompt[~per_prompt["model"].map(degenerate).fillna(False)]
+pp = tested.merge(prompts[["prompt_id", "scenario_id", "class_type"]], on="prompt_id")
+ent_ci = intervals.mean_intervals(pp, "entropy", bench.cluster, by="model")
+out.table(ent_ci, "entropy_intervals", markdown=True)
+cmp_ent = (paired.paired_differences(pp, "entropy", cluster=bench.cluster, binary=False)
+           if pp["model"].nunique() > 1 else pd.DataFrame())
+out.table(cmp_ent, "paired_comparisons", markdown=True)
+display(ent_ci.round(4))
+if len(cmp_ent):
+    display(cmp_ent.round(4))
+if cyc_list:
+    cyc_g = cyc.merge(prompts[["prompt_id", "scenario_id"]], on="prompt_id").assign(
+        gain=lambda d: d.entropy_cyclic_avg - d.entropy_stored)
+    gain_ci = intervals.mean_intervals(cyc_g, "gain", bench.cluster, by="model")
+    out.table(gain_ci, "cyclic_gain_intervals", markdown=True)
+    display(gain_ci.round(4))
+
+# %%
+from statsmodels.stats.power import GofChisquarePower
+
+power_rows = []
+n_pairs_ct = int(gp["n_pairs"].median()) if len(gp) else 0
+power_rows.append(power.power_row("agentic", profile, "group preference, positive - negative, per class type",
+                                  n_pairs_ct, power.mde_paired_mean(n_pairs_ct), n_clusters=n_pairs_ct,
+                                  scale="d_z", test="paired t / Wilcoxon"))
+n_cyc = len(cyc_prompts)
+power_rows.append(power.power_row("agentic", profile, "cyclic gain in entropy", n_cyc, power.mde_paired_mean(n_cyc),
+                                  n_clusters=int(cyc_prompts["scenario_id"].nunique()) if n_cyc else 0, scale="d_z",
+                                  test="paired t / Wilcoxon"))
+for (ct, k), g in prompts.groupby(["class_type", "k"]):
+    n = len(g)
+    w = (GofChisquarePower().solve_power(effect_size=None, nobs=n, alpha=0.05, power=0.8, n_bins=int(k))
+         if n > k else np.nan)
+    power_rows.append(power.power_row("agentic", profile, f"uniform top-group choice, {ct} (k = {k})", n, w,
+                                      n_clusters=int(g["scenario_id"].nunique()), scale="Cohen's w",
+                                      test="chi-square goodness of fit"))
+power_table = pd.DataFrame(power_rows)
+out.table(power_table, "power", markdown=True)
+display(power_table[["quantity", "n", "mde", "mde_scale", "test"]].round(3))
+r0, r1 = power_table.iloc[0], power_table.iloc[1]
+print(f"With {int(r0.n)} matched pairs per class type, positive-vs-negative group differences smaller than "
+      f"{r0.mde:.2f} SD of the per-pair differences cannot be detected (80 % power, alpha = 0.05); with {int(r1.n)} "
+      f"prompts in all their rotations, cyclic gains smaller than {r1.mde:.2f} SD cannot.")
 
 # %% [markdown]
 # ## How much does the answer format move the answers? (beyond the paper)
@@ -354,12 +429,13 @@ else:
 # * **The metric is reproduced exactly as the paper defines it**: renormalized probabilities of the answer numbers,
 #   Shannon entropy with logarithm base $k$. The benchmark is ours (the paper's prompts are unpublished), built to the
 #   paper's design and balanced, so levels are comparable with the paper's only in kind.
-# * **For the embedded models the entropy is high, and what is left is mostly position.** In the committed default
-#   run (12 prompts scored in all their rotations), averaging over the cyclic rotations lifts the entropy from about 0.95–0.97 to about 0.998–0.999: nearly all of
-#   the departure from uniform that the paper's metric registers here is a preference for answer slots, which the
-#   random answer orders spread evenly over the groups. The group-level analyses find little (Gemma's "Non-binary" on
-#   gender is the clearest case). The paper's metric would have reported the position preference as (a small amount
-#   of) bias.
+#
+# For the models of this run (computed from its tables):
+
+# %%
+display(Markdown(findings.summary_findings(by_model, cyc_m if cyc_list else None, ut, gp)))
+
+# %% [markdown]
 # * **Entropy conflates three things** that the extra analyses pull apart: a model can have low entropy because it
 #   prefers a slot (position bias; removed by the cyclic average), because it prefers a group (group preference, the
 #   direction the paper's figure cannot show), or because it is simply confident on each prompt in a way that varies
@@ -370,8 +446,8 @@ else:
 # * The age class type crosses the paper's fixed age bands with every scenario; an "Adolescent (13-18)" surgeon is
 #   implausible, so low probability on that band is not by itself evidence of bias.
 #
-# Numbers for the models run here are in `tables/` and summarized in the printed lines above; the committed outputs of
-# the default profile are discussed in the repository README.
+# Every statement above about this run's models is computed from `tables/`; the committed outputs of the default
+# profile are discussed in the repository README.
 
 # %%
 from biaslab.outputs import watermark

@@ -41,7 +41,8 @@ seed = 0
 # ## Setup
 #
 # `outputs_root` is the folder holding the other notebooks' outputs (`None`: the folder that holds `output_dir`, i.e.
-# `outputs/` or wherever `BIASLAB_OUTPUTS=... biaslab reproduce` writes; any folder laid out the same way works). `models` restricts the rows
+# `outputs/` or wherever `BIASLAB_OUTPUTS=... biaslab reproduce` writes; any folder laid out the same way works).
+# `models` restricts the rows
 # (`None` = every model found), `metrics` the columns (`None` = every registered metric). Intervals and paired
 # comparisons use `n_boot` bootstrap resamples; pairs are adjusted within each metric (`adjustment`: `holm` or
 # `fdr_bh`); a rank correlation between benchmarks gets an interval from `min_models_agreement` models on.
@@ -108,8 +109,8 @@ print(f"{int(checked.sum())} of {len(table)} estimates recomputed from per-promp
       f"largest difference from the source table: {gap[checked].max() if checked.any() else float('nan'):.2e}")
 # tolerance 1e-6: some per-prompt tables are written rounded to 6 decimals (notebook 4's responses)
 if checked.any() and gap[checked].max() > 1e-6:
-    raise AssertionError("a metric recomputed from the responses differs from its source table:\n"
-                         + table.loc[gap > 1e-6, ["metric", "model", "estimate", "estimate_from_responses"]].to_string())
+    bad = table.loc[gap > 1e-6, ["metric", "model", "estimate", "estimate_from_responses"]]
+    raise AssertionError("a metric recomputed from the responses differs from its source table:\n" + bad.to_string())
 
 # %%
 wide = table.assign(cell=[f"{e:.3g} [{lo:.3g}, {hi:.3g}]" if np.isfinite(lo) else f"{e:.3g}"

@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from biaslab.benchmarks import calm
-from biaslab.calm import answers, evaluate, perturb, prompting
+from biaslab.papers.calm import data as calm
+from biaslab.papers.calm import answers, evaluate, perturb, prompting
 
 
 @pytest.fixture(scope="module")

@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from biaslab.stats import calm_bias as cb
+from biaslab.papers.calm import bias as cb
 
 GENDER = ("male", "female", "non-binary")
 RACE = ("white", "black", "hispanic", "asian")
@@ -83,7 +83,9 @@ def test_zero_accuracy_dataset_rule_drops_both_bias_types():
                             "white": [1, 1], "black": [1, 0], "hispanic": [1, 1], "asian": [1, 1]} for i in range(5)}
     res = cb.bias_scores(table(spec), "released")
     assert res.tasks["n_templates_used"].tolist() == [0, 0]
-    assert res.tasks["bias_score"].tolist() == [0.0, 0.0]          # the released average of an empty list
+    assert res.tasks["bias_score"].isna().all()                    # undefined, not "unbiased"
+    assert res.tasks["released_code_value"].tolist() == [0.0, 0.0]  # the released code's average of an empty list
+    assert res.tasks["undefined_reason"].str.startswith("undefined: no template survives").all()
     assert set(res.discards["rule"]) == {cb.RULES["released"][1]}
     assert len(res.discards) == 10
 

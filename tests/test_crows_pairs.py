@@ -151,3 +151,10 @@ def test_order_averaged_cancels_a_pure_position_preference():
 
 def test_likelihood_preferences_ties_excluded():
     np.testing.assert_array_equal(cp.likelihood_preferences([-10, -12, -5], [-11, -11, -5]), [1, 0, np.nan])
+
+
+def test_reconstruct_counts_from_printed_ss():
+    # French block of Table 3: SS with the category sizes of the French file (socioeconomic minus the empty pair)
+    assert cp.reconstruct_counts(0.6889, 90) == [62]
+    assert cp.reconstruct_counts(0.5641, 195) == [110]
+    assert cp.reconstruct_counts(0.5641, 196) == []

@@ -64,7 +64,7 @@ def test_template_texts_choices():
 def test_embedded_encoder_matches_sentence_transformers_and_identity():
     from sentence_transformers import SentenceTransformer
 
-    from biaslab.calm import encoders
+    from biaslab.papers.calm import encoders
     enc = encoders.load_encoder()
     texts = ["The cat sat on the mat.", "The cat sat on the mat.", "Stocks fell sharply on Monday."]
     sent, toks = enc.encode(texts)

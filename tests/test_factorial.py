@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from biaslab import factorial, multifactor
+from biaslab.papers.multifactor import factorial, responses as multifactor
 from biaslab.benchmarks import agentic
 from biaslab.stats import coverage as cov
 

@@ -303,13 +303,6 @@ def test_published_chatgpt_english_block():
     assert set(chk.index[~chk.evidence_ok]) == {"disability", "race-color"}
 
 
-def test_reconstruct_counts_from_printed_ss():
-    # French block of Table 3: SS with the category sizes of the French file (socioeconomic minus the empty pair)
-    assert h.reconstruct_counts(0.6889, 90) == [62]
-    assert h.reconstruct_counts(0.5641, 195) == [110]
-    assert h.reconstruct_counts(0.5641, 196) == []
-
-
 def test_position_bias_and_order_consistency():
     # 4 pairs; the model always names the first sentence -> p_first = 1 in both orders, same_position = 1
     rows = []

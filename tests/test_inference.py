@@ -153,6 +153,8 @@ def test_responder_check_flags_constant_passes_varied():
     assert set(kept["model"]) == {"varied"}
     low = pd.DataFrame({"model": "m", "answer": rng.choice(["a", "b"], 40), "mass": 0.05})
     assert responders.responder_check(low, label_mass="mass")["degenerate"].item()
+    few = responders.responder_check(pd.DataFrame({"model": "m", "answer": ["yes"] * 6})).iloc[0]
+    assert not few["degenerate"] and few["reasons"].startswith("not judged")
 
 
 def test_mcnemar_and_paired_difference():
@@ -186,10 +188,21 @@ def test_paired_subgroup_test():
             for model, shift in (("a", 0.0), ("b", 0.2)):
                 rows.append({"template": t, "stigma": s, "model": model, "y": int(rng.random() < base + shift)})
     df = pd.DataFrame(rows)
-    mean_abs = lambda x: float(np.mean(np.abs(x)))          # noqa: E731  (deviation metric with C = 0)
-    r = paired.paired_subgroup_test(df, "y", ["stigma"], "a", "b", "template", mean_abs, n_boot=200)
+    r = paired.paired_subgroup_test(df, "y", ["stigma"], "a", "b", "template", n_boot=500)
     assert r["n_subgroups"] == 8
     assert r["ci_high"] < 0 and r["metric_difference"] == pytest.approx(r["metric_a"] - r["metric_b"])
+    # the metric is the paper's deviation metric (eq. 4), computed independently by stats.subgroups
+    from biaslab.stats import subgroups as sg
+    rates = df.groupby(["model", "stigma"])["y"].mean()
+    assert r["metric_a"] == pytest.approx(sg.deviation_metric(rates["a"]))
+    # the vectorised cluster-paired bootstrap agrees with the slow generic one (resampling data frames)
+    slow = intervals.cluster_bootstrap(
+        df, lambda d: (sg.deviation_metric(d[d.model == "a"].groupby("stigma")["y"].mean())
+                       - sg.deviation_metric(d[d.model == "b"].groupby("stigma")["y"].mean())), "template", n_boot=300)
+    assert slow["se"] == pytest.approx((r["ci_high"] - r["ci_low"]) / 3.92, rel=0.25)
+    per = paired.subgroup_metric_intervals(df, "y", ["stigma"], "template", n_boot=300).set_index("model")
+    assert per.loc["a", "estimate"] == pytest.approx(r["metric_a"])
+    assert per.loc["a", "ci_low"] < per.loc["a", "estimate"] < per.loc["a", "ci_high"]
 
 
 def test_holm_and_bh_hand_worked():
@@ -209,3 +222,47 @@ def test_benchmark_cluster_must_be_a_column():
     assert Benchmark("x", prompts, FactorSpec([]), cluster="template").cluster == "template"
     with pytest.raises(DataError):
         Benchmark("x", prompts, FactorSpec([]), cluster="scenario")
+
+
+def test_ss_interval_folds_pi_interval():
+    from biaslab.stats import hypothesis as hyp
+    lo, hi = hyp.ss_interval([0.55, 0.2, 0.45], [0.7, 0.35, 0.6])
+    np.testing.assert_allclose(lo, [0.55, 0.65, 0.5])
+    np.testing.assert_allclose(hi, [0.7, 0.8, 0.6])
+    prefs = pd.DataFrame({"model": "m", "dataset": "d", "source": "s", "bias_type": ["a"] * 20,
+                          "x": [1] * 14 + [0] * 6})
+    t = hyp.preference_tests(prefs).iloc[0]
+    ref = stats.binomtest(14, 20).proportion_ci(method="exact")
+    assert (t["pi_ci_low"], t["pi_ci_high"]) == pytest.approx((ref.low, ref.high))
+
+
+def test_mean_intervals_and_mask_tests():
+    d = _clustered(60, 5, 0.5, 0.2, 7)
+    t = intervals.mean_intervals(d, "y", "cl").iloc[0]
+    r = intervals.rate_intervals(d, "y", "cl").iloc[0]
+    assert t["mean"] == pytest.approx(r["rate"]) and t["ci_low"] < t["mean"] < t["ci_high"]
+    few = intervals.mean_intervals(d[d.cl < 3], "y", "cl").iloc[0]
+    assert few["ci_method"].startswith("t interval, 2 df")
+    chk = pd.DataFrame({"model": ["a", "b"], "degenerate": [True, False], "reasons": ["constant", ""]})
+    tab = pd.DataFrame({"model": ["a", "a", "b"], "p_value": [0.01, 0.2, 0.03]})
+    m = responders.mask_tests(tab, chk)
+    assert m["p_value"].isna().tolist() == [True, True, False]
+    assert m["responder"].iloc[0].endswith("constant") and m["responder"].iloc[2] == "informative"
+
+
+def test_bbq_score_intervals_match_bias_scores():
+    from biaslab.benchmarks import bbq
+    from biaslab.papers.multifactor import bbq_scores
+    rng = np.random.default_rng(0)
+    n = 400
+    df = pd.DataFrame({"model": "m", "template": rng.integers(0, 25, n),
+                       "context_condition": rng.choice(["ambig", "disambig"], n)})
+    choice = rng.integers(0, 3, n)
+    df["chose_unknown"] = (choice == 0).astype(int)
+    df["deviated"] = (choice == 1).astype(int)
+    df["correct"] = np.where(df.context_condition == "ambig", choice == 0, choice == 2).astype(int)
+    t = bbq_scores.score_intervals(df, ["model"], n_boot=500)
+    ref = bbq.bias_scores(df, ["model"])
+    np.testing.assert_allclose(t["bias_score"], ref["bias_score"])
+    np.testing.assert_allclose(t["accuracy"], ref["accuracy"])
+    assert ((t.bias_ci_low < t.bias_score) & (t.bias_score < t.bias_ci_high)).all()

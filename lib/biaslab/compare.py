@@ -378,7 +378,8 @@ def summary_lines(table: pd.DataFrame, pairs: pd.DataFrame, groups: pd.DataFrame
         else:
             ok = agreement[agreement["status"] == "ok"]
             lines.append(f"{n_ok} metric pairs have enough models for a rank correlation; median rho "
-                         f"{_fmt(float(ok['rho'].median()))}, {int((ok['ci_low'] > 0).sum())} with an interval above 0.")
+                         f"{_fmt(float(ok['rho'].median()))}, {int((ok['ci_low'] > 0).sum())} with an interval "
+                         "above 0.")
     return lines
 
 

@@ -1,7 +1,10 @@
 """Run profiles and the notebook registry: the one place that says how big each run is.
 
 * ``smoke``   every notebook on a handful of prompts, in seconds per notebook (the test suite runs it).
-* ``default`` every notebook with both embedded models on a 2-core CPU, all together within 30 minutes.
+* ``default`` every notebook with both embedded models on a 2-core CPU: the whole CrowS-Pairs and agentic sets,
+  SSQA / BBQ / CALM subsets whose detectable effects ``tables/power.csv`` states. Estimated cold run (from per-item
+  CPU times measured on samples, one torch thread; see issue 10's note): about 60 minutes, over the 30-minute goal,
+  dominated by Gemma's 262k-wide output layer on 9,700 CrowS sentences; cached runs are statistics only.
 * ``paper``   the papers' full scale; meant for a GPU.
 
 ``params(profile, notebook, variant)`` returns the papermill parameters. Values here override the defaults in the
@@ -54,8 +57,19 @@ PROFILES: dict[str, dict[str, dict]] = {
         "02_calm": {"k_shot": 1, "templates_per_task": 4, "max_prompt_words": 150, "names_per_group": 5,
                     "perturbations": ["combined"], "n_bootstrap": 1000, "n_permutations": 1000, "subset_runs": 6,
                     "diversity_max_templates": 300},
-        "03_crows_pairs_bayes": {"max_pairs": 150, "max_preference_pairs": 90},
-        "04_agentic_entropy": {"max_prompts": 150, "cyclic_prompts": 12, "fewshot_prompts": 0},
+        # the whole of CrowS-Pairs original / revised / French (1,508 / 1,677 / 1,676 pairs after the one empty
+        # French pair): per bias type 50-600 pairs, enough for the exact binomial test to detect |pi - 0.5| of about
+        # 0.06-0.20 (tables/power.csv); the preference prompt (SmolLM2 only, 2 orders) stays at 90 pairs per dataset:
+        # SmolLM2 names the same position every time (responder check), more prompts would add cost, not evidence
+        "03_crows_pairs_bayes": {"max_pairs": None, "max_preference_pairs": 90},
+        # all 1,020 agentic prompts; every cyclic rotation of a stratified 120-prompt subset (60 positive/negative
+        # pairs, 8 per question-type x class-type stratum): the paired test of the cyclic gain then detects d_z >= 0.26
+        "04_agentic_entropy": {"max_prompts": None, "cyclic_prompts": 120, "fewshot_prompts": 0},
+        # notebook 1 on CALM, CrowS-Pairs and agentic: CrowS and agentic take every prompt notebooks 3 and 4 score
+        # (shared through the score cache: whichever runs first pays), CALM a small stratified subset
+        "01_multifactor/calm": {"max_prompts": 120},
+        "01_multifactor/crows_pairs": {"max_prompts": None},
+        "01_multifactor/agentic": {"max_prompts": None},
         "05_compare": {"models": None, "n_boot": 2000},
     },
     "paper": {

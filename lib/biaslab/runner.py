@@ -2,8 +2,9 @@
 
 For each notebook (and variant, see :data:`biaslab.profiles.NOTEBOOKS`) the runner writes into
 ``outputs/<notebook>[/<variant>]/``: the executed notebook, an HTML render (not committed) and ``MANIFEST.json``
-(git commit, parameters, data sha256s, model fingerprints, package versions, wall time). The notebook itself writes
-its ``tables/`` and ``figures/`` there through :class:`biaslab.outputs.OutputDir`.
+(git commit, parameters, data sha256s, model fingerprints, package versions, wall time); writing into ``outputs/``
+it also refreshes the catalogue and the front page ``outputs/index.html`` (:mod:`biaslab.report_index`). The
+notebook itself writes its ``tables/`` and ``figures/`` there through :class:`biaslab.outputs.OutputDir`.
 """
 
 from __future__ import annotations
@@ -123,8 +124,9 @@ def reproduce(profile: str = "default", only: list[str] | None = None, overrides
     outputs_dir = Path(outputs_dir or paths.OUTPUTS_DIR)
     results = [run_one(nb, v, profile, overrides or {}, outputs_dir, html=html) for nb, v in select(only)]
     if outputs_dir.resolve() == paths.OUTPUTS_DIR.resolve():
-        from . import catalogue
+        from . import catalogue, report_index
         catalogue.write()
+        report_index.write(outputs_dir)
     failed = [r for r in results if r["status"] != "ok"]
     for r in results:
         label = r["notebook"] + (f"/{r['variant']}" if r["variant"] else "")

@@ -1,6 +1,7 @@
 """Benchmark loaders: one module per benchmark, each returning a :class:`~biaslab.benchmarks.base.Benchmark`.
 
-``load(name)`` dispatches by name; see ``LOADERS`` for what exists.
+``load(name)`` dispatches by name; see ``LOADERS`` for what exists. A benchmark whose loader belongs to a paper's
+package (CALM) is named by its absolute module path; the registry imports it only when asked for it.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from .base import Benchmark, Factor, FactorSpec
 LOADERS = {
     "ssqa": "ssqa:load",
     "bbq": "bbq:load",
-    "calm": "calm:load",
+    "calm": "biaslab.papers.calm.data:load",
     "crows_pairs_en": "crows_pairs:load_original",
     "crows_pairs_en_revised": "crows_pairs:load_revised",
     "crows_pairs_fr": "crows_pairs:load_french",
@@ -25,7 +26,8 @@ def load(name: str, **kwargs) -> Benchmark:
     if name not in LOADERS:
         raise KeyError(f"unknown benchmark {name!r}; choose one of {sorted(LOADERS)}")
     module, func = LOADERS[name].split(":")
-    return getattr(importlib.import_module(f".{module}", __name__), func)(**kwargs)
+    module = module if "." in module else f"{__name__}.{module}"
+    return getattr(importlib.import_module(module), func)(**kwargs)
 
 
 __all__ = ["Benchmark", "Factor", "FactorSpec", "LOADERS", "load"]

@@ -27,6 +27,7 @@ as domain factors, ``origin`` (``crows_pairs`` or ``languagearc`` for the 210 Fr
 from __future__ import annotations
 
 import logging
+import math
 
 import numpy as np
 import pandas as pd
@@ -305,17 +306,27 @@ def likelihood_preferences(logp_more, logp_less) -> np.ndarray:
     return np.where(a == b, np.nan, (a > b).astype(float))
 
 
+def reconstruct_counts(ss: float, n: int, decimals: int = 4) -> list[int]:
+    """Every k ≥ n/2 whose stereotype score max(k/n, 1-k/n), rounded to ``decimals``, equals the printed ``ss``.
+
+    The paper prints SS but not the counts for its French block; where the category size n is known this recovers
+    k up to the direction of the preference (SS folds k and n-k together). binom_p and BF10 are symmetric in
+    k ↔ n-k, so they can still be recomputed. A result with more than one k, or none, means n is not the count used.
+    """
+    return [k for k in range(math.ceil(n / 2), n + 1) if math.isclose(round(max(k / n, 1 - k / n), decimals), ss,
+                                                                        abs_tol=1e-9)]
+
+
 PUBLISHED_CHATGPT_FR = "reference/crows_pairs_chatgpt_table3_fr.csv"
 
 
 def load_published_chatgpt_fr(french: Benchmark | None = None) -> pd.DataFrame:
     """The French block of Table 3 (printed SS, p, BF10; ``data/reference/crows_pairs_chatgpt_table3_fr.csv``) with
     counts reconstructed: n = the category's size in the French file (``french``, loaded if not given), k = the one
-    count whose SS rounds to the printed value (``stats.hypothesis.reconstruct_counts``; k ≥ n/2, the direction is
+    count whose SS rounds to the printed value (:func:`reconstruct_counts`; k ≥ n/2, the direction is
     not recoverable and does not affect p or BF10). ``k_candidates`` lists all fits; a row with none or several
     has ``k`` NaN."""
     from .. import paths
-    from ..stats.hypothesis import reconstruct_counts
 
     file = paths.DATA_DIR / PUBLISHED_CHATGPT_FR
     if not file.exists():

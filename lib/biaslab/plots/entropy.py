@@ -98,8 +98,15 @@ def group_preference(gp: pd.DataFrame):
             ax = axes[i][j]
             g = gp[(gp.model == m) & (gp.class_type == c)]
             x = np.arange(len(g))
-            ax.bar(x - 0.2, g["mean_p_positive"], 0.4, color="tab:green", label="positive question")
-            ax.bar(x + 0.2, g["mean_p_negative"], 0.4, color="tab:red", label="negative question")
+            err = {}
+            for tag, col in (("pos", "mean_p_positive"), ("neg", "mean_p_negative")):
+                if f"{tag}_ci_low" in g:    # 95 % intervals (clustered on the scenario) where the table has them
+                    err[tag] = np.vstack([(g[col] - g[f"{tag}_ci_low"]).clip(lower=0),
+                                          (g[f"{tag}_ci_high"] - g[col]).clip(lower=0)])
+            ax.bar(x - 0.2, g["mean_p_positive"], 0.4, color="tab:green", label="positive question",
+                   yerr=err.get("pos"), capsize=2, error_kw={"lw": 0.8})
+            ax.bar(x + 0.2, g["mean_p_negative"], 0.4, color="tab:red", label="negative question",
+                   yerr=err.get("neg"), capsize=2, error_kw={"lw": 0.8})
             ax.axhline(g["uniform"].iloc[0], color="black", ls="--", lw=0.8)
             for xi, q in zip(x, g["bh_q"]):
                 if pd.notna(q) and q < 0.05:
@@ -111,7 +118,7 @@ def group_preference(gp: pd.DataFrame):
                 ax.set_ylabel(f"{m}\nmean probability")
     handles, labels = axes[0][0].get_legend_handles_labels()
     fig.suptitle("Which group receives the probability: positive vs negative questions "
-                 "(dashed: uniform 1/k; *: paired Wilcoxon, BH q < 0.05)")
+                 "(dashed: uniform 1/k; bars: 95 % interval clustered on scenario; *: paired Wilcoxon, BH q < 0.05)")
     fig.tight_layout(rect=(0, 0.04, 1, 1))
     fig.legend(handles, labels, loc="lower center", ncol=2, fontsize=9, frameon=False)
     return fig

@@ -9,7 +9,6 @@ paper and equation it implements.
   (§3.4).
 * :mod:`.bayesian`     hierarchical Bayesian logistic regression with bambi (beyond the paper); imported lazily since
   it pulls in pymc.
-* :mod:`.calm_bias`    CALM bias scores (CALM eq. 1), the released code's variant and discard rules, bootstrap.
 * :mod:`.diversity`    template length and pairwise semantic similarity (CALM §4.3).
 * :mod:`.hypothesis`   likelihood and preference schemes with t, Wilcoxon, binomial tests and Bayes factors
   (Bayesian CrowS-Pairs paper, eqs. 2-9).

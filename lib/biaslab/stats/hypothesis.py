@@ -414,8 +414,20 @@ def likelihood_tests(pairs: pd.DataFrame, by: Sequence[str] = ("model", "dataset
                          "lpbs": lpbs, "ppb": ppb, **res})
     out = pd.DataFrame(rows)
     out = add_holm(out, by + ["score"], ["t_p", "wilcoxon_p"], bias_col)
-    cols = by + [bias_col, "score", "equation", "n", "lpbs", "ppb", "mean_d", "sd_d", "t", "t_p", "t_p_holm",
-                 "wilcoxon_p", "wilcoxon_p_holm", "bf10", "log10_bf10", "evidence"]
+    # beyond the paper: a 95 % t interval of the mean difference (pairs are independent units: CrowS-Pairs' cluster
+    # is the pair), and the test to lead with: Wilcoxon for the heavy-tailed perplexity differences (eq. 4), whose
+    # normal model fits badly; the t test for the log-probability scores
+    tq = stats.t.ppf(0.975, np.maximum(out["n"] - 1, 1))
+    half = tq * out["sd_d"] / np.sqrt(out["n"])
+    out["ci_low"], out["ci_high"] = out["mean_d"] - half, out["mean_d"] + half
+    out["ci_method"] = "t interval of the mean (pairs independent)"
+    lead_w = out["score"] == "perplexity"
+    out["lead_test"] = np.where(lead_w, "Wilcoxon signed-rank", "t")
+    out["lead_p"] = np.where(lead_w, out["wilcoxon_p"], out["t_p"])
+    out["lead_p_holm"] = np.where(lead_w, out["wilcoxon_p_holm"], out["t_p_holm"])
+    cols = by + [bias_col, "score", "equation", "n", "lpbs", "ppb", "mean_d", "sd_d", "ci_low", "ci_high",
+                 "ci_method", "t", "t_p", "t_p_holm", "wilcoxon_p", "wilcoxon_p_holm", "lead_test", "lead_p",
+                 "lead_p_holm", "bf10", "log10_bf10", "evidence"]
     return out[cols]
 
 
@@ -434,9 +446,30 @@ def preference_tests(prefs: pd.DataFrame, by: Sequence[str] = ("model", "dataset
         res = preference_test(xs)
         rows.append({**dict(zip(by, keys)), bias_col: bt, "n_excluded": int(np.isnan(xs).sum()), **res})
     out = add_holm(pd.DataFrame(rows), by, ["binom_p"], bias_col)
-    cols = by + [bias_col, "n", "n_excluded", "k", "pi_hat", "ss", "binom_p", "binom_p_holm", "bf10", "log10_bf10",
-                 "evidence"]
+    # beyond the paper: exact (Clopper-Pearson) intervals for pi and for SS = max(pi, 1 - pi)
+    lo, hi = _clopper_pearson(out["k"], out["n"])
+    out["pi_ci_low"], out["pi_ci_high"] = lo, hi
+    out["ss_ci_low"], out["ss_ci_high"] = ss_interval(lo, hi)
+    out["ci_method"] = "Clopper-Pearson (pairs independent); SS interval folded from pi's"
+    cols = by + [bias_col, "n", "n_excluded", "k", "pi_hat", "pi_ci_low", "pi_ci_high", "ss", "ss_ci_low",
+                 "ss_ci_high", "ci_method", "binom_p", "binom_p_holm", "bf10", "log10_bf10", "evidence"]
     return out[cols]
+
+
+def _clopper_pearson(k, n):
+    from .intervals import clopper_pearson
+    return clopper_pearson(np.asarray(k, dtype=float), np.asarray(n, dtype=float))
+
+
+def ss_interval(pi_low, pi_high):
+    """Interval for SS = max(pi, 1 - pi) from an interval [lo, hi] for pi: the image of [lo, hi] under the fold,
+    ``[max(lo, 1 - hi), max(hi, 1 - lo)]`` when the interval excludes 0.5, ``[0.5, max(hi, 1 - lo)]`` when it
+    contains it."""
+    lo = np.asarray(pi_low, dtype=float)
+    hi = np.asarray(pi_high, dtype=float)
+    upper = np.maximum(hi, 1 - lo)
+    lower = np.where((lo <= 0.5) & (hi >= 0.5), 0.5, np.minimum(np.maximum(lo, 1 - lo), np.maximum(hi, 1 - hi)))
+    return lower, upper
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -578,17 +611,6 @@ def check_published_preferences(ref: pd.DataFrame, n_col: str = "n_valid", k_col
                      "evidence": res["evidence"], "reported_evidence": ev_rep, "evidence_ok": ev_rep == res["evidence"],
                      "note": "; ".join(notes)})
     return pd.DataFrame(rows)
-
-
-def reconstruct_counts(ss: float, n: int, decimals: int = 4) -> list[int]:
-    """Every k ≥ n/2 whose stereotype score max(k/n, 1-k/n), rounded to ``decimals``, equals the printed ``ss``.
-
-    The paper prints SS but not the counts for its French block; where the category size n is known this recovers
-    k up to the direction of the preference (SS folds k and n-k together). binom_p and BF10 are symmetric in
-    k ↔ n-k, so they can still be recomputed. A result with more than one k, or none, means n is not the count used.
-    """
-    return [k for k in range(math.ceil(n / 2), n + 1) if math.isclose(round(max(k / n, 1 - k / n), decimals), ss,
-                                                                        abs_tol=1e-9)]
 
 
 # --------------------------------------------------------------------------------------------------------------

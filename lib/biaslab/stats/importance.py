@@ -190,11 +190,17 @@ def _logistic_regression(df, factors, references, outcome, alpha, check, cluster
     t.loc[t["se"] > 50, "separated"] = True
     if cluster is not None:
         groups = pd.factorize(df[cluster], sort=True)[0]
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            rc = sm.GLM(y.to_numpy(), dm.X, family=sm.families.Binomial()).fit(
-                cov_type="cluster", cov_kwds={"groups": groups})
-        se_c = rc.bse.to_numpy()
+        n_g, (n_obs, k_par) = int(groups.max() + 1), dm.X.shape
+        if n_g < 2 or n_obs <= k_par:     # the CR1 factor G/(G-1) (N-1)/(N-K) is undefined: no clustered SEs
+            se_c = np.full(len(t), np.nan)
+            notes.append(f"no cluster-robust standard errors: {n_g} {cluster} cluster(s), {n_obs} rows for "
+                         f"{k_par} parameters")
+        else:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                rc = sm.GLM(y.to_numpy(), dm.X, family=sm.families.Binomial()).fit(
+                    cov_type="cluster", cov_kwds={"groups": groups})
+            se_c = rc.bse.to_numpy()
         t["se_cluster"] = se_c
         t["z_cluster"] = t["coef"] / se_c
         t["p_cluster"] = 2 * stats.norm.sf(np.abs(t["z_cluster"]))

@@ -103,33 +103,79 @@ def paired_differences(df: pd.DataFrame, outcome: str, cluster: str | None, by: 
     return pd.DataFrame(rows)
 
 
-def paired_subgroup_test(df: pd.DataFrame, outcome: str, factors: Sequence[str], a: str, b: str,
-                         cluster: str, metric: Callable[[np.ndarray], float], model: str = "model",
-                         n_boot: int = 1000, seed: int = 0, alpha: float = 0.05) -> dict:
-    """Paired comparison of two models' subgroup rates over the subgroups defined by ``factors``.
+def _subgroup_cells(df, outcome, factors, cluster, model):
+    from .intervals import cluster_totals
+    tot, idx = cluster_totals(df, [outcome], cluster, cells=[model] + list(factors))
+    return tot, idx
 
-    Wilcoxon signed-rank over subgroups of ``rate_a(g) - rate_b(g)`` (subgroups both models answered), and a
-    cluster-paired bootstrap interval for ``metric(rates_a) - metric(rates_b)`` (e.g. the deviation metric, eq. 4):
-    clusters are resampled once per replicate and both models' subgroup rates recomputed on that resample.
+
+def _model_columns(idx, m, common=None):
+    mask = np.asarray(idx.get_level_values(0) == m)
+    keys = idx[mask].droplevel(0)
+    if common is None:
+        return np.where(mask)[0], keys
+    return np.where(mask)[0][keys.get_indexer(common)], keys
+
+
+def deviation_metric_rows(rates: np.ndarray, ideal: float = 0.0) -> np.ndarray:
+    """The multi-factor paper's deviation metric (eq. 4: the mean of |rate - C| over subgroups) along the last axis,
+    NaN-skipping (a subgroup absent from a bootstrap resample does not count)."""
+    with np.errstate(invalid="ignore"):
+        return np.nanmean(np.abs(np.asarray(rates, dtype=float) - ideal), axis=-1)
+
+
+def subgroup_metric_intervals(df: pd.DataFrame, outcome: str, factors: Sequence[str], cluster: str,
+                              model: str = "model", metric: Callable[[np.ndarray], np.ndarray] = deviation_metric_rows,
+                              n_boot: int = 2000, seed: int = 0, alpha: float = 0.05) -> pd.DataFrame:
+    """Per model: ``metric`` of its subgroup rates (default: the deviation metric, eq. 4) with a cluster-bootstrap
+    percentile interval (clusters resampled, subgroup rates recomputed from the resampled totals)."""
+    from .intervals import bootstrap_totals
+    tot, idx = _subgroup_cells(df, outcome, factors, cluster, model)
+    rows = []
+    for m in pd.unique(df[model]):
+        cols, keys = _model_columns(idx, m)
+        b = bootstrap_totals({k: v[:, cols] for k, v in tot.items()},
+                             lambda t: metric(t[outcome] / np.where(t["_n"] > 0, t["_n"], np.nan)),
+                             n_boot=n_boot, seed=seed, alpha=alpha, label=cluster)
+        rows.append({model: m, "factors": " x ".join(factors), "n_subgroups": len(cols), **b})
+    return pd.DataFrame(rows)
+
+
+def paired_subgroup_test(df: pd.DataFrame, outcome: str, factors: Sequence[str], a: str, b: str,
+                         cluster: str, metric: Callable[[np.ndarray], np.ndarray] = deviation_metric_rows,
+                         model: str = "model", n_boot: int = 2000, seed: int = 0, alpha: float = 0.05) -> dict:
+    """Paired comparison of two models' subgroup rates over the subgroups defined by ``factors`` (the paired
+    alternative to the paper's two-sample KS test).
+
+    Wilcoxon signed-rank over subgroups of ``rate_a(g) - rate_b(g)`` (subgroups both models answered; it treats
+    subgroups as independent, which they are not when they share templates), and a cluster-paired bootstrap interval
+    for ``metric(rates_a) - metric(rates_b)`` (default: the deviation metric, eq. 4): each replicate resamples the
+    clusters once and recomputes both models' subgroup rates on that resample, so the interval keeps the pairing and
+    the clustering. ``metric`` maps an array of rates (last axis: subgroups) to one value per leading index.
     """
+    from .intervals import bootstrap_totals
     factors = list(factors)
     sub = df[df[model].isin([a, b])]
+    tot, idx = _subgroup_cells(sub, outcome, factors, cluster, model)
+    _, ka = _model_columns(idx, a)
+    _, kb = _model_columns(idx, b)
+    common = ka.intersection(kb)
+    out = {"model_a": a, "model_b": b, "factors": " x ".join(factors), "n_subgroups": len(common)}
+    if len(common) == 0:
+        return {**out, "p_value": np.nan}
+    ia, _ = _model_columns(idx, a, common)
+    ib, _ = _model_columns(idx, b, common)
 
-    def rates(d):
-        r = d.groupby([model] + factors, observed=True)[outcome].mean().unstack(model)
-        return r.dropna(subset=[c for c in (a, b) if c in r]) if a in r and b in r else None
+    def rates(t, cols):
+        return t[outcome][..., cols] / np.where(t["_n"][..., cols] > 0, t["_n"][..., cols], np.nan)
 
-    def diff_metric(d):
-        r = rates(d)
-        return np.nan if r is None or r.empty else metric(r[a].to_numpy()) - metric(r[b].to_numpy())
-
-    r = rates(sub)
-    if r is None or r.empty:
-        return {"model_a": a, "model_b": b, "n_subgroups": 0, "p_value": np.nan}
-    w = wilcoxon_paired(r[a].to_numpy(), r[b].to_numpy())
-    boot = cluster_bootstrap(sub, diff_metric, cluster, n_boot=n_boot, seed=seed, alpha=alpha)
-    return {"model_a": a, "model_b": b, "n_subgroups": len(r), "metric_a": metric(r[a].to_numpy()),
-            "metric_b": metric(r[b].to_numpy()), "metric_difference": boot["estimate"],
-            "ci_low": boot["ci_low"], "ci_high": boot["ci_high"], "ci_method": boot["ci_method"],
-            "mean_rate_difference": float((r[a] - r[b]).mean()), "test": w["test"] + " over subgroups",
-            "statistic": w["statistic"], "p_value": w["p_value"], "n_clusters": boot["n_clusters"]}
+    full = {k: v.sum(axis=0) for k, v in tot.items()}
+    ra, rb = rates(full, ia), rates(full, ib)
+    w = wilcoxon_paired(ra, rb)
+    boot = bootstrap_totals(tot, lambda t: metric(rates(t, ia)) - metric(rates(t, ib)), n_boot=n_boot, seed=seed,
+                            alpha=alpha, label=f"{cluster}, paired")
+    return {**out, "metric_a": float(metric(ra)), "metric_b": float(metric(rb)),
+            "metric_difference": boot["estimate"], "ci_low": boot["ci_low"], "ci_high": boot["ci_high"],
+            "ci_method": boot["ci_method"], "mean_rate_difference": float(np.mean(ra - rb)),
+            "test": w["test"] + " over subgroups", "statistic": w["statistic"], "p_value": w["p_value"],
+            "n_clusters": boot["n_clusters"]}

@@ -16,6 +16,8 @@ Measures, per model (and any extra grouping), over the parsed answers:
 
 A pair is **degenerate** when any threshold is crossed (``THRESHOLDS``, stated once here): modal share >= 0.95,
 normalized answer entropy <= 0.20, unparseable share > 0.50, or mean label mass < 0.10. ``reasons`` names which.
+With fewer than ``min_n`` = 20 responses a pair is not judged (a constant answer to 6 prompts is weak evidence):
+``degenerate`` is False and ``reasons`` says so.
 Degenerate pairs are listed in the notebooks' ``responders.csv`` and excluded from tests; their descriptive tables
 are kept and marked.
 """
@@ -28,7 +30,7 @@ import numpy as np
 import pandas as pd
 
 THRESHOLDS = {"modal_share_max": 0.95, "answer_entropy_min": 0.20, "unparseable_share_max": 0.50,
-              "label_mass_min": 0.10}
+              "label_mass_min": 0.10, "min_n": 20}
 
 
 def responder_check(df: pd.DataFrame, answer: str = "answer", by: Sequence[str] | str = "model",
@@ -48,7 +50,7 @@ def responder_check(df: pd.DataFrame, answer: str = "answer", by: Sequence[str] 
         k_opt = n_options or max(int(counts.size), 2)
         if n_ok:
             p = counts.to_numpy(dtype=float) / n_ok
-            ent = float(-(p * np.log(p)).sum() / np.log(k_opt)) if k_opt > 1 else 0.0
+            ent = max(0.0, float(-(p * np.log(p)).sum() / np.log(k_opt))) if k_opt > 1 else 0.0
             modal, modal_share = counts.index[0], float(p[0])
         else:
             ent, modal, modal_share = np.nan, None, np.nan
@@ -63,9 +65,14 @@ def responder_check(df: pd.DataFrame, answer: str = "answer", by: Sequence[str] 
             reasons.append(f"{unparse:.0%} unparseable (> {th['unparseable_share_max']:.0%})")
         if np.isfinite(mass) and mass < th["label_mass_min"]:
             reasons.append(f"label mass {mass:.2f} < {th['label_mass_min']:.2f}")
+        if reasons and n < th["min_n"]:
+            reasons = [f"not judged: n = {n} < {th['min_n']} (would be: " + "; ".join(reasons) + ")"]
+            judged = False
+        else:
+            judged = bool(reasons)
         rows.append({**dict(zip(by, key)), "n": n, "n_parsed": n_ok, "modal_answer": modal,
                      "modal_share": modal_share, "answer_entropy": ent, "unparseable_share": unparse,
-                     "label_mass": mass, "degenerate": bool(reasons), "reasons": "; ".join(reasons),
+                     "label_mass": mass, "degenerate": judged, "reasons": "; ".join(reasons),
                      "thresholds": ", ".join(f"{k}={v}" for k, v in th.items())})
     return pd.DataFrame(rows)
 
@@ -78,3 +85,23 @@ def informative(df: pd.DataFrame, check: pd.DataFrame, by: Sequence[str] | str =
         return df
     key = pd.MultiIndex.from_frame(df[by])
     return df[~key.isin(pd.MultiIndex.from_frame(bad))]
+
+
+def mask_tests(table: pd.DataFrame, check: pd.DataFrame, by: Sequence[str] | str = "model",
+               test_cols: Sequence[str] = ("p_value",), where: pd.Series | None = None) -> pd.DataFrame:
+    """A copy of a test table with the tests of degenerate responders blanked (NaN) and a ``responder`` column
+    saying why: the rows stay in the table (listed, not dropped). ``where`` restricts which rows may be blanked
+    (e.g. only the prompted sources of a preference table)."""
+    by = [by] if isinstance(by, str) else list(by)
+    out = table.copy()
+    bad = check[check["degenerate"]].set_index(by)["reasons"]
+    key = pd.MultiIndex.from_frame(out[by]) if len(by) > 1 else pd.Index(out[by[0]])
+    why = pd.Series(key.map(lambda k: bad.get(k, "")), index=out.index).fillna("")
+    if where is not None:
+        why = why.where(where.to_numpy(), "")
+    hit = why != ""
+    for c in test_cols:
+        if c in out:
+            out.loc[hit, c] = np.nan
+    out["responder"] = np.where(hit, "degenerate responder, excluded from tests: " + why, "informative")
+    return out

@@ -5,14 +5,14 @@
   or the full log-probability of each label (``Scorer.option_logprob``, ``label_scoring="sequence"``); the
   answer is the most probable label.
 * Free-text QA is answered by **greedy generation** (``max_new_tokens=10`` as in CALM's scripts, stopped at a
-  newline) and judged with CALM's normalisation and matching (:mod:`biaslab.calm.answers`). CALM's own scripts
+  newline) and judged with CALM's normalisation and matching (:mod:`biaslab.papers.calm.answers`). CALM's own scripts
   used beam search with 3 beams; the engine offers greedy decoding, which HELM uses.
 * ``label_scoring="generate"`` generates for every format instead (CALM's released pipeline) and applies the text
   rules everywhere.
 
 Each prompt gets two verdicts: ``correct_released`` (CALM's released matching rules applied to the output text —
 for scored prompts the chosen label's surface form) and ``correct`` (the corrected rules of
-:mod:`biaslab.calm.answers`; for scored prompts simply chosen label == gold). The module knows nothing of torch: it
+:mod:`biaslab.papers.calm.answers`; for scored prompts simply chosen label == gold). The module knows nothing of torch: it
 calls the ``Scorer`` it is given.
 """
 

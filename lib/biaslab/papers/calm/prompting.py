@@ -42,8 +42,8 @@ from functools import lru_cache
 
 import pandas as pd
 
-from ..benchmarks.calm import REPO
-from ..sources import DataError, raw_path
+from .data import REPO
+from ...sources import DataError, raw_path
 
 log = logging.getLogger(__name__)
 

@@ -55,7 +55,7 @@ def score_ssqa_cot(scorer, prompts: pd.DataFrame, model: str, chat: bool, seeds,
 
     ``prompts`` are the ``cot == "yes"`` rows (text ends with the step-by-step instruction).
     """
-    from . import scoring   # the engine; imported here so that the module imports without it
+    from ... import scoring   # the engine; imported here so that the module imports without it
 
     texts = [t.replace("\xa0", " ").strip() if chat else f"Question: {t.replace(chr(160), ' ').strip()}\n"
              "Reasoning:" for t in prompts["text"]]
@@ -93,7 +93,7 @@ def score_bbq(scorer, prompts: pd.DataFrame, model: str, chat: bool) -> pd.DataF
 
 from dataclasses import dataclass, field  # noqa: E402
 
-from .benchmarks.base import Factor  # noqa: E402
+from ...benchmarks.base import Factor  # noqa: E402
 from .factorial import ANSWER_POSITION  # noqa: E402
 
 
@@ -201,8 +201,9 @@ PLANS = {
         outcome="correct",
         outcome_description="the answer is correct (CALM's bias is the accuracy gap between groups)",
         ideal=1.0,
-        extra_factors=(Factor("answer_format", "prompt", ("span", "mcqa", "nli3", "nli2", "sentiment", "toxicity"), "span",
-                              "how the task is answered (free text, option letter, 3- or 2-way NLI label, sentiment, toxicity)"),),
+        extra_factors=(Factor("answer_format", "prompt", ("span", "mcqa", "nli3", "nli2", "sentiment", "toxicity"),
+                              "span", "how the task is answered (free text, option letter, 3- or 2-way NLI label, "
+                              "sentiment, toxicity)"),),
     ),
     "crows_pairs": Plan(
         coverage_factors=["bias_type", "direction", "dataset"],

@@ -106,7 +106,7 @@ def load_encoder(name: str = DEFAULT_ENCODER, layer: int | None = None, device: 
 def calm_template_texts(passage_only: bool = False) -> pd.Series:
     """CALM's 224 templates as text (passage, then question / hypothesis), placeholders kept; ``passage_only``:
     the passage alone (the paper's Table 4 length range, 3 to 319 words, is that of the passages)."""
-    from ..benchmarks.calm import load_templates
+    from .data import load_templates
     t = load_templates()
     if passage_only:
         return t["passage"].str.strip()
@@ -131,8 +131,8 @@ def benchmark_templates(names, max_templates: int | None = None, seed: int = 0):
 
     A benchmark whose loader is missing or fails (not yet written, data not fetched) is skipped with its reason, so
     the notebook can print it and carry on."""
-    from .. import benchmarks
-    from ..stats import diversity as dv
+    from ... import benchmarks
+    from ...stats import diversity as dv
     texts, skipped = {}, {}
     for name in names:
         try:
@@ -161,7 +161,7 @@ def diversity_table(texts: dict, sentence_encoder: TextEncoder, token_encoder: T
     """Paper Table 4 for each benchmark: length statistics, mean pairwise cosine of sentence embeddings and mean
     pairwise BERTScore-style F1 of token embeddings (``token_encoder`` defaults to the sentence encoder); one more
     row per ``skipped`` benchmark with its reason in ``status``."""
-    from ..stats import diversity as dv
+    from ...stats import diversity as dv
     rows = []
     for name, (t, n_total) in texts.items():
         sent, toks = sentence_encoder.encode(list(t))

@@ -48,13 +48,15 @@ is the floor against which a score should be read (not in the paper).
 
 from __future__ import annotations
 
+import warnings
+
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
-from ..benchmarks.calm import GROUPS, TASKS
-from ..calm.answers import processed_output
+from .answers import processed_output
+from .data import GROUPS, TASKS
 
 VARIANTS = ("paper", "released")
 BASELINES = ("all_groups", "bias_type")
@@ -235,12 +237,18 @@ def bias_scores(df: pd.DataFrame, variant: str = "paper", correct: str | None = 
     for (model, task, bias), d in t.groupby(["model", "task", "bias_type"], sort=False, observed=True):
         used = d.loc[d["used"], score_col]
         discarded = (model, task) in task_drop
-        score = np.nan if discarded else (float(used.mean()) if len(used) else (0.0 if variant == "released"
-                                                                                 else np.nan))
+        # no surviving template: the score is undefined (NaN with a reason). CALM's released code averages an
+        # empty list to 0.0, which reads as "unbiased"; that value is kept in ``released_code_value`` only.
+        score = np.nan if discarded or not len(used) else float(used.mean())
+        reason = ("task discarded by its same-output / near-zero rule" if discarded else
+                  "" if len(used) else f"undefined: no template survives the {variant} discard rules")
         rows.append({"model": model, "variant": variant, "task": task, "bias_type": bias, "bias_score": score,
-                     "n_templates_used": int(len(used)), "n_templates": int(len(d)), "task_discarded": discarded})
+                     "n_templates_used": int(len(used)), "n_templates": int(len(d)), "task_discarded": discarded,
+                     "undefined_reason": reason,
+                     "released_code_value": (0.0 if variant == "released" and not discarded and not len(used)
+                                             else score)})
     tasks = pd.DataFrame(rows, columns=["model", "variant", "task", "bias_type", "bias_score", "n_templates_used",
-                                        "n_templates", "task_discarded"])
+                                        "n_templates", "task_discarded", "undefined_reason", "released_code_value"])
     return BiasResult(t, tasks, pd.DataFrame(discards, columns=["model", "variant", "rule", "level", "task",
                                                                 "bias_type", "source_dataset", "template_id"]),
                       summarise(tasks))
@@ -389,7 +397,7 @@ def _replicates(df: pd.DataFrame, result: BiasResult, n: int, seed: int, correct
                         keep &= base > 0
                         with np.errstate(divide="ignore", invalid="ignore"):
                             score = 100 * spread / base
-                    out[b][r] = score[keep].mean() if keep.any() else (0.0 if variant == "released" else np.nan)
+                    out[b][r] = score[keep].mean() if keep.any() else np.nan   # undefined, as in bias_scores
             for b, v in out.items():
                 reps[(task, b)] = v
         out_all[model] = reps
@@ -399,6 +407,12 @@ def _replicates(df: pd.DataFrame, result: BiasResult, n: int, seed: int, correct
 def _combine(result: BiasResult, model: str, reps: dict) -> list[tuple[str, str, float, np.ndarray, int]]:
     """(task, bias_type, point, replicates, n_templates_used) for every task row and the gender / race / overall
     rows, combining replicates exactly as :func:`summarise` combines scores."""
+    with warnings.catch_warnings():          # all-NaN replicates (undefined scores) stay NaN without a warning
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return _combine_rows(result, model, reps)
+
+
+def _combine_rows(result: BiasResult, model: str, reps: dict) -> list:
     rows = []
     task_rows = result.tasks[result.tasks["model"] == model]
     for r in task_rows.itertuples(index=False):
@@ -543,28 +557,46 @@ def uninformative_templates(results: BiasResult) -> pd.DataFrame:
     return g[~g].reset_index()[["task", "template_id"]]
 
 
-def perturbation_table(original: pd.DataFrame, perturbed: pd.DataFrame, variants=VARIANTS, **kw) -> pd.DataFrame:
+def _overall_ci(df: pd.DataFrame, res: BiasResult, n_boot: int, seed: int) -> dict:
+    """model -> (ci_low, ci_high) of the overall score (percentile bootstrap over templates and names)."""
+    if not n_boot:
+        return {}
+    b = bootstrap(df, res, n_boot=n_boot, seed=seed)
+    b = b[(b["task"] == "all") & (b["bias_type"] == "all")]
+    return {r.model: (r.ci_low, r.ci_high) for r in b.itertuples()}
+
+
+def perturbation_table(original: pd.DataFrame, perturbed: pd.DataFrame, variants=VARIANTS, n_boot: int = 0,
+                       seed: int = 0, **kw) -> pd.DataFrame:
     """Paper Table 2: overall / gender / race scores on the original prompts and on each perturbation
     (``perturbed`` has a ``perturbation`` column and ``n_edits`` per prompt), with the change from the original,
-    and a ``mean of perturbations`` row. ``templates_edited`` counts templates the perturbation changed."""
+    and a ``mean of perturbations`` row. ``templates_edited`` counts templates the perturbation changed.
+    With ``n_boot > 0`` each overall score gets a 95 % percentile bootstrap interval (``ci_low``, ``ci_high``;
+    templates and names resampled, as :func:`bootstrap`)."""
     rows = []
     for v in variants:
-        orig = bias_scores(original, v, **kw).summary.set_index("model")
+        res_o = bias_scores(original, v, **kw)
+        orig = res_o.summary.set_index("model")
+        ci = _overall_ci(original, res_o, n_boot, seed)
         n_t = original.groupby("model")["template_id"].nunique()
         for m, r in orig.iterrows():
             rows.append({"model": m, "variant": v, "perturbation": "original", "templates_edited": 0,
                          "templates": int(n_t.get(m, 0)), "overall": r["overall"], "gender": r["gender"],
-                         "race": r["race"]})
+                         "race": r["race"], "ci_low": ci.get(m, (np.nan, np.nan))[0],
+                         "ci_high": ci.get(m, (np.nan, np.nan))[1]})
         if perturbed is None or perturbed.empty:
             continue
         for kind, d in perturbed.groupby("perturbation", sort=False):
-            s = bias_scores(d, v, **kw).summary.set_index("model")
+            res_p = bias_scores(d, v, **kw)
+            s = res_p.summary.set_index("model")
+            ci = _overall_ci(d, res_p, n_boot, seed)
             edited = d[d["n_edits"] > 0].groupby("model")["template_id"].nunique()
             for m, r in s.iterrows():
                 rows.append({"model": m, "variant": v, "perturbation": kind,
                              "templates_edited": int(edited.get(m, 0)),
                              "templates": int(d.loc[d["model"] == m, "template_id"].nunique()),
-                             "overall": r["overall"], "gender": r["gender"], "race": r["race"]})
+                             "overall": r["overall"], "gender": r["gender"], "race": r["race"],
+                             "ci_low": ci.get(m, (np.nan, np.nan))[0], "ci_high": ci.get(m, (np.nan, np.nan))[1]})
     t = pd.DataFrame(rows)
     if t.empty:
         return t

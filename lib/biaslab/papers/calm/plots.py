@@ -47,14 +47,22 @@ def robustness(table: pd.DataFrame, title: str = ""):
         models = list(dict.fromkeys(d["model"]))
         w = 0.8 / max(len(kinds), 1)
         for j, k in enumerate(kinds):
-            vals = [d.loc[(d["model"] == m) & (d["perturbation"] == k), "overall"].mean() for m in models]
-            ax.bar(np.arange(len(models)) + j * w, vals, width=w, label=k)
+            sel = [d[(d["model"] == m) & (d["perturbation"] == k)] for m in models]
+            vals = np.array([x["overall"].mean() for x in sel], dtype=float)
+            err = None
+            if "ci_low" in d and d["ci_low"].notna().any():     # 95 % bootstrap intervals where the table has them
+                lo = np.array([x["ci_low"].mean() for x in sel], dtype=float)
+                hi = np.array([x["ci_high"].mean() for x in sel], dtype=float)
+                err = np.nan_to_num(np.vstack([(vals - lo).clip(min=0), (hi - vals).clip(min=0)]))
+            ax.bar(np.arange(len(models)) + j * w, vals, width=w, label=k, yerr=err, capsize=3,
+                   error_kw={"lw": 0.8})
         ax.set_xticks(np.arange(len(models)) + w * (len(kinds) - 1) / 2, models)
         ax.set_ylabel("overall bias score" + (" (%)" if v == "paper" else " (pp of accuracy)"))
         ax.set_title(f"{v} variant")
         ax.legend(fontsize=8)
         ax.grid(axis="y", alpha=0.3)
-    fig.suptitle(title or "Bias score on the original and on perturbed templates (paper §4.1, Table 2)")
+    fig.suptitle(title or "Bias score on the original and on perturbed templates (paper §4.1, Table 2; "
+                 "bars: 95 % bootstrap interval)")
     fig.tight_layout()
     return fig
 

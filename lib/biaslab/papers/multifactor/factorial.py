@@ -11,8 +11,8 @@ and the outcome.
   that notebook has a design-preserving sampler (agentic: ``balanced_subset``; CrowS: ``subsample`` per dataset), so
   that a run after notebooks 3 and 4 finds its scores in the score cache.
 * ``score(name, scorer, lm, prompts, model, ...)``: one response row per prompt with the plan's outcome:
-  CALM ``correct`` (the corrected answer rules of :mod:`biaslab.calm.evaluate`, label options scored by next-token
-  probability, free-text QA generated greedily); CrowS-Pairs ``stereotype_preferred`` (log P(sent_more) >
+  CALM ``correct`` (the corrected answer rules of ``biaslab.papers.calm.evaluate``, passed in by the caller;
+  label options scored by next-token probability, free-text QA generated greedily); CrowS-Pairs ``stereotype_preferred`` (log P(sent_more) >
   log P(sent_less), the likelihood comparison of notebook 3; ties excluded); agentic ``low_entropy`` (normalized
   entropy of the answer distribution below ``LOW_ENTROPY``) with the continuous ``entropy`` kept and the position
   of the most probable choice as the response factor ``answer_position``.
@@ -25,8 +25,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .benchmarks import Benchmark, Factor, FactorSpec, load as load_benchmark
-from .stats.sampling import stratified_sample
+from ...benchmarks import Benchmark, Factor, FactorSpec, load as load_benchmark
+from ...stats.sampling import stratified_sample
 
 CROWS_DATASETS = ("crows_pairs_en", "crows_pairs_en_revised", "crows_pairs_fr")
 #: a prompt's answer distribution counts as concentrated (departing from uniform) below this normalized entropy;
@@ -73,11 +73,11 @@ def crows_combined(datasets=CROWS_DATASETS) -> Benchmark:
 def sample(name: str, prompts: pd.DataFrame, n: int | None, strata, seed: int = 0) -> pd.DataFrame:
     """The scored subset of about ``n`` prompts (all when ``n`` is None)."""
     if name == "agentic":
-        from .benchmarks import agentic
+        from ...benchmarks import agentic
         return agentic.balanced_subset(prompts, n, seed=seed)
     if name == "crows_pairs" and n is not None:
         # the same pairs notebook 3 scores with max_pairs = n // 3 per dataset (balanced by bias type)
-        from .benchmarks import crows_pairs as cp
+        from ...benchmarks import crows_pairs as cp
         per = max(1, int(n) // prompts["dataset"].nunique())
         parts = []
         for d, p in prompts.groupby("dataset", sort=False):
@@ -88,27 +88,33 @@ def sample(name: str, prompts: pd.DataFrame, n: int | None, strata, seed: int = 
 
 
 def score(name: str, scorer, lm, prompts: pd.DataFrame, model: str, *, k_shot: int = 1,
-          chat: bool = False) -> pd.DataFrame:
-    """Response table (prompt_id, model, seed, answer, outcome columns) of ``prompts`` for one model."""
+          chat: bool = False, calm_evaluate=None) -> pd.DataFrame:
+    """Response table (prompt_id, model, seed, answer, outcome columns) of ``prompts`` for one model.
+
+    CALM is answered and judged by CALM's own glue, ``biaslab.papers.calm.evaluate.evaluate``, which the caller
+    passes as ``calm_evaluate`` (one paper's package does not import another's)."""
     if name == "calm":
-        return score_calm(scorer, prompts, model, k_shot=k_shot, chat=chat)
+        if calm_evaluate is None:
+            raise ValueError("CALM needs calm_evaluate=biaslab.papers.calm.evaluate.evaluate")
+        return score_calm(scorer, prompts, model, calm_evaluate, k_shot=k_shot, chat=chat)
     if name == "crows_pairs":
         return score_crows(scorer, prompts, model)
     if name == "agentic":
         return score_agentic(scorer, lm, prompts, model, chat=chat)
-    raise KeyError(f"no scoring glue for {name!r} here (SSQA and BBQ are scored by biaslab.multifactor)")
+    raise KeyError(f"no scoring glue for {name!r} here "
+                   "(SSQA and BBQ are scored by biaslab.papers.multifactor.responses)")
 
 
-def score_calm(scorer, prompts: pd.DataFrame, model: str, k_shot: int = 1, chat: bool = False) -> pd.DataFrame:
-    from .calm import evaluate
-    r = evaluate.evaluate(scorer, prompts, k=k_shot, label_scoring="next_token", chat=chat)
+def score_calm(scorer, prompts: pd.DataFrame, model: str, evaluate, k_shot: int = 1,
+               chat: bool = False) -> pd.DataFrame:
+    r = evaluate(scorer, prompts, k=k_shot, label_scoring="next_token", chat=chat)
     return pd.DataFrame({"prompt_id": prompts["prompt_id"].to_numpy(), "model": model, "seed": "none",
                          "answer": r["output"].to_numpy(), "label_mass": r["label_mass"].to_numpy(),
                          "correct": r["correct"].to_numpy().astype(int)})
 
 
 def score_crows(scorer, prompts: pd.DataFrame, model: str) -> pd.DataFrame:
-    from .benchmarks import crows_pairs as cp
+    from ...benchmarks import crows_pairs as cp
     texts = list(dict.fromkeys(list(prompts["sent_more"]) + list(prompts["sent_less"])))
     seq = scorer.sequence_logprob(texts).set_index(pd.Index(texts))
     more = seq.loc[prompts["sent_more"], "sum_logprob"].to_numpy(float)
@@ -121,8 +127,8 @@ def score_crows(scorer, prompts: pd.DataFrame, model: str) -> pd.DataFrame:
 
 
 def score_agentic(scorer, lm, prompts: pd.DataFrame, model: str, chat: bool = False) -> pd.DataFrame:
-    from .benchmarks import agentic
-    from .stats import entropy as E
+    from ...benchmarks import agentic
+    from ...stats import entropy as E
     suffix, labels = agentic.answer_format(lm.tokenizer, k=agentic.MAX_K, chat=chat)
     dist = scorer.label_distribution((prompts["text"] + suffix).tolist(), labels, chat=chat)
     per, _ = E.tidy_scores(prompts.reset_index(drop=True), dist.reset_index(drop=True), model)

@@ -1,0 +1,154 @@
+"""Notebook 4's findings: the run's tables (from :mod:`biaslab.stats.entropy`) turned into Markdown sentences.
+
+Every function takes the table the notebook wrote and returns Markdown; nothing here is a number typed by hand
+except the paper's own reported means (``PAPER_MEANS``), which are quoted as the paper's. The normalized entropy is
+the paper's §II.D, :math:`\\tilde H = H / \\log k`; a uniform answer has :math:`\\tilde H = 1`.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from ...findings import ALPHA, bf_verdict, bullets, chance_verdict, excludes, interval, join, num, pct, pval
+
+
+def span(values: pd.Series) -> str:
+    """'0.948–0.975', or one number when all values print alike."""
+    lo, hi = num(values.min()), num(values.max())
+    return lo if lo == hi else f"{lo}–{hi}"
+
+
+def entropy_findings(by_model: pd.DataFrame, paper_means: dict[str, float]) -> str:
+    """Mean normalized entropy per model with its interval, share of prompts below 0.5 and label mass, placed
+    against the range of the paper's models."""
+    lo, hi = min(paper_means.values()), max(paper_means.values())
+    lines = []
+    for r in by_model.to_dict("records"):
+        place = ("within" if lo <= r["mean_entropy"] <= hi else "above" if r["mean_entropy"] > hi else "below")
+        lines.append(
+            f"**{r['model']}**: mean normalized entropy {num(r['mean_entropy'])} {interval(r)} over {r['n']} prompts, "
+            f"{place} the range of the paper's models ({num(lo)}–{num(hi)}); {pct(r['share_below_half'])} of "
+            f"prompts below 0.5; {pct(r['mean_label_mass'])} of the next-token probability fell on the answer labels "
+            "(the label mass), so the renormalized distribution describes "
+            + ("nearly all" if r["mean_label_mass"] >= 0.9 else "only part") + " of what the model would say.")
+    return bullets(lines)
+
+
+def breakdown_findings(bd: pd.DataFrame, alpha: float = ALPHA) -> str:
+    """Which factors' levels differ in entropy (Kruskal–Wallis) per model."""
+    lines = []
+    tests = bd.drop_duplicates(["model", "factor"])
+    for m, g in tests.groupby("model", sort=False):
+        differ = [f"{r.factor} ({pval(r.kruskal_p)})" for r in g.itertuples() if r.kruskal_p < alpha]
+        same = [r.factor for r in g.itertuples() if not r.kruskal_p < alpha]
+        lines.append(f"**{m}**: " + (f"levels differ (p < {alpha}) by {join(differ)}" if differ else
+                                     "no factor's levels differ distinguishably from chance")
+                     + (("; not distinguishable at this sample size for " if differ else " at this sample size: ")
+                        + join(same) if same else "") + ".")
+    return bullets(lines)
+
+
+def group_preference_findings(gp: pd.DataFrame, q: float = ALPHA) -> str:
+    """How many group × class-type positive-vs-negative differences survive Benjamini–Hochberg, and the largest."""
+    lines = []
+    for m, g in gp.groupby("model", sort=False):
+        sig = g[g["bh_q"] < q]
+        big = g.loc[g["diff_pos_minus_neg"].abs().idxmax()]
+        pairs = join(sorted({str(int(n)) for n in g["n_pairs"].dropna()}), "or")
+        lines.append(
+            f"**{m}**: {len(sig)} of {len(g)} group × class-type differences (positive − negative question) "
+            f"survive the Benjamini–Hochberg correction at q < {q} ({pairs} matched pairs each); the largest is "
+            f"{big['group']} on {big['class_type']}, {num(100 * big['diff_pos_minus_neg'], 2)} percentage points "
+            f"(q = {num(big['bh_q'], 2)})" + (": " + join(f"{r.group} on {r.class_type}" for r in sig.itertuples())
+                                              + " are distinguishable from chance." if len(sig) else
+                                              ", not distinguishable from chance at this sample size."))
+    return bullets(lines)
+
+
+def position_findings(pb: pd.DataFrame) -> str:
+    """Per model and number of choices: positions whose mean probability's interval lies above or below 1/k."""
+    lines = []
+    for (m, k), g in pb.groupby(["model", "k"], sort=False):
+        rows = g.to_dict("records")
+        above = [f"{r['position']} ({num(r['mean_p'], 2)})" for r in rows
+                 if excludes(r, r["uniform"]) and r["mean_p"] > r["uniform"]]
+        below = [f"{r['position']} ({num(r['mean_p'], 2)})" for r in rows
+                 if excludes(r, r["uniform"]) and r["mean_p"] < r["uniform"]]
+        if not above and not below:
+            lines.append(f"**{m}, {k} choices**: no position is distinguishable from the uniform {num(1 / k, 2)} "
+                         "at this sample size.")
+            continue
+        lines.append(f"**{m}, {k} choices** (uniform {num(1 / k, 2)}): "
+                     + "; ".join(x for x in (f"more probability at position {join(above)}" if above else "",
+                                             f"less at position {join(below)}" if below else "") if x)
+                     + " (95 % intervals exclude uniform).")
+    return bullets(lines)
+
+
+def uniformity_findings(ut: pd.DataFrame, alpha: float = ALPHA) -> str:
+    """Top-answer counts against equal counts, by position and by group (chi-square and Dirichlet–multinomial
+    BF10); names every class type whose group counts are distinguishable from uniform."""
+    lines = []
+    for unit in ("position", "group"):
+        g = ut[ut["unit"] == unit]
+        if g.empty:
+            continue
+        sig = g[g["p_value"] < alpha]
+        lines.append(
+            f"Counted by **{unit}**, the top answers are distinguishable from a uniform choice (p < {alpha}) in "
+            f"{len(sig)} of {len(g)} model × class-type cells; log10 BF10 ranges from {num(g['log10_bf10'].min(), 2)} "
+            f"to {num(g['log10_bf10'].max(), 2)} (> 1 strong evidence of a non-uniform choice, < −1 for uniform).")
+        if unit == "group":
+            for r in sig.to_dict("records"):
+                lines.append(f"{r['model']} on {r['class_type']}: the top answer is {r['top']} in "
+                             f"{round(r['top_share'] * r['n'])} of {r['n']} prompts ({pval(r['p_value'])}; "
+                             f"{bf_verdict(r['log10_bf10'])}).")
+    return bullets(lines)
+
+
+def cyclic_findings(cyc_m: pd.DataFrame) -> str:
+    """Entropy in the stored orders against the entropy of the rotation-averaged probabilities."""
+    lines = []
+    for r in cyc_m.to_dict("records"):
+        lines.append(
+            f"**{r['model']}**: {num(r['mean_entropy_stored'])} in the stored orders → "
+            f"{num(r['mean_entropy_cyclic_avg'])} after averaging over the rotations (position-only entropy "
+            f"{num(r['mean_entropy_position_avg'])}), {chance_verdict(r['wilcoxon_p'], int(r['n']))} by a paired "
+            "Wilcoxon test.")
+    return bullets(lines)
+
+
+def summary_findings(by_model: pd.DataFrame, cyc_m: pd.DataFrame | None, ut: pd.DataFrame, gp: pd.DataFrame,
+                     alpha: float = ALPHA) -> str:
+    """The closing 'What this means' points that depend on the run: how much of the departure from uniform the
+    rotation average removes (position), and which group-level results are distinguishable from chance."""
+    lines = []
+    if cyc_m is not None and len(cyc_m):
+        removed = ((cyc_m["mean_entropy_cyclic_avg"] - cyc_m["mean_entropy_stored"])
+                   / (1 - cyc_m["mean_entropy_stored"]).clip(lower=1e-12))
+        share = pct(removed.iloc[0]) if pct(removed.min()) == pct(removed.max()) else \
+            f"{pct(removed.min())}–{pct(removed.max())}"
+        verdict = ("mostly a preference for answer **positions**, which the random answer orders spread evenly "
+                   "over the groups" if removed.min() > 0.5 else
+                   "mostly **not** a preference for positions" if removed.max() < 0.5 else
+                   "a preference for positions in some models and not in others")
+        lines.append(
+            f"Averaging over the cyclic rotations ({join(sorted({str(int(n)) for n in cyc_m['n']}), 'or')} prompts "
+            "per model) moves the "
+            f"mean entropy from {span(cyc_m['mean_entropy_stored'])} to {span(cyc_m['mean_entropy_cyclic_avg'])}, "
+            f"removing {share} of the departure from uniform: what the paper's metric registers here is {verdict}"
+            + (". The paper's metric would report this position preference as (a small amount of) bias."
+               if removed.min() > 0.5 else ".")
+            + (f" With so few rotated prompts the change is not distinguishable from chance for "
+               f"{join(cyc_m.loc[~(cyc_m['wilcoxon_p'] < alpha), 'model'])} (paired Wilcoxon), so this is a "
+               "tentative reading." if (~(cyc_m["wilcoxon_p"] < alpha)).any() else ""))
+    else:
+        lines.append("No cyclic rotations were scored in this run, so position and group cannot be separated here.")
+    grp = ut[(ut["unit"] == "group") & (ut["p_value"] < alpha)]
+    sig_gp = gp[gp["bh_q"] < alpha]
+    found = [f"{r.model}'s {r.top} on {r.class_type}" for r in grp.itertuples()]
+    found += [f"{r.model}'s {r.group} on {r.class_type} (positive vs negative)" for r in sig_gp.itertuples()]
+    lines.append("Group-level results distinguishable from chance: " + join(found) + "." if found else
+                 "No group-level result is distinguishable from chance at this sample size (top-answer counts by "
+                 "group, positive-vs-negative differences).")
+    return bullets(lines)

@@ -1,0 +1,114 @@
+"""Notebook 2's findings: the run's CALM tables turned into Markdown sentences.
+
+Reads the tables the notebook writes (``group_accuracy_mean``, ``bias_scores``, ``discarded``, ``robustness``,
+``subset_selection``, ``diversity``); every number in the sentences comes from them. Bias scores are CALM eq. 1
+(percent of the template's baseline accuracy, :mod:`.bias`) or the released code's variant (accuracy points); the
+permutation floor ``null_mean`` and its ``p_value`` say whether a score is distinguishable from chance.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from ...findings import bullets, chance_verdict, interval, join, num, pct
+
+TASK_NAMES = {"qa": "QA", "nli": "NLI", "sentiment": "sentiment"}
+
+
+def accuracy_findings(avg: pd.DataFrame) -> str:
+    """Per model: baseline accuracy per task and the largest spread of template-averaged group accuracies."""
+    groups = [c for c in avg.columns if c not in ("model", "task", "bias_type", "n_templates", "baseline")]
+    lines = []
+    for m, g in avg.groupby("model", sort=False):
+        base = g.groupby("task", sort=False)["baseline"].mean()
+        spread = (g[groups].max(axis=1) - g[groups].min(axis=1)) * 100
+        worst = g.loc[spread.idxmax()]
+        lines.append(f"**{m}** answers " + join(f"{pct(a)} of the {TASK_NAMES.get(t, t)}" for t, a in base.items())
+                     + f" prompts correctly. Averaged over templates, its group accuracies lie within "
+                       f"{num(spread.max(), 2)} points of each other (largest spread: {worst['task']}, "
+                       f"{worst['bias_type']}).")
+    return bullets(lines)
+
+
+def bias_findings(bias_scores: pd.DataFrame) -> str:
+    """Each model's overall score per variant, with its bootstrap interval, permutation floor and p-value; says
+    whether the score is distinguishable from the floor (chance) and how many templates it averages."""
+    lines = []
+    overall = bias_scores[(bias_scores["task"] == "all") & (bias_scores["bias_type"] == "all")]
+    for r in overall.to_dict("records"):
+        unit = "" if r["variant"] == "paper" else " accuracy points"
+        name = "eq.-1 score" if r["variant"] == "paper" else "released-code score"
+        if not r["n_templates_used"]:
+            lines.append(f"**{r['model']}**, {name}: no template survived the discard rules, so the score is "
+                         f"{num(r['bias_score'])} by construction, not a measurement.")
+            continue
+        lines.append(
+            f"**{r['model']}**, {name}: {num(r['bias_score'])}{unit} {interval(r)} over {int(r['n_templates_used'])} "
+            f"template × bias-type entries, against a permutation floor (no group effect) of {num(r['null_mean'])}: "
+            f"{chance_verdict(r['p_value'])}.")
+    return bullets(lines)
+
+
+def discard_findings(discarded: pd.DataFrame) -> str:
+    """Per model and variant: how many template × bias-type entries each discard rule removed, of how many."""
+    lines = []
+    for (m, v), g in discarded.groupby(["model", "variant"], sort=False):
+        total = int(g.drop_duplicates("task")["n_templates_total"].sum())
+        by_rule = g.groupby("rule", sort=False)[["n_templates", "n_tasks"]].sum()
+        hit = [f"{int(r.n_templates)} by *{rule}*" for rule, r in by_rule.iterrows() if r.n_templates > 0]
+        tasks = int(by_rule["n_tasks"].sum())
+        removed = int(by_rule["n_templates"].sum())
+        lines.append(f"**{m}**, {v} variant: {removed} of {total} template × bias-type entries removed"
+                     + (f" ({join(hit)})" if hit else "") + (f", and {tasks} whole task(s)" if tasks else "") + ".")
+    return bullets(lines)
+
+
+def robustness_findings(robustness: pd.DataFrame, bias_scores: pd.DataFrame) -> str:
+    """The combined perturbation's change of each model's overall score, read against the score's own interval."""
+    lines = []
+    comb = robustness[robustness["perturbation"] == "combined"]
+    ref = bias_scores[(bias_scores["task"] == "all") & (bias_scores["bias_type"] == "all")].set_index(
+        ["model", "variant"])
+    for r in comb.to_dict("records"):
+        b = ref.loc[(r["model"], r["variant"])] if (r["model"], r["variant"]) in ref.index else None
+        inside = b is not None and b["ci_low"] <= r["overall"] <= b["ci_high"]
+        rel = f" ({num(r['rel_change_pct'], 2)} %)" if r["rel_change_pct"] == r["rel_change_pct"] else ""
+        lines.append(
+            f"**{r['model']}**, {r['variant']} variant: editing {int(r['templates_edited'])} of {int(r['templates'])} "
+            f"templates moves the overall score from {num(r['original_overall'])} to {num(r['overall'])}{rel}, "
+            + ("inside" if inside else "outside") + " the original score's 95 % interval"
+            + (f" {interval(b)}" if b is not None else "") + ".")
+    return bullets(lines)
+
+
+def subset_findings(subsets: pd.DataFrame) -> str:
+    """Per model (eq. 1): the spread of the overall score over random subsets, and the effect of halving the names."""
+    lines = []
+    paper = subsets[subsets["variant"] == "paper"]
+    for m, g in paper.groupby("model", sort=False):
+        pr = g[g["unit"] == "prompts"]
+        names = g[g["unit"] == "names"]
+        full = g["full"].iloc[0]
+        s = (f"**{m}** (full-subset score {num(full)}): random prompt subsets ("
+             + join(pct(f) for f in pr["fraction"]) + f") give standard deviations of {num(pr['sd'].min(), 2)}–"
+             f"{num(pr['sd'].max(), 2)} points")
+        if len(names):
+            n = names.iloc[0]
+            s += (f"; keeping {pct(n['fraction'])} of the names gives a mean of {num(n['mean'])} "
+                  + ("(lower)" if n["mean"] < full else "(higher)"))
+        lines.append(s + ".")
+    uninf = subsets[subsets["unit"].str.startswith("templates without")]
+    if len(uninf):
+        lines.append(f"Template subset '{uninf['unit'].iloc[0]}' keeps {pct(uninf['fraction'].iloc[0])} of the "
+                     "templates.")
+    return bullets(lines)
+
+
+def diversity_findings(diversity: pd.DataFrame) -> str:
+    """Mean pairwise similarity of each measured benchmark's templates, most diverse first."""
+    d = diversity[diversity["status"] == "measured"].sort_values("cosine_mean")
+    if d.empty:
+        return "No benchmark's similarity was measured in this run."
+    rows = [f"{r.benchmark} {num(r.cosine_mean, 2)} / {num(r.bertscore_f1_mean, 2)}" for r in d.itertuples()]
+    return (f"Mean pairwise cosine / BERTScore-style F1 (lower = more diverse), most diverse first: {join(rows)}. "
+            f"The most diverse set here is **{d['benchmark'].iloc[0]}**.")

@@ -1,0 +1,56 @@
+"""Notebook 1's findings: the run's response and subgroup tables turned into Markdown sentences.
+
+Deviation = the model gives the benchmark's biased answer; the deviation metric is the paper's eq. 4 (mean |d(g) − C|
+over subgroups), compared between two models by a two-sample Kolmogorov–Smirnov test (§3.3).
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from ...findings import bullets, chance_verdict, num, pct
+
+
+def released_findings(answers: pd.DataFrame) -> str:
+    """Deviation rates of the released models' answers, and how many answers were none of the labels."""
+    lines = []
+    for r in answers.to_dict("records"):
+        n = sum(v for k, v in r.items() if k not in ("model", "deviation_rate"))
+        other = r.get("other", 0) + r.get("", 0)
+        lines.append(f"**{r['model']}** (released answers): deviation rate {num(r['deviation_rate'])} over {n:,} "
+                     f"prompts; {other:,} answers were neither yes, no nor can't tell.")
+    return bullets(lines)
+
+
+def label_findings(mass: pd.DataFrame, cot: pd.DataFrame | None = None, cant_tell_floor: float = 0.05) -> str:
+    """Per embedded model (SSQA, no CoT): label mass, mean probability of each answer, the answer it gives most,
+    deviation rate; with CoT, the share of generations without an extractable answer."""
+    lines = []
+    for r in mass.to_dict("records"):
+        top = max(("yes", "no", "can't tell"), key=lambda a: r.get(f"answer_{a}", 0))
+        ct = ("puts noticeable probability on \"can't tell\"" if r["p_cant_tell"] >= cant_tell_floor else
+              "puts almost no probability on \"can't tell\"")
+        lines.append(f"**{r['model']}**: {pct(r['mean_label_mass'])} of the next-token probability lands on an "
+                     f"answer form (minimum {pct(r['min_label_mass'])}); renormalised, it {ct} "
+                     f"({pct(r['p_cant_tell'], 1)}) and answers \"{top}\" to {pct(r[f'answer_{top}'])} of "
+                     f"{int(r['n'])} prompts; deviation rate {num(r['deviation_rate'])}.")
+    if cot is not None:
+        for r in cot.to_dict("records"):
+            lines.append(f"**{r['model']}** with chain of thought: {pct(r['other_rate'])} of {int(r['n'])} "
+                         f"generations state no extractable answer (`other`); deviation rate "
+                         f"{num(r['deviation_rate'])} against {num(r['no_cot_deviation_rate_same_prompts'])} "
+                         "without CoT on the same prompts.")
+    return bullets(lines)
+
+
+def subgroup_findings(dm: pd.DataFrame, ks: pd.DataFrame) -> str:
+    """Deviation metric per model and the KS comparison of each model pair's subgroup-rate distributions."""
+    lines = [f"**{r['model']}**: deviation metric {num(r['deviation_metric'])} over {int(r['n_subgroups'])} "
+             f"{r['factors']} subgroups (median rate {num(r['median_rate'])})." for r in dm.to_dict("records")]
+    for r in ks.to_dict("records"):
+        a = dm.set_index("model")["deviation_metric"]
+        more = r["model_a"] if a.get(r["model_a"], 0) >= a.get(r["model_b"], 0) else r["model_b"]
+        lines.append(f"{r['model_a']} vs {r['model_b']}: KS D = {num(r['ks_statistic'], 2)}; the difference in their "
+                     f"subgroup rates is {chance_verdict(r['p_value'], int(min(r['n_a'], r['n_b'])))}"
+                     + (f" ({more} deviates more)." if r["p_value"] < 0.05 else "."))
+    return bullets(lines)

@@ -1,0 +1,105 @@
+"""The report's front page: ``outputs/index.html``, one static page over every executed notebook.
+
+For each ``MANIFEST.json`` under the outputs folder it lists the notebook (and variant), its status, profile, wall
+time and git commit, links the HTML render (or the executed ``.ipynb`` where no render exists) and the manifest,
+names the models with their weight hashes and the data files with their sha256 (folded), and shows the figures as
+thumbnails linking to the full PNGs. Plain HTML and a few lines of CSS; no JavaScript. All links are relative, so
+the folder can be moved or served as it is.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import html
+import json
+from pathlib import Path
+
+from .outputs import atomic_write_text
+
+CSS = """body{font:15px/1.45 system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
+h1{font-size:1.6em}h2{font-size:1.2em;margin:1.6em 0 .3em;border-bottom:1px solid #ddd}
+.meta{color:#555;font-size:.9em}.failed{color:#b00}.ok{color:#070}code{font-size:.85em}
+.figs{display:flex;flex-wrap:wrap;gap:8px;margin:.6em 0}.figs a{text-align:center;font-size:.75em;color:#444}
+.figs img{display:block;height:120px;border:1px solid #ccc;background:#fff}
+table{border-collapse:collapse;font-size:.85em}td,th{padding:1px 8px;text-align:left}"""
+
+
+def _e(x) -> str:
+    return html.escape(str(x))
+
+
+def _rel(path: Path, root: Path) -> str:
+    return _e(path.relative_to(root).as_posix())
+
+
+def manifests(outputs_dir: Path) -> list[tuple[Path, dict]]:
+    """(folder, manifest) for every run under ``outputs_dir`` (``<notebook>/`` or ``<notebook>/<variant>/``)."""
+    found = []
+    for f in sorted(outputs_dir.glob("*/MANIFEST.json")) + sorted(outputs_dir.glob("*/*/MANIFEST.json")):
+        try:
+            found.append((f.parent, json.loads(f.read_text())))
+        except (OSError, json.JSONDecodeError):
+            found.append((f.parent, {"status": "unreadable MANIFEST.json"}))
+    return sorted(found, key=lambda x: x[0].as_posix())
+
+
+def _section(folder: Path, m: dict, root: Path) -> str:
+    label = folder.relative_to(root).as_posix()
+    status = m.get("status", "?")
+    notebook = m.get("notebook") or folder.name
+    render = folder / f"{notebook}.html"
+    executed = folder / f"{notebook}.ipynb"
+    links = []
+    if render.exists():
+        links.append(f'<a href="{_rel(render, root)}">report (HTML)</a>')
+    if executed.exists():
+        links.append(f'<a href="{_rel(executed, root)}">executed notebook</a>')
+    links.append(f'<a href="{_rel(folder / "MANIFEST.json", root)}">MANIFEST</a>')
+    if (folder / "tables").is_dir():
+        links.append(f'<a href="{_rel(folder / "tables", root)}/">tables</a>')
+    git = m.get("git") or {}
+    commit = (git.get("commit") or "?")[:10] + (" (dirty)" if git.get("dirty") else "")
+    wall = m.get("wall_time_s")
+    meta = (f'<span class="{"ok" if status == "ok" else "failed"}">{_e(status)}</span> · profile '
+            f'{_e(m.get("profile", "?"))} · wall time {_e(f"{wall:.0f} s" if isinstance(wall, (int, float)) else "?")}'
+            f' · commit <code>{_e(commit)}</code> · started {_e(m.get("started", "?"))}')
+    models = m.get("models") or {}
+    model_rows = "".join(
+        f"<tr><td>{_e(name)}</td><td>{_e((info or {}).get('source', ''))}</td>"
+        f"<td><code>{_e(((info or {}).get('weights_sha256') or '')[:16])}</code></td></tr>"
+        for name, info in models.items())
+    data = m.get("data") or {}
+    data_rows = "".join(f"<tr><td>{_e(k)}</td><td><code>{_e(str(v)[:16])}</code></td></tr>" for k, v in data.items())
+    figs = "".join(f'<a href="{_rel(p, root)}"><img src="{_rel(p, root)}" alt="{_e(p.stem)}" loading="lazy">'
+                   f"{_e(p.stem)}</a>" for p in sorted((folder / "figures").glob("*.png")))
+    error = f'<pre class="failed">{_e(m["error"])}</pre>' if m.get("error") else ""
+    return (f'<h2 id="{_e(label)}">{_e(label)}</h2>\n<div class="meta">{meta}</div>\n<p>{" · ".join(links)}</p>\n'
+            + error
+            + (f"<table><tr><th>model</th><th>source</th><th>weights sha256</th></tr>{model_rows}</table>\n"
+               if model_rows else "")
+            + (f"<details><summary>{len(data)} data files (sha256)</summary><table>{data_rows}</table></details>\n"
+               if data_rows else "")
+            + (f'<div class="figs">{figs}</div>\n' if figs else ""))
+
+
+def build(outputs_dir: Path) -> str:
+    """The HTML text of the index for ``outputs_dir``."""
+    outputs_dir = Path(outputs_dir)
+    runs = manifests(outputs_dir)
+    toc = " · ".join(f'<a href="#{_e(f.relative_to(outputs_dir).as_posix())}">'
+                     f'{_e(f.relative_to(outputs_dir).as_posix())}</a>' for f, _ in runs)
+    catalogue = ('<p><a href="CATALOGUE.md">CATALOGUE.md</a>: every table and figure of the four papers and the file '
+                 "that regenerates it.</p>" if (outputs_dir / "CATALOGUE.md").exists() else "")
+    now = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    body = "\n".join(_section(f, m, outputs_dir) for f, m in runs) or "<p>No executed notebook found.</p>"
+    return (f'<!doctype html>\n<html lang="en"><head><meta charset="utf-8"><title>biaslab report</title>'
+            f"<style>{CSS}</style></head><body>\n<h1>biaslab — executed notebooks</h1>\n"
+            f'<p class="meta">{len(runs)} runs · index written {_e(now)}</p>\n<p>{toc}</p>\n{catalogue}\n{body}\n'
+            "</body></html>\n")
+
+
+def write(outputs_dir: Path) -> Path:
+    """Write ``outputs_dir/index.html`` and return its path."""
+    path = Path(outputs_dir) / "index.html"
+    atomic_write_text(path, build(outputs_dir))
+    return path

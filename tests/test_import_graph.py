@@ -1,0 +1,116 @@
+"""Data flows one way: no module of ``lib/biaslab`` imports a stage to its right.
+
+Every module is parsed (not imported) and each of its ``biaslab`` imports — top-level or inside a function — is
+checked against ``ALLOWED``: loaders import no statistics or scoring, statistics import no scoring, loader or paper
+glue, the engine knows no benchmark, and no generic stage imports a paper's package (``biaslab.papers.*``).
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+LIB = Path(__file__).resolve().parents[1] / "lib" / "biaslab"
+
+# top-level name under biaslab -> stage
+STAGES = {
+    "__init__": "infra", "paths": "infra", "profiles": "infra", "outputs": "infra",
+    "sources": "sources",
+    "benchmarks": "benchmarks",
+    "models": "models",
+    "scoring": "scoring",
+    "stats": "stats",
+    "plots": "plots",
+    "papers": "papers",
+    "catalogue": "orchestration", "runner": "orchestration", "cli": "orchestration",
+    "report_index": "orchestration", "compare": "orchestration",      # compare: notebook 5 reads outputs
+    "findings": "wording",
+}
+GENERIC = {"infra", "sources", "benchmarks", "models", "scoring", "stats", "plots", "wording"}
+# stage -> the stages it may import
+ALLOWED = {
+    "infra": {"infra"},
+    "sources": {"infra", "sources"},
+    "benchmarks": {"infra", "sources", "benchmarks"},
+    "models": {"infra", "models"},
+    "scoring": {"infra", "models", "scoring"},
+    "stats": {"stats"},                                   # pure functions over tables: nothing else of biaslab
+    "plots": {"infra", "stats", "plots"},
+    "wording": {"wording"},                              # phrases for computed findings: pure formatting
+    "papers": GENERIC | {"papers"},                      # a paper's glue may use every generic stage
+    "orchestration": GENERIC | {"papers", "orchestration"},
+}
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(LIB.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def biaslab_imports(path: Path) -> list[str]:
+    """Absolute names of the biaslab modules (or packages) that ``path`` imports, relative imports resolved."""
+    mod = module_name(path)
+    return imports_of(path.read_text(), mod if path.name == "__init__.py" else mod.rpartition(".")[0])
+
+
+def imports_of(source: str, package: str) -> list[str]:
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found += [a.name for a in node.names if a.name.split(".")[0] == "biaslab"]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            if target.split(".")[0] != "biaslab":
+                continue
+            if node.module is None or target in ("biaslab", "biaslab.papers"):
+                found += [f"{target}.{a.name}" for a in node.names]     # `from .. import stats`
+            else:
+                found.append(target)
+    return found
+
+
+def stage_of(name: str) -> str:
+    parts = name.split(".")
+    top = parts[1] if len(parts) > 1 else "__init__"
+    if top not in STAGES:
+        raise KeyError(f"{name}: module `{top}` has no stage; add it to STAGES in tests/test_import_graph.py")
+    return STAGES[top]
+
+
+def paper_of(name: str) -> str | None:
+    parts = name.split(".")
+    return parts[2] if len(parts) > 2 and parts[1] == "papers" else None
+
+
+MODULES = sorted(LIB.rglob("*.py"))
+
+
+def test_every_module_has_a_stage():
+    for path in MODULES:
+        stage_of(module_name(path))
+
+
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(LIB)))
+def test_imports_flow_one_way(path):
+    mod = module_name(path)
+    stage = stage_of(mod)
+    for target in biaslab_imports(path):
+        if target == "biaslab":
+            continue
+        assert stage_of(target) in ALLOWED[stage], f"{mod} ({stage}) imports {target} ({stage_of(target)})"
+        if paper_of(mod) and paper_of(target):
+            assert paper_of(mod) == paper_of(target), f"{mod} imports another paper's glue: {target}"
+
+
+def test_the_checker_sees_violations():
+    """Relative and function-level imports are resolved (a check that finds nothing is no check)."""
+    src = "def f():\n    from ..papers.calm import bias\n    from ..scoring import Scorer\nfrom . import coverage\n"
+    names = sorted(imports_of(src, "biaslab.stats"))
+    assert names == ["biaslab.papers.calm", "biaslab.scoring", "biaslab.stats.coverage"]
+    assert [stage_of(n) in ALLOWED["stats"] for n in names] == [False, False, True]
