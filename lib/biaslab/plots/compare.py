@@ -34,7 +34,8 @@ def forest_plot(rows: pd.DataFrame, groups: pd.DataFrame | None = None, title: s
     ax.set_yticklabels(labels, fontsize=8)
     ax.set_ylim(-0.7, n - 0.3)
     r0 = rows.iloc[0]
-    ax.set_xlabel(f"{r0['metric']} (95 % interval; {r0['direction']}; dotted: null {r0['null']:g})", fontsize=8)
+    ax.set_xlabel(f"{r0['metric']} (estimate and 95 % interval)\n{r0['direction']}; dotted line: null value "
+                  f"{r0['null']:g}", fontsize=8)
     ax.set_ylabel("model  [tie group]", fontsize=8)
     ax.set_title(title or r0["label"], fontsize=9)
     fig.tight_layout()
