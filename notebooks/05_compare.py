@@ -128,10 +128,12 @@ display(wide)
 #
 # Two models scored on the same prompts form a paired design: for each metric and each pair of models, the
 # difference *a − b* over the prompts (units) both answered, with a cluster-paired bootstrap interval (the same
-# templates / scenarios resampled for both models), and a test — exact McNemar for 0/1 outcomes, Wilcoxon
-# signed-rank for continuous ones (CALM: per-template bias scores), the percentile-bootstrap p for BBQ's ratio
-# scores. p-values are adjusted within each metric (Holm by default: a reader ranks models metric by metric, and Holm
-# controls the chance of any false separation among them under any dependence).
+# templates / scenarios resampled for both models) and its test: the Wald z of the difference on the bootstrap
+# standard error, which respects the clustering as the interval does. The exact McNemar (0/1 outcomes) or Wilcoxon
+# signed-rank (continuous; CALM: per-template bias scores) p-value is kept as `p_naive`: it treats prompts as
+# independent and overstates the evidence when prompts of a template answer alike. p-values are adjusted within each
+# metric (Holm by default: a reader ranks models metric by metric, and Holm controls the chance of any false
+# separation among them under any dependence).
 #
 # **Tie groups** (a compact letter display): models are sorted from most to least biased; a group is a maximal run
 # of consecutive models no two of which differ significantly after adjustment. Models sharing a letter cannot be told

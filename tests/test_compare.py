@@ -126,6 +126,9 @@ def test_paired_differences_equal_independent_computation(root, pairs):
     p = pairs[pairs["metric"] == "agentic_mean_entropy"].iloc[0]
     hand = (w[p["model_a"]] - w[p["model_b"]]).mean()
     assert p["difference"] == pytest.approx(hand) and p["n_pairs"] == len(w)
+    from scipy import stats
+    assert p["p_value"] == pytest.approx(2 * stats.norm.sf(abs(p["difference"]) / p["se_cluster"]))
+    assert p["p_naive"] == pytest.approx(stats.wilcoxon((w[p["model_a"]] - w[p["model_b"]])[lambda d: d != 0]).pvalue)
     for mid, part in pairs.groupby("metric"):
         assert np.allclose(part["p_adjusted"], multiplicity.adjust(part["p_value"], "holm"), equal_nan=True)
 

@@ -115,7 +115,8 @@ def cluster_sum_bootstrap(statistic: Callable[[np.ndarray], np.ndarray], sums: n
 
     ``sums`` is (G clusters x C columns); ``statistic`` maps an (R x C) array of column totals to R values. Returns
     estimate, se, ci_low, ci_high, p_boot (two-sided percentile-bootstrap p of the estimate against 0:
-    ``2 * min(P*(T <= 0), P*(T >= 0))``, capped at 1; meaningful for differences), n_clusters, n_boot.
+    ``2 * min((#{T* <= 0} + 1) / (B + 1), (#{T* >= 0} + 1) / (B + 1))``, capped at 1; meaningful for differences),
+    n_clusters, n_boot.
     """
     sums = np.asarray(sums, float)
     g = sums.shape[0]
@@ -133,6 +134,7 @@ def cluster_sum_bootstrap(statistic: Callable[[np.ndarray], np.ndarray], sums: n
         return {"estimate": est, "se": np.nan, "ci_low": np.nan, "ci_high": np.nan, "p_boot": np.nan,
                 "n_clusters": g, "n_boot": 0}
     lo, hi = np.quantile(reps, [alpha / 2, 1 - alpha / 2])
-    p = min(1.0, 2 * min(np.mean(reps <= 0), np.mean(reps >= 0)))
+    # (count + 1) / (B + 1): a bootstrap p-value is never 0 (Davison & Hinkley 1997, eq. 4.11)
+    p = min(1.0, 2 * min((np.sum(reps <= 0) + 1) / (reps.size + 1), (np.sum(reps >= 0) + 1) / (reps.size + 1)))
     return {"estimate": est, "se": float(reps.std(ddof=1)) if reps.size > 1 else np.nan, "ci_low": float(lo),
             "ci_high": float(hi), "p_boot": float(p), "n_clusters": g, "n_boot": int(reps.size)}
