@@ -158,8 +158,10 @@ def headline_values(m: Metric, root: Path) -> pd.DataFrame:
             d = r._asdict()
             rows.append({"model": d["model"], "estimate": float(d[s.column]),
                          "source": f"{m.folder}/tables/{s.table}.csv",
-                         "source_ci_low": d.get("ci_low", np.nan), "source_ci_high": d.get("ci_high", np.nan)})
-    out = pd.DataFrame(rows, columns=["model", "estimate", "source", "source_ci_low", "source_ci_high"])
+                         "source_ci_low": d.get("ci_low", np.nan), "source_ci_high": d.get("ci_high", np.nan),
+                         "source_ci_method": d.get("ci_method", "")})
+    out = pd.DataFrame(rows, columns=["model", "estimate", "source", "source_ci_low", "source_ci_high",
+                                      "source_ci_method"])
     return out.drop_duplicates("model", keep="first").reset_index(drop=True)
 
 
@@ -242,8 +244,10 @@ def model_metric_table(root: Path, metrics=METRICS, models: list[str] | None = N
                 "estimate_from_responses": np.nan, "ci_low": np.nan, "ci_high": np.nan,
                 "ci_method": "no per-prompt responses in the source folder", "n_units": np.nan, "n_clusters": np.nan}
             if m.kind == "source_interval":
+                how = row.source_ci_method if isinstance(row.source_ci_method, str) and row.source_ci_method else \
+                    m.note.split(";")[0]
                 res.update(ci_low=row.source_ci_low, ci_high=row.source_ci_high,
-                           ci_method=f"the source notebook's interval ({m.note.split(';')[0]})")
+                           ci_method=f"the source notebook's interval: {how}")
             rows.append({"metric": m.id, "benchmark": m.benchmark, "label": m.label, "model": row.model,
                          "estimate": row.estimate, **res, "direction": m.direction, "orientation": m.orientation,
                          "null": m.null, "null_meaning": m.null_meaning, "source": row.source})
