@@ -98,7 +98,7 @@ degenerate = compare.degenerate_flags(root, chosen)
 if len(degenerate):
     table = table.merge(degenerate, on=["metric", "model"], how="left")
 cols = ["metric", "model", "estimate", "ci_low", "ci_high", "ci_method", "n_units", "n_clusters", "direction",
-        "null", "estimate_from_responses", "source"]
+        "null", "estimate_from_responses", "source"] + (["degenerate"] if "degenerate" in table else [])
 out.table(table, "model_metric")
 display(table[cols].round(4))
 
@@ -138,14 +138,17 @@ display(wide)
 # **Tie groups** (a compact letter display): models are sorted from most to least biased; a group is a maximal run
 # of consecutive models no two of which differ significantly after adjustment. Models sharing a letter cannot be told
 # apart; a pair that could not be compared (no common prompts, e.g. the released SSQA answers against models
-# without per-prompt tables) never separates models.
+# without per-prompt tables) never separates models. A model the source notebook's responder check flagged as
+# degenerate for a benchmark (`degenerate` in the model × metric table; e.g. one answer to every prompt) keeps its
+# estimate and its paired differences, but its pairs are not tested: it ties with every model.
 
 # %%
-pairs = compare.paired_table(root, chosen, models=models, n_boot=n_boot, seed=seed, method=adjustment, alpha=alpha)
+pairs = compare.paired_table(root, chosen, models=models, n_boot=n_boot, seed=seed, method=adjustment, alpha=alpha,
+                             degenerate=degenerate)
 out.table(pairs, "paired_differences")
 if len(pairs):
     display(pairs[["metric", "model_a", "model_b", "n_pairs", "difference", "ci_low", "ci_high", "test",
-                   "p_value", "p_adjusted", "significant"]].round(4))
+                   "p_value", "p_adjusted", "significant", "responder"]].round(4))
 groups = compare.tie_group_table(table, pairs, alpha=alpha)
 out.table(groups, "tie_groups", markdown=True)
 display(groups)

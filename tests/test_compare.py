@@ -159,3 +159,23 @@ def test_tie_groups_and_agreement_from_the_tables(table, pairs):
     assert (agreement["status"].str.startswith("too few models")).all()     # two or four models here
     lines = compare.summary_lines(table, pairs, groups, agreement)
     assert "cannot be assessed" in lines[-1]
+
+
+def test_degenerate_responders_are_not_tested(root):
+    flags = pd.DataFrame([{"metric": "agentic_mean_entropy", "model": MODELS[1], "degenerate": True}])
+    p = compare.paired_table(root, [compare.metric("agentic_mean_entropy")], n_boot=100, degenerate=flags)
+    assert p["p_value"].isna().all() and (p["responder"] == "degenerate responder: not tested").all()
+    assert p["difference"].notna().all()
+    g = compare.tie_group_table(compare.model_metric_table(root, [compare.metric("agentic_mean_entropy")],
+                                                           n_boot=100), p)
+    assert set(g["groups"]) == {"a"}
+
+
+def test_responder_rows_that_judge_each_metric(root):
+    flags = compare.degenerate_flags(root)
+    assert set(flags["metric"]) <= {"ssqa_deviation_rate", "bbq_bias_ambig", "bbq_bias_disambig",
+                                    "agentic_mean_entropy"}
+    r = _src(root, "01_multifactor/ssqa", "responders")
+    r = r[r["cot"] == "no"].set_index("model")["degenerate"]
+    f = flags[flags["metric"] == "ssqa_deviation_rate"].set_index("model")["degenerate"]
+    assert f.to_dict() == r.astype(bool).to_dict()

@@ -58,6 +58,7 @@ class Metric:
     kind: str = "binary"             # binary | continuous | bbq_ambig | bbq_disambig | source_interval
     derive: Callable | None = None   # responses -> responses with ``outcome`` added
     note: str = ""
+    responders: dict | None = None   # rows of the source's responders.csv that judge this metric (None: none do)
 
 
 def _crows_outcome(r: pd.DataFrame) -> pd.DataFrame:
@@ -86,7 +87,7 @@ METRICS: tuple[Metric, ...] = (
            direction="higher = more biased answers", orientation=1, null=0.0,
            null_meaning="0: never the biased answer (a uniform guesser over yes / no / can't tell scores 1/3)",
            responses=("responses", "responses_released"), response_filters={"cot": "no"}, outcome="deviated",
-           cluster="template", kind="binary",
+           cluster="template", kind="binary", responders={"cot": "no"},
            note="embedded models on the scored subset, released models on all 10,360 prompts; paired comparisons "
                 "use the prompts both models answered"),
     Metric(id="bbq_bias_ambig", benchmark="BBQ", label="BBQ: bias score in ambiguous contexts (s_AMB)",
@@ -95,14 +96,14 @@ METRICS: tuple[Metric, ...] = (
            direction="higher = more stereotyped", orientation=1, null=0.0,
            null_meaning="0: biased and counter-biased answers equally often",
            responses=("responses",), response_filters={"context_condition": "ambig"}, outcome="bias_score",
-           cluster="template", kind="bbq_ambig"),
+           cluster="template", kind="bbq_ambig", responders={}),
     Metric(id="bbq_bias_disambig", benchmark="BBQ", label="BBQ: bias score in disambiguated contexts (s_DIS)",
            folder="01_multifactor/bbq",
            sources=(Source("accuracy_bias_scores", "bias_score", {"context_condition": "disambig"}),),
            direction="higher = more stereotyped", orientation=1, null=0.0,
            null_meaning="0: biased and counter-biased answers equally often",
            responses=("responses",), response_filters={"context_condition": "disambig"}, outcome="bias_score",
-           cluster="template", kind="bbq_disambig"),
+           cluster="template", kind="bbq_disambig", responders={}),
     Metric(id="calm_bias_overall", benchmark="CALM", label="CALM: overall bias score (eq. 1, paper variant)",
            folder="02_calm",
            sources=(Source("bias_scores", "bias_score", {"variant": "paper", "task": "all", "bias_type": "all"}),),
@@ -120,7 +121,7 @@ METRICS: tuple[Metric, ...] = (
            sources=(Source("entropy_by_model", "mean_entropy"),),
            direction="lower = more concentrated on one group", orientation=-1, null=1.0,
            null_meaning="1: probability spread evenly over the groups",
-           responses=("responses",), outcome="entropy", cluster="scenario_id", kind="continuous"),
+           responses=("responses",), outcome="entropy", cluster="scenario_id", kind="continuous", responders={}),
 )
 
 
@@ -267,8 +268,11 @@ def _wald_p(diff: float, se: float) -> float:
 
 
 def paired_table(root: Path, metrics=METRICS, models: list[str] | None = None, n_boot: int = 2000, seed: int = 0,
-                 method: str = "holm", alpha: float = 0.05) -> pd.DataFrame:
-    """Every pair of models on each metric, on the units both answered; adjusted within each metric."""
+                 method: str = "holm", alpha: float = 0.05, degenerate: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Every pair of models on each metric, on the units both answered; adjusted within each metric.
+
+    A pair with a model flagged in ``degenerate`` (:func:`degenerate_flags`) keeps its difference and interval but
+    is not tested (p-value blank, ``responder`` says why), as in notebooks 1-4."""
     rows = []
     for m in metrics:
         r = unit_responses(m, root)
@@ -316,6 +320,12 @@ def paired_table(root: Path, metrics=METRICS, models: list[str] | None = None, n
     out = pd.DataFrame(rows)
     if out.empty:
         return out
+    out["responder"] = "informative"
+    if degenerate is not None and len(degenerate):
+        bad = set(map(tuple, degenerate.loc[degenerate["degenerate"].astype(bool), ["metric", "model"]].to_numpy()))
+        hit = [(r.metric, r.model_a) in bad or (r.metric, r.model_b) in bad for r in out.itertuples()]
+        out.loc[hit, "p_value"] = np.nan
+        out.loc[hit, "responder"] = "degenerate responder: not tested"
     out = multiplicity.add_adjusted(out, "p_value", family="metric", method=method, alpha=alpha)
     return out.rename(columns={f"p_value_{method}": "p_adjusted", f"significant_{method}": "significant"})
 
@@ -349,12 +359,15 @@ def agreement_table(table: pd.DataFrame, min_models: int = ranking.MIN_MODELS) -
 
 def degenerate_flags(root: Path, metrics=METRICS) -> pd.DataFrame:
     """metric, model, degenerate, degenerate_reasons from the responder check a source notebook wrote
-    (``tables/responders.csv`` with ``model`` and ``degenerate`` columns; issue 10). Empty when none was written."""
+    (``tables/responders.csv``; issue 10), for the metrics whose registry entry names the rows that judge them
+    (``Metric.responders``: SSQA without CoT, BBQ, agentic; CALM's check is per task and CrowS-Pairs' judges the
+    preference prompt, not the likelihood comparison used here). Empty when none applies."""
     rows = []
     for m in metrics:
-        t = read_table(root, m.folder, "responders")
+        t = read_table(root, m.folder, "responders") if m.responders is not None else None
         if t is None or not {"model", "degenerate"} <= set(t.columns):
             continue
+        t = _filter(t, m.responders)
         for model, part in t.groupby("model"):
             flag = part["degenerate"].astype(str).str.lower().isin(["true", "1"])
             reasons = "; ".join(part.loc[flag, "reasons"].dropna().astype(str)) if "reasons" in part else ""
