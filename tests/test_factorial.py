@@ -94,3 +94,20 @@ def test_response_factor_reference_is_the_models_usual_answer():
     d = pd.DataFrame({"answer_position": [3, 3, 2, 1]})
     assert multifactor.references(spec, plan, d)["answer_position"] == 3
     assert multifactor.references(spec, plan)["answer_position"] == 1
+
+
+def test_crows_variant_scores_the_sentences_notebook_3_scores():
+    """Same pairs, same sentences as notebook 3's per-dataset sample, so its cached scores serve notebook 1."""
+    from biaslab import profiles
+    from biaslab.benchmarks import crows_pairs as cp
+    p = factorial.prepare("crows_pairs").prompts
+    s = factorial.sample("crows_pairs", p, 3 * 20, ["dataset", "bias_type"], seed=0)
+    for d in factorial.CROWS_DATASETS:
+        ref = cp.subsample(factorial.load_benchmark(d), 20, seed=0).prompts
+        got = s[s["dataset"] == d]
+        assert list(got["sent_more"]) == list(ref["sent_more"]) and list(got["sent_less"]) == list(ref["sent_less"])
+    for prof in profiles.PROFILE_NAMES:
+        mp = profiles.params(prof, "03_crows_pairs_bayes")["max_pairs"]
+        assert profiles.params(prof, "01_multifactor", "crows_pairs")["max_prompts"] == (None if mp is None else 3 * mp)
+        assert (profiles.params(prof, "01_multifactor", "agentic")["max_prompts"]
+                == profiles.params(prof, "04_agentic_entropy")["max_prompts"])

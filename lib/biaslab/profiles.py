@@ -65,11 +65,8 @@ PROFILES: dict[str, dict[str, dict]] = {
         # all 1,020 agentic prompts; every cyclic rotation of a stratified 120-prompt subset (60 positive/negative
         # pairs, 8 per question-type x class-type stratum): the paired test of the cyclic gain then detects d_z >= 0.26
         "04_agentic_entropy": {"max_prompts": None, "cyclic_prompts": 120, "fewshot_prompts": 0},
-        # notebook 1 on CALM, CrowS-Pairs and agentic: CrowS and agentic take every prompt notebooks 3 and 4 score
-        # (shared through the score cache: whichever runs first pays), CALM a small stratified subset
+        # notebook 1 on CALM: a small stratified subset (CrowS-Pairs and agentic: see _share_scores below)
         "01_multifactor/calm": {"max_prompts": 120},
-        "01_multifactor/crows_pairs": {"max_prompts": None},
-        "01_multifactor/agentic": {"max_prompts": None},
         "05_compare": {"models": None, "n_boot": 2000},
     },
     "paper": {
@@ -84,6 +81,22 @@ PROFILES: dict[str, dict[str, dict]] = {
         "05_compare": {"models": None, "n_boot": 2000},
     },
 }
+
+
+def _share_scores(profiles: dict) -> None:
+    """Notebook 1 on CrowS-Pairs and on the agentic benchmark scores exactly the pairs and prompts notebooks 3 and 4
+    score in the same profile (same samplers, same seed), so the score cache serves one from the other and the
+    variants add statistics, not model time: CrowS-Pairs ``max_prompts`` = 3 datasets x notebook 3's
+    ``max_pairs``, agentic ``max_prompts`` = notebook 4's."""
+    for prof in profiles.values():
+        if "03_crows_pairs_bayes" in prof:
+            mp = prof["03_crows_pairs_bayes"].get("max_pairs")
+            prof.setdefault("01_multifactor/crows_pairs", {})["max_prompts"] = None if mp is None else 3 * mp
+        if "04_agentic_entropy" in prof:
+            prof.setdefault("01_multifactor/agentic", {})["max_prompts"] = prof["04_agentic_entropy"].get("max_prompts")
+
+
+_share_scores(PROFILES)
 
 
 def params(profile: str, notebook: str, variant: str = "") -> dict:
