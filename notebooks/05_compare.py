@@ -48,6 +48,7 @@ seed = 0
 # `fdr_bh`); a rank correlation between benchmarks gets an interval from `min_models_agreement` models on.
 
 # %%
+import io
 import time
 from pathlib import Path
 
@@ -157,7 +158,6 @@ display(groups)
 # %%
 def show(fig, name, width=560):
     out.figure(fig, name)
-    import io
     buf = io.BytesIO()
     fig.savefig(buf, dpi=72, bbox_inches="tight")
     plt.close(fig)
