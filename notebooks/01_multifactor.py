@@ -611,11 +611,12 @@ try:
     print("the factor spec's own reference levels are identified for these data")
 except imp.AliasingError as e:
     print("Refused (reference levels of the factor spec):", e)
-try:
-    imp.logistic_regression(multifactor.recode(first, plan), plan.regression + [bench.cluster or "template"],
-                            multifactor.references(spec, plan, first), outcome=plan.outcome)
-except imp.AliasingError as e:
-    print("Refused (with template):", e)
+if bench.cluster in spec:   # the generating unit as a factor (SSQA, BBQ: template; CALM: template_id)
+    try:
+        imp.logistic_regression(multifactor.recode(first, plan), plan.regression + [bench.cluster],
+                                multifactor.references(spec, plan, first), outcome=plan.outcome)
+    except imp.AliasingError as e:
+        print(f"Refused (with {bench.cluster}):", e)
 
 fits = []
 for m in pd.unique(nocot["model"]):
