@@ -643,7 +643,7 @@ for m in pd.unique(nocot["model"]):
     shown_alpha = alpha if full else 1.0
     label = f"n = {res.n:,}" + ("" if full else ", all terms")
     show(plots.coefficient_plot(res.table, shown_alpha, f"{benchmark.upper()} {m}: factor importance ({label})",
-                                highlight=plan.highlight), f"coefficients_{m}", 560)
+                                highlight=plan.highlight, references=refs), f"coefficients_{m}", 560)
 importance = pd.concat(fits, ignore_index=True) if fits else pd.DataFrame()
 if len(importance):
     # changed after review: template-clustered SEs beside the naive ones, and Benjamini-Hochberg over the stigma
@@ -720,10 +720,12 @@ if bayes_draws:
                   f"{res.diagnostics['min_ess_bulk']:.0f}, {res.diagnostics['divergences']} divergences; wanted R-hat "
                   "<= 1.01, ESS >= 400, no divergences): tabulated for inspection, kept out of the findings")
         bayes_diag.append({"model": m, **res.diagnostics})
-        show(plots.posterior_plot(res.summary, f"{benchmark.upper()} {m}: {res.formula}"), f"bayes_{m}", 520)
+        show(plots.posterior_plot(res.summary, f"{benchmark.upper()} {m}: {res.formula}", references=refs),
+             f"bayes_{m}", 520)
     if bayes_rows:
         table(pd.concat(bayes_rows, ignore_index=True), "bayes_summary", markdown=True, show_rows=20)
         table(pd.DataFrame(bayes_diag), "bayes_diagnostics", markdown=True)
+        display(Markdown(findings.bayes_findings(pd.concat(bayes_rows, ignore_index=True), pd.DataFrame(bayes_diag))))
 else:
     print("bayes_draws = 0: Bayesian model skipped in this profile")
 timings["bayes"] = time.perf_counter() - t0
@@ -733,11 +735,11 @@ timings["bayes"] = time.perf_counter() - t0
 # divergences); `bayes_summary.csv` says so in `converged` / `use_in_findings`, and a non-converged fit is tabulated
 # for inspection only.
 #
-# Read the diagnostics before the estimates: with modest draws the intercept and the group-level standard deviations
-# mix slowly (the global intercept trades off against the mean of the stigma and template intercepts), so their
-# effective sample sizes are the smallest; the prompt-style effects, estimated within templates, are well determined.
-# Gender and biased-answer effects come with wide intervals — the honest version of the confounding that the
-# maximum-likelihood model can only refuse.
+# Read the diagnostics before the estimates (the sentences above say, per model, whether they meet R-hat ≤ 1.01 and
+# ESS ≥ 400): with modest draws the intercept and the group-level standard deviations mix slowly (the global intercept
+# trades off against the mean of the stigma and template intercepts). Effects that are properties of the template
+# (gender, biased answer) are expected to come with wide intervals once template variation is allowed for — the
+# honest version of the confounding that the maximum-likelihood model can only refuse.
 
 # %% [markdown]
 # ## What this sample can detect (changed after review)

@@ -387,8 +387,8 @@ power_rows.append(power.power_row("agentic", profile, "cyclic gain in entropy", 
                                   test="paired t / Wilcoxon"))
 for (ct, k), g in prompts.groupby(["class_type", "k"]):
     n = len(g)
-    w = (GofChisquarePower().solve_power(effect_size=None, nobs=n, alpha=0.05, power=0.8, n_bins=int(k))
-         if n > k else np.nan)
+    w = (float(np.ravel(GofChisquarePower().solve_power(effect_size=None, nobs=n, alpha=0.05, power=0.8,
+                                                        n_bins=int(k)))[0]) if n > k else np.nan)
     power_rows.append(power.power_row("agentic", profile, f"uniform top-group choice, {ct} (k = {k})", n, w,
                                       n_clusters=int(g["scenario_id"].nunique()), scale="Cohen's w",
                                       test="chi-square goodness of fit"))

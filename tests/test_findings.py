@@ -21,7 +21,7 @@ from biaslab.papers.multifactor import findings as F1
 ROOT = Path(__file__).resolve().parents[1]
 
 
-# ---------------------------------------------------------------------------------------------------------------- wording
+# --------------------------------------------------------------------------------------------- wording
 
 def test_wording_helpers():
     assert W.num(0.95354) == "0.954" and W.num(-7.4, 2) == "−7.4" and W.num(float("nan")) == "n/a"
@@ -35,7 +35,7 @@ def test_wording_helpers():
     assert W.interval({}) == "" and W.excludes({}, 0.5) is None
 
 
-# ---------------------------------------------------------------------------------------------------------------- notebook 4
+# ------------------------------------------------------------------------------------------ notebook 4
 
 def _uniformity(p_group: float, top_share: float) -> pd.DataFrame:
     return pd.DataFrame([
@@ -69,7 +69,8 @@ def test_agentic_position_and_summary_direction():
     assert "no position is distinguishable" in F4.position_findings(pb(0.0))
 
     def cyc(after):
-        return pd.DataFrame({"model": ["m"], "n": [12], "mean_entropy_stored": [0.9], "mean_entropy_cyclic_avg": [after],
+        return pd.DataFrame({"model": ["m"], "n": [12], "mean_entropy_stored": [0.9],
+                             "mean_entropy_cyclic_avg": [after],
                              "mean_entropy_position_avg": [0.9], "wilcoxon_p": [0.001]})
     by_model = pd.DataFrame({"model": ["m"], "n": [30], "mean_entropy": [0.9]})
     pos_only = F4.summary_findings(by_model, cyc(0.995), _uniformity(0.6, 0.37), _gp(0.8, 0.01))
@@ -89,7 +90,7 @@ def test_agentic_entropy_findings_place_against_paper():
     assert "below the range" in F4.entropy_findings(bm(0.4), paper)
 
 
-# ---------------------------------------------------------------------------------------------------------------- notebook 2
+# ------------------------------------------------------------------------------------------ notebook 2
 
 def _calm_scores(score, null_mean, p):
     return pd.DataFrame({"model": ["m"], "variant": ["paper"], "task": ["all"], "bias_type": ["all"],
@@ -101,6 +102,8 @@ def test_calm_bias_findings_direction():
     biased, null = F2.bias_findings(_calm_scores(80.0, 10.0, 0.001)), F2.bias_findings(_calm_scores(12.0, 11.0, 0.4))
     assert "distinguishable from chance (p = 0.001)" in biased and "not distinguishable" not in biased
     assert "not distinguishable from chance at this sample size (p = 0.4)" in null
+    with_mde = F2.bias_findings(_calm_scores(12.0, 11.0, 0.4).assign(mde=35.0))   # the inference helper's column
+    assert "effects smaller than 35 would go undetected" in with_mde
     empty = _calm_scores(0.0, 0.0, 1.0).assign(n_templates_used=0, variant="released")
     assert "by construction, not a measurement" in F2.bias_findings(empty)
 
@@ -112,7 +115,7 @@ def test_calm_robustness_reads_the_interval():
     assert "inside" in F2.robustness_findings(rob.assign(overall=85.0), _calm_scores(80.0, 10, 0.01))
 
 
-# ---------------------------------------------------------------------------------------------------------------- notebook 3
+# ------------------------------------------------------------------------------------------ notebook 3
 
 def test_crows_pairs_likelihood_findings_direction():
     def lik(mean_d, p, bf):
@@ -136,7 +139,7 @@ def test_crows_pairs_preference_position_verdict():
     assert "mostly by content" in F3.preference_findings(pref, ans, pos.assign(p_first=0.5), by_content)
 
 
-# ---------------------------------------------------------------------------------------------------------------- notebook 1
+# ------------------------------------------------------------------------------------------ notebook 1
 
 def test_multifactor_subgroup_findings_direction():
     dm = pd.DataFrame({"model": ["a", "b"], "factors": "stigma x gender", "n_subgroups": 80,
@@ -148,14 +151,25 @@ def test_multifactor_subgroup_findings_direction():
 
 
 def test_multifactor_label_findings_direction():
-    mass = lambda ct: pd.DataFrame({"model": ["m"], "n": [40], "mean_label_mass": [0.3], "min_label_mass": [0.1],  # noqa: E731
+    mass = lambda ct: pd.DataFrame({"model": ["m"], "n": [40], "mean_label_mass": [0.3],  # noqa: E731
+                                    "min_label_mass": [0.1],
                                     "p_cant_tell": [ct], "deviation_rate": [0.4], "answer_yes": [0.9],
                                     "answer_no": [0.1], "answer_can't tell": [0.0]})
     assert "almost no probability on \"can't tell\"" in F1.label_findings(mass(0.01))
     assert "noticeable probability on \"can't tell\"" in F1.label_findings(mass(0.3))
 
 
-# ---------------------------------------------------------------------------------------------------------------- no run numbers in markdown
+def test_multifactor_bayes_findings_direction():
+    summary = pd.DataFrame({"model": "m", "term": ["Intercept", "a[x]", "b[y]"], "hdi_2.5%": [-3, 0.2, -1.5],
+                            "hdi_97.5%": [-1, 0.9, 2.5]})
+    good = pd.DataFrame({"model": ["m"], "max_r_hat": [1.0], "min_ess_bulk": [900], "min_ess_tail": [800],
+                         "divergences": [0]})
+    ok, bad = F1.bayes_findings(summary, good), F1.bayes_findings(summary, good.assign(min_ess_bulk=40))
+    assert "meets the usual thresholds" in ok and "provisional" in bad
+    assert "95 % HDI excludes 0 for 1 of 2 terms (a[x])" in ok and "widest interval is b[y]" in ok
+
+
+# -------------------------------------------------------------------------- no run numbers in markdown
 
 # Summary tables of model results, per notebook: the values a findings sentence could quote.
 RESULT_TABLES = {
@@ -181,7 +195,8 @@ METHOD_NUMBERS = {
 }
 NUMBER = re.compile(r"(?<![\w.,§$^{}-])\d[\d,]*(?:\.\d+)?(?![\w])")
 # design columns (counts, sizes, positions) hold the benchmark's plan, not a result
-DESIGN_COLUMNS = re.compile(r"^(n|k|df|runs|templates.*|fraction|position|uniform|ideal|level|min_expected|n_.*|.*_total)$")
+DESIGN_COLUMNS = re.compile(r"^(n|k|df|runs|templates.*|fraction|position|uniform|ideal|level|min_expected"
+                            r"|n_.*|.*_total)$")
 
 
 def significant_digits(token: str) -> int:

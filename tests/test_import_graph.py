@@ -16,7 +16,8 @@ LIB = Path(__file__).resolve().parents[1] / "lib" / "biaslab"
 
 # top-level name under biaslab -> stage
 STAGES = {
-    "__init__": "infra", "paths": "infra", "profiles": "infra", "outputs": "infra",
+    "__init__": "infra", "paths": "infra", "profiles": "infra",
+    "outputs": "output",
     "sources": "sources",
     "benchmarks": "benchmarks",
     "models": "models",
@@ -28,7 +29,7 @@ STAGES = {
     "report_index": "orchestration", "compare": "orchestration",      # compare: notebook 5 reads outputs
     "findings": "wording",
 }
-GENERIC = {"infra", "sources", "benchmarks", "models", "scoring", "stats", "plots", "wording"}
+GENERIC = {"infra", "sources", "benchmarks", "models", "scoring", "stats", "plots", "wording", "output"}
 # stage -> the stages it may import
 ALLOWED = {
     "infra": {"infra"},
@@ -38,7 +39,8 @@ ALLOWED = {
     "scoring": {"infra", "models", "scoring"},
     "stats": {"stats"},                                   # pure functions over tables: nothing else of biaslab
     "plots": {"infra", "stats", "plots"},
-    "wording": {"wording"},                              # phrases for computed findings: pure formatting
+    "wording": {"wording"},                               # phrases for computed findings: pure formatting
+    "output": {"infra", "plots", "output"},              # writes tables and figures (checks figures first)
     "papers": GENERIC | {"papers"},                      # a paper's glue may use every generic stage
     "orchestration": GENERIC | {"papers", "orchestration"},
 }

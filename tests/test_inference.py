@@ -266,3 +266,10 @@ def test_bbq_score_intervals_match_bias_scores():
     np.testing.assert_allclose(t["bias_score"], ref["bias_score"])
     np.testing.assert_allclose(t["accuracy"], ref["accuracy"])
     assert ((t.bias_ci_low < t.bias_score) & (t.bias_score < t.bias_ci_high)).all()
+
+
+@pytest.mark.parametrize("n", [12, 50, 102, 120, 1020])
+def test_power_helpers_return_floats(n):
+    # statsmodels' solver returns a 1-element array for some n (it did for 120): the helpers must give floats
+    for v in (power.mde_paired_mean(n), power.mde_proportion(n), power.mde_two_proportions(n, 2 * n, 0.3)):
+        assert isinstance(v, float) and 0 < v < 1.5

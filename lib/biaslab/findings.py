@@ -27,6 +27,12 @@ def num(x: float, digits: int = 3) -> str:
     return s.replace("-", "−", 1) if s.startswith("-") else s
 
 
+def span(lo: float, hi: float, digits: int = 3) -> str:
+    """'0.948–0.975', or one number when both ends print alike."""
+    a, b = num(lo, digits), num(hi, digits)
+    return a if a == b else f"{a}–{b}"
+
+
 def pct(x: float, digits: int = 0) -> str:
     return "n/a" if x is None or x != x else f"{100 * x:.{digits}f} %"
 
@@ -58,8 +64,8 @@ def excludes(row: Mapping, value: float) -> bool | None:
 
 
 def chance_verdict(p: float, n: int | None = None, alpha: float = ALPHA, mde: float | None = None) -> str:
-    """'distinguishable from chance (p = …)' or 'not distinguishable from chance at this sample size (n = …)'; with a
-    minimum detectable effect, the null verdict says how large an effect could have been missed."""
+    """'distinguishable from chance (p = …)' or 'not distinguishable from chance at this sample size (n = …)';
+    with a minimum detectable effect, the null verdict says how large an effect could have been missed."""
     if p is not None and p == p and p < alpha:
         return f"distinguishable from chance ({pval(p)})"
     size = f"n = {n}, " if n is not None else ""

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+import warnings
 from pathlib import Path
 
 import pandas as pd
@@ -62,7 +63,17 @@ class OutputDir:
         return p
 
     def figure(self, fig, name: str, dpi: int = FIGURE_DPI) -> Path:
-        """Save a matplotlib figure as ``figures/<name>.png``."""
+        """Save a matplotlib figure as ``figures/<name>.png`` after :func:`biaslab.plots.figure_check.check_figure`:
+        a problem is recorded as a note (MANIFEST) and warned about, or raised with ``BIASLAB_STRICT_FIGURES=1``."""
+        from .plots.figure_check import FigureCheckError, check_figure
+
+        problems = check_figure(fig)
+        if problems:
+            msg = f"figure {name}: " + "; ".join(problems)
+            if os.environ.get("BIASLAB_STRICT_FIGURES") == "1":
+                raise FigureCheckError(msg)
+            warnings.warn(msg, stacklevel=2)
+            self.note(msg)
         p = self.figures / f"{name}.png"
         fd, tmp = tempfile.mkstemp(suffix=".png", dir=self.figures)
         os.close(fd)

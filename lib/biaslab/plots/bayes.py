@@ -131,22 +131,38 @@ def refusals_by_bias_type(counts: pd.DataFrame, bias_col: str = "bias_type", col
 
 
 def position_bias(table: pd.DataFrame, group_by: Sequence[str] = ("model", "dataset"), title: str = ""):
-    """How often the model picks the first sentence, in each presentation order (``order``, ``p_first`` columns),
-    with the 0.5 line of no position preference."""
-    groups = [" · ".join(map(str, k if isinstance(k, tuple) else (k,)))
-              for k, _ in table.groupby(list(group_by), sort=False)]
+    """How often the model picks the first sentence, in each presentation order (``order``, ``p_first`` columns;
+    ``ci_low``/``ci_high`` drawn when present), one row per model · dataset, with the 0.5 line of no position
+    preference. A dot plot, so a share of 0 stays visible; the subtitle names the models that were prompted."""
+    keys = list(group_by)
+    groups = [(k if isinstance(k, tuple) else (k,)) for k, _ in table.groupby(keys, sort=False)]
+    labels = [" · ".join(map(str, k)) for k in groups]
     orders = list(dict.fromkeys(table["order"]))
-    fig, ax = plt.subplots(figsize=(max(5, 1.6 * len(groups)), 3.6))
-    w = 0.8 / max(len(orders), 1)
+    markers = dict(zip(orders, "osD^v"))
+    fig, ax = plt.subplots(figsize=(7.5, 2.4 + 0.45 * len(groups) * max(len(orders), 1) ** 0.5))
+    step = 0.6 / max(len(orders), 1)
     for j, o in enumerate(orders):
-        vals = [g.loc[g["order"] == o, "p_first"].mean() for _, g in table.groupby(list(group_by), sort=False)]
-        bars = ax.bar(np.arange(len(groups)) + (j - (len(orders) - 1) / 2) * w, vals, w, label=f"order: {o}")
-        ax.bar_label(bars, fmt="%.2f", fontsize=7)
-    ax.axhline(0.5, color="k", ls="--", lw=0.8)
-    ax.set_ylim(0, 1.05)
-    ax.set_xticks(range(len(groups)), groups, rotation=15, ha="right", fontsize=8)
-    ax.set_ylabel("share of answers naming the first sentence")
-    ax.set_title(title or "Position bias of the preference prompt")
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
-    fig.tight_layout()
+        y = np.arange(len(groups)) + (j - (len(orders) - 1) / 2) * step
+        rows = [table[(table["order"] == o) & np.logical_and.reduce([table[c] == v for c, v in zip(keys, k)])]
+                for k in groups]
+        vals = np.array([r["p_first"].mean() if len(r) else np.nan for r in rows])
+        if {"ci_low", "ci_high"} <= set(table.columns):
+            lo = np.array([r["ci_low"].mean() if len(r) else np.nan for r in rows])
+            hi = np.array([r["ci_high"].mean() if len(r) else np.nan for r in rows])
+            ax.errorbar(vals, y, xerr=[vals - lo, hi - vals], fmt="none", ecolor="grey", lw=1, capsize=2)
+        ax.plot(vals, y, ls="none", marker=markers.get(o, "o"), ms=7, label=f"order: {o}")
+        for v, yy in zip(vals, y):
+            if v == v:
+                ax.annotate(f"{v:.2f}", (v, yy), xytext=(6, 0), textcoords="offset points", va="center", fontsize=8)
+    ax.axvline(0.5, color="k", ls="--", lw=0.8, label="no position preference")
+    ax.set_xlim(-0.03, 1.1)
+    ax.set_ylim(-0.6, len(groups) - 0.4)
+    ax.set_yticks(range(len(groups)), labels, fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlabel("share of answers naming the first sentence")
+    models = list(dict.fromkeys(table["model"])) if "model" in table else []
+    sub = f"{len(models)} model{'s' if len(models) != 1 else ''} prompted: {', '.join(map(str, models))}"
+    ax.set_title((title or "Position bias of the preference prompt") + "\n" + sub, fontsize=10)
+    fig.legend(*ax.get_legend_handles_labels(), fontsize=8, loc="lower center", ncol=len(orders) + 1, frameon=False)
+    fig.tight_layout(rect=(0, 0.07, 1, 1))
     return fig

@@ -7,6 +7,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
+from .labels import interval_label
+
 
 def _colors(models):
     cmap = plt.get_cmap("tab10")
@@ -51,7 +53,7 @@ def entropy_distributions(per_prompt: pd.DataFrame, paper_means: dict[str, float
                       fontsize=8)
         ax.axvline(1, color="black", lw=0.8, ls=":")
         ax.set_xlim(0, 1.05)
-        ax.set_xlabel("mean normalized entropy (bars: 95 % CI)")
+        ax.set_xlabel(f"mean normalized entropy (bars: {interval_label()})")
         ax.set_title("Mean entropy: paper vs here", fontsize=10)
     fig.suptitle("Distribution of the normalized Shannon entropy of the answer distribution, per model")
     fig.tight_layout()
@@ -117,8 +119,11 @@ def group_preference(gp: pd.DataFrame):
             if j == 0:
                 ax.set_ylabel(f"{m}\nmean probability")
     handles, labels = axes[0][0].get_legend_handles_labels()
-    fig.suptitle("Which group receives the probability: positive vs negative questions "
-                 "(dashed: uniform 1/k; bars: 95 % interval clustered on scenario; *: paired Wilcoxon, BH q < 0.05)")
+    n_sig = int((gp["bh_q"] < 0.05).sum())
+    marks = (f"*: paired Wilcoxon, BH q < 0.05 ({n_sig} marked)" if n_sig else
+             "no difference reaches BH q < 0.05, none marked")
+    fig.suptitle("Which group receives the probability: positive vs negative questions\n"
+                 f"(dashed: uniform 1/k; bars: 95 % interval clustered on scenario; {marks})")
     fig.tight_layout(rect=(0, 0.04, 1, 1))
     fig.legend(handles, labels, loc="lower center", ncol=2, fontsize=9, frameon=False)
     return fig
@@ -141,7 +146,7 @@ def position_bias(pb: pd.DataFrame):
         ax.set_xlabel("answer position (label the model would emit)")
         ax.set_title(f"{k} choices", fontsize=10)
         ax.set_ylim(0, 1)
-    axes[0][0].set_ylabel("mean probability (95 % CI)")
+    axes[0][0].set_ylabel(f"mean probability ({interval_label()})")
     axes[0][0].legend(fontsize=8)
     fig.suptitle("Position bias: probability by answer position regardless of content")
     fig.tight_layout()
@@ -155,10 +160,16 @@ def cyclic_comparison(cyc: pd.DataFrame):
     fig, ax = plt.subplots(figsize=(5, 4.6))
     for m in models:
         g = cyc[cyc.model == m]
-        ax.scatter(g["entropy_stored"], g["entropy_cyclic_avg"], s=14, alpha=0.7, color=col[m], label=m)
-    ax.plot([0, 1], [0, 1], color="black", lw=0.8, ls=":")
-    ax.set_xlim(0, 1.02)
-    ax.set_ylim(0, 1.02)
+        ax.scatter(g["entropy_stored"], g["entropy_cyclic_avg"], s=18, alpha=0.75, color=col[m], label=m)
+    # zoom on the data (entropies of small models sit near 1): the axes start just below the smallest value
+    lo = float(np.nanmin(cyc[["entropy_stored", "entropy_cyclic_avg"]].to_numpy())) if len(cyc) else 0.0
+    pad = max((1 - lo) * 0.08, 0.002)
+    lim = (max(lo - pad, 0), 1 + pad)
+    ax.plot(lim, lim, color="black", lw=0.8, ls=":", label="no change (y = x)")
+    ax.axhline(1, color="grey", lw=0.6, ls="--")
+    ax.axvline(1, color="grey", lw=0.6, ls="--")
+    ax.set_xlim(*lim)
+    ax.set_ylim(*lim)
     ax.set_xlabel("entropy, stored answer order")
     ax.set_ylabel("entropy of the group distribution\naveraged over all k cyclic orders")
     ax.set_title(f"Removing position effects ({cyc['prompt_id'].nunique()} prompts)")

@@ -29,6 +29,11 @@ from statsmodels.stats.proportion import proportion_effectsize
 ALPHA, POWER = 0.05, 0.80
 
 
+def _scalar(x) -> float:
+    """statsmodels' solve_power returns a float or a one-element array depending on the root finder used."""
+    return float(np.asarray(x, dtype=float).ravel()[0])
+
+
 def _p_from_h(p0: float, h: float) -> float:
     """The rate p1 with Cohen's h(p1, p0) = h (clipped to [0, 1])."""
     phi = 2 * math.asin(math.sqrt(p0)) + h
@@ -64,7 +69,7 @@ def mde_proportion(n: float, p0: float = 0.5, alpha: float = ALPHA, power: float
             if exact_binomial_power(int(n), p1, p0, alpha) >= power:
                 return float(p1 - p0)
         return float("nan")
-    h = NormalIndPower().solve_power(effect_size=None, nobs1=n_eff, alpha=alpha, power=power, ratio=0)
+    h = _scalar(NormalIndPower().solve_power(effect_size=None, nobs1=n_eff, alpha=alpha, power=power, ratio=0))
     return _p_from_h(p0, h) - p0
 
 
@@ -75,7 +80,8 @@ def mde_two_proportions(n1: float, n2: float, p: float, alpha: float = ALPHA, po
     n1e, n2e = n1 / max(deff, 1.0), n2 / max(deff, 1.0)
     if min(n1e, n2e) < 2:
         return float("nan")
-    h = NormalIndPower().solve_power(effect_size=None, nobs1=n1e, alpha=alpha, power=power, ratio=n2e / n1e)
+    h = _scalar(NormalIndPower().solve_power(effect_size=None, nobs1=n1e, alpha=alpha, power=power,
+                                             ratio=n2e / n1e))
     return _p_from_h(p, h) - p
 
 
@@ -84,7 +90,7 @@ def mde_paired_mean(n: float, alpha: float = ALPHA, power: float = POWER, deff: 
     n_eff = n / max(deff, 1.0)
     if n_eff < 3:
         return float("nan")
-    return float(TTestPower().solve_power(effect_size=None, nobs=n_eff, alpha=alpha, power=power))
+    return _scalar(TTestPower().solve_power(effect_size=None, nobs=n_eff, alpha=alpha, power=power))
 
 
 def power_proportion(n: float, p1: float, p0: float = 0.5, alpha: float = ALPHA, deff: float = 1.0) -> float:
@@ -97,7 +103,7 @@ def required_n_proportion(p1: float, p0: float = 0.5, alpha: float = ALPHA, powe
                           deff: float = 1.0) -> int:
     """Units a one-sample test of p0 needs to detect a true rate p1 (``n_independent * deff``, rounded up)."""
     h = abs(proportion_effectsize(p1, p0))
-    n = NormalIndPower().solve_power(effect_size=h, nobs1=None, alpha=alpha, power=power, ratio=0)
+    n = _scalar(NormalIndPower().solve_power(effect_size=h, nobs1=None, alpha=alpha, power=power, ratio=0))
     return int(math.ceil(n * max(deff, 1.0)))
 
 
@@ -105,7 +111,7 @@ def required_n_two_proportions(p1: float, p2: float, alpha: float = ALPHA, power
                                deff: float = 1.0, ratio: float = 1.0) -> int:
     """Units in the first group (the second gets ``ratio`` times as many) to detect rates p1 vs p2."""
     h = abs(proportion_effectsize(p1, p2))
-    n = NormalIndPower().solve_power(effect_size=h, nobs1=None, alpha=alpha, power=power, ratio=ratio)
+    n = _scalar(NormalIndPower().solve_power(effect_size=h, nobs1=None, alpha=alpha, power=power, ratio=ratio))
     return int(math.ceil(n * max(deff, 1.0)))
 
 

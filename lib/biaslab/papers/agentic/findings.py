@@ -9,13 +9,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ...findings import ALPHA, bf_verdict, bullets, chance_verdict, excludes, interval, join, num, pct, pval
-
-
-def span(values: pd.Series) -> str:
-    """'0.948–0.975', or one number when all values print alike."""
-    lo, hi = num(values.min()), num(values.max())
-    return lo if lo == hi else f"{lo}–{hi}"
+from ...findings import ALPHA, bf_verdict, bullets, chance_verdict, excludes, interval, join, num, pct, pval, span
 
 
 def entropy_findings(by_model: pd.DataFrame, paper_means: dict[str, float]) -> str:
@@ -113,8 +107,8 @@ def cyclic_findings(cyc_m: pd.DataFrame) -> str:
         lines.append(
             f"**{r['model']}**: {num(r['mean_entropy_stored'])} in the stored orders → "
             f"{num(r['mean_entropy_cyclic_avg'])} after averaging over the rotations (position-only entropy "
-            f"{num(r['mean_entropy_position_avg'])}), {chance_verdict(r['wilcoxon_p'], int(r['n']))} by a paired "
-            "Wilcoxon test.")
+            f"{num(r['mean_entropy_position_avg'])}), "
+            f"{chance_verdict(r['wilcoxon_p'], int(r['n']), mde=r.get('mde'))} by a paired Wilcoxon test.")
     return bullets(lines)
 
 
@@ -124,6 +118,7 @@ def summary_findings(by_model: pd.DataFrame, cyc_m: pd.DataFrame | None, ut: pd.
     rotation average removes (position), and which group-level results are distinguishable from chance."""
     lines = []
     if cyc_m is not None and len(cyc_m):
+        stored, after = cyc_m["mean_entropy_stored"], cyc_m["mean_entropy_cyclic_avg"]
         removed = ((cyc_m["mean_entropy_cyclic_avg"] - cyc_m["mean_entropy_stored"])
                    / (1 - cyc_m["mean_entropy_stored"]).clip(lower=1e-12))
         share = pct(removed.iloc[0]) if pct(removed.min()) == pct(removed.max()) else \
@@ -135,7 +130,7 @@ def summary_findings(by_model: pd.DataFrame, cyc_m: pd.DataFrame | None, ut: pd.
         lines.append(
             f"Averaging over the cyclic rotations ({join(sorted({str(int(n)) for n in cyc_m['n']}), 'or')} prompts "
             "per model) moves the "
-            f"mean entropy from {span(cyc_m['mean_entropy_stored'])} to {span(cyc_m['mean_entropy_cyclic_avg'])}, "
+            f"mean entropy from {span(stored.min(), stored.max())} to {span(after.min(), after.max())}, "
             f"removing {share} of the departure from uniform: what the paper's metric registers here is {verdict}"
             + (". The paper's metric would report this position preference as (a small amount of) bias."
                if removed.min() > 0.5 else ".")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ...findings import bullets, chance_verdict, interval, join, num, pct
+from ...findings import bullets, chance_verdict, interval, join, num, pct, span
 
 TASK_NAMES = {"qa": "QA", "nli": "NLI", "sentiment": "sentiment"}
 
@@ -45,7 +45,7 @@ def bias_findings(bias_scores: pd.DataFrame) -> str:
         lines.append(
             f"**{r['model']}**, {name}: {num(r['bias_score'])}{unit} {interval(r)} over {int(r['n_templates_used'])} "
             f"template × bias-type entries, against a permutation floor (no group effect) of {num(r['null_mean'])}: "
-            f"{chance_verdict(r['p_value'])}.")
+            f"{chance_verdict(r['p_value'], mde=r.get('mde'))}.")
     return bullets(lines)
 
 
@@ -90,8 +90,8 @@ def subset_findings(subsets: pd.DataFrame) -> str:
         names = g[g["unit"] == "names"]
         full = g["full"].iloc[0]
         s = (f"**{m}** (full-subset score {num(full)}): random prompt subsets ("
-             + join(pct(f) for f in pr["fraction"]) + f") give standard deviations of {num(pr['sd'].min(), 2)}–"
-             f"{num(pr['sd'].max(), 2)} points")
+             + join(pct(f) for f in pr["fraction"])
+             + f") give standard deviations of {span(pr['sd'].min(), pr['sd'].max(), 2)} points")
         if len(names):
             n = names.iloc[0]
             s += (f"; keeping {pct(n['fraction'])} of the names gives a mean of {num(n['mean'])} "

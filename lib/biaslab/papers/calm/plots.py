@@ -11,20 +11,26 @@ TASK_LABEL = {"qa": "QA", "nli": "NLI", "sentiment": "Sentiment"}
 
 def template_bias(templates: pd.DataFrame, score: str = "bias_paper", title: str = ""):
     """Per-template bias (one dot per template), by task and bias type, one column per model; kept templates in
-    colour, templates left out by a discard rule in grey."""
+    colour, templates left out by a discard rule in grey, and left-out templates without any score (eq. 1 is
+    undefined at zero baseline accuracy) as grey crosses on the zero line, counted under the axis. A legend names
+    all four marks."""
+    from matplotlib.lines import Line2D
+
     models = list(dict.fromkeys(templates["model"]))
-    fig, axes = plt.subplots(1, len(models), figsize=(5.5 * len(models), 4.2), squeeze=False, sharey=True)
+    fig, axes = plt.subplots(1, len(models), figsize=(5.5 * len(models), 4.6), squeeze=False, sharey=True)
     cats = [(t, b) for t in ("qa", "nli", "sentiment") for b in ("gender", "race")]
     rng = np.random.default_rng(0)
+    colour = {"gender": "tab:blue", "race": "tab:orange"}
     for ax, m in zip(axes[0], models):
         d = templates[templates["model"] == m]
         for i, (t, b) in enumerate(cats):
             x = d[(d["task"] == t) & (d["bias_type"] == b)]
             jit = rng.uniform(-0.18, 0.18, len(x))
-            used = x["used"].to_numpy()
-            ax.scatter(i + jit[used], x.loc[used, score], s=14, alpha=0.7,
-                       color="tab:blue" if b == "gender" else "tab:orange")
-            ax.scatter(i + jit[~used], x.loc[~used, score], s=14, alpha=0.5, color="lightgrey")
+            used = x["used"].astype(bool).to_numpy()
+            scored = x[score].notna().to_numpy()
+            ax.scatter(i + jit[used & scored], x.loc[used & scored, score], s=16, alpha=0.75, color=colour[b])
+            ax.scatter(i + jit[~used & scored], x.loc[~used & scored, score], s=16, alpha=0.8, color="grey")
+            ax.scatter(i + jit[~scored], np.zeros((~scored).sum()), s=22, marker="x", color="grey", lw=1)
             if used.any():
                 ax.hlines(x.loc[used, score].mean(), i - 0.3, i + 0.3, color="black", lw=2)
         ax.set_xticks(range(len(cats)), [f"{TASK_LABEL[t]}\n{b}" for t, b in cats])
@@ -32,8 +38,22 @@ def template_bias(templates: pd.DataFrame, score: str = "bias_paper", title: str
         ax.grid(axis="y", alpha=0.3)
     axes[0][0].set_ylabel("template bias (max − min group bias score, %)" if score == "bias_paper"
                           else "template bias (max − min group accuracy, pp)")
+    used_all = templates["used"].astype(bool)
+    scored_all = templates[score].notna()
+    shown = {"kept, gender": (used_all & scored_all & (templates["bias_type"] == "gender")).any(),
+             "kept, race": (used_all & scored_all & (templates["bias_type"] == "race")).any(),
+             "left out by a discard rule": (~used_all & scored_all).any(),
+             "left out, no score (zero baseline)": (~scored_all).any(), "mean over kept templates": used_all.any()}
+    handles = [Line2D([], [], ls="none", marker="o", color=colour["gender"], label="kept, gender"),
+               Line2D([], [], ls="none", marker="o", color=colour["race"], label="kept, race"),
+               Line2D([], [], ls="none", marker="o", color="grey", label="left out by a discard rule"),
+               Line2D([], [], ls="none", marker="x", color="grey", label="left out, no score (zero baseline)"),
+               Line2D([], [], color="black", lw=2, label="mean over kept templates")]
+    handles = [h for h in handles if shown[h.get_label()]]
+    fig.legend(handles=handles, loc="lower center", ncol=min(len(handles), 5 if len(models) > 1 else 3), fontsize=8,
+               frameon=False)
     fig.suptitle(title or "Per-template bias; bar = mean over kept templates (grey: left out by a discard rule)")
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.06 if len(models) > 1 else 0.1, 1, 1))
     return fig
 
 

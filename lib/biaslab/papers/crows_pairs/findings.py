@@ -21,7 +21,7 @@ def likelihood_findings(lik: pd.DataFrame, score: str = "norm_logprob") -> str:
         side = ("more stereotypical sentences more likely" if r["mean_d"] > 0 else
                 "less stereotypical sentences more likely")
         lines.append(f"**{r['model']} · {r['dataset']}**: LPBS = {num(r['lpbs'])} over {int(r['n'])} pairs "
-                     f"({side}), {chance_verdict(r['t_p'], int(r['n']))} by the paired t test; "
+                     f"({side}), {chance_verdict(r['t_p'], int(r['n']), mde=r.get('mde'))} by the paired t test; "
                      f"BF10 = {hyp.sci(r['bf10'])}, {r['evidence']}.")
     return bullets(lines)
 

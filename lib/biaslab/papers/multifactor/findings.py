@@ -9,6 +9,7 @@ from __future__ import annotations
 import pandas as pd
 
 from ...findings import bullets, chance_verdict, num, pct
+from ...plots.labels import hdi_prob, interval_label
 
 
 def released_findings(answers: pd.DataFrame) -> str:
@@ -18,7 +19,7 @@ def released_findings(answers: pd.DataFrame) -> str:
         n = sum(v for k, v in r.items() if k not in ("model", "deviation_rate"))
         other = r.get("other", 0) + r.get("", 0)
         lines.append(f"**{r['model']}** (released answers): deviation rate {num(r['deviation_rate'])} over {n:,} "
-                     f"prompts; {other:,} answers were neither yes, no nor can't tell.")
+                     f"prompts; {other:,} answer{'s were' if other != 1 else ' was'} neither yes, no nor can't tell.")
     return bullets(lines)
 
 
@@ -51,6 +52,32 @@ def subgroup_findings(dm: pd.DataFrame, ks: pd.DataFrame) -> str:
         a = dm.set_index("model")["deviation_metric"]
         more = r["model_a"] if a.get(r["model_a"], 0) >= a.get(r["model_b"], 0) else r["model_b"]
         lines.append(f"{r['model_a']} vs {r['model_b']}: KS D = {num(r['ks_statistic'], 2)}; the difference in their "
-                     f"subgroup rates is {chance_verdict(r['p_value'], int(min(r['n_a'], r['n_b'])))}"
+                     f"subgroup rates is {chance_verdict(r['p_value'], int(min(r['n_a'], r['n_b'])), mde=r.get('mde'))}"
                      + (f" ({more} deviates more)." if r["p_value"] < 0.05 else "."))
+    return bullets(lines)
+
+
+def bayes_findings(summary: pd.DataFrame, diagnostics: pd.DataFrame, rhat_max: float = 1.01,
+                   ess_min: float = 400) -> str:
+    """Per fitted model: whether the sampler meets the usual thresholds (R-hat ≤ 1.01, bulk and tail ESS ≥ 400, no
+    divergences), the terms whose HDI excludes 0 and the widest HDI (the least determined effect)."""
+    lines = []
+    for d in diagnostics.to_dict("records"):
+        ok = (d["max_r_hat"] <= rhat_max and min(d["min_ess_bulk"], d["min_ess_tail"]) >= ess_min
+              and d["divergences"] == 0)
+        s = summary[(summary["model"] == d["model"]) & (summary["term"] != "Intercept")
+                    & ~summary["term"].str.contains("sigma")]
+        lo, hi = [c for c in s.columns if c.startswith("hdi_")][:2]
+        clear = s[(s[lo] > 0) | (s[hi] < 0)]["term"].tolist()
+        widest = s.loc[(s[hi] - s[lo]).idxmax()] if len(s) else None
+        lines.append(
+            f"**{d['model']}**: " + ("the sampler meets the usual thresholds" if ok else
+                                     "the sampler is **below the usual thresholds**, so the estimates are provisional")
+            + f" (max R-hat {num(d['max_r_hat'])}, min bulk / tail ESS {int(d['min_ess_bulk'])} / "
+              f"{int(d['min_ess_tail'])}, {int(d['divergences'])} divergences). "
+            + (f"{interval_label('HDI', hdi_prob(lo, hi))} excludes 0 for {len(clear)} of {len(s)} terms"
+               + (f" ({', '.join(clear[:6])}{', …' if len(clear) > 6 else ''})" if clear else "") + "; "
+               if len(s) else "")
+            + (f"the widest interval is {widest['term']} ({num(widest[lo], 2)} to {num(widest[hi], 2)})."
+               if widest is not None else ""))
     return bullets(lines)

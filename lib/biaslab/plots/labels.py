@@ -1,0 +1,15 @@
+"""One wording for intervals on every axis: "95 % CI (Wald)", "95 % HDI", "95 % CI (bootstrap)"."""
+
+from __future__ import annotations
+
+
+def interval_label(kind: str = "CI", prob: float = 0.95, method: str | None = None) -> str:
+    """``kind`` "CI" (confidence interval) or "HDI" (highest-density interval of a posterior)."""
+    if kind not in ("CI", "HDI"):
+        raise ValueError(f"interval kind {kind!r} is not 'CI' or 'HDI'")
+    return f"{100 * prob:.0f} % {kind}" + (f" ({method})" if method else "")
+
+
+def hdi_prob(lo_col: str, hi_col: str) -> float:
+    """The probability of an HDI from ArviZ's column names (``hdi_2.5%``, ``hdi_97.5%`` -> 0.95)."""
+    return round((float(hi_col[4:].rstrip("%")) - float(lo_col[4:].rstrip("%"))) / 100, 4)

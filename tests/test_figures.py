@@ -1,0 +1,150 @@
+"""Figures a reviewer would accept: the check every saved figure passes through, and the figures the newcomer's
+pass found wanting, drawn from fabricated tables of the degenerate cases (one model, separated model, nothing
+significant, discarded templates without a score)."""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+import pytest  # noqa: E402
+
+from biaslab import plots  # noqa: E402
+from biaslab.outputs import OutputDir  # noqa: E402
+from biaslab.papers.calm import plots as calm_plots  # noqa: E402
+from biaslab.plots import bayes as bplots, entropy as eplots  # noqa: E402
+from biaslab.plots.figure_check import FigureCheckError, check_figure  # noqa: E402
+from biaslab.plots.labels import hdi_prob, interval_label  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _close():
+    yield
+    plt.close("all")
+
+
+# ------------------------------------------------------------------------------------------- the check
+
+def test_check_flags_empty_axes_and_broken_promises():
+    fig, ax = plt.subplots()
+    ax.axhline(0.5)                                   # a reference line alone is not data
+    ax.set_title("rates (grey: discarded)")
+    problems = check_figure(fig)
+    assert any("shows no data" in p for p in problems) and any("no legend" in p for p in problems)
+
+    fig, ax = plt.subplots()
+    ax.bar([0, 1], [0.0, 0.0])                        # bars of height 0 draw nothing
+    assert any("shows no data" in p for p in check_figure(fig))
+
+    fig, ax = plt.subplots()
+    ax.plot([0, 1, 2], [1, 2, 3], label="a")
+    ax.set_title("*: significant")
+    assert check_figure(fig) == ["the title explains '*' marks but none is drawn"]
+    ax.text(1, 2, "*")
+    assert check_figure(fig) == []
+
+
+def test_check_accepts_a_message_and_a_legend():
+    fig, ax = plt.subplots()
+    ax.text(0.5, 0.5, "no finite estimate", transform=ax.transAxes)
+    assert check_figure(fig) == []
+    fig, ax = plt.subplots()
+    ax.scatter([1, 2], [1, 2], color="grey", label="left out")
+    ax.set_title("grey: left out")
+    ax.legend()
+    assert check_figure(fig) == []
+
+
+def test_output_dir_checks_every_saved_figure(tmp_path, monkeypatch):
+    out = OutputDir(tmp_path)
+    fig, ax = plt.subplots()
+    ax.axhline(0.5)
+    with pytest.warns(UserWarning, match="shows no data"):
+        out.figure(fig, "empty")
+    assert "figure empty" in out.provenance["notes"][0]
+    monkeypatch.setenv("BIASLAB_STRICT_FIGURES", "1")
+    with pytest.raises(FigureCheckError):
+        out.figure(fig, "empty_strict")
+    assert not (tmp_path / "figures" / "empty_strict.png").exists()
+
+
+def test_interval_labels():
+    assert interval_label() == "95 % CI" and interval_label("HDI", 0.9) == "90 % HDI"
+    assert interval_label("CI", 0.95, "Wald") == "95 % CI (Wald)"
+    assert hdi_prob("hdi_2.5%", "hdi_97.5%") == 0.95 and hdi_prob("hdi_3%", "hdi_97%") == 0.94
+
+
+# ----------------------------------------------------------------------------------------- the figures
+
+def test_position_bias_one_model_all_zero_is_visible():
+    t = pd.DataFrame({"model": "m", "dataset": ["en", "en", "fr", "fr"],
+                      "order": ["more_first", "less_first"] * 2, "p_first": 0.0})
+    fig = bplots.position_bias(t)
+    assert check_figure(fig) == []
+    assert "1 model prompted: m" in fig.axes[0].get_title()
+    assert len([line for line in fig.axes[0].lines if line.get_marker() not in ("None", "")]) == 2
+
+
+def test_coefficient_plot_says_when_the_model_is_separated():
+    t = pd.DataFrame({"term": ["Intercept", "gender[female]", "biased_answer[yes]"],
+                      "factor": ["Intercept", "gender", "biased_answer"], "level": ["", "female", "yes"],
+                      "coef": [-25, 0, 51], "ci_low": [0, 0, 0], "ci_high": [np.inf] * 3, "p_value": [1, 1, 1],
+                      "rate_level": [0.4, 0.3, 1.0], "separated": True})
+    fig = plots.coefficient_plot(t, 1.0, "m", references={"gender": "gender neutral", "biased_answer": "no"})
+    assert check_figure(fig) == []
+    text = " ".join(x.get_text() for x in fig.axes[0].texts).replace("\n", " ")
+    assert "all 2 terms are separated" in text and "biased_answer = yes: rate 1.00" in text
+    assert "reference levels: gender = gender neutral; biased_answer = no" in fig.axes[0].get_xlabel()
+
+
+def test_coefficient_plot_names_reference_levels_and_dropped_terms():
+    t = pd.DataFrame({"term": ["Intercept", "gender[female]", "gender[male]"],
+                      "factor": ["Intercept", "gender", "gender"],
+                      "level": ["", "female", "male"], "coef": [-1, 0.5, 30], "ci_low": [0.2, 1.1, 0],
+                      "ci_high": [0.5, 2.5, np.inf], "p_value": [0.01, 0.001, 1.0], "rate_level": [0.3, 0.5, 1.0],
+                      "separated": [False, False, True]})
+    fig = plots.coefficient_plot(t, 0.05, "m", references={"gender": "gender neutral"})
+    assert check_figure(fig) == []
+    xl = fig.axes[0].get_xlabel()
+    assert "95 % CI (Wald)" in xl and "gender = gender neutral" in xl and "not drawn: 1 separated term" in xl
+
+
+def test_template_bias_draws_left_out_templates_and_a_legend():
+    t = pd.DataFrame({"model": "m", "task": ["qa", "qa", "nli", "sentiment"], "bias_type": ["gender", "race"] * 2,
+                      "bias_paper": [50.0, np.nan, 700.0, 20.0], "used": [True, False, False, True]})
+    fig = calm_plots.template_bias(t, "bias_paper", "Per-template bias (grey: discarded)")
+    assert check_figure(fig) == []
+    labels = [x.get_text() for x in fig.legends[0].get_texts()]
+    assert "left out by a discard rule" in labels and "left out, no score (zero baseline)" in labels
+
+
+def _gp(q):
+    return pd.DataFrame({"model": "m", "class_type": "gender", "group": ["Female", "Male"], "uniform": 0.5,
+                         "mean_p_positive": [0.6, 0.4], "mean_p_negative": [0.4, 0.6], "bh_q": q})
+
+
+def test_group_preference_marks_only_what_it_promises():
+    none = eplots.group_preference(_gp([0.5, 0.6]))
+    assert check_figure(none) == [] and "none marked" in none._suptitle.get_text()
+    some = eplots.group_preference(_gp([0.01, 0.6]))
+    assert check_figure(some) == [] and "(1 marked)" in some._suptitle.get_text()
+
+
+def test_cyclic_comparison_zooms_on_the_data():
+    cyc = pd.DataFrame({"model": "m", "prompt_id": ["a", "b", "c"], "entropy_stored": [0.93, 0.95, 0.97],
+                        "entropy_cyclic_avg": [0.998, 0.999, 0.997]})
+    fig = eplots.cyclic_comparison(cyc)
+    assert check_figure(fig) == []
+    lo, hi = fig.axes[0].get_xlim()
+    assert 0.9 < lo < 0.93 and 1.0 < hi < 1.01
+
+
+def test_check_accepts_seaborn_boxes_of_single_points():
+    """One pair per bias type (a smoke run) draws zero-height boxes with median lines: data, not an empty axes."""
+    pairs = pd.DataFrame({"dataset": "x", "bias_type": ["age", "disability"], "model": "m",
+                          "d_norm_logprob": [0.1, -0.2]})
+    assert check_figure(bplots.d_distributions(pairs)) == []
