@@ -13,7 +13,7 @@ MIRROR_ARG := $(if $(MIRROR),--mirror $(MIRROR),)
 .PHONY: reproduce test install data models lab bench catalogue clean-outputs
 
 reproduce: data models
-	$(BIASLAB) reproduce --profile $(PROFILE)
+	$(BIASLAB) reproduce --profile $(PROFILE) --publish
 
 test: data models
 	$(PY) -m pytest
@@ -38,9 +38,28 @@ models: install
 lab: data models
 	$(VENV)/bin/jupyter lab notebooks/
 
-bench: data models
-	$(PY) -m pip install -q -c requirements.lock -e '.[bench]'
-	$(PY) benchmarks/run_all.py
+# Speed against lm-evaluation-harness (benchmarks/README.md). BENCH_PROFILE: quick | default | full; results go to
+# benchmarks/results/_scratch/ (BENCH_ARGS=--publish: benchmarks/results/).
+BENCH_PROFILE ?= default
+BENCH_ARGS ?=
+LMEVAL_VENV := benchmarks/.venv-lmeval
+
+bench: data models $(LMEVAL_VENV)/.installed
+	$(PY) benchmarks/run_all.py --profile $(BENCH_PROFILE) $(BENCH_ARGS)
+
+# lm-evaluation-harness in its own environment, never in .venv; torch pinned so pip takes the CPU wheel.
+$(LMEVAL_VENV)/.installed: benchmarks/requirements-lmeval.txt requirements.lock
+	test -x $(LMEVAL_VENV)/bin/python || $(PYTHON) -m venv $(LMEVAL_VENV)
+	$(LMEVAL_VENV)/bin/python -m pip install -q --upgrade pip
+	$(LMEVAL_VENV)/bin/python -m pip install -q -c requirements.lock -r benchmarks/requirements-lmeval.txt
+	touch $@
 
 catalogue: install
 	$(BIASLAB) catalogue
+
+# Remove what runs leave that is never committed: scratch runs, HTML renders, failed-run notebooks and records,
+# staging folders of killed runs. The committed outputs (tables, figures, executed notebooks, MANIFEST.json) stay.
+clean-outputs:
+	rm -rf scratch
+	find outputs \( -name '*.html' -o -name '*.failed.ipynb' \) -type f -delete
+	find outputs -depth \( -name '.*.staging-*' -o -name '.*.old-*' \) -type d -exec rm -rf {} +

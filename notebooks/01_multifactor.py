@@ -40,7 +40,7 @@ benchmark = "ssqa"
 models = ["smollm2-135m-instruct", "gemma-3-270m"]
 device = "auto"
 dtype = "auto"
-output_dir = "../outputs/01_multifactor/ssqa"
+output_dir = "../scratch/01_multifactor/ssqa"
 max_prompts = 150
 cot_prompts = 4
 cot_seeds = 5
@@ -50,9 +50,14 @@ bayes_draws = 300
 bayes_tune = 300
 bayes_chains = 2
 bayes_all_models = False
-torch_threads = 0
+torch_threads = 1
 alpha = 0.01
 seed = 0
+
+# %%
+# list parameters also as JSON strings (papermill's `-p models '["..."]'` passes a string)
+from biaslab.parameters import as_list
+models = as_list(models)
 
 # %% [markdown]
 # ## Setup

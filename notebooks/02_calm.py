@@ -38,7 +38,7 @@ profile = "default"
 models = ["smollm2-135m-instruct", "gemma-3-270m"]
 device = "auto"
 dtype = "auto"
-output_dir = "../outputs/02_calm"
+output_dir = "../scratch/02_calm"
 seed = 0
 k_shot = 1
 templates_per_task = 4
@@ -60,6 +60,15 @@ bertscore_layer = None
 diversity_benchmarks = ["calm", "calm_passage", "ssqa", "bbq", "crows_pairs_en", "crows_pairs_en_revised",
                         "crows_pairs_fr", "agentic"]
 diversity_max_templates = 300
+
+# %%
+# list parameters also as JSON strings (papermill's `-p models '["..."]'` passes a string)
+from biaslab.parameters import as_list
+models = as_list(models)
+template_ids = as_list(template_ids)
+perturbations = as_list(perturbations)
+subset_fractions = as_list(subset_fractions)
+diversity_benchmarks = as_list(diversity_benchmarks)
 
 # %% [markdown]
 # ## Setup

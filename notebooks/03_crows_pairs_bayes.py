@@ -36,7 +36,7 @@ profile = "default"
 models = ["smollm2-135m-instruct", "gemma-3-270m"]
 device = "auto"
 dtype = "auto"
-output_dir = "../outputs/03_crows_pairs_bayes"
+output_dir = "../scratch/03_crows_pairs_bayes"
 datasets = ["crows_pairs_en", "crows_pairs_en_revised", "crows_pairs_fr"]
 preference_datasets = ["crows_pairs_en_revised", "crows_pairs_fr"]
 max_pairs = 150
@@ -48,6 +48,14 @@ prompt_base_models = False
 min_label_mass = 0.05
 bf_prior_scale = 0.7071067811865476
 seed = 0
+
+# %%
+# list parameters also as JSON strings (papermill's `-p models '["..."]'` passes a string)
+from biaslab.parameters import as_list
+models = as_list(models)
+datasets = as_list(datasets)
+preference_datasets = as_list(preference_datasets)
+preference_orders = as_list(preference_orders)
 
 # %% [markdown]
 # ## Setup

@@ -33,13 +33,18 @@ profile = "default"
 models = ["smollm2-135m-instruct", "gemma-3-270m"]
 device = "auto"
 dtype = "auto"
-output_dir = "../outputs/04_agentic_entropy"
-max_prompts = None
-cyclic_prompts = 30
+output_dir = "../scratch/04_agentic_entropy"
+max_prompts = 150
+cyclic_prompts = 12
 fewshot_prompts = 0
 n_shots = 2
 chat = False
 seed = 0
+
+# %%
+# list parameters also as JSON strings (papermill's `-p models '["..."]'` passes a string)
+from biaslab.parameters import as_list
+models = as_list(models)
 
 # %% [markdown]
 # ## Setup

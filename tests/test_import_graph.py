@@ -25,19 +25,21 @@ STAGES = {
     "stats": "stats",
     "plots": "plots",
     "papers": "papers",
-    "catalogue": "orchestration", "runner": "orchestration", "cli": "orchestration",
+    "resultcache": "cache",
+    "catalogue": "orchestration", "runner": "orchestration", "cli": "orchestration", "parameters": "orchestration",
     "report_index": "orchestration", "compare": "orchestration",      # compare: notebook 5 reads outputs
     "findings": "wording",
 }
-GENERIC = {"infra", "sources", "benchmarks", "models", "scoring", "stats", "plots", "wording", "output"}
+GENERIC = {"infra", "cache", "sources", "benchmarks", "models", "scoring", "stats", "plots", "wording", "output"}
 # stage -> the stages it may import
 ALLOWED = {
     "infra": {"infra"},
+    "cache": {"infra", "cache"},                          # a disk cache of slow results, keyed by their inputs
     "sources": {"infra", "sources"},
     "benchmarks": {"infra", "sources", "benchmarks"},
     "models": {"infra", "models"},
     "scoring": {"infra", "models", "scoring"},
-    "stats": {"stats"},                                   # pure functions over tables: nothing else of biaslab
+    "stats": {"stats", "cache"},                          # pure functions over tables (slow fits may be cached)
     "plots": {"infra", "stats", "plots"},
     "wording": {"wording"},                               # phrases for computed findings: pure formatting
     "output": {"infra", "plots", "output"},              # writes tables and figures (checks figures first)

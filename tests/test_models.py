@@ -1,6 +1,7 @@
 """biaslab.models: embedded names, the converted cache, local folders, fingerprints, errors."""
 
 import json
+import os
 import time
 
 import pytest
@@ -88,7 +89,8 @@ def test_incomplete_conversion_is_not_trusted(model_cache, monkeypatch):
 
     def fake_convert(spec, out):
         calls.append(spec.name)
-        meta = {"name": spec.name, "source": "s", "gguf_sha256": "g", "weights_sha256": "w", "original": "o",
+        meta = {"name": spec.name, "source": "s", "gguf_sha256": "g",
+                "weights_sha256": models.sha256_file(out / "model.safetensors"), "original": "o",
                 "quantization": "q", "weights_size": 7, "conversion_version": models.CONVERSION_VERSION}
         (out / "biaslab.json").write_text(json.dumps(meta))
         return meta
@@ -96,7 +98,7 @@ def test_incomplete_conversion_is_not_trusted(model_cache, monkeypatch):
     monkeypatch.setattr(models, "_convert", fake_convert)
     assert models._read_meta(folder) is None
     fp = models.prepare(name)
-    assert calls == [name] and fp["weights_sha256"] == "w"
+    assert calls == [name] and fp["weights_sha256"] == models.sha256_file(folder / "model.safetensors")
     # complete now: reused without converting again
     models.prepare(name)
     assert calls == [name]
@@ -104,6 +106,12 @@ def test_incomplete_conversion_is_not_trusted(model_cache, monkeypatch):
     (folder / "model.safetensors").write_bytes(b"truncated")
     models.prepare(name)
     assert calls == [name, name]
+    # same size, different bytes (changed in place, mtime restored): detected by hash, converted again
+    st = (folder / "model.safetensors").stat()
+    (folder / "model.safetensors").write_bytes(b"truncatex")
+    os.utime(folder / "model.safetensors", ns=(st.st_atime_ns, st.st_mtime_ns))
+    models.prepare(name)
+    assert calls == [name, name, name]
 
 
 @pytest.mark.model
@@ -118,3 +126,43 @@ def test_embedded_model_loads_offline_and_fast():
     assert lm.fingerprint["gguf_sha256"] == models.sha256_file(models.gguf_path("smollm2-135m-instruct"))
     assert lm.tokenizer.chat_template
     assert lm.model.config.vocab_size == 49152
+
+
+def test_weights_changed_in_place_change_the_fingerprint(tmp_path, model_cache):
+    folder = models.save_tiny_model(tmp_path / "tiny", "causal", seed=1)
+    lm = models.load(folder, device="cpu", dtype="float32")
+    w = folder / "model.safetensors"
+    assert lm.fingerprint["weights_sha256"] == models.sha256_file(w)
+    assert lm.fingerprint["tokenizer_sha256"] == models.tokenizer_sha256(lm.tokenizer)
+    st = w.stat()
+    data = bytearray(w.read_bytes())
+    data[-8:] = bytes(8) if data[-8:] != bytes(8) else b"\x01" * 8       # one tensor value, same size
+    w.write_bytes(bytes(data))
+    os.utime(w, ns=(st.st_atime_ns, st.st_mtime_ns))                       # even with the old mtime
+    assert w.stat().st_size == st.st_size
+    again = models.load(folder, device="cpu", dtype="float32")
+    assert again.fingerprint["weights_sha256"] == models.sha256_file(w) != lm.fingerprint["weights_sha256"]
+
+
+@pytest.mark.parametrize("damage", ["truncate", "garbage"])
+def test_corrupt_safetensors_error_names_the_file(tmp_path, model_cache, damage):
+    folder = models.save_tiny_model(tmp_path / "tiny", "causal", seed=1)
+    w = folder / "model.safetensors"
+    data = w.read_bytes()
+    w.write_bytes(data[: len(data) // 2] if damage == "truncate" else b"garbage" * 50)
+    with pytest.raises(ValueError, match=r"model\.safetensors is corrupt"):
+        models.load(folder, device="cpu", dtype="float32")
+    with pytest.raises(ValueError, match=r"model\.safetensors is corrupt"):    # also before any work
+        models.check_spec(str(folder))
+
+
+def test_unhashable_weights_fall_back_to_the_loaded_parameters(tmp_path, model_cache, monkeypatch, caplog):
+    folder = models.save_tiny_model(tmp_path / "tiny", "causal", seed=1)
+    monkeypatch.setattr(models, "weights_sha256", lambda f: None)
+    with caplog.at_level("WARNING", logger="biaslab.models"):
+        lm = models.load(folder, device="cpu", dtype="float32")
+    assert lm.fingerprint["weights_identity"] == "loaded parameters"
+    assert lm.fingerprint["weights_sha256"] == models.state_dict_sha256(lm.model)
+    assert any("loaded parameters" in r.getMessage() for r in caplog.records)
+    from biaslab.scoring.cache import model_key
+    assert model_key(lm.fingerprint) is not None          # so its scores keep their persistent cache

@@ -30,7 +30,7 @@ def test_notebook_smoke(notebook, variant, tmp_path):
     label = f"{notebook}/{variant}" if variant else notebook
     assert runner.reproduce("smoke", only=[label], outputs_dir=tmp_path, html=False,
                             overrides=OVERRIDES.get(notebook)) == 0, \
-        json.loads((tmp_path / notebook / variant / "MANIFEST.json").read_text()).get("error")
+        json.loads((tmp_path / notebook / variant / "MANIFEST.failed.json").read_text()).get("error")
     out = tmp_path / notebook / variant
     manifest = json.loads((out / "MANIFEST.json").read_text())
     assert manifest["status"] == "ok" and manifest["profile"] == "smoke"

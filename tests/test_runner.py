@@ -1,6 +1,7 @@
 """The papermill runner: parameters, selection, manifests, failures recorded."""
 
 import json
+from pathlib import Path
 
 import nbformat
 import pytest
@@ -36,6 +37,7 @@ def _toy_notebook(path, body):
     params = nbformat.v4.new_code_cell('output_dir = "x"\nprofile = "default"\nmodels = []\nvalue = 1')
     params.metadata["tags"] = ["parameters"]
     nb.cells = [params, nbformat.v4.new_code_cell(body)]
+    nb.metadata["kernelspec"] = {"name": "python3", "language": "python", "display_name": "Python 3"}
     nbformat.write(nb, path)
 
 
@@ -45,7 +47,11 @@ def toy(tmp_path, monkeypatch):
     nbdir.mkdir()
     monkeypatch.setattr(paths, "NOTEBOOKS_DIR", nbdir)
     monkeypatch.setattr(profiles, "NOTEBOOKS", {"00_toy": {"": {}}})
-    monkeypatch.setattr(profiles, "PROFILES", {p: {"*": {"models": ["m"]}} for p in profiles.PROFILE_NAMES})
+    monkeypatch.setattr(profiles, "PROFILES", {p: {"*": {"models": ["smollm2-135m-instruct"]}}
+                                               for p in profiles.PROFILE_NAMES})
+    monkeypatch.setattr(paths, "ROOT", tmp_path)
+    monkeypatch.setattr(paths, "SCRATCH_DIR", tmp_path / "scratch")
+    monkeypatch.setattr(paths, "OUTPUTS_DIR", tmp_path / "published")
     return nbdir, tmp_path / "outputs"
 
 
@@ -66,8 +72,10 @@ def test_failing_notebook_is_recorded_and_returns_nonzero(toy):
     nbdir, outdir = toy
     _toy_notebook(nbdir / "00_toy.ipynb", "raise RuntimeError('boom')")
     assert runner.reproduce("smoke", outputs_dir=outdir, html=False) == 1
-    m = json.loads((outdir / "00_toy/MANIFEST.json").read_text())
+    m = json.loads((outdir / "00_toy/MANIFEST.failed.json").read_text())
     assert m["status"] == "failed" and "boom" in m["error"]
+    assert not (outdir / "00_toy/MANIFEST.json").exists()
+    assert m["last_good_outputs"].startswith("none")
 
 
 def test_catalogue_rejects_bad_status(tmp_path):
@@ -85,3 +93,169 @@ def test_catalogue_marks_missing_outputs(tmp_path):
     (tmp_path / "a").mkdir()
     (tmp_path / "a/b.png").write_bytes(b"")
     assert "*(missing)*" not in catalogue.render(rows, tmp_path)
+    assert "a later run failed" not in catalogue.render(rows, tmp_path)
+    (tmp_path / "a/MANIFEST.failed.json").write_text("{}")
+    assert "a later run failed" in catalogue.render(rows, tmp_path)
+
+
+GOOD = ("from biaslab.outputs import OutputDir\nimport pandas as pd\nout = OutputDir(output_dir)\n"
+        "out.table(pd.DataFrame({'v': [value]}), 'v')\nout.record_model({'name': 'm', 'weights_sha256': 'abc'})\n"
+        "print('wrote', output_dir)")
+
+
+def _snapshot(folder):
+    return {p.relative_to(folder): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.parametrize("when", ["before_any_record", "after_writing"])
+def test_failed_rerun_keeps_last_good_outputs_and_writes_an_honest_record(toy, when):
+    nbdir, outdir = toy
+    _toy_notebook(nbdir / "00_toy.ipynb", GOOD)
+    assert runner.reproduce("smoke", overrides={"value": 7}, outputs_dir=outdir, html=False) == 0
+    good = _snapshot(outdir / "00_toy")
+    body = ("raise RuntimeError('boom')" if when == "before_any_record" else
+            "from biaslab.outputs import OutputDir\nimport pandas as pd\nout = OutputDir(output_dir)\n"
+            "out.table(pd.DataFrame({'v': [-1]}), 'v')\nout.record_model({'name': 'new', 'weights_sha256': 'n'})\n"
+            "raise RuntimeError('boom')")
+    _toy_notebook(nbdir / "00_toy.ipynb", body)
+    assert runner.reproduce("smoke", overrides={"value": 8}, outputs_dir=outdir, html=False) == 1
+    after = _snapshot(outdir / "00_toy")
+    failed = json.loads(after.pop(Path("MANIFEST.failed.json")))
+    after.pop(Path("00_toy.failed.ipynb"), None)
+    assert after == good                                          # last good outputs byte for byte
+    assert failed["status"] == "failed" and failed["parameters"]["value"] == 8 and "boom" in failed["error"]
+    assert failed["last_good_outputs"] == "kept untouched"
+    assert failed["models"] == ({} if when == "before_any_record" else {"new": {"name": "new", "weights_sha256": "n"}})
+    assert not list(outdir.glob("**/.*staging*"))
+    # a later good run replaces everything, the failure record included
+    _toy_notebook(nbdir / "00_toy.ipynb", GOOD)
+    assert runner.reproduce("smoke", overrides={"value": 9}, outputs_dir=outdir, html=False) == 0
+    assert not (outdir / "00_toy/MANIFEST.failed.json").exists()
+    assert (outdir / "00_toy/tables/v.csv").read_text().splitlines() == ["v", "9"]
+
+
+def test_killed_run_leaves_last_good_outputs_untouched(toy):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+    nbdir, outdir = toy
+    _toy_notebook(nbdir / "00_toy.ipynb", GOOD)
+    assert runner.reproduce("smoke", overrides={"value": 7}, outputs_dir=outdir, html=False) == 0
+    good = _snapshot(outdir / "00_toy")
+    _toy_notebook(nbdir / "00_toy.ipynb", GOOD + "\nimport time\ntime.sleep(120)")
+    script = (f"from biaslab import paths, profiles, runner\nfrom pathlib import Path\n"
+              f"paths.NOTEBOOKS_DIR = Path({str(nbdir)!r}); paths.ROOT = Path({str(nbdir.parent)!r})\n"
+              f"profiles.NOTEBOOKS = {{'00_toy': {{'': {{}}}}}}\n"
+              f"profiles.PROFILES = {{'smoke': {{'*': {{'models': ['smollm2-135m-instruct']}}}}}}\n"
+              f"runner.reproduce('smoke', overrides={{'value': 8}}, outputs_dir=Path({str(outdir)!r}), html=False)\n")
+    proc = subprocess.Popen([sys.executable, "-c", script], start_new_session=True,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.time() + 120
+        while not list(outdir.glob(".00_toy.staging-*/tables/v.csv")) and time.time() < deadline:
+            time.sleep(0.5)
+        assert list(outdir.glob(".00_toy.staging-*/tables/v.csv")), "the killed run never started writing"
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    assert _snapshot(outdir / "00_toy") == good
+    json.loads((outdir / "00_toy/MANIFEST.json").read_text())["parameters"]["value"] == 7
+    _toy_notebook(nbdir / "00_toy.ipynb", GOOD)
+    assert runner.reproduce("smoke", overrides={"value": 9}, outputs_dir=outdir, html=False) == 0
+    assert not list(outdir.glob(".*staging*"))                   # the dead run's staging folder is swept
+
+
+@pytest.mark.parametrize("override,message", [
+    ({"valeu": 3}, "no parameter 'valeu'; did you mean 'value'"),
+    ({"value": "abc"}, "expected int"),
+    ({"value": -1}, None),
+    ({"models": ["no-such-model-anywhere"]}, "cannot find model 'no-such-model-anywhere'"),
+    ({"models": "smollm2-135m-instruct"}, "expected list"),
+])
+def test_bad_parameters_are_refused_before_any_work(toy, override, message, monkeypatch):
+    import huggingface_hub.constants as hc
+    from biaslab.parameters import MINIMUM, ParameterError
+    monkeypatch.setattr(hc, "HF_HUB_OFFLINE", True)
+    monkeypatch.setitem(MINIMUM, "value", 0)
+    nbdir, outdir = toy
+    _toy_notebook(nbdir / "00_toy.ipynb", GOOD)
+    with pytest.raises(ParameterError, match=message or "out of range"):
+        runner.reproduce("smoke", overrides=override, outputs_dir=outdir, html=False)
+    assert not outdir.exists()                                    # nothing started, nothing written
+
+
+def test_reruns_are_stable_portable_and_readable(toy):
+    nbdir, outdir = toy
+    _toy_notebook(nbdir / "00_toy.ipynb", GOOD)
+    runs = []
+    for _ in range(2):
+        assert runner.reproduce("smoke", overrides={"value": 7}, outputs_dir=outdir, html=False) == 0
+        runs.append(_snapshot(outdir / "00_toy"))
+    for run in runs:
+        m = json.loads(run[Path("MANIFEST.json")])
+        m.pop("wall_time_s")
+        run[Path("MANIFEST.json")] = json.dumps(m).encode()
+    assert runs[0] == runs[1]                                    # identical reruns, byte for byte
+    text = b"".join(runs[0].values()).decode()
+    assert str(outdir.parent) not in text and "staging" not in text and "start_time" not in text
+    assert json.loads(runs[0][Path("MANIFEST.json")])["parameters"]["output_dir"] == "../outputs/00_toy"
+    assert "wrote ../outputs/00_toy" in runs[0][Path("00_toy.ipynb")].decode()
+    import os
+    mask = os.umask(0)
+    os.umask(mask)
+    for p in (outdir / "00_toy").rglob("*"):
+        if p.is_file():
+            assert p.stat().st_mode & 0o777 == 0o666 & ~mask, p
+
+
+def test_runs_go_to_scratch_unless_published(toy, monkeypatch):
+    from biaslab import catalogue
+    nbdir, outdir = toy
+    _toy_notebook(nbdir / "00_toy.ipynb", GOOD)
+    written = []
+    monkeypatch.setattr(catalogue, "write", lambda *a, **k: written.append(1))
+    assert runner.reproduce("smoke", html=False) == 0
+    assert (paths.SCRATCH_DIR / "00_toy/MANIFEST.json").exists() and not paths.OUTPUTS_DIR.exists()
+    assert written == []
+    assert runner.reproduce("smoke", html=False, publish=True) == 0
+    assert (paths.OUTPUTS_DIR / "00_toy/MANIFEST.json").exists() and written == [1]
+
+
+@pytest.mark.parametrize("argv,needle", [
+    (["reproduce", "--only", "99"], "no notebook matches"),
+    (["reproduce", "-p", "oops"], "KEY=VALUE"),
+    (["reproduce", "--only", "03", "-p", "max_pair=3"], "did you mean 'max_pairs'"),
+    (["reproduce", "--only", "03", "-p", "max_pairs=abc"], "expected int"),
+    (["reproduce", "--only", "04", "-p", "max_prompts=1"], "at least 2"),
+])
+def test_cli_errors_are_one_line_with_exit_code_2(argv, needle, capsys):
+    from biaslab import cli
+    assert cli.main(argv + ["--dry-run"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert needle in err and len(err.splitlines()) == 1 and "Traceback" not in err
+
+
+def test_clean_executed_drops_timestamps_widgets_and_machine_paths(tmp_path, monkeypatch):
+    monkeypatch.setattr(paths, "ROOT", tmp_path)
+    monkeypatch.setattr(paths, "NOTEBOOKS_DIR", tmp_path / "notebooks")
+    staging, final = tmp_path / "outputs/.x.staging-1", tmp_path / "outputs/x"
+    nb = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell("print(1)")
+    cell.metadata["papermill"] = {"start_time": "t0", "end_time": "t1", "duration": 1.0, "status": "completed"}
+    cell.metadata["execution"] = {"iopub.status.busy": "t"}
+    cell.outputs = [nbformat.v4.new_output("display_data", data={
+                        "application/vnd.jupyter.widget-view+json": {"model_id": "abc"}, "text/plain": "0%|"}),
+                    nbformat.v4.new_output("stream", text=f"wrote {staging}/tables and {tmp_path}/data/raw\n")]
+    nb.cells = [cell]
+    nb.metadata["papermill"] = {"start_time": "t0", "end_time": "t1", "duration": 1.0, "parameters": {}}
+    nb.metadata["widgets"] = {"state": {}}
+    path = tmp_path / "nb.ipynb"
+    nbformat.write(nb, path)
+    runner.clean_executed(path, staging, final)
+    out = nbformat.read(path, as_version=4)
+    assert "start_time" not in out.metadata.papermill and "widgets" not in out.metadata
+    assert set(out.cells[0].metadata.papermill) == {"status"} and "execution" not in out.cells[0].metadata
+    assert [o.output_type for o in out.cells[0].outputs] == ["stream"]
+    assert out.cells[0].outputs[0].text == "wrote ../outputs/x/tables and data/raw\n"

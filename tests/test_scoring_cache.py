@@ -132,3 +132,104 @@ def test_out_of_memory_halves_the_budget_and_finishes():
 
     with pytest.raises(ValueError):
         batching.run_batches(lengths, 160, other)
+
+
+# ---------------------------------------------------------------- faults: every SQLite failure recovers ---
+
+def _filled(tiny, folder, texts=TEXTS):
+    sc = make(tiny, folder)
+    values = sc.sequence_logprob(texts)
+    path = sc.cache.path
+    sc.cache.close()
+    return values, path
+
+
+def _assert_recovers(tiny, folder, reference, caplog, texts=TEXTS):
+    with caplog.at_level("WARNING", logger="biaslab.scoring.cache"):
+        sc = make(tiny, folder)
+        again = sc.sequence_logprob(texts)
+    assert np.abs(again.sum_logprob.to_numpy() - reference.sum_logprob.to_numpy()).max() < 1e-4
+    moved = [r.getMessage() for r in caplog.records if "moved aside" in r.getMessage()]
+    assert len(moved) == 1 and str(sc.cache.path) in moved[0], moved
+    assert list(folder.glob("*.corrupt-*"))
+    assert len(make(tiny, folder).cache) == len(texts)       # the fresh file holds the recomputed values
+    return sc
+
+
+def test_bad_header_is_moved_aside_and_recomputed(tiny, tmp_path, caplog):
+    ref, path = _filled(tiny, tmp_path)
+    with open(path, "r+b") as fh:
+        fh.write(b"not an sqlite header!!")
+    _assert_recovers(tiny, tmp_path, ref, caplog)
+
+
+def test_corrupted_middle_page_is_moved_aside_and_recomputed(tiny, tmp_path, caplog):
+    texts = [f"{t} variant {j}" for j in range(20) for t in TEXTS]      # several pages of rows
+    ref, path = _filled(tiny, tmp_path, texts)
+    size = path.stat().st_size
+    assert size >= 5 * 4096
+    with open(path, "r+b") as fh:
+        fh.seek((size // 4096 // 2) * 4096)
+        fh.write(bytes(range(256)) * 16)                                 # one page of garbage in the middle
+    _assert_recovers(tiny, tmp_path, ref, caplog, texts)
+
+
+def test_bad_row_types_are_recomputed_not_trusted(tiny, tmp_path):
+    ref, path = _filled(tiny, tmp_path)
+    with sqlite3.connect(path) as con:
+        con.execute("UPDATE scores SET value = X'00FF' WHERE rowid = (SELECT min(rowid) FROM scores)")
+        con.execute("UPDATE scores SET value = 'not json' WHERE rowid = (SELECT max(rowid) FROM scores)")
+    sc = make(tiny, tmp_path)
+    again = sc.sequence_logprob(TEXTS)
+    assert sc.stats["positions"] > 0
+    assert np.abs(again.sum_logprob - ref.sum_logprob).max() < 1e-4
+
+
+def test_file_deleted_mid_run_recovers(tiny, tmp_path, caplog):
+    reference = make(tiny, False).sequence_logprob(TEXTS)
+    sc = make(tiny, tmp_path)
+    sc.sequence_logprob(TEXTS[:6])
+    for p in tmp_path.glob("*.sqlite*"):
+        p.unlink()
+    with caplog.at_level("WARNING", logger="biaslab.scoring.cache"):
+        df = sc.sequence_logprob(TEXTS)                                 # same Scorer, file gone
+    assert np.abs(df.sum_logprob - reference.sum_logprob).max() < 1e-4
+    assert any("deleted or replaced" in r.getMessage() for r in caplog.records)
+    assert len(make(tiny, tmp_path).cache) == len(TEXTS)          # recomputed into the fresh file
+
+
+def test_sqlite_error_in_get_and_put_recovers(tiny, tmp_path, monkeypatch):
+    sc = make(tiny, tmp_path)
+    ref = sc.sequence_logprob(TEXTS[:4])
+
+    class Broken:
+        def execute(self, *a, **k):
+            raise sqlite3.DatabaseError("database disk image is malformed")
+        executemany = execute
+
+        def close(self):
+            pass
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+    sc.cache._conn = Broken()
+    again = sc.sequence_logprob(TEXTS[:4])             # get_many fails -> moved aside, recomputed, stored afresh
+    assert np.abs(again.sum_logprob - ref.sum_logprob).max() < 1e-4
+    assert len(sc.cache) == 4
+
+
+def test_cache_key_includes_tokenizer_engine_and_library_versions(monkeypatch):
+    from biaslab.scoring import cache as cache_mod
+    fp = {"name": "m", "weights_sha256": "abc", "tokenizer_sha256": "t1", "dtype": "float32", "device": "cpu",
+          "kind": "causal"}
+    base = model_key(fp)
+    assert model_key(fp | {"tokenizer_sha256": "t2"}) != base
+    monkeypatch.setattr(cache_mod, "ENGINE_VERSION", "999")
+    assert model_key(fp) != base
+    monkeypatch.undo()
+    monkeypatch.setattr(cache_mod, "_library_versions", lambda: {"torch": "0.0", "transformers": "0.0"})
+    assert model_key(fp) != base

@@ -91,3 +91,45 @@ def test_manifest_matches_shared_sources_and_pins_urls():
 def test_raw_path_of_unfetched_file_says_how_to_fix(tmp_path):
     with pytest.raises(DataError, match="biaslab data fetch"):
         sources.raw_path("nyu-mll/crows-pairs", "data/crows_pairs_anonymized.csv", raw_dir=tmp_path)
+
+
+def test_unreachable_host_counts_the_failed_file_as_failed(tmp_path, monkeypatch):
+    manifest, src = _manifest(tmp_path, b"x\n")
+    text = manifest.read_text()
+    second = text.splitlines()[1].replace("dir/file.csv", "dir/other.csv")
+    manifest.write_text(text + second + "\n")
+    monkeypatch.delenv("BIASLAB_DATA_MIRROR", raising=False)
+
+    def offline(*a, **k):
+        raise urllib.error.URLError("Name or service not known")
+
+    monkeypatch.setattr(sources.urllib.request, "urlopen", offline)
+    with pytest.raises(sources.NetworkError) as exc:
+        sources.fetch(raw_dir=tmp_path / "raw", manifest=manifest)
+    msg = str(exc.value)
+    assert f"1 file(s) failed ({src.key})" in msg and "1 not attempted" in msg and "0 present" in msg
+
+
+@pytest.mark.parametrize("content,needle", [
+    (b"a,b,c\n1,2,3\n4,5,6,7\n8,9,10\n", "line 3"),
+    (b'a,b\n1,2\n3,"unterminated\n', "malformed"),
+])
+def test_malformed_csv_row_names_file_and_line(tmp_path, content, needle):
+    from biaslab.benchmarks.base import read_csv
+    f = tmp_path / "broken.csv"
+    f.write_bytes(content)
+    with pytest.raises(DataError, match=needle) as exc:
+        read_csv(f)
+    assert str(f) in str(exc.value)
+
+
+def test_malformed_row_in_a_loader_names_file_and_line(tmp_path):
+    import shutil
+    from biaslab.benchmarks import agentic
+    bank = tmp_path / "bank"
+    shutil.copytree(agentic.BANK_DIR, bank)
+    lines = (bank / "domains.csv").read_text().splitlines()
+    lines.insert(3, "x,y,z,too,many,fields")
+    (bank / "domains.csv").write_text("\n".join(lines) + "\n")
+    with pytest.raises(DataError, match=r"domains\.csv, line 4"):
+        agentic.read_bank(bank)

@@ -42,11 +42,24 @@ def render(rows: list[dict], outputs_dir: Path | None = None) -> str:
             outs = []
             for o in filter(None, (s.strip() for s in r["output"].split(";"))):
                 exists = (outputs_dir / o).exists()
-                outs.append(f"[`{o}`]({o})" + ("" if exists else " *(missing)*"))
+                failed = exists and _later_run_failed(outputs_dir, o)
+                outs.append(f"[`{o}`]({o})" + ("" if exists else " *(missing)*")
+                            + (" *(from the last good run; a later run failed, see MANIFEST.failed.json)*"
+                               if failed else ""))
             cells = [r["item"], r["description"], "<br>".join(outs) or "—", r["status"], r["note"]]
             lines.append("| " + " | ".join(c.replace("|", "\\|").replace("\n", " ") for c in cells) + " |")
         lines.append("")
     return "\n".join(lines)
+
+
+def _later_run_failed(outputs_dir: Path, output: str) -> bool:
+    """Whether the run folder holding ``output`` records a failed run after the one that wrote it."""
+    folder = (outputs_dir / output).parent
+    while folder != outputs_dir and outputs_dir in folder.parents:
+        if (folder / "MANIFEST.failed.json").exists():
+            return True
+        folder = folder.parent
+    return False
 
 
 def write(outputs_dir: Path | None = None) -> Path:

@@ -44,7 +44,15 @@ def _models(args) -> int:
 def _reproduce(args) -> int:
     from . import runner
     overrides = runner.parse_overrides(args.param or [])
-    return runner.reproduce(profile=args.profile, only=args.only, overrides=overrides)
+    return runner.reproduce(profile=args.profile, only=args.only, overrides=overrides, outputs_dir=args.out,
+                            publish=args.publish, html=not args.no_html, dry_run=args.dry_run)
+
+
+def _usage_errors():
+    """Errors a user can fix from the command line (reported in one line, exit code 2)."""
+    from .models import ModelNotFoundError
+    from .parameters import ParameterError
+    return (ParameterError, ModelNotFoundError, KeyError, ValueError, FileNotFoundError)
 
 
 def _catalogue(args) -> int:
@@ -54,8 +62,7 @@ def _catalogue(args) -> int:
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="biaslab", description=__doc__)
     sub = ap.add_subparsers(dest="command", required=True)
 
@@ -71,18 +78,42 @@ def main(argv: list[str] | None = None) -> int:
     m.add_argument("names", nargs="*")
     m.set_defaults(func=_models)
 
-    r = sub.add_parser("reproduce", help="execute the notebooks with papermill into outputs/")
+    r = sub.add_parser("reproduce", help="execute the notebooks with papermill (into scratch/ unless --publish)")
     r.add_argument("--profile", default="default", choices=["smoke", "default", "paper"])
     r.add_argument("--only", nargs="+", metavar="NAME", help="notebook names (or prefixes such as 01)")
     r.add_argument("-p", "--param", action="append", metavar="KEY=VALUE",
                    help="override a notebook parameter (value parsed as JSON when it can be)")
+    r.add_argument("--publish", action="store_true",
+                   help="write into outputs/ (the committed results) and rewrite outputs/CATALOGUE.md")
+    r.add_argument("--out", metavar="DIR", help="write into DIR instead (default: scratch/, or BIASLAB_SCRATCH)")
+    r.add_argument("--dry-run", action="store_true", help="validate parameters and models, print the plan, run nothing")
+    r.add_argument("--no-html", action="store_true", help="skip the HTML renders")
     r.set_defaults(func=_reproduce)
 
     c = sub.add_parser("catalogue", help="write outputs/CATALOGUE.md")
     c.set_defaults(func=_catalogue)
 
-    args = ap.parse_args(argv)
-    return args.func(args)
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    args = build_parser().parse_args(argv)
+    _quiet_noise()
+    try:
+        return args.func(args)
+    except _usage_errors() as exc:
+        msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
+        print(f"biaslab {args.command}: error: {' '.join(str(msg).split())}", file=sys.stderr)
+        return 2
+
+
+def _quiet_noise() -> None:
+    """Keep the terminal for progress and errors: kernel start-up chatter and traitlets deprecation warnings."""
+    import warnings
+    for name in ("traitlets", "papermill", "nbclient", "jupyter_client", "asyncio"):
+        logging.getLogger(name).setLevel(logging.ERROR)
+    warnings.filterwarnings("ignore", category=DeprecationWarning, module="(traitlets|jupyter_client|nbclient|zmq)")
 
 
 if __name__ == "__main__":

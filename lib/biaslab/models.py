@@ -109,7 +109,9 @@ def _weight_files(folder: Path) -> list[Path]:
 def weights_sha256(folder: str | Path) -> str | None:
     """sha256 of a model folder's weight file (or, for sharded weights, of the lines ``<file> <sha256>``).
 
-    Hashes are remembered in ``MODEL_CACHE_DIR/hashes.json`` by (path, size, mtime), so a large model is hashed once.
+    Each file is hashed in full the first time it is seen and again whenever it changes: hashes are remembered in
+    ``MODEL_CACHE_DIR/hashes.json`` keyed by (path, size, mtime, ctime, inode), so weights rewritten in place (even
+    with the same size and a restored mtime: the ctime moves) are hashed again, and a large model is hashed once.
     """
     files = _weight_files(Path(folder))
     if not files:
@@ -122,7 +124,7 @@ def weights_sha256(folder: str | Path) -> str | None:
     digests, changed = [], False
     for f in files:
         st = f.stat()
-        key = f"{f.resolve()}|{st.st_size}|{st.st_mtime_ns}"
+        key = f"{f.resolve()}|{st.st_size}|{st.st_mtime_ns}|{st.st_ctime_ns}|{st.st_ino}"
         if key not in memo:
             memo[key] = sha256_file(f)
             changed = True
@@ -133,6 +135,61 @@ def weights_sha256(folder: str | Path) -> str | None:
     if len(digests) == 1:
         return digests[0][1]
     return hashlib.sha256("".join(f"{n} {d}\n" for n, d in digests).encode()).hexdigest()
+
+
+def check_safetensors(folder: str | Path) -> None:
+    """Refuse a truncated or garbage ``.safetensors`` file, naming it (transformers' own error does not).
+
+    Reads only each file's header: 8-byte length, JSON table of tensors, and checks that the data it declares fills
+    the file exactly.
+    """
+    for f in sorted(Path(folder).glob("*.safetensors")):
+        size = f.stat().st_size
+        problem = None
+        try:
+            with open(f, "rb") as fh:
+                head = fh.read(8)
+                n = int.from_bytes(head, "little") if len(head) == 8 else -1
+                if n < 2 or 8 + n > size:
+                    problem = f"its header length ({n}) does not fit the file's {size} bytes"
+                else:
+                    table = json.loads(fh.read(n))
+                    ends = [v["data_offsets"][1] for k, v in table.items() if k != "__metadata__"]
+                    if 8 + n + max(ends, default=0) != size:
+                        problem = (f"its tensors need {8 + n + max(ends, default=0)} bytes but the file has {size} "
+                                   "(truncated or padded)")
+        except (ValueError, KeyError, TypeError, IndexError, UnicodeDecodeError) as exc:
+            problem = f"its header is not valid safetensors JSON ({type(exc).__name__}: {exc})"
+        if problem:
+            raise ValueError(f"model weights file {f} is corrupt: {problem}. Re-download or re-save the model "
+                             "(model.save_pretrained(folder)); for an embedded model run `biaslab models prepare`.")
+
+
+def state_dict_sha256(model) -> str:
+    """sha256 of a loaded model's parameters and buffers (names, dtypes, shapes, bytes): the weights' identity when
+    no weight file can be hashed (e.g. a hub model loaded outside the local cache)."""
+    h = hashlib.sha256()
+    for name, t in sorted(model.state_dict().items()):
+        t = t.detach().cpu().contiguous()
+        h.update(f"{name}|{t.dtype}|{tuple(t.shape)}\n".encode())
+        h.update(t.view(-1).view(__import__("torch").uint8).numpy().tobytes() if t.numel() else b"")
+    return h.hexdigest()
+
+
+def tokenizer_sha256(tokenizer) -> str:
+    """sha256 of what decides a tokenizer's output: its full serialization (fast tokenizers) or vocabulary, plus
+    special tokens and chat template. Part of the score cache's key."""
+    h = hashlib.sha256()
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    if backend is not None:
+        h.update(backend.to_str().encode())
+    else:
+        h.update(json.dumps(sorted(tokenizer.get_vocab().items())).encode())
+    extra = {"special": {k: str(v) for k, v in sorted(getattr(tokenizer, "special_tokens_map", {}).items())},
+             "chat_template": str(getattr(tokenizer, "chat_template", None)),
+             "class": type(tokenizer).__name__}
+    h.update(json.dumps(extra, sort_keys=True).encode())
+    return h.hexdigest()
 
 
 def _atomic_write_text(path: Path, text: str) -> None:
@@ -203,6 +260,11 @@ def _read_meta(folder: Path) -> dict | None:
         return None
     weights = folder / "model.safetensors"
     if not weights.exists() or weights.stat().st_size != meta.get("weights_size"):
+        return None
+    actual = weights_sha256(folder)     # full hash once per change of the file (see weights_sha256)
+    if actual != meta.get("weights_sha256"):
+        log.warning("%s does not match its recorded sha256 (%s, found %s): it changed in place; converting again",
+                    weights, meta.get("weights_sha256"), actual)
         return None
     return meta
 
@@ -297,6 +359,36 @@ def _not_found_message(name: str, cause: BaseException | None = None) -> str:
     return msg
 
 
+def check_spec(name: str) -> str:
+    """Resolve a model spec without loading it (seconds, before any work): ``"embedded"``, ``"folder"`` or ``"hub"``.
+
+    Raises :class:`ModelNotFoundError` for a name that is not embedded, not a model folder, not in the local Hugging
+    Face cache and unknown to (or unreachable on) the hub.
+    """
+    if not isinstance(name, str) or not name.strip():
+        raise ModelNotFoundError(f"a model spec must be a non-empty string, got {name!r}")
+    if name in EMBEDDED:
+        return "embedded"
+    p = Path(name).expanduser()
+    if p.is_dir():
+        if not (p / "config.json").exists():
+            raise ModelNotFoundError(f"{p} is not a model folder (no config.json). " + _not_found_message(name))
+        check_safetensors(p)
+        return "folder"
+    import re
+    if name.startswith(("/", ".", "~")) or not re.fullmatch(r"[A-Za-z0-9][\w.-]*(/[\w.-]+)?", name):
+        raise ModelNotFoundError(_not_found_message(name))
+    try:
+        from huggingface_hub import try_to_load_from_cache
+        if isinstance(try_to_load_from_cache(name, "config.json"), str):
+            return "hub"
+        from huggingface_hub import model_info
+        model_info(name, timeout=10)
+        return "hub"
+    except Exception as exc:   # not found, offline, unreachable: loading would fail the same way
+        raise ModelNotFoundError(_not_found_message(name, exc)) from exc
+
+
 def resolve_device(device: str = "auto") -> str:
     import torch
     if device != "auto":
@@ -366,6 +458,8 @@ def load(name_or_path: str | os.PathLike, device: str = "auto", dtype: Any = "au
     else:
         folder, where, source = None, name, f"huggingface:{name}"
 
+    if folder is not None:
+        check_safetensors(folder)
     try:
         config = AutoConfig.from_pretrained(where)
     except (OSError, ValueError) as exc:
@@ -382,24 +476,42 @@ def load(name_or_path: str | os.PathLike, device: str = "auto", dtype: Any = "au
     auto = {"causal": AutoModelForCausalLM, "seq2seq": AutoModelForSeq2SeqLM, "masked": AutoModelForMaskedLM}[kind]
     kwargs: dict = {"dtype": tdtype}
     try:
-        model = auto.from_pretrained(where, attn_implementation="sdpa", **kwargs)
-    except (ValueError, ImportError):       # architecture without SDPA support
-        model = auto.from_pretrained(where, **kwargs)
+        try:
+            model = auto.from_pretrained(where, attn_implementation="sdpa", **kwargs)
+        except (ValueError, ImportError):       # architecture without SDPA support
+            model = auto.from_pretrained(where, **kwargs)
+    except Exception:
+        if folder is None:                      # a hub model: name its corrupt cached file, if that is the cause
+            snap = None
+            with contextlib.suppress(Exception):
+                from huggingface_hub import snapshot_download
+                snap = Path(snapshot_download(name, local_files_only=True))
+            if snap is not None:
+                check_safetensors(snap)
+        raise
     tokenizer = AutoTokenizer.from_pretrained(where)
     model.to(dev)
     model.eval()
 
-    if not meta:
-        wfolder = folder
-        if wfolder is None:
-            with contextlib.suppress(Exception):
-                from huggingface_hub import snapshot_download
-                wfolder = Path(snapshot_download(name, local_files_only=True))
-        meta = {"weights_sha256": weights_sha256(wfolder) if wfolder is not None else None}
+    # weights_sha256 is computed from the files actually loaded (cheap when unchanged, see weights_sha256)
+    wfolder = folder
+    if wfolder is None:
+        with contextlib.suppress(Exception):
+            from huggingface_hub import snapshot_download
+            wfolder = Path(snapshot_download(name, local_files_only=True))
+    wsha = weights_sha256(wfolder) if wfolder is not None else None
+    identity = "weight files"
+    if wsha is None:
+        identity = "loaded parameters"
+        log.warning("model %s: no weight file to hash, so its identity (provenance and score cache key) is the "
+                    "sha256 of its loaded parameters (computed now; slow for large models)", name)
+        wsha = state_dict_sha256(model)
     fingerprint = {
         "name": name if name in EMBEDDED else (Path(name).name if folder is not None else name),
         "source": source,
-        "weights_sha256": meta.get("weights_sha256"),
+        "weights_sha256": wsha,
+        "weights_identity": identity,
+        "tokenizer_sha256": tokenizer_sha256(tokenizer),
         "dtype": str(tdtype).replace("torch.", ""),
         "device": dev,
         "kind": kind,

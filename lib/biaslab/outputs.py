@@ -8,8 +8,9 @@ Every notebook creates one :class:`OutputDir` from its ``output_dir`` parameter 
     out.record_model(lm.fingerprint)             # model ids and weight hashes for the manifest
     out.record_data(benchmark.sources)           # data files and sha256s for the manifest
 
-The runner (``biaslab reproduce``) merges ``provenance.json`` into ``MANIFEST.json`` with the git commit, the
-parameters, package versions and timings.
+The runner (``biaslab reproduce``) runs the notebook into a fresh staging folder and merges that run's
+``provenance.json`` into ``MANIFEST.json`` with the git commit, the parameters, package versions and timings. Files
+are created with the user's umask (not ``mkstemp``'s 0600).
 """
 
 from __future__ import annotations
@@ -25,10 +26,18 @@ import pandas as pd
 FIGURE_DPI = 110
 
 
+def umask_mode() -> int:
+    """The mode a new regular file gets under the current umask (0o644 with the usual 022)."""
+    mask = os.umask(0)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
 def atomic_write_text(path: Path, text: str) -> None:
     """Write via a temporary file in the same folder and rename, so a reader never sees half a file."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
+    os.chmod(tmp, umask_mode())
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
@@ -77,6 +86,7 @@ class OutputDir:
         p = self.figures / f"{name}.png"
         fd, tmp = tempfile.mkstemp(suffix=".png", dir=self.figures)
         os.close(fd)
+        os.chmod(tmp, umask_mode())
         fig.savefig(tmp, dpi=dpi, bbox_inches="tight")
         os.replace(tmp, p)
         return p

@@ -28,6 +28,8 @@ MANIFEST_TSV = DATA_DIR / "sources.tsv"
 RAW_DIR = Path(os.environ.get("BIASLAB_RAW_DIR", DATA_DIR / "raw"))
 OUTPUTS_DIR = Path(os.environ.get("BIASLAB_OUTPUTS", ROOT / "outputs"))
 NOTEBOOKS_DIR = ROOT / "notebooks"
+#: Where ``biaslab reproduce`` writes unless told to publish into ``OUTPUTS_DIR`` (``--publish``) or given ``--out``.
+SCRATCH_DIR = Path(os.environ.get("BIASLAB_SCRATCH", ROOT / "scratch"))
 CACHE_DIR = Path(os.environ.get("BIASLAB_CACHE", Path.home() / ".cache" / "biaslab"))
 MODEL_CACHE_DIR = CACHE_DIR / "models"
 SCORE_CACHE_DIR = CACHE_DIR / "scores"

@@ -30,6 +30,9 @@ NOTEBOOKS: dict[str, dict[str, dict]] = {
     "05_compare": {"": {}},
 }
 
+#: notebooks that score nothing (they read the other notebooks' tables): no model, device or dtype parameters
+READS_OUTPUTS_ONLY = {"05_compare"}
+
 PROFILE_NAMES = ("smoke", "default", "paper")
 
 # Per profile, per notebook parameters. Keep derived values out: notebooks derive them.
@@ -107,7 +110,8 @@ def params(profile: str, notebook: str, variant: str = "") -> dict:
         raise KeyError(f"unknown profile {profile!r}; choose one of {PROFILE_NAMES}")
     if notebook not in NOTEBOOKS:
         raise KeyError(f"unknown notebook {notebook!r}; choose one of {sorted(NOTEBOOKS)}")
-    p = copy.deepcopy(PROFILES[profile].get("*", {}))
+    # the "*" settings (models, device, dtype) are for notebooks that run models; notebook 5 only reads tables
+    p = copy.deepcopy(PROFILES[profile].get("*", {})) if notebook not in READS_OUTPUTS_ONLY else {}
     p.update(copy.deepcopy(PROFILES[profile].get(notebook, {})))
     p.update(copy.deepcopy(PROFILES[profile].get(f"{notebook}/{variant}", {})))   # a variant's own sizes
     p.update(copy.deepcopy(NOTEBOOKS[notebook][variant]))

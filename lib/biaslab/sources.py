@@ -149,10 +149,13 @@ def fetch(benchmarks: list[str] | None = None, mirror: str | Path | None = None,
         try:
             results[src.key] = fetch_one(src, mirror=mirror, raw_dir=raw_dir)
         except NetworkError as exc:
-            pending = [s.key for s in load_manifest(manifest) if (not benchmarks or s.benchmark in benchmarks)
-                       and s.key not in results]
-            raise NetworkError(f"{exc}\n\nStopped: the host is unreachable, so {len(pending)} file(s) are still missing "
-                               "(not attempted). Nothing incomplete was left in data/raw/.") from exc
+            chosen = [s.key for s in load_manifest(manifest) if not benchmarks or s.benchmark in benchmarks]
+            pending = [k for k in chosen if k not in results and k != src.key]
+            failed = [k for k, state in results.items() if state == "failed"] + [src.key]
+            raise NetworkError(f"{exc}\n\nStopped: the host is unreachable. {len(failed)} file(s) failed "
+                               f"({', '.join(failed)}), {len(pending)} not attempted, "
+                               f"{len(results) - len(failed) + 1} present. Nothing incomplete was left in data/raw/."
+                               ) from exc
         except DataError as exc:
             errors.append(str(exc))
             results[src.key] = "failed"

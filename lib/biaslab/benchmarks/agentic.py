@@ -34,7 +34,7 @@ import pandas as pd
 
 from .. import paths
 from ..sources import DataError, sha256_file
-from .base import Benchmark, Factor, FactorSpec, exclude, require_columns, require_rows
+from .base import Benchmark, Factor, FactorSpec, exclude, read_csv, require_columns, require_rows
 
 log = logging.getLogger(__name__)
 
@@ -74,7 +74,7 @@ def read_bank(bank_dir: str | Path | None = None) -> dict[str, pd.DataFrame]:
         p = d / name
         if not p.exists():
             raise DataError(f"{p} is missing: the agentic benchmark's bank lives in data/agentic/ of the repository.")
-        df = pd.read_csv(p, dtype=str, keep_default_na=False)
+        df = read_csv(p, dtype=str, keep_default_na=False)
         require_columns(df, cols, p)
         bank[name.removesuffix(".csv")] = df
     bank["class_types"]["k"] = bank["class_types"]["k"].astype(int)
@@ -214,7 +214,7 @@ def load(n_shots: int = 2, bank_dir: str | Path | None = None) -> Benchmark:
     f = d / "prompts.csv"
     if not f.exists():
         raise DataError(f"{f} is missing. Fix: run `python data/agentic/build_prompts.py`.")
-    df = pd.read_csv(f, dtype=str, keep_default_na=False)
+    df = read_csv(f, dtype=str, keep_default_na=False)
     require_columns(df, PROMPT_COLUMNS, f)
     require_rows(len(df), N_PROMPTS, f)
     df["k"] = df["k"].astype(int)
@@ -278,6 +278,10 @@ def balanced_subset(prompts: pd.DataFrame, max_prompts: int | None, seed: int = 
     by at most one), and within strata the domains are taken in a seeded rotation, so domain counts also differ by
     at most one unit per stratum. Returns rows in the input order.
     """
+    if max_prompts is not None and (isinstance(max_prompts, bool) or not isinstance(max_prompts, int)
+                                    or max_prompts < 2):
+        raise ValueError(f"max_prompts must be an integer of at least 2 (one positive/negative pair) or None for "
+                         f"all prompts, got {max_prompts!r}")
     if max_prompts is None or max_prompts >= len(prompts):
         return prompts.copy()
     n_units = max(1, int(max_prompts) // 2)

@@ -11,6 +11,7 @@ its levels and its reference level (the control level used for treatment coding 
 from __future__ import annotations
 
 import logging
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Literal
@@ -109,6 +110,20 @@ class Benchmark:
     def summary(self) -> str:
         return (f"{self.name}: {len(self.prompts):,} prompts, {len(self.excluded):,} excluded, "
                 f"factors: {', '.join(self.factors.names)}; cluster: {self.cluster}")
+
+
+def read_csv(path: str | Path, **kwargs) -> pd.DataFrame:
+    """``pandas.read_csv`` whose parse errors name the file and the line (a :class:`DataError`), for every loader."""
+    try:
+        return pd.read_csv(path, **kwargs)
+    except pd.errors.ParserError as exc:
+        m = re.search(r"(?:line|row) (\d+)", str(exc))
+        where = f"line {m.group(1)}" if m else "a malformed row"
+        raise DataError(f"{path}, {where}: malformed CSV ({' '.join(str(exc).split())}). Fix that row (quote fields "
+                        "that contain commas) or, for a downloaded file, re-run `biaslab data fetch`.") from exc
+    except (pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
+        raise DataError(f"{path}: cannot be read as CSV ({exc}). For a downloaded file, re-run "
+                        "`biaslab data fetch`.") from exc
 
 
 def require_columns(df: pd.DataFrame, expected: Iterable[str], file: str | Path) -> None:

@@ -39,7 +39,7 @@ import numpy as np
 import pandas as pd
 
 from ..sources import DataError, raw_path, sha256_file
-from .base import Benchmark, Factor, FactorSpec, exclude, require_columns, require_rows
+from .base import Benchmark, Factor, FactorSpec, exclude, read_csv, require_columns, require_rows
 
 log = logging.getLogger(__name__)
 
@@ -78,7 +78,7 @@ def _read_jsonl(category: str) -> pd.DataFrame:
 
 def _metadata() -> tuple[pd.DataFrame, int]:
     path = raw_path(REPO, METADATA)
-    m = pd.read_csv(path)
+    m = read_csv(path)
     require_columns(m, META_FIELDS, path)
     require_rows(len(m), N_METADATA_ROWS, path)
     key = ["category", "example_id"]

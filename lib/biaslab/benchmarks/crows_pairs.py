@@ -34,7 +34,7 @@ import pandas as pd
 
 from .. import sources
 from ..sources import DataError, raw_path
-from .base import Benchmark, Factor, FactorSpec, exclude, require_columns, require_rows
+from .base import Benchmark, Factor, FactorSpec, exclude, read_csv, require_columns, require_rows
 
 log = logging.getLogger(__name__)
 
@@ -71,7 +71,7 @@ def _read(repo: str, path: str, tab: bool) -> tuple[pd.DataFrame, str]:
     file = raw_path(repo, path)
     kw = dict(sep="\t") if tab else {}
     # keep_default_na=False: only a truly empty cell is missing ("NA" or "None" inside a sentence stay text)
-    df = pd.read_csv(file, index_col=0, dtype=str, keep_default_na=False, **kw)
+    df = read_csv(file, index_col=0, dtype=str, keep_default_na=False, **kw)
     if tab and df.shape[1] < len(COLUMNS):
         raise DataError(f"{file}: read {df.shape[1]} column(s) with sep='\\t'; this file is expected to be "
                         "tab-separated despite its .csv name. Re-run `biaslab data fetch` to restore the pinned file.")
@@ -209,7 +209,7 @@ def load_published_chatgpt() -> pd.DataFrame:
     file = paths.DATA_DIR / PUBLISHED_CHATGPT_EN
     if not file.exists():
         raise DataError(f"{file} is missing; it is part of the repository (data/reference/): restore it with git.")
-    df = pd.read_csv(file)
+    df = read_csv(file)
     require_columns(df, PUBLISHED_COLUMNS, file)
     unknown = set(df["bias_type"]) - set(BIAS_TYPES)
     if unknown:
@@ -331,7 +331,7 @@ def load_published_chatgpt_fr(french: Benchmark | None = None) -> pd.DataFrame:
     file = paths.DATA_DIR / PUBLISHED_CHATGPT_FR
     if not file.exists():
         raise DataError(f"{file} is missing; it is part of the repository (data/reference/): restore it with git.")
-    df = pd.read_csv(file)
+    df = read_csv(file)
     require_columns(df, ("bias_type", "reported_ss", "reported_ebt_p", "reported_bf10"), file)
     french = french or load_french()
     sizes = french.prompts["bias_type"].value_counts()

@@ -43,7 +43,7 @@ import re
 import pandas as pd
 
 from ..sources import DataError, raw_path, sha256_file
-from .base import Benchmark, Factor, FactorSpec, require_columns, require_rows
+from .base import Benchmark, Factor, FactorSpec, read_csv, require_columns, require_rows
 
 log = logging.getLogger(__name__)
 
@@ -126,7 +126,7 @@ def _holder_gender(prefix: str) -> tuple[str, str]:
 
 def _read(model: str) -> tuple[pd.DataFrame, str]:
     path = raw_path(REPO, FILES[model])
-    df = pd.read_csv(path)
+    df = read_csv(path)
     require_columns(df, ["stigma", "prompt", "prompt style", "biased answer", ANSWER_COLUMN[model],
                          "original answer bias", "clusters"], path)
     require_rows(len(df), N_ROWS, path)
@@ -135,7 +135,7 @@ def _read(model: str) -> tuple[pd.DataFrame, str]:
 
 def _pachankis() -> pd.DataFrame:
     path = raw_path(REPO, PACHANKIS)
-    p = pd.read_csv(path)
+    p = read_csv(path)
     require_columns(p, ["Stigma", "Cluster"], path)
     require_rows(len(p), N_STIGMAS, path)
     unknown = set(p["Cluster"]) - set(CLUSTER_NAMES)

@@ -1,4 +1,4 @@
-"""Length-sorted batches sized by a token budget, padding, and back-off when the device runs out of memory."""
+"""Length-sorted batches sized by a token budget, padding, and an out-of-memory back-off that recovers."""
 
 from __future__ import annotations
 
@@ -52,11 +52,17 @@ def pad(seqs: Sequence[Sequence[int]], pad_id: int, side: str = "left"):
     return ids, mask, starts
 
 
+#: messages of allocation failures: CUDA's, and the CPU allocator's (torch's "DefaultCPUAllocator: can't allocate
+#: memory" / "not enough memory")
+_OOM_MESSAGES = ("out of memory", "can't allocate memory", "not enough memory")
+
+
 def is_oom(exc: BaseException) -> bool:
+    """An allocation failure, on a GPU or in main memory, that a smaller batch may avoid."""
     import torch
-    if isinstance(exc, torch.OutOfMemoryError):
+    if isinstance(exc, (torch.OutOfMemoryError, MemoryError)):
         return True
-    return isinstance(exc, RuntimeError) and "out of memory" in str(exc).lower()
+    return isinstance(exc, RuntimeError) and any(m in str(exc).lower() for m in _OOM_MESSAGES)
 
 
 def free_memory() -> None:
@@ -88,13 +94,16 @@ def ordered_batches(lengths: Sequence[int], order: Sequence[int], budget: int) -
 
 def run_batches(lengths: Sequence[int], budget: int, fn: Callable[[list[int], int], None],
                 on_done: Callable[[int], None] | None = None, max_rows: int | None = None,
-                order: Sequence[int] | None = None) -> int:
-    """Call ``fn(batch_indices, budget)`` over batches; on out-of-memory halve the budget and retry.
+                order: Sequence[int] | None = None, grow_after: int = 8) -> int:
+    """Call ``fn(batch_indices, budget)`` over batches; on out-of-memory halve the budget and retry, and after
+    ``grow_after`` successful batches in a row double it again, up to the budget it started with.
 
     Batches are length-sorted with ``rows x longest <= budget`` (padded batches), or, when ``order`` is given,
     consecutive runs of that order with ``sum of lengths <= budget`` (packed rows). ``fn`` should also size any inner
-    chunks by ``budget``. Returns the budget that finally worked (callers keep it for their next call).
-    ``on_done(n)`` reports progress after each batch.
+    chunks by ``budget``. Out-of-memory means a CUDA OOM or a CPU allocation failure (:func:`is_oom`). An OOM right
+    after a growth doubles the successes needed before the next one, so a memory limit that persists costs few retries
+    (logarithmically many), while a passing shortage (another process's memory, fragmentation) is soon forgotten.
+    Returns the budget in force at the end (callers keep it for their next call). ``on_done(n)`` reports progress.
     """
     def make(idx: list[int], b: int) -> list[list[int]]:
         if order is None:
@@ -103,6 +112,7 @@ def run_batches(lengths: Sequence[int], budget: int, fn: Callable[[list[int], in
         rank = {i: k for k, i in enumerate(order)}
         return ordered_batches(lengths, sorted(idx, key=rank.__getitem__), b)
 
+    ceiling, streak, patience, grown = budget, 0, max(1, grow_after), False
     pending: list[list[int]] = make(list(range(len(lengths))), budget)
     while pending:
         batch = pending.pop(0)
@@ -112,12 +122,17 @@ def run_batches(lengths: Sequence[int], budget: int, fn: Callable[[list[int], in
             if not is_oom(exc) or budget <= 16:
                 raise
             free_memory()
-            budget //= 2
+            budget, streak, patience, grown = budget // 2, 0, patience * (2 if grown else 1), False
             log.warning("out of memory on a batch of %d; retrying with a token budget of %d", len(batch), budget)
             pending = make(batch + [i for b in pending for i in b], budget)   # re-batch all that is left
             continue
         if on_done is not None:
             on_done(len(batch))
+        streak += 1
+        if budget < ceiling and streak >= patience and pending:
+            budget, streak, grown = min(ceiling, budget * 2), 0, True
+            log.info("%d batches without running out of memory; token budget back up to %d", patience, budget)
+            pending = make([i for b in pending for i in b], budget)
     return budget
 
 

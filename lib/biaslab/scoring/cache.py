@@ -1,10 +1,22 @@
 """A persistent score cache: one SQLite file per model, one row per scored item.
 
-Keys are sha256 digests of (method, its settings, the input item); the file is chosen by the model fingerprint
-(name, weights sha256, dtype, device type, kind), so different weights or precisions never share scores. Each row
-stores its JSON value with a checksum of key and value: a row that fails the check is deleted and recomputed, never
-trusted. Rows are committed after every batch in one transaction, so a run that is killed loses at most the batch
-in flight, and a re-run recomputes nothing already scored. A cache file that SQLite cannot read is moved aside.
+Keys are sha256 digests of (method, its settings, the input item); the file is chosen by :func:`model_key`: the
+model's weights sha256, tokenizer sha256, dtype, device type and kind, plus the scoring engine's version
+(:data:`ENGINE_VERSION`) and the torch and transformers versions. So different weights, tokenizers, precisions or
+numerical code never share scores; upgrading torch or transformers, or bumping ``ENGINE_VERSION`` after a numerical
+fix, starts a new file on purpose (old files stay, unused, and can be deleted).
+
+Each row stores its JSON value with a checksum of key and value: a row that fails the check is deleted and
+recomputed, never trusted. The file is checked with ``PRAGMA quick_check`` when opened, and *any* SQLite error at any
+point (open, read, write; a corrupted page, a bad header, the file deleted or replaced under a running process)
+moves the file aside (one warning naming it and where it went) and carries on with a fresh file: values are then
+recomputed, never lost silently and never blocking a run.
+
+Rows are committed after every batch in one transaction, so a run that is killed loses at most the batch in flight,
+and a re-run recomputes nothing already scored. **Resumed values are not bit-identical**: a value depends slightly on
+the make-up of the batch it was computed in (padding, packing and summation order), so scores of a resumed run differ
+from an uninterrupted run's by up to ~1e-4 in log-probability (measured on the embedded models; no preferred answer
+changed). A fresh run with the same cache contents and settings is bit-identical.
 """
 
 from __future__ import annotations
@@ -12,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
 import re
 import sqlite3
 import time
@@ -22,6 +35,8 @@ log = logging.getLogger(__name__)
 
 #: Bump when the meaning of cached values changes; old entries are then simply not found.
 CACHE_VERSION = 1
+#: Bump after any change to the scoring engine's numerics (it is part of the cache file's key).
+ENGINE_VERSION = "2"
 
 
 def _digest(obj: Any) -> str:
@@ -29,12 +44,27 @@ def _digest(obj: Any) -> str:
                           ).hexdigest()
 
 
+def _library_versions() -> dict[str, str | None]:
+    from importlib.metadata import PackageNotFoundError, version
+    out: dict[str, str | None] = {}
+    for pkg in ("torch", "transformers"):
+        try:
+            out[pkg] = version(pkg)
+        except PackageNotFoundError:
+            out[pkg] = None
+    return out
+
+
 def model_key(fingerprint: dict) -> str | None:
-    """What identifies a model's numbers: weights, dtype, device type, kind. None when the weights are unknown."""
+    """What identifies a model's numbers: weights, tokenizer, dtype, device type, kind, engine and library versions.
+
+    None when the weights are unknown (``weights_sha256`` missing): such a model cannot share a persistent cache.
+    """
     if not fingerprint.get("weights_sha256"):
         return None
     dev = str(fingerprint.get("device", "cpu")).split(":")[0]
-    return _digest({k: fingerprint.get(k) for k in ("weights_sha256", "dtype", "kind")} | {"device": dev})[:20]
+    ident = {k: fingerprint.get(k) for k in ("weights_sha256", "tokenizer_sha256", "dtype", "kind")}
+    return _digest(ident | {"device": dev, "engine": ENGINE_VERSION} | _library_versions())[:20]
 
 
 class ScoreCache:
@@ -47,29 +77,66 @@ class ScoreCache:
         name = re.sub(r"[^A-Za-z0-9_.-]+", "_", str(fingerprint.get("name", "model")))[:60]
         self.path = Path(folder) / f"{name}-{mk}.sqlite"
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._conn: sqlite3.Connection | None = None
+        self._inode: int | None = None
         self._conn = self._open()
 
-    def _open(self) -> sqlite3.Connection:
-        for attempt in range(2):
-            try:
-                conn = sqlite3.connect(self.path, timeout=60)
-                conn.execute("PRAGMA journal_mode=WAL")
-                conn.execute("CREATE TABLE IF NOT EXISTS scores (key TEXT PRIMARY KEY, value TEXT NOT NULL, "
-                             "checksum TEXT NOT NULL, method TEXT, created REAL)")
-                conn.execute("SELECT count(*) FROM scores LIMIT 1").fetchone()
-                return conn
-            except sqlite3.DatabaseError as exc:
-                if attempt:
-                    raise
-                bad = self.path.with_name(f"{self.path.name}.corrupt-{int(time.time())}")
-                log.warning("score cache %s is unreadable (%s); moved aside to %s and starting afresh",
-                            self.path, exc, bad)
-                for suffix in ("", "-wal", "-shm"):
-                    p = Path(str(self.path) + suffix)
-                    if p.exists():
-                        p.rename(Path(str(bad) + suffix))
-        raise AssertionError("unreachable")
+    # ----------------------------------------------------------------------------------------- recovery ---
+    def _connect(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(self.path, timeout=60)
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("CREATE TABLE IF NOT EXISTS scores (key TEXT PRIMARY KEY, value TEXT NOT NULL, "
+                         "checksum TEXT NOT NULL, method TEXT, created REAL)")
+            problems = [r[0] for r in conn.execute("PRAGMA quick_check").fetchall()]
+            if problems != ["ok"]:
+                raise sqlite3.DatabaseError("quick_check: " + "; ".join(problems[:3]))
+            self._inode = os.stat(self.path).st_ino
+            return conn
+        except BaseException:
+            conn.close()
+            raise
 
+    def _open(self) -> sqlite3.Connection:
+        try:
+            return self._connect()
+        except sqlite3.Error as exc:
+            self._move_aside(exc)
+            return self._connect()
+
+    def _move_aside(self, exc: BaseException) -> None:
+        """Close the connection and rename the file (and its WAL) aside, with one warning naming both."""
+        if self._conn is not None:
+            try:
+                self._conn.close()
+            except sqlite3.Error:
+                pass
+            self._conn = None
+        bad = self.path.with_name(f"{self.path.name}.corrupt-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}")
+        moved = False
+        for suffix in ("", "-wal", "-shm"):
+            p = Path(str(self.path) + suffix)
+            if p.exists():
+                os.replace(p, Path(str(bad) + suffix))
+                moved = moved or suffix == ""
+        where = f"moved aside to {bad}" if moved else "the file was gone"
+        log.warning("score cache %s failed (%s: %s); %s; continuing with a fresh cache file (values are "
+                    "recomputed)", self.path, type(exc).__name__, exc, where)
+
+    def _recover(self, exc: BaseException) -> None:
+        self._move_aside(exc)
+        self._conn = self._connect()
+
+    def _check_file(self) -> None:
+        """A file deleted or replaced under this process: reopen (SQLite would go on writing to the lost inode)."""
+        try:
+            ino = os.stat(self.path).st_ino
+        except FileNotFoundError:
+            ino = None
+        if ino != self._inode:
+            self._recover(sqlite3.OperationalError("the cache file was deleted or replaced during the run"))
+
+    # -------------------------------------------------------------------------------------------- keys ---
     @staticmethod
     def key(method: str, settings: dict, item: Any) -> str:
         return _digest([CACHE_VERSION, method, settings, item])
@@ -78,15 +145,24 @@ class ScoreCache:
     def _checksum(key: str, value: str) -> str:
         return hashlib.sha256((key + "\0" + value).encode()).hexdigest()[:32]
 
+    # ------------------------------------------------------------------------------------------- access ---
     def get_many(self, keys: Iterable[str]) -> dict[str, Any]:
         keys = list(dict.fromkeys(keys))
+        try:
+            self._check_file()
+            return self._get_many(keys)
+        except sqlite3.Error as exc:
+            self._recover(exc)
+            return {}
+
+    def _get_many(self, keys: list[str]) -> dict[str, Any]:
         found: dict[str, Any] = {}
         bad: list[str] = []
         for i in range(0, len(keys), 500):
             part = keys[i:i + 500]
             q = f"SELECT key, value, checksum FROM scores WHERE key IN ({','.join('?' * len(part))})"
             for key, value, checksum in self._conn.execute(q, part):
-                if checksum != self._checksum(key, value):
+                if not isinstance(value, str) or checksum != self._checksum(key, value):
                     bad.append(key)
                     continue
                 try:
@@ -105,11 +181,26 @@ class ScoreCache:
         for key, value in items.items():
             text = json.dumps(value, ensure_ascii=False, allow_nan=True)
             rows.append((key, text, self._checksum(key, text), method, now))
-        with self._conn:   # one transaction: all of the batch or nothing
-            self._conn.executemany("INSERT OR REPLACE INTO scores VALUES (?, ?, ?, ?, ?)", rows)
+        for attempt in range(2):
+            try:
+                self._check_file()
+                with self._conn:   # one transaction: all of the batch or nothing
+                    self._conn.executemany("INSERT OR REPLACE INTO scores VALUES (?, ?, ?, ?, ?)", rows)
+                return
+            except sqlite3.Error as exc:
+                if attempt:
+                    log.warning("score cache %s: could not store %d values (%s); they stay uncached",
+                                self.path, len(rows), exc)
+                    return
+                self._recover(exc)
 
     def __len__(self) -> int:
-        return self._conn.execute("SELECT count(*) FROM scores").fetchone()[0]
+        try:
+            return self._conn.execute("SELECT count(*) FROM scores").fetchone()[0]
+        except sqlite3.Error as exc:
+            self._recover(exc)
+            return 0
 
     def close(self) -> None:
-        self._conn.close()
+        if self._conn is not None:
+            self._conn.close()

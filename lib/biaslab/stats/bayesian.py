@@ -14,10 +14,16 @@ by responses per group level (< 20: non-centred).
 Rows with the same covariates are pooled into binomial counts (``p(k, n) ~ ...``), which is exact and makes
 repeated seeds cheap. The fit reports the sampler's convergence diagnostics: R-hat (want <= 1.01), bulk and tail
 effective sample sizes (want >= 400 for stable intervals) and divergent transitions (want 0).
+
+The posterior draws of a fit are cached on disk (``CACHE_DIR/posteriors``, netCDF) under a key of the pooled data,
+the formula and parameterisation, the sampler settings, the seed and the bambi / PyMC / PyTensor versions: a rerun
+reads them back instead of sampling. Every completed fit is kept, converged or not: with a fixed seed a refit would
+repeat the same draws, and asking for more draws (the cure for a fit that did not converge) is a new key.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import time
 from dataclasses import dataclass, field
@@ -34,6 +40,7 @@ class BayesResult:
     diagnostics: dict
     formula: str
     idata: object = field(repr=False, default=None)
+    cached: bool = False           # the draws were read from the cache, not sampled by this call
 
 
 def _pool(df: pd.DataFrame, outcome: str, columns: list[str]) -> pd.DataFrame:
@@ -45,13 +52,11 @@ def hierarchical_logistic(df: pd.DataFrame, fixed: Sequence[str], group: Sequenc
                           outcome: str = "deviated", draws: int = 500, tune: int = 500, chains: int = 2,
                           seed: int = 0, hdi_prob: float = 0.95, cores: int = 1, numba: bool = False,
                           keep_idata: bool = False, noncentered: bool | str = "auto",
-                          target_accept: float | None = None) -> BayesResult:
-    """Fit ``outcome ~ fixed + (1|group...)`` as a binomial model with bambi; return summary and diagnostics."""
-    import arviz as az
-    import bambi as bmb
+                          target_accept: float | None = None, cache: bool = True) -> BayesResult:
+    """Fit ``outcome ~ fixed + (1|group...)`` as a binomial model with bambi; return summary and diagnostics.
 
-    logging.getLogger("pymc").setLevel(logging.ERROR)
-    logging.getLogger("bambi").setLevel(logging.ERROR)
+    ``cache``: read the posterior draws from, and write them to, the on-disk cache (module docstring)."""
+    import arviz as az
     fixed, group = list(fixed), list(group)
     data = _pool(df, outcome, fixed + group)
     for f in fixed:
@@ -68,21 +73,19 @@ def hierarchical_logistic(df: pd.DataFrame, fixed: Sequence[str], group: Sequenc
         # many responses per group level: the centred form samples better; few: the non-centred one
         per_level = len(df) / max(1, sum(data[rename[g]].nunique() for g in group))
         noncentered = bool(per_level < 20)
-    model = bmb.Model(formula, data, family="binomial", noncentered=noncentered)
-    t0 = time.perf_counter()
-    kw = dict(draws=draws, tune=tune, chains=chains, cores=cores, random_seed=seed, progressbar=False)
+    kw = dict(draws=draws, tune=tune, chains=chains, random_seed=seed, progressbar=False)
     if numba:
         kw["compile_kwargs"] = {"mode": "NUMBA"}
     if target_accept:
         kw["target_accept"] = target_accept
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:                      # pragma: no cover
-        import contextlib
-        threadpool_limits = lambda **k: contextlib.nullcontext()   # noqa: E731
-    with threadpool_limits(limits=1, user_api="blas"):
-        idata = model.fit(**kw)
-    seconds = time.perf_counter() - t0
+    path = _cache_path(data, formula, noncentered, kw) if cache else None
+    idata = _read_draws(path) if path else None
+    cached = idata is not None
+    if idata is None:
+        idata = _sample(formula, data, noncentered, kw | {"cores": cores})
+        if path:
+            _write_draws(path, idata)
+    seconds = float(idata.posterior.attrs.get("biaslab_fit_seconds", np.nan))
     common = ["Intercept"] + [rename[f] for f in fixed] + [f"1|{rename[g]}_sigma" for g in group]
     var_names = [v for v in common if v in idata.posterior]
     summ = az.summary(idata, var_names=var_names, hdi_prob=hdi_prob)
@@ -99,4 +102,55 @@ def hierarchical_logistic(df: pd.DataFrame, fixed: Sequence[str], group: Sequenc
             "max_r_hat": float(full["r_hat"].max()), "min_ess_bulk": float(full["ess_bulk"].min()),
             "min_ess_tail": float(full["ess_tail"].min()), "divergences": div,
             "converged": bool(full["r_hat"].max() <= 1.01 and full["ess_bulk"].min() >= 400 and div == 0)}
-    return BayesResult(summ, ge, diag, formula, idata if keep_idata else None)
+    return BayesResult(summ, ge, diag, formula, idata if keep_idata else None, cached)
+
+
+def _sample(formula: str, data: pd.DataFrame, noncentered: bool, kw: dict):
+    import bambi as bmb
+    logging.getLogger("pymc").setLevel(logging.ERROR)
+    logging.getLogger("bambi").setLevel(logging.ERROR)
+    model = bmb.Model(formula, data, family="binomial", noncentered=noncentered)
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:                      # pragma: no cover
+        import contextlib
+        threadpool_limits = lambda **k: contextlib.nullcontext()   # noqa: E731
+    t0 = time.perf_counter()
+    with threadpool_limits(limits=1, user_api="blas"):
+        idata = model.fit(**kw)
+    idata.posterior.attrs["biaslab_fit_seconds"] = round(time.perf_counter() - t0, 1)
+    return idata
+
+
+def _cache_path(data: pd.DataFrame, formula: str, noncentered: bool, kw: dict):
+    """Cache file of a fit: keyed by the pooled data (values, column order, category order = reference levels),
+    the formula, parameterisation, sampler settings, seed and library versions (``cores`` does not change draws)."""
+    from importlib.metadata import version
+
+    from .. import resultcache
+    cats = {c: [str(x) for x in data[c].cat.categories] for c in data.columns if hasattr(data[c], "cat")}
+    key = resultcache.digest({
+        "data": hashlib.sha256(data.to_csv(index=False).encode()).hexdigest(), "categories": cats,
+        "formula": formula, "family": "binomial", "noncentered": bool(noncentered), "sampler": kw,
+        "versions": {p: version(p) for p in ("bambi", "pymc", "pytensor", "arviz")}})
+    return resultcache.folder("posteriors") / f"{key}.nc"
+
+
+def _read_draws(path):
+    import arviz as az
+
+    from .. import resultcache
+    if not path.exists():
+        return None
+    try:
+        idata = az.from_netcdf(path, engine="h5netcdf")
+        idata.load()                         # into memory, not lazily from the file
+        return idata
+    except Exception as exc:  # noqa: BLE001 - an unreadable cache file is recomputed
+        resultcache.set_aside(path, exc)
+        return None
+
+
+def _write_draws(path, idata) -> None:
+    from .. import resultcache
+    resultcache.atomic_write(path, lambda tmp: idata.to_netcdf(str(tmp), engine="h5netcdf"))

@@ -16,9 +16,11 @@ def stratified_sample(df: pd.DataFrame, by: Sequence[str], n: int | None, seed: 
     sizes (largest remainders), then rows are drawn without replacement within strata. ``n=None`` or ``n >= len``
     returns ``df`` unchanged. The result keeps ``df``'s row order.
     """
+    if n is not None and (isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0):
+        raise ValueError(f"the sample size n must be a non-negative integer or None for all rows, got {n!r}")
     if n is None or n >= len(df):
         return df
-    if n <= 0:
+    if n == 0:
         return df.iloc[:0]
     rng = np.random.default_rng(seed)
     groups = df.groupby(list(by), sort=True, observed=True, dropna=False).indices

