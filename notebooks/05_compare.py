@@ -40,8 +40,9 @@ seed = 0
 # %% [markdown]
 # ## Setup
 #
-# `outputs_root` is the folder holding the other notebooks' outputs (`None`: the folder that holds `output_dir`, i.e.
-# `outputs/` or wherever `BIASLAB_OUTPUTS=... biaslab reproduce` writes; any folder laid out the same way works).
+# `outputs_root` is the folder holding the other notebooks' outputs (`None`: the folder that holds `output_dir` when
+# notebooks 1-4 wrote there — a full `biaslab reproduce` into `scratch/`, `--out DIR` or `--publish` — else the
+# published `outputs/`; any folder laid out the same way works).
 # `models` restricts the rows
 # (`None` = every model found), `metrics` the columns (`None` = every registered metric). Intervals and paired
 # comparisons use `n_boot` bootstrap resamples; pairs are adjusted within each metric (`adjustment`: `holm` or
@@ -50,7 +51,6 @@ seed = 0
 # %%
 import io
 import time
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -66,7 +66,7 @@ pd.set_option("display.max_columns", 20)
 pd.set_option("display.max_colwidth", 50)
 t_start = time.perf_counter()
 out = OutputDir(output_dir)
-root = Path(outputs_root) if outputs_root else Path(output_dir).resolve().parent
+root = compare.outputs_root(outputs_root, output_dir)
 chosen = compare.METRICS if metrics is None else tuple(compare.metric(m) for m in metrics)
 found = {m.id: (root / m.folder / "tables").exists() for m in chosen}
 print("outputs read from", root.resolve())

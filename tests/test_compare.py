@@ -179,3 +179,10 @@ def test_responder_rows_that_judge_each_metric(root):
     r = r[r["cot"] == "no"].set_index("model")["degenerate"]
     f = flags[flags["metric"] == "ssqa_deviation_rate"].set_index("model")["degenerate"]
     assert f.to_dict() == r.astype(bool).to_dict()
+
+
+def test_outputs_root_falls_back_to_the_published_outputs(root, tmp_path):
+    from biaslab import paths
+    assert compare.outputs_root(None, Path(root) / "05_compare") == Path(root).resolve()
+    assert compare.outputs_root(None, tmp_path / "05_compare") == paths.OUTPUTS_DIR
+    assert compare.outputs_root(str(tmp_path), "anything") == tmp_path

@@ -434,3 +434,15 @@ def source_provenance(root: Path, metrics=METRICS) -> tuple[dict, dict]:
             if p.exists():
                 files[f"outputs/{m.folder}/tables/{stem}.csv"] = sha256_file(p)
     return models, files
+
+
+def outputs_root(explicit: str | Path | None, output_dir: str | Path, metrics=METRICS) -> Path:
+    """Where notebook 5 reads: ``explicit`` when given; else the folder holding its own output folder when notebooks
+    1-4 wrote there (a full run into scratch/ or outputs/), else the published ``outputs/``."""
+    if explicit:
+        return Path(explicit)
+    from . import paths
+    for c in (Path(output_dir).resolve().parent, paths.OUTPUTS_DIR):
+        if any((c / m.folder / "tables").exists() for m in metrics):
+            return c
+    return Path(output_dir).resolve().parent
