@@ -74,3 +74,12 @@ def test_index_links_every_run_manifest_and_figure(tmp_path):
 
 def test_index_of_empty_folder(tmp_path):
     assert "No executed notebook found" in report_index.build(tmp_path)
+
+
+def test_index_skips_staging_folders_and_links_a_failed_later_run(tmp_path):
+    good = fake_run(tmp_path, "02_calm")
+    (good / "MANIFEST.failed.json").write_text("{}")
+    fake_run(tmp_path, "02_calm/.02_calm.staging-123")
+    text = report_index.build(tmp_path)
+    assert "1 run ·" in text and "staging" not in text
+    assert 'href="02_calm/MANIFEST.failed.json"' in text

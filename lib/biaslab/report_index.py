@@ -1,6 +1,7 @@
 """The report's front page: ``outputs/index.html``, one static page over every executed notebook.
 
-For each ``MANIFEST.json`` under the outputs folder it lists the notebook (and variant), its status, profile, wall
+For each ``MANIFEST.json`` under the outputs folder (staging folders skipped; a ``MANIFEST.failed.json`` beside it
+linked as a failed later run) it lists the notebook (and variant), its status, profile, wall
 time and git commit, links the HTML render (or the executed ``.ipynb`` where no render exists) and the manifest,
 names the models with their weight hashes and the data files with their sha256 (folded), and shows the figures as
 thumbnails linking to the full PNGs. Plain HTML and a few lines of CSS; no JavaScript. All links are relative, so
@@ -36,6 +37,8 @@ def manifests(outputs_dir: Path) -> list[tuple[Path, dict]]:
     """(folder, manifest) for every run under ``outputs_dir`` (``<notebook>/`` or ``<notebook>/<variant>/``)."""
     found = []
     for f in sorted(outputs_dir.glob("*/MANIFEST.json")) + sorted(outputs_dir.glob("*/*/MANIFEST.json")):
+        if any(part.startswith(".") for part in f.relative_to(outputs_dir).parts):
+            continue        # a runner's staging folder (.<name>.staging-<pid>/), not a published run
         try:
             found.append((f.parent, json.loads(f.read_text())))
         except (OSError, json.JSONDecodeError):
@@ -55,6 +58,8 @@ def _section(folder: Path, m: dict, root: Path) -> str:
     if executed.exists():
         links.append(f'<a href="{_rel(executed, root)}">executed notebook</a>')
     links.append(f'<a href="{_rel(folder / "MANIFEST.json", root)}">MANIFEST</a>')
+    if (folder / "MANIFEST.failed.json").exists():   # the last run failed; these outputs are the last good ones
+        links.append(f'<a class="failed" href="{_rel(folder / "MANIFEST.failed.json", root)}">a later run failed</a>')
     if (folder / "tables").is_dir():
         links.append(f'<a href="{_rel(folder / "tables", root)}/">tables</a>')
     git = m.get("git") or {}
@@ -94,7 +99,8 @@ def build(outputs_dir: Path) -> str:
     body = "\n".join(_section(f, m, outputs_dir) for f, m in runs) or "<p>No executed notebook found.</p>"
     return (f'<!doctype html>\n<html lang="en"><head><meta charset="utf-8"><title>biaslab report</title>'
             f"<style>{CSS}</style></head><body>\n<h1>biaslab — executed notebooks</h1>\n"
-            f'<p class="meta">{len(runs)} runs · index written {_e(now)}</p>\n<p>{toc}</p>\n{catalogue}\n{body}\n'
+            f'<p class="meta">{len(runs)} run{"s" if len(runs) != 1 else ""} · index written {_e(now)}</p>\n'
+            f"<p>{toc}</p>\n{catalogue}\n{body}\n"
             "</body></html>\n")
 
 
