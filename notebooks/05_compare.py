@@ -28,7 +28,7 @@
 # %% tags=["parameters"]
 profile = "default"
 outputs_root = None
-output_dir = "../outputs/05_compare"
+output_dir = "../scratch/05_compare"
 models = None
 metrics = None
 n_boot = 2000
