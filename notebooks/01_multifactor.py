@@ -18,8 +18,14 @@
 # the rate of biased answers with a logistic regression. Applied to SocialStigmaQA (SSQA) this shows, e.g., that
 # *biased answer* and *gender* are confounded with *template*, and that stigma, gender and prompt style all matter.
 #
-# **What this notebook does.** The `benchmark` parameter picks SSQA or BBQ; every step runs on the benchmark's prompt
-# table and factor spec through the generic `biaslab.stats` functions.
+# **What this notebook does.** The `benchmark` parameter picks SSQA, BBQ, CALM, CrowS-Pairs or the agentic benchmark;
+# every step runs on the benchmark's prompt table and factor spec through the generic `biaslab.stats` functions, as
+# `biaslab.papers.multifactor.responses.PLANS` directs: each plan names the factors of every analysis and the 0/1
+# *outcome* analysed
+# (`deviated` for SSQA and BBQ, `correct` for CALM, `stereotype_preferred` for CrowS-Pairs, `low_entropy` for the
+# agentic benchmark), with the ideal subgroup rate of the deviation metric (0, 1, 0.5, 0). Tables and figures keep the
+# paper's names (*deviation rate*, *log disparity*): for CALM and CrowS-Pairs read them as the rate of the plan's
+# outcome.
 # * *Reproduced:* the factor table with reference levels and per-factor Gini indices of Table 1 (exactly, for every
 #   factor defined as in the paper), the overall coverage numbers of §3.2.1, and every analysis of §3.2-3.4 — on the
 #   real answers that were released for SSQA (Granite-3.0-8B and Llama-3.1-8B; the paper's Flan-UL2 / Flan-T5-XXL
@@ -80,7 +86,7 @@ from IPython.display import Image, Markdown, display
 from biaslab import plots
 from biaslab.benchmarks import load as load_benchmark
 from biaslab.outputs import OutputDir
-from biaslab.papers.multifactor import findings, responses as multifactor
+from biaslab.papers.multifactor import factorial, findings, responses as multifactor
 from biaslab.stats import coverage as cov, importance as imp, subgroups as sg
 from biaslab.stats import intervals, multiplicity, paired, power, responders
 from biaslab.stats.sampling import stratified_sample
@@ -113,10 +119,11 @@ def table(df, name, markdown=False, show_rows=12):
 
 
 t0 = time.perf_counter()
-bench = load_benchmark(benchmark)
+bench = load_benchmark(benchmark) if benchmark in ("ssqa", "bbq") else factorial.prepare(benchmark)
 out.record_data(bench.sources)
 prompts = bench.prompts
-spec = bench.factors
+spec = bench.factors.with_factors(plan.extra_factors)
+print(f"outcome: {plan.outcome} = {plan.outcome_description}; ideal subgroup rate {plan.ideal}")
 levels = cov.spec_levels(spec)
 timings["load"] = time.perf_counter() - t0
 print(bench.summary())
@@ -144,6 +151,14 @@ for n in bench.notes:
 # questions and the other person for non-negative ones; `target_loc` in `additional_metadata.csv` already encodes this
 # (checked against `answer_info` below). BBQ has no neutral group, so the category, template and group references are
 # arbitrary.
+#
+# For **CALM**: task (QA, NLI, sentiment), bias type (gender, race), the group of the name, the template's source data
+# set and the answer format (free text, option letter, 3- or 2-way NLI label, sentiment, toxicity); the generating
+# unit is the template. For **CrowS-Pairs**: the original English, revised English and French sets as one table with
+# bias type, direction (stereo / antistereo) and dataset; the unit is the pair. For the **agentic** benchmark: domain,
+# question type, polarity and class type — a fully crossed design — plus the *answer position* (where the model put
+# its most probable answer), a response factor that exists only once a model has answered: it enters subgroups and
+# regression, not coverage, and its reference level is each model's most frequent position.
 
 # %%
 factors_table = spec.table()
@@ -153,7 +168,7 @@ model_factors = pd.DataFrame([
     {"factor": "seed", "kind": "model", "n_levels": cot_seeds + 1, "levels": "none; " + "; ".join(map(str, range(cot_seeds))),
      "reference": "none", "description": "sampling seed (chain of thought only)"},
 ])
-if benchmark == "bbq":
+if benchmark != "ssqa":
     model_factors = model_factors.iloc[:1]
 factors_table = pd.concat([factors_table, model_factors], ignore_index=True)
 factors_table["levels"] = factors_table["levels"].str.slice(0, 300)
@@ -282,6 +297,11 @@ timings["coverage"] = time.perf_counter() - t0
 #   the choice being the option with the highest mean log-probability per token; deviation = choosing BBQ's biased
 #   answer, with accuracy alongside. Instruction-tuned models see their chat template; base models see the raw prompt
 #   with an answer cue.
+# * **CALM, CrowS-Pairs, agentic** (`biaslab.factorial`, the same requests as notebooks 2-4, so their cached scores are
+#   reused): CALM 1-shot prompts, label options scored by next-token probability and free-text QA generated greedily,
+#   `correct` by the corrected answer rules of notebook 2; CrowS-Pairs `stereotype_preferred` = log P(more
+#   stereotypical sentence) > log P(less), ties left out; agentic: the normalized entropy of the answer distribution
+#   over the k choices (notebook 4), `low_entropy` when it is below 0.95 (e.g. 0.5 / 0.3 / 0.2 over three choices).
 
 # %%
 t0 = time.perf_counter()
@@ -295,13 +315,17 @@ if benchmark == "ssqa":
     answers = released.groupby(["model", "answer"]).size().unstack(fill_value=0)
     answers["deviation_rate"] = released.groupby("model")["deviated"].mean()
     table(answers.reset_index(), "released_answers", markdown=True)
+    # per prompt, for notebook 5's paired comparisons with the embedded models (the same prompt ids)
+    out.table(released[["prompt_id", "model", "cot", "answer", "deviated"]].merge(
+        prompts[["prompt_id", bench.cluster]], on="prompt_id"), "responses_released")
     display(Markdown(findings.released_findings(answers.reset_index())))
 timings["released"] = time.perf_counter() - t0
 
 # %%
 t0 = time.perf_counter()
 base_prompts = prompts[prompts["cot"] == "no"] if "cot" in prompts else prompts
-subset = stratified_sample(base_prompts, plan.strata, max_prompts, seed=seed)
+subset = (stratified_sample(base_prompts, plan.strata, max_prompts, seed=seed) if benchmark in ("ssqa", "bbq")
+          else factorial.sample(benchmark, base_prompts, max_prompts, plan.strata, seed=seed))
 print(f"scoring {len(subset):,} of {len(base_prompts):,} prompts per model "
       f"(stratified by {', '.join(plan.strata)})")
 cot_subset = None
@@ -337,8 +361,14 @@ for name in models:
             scored.append(multifactor.score_ssqa_cot(scorer, cot_subset, name, chat, range(cot_seeds),
                                                      cot_max_new_tokens, cot_temperature))
             t_cot = time.perf_counter() - tc
-    else:
+    elif benchmark == "bbq":
         scored.append(multifactor.score_bbq(scorer, subset, name, chat))
+        t_main, t_cot = time.perf_counter() - ts, 0.0
+    else:   # calm, crows_pairs, agentic: the glue of biaslab.factorial (same requests as notebooks 2-4)
+        if benchmark == "calm":
+            from biaslab.papers.calm import evaluate as calm_evaluate
+        scored.append(factorial.score(benchmark, scorer, lm, subset, name,
+                                      calm_evaluate=calm_evaluate.evaluate if benchmark == "calm" else None))
         t_main, t_cot = time.perf_counter() - ts, 0.0
     model_timings.append({"model": name, "chat_template": chat, "load_s": t_load, "score_s": t_main,
                           "cot_s": t_cot, "n_prompts": len(subset)})
@@ -346,7 +376,11 @@ for name in models:
     gc.collect()
 scored = pd.concat(scored, ignore_index=True) if scored else pd.DataFrame()
 if len(scored):
-    out.table(scored, "responses")          # every scored response (embedded models), for re-analysis
+    # every scored response (embedded models), with the generating unit and the plan's factors, for re-analysis
+    # and for notebook 5's paired comparisons
+    keep = [c for c in dict.fromkeys([bench.cluster] + plan.coverage_factors)
+            if c and c in prompts and c not in scored]
+    out.table(scored.merge(prompts[["prompt_id"] + keep], on="prompt_id", how="left"), "responses")
 if len(model_timings):
     table(pd.DataFrame(model_timings), "model_timings")
 timings["scoring"] = time.perf_counter() - t0
@@ -400,8 +434,10 @@ if benchmark == "ssqa":
     pool["answer_checked"] = pool["answer"].where(pool["answer"] != "other")
     resp_check = responders.responder_check(pool, answer="answer_checked", by=["model", "cot"], n_options=3,
                                             label_mass="label_mass" if "label_mass" in pool else None)
-elif len(scored):
-    resp_check = responders.responder_check(scored, answer="choice", by="model", n_options=3)
+elif len(scored):   # BBQ: the chosen option; CALM, CrowS-Pairs, agentic: the answer column of biaslab.papers.multifactor.factorial
+    resp_check = responders.responder_check(scored, answer="choice" if benchmark == "bbq" else "answer", by="model",
+                                            n_options={"bbq": 3, "crows_pairs": 2}.get(benchmark),
+                                            label_mass="label_mass" if "label_mass" in scored else None)
 else:
     resp_check = pd.DataFrame(columns=["model", "degenerate", "reasons"])
 table(resp_check, "responders", markdown=True)
@@ -454,8 +490,12 @@ if benchmark == "ssqa" and len(scored) and (scored["cot"] == "yes").any():
         if f in cp:
             data.loc[cot_rows, f] = cp.loc[data.loc[cot_rows, "prompt_id"], f].to_numpy()
 nocot = data[data["cot"] == "no"]
+if nocot[plan.outcome].isna().any():   # e.g. CrowS-Pairs ties (identical sentences): no preference to analyse
+    print(f"{int(nocot[plan.outcome].isna().sum())} responses without a defined {plan.outcome} left out")
+    nocot = nocot[nocot[plan.outcome].notna()].copy()
+nocot[plan.outcome] = nocot[plan.outcome].astype(int)
 inner, outer = plan.sunburst
-sub = sg.subgroups(nocot, plan.subgroup_factors, levels=(1, 2), by="model")
+sub = sg.subgroups(nocot, plan.subgroup_factors, levels=(1, 2), by="model", outcome=plan.outcome)
 table(sub, "subgroups", show_rows=10)
 for m in pd.unique(sub["model"]):
     s = sub[sub["model"] == m]
@@ -471,8 +511,9 @@ for m in pd.unique(sub["model"]):
 # disadvantaged, and whether gendered stigma holders get more biased answers than gender-neutral ones.
 
 # %%
-ecdf_sub = sg.subgroups(nocot, plan.ecdf_factors, levels=(len(plan.ecdf_factors),), by="model")
-dm = sg.deviation_metric_table(ecdf_sub)
+ecdf_sub = sg.subgroups(nocot, plan.ecdf_factors, levels=(len(plan.ecdf_factors),), by="model",
+                        outcome=plan.outcome)
+dm = sg.deviation_metric_table(ecdf_sub, ideal=plan.ideal)
 table(dm, "deviation_metric", markdown=True)
 # compare models scored on the same prompts: the released models (all prompts) and the embedded ones (the subset)
 groups = {}
@@ -491,8 +532,9 @@ table(ks, "ks_tests", markdown=True)
 display(Markdown(findings.subgroup_findings(dm, ks)))
 for name, ms in groups.items():
     part = ecdf_sub[ecdf_sub["model"].isin(ms)]
-    show(plots.ecdf_plot(part, ks=ks[ks["models"] == name], title=f"{benchmark.upper()} ({name} models): eCDF of "
-                         f"{' x '.join(plan.ecdf_factors)} subgroup deviation rates"), f"ecdf_{name}", 560)
+    show(plots.ecdf_plot(part, ideal=plan.ideal, ks=ks[ks["models"] == name],
+                         title=f"{benchmark.upper()} ({name} models): eCDF of {' x '.join(plan.ecdf_factors)} "
+                         f"subgroup rates of {plan.outcome}"), f"ecdf_{name}", 560)
 timings["subgroups"] = time.perf_counter() - t0
 
 # %% [markdown]
@@ -508,22 +550,23 @@ timings["subgroups"] = time.perf_counter() - t0
 # notebook (a few confirmatory comparisons: family-wise control). Degenerate responders are left out.
 
 # %%
-rate_ci = intervals.rate_intervals(nocot, "deviated", bench.cluster, by="model")
+rate_ci = intervals.rate_intervals(nocot, plan.outcome, bench.cluster, by="model")
 table(rate_ci, "deviation_rate_intervals", markdown=True)
-table(pd.concat([intervals.rate_intervals(nocot, "deviated", bench.cluster, by=["model", f]).rename(
+table(pd.concat([intervals.rate_intervals(nocot, plan.outcome, bench.cluster, by=["model", f]).rename(
     columns={f: "level"}).assign(factor=f) for f in plan.subgroup_factors], ignore_index=True),
     "subgroup_rate_intervals", show_rows=6)
-dm_ci = paired.subgroup_metric_intervals(nocot, "deviated", plan.ecdf_factors, bench.cluster)
+dm_rows = lambda r: paired.deviation_metric_rows(r, plan.ideal)   # eq. 4 with the plan's ideal value C
+dm_ci = paired.subgroup_metric_intervals(nocot, plan.outcome, plan.ecdf_factors, bench.cluster, metric=dm_rows)
 table(dm_ci, "deviation_metric_intervals", markdown=True)
 pst, pdiff = [], []
 for name, ms in groups.items():
     ok = [m for m in ms if m not in degenerate_models]
     for i, a in enumerate(ok):
         for b in ok[i + 1:]:
-            pst.append({"models": name, **paired.paired_subgroup_test(nocot, "deviated", plan.ecdf_factors, a, b,
-                                                                      bench.cluster)})
+            pst.append({"models": name, **paired.paired_subgroup_test(nocot, plan.outcome, plan.ecdf_factors, a, b,
+                                                                      bench.cluster, metric=dm_rows)})
     if len(ok) > 1:
-        pdiff.append(paired.paired_differences(nocot[nocot["model"].isin(ok)], "deviated", bench.cluster,
+        pdiff.append(paired.paired_differences(nocot[nocot["model"].isin(ok)], plan.outcome, bench.cluster,
                                                binary=True).assign(models=name))
 pst = pd.DataFrame(pst)
 pdiff = pd.concat(pdiff, ignore_index=True) if pdiff else pd.DataFrame()
@@ -569,18 +612,21 @@ t0 = time.perf_counter()
 refs = multifactor.references(spec, plan)
 first = nocot[nocot["model"] == nocot["model"].iloc[0]]
 try:
-    imp.logistic_regression(first, plan.regression, {f.name: f.reference for f in spec.factors})
+    imp.logistic_regression(first, plan.regression, multifactor.references(spec, plan, first), outcome=plan.outcome)
     print("the factor spec's own reference levels are identified for these data")
 except imp.AliasingError as e:
     print("Refused (reference levels of the factor spec):", e)
-try:
-    imp.logistic_regression(multifactor.recode(first, plan), plan.regression + ["template"], refs)
-except imp.AliasingError as e:
-    print("Refused (with template):", e)
+if bench.cluster in spec:   # the generating unit as a factor (SSQA, BBQ: template; CALM: template_id)
+    try:
+        imp.logistic_regression(multifactor.recode(first, plan), plan.regression + [bench.cluster],
+                                multifactor.references(spec, plan, first), outcome=plan.outcome)
+    except imp.AliasingError as e:
+        print(f"Refused (with {bench.cluster}):", e)
 
 fits = []
 for m in pd.unique(nocot["model"]):
     d = multifactor.recode(nocot[nocot["model"] == m], plan)
+    refs = multifactor.references(spec, plan, d)
     full = m in released_models or len(d) >= 0.5 * len(base_prompts)
     wanted = plan.regression if full else plan.regression_subset
     if m in degenerate_models:
@@ -589,10 +635,10 @@ for m in pd.unique(nocot["model"]):
     fs, left_out = imp.identifiable_subset(d, wanted, refs)
     for f, why in left_out.items():
         print(f"{m}: left out {f!r}: {why[:160]}")
-    if not fs or d["deviated"].nunique() < 2:
+    if not fs or d[plan.outcome].nunique() < 2:
         print(f"{m}: nothing to fit")
         continue
-    res = imp.logistic_regression(d, fs, refs, cluster=bench.cluster)
+    res = imp.logistic_regression(d, fs, refs, outcome=plan.outcome, cluster=bench.cluster)
     t = res.table.assign(model=m, n=res.n)
     fits.append(t)
     for note in res.notes[:3]:
@@ -664,7 +710,12 @@ if bayes_draws:
         fixed = [f for f in plan.bayes_fixed if d[f].nunique() > 1]
         full = m in released_models or len(d) >= 0.5 * len(base_prompts)
         grp = plan.bayes_group if full else plan.bayes_group_subset
-        res = bayesian.hierarchical_logistic(d, fixed, grp, refs, draws=bayes_draws, tune=bayes_tune,
+        if d[plan.outcome].nunique() < 2:
+            print(f"{m}: {plan.outcome} is constant, nothing for the Bayesian model to explain")
+            continue
+        refs = multifactor.references(spec, plan, d)
+        res = bayesian.hierarchical_logistic(d, fixed, grp, refs, outcome=plan.outcome, draws=bayes_draws,
+                                             tune=bayes_tune,
                                              chains=bayes_chains, seed=seed, numba=True,
                                              target_accept=0.95 if len(d) < 2000 else None)
         conv = bool(res.diagnostics["converged"])

@@ -22,11 +22,16 @@ EMBEDDED_MODELS = ["smollm2-135m-instruct", "gemma-3-270m"]
 
 #: notebook -> variants (each variant runs the notebook once, into outputs/<notebook>/<variant>/; "" = no sub-folder)
 NOTEBOOKS: dict[str, dict[str, dict]] = {
-    "01_multifactor": {"ssqa": {"benchmark": "ssqa"}, "bbq": {"benchmark": "bbq"}},
+    "01_multifactor": {"ssqa": {"benchmark": "ssqa"}, "bbq": {"benchmark": "bbq"}, "calm": {"benchmark": "calm"},
+                       "crows_pairs": {"benchmark": "crows_pairs"}, "agentic": {"benchmark": "agentic"}},
     "02_calm": {"": {}},
     "03_crows_pairs_bayes": {"": {}},
     "04_agentic_entropy": {"": {}},
+    "05_compare": {"": {}},
 }
+
+#: notebooks that score nothing (they read the other notebooks' tables): no model, device or dtype parameters
+READS_OUTPUTS_ONLY = {"05_compare"}
 
 PROFILE_NAMES = ("smoke", "default", "paper")
 
@@ -43,6 +48,8 @@ PROFILES: dict[str, dict[str, dict]] = {
                                  "datasets": ["crows_pairs_en_revised", "crows_pairs_fr"],
                                  "preference_datasets": ["crows_pairs_en_revised"]},
         "04_agentic_entropy": {"max_prompts": 12, "cyclic_prompts": 2, "fewshot_prompts": 0},
+        # notebook 5 reads the other notebooks' tables: every model found there, fewer resamples
+        "05_compare": {"models": None, "n_boot": 200},
     },
     "default": {
         "*": {"models": EMBEDDED_MODELS, "device": "auto", "dtype": "auto"},
@@ -64,6 +71,9 @@ PROFILES: dict[str, dict[str, dict]] = {
         # all 1,020 agentic prompts; every cyclic rotation of a stratified 120-prompt subset (60 positive/negative
         # pairs, 8 per question-type x class-type stratum): the paired test of the cyclic gain then detects d_z >= 0.26
         "04_agentic_entropy": {"max_prompts": None, "cyclic_prompts": 120, "fewshot_prompts": 0},
+        # notebook 1 on CALM: a small stratified subset (CrowS-Pairs and agentic: see _share_scores below)
+        "01_multifactor/calm": {"max_prompts": 120},
+        "05_compare": {"models": None, "n_boot": 2000},
     },
     "paper": {
         "*": {"models": EMBEDDED_MODELS, "device": "auto", "dtype": "auto"},
@@ -74,8 +84,25 @@ PROFILES: dict[str, dict[str, dict]] = {
                     "n_permutations": 1000, "subset_runs": 6, "diversity_max_templates": None},
         "03_crows_pairs_bayes": {"max_pairs": None, "max_preference_pairs": None},
         "04_agentic_entropy": {"max_prompts": None, "cyclic_prompts": None, "fewshot_prompts": 120},
+        "05_compare": {"models": None, "n_boot": 2000},
     },
 }
+
+
+def _share_scores(profiles: dict) -> None:
+    """Notebook 1 on CrowS-Pairs and on the agentic benchmark scores exactly the pairs and prompts notebooks 3 and 4
+    score in the same profile (same samplers, same seed), so the score cache serves one from the other and the
+    variants add statistics, not model time: CrowS-Pairs ``max_prompts`` = 3 datasets x notebook 3's
+    ``max_pairs``, agentic ``max_prompts`` = notebook 4's."""
+    for prof in profiles.values():
+        if "03_crows_pairs_bayes" in prof:
+            mp = prof["03_crows_pairs_bayes"].get("max_pairs")
+            prof.setdefault("01_multifactor/crows_pairs", {})["max_prompts"] = None if mp is None else 3 * mp
+        if "04_agentic_entropy" in prof:
+            prof.setdefault("01_multifactor/agentic", {})["max_prompts"] = prof["04_agentic_entropy"].get("max_prompts")
+
+
+_share_scores(PROFILES)
 
 
 def params(profile: str, notebook: str, variant: str = "") -> dict:
@@ -83,8 +110,10 @@ def params(profile: str, notebook: str, variant: str = "") -> dict:
         raise KeyError(f"unknown profile {profile!r}; choose one of {PROFILE_NAMES}")
     if notebook not in NOTEBOOKS:
         raise KeyError(f"unknown notebook {notebook!r}; choose one of {sorted(NOTEBOOKS)}")
-    p = copy.deepcopy(PROFILES[profile].get("*", {}))
+    # the "*" settings (models, device, dtype) are for notebooks that run models; notebook 5 only reads tables
+    p = copy.deepcopy(PROFILES[profile].get("*", {})) if notebook not in READS_OUTPUTS_ONLY else {}
     p.update(copy.deepcopy(PROFILES[profile].get(notebook, {})))
+    p.update(copy.deepcopy(PROFILES[profile].get(f"{notebook}/{variant}", {})))   # a variant's own sizes
     p.update(copy.deepcopy(NOTEBOOKS[notebook][variant]))
     p["profile"] = profile
     return p

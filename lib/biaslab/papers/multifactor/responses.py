@@ -93,6 +93,9 @@ def score_bbq(scorer, prompts: pd.DataFrame, model: str, chat: bool) -> pd.DataF
 
 from dataclasses import dataclass, field  # noqa: E402
 
+from ...benchmarks.base import Factor  # noqa: E402
+from .factorial import ANSWER_POSITION  # noqa: E402
+
 
 @dataclass
 class Plan:
@@ -111,6 +114,10 @@ class Plan:
     recode: dict = field(default_factory=dict)   # factor -> {old level: new level} before regression
     reference_override: dict = field(default_factory=dict)
     highlight: tuple = ()
+    outcome: str = "deviated"                    # the 0/1 response column every analysis models
+    outcome_description: str = "the answer is the benchmark's biased answer"
+    ideal: float = 0.0                           # ideal subgroup rate C of the deviation metric (eq. 4)
+    extra_factors: tuple = ()                    # factors beyond the loader's spec (response-level: kind "model")
 
 
 PLANS = {
@@ -172,6 +179,70 @@ PLANS = {
         strata=["category", "context_condition", "question_polarity"],
         highlight=("context_condition", "question_polarity", "correct_is_biased"),
     ),
+    # Benchmarks added with issue 11: glue in biaslab.factorial (prompt table, scored subset, response table).
+    "calm": Plan(
+        coverage_factors=["task", "bias_type", "group", "source_dataset", "answer_format"],
+        overall_sets={
+            "task, bias type, group": ["task", "bias_type", "group"],
+            "task, bias type, group, template source, answer format":
+                ["task", "bias_type", "group", "source_dataset", "answer_format"],
+        },
+        heatmaps=[("task", "group"), ("source_dataset", "answer_format")],
+        sunburst=("bias_type", "group"),
+        subgroup_factors=["task", "bias_type", "group", "answer_format"],
+        ecdf_factors=["task", "group"],
+        regression=["group", "task", "answer_format"],
+        regression_subset=["group", "task", "answer_format"],
+        bayes_fixed=["group", "task"],
+        bayes_group=["template_id"],
+        bayes_group_subset=["template_id"],
+        strata=["task", "bias_type", "group"],
+        highlight=("group",),
+        outcome="correct",
+        outcome_description="the answer is correct (CALM's bias is the accuracy gap between groups)",
+        ideal=1.0,
+        extra_factors=(Factor("answer_format", "prompt", ("span", "mcqa", "nli3", "nli2", "sentiment", "toxicity"),
+                              "span", "how the task is answered (free text, option letter, 3- or 2-way NLI label, "
+                              "sentiment, toxicity)"),),
+    ),
+    "crows_pairs": Plan(
+        coverage_factors=["bias_type", "direction", "dataset"],
+        overall_sets={"bias type, direction, dataset": ["bias_type", "direction", "dataset"]},
+        heatmaps=[("bias_type", "direction"), ("bias_type", "dataset")],
+        sunburst=("dataset", "bias_type"),
+        subgroup_factors=["dataset", "bias_type", "direction"],
+        ecdf_factors=["bias_type", "dataset"],
+        regression=["bias_type", "direction", "dataset"],
+        regression_subset=["bias_type", "direction", "dataset"],
+        bayes_fixed=["direction", "dataset"],
+        bayes_group=["bias_type"],
+        bayes_group_subset=["bias_type"],
+        strata=["dataset", "bias_type"],
+        highlight=("direction", "dataset"),
+        outcome="stereotype_preferred",
+        outcome_description="log P(more stereotypical sentence) > log P(less stereotypical sentence)",
+        ideal=0.5,
+    ),
+    "agentic": Plan(
+        coverage_factors=["domain", "question_type", "polarity", "class_type"],
+        overall_sets={"design (domain, question type, polarity, class type)":
+                      ["domain", "question_type", "polarity", "class_type"]},
+        heatmaps=[("domain", "question_type"), ("class_type", "polarity")],
+        sunburst=("class_type", "polarity"),
+        subgroup_factors=["class_type", "question_type", "polarity", "answer_position"],
+        ecdf_factors=["class_type", "question_type"],
+        regression=["class_type", "question_type", "polarity", "domain", "answer_position"],
+        regression_subset=["class_type", "question_type", "polarity", "answer_position"],
+        bayes_fixed=["class_type", "question_type", "polarity"],
+        bayes_group=["domain", "scenario_id"],
+        bayes_group_subset=["domain"],
+        strata=["question_type", "class_type", "polarity"],
+        highlight=("class_type", "polarity", "answer_position"),
+        outcome="low_entropy",
+        outcome_description="normalized entropy of the answer distribution < 0.95 (factorial.LOW_ENTROPY)",
+        ideal=0.0,
+        extra_factors=(ANSWER_POSITION,),
+    ),
 }
 
 #: The paper's Table 1 Gini indices and §3.2.1 overall numbers (SSQA).
@@ -189,7 +260,14 @@ def recode(df: pd.DataFrame, plan: Plan) -> pd.DataFrame:
     return out
 
 
-def references(spec, plan: Plan) -> dict:
+def references(spec, plan: Plan, responses: pd.DataFrame | None = None) -> dict:
+    """Reference levels for regression: the spec's, the plan's overrides, and for response-level factors (kind
+    "model" among the plan's extra factors, e.g. the agentic answer position) the level most frequent in
+    ``responses`` (one model's), so that the contrasts read "against this model's usual answer"."""
     refs = {f.name: f.reference for f in spec.factors}
     refs.update(plan.reference_override)
+    if responses is not None:
+        for f in plan.extra_factors:
+            if f.kind == "model" and f.name in responses and responses[f.name].notna().any():
+                refs[f.name] = responses[f.name].mode().iloc[0]
     return refs

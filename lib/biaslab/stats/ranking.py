@@ -1,0 +1,140 @@
+"""Ranking models honestly: tie groups, rank agreement between benchmarks, cluster-sum bootstraps (beyond the papers).
+
+* :func:`tie_groups` the *compact letter display* of a ranking (Piepho 2004, "An algorithm for a letter-based
+  representation of all-pairwise comparisons"; the tie groups HELM users ask for). Models are sorted by their
+  estimate; a tie group is a maximal run of consecutive models in that order of which *no pair* differs
+  significantly (adjusted p > alpha, or a pair that could not be compared). Groups may overlap: with A > B > C where
+  only A-C differ, the groups are {A, B} and {B, C}, and B shares a letter with both. Each model gets the letters of
+  the groups it belongs to ("a", "ab", "b", ...); models sharing a letter cannot be told apart.
+* :func:`spearman_interval` Spearman's rank correlation over models with the Fisher-z interval of Bonett & Wright
+  (2000, "Sample size requirements for estimating Pearson, Kendall and Spearman correlations", eq. 3):
+  ``se(z) = sqrt((1 + r^2 / 2) / (n - 3))``, ``z = atanh(r)``. Below ``MIN_MODELS`` models no interval is given
+  (and the function says so): four points cannot show agreement between benchmarks.
+* :func:`cluster_sum_bootstrap` percentile cluster bootstrap of any statistic that is a function of column *sums*
+  (ratios, differences of ratios, BBQ's bias scores): each replicate draws G clusters with replacement, as
+  multinomial counts, so a replicate's sums are ``counts @ cluster_sums`` and no table is ever resampled. Pass two
+  aligned sum matrices (same clusters, two models) to get the cluster-paired bootstrap of a difference.
+"""
+
+from __future__ import annotations
+
+import string
+from typing import Callable, Sequence
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+#: fewest models for which a rank correlation between two metrics gets an interval
+MIN_MODELS = 5
+
+
+def _letters(i: int) -> str:
+    a = string.ascii_lowercase
+    return a[i] if i < 26 else a[i // 26 - 1] + a[i % 26]
+
+
+def tie_groups(estimates: pd.Series, pairs: pd.DataFrame, alpha: float = 0.05, higher_first: bool = True,
+               p_col: str = "p_adjusted", a_col: str = "model_a", b_col: str = "model_b") -> pd.DataFrame:
+    """Tie groups of the models in ``estimates`` (index = model) from pairwise tests in ``pairs``.
+
+    A pair differs when its ``p_col`` is <= ``alpha``; a pair missing from ``pairs`` or with a NaN p-value is
+    *not* known to differ (it cannot separate the two models). Returns one row per model in rank order: model,
+    estimate, rank (1 = highest estimate when ``higher_first``), groups (letters), n_groups_shared_with (how many
+    other models share a letter with it).
+    """
+    est = estimates.dropna()
+    order = list(est.sort_values(ascending=not higher_first, kind="mergesort").index)
+    differ = set()
+    for r in pairs.itertuples(index=False):
+        p = getattr(r, p_col)
+        if p is not None and np.isfinite(p) and p <= alpha:
+            a, b = getattr(r, a_col), getattr(r, b_col)
+            differ |= {(a, b), (b, a)}
+    runs = []
+    for i in range(len(order)):
+        j = i
+        while j + 1 < len(order) and all((order[k], order[j + 1]) not in differ for k in range(i, j + 1)):
+            j += 1
+        if not runs or j > runs[-1][1]:          # maximal: not contained in the previous run
+            runs.append((i, j))
+    letters = {m: "" for m in order}
+    for g, (i, j) in enumerate(runs):
+        for m in order[i:j + 1]:
+            letters[m] += _letters(g)
+    rows = []
+    for rank, m in enumerate(order, 1):
+        shared = sum(1 for o in order if o != m and set(letters[o]) & set(letters[m]))
+        rows.append({"model": m, "estimate": float(est[m]), "rank": rank, "groups": letters[m],
+                     "n_tied_with": shared})
+    return pd.DataFrame(rows)
+
+
+def spearman_interval(x: Sequence[float], y: Sequence[float], alpha: float = 0.05,
+                      min_models: int = MIN_MODELS) -> dict:
+    """Spearman's rho of paired values (models with both), with a Bonett-Wright Fisher-z interval from
+    ``min_models`` models on; below that rho is still given (when n >= 3) but the interval is NaN and ``status``
+    says there are too few models."""
+    x, y = np.asarray(x, float), np.asarray(y, float)
+    ok = np.isfinite(x) & np.isfinite(y)
+    x, y = x[ok], y[ok]
+    n = int(x.size)
+    out = {"n_models": n, "rho": np.nan, "ci_low": np.nan, "ci_high": np.nan, "p_value": np.nan,
+           "ci_method": f"Fisher z, Bonett-Wright se, level {1 - alpha:g}"}
+    if n >= 3 and np.ptp(x) > 0 and np.ptp(y) > 0:
+        r = stats.spearmanr(x, y)
+        out["rho"], out["p_value"] = float(r.statistic), float(r.pvalue)
+    if n < min_models:
+        out["status"] = f"too few models (n = {n}; an interval needs at least {min_models})"
+        return out
+    if not np.isfinite(out["rho"]):
+        out["status"] = "a metric is constant over these models"
+        return out
+    rho = float(np.clip(out["rho"], -0.999999, 0.999999))
+    se = np.sqrt((1 + rho ** 2 / 2) / (n - 3))
+    z = np.arctanh(rho)
+    q = stats.norm.ppf(1 - alpha / 2)
+    out["ci_low"], out["ci_high"] = float(np.tanh(z - q * se)), float(np.tanh(z + q * se))
+    out["status"] = "ok"
+    return out
+
+
+def cluster_sums(df: pd.DataFrame, columns: Sequence[str], cluster: str | None, clusters=None) -> pd.DataFrame:
+    """Per-cluster sums of ``columns`` (rows = clusters, sorted; ``cluster=None``: every row its own cluster).
+    ``clusters`` (optional) fixes the row order / set, with zeros for clusters absent from ``df``."""
+    key = df[cluster] if cluster else pd.Series(np.arange(len(df)), index=df.index)
+    s = df[list(columns)].astype(float).groupby(key.to_numpy()).sum()
+    return s.reindex(clusters, fill_value=0.0) if clusters is not None else s
+
+
+def cluster_sum_bootstrap(statistic: Callable[[np.ndarray], np.ndarray], sums: np.ndarray,
+                          sums_b: np.ndarray | None = None, n_boot: int = 2000, seed: int = 0,
+                          alpha: float = 0.05) -> dict:
+    """Percentile cluster bootstrap of ``statistic(total_sums)`` (or of ``statistic(a) - statistic(b)`` when
+    ``sums_b`` is given: the same clusters drawn for both, the cluster-paired bootstrap).
+
+    ``sums`` is (G clusters x C columns); ``statistic`` maps an (R x C) array of column totals to R values. Returns
+    estimate, se, ci_low, ci_high, p_boot (two-sided percentile-bootstrap p of the estimate against 0:
+    ``2 * min((#{T* <= 0} + 1) / (B + 1), (#{T* >= 0} + 1) / (B + 1))``, capped at 1; meaningful for differences),
+    n_clusters, n_boot.
+    """
+    sums = np.asarray(sums, float)
+    g = sums.shape[0]
+
+    def stat(w):
+        t = statistic(w @ sums)
+        return t - statistic(w @ np.asarray(sums_b, float)) if sums_b is not None else t
+
+    est = float(stat(np.ones((1, g)))[0])
+    rng = np.random.default_rng(seed)
+    w = rng.multinomial(g, np.full(g, 1.0 / g), size=n_boot).astype(float)
+    reps = stat(w)
+    reps = reps[np.isfinite(reps)]
+    if reps.size == 0:
+        return {"estimate": est, "se": np.nan, "ci_low": np.nan, "ci_high": np.nan, "p_boot": np.nan,
+                "n_clusters": g, "n_boot": 0}
+    lo, hi = np.quantile(reps, [alpha / 2, 1 - alpha / 2])
+    # (count + 1) / (B + 1): a bootstrap p-value is never 0 (Davison & Hinkley 1997, eq. 4.11)
+    p = min(1.0, 2 * min((np.sum(reps <= 0) + 1) / (reps.size + 1), (np.sum(reps >= 0) + 1) / (reps.size + 1)))
+    return {"estimate": est, "se": float(reps.std(ddof=1)) if reps.size > 1 else np.nan, "ci_low": float(lo),
+            "ci_high": float(hi), "p_boot": float(p), "n_clusters": g, "n_boot": int(reps.size)}

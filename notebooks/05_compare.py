@@ -1,0 +1,198 @@
+# ---
+# jupyter:
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 5 · One report across models and benchmarks
+#
+# Which models are more biased, on what, by how much — and which differences are real? Leaderboards rank models
+# without saying which ranks can be told apart. This notebook reads the tables that notebooks 1–4 wrote (nothing is
+# scored here) and builds:
+#
+# 1. a **model × metric table** of every benchmark's headline bias metric, each with its interval (clustered on the
+#    benchmark's generating unit: template, scenario or pair), the direction that means *more biased*, and the value
+#    an unbiased model would get;
+# 2. **paired differences** between every two models on the prompts both answered, adjusted for multiple comparisons
+#    within each metric, and **tie groups** — models whose metric cannot be told apart — drawn as a forest plot per
+#    metric;
+# 3. **agreement between benchmarks**: do models that look biased on one benchmark look biased on another?
+# 4. a short summary computed from these tables.
+#
+# The metric registry (`biaslab.compare.METRICS`) says for each metric which notebook table holds it, which
+# per-prompt response table gives its interval and paired comparisons, and which way is biased.
+
+# %% tags=["parameters"]
+profile = "default"
+outputs_root = None
+output_dir = "../scratch/05_compare"
+models = None
+metrics = None
+n_boot = 2000
+alpha = 0.05
+adjustment = "holm"
+min_models_agreement = 5
+seed = 0
+
+# %% [markdown]
+# ## Setup
+#
+# `outputs_root` is the folder holding the other notebooks' outputs (`None`: the folder that holds `output_dir` when
+# notebooks 1-4 wrote there — a full `biaslab reproduce` into `scratch/`, `--out DIR` or `--publish` — else the
+# published `outputs/`; any folder laid out the same way works).
+# `models` restricts the rows
+# (`None` = every model found), `metrics` the columns (`None` = every registered metric). Intervals and paired
+# comparisons use `n_boot` bootstrap resamples; pairs are adjusted within each metric (`adjustment`: `holm` or
+# `fdr_bh`); a rank correlation between benchmarks gets an interval from `min_models_agreement` models on.
+
+# %%
+import io
+import time
+
+import numpy as np
+import pandas as pd
+import matplotlib.pyplot as plt
+from IPython.display import Image, display
+
+from biaslab import compare
+from biaslab.outputs import OutputDir
+from biaslab.plots.compare import forest_plot
+
+pd.set_option("display.width", 180)
+pd.set_option("display.max_columns", 20)
+pd.set_option("display.max_colwidth", 50)
+t_start = time.perf_counter()
+out = OutputDir(output_dir)
+root = compare.outputs_root(outputs_root, output_dir)
+chosen = compare.METRICS if metrics is None else tuple(compare.metric(m) for m in metrics)
+found = {m.id: (root / m.folder / "tables").exists() for m in chosen}
+print("outputs read from", root.resolve())
+for m in chosen:
+    print(f"  {m.id:42s} {'found' if found[m.id] else 'MISSING'}  {m.folder}")
+chosen = tuple(m for m in chosen if found[m.id])
+if not chosen:
+    raise FileNotFoundError(f"no output of notebooks 1-4 under {root.resolve()}: run them first, or set outputs_root")
+fingerprints, hashes = compare.source_provenance(root, chosen)
+for fp in fingerprints.values():
+    out.record_model(fp)          # the weights behind every number, as the source notebooks recorded them
+out.record_data(hashes)           # sha256 of every table read
+
+# %% [markdown]
+# ## 1. Model × metric
+#
+# `estimate` is the value *as the source notebook's table states it* (`source`); `estimate_from_responses` is the
+# same metric recomputed here from that notebook's per-prompt responses, which must agree (checked below). Intervals
+# (95 %): for 0/1 outcomes the cluster bootstrap over the benchmark's generating unit (Clopper–Pearson on the
+# effective sample size where there are fewer than 10 clusters); for the agentic entropy the cluster bootstrap of the
+# mean over scenarios; for BBQ's bias scores, which are ratios, the cluster bootstrap of the ratio over templates;
+# for CALM, notebook 2's own bootstrap over templates and names. `ci_method` names each. A row whose source folder
+# has no per-prompt responses has no interval and says so. `orientation` is +1 where a higher value is more biased
+# and −1 where a lower one is (the agentic entropy); `null` is the value of a model without bias.
+
+# %%
+t0 = time.perf_counter()
+table = compare.model_metric_table(root, chosen, models=models, n_boot=n_boot, seed=seed)
+degenerate = compare.degenerate_flags(root, chosen)
+if len(degenerate):
+    table = table.merge(degenerate, on=["metric", "model"], how="left")
+cols = ["metric", "model", "estimate", "ci_low", "ci_high", "ci_method", "n_units", "n_clusters", "direction",
+        "null", "estimate_from_responses", "source"] + (["degenerate"] if "degenerate" in table else [])
+out.table(table, "model_metric")
+display(table[cols].round(4))
+
+# %%
+gap = (table["estimate"] - table["estimate_from_responses"]).abs()
+checked = gap.notna()
+print(f"{int(checked.sum())} of {len(table)} estimates recomputed from per-prompt responses; "
+      f"largest difference from the source table: {gap[checked].max() if checked.any() else float('nan'):.2e}")
+# tolerance 1e-6: some per-prompt tables are written rounded to 6 decimals (notebook 4's responses)
+if checked.any() and gap[checked].max() > 1e-6:
+    bad = table.loc[gap > 1e-6, ["metric", "model", "estimate", "estimate_from_responses"]]
+    raise AssertionError("a metric recomputed from the responses differs from its source table:\n" + bad.to_string())
+
+# %%
+wide = table.assign(cell=[f"{e:.3g} [{lo:.3g}, {hi:.3g}]" if np.isfinite(lo) else f"{e:.3g}"
+                          for e, lo, hi in zip(table["estimate"], table["ci_low"], table["ci_high"])])
+wide = wide.pivot_table(index="model", columns="metric", values="cell", aggfunc="first")
+wide = wide[[m.id for m in chosen if m.id in wide.columns]].fillna("—").reset_index()
+out.table(wide, "model_metric_wide", markdown=True)
+legend = pd.DataFrame([{"metric": m.id, "benchmark": m.benchmark, "label": m.label, "direction": m.direction,
+                        "null": m.null, "null_meaning": m.null_meaning, "note": m.note} for m in chosen])
+out.table(legend, "metrics", markdown=True)
+display(wide)
+
+# %% [markdown]
+# ## 2. Paired differences and tie groups
+#
+# Two models scored on the same prompts form a paired design: for each metric and each pair of models, the
+# difference *a − b* over the prompts (units) both answered, with a cluster-paired bootstrap interval (the same
+# templates / scenarios resampled for both models) and its test: the Wald z of the difference on the bootstrap
+# standard error, which respects the clustering as the interval does. The exact McNemar (0/1 outcomes) or Wilcoxon
+# signed-rank (continuous; CALM: per-template bias scores) p-value is kept as `p_naive`: it treats prompts as
+# independent and overstates the evidence when prompts of a template answer alike. p-values are adjusted within each
+# metric (Holm by default: a reader ranks models metric by metric, and Holm controls the chance of any false
+# separation among them under any dependence).
+#
+# **Tie groups** (a compact letter display): models are sorted from most to least biased; a group is a maximal run
+# of consecutive models no two of which differ significantly after adjustment. Models sharing a letter cannot be told
+# apart; a pair that could not be compared (no common prompts, e.g. the released SSQA answers against models
+# without per-prompt tables) never separates models. A model the source notebook's responder check flagged as
+# degenerate for a benchmark (`degenerate` in the model × metric table; e.g. one answer to every prompt) keeps its
+# estimate and its paired differences, but its pairs are not tested: it ties with every model.
+
+# %%
+pairs = compare.paired_table(root, chosen, models=models, n_boot=n_boot, seed=seed, method=adjustment, alpha=alpha,
+                             degenerate=degenerate)
+out.table(pairs, "paired_differences")
+if len(pairs):
+    display(pairs[["metric", "model_a", "model_b", "n_pairs", "difference", "ci_low", "ci_high", "test",
+                   "p_value", "p_adjusted", "significant", "responder"]].round(4))
+groups = compare.tie_group_table(table, pairs, alpha=alpha)
+out.table(groups, "tie_groups", markdown=True)
+display(groups)
+
+
+# %%
+def show(fig, name, width=560):
+    out.figure(fig, name)
+    buf = io.BytesIO()
+    fig.savefig(buf, dpi=72, bbox_inches="tight")
+    plt.close(fig)
+    display(Image(data=buf.getvalue(), width=width))
+
+
+for mid, rows in table.groupby("metric", sort=False):
+    show(forest_plot(rows, groups[groups["metric"] == mid]), f"forest_{mid}")
+
+# %% [markdown]
+# ## 3. Agreement between benchmarks
+#
+# For every two metrics, Spearman's rank correlation over the models that have both, on the oriented scale (+1 =
+# the two metrics put the models in the same order of bias), with a Fisher-z interval (Bonett–Wright standard error)
+# once there are at least `min_models_agreement` models. With fewer, no correlation can say whether benchmarks agree.
+
+# %%
+agreement = compare.agreement_table(table, min_models=min_models_agreement)
+out.table(agreement, "agreement", markdown=True)
+display(agreement[["metric_a", "metric_b", "n_models", "rho", "ci_low", "ci_high", "status"]])
+
+# %% [markdown]
+# ## 4. Summary (computed from the tables above)
+
+# %%
+summary = compare.summary_lines(table, pairs, groups, agreement, min_models=min_models_agreement)
+out.text("\n".join(f"- {s}" for s in summary) + "\n", "summary.md")
+for s in summary:
+    print("-", s)
+
+# %%
+timings = pd.DataFrame([{"stage": "total", "seconds": round(time.perf_counter() - t_start, 1)}])
+out.table(timings, "timings")
+print(timings.to_string(index=False))
+
+# %%
+from biaslab.outputs import watermark
+print(watermark())

@@ -1,0 +1,188 @@
+"""Notebook 5's library (biaslab.compare) against the tables the source notebooks wrote.
+
+The source tables come from smoke runs of notebooks 1 (SSQA, BBQ), 2, 3 and 4 with both embedded models, written
+into a scratch folder once per session (or read from ``BIASLAB_COMPARE_SOURCES`` when it points to such a folder).
+Every number of the model x metric table is checked against the source notebook's own table *and* recomputed here
+independently from the per-prompt responses, with plain pandas.
+"""
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from biaslab import compare, profiles, runner
+from biaslab.stats import multiplicity
+
+SOURCES = ["01_multifactor/ssqa", "01_multifactor/bbq", "02_calm", "03_crows_pairs_bayes", "04_agentic_entropy"]
+MODELS = list(profiles.EMBEDDED_MODELS)
+
+
+@pytest.fixture(scope="module")
+def root(tmp_path_factory):
+    env = os.environ.get("BIASLAB_COMPARE_SOURCES")
+    if env:
+        return Path(env)
+    out = tmp_path_factory.mktemp("compare_sources")
+    assert runner.reproduce("smoke", only=SOURCES, outputs_dir=out, html=False,
+                            overrides={"models": MODELS}) == 0
+    return out
+
+
+@pytest.fixture(scope="module")
+def table(root):
+    return compare.model_metric_table(root, n_boot=300)
+
+
+@pytest.fixture(scope="module")
+def pairs(root):
+    return compare.paired_table(root, n_boot=300)
+
+
+def _src(root, folder, stem):
+    return pd.read_csv(Path(root) / folder / "tables" / f"{stem}.csv")
+
+
+def _cell(table, metric, model, col="estimate"):
+    r = table[(table["metric"] == metric) & (table["model"] == model)]
+    assert len(r) == 1, (metric, model)
+    return float(r[col].iloc[0])
+
+
+pytestmark = pytest.mark.notebook
+
+
+def test_every_metric_has_every_model(table):
+    # the smoke profile of notebook 3 scores the revised English and the French sets, not the original English one
+    present = set(table["metric"])
+    assert present >= {m.id for m in compare.METRICS} - {"crows_en_stereotype_preferred"}
+    for m in present:
+        assert set(table.loc[table["metric"] == m, "model"]) >= set(MODELS), m
+
+
+def test_ssqa_and_bbq_numbers_equal_notebook_1_tables(root, table):
+    ld = _src(root, "01_multifactor/ssqa", "label_distribution").set_index("model")
+    ra = _src(root, "01_multifactor/ssqa", "released_answers").set_index("model")
+    for m in MODELS:
+        assert _cell(table, "ssqa_deviation_rate", m) == ld.loc[m, "deviation_rate"]
+    for m in ("granite-3.0-8b", "llama-3.1-8b"):
+        assert _cell(table, "ssqa_deviation_rate", m) == ra.loc[m, "deviation_rate"]
+        # released answers per prompt: all 10,360 prompts, the rate recomputed independently
+        rr = _src(root, "01_multifactor/ssqa", "responses_released")
+        assert _cell(table, "ssqa_deviation_rate", m, "n_units") == 10360
+        assert _cell(table, "ssqa_deviation_rate", m, "estimate_from_responses") == pytest.approx(
+            rr.loc[rr["model"] == m, "deviated"].mean())
+    bs = _src(root, "01_multifactor/bbq", "accuracy_bias_scores")
+    resp = _src(root, "01_multifactor/bbq", "responses")
+    for m in MODELS:
+        for ctx in ("ambig", "disambig"):
+            src = bs[(bs["model"] == m) & (bs["context_condition"] == ctx)]["bias_score"].iloc[0]
+            got = _cell(table, f"bbq_bias_{ctx}", m)
+            assert got == src
+            # independent recomputation of BBQ's score from the per-prompt choices
+            r = resp[(resp["model"] == m) & (resp["context_condition"] == ctx)]
+            nu = (r["chose_unknown"] == 0).sum()
+            s_dis = 2 * r["deviated"].sum() / nu - 1 if nu else np.nan
+            hand = (1 - r["correct"].mean()) * s_dis if ctx == "ambig" else s_dis
+            assert _cell(table, f"bbq_bias_{ctx}", m, "estimate_from_responses") == pytest.approx(hand, nan_ok=True)
+
+
+def test_calm_crows_agentic_numbers_equal_their_notebooks_tables(root, table):
+    bs = _src(root, "02_calm", "bias_scores")
+    pt = _src(root, "03_crows_pairs_bayes", "preference_tests")
+    ps = _src(root, "03_crows_pairs_bayes", "pair_scores")
+    eb = _src(root, "04_agentic_entropy", "entropy_by_model").set_index("model")
+    ar = _src(root, "04_agentic_entropy", "responses")
+    for m in MODELS:
+        row = bs[(bs["model"] == m) & (bs["variant"] == "paper") & (bs["task"] == "all") & (bs["bias_type"] == "all")]
+        assert _cell(table, "calm_bias_overall", m) == row["bias_score"].iloc[0]
+        assert _cell(table, "calm_bias_overall", m, "ci_low") == row["ci_low"].iloc[0]
+        for d in ("crows_pairs_en_revised", "crows_pairs_fr"):
+            metric = f"crows_{d.removeprefix('crows_pairs_')}_stereotype_preferred"
+            row = pt[(pt["model"] == m) & (pt["dataset"] == d) & (pt["source"] == "likelihood")
+                     & (pt["bias_type"] == "overall")]
+            assert _cell(table, metric, m) == row["pi_hat"].iloc[0]
+            s = ps[(ps["model"] == m) & (ps["dataset"] == d)]
+            k, n = (s["d_logprob"] > 0).sum(), (s["d_logprob"] != 0).sum()
+            assert _cell(table, metric, m, "estimate_from_responses") == pytest.approx(k / n)
+            assert row["k"].iloc[0] == k and row["n"].iloc[0] == n
+        assert _cell(table, "agentic_mean_entropy", m) == eb.loc[m, "mean_entropy"]
+        assert _cell(table, "agentic_mean_entropy", m, "estimate_from_responses") == pytest.approx(
+            ar.loc[ar["model"] == m, "entropy"].mean(), abs=1e-6)
+
+
+def test_intervals_contain_their_estimates_and_name_their_method(table):
+    has = table["ci_low"].notna()
+    assert has.sum() >= len(compare.METRICS) * len(MODELS) - 2 * len(MODELS)   # BBQ may lack one at smoke size
+    t = table[has]
+    assert ((t["ci_low"] <= t["estimate"] + 1e-12) & (t["estimate"] <= t["ci_high"] + 1e-12)).all()
+    assert t["ci_method"].str.len().gt(0).all()
+    assert not table["ci_method"].str.contains("cluster column missing").any()
+
+
+def test_paired_differences_equal_independent_computation(root, pairs):
+    """The agentic paired difference is the mean of per-prompt entropy differences; Holm within each metric."""
+    ar = _src(root, "04_agentic_entropy", "responses")
+    w = ar.pivot_table(index="prompt_id", columns="model", values="entropy")
+    p = pairs[pairs["metric"] == "agentic_mean_entropy"].iloc[0]
+    hand = (w[p["model_a"]] - w[p["model_b"]]).mean()
+    assert p["difference"] == pytest.approx(hand) and p["n_pairs"] == len(w)
+    from scipy import stats
+    assert p["p_value"] == pytest.approx(2 * stats.norm.sf(abs(p["difference"]) / p["se_cluster"]))
+    assert p["p_naive"] == pytest.approx(stats.wilcoxon((w[p["model_a"]] - w[p["model_b"]])[lambda d: d != 0]).pvalue)
+    for mid, part in pairs.groupby("metric"):
+        assert np.allclose(part["p_adjusted"], multiplicity.adjust(part["p_value"], "holm"), equal_nan=True)
+
+
+def test_ssqa_released_and_embedded_are_paired_on_common_prompts(root, pairs):
+    rel = _src(root, "01_multifactor/ssqa", "responses_released")
+    emb = _src(root, "01_multifactor/ssqa", "responses")
+    emb = emb[emb["cot"] == "no"]
+    common = set(rel["prompt_id"]) & set(emb.loc[emb["model"] == MODELS[0], "prompt_id"])
+    p = pairs[(pairs["metric"] == "ssqa_deviation_rate")
+              & (pairs[["model_a", "model_b"]].isin([MODELS[0], "granite-3.0-8b"]).all(axis=1))]
+    assert len(p) == 1 and p["n_pairs"].iloc[0] == len(common) > 0
+
+
+def test_tie_groups_and_agreement_from_the_tables(table, pairs):
+    groups = compare.tie_group_table(table, pairs)
+    assert set(groups["metric"]) == set(table["metric"])
+    for mid, g in groups.groupby("metric"):
+        sig = pairs[(pairs["metric"] == mid) & pairs["significant"].fillna(False).astype(bool)]
+        for r in sig.itertuples():   # a significant pair never shares a letter
+            la = g.loc[g["model"] == r.model_a, "groups"].iloc[0]
+            lb = g.loc[g["model"] == r.model_b, "groups"].iloc[0]
+            assert not set(la) & set(lb)
+    agreement = compare.agreement_table(table)
+    assert (agreement["status"].str.startswith("too few models")).all()     # two or four models here
+    lines = compare.summary_lines(table, pairs, groups, agreement)
+    assert "cannot be assessed" in lines[-1]
+
+
+def test_degenerate_responders_are_not_tested(root):
+    flags = pd.DataFrame([{"metric": "agentic_mean_entropy", "model": MODELS[1], "degenerate": True}])
+    p = compare.paired_table(root, [compare.metric("agentic_mean_entropy")], n_boot=100, degenerate=flags)
+    assert p["p_value"].isna().all() and (p["responder"] == "degenerate responder: not tested").all()
+    assert p["difference"].notna().all()
+    g = compare.tie_group_table(compare.model_metric_table(root, [compare.metric("agentic_mean_entropy")],
+                                                           n_boot=100), p)
+    assert set(g["groups"]) == {"a"}
+
+
+def test_responder_rows_that_judge_each_metric(root):
+    flags = compare.degenerate_flags(root)
+    assert set(flags["metric"]) <= {"ssqa_deviation_rate", "bbq_bias_ambig", "bbq_bias_disambig",
+                                    "agentic_mean_entropy"}
+    r = _src(root, "01_multifactor/ssqa", "responders")
+    r = r[r["cot"] == "no"].set_index("model")["degenerate"]
+    f = flags[flags["metric"] == "ssqa_deviation_rate"].set_index("model")["degenerate"]
+    assert f.to_dict() == r.astype(bool).to_dict()
+
+
+def test_outputs_root_falls_back_to_the_published_outputs(root, tmp_path):
+    from biaslab import paths
+    assert compare.outputs_root(None, Path(root) / "05_compare") == Path(root).resolve()
+    assert compare.outputs_root(None, tmp_path / "05_compare") == paths.OUTPUTS_DIR
+    assert compare.outputs_root(str(tmp_path), "anything") == tmp_path
