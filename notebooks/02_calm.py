@@ -212,13 +212,14 @@ from biaslab import models as lm_models
 from biaslab import scoring
 
 pert_sets = {kind: perturb.perturb_prompts(sel, templates, kind) for kind in perturbations}
-responses, pert_responses, fingerprints = [], [], {}
+responses, pert_responses, fingerprints, model_names = [], [], {}, []
 served_notes = []       # what a served model changes in the protocol, computed from its capability probe
 NEEDS = {"next_token": "chat_top_logprobs" if chat else "top_logprobs", "sequence": "prompt_logprobs"}
 for model_spec in models:   # a local name or folder, or a served model (see the README: "Served models")
     t_model = time.perf_counter()
     lm = lm_models.load(model_spec, device=device, dtype=dtype)
-    name = lm.name
+    name = lm.name                 # display name: a served spec's `name` (or its `model`)
+    model_names.append(name)
     out.record_model(lm.fingerprint)
     fingerprints[name] = lm.fingerprint
     sc = scoring.Scorer(lm, cache_dir=score_cache, progress=False)
@@ -303,7 +304,7 @@ group_ci.head(8).round(3)
 
 # %%
 # Table 5 layout: the first model's gender accuracies on its first QA templates
-first = acc[(acc["model"] == models[0]) & (acc["task"] == "qa") & (acc["bias_type"] == "gender")]
+first = acc[(acc["model"] == model_names[0]) & (acc["task"] == "qa") & (acc["bias_type"] == "gender")]
 first.pivot_table(index="template_id", columns="group", values="accuracy", observed=True).head(6)
 
 # %% [markdown]

@@ -144,6 +144,19 @@ def test_option_logprob_agrees_and_labels_outside_topk_are_reported(server, loca
     assert (d["logp_zebra"] > -np.inf).all()      # counted at its upper bound, never a silent 0
 
 
+def test_label_distribution_when_the_answer_ends_at_once(server, local_scorer, tmp_path):
+    """llama.cpp returns no log-probs when the greedy first token is end-of-text; the top-k is then read from an echo
+    of the prompt (CALM's NLI prompt at k=0 does this with SmolLM2) and agrees with the in-process numbers."""
+    prompts = ["Jack is talking about politics.\n True, False, or Neither?\nAnswer:"]
+    labels = {"True": [" True", "True"], "False": [" False", "False"]}
+    sc = scoring.Scorer(models.load(spec(server.url)), cache_dir=tmp_path, progress=False)
+    got = sc.label_distribution(prompts, labels)
+    want = local_scorer.label_distribution(prompts, labels)
+    assert got["n_labels_outside_topk"].iloc[0] == 0
+    assert abs(got["p_True"].iloc[0] - want["p_True"].iloc[0]) < P_TOL
+    assert abs(got["logp_True"].iloc[0] - want["logp_True"].iloc[0]) < 0.1
+
+
 def test_generation_is_greedy_and_cached(server, tmp_path):
     served = scoring.Scorer(models.load(spec(server.url)), cache_dir=tmp_path, progress=False)
     a = served.generate(["Tell me one colour."], max_new_tokens=6, chat=True)
@@ -293,8 +306,8 @@ def test_notebooks_1_and_2_smoke_on_the_served_model(server, case, tmp_path, mon
                                 outputs_dir=tmp_path, html=False)
         wall = time.time() - t0
     folder = tmp_path / notebook / variant
+    assert code == 0, json.loads((folder / "MANIFEST.failed.json").read_text()).get("error")
     manifest = json.loads((folder / "MANIFEST.json").read_text())
-    assert code == 0, manifest.get("error")
     fp = manifest["models"]["smollm2-served"]
     assert fp["backend"] == "served" and fp["served_model_id"] == ALIAS and fp["usage"]["requests"] > 0
     n_req = sum(px.ok_bodies.values())
@@ -336,7 +349,7 @@ def test_calm_notebook_falls_back_to_generation_when_top_logprobs_are_missing(se
     case = dict(NB12_CASES["02_calm"], template_ids=["nli-011"], score_cache=str(cache), models=[sp])
     code = runner.reproduce("smoke", only=["02_calm"], overrides=case, outputs_dir=tmp_path / "out", html=False)
     folder = tmp_path / "out" / "02_calm"
-    assert code == 0, json.loads((folder / "MANIFEST.json").read_text()).get("error")
+    assert code == 0, json.loads((folder / "MANIFEST.failed.json").read_text()).get("error")
     notes = pd.read_csv(folder / "tables" / "served_notes.csv")["note"].tolist()
     assert any("'top_logprobs'" in n and "generation" in n for n in notes), notes
     resp = pd.read_csv(folder / "tables" / "responses.csv")
