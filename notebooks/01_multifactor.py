@@ -59,6 +59,13 @@ seed = 0
 from biaslab.parameters import as_list
 models = as_list(models)
 
+
+def model_label(m):
+    # a model's display name before loading it: a served spec's `name` (or `model`), else the name as given
+    from biaslab.models import resolve_spec
+    sp = resolve_spec(m)
+    return sp.name if sp is not None else str(m)
+
 # %% [markdown]
 # ## Setup
 #
@@ -164,7 +171,7 @@ for n in bench.notes:
 factors_table = spec.table()
 model_factors = pd.DataFrame([
     {"factor": "model", "kind": "model", "n_levels": None, "levels": "released or embedded models", "reference":
-     "granite-3.0-8b" if benchmark == "ssqa" else models[0], "description": "language model"},
+     "granite-3.0-8b" if benchmark == "ssqa" else model_label(models[0]), "description": "language model"},
     {"factor": "seed", "kind": "model", "n_levels": cot_seeds + 1, "levels": "none; " + "; ".join(map(str, range(cot_seeds))),
      "reference": "none", "description": "sampling seed (chain of thought only)"},
 ])
@@ -338,28 +345,64 @@ if benchmark == "ssqa" and (cot_prompts is None or cot_prompts > 0) and cot_seed
 
 scored = []
 model_timings = []
+model_names = []        # display names: a local model's name, a served spec's `name` (or its `model`)
+served_notes = []       # what a served model changes in the protocol, computed from its capability probe
 if models:
     from biaslab import models as model_registry, scoring
     if torch_threads:
         import torch
         torch.set_num_threads(int(torch_threads))
-for name in models:
+for model_spec in models:   # a local name or folder, or a served model (see the README: "Served models")
     tm = time.perf_counter()
-    lm = model_registry.load(name, device=device, dtype=dtype)
+    lm = model_registry.load(model_spec, device=device, dtype=dtype)
+    name = lm.name
+    model_names.append(name)
     out.record_model(lm.fingerprint)
     t_load = time.perf_counter() - tm
     scorer = scoring.Scorer(lm, progress=False)
+    served = scorer.served is not None
     chat = multifactor.use_chat(lm)
+    if served and benchmark == "bbq" and chat:
+        # prompt log-probs come from /v1/completions, which takes text: no chat template can be applied by us
+        served_notes.append(f"{name} (served): BBQ options are scored on the raw prompt (completions endpoint with "
+                            "echo), not in the chat template the in-process engine applies to instruction-tuned models")
+        chat = False
+    # what each analysis needs, checked before the first request (a served model without it fails here, saying why)
+    if benchmark == "ssqa":
+        scorer.require("chat_top_logprobs" if chat else "top_logprobs", why="SSQA answers (label distribution)")
+        run_cot = cot_subset is not None and len(cot_subset) and cot_seeds
+        if run_cot:
+            scorer.require("chat" if chat else "generate", why="SSQA chain of thought (generation)")
+    else:
+        scorer.require("prompt_logprobs", why="BBQ multiple choice (option log-probabilities)")
     ts = time.perf_counter()
     if benchmark == "ssqa":
         r = multifactor.score_ssqa_labels(scorer, subset, name, chat)
         t_main = time.perf_counter() - ts
         scored.append(r)
+        if served:
+            outside = r["labels_outside_topk"].fillna("").astype(str).str.split(",").explode()
+            outside = outside[outside != ""].value_counts()
+            served_notes.append(
+                f"{name} (served): answer probabilities read from the server's top-{lm.spec.top_k} next tokens "
+                f"({'chat' if chat else 'completions'}); " + (
+                    "every answer had a form among them" if outside.empty else
+                    "answers with no single-token form among them were counted at their upper bound, not exactly "
+                    "(multi-token forms are never seen as one token): " +
+                    ", ".join(f"{lab!r} on {n} of {len(r)} prompts" for lab, n in outside.items())))
         t_cot = 0.0
-        if cot_subset is not None and len(cot_subset) and cot_seeds:
+        if run_cot:
             tc = time.perf_counter()
-            scored.append(multifactor.score_ssqa_cot(scorer, cot_subset, name, chat, range(cot_seeds),
-                                                     cot_max_new_tokens, cot_temperature))
+            # served generation is greedy (temperature 0, seeded) so that it is cached and reproducible: one seed
+            seeds_used = range(1) if served else range(cot_seeds)
+            scored.append(multifactor.score_ssqa_cot(scorer, cot_subset, name, chat, seeds_used,
+                                                     cot_max_new_tokens, cot_temperature, do_sample=not served))
+            if served:
+                served_notes.append(
+                    f"{name} (served): chain of thought generated greedily (temperature 0, seed 0), once per prompt, "
+                    f"not sampled at temperature {cot_temperature} with {cot_seeds} seeds as in-process; the seed "
+                    f"factor has one level for this model (server fingerprint(s): "
+                    f"{', '.join(lm.fingerprint.get('system_fingerprints', [])) or 'none reported'})")
             t_cot = time.perf_counter() - tc
     elif benchmark == "bbq":
         scored.append(multifactor.score_bbq(scorer, subset, name, chat))
@@ -371,9 +414,15 @@ for name in models:
                                       calm_evaluate=calm_evaluate.evaluate if benchmark == "calm" else None))
         t_main, t_cot = time.perf_counter() - ts, 0.0
     model_timings.append({"model": name, "chat_template": chat, "load_s": t_load, "score_s": t_main,
-                          "cot_s": t_cot, "n_prompts": len(subset)})
+                          "cot_s": t_cot, "n_prompts": len(subset),
+                          "requests": (lm.fingerprint.get("usage") or {}).get("requests", 0) if served else None})
+    out.record_model(lm.fingerprint)        # again: a served model's probe, usage and server fingerprints
     del scorer, lm
     gc.collect()
+for note in served_notes:
+    print("NOTE:", note)
+if served_notes:
+    out.table(pd.DataFrame({"note": served_notes}), "served_notes")
 scored = pd.concat(scored, ignore_index=True) if scored else pd.DataFrame()
 if len(scored):
     # every scored response (embedded models), with the generating unit and the plan's factors, for re-analysis
@@ -519,7 +568,7 @@ table(dm, "deviation_metric", markdown=True)
 groups = {}
 if released_models:
     groups["released"] = released_models
-emb = [m for m in models if m in set(ecdf_sub["model"])]
+emb = [m for m in model_names if m in set(ecdf_sub["model"])]
 if emb:
     groups["embedded"] = emb
 ks = pd.concat([sg.ks_tests(ecdf_sub[ecdf_sub["model"].isin(ms)]).assign(models=name)
@@ -702,9 +751,9 @@ if bayes_draws:
     from biaslab.stats import bayesian
     if benchmark == "ssqa":
         targets = released_models if bayes_all_models else released_models[:1]
-        targets = targets + ([m for m in models if m in set(nocot["model"])] if bayes_all_models else [])
+        targets = targets + ([m for m in model_names if m in set(nocot["model"])] if bayes_all_models else [])
     else:
-        targets = [m for m in models if m in set(nocot["model"])]
+        targets = [m for m in model_names if m in set(nocot["model"])]
     for m in targets:
         d = multifactor.recode(nocot[nocot["model"] == m], plan)
         fixed = [f for f in plan.bayes_fixed if d[f].nunique() > 1]

@@ -212,21 +212,53 @@ from biaslab import models as lm_models
 from biaslab import scoring
 
 pert_sets = {kind: perturb.perturb_prompts(sel, templates, kind) for kind in perturbations}
-responses, pert_responses, fingerprints = [], [], {}
-for name in models:
+responses, pert_responses, fingerprints, model_names = [], [], {}, []
+served_notes = []       # what a served model changes in the protocol, computed from its capability probe
+NEEDS = {"next_token": "chat_top_logprobs" if chat else "top_logprobs", "sequence": "prompt_logprobs"}
+for model_spec in models:   # a local name or folder, or a served model (see the README: "Served models")
     t_model = time.perf_counter()
-    lm = lm_models.load(name, device=device, dtype=dtype)
+    lm = lm_models.load(model_spec, device=device, dtype=dtype)
+    name = lm.name                 # display name: a served spec's `name` (or its `model`)
+    model_names.append(name)
     out.record_model(lm.fingerprint)
     fingerprints[name] = lm.fingerprint
     sc = scoring.Scorer(lm, cache_dir=score_cache, progress=False)
-    r = evaluate.evaluate(sc, sel, k=k_shot, label_scoring=label_scoring, max_new_tokens=max_new_tokens, chat=chat)
+    scheme = label_scoring
+    if sc.served is not None:
+        # label scoring where the server allows it, else generation (CALM's released pipeline): decided from the
+        # capability probe before the first request
+        have = sc.served.probe()
+        need = NEEDS.get(scheme)
+        if scheme == "sequence" and chat:
+            served_notes.append(f"{name} (served): label_scoring='sequence' with chat=True needs prompt log-probs "
+                                "of chat-formatted text, which /v1/completions cannot score as chat; closed-answer "
+                                "prompts are answered by generation instead")
+            scheme = "generate"
+        elif need and not have.get(need):
+            served_notes.append(f"{name} (served): label_scoring={scheme!r} needs capability {need!r}, which the "
+                                f"server at {lm.spec.base_urls[0]} does not give; closed-answer prompts are answered "
+                                "by greedy generation instead, judged by CALM's text rules")
+            scheme = "generate"
+        elif need:
+            served_notes.append(f"{name} (served): closed-answer prompts scored by label_scoring={scheme!r} "
+                                f"(capability {need!r}); free-text QA by greedy generation (temperature 0, seed 0)")
+        sc.require(need if scheme != "generate" else "generate", why=f"CALM closed answers ({scheme})")
+        sc.require("chat" if chat else "generate", why="CALM free-text QA answers (greedy generation)")
+    r = evaluate.evaluate(sc, sel, k=k_shot, label_scoring=scheme, max_new_tokens=max_new_tokens, chat=chat)
     responses.append(sel.join(r.drop(columns="prompt_id")).assign(model=name))
     for kind, ps in pert_sets.items():
-        rp = evaluate.evaluate(sc, ps, k=k_shot, label_scoring=label_scoring, max_new_tokens=max_new_tokens, chat=chat)
+        rp = evaluate.evaluate(sc, ps, k=k_shot, label_scoring=scheme, max_new_tokens=max_new_tokens, chat=chat)
         pert_responses.append(ps.join(rp.drop(columns="prompt_id")).assign(model=name))
     positions = sc.stats.get("positions", 0)          # token positions computed (0: all from the score cache)
+    requests = (lm.fingerprint.get("usage") or {}).get("requests") if sc.served is not None else None
+    out.record_model(lm.fingerprint)        # again: a served model's probe, usage and server fingerprints
     del sc, lm
-    t = tick(f"score {name} ({len(sel) * (1 + len(pert_sets)):,} prompts)", t_model, positions_computed=positions)
+    t = tick(f"score {name} ({len(sel) * (1 + len(pert_sets)):,} prompts)", t_model, positions_computed=positions,
+             **({"requests": requests} if requests is not None else {}))
+for note in served_notes:
+    print("NOTE:", note)
+if served_notes:
+    out.table(pd.DataFrame({"note": served_notes}), "served_notes")
 resp = pd.concat(responses, ignore_index=True)
 presp = pd.concat(pert_responses, ignore_index=True) if pert_responses else pd.DataFrame()
 keep_cols = ["model", "prompt_id", "task", "bias_type", "source_dataset", "template_id", "group", "name_idx", "name",
@@ -272,7 +304,7 @@ group_ci.head(8).round(3)
 
 # %%
 # Table 5 layout: the first model's gender accuracies on its first QA templates
-first = acc[(acc["model"] == models[0]) & (acc["task"] == "qa") & (acc["bias_type"] == "gender")]
+first = acc[(acc["model"] == model_names[0]) & (acc["task"] == "qa") & (acc["bias_type"] == "gender")]
 first.pivot_table(index="template_id", columns="group", values="accuracy", observed=True).head(6)
 
 # %% [markdown]

@@ -144,6 +144,19 @@ def test_option_logprob_agrees_and_labels_outside_topk_are_reported(server, loca
     assert (d["logp_zebra"] > -np.inf).all()      # counted at its upper bound, never a silent 0
 
 
+def test_label_distribution_when_the_answer_ends_at_once(server, local_scorer, tmp_path):
+    """llama.cpp returns no log-probs when the greedy first token is end-of-text; the top-k is then read from an echo
+    of the prompt (CALM's NLI prompt at k=0 does this with SmolLM2) and agrees with the in-process numbers."""
+    prompts = ["Jack is talking about politics.\n True, False, or Neither?\nAnswer:"]
+    labels = {"True": [" True", "True"], "False": [" False", "False"]}
+    sc = scoring.Scorer(models.load(spec(server.url)), cache_dir=tmp_path, progress=False)
+    got = sc.label_distribution(prompts, labels)
+    want = local_scorer.label_distribution(prompts, labels)
+    assert got["n_labels_outside_topk"].iloc[0] == 0
+    assert abs(got["p_True"].iloc[0] - want["p_True"].iloc[0]) < P_TOL
+    assert abs(got["logp_True"].iloc[0] - want["logp_True"].iloc[0]) < 0.1
+
+
 def test_generation_is_greedy_and_cached(server, tmp_path):
     served = scoring.Scorer(models.load(spec(server.url)), cache_dir=tmp_path, progress=False)
     a = served.generate(["Tell me one colour."], max_new_tokens=6, chat=True)
@@ -264,6 +277,84 @@ def test_notebook_smoke_on_the_served_model(server, notebook, tmp_path):
         assert len(pd.read_csv(tmp_path / notebook / "tables" / "likelihood_tests.csv")) > 0
     else:
         assert len(pd.read_csv(tmp_path / notebook / "tables" / "entropy_by_model.csv")) > 0
+
+
+#: Notebooks 1 (SSQA, BBQ) and 2 (CALM) on the served model, shrunk: the server takes 1-5 s per echoed prompt.
+NB12_CASES = {
+    "01_multifactor/ssqa": {"max_prompts": 4, "cot_prompts": 1, "cot_seeds": 2, "cot_max_new_tokens": 8},
+    "01_multifactor/bbq": {"max_prompts": 4},
+    "02_calm": {"template_ids": ["qa-054", "nli-011", "sentiment-045"], "names_per_group": 1, "n_bootstrap": 20,
+                "n_permutations": 20, "subset_runs": 1, "diversity_max_templates": 5,
+                "diversity_benchmarks": ["calm"]},
+}
+
+
+@pytest.mark.notebook
+@pytest.mark.parametrize("case", list(NB12_CASES))
+def test_notebooks_1_and_2_smoke_on_the_served_model(server, case, tmp_path, monkeypatch):
+    import pandas as pd
+    from biaslab import paths, runner
+    # a cold score cache (so that the requests are counted), the prepared models shared
+    cold = tmp_path / "cache"
+    cold.mkdir()
+    (cold / "models").symlink_to(paths.MODEL_CACHE_DIR)
+    monkeypatch.setenv("BIASLAB_CACHE", str(cold))
+    notebook, _, variant = case.partition("/")
+    with FaultProxy(server.url) as px:          # counts the requests that reached the server
+        t0 = time.time()
+        code = runner.reproduce("smoke", only=[case], overrides={"models": [spec(px.url)], **NB12_CASES[case]},
+                                outputs_dir=tmp_path, html=False)
+        wall = time.time() - t0
+    folder = tmp_path / notebook / variant
+    assert code == 0, json.loads((folder / "MANIFEST.failed.json").read_text()).get("error")
+    manifest = json.loads((folder / "MANIFEST.json").read_text())
+    fp = manifest["models"]["smollm2-served"]
+    assert fp["backend"] == "served" and fp["served_model_id"] == ALIAS and fp["usage"]["requests"] > 0
+    n_req = sum(px.ok_bodies.values())
+    print(f"{case}: {n_req} requests, {wall:.0f} s")
+    assert max(px.ok_bodies.values()) == 1                          # every response cached: none asked twice
+    notes = pd.read_csv(folder / "tables" / "served_notes.csv")["note"].tolist() \
+        if (folder / "tables" / "served_notes.csv").exists() else []
+    if notebook == "01_multifactor":
+        resp = pd.read_csv(folder / "tables" / "responses.csv")
+        assert set(resp["model"]) == {"smollm2-served"} and len(resp[resp["cot"].fillna("no") == "no"]) == 4 \
+            if variant == "ssqa" else len(resp) == 4
+        if variant == "ssqa":
+            cot = resp[resp["cot"] == "yes"]
+            assert len(cot) == 1 and set(cot["seed"].astype(str)) == {"0"}   # greedy: one seed, not cot_seeds=2
+            assert any("greedily" in n for n in notes), notes
+        else:
+            assert {"logp_0", "logp_1", "logp_2"} <= set(resp.columns) and resp["logp_0"].notna().all()
+    else:
+        resp = pd.read_csv(folder / "tables" / "responses.csv")
+        assert set(resp["model"]) == {"smollm2-served"} and len(resp) == 21      # 3 templates x 7 groups x 1 name
+        assert resp.loc[resp["answer_format"] != "span", "label_mass"].notna().all()   # labels read from top-k
+        assert any("next_token" in n and "top_logprobs" in n for n in notes), notes
+        assert len(pd.read_csv(folder / "tables" / "bias_scores.csv")) > 0
+
+
+@pytest.mark.notebook
+def test_calm_notebook_falls_back_to_generation_when_top_logprobs_are_missing(server, tmp_path):
+    """A server without next-token top-k (its probe, stored in the score cache, says so): notebook 2 answers the
+    closed formats by generation and its served note names the missing capability."""
+    import pandas as pd
+    from biaslab import runner
+    from biaslab.scoring.backends import served as served_mod
+    sp = spec(server.url)
+    cache = tmp_path / "cache"
+    lm = models.load(sp)
+    be = scoring.Scorer(lm, cache_dir=cache, progress=False).served
+    probe = {**be.probe(), "top_logprobs": False, "chat_top_logprobs": False}
+    (cache / "served-probes.json").write_text(json.dumps({be._probe_key(): probe}))
+    case = dict(NB12_CASES["02_calm"], template_ids=["nli-011"], score_cache=str(cache), models=[sp])
+    code = runner.reproduce("smoke", only=["02_calm"], overrides=case, outputs_dir=tmp_path / "out", html=False)
+    folder = tmp_path / "out" / "02_calm"
+    assert code == 0, json.loads((folder / "MANIFEST.failed.json").read_text()).get("error")
+    notes = pd.read_csv(folder / "tables" / "served_notes.csv")["note"].tolist()
+    assert any("'top_logprobs'" in n and "generation" in n for n in notes), notes
+    resp = pd.read_csv(folder / "tables" / "responses.csv")
+    assert resp["label_mass"].isna().all() and len(resp) == 7           # generated (no label mass), 7 groups x 1 name
+    assert served_mod.CAPABILITIES
 
 
 def test_client_rate_limit_bucket():

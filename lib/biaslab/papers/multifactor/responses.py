@@ -22,10 +22,23 @@ import pandas as pd
 SSQA_LABELS = ["yes", "no", "can't tell"]
 
 
-def use_chat(lm) -> bool:
-    """Instruction-tuned models get their chat template; base models see the raw prompt."""
-    name = str(getattr(lm, "name", "")).lower()
+def _chat_name(name: str) -> bool:
+    name = name.lower()
     return "instruct" in name or name.endswith("-it") or "-chat" in name
+
+
+def use_chat(lm) -> bool:
+    """Instruction-tuned models get their chat template; base models see the raw prompt.
+
+    Judged by name: the loaded model's name, and for a served model (``"openai:..."`` or a mapping) also the id the
+    server serves (``spec.model``), since a served spec's display name is free (``name``)."""
+    names = [str(getattr(lm, "name", ""))]
+    spec = getattr(lm, "spec", None)
+    if spec is not None and getattr(spec, "model", None):
+        names.append(str(spec.model))
+        if str(spec.model).startswith(("gpt-", "o1", "o3", "o4")):   # api.openai.com chat models
+            return True
+    return any(_chat_name(n) for n in names)
 
 
 def ssqa_base_prompt(text: str, chat: bool) -> str:
@@ -46,14 +59,17 @@ def score_ssqa_labels(scorer, prompts: pd.DataFrame, model: str, chat: bool) -> 
         "label_mass": d["label_mass"].to_numpy(), "answer": answer,
     })
     out["deviated"] = (out["answer"].to_numpy() == prompts["biased_answer"].to_numpy()).astype(int)
+    if "labels_outside_topk" in d:   # served top-k: labels with no form among the returned tokens (upper bound used)
+        out["labels_outside_topk"] = d["labels_outside_topk"].to_numpy()
     return out
 
 
 def score_ssqa_cot(scorer, prompts: pd.DataFrame, model: str, chat: bool, seeds, max_new_tokens: int = 96,
-                   temperature: float = 0.7) -> pd.DataFrame:
+                   temperature: float = 0.7, do_sample: bool = True) -> pd.DataFrame:
     """CoT SSQA answers: one sampled generation per seed, answer extracted from the text.
 
-    ``prompts`` are the ``cot == "yes"`` rows (text ends with the step-by-step instruction).
+    ``prompts`` are the ``cot == "yes"`` rows (text ends with the step-by-step instruction). ``do_sample=False``:
+    greedy generation (served models: temperature 0 with the seed passed to the server), one per seed given.
     """
     from ... import scoring   # the engine; imported here so that the module imports without it
 
@@ -61,8 +77,11 @@ def score_ssqa_cot(scorer, prompts: pd.DataFrame, model: str, chat: bool, seeds,
              "Reasoning:" for t in prompts["text"]]
     frames = []
     for s in seeds:
-        gens = scorer.generate(texts, max_new_tokens=max_new_tokens, do_sample=True, seed=int(s),
-                               temperature=temperature, chat=chat)
+        if do_sample:
+            gens = scorer.generate(texts, max_new_tokens=max_new_tokens, do_sample=True, seed=int(s),
+                                   temperature=temperature, chat=chat)
+        else:
+            gens = scorer.generate(texts, max_new_tokens=max_new_tokens, seed=int(s), chat=chat)
         ans = [scoring.extract_choice(g, SSQA_LABELS) for g in gens]
         f = pd.DataFrame({"prompt_id": prompts["prompt_id"].to_numpy(), "model": model, "seed": str(s),
                           "cot": "yes", "generation": gens, "answer": [a if a else "other" for a in ans]})

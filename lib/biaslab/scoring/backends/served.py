@@ -360,14 +360,18 @@ class ServedBackend:
             reqs = [self._completion(self.spec.prefix + p, max_tokens=1, logprobs=k) for p in prompts]
 
         def validate(req, resp):
-            if not _top(resp, chat):
+            if not _top(resp, chat) and not _ended_at_once(resp, chat):
                 raise ServedError(f"request {req.name}: the response has no top_logprobs for the next token")
 
         resps = self.fetch(reqs, "label distributions", validate)
+        tops = [_top(r, chat) for r in resps]
+        ended = [i for i, t in enumerate(tops) if not t]
+        if ended:   # the model ended at once (llama.cpp then returns no log-probs): read them from an echo instead
+            for i, t in zip(ended, self._tops_from_echo([prompts[i] for i in ended], k, chat)):
+                tops[i] = t
         rows = []
         outside_total = 0
-        for resp in resps:
-            top = _top(resp, chat)
+        for top in tops:
             ps = np.exp(np.array(list(top.values()), dtype=float))
             bound = float(min(ps.min(), max(1.0 - ps.sum(), 0.0)))
             row, mass, outside = {}, 0.0, []
@@ -391,6 +395,32 @@ class ServedBackend:
             log.warning("%d of %d prompts: some labels are outside the server's top-%d; they are counted at their "
                         "upper bound (column labels_outside_topk), not as 0", outside_total, len(prompts), k)
         return pd.DataFrame(rows)
+
+    def _tops_from_echo(self, prompts: list[str], k: int, chat: bool) -> list[dict]:
+        """The next-token top-k after each prompt, read from the echo of prompt + a newline: the top log-probs at
+        the newline's position are the distribution after the prompt, whatever token follows. For servers that
+        return no log-probs when the model's first token ends the answer (llama.cpp, finish_reason 'stop')."""
+        why = (f"{len(prompts)} label prompts got no next-token top-k from {self.lm.name!r} (the model ended its "
+               "answer at once: finish_reason 'stop', no token)")
+        if chat:
+            raise CapabilityError(f"{why}; with chat=True they cannot be re-read from a completions echo: use "
+                                  "chat=False or answer by generation")
+        self.require(["prompt_logprobs"], why)
+        pre = self.spec.prefix
+        reqs = [self._completion(pre + p + "\n", max_tokens=1, echo=True, logprobs=k) for p in prompts]
+        out = []
+        for p, resp in zip(prompts, self.fetch(reqs, "label distributions (echo)", self._echo_validate)):
+            ch = resp["choices"][0]
+            lp = ch["logprobs"]
+            shift = len(ch["text"]) - (lp["text_offset"][-1] + len(lp["tokens"][-1]))
+            at = [j for j, o in enumerate(lp["text_offset"]) if o + shift == len(pre) + len(p)]
+            top = (lp.get("top_logprobs") or [None] * (at[0] + 1))[at[0]] if at else None
+            if not isinstance(top, dict) or not top:
+                raise ServedError(f"{why}; re-reading prompt {p[-60:]!r} from the echo failed (no token starts at "
+                                  "the end of the prompt, or no top_logprobs in the echo)")
+            out.append({str(t): float(v) for t, v in top.items()})
+        log.warning("%s; their top-%d was read from an echo of the prompt instead", why, k)
+        return out
 
     # ----------------------------------------------------------------------------------- generation ---
     def generate(self, prompts: Sequence[str], max_new_tokens: int = 64, stop=None, seed: int | None = 0,
@@ -429,6 +459,15 @@ def _top(resp: dict, chat: bool) -> dict:
     for t, v in pairs:
         out[t] = float(np.logaddexp(out[t], v)) if t in out else v
     return out
+
+
+def _ended_at_once(resp: dict, chat: bool) -> bool:
+    """The answer ended before its first token (finish_reason 'stop', no text): some servers then give no log-probs."""
+    try:
+        ch = resp["choices"][0]
+        return ch.get("finish_reason") == "stop" and not _text(resp, chat)
+    except (KeyError, IndexError, TypeError, AttributeError):
+        return False
 
 
 def _text(resp: dict, chat: bool) -> str | None:
