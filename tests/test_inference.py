@@ -96,6 +96,18 @@ def test_cluster_robust_se_matches_hand_sandwich():
     np.testing.assert_allclose(res.table["design_effect"], (se_hand / np.sqrt(np.diag(bread))) ** 2, rtol=1e-5)
 
 
+def test_separated_term_gets_no_cluster_robust_p_value():
+    """A level whose outcome is all 0 has no finite estimate: neither its naive nor its sandwich SE means anything."""
+    rng = np.random.default_rng(1)
+    df = pd.DataFrame({"cl": np.repeat(np.arange(20), 10), "f": np.tile(["a", "b", "c", "d", "e"], 40)})
+    df["deviated"] = (rng.random(len(df)) < 0.4).astype(int)
+    df.loc[df["f"] == "e", "deviated"] = 0
+    t = importance.logistic_regression(df, ["f"], {"f": "a"}, cluster="cl").table
+    row = t[t["level"] == "e"].iloc[0]
+    assert row["separated"] and np.isnan(row["p_cluster"]) and np.isnan(row["se_cluster"])
+    assert t.loc[~t["separated"], "p_cluster"].notna().all()
+
+
 def test_exact_binomial_power_matches_simulation():
     n, p1 = 80, 0.65
     rng = np.random.default_rng(0)

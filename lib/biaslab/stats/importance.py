@@ -201,6 +201,9 @@ def _logistic_regression(df, factors, references, outcome, alpha, check, cluster
                 rc = sm.GLM(y.to_numpy(), dm.X, family=sm.families.Binomial()).fit(
                     cov_type="cluster", cov_kwds={"groups": groups})
             se_c = rc.bse.to_numpy()
+        # a separated term has no finite MLE: its sandwich SE is as meaningless as its naive one (a tiny clustered SE
+        # on a coefficient of -25 would otherwise read as p ~ 1e-240)
+        se_c = np.where(t["separated"].to_numpy(), np.nan, se_c)
         t["se_cluster"] = se_c
         t["z_cluster"] = t["coef"] / se_c
         t["p_cluster"] = 2 * stats.norm.sf(np.abs(t["z_cluster"]))
