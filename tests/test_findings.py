@@ -185,11 +185,14 @@ RESULT_TABLES = {
 # Method text that coincides with a table value: design constants of the benchmarks and the papers' own numbers.
 METHOD_NUMBERS = {
     # prompt counts and coverage of SSQA's design; Granite's count of improper outputs in the released answers
-    "01_multifactor": {"10,360", "0.246", "0.3717", "0.372", "456"},
+    # and the design's per-factor Gini indices (the paper's 0.359 for category, ours 0.556 for gender)
+    "01_multifactor": {"10,360", "0.246", "0.3717", "0.372", "456", "0.359", "0.556"},
     # eq. 1's factor 100; CALM's prompts per template (150 gender, 200 race, 350 all); the paper's Table 5
     "02_calm": {"100", "150", "200", "350", "84.8"},
     # the paper's Table 3 (printed and recomputed values, counts), pingouin's prior scale, SS = 100 %, model sizes
-    "03_crows_pairs_bayes": {"0.155", "0.386", "0.707", "1,000", "100", "195", "196", "25.5", "288"},
+    # and the original set's 1,508 pairs; race-color's 288 of 498 and religion's recomputed 3,805 (Table 3)
+    "03_crows_pairs_bayes": {"0.155", "0.386", "0.707", "1,000", "100", "195", "196", "25.5", "288", "498", "3,805",
+                             "1,508"},
     # the paper's reported mean entropies
     "04_agentic_entropy": {"0.976"},
 }
