@@ -222,6 +222,26 @@ def test_sqlite_error_in_get_and_put_recovers(tiny, tmp_path, monkeypatch):
     assert len(sc.cache) == 4
 
 
+def test_lock_contention_is_not_damage(tiny, tmp_path):
+    """Another process holding the shared cache's lock past the timeout must not get the file moved aside."""
+    sc = make(tiny, tmp_path)
+    sc.sequence_logprob(TEXTS[:2])
+    path = sc.cache.path
+
+    class Locked:
+        def execute(self, *a, **k):
+            raise sqlite3.OperationalError("database is locked")
+        executemany = execute
+
+        def close(self):
+            pass
+
+    sc.cache._conn = Locked()
+    with pytest.raises(RuntimeError, match="locked by another process"):
+        sc.cache.get_many(["k"])
+    assert path.exists() and not list(path.parent.glob(path.name + ".corrupt-*"))
+
+
 def test_cache_key_includes_tokenizer_engine_and_library_versions(monkeypatch):
     from biaslab.scoring import cache as cache_mod
     fp = {"name": "m", "weights_sha256": "abc", "tokenizer_sha256": "t1", "dtype": "float32", "device": "cpu",

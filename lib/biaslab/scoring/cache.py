@@ -105,7 +105,13 @@ class ScoreCache:
             return self._connect()
 
     def _move_aside(self, exc: BaseException) -> None:
-        """Close the connection and rename the file (and its WAL) aside, with one warning naming both."""
+        """Close the connection and rename the file (and its WAL) aside, with one warning naming both.
+
+        A lock held by another process past the 60 s timeout is contention, not damage: the shared file is never
+        moved aside for it (that would throw away every other run's scores); the error names the file instead."""
+        if isinstance(exc, sqlite3.OperationalError) and any(w in str(exc).lower() for w in ("locked", "busy")):
+            raise RuntimeError(f"score cache {self.path} stayed locked by another process for 60 s ({exc}); "
+                               "wait for the other run or point BIASLAB_CACHE elsewhere") from exc
         if self._conn is not None:
             try:
                 self._conn.close()
