@@ -420,15 +420,17 @@ def summary_lines(table: pd.DataFrame, pairs: pd.DataFrame, groups: pd.DataFrame
 
 def source_provenance(root: Path, metrics=METRICS) -> tuple[dict, dict]:
     """(model fingerprints, {table file: sha256}) of what notebook 5 read: the fingerprints the source notebooks
-    recorded in their ``provenance.json`` and the hash of every source and response table."""
+    recorded (their ``MANIFEST.json``; ``provenance.json`` while a run is still in progress) and the hash of every
+    source and response table."""
+    import json
+
     from .sources import sha256_file
     models, files = {}, {}
     for m in metrics:
         folder = Path(root) / m.folder
-        prov = folder / "provenance.json"
-        if prov.exists():
-            import json
-            models.update(json.loads(prov.read_text()).get("models", {}))
+        for name in ("MANIFEST.json", "provenance.json"):
+            if (folder / name).exists():
+                models.update(json.loads((folder / name).read_text()).get("models") or {})
         for stem in [s.table for s in m.sources] + list(m.responses):
             p = folder / "tables" / f"{stem}.csv"
             if p.exists():
