@@ -50,7 +50,7 @@ bayes_draws = 300
 bayes_tune = 300
 bayes_chains = 2
 bayes_all_models = False
-torch_threads = 1
+torch_threads = 0
 alpha = 0.01
 seed = 0
 
@@ -73,8 +73,9 @@ def model_label(m):
 # once there are at least as many prompts as strata) are scored per embedded model without chain of thought (`None` =
 # all); `cot_prompts` of them (`None` = all stigma prompts) are also generated with chain of thought, once per seed
 # (`cot_seeds`, at most `cot_max_new_tokens` tokens); `bayes_draws = 0` skips the Bayesian model; `torch_threads > 0`
-# sets PyTorch's thread count (0 leaves it alone: on a busy 2-core machine one thread used a third of the CPU time
-# of two, which spin against the other processes). The `smoke` profile
+# sets PyTorch's thread count (0 leaves PyTorch's default, one per core: on an idle 2-core CPU two threads scored
+# CrowS-Pairs sentences 1.7-1.8x faster than one; on a machine shared with other jobs set 1, as two threads then spin
+# against the other processes). The `smoke` profile
 # runs a handful of prompts with one model; `default` both embedded models on a 2-core CPU, where model scoring is the
 # expensive part: 150 prompts per model (every SSQA template x prompt style, every BBQ category x context x polarity)
 # and chain of thought on 4 prompts x 5 seeds; `paper` scores the full sets.
