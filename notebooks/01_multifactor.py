@@ -596,8 +596,9 @@ timings["subgroups"] = time.perf_counter() - t0
 # prompts answer the same subgroups, so the KS test (kept as the paper's variant) is joined by a paired test
 # (`paired_subgroup_tests.csv`): the difference of the two deviation metrics with a template-paired bootstrap interval
 # and the Wilcoxon signed-rank test over subgroups, plus the paired difference of the overall deviation rates
-# (`paired_comparisons.csv`: exact McNemar, template-paired bootstrap interval). Holm across the paired tests of the
-# notebook (a few confirmatory comparisons: family-wise control). Degenerate responders are left out.
+# (`paired_comparisons.csv`: template-paired bootstrap interval, tested by the Wald z on its standard error because
+# prompts of one template are not independent; the exact McNemar test over prompts is kept as `p_naive`). Holm
+# across the paired tests of the notebook (a few confirmatory comparisons: family-wise control). Degenerate responders are left out.
 
 # %%
 rate_ci = intervals.rate_intervals(nocot, plan.outcome, bench.cluster, by="model")

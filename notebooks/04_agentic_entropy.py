@@ -194,7 +194,7 @@ print("(positions_computed = token positions run through the model; 0 means ever
 # random, it favours no group at all. The sections after the breakdowns separate the two.
 
 # %%
-by_model = E.entropy_by_model(per_prompt)
+by_model = E.entropy_by_model(responses, cluster=bench.cluster, seed=seed)
 out.table(by_model, "entropy_by_model", markdown=True)
 paper = pd.DataFrame({"model": list(E.PAPER_MEANS), "source": "paper (Table/Figs. 3-6)",
                       "n": 1020, "mean_entropy": list(E.PAPER_MEANS.values())})
@@ -218,16 +218,21 @@ display(Markdown(findings.entropy_findings(by_model, E.PAPER_MEANS)))
 #
 # ## Breakdowns by class type, question type, polarity and domain
 #
-# Mean, sd, median and 95 % t-interval of $\tilde H$ per level, and a Kruskal–Wallis test of whether the levels of a
-# factor share one distribution (per model; the paper reports overall means only).
+# Mean, sd, median and a 95 % interval of $\tilde H$ per level, clustered on the scenario like every interval here,
+# and a test of whether the levels of a factor share one mean (per model; the paper reports overall means only): a
+# Wald test with scenario-clustered standard errors (`wald_p`). Domain is constant within a scenario, so its
+# 1,020 prompts hold only as many independent units as there are scenarios; the Kruskal–Wallis test over prompts
+# (`kruskal_p`, in the table for comparison) treats every prompt as independent and overstates the evidence.
 
 # %%
-bd = E.entropy_breakdown(responses, {f.name: list(f.levels) for f in bench.factors.factors})
+bd = E.entropy_breakdown(responses, {f.name: list(f.levels) for f in bench.factors.factors}, cluster=bench.cluster,
+                        seed=seed)
 out.table(bd, "entropy_breakdown")
 fig = P.entropy_breakdown(bd, ["class_type", "question_type", "polarity", "domain"])
 out.figure(fig, "entropy_breakdown")
 plt.show()
-tests = bd.drop_duplicates(["model", "factor"])[["model", "factor", "kruskal_h", "kruskal_p"]]
+tests = bd.drop_duplicates(["model", "factor"])[["model", "factor", "wald_f", "wald_df1", "wald_df2", "wald_p",
+                                                 "kruskal_p"]]
 print(tests.round(4).to_string(index=False))
 bd[bd.factor != "domain"][["model", "factor", "level", "n", "mean_entropy", "sd", "median"]].round(3)
 
@@ -270,9 +275,10 @@ display(Markdown(findings.group_preference_findings(gp)))
 # its group. The mean probability at each position therefore measures a preference for a slot (or a digit), not for a
 # group. The paper randomized the order "to ensure that each model was choosing answers with regard to answer
 # categories rather than the answer numbers", but did not measure how much the models looked at the numbers.
+# Intervals are clustered on the scenario.
 
 # %%
-pb = E.position_bias(long)
+pb = E.position_bias(long.merge(prompts[["prompt_id", bench.cluster]], on="prompt_id"), cluster=bench.cluster, seed=seed)
 out.table(pb, "position_bias")
 fig = P.position_bias(pb)
 out.figure(fig, "position_bias")
@@ -349,7 +355,8 @@ else:
 #   degenerate model would be listed in `responders.csv` and left out of the tests.
 # * **Mean entropy with a clustered interval** per model (`entropy_intervals.csv`), and the **paired model
 #   comparison** of per-prompt entropy (both models answer the same prompts): mean difference with a
-#   scenario-clustered bootstrap interval and the Wilcoxon signed-rank test.
+#   scenario-clustered bootstrap interval, tested by the Wald z on its standard error (the Wilcoxon signed-rank
+#   test over prompts, which treats the prompts of one scenario as independent, is kept as `p_naive`).
 # * **Cyclic gain** (entropy after the cyclic average minus in the stored order) with a scenario-clustered interval.
 # * **Power** (`power.csv`): the smallest standardized paired effect (d_z) the group-preference Wilcoxon/t test can
 #   detect per class type, the smallest cyclic gain, and the smallest departure from a uniform top-group choice

@@ -157,3 +157,65 @@ def test_summaries_match_direct_computation():
     ax = per[(per.model == "a") & (per.f == "x")]["entropy"]
     ay = per[(per.model == "a") & (per.f == "y")]["entropy"]
     assert b.iloc[0]["kruskal_p"] == pytest.approx(stats.kruskal(ax, ay).pvalue)
+
+
+def _clustered_null(rng, n_scen=40, per=10):
+    """Entropies with a scenario effect (ICC ~ 0.86) and a scenario-level factor ``dom`` that has no effect."""
+    sc = np.repeat(np.arange(n_scen), per)
+    y = 0.9 + rng.normal(0, 0.05, n_scen)[sc] + rng.normal(0, 0.02, n_scen * per)
+    dom = np.repeat(rng.choice(list("xyz"), n_scen), per)
+    return pd.DataFrame({"model": "a", "scenario_id": sc, "entropy": y, "label_mass": 1.0, "dom": dom,
+                         "pol": np.tile(["p", "n"], n_scen * per // 2)})
+
+
+def test_level_test_equals_hand_computed_cr1_sandwich():
+    rng = np.random.default_rng(3)
+    d = _clustered_null(rng, n_scen=12, per=5)
+    d["two"] = np.where(d["dom"] == "x", "x", "other")
+    res = E.level_test(d, "two", "scenario_id")
+    # by hand: OLS on [1, 1{two = x}], CR1 sandwich V = c (X'X)^-1 (sum_g X_g' e_g e_g' X_g) (X'X)^-1,
+    # c = G/(G-1) (N-1)/(N-K); F = b^2 / V[1, 1] on (1, G-1) df
+    X = np.column_stack([np.ones(len(d)), (d["two"] == "x").to_numpy(float)])
+    y = d["entropy"].to_numpy()
+    xtx_inv = np.linalg.inv(X.T @ X)
+    b = xtx_inv @ X.T @ y
+    e = y - X @ b
+    meat = sum(np.outer(X[g].T @ e[g], X[g].T @ e[g])
+               for g in [d["scenario_id"].to_numpy() == s for s in np.unique(d["scenario_id"])])
+    n, k, g = len(y), 2, d["scenario_id"].nunique()
+    v = g / (g - 1) * (n - 1) / (n - k) * xtx_inv @ meat @ xtx_inv
+    f = b[1] ** 2 / v[1, 1]
+    from scipy import stats
+    assert res["wald_f"] == pytest.approx(f, rel=1e-8)
+    assert res["wald_df2"] == g - 1
+    assert res["wald_p"] == pytest.approx(stats.f.sf(f, 1, g - 1), rel=1e-8)
+
+
+def test_clustered_level_test_holds_its_size_where_kruskal_wallis_does_not():
+    # a factor constant within scenarios, no effect: prompts of a scenario are not independent, so a test over prompts
+    # rejects far too often; the scenario-clustered Wald test stays near its nominal 5 %
+    rng = np.random.default_rng(0)
+    wald, kw = [], []
+    for _ in range(60):
+        b = E.entropy_breakdown(_clustered_null(rng), ["dom"], cluster="scenario_id", n_boot=50)
+        wald.append(b["wald_p"].iloc[0] < 0.05)
+        kw.append(b["kruskal_p"].iloc[0] < 0.05)
+    assert np.mean(wald) <= 0.15
+    assert np.mean(kw) >= 0.5
+
+
+def test_entropy_intervals_cluster_on_the_scenario():
+    from biaslab.stats.intervals import mean_intervals
+    d = _clustered_null(np.random.default_rng(1))
+    by = E.entropy_by_model(d, cluster="scenario_id", n_boot=500, seed=4)
+    ref = mean_intervals(d, "entropy", "scenario_id", by="model", n_boot=500, seed=4)
+    assert by["ci95_low"].iloc[0] == pytest.approx(ref["ci_low"].iloc[0])
+    assert by["ci95_high"].iloc[0] == pytest.approx(ref["ci_high"].iloc[0])
+    assert "scenario_id" in by["ci_method"].iloc[0]
+    naive = E.entropy_by_model(d)
+    # the clustered interval is wider by about the square root of the design effect
+    ratio = (by["ci95_high"] - by["ci95_low"]).iloc[0] / (naive["ci95_high"] - naive["ci95_low"]).iloc[0]
+    assert ratio == pytest.approx(np.sqrt(by["design_effect"].iloc[0]), rel=0.3)
+    bd = E.entropy_breakdown(d, ["dom", "pol"], cluster="scenario_id", n_boot=200)
+    assert list(bd["level"]) == ["y", "z", "x", "p", "n"] or set(bd["level"]) == {"x", "y", "z", "p", "n"}
+    assert bd["ci_method"].str.contains("scenario_id").all()

@@ -185,7 +185,19 @@ def test_mcnemar_and_paired_difference():
     truth = (d["y"] - d2["y"]).mean()
     assert r["difference"] == pytest.approx(truth)
     assert r["ci_low"] < truth < r["ci_high"] < 0
-    assert r["test"].startswith("McNemar")
+    # prompts share clusters: the p-value is the Wald z on the cluster-paired SE; McNemar (over prompts) kept as naive
+    assert r["test"] == paired.WALD
+    assert r["p_value"] == pytest.approx(2 * stats.norm.sf(abs(r["difference"]) / r["se_cluster"]))
+    assert r["test_naive"].startswith("McNemar")
+    assert r["p_naive"] == pytest.approx(paired.mcnemar_exact(d["y"], d2["y"])["p_value"])
+    # one prompt per cluster: the exact test is valid and is the p-value
+    solo = paired.paired_difference(both.assign(cl=both["prompt_id"]), "y", "a", "b", cluster="cl")
+    assert solo["test"].startswith("McNemar") and "p_naive" not in solo
+    # fewer than MIN_CLUSTERS clusters: a t test on the cluster means
+    few = both.assign(cl=both["prompt_id"] % 6)
+    r6 = paired.paired_difference(few, "y", "a", "b", cluster="cl")
+    diffs = (d["y"] - d2["y"]).groupby(d["prompt_id"] % 6).mean()
+    assert r6["p_value"] == pytest.approx(stats.ttest_1samp(diffs, 0).pvalue)
     w = paired.wilcoxon_paired([1.0, 2.0, -0.5, 3.0, 0.0, 2.5], [0, 0, 0, 0, 0, 0])
     assert w["p_value"] == pytest.approx(stats.wilcoxon([1.0, 2.0, -0.5, 3.0, 2.5]).pvalue)
     assert w["n_nonzero"] == 5
@@ -203,6 +215,9 @@ def test_paired_subgroup_test():
     r = paired.paired_subgroup_test(df, "y", ["stigma"], "a", "b", "template", n_boot=500)
     assert r["n_subgroups"] == 8
     assert r["ci_high"] < 0 and r["metric_difference"] == pytest.approx(r["metric_a"] - r["metric_b"])
+    assert r["test"] == paired.WALD and r["p_value"] < 0.05
+    rates_ab = df.groupby(["model", "stigma"])["y"].mean()
+    assert r["p_naive"] == pytest.approx(stats.wilcoxon(rates_ab["a"] - rates_ab["b"]).pvalue)
     # the metric is the paper's deviation metric (eq. 4), computed independently by stats.subgroups
     from biaslab.stats import subgroups as sg
     rates = df.groupby(["model", "stigma"])["y"].mean()

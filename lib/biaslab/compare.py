@@ -10,10 +10,10 @@ per-prompt response table gives its intervals and paired comparisons (file, outc
   (``stats.intervals.rate_intervals`` for 0/1 outcomes, the cluster bootstrap of the mean for continuous ones,
   :func:`stats.ranking.cluster_sum_bootstrap` for BBQ's ratio scores, the source notebook's own interval for CALM).
 * :func:`paired_table` every pair of models on the units both answered (``stats.paired``), Holm-adjusted within
-  each metric (the family a reader ranks models by). The p-value that is adjusted and decides tie groups is the
-  Wald z of the difference on its cluster-paired bootstrap standard error, so that it respects the clustering as
-  the interval does; the exact McNemar / Wilcoxon p-value, which treats prompts as independent, is kept beside it
-  (``p_naive``).
+  each metric (the family a reader ranks models by). The p-value that is adjusted and decides tie groups respects
+  the clustering as the interval does (:func:`stats.paired.paired_difference`: the Wald z of the difference on its
+  cluster-paired bootstrap standard error, or the exact test where every cluster is one unit); the exact McNemar /
+  Wilcoxon p-value over clustered prompts is kept beside it (``p_naive``).
 * :func:`tie_group_table` :func:`stats.ranking.tie_groups` per metric, on the oriented estimates.
 * :func:`agreement_table` rank agreement between metrics over the models that have both
   (:func:`stats.ranking.spearman_interval`).
@@ -255,18 +255,6 @@ def model_metric_table(root: Path, metrics=METRICS, models: list[str] | None = N
     return pd.DataFrame(rows)
 
 
-WALD = "Wald z on the cluster-paired bootstrap standard error"
-
-
-def _wald_p(diff: float, se: float) -> float:
-    from scipy import stats as sps
-    if not np.isfinite(diff) or not np.isfinite(se):
-        return np.nan
-    if se == 0:
-        return 1.0 if diff == 0 else 0.0
-    return float(2 * sps.norm.sf(abs(diff) / se))
-
-
 def paired_table(root: Path, metrics=METRICS, models: list[str] | None = None, n_boot: int = 2000, seed: int = 0,
                  method: str = "holm", alpha: float = 0.05, degenerate: pd.DataFrame | None = None) -> pd.DataFrame:
     """Every pair of models on each metric, on the units both answered; adjusted within each metric.
@@ -306,7 +294,7 @@ def paired_table(root: Path, metrics=METRICS, models: list[str] | None = None, n
                              "mean_b": float(f(sb.sum(0))[0]), "difference": bt["estimate"],
                              "se_cluster": bt["se"], "ci_low": bt["ci_low"], "ci_high": bt["ci_high"],
                              "ci_method": f"cluster-paired bootstrap percentile ({c}, {n_boot} resamples)",
-                             "p_value": _wald_p(bt["estimate"], bt["se"]), "test": WALD,
+                             "p_value": paired.wald_p(bt["estimate"], bt["se"]), "test": paired.WALD,
                              "p_naive": bt["p_boot"], "test_naive": "percentile-bootstrap p (cluster-paired)"})
                 continue
             both = r[r["model"].isin([a, b])]
@@ -314,8 +302,6 @@ def paired_table(root: Path, metrics=METRICS, models: list[str] | None = None, n
             res = paired.paired_difference(both, m.outcome, a, b, cl, unit="unit", binary=(m.kind == "binary"),
                                            n_boot=n_boot, seed=seed)
             res.pop("model_a"), res.pop("model_b")
-            res["p_naive"], res["test_naive"] = res.pop("p_value", np.nan), res.pop("test", "")
-            res["p_value"], res["test"] = _wald_p(res.get("difference", np.nan), res.get("se_cluster", np.nan)), WALD
             rows.append({**base, **res, "n_pairs": res.get("n_pairs", len(common))})
     out = pd.DataFrame(rows)
     if out.empty:

@@ -104,31 +104,72 @@ def tidy_scores(prompts: pd.DataFrame, dist: pd.DataFrame, model: str,
 def _describe(x: pd.Series) -> dict:
     x = x.dropna().to_numpy(float)
     n = len(x)
-    mean = x.mean() if n else np.nan
-    sd = x.std(ddof=1) if n > 1 else np.nan
-    half = stats.t.ppf(0.975, n - 1) * sd / np.sqrt(n) if n > 1 else np.nan
-    return {"n": n, "mean_entropy": mean, "sd": sd, "median": np.median(x) if n else np.nan,
-            "ci95_low": mean - half, "ci95_high": mean + half,
+    return {"n": n, "mean_entropy": x.mean() if n else np.nan, "sd": x.std(ddof=1) if n > 1 else np.nan,
+            "median": np.median(x) if n else np.nan,
             "q25": np.quantile(x, 0.25) if n else np.nan, "q75": np.quantile(x, 0.75) if n else np.nan}
 
 
-def entropy_by_model(per_prompt: pd.DataFrame) -> pd.DataFrame:
-    """Per model: n, mean normalized entropy, sd, median (the paper's §III numbers), a 95 % t-interval for the
-    mean, quartiles, the share of prompts below 0.5, and the mean probability mass on the answer labels."""
+def _with_intervals(table: pd.DataFrame, per_prompt: pd.DataFrame, by: list[str], cluster: str | None,
+                    n_boot: int, seed: int) -> pd.DataFrame:
+    """Add ``ci95_low``/``ci95_high``/``design_effect``/``ci_method`` for the mean entropy of each ``by`` cell from
+    :func:`biaslab.stats.intervals.mean_intervals`: clustered on ``cluster`` (prompts of one scenario share their
+    wording, issue 10), or a t interval treating prompts as independent when ``cluster`` is None."""
+    from .intervals import mean_intervals
+    ci = mean_intervals(per_prompt, "entropy", cluster, by=by, n_boot=n_boot, seed=seed)
+    ci = ci[by + ["ci_low", "ci_high", "design_effect", "ci_method"]].rename(
+        columns={"ci_low": "ci95_low", "ci_high": "ci95_high"})
+    return table.merge(ci, on=by, how="left")
+
+
+def entropy_by_model(per_prompt: pd.DataFrame, cluster: str | None = None, n_boot: int = 2000,
+                     seed: int = 0) -> pd.DataFrame:
+    """Per model: n, mean normalized entropy, sd, median (the paper's §III numbers), quartiles, the share of prompts
+    below 0.5, the mean probability mass on the answer labels, and a 95 % interval for the mean: clustered on
+    ``cluster`` (a column of ``per_prompt``, e.g. ``scenario_id``) or, without one, a t interval that treats the
+    prompts as independent (``ci_method`` says which)."""
     out = []
     for m, g in per_prompt.groupby("model", sort=False):
         d = {"model": m, **_describe(g["entropy"])}
         d["share_below_half"] = float((g["entropy"] < 0.5).mean())
         d["mean_label_mass"] = float(g["label_mass"].mean())
         out.append(d)
-    return pd.DataFrame(out)
+    return _with_intervals(pd.DataFrame(out), per_prompt, ["model"], cluster, n_boot, seed)
 
 
-def entropy_breakdown(per_prompt: pd.DataFrame, factors: list[str] | dict[str, list]) -> pd.DataFrame:
-    """Mean / sd / median / 95 % CI of the normalized entropy per model x factor x level, with a Kruskal-Wallis
-    test of equal distributions across the factor's levels (per model and factor; beyond the paper, which reports
-    only overall means). ``per_prompt`` must carry the factor columns (merge the prompt table in first).
-    ``factors``: names, or a dict name -> levels in the order the rows should follow (e.g. the factor spec's)."""
+def level_test(df: pd.DataFrame, factor: str, cluster: str | None) -> dict:
+    """Do the levels of ``factor`` share one mean entropy? Wald F test of the level contrasts in an OLS of the
+    entropy on the factor, with cluster-robust (CR1) covariance on ``cluster`` and t(G - 1)-based F(q, G - 1)
+    reference (statsmodels ``cov_type="cluster"``; Cameron & Miller 2015 §VI); without a cluster, heteroskedasticity-
+    robust (HC1). Returns ``wald_f``, ``wald_df1``, ``wald_df2``, ``wald_p`` (NaN when untestable: one level, a
+    constant outcome, or fewer clusters than level contrasts + 1)."""
+    import statsmodels.formula.api as smf
+    d = df[["entropy", factor] + ([cluster] if cluster else [])].dropna()
+    levels = d[factor].nunique()
+    nan = {"wald_f": np.nan, "wald_df1": np.nan, "wald_df2": np.nan, "wald_p": np.nan}
+    if levels < 2 or d["entropy"].nunique() < 2:
+        return nan
+    codes = pd.factorize(d[cluster])[0] if cluster else None
+    if cluster and len(np.unique(codes)) < levels + 1:
+        return nan
+    model = smf.ols("entropy ~ C(_f)", data=d.assign(_f=d[factor].astype(str)))
+    fit = (model.fit(cov_type="cluster", cov_kwds={"groups": codes}, use_t=True) if cluster
+           else model.fit(cov_type="HC1", use_t=True))
+    names = [c for c in fit.params.index if c != "Intercept"]
+    test = fit.f_test(np.eye(len(fit.params))[[list(fit.params.index).index(c) for c in names]])
+    return {"wald_f": float(np.squeeze(test.fvalue)), "wald_df1": float(test.df_num),
+            "wald_df2": float(test.df_denom), "wald_p": float(test.pvalue)}
+
+
+def entropy_breakdown(per_prompt: pd.DataFrame, factors: list[str] | dict[str, list], cluster: str | None = None,
+                      n_boot: int = 2000, seed: int = 0) -> pd.DataFrame:
+    """Mean / sd / median / 95 % CI of the normalized entropy per model x factor x level, and two tests of whether
+    a factor's levels share one distribution (per model and factor; beyond the paper, which reports only overall
+    means): :func:`level_test`, a cluster-robust Wald test on ``cluster`` (the one to read: prompts of one scenario
+    are not independent, and a factor that is constant within a scenario has only as many independent units as
+    scenarios), and the Kruskal-Wallis test over prompts (``kruskal_h``, ``kruskal_p``), kept for comparison with
+    analyses that treat every prompt as independent. Intervals as in :func:`entropy_by_model`.
+    ``per_prompt`` must carry the factor columns (and ``cluster``); ``factors``: names, or a dict name -> levels in
+    the order the rows should follow (e.g. the factor spec's)."""
     order = factors if isinstance(factors, dict) else {f: None for f in factors}
     out = []
     for m, g in per_prompt.groupby("model", sort=False):
@@ -143,10 +184,27 @@ def entropy_breakdown(per_prompt: pd.DataFrame, factors: list[str] | dict[str, l
                 h, p = float(kw.statistic), float(kw.pvalue)
             else:
                 h, p = np.nan, np.nan
+            wald = level_test(g, f, cluster)
             for lvl, x in groups:
-                out.append({"model": m, "factor": f, "level": lvl, **_describe(x),
+                out.append({"model": m, "factor": f, "level": lvl, **_describe(x), **wald,
                             "kruskal_h": h, "kruskal_p": p})
-    return pd.DataFrame(out)
+    table = pd.DataFrame(out)
+    if table.empty:
+        return table
+    cis = []
+    for f in order:
+        part = table[table.factor == f]
+        cells = per_prompt.assign(level=per_prompt[f])
+        cis.append(_with_intervals(part, cells, ["model", "level"], cluster, n_boot, seed))
+    return _ordered(pd.concat(cis, ignore_index=True), table)
+
+
+def _ordered(merged: pd.DataFrame, table: pd.DataFrame) -> pd.DataFrame:
+    """``merged`` (rows of ``table`` with intervals added, grouped by factor) back in ``table``'s row order."""
+    key = ["model", "factor", "level"]
+    pos = {tuple(r): i for i, r in enumerate(table[key].astype(str).itertuples(index=False))}
+    order = [pos[tuple(r)] for r in merged[key].astype(str).itertuples(index=False)]
+    return merged.iloc[np.argsort(order, kind="stable")].reset_index(drop=True)
 
 
 def group_preference(long: pd.DataFrame, prompts: pd.DataFrame,
@@ -207,22 +265,27 @@ def group_preference(long: pd.DataFrame, prompts: pd.DataFrame,
     return res
 
 
-def position_bias(long: pd.DataFrame) -> pd.DataFrame:
+def position_bias(long: pd.DataFrame, cluster: str | None = None, n_boot: int = 2000, seed: int = 0) -> pd.DataFrame:
     """Mean probability by answer position, whatever group sits there (beyond the paper).
 
     Per model, number of choices k and position: n prompts, mean and sd of the renormalized probability, a 95 %
-    t-interval, the uniform reference 1/k and the ratio mean / (1/k). Because every prompt's answer order is an
-    independent random permutation, position is independent of group by design, so a departure from 1/k here is
-    a preference for a position (or a label digit), not for a group.
+    interval (clustered on ``cluster``, a column of ``long`` such as ``scenario_id``, else a t interval over prompts;
+    ``ci_method`` says which), the uniform reference 1/k and the ratio mean / (1/k). Because every prompt's answer
+    order is an independent random permutation, position is independent of group by design, so a departure from 1/k
+    here is a preference for a position (or a label digit), not for a group.
     """
+    from .intervals import mean_intervals
     out = []
     for (m, k, pos), g in long.groupby(["model", "k", "position"], sort=False):
         d = _describe(g["p"])
         out.append({"model": m, "k": int(k), "position": int(pos), "n": d["n"], "mean_p": d["mean_entropy"],
-                    "sd": d["sd"], "ci95_low": d["ci95_low"], "ci95_high": d["ci95_high"], "uniform": 1 / k,
-                    "ratio_to_uniform": d["mean_entropy"] * k})
+                    "sd": d["sd"], "uniform": 1 / k, "ratio_to_uniform": d["mean_entropy"] * k})
+    ci = mean_intervals(long, "p", cluster, by=["model", "k", "position"], n_boot=n_boot, seed=seed)
+    ci = ci.astype({"k": int, "position": int})[["model", "k", "position", "ci_low", "ci_high", "ci_method"]]
+    table = pd.DataFrame(out).merge(ci.rename(columns={"ci_low": "ci95_low", "ci_high": "ci95_high"}),
+                                    on=["model", "k", "position"], how="left")
     # models in order of appearance, then k and position
-    return pd.DataFrame(out).sort_values(["k", "position"], kind="stable").reset_index(drop=True)
+    return table.sort_values(["k", "position"], kind="stable").reset_index(drop=True)
 
 
 # --------------------------------------------------------------------------------------------- tests against uniform

@@ -6,9 +6,10 @@ that comes from which prompts were drawn, and the comparison's interval must res
 * :func:`paired_difference` mean of per-prompt differences ``y_a - y_b`` over prompts both models answered, with a
   cluster-paired bootstrap interval (clusters resampled once, both models' outcomes move together), the paired
   design effect, and a test: exact McNemar (binary outcomes; Edwards 1948 / statsmodels ``mcnemar(exact=True)``,
-  the binomial test on the discordant pairs) or the Wilcoxon signed-rank test (continuous outcomes; scipy). The
-  McNemar / Wilcoxon p-values treat prompts as independent; the bootstrap interval does not, and is the one to read
-  when ``design_effect`` is well above 1.
+  the binomial test on the discordant pairs) or the Wilcoxon signed-rank test (continuous outcomes; scipy). Those
+  exact tests treat prompts as independent, so they are the ``p_value`` only where every cluster holds one prompt;
+  where prompts share clusters the ``p_value`` is a Wald z on the cluster-paired bootstrap standard error (a paired
+  t test on cluster means, G - 1 df, below ``MIN_CLUSTERS`` clusters) and the exact test is kept as ``p_naive``.
 * :func:`paired_subgroup_test` the paired alternative to the two-sample KS test of the multi-factor paper (§3.3):
   both models answer the same subgroups, so compare ``d_a(g) - d_b(g)`` subgroup by subgroup (Wilcoxon signed-rank
   over subgroups) and give the difference of the two deviation metrics a cluster-paired bootstrap interval.
@@ -23,7 +24,9 @@ import pandas as pd
 from scipy import stats
 from statsmodels.stats.contingency_tables import mcnemar
 
-from .intervals import _cluster_codes, cluster_bootstrap, design_effect
+from .intervals import MIN_CLUSTERS, _cluster_codes, cluster_bootstrap, design_effect
+
+WALD = "Wald z on the cluster-paired bootstrap standard error"
 
 
 def mcnemar_exact(y_a, y_b) -> dict:
@@ -51,6 +54,31 @@ def wilcoxon_paired(x, y=None) -> dict:
             "test": "Wilcoxon signed-rank"}
 
 
+def wald_p(diff: float, se: float) -> float:
+    """Two-sided p of ``diff / se`` against N(0, 1) (``se`` from a cluster-paired bootstrap); NaN when undefined."""
+    if not np.isfinite(diff) or not np.isfinite(se):
+        return np.nan
+    if se == 0:
+        return 1.0 if diff == 0 else 0.0
+    return float(2 * stats.norm.sf(abs(diff) / se))
+
+
+def cluster_test(d: np.ndarray, codes: np.ndarray, se_boot: float) -> dict:
+    """The clustered test of a mean paired difference: Wald z on the bootstrap SE with >= ``MIN_CLUSTERS`` clusters,
+    otherwise a one-sample t test on the G cluster means (G - 1 df; Cameron & Miller 2015 §VI)."""
+    g = int(codes.max() + 1)
+    if g >= MIN_CLUSTERS:
+        return {"test": WALD, "statistic": float(d.mean() / se_boot) if se_boot > 0 else np.nan,
+                "p_value": wald_p(float(d.mean()), se_boot)}
+    means = np.bincount(codes, weights=d) / np.bincount(codes)
+    if g < 2 or np.ptp(means) == 0:
+        return {"test": f"t test on {g} cluster means", "statistic": np.nan,
+                "p_value": 1.0 if g >= 2 and means[0] == 0 else np.nan}
+    r = stats.ttest_1samp(means, 0.0)
+    return {"test": f"t test on {g} cluster means ({g - 1} df)", "statistic": float(r.statistic),
+            "p_value": float(r.pvalue)}
+
+
 def _paired_frame(df, outcome, model, a, b, unit):
     wide = df[df[model].isin([a, b])].pivot_table(index=unit, columns=model, values=outcome, aggfunc="mean")
     return wide.dropna(subset=[a, b]) if a in wide and b in wide else wide.iloc[:0]
@@ -61,7 +89,8 @@ def paired_difference(df: pd.DataFrame, outcome: str, a: str, b: str, cluster: s
                       n_boot: int = 2000, seed: int = 0, alpha: float = 0.05) -> dict:
     """Model ``a`` minus model ``b`` on ``outcome``, paired by ``unit`` (the prompt), intervals clustered on
     ``cluster`` (a column constant within each unit). Returns model_a, model_b, n_pairs, n_clusters, mean_a, mean_b,
-    difference, se_naive, se_cluster, design_effect, ci_low, ci_high, ci_method, test, statistic, p_value."""
+    difference, se_naive, se_cluster, design_effect, ci_low, ci_high, ci_method, test, statistic, p_value, and, where
+    clusters hold several prompts, p_naive / test_naive (the exact test over prompts; see the module docstring)."""
     wide = _paired_frame(df, outcome, model, a, b, unit)
     out = {"model_a": a, "model_b": b, "n_pairs": len(wide)}
     if wide.empty:
@@ -79,13 +108,18 @@ def paired_difference(df: pd.DataFrame, outcome: str, a: str, b: str, cluster: s
     lo, hi = np.quantile(reps, [alpha / 2, 1 - alpha / 2])
     if binary is None:
         binary = set(pd.unique(df[outcome].dropna())) <= {0, 1, True, False}
-    test = mcnemar_exact(wide[a], wide[b]) if binary else wilcoxon_paired(d)
+    exact = mcnemar_exact(wide[a], wide[b]) if binary else wilcoxon_paired(d)
+    se_cl = float(reps.std(ddof=1))
+    clustered = bool(m.max() > 1)          # some cluster holds more than one prompt
+    test = cluster_test(d, codes, se_cl) if clustered else exact
+    naive = ({"p_naive": exact["p_value"], "test_naive": exact["test"] + " (prompts treated as independent)"}
+             if clustered else {})
     return {**out, "n_clusters": g, "mean_a": float(wide[a].mean()), "mean_b": float(wide[b].mean()),
             "difference": float(d.mean()), "se_naive": float(d.std(ddof=1) / np.sqrt(d.size)) if d.size > 1 else np.nan,
-            "se_cluster": float(reps.std(ddof=1)), "design_effect": design_effect(d, cl) if d.size > 1 else np.nan,
+            "se_cluster": se_cl, "design_effect": design_effect(d, cl) if d.size > 1 else np.nan,
             "ci_low": float(lo), "ci_high": float(hi),
             "ci_method": f"cluster-paired bootstrap percentile ({cluster or unit}, {n_boot} resamples)",
-            "test": test["test"], "statistic": test["statistic"], "p_value": test["p_value"]}
+            "test": test["test"], "statistic": test["statistic"], "p_value": test["p_value"], **naive}
 
 
 def paired_differences(df: pd.DataFrame, outcome: str, cluster: str | None, by: Sequence[str] | str | None = None,
@@ -147,11 +181,12 @@ def paired_subgroup_test(df: pd.DataFrame, outcome: str, factors: Sequence[str],
     """Paired comparison of two models' subgroup rates over the subgroups defined by ``factors`` (the paired
     alternative to the paper's two-sample KS test).
 
-    Wilcoxon signed-rank over subgroups of ``rate_a(g) - rate_b(g)`` (subgroups both models answered; it treats
-    subgroups as independent, which they are not when they share templates), and a cluster-paired bootstrap interval
-    for ``metric(rates_a) - metric(rates_b)`` (default: the deviation metric, eq. 4): each replicate resamples the
-    clusters once and recomputes both models' subgroup rates on that resample, so the interval keeps the pairing and
-    the clustering. ``metric`` maps an array of rates (last axis: subgroups) to one value per leading index.
+    A cluster-paired bootstrap interval for ``metric(rates_a) - metric(rates_b)`` (default: the deviation metric,
+    eq. 4): each replicate resamples the clusters once and recomputes both models' subgroup rates on that resample,
+    so the interval keeps the pairing and the clustering; ``p_value`` is the Wald z of the difference on that
+    bootstrap's standard error. The Wilcoxon signed-rank test over subgroups of ``rate_a(g) - rate_b(g)`` (subgroups
+    both models answered) is kept as ``p_naive``: it treats subgroups as independent, which they are not when they
+    share templates. ``metric`` maps an array of rates (last axis: subgroups) to one value per leading index.
     """
     from .intervals import bootstrap_totals
     factors = list(factors)
@@ -177,5 +212,6 @@ def paired_subgroup_test(df: pd.DataFrame, outcome: str, factors: Sequence[str],
     return {**out, "metric_a": float(metric(ra)), "metric_b": float(metric(rb)),
             "metric_difference": boot["estimate"], "ci_low": boot["ci_low"], "ci_high": boot["ci_high"],
             "ci_method": boot["ci_method"], "mean_rate_difference": float(np.mean(ra - rb)),
-            "test": w["test"] + " over subgroups", "statistic": w["statistic"], "p_value": w["p_value"],
-            "n_clusters": boot["n_clusters"]}
+            "test": WALD, "statistic": boot["estimate"] / boot["se"] if boot["se"] else np.nan,
+            "p_value": wald_p(boot["estimate"], boot["se"]), "n_clusters": boot["n_clusters"],
+            "test_naive": w["test"] + " over subgroups (subgroups treated as independent)", "p_naive": w["p_value"]}
