@@ -259,3 +259,14 @@ def test_clean_executed_drops_timestamps_widgets_and_machine_paths(tmp_path, mon
     assert set(out.cells[0].metadata.papermill) == {"status"} and "execution" not in out.cells[0].metadata
     assert [o.output_type for o in out.cells[0].outputs] == ["stream"]
     assert out.cells[0].outputs[0].text == "wrote ../outputs/x/tables and data/raw\n"
+
+
+def test_slowest_cells_reads_papermill_durations():
+    import nbformat
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# t"),
+                                         nbformat.v4.new_code_cell("fast = 1"),
+                                         nbformat.v4.new_code_cell("slow = fit()\nmore"),
+                                         nbformat.v4.new_code_cell("mid = 2")])
+    for i, d in ((1, 0.2), (2, 31.4), (3, 5.0)):
+        nb.cells[i].metadata["papermill"] = {"duration": d}
+    assert runner.slowest_cells(nb) == "cell 2 (31 s: slow = fit()), cell 3 (5 s: mid = 2)"

@@ -104,10 +104,20 @@ def _portable(text: str, staging: Path, final: Path) -> str:
     return text.replace(str(Path.home()), "~")
 
 
-def clean_executed(path: Path, staging: Path, final: Path) -> None:
-    """Make an executed notebook stable across identical reruns: no timestamps, no widget state, portable paths."""
+def slowest_cells(nb, n: int = 3) -> str:
+    """``"cell 12 (31 s: scored = ...), ..."``: the ``n`` code cells that took longest, from papermill's durations (read
+    before :func:`clean_executed` strips them), so a reader of the log sees where a run spends its time."""
+    timed = [(c.metadata.get("papermill", {}).get("duration") or 0.0, i, c.source.strip().splitlines()[0][:40])
+             for i, c in enumerate(nb.cells) if c.cell_type == "code" and c.source.strip()]
+    return ", ".join(f"cell {i} ({d:.0f} s: {first})" for d, i, first in sorted(timed, reverse=True)[:n] if d >= 1)
+
+
+def clean_executed(path: Path, staging: Path, final: Path) -> str:
+    """Make an executed notebook stable across identical reruns: no timestamps, no widget state, portable paths.
+    Returns :func:`slowest_cells` of the run."""
     import nbformat
     nb = nbformat.read(path, as_version=4)
+    slow = slowest_cells(nb)
     for k in _VOLATILE:
         nb.metadata.get("papermill", {}).pop(k, None)
     nb.metadata.pop("widgets", None)
@@ -122,6 +132,7 @@ def clean_executed(path: Path, staging: Path, final: Path) -> None:
                             if "application/vnd.jupyter.widget-view+json" not in o.get("data", {})]
     text = _portable(nbformat.writes(nb), staging, final)
     atomic_write_text(path, text if text.endswith("\n") else text + "\n")
+    return slow
 
 
 def _sweep_stale(final: Path) -> None:
@@ -200,7 +211,9 @@ def run_one(notebook: str, variant: str, profile: str, overrides: dict, outputs_
     text = lambda m: _portable(json.dumps(m, indent=2, default=str), staging, final) + "\n"   # noqa: E731
     try:
         if manifest["status"] == "ok":
-            clean_executed(executed, staging, final)
+            slow = clean_executed(executed, staging, final)
+            if slow:
+                log.info("%s: slowest cells: %s", label, slow)
             if html:
                 try:
                     _html(executed)
