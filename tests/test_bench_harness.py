@@ -137,3 +137,18 @@ def test_make_bench_runs_a_script_that_exists_and_keeps_lm_eval_out_of_the_proje
     pins = (BENCH / "requirements-lmeval.txt").read_text().split()
     assert "torch==2.13.0" in pins and "lm_eval[hf]==0.4.13" in pins
     assert "benchmarks/.venv-lmeval/" in (BENCH.parent / ".gitignore").read_text()
+
+
+def test_a_profile_can_leave_a_method_out_of_a_workload(stub_workload, tmp_path):
+    calls, made = [], {}
+
+    def start(method, model, req_file, args, log_path):
+        made[method] = stubs(calls)[method]
+        return made[method]
+
+    args = run_all.parse(["--workloads", "stub", "--rounds", "2", "--out", str(tmp_path)])
+    args.skip = {"stub": ["naive"]}
+    rows, _ = run_all.bench_workload("stub", 0, args, tmp_path, lambda s: None, start=start)
+    assert set(made) == {"engine", "lmeval"} and {r["method"] for r in rows} == {"engine", "lmeval"}
+    assert run_all.parse([]).skip == {"calm": ["naive"]}
+    assert run_all.parse(["--methods", "engine", "lmeval"]).skip == {"calm": []}
