@@ -82,14 +82,12 @@ def model_label(m):
 
 # %%
 import gc
-import io
 import time
 import warnings
 
 import numpy as np
 import pandas as pd
-import matplotlib.pyplot as plt
-from IPython.display import Image, Markdown, display
+from IPython.display import Markdown, display
 
 from biaslab import plots
 from biaslab.benchmarks import load as load_benchmark
@@ -110,15 +108,6 @@ out = OutputDir(output_dir)
 plan = multifactor.PLANS[benchmark]
 timings = {}
 t_start = time.perf_counter()
-
-
-def show(fig, name, width=620):
-    # save through OutputDir (figures/<name>.png, 110 dpi) and embed a lighter 72-dpi copy in the notebook
-    out.figure(fig, name)
-    buf = io.BytesIO()
-    fig.savefig(buf, dpi=72, bbox_inches="tight")
-    plt.close(fig)
-    display(Image(data=buf.getvalue(), width=width))
 
 
 def table(df, name, markdown=False, show_rows=12):
@@ -216,8 +205,8 @@ if benchmark == "ssqa":
     by_factor["paper_gini"] = by_factor["factor"].map(multifactor.PAPER_TABLE1_GINI)
     by_factor["matches_paper"] = by_factor["gini"].round(3) == by_factor["paper_gini"]
 table(by_factor, "coverage_by_factor", markdown=True, show_rows=20)
-show(plots.gini_bars(by_factor, f"{benchmark.upper()}: per-factor Gini index",
-                     multifactor.PAPER_TABLE1_GINI if benchmark == "ssqa" else None), "gini_by_factor", 520)
+out.show(plots.gini_bars(by_factor, f"{benchmark.upper()}: per-factor Gini index",
+                         multifactor.PAPER_TABLE1_GINI if benchmark == "ssqa" else None), "gini_by_factor", 520)
 
 # %% [markdown]
 # **SSQA against Table 1.** With the factors defined as in the paper, the per-factor Gini indices are reproduced
@@ -272,7 +261,7 @@ table(pair_cov.sort_values("coverage_percentage"), "coverage_pairwise")
 # %%
 for a, b in plan.heatmaps:
     counts = cov.pairwise_counts(prompts, a, b, levels)
-    show(plots.coverage_heatmap(counts, f"{benchmark.upper()}: prompts per {a} x {b}"), f"coverage_{a}_x_{b}", 560)
+    out.show(plots.coverage_heatmap(counts, f"{benchmark.upper()}: prompts per {a} x {b}"), f"coverage_{a}_x_{b}", 560)
 deps = cov.functional_dependencies(prompts, [f for f in plan.coverage_factors if f != "cot"], max_determinant=2,
                                    min_purity=0.99)
 dep_table = cov.dependency_table(deps)
@@ -549,8 +538,8 @@ sub = sg.subgroups(nocot, plan.subgroup_factors, levels=(1, 2), by="model", outc
 table(sub, "subgroups", show_rows=10)
 for m in pd.unique(sub["model"]):
     s = sub[sub["model"] == m]
-    show(plots.sunburst(s, inner, outer, title=f"{m}: log disparity by {inner} (inner) and {outer} (outer)"),
-         f"sunburst_{m}", 560)
+    out.show(plots.sunburst(s, inner, outer, title=f"{m}: log disparity by {inner} (inner) and {outer} (outer)"),
+             f"sunburst_{m}", 560)
 
 # %% [markdown]
 # The sunburst reproduces the form of Fig. 1(a) (category inner, gender outer for SSQA; wedge angles are numbers of
@@ -582,9 +571,9 @@ table(ks, "ks_tests", markdown=True)
 display(Markdown(findings.subgroup_findings(dm, ks)))
 for name, ms in groups.items():
     part = ecdf_sub[ecdf_sub["model"].isin(ms)]
-    show(plots.ecdf_plot(part, ideal=plan.ideal, ks=ks[ks["models"] == name],
-                         title=f"{benchmark.upper()} ({name} models): eCDF of {' x '.join(plan.ecdf_factors)} "
-                         f"subgroup rates of {plan.outcome}"), f"ecdf_{name}", 560)
+    out.show(plots.ecdf_plot(part, ideal=plan.ideal, ks=ks[ks["models"] == name],
+                             title=f"{benchmark.upper()} ({name} models): eCDF of {' x '.join(plan.ecdf_factors)} "
+                             f"subgroup rates of {plan.outcome}"), f"ecdf_{name}", 560)
 timings["subgroups"] = time.perf_counter() - t0
 
 # %% [markdown]
@@ -698,8 +687,8 @@ for m in pd.unique(nocot["model"]):
     # the width of the intervals shows what so few prompts can tell
     shown_alpha = alpha if full else 1.0
     label = f"n = {res.n:,}" + ("" if full else ", all terms")
-    show(plots.coefficient_plot(res.table, shown_alpha, f"{benchmark.upper()} {m}: factor importance ({label})",
-                                highlight=plan.highlight, references=refs), f"coefficients_{m}", 560)
+    out.show(plots.coefficient_plot(res.table, shown_alpha, f"{benchmark.upper()} {m}: factor importance ({label})",
+                                    highlight=plan.highlight, references=refs), f"coefficients_{m}", 560)
 importance = pd.concat(fits, ignore_index=True) if fits else pd.DataFrame()
 if len(importance):
     # changed after review: template-clustered SEs beside the naive ones, and Benjamini-Hochberg over the stigma
@@ -776,8 +765,8 @@ if bayes_draws:
                   f"{res.diagnostics['min_ess_bulk']:.0f}, {res.diagnostics['divergences']} divergences; wanted R-hat "
                   "<= 1.01, ESS >= 400, no divergences): tabulated for inspection, kept out of the findings")
         bayes_diag.append({"model": m, **res.diagnostics})
-        show(plots.posterior_plot(res.summary, f"{benchmark.upper()} {m}: {res.formula}", references=refs),
-             f"bayes_{m}", 520)
+        out.show(plots.posterior_plot(res.summary, f"{benchmark.upper()} {m}: {res.formula}", references=refs),
+                 f"bayes_{m}", 520)
     if bayes_rows:
         table(pd.concat(bayes_rows, ignore_index=True), "bayes_summary", markdown=True, show_rows=20)
         table(pd.DataFrame(bayes_diag), "bayes_diagnostics", markdown=True)

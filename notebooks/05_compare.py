@@ -49,13 +49,11 @@ seed = 0
 # `fdr_bh`); a rank correlation between benchmarks gets an interval from `min_models_agreement` models on.
 
 # %%
-import io
 import time
 
 import numpy as np
 import pandas as pd
-import matplotlib.pyplot as plt
-from IPython.display import Image, display
+from IPython.display import display
 
 from biaslab import compare
 from biaslab.outputs import OutputDir
@@ -156,16 +154,8 @@ display(groups)
 
 
 # %%
-def show(fig, name, width=560):
-    out.figure(fig, name)
-    buf = io.BytesIO()
-    fig.savefig(buf, dpi=72, bbox_inches="tight")
-    plt.close(fig)
-    display(Image(data=buf.getvalue(), width=width))
-
-
 for mid, rows in table.groupby("metric", sort=False):
-    show(forest_plot(rows, groups[groups["metric"] == mid]), f"forest_{mid}")
+    out.show(forest_plot(rows, groups[groups["metric"] == mid]), f"forest_{mid}", width=560)
 
 # %% [markdown]
 # ## 3. Agreement between benchmarks

@@ -3,17 +3,14 @@
 import pandas as pd
 import pytest
 
-from biaslab.sources import DataError
+from helpers import load_or_skip
 
 bbq = pytest.importorskip("biaslab.benchmarks.bbq")
 
 
 @pytest.fixture(scope="module")
 def bench():
-    try:
-        return bbq.load()
-    except DataError as exc:
-        pytest.skip(f"BBQ data not fetched: {exc}")
+    return load_or_skip(bbq.load, "BBQ")
 
 
 def test_rows_and_exclusions(bench):

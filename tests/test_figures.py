@@ -72,6 +72,35 @@ def test_output_dir_checks_every_saved_figure(tmp_path, monkeypatch):
     assert not (tmp_path / "figures" / "empty_strict.png").exists()
 
 
+def test_output_dir_show_saves_embeds_and_closes(tmp_path, monkeypatch):
+    import IPython.display
+
+    shown = []
+    monkeypatch.setattr(IPython.display, "display", shown.append)
+    out = OutputDir(tmp_path)
+    fig, ax = plt.subplots()
+    ax.plot([0, 1], [0, 1], label="line")
+    ax.legend()
+    assert out.show(fig, "line", width=300) is None            # None: a call ending a cell adds no Out[]
+    assert (tmp_path / "figures" / "line.png").stat().st_size > 0
+    assert not plt.fignum_exists(fig.number)
+    (image,) = shown
+    assert isinstance(image, IPython.display.Image) and image.width == 300 and image.data[:4] == b"\x89PNG"
+
+
+def test_figure_check_warnings_point_at_the_caller(tmp_path, monkeypatch):
+    import IPython.display
+
+    monkeypatch.setattr(IPython.display, "display", lambda obj: None)
+    out = OutputDir(tmp_path)
+    for save in (out.figure, out.show):
+        fig, ax = plt.subplots()
+        ax.axhline(0.5)
+        with pytest.warns(UserWarning, match="shows no data") as record:
+            save(fig, f"empty_{save.__name__}")
+        assert record[0].filename == __file__
+
+
 def test_interval_labels():
     assert interval_label() == "95 % CI" and interval_label("HDI", 0.9) == "90 % HDI"
     assert interval_label("CI", 0.95, "Wald") == "95 % CI (Wald)"

@@ -13,6 +13,7 @@ import torch
 
 from biaslab import models, scoring
 from biaslab.scoring.labels import aggregate, label_forms
+from helpers import scorer, tiny_model
 
 TOL = 1e-4
 TEXTS = ["The nurse said that she was tired.", "The nurse said that he was tired.", "Hi", "A",
@@ -24,18 +25,12 @@ OPTIONS = [" yes", " no", " I cannot tell", " 12"]
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
-    folder = models.save_tiny_model(tmp_path_factory.mktemp("tiny") / "tiny-causal", "causal", seed=1)
-    return models.load(folder, device="cpu", dtype="float32")
+    return tiny_model(tmp_path_factory, "tiny-causal", "causal", seed=1)
 
 
 @pytest.fixture(scope="module")
 def smol():
     return models.load("smollm2-135m-instruct", device="cpu", dtype="float32")
-
-
-def scorer(lm, **kw):
-    kw.setdefault("cache_dir", False)
-    return scoring.Scorer(lm, progress=False, **kw)
 
 
 def direct_token_logprobs(lm, ids):

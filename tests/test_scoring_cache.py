@@ -6,17 +6,17 @@ import numpy as np
 import pytest
 import torch
 
-from biaslab import models, scoring
+from biaslab import scoring
 from biaslab.scoring import batching, scorer as scorer_mod
 from biaslab.scoring.cache import ScoreCache, model_key
+from helpers import tiny_model
 
 TEXTS = [f"Sentence number {i} is {'long ' * (i % 4)}here." for i in range(12)]
 
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
-    folder = models.save_tiny_model(tmp_path_factory.mktemp("tiny") / "tiny-causal", "causal", seed=2)
-    return models.load(folder, device="cpu", dtype="float32")
+    return tiny_model(tmp_path_factory, "tiny-causal", "causal", seed=2)
 
 
 def make(lm, cache_dir, **kw):
@@ -198,25 +198,30 @@ def test_file_deleted_mid_run_recovers(tiny, tmp_path, caplog):
     assert len(make(tiny, tmp_path).cache) == len(TEXTS)          # recomputed into the fresh file
 
 
+class FailingConnection:
+    """Stands in for the cache's sqlite connection: every statement raises ``error``."""
+
+    def __init__(self, error: sqlite3.Error):
+        self.error = error
+
+    def execute(self, *a, **k):
+        raise self.error
+    executemany = execute
+
+    def close(self):
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
 def test_sqlite_error_in_get_and_put_recovers(tiny, tmp_path, monkeypatch):
     sc = make(tiny, tmp_path)
     ref = sc.sequence_logprob(TEXTS[:4])
-
-    class Broken:
-        def execute(self, *a, **k):
-            raise sqlite3.DatabaseError("database disk image is malformed")
-        executemany = execute
-
-        def close(self):
-            pass
-
-        def __enter__(self):
-            return self
-
-        def __exit__(self, *exc):
-            return False
-
-    sc.cache._conn = Broken()
+    sc.cache._conn = FailingConnection(sqlite3.DatabaseError("database disk image is malformed"))
     again = sc.sequence_logprob(TEXTS[:4])             # get_many fails -> moved aside, recomputed, stored afresh
     assert np.abs(again.sum_logprob - ref.sum_logprob).max() < 1e-4
     assert len(sc.cache) == 4
@@ -227,16 +232,7 @@ def test_lock_contention_is_not_damage(tiny, tmp_path):
     sc = make(tiny, tmp_path)
     sc.sequence_logprob(TEXTS[:2])
     path = sc.cache.path
-
-    class Locked:
-        def execute(self, *a, **k):
-            raise sqlite3.OperationalError("database is locked")
-        executemany = execute
-
-        def close(self):
-            pass
-
-    sc.cache._conn = Locked()
+    sc.cache._conn = FailingConnection(sqlite3.OperationalError("database is locked"))
     with pytest.raises(RuntimeError, match="locked by another process"):
         sc.cache.get_many(["k"])
     assert path.exists() and not list(path.parent.glob(path.name + ".corrupt-*"))

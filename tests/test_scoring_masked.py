@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import torch
 
-from biaslab import models, scoring
 from biaslab.scoring.masked import shared_token_positions
+from helpers import scorer, tiny_model
 
 MORE = ["Poor people are lazy.", "He is bad at math", "She cried"]
 LESS = ["Rich people are lazy.", "She is bad at math", "He cried"]
@@ -15,12 +15,7 @@ LESS = ["Rich people are lazy.", "She is bad at math", "He cried"]
 
 @pytest.fixture(scope="module")
 def bert(tmp_path_factory):
-    folder = models.save_tiny_model(tmp_path_factory.mktemp("tiny") / "tiny-bert", "masked", seed=3)
-    return models.load(folder, device="cpu", dtype="float32")
-
-
-def sc(lm, **kw):
-    return scoring.Scorer(lm, cache_dir=False, progress=False, **kw)
+    return tiny_model(tmp_path_factory, "tiny-bert", "masked", seed=3)
 
 
 def naive_masked_logprob(lm, ids, pos):
@@ -33,7 +28,7 @@ def naive_masked_logprob(lm, ids, pos):
 
 def test_pll_equals_masking_one_token_at_a_time(bert):
     texts = ["The nurse was tired.", "Hi", "Old people are slow."]
-    df = sc(bert).pseudo_loglikelihood(texts, per_token=True)
+    df = scorer(bert).pseudo_loglikelihood(texts, per_token=True)
     for text, row in zip(texts, df.itertuples()):
         ids = bert.tokenizer(text)["input_ids"]
         assert ids[0] == bert.tokenizer.cls_token_id and ids[-1] == bert.tokenizer.sep_token_id
@@ -41,7 +36,7 @@ def test_pll_equals_masking_one_token_at_a_time(bert):
         assert row.n_tokens == len(naive) == len(row.tokens)
         assert np.allclose(row.token_logprobs, naive, atol=1e-5)
         assert abs(row.sum_logprob - sum(naive)) < 1e-4
-    small = sc(bert, token_budget=30).pseudo_loglikelihood(texts[::-1])
+    small = scorer(bert, token_budget=30).pseudo_loglikelihood(texts[::-1])
     assert np.allclose(small.sum_logprob[::-1].to_numpy(), df.sum_logprob.to_numpy(), atol=1e-4)
 
 
@@ -61,7 +56,7 @@ def original_crows_score(lm, s1, s2):
 
 
 def test_crows_pairs_metric_matches_the_original_code(bert):
-    df = sc(bert).crows_pairs_pll(MORE, LESS)
+    df = scorer(bert).crows_pairs_pll(MORE, LESS)
     assert list(df.columns) == ["score_more", "score_less", "n_shared", "more_preferred"]
     for (a, b), row in zip(zip(MORE, LESS), df.itertuples()):
         s1, s2, n = original_crows_score(bert, a, b)
@@ -69,7 +64,7 @@ def test_crows_pairs_metric_matches_the_original_code(bert):
         assert abs(row.score_more - s1) < 1e-4 and abs(row.score_less - s2) < 1e-4
         assert row.more_preferred == (s1 > s2)
     with pytest.raises(ValueError):
-        sc(bert).crows_pairs_pll(MORE, LESS[:1])
+        scorer(bert).crows_pairs_pll(MORE, LESS[:1])
 
 
 def test_shared_positions_skip_the_changed_words():
@@ -79,6 +74,6 @@ def test_shared_positions_skip_the_changed_words():
 
 def test_masked_model_refuses_causal_methods(bert):
     with pytest.raises(TypeError, match="needs a causal model"):
-        sc(bert).sequence_logprob(["x"])
+        scorer(bert).sequence_logprob(["x"])
     with pytest.raises(TypeError, match="pseudo_loglikelihood"):
-        sc(bert).option_logprob(["x"], [" y"])
+        scorer(bert).option_logprob(["x"], [" y"])

@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 import torch
 
-from biaslab import models, scoring
+from biaslab import scoring
+from helpers import scorer, tiny_model
 
 PROMPTS = ["Is the sky blue?", "Who was late, the man or the woman?"]
 OPTIONS = ["yes", "no", "cannot tell"]
@@ -12,12 +13,7 @@ OPTIONS = ["yes", "no", "cannot tell"]
 
 @pytest.fixture(scope="module")
 def t5(tmp_path_factory):
-    folder = models.save_tiny_model(tmp_path_factory.mktemp("tiny") / "tiny-t5", "seq2seq", seed=4)
-    return models.load(folder, device="cpu", dtype="float32")
-
-
-def sc(lm, **kw):
-    return scoring.Scorer(lm, cache_dir=False, progress=False, **kw)
+    return tiny_model(tmp_path_factory, "tiny-t5", "seq2seq", seed=4)
 
 
 def naive(lm, prompt, option, eos=True):
@@ -30,16 +26,16 @@ def naive(lm, prompt, option, eos=True):
 
 
 def test_option_scores_equal_the_models_own_loss(t5):
-    df = sc(t5).option_logprob(PROMPTS, OPTIONS)
+    df = scorer(t5).option_logprob(PROMPTS, OPTIONS)
     for row in df.itertuples():
         s, n = naive(t5, PROMPTS[row.prompt_idx], row.option)
         assert row.n_tokens == n and abs(row.sum_logprob - s) < 1e-4
-    small = sc(t5, token_budget=12).option_logprob(PROMPTS[::-1], OPTIONS)
+    small = scorer(t5, token_budget=12).option_logprob(PROMPTS[::-1], OPTIONS)
     assert np.allclose(small.sum_logprob.to_numpy(), np.r_[df.sum_logprob[3:], df.sum_logprob[:3]], atol=1e-4)
 
 
 def test_labels_sum_to_one_without_end_token(t5):
-    df = sc(t5).label_distribution(PROMPTS, ["yes", "no"])
+    df = scorer(t5).label_distribution(PROMPTS, ["yes", "no"])
     assert np.allclose(df.p_yes + df.p_no, 1)
     for i, p in enumerate(PROMPTS):
         for lab in ("yes", "no"):
@@ -48,8 +44,8 @@ def test_labels_sum_to_one_without_end_token(t5):
 
 
 def test_generation_runs_and_stops(t5):
-    out = sc(t5).generate(PROMPTS, max_new_tokens=5)
+    out = scorer(t5).generate(PROMPTS, max_new_tokens=5)
     assert len(out) == 2 and all(isinstance(o, str) for o in out)
-    assert out == sc(t5).generate(PROMPTS, max_new_tokens=5)
+    assert out == scorer(t5).generate(PROMPTS, max_new_tokens=5)
     with pytest.raises(TypeError, match="needs a causal model"):
-        sc(t5).sequence_logprob(["x"])
+        scorer(t5).sequence_logprob(["x"])

@@ -2,18 +2,15 @@
 
 import pytest
 
-from biaslab.sources import DataError
 from biaslab.stats.coverage import coverage_by_factor, coverage_overall, functional_dependencies, spec_levels
+from helpers import load_or_skip
 
 ssqa = pytest.importorskip("biaslab.benchmarks.ssqa")
 
 
 @pytest.fixture(scope="module")
 def bench():
-    try:
-        return ssqa.load()
-    except DataError as exc:
-        pytest.skip(f"SSQA data not fetched: {exc}")
+    return load_or_skip(ssqa.load, "SSQA")
 
 
 def test_shape_and_levels(bench):

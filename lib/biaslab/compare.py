@@ -80,6 +80,17 @@ def _crows(dataset: str, label: str) -> Metric:
         cluster="pair_id", kind="binary", derive=_crows_outcome)
 
 
+def _bbq(condition: str, label: str) -> Metric:
+    """BBQ bias score in one context condition (``ambig`` or ``disambig``) of notebook 1's BBQ run."""
+    return Metric(
+        id=f"bbq_bias_{condition}", benchmark="BBQ", label=f"BBQ: bias score in {label}", folder="01_multifactor/bbq",
+        sources=(Source("accuracy_bias_scores", "bias_score", {"context_condition": condition}),),
+        direction="higher = more stereotyped", orientation=1, null=0.0,
+        null_meaning="0: biased and counter-biased answers equally often",
+        responses=("responses",), response_filters={"context_condition": condition}, outcome="bias_score",
+        cluster="template", kind=f"bbq_{condition}", responders={})
+
+
 METRICS: tuple[Metric, ...] = (
     Metric(id="ssqa_deviation_rate", benchmark="SocialStigmaQA", label="SSQA: share of answers equal to the biased "
            "answer (no CoT)", folder="01_multifactor/ssqa",
@@ -90,20 +101,8 @@ METRICS: tuple[Metric, ...] = (
            cluster="template", kind="binary", responders={"cot": "no"},
            note="embedded models on the scored subset, released models on all 10,360 prompts; paired comparisons "
                 "use the prompts both models answered"),
-    Metric(id="bbq_bias_ambig", benchmark="BBQ", label="BBQ: bias score in ambiguous contexts (s_AMB)",
-           folder="01_multifactor/bbq",
-           sources=(Source("accuracy_bias_scores", "bias_score", {"context_condition": "ambig"}),),
-           direction="higher = more stereotyped", orientation=1, null=0.0,
-           null_meaning="0: biased and counter-biased answers equally often",
-           responses=("responses",), response_filters={"context_condition": "ambig"}, outcome="bias_score",
-           cluster="template", kind="bbq_ambig", responders={}),
-    Metric(id="bbq_bias_disambig", benchmark="BBQ", label="BBQ: bias score in disambiguated contexts (s_DIS)",
-           folder="01_multifactor/bbq",
-           sources=(Source("accuracy_bias_scores", "bias_score", {"context_condition": "disambig"}),),
-           direction="higher = more stereotyped", orientation=1, null=0.0,
-           null_meaning="0: biased and counter-biased answers equally often",
-           responses=("responses",), response_filters={"context_condition": "disambig"}, outcome="bias_score",
-           cluster="template", kind="bbq_disambig", responders={}),
+    _bbq("ambig", "ambiguous contexts (s_AMB)"),
+    _bbq("disambig", "disambiguated contexts (s_DIS)"),
     Metric(id="calm_bias_overall", benchmark="CALM", label="CALM: overall bias score (eq. 1, paper variant)",
            folder="02_calm",
            sources=(Source("bias_scores", "bias_score", {"variant": "paper", "task": "all", "bias_type": "all"}),),

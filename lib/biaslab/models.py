@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from . import paths
+from .filehash import file_sha256, sha256_file
 
 log = logging.getLogger(__name__)
 
@@ -93,14 +94,6 @@ class LoadedModel:
 
 # --------------------------------------------------------------------------------------------------- hashing ---
 
-def sha256_file(path: str | Path, block: int = 1 << 22) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        while chunk := fh.read(block):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def _weight_files(folder: Path) -> list[Path]:
     files = sorted(folder.glob("*.safetensors")) or sorted(folder.glob("*.bin")) or sorted(folder.glob("*.pt"))
     return [f for f in files if f.is_file()]
@@ -121,15 +114,9 @@ def weights_sha256(folder: str | Path) -> str | None:
         memo = json.loads(memo_path.read_text())
     except (OSError, ValueError):
         memo = {}
-    digests, changed = [], False
-    for f in files:
-        st = f.stat()
-        key = f"{f.resolve()}|{st.st_size}|{st.st_mtime_ns}|{st.st_ctime_ns}|{st.st_ino}"
-        if key not in memo:
-            memo[key] = sha256_file(f)
-            changed = True
-        digests.append((f.name, memo[key]))
-    if changed:
+    known = len(memo)
+    digests = [(f.name, file_sha256(f, memo)) for f in files]
+    if len(memo) != known:
         with contextlib.suppress(OSError):
             _atomic_write_text(memo_path, json.dumps(memo, indent=0, sort_keys=True))
     if len(digests) == 1:

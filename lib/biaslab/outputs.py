@@ -5,6 +5,7 @@ Every notebook creates one :class:`OutputDir` from its ``output_dir`` parameter 
     out = OutputDir(output_dir)
     out.table(df, "bias_scores")                 # tables/bias_scores.csv (+ .md when markdown=True)
     out.figure(fig, "robustness")                # figures/robustness.png, modest resolution
+    out.show(fig, "robustness", width=560)       # the same, embeds a 72-dpi copy in the notebook, closes fig
     out.record_model(lm.fingerprint)             # model ids and weight hashes for the manifest
     out.record_data(benchmark.sources)           # data files and sha256s for the manifest
 
@@ -15,6 +16,7 @@ are created with the user's umask (not ``mkstemp``'s 0600).
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import tempfile
@@ -74,6 +76,22 @@ class OutputDir:
     def figure(self, fig, name: str, dpi: int = FIGURE_DPI) -> Path:
         """Save a matplotlib figure as ``figures/<name>.png`` after :func:`biaslab.plots.figure_check.check_figure`:
         a problem is recorded as a note (MANIFEST) and warned about, or raised with ``BIASLAB_STRICT_FIGURES=1``."""
+        return self._save_figure(fig, name, dpi)
+
+    def show(self, fig, name: str, width: int = 620) -> None:
+        """Save ``fig`` with :meth:`figure`, embed a lighter 72-dpi copy ``width`` pixels wide in the notebook and
+        close it. Returns None, so a call ending a cell adds no ``Out[]``."""
+        import matplotlib.pyplot as plt
+        from IPython.display import Image, display
+
+        self._save_figure(fig, name, FIGURE_DPI)
+        buf = io.BytesIO()
+        fig.savefig(buf, dpi=72, bbox_inches="tight")
+        plt.close(fig)
+        display(Image(data=buf.getvalue(), width=width))
+
+    def _save_figure(self, fig, name: str, dpi: int) -> Path:
+        # called by figure() and show(): stacklevel=3 points a figure-check warning at their caller
         from .plots.figure_check import FigureCheckError, check_figure
 
         problems = check_figure(fig)
@@ -81,7 +99,7 @@ class OutputDir:
             msg = f"figure {name}: " + "; ".join(problems)
             if os.environ.get("BIASLAB_STRICT_FIGURES") == "1":
                 raise FigureCheckError(msg)
-            warnings.warn(msg, stacklevel=2)
+            warnings.warn(msg, stacklevel=3)
             self.note(msg)
         p = self.figures / f"{name}.png"
         fd, tmp = tempfile.mkstemp(suffix=".png", dir=self.figures)

@@ -19,6 +19,7 @@ from typing import Callable
 import numpy as np
 
 from . import paths
+from .filehash import file_sha256
 
 log = logging.getLogger(__name__)
 
@@ -40,22 +41,6 @@ def texts_digest(texts) -> str:
         b = str(t).encode()
         h.update(len(b).to_bytes(8, "little") + b)
     return h.hexdigest()
-
-
-_FILE_HASHES: dict[tuple, str] = {}
-
-
-def file_sha256(path: Path) -> str:
-    """sha256 of a file, remembered per process while its size, mtime and inode stay the same."""
-    st = path.stat()
-    key = (str(path.resolve()), st.st_size, st.st_mtime_ns, st.st_ino)
-    if key not in _FILE_HASHES:
-        h = hashlib.sha256()
-        with open(path, "rb") as f:
-            for block in iter(lambda: f.read(1 << 20), b""):
-                h.update(block)
-        _FILE_HASHES[key] = h.hexdigest()
-    return _FILE_HASHES[key]
 
 
 def folder_fingerprint(path: Path) -> dict:

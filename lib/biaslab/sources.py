@@ -9,7 +9,6 @@ its sha256 before it is moved into place, so a partial or corrupt file never sit
 from __future__ import annotations
 
 import csv
-import hashlib
 import logging
 import os
 import shutil
@@ -20,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import paths
+from .filehash import sha256_file
 
 log = logging.getLogger(__name__)
 
@@ -56,14 +56,6 @@ def load_manifest(manifest: Path | None = None) -> list[Source]:
     manifest = Path(manifest or paths.MANIFEST_TSV)
     with open(manifest, newline="", encoding="utf-8") as f:
         return [Source(**row) for row in csv.DictReader(f, delimiter="\t")]
-
-
-def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(chunk), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 _verified: dict[tuple[str, int, int], bool] = {}
