@@ -51,6 +51,7 @@ bayes_tune = 300
 bayes_chains = 2
 bayes_all_models = False
 torch_threads = 0
+calm_selection = None
 alpha = 0.01
 seed = 0
 
@@ -75,7 +76,9 @@ def model_label(m):
 # (`cot_seeds`, at most `cot_max_new_tokens` tokens); `bayes_draws = 0` skips the Bayesian model; `torch_threads > 0`
 # sets PyTorch's thread count (0 leaves PyTorch's default, one per core: on an idle 2-core CPU two threads scored
 # CrowS-Pairs sentences 1.7-1.8x faster than one; on a machine shared with other jobs set 1, as two threads then spin
-# against the other processes). The `smoke` profile
+# against the other processes). On CALM, `calm_selection` (a dict of notebook 2's `k_shot`, `templates_per_task`,
+# `names_per_group`, `template_ids`, `max_prompt_words`) replaces `max_prompts` by notebook 2's own prompt selection,
+# so both notebooks score the same requests once; the profiles pass notebook 2's values. The `smoke` profile
 # runs a handful of prompts with one model; `default` both embedded models on a 2-core CPU, where model scoring is the
 # expensive part: 150 prompts per model (every SSQA template x prompt style, every BBQ category x context x polarity)
 # and chain of thought on 4 prompts x 5 seeds; `paper` scores the full sets.
@@ -321,8 +324,14 @@ timings["released"] = time.perf_counter() - t0
 # %%
 t0 = time.perf_counter()
 base_prompts = prompts[prompts["cot"] == "no"] if "cot" in prompts else prompts
-subset = (stratified_sample(base_prompts, plan.strata, max_prompts, seed=seed) if benchmark in ("ssqa", "bbq")
-          else factorial.sample(benchmark, base_prompts, max_prompts, plan.strata, seed=seed))
+if benchmark == "calm" and calm_selection:
+    # notebook 2's own selection (templates, names, k-shot): the same requests, so its cached scores are shared
+    from biaslab.papers.calm import prompting as calm_prompting
+    subset = calm_prompting.select(base_prompts, seed=seed, **calm_selection)
+    print(f"CALM prompts as notebook 2 selects them: {calm_selection}")
+else:
+    subset = (stratified_sample(base_prompts, plan.strata, max_prompts, seed=seed) if benchmark in ("ssqa", "bbq")
+              else factorial.sample(benchmark, base_prompts, max_prompts, plan.strata, seed=seed))
 print(f"scoring {len(subset):,} of {len(base_prompts):,} prompts per model "
       f"(stratified by {', '.join(plan.strata)})")
 cot_subset = None
@@ -401,6 +410,7 @@ for model_spec in models:   # a local name or folder, or a served model (see the
         if benchmark == "calm":
             from biaslab.papers.calm import evaluate as calm_evaluate
         scored.append(factorial.score(benchmark, scorer, lm, subset, name,
+                                      k_shot=(calm_selection or {}).get("k_shot", 1),
                                       calm_evaluate=calm_evaluate.evaluate if benchmark == "calm" else None))
         t_main, t_cot = time.perf_counter() - ts, 0.0
     model_timings.append({"model": name, "chat_template": chat, "load_s": t_load, "score_s": t_main,

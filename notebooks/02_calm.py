@@ -177,10 +177,8 @@ builder_check
 # examples.
 
 # %%
-first = P.drop_duplicates("template_id").set_index("template_id")
-prompt_words = prompting.build_prompts(first, k_shot).str.split().str.len()
-sel = calm_data.subset(P, templates_per_task, names_per_group, seed=seed, template_ids=template_ids,
-                       max_words=max_prompt_words, words=prompt_words)
+sel = prompting.select(P, k_shot, templates_per_task, names_per_group, seed=seed, template_ids=template_ids,
+                       max_prompt_words=max_prompt_words)
 print(f"{len(sel):,} prompts: {sel['template_id'].nunique()} templates "
       f"({', '.join(f'{k} {v}' for k, v in sel.groupby('task')['template_id'].nunique().items())}), "
       f"{sel.groupby(['template_id', 'group']).size().max()} names per group, k = {k_shot}")

@@ -72,8 +72,6 @@ PROFILES: dict[str, dict[str, dict]] = {
         # all 1,020 agentic prompts; every cyclic rotation of a stratified 120-prompt subset (60 positive/negative
         # pairs, 8 per question-type x class-type stratum): the paired test of the cyclic gain then detects d_z >= 0.26
         "04_agentic_entropy": {"max_prompts": None, "cyclic_prompts": 120, "fewshot_prompts": 0},
-        # notebook 1 on CALM: a small stratified subset (CrowS-Pairs and agentic: see _share_scores below)
-        "01_multifactor/calm": {"max_prompts": 120},
         "05_compare": {"models": None, "n_boot": 2000},
     },
     "paper": {
@@ -91,16 +89,23 @@ PROFILES: dict[str, dict[str, dict]] = {
 
 
 def _share_scores(profiles: dict) -> None:
-    """Notebook 1 on CrowS-Pairs and on the agentic benchmark scores exactly the pairs and prompts notebooks 3 and 4
-    score in the same profile (same samplers, same seed), so the score cache serves one from the other and the
+    """Notebook 1 on CrowS-Pairs, the agentic benchmark and CALM scores exactly the pairs and prompts notebooks 3, 4
+    and 2 score in the same profile (same samplers, same seed), so the score cache serves one from the other and the
     variants add statistics, not model time: CrowS-Pairs ``max_prompts`` = 3 datasets x notebook 3's
-    ``max_pairs``, agentic ``max_prompts`` = notebook 4's."""
+    ``max_pairs``, agentic ``max_prompts`` = notebook 4's, CALM ``calm_selection`` = notebook 2's prompt selection
+    (its unperturbed prompts; notebook 2 also scores the perturbed ones)."""
     for prof in profiles.values():
         if "03_crows_pairs_bayes" in prof:
             mp = prof["03_crows_pairs_bayes"].get("max_pairs")
             prof.setdefault("01_multifactor/crows_pairs", {})["max_prompts"] = None if mp is None else 3 * mp
         if "04_agentic_entropy" in prof:
             prof.setdefault("01_multifactor/agentic", {})["max_prompts"] = prof["04_agentic_entropy"].get("max_prompts")
+        if "02_calm" in prof:
+            c = prof["02_calm"]
+            prof.setdefault("01_multifactor/calm", {}).update(max_prompts=None, calm_selection={
+                "k_shot": c.get("k_shot", 1), "templates_per_task": c.get("templates_per_task"),
+                "names_per_group": c.get("names_per_group"), "template_ids": c.get("template_ids"),
+                "max_prompt_words": c.get("max_prompt_words")})
 
 
 _share_scores(PROFILES)
