@@ -413,7 +413,8 @@ for model_spec in models:   # a local name or folder, or a served model (see the
                                       k_shot=(calm_selection or {}).get("k_shot", 1),
                                       calm_evaluate=calm_evaluate.evaluate if benchmark == "calm" else None))
         t_main, t_cot = time.perf_counter() - ts, 0.0
-    model_timings.append({"model": name, "chat_template": chat, "load_s": t_load, "score_s": t_main,
+    # the chat template is used for SSQA and BBQ only (CALM, CrowS-Pairs and agentic follow notebooks 2-4: raw text)
+    model_timings.append({"model": name, "chat_template": chat and benchmark in ("ssqa", "bbq"), "load_s": t_load, "score_s": t_main,
                           "cot_s": t_cot, "n_prompts": len(subset),
                           "requests": (lm.fingerprint.get("usage") or {}).get("requests", 0) if served else None})
     out.record_model(lm.fingerprint)        # again: a served model's probe, usage and server fingerprints
