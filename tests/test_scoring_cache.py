@@ -42,6 +42,23 @@ def test_rerun_computes_nothing(tiny, tmp_path):
     assert len(again.cache) == n
 
 
+def test_a_fully_cached_run_never_loads_the_weights(tmp_path_factory, tmp_path):
+    from biaslab import models
+    folder = models.save_tiny_model(tmp_path_factory.mktemp("lazy") / "tiny", "causal", seed=3)
+    first = models.load(folder, device="cpu", dtype="float32")
+    assert not first.weights_loaded                      # the fingerprint needs config, tokenizer and file hashes
+    a = make(first, tmp_path).sequence_logprob(TEXTS)
+    g = make(first, tmp_path).generate(TEXTS[:2], max_new_tokens=4)
+    assert first.weights_loaded
+    again = models.load(folder, device="cpu", dtype="float32")
+    assert again.fingerprint == first.fingerprint
+    sc = make(again, tmp_path)
+    assert sc.sequence_logprob(TEXTS).equals(a) and sc.generate(TEXTS[:2], max_new_tokens=4) == g
+    assert not again.weights_loaded                      # every value came from the cache
+    sc.sequence_logprob(["a text not scored before"])
+    assert again.weights_loaded
+
+
 def test_killed_run_resumes_losing_at_most_the_batch_in_flight(tiny, tmp_path, monkeypatch):
     reference = make(tiny, False).sequence_logprob(TEXTS)
     real = scorer_mod.Scorer._score

@@ -71,22 +71,37 @@ class ModelNotFoundError(LookupError):
     """A model name that is neither embedded, nor a local folder, nor loadable from the hub."""
 
 
-@dataclass
 class LoadedModel:
     """A model ready for :class:`biaslab.scoring.Scorer`.
 
     ``kind`` is ``"causal"``, ``"seq2seq"`` or ``"masked"``; ``fingerprint`` identifies the exact weights, dtype and
-    device and is what results and the score cache record.
+    device and is what results and the score cache record. The weights themselves are read on first use of
+    ``model`` (``loader``): a run whose scores all come from the cache never loads them, so re-executing a report
+    costs seconds even for a 70B model. The fingerprint needs only the config, the tokenizer and the weight files'
+    hashes.
     """
 
-    model: Any
-    tokenizer: Any
-    name: str
-    kind: str
-    device: str
-    dtype: str
-    fingerprint: dict = field(default_factory=dict)
-    path: str | None = None
+    def __init__(self, model: Any, tokenizer: Any, name: str, kind: str, device: str, dtype: str,
+                 fingerprint: dict | None = None, path: str | None = None, loader=None):
+        if model is None and loader is None:
+            raise ValueError("LoadedModel needs a model or a loader")
+        self._model, self._loader = model, loader
+        self.tokenizer, self.name, self.kind, self.device, self.dtype = tokenizer, name, kind, device, dtype
+        self.fingerprint = fingerprint or {}
+        self.path = path
+
+    @property
+    def model(self) -> Any:
+        """The torch module, loaded now if it has not been yet."""
+        if self._model is None:
+            t = time.perf_counter()
+            self._model, self._loader = self._loader(), None
+            log.info("model %s: weights loaded on first use (%.1f s)", self.name, time.perf_counter() - t)
+        return self._model
+
+    @property
+    def weights_loaded(self) -> bool:
+        return self._model is not None
 
     def __repr__(self) -> str:
         return f"LoadedModel({self.name!r}, kind={self.kind!r}, device={self.device!r}, dtype={self.dtype!r})"
@@ -584,23 +599,27 @@ def load(name_or_path: Any, device: str = "auto", dtype: Any = "auto",
     tdtype = resolve_dtype(dtype, dev)
     auto = {"causal": AutoModelForCausalLM, "seq2seq": AutoModelForSeq2SeqLM, "masked": AutoModelForMaskedLM}[kind]
     kwargs: dict = {"dtype": tdtype}
-    try:
+
+    def load_weights():
         try:
-            model = auto.from_pretrained(where, attn_implementation="sdpa", **kwargs)
-        except (ValueError, ImportError):       # architecture without SDPA support
-            model = auto.from_pretrained(where, **kwargs)
-    except Exception:
-        if folder is None:                      # a hub model: name its corrupt cached file, if that is the cause
-            snap = None
-            with contextlib.suppress(Exception):
-                from huggingface_hub import snapshot_download
-                snap = Path(snapshot_download(name, local_files_only=True))
-            if snap is not None:
-                check_safetensors(snap)
-        raise
+            try:
+                model = auto.from_pretrained(where, attn_implementation="sdpa", **kwargs)
+            except (ValueError, ImportError):       # architecture without SDPA support
+                model = auto.from_pretrained(where, **kwargs)
+        except Exception:
+            if folder is None:                      # a hub model: name its corrupt cached file, if that is the cause
+                snap = None
+                with contextlib.suppress(Exception):
+                    from huggingface_hub import snapshot_download
+                    snap = Path(snapshot_download(name, local_files_only=True))
+                if snap is not None:
+                    check_safetensors(snap)
+            raise
+        model.to(dev)
+        model.eval()
+        return model
+
     tokenizer = AutoTokenizer.from_pretrained(where)
-    model.to(dev)
-    model.eval()
 
     # weights_sha256 is computed from the files actually loaded (cheap when unchanged, see weights_sha256)
     wfolder = folder
@@ -610,10 +629,12 @@ def load(name_or_path: Any, device: str = "auto", dtype: Any = "auto",
             wfolder = Path(snapshot_download(name, local_files_only=True))
     wsha = weights_sha256(wfolder) if wfolder is not None else None
     identity = "weight files"
+    model = None                # loaded on first use, unless its parameters are its identity (below)
     if wsha is None:
         identity = "loaded parameters"
         log.warning("model %s: no weight file to hash, so its identity (provenance and score cache key) is the "
                     "sha256 of its loaded parameters (computed now; slow for large models)", name)
+        model = load_weights()
         wsha = state_dict_sha256(model)
     fingerprint = {
         "name": name if name in EMBEDDED else (Path(name).name if folder is not None else name),
@@ -629,7 +650,7 @@ def load(name_or_path: Any, device: str = "auto", dtype: Any = "auto",
         if extra in meta:
             fingerprint[extra] = meta[extra]
     return LoadedModel(model=model, tokenizer=tokenizer, name=fingerprint["name"], kind=kind, device=dev,
-                       dtype=fingerprint["dtype"], fingerprint=fingerprint, path=where)
+                       dtype=fingerprint["dtype"], fingerprint=fingerprint, path=where, loader=load_weights)
 
 
 # ------------------------------------------------------------------------------------------- tiny test models ---

@@ -116,7 +116,6 @@ class Scorer:
                                         else (lambda fp: ScoreCache(folder, fp)), folder, progress)
             self.stats = self.served.stats
             return
-        self.model = lm.model
         self.tokenizer = lm.tokenizer
         self.kind = lm.kind
         self.progress = progress
@@ -131,7 +130,7 @@ class Scorer:
             raise ValueError("prefix must be 'bos' or None")
         self.prefix_id = None if prefix is None else (tok.bos_token_id if tok.bos_token_id is not None
                                                       else tok.eos_token_id)
-        self.head = Head(self.model) if self.kind == "causal" else None
+        self._head = None
         if cache_dir is False:
             self.cache = _MemoryCache()
         else:
@@ -142,6 +141,17 @@ class Scorer:
                 self.cache = _MemoryCache()
 
     # ------------------------------------------------------------------------------------------ helpers ---
+    @property
+    def model(self):
+        """The torch module; its weights are read on first use (a fully cached run never loads them)."""
+        return self.lm.model
+
+    @property
+    def head(self) -> Head | None:
+        if self._head is None and self.kind == "causal":
+            self._head = Head(self.model)
+        return self._head
+
     def _score(self, requests: list[Request], budget: int):
         if self.packing:
             return score_packed(self.model, self.head, requests, self.pad_id, budget, self.stats,
@@ -416,12 +426,16 @@ class Scorer:
         cacheable = not (do_sample and seed is None)
         keys = [self.cache.key("generate", settings, r) if cacheable else f"nocache-{i}"
                 for i, r in enumerate(rendered)]
-        eos = set()
-        for e in (self.tokenizer.eos_token_id, getattr(self.model.generation_config, "eos_token_id", None)):
-            if isinstance(e, int):
-                eos.add(e)
-            elif e is not None:
-                eos.update(e)
+        eos: set[int] = set()
+
+        def end_tokens() -> set[int]:   # read from the model's generation config, so only when generating
+            if not eos:
+                for e in (self.tokenizer.eos_token_id, getattr(self.model.generation_config, "eos_token_id", None)):
+                    if isinstance(e, int):
+                        eos.add(e)
+                    elif e is not None:
+                        eos.update(e)
+            return eos
 
         def prepare(todo_prompts):
             ids = [self.with_prefix(x) for x in self.encode(todo_prompts)]
@@ -429,8 +443,8 @@ class Scorer:
             return list(zip(ids, seeds)), [len(x) + max_new_tokens for x in ids]
 
         def compute(batch, budget):
-            return generate_batch(self.model, self.head, self.tokenizer, [x for x, _ in batch], max_new_tokens, eos,
-                                  stop, do_sample, temperature, [sd for _, sd in batch], self.pad_id)
+            return generate_batch(self.model, self.head, self.tokenizer, [x for x, _ in batch], max_new_tokens,
+                                  end_tokens(), stop, do_sample, temperature, [sd for _, sd in batch], self.pad_id)
 
         values = self._run("generate", rendered, keys, prepare, compute, "generation", cache=cacheable)
         return [values[k] for k in keys]
