@@ -6,6 +6,8 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 BIASLAB := $(VENV)/bin/biaslab
 PROFILE ?= default
+# notebooks run at a time by `make reproduce` (each kernel then gets cores/JOBS torch threads)
+JOBS ?= 2
 # A folder laid out like the raw-file server (<owner>/<repo>/<path>). ../shared/data is used when it exists.
 MIRROR ?= $(wildcard ../shared/data)
 MIRROR_ARG := $(if $(MIRROR),--mirror $(MIRROR),)
@@ -13,7 +15,7 @@ MIRROR_ARG := $(if $(MIRROR),--mirror $(MIRROR),)
 .PHONY: reproduce test install data models lab bench catalogue clean-outputs served-test
 
 reproduce: data models
-	$(BIASLAB) reproduce --profile $(PROFILE) --publish
+	$(BIASLAB) reproduce --profile $(PROFILE) --publish --jobs $(JOBS)
 
 test: data models served-test
 	$(PY) -m pytest

@@ -1,6 +1,7 @@
 """The papermill runner: parameters, selection, manifests, failures recorded."""
 
 import json
+import os
 from pathlib import Path
 
 import nbformat
@@ -270,3 +271,43 @@ def test_slowest_cells_reads_papermill_durations():
     for i, d in ((1, 0.2), (2, 31.4), (3, 5.0)):
         nb.cells[i].metadata["papermill"] = {"duration": d}
     assert runner.slowest_cells(nb) == "cell 2 (31 s: slow = fit()), cell 3 (5 s: mid = 2)"
+
+
+def test_lanes_keep_score_sharing_runs_together_and_compare_last():
+    chosen = runner.select(None)
+    par, last = runner.lanes(chosen)
+    assert last == [("05_compare", "")]
+    assert par[0] == [("01_multifactor", "crows_pairs"), ("03_crows_pairs_bayes", "")]      # heaviest first
+    assert par[1] == [("01_multifactor", "agentic"), ("04_agentic_entropy", "")]
+    assert par[2] == [("01_multifactor", "calm"), ("02_calm", "")]
+    assert sorted(r for lane in par for r in lane) + last == sorted(chosen)
+
+
+def test_jobs_run_lanes_side_by_side_with_fewer_threads_each(monkeypatch, tmp_path):
+    import threading
+    import time as _time
+    seen, lock = [], threading.Lock()
+
+    def fake_run_one(nb, v, profile, overrides, outputs_dir, html=True, progress=False):
+        with lock:
+            seen.append(("start", nb, v, os.environ.get("OMP_NUM_THREADS")))
+        _time.sleep(0.05)
+        with lock:
+            seen.append(("end", nb, v, None))
+        return {"notebook": nb, "variant": v, "status": "ok", "wall_time_s": 0.05}
+
+    monkeypatch.setattr(runner, "run_one", fake_run_one)
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.setattr(runner.os, "cpu_count", lambda: 4)
+    assert runner.reproduce("smoke", outputs_dir=tmp_path, jobs=2) == 0
+    starts = [s for s in seen if s[0] == "start"]
+    assert len(starts) == len(runner.select(None)) and {s[3] for s in starts} == {"2"}
+
+    # a variant sharing scores finishes before its partner starts; notebook 5 starts after everything else ended
+    for a, b in (("crows_pairs", "03_crows_pairs_bayes"), ("calm", "02_calm")):
+        assert seen.index(("end", "01_multifactor", a, None)) < seen.index(("start", b, "", "2"))
+    assert seen.index(("start", "05_compare", "", "2")) > max(i for i, s in enumerate(seen) if s[0] == "end"
+                                                                and s[1] != "05_compare")
+    # two at a time: some run started before the previous one ended
+    assert any(seen[i][0] == "start" and seen[i + 1][0] == "start" for i in range(len(seen) - 1))
+    assert "OMP_NUM_THREADS" not in os.environ

@@ -45,7 +45,7 @@ def _reproduce(args) -> int:
     from . import runner
     overrides = runner.parse_overrides(args.param or [])
     return runner.reproduce(profile=args.profile, only=args.only, overrides=overrides, outputs_dir=args.out,
-                            publish=args.publish, html=not args.no_html, dry_run=args.dry_run)
+                            publish=args.publish, html=not args.no_html, dry_run=args.dry_run, jobs=args.jobs)
 
 
 def _usage_errors():
@@ -88,6 +88,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--out", metavar="DIR", help="write into DIR instead (default: scratch/, or BIASLAB_SCRATCH)")
     r.add_argument("--dry-run", action="store_true", help="validate parameters and models, print the plan, run nothing")
     r.add_argument("--no-html", action="store_true", help="skip the HTML renders")
+    r.add_argument("--jobs", type=int, default=1, metavar="N",
+                   help="notebooks run at a time (each kernel gets cores/N torch threads; `make reproduce` uses 2)")
     r.set_defaults(func=_reproduce)
 
     c = sub.add_parser("catalogue", help="write outputs/CATALOGUE.md")

@@ -30,8 +30,17 @@ NOTEBOOKS: dict[str, dict[str, dict]] = {
     "05_compare": {"": {}},
 }
 
-#: notebooks that score nothing (they read the other notebooks' tables): no model, device or dtype parameters
+#: notebooks that score nothing (they read the other notebooks' tables): no model, device or dtype parameters;
+#: ``biaslab reproduce`` runs them after all the others
 READS_OUTPUTS_ONLY = {"05_compare"}
+
+#: notebook-1 variants that score exactly what another notebook scores (see :func:`_share_scores`): ``reproduce
+#: --jobs`` runs each with its partner, one after the other, so the second reads the first's cached scores
+SHARES_SCORES_WITH = {"01_multifactor/crows_pairs": "03_crows_pairs_bayes", "01_multifactor/agentic": "04_agentic_entropy",
+                      "01_multifactor/calm": "02_calm"}
+#: lanes to start first with ``--jobs`` (heaviest first: cold default run on 2 cores, the CrowS-Pairs lane is about a
+#: third of the model time, then agentic, then CALM)
+LANE_ORDER = ("03_crows_pairs_bayes", "04_agentic_entropy", "02_calm")
 
 PROFILE_NAMES = ("smoke", "default", "paper")
 

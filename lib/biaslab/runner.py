@@ -18,6 +18,7 @@ A killed run leaves only its staging folder, removed by the next run. ``reproduc
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import os
@@ -25,8 +26,10 @@ import platform
 import shutil
 import subprocess
 import sys
+import threading
 import time
 import traceback
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from . import parameters, paths, profiles
@@ -237,15 +240,40 @@ def run_one(notebook: str, variant: str, profile: str, overrides: dict, outputs_
     return manifest
 
 
+def lanes(chosen: list[tuple[str, str]]) -> tuple[list[list[tuple[str, str]]], list[tuple[str, str]]]:
+    """Split the selected runs into lanes that may run side by side, and the runs that must wait for all of them.
+
+    A notebook-1 variant that shares its scores with another notebook (``profiles.SHARES_SCORES_WITH``) runs in that
+    notebook's lane, before it, so the second reads the cached scores instead of computing them at the same time;
+    the heaviest lanes (``profiles.LANE_ORDER``) come first; notebooks that read the others' tables
+    (``profiles.READS_OUTPUTS_ONLY``) are returned separately, to run last."""
+    groups: dict[str, list[tuple[str, str]]] = {}
+    last = []
+    for nb, v in chosen:
+        if nb in profiles.READS_OUTPUTS_ONLY:
+            last.append((nb, v))
+            continue
+        label = nb + (f"/{v}" if v else "")
+        groups.setdefault(profiles.SHARES_SCORES_WITH.get(label, label), []).append((nb, v))
+    rank = {k: i for i, k in enumerate(profiles.LANE_ORDER)}
+    order = sorted(groups, key=lambda k: rank.get(k, len(rank)))       # stable: the others keep their order
+    return [groups[k] for k in order], last
+
+
 def reproduce(profile: str = "default", only: list[str] | None = None, overrides: dict | None = None,
               outputs_dir: Path | None = None, html: bool = True, publish: bool = False,
-              progress: bool | None = None, dry_run: bool = False) -> int:
+              progress: bool | None = None, dry_run: bool = False, jobs: int = 1) -> int:
     """Run the selected notebooks; returns a process exit code (0 when all succeeded).
 
     Every selected notebook's parameters are validated (and model specs resolved) before the first one starts
     (:class:`biaslab.parameters.ParameterError`). ``outputs_dir``: where to write (default: ``outputs/`` when
-    ``publish``, else the scratch folder). ``dry_run``: validate and print the plan, run nothing.
+    ``publish``, else the scratch folder). ``dry_run``: validate and print the plan, run nothing. ``jobs > 1`` runs
+    that many notebooks at a time (:func:`lanes`), each kernel with ``cpu_count // jobs`` torch threads unless
+    ``OMP_NUM_THREADS`` is set: on two cores two single-threaded kernels do more than one with two threads, and the
+    statistics of a cached rerun are single-threaded Python.
     """
+    if jobs < 1:
+        raise ValueError(f"--jobs must be at least 1, got {jobs}")
     if outputs_dir is None:
         outputs_dir = paths.OUTPUTS_DIR if publish else paths.SCRATCH_DIR
     outputs_dir = Path(outputs_dir)
@@ -259,13 +287,34 @@ def reproduce(profile: str = "default", only: list[str] | None = None, overrides
         return 0
     if progress is None:
         progress = sys.stderr.isatty()
-    results = []
-    for i, (nb, v) in enumerate(chosen, 1):
+    results: dict[tuple[str, str], dict] = {}
+    started = itertools.count(1)
+    say = threading.Lock()
+
+    def run(nb: str, v: str) -> None:
         label = nb + (f"/{v}" if v else "")
-        print(f"[{i}/{len(chosen)}] {label} (profile {profile}) ...", flush=True)
-        r = run_one(nb, v, profile, overrides, outputs_dir, html=html, progress=progress)
-        print(f"[{i}/{len(chosen)}] {label}: {r['status']} in {r['wall_time_s']:.0f} s", flush=True)
-        results.append(r)
+        with say:
+            i = next(started)
+            print(f"[{i}/{len(chosen)}] {label} (profile {profile}) ...", flush=True)
+        r = run_one(nb, v, profile, overrides, outputs_dir, html=html, progress=progress and jobs == 1)
+        with say:
+            print(f"[{i}/{len(chosen)}] {label}: {r['status']} in {r['wall_time_s']:.0f} s", flush=True)
+        results[(nb, v)] = r
+
+    parallel, last = lanes(chosen) if jobs > 1 else ([chosen], [])
+    threads = os.environ.get("OMP_NUM_THREADS")
+    if jobs > 1 and threads is None:
+        os.environ["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // jobs))   # read by each new kernel
+    try:
+        with ThreadPoolExecutor(max_workers=jobs) as pool:
+            for f in [pool.submit(lambda lane=lane: [run(nb, v) for nb, v in lane]) for lane in parallel]:
+                f.result()
+        for nb, v in last:
+            run(nb, v)
+    finally:
+        if jobs > 1 and threads is None:
+            os.environ.pop("OMP_NUM_THREADS", None)
+    results = [results[k] for k in chosen if k in results]
     published = outputs_dir.resolve() == paths.OUTPUTS_DIR.resolve()
     if published and publish:
         from . import catalogue, report_index

@@ -76,16 +76,21 @@ def mean_pairwise_bertscore(token_embeddings: list[np.ndarray]) -> float:
     n = len(units)
     if n < 2:
         return np.nan
+    empty = [i for i, u in enumerate(units) if len(u) == 0]
+    if empty:
+        raise ValueError(f"texts {empty[:5]} have no token embeddings: BERTScore is undefined for them")
+    lens_all = np.array([len(u) for u in units])
+    bounds = np.r_[0, np.cumsum(lens_all)]
+    stacked = np.vstack(units).astype(np.float32)                     # every text's tokens, stacked once
     total, count = 0.0, 0
     for i in range(n - 1):
-        a = units[i]
-        # stack the rest once: one matrix product per text
-        rest = units[i + 1:]
-        lens = np.array([len(r) for r in rest])
-        sim = a @ np.vstack(rest).T                                   # [len(a), sum(lens)]
-        bounds = np.r_[0, np.cumsum(lens)]
-        p = np.array([sim[:, s:e].max(axis=1).mean() for s, e in zip(bounds[:-1], bounds[1:])])
-        r = np.array([sim[:, s:e].max(axis=0).mean() for s, e in zip(bounds[:-1], bounds[1:])])
+        a = stacked[bounds[i]:bounds[i + 1]]
+        # one matrix product against all later texts, per-text maxima by segment (reduceat)
+        sim = a @ stacked[bounds[i + 1]:].T                           # [len(a), tokens of texts i+1..n-1]
+        lens = lens_all[i + 1:]
+        starts = bounds[i + 1:-1] - bounds[i + 1]
+        p = np.maximum.reduceat(sim, starts, axis=1).mean(axis=0)    # best match in b for each token of a
+        r = np.add.reduceat(sim.max(axis=0), starts) / lens           # best match in a for each token of b
         f = np.where(p + r != 0, 2 * p * r / np.where(p + r == 0, 1, p + r), 0.0)
         total += f.sum()
         count += len(f)

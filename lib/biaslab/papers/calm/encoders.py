@@ -54,10 +54,8 @@ class TextEncoder:
     def __post_init__(self):
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-        from transformers import AutoModel, AutoTokenizer
-        # a sentence-transformers folder keeps the transformer weights at its root (all-MiniLM-L6-v2 does)
-        self._tok = AutoTokenizer.from_pretrained(str(self.path))
-        self._model = AutoModel.from_pretrained(str(self.path)).to(self.device).eval()
+        if not (self.path / "config.json").exists():
+            raise FileNotFoundError(f"{self.path} holds no config.json: not a transformers encoder folder")
         pooling = self.path / "1_Pooling" / "config.json"
         if pooling.exists():
             import json
@@ -96,8 +94,17 @@ class TextEncoder:
         resultcache.save_arrays(path, {"sentence": sent, "tokens": tokens, "lengths": lengths})
         return sent, toks
 
+    def _load(self) -> None:
+        """Read the tokenizer and weights, on the first texts that are not in the cache."""
+        if self._model is None:
+            from transformers import AutoModel, AutoTokenizer
+            # a sentence-transformers folder keeps the transformer weights at its root (all-MiniLM-L6-v2 does)
+            self._tok = AutoTokenizer.from_pretrained(str(self.path))
+            self._model = AutoModel.from_pretrained(str(self.path)).to(self.device).eval()
+
     def _encode(self, texts: list[str]) -> tuple[np.ndarray, list[np.ndarray]]:
         import torch
+        self._load()
         order = np.argsort([-len(t) for t in texts])
         sent = [None] * len(texts)
         toks = [None] * len(texts)
