@@ -2,12 +2,10 @@
 
 * ``smoke``   every notebook on a handful of prompts, in seconds per notebook (the test suite runs it).
 * ``default`` every notebook with both embedded models on a 2-core CPU: the whole CrowS-Pairs and agentic sets,
-  SSQA / BBQ / CALM subsets whose detectable effects ``tables/power.csv`` states. Estimated cold run, not timed:
-  per-item CPU seconds measured on 60-200-item samples with one torch thread and a memory-only cache (SmolLM2 /
-  Gemma: 0.05-0.09 / 0.14-0.16 s per CrowS sentence, 0.40-0.45 / 0.39-0.46 s per agentic prompt) give 31-39 min for
-  the <= 9,722 CrowS sentences, 19-23 min for 1,020 agentic prompts + 456 rotations, about 8 min for notebooks 1-2:
-  about 60-70 minutes, over the 30-minute goal (Gemma's 262k-wide output layer on the CrowS sentences is the largest
-  part); a cached run re-computes statistics only.
+  SSQA / BBQ / CALM subsets whose detectable effects ``tables/power.csv`` states. Measured with ``make reproduce``
+  (two notebooks at a time, one torch thread each) on an idle 2-core CPU: 28 min 25 s from an empty cache (the
+  CrowS-Pairs lane, 01/crows_pairs 26 min + 03 2 min, is the critical path; Gemma's 262k-wide output layer over
+  6,961 distinct sentences is most of it), 2 min 39 s with every score cached.
 * ``paper``   the papers' full scale; meant for a GPU.
 
 ``params(profile, notebook, variant)`` returns the papermill parameters. Values here override the defaults in the
