@@ -109,16 +109,15 @@ def _describe(x: pd.Series) -> dict:
             "q25": np.quantile(x, 0.25) if n else np.nan, "q75": np.quantile(x, 0.75) if n else np.nan}
 
 
-def _with_intervals(table: pd.DataFrame, per_prompt: pd.DataFrame, by: list[str], cluster: str | None,
-                    n_boot: int, seed: int) -> pd.DataFrame:
-    """Add ``ci95_low``/``ci95_high``/``design_effect``/``ci_method`` for the mean entropy of each ``by`` cell from
-    :func:`biaslab.stats.intervals.mean_intervals`: clustered on ``cluster`` (prompts of one scenario share their
-    wording, issue 10), or a t interval treating prompts as independent when ``cluster`` is None."""
+def _intervals(df: pd.DataFrame, value: str, by: list[str], cluster: str | None, n_boot: int,
+               seed: int) -> pd.DataFrame:
+    """``ci95_low``/``ci95_high``/``design_effect``/``ci_method`` of the mean ``value`` per ``by`` cell (columns
+    ``by`` + those four) from :func:`biaslab.stats.intervals.mean_intervals`: clustered on ``cluster`` (prompts of one
+    scenario share their wording, issue 10), or a t interval treating prompts as independent when it is None."""
     from .intervals import mean_intervals
-    ci = mean_intervals(per_prompt, "entropy", cluster, by=by, n_boot=n_boot, seed=seed)
-    ci = ci[by + ["ci_low", "ci_high", "design_effect", "ci_method"]].rename(
+    ci = mean_intervals(df, value, cluster, by=by, n_boot=n_boot, seed=seed)
+    return ci[by + ["ci_low", "ci_high", "design_effect", "ci_method"]].rename(
         columns={"ci_low": "ci95_low", "ci_high": "ci95_high"})
-    return table.merge(ci, on=by, how="left")
 
 
 def entropy_by_model(per_prompt: pd.DataFrame, cluster: str | None = None, n_boot: int = 2000,
@@ -133,7 +132,8 @@ def entropy_by_model(per_prompt: pd.DataFrame, cluster: str | None = None, n_boo
         d["share_below_half"] = float((g["entropy"] < 0.5).mean())
         d["mean_label_mass"] = float(g["label_mass"].mean())
         out.append(d)
-    return _with_intervals(pd.DataFrame(out), per_prompt, ["model"], cluster, n_boot, seed)
+    return pd.DataFrame(out).merge(_intervals(per_prompt, "entropy", ["model"], cluster, n_boot, seed), on="model",
+                                   how="left")
 
 
 def level_test(df: pd.DataFrame, factor: str, cluster: str | None) -> dict:
@@ -171,6 +171,8 @@ def entropy_breakdown(per_prompt: pd.DataFrame, factors: list[str] | dict[str, l
     ``per_prompt`` must carry the factor columns (and ``cluster``); ``factors``: names, or a dict name -> levels in
     the order the rows should follow (e.g. the factor spec's)."""
     order = factors if isinstance(factors, dict) else {f: None for f in factors}
+    cis = {f: _intervals(per_prompt, "entropy", ["model", f], cluster, n_boot, seed).set_index(["model", f])
+           for f in order}
     out = []
     for m, g in per_prompt.groupby("model", sort=False):
         for f, levels in order.items():
@@ -186,25 +188,9 @@ def entropy_breakdown(per_prompt: pd.DataFrame, factors: list[str] | dict[str, l
                 h, p = np.nan, np.nan
             wald = level_test(g, f, cluster)
             for lvl, x in groups:
-                out.append({"model": m, "factor": f, "level": lvl, **_describe(x), **wald,
-                            "kruskal_h": h, "kruskal_p": p})
-    table = pd.DataFrame(out)
-    if table.empty:
-        return table
-    cis = []
-    for f in order:
-        part = table[table.factor == f]
-        cells = per_prompt.assign(level=per_prompt[f])
-        cis.append(_with_intervals(part, cells, ["model", "level"], cluster, n_boot, seed))
-    return _ordered(pd.concat(cis, ignore_index=True), table)
-
-
-def _ordered(merged: pd.DataFrame, table: pd.DataFrame) -> pd.DataFrame:
-    """``merged`` (rows of ``table`` with intervals added, grouped by factor) back in ``table``'s row order."""
-    key = ["model", "factor", "level"]
-    pos = {tuple(r): i for i, r in enumerate(table[key].astype(str).itertuples(index=False))}
-    order = [pos[tuple(r)] for r in merged[key].astype(str).itertuples(index=False)]
-    return merged.iloc[np.argsort(order, kind="stable")].reset_index(drop=True)
+                out.append({"model": m, "factor": f, "level": lvl, **_describe(x), **wald, "kruskal_h": h,
+                            "kruskal_p": p, **cis[f].loc[(m, lvl)].to_dict()})
+    return pd.DataFrame(out)
 
 
 def group_preference(long: pd.DataFrame, prompts: pd.DataFrame,
@@ -274,16 +260,15 @@ def position_bias(long: pd.DataFrame, cluster: str | None = None, n_boot: int = 
     order is an independent random permutation, position is independent of group by design, so a departure from 1/k
     here is a preference for a position (or a label digit), not for a group.
     """
-    from .intervals import mean_intervals
     out = []
     for (m, k, pos), g in long.groupby(["model", "k", "position"], sort=False):
         d = _describe(g["p"])
         out.append({"model": m, "k": int(k), "position": int(pos), "n": d["n"], "mean_p": d["mean_entropy"],
                     "sd": d["sd"], "uniform": 1 / k, "ratio_to_uniform": d["mean_entropy"] * k})
-    ci = mean_intervals(long, "p", cluster, by=["model", "k", "position"], n_boot=n_boot, seed=seed)
-    ci = ci.astype({"k": int, "position": int})[["model", "k", "position", "ci_low", "ci_high", "ci_method"]]
-    table = pd.DataFrame(out).merge(ci.rename(columns={"ci_low": "ci95_low", "ci_high": "ci95_high"}),
-                                    on=["model", "k", "position"], how="left")
+    key = ["model", "k", "position"]
+    ci = _intervals(long, "p", key, cluster, n_boot, seed).astype({"k": int, "position": int}).drop(
+        columns="design_effect")
+    table = pd.DataFrame(out).merge(ci, on=key, how="left")
     # models in order of appearance, then k and position
     return table.sort_values(["k", "position"], kind="stable").reset_index(drop=True)
 
