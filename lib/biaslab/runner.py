@@ -287,7 +287,7 @@ def reproduce(profile: str = "default", only: list[str] | None = None, overrides
         return 0
     if progress is None:
         progress = sys.stderr.isatty()
-    results: dict[tuple[str, str], dict] = {}
+    finished: dict[tuple[str, str], dict] = {}
     started = itertools.count(1)
     say = threading.Lock()
 
@@ -299,7 +299,7 @@ def reproduce(profile: str = "default", only: list[str] | None = None, overrides
         r = run_one(nb, v, profile, overrides, outputs_dir, html=html, progress=progress and jobs == 1)
         with say:
             print(f"[{i}/{len(chosen)}] {label}: {r['status']} in {r['wall_time_s']:.0f} s", flush=True)
-        results[(nb, v)] = r
+        finished[(nb, v)] = r
 
     parallel, last = lanes(chosen) if jobs > 1 else ([chosen], [])
     threads = os.environ.get("OMP_NUM_THREADS")
@@ -314,7 +314,7 @@ def reproduce(profile: str = "default", only: list[str] | None = None, overrides
     finally:
         if jobs > 1 and threads is None:
             os.environ.pop("OMP_NUM_THREADS", None)
-    results = [results[k] for k in chosen if k in results]
+    results = [finished[k] for k in chosen if k in finished]
     published = outputs_dir.resolve() == paths.OUTPUTS_DIR.resolve()
     if published and publish:
         from . import catalogue, report_index

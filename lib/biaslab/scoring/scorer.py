@@ -17,6 +17,7 @@ merge into the next word), the score is the exact difference ``log P(prompt + op
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 from pathlib import Path
@@ -151,6 +152,18 @@ class Scorer:
         if self._head is None and self.kind == "causal":
             self._head = Head(self.model)
         return self._head
+
+    @functools.cached_property
+    def end_token_ids(self) -> set[int]:
+        """Tokens that end a generation: the tokenizer's EOS and the model's generation-config EOS (read only when
+        something is generated, so a cached run does not load the weights for it)."""
+        ids: set[int] = set()
+        for e in (self.tokenizer.eos_token_id, getattr(self.model.generation_config, "eos_token_id", None)):
+            if isinstance(e, int):
+                ids.add(e)
+            elif e is not None:
+                ids.update(e)
+        return ids
 
     def _score(self, requests: list[Request], budget: int):
         if self.packing:
@@ -426,17 +439,6 @@ class Scorer:
         cacheable = not (do_sample and seed is None)
         keys = [self.cache.key("generate", settings, r) if cacheable else f"nocache-{i}"
                 for i, r in enumerate(rendered)]
-        eos: set[int] = set()
-
-        def end_tokens() -> set[int]:   # read from the model's generation config, so only when generating
-            if not eos:
-                for e in (self.tokenizer.eos_token_id, getattr(self.model.generation_config, "eos_token_id", None)):
-                    if isinstance(e, int):
-                        eos.add(e)
-                    elif e is not None:
-                        eos.update(e)
-            return eos
-
         def prepare(todo_prompts):
             ids = [self.with_prefix(x) for x in self.encode(todo_prompts)]
             seeds = [row_seed(seed, p) if (do_sample and seed is not None) else None for p in todo_prompts]
@@ -444,7 +446,8 @@ class Scorer:
 
         def compute(batch, budget):
             return generate_batch(self.model, self.head, self.tokenizer, [x for x, _ in batch], max_new_tokens,
-                                  end_tokens(), stop, do_sample, temperature, [sd for _, sd in batch], self.pad_id)
+                                  self.end_token_ids, stop, do_sample, temperature, [sd for _, sd in batch],
+                                  self.pad_id)
 
         values = self._run("generate", rendered, keys, prepare, compute, "generation", cache=cacheable)
         return [values[k] for k in keys]
