@@ -372,8 +372,9 @@ for model_spec in models:   # a local name or folder, or a served model (see the
         run_cot = cot_subset is not None and len(cot_subset) and cot_seeds
         if run_cot:
             scorer.require("chat" if chat else "generate", why="SSQA chain of thought (generation)")
-    else:
+    elif benchmark == "bbq":
         scorer.require("prompt_logprobs", why="BBQ multiple choice (option log-probabilities)")
+    # CALM, CrowS-Pairs and agentic: each scoring method checks its own capability before its first request
     ts = time.perf_counter()
     if benchmark == "ssqa":
         r = multifactor.score_ssqa_labels(scorer, subset, name, chat)
