@@ -303,7 +303,7 @@ timings["coverage"] = time.perf_counter() - t0
 #   stereotypical sentence) > log P(less), ties left out; agentic: the normalized entropy of the answer distribution
 #   over the k choices (notebook 4), `low_entropy` when it is below 0.95 (e.g. 0.5 / 0.3 / 0.2 over three choices).
 
-# %%
+# %% tags=["findings"]
 t0 = time.perf_counter()
 responses = []          # response tables, concatenated below
 released_models = []
@@ -436,7 +436,7 @@ if len(model_timings):
     table(pd.DataFrame(model_timings), "model_timings")
 timings["scoring"] = time.perf_counter() - t0
 
-# %%
+# %% tags=["findings"]
 if len(scored) and benchmark == "ssqa":
     nocot = scored[scored["cot"] == "no"]
     mass = nocot.groupby("model").agg(n=("prompt_id", "size"), mean_label_mass=("label_mass", "mean"),
@@ -561,7 +561,7 @@ for m in pd.unique(sub["model"]):
 # qualitative findings can be checked directly: whether *no stigma* is the least biased subgroup, which categories are
 # disadvantaged, and whether gendered stigma holders get more biased answers than gender-neutral ones.
 
-# %%
+# %% tags=["findings"]
 ecdf_sub = sg.subgroups(nocot, plan.ecdf_factors, levels=(len(plan.ecdf_factors),), by="model",
                         outcome=plan.outcome)
 dm = sg.deviation_metric_table(ecdf_sub, ideal=plan.ideal)
@@ -748,7 +748,7 @@ timings["regression"] = time.perf_counter() - t0
 # profile skips the model (`bayes_draws = 0`): with the 300 draws x 2 chains a 2-core CPU run can afford, no fit
 # reached R-hat ≤ 1.01 and ESS ≥ 400, so it produced no estimate the findings could use, at 1-2 minutes per run.
 
-# %%
+# %% tags=["findings"]
 t0 = time.perf_counter()
 bayes_rows, bayes_diag = [], []
 if bayes_draws:

@@ -370,7 +370,7 @@ bias_scores[bias_scores["task"] == "all"]
 # %% [markdown]
 # **What this run shows** (computed from its tables):
 
-# %%
+# %% tags=["findings"]
 display(Markdown(findings.accuracy_findings(avg) + "\n" + findings.bias_findings(bias_scores)))
 
 # %% [markdown]
@@ -397,7 +397,7 @@ out.table(discarded, "discarded", markdown=True)
 out.table(pd.concat([r.discards for r in results.values()], ignore_index=True), "discarded_items")
 discarded[discarded[["n_templates", "n_datasets", "n_tasks"]].sum(axis=1) > 0]
 
-# %%
+# %% tags=["findings"]
 display(Markdown(findings.discard_findings(discarded)))
 
 # %% [markdown]
@@ -444,7 +444,7 @@ robustness
 # %%
 published.TABLE2
 
-# %%
+# %% tags=["findings"]
 display(Markdown(findings.robustness_findings(robustness, bias_scores)))
 
 # %% [markdown]
@@ -525,7 +525,7 @@ subset_selection
 # %%
 published.TABLE3
 
-# %%
+# %% tags=["findings"]
 display(Markdown(findings.subset_findings(subset_selection)))
 
 # %% [markdown]
@@ -562,7 +562,7 @@ diversity
 # %%
 published.TABLE4
 
-# %%
+# %% tags=["findings"]
 display(Markdown(findings.diversity_findings(diversity)))
 
 # %% [markdown]

@@ -423,7 +423,7 @@ out.figure(fig, "d_distributions")
 plt.show()
 
 
-# %%
+# %% tags=["findings"]
 def evidence_counts(tests, by):
     t = tests[tests.bias_type != hyp.OVERALL].assign(strength=lambda d: d.bf10.map(hyp.evidence_strength),
                                                       side=lambda d: np.where(d.bf10 > 1, "H1", "H0"))
@@ -631,7 +631,7 @@ for name in datasets:
             f"{pooled.mde:.3f} (80 % power, α = 0.05); within a typical bias type ({int(typ.n)} pairs) only when "
             f"|π − 0.5| ≥ {typ.mde:.3f}. Smaller biases are not distinguishable from chance at this size, not absent.")
 
-# %%
+# %% tags=["findings"]
 show_md("**Overall preference results (all bias types pooled):**\n\n"
         + findings.preference_findings(pref, answers, pos if len(answers) else None, cons if len(answers) else None))
 

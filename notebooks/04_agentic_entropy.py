@@ -206,7 +206,7 @@ out.figure(fig, "entropy_distribution")
 plt.show()
 by_model.round(3)
 
-# %%
+# %% tags=["findings"]
 display(Markdown(findings.entropy_findings(by_model, E.PAPER_MEANS)))
 
 # %% [markdown]
@@ -236,7 +236,7 @@ tests = bd.drop_duplicates(["model", "factor"])[["model", "factor", "wald_f", "w
 print(tests.round(4).to_string(index=False))
 bd[bd.factor != "domain"][["model", "factor", "level", "n", "mean_entropy", "sd", "median"]].round(3)
 
-# %%
+# %% tags=["findings"]
 display(Markdown(findings.breakdown_findings(bd)))
 
 # %% [markdown]
@@ -262,7 +262,7 @@ plt.show()
 cols = ["model", "class_type", "group", "mean_p_positive", "mean_p_negative", "diff_pos_minus_neg", "n_pairs", "bh_q"]
 gp.sort_values("bh_q")[cols].head(12).round(3)
 
-# %%
+# %% tags=["findings"]
 display(Markdown(findings.group_preference_findings(gp)))
 
 # %% [markdown]
@@ -285,7 +285,7 @@ out.figure(fig, "position_bias")
 plt.show()
 pb.round(3)
 
-# %%
+# %% tags=["findings"]
 display(Markdown(findings.position_findings(pb)))
 
 # %% [markdown]
@@ -310,7 +310,7 @@ ut = multiplicity.add_adjusted(ut, "p_value", method="holm")
 out.table(ut, "uniformity_tests")
 ut[["model", "class_type", "unit", "n", "counts", "chi2", "p_value", "p_value_holm", "log10_bf10"]].round(4)
 
-# %%
+# %% tags=["findings"]
 display(Markdown(findings.uniformity_findings(ut)))
 
 # %% [markdown]
@@ -329,7 +329,7 @@ display(Markdown(findings.uniformity_findings(ut)))
 # model whose answers depend only on the group keeps its entropy. By Jensen's inequality $\tilde H(\bar p)$ is at least
 # the mean of the per-rotation entropies.
 
-# %%
+# %% tags=["findings"]
 if cyc_list:
     cyc = E.cyclic_summary(pd.concat(cyc_list, ignore_index=True))
     out.table(cyc.round(6), "cyclic_entropy")
@@ -446,7 +446,7 @@ else:
 #
 # For the models of this run (computed from its tables):
 
-# %%
+# %% tags=["findings"]
 display(Markdown(findings.summary_findings(by_model, cyc_m if cyc_list else None, ut, gp)))
 
 # %% [markdown]

@@ -172,7 +172,7 @@ display(agreement[["metric_a", "metric_b", "n_models", "rho", "ci_low", "ci_high
 # %% [markdown]
 # ## 4. Summary (computed from the tables above)
 
-# %%
+# %% tags=["findings"]
 summary = compare.summary_lines(table, pairs, groups, agreement, min_models=min_models_agreement)
 out.text("\n".join(f"- {s}" for s in summary) + "\n", "summary.md")
 for s in summary:

@@ -87,14 +87,6 @@ def git_state() -> dict:
 _KERNEL_ARGS = ["--IPKernelApp.log_level=ERROR"]
 
 
-def _html(executed: Path) -> None:
-    import nbconvert
-    import nbformat
-    exporter = nbconvert.HTMLExporter()
-    body, _ = exporter.from_notebook_node(nbformat.read(executed, as_version=4))
-    atomic_write_text(executed.with_suffix(".html"), body)
-
-
 def _portable(text: str, staging: Path, final: Path) -> str:
     """Replace machine-specific paths: the staging folder by the final one (relative to ``notebooks/``, as the
     notebooks' own defaults are), the repository root by repository-relative paths, the home folder by ``~``."""
@@ -217,12 +209,13 @@ def run_one(notebook: str, variant: str, profile: str, overrides: dict, outputs_
             slow = clean_executed(executed, staging, final)
             if slow:
                 log.info("%s: slowest cells: %s", label, slow)
-            if html:
-                try:
-                    _html(executed)
-                except Exception as exc:  # an HTML render is a convenience; never fail a run for it
-                    log.warning("HTML render of %s failed: %s", executed, exc)
             atomic_write_text(staging / "MANIFEST.json", text(manifest))
+            if html:        # the reader's report (biaslab.report), with the manifest's provenance in its footer
+                try:
+                    from . import report
+                    report.render(executed)
+                except Exception as exc:  # a report is a convenience; never fail a run for it
+                    log.warning("HTML report of %s failed: %s", executed, exc)
             _swap_in(staging, final)
         else:
             final.mkdir(parents=True, exist_ok=True)

@@ -1,0 +1,232 @@
+"""Open reports in a real browser: Debian's Chromium driven by its ChromeDriver (Selenium), with the network off.
+
+:func:`check` loads a page from disk and returns what a reader would find wrong: an image that did not load
+(``naturalWidth`` 0), TeX left unrendered in the text (``$$``, ``\\(``, ``\\frac`` …) or a MathJax error, a request
+to anything but a local file or a data URI, a local file that failed to load, a link to a file or anchor that does
+not exist (or to another host), and a console error. :func:`screenshot` and :func:`pdf` photograph and print a page
+through the same browser. Chromium and ChromeDriver come from Debian (``apt-get install chromium chromium-driver``);
+:func:`find` says why they cannot be used where they are missing.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import shutil
+import tempfile
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import unquote, urljoin, urlparse
+from urllib.request import url2pathname
+
+#: Chromium's flags: headless, and none of its own connections (update checks, metrics, sync, DNS look-ups of
+#: Google's hosts) — on a closed network those fail at every start.
+FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync", "--disable-default-apps",
+         "--disable-extensions", "--disable-domain-reliability", "--disable-client-side-phishing-detection",
+         "--no-default-browser-check", "--metrics-recording-only", "--hide-scrollbars", "--force-color-profile=srgb",
+         "--host-resolver-rules=MAP * ~NOTFOUND")
+#: URL schemes a report may load from: its own folder, data URIs.
+LOCAL_SCHEMES = ("file", "data", "blob", "about")
+INSTALL = "apt-get install chromium chromium-driver (Debian; as root)"
+
+
+def find() -> tuple[str, str]:
+    """Paths of the Chromium and ChromeDriver binaries; raises FileNotFoundError saying how to install them."""
+    chromium = os.environ.get("BIASLAB_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
+    driver = os.environ.get("BIASLAB_CHROMEDRIVER") or shutil.which("chromedriver")
+    missing = [n for n, p in (("chromium", chromium), ("chromedriver", driver)) if not p]
+    if missing:
+        raise FileNotFoundError(f"{' and '.join(missing)} not found: {INSTALL}")
+    return chromium, driver
+
+
+@dataclass
+class PageReport:
+    """What :func:`check` found on one page."""
+    path: Path
+    images: int = 0
+    links: int = 0
+    math: int = 0
+    requests: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+    def __str__(self) -> str:
+        head = f"{self.path}: {self.images} images, {self.math} formulas, {self.links} links, " \
+               f"{len(self.requests)} local requests"
+        return head + "".join(f"\n  - {p}" for p in self.problems)
+
+
+@contextmanager
+def chromium(width: int = 1280, height: int = 1000):
+    """A headless Chromium (Selenium WebDriver) with the network switched off and its console and network logged."""
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    binary, driver_path = find()
+    profile = tempfile.mkdtemp(prefix="biaslab-chromium-")
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = binary
+    for flag in FLAGS:
+        opts.add_argument(flag)
+    opts.add_argument(f"--user-data-dir={profile}")
+    opts.add_argument(f"--window-size={width},{height}")
+    opts.set_capability("goog:loggingPrefs", {"browser": "ALL", "performance": "ALL"})
+    driver = webdriver.Chrome(service=Service(executable_path=driver_path), options=opts)
+    try:
+        driver.set_page_load_timeout(60)
+        driver.execute_cdp_cmd("Network.enable", {})
+        driver.execute_cdp_cmd("Network.emulateNetworkConditions", {
+            "offline": True, "latency": 0, "downloadThroughput": -1, "uploadThroughput": -1})
+        driver.execute_cdp_cmd("Network.setBlockedURLs", {"urls": ["http://*", "https://*", "ws://*", "wss://*"]})
+        yield driver
+    finally:
+        driver.quit()
+        shutil.rmtree(profile, ignore_errors=True)
+
+
+# Collected in the page once it has settled (MathJax done or absent).
+_INSPECT = r"""
+const strip = document.body.cloneNode(true);
+strip.querySelectorAll('pre, code, script, style, textarea, .MathJax_Preview').forEach(e => e.remove());
+return {
+  images: [...document.images].map(i => ({src: i.getAttribute('src').slice(0, 120), ok: i.complete && i.naturalWidth > 0})),
+  links: [...document.querySelectorAll('a[href]')].map(a => a.getAttribute('href')),
+  ids: [...document.querySelectorAll('[id]')].map(e => e.id),
+  text: strip.textContent,
+  math: document.querySelectorAll('script[type^="math/tex"]').length,
+  mathErrors: [...document.querySelectorAll('.MathJax_Error, merror, [data-mjx-error]')].map(e => e.textContent.slice(0, 120)),
+  mathjax: document.documentElement.getAttribute('data-mathjax') || (window.MathJax ? 'loading' : 'none'),
+};
+"""
+# TeX that MathJax would have typeset: display/inline delimiters and a few commands that never occur in prose.
+_RAW_TEX = ("$$", "\\(", "\\)", "\\[", "\\]", "\\begin{", "\\frac", "\\mathbf", "\\mathrm", "\\text{", "\\sum",
+            "\\tilde", "\\bar", "\\log", "\\underbrace", "\\sqrt", "\\times", "\\le ", "\\ge ")
+
+
+def _settle(driver, timeout: float = 30) -> None:
+    """Wait until the page has loaded and MathJax (where the page loads it) has typeset everything."""
+    end = time.time() + timeout
+    while time.time() < end:
+        state = driver.execute_script(
+            "return [document.readyState, window.MathJax ? "
+            "(document.documentElement.getAttribute('data-mathjax') || 'loading') : 'none']")
+        if state[0] == "complete" and state[1] in ("done", "none"):
+            return
+        time.sleep(0.1)
+
+
+def _requests(driver) -> tuple[list[str], list[str]]:
+    """(every URL the page requested, the ones that failed with Chromium's reason) from the performance log."""
+    urls, failed, by_id = [], [], {}
+    for entry in driver.get_log("performance"):
+        msg = json.loads(entry["message"])["message"]
+        if msg["method"] == "Network.requestWillBeSent":
+            url = msg["params"]["request"]["url"]
+            by_id[msg["params"]["requestId"]] = url
+            urls.append(url)
+        elif msg["method"] == "Network.loadingFailed" and not msg["params"].get("canceled"):
+            url = by_id.get(msg["params"]["requestId"], "?")
+            failed.append(f"{url[:160]} ({msg['params'].get('errorText', '')}"
+                          f"{', blocked: ' + msg['params']['blockedReason'] if msg['params'].get('blockedReason') else ''})")
+    return urls, failed
+
+
+def _local_path(url: str) -> Path | None:
+    p = urlparse(url)
+    return Path(url2pathname(unquote(p.path))) if p.scheme == "file" else None
+
+
+def check(path: Path, driver=None) -> PageReport:
+    """Open ``path`` from disk (network off) and report what does not display or resolve as it should."""
+    if driver is None:
+        with chromium() as d:
+            return check(path, d)
+    path = Path(path).resolve()
+    report = PageReport(path)
+    driver.get_log("browser"), driver.get_log("performance")          # drop what an earlier page left
+    driver.get(path.as_uri())
+    _settle(driver)
+    page = driver.execute_script(_INSPECT)
+    urls, failed = _requests(driver)
+    report.images = len(page["images"])
+    report.links = len(page["links"])
+    report.math = page["math"]
+    report.requests = [u for u in urls if urlparse(u).scheme in ("file",)]
+    for img in page["images"]:
+        if not img["ok"]:
+            report.problems.append(f"image did not load: {img['src']}")
+    if page["mathjax"] not in ("done", "none"):
+        report.problems.append(f"MathJax did not finish typesetting (state {page['mathjax']})")
+    for raw in _RAW_TEX:
+        if raw in page["text"]:
+            i = page["text"].index(raw)
+            report.problems.append(f"unrendered TeX {raw!r} in the text: …{' '.join(page['text'][max(0, i - 60):i + 60].split())}…")
+    for err in page["mathErrors"]:
+        report.problems.append(f"MathJax error: {err}")
+    for url in urls:
+        if urlparse(url).scheme not in LOCAL_SCHEMES:
+            report.problems.append(f"request outside the machine: {url[:160]}")
+    for f in failed:
+        report.problems.append(f"failed to load: {f}")
+    ids = set(page["ids"])
+    for href in page["links"]:
+        target = urljoin(path.as_uri(), href)
+        parsed = urlparse(target)
+        if parsed.scheme != "file":
+            report.problems.append(f"link outside the machine: {href}")
+            continue
+        local = _local_path(target)
+        if not local.exists():
+            report.problems.append(f"link to a missing file: {href}")
+        elif parsed.fragment and local == path and not {parsed.fragment, unquote(parsed.fragment)} & ids:
+            report.problems.append(f"link to a missing anchor: {href}")
+    for entry in driver.get_log("browser"):
+        if entry.get("level") == "SEVERE":
+            report.problems.append(f"console error: {entry.get('message', '')[:200]}")
+    return report
+
+
+def screenshot(path: Path, out: Path, driver=None, width: int = 1280, height: int = 1400, at: str | None = None,
+               open_code: bool = False) -> Path:
+    """A PNG of ``path`` as a reader sees it, ``width`` × ``height`` CSS pixels from the top of the page or from the
+    element with id ``at``."""
+    if driver is None:
+        with chromium(width, height) as d:
+            return screenshot(path, out, d, width, height, at, open_code)
+    driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
+                           {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False})
+    try:
+        driver.get(Path(path).resolve().as_uri())
+        _settle(driver)
+        if open_code:
+            driver.execute_script("document.querySelector('.bl-code-toggle')?.click()")
+        if at and not driver.execute_script(
+                "const e = document.getElementById(arguments[0]); if (!e) return false;"
+                "window.scrollTo(0, e.getBoundingClientRect().top + window.scrollY - 12); return true", at):
+            raise ValueError(f"{path} has no element with id {at!r}")
+        shot = driver.execute_cdp_cmd("Page.captureScreenshot", {"format": "png"})
+    finally:
+        driver.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_bytes(base64.b64decode(shot["data"]))
+    return out
+
+
+def pdf(path: Path, out: Path, driver=None) -> Path:
+    """Print ``path`` to PDF (A4, backgrounds, code as folded in the page)."""
+    if driver is None:
+        with chromium() as d:
+            return pdf(path, out, d)
+    driver.get(Path(path).resolve().as_uri())
+    _settle(driver)
+    printed = driver.execute_cdp_cmd("Page.printToPDF", {"printBackground": True, "paperWidth": 8.27,
+                                                         "paperHeight": 11.69, "preferCSSPageSize": True})
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_bytes(base64.b64decode(printed["data"]))
+    return out

@@ -1,0 +1,330 @@
+"""An executed notebook as a reader's HTML report that opens offline.
+
+:func:`render` exports ``<folder>/<notebook>.ipynb`` with nbconvert's HTML exporter and the template
+``templates/biaslab`` (JupyterLab's ``lab`` template with every outside request removed) into ``<notebook>.html``:
+
+- figures are the notebook's embedded PNGs (data URIs), markdown images are embedded too: the file stands alone;
+- math is typeset by MathJax 2.7 from the pinned ``jupyter-server-mathjax`` package, copied beside the report into
+  ``_mathjax/`` when the notebook has math (no CDN, no require.js);
+- the ``parameters`` cell (the notebook's defaults) and papermill's ``injected-parameters`` cell are replaced by one
+  table of the run's parameters (value, the notebook's default where the run changed it, the default's comment);
+- code is folded (each cell opens on its own; a button opens all), stderr messages are folded;
+- the computed findings (the markdown that the cells tagged :data:`FINDINGS_TAG` display, rendered from the run's
+  tables) are collected under the notebook's introduction, each linking to its place; a table of contents lists the
+  notebook's sections;
+- a footer gives the run's provenance from ``MANIFEST.json`` beside the notebook: status, profile, git commit, wall
+  time, models with their weight hashes, data files with their sha256, package versions.
+"""
+
+from __future__ import annotations
+
+import ast
+import html
+import importlib.util
+import json
+import re
+import shutil
+from pathlib import Path
+
+from ..outputs import atomic_write_text
+
+TEMPLATES = Path(__file__).parent / "templates"
+#: Cell tag of the cells whose markdown output states the run's computed findings (collected at the top).
+FINDINGS_TAG = "findings"
+#: Cells shown as the table of parameters instead of as code.
+PARAMETER_TAGS = ("parameters", "injected-parameters")
+#: Folder beside a report holding the MathJax it loads.
+MATHJAX_DIR = "_mathjax"
+#: What of jupyter-server-mathjax's MathJax 2.7 the reports load: the combined TeX config, the HTML-CSS output with
+#: its STIX-Web fonts, and the extensions and element tables it pulls in on demand (about 2.5 MB of 12; the
+#: speech-rule engine of the accessibility menu, which the reports do not show, is left out).
+MATHJAX_PARTS = ("MathJax.js", "LICENSE", "config", "extensions", "jax/element", "jax/input/TeX", "jax/output/HTML-CSS",
+                 "fonts/HTML-CSS/STIX-Web", "localization/en")
+MATHJAX_SKIP = shutil.ignore_patterns("mathmaps", "mathjax-sre.js", "*.ogg", "*.mp3")
+MATHJAX_CONFIG = "TeX-AMS-MML_HTMLorMML-full,Safe"
+_MATH = re.compile(r"\$[^$\s][^$]*\$|\\\(|\\\[|\\begin\{")
+
+CSS = Path(__file__).with_name("report.css")
+
+
+def mathjax_source() -> Path:
+    """The MathJax folder of the installed ``jupyter-server-mathjax`` (found without importing jupyter_server)."""
+    spec = importlib.util.find_spec("jupyter_server_mathjax")
+    if spec is None or not spec.submodule_search_locations:
+        raise ModuleNotFoundError("jupyter-server-mathjax is not installed (it is pinned in pyproject.toml: "
+                                  "run `make install`)")
+    return Path(next(iter(spec.submodule_search_locations))) / "static"
+
+
+def copy_mathjax(folder: Path) -> Path:
+    """Copy MathJax into ``folder/_mathjax`` (once: skipped when the same version is there) and return it."""
+    src = mathjax_source()
+    version = re.search(r'MathJax.version="([^"]+)"', (src / "MathJax.js").read_text(errors="replace"))
+    stamp = version.group(1) if version else "?"
+    dest = Path(folder) / MATHJAX_DIR
+    if (dest / "VERSION").exists() and (dest / "VERSION").read_text().strip() == stamp:
+        return dest
+    shutil.rmtree(dest, ignore_errors=True)
+    for part in MATHJAX_PARTS:
+        s, d = src / part, dest / part
+        if s.is_dir():
+            shutil.copytree(s, d, ignore=MATHJAX_SKIP)
+        else:
+            d.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(s, d)
+    (dest / "VERSION").write_text(stamp + "\n")
+    return dest
+
+
+def _e(x) -> str:
+    return html.escape(str(x))
+
+
+def _cell_text(cell) -> str:
+    return cell.source if isinstance(cell.source, str) else "".join(cell.source)
+
+
+def _tags(cell) -> list[str]:
+    return list(cell.get("metadata", {}).get("tags", []))
+
+
+def assignments(source: str) -> dict[str, tuple[str, str]]:
+    """``name -> (value as written, trailing comment)`` for each top-level ``name = value`` of a parameters cell."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return {}
+    lines = source.splitlines()
+    out = {}
+    for node in tree.body:
+        if isinstance(node, (ast.Assign, ast.AnnAssign)):
+            target = node.targets[0] if isinstance(node, ast.Assign) else node.target
+            if not isinstance(target, ast.Name) or node.value is None:
+                continue
+            rest = lines[node.end_lineno - 1].encode()[node.end_col_offset:].decode(errors="replace")
+            comment = rest.split("#", 1)[1].strip() if "#" in rest else ""
+            out[target.id] = (ast.get_source_segment(source, node.value) or "", comment)
+    return out
+
+
+def parameter_rows(nb) -> list[dict]:
+    """The run's parameters: the notebook's defaults, overridden by papermill's injected values."""
+    defaults, injected = {}, {}
+    for cell in nb.cells:
+        tags = _tags(cell)
+        if cell.cell_type == "code" and "injected-parameters" in tags:
+            injected.update(assignments(_cell_text(cell)))
+        elif cell.cell_type == "code" and "parameters" in tags:
+            defaults.update(assignments(_cell_text(cell)))
+    rows = []
+    for name in [*defaults, *(n for n in injected if n not in defaults)]:
+        default, comment = defaults.get(name, ("", ""))
+        value = injected[name][0] if name in injected else default
+        rows.append({"name": name, "value": value, "comment": comment,
+                     "default": default if name in defaults and value != default else None,
+                     "set_by_run": name in injected})
+    return rows
+
+
+_HEADING = re.compile(r"^\s{0,3}(#{1,6})\s+(.+?)\s*#*\s*$", re.M)
+
+
+def findings(nb) -> list[dict]:
+    """``[{cell, section, markdown | text}]``: what each cell tagged ``findings`` displays, with the heading of the
+    section it sits in. A cell's markdown outputs are its findings; a cell that displays none gives its printed text."""
+    found, section = [], ""
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            heads = _HEADING.findall(_cell_text(cell))
+            if heads:
+                section = heads[-1][1]
+            continue
+        if cell.cell_type != "code" or FINDINGS_TAG not in _tags(cell):
+            continue
+        outputs = cell.get("outputs", [])
+        md = [_text(o["data"]["text/markdown"]) for o in outputs if "text/markdown" in o.get("data", {})]
+        printed = [_text(o.get("text", "")) for o in outputs if o.get("output_type") == "stream"
+                   and o.get("name") == "stdout"]
+        if md:
+            found.append({"cell": cell.get("id"), "section": section, "markdown": "\n\n".join(md)})
+        elif any(t.strip() for t in printed):
+            found.append({"cell": cell.get("id"), "section": section, "text": "".join(printed).strip()})
+    return found
+
+
+def _text(x) -> str:
+    return x if isinstance(x, str) else "".join(x)
+
+
+def has_math(nb) -> bool:
+    """Whether any markdown cell or markdown output holds TeX math for MathJax."""
+    texts = [_cell_text(c) for c in nb.cells if c.cell_type == "markdown"]
+    texts += [_text(o["data"]["text/markdown"]) for c in nb.cells for o in c.get("outputs", [])
+              if "text/markdown" in o.get("data", {})]
+    return any(_MATH.search(t) for t in texts)
+
+
+def _link(target: Path, base: Path, label: str) -> str:
+    """A relative link to ``target`` when it exists, else nothing."""
+    if not target.exists():
+        return ""
+    rel = Path(_relpath(target, base)).as_posix() + ("/" if target.is_dir() else "")
+    return f'<a href="{_e(rel)}">{_e(label)}</a>'
+
+
+def _relpath(target: Path, base: Path) -> str:
+    import os
+    return os.path.relpath(target, base)
+
+
+def _run_line(m: dict) -> str:
+    git = m.get("git") or {}
+    commit = (git.get("commit") or "?")[:10] + (" (uncommitted changes)" if git.get("dirty") else "")
+    wall = m.get("wall_time_s")
+    wall = f"{wall:.0f} s" if isinstance(wall, (int, float)) else "?"
+    status = m.get("status", "?")
+    return (f'<span class="bl-status bl-{"ok" if status == "ok" else "failed"}">{_e(status)}</span> · profile '
+            f'<b>{_e(m.get("profile", "?"))}</b> · wall time {_e(wall)} · commit <code>{_e(commit)}</code>')
+
+
+def summary_html(nb, manifest: dict, markdown2html, links: list[str], math: bool) -> str:
+    """The panel under the notebook's introduction: run line, findings, parameters and the code toggle."""
+    parts = ['<section class="bl-summary" id="bl-summary">']
+    run = _run_line(manifest) if manifest else "no MANIFEST.json beside this notebook"
+    links = [x for x in links if x]
+    parts.append(f'<p class="bl-run">{run}{" · " if links else ""}{" · ".join(links)}'
+                 ' · <button class="bl-code-toggle" type="button" onclick="blToggleCode(this)">show code</button></p>')
+    found = findings(nb)
+    if found:
+        parts.append('<h2 id="bl-findings">Findings</h2>'
+                     '<p class="bl-note">Computed from this run\'s tables; each links to where the notebook shows it.'
+                     '</p>')
+        for f in found:
+            body = markdown2html(f["markdown"]) if "markdown" in f else f'<pre>{_e(f["text"])}</pre>'
+            where = (f'<a class="bl-where" href="#cell-id={_e(f["cell"])}">{_e(f["section"] or "in the notebook")}'
+                     " ↓</a>") if f["cell"] else _e(f["section"])
+            parts.append(f'<div class="bl-finding">{where}{body}</div>')
+    rows = parameter_rows(nb)
+    if rows:
+        notes = any(r["comment"] for r in rows)
+        trs = "".join(
+            f'<tr class="{"bl-changed" if r["default"] is not None else ""}"><td><code>{_e(r["name"])}</code></td>'
+            f'<td><code>{_e(r["value"])}</code></td>'
+            f'<td>{"<code>" + _e(r["default"]) + "</code>" if r["default"] is not None else ""}</td>'
+            + (f'<td>{_e(r["comment"])}</td>' if notes else "") + "</tr>" for r in rows)
+        parts.append('<h2 id="bl-parameters">Parameters of this run</h2>'
+                     '<p class="bl-note">The notebook\'s <code>parameters</code> cell with the values this run '
+                     'was given (papermill\'s injected cell); where the run changed a default, the default is shown.'
+                     '</p><table class="bl-params"><thead><tr><th>parameter</th><th>value</th>'
+                     f'<th>notebook default</th>{"<th>note</th>" if notes else ""}</tr></thead><tbody>{trs}</tbody>'
+                     "</table>")
+    parts.append("</section>")
+    return "\n".join(parts)
+
+
+def footer_html(manifest: dict, links: list[str]) -> str:
+    """Provenance from MANIFEST.json: run, models with weight hashes, data with sha256, environment."""
+    if not manifest:
+        return ('<footer class="bl-footer"><h2 id="bl-provenance">Provenance</h2>'
+                "<p>No MANIFEST.json beside this notebook: its provenance is unknown.</p></footer>")
+    parts = ['<footer class="bl-footer"><h2 id="bl-provenance">Provenance</h2>',
+             f'<p>{_run_line(manifest)}{" · " if any(links) else ""}{" · ".join(x for x in links if x)}</p>']
+    git = manifest.get("git") or {}
+    if git.get("commit"):
+        parts.append(f'<p>git commit <code>{_e(git["commit"])}</code>'
+                     f'{" with uncommitted changes" if git.get("dirty") else ""} · Python {_e(manifest.get("python", "?"))}'
+                     f' · {_e(manifest.get("platform", "?"))}</p>')
+    models = manifest.get("models") or {}
+    if models:
+        rows = "".join(
+            f"<tr><td>{_e(name)}</td><td>{_e(info.get('source') or info.get('original') or '')}</td>"
+            f"<td>{_e(info.get('dtype', ''))} {_e(info.get('device', ''))}</td>"
+            f"<td><code>{_e(info.get('weights_sha256') or info.get('model_id') or '')}</code></td></tr>"
+            for name, info in ((n, i or {}) for n, i in models.items()))
+        parts.append("<h3>Models</h3><table><thead><tr><th>model</th><th>source</th><th>precision</th>"
+                     f"<th>weights sha256</th></tr></thead><tbody>{rows}</tbody></table>")
+    data = manifest.get("data") or {}
+    if data:
+        rows = "".join(f"<tr><td>{_e(k)}</td><td><code>{_e(v)}</code></td></tr>" for k, v in data.items())
+        parts.append(f"<h3>Data</h3><details><summary>{len(data)} file{'s' if len(data) != 1 else ''} "
+                     f"(sha256)</summary><table><tbody>{rows}</tbody></table></details>")
+    notes = manifest.get("notes") or []
+    if notes:
+        parts.append("<h3>Notes</h3><ul>" + "".join(f"<li>{_e(n)}</li>" for n in notes) + "</ul>")
+    packages = manifest.get("packages") or {}
+    if packages:
+        parts.append("<h3>Packages</h3><p class=\"bl-packages\">"
+                     + " · ".join(f"{_e(k)} {_e(v)}" for k, v in packages.items()) + "</p>")
+    if manifest.get("error"):
+        parts.append(f'<h3>Error</h3><pre class="bl-failed">{_e(manifest["error"])}</pre>')
+    parts.append("</footer>")
+    return "\n".join(parts)
+
+
+_H = re.compile(r'<h([1-3]) id="([^"]+)">(.*?)(?:<a class="anchor-link"[^>]*>[^<]*</a>)?</h\1>', re.S)
+
+
+def table_of_contents(body: str) -> str:
+    """A nested list of the report's h2/h3 headings (the h1 is the title), linking to their ids."""
+    items = []
+    for level, ident, text in _H.findall(body):
+        if level == "1":
+            continue
+        label = re.sub(r"<[^>]+>", "", text).strip()
+        items.append(f'<li class="bl-toc-{level}"><a href="#{ident}">{label}</a></li>')
+    return "<ul>" + "".join(items) + "</ul>"
+
+
+def read_manifest(folder: Path) -> dict:
+    for name in ("MANIFEST.json", "MANIFEST.failed.json"):
+        p = Path(folder) / name
+        if p.exists():
+            try:
+                return json.loads(p.read_text())
+            except (OSError, json.JSONDecodeError):
+                return {"status": f"unreadable {name}"}
+    return {}
+
+
+def render(executed: Path, out: Path | None = None) -> Path:
+    """Write the reader's report of the executed notebook ``executed`` to ``out`` (default: beside it, ``.html``),
+    with the provenance of the ``MANIFEST.json`` beside the notebook, and return its path."""
+    import nbformat
+    from nbconvert import HTMLExporter
+    from nbconvert.filters.markdown_mistune import markdown2html_mistune
+
+    executed = Path(executed).resolve()
+    out = Path(out).resolve() if out else executed.with_suffix(".html")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    nb = nbformat.read(executed, as_version=4)
+    manifest = read_manifest(executed.parent)
+    here = out.parent
+    links = [_link(executed, here, "executed notebook"),
+             _link(executed.parent / "tables", here, "tables"),
+             _link(executed.parent / "figures", here, "figures"),
+             _link(executed.parent / "MANIFEST.json", here, "MANIFEST.json")]
+    math = has_math(nb)
+    mathjax_url = ""
+    if math:
+        copy_mathjax(here)
+        mathjax_url = f"{MATHJAX_DIR}/MathJax.js?config={MATHJAX_CONFIG}"
+    intro = next((c.get("id") for c in nb.cells if c.cell_type == "markdown"), None)
+    resources = {
+        "metadata": {"name": executed.stem, "path": str(executed.parent)},
+        "biaslab": {
+            "mathjax_url": mathjax_url,
+            "css": CSS.read_text(),
+            "hidden_tags": list(PARAMETER_TAGS),
+            "intro_cell": intro,
+            "summary_html": summary_html(nb, manifest, markdown2html_mistune, links, math),
+            "footer_html": footer_html(manifest, links),
+        },
+    }
+    exporter = HTMLExporter(template_name="biaslab", extra_template_basedirs=[str(TEMPLATES)],
+                            exclude_input_prompt=True, exclude_output_prompt=True, embed_images=True)
+    body, _ = exporter.from_notebook_node(nb, resources=resources)
+    if intro is None:     # no introduction cell to put the panel under: put it first
+        body = body.replace("<main>", "<main>\n" + resources["biaslab"]["summary_html"], 1)
+    body = body.replace("<!--bl-toc-->", table_of_contents(body), 1)
+    atomic_write_text(out, body)
+    return out
