@@ -1,4 +1,5 @@
-"""Command line: ``biaslab data fetch|status``, ``biaslab models prepare|list``, ``biaslab reproduce``, ``biaslab catalogue``."""
+"""Command line: ``biaslab data fetch|status``, ``biaslab models prepare|list``, ``biaslab reproduce``,
+``biaslab report render|check|screenshot|pdf``, ``biaslab catalogue``."""
 
 from __future__ import annotations
 
@@ -48,6 +49,42 @@ def _reproduce(args) -> int:
                             publish=args.publish, html=not args.no_html, dry_run=args.dry_run, jobs=args.jobs)
 
 
+def _report(args) -> int:
+    from pathlib import Path
+
+    from . import paths, report_index
+    from .report import browser, gallery
+    from .report.html import render_all
+    root = Path(args.folder) if args.folder else paths.OUTPUTS_DIR
+    if args.action == "render":
+        done = render_all(root)
+        print(f"wrote {len(done)} report{'s' if len(done) != 1 else ''} and {report_index.write(root)}")
+        return 0
+    if args.action == "screenshot":
+        for p in gallery.take(root, Path(args.dest) if args.dest else root / "screenshots"):
+            print(f"wrote {p} ({p.stat().st_size // 1024} KB)")
+        return 0
+    runs = report_index.manifests(root)
+    pages = [f / f"{m.get('notebook') or f.name}.html" for f, m in runs]
+    missing = [p for p in pages if not p.exists()]
+    if missing:
+        raise FileNotFoundError(f"no report at {missing[0]}{f' (and {len(missing) - 1} more)' if len(missing) > 1 else ''}"
+                                f": run `biaslab report render {args.folder or ''}`".strip())
+    bad = 0
+    with browser.chromium() as driver:
+        if args.action == "pdf":
+            for p in pages:
+                print(f"wrote {browser.pdf(p, p.with_suffix('.pdf'), driver)}")
+            return 0
+        pages += [root / "index.html"] if (root / "index.html").exists() else []
+        for p in pages:
+            found = browser.check(p, driver)
+            bad += bool(found.problems)
+            print(found)
+    print(f"{len(pages) - bad} of {len(pages)} pages display offline without a problem")
+    return 1 if bad else 0
+
+
 def _usage_errors():
     """Errors a user can fix from the command line (reported in one line, exit code 2)."""
     from .models import ModelNotFoundError
@@ -91,6 +128,13 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--jobs", type=int, default=1, metavar="N",
                    help="notebooks run at a time (each kernel gets cores/N torch threads; `make reproduce` uses 2)")
     r.set_defaults(func=_reproduce)
+
+    rp = sub.add_parser("report", help="HTML reports of executed notebooks: render them (and index.html), check them in "
+                                       "Chromium offline, take the README's screenshots, print them to PDF")
+    rp.add_argument("action", choices=["render", "check", "screenshot", "pdf"])
+    rp.add_argument("folder", nargs="?", help="a folder of runs laid out as outputs/ (default: outputs/)")
+    rp.add_argument("--dest", help="screenshot: folder for the PNGs (default: FOLDER/screenshots)")
+    rp.set_defaults(func=_report)
 
     c = sub.add_parser("catalogue", help="write outputs/CATALOGUE.md")
     c.set_defaults(func=_catalogue)

@@ -192,8 +192,8 @@ def check(path: Path, driver=None) -> PageReport:
 
 def screenshot(path: Path, out: Path, driver=None, width: int = 1280, height: int = 1400, at: str | None = None,
                open_code: bool = False) -> Path:
-    """A PNG of ``path`` as a reader sees it, ``width`` × ``height`` CSS pixels from the top of the page or from the
-    element with id ``at``."""
+    """A PNG of ``path`` as a reader sees it: a ``width`` × ``height`` window at the top of the page, or scrolled to
+    the first heading whose text starts with ``at`` (or the element with that id)."""
     if driver is None:
         with chromium(width, height) as d:
             return screenshot(path, out, d, width, height, at, open_code)
@@ -205,9 +205,10 @@ def screenshot(path: Path, out: Path, driver=None, width: int = 1280, height: in
         if open_code:
             driver.execute_script("document.querySelector('.bl-code-toggle')?.click()")
         if at and not driver.execute_script(
-                "const e = document.getElementById(arguments[0]); if (!e) return false;"
+                "const e = document.getElementById(arguments[0]) || [...document.querySelectorAll('h1, h2, h3')]"
+                "  .find(h => h.textContent.trim().startsWith(arguments[0])); if (!e) return false;"
                 "window.scrollTo(0, e.getBoundingClientRect().top + window.scrollY - 12); return true", at):
-            raise ValueError(f"{path} has no element with id {at!r}")
+            raise ValueError(f"{path} has no heading starting with {at!r} (nor an element with that id)")
         shot = driver.execute_cdp_cmd("Page.captureScreenshot", {"format": "png"})
     finally:
         driver.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})

@@ -328,3 +328,15 @@ def render(executed: Path, out: Path | None = None) -> Path:
     body = body.replace("<!--bl-toc-->", table_of_contents(body), 1)
     atomic_write_text(out, body)
     return out
+
+
+def render_all(root: Path) -> list[Path]:
+    """Render the report of every run under ``root`` (each ``MANIFEST.json`` beside an executed notebook) and return
+    their paths; a run whose notebook is missing is skipped."""
+    from ..report_index import manifests
+    done = []
+    for folder, m in manifests(Path(root)):
+        executed = folder / f"{m.get('notebook') or folder.name}.ipynb"
+        if executed.exists():
+            done.append(render(executed))
+    return done
