@@ -12,13 +12,32 @@ JOBS ?= 2
 MIRROR ?= $(wildcard ../shared/data)
 MIRROR_ARG := $(if $(MIRROR),--mirror $(MIRROR),)
 
-.PHONY: reproduce test install data models lab bench catalogue clean-outputs served-test
+.PHONY: reproduce test install data models lab bench catalogue clean-outputs served-test browser reports screenshots
 
 reproduce: data models
 	$(BIASLAB) reproduce --profile $(PROFILE) --publish --jobs $(JOBS)
 
-test: data models served-test
+test: data models served-test browser
 	$(PY) -m pytest
+
+# Debian's Chromium and its ChromeDriver for the browser test of the HTML reports (tests/test_report_browser.py),
+# installed where missing when run as root with apt-get (about 45 s on a fresh machine); elsewhere the test skips and
+# says why. Never a browser download of a test tool's own.
+browser:
+	@if command -v chromium >/dev/null && command -v chromedriver >/dev/null; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	  echo "installing Debian's chromium and chromium-driver for the browser test"; \
+	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+	      chromium chromium-driver >/dev/null; } || echo "apt-get could not install chromium: the browser test will skip"; \
+	else echo "chromium/chromedriver missing (install: sudo apt-get install chromium chromium-driver): the browser test will skip"; fi
+
+# HTML reports of the executed notebooks under outputs/ (and outputs/index.html), e.g. after a fresh clone
+reports: install
+	$(BIASLAB) report render
+
+# The README's screenshots of two reports, from the executed notebooks under outputs/ (outputs/screenshots/*.png)
+screenshots: install browser
+	$(BIASLAB) report screenshot
 
 # The real OpenAI-compatible server the served-backend tests start (llama-cpp-python builds from source once, about
 # 6 min on two cores; pip caches the wheel, so later installs take seconds).
@@ -67,9 +86,10 @@ $(LMEVAL_VENV)/.installed: benchmarks/requirements-lmeval.txt requirements.lock
 catalogue: install
 	$(BIASLAB) catalogue
 
-# Remove what runs leave that is never committed: scratch runs, HTML renders, failed-run notebooks and records,
-# staging folders of killed runs. The committed outputs (tables, figures, executed notebooks, MANIFEST.json) stay.
+# Remove what runs leave that is never committed: scratch runs, HTML reports (with their MathJax copies) and PDFs,
+# failed-run notebooks and records, staging folders of killed runs. The committed outputs (tables, figures, executed
+# notebooks, MANIFEST.json, screenshots) stay.
 clean-outputs:
 	rm -rf scratch
-	find outputs \( -name '*.html' -o -name '*.failed.ipynb' \) -type f -delete
-	find outputs -depth \( -name '.*.staging-*' -o -name '.*.old-*' \) -type d -exec rm -rf {} +
+	find outputs \( -name '*.html' -o -name '*.pdf' -o -name '*.failed.ipynb' \) -type f -delete
+	find outputs -depth \( -name '.*.staging-*' -o -name '.*.old-*' -o -name _mathjax \) -type d -exec rm -rf {} +

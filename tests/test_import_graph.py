@@ -28,6 +28,7 @@ STAGES = {
     "resultcache": "cache",
     "catalogue": "orchestration", "runner": "orchestration", "cli": "orchestration", "parameters": "orchestration",
     "report_index": "orchestration", "compare": "orchestration",      # compare: notebook 5 reads outputs
+    "report": "orchestration",                                          # HTML reports of executed notebooks
     "findings": "wording",
 }
 GENERIC = {"infra", "cache", "sources", "benchmarks", "models", "scoring", "stats", "plots", "wording", "output"}

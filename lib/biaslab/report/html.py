@@ -22,6 +22,7 @@ import ast
 import html
 import importlib.util
 import json
+import logging
 import re
 import shutil
 from pathlib import Path
@@ -45,6 +46,10 @@ MATHJAX_CONFIG = "TeX-AMS-MML_HTMLorMML-full,Safe"
 _MATH = re.compile(r"\$[^$\s][^$]*\$|\\\(|\\\[|\\begin\{")
 
 CSS = Path(__file__).with_name("report.css")
+# nbconvert warns for every figure without alternative text (a notebook's PNG outputs have none) and fills in
+# "No description has been provided for this image"; the warning says nothing about a run.
+_QUIET = logging.getLogger("biaslab.report.nbconvert")
+_QUIET.setLevel(logging.ERROR)
 
 
 def mathjax_source() -> Path:
@@ -321,7 +326,7 @@ def render(executed: Path, out: Path | None = None) -> Path:
         },
     }
     exporter = HTMLExporter(template_name="biaslab", extra_template_basedirs=[str(TEMPLATES)],
-                            exclude_input_prompt=True, exclude_output_prompt=True, embed_images=True)
+                            exclude_input_prompt=True, exclude_output_prompt=True, embed_images=True, log=_QUIET)
     body, _ = exporter.from_notebook_node(nb, resources=resources)
     if intro is None:     # no introduction cell to put the panel under: put it first
         body = body.replace("<main>", "<main>\n" + resources["biaslab"]["summary_html"], 1)
