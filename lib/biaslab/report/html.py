@@ -227,6 +227,18 @@ def summary_html(nb, manifest: dict, markdown2html, links: list[str], math: bool
     return "\n".join(parts)
 
 
+def _model_source(info: dict) -> str:
+    if info.get("backend") == "served":
+        return f"served at {', '.join(info.get('base_urls') or [])}"
+    return info.get("source") or info.get("original") or ""
+
+
+def _model_identity(info: dict) -> str:
+    if info.get("weights_sha256"):
+        return info["weights_sha256"]
+    return info.get("served_model_id") or info.get("model") or "?"
+
+
 def footer_html(manifest: dict, links: list[str]) -> str:
     """Provenance from MANIFEST.json: run, models with weight hashes, data with sha256, environment."""
     if not manifest:
@@ -242,12 +254,13 @@ def footer_html(manifest: dict, links: list[str]) -> str:
     models = manifest.get("models") or {}
     if models:
         rows = "".join(
-            f"<tr><td>{_e(name)}</td><td>{_e(info.get('source') or info.get('original') or '')}</td>"
+            f"<tr><td>{_e(name)}</td><td>{_e(_model_source(info))}</td>"
             f"<td>{_e(info.get('dtype', ''))} {_e(info.get('device', ''))}</td>"
-            f"<td><code>{_e(info.get('weights_sha256') or info.get('model_id') or '')}</code></td></tr>"
+            f"<td><code>{_e(_model_identity(info))}</code></td></tr>"
             for name, info in ((n, i or {}) for n, i in models.items()))
         parts.append("<h3>Models</h3><table><thead><tr><th>model</th><th>source</th><th>precision</th>"
-                     f"<th>weights sha256</th></tr></thead><tbody>{rows}</tbody></table>")
+                     f"<th>weights sha256 (served: the server's model id)</th></tr></thead><tbody>{rows}</tbody>"
+                     "</table>")
     data = manifest.get("data") or {}
     if data:
         rows = "".join(f"<tr><td>{_e(k)}</td><td><code>{_e(v)}</code></td></tr>" for k, v in data.items())
