@@ -208,7 +208,7 @@ def interval(m: Metric, r: pd.DataFrame, n_boot: int = 2000, seed: int = 0) -> d
                if m.cluster and cl is None else "")
     if m.kind == "binary":
         r = r[r[m.outcome].notna()]
-        t = intervals.rate_intervals(r, m.outcome, cl, n_boot=n_boot, seed=seed).iloc[0]
+        t = intervals.rate_intervals(r, m.outcome, cl).iloc[0]
         return {"estimate_from_responses": t["rate"], "ci_low": t["ci_low"], "ci_high": t["ci_high"],
                 "ci_method": t["ci_method"] + missing, "n_units": int(t["n"]), "n_clusters": int(t["n_clusters"])}
     if m.kind == "continuous":
