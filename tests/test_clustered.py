@@ -155,3 +155,12 @@ def test_paired_difference_uses_t_not_the_normal_with_many_clusters():
     assert r["ci_high"] - r["difference"] == pytest.approx(stats.t.ppf(0.975, 39) * r["se_cluster"])
     few = paired.paired_difference(df[df["template"] < 12], "y", "a", "b", "template")
     assert few["test"].startswith("wild cluster bootstrap") and few["n_clusters"] == 12
+
+
+def test_two_way_falls_back_to_one_way_where_a_dimension_is_constant():
+    """SSQA's 37 no-stigma prompts: one stigma, 37 templates — the two-way variance is the template one-way one."""
+    d = _crossed(seed=4)
+    one = d[d["stigma"] == 0]
+    two = C.rate_inference(one["y"].to_numpy(), [one["template"].to_numpy(), one["stigma"].to_numpy()])
+    ref = C.rate_inference(one["y"].to_numpy(), one["template"].to_numpy())
+    assert two["n_clusters"] == 12 and two["se"] == pytest.approx(ref["se"])

@@ -76,7 +76,7 @@ def cr1_variance(scores, clusters) -> tuple[float, int]:
     ``G/(G-1) sum_g (sum_{i in g} s_i)^2``. Two-way (``clusters`` an (n, 2) array or two arrays): the
     Cameron-Gelbach-Miller sum ``V_A + V_B - V_AB`` (intersection clusters for V_AB), each CR1 with its own G; when
     that is not positive (it can be in small samples, CGM 2011 §2.3) the larger of V_A and V_B. G is the smaller
-    dimension's count."""
+    dimension's count; where one dimension has a single cluster in these rows, the other dimension's one-way CR1."""
     s = np.asarray(scores, dtype=float)
     dims = _as_code_list(clusters, s.size)
 
@@ -89,6 +89,8 @@ def cr1_variance(scores, clusters) -> tuple[float, int]:
     if len(dims) == 1:
         return one(dims[0])
     (va, ga), (vb, gb) = one(dims[0]), one(dims[1])
+    if min(ga, gb) < 2:            # one dimension constant here (e.g. SSQA's 37 no-stigma prompts): one-way on the other
+        return (va, ga) if ga >= gb else (vb, gb)
     inter = codes(dims[0].astype(np.int64) * (int(dims[1].max()) + 1) + dims[1])
     vab, _ = one(inter)
     v = va + vb - vab

@@ -30,6 +30,7 @@ import functools
 import math
 
 import numpy as np
+import pandas as pd
 from scipy import stats
 from statsmodels.stats.power import NormalIndPower, TTestPower
 from statsmodels.stats.proportion import proportion_effectsize
@@ -130,6 +131,25 @@ def mde_design(kind: str, n: int, n_clusters: int | None = None, deff: float | N
     if n_clusters is not None and np.isfinite(n_clusters):
         parts.append(f"t({int(n_clusters) - 1})")
     return ", ".join(parts)
+
+
+def subgroup_contrast_mdes(df: pd.DataFrame, outcome: str, factor: str, cluster, alpha: float = ALPHA,
+                           power: float = POWER) -> pd.DataFrame:
+    """For every level of ``factor``: the MDE of the contrast "this subgroup vs the rest" as the analysis sees it,
+    from the contrast's own cluster-robust SE (:func:`biaslab.stats.clustered.contrast_inference`, one- or two-way
+    ``cluster``) on t(G - 1). A level crossed with the clusters (a prompt style in every template) has a small
+    design effect; a level constant within clusters (a template-level gender) a large one — never the design effect
+    of the model's overall rate. Columns: level, n_group, n_rest, n_clusters, design_effect, se, mde."""
+    from .clustered import cluster_labels, contrast_inference
+    labels = cluster_labels(df, cluster)
+    y = df[outcome].to_numpy(dtype=float)
+    rows = []
+    for level in pd.unique(df[factor]):
+        r = contrast_inference(y, (df[factor] == level).to_numpy(), labels, alpha=alpha)
+        rows.append({"level": level, "n_group": r["n_group"], "n_rest": r["n_rest"], "n_clusters": r["n_clusters"],
+                     "design_effect": r["design_effect"], "se": r["se"],
+                     "mde": mde_from_se(r["se"], r["df"], alpha, power) if r["n_clusters"] >= 2 else np.nan})
+    return pd.DataFrame(rows)
 
 
 def power_proportion(n: float, p1: float, p0: float = 0.5, alpha: float = ALPHA, deff: float = 1.0) -> float:
