@@ -524,6 +524,36 @@ def preference_tests(prefs: pd.DataFrame, by: Sequence[str] = ("model", "dataset
     return out[cols]
 
 
+def bf_prior_curves(lik: pd.DataFrame, pref: pd.DataFrame | None = None, by: Sequence[str] = ("model", "dataset"),
+                    r_grid: Sequence[float] | None = None, a_grid: Sequence[float] | None = None,
+                    bias_col: str = "bias_type", score: str = "norm_logprob", r: float = SQRT2_2) -> pd.DataFrame:
+    """BF10 as a function of the prior, for the robustness figure: the JZS BF of each group's pooled ('overall')
+    ``score`` row over Cauchy scales ``r_grid`` (default 0.05-2, log-spaced), and, from ``pref``, the binomial BF of
+    each group × source's pooled row over Beta(a, a), ``a_grid`` (default 1-100). Long table: scheme, prior
+    ("JZS Cauchy r" / "Beta(a, a)"), prior_value, bf10, default (the reported prior: ``r``, Beta(1, 1)), label."""
+    r_grid = np.union1d(np.geomspace(0.05, 2.0, 40) if r_grid is None else np.asarray(r_grid, float), [r])
+    a_grid = np.union1d(np.geomspace(1.0, 100.0, 40) if a_grid is None else np.asarray(a_grid, float), [1.0])
+    by = list(by)
+    rows = []
+    pooled = lik[(lik[bias_col] == OVERALL) & (lik["score"] == score)]
+    for row in pooled.itertuples(index=False):
+        label = " · ".join(str(getattr(row, c)) for c in by)
+        for x in r_grid:
+            rows.append({"scheme": "likelihood (LPBS, JZS)", "prior": "JZS Cauchy r", "prior_value": float(x),
+                         "bf10": jzs_bf10(row.t, int(row.n), float(x)), "default": r, "label": label})
+    if pref is not None and len(pref):
+        for row in pref[pref[bias_col] == OVERALL].itertuples(index=False):
+            if not row.n or not np.isfinite(row.bf10):      # no answers, or a masked (degenerate) responder
+                continue
+            label = " · ".join(str(getattr(row, c)) for c in by) + (f" · {row.source}" if hasattr(row, "source")
+                                                                     else "")
+            for x in a_grid:
+                rows.append({"scheme": "preference (binomial)", "prior": "Beta(a, a)", "prior_value": float(x),
+                             "bf10": _bf(log_bf10_binom_beta(int(row.k), int(row.n), float(x))), "default": 1.0,
+                             "label": label})
+    return pd.DataFrame(rows)
+
+
 def _clopper_pearson(k, n):
     from .intervals import clopper_pearson
     return clopper_pearson(np.asarray(k, dtype=float), np.asarray(n, dtype=float))
