@@ -719,7 +719,7 @@ if len(importance):
         adj = multiplicity.add_adjusted(importance[stig], "p_cluster", family="model", method="fdr_bh")
         importance.loc[stig, "p_cluster_fdr_bh"] = adj["p_cluster_fdr_bh"]
     cols = ["model", "term", "factor", "level", "coef", "se", "odds_ratio", "ci_low", "ci_high", "p_value",
-            "se_cluster", "ci_low_cluster", "ci_high_cluster", "p_cluster", "p_cluster_fdr_bh", "design_effect",
+            "se_cluster", "ci_low_cluster", "ci_high_cluster", "p_cluster", "p_method", "p_cluster_fdr_bh", "design_effect",
             "n_clusters", "ci_method", "n_level", "rate_level", "separated", "n"]
     table(importance[cols], "factor_importance")
     terms = importance[~importance["separated"] & (importance["factor"] != "Intercept")]
