@@ -530,6 +530,10 @@ print("degenerate (excluded from tests):", sorted(degenerate_models) or "none")
 #
 # which for a step function is the mean of $|d(g) - C|$; with $C = 0$ it is the area over the eCDF. A two-sample
 # Kolmogorov–Smirnov test compares two models' distributions of subgroup rates.
+#
+# *Issue 18:* the Wald interval of eq. (3) treats prompts as independent; `subgroups.csv` also gives each log
+# disparity's cluster-robust interval (`ci_low_cluster`, `ci_high_cluster`: delta method, CR1, clustered like every
+# interval of this notebook, t(G − 1), with `n_clusters`).
 
 # %%
 t0 = time.perf_counter()
@@ -550,7 +554,8 @@ if nocot[plan.outcome].isna().any():   # e.g. CrowS-Pairs ties (identical senten
     nocot = nocot[nocot[plan.outcome].notna()].copy()
 nocot[plan.outcome] = nocot[plan.outcome].astype(int)
 inner, outer = plan.sunburst
-sub = sg.subgroups(nocot, plan.subgroup_factors, levels=(1, 2), by="model", outcome=plan.outcome)
+sub = sg.subgroups(nocot, plan.subgroup_factors, levels=(1, 2), by="model", outcome=plan.outcome,
+                   cluster=bench.clusters)
 table(sub, "subgroups", show_rows=10)
 for m in pd.unique(sub["model"]):
     s = sub[sub["model"] == m]

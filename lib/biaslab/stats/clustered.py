@@ -8,7 +8,8 @@ The rule
   ``cov_type="cluster"`` applies to an intercept-only OLS; Cameron & Miller eq. 11-12). Where a benchmark's design is
   *crossed* (SSQA: every stigma with every template), two-way clustering (Cameron, Gelbach & Miller 2011, "Robust
   inference with multiway clustering", J. Bus. Econ. Stat. 29(2), eq. 2.11): ``V = V_A + V_B - V_AB``, each term CR1
-  with its own G (statsmodels' ``cov_type="cluster"`` with a two-column ``groups`` array gives the same numbers).
+  with its own G (statsmodels' ``cov_type="cluster"`` with a two-column ``groups`` array gives the same numbers),
+  floored at the larger one-way variance (:func:`cr1_variance`).
 * **Reference distribution.** t with ``G - 1`` degrees of freedom, ``G`` the number of clusters (two-way: the smaller
   dimension; Cameron, Gelbach & Miller 2011 §2.3), never the normal: with 37 templates t(36) and N(0, 1) differ by
   4 % in the critical value, with 4 templates by 62 %.
@@ -74,9 +75,11 @@ def cr1_variance(scores, clusters) -> tuple[float, int]:
 
     ``scores`` are the statistic's per-unit influence values (a mean: ``(y_i - ybar) / n``). One-way:
     ``G/(G-1) sum_g (sum_{i in g} s_i)^2``. Two-way (``clusters`` an (n, 2) array or two arrays): the
-    Cameron-Gelbach-Miller sum ``V_A + V_B - V_AB`` (intersection clusters for V_AB), each CR1 with its own G; when
-    that is not positive (it can be in small samples, CGM 2011 §2.3) the larger of V_A and V_B. G is the smaller
-    dimension's count; where one dimension has a single cluster in these rows, the other dimension's one-way CR1."""
+    Cameron-Gelbach-Miller sum ``V_A + V_B - V_AB`` (intersection clusters for V_AB), each CR1 with its own G, but
+    never less than either one-way variance: the sum can fall below them (and below 0) when one side of a contrast
+    lies in a single cluster of a dimension (SSQA's no-stigma prompts are one stigma), where that dimension's
+    variation cannot be estimated (CGM 2011 §2.3 note the problem; taking the larger is the conservative choice). G is
+    the smaller dimension's count; where one dimension has a single cluster in these rows, the other's one-way CR1."""
     s = np.asarray(scores, dtype=float)
     dims = _as_code_list(clusters, s.size)
 
@@ -93,10 +96,7 @@ def cr1_variance(scores, clusters) -> tuple[float, int]:
         return (va, ga) if ga >= gb else (vb, gb)
     inter = codes(dims[0].astype(np.int64) * (int(dims[1].max()) + 1) + dims[1])
     vab, _ = one(inter)
-    v = va + vb - vab
-    if not v > 0:
-        v = max(va, vb)
-    return float(v), min(ga, gb)
+    return float(max(va + vb - vab, va, vb)), min(ga, gb)
 
 
 def t_quantile(df: float, q: float) -> float:
