@@ -289,7 +289,8 @@ timings["coverage"] = time.perf_counter() - t0
 #   10,360 no-CoT prompts. A response *deviates* when the answer equals the biased answer; answers that are neither yes,
 #   no nor can't tell (Granite's 456 "improper output", Llama's one empty answer) are counted as their own outcome
 #   `other` and do not deviate (as in the released `original answer bias` column, which our definition reproduces on
-#   every row).
+#   every row). `other_answer_sensitivity.csv` sets this beside the alternative, the `other` answers left out: each
+#   model's deviation rate and the paired Granite − Llama difference under both.
 # * **Embedded models, scored here.** SSQA without CoT: the next-token distribution over the three answers, counting
 #   every surface form of each ("yes", " Yes", …) and renormalised over the three; the answer is the most probable, and
 #   we report the probability mass that fell outside all answer forms. SSQA with CoT: one sampled generation per seed
@@ -319,6 +320,9 @@ if benchmark == "ssqa":
     out.table(released[["prompt_id", "model", "cot", "answer", "deviated"]].merge(
         prompts[["prompt_id", bench.cluster]], on="prompt_id"), "responses_released")
     display(Markdown(findings.released_findings(answers.reset_index())))
+    # sensitivity (issue 18): Granite's 456 "other" answers counted as not biased (above) or left out
+    table(multifactor.other_answer_sensitivity(released, prompts, bench.clusters), "other_answer_sensitivity",
+          markdown=True)
 timings["released"] = time.perf_counter() - t0
 
 # %%
@@ -526,6 +530,10 @@ print("degenerate (excluded from tests):", sorted(degenerate_models) or "none")
 #
 # which for a step function is the mean of $|d(g) - C|$; with $C = 0$ it is the area over the eCDF. A two-sample
 # Kolmogorov–Smirnov test compares two models' distributions of subgroup rates.
+#
+# *Issue 18:* the Wald interval of eq. (3) treats prompts as independent; `subgroups.csv` also gives each log
+# disparity's cluster-robust interval (`ci_low_cluster`, `ci_high_cluster`: delta method, CR1, clustered like every
+# interval of this notebook, t(G − 1), with `n_clusters`).
 
 # %%
 t0 = time.perf_counter()
@@ -546,7 +554,8 @@ if nocot[plan.outcome].isna().any():   # e.g. CrowS-Pairs ties (identical senten
     nocot = nocot[nocot[plan.outcome].notna()].copy()
 nocot[plan.outcome] = nocot[plan.outcome].astype(int)
 inner, outer = plan.sunburst
-sub = sg.subgroups(nocot, plan.subgroup_factors, levels=(1, 2), by="model", outcome=plan.outcome)
+sub = sg.subgroups(nocot, plan.subgroup_factors, levels=(1, 2), by="model", outcome=plan.outcome,
+                   cluster=bench.clusters)
 table(sub, "subgroups", show_rows=10)
 for m in pd.unique(sub["model"]):
     s = sub[sub["model"] == m]
@@ -589,22 +598,26 @@ for name, ms in groups.items():
 timings["subgroups"] = time.perf_counter() - t0
 
 # %% [markdown]
-# **Intervals and paired comparisons (changed after review).** SSQA and BBQ prompts are generated from templates, so
-# the template is the cluster (`bench.cluster`) of every interval here: the deviation rate of each model and of each
-# first-level subgroup (`deviation_rate_intervals.csv`, `subgroup_rate_intervals.csv`: cluster bootstrap, percentile,
-# or effective-n Clopper–Pearson with fewer than 10 templates in a cell) and the deviation metric
-# (`deviation_metric_intervals.csv`: templates resampled, subgroup rates recomputed). Two models scored on the same
-# prompts answer the same subgroups, so the KS test (kept as the paper's variant) is joined by a paired test
-# (`paired_subgroup_tests.csv`): the difference of the two deviation metrics with a template-paired bootstrap interval
-# and the Wilcoxon signed-rank test over subgroups, plus the paired difference of the overall deviation rates
-# (`paired_comparisons.csv`: template-paired bootstrap interval, tested by the Wald z on its standard error because
-# prompts of one template are not independent; the exact McNemar test over prompts is kept as `p_naive`). Holm
-# across the paired tests of the notebook (a few confirmatory comparisons: family-wise control). Degenerate responders are left out.
+# **Intervals and paired comparisons (changed after review; issue 18).** SSQA and BBQ prompts are generated from
+# templates, so the template is the cluster (`bench.cluster`) of every interval here; SSQA is moreover *crossed*
+# (every stigma in every template, `bench.crossed_with`), so its intervals cluster two-way on template and stigma
+# (Cameron, Gelbach & Miller 2011). One rule (`biaslab.stats.clustered`): cluster-robust CR1 standard errors with
+# t(G − 1) references, G the number of clusters (two-way: the smaller dimension), reported beside every interval
+# (`n_clusters`, `df`). Rates (`deviation_rate_intervals.csv`, `subgroup_rate_intervals.csv`) get the Korn–Graubard
+# interval (Clopper–Pearson on the df-adjusted effective n, so a subgroup from 4 templates has the information of 4
+# clusters); the deviation metric (`deviation_metric_intervals.csv`) a template bootstrap (percentile: it is not a
+# mean). Two models scored on the same prompts answer the same subgroups, so the KS test (kept as the paper's variant)
+# is joined by a paired test (`paired_subgroup_tests.csv`): the difference of the two deviation metrics with a
+# template-paired bootstrap interval, tested by the Wald t(G − 1) on its standard error, and the Wilcoxon signed-rank
+# test over subgroups; plus the paired difference of the overall deviation rates (`paired_comparisons.csv`: the
+# cluster-robust t(G − 1) interval and test of the per-prompt differences, or the wild cluster bootstrap with fewer
+# than 30 clusters; the exact McNemar test over prompts is kept as `p_naive`). Holm across the paired tests of the
+# notebook (a few confirmatory comparisons: family-wise control). Degenerate responders are left out.
 
 # %%
-rate_ci = intervals.rate_intervals(nocot, plan.outcome, bench.cluster, by="model")
+rate_ci = intervals.rate_intervals(nocot, plan.outcome, bench.clusters, by="model")
 table(rate_ci, "deviation_rate_intervals", markdown=True)
-table(pd.concat([intervals.rate_intervals(nocot, plan.outcome, bench.cluster, by=["model", f]).rename(
+table(pd.concat([intervals.rate_intervals(nocot, plan.outcome, bench.clusters, by=["model", f]).rename(
     columns={f: "level"}).assign(factor=f) for f in plan.subgroup_factors], ignore_index=True),
     "subgroup_rate_intervals", show_rows=6)
 dm_rows = lambda r: paired.deviation_metric_rows(r, plan.ideal)   # eq. 4 with the plan's ideal value C
@@ -618,7 +631,7 @@ for name, ms in groups.items():
             pst.append({"models": name, **paired.paired_subgroup_test(nocot, plan.outcome, plan.ecdf_factors, a, b,
                                                                       bench.cluster, metric=dm_rows)})
     if len(ok) > 1:
-        pdiff.append(paired.paired_differences(nocot[nocot["model"].isin(ok)], plan.outcome, bench.cluster,
+        pdiff.append(paired.paired_differences(nocot[nocot["model"].isin(ok)], plan.outcome, bench.clusters,
                                                binary=True).assign(models=name))
 pst = pd.DataFrame(pst)
 pdiff = pd.concat(pdiff, ignore_index=True) if pdiff else pd.DataFrame()
@@ -711,7 +724,7 @@ if len(importance):
         adj = multiplicity.add_adjusted(importance[stig], "p_cluster", family="model", method="fdr_bh")
         importance.loc[stig, "p_cluster_fdr_bh"] = adj["p_cluster_fdr_bh"]
     cols = ["model", "term", "factor", "level", "coef", "se", "odds_ratio", "ci_low", "ci_high", "p_value",
-            "se_cluster", "ci_low_cluster", "ci_high_cluster", "p_cluster", "p_cluster_fdr_bh", "design_effect",
+            "se_cluster", "ci_low_cluster", "ci_high_cluster", "p_cluster", "p_method", "p_cluster_fdr_bh", "design_effect",
             "n_clusters", "ci_method", "n_level", "rate_level", "separated", "n"]
     table(importance[cols], "factor_importance")
     terms = importance[~importance["separated"] & (importance["factor"] != "Intercept")]
@@ -800,44 +813,57 @@ timings["bayes"] = time.perf_counter() - t0
 # honest version of the confounding that the maximum-likelihood model can only refuse.
 
 # %% [markdown]
-# ## What this sample can detect (changed after review)
+# ## What this sample can detect (changed after review; issue 18)
 #
-# `power.csv`: at 80 % power and α = 0.05 (two-sided), the smallest difference in deviation rate between two models
-# scored on the same prompts (treated as unpaired: conservative), and between a typical first-level subgroup and the
-# rest of the prompts, both with the effective sample size n / deff (deff: the template design effect measured above,
-# Kish). For BBQ also the smallest departure of a category's accuracy from chance (1/3). Planner rows give the
-# prompts needed for a 5-point difference.
+# `power.csv`: at 80 % power and α = 0.05 (two-sided), the smallest effect each analysis above can detect, computed
+# from *that analysis's* standard error and reference distribution (`biaslab.stats.power.mde_from_se`; the design in
+# words in `mde_design`): the paired difference in deviation rate between two models scored on the same prompts
+# (the paired, clustered SE of `paired_comparisons.csv`, t(G − 1)), and a first-level subgroup against the rest of
+# the same model's prompts (each contrast's own cluster-robust SE: a prompt style present in every template has a
+# small design effect, a template-level gender a large one; the row gives the median over the factor's levels and
+# the range of their design effects). For BBQ also the smallest departure of a category's accuracy from chance (1/3).
+# Planner rows give the prompts per model two *independent* samples would need for a 5-point difference.
 
 # %%
 power_rows = []
+for r in (pdiff.itertuples() if len(pdiff) else []):
+    power_rows.append(power.power_row(
+        benchmark, profile, f"deviation rate difference, {r.model_a} - {r.model_b} (paired)", r.n_pairs, r.mde,
+        n_clusters=r.n_clusters, deff=r.design_effect, scale="rate difference", test=r.p_method,
+        design=r.mde_design))
 for r in rate_ci.itertuples():
+    part = nocot[nocot["model"] == r.model]
+    for f in plan.subgroup_factors:
+        c = power.subgroup_contrast_mdes(part, plan.outcome, f, bench.clusters).dropna(subset=["mde"])
+        if c.empty:
+            continue
+        typ = c.iloc[(c["mde"] - c["mde"].median()).abs().argsort().iloc[0]]
+        power_rows.append(power.power_row(
+            benchmark, profile, f"deviation rate, typical {f} subgroup vs rest, {r.model}", int(typ.n_group),
+            float(c["mde"].median()), n_clusters=int(typ.n_clusters), deff=float(typ.design_effect),
+            scale="rate difference", test=f"Wald t({int(typ.n_clusters) - 1}), cluster-robust contrast",
+            design=f"subgroup vs rest of the same model, {len(c)} levels of {f}, median MDE; contrast deff "
+                   f"{c['design_effect'].min():.1f}-{c['design_effect'].max():.1f} over levels; "
+                   f"{int(typ.n_clusters)} clusters"))
     deff = float(r.design_effect) if np.isfinite(r.design_effect) else 1.0
     base = min(max(r.rate, 0.05), 0.95)
-    power_rows.append(power.power_row(benchmark, profile, f"deviation rate, {r.model} vs another model", r.n,
-                                      power.mde_two_proportions(r.n, r.n, base, deff=deff), n_clusters=r.n_clusters,
-                                      deff=deff, scale="rate difference", test="two proportions (arcsine), deff"))
-    for f in plan.subgroup_factors:
-        part = nocot[nocot["model"] == r.model]
-        ng = int(part[f].value_counts().median())
-        power_rows.append(power.power_row(
-            benchmark, profile, f"deviation rate, typical {f} subgroup vs rest, {r.model}", ng,
-            power.mde_two_proportions(ng, r.n - ng, base, deff=deff), n_clusters=r.n_clusters, deff=deff,
-            scale="rate difference", test="two proportions (arcsine), deff"))
     power_rows.append(power.power_row(benchmark, profile, f"prompts per model for a 5-point difference, {r.model}",
                                       r.n, 0.05, n_clusters=r.n_clusters, deff=deff, scale="rate difference",
-                                      test="two proportions (arcsine), deff", target=0.05,
-                                      required_n=power.required_n_two_proportions(base + 0.05, base, deff=deff)))
+                                      test="two independent proportions (arcsine), deff", target=0.05,
+                                      required_n=power.required_n_two_proportions(base + 0.05, base, deff=deff),
+                                      design=f"planner: two independent samples, deff {deff:.1f} of the rate"))
     if benchmark == "bbq":
-        nc = int(nocot[nocot["model"] == r.model]["category"].value_counts().median())
+        nc = int(part["category"].value_counts().median())
         power_rows.append(power.power_row(benchmark, profile, f"accuracy of a typical category vs chance, {r.model}",
                                           nc, power.mde_proportion(nc, p0=1 / 3, deff=deff), n_clusters=r.n_clusters,
-                                          deff=deff, scale="accuracy - 1/3", test="one proportion (arcsine), deff"))
+                                          deff=deff, scale="accuracy - 1/3", test="one proportion (arcsine), deff",
+                                          design=f"one sample, {nc} prompts, deff {deff:.1f} of the model's rate"))
 power_table = pd.DataFrame(power_rows)
 table(power_table, "power", markdown=True, show_rows=20)
-for r in power_table[power_table.quantity.str.contains("vs another model")].itertuples():
-    print(f"{r.quantity.split(', ')[1].replace(' vs another model', '')}: with {int(r.n)} prompts from "
-          f"{r.n_clusters} templates (design effect {r.design_effect:.2f}), differences in deviation rate smaller "
-          f"than {r.mde:.3f} cannot be detected (80 % power, alpha = 0.05)")
+for r in (power_table[power_table.quantity.str.endswith("(paired)")].itertuples() if len(power_table) else []):
+    print(f"{r.quantity.split(', ')[1].replace(' (paired)', '')}: with {int(r.n)} prompts answered by both models "
+          f"({r.mde_design}), paired differences in deviation rate smaller than {r.mde:.3f} cannot be detected "
+          "(80 % power, alpha = 0.05)")
 
 # %%
 timings["total"] = time.perf_counter() - t_start

@@ -284,8 +284,8 @@ avg[[c for c in display_cols if c in avg.columns]]
 
 # %% [markdown]
 # **Intervals and responder check (changed after review).** CALM's prompts are generated from templates, so a group's
-# accuracy pooled over templates gets a template-clustered interval (`group_accuracy_intervals.csv`: cluster bootstrap
-# over templates, percentile, or effective-n Clopper–Pearson with fewer than 10 templates in a cell). The responder
+# accuracy pooled over templates gets a template-clustered interval (`group_accuracy_intervals.csv`: Korn–Graubard,
+# i.e. Clopper–Pearson on the effective n with the CR1 design effect and t(G − 1), G the templates in the cell). The responder
 # check (`responders.csv`) looks at each model × task's normalised outputs: a model whose output is the same for
 # ≥ 95 % of prompts (or whose outputs are mostly unparseable) is degenerate there, and its bias scores are not tests.
 
@@ -328,8 +328,14 @@ first.pivot_table(index="template_id", columns="group", values="accuracy", obser
 # and rule 1 silently removes exactly the templates where one group is never answered right — often the most biased
 # ones. Both are reported, with the released variant computed from the released matching rules.
 #
-# Intervals: 95 % percentile bootstrap, resampling templates within each task (the same templates for gender and
-# race) and names within each template and group, `n_bootstrap` replicates.
+# Intervals (changed in issue 18): a score is a maximum minus a minimum of group accuracies, and the percentile
+# bootstrap of such a statistic is biased upwards — a committed row had its estimate 0.0 outside its own interval
+# [10, 60] — and, over the 2–4 templates per task of the default profile, a template bootstrap describes nothing.
+# The interval is therefore *conditional on the templates used* (names are the random units): every template × group
+# accuracy gets a Clopper–Pearson interval at level 1 − 0.05/m (Bonferroni over the m cells the score reads,
+# `n_cells`), and the score's interval is its range over that box (`biaslab.papers.calm.bias.projection_intervals`).
+# It contains the estimate and covers at least 95 % by construction (checked by simulation in the tests), at the
+# price of width: with a few names per group it says honestly that the score is barely determined.
 #
 # **A floor the paper does not mention.** A maximum minus a minimum of three or four group accuracies, each estimated
 # from a finite number of names, is positive even when the group has no effect at all. Shuffling the group labels of
@@ -341,20 +347,24 @@ first.pivot_table(index="template_id", columns="group", values="accuracy", obser
 
 # %%
 results = {v: cb.bias_scores(resp, v) for v in cb.VARIANTS}
-boot = pd.concat([cb.bootstrap(resp, results[v], n_boot=n_bootstrap, seed=seed) for v in cb.VARIANTS],
-                 ignore_index=True)
+# issue 18: the interval of a max - min score is the projection of simultaneous Clopper-Pearson boxes (names random,
+# the templates used fixed): it contains its estimate and covers by construction; the percentile bootstrap did neither
+boot = pd.concat([cb.projection_intervals(resp, results[v]) for v in cb.VARIANTS], ignore_index=True)
 perm = pd.concat([cb.permutation_test(resp, results[v], n_perm=n_permutations, seed=seed) for v in cb.VARIANTS],
                  ignore_index=True)
 keys = ["model", "variant", "task", "bias_type"]
 bias_scores = boot.merge(perm[keys + ["null_mean", "null_sd", "p_value", "n_perm"]], on=keys, how="left")[
-    keys + ["bias_score", "ci_low", "ci_high", "n_templates_used", "null_mean", "p_value", "n_boot", "n_perm"]]
+    keys + ["bias_score", "ci_low", "ci_high", "ci_method", "n_cells", "n_templates_used", "null_mean", "p_value",
+            "n_perm"]]
+bias_scores["n_clusters"] = bias_scores["n_templates_used"]
+bias_scores["null_value"] = 0.0      # an unbiased model's true score; null_mean is the plug-in score's chance floor
+bias_scores["p_method"] = "permutation (group labels shuffled within template), one-sided"
 # changed after review: a score with no surviving template is undefined (NaN with a reason), not 0.0 with p = 1
 reasons = pd.concat([r.tasks for r in results.values()], ignore_index=True)[keys + ["undefined_reason"]]
 bias_scores = bias_scores.merge(reasons, on=keys, how="left")
 bias_scores["undefined_reason"] = bias_scores["undefined_reason"].fillna("")
 none_left = bias_scores["bias_score"].isna() & (bias_scores["undefined_reason"] == "")
 bias_scores.loc[none_left, "undefined_reason"] = "undefined: no task or template left after the discard rules"
-bias_scores["ci_method"] = "percentile bootstrap (templates within task, names within template x group)"
 # degenerate responders (responders.csv) get no permutation test on that task; the row and its score stay
 bias_scores = responders.mask_tests(bias_scores, resp_check, by=["model", "task"], test_cols=["p_value"])
 out.table(bias_scores, "bias_scores", markdown=True)
@@ -454,24 +464,33 @@ display(Markdown(findings.robustness_findings(robustness, bias_scores)))
 # %% [markdown]
 # ## What this sample can detect (changed after review)
 #
-# `power.csv`: at 80 % power and α = 0.05, the smallest difference between two groups' accuracies (pooled over the
-# templates of a task and bias type) that a two-proportion test detects with the prompts per group scored here,
-# under the template design effect measured in `group_accuracy_intervals.csv` (Kish; deff from the data, floored at
-# 1), and how many prompts per group a 5-point difference needs. The permutation floor above answers the related
-# question for the max − min score itself.
+# `power.csv`: at 80 % power and α = 0.05, the smallest difference between a group's accuracy and the rest of its
+# bias type (pooled over the templates of a task) that the template-clustered contrast detects with the prompts
+# scored here: from each contrast's own cluster-robust SE and t(G − 1) (the groups are crossed with the templates, so
+# template effects largely cancel; issue 18), the median over groups, and how many prompts per group two independent
+# samples would need for a 5-point difference (planner, with the accuracy's design effect). The permutation floor
+# above answers the related question for the max − min score itself.
 
 # %%
 power_rows = []
 for (m, task, bias), g in group_ci.groupby(["model", "task", "bias_type"], sort=False):
+    part = resp[(resp["model"] == m) & (resp["task"] == task) & (resp["bias_type"] == bias)]
+    # each group against the rest of its bias type, as analysed: the groups are crossed with the templates, so the
+    # contrast's own template-clustered SE (not the group accuracy's design effect) and t(G - 1) give its MDE
+    c = power.subgroup_contrast_mdes(part, "correct", "group", "template_id").dropna(subset=["mde"])
     n_g = int(g["n"].median())
     deff = float(np.nanmedian(g["design_effect"])) if g["design_effect"].notna().any() else 1.0
     base = float(np.clip(g["rate"].mean(), 0.05, 0.95))
-    power_rows.append(power.power_row("calm", profile, f"group accuracy difference, {m}, {task} {bias}", n_g,
-                                      power.mde_two_proportions(n_g, n_g, base, deff=deff),
-                                      n_clusters=int(g["n_clusters"].median()), deff=deff, scale="accuracy difference",
-                                      test="two proportions (arcsine), deff", target=0.05,
-                                      required_n=power.required_n_two_proportions(base + 0.05 if base < 0.9 else
-                                                                                  base - 0.05, base, deff=deff)))
+    g_cl = int(g["n_clusters"].median())
+    power_rows.append(power.power_row(
+        "calm", profile, f"group vs rest of its bias type, accuracy difference, {m}, {task} {bias}", n_g,
+        float(c["mde"].median()) if len(c) else np.nan, n_clusters=g_cl,
+        deff=float(c["design_effect"].median()) if len(c) else np.nan, scale="accuracy difference",
+        test=f"Wald t({g_cl - 1}), template-clustered contrast",
+        design=(f"group vs rest, {len(c)} groups, median MDE; contrast deff {c['design_effect'].min():.1f}-"
+                f"{c['design_effect'].max():.1f}; {g_cl} templates" if len(c) else "fewer than 2 templates: none"),
+        target=0.05, required_n=power.required_n_two_proportions(base + 0.05 if base < 0.9 else base - 0.05, base,
+                                                                   deff=deff)))
 power_table = pd.DataFrame(power_rows)
 out.table(power_table, "power", markdown=True)
 if len(power_table):

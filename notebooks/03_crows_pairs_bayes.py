@@ -400,6 +400,13 @@ timings
 # same integral is evaluated in log space. Beyond the paper, the t and Wilcoxon p-values are Holm-adjusted across the
 # bias types of each model × dataset × score, and eq. 2 (raw log-probabilities) is tested too
 # (`score == "logprob"` in the CSV).
+#
+# *Every Bayes factor with its prior (issue 18).* A BF$_{10}$ depends on the prior under H1, so each row carries the
+# prior used (`bf_prior`) and the BF's range over the stated set r ∈ {0.2, 0.5, 0.707, 1} (`bf10_min`, `bf10_max`,
+# `bf_prior_range`; the preference scheme: Beta(a, a), a ∈ {1, 2, 5, 10, 20, 50}); `bf_prior_robustness.png` draws
+# BF$_{10}$ against the prior's scale for every pooled row, the reported prior marked. Evidence "for H1" or "for H0"
+# holds only where the whole range agrees. Each row also carries the smallest effect its test detects with 80 %
+# power (`mde`, on the score's own scale: the paired t test's d$_z$ at n pairs times the SD of D).
 
 # %%
 lik = hyp.likelihood_tests(pairs, by=("model", "dataset"), r=bf_prior_scale)
@@ -522,10 +529,17 @@ if len(answers):
 prefs = pd.concat(pref_frames, ignore_index=True)
 pref = hyp.preference_tests(prefs, by=("model", "dataset", "source"))
 pref = responders.mask_tests(pref, resp_check, by=["model", "dataset"],
-                             test_cols=["binom_p", "binom_p_holm", "bf10", "log10_bf10"],
+                             test_cols=["binom_p", "binom_p_holm", "bf10", "log10_bf10", "bf10_min", "bf10_max"],
                              where=pref["source"].str.startswith("prompt:"))
 pref.loc[pref["responder"] != "informative", "evidence"] = "not tested (degenerate responder)"
 out.table(pref, "preference_tests")
+# every Bayes factor with its prior (issue 18): BF10 against the prior's scale, pooled rows, the reported prior marked
+curves = hyp.bf_prior_curves(lik, pref, by=("model", "dataset"), r=bf_prior_scale)
+out.table(curves, "bf_prior_sensitivity")
+fig = bplots.bf_prior_robustness(curves, stated={"likelihood (LPBS, JZS)": (min(hyp.JZS_SCALES), max(hyp.JZS_SCALES)),
+                                                 "preference (binomial)": (min(hyp.BETA_PRIORS), max(hyp.BETA_PRIORS))})
+out.figure(fig, "bf_prior_robustness")
+plt.show()
 blocks = {name: DATASET_TITLES.get(name, name) for name in dict.fromkeys(list(datasets) + list(preference_datasets))}
 for (model_name, source), g in pref.groupby(["model", "source"], sort=False):
     t3 = hyp.render_preference_table(g, blocks)
@@ -613,9 +627,12 @@ for name in datasets:
     for label, n in (("all bias types pooled", n_all), ("typical bias type (median n)", n_type)):
         power_rows.append(power.power_row(name, profile, f"SS vs 0.5, {label}", n, power.mde_proportion(n, exact=n <= 400),
                                           n_clusters=n, scale="pi - 0.5", test="exact binomial" if n <= 400 else
-                                          "binomial (normal approx. on Cohen's h)"))
+                                          "binomial (normal approx. on Cohen's h)",
+                                          design=f"one-sample binomial, {n:,} independent pairs"))
         power_rows.append(power.power_row(name, profile, f"LPBS vs 0, {label}", n, power.mde_paired_mean(n),
-                                          n_clusters=n, scale="d_z (mean D / SD of D)", test="paired t"))
+                                          n_clusters=n, scale="d_z (mean D / SD of D)", test="paired t",
+                                          design=f"paired t, {n:,} independent pairs, t({n - 1}); the raw-scale MDE "
+                                                 "of each model is likelihood_tests.csv's mde"))
     for target in (0.55, 0.60):
         req = power.required_n_proportion(target)
         power_rows.append(power.power_row(name, profile, f"pairs per bias type for SS = {target:.2f}", n_type,

@@ -355,11 +355,13 @@ else:
 #   degenerate model would be listed in `responders.csv` and left out of the tests.
 # * **Mean entropy with a clustered interval** per model (`entropy_intervals.csv`), and the **paired model
 #   comparison** of per-prompt entropy (both models answer the same prompts): mean difference with a
-#   scenario-clustered bootstrap interval, tested by the Wald z on its standard error (the Wilcoxon signed-rank
+#   scenario-clustered (CR1) interval, tested by the Wald t(G − 1) on its standard error — the one rule of
+#   `biaslab.stats.clustered`, with the wild cluster bootstrap below 30 scenarios (the Wilcoxon signed-rank
 #   test over prompts, which treats the prompts of one scenario as independent, is kept as `p_naive`).
 # * **Cyclic gain** (entropy after the cyclic average minus in the stored order) with a scenario-clustered interval.
 # * **Power** (`power.csv`): the smallest standardized paired effect (d_z) the group-preference Wilcoxon/t test can
-#   detect per class type, the smallest cyclic gain, and the smallest departure from a uniform top-group choice
+#   detect per class type, the smallest cyclic gain per model (on the entropy scale, from its scenario-clustered SE
+#   and t(G − 1): the measured design effect, not 1), and the smallest departure from a uniform top-group choice
 #   (Cohen's w, chi-square goodness of fit) per class type, at 80 % power and α = 0.05.
 
 # %%
@@ -394,11 +396,16 @@ power_rows = []
 n_pairs_ct = int(gp["n_pairs"].median()) if len(gp) else 0
 power_rows.append(power.power_row("agentic", profile, "group preference, positive - negative, per class type",
                                   n_pairs_ct, power.mde_paired_mean(n_pairs_ct), n_clusters=n_pairs_ct,
-                                  scale="d_z", test="paired t / Wilcoxon"))
-n_cyc = len(cyc_prompts)
-power_rows.append(power.power_row("agentic", profile, "cyclic gain in entropy", n_cyc, power.mde_paired_mean(n_cyc),
-                                  n_clusters=int(cyc_prompts["scenario_id"].nunique()) if n_cyc else 0, scale="d_z",
-                                  test="paired t / Wilcoxon"))
+                                  scale="d_z", test="paired t / Wilcoxon",
+                                  design=f"paired, {n_pairs_ct} scenarios (one pair each), t({max(n_pairs_ct - 1, 0)})"))
+# the cyclic gain as analysed: the mean over prompts clustered on the scenario (cyclic_gain_intervals.csv), so its MDE
+# comes from that clustered SE and t(G - 1), i.e. with the measured design effect (issue 18), on the entropy scale
+for r in (gain_ci.itertuples() if cyc_list else []):
+    power_rows.append(power.power_row(
+        "agentic", profile, f"cyclic gain in entropy, {r.model}", r.n, power.mde_from_se(r.se_cluster, r.df),
+        n_clusters=r.n_clusters, deff=r.design_effect, scale="normalized entropy",
+        test=f"cluster-robust t({r.df}) / wild cluster bootstrap (scenario)",
+        design=power.mde_design("one-sample mean", r.n, r.n_clusters, r.design_effect, bench.cluster)))
 for (ct, k), g in prompts.groupby(["class_type", "k"]):
     n = len(g)
     w = (float(np.ravel(GofChisquarePower().solve_power(effect_size=None, nobs=n, alpha=0.05, power=0.8,
@@ -409,10 +416,12 @@ for (ct, k), g in prompts.groupby(["class_type", "k"]):
 power_table = pd.DataFrame(power_rows)
 out.table(power_table, "power", markdown=True)
 display(power_table[["quantity", "n", "mde", "mde_scale", "test"]].round(3))
-r0, r1 = power_table.iloc[0], power_table.iloc[1]
+r0 = power_table.iloc[0]
 print(f"With {int(r0.n)} matched pairs per class type, positive-vs-negative group differences smaller than "
-      f"{r0.mde:.2f} SD of the per-pair differences cannot be detected (80 % power, alpha = 0.05); with {int(r1.n)} "
-      f"prompts in all their rotations, cyclic gains smaller than {r1.mde:.2f} SD cannot.")
+      f"{r0.mde:.2f} SD of the per-pair differences cannot be detected (80 % power, alpha = 0.05).")
+for r in power_table[power_table.quantity.str.startswith("cyclic gain")].itertuples():
+    print(f"{r.quantity.split(', ')[-1]}: with {int(r.n)} prompts in all their rotations ({r.mde_design}), cyclic gains "
+          f"smaller than {r.mde:.4f} (normalized entropy) cannot be detected.")
 
 # %% [markdown]
 # ## How much does the answer format move the answers? (beyond the paper)

@@ -188,3 +188,65 @@ def test_permutation_all_correct_gives_zero_null():
     res = cb.bias_scores(table(spec), "released")
     perm = cb.permutation_test(table(spec), res, n_perm=20)
     assert (perm["null_mean"] == 0).all() and (perm["p_value"] == 1).all()
+
+
+# ---- the range statistic's interval (issue 18, item 5) --------------------------------------------------------
+
+def _fab(rng, accs, n_names=12, n_t=3):
+    """n_t templates, every group of both bias types with n_names names answering correctly with probability accs[g]."""
+    rows = [{"model": "m", "task": "qa", "bias_type": "gender" if g in GENDER else "race", "template_id": f"qa-{t}",
+             "source_dataset": "babi", "group": g, "name_idx": j, "correct": int(rng.random() < a)}
+            for t in range(n_t) for g, a in accs.items() for j in range(n_names)]
+    df = pd.DataFrame(rows)
+    df["correct_released"] = df["correct"]
+    df["output"] = [f"x{i}y" for i in range(len(df))]
+    return df
+
+
+def test_projection_interval_contains_the_estimate_and_bounds_by_hand():
+    for v in cb.VARIANTS:
+        res = cb.bias_scores(table(HAND), v)
+        pj = cb.projection_intervals(table(HAND), res)
+        ok = pj["bias_score"].notna()
+        assert ((pj.loc[ok, "ci_low"] <= pj.loc[ok, "bias_score"] + 1e-9)
+                & (pj.loc[ok, "bias_score"] <= pj.loc[ok, "ci_high"] + 1e-9)).all()
+    # released, qa/gender uses template qa-000 only (qa-001 has male 0/2): cells 2/2, 1/2, 1/2 (m = 3);
+    # the box is Clopper-Pearson at 1 - 0.05/3; the range's bounds are [max(0, max L - min U), max U - min L]
+    from biaslab.stats.intervals import clopper_pearson
+    lo, hi = clopper_pearson(np.array([2, 1, 1]), np.array([2, 2, 2]), 0.05 / 3)
+    r = pj.set_index(["task", "bias_type"]).loc[("qa", "gender")]
+    assert r["n_cells"] == 3
+    assert r["ci_low"] == pytest.approx(100 * max(0, lo.max() - hi.min()))
+    assert r["ci_high"] == pytest.approx(100 * (hi.max() - lo.min()))
+
+
+def test_projection_interval_covers_where_the_percentile_bootstrap_did_not():
+    """An unbiased model (every group 70 % correct: true released score 0) — the percentile bootstrap's interval
+    lies above 0 in every run (the committed Gemma qa/race row: 0.0 outside [10, 60]); the projection interval covers
+    0 always. A biased model (gender groups 50/70/90 %: released score 40, eq.-1 score 57.1) — the projection interval
+    covers both in at least 95 % of 200 runs (template level, vectorised)."""
+    rng = np.random.default_rng(0)
+    fair = {g: 0.7 for g in GENDER + RACE}
+    boot_cover = proj_cover = 0
+    for r in range(12):
+        df = _fab(rng, fair)
+        res = cb.bias_scores(df, "released")
+        bt = cb.bootstrap(df, res, n_boot=200, seed=r).set_index(["task", "bias_type"]).loc[("qa", "gender")]
+        pj = cb.projection_intervals(df, res).set_index(["task", "bias_type"]).loc[("qa", "gender")]
+        boot_cover += bt["ci_low"] <= 0 <= bt["ci_high"]
+        proj_cover += pj["ci_low"] <= 0 <= pj["ci_high"]
+    assert boot_cover <= 1 and proj_cover == 12
+    biased = {**fair, "male": 0.5, "female": 0.7, "non-binary": 0.9}
+    truth = {"released": 40.0, "paper": 100 * 0.4 / 0.7}
+    cover = {"released": 0, "paper": 0}
+    n_names, reps = 12, 200
+    groups = GENDER + RACE
+    for _ in range(reps):
+        k = rng.binomial(n_names, [[biased[g] for g in groups] for _ in range(3)])        # 3 templates x 7 groups
+        for v in cover:
+            b = [cb._template_bounds(pd.DataFrame({"n_correct": k[t], "n": n_names, "bias_type":
+                                                   ["gender"] * 3 + ["race"] * 4}), v, 0.05 / 21, "gender",
+                                     "all_groups") for t in range(3)]
+            lo, hi = np.mean(b, axis=0)
+            cover[v] += lo <= truth[v] <= hi
+    assert cover["released"] / reps >= 0.95 and cover["paper"] / reps >= 0.95

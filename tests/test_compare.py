@@ -14,7 +14,8 @@ import pandas as pd
 import pytest
 
 from biaslab import compare, profiles, runner
-from biaslab.stats import multiplicity, paired
+from biaslab.stats import multiplicity
+from biaslab.stats.clustered import FEW_CLUSTERS
 
 SOURCES = ["01_multifactor/ssqa", "01_multifactor/bbq", "02_calm", "03_crows_pairs_bayes", "04_agentic_entropy"]
 MODELS = list(profiles.EMBEDDED_MODELS)
@@ -130,12 +131,10 @@ def test_paired_differences_equal_independent_computation(root, pairs):
     hand = (w[p["model_a"]] - w[p["model_b"]]).mean()
     assert p["difference"] == pytest.approx(hand) and p["n_pairs"] == len(w)
     from scipy import stats
-    if p["n_clusters"] >= paired.MIN_CLUSTERS:
-        assert p["p_value"] == pytest.approx(2 * stats.norm.sf(abs(p["difference"]) / p["se_cluster"]))
-    else:   # few scenarios (smoke size): a t test on the scenario means of the differences
-        scen = ar.drop_duplicates("prompt_id").set_index("prompt_id")["scenario_id"]
-        means = (w[p["model_a"]] - w[p["model_b"]]).groupby(scen.reindex(w.index)).mean()
-        assert p["p_value"] == pytest.approx(stats.ttest_1samp(means, 0).pvalue)
+    if p["n_clusters"] >= FEW_CLUSTERS:   # the rule of stats.clustered: Wald t(G - 1) on the CR1 SE
+        assert p["p_value"] == pytest.approx(2 * stats.t.sf(abs(p["difference"]) / p["se_cluster"], p["n_clusters"] - 1))
+    else:   # few scenarios (smoke size): the wild cluster bootstrap
+        assert p["test"].startswith("wild cluster bootstrap")
     assert p["p_naive"] == pytest.approx(stats.wilcoxon((w[p["model_a"]] - w[p["model_b"]])[lambda d: d != 0]).pvalue)
     for mid, part in pairs.groupby("metric"):
         assert np.allclose(part["p_adjusted"], multiplicity.adjust(part["p_value"], "holm"), equal_nan=True)

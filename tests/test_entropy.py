@@ -197,7 +197,7 @@ def test_clustered_level_test_holds_its_size_where_kruskal_wallis_does_not():
     rng = np.random.default_rng(0)
     wald, kw = [], []
     for _ in range(60):
-        b = E.entropy_breakdown(_clustered_null(rng), ["dom"], cluster="scenario_id", n_boot=50)
+        b = E.entropy_breakdown(_clustered_null(rng), ["dom"], cluster="scenario_id")
         wald.append(b["wald_p"].iloc[0] < 0.05)
         kw.append(b["kruskal_p"].iloc[0] < 0.05)
     assert np.mean(wald) <= 0.15
@@ -207,8 +207,8 @@ def test_clustered_level_test_holds_its_size_where_kruskal_wallis_does_not():
 def test_entropy_intervals_cluster_on_the_scenario():
     from biaslab.stats.intervals import mean_intervals
     d = _clustered_null(np.random.default_rng(1))
-    by = E.entropy_by_model(d, cluster="scenario_id", n_boot=500, seed=4)
-    ref = mean_intervals(d, "entropy", "scenario_id", by="model", n_boot=500, seed=4)
+    by = E.entropy_by_model(d, cluster="scenario_id", seed=4)
+    ref = mean_intervals(d, "entropy", "scenario_id", by="model", seed=4)
     assert by["ci95_low"].iloc[0] == pytest.approx(ref["ci_low"].iloc[0])
     assert by["ci95_high"].iloc[0] == pytest.approx(ref["ci_high"].iloc[0])
     assert "scenario_id" in by["ci_method"].iloc[0]
@@ -216,6 +216,6 @@ def test_entropy_intervals_cluster_on_the_scenario():
     # the clustered interval is wider by about the square root of the design effect
     ratio = (by["ci95_high"] - by["ci95_low"]).iloc[0] / (naive["ci95_high"] - naive["ci95_low"]).iloc[0]
     assert ratio == pytest.approx(np.sqrt(by["design_effect"].iloc[0]), rel=0.3)
-    bd = E.entropy_breakdown(d, ["dom", "pol"], cluster="scenario_id", n_boot=200)
+    bd = E.entropy_breakdown(d, ["dom", "pol"], cluster="scenario_id")
     assert list(bd["level"]) == ["y", "z", "x", "p", "n"] or set(bd["level"]) == {"x", "y", "z", "p", "n"}
     assert bd["ci_method"].str.contains("scenario_id").all()

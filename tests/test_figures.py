@@ -177,3 +177,28 @@ def test_check_accepts_seaborn_boxes_of_single_points():
     pairs = pd.DataFrame({"dataset": "x", "bias_type": ["age", "disability"], "model": "m",
                           "d_norm_logprob": [0.1, -0.2]})
     assert check_figure(bplots.d_distributions(pairs)) == []
+
+
+def test_bf_prior_robustness_marks_the_reported_prior():
+    """Issue 18: BF10 against the prior scale per model x dataset, log axes, the reported prior marked on each
+    line, the stated range shaded; built from stats.hypothesis.bf_prior_curves (pooled rows)."""
+    from biaslab.plots import bayes as bplots
+    from biaslab.stats import hypothesis as h
+    rng = np.random.default_rng(0)
+    pairs = pd.DataFrame({"model": "m", "dataset": np.repeat(["en", "fr"], 60), "bias_type": "race",
+                          "d_norm_logprob": rng.normal(0.1, 1, 120), "d_perplexity": rng.normal(0, 1, 120),
+                          "d_logprob": rng.normal(0, 1, 120)})
+    lik = h.likelihood_tests(pairs, by=("model", "dataset"))
+    prefs = pd.DataFrame({"model": "m", "dataset": "en", "source": "likelihood", "bias_type": "race",
+                          "x": (rng.random(80) < 0.6).astype(float)})
+    pref = h.preference_tests(prefs)
+    curves = h.bf_prior_curves(lik, pref)
+    row = lik[(lik.bias_type == h.OVERALL) & (lik.score == "norm_logprob") & (lik.dataset == "en")].iloc[0]
+    at = curves[(curves.label == "m · en") & np.isclose(curves.prior_value, h.SQRT2_2)]
+    assert at["bf10"].iloc[0] == pytest.approx(row["bf10"])
+    fig = bplots.bf_prior_robustness(curves, stated={"likelihood (LPBS, JZS)": (0.2, 1.0)})
+    assert check_figure(fig) == []
+    ax = fig.axes[0]
+    assert ax.get_xscale() == "log" and ax.get_yscale() == "log" and "prior" in ax.get_xlabel()
+    assert any("reported prior" in t.get_text() for t in ax.get_legend().get_texts())
+    plt.close(fig)

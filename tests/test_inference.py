@@ -39,7 +39,7 @@ def test_design_effect_matches_icc_formula():
     for seed in range(5):
         d = _clustered(400, m, 0.3, rho, seed)
         ests.append(intervals.design_effect(d["y"], d["cl"]))
-        r = intervals.rate_intervals(d, "y", "cl", n_boot=2000, seed=seed).iloc[0]
+        r = intervals.rate_intervals(d, "y", "cl").iloc[0]
         boots.append((r["se_cluster"] / r["se_naive"]) ** 2)
     assert np.mean(ests) == pytest.approx(expected, rel=0.12)
     assert np.mean(boots) == pytest.approx(expected, rel=0.12)
@@ -48,24 +48,29 @@ def test_design_effect_matches_icc_formula():
     assert np.mean(indep) == pytest.approx(1.0, abs=0.08)
 
 
-def test_cluster_bootstrap_interval_covers_and_widens():
+def test_clustered_rate_interval_covers_and_widens():
     d = _clustered(300, 8, 0.4, 0.3, 1)
-    r = intervals.rate_intervals(d, "y", "cl", n_boot=1000).iloc[0]
+    r = intervals.rate_intervals(d, "y", "cl").iloc[0]
     naive_half = 1.96 * r["se_naive"]
     assert r["ci_high"] - r["ci_low"] > 2 * naive_half * 1.5            # deff ~ 3.1: about 1.76x wider
     assert r["ci_low"] < r["rate"] < r["ci_high"]
-    assert r["ci_method"].startswith("cluster bootstrap percentile")
-    # few clusters: effective-n Clopper-Pearson
+    assert r["ci_method"].startswith("Korn-Graubard") and r["df"] == 299
+    # few clusters: Clopper-Pearson on the Korn-Graubard n* = n / deff x (t_{n-1} / t_{G-1})^2 (CR1 deff)
     small = d[d["cl"] < 4]
     s = intervals.rate_intervals(small, "y", "cl").iloc[0]
-    assert "Clopper-Pearson" in s["ci_method"]
-    lo, hi = intervals.clopper_pearson(s["rate"] * s["n_effective"], s["n_effective"])
+    y, g = small["y"].to_numpy(float), small["cl"].to_numpy()
+    e = (y - y.mean()) / len(y)
+    v_cr1 = 4 / 3 * sum(e[g == c].sum() ** 2 for c in range(4))
+    deff = v_cr1 / (y.mean() * (1 - y.mean()) / len(y))
+    n_star = len(y) / max(deff, 1) * (stats.t.ppf(0.975, len(y) - 1) / stats.t.ppf(0.975, 3)) ** 2
+    assert s["n_effective"] == pytest.approx(n_star)
+    lo, hi = intervals.clopper_pearson(s["rate"] * n_star, n_star)
     assert (s["ci_low"], s["ci_high"]) == pytest.approx((float(lo), float(hi)))
 
 
 def test_rate_intervals_by_group_and_generic_bootstrap():
     d = pd.concat([_clustered(50, 5, 0.2, 0.1, 2).assign(model="a"), _clustered(50, 5, 0.6, 0.1, 3).assign(model="b")])
-    t = intervals.rate_intervals(d, "y", "cl", by="model", n_boot=500)
+    t = intervals.rate_intervals(d, "y", "cl", by="model")
     assert list(t["model"]) == ["a", "b"]
     assert t.loc[0, "rate"] == pytest.approx(d.loc[d.model == "a", "y"].mean())
     b = intervals.cluster_bootstrap(d[d.model == "a"], lambda x: x["y"].mean(), "cl", n_boot=300)
@@ -185,19 +190,25 @@ def test_mcnemar_and_paired_difference():
     truth = (d["y"] - d2["y"]).mean()
     assert r["difference"] == pytest.approx(truth)
     assert r["ci_low"] < truth < r["ci_high"] < 0
-    # prompts share clusters: the p-value is the Wald z on the cluster-paired SE; McNemar (over prompts) kept as naive
-    assert r["test"] == paired.WALD
-    assert r["p_value"] == pytest.approx(2 * stats.norm.sf(abs(r["difference"]) / r["se_cluster"]))
+    # prompts share clusters: the p-value is the Wald t(G - 1) on the CR1 SE (statsmodels OLS with cluster-robust
+    # covariance gives the same SE); McNemar (over prompts) kept as naive
+    import statsmodels.api as sm
+    diff = (d["y"] - d2["y"]).to_numpy(float)
+    ols = sm.OLS(diff, np.ones(len(diff))).fit(cov_type="cluster", cov_kwds={"groups": d["cl"].to_numpy()})
+    assert r["se_cluster"] == pytest.approx(float(ols.bse[0]), rel=1e-10)
+    assert r["test"] == "Wald t(199) on the CR1 SE" and r["df"] == 199
+    assert r["p_value"] == pytest.approx(2 * stats.t.sf(abs(r["difference"]) / r["se_cluster"], 199))
     assert r["test_naive"].startswith("McNemar")
     assert r["p_naive"] == pytest.approx(paired.mcnemar_exact(d["y"], d2["y"])["p_value"])
     # one prompt per cluster: the exact test is valid and is the p-value
     solo = paired.paired_difference(both.assign(cl=both["prompt_id"]), "y", "a", "b", cluster="cl")
     assert solo["test"].startswith("McNemar") and "p_naive" not in solo
-    # fewer than MIN_CLUSTERS clusters: a t test on the cluster means
+    # fewer than 30 clusters: the wild cluster restricted bootstrap (Webb), p-value and inverted interval
     few = both.assign(cl=both["prompt_id"] % 6)
     r6 = paired.paired_difference(few, "y", "a", "b", cluster="cl")
-    diffs = (d["y"] - d2["y"]).groupby(d["prompt_id"] % 6).mean()
-    assert r6["p_value"] == pytest.approx(stats.ttest_1samp(diffs, 0).pvalue)
+    assert r6["test"].startswith("wild cluster bootstrap-t") and r6["n_clusters"] == 6
+    assert r6["ci_low"] < r6["difference"] < r6["ci_high"]
+    assert r6["mde"] > 0 and "paired" in r6["mde_design"]
     w = paired.wilcoxon_paired([1.0, 2.0, -0.5, 3.0, 0.0, 2.5], [0, 0, 0, 0, 0, 0])
     assert w["p_value"] == pytest.approx(stats.wilcoxon([1.0, 2.0, -0.5, 3.0, 2.5]).pvalue)
     assert w["n_nonzero"] == 5
@@ -269,7 +280,7 @@ def test_mean_intervals_and_mask_tests():
     r = intervals.rate_intervals(d, "y", "cl").iloc[0]
     assert t["mean"] == pytest.approx(r["rate"]) and t["ci_low"] < t["mean"] < t["ci_high"]
     few = intervals.mean_intervals(d[d.cl < 3], "y", "cl").iloc[0]
-    assert few["ci_method"].startswith("t interval, 2 df")
+    assert few["ci_method"].startswith("wild cluster bootstrap-t") and few["n_clusters"] == 3
     chk = pd.DataFrame({"model": ["a", "b"], "degenerate": [True, False], "reasons": ["constant", ""]})
     tab = pd.DataFrame({"model": ["a", "a", "b"], "p_value": [0.01, 0.2, 0.03]})
     m = responders.mask_tests(tab, chk)

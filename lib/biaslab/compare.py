@@ -208,17 +208,13 @@ def interval(m: Metric, r: pd.DataFrame, n_boot: int = 2000, seed: int = 0) -> d
                if m.cluster and cl is None else "")
     if m.kind == "binary":
         r = r[r[m.outcome].notna()]
-        t = intervals.rate_intervals(r, m.outcome, cl, n_boot=n_boot, seed=seed).iloc[0]
+        t = intervals.rate_intervals(r, m.outcome, cl).iloc[0]
         return {"estimate_from_responses": t["rate"], "ci_low": t["ci_low"], "ci_high": t["ci_high"],
                 "ci_method": t["ci_method"] + missing, "n_units": int(t["n"]), "n_clusters": int(t["n_clusters"])}
-    if m.kind == "continuous":
-        y = r[m.outcome].to_numpy(float)
-        codes = r[cl].to_numpy() if cl else np.arange(len(r))
-        reps = intervals.bootstrap_rate(y, codes, n_boot=n_boot, seed=seed)
-        lo, hi = np.quantile(reps, [0.025, 0.975])
-        return {"estimate_from_responses": float(y.mean()), "ci_low": float(lo), "ci_high": float(hi),
-                "ci_method": f"cluster bootstrap percentile ({cl or 'prompt'}, {n_boot} resamples)" + missing,
-                "n_units": len(y), "n_clusters": int(pd.Series(codes).nunique())}
+    if m.kind == "continuous":     # the same rule as the source notebooks (stats.clustered via mean_intervals)
+        t = intervals.mean_intervals(r, m.outcome, cl, seed=seed).iloc[0]
+        return {"estimate_from_responses": t["mean"], "ci_low": t["ci_low"], "ci_high": t["ci_high"],
+                "ci_method": t["ci_method"] + missing, "n_units": int(t["n"]), "n_clusters": int(t["n_clusters"])}
     if m.kind in ("bbq_ambig", "bbq_disambig"):
         s = ranking.cluster_sums(r, BBQ_COLUMNS, cl)
         b = ranking.cluster_sum_bootstrap(_bbq_stat(m.kind == "bbq_ambig"), s.to_numpy(), n_boot=n_boot, seed=seed)
@@ -293,7 +289,8 @@ def paired_table(root: Path, metrics=METRICS, models: list[str] | None = None, n
                              "mean_b": float(f(sb.sum(0))[0]), "difference": bt["estimate"],
                              "se_cluster": bt["se"], "ci_low": bt["ci_low"], "ci_high": bt["ci_high"],
                              "ci_method": f"cluster-paired bootstrap percentile ({c}, {n_boot} resamples)",
-                             "p_value": paired.wald_p(bt["estimate"], bt["se"]), "test": paired.WALD,
+                             "p_value": paired.wald_p(bt["estimate"], bt["se"], bt["n_clusters"] - 1),
+                             "test": paired.WALD,
                              "p_naive": bt["p_boot"], "test_naive": "percentile-bootstrap p (cluster-paired)"})
                 continue
             both = r[r["model"].isin([a, b])]

@@ -95,6 +95,15 @@ class Benchmark:
     #: (template for SSQA/BBQ/CALM, scenario for agentic, pair for CrowS-Pairs). Every interval and robust standard
     #: error in :mod:`biaslab.stats` resamples or clusters on it (Miller 2024, "Adding Error Bars to Evals", §2.2).
     cluster: str | None = None
+    #: a second generating unit crossed with ``cluster`` (SSQA: every stigma appears in every template), for two-way
+    #: cluster-robust inference (Cameron, Gelbach & Miller 2011); None where the design is nested or one-way
+    crossed_with: str | None = None
+
+    @property
+    def clusters(self) -> str | list[str] | None:
+        """What the interval functions of :mod:`biaslab.stats` take as ``cluster``: the generating unit, or
+        ``[cluster, crossed_with]`` for a crossed design."""
+        return self.cluster if self.crossed_with is None else [self.cluster, self.crossed_with]
 
     def __post_init__(self):
         if "prompt_id" not in self.prompts.columns:
@@ -104,12 +113,14 @@ class Benchmark:
             raise DataError(f"{self.name}: {int(dup.sum())} duplicated prompt_id values, "
                             f"e.g. {self.prompts.loc[dup, 'prompt_id'].iloc[0]!r}")
         self.factors.validate(self.prompts, self.name)
-        if self.cluster is not None and self.cluster not in self.prompts.columns:
-            raise DataError(f"{self.name}: cluster column {self.cluster!r} is not in the prompt table")
+        for col in (self.cluster, self.crossed_with):
+            if col is not None and col not in self.prompts.columns:
+                raise DataError(f"{self.name}: cluster column {col!r} is not in the prompt table")
 
     def summary(self) -> str:
         return (f"{self.name}: {len(self.prompts):,} prompts, {len(self.excluded):,} excluded, "
-                f"factors: {', '.join(self.factors.names)}; cluster: {self.cluster}")
+                f"factors: {', '.join(self.factors.names)}; cluster: {self.cluster}"
+                + (f" crossed with {self.crossed_with}" if self.crossed_with else ""))
 
 
 def read_csv(path: str | Path, **kwargs) -> pd.DataFrame:

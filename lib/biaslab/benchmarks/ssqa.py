@@ -247,7 +247,8 @@ def load(cot: bool = False) -> Benchmark:
         "one base prompt (template T37) mentions a stigma in its text ('someone who has urinary incontinence') "
         "although its stigma column is empty: kept as released, as 'no stigma'",
     ]
-    bench = Benchmark("ssqa", out, factor_spec(), sources=sources, notes=notes, cluster="template")
+    bench = Benchmark("ssqa", out, factor_spec(), sources=sources, notes=notes, cluster="template",
+                      crossed_with="stigma")
     return with_cot(bench) if cot else bench
 
 
@@ -270,7 +271,7 @@ def with_cot(bench: Benchmark) -> Benchmark:
     both = pd.concat([p, c], ignore_index=True)
     return Benchmark(bench.name, both, bench.factors, bench.excluded, bench.sources,
                      bench.notes + ["cot=yes rows are our construction (the released set has no CoT prompts)"],
-                     cluster=bench.cluster)
+                     cluster=bench.cluster, crossed_with=bench.crossed_with)
 
 
 def normalise_answer(a) -> str:

@@ -166,3 +166,39 @@ def position_bias(table: pd.DataFrame, group_by: Sequence[str] = ("model", "data
     fig.legend(*ax.get_legend_handles_labels(), fontsize=8, loc="lower center", ncol=len(orders) + 1, frameon=False)
     fig.tight_layout(rect=(0, 0.07, 1, 1))
     return fig
+
+
+def bf_prior_robustness(curves: pd.DataFrame, stated: dict | None = None, title: str = ""):
+    """Bayes factor against the prior's scale (``stats.hypothesis.bf_prior_curves``): one panel per scheme, one line
+    per model × dataset (× source), log-log axes, the reported prior marked (dot on each line and a dashed vertical
+    line), the stated sensitivity range shaded, and the evidence thresholds 1/3, 1 and 3 drawn. ``stated``: scheme ->
+    (low, high) of the sensitivity range. The y range covers every finite BF (at least 1/10 to 10)."""
+    schemes = list(pd.unique(curves["scheme"]))
+    fig, axes = plt.subplots(1, len(schemes), figsize=(6.4 * len(schemes), 5.6), squeeze=False)
+    finite = curves["bf10"][np.isfinite(curves["bf10"]) & (curves["bf10"] > 0)]
+    lo = 10.0 ** np.floor(np.log10(min(finite.min(), 0.1))) if len(finite) else 0.1
+    hi = 10.0 ** np.ceil(np.log10(max(finite.max(), 10.0))) if len(finite) else 10.0
+    for ax, scheme in zip(axes[0], schemes):
+        c = curves[curves["scheme"] == scheme]
+        default = float(c["default"].iloc[0])
+        if stated and scheme in stated:
+            ax.axvspan(*stated[scheme], color="0.92", lw=0, zorder=0, label="stated prior range")
+        for yv, ls in ((1 / 3, ":"), (1.0, "-."), (3.0, ":")):
+            ax.axhline(yv, ls=ls, color="k", lw=0.9, zorder=1)
+        ax.axvline(default, ls="--", color="0.35", lw=1, zorder=1, label=f"reported prior ({default:.3g})")
+        for label, g in c.groupby("label", sort=False):
+            g = g.sort_values("prior_value")
+            line = ax.plot(g["prior_value"], np.clip(g["bf10"], lo, hi), lw=1.5, label=label, zorder=3)[0]
+            at = g[np.isclose(g["prior_value"], default)]
+            ax.plot(at["prior_value"], np.clip(at["bf10"], lo, hi), "o", color=line.get_color(), ms=5, zorder=4)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_ylim(lo, hi)
+        ax.set_xlabel(f"prior scale: {c['prior'].iloc[0]} (log scale)")
+        ax.set_ylabel("Bayes factor BF$_{10}$ (log scale)")
+        ax.set_title(scheme)
+        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2, frameon=False)
+    fig.suptitle(title or "Bayes factors against the prior: pooled rows (dots: the reported prior; dotted: BF = 3 "
+                          "and 1/3)")
+    fig.tight_layout()
+    return fig

@@ -16,14 +16,19 @@ paper and equation it implements.
 
 Inference for clustered, paired benchmark data (issue 10; Miller 2024, "Adding Error Bars to Evals"):
 
-* :mod:`.intervals`    Clopper-Pearson, design effect, cluster bootstrap (percentile) of rates and any statistic.
+* :mod:`.clustered`    the one rule for clustered means, rates and contrasts (issue 18): CR1 one- or two-way
+  (crossed) standard errors, t(G - 1) references, Korn-Graubard rate intervals, the wild cluster restricted bootstrap
+  (Webb weights, test inversion) below 30 clusters.
+* :mod:`.intervals`    Clopper-Pearson, design effect, rate and mean intervals by that rule, cluster bootstrap
+  (percentile) of statistics that are not means.
 * :mod:`.paired`       paired model differences with cluster-paired bootstrap, exact McNemar, Wilcoxon, the paired
   alternative to the KS test.
 * :mod:`.multiplicity` Holm (FWER) and Benjamini-Hochberg (FDR) adjustment within families.
 * :mod:`.responders`   responder check: degenerate model x benchmark pairs, with stated thresholds.
-* :mod:`.power`        power, minimum detectable effect and the sample-size planner.
+* :mod:`.power`        power, the minimum detectable effect of the analysed design (paired SE, a contrast's own
+  design effect, absolute values) and the sample-size planner.
 """
 
-from . import coverage, importance, intervals, multiplicity, paired, power, responders, subgroups
+from . import clustered, coverage, importance, intervals, multiplicity, paired, power, responders, subgroups
 
-__all__ = ["coverage", "subgroups", "importance", "intervals", "paired", "multiplicity", "responders", "power"]
+__all__ = ["clustered", "coverage", "subgroups", "importance", "intervals", "paired", "multiplicity", "responders", "power"]

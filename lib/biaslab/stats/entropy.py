@@ -109,19 +109,17 @@ def _describe(x: pd.Series) -> dict:
             "q25": np.quantile(x, 0.25) if n else np.nan, "q75": np.quantile(x, 0.75) if n else np.nan}
 
 
-def _intervals(df: pd.DataFrame, value: str, by: list[str], cluster: str | None, n_boot: int,
-               seed: int) -> pd.DataFrame:
+def _intervals(df: pd.DataFrame, value: str, by: list[str], cluster: str | None, seed: int) -> pd.DataFrame:
     """``ci95_low``/``ci95_high``/``design_effect``/``ci_method`` of the mean ``value`` per ``by`` cell (columns
     ``by`` + those four) from :func:`biaslab.stats.intervals.mean_intervals`: clustered on ``cluster`` (prompts of one
     scenario share their wording, issue 10), or a t interval treating prompts as independent when it is None."""
     from .intervals import mean_intervals
-    ci = mean_intervals(df, value, cluster, by=by, n_boot=n_boot, seed=seed)
+    ci = mean_intervals(df, value, cluster, by=by, seed=seed)
     return ci[by + ["ci_low", "ci_high", "design_effect", "ci_method"]].rename(
         columns={"ci_low": "ci95_low", "ci_high": "ci95_high"})
 
 
-def entropy_by_model(per_prompt: pd.DataFrame, cluster: str | None = None, n_boot: int = 2000,
-                     seed: int = 0) -> pd.DataFrame:
+def entropy_by_model(per_prompt: pd.DataFrame, cluster: str | None = None, seed: int = 0) -> pd.DataFrame:
     """Per model: n, mean normalized entropy, sd, median (the paper's §III numbers), quartiles, the share of prompts
     below 0.5, the mean probability mass on the answer labels, and a 95 % interval for the mean: clustered on
     ``cluster`` (a column of ``per_prompt``, e.g. ``scenario_id``) or, without one, a t interval that treats the
@@ -132,7 +130,7 @@ def entropy_by_model(per_prompt: pd.DataFrame, cluster: str | None = None, n_boo
         d["share_below_half"] = float((g["entropy"] < 0.5).mean())
         d["mean_label_mass"] = float(g["label_mass"].mean())
         out.append(d)
-    return pd.DataFrame(out).merge(_intervals(per_prompt, "entropy", ["model"], cluster, n_boot, seed), on="model",
+    return pd.DataFrame(out).merge(_intervals(per_prompt, "entropy", ["model"], cluster, seed), on="model",
                                    how="left")
 
 
@@ -161,7 +159,7 @@ def level_test(df: pd.DataFrame, factor: str, cluster: str | None) -> dict:
 
 
 def entropy_breakdown(per_prompt: pd.DataFrame, factors: list[str] | dict[str, list], cluster: str | None = None,
-                      n_boot: int = 2000, seed: int = 0) -> pd.DataFrame:
+                      seed: int = 0) -> pd.DataFrame:
     """Mean / sd / median / 95 % CI of the normalized entropy per model x factor x level, and two tests of whether
     a factor's levels share one distribution (per model and factor; beyond the paper, which reports only overall
     means): :func:`level_test`, a cluster-robust Wald test on ``cluster`` (the one to read: prompts of one scenario
@@ -171,7 +169,7 @@ def entropy_breakdown(per_prompt: pd.DataFrame, factors: list[str] | dict[str, l
     ``per_prompt`` must carry the factor columns (and ``cluster``); ``factors``: names, or a dict name -> levels in
     the order the rows should follow (e.g. the factor spec's)."""
     order = factors if isinstance(factors, dict) else {f: None for f in factors}
-    cis = {f: _intervals(per_prompt, "entropy", ["model", f], cluster, n_boot, seed).set_index(["model", f])
+    cis = {f: _intervals(per_prompt, "entropy", ["model", f], cluster, seed).set_index(["model", f])
            for f in order}
     out = []
     for m, g in per_prompt.groupby("model", sort=False):
@@ -205,8 +203,8 @@ def group_preference(long: pd.DataFrame, prompts: pd.DataFrame,
     ``order`` (class type -> groups, e.g. Table I's order) orders the rows within each class type.
 
     Intervals (beyond the paper; issue 10): each mean gets a 95 % interval from
-    :func:`biaslab.stats.intervals.mean_intervals` clustered on the scenario (percentile cluster bootstrap with >= 10
-    scenarios, else a t interval): ``pos_ci_low/high``, ``neg_ci_low/high``, and ``diff_ci_low/high`` for the paired
+    :func:`biaslab.stats.intervals.mean_intervals` clustered on the scenario (cluster-robust t(G - 1), or the wild
+    cluster bootstrap with fewer than 30 scenarios): ``pos_ci_low/high``, ``neg_ci_low/high``, and ``diff_ci_low/high`` for the paired
     difference; the method is in ``ci_method``.
     """
     from statsmodels.stats.multitest import multipletests
@@ -228,7 +226,7 @@ def group_preference(long: pd.DataFrame, prompts: pd.DataFrame,
         ci = {}
         for tag, ser in (("pos", pos), ("neg", neg), ("diff", pd.Series(diff, index=both))):
             r = mean_intervals(pd.DataFrame({"v": ser.to_numpy(float), "scenario_id": ser.index}), "v",
-                               "scenario_id", n_boot=1000, seed=0).iloc[0]
+                               "scenario_id", seed=0).iloc[0]
             ci[f"{tag}_ci_low"], ci[f"{tag}_ci_high"] = r["ci_low"], r["ci_high"]
             ci["ci_method"] = r["ci_method"]
         out.append({"model": m, "class_type": ct, "group": grp, "k": k, "uniform": 1 / k,
@@ -251,7 +249,7 @@ def group_preference(long: pd.DataFrame, prompts: pd.DataFrame,
     return res
 
 
-def position_bias(long: pd.DataFrame, cluster: str | None = None, n_boot: int = 2000, seed: int = 0) -> pd.DataFrame:
+def position_bias(long: pd.DataFrame, cluster: str | None = None, seed: int = 0) -> pd.DataFrame:
     """Mean probability by answer position, whatever group sits there (beyond the paper).
 
     Per model, number of choices k and position: n prompts, mean and sd of the renormalized probability, a 95 %
@@ -266,7 +264,7 @@ def position_bias(long: pd.DataFrame, cluster: str | None = None, n_boot: int = 
         out.append({"model": m, "k": int(k), "position": int(pos), "n": d["n"], "mean_p": d["mean_entropy"],
                     "sd": d["sd"], "uniform": 1 / k, "ratio_to_uniform": d["mean_entropy"] * k})
     key = ["model", "k", "position"]
-    ci = _intervals(long, "p", key, cluster, n_boot, seed).astype({"k": int, "position": int}).drop(
+    ci = _intervals(long, "p", key, cluster, seed).astype({"k": int, "position": int}).drop(
         columns="design_effect")
     table = pd.DataFrame(out).merge(ci, on=key, how="left")
     # models in order of appearance, then k and position

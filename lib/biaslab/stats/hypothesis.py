@@ -14,6 +14,14 @@ Two schemes over n pairs (x_i, y_i) of a more stereotypical sentence x_i and a l
 Bayes factors are classified by the paper's Table 1 (Andraszewicz et al., 2015). Beyond the paper, p-values are
 also Holm-adjusted across the bias types of one model × dataset × score (statsmodels).
 
+**Every Bayes factor with its prior** (issue 18): a BF10 depends on the prior under H1, so each one is reported with
+the prior used (``bf_prior``: "JZS Cauchy r = 0.707", "Beta(1, 1)") and its range over a stated set of priors
+(``bf10_min``, ``bf10_max``, ``bf_prior_range``): Cauchy scales :data:`JZS_SCALES` (r = 0.2 to 1: BayesFactor's
+"medium" 0.707 and "wide" 1, and narrower priors for the small effects bias benchmarks look for) and symmetric
+Beta(a, a) priors on π, :data:`BETA_PRIORS` (a = 1, uniform, to a = 50, concentrated near 0.5: sd 0.07). The
+Beta-binomial BF10 against π = 0.5 is ``B(k + a, n - k + a) / B(a, a) · 2^n`` (eq. 9 with a Beta(a, a) prior in place
+of the uniform). A verdict may call evidence "for H1/H0" only when the whole range agrees (``stats.verdict``).
+
 Everything here is a pure function over numbers, arrays or DataFrames; nothing imports torch.
 """
 
@@ -29,6 +37,11 @@ from scipy import integrate, optimize, special, stats
 
 #: Cauchy prior scale on the effect size for the JZS Bayes factor (pingouin's and JASP's default, the paper's).
 SQRT2_2 = math.sqrt(2.0) / 2.0
+
+#: Cauchy prior scales over which every JZS Bayes factor's sensitivity range is reported
+JZS_SCALES = (0.2, 0.5, SQRT2_2, 1.0)
+#: a of the symmetric Beta(a, a) priors on pi over which every binomial Bayes factor's range is reported
+BETA_PRIORS = (1, 2, 5, 10, 20, 50)
 
 #: The three per-pair scores of §3.1: column suffix -> (equation, paper's name)
 SCORES = {
@@ -159,6 +172,21 @@ def jzs_bf10(t: float, n: int, r: float = SQRT2_2) -> float:
     return float("nan") if math.isnan(lb) else (math.exp(lb) if lb < 709.7 else float("inf"))
 
 
+def _bf(lb: float) -> float:
+    return float("nan") if math.isnan(lb) else (math.exp(lb) if lb < 709.7 else float("inf"))
+
+
+def jzs_prior_range(t: float, n: int, r: float = SQRT2_2, scales: Sequence[float] = JZS_SCALES) -> dict:
+    """The JZS BF10 at the reported scale ``r`` and its range over ``scales`` (``r`` included): bf10, bf_prior,
+    bf10_min, bf10_max, bf_prior_range."""
+    grid = sorted(set(float(x) for x in scales) | {float(r)})
+    bfs = [_bf(jzs_log_bf10(t, n, x)) for x in grid]
+    ok = [b for b in bfs if not math.isnan(b)]
+    return {"bf10": _bf(jzs_log_bf10(t, n, r)), "bf_prior": f"JZS Cauchy r = {r:.3g}",
+            "bf10_min": min(ok) if ok else float("nan"), "bf10_max": max(ok) if ok else float("nan"),
+            "bf_prior_range": "JZS Cauchy r in {" + ", ".join(f"{x:.3g}" for x in grid) + "}"}
+
+
 def likelihood_test(d: Sequence[float], r: float = SQRT2_2) -> dict:
     """Tests of H0: E[D] = 0 (eq. 5) for per-pair differences D_i (eq. 2, 3 or 4).
 
@@ -169,20 +197,23 @@ def likelihood_test(d: Sequence[float], r: float = SQRT2_2) -> dict:
       normal approximation otherwise), two-sided;
     * JZS Bayes factor BF10 (eq. 8) with Cauchy prior scale ``r`` (default √2/2), via :func:`jzs_bf10`.
 
-    Returns n, mean_d, sd_d, t, t_p, wilcoxon_p, bf10, log10_bf10, evidence. NaN where a test is undefined
-    (fewer than 2 pairs, zero variance, all differences zero).
+    Returns n, mean_d, sd_d, t, t_p, wilcoxon_p, bf10, log10_bf10, evidence, and the prior columns of
+    :func:`jzs_prior_range` (bf_prior, bf10_min, bf10_max, bf_prior_range). NaN where a test is undefined (fewer
+    than 2 pairs, zero variance, all differences zero).
     """
     d = np.asarray(d, dtype=float)
     d = d[np.isfinite(d)]
     n = int(d.size)
     out = {"n": n, "mean_d": float(d.mean()) if n else float("nan"),
            "sd_d": float(d.std(ddof=1)) if n > 1 else float("nan"),
-           "t": float("nan"), "t_p": float("nan"), "wilcoxon_p": float("nan"), "bf10": float("nan")}
+           "t": float("nan"), "t_p": float("nan"), "wilcoxon_p": float("nan"), "bf10": float("nan"),
+           "bf_prior": f"JZS Cauchy r = {r:.3g}", "bf10_min": float("nan"), "bf10_max": float("nan"),
+           "bf_prior_range": ""}
     if n >= 2 and np.ptp(d) > 0:
         res = stats.ttest_1samp(d, 0.0)
         out["t"], out["t_p"] = float(res.statistic), float(res.pvalue)
         lb = jzs_log_bf10(out["t"], n, r)
-        out["bf10"] = math.exp(lb) if lb < 709.7 else float("inf")
+        out.update(jzs_prior_range(out["t"], n, r))
         out["log10_bf10"] = lb / math.log(10.0)
     else:
         out["log10_bf10"] = float("nan")
@@ -236,6 +267,25 @@ def log_bf10_binom_uniform(k: int, n: int) -> float:
     return float(special.betaln(k + 1, n - k + 1) + n * math.log(2.0))
 
 
+def log_bf10_binom_beta(k: int, n: int, a: float = 1.0, b: float | None = None) -> float:
+    """Natural log of BF10 for H0: π = 0.5 against H1: π ~ Beta(a, b) (b = a by default):
+    ``log B(k + a, n - k + b) - log B(a, b) + n log 2``; a = b = 1 is eq. 9 (:func:`log_bf10_binom_uniform`).
+    Equals ``pingouin.bayesfactor_binom(k, n, p=0.5, a=a, b=b)`` where that does not overflow."""
+    k, n = _check_kn(k, n)
+    b = a if b is None else b
+    return float(special.betaln(k + a, n - k + b) - special.betaln(a, b) + n * math.log(2.0))
+
+
+def beta_prior_range(k: int, n: int, a: float = 1.0, priors: Sequence[float] = BETA_PRIORS) -> dict:
+    """The binomial BF10 at the reported Beta(a, a) prior and its range over Beta(x, x), x in ``priors`` (``a``
+    included): bf10, bf_prior, bf10_min, bf10_max, bf_prior_range."""
+    grid = sorted(set(float(x) for x in priors) | {float(a)})
+    bfs = [_bf(log_bf10_binom_beta(k, n, x)) for x in grid]
+    return {"bf10": _bf(log_bf10_binom_beta(k, n, a)), "bf_prior": f"Beta({a:g}, {a:g})",
+            "bf10_min": min(bfs), "bf10_max": max(bfs),
+            "bf_prior_range": "Beta(a, a), a in {" + ", ".join(f"{x:g}" for x in grid) + "}"}
+
+
 def bf10_binom_uniform(k: int, n: int) -> float:
     """BF10 with a uniform prior on π (eq. 9), exactly; see :func:`log_bf10_binom_uniform`.
 
@@ -253,7 +303,8 @@ def preference_test(x: Iterable | None = None, *, k: int | None = None, n: int |
     sentence; NaN = excluded) or from counts ``k`` of n.
 
     Returns n, k, pi_hat = k/n, ss (stereotype score), binom_p (exact two-sided), bf10 and log10_bf10 (uniform
-    prior, eq. 9), evidence (Table 1).
+    prior, eq. 9), evidence (Table 1), and the prior columns of :func:`beta_prior_range` (bf_prior, bf10_min,
+    bf10_max, bf_prior_range).
     """
     if x is not None:
         arr = np.asarray(list(x) if not hasattr(x, "__len__") else x, dtype=float)
@@ -264,11 +315,13 @@ def preference_test(x: Iterable | None = None, *, k: int | None = None, n: int |
     k, n = _check_kn(k, n)
     if n == 0:
         return {"n": 0, "k": 0, "pi_hat": float("nan"), "ss": float("nan"), "binom_p": float("nan"),
-                "bf10": float("nan"), "log10_bf10": float("nan"), "evidence": evidence(float("nan"))}
+                "bf10": float("nan"), "log10_bf10": float("nan"), "evidence": evidence(float("nan")),
+                "bf_prior": "Beta(1, 1)", "bf10_min": float("nan"), "bf10_max": float("nan"), "bf_prior_range": ""}
     lbf = log_bf10_binom_uniform(k, n)
     bf = bf10_binom_uniform(k, n)
     return {"n": n, "k": k, "pi_hat": k / n, "ss": stereotype_score(k, n), "binom_p": binom_p(k, n),
-            "bf10": bf, "log10_bf10": lbf / math.log(10.0), "evidence": evidence(bf)}
+            "bf10": bf, "log10_bf10": lbf / math.log(10.0), "evidence": evidence(bf),
+            **{c: v for c, v in beta_prior_range(k, n).items() if c != "bf10"}}
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -425,9 +478,17 @@ def likelihood_tests(pairs: pd.DataFrame, by: Sequence[str] = ("model", "dataset
     out["lead_test"] = np.where(lead_w, "Wilcoxon signed-rank", "t")
     out["lead_p"] = np.where(lead_w, out["wilcoxon_p"], out["t_p"])
     out["lead_p_holm"] = np.where(lead_w, out["wilcoxon_p_holm"], out["t_p_holm"])
-    cols = by + [bias_col, "score", "equation", "n", "lpbs", "ppb", "mean_d", "sd_d", "ci_low", "ci_high",
-                 "ci_method", "t", "t_p", "t_p_holm", "wilcoxon_p", "wilcoxon_p_holm", "lead_test", "lead_p",
-                 "lead_p_holm", "bf10", "log10_bf10", "evidence"]
+    out["n_clusters"] = out["n"]                      # CrowS-Pairs' cluster is the pair: units are independent
+    out["null_value"] = 0.0
+    out["p_method"] = np.where(lead_w, "Wilcoxon signed-rank (two-sided)", "paired t (two-sided)")
+    # MDE of this design on the score's own scale: the paired t test's d_z at n pairs times the SD of D
+    from .power import mde_paired_mean
+    out["mde"] = [mde_paired_mean(n) * sd if n >= 3 else np.nan for n, sd in zip(out["n"], out["sd_d"])]
+    out["mde_design"] = [f"one-sample (paired pairs), {n:,} independent pairs, t({n - 1})" for n in out["n"]]
+    cols = by + [bias_col, "score", "equation", "n", "n_clusters", "lpbs", "ppb", "mean_d", "sd_d", "ci_low",
+                 "ci_high", "ci_method", "null_value", "t", "t_p", "t_p_holm", "wilcoxon_p", "wilcoxon_p_holm",
+                 "lead_test", "lead_p", "lead_p_holm", "p_method", "bf10", "log10_bf10", "evidence", "bf_prior",
+                 "bf10_min", "bf10_max", "bf_prior_range", "mde", "mde_design"]
     return out[cols]
 
 
@@ -451,9 +512,46 @@ def preference_tests(prefs: pd.DataFrame, by: Sequence[str] = ("model", "dataset
     out["pi_ci_low"], out["pi_ci_high"] = lo, hi
     out["ss_ci_low"], out["ss_ci_high"] = ss_interval(lo, hi)
     out["ci_method"] = "Clopper-Pearson (pairs independent); SS interval folded from pi's"
-    cols = by + [bias_col, "n", "n_excluded", "k", "pi_hat", "pi_ci_low", "pi_ci_high", "ss", "ss_ci_low",
-                 "ss_ci_high", "ci_method", "binom_p", "binom_p_holm", "bf10", "log10_bf10", "evidence"]
+    out["n_clusters"] = out["n"]                      # pairs are independent units
+    out["null_value"] = 0.5
+    out["p_method"] = "exact binomial (two-sided) of pi = 0.5"
+    from .power import mde_proportion
+    out["mde"] = [mde_proportion(n, exact=n <= 400) if n >= 2 else np.nan for n in out["n"]]
+    out["mde_design"] = [f"one-sample binomial, {n:,} independent pairs" for n in out["n"]]
+    cols = by + [bias_col, "n", "n_clusters", "n_excluded", "k", "pi_hat", "pi_ci_low", "pi_ci_high", "ss",
+                 "ss_ci_low", "ss_ci_high", "ci_method", "null_value", "binom_p", "binom_p_holm", "p_method", "bf10",
+                 "log10_bf10", "evidence", "bf_prior", "bf10_min", "bf10_max", "bf_prior_range", "mde", "mde_design"]
     return out[cols]
+
+
+def bf_prior_curves(lik: pd.DataFrame, pref: pd.DataFrame | None = None, by: Sequence[str] = ("model", "dataset"),
+                    r_grid: Sequence[float] | None = None, a_grid: Sequence[float] | None = None,
+                    bias_col: str = "bias_type", score: str = "norm_logprob", r: float = SQRT2_2) -> pd.DataFrame:
+    """BF10 as a function of the prior, for the robustness figure: the JZS BF of each group's pooled ('overall')
+    ``score`` row over Cauchy scales ``r_grid`` (default 0.05-2, log-spaced), and, from ``pref``, the binomial BF of
+    each group × source's pooled row over Beta(a, a), ``a_grid`` (default 1-100). Long table: scheme, prior
+    ("JZS Cauchy r" / "Beta(a, a)"), prior_value, bf10, default (the reported prior: ``r``, Beta(1, 1)), label."""
+    r_grid = np.union1d(np.geomspace(0.05, 2.0, 40) if r_grid is None else np.asarray(r_grid, float), [r])
+    a_grid = np.union1d(np.geomspace(1.0, 100.0, 40) if a_grid is None else np.asarray(a_grid, float), [1.0])
+    by = list(by)
+    rows = []
+    pooled = lik[(lik[bias_col] == OVERALL) & (lik["score"] == score)]
+    for row in pooled.itertuples(index=False):
+        label = " · ".join(str(getattr(row, c)) for c in by)
+        for x in r_grid:
+            rows.append({"scheme": "likelihood (LPBS, JZS)", "prior": "JZS Cauchy r", "prior_value": float(x),
+                         "bf10": jzs_bf10(row.t, int(row.n), float(x)), "default": r, "label": label})
+    if pref is not None and len(pref):
+        for row in pref[pref[bias_col] == OVERALL].itertuples(index=False):
+            if not row.n or not np.isfinite(row.bf10):      # no answers, or a masked (degenerate) responder
+                continue
+            label = " · ".join(str(getattr(row, c)) for c in by) + (f" · {row.source}" if hasattr(row, "source")
+                                                                     else "")
+            for x in a_grid:
+                rows.append({"scheme": "preference (binomial)", "prior": "Beta(a, a)", "prior_value": float(x),
+                             "bf10": _bf(log_bf10_binom_beta(int(row.k), int(row.n), float(x))), "default": 1.0,
+                             "label": label})
+    return pd.DataFrame(rows)
 
 
 def _clopper_pearson(k, n):

@@ -1,18 +1,22 @@
 """Paired model comparisons (beyond the four papers; Miller 2024, "Adding Error Bars to Evals", §4).
 
 Two models scored on the same prompts are a *paired* design: comparing them prompt by prompt removes the variance
-that comes from which prompts were drawn, and the comparison's interval must resample the same clusters for both.
+that comes from which prompts were drawn, and the comparison's interval must respect the same clusters for both.
 
-* :func:`paired_difference` mean of per-prompt differences ``y_a - y_b`` over prompts both models answered, with a
-  cluster-paired bootstrap interval (clusters resampled once, both models' outcomes move together), the paired
-  design effect, and a test: exact McNemar (binary outcomes; Edwards 1948 / statsmodels ``mcnemar(exact=True)``,
-  the binomial test on the discordant pairs) or the Wilcoxon signed-rank test (continuous outcomes; scipy). Those
-  exact tests treat prompts as independent, so they are the ``p_value`` only where every cluster holds one prompt;
-  where prompts share clusters the ``p_value`` is a Wald z on the cluster-paired bootstrap standard error (a paired
-  t test on cluster means, G - 1 df, below ``MIN_CLUSTERS`` clusters) and the exact test is kept as ``p_naive``.
+* :func:`paired_difference` mean of per-prompt differences ``y_a - y_b`` over prompts both models answered, with the
+  one rule of :mod:`biaslab.stats.clustered` applied to the differences (changed in issue 18): cluster-robust CR1
+  standard error (one-way, or two-way for a crossed design such as SSQA's template x stigma) with a t(G - 1) interval
+  and Wald t(G - 1) test, or, with fewer than 30 clusters in a one-way design, the wild cluster restricted bootstrap
+  (Webb weights; p-value and the interval that inverts it). Before, the interval was a percentile cluster bootstrap
+  and the test a Wald *z* with 10+ clusters (normal reference with 37 templates, where ``mean_intervals`` used
+  t(G - 1)). Where every cluster holds one prompt (independent units) the ``p_value`` is the exact test: McNemar
+  (binary outcomes; Edwards 1948 / statsmodels ``mcnemar(exact=True)``) or the Wilcoxon signed-rank test (scipy);
+  where prompts share clusters that exact test is kept as ``p_naive``. Each row carries the MDE of this paired
+  design (:func:`biaslab.stats.power.mde_from_se` on the paired SE and its df).
 * :func:`paired_subgroup_test` the paired alternative to the two-sample KS test of the multi-factor paper (§3.3):
   both models answer the same subgroups, so compare ``d_a(g) - d_b(g)`` subgroup by subgroup (Wilcoxon signed-rank
-  over subgroups) and give the difference of the two deviation metrics a cluster-paired bootstrap interval.
+  over subgroups) and give the difference of the two deviation metrics a cluster-paired bootstrap interval, tested
+  by the Wald t(G - 1) on the bootstrap standard error.
 """
 
 from __future__ import annotations
@@ -24,9 +28,10 @@ import pandas as pd
 from scipy import stats
 from statsmodels.stats.contingency_tables import mcnemar
 
-from .intervals import MIN_CLUSTERS, _cluster_codes, cluster_bootstrap, design_effect
+from .clustered import cluster_labels, cluster_name, mean_inference
+from .power import mde_design, mde_from_se
 
-WALD = "Wald z on the cluster-paired bootstrap standard error"
+WALD = "Wald t(G - 1) on the cluster-paired bootstrap standard error"
 
 
 def mcnemar_exact(y_a, y_b) -> dict:
@@ -54,29 +59,14 @@ def wilcoxon_paired(x, y=None) -> dict:
             "test": "Wilcoxon signed-rank"}
 
 
-def wald_p(diff: float, se: float) -> float:
-    """Two-sided p of ``diff / se`` against N(0, 1) (``se`` from a cluster-paired bootstrap); NaN when undefined."""
+def wald_p(diff: float, se: float, df: float | None = None) -> float:
+    """Two-sided p of ``diff / se`` against t(df) (the normal where df is None); NaN when undefined."""
     if not np.isfinite(diff) or not np.isfinite(se):
         return np.nan
     if se == 0:
         return 1.0 if diff == 0 else 0.0
-    return float(2 * stats.norm.sf(abs(diff) / se))
-
-
-def cluster_test(d: np.ndarray, codes: np.ndarray, se_boot: float) -> dict:
-    """The clustered test of a mean paired difference: Wald z on the bootstrap SE with >= ``MIN_CLUSTERS`` clusters,
-    otherwise a one-sample t test on the G cluster means (G - 1 df; Cameron & Miller 2015 §VI)."""
-    g = int(codes.max() + 1)
-    if g >= MIN_CLUSTERS:
-        return {"test": WALD, "statistic": float(d.mean() / se_boot) if se_boot > 0 else np.nan,
-                "p_value": wald_p(float(d.mean()), se_boot)}
-    means = np.bincount(codes, weights=d) / np.bincount(codes)
-    if g < 2 or np.ptp(means) == 0:
-        return {"test": f"t test on {g} cluster means", "statistic": np.nan,
-                "p_value": 1.0 if g >= 2 and means[0] == 0 else np.nan}
-    r = stats.ttest_1samp(means, 0.0)
-    return {"test": f"t test on {g} cluster means ({g - 1} df)", "statistic": float(r.statistic),
-            "p_value": float(r.pvalue)}
+    z = abs(diff) / se
+    return float(2 * (stats.norm.sf(z) if df is None or not np.isfinite(df) else stats.t.sf(z, df)))
 
 
 def _paired_frame(df, outcome, model, a, b, unit):
@@ -84,42 +74,40 @@ def _paired_frame(df, outcome, model, a, b, unit):
     return wide.dropna(subset=[a, b]) if a in wide and b in wide else wide.iloc[:0]
 
 
-def paired_difference(df: pd.DataFrame, outcome: str, a: str, b: str, cluster: str | None,
+def paired_difference(df: pd.DataFrame, outcome: str, a: str, b: str, cluster: str | Sequence[str] | None,
                       model: str = "model", unit: str = "prompt_id", binary: bool | None = None,
-                      n_boot: int = 2000, seed: int = 0, alpha: float = 0.05) -> dict:
-    """Model ``a`` minus model ``b`` on ``outcome``, paired by ``unit`` (the prompt), intervals clustered on
-    ``cluster`` (a column constant within each unit). Returns model_a, model_b, n_pairs, n_clusters, mean_a, mean_b,
-    difference, se_naive, se_cluster, design_effect, ci_low, ci_high, ci_method, test, statistic, p_value, and, where
-    clusters hold several prompts, p_naive / test_naive (the exact test over prompts; see the module docstring)."""
+                      seed: int = 0, alpha: float = 0.05, n_boot: int | None = None) -> dict:
+    """Model ``a`` minus model ``b`` on ``outcome``, paired by ``unit`` (the prompt), inference clustered on
+    ``cluster`` (a column constant within each unit, or two columns for a crossed design). Returns model_a, model_b,
+    n_pairs, n_clusters, df, mean_a, mean_b, difference, se_naive, se_cluster, design_effect, ci_low, ci_high,
+    ci_method, test (= p_method), statistic, p_value, null_value (0), mde, mde_design, and, where clusters hold
+    several prompts, p_naive / test_naive (the exact test over prompts; see the module docstring). ``n_boot``: the
+    wild bootstrap's draws where it is used (default 9,999)."""
     wide = _paired_frame(df, outcome, model, a, b, unit)
     out = {"model_a": a, "model_b": b, "n_pairs": len(wide)}
     if wide.empty:
         return {**out, "difference": np.nan, "ci_method": "no prompt answered by both models"}
-    cl_of = df.drop_duplicates(unit).set_index(unit)[cluster] if cluster else None
-    cl = (cl_of.reindex(wide.index).to_numpy() if cluster else wide.index.to_numpy())
+    first = df.drop_duplicates(unit).set_index(unit)
+    labels = cluster_labels(first.reindex(wide.index), cluster) if cluster else None
     d = (wide[a] - wide[b]).to_numpy(dtype=float)
-    codes = pd.factorize(cl)[0]
-    g = int(codes.max() + 1)
-    s = np.bincount(codes, weights=d)
-    m = np.bincount(codes).astype(float)
-    rng = np.random.default_rng(seed)
-    w = rng.multinomial(g, np.full(g, 1.0 / g), size=n_boot).astype(float)
-    reps = (w @ s) / (w @ m)
-    lo, hi = np.quantile(reps, [alpha / 2, 1 - alpha / 2])
+    kw = {"n_boot": n_boot} if n_boot else {}
+    r = mean_inference(d, labels, null=0.0, alpha=alpha, seed=seed, name=cluster_name(cluster) if cluster else "", **kw)
     if binary is None:
         binary = set(pd.unique(df[outcome].dropna())) <= {0, 1, True, False}
     exact = mcnemar_exact(wide[a], wide[b]) if binary else wilcoxon_paired(d)
-    se_cl = float(reps.std(ddof=1))
-    clustered = bool(m.max() > 1)          # some cluster holds more than one prompt
-    test = cluster_test(d, codes, se_cl) if clustered else exact
+    clustered = bool(labels is not None and r["n_clusters"] < len(d))     # some cluster holds several prompts
+    test = ({"test": r["p_method"], "statistic": r["statistic"], "p_value": r["p_value"]} if clustered else exact)
     naive = ({"p_naive": exact["p_value"], "test_naive": exact["test"] + " (prompts treated as independent)"}
              if clustered else {})
-    return {**out, "n_clusters": g, "mean_a": float(wide[a].mean()), "mean_b": float(wide[b].mean()),
-            "difference": float(d.mean()), "se_naive": float(d.std(ddof=1) / np.sqrt(d.size)) if d.size > 1 else np.nan,
-            "se_cluster": se_cl, "design_effect": design_effect(d, cl) if d.size > 1 else np.nan,
-            "ci_low": float(lo), "ci_high": float(hi),
-            "ci_method": f"cluster-paired bootstrap percentile ({cluster or unit}, {n_boot} resamples)",
-            "test": test["test"], "statistic": test["statistic"], "p_value": test["p_value"], **naive}
+    g = r["n_clusters"]
+    return {**out, "n_clusters": g, "df": r["df"], "mean_a": float(wide[a].mean()), "mean_b": float(wide[b].mean()),
+            "difference": r["estimate"], "se_naive": r["se_naive"], "se_cluster": r["se"],
+            "design_effect": r["design_effect"], "ci_low": r["ci_low"], "ci_high": r["ci_high"],
+            "ci_method": r["ci_method"], "test": test["test"], "p_method": test["test"], "statistic": test["statistic"],
+            "p_value": test["p_value"], "null_value": 0.0,
+            "mde": mde_from_se(r["se"], r["df"] if clustered else None, alpha),
+            "mde_design": mde_design("paired", len(d), g if clustered else None, r["design_effect"],
+                                     cluster_name(cluster)), **naive}
 
 
 def paired_differences(df: pd.DataFrame, outcome: str, cluster: str | None, by: Sequence[str] | str | None = None,
@@ -213,5 +201,5 @@ def paired_subgroup_test(df: pd.DataFrame, outcome: str, factors: Sequence[str],
             "metric_difference": boot["estimate"], "ci_low": boot["ci_low"], "ci_high": boot["ci_high"],
             "ci_method": boot["ci_method"], "mean_rate_difference": float(np.mean(ra - rb)),
             "test": WALD, "statistic": boot["estimate"] / boot["se"] if boot["se"] else np.nan,
-            "p_value": wald_p(boot["estimate"], boot["se"]), "n_clusters": boot["n_clusters"],
+            "p_value": wald_p(boot["estimate"], boot["se"], boot["n_clusters"] - 1), "n_clusters": boot["n_clusters"],
             "test_naive": w["test"] + " over subgroups (subgroups treated as independent)", "p_naive": w["p_value"]}

@@ -14,6 +14,14 @@ independent ones (Kish 1965), so every function takes ``deff`` (1 = independent 
 * :func:`mde_paired_mean` smallest standardized paired mean difference (Cohen's d_z) a paired t test detects
   (statsmodels ``TTestPower``); multiply by the SD of the differences for the raw scale.
 * :func:`required_n_proportion`, :func:`required_n_two_proportions` the planner: units needed for a target effect.
+* :func:`mde_from_se` the MDE of the design *actually analysed* (issue 18): from the standard error of the estimate
+  as the analysis computes it (paired where the contrast is paired, cluster-robust with that contrast's own design
+  effect) and its reference distribution t(df): the effect at which the two-sided t test has the given power
+  (noncentral t; Bloom 1995, "Minimum detectable effects", Evaluation Review 19(5); for df = inf
+  ``(z_{1-a/2} + z_power) SE``). :func:`mde_design` says in words which design that was.
+
+Every MDE is returned as an absolute value (statsmodels' root finder can return the negative root of the symmetric
+power equation: notebook 3's pooled LPBS row printed -0.072 before issue 18).
 """
 
 from __future__ import annotations
@@ -22,6 +30,7 @@ import functools
 import math
 
 import numpy as np
+import pandas as pd
 from scipy import stats
 from statsmodels.stats.power import NormalIndPower, TTestPower
 from statsmodels.stats.proportion import proportion_effectsize
@@ -30,8 +39,9 @@ ALPHA, POWER = 0.05, 0.80
 
 
 def _scalar(x) -> float:
-    """statsmodels' solve_power returns a float or a one-element array depending on the root finder used."""
-    return float(np.asarray(x, dtype=float).ravel()[0])
+    """statsmodels' solve_power returns a float or a one-element array depending on the root finder used, and for a
+    two-sided test either root of the symmetric power equation: the absolute value."""
+    return abs(float(np.asarray(x, dtype=float).ravel()[0]))
 
 
 def _p_from_h(p0: float, h: float) -> float:
@@ -93,6 +103,55 @@ def mde_paired_mean(n: float, alpha: float = ALPHA, power: float = POWER, deff: 
     return _scalar(TTestPower().solve_power(effect_size=None, nobs=n_eff, alpha=alpha, power=power))
 
 
+def mde_from_se(se: float, df: float | None = None, alpha: float = ALPHA, power: float = POWER) -> float:
+    """Minimum detectable |effect| of an estimate with standard error ``se`` tested by a two-sided t test on ``df``
+    degrees of freedom (the normal where df is None or infinite): the effect delta at which
+    ``P(|T'| > t_{1-alpha/2, df}) = power`` for T' ~ noncentral t(df, delta / se). Solved by statsmodels'
+    ``TTestPower`` (nobs = df + 1, so its noncentrality d * sqrt(nobs) is delta / se). Same scale as ``se``."""
+    if se is None or not np.isfinite(se) or se < 0:
+        return float("nan")
+    if df is None or not np.isfinite(df) or df > 1e6:
+        return float((stats.norm.ppf(1 - alpha / 2) + stats.norm.ppf(power)) * se)
+    if df < 1:
+        return float("nan")
+    nobs = float(df) + 1.0
+    d = _scalar(TTestPower().solve_power(effect_size=None, nobs=nobs, alpha=alpha, power=power))
+    return float(d * math.sqrt(nobs) * se)
+
+
+def mde_design(kind: str, n: int, n_clusters: int | None = None, deff: float | None = None,
+               cluster: str = "cluster") -> str:
+    """The analysed design in words, for the ``mde_design`` column: "paired, 10,360 prompts in 37 template clusters,
+    deff 41.1, t(36)"."""
+    parts = [kind, f"{int(n):,} units"]
+    if n_clusters is not None and np.isfinite(n_clusters) and n_clusters != n:
+        parts[-1] += f" in {int(n_clusters)} {cluster} clusters"
+    if deff is not None and np.isfinite(deff):
+        parts.append(f"deff {deff:.2f}")
+    if n_clusters is not None and np.isfinite(n_clusters):
+        parts.append(f"t({int(n_clusters) - 1})")
+    return ", ".join(parts)
+
+
+def subgroup_contrast_mdes(df: pd.DataFrame, outcome: str, factor: str, cluster, alpha: float = ALPHA,
+                           power: float = POWER) -> pd.DataFrame:
+    """For every level of ``factor``: the MDE of the contrast "this subgroup vs the rest" as the analysis sees it,
+    from the contrast's own cluster-robust SE (:func:`biaslab.stats.clustered.contrast_inference`, one- or two-way
+    ``cluster``) on t(G - 1). A level crossed with the clusters (a prompt style in every template) has a small
+    design effect; a level constant within clusters (a template-level gender) a large one — never the design effect
+    of the model's overall rate. Columns: level, n_group, n_rest, n_clusters, design_effect, se, mde."""
+    from .clustered import cluster_labels, contrast_inference
+    labels = cluster_labels(df, cluster)
+    y = df[outcome].to_numpy(dtype=float)
+    rows = []
+    for level in pd.unique(df[factor]):
+        r = contrast_inference(y, (df[factor] == level).to_numpy(), labels, alpha=alpha)
+        rows.append({"level": level, "n_group": r["n_group"], "n_rest": r["n_rest"], "n_clusters": r["n_clusters"],
+                     "design_effect": r["design_effect"], "se": r["se"],
+                     "mde": mde_from_se(r["se"], r["df"], alpha, power) if r["n_clusters"] >= 2 else np.nan})
+    return pd.DataFrame(rows)
+
+
 def power_proportion(n: float, p1: float, p0: float = 0.5, alpha: float = ALPHA, deff: float = 1.0) -> float:
     """Power of the one-sample test of p0 at true p1 (normal approximation on Cohen's h)."""
     return float(NormalIndPower().power(effect_size=proportion_effectsize(p1, p0), nobs1=n / max(deff, 1.0),
@@ -117,8 +176,11 @@ def required_n_two_proportions(p1: float, p2: float, alpha: float = ALPHA, power
 
 def power_row(benchmark: str, profile: str, quantity: str, n: float, mde: float, *, n_clusters: int | None = None,
               deff: float = 1.0, scale: str = "", test: str = "", alpha: float = ALPHA, power: float = POWER,
-              target: float | None = None, required_n: int | None = None) -> dict:
-    """One row of ``tables/power.csv``."""
+              target: float | None = None, required_n: int | None = None, design: str = "") -> dict:
+    """One row of ``tables/power.csv``; ``mde`` is stored as its absolute value, ``design`` (``mde_design``) says
+    which design it is the MDE of."""
+    deff = 1.0 if deff is None or not np.isfinite(deff) else deff
     return {"benchmark": benchmark, "profile": profile, "quantity": quantity, "test": test, "n": n,
             "n_clusters": n_clusters, "design_effect": deff, "n_effective": n / max(deff, 1.0), "alpha": alpha,
-            "power": power, "mde": mde, "mde_scale": scale, "target_effect": target, "required_n": required_n}
+            "power": power, "mde": abs(mde) if mde is not None else np.nan, "mde_scale": scale,
+            "mde_design": design, "target_effect": target, "required_n": required_n}

@@ -16,6 +16,12 @@
   function Q of the subgroup deviation rates and the ideal value C; for a step quantile function this is the mean of
   ``|x_i - C|`` (with C = 0: the area over the eCDF).
 * Two-sample Kolmogorov-Smirnov test between two models' subgroup deviation rates (``scipy.stats.ks_2samp``).
+
+Clustered prompts (issue 18): the Wald interval above treats prompts as independent. With ``cluster`` (one column,
+or two for a crossed design) each subgroup also gets the cluster-robust interval of its log disparity: the delta
+method on the corrected rates, influence ``(y_i - d(g)) / (n_g p'_g (1 - p'_g))`` inside the subgroup and
+``-(y_i - d(not g)) / (n_r p'_r (1 - p'_r))`` outside (p' the Haldane-Anscombe rates), CR1 sandwich, t(G - 1)
+(:mod:`biaslab.stats.clustered`): ``se_cluster``, ``ci_low_cluster``, ``ci_high_cluster``, ``n_clusters``, ``df``.
 """
 
 from __future__ import annotations
@@ -76,9 +82,35 @@ def _label(factors, levels) -> str:
     return SEP.join(f"{f}={v}" for f, v in zip(factors, levels))
 
 
+def _clustered_ld(y: np.ndarray, groups: dict, labels, correction: float, alpha: float) -> dict:
+    """Cluster-robust SE and t(G - 1) interval of each subgroup's corrected log disparity (module docstring).
+    ``groups``: subgroup key -> row positions."""
+    from .clustered import cr1_variance, t_quantile
+    n = y.size
+    out = {"se_cluster": [], "n_clusters": [], "df": []}
+    for idx in groups.values():
+        inside = np.zeros(n, dtype=bool)
+        inside[idx] = True
+        ng, nr = int(inside.sum()), int(n - inside.sum())
+        if ng == 0 or nr == 0:
+            out["se_cluster"].append(np.nan), out["n_clusters"].append(np.nan), out["df"].append(np.nan)
+            continue
+        a, c = y[inside].sum(), y[~inside].sum()
+        pg, pr = (a + correction) / (ng + 2 * correction), (c + correction) / (nr + 2 * correction)
+        psi = np.where(inside, (y - a / ng) / (ng * pg * (1 - pg)), -(y - c / nr) / (nr * pr * (1 - pr)))
+        v, g = cr1_variance(psi, labels)
+        out["se_cluster"].append(float(np.sqrt(v)) if np.isfinite(v) else np.nan)
+        out["n_clusters"].append(g)
+        out["df"].append(g - 1)
+    q = np.array([t_quantile(d, 1 - alpha / 2) if d == d and d >= 1 else np.nan for d in out["df"]])
+    out["q"] = q
+    return out
+
+
 def subgroups(df: pd.DataFrame, factors: Sequence[str], outcome: str = "deviated", levels: Sequence[int] = (1, 2),
               by: str | None = "model", correction: float = 0.5, ci: str = "wald", alpha: float = 0.05,
-              min_n: int = 1, combinations: Sequence[Sequence[str]] | None = None) -> pd.DataFrame:
+              min_n: int = 1, combinations: Sequence[Sequence[str]] | None = None,
+              cluster: str | Sequence[str] | None = None) -> pd.DataFrame:
     """Deviation rate and log disparity of every k-level subgroup, for each k in ``levels``.
 
     ``outcome`` is a 0/1 column (or a share in [0, 1] with ``n`` rows each counting once). ``by`` (e.g. the model)
@@ -86,7 +118,8 @@ def subgroups(df: pd.DataFrame, factors: Sequence[str], outcome: str = "deviated
     which factor tuples are used (default: all k-subsets of ``factors``, in the given order).
 
     Columns: [by], level, factors, subgroup, one column per factor (the subgroup's level, NaN when the factor does
-    not define it), n, n_deviated, deviation_rate, log_disparity, ci_low, ci_high, se, log_disparity_raw.
+    not define it), n, n_deviated, deviation_rate, log_disparity, ci_low, ci_high, se, log_disparity_raw; with
+    ``cluster`` also se_cluster, ci_low_cluster, ci_high_cluster, n_clusters, df (module docstring).
     """
     y = df[outcome]
     if not set(pd.unique(y.dropna())) <= {0, 1, True, False}:
@@ -116,6 +149,19 @@ def subgroups(df: pd.DataFrame, factors: Sequence[str], outcome: str = "deviated
             })
             rows["deviation_rate"] = rows["n_deviated"] / rows["n"]
             rows = pd.concat([rows, ld], axis=1)
+            if cluster is not None:
+                from .clustered import cluster_labels
+                idx = part.groupby(list(combo), observed=True, dropna=False).indices
+                keys = [tuple(k) if isinstance(k, tuple) else (k,) for k in
+                        agg[list(combo)].itertuples(index=False, name=None)]
+                idx = {k: idx[k if len(combo) > 1 else k[0]] for k in keys}
+                cl = _clustered_ld(part[outcome].to_numpy(dtype=float), idx, cluster_labels(part, cluster),
+                                   correction, alpha)
+                rows["se_cluster"] = cl["se_cluster"]
+                rows["ci_low_cluster"] = rows["log_disparity"] - cl["q"] * rows["se_cluster"]
+                rows["ci_high_cluster"] = rows["log_disparity"] + cl["q"] * rows["se_cluster"]
+                rows["n_clusters"] = cl["n_clusters"]
+                rows["df"] = cl["df"]
             if by is not None:
                 rows.insert(0, by, key[0] if isinstance(key, tuple) else key)
             out.append(rows)
@@ -125,6 +171,8 @@ def subgroups(df: pd.DataFrame, factors: Sequence[str], outcome: str = "deviated
     front = ([by] if by else []) + ["level", "factors", "subgroup"]
     fcols = [f for f in dict.fromkeys(itertools.chain.from_iterable(combos))]
     rest = ["n", "n_deviated", "deviation_rate", "log_disparity", "ci_low", "ci_high", "se", "log_disparity_raw"]
+    if cluster is not None:
+        rest += ["se_cluster", "ci_low_cluster", "ci_high_cluster", "n_clusters", "df"]
     return res[front + fcols + rest]
 
 

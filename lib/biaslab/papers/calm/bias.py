@@ -38,9 +38,22 @@ gives 0, as ``average_of_a_list`` does). Its numbers are percentage points of ac
 of the baseline: they differ by the factor :math:`1/\\bar a_t`, which inflates the scores of templates a model
 answers badly.
 
-**Uncertainty.** :func:`bootstrap` resamples templates within each task (shared by the gender and race scores, as
-the same templates serve both) and, within every resampled template and group, the names; template-level rules are
-re-applied in every replicate, dataset- and task-level decisions are those of the full data. Percentile intervals.
+**Uncertainty.** :func:`projection_intervals` (issue 18; the reported interval): a score is a max − min over group
+accuracies, for which the percentile bootstrap is biased (every replicate range is at least as large as the truth's
+noise floor, so the interval can lie wholly above its own estimate: Gemma's released qa/race score 0.0 had [10, 60]).
+The projection interval conditions on the templates used (with 2-4 templates per task in the default profile no
+interval generalises over templates) and treats the names as the random units: every (template, group) accuracy gets
+a Clopper-Pearson interval at level 1 − α/m (Bonferroni over the m cells the score reads), so all cells hold at once
+with probability ≥ 1 − α, and the score's interval is the score's range over that box — the minimum and maximum of
+max − min (released) or of (max − min) / baseline (eq. 1: the ratio is linear-fractional in each accuracy, so its
+maximum is at a vertex: the top group at its upper bound, the bottom group and every other group of the baseline at
+their lower bounds) template by template, averaged as the score is. Coverage ≥ 1 − α by construction (checked by
+simulation in tests/test_calm_bias.py, where the percentile bootstrap covered an unbiased model's 0 in under 10 %),
+and the estimate lies inside by construction; the price is width. Template-level discard rules are taken as observed.
+:func:`bootstrap` (kept for comparison and for the robustness tables) resamples templates within each task (shared by
+the gender and race scores, as the same templates serve both) and, within every resampled template and group, the
+names; template-level rules are re-applied in every replicate, dataset- and task-level decisions are those of the full
+data. Percentile intervals.
 :func:`permutation_test` gives each score's distribution when group membership has no effect (group labels
 shuffled within each template): a max − min over groups is positive even for an unbiased model, and this null mean
 is the floor against which a score should be read (not in the paper).
@@ -455,6 +468,102 @@ def bootstrap(df: pd.DataFrame, result: BiasResult, n_boot: int = 1000, seed: in
                 lo, hi = np.nanquantile(v, [alpha, 1 - alpha])
             rows.append({"model": model, "variant": variant, "task": task, "bias_type": bias, "bias_score": point,
                          "ci_low": lo, "ci_high": hi, "n_boot": n_boot, "n_templates_used": n_used})
+    return pd.DataFrame(rows)
+
+
+def _template_bounds(cells: pd.DataFrame, variant: str, alpha_cell: float, bias: str, baseline: str) -> tuple:
+    """(low, high) of one template's score (percent) over the Clopper-Pearson box of its group accuracies at level
+    1 - alpha_cell. ``cells``: the template's rows of :func:`group_accuracy` (all seven groups; the bias type's groups
+    are the ones whose range is taken)."""
+    from ...stats.intervals import clopper_pearson
+    lo, hi = clopper_pearson(cells["n_correct"].to_numpy(float), cells["n"].to_numpy(float), alpha_cell)
+    own = (cells["bias_type"] == bias).to_numpy()
+    lo_b, hi_b = lo[own], hi[own]
+    spread_lo = max(0.0, float(lo_b.max() - hi_b.min())) if own.sum() > 1 else 0.0
+    spread_hi = float(hi_b.max() - lo_b.min())
+    if variant == "released":
+        return 100 * spread_lo, 100 * spread_hi
+    base_rows = own if baseline == "bias_type" else np.ones(len(cells), dtype=bool)
+    w = cells["n"].to_numpy(float) * base_rows
+    w = w / w.sum()
+    base_hi = float(w @ hi)
+    low = 100 * spread_lo / base_hi if base_hi > 0 else 0.0
+    idx = np.flatnonzero(own)
+    high = 0.0
+    for i in idx:                  # linear-fractional in each accuracy: top group i at U, bottom j and the rest at L
+        for j in idx:
+            if i == j:
+                continue
+            den = float(w @ lo) - w[i] * lo[i] + w[i] * hi[i]
+            num = hi[i] - lo[j]
+            high = max(high, np.inf if den <= 0 else 100 * num / den)
+    return low, high
+
+
+def projection_intervals(df: pd.DataFrame, result: BiasResult, alpha: float = 0.05, correct: str | None = None,
+                         baseline: str = "all_groups") -> pd.DataFrame:
+    """Conditional (templates fixed, names random) simultaneous-projection intervals for every score of ``result``
+    (task × bias type, gender, race, overall): see the module docstring. Returns model, variant, task, bias_type,
+    bias_score, ci_low, ci_high, n_cells (m, the Bonferroni family), n_templates_used, ci_method."""
+    df = _models(df)
+    variant = result.tasks["variant"].iloc[0]
+    if correct is None:
+        correct = "correct_released" if variant == "released" and "correct_released" in df.columns else "correct"
+    acc = group_accuracy(df, correct, baseline)
+    used = result.templates[result.templates["used"]]
+    rows = []
+    for model, tasks in result.tasks.groupby("model", sort=False):
+        am = acc[acc["model"] == model]
+        um = used[used["model"] == model]
+        scope = {}                 # (task, bias) -> list of template ids used
+        for r in tasks.itertuples(index=False):
+            if not r.task_discarded and np.isfinite(r.bias_score):
+                scope[(r.task, r.bias_type)] = list(um.loc[(um["task"] == r.task) & (um["bias_type"] == r.bias_type),
+                                                           "template_id"])
+
+        def cells_of(keys):
+            """m: the distinct (task, template, group) cells the scores of ``keys`` read."""
+            seen = set()
+            for task, bias in keys:
+                c = am[(am["task"] == task) & am["template_id"].isin(scope[(task, bias)])]
+                if not (variant == "paper" and baseline == "all_groups"):
+                    c = c[c["bias_type"] == bias]
+                seen |= set(zip(c["task"], c["template_id"], c["group"]))
+            return len(seen)
+
+        def bounds(keys, m):
+            per_task = {}
+            for task, bias in keys:
+                b = [_template_bounds(am[(am["task"] == task) & (am["template_id"] == t)], variant, alpha / m, bias,
+                                      baseline) for t in scope[(task, bias)]]
+                per_task[(task, bias)] = np.mean(b, axis=0)
+            return per_task
+
+        def row(task, bias, point, keys, n_used):
+            if not keys or not np.isfinite(point):
+                return {"model": model, "variant": variant, "task": task, "bias_type": bias, "bias_score": point,
+                        "ci_low": np.nan, "ci_high": np.nan, "n_cells": 0, "n_templates_used": n_used,
+                        "ci_method": "no interval: the score is undefined"}
+            m = cells_of(keys)
+            b = bounds(keys, m)
+            by_bias = {}
+            for (t_, bb), v in b.items():
+                by_bias.setdefault(bb, []).append(v)
+            means = [np.mean(v, axis=0) for v in by_bias.values()]      # tasks within a bias type, then bias types
+            lo, hi = np.mean(means, axis=0)
+            return {"model": model, "variant": variant, "task": task, "bias_type": bias, "bias_score": point,
+                    "ci_low": float(lo), "ci_high": float(hi), "n_cells": m, "n_templates_used": n_used,
+                    "ci_method": f"projection of simultaneous Clopper-Pearson boxes (Bonferroni over {m} template x "
+                                 f"group cells; names random, the {n_used} template(s) fixed)"}
+
+        for r in tasks.itertuples(index=False):
+            keys = [(r.task, r.bias_type)] if (r.task, r.bias_type) in scope else []
+            rows.append(row(r.task, r.bias_type, r.bias_score, keys, r.n_templates_used))
+        summ = result.summary[(result.summary["model"] == model)].iloc[0]
+        for bias in ("gender", "race"):
+            keys = [k for k in scope if k[1] == bias]
+            rows.append(row("all", bias, summ.get(bias, np.nan), keys, sum(len(scope[k]) for k in keys)))
+        rows.append(row("all", "all", summ.get("overall", np.nan), list(scope), sum(len(v) for v in scope.values())))
     return pd.DataFrame(rows)
 
 

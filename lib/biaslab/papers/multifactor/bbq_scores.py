@@ -4,9 +4,9 @@
 formulas as :func:`biaslab.benchmarks.bbq.bias_scores`). Both are functions of four per-template totals (responses,
 biased answers, non-"unknown" answers, correct answers), so their cluster bootstrap is a matrix product
 (:func:`biaslab.stats.intervals.bootstrap_totals`); percentile intervals. Accuracy intervals come from
-:func:`biaslab.stats.intervals.rate_intervals` (cluster bootstrap, or effective-n Clopper-Pearson with fewer than
-10 templates in a cell). A score from fewer than 10 templates is still given an interval, but ``few_clusters`` marks
-it: a bootstrap over so few clusters under-covers.
+:func:`biaslab.stats.intervals.rate_intervals` (Korn-Graubard with the CR1 design effect and t(G - 1), the rule of
+:mod:`biaslab.stats.clustered`). A bias score from fewer than 30 templates is still given its percentile interval, but
+``few_clusters`` marks it: a bootstrap over so few clusters under-covers.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ def score_intervals(df: pd.DataFrame, by: Sequence[str], cluster: str = "templat
     ``correct``, ``chose_unknown``, ``context_condition`` and the cluster column."""
     d = df.assign(non_unknown=1 - df["chose_unknown"].astype(int))
     keys = list(by) + ["context_condition"]
-    acc = rate_intervals(d, "correct", cluster, by=keys, n_boot=n_boot, seed=seed, alpha=alpha)
+    acc = rate_intervals(d, "correct", cluster, by=keys, alpha=alpha)
     rows = []
     for i, (key, part) in enumerate(d.groupby(keys, observed=True, sort=True)):
         key = key if isinstance(key, tuple) else (key,)
