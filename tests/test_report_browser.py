@@ -70,6 +70,8 @@ def test_fresh_smoke_report_displays_offline_with_findings_parameters_and_proven
     page = out / "04_agentic_entropy" / "04_agentic_entropy.html"
     found = browser.check(page, driver)
     assert not found.problems, str(found)
+    index = browser.check(out / "index.html", driver)        # the run's front page, written beside it
+    assert not index.problems and index.images == len(list(out.glob("*/figures/*.png"))) > 0, str(index)
     figures, math, n_findings = expected(page)
     assert found.images == figures > 0 and found.math > 0 and n_findings >= 5
     text = page.read_text()

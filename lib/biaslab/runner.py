@@ -310,9 +310,11 @@ def reproduce(profile: str = "default", only: list[str] | None = None, overrides
     results = [finished[k] for k in chosen if k in finished]
     published = outputs_dir.resolve() == paths.OUTPUTS_DIR.resolve()
     if published and publish:
-        from . import catalogue, report_index
+        from . import catalogue
         catalogue.write()
-        report_index.write(outputs_dir)
+    if html and (publish or not published):      # the front page over every run in that folder (scratch/ too)
+        from . import report_index
+        print(f"reports: {report_index.write(outputs_dir)}")
     failed = [r for r in results if r["status"] != "ok"]
     for r in results:
         label = r["notebook"] + (f"/{r['variant']}" if r["variant"] else "")
