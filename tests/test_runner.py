@@ -69,6 +69,18 @@ def test_run_writes_executed_notebook_and_manifest(toy):
     assert (outdir / "00_toy/00_toy.ipynb").exists()
 
 
+def test_scratch_run_writes_its_report_and_index(toy):
+    """``biaslab reproduce --only …`` without --publish: the HTML report beside the executed notebook and
+    index.html in the scratch folder, linking it; nothing published."""
+    nbdir, _ = toy
+    _toy_notebook(nbdir / "00_toy.ipynb", "print('hello', value)")
+    assert runner.reproduce("smoke", overrides={"value": 3}) == 0
+    report = paths.SCRATCH_DIR / "00_toy/00_toy.html"
+    assert "hello 3" in report.read_text()
+    assert 'href="00_toy/00_toy.html"' in (paths.SCRATCH_DIR / "index.html").read_text()
+    assert not paths.OUTPUTS_DIR.exists()
+
+
 def test_failing_notebook_is_recorded_and_returns_nonzero(toy):
     nbdir, outdir = toy
     _toy_notebook(nbdir / "00_toy.ipynb", "raise RuntimeError('boom')")
