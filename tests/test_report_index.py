@@ -38,7 +38,7 @@ def fake_run(root, label, status="ok", html=True, figures=("a", "b"), models=Non
         (folder / "figures" / f"{f}.png").write_bytes(PNG)
     manifest = {"notebook": nb, "variant": label.split("/")[1] if "/" in label else None, "profile": "smoke",
                 "status": status, "wall_time_s": 12.3, "git": {"commit": "abcdef1234567890", "dirty": False},
-                "started": "2026-11-23T10:00:00+00:00", "models": models or {},
+                "models": models or {},
                 "data": {"biaslab/data/x.csv": "f" * 64}}
     if status != "ok":
         manifest["error"] = "PapermillExecutionError: <boom>"
@@ -70,6 +70,7 @@ def test_index_links_every_run_manifest_and_figure(tmp_path):
     assert "m1" in text and "1" * 16 in text and "12 s" in text and "abcdef1234" in text
     assert re.search(r'class="failed">failed', text) and "&lt;boom&gt;" in text      # escaped error
     assert "3 runs" in text
+    assert " ?" not in text        # every field shown is one a manifest has (no placeholder for a missing one)
 
 
 def test_index_of_empty_folder(tmp_path):

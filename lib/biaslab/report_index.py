@@ -73,7 +73,7 @@ def _section(folder: Path, m: dict, root: Path) -> str:
     wall = m.get("wall_time_s")
     meta = (f'<span class="{"ok" if status == "ok" else "failed"}">{_e(status)}</span> · profile '
             f'{_e(m.get("profile", "?"))} · wall time {_e(f"{wall:.0f} s" if isinstance(wall, (int, float)) else "?")}'
-            f' · commit <code>{_e(commit)}</code> · started {_e(m.get("started", "?"))}')
+            f' · commit <code>{_e(commit)}</code>')      # manifests carry no timestamp (reruns are identical)
     models = m.get("models") or {}
     model_rows = "".join(
         f"<tr><td>{_e(name)}</td><td>{_e((info or {}).get('source', ''))}</td>"
