@@ -1,0 +1,56 @@
+"""Notebook 1's decisions: its headline tests, how its tables state their effects, and which responder rule judges
+them (the verdict layer, :mod:`biaslab.stats.verdict`).
+
+**Confirmatory family** (Holm, per benchmark run): the paired comparisons of two models scored on the same prompts —
+the difference of their deviation metrics (eq. 4, template-paired) and of their overall deviation rates. They are
+the clustered, paired versions of the paper's headline comparison (§3.3). The paper's own two-sample KS test, which
+treats the subgroups of two models as independent samples, is kept as an exploratory row (Benjamini–Hochberg).
+
+**Responders.** Deviation rates and the deviation metric read the model's *answer* (does it equal the biased
+answer?), so the answer check of ``responders.csv`` judges them (SSQA: the rows without chain of thought). A pair
+with a degenerate model keeps its rows; its verdict is "not tested".
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from ...stats import verdict as V
+
+
+def confirmatory(benchmark: str) -> V.Family:
+    return V.Family(f"01/{benchmark} · paired model comparisons (deviation metric and deviation rate)",
+                    V.CONFIRMATORY)
+
+
+def effects(benchmark: str) -> dict[str, V.Effects]:
+    conf = (confirmatory(benchmark),)
+    return {
+        "paired_comparisons": V.Effects(estimate="difference", null=("null_value", 0.0), pair=("model_a", "model_b"),
+                                        families=conf),
+        "paired_subgroup_tests": V.Effects(estimate="metric_difference", null=("null_value", 0.0),
+                                           pair=("model_a", "model_b"), families=conf),
+        "ks_tests": V.Effects(estimate="ks_statistic", ci=(), null=None, pair=("model_a", "model_b"),
+                              default=V.Family(f"01/{benchmark} · two-sample KS of subgroup rates (the paper's "
+                                               "variant: subgroups treated as independent)", V.EXPLORATORY)),
+    }
+
+
+def answer_status(check: pd.DataFrame | None) -> pd.DataFrame | None:
+    """responder_status per model from the answer check (SSQA: the rows without chain of thought)."""
+    if check is None or check.empty or "model" not in check:
+        return None
+    if "cot" in check:
+        check = check[check["cot"].astype(str) == "no"]
+    return V.responder_status(check, ("model",))
+
+
+def decide(benchmark: str, tables: dict[str, pd.DataFrame], check: pd.DataFrame | None = None,
+           alpha: float = V.ALPHA) -> dict[str, pd.DataFrame]:
+    """Verdict columns for the given tables among ``paired_comparisons``, ``paired_subgroup_tests`` and
+    ``ks_tests`` (empty tables are returned as they are)."""
+    status = answer_status(check)
+    spec = effects(benchmark)
+    todo = {n: (df, spec[n], status) for n, df in tables.items() if df is not None and len(df) and n in spec}
+    done = V.decide_tables(todo, alpha) if todo else {}
+    return {n: done.get(n, df) for n, df in tables.items()}
