@@ -287,7 +287,8 @@ def _base(df: pd.DataFrame, spec: Effects, table: str, responders, comparable, a
     verdict[und] = "undefined (" + why_undefined[und] + ")"
     has_ci = lo.notna() & hi.notna()
     none = (verdict == "") & p.isna() & ~(has_ci & null.notna())
-    verdict[none] = "not tested (no p-value and no interval against a null)"
+    verdict[none] = ("not tested (the test could not be computed here)" if _first(out, spec.p)
+                     else "not tested (no test and no interval against a null in this table)")
     out["_p"] = p.where(verdict == "")
     out["_test"] = (out[list(spec.test)].astype(str).agg("|".join, axis=1) if spec.test
                     else pd.Series(out.index.astype(str), index=out.index))

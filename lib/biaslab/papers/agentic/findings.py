@@ -132,6 +132,15 @@ def cyclic_findings(cyc_m: pd.DataFrame) -> str:
     return bullets(lines)
 
 
+def comparison_findings(cmp: pd.DataFrame) -> str:
+    """Each pair of models' mean per-prompt entropy difference (paired on the same prompts) with its verdict."""
+    if cmp is None or cmp.empty:
+        return "One model: no paired comparison."
+    return bullets(f"**{r['model_a']} − {r['model_b']}**: mean normalized entropy differs by {num(r['difference'])} "
+                   f"{interval(r)} over {int(r['n_pairs']):,} prompts both answered, "
+                   f"{decision(r, 'no difference', '0')}." for r in cmp.to_dict("records"))
+
+
 def summary_findings(by_model: pd.DataFrame, cyc_m: pd.DataFrame | None, ut: pd.DataFrame, gp: pd.DataFrame) -> str:
     """The closing 'What this means' points that depend on the run: how much of the departure from uniform the
     rotation average removes (position), and which group-level results are distinguishable from chance (verdict

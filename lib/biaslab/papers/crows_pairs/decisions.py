@@ -80,3 +80,16 @@ def decide(lik: pd.DataFrame, pref: pd.DataFrame | None = None, comparisons: pd.
     if comparisons is not None and len(comparisons):
         tables["paired_comparisons"] = (comparisons, PAIRED, LIKELIHOOD_READS)
     return V.decide_tables(tables, alpha)
+
+
+def decide_table(name: str, df: pd.DataFrame, check: pd.DataFrame | None = None,
+                 alpha: float = V.ALPHA) -> pd.DataFrame:
+    """One of ``likelihood_tests``, ``preference_tests``, ``paired_comparisons`` with its verdict columns (each
+    table's families lie within it)."""
+    if df is None or df.empty:
+        return df
+    if name == "likelihood_tests":
+        return decide(df, alpha=alpha)[name]
+    if name == "preference_tests":
+        return V.decide(df, PREFERENCE, name, _preference_status(df, check), alpha=alpha)
+    return V.decide(df, PAIRED, name, LIKELIHOOD_READS, alpha=alpha)

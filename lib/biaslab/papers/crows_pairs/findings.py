@@ -52,3 +52,26 @@ def preference_findings(pref: pd.DataFrame, answers: pd.DataFrame, pos: pd.DataF
                          + f" of answers; across the two orders it keeps the same sentence for {pct(r.same_sentence)} "
                          f"and the same position for {pct(r.same_position)} of {r.n_pairs} pairs: it {verdict}.")
     return bullets(lines)
+
+
+def sample_findings(lik: pd.DataFrame, score: str = "norm_logprob") -> str:
+    """How many pairs each bias type of this run holds, and how many bias-type Bayes factors say something over
+    their whole prior range (``bf_direction``): the run-dependent part of the reading of Table 2."""
+    t = lik[(lik["bias_type"] != hyp.OVERALL) & (lik["score"] == score)]
+    if t.empty:
+        return "This run has no bias-type rows."
+    n = t["n"].astype(int)
+    pooled = lik[(lik["bias_type"] == hyp.OVERALL) & (lik["score"] == score)]["n"].astype(int)
+    d = t["bf_direction"].astype("string") if "bf_direction" in t else pd.Series(pd.NA, index=t.index,
+                                                                               dtype="string")
+    ranged = int(d.notna().sum())
+    h1, h0 = int((d == "H1").sum()), int((d == "H0").sum())
+    lines = [f"Per bias type and dataset this run scores {num(n.min())} to {num(n.max())} pairs (median "
+             f"{num(float(n.median()))}); the pooled rows hold {num(pooled.min())} to {num(pooled.max())}."]
+    if ranged:
+        lines.append(f"Of the {len(t)} bias-type cells, {h1} show evidence for a stereotype preference and {h0} for "
+                     f"none over the whole prior range; the other {ranged - h1 - h0} are inconclusive across priors.")
+    else:
+        lines.append(f"None of the {len(t)} bias-type Bayes factors has a prior range in this table, so none is read "
+                     "as evidence either way.")
+    return bullets(lines)

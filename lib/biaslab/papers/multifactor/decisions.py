@@ -54,3 +54,25 @@ def decide(benchmark: str, tables: dict[str, pd.DataFrame], check: pd.DataFrame 
     todo = {n: (df, spec[n], status) for n, df in tables.items() if df is not None and len(df) and n in spec}
     done = V.decide_tables(todo, alpha) if todo else {}
     return {n: done.get(n, df) for n, df in tables.items()}
+
+
+def decide_importance(benchmark: str, importance: pd.DataFrame, check: pd.DataFrame | None = None,
+                      alpha: float = V.ALPHA) -> pd.DataFrame:
+    """Verdict columns for ``factor_importance``: each term's coefficient against 0 on its template-clustered Wald
+    test (``p_cluster``, ``ci_low_cluster``/``ci_high_cluster``); exploratory, one Benjamini–Hochberg family per
+    model (screening many coefficients). Intercepts and separated terms (no finite estimate) are not tested."""
+    if importance is None or importance.empty:
+        return importance
+
+    def undefined(df):
+        sep = df["separated"].fillna(False).astype(bool) if "separated" in df else pd.Series(False, df.index)
+        why = pd.Series("", index=df.index)
+        why[sep] = "separation: a level with a deviation rate of 0 or 1 has no finite estimate"
+        why[df["factor"].astype(str).isin(["Intercept", ""])] = "an intercept or a model not fitted is no effect"
+        return why
+
+    fams = tuple(V.Family(f"01/{benchmark} · factor importance of {m} (clustered Wald, all terms)", V.EXPLORATORY,
+                          {"model": m}) for m in pd.unique(importance["model"]))
+    spec = V.Effects(estimate="coef", p=("p_cluster",), ci=(("ci_low_cluster", "ci_high_cluster"),),
+                     null=0.0, families=fams, undefined=undefined)
+    return V.decide(importance, spec, "factor_importance", answer_status(check), alpha=alpha)
