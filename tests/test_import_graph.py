@@ -27,7 +27,7 @@ STAGES = {
     "papers": "papers",
     "resultcache": "cache",
     "catalogue": "orchestration", "runner": "orchestration", "cli": "orchestration", "parameters": "orchestration",
-    "report_index": "orchestration",
+    "report_index": "orchestration", "summary": "orchestration",      # summary: the README's headline block
     "findings": "wording",
 }
 GENERIC = {"infra", "cache", "sources", "benchmarks", "models", "scoring", "stats", "plots", "wording", "output"}

@@ -317,9 +317,10 @@ def reproduce(profile: str = "default", only: list[str] | None = None, overrides
     results = [finished[k] for k in chosen if k in finished]
     published = outputs_dir.resolve() == paths.OUTPUTS_DIR.resolve()
     if published and publish:
-        from . import catalogue, report_index
+        from . import catalogue, report_index, summary
         catalogue.write()
         report_index.write(outputs_dir)
+        summary.write(outputs_dir)          # outputs/SUMMARY.md and the README's headline block (issue 18)
     failed = [r for r in results if r["status"] != "ok"]
     for r in results:
         label = r["notebook"] + (f"/{r['variant']}" if r["variant"] else "")

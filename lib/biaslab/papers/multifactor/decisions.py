@@ -58,8 +58,8 @@ def decide(benchmark: str, tables: dict[str, pd.DataFrame], check: pd.DataFrame 
 
 def decide_importance(benchmark: str, importance: pd.DataFrame, check: pd.DataFrame | None = None,
                       alpha: float = V.ALPHA) -> pd.DataFrame:
-    """Verdict columns for ``factor_importance``: each term's coefficient against 0 on its template-clustered Wald
-    test (``p_cluster``, ``ci_low_cluster``/``ci_high_cluster``); exploratory, one Benjamini–Hochberg family per
+    """Verdict columns for ``factor_importance``: each term's odds ratio against 1 on its template-clustered Wald
+    test (``p_cluster``; ``ci_low_cluster``/``ci_high_cluster`` are on the odds-ratio scale); exploratory, one Benjamini–Hochberg family per
     model (screening many coefficients). Intercepts and separated terms (no finite estimate) are not tested."""
     if importance is None or importance.empty:
         return importance
@@ -73,6 +73,6 @@ def decide_importance(benchmark: str, importance: pd.DataFrame, check: pd.DataFr
 
     fams = tuple(V.Family(f"01/{benchmark} · factor importance of {m} (clustered Wald, all terms)", V.EXPLORATORY,
                           {"model": m}) for m in pd.unique(importance["model"]))
-    spec = V.Effects(estimate="coef", p=("p_cluster",), ci=(("ci_low_cluster", "ci_high_cluster"),),
-                     null=0.0, families=fams, undefined=undefined)
+    spec = V.Effects(estimate="odds_ratio", p=("p_cluster",), ci=(("ci_low_cluster", "ci_high_cluster"),),
+                     null=1.0, families=fams, undefined=undefined)
     return V.decide(importance, spec, "factor_importance", answer_status(check), alpha=alpha)
