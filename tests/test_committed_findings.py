@@ -118,18 +118,15 @@ def test_agentic_sentences_match_their_rows():
         assert named == (r["verdict"] != "not distinguishable"), r
         if named:
             assert says(_bullet(text, f"{r['model']} on {r['class_type']}:"), r["verdict"])
-    cyc = _read(f, "cyclic_by_model")
-    if cyc is not None:
-        cyc = D4.decide("cyclic_by_model", cyc, resp)
-        ctext = F4.cyclic_findings(cyc)
-        for r in cyc.to_dict("records"):
-            assert says(_bullet(ctext, f"**{r['model']}**"), r["verdict"])
-    cmp_ = _read(f, "paired_comparisons")
-    if cmp_ is not None:
-        cmp_ = D4.decide("paired_comparisons", cmp_, resp)
-        ptext = F4.comparison_findings(cmp_)
-        for r in cmp_.to_dict("records"):
-            assert says(_bullet(ptext, f"**{r['model_a']} − {r['model_b']}**"), r["verdict"])
+    for name, render, head in (("cyclic_by_model", F4.cyclic_findings, "**{model}**"),
+                               ("paired_comparisons", F4.comparison_findings, "**{model_a} − {model_b}**")):
+        t = _read(f, name)
+        if t is None:
+            continue
+        t = D4.decide(name, t, resp)
+        text = render(t)
+        for r in t.to_dict("records"):
+            assert says(_bullet(text, head.format(**r)), r["verdict"])
 
 
 @pytest.mark.parametrize("benchmark", ["ssqa", "bbq", "calm", "crows_pairs", "agentic"])
