@@ -599,7 +599,8 @@ timings["subgroups"] = time.perf_counter() - t0
 # and the Wilcoxon signed-rank test over subgroups, plus the paired difference of the overall deviation rates
 # (`paired_comparisons.csv`: template-paired bootstrap interval, tested by the Wald z on its standard error because
 # prompts of one template are not independent; the exact McNemar test over prompts is kept as `p_naive`). Holm
-# across the paired tests of the notebook (its confirmatory family: family-wise control). Degenerate responders keep their rows, marked "not tested".
+# across the paired tests of the notebook (its confirmatory family: family-wise control). Degenerate responders keep
+# their rows, marked "not tested".
 
 # %%
 rate_ci = intervals.rate_intervals(nocot, plan.outcome, bench.cluster, by="model")
@@ -622,7 +623,7 @@ for name, ms in groups.items():
                                                binary=True).assign(models=name))
 pst = pd.DataFrame(pst)
 pdiff = pd.concat(pdiff, ignore_index=True) if pdiff else pd.DataFrame()
-# the notebook's confirmatory family (issue 18): both paired tables together, Holm (biaslab.papers.multifactor.decisions)
+# the notebook's confirmatory family (issue 18): both paired tables together, Holm (papers.multifactor.decisions)
 decided = decisions.decide(benchmark, {"paired_subgroup_tests": pst, "paired_comparisons": pdiff}, resp_check)
 pst, pdiff = decided["paired_subgroup_tests"], decided["paired_comparisons"]
 table(pst, "paired_subgroup_tests", markdown=True)

@@ -41,9 +41,9 @@ def tie_groups(estimates: pd.Series, pairs: pd.DataFrame, alpha: float = 0.05, h
 
     A pair differs when its ``p_col`` is <= ``alpha`` — or, with ``differ_col``, when that boolean column is True
     (a decision already made, e.g. ``verdict == "distinguishable"``); a pair missing from ``pairs`` or with a NaN
-    p-value is *not* known to differ (it cannot separate the two models). Returns one row per model in rank order: model,
-    estimate, rank (1 = highest estimate when ``higher_first``), groups (letters), n_groups_shared_with (how many
-    other models share a letter with it).
+    p-value is *not* known to differ (it cannot separate the two models). Returns one row per model in rank order:
+    model, estimate, rank (1 = highest estimate when ``higher_first``), groups (letters), n_groups_shared_with (how
+    many other models share a letter with it).
     """
     est = estimates.dropna()
     order = list(est.sort_values(ascending=not higher_first, kind="mergesort").index)

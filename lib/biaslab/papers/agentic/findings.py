@@ -70,7 +70,8 @@ def group_preference_findings(gp: pd.DataFrame) -> str:
         pairs = join(sorted({str(int(n)) for n in g["n_pairs"].dropna()}), "or")
         lines.append(
             f"**{m}**: {len(sig)} of {len(g)} group × class-type differences (positive − negative question) are "
-            f"distinguishable from chance ({family_words(big)}; {pairs} matched pairs each); the largest is {big['group']} on {big['class_type']}, "
+            f"distinguishable from chance ({family_words(big)}; {pairs} matched pairs each); the largest is "
+            f"{big['group']} on {big['class_type']}, "
             f"{num(100 * big['diff_pos_minus_neg'], 2)} percentage points, {decision(big)}"
             + (": " + join(f"{r.group} on {r.class_type}" for r in sig.itertuples()) + " are distinguishable."
                if len(sig) else "."))

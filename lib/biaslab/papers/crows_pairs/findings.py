@@ -2,8 +2,9 @@
 
 Likelihood scheme: LPBS (eq. 3, mean normalized log-probability difference) with the paired t test and the JZS
 Bayes factor (eq. 8). Decisions are read from the verdict columns of :mod:`.decisions` (the confirmatory family is the
-pooled LPBS per model × dataset); a Bayes factor is called evidence only when its whole prior range agrees. Preference scheme: π̂ = k/n with the exact binomial test and the uniform-prior BF10 (eq. 9);
-position bias and order consistency of the two-order preference prompt (beyond the paper).
+pooled LPBS per model × dataset); a Bayes factor is called evidence only when its whole prior range agrees.
+Preference scheme: π̂ = k/n with the exact binomial test and the uniform-prior BF10 (eq. 9); position bias and order
+consistency of the two-order preference prompt (beyond the paper).
 """
 
 from __future__ import annotations

@@ -59,7 +59,8 @@ def decide(benchmark: str, tables: dict[str, pd.DataFrame], check: pd.DataFrame 
 def decide_importance(benchmark: str, importance: pd.DataFrame, check: pd.DataFrame | None = None,
                       alpha: float = V.ALPHA) -> pd.DataFrame:
     """Verdict columns for ``factor_importance``: each term's odds ratio against 1 on its template-clustered Wald
-    test (``p_cluster``; ``ci_low_cluster``/``ci_high_cluster`` are on the odds-ratio scale); exploratory, one Benjamini–Hochberg family per
+    test (``p_cluster``; ``ci_low_cluster``/``ci_high_cluster`` are on the odds-ratio scale); exploratory, one
+    Benjamini–Hochberg family per
     model (screening many coefficients). Intercepts and separated terms (no finite estimate) are not tested."""
     if importance is None or importance.empty:
         return importance
@@ -76,3 +77,22 @@ def decide_importance(benchmark: str, importance: pd.DataFrame, check: pd.DataFr
     spec = V.Effects(estimate="odds_ratio", p=("p_cluster",), ci=(("ci_low_cluster", "ci_high_cluster"),),
                      null=1.0, families=fams, undefined=undefined)
     return V.decide(importance, spec, "factor_importance", answer_status(check), alpha=alpha)
+
+
+def decide_bayes(summary: pd.DataFrame, alpha: float = V.ALPHA) -> pd.DataFrame:
+    """Verdict columns for the Bayesian factor-importance summary (bambi): each term's posterior against 0 by its
+    highest-density interval (the two ``hdi_*`` columns; interval only, no p, so not adjusted). The intercept and
+    variance terms are no effects."""
+    if summary is None or summary.empty:
+        return summary
+    lo, hi = [c for c in summary.columns if c.startswith("hdi_")][:2]
+
+    def undefined(df):
+        t = df["term"].astype(str)
+        return pd.Series(["an intercept or a variance is no effect" if x == "Intercept" or "sigma" in x else ""
+                          for x in t], index=df.index)
+
+    spec = V.Effects(estimate=("mean", lo), p=None, ci=((lo, hi),), null=0.0, undefined=undefined,
+                     default=V.Family("01 · Bayesian factor importance (HDI against 0)", V.EXPLORATORY))
+    return V.decide(summary, spec, "bayes_summary", "not judged: a fitted model's terms, not answers",
+                    alpha=alpha)

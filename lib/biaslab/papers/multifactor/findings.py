@@ -12,6 +12,7 @@ import pandas as pd
 
 from ...findings import DISTINGUISHABLE, bullets, decision, interval, num, pct
 from ...plots.labels import hdi_prob, interval_label
+from .decisions import decide_bayes
 
 
 def released_findings(answers: pd.DataFrame) -> str:
@@ -85,8 +86,9 @@ def subgroup_findings(dm: pd.DataFrame, ks: pd.DataFrame, pst: pd.DataFrame | No
         if k is not None:
             more = a if k.get("verdict") == DISTINGUISHABLE and dm.set_index("model")["deviation_metric"].get(a, 0) \
                 >= dm.set_index("model")["deviation_metric"].get(b, 0) else b
-            parts.append(f"the paper's two-sample KS test (subgroups treated as two independent samples: it ignores the "
-                         f"pairing and the clustering) gives D = {num(k['ks_statistic'], 2)}, {decision(k, 'equal distributions')}"
+            parts.append(f"the paper's two-sample KS test (subgroups treated as two independent samples: it ignores "
+                         f"the pairing and the clustering) gives D = {num(k['ks_statistic'], 2)}, "
+                         f"{decision(k, 'equal distributions')}"
                          + (f" ({more} deviates more)" if k.get("verdict") == DISTINGUISHABLE else ""))
         if not (p or d):
             parts.insert(0, "no paired comparison was run for this pair")
@@ -99,13 +101,15 @@ def bayes_findings(summary: pd.DataFrame, diagnostics: pd.DataFrame, rhat_max: f
     """Per fitted model: whether the sampler meets the usual thresholds (R-hat ≤ 1.01, bulk and tail ESS ≥ 400, no
     divergences), the terms whose HDI excludes 0 and the widest HDI (the least determined effect)."""
     lines = []
+    if "verdict" not in summary:
+        summary = decide_bayes(summary)              # the HDI's verdict against 0 (biaslab.stats.verdict)
     for d in diagnostics.to_dict("records"):
         ok = (d["max_r_hat"] <= rhat_max and min(d["min_ess_bulk"], d["min_ess_tail"]) >= ess_min
               and d["divergences"] == 0)
         s = summary[(summary["model"] == d["model"]) & (summary["term"] != "Intercept")
                     & ~summary["term"].str.contains("sigma")]
         lo, hi = [c for c in s.columns if c.startswith("hdi_")][:2]
-        clear = s[(s[lo] > 0) | (s[hi] < 0)]["term"].tolist()
+        clear = s[s["verdict"] == DISTINGUISHABLE]["term"].tolist()
         widest = s.loc[(s[hi] - s[lo]).idxmax()] if len(s) else None
         lines.append(
             f"**{d['model']}**: " + ("the sampler meets the usual thresholds" if ok else
