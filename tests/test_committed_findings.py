@@ -171,3 +171,13 @@ def test_the_across_models_summary_matches_its_pairs(rendered):
     per_metric = [int(x) for x in re.findall(r"(\d+) of \d+ tested pairs distinguishable", sec)]
     per_metric += [1 for _ in re.findall(r"both answered: [^;]*?, distinguishable \(", sec)]
     assert sum(per_metric) == int(m.group(3))
+
+
+def test_splice_replaces_only_the_block(tmp_path):
+    text = f"intro 0.5\n{summary.BEGIN}\nold 0.1\n{summary.END}\ntail\n"
+    assert summary.splice(text, "new\n") == f"intro 0.5\n{summary.BEGIN}\nnew\n{summary.END}\ntail\n"
+    with pytest.raises(ValueError, match="markers"):
+        summary.splice("no markers here", "x")
+    # a section whose tables are missing says so instead of failing
+    empty = summary.render(tmp_path)
+    assert empty.count("not available:") == len(summary.SECTIONS)
