@@ -22,8 +22,15 @@ Inference for clustered, paired benchmark data (issue 10; Miller 2024, "Adding E
 * :mod:`.multiplicity` Holm (FWER) and Benjamini-Hochberg (FDR) adjustment within families.
 * :mod:`.responders`   responder check: degenerate model x benchmark pairs, with stated thresholds.
 * :mod:`.power`        power, minimum detectable effect and the sample-size planner.
+
+Decisions (issue 18):
+
+* :mod:`.verdict`      the verdict layer: families (confirmatory Holm, exploratory BH), excludes-null, Bayes-factor
+  direction over a prior range, responder status per metric, comparability, and the categorical verdict that every
+  sentence keys on.
 """
 
-from . import coverage, importance, intervals, multiplicity, paired, power, responders, subgroups
+from . import coverage, importance, intervals, multiplicity, paired, power, responders, subgroups, verdict
 
-__all__ = ["coverage", "subgroups", "importance", "intervals", "paired", "multiplicity", "responders", "power"]
+__all__ = ["coverage", "subgroups", "importance", "intervals", "paired", "multiplicity", "responders", "power",
+           "verdict"]
