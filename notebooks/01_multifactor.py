@@ -95,7 +95,7 @@ from IPython.display import Markdown, display
 from biaslab import plots
 from biaslab.benchmarks import load as load_benchmark
 from biaslab.outputs import OutputDir
-from biaslab.papers.multifactor import factorial, findings, responses as multifactor
+from biaslab.papers.multifactor import decisions, factorial, findings, responses as multifactor
 from biaslab.stats import coverage as cov, importance as imp, subgroups as sg
 from biaslab.stats import intervals, multiplicity, paired, power, responders
 from biaslab.stats.sampling import stratified_sample
@@ -476,12 +476,15 @@ if len(scored) and benchmark == "bbq":
           "accuracy_bias_score_intervals_by_category", show_rows=8)
 
 # %% [markdown]
-# **Responder check (changed after review).** Before any test, each model (and, for SSQA, each chain-of-thought
-# setting) is checked for a degenerate answer pattern (`biaslab.stats.responders`; thresholds: modal answer ≥ 95 %,
-# normalized answer entropy ≤ 0.20, unparseable > 50 %, mean label mass < 0.10; not judged below 20 responses). A
-# model that answers "yes" to every prompt deviates exactly where the biased answer is "yes": its subgroup rates
-# restate the answer key, its regression is separated. Degenerate models are listed in `responders.csv`, keep their
-# descriptive tables, and are left out of the KS and paired tests and of the regression.
+# **Responder check (changed after review; per metric since issue 18).** Before any test, each model (and, for SSQA,
+# each chain-of-thought setting) is checked for a degenerate pattern in what this notebook's metrics read — the
+# *answer* (deviation rates and the deviation metric are answer rates; `biaslab.stats.responders`: modal answer
+# ≥ 95 %, normalized answer entropy ≤ 0.20, unparseable > 50 %; not judged below 20 responses; the label mass is
+# reported beside it, and judges only metrics that read probabilities, as in notebook 4). A model that answers "yes"
+# to every prompt deviates exactly where the biased answer is "yes": its subgroup rates restate the answer key, its
+# regression is separated. Degenerate models are listed in `responders.csv` and keep their rows in every table —
+# the KS and paired tests are computed and marked "not tested" by the verdict columns, the regression gets a
+# "(not fitted)" row.
 
 # %%
 if benchmark == "ssqa":
@@ -584,12 +587,9 @@ if emb:
     groups["embedded"] = emb
 ks = pd.concat([sg.ks_tests(ecdf_sub[ecdf_sub["model"].isin(ms)]).assign(models=name)
                 for name, ms in groups.items()], ignore_index=True)
-if len(ks):   # changed after review: no test for a degenerate responder (the row stays, its p-value is blanked)
-    bad = ks["model_a"].isin(degenerate_models) | ks["model_b"].isin(degenerate_models)
-    ks.loc[bad, "p_value"] = np.nan
-    ks["responder"] = np.where(bad, "degenerate responder: not tested", "informative")
+# issue 18: every row stays; a pair with a degenerate responder is marked "not tested" by the verdict columns
+ks = decisions.decide(benchmark, {"ks_tests": ks}, resp_check)["ks_tests"]
 table(ks, "ks_tests", markdown=True)
-display(Markdown(findings.subgroup_findings(dm, ks)))
 for name, ms in groups.items():
     part = ecdf_sub[ecdf_sub["model"].isin(ms)]
     out.show(plots.ecdf_plot(part, ideal=plan.ideal, ks=ks[ks["models"] == name],
@@ -612,7 +612,8 @@ timings["subgroups"] = time.perf_counter() - t0
 # test over subgroups; plus the paired difference of the overall deviation rates (`paired_comparisons.csv`: the
 # cluster-robust t(G − 1) interval and test of the per-prompt differences, or the wild cluster bootstrap with fewer
 # than 30 clusters; the exact McNemar test over prompts is kept as `p_naive`). Holm across the paired tests of the
-# notebook (a few confirmatory comparisons: family-wise control). Degenerate responders are left out.
+# notebook (its confirmatory family: family-wise control). Degenerate responders keep their rows, marked "not
+# tested".
 
 # %%
 rate_ci = intervals.rate_intervals(nocot, plan.outcome, bench.clusters, by="model")
@@ -625,7 +626,7 @@ dm_ci = paired.subgroup_metric_intervals(nocot, plan.outcome, plan.ecdf_factors,
 table(dm_ci, "deviation_metric_intervals", markdown=True)
 pst, pdiff = [], []
 for name, ms in groups.items():
-    ok = [m for m in ms if m not in degenerate_models]
+    ok = list(ms)          # issue 18: degenerate responders keep their rows; their verdict says "not tested"
     for i, a in enumerate(ok):
         for b in ok[i + 1:]:
             pst.append({"models": name, **paired.paired_subgroup_test(nocot, plan.outcome, plan.ecdf_factors, a, b,
@@ -635,14 +636,12 @@ for name, ms in groups.items():
                                                binary=True).assign(models=name))
 pst = pd.DataFrame(pst)
 pdiff = pd.concat(pdiff, ignore_index=True) if pdiff else pd.DataFrame()
-if len(pst) or len(pdiff):
-    both = multiplicity.add_adjusted(pd.concat([pst.assign(kind="deviation metric"),
-                                                pdiff.assign(kind="deviation rate")], ignore_index=True),
-                                     "p_value", method="holm")
-    pst = both[both.kind == "deviation metric"].dropna(axis=1, how="all")
-    pdiff = both[both.kind == "deviation rate"].dropna(axis=1, how="all")
+# the notebook's confirmatory family (issue 18): both paired tables together, Holm (papers.multifactor.decisions)
+decided = decisions.decide(benchmark, {"paired_subgroup_tests": pst, "paired_comparisons": pdiff}, resp_check)
+pst, pdiff = decided["paired_subgroup_tests"], decided["paired_comparisons"]
 table(pst, "paired_subgroup_tests", markdown=True)
 table(pdiff, "paired_comparisons", markdown=True)
+display(Markdown(findings.subgroup_findings(dm, ks, pst, pdiff)))
 
 # %% [markdown]
 # The paper reports DM 0.70 (Flan-UL2) and 0.56 (Flan-T5-XXL) for the stigma × gender subgroups without CoT and a KS
@@ -694,8 +693,10 @@ for m in pd.unique(nocot["model"]):
     refs = multifactor.references(spec, plan, d)
     full = m in released_models or len(d) >= 0.5 * len(base_prompts)
     wanted = plan.regression if full else plan.regression_subset
-    if m in degenerate_models:
+    if m in degenerate_models:   # issue 18: the model keeps a row, marked, instead of vanishing from the table
         print(f"{m}: degenerate responder (responders.csv): no regression")
+        fits.append(pd.DataFrame([{"model": m, "term": "(not fitted)", "factor": "", "separated": False, "n": len(d),
+                                   "ci_method": "not fitted: degenerate responder (responders.csv)"}]))
         continue
     fs, left_out = imp.identifiable_subset(d, wanted, refs)
     for f, why in left_out.items():
@@ -726,8 +727,9 @@ if len(importance):
     cols = ["model", "term", "factor", "level", "coef", "se", "odds_ratio", "ci_low", "ci_high", "p_value",
             "se_cluster", "ci_low_cluster", "ci_high_cluster", "p_cluster", "p_method", "p_cluster_fdr_bh", "design_effect",
             "n_clusters", "ci_method", "n_level", "rate_level", "separated", "n"]
-    table(importance[cols], "factor_importance")
-    terms = importance[~importance["separated"] & (importance["factor"] != "Intercept")]
+    importance = decisions.decide_importance(benchmark, importance.reindex(columns=cols), resp_check)
+    table(importance, "factor_importance")
+    terms = importance[~importance["separated"].astype(bool) & ~importance["factor"].isin(["Intercept", ""])]
     p_final = terms["p_cluster_fdr_bh"].fillna(terms["p_cluster"])
     print(pd.DataFrame({f"naive p <= {alpha}": (terms["p_value"] <= alpha).groupby(terms["model"]).sum(),
                         f"clustered p <= {alpha}": (terms["p_cluster"] <= alpha).groupby(terms["model"]).sum(),

@@ -91,7 +91,7 @@ from IPython.display import Markdown, display
 from biaslab import benchmarks
 from biaslab.outputs import OutputDir
 from biaslab.papers.calm import bias as cb, data as calm_data, encoders, evaluate, findings, perturb, plots, prompting
-from biaslab.papers.calm import published
+from biaslab.papers.calm import decisions, published
 from biaslab.stats import intervals, power, responders
 
 logging.basicConfig(level=logging.WARNING)
@@ -367,6 +367,8 @@ none_left = bias_scores["bias_score"].isna() & (bias_scores["undefined_reason"] 
 bias_scores.loc[none_left, "undefined_reason"] = "undefined: no task or template left after the discard rules"
 # degenerate responders (responders.csv) get no permutation test on that task; the row and its score stay
 bias_scores = responders.mask_tests(bias_scores, resp_check, by=["model", "task"], test_cols=["p_value"])
+# verdict columns (issue 18): the overall eq.-1 score per model is the confirmatory family (Holm), the rest exploratory
+bias_scores = decisions.decide(bias_scores, resp_check)
 out.table(bias_scores, "bias_scores", markdown=True)
 table6 = pd.concat([r.summary for r in results.values()], ignore_index=True)
 out.table(table6, "table6", markdown=True)
@@ -443,6 +445,7 @@ published.TABLE6
 
 # %%
 robustness = cb.perturbation_table(resp, presp, n_boot=min(n_bootstrap, 300), seed=seed)   # intervals: changed after review
+robustness = decisions.robustness_against_interval(robustness, bias_scores)   # NA where a score is undefined
 out.table(robustness, "robustness", markdown=True)
 if len(robustness):
     fig = plots.robustness(robustness[robustness["perturbation"] != "mean of perturbations"])
@@ -455,7 +458,7 @@ robustness
 published.TABLE2
 
 # %% tags=["findings"]
-display(Markdown(findings.robustness_findings(robustness, bias_scores)))
+display(Markdown(findings.robustness_findings(robustness)))
 
 # %% [markdown]
 # A change inside the original score's own interval is within chance; the paper's claim (< 10 % change) can only be

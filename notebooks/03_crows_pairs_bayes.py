@@ -88,7 +88,7 @@ from IPython.display import Markdown, display
 from biaslab import benchmarks
 from biaslab.benchmarks import crows_pairs as cp
 from biaslab.outputs import OutputDir
-from biaslab.papers.crows_pairs import findings
+from biaslab.papers.crows_pairs import decisions, findings
 from biaslab.plots import bayes as bplots
 from biaslab.stats import hypothesis as hyp
 from biaslab.stats import paired, power, responders
@@ -410,6 +410,7 @@ timings
 
 # %%
 lik = hyp.likelihood_tests(pairs, by=("model", "dataset"), r=bf_prior_scale)
+lik = decisions.decide_table("likelihood_tests", lik)   # verdict columns (issue 18): the pooled LPBS is confirmatory
 out.table(lik, "likelihood_tests")
 for (model_name, name), g in lik.groupby(["model", "dataset"], sort=False):
     t2 = hyp.render_likelihood_table(g)
@@ -451,6 +452,7 @@ if len(agree):
     print(f"\nLPBS and PPB Bayes factors fall in the same Table 1 category for {same:.0%} of the {len(agree)} "
           "model × dataset × bias-type cells.")
 show_md("**Likelihood scheme, all bias types pooled (LPBS):**\n\n" + findings.likelihood_findings(lik))
+show_md("**Sample size of this run:**\n\n" + findings.sample_findings(lik))
 
 # %% [markdown]
 # **Reading Table 2 here.** The paper's GPT-3 column pattern — significant t and Wilcoxon tests and large Bayes factors
@@ -462,11 +464,11 @@ show_md("**Likelihood scheme, all bias types pooled (LPBS):**\n\n" + findings.li
 # * The frequentist tests and the Bayes factor mostly agree on *where* the evidence for bias is; the Bayes factor adds
 #   a verdict where the p-value is large: moderate evidence for H0 (underlined values below 1) is a positive statement
 #   that the t test cannot make.
-# * With the `default` profile's sample (about 15 pairs per bias type and dataset) a Bayes factor cannot get far from 1
-#   unless the effect is large: most cells are *anecdotal* or *moderate*, which is the honest answer for that n — and
-#   the point of the paper's argument for Bayes factors: a non-significant t test says nothing, a BF$_{10}$ of 0.3 says
-#   "three times more likely under no bias". The pooled *overall* row has ten times the pairs. The `paper` profile
-#   scores every pair.
+# * With few pairs per bias type a Bayes factor cannot get far from 1 unless the effect is large — the honest answer
+#   for a small n, and the point of the paper's argument for Bayes factors: a non-significant t test says nothing, a
+#   BF$_{10}$ of 0.3 says "three times more likely under no bias". But a Bayes factor depends on its prior: here it is
+#   read as evidence only when its whole prior range agrees (`bf_direction`). How many pairs this run's bias types hold,
+#   and how many of their Bayes factors say something across priors, is printed above (computed from the table).
 # * LPBS and PPB can disagree (the paper saw it for age and gender, and the share of agreeing cells is printed above).
 #   PPB is a difference of exponentials, dominated by the few pairs with the highest perplexity; with small models,
 #   whose sentence perplexities run into the hundreds, its mean, t test and Bayes factor are much noisier than LPBS's
@@ -491,22 +493,20 @@ show_md("**Likelihood scheme, all bias types pooled (LPBS):**\n\n" + findings.li
 # `n_excluded` counts the pairs without a usable answer (label mass below `min_label_mass`, or no "0"/"1" in a
 # generated answer).
 #
-# **Responder check (changed after review).** Before any preference test, each model × dataset is checked for a
-# degenerate response pattern (`biaslab.stats.responders`, thresholds stated there: modal answer ≥ 95 %, normalized
-# answer entropy ≤ 0.20, unparseable > 50 %, label mass < 0.10). The answer checked is the *position* named (first or
-# second sentence, both orders pooled): a model that names the same position every time has not read the sentences.
-# A degenerate model × dataset keeps its descriptive rows (n, k, π̂) in Table 3 but its prompted-source tests (binomial
-# p, BF$_{10}$) are blanked and marked in the `responder` column of `preference_tests.csv`; the likelihood source
-# needs no prompt and is always tested. Intervals for π̂ and SS are exact (Clopper–Pearson; CrowS pairs are
+# **Responder check, per metric (changed in issue 18).** Before any preference test, each model × dataset is checked
+# for a degenerate response pattern, by what each source reads (`biaslab.stats.responders`, thresholds stated there;
+# `biaslab.papers.crows_pairs.decisions`). The one-order sources read the *position* named (first or second sentence,
+# both orders pooled; modal answer ≥ 95 %, answer entropy ≤ 0.20, unparseable > 50 %): a model that names the same
+# position every time has not read the sentences. The order-averaged source reads the label *probabilities* of both
+# orders (label mass < 0.10, or a mean distribution over the two positions with entropy ≤ 0.20). A degenerate model ×
+# dataset keeps its descriptive rows (n, k, π̂) in Table 3; its one-order tests (binomial p, BF$_{10}$) are blanked,
+# and the verdict columns of `preference_tests.csv` say "not tested"; the likelihood source needs no prompt and is
+# not judged. Intervals for π̂ and SS are exact (Clopper–Pearson; CrowS pairs are
 # independent units, the pair is the cluster).
 
 # %%
-if len(answers):
-    resp_check = responders.responder_check(answers.assign(position=answers["chose_first"].map({1: "first", 0: "second"})),
-                                            answer="position",
-                                            by=["model", "dataset"], n_options=2, label_mass="label_mass")
-else:
-    resp_check = pd.DataFrame(columns=["model", "dataset", "degenerate", "reasons"])
+# per metric (issue 18): the one-order sources read the answer, the order-averaged source the label probabilities
+resp_check = decisions.responder_table(answers)
 out.table(resp_check, "responders", markdown=True)
 print(resp_check.to_string(index=False, float_format=lambda v: f"{v:.3g}") if len(resp_check) else "no prompts asked")
 
@@ -528,10 +528,12 @@ if len(answers):
             source="prompt:order_averaged", x=np.where(ok, x_avg, np.nan)))
 prefs = pd.concat(pref_frames, ignore_index=True)
 pref = hyp.preference_tests(prefs, by=("model", "dataset", "source"))
-pref = responders.mask_tests(pref, resp_check, by=["model", "dataset"],
+one_order = pref["source"].isin([f"prompt:{o}" for o in cp.ORDERS])
+pref = responders.mask_tests(pref, resp_check[resp_check["metric"] == decisions.ONE_ORDER], by=["model", "dataset"],
                              test_cols=["binom_p", "binom_p_holm", "bf10", "log10_bf10", "bf10_min", "bf10_max"],
-                             where=pref["source"].str.startswith("prompt:"))
+                             where=one_order)
 pref.loc[pref["responder"] != "informative", "evidence"] = "not tested (degenerate responder)"
+pref = decisions.decide_table("preference_tests", pref, resp_check)
 out.table(pref, "preference_tests")
 # every Bayes factor with its prior (issue 18): BF10 against the prior's scale, pooled rows, the reported prior marked
 curves = hyp.bf_prior_curves(lik, pref, by=("model", "dataset"), r=bf_prior_scale)
@@ -595,15 +597,13 @@ if len(answers):
 #   dominate), so the `lead_test` of a perplexity row is the Wilcoxon signed-rank test; LPBS rows lead with t.
 # * **Paired comparisons.** Both models score the same pairs, so models are compared pair by pair
 #   (`paired_comparisons.csv`): the mean per-pair difference of D (eq. 3) between the models with a bootstrap interval
-#   over pairs and the Wilcoxon signed-rank test, and the likelihood preferences X_i with the exact McNemar test; Holm
-#   across the comparisons of the notebook (a handful of confirmatory claims: family-wise control).
+#   over pairs and the Wilcoxon signed-rank test, and the likelihood preferences X_i with the exact McNemar test;
+#   exploratory (Benjamini–Hochberg across the comparisons: the notebook's confirmatory family is the pooled LPBS).
 # * **Power.** `power.csv` gives, per dataset, the smallest deviation of π from 0.5 the exact binomial test detects
 #   with 80 % power at α = 0.05, for the pooled sample and for a typical bias type, the smallest standardized LPBS
 #   (d_z) the t test detects, and how many pairs a bias type would need to detect SS = 0.55 and 0.60.
 
 # %%
-from biaslab.stats import multiplicity
-
 cmp_rows = []
 if pairs["model"].nunique() > 1:
     cmp_rows.append(paired.paired_differences(pairs, "d_norm_logprob", cluster="pair_id", by="dataset",
@@ -614,7 +614,7 @@ if pairs["model"].nunique() > 1:
                                               binary=True).assign(outcome="likelihood preference X_i"))
 comparisons = pd.concat(cmp_rows, ignore_index=True) if cmp_rows else pd.DataFrame(columns=["p_value"])
 if len(comparisons):
-    comparisons = multiplicity.add_adjusted(comparisons, "p_value", method="holm")
+    comparisons = decisions.decide_table("paired_comparisons", comparisons)
 out.table(comparisons, "paired_comparisons", markdown=True)
 print(comparisons.to_string(index=False, float_format=lambda v: f"{v:.3g}") if len(comparisons) else
       "one model: no paired comparison")
@@ -674,13 +674,16 @@ show_md("**Overall preference results (all bias types pooled):**\n\n"
 # * **Models.** GPT-3 (text-davinci-003) and the 2023 ChatGPT are retired; the open models here are 100–1,000 times
 #   smaller, so their tables are a demonstration of the method, not a replication of the paper's findings about GPT
 #   models.
-# * **Sample size.** The `default` profile scores a stratified sample of `max_pairs` pairs per dataset and prompts
-#   `max_preference_pairs` of them, to fit a 2-core CPU; per-type Bayes factors are correspondingly close to 1. Run the
-#   `paper` profile (every pair; a GPU helps) for full-scale tables.
+# * **Sample size.** `max_pairs` caps the pairs scored per dataset and `max_preference_pairs` the pairs put to the
+#   prompt, to fit a 2-core CPU; the sample sizes of this run are printed under Table 2. The `paper` profile scores
+#   every pair (a GPU helps).
 # * **Perplexity.** We use PPL = exp(−log P/|x|); the formula printed in §3.1 drops the minus sign, the paper's numbers do
 #   not.
 # * **Prior scale.** r = √2/2 exactly rather than pingouin's rounded default 0.707 (a 0.005 % change in BF$_{10}$).
-# * **Holm.** Reported beside the raw p-values; the paper reports raw p-values only.
+# * **Multiplicity by design.** The pooled LPBS test per model × dataset is the notebook's confirmatory family (Holm);
+#   the bias-type rows, the other scores, the preference scheme and the model comparisons are exploratory
+#   (Benjamini–Hochberg); the paper reports raw p-values only. Holm within each model × dataset × score across bias
+#   types is kept in the tables (`t_p_holm`) as before.
 
 # %%
 print(f"notebook wall time: {time.time() - t_start:.0f} s")

@@ -67,10 +67,10 @@ from biaslab import scoring
 from biaslab import models as model_zoo
 from biaslab.benchmarks import agentic
 from biaslab.outputs import OutputDir
-from biaslab.papers.agentic import findings
+from biaslab.papers.agentic import decisions, findings
 from biaslab.plots import entropy as P
 from biaslab.stats import entropy as E
-from biaslab.stats import intervals, multiplicity, paired, power, responders
+from biaslab.stats import intervals, paired, power
 
 pd.set_option("display.width", 160, "display.max_columns", 30)
 out = OutputDir(output_dir)
@@ -179,6 +179,23 @@ print(timings.round(1).to_string(index=False))
 print("(positions_computed = token positions run through the model; 0 means every score came from the cache)")
 
 # %% [markdown]
+# ## Responder check, per metric (changed in issue 18)
+#
+# Before any test, each model is checked for a degenerate response pattern — *for each metric, by what that metric
+# reads* (`biaslab.stats.responders`, thresholds stated there; `biaslab.papers.agentic.decisions`). The entropy, the
+# mean probabilities, the cyclic gain, the group preference and the paired comparison read the renormalized label
+# **probabilities**: judged on the label mass and on the spread of the model's mean distribution over the answer slots,
+# per number of choices k. The top-answer counts by group read the **answer** (the group named), per class type. The
+# position counts and position probabilities are not judged: a constant position is the departure they test. A
+# degenerate model keeps its rows in every table; the verdict columns say "not tested".
+
+# %%
+resp = decisions.responder_table(per_prompt)
+out.table(resp, "responders", markdown=True)
+print(resp[["metric", "model", "k", "n", "label_mass", "distribution_entropy", "modal_answer", "modal_share",
+            "degenerate", "reasons"]].to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+
+# %% [markdown]
 # ## The metric (§II.D): normalized Shannon entropy
 #
 # $$H = -\sum_{j=1}^{k} p_j \log p_j, \qquad \tilde H = \frac{H}{\log k} \in [0, 1]$$
@@ -194,7 +211,8 @@ print("(positions_computed = token positions run through the model; 0 means ever
 # random, it favours no group at all. The sections after the breakdowns separate the two.
 
 # %%
-by_model = E.entropy_by_model(responses, cluster=bench.cluster, seed=seed)
+by_model = decisions.decide("entropy_by_model", E.entropy_by_model(responses, cluster=bench.cluster, seed=seed),
+                            resp)
 out.table(by_model, "entropy_by_model", markdown=True)
 paper = pd.DataFrame({"model": list(E.PAPER_MEANS), "source": "paper (Table/Figs. 3-6)",
                       "n": 1020, "mean_entropy": list(E.PAPER_MEANS.values())})
@@ -227,6 +245,7 @@ display(Markdown(findings.entropy_findings(by_model, E.PAPER_MEANS)))
 # %%
 bd = E.entropy_breakdown(responses, {f.name: list(f.levels) for f in bench.factors.factors}, cluster=bench.cluster,
                         seed=seed)
+bd = decisions.decide("entropy_breakdown", bd, resp)
 out.table(bd, "entropy_breakdown")
 fig = P.entropy_breakdown(bd, ["class_type", "question_type", "polarity", "domain"])
 out.figure(fig, "entropy_breakdown")
@@ -254,7 +273,7 @@ display(Markdown(findings.breakdown_findings(bd)))
 # the entropy is high.
 
 # %%
-gp = E.group_preference(long, prompts, order=agentic.class_choices())
+gp = decisions.decide("group_preference", E.group_preference(long, prompts, order=agentic.class_choices()), resp)
 out.table(gp, "group_preference")
 fig = P.group_preference(gp)
 out.figure(fig, "group_preference")
@@ -279,6 +298,7 @@ display(Markdown(findings.group_preference_findings(gp)))
 
 # %%
 pb = E.position_bias(long.merge(prompts[["prompt_id", bench.cluster]], on="prompt_id"), cluster=bench.cluster, seed=seed)
+pb = decisions.decide("position_bias", pb, resp)
 out.table(pb, "position_bias")
 fig = P.position_bias(pb)
 out.figure(fig, "position_bias")
@@ -303,19 +323,21 @@ display(Markdown(findings.position_findings(pb)))
 # distributions; they answer "does the model pick some groups (or slots) more often than others?".
 
 # %%
-ut = E.uniformity_tests(per_prompt, prompts)
-# changed after review: Holm across all the uniformity tests of the notebook (models x class types x unit), a family
-# of confirmatory claims read one by one, so family-wise control
-ut = multiplicity.add_adjusted(ut, "p_value", method="holm")
+ut = decisions.decide("uniformity_tests", E.uniformity_tests(per_prompt, prompts), resp)
 out.table(ut, "uniformity_tests")
-ut[["model", "class_type", "unit", "n", "counts", "chi2", "p_value", "p_value_holm", "log10_bf10"]].round(4)
+ut[["model", "class_type", "unit", "n", "counts", "chi2", "p_value", "family_kind", "p_adjusted",
+    "log10_bf10", "verdict"]].round(4)
 
 # %% tags=["findings"]
 display(Markdown(findings.uniformity_findings(ut)))
 
 # %% [markdown]
-# *Changed after review:* the chi-square p-values are now Holm-adjusted across every uniformity test in the table
-# (`p_value_holm`; the family is all models × class types × {group, position}).
+# *Multiplicity by design (issue 18):* the counts **by group** are this notebook's **confirmatory family** — its
+# headline test, the question the paper asks of an agent (does it favour a group?) — Holm-adjusted over the models ×
+# class types (`family`, `p_adjusted`, `verdict`; `biaslab.papers.agentic.decisions`). Every other test here is
+# exploratory, Benjamini–Hochberg within its own table: the counts by position, the cyclic gain, the paired model
+# comparison, the positive-vs-negative differences and the breakdown tests. The Dirichlet–multinomial BF10 is
+# called evidence only where a range over priors agrees; with one prior it supports no claim.
 #
 # The contrast is the point: a model that picks by **position** is far from uniform by position and close to uniform
 # by group, since the random orders spread the slots evenly over the groups; a group preference shows in the group
@@ -333,7 +355,7 @@ display(Markdown(findings.uniformity_findings(ut)))
 if cyc_list:
     cyc = E.cyclic_summary(pd.concat(cyc_list, ignore_index=True))
     out.table(cyc.round(6), "cyclic_entropy")
-    cyc_m = E.cyclic_by_model(cyc)
+    cyc_m = decisions.decide("cyclic_by_model", E.cyclic_by_model(cyc), resp)
     out.table(cyc_m, "cyclic_by_model", markdown=True)
     fig = P.cyclic_comparison(cyc)
     out.figure(fig, "cyclic_entropy")
@@ -350,9 +372,8 @@ else:
 # share its role and story, so every interval below resamples *scenarios* (the benchmark's declared cluster,
 # `bench.cluster`). The group-preference table and figure now carry 95 % intervals clustered on the scenario.
 #
-# * **Responder check** per model and number of choices k: the share of the modal top position, the normalized
-#   entropy of the top-position distribution, and the label mass (thresholds in `biaslab.stats.responders`). A
-#   degenerate model would be listed in `responders.csv` and left out of the tests.
+# * **Responder check**: per metric, above (`responders.csv`); a model degenerate for the entropy keeps its rows here,
+#   and its tests are marked "not tested" by the verdict columns.
 # * **Mean entropy with a clustered interval** per model (`entropy_intervals.csv`), and the **paired model
 #   comparison** of per-prompt entropy (both models answer the same prompts): mean difference with a
 #   scenario-clustered (CR1) interval, tested by the Wald t(G − 1) on its standard error — the one rule of
@@ -365,23 +386,18 @@ else:
 #   (Cohen's w, chi-square goodness of fit) per class type, at 80 % power and α = 0.05.
 
 # %%
-resp = pd.concat([responders.responder_check(per_prompt[per_prompt.k == k], answer="top_position", by="model",
-                                             n_options=int(k), label_mass="label_mass").assign(k=int(k))
-                  for k in sorted(per_prompt["k"].unique())], ignore_index=True)
-out.table(resp, "responders", markdown=True)
-print(resp[["model", "k", "n", "modal_answer", "modal_share", "answer_entropy", "label_mass", "degenerate",
-            "reasons"]].to_string(index=False, float_format=lambda v: f"{v:.3f}"))
-degenerate = resp.groupby("model")["degenerate"].any()
-tested = per_prompt[~per_prompt["model"].map(degenerate).fillna(False)]
-pp = tested.merge(prompts[["prompt_id", "scenario_id", "class_type"]], on="prompt_id")
+# every model keeps its rows (issue 18): a degenerate responder is marked by the verdict columns, never dropped
+pp = per_prompt.merge(prompts[["prompt_id", "scenario_id", "class_type"]], on="prompt_id")
 ent_ci = intervals.mean_intervals(pp, "entropy", bench.cluster, by="model")
 out.table(ent_ci, "entropy_intervals", markdown=True)
-cmp_ent = (paired.paired_differences(pp, "entropy", cluster=bench.cluster, binary=False)
+cmp_ent = (decisions.decide("paired_comparisons", paired.paired_differences(pp, "entropy", cluster=bench.cluster,
+                                                                           binary=False), resp)
            if pp["model"].nunique() > 1 else pd.DataFrame())
 out.table(cmp_ent, "paired_comparisons", markdown=True)
 display(ent_ci.round(4))
 if len(cmp_ent):
     display(cmp_ent.round(4))
+display(Markdown(findings.comparison_findings(cmp_ent)))
 if cyc_list:
     cyc_g = cyc.merge(prompts[["prompt_id", "scenario_id"]], on="prompt_id").assign(
         gain=lambda d: d.entropy_cyclic_avg - d.entropy_stored)

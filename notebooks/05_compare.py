@@ -17,12 +17,12 @@
 #    benchmark's generating unit: template, scenario or pair), the direction that means *more biased*, and the value
 #    an unbiased model would get;
 # 2. **paired differences** between every two models on the prompts both answered, adjusted for multiple comparisons
-#    within each metric, and **tie groups** — models whose metric cannot be told apart — drawn as a forest plot per
-#    metric;
+#    across every model pair of the report, and **tie groups** — models whose metric cannot be told apart — drawn as
+#    a forest plot per metric, ranking only like with like (the same prompts, the same answer mode);
 # 3. **agreement between benchmarks**: do models that look biased on one benchmark look biased on another?
 # 4. a short summary computed from these tables.
 #
-# The metric registry (`biaslab.compare.METRICS`) says for each metric which notebook table holds it, which
+# The metric registry (`biaslab.papers.compare.METRICS`) says for each metric which notebook table holds it, which
 # per-prompt response table gives its interval and paired comparisons, and which way is biased.
 
 # %% tags=["parameters"]
@@ -45,18 +45,19 @@ seed = 0
 # published `outputs/`; any folder laid out the same way works).
 # `models` restricts the rows
 # (`None` = every model found), `metrics` the columns (`None` = every registered metric). Intervals and paired
-# comparisons use `n_boot` bootstrap resamples; pairs are adjusted within each metric (`adjustment`: `holm` or
-# `fdr_bh`); a rank correlation between benchmarks gets an interval from `min_models_agreement` models on.
+# comparisons use `n_boot` bootstrap resamples; the model pairs of the whole report form one family (`adjustment`:
+# `holm`, the report's confirmatory family, or `fdr_bh`); a rank correlation between benchmarks gets an interval from
+# `min_models_agreement` models on.
 
 # %%
 import time
 
 import numpy as np
 import pandas as pd
-from IPython.display import display
+from IPython.display import Markdown, display
 
-from biaslab import compare
 from biaslab.outputs import OutputDir
+from biaslab.papers import compare
 from biaslab.plots.compare import forest_plot
 
 pd.set_option("display.width", 180)
@@ -89,15 +90,23 @@ out.record_data(hashes)           # sha256 of every table read
 # for CALM, notebook 2's own bootstrap over templates and names. `ci_method` names each. A row whose source folder
 # has no per-prompt responses has no interval and says so. `orientation` is +1 where a higher value is more biased
 # and −1 where a lower one is (the agentic entropy); `null` is the value of a model without bias.
+#
+# **What each estimate rests on** (issue 18): `answer_mode` says how the model's answers were obtained (label
+# probabilities, generated text, sentence log-probabilities …) and `prompt_set` / `n_prompt_set` which prompts its
+# estimate averages; models sharing both form a `comparison_group`, and only models of one group are ranked against
+# each other. SSQA's embedded models answer a subset through label probabilities, the released 8B models all prompts
+# through generated text: two groups. **Responders per metric**: `responder_status` comes from the rows of the source
+# notebook's responder check that read what this metric reads (the answer for rates, the label probabilities for the
+# agentic entropy; CrowS-Pairs' likelihood comparison has no answer to judge).
 
 # %%
 t0 = time.perf_counter()
 table = compare.model_metric_table(root, chosen, models=models, n_boot=n_boot, seed=seed)
-degenerate = compare.degenerate_flags(root, chosen)
-if len(degenerate):
-    table = table.merge(degenerate, on=["metric", "model"], how="left")
+resp_status = compare.responder_table(root, chosen)
+out.table(resp_status, "responder_status", markdown=True)
+table = table.merge(resp_status[["metric", "model", "responder_status"]], on=["metric", "model"], how="left")
 cols = ["metric", "model", "estimate", "ci_low", "ci_high", "ci_method", "n_units", "n_clusters", "direction",
-        "null", "estimate_from_responses", "source"] + (["degenerate"] if "degenerate" in table else [])
+        "null", "estimate_from_responses", "comparison_group", "responder_status"]
 out.table(table, "model_metric")
 display(table[cols].round(4))
 
@@ -130,25 +139,33 @@ display(wide)
 # templates / scenarios resampled for both models) and its test: the Wald z of the difference on the bootstrap
 # standard error, which respects the clustering as the interval does. The exact McNemar (0/1 outcomes) or Wilcoxon
 # signed-rank (continuous; CALM: per-template bias scores) p-value is kept as `p_naive`: it treats prompts as
-# independent and overstates the evidence when prompts of a template answer alike. p-values are adjusted within each
-# metric (Holm by default: a reader ranks models metric by metric, and Holm controls the chance of any false
-# separation among them under any dependence).
+# independent and overstates the evidence when prompts of a template answer alike.
 #
-# **Tie groups** (a compact letter display): models are sorted from most to least biased; a group is a maximal run
-# of consecutive models no two of which differ significantly after adjustment. Models sharing a letter cannot be told
-# apart; a pair that could not be compared (no common prompts, e.g. the released SSQA answers against models
-# without per-prompt tables) never separates models. A model the source notebook's responder check flagged as
-# degenerate for a benchmark (`degenerate` in the model × metric table; e.g. one answer to every prompt) keeps its
-# estimate and its paired differences, but its pairs are not tested: it ties with every model.
+# **One family for the whole report** (changed in issue 18): every comparable, tested pair of every metric, Holm by
+# default — the report's confirmatory family: a reader takes its separations one by one, and Holm controls the chance
+# of any false separation among all of them under any dependence ("within metric" was mostly a family of one). The
+# verdict columns (`biaslab.stats.verdict`: `p_adjusted`, `excludes_null`, `responder_status`, `comparable`,
+# `verdict`) carry every decision.
+#
+# **Like with like.** A pair whose models answered differently (SSQA: label probabilities against generated text) is
+# not comparable: its difference and interval are shown apart, its verdict is "not tested (not comparable: …)", and it
+# stays out of the family. A pair with a model that is degenerate *for this metric* keeps its difference and interval;
+# its verdict is "not tested (degenerate responder: …)".
+#
+# **Tie groups** (a compact letter display), per metric and comparison group: models are sorted from most to least
+# biased; a group is a maximal run of consecutive models no two of which are "distinguishable". Models sharing a
+# letter cannot be told apart; a pair that was not tested never separates models. A model that is degenerate for the
+# metric, or alone in its comparison group, is listed but not ranked (`ranked`, `note`); the forest plot draws one
+# panel per comparison group.
 
 # %%
 pairs = compare.paired_table(root, chosen, models=models, n_boot=n_boot, seed=seed, method=adjustment, alpha=alpha,
-                             degenerate=degenerate)
+                             responders=resp_status)
 out.table(pairs, "paired_differences")
 if len(pairs):
     display(pairs[["metric", "model_a", "model_b", "n_pairs", "difference", "ci_low", "ci_high", "test",
-                   "p_value", "p_adjusted", "significant", "responder"]].round(4))
-groups = compare.tie_group_table(table, pairs, alpha=alpha)
+                   "p_adjusted", "comparable", "verdict"]].round(4))
+groups = compare.tie_group_table(table, pairs)
 out.table(groups, "tie_groups", markdown=True)
 display(groups)
 
@@ -175,8 +192,7 @@ display(agreement[["metric_a", "metric_b", "n_models", "rho", "ci_low", "ci_high
 # %% tags=["findings"]
 summary = compare.summary_lines(table, pairs, groups, agreement, min_models=min_models_agreement)
 out.text("\n".join(f"- {s}" for s in summary) + "\n", "summary.md")
-for s in summary:
-    print("-", s)
+display(Markdown("\n".join(f"- {s}" for s in summary)))
 
 # %%
 timings = pd.DataFrame([{"stage": "total", "seconds": round(time.perf_counter() - t_start, 1)}])

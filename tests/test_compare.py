@@ -1,4 +1,4 @@
-"""Notebook 5's library (biaslab.compare) against the tables the source notebooks wrote.
+"""Notebook 5's library (biaslab.papers.compare) against the tables the source notebooks wrote.
 
 The source tables come from smoke runs of notebooks 1 (SSQA, BBQ), 2, 3 and 4 with both embedded models, written
 into a scratch folder once per session (or read from ``BIASLAB_COMPARE_SOURCES`` when it points to such a folder).
@@ -13,7 +13,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from biaslab import compare, profiles, runner
+from biaslab import profiles, runner
+from biaslab.papers import compare
 from biaslab.stats import multiplicity
 from biaslab.stats.clustered import FEW_CLUSTERS
 
@@ -136,8 +137,11 @@ def test_paired_differences_equal_independent_computation(root, pairs):
     else:   # few scenarios (smoke size): the wild cluster bootstrap
         assert p["test"].startswith("wild cluster bootstrap")
     assert p["p_naive"] == pytest.approx(stats.wilcoxon((w[p["model_a"]] - w[p["model_b"]])[lambda d: d != 0]).pvalue)
-    for mid, part in pairs.groupby("metric"):
-        assert np.allclose(part["p_adjusted"], multiplicity.adjust(part["p_value"], "holm"), equal_nan=True)
+    # one Holm family over every tested pair of the report (not within metric); untested pairs stay out of it
+    tested = pairs["verdict"].isin(["distinguishable", "not distinguishable"])
+    assert np.allclose(pairs.loc[tested, "p_adjusted"], multiplicity.adjust(pairs.loc[tested, "p_value"], "holm"))
+    assert pairs.loc[~tested, "p_adjusted"].isna().all()
+    assert (pairs.loc[tested, "family_size"] == tested.sum()).all()
 
 
 def test_ssqa_released_and_embedded_are_paired_on_common_prompts(root, pairs):
@@ -153,9 +157,10 @@ def test_ssqa_released_and_embedded_are_paired_on_common_prompts(root, pairs):
 def test_tie_groups_and_agreement_from_the_tables(table, pairs):
     groups = compare.tie_group_table(table, pairs)
     assert set(groups["metric"]) == set(table["metric"])
+    assert set(map(tuple, groups[["metric", "model"]].to_numpy())) == set(map(tuple, table[["metric", "model"]].to_numpy()))
     for mid, g in groups.groupby("metric"):
-        sig = pairs[(pairs["metric"] == mid) & pairs["significant"].fillna(False).astype(bool)]
-        for r in sig.itertuples():   # a significant pair never shares a letter
+        sig = pairs[(pairs["metric"] == mid) & (pairs["verdict"] == "distinguishable")]
+        for r in sig.itertuples():   # a distinguishable pair never shares a letter
             la = g.loc[g["model"] == r.model_a, "groups"].iloc[0]
             lb = g.loc[g["model"] == r.model_b, "groups"].iloc[0]
             assert not set(la) & set(lb)
@@ -166,23 +171,29 @@ def test_tie_groups_and_agreement_from_the_tables(table, pairs):
 
 
 def test_degenerate_responders_are_not_tested(root):
-    flags = pd.DataFrame([{"metric": "agentic_mean_entropy", "model": MODELS[1], "degenerate": True}])
-    p = compare.paired_table(root, [compare.metric("agentic_mean_entropy")], n_boot=100, degenerate=flags)
-    assert p["p_value"].isna().all() and (p["responder"] == "degenerate responder: not tested").all()
+    flags = pd.DataFrame([{"metric": "agentic_mean_entropy", "model": MODELS[1],
+                           "responder_status": "degenerate: fabricated"}])
+    p = compare.paired_table(root, [compare.metric("agentic_mean_entropy")], n_boot=100, responders=flags)
+    assert p["verdict"].str.startswith("not tested (degenerate responder").all() and p["p_adjusted"].isna().all()
     assert p["difference"].notna().all()
-    g = compare.tie_group_table(compare.model_metric_table(root, [compare.metric("agentic_mean_entropy")],
-                                                           n_boot=100), p)
-    assert set(g["groups"]) == {"a"}
+    t = compare.model_metric_table(root, [compare.metric("agentic_mean_entropy")], n_boot=100).merge(
+        flags, on=["metric", "model"], how="left")
+    g = compare.tie_group_table(t, p).set_index("model")
+    assert not g.loc[MODELS[1], "ranked"] and "degenerate" in g.loc[MODELS[1], "note"]
 
 
 def test_responder_rows_that_judge_each_metric(root):
-    flags = compare.degenerate_flags(root)
-    assert set(flags["metric"]) <= {"ssqa_deviation_rate", "bbq_bias_ambig", "bbq_bias_disambig",
-                                    "agentic_mean_entropy"}
+    st = compare.responder_table(root)
     r = _src(root, "01_multifactor/ssqa", "responders")
     r = r[r["cot"] == "no"].set_index("model")["degenerate"]
-    f = flags[flags["metric"] == "ssqa_deviation_rate"].set_index("model")["degenerate"]
-    assert f.to_dict() == r.astype(bool).to_dict()
+    f = st[st["metric"] == "ssqa_deviation_rate"].set_index("model")["responder_status"]
+    assert {m: s.startswith("degenerate") for m, s in f.items()} == r.astype(bool).to_dict()
+    # the agentic entropy reads probabilities: judged by notebook 4's probability rows, never by its answer rows
+    a = _src(root, "04_agentic_entropy", "responders")
+    prob = a[a["reads"] == "probabilities"].groupby("model")["degenerate"].any()
+    got = st[st["metric"] == "agentic_mean_entropy"].set_index("model")["responder_status"]
+    assert {m: s.startswith("degenerate") for m, s in got.items()} == prob.astype(bool).to_dict()
+    assert st.loc[st["metric"].str.startswith("crows"), "responder_status"].str.startswith("not judged").all()
 
 
 def test_outputs_root_falls_back_to_the_published_outputs(root, tmp_path):

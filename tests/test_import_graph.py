@@ -27,7 +27,7 @@ STAGES = {
     "papers": "papers",
     "resultcache": "cache",
     "catalogue": "orchestration", "runner": "orchestration", "cli": "orchestration", "parameters": "orchestration",
-    "report_index": "orchestration", "compare": "orchestration",      # compare: notebook 5 reads outputs
+    "report_index": "orchestration", "summary": "orchestration",      # summary: the README's headline block
     "report": "orchestration",                                          # HTML reports of executed notebooks
     "findings": "wording",
 }

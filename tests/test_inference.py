@@ -168,8 +168,12 @@ def test_responder_check_flags_constant_passes_varied():
     assert "unparseable" in chk.loc["mute", "reasons"]
     kept = responders.informative(df, chk.reset_index())
     assert set(kept["model"]) == {"varied"}
-    low = pd.DataFrame({"model": "m", "answer": rng.choice(["a", "b"], 40), "mass": 0.05})
-    assert responders.responder_check(low, label_mass="mass")["degenerate"].item()
+    # the label mass is reported beside an answer, but judges only probability metrics (responders per metric)
+    low = pd.DataFrame({"model": "m", "answer": rng.choice(["a", "b"], 40), "mass": 0.05, "p_1": 0.5, "p_2": 0.5})
+    ans = responders.responder_check(low, label_mass="mass").iloc[0]
+    assert not ans["degenerate"] and ans["label_mass"] == pytest.approx(0.05) and ans["reads"] == "answer"
+    prob = responders.probability_check(low, ["p_1", "p_2"], label_mass="mass").iloc[0]
+    assert prob["degenerate"] and "label mass 0.05" in prob["reasons"] and prob["reads"] == "probabilities"
     few = responders.responder_check(pd.DataFrame({"model": "m", "answer": ["yes"] * 6})).iloc[0]
     assert not few["degenerate"] and few["reasons"].startswith("not judged")
 

@@ -99,6 +99,18 @@ def _catalogue(args) -> int:
     return 0
 
 
+def _summary(args) -> int:
+    from . import summary
+    if args.check:
+        ok = summary.check()
+        print("README headline block is up to date" if ok else
+              "README headline block differs from what outputs/ renders to: run `biaslab summary`")
+        return 0 if ok else 1
+    for p in summary.write():
+        print(f"wrote {p}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="biaslab", description=__doc__)
     sub = ap.add_subparsers(dest="command", required=True)
@@ -121,7 +133,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("-p", "--param", action="append", metavar="KEY=VALUE",
                    help="override a notebook parameter (value parsed as JSON when it can be)")
     r.add_argument("--publish", action="store_true",
-                   help="write into outputs/ (the committed results) and rewrite outputs/CATALOGUE.md")
+                   help="write into outputs/ (the committed results) and rewrite outputs/CATALOGUE.md, "
+                        "outputs/SUMMARY.md and the README's headline block")
     r.add_argument("--out", metavar="DIR", help="write into DIR instead (default: scratch/, or BIASLAB_SCRATCH)")
     r.add_argument("--dry-run", action="store_true", help="validate parameters and models, print the plan, run nothing")
     r.add_argument("--no-html", action="store_true", help="skip the HTML renders")
@@ -138,6 +151,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     c = sub.add_parser("catalogue", help="write outputs/CATALOGUE.md")
     c.set_defaults(func=_catalogue)
+
+    s = sub.add_parser("summary", help="render the headline results from outputs/ into outputs/SUMMARY.md and "
+                                       "README.md (between its markers)")
+    s.add_argument("--check", action="store_true", help="only compare; exit 1 when the README block is stale")
+    s.set_defaults(func=_summary)
 
     return ap
 

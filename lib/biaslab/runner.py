@@ -310,8 +310,9 @@ def reproduce(profile: str = "default", only: list[str] | None = None, overrides
     results = [finished[k] for k in chosen if k in finished]
     published = outputs_dir.resolve() == paths.OUTPUTS_DIR.resolve()
     if published and publish:
-        from . import catalogue
+        from . import catalogue, summary
         catalogue.write()
+        summary.write(outputs_dir)          # outputs/SUMMARY.md and the README's headline block (issue 18)
     if html and (publish or not published):      # the front page over every run in that folder (scratch/ too)
         from . import report_index
         print(f"reports: {report_index.write(outputs_dir)}")

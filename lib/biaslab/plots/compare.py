@@ -1,4 +1,6 @@
-"""Figures of notebook 5 (model comparison): a forest plot per metric with intervals, null value and tie groups."""
+"""Figures of notebook 5 (model comparison): a forest plot per metric with intervals, null value and tie groups —
+one panel per comparison group (models on the same prompts with the same answer mode), so that only like is ranked
+with like."""
 
 from __future__ import annotations
 
@@ -7,36 +9,53 @@ import numpy as np
 import pandas as pd
 
 
-def forest_plot(rows: pd.DataFrame, groups: pd.DataFrame | None = None, title: str = "", ax=None):
-    """One metric: each model's estimate and interval (rows of ``compare.model_metric_table``), models ordered from
-    most to least biased, the metric's null value as a dotted line, and each model's tie-group letters."""
-    rows = rows.copy()
-    orient = int(rows["orientation"].iloc[0])
+def _panel(ax, rows: pd.DataFrame, labels: dict, orient: int, title: str) -> None:
     rows = rows.sort_values("estimate", ascending=orient < 0).reset_index(drop=True)
     n = len(rows)
-    if ax is None:
-        fig, ax = plt.subplots(figsize=(6.5, 0.55 * n + 1.6))
-    else:
-        fig = ax.figure
     y = np.arange(n)[::-1]
     lo = (rows["estimate"] - rows["ci_low"]).clip(lower=0).fillna(0)
     hi = (rows["ci_high"] - rows["estimate"]).clip(lower=0).fillna(0)
     ax.errorbar(rows["estimate"], y, xerr=[lo, hi], fmt="o", color="#1f4e79", ecolor="#6b8fb5", capsize=3)
     ax.axvline(rows["null"].iloc[0], color="grey", ls=":", lw=1)
-    letters = {} if groups is None else dict(zip(groups["model"], groups["groups"]))
-    labels = [f"{m}  [{letters.get(m, '-')}]" for m in rows["model"]]
-    no_ci = rows["ci_low"].isna()
-    for yy, flag in zip(y, no_ci):
+    for yy, flag in zip(y, rows["ci_low"].isna()):
         if flag:
             ax.annotate("no interval", (0, yy), xycoords=("axes fraction", "data"), fontsize=7, color="grey",
                         xytext=(2, 6), textcoords="offset points")
     ax.set_yticks(y)
-    ax.set_yticklabels(labels, fontsize=8)
+    ax.set_yticklabels([f"{m}  [{labels.get(m, '-')}]" for m in rows["model"]], fontsize=8)
     ax.set_ylim(-0.7, n - 0.3)
+    if title:
+        ax.set_title(title, fontsize=8, loc="left")
+
+
+def forest_plot(rows: pd.DataFrame, groups: pd.DataFrame | None = None, title: str = "", ax=None):
+    """One metric: each model's estimate and interval (rows of the model × metric table), models ordered from most
+    to least biased, the metric's null value as a dotted line, and each model's tie-group letters ("not ranked" for
+    a model the tie-group table does not rank). With a ``comparison_group`` column holding several groups, one
+    panel per group, sharing the x axis."""
+    rows = rows.copy()
+    orient = int(rows["orientation"].iloc[0])
+    labels = {}
+    if groups is not None and len(groups):
+        ranked = groups["ranked"].astype(bool) if "ranked" in groups else pd.Series(True, index=groups.index)
+        labels = {m: (g if r else "not ranked") for m, g, r in zip(groups["model"], groups["groups"], ranked)}
+    parts = (list(rows.groupby("comparison_group", sort=False)) if "comparison_group" in rows else [("", rows)])
+    if ax is not None and len(parts) > 1:
+        raise ValueError("a metric with several comparison groups needs its own figure (one panel per group)")
+    if ax is None:
+        heights = [len(p) + 0.9 for _, p in parts]
+        fig, axes = plt.subplots(len(parts), 1, figsize=(6.5, 0.55 * sum(heights) + 1.2), sharex=True,
+                                 gridspec_kw={"height_ratios": heights}, squeeze=False)
+        axes = axes[:, 0]
+    else:
+        fig, axes = ax.figure, [ax]
+    for a, (grp, part) in zip(axes, parts):
+        _panel(a, part, labels, orient, grp if len(parts) > 1 else "")
+        a.set_ylabel("model  [tie group]", fontsize=8)
     r0 = rows.iloc[0]
-    ax.set_xlabel(f"{r0['metric']} (estimate and 95 % interval)\n{r0['direction']}; dotted line: null value "
-                  f"{r0['null']:g}", fontsize=8)
-    ax.set_ylabel("model  [tie group]", fontsize=8)
-    ax.set_title(title or r0["label"], fontsize=9)
+    axes[-1].set_xlabel(f"{r0['metric']} (estimate and 95 % interval)\n{r0['direction']}; dotted line: null value "
+                        f"{r0['null']:g}" + ("\none panel per comparison group (models ranked within it only)"
+                                             if len(parts) > 1 else ""), fontsize=8)
+    axes[0].figure.suptitle(title or r0["label"], fontsize=9)
     fig.tight_layout()
     return fig

@@ -27,8 +27,15 @@ Inference for clustered, paired benchmark data (issue 10; Miller 2024, "Adding E
 * :mod:`.responders`   responder check: degenerate model x benchmark pairs, with stated thresholds.
 * :mod:`.power`        power, the minimum detectable effect of the analysed design (paired SE, a contrast's own
   design effect, absolute values) and the sample-size planner.
+
+Decisions (issue 18):
+
+* :mod:`.verdict`      the verdict layer: families (confirmatory Holm, exploratory BH), excludes-null, Bayes-factor
+  direction over a prior range, responder status per metric, comparability, and the categorical verdict that every
+  sentence keys on.
 """
 
-from . import clustered, coverage, importance, intervals, multiplicity, paired, power, responders, subgroups
+from . import clustered, coverage, importance, intervals, multiplicity, paired, power, responders, subgroups, verdict
 
-__all__ = ["clustered", "coverage", "subgroups", "importance", "intervals", "paired", "multiplicity", "responders", "power"]
+__all__ = ["clustered", "coverage", "subgroups", "importance", "intervals", "paired", "multiplicity", "responders",
+           "power", "verdict"]

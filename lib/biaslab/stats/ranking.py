@@ -35,20 +35,27 @@ def _letters(i: int) -> str:
 
 
 def tie_groups(estimates: pd.Series, pairs: pd.DataFrame, alpha: float = 0.05, higher_first: bool = True,
-               p_col: str = "p_adjusted", a_col: str = "model_a", b_col: str = "model_b") -> pd.DataFrame:
+               p_col: str = "p_adjusted", a_col: str = "model_a", b_col: str = "model_b",
+               differ_col: str | None = None) -> pd.DataFrame:
     """Tie groups of the models in ``estimates`` (index = model) from pairwise tests in ``pairs``.
 
-    A pair differs when its ``p_col`` is <= ``alpha``; a pair missing from ``pairs`` or with a NaN p-value is
-    *not* known to differ (it cannot separate the two models). Returns one row per model in rank order: model,
-    estimate, rank (1 = highest estimate when ``higher_first``), groups (letters), n_groups_shared_with (how many
-    other models share a letter with it).
+    A pair differs when its ``p_col`` is <= ``alpha`` — or, with ``differ_col``, when that boolean column is True
+    (a decision already made, e.g. ``verdict == "distinguishable"``); a pair missing from ``pairs`` or with a NaN
+    p-value is *not* known to differ (it cannot separate the two models). Returns one row per model in rank order:
+    model, estimate, rank (1 = highest estimate when ``higher_first``), groups (letters), n_groups_shared_with (how
+    many other models share a letter with it).
     """
     est = estimates.dropna()
     order = list(est.sort_values(ascending=not higher_first, kind="mergesort").index)
     differ = set()
     for r in pairs.itertuples(index=False):
-        p = getattr(r, p_col)
-        if p is not None and np.isfinite(p) and p <= alpha:
+        if differ_col is not None:
+            v = getattr(r, differ_col)
+            hit = isinstance(v, (bool, np.bool_)) and bool(v)
+        else:
+            p = getattr(r, p_col)
+            hit = p is not None and np.isfinite(p) and p <= alpha
+        if hit:
             a, b = getattr(r, a_col), getattr(r, b_col)
             differ |= {(a, b), (b, a)}
     runs = []

@@ -12,14 +12,33 @@ Measures, per model (and any extra grouping), over the parsed answers:
 * ``modal_share``: share of parsed answers equal to the most frequent one.
 * ``unparseable_share``: share of responses with no parseable answer (NaN answer).
 * ``label_mass``: mean probability the model puts on the answer labels, when the caller has it (next-token
-  scoring); NaN otherwise.
+  scoring); NaN otherwise. Reported beside the answer; it judges probability metrics (below), not answers.
 
-A pair is **degenerate** when any threshold is crossed (``THRESHOLDS``, stated once here): modal share >= 0.95,
-normalized answer entropy <= 0.20, unparseable share > 0.50, or mean label mass < 0.10. ``reasons`` names which.
+For an answer-rate metric a pair is **degenerate** when any of its thresholds is crossed (``THRESHOLDS``, stated
+once here): modal share >= 0.95, normalized answer entropy <= 0.20 or unparseable share > 0.50; a probability metric
+is judged on mean label mass < 0.10 or normalized entropy of the mean distribution <= 0.20. ``reasons`` names which.
 With fewer than ``min_n`` = 20 responses a pair is not judged (a constant answer to 6 prompts is weak evidence):
 ``degenerate`` is False and ``reasons`` says so.
 Degenerate pairs are listed in the notebooks' ``responders.csv`` and excluded from tests; their descriptive tables
 are kept and marked.
+
+**Per metric, by what the metric reads** (issue 18). A responder is degenerate *for a metric*, not for a benchmark:
+
+* an **answer-rate** metric (deviation rate, stereotype share, counts of the top answer) reads the model's answer,
+  so :func:`responder_check` judges the answer the metric reads (modal share, answer entropy, unparseable share;
+  ``reads = "answer"``; the label mass is reported beside it but does not judge an answer);
+* a **probability** metric (normalized entropy of the label distribution, mean probabilities, the cyclic gain)
+  reads the renormalized probabilities, so :func:`probability_check` judges those: the label mass (how much of the
+  next-token probability the renormalized distribution describes; degenerate below ``label_mass_min``) and the
+  normalized entropy of the model's *mean* distribution over answer slots (degenerate at or below
+  ``distribution_entropy_min``: the model puts its probability on the same slot whatever the prompt, so the metric
+  reads the slot); ``reads = "probabilities"``. A model whose top choice is always slot 3 but whose probabilities
+  are nearly uniform (SmolLM2 on five-choice agentic prompts) is degenerate for the first kind and informative for
+  the second;
+* a test whose alternative *is* a constant answer (is the top position uniformly spread?) is not judged
+  (:func:`not_judged`).
+
+:func:`biaslab.stats.verdict.responder_status` turns these rows into the ``responder_status`` of each effect.
 """
 
 from __future__ import annotations
@@ -30,14 +49,23 @@ import numpy as np
 import pandas as pd
 
 THRESHOLDS = {"modal_share_max": 0.95, "answer_entropy_min": 0.20, "unparseable_share_max": 0.50,
-              "label_mass_min": 0.10, "min_n": 20}
+              "label_mass_min": 0.10, "distribution_entropy_min": 0.20, "min_n": 20}
+ANSWER, PROBABILITIES = "answer", "probabilities"
+#: the thresholds that judge each kind of metric (the rest are reported, not applied)
+APPLIES = {ANSWER: ("modal_share_max", "answer_entropy_min", "unparseable_share_max", "min_n"),
+           PROBABILITIES: ("label_mass_min", "distribution_entropy_min", "min_n")}
+
+
+def _thresholds_text(th: dict, reads: str) -> str:
+    return ", ".join(f"{k}={th[k]}" for k in APPLIES[reads])
 
 
 def responder_check(df: pd.DataFrame, answer: str = "answer", by: Sequence[str] | str = "model",
                     n_options: int | None = None, label_mass: str | None = None,
                     thresholds: dict | None = None) -> pd.DataFrame:
-    """One row per group of ``by``: n, n_parsed, modal_answer, modal_share, answer_entropy, unparseable_share,
-    label_mass, degenerate (bool), reasons (``; ``-joined), and the thresholds used."""
+    """The check for an **answer-rate** metric: one row per group of ``by``: n, n_parsed, modal_answer,
+    modal_share, answer_entropy, unparseable_share, label_mass (reported, not judged: the metric reads the answer),
+    degenerate (bool), reasons (``; ``-joined), reads ("answer") and the thresholds applied."""
     th = {**THRESHOLDS, **(thresholds or {})}
     by = [by] if isinstance(by, str) else list(by)
     rows = []
@@ -63,8 +91,6 @@ def responder_check(df: pd.DataFrame, answer: str = "answer", by: Sequence[str] 
             reasons.append(f"answer entropy {ent:.2f} <= {th['answer_entropy_min']:.2f}")
         if unparse > th["unparseable_share_max"]:
             reasons.append(f"{unparse:.0%} unparseable (> {th['unparseable_share_max']:.0%})")
-        if np.isfinite(mass) and mass < th["label_mass_min"]:
-            reasons.append(f"label mass {mass:.2f} < {th['label_mass_min']:.2f}")
         if reasons and n < th["min_n"]:
             reasons = [f"not judged: n = {n} < {th['min_n']} (would be: " + "; ".join(reasons) + ")"]
             judged = False
@@ -72,9 +98,62 @@ def responder_check(df: pd.DataFrame, answer: str = "answer", by: Sequence[str] 
             judged = bool(reasons)
         rows.append({**dict(zip(by, key)), "n": n, "n_parsed": n_ok, "modal_answer": modal,
                      "modal_share": modal_share, "answer_entropy": ent, "unparseable_share": unparse,
-                     "label_mass": mass, "degenerate": judged, "reasons": "; ".join(reasons),
-                     "thresholds": ", ".join(f"{k}={v}" for k, v in th.items())})
+                     "label_mass": mass, "degenerate": judged, "reasons": "; ".join(reasons), "reads": ANSWER,
+                     "thresholds": _thresholds_text(th, ANSWER)})
     return pd.DataFrame(rows)
+
+
+def probability_check(df: pd.DataFrame, probs: Sequence[str], label_mass: str = "label_mass",
+                      by: Sequence[str] | str = "model", thresholds: dict | None = None) -> pd.DataFrame:
+    """The check for a **probability** metric: one row per group of ``by``: n, label_mass (mean), the mean
+    renormalized distribution over the answer slots ``probs`` (columns of per-prompt probabilities; a slot that is
+    NaN in every row of the group is not offered and left out), its normalized entropy ``distribution_entropy``
+    (Shannon entropy / log k), the top slot and its mean probability, degenerate, reasons, reads
+    ("probabilities") and the thresholds applied. Not judged below ``min_n`` rows."""
+    th = {**THRESHOLDS, **(thresholds or {})}
+    by = [by] if isinstance(by, str) else list(by)
+    rows = []
+    for key, part in df.groupby(by, sort=False, observed=True, dropna=False):
+        key = key if isinstance(key, tuple) else (key,)
+        P = part[list(probs)].to_numpy(float)
+        offered = ~np.isnan(P).all(axis=0)
+        mean_p = np.nanmean(P[:, offered], axis=0) if offered.any() and len(part) else np.array([])
+        k = int(offered.sum())
+        if k > 1 and mean_p.sum() > 0:
+            q = mean_p / mean_p.sum()
+            q = q[q > 0]
+            ent = float(-(q * np.log(q)).sum() / np.log(k))
+        else:
+            ent = np.nan
+        mass = float(part[label_mass].mean()) if label_mass in part else np.nan
+        reasons = []
+        if np.isfinite(mass) and mass < th["label_mass_min"]:
+            reasons.append(f"label mass {mass:.2f} < {th['label_mass_min']:.2f}")
+        if np.isfinite(ent) and ent <= th["distribution_entropy_min"]:
+            reasons.append(f"entropy of the mean distribution over slots {ent:.2f} <= "
+                           f"{th['distribution_entropy_min']:.2f}")
+        n = len(part)
+        if reasons and n < th["min_n"]:
+            reasons = [f"not judged: n = {n} < {th['min_n']} (would be: " + "; ".join(reasons) + ")"]
+            judged = False
+        else:
+            judged = bool(reasons)
+        names = [c for c, o in zip(probs, offered) if o]
+        top = int(np.argmax(mean_p)) if len(mean_p) else None
+        rows.append({**dict(zip(by, key)), "n": n, "label_mass": mass,
+                     "mean_distribution": "; ".join(f"{c}: {v:.3f}" for c, v in zip(names, mean_p)),
+                     "distribution_entropy": ent, "top_slot": names[top] if top is not None else None,
+                     "top_slot_mean_p": float(mean_p[top]) if top is not None else np.nan,
+                     "degenerate": judged, "reasons": "; ".join(reasons), "reads": PROBABILITIES,
+                     "thresholds": _thresholds_text(th, PROBABILITIES)})
+    return pd.DataFrame(rows)
+
+
+def not_judged(keys: pd.DataFrame, reason: str) -> pd.DataFrame:
+    """Rows for a metric no responder rule applies to (its alternative is the constant answer a check would flag):
+    the key columns of ``keys`` (deduplicated), degenerate False, reasons "not judged: <reason>"."""
+    out = keys.drop_duplicates().reset_index(drop=True).copy()
+    return out.assign(degenerate=False, reasons=f"not judged: {reason}", reads="none")
 
 
 def informative(df: pd.DataFrame, check: pd.DataFrame, by: Sequence[str] | str = "model") -> pd.DataFrame:

@@ -2,15 +2,15 @@
 
 Reads the tables the notebook writes (``group_accuracy_mean``, ``bias_scores``, ``discarded``, ``robustness``,
 ``subset_selection``, ``diversity``); every number in the sentences comes from them. Bias scores are CALM eq. 1
-(percent of the template's baseline accuracy, :mod:`.bias`) or the released code's variant (accuracy points); the
-permutation floor ``null_mean`` and its ``p_value`` say whether a score is distinguishable from chance.
+(percent of the template's baseline accuracy, :mod:`.bias`) or the released code's variant (accuracy points); whether
+a score is distinguishable from its permutation floor (chance) is read from the verdict columns of :mod:`.decisions`.
 """
 
 from __future__ import annotations
 
 import pandas as pd
 
-from ...findings import bullets, chance_verdict, interval, join, num, pct, span
+from ...findings import bullets, decision, interval, join, num, pct, present, span
 
 TASK_NAMES = {"qa": "QA", "nli": "NLI", "sentiment": "sentiment"}
 
@@ -31,21 +31,23 @@ def accuracy_findings(avg: pd.DataFrame) -> str:
 
 
 def bias_findings(bias_scores: pd.DataFrame) -> str:
-    """Each model's overall score per variant, with its bootstrap interval, permutation floor and p-value; says
-    whether the score is distinguishable from the floor (chance) and how many templates it averages."""
+    """Each model's overall score per variant, with its interval and permutation floor, and its verdict (the
+    confirmatory family of :mod:`.decisions` for eq. 1): distinguishable from the floor (chance) or not, undefined,
+    or not tested."""
     lines = []
     overall = bias_scores[(bias_scores["task"] == "all") & (bias_scores["bias_type"] == "all")]
     for r in overall.to_dict("records"):
         unit = "" if r["variant"] == "paper" else " accuracy points"
         name = "eq.-1 score" if r["variant"] == "paper" else "released-code score"
-        if not r["n_templates_used"]:
-            lines.append(f"**{r['model']}**, {name}: no template survived the discard rules, so the score is "
-                         f"{num(r['bias_score'])} by construction, not a measurement.")
+        if str(r["verdict"]).startswith("undefined"):
+            lines.append(f"**{r['model']}**, {name}: {r['verdict']} — not a measurement, and not 0.")
             continue
+        used = r.get("n_templates_used")
         lines.append(
-            f"**{r['model']}**, {name}: {num(r['bias_score'])}{unit} {interval(r)} over {int(r['n_templates_used'])} "
-            f"template × bias-type entries, against a permutation floor (no group effect) of {num(r['null_mean'])}: "
-            f"{chance_verdict(r['p_value'], mde=r.get('mde'))}.")
+            f"**{r['model']}**, {name}: {num(r['bias_score'])}{unit} {interval(r)}"
+            + (f" over {int(used)} template × bias-type entries" if present(used) else "")
+            + f", against a permutation floor (no group effect) of {num(r.get('null_mean'))}: "
+            f"{decision(r, 'the floor')}.")
     return bullets(lines)
 
 
@@ -63,21 +65,28 @@ def discard_findings(discarded: pd.DataFrame) -> str:
     return bullets(lines)
 
 
-def robustness_findings(robustness: pd.DataFrame, bias_scores: pd.DataFrame) -> str:
-    """The combined perturbation's change of each model's overall score, read against the score's own interval."""
+def robustness_findings(robustness: pd.DataFrame) -> str:
+    """The combined perturbation's change of each model's overall score, read against the original score's interval
+    (``outside_original_interval`` of :func:`.decisions.robustness_against_interval`; undefined scores say so)."""
     lines = []
     comb = robustness[robustness["perturbation"] == "combined"]
-    ref = bias_scores[(bias_scores["task"] == "all") & (bias_scores["bias_type"] == "all")].set_index(
-        ["model", "variant"])
     for r in comb.to_dict("records"):
-        b = ref.loc[(r["model"], r["variant"])] if (r["model"], r["variant"]) in ref.index else None
-        inside = b is not None and b["ci_low"] <= r["overall"] <= b["ci_high"]
-        rel = f" ({num(r['rel_change_pct'], 2)} %)" if r["rel_change_pct"] == r["rel_change_pct"] else ""
-        lines.append(
-            f"**{r['model']}**, {r['variant']} variant: editing {int(r['templates_edited'])} of {int(r['templates'])} "
-            f"templates moves the overall score from {num(r['original_overall'])} to {num(r['overall'])}{rel}, "
-            + ("inside" if inside else "outside") + " the original score's 95 % interval"
-            + (f" {interval(b)}" if b is not None else "") + ".")
+        head = (f"**{r['model']}**, {r['variant']} variant: editing {int(r['templates_edited'])} of "
+                f"{int(r['templates'])} templates ")
+        if not (present(r["overall"]) and present(r["original_overall"])):
+            which = join([w for w, v in (("the original", r["original_overall"]), ("the perturbed", r["overall"]))
+                          if not present(v)])
+            lines.append(head + f"cannot be compared: {which} score is undefined (no template survived the discard "
+                                "rules).")
+            continue
+        rel = f" ({num(r['rel_change_pct'], 2)} %)" if present(r.get("rel_change_pct")) else ""
+        out = r.get("outside_original_interval")
+        where = ("outside" if out is True or out == True else "inside" if out is False or out == False  # noqa: E712
+                 else None)
+        iv = (f" ({num(r['original_ci_low'])}–{num(r['original_ci_high'])})" if where else "")
+        lines.append(head + f"moves the overall score from {num(r['original_overall'])} to {num(r['overall'])}{rel}, "
+                     + (f"{where} the original score's 95 % interval{iv}." if where else
+                        "and the original score has no interval to read it against."))
     return bullets(lines)
 
 

@@ -1,28 +1,34 @@
 """Notebook 3's findings: the run's likelihood and preference tables turned into Markdown sentences.
 
 Likelihood scheme: LPBS (eq. 3, mean normalized log-probability difference) with the paired t test and the JZS
-Bayes factor (eq. 8). Preference scheme: π̂ = k/n with the exact binomial test and the uniform-prior BF10 (eq. 9);
-position bias and order consistency of the two-order preference prompt (beyond the paper).
+Bayes factor (eq. 8). Decisions are read from the verdict columns of :mod:`.decisions` (the confirmatory family is the
+pooled LPBS per model × dataset); a Bayes factor is called evidence only when its whole prior range agrees.
+Preference scheme: π̂ = k/n with the exact binomial test and the uniform-prior BF10 (eq. 9); position bias and order
+consistency of the two-order preference prompt (beyond the paper).
 """
 
 from __future__ import annotations
 
 import pandas as pd
 
-from ...findings import bullets, chance_verdict, num, pct
+from ...findings import bullets, decision, evidence, interval, num, pct
 from ...stats import hypothesis as hyp
 
 
 def likelihood_findings(lik: pd.DataFrame, score: str = "norm_logprob") -> str:
-    """Per model and dataset, the pooled (overall) LPBS with its direction, t test and Bayes factor."""
+    """Per model and dataset, the pooled (overall) LPBS with its interval, direction, verdict (the confirmatory
+    family of :mod:`.decisions`) and the Bayes factor's reading over its prior range."""
     lines = []
     rows = lik[(lik["bias_type"] == hyp.OVERALL) & (lik["score"] == score)]
     for r in rows.to_dict("records"):
         side = ("more stereotypical sentences more likely" if r["mean_d"] > 0 else
                 "less stereotypical sentences more likely")
-        lines.append(f"**{r['model']} · {r['dataset']}**: LPBS = {num(r['lpbs'])} over {int(r['n'])} pairs "
-                     f"({side}), {chance_verdict(r['t_p'], int(r['n']), mde=r.get('mde'))} by the paired t test; "
-                     f"BF10 = {hyp.sci(r['bf10'])}, {r['evidence']}.")
+        test = r.get("p_method") or r.get("lead_test") or "the paired test"
+        ev = evidence(r, "a stereotype preference (H1)", "no preference (H0)")
+        lines.append(f"**{r['model']} · {r['dataset']}**: LPBS = {num(r['lpbs'])} {interval(r)} over {int(r['n']):,} "
+                     f"pairs ({side}); by {'the paired t test' if test == 't' else test}, "
+                     f"{decision(r, 'no preference', '0')}"
+                     + (f"; {ev}" if ev else "") + ".")
     return bullets(lines)
 
 
@@ -33,7 +39,8 @@ def preference_findings(pref: pd.DataFrame, answers: pd.DataFrame, pos: pd.DataF
     lines = []
     for (m, name), g in pref[pref.bias_type == hyp.OVERALL].groupby(["model", "dataset"], sort=False):
         row = g.set_index("source")
-        parts = [f"{src}: π̂ = {r.pi_hat:.2f} (n = {r.n}, BF10 = {hyp.sci(r.bf10)}, {r.evidence})"
+        parts = [f"{src}: π̂ = {r.pi_hat:.2f}, {decision(r, 'π = 0.5', '0.5')}"
+                 + (f", {evidence(r, 'a preference', 'π = 0.5')}" if evidence(r) else "")
                  for src, r in row.iterrows()]
         lines.append(f"**{m} · {name}** — " + "; ".join(parts))
     if len(answers) and cons is not None and pos is not None:
@@ -45,4 +52,27 @@ def preference_findings(pref: pd.DataFrame, answers: pd.DataFrame, pos: pd.DataF
                          + ", ".join(f"{o}: {pct(v)}" for o, v in pf.items())
                          + f" of answers; across the two orders it keeps the same sentence for {pct(r.same_sentence)} "
                          f"and the same position for {pct(r.same_position)} of {r.n_pairs} pairs: it {verdict}.")
+    return bullets(lines)
+
+
+def sample_findings(lik: pd.DataFrame, score: str = "norm_logprob") -> str:
+    """How many pairs each bias type of this run holds, and how many bias-type Bayes factors say something over
+    their whole prior range (``bf_direction``): the run-dependent part of the reading of Table 2."""
+    t = lik[(lik["bias_type"] != hyp.OVERALL) & (lik["score"] == score)]
+    if t.empty:
+        return "This run has no bias-type rows."
+    n = t["n"].astype(int)
+    pooled = lik[(lik["bias_type"] == hyp.OVERALL) & (lik["score"] == score)]["n"].astype(int)
+    d = t["bf_direction"].astype("string") if "bf_direction" in t else pd.Series(pd.NA, index=t.index,
+                                                                               dtype="string")
+    ranged = int(d.notna().sum())
+    h1, h0 = int((d == "H1").sum()), int((d == "H0").sum())
+    lines = [f"Per bias type and dataset this run scores {num(n.min())} to {num(n.max())} pairs (median "
+             f"{num(float(n.median()))}); the pooled rows hold {num(pooled.min())} to {num(pooled.max())}."]
+    if ranged:
+        lines.append(f"Of the {len(t)} bias-type cells, {h1} show evidence for a stereotype preference and {h0} for "
+                     f"none over the whole prior range; the other {ranged - h1 - h0} are inconclusive across priors.")
+    else:
+        lines.append(f"None of the {len(t)} bias-type Bayes factors has a prior range in this table, so none is read "
+                     "as evidence either way.")
     return bullets(lines)

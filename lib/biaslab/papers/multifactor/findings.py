@@ -1,15 +1,18 @@
 """Notebook 1's findings: the run's response and subgroup tables turned into Markdown sentences.
 
 Deviation = the model gives the benchmark's biased answer; the deviation metric is the paper's eq. 4 (mean |d(g) − C|
-over subgroups), compared between two models by a two-sample Kolmogorov–Smirnov test (§3.3).
+over subgroups), compared between two models by the template-paired tests of the notebook's confirmatory family and,
+as the paper's variant, a two-sample Kolmogorov–Smirnov test (§3.3). Decisions are read from the verdict columns of
+:mod:`.decisions`.
 """
 
 from __future__ import annotations
 
 import pandas as pd
 
-from ...findings import bullets, chance_verdict, num, pct
+from ...findings import DISTINGUISHABLE, bullets, decision, interval, num, pct
 from ...plots.labels import hdi_prob, interval_label
+from .decisions import decide_bayes
 
 
 def released_findings(answers: pd.DataFrame) -> str:
@@ -44,16 +47,52 @@ def label_findings(mass: pd.DataFrame, cot: pd.DataFrame | None = None, cant_tel
     return bullets(lines)
 
 
-def subgroup_findings(dm: pd.DataFrame, ks: pd.DataFrame) -> str:
-    """Deviation metric per model and the KS comparison of each model pair's subgroup-rate distributions."""
+def _pairs(*tables: pd.DataFrame | None) -> list[tuple[str, str]]:
+    seen = []
+    for t in tables:
+        if t is not None and len(t) and {"model_a", "model_b"} <= set(t.columns):
+            for a, b in zip(t["model_a"], t["model_b"]):
+                if (a, b) not in seen:
+                    seen.append((a, b))
+    return seen
+
+
+def _row(t: pd.DataFrame | None, a: str, b: str) -> dict | None:
+    if t is None or t.empty or "model_a" not in t:
+        return None
+    hit = t[(t["model_a"] == a) & (t["model_b"] == b)]
+    return hit.iloc[0].to_dict() if len(hit) else None
+
+
+def subgroup_findings(dm: pd.DataFrame, ks: pd.DataFrame, pst: pd.DataFrame | None = None,
+                      pdiff: pd.DataFrame | None = None) -> str:
+    """Deviation metric per model, then per model pair the evidence of the notebook's confirmatory family — the
+    template-paired difference of the deviation metrics (``pst``) and of the overall deviation rates (``pdiff``) —
+    and, as the paper's variant, the two-sample KS test (``ks``), each with its verdict. A pair whose test was not
+    run says why, never 'p n/a'."""
     lines = [f"**{r['model']}**: deviation metric {num(r['deviation_metric'])} over {int(r['n_subgroups'])} "
              f"{r['factors']} subgroups (median rate {num(r['median_rate'])})." for r in dm.to_dict("records")]
-    for r in ks.to_dict("records"):
-        a = dm.set_index("model")["deviation_metric"]
-        more = r["model_a"] if a.get(r["model_a"], 0) >= a.get(r["model_b"], 0) else r["model_b"]
-        lines.append(f"{r['model_a']} vs {r['model_b']}: KS D = {num(r['ks_statistic'], 2)}; the difference in their "
-                     f"subgroup rates is {chance_verdict(r['p_value'], int(min(r['n_a'], r['n_b'])), mde=r.get('mde'))}"
-                     + (f" ({more} deviates more)." if r["p_value"] < 0.05 else "."))
+    for a, b in _pairs(pst, pdiff, ks):
+        parts = []
+        p = _row(pst, a, b)
+        if p is not None:
+            parts.append(f"the difference of their deviation metrics is {num(p['metric_difference'])} "
+                         f"{interval(p)}, {decision(p, 'no difference', '0')}")
+        d = _row(pdiff, a, b)
+        if d is not None:
+            parts.append(f"their paired deviation rates differ by {num(d['difference'])} {interval(d)} over "
+                         f"{int(d['n_pairs']):,} prompts, {decision(d, 'no difference', '0')}")
+        k = _row(ks, a, b)
+        if k is not None:
+            more = a if k.get("verdict") == DISTINGUISHABLE and dm.set_index("model")["deviation_metric"].get(a, 0) \
+                >= dm.set_index("model")["deviation_metric"].get(b, 0) else b
+            parts.append(f"the paper's two-sample KS test (subgroups treated as two independent samples: it ignores "
+                         f"the pairing and the clustering) gives D = {num(k['ks_statistic'], 2)}, "
+                         f"{decision(k, 'equal distributions')}"
+                         + (f" ({more} deviates more)" if k.get("verdict") == DISTINGUISHABLE else ""))
+        if not (p or d):
+            parts.insert(0, "no paired comparison was run for this pair")
+        lines.append(f"{a} vs {b}: " + "; ".join(parts) + ".")
     return bullets(lines)
 
 
@@ -62,13 +101,15 @@ def bayes_findings(summary: pd.DataFrame, diagnostics: pd.DataFrame, rhat_max: f
     """Per fitted model: whether the sampler meets the usual thresholds (R-hat ≤ 1.01, bulk and tail ESS ≥ 400, no
     divergences), the terms whose HDI excludes 0 and the widest HDI (the least determined effect)."""
     lines = []
+    if "verdict" not in summary:
+        summary = decide_bayes(summary)              # the HDI's verdict against 0 (biaslab.stats.verdict)
     for d in diagnostics.to_dict("records"):
         ok = (d["max_r_hat"] <= rhat_max and min(d["min_ess_bulk"], d["min_ess_tail"]) >= ess_min
               and d["divergences"] == 0)
         s = summary[(summary["model"] == d["model"]) & (summary["term"] != "Intercept")
                     & ~summary["term"].str.contains("sigma")]
         lo, hi = [c for c in s.columns if c.startswith("hdi_")][:2]
-        clear = s[(s[lo] > 0) | (s[hi] < 0)]["term"].tolist()
+        clear = s[s["verdict"] == DISTINGUISHABLE]["term"].tolist()
         widest = s.loc[(s[hi] - s[lo]).idxmax()] if len(s) else None
         lines.append(
             f"**{d['model']}**: " + ("the sampler meets the usual thresholds" if ok else

@@ -29,7 +29,9 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
-from .stats import intervals, multiplicity, paired, ranking
+from ...stats import intervals, paired, ranking
+from ...stats import responders as R
+from ...stats import verdict as V
 
 
 @dataclass(frozen=True)
@@ -37,6 +39,7 @@ class Source:
     table: str                       # file stem under <notebook folder>/tables/
     column: str
     filters: dict = field(default_factory=dict)
+    answer_mode: str = ""            # how the answers of this source were obtained (defaults to the metric's)
 
 
 @dataclass(frozen=True)
@@ -59,6 +62,9 @@ class Metric:
     derive: Callable | None = None   # responses -> responses with ``outcome`` added
     note: str = ""
     responders: dict | None = None   # rows of the source's responders.csv that judge this metric (None: none do)
+    reads: str = "answer"            # what the metric reads: "answer" | "probabilities" (responder rule, issue 18)
+    not_judged: str = ""             # why no responder rule applies (with responders None)
+    answer_mode: str = ""            # how every model's answers were obtained (a source may say otherwise)
 
 
 def _crows_outcome(r: pd.DataFrame) -> pd.DataFrame:
@@ -77,7 +83,9 @@ def _crows(dataset: str, label: str) -> Metric:
         direction="higher = more stereotyped", orientation=1, null=0.5,
         null_meaning="0.5: no preference between the two sentences",
         responses=("pair_scores",), response_filters={"dataset": dataset}, outcome="stereotype_preferred",
-        cluster="pair_id", kind="binary", derive=_crows_outcome)
+        cluster="pair_id", kind="binary", derive=_crows_outcome, reads="",
+        not_judged="the likelihood comparison reads two sentences' log-probabilities (no answer to judge)",
+        answer_mode="sentence log-probabilities")
 
 
 def _bbq(condition: str, label: str) -> Metric:
@@ -88,19 +96,21 @@ def _bbq(condition: str, label: str) -> Metric:
         direction="higher = more stereotyped", orientation=1, null=0.0,
         null_meaning="0: biased and counter-biased answers equally often",
         responses=("responses",), response_filters={"context_condition": condition}, outcome="bias_score",
-        cluster="template", kind=f"bbq_{condition}", responders={})
+        cluster="template", kind=f"bbq_{condition}", responders={}, answer_mode="option log-probabilities")
 
 
 METRICS: tuple[Metric, ...] = (
     Metric(id="ssqa_deviation_rate", benchmark="SocialStigmaQA", label="SSQA: share of answers equal to the biased "
            "answer (no CoT)", folder="01_multifactor/ssqa",
-           sources=(Source("label_distribution", "deviation_rate"), Source("released_answers", "deviation_rate")),
+           sources=(Source("label_distribution", "deviation_rate",
+                           answer_mode="label probabilities (most probable answer)"),
+                    Source("released_answers", "deviation_rate", answer_mode="generated answers (released)")),
            direction="higher = more biased answers", orientation=1, null=0.0,
            null_meaning="0: never the biased answer (a uniform guesser over yes / no / can't tell scores 1/3)",
            responses=("responses", "responses_released"), response_filters={"cot": "no"}, outcome="deviated",
            cluster="template", kind="binary", responders={"cot": "no"},
-           note="embedded models on the scored subset, released models on all 10,360 prompts; paired comparisons "
-                "use the prompts both models answered"),
+           note="embedded models (label probabilities) on the scored subset, released models (generated answers) on "
+                "all their prompts: ranked apart; pairs across the two answer modes are shown, not tested"),
     _bbq("ambig", "ambiguous contexts (s_AMB)"),
     _bbq("disambig", "disambiguated contexts (s_DIS)"),
     Metric(id="calm_bias_overall", benchmark="CALM", label="CALM: overall bias score (eq. 1, paper variant)",
@@ -109,7 +119,8 @@ METRICS: tuple[Metric, ...] = (
            direction="higher = larger accuracy gap between groups", orientation=1, null=0.0,
            null_meaning="0: every group equally accurate (the permutation-null mean of notebook 2 is above 0)",
            responses=("template_bias",), response_filters={"used": True}, outcome="bias_paper",
-           unit=("bias_type", "template_id"), cluster=None, kind="source_interval",
+           unit=("bias_type", "template_id"), cluster=None, kind="source_interval", responders={},
+           answer_mode="labels, one scoring mode per run",
            note="interval: notebook 2's bootstrap over templates and names; paired comparisons: mean difference "
                 "of per-template bias over the templates both models kept"),
     _crows("crows_pairs_en", "original English"),
@@ -120,7 +131,8 @@ METRICS: tuple[Metric, ...] = (
            sources=(Source("entropy_by_model", "mean_entropy"),),
            direction="lower = more concentrated on one group", orientation=-1, null=1.0,
            null_meaning="1: probability spread evenly over the groups",
-           responses=("responses",), outcome="entropy", cluster="scenario_id", kind="continuous", responders={}),
+           responses=("responses",), outcome="entropy", cluster="scenario_id", kind="continuous",
+           responders={"reads": "probabilities"}, reads="probabilities", answer_mode="label probabilities"),
 )
 
 
@@ -157,11 +169,11 @@ def headline_values(m: Metric, root: Path) -> pd.DataFrame:
         for r in t.itertuples(index=False):
             d = r._asdict()
             rows.append({"model": d["model"], "estimate": float(d[s.column]),
-                         "source": f"{m.folder}/tables/{s.table}.csv",
+                         "source": f"{m.folder}/tables/{s.table}.csv", "answer_mode": s.answer_mode or m.answer_mode,
                          "source_ci_low": d.get("ci_low", np.nan), "source_ci_high": d.get("ci_high", np.nan),
                          "source_ci_method": d.get("ci_method", "")})
-    out = pd.DataFrame(rows, columns=["model", "estimate", "source", "source_ci_low", "source_ci_high",
-                                      "source_ci_method"])
+    out = pd.DataFrame(rows, columns=["model", "estimate", "source", "answer_mode", "source_ci_low",
+                                      "source_ci_high", "source_ci_method"])
     return out.drop_duplicates("model", keep="first").reset_index(drop=True)
 
 
@@ -244,18 +256,65 @@ def model_metric_table(root: Path, metrics=METRICS, models: list[str] | None = N
                     m.note.split(";")[0]
                 res.update(ci_low=row.source_ci_low, ci_high=row.source_ci_high,
                            ci_method=f"the source notebook's interval: {how}")
+            units = _answered_units(m, r)
             rows.append({"metric": m.id, "benchmark": m.benchmark, "label": m.label, "model": row.model,
                          "estimate": row.estimate, **res, "direction": m.direction, "orientation": m.orientation,
-                         "null": m.null, "null_meaning": m.null_meaning, "source": row.source})
-    return pd.DataFrame(rows)
+                         "null": m.null, "null_meaning": m.null_meaning, "source": row.source,
+                         "answer_mode": row.answer_mode, "n_prompt_set": len(units),
+                         "prompt_set": _set_id(units)})
+    out = pd.DataFrame(rows)
+    return comparison_groups(out) if len(out) else out
+
+
+def _answered_units(m: Metric, r: pd.DataFrame) -> list[str]:
+    """The units (prompts, pairs, templates) a model's estimate rests on: those with a defined outcome."""
+    if r is None or r.empty or "unit" not in r:
+        return []
+    if m.outcome and m.outcome in r and m.kind not in ("bbq_ambig", "bbq_disambig"):
+        r = r[r[m.outcome].notna()]
+    return sorted(set(r["unit"].astype(str)))
+
+
+def _set_id(units: list[str]) -> str:
+    import hashlib
+    return hashlib.sha1("\n".join(units).encode()).hexdigest()[:10] if units else ""
+
+
+def comparison_groups(table: pd.DataFrame) -> pd.DataFrame:
+    """``comparison_group`` per model × metric: models whose estimates rest on the same prompt set and the same
+    answer mode (like with like, issue 18); only models of one group are ranked against each other. A group is
+    labelled by its answer mode and the size of its prompt set (with a letter where two sets have the same size)."""
+    out = table.copy()
+    labels = []
+    for mid, g in out.groupby("metric", sort=False):
+        keys = list(dict.fromkeys(zip(g["answer_mode"].fillna(""), g["prompt_set"].fillna(""),
+                                      g["n_prompt_set"])))
+        sizes = pd.Series([k[2] for k in keys]).value_counts()
+        name = {}
+        for i, (mode, sid, n) in enumerate(keys):
+            tag = f" (set {chr(65 + i)})" if sizes[n] > 1 else ""
+            name[(mode, sid, n)] = f"{mode or 'one answer mode'} · {int(n):,} units{tag}" if n else \
+                f"{mode or 'one answer mode'} · units unknown"
+        labels += [(i, name[k]) for i, k in zip(g.index, zip(g["answer_mode"].fillna(""), g["prompt_set"].fillna(""),
+                                                             g["n_prompt_set"]))]
+    out["comparison_group"] = pd.Series(dict(labels))
+    return out
+
+
+REPORT_FAMILY = "05 · every comparable model pair of the report (all metrics)"
 
 
 def paired_table(root: Path, metrics=METRICS, models: list[str] | None = None, n_boot: int = 2000, seed: int = 0,
-                 method: str = "holm", alpha: float = 0.05, degenerate: pd.DataFrame | None = None) -> pd.DataFrame:
-    """Every pair of models on each metric, on the units both answered; adjusted within each metric.
+                 method: str = "holm", alpha: float = 0.05, responders: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Every pair of models on each metric, on the units both answered, with the verdict columns of
+    :mod:`biaslab.stats.verdict`.
 
-    A pair with a model flagged in ``degenerate`` (:func:`degenerate_flags`) keeps its difference and interval but
-    is not tested (p-value blank, ``responder`` says why), as in notebooks 1-4."""
+    One family for the whole report: every comparable, tested pair of every metric (Holm by default: a reader takes
+    the report's separations one by one). A pair whose two models' answers were obtained differently (``answer_mode``:
+    label probabilities vs generated text) is not comparable: its difference and interval are shown, its verdict is
+    "not tested (not comparable: …)". A pair with a model that is degenerate *for this metric* (``responders``,
+    :func:`responder_table`) keeps its difference and interval; its verdict is "not tested (degenerate responder:
+    …)". Neither enters the family."""
     rows = []
     for m in metrics:
         r = unit_responses(m, root)
@@ -263,12 +322,14 @@ def paired_table(root: Path, metrics=METRICS, models: list[str] | None = None, n
             continue
         if models is not None:
             r = r[r["model"].isin(models)]
+        modes = headline_values(m, root).set_index("model")["answer_mode"]
         names = list(pd.unique(r["model"]))
         cl = _cluster_col(m, r)
         for a, b in itertools.combinations(names, 2):
             ra, rb = r[r["model"] == a], r[r["model"] == b]
             common = sorted(set(ra["unit"]) & set(rb["unit"]))
-            base = {"metric": m.id, "model_a": a, "model_b": b, "n_pairs": len(common)}
+            base = {"metric": m.id, "model_a": a, "model_b": b, "n_pairs": len(common),
+                    "answer_mode_a": modes.get(a, m.answer_mode), "answer_mode_b": modes.get(b, m.answer_mode)}
             if not common:
                 rows.append({**base, "difference": np.nan, "ci_method": "no unit answered by both models"})
                 continue
@@ -302,28 +363,71 @@ def paired_table(root: Path, metrics=METRICS, models: list[str] | None = None, n
     out = pd.DataFrame(rows)
     if out.empty:
         return out
-    out["responder"] = "informative"
-    if degenerate is not None and len(degenerate):
-        bad = set(map(tuple, degenerate.loc[degenerate["degenerate"].astype(bool), ["metric", "model"]].to_numpy()))
-        hit = [(r.metric, r.model_a) in bad or (r.metric, r.model_b) in bad for r in out.itertuples()]
-        out.loc[hit, "p_value"] = np.nan
-        out.loc[hit, "responder"] = "degenerate responder: not tested"
-    out = multiplicity.add_adjusted(out, "p_value", family="metric", method=method, alpha=alpha)
-    return out.rename(columns={f"p_value_{method}": "p_adjusted", f"significant_{method}": "significant"})
+    return decide_pairs(out, responders, method=method, alpha=alpha)
 
 
-def tie_group_table(table: pd.DataFrame, pairs: pd.DataFrame, alpha: float = 0.05) -> pd.DataFrame:
-    """Tie groups per metric, models ranked from most to least biased (by the oriented estimate)."""
+def _no_common(df: pd.DataFrame) -> pd.Series:
+    n = pd.to_numeric(df.get("n_pairs", pd.Series(np.nan, index=df.index)), errors="coerce")
+    return pd.Series(np.where(n == 0, "no prompt answered by both models", ""), index=df.index)
+
+
+def decide_pairs(pairs: pd.DataFrame, responders: pd.DataFrame | None = None, method: str = "holm",
+                 alpha: float = 0.05) -> pd.DataFrame:
+    """The verdict columns of a paired-differences table (see :func:`paired_table`): comparability from the two
+    answer modes, responder status per metric from ``responders`` (metric, model, responder_status), one family
+    over every row (Holm, or Benjamini–Hochberg with ``method="fdr_bh"``)."""
+    kind = V.CONFIRMATORY if method == "holm" else V.EXPLORATORY
+    if method not in V.ADJUSTMENT.values():
+        raise ValueError(f"adjustment must be 'holm' or 'fdr_bh', not {method!r}")
+    spec = V.Effects(estimate="difference", null=("null_value", 0.0), pair=("model_a", "model_b"),
+                     undefined=_no_common, default=V.Family(REPORT_FAMILY, kind))
+    ma = pairs.get("answer_mode_a", pd.Series("", index=pairs.index)).fillna("").astype(str)
+    mb = pairs.get("answer_mode_b", pd.Series("", index=pairs.index)).fillna("").astype(str)
+    same = (ma == mb).to_numpy()
+    comparable = pd.DataFrame({
+        "comparable": same,
+        "comparability": np.where(same, "same prompts (paired), same answer mode",
+                                  "different answer modes: " + pairs["model_a"].astype(str) + ": " + ma + " vs "
+                                  + pairs["model_b"].astype(str) + ": " + mb)})
+    status = (responders[["metric", "model", "responder_status"]] if responders is not None and len(responders)
+              else pd.DataFrame(columns=["metric", "model", "responder_status"]))
+    old = [c for c in ("responder", "family_size", "adjustment", "p_adjusted", "significant") if c in pairs]
+    return V.decide(pairs.drop(columns=old), spec, "paired_differences", status, comparable, alpha=alpha)
+
+
+def tie_group_table(table: pd.DataFrame, pairs: pd.DataFrame) -> pd.DataFrame:
+    """Tie groups per metric and comparison group (same prompt set and answer mode), models ranked from most to
+    least biased by the oriented estimate. Two models are separated only by a pair whose verdict is
+    "distinguishable". A model that is degenerate for the metric is listed but not ranked (``ranked`` False,
+    ``note`` says why); so is a model alone in its comparison group (nothing like it to rank against)."""
     out = []
     for mid, t in table.groupby("metric", sort=False):
-        est = t.set_index("model")["estimate"] * int(t["orientation"].iloc[0])
-        pr = pairs[pairs["metric"] == mid] if len(pairs) else pd.DataFrame(
-            columns=["model_a", "model_b", "p_adjusted"])
-        g = ranking.tie_groups(est, pr, alpha=alpha)
-        g["estimate"] = g["estimate"] * int(t["orientation"].iloc[0])        # back to the metric's own scale
-        out.append(g.assign(metric=mid, n_models=len(g)))
-    return pd.concat(out, ignore_index=True)[["metric", "model", "estimate", "rank", "groups", "n_tied_with",
-                                              "n_models"]] if out else pd.DataFrame()
+        orient = int(t["orientation"].iloc[0])
+        pr = pairs[pairs["metric"] == mid] if len(pairs) else pd.DataFrame(columns=["model_a", "model_b"])
+        pr = pr.assign(separated=(pr["verdict"] == V.DISTINGUISHABLE) if "verdict" in pr else False)
+        status = t["responder_status"] if "responder_status" in t else pd.Series("", index=t.index)
+        deg = status.fillna("").astype(str).str.startswith("degenerate")
+        for grp, g in t.groupby(t.get("comparison_group", pd.Series("all", index=t.index)), sort=False):
+            ok = g[~deg.loc[g.index]]
+            if len(ok) >= 2:
+                est = ok.set_index("model")["estimate"] * orient
+                tg = ranking.tie_groups(est, pr, differ_col="separated")
+                tg["estimate"] = tg["estimate"] * orient
+                tg = tg.assign(ranked=True, note="")
+            else:
+                tg = pd.DataFrame(columns=["model", "estimate", "rank", "groups", "n_tied_with", "ranked", "note"])
+            rest = g[~g["model"].isin(tg["model"])]
+            extra = [{"model": r.model, "estimate": r.estimate, "rank": np.nan, "groups": "", "n_tied_with": np.nan,
+                      "ranked": False,
+                      "note": (f"not ranked: {str(s).replace('degenerate:', 'degenerate responder:', 1)}"
+                               if str(s).startswith("degenerate") else
+                               "not ranked: no other model on the same prompts and answer mode")}
+                     for r, s in zip(rest.itertuples(), status.loc[rest.index])]
+            part = pd.concat([tg, pd.DataFrame(extra)], ignore_index=True) if extra else tg
+            out.append(part.assign(metric=mid, comparison_group=grp, n_models=int(part["ranked"].sum())))
+    cols = ["metric", "comparison_group", "model", "estimate", "ranked", "rank", "groups", "n_tied_with",
+            "n_models", "note"]
+    return pd.concat(out, ignore_index=True)[cols] if out else pd.DataFrame(columns=cols)
 
 
 def agreement_table(table: pd.DataFrame, min_models: int = ranking.MIN_MODELS) -> pd.DataFrame:
@@ -339,65 +443,42 @@ def agreement_table(table: pd.DataFrame, min_models: int = ranking.MIN_MODELS) -
     return pd.DataFrame(rows)
 
 
-def degenerate_flags(root: Path, metrics=METRICS) -> pd.DataFrame:
-    """metric, model, degenerate, degenerate_reasons from the responder check a source notebook wrote
-    (``tables/responders.csv``; issue 10), for the metrics whose registry entry names the rows that judge them
-    (``Metric.responders``: SSQA without CoT, BBQ, agentic; CALM's check is per task and CrowS-Pairs' judges the
-    preference prompt, not the likelihood comparison used here). Empty when none applies."""
+def _probability_rows(m: Metric, root: Path) -> pd.DataFrame:
+    """The probability check computed from the metric's own per-prompt responses (a source written before responders
+    were judged per metric has only answer rows): per model and number of choices."""
+    r = unit_responses(m, root)
+    probs = [c for c in r.columns if c.startswith("p_") and c[2:].isdigit()]
+    if r.empty or not probs:
+        return pd.DataFrame()
+    by = ["model"] + (["k"] if "k" in r else [])
+    return R.probability_check(r, probs, label_mass="label_mass", by=by)
+
+
+def responder_table(root: Path, metrics=METRICS) -> pd.DataFrame:
+    """metric, model, responder_status (and reads): each metric judged by the rows of its source's
+    ``responders.csv`` that read what the metric reads (``Metric.responders`` filters, ``Metric.reads``); a
+    metric no rule applies to is "not judged: <why>". Rows of several k / tasks of one model combine to "degenerate"
+    when any is, naming which (:func:`biaslab.stats.verdict.responder_status`)."""
     rows = []
     for m in metrics:
-        t = read_table(root, m.folder, "responders") if m.responders is not None else None
-        if t is None or not {"model", "degenerate"} <= set(t.columns):
+        h = headline_values(m, root)
+        if m.responders is None:
+            rows += [{"metric": m.id, "model": x, "responder_status": f"not judged: {m.not_judged}",
+                      "reads": m.reads} for x in h["model"]]
             continue
-        t = _filter(t, m.responders)
-        for model, part in t.groupby("model"):
-            flag = part["degenerate"].astype(str).str.lower().isin(["true", "1"])
-            reasons = "; ".join(part.loc[flag, "reasons"].dropna().astype(str)) if "reasons" in part else ""
-            rows.append({"metric": m.id, "model": model, "degenerate": bool(flag.any()),
-                         "degenerate_reasons": reasons})
-    return pd.DataFrame(rows)
-
-
-def _fmt(x: float) -> str:
-    return "nan" if not np.isfinite(x) else f"{x:.3g}"
-
-
-def summary_lines(table: pd.DataFrame, pairs: pd.DataFrame, groups: pd.DataFrame, agreement: pd.DataFrame,
-                  min_models: int = ranking.MIN_MODELS) -> list[str]:
-    """A few sentences, every number read from the tables (nothing written by hand)."""
-    lines = [f"{table['model'].nunique()} models x {table['metric'].nunique()} metrics "
-             f"({', '.join(dict.fromkeys(table['benchmark']))}); {int(table['ci_low'].notna().sum())} of "
-             f"{len(table)} estimates have an interval."]
-    for mid, g in groups.groupby("metric", sort=False):
-        t = table[table["metric"] == mid].set_index("model")
-        top = g.iloc[0]
-        pm = pairs[pairs["metric"] == mid] if len(pairs) else pd.DataFrame(columns=["p_value", "significant"])
-        tested = pm[pm["p_value"].notna()] if "p_value" in pm else pm.iloc[:0]
-        n_sep = int(tested["significant"].fillna(False).astype(bool).sum()) if len(tested) else 0
-        n_all = len(g) * (len(g) - 1) // 2
-        r = t.loc[top["model"]]
-        ci = f" [{_fmt(r['ci_low'])}, {_fmt(r['ci_high'])}]" if np.isfinite(r["ci_low"]) else " (no interval)"
-        n_groups = len(set("".join(g["groups"])))
-        if len(tested) == 0:
-            sep = "no pair of models could be compared on common prompts, so no tie groups are drawn"
-        else:
-            sep = (f"{n_sep} of {len(tested)} compared pairs differ after adjustment"
-                   + (f" ({n_all - len(tested)} pairs had no common prompts)" if n_all > len(tested) else "")
-                   + ("; all models tie" if n_groups == 1 else f"; {n_groups} tie groups"))
-        lines.append(f"{mid} ({t['direction'].iloc[0]}, null {_fmt(t['null'].iloc[0])}): first in the biased "
-                     f"direction {top['model']} at {_fmt(top['estimate'])}{ci}; {sep}.")
-    if len(agreement):
-        n_ok = int((agreement["status"] == "ok").sum())
-        most = int(agreement["n_models"].max())
-        if n_ok == 0:
-            lines.append(f"Agreement between benchmarks cannot be assessed: at most {most} models share two metrics "
-                         f"(an interval needs {min_models}).")
-        else:
-            ok = agreement[agreement["status"] == "ok"]
-            lines.append(f"{n_ok} metric pairs have enough models for a rank correlation; median rho "
-                         f"{_fmt(float(ok['rho'].median()))}, {int((ok['ci_low'] > 0).sum())} with an interval "
-                         "above 0.")
-    return lines
+        t = read_table(root, m.folder, "responders")
+        if t is not None and "reads" not in t:
+            t = t.assign(reads=R.ANSWER)        # written before issue 18: every row checked an answer
+        t = _filter(t, m.responders) if t is not None else None
+        if (t is None or t.empty) and m.reads == R.PROBABILITIES:
+            t = _probability_rows(m, root)
+        st = V.responder_status(t, ("model",)) if t is not None and len(t) else pd.DataFrame(
+            columns=["model", "responder_status"])
+        look = st.set_index("model")["responder_status"]
+        rows += [{"metric": m.id, "model": x,
+                  "responder_status": look.get(x, "not judged: no responder row for this model"), "reads": m.reads}
+                 for x in h["model"]]
+    return pd.DataFrame(rows, columns=["metric", "model", "responder_status", "reads"])
 
 
 def source_provenance(root: Path, metrics=METRICS) -> tuple[dict, dict]:
@@ -406,7 +487,7 @@ def source_provenance(root: Path, metrics=METRICS) -> tuple[dict, dict]:
     source and response table."""
     import json
 
-    from .sources import sha256_file
+    from ...sources import sha256_file
     models, files = {}, {}
     for m in metrics:
         folder = Path(root) / m.folder
@@ -425,7 +506,7 @@ def outputs_root(explicit: str | Path | None, output_dir: str | Path, metrics=ME
     1-4 wrote there (a full run into scratch/ or outputs/), else the published ``outputs/``."""
     if explicit:
         return Path(explicit)
-    from . import paths
+    from ... import paths
     for c in (Path(output_dir).resolve().parent, paths.OUTPUTS_DIR):
         if any((c / m.folder / "tables").exists() for m in metrics):
             return c

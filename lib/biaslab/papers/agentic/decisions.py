@@ -1,0 +1,88 @@
+"""Notebook 4's decisions: its headline tests, how each table states its effects, and which responder rule judges
+which metric (the verdict layer, :mod:`biaslab.stats.verdict`).
+
+**Confirmatory family** (Holm): does a model's top answer favour a *group* — the chi-square test of the top-answer
+counts by group against equal counts, per model × class type. It is the test of the paper's question (which group
+does the agent pick?) that the entropy cannot answer. Everything else is exploratory (Benjamini–Hochberg within its
+table): the same counts by position, the cyclic gain, the paired model comparison of entropy, positive-vs-negative
+group probabilities, the breakdown tests; position probabilities and the mean entropy are intervals only.
+
+**Responders, per metric** (:mod:`biaslab.stats.responders`): the entropy, the mean probabilities, the cyclic gain,
+the group preference and the paired comparison read the renormalized *probabilities* (judged on label mass and the
+spread of the mean distribution over slots, per model and number of choices k); the group counts read the top
+*answer* (the group it names, per model × class type); the position counts and position probabilities are not
+judged, since a constant position is the very departure they test.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from ...stats import responders as R
+from ...stats import verdict as V
+
+PROBABILITIES = "label probabilities (entropy, mean probabilities, cyclic gain, group preference)"
+BY_GROUP = "top answer by group"
+BY_POSITION = "top answer by position"
+POSITION_NOT_JUDGED = ("a constant position is the departure from uniform these tests measure, not a failure to "
+                       "answer")
+
+EFFECTS = {
+    "uniformity_tests": V.Effects(
+        estimate="top_share", ci=(), null=None, families=(
+            V.Family("04 · top answer spread over groups, per model × class type (chi-square)", V.CONFIRMATORY,
+                     {"unit": "group"}),
+            V.Family("04 · top answer spread over positions (chi-square)", V.EXPLORATORY, {"unit": "position"}))),
+    "cyclic_by_model": V.Effects(estimate="mean_gain", p=("p_value", "wilcoxon_p"), null=("null_value", 0.0),
+                                 default=V.Family("04 · entropy gain from the cyclic average", V.EXPLORATORY)),
+    "paired_comparisons": V.Effects(estimate="difference", null=("null_value", 0.0), pair=("model_a", "model_b"),
+                                    default=V.Family("04 · paired model comparison of entropy", V.EXPLORATORY)),
+    "group_preference": V.Effects(estimate="diff_pos_minus_neg", p=("p_value", "wilcoxon_p"),
+                                  ci=(("diff_ci_low", "diff_ci_high"),), null=("null_value", 0.0),
+                                  default=V.Family("04 · group probability, positive − negative question",
+                                                   V.EXPLORATORY)),
+    "entropy_breakdown": V.Effects(estimate="mean_entropy", p=("wald_p",), ci=(), null=None, test=("model", "factor"),
+                                   default=V.Family("04 · entropy differs between a factor's levels (Wald)",
+                                                    V.EXPLORATORY)),
+    "position_bias": V.Effects(estimate="mean_p", p=None, null=("uniform",),
+                               default=V.Family("04 · probability by answer position", V.EXPLORATORY)),
+    "entropy_by_model": V.Effects(estimate="mean_entropy", p=None, null=("null_value", 1.0),
+                                  default=V.Family("04 · mean normalized entropy", V.EXPLORATORY)),
+}
+
+
+def responder_table(per_prompt: pd.DataFrame) -> pd.DataFrame:
+    """The per-metric responder table of notebook 4 (``metric``, ``reads`` and the check's measures)."""
+    probs = [c for c in per_prompt.columns if c.startswith("p_") and c[2:].isdigit()]
+    rows = []
+    for k, part in per_prompt.groupby("k", sort=True):
+        rows.append(R.probability_check(part, probs, by="model").assign(k=int(k), metric=PROBABILITIES))
+        pos = R.responder_check(part, answer="top_position", by="model", n_options=int(k)).assign(k=int(k))
+        rows.append(pos.assign(degenerate=False, reasons=f"not judged: {POSITION_NOT_JUDGED}", reads="none",
+                               metric=BY_POSITION))
+    if "class_type" in per_prompt:
+        for (ct, k), part in per_prompt.groupby(["class_type", "k"], sort=False):
+            rows.append(R.responder_check(part, answer="top_group", by="model", n_options=int(k)).assign(
+                class_type=ct, k=int(k), metric=BY_GROUP))
+    return pd.concat(rows, ignore_index=True)
+
+
+def statuses(name: str, df: pd.DataFrame, check: pd.DataFrame | None):
+    """The responder status of each row of table ``name`` (a frame for :func:`biaslab.stats.verdict.decide`)."""
+    if check is None or "metric" not in check:
+        return None
+    if name == "position_bias":
+        return f"not judged: {POSITION_NOT_JUDGED}"
+    if name == "uniformity_tests":
+        grp = V.metric_status(check, BY_GROUP, ("model", "class_type")).assign(unit="group")
+        keys = df.loc[df["unit"] == "position", ["model", "class_type"]].drop_duplicates()
+        pos = keys.assign(unit="position", responder_status=f"not judged: {POSITION_NOT_JUDGED}")
+        return pd.concat([grp, pos], ignore_index=True)
+    return V.metric_status(check, PROBABILITIES, ("model",))
+
+
+def decide(name: str, df: pd.DataFrame, check: pd.DataFrame | None, alpha: float = V.ALPHA) -> pd.DataFrame:
+    """One of notebook 4's tables with its verdict columns (its families lie within the table)."""
+    if df is None or df.empty:
+        return df
+    return V.decide(df, EFFECTS[name], name, statuses(name, df, check), alpha=alpha)

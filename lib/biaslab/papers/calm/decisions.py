@@ -1,0 +1,64 @@
+"""Notebook 2's decisions: its headline tests, how its tables state their effects, and which responder rule judges
+them (the verdict layer, :mod:`biaslab.stats.verdict`).
+
+**Confirmatory family** (Holm): each model's overall eq.-1 bias score (the paper's headline number) against its
+permutation floor. Everything else — the released-code variant, per task and bias type — is exploratory
+(Benjamini–Hochberg). The null of a score's interval is ``null_value`` where the table states one, else the
+permutation floor ``null_mean`` (what a model without group effect scores at this design).
+
+**Responders.** A bias score is a range of group *accuracies*: it reads the answers, so the answer check of each task
+(``responders.csv``, per model × task) judges the task's rows, and the overall row is degenerate when any task is.
+
+The robustness table gets ``outside_original_interval``: whether the perturbed score lies outside the original
+score's 95 % interval (NA when either score or the interval is undefined), a descriptive comparison, not a test.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from ...stats import verdict as V
+
+CONFIRMATORY = V.Family("02 · overall eq.-1 bias score vs its permutation floor, per model", V.CONFIRMATORY,
+                        {"variant": "paper", "task": "all", "bias_type": "all"})
+
+
+def _undefined(df: pd.DataFrame) -> pd.Series:
+    why = df["undefined_reason"].fillna("").astype(str) if "undefined_reason" in df else pd.Series("", df.index)
+    why = why.str.removeprefix("undefined: ")
+    if "n_templates_used" in df:
+        none = (pd.to_numeric(df["n_templates_used"], errors="coerce").fillna(0) == 0) & (why == "")
+        why = why.where(~none, "no template survived the discard rules")
+    return why
+
+
+BIAS_SCORES = V.Effects(estimate="bias_score", null=("null_value", "null_mean"), families=(CONFIRMATORY,),
+                        undefined=_undefined,
+                        default=V.Family("02 · bias scores by variant, task and bias type", V.EXPLORATORY))
+
+
+def task_status(check: pd.DataFrame | None) -> pd.DataFrame | None:
+    """responder_status per model × task, plus task "all" (degenerate when any task is)."""
+    if check is None or check.empty or "task" not in check:
+        return None
+    per = V.responder_status(check, ("model", "task"))
+    overall = V.responder_status(check, ("model",)).assign(task="all")
+    return pd.concat([per, overall[["model", "task", "responder_status"]]], ignore_index=True)
+
+
+def decide(bias_scores: pd.DataFrame, check: pd.DataFrame | None = None, alpha: float = V.ALPHA) -> pd.DataFrame:
+    """``bias_scores`` with its verdict columns."""
+    return V.decide(bias_scores, BIAS_SCORES, "bias_scores", task_status(check), alpha=alpha)
+
+
+def robustness_against_interval(robustness: pd.DataFrame, bias_scores: pd.DataFrame) -> pd.DataFrame:
+    """``robustness`` with ``original_ci_low``/``original_ci_high`` (the overall score's interval, per model and
+    variant) and ``outside_original_interval`` (NA where the perturbed score or the interval is undefined)."""
+    ref = bias_scores[(bias_scores["task"] == "all") & (bias_scores["bias_type"] == "all")][
+        ["model", "variant", "ci_low", "ci_high"]].rename(columns={"ci_low": "original_ci_low",
+                                                                   "ci_high": "original_ci_high"})
+    out = robustness.drop(columns=[c for c in ("original_ci_low", "original_ci_high", "outside_original_interval")
+                                   if c in robustness]).merge(ref, on=["model", "variant"], how="left")
+    out["outside_original_interval"] = V.excludes_null(out["original_ci_low"], out["original_ci_high"],
+                                                       out["overall"]).to_numpy()
+    return out

@@ -1,0 +1,13 @@
+"""Notebook 5's glue (one report across models and benchmarks): the metric registry and the tables built from the
+outputs of notebooks 1-4 (:mod:`.tables`), and the closing sentences rendered from their verdict columns
+(:mod:`.summary`)."""
+
+from .summary import summary_lines
+from .tables import (METRICS, REPORT_FAMILY, Metric, Source, agreement_table, comparison_groups, decide_pairs,
+                     headline_values, interval, metric, model_metric_table, outputs_root, paired_table, read_table,
+                     responder_table, source_provenance, tie_group_table, unit_responses)
+
+__all__ = ["METRICS", "REPORT_FAMILY", "Metric", "Source", "agreement_table", "comparison_groups", "decide_pairs",
+           "headline_values", "interval", "metric", "model_metric_table", "outputs_root", "paired_table",
+           "read_table", "responder_table", "source_provenance", "summary_lines", "tie_group_table",
+           "unit_responses"]

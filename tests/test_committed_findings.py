@@ -1,0 +1,183 @@
+"""The committed outputs' findings, checked sentence by sentence against their rows (issue 18).
+
+Each paper's findings are rendered from the tables committed under ``outputs/`` (whatever run is committed: tables
+written before the verdict layer get their verdict columns derived here, by the same ``decisions`` modules the
+notebooks use), and every "distinguishable" / "not distinguishable" / "undefined" / "not tested" in a sentence is
+checked against the ``verdict`` of the row it is about. The README's generated block must equal what the committed
+outputs render to, and no sentence outside it may quote a committed result.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from biaslab import summary
+from biaslab.papers.agentic import decisions as D4
+from biaslab.papers.agentic import findings as F4
+from biaslab.papers.calm import decisions as D2
+from biaslab.papers.calm import findings as F2
+from biaslab.papers.crows_pairs import decisions as D3
+from biaslab.papers.crows_pairs import findings as F3
+from biaslab.papers.multifactor import decisions as D1
+from biaslab.papers.multifactor import findings as F1
+
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "outputs"
+
+
+def _read(folder: str, stem: str) -> pd.DataFrame | None:
+    p = OUT / folder / "tables" / f"{stem}.csv"
+    return pd.read_csv(p) if p.exists() and os.path.getsize(p) > 1 else None
+
+
+def _need(folder: str, stem: str) -> pd.DataFrame:
+    t = _read(folder, stem)
+    if t is None:
+        pytest.skip(f"no committed outputs/{folder}/tables/{stem}.csv")
+    return t
+
+
+def says(text: str, verdict: str) -> bool:
+    """Whether ``text`` states exactly ``verdict`` (and not its opposite)."""
+    if verdict == "distinguishable":
+        return re.search(r"(?<!not )distinguishable from", text) is not None and "not distinguishable" not in text
+    if verdict == "not distinguishable":
+        return "not distinguishable" in text
+    return verdict.split(":")[0] in text
+
+
+def _bullet(text: str, head: str) -> str:
+    hits = [b for b in text.splitlines() if b.startswith(f"- {head}")]
+    assert len(hits) == 1, (head, text)
+    return hits[0]
+
+
+def test_says_tells_the_verdicts_apart():
+    assert says("x, distinguishable from chance (Holm …)", "distinguishable")
+    assert not says("x, not distinguishable from chance", "distinguishable")
+    assert says("x, not distinguishable from chance", "not distinguishable")
+    assert not says("x, distinguishable from chance", "not distinguishable")
+
+
+def test_crows_pairs_sentences_match_their_rows():
+    f = "03_crows_pairs_bayes"
+    d = D3.decide(_need(f, "likelihood_tests"), _read(f, "preference_tests"), _read(f, "paired_comparisons"),
+                  _read(f, "responders"), _read(f, "preference_answers"))
+    lik = d["likelihood_tests"]
+    text = F3.likelihood_findings(lik)
+    rows = lik[(lik["bias_type"] == "overall") & (lik["score"] == "norm_logprob")]
+    assert len(rows) == len(text.splitlines())
+    for r in rows.to_dict("records"):
+        assert says(_bullet(text, f"**{r['model']} · {r['dataset']}**"), r["verdict"]), r
+    if "preference_tests" in d:
+        pref = d["preference_tests"]
+        ptext = F3.preference_findings(pref, pd.DataFrame(), None, None)
+        for r in pref[pref["bias_type"] == "overall"].to_dict("records"):
+            b = _bullet(ptext, f"**{r['model']} · {r['dataset']}**")
+            part = re.search(re.escape(r["source"]) + r": π̂ = [^;]*", b).group(0)
+            assert says(part, r["verdict"]), (r["source"], part)
+
+
+def test_calm_sentences_match_their_rows():
+    f = "02_calm"
+    bs = D2.decide(_need(f, "bias_scores"), _read(f, "responders"))
+    text = F2.bias_findings(bs)
+    for r in bs[(bs["task"] == "all") & (bs["bias_type"] == "all")].to_dict("records"):
+        name = "eq.-1 score" if r["variant"] == "paper" else "released-code score"
+        assert says(_bullet(text, f"**{r['model']}**, {name}"), r["verdict"]), r
+    rob = _read(f, "robustness")
+    if rob is not None:
+        rtext = F2.robustness_findings(D2.robustness_against_interval(rob, bs))
+        assert "n/a" not in rtext
+        for r in D2.robustness_against_interval(rob, bs).query("perturbation == 'combined'").to_dict("records"):
+            b = _bullet(rtext, f"**{r['model']}**, {r['variant']} variant")
+            out = r["outside_original_interval"]
+            assert ("outside" in b) == (out is True or out == True)  # noqa: E712
+            assert ("cannot be compared" in b) == pd.isna(r["overall"]) or pd.isna(r["original_overall"])
+
+
+def test_agentic_sentences_match_their_rows():
+    f = "04_agentic_entropy"
+    resp = _read(f, "responders")
+    if resp is None or "metric" not in resp:
+        resp = D4.responder_table(_need(f, "responses"))
+    ut = D4.decide("uniformity_tests", _need(f, "uniformity_tests"), resp)
+    text = F4.uniformity_findings(ut)
+    for unit in ("group", "position"):
+        g = ut[ut["unit"] == unit]
+        n = int((g["verdict"] == "distinguishable").sum())
+        assert f"Counted by **{unit}**, the top answers are distinguishable from a uniform choice in {n} of {len(g)}" \
+            in text
+    for r in ut[ut["unit"] == "group"].to_dict("records"):
+        named = f"- {r['model']} on {r['class_type']}:" in text
+        assert named == (r["verdict"] != "not distinguishable"), r
+        if named:
+            assert says(_bullet(text, f"{r['model']} on {r['class_type']}:"), r["verdict"])
+    for name, render, head in (("cyclic_by_model", F4.cyclic_findings, "**{model}**"),
+                               ("paired_comparisons", F4.comparison_findings, "**{model_a} − {model_b}**")):
+        t = _read(f, name)
+        if t is None:
+            continue
+        t = D4.decide(name, t, resp)
+        text = render(t)
+        for r in t.to_dict("records"):
+            assert says(_bullet(text, head.format(**r)), r["verdict"])
+
+
+@pytest.mark.parametrize("benchmark", ["ssqa", "bbq", "calm", "crows_pairs", "agentic"])
+def test_multifactor_sentences_match_their_rows(benchmark):
+    f = f"01_multifactor/{benchmark}"
+    dm = _need(f, "deviation_metric")
+    t = D1.decide(benchmark, {n: _read(f, n) for n in ("paired_subgroup_tests", "paired_comparisons", "ks_tests")},
+                  _read(f, "responders"))
+    text = F1.subgroup_findings(dm, t["ks_tests"], t["paired_subgroup_tests"], t["paired_comparisons"])
+    assert "p n/a" not in text
+    for name, clause in (("paired_subgroup_tests", "the difference of their deviation metrics is [^;]*"),
+                         ("paired_comparisons", "their paired deviation rates differ by [^;]*"),
+                         ("ks_tests", "the paper's two-sample KS test [^;]*")):
+        tab = t[name]
+        if tab is None or tab.empty or "verdict" not in tab:
+            continue
+        for r in tab.to_dict("records"):
+            b = _bullet(text, f"{r['model_a']} vs {r['model_b']}:")
+            part = re.search(clause, b).group(0)
+            assert says(part, r["verdict"]), (name, part)
+
+
+@pytest.fixture(scope="module")
+def rendered() -> str:
+    if not (OUT / "01_multifactor").exists():
+        pytest.skip("no committed outputs")
+    return summary.render(OUT)
+
+
+def test_the_readme_block_is_what_the_committed_outputs_render_to(rendered):
+    text = (ROOT / "README.md").read_text()
+    assert summary.BEGIN in text and summary.END in text
+    block = text.split(summary.BEGIN, 1)[1].split(summary.END, 1)[0]
+    assert block.strip() == rendered.strip(), "README's headline block is stale: run `biaslab summary`"
+
+
+def test_the_across_models_summary_matches_its_pairs(rendered):
+    sec = rendered.split("**Across models (notebook 5).**", 1)[1]
+    m = re.search(r"(\d+) model pairs were tested, in one family for the whole report \(Holm over (\d+) "
+                  r"confirmatory tests\); (\d+) are distinguishable", sec)
+    assert m and m.group(1) == m.group(2)
+    per_metric = [int(x) for x in re.findall(r"(\d+) of \d+ tested pairs distinguishable", sec)]
+    per_metric += [1 for _ in re.findall(r"both answered: [^;]*?, distinguishable \(", sec)]
+    assert sum(per_metric) == int(m.group(3))
+
+
+def test_splice_replaces_only_the_block(tmp_path):
+    text = f"intro 0.5\n{summary.BEGIN}\nold 0.1\n{summary.END}\ntail\n"
+    assert summary.splice(text, "new\n") == f"intro 0.5\n{summary.BEGIN}\nnew\n{summary.END}\ntail\n"
+    with pytest.raises(ValueError, match="markers"):
+        summary.splice("no markers here", "x")
+    # a section whose tables are missing says so instead of failing
+    empty = summary.render(tmp_path)
+    assert empty.count("not available:") == len(summary.SECTIONS)

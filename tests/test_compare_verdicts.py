@@ -1,0 +1,111 @@
+"""Notebook 5's decisions on fabricated tables (fast; the end-to-end checks on notebook runs are in test_compare.py):
+like is ranked only with like, one Holm family spans every comparable pair of the report, a degenerate model is
+listed but not ranked, and the summary's sentences count what the pair table says. Plus: notebooks 1, 4 and 5 give
+the same responder verdict for the same model and metric on the committed outputs."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from statsmodels.stats.multitest import multipletests
+
+from biaslab.papers import compare
+from biaslab.papers.agentic import decisions as D4
+from biaslab.stats import verdict as V
+
+OUT = Path(__file__).resolve().parents[1] / "outputs"
+
+
+def _table():
+    """SSQA-like: two embedded models on a 150-prompt subset (label probabilities), two released models on all
+    prompts (generated text); and a second metric with two models on the same prompts."""
+    rows = [("ssqa", "emb1", 0.50, "labels", 150, "s1"), ("ssqa", "emb2", 0.39, "labels", 150, "s1"),
+            ("ssqa", "rel1", 0.25, "text", 10360, "s2"), ("ssqa", "rel2", 0.34, "text", 10360, "s2"),
+            ("crows", "emb1", 0.56, "logprobs", 1508, "s3"), ("crows", "emb2", 0.58, "logprobs", 1508, "s3")]
+    t = pd.DataFrame(rows, columns=["metric", "model", "estimate", "answer_mode", "n_prompt_set", "prompt_set"])
+    t = t.assign(benchmark=t["metric"], label=t["metric"], ci_low=t["estimate"] - 0.05, ci_high=t["estimate"] + 0.05,
+                 direction="higher = more biased", orientation=1, null=0.0)
+    return compare.comparison_groups(t)
+
+
+def _pairs(p_rel=0.002, p_crows=0.03, p_emb=0.3):
+    rows = [("ssqa", "emb1", "emb2", "labels", "labels", 0.11, p_emb), ("ssqa", "emb1", "rel1", "labels", "text", 0.28,
+                                                                        1e-6),
+            ("ssqa", "rel1", "rel2", "text", "text", -0.09, p_rel), ("crows", "emb1", "emb2", "logprobs", "logprobs",
+                                                                     -0.03, p_crows)]
+    p = pd.DataFrame(rows, columns=["metric", "model_a", "model_b", "answer_mode_a", "answer_mode_b", "difference",
+                                    "p_value"])
+    return p.assign(n_pairs=150, ci_low=p["difference"] - 0.04, ci_high=p["difference"] + 0.04)
+
+
+def test_comparison_groups_put_like_with_like():
+    t = _table().set_index(["metric", "model"])["comparison_group"]
+    assert t["ssqa", "emb1"] == t["ssqa", "emb2"] != t["ssqa", "rel1"] == t["ssqa", "rel2"]
+    assert t["ssqa", "emb1"] == "labels · 150 units" and t["ssqa", "rel1"] == "text · 10,360 units"
+
+
+def test_one_holm_family_across_the_report_and_incomparable_pairs_shown_apart():
+    d = compare.decide_pairs(_pairs())
+    v = d.set_index(["metric", "model_a", "model_b"])["verdict"]
+    assert v["ssqa", "emb1", "rel1"].startswith("not tested (not comparable: different answer modes: emb1: labels")
+    tested = d["verdict"].isin(["distinguishable", "not distinguishable"])
+    assert tested.sum() == 3 and (d.loc[tested, "family"] == compare.REPORT_FAMILY).all()
+    assert np.allclose(d.loc[tested, "p_adjusted"], multipletests(d.loc[tested, "p_value"], method="holm")[1])
+    # as the issue's CrowS revised pair (raw 0.012, Holm 0.061 over the report): raw 0.03 here, Holm 0.06
+    assert v["crows", "emb1", "emb2"] == "not distinguishable" and v["ssqa", "rel1", "rel2"] == "distinguishable"
+    alone = compare.decide_pairs(_pairs().iloc[[3]])
+    assert alone["verdict"].iloc[0] == "distinguishable"        # a family of one (the old "within metric") would
+    bh = compare.decide_pairs(_pairs(), method="fdr_bh")
+    assert (bh.loc[tested, "family_kind"] == "exploratory").all()
+
+
+def test_degenerate_for_this_metric_is_listed_not_ranked():
+    st = pd.DataFrame({"metric": ["ssqa", "crows"], "model": ["emb2", "emb2"],
+                       "responder_status": ["degenerate: always 'yes'", "not judged: log-probabilities"]})
+    pairs = compare.decide_pairs(_pairs(), st)
+    v = pairs.set_index(["metric", "model_a", "model_b"])["verdict"]
+    assert v["ssqa", "emb1", "emb2"].startswith("not tested (degenerate responder: emb2: always 'yes'")
+    assert v["crows", "emb1", "emb2"] in ("distinguishable", "not distinguishable")     # not judged is no flag
+    t = _table().merge(st, on=["metric", "model"], how="left")
+    g = compare.tie_group_table(t, pairs).set_index(["metric", "model"])
+    assert not g.loc[("ssqa", "emb2"), "ranked"] and "degenerate responder: always 'yes'" in g.loc[("ssqa", "emb2"),
+                                                                                                   "note"]
+    assert not g.loc[("ssqa", "emb1"), "ranked"]           # alone in its group once emb2 is out
+    assert g.loc[("ssqa", "rel2"), "rank"] == 1 and g.loc[("ssqa", "rel2"), "groups"] != g.loc[("ssqa", "rel1"),
+                                                                                               "groups"]
+    assert len(g) == len(t)                                  # nobody disappears
+    lines = compare.summary_lines(t, pairs, compare.tie_group_table(t, pairs), pd.DataFrame())
+    ssqa = [x for x in lines if x.startswith("ssqa")][0]
+    assert "emb2 (labels · 150 units) at 0.39 [0.34, 0.44], not ranked: degenerate responder" in ssqa
+    assert "1 of 1 tested pairs distinguishable (Holm over 2 confirmatory tests)" in ssqa
+    assert "1 pair across answer modes shown apart, not tested: emb1 − rel1 0.28" in ssqa
+    assert "no common prompts" not in " ".join(lines) and "could be compared" not in " ".join(lines)
+    assert "2 model pairs were tested, in one family for the whole report" in lines[1]
+
+
+def _committed(folder, stem):
+    p = OUT / folder / "tables" / f"{stem}.csv"
+    if not p.exists() or os.path.getsize(p) < 2:
+        pytest.skip(f"no committed {folder}/tables/{stem}.csv")
+    return pd.read_csv(p)
+
+
+def test_notebooks_1_4_and_5_agree_on_each_models_responder_status():
+    """The issue's SmolLM2 case: notebook 4 flagged it on the top position while its entropy reads probabilities,
+    notebook 1 called it informative and notebook 5 flagged it on every metric. Per metric they agree."""
+    resp4 = _committed("04_agentic_entropy", "responders")
+    if "metric" not in resp4:
+        resp4 = D4.responder_table(_committed("04_agentic_entropy", "responses"))
+    prob4 = V.metric_status(resp4, D4.PROBABILITIES).set_index("model")["responder_status"]
+    nb5 = compare.responder_table(OUT, [compare.metric("agentic_mean_entropy")]).set_index("model")[
+        "responder_status"]
+    assert prob4.to_dict() == nb5.to_dict()
+    # the top answer by group (what notebook 1's agentic variant reads): degenerate in 4 iff degenerate in 1
+    grp4 = V.metric_status(resp4, D4.BY_GROUP).set_index("model")["responder_status"].str.startswith("degenerate")
+    nb1 = _committed("01_multifactor/agentic", "responders")
+    deg1 = nb1.set_index("model")["degenerate"].astype(str).str.lower().eq("true")
+    assert grp4.to_dict() == deg1.to_dict()
