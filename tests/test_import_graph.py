@@ -16,7 +16,8 @@ LIB = Path(__file__).resolve().parents[1] / "lib" / "biaslab"
 
 # top-level name under biaslab -> stage
 STAGES = {
-    "__init__": "infra", "paths": "infra", "profiles": "infra", "filehash": "infra",
+    "__init__": "infra", "paths": "infra", "profiles": "infra", "filehash": "infra", "fsio": "infra",
+    "integrity": "infra",
     "outputs": "output",
     "sources": "sources",
     "benchmarks": "benchmarks",
@@ -27,7 +28,8 @@ STAGES = {
     "papers": "papers",
     "resultcache": "cache",
     "catalogue": "orchestration", "runner": "orchestration", "cli": "orchestration", "parameters": "orchestration",
-    "report_index": "orchestration", "compare": "orchestration",      # compare: notebook 5 reads outputs
+    "report_index": "orchestration", "compare": "orchestration", "publish": "orchestration",
+    "stopping": "orchestration", "preflight": "orchestration", "serve": "orchestration",      # compare: notebook 5 reads outputs
     "findings": "wording",
 }
 GENERIC = {"infra", "cache", "sources", "benchmarks", "models", "scoring", "stats", "plots", "wording", "output"}

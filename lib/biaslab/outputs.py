@@ -25,14 +25,9 @@ from pathlib import Path
 
 import pandas as pd
 
+from .fsio import umask_mode
+
 FIGURE_DPI = 110
-
-
-def umask_mode() -> int:
-    """The mode a new regular file gets under the current umask (0o644 with the usual 022)."""
-    mask = os.umask(0)
-    os.umask(mask)
-    return 0o666 & ~mask
 
 
 def atomic_write_text(path: Path, text: str) -> None:
