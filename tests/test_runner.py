@@ -288,7 +288,7 @@ def test_jobs_run_lanes_side_by_side_with_fewer_threads_each(monkeypatch, tmp_pa
     import time as _time
     seen, lock = [], threading.Lock()
 
-    def fake_run_one(nb, v, profile, overrides, outputs_dir, html=True, progress=False):
+    def fake_run_one(nb, v, profile, overrides, outputs_dir, html=True, progress=False, served=False):
         with lock:
             seen.append(("start", nb, v, os.environ.get("OMP_NUM_THREADS")))
         _time.sleep(0.05)

@@ -92,7 +92,7 @@ def storage_problem(exc: BaseException, path: str | Path | None = None, need_byt
             free = f"{_mb(du.free)} free of {_mb(du.total)}"
         except OSError:
             free = "free space unknown"
-        need = f"; it needs about {_mb(need_bytes)} more" if need_bytes else ""
+        need = f"; a run here writes about {_mb(need_bytes)}" if need_bytes else ""
         return (f"{KINDS[code]}: no space left to write {where} ({free} on the device holding {folder}{need}). "
                 f"Fix: free space there, or write elsewhere (--out DIR, or set BIASLAB_SCRATCH / BIASLAB_OUTPUTS / "
                 f"BIASLAB_CACHE to a folder on a larger disk).")
@@ -111,18 +111,19 @@ def storage_problem(exc: BaseException, path: str | Path | None = None, need_byt
 
 
 def probe_writable(folder: str | Path, what: str = "folder") -> None:
-    """Create ``folder`` if needed and a file in it (removed at once); raise :class:`StorageError` naming the problem
-    and the fix: not a folder (a file, or below a file such as ``/dev/null/x``), read-only, not permitted, full."""
+    """Check that files can be written into ``folder`` — or, when it does not exist yet, into the nearest folder
+    above it, which is where it will be created — by creating a file there (removed at once); raise
+    :class:`StorageError` naming the problem and the fix: not a folder (a file, or below a file such as
+    ``/dev/null/x``), read-only file system, permission denied, disk full."""
     folder = Path(folder)
     above = _existing(folder)
     if not above.is_dir():
         raise StorageError(f"{what} {folder} cannot be used: {above} is not a folder"
                            + (" (it is a file)" if above.is_file() else "") + ". Fix: name a folder.")
     try:
-        folder.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".biaslab-probe-", dir=folder)
+        fd, tmp = tempfile.mkstemp(prefix=".biaslab-probe-", dir=above)
         os.close(fd)
         os.unlink(tmp)
     except OSError as exc:
         raise StorageError(f"{what} {folder} cannot be written: "
-                           + (storage_problem(exc, folder) or f"{type(exc).__name__}: {exc}")) from exc
+                           + (storage_problem(exc, above) or f"{type(exc).__name__}: {exc}")) from exc
