@@ -122,8 +122,8 @@ def swap_in(staging: Path, final: Path) -> None:
         raise RuntimeError(f"the new outputs did not verify after moving them into {final} ({check.summary()}); "
                            "the last good outputs were put back")
     _step("verified")
+    _step("removing_old")
     if had_old:
-        _step("removing_old")
         shutil.rmtree(old)
     _step("old_removed")
 
