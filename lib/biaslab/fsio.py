@@ -32,8 +32,16 @@ def umask_mode() -> int:
     return 0o666 & ~mask
 
 
-def _mb(n: float) -> str:
-    return f"{n / 1e6:,.1f} MB"
+def human_size(n: float) -> str:
+    """``1.5 kB``, ``2.7 MB``, ``3.0 GB`` (decimal units)."""
+    for unit in ("B", "kB", "MB", "GB", "TB"):
+        if abs(n) < 1000 or unit == "TB":
+            return f"{n:,.0f} {unit}" if unit == "B" else f"{n:,.1f} {unit}"
+        n /= 1000
+    return f"{n} TB"
+
+
+_mb = human_size
 
 
 def folder_size(path: Path) -> int:
@@ -51,11 +59,22 @@ def folder_size(path: Path) -> int:
     return total
 
 
-def _existing(path: Path) -> Path:
+def nearest_existing(path: str | Path) -> Path:
+    """``path`` or the nearest folder above it that exists (where it would be created). A folder this user may not
+    look into counts as existing (the write then fails with a permission error that names it)."""
     path = Path(path)
-    while not path.exists() and path != path.parent:
-        path = path.parent
+    while path != path.parent:
+        try:
+            path.stat()
+            return path
+        except PermissionError:
+            return path
+        except OSError:
+            path = path.parent
     return path
+
+
+_existing = nearest_existing
 
 
 def errno_of(exc: BaseException) -> int | None:
@@ -117,7 +136,11 @@ def probe_writable(folder: str | Path, what: str = "folder") -> None:
     ``/dev/null/x``), read-only file system, permission denied, disk full."""
     folder = Path(folder)
     above = _existing(folder)
-    if not above.is_dir():
+    try:
+        is_dir = above.is_dir()
+    except PermissionError as exc:
+        raise StorageError(f"{what} {folder} cannot be written: " + storage_problem(exc, above)) from exc
+    if not is_dir:
         raise StorageError(f"{what} {folder} cannot be used: {above} is not a folder"
                            + (" (it is a file)" if above.is_file() else "") + ". Fix: name a folder.")
     try:

@@ -42,13 +42,11 @@ def check_env_paths(environ=None) -> None:
         if not value.strip():
             raise PreflightError(f"{var} is set but empty ({what}); unset it or name a folder")
         p = Path(value).expanduser()
-        above = p
-        while not above.exists() and above != above.parent:
-            above = above.parent
-        if not above.is_dir():
+        above = fsio.nearest_existing(p)
+        if not _is_dir(above):
             raise PreflightError(f"{var}={value} ({what}) cannot be used: {above} is not a folder. Fix: point {var} "
                                  "at a folder (or unset it for the default)")
-        if var in ("BIASLAB_DATA_MIRROR", "BIASLAB_ROOT") and not p.is_dir():
+        if var in ("BIASLAB_DATA_MIRROR", "BIASLAB_ROOT") and not _is_dir(p):
             raise PreflightError(f"{var}={value} ({what}) does not exist. Fix: point {var} at an existing folder "
                                  "(or unset it)")
 
@@ -63,9 +61,15 @@ def check_out(outputs_dir: Path, flag: str = "--out") -> None:
 
 def check_cache() -> None:
     """The cache folder may be read-only (a shared cache is then used read-only) but must be a folder."""
-    above = Path(paths.CACHE_DIR)
-    while not above.exists() and above != above.parent:
-        above = above.parent
-    if not above.is_dir():
+    above = fsio.nearest_existing(paths.CACHE_DIR)
+    if not _is_dir(above):
         raise PreflightError(f"the cache folder {paths.CACHE_DIR} cannot be used: {above} is not a folder. Fix: "
                              "set BIASLAB_CACHE to a folder")
+
+
+def _is_dir(p: Path) -> bool:
+    """A folder, or one this user may not look into (the error then comes when it is used, naming it)."""
+    try:
+        return p.is_dir()
+    except PermissionError:
+        return True

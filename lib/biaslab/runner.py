@@ -274,7 +274,7 @@ def _record_error(manifest: dict, exc: BaseException, staging: Path, final: Path
     manifest["status"] = "failed"
     raw = _error_text(exc)
     need = fsio.folder_size(final) or fsio.folder_size(staging)
-    named = fsio.storage_problem(exc, staging, need_bytes=need)
+    named = fsio.storage_problem(exc, final, need_bytes=need)
     manifest["error"] = f"{named}\n{raw}" if named else raw
 
 
@@ -288,10 +288,15 @@ def _record_failure(manifest: dict, notebook: str, executed: Path, staging: Path
                 clean_executed(executed, staging, final)
                 os.replace(executed, final / f"{notebook}.failed.ipynb")
             except Exception as exc:  # noqa: BLE001 - a half-written notebook (disk full, killed) is not kept
+                executed.unlink(missing_ok=True)
                 manifest["notes"].append(f"the executed notebook could not be kept ({type(exc).__name__}: "
                                          f"{str(exc)[:200]})")
         manifest["last_good_outputs"] = last_good(final)
-        atomic_write_text(final / "MANIFEST.failed.json", _manifest_text(manifest, staging, final))
+        try:
+            atomic_write_text(final / "MANIFEST.failed.json", _manifest_text(manifest, staging, final))
+        except OSError:     # e.g. the disk is full: drop this run's own files, then the record may fit
+            shutil.rmtree(staging, ignore_errors=True)
+            atomic_write_text(final / "MANIFEST.failed.json", _manifest_text(manifest, staging, final))
     except OSError as exc:
         manifest["record"] = "not written: " + (fsio.storage_problem(exc, final) or str(exc))
         log.error("could not write the failed-run record in %s: %s", final, manifest["record"])
