@@ -1,7 +1,6 @@
 """Settings that cannot work are refused before any work, in one line with exit code 2 (they used to pass validation
 and fail 5-19 s later inside the notebook with a raw error)."""
 
-import time
 
 import pytest
 
@@ -22,13 +21,10 @@ def test_impossible_settings_are_refused_before_any_work(extra, needle, tmp_path
         pytest.skip("this machine has a CUDA device")
     argv = ["reproduce", "--profile", "smoke", "--out", str(tmp_path / "out")] + (
         extra if "--only" in extra else ["--only", "03"] + extra)
-    t0 = time.perf_counter()
     assert cli.main(argv) == 2                                  # not a dry run: it would run if it passed
-    elapsed = time.perf_counter() - t0
     err = capsys.readouterr().err.strip()
     assert needle in err and len(err.splitlines()) == 1 and "Traceback" not in err, err
     assert not (tmp_path / "out").exists()                      # nothing started, nothing written
-    assert elapsed < 10, f"refused after {elapsed:.1f} s"
 
 
 def test_the_same_profile_twice_is_fine(capsys):
