@@ -311,3 +311,18 @@ def test_jobs_run_lanes_side_by_side_with_fewer_threads_each(monkeypatch, tmp_pa
     # two at a time: some run started before the previous one ended
     assert any(seen[i][0] == "start" and seen[i + 1][0] == "start" for i in range(len(seen) - 1))
     assert "OMP_NUM_THREADS" not in os.environ
+
+
+def test_served_reproduction_plans_notebooks_3_and_4_on_a_local_server(capsys):
+    """`biaslab reproduce --served` (make reproduce-served): notebooks 3 and 4, the local llama.cpp spec, into
+    <out>/served/, the documented subset in the default profile (the run itself: tests/test_served.py's server)."""
+    from biaslab import cli, serve
+    assert cli.main(["reproduce", "--served", "--dry-run"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert [ln.split()[2] for ln in out] == ["03_crows_pairs_bayes", "04_agentic_entropy"]
+    assert all(ln.split()[-1].startswith(str(paths.SCRATCH_DIR / "served")) for ln in out)
+    p = profiles.params("default", "04_agentic_entropy", served=True)
+    assert (p["max_prompts"], p["cyclic_prompts"]) == (120, 10)
+    assert serve.spec("http://127.0.0.1:1/v1")["model"] == serve.ALIAS
+    assert cli.main(["reproduce", "--served", "--only", "02", "--dry-run"]) == 2
+    assert cli.main(["reproduce", "--served", "-p", 'models=["x"]', "--dry-run"]) == 2

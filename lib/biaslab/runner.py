@@ -117,19 +117,35 @@ _CELL_FILE = re.compile(r"(?:[^\s\"'\\]*[/\\])?ipykernel_\d+[/\\]\d+\.py")
 
 def _portable(text: str, staging: Path, final: Path) -> str:
     """Replace machine-specific paths: the staging folder by the final one (relative to ``notebooks/``, as the
-    notebooks' own defaults are), the repository root by repository-relative paths, the cache folder by
-    ``$BIASLAB_CACHE``, the home folder by ``~``, and ipykernel's temporary cell files by ``<cell>``."""
+    notebooks' own defaults are), the cache folder by ``$BIASLAB_CACHE``, the repository root by repository-relative
+    paths, the home folder by ``~`` (the most specific first), and ipykernel's temporary cell files by ``<cell>``."""
     root = str(paths.ROOT)
     if final.is_relative_to(paths.ROOT):
         text = text.replace(str(staging), os.path.relpath(final, paths.NOTEBOOKS_DIR))
     else:
         text = text.replace(str(staging), str(final))
-    text = text.replace(root + os.sep, "").replace(root, ".")
-    cache = str(paths.CACHE_DIR)
-    if len(cache) > 1:
-        text = text.replace(cache, "$BIASLAB_CACHE")
-    text = _CELL_FILE.sub("<cell>", text)
-    return text.replace(str(Path.home()), "~")
+    swaps = [(str(paths.CACHE_DIR), "$BIASLAB_CACHE"), (root + os.sep, ""), (root, "."), (str(Path.home()), "~")]
+    for old, new in sorted(swaps, key=lambda s: -len(s[0])):
+        if len(old) > 1:
+            text = text.replace(old, new)
+    return _CELL_FILE.sub("<cell>", text)
+
+
+#: output files besides the executed notebook whose text is made portable before they are hashed
+_TEXT_OUTPUTS = (".csv", ".md", ".txt", ".tsv", ".json", ".tex")
+
+
+def _portable_tables(staging: Path, final: Path) -> None:
+    """Tables and text files a notebook wrote: machine paths made portable as in the executed notebook."""
+    for f in staging.rglob("*"):
+        if f.suffix in _TEXT_OUTPUTS and f.is_file() and f.name != integrity.MANIFEST:
+            try:
+                text = f.read_text(encoding="utf-8")
+            except UnicodeDecodeError:
+                continue
+            new = _portable(text, staging, final)
+            if new != text:
+                atomic_write_text(f, new)
 
 
 def slowest_cells(nb, n: int = 3) -> str:
@@ -240,6 +256,7 @@ def run_one(notebook: str, variant: str, profile: str, overrides: dict, outputs_
                     _html(executed)
                 except Exception as exc:  # an HTML render is a convenience; never fail a run for it
                     log.warning("HTML render of %s failed: %s", executed, exc)
+            _portable_tables(staging, final)
             manifest["files"] = integrity.file_hashes(staging)
             atomic_write_text(staging / integrity.MANIFEST, _manifest_text(manifest, staging, final))
             swap_in(staging, final)
