@@ -336,3 +336,10 @@ def test_a_read_only_scores_folder_is_read_not_moved(tmp_path):
     assert np.abs(np.array(got["sums"][:len(TEXTS)]) - np.array(ref["sums"])).max() < 1e-4
     assert got["positions"] < ref["positions"]               # the cached sentences were read, only the new one scored
     assert sorted(p.name for p in scores.iterdir()) == files  # nothing moved aside, nothing added
+
+
+def test_cache_key_includes_every_loader_file_when_known():
+    fp = {"name": "m", "weights_sha256": "abc", "tokenizer_sha256": "t", "dtype": "float32", "device": "cpu",
+          "kind": "causal"}
+    assert model_key(fp | {"files_sha256": "f1"}) != model_key(fp | {"files_sha256": "f2"}) != model_key(fp)
+    assert model_key(fp | {"files_sha256": None}) == model_key(fp)      # served models have no files: key unchanged

@@ -1,8 +1,9 @@
 """A persistent score cache: one SQLite file per model, one row per scored item.
 
 Keys are sha256 digests of (method, its settings, the input item); the file is chosen by :func:`model_key`: the
-model's weights sha256, tokenizer sha256, dtype, device type and kind, plus the scoring engine's version
-(:data:`ENGINE_VERSION`) and the torch and transformers versions. So different weights, tokenizers, precisions or
+model's weights sha256, tokenizer sha256, the digest of every file its loader read (config, generation config,
+tokenizer files, chat template, weights: ``files_sha256``), dtype, device type and kind, plus the scoring engine's
+version (:data:`ENGINE_VERSION`) and the torch and transformers versions. So different weights, tokenizers, precisions or
 numerical code never share scores; upgrading torch or transformers, or bumping ``ENGINE_VERSION`` after a numerical
 fix, starts a new file on purpose (old files stay, unused, and can be deleted).
 
@@ -62,15 +63,17 @@ def _library_versions() -> dict[str, str | None]:
 
 
 def model_key(fingerprint: dict) -> str | None:
-    """What identifies a model's numbers: weights, tokenizer, dtype, device type, kind, engine and library versions.
+    """What identifies a model's numbers: weights, tokenizer, every file the loader read, dtype, device type, kind,
+    engine and library versions.
 
     None when the weights are unknown (``weights_sha256`` missing): such a model cannot share a persistent cache.
     """
     if not fingerprint.get("weights_sha256"):
         return None
     dev = str(fingerprint.get("device", "cpu")).split(":")[0]
-    # files_sha256: every file the loader reads (config, generation config, tokenizer, chat template, weights)
-    ident = {k: fingerprint.get(k) for k in ("weights_sha256", "tokenizer_sha256", "files_sha256", "dtype", "kind")}
+    ident = {k: fingerprint.get(k) for k in ("weights_sha256", "tokenizer_sha256", "dtype", "kind")}
+    if fingerprint.get("files_sha256"):     # every file the loader read: config, generation config, tokenizer, ...
+        ident["files_sha256"] = fingerprint["files_sha256"]
     return _digest(ident | {"device": dev, "engine": ENGINE_VERSION} | _library_versions())[:20]
 
 
