@@ -290,7 +290,7 @@ def _record_error(manifest: dict, exc: BaseException, staging: Path, final: Path
         return
     manifest["status"] = "failed"
     raw = _error_text(exc)
-    need = fsio.folder_size(final) or fsio.folder_size(staging)
+    need = max(fsio.folder_size(final), fsio.folder_size(staging))
     named = fsio.storage_problem(exc, final, need_bytes=need)
     manifest["error"] = f"{named}\n{raw}" if named else raw
 

@@ -134,10 +134,11 @@ class ScoreCache:
                 except sqlite3.Error:
                     if conn is not None:
                         conn.close()
-        log.warning("score cache %s is used read-only: %s. Its scores are read; new scores are kept in memory for "
-                    "this run only%s. To keep them, point BIASLAB_CACHE at a folder you can write (or run as the "
-                    "file's owner).", self.path, why,
-                    "" if self._conn is not None or not self.path.exists() else " (the file could not be read either)")
+        state = ("Its scores are read" if self._conn is not None else "It does not exist yet" if not
+                 self.path.exists() else "It could not be read either")
+        log.warning("score cache %s is used read-only: %s. %s; new scores are kept in memory for this run only. To "
+                    "keep them, point BIASLAB_CACHE at a folder you can write (or run as the file's owner).",
+                    self.path, why, state)
 
     # ----------------------------------------------------------------------------------------- recovery ---
     def _connect(self) -> sqlite3.Connection:
