@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from biaslab import integrity, publish, runner
-from test_runner import GOOD, _snapshot, _toy_notebook, toy  # noqa: F401 - the toy-notebook fixture
+from test_runner import GOOD, _snapshot, _toy_notebook, toy, toy_script  # noqa: F401 - the toy-notebook fixture
 
 
 def _run_folder(folder: Path, value: str) -> Path:
@@ -142,12 +142,9 @@ def test_killed_between_the_two_renames_then_a_failed_run_reports_the_truth(toy,
     _toy_notebook(nbdir / "00_toy.ipynb", GOOD)
     assert runner.reproduce("smoke", overrides={"value": 7}, outputs_dir=outdir, html=False) == 0
     good = _snapshot(outdir / "00_toy")
-    script = (f"import os\nfrom biaslab import paths, profiles, publish, runner\nfrom pathlib import Path\n"
-              f"paths.NOTEBOOKS_DIR = Path({str(nbdir)!r}); paths.ROOT = Path({str(nbdir.parent)!r})\n"
-              f"profiles.NOTEBOOKS = {{'00_toy': {{'': {{}}}}}}\n"
-              f"profiles.PROFILES = {{'smoke': {{'*': {{'models': ['smollm2-135m-instruct']}}}}}}\n"
-              "publish.HOOK = lambda step: os.kill(os.getpid(), 9) if step == 'set_aside' else None\n"
-              f"runner.reproduce('smoke', overrides={{'value': 8}}, outputs_dir=Path({str(outdir)!r}), html=False)\n")
+    script = toy_script(nbdir, "publish.HOOK = lambda step: os.kill(os.getpid(), 9) if step == 'set_aside' else None\n"
+                        f"runner.reproduce('smoke', overrides={{'value': 8}}, outputs_dir=Path({str(outdir)!r}), "
+                        "html=False)\n")
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
     assert proc.returncode == -signal.SIGKILL, proc.stderr[-2000:]
     assert not (outdir / "00_toy").exists() and list(outdir.glob(".00_toy.old-*"))     # the state the kill left

@@ -42,6 +42,16 @@ def _toy_notebook(path, body):
     nbformat.write(nb, path)
 
 
+def toy_script(nbdir, body: str, notebooks=("00_toy",)) -> str:
+    """Python source that points biaslab at the toy notebooks in ``nbdir`` (as the ``toy`` fixture does in-process),
+    then runs ``body``: for runs in a subprocess (killed, signalled, in a private mount namespace)."""
+    import textwrap
+    return (f"import json, os, sys\nfrom pathlib import Path\nfrom biaslab import paths, profiles, publish, runner\n"
+            f"paths.NOTEBOOKS_DIR = Path({str(nbdir)!r}); paths.ROOT = Path({str(nbdir.parent)!r})\n"
+            f"profiles.NOTEBOOKS = {{nb: {{'': {{}}}} for nb in {list(notebooks)!r}}}\n"
+            "profiles.PROFILES = {'smoke': {'*': {'models': ['smollm2-135m-instruct']}}}\n" + textwrap.dedent(body))
+
+
 @pytest.fixture
 def toy(tmp_path, monkeypatch):
     nbdir = tmp_path / "notebooks"
@@ -146,11 +156,8 @@ def test_killed_run_leaves_last_good_outputs_untouched(toy):
     assert runner.reproduce("smoke", overrides={"value": 7}, outputs_dir=outdir, html=False) == 0
     good = _snapshot(outdir / "00_toy")
     _toy_notebook(nbdir / "00_toy.ipynb", GOOD + "\nimport time\ntime.sleep(120)")
-    script = (f"from biaslab import paths, profiles, runner\nfrom pathlib import Path\n"
-              f"paths.NOTEBOOKS_DIR = Path({str(nbdir)!r}); paths.ROOT = Path({str(nbdir.parent)!r})\n"
-              f"profiles.NOTEBOOKS = {{'00_toy': {{'': {{}}}}}}\n"
-              f"profiles.PROFILES = {{'smoke': {{'*': {{'models': ['smollm2-135m-instruct']}}}}}}\n"
-              f"runner.reproduce('smoke', overrides={{'value': 8}}, outputs_dir=Path({str(outdir)!r}), html=False)\n")
+    script = toy_script(nbdir, f"runner.reproduce('smoke', overrides={{'value': 8}}, outputs_dir=Path({str(outdir)!r}), "
+                                "html=False)\n")
     proc = subprocess.Popen([sys.executable, "-c", script], start_new_session=True,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:

@@ -7,11 +7,12 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
 from biaslab import runner
-from test_runner import GOOD, _snapshot, _toy_notebook, toy  # noqa: F401 - the toy-notebook fixture
+from test_runner import GOOD, _snapshot, _toy_notebook, toy, toy_script  # noqa: F401 - the toy-notebook fixture
 
 SLEEPER = ("import os, time, pathlib\n"
            "pathlib.Path({pidfile!r}).write_text(str(os.getpid()))\n"
@@ -41,13 +42,10 @@ def test_a_signal_stops_every_lane_and_kernel_and_keeps_the_last_good_outputs(to
     for nb, pf in pidfiles.items():
         _toy_notebook(nbdir / f"{nb}.ipynb", SLEEPER.format(pidfile=str(pf)))
     _toy_notebook(nbdir / "00_last.ipynb", GOOD)
-    script = (f"import sys\nfrom biaslab import paths, profiles, runner\nfrom pathlib import Path\n"
-              f"paths.NOTEBOOKS_DIR = Path({str(nbdir)!r}); paths.ROOT = Path({str(nbdir.parent)!r})\n"
-              "profiles.NOTEBOOKS = {'00_toy': {'': {}}, '00_two': {'': {}}, '00_last': {'': {}}}\n"
-              "profiles.READS_OUTPUTS_ONLY = {'00_last'}\n"
-              "profiles.PROFILES = {'smoke': {'*': {'models': ['smollm2-135m-instruct']}}}\n"
-              f"sys.exit(runner.reproduce('smoke', overrides={{'value': 8}}, outputs_dir=Path({str(outdir)!r}), "
-              f"html=False, jobs={jobs}))\n")
+    script = toy_script(nbdir, "profiles.READS_OUTPUTS_ONLY = {'00_last'}\n"
+                        f"sys.exit(runner.reproduce('smoke', overrides={{'value': 8}}, "
+                        f"outputs_dir=Path({str(outdir)!r}), html=False, jobs={jobs}))\n",
+                        notebooks=("00_toy", "00_two", "00_last"))
     proc = subprocess.Popen([sys.executable, "-c", script], start_new_session=True, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
     try:
@@ -72,8 +70,8 @@ def test_a_signal_stops_every_lane_and_kernel_and_keeps_the_last_good_outputs(to
     assert not [k for k in kernels if _alive(k)], "a kernel outlived the run"
     # the last good outputs stay; the interrupted run says so
     after = _snapshot(outdir / "00_toy")
-    failed = json.loads(after.pop(__import__("pathlib").Path("MANIFEST.failed.json")))
-    after.pop(__import__("pathlib").Path("00_toy.failed.ipynb"), None)
+    failed = json.loads(after.pop(Path("MANIFEST.failed.json")))
+    after.pop(Path("00_toy.failed.ipynb"), None)
     assert after == good
     assert failed["status"] == "interrupted" and signal.Signals(signum).name in failed["error"]
     assert failed["last_good_outputs"] == "kept untouched"

@@ -17,22 +17,11 @@ from pathlib import Path
 import pytest
 
 from biaslab import cli, fsio
-from test_runner import _toy_notebook
+from test_runner import _toy_notebook, toy_script
 
 NS_OK = shutil.which("unshare") is not None and subprocess.run(
     ["unshare", "-m", "true"], capture_output=True).returncode == 0
 needs_ns = pytest.mark.skipif(not NS_OK, reason="no private mount namespace here (unshare -m needs root)")
-
-
-def _toy_script(nbdir, body: str) -> str:
-    return textwrap.dedent(f"""\
-        import json, sys
-        from pathlib import Path
-        from biaslab import paths, profiles, runner
-        paths.NOTEBOOKS_DIR = Path({str(nbdir)!r}); paths.ROOT = Path({str(nbdir.parent)!r})
-        profiles.NOTEBOOKS = {{'00_toy': {{'': {{}}}}}}
-        profiles.PROFILES = {{'smoke': {{'*': {{'models': ['smollm2-135m-instruct']}}}}}}
-        """) + textwrap.dedent(body)
 
 
 def _in_namespace(mounts: str, argv: list[str], env=None, timeout=300) -> subprocess.CompletedProcess:
@@ -145,7 +134,7 @@ def test_disk_full_is_named_with_the_folder_and_the_space(tmp_path, body):
     disk = tmp_path / "disk"
     disk.mkdir()
     result = tmp_path / "result.json"
-    script = _toy_script(nbdir, f"""
+    script = toy_script(nbdir, f"""
         out = Path({str(disk)!r})
         rc = [runner.reproduce('smoke', overrides={{'value': v}}, outputs_dir=out, html=False) for v in (7, 8)]
         folder = out / '00_toy'
