@@ -6,6 +6,8 @@ manifests showed the same hashes). Each test works on its own copy: never on the
 import json
 import os
 import shutil
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -85,15 +87,12 @@ def test_files_the_loader_does_not_read_are_not_in_the_fingerprint(tmp_path, pri
                      "tokenizer_config.json"]
 
 
-@pytest.mark.model
-def test_embedded_model_config_edit_on_a_private_cache_copy(tmp_path, private_cache):
-    """The issue's reproduction (``rms_norm_eps`` 1e-5 -> 0.5 in the converted SmolLM2's config.json), on a copy of
-    the converted folder in a temporary BIASLAB_CACHE (weights hard-linked where possible, never written)."""
-    name = "smollm2-135m-instruct"
+def _copy_embedded(cache, name):
+    """The converted folder of an embedded model copied into ``cache`` (weights hard-linked where possible)."""
     src = SHARED_MODELS / name
     if not (src / "biaslab.json").exists():
-        pytest.skip("the embedded model is not converted in ~/.cache/biaslab (run make models)")
-    dst = private_cache / "models" / name
+        pytest.skip("the embedded model is not converted in the shared cache (run make models)")
+    dst = cache / "models" / name
     dst.mkdir(parents=True)
     for f in src.iterdir():
         if f.name == "model.safetensors":
@@ -103,6 +102,42 @@ def test_embedded_model_config_edit_on_a_private_cache_copy(tmp_path, private_ca
                 shutil.copy2(f, dst / f.name)
         else:
             shutil.copy2(f, dst / f.name)
+    return src, dst
+
+
+@pytest.mark.model
+@pytest.mark.skipif(shutil.which("unshare") is None or subprocess.run(["unshare", "-m", "true"],
+                                                                     capture_output=True).returncode != 0,
+                    reason="no private mount namespace here (unshare -m needs root)")
+def test_a_read_only_cache_serves_an_embedded_model_and_its_scores(tmp_path):
+    """A shared, read-only BIASLAB_CACHE (models and scores): loaded, scores read, nothing written or moved."""
+    cache = tmp_path / "cache"
+    _copy_embedded(cache, "smollm2-135m-instruct")
+    script = ("import json, sys\nfrom biaslab import models, scoring\n"
+              "lm = models.load('smollm2-135m-instruct', device='cpu', dtype='float32')\n"
+              "sc = scoring.Scorer(lm, progress=False)\n"
+              f"df = sc.sequence_logprob({TEXTS!r})\n"
+              "print(json.dumps({'sums': df.sum_logprob.tolist(), 'positions': sc.stats.get('positions', 0)}))\n")
+    env = dict(os.environ, BIASLAB_CACHE=str(cache))
+    first = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=300)
+    assert first.returncode == 0, first.stderr[-2000:]
+    listing = sorted(str(p.relative_to(cache)) for p in cache.rglob("*"))
+    cmd = f"mount --bind {cache} {cache} && mount -o remount,ro,bind {cache} {cache} && exec \"$@\""
+    r = subprocess.run(["unshare", "-m", "sh", "-c", cmd, "sh", sys.executable, "-c", script], capture_output=True,
+                       text=True, env=env, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    a, b = json.loads(first.stdout.splitlines()[-1]), json.loads(r.stdout.splitlines()[-1])
+    assert b["positions"] == 0 and b["sums"] == a["sums"]          # every score read from the read-only file
+    assert "used read-only" in r.stderr
+    assert sorted(str(p.relative_to(cache)) for p in cache.rglob("*")) == listing
+
+
+@pytest.mark.model
+def test_embedded_model_config_edit_on_a_private_cache_copy(tmp_path, private_cache):
+    """The issue's reproduction (``rms_norm_eps`` 1e-5 -> 0.5 in the converted SmolLM2's config.json), on a copy of
+    the converted folder in a temporary BIASLAB_CACHE (weights hard-linked where possible, never written)."""
+    name = "smollm2-135m-instruct"
+    src, dst = _copy_embedded(private_cache, name)
     before = models.load(name, device="cpu", dtype="float32")
     assert before.path == str(dst)
     sc0, df0 = _score(before, private_cache / "scores")

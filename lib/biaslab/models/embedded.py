@@ -135,13 +135,19 @@ _read_meta = read_meta      # the name the tests and older callers use
 
 @contextlib.contextmanager
 def _lock(path: Path):
-    """An exclusive inter-process lock (two notebooks preparing the same model wait for each other)."""
+    """An exclusive inter-process lock (two notebooks preparing the same model wait for each other). Yields whether
+    the cache can be written: a read-only (shared) cache needs no lock to be read."""
     import fcntl
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w") as fh:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fh = open(path, "w")
+    except OSError:
+        yield False
+        return
+    with fh:
         fcntl.flock(fh, fcntl.LOCK_EX)
         try:
-            yield
+            yield True
         finally:
             fcntl.flock(fh, fcntl.LOCK_UN)
 
@@ -159,9 +165,14 @@ def prepare(name: str, force: bool = False) -> dict:
                                  + f" Embedded models: {', '.join(EMBEDDED)}")
     spec = EMBEDDED[name]
     folder = cache_folder(name)
-    with _lock(paths.MODEL_CACHE_DIR / f".{name}.lock"):
+    with _lock(paths.MODEL_CACHE_DIR / f".{name}.lock") as writable:
         meta = None if force else read_meta(folder)
         if meta is None:
+            if not writable:
+                raise ModelNotFoundError(
+                    f"embedded model {name!r} is not converted in {folder} and that cache cannot be written. Fix: "
+                    f"run `biaslab models prepare {name}` where BIASLAB_CACHE is writable, or point BIASLAB_CACHE at "
+                    "a writable folder")
             meta = _convert(spec, folder)
     return {k: meta[k] for k in ("name", "source", "gguf_sha256", "weights_sha256", "original", "quantization")}
 
