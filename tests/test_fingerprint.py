@@ -88,7 +88,8 @@ def test_files_the_loader_does_not_read_are_not_in_the_fingerprint(tmp_path, pri
 
 
 def _copy_embedded(cache, name):
-    """The converted folder of an embedded model copied into ``cache`` (weights hard-linked where possible)."""
+    """The converted folder of an embedded model copied into ``cache``, its weights a symbolic link (a hard link
+    would move the shared file's ctime, and every other user's memo would hash it again)."""
     src = SHARED_MODELS / name
     if not (src / "biaslab.json").exists():
         pytest.skip("the embedded model is not converted in the shared cache (run make models)")
@@ -96,10 +97,7 @@ def _copy_embedded(cache, name):
     dst.mkdir(parents=True)
     for f in src.iterdir():
         if f.name == "model.safetensors":
-            try:
-                os.link(f, dst / f.name)
-            except OSError:
-                shutil.copy2(f, dst / f.name)
+            os.symlink(f, dst / f.name)
         else:
             shutil.copy2(f, dst / f.name)
     return src, dst
@@ -135,7 +133,7 @@ def test_a_read_only_cache_serves_an_embedded_model_and_its_scores(tmp_path):
 @pytest.mark.model
 def test_embedded_model_config_edit_on_a_private_cache_copy(tmp_path, private_cache):
     """The issue's reproduction (``rms_norm_eps`` 1e-5 -> 0.5 in the converted SmolLM2's config.json), on a copy of
-    the converted folder in a temporary BIASLAB_CACHE (weights hard-linked where possible, never written)."""
+    the converted folder in a temporary BIASLAB_CACHE (weights linked, never written)."""
     name = "smollm2-135m-instruct"
     src, dst = _copy_embedded(private_cache, name)
     before = models.load(name, device="cpu", dtype="float32")
