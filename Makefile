@@ -12,10 +12,20 @@ JOBS ?= 2
 MIRROR ?= $(wildcard ../shared/data)
 MIRROR_ARG := $(if $(MIRROR),--mirror $(MIRROR),)
 
-.PHONY: reproduce test install data models lab bench catalogue clean-outputs served-test browser reports screenshots
+.PHONY: reproduce reproduce-served test install data models lab bench catalogue clean-outputs served-test verify browser \
+	reports screenshots
 
 reproduce: data models
 	$(BIASLAB) reproduce --profile $(PROFILE) --publish --jobs $(JOBS)
+
+# Notebooks 3 and 4 on the embedded SmolLM2 served by llama.cpp (started on 127.0.0.1, stopped by its pid) into
+# outputs/served/ (a documented subset in the default profile: profiles.SERVED_SIZES).
+reproduce-served: data models served-test
+	$(BIASLAB) reproduce --served --profile $(PROFILE) --publish
+
+# Check every run folder under outputs/ against its MANIFEST.json (edited, missing and extra files).
+verify: install
+	$(BIASLAB) verify outputs
 
 test: data models served-test browser
 	$(PY) -m pytest
@@ -88,8 +98,9 @@ catalogue: install
 
 # Remove what runs leave that is never committed: scratch runs, HTML reports (with their MathJax copies) and PDFs,
 # failed-run notebooks and records, staging folders of killed runs. The committed outputs (tables, figures, executed
-# notebooks, MANIFEST.json, screenshots) stay.
+# notebooks, MANIFEST.json, screenshots) stay, and so does the .old-* folder of an interrupted publish (the last good
+# outputs: the next run restores it).
 clean-outputs:
 	rm -rf scratch
 	find outputs \( -name '*.html' -o -name '*.pdf' -o -name '*.failed.ipynb' \) -type f -delete
-	find outputs -depth \( -name '.*.staging-*' -o -name '.*.old-*' -o -name _mathjax \) -type d -exec rm -rf {} +
+	find outputs -depth \( -name '.*.staging-*' -o -name '.*.unverified-*' -o -name _mathjax \) -type d -exec rm -rf {} +

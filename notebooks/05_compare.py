@@ -56,6 +56,7 @@ import numpy as np
 import pandas as pd
 from IPython.display import Markdown, display
 
+from biaslab import integrity
 from biaslab.outputs import OutputDir
 from biaslab.papers import compare
 from biaslab.plots.compare import forest_plot
@@ -74,6 +75,10 @@ for m in chosen:
 chosen = tuple(m for m in chosen if found[m.id])
 if not chosen:
     raise FileNotFoundError(f"no output of notebooks 1-4 under {root.resolve()}: run them first, or set outputs_root")
+# refuses tables edited since the run that wrote them; flags folders whose MANIFEST cannot vouch for them
+for flag in integrity.check_inputs(root, [m.folder for m in chosen]):
+    print("  unverified input:", flag)
+    out.note(f"unverified input: {flag}")
 fingerprints, hashes = compare.source_provenance(root, chosen)
 for fp in fingerprints.values():
     out.record_model(fp)          # the weights behind every number, as the source notebooks recorded them

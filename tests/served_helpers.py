@@ -1,4 +1,5 @@
-"""Test helpers for the served backend: a real llama-cpp-python server, and a small fault-injecting proxy.
+"""Test helpers for the served backend: a real llama-cpp-python server (:mod:`biaslab.serve`), and a small
+fault-injecting proxy.
 
 The server is started on 127.0.0.1 on a free port with the embedded SmolLM2 GGUF file, waited for, and stopped by
 its own pid (never by name). The proxy forwards to it and can answer 429, break JSON, drop logprobs or demand a key;
@@ -9,84 +10,12 @@ from __future__ import annotations
 
 import http.server
 import json
-import os
-import signal
-import socket
-import subprocess
-import sys
 import threading
-import time
 from collections import Counter
 
 import httpx
 
-ALIAS = "smollm2-135m-instruct-q4_1"
-PREFIX = "<|im_start|>"   # SmolLM2's BOS text: llama.cpp adds no BOS for this model, the in-process engine does
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def have_llama_server() -> bool:
-    import importlib.util
-    return all(importlib.util.find_spec(m) is not None for m in ("llama_cpp", "uvicorn", "fastapi", "sse_starlette"))
-
-
-class LlamaServer:
-    """``python -m llama_cpp.server`` on one core, for one test session (or one test)."""
-
-    def __init__(self, port: int | None = None, threads: int = 1):
-        from biaslab import models
-        self.port = port or free_port()
-        self.gguf = str(models.gguf_path("smollm2-135m-instruct"))
-        self.threads = threads
-        self.proc = None
-        self.log = None
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/v1"
-
-    def start(self, timeout: float = 120) -> "LlamaServer":
-        env = dict(os.environ, OMP_NUM_THREADS=str(self.threads))
-        import tempfile
-        self.log = tempfile.NamedTemporaryFile("w+", prefix="llama-server-", suffix=".log", delete=False)
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "llama_cpp.server", "--model", self.gguf, "--model_alias", ALIAS,
-             "--logits_all", "true", "--host", "127.0.0.1", "--port", str(self.port), "--n_threads",
-             str(self.threads), "--n_threads_batch", str(self.threads), "--n_ctx", "2048", "--verbose", "false"],
-            stdout=self.log, stderr=subprocess.STDOUT, env=env)
-        t0 = time.time()
-        while time.time() - t0 < timeout:
-            if self.proc.poll() is not None:
-                self.log.seek(0)
-                raise RuntimeError(f"llama_cpp.server exited with {self.proc.returncode}:\n{self.log.read()[-2000:]}")
-            try:
-                if httpx.get(self.url + "/models", timeout=2).status_code == 200:
-                    return self
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.5)
-        self.stop()
-        raise RuntimeError(f"llama_cpp.server not ready on port {self.port} after {timeout} s")
-
-    def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            os.kill(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                os.kill(self.proc.pid, signal.SIGKILL)
-                self.proc.wait(10)
-
-    def kill(self) -> None:
-        """As a crash would: SIGKILL, no shutdown."""
-        if self.proc is not None and self.proc.poll() is None:
-            os.kill(self.proc.pid, signal.SIGKILL)
-            self.proc.wait(10)
+from biaslab.serve import ALIAS, PREFIX, LlamaServer, free_port, have_llama_server, spec  # noqa: F401
 
 
 class FaultProxy:
@@ -178,7 +107,3 @@ class FaultProxy:
         self.server.shutdown()
         self.server.server_close()
 
-
-def spec(url, **kw) -> dict:
-    return {"base_url": url, "model": ALIAS, "prefix": PREFIX, "max_concurrency": 1, "name": "smollm2-served",
-            **kw}

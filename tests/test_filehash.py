@@ -1,25 +1,69 @@
-"""The one file-hash memo: right digest, hashed once per version of a file, kept in the memo it is given."""
+"""The one file-hash memo: right digest, hashed once per version of a file, strict key, kept on disk."""
 
 import hashlib
+import json
+import logging
+import os
 
-from biaslab import filehash
+import pytest
+
+from biaslab import filehash, paths
 
 
-def test_file_sha256_is_memoised_until_the_file_changes(tmp_path, monkeypatch):
+@pytest.fixture
+def memo_dir(tmp_path, monkeypatch):
+    monkeypatch.setattr(paths, "CACHE_DIR", tmp_path / "cache")
+    filehash.forget()
+    yield tmp_path / "cache"
+    filehash.forget()
+
+
+def test_file_sha256_is_memoised_until_the_file_changes(tmp_path, memo_dir, monkeypatch, caplog):
     f = tmp_path / "w.bin"
     f.write_bytes(b"abc")
-    memo = {}
-    assert filehash.file_sha256(f, memo) == hashlib.sha256(b"abc").hexdigest() == filehash.sha256_file(f)
-    assert list(memo) == [filehash.file_key(f)]
+    assert filehash.file_sha256(f) == hashlib.sha256(b"abc").hexdigest() == filehash.sha256_file(f)
+    memo = json.loads(filehash.memo_path().read_text())
+    assert list(memo) == [str(f.resolve())] and memo[str(f.resolve())][4] == hashlib.sha256(b"abc").hexdigest()
     monkeypatch.setattr(filehash, "sha256_file", lambda p: "not read again")
-    assert filehash.file_sha256(f, memo) == hashlib.sha256(b"abc").hexdigest()
+    assert filehash.file_sha256(f) == hashlib.sha256(b"abc").hexdigest()
+    filehash.forget()                                               # another process: reads the disk memo
+    assert filehash.file_sha256(f) == hashlib.sha256(b"abc").hexdigest()
     monkeypatch.undo()
-    f.write_bytes(b"abcd")                                          # a new size: a new key
-    assert filehash.file_sha256(f, memo) == hashlib.sha256(b"abcd").hexdigest() and len(memo) == 2
+    monkeypatch.setattr(paths, "CACHE_DIR", memo_dir)
+    with caplog.at_level(logging.WARNING, logger="biaslab.filehash"):
+        f.write_bytes(b"abcd")                                      # a new size
+        assert filehash.file_sha256(f) == hashlib.sha256(b"abcd").hexdigest()
+    assert any("changed since it was last hashed" in r.getMessage() for r in caplog.records)
+    assert len(json.loads(filehash.memo_path().read_text())) == 1   # one entry per file, the current version
 
 
-def test_default_memo_is_the_process_one(tmp_path):
-    f = tmp_path / "x.txt"
-    f.write_text("x")
-    assert filehash.file_sha256(f) == hashlib.sha256(b"x").hexdigest()
-    assert filehash._MEMO[filehash.file_key(f)] == hashlib.sha256(b"x").hexdigest()
+@pytest.mark.parametrize("change", ["same_size_old_mtime", "replaced_by_another_file"])
+def test_every_part_of_the_key_counts(tmp_path, memo_dir, change):
+    f = tmp_path / "w.bin"
+    f.write_bytes(b"abc")
+    assert filehash.file_sha256(f) == hashlib.sha256(b"abc").hexdigest()
+    st = f.stat()
+    if change == "same_size_old_mtime":          # rewritten in place, mtime restored: the ctime moves
+        f.write_bytes(b"xyz")
+        os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns))
+    else:                                        # renamed over by another file: a new inode
+        g = tmp_path / "g.bin"
+        g.write_bytes(b"xyz")
+        os.utime(g, ns=(st.st_atime_ns, st.st_mtime_ns))
+        os.replace(g, f)
+    assert f.stat().st_size == st.st_size and f.stat().st_mtime_ns == st.st_mtime_ns
+    assert filehash.file_sha256(f) == hashlib.sha256(b"xyz").hexdigest()
+
+
+def test_entries_of_deleted_files_are_dropped_and_an_unwritable_memo_only_costs_time(tmp_path, memo_dir,
+                                                                                    monkeypatch):
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.write_text("a")
+    b.write_text("b")
+    filehash.file_sha256(a)
+    a.unlink()
+    filehash.file_sha256(b)
+    assert list(json.loads(filehash.memo_path().read_text())) == [str(b.resolve())]
+    monkeypatch.setattr(paths, "CACHE_DIR", tmp_path / "b" / "not-a-folder")     # cannot be created
+    filehash.forget()
+    assert filehash.file_sha256(b) == hashlib.sha256(b"b").hexdigest()

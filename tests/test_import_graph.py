@@ -16,7 +16,8 @@ LIB = Path(__file__).resolve().parents[1] / "lib" / "biaslab"
 
 # top-level name under biaslab -> stage
 STAGES = {
-    "__init__": "infra", "paths": "infra", "profiles": "infra", "filehash": "infra",
+    "__init__": "infra", "paths": "infra", "profiles": "infra", "filehash": "infra", "fsio": "infra",
+    "integrity": "infra",
     "outputs": "output",
     "sources": "sources",
     "benchmarks": "benchmarks",
@@ -29,6 +30,7 @@ STAGES = {
     "catalogue": "orchestration", "runner": "orchestration", "cli": "orchestration", "parameters": "orchestration",
     "report_index": "orchestration", "summary": "orchestration",      # summary: the README's headline block
     "report": "orchestration",                                          # HTML reports of executed notebooks
+    "publish": "orchestration", "stopping": "orchestration", "preflight": "orchestration", "serve": "orchestration",
     "findings": "wording",
 }
 GENERIC = {"infra", "cache", "sources", "benchmarks", "models", "scoring", "stats", "plots", "wording", "output"}

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from biaslab import models, paths
+from biaslab import filehash, models, paths
 
 
 @pytest.fixture
@@ -18,6 +18,7 @@ def offline(monkeypatch):
 
 @pytest.fixture
 def model_cache(tmp_path, monkeypatch):
+    monkeypatch.setattr(paths, "CACHE_DIR", tmp_path)
     monkeypatch.setattr(paths, "MODEL_CACHE_DIR", tmp_path / "models")
     return tmp_path / "models"
 
@@ -58,9 +59,11 @@ def test_local_folder_loads_with_kind_and_fingerprint(tmp_path, model_cache, kin
     assert fp["weights_sha256"] == models.sha256_file(folder / "model.safetensors")
     assert fp["kind"] == kind and fp["name"] == f"tiny-{kind}" and fp["dtype"] == "float32"
     assert not lm.model.training
-    # the hash is remembered by (path, size, mtime) and reused
-    memo = json.loads((model_cache / "hashes.json").read_text())
-    assert fp["weights_sha256"] in memo.values()
+    # every file the loader reads is recorded; the hashes are remembered in the one memo and reused
+    assert set(fp["files"]) == {"config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json"} | (
+        {"generation_config.json"} if kind != "masked" else set())
+    memo = json.loads(filehash.memo_path().read_text())
+    assert fp["weights_sha256"] in [entry[4] for entry in memo.values()]
 
 
 def test_kind_override_and_validation(tmp_path, model_cache):
@@ -95,8 +98,8 @@ def test_incomplete_conversion_is_not_trusted(model_cache, monkeypatch):
         (out / "biaslab.json").write_text(json.dumps(meta))
         return meta
 
-    monkeypatch.setattr(models, "_convert", fake_convert)
-    assert models._read_meta(folder) is None
+    monkeypatch.setattr(models.embedded, "_convert", fake_convert)
+    assert models.read_meta(folder) is None
     fp = models.prepare(name)
     assert calls == [name] and fp["weights_sha256"] == models.sha256_file(folder / "model.safetensors")
     # complete now: reused without converting again
@@ -158,8 +161,8 @@ def test_corrupt_safetensors_error_names_the_file(tmp_path, model_cache, damage)
 
 def test_unhashable_weights_fall_back_to_the_loaded_parameters(tmp_path, model_cache, monkeypatch, caplog):
     folder = models.save_tiny_model(tmp_path / "tiny", "causal", seed=1)
-    monkeypatch.setattr(models, "weights_sha256", lambda f: None)
-    with caplog.at_level("WARNING", logger="biaslab.models"):
+    monkeypatch.setattr(models.loading, "weights_sha256", lambda folder, files=None: None)
+    with caplog.at_level("WARNING", logger="biaslab.models.loading"):
         lm = models.load(folder, device="cpu", dtype="float32")
     assert lm.fingerprint["weights_identity"] == "loaded parameters"
     assert lm.fingerprint["weights_sha256"] == models.state_dict_sha256(lm.model)

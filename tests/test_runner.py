@@ -42,6 +42,16 @@ def _toy_notebook(path, body):
     nbformat.write(nb, path)
 
 
+def toy_script(nbdir, body: str, notebooks=("00_toy",)) -> str:
+    """Python source that points biaslab at the toy notebooks in ``nbdir`` (as the ``toy`` fixture does in-process),
+    then runs ``body``: for runs in a subprocess (killed, signalled, in a private mount namespace)."""
+    import textwrap
+    return (f"import json, os, sys\nfrom pathlib import Path\nfrom biaslab import paths, profiles, publish, runner\n"
+            f"paths.NOTEBOOKS_DIR = Path({str(nbdir)!r}); paths.ROOT = Path({str(nbdir.parent)!r})\n"
+            f"profiles.NOTEBOOKS = {{nb: {{'': {{}}}} for nb in {list(notebooks)!r}}}\n"
+            "profiles.PROFILES = {'smoke': {'*': {'models': ['smollm2-135m-instruct']}}}\n" + textwrap.dedent(body))
+
+
 @pytest.fixture
 def toy(tmp_path, monkeypatch):
     nbdir = tmp_path / "notebooks"
@@ -158,11 +168,8 @@ def test_killed_run_leaves_last_good_outputs_untouched(toy):
     assert runner.reproduce("smoke", overrides={"value": 7}, outputs_dir=outdir, html=False) == 0
     good = _snapshot(outdir / "00_toy")
     _toy_notebook(nbdir / "00_toy.ipynb", GOOD + "\nimport time\ntime.sleep(120)")
-    script = (f"from biaslab import paths, profiles, runner\nfrom pathlib import Path\n"
-              f"paths.NOTEBOOKS_DIR = Path({str(nbdir)!r}); paths.ROOT = Path({str(nbdir.parent)!r})\n"
-              f"profiles.NOTEBOOKS = {{'00_toy': {{'': {{}}}}}}\n"
-              f"profiles.PROFILES = {{'smoke': {{'*': {{'models': ['smollm2-135m-instruct']}}}}}}\n"
-              f"runner.reproduce('smoke', overrides={{'value': 8}}, outputs_dir=Path({str(outdir)!r}), html=False)\n")
+    script = toy_script(nbdir, f"runner.reproduce('smoke', overrides={{'value': 8}}, outputs_dir=Path({str(outdir)!r}), "
+                                "html=False)\n")
     proc = subprocess.Popen([sys.executable, "-c", script], start_new_session=True,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
@@ -300,7 +307,7 @@ def test_jobs_run_lanes_side_by_side_with_fewer_threads_each(monkeypatch, tmp_pa
     import time as _time
     seen, lock = [], threading.Lock()
 
-    def fake_run_one(nb, v, profile, overrides, outputs_dir, html=True, progress=False):
+    def fake_run_one(nb, v, profile, overrides, outputs_dir, html=True, progress=False, served=False):
         with lock:
             seen.append(("start", nb, v, os.environ.get("OMP_NUM_THREADS")))
         _time.sleep(0.05)
@@ -323,3 +330,18 @@ def test_jobs_run_lanes_side_by_side_with_fewer_threads_each(monkeypatch, tmp_pa
     # two at a time: some run started before the previous one ended
     assert any(seen[i][0] == "start" and seen[i + 1][0] == "start" for i in range(len(seen) - 1))
     assert "OMP_NUM_THREADS" not in os.environ
+
+
+def test_served_reproduction_plans_notebooks_3_and_4_on_a_local_server(capsys):
+    """`biaslab reproduce --served` (make reproduce-served): notebooks 3 and 4, the local llama.cpp spec, into
+    <out>/served/, the documented subset in the default profile (the run itself: tests/test_served.py's server)."""
+    from biaslab import cli, serve
+    assert cli.main(["reproduce", "--served", "--dry-run"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert [ln.split()[2] for ln in out] == ["03_crows_pairs_bayes", "04_agentic_entropy"]
+    assert all(ln.split()[-1].startswith(str(paths.SCRATCH_DIR / "served")) for ln in out)
+    p = profiles.params("default", "04_agentic_entropy", served=True)
+    assert (p["max_prompts"], p["cyclic_prompts"]) == (120, 10)
+    assert serve.spec("http://127.0.0.1:1/v1")["model"] == serve.ALIAS
+    assert cli.main(["reproduce", "--served", "--only", "02", "--dry-run"]) == 2
+    assert cli.main(["reproduce", "--served", "-p", 'models=["x"]', "--dry-run"]) == 2

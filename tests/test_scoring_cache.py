@@ -1,6 +1,11 @@
 """The score cache (resume, corruption, keys) and batching (length sorting, token budget, out-of-memory back-off)."""
 
+import json
+import os
+import shutil
 import sqlite3
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -266,3 +271,75 @@ def test_cache_key_includes_tokenizer_engine_and_library_versions(monkeypatch):
     monkeypatch.undo()
     monkeypatch.setattr(cache_mod, "_library_versions", lambda: {"torch": "0.0", "transformers": "0.0"})
     assert model_key(fp) != base
+
+
+# ---------------------------------------------------------------- bug 5: permissions are not damage ---
+
+def _foreign(path, uid=65534):
+    for suffix in ("", "-wal", "-shm"):
+        p = path.with_name(path.name + suffix)
+        if p.exists():
+            os.chown(p, uid, uid)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="giving a file to another user needs root")
+@pytest.mark.parametrize("damaged", [False, True])
+def test_a_file_of_another_user_is_used_read_only_never_moved(tiny, tmp_path, caplog, damaged):
+    """A shared cache whose file belongs to another user: read by everyone, renamed by no one (before, the first
+    reader that hit any SQLite error renamed it to .corrupt-..., throwing away everyone's scores)."""
+    ref, path = _filled(tiny, tmp_path)
+    if damaged:
+        with open(path, "r+b") as fh:
+            fh.write(b"not an sqlite header!!")
+    _foreign(path)
+    before = path.read_bytes()
+    with caplog.at_level("WARNING", logger="biaslab.scoring.cache"):
+        sc = make(tiny, tmp_path)
+        again = sc.sequence_logprob(TEXTS + ["one more sentence"])
+    assert sc.cache.read_only and "belongs to another user" in sc.cache.read_only
+    assert any("used read-only" in r.getMessage() for r in caplog.records)
+    assert np.abs(again.sum_logprob[:len(TEXTS)] - ref.sum_logprob).max() < 1e-4
+    assert path.read_bytes() == before and not list(tmp_path.glob("*.corrupt-*"))     # untouched, not moved
+    if not damaged:
+        n = sc.stats["positions"]                                 # only the new sentence was scored
+        assert 0 < n < sum(len(t) + 1 for t in TEXTS)
+        sc.sequence_logprob(TEXTS + ["one more sentence"])        # all known now: from the file and the run's memory
+        assert sc.stats["positions"] == n
+
+
+NS_OK = shutil.which("unshare") is not None and subprocess.run(
+    ["unshare", "-m", "true"], capture_output=True).returncode == 0
+
+
+@pytest.mark.skipif(not NS_OK, reason="no private mount namespace here (unshare -m needs root)")
+def test_a_read_only_scores_folder_is_read_not_moved(tmp_path):
+    """Bug 5 as reported: on a read-only ``scores/`` the run died renaming a healthy file to .corrupt-..."""
+    from biaslab import models
+    folder = models.save_tiny_model(tmp_path / "tiny", "causal", seed=2)
+    scores = tmp_path / "scores"
+    script = (f"import json, sys\nfrom biaslab import models, scoring\n"
+              f"lm = models.load({str(folder)!r}, device='cpu', dtype='float32')\n"
+              f"sc = scoring.Scorer(lm, cache_dir={str(scores)!r}, progress=False)\n"
+              f"df = sc.sequence_logprob({TEXTS!r} + sys.argv[1:])\n"
+              f"print(json.dumps({{'sums': df.sum_logprob.tolist(), 'positions': sc.stats.get('positions', 0), "
+              f"'read_only': sc.cache.read_only, 'rows': len(sc.cache)}}))\n")
+    first = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert first.returncode == 0, first.stderr[-2000:]
+    ref = json.loads(first.stdout.splitlines()[-1])
+    files = sorted(p.name for p in scores.iterdir())
+    cmd = f"mount --bind {scores} {scores} && mount -o remount,ro,bind {scores} {scores} && exec \"$@\""
+    r = subprocess.run(["unshare", "-m", "sh", "-c", cmd, "sh", sys.executable, "-c", script, "a new sentence"],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    got = json.loads(r.stdout.splitlines()[-1])
+    assert "read-only" in got["read_only"] and "used read-only" in r.stderr
+    assert np.abs(np.array(got["sums"][:len(TEXTS)]) - np.array(ref["sums"])).max() < 1e-4
+    assert got["positions"] < ref["positions"]               # the cached sentences were read, only the new one scored
+    assert sorted(p.name for p in scores.iterdir()) == files  # nothing moved aside, nothing added
+
+
+def test_cache_key_includes_every_loader_file_when_known():
+    fp = {"name": "m", "weights_sha256": "abc", "tokenizer_sha256": "t", "dtype": "float32", "device": "cpu",
+          "kind": "causal"}
+    assert model_key(fp | {"files_sha256": "f1"}) != model_key(fp | {"files_sha256": "f2"}) != model_key(fp)
+    assert model_key(fp | {"files_sha256": None}) == model_key(fp)      # served models have no files: key unchanged

@@ -133,3 +133,21 @@ def test_malformed_row_in_a_loader_names_file_and_line(tmp_path):
     (bank / "domains.csv").write_text("\n".join(lines) + "\n")
     with pytest.raises(DataError, match=r"domains\.csv, line 4"):
         agentic.read_bank(bank)
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o027])
+def test_fetched_files_follow_the_umask(tmp_path, umask):
+    """Before, fetched files kept mkstemp's 0600 whatever the umask (unreadable to a shared group)."""
+    import os
+    manifest, src = _manifest(tmp_path, b"a,b\n1,2\n")
+    mirror, raw = _mirror(tmp_path, b"a,b\n1,2\n"), tmp_path / "raw"
+    old = os.umask(umask)
+    try:
+        sources.fetch(mirror=mirror, raw_dir=raw, manifest=manifest)
+        f = raw / "owner/repo/dir/file.csv"
+        assert f.stat().st_mode & 0o777 == 0o666 & ~umask
+        f.chmod(0o600)                                   # as an older fetch left it: repaired when seen again
+        assert sources.fetch(mirror=mirror, raw_dir=raw, manifest=manifest) == {src.key: "present"}
+        assert f.stat().st_mode & 0o777 == 0o666 & ~umask
+    finally:
+        os.umask(old)

@@ -1,5 +1,5 @@
 """Command line: ``biaslab data fetch|status``, ``biaslab models prepare|list``, ``biaslab reproduce``,
-``biaslab report render|check|screenshot|pdf``, ``biaslab catalogue``."""
+``biaslab report render|check|screenshot|pdf``, ``biaslab verify``, ``biaslab catalogue``."""
 
 from __future__ import annotations
 
@@ -46,7 +46,30 @@ def _reproduce(args) -> int:
     from . import runner
     overrides = runner.parse_overrides(args.param or [])
     return runner.reproduce(profile=args.profile, only=args.only, overrides=overrides, outputs_dir=args.out,
-                            publish=args.publish, html=not args.no_html, dry_run=args.dry_run, jobs=args.jobs)
+                            publish=args.publish, html=not args.no_html, dry_run=args.dry_run, jobs=args.jobs,
+                            served=args.served)
+
+
+def _verify(args) -> int:
+    """Check run folders against their MANIFEST.json: exit 1 naming every edited, missing and extra file."""
+    from . import integrity, paths
+    from pathlib import Path
+    root = Path(args.dir) if args.dir else paths.OUTPUTS_DIR
+    if not root.is_dir():
+        print(f"biaslab verify: error: {root} is not a folder", file=sys.stderr)
+        return 2
+    checks = integrity.verify_tree(root)
+    if not checks:
+        print(f"biaslab verify: error: no MANIFEST.json under {root}", file=sys.stderr)
+        return 2
+    bad = [c for c in checks if not c.ok]
+    for c in checks:
+        if c.ok:
+            print(f"verified   {c.folder}")
+        for line in c.lines():
+            print(line)
+    print(f"{len(checks) - len(bad)} of {len(checks)} run folder(s) verified")
+    return 1 if bad else 0
 
 
 def _report(args) -> int:
@@ -87,9 +110,10 @@ def _report(args) -> int:
 
 def _usage_errors():
     """Errors a user can fix from the command line (reported in one line, exit code 2)."""
+    from .fsio import StorageError
     from .models import ModelNotFoundError
     from .parameters import ParameterError
-    return (ParameterError, ModelNotFoundError, KeyError, ValueError, FileNotFoundError)
+    return (ParameterError, ModelNotFoundError, KeyError, ValueError, FileNotFoundError, StorageError)
 
 
 def _catalogue(args) -> int:
@@ -140,6 +164,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--no-html", action="store_true", help="skip the HTML renders")
     r.add_argument("--jobs", type=int, default=1, metavar="N",
                    help="notebooks run at a time (each kernel gets cores/N torch threads; `make reproduce` uses 2)")
+    r.add_argument("--served", action="store_true",
+                   help="run notebooks 3 and 4 on the embedded SmolLM2 served by llama.cpp on 127.0.0.1 (started and "
+                        "stopped here; needs `make served-test`), into <out>/served/ (`make reproduce-served`)")
     r.set_defaults(func=_reproduce)
 
     rp = sub.add_parser("report", help="HTML reports of executed notebooks: render them (and index.html), check them in "
@@ -148,6 +175,10 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("folder", nargs="?", help="a folder of runs laid out as outputs/ (default: outputs/)")
     rp.add_argument("--dest", help="screenshot: folder for the PNGs (default: FOLDER/screenshots)")
     rp.set_defaults(func=_report)
+    v = sub.add_parser("verify", help="check run folders against their MANIFEST.json (exit 1 naming edited, missing "
+                                      "and extra files)")
+    v.add_argument("dir", nargs="?", help="a run folder or a folder of them (default: outputs/)")
+    v.set_defaults(func=_verify)
 
     c = sub.add_parser("catalogue", help="write outputs/CATALOGUE.md")
     c.set_defaults(func=_catalogue)
@@ -166,6 +197,9 @@ def main(argv: list[str] | None = None) -> int:
     _quiet_noise()
     try:
         return args.func(args)
+    except KeyboardInterrupt:
+        print(f"biaslab {args.command}: aborted", file=sys.stderr)
+        return 130
     except _usage_errors() as exc:
         msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
         print(f"biaslab {args.command}: error: {' '.join(str(msg).split())}", file=sys.stderr)

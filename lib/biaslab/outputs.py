@@ -10,7 +10,8 @@ Every notebook creates one :class:`OutputDir` from its ``output_dir`` parameter 
     out.record_data(benchmark.sources)           # data files and sha256s for the manifest
 
 The runner (``biaslab reproduce``) runs the notebook into a fresh staging folder and merges that run's
-``provenance.json`` into ``MANIFEST.json`` with the git commit, the parameters, package versions and timings. Files
+``provenance.json`` into ``MANIFEST.json`` with the git commit, the parameters, package versions and timings; every
+warning biaslab logs during the run is one of its notes (:class:`_NoteHandler`), which the runner also prints. Files
 are created with the user's umask (not ``mkstemp``'s 0600).
 """
 
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import io
 import json
+import logging
 import os
 import tempfile
 import warnings
@@ -25,14 +27,9 @@ from pathlib import Path
 
 import pandas as pd
 
+from .fsio import umask_mode
+
 FIGURE_DPI = 110
-
-
-def umask_mode() -> int:
-    """The mode a new regular file gets under the current umask (0o644 with the usual 022)."""
-    mask = os.umask(0)
-    os.umask(mask)
-    return 0o666 & ~mask
 
 
 def atomic_write_text(path: Path, text: str) -> None:
@@ -49,6 +46,36 @@ def atomic_write_text(path: Path, text: str) -> None:
             os.unlink(tmp)
 
 
+class _NoteHandler(logging.Handler):
+    """Every warning biaslab logs while a notebook runs (a score cache recovered or used read-only, a file hashed
+    again because it changed, a response retried, labels outside the top-k, rows excluded) becomes a MANIFEST note.
+    Repeats of one message template are counted into the first note instead of flooding the manifest."""
+
+    def __init__(self, out: "OutputDir"):
+        super().__init__(logging.WARNING)
+        self.out = out
+        self.first: dict[tuple, int] = {}        # (logger, template) -> index of its note
+        self.repeats: dict[tuple, int] = {}
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            text = f"{record.levelname.lower()} from {record.name}: {record.getMessage()}"
+        except Exception:  # noqa: BLE001 - a malformed log call must not break the notebook
+            return
+        if not logging.getLogger().handlers and logging.lastResort is not None:
+            logging.lastResort.handle(record)       # still shown in the notebook, as without this handler
+        key = (record.name, str(record.msg))
+        notes = self.out.provenance["notes"]
+        if key not in self.first:
+            self.first[key] = len(notes)
+            self.out.note(text)
+            return
+        self.repeats[key] = self.repeats.get(key, 1) + 1
+        i = self.first[key]
+        notes[i] = notes[i].split(" [and ")[0] + f" [and {self.repeats[key] - 1} more like it]"
+        self.out._save()
+
+
 class OutputDir:
     def __init__(self, path: str | Path):
         self.path = Path(path)
@@ -58,6 +85,14 @@ class OutputDir:
         self.figures.mkdir(parents=True, exist_ok=True)
         self._prov_file = self.path / "provenance.json"
         self.provenance = {"models": {}, "data": {}, "notes": []}
+        self._capture_warnings()
+
+    def _capture_warnings(self) -> None:
+        """Record biaslab's warnings as this run's notes (one handler per process: the newest OutputDir's)."""
+        logger = logging.getLogger("biaslab")
+        for h in [h for h in logger.handlers if isinstance(h, _NoteHandler)]:
+            logger.removeHandler(h)
+        logger.addHandler(_NoteHandler(self))
 
     def table(self, df: pd.DataFrame, name: str, markdown: bool = False, index: bool = False,
               floatfmt: str = ".4g") -> Path:

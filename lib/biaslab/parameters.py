@@ -121,8 +121,25 @@ def _range_error(name: str, value: Any) -> str | None:
     return None
 
 
+def _value_error(name: str, value: Any) -> str | None:
+    """Values that type-check but cannot work: no model, a device this machine lacks, a dtype torch has not."""
+    if value is None:
+        return None
+    if name == "models" and isinstance(value, (list, tuple)) and not value:
+        return ("parameter models=[] names no model; name at least one (e.g. -p 'models=[\"smollm2-135m-instruct\"]'"
+                "), or leave it out for the profile's models")
+    if name in ("device", "dtype"):
+        from . import models
+        try:
+            (models.check_device if name == "device" else models.check_dtype)(value)
+        except ValueError as exc:
+            return f"parameter {exc}"
+    return None
+
+
 def validate(notebook: str | Path, params: dict, resolve_models: bool = True) -> None:
-    """Refuse (:class:`ParameterError`) unknown names, wrong types, out-of-range sizes and unknown models."""
+    """Refuse (:class:`ParameterError`) unknown names, wrong types, out-of-range sizes, an empty model list, a device
+    this machine does not have, a dtype torch has not, and unknown models."""
     known = defaults(notebook)
     label = Path(str(notebook)).stem
     for name, value in params.items():
@@ -130,7 +147,7 @@ def validate(notebook: str | Path, params: dict, resolve_models: bool = True) ->
             close = difflib.get_close_matches(name, list(known), n=1)
             hint = f"did you mean {close[0]!r}? " if close else ""
             raise ParameterError(f"{label} has no parameter {name!r}; {hint}its parameters are: {', '.join(known)}")
-        problem = _type_error(name, value, known[name]) or _range_error(name, value)
+        problem = _type_error(name, value, known[name]) or _range_error(name, value) or _value_error(name, value)
         if problem:
             raise ParameterError(f"{label}: {problem}")
     if resolve_models and params.get("models") is not None:

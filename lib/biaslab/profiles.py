@@ -121,7 +121,20 @@ def _share_scores(profiles: dict) -> None:
 _share_scores(PROFILES)
 
 
-def params(profile: str, notebook: str, variant: str = "") -> dict:
+#: ``biaslab reproduce --served`` (``make reproduce-served``): the notebooks it runs on the embedded SmolLM2 GGUF
+#: served by llama.cpp (:mod:`biaslab.serve`), into ``<outputs>/served/``, and their sizes per profile. The server's
+#: echo path costs 1-5 s per sentence on a 2-core CPU, so the default profile runs a documented subset: notebook 3
+#: on 40 pairs per dataset (20 preference pairs, both orders), notebook 4 on 120 prompts (10 in every rotation).
+SERVED_NOTEBOOKS = ("03_crows_pairs_bayes", "04_agentic_entropy")
+SERVED_SIZES: dict[str, dict[str, dict]] = {
+    "smoke": {},
+    "default": {"03_crows_pairs_bayes": {"max_pairs": 40, "max_preference_pairs": 20},
+                "04_agentic_entropy": {"max_prompts": 120, "cyclic_prompts": 10, "fewshot_prompts": 0}},
+    "paper": {},
+}
+
+
+def params(profile: str, notebook: str, variant: str = "", served: bool = False) -> dict:
     if profile not in PROFILES:
         raise KeyError(f"unknown profile {profile!r}; choose one of {PROFILE_NAMES}")
     if notebook not in NOTEBOOKS:
@@ -131,5 +144,7 @@ def params(profile: str, notebook: str, variant: str = "") -> dict:
     p.update(copy.deepcopy(PROFILES[profile].get(notebook, {})))
     p.update(copy.deepcopy(PROFILES[profile].get(f"{notebook}/{variant}", {})))   # a variant's own sizes
     p.update(copy.deepcopy(NOTEBOOKS[notebook][variant]))
+    if served:
+        p.update(copy.deepcopy(SERVED_SIZES[profile].get(notebook, {})))
     p["profile"] = profile
     return p

@@ -20,6 +20,7 @@ import numpy as np
 
 from . import paths
 from .filehash import file_sha256
+from .fsio import umask_mode
 
 log = logging.getLogger(__name__)
 
@@ -68,17 +69,11 @@ def atomic_write(path: Path, write: Callable[[Path], None]) -> None:
     os.close(fd)
     try:
         write(Path(tmp))
-        os.chmod(tmp, 0o666 & ~_umask())
+        os.chmod(tmp, umask_mode())
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
 
 
 def load_arrays(path: Path) -> dict | None:

@@ -3,17 +3,27 @@
 For each notebook (and variant, see :data:`biaslab.profiles.NOTEBOOKS`) the runner
 
 1. validates the parameters against the notebook's ``parameters`` cell (:mod:`biaslab.parameters`: unknown names,
-   types, sizes, model specs) before any work;
+   types, sizes, model specs, device, dtype) and the run's settings (:mod:`biaslab.preflight`: profile, ``BIASLAB_*``
+   paths, the output folder) before any work;
 2. runs it into a fresh staging folder ``<out>/<notebook>/.<name>.staging-<pid>/``;
-3. on success makes the executed notebook portable (repository-relative paths, no papermill timestamps), renders HTML
-   (not committed), writes ``MANIFEST.json`` (git commit, parameters, data sha256s, model fingerprints, package
-   versions, wall time) and only then replaces ``<out>/<notebook>[/<variant>]/`` with the staging folder;
+3. on success makes the executed notebook portable (repository-relative paths, no papermill timestamps, no temporary
+   file names), renders HTML (not committed), writes ``MANIFEST.json`` (git commit, parameters, data sha256s, model
+   fingerprints with the sha256 of every file each loader read, package versions, wall time, notes, and the sha256 of
+   every output file it vouches for, :mod:`biaslab.integrity`) and only then swaps it in for
+   ``<out>/<notebook>[/<variant>]/`` (:mod:`biaslab.publish`: a kill at any step never loses the last good outputs);
 4. on failure leaves the last good outputs untouched and writes ``MANIFEST.failed.json`` (this run's parameters,
-   error and whatever provenance *this* run recorded) and ``<notebook>.failed.ipynb`` beside them.
+   error — a full disk, a read-only file system or a permission named as such, with the path and the fix — and
+   whatever provenance *this* run recorded) and ``<notebook>.failed.ipynb`` beside them.
 
-A killed run leaves only its staging folder, removed by the next run. ``reproduce`` writes into a scratch folder
-(:data:`biaslab.paths.SCRATCH_DIR`) unless given another folder or ``publish=True`` (``outputs/``, which also rewrites
-``outputs/CATALOGUE.md`` and the report's front page ``outputs/index.html``, :mod:`biaslab.report_index`).
+SIGINT and SIGTERM stop every lane and kernel within seconds (:mod:`biaslab.stopping`): each running notebook is
+recorded as ``interrupted``, the last good outputs stay, and the exit code is 128 + the signal (130 for Ctrl-C).
+Warnings that change what a run means (a cache recovered or used read-only, a file re-hashed, responses retried,
+labels outside the top-k, rows excluded) are MANIFEST notes and are printed in the terminal.
+
+``reproduce`` writes into a scratch folder (:data:`biaslab.paths.SCRATCH_DIR`) unless given another folder or
+``publish=True`` (``outputs/``, which also rewrites ``outputs/CATALOGUE.md`` and the report's front page
+``outputs/index.html``, :mod:`biaslab.report_index`). ``served=True`` runs notebooks 3 and 4 against the embedded
+SmolLM2 GGUF served by llama.cpp on 127.0.0.1 (:mod:`biaslab.serve`), into ``<outputs>/served/``.
 """
 
 from __future__ import annotations
@@ -23,7 +33,9 @@ import json
 import logging
 import os
 import platform
+import re
 import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -32,7 +44,8 @@ import traceback
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from . import parameters, paths, profiles
+from . import fsio, integrity, parameters, paths, preflight, profiles, stopping
+from .publish import last_good, staging_folder, swap_in, sweep_stale
 from .outputs import atomic_write_text, package_versions
 
 log = logging.getLogger(__name__)
@@ -58,8 +71,11 @@ def parse_overrides(items: list[str]) -> dict:
 def select(only: list[str] | None) -> list[tuple[str, str]]:
     """(notebook, variant) pairs matching ``only`` (full names, prefixes such as ``01``, or ``01_multifactor/bbq``)."""
     pairs = [(nb, v) for nb, variants in profiles.NOTEBOOKS.items() for v in variants]
-    if not only:
+    if only is None:
         return pairs
+    if not only or any(not str(o).strip() for o in only):
+        raise ValueError(f"--only got an empty name ({only!r}); name notebooks such as 03 or 01_multifactor/bbq, or "
+                         "leave --only out to run them all")
     chosen = []
     for nb, v in pairs:
         label = f"{nb}/{v}" if v else nb
@@ -87,16 +103,41 @@ def git_state() -> dict:
 _KERNEL_ARGS = ["--IPKernelApp.log_level=ERROR"]
 
 
+#: the file name ipykernel gives a cell's code (``/tmp/ipykernel_9430/1302693127.py``), seen in warnings' locations
+_CELL_FILE = re.compile(r"(?:[^\s\"'\\]*[/\\])?ipykernel_\d+[/\\]\d+\.py")
+
+
 def _portable(text: str, staging: Path, final: Path) -> str:
     """Replace machine-specific paths: the staging folder by the final one (relative to ``notebooks/``, as the
-    notebooks' own defaults are), the repository root by repository-relative paths, the home folder by ``~``."""
+    notebooks' own defaults are), the cache folder by ``$BIASLAB_CACHE``, the repository root by repository-relative
+    paths, the home folder by ``~`` (the most specific first), and ipykernel's temporary cell files by ``<cell>``."""
     root = str(paths.ROOT)
     if final.is_relative_to(paths.ROOT):
         text = text.replace(str(staging), os.path.relpath(final, paths.NOTEBOOKS_DIR))
     else:
         text = text.replace(str(staging), str(final))
-    text = text.replace(root + os.sep, "").replace(root, ".")
-    return text.replace(str(Path.home()), "~")
+    swaps = [(str(paths.CACHE_DIR), "$BIASLAB_CACHE"), (root + os.sep, ""), (root, "."), (str(Path.home()), "~")]
+    for old, new in sorted(swaps, key=lambda s: -len(s[0])):
+        if len(old) > 1:
+            text = text.replace(old, new)
+    return _CELL_FILE.sub("<cell>", text)
+
+
+#: output files besides the executed notebook whose text is made portable before they are hashed
+_TEXT_OUTPUTS = (".csv", ".md", ".txt", ".tsv", ".json", ".tex")
+
+
+def _portable_tables(staging: Path, final: Path) -> None:
+    """Tables and text files a notebook wrote: machine paths made portable as in the executed notebook."""
+    for f in staging.rglob("*"):
+        if f.suffix in _TEXT_OUTPUTS and f.is_file() and f.name != integrity.MANIFEST:
+            try:
+                text = f.read_text(encoding="utf-8")
+            except UnicodeDecodeError:
+                continue
+            new = _portable(text, staging, final)
+            if new != text:
+                atomic_write_text(f, new)
 
 
 def slowest_cells(nb, n: int = 3) -> str:
@@ -130,107 +171,148 @@ def clean_executed(path: Path, staging: Path, final: Path) -> str:
     return slow
 
 
-def _sweep_stale(final: Path) -> None:
-    """Remove staging (and swapped-out) folders of runs that are no longer alive (killed runs)."""
-    for old in [*final.parent.glob(f".{final.name}.staging-*"), *final.parent.glob(f".{final.name}.old-*")]:
-        try:
-            pid = int(old.name.rsplit("-", 1)[1])
-            os.kill(pid, 0)
-            alive = pid != os.getpid()
-        except (ValueError, ProcessLookupError):
-            alive = False
-        except PermissionError:
-            alive = True
-        if not alive:
-            shutil.rmtree(old, ignore_errors=True)
-
-
-def _swap_in(staging: Path, final: Path) -> None:
-    """Replace ``final`` by ``staging`` with two renames (the old folder is removed afterwards)."""
-    old = final.with_name(f".{final.name}.old-{os.getpid()}")
-    if final.exists():
-        os.replace(final, old)
-    os.replace(staging, final)
-    shutil.rmtree(old, ignore_errors=True)
-
-
-def resolve_params(notebook: str, variant: str, profile: str, overrides: dict, check_models: bool = True) -> dict:
+def resolve_params(notebook: str, variant: str, profile: str, overrides: dict, check_models: bool = True,
+                   served: bool = False) -> dict:
     """The profile's parameters with ``overrides`` applied, validated against the notebook (raises ParameterError)."""
-    params = profiles.params(profile, notebook, variant)
+    params = profiles.params(profile, notebook, variant, served=served)
     params.update(overrides)
     parameters.validate(notebook, params, resolve_models=check_models)
     return params
 
 
+def _error_text(exc: BaseException) -> str:
+    return "".join(traceback.format_exception_only(type(exc), exc))[-4000:]
+
+
 def run_one(notebook: str, variant: str, profile: str, overrides: dict, outputs_dir: Path,
-            html: bool = True, progress: bool = False) -> dict:
+            html: bool = True, progress: bool = False, served: bool = False) -> dict:
+    """Run one notebook into a staging folder and publish it (see the module docstring); returns its manifest."""
     import papermill as pm
 
     src = paths.NOTEBOOKS_DIR / f"{notebook}.ipynb"
     if not src.exists():
         raise FileNotFoundError(f"notebook {src} does not exist")
     final = ((outputs_dir / notebook / variant) if variant else (outputs_dir / notebook)).resolve()
-    params = resolve_params(notebook, variant, profile, overrides, check_models=False)
-    final.parent.mkdir(parents=True, exist_ok=True)
-    _sweep_stale(final)
-    staging = final.parent / f".{final.name}.staging-{os.getpid()}"
-    shutil.rmtree(staging, ignore_errors=True)
-    staging.mkdir()
-    params["output_dir"] = str(staging)
-    executed = staging / f"{notebook}.ipynb"
+    params = resolve_params(notebook, variant, profile, overrides, check_models=False, served=served)
+    label = f"{notebook}/{variant}" if variant else notebook
     manifest = {
         "notebook": notebook, "variant": variant or None, "profile": profile, "parameters": params,
         "git": git_state(), "python": sys.version.split()[0], "platform": platform.platform(),
         "packages": package_versions(),
     }
+    staging = staging_folder(final)
+    try:
+        final.parent.mkdir(parents=True, exist_ok=True)
+        swept = sweep_stale(final)
+        shutil.rmtree(staging, ignore_errors=True)
+        staging.mkdir()
+    except OSError as exc:            # e.g. the disk is full or the folder read-only: nothing ran, say why
+        manifest.update(status="failed", wall_time_s=0.0, models={}, data={}, notes=[],
+                        error=fsio.storage_problem(exc, final.parent) or _error_text(exc))
+        log.error("%s could not start: %s", label, manifest["error"])
+        shutil.rmtree(staging, ignore_errors=True)
+        return manifest
+    params["output_dir"] = str(staging)
+    executed = staging / f"{notebook}.ipynb"
     t0 = time.perf_counter()
-    label = f"{notebook}/{variant}" if variant else notebook
     log.info("running %s (profile %s) -> %s", label, profile, final)
     interrupted: BaseException | None = None
     try:
         pm.execute_notebook(str(src), str(executed), parameters=params, cwd=str(paths.NOTEBOOKS_DIR),
                             kernel_name="python3", language="python", progress_bar=progress, report_mode=False,
-                            log_output=False, extra_arguments=_KERNEL_ARGS)
+                            log_output=False, extra_arguments=_KERNEL_ARGS,
+                            kernel_manager_class=stopping.TrackedKernelManager)
         manifest["status"] = "ok"
     except BaseException as exc:  # recorded; the caller decides the exit code; an interrupt is re-raised
-        manifest["status"] = "failed"
-        manifest["error"] = "".join(traceback.format_exception_only(type(exc), exc))[-4000:]
-        log.error("%s failed: %s", label, manifest["error"].strip().splitlines()[-1] if manifest["error"] else exc)
+        _record_error(manifest, exc, staging, final)
+        log.error("%s %s: %s", label, manifest["status"], manifest["error"].strip().splitlines()[-1]
+                  if manifest["error"].strip() else exc)
         if not isinstance(exc, Exception):
             interrupted = exc
     manifest["wall_time_s"] = round(time.perf_counter() - t0, 1)
     prov = staging / "provenance.json"       # this run's own record only
-    p = json.loads(prov.read_text()) if prov.exists() else {}
-    manifest["models"], manifest["data"], manifest["notes"] = p.get("models", {}), p.get("data", {}), p.get("notes", [])
+    try:
+        p = json.loads(prov.read_text()) if prov.exists() else {}
+    except (OSError, ValueError) as exc:     # half-written (disk full, killed kernel)
+        p = {"notes": [f"this run's provenance record could not be read ({type(exc).__name__}: {exc})"]}
+    manifest["models"], manifest["data"] = p.get("models", {}), p.get("data", {})
+    manifest["notes"] = swept + p.get("notes", [])
     prov.unlink(missing_ok=True)
-    text = lambda m: _portable(json.dumps(m, indent=2, default=str), staging, final) + "\n"   # noqa: E731
     try:
         if manifest["status"] == "ok":
             slow = clean_executed(executed, staging, final)
             if slow:
                 log.info("%s: slowest cells: %s", label, slow)
-            atomic_write_text(staging / "MANIFEST.json", text(manifest))
-            if html:        # the reader's report (biaslab.report), with the manifest's provenance in its footer
+            _portable_tables(staging, final)
+            # the report's provenance footer reads the manifest beside the notebook; the manifest then vouches for
+            # every file but the report (integrity.NOT_VOUCHED: HTML, PDF and _mathjax/ are rebuilt, not committed)
+            atomic_write_text(staging / integrity.MANIFEST, _manifest_text(manifest, staging, final))
+            if html:        # the reader's report (biaslab.report)
                 try:
                     from . import report
                     report.render(executed)
                 except Exception as exc:  # a report is a convenience; never fail a run for it
                     log.warning("HTML report of %s failed: %s", executed, exc)
-            _swap_in(staging, final)
+            manifest["files"] = integrity.file_hashes(staging)
+            atomic_write_text(staging / integrity.MANIFEST, _manifest_text(manifest, staging, final))
+            swap_in(staging, final)
         else:
-            final.mkdir(parents=True, exist_ok=True)
-            if executed.exists():
-                clean_executed(executed, staging, final)
-                os.replace(executed, final / f"{notebook}.failed.ipynb")
-            manifest["last_good_outputs"] = ("kept untouched" if (final / "MANIFEST.json").exists()
-                                             else "none (no earlier successful run here)")
-            atomic_write_text(final / "MANIFEST.failed.json", text(manifest))
+            _record_failure(manifest, notebook, executed, staging, final)
+    except (OSError, RuntimeError, ValueError) as exc:   # publishing failed (disk full, read-only, did not verify)
+        manifest.pop("files", None)
+        _record_error(manifest, exc, staging, final)
+        log.error("%s: %s", label, manifest["error"].strip().splitlines()[0])
+        _record_failure(manifest, notebook, executed, staging, final)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     log.info("%s: %s in %.0f s", label, manifest["status"], manifest["wall_time_s"])
     if interrupted is not None:
         raise interrupted
     return manifest
+
+
+def _manifest_text(manifest: dict, staging: Path, final: Path) -> str:
+    return _portable(json.dumps(manifest, indent=2, default=str), staging, final) + "\n"
+
+
+def _record_error(manifest: dict, exc: BaseException, staging: Path, final: Path) -> None:
+    """Status and error of a run that did not succeed: ``interrupted`` when a stop was requested, else ``failed``,
+    with a full disk, a read-only file system or a permission error named as such (path, space, fix)."""
+    sig = stopping.requested()
+    if sig:
+        manifest["status"] = "interrupted"
+        manifest["error"] = (f"interrupted by {signal.Signals(sig).name}: the notebook's kernel was stopped "
+                             f"({type(exc).__name__})")
+        return
+    manifest["status"] = "failed"
+    raw = _error_text(exc)
+    need = max(fsio.folder_size(final), fsio.folder_size(staging))
+    named = fsio.storage_problem(exc, final, need_bytes=need)
+    manifest["error"] = f"{named}\n{raw}" if named else raw
+
+
+def _record_failure(manifest: dict, notebook: str, executed: Path, staging: Path, final: Path) -> None:
+    """Write ``MANIFEST.failed.json`` and ``<notebook>.failed.ipynb`` beside the last good outputs (best effort:
+    when even that cannot be written, the error is logged with the reason)."""
+    try:
+        final.mkdir(parents=True, exist_ok=True)
+        if executed.exists():
+            try:
+                clean_executed(executed, staging, final)
+                os.replace(executed, final / f"{notebook}.failed.ipynb")
+            except Exception as exc:  # noqa: BLE001 - a half-written notebook (disk full, killed) is not kept
+                executed.unlink(missing_ok=True)
+                manifest["notes"].append(f"the executed notebook could not be kept ({type(exc).__name__}: "
+                                         f"{str(exc)[:200]})")
+        manifest["last_good_outputs"] = last_good(final)
+        try:
+            atomic_write_text(final / "MANIFEST.failed.json", _manifest_text(manifest, staging, final))
+        except OSError:     # e.g. the disk is full: drop this run's own files, then the record may fit
+            shutil.rmtree(staging, ignore_errors=True)
+            atomic_write_text(final / "MANIFEST.failed.json", _manifest_text(manifest, staging, final))
+    except OSError as exc:
+        manifest["record"] = "not written: " + (fsio.storage_problem(exc, final) or str(exc))
+        log.error("could not write the failed-run record in %s: %s", final, manifest["record"])
 
 
 def lanes(chosen: list[tuple[str, str]]) -> tuple[list[list[tuple[str, str]]], list[tuple[str, str]]]:
@@ -255,25 +337,43 @@ def lanes(chosen: list[tuple[str, str]]) -> tuple[list[list[tuple[str, str]]], l
 
 def reproduce(profile: str = "default", only: list[str] | None = None, overrides: dict | None = None,
               outputs_dir: Path | None = None, html: bool = True, publish: bool = False,
-              progress: bool | None = None, dry_run: bool = False, jobs: int = 1) -> int:
-    """Run the selected notebooks; returns a process exit code (0 when all succeeded).
+              progress: bool | None = None, dry_run: bool = False, jobs: int = 1, served: bool = False) -> int:
+    """Run the selected notebooks; returns a process exit code (0 when all succeeded, 1 when one failed, 128 + the
+    signal when stopped by SIGINT or SIGTERM).
 
-    Every selected notebook's parameters are validated (and model specs resolved) before the first one starts
-    (:class:`biaslab.parameters.ParameterError`). ``outputs_dir``: where to write (default: ``outputs/`` when
-    ``publish``, else the scratch folder). ``dry_run``: validate and print the plan, run nothing. ``jobs > 1`` runs
-    that many notebooks at a time (:func:`lanes`), each kernel with ``cpu_count // jobs`` torch threads unless
-    ``OMP_NUM_THREADS`` is set: on two cores two single-threaded kernels do more than one with two threads, and the
-    statistics of a cached rerun are single-threaded Python.
+    Every selected notebook's parameters are validated (and model specs, device and dtype resolved) and the run's
+    settings checked (:mod:`biaslab.preflight`) before the first one starts. ``outputs_dir``: where to write (default:
+    ``outputs/`` when ``publish``, else the scratch folder; with ``served``, its ``served/`` sub-folder).
+    ``dry_run``: validate and print the plan, run nothing. ``jobs > 1`` runs that many notebooks at a time
+    (:func:`lanes`), each kernel with ``cpu_count // jobs`` torch threads unless ``OMP_NUM_THREADS`` is set: on two
+    cores two single-threaded kernels do more than one with two threads, and the statistics of a cached rerun are
+    single-threaded Python. ``served``: start llama.cpp's server on the embedded SmolLM2 GGUF (127.0.0.1), run
+    :data:`profiles.SERVED_NOTEBOOKS` against it with :data:`profiles.SERVED_SIZES`, stop it by its pid.
     """
     if jobs < 1:
         raise ValueError(f"--jobs must be at least 1, got {jobs}")
+    overrides = dict(overrides or {})
+    preflight.check_profile(profile, overrides)
+    preflight.check_env_paths()
+    preflight.check_cache()
     if outputs_dir is None:
         outputs_dir = paths.OUTPUTS_DIR if publish else paths.SCRATCH_DIR
+        outputs_dir = outputs_dir / "served" if served else outputs_dir
     outputs_dir = Path(outputs_dir)
-    overrides = overrides or {}
     chosen = select(only)
+    port = None
+    if served:
+        from . import serve
+        chosen = [(nb, v) for nb, v in chosen if nb in profiles.SERVED_NOTEBOOKS]
+        if not chosen:
+            raise ValueError(f"--served runs {', '.join(profiles.SERVED_NOTEBOOKS)}; --only selected none of them")
+        if "models" in overrides:
+            raise ValueError("--served runs the embedded SmolLM2 on a local llama.cpp server; drop -p models=...")
+        port = serve.free_port(serve.DEFAULT_PORT)
+        overrides["models"] = [serve.spec(f"http://127.0.0.1:{port}/v1")]
     for nb, v in chosen:
-        resolve_params(nb, v, profile, overrides)
+        resolve_params(nb, v, profile, overrides, served=served)
+    preflight.check_out(outputs_dir, "--out" if not publish else "--publish")
     if dry_run:
         for nb, v in chosen:
             print(f"would run {nb + (f'/{v}' if v else ''):32s} -> {outputs_dir / nb / v}")
@@ -281,45 +381,72 @@ def reproduce(profile: str = "default", only: list[str] | None = None, overrides
     if progress is None:
         progress = sys.stderr.isatty()
     finished: dict[tuple[str, str], dict] = {}
+    skipped: list[str] = []
     started = itertools.count(1)
     say = threading.Lock()
 
     def run(nb: str, v: str) -> None:
         label = nb + (f"/{v}" if v else "")
+        if stopping.STOP.is_set():
+            skipped.append(label)
+            return
         with say:
             i = next(started)
             print(f"[{i}/{len(chosen)}] {label} (profile {profile}) ...", flush=True)
-        r = run_one(nb, v, profile, overrides, outputs_dir, html=html, progress=progress and jobs == 1)
+        r = run_one(nb, v, profile, overrides, outputs_dir, html=html, progress=progress and jobs == 1,
+                    served=served)
         with say:
             print(f"[{i}/{len(chosen)}] {label}: {r['status']} in {r['wall_time_s']:.0f} s", flush=True)
+            if r["status"] != "ok" and r.get("error"):
+                print(f"    error: {r['error'].strip().splitlines()[0]}", flush=True)
+            for note in r.get("notes", []):
+                print(f"    note: {note}", flush=True)
         finished[(nb, v)] = r
 
     parallel, last = lanes(chosen) if jobs > 1 else ([chosen], [])
     threads = os.environ.get("OMP_NUM_THREADS")
     if jobs > 1 and threads is None:
         os.environ["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // jobs))   # read by each new kernel
+    server = None
     try:
-        with ThreadPoolExecutor(max_workers=jobs) as pool:
-            for f in [pool.submit(lambda lane=lane: [run(nb, v) for nb, v in lane]) for lane in parallel]:
-                f.result()
-        for nb, v in last:
-            run(nb, v)
+        with stopping.handle_signals():
+            if served:
+                from . import serve
+                try:
+                    server = serve.LlamaServer(port=port, threads=max(1, os.cpu_count() or 1)).start()
+                except RuntimeError as exc:
+                    raise preflight.PreflightError(f"--served: {exc}") from exc
+                print(f"llama.cpp server on {server.url} (pid {server.proc.pid})", flush=True)
+            with ThreadPoolExecutor(max_workers=jobs) as pool:
+                for f in [pool.submit(lambda lane=lane: [run(nb, v) for nb, v in lane]) for lane in parallel]:
+                    f.result()
+            for nb, v in last:
+                run(nb, v)
+            sig = stopping.requested()
     finally:
+        if server is not None:
+            server.stop()
         if jobs > 1 and threads is None:
             os.environ.pop("OMP_NUM_THREADS", None)
     results = [finished[k] for k in chosen if k in finished]
     published = outputs_dir.resolve() == paths.OUTPUTS_DIR.resolve()
-    if published and publish:
+    if published and publish and not sig:
         from . import catalogue, summary
         catalogue.write()
         summary.write(outputs_dir)          # outputs/SUMMARY.md and the README's headline block (issue 18)
-    if html and (publish or not published):      # the front page over every run in that folder (scratch/ too)
+    if html and (publish or not published) and not sig:     # the front page over every run in that folder (scratch/ too)
         from . import report_index
         print(f"reports: {report_index.write(outputs_dir)}")
     failed = [r for r in results if r["status"] != "ok"]
     for r in results:
         label = r["notebook"] + (f"/{r['variant']}" if r["variant"] else "")
-        print(f"{r['status']:6s} {label:32s} {r['wall_time_s']:8.1f} s")
+        print(f"{r['status']:11s} {label:32s} {r['wall_time_s']:8.1f} s")
+    if sig:
+        name = signal.Signals(sig).name
+        print(f"stopped by {name}: {sum(r['status'] == 'interrupted' for r in results)} run(s) interrupted (their "
+              f"last good outputs kept, MANIFEST.failed.json written), {len(skipped)} not started"
+              + (f" ({', '.join(skipped)})" if skipped else ""))
+        return 128 + sig
     if not publish:
         print(f"outputs in {outputs_dir} (pass --publish to write into {paths.OUTPUTS_DIR})")
     return 1 if failed else 0

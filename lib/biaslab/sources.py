@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import paths
-from .filehash import sha256_file
+from .filehash import file_sha256, sha256_file
+from .fsio import umask_mode
 
 log = logging.getLogger(__name__)
 
@@ -58,19 +59,11 @@ def load_manifest(manifest: Path | None = None) -> list[Source]:
         return [Source(**row) for row in csv.DictReader(f, delimiter="\t")]
 
 
-_verified: dict[tuple[str, int, int], bool] = {}
-
-
 def is_verified(src: Source, raw_dir: Path | None = None) -> bool:
-    """True when the local copy exists and matches its pinned sha256 (memoised on path, size and mtime)."""
+    """True when the local copy exists and matches its pinned sha256 (hashed through the one memo of
+    :mod:`biaslab.filehash`: again whenever the file's size, mtime, ctime or inode change)."""
     p = src.local_path(raw_dir)
-    if not p.exists():
-        return False
-    st = p.stat()
-    key = (str(p), st.st_size, st.st_mtime_ns)
-    if key not in _verified:
-        _verified[key] = sha256_file(p) == src.sha256
-    return _verified[key]
+    return p.is_file() and file_sha256(p) == src.sha256
 
 
 def _mirror_dir(mirror: str | Path | None) -> Path | None:
@@ -89,6 +82,7 @@ def _install(src: Source, tmp: Path, dest: Path, origin: str) -> None:
             "The file was not installed. If it came from a mirror, the mirror's copy is corrupt or from another "
             f"commit: replace it with the file at {src.url}."
         )
+    os.chmod(tmp, umask_mode())        # mkstemp creates 0600; a fetched file is as readable as any other
     os.replace(tmp, dest)
 
 
@@ -97,6 +91,8 @@ def fetch_one(src: Source, mirror: str | Path | None = None, raw_dir: Path | Non
     """Make the local copy of ``src`` present and verified. Returns what was done."""
     dest = src.local_path(raw_dir)
     if is_verified(src, raw_dir):
+        if dest.stat().st_mode & 0o777 == 0o600 != umask_mode():     # made by an older fetch with mkstemp's mode
+            os.chmod(dest, umask_mode())
         return "present"
     dest.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp_name = tempfile.mkstemp(prefix=dest.name + ".", suffix=".part", dir=dest.parent)

@@ -1,16 +1,21 @@
 """A persistent score cache: one SQLite file per model, one row per scored item.
 
 Keys are sha256 digests of (method, its settings, the input item); the file is chosen by :func:`model_key`: the
-model's weights sha256, tokenizer sha256, dtype, device type and kind, plus the scoring engine's version
-(:data:`ENGINE_VERSION`) and the torch and transformers versions. So different weights, tokenizers, precisions or
+model's weights sha256, tokenizer sha256, the digest of every file its loader read (config, generation config,
+tokenizer files, chat template, weights: ``files_sha256``), dtype, device type and kind, plus the scoring engine's
+version (:data:`ENGINE_VERSION`) and the torch and transformers versions. So different weights, tokenizers, precisions or
 numerical code never share scores; upgrading torch or transformers, or bumping ``ENGINE_VERSION`` after a numerical
 fix, starts a new file on purpose (old files stay, unused, and can be deleted).
 
 Each row stores its JSON value with a checksum of key and value: a row that fails the check is deleted and
-recomputed, never trusted. The file is checked with ``PRAGMA quick_check`` when opened, and *any* SQLite error at any
-point (open, read, write; a corrupted page, a bad header, the file deleted or replaced under a running process)
-moves the file aside (one warning naming it and where it went) and carries on with a fresh file: values are then
-recomputed, never lost silently and never blocking a run.
+recomputed, never trusted. The file is checked with ``PRAGMA quick_check`` when opened, and a damaged file (a
+corrupted page, a bad header, the file deleted or replaced under a running process) is moved aside (one warning
+naming it and where it went); the run carries on with a fresh file: values are then recomputed, never lost silently
+and never blocking a run.
+
+A file this process may not write — a read-only folder or file system, or a file that belongs to another user (a
+shared cache) — is *used read-only*, never moved aside: its scores are read, new ones are kept in memory for the
+run, and one warning names the file and the fix. Lock contention is not damage either (see :meth:`_move_aside`).
 
 Rows are committed after every batch in one transaction, so a run that is killed loses at most the batch in flight,
 and a re-run recomputes nothing already scored. **Resumed values are not bit-identical**: a value depends slightly on
@@ -21,6 +26,7 @@ changed). A fresh run with the same cache contents and settings is bit-identical
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -30,6 +36,7 @@ import sqlite3
 import time
 from pathlib import Path
 from typing import Any, Iterable
+from urllib.parse import quote
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +63,8 @@ def _library_versions() -> dict[str, str | None]:
 
 
 def model_key(fingerprint: dict) -> str | None:
-    """What identifies a model's numbers: weights, tokenizer, dtype, device type, kind, engine and library versions.
+    """What identifies a model's numbers: weights, tokenizer, every file the loader read, dtype, device type, kind,
+    engine and library versions.
 
     None when the weights are unknown (``weights_sha256`` missing): such a model cannot share a persistent cache.
     """
@@ -64,6 +72,8 @@ def model_key(fingerprint: dict) -> str | None:
         return None
     dev = str(fingerprint.get("device", "cpu")).split(":")[0]
     ident = {k: fingerprint.get(k) for k in ("weights_sha256", "tokenizer_sha256", "dtype", "kind")}
+    if fingerprint.get("files_sha256"):     # every file the loader read: config, generation config, tokenizer, ...
+        ident["files_sha256"] = fingerprint["files_sha256"]
     return _digest(ident | {"device": dev, "engine": ENGINE_VERSION} | _library_versions())[:20]
 
 
@@ -76,10 +86,59 @@ class ScoreCache:
             raise ValueError("the model fingerprint has no weights_sha256, so its scores cannot be cached")
         name = re.sub(r"[^A-Za-z0-9_.-]+", "_", str(fingerprint.get("name", "model")))[:60]
         self.path = Path(folder) / f"{name}-{mk}.sqlite"
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         self._conn: sqlite3.Connection | None = None
         self._inode: int | None = None
-        self._conn = self._open()
+        self.read_only: str | None = None           # why this file is only read (None: read and written)
+        self._overlay: dict[str, Any] = {}          # values scored while read-only: kept for the run
+        why = self._not_writable()
+        if why:
+            self._use_read_only(why)
+        else:
+            self._conn = self._open()
+
+    # ------------------------------------------------------------------------------------ permissions ---
+    def _not_writable(self) -> str | None:
+        """Why this process must not write the file (or create it), or None. Root passes every permission check,
+        so ownership is checked too: writing another user's file would leave -wal/-shm files that user cannot use."""
+        folder = self.path.parent
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            return f"its folder cannot be created ({_os_error(exc)})"
+        if self.path.exists():
+            st = self.path.stat()
+            if st.st_uid != os.geteuid():
+                return f"it belongs to another user (uid {st.st_uid})"
+            if not os.access(self.path, os.W_OK):
+                return "it is read-only" + (" (read-only file system)" if _read_only_fs(folder) else "")
+        if not os.access(folder, os.W_OK):
+            return ("its folder is on a read-only file system" if _read_only_fs(folder)
+                    else "its folder is not writable")
+        return None
+
+    def _use_read_only(self, why: str) -> None:
+        """Read what the file holds, write nothing (never move it): one warning with the fix."""
+        self.read_only = why
+        if self._conn is not None:
+            with contextlib.suppress(sqlite3.Error):
+                self._conn.close()
+            self._conn = None
+        if self.path.exists():
+            for uri in (f"file:{quote(str(self.path))}?mode=ro", f"file:{quote(str(self.path))}?immutable=1"):
+                conn = None
+                try:
+                    conn = sqlite3.connect(uri, uri=True, timeout=60)
+                    conn.execute("SELECT count(*) FROM scores").fetchone()
+                    self._conn = conn
+                    break
+                except sqlite3.Error:
+                    if conn is not None:
+                        conn.close()
+        state = ("Its scores are read" if self._conn is not None else "It does not exist yet" if not
+                 self.path.exists() else "It could not be read either")
+        log.warning("score cache %s is used read-only: %s. %s; new scores are kept in memory for this run only. To "
+                    "keep them, point BIASLAB_CACHE at a folder you can write (or run as the file's owner).",
+                    self.path, why, state)
 
     # ----------------------------------------------------------------------------------------- recovery ---
     def _connect(self) -> sqlite3.Connection:
@@ -97,44 +156,54 @@ class ScoreCache:
             conn.close()
             raise
 
-    def _open(self) -> sqlite3.Connection:
+    def _open(self) -> sqlite3.Connection | None:
         try:
             return self._connect()
         except sqlite3.Error as exc:
             self._move_aside(exc)
-            return self._connect()
+            return None if self.read_only else self._connect()
 
     def _move_aside(self, exc: BaseException) -> None:
         """Close the connection and rename the file (and its WAL) aside, with one warning naming both.
 
-        A lock held by another process past the 60 s timeout is contention, not damage: the shared file is never
-        moved aside for it (that would throw away every other run's scores); the error names the file instead."""
+        Not damage, so never moved: a lock held by another process past the 60 s timeout (contention: the error names
+        the file), and a file this process may not write (a permission or read-only error: used read-only)."""
         if isinstance(exc, sqlite3.OperationalError) and any(w in str(exc).lower() for w in ("locked", "busy")):
             raise RuntimeError(f"score cache {self.path} stayed locked by another process for 60 s ({exc}); "
                                "wait for the other run or point BIASLAB_CACHE elsewhere") from exc
+        why = self._not_writable() or (f"SQLite could not write it ({exc})" if _is_permission(exc) else None)
+        if why:
+            self._use_read_only(why)
+            return
         if self._conn is not None:
-            try:
+            with contextlib.suppress(sqlite3.Error):
                 self._conn.close()
-            except sqlite3.Error:
-                pass
             self._conn = None
         bad = self.path.with_name(f"{self.path.name}.corrupt-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}")
         moved = False
-        for suffix in ("", "-wal", "-shm"):
-            p = Path(str(self.path) + suffix)
-            if p.exists():
-                os.replace(p, Path(str(bad) + suffix))
-                moved = moved or suffix == ""
+        try:
+            for suffix in ("", "-wal", "-shm"):
+                p = Path(str(self.path) + suffix)
+                if p.exists():
+                    os.replace(p, Path(str(bad) + suffix))
+                    moved = moved or suffix == ""
+        except OSError as err:          # e.g. the folder became read-only: keep the file, read nothing from it
+            self._use_read_only(f"it failed ({type(exc).__name__}: {exc}) and could not be moved aside "
+                                f"({_os_error(err)})")
+            return
         where = f"moved aside to {bad}" if moved else "the file was gone"
         log.warning("score cache %s failed (%s: %s); %s; continuing with a fresh cache file (values are "
                     "recomputed)", self.path, type(exc).__name__, exc, where)
 
     def _recover(self, exc: BaseException) -> None:
         self._move_aside(exc)
-        self._conn = self._connect()
+        if not self.read_only:
+            self._conn = self._connect()
 
     def _check_file(self) -> None:
         """A file deleted or replaced under this process: reopen (SQLite would go on writing to the lost inode)."""
+        if self.read_only:
+            return
         try:
             ino = os.stat(self.path).st_ino
         except FileNotFoundError:
@@ -154,14 +223,25 @@ class ScoreCache:
     # ------------------------------------------------------------------------------------------- access ---
     def get_many(self, keys: Iterable[str]) -> dict[str, Any]:
         keys = list(dict.fromkeys(keys))
+        if self.read_only:
+            found = {}
+            if self._conn is not None:
+                try:
+                    found = self._get_many(keys, delete_bad=False)
+                except sqlite3.Error as exc:
+                    log.warning("score cache %s (read-only) could not be read (%s); its scores are recomputed",
+                                self.path, exc)
+                    self._conn.close()
+                    self._conn = None
+            return found | {k: self._overlay[k] for k in keys if k in self._overlay}
         try:
             self._check_file()
             return self._get_many(keys)
         except sqlite3.Error as exc:
             self._recover(exc)
-            return {}
+            return self.get_many(keys) if self.read_only else {}
 
-    def _get_many(self, keys: list[str]) -> dict[str, Any]:
+    def _get_many(self, keys: list[str], delete_bad: bool = True) -> dict[str, Any]:
         found: dict[str, Any] = {}
         bad: list[str] = []
         for i in range(0, len(keys), 500):
@@ -177,11 +257,15 @@ class ScoreCache:
                     bad.append(key)
         if bad:
             log.warning("score cache %s: %d corrupt entries ignored and will be recomputed", self.path, len(bad))
+        if bad and delete_bad:
             with self._conn:
                 self._conn.executemany("DELETE FROM scores WHERE key = ?", [(k,) for k in bad])
         return found
 
     def put_many(self, items: dict[str, Any], method: str = "") -> None:
+        if self.read_only:
+            self._overlay.update(items)
+            return
         now = time.time()
         rows = []
         for key, value in items.items():
@@ -199,8 +283,16 @@ class ScoreCache:
                                 self.path, len(rows), exc)
                     return
                 self._recover(exc)
+                if self.read_only:
+                    self._overlay.update(items)
+                    return
 
     def __len__(self) -> int:
+        if self.read_only:
+            with contextlib.suppress(sqlite3.Error):
+                if self._conn is not None:
+                    return self._conn.execute("SELECT count(*) FROM scores").fetchone()[0] + len(self._overlay)
+            return len(self._overlay)
         try:
             return self._conn.execute("SELECT count(*) FROM scores").fetchone()[0]
         except sqlite3.Error as exc:
@@ -210,3 +302,24 @@ class ScoreCache:
     def close(self) -> None:
         if self._conn is not None:
             self._conn.close()
+
+
+def _os_error(exc: OSError) -> str:
+    import errno
+    name = errno.errorcode.get(exc.errno or 0, "")
+    return f"{name}: {exc.strerror or exc}" if name else str(exc)
+
+
+def _read_only_fs(folder: Path) -> bool:
+    try:
+        return bool(os.statvfs(folder).f_flag & os.ST_RDONLY)
+    except OSError:
+        return False
+
+
+def _is_permission(exc: BaseException) -> bool:
+    """A SQLite error that means 'may not write' rather than 'damaged'."""
+    text = str(exc).lower()
+    return isinstance(exc, sqlite3.OperationalError) and any(w in text for w in (
+        "readonly", "read-only", "unable to open database file", "permission denied"))
+

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 import queue
 import random
@@ -22,6 +23,8 @@ import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
+
+log = logging.getLogger(__name__)
 
 RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
 
@@ -182,7 +185,10 @@ async def _send_one(client, cfg: ClientConfig, replicas: list[_Replica], cond: a
         backoff = random.uniform(0, min(cfg.backoff_max_s, cfg.backoff_base_s * 2 ** attempt))   # full jitter
         attempt += 1
         cfg.stats["retries"] += 1
-        await asyncio.sleep(max(backoff, wait or 0.0))
+        delay = max(backoff, wait or 0.0)
+        log.warning("request %s: %s; retried (attempt %d of at most %d) after %.1f s", req.name or req.path, err,
+                    attempt + 1, cfg.max_retries + 1, delay)
+        await asyncio.sleep(delay)
 
 
 async def _run(cfg: ClientConfig, requests: list[Request], validate, out: "queue.Queue"):

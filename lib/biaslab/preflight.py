@@ -1,0 +1,75 @@
+"""Checks ``biaslab reproduce`` makes before any work, each failing with one line that names the setting and the fix.
+
+Parameters themselves (names, types, sizes, models, device, dtype) are checked by :mod:`biaslab.parameters`; here:
+a ``-p profile=`` that contradicts ``--profile``, ``BIASLAB_*`` paths that cannot be used (``/dev/null/cache``: below
+a file), and an output folder that is a file or cannot be written (read-only, not permitted).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from . import fsio, paths
+
+
+class PreflightError(ValueError):
+    """A setting that makes the run impossible; the message names it and the fix."""
+
+
+#: environment variable -> what it names
+ENV_PATHS = {"BIASLAB_CACHE": "the model and score cache", "BIASLAB_OUTPUTS": "where --publish writes",
+             "BIASLAB_SCRATCH": "where unpublished runs write", "BIASLAB_RAW_DIR": "the fetched benchmark files",
+             "BIASLAB_DATA_MIRROR": "a folder to copy benchmark files from", "BIASLAB_ROOT": "the repository root"}
+
+
+def check_profile(profile: str, overrides: dict) -> None:
+    """``-p profile=X`` with ``--profile Y`` (X != Y): the manifest would disagree with itself."""
+    given = overrides.get("profile")
+    if given is not None and given != profile:
+        raise PreflightError(f"-p profile={given} contradicts --profile {profile}: the profile is chosen with "
+                             f"--profile only (use --profile {given}, and drop -p profile=...)")
+
+
+def check_env_paths(environ=None) -> None:
+    """Every ``BIASLAB_*`` path that is set must be a folder or creatable as one (nothing above it is a file);
+    a mirror and the repository root must exist."""
+    environ = os.environ if environ is None else environ
+    for var, what in ENV_PATHS.items():
+        value = environ.get(var)
+        if value is None:
+            continue
+        if not value.strip():
+            raise PreflightError(f"{var} is set but empty ({what}); unset it or name a folder")
+        p = Path(value).expanduser()
+        above = fsio.nearest_existing(p)
+        if not _is_dir(above):
+            raise PreflightError(f"{var}={value} ({what}) cannot be used: {above} is not a folder. Fix: point {var} "
+                                 "at a folder (or unset it for the default)")
+        if var in ("BIASLAB_DATA_MIRROR", "BIASLAB_ROOT") and not _is_dir(p):
+            raise PreflightError(f"{var}={value} ({what}) does not exist. Fix: point {var} at an existing folder "
+                                 "(or unset it)")
+
+
+def check_out(outputs_dir: Path, flag: str = "--out") -> None:
+    """The output folder: a folder (or creatable below one) that this process can write into."""
+    try:
+        fsio.probe_writable(outputs_dir, what=f"output folder ({flag})")
+    except fsio.StorageError as exc:
+        raise PreflightError(str(exc)) from exc
+
+
+def check_cache() -> None:
+    """The cache folder may be read-only (a shared cache is then used read-only) but must be a folder."""
+    above = fsio.nearest_existing(paths.CACHE_DIR)
+    if not _is_dir(above):
+        raise PreflightError(f"the cache folder {paths.CACHE_DIR} cannot be used: {above} is not a folder. Fix: "
+                             "set BIASLAB_CACHE to a folder")
+
+
+def _is_dir(p: Path) -> bool:
+    """A folder, or one this user may not look into (the error then comes when it is used, naming it)."""
+    try:
+        return p.is_dir()
+    except PermissionError:
+        return True

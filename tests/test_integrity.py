@@ -1,0 +1,75 @@
+"""Output integrity: a MANIFEST lists the sha256 of every file it vouches for; `biaslab verify` names edited,
+missing and extra files (exit 1); the catalogue flags them and notebook 5 refuses them. Before, an output folder
+edited by hand kept its MANIFEST "ok" and the manifest stored no output hashes, so the edit was undetectable."""
+
+import json
+
+import pytest
+
+from biaslab import catalogue, cli, integrity, runner
+from test_runner import GOOD, _toy_notebook, toy  # noqa: F401 - the toy-notebook fixture
+
+
+@pytest.fixture
+def published(toy):  # noqa: F811
+    nbdir, outdir = toy
+    _toy_notebook(nbdir / "00_toy.ipynb", GOOD + "\nimport matplotlib.pyplot as plt\n"
+                  "fig, ax = plt.subplots()\nax.plot([0, 1], [value, 1]); ax.set_title('t'); ax.set_xlabel('x')\n"
+                  "ax.set_ylabel('y')\nout.figure(fig, 'f')")
+    assert runner.reproduce("smoke", overrides={"value": 7}, outputs_dir=outdir, html=True) == 0
+    return outdir
+
+
+def test_manifest_vouches_for_every_output_and_verify_names_each_difference(published, capsys):
+    run = published / "00_toy"
+    listed = json.loads((run / "MANIFEST.json").read_text())["files"]
+    assert set(listed) == {"00_toy.ipynb", "tables/v.csv", "figures/f.png"}      # not the HTML render, not itself
+    assert (run / "00_toy.html").exists()
+    assert cli.main(["verify", str(published)]) == 0
+    # what a failed rerun leaves beside the last good outputs is not an extra file
+    (run / "MANIFEST.failed.json").write_text("{}")
+    (run / "00_toy.failed.ipynb").write_text("{}")
+    assert integrity.verify(run).ok
+    (run / "tables/v.csv").write_text("v\n8\n")               # edited by hand
+    (run / "figures/f.png").unlink()                          # removed
+    (run / "tables/notes.csv").write_text("x\n")              # added
+    capsys.readouterr()
+    assert cli.main(["verify", str(published)]) == 1
+    out = capsys.readouterr().out
+    assert "tables/v.csv: edited" in out and "figures/f.png: missing" in out and "tables/notes.csv: extra" in out
+    assert "0 of 1 run folder(s) verified" in out
+
+
+def test_a_manifest_without_hashes_is_unverifiable(tmp_path, capsys):
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run/MANIFEST.json").write_text(json.dumps({"status": "ok"}))
+    v = integrity.verify(tmp_path / "run")
+    assert v.legacy and not v.ok and "lists no file hashes" in v.problem
+    assert cli.main(["verify", str(tmp_path)]) == 1
+    assert cli.main(["verify", str(tmp_path / "nothing")]) == 2
+
+
+def test_the_catalogue_flags_and_notebook_5_refuses_edited_inputs(published):
+    rows = [{"paper": "P", "item": "T1", "description": "d", "output": "00_toy/tables/v.csv", "status": "regenerated",
+             "note": "", "notebook": "x"}]
+    assert "*(unverified" not in catalogue.render(rows, published)
+    assert integrity.check_inputs(published, ["00_toy", "not_run_yet"]) == []
+    (published / "00_toy/tables/v.csv").write_text("v\n8\n")
+    assert "edited since the run that wrote it" in catalogue.render(rows, published)
+    with pytest.raises(integrity.UnverifiedInputs, match="tables/v.csv: edited.*biaslab verify"):
+        integrity.check_inputs(published, ["00_toy"])
+    flags = integrity.check_inputs(published, ["00_toy"], refuse=False)
+    assert flags == ["00_toy: 1 edited: tables/v.csv"]
+
+
+def test_notebook_1_variants_are_checked_one_manifest_each(tmp_path):
+    for v in ("a", "b"):
+        d = tmp_path / "01_multifactor" / v / "tables"
+        d.mkdir(parents=True)
+        (d / "t.csv").write_text(v)
+        (d.parent / "MANIFEST.json").write_text(json.dumps({"files": integrity.file_hashes(d.parent)}))
+    (tmp_path / "01_multifactor/b/MANIFEST.json").write_text(json.dumps({"status": "ok"}))      # an old one
+    assert integrity.check_inputs(tmp_path, ["01_multifactor"]) == [
+        "01_multifactor/b: unverifiable: its MANIFEST.json lists no file hashes (written before biaslab recorded "
+        "them); regenerate the run"]
+    assert [f.name for f in integrity.run_folders(tmp_path)] == ["a", "b"]

@@ -1,0 +1,159 @@
+"""Publishing a run is crash-safe: a kill at every step of the swap leaves the last good or the new outputs, never
+neither; the sweeper restores, never deletes, the last good folder of an interrupted swap."""
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from biaslab import integrity, publish, runner
+from test_runner import GOOD, _snapshot, _toy_notebook, toy, toy_script  # noqa: F401 - the toy-notebook fixture
+
+
+def _run_folder(folder: Path, value: str) -> Path:
+    """A complete run folder (tables, figures, executed notebook, MANIFEST listing their hashes)."""
+    (folder / "tables").mkdir(parents=True)
+    (folder / "figures").mkdir()
+    (folder / "tables/v.csv").write_text(f"v\n{value}\n")
+    (folder / "figures/f.png").write_bytes(value.encode() * 100)
+    (folder / "00_toy.ipynb").write_text(json.dumps({"cells": [], "value": value}))
+    (folder / "MANIFEST.json").write_text(json.dumps({"status": "ok", "value": value,
+                                                      "files": integrity.file_hashes(folder)}))
+    return folder
+
+
+def _state(final: Path) -> str | None:
+    """Which run's outputs sit at ``final`` ("good" / "new"), after checking they verify; None if nothing does."""
+    if not final.exists():
+        return None
+    assert integrity.verify(final).ok, integrity.verify(final).lines()
+    return json.loads((final / "MANIFEST.json").read_text())["value"]
+
+
+def _killed_at(step: str | None, final: Path, partial_rmtree: bool = False) -> int:
+    """Fork a child that publishes a new run folder and dies (``os._exit``) right after ``step``."""
+    pid = os.fork()
+    if pid == 0:                                   # the child: a run that is killed during its publish
+        try:
+            staging = publish.staging_folder(final)
+            _run_folder(staging, "new")
+
+            def hook(name):
+                if name == step:
+                    if partial_rmtree:         # killed half-way through deleting the old folder
+                        old = publish.old_folder(final)
+                        shutil.rmtree(old / "tables")
+                    os._exit(9)
+            publish.HOOK = hook
+            if step is None:                   # killed before the swap started (staging complete)
+                os._exit(9)
+            publish.swap_in(staging, final)
+            os._exit(0)
+        except BaseException:
+            os._exit(3)
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status)
+
+
+@pytest.mark.parametrize("step", [None, *publish.STEPS])
+@pytest.mark.parametrize("had_good", [True, False])
+def test_a_kill_at_every_step_of_publish_keeps_good_or_new_outputs(tmp_path, step, had_good):
+    final = tmp_path / "out" / "00_toy"
+    if had_good:
+        _run_folder(tmp_path / "first", "good")
+        final.parent.mkdir()
+        publish.swap_in(tmp_path / "first", final)
+    else:
+        final.parent.mkdir()
+    assert _killed_at(step, final) == 9
+    done = publish.sweep_stale(final)               # what the next run does first
+    state = _state(final)
+    order = [None, *publish.STEPS]
+    before_new = order.index(step) < order.index("moved_in")
+    if before_new:
+        assert state == ("good" if had_good else None)      # restored, never deleted
+        if had_good and step == "set_aside":
+            assert any("restored the last good outputs" in d for d in done)
+    else:
+        assert state == "new"
+    assert not list(final.parent.glob(".*")), list(final.parent.glob(".*"))   # nothing left behind
+    # and a failed run afterwards records the truth about the outputs it leaves in place
+    assert publish.last_good(final) == ("kept untouched" if state else "none (no earlier successful run here)")
+
+
+def test_a_kill_half_way_through_removing_the_old_folder(tmp_path):
+    final = tmp_path / "out" / "00_toy"
+    final.parent.mkdir()
+    publish.swap_in(_run_folder(tmp_path / "first", "good"), final)
+    assert _killed_at("removing_old", final, partial_rmtree=True) == 9
+    assert list(final.parent.glob(".00_toy.old-*"))
+    publish.sweep_stale(final)
+    assert _state(final) == "new" and not list(final.parent.glob(".*"))
+
+
+def test_the_sweeper_restores_the_old_folder_when_the_one_in_place_does_not_verify(tmp_path):
+    final = tmp_path / "out" / "00_toy"
+    final.parent.mkdir()
+    publish.swap_in(_run_folder(tmp_path / "first", "good"), final)
+    assert _killed_at("removing_old", final) == 9
+    (final / "tables/v.csv").write_text("v\nedited\n")          # the new folder is damaged
+    done = publish.sweep_stale(final)
+    assert _state(final) == "good" and any("did not verify" in d for d in done)
+    kept = list(final.parent.glob(".00_toy.unverified-*"))
+    assert len(kept) == 1 and (kept[0] / "tables/v.csv").read_text() == "v\nedited\n"   # set aside, not deleted
+
+
+def test_a_folder_that_does_not_verify_after_the_swap_is_rolled_back(tmp_path, monkeypatch):
+    final = tmp_path / "out" / "00_toy"
+    final.parent.mkdir()
+    publish.swap_in(_run_folder(tmp_path / "first", "good"), final)
+    staging = _run_folder(publish.staging_folder(final), "new")
+    (staging / "tables/v.csv").write_text("v\nchanged after hashing\n")
+    with pytest.raises(RuntimeError, match="did not verify"):
+        publish.swap_in(staging, final)
+    assert _state(final) == "good" and staging.exists()
+
+
+def test_live_runs_leftovers_are_not_touched(tmp_path):
+    final = tmp_path / "out" / "00_toy"
+    final.parent.mkdir()
+    live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        other = final.parent / f".00_toy.old-{live.pid}"
+        _run_folder(other, "theirs")
+        staging = final.parent / f".00_toy.staging-{live.pid}"
+        staging.mkdir()
+        assert publish.sweep_stale(final) == []
+        assert other.exists() and staging.exists()
+    finally:
+        live.kill()
+        live.wait()
+
+
+def test_killed_between_the_two_renames_then_a_failed_run_reports_the_truth(toy, monkeypatch):  # noqa: F811
+    """Bug 1 as reported: SIGKILL between ``final -> .old`` and ``staging -> final``; the next run fails. Before, the
+    sweeper deleted the last good outputs and the record said there were none."""
+    nbdir, outdir = toy
+    _toy_notebook(nbdir / "00_toy.ipynb", GOOD)
+    assert runner.reproduce("smoke", overrides={"value": 7}, outputs_dir=outdir, html=False) == 0
+    good = _snapshot(outdir / "00_toy")
+    script = toy_script(nbdir, "publish.HOOK = lambda step: os.kill(os.getpid(), 9) if step == 'set_aside' else None\n"
+                        f"runner.reproduce('smoke', overrides={{'value': 8}}, outputs_dir=Path({str(outdir)!r}), "
+                        "html=False)\n")
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == -signal.SIGKILL, proc.stderr[-2000:]
+    assert not (outdir / "00_toy").exists() and list(outdir.glob(".00_toy.old-*"))     # the state the kill left
+    _toy_notebook(nbdir / "00_toy.ipynb", "raise RuntimeError('boom')")
+    assert runner.reproduce("smoke", overrides={"value": 9}, outputs_dir=outdir, html=False) == 1
+    after = _snapshot(outdir / "00_toy")
+    failed = json.loads(after.pop(Path("MANIFEST.failed.json")))
+    after.pop(Path("00_toy.failed.ipynb"), None)
+    assert after == good                                                  # restored byte for byte
+    assert failed["last_good_outputs"] == "kept untouched"
+    assert any("restored the last good outputs" in n for n in failed["notes"])
+    assert not list(outdir.glob(".*"))
