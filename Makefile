@@ -48,20 +48,20 @@ models: install
 lab: data models
 	$(VENV)/bin/jupyter lab notebooks/
 
-# Speed against lm-evaluation-harness (benchmarks/README.md). BENCH_PROFILE: quick | default | full; results go to
-# benchmarks/results/_scratch/ (BENCH_ARGS=--publish: benchmarks/results/).
+# Speed against lm-evaluation-harness (perf/README.md). BENCH_PROFILE: quick | default | full; results go to
+# perf/results/_scratch/ (BENCH_ARGS=--publish: perf/results/).
 BENCH_PROFILE ?= default
 BENCH_ARGS ?=
-LMEVAL_VENV := benchmarks/.venv-lmeval
+LMEVAL_VENV := perf/.venv-lmeval
 
 bench: data models $(LMEVAL_VENV)/.installed
-	$(PY) benchmarks/run_all.py --profile $(BENCH_PROFILE) $(BENCH_ARGS)
+	$(PY) perf/run_all.py --profile $(BENCH_PROFILE) $(BENCH_ARGS)
 
 # lm-evaluation-harness in its own environment, never in .venv; torch pinned so pip takes the CPU wheel.
-$(LMEVAL_VENV)/.installed: benchmarks/requirements-lmeval.txt requirements.lock
+$(LMEVAL_VENV)/.installed: perf/requirements-lmeval.txt requirements.lock
 	test -x $(LMEVAL_VENV)/bin/python || $(PYTHON) -m venv $(LMEVAL_VENV)
 	$(LMEVAL_VENV)/bin/python -m pip install -q --upgrade pip
-	$(LMEVAL_VENV)/bin/python -m pip install -q -c requirements.lock -r benchmarks/requirements-lmeval.txt
+	$(LMEVAL_VENV)/bin/python -m pip install -q -c requirements.lock -r perf/requirements-lmeval.txt
 	touch $@
 
 catalogue: install

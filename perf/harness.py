@@ -104,7 +104,7 @@ def summarize(records: list[dict], groups, reference: str = "lmeval", baselines:
 
 
 class Worker:
-    """A method's long-lived worker process (benchmarks/worker.py) under ``python``; call it to time one run."""
+    """A method's long-lived worker process (perf/worker.py) under ``python``; call it to time one run."""
 
     def __init__(self, python: str, method: str, model: str, requests_file: Path, threads: int, log_path: Path,
                  env: dict | None = None):

@@ -1,13 +1,13 @@
 """Speed of biaslab's scoring engine against lm-evaluation-harness's HF backend and a naive loop (`make bench`).
 
 Each workload (workloads.py) is built once; each method (methods.py) runs in its own long-lived worker process (the
-engine and the naive loop under the project's .venv, lm-eval under benchmarks/.venv-lmeval), loads the model once,
-and is then timed round after round, interleaved (harness.py). Results go to benchmarks/results/_scratch/ unless
-``--publish`` (benchmarks/results/).
+engine and the naive loop under the project's .venv, lm-eval under perf/.venv-lmeval), loads the model once,
+and is then timed round after round, interleaved (harness.py). Results go to perf/results/_scratch/ unless
+``--publish`` (perf/results/).
 
-    python benchmarks/run_all.py --profile quick            # every workload on a few items (23 min at load 7)
-    python benchmarks/run_all.py                            # CrowS 300 pairs, BBQ 120, CALM 120 (24 templates)
-    python benchmarks/run_all.py --profile full             # all 1,508 CrowS-Pairs pairs, both models, vs lm-eval
+    python perf/run_all.py --profile quick            # every workload on a few items (23 min at load 7)
+    python perf/run_all.py                            # CrowS 300 pairs, BBQ 120, CALM 120 (24 templates)
+    python perf/run_all.py --profile full             # all 1,508 CrowS-Pairs pairs, both models, vs lm-eval
 """
 
 from __future__ import annotations
@@ -130,7 +130,7 @@ def parse(argv=None):
     ap.add_argument("--warmup", type=int, default=6, help="requests of each method's untimed warm-up (0: none)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--lmeval-python", default=str(LMEVAL_PYTHON))
-    ap.add_argument("--publish", action="store_true", help="write benchmarks/results/ (default: results/_scratch/)")
+    ap.add_argument("--publish", action="store_true", help="write perf/results/ (default: results/_scratch/)")
     ap.add_argument("--out", help="results folder (overrides --publish)")
     args = ap.parse_args(argv)
     prof = PROFILES[args.profile]

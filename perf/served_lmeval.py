@@ -1,4 +1,4 @@
-"""Runs inside lm-eval's own venv (called by benchmarks/served.py): ``local-completions`` loglikelihood_rolling on
+"""Runs inside lm-eval's own venv (called by perf/served.py): ``local-completions`` loglikelihood_rolling on
 the given sentences against one llama-cpp-python server; writes the log-likelihoods and the wall time."""
 
 import json

@@ -9,9 +9,9 @@ Against real llama-cpp-python servers serving the embedded SmolLM2 GGUF, each pi
    compared and throughput ratio.
 
 Records requests/s, tokens/s (prompt tokens the server reports), peak RSS of the servers and of the client, and the
-machine's load average (the machine is shared). Writes benchmarks/results/served.json and served.md.
+machine's load average (the machine is shared). Writes perf/results/served.json and served.md.
 
-    .venv/bin/python benchmarks/served.py --pairs 20 --lmeval-python benchmarks/.venv-lmeval/bin/python
+    .venv/bin/python perf/served.py --pairs 20 --lmeval-python perf/.venv-lmeval/bin/python
 """
 
 from __future__ import annotations
@@ -121,7 +121,7 @@ def main() -> None:
                                                           (ours[:args.pairs] > ours[args.pairs:2 * args.pairs])).mean())
                                  if len(texts) == 2 * args.pairs else None}
         else:
-            res["lmeval"] = f"not run: {args.lmeval_python} missing (make bench builds benchmarks/.venv-lmeval)"
+            res["lmeval"] = f"not run: {args.lmeval_python} missing (make bench builds perf/.venv-lmeval)"
         res["server_peak_rss_mb"] = [round(s.peak_rss_mb(), 1) for s in servers]
         res["client_peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
         res["load_avg_after"] = os.getloadavg()
