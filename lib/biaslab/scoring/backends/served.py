@@ -163,9 +163,8 @@ class ServedBackend(Backend):
         kw = {"max_tokens": 1, "echo": True, "logprobs": 0} if have.get("prompt_logprobs") else {"max_tokens": 1}
         body = {"model": self.spec.model, "temperature": 0, **kw}
         try:
-            both = self._post_once("/completions", {**body, "prompt": texts}, retries=False)
+            parts = _split(self._post_once("/completions", {**body, "prompt": texts}, retries=False), len(texts))
             alone = [self._post_once("/completions", {**body, "prompt": t}) for t in texts]
-            parts = _split(both, len(texts))
         except ServedError as exc:
             log.info("list probe: %s; one prompt per request", exc)
             return False
@@ -223,6 +222,7 @@ class ServedBackend(Backend):
             log.info("chat probe: %s", exc)
             res.update(chat=False, chat_top_logprobs=False)
         res["generate"] = res["generate"] or res["chat"]
+        res["prompt_lists"] = self._probe_lists(res)
         return res
 
     def capabilities(self) -> dict[str, bool]:
@@ -371,7 +371,8 @@ class ServedBackend(Backend):
             except (KeyError, IndexError, TypeError, AttributeError):
                 raise ServedError(f"request {r.name}: no top_logprobs in the response") from None
         try:
-            return self.fetch(sc, [req], "opening distribution", validate)[0]["choices"][0]["logprobs"]["top_logprobs"][0]
+            resp = self.fetch(sc, [req], "opening distribution", validate)[0]
+            return resp["choices"][0]["logprobs"]["top_logprobs"][0]
         except ServedError as exc:
             log.warning("cannot read the first token's log-prob (%s); first tokens are not counted", exc)
             return {}
