@@ -12,7 +12,7 @@ JOBS ?= 2
 MIRROR ?= $(wildcard ../shared/data)
 MIRROR_ARG := $(if $(MIRROR),--mirror $(MIRROR),)
 
-.PHONY: reproduce test install data models lab bench catalogue clean-outputs served-test
+.PHONY: reproduce test install data models lab bench catalogue clean-outputs served-test serve
 
 reproduce: data models
 	$(BIASLAB) reproduce --profile $(PROFILE) --publish --jobs $(JOBS)
@@ -27,6 +27,17 @@ served-test: $(VENV)/.served-test
 $(VENV)/.served-test: $(VENV)/.installed
 	$(PY) -m pip install -q -c requirements.lock -e '.[served-test]'
 	touch $@
+
+# A local OpenAI-compatible server for the served backend (README, "Served models"): llama-cpp-python on the embedded
+# SmolLM2 GGUF file, on 127.0.0.1 only; the model id it reports is SERVE_MODEL_ID. Ctrl-C stops it.
+SERVE_PORT ?= 8001
+SERVE_THREADS ?= 2
+SERVE_MODEL_ID ?= smollm2-135m-instruct-q4_1
+
+serve: served-test
+	$(PY) -m llama_cpp.server --model "$$($(PY) -c 'from biaslab import models; print(models.gguf_path("smollm2-135m-instruct"))')" \
+		--model_alias $(SERVE_MODEL_ID) --logits_all true --host 127.0.0.1 --port $(SERVE_PORT) \
+		--n_threads $(SERVE_THREADS) --n_threads_batch $(SERVE_THREADS) --n_ctx 2048
 
 install: $(VENV)/.installed
 
@@ -48,13 +59,14 @@ models: install
 lab: data models
 	$(VENV)/bin/jupyter lab notebooks/
 
-# Speed against lm-evaluation-harness (perf/README.md). BENCH_PROFILE: quick | default | full; results go to
-# perf/results/_scratch/ (BENCH_ARGS=--publish: perf/results/).
+# Speed against lm-evaluation-harness (perf/README.md). BENCH_PROFILE: quick | default | full | served; results go
+# to perf/results/_scratch/ (BENCH_ARGS=--publish: perf/results/). The served profile starts its own llama.cpp
+# servers on 127.0.0.1 (served-test extra) and times biaslab against lm-eval's local-completions on them.
 BENCH_PROFILE ?= default
 BENCH_ARGS ?=
 LMEVAL_VENV := perf/.venv-lmeval
 
-bench: data models $(LMEVAL_VENV)/.installed
+bench: data models served-test $(LMEVAL_VENV)/.installed
 	$(PY) perf/run_all.py --profile $(BENCH_PROFILE) $(BENCH_ARGS)
 
 # lm-evaluation-harness in its own environment, never in .venv; torch pinned so pip takes the CPU wheel.
