@@ -135,7 +135,9 @@ def test_make_bench_runs_a_script_that_exists_and_keeps_lm_eval_out_of_the_proje
     assert "perf/run_all.py" in recipe and (BENCH / "run_all.py").exists()
     assert "$(PY) -m pip" not in recipe and "lm_eval" not in (BENCH.parent / "pyproject.toml").read_text()
     pins = (BENCH / "requirements-lmeval.txt").read_text().split()
-    assert "torch==2.13.0" in pins and "lm_eval[hf]==0.4.13" in pins
+    assert "torch==2.13.0" in pins and "lm_eval[hf,api]==0.4.13" in pins   # api: local-completions (served.py)
+    assert run_all.parse(["--profile", "served"]).workloads == ["served"] and (BENCH / "served.py").exists()
+    assert run_all.parse(["--profile", "served", "-n", "served=8"]).sizes == {"served": 8}
     assert "perf/.venv-lmeval/" in (BENCH.parent / ".gitignore").read_text()
 
 
