@@ -12,8 +12,8 @@ JOBS ?= 2
 MIRROR ?= $(wildcard ../shared/data)
 MIRROR_ARG := $(if $(MIRROR),--mirror $(MIRROR),)
 
-.PHONY: reproduce reproduce-served test install data models lab bench catalogue clean-outputs served-test verify browser \
-	reports screenshots
+.PHONY: reproduce reproduce-served test install data models lab bench catalogue clean-outputs served-test serve verify \
+	browser reports screenshots
 
 reproduce: data models
 	$(BIASLAB) reproduce --profile $(PROFILE) --publish --jobs $(JOBS)
@@ -57,6 +57,17 @@ $(VENV)/.served-test: $(VENV)/.installed
 	$(PY) -m pip install -q -c requirements.lock -e '.[served-test]'
 	touch $@
 
+# A local OpenAI-compatible server for the served backend (README, "Served models"): llama-cpp-python on the embedded
+# SmolLM2 GGUF file, on 127.0.0.1 only; the model id it reports is SERVE_MODEL_ID. Ctrl-C stops it.
+SERVE_PORT ?= 8001
+SERVE_THREADS ?= 2
+SERVE_MODEL_ID ?= smollm2-135m-instruct-q4_1
+
+serve: served-test
+	$(PY) -m llama_cpp.server --model "$$($(PY) -c 'from biaslab import models; print(models.gguf_path("smollm2-135m-instruct"))')" \
+		--model_alias $(SERVE_MODEL_ID) --logits_all true --host 127.0.0.1 --port $(SERVE_PORT) \
+		--n_threads $(SERVE_THREADS) --n_threads_batch $(SERVE_THREADS) --n_ctx 2048
+
 install: $(VENV)/.installed
 
 $(VENV)/.installed: pyproject.toml requirements.lock
@@ -77,20 +88,21 @@ models: install
 lab: data models
 	$(VENV)/bin/jupyter lab notebooks/
 
-# Speed against lm-evaluation-harness (benchmarks/README.md). BENCH_PROFILE: quick | default | full; results go to
-# benchmarks/results/_scratch/ (BENCH_ARGS=--publish: benchmarks/results/).
+# Speed against lm-evaluation-harness (perf/README.md). BENCH_PROFILE: quick | default | full | served; results go
+# to perf/results/_scratch/ (BENCH_ARGS=--publish: perf/results/). The served profile starts its own llama.cpp
+# servers on 127.0.0.1 (served-test extra) and times biaslab against lm-eval's local-completions on them.
 BENCH_PROFILE ?= default
 BENCH_ARGS ?=
-LMEVAL_VENV := benchmarks/.venv-lmeval
+LMEVAL_VENV := perf/.venv-lmeval
 
-bench: data models $(LMEVAL_VENV)/.installed
-	$(PY) benchmarks/run_all.py --profile $(BENCH_PROFILE) $(BENCH_ARGS)
+bench: data models served-test $(LMEVAL_VENV)/.installed
+	$(PY) perf/run_all.py --profile $(BENCH_PROFILE) $(BENCH_ARGS)
 
 # lm-evaluation-harness in its own environment, never in .venv; torch pinned so pip takes the CPU wheel.
-$(LMEVAL_VENV)/.installed: benchmarks/requirements-lmeval.txt requirements.lock
+$(LMEVAL_VENV)/.installed: perf/requirements-lmeval.txt requirements.lock
 	test -x $(LMEVAL_VENV)/bin/python || $(PYTHON) -m venv $(LMEVAL_VENV)
 	$(LMEVAL_VENV)/bin/python -m pip install -q --upgrade pip
-	$(LMEVAL_VENV)/bin/python -m pip install -q -c requirements.lock -r benchmarks/requirements-lmeval.txt
+	$(LMEVAL_VENV)/bin/python -m pip install -q -c requirements.lock -r perf/requirements-lmeval.txt
 	touch $@
 
 catalogue: install

@@ -24,6 +24,9 @@ class FaultProxy:
     Faults: ``n_429`` (answer the next n POSTs with 429 and ``Retry-After: retry_after``), ``corrupt``
     (``"json"``: invalid JSON; ``"no_logprobs"``: drop choices[0].logprobs), ``key`` (demand ``Bearer key``),
     ``block`` (a set of paths that answer 404). ``ok_bodies`` counts the bodies forwarded with a 200 answer.
+    ``lists=True`` makes it a server that takes a list of prompts per ``/completions`` request, as vLLM and SGLang
+    do (llama-cpp-python's server rejects lists): each prompt goes upstream alone, and the answers come back as one
+    response with a choice per prompt (``index`` = its place in the list); ``list_sizes`` records each list's length.
     """
 
     def __init__(self, upstream: str):
@@ -36,6 +39,8 @@ class FaultProxy:
         self.ok_bodies: Counter = Counter()
         self.n_posts = 0
         self.n_429_sent = 0
+        self.lists = False
+        self.list_sizes: list[int] = []
         self.lock = threading.Lock()
         proxy = self
 
@@ -76,8 +81,12 @@ class FaultProxy:
                 if throttle:
                     return self._reply(429, b'{"error": "rate limited"}', [("Retry-After", proxy.retry_after)])
                 try:
-                    r = httpx.post(proxy.upstream + path, content=body, timeout=300,
-                                   headers={"content-type": "application/json"})
+                    prompt = json.loads(body).get("prompt") if path == "/completions" else None
+                    if proxy.lists and isinstance(prompt, list):
+                        r = proxy.answer_list(path, json.loads(body))
+                    else:
+                        r = httpx.post(proxy.upstream + path, content=body, timeout=300,
+                                       headers={"content-type": "application/json"})
                 except httpx.HTTPError:
                     return self._reply(502, b'{"error": "upstream unreachable"}')
                 content = r.content
@@ -94,6 +103,23 @@ class FaultProxy:
 
         self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def answer_list(self, path: str, body: dict) -> httpx.Response:
+        """One upstream request per prompt of the list, merged into one response (usage summed)."""
+        with self.lock:
+            self.list_sizes.append(len(body["prompt"]))
+        merged: dict = {"choices": [], "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}}
+        for i, prompt in enumerate(body["prompt"]):
+            r = httpx.post(self.upstream + path, json={**body, "prompt": prompt}, timeout=300)
+            if r.status_code != 200:
+                return r
+            d = r.json()
+            merged.update({k: v for k, v in d.items() if k not in ("choices", "usage")})
+            merged["choices"].append({**d["choices"][0], "index": i})
+            for k in merged["usage"]:
+                merged["usage"][k] += (d.get("usage") or {}).get(k, 0)
+        merged["choices"].reverse()            # clients must order by index, not by position
+        return httpx.Response(200, json=merged)
 
     @property
     def url(self) -> str:

@@ -1,4 +1,4 @@
-"""The benchmark harness (benchmarks/): interleaving, paired ratio statistics, agreement and the report, on a stub
+"""The speed-benchmark harness (perf/): interleaving, paired ratio statistics, agreement and the report, on a stub
 workload with stub workers. No real timing here: the seconds are made up, the clock is never read."""
 
 import sys
@@ -7,7 +7,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-BENCH = Path(__file__).resolve().parent.parent / "benchmarks"
+BENCH = Path(__file__).resolve().parent.parent / "perf"
 sys.path.insert(0, str(BENCH))
 
 import harness  # noqa: E402
@@ -132,11 +132,13 @@ def test_results_go_to_scratch_unless_published():
 def test_make_bench_runs_a_script_that_exists_and_keeps_lm_eval_out_of_the_project_venv():
     make = (BENCH.parent / "Makefile").read_text()
     recipe = make.split("\nbench:")[1].split("\n\n")[0]
-    assert "benchmarks/run_all.py" in recipe and (BENCH / "run_all.py").exists()
+    assert "perf/run_all.py" in recipe and (BENCH / "run_all.py").exists()
     assert "$(PY) -m pip" not in recipe and "lm_eval" not in (BENCH.parent / "pyproject.toml").read_text()
     pins = (BENCH / "requirements-lmeval.txt").read_text().split()
-    assert "torch==2.13.0" in pins and "lm_eval[hf]==0.4.13" in pins
-    assert "benchmarks/.venv-lmeval/" in (BENCH.parent / ".gitignore").read_text()
+    assert "torch==2.13.0" in pins and "lm_eval[hf,api]==0.4.13" in pins   # api: local-completions (served.py)
+    assert run_all.parse(["--profile", "served"]).workloads == ["served"] and (BENCH / "served.py").exists()
+    assert run_all.parse(["--profile", "served", "-n", "served=8"]).sizes == {"served": 8}
+    assert "perf/.venv-lmeval/" in (BENCH.parent / ".gitignore").read_text()
 
 
 def test_a_profile_can_leave_a_method_out_of_a_workload(stub_workload, tmp_path):

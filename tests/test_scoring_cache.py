@@ -12,7 +12,8 @@ import pytest
 import torch
 
 from biaslab import scoring
-from biaslab.scoring import batching, scorer as scorer_mod
+from biaslab.scoring import batching
+from biaslab.scoring.backends.local import CausalBackend
 from biaslab.scoring.cache import ScoreCache, model_key
 from helpers import tiny_model
 
@@ -66,7 +67,7 @@ def test_a_fully_cached_run_never_loads_the_weights(tmp_path_factory, tmp_path):
 
 def test_killed_run_resumes_losing_at_most_the_batch_in_flight(tiny, tmp_path, monkeypatch):
     reference = make(tiny, False).sequence_logprob(TEXTS)
-    real = scorer_mod.Scorer._score
+    real = CausalBackend._score
     calls = {"n": 0}
 
     def dies_on_third_batch(*args, **kw):
@@ -75,13 +76,13 @@ def test_killed_run_resumes_losing_at_most_the_batch_in_flight(tiny, tmp_path, m
             raise KeyboardInterrupt("killed")
         return real(*args, **kw)
 
-    monkeypatch.setattr(scorer_mod.Scorer, "_score", dies_on_third_batch)
+    monkeypatch.setattr(CausalBackend, "_score", dies_on_third_batch)
     sc = make(tiny, tmp_path, token_budget=40)       # several batches
     with pytest.raises(KeyboardInterrupt):
         sc.sequence_logprob(TEXTS)
     saved = len(sc.cache)
     assert 0 < saved < len(TEXTS)
-    monkeypatch.setattr(scorer_mod.Scorer, "_score", real)
+    monkeypatch.setattr(CausalBackend, "_score", real)
     resumed = make(tiny, tmp_path, token_budget=40)
     df = resumed.sequence_logprob(TEXTS)
     assert np.abs(df.sum_logprob - reference.sum_logprob).max() < 1e-4

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from biaslab.scoring.masked import shared_token_positions
+from biaslab.scoring.backends.masked import shared_token_positions
 from helpers import scorer, tiny_model
 
 MORE = ["Poor people are lazy.", "He is bad at math", "She cried"]

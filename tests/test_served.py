@@ -61,6 +61,45 @@ def test_missing_key_variable_is_named(monkeypatch, tmp_path):
         sc.sequence_logprob(["x"])
 
 
+def test_prompts_travel_in_lists_bounded_by_tokens_and_slots():
+    """How work becomes POSTs where the server takes lists (no server: the probe result is set): requests that differ
+    only in their prompt share a POST, sorted by prompt, at most the token budget and an even share of the work per
+    request slot; chat requests and requests of another shape travel alone; the answer is split back by index."""
+    from biaslab.scoring.backends.client import Request
+    from biaslab.scoring.backends.served import ServedBackend, _split
+    lm = models.load({"base_url": ["http://127.0.0.1:9/v1", "http://127.0.0.1:10/v1"], "model": "m",
+                      "max_concurrency": 2})
+    be = ServedBackend(lm, token_budget=100)
+    be._probe = {"model_id": "m", "prompt_lists": True}
+    echo = [be._completion(f"text {i:02d}", max_tokens=1, echo=True, logprobs=0) for i in range(20)]
+    top = [be._completion(f"label {i}", max_tokens=1, logprobs=20) for i in range(3)]
+    chat = [Request("/chat/completions", {"model": "m", "messages": []}, 5, "chat")]
+    work = echo[::-1] + top + chat
+    costs = [10] * 20 + [60] * 3 + [5]
+    posts, members = be._posts(work, costs)
+    got = {id(p): members[id(p)] for p in posts}
+    assert sorted(j for idx in got.values() for j in idx) == list(range(len(work)))      # every request, once
+    for p in posts:
+        idx = members[id(p)]
+        assert sum(costs[j] for j in idx) <= 100 or len(idx) == 1                      # the token budget
+        assert len(idx) <= -(-len(work) // 4)                                           # 2 replicas x 2 slots
+        if len(idx) > 1:
+            shapes = {json.dumps({k: v for k, v in work[j].body.items() if k != "prompt"}) for j in idx}
+            assert len(shapes) == 1 and p.body["prompt"] == sorted(work[j].body["prompt"] for j in idx)
+    assert any(len(members[id(p)]) > 1 for p in posts)
+    assert [members[id(p)] for p in posts if p.path == "/chat/completions"] == [[len(work) - 1]]
+    assert all(len(members[id(p)]) == 1 for p in posts if "label" in str(p.body.get("prompt")))   # 60 + 60 > 100
+    be._probe["prompt_lists"] = False                                                   # the llama.cpp case
+    posts, members = be._posts(work, costs)
+    assert len(posts) == len(work) and all(isinstance(p.body.get("prompt", ""), str) for p in posts)
+    resp = {"id": "x", "usage": {"prompt_tokens": 9}, "choices": [{"index": 1, "text": "b"}, {"index": 0, "text": "a"}]}
+    parts = _split(resp, 2)
+    assert [p["choices"] for p in parts] == [[{"index": 0, "text": "a"}], [{"index": 0, "text": "b"}]]
+    assert all("usage" not in p and p["id"] == "x" for p in parts)
+    with pytest.raises(ServedError, match="choices"):
+        _split(resp, 3)
+
+
 # ---------------------------------------------------------------------------------------- the server ---
 @pytest.fixture(scope="module")
 def server():
@@ -155,6 +194,42 @@ def test_label_distribution_when_the_answer_ends_at_once(server, local_scorer, t
     assert got["n_labels_outside_topk"].iloc[0] == 0
     assert abs(got["p_True"].iloc[0] - want["p_True"].iloc[0]) < P_TOL
     assert abs(got["logp_True"].iloc[0] - want["logp_True"].iloc[0]) < 0.1
+
+
+def test_lists_and_order_give_identical_numbers(server, tmp_path):
+    """Several prompts per request where the server takes lists (a list-taking proxy in front of the real llama.cpp
+    server, each prompt answered by it alone) and one per request where it does not (llama-cpp-python itself, whose
+    probe finds no list support): identical numbers, in any order, and the same cache entries."""
+    more, less = _crows_texts()
+    texts = more[:3] + less[:3]
+    prompts = ["Q: Is water wet?\nA:", "The capital of France is", "Cats are"]
+    direct = scoring.Scorer(models.load(spec(server.url, max_concurrency=2)), cache_dir=tmp_path / "a",
+                            progress=False)
+    assert direct.backend.prompt_lists() is False                    # llama-cpp-python answers a list with HTTP 500
+    a = direct.sequence_logprob(texts)
+    la = direct.label_distribution(prompts, ["yes", "no"])
+    oa = direct.option_logprob(prompts[:2], [" yes", " Paris"])
+    with FaultProxy(server.url) as px:
+        px.lists = True
+        listed = scoring.Scorer(models.load(spec(px.url)), cache_dir=tmp_path / "b", progress=False)
+        assert listed.backend.prompt_lists() is True
+        b = listed.sequence_logprob(texts[::-1]).iloc[::-1].reset_index(drop=True)
+        lb = listed.label_distribution(prompts, ["yes", "no"])
+        ob = listed.option_logprob(prompts[:2], [" yes", " Paris"])
+        sizes = list(px.list_sizes)
+    print(f"\nlists sent: {sizes}")
+    assert max(sizes) >= 4                                            # max_concurrency 1: few, long lists
+    pd_testing = __import__("pandas").testing
+    pd_testing.assert_frame_equal(a, b, check_exact=True)
+    pd_testing.assert_frame_equal(la, lb, check_exact=True)
+    pd_testing.assert_frame_equal(oa, ob, check_exact=True)
+    # what lists cached is what one request per prompt reads: a scorer without lists on cache b sends nothing
+    again = scoring.Scorer(models.load(spec(server.url)), cache_dir=tmp_path / "b", progress=False)
+    again.require("prompt_logprobs")
+    before = again.stats["requests"]
+    pd_testing.assert_frame_equal(again.sequence_logprob(texts), a, check_exact=True)
+    again.label_distribution(prompts, ["yes", "no"])
+    assert again.stats["requests"] == before
 
 
 def test_generation_is_greedy_and_cached(server, tmp_path):

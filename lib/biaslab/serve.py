@@ -62,6 +62,11 @@ class LlamaServer:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}/v1"
 
+    def command(self) -> list[str]:
+        return [sys.executable, "-m", "llama_cpp.server", "--model", self.gguf, "--model_alias", ALIAS,
+                "--logits_all", "true", "--host", "127.0.0.1", "--port", str(self.port), "--n_threads",
+                str(self.threads), "--n_threads_batch", str(self.threads), "--n_ctx", "2048", "--verbose", "false"]
+
     def start(self, timeout: float = 120) -> "LlamaServer":
         import httpx
         if not have_llama_server():
@@ -69,11 +74,8 @@ class LlamaServer:
                                "served-test extra: llama-cpp-python, uvicorn, fastapi, sse-starlette)")
         env = dict(os.environ, OMP_NUM_THREADS=str(self.threads))
         self.log = tempfile.NamedTemporaryFile("w+", prefix="llama-server-", suffix=".log", delete=False)
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "llama_cpp.server", "--model", self.gguf, "--model_alias", ALIAS,
-             "--logits_all", "true", "--host", "127.0.0.1", "--port", str(self.port), "--n_threads",
-             str(self.threads), "--n_threads_batch", str(self.threads), "--n_ctx", "2048", "--verbose", "false"],
-            stdout=self.log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+        self.proc = subprocess.Popen(self.command(), stdout=self.log, stderr=subprocess.STDOUT, env=env,
+                                     start_new_session=True)
         t0 = time.time()
         while time.time() - t0 < timeout:
             if self.proc.poll() is not None:

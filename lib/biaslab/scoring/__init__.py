@@ -8,14 +8,16 @@
 >>> sc.label_distribution(["Rate 1-5:"], ["1", "2", "3", "4", "5"])  # doctest: +SKIP
 >>> sc.generate(["Tell me a joke."], max_new_tokens=32, chat=True)   # doctest: +SKIP
 
-Modules: ``scorer`` (the :class:`Scorer` and the prefix convention), ``causal`` (shared-prefix forward passes and
-the chunked output layer), ``batching``, ``cache`` (persistent, resumable), ``labels`` (surface forms),
-``generation`` (generation and :func:`extract_choice`), ``masked`` (pseudo-log-likelihood, CrowS-Pairs),
-``seq2seq`` (encoder-decoder option scoring).
+Modules: ``scorer`` (the :class:`Scorer`: the prefix convention, the cache, batching and capability checks shared
+by every backend), ``backends`` (what computes: ``local`` in-process causal LMs, ``seq2seq``, ``masked``
+(pseudo-log-likelihood, CrowS-Pairs), ``served`` OpenAI-compatible servers; ``for_model`` picks one), ``causal``
+(shared-prefix forward passes and the chunked output layer), ``batching``, ``cache`` (persistent, resumable),
+``labels`` (surface forms), ``generation`` (generation and :func:`extract_choice`).
 """
 
 from .generation import extract_choice, truncate_at_stop
 from .labels import surface_forms
-from .scorer import Scorer, group_by_prefix
+from .causal import group_by_prefix
+from .scorer import Scorer
 
 __all__ = ["Scorer", "extract_choice", "surface_forms", "truncate_at_stop", "group_by_prefix"]

@@ -272,6 +272,25 @@ def _lcp(a: Sequence[int], b: Sequence[int]) -> int:
     return i
 
 
+def group_by_prefix(seqs: Sequence[Sequence[int]], min_shared: int = 4) -> list[tuple[list[int], list[int]]]:
+    """Group token lists that share an opening: ``[(trunk, member indices)]``, trunk = their common prefix.
+
+    Lists are sorted, so lists with a common opening are neighbours; a list joins the current group when it shares at
+    least ``min_shared`` tokens with the group's trunk and at least half of it (so the trunk never shrinks much).
+    """
+    order = sorted(range(len(seqs)), key=lambda i: list(seqs[i]))
+    groups: list[tuple[list[int], list[int]]] = []
+    for i in order:
+        if groups:
+            trunk, members = groups[-1]
+            k = _lcp(trunk, seqs[i])
+            if k >= min_shared and 2 * k >= len(trunk):
+                groups[-1] = (list(trunk[:k]), members + [i])
+                continue
+        groups.append((list(seqs[i]), [i]))
+    return groups
+
+
 def _pack(sizes: list[int], width: int) -> list[list[int]]:
     """Item indices per row, each row's total size <= width, in as few rows as first-fit decreasing needs, then
     balanced: the smallest capacity that still fits that many rows (so the last row is not left half empty)."""

@@ -1,6 +1,36 @@
-"""What computes a :class:`biaslab.scoring.Scorer`'s numbers.
+"""What computes a :class:`biaslab.scoring.Scorer`'s numbers: peers behind one interface (:class:`.base.Backend`).
 
-The in-process transformers engine lives in ``scoring.scorer`` / ``scoring.causal`` (exact, fast where the model fits
-one device); :mod:`.served` computes the same four methods through an OpenAI-compatible server, with :mod:`.client`
-(async, replicas, retries, rate limits). :func:`biaslab.models.load` decides which one a model spec gets.
+- :mod:`.local`: transformers in-process, causal LMs (shared-prefix packed passes, chunked output layer); the
+  seq2seq and masked variants in :mod:`.seq2seq` and :mod:`.masked`;
+- :mod:`.served`: an OpenAI-compatible server (vLLM, SGLang, llama.cpp, TGI, Ollama, api.openai.com), through the
+  async client of :mod:`.client` (replicas, bounded concurrency, retries, rate limits).
+
+:func:`for_model` is the one place that picks a backend; :func:`biaslab.models.load` decides what a model spec is
+(a local model, or a :class:`~biaslab.models.ServedModel`). A new backend (a vLLM offline engine, a batch API) is one
+class here and one entry in :func:`for_model`; the Scorer and everything above it stay as they are.
 """
+
+from __future__ import annotations
+
+from .base import CAPABILITIES, Backend
+
+
+def for_model(lm, probe_dir=None, token_budget: int | None = None, **engine_options) -> Backend:
+    """The backend that computes ``lm``'s scores. ``engine_options`` go to the in-process causal engine
+    (:class:`.local.CausalBackend`: ``padding_side``, ``share_prefixes``, ``prefix``, ``packing``)."""
+    if getattr(lm, "backend", "local") == "served":
+        from .served import ServedBackend
+        return ServedBackend(lm, probe_dir=probe_dir, token_budget=token_budget)
+    if lm.kind == "causal":
+        from .local import CausalBackend
+        return CausalBackend(lm, token_budget=token_budget, **engine_options)
+    if lm.kind == "seq2seq":
+        from .seq2seq import Seq2SeqBackend
+        return Seq2SeqBackend(lm, token_budget=token_budget)
+    if lm.kind == "masked":
+        from .masked import MaskedBackend
+        return MaskedBackend(lm, token_budget=token_budget)
+    raise ValueError(f"model {lm.name!r} is of kind {lm.kind!r}; the backends score causal, seq2seq and masked LMs")
+
+
+__all__ = ["Backend", "CAPABILITIES", "for_model"]

@@ -15,12 +15,29 @@ Every response is validated, then written to the score cache keyed by (server-re
 body) before it is used: a killed run resumes without repeating a request and a re-run sends none.
 Capabilities (``prompt_logprobs``, ``top_logprobs``, ``chat_top_logprobs``, ``generate``, ``chat``) are probed once
 per model and cached next to the scores.
+
+Transport (:meth:`ServedBackend.execute`). The cached unit stays one prompt's request (so caches written one prompt
+per request and several per request are the same cache), but where the probe shows that ``/v1/completions`` takes
+a *list* of prompts and answers each exactly as it answers it alone (vLLM, SGLang, OpenAI; not llama-cpp-python,
+whose server rejects lists), prompts whose requests differ only in the prompt travel together: one POST holds at
+most the Scorer's token budget (estimated prompt + completion tokens, default :data:`REQUEST_TOKENS`) and no more
+than an even share of the work per request slot, so every replica gets work. Each replica has at most
+``max_concurrency`` POSTs in flight (:mod:`.client`). The answer of a list is split back into one response per
+prompt, each validated and cached as if it had been sent alone.
+
+Prefix caching. A server's automatic prefix cache returns a shared opening's state from an earlier request; vLLM's
+prompt log-probs at such positions have been wrong (README, "Scaling past one machine"), so scoring servers run with
+``--no-enable-prefix-caching``. llama-cpp-python has no switch: it re-uses the key/value state of the longest common
+prefix with the *previous* request; its echoed log-probs were measured identical whatever request came before
+(tests/test_served.py::test_lists_and_order_give_identical_numbers).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
+import os
 import logging
 import math
 from pathlib import Path
@@ -30,11 +47,16 @@ import numpy as np
 import pandas as pd
 
 from .. import labels as labels_mod
+from .base import CAPABILITIES, Backend
 from .client import ClientConfig, EndpointMissing, Request, ServedError, get_json, run_requests
 
 log = logging.getLogger(__name__)
 
-CAPABILITIES = ("prompt_logprobs", "top_logprobs", "chat_top_logprobs", "generate", "chat")
+#: Default token budget of one POST (estimated prompt + completion tokens of the prompts it carries).
+REQUEST_TOKENS = 8192
+#: Largest difference of a log-prob between a prompt sent in a list and sent alone for lists to be used (float noise
+#: of a batching server; a server that mixes prompts up differs by whole nats).
+LIST_TOLERANCE = 1e-3
 #: The way out, per missing capability (said in the early error).
 WAY_OUT = {
     "prompt_logprobs": "chat models on api.openai.com do not return prompt log-probabilities; use the preference "
@@ -56,14 +78,18 @@ def _digest(obj: Any) -> str:
     return hashlib.sha256(json.dumps(obj, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
-class ServedBackend:
-    """Computes the Scorer's methods through a server. ``cache`` is the Scorer's cache for this model; the probe
-    results live in ``probe_dir/served-probes.json``."""
+class ServedBackend(Backend):
+    """Computes the Scorer's methods through a server. The Scorer's cache holds its responses (see
+    :meth:`cache_identity`); the probe results live in ``probe_dir/served-probes.json``. ``token_budget``: estimated
+    tokens per POST where lists are accepted (default :data:`REQUEST_TOKENS`)."""
 
-    def __init__(self, lm, cache_factory, probe_dir: Path | None, progress: bool = True):
-        self.lm = lm
+    name = "served"
+    remote = True
+
+    def __init__(self, lm, probe_dir: Path | None = None, token_budget: int | None = None, **_):
+        super().__init__(lm)
         self.spec = lm.spec
-        self.progress = progress
+        self.token_budget = token_budget or REQUEST_TOKENS
         self.cfg = ClientConfig(base_urls=list(self.spec.base_urls), api_key_env=self.spec.api_key_env,
                                 max_concurrency=self.spec.max_concurrency,
                                 requests_per_minute=self.spec.requests_per_minute,
@@ -71,8 +97,6 @@ class ServedBackend:
                                 max_retries=self.spec.max_retries)
         self.probe_path = Path(probe_dir) / "served-probes.json" if probe_dir else None
         self._probe: dict | None = None
-        self._cache_factory = cache_factory
-        self._cache = None
         self.stats = self.cfg.stats
         self.usage = lm.fingerprint.setdefault("usage", {"prompt_tokens": 0, "completion_tokens": 0, "requests": 0})
         self.system_fingerprints: set = set()
@@ -96,21 +120,64 @@ class ServedBackend:
             self._probe = stored[key]
         else:
             self._probe = self._run_probe()
-            if self.probe_path:
-                stored[key] = self._probe
-                self.probe_path.parent.mkdir(parents=True, exist_ok=True)
-                tmp = self.probe_path.with_suffix(".tmp")
-                tmp.write_text(json.dumps(stored, indent=1))
-                tmp.replace(self.probe_path)
+            self._store_probe()
         self.lm.fingerprint["served_model_id"] = self._probe["model_id"]
         self.lm.fingerprint["capabilities"] = {c: self._probe[c] for c in CAPABILITIES}
         return self._probe
 
-    def _post_once(self, path: str, body: dict):
+    def _store_probe(self) -> None:
+        if not self.probe_path:
+            return
+        stored = {}
+        if self.probe_path.exists():
+            try:
+                stored = json.loads(self.probe_path.read_text())
+            except ValueError:
+                stored = {}
+        stored[self._probe_key()] = self._probe
+        self.probe_path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.probe_path.with_suffix(f".tmp{os.getpid()}")
+        tmp.write_text(json.dumps(stored, indent=1))
+        tmp.replace(self.probe_path)
+
+    def _post_once(self, path: str, body: dict, retries: bool = True):
         box: dict = {}
-        run_requests(self.cfg, [Request(path, body, 8, f"capability probe {path}")],
+        cfg = self.cfg if retries else dataclasses.replace(self.cfg, max_retries=0)
+        run_requests(cfg, [Request(path, body, 8, f"capability probe {path}")],
                      lambda i, r: box.setdefault("r", r))
         return box["r"]
+
+    def prompt_lists(self) -> bool:
+        """Whether ``/v1/completions`` takes a list of prompts and answers each as it answers it alone: probed once
+        (two prompts in one request against the same two sent alone) and stored with the other capabilities."""
+        have = self.probe()
+        if "prompt_lists" not in have:
+            have["prompt_lists"] = self._probe_lists(have)
+            self._store_probe()
+        return bool(have["prompt_lists"])
+
+    def _probe_lists(self, have: dict) -> bool:
+        if not have.get("generate"):
+            return False
+        texts = [self.spec.prefix + "The cat sat on the mat.", self.spec.prefix + "A list of two prompts"]
+        kw = {"max_tokens": 1, "echo": True, "logprobs": 0} if have.get("prompt_logprobs") else {"max_tokens": 1}
+        body = {"model": self.spec.model, "temperature": 0, **kw}
+        try:
+            parts = _split(self._post_once("/completions", {**body, "prompt": texts}, retries=False), len(texts))
+            alone = [self._post_once("/completions", {**body, "prompt": t}) for t in texts]
+        except ServedError as exc:
+            log.info("list probe: %s; one prompt per request", exc)
+            return False
+        for part, one, t in zip(parts, alone, texts):
+            a, b = part["choices"][0], one["choices"][0]
+            if kw.get("echo") and not str(a.get("text", "")).startswith(t):
+                return False
+            la = [v for v in ((a.get("logprobs") or {}).get("token_logprobs") or []) if v is not None]
+            lb = [v for v in ((b.get("logprobs") or {}).get("token_logprobs") or []) if v is not None]
+            if len(la) != len(lb) or any(abs(x - y) > LIST_TOLERANCE for x, y in zip(la, lb)):
+                log.info("list probe: a prompt sent in a list is not scored as when sent alone; one per request")
+                return False
+        return True
 
     def _run_probe(self) -> dict:
         models = get_json(self.cfg, "/models")
@@ -155,54 +222,99 @@ class ServedBackend:
             log.info("chat probe: %s", exc)
             res.update(chat=False, chat_top_logprobs=False)
         res["generate"] = res["generate"] or res["chat"]
+        res["prompt_lists"] = self._probe_lists(res)
         return res
+
+    def capabilities(self) -> dict[str, bool]:
+        have = self.probe()
+        return {c: bool(have.get(c)) for c in CAPABILITIES}
+
+    def lacks(self, cap: str, why: str = "") -> CapabilityError:
+        return CapabilityError(f"model {self.lm.name!r} (served at {self.spec.base_urls[0]}) lacks capability "
+                               f"{cap!r}{' needed by ' + why if why else ''}: {WAY_OUT[cap]}")
 
     def require(self, capabilities: Sequence[str], why: str = "") -> None:
         """Fail before any scoring request when the server lacks one of ``capabilities``."""
-        have = self.probe()
+        have = self.capabilities()
         for cap in capabilities:
-            if cap not in CAPABILITIES:
-                raise ValueError(f"unknown capability {cap!r}; known: {CAPABILITIES}")
-            if not have.get(cap):
-                raise CapabilityError(
-                    f"model {self.lm.name!r} (served at {self.spec.base_urls[0]}) lacks capability {cap!r}"
-                    f"{' needed by ' + why if why else ''}: {WAY_OUT[cap]}")
+            if not have[cap]:
+                raise self.lacks(cap, why)
+
+    def chat_available(self) -> bool:
+        return bool(self.probe().get("chat"))
+
+    def render(self, prompts, chat) -> list[str]:
+        return [str(p) for p in prompts]   # a server applies its own chat template (chat=True: /chat/completions)
 
     # ------------------------------------------------------------------------------------- requests ---
-    @property
-    def cache(self):
-        if self._cache is None:
-            self._cache = self._cache_factory({"name": self.lm.name, "kind": "causal", "dtype": "served",
-                                               "device": "server",
-                                               "weights_sha256": "served-" + _digest(self.probe()["model_id"])})
-        return self._cache
+    def cache_identity(self) -> dict:
+        """The score-cache file of a served model: named by the id the server reports (probed)."""
+        return {"name": self.lm.name, "kind": "causal", "dtype": "served", "device": "server",
+                "weights_sha256": "served-" + _digest(self.probe()["model_id"])}
 
-    def fetch(self, reqs: list[Request], desc: str, validate) -> list[dict]:
-        """Responses for ``reqs``: cached ones read back, the rest sent, validated and cached one by one."""
+    def fetch(self, sc, reqs: list[Request], desc: str, validate) -> list[dict]:
+        """Responses for ``reqs``: cached ones read back, the rest sent (:meth:`execute`), validated and cached as
+        they arrive."""
         model_id = self.probe()["model_id"]
-        keys = [self.cache.key("http", {"model": model_id}, [r.path, r.body]) for r in reqs]
-        found = self.cache.get_many(keys)
-        todo = list({k: i for i, k in enumerate(keys) if k not in found}.values())
-        if todo:
-            from tqdm import tqdm
-            bar = tqdm(total=len(todo), desc=f"{self.lm.name}: {desc}", disable=not self.progress, leave=False,
-                       dynamic_ncols=True)
-
-            def on_response(j, resp):
-                k = keys[todo[j]]
-                self.cache.put_many({k: resp}, "http")
-                found[k] = resp
-                self._account(resp)
-
-            try:
-                run_requests(self.cfg, [reqs[i] for i in todo], on_response, validate, bar)
-            finally:
-                bar.close()
+        keys = [sc.cache.key("http", {"model": model_id}, [r.path, r.body]) for r in reqs]
+        found = sc._run("http", reqs, keys, lambda todo: (todo, [r.cost for r in todo]), validate, desc)
         return [found[k] for k in keys]
 
-    def _account(self, resp: dict) -> None:
+    def execute(self, work: list[Request], costs, compute, done, token_keys=None) -> None:
+        """Send ``work`` (one request per prompt); ``compute`` is the check each response must pass. Requests that
+        differ only in their prompt share a POST where the server takes lists (module docstring)."""
+        validate = compute
+        posts, members = self._posts(work, costs)
+
+        def check(post, resp):
+            parts = _split(resp, len(members[id(post)])) if len(members[id(post)]) > 1 else [resp]
+            for j, part in zip(members[id(post)], parts):
+                if validate is not None:
+                    validate(work[j], part)
+
+        def on_response(i, resp):
+            idx = members[id(posts[i])]
+            parts = _split(resp, len(idx)) if len(idx) > 1 else [resp]
+            self._account(resp, len(idx))
+            done(idx, parts)
+
+        run_requests(self.cfg, posts, on_response, check)
+
+    def _posts(self, work: list[Request], costs) -> tuple[list[Request], dict]:
+        """The POSTs that carry ``work``: one per request, or lists of prompts (module docstring)."""
+        lists = len(work) > 1 and any(r.path == "/completions" for r in work) and self.prompt_lists()
+        groups: dict = {}
+        for j, r in enumerate(work):
+            if lists and r.path == "/completions" and isinstance(r.body.get("prompt"), str):
+                shape = json.dumps({k: v for k, v in r.body.items() if k != "prompt"}, sort_keys=True)
+            else:
+                shape = j                                  # travels alone
+            groups.setdefault(shape, []).append(j)
+        slots = max(1, self.cfg.max_concurrency * len(self.cfg.base_urls))
+        share = max(1, -(-len(work) // slots))              # at most an even share of the work per request slot
+        posts, members = [], {}
+        for idx in groups.values():
+            idx.sort(key=lambda j: work[j].body.get("prompt", ""))   # common openings side by side
+            chunk: list[int] = []
+            for j in idx + [None]:
+                full = chunk and (j is None or len(chunk) >= share or sum(costs[c] for c in chunk) + costs[j]
+                                  > self.token_budget)
+                if full:
+                    post = work[chunk[0]] if len(chunk) == 1 else Request(
+                        "/completions", {**work[chunk[0]].body, "prompt": [work[c].body["prompt"] for c in chunk]},
+                        sum(costs[c] for c in chunk), f"{len(chunk)} prompts from {work[chunk[0]].name}")
+                    posts.append(post)
+                    members[id(post)] = list(chunk)
+                    chunk = []
+                if j is not None:
+                    chunk.append(j)
+        return posts, members
+
+    def _account(self, resp: dict, n_prompts: int = 1) -> None:
         u = resp.get("usage") or {}
         self.usage["requests"] += 1
+        if n_prompts > 1:
+            self.usage["prompts_in_lists"] = self.usage.get("prompts_in_lists", 0) + n_prompts
         self.usage["prompt_tokens"] += int(u.get("prompt_tokens") or 0)
         self.usage["completion_tokens"] += int(u.get("completion_tokens") or 0)
         if self.spec.price_per_million:
@@ -249,7 +361,7 @@ class ServedBackend:
             straddle.append(any(o + shift < start < o + shift + len(t) for o, t in zip(offs, toks)))
         return out, straddle
 
-    def _opening(self) -> dict:
+    def _opening(self, sc) -> dict:
         """The next-token distribution after the prefix alone (one cached request), for the first token's log-prob."""
         req = self._completion(self.spec.prefix, max_tokens=1, logprobs=100000)
 
@@ -259,16 +371,16 @@ class ServedBackend:
             except (KeyError, IndexError, TypeError, AttributeError):
                 raise ServedError(f"request {r.name}: no top_logprobs in the response") from None
         try:
-            return self.fetch([req], "opening distribution", validate)[0]["choices"][0]["logprobs"]["top_logprobs"][0]
+            resp = self.fetch(sc, [req], "opening distribution", validate)[0]
+            return resp["choices"][0]["logprobs"]["top_logprobs"][0]
         except ServedError as exc:
             log.warning("cannot read the first token's log-prob (%s); first tokens are not counted", exc)
             return {}
 
-    def sequence_logprob(self, texts: Sequence[str], per_token: bool = False) -> pd.DataFrame:
+    def sequence_logprob(self, sc, texts: list[str], per_token: bool = False) -> pd.DataFrame:
         self.require(["prompt_logprobs"], "sequence_logprob")
-        texts = [str(t) for t in texts]
         pre = self.spec.prefix
-        resps = self.fetch([self._completion(pre + t, max_tokens=1, echo=True, logprobs=0) for t in texts],
+        resps = self.fetch(sc, [self._completion(pre + t, max_tokens=1, echo=True, logprobs=0) for t in texts],
                            "sequence log-likelihood", self._echo_validate)
         opening = None
         rows, toks_col, lps_col = [], [], []
@@ -278,7 +390,7 @@ class ServedBackend:
             lps = [v for _, v, _ in sel]
             if sel and lps[0] is None:
                 if pre and opening is None:
-                    opening = self._opening()
+                    opening = self._opening(sc)
                 first = (opening or {}).get(sel[0][2])
                 lps[0] = first
                 if first is None:
@@ -300,22 +412,27 @@ class ServedBackend:
             df["token_logprobs"] = lps_col
         return df
 
-    def token_strings(self, text: str) -> list[str]:
+    def token_strings(self, sc, text: str) -> list[str]:
         """The server's tokens of ``text`` (from the echo of prefix + text)."""
         self.require(["prompt_logprobs"], "token_strings")
         pre = self.spec.prefix
-        resp = self.fetch([self._completion(pre + text, max_tokens=1, echo=True, logprobs=0)], "tokens",
+        resp = self.fetch(sc, [self._completion(pre + text, max_tokens=1, echo=True, logprobs=0)], "tokens",
                           self._echo_validate)[0]
         (sel,), _ = self._spans(resp, [len(pre)], len(pre) + len(text))
         return [t for _, _, t in sel]
 
-    def option_values(self, prompts: list[str], opts: list[list[str]]) -> list[list[tuple[float, int]]]:
+    def option_values(self, sc, prompts: list[str], opts: list[list[str]], chat) -> list[list[tuple[float, int]]]:
         """(sum log-prob, n tokens) of each option after its prompt, from the echo of prompt + option."""
+        if chat:
+            raise ValueError(f"option_logprob(chat=True) on served model {self.lm.name!r}: prompt log-probs "
+                             "come from /v1/completions, which takes text, not chat messages; pass the "
+                             "model's chat-formatted text with chat=False, or use label_distribution(chat=True)")
+        prompts = [str(p) for p in prompts]
         self.require(["prompt_logprobs"], "option_logprob")
         pre = self.spec.prefix
         reqs = [self._completion(pre + p + o, max_tokens=1, echo=True, logprobs=0) for p, os_ in zip(prompts, opts)
                 for o in os_]
-        resps = iter(self.fetch(reqs, "option log-probabilities", self._echo_validate))
+        resps = iter(self.fetch(sc, reqs, "option log-probabilities", self._echo_validate))
         out, merged = [], []
         for i, (p, os_) in enumerate(zip(prompts, opts)):
             vals = []
@@ -332,9 +449,9 @@ class ServedBackend:
             out.append(vals)
         if merged:   # a token spans the prompt/option boundary: exact difference log P(p+o) - log P(p)
             ps = sorted({i for i, _, _ in merged})
-            base = dict(zip(ps, self.sequence_logprob([prompts[i] for i in ps], per_token=True).itertuples()))
+            base = dict(zip(ps, self.sequence_logprob(sc, [prompts[i] for i in ps], per_token=True).itertuples()))
             for i, j, resp in merged:
-                full = self.sequence_logprob([prompts[i] + opts[i][j]], per_token=True).iloc[0]
+                full = self.sequence_logprob(sc, [prompts[i] + opts[i][j]], per_token=True).iloc[0]
                 b = base[i]
                 common = 0
                 while common < min(len(b.tokens), len(full.tokens)) and b.tokens[common] == full.tokens[common]:
@@ -345,7 +462,8 @@ class ServedBackend:
         return out
 
     # --------------------------------------------------------------------------- label distributions ---
-    def label_distribution(self, prompts: Sequence[str], labels, chat: bool = False) -> pd.DataFrame:
+    def label_distribution(self, sc, prompts: Sequence[str], labels, chat) -> pd.DataFrame:
+        chat = bool(chat)
         forms = labels_mod.label_forms(labels)
         prompts = [str(p) for p in prompts]
         k = self.spec.top_k
@@ -363,11 +481,11 @@ class ServedBackend:
             if not _top(resp, chat) and not _ended_at_once(resp, chat):
                 raise ServedError(f"request {req.name}: the response has no top_logprobs for the next token")
 
-        resps = self.fetch(reqs, "label distributions", validate)
+        resps = self.fetch(sc, reqs, "label distributions", validate)
         tops = [_top(r, chat) for r in resps]
         ended = [i for i, t in enumerate(tops) if not t]
         if ended:   # the model ended at once (llama.cpp then returns no log-probs): read them from an echo instead
-            for i, t in zip(ended, self._tops_from_echo([prompts[i] for i in ended], k, chat)):
+            for i, t in zip(ended, self._tops_from_echo(sc, [prompts[i] for i in ended], k, chat)):
                 tops[i] = t
         rows = []
         outside_total = 0
@@ -396,7 +514,7 @@ class ServedBackend:
                         "upper bound (column labels_outside_topk), not as 0", outside_total, len(prompts), k)
         return pd.DataFrame(rows)
 
-    def _tops_from_echo(self, prompts: list[str], k: int, chat: bool) -> list[dict]:
+    def _tops_from_echo(self, sc, prompts: list[str], k: int, chat: bool) -> list[dict]:
         """The next-token top-k after each prompt, read from the echo of prompt + a newline: the top log-probs at
         the newline's position are the distribution after the prompt, whatever token follows. For servers that
         return no log-probs when the model's first token ends the answer (llama.cpp, finish_reason 'stop')."""
@@ -409,7 +527,7 @@ class ServedBackend:
         pre = self.spec.prefix
         reqs = [self._completion(pre + p + "\n", max_tokens=1, echo=True, logprobs=k) for p in prompts]
         out = []
-        for p, resp in zip(prompts, self.fetch(reqs, "label distributions (echo)", self._echo_validate)):
+        for p, resp in zip(prompts, self.fetch(sc, reqs, "label distributions (echo)", self._echo_validate)):
             ch = resp["choices"][0]
             lp = ch["logprobs"]
             shift = len(ch["text"]) - (lp["text_offset"][-1] + len(lp["tokens"][-1]))
@@ -423,10 +541,12 @@ class ServedBackend:
         return out
 
     # ----------------------------------------------------------------------------------- generation ---
-    def generate(self, prompts: Sequence[str], max_new_tokens: int = 64, stop=None, seed: int | None = 0,
-                 chat: bool = False) -> list[str]:
+    def generate(self, sc, prompts, max_new_tokens, stop, do_sample, seed, temperature, chat) -> list[str]:
+        if do_sample:
+            raise ValueError("served generation is greedy (temperature 0, seeded) so that it can be cached "
+                             "and reproduced; do_sample=True is not supported on served models")
+        chat = bool(chat)
         self.require(["chat" if chat else "generate"], "generate")
-        stop = [stop] if isinstance(stop, str) else list(stop or [])
         extra = {"max_tokens": max_new_tokens, "seed": 0 if seed is None else seed, **({"stop": stop} if stop else {})}
         if chat:
             reqs = [Request("/chat/completions", {"model": self.spec.model, "temperature": 0,
@@ -439,7 +559,7 @@ class ServedBackend:
             if _text(resp, chat) is None:
                 raise ServedError(f"request {req.name}: the response has no generated text")
 
-        texts = [_text(r, chat) for r in self.fetch(reqs, "generation", validate)]
+        texts = [_text(r, chat) for r in self.fetch(sc, reqs, "generation", validate)]
         from ..generation import truncate_at_stop
         return [truncate_at_stop(t, stop) if stop else t for t in texts]
 
@@ -477,3 +597,16 @@ def _text(resp: dict, chat: bool) -> str | None:
     except (KeyError, IndexError, TypeError):
         return None
     return t if isinstance(t, str) else ("" if t is None and chat else None)
+
+
+def _split(resp: dict, n: int) -> list[dict]:
+    """The answer to a list of ``n`` prompts as ``n`` answers, each shaped as the answer to its prompt sent alone
+    (``choices[0]``, index 0; the usage of the whole POST is not divided, so it is left out)."""
+    try:
+        choices = sorted(resp["choices"], key=lambda c: c["index"])
+    except (KeyError, TypeError) as exc:
+        raise ServedError(f"the answer to a list of {n} prompts has no indexed choices ({exc})") from None
+    if [c["index"] for c in choices] != list(range(n)):
+        raise ServedError(f"the answer to a list of {n} prompts has choices {[c['index'] for c in choices]}")
+    head = {k: v for k, v in resp.items() if k not in ("choices", "usage")}
+    return [{**head, "choices": [{**c, "index": 0}]} for c in choices]

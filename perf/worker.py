@@ -1,6 +1,6 @@
 """One method's long-lived worker: loads the model once, then times a run per request from the harness.
 
-``python benchmarks/worker.py METHOD MODEL REQUESTS.json THREADS``. Protocol: one JSON line per message on the
+``python perf/worker.py METHOD MODEL REQUESTS.json THREADS``. Protocol: one JSON line per message on the
 original stdout (library output goes to stderr): first ``{"ready": ...}``, then per command line ``{"limit": k}`` (k
 requests, null = all) one result ``{"seconds", "scores", "positions", "peak_rss_mb", ...}``; EOF ends the worker.
 Model loading and the method's setup happen before the first command, outside every timed run.

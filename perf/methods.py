@@ -1,7 +1,7 @@
 """The scoring methods compared, each ``fn(state, requests) -> (scores, positions)`` timed by the worker.
 
 ``setup(lm)`` builds what a method keeps between runs (outside the clock); ``env`` names the Python that runs it:
-``project`` (.venv) or ``lmeval`` (benchmarks/.venv-lmeval, lm-evaluation-harness's own environment). A new method is
+``project`` (.venv) or ``lmeval`` (perf/.venv-lmeval, lm-evaluation-harness's own environment). A new method is
 one :func:`register` call.
 
 * ``engine``: biaslab.scoring.Scorer, no cache, a fresh Scorer per run.

@@ -1,13 +1,14 @@
 """Speed of biaslab's scoring engine against lm-evaluation-harness's HF backend and a naive loop (`make bench`).
 
 Each workload (workloads.py) is built once; each method (methods.py) runs in its own long-lived worker process (the
-engine and the naive loop under the project's .venv, lm-eval under benchmarks/.venv-lmeval), loads the model once,
-and is then timed round after round, interleaved (harness.py). Results go to benchmarks/results/_scratch/ unless
-``--publish`` (benchmarks/results/).
+engine and the naive loop under the project's .venv, lm-eval under perf/.venv-lmeval), loads the model once,
+and is then timed round after round, interleaved (harness.py). Results go to perf/results/_scratch/ unless
+``--publish`` (perf/results/).
 
-    python benchmarks/run_all.py --profile quick            # every workload on a few items (23 min at load 7)
-    python benchmarks/run_all.py                            # CrowS 300 pairs, BBQ 120, CALM 120 (24 templates)
-    python benchmarks/run_all.py --profile full             # all 1,508 CrowS-Pairs pairs, both models, vs lm-eval
+    python perf/run_all.py --profile quick            # every workload on a few items (23 min at load 7)
+    python perf/run_all.py                            # CrowS 300 pairs, BBQ 120, CALM 120 (24 templates)
+    python perf/run_all.py --profile full             # all 1,508 CrowS-Pairs pairs, both models, vs lm-eval
+    python perf/run_all.py --profile served           # served backend vs lm-eval local-completions (served.py)
 """
 
 from __future__ import annotations
@@ -38,6 +39,9 @@ PROFILES = {
     # full CrowS-Pairs for both models against lm-eval (the naive loop would add 20-40 min a round)
     "full": {"rounds": 2, "sizes": {"crows": 0, "crows_gemma": 0},
              "skip": {"crows": ["naive"], "crows_gemma": ["naive"]}},
+    # served.py: biaslab's served backend against lm-eval's local-completions on the same llama.cpp server, and one
+    # replica against two; "served" is the number of CrowS-Pairs pairs (the server takes 1-3 s per sentence)
+    "served": {"rounds": 3, "sizes": {"served": 16}},
 }
 LMEVAL_PYTHON = HERE / ".venv-lmeval" / "bin" / "python"
 PUBLISHED, SCRATCH = HERE / "results", HERE / "results" / "_scratch"
@@ -121,24 +125,26 @@ def markdown(rows: list[dict], ref: str) -> str:
 def parse(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--profile", choices=list(PROFILES), default="default")
-    ap.add_argument("--workloads", nargs="+", choices=list(WORKLOADS), help="default: the profile's")
+    ap.add_argument("--workloads", nargs="+", choices=list(WORKLOADS) + ["served"], help="default: the profile's")
     ap.add_argument("-n", "--n", action="append", default=[], metavar="WORKLOAD=N",
                     help="items of a workload (0: all), overriding the profile; repeatable")
     ap.add_argument("--rounds", type=int, help="timed runs of each method (default: the profile's)")
     ap.add_argument("--methods", nargs="+", default=["engine", "lmeval", "naive"], choices=list(METHODS))
     ap.add_argument("--threads", type=int, default=1, help="torch threads per worker (one runs at a time)")
     ap.add_argument("--warmup", type=int, default=6, help="requests of each method's untimed warm-up (0: none)")
+    ap.add_argument("--concurrency", type=int, default=2,
+                    help="served: requests in flight per replica, for biaslab and lm-eval alike")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--lmeval-python", default=str(LMEVAL_PYTHON))
-    ap.add_argument("--publish", action="store_true", help="write benchmarks/results/ (default: results/_scratch/)")
+    ap.add_argument("--publish", action="store_true", help="write perf/results/ (default: results/_scratch/)")
     ap.add_argument("--out", help="results folder (overrides --publish)")
     args = ap.parse_args(argv)
     prof = PROFILES[args.profile]
     sizes = dict(prof["sizes"])
     for kv in args.n:
         k, _, v = kv.partition("=")
-        if k not in WORKLOADS or not v.isdigit():
-            ap.error(f"-n {kv!r}: expected WORKLOAD=N with WORKLOAD one of {', '.join(WORKLOADS)}")
+        if k not in list(WORKLOADS) + ["served"] or not v.isdigit():
+            ap.error(f"-n {kv!r}: expected WORKLOAD=N with WORKLOAD one of {', '.join(WORKLOADS)} or served")
         sizes[k] = int(v)
     args.workloads = args.workloads or list(prof["sizes"])
     args.sizes = {w: sizes.get(w, 0) for w in args.workloads}
@@ -161,6 +167,14 @@ def main(argv=None) -> int:
     t0 = time.perf_counter()
     ref = "lmeval" if "lmeval" in args.methods else args.methods[0]
     all_rows, weights, versions = [], {}, {}
+    if "served" in args.workloads:
+        import served
+        served.run(args.sizes["served"] or 16, args.rounds, args.concurrency, args.lmeval_python, out / "served",
+                   warmup=min(args.warmup, 2), seed=args.seed)
+        args.workloads = [w for w in args.workloads if w != "served"]
+        if not args.workloads:
+            log(f"results in {out / 'served'}")
+            return 0
     for name in args.workloads:
         rows, meta = bench_workload(name, args.sizes[name], args, out, log)
         all_rows += rows

@@ -103,17 +103,15 @@ def summarize(records: list[dict], groups, reference: str = "lmeval", baselines:
     return rows
 
 
-class Worker:
-    """A method's long-lived worker process (benchmarks/worker.py) under ``python``; call it to time one run."""
+class LineWorker:
+    """A long-lived worker process speaking one JSON line per message: first ``{"ready": ...}``, then one result
+    line per command line ``{"limit": k}``; EOF on its stdin ends it. Call it to time one run."""
 
-    def __init__(self, python: str, method: str, model: str, requests_file: Path, threads: int, log_path: Path,
-                 env: dict | None = None):
-        here = Path(__file__).resolve().parent
-        self.method, self.log_path = method, log_path
+    def __init__(self, argv: list[str], name: str, log_path: Path, env: dict | None = None):
+        self.method, self.log_path = name, log_path
         self._log = open(log_path, "a")
-        self.proc = subprocess.Popen([python, str(here / "worker.py"), method, model, str(requests_file),
-                                      str(threads)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=self._log, text=True, env=env)
+        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log,
+                                     text=True, env=env)
         self.ready = self._read()
 
     def _read(self) -> dict:
@@ -137,3 +135,13 @@ class Worker:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
         self._log.close()
+
+
+class Worker(LineWorker):
+    """A method's long-lived worker process (perf/worker.py) under ``python``."""
+
+    def __init__(self, python: str, method: str, model: str, requests_file: Path, threads: int, log_path: Path,
+                 env: dict | None = None):
+        here = Path(__file__).resolve().parent
+        super().__init__([python, str(here / "worker.py"), method, model, str(requests_file), str(threads)],
+                         method, log_path, env)

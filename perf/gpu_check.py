@@ -2,7 +2,7 @@
 
 Run on a machine with a GPU and the project's data (data/raw) and embedded models available::
 
-    python benchmarks/gpu_check.py --out /tmp/gpu --pairs 300 --notebook 03_crows_pairs_bayes
+    python perf/gpu_check.py --out /tmp/gpu --pairs 300 --notebook 03_crows_pairs_bayes
 
 1. **Agreement.** SmolLM2 scores ``--pairs`` CrowS-Pairs pairs (both sentences, ``sequence_logprob``) on the CPU in
    float32 (the reference) and on the GPU in float32 and bfloat16: max and median |Δ log P|, Pearson r and how many
