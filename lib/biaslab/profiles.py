@@ -57,8 +57,11 @@ PROFILES: dict[str, dict[str, dict]] = {
                                  "datasets": ["crows_pairs_en_revised", "crows_pairs_fr"],
                                  "preference_datasets": ["crows_pairs_en_revised"]},
         "04_agentic_entropy": {"max_prompts": 12, "cyclic_prompts": 2, "fewshot_prompts": 0},
-        # a handful of items, the paper's universe and one universe per answer format / precision level (bfloat16)
-        "06_multiverse": {"bbq_items": 12, "bbq_pool": 12, "crows_items": 9, "agentic_items": 6,
+        # a handful of items; the paper's universe, BBQ open-ended (for the RUTEd table), the CrowS-Pairs
+        # normalizations (no new forward pass) and the agentic option log-likelihood: 7 universes
+        "06_multiverse": {"bbq_items": 6, "crows_items": 4, "agentic_items": 4,
+                          "formats": {"bbq": ["option_ll", "open_ended"], "crows_pairs": ["likelihood"],
+                                      "agentic": ["label_dist", "option_ll"]},
                           "factors": ["answer_format", "normalization"], "precisions": ["float32"], "n_boot": 200},
         # notebook 5 reads the other notebooks' tables: every model found there, fewer resamples
         "05_compare": {"models": None, "n_boot": 200},

@@ -54,7 +54,8 @@ def specification_curve(est: pd.DataFrame, title: str, null: float | None = None
         bottom.set_yticklabels(changes if j == 0 else [], fontsize=7)
         bottom.set_ylim(-0.6, len(changes) - 0.4)
         bottom.set_xlim(-0.6, len(part) - 0.4)
-        bottom.set_xlabel("universes, sorted by estimate (black: the paper's protocol)", fontsize=8)
+        bottom.set_xlabel("universes sorted by estimate; black: the paper's protocol; hollow: CI includes the null",
+                          fontsize=8)
         bottom.set_xticks([])
     fig.suptitle(title, fontsize=11)
     fig.tight_layout()
