@@ -185,17 +185,22 @@ def _ask(lm):
     return respond.Asker(scorer(lm), tokenizer=lm.tokenizer)
 
 
+@pytest.fixture(scope="module")
+def bbq_items():
+    from biaslab.papers.multiverse import run
+    return load_or_skip(lambda: run.items("bbq", 12, seed=0, bbq_pool=60)[0], "BBQ")
+
+
 @pytest.mark.parametrize("chat", [False, True])
-def test_paper_universe_reproduces_notebook_1_bbq(tiny, chat):
+def test_paper_universe_reproduces_notebook_1_bbq(tiny, bbq_items, chat):
     from biaslab.benchmarks import bbq
     from biaslab.papers.multifactor import responses as mf
-    from biaslab.papers.multiverse import respond, run
-    load_or_skip(lambda: bbq.load(["Age"]), "BBQ")
+    from biaslab.papers.multiverse import respond
+    items = bbq_items
     if chat:
         tiny.tokenizer.chat_template = ("{% for m in messages %}<u>{{ m['content'] }}</u>{% endfor %}"
                                         "{% if add_generation_prompt %}<a>{% endif %}")
     try:
-        items, _ = run.items("bbq", 24, seed=0, bbq_pool=60)
         u = design.universes("bbq", design.Protocol(chat=("bbq",) if chat else ()))[0].as_dict
         mine = respond.bbq_respond(_ask(tiny), items, u, "tiny")
         theirs = mf.score_bbq(scorer(tiny), items, "tiny", chat)              # notebook 1's own function

@@ -264,20 +264,27 @@ def linear_regression(df: pd.DataFrame, factors: Sequence[str], references: dict
         dm = check_aliasing(df, factors, references) if check else treatment_design(df, factors, references)
         y = df[outcome].astype(float).to_numpy()
         model = sm.OLS(y, dm.X)
-        if cluster is not None:
-            groups = pd.factorize(df[cluster], sort=True)[0]
-            g = int(groups.max() + 1)
+        groups = pd.factorize(df[cluster], sort=True)[0] if cluster is not None else None
+        g = int(groups.max() + 1) if cluster is not None else len(df)
+        if cluster is not None and (g < 2 or len(df) <= dm.X.shape[1]):   # CR1's G/(G-1) (N-1)/(N-K) undefined
+            res = model.fit()
+            res_bse = np.full(len(dm.terms), np.nan)
+            dfree = 1
+            how = f"OLS; no cluster-robust standard errors ({g} {cluster} cluster(s), {len(df)} rows)"
+        elif cluster is not None:
             res = model.fit(cov_type="cluster", cov_kwds={"groups": groups, "use_correction": True,
                                                           "df_correction": True})
+            res_bse = res.bse.to_numpy()
             dfree = max(g - 1, 1)
             how = f"OLS, cluster-robust CR1 ({cluster}, {g} clusters), t({dfree})"
         else:
-            g, res = len(df), model.fit()
+            res = model.fit()
+            res_bse = res.bse.to_numpy()
             dfree = int(res.df_resid)
             how = "OLS, classical standard errors"
     t = dm.terms.copy()
     t["coef"] = res.params.to_numpy()
-    t["se"] = res.bse.to_numpy()
+    t["se"] = res_bse
     q = stats.t.ppf(1 - alpha / 2, dfree)
     t["ci_low"], t["ci_high"] = t["coef"] - q * t["se"], t["coef"] + q * t["se"]
     t["p_value"] = 2 * stats.t.sf(np.abs(t["coef"] / t["se"]), dfree)
