@@ -89,7 +89,10 @@ out.record_data(hashes)           # sha256 of every table read
 # mean over scenarios; for BBQ's bias scores, which are ratios, the cluster bootstrap of the ratio over templates;
 # for CALM, notebook 2's own bootstrap over templates and names. `ci_method` names each. A row whose source folder
 # has no per-prompt responses has no interval and says so. `orientation` is +1 where a higher value is more biased
-# and −1 where a lower one is (the agentic entropy); `null` is the value of a model without bias.
+# and −1 where a lower one is (the agentic entropy); `null` is the value of a model without bias. Where notebook 6
+# (the multiverse of evaluation choices) ran under the same outputs root, `robustness` is its verdict for the model
+# and metric, and a cell whose estimate lands on the other side of the null in at least notebook 6's `flip_share` of
+# universes is marked † in the wide table.
 
 # %%
 t0 = time.perf_counter()

@@ -98,7 +98,8 @@ for b in benchmarks:
     items[b], bench_objs[b] = run.items(b, sizes[b], seed=seed, bbq_pool=bbq_pool)
     out.record_data(bench_objs[b].sources)
     print(f"{b}: {len(items[b])} items (cluster: {bench_objs[b].cluster})")
-out.record_data({"biaslab/data/multiverse/wordings.csv": "see git", "biaslab/data/multiverse/examples.csv": "see git"})
+from biaslab.sources import sha256_file
+out.record_data({f"biaslab/data/multiverse/{f}": sha256_file(respond.DATA / f) for f in ("wordings.csv", "examples.csv")})
 
 # %% [markdown]
 # ## 1. The design: evaluation choices as factors

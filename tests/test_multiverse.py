@@ -286,3 +286,15 @@ def test_robustness_table_round_trip(tmp_path):
     t.to_csv(p, index=False)
     assert findings.read_robustness(tmp_path).iloc[0]["robustness"] == "sign flips in many universes"
     assert findings.read_robustness(tmp_path / "nowhere") is None
+
+
+def test_readme_multiverse_block_is_rendered_from_the_committed_tables():
+    from biaslab import paths
+    from biaslab.papers.multiverse import findings
+    block = findings.readme_block((paths.ROOT / "README.md").read_text())
+    assert block is not None, "README.md lost its multiverse markers"
+    rendered = findings.render_readme_section(paths.ROOT / "outputs")
+    if rendered is None:
+        pytest.skip("outputs/06_multiverse has not been published yet (make reproduce writes it)")
+    assert block.strip() == rendered.strip(), "README's multiverse section differs from its tables: paste " \
+        "outputs/06_multiverse/tables/readme_section.md between the markers"

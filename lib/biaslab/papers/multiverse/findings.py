@@ -152,3 +152,26 @@ def readme_section(agreement: pd.DataFrame, by_factor: pd.DataFrame, ruted: pd.D
             f"{r.model}" for r in ruted.itertuples()) + " ([`format_agreement.csv`]" \
             "(outputs/06_multiverse/tables/format_agreement.csv))."
     return text + f"\n\n![Specification curve]({figure})\n"
+
+
+README_START = "<!-- multiverse:start -->"
+README_END = "<!-- multiverse:end -->"
+
+
+def render_readme_section(outputs_root: str | Path) -> str | None:
+    """:func:`readme_section` from the tables notebook 6 wrote under ``outputs_root`` (None when it has not run
+    there). The README holds it between ``README_START`` and ``README_END``; ``tests/test_multiverse.py`` checks the
+    block equals this rendering whenever ``outputs/06_multiverse/`` exists."""
+    t = Path(outputs_root) / "06_multiverse" / "tables"
+    if not (t / "agreement.csv").exists():
+        return None
+    read = lambda n: pd.read_csv(t / f"{n}.csv") if (t / f"{n}.csv").exists() else pd.DataFrame()   # noqa: E731
+    return readme_section(read("agreement"), read("importance_by_factor"), read("format_agreement"),
+                          read("universes"))
+
+
+def readme_block(readme_text: str) -> str | None:
+    """The text between the README's multiverse markers (None without markers)."""
+    if README_START not in readme_text or README_END not in readme_text:
+        return None
+    return readme_text.split(README_START, 1)[1].split(README_END, 1)[0].strip("\n")
