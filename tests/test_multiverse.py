@@ -298,3 +298,23 @@ def test_readme_multiverse_block_is_rendered_from_the_committed_tables():
         pytest.skip("outputs/06_multiverse has not been published yet (make reproduce writes it)")
     assert block.strip() == rendered.strip(), "README's multiverse section differs from its tables: paste " \
         "outputs/06_multiverse/tables/readme_section.md between the markers"
+
+
+def test_judge_table_validates_against_the_matcher_and_corrects_by_ppi():
+    from biaslab.papers.multiverse import judge
+    rng = np.random.default_rng(0)
+    n = 80
+    biased = rng.integers(0, 3, n)
+    truth = rng.integers(0, 3, n)
+    matcher_choice = np.where(rng.uniform(size=n) < 0.7, truth, -1)            # the matcher reads 70 %
+    judge_choice = np.where(rng.uniform(size=n) < 0.85, truth, (truth + 1) % 3)  # the judge errs on 15 %
+    opens = pd.DataFrame({"model": "m", "choice": matcher_choice, "judge_choice": judge_choice,
+                          "template": rng.integers(0, 20, n), "biased_index": biased})
+    t = judge.table(opens, "j", n_boot=200).iloc[0]
+    both = (matcher_choice >= 0)
+    assert t["agreement"] == pytest.approx(np.mean(matcher_choice[both] == judge_choice[both]))
+    y = (matcher_choice[both] == biased[both]).astype(float)
+    yh = (judge_choice[both] == biased[both]).astype(float)
+    yu = (judge_choice[~both] == biased[~both]).astype(float)
+    assert t["ppi_estimate"] == pytest.approx(yu.mean() - (yh - y).mean())
+    assert judge.read(["B", " the answer is C", "D", "no idea"]) == [1, 2, -1, -1]
