@@ -68,6 +68,7 @@ def main() -> int:
         res.update(universes_run=int((uni["status"] == "run").sum()), universes_listed=len(uni),
                    scoring_s=round(float(costs["seconds"].sum()), 1),
                    per_universe_s_median=round(float(costs["seconds"].median()), 2),
+                   scoring_cpu_s=round(float(costs["cpu_seconds"].sum()), 1),
                    per_universe_s_by_format=costs.groupby(["model", "answer_format"])["seconds"].median().round(2)
                    .reset_index().to_dict("records"))
         costs.to_csv(out / f"costs_{a.profile}.csv", index=False)

@@ -131,17 +131,18 @@ def run_model(model_spec, benchmarks: dict, protocol_chat, *, device: str = "aut
                     continue
                 sc = a.scorer
                 pos0 = sc.stats.get("positions", 0)
-                t0 = time.perf_counter()
+                t0, c0 = time.perf_counter(), time.process_time()
                 if bench == "bbq":
                     r = respond.bbq_respond(a, its, u.as_dict, name)
                 elif bench == "crows_pairs":
                     r = respond.crows_respond(a, its, u.as_dict, name)
                 else:
                     r = respond.agentic_respond(a, its, u.as_dict, name, tokenizer=lm_u.tokenizer)
-                secs = time.perf_counter() - t0
+                secs, cpu = time.perf_counter() - t0, time.process_time() - c0
                 status[u.id] = "run"
                 out["costs"].append({"model": name, "benchmark": bench, "universe": u.id, "precision": u["precision"],
                                      "answer_format": u["answer_format"], "items": len(its), "seconds": secs,
+                                     "cpu_seconds": cpu,          # this process's CPU time, all its threads
                                      # token positions the forward passes computed for scoring (generation is not
                                      # counted here): 0 for a scored universe = every score came from the cache
                                      "positions_computed": sc.stats.get("positions", 0) - pos0})
