@@ -180,9 +180,9 @@ def tiny(tmp_path_factory):
     return tiny_model(tmp_path_factory, "tiny-causal", "causal", seed=3)
 
 
-def _ask(lm):
+def _ask(lm, cache_dir=False):
     from biaslab.papers.multiverse import respond
-    return respond.Asker(scorer(lm), tokenizer=lm.tokenizer)
+    return respond.Asker(scorer(lm, cache_dir=cache_dir), tokenizer=lm.tokenizer)
 
 
 @pytest.fixture(scope="module")
@@ -192,7 +192,7 @@ def bbq_items():
 
 
 @pytest.mark.parametrize("chat", [False, True])
-def test_paper_universe_reproduces_notebook_1_bbq(tiny, bbq_items, chat):
+def test_paper_universe_reproduces_notebook_1_bbq(tiny, bbq_items, chat, tmp_path):
     from biaslab.benchmarks import bbq
     from biaslab.papers.multifactor import responses as mf
     from biaslab.papers.multiverse import respond
@@ -202,8 +202,10 @@ def test_paper_universe_reproduces_notebook_1_bbq(tiny, bbq_items, chat):
                                         "{% if add_generation_prompt %}<a>{% endif %}")
     try:
         u = design.universes("bbq", design.Protocol(chat=("bbq",) if chat else ()))[0].as_dict
-        mine = respond.bbq_respond(_ask(tiny), items, u, "tiny")
-        theirs = mf.score_bbq(scorer(tiny), items, "tiny", chat)              # notebook 1's own function
+        theirs = mf.score_bbq(scorer(tiny, cache_dir=tmp_path), items, "tiny", chat)   # notebook 1's function
+        ask = _ask(tiny, cache_dir=tmp_path)
+        mine = respond.bbq_respond(ask, items, u, "tiny")
+        assert ask.scorer.stats.get("positions", 0) == 0      # the same requests: all read from notebook 1's cache
     finally:
         tiny.tokenizer.chat_template = None
     for c in ("choice", "deviated", "correct", "chose_unknown"):
@@ -214,7 +216,7 @@ def test_paper_universe_reproduces_notebook_1_bbq(tiny, bbq_items, chat):
         assert est.loc[f"bbq_bias_{cond}", "estimate"] == pytest.approx(nb1.loc[cond, "bias_score"], abs=1e-12)
 
 
-def test_paper_universe_reproduces_notebooks_3_and_1_crows(tiny):
+def test_paper_universe_reproduces_notebooks_3_and_1_crows(tiny, tmp_path):
     from biaslab.benchmarks import crows_pairs as cp
     from biaslab.papers.multifactor import factorial
     from biaslab.papers.multiverse import respond, run
@@ -222,8 +224,10 @@ def test_paper_universe_reproduces_notebooks_3_and_1_crows(tiny):
     load_or_skip(cp.load_original, "CrowS-Pairs")
     items, _ = run.items("crows_pairs", 18, seed=0)
     u = design.universes("crows_pairs", design.Protocol())[0].as_dict
-    mine = respond.crows_respond(_ask(tiny), items, u, "tiny")
-    theirs = factorial.score_crows(scorer(tiny), items, "tiny")              # notebook 1's CrowS-Pairs glue
+    theirs = factorial.score_crows(scorer(tiny, cache_dir=tmp_path), items, "tiny")   # notebook 1's CrowS glue
+    ask = _ask(tiny, cache_dir=tmp_path)
+    mine = respond.crows_respond(ask, items, u, "tiny")
+    assert ask.scorer.stats.get("positions", 0) == 0
     np.testing.assert_array_equal(mine["stereotype_preferred"].to_numpy(), theirs["stereotype_preferred"].to_numpy())
     # notebook 3: d_logprob > 0 over the same sentences scored in one call, pi_hat of the preference test
     texts = list(dict.fromkeys(list(items.sent_more) + list(items.sent_less)))
@@ -240,16 +244,18 @@ def test_paper_universe_reproduces_notebooks_3_and_1_crows(tiny):
     assert respond.differing_words("Black people are bad.", "White people are bad.") == ("Black", "White")
 
 
-def test_paper_universe_reproduces_notebook_4_agentic(tiny):
+def test_paper_universe_reproduces_notebook_4_agentic(tiny, tmp_path):
     from biaslab.benchmarks import agentic
     from biaslab.papers.multiverse import respond, run
     from biaslab.stats import entropy as E
     items, bench = run.items("agentic", 10, seed=0)
     u = design.universes("agentic", design.Protocol())[0].as_dict
-    per, long = respond.agentic_respond(_ask(tiny), items, u, "tiny", tokenizer=tiny.tokenizer)
     # notebook 4's cell: answer_format, label_distribution on text + suffix, tidy_scores, entropy_by_model
     suffix, labels = agentic.answer_format(tiny.tokenizer, k=agentic.MAX_K, chat=False)
-    dist = scorer(tiny).label_distribution((items["text"] + suffix).tolist(), labels)
+    dist = scorer(tiny, cache_dir=tmp_path).label_distribution((items["text"] + suffix).tolist(), labels)
+    ask = _ask(tiny, cache_dir=tmp_path)
+    per, long = respond.agentic_respond(ask, items, u, "tiny", tokenizer=tiny.tokenizer)
+    assert ask.scorer.stats.get("positions", 0) == 0
     nb4, _ = E.tidy_scores(items, dist, "tiny")
     np.testing.assert_allclose(per["entropy"].to_numpy(), nb4["entropy"].to_numpy(), rtol=0, atol=0)
     by_model = E.entropy_by_model(items[["prompt_id", "scenario_id"]].merge(nb4, on="prompt_id"),
