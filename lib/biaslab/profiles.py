@@ -25,6 +25,7 @@ NOTEBOOKS: dict[str, dict[str, dict]] = {
     "02_calm": {"": {}},
     "03_crows_pairs_bayes": {"": {}},
     "04_agentic_entropy": {"": {}},
+    "06_multiverse": {"": {}},
     "05_compare": {"": {}},
 }
 
@@ -35,10 +36,12 @@ READS_OUTPUTS_ONLY = {"05_compare"}
 #: notebook-1 variants that score exactly what another notebook scores (see :func:`_share_scores`): ``reproduce
 #: --jobs`` runs each with its partner, one after the other, so the second reads the first's cached scores
 SHARES_SCORES_WITH = {"01_multifactor/crows_pairs": "03_crows_pairs_bayes", "01_multifactor/agentic": "04_agentic_entropy",
-                      "01_multifactor/calm": "02_calm"}
+                      "01_multifactor/calm": "02_calm", "01_multifactor/bbq": "06_multiverse"}#: (notebook 6's paper's universe sends notebook 1's BBQ requests: 01/bbq runs just before it, in its lane; its
+#: CrowS-Pairs and agentic paper universes hit notebook 3's and 4's cache when those lanes ran first)
 #: lanes to start first with ``--jobs`` (heaviest first: cold default run on 2 cores, the CrowS-Pairs lane is about a
-#: third of the model time, then agentic, then CALM)
-LANE_ORDER = ("03_crows_pairs_bayes", "04_agentic_entropy", "02_calm")
+#: third of the model time, then agentic, then CALM; notebook 6 after them, so that its paper's universe more often
+#: finds notebooks 3 and 4's scores cached)
+LANE_ORDER = ("03_crows_pairs_bayes", "04_agentic_entropy", "02_calm", "06_multiverse")
 
 PROFILE_NAMES = ("smoke", "default", "paper")
 
@@ -55,6 +58,12 @@ PROFILES: dict[str, dict[str, dict]] = {
                                  "datasets": ["crows_pairs_en_revised", "crows_pairs_fr"],
                                  "preference_datasets": ["crows_pairs_en_revised"]},
         "04_agentic_entropy": {"max_prompts": 12, "cyclic_prompts": 2, "fewshot_prompts": 0},
+        # a handful of items; the paper's universe, BBQ open-ended (for the RUTEd table), the CrowS-Pairs
+        # normalizations (no new forward pass) and the agentic option log-likelihood: 7 universes
+        "06_multiverse": {"bbq_items": 6, "crows_items": 4, "agentic_items": 4,
+                          "formats": {"bbq": ["option_ll", "open_ended"], "crows_pairs": ["likelihood"],
+                                      "agentic": ["label_dist", "option_ll"]},
+                          "factors": ["answer_format", "normalization"], "precisions": ["float32"], "n_boot": 200},
         # notebook 5 reads the other notebooks' tables: every model found there, fewer resamples
         "05_compare": {"models": None, "n_boot": 200},
     },
@@ -82,6 +91,14 @@ PROFILES: dict[str, dict[str, dict]] = {
         # all 1,020 agentic prompts; every cyclic rotation of a stratified 120-prompt subset (60 positive/negative
         # pairs, 8 per question-type x class-type stratum): the paired test of the cyclic gain then detects d_z >= 0.26
         "04_agentic_entropy": {"max_prompts": None, "cyclic_prompts": 120, "fewshot_prompts": 0},
+        # one factor at a time around the paper's protocol (13 universes per benchmark and model, 3 not available
+        # for Gemma: no chat template); items sized for <= 15 min cold on 2 cores for both models: 48 BBQ items
+        # (context x polarity x category strata of notebook 1's 150), 90 CrowS-Pairs pairs (10 per bias type),
+        # 30 agentic prompts (15 positive/negative pairs, one per question-type x class-type stratum)
+        # q4_gguf is listed as not run here: through the llama.cpp server it cost 10-60x an in-process universe on
+        # this CPU (pass -p 'precisions=["float32", "bfloat16", "q4_gguf"]' with the served-test extra installed)
+        "06_multiverse": {"bbq_items": 48, "bbq_pool": 150, "crows_items": 90, "agentic_items": 30,
+                          "design_name": "ofat", "precisions": ["float32", "bfloat16"], "n_boot": 2000},
         "05_compare": {"models": None, "n_boot": 2000},
     },
     "paper": {
@@ -93,6 +110,9 @@ PROFILES: dict[str, dict[str, dict]] = {
                     "n_permutations": 1000, "subset_runs": 6, "diversity_max_templates": None},
         "03_crows_pairs_bayes": {"max_pairs": None, "max_preference_pairs": None},
         "04_agentic_entropy": {"max_prompts": None, "cyclic_prompts": None, "fewshot_prompts": 120},
+        # the full sets (BBQ: every prompt of notebook 1's paper-profile run), every pair of changed choices
+        "06_multiverse": {"bbq_items": None, "bbq_pool": None, "crows_items": None, "agentic_items": None,
+                          "design_name": "two_way", "n_boot": 2000},
         "05_compare": {"models": None, "n_boot": 2000},
     },
 }
@@ -110,6 +130,8 @@ def _share_scores(profiles: dict) -> None:
             prof.setdefault("01_multifactor/crows_pairs", {})["max_prompts"] = None if mp is None else 3 * mp
         if "04_agentic_entropy" in prof:
             prof.setdefault("01_multifactor/agentic", {})["max_prompts"] = prof["04_agentic_entropy"].get("max_prompts")
+        if "06_multiverse" in prof and "01_multifactor" in prof:   # notebook 6's BBQ items come from notebook 1's sample
+            prof["06_multiverse"]["bbq_pool"] = prof["01_multifactor"].get("max_prompts")
         if "02_calm" in prof:
             c = prof["02_calm"]
             prof.setdefault("01_multifactor/calm", {}).update(max_prompts=None, calm_selection={

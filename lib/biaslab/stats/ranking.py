@@ -14,10 +14,18 @@
   (ratios, differences of ratios, BBQ's bias scores): each replicate draws G clusters with replacement, as
   multinomial counts, so a replicate's sums are ``counts @ cluster_sums`` and no table is ever resampled. Pass two
   aligned sum matrices (same clusters, two models) to get the cluster-paired bootstrap of a difference.
+* :func:`kendall_w` Kendall's coefficient of concordance W of m raters ranking n objects (Kendall & Babington Smith
+  1939; with the tie correction of Kendall 1948, eq. 6.14): ``W = 12 S / (m^2 (n^3 - n) - m sum_j T_j)``, S the sum
+  of squared deviations of the objects' rank sums from their mean, ``T_j = sum (t^3 - t)`` over rater j's ties.
+  W = 1: every rater orders the objects alike; 0: no agreement. Related to the mean pairwise Spearman correlation
+  by ``rho_bar = (m W - 1) / (m - 1)`` (untied ranks), which the tests use as an independent check.
+* :func:`pairwise_order_agreement` for every pair of objects, the share of raters that order the pair as a
+  reference rater does (ties count as not agreeing).
 """
 
 from __future__ import annotations
 
+import itertools
 import string
 from typing import Callable, Sequence
 
@@ -145,3 +153,46 @@ def cluster_sum_bootstrap(statistic: Callable[[np.ndarray], np.ndarray], sums: n
     p = min(1.0, 2 * min((np.sum(reps <= 0) + 1) / (reps.size + 1), (np.sum(reps >= 0) + 1) / (reps.size + 1)))
     return {"estimate": est, "se": float(reps.std(ddof=1)) if reps.size > 1 else np.nan, "ci_low": float(lo),
             "ci_high": float(hi), "p_boot": float(p), "n_clusters": g, "n_boot": int(reps.size)}
+
+
+def kendall_w(scores: np.ndarray | pd.DataFrame, higher_first: bool = True) -> dict:
+    """Kendall's W of a (raters x objects) table of scores (ranked within each rater, average ranks for ties).
+    Rows with a missing score are left out. Returns w, n_raters, n_objects, chi2 = m (n - 1) W and its p-value
+    (chi-square on n - 1 df, Kendall's large-sample test)."""
+    x = np.asarray(scores, dtype=float)
+    x = x[np.isfinite(x).all(axis=1)] if x.ndim == 2 else x.reshape(1, -1)
+    m, n = x.shape
+    out = {"w": np.nan, "n_raters": int(m), "n_objects": int(n), "chi2": np.nan, "p_value": np.nan}
+    if m < 2 or n < 2:
+        return out
+    ranks = np.vstack([stats.rankdata(-r if higher_first else r) for r in x])
+    sums = ranks.sum(axis=0)
+    s = float(((sums - sums.mean()) ** 2).sum())
+    ties = 0.0
+    for r in ranks:
+        _, t = np.unique(r, return_counts=True)
+        ties += float((t ** 3 - t).sum())
+    denom = m ** 2 * (n ** 3 - n) - m * ties
+    if denom <= 0:
+        return out
+    w = 12 * s / denom
+    out.update(w=float(w), chi2=float(m * (n - 1) * w), p_value=float(stats.chi2.sf(m * (n - 1) * w, n - 1)))
+    return out
+
+
+def pairwise_order_agreement(scores: pd.DataFrame, reference: str) -> pd.DataFrame:
+    """``scores``: rows = raters (e.g. universes), columns = objects (e.g. models). For every pair of objects (a, b):
+    the reference rater's order (sign of a - b), how many other raters score both, and the share of them that order
+    the pair the same way (a tie, or a tie in the reference, does not agree)."""
+    ref = scores.loc[reference]
+    others = scores.drop(index=reference)
+    rows = []
+    for a, b in itertools.combinations(scores.columns, 2):
+        d = (others[a] - others[b]).dropna()
+        s_ref = np.sign(ref[a] - ref[b])
+        agree = int((np.sign(d) == s_ref).sum()) if s_ref != 0 else 0
+        rows.append({"object_a": a, "object_b": b, "reference_order": {1.0: "a > b", -1.0: "a < b"}.get(
+            float(s_ref), "tie"), "n_raters": int(len(d)), "n_agree": agree,
+            "share_agree": agree / len(d) if len(d) else np.nan})
+    return pd.DataFrame(rows, columns=["object_a", "object_b", "reference_order", "n_raters", "n_agree",
+                                       "share_agree"])

@@ -1,0 +1,10 @@
+"""Notebook 6's glue: the multiverse of evaluation choices (issue 21).
+
+* :mod:`.design`   the choices as a factor spec per benchmark (paper's protocol = reference levels) and the universes
+* :mod:`.respond`  one universe's responses through the Scorer's public methods
+* :mod:`.matcher`  the deterministic reader of open-ended answers
+* :mod:`.gguf`     the q4 GGUF precision level through a local llama.cpp server
+* :mod:`.run`      the items and the loop over every universe of a model
+* :mod:`.analysis` estimates, verdicts, agreement with the paper's universe, factor importance, ordering, RUTEd
+* :mod:`.findings` sentences, the robustness table notebook 5 reads, the README section
+"""

@@ -1,0 +1,200 @@
+"""The multiverse as a factorial design: evaluation choices are factors, a universe is one combination of levels.
+
+Each benchmark gets a :class:`biaslab.benchmarks.base.FactorSpec` whose factors are the *evaluation's* choices
+(kind ``"prompt"`` for how the item is asked, ``"model"`` for how the model is run), each with the paper's
+protocol — what notebooks 1, 3 and 4 do — as its reference level:
+
+======================  =====================================================================================
+factor                  levels (reference first)
+======================  =====================================================================================
+``answer_format``       BBQ: option_ll · label_dist · generated · open_ended; CrowS-Pairs: likelihood · label_dist
+                        · generated; agentic: label_dist · option_ll · generated · open_ended
+``wording``             paper · w1 · w2 · w3 (authored paraphrases, ``data/multiverse/wordings.csv``)
+``chat_template``       the model's protocol level (instruction-tuned: on, base: off) · the other
+``examples``            BBQ / CrowS-Pairs: 0 · 2; agentic: 2 · 0 (``data/multiverse/examples.csv``, agentic's own
+                        ``fewshot.csv``)
+``choice_order``        original · reversed · cyclic (CrowS-Pairs: original · reversed, which is the cycle of two)
+``precision``           the run's dtype (float32 on a CPU) · bfloat16 · q4_gguf (the GGUF's 4-bit kernels through a
+                        llama.cpp server, when llama-cpp-python is installed)
+``normalization``       CrowS-Pairs only: sum · mean · pmi
+======================  =====================================================================================
+
+**Applicability.** A choice that does not enter a format is coded at its reference level there (the likelihood
+of a CrowS-Pairs sentence has no instruction, order or chat template; an open-ended question shows no options, so
+it has no order). Every non-reference level then occurs only with formats it applies to, and a treatment-coded
+regression reads its coefficient as the effect within those formats.
+
+**Designs.** ``"ofat"`` (default profile): one factor at a time around an *anchor* — the paper's universe, or, for a
+factor that does not apply to the paper's format, the paper's universe with the first format it applies to (the
+CrowS-Pairs preference prompt). 1 + Σ(levels − 1) universes per benchmark, every main effect identified.
+``"two_way"`` (paper profile): in addition every pair of non-reference levels of two factors around the same
+anchor, which identifies two-factor interactions.
+
+A universe that cannot run here (no chat template, no llama.cpp) is kept with ``status = "not available: <why>"``.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+from ...benchmarks.base import Factor, FactorSpec
+
+BENCHMARKS = ("bbq", "crows_pairs", "agentic")
+
+FORMATS = {
+    "bbq": ("option_ll", "label_dist", "generated", "open_ended"),
+    "crows_pairs": ("likelihood", "label_dist", "generated"),
+    "agentic": ("label_dist", "option_ll", "generated", "open_ended"),
+}
+WORDINGS = ("paper", "w1", "w2", "w3")
+PRECISIONS = ("float32", "bfloat16", "q4_gguf")
+NORMALIZATIONS = ("sum", "mean", "pmi")
+
+#: which formats each choice enters (elsewhere it is coded at its reference level)
+APPLIES = {
+    "bbq": {"wording": FORMATS["bbq"], "chat_template": FORMATS["bbq"], "examples": FORMATS["bbq"][:3],
+            "choice_order": FORMATS["bbq"][:3], "precision": FORMATS["bbq"]},
+    "crows_pairs": {"normalization": ("likelihood",), "wording": ("label_dist", "generated"),
+                    "chat_template": ("label_dist", "generated"), "examples": ("label_dist", "generated"),
+                    "choice_order": ("label_dist", "generated"), "precision": FORMATS["crows_pairs"]},
+    "agentic": {"wording": FORMATS["agentic"], "chat_template": FORMATS["agentic"], "examples": FORMATS["agentic"],
+                "choice_order": FORMATS["agentic"][:3], "precision": FORMATS["agentic"]},
+}
+
+DESCRIPTIONS = {
+    "answer_format": "how the answer is read: option log-likelihood, next-token label distribution, generated label "
+                     "parsed, free-text answer without options (matched), or (CrowS-Pairs) sentence likelihood",
+    "wording": "instruction wording: the paper's and three authored paraphrases (data/multiverse/wordings.csv)",
+    "chat_template": "prompt wrapped in the model's chat template (on) or given as raw text (off)",
+    "examples": "answered examples before the item (0 or 2)",
+    "choice_order": "order of the answer options: as stored, reversed, or rotated by one position",
+    "precision": "numeric precision of the forward pass",
+    "normalization": "CrowS-Pairs likelihood: summed log-probability, per-token mean, or PMI against the "
+                     "sentence's own group words scored alone",
+}
+
+
+@dataclass(frozen=True)
+class Protocol:
+    """The paper's protocol for one model: the reference levels that depend on the model or the run."""
+    chat: tuple = ()                # benchmarks whose notebook asks this model in its chat template (notebook 1's
+    #                                 BBQ: instruction-tuned models; notebook 3's preference prompt: a chat template
+    #                                 exists; notebook 4: never)
+    precision: str = "float32"      # the run's dtype ("auto" resolved: float32 on CPU, bfloat16 on CUDA)
+
+    def reference(self, benchmark: str) -> dict:
+        ref = {"answer_format": FORMATS[benchmark][0], "wording": "paper",
+               "chat_template": "on" if benchmark in self.chat else "off",
+               "examples": "2" if benchmark == "agentic" else "0", "choice_order": "original",
+               "precision": self.precision}
+        if benchmark == "crows_pairs":
+            ref["normalization"] = "sum"
+        return ref
+
+
+def factor_spec(benchmark: str, protocol: Protocol) -> FactorSpec:
+    """The evaluation choices of ``benchmark`` as a factor spec (reference = the paper's protocol for this model)."""
+    ref = protocol.reference(benchmark)
+    levels = {"answer_format": FORMATS[benchmark], "wording": WORDINGS,
+              "chat_template": (ref["chat_template"], "off" if ref["chat_template"] == "on" else "on"),
+              "examples": (ref["examples"], "0" if ref["examples"] == "2" else "2"),
+              "choice_order": ("original", "reversed") if benchmark == "crows_pairs"
+              else ("original", "reversed", "cyclic"),
+              "precision": (ref["precision"],) + tuple(p for p in PRECISIONS if p != ref["precision"])}
+    if benchmark == "crows_pairs":
+        levels["normalization"] = NORMALIZATIONS
+    kind = {"precision": "model"}
+    return FactorSpec([Factor(f, kind.get(f, "prompt"), tuple(lv), ref[f], DESCRIPTIONS[f])
+                       for f, lv in levels.items()])
+
+
+@dataclass(frozen=True)
+class Universe:
+    benchmark: str
+    settings: tuple                 # ((factor, level), ...) in the spec's factor order
+    changed: tuple = ()             # factors set away from their anchor (the paper's universe: none)
+
+    def __getitem__(self, factor: str):
+        return dict(self.settings)[factor]
+
+    @property
+    def as_dict(self) -> dict:
+        return dict(self.settings)
+
+    @property
+    def id(self) -> str:
+        """``paper`` for the paper's universe, else ``factor=level+factor=level`` of the non-reference settings."""
+        return self._id
+
+    _id: str = field(default="", compare=False)
+
+
+def _universe(benchmark: str, spec: FactorSpec, settings: dict, changed=()) -> Universe:
+    diff = [f"{f.name}={settings[f.name]}" for f in spec.factors if settings[f.name] != f.reference]
+    u = Universe(benchmark, tuple((f.name, settings[f.name]) for f in spec.factors), tuple(changed))
+    object.__setattr__(u, "_id", "+".join(diff) or "paper")
+    return u
+
+
+def anchor_for(benchmark: str, spec: FactorSpec, factor: str) -> dict:
+    """The universe a factor is varied around: the paper's, or the paper's with the first format the factor enters."""
+    ref = {f.name: f.reference for f in spec.factors}
+    applies = APPLIES[benchmark].get(factor, FORMATS[benchmark])
+    if ref["answer_format"] not in applies:
+        ref["answer_format"] = applies[0]
+    return ref
+
+
+def universes(benchmark: str, protocol: Protocol, design: str = "ofat", formats=None,
+              factors=None) -> list[Universe]:
+    """The universes of ``benchmark`` (see the module docstring). ``formats`` / ``factors`` restrict the design to
+    those answer formats / factors (the smoke profile); the paper's universe is always first."""
+    if design not in ("ofat", "two_way"):
+        raise ValueError(f"design must be 'ofat' or 'two_way', got {design!r}")
+    spec = factor_spec(benchmark, protocol)
+    ref = {f.name: f.reference for f in spec.factors}
+    wanted = [f for f in spec.names if factors is None or f in factors or f == "answer_format"]
+    fmt_ok = lambda s: formats is None or s["answer_format"] in formats   # noqa: E731
+    found: dict[str, Universe] = {}
+
+    def add(settings, changed):
+        if not fmt_ok(settings):
+            return
+        for f, lv in settings.items():          # a choice outside the formats it enters: not a universe
+            if lv != ref[f] and f != "answer_format" and settings["answer_format"] not in APPLIES[benchmark].get(
+                    f, FORMATS[benchmark]):
+                return
+        u = _universe(benchmark, spec, settings, changed)
+        found.setdefault(u.id, u)
+
+    add(ref, ())
+    for f in wanted:
+        anchor = anchor_for(benchmark, spec, f)
+        if anchor != ref:
+            add(anchor, ("answer_format",))
+        for lv in spec[f].levels:
+            if lv != spec[f].reference:
+                add({**anchor, f: lv}, (f,))
+    if design == "two_way":
+        for f, g in itertools.combinations([f for f in wanted if f != "answer_format"], 2):
+            anchor = anchor_for(benchmark, spec, f)
+            if anchor != anchor_for(benchmark, spec, g):
+                continue
+            for a in spec[f].levels[1:]:
+                for b in spec[g].levels[1:]:
+                    add({**anchor, f: a, g: b}, (f, g))
+    return list(found.values())
+
+
+def universe_table(us: list[Universe], spec: FactorSpec, status: dict[str, str] | None = None) -> pd.DataFrame:
+    """One row per universe: id, benchmark, the factor levels, how many differ from the paper's, status."""
+    rows = []
+    for u in us:
+        d = u.as_dict
+        rows.append({"universe": u.id, "benchmark": u.benchmark, **d,
+                     "n_changed": sum(d[f.name] != f.reference for f in spec.factors),
+                     "is_paper": u.id == "paper", "status": (status or {}).get(u.id, "run")})
+    return pd.DataFrame(rows)

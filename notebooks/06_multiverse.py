@@ -1,0 +1,351 @@
+# ---
+# jupyter:
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 6 · Does the conclusion survive the evaluation's own choices? A multiverse of bias measurements
+#
+# Every bias number in notebooks 1–4 is one point in a space of evaluation choices the papers fix without testing:
+# how the answer is read (option log-likelihood, next-token label, generated label, a free-text answer with no
+# options shown), the instruction's wording, the chat template, answered examples, the order of the options, the
+# numeric precision, and how a sentence likelihood is normalized. Lum et al. (RUTEd, ACL 2025) find that short-form
+# bias scores barely predict long-form behaviour; BBG (arXiv 2503.06987) finds generated BBQ answers disagreeing
+# with multiple choice; prompt-variation studies report rankings that flip with wording.
+#
+# **What this notebook does.** It treats those choices as the factors of a design (`biaslab.papers.multiverse.design`:
+# a factor spec like any benchmark's, the paper's protocol as every reference level) and scores a *universe* — one
+# combination of levels — per design point, on design-preserving subsets of BBQ, CrowS-Pairs (original English) and
+# the agentic benchmark. Then, per model and metric: a **specification curve** (estimate and interval per universe,
+# sorted, the paper's universe marked); the share of universes that **agree with the paper's protocol** in sign and
+# in significance; the **factor importance** of the choices (treatment-coded regression, clustered SEs); the
+# **stability of the model ordering** (pairwise agreement, Kendall's W); and the **agreement of multiple-choice and
+# open-ended answers on the same items** (the RUTEd question).
+#
+# The paper's universe sends exactly the requests notebooks 1, 3 and 4 send, so it comes from their score cache; every
+# other universe is a cache entry of its own.
+
+# %% tags=["parameters"]
+profile = "default"
+models = ["smollm2-135m-instruct", "gemma-3-270m"]
+device = "auto"
+dtype = "auto"
+output_dir = "../scratch/06_multiverse"
+benchmarks = ["bbq", "crows_pairs", "agentic"]
+bbq_items = 48
+bbq_pool = 150
+crows_items = 90
+agentic_items = 30
+design_name = "ofat"
+formats = None
+factors = None
+precisions = ["float32", "bfloat16"]
+judge = None
+n_boot = 2000
+alpha = 0.05
+flip_share = 0.25
+torch_threads = 0
+seed = 0
+
+# %%
+# list parameters also as JSON strings (papermill's `-p models '["..."]'` passes a string)
+from biaslab.parameters import as_list
+models = as_list(models)
+benchmarks = as_list(benchmarks)
+precisions = as_list(precisions)
+factors = as_list(factors)
+
+# %% [markdown]
+# ## Setup
+#
+# `bbq_items`, `crows_items` and `agentic_items` size the subsets (`None` = all; BBQ items are drawn from notebook 1's
+# own `bbq_pool`-prompt sample, stratified by context × polarity × category, so its cached scores serve the paper's
+# universe). `design_name`: `ofat` (one factor at a time around the paper's universe: 1 + Σ(levels − 1) universes per
+# benchmark, every main effect identified) or `two_way` (also every pair of changed factors, for interactions; the
+# paper profile). `formats` (benchmark → answer formats) and `factors` restrict the design (the smoke profile).
+# `precisions`: which precision levels to run; the others are listed as not run. `q4_gguf` (the GGUF's 4-bit kernels
+# through a local llama.cpp server) needs llama-cpp-python, the `served-test` extra — without it the universe is
+# listed as not available, with the reason — and is left out of the default profile: through the server it cost
+# 10–60× an in-process universe on a 2-core CPU (`-p 'precisions=["float32", "bfloat16", "q4_gguf"]'` adds it). `judge` (a model spec, optional): a second reader of
+# the open-ended answers, validated against the matcher. A universe's sign or verdict counts as *flipping* when it
+# differs from the paper's universe; a metric is marked when at least `flip_share` of its universes flip.
+
+# %%
+import time
+
+import numpy as np
+import pandas as pd
+from IPython.display import Markdown, display
+
+from biaslab.outputs import OutputDir
+from biaslab.papers.multifactor import responses as multifactor
+from biaslab.papers.multiverse import analysis, design, findings, matcher, respond, run
+from biaslab.plots import specification
+
+pd.set_option("display.width", 180, "display.max_columns", 30, "display.max_colwidth", 60)
+out = OutputDir(output_dir)
+t_start = time.perf_counter()
+if torch_threads:
+    import torch
+    torch.set_num_threads(int(torch_threads))
+unknown = set(benchmarks) - set(design.BENCHMARKS)
+if unknown:
+    raise ValueError(f"benchmarks must be among {design.BENCHMARKS}, not {sorted(unknown)}")
+sizes = {"bbq": bbq_items, "crows_pairs": crows_items, "agentic": agentic_items}
+items, bench_objs = {}, {}
+for b in benchmarks:
+    items[b], bench_objs[b] = run.items(b, sizes[b], seed=seed, bbq_pool=bbq_pool)
+    out.record_data(bench_objs[b].sources)
+    print(f"{b}: {len(items[b])} items (cluster: {bench_objs[b].cluster})")
+from biaslab.sources import sha256_file
+out.record_data({f"biaslab/data/multiverse/{f}": sha256_file(respond.DATA / f) for f in ("wordings.csv", "examples.csv")})
+
+# %% [markdown]
+# ## 1. The design: evaluation choices as factors
+#
+# Reference levels are the paper's protocol *for each model*: notebook 1 asks instruction-tuned models BBQ in their
+# chat template and base models raw text; notebook 3 asks the CrowS-Pairs preference prompt in the chat template
+# where there is one; notebook 4 never uses one; every run's precision is its `dtype` (float32 on a CPU). A choice
+# that does not enter a format is coded at its reference level there (a sentence likelihood has no instruction, order
+# or template; an open-ended question shows no options). The wordings and examples are authored data:
+# `data/multiverse/wordings.csv` and `examples.csv`, documented in `data/multiverse/README.md`.
+
+# %%
+ref_protocol = design.Protocol(chat=("bbq", "crows_pairs"))
+spec_rows = []
+for b in benchmarks:
+    t = design.factor_spec(b, ref_protocol).table().assign(benchmark=b)
+    t["applies_to"] = t["factor"].map(lambda f: ", ".join(design.APPLIES[b].get(f, design.FORMATS[b])))
+    spec_rows.append(t)
+factor_table = pd.concat(spec_rows, ignore_index=True)
+out.table(factor_table, "factors", markdown=True)
+out.table(respond.wordings(), "wordings", markdown=True)
+display(factor_table[["benchmark", "factor", "kind", "levels", "reference", "applies_to"]])
+
+# %% [markdown]
+# ## 2. Scoring every universe
+#
+# Per model, each universe renders the items as it asks them and calls the Scorer's public methods
+# (`biaslab.papers.multiverse.respond`); `costs.csv` has each universe's seconds and the token positions it computed
+# (0: every score came from the cache). Open-ended answers are generated greedily (at most 24 new tokens, stopped at
+# a line break) and read by the deterministic matcher (`biaslab.papers.multiverse.matcher`); generated labels by
+# `scoring.extract_choice`. Nothing is dropped: an answer that names no option is kept and counted (`n_unparsed`).
+
+
+# %%
+def protocol_chat(lm):
+    """The benchmarks whose notebook asks ``lm`` in its chat template (notebooks 1 and 3)."""
+    chat = ["bbq"] if multifactor.use_chat(lm) else []
+    if getattr(lm.tokenizer, "chat_template", None):
+        chat.append("crows_pairs")
+    return chat
+
+
+reference_dtype = "float32" if dtype == "auto" and device in ("auto", "cpu") else dtype
+if dtype == "auto" and device not in ("auto", "cpu"):
+    reference_dtype = "bfloat16" if "cuda" in str(device) else "float32"
+results = []
+for model_spec in models:
+    t0 = time.perf_counter()
+    r = run.run_model(model_spec, items, protocol_chat, device=device, dtype=reference_dtype,
+                      design_name=design_name, formats=formats, factors=factors, precisions=precisions,
+                      n_boot=n_boot, seed=seed)
+    for fp in r["fingerprints"]:
+        out.record_model(fp)
+    print(f"{r['fingerprints'][0]['name']}: {len(r['costs'])} universes in {time.perf_counter() - t0:.0f} s")
+    results.append(r)
+
+universes = pd.concat([u for r in results for u in r["universes"]], ignore_index=True)
+costs = pd.DataFrame([c for r in results for c in r["costs"]])
+est = analysis.add_verdicts(pd.DataFrame([e for r in results for e in r["estimates"]]), alpha=alpha)
+responses = {b: pd.concat([r["responses"][b] for r in results if len(r["responses"].get(b, []))],
+                          ignore_index=True) for b in benchmarks}
+out.table(universes, "universes", markdown=True)
+out.table(costs.round(3), "costs")
+for b, d in responses.items():
+    keep = d.merge(items[b][["prompt_id", bench_objs[b].cluster]], on="prompt_id", how="left")
+    out.table(keep, f"responses_{b}")
+out.table(est, "estimates")
+print(universes.groupby(["model", "benchmark", "status"]).size().rename("universes").to_string())
+print(costs.groupby("model")[["seconds", "positions_computed"]].sum().round(1).to_string())
+
+# %% [markdown]
+# ## 3. Specification curves
+#
+# One panel per model × metric: every universe's estimate with its 95 % interval, sorted by the estimate; the
+# paper's universe in black, the null value as a dashed line; below, which choice each universe changed. BBQ bias
+# scores: cluster bootstrap over templates; CrowS-Pairs: exact interval (pairs are independent); agentic entropy:
+# cluster bootstrap over scenarios (formats with a probability distribution only).
+
+# %%
+shown = [m for m in analysis.METRICS if m in set(est["metric"])]
+for met in shown:
+    fig = specification.specification_curve(est[est["metric"] == met], analysis.METRICS[met]["label"],
+                                            null=analysis.METRICS[met]["null"])
+    out.show(fig, f"specification_curve_{met}", width=760)
+curve = est[est["metric"].isin(shown)].sort_values(["metric", "model", "estimate"])
+out.table(curve[["metric", "model", "universe", "estimate", "ci_low", "ci_high", "ci_method", "null_value",
+                 "p_value", "p_adjusted", "verdict", "n", "n_clusters", "n_unparsed"]], "specification_curve")
+
+# %% [markdown]
+# ## 4. Agreement with the paper's protocol
+#
+# For each model × metric: of the universes that ran besides the paper's, the share whose estimate lies on the
+# paper's side of the null (sign), and the share reaching the paper's universe's verdict. Verdicts follow the report's
+# rule (the columns of `/work/VERDICT_CONTRACT.md`): each model × metric's universes are one exploratory family,
+# Benjamini–Hochberg-adjusted, *distinguishable* from the null below `alpha`. The group preference of the agentic
+# benchmark is a per-group metric (`group_preference.csv`); its agreement row pools the groups.
+
+# %%
+gp_rows = []
+for r in results:
+    for lg in r["group_long"]:
+        u, m = lg["universe"].iloc[0], lg["model"].iloc[0]
+        g = analysis.group_preference(lg, items["agentic"])
+        gp_rows.append(g.assign(model=m, universe=u, metric=analysis.GROUP_PREFERENCE))
+group_pref = pd.DataFrame()
+if gp_rows:
+    group_pref = pd.concat(gp_rows, ignore_index=True)
+    group_pref = analysis.add_verdicts(group_pref, alpha=alpha, family=("model", "metric", "universe"))
+    out.table(group_pref, "group_preference")
+agreement = analysis.agreement_with_paper(est, flip_share=flip_share)
+if len(group_pref):
+    gp = group_pref.assign(metric=lambda d: analysis.GROUP_PREFERENCE + ":" + d["class_type"] + ":" + d["group"])
+    per_group = analysis.agreement_with_paper(gp, flip_share=flip_share)
+    pooled = per_group.groupby("model").agg(n_universes=("n_universes", "sum"), n_same_sign=("n_same_sign", "sum"),
+                                           n_same_verdict=("n_same_verdict", "sum")).reset_index()
+    pooled["metric"] = analysis.GROUP_PREFERENCE
+    pooled["share_same_sign"] = pooled["n_same_sign"] / pooled["n_universes"]
+    pooled["share_same_verdict"] = pooled["n_same_verdict"] / pooled["n_universes"]
+    pooled["sign_flips"] = pooled["n_universes"] - pooled["n_same_sign"]
+    pooled["robustness"] = np.where(1 - pooled["share_same_sign"] >= flip_share, "sign flips in many universes",
+                                    np.where(1 - pooled["share_same_verdict"] >= flip_share,
+                                             "verdict changes in many universes", "robust"))
+    pooled["flip_threshold"] = flip_share
+    out.table(per_group, "group_preference_agreement")
+    agreement = pd.concat([agreement, pooled], ignore_index=True)
+out.table(agreement, "agreement", markdown=True)
+display(agreement)
+robustness = findings.robustness_table(agreement)
+out.table(robustness, "robustness", markdown=True)
+display(Markdown(findings.agreement_findings(agreement)))
+
+# %% [markdown]
+# ## 5. Which choice moves the number most (factor importance)
+#
+# Per model and benchmark, the per-item outcome over all universes regressed on the choices, treatment-coded against
+# the paper's protocol: logistic for BBQ (`deviated` among answers naming a person: the bias score's numerator) and
+# CrowS-Pairs (`stereotype_preferred`), OLS for the agentic entropy; cluster-robust standard errors on the generating
+# unit (template, pair, scenario), whose items recur in every universe. `importance_by_factor.csv` ranks the choices
+# by their largest |coefficient|. (This is notebook 1's factor-importance stage, `stats.importance`, applied to the
+# evaluation's own choices.)
+
+# %%
+terms = []
+for r in results:
+    for b, d in r["responses"].items():
+        if not len(d):
+            continue
+        for m, part in d.groupby("model"):
+            part = part.merge(items[b][["prompt_id", bench_objs[b].cluster]], on="prompt_id", how="left")
+            t = analysis.factor_importance(part, r["specs"][b], b)
+            if len(t):
+                terms.append(t.assign(model=m, benchmark=b))
+importance = pd.concat(terms, ignore_index=True) if terms else pd.DataFrame()
+out.table(importance, "factor_importance")
+by_factor = analysis.importance_by_factor(importance) if len(importance) else pd.DataFrame()
+out.table(by_factor, "importance_by_factor", markdown=True)
+display(by_factor)
+display(Markdown(findings.importance_findings(by_factor)))
+
+# %% [markdown]
+# ## 6. Does the model ordering survive?
+#
+# Per metric, over the universes where every model has an estimate: Kendall's W (universes as raters, models as the
+# ranked objects; 1 = every universe orders the models alike) and, per pair of models, the share of universes that
+# order them as the paper's universe does.
+
+# %%
+kendall, pairwise = analysis.ordering_stability(est[est["metric"].isin(shown)])
+out.table(kendall, "ordering_kendall_w", markdown=True)
+out.table(pairwise, "ordering_pairwise", markdown=True)
+display(kendall)
+display(pairwise)
+display(Markdown(findings.ordering_findings(kendall, pairwise)))
+
+# %% [markdown]
+# ## 7. Multiple choice against open-ended answers on the same items (the RUTEd question)
+#
+# Per model: the BBQ items answered in the paper's universe (option log-likelihood) and in the open-ended universe
+# (no options shown, answer matched). Agreement of the answer category (biased / counter-biased / unknown) and Cohen's
+# κ over the items whose open answer was matched, with template-cluster bootstrap intervals; the unmatched and
+# multi-group answers counted; and the paired difference of the ambiguous-context bias scores (open − multiple
+# choice) with a template-paired bootstrap interval.
+
+# %%
+ruted = []
+bbq_r = responses.get("bbq", pd.DataFrame())
+if len(bbq_r) and "open_ended" in set(bbq_r["answer_format"]):
+    for m, d in bbq_r.groupby("model"):
+        mc, op = d[d["universe"] == "paper"], d[d["universe"] == "answer_format=open_ended"]
+        if len(mc) and len(op):
+            ruted.append({"model": m, **analysis.format_agreement(mc, op, items["bbq"], n_boot=n_boot, seed=seed)})
+ruted = pd.DataFrame(ruted)
+out.table(ruted, "format_agreement", markdown=True)
+display(ruted)
+display(Markdown(findings.ruted_findings(ruted)))
+if len(bbq_r):
+    opens = bbq_r[bbq_r["answer_format"] == "open_ended"]
+    kinds = opens.groupby(["model", "answer_kind"]).size().unstack(fill_value=0).reset_index()
+    out.table(kinds, "open_ended_answer_kinds", markdown=True)
+    display(opens[["model", "prompt_id", "answer", "answer_kind", "choice"]].head(8))
+
+# %% [markdown]
+# ## 8. A second reader of the open answers (optional judge)
+#
+# With `judge` (any model spec, e.g. a served model), each open-ended BBQ answer is also classified by that model
+# (which of the item's options it refers to). The judge is validated against the matcher on the items both could
+# read (agreement and κ with intervals), and the rate of biased answers over *all* open answers is estimated by
+# prediction-powered inference (Angelopoulos et al. 2023; `stats.agreement.ppi_mean`, `ppi_py`): the judge's rate,
+# corrected by its error on the matcher-read items. Caveat: the matcher reads the easier answers, so those items are
+# not a random sample of all answers, which PPI assumes; the estimate is reported beside the plain rates.
+
+# %%
+if judge is not None and len(bbq_r):
+    from biaslab import models as model_zoo, scoring
+    from biaslab.papers.multiverse import judge as judging
+    jlm = model_zoo.load(judge, device=device)
+    out.record_model(jlm.fingerprint)
+    opens = bbq_r[bbq_r["answer_format"] == "open_ended"].merge(items["bbq"], on="prompt_id", suffixes=("", "_i"))
+    opens["judge_choice"] = judging.read(scoring.Scorer(jlm, progress=False).generate(judging.prompts(opens),
+                                                                                      max_new_tokens=4))
+    judge_table = judging.table(opens, jlm.name, n_boot=n_boot, seed=seed)
+else:
+    judge_table = pd.DataFrame([{"model": None, "judge": None, "status": "not run: no judge model given (parameter "
+                                 "judge); the matcher alone reads the open answers"}])
+out.table(judge_table, "judge", markdown=True)
+display(judge_table)
+
+# %% [markdown]
+# ## 9. Summary (computed from the tables above)
+
+# %%
+summary = findings.summary_lines(universes, costs, agreement, by_factor, kendall, ruted)
+out.text("\n".join(f"- {s}" for s in summary) + "\n", "summary.md")
+out.text(findings.readme_section(agreement, by_factor, ruted, universes), "readme_section.md")
+for s in summary:
+    print("-", s)
+
+# %%
+timings = pd.DataFrame([{"stage": "total", "seconds": round(time.perf_counter() - t_start, 1)},
+                        {"stage": "scoring (sum over universes)", "seconds": round(float(costs["seconds"].sum()), 1)
+                         if len(costs) else 0.0}])
+out.table(timings, "timings")
+print(timings.to_string(index=False))
+
+# %%
+from biaslab.outputs import watermark
+print(watermark())

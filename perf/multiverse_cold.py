@@ -1,0 +1,83 @@
+"""Notebook 6 (multiverse) cold: the whole notebook under a profile with an empty score cache, both embedded models.
+
+The converted models are reused (``models/`` of the shared cache symlinked into a fresh ``BIASLAB_CACHE``), every
+score is computed. Records the wall time of the run, the machine's load (``os.getloadavg`` before, every 30 s during,
+after), the universe count, and each universe's cost from the notebook's own ``costs.csv``. Not a timed test: the
+result is written to ``perf/results/multiverse/`` (``--out``) for the README and the issue's closing note.
+
+    .venv/bin/python perf/multiverse_cold.py --profile default
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--profile", default="default")
+    ap.add_argument("--out", default=str(ROOT / "perf" / "results" / "multiverse"))
+    ap.add_argument("-p", action="append", default=[], help="extra KEY=VALUE parameters for the notebook")
+    a = ap.parse_args()
+    shared = Path(os.environ.get("BIASLAB_CACHE", Path.home() / ".cache" / "biaslab"))
+    tmp = Path(tempfile.mkdtemp(prefix="biaslab-cold-"))
+    cache = tmp / "cache"
+    cache.mkdir()
+    (cache / "models").symlink_to(shared / "models")       # converted weights reused; scores start empty
+    runs = tmp / "runs"
+    env = dict(os.environ, BIASLAB_CACHE=str(cache))
+    load, stop = [], threading.Event()
+
+    def sample():
+        while not stop.is_set():
+            load.append(os.getloadavg()[0])
+            stop.wait(30)
+
+    threading.Thread(target=sample, daemon=True).start()
+    before = os.getloadavg()
+    t0 = time.perf_counter()
+    cmd = [sys.executable, "-m", "biaslab.cli", "reproduce", "--profile", a.profile, "--only", "06", "--out",
+           str(runs)] + [x for kv in a.p for x in ("-p", kv)]
+    rc = subprocess.run(cmd, cwd=ROOT, env=env).returncode
+    wall = time.perf_counter() - t0
+    stop.set()
+    after = os.getloadavg()
+    tables = runs / "06_multiverse" / "tables"
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    res = {"profile": a.profile, "rc": rc, "wall_s": round(wall, 1), "cpu_count": os.cpu_count(),
+           "load_before_1_5_15": before, "load_after_1_5_15": after,
+           "load_1min_during": {"min": min(load), "median": sorted(load)[len(load) // 2], "max": max(load)}
+           if load else None, "parameters": a.p}
+    if (tables / "costs.csv").exists():
+        costs = pd.read_csv(tables / "costs.csv")
+        uni = pd.read_csv(tables / "universes.csv")
+        res.update(universes_run=int((uni["status"] == "run").sum()), universes_listed=len(uni),
+                   scoring_s=round(float(costs["seconds"].sum()), 1),
+                   per_universe_s_median=round(float(costs["seconds"].median()), 2),
+                   scoring_cpu_s=round(float(costs["cpu_seconds"].sum()), 1),
+                   per_universe_s_by_format=costs.groupby(["model", "answer_format"])["seconds"].median().round(2)
+                   .reset_index().to_dict("records"))
+        costs.to_csv(out / f"costs_{a.profile}.csv", index=False)
+        uni.to_csv(out / f"universes_{a.profile}.csv", index=False)
+    (out / f"cold_{a.profile}.json").write_text(json.dumps(res, indent=2, default=str) + "\n")
+    print(json.dumps(res, indent=2, default=str))
+    shutil.rmtree(tmp, ignore_errors=True)
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,327 @@
+"""Notebook 6 (multiverse): the matcher, the design, a fabricated multiverse with known effects, the statistics it
+adds (Kendall's W, kappa, PPI), and the paper's universe against notebooks 1, 3 and 4's own code paths."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from biaslab.papers.multiverse import analysis, design, matcher
+from biaslab.stats import agreement as A
+from biaslab.stats import ranking
+
+from helpers import load_or_skip, scorer, tiny_model
+
+GRAND = ["The grandfather", "The grandson", "Can't be determined"]
+
+
+# --------------------------------------------------------------------------------------------------- matcher
+@pytest.mark.parametrize("answer,kind,index", [
+    ("The grandfather.", "option", 0),
+    ("grandpa, obviously", "option", 0),                       # synonym
+    ("It was the grandson who forgot.", "option", 1),
+    ("The GRANDSONS", "option", 1),                            # case and plural
+    ("Can't be determined from the text", "unknown", 2),      # the item's own unknown option
+    ("I don't know", "unknown", 2),                            # a generic unknown form
+    ("Both of them", "multiple", None),                        # multi-group
+    ("the grandfather and the grandson", "multiple", None),    # two groups named
+    ("I can't tell, maybe the grandson", "multiple", None),    # unknown and a group: neither reading is safe
+    ("The weather was nice.", "unmatched", None),              # names nothing
+    ("", "unmatched", None),
+    (None, "unmatched", None),
+])
+def test_matcher_on_hand_written_answers(answer, kind, index):
+    m = matcher.match(answer, GRAND, unknown_index=2)
+    assert (m.kind, m.index) == (kind, index), m
+
+
+def test_matcher_distinguishing_words_and_names():
+    opts = ["The Black man", "The White man", "Not enough info"]
+    assert matcher.match("the white guy", opts, 2).index == 1          # "man" is shared, "white" decides
+    assert matcher.match("a Caucasian man", opts, 2).index == 1        # synonym of white
+    assert matcher.match("The man", opts, 2).kind == "unmatched"       # only the shared word
+    names = ["Not answerable", "Donna", "David"]
+    assert matcher.match("David did.", names, 0) == matcher.Match("option", 2, ("david",))
+    groups = ["Low-income", "Middle-income", "High-income"]
+    assert matcher.match("the wealthy one", groups).index == 2
+    assert matcher.match("Non-binary", ["Male", "Female", "Non-binary"]).index == 2
+    assert matcher.match("a woman", ["Male", "Female", "Non-binary"]).index == 1
+
+
+# --------------------------------------------------------------------------------------------------- design
+def test_ofat_design_varies_one_factor_at_a_time():
+    proto = design.Protocol(chat=("bbq", "crows_pairs"))
+    for bench in design.BENCHMARKS:
+        spec = design.factor_spec(bench, proto)
+        us = design.universes(bench, proto)
+        assert us[0].id == "paper" and len({u.id for u in us}) == len(us)
+        expected = 1 + sum(len(f.levels) - 1 for f in spec.factors)
+        # CrowS-Pairs: the preference-prompt factors are varied around the label-distribution universe
+        assert len(us) == expected, (bench, len(us), expected)
+        ref = {f.name: f.reference for f in spec.factors}
+        for u in us[1:]:
+            changed = [f for f in spec.names if u[f] != ref[f]]
+            assert len(changed) == 1 or (bench == "crows_pairs" and "answer_format" in changed and len(changed) == 2)
+    # the paper's protocol depends on the model: a base model's BBQ reference is "off"
+    assert design.factor_spec("bbq", design.Protocol()).__getitem__("chat_template").reference == "off"
+    assert len(design.universes("bbq", proto, "two_way")) > len(design.universes("bbq", proto))
+
+
+# -------------------------------------------------------------------------------------- fabricated multiverse
+def _fabricated(seed=0, n_items=600, n_clusters=60):
+    """Per-item 0/1 outcomes over the BBQ design's OFAT universes with known log-odds effects per changed choice,
+    plus a cluster random effect (items share templates)."""
+    rng = np.random.default_rng(seed)
+    proto = design.Protocol(chat=("bbq",))
+    spec = design.factor_spec("bbq", proto)
+    us = [u for u in design.universes("bbq", proto) if u["precision"] != "q4_gguf"]
+    truth = {("answer_format", "open_ended"): 1.2, ("wording", "w2"): -0.8, ("choice_order", "reversed"): 0.6}
+    cl = rng.integers(0, n_clusters, n_items)
+    u_cl = rng.normal(0, 0.5, n_clusters)
+    rows = []
+    for u in us:
+        eta = -0.3 + u_cl[cl] + sum(v for (f, lv), v in truth.items() if u[f] == lv)
+        y = rng.binomial(1, 1 / (1 + np.exp(-eta)))
+        rows.append(pd.DataFrame({"prompt_id": np.arange(n_items), "template": cl, "deviated": y,
+                                  "non_unknown": 1, "universe": u.id, **u.as_dict}))
+    return pd.concat(rows, ignore_index=True), spec, truth
+
+
+def test_fabricated_multiverse_recovers_its_factor_effects():
+    long, spec, truth = _fabricated()
+    t = analysis.factor_importance(long, spec, "bbq").set_index("term")
+    for (f, lv), v in truth.items():
+        r = t.loc[f"{f}[{lv}]"]
+        # the random cluster effect attenuates marginal log-odds a little (about 5 % at sd 0.5): 3 clustered SEs
+        assert abs(r["coef"] - v * 0.95) < 3 * r["se_cluster"], (f, lv, r["coef"], v)
+        assert r["p_cluster"] < 1e-3      # Wald t(G - 1) on 60 clusters (stats.clustered's rule)
+        assert r["p_method"].startswith("Wald t(59)")
+    nulls = t[~t.index.isin([f"{f}[{lv}]" for f, lv in truth]) & (t["factor"] != "Intercept")]
+    assert (nulls["coef"].abs() < 4 * nulls["se_cluster"]).all()
+    top = analysis.importance_by_factor(t.reset_index().assign(model="m", benchmark="bbq"))
+    assert top.iloc[0]["factor"] == "answer_format" and top.iloc[0]["level"] == "open_ended"
+
+
+def test_fabricated_linear_effects_and_agreement_counts():
+    rng = np.random.default_rng(1)
+    proto = design.Protocol()
+    spec = design.factor_spec("agentic", proto)
+    us = [u for u in design.universes("agentic", proto) if u["answer_format"] in ("label_dist", "option_ll")]
+    sc = rng.integers(0, 40, 400)
+    rows = [pd.DataFrame({"prompt_id": np.arange(400), "scenario_id": sc, "universe": u.id, **u.as_dict,
+                          "entropy": 0.9 - 0.2 * (u["examples"] == "0") + 0.05 * rng.normal(size=400)})
+            for u in us]
+    t = analysis.factor_importance(pd.concat(rows, ignore_index=True), spec, "agentic").set_index("term")
+    assert t.loc["examples[0]", "coef"] == pytest.approx(-0.2, abs=0.02)
+    assert abs(t.loc["wording[w1]", "coef"]) < 0.02
+    # agreement: 12 universes, 3 on the other side of the null, 1 of those also changing the verdict
+    est = pd.DataFrame({"model": "m", "metric": "bbq_bias_ambig", "universe": ["paper"] + [f"u{i}" for i in range(12)],
+                        "estimate": [0.2] + [0.1] * 9 + [-0.1] * 3, "null_value": 0.0,
+                        "ci_low": [0.1] * 10 + [-0.2] * 3, "ci_high": [0.3] * 13,
+                        "p_value": [1e-4] * 10 + [0.5] * 2 + [1e-4]})
+    ag = analysis.agreement_with_paper(analysis.add_verdicts(est)).iloc[0]
+    assert (ag["n_universes"], ag["sign_flips"], ag["n_same_verdict"]) == (12, 3, 10)
+    assert ag["robustness"] == "sign flips in many universes"       # 3 / 12 = 0.25 >= flip_share
+    assert analysis.agreement_with_paper(analysis.add_verdicts(est), flip_share=0.3).iloc[0]["robustness"] == "robust"
+
+
+# ------------------------------------------------------------------------------------ added statistics
+def test_kendall_w_hand_example_and_spearman_identity():
+    # Siegel & Castellan (1988), Kendall's W without ties: 3 raters x 4 objects, rank sums 4, 6, 8, 12
+    r = np.array([[1, 2, 3, 4], [1, 3, 2, 4], [2, 1, 3, 4]], float)
+    w = ranking.kendall_w(r, higher_first=False)
+    s = sum((x - 7.5) ** 2 for x in (4, 6, 8, 12))                  # rank sums, mean 7.5
+    assert w["w"] == pytest.approx(12 * s / (9 * (64 - 4)))
+    rho = np.mean([stats.spearmanr(r[i], r[j]).statistic for i in range(3) for j in range(i + 1, 3)])
+    assert (3 * w["w"] - 1) / 2 == pytest.approx(rho)
+    assert ranking.kendall_w(np.tile([1.0, 2.0, 3.0], (5, 1)))["w"] == pytest.approx(1.0)
+    # ties: two raters with a tie; corrected denominator m^2 (n^3 - n) - m sum(t^3 - t)
+    tied = np.array([[1, 1, 3], [1, 2, 3]], float)
+    ranks = np.vstack([stats.rankdata(-x) for x in tied])
+    ss = ((ranks.sum(0) - ranks.sum(0).mean()) ** 2).sum()
+    assert ranking.kendall_w(tied)["w"] == pytest.approx(12 * ss / (4 * 24 - 2 * 6))
+
+
+def test_pairwise_order_agreement():
+    s = pd.DataFrame({"a": [1, 2, 0, 5], "b": [0, 3, -1, 5]}, index=["paper", "u1", "u2", "u3"])
+    r = ranking.pairwise_order_agreement(s, "paper").iloc[0]
+    assert (r["reference_order"], r["n_raters"], r["n_agree"]) == ("a > b", 3, 1)   # u2 agrees; u1 flips, u3 ties
+
+
+def test_cohen_kappa_hand_example():
+    # 10 items: po = 0.7, pe = 0.5*0.6 + 0.5*0.4 = 0.5 -> kappa = 0.4
+    a = list("yyyyynnnnn")
+    b = list("yyyynynnny")
+    assert A.cohen_kappa(a, b) == pytest.approx((0.7 - 0.5) / 0.5)
+    from sklearn.metrics import cohen_kappa_score
+    assert A.cohen_kappa(a, b) == pytest.approx(cohen_kappa_score(a, b))
+    res = A.agreement_intervals(pd.DataFrame({"a": a, "b": b, "c": [0, 0, 1, 1, 2, 2, 3, 3, 4, 4]}), "a", "b", "c",
+                                n_boot=200)
+    assert res["agreement"] == 0.7 and res["agreement_ci_low"] <= 0.7 <= res["agreement_ci_high"]
+
+
+def test_ppi_mean_matches_its_closed_form():
+    rng = np.random.default_rng(0)
+    y = rng.binomial(1, 0.3, 60).astype(float)
+    yhat = np.where(rng.uniform(size=60) < 0.8, y, 1 - y)
+    yu = rng.binomial(1, 0.4, 500).astype(float)
+    got, ref = A.ppi_mean(y, yhat, yu), A.ppi_mean_closed_form(y, yhat, yu)
+    assert got["estimate"] == pytest.approx(yu.mean() - (yhat - y).mean())
+    for k in ("estimate", "ci_low", "ci_high"):
+        assert got[k] == pytest.approx(ref[k], rel=1e-10)
+    # a perfect predictor: the rectifier is 0 and the estimate is the predictions' mean on the unlabelled items
+    assert A.ppi_mean(y, y, yu)["estimate"] == pytest.approx(yu.mean())
+
+
+# ------------------------------------------------------------------------- paper's universe = notebooks 1, 3, 4
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    return tiny_model(tmp_path_factory, "tiny-causal", "causal", seed=3)
+
+
+def _ask(lm, cache_dir=False):
+    from biaslab.papers.multiverse import respond
+    return respond.Asker(scorer(lm, cache_dir=cache_dir), tokenizer=lm.tokenizer)
+
+
+@pytest.fixture(scope="module")
+def bbq_items():
+    from biaslab.papers.multiverse import run
+    return load_or_skip(lambda: run.items("bbq", 12, seed=0, bbq_pool=60)[0], "BBQ")
+
+
+@pytest.mark.parametrize("chat", [False, True])
+def test_paper_universe_reproduces_notebook_1_bbq(tiny, bbq_items, chat, tmp_path):
+    from biaslab.benchmarks import bbq
+    from biaslab.papers.multifactor import responses as mf
+    from biaslab.papers.multiverse import respond
+    items = bbq_items
+    if chat:
+        tiny.tokenizer.chat_template = ("{% for m in messages %}<u>{{ m['content'] }}</u>{% endfor %}"
+                                        "{% if add_generation_prompt %}<a>{% endif %}")
+    try:
+        u = design.universes("bbq", design.Protocol(chat=("bbq",) if chat else ()))[0].as_dict
+        theirs = mf.score_bbq(scorer(tiny, cache_dir=tmp_path), items, "tiny", chat)   # notebook 1's function
+        ask = _ask(tiny, cache_dir=tmp_path)
+        mine = respond.bbq_respond(ask, items, u, "tiny")
+        assert ask.scorer.stats.get("positions", 0) == 0      # the same requests: all read from notebook 1's cache
+    finally:
+        tiny.tokenizer.chat_template = None
+    for c in ("choice", "deviated", "correct", "chose_unknown"):
+        assert (mine[c].to_numpy() == theirs[c].to_numpy()).all(), c
+    nb1 = bbq.bias_scores(theirs.merge(items, on="prompt_id"), ["model"]).set_index("context_condition")
+    est = pd.DataFrame(analysis.bbq_estimates(mine, items, n_boot=50)).set_index("metric")
+    for cond in ("ambig", "disambig"):
+        assert est.loc[f"bbq_bias_{cond}", "estimate"] == pytest.approx(nb1.loc[cond, "bias_score"], abs=1e-12)
+
+
+def test_paper_universe_reproduces_notebooks_3_and_1_crows(tiny, tmp_path):
+    from biaslab.benchmarks import crows_pairs as cp
+    from biaslab.papers.multifactor import factorial
+    from biaslab.papers.multiverse import respond, run
+    from biaslab.stats import hypothesis as hyp
+    load_or_skip(cp.load_original, "CrowS-Pairs")
+    items, _ = run.items("crows_pairs", 18, seed=0)
+    u = design.universes("crows_pairs", design.Protocol())[0].as_dict
+    theirs = factorial.score_crows(scorer(tiny, cache_dir=tmp_path), items, "tiny")   # notebook 1's CrowS glue
+    ask = _ask(tiny, cache_dir=tmp_path)
+    mine = respond.crows_respond(ask, items, u, "tiny")
+    assert ask.scorer.stats.get("positions", 0) == 0
+    np.testing.assert_array_equal(mine["stereotype_preferred"].to_numpy(), theirs["stereotype_preferred"].to_numpy())
+    # notebook 3: d_logprob > 0 over the same sentences scored in one call, pi_hat of the preference test
+    texts = list(dict.fromkeys(list(items.sent_more) + list(items.sent_less)))
+    seq = scorer(tiny).sequence_logprob(texts).set_index(pd.Index(texts))
+    d = hyp.pair_differences(seq.loc[items.sent_more, "sum_logprob"].to_numpy(), seq.loc[items.sent_more, "n_tokens"],
+                             seq.loc[items.sent_less, "sum_logprob"].to_numpy(), seq.loc[items.sent_less, "n_tokens"])
+    x = np.where(d["d_logprob"] == 0, np.nan, (d["d_logprob"] > 0).astype(float))
+    est = analysis.crows_estimates(mine, items)[0]
+    assert est["estimate"] == pytest.approx(hyp.preference_test(x)["pi_hat"], abs=1e-12)
+    # the normalizations: mean = notebook 3's per-token (LPBS) comparison; pmi subtracts the group words' own log P
+    mean = respond.crows_respond(_ask(tiny), items, {**u, "normalization": "mean"}, "tiny")
+    np.testing.assert_array_equal(mean["stereotype_preferred"].to_numpy(),
+                                  np.where(d["d_norm_logprob"] == 0, np.nan, (d["d_norm_logprob"] > 0).astype(float)))
+    assert respond.differing_words("Black people are bad.", "White people are bad.") == ("Black", "White")
+
+
+def test_paper_universe_reproduces_notebook_4_agentic(tiny, tmp_path):
+    from biaslab.benchmarks import agentic
+    from biaslab.papers.multiverse import respond, run
+    from biaslab.stats import entropy as E
+    items, bench = run.items("agentic", 10, seed=0)
+    u = design.universes("agentic", design.Protocol())[0].as_dict
+    # notebook 4's cell: answer_format, label_distribution on text + suffix, tidy_scores, entropy_by_model
+    suffix, labels = agentic.answer_format(tiny.tokenizer, k=agentic.MAX_K, chat=False)
+    dist = scorer(tiny, cache_dir=tmp_path).label_distribution((items["text"] + suffix).tolist(), labels)
+    ask = _ask(tiny, cache_dir=tmp_path)
+    per, long = respond.agentic_respond(ask, items, u, "tiny", tokenizer=tiny.tokenizer)
+    assert ask.scorer.stats.get("positions", 0) == 0
+    nb4, _ = E.tidy_scores(items, dist, "tiny")
+    np.testing.assert_allclose(per["entropy"].to_numpy(), nb4["entropy"].to_numpy(), rtol=0, atol=0)
+    by_model = E.entropy_by_model(items[["prompt_id", "scenario_id"]].merge(nb4, on="prompt_id"),
+                                  cluster=bench.cluster)
+    est = analysis.agentic_estimates(per, items)[0]
+    assert est["estimate"] == pytest.approx(float(by_model["mean_entropy"].iloc[0]), abs=1e-12)
+    # a reordered universe really reorders the choices and keeps the item otherwise
+    rev = respond.agentic_item(items["item_text"].iloc[0], list(items["choices"].iloc[0])[::-1])
+    assert rev.split("\n")[0] == items["item_text"].iloc[0].split("\n")[0] and rev != items["item_text"].iloc[0]
+
+
+def test_wordings_hold_the_papers_prompts():
+    from biaslab.benchmarks import agentic
+    from biaslab.benchmarks import crows_pairs as cp
+    from biaslab.papers.multiverse import respond
+    assert respond.wording("crows_pairs", "paper") == cp.PREFERENCE_PROMPT
+    assert respond.wording("agentic", "paper") == agentic.INSTRUCTION
+    assert respond.wording("bbq", "paper") == ""
+    w = respond.wordings()
+    for key in ("bbq", "bbq_open", "crows_pairs", "agentic", "agentic_open"):
+        texts = w[w["benchmark"] == key].set_index("wording")["text"]
+        assert list(texts.index) == list(design.WORDINGS) and texts.nunique() == 4, key
+
+
+def test_robustness_table_round_trip(tmp_path):
+    from biaslab.papers.multiverse import findings
+    ag = pd.DataFrame([{"model": "m", "metric": "bbq_bias_ambig", "n_universes": 12, "share_same_sign": 0.5,
+                        "share_same_verdict": 0.75, "sign_flips": 6, "paper_verdict": "distinguishable",
+                        "robustness": "sign flips in many universes", "flip_threshold": 0.25, "extra": 1}])
+    t = findings.robustness_table(ag)
+    assert list(t.columns) == findings.ROBUSTNESS_COLUMNS
+    p = tmp_path / findings.ROBUSTNESS_TABLE
+    p.parent.mkdir(parents=True)
+    t.to_csv(p, index=False)
+    assert findings.read_robustness(tmp_path).iloc[0]["robustness"] == "sign flips in many universes"
+    assert findings.read_robustness(tmp_path / "nowhere") is None
+
+
+def test_readme_multiverse_block_is_rendered_from_the_committed_tables():
+    from biaslab import paths
+    from biaslab.papers.multiverse import findings
+    block = findings.readme_block((paths.ROOT / "README.md").read_text())
+    assert block is not None, "README.md lost its multiverse markers"
+    rendered = findings.render_readme_section(paths.ROOT / "outputs")
+    if rendered is None:
+        pytest.skip("outputs/06_multiverse has not been published yet (make reproduce writes it)")
+    assert block.strip() == rendered.strip(), "README's multiverse section differs from its tables: paste " \
+        "outputs/06_multiverse/tables/readme_section.md between the markers"
+
+
+def test_judge_table_validates_against_the_matcher_and_corrects_by_ppi():
+    from biaslab.papers.multiverse import judge
+    rng = np.random.default_rng(0)
+    n = 80
+    biased = rng.integers(0, 3, n)
+    truth = rng.integers(0, 3, n)
+    matcher_choice = np.where(rng.uniform(size=n) < 0.7, truth, -1)            # the matcher reads 70 %
+    judge_choice = np.where(rng.uniform(size=n) < 0.85, truth, (truth + 1) % 3)  # the judge errs on 15 %
+    opens = pd.DataFrame({"model": "m", "choice": matcher_choice, "judge_choice": judge_choice,
+                          "template": rng.integers(0, 20, n), "biased_index": biased})
+    t = judge.table(opens, "j", n_boot=200).iloc[0]
+    both = (matcher_choice >= 0)
+    assert t["agreement"] == pytest.approx(np.mean(matcher_choice[both] == judge_choice[both]))
+    y = (matcher_choice[both] == biased[both]).astype(float)
+    yh = (judge_choice[both] == biased[both]).astype(float)
+    yu = (judge_choice[~both] == biased[~both]).astype(float)
+    assert t["ppi_estimate"] == pytest.approx(yu.mean() - (yh - y).mean())
+    assert judge.read(["B", " the answer is C", "D", "no idea"]) == [1, 2, -1, -1]
