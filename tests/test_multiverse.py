@@ -303,8 +303,8 @@ def test_readme_multiverse_block_is_rendered_from_the_committed_tables():
     rendered = findings.render_readme_section(paths.ROOT / "outputs")
     if rendered is None:
         pytest.skip("outputs/06_multiverse has not been published yet (make reproduce writes it)")
-    assert block.strip() == rendered.strip(), "README's multiverse section differs from its tables: paste " \
-        "outputs/06_multiverse/tables/readme_section.md between the markers"
+    assert block.strip() == rendered.strip(), "README's multiverse section differs from its tables: run " \
+        "`biaslab summary` (make reproduce --publish does)"
 
 
 def test_judge_table_validates_against_the_matcher_and_corrects_by_ppi():

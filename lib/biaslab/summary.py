@@ -239,21 +239,35 @@ def splice(readme: str, block: str) -> str:
     return f"{head}{BEGIN}\n{block}{END}{tail}"
 
 
+def readme_text(readme: str, root: Path | None = None) -> str:
+    """The README with both generated blocks rendered from the outputs under ``root``: the headline results (this
+    module) and notebook 6's multiverse section (:func:`biaslab.papers.multiverse.findings.render_readme_section`,
+    left as it is until notebook 6 has run there)."""
+    from .papers.multiverse import findings as multiverse
+    root = Path(root or paths.OUTPUTS_DIR)
+    text = splice(readme, render(root))
+    section = multiverse.render_readme_section(root)
+    if section is not None and multiverse.README_START in text and multiverse.README_END in text:
+        head, rest = text.split(multiverse.README_START, 1)
+        text = f"{head}{multiverse.README_START}\n{section.strip()}\n{multiverse.README_END}" + \
+            rest.split(multiverse.README_END, 1)[1]
+    return text
+
+
 def write(root: Path | None = None, readme: Path | None = None) -> tuple[Path, ...]:
-    """Write ``outputs/SUMMARY.md`` and the README's block (where the project has a README); returns the paths
-    written."""
+    """Write ``outputs/SUMMARY.md`` and the README's generated blocks (where the project has a README); returns the
+    paths written."""
     root = Path(root or paths.OUTPUTS_DIR)
     readme = Path(readme or paths.ROOT / "README.md")
-    block = render(root)
-    atomic_write_text(root / "SUMMARY.md", "# Headline results\n\n" + block)
+    atomic_write_text(root / "SUMMARY.md", "# Headline results\n\n" + render(root))
     if not readme.exists():
         return (root / "SUMMARY.md",)
-    atomic_write_text(readme, splice(readme.read_text(), block))
+    atomic_write_text(readme, readme_text(readme.read_text(), root))
     return root / "SUMMARY.md", readme
 
 
 def check(root: Path | None = None, readme: Path | None = None) -> bool:
-    """Whether the README's block equals what the outputs render to now."""
+    """Whether the README's generated blocks equal what the outputs render to now."""
     readme = Path(readme or paths.ROOT / "README.md")
     text = readme.read_text()
-    return splice(text, render(root)) == text
+    return readme_text(text, root) == text
