@@ -157,3 +157,24 @@ def test_killed_between_the_two_renames_then_a_failed_run_reports_the_truth(toy,
     assert failed["last_good_outputs"] == "kept untouched"
     assert any("restored the last good outputs" in n for n in failed["notes"])
     assert not list(outdir.glob(".*"))
+
+
+def test_a_failed_move_in_puts_the_last_good_outputs_back(tmp_path, monkeypatch):
+    """Step 2 raising (e.g. the staging folder vanished, a full disk on another device) must not leave the last good
+    outputs set aside as ``.old``: a failed-run record written next would otherwise say there were none."""
+    final = tmp_path / "out" / "00_toy"
+    final.parent.mkdir()
+    publish.swap_in(_run_folder(tmp_path / "first", "good"), final)
+    staging = _run_folder(publish.staging_folder(final), "new")
+    real = os.replace
+
+    def failing(src, dst):
+        if Path(src) == staging:
+            raise OSError(28, "No space left on device", str(dst))
+        return real(src, dst)
+    monkeypatch.setattr(publish.os, "replace", failing)
+    with pytest.raises(OSError):
+        publish.swap_in(staging, final)
+    assert _state(final) == "good" and staging.exists()
+    assert not publish.old_folder(final).exists()
+    assert publish.last_good(final) == "kept untouched"

@@ -82,3 +82,31 @@ def test_a_signal_stops_every_lane_and_kernel_and_keeps_the_last_good_outputs(to
         assert not (outdir / "00_two").exists()              # never started
     assert not (outdir / "00_last").exists()                 # never started: the run stopped first
     assert "not started" in out and not list(outdir.glob("**/.*staging*"))
+
+
+def test_a_stop_after_the_kernel_finished_publishes_nothing(toy, monkeypatch):  # noqa: F811
+    """A signal that lands after the notebook finished (while the runner cleans the notebook or renders its report)
+    must not publish the run and report "ok": the last good outputs stay and the run is recorded as interrupted."""
+    from biaslab import stopping
+    nbdir, outdir = toy
+    _toy_notebook(nbdir / "00_toy.ipynb", GOOD)
+    assert runner.reproduce("smoke", overrides={"value": 7}, outputs_dir=outdir, html=False) == 0
+    good = _snapshot(outdir / "00_toy")
+    real = runner.clean_executed
+
+    def clean_then_signal(*a, **k):          # the signal arrives while the finished notebook is being cleaned
+        out = real(*a, **k)
+        stopping.stop(signal.SIGINT)
+        return out
+    monkeypatch.setattr(runner, "clean_executed", clean_then_signal)
+    try:
+        rc = runner.reproduce("smoke", overrides={"value": 8}, outputs_dir=outdir, html=False)
+    finally:
+        stopping.reset()
+    assert rc == 128 + signal.SIGINT
+    after = _snapshot(outdir / "00_toy")
+    failed = json.loads(after.pop(Path("MANIFEST.failed.json")))
+    after.pop(Path("00_toy.failed.ipynb"), None)
+    assert after == good
+    assert failed["status"] == "interrupted" and "not published" in failed["error"]
+    assert failed["last_good_outputs"] == "kept untouched"

@@ -33,9 +33,10 @@ def _in_namespace(mounts: str, argv: list[str], env=None, timeout=300) -> subpro
 
 def test_sentences_name_each_error_with_the_path_and_the_fix(tmp_path):
     full = fsio.storage_problem(OSError(errno.ENOSPC, "No space left on device", str(tmp_path / "x.csv")),
-                                need_bytes=3_000_000)
+                                last_good_bytes=3_000_000, written_bytes=1_500_000)
     assert full.startswith("disk full") and str(tmp_path / "x.csv") in full and "free of" in full
-    assert "writes about 3.0 MB" in full and "--out DIR" in full
+    assert "the last good outputs here take 3.0 MB" in full and "this run had written 1.5 MB" in full
+    assert "--out DIR" in full
     ro = fsio.storage_problem(OSError(errno.EROFS, "Read-only file system", "/mnt/ro/out"))
     assert ro.startswith("read-only file system") and "/mnt/ro/out" in ro and "writable folder" in ro
     denied = fsio.storage_problem(PermissionError(errno.EACCES, "Permission denied", str(tmp_path)))

@@ -92,10 +92,13 @@ def errno_of(exc: BaseException) -> int | None:
     return None
 
 
-def storage_problem(exc: BaseException, path: str | Path | None = None, need_bytes: int | None = None) -> str | None:
+def storage_problem(exc: BaseException, path: str | Path | None = None, last_good_bytes: int | None = None,
+                    written_bytes: int | None = None) -> str | None:
     """A one-line sentence naming a full disk, a read-only file system or a permission error, the path and the
     fix; None for any other error. ``path``: where the run was writing (used when the error names none);
-    ``need_bytes``: about how much the write needs (e.g. the size of the last good run's folder)."""
+    ``last_good_bytes``: the size of the last good outputs there (what a complete run wrote last time);
+    ``written_bytes``: what this run had written when it failed. What a failed run would have needed in all is not
+    known, so neither is called that."""
     code = errno_of(exc)
     if code not in KINDS:
         return None
@@ -111,7 +114,9 @@ def storage_problem(exc: BaseException, path: str | Path | None = None, need_byt
             free = f"{_mb(du.free)} free of {_mb(du.total)}"
         except OSError:
             free = "free space unknown"
-        need = f"; a run here writes about {_mb(need_bytes)}" if need_bytes else ""
+        sizes = [f"the last good outputs here take {_mb(last_good_bytes)}" if last_good_bytes else "",
+                 f"this run had written {_mb(written_bytes)} when it failed" if written_bytes else ""]
+        need = "".join(f"; {t}" for t in sizes if t)
         return (f"{KINDS[code]}: no space left to write {where} ({free} on the device holding {folder}{need}). "
                 f"Fix: free space there, or write elsewhere (--out DIR, or set BIASLAB_SCRATCH / BIASLAB_OUTPUTS / "
                 f"BIASLAB_CACHE to a folder on a larger disk).")

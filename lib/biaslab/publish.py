@@ -112,7 +112,12 @@ def swap_in(staging: Path, final: Path) -> None:
     if had_old:
         os.replace(final, old)
     _step("set_aside")
-    os.replace(staging, final)
+    try:
+        os.replace(staging, final)
+    except OSError:                     # nothing moved in: the last good outputs go back where they were
+        if had_old:
+            os.replace(old, final)
+        raise
     _step("moved_in")
     check = integrity.verify(final)
     if not check.ok:

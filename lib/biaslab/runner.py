@@ -255,6 +255,8 @@ def run_one(notebook: str, variant: str, profile: str, overrides: dict, outputs_
                     log.warning("HTML report of %s failed: %s", executed, exc)
             manifest["files"] = integrity.file_hashes(staging)
             atomic_write_text(staging / integrity.MANIFEST, _manifest_text(manifest, staging, final))
+            if stopping.requested():     # asked to stop after the kernel finished: the last good outputs stay
+                raise stopping.Stopped("a stop was requested before the run was published")
             swap_in(staging, final)
         else:
             _record_failure(manifest, notebook, executed, staging, final)
@@ -281,13 +283,14 @@ def _record_error(manifest: dict, exc: BaseException, staging: Path, final: Path
     sig = stopping.requested()
     if sig:
         manifest["status"] = "interrupted"
-        manifest["error"] = (f"interrupted by {signal.Signals(sig).name}: the notebook's kernel was stopped "
-                             f"({type(exc).__name__})")
+        manifest["error"] = f"interrupted by {signal.Signals(sig).name}: " + (
+            "the notebook had finished, its outputs were not published" if isinstance(exc, stopping.Stopped)
+            else f"the notebook's kernel was stopped ({type(exc).__name__})")
         return
     manifest["status"] = "failed"
     raw = _error_text(exc)
-    need = max(fsio.folder_size(final), fsio.folder_size(staging))
-    named = fsio.storage_problem(exc, final, need_bytes=need)
+    named = fsio.storage_problem(exc, final, last_good_bytes=fsio.folder_size(final),
+                                 written_bytes=fsio.folder_size(staging))
     manifest["error"] = f"{named}\n{raw}" if named else raw
 
 

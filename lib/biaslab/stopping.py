@@ -30,6 +30,10 @@ _kernels: "weakref.WeakSet[TrackedKernelManager]" = weakref.WeakSet()
 _lock = threading.Lock()
 
 
+class Stopped(RuntimeError):
+    """A finished run that is not published because a stop was requested meanwhile."""
+
+
 def requested() -> int | None:
     """The signal that asked this process to stop, or None."""
     return _signal[0] if STOP.is_set() and _signal else None
