@@ -178,3 +178,20 @@ def test_a_failed_move_in_puts_the_last_good_outputs_back(tmp_path, monkeypatch)
     assert _state(final) == "good" and staging.exists()
     assert not publish.old_folder(final).exists()
     assert publish.last_good(final) == "kept untouched"
+
+
+def test_a_run_of_other_notebooks_restores_an_interrupted_publish(toy, monkeypatch):  # noqa: F811
+    """A publish of notebook B killed between its two renames leaves B's last good outputs as ``.old-PID``; a later
+    run of notebook A only (e.g. ``--only 05``, which reads B's tables) must put them back, not leave B missing."""
+    nbdir, outdir = toy
+    monkeypatch.setattr(runner.profiles, "NOTEBOOKS", {"00_toy": {"": {}}, "00_two": {"": {}}})
+    for nb in ("00_toy", "00_two"):
+        _toy_notebook(nbdir / f"{nb}.ipynb", GOOD)
+    assert runner.reproduce("smoke", overrides={"value": 7}, outputs_dir=outdir, html=False) == 0
+    two = outdir / "00_two"
+    good = _snapshot(two)
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    os.replace(two, publish.old_folder(two, dead.pid))        # what a kill between the two renames leaves
+    assert runner.reproduce("smoke", only=["00_toy"], overrides={"value": 8}, outputs_dir=outdir, html=False) == 0
+    assert _snapshot(two) == good and not list(outdir.glob(".00_two.old-*"))

@@ -68,6 +68,7 @@ def test_out_on_a_read_only_file_system_is_one_line_exit_2(tmp_path):
     assert r.returncode == 2, r.stderr[-2000:]
     err = r.stderr.strip().splitlines()
     assert len(err) == 1 and "read-only file system" in err[0] and str(ro) in err[0], r.stderr
+    assert ".biaslab-probe" not in err[0], err[0]          # the folder is named, not the probe file
 
 
 def test_out_without_permission_is_one_line_exit_2(tmp_path, capsys, monkeypatch):

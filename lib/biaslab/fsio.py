@@ -152,6 +152,7 @@ def probe_writable(folder: str | Path, what: str = "folder") -> None:
         fd, tmp = tempfile.mkstemp(prefix=".biaslab-probe-", dir=above)
         os.close(fd)
         os.unlink(tmp)
-    except OSError as exc:
+    except OSError as exc:          # named by the folder, not by the probe file's random name
+        bare = OSError(exc.errno, exc.strerror)
         raise StorageError(f"{what} {folder} cannot be written: "
-                           + (storage_problem(exc, above) or f"{type(exc).__name__}: {exc}")) from exc
+                           + (storage_problem(bare, above) or f"{type(exc).__name__}: {exc}")) from exc

@@ -87,6 +87,18 @@ def select(only: list[str] | None) -> list[tuple[str, str]]:
     return chosen
 
 
+def _sweep_others(outputs_dir: Path, chosen: list[tuple[str, str]]) -> None:
+    """Restore what interrupted publishes left in the run folders this run does *not* rerun (a chosen folder is
+    swept by its own run, which records it in its MANIFEST): a reader of notebook 5, or a run ``--only 05``, must
+    find the last good outputs of notebooks 1-4, not a missing folder beside a ``.old-PID`` one."""
+    for nb, variants in profiles.NOTEBOOKS.items():
+        for v in variants:
+            final = (outputs_dir / nb / v) if v else (outputs_dir / nb)
+            if (nb, v) not in chosen and final.parent.is_dir():
+                for msg in sweep_stale(final):
+                    print(f"note: {msg}", flush=True)
+
+
 def git_state() -> dict:
     def run(*args):
         try:
@@ -381,6 +393,7 @@ def reproduce(profile: str = "default", only: list[str] | None = None, overrides
         for nb, v in chosen:
             print(f"would run {nb + (f'/{v}' if v else ''):32s} -> {outputs_dir / nb / v}")
         return 0
+    _sweep_others(outputs_dir, chosen)
     if progress is None:
         progress = sys.stderr.isatty()
     finished: dict[tuple[str, str], dict] = {}
