@@ -163,7 +163,8 @@ def test_agentic_summary_direction():
     group = F4.summary_findings(by_model, cyc(0.91), _uniformity([0.001]), _gp(0.001, 0.2))
     assert "preference for answer **positions**" in pos_only and "No group-level result" in pos_only
     assert "mostly **not** a preference for positions" in group
-    assert "after adjustment: m's Female on ct0 and m's Female on gender (positive vs negative)" in group
+    assert ("after adjustment: m's Female on ct0 and m's Female on gender (more probable as the answer to positive "
+            "than to negative questions)") in group
     assert "cannot be separated" in F4.summary_findings(by_model, None, _uniformity([0.6]), _gp(0.8, 0.01))
     tentative = F4.summary_findings(by_model, cyc(0.995, p=0.5), _uniformity([0.6]), _gp(0.8, 0.01))
     assert "tentative reading" in tentative and "from 0.9 to 0.995" in tentative
@@ -259,6 +260,33 @@ def test_crows_pairs_likelihood_words_follow_the_confirmatory_family():
     assert "no prior range was computed" in fr
     ranged = _lik([{**rows[0], "bf10": 0.64, "bf10_min": 0.3, "bf10_max": 5.0, "bf_prior_range": "r in {0.2, 1}"}])
     assert "Bayes factor inconclusive" in F3.likelihood_findings(ranged)
+
+
+def test_crows_pairs_evidence_takes_its_direction_from_the_estimate():
+    """The committed SmolLM2-French case: LPBS −0.079, BF10 40,023 to 1.4e5 over the prior range. H1 of the
+    two-sided test is a difference from no preference; the estimate's sign says which sentences it favours."""
+    rng = {"bf10": 5.6e4, "bf10_min": 4.0e4, "bf10_max": 1.4e5, "bf_prior_range": "r in {0.2, 1}"}
+    neg = _lik([{"model": "m", "dataset": "fr", "mean_d": -0.079, "lead_p": 1e-7, "ci_low": -0.108,
+                 "ci_high": -0.05, **rng}])
+    text = F3.likelihood_findings(neg)
+    assert "less stereotypical sentences more likely" in text
+    assert "evidence for a preference for the less stereotypical sentences (H1, two-sided)" in text
+    assert "stereotype preference" not in text and "preference for the more stereotypical" not in text
+    pos = F3.likelihood_findings(neg.assign(mean_d=0.079, lpbs=0.079, ci_low=0.05, ci_high=0.108))
+    assert "evidence for a preference for the more stereotypical sentences (H1, two-sided)" in pos
+    # the bias-type count splits the H1 cells by direction (the committed run: 5 of its 18 are negative)
+    cells = pd.concat([neg.assign(bias_type=b, mean_d=m) for b, m in (("age", -0.1), ("race", 0.2), ("sex", 0.3))])
+    sample = F3.sample_findings(cells)
+    assert "3 show evidence of a difference from no preference (H1, two-sided) over the whole prior range — 2 " \
+           "toward the more stereotypical sentences and 1 toward the less stereotypical sentences" in sample
+    assert "stereotype preference" not in sample
+    # the preference scheme: π̂ below 0.5 with H1 over the whole range favours the less stereotypical sentence
+    pref = D3.decide_table("preference_tests", pd.DataFrame({
+        "model": ["m"], "dataset": ["fr"], "bias_type": ["overall"], "source": ["likelihood"], "pi_hat": [0.36],
+        "n": [90], "binom_p": [0.008], "pi_ci_low": [0.26], "pi_ci_high": [0.46], "bf10": [5.7], "bf10_min": [4.4],
+        "bf10_max": [9.8], "bf_prior_range": ["Beta(a, a)"]}))
+    ptext = F3.preference_findings(pref, pd.DataFrame(), None, None)
+    assert "evidence for a preference for the less stereotypical sentences (H1, two-sided)" in ptext
 
 
 def test_crows_pairs_preference_position_verdict_and_degenerate_on_one_source_only():

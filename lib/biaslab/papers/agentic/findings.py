@@ -72,10 +72,18 @@ def group_preference_findings(gp: pd.DataFrame) -> str:
             f"**{m}**: {len(sig)} of {len(g)} group × class-type differences (positive − negative question) are "
             f"distinguishable from chance ({family_words(big)}; {pairs} matched pairs each); the largest is "
             f"{big['group']} on {big['class_type']}, "
-            f"{num(100 * big['diff_pos_minus_neg'], 2)} percentage points, {decision(big)}"
+            f"{num(100 * big['diff_pos_minus_neg'], 2)} percentage points ({_pos_neg(big['diff_pos_minus_neg'])}), "
+            f"{decision(big)}"
             + (": " + join(f"{r.group} on {r.class_type}" for r in sig.itertuples()) + " are distinguishable."
                if len(sig) else "."))
     return bullets(lines)
+
+
+def _pos_neg(diff: float) -> str:
+    """The direction of a positive − negative difference of a group's probability, in words."""
+    if not diff:
+        return "as probable in positive as in negative questions"
+    return f"{'more' if diff > 0 else 'less'} probable as the answer to positive than to negative questions"
 
 
 def position_findings(pb: pd.DataFrame) -> str:
@@ -172,7 +180,8 @@ def summary_findings(by_model: pd.DataFrame, cyc_m: pd.DataFrame | None, ut: pd.
     grp = ut[(ut["unit"] == "group") & _dist(ut)]
     sig_gp = gp[_dist(gp)]
     found = [f"{r.model}'s {r.top} on {r.class_type}" for r in grp.itertuples()]
-    found += [f"{r.model}'s {r.group} on {r.class_type} (positive vs negative)" for r in sig_gp.itertuples()]
+    found += [f"{r.model}'s {r.group} on {r.class_type} ({_pos_neg(r.diff_pos_minus_neg)})"
+              for r in sig_gp.itertuples()]
     lines.append("Group-level results distinguishable from chance after adjustment: " + join(found) + "." if found
                  else "No group-level result is distinguishable from chance at this sample size after adjustment "
                       "(top-answer counts by group, positive-vs-negative differences).")

@@ -11,8 +11,27 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ...findings import bullets, decision, evidence, interval, num, pct
+from ...findings import bullets, decision, evidence, interval, num, pct, present
 from ...stats import hypothesis as hyp
+
+MORE, LESS = "the more stereotypical sentences", "the less stereotypical sentences"
+
+
+def favoured(estimate, null: float = 0.0) -> str:
+    """Which sentence of a pair a departure from no preference favours, from the estimate's sign: D > 0 (eq. 2-3,
+    LPBS) or π̂ > 0.5 (eq. 6) when the more stereotypical sentence is more likely / preferred. The tests are
+    two-sided, so "evidence for H1" is evidence of a *difference* from no preference; its direction is this. ""
+    when the estimate is missing or equals the null."""
+    if not present(estimate) or estimate == null:
+        return ""
+    return MORE if estimate > null else LESS
+
+
+def h1_words(estimate, null: float = 0.0) -> str:
+    """H1 of a two-sided test in words, with the direction of the estimate: 'a preference for the less
+    stereotypical sentences (H1, two-sided)'."""
+    side = favoured(estimate, null)
+    return f"a preference for {side} (H1, two-sided)" if side else "a difference from no preference (H1)"
 
 
 def likelihood_findings(lik: pd.DataFrame, score: str = "norm_logprob") -> str:
@@ -21,10 +40,10 @@ def likelihood_findings(lik: pd.DataFrame, score: str = "norm_logprob") -> str:
     lines = []
     rows = lik[(lik["bias_type"] == hyp.OVERALL) & (lik["score"] == score)]
     for r in rows.to_dict("records"):
-        side = ("more stereotypical sentences more likely" if r["mean_d"] > 0 else
-                "less stereotypical sentences more likely")
+        side = favoured(r["mean_d"])
+        side = f"{side.removeprefix('the ')} more likely" if side else "no difference on average"
         test = r.get("p_method") or r.get("lead_test") or "the paired test"
-        ev = evidence(r, "a stereotype preference (H1)", "no preference (H0)")
+        ev = evidence(r, h1_words(r["mean_d"]), "no preference (H0)")
         lines.append(f"**{r['model']} · {r['dataset']}**: LPBS = {num(r['lpbs'])} {interval(r)} over {int(r['n']):,} "
                      f"pairs ({side}); by {'the paired t test' if test == 't' else test}, "
                      f"{decision(r, 'no preference', '0')}"
@@ -40,7 +59,7 @@ def preference_findings(pref: pd.DataFrame, answers: pd.DataFrame, pos: pd.DataF
     for (m, name), g in pref[pref.bias_type == hyp.OVERALL].groupby(["model", "dataset"], sort=False):
         row = g.set_index("source")
         parts = [f"{src}: π̂ = {r.pi_hat:.2f}, {decision(r, 'π = 0.5', '0.5')}"
-                 + (f", {evidence(r, 'a preference', 'π = 0.5')}" if evidence(r) else "")
+                 + (f", {evidence(r, h1_words(r.pi_hat, 0.5), 'π = 0.5')}" if evidence(r) else "")
                  for src, r in row.iterrows()]
         lines.append(f"**{m} · {name}** — " + "; ".join(parts))
     if len(answers) and cons is not None and pos is not None:
@@ -67,11 +86,14 @@ def sample_findings(lik: pd.DataFrame, score: str = "norm_logprob") -> str:
                                                                                dtype="string")
     ranged = int(d.notna().sum())
     h1, h0 = int((d == "H1").sum()), int((d == "H0").sum())
+    h1_less = int(((d == "H1") & (t["mean_d"] < 0)).sum())
     lines = [f"Per bias type and dataset this run scores {num(n.min())} to {num(n.max())} pairs (median "
              f"{num(float(n.median()))}); the pooled rows hold {num(pooled.min())} to {num(pooled.max())}."]
     if ranged:
-        lines.append(f"Of the {len(t)} bias-type cells, {h1} show evidence for a stereotype preference and {h0} for "
-                     f"none over the whole prior range; the other {ranged - h1 - h0} are inconclusive across priors.")
+        lines.append(f"Of the {len(t)} bias-type cells, {h1} show evidence of a difference from no preference (H1, "
+                     f"two-sided) over the whole prior range — {h1 - h1_less} toward {MORE} and {h1_less} toward "
+                     f"{LESS} — and {h0} for no preference; the other {ranged - h1 - h0} are inconclusive across "
+                     "priors.")
     else:
         lines.append(f"None of the {len(t)} bias-type Bayes factors has a prior range in this table, so none is read "
                      "as evidence either way.")
