@@ -94,7 +94,8 @@ def test_likelihood_test_matches_pingouin_and_scipy():
     # pingouin.ttest's BF10 is a display string rounded to 3 significant digits (with r = 0.707)
     assert res["bf10"] == pytest.approx(float(tt["BF10"].iloc[0]), rel=2e-3)
     assert res["n"] == 40 and res["mean_d"] == pytest.approx(d.mean())
-    assert res["evidence"] == h.evidence(res["bf10"])
+    assert res["evidence_default_prior"] == h.evidence(res["bf10"])
+    assert res["evidence"] == h.evidence_over_range(res["bf10_min"], res["bf10_max"])
 
 
 def test_likelihood_test_degenerate_inputs():
@@ -258,7 +259,60 @@ def test_likelihood_tests_groups_overall_and_holm():
     rendered = h.render_likelihood_table(tab[tab.model == "m1"])
     assert list(rendered.columns) == ["Bias", "Age", "Gender", "Religion", "Overall"]
     bf_row = rendered.set_index("Bias").loc["BF (LPBS)"]
-    assert bf_row["Age"] == h.format_bf(one.loc["age", "bf10"])
+    assert bf_row["Age"] == h.format_bf(one.loc["age", "bf10"], True, one.loc["age", "bf10_min"],
+                                        one.loc["age", "bf10_max"])
+
+
+def test_evidence_label_follows_the_prior_range_not_one_prior():
+    """Issue 18, item 3 (the committed SmolLM2-English and Gemma-French rows): BF10 0.70 at r = 0.707 reads
+    'anecdotal evidence for H0' at that prior, but over r in {0.2, ..., 1} it runs 0.50 to 2.25: the `evidence`
+    column says inconclusive, the single-prior label moves to `evidence_default_prior`; the table's mark follows."""
+    assert h.evidence_over_range(0.50, 2.25) == "inconclusive over the prior range (BF10 0.5 to 2.25)"
+    assert h.evidence_over_range(0.081, 0.385).startswith("inconclusive")     # all below 1, not all below 1/3
+    assert h.evidence_over_range(4.0e4, 1.4e5) == "extreme evidence for H1 over the prior range"
+    assert h.evidence_over_range(5.0, 40.0) == "moderate evidence for H1 over the prior range"   # the weakest
+    assert h.evidence_over_range(0.02, 0.2) == "moderate evidence for H0 over the prior range"
+    assert h.evidence_over_range(float("nan"), 1.0) == ""
+    # a t statistic whose JZS BF straddles 1 across the stated scales
+    n = 1508
+    t = 2.53                              # the committed SmolLM2 English LPBS (p 0.011)
+    rng = h.jzs_prior_range(t, n)
+    assert rng["bf10_min"] < 1 < rng["bf10_max"]
+    d = np.random.default_rng(0).normal(size=n)
+    d = (d - d.mean()) / d.std(ddof=1) + t / math.sqrt(n)      # mean / (sd / sqrt(n)) = t exactly
+    res = h.likelihood_test(d)
+    assert res["t"] == pytest.approx(t) and res["evidence_default_prior"] == "anecdotal evidence for H0"
+    assert res["evidence"].startswith("inconclusive over the prior range")
+    # Table 2's mark: none where the range disagrees, although 0.7 alone is 'anecdotal' (unmarked) and 0.2 alone
+    # would be underlined; the range's weakest category where it agrees
+    assert h.format_bf(0.2, True, 0.1, 0.5) == "2.00e-1" and h.format_bf(0.2) == "<u>2.00e-1</u>"
+    assert h.format_bf(50.0, True, 12.0, 80.0) == "**5.00e+1**" and h.format_bf(50.0, True, 4.0, 80.0) == \
+        "<u>5.00e+1</u>"
+    # counts over the range: a cell is 'strong for H1' only when every prior says so
+    tests = pd.DataFrame({"model": "m", "dataset": "d", "bias_type": ["a", "b", "c", "overall"],
+                          "t_p": [1e-4, 0.03, 0.5, 1e-9],
+                          "evidence": [h.evidence_over_range(20, 90), h.evidence_over_range(0.4, 3.5),
+                                       h.evidence_over_range(0.05, 0.2), h.evidence_over_range(1e3, 1e4)]})
+    c = h.evidence_counts(tests, ["model", "dataset"]).iloc[0]
+    assert (c.strong_H1, c.moderate_H0, c.strong_H0, c.inconclusive, c.raw_p05) == (1, 1, 0, 1, 2)
+    # preference scheme: the same two columns
+    p = h.preference_test(k=38, n=65)
+    assert p["evidence_default_prior"] == "anecdotal evidence for H0" and p["evidence"].startswith("inconclusive")
+
+
+def test_published_check_reads_the_paper_prior_and_names_it():
+    chk = h.check_published_preferences(_published()).set_index("bias_type")
+    dis = chk.loc["disability"]
+    assert dis["evidence"] == "anecdotal evidence for H0" and "paper's prior" in dis["bf_prior"]
+    assert dis["evidence_over_prior_range"].startswith("inconclusive over the prior range (BF10 0.386 to")
+    from biaslab.papers.crows_pairs import findings as F3
+    text = F3.published_summary(chk.reset_index())
+    assert "under the paper's prior (uniform Beta(1, 1), eq. 9)" in text
+    assert "*disability* printed 2.67e-19, recomputed 0.386 (anecdotal evidence for H0, not extreme evidence for " \
+           "H0; over Beta(a, a) priors inconclusive over the prior range" in text
+    md = F3.published_findings(chk.reset_index())
+    assert "cannot fall below 0.155 whatever the count" in md and "the exponent is off by 1" in md
+    assert "3 of 9 Bayes factors do not" in md and "truncated rather than rounded" in md
 
 
 def test_preference_tests_counts_exclusions():

@@ -9,9 +9,12 @@ consistency of the two-order preference prompt (beyond the paper).
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping
+
 import pandas as pd
 
-from ...findings import bullets, decision, evidence, interval, num, pct, present
+from ...findings import bullets, decision, evidence, interval, join, num, pct, present
 from ...stats import hypothesis as hyp
 
 MORE, LESS = "the more stereotypical sentences", "the less stereotypical sentences"
@@ -98,3 +101,63 @@ def sample_findings(lik: pd.DataFrame, score: str = "norm_logprob") -> str:
         lines.append(f"None of the {len(t)} bias-type Bayes factors has a prior range in this table, so none is read "
                      "as evidence either way.")
     return bullets(lines)
+
+
+def _exponent_off(ratio: float) -> int:
+    """The power of ten by which a printed BF10 is off (printed / recomputed = 10^m, within 5 %), else 0."""
+    if not present(ratio) or ratio <= 0:
+        return 0
+    m = round(math.log10(ratio))
+    return m if m and abs(math.log10(ratio) - m) < 0.02 else 0
+
+
+def _published_row(r: Mapping) -> str:
+    """One disagreeing Bayes factor of the paper's Table 3: printed vs recomputed (the paper's prior), why, and what
+    the prior range says."""
+    head = (f"**{r['bias_type']}** — printed {hyp.sci(r['reported_bf10'])}, recomputed {num(r['bf10'], 4)} "
+            f"({int(r['k'])} of {int(r['n'])})")
+    if not r["evidence_ok"]:
+        floor = hyp.min_bf10_uniform(int(r["n"]))
+        why = (f"; with {int(r['n'])} trials the uniform-prior BF10 cannot fall below {num(floor)} whatever the "
+               "count, so the printed value is impossible" if r["reported_bf10"] < floor else
+               f"; the exponent is off by {abs(_exponent_off(r['bf10_ratio']))}" if _exponent_off(r["bf10_ratio"])
+               else "")
+        rng = r.get("evidence_over_prior_range")
+        return (head + f": under the paper's prior (Beta(1, 1), eq. 9) {r['evidence']}, not {r['reported_evidence']}"
+                + why + (f"; over Beta(a, a), a in {{{', '.join(f'{a:g}' for a in hyp.BETA_PRIORS)}}}: {rng}"
+                         if isinstance(rng, str) and rng else "") + ".")
+    kind = "truncated rather than rounded" if "truncated" in str(r.get("note")) else "off by one"
+    return head + f": {kind} in its last printed digit, without consequence for its Table 1 category."
+
+
+def published_findings(check: pd.DataFrame, block: str = "English") -> str:
+    """The recomputation of the paper's printed ChatGPT numbers (:func:`biaslab.stats.hypothesis.
+    check_published_preferences`) in words: how many SS and p-values follow from the counts, and each Bayes factor
+    that does not — its category under the paper's one prior (the uniform Beta(1, 1) of eq. 9, as the paper
+    reports) and, beside it, over the stated prior range."""
+    bad = check[~check["bf10_ok"].astype(bool)]
+    n = len(check)
+    lines = [f"{int(check['ss_ok'].astype(bool).sum())} of {n} stereotype scores and "
+             f"{int(check['binom_p_ok'].astype(bool).sum())} of {n} binomial p-values of the {block} block follow "
+             f"from the counts; {len(bad)} of {n} Bayes factors do not"
+             + (":" if len(bad) else ".")]
+    lines += [_published_row(r) for r in bad.to_dict("records")]
+    return bullets(lines)
+
+
+def published_summary(check: pd.DataFrame) -> str:
+    """The README's one sentence on the recomputed ChatGPT Bayes factors (English block), naming the paper's prior."""
+    bad = check[~check["bf10_ok"].astype(bool)]
+    wrong = bad[~bad["evidence_ok"].astype(bool)]
+    trunc = bad[bad["evidence_ok"].astype(bool)]
+    return (f"Recomputed from the authors' own counts under the paper's prior (uniform Beta(1, 1), eq. 9), {len(wrong)} "
+            f"of the {len(check)} English Bayes factors of the paper's Table 3 (ChatGPT) change their conclusion: "
+            + join(f"*{x['bias_type']}* printed {num(x['reported_bf10'])}, recomputed {num(x['bf10'])} "
+                   f"({x['evidence']}, not {x['reported_evidence']}"
+                   + (f"; over Beta(a, a) priors {x['evidence_over_prior_range']}"
+                      if isinstance(x.get("evidence_over_prior_range"), str) else "") + ")"
+                   for x in wrong.to_dict("records"))
+            + (f"; {len(trunc)} more {'is' if len(trunc) == 1 else 'are'} truncated in the last digit" if len(trunc)
+               else "")
+            + f"; {int(check['ss_ok'].astype(bool).sum())} of {len(check)} stereotype scores and "
+              f"{int(check['binom_p_ok'].astype(bool).sum())} of {len(check)} binomial p-values agree")
