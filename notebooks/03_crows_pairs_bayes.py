@@ -582,10 +582,17 @@ if len(answers):
 # %% [markdown]
 # ## Paired model comparisons, intervals and power (beyond the paper; changed after review)
 #
-# * **Intervals.** `likelihood_tests.csv` now carries a 95 % t interval of each mean difference (LPBS, PPB;
-#   `ci_method`), and `preference_tests.csv` exact Clopper–Pearson intervals for π̂ and the folded interval for SS.
+# * **Intervals.** Each row of `likelihood_tests.csv` carries the estimate and 95 % interval of the test it leads
+#   with (`estimate`, `estimate_method`, `ci_low`, `ci_high`, `ci_method`), and the t interval of the mean for every
+#   row (`mean_ci_low`, `mean_ci_high`); `preference_tests.csv` has exact Clopper–Pearson intervals for π̂ and the
+#   folded interval for SS.
 # * **Perplexity differences lead with Wilcoxon.** PPB differences are heavy-tailed (a few high-perplexity pairs
-#   dominate), so the `lead_test` of a perplexity row is the Wilcoxon signed-rank test; LPBS rows lead with t.
+#   dominate), so the `lead_test` of a perplexity row is the Wilcoxon signed-rank test, and its estimate and interval
+#   are the test's own: the Hodges–Lehmann pseudo-median (the median of the Walsh averages) with the interval that
+#   inverts the Wilcoxon test (Hollander, Wolfe & Chicken 2014, §3.3), which excludes 0 exactly when the test
+#   rejects. The mean of a perplexity difference (PPB, the paper's number) can lie far from its pseudo-median and even
+#   have the other sign; its t interval can contain 0 while the rank test rejects. LPBS rows lead with t, the mean and
+#   its t interval.
 # * **Paired comparisons.** Both models score the same pairs, so models are compared pair by pair
 #   (`paired_comparisons.csv`): the mean per-pair difference of D (eq. 3) between the models with a bootstrap interval
 #   over pairs and the Wilcoxon signed-rank test, and the likelihood preferences X_i with the exact McNemar test;

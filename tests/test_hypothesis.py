@@ -427,3 +427,70 @@ def test_beta_binomial_bf_against_hand_computation():
     # 60 of 100: 0.91 (a hair towards H0) at the uniform prior, 2.25 (towards H1) at Beta(20, 20): the direction
     # itself depends on the prior, so no verdict may rest on the uniform prior alone
     assert res["bf10"] < 1 < res["bf10_max"] and res["bf10_max"] == pytest.approx(2.2546, rel=1e-4)
+
+
+# ---------------------------------------------------------------- the lead test's own interval (issue 18, fault 3)
+
+def test_hodges_lehmann_interval_hand_worked():
+    """Hollander & Wolfe's depression data (x - y of nine patients; R's ``wilcox.test(x, y, paired = TRUE,
+    conf.int = TRUE)`` example). The 45 Walsh averages, sorted; with n = 9 the two-sided 5 % Wilcoxon test rejects
+    for T <= 5 (tables: P(T <= 5) = 10/512 = 0.0195), so the interval is [W_(6), W_(40)] and the estimate their
+    median W_(23)."""
+    from biaslab.stats.intervals import hodges_lehmann
+    x = np.array([1.83, 0.50, 1.62, 2.48, 1.68, 1.88, 1.55, 3.06, 1.30])
+    y = np.array([0.878, 0.647, 0.598, 2.05, 1.06, 1.29, 1.06, 3.14, 1.29])
+    d = x - y
+    walsh = sorted((d[i] + d[j]) / 2 for i in range(9) for j in range(i, 9))
+    assert len(walsh) == 45
+    assert stats.wilcoxon(np.arange(1, 10) - 5.5).pvalue > 0.05      # sanity: the exact distribution is used
+    assert sum(1 for k in range(512) if sum(i + 1 for i in range(9) if k >> i & 1) <= 5) == 10   # P(T <= 5) = 10/2^9
+    res = hodges_lehmann(d)
+    assert res["estimate"] == pytest.approx(walsh[22]) == pytest.approx(0.46)
+    assert (res["ci_low"], res["ci_high"]) == (pytest.approx(walsh[5]), pytest.approx(walsh[39]))
+    assert (res["ci_low"], res["ci_high"]) == (pytest.approx(0.01), pytest.approx(0.786))
+
+
+def test_hodges_lehmann_interval_large_n_and_coverage():
+    from biaslab.stats.intervals import _walsh_averages, hodges_lehmann
+    rng = np.random.default_rng(1)
+    d = rng.standard_t(2, size=300) * 40 + 5
+    res = hodges_lehmann(d)
+    # the large-sample order statistics: C = n(n+1)/4 - z sqrt(n(n+1)(2n+1)/24) (Hollander, Wolfe & Chicken §3.3)
+    n, m = d.size, d.size * (d.size + 1) // 2
+    c = int(round(n * (n + 1) / 4 - stats.norm.ppf(0.975) * math.sqrt(n * (n + 1) * (2 * n + 1) / 24)))
+    w = _walsh_averages(d)
+    assert w[c - 2] <= res["ci_low"] <= w[c] and w[m - c - 1] <= res["ci_high"] <= w[m - c + 1]
+    # the interval excludes 0 exactly when scipy's test of 0 rejects
+    for shift in (0.0, 2.0, 6.0, 12.0):
+        x = rng.standard_t(2, size=200) * 40 + shift
+        r = hodges_lehmann(x)
+        assert (not r["ci_low"] <= 0 <= r["ci_high"]) == (stats.wilcoxon(x).pvalue < 0.05)
+    # coverage of the pseudo-median of a symmetric heavy-tailed law (its centre), 400 samples of 25
+    cover = [(lambda r: r["ci_low"] <= 3.0 <= r["ci_high"])(hodges_lehmann(rng.standard_t(2, 25) + 3.0))
+             for _ in range(400)]
+    assert 0.92 <= np.mean(cover) <= 0.98
+
+
+def test_a_wilcoxon_led_row_carries_the_wilcoxon_interval():
+    """The committed Gemma-English perplexity case: Wilcoxon p 1e-12 (distinguishable) beside a t interval of the
+    mean [-28.8, 1.9] that contains 0. Heavy-tailed perplexity differences with a shifted centre: the row's interval
+    is now the Hodges-Lehmann one, which excludes 0 as the test does; the t interval of the mean stays as
+    mean_ci_low/high."""
+    rng = np.random.default_rng(3)
+    n = 400
+    d_ppl = -3.0 + rng.standard_t(1.2, size=n) * 4          # centre -3, wild tails
+    pairs = pd.DataFrame({"model": "m", "dataset": "d", "bias_type": "age", "d_norm_logprob": rng.normal(0, 1, n),
+                          "d_perplexity": d_ppl, "d_logprob": rng.normal(0, 1, n)})
+    tab = h.likelihood_tests(pairs).set_index(["bias_type", "score"])
+    ppl = tab.loc[("overall", "perplexity")]
+    assert ppl["lead_test"] == "Wilcoxon signed-rank" and ppl["wilcoxon_p"] < 0.05
+    assert ppl["mean_ci_low"] <= 0 <= ppl["mean_ci_high"]                  # the t interval of the mean contains 0
+    assert ppl["ci_high"] < 0 and ppl["ci_method"].startswith("Hodges-Lehmann")
+    assert ppl["ci_low"] <= ppl["estimate"] <= ppl["ci_high"] and math.isnan(ppl["mde"])
+    lp = tab.loc[("overall", "norm_logprob")]
+    assert lp["estimate"] == lp["mean_d"] and (lp["ci_low"], lp["ci_high"]) == (lp["mean_ci_low"], lp["mean_ci_high"])
+    from biaslab.papers.crows_pairs import decisions as D3
+    from biaslab.findings import decision
+    row = D3.decide(tab.reset_index())["likelihood_tests"].set_index(["bias_type", "score"]).loc[
+        ("overall", "perplexity")]
+    assert row["excludes_null"] == True and "still contains" not in decision(row, "no preference", "0")  # noqa: E712

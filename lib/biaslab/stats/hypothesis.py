@@ -48,6 +48,11 @@ BETA_PRIORS = (1, 2, 5, 10, 20, 50)
 #: the one prior of the paper's preference Bayes factors (eq. 9)
 PAPER_PRIOR = "Beta(1, 1), uniform on π: the paper's prior (eq. 9)"
 
+#: scores whose per-pair differences are heavy-tailed: their rows lead with the Wilcoxon signed-rank test, estimated by
+#: the Hodges-Lehmann pseudo-median with the interval that inverts that test (the others lead with t, the mean and its
+#: t interval)
+WILCOXON_LED = ("perplexity",)
+
 #: The three per-pair scores of §3.1: column suffix -> (equation, paper's name)
 SCORES = {
     "logprob": ("eq. 2", "LogP"),
@@ -192,7 +197,7 @@ def jzs_prior_range(t: float, n: int, r: float = SQRT2_2, scales: Sequence[float
             "bf_prior_range": "JZS Cauchy r in {" + ", ".join(f"{x:.3g}" for x in grid) + "}"}
 
 
-def likelihood_test(d: Sequence[float], r: float = SQRT2_2) -> dict:
+def likelihood_test(d: Sequence[float], r: float = SQRT2_2, hodges_lehmann: bool = False) -> dict:
     """Tests of H0: E[D] = 0 (eq. 5) for per-pair differences D_i (eq. 2, 3 or 4).
 
     * paired Student t test = one-sample t test of D against 0 (scipy ``ttest_1samp``; identical to pingouin's
@@ -205,7 +210,8 @@ def likelihood_test(d: Sequence[float], r: float = SQRT2_2) -> dict:
     Returns n, mean_d, sd_d, t, t_p, wilcoxon_p, bf10, log10_bf10, the prior columns of :func:`jzs_prior_range`
     (bf_prior, bf10_min, bf10_max, bf_prior_range), evidence (over the prior range, :func:`evidence_over_range`) and
     evidence_default_prior (Table 1 at ``r`` alone). NaN where a test is undefined (fewer than 2 pairs, zero
-    variance, all differences zero).
+    variance, all differences zero). With ``hodges_lehmann``: hl, hl_ci_low, hl_ci_high, the estimate and interval
+    that go with the Wilcoxon test (:func:`biaslab.stats.intervals.hodges_lehmann`).
     """
     d = np.asarray(d, dtype=float)
     d = d[np.isfinite(d)]
@@ -227,6 +233,10 @@ def likelihood_test(d: Sequence[float], r: float = SQRT2_2) -> dict:
         out["wilcoxon_p"] = float(stats.wilcoxon(d).pvalue)
     out["evidence"] = evidence_over_range(out["bf10_min"], out["bf10_max"])
     out["evidence_default_prior"] = evidence(out["bf10"])
+    if hodges_lehmann:
+        from .intervals import hodges_lehmann as hl
+        h = hl(d)
+        out.update(hl=h["estimate"], hl_ci_low=h["ci_low"], hl_ci_high=h["ci_high"])
     return out
 
 
@@ -498,8 +508,10 @@ def likelihood_tests(pairs: pd.DataFrame, by: Sequence[str] = ("model", "dataset
     """Likelihood-scheme table: one row per group × bias type (plus 'overall') × score.
 
     ``pairs`` has one row per pair with ``d_<score>`` columns (from :func:`pair_differences`). Columns:
-    ``*by, bias_type, score, equation, n, lpbs, ppb, mean_d, sd_d, t, t_p, t_p_holm, wilcoxon_p, wilcoxon_p_holm,
-    bf10, log10_bf10, evidence``. ``lpbs`` and ``ppb`` are the group's mean D of eq. 3 and eq. 4 (the paper's AD
+    ``*by, bias_type, score, equation, n, lpbs, ppb, mean_d, sd_d, estimate, ci_low, ci_high (the lead test's
+    estimate and interval: mean and t interval, or Hodges-Lehmann and the inverted Wilcoxon for
+    :data:`WILCOXON_LED` scores), mean_ci_low, mean_ci_high, t, t_p, t_p_holm, wilcoxon_p, wilcoxon_p_holm, lead_test,
+    lead_p, bf10, log10_bf10, evidence, evidence_default_prior`` and the prior and MDE columns. ``lpbs`` and ``ppb`` are the group's mean D of eq. 3 and eq. 4 (the paper's AD
     rows), repeated on each score row; ``mean_d`` is the mean of that row's own score.
     """
     by = list(by)
@@ -508,33 +520,49 @@ def likelihood_tests(pairs: pd.DataFrame, by: Sequence[str] = ("model", "dataset
         lpbs = float(g["d_norm_logprob"].mean()) if "d_norm_logprob" in g else float("nan")
         ppb = float(g["d_perplexity"].mean()) if "d_perplexity" in g else float("nan")
         for sc in scores:
-            res = likelihood_test(g[f"d_{sc}"].to_numpy(), r=r)
+            res = likelihood_test(g[f"d_{sc}"].to_numpy(), r=r, hodges_lehmann=sc in WILCOXON_LED)
             rows.append({**dict(zip(by, keys)), bias_col: bt, "score": sc, "equation": SCORES[sc][0],
                          "lpbs": lpbs, "ppb": ppb, **res})
     out = pd.DataFrame(rows)
     out = add_holm(out, by + ["score"], ["t_p", "wilcoxon_p"], bias_col)
     # beyond the paper: a 95 % t interval of the mean difference (pairs are independent units: CrowS-Pairs' cluster
     # is the pair), and the test to lead with: Wilcoxon for the heavy-tailed perplexity differences (eq. 4), whose
-    # normal model fits badly; the t test for the log-probability scores
+    # normal model fits badly; the t test for the log-probability scores. Each row's estimate and interval are the
+    # lead test's own (issue 18): the mean and its t interval for t, the Hodges-Lehmann pseudo-median and the
+    # interval inverting the Wilcoxon test for Wilcoxon, so the interval excludes 0 exactly when the lead test
+    # rejects at 0.05; the t interval of the mean is kept for every row as mean_ci_low/mean_ci_high.
     tq = stats.t.ppf(0.975, np.maximum(out["n"] - 1, 1))
     half = tq * out["sd_d"] / np.sqrt(out["n"])
-    out["ci_low"], out["ci_high"] = out["mean_d"] - half, out["mean_d"] + half
-    out["ci_method"] = "t interval of the mean (pairs independent)"
-    lead_w = out["score"] == "perplexity"
+    out["mean_ci_low"], out["mean_ci_high"] = out["mean_d"] - half, out["mean_d"] + half
+    lead_w = out["score"].isin(WILCOXON_LED)
+    for c in ("hl", "hl_ci_low", "hl_ci_high"):
+        out[c] = out[c] if c in out else np.nan
+    out["estimate"] = np.where(lead_w, out["hl"], out["mean_d"])
+    out["estimate_method"] = np.where(lead_w, "Hodges-Lehmann pseudo-median (median of Walsh averages)",
+                                      "mean difference")
+    out["ci_low"] = np.where(lead_w, out["hl_ci_low"], out["mean_ci_low"])
+    out["ci_high"] = np.where(lead_w, out["hl_ci_high"], out["mean_ci_high"])
+    out["ci_method"] = np.where(lead_w, "Hodges-Lehmann, inverted Wilcoxon signed-rank test (pairs independent)",
+                                "t interval of the mean (pairs independent)")
     out["lead_test"] = np.where(lead_w, "Wilcoxon signed-rank", "t")
     out["lead_p"] = np.where(lead_w, out["wilcoxon_p"], out["t_p"])
     out["lead_p_holm"] = np.where(lead_w, out["wilcoxon_p_holm"], out["t_p_holm"])
     out["n_clusters"] = out["n"]                      # CrowS-Pairs' cluster is the pair: units are independent
     out["null_value"] = 0.0
     out["p_method"] = np.where(lead_w, "Wilcoxon signed-rank (two-sided)", "paired t (two-sided)")
-    # MDE of this design on the score's own scale: the paired t test's d_z at n pairs times the SD of D
+    # MDE of this design on the score's own scale: the paired t test's d_z at n pairs times the SD of D; not for a
+    # Wilcoxon-led row, whose estimate is a pseudo-median (the mean's MDE would not describe its test)
     from .power import mde_paired_mean
-    out["mde"] = [mde_paired_mean(n) * sd if n >= 3 else np.nan for n, sd in zip(out["n"], out["sd_d"])]
-    out["mde_design"] = [f"one-sample (paired pairs), {n:,} independent pairs, t({n - 1})" for n in out["n"]]
-    cols = by + [bias_col, "score", "equation", "n", "n_clusters", "lpbs", "ppb", "mean_d", "sd_d", "ci_low",
-                 "ci_high", "ci_method", "null_value", "t", "t_p", "t_p_holm", "wilcoxon_p", "wilcoxon_p_holm",
-                 "lead_test", "lead_p", "lead_p_holm", "p_method", "bf10", "log10_bf10", "evidence", "bf_prior",
-                 "bf10_min", "bf10_max", "bf_prior_range", "mde", "mde_design"]
+    out["mde"] = [mde_paired_mean(n) * sd if n >= 3 and not w else np.nan
+                  for n, sd, w in zip(out["n"], out["sd_d"], lead_w)]
+    out["mde_design"] = [("not computed: the row leads with the Wilcoxon test on a pseudo-median" if w else
+                          f"one-sample (paired pairs), {n:,} independent pairs, t({n - 1})")
+                         for n, w in zip(out["n"], lead_w)]
+    cols = by + [bias_col, "score", "equation", "n", "n_clusters", "lpbs", "ppb", "mean_d", "sd_d", "estimate",
+                 "estimate_method", "ci_low", "ci_high", "ci_method", "mean_ci_low", "mean_ci_high", "null_value", "t",
+                 "t_p", "t_p_holm", "wilcoxon_p", "wilcoxon_p_holm", "lead_test", "lead_p", "lead_p_holm", "p_method",
+                 "bf10", "log10_bf10", "evidence", "evidence_default_prior", "bf_prior", "bf10_min", "bf10_max",
+                 "bf_prior_range", "mde", "mde_design"]
     return out[cols]
 
 
