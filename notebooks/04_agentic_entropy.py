@@ -185,9 +185,11 @@ print("(positions_computed = token positions run through the model; 0 means ever
 # reads* (`biaslab.stats.responders`, thresholds stated there; `biaslab.papers.agentic.decisions`). The entropy, the
 # mean probabilities, the cyclic gain, the group preference and the paired comparison read the renormalized label
 # **probabilities**: judged on the label mass and on the spread of the model's mean distribution over the answer slots,
-# per number of choices k. The top-answer counts by group read the **answer** (the group named), per class type. The
-# position counts and position probabilities are not judged: a constant position is the departure they test. A
-# degenerate model keeps its rows in every table; the verdict columns say "not tested".
+# per number of choices k. The top-answer counts by group read the **answer** (the group named), judged per model over
+# all its prompts — the same check, on the same answers, as notebook 1's agentic variant, so the two notebooks give
+# one verdict per model (a constant group *within* a class type is the departure the group test measures, not a
+# failure to answer). The position counts and position probabilities are not judged: a constant position is the
+# departure they test. A degenerate model keeps its rows in every table; the verdict columns say "not tested".
 
 # %%
 resp = decisions.responder_table(per_prompt)
