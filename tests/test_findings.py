@@ -131,7 +131,7 @@ def test_agentic_degenerate_on_one_metric_only():
         "model": ["m"], "n": [30], "mean_entropy_stored": [0.9], "mean_entropy_cyclic_avg": [0.99],
         "mean_entropy_position_avg": [0.9], "mean_gain": [0.09], "wilcoxon_p": [1e-6]}), chk)
     assert cyc["responder_status"].iloc[0] == "informative"
-    assert "the gain is distinguishable from zero" in F4.cyclic_findings(cyc)
+    assert "the gain is 0.09, distinguishable from zero" in F4.cyclic_findings(cyc)
 
 
 def test_agentic_group_preference_and_position_words():

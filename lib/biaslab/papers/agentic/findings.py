@@ -106,9 +106,9 @@ def position_findings(pb: pd.DataFrame) -> str:
 
 
 def uniformity_findings(ut: pd.DataFrame) -> str:
-    """Top-answer counts against equal counts, by position and by group (chi-square, decided within the declared
-    families; the Dirichlet–multinomial BF10 only where its prior range agrees); names every model × class type
-    whose group counts are distinguishable from uniform."""
+    """Top-answer counts against equal counts, by position and by group (the Rao–Scott corrected chi-square where
+    the table has its design effect, decided within the declared families; the Dirichlet–multinomial BF10 only where
+    its prior range agrees); names every model × class type whose group counts are distinguishable from uniform."""
     lines = []
     for unit in ("position", "group"):
         g = ut[ut["unit"] == unit]
@@ -116,9 +116,11 @@ def uniformity_findings(ut: pd.DataFrame) -> str:
             continue
         sig = g[_dist(g)]
         first = g.iloc[0]
+        clustered = "design_effect" in g and g["design_effect"].notna().any()
+        test = "Rao–Scott chi-square for the scenario clusters" if clustered else "chi-square"
         lines.append(
             f"Counted by **{unit}**, the top answers are distinguishable from a uniform choice in {len(sig)} of "
-            f"{len(g)} model × class-type cells (chi-square, {family_words(first)}).")
+            f"{len(g)} model × class-type cells ({test}, {family_words(first)}).")
         for r in g.to_dict("records"):
             if unit == "group" and (r["verdict"] == DISTINGUISHABLE or r["verdict"].startswith(("not tested",
                                                                                                 "undefined"))):
@@ -137,7 +139,9 @@ def cyclic_findings(cyc_m: pd.DataFrame) -> str:
         lines.append(
             f"**{r['model']}**: {num(r['mean_entropy_stored'])} in the stored orders → "
             f"{num(r['mean_entropy_cyclic_avg'])} after averaging over the rotations (position-only entropy "
-            f"{num(r['mean_entropy_position_avg'])}); the gain is {decision(r, 'zero')}.{_responder_note(r)}")
+            f"{num(r['mean_entropy_position_avg'])}); the gain is "
+            + " ".join(x for x in (num(r["mean_gain"]), interval(r)) if x)
+            + f", {decision(r, 'zero', '0')}.{_responder_note(r)}")
     return bullets(lines)
 
 
