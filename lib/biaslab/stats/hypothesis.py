@@ -618,8 +618,10 @@ def evidence_counts(tests: pd.DataFrame, by: Sequence[str], bias_col: str = "bia
 def evidence_agreement(tests: pd.DataFrame, a: str = "norm_logprob", b: str = "perplexity",
                        bias_col: str = "bias_type") -> tuple[float, int]:
     """Share of bias-type cells whose two scores' Bayes factors read the same over their prior ranges (the
-    ``evidence`` column: the same range-agreed Table 1 category, or both inconclusive), and the number of cells."""
-    w = (tests[tests[bias_col] != OVERALL].assign(reading=lambda d: d["evidence"].map(
+    ``evidence`` column: the same range-agreed Table 1 category, or both inconclusive), and the number of cells
+    (cells without a Bayes factor left out)."""
+    t = tests[(tests[bias_col] != OVERALL) & tests["evidence"].fillna("").astype(str).ne("")]   # cells with a range
+    w = (t.assign(reading=lambda d: d["evidence"].map(
         lambda e: range_strength(e) + (" H1" if "for H1" in str(e) else " H0") if range_strength(e) else
         "inconclusive")).pivot_table(index=[c for c in tests.columns if c in ("model", "dataset")] + [bias_col],
                                      columns="score", values="reading", aggfunc="first"))
