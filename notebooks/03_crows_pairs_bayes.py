@@ -451,9 +451,11 @@ show_md("**Sample size of this run:**\n\n" + findings.sample_findings(lik))
 # longer served, so those numbers cannot be regenerated. What carries over is the method and its lessons, which the
 # tables above let one check on the models run here:
 #
-# * The frequentist tests and the Bayes factor mostly agree on *where* the evidence for bias is; the Bayes factor adds
-#   a verdict where the p-value is large: moderate evidence for H0 (underlined values below 1) is a positive statement
-#   that the t test cannot make.
+# * The frequentist tests and the Bayes factor answer different questions about the same cells (the counts printed
+#   above set them side by side). The Bayes factor can add a verdict where the p-value is large: moderate evidence for
+#   H0 over the whole prior range (underlined values below 1) is a positive statement that the t test cannot make.
+#   Both tests are two-sided: "evidence for H1" is evidence of a *difference* from no preference, whose direction is
+#   the sign of LPBS (a negative LPBS favours the less stereotypical sentences).
 # * With few pairs per bias type a Bayes factor cannot get far from 1 unless the effect is large — the honest answer
 #   for a small n, and the point of the paper's argument for Bayes factors: a non-significant t test says nothing, a
 #   BF$_{10}$ of 0.3 says "three times more likely under no bias". But a Bayes factor depends on its prior: here it is
