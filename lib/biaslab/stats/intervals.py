@@ -237,8 +237,8 @@ def hodges_lehmann(d, alpha: float = 0.05) -> dict:
     out = {"estimate": float("nan"), "ci_low": float("nan"), "ci_high": float("nan"), "n": int(d.size)}
     if d.size < 2 or np.ptp(d) == 0:
         return out
-    u = np.unique(_walsh_averages(d))
-    est = float(np.median(_walsh_averages(d)))
+    w = _walsh_averages(d)
+    est, u = float(np.median(w)), np.unique(w)
     out["estimate"] = est
 
     def accepted(j: int) -> bool:                      # the test of d - theta at a point of gap j: (u[j-1], u[j])
