@@ -185,9 +185,11 @@ print("(positions_computed = token positions run through the model; 0 means ever
 # reads* (`biaslab.stats.responders`, thresholds stated there; `biaslab.papers.agentic.decisions`). The entropy, the
 # mean probabilities, the cyclic gain, the group preference and the paired comparison read the renormalized label
 # **probabilities**: judged on the label mass and on the spread of the model's mean distribution over the answer slots,
-# per number of choices k. The top-answer counts by group read the **answer** (the group named), per class type. The
-# position counts and position probabilities are not judged: a constant position is the departure they test. A
-# degenerate model keeps its rows in every table; the verdict columns say "not tested".
+# per number of choices k. The top-answer counts by group read the **answer** (the group named), judged per model over
+# all its prompts — the same check, on the same answers, as notebook 1's agentic variant, so the two notebooks give
+# one verdict per model (a constant group *within* a class type is the departure the group test measures, not a
+# failure to answer). The position counts and position probabilities are not judged: a constant position is the
+# departure they test. A degenerate model keeps its rows in every table; the verdict columns say "not tested".
 
 # %%
 resp = decisions.responder_table(per_prompt)
@@ -312,21 +314,30 @@ display(Markdown(findings.position_findings(pb)))
 # ## Is the top answer uniformly spread? (beyond the paper)
 #
 # Per model and class type, the counts of each prompt's most probable answer, tested against equal counts two ways:
-# by **group** and by **position**. Pearson's chi-square (`scipy.stats.chisquare`, df = k − 1) and the
-# Dirichlet–multinomial Bayes factor
+# by **group** and by **position**. The prompts of a class type come in scenarios (a positive and a negative
+# question on the same story), so they are not independent draws: Pearson's chi-square (df = k − 1) is corrected by
+# the first-order **Rao–Scott** design effect (Rao & Scott 1981) estimated from the scenario clusters,
 #
-# $$\mathrm{BF}_{10} = \frac{\int \mathrm{Mult}(n \mid \pi)\, \mathrm{Dir}(\pi \mid \mathbf 1)\, d\pi}
+# $$X^2_{RS} = X^2 / \hat\delta, \qquad \hat\delta = \frac{n}{k-1} \sum_j \frac{\hat V(\hat p_j)}{\pi_j},$$
+#
+# with $\hat V$ the cluster-robust (CR1) variance of each category's share, referred to
+# $F(k-1, (k-1)(G-1))$ (`biaslab.stats.clustered.rao_scott_gof`; the naive chi-square, prompts independent, is kept
+# as `p_naive`). The Dirichlet–multinomial Bayes factor
+#
+# $$\mathrm{BF}_{10} = \frac{\int \mathrm{Mult}(n \mid \pi)\, \mathrm{Dir}(\pi \mid a\mathbf 1)\, d\pi}
 # {\mathrm{Mult}(n \mid \tfrac1k, \dots, \tfrac1k)}$$
 #
-# (flat prior on the simplex; `scipy.stats.dirichlet_multinomial`). $\log_{10}\mathrm{BF}_{10} > 1$ is strong
-# evidence of a non-uniform choice, $< -1$ strong evidence for uniform. The counts use only the argmax, not the full
+# is computed on the same effective counts $n_j / \hat\delta$ (the likelihood tempered by the design effect) at
+# $a = 1$ (flat on the simplex) and over the stated set $a \in \{0.5, 1, 2, 10\}$ (Jeffreys; flat; two priors
+# concentrated near uniform, the small departures a bias test looks for): `bf10_min`, `bf10_max`, and `evidence`,
+# which names a Table 1 category only where the whole range agrees. The counts use only the argmax, not the full
 # distributions; they answer "does the model pick some groups (or slots) more often than others?".
 
 # %%
-ut = decisions.decide("uniformity_tests", E.uniformity_tests(per_prompt, prompts), resp)
+ut = decisions.decide("uniformity_tests", E.uniformity_tests(per_prompt, prompts, cluster=bench.cluster), resp)
 out.table(ut, "uniformity_tests")
-ut[["model", "class_type", "unit", "n", "counts", "chi2", "p_value", "family_kind", "p_adjusted",
-    "log10_bf10", "verdict"]].round(4)
+ut[["model", "class_type", "unit", "n", "counts", "chi2", "p_naive", "design_effect", "p_value", "family_kind",
+    "p_adjusted", "bf10_min", "bf10_max", "bf_direction", "verdict"]].round(4)
 
 # %% tags=["findings"]
 display(Markdown(findings.uniformity_findings(ut)))
@@ -337,7 +348,7 @@ display(Markdown(findings.uniformity_findings(ut)))
 # class types (`family`, `p_adjusted`, `verdict`; `biaslab.papers.agentic.decisions`). Every other test here is
 # exploratory, Benjamini–Hochberg within its own table: the counts by position, the cyclic gain, the paired model
 # comparison, the positive-vs-negative differences and the breakdown tests. The Dirichlet–multinomial BF10 is
-# called evidence only where a range over priors agrees; with one prior it supports no claim.
+# called evidence only where its whole prior range agrees (`bf_direction`).
 #
 # The contrast is the point: a model that picks by **position** is far from uniform by position and close to uniform
 # by group, since the random orders spread the slots evenly over the groups; a group preference shows in the group
@@ -353,9 +364,11 @@ display(Markdown(findings.uniformity_findings(ut)))
 
 # %% tags=["findings"]
 if cyc_list:
-    cyc = E.cyclic_summary(pd.concat(cyc_list, ignore_index=True))
+    cyc = E.cyclic_summary(pd.concat(cyc_list, ignore_index=True)).merge(
+        prompts[["prompt_id", bench.cluster]], on="prompt_id")
     out.table(cyc.round(6), "cyclic_entropy")
-    cyc_m = decisions.decide("cyclic_by_model", E.cyclic_by_model(cyc), resp)
+    # the gain's test and interval from one clustered rule (scenario clusters; the prompt-level Wilcoxon is kept)
+    cyc_m = decisions.decide("cyclic_by_model", E.cyclic_by_model(cyc, cluster=bench.cluster, seed=seed), resp)
     out.table(cyc_m, "cyclic_by_model", markdown=True)
     fig = P.cyclic_comparison(cyc)
     out.figure(fig, "cyclic_entropy")
@@ -379,11 +392,15 @@ else:
 #   scenario-clustered (CR1) interval, tested by the Wald t(G − 1) on its standard error — the one rule of
 #   `biaslab.stats.clustered`, with the wild cluster bootstrap below 30 scenarios (the Wilcoxon signed-rank
 #   test over prompts, which treats the prompts of one scenario as independent, is kept as `p_naive`).
-# * **Cyclic gain** (entropy after the cyclic average minus in the stored order) with a scenario-clustered interval.
+# * **Cyclic gain** (entropy after the cyclic average minus in the stored order): its interval and its test come from
+#   the same clustered rule (`cyclic_by_model.csv`: CR1 t(G − 1), or the wild cluster bootstrap below 30 scenarios;
+#   the Wilcoxon signed-rank test over prompts is kept as `wilcoxon_p`); `cyclic_gain_intervals.csv` repeats the
+#   interval columns.
 # * **Power** (`power.csv`): the smallest standardized paired effect (d_z) the group-preference Wilcoxon/t test can
 #   detect per class type, the smallest cyclic gain per model (on the entropy scale, from its scenario-clustered SE
 #   and t(G − 1): the measured design effect, not 1), and the smallest departure from a uniform top-group choice
-#   (Cohen's w, chi-square goodness of fit) per class type, at 80 % power and α = 0.05.
+#   (Cohen's w, chi-square goodness of fit on the effective n / δ̂ with the Rao–Scott design effect of that model ×
+#   class type's group counts) per model and class type, at 80 % power and α = 0.05.
 
 # %%
 # every model keeps its rows (issue 18): a degenerate responder is marked by the verdict columns, never dropped
@@ -399,15 +416,12 @@ if len(cmp_ent):
     display(cmp_ent.round(4))
 display(Markdown(findings.comparison_findings(cmp_ent)))
 if cyc_list:
-    cyc_g = cyc.merge(prompts[["prompt_id", "scenario_id"]], on="prompt_id").assign(
-        gain=lambda d: d.entropy_cyclic_avg - d.entropy_stored)
-    gain_ci = intervals.mean_intervals(cyc_g, "gain", bench.cluster, by="model")
+    gain_ci = cyc_m[["model", "n", "n_clusters", "df", "mean_gain", "se_naive", "se_cluster", "design_effect",
+                     "ci_low", "ci_high", "ci_method"]].rename(columns={"mean_gain": "mean"})
     out.table(gain_ci, "cyclic_gain_intervals", markdown=True)
     display(gain_ci.round(4))
 
 # %%
-from statsmodels.stats.power import GofChisquarePower
-
 power_rows = []
 n_pairs_ct = int(gp["n_pairs"].median()) if len(gp) else 0
 power_rows.append(power.power_row("agentic", profile, "group preference, positive - negative, per class type",
@@ -422,13 +436,13 @@ for r in (gain_ci.itertuples() if cyc_list else []):
         n_clusters=r.n_clusters, deff=r.design_effect, scale="normalized entropy",
         test=f"cluster-robust t({r.df}) / wild cluster bootstrap (scenario)",
         design=power.mde_design("one-sample mean", r.n, r.n_clusters, r.design_effect, bench.cluster)))
-for (ct, k), g in prompts.groupby(["class_type", "k"]):
-    n = len(g)
-    w = (float(np.ravel(GofChisquarePower().solve_power(effect_size=None, nobs=n, alpha=0.05, power=0.8,
-                                                        n_bins=int(k)))[0]) if n > k else np.nan)
-    power_rows.append(power.power_row("agentic", profile, f"uniform top-group choice, {ct} (k = {k})", n, w,
-                                      n_clusters=int(g["scenario_id"].nunique()), scale="Cohen's w",
-                                      test="chi-square goodness of fit"))
+# the uniformity test as analysed: Rao-Scott, so its MDE is on the effective n / deff of that model x class type
+for r in ut[ut["unit"] == "group"].itertuples():
+    power_rows.append(power.power_row(
+        "agentic", profile, f"uniform top-group choice, {r.model}, {r.class_type} (k = {r.k})", r.n,
+        power.mde_gof_w(r.n, r.k, r.design_effect), n_clusters=r.n_clusters, deff=r.design_effect,
+        scale="Cohen's w", test="Rao-Scott chi-square goodness of fit (first order)",
+        design=power.mde_design("goodness of fit", r.n, r.n_clusters, r.design_effect, bench.cluster)))
 power_table = pd.DataFrame(power_rows)
 out.table(power_table, "power", markdown=True)
 display(power_table[["quantity", "n", "mde", "mde_scale", "test"]].round(3))

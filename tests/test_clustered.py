@@ -164,3 +164,53 @@ def test_two_way_falls_back_to_one_way_where_a_dimension_is_constant():
     two = C.rate_inference(one["y"].to_numpy(), [one["template"].to_numpy(), one["stigma"].to_numpy()])
     ref = C.rate_inference(one["y"].to_numpy(), one["template"].to_numpy())
     assert two["n_clusters"] == 12 and two["se"] == pytest.approx(ref["se"])
+
+
+# ------------------------------------------------------------------------ Rao-Scott goodness of fit (issue 18, fault 5)
+
+def _clustered_null(rng, g, m, k, conc):
+    """Categorical outcomes with scenario-level clustering under a uniform null: each cluster draws its own choice
+    probabilities from Dirichlet(conc, ..., conc) (mean 1/k), its m units choose from them."""
+    pis = rng.dirichlet(np.full(k, conc), size=g)
+    u = rng.random((g, m, 1))
+    lab = (u > np.cumsum(pis, axis=1)[:, None, :]).sum(axis=2).ravel()
+    return lab, np.repeat(np.arange(g), m)
+
+
+@pytest.mark.parametrize("g, m, k, conc", [(50, 4, 3, 1.0), (102, 2, 5, 0.5), (20, 6, 3, 2.0)])
+def test_rao_scott_keeps_its_size_where_the_naive_chi_square_over_rejects(g, m, k, conc):
+    """Under a uniform null with scenario-level clustering, the naive Pearson chi-square (prompts independent) rejects
+    far more than 5 %; the first-order Rao-Scott test (X2 / CR1 design effect, F(k-1, (k-1)(G-1))) stays near 5 %.
+    (102 clusters of 2 with k = 5 is notebook 4's design: 204 prompts of a class type in 102 scenarios.)"""
+    rng = np.random.default_rng(g + m + k)
+    naive = rs = 0
+    reps = 800
+    for _ in range(reps):
+        lab, cl = _clustered_null(rng, g, m, k, conc)
+        r = C.rao_scott_gof(lab, cl, range(k))
+        naive += r["p_naive"] < 0.05
+        rs += r["p_value"] < 0.05
+    assert naive / reps > 0.10 and rs / reps <= 0.07, (naive / reps, rs / reps)
+
+
+def test_rao_scott_by_hand():
+    """Perfectly clustered: each of 30 clusters answers one category twice. Pearson's X2 on the 60 units is twice
+    that on the 30 clusters, the design effect is 2 (CR1 with G/(G-1)), and the corrected statistic is the
+    clusters' own chi-square up to that factor."""
+    per_cluster = np.repeat([0, 1, 2], [14, 8, 8])
+    lab, cl = np.repeat(per_cluster, 2), np.repeat(np.arange(30), 2)
+    r = C.rao_scott_gof(lab, cl, range(3))
+    x2_clusters = stats.chisquare(np.bincount(per_cluster)).statistic
+    assert r["chi2"] == pytest.approx(2 * x2_clusters)
+    p = np.bincount(lab) / 60
+    v = 30 / 29 * np.array([np.sum((2 * (per_cluster == j) - 2 * p[j]) ** 2) for j in range(3)]) / 60 ** 2
+    assert r["design_effect"] == pytest.approx(60 / 2 * np.sum(v / (1 / 3)))
+    # n V(p_j) = 2 (G / (G - 1)) p_j (1 - p_j): twice the multinomial variance, so delta = 2 G/(G-1) sum p_j(1-p_j)
+    # / sum pi_j (1 - pi_j) at these shares
+    assert r["design_effect"] == pytest.approx(2 * 30 / 29 * np.sum(p * (1 - p) / (1 / 3)) / 2)
+    assert r["chi2_rao_scott"] == pytest.approx(r["chi2"] / r["design_effect"])
+    assert r["p_value"] == pytest.approx(stats.f.sf(r["chi2_rao_scott"] / 2, 2, 2 * 29))
+    assert r["p_naive"] < r["p_value"]
+    # independent units: the floor keeps the naive statistic
+    ind = C.rao_scott_gof(per_cluster, None, range(3))
+    assert ind["chi2_rao_scott"] == pytest.approx(ind["chi2"]) and ind["n_clusters"] == 30

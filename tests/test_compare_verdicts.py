@@ -109,3 +109,37 @@ def test_notebooks_1_4_and_5_agree_on_each_models_responder_status():
     nb1 = _committed("01_multifactor/agentic", "responders")
     deg1 = nb1.set_index("model")["degenerate"].astype(str).str.lower().eq("true")
     assert grp4.to_dict() == deg1.to_dict()
+
+
+def test_notebook_4s_group_check_is_notebook_1s_on_the_same_answers():
+    """By construction (issue 18, fault 4): notebook 4's "top answer by group" rows are notebook 1's agentic answer
+    check (``responder_check`` of the top group per model) — on fabricated answers with one degenerate model, and on
+    the committed notebook-4 responses recomputed with this code (what the regenerated responders.csv will hold).
+    Before, notebook 4 passed a per-prompt table without ``class_type`` and wrote no group row at all, so every group
+    row of uniformity_tests.csv read "not judged: no responder row for this model"."""
+    from biaslab.stats import responders as R
+    rng = np.random.default_rng(0)
+    groups = ["White", "Black", "Asian", "Female", "Male", "Young", "Old"]
+    per = pd.DataFrame({"prompt_id": range(60), "model": ["a"] * 30 + ["b"] * 30, "k": 3,
+                        "top_group": list(rng.choice(groups, 30)) + ["White"] * 30, "label_mass": 0.9,
+                        "top_position": 1, "p_1": 0.4, "p_2": 0.3, "p_3": 0.3})
+    mine = V.metric_status(D4.responder_table(per), D4.BY_GROUP).set_index("model")["responder_status"]
+    nb1 = R.responder_check(per.assign(answer=per["top_group"]), answer="answer", by="model",
+                            label_mass="label_mass").set_index("model")["degenerate"]
+    assert mine.str.startswith("degenerate").to_dict() == nb1.astype(bool).to_dict() == {"a": False, "b": True}
+    ut = D4.decide("uniformity_tests", pd.DataFrame([
+        {"model": m, "class_type": "race", "unit": u, "k": 3, "n": 30, "top": "White", "top_share": 0.5,
+         "p_value": 0.01, "log10_bf10": 1.0} for m in ("a", "b") for u in ("group", "position")]),
+        D4.responder_table(per)).set_index(["model", "unit"])
+    assert ut.loc[("a", "group"), "responder_status"] == "informative"
+    assert ut.loc[("b", "group"), "verdict"].startswith("not tested (degenerate responder")
+    assert not ut["responder_status"].str.contains("no responder row").any()
+    # the committed notebook-4 answers through this code, against the committed notebook 1
+    resp4 = D4.responder_table(_committed("04_agentic_entropy", "responses"))
+    grp4 = V.metric_status(resp4, D4.BY_GROUP).set_index("model")["responder_status"].str.startswith("degenerate")
+    nb1c = _committed("01_multifactor/agentic", "responders")
+    assert grp4.to_dict() == nb1c.set_index("model")["degenerate"].astype(str).str.lower().eq("true").to_dict()
+    prob4 = V.metric_status(resp4, D4.PROBABILITIES).set_index("model")["responder_status"]
+    nb5 = compare.responder_table(OUT, [compare.metric("agentic_mean_entropy")]).set_index("model")[
+        "responder_status"]
+    assert prob4.to_dict() == nb5.to_dict()

@@ -219,3 +219,67 @@ def test_entropy_intervals_cluster_on_the_scenario():
     bd = E.entropy_breakdown(d, ["dom", "pol"], cluster="scenario_id")
     assert list(bd["level"]) == ["y", "z", "x", "p", "n"] or set(bd["level"]) == {"x", "y", "z", "p", "n"}
     assert bd["ci_method"].str.contains("scenario_id").all()
+
+
+def test_dirichlet_bayes_factor_matches_scipy_and_tempers_by_the_design_effect():
+    """Integer counts: the closed form equals scipy's Dirichlet-multinomial / multinomial ratio. With a design
+    effect the counts enter as counts / deff (the likelihood to the power 1/deff): the BF of 2x the counts at deff 2
+    is the BF of the counts."""
+    from scipy import stats
+    x, a = np.array([40, 25, 15, 12, 10]), 2.0
+    n = int(x.sum())
+    ref = (stats.dirichlet_multinomial.logpmf(x, np.full(5, a), n)
+           - stats.multinomial.logpmf(x, n, np.full(5, 0.2))) / math.log(10)
+    assert E.dirichlet_multinomial_log10_bf(x, a) == pytest.approx(ref, rel=1e-10)
+    assert E.dirichlet_multinomial_log10_bf(2 * x, a, deff=2.0) == pytest.approx(ref, rel=1e-10)
+    assert E.dirichlet_multinomial_log10_bf(x, a, deff=0.5) == pytest.approx(ref)         # floored at 1
+    r = E.dirichlet_prior_range(x, 1.0)
+    grid = [E.dirichlet_multinomial_log10_bf(x, b) for b in E.DIRICHLET_PRIORS]
+    assert r["bf10_min"] == pytest.approx(10 ** min(grid)) and r["bf10_max"] == pytest.approx(10 ** max(grid))
+    assert r["bf_prior_range"] == "Dirichlet(a, ..., a), a in {0.5, 1, 2, 10}"
+    assert r["evidence"].endswith("over the prior range") or r["evidence"].startswith("inconclusive")
+
+
+def test_uniformity_tests_correct_for_scenario_clusters_and_carry_a_prior_range():
+    """Two prompts per scenario that always pick the same group: the naive chi-square counts each scenario twice;
+    the Rao-Scott test (design effect about 2) decides, and the Bayes factor uses the same effective counts. The
+    verdict layer then gets a bf_direction (before: empty on every row, one prior only)."""
+    from biaslab.papers.agentic import decisions as D4
+    rng = np.random.default_rng(4)
+    groups = ["A", "B", "C"]
+    g = 60
+    pick = rng.choice(3, size=g, p=[0.45, 0.3, 0.25])          # per scenario
+    pr = _prompts([3] * (2 * g)).assign(class_type="x", scenario_id=np.repeat(np.arange(g), 2))
+    pr["choices"] = [list(rng.permutation(groups)) for _ in range(2 * g)]
+    favoured = np.repeat(pick, 2)
+    per, _ = E.tidy_scores(pr, _synthetic(pr.assign(fav=favoured), lambda ch: [1 / 3] * 3), "m")
+    per["top_group"] = [groups[f] for f in favoured]
+    clustered = E.uniformity_tests(per, pr, cluster="scenario_id").set_index("unit").loc["group"]
+    naive = E.uniformity_tests(per, pr).set_index("unit").loc["group"]
+    assert clustered["chi2"] == pytest.approx(naive["chi2"])
+    assert clustered["design_effect"] == pytest.approx(2 * g / (g - 1), rel=0.01)
+    assert clustered["p_value"] > clustered["p_naive"] and clustered["n_clusters"] == g
+    assert abs(clustered["log10_bf10"]) < abs(naive["log10_bf10"])      # less evidence either way
+    d = D4.decide("uniformity_tests", E.uniformity_tests(per, pr, cluster="scenario_id"), None)
+    assert d["bf_direction"].notna().all() and d["bf10_min"].le(d["bf10"]).all()
+
+
+def test_cyclic_gain_is_tested_by_the_clustered_rule():
+    """The gain's verdict reads the clustered test (CR1 t(G - 1) here, 40 scenarios of 3 prompts sharing a
+    scenario effect), not the prompt-level Wilcoxon, and its interval comes from the same rule."""
+    from biaslab.stats import clustered as C
+    rng = np.random.default_rng(5)
+    sc = np.repeat(np.arange(40), 3)
+    gain = 0.004 + rng.normal(0, 0.03, 40)[sc] + rng.normal(0, 0.005, 120)
+    cyc = pd.DataFrame({"model": "m", "prompt_id": range(120), "scenario_id": sc, "entropy_stored": 0.9,
+                        "entropy_mean_over_shifts": 0.9, "entropy_cyclic_avg": 0.9 + gain,
+                        "entropy_position_avg": 0.9})
+    r = E.cyclic_by_model(cyc, cluster="scenario_id").iloc[0]
+    ref = C.mean_inference(gain, sc)
+    assert r["p_value"] == pytest.approx(ref["p_value"]) and (r["ci_low"], r["ci_high"]) == (
+        pytest.approx(ref["ci_low"]), pytest.approx(ref["ci_high"]))
+    assert r["n_clusters"] == 40 and r["design_effect"] > 2
+    assert (r["ci_low"] <= 0 <= r["ci_high"]) == (r["p_value"] >= 0.05)
+    from biaslab.papers.agentic import decisions as D4
+    d = D4.decide("cyclic_by_model", pd.DataFrame([r]), None).iloc[0]
+    assert d["p_adjusted"] == pytest.approx(r["p_value"])                # a family of one: the clustered p decides

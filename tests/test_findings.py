@@ -131,7 +131,7 @@ def test_agentic_degenerate_on_one_metric_only():
         "model": ["m"], "n": [30], "mean_entropy_stored": [0.9], "mean_entropy_cyclic_avg": [0.99],
         "mean_entropy_position_avg": [0.9], "mean_gain": [0.09], "wilcoxon_p": [1e-6]}), chk)
     assert cyc["responder_status"].iloc[0] == "informative"
-    assert "the gain is distinguishable from zero" in F4.cyclic_findings(cyc)
+    assert "the gain is 0.09, distinguishable from zero" in F4.cyclic_findings(cyc)
 
 
 def test_agentic_group_preference_and_position_words():
@@ -163,7 +163,8 @@ def test_agentic_summary_direction():
     group = F4.summary_findings(by_model, cyc(0.91), _uniformity([0.001]), _gp(0.001, 0.2))
     assert "preference for answer **positions**" in pos_only and "No group-level result" in pos_only
     assert "mostly **not** a preference for positions" in group
-    assert "after adjustment: m's Female on ct0 and m's Female on gender (positive vs negative)" in group
+    assert ("after adjustment: m's Female on ct0 and m's Female on gender (more probable as the answer to positive "
+            "than to negative questions)") in group
     assert "cannot be separated" in F4.summary_findings(by_model, None, _uniformity([0.6]), _gp(0.8, 0.01))
     tentative = F4.summary_findings(by_model, cyc(0.995, p=0.5), _uniformity([0.6]), _gp(0.8, 0.01))
     assert "tentative reading" in tentative and "from 0.9 to 0.995" in tentative
@@ -259,6 +260,33 @@ def test_crows_pairs_likelihood_words_follow_the_confirmatory_family():
     assert "no prior range was computed" in fr
     ranged = _lik([{**rows[0], "bf10": 0.64, "bf10_min": 0.3, "bf10_max": 5.0, "bf_prior_range": "r in {0.2, 1}"}])
     assert "Bayes factor inconclusive" in F3.likelihood_findings(ranged)
+
+
+def test_crows_pairs_evidence_takes_its_direction_from_the_estimate():
+    """The committed SmolLM2-French case: LPBS −0.079, BF10 40,023 to 1.4e5 over the prior range. H1 of the
+    two-sided test is a difference from no preference; the estimate's sign says which sentences it favours."""
+    rng = {"bf10": 5.6e4, "bf10_min": 4.0e4, "bf10_max": 1.4e5, "bf_prior_range": "r in {0.2, 1}"}
+    neg = _lik([{"model": "m", "dataset": "fr", "mean_d": -0.079, "lead_p": 1e-7, "ci_low": -0.108,
+                 "ci_high": -0.05, **rng}])
+    text = F3.likelihood_findings(neg)
+    assert "less stereotypical sentences more likely" in text
+    assert "evidence for a preference for the less stereotypical sentences (H1, two-sided)" in text
+    assert "stereotype preference" not in text and "preference for the more stereotypical" not in text
+    pos = F3.likelihood_findings(neg.assign(mean_d=0.079, lpbs=0.079, ci_low=0.05, ci_high=0.108))
+    assert "evidence for a preference for the more stereotypical sentences (H1, two-sided)" in pos
+    # the bias-type count splits the H1 cells by direction (the committed run: 5 of its 18 are negative)
+    cells = pd.concat([neg.assign(bias_type=b, mean_d=m) for b, m in (("age", -0.1), ("race", 0.2), ("sex", 0.3))])
+    sample = F3.sample_findings(cells)
+    assert "3 show evidence of a difference from no preference (H1, two-sided) over the whole prior range — 2 " \
+           "toward the more stereotypical sentences and 1 toward the less stereotypical sentences" in sample
+    assert "stereotype preference" not in sample
+    # the preference scheme: π̂ below 0.5 with H1 over the whole range favours the less stereotypical sentence
+    pref = D3.decide_table("preference_tests", pd.DataFrame({
+        "model": ["m"], "dataset": ["fr"], "bias_type": ["overall"], "source": ["likelihood"], "pi_hat": [0.36],
+        "n": [90], "binom_p": [0.008], "pi_ci_low": [0.26], "pi_ci_high": [0.46], "bf10": [5.7], "bf10_min": [4.4],
+        "bf10_max": [9.8], "bf_prior_range": ["Beta(a, a)"]}))
+    ptext = F3.preference_findings(pref, pd.DataFrame(), None, None)
+    assert "evidence for a preference for the less stereotypical sentences (H1, two-sided)" in ptext
 
 
 def test_crows_pairs_preference_position_verdict_and_degenerate_on_one_source_only():
@@ -379,10 +407,10 @@ METHOD_NUMBERS = {
     "01_multifactor": {"10,360", "0.246", "0.3717", "0.372", "456", "0.359", "0.556"},
     # eq. 1's factor 100; CALM's prompts per template (150 gender, 200 race, 350 all); the paper's Table 5
     "02_calm": {"100", "150", "200", "350", "84.8"},
-    # the paper's Table 3 (printed and recomputed values, counts), pingouin's prior scale, SS = 100 %, model sizes
-    # and the original set's 1,508 pairs; race-color's 288 of 498 and religion's recomputed 3,805 (Table 3)
-    "03_crows_pairs_bayes": {"0.155", "0.386", "0.707", "1,000", "100", "195", "196", "25.5", "288", "498", "3,805",
-                             "1,508"},
+    # pingouin's prior scale, SS = 100 %, model sizes (100-1,000 times smaller), the French socioeconomic type's
+    # 195 of 196 pairs and the original set's 1,508 pairs (the recomputed ChatGPT numbers are rendered from
+    # published_chatgpt_check.csv by a findings cell, not typed)
+    "03_crows_pairs_bayes": {"0.707", "1,000", "100", "195", "196", "1,508"},
     # the paper's reported mean entropies
     "04_agentic_entropy": {"0.976"},
     "05_compare": set(),
@@ -416,22 +444,50 @@ def table_values(notebook: str) -> set[str]:
     return vals
 
 
+YEAR = r"(?:19|20)\d\d"
+# a year where the prose says it is one: after its authors ("Andraszewicz et al. (2015)", "Rao & Scott 1981",
+# "Cameron, 2015"), in "Name (2020)", or dating a thing ("the 2023 ChatGPT", "ChatGPT of 2023"). A bare number that
+# happens to lie in 1900-2099 is still checked: "the model scores 2015 here" is caught (test below).
+YEAR_CONTEXT = re.compile(
+    rf"(?:et\s+al\.,?|[A-Z][A-Za-z-]+\s+(?:&|and)\s+[A-Z][A-Za-z-]+,?|[A-Z][A-Za-z-]+,)\s+\(?(?P<cite>{YEAR})[a-z]?\b"
+    rf"|[A-Z][A-Za-z-]+\s+\((?P<paren>{YEAR})[a-z]?\)"
+    rf"|\bthe\s+(?P<the>{YEAR})\s+[A-Z]"
+    rf"|[A-Z][\w-]*\s+of\s+(?P<of>{YEAR})\b")
+
+
+def _year_starts(cell: str) -> set[int]:
+    return {m.start(g) for m in YEAR_CONTEXT.finditer(cell) for g in ("cite", "paren", "the", "of") if m.group(g)}
+
+
 def markdown_numbers(source: str) -> list[str]:
+    """The numbers of the markdown cells of a jupytext script, years of citations and dates left out."""
     cells = re.split(r"^(?=# %%)", source, flags=re.M)
-    return [m.group(0).rstrip(",") for c in cells if c.startswith("# %% [markdown]") for m in NUMBER.finditer(c)]
-
-
-def run_numbers_in_markdown(notebook: str) -> list[str]:
-    vals = table_values(notebook)
-    src = (ROOT / "notebooks" / f"{notebook}.py").read_text()
     found = []
-    for tok in markdown_numbers(src):
-        if significant_digits(tok) < 3 or tok in METHOD_NUMBERS[notebook]:
+    for c in cells:
+        if not c.startswith("# %% [markdown]"):
+            continue
+        flat = c.replace("\n# ", "\n  ")             # a citation broken over two comment lines, same offsets
+        years = _year_starts(flat)
+        found += [m.group(0).rstrip(",") for m in NUMBER.finditer(flat) if m.start() not in years]
+    return found
+
+
+def run_numbers(source: str, vals: set[float], allowed: set[str] = frozenset()) -> list[str]:
+    """The markdown numbers of ``source`` (3 significant digits or more, not ``allowed``) that equal a table value
+    at 3 significant digits."""
+    found = []
+    for tok in markdown_numbers(source):
+        if significant_digits(tok) < 3 or tok in allowed:
             continue
         x = float(tok.replace(",", ""))
         if x and float(f"{x:.3g}") in vals:
             found.append(tok)
     return found
+
+
+def run_numbers_in_markdown(notebook: str) -> list[str]:
+    src = (ROOT / "notebooks" / f"{notebook}.py").read_text()
+    return run_numbers(src, table_values(notebook), METHOD_NUMBERS[notebook])
 
 
 @pytest.mark.parametrize("notebook", sorted(RESULT_TABLES))
@@ -447,6 +503,23 @@ def test_the_number_check_finds_a_quoted_value(tmp_path, monkeypatch):
     src = f"# %% [markdown]\n# the model scores {value:.3f} here\n\n# %%\nx = {value:.3f}\n"
     assert markdown_numbers(src) == [f"{value:.3f}"]
     assert float(f"{value:.3g}") in table_values("04_agentic_entropy")
+
+
+def test_years_are_left_out_only_where_the_prose_says_they_are_years():
+    """Citations and dates are not run numbers; the same digits elsewhere still are (a table value 2,015 rounds to
+    2.02e3, as 2015, 2020 and 2023 do)."""
+    vals = {2020.0, 0.386}
+    src = ("# %% [markdown]\n# The scale of Andraszewicz et al. (2015), Nangia et al. (2020), Rouder et al.\n# 2009, "
+           "Rao & Scott 1981, the ChatGPT of 2023 and the 2023 ChatGPT.\n\n# %%\nx = 2015\n")
+    assert run_numbers(src, vals) == []
+    quoted = src.replace("2023 ChatGPT.", "2023 ChatGPT. The model scores 2015 here; BF10 = 0.386 and 2,020 pairs.")
+    assert run_numbers(quoted, vals) == ["2015", "0.386", "2,020"]
+    # the committed notebook 3 with one recomputed Bayes factor typed back into its prose is caught again
+    nb3 = (ROOT / "notebooks/03_crows_pairs_bayes.py").read_text()
+    typed = nb3.replace("# **What this shows** (computed", "# **What this shows** (0.386 for disability; computed")
+    if (ROOT / "outputs/03_crows_pairs_bayes/tables/preference_tests.csv").exists():
+        assert "0.386" in run_numbers(typed, table_values("03_crows_pairs_bayes"),
+                                      METHOD_NUMBERS["03_crows_pairs_bayes"])
 
 
 # ------------------------------------------------------------------ no hand-written results in the README

@@ -94,7 +94,8 @@ def test_likelihood_test_matches_pingouin_and_scipy():
     # pingouin.ttest's BF10 is a display string rounded to 3 significant digits (with r = 0.707)
     assert res["bf10"] == pytest.approx(float(tt["BF10"].iloc[0]), rel=2e-3)
     assert res["n"] == 40 and res["mean_d"] == pytest.approx(d.mean())
-    assert res["evidence"] == h.evidence(res["bf10"])
+    assert res["evidence_default_prior"] == h.evidence(res["bf10"])
+    assert res["evidence"] == h.evidence_over_range(res["bf10_min"], res["bf10_max"])
 
 
 def test_likelihood_test_degenerate_inputs():
@@ -258,7 +259,60 @@ def test_likelihood_tests_groups_overall_and_holm():
     rendered = h.render_likelihood_table(tab[tab.model == "m1"])
     assert list(rendered.columns) == ["Bias", "Age", "Gender", "Religion", "Overall"]
     bf_row = rendered.set_index("Bias").loc["BF (LPBS)"]
-    assert bf_row["Age"] == h.format_bf(one.loc["age", "bf10"])
+    assert bf_row["Age"] == h.format_bf(one.loc["age", "bf10"], True, one.loc["age", "bf10_min"],
+                                        one.loc["age", "bf10_max"])
+
+
+def test_evidence_label_follows_the_prior_range_not_one_prior():
+    """Issue 18, item 3 (the committed SmolLM2-English and Gemma-French rows): BF10 0.70 at r = 0.707 reads
+    'anecdotal evidence for H0' at that prior, but over r in {0.2, ..., 1} it runs 0.50 to 2.25: the `evidence`
+    column says inconclusive, the single-prior label moves to `evidence_default_prior`; the table's mark follows."""
+    assert h.evidence_over_range(0.50, 2.25) == "inconclusive over the prior range (BF10 0.5 to 2.25)"
+    assert h.evidence_over_range(0.081, 0.385).startswith("inconclusive")     # all below 1, not all below 1/3
+    assert h.evidence_over_range(4.0e4, 1.4e5) == "extreme evidence for H1 over the prior range"
+    assert h.evidence_over_range(5.0, 40.0) == "moderate evidence for H1 over the prior range"   # the weakest
+    assert h.evidence_over_range(0.02, 0.2) == "moderate evidence for H0 over the prior range"
+    assert h.evidence_over_range(float("nan"), 1.0) == ""
+    # a t statistic whose JZS BF straddles 1 across the stated scales
+    n = 1508
+    t = 2.53                              # the committed SmolLM2 English LPBS (p 0.011)
+    rng = h.jzs_prior_range(t, n)
+    assert rng["bf10_min"] < 1 < rng["bf10_max"]
+    d = np.random.default_rng(0).normal(size=n)
+    d = (d - d.mean()) / d.std(ddof=1) + t / math.sqrt(n)      # mean / (sd / sqrt(n)) = t exactly
+    res = h.likelihood_test(d)
+    assert res["t"] == pytest.approx(t) and res["evidence_default_prior"] == "anecdotal evidence for H0"
+    assert res["evidence"].startswith("inconclusive over the prior range")
+    # Table 2's mark: none where the range disagrees, although 0.7 alone is 'anecdotal' (unmarked) and 0.2 alone
+    # would be underlined; the range's weakest category where it agrees
+    assert h.format_bf(0.2, True, 0.1, 0.5) == "2.00e-1" and h.format_bf(0.2) == "<u>2.00e-1</u>"
+    assert h.format_bf(50.0, True, 12.0, 80.0) == "**5.00e+1**" and h.format_bf(50.0, True, 4.0, 80.0) == \
+        "<u>5.00e+1</u>"
+    # counts over the range: a cell is 'strong for H1' only when every prior says so
+    tests = pd.DataFrame({"model": "m", "dataset": "d", "bias_type": ["a", "b", "c", "overall"],
+                          "t_p": [1e-4, 0.03, 0.5, 1e-9],
+                          "evidence": [h.evidence_over_range(20, 90), h.evidence_over_range(0.4, 3.5),
+                                       h.evidence_over_range(0.05, 0.2), h.evidence_over_range(1e3, 1e4)]})
+    c = h.evidence_counts(tests, ["model", "dataset"]).iloc[0]
+    assert (c.strong_H1, c.moderate_H0, c.strong_H0, c.inconclusive, c.raw_p05) == (1, 1, 0, 1, 2)
+    # preference scheme: the same two columns
+    p = h.preference_test(k=38, n=65)
+    assert p["evidence_default_prior"] == "anecdotal evidence for H0" and p["evidence"].startswith("inconclusive")
+
+
+def test_published_check_reads_the_paper_prior_and_names_it():
+    chk = h.check_published_preferences(_published()).set_index("bias_type")
+    dis = chk.loc["disability"]
+    assert dis["evidence"] == "anecdotal evidence for H0" and "paper's prior" in dis["bf_prior"]
+    assert dis["evidence_over_prior_range"].startswith("inconclusive over the prior range (BF10 0.386 to")
+    from biaslab.papers.crows_pairs import findings as F3
+    text = F3.published_summary(chk.reset_index())
+    assert "under the paper's prior (uniform Beta(1, 1), eq. 9)" in text
+    assert "*disability* printed 2.67e-19, recomputed 0.386 (anecdotal evidence for H0, not extreme evidence for " \
+           "H0; over Beta(a, a) priors inconclusive over the prior range" in text
+    md = F3.published_findings(chk.reset_index())
+    assert "cannot fall below 0.155 whatever the count" in md and "the exponent is off by 1" in md
+    assert "3 of 9 Bayes factors do not" in md and "truncated rather than rounded" in md
 
 
 def test_preference_tests_counts_exclusions():
@@ -373,3 +427,70 @@ def test_beta_binomial_bf_against_hand_computation():
     # 60 of 100: 0.91 (a hair towards H0) at the uniform prior, 2.25 (towards H1) at Beta(20, 20): the direction
     # itself depends on the prior, so no verdict may rest on the uniform prior alone
     assert res["bf10"] < 1 < res["bf10_max"] and res["bf10_max"] == pytest.approx(2.2546, rel=1e-4)
+
+
+# ---------------------------------------------------------------- the lead test's own interval (issue 18, fault 3)
+
+def test_hodges_lehmann_interval_hand_worked():
+    """Hollander & Wolfe's depression data (x - y of nine patients; R's ``wilcox.test(x, y, paired = TRUE,
+    conf.int = TRUE)`` example). The 45 Walsh averages, sorted; with n = 9 the two-sided 5 % Wilcoxon test rejects
+    for T <= 5 (tables: P(T <= 5) = 10/512 = 0.0195), so the interval is [W_(6), W_(40)] and the estimate their
+    median W_(23)."""
+    from biaslab.stats.intervals import hodges_lehmann
+    x = np.array([1.83, 0.50, 1.62, 2.48, 1.68, 1.88, 1.55, 3.06, 1.30])
+    y = np.array([0.878, 0.647, 0.598, 2.05, 1.06, 1.29, 1.06, 3.14, 1.29])
+    d = x - y
+    walsh = sorted((d[i] + d[j]) / 2 for i in range(9) for j in range(i, 9))
+    assert len(walsh) == 45
+    assert stats.wilcoxon(np.arange(1, 10) - 5.5).pvalue > 0.05      # sanity: the exact distribution is used
+    assert sum(1 for k in range(512) if sum(i + 1 for i in range(9) if k >> i & 1) <= 5) == 10   # P(T <= 5) = 10/2^9
+    res = hodges_lehmann(d)
+    assert res["estimate"] == pytest.approx(walsh[22]) == pytest.approx(0.46)
+    assert (res["ci_low"], res["ci_high"]) == (pytest.approx(walsh[5]), pytest.approx(walsh[39]))
+    assert (res["ci_low"], res["ci_high"]) == (pytest.approx(0.01), pytest.approx(0.786))
+
+
+def test_hodges_lehmann_interval_large_n_and_coverage():
+    from biaslab.stats.intervals import _walsh_averages, hodges_lehmann
+    rng = np.random.default_rng(1)
+    d = rng.standard_t(2, size=300) * 40 + 5
+    res = hodges_lehmann(d)
+    # the large-sample order statistics: C = n(n+1)/4 - z sqrt(n(n+1)(2n+1)/24) (Hollander, Wolfe & Chicken §3.3)
+    n, m = d.size, d.size * (d.size + 1) // 2
+    c = int(round(n * (n + 1) / 4 - stats.norm.ppf(0.975) * math.sqrt(n * (n + 1) * (2 * n + 1) / 24)))
+    w = _walsh_averages(d)
+    assert w[c - 2] <= res["ci_low"] <= w[c] and w[m - c - 1] <= res["ci_high"] <= w[m - c + 1]
+    # the interval excludes 0 exactly when scipy's test of 0 rejects
+    for shift in (0.0, 2.0, 6.0, 12.0):
+        x = rng.standard_t(2, size=200) * 40 + shift
+        r = hodges_lehmann(x)
+        assert (not r["ci_low"] <= 0 <= r["ci_high"]) == (stats.wilcoxon(x).pvalue < 0.05)
+    # coverage of the pseudo-median of a symmetric heavy-tailed law (its centre), 400 samples of 25
+    cover = [(lambda r: r["ci_low"] <= 3.0 <= r["ci_high"])(hodges_lehmann(rng.standard_t(2, 25) + 3.0))
+             for _ in range(400)]
+    assert 0.92 <= np.mean(cover) <= 0.98
+
+
+def test_a_wilcoxon_led_row_carries_the_wilcoxon_interval():
+    """The committed Gemma-English perplexity case: Wilcoxon p 1e-12 (distinguishable) beside a t interval of the
+    mean [-28.8, 1.9] that contains 0. Heavy-tailed perplexity differences with a shifted centre: the row's interval
+    is now the Hodges-Lehmann one, which excludes 0 as the test does; the t interval of the mean stays as
+    mean_ci_low/high."""
+    rng = np.random.default_rng(3)
+    n = 400
+    d_ppl = -3.0 + rng.standard_t(1.2, size=n) * 4          # centre -3, wild tails
+    pairs = pd.DataFrame({"model": "m", "dataset": "d", "bias_type": "age", "d_norm_logprob": rng.normal(0, 1, n),
+                          "d_perplexity": d_ppl, "d_logprob": rng.normal(0, 1, n)})
+    tab = h.likelihood_tests(pairs).set_index(["bias_type", "score"])
+    ppl = tab.loc[("overall", "perplexity")]
+    assert ppl["lead_test"] == "Wilcoxon signed-rank" and ppl["wilcoxon_p"] < 0.05
+    assert ppl["mean_ci_low"] <= 0 <= ppl["mean_ci_high"]                  # the t interval of the mean contains 0
+    assert ppl["ci_high"] < 0 and ppl["ci_method"].startswith("Hodges-Lehmann")
+    assert ppl["ci_low"] <= ppl["estimate"] <= ppl["ci_high"] and math.isnan(ppl["mde"])
+    lp = tab.loc[("overall", "norm_logprob")]
+    assert lp["estimate"] == lp["mean_d"] and (lp["ci_low"], lp["ci_high"]) == (lp["mean_ci_low"], lp["mean_ci_high"])
+    from biaslab.papers.crows_pairs import decisions as D3
+    from biaslab.findings import decision
+    row = D3.decide(tab.reset_index())["likelihood_tests"].set_index(["bias_type", "score"]).loc[
+        ("overall", "perplexity")]
+    assert row["excludes_null"] == True and "still contains" not in decision(row, "no preference", "0")  # noqa: E712

@@ -16,8 +16,9 @@ Beyond the paper (each function says which):
 * :func:`position_bias`      probability by answer position regardless of which group sits there.
 * :func:`cyclic_summary`     entropy after averaging the group distribution over all k cyclic rotations of the
   choices, which cancels any pure position preference.
-* :func:`uniformity_tests`   Pearson chi-square and a Dirichlet-multinomial Bayes factor on the counts of the
-  model's most probable answer (by group and by position) against a uniform choice.
+* :func:`uniformity_tests`   Pearson chi-square (Rao-Scott corrected for the scenario clusters) and a
+  Dirichlet-multinomial Bayes factor over a range of priors on the counts of the model's most probable answer (by
+  group and by position) against a uniform choice.
 
 Statistics only: no torch. Scores come from the engine's ``label_distribution`` as a DataFrame with ``logp_<j>``
 columns (log of the next-token probability of the label "j"), one row per prompt, in prompt order.
@@ -272,33 +273,65 @@ def position_bias(long: pd.DataFrame, cluster: str | None = None, seed: int = 0)
 
 
 # --------------------------------------------------------------------------------------------- tests against uniform
-def dirichlet_multinomial_log10_bf(counts, alpha: float = 1.0) -> float:
+#: symmetric Dirichlet(a, ..., a) priors over which the uniformity Bayes factor's range is reported: a = 0.5
+#: (Jeffreys), 1 (flat on the simplex: the reported prior) and 2, 10 (concentrated near uniform: the small departures
+#: a bias test looks for; a = 10 over 5 choices puts most prior mass within 0.1 of 1/k)
+DIRICHLET_PRIORS = (0.5, 1.0, 2.0, 10.0)
+
+
+def dirichlet_multinomial_log10_bf(counts, alpha: float = 1.0, deff: float = 1.0) -> float:
     """log10 Bayes factor of H1: p ~ Dirichlet(alpha, ..., alpha) against H0: p uniform, for multinomial counts.
 
-    BF10 = DirMult(counts | alpha) / Mult(counts | 1/k), both from scipy.stats (the multinomial coefficient
-    cancels). alpha = 1 puts a flat prior on the probability simplex. Positive values favour a non-uniform choice;
-    |log10 BF| > 1 is strong evidence either way (Jeffreys' scale).
+    ``log BF10 = log B(x + alpha) - log B(alpha) + n log k`` (B the multivariate Beta function; the multinomial
+    coefficient cancels; = ``scipy.stats.dirichlet_multinomial.logpmf - multinomial.logpmf`` for integer counts,
+    checked in the tests). With a design effect ``deff`` > 1 (prompts clustered in scenarios) the likelihood is
+    tempered to the power 1/deff — a magnitude-calibrated composite likelihood (Pauli, Racugno & Ventura 2011,
+    "Bayesian composite marginal likelihoods", Statistica Sinica 21) — i.e. the counts enter as x/deff (the
+    effective counts of the Rao-Scott test, Rao & Scott 1981), which scipy's integer pmf does not take. alpha = 1
+    puts a flat prior on the simplex. Positive values favour a non-uniform choice.
     """
-    x = np.asarray(counts, dtype=int)
-    n, k = int(x.sum()), len(x)
+    x = np.asarray(counts, dtype=float) / max(float(deff), 1.0)
+    n, k = float(x.sum()), len(x)
     if n == 0:
         return np.nan
-    l1 = stats.dirichlet_multinomial.logpmf(x, np.full(k, float(alpha)), n)
-    l0 = stats.multinomial.logpmf(x, n, np.full(k, 1.0 / k))
-    return float((l1 - l0) / np.log(10))
+    a = np.full(k, float(alpha))
+    log_b = lambda v: float(special.gammaln(v).sum() - special.gammaln(v.sum()))  # noqa: E731
+    return float((log_b(x + a) - log_b(a) + n * np.log(k)) / np.log(10))
 
 
-def uniformity_tests(per_prompt: pd.DataFrame, prompts: pd.DataFrame, alpha: float = 1.0) -> pd.DataFrame:
+def dirichlet_prior_range(counts, alpha: float = 1.0, deff: float = 1.0, priors=DIRICHLET_PRIORS) -> dict:
+    """BF10 of :func:`dirichlet_multinomial_log10_bf` at the reported ``alpha`` and its range over ``priors``
+    (``alpha`` included): log10_bf10, bf10, bf_prior, bf10_min, bf10_max, bf_prior_range, evidence (over the range,
+    :func:`biaslab.stats.hypothesis.evidence_over_range`)."""
+    from .hypothesis import evidence_over_range
+    grid = sorted(set(float(a) for a in priors) | {float(alpha)})
+    l10 = [dirichlet_multinomial_log10_bf(counts, a, deff) for a in grid]
+    lo, hi = (10 ** min(l10), 10 ** max(l10)) if np.all(np.isfinite(l10)) else (np.nan, np.nan)
+    at = dirichlet_multinomial_log10_bf(counts, alpha, deff)
+    return {"log10_bf10": at, "bf10": 10 ** at, "bf_prior": f"Dirichlet({alpha:g}, ..., {alpha:g}) on counts / deff",
+            "bf10_min": lo, "bf10_max": hi,
+            "bf_prior_range": "Dirichlet(a, ..., a), a in {" + ", ".join(f"{a:g}" for a in grid) + "}",
+            "evidence": evidence_over_range(lo, hi)}
+
+
+def uniformity_tests(per_prompt: pd.DataFrame, prompts: pd.DataFrame, alpha: float = 1.0,
+                     cluster: str | None = None) -> pd.DataFrame:
     """Is the model's most probable answer uniformly spread? (beyond the paper)
 
     Per model and class type, the counts of the argmax answer are tested two ways: by **group** (which group the
     model picks; the content preference) and by **position** (which numbered slot it picks). Each with Pearson's
-    chi-square goodness of fit against equal expected counts (``scipy.stats.chisquare``, df = k - 1) and the
-    Dirichlet-multinomial Bayes factor of :func:`dirichlet_multinomial_log10_bf`. Note the two are different
-    questions: a model that always answers "1" has a strongly non-uniform position count but, the orders being
-    random, a near-uniform group count. ``min_expected`` < 5 flags where the chi-square approximation is rough.
+    chi-square goodness of fit against equal expected counts (df = k - 1) with the first-order Rao-Scott correction
+    for the prompts' clustering in ``cluster`` (a column of ``prompts``; the ten prompts of a scenario share its
+    story, so they are not independent: :func:`biaslab.stats.clustered.rao_scott_gof`, which decides; the naive
+    chi-square is kept as ``p_naive``), and the Dirichlet-multinomial Bayes factor on the same effective counts
+    (counts / design effect) with its range over :data:`DIRICHLET_PRIORS` (:func:`dirichlet_prior_range`). Note the
+    two are different questions: a model that always answers "1" has a strongly non-uniform position count but, the
+    orders being random, a near-uniform group count. ``min_expected`` < 5 flags where the chi-square approximation is
+    rough.
     """
-    d = per_prompt.merge(prompts[["prompt_id", "class_type", "choices"]], on="prompt_id")
+    from .clustered import rao_scott_gof
+    keep = ["prompt_id", "class_type", "choices"] + ([cluster] if cluster else [])
+    d = per_prompt.merge(prompts[keep], on="prompt_id")
     out = []
     for (m, ct), g in d.groupby(["model", "class_type"], sort=False):
         k = int(g["k"].iloc[0])
@@ -306,13 +339,15 @@ def uniformity_tests(per_prompt: pd.DataFrame, prompts: pd.DataFrame, alpha: flo
         for unit, col, cats in [("group", "top_group", groups), ("position", "top_position", list(range(1, k + 1)))]:
             counts = g[col].value_counts().reindex(cats, fill_value=0)
             n = int(counts.sum())
-            chi = stats.chisquare(counts.to_numpy(float)) if n > 0 else None
+            rs = rao_scott_gof(g[col].to_numpy(), g[cluster].to_numpy() if cluster else None, cats)
+            deff = rs["design_effect"] if np.isfinite(rs["design_effect"]) else 1.0
             out.append({"model": m, "class_type": ct, "unit": unit, "k": k, "n": n,
                         "counts": "; ".join(f"{c}: {v}" for c, v in counts.items()),
                         "top": counts.idxmax(), "top_share": counts.max() / n if n else np.nan,
-                        "chi2": float(chi.statistic) if chi is not None else np.nan, "df": k - 1,
-                        "p_value": float(chi.pvalue) if chi is not None else np.nan,
-                        "min_expected": n / k, "log10_bf10": dirichlet_multinomial_log10_bf(counts.to_numpy(), alpha)})
+                        "n_clusters": rs["n_clusters"], "chi2": rs["chi2"], "df": k - 1, "p_naive": rs["p_naive"],
+                        "design_effect": rs["design_effect"], "chi2_rao_scott": rs["chi2_rao_scott"],
+                        "df2": rs["df2"], "p_value": rs["p_value"], "p_method": rs["p_method"],
+                        "min_expected": n / k, **dirichlet_prior_range(counts.to_numpy(), alpha, deff)})
     return pd.DataFrame(out)
 
 
@@ -344,17 +379,27 @@ def cyclic_summary(long_cyc: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
-def cyclic_by_model(cyc: pd.DataFrame) -> pd.DataFrame:
-    """Mean of each cyclic_summary entropy per model, with a paired Wilcoxon test of cyclic-averaged vs stored."""
+def cyclic_by_model(cyc: pd.DataFrame, cluster: str | None = None, seed: int = 0) -> pd.DataFrame:
+    """Mean of each cyclic_summary entropy per model, and the gain (cyclic-averaged minus stored entropy) with the
+    clustered rule of :mod:`biaslab.stats.clustered` on ``cluster`` (a column of ``cyc``, e.g. ``scenario_id``):
+    CR1 standard error with t(G - 1), or the wild cluster bootstrap below 30 clusters — its interval (``ci_low``,
+    ``ci_high``) and its test (``p_value``, the one the verdict reads) come from the same rule. The paired Wilcoxon
+    test over prompts, which treats the prompts of a scenario as independent, is kept as ``wilcoxon_p``."""
+    from .clustered import cluster_labels, cluster_name, mean_inference
     out = []
-    for m, g in cyc.groupby("model", sort=False):
+    for i, (m, g) in enumerate(cyc.groupby("model", sort=False)):
         diff = (g["entropy_cyclic_avg"] - g["entropy_stored"]).to_numpy(float)
         p = float(stats.wilcoxon(diff).pvalue) if len(diff) > 0 and np.any(np.abs(diff) > 1e-12) else np.nan
+        inf = mean_inference(diff, cluster_labels(g, cluster), null=0.0, seed=seed + i,
+                             name=cluster_name(cluster) if cluster else "")
         out.append({"model": m, "n": len(g), "mean_entropy_stored": g["entropy_stored"].mean(),
                     "mean_entropy_mean_over_shifts": g["entropy_mean_over_shifts"].mean(),
                     "mean_entropy_cyclic_avg": g["entropy_cyclic_avg"].mean(),
                     "mean_entropy_position_avg": g["entropy_position_avg"].mean(),
-                    "mean_gain": diff.mean(), "wilcoxon_p": p})
+                    "mean_gain": diff.mean(), "n_clusters": inf["n_clusters"], "df": inf["df"],
+                    "se_naive": inf["se_naive"], "se_cluster": inf["se"], "design_effect": inf["design_effect"],
+                    "ci_low": inf["ci_low"], "ci_high": inf["ci_high"], "ci_method": inf["ci_method"],
+                    "null_value": 0.0, "p_value": inf["p_value"], "p_method": inf["p_method"], "wilcoxon_p": p})
     return pd.DataFrame(out)
 
 

@@ -20,7 +20,10 @@ the prior used (``bf_prior``: "JZS Cauchy r = 0.707", "Beta(1, 1)") and its rang
 "medium" 0.707 and "wide" 1, and narrower priors for the small effects bias benchmarks look for) and symmetric
 Beta(a, a) priors on π, :data:`BETA_PRIORS` (a = 1, uniform, to a = 50, concentrated near 0.5: sd 0.07). The
 Beta-binomial BF10 against π = 0.5 is ``B(k + a, n - k + a) / B(a, a) · 2^n`` (eq. 9 with a Beta(a, a) prior in place
-of the uniform). A verdict may call evidence "for H1/H0" only when the whole range agrees (``stats.verdict``).
+of the uniform). A verdict may call evidence "for H1/H0" only when the whole range agrees (``stats.verdict``), and so
+does the ``evidence`` column (:func:`evidence_over_range`: a Table 1 label only where the whole range agrees, the
+weakest category of the range; "inconclusive over the prior range (BF10 a to b)" otherwise); the single-prior label
+of the paper's Table 1 is kept as ``evidence_default_prior`` for comparison with the paper.
 
 Everything here is a pure function over numbers, arrays or DataFrames; nothing imports torch.
 """
@@ -42,6 +45,13 @@ SQRT2_2 = math.sqrt(2.0) / 2.0
 JZS_SCALES = (0.2, 0.5, SQRT2_2, 1.0)
 #: a of the symmetric Beta(a, a) priors on pi over which every binomial Bayes factor's range is reported
 BETA_PRIORS = (1, 2, 5, 10, 20, 50)
+#: the one prior of the paper's preference Bayes factors (eq. 9)
+PAPER_PRIOR = "Beta(1, 1), uniform on π: the paper's prior (eq. 9)"
+
+#: scores whose per-pair differences are heavy-tailed: their rows lead with the Wilcoxon signed-rank test, estimated by
+#: the Hodges-Lehmann pseudo-median with the interval that inverts that test (the others lead with t, the mean and its
+#: t interval)
+WILCOXON_LED = ("perplexity",)
 
 #: The three per-pair scores of §3.1: column suffix -> (equation, paper's name)
 SCORES = {
@@ -187,7 +197,7 @@ def jzs_prior_range(t: float, n: int, r: float = SQRT2_2, scales: Sequence[float
             "bf_prior_range": "JZS Cauchy r in {" + ", ".join(f"{x:.3g}" for x in grid) + "}"}
 
 
-def likelihood_test(d: Sequence[float], r: float = SQRT2_2) -> dict:
+def likelihood_test(d: Sequence[float], r: float = SQRT2_2, hodges_lehmann: bool = False) -> dict:
     """Tests of H0: E[D] = 0 (eq. 5) for per-pair differences D_i (eq. 2, 3 or 4).
 
     * paired Student t test = one-sample t test of D against 0 (scipy ``ttest_1samp``; identical to pingouin's
@@ -197,9 +207,11 @@ def likelihood_test(d: Sequence[float], r: float = SQRT2_2) -> dict:
       normal approximation otherwise), two-sided;
     * JZS Bayes factor BF10 (eq. 8) with Cauchy prior scale ``r`` (default √2/2), via :func:`jzs_bf10`.
 
-    Returns n, mean_d, sd_d, t, t_p, wilcoxon_p, bf10, log10_bf10, evidence, and the prior columns of
-    :func:`jzs_prior_range` (bf_prior, bf10_min, bf10_max, bf_prior_range). NaN where a test is undefined (fewer
-    than 2 pairs, zero variance, all differences zero).
+    Returns n, mean_d, sd_d, t, t_p, wilcoxon_p, bf10, log10_bf10, the prior columns of :func:`jzs_prior_range`
+    (bf_prior, bf10_min, bf10_max, bf_prior_range), evidence (over the prior range, :func:`evidence_over_range`) and
+    evidence_default_prior (Table 1 at ``r`` alone). NaN where a test is undefined (fewer than 2 pairs, zero
+    variance, all differences zero). With ``hodges_lehmann``: hl, hl_ci_low, hl_ci_high, the estimate and interval
+    that go with the Wilcoxon test (:func:`biaslab.stats.intervals.hodges_lehmann`).
     """
     d = np.asarray(d, dtype=float)
     d = d[np.isfinite(d)]
@@ -219,7 +231,12 @@ def likelihood_test(d: Sequence[float], r: float = SQRT2_2) -> dict:
         out["log10_bf10"] = float("nan")
     if n >= 1 and np.any(d != 0):
         out["wilcoxon_p"] = float(stats.wilcoxon(d).pvalue)
-    out["evidence"] = evidence(out["bf10"])
+    out["evidence"] = evidence_over_range(out["bf10_min"], out["bf10_max"])
+    out["evidence_default_prior"] = evidence(out["bf10"])
+    if hodges_lehmann:
+        from .intervals import hodges_lehmann as hl
+        h = hl(d)
+        out.update(hl=h["estimate"], hl_ci_low=h["ci_low"], hl_ci_high=h["ci_high"])
     return out
 
 
@@ -286,6 +303,12 @@ def beta_prior_range(k: int, n: int, a: float = 1.0, priors: Sequence[float] = B
             "bf_prior_range": "Beta(a, a), a in {" + ", ".join(f"{x:g}" for x in grid) + "}"}
 
 
+def min_bf10_uniform(n: int) -> float:
+    """The smallest uniform-prior BF10 (eq. 9) that n trials can give, whatever the count: at k = n/2 (or the two
+    counts beside it for odd n), where B(k + 1, n - k + 1) is smallest."""
+    return min(bf10_binom_uniform(k, n) for k in (n // 2, (n + 1) // 2))
+
+
 def bf10_binom_uniform(k: int, n: int) -> float:
     """BF10 with a uniform prior on π (eq. 9), exactly; see :func:`log_bf10_binom_uniform`.
 
@@ -303,8 +326,9 @@ def preference_test(x: Iterable | None = None, *, k: int | None = None, n: int |
     sentence; NaN = excluded) or from counts ``k`` of n.
 
     Returns n, k, pi_hat = k/n, ss (stereotype score), binom_p (exact two-sided), bf10 and log10_bf10 (uniform
-    prior, eq. 9), evidence (Table 1), and the prior columns of :func:`beta_prior_range` (bf_prior, bf10_min,
-    bf10_max, bf_prior_range).
+    prior, eq. 9), the prior columns of :func:`beta_prior_range` (bf_prior, bf10_min, bf10_max, bf_prior_range),
+    evidence (over that range, :func:`evidence_over_range`) and evidence_default_prior (Table 1 at the uniform prior,
+    the paper's).
     """
     if x is not None:
         arr = np.asarray(list(x) if not hasattr(x, "__len__") else x, dtype=float)
@@ -315,13 +339,15 @@ def preference_test(x: Iterable | None = None, *, k: int | None = None, n: int |
     k, n = _check_kn(k, n)
     if n == 0:
         return {"n": 0, "k": 0, "pi_hat": float("nan"), "ss": float("nan"), "binom_p": float("nan"),
-                "bf10": float("nan"), "log10_bf10": float("nan"), "evidence": evidence(float("nan")),
+                "bf10": float("nan"), "log10_bf10": float("nan"), "evidence": "", "evidence_default_prior": "",
                 "bf_prior": "Beta(1, 1)", "bf10_min": float("nan"), "bf10_max": float("nan"), "bf_prior_range": ""}
     lbf = log_bf10_binom_uniform(k, n)
     bf = bf10_binom_uniform(k, n)
+    rng = {c: v for c, v in beta_prior_range(k, n).items() if c != "bf10"}
     return {"n": n, "k": k, "pi_hat": k / n, "ss": stereotype_score(k, n), "binom_p": binom_p(k, n),
-            "bf10": bf, "log10_bf10": lbf / math.log(10.0), "evidence": evidence(bf),
-            **{c: v for c, v in beta_prior_range(k, n).items() if c != "bf10"}}
+            "bf10": bf, "log10_bf10": lbf / math.log(10.0),
+            "evidence": evidence_over_range(rng["bf10_min"], rng["bf10_max"]), "evidence_default_prior": evidence(bf),
+            **rng}
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -356,6 +382,30 @@ def evidence(bf10: float) -> str:
     if s in ("", "none"):
         return "no evidence" if s == "none" else ""
     return f"{s} evidence for {'H1' if bf10 > 1 else 'H0'}"
+
+
+def evidence_over_range(bf_min: float, bf_max: float) -> str:
+    """Table 1's reading of a Bayes factor over its prior range (issue 18): where the verdict layer's rule
+    (:func:`biaslab.stats.verdict.bf_direction`: every BF10 of the range above 3, or every one below 1/3) gives a
+    direction, the *weakest* category of the range (the one every prior supports: at ``bf_min`` for H1, ``bf_max``
+    for H0), e.g. 'strong evidence for H1 over the prior range'; otherwise 'inconclusive over the prior range (BF10
+    0.5 to 2.3)'. '' without a range."""
+    from .verdict import bf_direction
+    lo, hi = float(bf_min), float(bf_max)
+    if math.isnan(lo) or math.isnan(hi):
+        return ""
+    d = bf_direction([math.sqrt(lo * hi) if lo > 0 else hi], [lo], [hi]).iloc[0]
+    if d in ("H1", "H0"):
+        return f"{evidence(lo if d == 'H1' else hi)} over the prior range"
+    return f"inconclusive over the prior range (BF10 {lo:.3g} to {hi:.3g})"
+
+
+def range_strength(evidence_label: str) -> str:
+    """The Table 1 category of an :func:`evidence_over_range` label ('' when inconclusive or empty)."""
+    for _, word in EVIDENCE_LEVELS:
+        if isinstance(evidence_label, str) and evidence_label.startswith(f"{word} evidence"):
+            return word
+    return ""
 
 
 def evidence_table() -> pd.DataFrame:
@@ -393,11 +443,17 @@ def format_p(p: float) -> str:
     return sci(p) + p_stars(p) if p is not None and np.isfinite(p) else "–"
 
 
-def format_bf(bf10: float, markdown: bool = True) -> str:
+def format_bf(bf10: float, markdown: bool = True, bf_min: float | None = None, bf_max: float | None = None) -> str:
     """A BF10 as printed in Tables 2-3: moderate evidence underlined (1/10 < BF10 < 1/3 or 3 < BF10 < 10), strong or
-    stronger evidence bold (BF10 > 10 or BF10 < 1/10). Markdown: <u>..</u> and **..**; plain: _.._ and [..]."""
+    stronger evidence bold (BF10 > 10 or BF10 < 1/10). Markdown: <u>..</u> and **..**; plain: _.._ and [..].
+
+    With a prior range (``bf_min``, ``bf_max``; issue 18) the number printed is still the BF10 at the reported prior,
+    but the mark follows :func:`evidence_over_range`: the weakest category of the range where the whole range agrees,
+    no mark where it is inconclusive. Without one (the paper's recomputed ChatGPT table) the mark is the single
+    prior's, as in the paper."""
     s = sci(bf10)
-    strength = evidence_strength(bf10)
+    ranged = bf_min is not None and bf_max is not None and not (math.isnan(float(bf_min)) or math.isnan(float(bf_max)))
+    strength = range_strength(evidence_over_range(bf_min, bf_max)) if ranged else evidence_strength(bf10)
     if strength == "moderate":
         return f"<u>{s}</u>" if markdown else f"_{s}_"
     if strength in ("strong", "very strong", "extreme"):
@@ -452,8 +508,10 @@ def likelihood_tests(pairs: pd.DataFrame, by: Sequence[str] = ("model", "dataset
     """Likelihood-scheme table: one row per group × bias type (plus 'overall') × score.
 
     ``pairs`` has one row per pair with ``d_<score>`` columns (from :func:`pair_differences`). Columns:
-    ``*by, bias_type, score, equation, n, lpbs, ppb, mean_d, sd_d, t, t_p, t_p_holm, wilcoxon_p, wilcoxon_p_holm,
-    bf10, log10_bf10, evidence``. ``lpbs`` and ``ppb`` are the group's mean D of eq. 3 and eq. 4 (the paper's AD
+    ``*by, bias_type, score, equation, n, lpbs, ppb, mean_d, sd_d, estimate, ci_low, ci_high (the lead test's
+    estimate and interval: mean and t interval, or Hodges-Lehmann and the inverted Wilcoxon for
+    :data:`WILCOXON_LED` scores), mean_ci_low, mean_ci_high, t, t_p, t_p_holm, wilcoxon_p, wilcoxon_p_holm, lead_test,
+    lead_p, bf10, log10_bf10, evidence, evidence_default_prior`` and the prior and MDE columns. ``lpbs`` and ``ppb`` are the group's mean D of eq. 3 and eq. 4 (the paper's AD
     rows), repeated on each score row; ``mean_d`` is the mean of that row's own score.
     """
     by = list(by)
@@ -462,33 +520,49 @@ def likelihood_tests(pairs: pd.DataFrame, by: Sequence[str] = ("model", "dataset
         lpbs = float(g["d_norm_logprob"].mean()) if "d_norm_logprob" in g else float("nan")
         ppb = float(g["d_perplexity"].mean()) if "d_perplexity" in g else float("nan")
         for sc in scores:
-            res = likelihood_test(g[f"d_{sc}"].to_numpy(), r=r)
+            res = likelihood_test(g[f"d_{sc}"].to_numpy(), r=r, hodges_lehmann=sc in WILCOXON_LED)
             rows.append({**dict(zip(by, keys)), bias_col: bt, "score": sc, "equation": SCORES[sc][0],
                          "lpbs": lpbs, "ppb": ppb, **res})
     out = pd.DataFrame(rows)
     out = add_holm(out, by + ["score"], ["t_p", "wilcoxon_p"], bias_col)
     # beyond the paper: a 95 % t interval of the mean difference (pairs are independent units: CrowS-Pairs' cluster
     # is the pair), and the test to lead with: Wilcoxon for the heavy-tailed perplexity differences (eq. 4), whose
-    # normal model fits badly; the t test for the log-probability scores
+    # normal model fits badly; the t test for the log-probability scores. Each row's estimate and interval are the
+    # lead test's own (issue 18): the mean and its t interval for t, the Hodges-Lehmann pseudo-median and the
+    # interval inverting the Wilcoxon test for Wilcoxon, so the interval excludes 0 exactly when the lead test
+    # rejects at 0.05; the t interval of the mean is kept for every row as mean_ci_low/mean_ci_high.
     tq = stats.t.ppf(0.975, np.maximum(out["n"] - 1, 1))
     half = tq * out["sd_d"] / np.sqrt(out["n"])
-    out["ci_low"], out["ci_high"] = out["mean_d"] - half, out["mean_d"] + half
-    out["ci_method"] = "t interval of the mean (pairs independent)"
-    lead_w = out["score"] == "perplexity"
+    out["mean_ci_low"], out["mean_ci_high"] = out["mean_d"] - half, out["mean_d"] + half
+    lead_w = out["score"].isin(WILCOXON_LED)
+    for c in ("hl", "hl_ci_low", "hl_ci_high"):
+        out[c] = out[c] if c in out else np.nan
+    out["estimate"] = np.where(lead_w, out["hl"], out["mean_d"])
+    out["estimate_method"] = np.where(lead_w, "Hodges-Lehmann pseudo-median (median of Walsh averages)",
+                                      "mean difference")
+    out["ci_low"] = np.where(lead_w, out["hl_ci_low"], out["mean_ci_low"])
+    out["ci_high"] = np.where(lead_w, out["hl_ci_high"], out["mean_ci_high"])
+    out["ci_method"] = np.where(lead_w, "Hodges-Lehmann, inverted Wilcoxon signed-rank test (pairs independent)",
+                                "t interval of the mean (pairs independent)")
     out["lead_test"] = np.where(lead_w, "Wilcoxon signed-rank", "t")
     out["lead_p"] = np.where(lead_w, out["wilcoxon_p"], out["t_p"])
     out["lead_p_holm"] = np.where(lead_w, out["wilcoxon_p_holm"], out["t_p_holm"])
     out["n_clusters"] = out["n"]                      # CrowS-Pairs' cluster is the pair: units are independent
     out["null_value"] = 0.0
     out["p_method"] = np.where(lead_w, "Wilcoxon signed-rank (two-sided)", "paired t (two-sided)")
-    # MDE of this design on the score's own scale: the paired t test's d_z at n pairs times the SD of D
+    # MDE of this design on the score's own scale: the paired t test's d_z at n pairs times the SD of D; not for a
+    # Wilcoxon-led row, whose estimate is a pseudo-median (the mean's MDE would not describe its test)
     from .power import mde_paired_mean
-    out["mde"] = [mde_paired_mean(n) * sd if n >= 3 else np.nan for n, sd in zip(out["n"], out["sd_d"])]
-    out["mde_design"] = [f"one-sample (paired pairs), {n:,} independent pairs, t({n - 1})" for n in out["n"]]
-    cols = by + [bias_col, "score", "equation", "n", "n_clusters", "lpbs", "ppb", "mean_d", "sd_d", "ci_low",
-                 "ci_high", "ci_method", "null_value", "t", "t_p", "t_p_holm", "wilcoxon_p", "wilcoxon_p_holm",
-                 "lead_test", "lead_p", "lead_p_holm", "p_method", "bf10", "log10_bf10", "evidence", "bf_prior",
-                 "bf10_min", "bf10_max", "bf_prior_range", "mde", "mde_design"]
+    out["mde"] = [mde_paired_mean(n) * sd if n >= 3 and not w else np.nan
+                  for n, sd, w in zip(out["n"], out["sd_d"], lead_w)]
+    out["mde_design"] = [("not computed: the row leads with the Wilcoxon test on a pseudo-median" if w else
+                          f"one-sample (paired pairs), {n:,} independent pairs, t({n - 1})")
+                         for n, w in zip(out["n"], lead_w)]
+    cols = by + [bias_col, "score", "equation", "n", "n_clusters", "lpbs", "ppb", "mean_d", "sd_d", "estimate",
+                 "estimate_method", "ci_low", "ci_high", "ci_method", "mean_ci_low", "mean_ci_high", "null_value", "t",
+                 "t_p", "t_p_holm", "wilcoxon_p", "wilcoxon_p_holm", "lead_test", "lead_p", "lead_p_holm", "p_method",
+                 "bf10", "log10_bf10", "evidence", "evidence_default_prior", "bf_prior", "bf10_min", "bf10_max",
+                 "bf_prior_range", "mde", "mde_design"]
     return out[cols]
 
 
@@ -522,6 +596,39 @@ def preference_tests(prefs: pd.DataFrame, by: Sequence[str] = ("model", "dataset
                  "ss_ci_low", "ss_ci_high", "ci_method", "null_value", "binom_p", "binom_p_holm", "p_method", "bf10",
                  "log10_bf10", "evidence", "bf_prior", "bf10_min", "bf10_max", "bf_prior_range", "mde", "mde_design"]
     return out[cols]
+
+
+def evidence_counts(tests: pd.DataFrame, by: Sequence[str], bias_col: str = "bias_type") -> pd.DataFrame:
+    """Per ``by`` group, the bias-type cells (the pooled row left out) whose Bayes factor says something over its
+    whole prior range (the ``evidence`` column, :func:`evidence_over_range`): strong or stronger evidence for H1,
+    moderate and strong-or-stronger evidence for H0, inconclusive across priors; and, as the paper's stars, the
+    cells with an unadjusted p < 0.05 (``t_p`` or ``binom_p``; descriptive, not a decision)."""
+    t = tests[tests[bias_col] != OVERALL]
+    strength = t["evidence"].map(range_strength)
+    side = t["evidence"].str.contains("for H1", regex=False)
+    strong = strength.isin(["strong", "very strong", "extreme"])
+    raw = t["t_p"] if "t_p" in t else t["binom_p"]
+    return (t.assign(strong_H1=strong & side, moderate_H0=(strength == "moderate") & ~side,
+                     strong_H0=strong & ~side, inconclusive=t["evidence"].str.startswith("inconclusive"),
+                     raw_p05=raw < 0.05)
+            .groupby(list(by))[["strong_H1", "moderate_H0", "strong_H0", "inconclusive", "raw_p05"]].sum()
+            .reset_index())
+
+
+def evidence_agreement(tests: pd.DataFrame, a: str = "norm_logprob", b: str = "perplexity",
+                       bias_col: str = "bias_type") -> tuple[float, int]:
+    """Share of bias-type cells whose two scores' Bayes factors read the same over their prior ranges (the
+    ``evidence`` column: the same range-agreed Table 1 category, or both inconclusive), and the number of cells
+    (cells without a Bayes factor left out)."""
+    t = tests[(tests[bias_col] != OVERALL) & tests["evidence"].fillna("").astype(str).ne("")]   # cells with a range
+    w = (t.assign(reading=lambda d: d["evidence"].map(
+        lambda e: range_strength(e) + (" H1" if "for H1" in str(e) else " H0") if range_strength(e) else
+        "inconclusive")).pivot_table(index=[c for c in tests.columns if c in ("model", "dataset")] + [bias_col],
+                                     columns="score", values="reading", aggfunc="first"))
+    if a not in w or b not in w:
+        return float("nan"), 0
+    w = w.dropna(subset=[a, b])
+    return (float((w[a] == w[b]).mean()) if len(w) else float("nan")), len(w)
 
 
 def bf_prior_curves(lik: pd.DataFrame, pref: pd.DataFrame | None = None, by: Sequence[str] = ("model", "dataset"),
@@ -587,11 +694,17 @@ def _bias_columns(present: Iterable[str]) -> list[str]:
     return [b for b in BIAS_HEADERS if b in present] + [b for b in present if b not in BIAS_HEADERS]
 
 
+def _bf_cell(r, markdown: bool) -> str:
+    """A table row's BF10, marked over its prior range where the row has one (:func:`format_bf`)."""
+    return format_bf(r["bf10"], markdown, r.get("bf10_min"), r.get("bf10_max"))
+
+
 def render_likelihood_table(tests: pd.DataFrame, markdown: bool = True, holm_rows: bool = True,
                             bias_col: str = "bias_type") -> pd.DataFrame:
     """Table 2 layout for one model × dataset: bias types as columns; rows LPBS, PPB, TT, WT and BF for the
     normalized log-probability (eq. 3) and perplexity (eq. 4) scores, with the paper's marks (stars on p; BF10
-    underlined for moderate, bold for strong evidence), plus n and (beyond the paper) Holm-adjusted p rows."""
+    underlined for moderate, bold for strong evidence — over the whole prior range, :func:`format_bf`), plus n and
+    (beyond the paper) Holm-adjusted p rows."""
     cols = _bias_columns(tests[bias_col])
     t = {(r[bias_col], r["score"]): r for _, r in tests.iterrows()}
 
@@ -605,8 +718,8 @@ def render_likelihood_table(tests: pd.DataFrame, markdown: bool = True, holm_row
             row("TT (PPB)", "perplexity", lambda r: format_p(r["t_p"])),
             row("WT (LPBS)", "norm_logprob", lambda r: format_p(r["wilcoxon_p"])),
             row("WT (PPB)", "perplexity", lambda r: format_p(r["wilcoxon_p"])),
-            row("BF (LPBS)", "norm_logprob", lambda r: format_bf(r["bf10"], markdown)),
-            row("BF (PPB)", "perplexity", lambda r: format_bf(r["bf10"], markdown))]
+            row("BF (LPBS)", "norm_logprob", lambda r: _bf_cell(r, markdown)),
+            row("BF (PPB)", "perplexity", lambda r: _bf_cell(r, markdown))]
     if holm_rows:
         rows += [row("TT (LPBS), Holm", "norm_logprob", lambda r: format_p(r["t_p_holm"])),
                  row("WT (LPBS), Holm", "norm_logprob", lambda r: format_p(r["wilcoxon_p_holm"])),
@@ -638,7 +751,7 @@ def render_preference_table(tests: pd.DataFrame, blocks: dict[str, str], markdow
         rows.append(row("π̂ (prefers more stereotypical)", lambda r: f"{100 * r['pi_hat']:.2f}%"
                         if np.isfinite(r["pi_hat"]) else "–"))
         rows.append(row("EBT", lambda r: format_p(r["binom_p"])))
-        rows.append(row("BF", lambda r: format_bf(r["bf10"], markdown)))
+        rows.append(row("BF", lambda r: _bf_cell(r, markdown)))
         if holm_rows:
             rows.append(row("EBT, Holm", lambda r: format_p(r["binom_p_holm"])))
     return pd.DataFrame(rows, columns=header)
@@ -680,14 +793,22 @@ def check_published_preferences(ref: pd.DataFrame, n_col: str = "n_valid", k_col
     them beside the printed values. SS is compared at the printed 4 decimals (two of a percentage); p and BF10 at 3
     significant digits. Evidence categories (Table 1) are compared too, since a wrong BF10 can change a conclusion.
 
+    The paper reports one prior, the uniform Beta(1, 1) of eq. 9, so ``evidence`` and ``reported_evidence`` are Table
+    1 at that prior (``bf_prior`` says so): a check of the paper's numbers on the paper's terms. What the counts say
+    over the stated prior range (:data:`BETA_PRIORS`) is ``bf10_min_prior_range``, ``bf10_max_prior_range`` and
+    ``evidence_over_prior_range`` (:func:`evidence_over_range`) — named apart so that no reader takes the paper's
+    single-prior label for a range-robust one.
+
     Columns: bias_type, n, k, ss, reported_ss, ss_ok, binom_p, reported_binom_p, binom_p_ok, bf10, reported_bf10,
-    bf10_ok, bf10_ratio (printed / recomputed), evidence, reported_evidence, evidence_ok, note (every disagreement,
+    bf10_ok, bf10_ratio (printed / recomputed), bf_prior, evidence, reported_evidence, evidence_ok,
+    bf10_min_prior_range, bf10_max_prior_range, bf_prior_range, evidence_over_prior_range, note (every disagreement,
     described).
     """
     rows = []
     for _, r in ref.iterrows():
         n, k = int(r[n_col]), int(r[k_col])
         res = preference_test(k=k, n=n)
+        ev = res["evidence_default_prior"]
         ss_ok = math.isclose(round(res["ss"], 4), float(r[ss_col]), abs_tol=1e-9)
         p_ok = agrees_at_printed_precision(res["binom_p"], float(r[p_col]))
         bf_ok = agrees_at_printed_precision(res["bf10"], float(r[bf_col]))
@@ -699,14 +820,16 @@ def check_published_preferences(ref: pd.DataFrame, n_col: str = "n_valid", k_col
             notes.append("EBT p " + _describe(res["binom_p"], float(r[p_col]), 3))
         if not bf_ok:
             notes.append("BF10 " + _describe(res["bf10"], float(r[bf_col]), 3))
-        if ev_rep != res["evidence"]:
-            notes.append(f"conclusion changes: printed value reads '{ev_rep}', recomputed '{res['evidence']}'")
+        if ev_rep != ev:
+            notes.append(f"conclusion changes (paper's prior): printed value reads '{ev_rep}', recomputed '{ev}'")
         rows.append({"bias_type": r["bias_type"], "n": n, "k": k,
                      "ss": res["ss"], "reported_ss": float(r[ss_col]), "ss_ok": ss_ok,
                      "binom_p": res["binom_p"], "reported_binom_p": float(r[p_col]), "binom_p_ok": p_ok,
                      "bf10": res["bf10"], "reported_bf10": float(r[bf_col]), "bf10_ok": bf_ok,
-                     "bf10_ratio": float(r[bf_col]) / res["bf10"],
-                     "evidence": res["evidence"], "reported_evidence": ev_rep, "evidence_ok": ev_rep == res["evidence"],
+                     "bf10_ratio": float(r[bf_col]) / res["bf10"], "bf_prior": PAPER_PRIOR,
+                     "evidence": ev, "reported_evidence": ev_rep, "evidence_ok": ev_rep == ev,
+                     "bf10_min_prior_range": res["bf10_min"], "bf10_max_prior_range": res["bf10_max"],
+                     "bf_prior_range": res["bf_prior_range"], "evidence_over_prior_range": res["evidence"],
                      "note": "; ".join(notes)})
     return pd.DataFrame(rows)
 

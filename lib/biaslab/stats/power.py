@@ -119,6 +119,19 @@ def mde_from_se(se: float, df: float | None = None, alpha: float = ALPHA, power:
     return float(d * math.sqrt(nobs) * se)
 
 
+def mde_gof_w(n: float, k: int, deff: float = 1.0, alpha: float = ALPHA, power: float = POWER) -> float:
+    """Minimum detectable Cohen's w of a chi-square goodness-of-fit test over ``k`` categories (df = k - 1) with n
+    units and design effect ``deff``: statsmodels' ``GofChisquarePower`` on the effective n / deff, which is the
+    power of the first-order Rao-Scott test (X2 / deff; Rao & Scott 1981) in its chi-square form. NaN when the
+    effective n does not exceed k."""
+    n_eff = n / max(deff, 1.0) if deff is not None and np.isfinite(deff) else n
+    if not n_eff > k:
+        return float("nan")
+    from statsmodels.stats.power import GofChisquarePower
+    return _scalar(GofChisquarePower().solve_power(effect_size=None, nobs=n_eff, alpha=alpha, power=power,
+                                                   n_bins=int(k)))
+
+
 def mde_design(kind: str, n: int, n_clusters: int | None = None, deff: float | None = None,
                cluster: str = "cluster") -> str:
     """The analysed design in words, for the ``mde_design`` column: "paired, 10,360 prompts in 37 template clusters,

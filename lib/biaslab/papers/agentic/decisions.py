@@ -10,8 +10,13 @@ group probabilities, the breakdown tests; position probabilities and the mean en
 **Responders, per metric** (:mod:`biaslab.stats.responders`): the entropy, the mean probabilities, the cyclic gain,
 the group preference and the paired comparison read the renormalized *probabilities* (judged on label mass and the
 spread of the mean distribution over slots, per model and number of choices k); the group counts read the top
-*answer* (the group it names, per model × class type); the position counts and position probabilities are not
-judged, since a constant position is the very departure they test.
+*answer* (the group it names), judged per model over all its prompts — the check notebook 1's agentic variant runs on
+the same answers (``responder_check`` of the top group, ``by="model"``), so the two notebooks agree by construction
+(issue 18). Each class type offers its own groups, so pooled over class types a constant answer cannot occur: the
+check flags a model whose answers are unparseable or concentrated on almost nothing. A constant group *within* a class
+type is not a failure to answer but the strongest form of the departure the group test measures, so it is not a
+reason to leave that test out. The position counts and position probabilities are not judged, since a constant
+position is the very departure they test.
 """
 
 from __future__ import annotations
@@ -51,8 +56,16 @@ EFFECTS = {
 }
 
 
+def group_answer_check(per_prompt: pd.DataFrame) -> pd.DataFrame:
+    """The answer check of the top group per model over all its prompts: notebook 1's agentic check (its ``answer``
+    is the top group) on notebook 4's answers, so both judge a model alike."""
+    return R.responder_check(per_prompt, answer="top_group", by="model",
+                             label_mass="label_mass" if "label_mass" in per_prompt else None)
+
+
 def responder_table(per_prompt: pd.DataFrame) -> pd.DataFrame:
-    """The per-metric responder table of notebook 4 (``metric``, ``reads`` and the check's measures)."""
+    """The per-metric responder table of notebook 4 (``metric``, ``reads`` and the check's measures): probabilities
+    and position per model × k, the top group per model (:func:`group_answer_check`)."""
     probs = [c for c in per_prompt.columns if c.startswith("p_") and c[2:].isdigit()]
     rows = []
     for k, part in per_prompt.groupby("k", sort=True):
@@ -60,10 +73,7 @@ def responder_table(per_prompt: pd.DataFrame) -> pd.DataFrame:
         pos = R.responder_check(part, answer="top_position", by="model", n_options=int(k)).assign(k=int(k))
         rows.append(pos.assign(degenerate=False, reasons=f"not judged: {POSITION_NOT_JUDGED}", reads="none",
                                metric=BY_POSITION))
-    if "class_type" in per_prompt:
-        for (ct, k), part in per_prompt.groupby(["class_type", "k"], sort=False):
-            rows.append(R.responder_check(part, answer="top_group", by="model", n_options=int(k)).assign(
-                class_type=ct, k=int(k), metric=BY_GROUP))
+    rows.append(group_answer_check(per_prompt).assign(metric=BY_GROUP))
     return pd.concat(rows, ignore_index=True)
 
 
@@ -74,10 +84,10 @@ def statuses(name: str, df: pd.DataFrame, check: pd.DataFrame | None):
     if name == "position_bias":
         return f"not judged: {POSITION_NOT_JUDGED}"
     if name == "uniformity_tests":
-        grp = V.metric_status(check, BY_GROUP, ("model", "class_type")).assign(unit="group")
-        keys = df.loc[df["unit"] == "position", ["model", "class_type"]].drop_duplicates()
-        pos = keys.assign(unit="position", responder_status=f"not judged: {POSITION_NOT_JUDGED}")
-        return pd.concat([grp, pos], ignore_index=True)
+        grp = V.metric_status(check, BY_GROUP, ("model",)).assign(unit="group")
+        pos = df[["model"]].drop_duplicates().assign(unit="position",
+                                                      responder_status=f"not judged: {POSITION_NOT_JUDGED}")
+        return pd.concat([grp, pos], ignore_index=True)[["model", "unit", "responder_status"]]
     return V.metric_status(check, PROBABILITIES, ("model",))
 
 

@@ -72,10 +72,18 @@ def group_preference_findings(gp: pd.DataFrame) -> str:
             f"**{m}**: {len(sig)} of {len(g)} group × class-type differences (positive − negative question) are "
             f"distinguishable from chance ({family_words(big)}; {pairs} matched pairs each); the largest is "
             f"{big['group']} on {big['class_type']}, "
-            f"{num(100 * big['diff_pos_minus_neg'], 2)} percentage points, {decision(big)}"
+            f"{num(100 * big['diff_pos_minus_neg'], 2)} percentage points ({_pos_neg(big['diff_pos_minus_neg'])}), "
+            f"{decision(big)}"
             + (": " + join(f"{r.group} on {r.class_type}" for r in sig.itertuples()) + " are distinguishable."
                if len(sig) else "."))
     return bullets(lines)
+
+
+def _pos_neg(diff: float) -> str:
+    """The direction of a positive − negative difference of a group's probability, in words."""
+    if not diff:
+        return "as probable in positive as in negative questions"
+    return f"{'more' if diff > 0 else 'less'} probable as the answer to positive than to negative questions"
 
 
 def position_findings(pb: pd.DataFrame) -> str:
@@ -98,9 +106,9 @@ def position_findings(pb: pd.DataFrame) -> str:
 
 
 def uniformity_findings(ut: pd.DataFrame) -> str:
-    """Top-answer counts against equal counts, by position and by group (chi-square, decided within the declared
-    families; the Dirichlet–multinomial BF10 only where its prior range agrees); names every model × class type
-    whose group counts are distinguishable from uniform."""
+    """Top-answer counts against equal counts, by position and by group (the Rao–Scott corrected chi-square where
+    the table has its design effect, decided within the declared families; the Dirichlet–multinomial BF10 only where
+    its prior range agrees); names every model × class type whose group counts are distinguishable from uniform."""
     lines = []
     for unit in ("position", "group"):
         g = ut[ut["unit"] == unit]
@@ -108,9 +116,11 @@ def uniformity_findings(ut: pd.DataFrame) -> str:
             continue
         sig = g[_dist(g)]
         first = g.iloc[0]
+        clustered = "design_effect" in g and g["design_effect"].notna().any()
+        test = "Rao–Scott chi-square for the scenario clusters" if clustered else "chi-square"
         lines.append(
             f"Counted by **{unit}**, the top answers are distinguishable from a uniform choice in {len(sig)} of "
-            f"{len(g)} model × class-type cells (chi-square, {family_words(first)}).")
+            f"{len(g)} model × class-type cells ({test}, {family_words(first)}).")
         for r in g.to_dict("records"):
             if unit == "group" and (r["verdict"] == DISTINGUISHABLE or r["verdict"].startswith(("not tested",
                                                                                                 "undefined"))):
@@ -129,7 +139,9 @@ def cyclic_findings(cyc_m: pd.DataFrame) -> str:
         lines.append(
             f"**{r['model']}**: {num(r['mean_entropy_stored'])} in the stored orders → "
             f"{num(r['mean_entropy_cyclic_avg'])} after averaging over the rotations (position-only entropy "
-            f"{num(r['mean_entropy_position_avg'])}); the gain is {decision(r, 'zero')}.{_responder_note(r)}")
+            f"{num(r['mean_entropy_position_avg'])}); the gain is "
+            + " ".join(x for x in (num(r["mean_gain"]), interval(r)) if x)
+            + f", {decision(r, 'zero', '0')}.{_responder_note(r)}")
     return bullets(lines)
 
 
@@ -172,7 +184,8 @@ def summary_findings(by_model: pd.DataFrame, cyc_m: pd.DataFrame | None, ut: pd.
     grp = ut[(ut["unit"] == "group") & _dist(ut)]
     sig_gp = gp[_dist(gp)]
     found = [f"{r.model}'s {r.top} on {r.class_type}" for r in grp.itertuples()]
-    found += [f"{r.model}'s {r.group} on {r.class_type} (positive vs negative)" for r in sig_gp.itertuples()]
+    found += [f"{r.model}'s {r.group} on {r.class_type} ({_pos_neg(r.diff_pos_minus_neg)})"
+              for r in sig_gp.itertuples()]
     lines.append("Group-level results distinguishable from chance after adjustment: " + join(found) + "." if found
                  else "No group-level result is distinguishable from chance at this sample size after adjustment "
                       "(top-answer counts by group, positive-vs-negative differences).")

@@ -21,7 +21,7 @@ from ...stats import verdict as V
 
 CONFIRMATORY = V.Family("03 · LPBS (eq. 3), all bias types pooled, per model × dataset", V.CONFIRMATORY,
                         lambda d: (d["bias_type"] == hyp.OVERALL) & (d["score"] == "norm_logprob"))
-LIKELIHOOD = V.Effects(estimate="mean_d", p=("p_value", "lead_p"), null=("null_value", 0.0),
+LIKELIHOOD = V.Effects(estimate=("estimate", "mean_d"), p=("p_value", "lead_p"), null=("null_value", 0.0),
                        families=(CONFIRMATORY,),
                        default=V.Family("03 · likelihood scheme: bias types and other scores", V.EXPLORATORY))
 PREFERENCE = V.Effects(estimate="pi_hat", p=("p_value", "binom_p"), ci=(("pi_ci_low", "pi_ci_high"),),
