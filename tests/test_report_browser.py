@@ -94,6 +94,7 @@ BROKEN = """<!doctype html><html><head><meta charset="utf-8"></head><body>
 <img src="http://example.invalid/logo.png" alt="outside">
 <a href="nowhere.html">a missing file</a> <a href="#no-such-anchor">a missing anchor</a>
 <a href="https://example.invalid/">another host</a> <a href="#here" id="here">fine</a>
+<a href="other.html#there">another page's anchor</a> <a href="other.html#gone">another page's missing anchor</a>
 <script>console.error("boom")</script>
 </body></html>"""
 
@@ -102,12 +103,14 @@ def test_the_check_finds_what_a_reader_would_miss(driver, tmp_path):
     """Each kind of problem on a broken page is reported (a check that finds nothing is no check)."""
     page = tmp_path / "broken.html"
     page.write_text(BROKEN)
+    (tmp_path / "other.html").write_text('<!doctype html><html><body><h2 id="there">there</h2></body></html>')
     problems = "\n".join(browser.check(page, driver).problems)
     for expected_problem in ("image did not load: missing.png", "image did not load: http://example.invalid",
                              "unrendered TeX '$$'", "unrendered TeX '\\\\('",
                              "request outside the machine: http://example.invalid/logo.png",
                              "failed to load: file://", "link to a missing file: nowhere.html",
                              "link to a missing anchor: #no-such-anchor",
+                             "link to a missing anchor: other.html#gone",
                              "link outside the machine: https://example.invalid/", "console error:"):
         assert expected_problem in problems, f"{expected_problem!r} not reported in:\n{problems}"
-    assert "#here" not in problems
+    assert "#here" not in problems and "other.html#there" not in problems

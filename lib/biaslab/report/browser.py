@@ -140,6 +140,19 @@ def _local_path(url: str) -> Path | None:
     return Path(url2pathname(unquote(p.path))) if p.scheme == "file" else None
 
 
+def _has_anchor(page: Path, fragment: str, ids: set | None) -> bool:
+    """Whether ``page`` has an element with id (or name) ``fragment``: the rendered page's ids for the page open in
+    the browser, the HTML source of another page (a report's link into the index or another report); a link into a
+    file that is not HTML cannot be checked and counts as resolved."""
+    names = {fragment, unquote(fragment)}
+    if ids is not None:
+        return bool(names & ids)
+    if page.suffix.lower() not in (".html", ".htm"):
+        return True
+    text = page.read_text(errors="replace")
+    return any(f'{attr}="{n}"' in text or f"{attr}='{n}'" in text for n in names for attr in ("id", "name"))
+
+
 def check(path: Path, driver=None) -> PageReport:
     """Open ``path`` from disk (network off) and report what does not display or resolve as it should."""
     if driver is None:
@@ -182,7 +195,7 @@ def check(path: Path, driver=None) -> PageReport:
         local = _local_path(target)
         if not local.exists():
             report.problems.append(f"link to a missing file: {href}")
-        elif parsed.fragment and local == path and not {parsed.fragment, unquote(parsed.fragment)} & ids:
+        elif parsed.fragment and not _has_anchor(local, parsed.fragment, ids if local == path else None):
             report.problems.append(f"link to a missing anchor: {href}")
     for entry in driver.get_log("browser"):
         if entry.get("level") == "SEVERE":
