@@ -4,32 +4,21 @@ computed, no row added, weights never loaded) and identical values; (2) a cold r
 
     .venv/bin/python perf/equivalence/check.py BASE     # BASE holds before.pkl(.keys) and cache_before/
 Writes BASE/equivalence.json."""
-import json, pickle, sys, random, sqlite3, time, shutil
+import json, pickle, sys, sqlite3, time, shutil
 from pathlib import Path
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))
 BASE = Path(sys.argv[1] if len(sys.argv) > 1 else "/tmp/eng")
 import torch
 torch.set_num_threads(1)
 import pandas as pd
-from biaslab import models, scoring, sources
-from biaslab.benchmarks import crows_pairs as cp, agentic
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from biaslab import models, scoring
+from inputs import run_all, run_tiny
 
 before = pickle.load(open(BASE / "before.pkl", "rb"))
 before_keys = pickle.load(open(BASE / "before.pkl.keys", "rb"))
 warm = BASE / "cache_warm"; cold = BASE / "cache_after"
 shutil.rmtree(warm, ignore_errors=True); shutil.rmtree(cold, ignore_errors=True)
 shutil.copytree(BASE / "cache_before", warm)
-p = cp.subsample(cp.load_original(), 150, seed=1).prompts
-texts = list(p.sent_more) + list(p.sent_less)
-rng = random.Random(0)
-files = sorted(sources.raw_path("nyu-mll/BBQ", "data/Age.jsonl").parent.glob("*.jsonl"))
-items = [json.loads(l) for f in files for l in f.read_text().splitlines() if l.strip()]
-items = rng.sample(items, 100)
-bbq_prompts = [f"{it['context']}\nQuestion: {it['question']}\nAnswer:" for it in items]
-bbq_opts = [[" " + it[k] for k in ("ans0", "ans1", "ans2")] for it in items]
-bench = agentic.load()
-ap = agentic.balanced_subset(bench.prompts, 100, seed=0)
-gen_prompts = bbq_prompts[:12]
 report = []
 
 def same(a, b):
@@ -39,22 +28,6 @@ def same(a, b):
         except AssertionError as e:
             return str(e)[:300]
     return a == b
-
-def run_all(sc, lm):
-    suffix, labels = agentic.answer_format(lm.tokenizer, k=agentic.MAX_K)
-    r = {}
-    r["seq"] = sc.sequence_logprob(texts, per_token=True)
-    r["opt"] = sc.option_logprob(bbq_prompts, bbq_opts)
-    r["opt_shared"] = sc.option_logprob(bbq_prompts[:30], [" yes", " no", " maybe"])
-    r["opt_chat"] = sc.option_logprob(bbq_prompts[:20], [" A", " B"], chat="auto")
-    r["lab"] = sc.label_distribution((ap["text"] + suffix).tolist(), labels)
-    r["lab_list"] = sc.label_distribution(bbq_prompts[:30], ["yes", "no"], chat="auto")
-    r["gen"] = sc.generate(gen_prompts, max_new_tokens=12)
-    r["gen_stop"] = sc.generate(gen_prompts[:6], max_new_tokens=12, stop=["\n", "."], chat="auto")
-    r["gen_sample"] = sc.generate(gen_prompts[:6], max_new_tokens=8, do_sample=True, seed=3, temperature=0.7)
-    r["tokstr"] = sc.token_strings("The nurse was tired.")
-    r["chat_available"] = sc.chat_available()
-    return r
 
 def rows(path):
     with sqlite3.connect(path) as c:
@@ -100,14 +73,7 @@ for kind, seed in (("seq2seq", 4), ("masked", 5)):
     lm = tiny_model(f, f"tiny-{kind}", kind, seed=seed)
     for label, cdir in (("warm cache", warm), ("cold cache", cold)):
         sc = scoring.Scorer(lm, cache_dir=cdir, progress=False)
-        r = {}
-        if kind == "seq2seq":
-            r["opt"] = sc.option_logprob(["Is the sky blue?", "Who was late?"], ["yes", "no", "cannot tell"])
-            r["lab"] = sc.label_distribution(["Is the sky blue?", "Who was late?"], ["yes", "no"])
-            r["gen"] = sc.generate(["Is the sky blue?"], max_new_tokens=5)
-        else:
-            r["pll"] = sc.pseudo_loglikelihood(texts[:10], per_token=True)
-            r["cp"] = sc.crows_pairs_pll(texts[:5], texts[150:155])
+        r = run_tiny(sc, kind)
         ref = before[(kind, "disk")]
         checks = {k: same(r[k], ref[k]) for k in r}
         fname = sc.cache.path.name
