@@ -416,22 +416,51 @@ def table_values(notebook: str) -> set[str]:
     return vals
 
 
+# Text that holds numbers but states no result, blanked before numbers are read. Each pattern needs its context, so
+# the same digits elsewhere are still read (tests below show a run number next to each is still caught):
+NOT_RESULTS = re.compile("|".join([
+    r"```.*?```|`[^`]*`|https?://\S+",                             # code blocks, commands, addresses
+    r"\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?\b|\blocalhost:\d+",       # IPv4 addresses and ports
+    r"[\w./-]*#\d+",                                                # issue / pull-request references (vllm#3251)
+    # years of a citation or a date: "et al. (2015)", "(Kish 1965)", "Bloom 1995", "the 2023 ChatGPT", "of 2023"
+    # (counts are written with a thousands separator, "2,023 prompts", and are still read)
+    r"(?:\(|\bet al\.?,?\s\(?|\b[A-Z][A-Za-z-]+,?\s|\b(?:of|in|the|since|from|until)\s)(?:19|20)\d\d[a-z]?\b"
+    r"(?![.,]\d)",
+    r"\bexit(?:s|ed)? (?:with|code|status) \d+(?: \(\d+ for SIG[A-Z]+\))?",   # process exit statuses
+]), re.S)
+
+
+def prose(text: str) -> str:
+    """``text`` with :data:`NOT_RESULTS` blanked out: what a reader takes for statements."""
+    return NOT_RESULTS.sub(" ", text)
+
+
+def markdown_text(source: str) -> str:
+    """The markdown cells of a jupytext percent source."""
+    return "\n".join(c for c in re.split(r"^(?=# %%)", source, flags=re.M) if c.startswith("# %% [markdown]"))
+
+
 def markdown_numbers(source: str) -> list[str]:
-    cells = re.split(r"^(?=# %%)", source, flags=re.M)
-    return [m.group(0).rstrip(",") for c in cells if c.startswith("# %% [markdown]") for m in NUMBER.finditer(c)]
+    return [m.group(0).rstrip(",") for m in NUMBER.finditer(prose(markdown_text(source)))]
 
 
-def run_numbers_in_markdown(notebook: str) -> list[str]:
-    vals = table_values(notebook)
-    src = (ROOT / "notebooks" / f"{notebook}.py").read_text()
+def run_numbers(text: str, vals: set[float], method_numbers: set[str]) -> list[str]:
+    """Numbers of ``text``'s prose (three significant digits or more, not a declared method number) that equal a
+    committed table value in ``vals`` to three significant digits."""
     found = []
-    for tok in markdown_numbers(src):
-        if significant_digits(tok) < 3 or tok in METHOD_NUMBERS[notebook]:
+    for m in NUMBER.finditer(prose(text)):
+        tok = m.group(0).rstrip(",")
+        if significant_digits(tok) < 3 or tok in method_numbers:
             continue
         x = float(tok.replace(",", ""))
         if x and float(f"{x:.3g}") in vals:
             found.append(tok)
     return found
+
+
+def run_numbers_in_markdown(notebook: str) -> list[str]:
+    src = (ROOT / "notebooks" / f"{notebook}.py").read_text()
+    return run_numbers(markdown_text(src), table_values(notebook), METHOD_NUMBERS[notebook])
 
 
 @pytest.mark.parametrize("notebook", sorted(RESULT_TABLES))
@@ -453,7 +482,6 @@ def test_the_number_check_finds_a_quoted_value(tmp_path, monkeypatch):
 
 # README numbers that are not results: the design of SSQA and CrowS-Pairs (prompt and pair counts), profile sizes
 README_METHOD_NUMBERS = {"10,360", "1,508", "1,677", "1,676", "78,400", "1,020", "0.707", "224"}
-CODE = re.compile(r"```.*?```|`[^`]*`|https?://\S+", re.S)      # commands, ports and addresses are not prose
 
 
 def readme_outside_block(text: str) -> str:
@@ -466,21 +494,27 @@ def readme_outside_block(text: str) -> str:
 
 def run_numbers_in_readme(text: str) -> list[str]:
     vals = set().union(*(table_values(nb) for nb in RESULT_TABLES))
-    found = []
-    for m in NUMBER.finditer(CODE.sub(" ", readme_outside_block(text))):
-        tok = m.group(0).rstrip(",")
-        if significant_digits(tok) < 3 or tok in README_METHOD_NUMBERS:
-            continue
-        x = float(tok.replace(",", ""))
-        if x and float(f"{x:.3g}") in vals:
-            found.append(tok)
-    return found
+    return run_numbers(readme_outside_block(text), vals, README_METHOD_NUMBERS)
 
 
 def test_no_run_numbers_in_the_readme_outside_its_generated_block():
     if not list((ROOT / "outputs").rglob("tables/*.csv")):
         pytest.skip("no committed outputs")
     assert run_numbers_in_readme((ROOT / "README.md").read_text()) == []
+
+
+def test_what_is_not_a_result_is_skipped_and_the_same_digits_as_a_result_are_not():
+    """Exit statuses, addresses, ports, issue numbers and citation years are skipped; the same digits stated as a
+    result (a count, a rate, a year-like count with its thousands separator) are still found."""
+    vals = {130.0, 143.0, 127.0, 3250.0, 2020.0, 2020.0, 0.335}
+    skipped = ("`biaslab reproduce` exits with 130 (143 for SIGTERM). The server listens on 127.0.0.1:8001; "
+               "crashes (vllm#3251, #5344). Nangia et al. (2020) and (Kish 1965); the ChatGPT of 2020.")
+    assert run_numbers(skipped, vals, set()) == []
+    stated = ("130 prompts were biased and 143 were not; 127.0 of them; 3251 answers; 2,020 pairs; the "
+              "score was 0.335 (Nangia et al. 2020).")
+    assert run_numbers(stated, vals, set()) == ["130", "143", "127.0", "3251", "2,020", "0.335"]
+    cells = "# %% [markdown]\n# GPT-3 of 2020, and 0.335 of the pairs\n\n# %%\nx = 0.335\n"
+    assert markdown_numbers(cells) == ["0.335"]
 
 
 def test_the_readme_check_finds_a_hand_written_result():
