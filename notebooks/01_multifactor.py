@@ -824,7 +824,9 @@ timings["bayes"] = time.perf_counter() - t0
 # the same model's prompts (each contrast's own cluster-robust SE: a prompt style present in every template has a
 # small design effect, a template-level gender a large one; the row gives the median over the factor's levels and
 # the range of their design effects). For BBQ also the smallest departure of a category's accuracy from chance (1/3).
-# Planner rows give the prompts per model two *independent* samples would need for a 5-point difference.
+# Planner rows give the prompts per model two *independent* samples would need for a 5-point difference. Where the
+# analysed SE is 0 (a constant answer) or not estimable (one cluster) the MDE is undefined: `mde` is empty and
+# `mde_note` says why (an SE of 0 means the data carry no estimate of the noise, not that every effect is detectable).
 
 # %%
 power_rows = []
@@ -836,17 +838,18 @@ for r in (pdiff.itertuples() if len(pdiff) else []):
 for r in rate_ci.itertuples():
     part = nocot[nocot["model"] == r.model]
     for f in plan.subgroup_factors:
-        c = power.subgroup_contrast_mdes(part, plan.outcome, f, bench.clusters).dropna(subset=["mde"])
-        if c.empty:
+        # a level whose contrast has a clustered SE of 0 (a constant answer) has no MDE: NaN with mde_note
+        c = power.summarize_contrast_mdes(power.subgroup_contrast_mdes(part, plan.outcome, f, bench.clusters))
+        if not c["n_levels"]:
             continue
-        typ = c.iloc[(c["mde"] - c["mde"].median()).abs().argsort().iloc[0]]
+        g_cl = int(c["n_clusters"])
         power_rows.append(power.power_row(
-            benchmark, profile, f"deviation rate, typical {f} subgroup vs rest, {r.model}", int(typ.n_group),
-            float(c["mde"].median()), n_clusters=int(typ.n_clusters), deff=float(typ.design_effect),
-            scale="rate difference", test=f"Wald t({int(typ.n_clusters) - 1}), cluster-robust contrast",
-            design=f"subgroup vs rest of the same model, {len(c)} levels of {f}, median MDE; contrast deff "
-                   f"{c['design_effect'].min():.1f}-{c['design_effect'].max():.1f} over levels; "
-                   f"{int(typ.n_clusters)} clusters"))
+            benchmark, profile, f"deviation rate, typical {f} subgroup vs rest, {r.model}", int(c["n_group"]),
+            c["mde"], n_clusters=g_cl, deff=c["design_effect"], scale="rate difference", note=c["note"],
+            test=f"Wald t({g_cl - 1}), cluster-robust contrast",
+            design=f"subgroup vs rest of the same model, {c['n_defined']} of {c['n_levels']} levels of {f} with an "
+                   "MDE, median MDE" + (f"; contrast deff {c['deff_range']} over levels" if c["n_defined"] else "")
+                   + f"; {g_cl} clusters"))
     deff = float(r.design_effect) if np.isfinite(r.design_effect) else 1.0
     base = min(max(r.rate, 0.05), 0.95)
     power_rows.append(power.power_row(benchmark, profile, f"prompts per model for a 5-point difference, {r.model}",
@@ -862,10 +865,7 @@ for r in rate_ci.itertuples():
                                           design=f"one sample, {nc} prompts, deff {deff:.1f} of the model's rate"))
 power_table = pd.DataFrame(power_rows)
 table(power_table, "power", markdown=True, show_rows=20)
-for r in (power_table[power_table.quantity.str.endswith("(paired)")].itertuples() if len(power_table) else []):
-    print(f"{r.quantity.split(', ')[1].replace(' (paired)', '')}: with {int(r.n)} prompts answered by both models "
-          f"({r.mde_design}), paired differences in deviation rate smaller than {r.mde:.3f} cannot be detected "
-          "(80 % power, alpha = 0.05)")
+display(Markdown(findings.power_findings(power_table)))
 
 # %%
 timings["total"] = time.perf_counter() - t_start

@@ -471,8 +471,10 @@ display(Markdown(findings.robustness_findings(robustness)))
 # bias type (pooled over the templates of a task) that the template-clustered contrast detects with the prompts
 # scored here: from each contrast's own cluster-robust SE and t(G − 1) (the groups are crossed with the templates, so
 # template effects largely cancel; issue 18), the median over groups, and how many prompts per group two independent
-# samples would need for a 5-point difference (planner, with the accuracy's design effect). The permutation floor
-# above answers the related question for the max − min score itself.
+# samples would need for a 5-point difference (planner, with the accuracy's design effect). Where the groups are
+# answered alike inside every template the contrast's clustered SE is 0 and its MDE undefined (`mde` empty,
+# `mde_note` says why; no range starts at 0). The permutation floor above answers the related question for the
+# max − min score itself.
 
 # %%
 power_rows = []
@@ -480,27 +482,23 @@ for (m, task, bias), g in group_ci.groupby(["model", "task", "bias_type"], sort=
     part = resp[(resp["model"] == m) & (resp["task"] == task) & (resp["bias_type"] == bias)]
     # each group against the rest of its bias type, as analysed: the groups are crossed with the templates, so the
     # contrast's own template-clustered SE (not the group accuracy's design effect) and t(G - 1) give its MDE
-    c = power.subgroup_contrast_mdes(part, "correct", "group", "template_id").dropna(subset=["mde"])
+    # (a contrast whose clustered SE is 0 - the groups answer alike in every template - has no MDE: NaN, mde_note)
+    c = power.summarize_contrast_mdes(power.subgroup_contrast_mdes(part, "correct", "group", "template_id"))
     n_g = int(g["n"].median())
     deff = float(np.nanmedian(g["design_effect"])) if g["design_effect"].notna().any() else 1.0
     base = float(np.clip(g["rate"].mean(), 0.05, 0.95))
     g_cl = int(g["n_clusters"].median())
     power_rows.append(power.power_row(
         "calm", profile, f"group vs rest of its bias type, accuracy difference, {m}, {task} {bias}", n_g,
-        float(c["mde"].median()) if len(c) else np.nan, n_clusters=g_cl,
-        deff=float(c["design_effect"].median()) if len(c) else np.nan, scale="accuracy difference",
-        test=f"Wald t({g_cl - 1}), template-clustered contrast",
-        design=(f"group vs rest, {len(c)} groups, median MDE; contrast deff {c['design_effect'].min():.1f}-"
-                f"{c['design_effect'].max():.1f}; {g_cl} templates" if len(c) else "fewer than 2 templates: none"),
+        c["mde"], n_clusters=g_cl, deff=c["design_effect"], scale="accuracy difference",
+        test=f"Wald t({g_cl - 1}), template-clustered contrast", note=c["note"],
+        design=(f"group vs rest, {c['n_defined']} of {c['n_levels']} groups with an MDE, median MDE; contrast deff "
+                f"{c['deff_range']}; {g_cl} templates" if c["n_defined"] else f"group vs rest; {g_cl} templates"),
         target=0.05, required_n=power.required_n_two_proportions(base + 0.05 if base < 0.9 else base - 0.05, base,
                                                                    deff=deff)))
 power_table = pd.DataFrame(power_rows)
 out.table(power_table, "power", markdown=True)
-if len(power_table):
-    print(f"Group accuracy differences smaller than {power_table['mde'].min():.2f}-{power_table['mde'].max():.2f} "
-          "(by model, task and bias type) cannot be detected at this size (80 % power, alpha = 0.05); "
-          f"a 5-point difference needs {int(power_table['required_n'].min()):,}-{int(power_table['required_n'].max()):,} "
-          "prompts per group.")
+display(Markdown(findings.power_findings(power_table)))
 power_table.round(3)
 
 # %% [markdown]

@@ -29,7 +29,7 @@ from scipy import stats
 from statsmodels.stats.contingency_tables import mcnemar
 
 from .clustered import cluster_labels, cluster_name, mean_inference
-from .power import mde_design, mde_from_se
+from .power import mde_design, mde_from_se, mde_undefined_reason
 
 WALD = "Wald t(G - 1) on the cluster-paired bootstrap standard error"
 
@@ -80,9 +80,9 @@ def paired_difference(df: pd.DataFrame, outcome: str, a: str, b: str, cluster: s
     """Model ``a`` minus model ``b`` on ``outcome``, paired by ``unit`` (the prompt), inference clustered on
     ``cluster`` (a column constant within each unit, or two columns for a crossed design). Returns model_a, model_b,
     n_pairs, n_clusters, df, mean_a, mean_b, difference, se_naive, se_cluster, design_effect, ci_low, ci_high,
-    ci_method, test (= p_method), statistic, p_value, null_value (0), mde, mde_design, and, where clusters hold
-    several prompts, p_naive / test_naive (the exact test over prompts; see the module docstring). ``n_boot``: the
-    wild bootstrap's draws where it is used (default 9,999)."""
+    ci_method, test (= p_method), statistic, p_value, null_value (0), mde, mde_note (why it is undefined), mde_design,
+    and, where clusters hold several prompts, p_naive / test_naive (the exact test over prompts; see the module
+    docstring). ``n_boot``: the wild bootstrap's draws where it is used (default 9,999)."""
     wide = _paired_frame(df, outcome, model, a, b, unit)
     out = {"model_a": a, "model_b": b, "n_pairs": len(wide)}
     if wide.empty:
@@ -106,6 +106,7 @@ def paired_difference(df: pd.DataFrame, outcome: str, a: str, b: str, cluster: s
             "ci_method": r["ci_method"], "test": test["test"], "p_method": test["test"], "statistic": test["statistic"],
             "p_value": test["p_value"], "null_value": 0.0,
             "mde": mde_from_se(r["se"], r["df"] if clustered else None, alpha),
+            "mde_note": mde_undefined_reason(r["se"], g if clustered else None, r["se_naive"]),
             "mde_design": mde_design("paired", len(d), g if clustered else None, r["design_effect"],
                                      cluster_name(cluster)), **naive}
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ...findings import bullets, decision, interval, join, num, pct, present, span
+from ...findings import bullets, decision, detectable, interval, join, num, pct, present, span
 
 TASK_NAMES = {"qa": "QA", "nli": "NLI", "sentiment": "sentiment"}
 
@@ -88,6 +88,17 @@ def robustness_findings(robustness: pd.DataFrame) -> str:
                      + (f"{where} the original score's 95 % interval{iv}." if where else
                         "and the original score has no interval to read it against."))
     return bullets(lines)
+
+
+def power_findings(power: pd.DataFrame) -> str:
+    """What the group-vs-rest contrasts of ``power.csv`` can detect (only defined MDEs: a contrast whose
+    template-clustered SE is 0 has none, and says why) and the prompts per group a 5-point difference needs."""
+    if power.empty:
+        return ""
+    need = power["required_n"].dropna()
+    return (detectable(power.to_dict("records"), "Group accuracy differences (by model, task and bias type)")
+            + (f"; a 5-point difference needs {span(need.min(), need.max())} prompts per group" if len(need) else "")
+            + ".")
 
 
 def subset_findings(subsets: pd.DataFrame) -> str:

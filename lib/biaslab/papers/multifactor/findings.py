@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ...findings import DISTINGUISHABLE, bullets, decision, interval, num, pct
+from ...findings import DISTINGUISHABLE, bullets, decision, detectable, interval, num, pct
 from ...plots.labels import hdi_prob, interval_label
 from .decisions import decide_bayes
 
@@ -94,6 +94,16 @@ def subgroup_findings(dm: pd.DataFrame, ks: pd.DataFrame, pst: pd.DataFrame | No
             parts.insert(0, "no paired comparison was run for this pair")
         lines.append(f"{a} vs {b}: " + "; ".join(parts) + ".")
     return bullets(lines)
+
+
+def power_findings(power: pd.DataFrame) -> str:
+    """Per model pair of ``power.csv``'s paired rows: the paired difference in deviation rate the analysed design
+    (``mde_design``) can detect, or why it has no detectable-effect size (``mde_note``)."""
+    rows = power[power["quantity"].str.endswith("(paired)")] if len(power) else power
+    return bullets(f"{r['quantity'].split(', ', 1)[1].removesuffix(' (paired)')}: with {int(r['n']):,} prompts "
+                   f"answered by both models ({r['mde_design']}), "
+                   + detectable([r], "paired differences in deviation rate", digits=3)
+                   for r in rows.to_dict("records"))
 
 
 def bayes_findings(summary: pd.DataFrame, diagnostics: pd.DataFrame, rhat_max: float = 1.01,
