@@ -316,9 +316,10 @@ if benchmark == "ssqa":
     answers = released.groupby(["model", "answer"]).size().unstack(fill_value=0)
     answers["deviation_rate"] = released.groupby("model")["deviated"].mean()
     table(answers.reset_index(), "released_answers", markdown=True)
-    # per prompt, for notebook 5's paired comparisons with the embedded models (the same prompt ids)
+    # per prompt, for notebook 5's paired comparisons with the embedded models (the same prompt ids), with every
+    # cluster column of the design (template and stigma: notebook 5 clusters as this notebook does)
     out.table(released[["prompt_id", "model", "cot", "answer", "deviated"]].merge(
-        prompts[["prompt_id", bench.cluster]], on="prompt_id"), "responses_released")
+        prompts[["prompt_id"] + bench.cluster_columns], on="prompt_id"), "responses_released")
     display(Markdown(findings.released_findings(answers.reset_index())))
     # sensitivity (issue 18): Granite's 456 "other" answers counted as not biased (above) or left out
     table(multifactor.other_answer_sensitivity(released, prompts, bench.clusters), "other_answer_sensitivity",
@@ -433,7 +434,7 @@ scored = pd.concat(scored, ignore_index=True) if scored else pd.DataFrame()
 if len(scored):
     # every scored response (embedded models), with the generating unit and the plan's factors, for re-analysis
     # and for notebook 5's paired comparisons
-    keep = [c for c in dict.fromkeys([bench.cluster] + plan.coverage_factors)
+    keep = [c for c in dict.fromkeys(bench.cluster_columns + plan.coverage_factors)
             if c and c in prompts and c not in scored]
     out.table(scored.merge(prompts[["prompt_id"] + keep], on="prompt_id", how="left"), "responses")
 if len(model_timings):
@@ -605,11 +606,14 @@ timings["subgroups"] = time.perf_counter() - t0
 # t(G − 1) references, G the number of clusters (two-way: the smaller dimension), reported beside every interval
 # (`n_clusters`, `df`). Rates (`deviation_rate_intervals.csv`, `subgroup_rate_intervals.csv`) get the Korn–Graubard
 # interval (Clopper–Pearson on the df-adjusted effective n, so a subgroup from 4 templates has the information of 4
-# clusters); the deviation metric (`deviation_metric_intervals.csv`) a template bootstrap (percentile: it is not a
-# mean). Two models scored on the same prompts answer the same subgroups, so the KS test (kept as the paper's variant)
-# is joined by a paired test (`paired_subgroup_tests.csv`): the difference of the two deviation metrics with a
-# template-paired bootstrap interval, tested by the Wald t(G − 1) on its standard error, and the Wilcoxon signed-rank
-# test over subgroups; plus the paired difference of the overall deviation rates (`paired_comparisons.csv`: the
+# clusters). The deviation metric (`deviation_metric_intervals.csv`) is not a mean of prompts, but it is one to first
+# order: its linearization pseudo-values (Woodruff 1971; `stats.subgroups.deviation_metric_pseudo_values`) average to
+# it, so it gets the same rule — CR1 with t(G − 1), or with fewer than 30 clusters (CALM's 12 templates) the wild
+# cluster bootstrap (changed after issue 18's audit: before, a percentile template bootstrap). Two models scored on
+# the same prompts answer the same subgroups, so the KS test (kept as the paper's variant) is joined by a paired test
+# (`paired_subgroup_tests.csv`): the difference of the two deviation metrics on the two models' pseudo-values over
+# the same clusters (the same rule), and the Wilcoxon signed-rank test over subgroups (kept as `p_naive`); plus the
+# paired difference of the overall deviation rates (`paired_comparisons.csv`: the
 # cluster-robust t(G − 1) interval and test of the per-prompt differences, or the wild cluster bootstrap with fewer
 # than 30 clusters; the exact McNemar test over prompts is kept as `p_naive`). Holm across the paired tests of the
 # notebook (its confirmatory family: family-wise control). Degenerate responders keep their rows, marked "not
@@ -621,8 +625,8 @@ table(rate_ci, "deviation_rate_intervals", markdown=True)
 table(pd.concat([intervals.rate_intervals(nocot, plan.outcome, bench.clusters, by=["model", f]).rename(
     columns={f: "level"}).assign(factor=f) for f in plan.subgroup_factors], ignore_index=True),
     "subgroup_rate_intervals", show_rows=6)
-dm_rows = lambda r: paired.deviation_metric_rows(r, plan.ideal)   # eq. 4 with the plan's ideal value C
-dm_ci = paired.subgroup_metric_intervals(nocot, plan.outcome, plan.ecdf_factors, bench.cluster, metric=dm_rows)
+# eq. 4 with the plan's ideal value C, linearized: the interval of a mean under the one rule, on the design's clusters
+dm_ci = paired.subgroup_metric_intervals(nocot, plan.outcome, plan.ecdf_factors, bench.clusters, ideal=plan.ideal)
 table(dm_ci, "deviation_metric_intervals", markdown=True)
 pst, pdiff = [], []
 for name, ms in groups.items():
@@ -630,7 +634,7 @@ for name, ms in groups.items():
     for i, a in enumerate(ok):
         for b in ok[i + 1:]:
             pst.append({"models": name, **paired.paired_subgroup_test(nocot, plan.outcome, plan.ecdf_factors, a, b,
-                                                                      bench.cluster, metric=dm_rows)})
+                                                                      bench.clusters, ideal=plan.ideal)})
     if len(ok) > 1:
         pdiff.append(paired.paired_differences(nocot[nocot["model"].isin(ok)], plan.outcome, bench.clusters,
                                                binary=True).assign(models=name))

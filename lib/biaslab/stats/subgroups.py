@@ -200,6 +200,24 @@ def deviation_metric(values, ideal: float = 0.0) -> float:
     return float(np.sum(ideal - below) / n + np.sum(above - ideal) / n)
 
 
+def deviation_metric_pseudo_values(y, subgroup, ideal: float = 0.0) -> tuple[float, np.ndarray]:
+    """The deviation metric (eq. 4) of the rates of ``y`` in the subgroups labelled ``subgroup`` (one label per unit)
+    and its linearization pseudo-values, one per unit:
+    ``DM + n psi_i`` with the influence value ``psi_i = sign(r_s - C) (y_i - r_s) / (n_s S)`` of unit i in subgroup s
+    (S subgroups, r_s their rates; Taylor linearization, Woodruff 1971 / Binder 1983; sign +1 at r_s = C, as
+    :func:`deviation_metric` counts a rate equal to C above it). Their mean is DM, and the cluster-robust variance of
+    that mean is the linearized variance of DM, so the metric gets the interval and test of a mean under the rule of
+    :mod:`biaslab.stats.clustered` (CR1 with t(G - 1), or the wild cluster bootstrap with fewer than 30 clusters)."""
+    y = np.asarray(y, dtype=float)
+    codes, _ = pd.factorize(np.asarray(subgroup), sort=True)
+    size = np.bincount(codes).astype(float)
+    rate = np.bincount(codes, weights=y) / size
+    dm = float(np.mean(np.abs(rate - ideal)))
+    sign = np.where(rate >= ideal, 1.0, -1.0)
+    psi = sign[codes] * (y - rate[codes]) / (size[codes] * size.size)
+    return dm, dm + y.size * psi
+
+
 def deviation_metric_table(sub: pd.DataFrame, by: str = "model", rate: str = "deviation_rate",
                            ideal: float = 0.0, group_cols: Sequence[str] = ("level", "factors")) -> pd.DataFrame:
     """DM (eq. 4) per model and subgroup family, with the number of subgroups and their mean / median rate."""

@@ -176,7 +176,7 @@ def normalised_outputs(df: pd.DataFrame) -> list[str]:
 @dataclass
 class BiasResult:
     """What :func:`bias_scores` returns."""
-    templates: pd.DataFrame      # template_scores + used (bool) + reason (why left out)
+    templates: pd.DataFrame      # template_scores + variant + used (bool, by this variant's rules) + reason
     tasks: pd.DataFrame          # model, variant, task, bias_type, bias_score, n_templates_used, n_templates, discarded
     discards: pd.DataFrame       # model, variant, rule, level, task, bias_type, source_dataset, template_id
     summary: pd.DataFrame        # Table 6 layout: model, variant, overall, gender, race, <task>_<bias> columns
@@ -195,7 +195,8 @@ def bias_scores(df: pd.DataFrame, variant: str = "paper", correct: str | None = 
     if correct is None:
         correct = "correct_released" if variant == "released" and "correct_released" in df.columns else "correct"
     t = template_scores(df, correct, baseline)
-    t["used"], t["reason"] = True, ""
+    # the variant's own discard rules decide ``used``: a table of both variants' rows must say whose rows they are
+    t["variant"], t["used"], t["reason"] = variant, True, ""
     discards = []
 
     def drop(mask, rule, level):
