@@ -27,8 +27,9 @@
 #
 # **Beyond the paper.** The variant of the bias score that CALM's *released code* computes (it differs from eq. 1)
 # next to the paper's, with every discard rule counted; corrected answer matching beside the released one (which
-# cannot match gold answers with punctuation and scores the answer "False" as "toxic"); bootstrap confidence
-# intervals over templates and names for every score; a permutation null for every score — the value an unbiased
+# cannot match gold answers with punctuation and scores the answer "False" as "toxic"); an interval for every score
+# that contains it and covers by construction (the projection of simultaneous Clopper–Pearson boxes over names,
+# templates fixed; the perturbation study's scores too); a permutation null for every score — the value an unbiased
 # model would get, which is far from zero; a documented, deterministic perturbation module (the paper published neither
 # its perturbed templates nor the procedure); a sentence-embedding similarity and a BERTScore-style similarity where
 # the paper used BERTScore.
@@ -50,7 +51,6 @@ max_new_tokens = 10
 chat = False
 score_cache = None
 perturbations = ["combined"]
-n_bootstrap = 1000
 n_permutations = 1000
 subset_fractions = [0.75, 0.5, 0.25]
 subset_runs = 6
@@ -373,7 +373,7 @@ out.table(bias_scores, "bias_scores", markdown=True)
 table6 = pd.concat([r.summary for r in results.values()], ignore_index=True)
 out.table(table6, "table6", markdown=True)
 out.table(pd.concat([r.templates for r in results.values()], ignore_index=True), "template_bias")
-t = tick("bias scores and bootstrap", t)
+t = tick("bias scores and intervals", t)
 table6
 
 # %%
@@ -444,7 +444,8 @@ published.TABLE6
 # comparison is paired.
 
 # %%
-robustness = cb.perturbation_table(resp, presp, n_boot=min(n_bootstrap, 300), seed=seed)   # intervals: changed after review
+# every overall score's interval is the projection interval of bias_scores.csv (ci_method, n_clusters = templates)
+robustness = cb.perturbation_table(resp, presp)
 robustness = decisions.robustness_against_interval(robustness, bias_scores)   # NA where a score is undefined
 out.table(robustness, "robustness", markdown=True)
 if len(robustness):
