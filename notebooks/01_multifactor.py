@@ -204,25 +204,34 @@ else:
     cov_prompts = prompts
 kinds = {f.name: f.kind for f in spec.factors}
 by_factor = cov.coverage_by_factor(cov_prompts, plan.coverage_factors, levels, kinds)
-if benchmark == "ssqa":
-    by_factor["paper_gini"] = by_factor["factor"].map(multifactor.PAPER_TABLE1_GINI)
-    by_factor["matches_paper"] = by_factor["gini"].round(3) == by_factor["paper_gini"]
-table(by_factor, "coverage_by_factor", markdown=True, show_rows=20)
 out.show(plots.gini_bars(by_factor, f"{benchmark.upper()}: per-factor Gini index",
                          multifactor.PAPER_TABLE1_GINI if benchmark == "ssqa" else None), "gini_by_factor", 520)
+if benchmark == "ssqa":
+    # the gender factor with one gender-neutral template (T21) recoded male: the paper-like assignment (below)
+    g = cov.coverage_by_factor(ssqa_module.paper_like_gender(cov_prompts), ["gender"], levels, kinds)
+    by_factor = pd.concat([by_factor, g.assign(factor="gender (T21 recoded male)")], ignore_index=True)
+    by_factor["paper_gini"] = by_factor["factor"].str.split(" (", regex=False).str[0].map(
+        multifactor.PAPER_TABLE1_GINI)
+    by_factor["matches_paper"] = by_factor["gini"].round(3) == by_factor["paper_gini"]
+table(by_factor, "coverage_by_factor", markdown=True, show_rows=20)
+# how many generating units (templates) hold each level: SSQA's gender is read from the template's words
+coverage_units = cov.unit_levels(cov_prompts, plan.coverage_factors, bench.cluster) if bench.cluster in cov_prompts \
+    else pd.DataFrame(columns=["factor", "level", "n_prompts", "n_units"])
+table(coverage_units, "coverage_units")
 
 # %% [markdown]
-# **SSQA against Table 1.** With the factors defined as in the paper, the per-factor Gini indices are reproduced
-# exactly: stigma 0.007 (93 stigmas × 111 prompts and 37 no-stigma prompts), template 0 (280 prompts each), prompt
-# style 0.246 (37 base prompts against 3,441 of each other style), biased answer 0.122 (3,920 yes against 6,440 no) and
-# COT 0 (the merged set has every prompt with and without CoT). Two factors differ, for reasons we can state:
-# * *category*: the paper's 15 categories are not published; our 5 Pachankis clusters (plus no stigma) give 0.385
-#   instead of 0.359.
-# * *gender*: our reading of the templates gives 4 male, 6 female and 27 gender-neutral templates and GI 0.556. The
-#   paper's 0.529 is what one more male template gives (5 / 6 / 26); a single gender-neutral template with biased
-#   answer "no" recoded as male reproduces *all three* of the paper's gender-dependent numbers (GI 0.529 here, and CP
-#   0.372 and GI 0.711 overall, below). T21 ("…the manager is someone …", whose only gendered word is "my neighbor's
-#   son") is such a template; 12 others would do as well, so the paper's exact assignment cannot be recovered.
+# **SSQA against Table 1.** With the factors defined as in the paper, the per-factor Gini indices of stigma, template,
+# prompt style, biased answer and COT reproduce Table 1 (`matches_paper`; the sentences after the next table give
+# ours beside the paper's, with the level counts behind them: the merged set has every prompt with and without CoT).
+# Two factors differ, for reasons we can state:
+# * *category*: the paper's 15 categories are not published; our 5 Pachankis clusters (plus no stigma) are a
+#   different factor, so its Gini index differs by design.
+# * *gender*: our reading of the templates (how many templates hold each gender, `coverage_units.csv`) gives a larger
+#   Gini index than the paper's. One more male template gives the paper's; a single gender-neutral template with
+#   biased answer "no" recoded as male reproduces *all three* of the paper's gender-dependent numbers (the per-factor
+#   Gini index, row `gender (T21 recoded male)`, and the overall CP and GI, set "paper set, T21 recoded male" below).
+#   T21 ("…the manager is someone …", whose only gendered word is "my neighbor's son") is such a template; others would
+#   do as well, so the paper's exact assignment cannot be recovered.
 
 # %%
 overall = []
@@ -234,32 +243,37 @@ if benchmark == "ssqa":
     o = cov.coverage_overall(ssqa_module.paper_like_gender(cov_prompts), list(plan.overall_sets.values())[0], levels)
     o.insert(0, "set", "paper set, T21 recoded male (paper-like gender)")
     overall.append(o)
-    g = cov.coverage_by_factor(ssqa_module.paper_like_gender(cov_prompts), ["gender"], levels)
-    print(f"paper-like gender (T21 male): per-factor GI = {g.gini.iloc[0]:.4f} (paper 0.529)")
 overall = pd.concat(overall, ignore_index=True)
 table(overall, "coverage_overall", markdown=True)
 pair_cov = cov.pairwise_coverage(prompts, [f for f in plan.coverage_factors if f != "cot"], levels)
 table(pair_cov.sort_values("coverage_percentage"), "coverage_pairwise")
 
+# %% tags=["findings"]
+ssqa_paper = benchmark == "ssqa"
+display(Markdown(findings.coverage_findings(
+    by_factor, overall, coverage_units, unit_factors=("gender",) if ssqa_paper else (), unit=bench.cluster or "unit",
+    paper_gini=multifactor.PAPER_TABLE1_GINI if ssqa_paper else None,
+    paper_overall=multifactor.PAPER_OVERALL if ssqa_paper else None)))
+
 # %% [markdown]
-# **SSQA overall.** The paper reports "20,720 factor value combinations", CP 0.372 and GI 0.711. 20,720 is the number
-# of prompts in the merged set (10,360 × 2 for COT), not a number of combinations: no product of the factors' level
-# counts equals it (it has the prime factors 5 and 7, which no level count has). The tensor that gives CP 0.372 is
-# stigma (94) × gender (4) × prompt style (4) × biased answer (2) [× COT (2)]: 1,118 of its 3,008 cells are covered
-# (CP 0.3717, with or without COT). Its GI is 0.721 with our gender assignment and exactly **0.711 with the paper-like
-# one** — so the paper's overall numbers are those of this factor set, which leaves out template and category (both
-# aliased with other factors). The set stigma × template × prompt style × biased answer × COT has the same CP (0.372 =
-# 20,720 / 55,648) but GI 0.628 (0/1 counts give GI = 1 − CP), so it is not the paper's.
+# **SSQA overall.** The paper reports "20,720 factor value combinations" with its CP and GI (quoted above beside
+# ours). 20,720 is the number of prompts in the merged set (10,360 × 2 for COT), not a number of combinations: no
+# product of the factors' level counts equals it (it has the prime factors 5 and 7, which no level count has). The
+# tensor that gives the paper's CP is stigma × gender × prompt style × biased answer [× COT] (set "paper"; the same CP
+# with or without COT). Its GI matches the paper's only with the paper-like gender assignment — so the paper's overall
+# numbers are those of this factor set, which leaves out template and category (both aliased with other factors). The
+# set stigma × template × prompt style × biased answer × COT has the same CP but a different GI (its counts are 0 or
+# 1, and 0/1 counts give GI = 1 − CP), so it is not the paper's.
 
 # %% [markdown]
 # **BBQ.** BBQ crosses context (ambiguous / disambiguated) and question polarity completely — every example comes in
-# all four versions — so both have GI 0, and the answer positions and label types are balanced (GI ≤ 0.002). The
-# domain factors are not: categories hold 864 to 15,960 prompts (GI 0.449), stereotyped groups 16 to 12,280 (GI 0.738).
-# Over category × context × polarity × biased position × unknown position × label type, 360 of the 792 combinations are
-# covered (CP 0.455). Part of the gap is structural: the biased and the unknown answer can never share a position, so a
-# third of the position pairs are impossible by construction, and eq. (1) counts them as gaps. CP is only meaningful
-# relative to the combinations a design *could* contain; for BBQ we report it with that caveat. Crossing all eleven
-# factors would take 4.8 billion prompts (CP 3 × 10⁻⁶).
+# all four versions — so both are perfectly balanced, and the answer positions and label types nearly so. The domain
+# factors (categories, stereotyped groups) are not: the sentences of BBQ's run give their level counts and Gini
+# indices. Over the design set (category × context × polarity × biased position × unknown position × label type) well
+# under all combinations are covered. Part of the gap is structural: the biased and the unknown answer can never share
+# a position, so a third of the position pairs are impossible by construction, and eq. (1) counts them as gaps. CP is
+# only meaningful relative to the combinations a design *could* contain; for BBQ we report it with that caveat.
+# Crossing all eleven factors (set "all factors") would take billions of prompts.
 
 # %%
 for a, b in plan.heatmaps:
@@ -287,7 +301,7 @@ timings["coverage"] = time.perf_counter() - t0
 #
 # * **Released answers (SSQA only).** The mirror ships the real answers of Granite-3.0-8B and Llama-3.1-8B to all
 #   10,360 no-CoT prompts. A response *deviates* when the answer equals the biased answer; answers that are neither yes,
-#   no nor can't tell (Granite's 456 "improper output", Llama's one empty answer) are counted as their own outcome
+#   no nor can't tell (Granite's "improper output", Llama's empty answer; counted below) are counted as their own outcome
 #   `other` and do not deviate (as in the released `original answer bias` column, which our definition reproduces on
 #   every row). `other_answer_sensitivity.csv` sets this beside the alternative, the `other` answers left out: each
 #   model's deviation rate and the paired Granite − Llama difference under both.

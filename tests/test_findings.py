@@ -363,9 +363,10 @@ def test_factor_importance_is_read_on_the_odds_ratio_scale():
 # Summary tables of model results, per notebook: the values a findings sentence could quote.
 RESULT_TABLES = {
     "01_multifactor": ["*/tables/released_answers.csv", "*/tables/label_distribution.csv", "*/tables/cot_summary.csv",
-                       "*/tables/deviation_metric.csv", "*/tables/ks_tests.csv", "*/tables/accuracy_bias_scores.csv"],
+                       "*/tables/deviation_metric.csv", "*/tables/ks_tests.csv", "*/tables/accuracy_bias_scores.csv",
+                       "*/tables/coverage_by_factor.csv", "*/tables/coverage_overall.csv"],
     "02_calm": ["tables/bias_scores.csv", "tables/group_accuracy_mean.csv", "tables/robustness.csv",
-                "tables/subset_selection.csv", "tables/table6.csv"],
+                "tables/subset_selection.csv", "tables/table6.csv", "tables/diversity.csv"],
     "03_crows_pairs_bayes": ["tables/likelihood_tests.csv", "tables/preference_tests.csv", "tables/position_bias.csv",
                              "tables/order_consistency.csv"],
     "04_agentic_entropy": ["tables/entropy_by_model.csv", "tables/cyclic_by_model.csv", "tables/position_bias.csv",
@@ -374,9 +375,9 @@ RESULT_TABLES = {
 }
 # Method text that coincides with a table value: design constants of the benchmarks and the papers' own numbers.
 METHOD_NUMBERS = {
-    # prompt counts and coverage of SSQA's design; Granite's count of improper outputs in the released answers
-    # and the design's per-factor Gini indices (the paper's 0.359 for category, ours 0.556 for gender)
-    "01_multifactor": {"10,360", "0.246", "0.3717", "0.372", "456", "0.359", "0.556"},
+    # SSQA's released prompt count (the design, not a result: its measured coverage and Gini indices are rendered
+    # from coverage_by_factor.csv / coverage_overall.csv, the paper's own values by the same sentences)
+    "01_multifactor": {"10,360"},
     # eq. 1's factor 100; CALM's prompts per template (150 gender, 200 race, 350 all); the paper's Table 5
     "02_calm": {"100", "150", "200", "350", "84.8"},
     # the paper's Table 3 (printed and recomputed values, counts), pingouin's prior scale, SS = 100 %, model sizes
@@ -534,3 +535,29 @@ def test_no_findings_code_reads_a_raw_p_value():
              *sorted((ROOT / "lib/biaslab/papers").glob("*/findings.py"))]
     offenders = {f.name: raw.findall(f.read_text()) for f in files}
     assert not any(offenders.values()), offenders
+
+
+def test_design_sentences_render_from_their_tables():
+    """Notebook 1's coverage and notebook 2's template lengths were hand-written in markdown (issue 18's done-when:
+    no sentence states a result not rendered from a table); they are rendered from the tables now, the papers' own
+    numbers beside ours and attributed."""
+    from biaslab.papers.calm import findings as F2
+    from biaslab.papers.calm import published
+    from biaslab.papers.multifactor import findings as F1
+    by = pd.DataFrame({"factor": ["stigma", "gender"], "n_levels": [94, 4], "min_count": [74, 74],
+                       "max_count": [222, 15066], "gini": [0.0070669, 0.5561]})
+    ov = pd.DataFrame({"set": ["paper (stigma, gender)"], "n_covered": [2236], "n_combinations": [6016],
+                       "coverage_percentage": [0.37168], "gini": [0.72141]})
+    units = pd.DataFrame({"factor": "gender", "level": ["female", "male"], "n_prompts": [3348, 2232], "n_units": [6, 4]})
+    text = F1.coverage_findings(by, ov, units, ("gender",), "template", {"stigma": 0.007, "gender": 0.529},
+                                {"n_combinations": 20720, "coverage_percentage": 0.372, "gini": 0.711})
+    assert "stigma 0.00707 (94 levels of 74–222 prompts = Table 1)" in text
+    assert "gender 0.556 (4 levels of 74–15,066 prompts; Table 1: 0.529)" in text
+    assert "6 templates hold *female* and 4 templates hold *male*" in text
+    assert "2,236 of 6,016 combinations covered (CP 0.3717), GI 0.721; the paper reports CP 0.372 and GI 0.711" in text
+    div = pd.DataFrame({"benchmark": ["calm", "calm_passage"], "n_templates": [224, 224], "length_mean": [43.17, 36.39],
+                        "length_sd": [54.2, 51.09], "length_min": [3, 3], "length_max": [335, 319]})
+    words = F2.length_findings(div, published.TABLE4)
+    assert "224 templates of 3–319 words, mean 36.4, standard deviation 51; with the question (`calm`): mean 43.2, " \
+           "up to 335 words" in words
+    assert "at least 18.8" in words and "not 7.1" in words and "mean 38.5" in words
