@@ -167,7 +167,7 @@ def _filter(df: pd.DataFrame, filters: dict) -> pd.DataFrame:
 
 
 def headline_values(m: Metric, root: Path) -> pd.DataFrame:
-    """model, estimate, source (file), plus the source's own interval where it has one."""
+    """model, estimate, source (file), plus the source's own interval (and its G) where it has one."""
     rows = []
     for s in m.sources:
         t = read_table(root, m.folder, s.table)
@@ -179,9 +179,9 @@ def headline_values(m: Metric, root: Path) -> pd.DataFrame:
             rows.append({"model": d["model"], "estimate": float(d[s.column]),
                          "source": f"{m.folder}/tables/{s.table}.csv", "answer_mode": s.answer_mode or m.answer_mode,
                          "source_ci_low": d.get("ci_low", np.nan), "source_ci_high": d.get("ci_high", np.nan),
-                         "source_ci_method": d.get("ci_method", "")})
+                         "source_ci_method": d.get("ci_method", ""), "source_n_clusters": d.get("n_clusters", np.nan)})
     out = pd.DataFrame(rows, columns=["model", "estimate", "source", "answer_mode", "source_ci_low",
-                                      "source_ci_high", "source_ci_method"])
+                                      "source_ci_high", "source_ci_method", "source_n_clusters"])
     return out.drop_duplicates("model", keep="first").reset_index(drop=True)
 
 
@@ -195,6 +195,8 @@ def unit_responses(m: Metric, root: Path) -> pd.DataFrame:
     if not parts:
         return pd.DataFrame()
     r = pd.concat(parts, ignore_index=True)
+    if r.empty:
+        return r.assign(unit=pd.Series(dtype=str))
     r["unit"] = r[list(m.unit)].astype(str).agg("|".join, axis=1) if len(m.unit) > 1 else r[m.unit[0]].astype(str)
     dup = r.duplicated(["model", "unit"])
     if dup.any():         # one row per model and unit, or counts and paired differences double rows
@@ -202,6 +204,18 @@ def unit_responses(m: Metric, root: Path) -> pd.DataFrame:
                          f"(e.g. {r.loc[dup, 'model'].iloc[0]}, {r.loc[dup, 'unit'].iloc[0]}): the filters must select "
                          "one row per unit")
     return _derive(m, r)
+
+
+def no_responses(m: Metric, root: Path) -> str:
+    """Why a metric has no per-unit responses: none written, or written without a column its filters need (a table
+    from before that column was added: its notebook must be rerun)."""
+    for stem in m.responses:
+        t = read_table(root, m.folder, stem)
+        lacking = [c for c in m.response_filters if t is not None and c not in t]
+        if lacking:
+            return (f"no usable per-prompt responses: {m.folder}/tables/{stem}.csv has no {', '.join(lacking)} "
+                    "column (written before it was added; rerun that notebook)")
+    return "no per-prompt responses in the source folder"
 
 
 def _derive(m: Metric, r: pd.DataFrame) -> pd.DataFrame:
@@ -258,11 +272,11 @@ def model_metric_table(root: Path, metrics=METRICS, models: list[str] | None = N
             r = r_all[r_all["model"] == row.model] if len(r_all) else r_all
             res = interval(m, r, seed=seed, n_boot=n_boot) if len(r) else {
                 "estimate_from_responses": np.nan, "ci_low": np.nan, "ci_high": np.nan,
-                "ci_method": "no per-prompt responses in the source folder", "n_clusters": np.nan}
+                "ci_method": no_responses(m, root), "n_clusters": np.nan}
             if m.kind == "source_interval":
                 how = row.source_ci_method if isinstance(row.source_ci_method, str) and row.source_ci_method else \
                     m.note.split(";")[0]
-                res.update(ci_low=row.source_ci_low, ci_high=row.source_ci_high,
+                res.update(ci_low=row.source_ci_low, ci_high=row.source_ci_high, n_clusters=row.source_n_clusters,
                            ci_method=f"the source notebook's interval: {how}")
             units = _answered_units(m, r)
             rows.append({"metric": m.id, "benchmark": m.benchmark, "label": m.label, "model": row.model,
@@ -292,20 +306,22 @@ def _set_id(units: list[str]) -> str:
 def comparison_groups(table: pd.DataFrame) -> pd.DataFrame:
     """``comparison_group`` per model × metric: models whose estimates rest on the same prompt set and the same
     answer mode (like with like, issue 18); only models of one group are ranked against each other. A group is
-    labelled by its answer mode and the size of its prompt set (with a letter where two sets have the same size)."""
+    labelled by its answer mode and the size of its prompt set (with a letter where two sets have the same size). A
+    model whose units are unknown (no per-unit responses) shares its prompts with no one it could be shown to share
+    them with: it is a group of its own."""
     out = table.copy()
     labels = []
     for mid, g in out.groupby("metric", sort=False):
-        keys = list(dict.fromkeys(zip(g["answer_mode"].fillna(""), g["prompt_set"].fillna(""),
-                                      g["n_prompt_set"])))
+        sid = g["prompt_set"].fillna("").where(g["prompt_set"].fillna("") != "", "unknown: " + g["model"])
+        rows = list(zip(g["answer_mode"].fillna(""), sid, g["n_prompt_set"].fillna(0)))
+        keys = list(dict.fromkeys(rows))
         sizes = pd.Series([k[2] for k in keys]).value_counts()
         name = {}
-        for i, (mode, sid, n) in enumerate(keys):
+        for i, (mode, s_id, n) in enumerate(keys):
             tag = f" (set {chr(65 + i)})" if sizes[n] > 1 else ""
-            name[(mode, sid, n)] = f"{mode or 'one answer mode'} · {int(n):,} units{tag}" if n else \
-                f"{mode or 'one answer mode'} · units unknown"
-        labels += [(i, name[k]) for i, k in zip(g.index, zip(g["answer_mode"].fillna(""), g["prompt_set"].fillna(""),
-                                                             g["n_prompt_set"]))]
+            name[(mode, s_id, n)] = (f"{mode or 'one answer mode'} · {int(n):,} units{tag}" if n else
+                                     f"{mode or 'one answer mode'} · units unknown ({s_id.removeprefix('unknown: ')})")
+        labels += [(i, name[k]) for i, k in zip(g.index, rows)]
     out["comparison_group"] = pd.Series(dict(labels))
     return out
 
