@@ -623,7 +623,9 @@ timings["subgroups"] = time.perf_counter() - t0
 # clusters). The deviation metric (`deviation_metric_intervals.csv`) is not a mean of prompts, but it is one to first
 # order: its linearization pseudo-values (Woodruff 1971; `stats.subgroups.deviation_metric_pseudo_values`) average to
 # it, so it gets the same rule — CR1 with t(G − 1), or with fewer than 30 clusters (CALM's 12 templates) the wild
-# cluster bootstrap (changed after issue 18's audit: before, a percentile template bootstrap). Two models scored on
+# cluster bootstrap (changed after issue 18's audit: before, a percentile template bootstrap). Where a subgroup holds a
+# single prompt (SSQA's embedded subset: 87 subgroups from 150 prompts) its own rate fits that prompt exactly, the
+# linearized variance is not estimable, and the interval is undefined and says so. Two models scored on
 # the same prompts answer the same subgroups, so the KS test (kept as the paper's variant) is joined by a paired test
 # (`paired_subgroup_tests.csv`): the difference of the two deviation metrics on the two models' pseudo-values over
 # the same clusters (the same rule), and the Wilcoxon signed-rank test over subgroups (kept as `p_naive`); plus the

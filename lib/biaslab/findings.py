@@ -49,13 +49,14 @@ def pval(p: float) -> str:
 
 def interval(row: Mapping, digits: int = 3, scale: float = 1.0) -> str:
     """``(95 % CI 0.949–0.958)`` from ``ci_low``/``ci_high`` (with ``ci_method`` when given) or ``ci95_low``/
-    ``ci95_high``; empty when the row has no interval."""
+    ``ci95_high``; without an interval, the reason where ``ci_method`` gives one ("undefined: …"), else empty."""
     for lo, hi in (("ci_low", "ci_high"), ("ci95_low", "ci95_high")):
         if lo in row and hi in row and present(row[lo]) and present(row[hi]):
             method = row.get("ci_method") if hasattr(row, "get") else None
             level = f"95 % CI, {method}" if isinstance(method, str) and method else "95 % CI"
             return f"({level} {num(scale * row[lo], digits)}–{num(scale * row[hi], digits)})"
-    return ""
+    method = row.get("ci_method") if hasattr(row, "get") else None
+    return f"(no interval, {method})" if isinstance(method, str) and method.startswith("undefined") else ""
 
 
 def present(x) -> bool:

@@ -128,15 +128,29 @@ def subgroup_metric_intervals(df: pd.DataFrame, outcome: str, factors: Sequence[
     n_subgroups, estimate, se, ci_low, ci_high, n_clusters, df, ci_method."""
     from .subgroups import deviation_metric_pseudo_values
     rows = []
-    for m, part in df.groupby(model, sort=False):
+    for m, part in df[df[outcome].notna()].groupby(model, sort=False):      # units without an outcome: left out
         labels = _subgroup_labels(part, factors)
-        dm, pseudo = deviation_metric_pseudo_values(part[outcome], labels, ideal)
-        r = mean_inference(pseudo, cluster_labels(part, cluster), alpha=alpha, seed=seed,
-                           name=cluster_name(cluster) if cluster else "")
+        dm, pseudo, single = deviation_metric_pseudo_values(part[outcome], labels, ideal)
+        r = _metric_inference(pseudo, part, cluster, single, np.unique(labels).size, alpha, seed)
         rows.append({model: m, "factors": " x ".join(factors), "n_subgroups": int(np.unique(labels).size),
                      "estimate": dm, "se": r["se"], "ci_low": r["ci_low"], "ci_high": r["ci_high"],
                      "n_clusters": r["n_clusters"], "df": r["df"], "ci_method": r["ci_method"]})
     return pd.DataFrame(rows)
+
+
+def _metric_inference(pseudo: np.ndarray, rows: pd.DataFrame, cluster, single: int, n_sub: int, alpha: float,
+                      seed: int, null: float = 0.0) -> dict:
+    """:func:`biaslab.stats.clustered.mean_inference` of a metric's pseudo-values, or its undefined result (NaN
+    interval and p, ``ci_method`` saying why) where ``single`` subgroups of one unit leave the variance unestimable."""
+    labels = cluster_labels(rows, cluster)
+    if not single:
+        return mean_inference(pseudo, labels, null=null, alpha=alpha, seed=seed,
+                              name=cluster_name(cluster) if cluster else "")
+    g = len(pd.unique(np.asarray(labels if not isinstance(labels, list) else labels[0]))) if cluster else len(rows)
+    why = (f"undefined: {single} of {n_sub} subgroups hold one prompt, which its own rate fits exactly (leverage 1): "
+           "the linearized variance is not estimable")
+    return {"se": np.nan, "ci_low": np.nan, "ci_high": np.nan, "n_clusters": g, "df": g - 1, "ci_method": why,
+            "p_method": why, "statistic": np.nan, "p_value": np.nan}
 
 
 def paired_subgroup_test(df: pd.DataFrame, outcome: str, factors: Sequence[str], a: str, b: str,
@@ -155,25 +169,24 @@ def paired_subgroup_test(df: pd.DataFrame, outcome: str, factors: Sequence[str],
     treats subgroups as independent, which they are not when they share templates."""
     from .subgroups import deviation_metric_pseudo_values
     factors = list(factors)
-    sub = df[df[model].isin([a, b])]
+    sub = df[df[model].isin([a, b]) & df[outcome].notna()]
     keys = {m: set(map(tuple, g[factors].astype(str).drop_duplicates().to_numpy())) for m, g in sub.groupby(model)}
     common = keys.get(a, set()) & keys.get(b, set())
     out = {"model_a": a, "model_b": b, "factors": " x ".join(factors), "n_subgroups": len(common)}
     if not common:
         return {**out, "p_value": np.nan}
     sub = sub[[k in common for k in map(tuple, sub[factors].astype(str).to_numpy())]]
-    parts, rates = [], {}
+    parts, rates, single = [], {}, 0
     for m, sign in ((a, 1.0), (b, -1.0)):
         p = sub[sub[model] == m]
         labels = _subgroup_labels(p, factors)
-        dm, pseudo = deviation_metric_pseudo_values(p[outcome], labels, ideal)
-        rates[m] = (dm, p.groupby(factors, sort=True, observed=True)[outcome].mean())
+        dm, pseudo, k = deviation_metric_pseudo_values(p[outcome], labels, ideal)
+        rates[m], single = (dm, p.groupby(factors, sort=True, observed=True)[outcome].mean()), single + k
         parts.append((sign * (pseudo - dm) / len(p), p))       # each row's influence on DM_a - DM_b
     diff = rates[a][0] - rates[b][0]
     psi = np.concatenate([x for x, _ in parts])
     stacked = pd.concat([p for _, p in parts], ignore_index=True)
-    r = mean_inference(diff + psi.size * psi, cluster_labels(stacked, cluster), null=0.0, alpha=alpha, seed=seed,
-                       name=cluster_name(cluster) if cluster else "")
+    r = _metric_inference(diff + psi.size * psi, stacked, cluster, single, 2 * len(common), alpha, seed)
     w = wilcoxon_paired(rates[a][1].to_numpy(), rates[b][1].reindex(rates[a][1].index).to_numpy())
     return {**out, "metric_a": rates[a][0], "metric_b": rates[b][0], "metric_difference": diff,
             "ci_low": r["ci_low"], "ci_high": r["ci_high"], "ci_method": r["ci_method"],
