@@ -868,7 +868,7 @@ for r in rate_ci.itertuples():
             c["mde"], n_clusters=g_cl, deff=c["design_effect"], scale="rate difference", note=c["note"],
             test=f"Wald t({g_cl - 1}), cluster-robust contrast",
             design=f"subgroup vs rest of the same model, {c['n_defined']} of {c['n_levels']} levels of {f} with an "
-                   "MDE, median MDE" + (f"; contrast deff {c['deff_range']} over levels" if c["n_defined"] else "")
+                   "MDE" + (f", median MDE; contrast deff {c['deff_range']} over levels" if c["n_defined"] else "")
                    + f"; {g_cl} clusters"))
     deff = float(r.design_effect) if np.isfinite(r.design_effect) else 1.0
     base = min(max(r.rate, 0.05), 0.95)
