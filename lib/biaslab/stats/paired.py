@@ -125,16 +125,22 @@ def subgroup_metric_intervals(df: pd.DataFrame, outcome: str, factors: Sequence[
     the mean of its linearization pseudo-values (:func:`biaslab.stats.subgroups.deviation_metric_pseudo_values`)
     under the rule of :mod:`biaslab.stats.clustered`: CR1 (one-way, or two-way for a crossed ``cluster``) with
     t(G - 1), or the wild cluster restricted bootstrap with fewer than 30 clusters. Columns: model, factors,
-    n_subgroups, estimate, se, ci_low, ci_high, n_clusters, df, ci_method."""
+    n_subgroups, estimate, se, ci_low, ci_high (within the metric's range), n_clusters, df, ci_method."""
     from .subgroups import deviation_metric_pseudo_values
     rows = []
     for m, part in df[df[outcome].notna()].groupby(model, sort=False):      # units without an outcome: left out
         labels = _subgroup_labels(part, factors)
         dm, pseudo, single = deviation_metric_pseudo_values(part[outcome], labels, ideal)
         r = _metric_inference(pseudo, part, cluster, single, np.unique(labels).size, alpha, seed)
+        # the metric's range: [0, max(C, 1 - C)] for 0/1 outcomes (a symmetric interval can leave it with few
+        # clusters); clipping keeps the coverage and says so
+        top = max(ideal, 1 - ideal) if set(pd.unique(part[outcome])) <= {0, 1} else np.inf
+        lo, hi = (max(r["ci_low"], 0.0), min(r["ci_high"], top)) if np.isfinite(r["ci_low"]) else (np.nan, np.nan)
+        clipped = f" (clipped to the metric's range [0, {top:g}])" if (lo, hi) != (r["ci_low"], r["ci_high"]) \
+            and np.isfinite(lo) else ""
         rows.append({model: m, "factors": " x ".join(factors), "n_subgroups": int(np.unique(labels).size),
-                     "estimate": dm, "se": r["se"], "ci_low": r["ci_low"], "ci_high": r["ci_high"],
-                     "n_clusters": r["n_clusters"], "df": r["df"], "ci_method": r["ci_method"]})
+                     "estimate": dm, "se": r["se"], "ci_low": lo, "ci_high": hi, "n_clusters": r["n_clusters"],
+                     "df": r["df"], "ci_method": r["ci_method"] + clipped})
     return pd.DataFrame(rows)
 
 
