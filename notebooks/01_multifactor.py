@@ -301,7 +301,7 @@ timings["coverage"] = time.perf_counter() - t0
 #
 # * **Released answers (SSQA only).** The mirror ships the real answers of Granite-3.0-8B and Llama-3.1-8B to all
 #   10,360 no-CoT prompts. A response *deviates* when the answer equals the biased answer; answers that are neither yes,
-#   no nor can't tell (Granite's "improper output", Llama's empty answer; counted below) are counted as their own outcome
+#   no nor can't tell (Granite's "improper output", Llama's empty answer; counted below) count as their own outcome
 #   `other` and do not deviate (as in the released `original answer bias` column, which our definition reproduces on
 #   every row). `other_answer_sensitivity.csv` sets this beside the alternative, the `other` answers left out: each
 #   model's deviation rate and the paired Granite − Llama difference under both.

@@ -97,8 +97,8 @@ out.record_data(hashes)           # sha256 of every table read
 # the agentic entropy, and BBQ's bias scores through their linearization pseudo-values (ratios are means to first
 # order) — the cluster-robust CR1 t(G − 1) interval, or the wild cluster bootstrap with fewer than 30 clusters; for
 # CALM's range statistic, notebook 2's projection interval. `ci_method` names each, `n_clusters` gives G. A row whose
-# source folder has no per-prompt responses has no interval and says so. `orientation` is +1 where a higher value is more biased
-# and −1 where a lower one is (the agentic entropy); `null` is the value of a model without bias.
+# source folder has no per-prompt responses has no interval and says so. `orientation` is +1 where a higher value is
+# more biased and −1 where a lower one is (the agentic entropy); `null` is the value of a model without bias.
 #
 # **What each estimate rests on** (issue 18): `answer_mode` says how the model's answers were obtained (label
 # probabilities, generated text, sentence log-probabilities …) and `prompt_set` / `n_prompt_set` which prompts its

@@ -264,7 +264,8 @@ def test_the_robustness_table_uses_the_projection_interval():
     ok = rob["overall"].notna() & (rob["perturbation"] != "mean of perturbations")
     assert ok.sum() == 4
     assert rob.loc[ok, "ci_method"].str.startswith("projection of simultaneous Clopper-Pearson boxes").all()
-    assert ((rob.loc[ok, "ci_low"] <= rob.loc[ok, "overall"]) & (rob.loc[ok, "overall"] <= rob.loc[ok, "ci_high"])).all()
+    r = rob[ok]
+    assert ((r["ci_low"] <= r["overall"]) & (r["overall"] <= r["ci_high"])).all()
     assert (rob.loc[ok, "n_clusters"] == 6).all()      # template x bias-type entries, as bias_scores.csv counts them
     for v in cb.VARIANTS:      # the original rows are bias_scores.csv's overall rows
         pj = cb.projection_intervals(df, cb.bias_scores(df, v))

@@ -548,7 +548,8 @@ def test_design_sentences_render_from_their_tables():
                        "max_count": [222, 15066], "gini": [0.0070669, 0.5561]})
     ov = pd.DataFrame({"set": ["paper (stigma, gender)"], "n_covered": [2236], "n_combinations": [6016],
                        "coverage_percentage": [0.37168], "gini": [0.72141]})
-    units = pd.DataFrame({"factor": "gender", "level": ["female", "male"], "n_prompts": [3348, 2232], "n_units": [6, 4]})
+    units = pd.DataFrame({"factor": "gender", "level": ["female", "male"], "n_prompts": [3348, 2232],
+                          "n_units": [6, 4]})
     text = F1.coverage_findings(by, ov, units, ("gender",), "template", {"stigma": 0.007, "gender": 0.529},
                                 {"n_combinations": 20720, "coverage_percentage": 0.372, "gini": 0.711})
     assert "stigma 0.00707 (94 levels of 74–222 prompts = Table 1)" in text

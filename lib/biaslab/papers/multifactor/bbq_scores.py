@@ -6,9 +6,9 @@ formulas as :func:`biaslab.benchmarks.bbq.bias_scores`). Both are smooth functio
 linearized (:func:`biaslab.benchmarks.bbq.bias_score_pseudo_values`: per-answer pseudo-values whose mean is the score)
 and get the interval of any mean under :mod:`biaslab.stats.clustered`'s rule: CR1 with t(G - 1), or the wild cluster
 restricted bootstrap (Webb weights, test inversion) with fewer than 30 templates — in notebook 1 and notebook 5 alike
-(:func:`biaslab.benchmarks.bbq.with_pseudo_values`). Before issue 18's audit the bias score had a percentile cluster bootstrap (and notebook
-5 a Wald test on that bootstrap's SE). Accuracy intervals come from :func:`biaslab.stats.intervals.rate_intervals`
-(Korn-Graubard with the CR1 design effect and t(G - 1)).
+(:func:`biaslab.benchmarks.bbq.with_pseudo_values`). Before issue 18's audit the bias score had a percentile cluster
+bootstrap (and notebook 5 a Wald test on that bootstrap's SE). Accuracy intervals come from
+:func:`biaslab.stats.intervals.rate_intervals` (Korn-Graubard with the CR1 design effect and t(G - 1)).
 """
 
 from __future__ import annotations
