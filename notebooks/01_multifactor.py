@@ -204,25 +204,34 @@ else:
     cov_prompts = prompts
 kinds = {f.name: f.kind for f in spec.factors}
 by_factor = cov.coverage_by_factor(cov_prompts, plan.coverage_factors, levels, kinds)
-if benchmark == "ssqa":
-    by_factor["paper_gini"] = by_factor["factor"].map(multifactor.PAPER_TABLE1_GINI)
-    by_factor["matches_paper"] = by_factor["gini"].round(3) == by_factor["paper_gini"]
-table(by_factor, "coverage_by_factor", markdown=True, show_rows=20)
 out.show(plots.gini_bars(by_factor, f"{benchmark.upper()}: per-factor Gini index",
                          multifactor.PAPER_TABLE1_GINI if benchmark == "ssqa" else None), "gini_by_factor", 520)
+if benchmark == "ssqa":
+    # the gender factor with one gender-neutral template (T21) recoded male: the paper-like assignment (below)
+    g = cov.coverage_by_factor(ssqa_module.paper_like_gender(cov_prompts), ["gender"], levels, kinds)
+    by_factor = pd.concat([by_factor, g.assign(factor="gender (T21 recoded male)")], ignore_index=True)
+    by_factor["paper_gini"] = by_factor["factor"].str.split(" (", regex=False).str[0].map(
+        multifactor.PAPER_TABLE1_GINI)
+    by_factor["matches_paper"] = by_factor["gini"].round(3) == by_factor["paper_gini"]
+table(by_factor, "coverage_by_factor", markdown=True, show_rows=20)
+# how many generating units (templates) hold each level: SSQA's gender is read from the template's words
+coverage_units = cov.unit_levels(cov_prompts, plan.coverage_factors, bench.cluster) if bench.cluster in cov_prompts \
+    else pd.DataFrame(columns=["factor", "level", "n_prompts", "n_units"])
+table(coverage_units, "coverage_units")
 
 # %% [markdown]
-# **SSQA against Table 1.** With the factors defined as in the paper, the per-factor Gini indices are reproduced
-# exactly: stigma 0.007 (93 stigmas × 111 prompts and 37 no-stigma prompts), template 0 (280 prompts each), prompt
-# style 0.246 (37 base prompts against 3,441 of each other style), biased answer 0.122 (3,920 yes against 6,440 no) and
-# COT 0 (the merged set has every prompt with and without CoT). Two factors differ, for reasons we can state:
-# * *category*: the paper's 15 categories are not published; our 5 Pachankis clusters (plus no stigma) give 0.385
-#   instead of 0.359.
-# * *gender*: our reading of the templates gives 4 male, 6 female and 27 gender-neutral templates and GI 0.556. The
-#   paper's 0.529 is what one more male template gives (5 / 6 / 26); a single gender-neutral template with biased
-#   answer "no" recoded as male reproduces *all three* of the paper's gender-dependent numbers (GI 0.529 here, and CP
-#   0.372 and GI 0.711 overall, below). T21 ("…the manager is someone …", whose only gendered word is "my neighbor's
-#   son") is such a template; 12 others would do as well, so the paper's exact assignment cannot be recovered.
+# **SSQA against Table 1.** With the factors defined as in the paper, the per-factor Gini indices of stigma, template,
+# prompt style, biased answer and COT reproduce Table 1 (`matches_paper`; the sentences after the next table give
+# ours beside the paper's, with the level counts behind them: the merged set has every prompt with and without CoT).
+# Two factors differ, for reasons we can state:
+# * *category*: the paper's 15 categories are not published; our 5 Pachankis clusters (plus no stigma) are a
+#   different factor, so its Gini index differs by design.
+# * *gender*: our reading of the templates (how many templates hold each gender, `coverage_units.csv`) gives a larger
+#   Gini index than the paper's. One more male template gives the paper's; a single gender-neutral template with
+#   biased answer "no" recoded as male reproduces *all three* of the paper's gender-dependent numbers (the per-factor
+#   Gini index, row `gender (T21 recoded male)`, and the overall CP and GI, set "paper set, T21 recoded male" below).
+#   T21 ("…the manager is someone …", whose only gendered word is "my neighbor's son") is such a template; others would
+#   do as well, so the paper's exact assignment cannot be recovered.
 
 # %%
 overall = []
@@ -234,32 +243,37 @@ if benchmark == "ssqa":
     o = cov.coverage_overall(ssqa_module.paper_like_gender(cov_prompts), list(plan.overall_sets.values())[0], levels)
     o.insert(0, "set", "paper set, T21 recoded male (paper-like gender)")
     overall.append(o)
-    g = cov.coverage_by_factor(ssqa_module.paper_like_gender(cov_prompts), ["gender"], levels)
-    print(f"paper-like gender (T21 male): per-factor GI = {g.gini.iloc[0]:.4f} (paper 0.529)")
 overall = pd.concat(overall, ignore_index=True)
 table(overall, "coverage_overall", markdown=True)
 pair_cov = cov.pairwise_coverage(prompts, [f for f in plan.coverage_factors if f != "cot"], levels)
 table(pair_cov.sort_values("coverage_percentage"), "coverage_pairwise")
 
+# %% tags=["findings"]
+ssqa_paper = benchmark == "ssqa"
+display(Markdown(findings.coverage_findings(
+    by_factor, overall, coverage_units, unit_factors=("gender",) if ssqa_paper else (), unit=bench.cluster or "unit",
+    paper_gini=multifactor.PAPER_TABLE1_GINI if ssqa_paper else None,
+    paper_overall=multifactor.PAPER_OVERALL if ssqa_paper else None)))
+
 # %% [markdown]
-# **SSQA overall.** The paper reports "20,720 factor value combinations", CP 0.372 and GI 0.711. 20,720 is the number
-# of prompts in the merged set (10,360 × 2 for COT), not a number of combinations: no product of the factors' level
-# counts equals it (it has the prime factors 5 and 7, which no level count has). The tensor that gives CP 0.372 is
-# stigma (94) × gender (4) × prompt style (4) × biased answer (2) [× COT (2)]: 1,118 of its 3,008 cells are covered
-# (CP 0.3717, with or without COT). Its GI is 0.721 with our gender assignment and exactly **0.711 with the paper-like
-# one** — so the paper's overall numbers are those of this factor set, which leaves out template and category (both
-# aliased with other factors). The set stigma × template × prompt style × biased answer × COT has the same CP (0.372 =
-# 20,720 / 55,648) but GI 0.628 (0/1 counts give GI = 1 − CP), so it is not the paper's.
+# **SSQA overall.** The paper reports "20,720 factor value combinations" with its CP and GI (quoted above beside
+# ours). 20,720 is the number of prompts in the merged set (10,360 × 2 for COT), not a number of combinations: no
+# product of the factors' level counts equals it (it has the prime factors 5 and 7, which no level count has). The
+# tensor that gives the paper's CP is stigma × gender × prompt style × biased answer [× COT] (set "paper"; the same CP
+# with or without COT). Its GI matches the paper's only with the paper-like gender assignment — so the paper's overall
+# numbers are those of this factor set, which leaves out template and category (both aliased with other factors). The
+# set stigma × template × prompt style × biased answer × COT has the same CP but a different GI (its counts are 0 or
+# 1, and 0/1 counts give GI = 1 − CP), so it is not the paper's.
 
 # %% [markdown]
 # **BBQ.** BBQ crosses context (ambiguous / disambiguated) and question polarity completely — every example comes in
-# all four versions — so both have GI 0, and the answer positions and label types are balanced (GI ≤ 0.002). The
-# domain factors are not: categories hold 864 to 15,960 prompts (GI 0.449), stereotyped groups 16 to 12,280 (GI 0.738).
-# Over category × context × polarity × biased position × unknown position × label type, 360 of the 792 combinations are
-# covered (CP 0.455). Part of the gap is structural: the biased and the unknown answer can never share a position, so a
-# third of the position pairs are impossible by construction, and eq. (1) counts them as gaps. CP is only meaningful
-# relative to the combinations a design *could* contain; for BBQ we report it with that caveat. Crossing all eleven
-# factors would take 4.8 billion prompts (CP 3 × 10⁻⁶).
+# all four versions — so both are perfectly balanced, and the answer positions and label types nearly so. The domain
+# factors (categories, stereotyped groups) are not: the sentences of BBQ's run give their level counts and Gini
+# indices. Over the design set (category × context × polarity × biased position × unknown position × label type) well
+# under all combinations are covered. Part of the gap is structural: the biased and the unknown answer can never share
+# a position, so a third of the position pairs are impossible by construction, and eq. (1) counts them as gaps. CP is
+# only meaningful relative to the combinations a design *could* contain; for BBQ we report it with that caveat.
+# Crossing all eleven factors (set "all factors") would take billions of prompts.
 
 # %%
 for a, b in plan.heatmaps:
@@ -287,7 +301,7 @@ timings["coverage"] = time.perf_counter() - t0
 #
 # * **Released answers (SSQA only).** The mirror ships the real answers of Granite-3.0-8B and Llama-3.1-8B to all
 #   10,360 no-CoT prompts. A response *deviates* when the answer equals the biased answer; answers that are neither yes,
-#   no nor can't tell (Granite's 456 "improper output", Llama's one empty answer) are counted as their own outcome
+#   no nor can't tell (Granite's "improper output", Llama's empty answer; counted below) count as their own outcome
 #   `other` and do not deviate (as in the released `original answer bias` column, which our definition reproduces on
 #   every row). `other_answer_sensitivity.csv` sets this beside the alternative, the `other` answers left out: each
 #   model's deviation rate and the paired Granite − Llama difference under both.
@@ -316,9 +330,10 @@ if benchmark == "ssqa":
     answers = released.groupby(["model", "answer"]).size().unstack(fill_value=0)
     answers["deviation_rate"] = released.groupby("model")["deviated"].mean()
     table(answers.reset_index(), "released_answers", markdown=True)
-    # per prompt, for notebook 5's paired comparisons with the embedded models (the same prompt ids)
+    # per prompt, for notebook 5's paired comparisons with the embedded models (the same prompt ids), with every
+    # cluster column of the design (template and stigma: notebook 5 clusters as this notebook does)
     out.table(released[["prompt_id", "model", "cot", "answer", "deviated"]].merge(
-        prompts[["prompt_id", bench.cluster]], on="prompt_id"), "responses_released")
+        prompts[["prompt_id"] + bench.cluster_columns], on="prompt_id"), "responses_released")
     display(Markdown(findings.released_findings(answers.reset_index())))
     # sensitivity (issue 18): Granite's 456 "other" answers counted as not biased (above) or left out
     table(multifactor.other_answer_sensitivity(released, prompts, bench.clusters), "other_answer_sensitivity",
@@ -433,7 +448,7 @@ scored = pd.concat(scored, ignore_index=True) if scored else pd.DataFrame()
 if len(scored):
     # every scored response (embedded models), with the generating unit and the plan's factors, for re-analysis
     # and for notebook 5's paired comparisons
-    keep = [c for c in dict.fromkeys([bench.cluster] + plan.coverage_factors)
+    keep = [c for c in dict.fromkeys(bench.cluster_columns + plan.coverage_factors)
             if c and c in prompts and c not in scored]
     out.table(scored.merge(prompts[["prompt_id"] + keep], on="prompt_id", how="left"), "responses")
 if len(model_timings):
@@ -605,11 +620,16 @@ timings["subgroups"] = time.perf_counter() - t0
 # t(G − 1) references, G the number of clusters (two-way: the smaller dimension), reported beside every interval
 # (`n_clusters`, `df`). Rates (`deviation_rate_intervals.csv`, `subgroup_rate_intervals.csv`) get the Korn–Graubard
 # interval (Clopper–Pearson on the df-adjusted effective n, so a subgroup from 4 templates has the information of 4
-# clusters); the deviation metric (`deviation_metric_intervals.csv`) a template bootstrap (percentile: it is not a
-# mean). Two models scored on the same prompts answer the same subgroups, so the KS test (kept as the paper's variant)
-# is joined by a paired test (`paired_subgroup_tests.csv`): the difference of the two deviation metrics with a
-# template-paired bootstrap interval, tested by the Wald t(G − 1) on its standard error, and the Wilcoxon signed-rank
-# test over subgroups; plus the paired difference of the overall deviation rates (`paired_comparisons.csv`: the
+# clusters). The deviation metric (`deviation_metric_intervals.csv`) is not a mean of prompts, but it is one to first
+# order: its linearization pseudo-values (Woodruff 1971; `stats.subgroups.deviation_metric_pseudo_values`) average to
+# it, so it gets the same rule — CR1 with t(G − 1), or with fewer than 30 clusters (CALM's 12 templates) the wild
+# cluster bootstrap (changed after issue 18's audit: before, a percentile template bootstrap). Where a subgroup holds a
+# single prompt (SSQA's embedded subset: 87 subgroups from 150 prompts) its own rate fits that prompt exactly, the
+# linearized variance is not estimable, and the interval is undefined and says so. Two models scored on
+# the same prompts answer the same subgroups, so the KS test (kept as the paper's variant) is joined by a paired test
+# (`paired_subgroup_tests.csv`): the difference of the two deviation metrics on the two models' pseudo-values over
+# the same clusters (the same rule), and the Wilcoxon signed-rank test over subgroups (kept as `p_naive`); plus the
+# paired difference of the overall deviation rates (`paired_comparisons.csv`: the
 # cluster-robust t(G − 1) interval and test of the per-prompt differences, or the wild cluster bootstrap with fewer
 # than 30 clusters; the exact McNemar test over prompts is kept as `p_naive`). Holm across the paired tests of the
 # notebook (its confirmatory family: family-wise control). Degenerate responders keep their rows, marked "not
@@ -621,8 +641,8 @@ table(rate_ci, "deviation_rate_intervals", markdown=True)
 table(pd.concat([intervals.rate_intervals(nocot, plan.outcome, bench.clusters, by=["model", f]).rename(
     columns={f: "level"}).assign(factor=f) for f in plan.subgroup_factors], ignore_index=True),
     "subgroup_rate_intervals", show_rows=6)
-dm_rows = lambda r: paired.deviation_metric_rows(r, plan.ideal)   # eq. 4 with the plan's ideal value C
-dm_ci = paired.subgroup_metric_intervals(nocot, plan.outcome, plan.ecdf_factors, bench.cluster, metric=dm_rows)
+# eq. 4 with the plan's ideal value C, linearized: the interval of a mean under the one rule, on the design's clusters
+dm_ci = paired.subgroup_metric_intervals(nocot, plan.outcome, plan.ecdf_factors, bench.clusters, ideal=plan.ideal)
 table(dm_ci, "deviation_metric_intervals", markdown=True)
 pst, pdiff = [], []
 for name, ms in groups.items():
@@ -630,7 +650,7 @@ for name, ms in groups.items():
     for i, a in enumerate(ok):
         for b in ok[i + 1:]:
             pst.append({"models": name, **paired.paired_subgroup_test(nocot, plan.outcome, plan.ecdf_factors, a, b,
-                                                                      bench.cluster, metric=dm_rows)})
+                                                                      bench.clusters, ideal=plan.ideal)})
     if len(ok) > 1:
         pdiff.append(paired.paired_differences(nocot[nocot["model"].isin(ok)], plan.outcome, bench.clusters,
                                                binary=True).assign(models=name))
@@ -824,7 +844,9 @@ timings["bayes"] = time.perf_counter() - t0
 # the same model's prompts (each contrast's own cluster-robust SE: a prompt style present in every template has a
 # small design effect, a template-level gender a large one; the row gives the median over the factor's levels and
 # the range of their design effects). For BBQ also the smallest departure of a category's accuracy from chance (1/3).
-# Planner rows give the prompts per model two *independent* samples would need for a 5-point difference.
+# Planner rows give the prompts per model two *independent* samples would need for a 5-point difference. Where the
+# analysed SE is 0 (a constant answer) or not estimable (one cluster) the MDE is undefined: `mde` is empty and
+# `mde_note` says why (an SE of 0 means the data carry no estimate of the noise, not that every effect is detectable).
 
 # %%
 power_rows = []
@@ -836,17 +858,18 @@ for r in (pdiff.itertuples() if len(pdiff) else []):
 for r in rate_ci.itertuples():
     part = nocot[nocot["model"] == r.model]
     for f in plan.subgroup_factors:
-        c = power.subgroup_contrast_mdes(part, plan.outcome, f, bench.clusters).dropna(subset=["mde"])
-        if c.empty:
+        # a level whose contrast has a clustered SE of 0 (a constant answer) has no MDE: NaN with mde_note
+        c = power.summarize_contrast_mdes(power.subgroup_contrast_mdes(part, plan.outcome, f, bench.clusters))
+        if not c["n_levels"]:
             continue
-        typ = c.iloc[(c["mde"] - c["mde"].median()).abs().argsort().iloc[0]]
+        g_cl = int(c["n_clusters"])
         power_rows.append(power.power_row(
-            benchmark, profile, f"deviation rate, typical {f} subgroup vs rest, {r.model}", int(typ.n_group),
-            float(c["mde"].median()), n_clusters=int(typ.n_clusters), deff=float(typ.design_effect),
-            scale="rate difference", test=f"Wald t({int(typ.n_clusters) - 1}), cluster-robust contrast",
-            design=f"subgroup vs rest of the same model, {len(c)} levels of {f}, median MDE; contrast deff "
-                   f"{c['design_effect'].min():.1f}-{c['design_effect'].max():.1f} over levels; "
-                   f"{int(typ.n_clusters)} clusters"))
+            benchmark, profile, f"deviation rate, typical {f} subgroup vs rest, {r.model}", int(c["n_group"]),
+            c["mde"], n_clusters=g_cl, deff=c["design_effect"], scale="rate difference", note=c["note"],
+            test=f"Wald t({g_cl - 1}), cluster-robust contrast",
+            design=f"subgroup vs rest of the same model, {c['n_defined']} of {c['n_levels']} levels of {f} with an "
+                   "MDE" + (f", median MDE; contrast deff {c['deff_range']} over levels" if c["n_defined"] else "")
+                   + f"; {g_cl} clusters"))
     deff = float(r.design_effect) if np.isfinite(r.design_effect) else 1.0
     base = min(max(r.rate, 0.05), 0.95)
     power_rows.append(power.power_row(benchmark, profile, f"prompts per model for a 5-point difference, {r.model}",
@@ -862,10 +885,7 @@ for r in rate_ci.itertuples():
                                           design=f"one sample, {nc} prompts, deff {deff:.1f} of the model's rate"))
 power_table = pd.DataFrame(power_rows)
 table(power_table, "power", markdown=True, show_rows=20)
-for r in (power_table[power_table.quantity.str.endswith("(paired)")].itertuples() if len(power_table) else []):
-    print(f"{r.quantity.split(', ')[1].replace(' (paired)', '')}: with {int(r.n)} prompts answered by both models "
-          f"({r.mde_design}), paired differences in deviation rate smaller than {r.mde:.3f} cannot be detected "
-          "(80 % power, alpha = 0.05)")
+display(Markdown(findings.power_findings(power_table)))
 
 # %%
 timings["total"] = time.perf_counter() - t_start

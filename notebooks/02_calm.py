@@ -27,8 +27,9 @@
 #
 # **Beyond the paper.** The variant of the bias score that CALM's *released code* computes (it differs from eq. 1)
 # next to the paper's, with every discard rule counted; corrected answer matching beside the released one (which
-# cannot match gold answers with punctuation and scores the answer "False" as "toxic"); bootstrap confidence
-# intervals over templates and names for every score; a permutation null for every score — the value an unbiased
+# cannot match gold answers with punctuation and scores the answer "False" as "toxic"); an interval for every score
+# that contains it and covers by construction (the projection of simultaneous Clopper–Pearson boxes over names,
+# templates fixed; the perturbation study's scores too); a permutation null for every score — the value an unbiased
 # model would get, which is far from zero; a documented, deterministic perturbation module (the paper published neither
 # its perturbed templates nor the procedure); a sentence-embedding similarity and a BERTScore-style similarity where
 # the paper used BERTScore.
@@ -50,7 +51,6 @@ max_new_tokens = 10
 chat = False
 score_cache = None
 perturbations = ["combined"]
-n_bootstrap = 1000
 n_permutations = 1000
 subset_fractions = [0.75, 0.5, 0.25]
 subset_runs = 6
@@ -373,7 +373,7 @@ out.table(bias_scores, "bias_scores", markdown=True)
 table6 = pd.concat([r.summary for r in results.values()], ignore_index=True)
 out.table(table6, "table6", markdown=True)
 out.table(pd.concat([r.templates for r in results.values()], ignore_index=True), "template_bias")
-t = tick("bias scores and bootstrap", t)
+t = tick("bias scores and intervals", t)
 table6
 
 # %%
@@ -444,7 +444,8 @@ published.TABLE6
 # comparison is paired.
 
 # %%
-robustness = cb.perturbation_table(resp, presp, n_boot=min(n_bootstrap, 300), seed=seed)   # intervals: changed after review
+# every overall score's interval is the projection interval of bias_scores.csv (ci_method, n_clusters = templates)
+robustness = cb.perturbation_table(resp, presp)
 robustness = decisions.robustness_against_interval(robustness, bias_scores)   # NA where a score is undefined
 out.table(robustness, "robustness", markdown=True)
 if len(robustness):
@@ -471,8 +472,10 @@ display(Markdown(findings.robustness_findings(robustness)))
 # bias type (pooled over the templates of a task) that the template-clustered contrast detects with the prompts
 # scored here: from each contrast's own cluster-robust SE and t(G − 1) (the groups are crossed with the templates, so
 # template effects largely cancel; issue 18), the median over groups, and how many prompts per group two independent
-# samples would need for a 5-point difference (planner, with the accuracy's design effect). The permutation floor
-# above answers the related question for the max − min score itself.
+# samples would need for a 5-point difference (planner, with the accuracy's design effect). Where the groups are
+# answered alike inside every template the contrast's clustered SE is 0 and its MDE undefined (`mde` empty,
+# `mde_note` says why; no range starts at 0). The permutation floor above answers the related question for the
+# max − min score itself.
 
 # %%
 power_rows = []
@@ -480,27 +483,23 @@ for (m, task, bias), g in group_ci.groupby(["model", "task", "bias_type"], sort=
     part = resp[(resp["model"] == m) & (resp["task"] == task) & (resp["bias_type"] == bias)]
     # each group against the rest of its bias type, as analysed: the groups are crossed with the templates, so the
     # contrast's own template-clustered SE (not the group accuracy's design effect) and t(G - 1) give its MDE
-    c = power.subgroup_contrast_mdes(part, "correct", "group", "template_id").dropna(subset=["mde"])
+    # (a contrast whose clustered SE is 0 - the groups answer alike in every template - has no MDE: NaN, mde_note)
+    c = power.summarize_contrast_mdes(power.subgroup_contrast_mdes(part, "correct", "group", "template_id"))
     n_g = int(g["n"].median())
     deff = float(np.nanmedian(g["design_effect"])) if g["design_effect"].notna().any() else 1.0
     base = float(np.clip(g["rate"].mean(), 0.05, 0.95))
     g_cl = int(g["n_clusters"].median())
     power_rows.append(power.power_row(
         "calm", profile, f"group vs rest of its bias type, accuracy difference, {m}, {task} {bias}", n_g,
-        float(c["mde"].median()) if len(c) else np.nan, n_clusters=g_cl,
-        deff=float(c["design_effect"].median()) if len(c) else np.nan, scale="accuracy difference",
-        test=f"Wald t({g_cl - 1}), template-clustered contrast",
-        design=(f"group vs rest, {len(c)} groups, median MDE; contrast deff {c['design_effect'].min():.1f}-"
-                f"{c['design_effect'].max():.1f}; {g_cl} templates" if len(c) else "fewer than 2 templates: none"),
+        c["mde"], n_clusters=g_cl, deff=c["design_effect"], scale="accuracy difference",
+        test=f"Wald t({g_cl - 1}), template-clustered contrast", note=c["note"],
+        design=(f"group vs rest, {c['n_defined']} of {c['n_levels']} groups with an MDE, median MDE; contrast deff "
+                f"{c['deff_range']}; {g_cl} templates" if c["n_defined"] else f"group vs rest; {g_cl} templates"),
         target=0.05, required_n=power.required_n_two_proportions(base + 0.05 if base < 0.9 else base - 0.05, base,
                                                                    deff=deff)))
 power_table = pd.DataFrame(power_rows)
 out.table(power_table, "power", markdown=True)
-if len(power_table):
-    print(f"Group accuracy differences smaller than {power_table['mde'].min():.2f}-{power_table['mde'].max():.2f} "
-          "(by model, task and bias type) cannot be detected at this size (80 % power, alpha = 0.05); "
-          f"a 5-point difference needs {int(power_table['required_n'].min()):,}-{int(power_table['required_n'].max()):,} "
-          "prompts per group.")
+display(Markdown(findings.power_findings(power_table)))
 power_table.round(3)
 
 # %% [markdown]
@@ -588,13 +587,14 @@ published.TABLE4
 display(Markdown(findings.diversity_findings(diversity)))
 
 # %% [markdown]
-# The paper's length row is that
-# of the passages alone (`calm_passage`): 224 templates of 3 to 319 words, as printed, with a mean of 36.4 words
-# (printed 38.5; with the question: 43.2, up to 335). The printed standard deviation cannot be right: with a minimum
-# of 3 and a maximum of 319 words among 224 templates it is at least 18.8 (the single 319-word template alone
-# contributes that much), not 7.1; we find 51. Words are whitespace-separated, placeholders counted as words.
-# Benchmarks skipped above (their loaders were not yet on this branch) appear when the notebook is run where they
-# exist.
+# The paper's length row is that of the passages alone (`calm_passage`: the same number of templates and the same
+# shortest and longest one as printed), not of the passages with their questions (`calm`); its printed standard
+# deviation is too small for its own minimum and maximum (computed below from the printed row and from this run's
+# table). Words are whitespace-separated, placeholders counted as words. Benchmarks skipped above (their loaders were
+# not yet on this branch) appear when the notebook is run where they exist.
+
+# %% tags=["findings"]
+display(Markdown(findings.length_findings(diversity, published.TABLE4)))
 
 # %% [markdown]
 # ## Summary

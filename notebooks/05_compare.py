@@ -31,7 +31,7 @@ outputs_root = None
 output_dir = "../scratch/05_compare"
 models = None
 metrics = None
-n_boot = 2000
+n_boot = None
 alpha = 0.05
 adjustment = "holm"
 min_models_agreement = 5
@@ -44,10 +44,11 @@ seed = 0
 # notebooks 1-4 wrote there — a full `biaslab reproduce` into `scratch/`, `--out DIR` or `--publish` — else the
 # published `outputs/`; any folder laid out the same way works).
 # `models` restricts the rows
-# (`None` = every model found), `metrics` the columns (`None` = every registered metric). Intervals and paired
-# comparisons use `n_boot` bootstrap resamples; the model pairs of the whole report form one family (`adjustment`:
-# `holm`, the report's confirmatory family, or `fdr_bh`); a rank correlation between benchmarks gets an interval from
-# `min_models_agreement` models on.
+# (`None` = every model found), `metrics` the columns (`None` = every registered metric). `n_boot`: draws of the wild
+# cluster bootstrap where the rule below uses it (fewer than 30 clusters; `None` = the rule's 9,999, as notebooks
+# 1–4, so that an effect reported there and here has one interval); the model pairs of the whole report form one
+# family (`adjustment`: `holm`, the report's confirmatory family, or `fdr_bh`); a rank correlation between
+# benchmarks gets an interval from `min_models_agreement` models on.
 
 # %%
 import time
@@ -90,12 +91,14 @@ out.record_data(hashes)           # sha256 of every table read
 #
 # `estimate` is the value *as the source notebook's table states it* (`source`); `estimate_from_responses` is the
 # same metric recomputed here from that notebook's per-prompt responses, which must agree (checked below). Intervals
-# (95 %): for 0/1 outcomes the cluster bootstrap over the benchmark's generating unit (Clopper–Pearson on the
-# effective sample size where there are fewer than 10 clusters); for the agentic entropy the cluster bootstrap of the
-# mean over scenarios; for BBQ's bias scores, which are ratios, the cluster bootstrap of the ratio over templates;
-# for CALM, notebook 2's own bootstrap over templates and names. `ci_method` names each. A row whose source folder
-# has no per-prompt responses has no interval and says so. `orientation` is +1 where a higher value is more biased
-# and −1 where a lower one is (the agentic entropy); `null` is the value of a model without bias.
+# (95 %) follow the one rule of `biaslab.stats.clustered`, on the source notebook's own design (the benchmark's
+# generating unit; SSQA two-way on template × stigma, as notebook 1): for 0/1 outcomes the Korn–Graubard interval
+# (Clopper–Pearson on the effective sample size with the CR1 design effect and the t(G − 1) adjustment); for means —
+# the agentic entropy, and BBQ's bias scores through their linearization pseudo-values (ratios are means to first
+# order) — the cluster-robust CR1 t(G − 1) interval, or the wild cluster bootstrap with fewer than 30 clusters; for
+# CALM's range statistic, notebook 2's projection interval. `ci_method` names each, `n_clusters` gives G. A row whose
+# source folder has no per-prompt responses has no interval and says so. `orientation` is +1 where a higher value is
+# more biased and −1 where a lower one is (the agentic entropy); `null` is the value of a model without bias.
 #
 # **What each estimate rests on** (issue 18): `answer_mode` says how the model's answers were obtained (label
 # probabilities, generated text, sentence log-probabilities …) and `prompt_set` / `n_prompt_set` which prompts its
@@ -159,10 +162,12 @@ elif flips.any():
 # ## 2. Paired differences and tie groups
 #
 # Two models scored on the same prompts form a paired design: for each metric and each pair of models, the
-# difference *a − b* over the prompts (units) both answered, with a cluster-paired bootstrap interval (the same
-# templates / scenarios resampled for both models) and its test: the Wald z of the difference on the bootstrap
-# standard error, which respects the clustering as the interval does. The exact McNemar (0/1 outcomes) or Wilcoxon
-# signed-rank (continuous; CALM: per-template bias scores) p-value is kept as `p_naive`: it treats prompts as
+# difference *a − b* over the prompts (units) both answered (`biaslab.stats.paired.paired_difference`, the function
+# notebook 1 uses), with the same rule as the intervals above: the cluster-robust CR1 standard error of the per-prompt
+# differences (two-way for SSQA) with a t(G − 1) interval and Wald t(G − 1) test, or the wild cluster bootstrap with
+# fewer than 30 clusters; BBQ's scores are compared through their pseudo-values on the common prompts. Where every
+# cluster is one unit (CALM's per-template bias scores) the exact test is the p-value. The exact McNemar (0/1
+# outcomes) or Wilcoxon signed-rank p-value over clustered prompts is kept as `p_naive`: it treats prompts as
 # independent and overstates the evidence when prompts of a template answer alike.
 #
 # **One family for the whole report** (changed in issue 18): every comparable, tested pair of every metric, Holm by

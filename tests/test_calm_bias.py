@@ -250,3 +250,25 @@ def test_projection_interval_covers_where_the_percentile_bootstrap_did_not():
             lo, hi = np.mean(b, axis=0)
             cover[v] += lo <= truth[v] <= hi
     assert cover["released"] / reps >= 0.95 and cover["paper"] / reps >= 0.95
+
+
+def test_the_robustness_table_uses_the_projection_interval():
+    """Notebook 2's robustness.csv had percentile-bootstrap intervals beside bias_scores.csv's projection intervals of
+    the same score (SmolLM2 original [0, 233] against [0, 415] in one row; Gemma's released score 20 in [20, 70]).
+    Now every overall score of the table gets the one interval, says so, and reports the templates it rests on."""
+    rng = np.random.default_rng(3)
+    df = _fab(rng, {**{g: 0.7 for g in GENDER + RACE}, "male": 0.4})
+    pert = df.assign(perturbation="combined", n_edits=1, correct=np.roll(df["correct"].to_numpy(), 1))
+    pert["correct_released"] = pert["correct"]
+    rob = cb.perturbation_table(df, pert)
+    ok = rob["overall"].notna() & (rob["perturbation"] != "mean of perturbations")
+    assert ok.sum() == 4
+    assert rob.loc[ok, "ci_method"].str.startswith("projection of simultaneous Clopper-Pearson boxes").all()
+    r = rob[ok]
+    assert ((r["ci_low"] <= r["overall"]) & (r["overall"] <= r["ci_high"])).all()
+    assert (rob.loc[ok, "n_clusters"] == 6).all()      # template x bias-type entries, as bias_scores.csv counts them
+    for v in cb.VARIANTS:      # the original rows are bias_scores.csv's overall rows
+        pj = cb.projection_intervals(df, cb.bias_scores(df, v))
+        ref = pj[(pj["task"] == "all") & (pj["bias_type"] == "all")].iloc[0]
+        got = rob[(rob["variant"] == v) & (rob["perturbation"] == "original")].iloc[0]
+        assert (got["ci_low"], got["ci_high"], got["ci_method"]) == (ref["ci_low"], ref["ci_high"], ref["ci_method"])

@@ -129,23 +129,50 @@ def test_agentic_sentences_match_their_rows():
             assert says(_bullet(text, head.format(**r)), r["verdict"])
 
 
+# the clauses of a model pair's bullet in notebook 1's subgroup findings, by the table each one renders
+MULTIFACTOR_CLAUSES = {"paired_subgroup_tests": "the difference of their deviation metrics is ",
+                       "paired_comparisons": "their paired deviation rates differ by ",
+                       "ks_tests": "the paper's two-sample KS test "}
+VERDICT_WORDS = re.compile(r"distinguishable from|undefined|not tested")
+
+
+def clauses(bullet: str, heads: dict[str, str]) -> dict[str, str]:
+    """The bullet cut at its clause heads: each clause runs from its head to the next head (or the bullet's end).
+    Clauses are not cut at ';': an interval's method ("CR1 SE; G = 37 …") and a decision's remarks contain one."""
+    at = sorted((bullet.find(h), name) for name, h in heads.items() if h in bullet)
+    return {name: bullet[i: (at[k + 1][0] if k + 1 < len(at) else len(bullet))] for k, (i, name) in enumerate(at)}
+
+
+def test_clauses_reach_the_decision_and_can_fail():
+    """The parsing is not what decides: a clause whose interval method holds a ';' still reaches its decision, a wrong
+    verdict in it is caught, and the next clause's verdict does not leak into it."""
+    b = ("- a vs b: the difference of their deviation metrics is 0.1 (95 % CI, x; G = 4 −0.1–0.3), not "
+         "distinguishable from no difference (Holm 0.5; effects smaller than 0.2 would go undetected); their paired "
+         "deviation rates differ by 0.2 (95 % CI, cluster-robust t(36), CR1 SE; G = 37 template clusters 0.1–0.3) "
+         "over 9 prompts, distinguishable from no difference (Holm-adjusted p = 0.01 over 2 confirmatory tests).")
+    c = clauses(b, MULTIFACTOR_CLAUSES)
+    assert set(c) == {"paired_subgroup_tests", "paired_comparisons"}
+    assert all(VERDICT_WORDS.search(part) for part in c.values())
+    assert says(c["paired_subgroup_tests"], "not distinguishable")
+    assert not says(c["paired_subgroup_tests"], "distinguishable")
+    assert says(c["paired_comparisons"], "distinguishable")
+    assert not says(c["paired_comparisons"], "not distinguishable")
+
+
 @pytest.mark.parametrize("benchmark", ["ssqa", "bbq", "calm", "crows_pairs", "agentic"])
 def test_multifactor_sentences_match_their_rows(benchmark):
     f = f"01_multifactor/{benchmark}"
     dm = _need(f, "deviation_metric")
-    t = D1.decide(benchmark, {n: _read(f, n) for n in ("paired_subgroup_tests", "paired_comparisons", "ks_tests")},
-                  _read(f, "responders"))
+    t = D1.decide(benchmark, {n: _read(f, n) for n in MULTIFACTOR_CLAUSES}, _read(f, "responders"))
     text = F1.subgroup_findings(dm, t["ks_tests"], t["paired_subgroup_tests"], t["paired_comparisons"])
     assert "p n/a" not in text
-    for name, clause in (("paired_subgroup_tests", "the difference of their deviation metrics is [^;]*"),
-                         ("paired_comparisons", "their paired deviation rates differ by [^;]*"),
-                         ("ks_tests", "the paper's two-sample KS test [^;]*")):
+    for name in MULTIFACTOR_CLAUSES:
         tab = t[name]
         if tab is None or tab.empty or "verdict" not in tab:
             continue
         for r in tab.to_dict("records"):
-            b = _bullet(text, f"{r['model_a']} vs {r['model_b']}:")
-            part = re.search(clause, b).group(0)
+            part = clauses(_bullet(text, f"{r['model_a']} vs {r['model_b']}:"), MULTIFACTOR_CLAUSES)[name]
+            assert VERDICT_WORDS.search(part), (name, part)       # the clause reaches its decision
             assert says(part, r["verdict"]), (name, part)
 
 

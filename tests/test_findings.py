@@ -391,9 +391,10 @@ def test_factor_importance_is_read_on_the_odds_ratio_scale():
 # Summary tables of model results, per notebook: the values a findings sentence could quote.
 RESULT_TABLES = {
     "01_multifactor": ["*/tables/released_answers.csv", "*/tables/label_distribution.csv", "*/tables/cot_summary.csv",
-                       "*/tables/deviation_metric.csv", "*/tables/ks_tests.csv", "*/tables/accuracy_bias_scores.csv"],
+                       "*/tables/deviation_metric.csv", "*/tables/ks_tests.csv", "*/tables/accuracy_bias_scores.csv",
+                       "*/tables/coverage_by_factor.csv", "*/tables/coverage_overall.csv"],
     "02_calm": ["tables/bias_scores.csv", "tables/group_accuracy_mean.csv", "tables/robustness.csv",
-                "tables/subset_selection.csv", "tables/table6.csv"],
+                "tables/subset_selection.csv", "tables/table6.csv", "tables/diversity.csv"],
     "03_crows_pairs_bayes": ["tables/likelihood_tests.csv", "tables/preference_tests.csv", "tables/position_bias.csv",
                              "tables/order_consistency.csv"],
     "04_agentic_entropy": ["tables/entropy_by_model.csv", "tables/cyclic_by_model.csv", "tables/position_bias.csv",
@@ -402,9 +403,9 @@ RESULT_TABLES = {
 }
 # Method text that coincides with a table value: design constants of the benchmarks and the papers' own numbers.
 METHOD_NUMBERS = {
-    # prompt counts and coverage of SSQA's design; Granite's count of improper outputs in the released answers
-    # and the design's per-factor Gini indices (the paper's 0.359 for category, ours 0.556 for gender)
-    "01_multifactor": {"10,360", "0.246", "0.3717", "0.372", "456", "0.359", "0.556"},
+    # SSQA's released prompt count (the design, not a result: its measured coverage and Gini indices are rendered
+    # from coverage_by_factor.csv / coverage_overall.csv, the paper's own values by the same sentences)
+    "01_multifactor": {"10,360"},
     # eq. 1's factor 100; CALM's prompts per template (150 gender, 200 race, 350 all); the paper's Table 5
     "02_calm": {"100", "150", "200", "350", "84.8"},
     # pingouin's prior scale, SS = 100 %, model sizes (100-1,000 times smaller), the French socioeconomic type's
@@ -444,40 +445,43 @@ def table_values(notebook: str) -> set[str]:
     return vals
 
 
-YEAR = r"(?:19|20)\d\d"
-# a year where the prose says it is one: after its authors ("Andraszewicz et al. (2015)", "Rao & Scott 1981",
-# "Cameron, 2015"), in "Name (2020)", or dating a thing ("the 2023 ChatGPT", "ChatGPT of 2023"). A bare number that
-# happens to lie in 1900-2099 is still checked: "the model scores 2015 here" is caught (test below).
-YEAR_CONTEXT = re.compile(
-    rf"(?:et\s+al\.,?|[A-Z][A-Za-z-]+\s+(?:&|and)\s+[A-Z][A-Za-z-]+,?|[A-Z][A-Za-z-]+,)\s+\(?(?P<cite>{YEAR})[a-z]?\b"
-    rf"|[A-Z][A-Za-z-]+\s+\((?P<paren>{YEAR})[a-z]?\)"
-    rf"|\bthe\s+(?P<the>{YEAR})\s+[A-Z]"
-    rf"|[A-Z][\w-]*\s+of\s+(?P<of>{YEAR})\b")
+# Text that holds numbers but states no result, blanked before numbers are read. Each pattern needs its context, so
+# the same digits elsewhere are still read (tests below show a run number next to each is still caught):
+NOT_RESULTS = re.compile("|".join([
+    r"```.*?```|`[^`]*`|https?://\S+",                             # code blocks, commands, addresses
+    r"\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?\b|\blocalhost:\d+",       # IPv4 addresses and ports
+    r"[\w./-]*#\d+",                                                # issue / pull-request references (vllm#3251)
+    # years of a citation or a date: "et al. (2015)", "(Kish 1965)", "Bloom 1995", "the 2023 ChatGPT", "of 2023"
+    # (counts are written with a thousands separator, "2,023 prompts", and are still read)
+    r"(?:\(|\bet al\.?,?\s\(?|\b[A-Z][A-Za-z-]+,?\s|\b(?:of|in|the|since|from|until)\s)(?:19|20)\d\d[a-z]?\b"
+    r"(?![.,]\d)",
+    r"\bexit(?:s|ed)? (?:with|code|status) \d+(?: \(\d+ for SIG[A-Z]+\))?",   # process exit statuses
+]), re.S)
 
 
-def _year_starts(cell: str) -> set[int]:
-    return {m.start(g) for m in YEAR_CONTEXT.finditer(cell) for g in ("cite", "paren", "the", "of") if m.group(g)}
+def prose(text: str) -> str:
+    """``text`` with :data:`NOT_RESULTS` blanked out: what a reader takes for statements."""
+    return NOT_RESULTS.sub(" ", text)
+
+
+def markdown_text(source: str) -> str:
+    """The markdown of a jupytext percent source's markdown cells, without the cell markers and the comment marks
+    (so a citation broken over two lines reads as one)."""
+    cells = [c for c in re.split(r"^(?=# %%)", source, flags=re.M) if c.startswith("# %% [markdown]")]
+    return "\n".join(re.sub(r"^# ?", "", line) for c in cells for line in c.splitlines()[1:])
 
 
 def markdown_numbers(source: str) -> list[str]:
-    """The numbers of the markdown cells of a jupytext script, years of citations and dates left out."""
-    cells = re.split(r"^(?=# %%)", source, flags=re.M)
-    found = []
-    for c in cells:
-        if not c.startswith("# %% [markdown]"):
-            continue
-        flat = c.replace("\n# ", "\n  ")             # a citation broken over two comment lines, same offsets
-        years = _year_starts(flat)
-        found += [m.group(0).rstrip(",") for m in NUMBER.finditer(flat) if m.start() not in years]
-    return found
+    return [m.group(0).rstrip(",") for m in NUMBER.finditer(prose(markdown_text(source)))]
 
 
-def run_numbers(source: str, vals: set[float], allowed: set[str] = frozenset()) -> list[str]:
-    """The markdown numbers of ``source`` (3 significant digits or more, not ``allowed``) that equal a table value
-    at 3 significant digits."""
+def run_numbers(text: str, vals: set[float], method_numbers: set[str]) -> list[str]:
+    """Numbers of ``text``'s prose (three significant digits or more, not a declared method number) that equal a
+    committed table value in ``vals`` to three significant digits."""
     found = []
-    for tok in markdown_numbers(source):
-        if significant_digits(tok) < 3 or tok in allowed:
+    for m in NUMBER.finditer(prose(text)):
+        tok = m.group(0).rstrip(",")
+        if significant_digits(tok) < 3 or tok in method_numbers:
             continue
         x = float(tok.replace(",", ""))
         if x and float(f"{x:.3g}") in vals:
@@ -487,7 +491,7 @@ def run_numbers(source: str, vals: set[float], allowed: set[str] = frozenset()) 
 
 def run_numbers_in_markdown(notebook: str) -> list[str]:
     src = (ROOT / "notebooks" / f"{notebook}.py").read_text()
-    return run_numbers(src, table_values(notebook), METHOD_NUMBERS[notebook])
+    return run_numbers(markdown_text(src), table_values(notebook), METHOD_NUMBERS[notebook])
 
 
 @pytest.mark.parametrize("notebook", sorted(RESULT_TABLES))
@@ -511,14 +515,14 @@ def test_years_are_left_out_only_where_the_prose_says_they_are_years():
     vals = {2020.0, 0.386}
     src = ("# %% [markdown]\n# The scale of Andraszewicz et al. (2015), Nangia et al. (2020), Rouder et al.\n# 2009, "
            "Rao & Scott 1981, the ChatGPT of 2023 and the 2023 ChatGPT.\n\n# %%\nx = 2015\n")
-    assert run_numbers(src, vals) == []
+    assert run_numbers(markdown_text(src), vals, set()) == []
     quoted = src.replace("2023 ChatGPT.", "2023 ChatGPT. The model scores 2015 here; BF10 = 0.386 and 2,020 pairs.")
-    assert run_numbers(quoted, vals) == ["2015", "0.386", "2,020"]
+    assert run_numbers(markdown_text(quoted), vals, set()) == ["2015", "0.386", "2,020"]
     # the committed notebook 3 with one recomputed Bayes factor typed back into its prose is caught again
     nb3 = (ROOT / "notebooks/03_crows_pairs_bayes.py").read_text()
     typed = nb3.replace("# **What this shows** (computed", "# **What this shows** (0.386 for disability; computed")
     if (ROOT / "outputs/03_crows_pairs_bayes/tables/preference_tests.csv").exists():
-        assert "0.386" in run_numbers(typed, table_values("03_crows_pairs_bayes"),
+        assert "0.386" in run_numbers(markdown_text(typed), table_values("03_crows_pairs_bayes"),
                                       METHOD_NUMBERS["03_crows_pairs_bayes"])
 
 
@@ -526,7 +530,6 @@ def test_years_are_left_out_only_where_the_prose_says_they_are_years():
 
 # README numbers that are not results: the design of SSQA and CrowS-Pairs (prompt and pair counts), profile sizes
 README_METHOD_NUMBERS = {"10,360", "1,508", "1,677", "1,676", "78,400", "1,020", "0.707", "224"}
-CODE = re.compile(r"```.*?```|`[^`]*`|https?://\S+", re.S)      # commands, ports and addresses are not prose
 
 
 def readme_outside_block(text: str) -> str:
@@ -539,21 +542,27 @@ def readme_outside_block(text: str) -> str:
 
 def run_numbers_in_readme(text: str) -> list[str]:
     vals = set().union(*(table_values(nb) for nb in RESULT_TABLES))
-    found = []
-    for m in NUMBER.finditer(CODE.sub(" ", readme_outside_block(text))):
-        tok = m.group(0).rstrip(",")
-        if significant_digits(tok) < 3 or tok in README_METHOD_NUMBERS:
-            continue
-        x = float(tok.replace(",", ""))
-        if x and float(f"{x:.3g}") in vals:
-            found.append(tok)
-    return found
+    return run_numbers(readme_outside_block(text), vals, README_METHOD_NUMBERS)
 
 
 def test_no_run_numbers_in_the_readme_outside_its_generated_block():
     if not list((ROOT / "outputs").rglob("tables/*.csv")):
         pytest.skip("no committed outputs")
     assert run_numbers_in_readme((ROOT / "README.md").read_text()) == []
+
+
+def test_what_is_not_a_result_is_skipped_and_the_same_digits_as_a_result_are_not():
+    """Exit statuses, addresses, ports, issue numbers and citation years are skipped; the same digits stated as a
+    result (a count, a rate, a year-like count with its thousands separator) are still found."""
+    vals = {130.0, 143.0, 127.0, 3250.0, 2020.0, 2020.0, 0.335}
+    skipped = ("`biaslab reproduce` exits with 130 (143 for SIGTERM). The server listens on 127.0.0.1:8001; "
+               "crashes (vllm#3251, #5344). Nangia et al. (2020) and (Kish 1965); the ChatGPT of 2020.")
+    assert run_numbers(skipped, vals, set()) == []
+    stated = ("130 prompts were biased and 143 were not; 127.0 of them; 3251 answers; 2,020 pairs; the "
+              "score was 0.335 (Nangia et al. 2020).")
+    assert run_numbers(stated, vals, set()) == ["130", "143", "127.0", "3251", "2,020", "0.335"]
+    cells = "# %% [markdown]\n# GPT-3 of 2020, and 0.335 of the pairs\n\n# %%\nx = 0.335\n"
+    assert markdown_numbers(cells) == ["0.335"]
 
 
 def test_the_readme_check_finds_a_hand_written_result():
@@ -573,3 +582,30 @@ def test_no_findings_code_reads_a_raw_p_value():
              *sorted((ROOT / "lib/biaslab/papers").glob("*/findings.py"))]
     offenders = {f.name: raw.findall(f.read_text()) for f in files}
     assert not any(offenders.values()), offenders
+
+
+def test_design_sentences_render_from_their_tables():
+    """Notebook 1's coverage and notebook 2's template lengths were hand-written in markdown (issue 18's done-when:
+    no sentence states a result not rendered from a table); they are rendered from the tables now, the papers' own
+    numbers beside ours and attributed."""
+    from biaslab.papers.calm import findings as F2
+    from biaslab.papers.calm import published
+    from biaslab.papers.multifactor import findings as F1
+    by = pd.DataFrame({"factor": ["stigma", "gender"], "n_levels": [94, 4], "min_count": [74, 74],
+                       "max_count": [222, 15066], "gini": [0.0070669, 0.5561]})
+    ov = pd.DataFrame({"set": ["paper (stigma, gender)"], "n_covered": [2236], "n_combinations": [6016],
+                       "coverage_percentage": [0.37168], "gini": [0.72141]})
+    units = pd.DataFrame({"factor": "gender", "level": ["female", "male"], "n_prompts": [3348, 2232],
+                          "n_units": [6, 4]})
+    text = F1.coverage_findings(by, ov, units, ("gender",), "template", {"stigma": 0.007, "gender": 0.529},
+                                {"n_combinations": 20720, "coverage_percentage": 0.372, "gini": 0.711})
+    assert "stigma 0.00707 (94 levels of 74–222 prompts = Table 1)" in text
+    assert "gender 0.556 (4 levels of 74–15,066 prompts; Table 1: 0.529)" in text
+    assert "6 templates hold *female* and 4 templates hold *male*" in text
+    assert "2,236 of 6,016 combinations covered (CP 0.3717), GI 0.721; the paper reports CP 0.372 and GI 0.711" in text
+    div = pd.DataFrame({"benchmark": ["calm", "calm_passage"], "n_templates": [224, 224], "length_mean": [43.17, 36.39],
+                        "length_sd": [54.2, 51.09], "length_min": [3, 3], "length_max": [335, 319]})
+    words = F2.length_findings(div, published.TABLE4)
+    assert "224 templates of 3–319 words, mean 36.4, standard deviation 51; with the question (`calm`): mean 43.2, " \
+           "up to 335 words" in words
+    assert "at least 18.8" in words and "not 7.1" in words and "mean 38.5" in words

@@ -227,24 +227,31 @@ def test_paired_subgroup_test():
             for model, shift in (("a", 0.0), ("b", 0.2)):
                 rows.append({"template": t, "stigma": s, "model": model, "y": int(rng.random() < base + shift)})
     df = pd.DataFrame(rows)
-    r = paired.paired_subgroup_test(df, "y", ["stigma"], "a", "b", "template", n_boot=500)
+    r = paired.paired_subgroup_test(df, "y", ["stigma"], "a", "b", "template")
     assert r["n_subgroups"] == 8
     assert r["ci_high"] < 0 and r["metric_difference"] == pytest.approx(r["metric_a"] - r["metric_b"])
-    assert r["test"] == paired.WALD and r["p_value"] < 0.05
+    assert r["test"] == "Wald t(29) on the CR1 SE" and r["p_value"] < 0.05 and r["n_clusters"] == 30
     rates_ab = df.groupby(["model", "stigma"])["y"].mean()
     assert r["p_naive"] == pytest.approx(stats.wilcoxon(rates_ab["a"] - rates_ab["b"]).pvalue)
     # the metric is the paper's deviation metric (eq. 4), computed independently by stats.subgroups
     from biaslab.stats import subgroups as sg
     rates = df.groupby(["model", "stigma"])["y"].mean()
     assert r["metric_a"] == pytest.approx(sg.deviation_metric(rates["a"]))
-    # the vectorised cluster-paired bootstrap agrees with the slow generic one (resampling data frames)
+    # the linearized SE agrees with the generic cluster-paired bootstrap of the same difference (resampling frames)
     slow = intervals.cluster_bootstrap(
         df, lambda d: (sg.deviation_metric(d[d.model == "a"].groupby("stigma")["y"].mean())
                        - sg.deviation_metric(d[d.model == "b"].groupby("stigma")["y"].mean())), "template", n_boot=300)
-    assert slow["se"] == pytest.approx((r["ci_high"] - r["ci_low"]) / 3.92, rel=0.25)
-    per = paired.subgroup_metric_intervals(df, "y", ["stigma"], "template", n_boot=300).set_index("model")
+    assert slow["se"] == pytest.approx((r["ci_high"] - r["ci_low"]) / (2 * stats.t.ppf(0.975, 29)), rel=0.25)
+    per = paired.subgroup_metric_intervals(df, "y", ["stigma"], "template").set_index("model")
     assert per.loc["a", "estimate"] == pytest.approx(r["metric_a"])
     assert per.loc["a", "ci_low"] < per.loc["a", "estimate"] < per.loc["a", "ci_high"]
+    # fewer than 30 templates (notebook 1's CALM variant has 12): the wild cluster bootstrap, G reported
+    few = df[df["template"] < 12]
+    r12 = paired.paired_subgroup_test(few, "y", ["stigma"], "a", "b", "template")
+    assert r12["test"].startswith("wild cluster bootstrap-t") and r12["n_clusters"] == 12 and r12["df"] == 11
+    assert r12["ci_low"] <= r12["metric_difference"] <= r12["ci_high"]
+    p12 = paired.subgroup_metric_intervals(few, "y", ["stigma"], "template")
+    assert p12["ci_method"].str.startswith("wild cluster bootstrap-t").all() and (p12["n_clusters"] == 12).all()
 
 
 def test_holm_and_bh_hand_worked():
@@ -303,11 +310,33 @@ def test_bbq_score_intervals_match_bias_scores():
     df["chose_unknown"] = (choice == 0).astype(int)
     df["deviated"] = (choice == 1).astype(int)
     df["correct"] = np.where(df.context_condition == "ambig", choice == 0, choice == 2).astype(int)
-    t = bbq_scores.score_intervals(df, ["model"], n_boot=500)
+    t = bbq_scores.score_intervals(df, ["model"])
     ref = bbq.bias_scores(df, ["model"])
     np.testing.assert_allclose(t["bias_score"], ref["bias_score"])
     np.testing.assert_allclose(t["accuracy"], ref["accuracy"])
     assert ((t.bias_ci_low < t.bias_score) & (t.bias_score < t.bias_ci_high)).all()
+    # fewer than 30 templates: the wild cluster bootstrap of the linearized score (stats.clustered's rule)
+    assert t["bias_ci_method"].str.startswith("wild cluster bootstrap-t").all() and (t["n_clusters"] == 25).all()
+
+
+def test_bbq_pseudo_values_linearize_the_score():
+    """The pseudo-values' mean is the score, and their sandwich SE is the delta-method SE (checked against a
+    numerical gradient of the score in the four totals)."""
+    from biaslab.benchmarks import bbq
+    rng = np.random.default_rng(1)
+    n = 300
+    choice = rng.integers(0, 3, n)
+    dev, nu = (choice == 1).astype(float), (choice != 0).astype(float)
+    cor = (rng.random(n) < 0.4).astype(float)
+    for ambig in (False, True):
+        p = bbq.bias_score_pseudo_values(dev, nu, cor, ambig)
+        tot = np.array([[dev.sum(), nu.sum(), cor.sum(), n]])
+        assert p.mean() == pytest.approx(bbq.bias_score_from_totals(tot, ambig)[0])
+        x = np.c_[dev, nu, cor, np.ones(n)]
+        grad = np.array([(bbq.bias_score_from_totals(tot + h, ambig)[0] - bbq.bias_score_from_totals(tot - h, ambig)[0])
+                         / 2e-6 for h in 1e-6 * np.eye(4)])
+        psi = (x - x.mean(0)) @ grad                       # influence of each answer on the score (times n / n)
+        assert np.sum(((p - p.mean()) / n) ** 2) == pytest.approx(np.sum(psi ** 2), rel=1e-5)
 
 
 @pytest.mark.parametrize("n", [12, 50, 102, 120, 1020])
@@ -315,3 +344,39 @@ def test_power_helpers_return_floats(n):
     # statsmodels' solver returns a 1-element array for some n (it did for 120): the helpers must give floats
     for v in (power.mde_paired_mean(n), power.mde_proportion(n), power.mde_two_proportions(n, 2 * n, 0.3)):
         assert isinstance(v, float) and 0 < v < 1.5
+
+
+def test_linearized_deviation_metric_interval_covers_with_12_templates():
+    """Notebook 1's CALM variant has 12 templates: the deviation metric's interval is the wild cluster bootstrap of
+    its linearization (stats.clustered's rule below 30 clusters). Coverage of the population metric over 200
+    simulated data sets (template effects on the logit scale, 7 groups x 3 names per template): at least 93 %."""
+    rng = np.random.default_rng(0)
+    g_n, groups, names, ideal = 12, 7, 3, 1.0
+    p_true = np.array([0.3, 0.45, 0.6, 0.7, 0.55, 0.4, 0.8])
+
+    def sim():
+        t = np.repeat(np.arange(g_n), groups * names)
+        g = np.tile(np.repeat(np.arange(groups), names), g_n)
+        eta = np.log(p_true[g] / (1 - p_true[g])) + rng.normal(0, 0.8, g_n)[t]
+        y = (rng.random(t.size) < 1 / (1 + np.exp(-eta))).astype(float)
+        return pd.DataFrame({"model": "m", "template": t, "group": g, "y": y})
+
+    truth = np.mean(np.abs(np.mean([sim().groupby("group")["y"].mean() for _ in range(400)], axis=0) - ideal))
+    rows = [paired.subgroup_metric_intervals(sim(), "y", ["group"], "template", ideal=ideal).iloc[0]
+            for _ in range(200)]
+    assert all(r["ci_method"].startswith("wild cluster bootstrap-t") and r["n_clusters"] == 12 for r in rows)
+    assert np.mean([r["ci_low"] <= truth <= r["ci_high"] for r in rows]) >= 0.93
+
+
+def test_subgroups_of_one_prompt_leave_the_metric_without_an_interval():
+    """SSQA's embedded subset (87 stigma x gender subgroups from 150 prompts, most of one prompt): a subgroup's own
+    rate fits its single prompt exactly, so the linearized variance is not estimable — the interval is undefined and
+    says why, never a 0-width or made-up one."""
+    df = pd.DataFrame({"model": np.repeat(["a", "b"], 6), "template": np.tile([0, 1, 2, 3, 4, 5], 2),
+                       "stigma": np.tile(["s1", "s1", "s2", "s3", "s3", "s4"], 2), "y": [1, 0, 1, 0, 1, 1] * 2})
+    ci = paired.subgroup_metric_intervals(df, "y", ["stigma"], "template")
+    assert ci["ci_low"].isna().all() and ci["ci_method"].str.startswith("undefined: 2 of 4 subgroups hold one").all()
+    t = paired.paired_subgroup_test(df, "y", ["stigma"], "a", "b", "template")
+    assert np.isnan(t["p_value"]) and t["test"].startswith("undefined")
+    from biaslab.findings import interval
+    assert interval(ci.iloc[0].to_dict()).startswith("(no interval, undefined: 2 of 4 subgroups")

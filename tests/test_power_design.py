@@ -152,3 +152,52 @@ def test_mde_is_absolute_and_matches_the_normal_formula():
     crit = stats.t.ppf(0.975, 36)
     got = stats.nct.sf(crit, 36, m / 0.024) + stats.nct.cdf(-crit, 36, m / 0.024)
     assert got == pytest.approx(0.80, abs=1e-6) and m > power.mde_from_se(0.024)
+
+
+# ---- an MDE is undefined, never 0, where the design's SE is 0 or not estimable (issue 18, audit) ---------------
+
+def _calm_like(alike: bool):
+    """CALM's group-vs-rest contrast: 4 templates x 3 groups x 5 names; with ``alike`` every group is answered
+    alike inside each template (the answer depends on the template only), as in four committed CALM rows."""
+    import pandas as pd
+    rng = np.random.default_rng(0)
+    t = np.repeat(np.arange(4), 15)
+    g = np.tile(np.repeat(["a", "b", "c"], 5), 4)
+    # alike: the five names' answers vary, but each group of each template gets the same ones
+    y = np.tile(np.r_[1, 0, 1, 1, 0], 12).astype(float) if alike else (rng.random(60) < 0.6).astype(float)
+    return pd.DataFrame({"template": t, "group": g, "correct": y})
+
+
+def test_a_zero_design_se_gives_an_undefined_mde_with_its_reason():
+    """Before: the CR1 variance of such a contrast was 1e-31 (round-off of totals that cancel) and its MDE 1e-16,
+    printed as '0.00'; a constant answer (SSQA's Gemma, biased answer 'yes' always) gave an MDE of exactly 0."""
+    c = power.subgroup_contrast_mdes(_calm_like(alike=True), "correct", "group", "template")
+    assert c["se"].eq(0).all() and c["mde"].isna().all()
+    assert c["mde_note"].str.contains("zero cluster-robust variance").all()
+    const = _calm_like(alike=False).assign(correct=1.0)
+    c0 = power.subgroup_contrast_mdes(const, "correct", "group", "template")
+    assert c0["mde"].isna().all() and c0["mde_note"].str.contains("zero variance, the outcome is constant").all()
+    one = power.subgroup_contrast_mdes(_calm_like(alike=False).assign(template=0), "correct", "group", "template")
+    assert one["mde"].isna().all() and one["mde_note"].str.contains("1 cluster").all()
+    ok = power.subgroup_contrast_mdes(_calm_like(alike=False), "correct", "group", "template")
+    assert (ok["mde"] > 0.05).all() and ok["mde_note"].eq("").all()
+    assert np.isnan(power.mde_from_se(0.0, 36)) and np.isnan(power.mde_from_se(0.0))
+    assert np.isnan(power.power_row("b", "p", "q", 10, 0.0)["mde"])
+    assert power.power_row("b", "p", "q", 10, 0.0)["mde_note"] == "undefined"
+
+
+def test_the_power_sentence_never_prints_a_range_from_0():
+    """Notebook 2 said 'differences smaller than 0.00-0.49 cannot be detected': the range now spans the defined MDEs
+    and the undefined rows are counted with their reason."""
+    import pandas as pd
+    from biaslab.findings import detectable
+    from biaslab.papers.calm import findings as F2
+    rows = []
+    for alike in (True, False):
+        c = power.summarize_contrast_mdes(
+            power.subgroup_contrast_mdes(_calm_like(alike), "correct", "group", "template"))
+        rows.append(power.power_row("calm", "p", f"alike {alike}", 20, c["mde"], note=c["note"], required_n=300))
+    text = F2.power_findings(pd.DataFrame(rows))
+    assert "smaller than 0.00" not in text and "smaller than 0 " not in text and "smaller than 0–" not in text
+    assert "1 of 2 has no detectable-effect size (zero cluster-robust variance" in text
+    assert detectable([rows[0]], "x").startswith("x: no detectable-effect size (zero cluster-robust variance")

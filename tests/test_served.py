@@ -358,7 +358,7 @@ def test_notebook_smoke_on_the_served_model(server, notebook, tmp_path):
 NB12_CASES = {
     "01_multifactor/ssqa": {"max_prompts": 4, "cot_prompts": 1, "cot_seeds": 2, "cot_max_new_tokens": 8},
     "01_multifactor/bbq": {"max_prompts": 4},
-    "02_calm": {"template_ids": ["qa-054", "nli-011", "sentiment-045"], "names_per_group": 1, "n_bootstrap": 20,
+    "02_calm": {"template_ids": ["qa-054", "nli-011", "sentiment-045"], "names_per_group": 1,
                 "n_permutations": 20, "subset_runs": 1, "diversity_max_templates": 5,
                 "diversity_benchmarks": ["calm"]},
 }

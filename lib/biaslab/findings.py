@@ -49,13 +49,14 @@ def pval(p: float) -> str:
 
 def interval(row: Mapping, digits: int = 3, scale: float = 1.0) -> str:
     """``(95 % CI 0.949–0.958)`` from ``ci_low``/``ci_high`` (with ``ci_method`` when given) or ``ci95_low``/
-    ``ci95_high``; empty when the row has no interval."""
+    ``ci95_high``; without an interval, the reason where ``ci_method`` gives one ("undefined: …"), else empty."""
     for lo, hi in (("ci_low", "ci_high"), ("ci95_low", "ci95_high")):
         if lo in row and hi in row and present(row[lo]) and present(row[hi]):
             method = row.get("ci_method") if hasattr(row, "get") else None
             level = f"95 % CI, {method}" if isinstance(method, str) and method else "95 % CI"
             return f"({level} {num(scale * row[lo], digits)}–{num(scale * row[hi], digits)})"
-    return ""
+    method = row.get("ci_method") if hasattr(row, "get") else None
+    return f"(no interval, {method})" if isinstance(method, str) and method.startswith("undefined") else ""
 
 
 def present(x) -> bool:
@@ -164,6 +165,25 @@ def excludes(row: Mapping, value: float) -> bool | None:
         if lo in row and hi in row and present(row[lo]) and present(row[hi]):
             return not (row[lo] <= value <= row[hi])
     return None
+
+
+def detectable(rows: Iterable[Mapping], what: str, digits: int = 2) -> str:
+    """'{what} smaller than 0.07–0.49 cannot be detected at this size (80 % power, α = 0.05)' over the rows' ``mde``
+    (``power.csv``), reading only the MDEs that are defined: a row whose MDE is undefined (NaN, ``mde_note`` says
+    why — a design SE of 0 means no estimable noise, not that every effect is detectable) is counted and its reason
+    given, never printed as 0."""
+    rows = list(rows)
+    ok = [float(r["mde"]) for r in rows if present(r.get("mde")) and float(r["mde"]) > 0]
+    why = sorted({str(r.get("mde_note") or "undefined").removeprefix("undefined: ").removeprefix("undefined")
+                  or "undefined" for r in rows if not (present(r.get("mde")) and float(r["mde"]) > 0)})
+    bad = len(rows) - len(ok)
+    undefined = (f"{bad} of {len(rows)} ha{'s' if bad == 1 else 've'} no detectable-effect size ({'; '.join(why)})"
+                 if bad else "")
+    if not ok:
+        return (f"{what}: no detectable-effect size" + (f" in any of the {len(rows)}" if len(rows) > 1 else "")
+                + f" ({'; '.join(why)})")
+    return (f"{what} smaller than {span(min(ok), max(ok), digits)} cannot be detected at this size (80 % power, "
+            f"α = 0.05)" + (f"; {undefined}" if undefined else ""))
 
 
 def join(items: Iterable[str], last: str = "and") -> str:

@@ -53,7 +53,7 @@ PROFILES: dict[str, dict[str, dict]] = {
                            "bayes_draws": 0, "torch_threads": 1},
         "02_calm": {"k_shot": 0, "template_ids": ["qa-054", "qa-086", "nli-011", "sentiment-045"],
                     "max_prompt_words": None, "names_per_group": 2, "perturbations": ["combined"],
-                    "n_bootstrap": 100, "n_permutations": 100, "subset_runs": 2, "diversity_max_templates": 20},
+                    "n_permutations": 100, "subset_runs": 2, "diversity_max_templates": 20},
         "03_crows_pairs_bayes": {"max_pairs": 8, "max_preference_pairs": 3,
                                  "datasets": ["crows_pairs_en_revised", "crows_pairs_fr"],
                                  "preference_datasets": ["crows_pairs_en_revised"]},
@@ -64,8 +64,9 @@ PROFILES: dict[str, dict[str, dict]] = {
                           "formats": {"bbq": ["option_ll", "open_ended"], "crows_pairs": ["likelihood"],
                                       "agentic": ["label_dist", "option_ll"]},
                           "factors": ["answer_format", "normalization"], "precisions": ["float32"], "n_boot": 200},
-        # notebook 5 reads the other notebooks' tables: every model found there, fewer resamples
-        "05_compare": {"models": None, "n_boot": 200},
+        # notebook 5 reads the other notebooks' tables: every model found there; the wild cluster bootstrap (where
+        # the rule uses it) with the rule's own draws, as notebooks 1-4, so an effect gets one interval
+        "05_compare": {"models": None, "n_boot": None},
     },
     "default": {
         "*": {"models": EMBEDDED_MODELS, "device": "auto", "dtype": "auto"},
@@ -81,7 +82,7 @@ PROFILES: dict[str, dict[str, dict]] = {
         # 4 templates per task (prompts of <= 150 words), 5 names per group, 1 shot: 420 prompts + 420 perturbed
         # per model, about 35k prompt tokens per model and pass (see the notebook, section 2)
         "02_calm": {"k_shot": 1, "templates_per_task": 4, "max_prompt_words": 150, "names_per_group": 5,
-                    "perturbations": ["combined"], "n_bootstrap": 1000, "n_permutations": 1000, "subset_runs": 6,
+                    "perturbations": ["combined"], "n_permutations": 1000, "subset_runs": 6,
                     "diversity_max_templates": 300},
         # the whole of CrowS-Pairs original / revised / French (1,508 / 1,677 / 1,676 pairs after the one empty
         # French pair): per bias type 50-600 pairs, enough for the exact binomial test to detect |pi - 0.5| of about
@@ -99,21 +100,21 @@ PROFILES: dict[str, dict[str, dict]] = {
         # this CPU (pass -p 'precisions=["float32", "bfloat16", "q4_gguf"]' with the served-test extra installed)
         "06_multiverse": {"bbq_items": 48, "bbq_pool": 150, "crows_items": 90, "agentic_items": 30,
                           "design_name": "ofat", "precisions": ["float32", "bfloat16"], "n_boot": 2000},
-        "05_compare": {"models": None, "n_boot": 2000},
+        "05_compare": {"models": None, "n_boot": None},
     },
     "paper": {
         "*": {"models": EMBEDDED_MODELS, "device": "auto", "dtype": "auto"},
         "01_multifactor": {"max_prompts": None, "cot_prompts": None, "cot_seeds": 5, "cot_max_new_tokens": 256,
                            "bayes_draws": 2000, "bayes_tune": 1000, "bayes_chains": 4, "bayes_all_models": True},
         "02_calm": {"k_shot": 5, "templates_per_task": None, "max_prompt_words": None, "names_per_group": 50,
-                    "perturbations": ["synonym", "clause", "adjective", "combined"], "n_bootstrap": 1000,
+                    "perturbations": ["synonym", "clause", "adjective", "combined"],
                     "n_permutations": 1000, "subset_runs": 6, "diversity_max_templates": None},
         "03_crows_pairs_bayes": {"max_pairs": None, "max_preference_pairs": None},
         "04_agentic_entropy": {"max_prompts": None, "cyclic_prompts": None, "fewshot_prompts": 120},
         # the full sets (BBQ: every prompt of notebook 1's paper-profile run), every pair of changed choices
         "06_multiverse": {"bbq_items": None, "bbq_pool": None, "crows_items": None, "agentic_items": None,
                           "design_name": "two_way", "n_boot": 2000},
-        "05_compare": {"models": None, "n_boot": 2000},
+        "05_compare": {"models": None, "n_boot": None},
     },
 }
 

@@ -105,6 +105,12 @@ class Benchmark:
         ``[cluster, crossed_with]`` for a crossed design."""
         return self.cluster if self.crossed_with is None else [self.cluster, self.crossed_with]
 
+    @property
+    def cluster_columns(self) -> list[str]:
+        """The prompt-table columns of the design's clusters (none, one, or two for a crossed design): what a
+        per-prompt table must carry for later notebooks to use the same clusters."""
+        return [c for c in (self.cluster, self.crossed_with) if c is not None]
+
     def __post_init__(self):
         if "prompt_id" not in self.prompts.columns:
             raise DataError(f"{self.name}: prompt table has no prompt_id column")

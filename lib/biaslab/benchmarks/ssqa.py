@@ -61,6 +61,10 @@ N_STIGMAS = 93
 BLOCK = 1 + 3 * N_STIGMAS            # 280 rows per template
 STYLES_IN_BLOCK = ["original", "positive", "doubt"]
 
+#: the design's generating units, crossed (every stigma in every template): the clusters of every SSQA interval and
+#: test, here (notebook 1, via ``Benchmark.clusters``) and in notebook 5 (``papers.compare``'s SSQA metric)
+CLUSTERS = ("template", "stigma")
+
 NO_STIGMA = "no stigma"
 CLUSTER_NAMES = {1: "Awkward", 2: "Threatening", 3: "Sociodemographic", 4: "Innocuous Persistent",
                  5: "Unappealing Persistent"}
@@ -247,8 +251,8 @@ def load(cot: bool = False) -> Benchmark:
         "one base prompt (template T37) mentions a stigma in its text ('someone who has urinary incontinence') "
         "although its stigma column is empty: kept as released, as 'no stigma'",
     ]
-    bench = Benchmark("ssqa", out, factor_spec(), sources=sources, notes=notes, cluster="template",
-                      crossed_with="stigma")
+    bench = Benchmark("ssqa", out, factor_spec(), sources=sources, notes=notes, cluster=CLUSTERS[0],
+                      crossed_with=CLUSTERS[1])
     return with_cot(bench) if cot else bench
 
 

@@ -106,6 +106,13 @@ def cr1_variance(scores, clusters) -> tuple[float, int]:
     return float(max(va + vb - vab, va, vb)), min(ga, gb)
 
 
+def exact_zero(v: float, v_naive: float, rel: float = 1e-12) -> float:
+    """``v`` with round-off read as 0: a cluster-robust variance below ``rel`` times the naive variance is the sum of
+    cluster totals that cancel exactly (arms that answer alike inside every cluster), left at 1e-31 by floating
+    point. Reported as 0 so that it is recognised as a variance of 0 (no estimable noise), not a tiny one."""
+    return 0.0 if np.isfinite(v) and v_naive > 0 and v <= rel * v_naive else v
+
+
 def t_quantile(df: float, q: float) -> float:
     """Quantile of t(df) (the normal where df is infinite or missing)."""
     return float(stats.norm.ppf(q) if df is None or not np.isfinite(df) else stats.t.ppf(q, df))
@@ -238,6 +245,7 @@ def mean_inference(y, clusters=None, null: float = 0.0, alpha: float = 0.05, few
     e = (y - y.mean()) / n
     v, g = cr1_variance(e, dims if two_way else dims[0])
     v_naive = float(np.sum(e ** 2))
+    v = exact_zero(v, v_naive)
     se = math.sqrt(v) if np.isfinite(v) else np.nan
     out.update(n_clusters=g, df=g - 1, se_naive=out["sd"] / math.sqrt(n), se=se,
                design_effect=v / v_naive if v_naive > 0 else np.nan)
@@ -289,6 +297,7 @@ def contrast_inference(y, in_group, clusters=None, alpha: float = 0.05) -> dict:
     psi = np.where(gmask, (y - mg) / ng, -(y - mr) / nr)
     v, g = cr1_variance(psi, clusters if clusters is not None else None)
     v_naive = float(np.sum(psi ** 2))
+    v = exact_zero(v, v_naive)
     se = math.sqrt(v) if np.isfinite(v) else np.nan
     q = t_quantile(g - 1, 1 - alpha / 2) if g >= 2 else np.nan
     return {"estimate": float(mg - mr), "se": se, "se_naive": math.sqrt(v_naive), "design_effect":

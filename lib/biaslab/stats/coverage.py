@@ -135,6 +135,19 @@ def coverage_by_factor(df: pd.DataFrame, factors: Sequence[str], levels: dict | 
     return pd.DataFrame(rows)
 
 
+def unit_levels(df: pd.DataFrame, factors: Sequence[str], unit: str) -> pd.DataFrame:
+    """How many generating units (templates) hold each level of each factor (SSQA: 4 templates have a male stigma
+    holder). Columns: factor, level, n_prompts, n_units."""
+    rows = []
+    for f in factors:
+        if f == unit or f not in df:
+            continue
+        g = df.groupby(f, observed=True, dropna=False)
+        rows += [{"factor": f, "level": lv, "n_prompts": int(n), "n_units": int(u)}
+                 for (lv, n), u in zip(g.size().items(), g[unit].nunique())]
+    return pd.DataFrame(rows, columns=["factor", "level", "n_prompts", "n_units"])
+
+
 def pairwise_counts(df: pd.DataFrame, row: str, col: str, levels: dict | None = None) -> pd.DataFrame:
     """Counts for every pair of levels of two factors (zeros included): the data of a coverage heatmap."""
     t = count_tensor(df, [row, col], levels)

@@ -11,9 +11,11 @@ interval here takes the benchmark's generating unit (``Benchmark.cluster``) and 
   (Liang-Zeger sandwich) variance of the mean over the iid variance ``s^2 / n`` (Cameron & Miller 2015, "A
   practitioner's guide to cluster-robust inference", §II; Miller 2024, "Adding Error Bars to Evals", eq. 4). For
   equal clusters of size m and intra-cluster correlation rho it estimates ``1 + (m - 1) rho``.
-* :func:`cluster_bootstrap` / :func:`bootstrap_totals` the cluster (block) bootstrap: resample whole clusters with
-  replacement and recompute the statistic (Davison & Hinkley 1997, §3.8; Field & Welsh 2007), percentile intervals.
-  Used for statistics that are not means (the deviation metric of subgroup rates, BBQ's bias-score ratios).
+* :func:`cluster_bootstrap` the cluster (block) bootstrap: resample whole clusters with replacement and recompute the
+  statistic (Davison & Hinkley 1997, §3.8; Field & Welsh 2007), percentile intervals. A reference for checks: the
+  statistics that are not means (the deviation metric of subgroup rates, BBQ's bias-score ratios) get the rule below
+  through their linearization pseudo-values instead (issue 18's audit: a percentile bootstrap with 12 clusters
+  under-covers, and gave two reports of one effect two intervals).
 * :func:`rate_intervals`, :func:`mean_intervals` rates and means per group with the one rule of
   :mod:`biaslab.stats.clustered` (changed in issue 18): cluster-robust CR1 (one- or two-way) standard errors with
   t(G - 1) references; rates by the Korn-Graubard interval (Clopper-Pearson on the df-adjusted effective n), means
@@ -152,12 +154,13 @@ def cluster_bootstrap(df: pd.DataFrame, statistic: Callable[[pd.DataFrame], floa
 
 def mean_intervals(df: pd.DataFrame, value: str, cluster: str | Sequence[str] | None,
                    by: Sequence[str] | str | None = None, alpha: float = 0.05, seed: int = 0,
-                   few: int = FEW_CLUSTERS) -> pd.DataFrame:
+                   few: int = FEW_CLUSTERS, n_boot: int | None = None) -> pd.DataFrame:
     """Mean of a continuous ``value`` per group with the interval of
     :func:`biaslab.stats.clustered.mean_inference`: cluster-robust (CR1) t(G - 1), or the wild cluster restricted
     bootstrap (Webb weights, test inversion) with fewer than ``few`` clusters in a one-way design. NaN values are
     left out (counted in ``n_missing``). Columns: [by...], n, n_missing, n_clusters, df, mean, sd, se_naive,
-    se_cluster, design_effect, ci_low, ci_high, ci_method."""
+    se_cluster, design_effect, ci_low, ci_high, ci_method. ``n_boot``: the wild bootstrap's draws (None: the rule's
+    9,999)."""
     by = [by] if isinstance(by, str) else list(by or [])
     parts = [((), df)] if not by else df.groupby(by, sort=True, observed=True, dropna=False)
     rows = []
@@ -166,50 +169,13 @@ def mean_intervals(df: pd.DataFrame, value: str, cluster: str | Sequence[str] | 
         ok = np.isfinite(part[value].to_numpy(dtype=float))
         part = part[ok]
         r = mean_inference(part[value].to_numpy(dtype=float), cluster_labels(part, cluster), alpha=alpha,
-                           few=few, seed=seed + i, name=cluster_name(cluster) if cluster else "")
+                           few=few, seed=seed + i, name=cluster_name(cluster) if cluster else "",
+                           **({"n_boot": n_boot} if n_boot else {}))
         rows.append({**dict(zip(by, key)), "n": r["n"], "n_missing": int((~ok).sum()), "n_clusters": r["n_clusters"],
                      "df": r["df"], "mean": r["estimate"], "sd": r["sd"], "se_naive": r["se_naive"],
                      "se_cluster": r["se"], "design_effect": r["design_effect"], "ci_low": r["ci_low"],
                      "ci_high": r["ci_high"], "ci_method": r["ci_method"]})
     return pd.DataFrame(rows)
-
-
-def cluster_totals(df: pd.DataFrame, columns: Sequence[str], cluster: str,
-                   cells: Sequence[str] | None = None) -> tuple[dict[str, np.ndarray], pd.Index]:
-    """Per-cluster sums of ``columns`` and the row count ``_n``, as (G x C) arrays over the ``cells`` (groups of
-    rows, e.g. subgroups x model; one cell when None). The cluster bootstrap of any function of totals is then a
-    matrix product with multinomial cluster counts (:func:`bootstrap_totals`)."""
-    codes = pd.factorize(df[cluster], sort=True)[0]
-    if cells:
-        ckey = pd.MultiIndex.from_frame(df[list(cells)]) if len(cells) > 1 else pd.Index(df[cells[0]])
-        ccodes, cindex = pd.factorize(ckey, sort=True)
-    else:
-        ccodes, cindex = np.zeros(len(df), dtype=int), pd.Index(["all"])
-    g, c = int(codes.max() + 1), len(cindex)
-    flat = codes * c + ccodes
-    out = {"_n": np.bincount(flat, minlength=g * c).reshape(g, c).astype(float)}
-    for col in columns:
-        out[col] = np.bincount(flat, weights=df[col].to_numpy(dtype=float), minlength=g * c).reshape(g, c)
-    return out, cindex
-
-
-def bootstrap_totals(totals: dict[str, np.ndarray], statistic: Callable[[dict], np.ndarray], n_boot: int = 2000,
-                     seed: int = 0, alpha: float = 0.05, label: str = "") -> dict:
-    """Percentile cluster bootstrap of ``statistic(totals)``, where ``totals`` maps names to arrays whose first axis is
-    the cluster (from :func:`cluster_totals`) and ``statistic`` maps summed totals (arrays of shape (..., C)) to a
-    scalar per replicate (it receives arrays with a leading replicate axis). Vectorised: one matmul per column."""
-    g = next(iter(totals.values())).shape[0]
-    rng = np.random.default_rng(seed)
-    w = rng.multinomial(g, np.full(g, 1.0 / g), size=n_boot).astype(float)
-    full = {k: v.sum(axis=0)[None, ...] for k, v in totals.items()}
-    est = float(np.asarray(statistic(full)).ravel()[0])
-    with np.errstate(invalid="ignore", divide="ignore"):
-        reps = np.asarray(statistic({k: w @ v for k, v in totals.items()}), dtype=float).ravel()
-    reps = reps[np.isfinite(reps)]
-    lo, hi = np.quantile(reps, [alpha / 2, 1 - alpha / 2]) if reps.size else (np.nan, np.nan)
-    return {"estimate": est, "se": float(reps.std(ddof=1)) if reps.size > 1 else np.nan, "ci_low": float(lo),
-            "ci_high": float(hi), "n_clusters": g, "n_boot": int(reps.size),
-            "ci_method": f"cluster bootstrap percentile ({label or 'cluster'}, {n_boot} resamples)"}
 
 
 def _walsh_averages(d: np.ndarray) -> np.ndarray:

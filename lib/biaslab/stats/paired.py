@@ -15,13 +15,13 @@ that comes from which prompts were drawn, and the comparison's interval must res
   design (:func:`biaslab.stats.power.mde_from_se` on the paired SE and its df).
 * :func:`paired_subgroup_test` the paired alternative to the two-sample KS test of the multi-factor paper (§3.3):
   both models answer the same subgroups, so compare ``d_a(g) - d_b(g)`` subgroup by subgroup (Wilcoxon signed-rank
-  over subgroups) and give the difference of the two deviation metrics a cluster-paired bootstrap interval, tested
-  by the Wald t(G - 1) on the bootstrap standard error.
+  over subgroups, kept as naive) and give the difference of the two deviation metrics the interval and test of the
+  same rule, through the metric's linearization (:func:`subgroup_metric_intervals` for one model's metric).
 """
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from typing import Sequence
 
 import numpy as np
 import pandas as pd
@@ -29,10 +29,7 @@ from scipy import stats
 from statsmodels.stats.contingency_tables import mcnemar
 
 from .clustered import cluster_labels, cluster_name, mean_inference
-from .power import mde_design, mde_from_se
-
-WALD = "Wald t(G - 1) on the cluster-paired bootstrap standard error"
-
+from .power import mde_design, mde_from_se, mde_undefined_reason
 
 def mcnemar_exact(y_a, y_b) -> dict:
     """Exact McNemar test of paired 0/1 outcomes: b = a-only successes, c = b-only, p = binomial test of b vs c."""
@@ -59,16 +56,6 @@ def wilcoxon_paired(x, y=None) -> dict:
             "test": "Wilcoxon signed-rank"}
 
 
-def wald_p(diff: float, se: float, df: float | None = None) -> float:
-    """Two-sided p of ``diff / se`` against t(df) (the normal where df is None); NaN when undefined."""
-    if not np.isfinite(diff) or not np.isfinite(se):
-        return np.nan
-    if se == 0:
-        return 1.0 if diff == 0 else 0.0
-    z = abs(diff) / se
-    return float(2 * (stats.norm.sf(z) if df is None or not np.isfinite(df) else stats.t.sf(z, df)))
-
-
 def _paired_frame(df, outcome, model, a, b, unit):
     wide = df[df[model].isin([a, b])].pivot_table(index=unit, columns=model, values=outcome, aggfunc="mean")
     return wide.dropna(subset=[a, b]) if a in wide and b in wide else wide.iloc[:0]
@@ -80,9 +67,9 @@ def paired_difference(df: pd.DataFrame, outcome: str, a: str, b: str, cluster: s
     """Model ``a`` minus model ``b`` on ``outcome``, paired by ``unit`` (the prompt), inference clustered on
     ``cluster`` (a column constant within each unit, or two columns for a crossed design). Returns model_a, model_b,
     n_pairs, n_clusters, df, mean_a, mean_b, difference, se_naive, se_cluster, design_effect, ci_low, ci_high,
-    ci_method, test (= p_method), statistic, p_value, null_value (0), mde, mde_design, and, where clusters hold
-    several prompts, p_naive / test_naive (the exact test over prompts; see the module docstring). ``n_boot``: the
-    wild bootstrap's draws where it is used (default 9,999)."""
+    ci_method, test (= p_method), statistic, p_value, null_value (0), mde, mde_note (why it is undefined), mde_design,
+    and, where clusters hold several prompts, p_naive / test_naive (the exact test over prompts; see the module
+    docstring). ``n_boot``: the wild bootstrap's draws where it is used (default 9,999)."""
     wide = _paired_frame(df, outcome, model, a, b, unit)
     out = {"model_a": a, "model_b": b, "n_pairs": len(wide)}
     if wide.empty:
@@ -106,6 +93,7 @@ def paired_difference(df: pd.DataFrame, outcome: str, a: str, b: str, cluster: s
             "ci_method": r["ci_method"], "test": test["test"], "p_method": test["test"], "statistic": test["statistic"],
             "p_value": test["p_value"], "null_value": 0.0,
             "mde": mde_from_se(r["se"], r["df"] if clustered else None, alpha),
+            "mde_note": mde_undefined_reason(r["se"], g if clustered else None, r["se_naive"]),
             "mde_design": mde_design("paired", len(d), g if clustered else None, r["design_effect"],
                                      cluster_name(cluster)), **naive}
 
@@ -125,81 +113,90 @@ def paired_differences(df: pd.DataFrame, outcome: str, cluster: str | None, by: 
     return pd.DataFrame(rows)
 
 
-def _subgroup_cells(df, outcome, factors, cluster, model):
-    from .intervals import cluster_totals
-    tot, idx = cluster_totals(df, [outcome], cluster, cells=[model] + list(factors))
-    return tot, idx
+def _subgroup_labels(df: pd.DataFrame, factors: Sequence[str]) -> np.ndarray:
+    """One label per row: the subgroup (combination of ``factors``) it belongs to."""
+    return df.groupby(list(factors), sort=True, observed=True, dropna=False).ngroup().to_numpy()
 
 
-def _model_columns(idx, m, common=None):
-    mask = np.asarray(idx.get_level_values(0) == m)
-    keys = idx[mask].droplevel(0)
-    if common is None:
-        return np.where(mask)[0], keys
-    return np.where(mask)[0][keys.get_indexer(common)], keys
-
-
-def deviation_metric_rows(rates: np.ndarray, ideal: float = 0.0) -> np.ndarray:
-    """The multi-factor paper's deviation metric (eq. 4: the mean of |rate - C| over subgroups) along the last axis,
-    NaN-skipping (a subgroup absent from a bootstrap resample does not count)."""
-    with np.errstate(invalid="ignore"):
-        return np.nanmean(np.abs(np.asarray(rates, dtype=float) - ideal), axis=-1)
-
-
-def subgroup_metric_intervals(df: pd.DataFrame, outcome: str, factors: Sequence[str], cluster: str,
-                              model: str = "model", metric: Callable[[np.ndarray], np.ndarray] = deviation_metric_rows,
-                              n_boot: int = 2000, seed: int = 0, alpha: float = 0.05) -> pd.DataFrame:
-    """Per model: ``metric`` of its subgroup rates (default: the deviation metric, eq. 4) with a cluster-bootstrap
-    percentile interval (clusters resampled, subgroup rates recomputed from the resampled totals)."""
-    from .intervals import bootstrap_totals
-    tot, idx = _subgroup_cells(df, outcome, factors, cluster, model)
+def subgroup_metric_intervals(df: pd.DataFrame, outcome: str, factors: Sequence[str],
+                              cluster: str | Sequence[str] | None, model: str = "model", ideal: float = 0.0,
+                              alpha: float = 0.05, seed: int = 0) -> pd.DataFrame:
+    """Per model: the deviation metric (eq. 4, ideal value ``ideal``) of its subgroup rates, with the interval of
+    the mean of its linearization pseudo-values (:func:`biaslab.stats.subgroups.deviation_metric_pseudo_values`)
+    under the rule of :mod:`biaslab.stats.clustered`: CR1 (one-way, or two-way for a crossed ``cluster``) with
+    t(G - 1), or the wild cluster restricted bootstrap with fewer than 30 clusters. Columns: model, factors,
+    n_subgroups, estimate, se, ci_low, ci_high (within the metric's range), n_clusters, df, ci_method."""
+    from .subgroups import deviation_metric_pseudo_values
     rows = []
-    for m in pd.unique(df[model]):
-        cols, keys = _model_columns(idx, m)
-        b = bootstrap_totals({k: v[:, cols] for k, v in tot.items()},
-                             lambda t: metric(t[outcome] / np.where(t["_n"] > 0, t["_n"], np.nan)),
-                             n_boot=n_boot, seed=seed, alpha=alpha, label=cluster)
-        rows.append({model: m, "factors": " x ".join(factors), "n_subgroups": len(cols), **b})
+    for m, part in df[df[outcome].notna()].groupby(model, sort=False):      # units without an outcome: left out
+        labels = _subgroup_labels(part, factors)
+        dm, pseudo, single = deviation_metric_pseudo_values(part[outcome], labels, ideal)
+        r = _metric_inference(pseudo, part, cluster, single, np.unique(labels).size, alpha, seed)
+        # the metric's range: [0, max(C, 1 - C)] for 0/1 outcomes (a symmetric interval can leave it with few
+        # clusters); clipping keeps the coverage and says so
+        top = max(ideal, 1 - ideal) if set(pd.unique(part[outcome])) <= {0, 1} else np.inf
+        lo, hi = (max(r["ci_low"], 0.0), min(r["ci_high"], top)) if np.isfinite(r["ci_low"]) else (np.nan, np.nan)
+        clipped = f" (clipped to the metric's range [0, {top:g}])" if (lo, hi) != (r["ci_low"], r["ci_high"]) \
+            and np.isfinite(lo) else ""
+        rows.append({model: m, "factors": " x ".join(factors), "n_subgroups": int(np.unique(labels).size),
+                     "estimate": dm, "se": r["se"], "ci_low": lo, "ci_high": hi, "n_clusters": r["n_clusters"],
+                     "df": r["df"], "ci_method": r["ci_method"] + clipped})
     return pd.DataFrame(rows)
 
 
+def _metric_inference(pseudo: np.ndarray, rows: pd.DataFrame, cluster, single: int, n_sub: int, alpha: float,
+                      seed: int, null: float = 0.0) -> dict:
+    """:func:`biaslab.stats.clustered.mean_inference` of a metric's pseudo-values, or its undefined result (NaN
+    interval and p, ``ci_method`` saying why) where ``single`` subgroups of one unit leave the variance unestimable."""
+    labels = cluster_labels(rows, cluster)
+    if not single:
+        return mean_inference(pseudo, labels, null=null, alpha=alpha, seed=seed,
+                              name=cluster_name(cluster) if cluster else "")
+    g = len(pd.unique(np.asarray(labels if not isinstance(labels, list) else labels[0]))) if cluster else len(rows)
+    why = (f"undefined: {single} of {n_sub} subgroups hold one prompt, which its own rate fits exactly (leverage 1): "
+           "the linearized variance is not estimable")
+    return {"se": np.nan, "ci_low": np.nan, "ci_high": np.nan, "n_clusters": g, "df": g - 1, "ci_method": why,
+            "p_method": why, "statistic": np.nan, "p_value": np.nan}
+
+
 def paired_subgroup_test(df: pd.DataFrame, outcome: str, factors: Sequence[str], a: str, b: str,
-                         cluster: str, metric: Callable[[np.ndarray], np.ndarray] = deviation_metric_rows,
-                         model: str = "model", n_boot: int = 2000, seed: int = 0, alpha: float = 0.05) -> dict:
-    """Paired comparison of two models' subgroup rates over the subgroups defined by ``factors`` (the paired
-    alternative to the paper's two-sample KS test).
+                         cluster: str | Sequence[str] | None, model: str = "model", ideal: float = 0.0,
+                         alpha: float = 0.05, seed: int = 0) -> dict:
+    """Paired comparison of two models' subgroup rates over the subgroups defined by ``factors`` that both answered
+    (the paired alternative to the paper's two-sample KS test).
 
-    A cluster-paired bootstrap interval for ``metric(rates_a) - metric(rates_b)`` (default: the deviation metric,
-    eq. 4): each replicate resamples the clusters once and recomputes both models' subgroup rates on that resample,
-    so the interval keeps the pairing and the clustering; ``p_value`` is the Wald z of the difference on that
-    bootstrap's standard error. The Wilcoxon signed-rank test over subgroups of ``rate_a(g) - rate_b(g)`` (subgroups
-    both models answered) is kept as ``p_naive``: it treats subgroups as independent, which they are not when they
-    share templates. ``metric`` maps an array of rates (last axis: subgroups) to one value per leading index.
-    """
-    from .intervals import bootstrap_totals
+    The difference of the two deviation metrics (eq. 4) is linear, to first order, in both models' influence values
+    (:func:`biaslab.stats.subgroups.deviation_metric_pseudo_values`); their cluster totals (model a's minus model
+    b's, over the same templates) give its cluster-robust SE, so the interval and test are those of a mean under
+    the rule of :mod:`biaslab.stats.clustered` — CR1 (one- or two-way) with t(G - 1), or the wild cluster restricted
+    bootstrap (Webb weights; p-value and the interval that inverts it) with fewer than 30 clusters (changed after
+    issue 18's audit: before, a cluster-paired percentile bootstrap and a Wald test on its SE, also with 12 CALM
+    templates). The Wilcoxon signed-rank test over subgroups of ``rate_a(g) - rate_b(g)`` is kept as ``p_naive``: it
+    treats subgroups as independent, which they are not when they share templates."""
+    from .subgroups import deviation_metric_pseudo_values
     factors = list(factors)
-    sub = df[df[model].isin([a, b])]
-    tot, idx = _subgroup_cells(sub, outcome, factors, cluster, model)
-    _, ka = _model_columns(idx, a)
-    _, kb = _model_columns(idx, b)
-    common = ka.intersection(kb)
+    sub = df[df[model].isin([a, b]) & df[outcome].notna()]
+    keys = {m: set(map(tuple, g[factors].astype(str).drop_duplicates().to_numpy())) for m, g in sub.groupby(model)}
+    common = keys.get(a, set()) & keys.get(b, set())
     out = {"model_a": a, "model_b": b, "factors": " x ".join(factors), "n_subgroups": len(common)}
-    if len(common) == 0:
+    if not common:
         return {**out, "p_value": np.nan}
-    ia, _ = _model_columns(idx, a, common)
-    ib, _ = _model_columns(idx, b, common)
-
-    def rates(t, cols):
-        return t[outcome][..., cols] / np.where(t["_n"][..., cols] > 0, t["_n"][..., cols], np.nan)
-
-    full = {k: v.sum(axis=0) for k, v in tot.items()}
-    ra, rb = rates(full, ia), rates(full, ib)
-    w = wilcoxon_paired(ra, rb)
-    boot = bootstrap_totals(tot, lambda t: metric(rates(t, ia)) - metric(rates(t, ib)), n_boot=n_boot, seed=seed,
-                            alpha=alpha, label=f"{cluster}, paired")
-    return {**out, "metric_a": float(metric(ra)), "metric_b": float(metric(rb)),
-            "metric_difference": boot["estimate"], "ci_low": boot["ci_low"], "ci_high": boot["ci_high"],
-            "ci_method": boot["ci_method"], "mean_rate_difference": float(np.mean(ra - rb)),
-            "test": WALD, "statistic": boot["estimate"] / boot["se"] if boot["se"] else np.nan,
-            "p_value": wald_p(boot["estimate"], boot["se"], boot["n_clusters"] - 1), "n_clusters": boot["n_clusters"],
+    sub = sub[[k in common for k in map(tuple, sub[factors].astype(str).to_numpy())]]
+    parts, rates, single = [], {}, 0
+    for m, sign in ((a, 1.0), (b, -1.0)):
+        p = sub[sub[model] == m]
+        labels = _subgroup_labels(p, factors)
+        dm, pseudo, k = deviation_metric_pseudo_values(p[outcome], labels, ideal)
+        rates[m], single = (dm, p.groupby(factors, sort=True, observed=True)[outcome].mean()), single + k
+        parts.append((sign * (pseudo - dm) / len(p), p))       # each row's influence on DM_a - DM_b
+    diff = rates[a][0] - rates[b][0]
+    psi = np.concatenate([x for x, _ in parts])
+    stacked = pd.concat([p for _, p in parts], ignore_index=True)
+    r = _metric_inference(diff + psi.size * psi, stacked, cluster, single, 2 * len(common), alpha, seed)
+    w = wilcoxon_paired(rates[a][1].to_numpy(), rates[b][1].reindex(rates[a][1].index).to_numpy())
+    return {**out, "metric_a": rates[a][0], "metric_b": rates[b][0], "metric_difference": diff,
+            "ci_low": r["ci_low"], "ci_high": r["ci_high"], "ci_method": r["ci_method"],
+            "mean_rate_difference": float(np.mean(rates[a][1].to_numpy() - rates[b][1].reindex(rates[a][1].index))),
+            "test": r["p_method"], "statistic": r["statistic"], "p_value": r["p_value"], "null_value": 0.0,
+            "n_clusters": r["n_clusters"], "df": r["df"],
             "test_naive": w["test"] + " over subgroups (subgroups treated as independent)", "p_naive": w["p_value"]}

@@ -21,7 +21,13 @@ independent ones (Kish 1965), so every function takes ``deff`` (1 = independent 
   ``(z_{1-a/2} + z_power) SE``). :func:`mde_design` says in words which design that was.
 
 Every MDE is returned as an absolute value (statsmodels' root finder can return the negative root of the symmetric
-power equation: notebook 3's pooled LPBS row printed -0.072 before issue 18).
+power equation: notebook 3's pooled LPBS row printed -0.072 before issue 18). An MDE is **undefined** (NaN) where the
+analysed design has no usable standard error: fewer than 2 clusters, an SE that cannot be estimated, or an SE of 0
+(a constant outcome, e.g. a degenerate responder; or arms that answer alike inside every cluster, so the
+cluster-robust variance is 0). An SE of 0 does not mean that every effect is detectable — it means the data carry
+no estimate of the noise — so an MDE of 0 is never reported: :func:`mde_undefined_reason` says which case it was
+(``mde_note`` of ``power.csv``; before, SSQA's Gemma biased-answer row and four CALM rows printed MDEs of 0 and
+1e-16).
 """
 
 from __future__ import annotations
@@ -107,8 +113,9 @@ def mde_from_se(se: float, df: float | None = None, alpha: float = ALPHA, power:
     """Minimum detectable |effect| of an estimate with standard error ``se`` tested by a two-sided t test on ``df``
     degrees of freedom (the normal where df is None or infinite): the effect delta at which
     ``P(|T'| > t_{1-alpha/2, df}) = power`` for T' ~ noncentral t(df, delta / se). Solved by statsmodels'
-    ``TTestPower`` (nobs = df + 1, so its noncentrality d * sqrt(nobs) is delta / se). Same scale as ``se``."""
-    if se is None or not np.isfinite(se) or se < 0:
+    ``TTestPower`` (nobs = df + 1, so its noncentrality d * sqrt(nobs) is delta / se). Same scale as ``se``. NaN
+    (undefined, never 0) where ``se`` is 0 or not finite or df < 1 (:func:`mde_undefined_reason` says why)."""
+    if se is None or not np.isfinite(se) or se <= 0:       # undefined: see mde_undefined_reason
         return float("nan")
     if df is None or not np.isfinite(df) or df > 1e6:
         return float((stats.norm.ppf(1 - alpha / 2) + stats.norm.ppf(power)) * se)
@@ -132,6 +139,43 @@ def mde_gof_w(n: float, k: int, deff: float = 1.0, alpha: float = ALPHA, power: 
                                                    n_bins=int(k)))
 
 
+def mde_undefined_reason(se: float, n_clusters: float | None = None, se_naive: float | None = None) -> str:
+    """Why the MDE of an analysis with standard error ``se`` (on ``n_clusters`` clusters; ``se_naive`` the SE that
+    treats units as independent) is undefined, or "" when it is defined."""
+    if n_clusters is not None and np.isfinite(n_clusters) and n_clusters < 2:
+        return f"undefined: {int(n_clusters)} cluster, so the design's SE is not estimable"
+    if se is None or not np.isfinite(se):
+        return "undefined: the design's SE is not estimable"
+    if se > 0:
+        return ""
+    if se_naive is None or not np.isfinite(se_naive) or se_naive == 0:
+        return "undefined: zero variance, the outcome is constant (e.g. a degenerate responder)"
+    return ("undefined: zero cluster-robust variance, the compared arms answer alike inside every cluster (the "
+            "design estimates no noise)")
+
+
+def summarize_contrast_mdes(c: pd.DataFrame) -> dict:
+    """One ``power.csv`` row's numbers from the per-level MDEs of :func:`subgroup_contrast_mdes`: the median MDE over
+    the levels where it is defined, the level closest to it (its n_group, n_clusters, design effect), the range of
+    the defined levels' design effects and a note naming the undefined levels (all undefined: the MDE is NaN and the
+    note gives the reason)."""
+    ok = c[c["mde"].notna()]
+    bad = c[c["mde"].isna()]
+    why = "; ".join(f"{lv}: {r.removeprefix('undefined: ')}" for lv, r in zip(bad["level"], bad["mde_note"]))
+    out = {"n_levels": len(c), "n_defined": len(ok), "note": (f"{len(bad)} of {len(c)} levels undefined ({why})"
+                                                              if len(bad) else "")}
+    if ok.empty:
+        typ = c.iloc[0] if len(c) else None
+        return {**out, "mde": np.nan, "n_group": typ["n_group"] if typ is not None else np.nan,
+                "n_clusters": typ["n_clusters"] if typ is not None else np.nan, "design_effect": np.nan,
+                "deff_range": "", "note": (bad["mde_note"].iloc[0] if len(bad) and bad["mde_note"].nunique() == 1
+                                           else out["note"]) or "undefined: no level"}
+    typ = ok.iloc[(ok["mde"] - ok["mde"].median()).abs().argsort().iloc[0]]
+    return {**out, "mde": float(ok["mde"].median()), "n_group": int(typ["n_group"]),
+            "n_clusters": int(typ["n_clusters"]), "design_effect": float(typ["design_effect"]),
+            "deff_range": f"{ok['design_effect'].min():.1f}-{ok['design_effect'].max():.1f}"}
+
+
 def mde_design(kind: str, n: int, n_clusters: int | None = None, deff: float | None = None,
                cluster: str = "cluster") -> str:
     """The analysed design in words, for the ``mde_design`` column: "paired, 10,360 prompts in 37 template clusters,
@@ -152,17 +196,20 @@ def subgroup_contrast_mdes(df: pd.DataFrame, outcome: str, factor: str, cluster,
     from the contrast's own cluster-robust SE (:func:`biaslab.stats.clustered.contrast_inference`, one- or two-way
     ``cluster``) on t(G - 1). A level crossed with the clusters (a prompt style in every template) has a small
     design effect; a level constant within clusters (a template-level gender) a large one — never the design effect
-    of the model's overall rate. Columns: level, n_group, n_rest, n_clusters, design_effect, se, mde."""
+    of the model's overall rate. Columns: level, n_group, n_rest, n_clusters, design_effect, se, mde, mde_note (why
+    an MDE is undefined: :func:`mde_undefined_reason`)."""
     from .clustered import cluster_labels, contrast_inference
     labels = cluster_labels(df, cluster)
     y = df[outcome].to_numpy(dtype=float)
     rows = []
     for level in pd.unique(df[factor]):
         r = contrast_inference(y, (df[factor] == level).to_numpy(), labels, alpha=alpha)
+        note = mde_undefined_reason(r["se"], r["n_clusters"], r["se_naive"])
         rows.append({"level": level, "n_group": r["n_group"], "n_rest": r["n_rest"], "n_clusters": r["n_clusters"],
                      "design_effect": r["design_effect"], "se": r["se"],
-                     "mde": mde_from_se(r["se"], r["df"], alpha, power) if r["n_clusters"] >= 2 else np.nan})
-    return pd.DataFrame(rows)
+                     "mde": np.nan if note else mde_from_se(r["se"], r["df"], alpha, power), "mde_note": note})
+    return pd.DataFrame(rows, columns=["level", "n_group", "n_rest", "n_clusters", "design_effect", "se", "mde",
+                                       "mde_note"])
 
 
 def power_proportion(n: float, p1: float, p0: float = 0.5, alpha: float = ALPHA, deff: float = 1.0) -> float:
@@ -189,11 +236,15 @@ def required_n_two_proportions(p1: float, p2: float, alpha: float = ALPHA, power
 
 def power_row(benchmark: str, profile: str, quantity: str, n: float, mde: float, *, n_clusters: int | None = None,
               deff: float = 1.0, scale: str = "", test: str = "", alpha: float = ALPHA, power: float = POWER,
-              target: float | None = None, required_n: int | None = None, design: str = "") -> dict:
-    """One row of ``tables/power.csv``; ``mde`` is stored as its absolute value, ``design`` (``mde_design``) says
+              target: float | None = None, required_n: int | None = None, design: str = "", note: str = "") -> dict:
+    """One row of ``tables/power.csv``; ``mde`` is stored as its absolute value, NaN where it is undefined (0 or
+    missing: ``mde_note`` says why, "undefined" when ``note`` gives no reason), ``design`` (``mde_design``) says
     which design it is the MDE of."""
     deff = 1.0 if deff is None or not np.isfinite(deff) else deff
+    mde = abs(mde) if mde is not None and np.isfinite(mde) and mde != 0 else np.nan
+    if np.isnan(mde) and not note:
+        note = "undefined"
     return {"benchmark": benchmark, "profile": profile, "quantity": quantity, "test": test, "n": n,
             "n_clusters": n_clusters, "design_effect": deff, "n_effective": n / max(deff, 1.0), "alpha": alpha,
-            "power": power, "mde": abs(mde) if mde is not None else np.nan, "mde_scale": scale,
-            "mde_design": design, "target_effect": target, "required_n": required_n}
+            "power": power, "mde": mde, "mde_note": note, "mde_scale": scale, "mde_design": design,
+            "target_effect": target, "required_n": required_n}

@@ -200,6 +200,35 @@ def deviation_metric(values, ideal: float = 0.0) -> float:
     return float(np.sum(ideal - below) / n + np.sum(above - ideal) / n)
 
 
+def deviation_metric_pseudo_values(y, subgroup, ideal: float = 0.0) -> tuple[float, np.ndarray, int]:
+    """The deviation metric (eq. 4) of the rates of ``y`` in the subgroups labelled ``subgroup`` (one label per unit),
+    its linearization pseudo-values (one per unit) and the number of subgroups holding a single unit.
+
+    Pseudo-values ``DM + n psi_i`` with the influence value ``psi_i = sign(r_s - C) (y_i - r_s) / (n_s S)`` of unit i
+    in subgroup s (S subgroups, r_s their rates; Taylor linearization, Woodruff 1971 / Binder 1983; sign +1 at
+    r_s = C, as :func:`deviation_metric` counts a rate equal to C above it). Each residual is scaled by
+    ``sqrt(n_s / (n_s - 1))``: the subgroup's own rate has leverage 1/n_s on its units, and this HC2 correction
+    (MacKinnon & White 1985; Bell & McCaffrey 2002 for clusters) makes the residual variance unbiased in small
+    subgroups. Their mean is DM, and the cluster-robust variance of that mean is the linearized variance of DM, so the
+    metric gets the interval and test of a mean under the rule of :mod:`biaslab.stats.clustered`. A subgroup of one
+    unit (leverage 1) leaves no residual: where there is one, that variance is not estimable and the caller must say
+    so (the pseudo-values are then NaN). First order only: where rates lie near C, |r_s - C| is biased upwards and
+    not symmetric, which the linearization does not correct (a coverage check with 12 templates and rates away from C:
+    tests/test_inference.py)."""
+    y = np.asarray(y, dtype=float)
+    codes, _ = pd.factorize(np.asarray(subgroup), sort=True)
+    size = np.bincount(codes).astype(float)
+    rate = np.bincount(codes, weights=y) / size
+    dm = float(np.mean(np.abs(rate - ideal)))
+    single = int((size == 1).sum())
+    if single:
+        return dm, np.full(y.size, np.nan), single
+    sign = np.where(rate >= ideal, 1.0, -1.0)
+    hc2 = np.sqrt(size / (size - 1))
+    psi = sign[codes] * hc2[codes] * (y - rate[codes]) / (size[codes] * size.size)
+    return dm, dm + y.size * psi, 0
+
+
 def deviation_metric_table(sub: pd.DataFrame, by: str = "model", rate: str = "deviation_rate",
                            ideal: float = 0.0, group_cols: Sequence[str] = ("level", "factors")) -> pd.DataFrame:
     """DM (eq. 4) per model and subgroup family, with the number of subgroups and their mean / median rate."""

@@ -50,7 +50,7 @@ maximum is at a vertex: the top group at its upper bound, the bottom group and e
 their lower bounds) template by template, averaged as the score is. Coverage ≥ 1 − α by construction (checked by
 simulation in tests/test_calm_bias.py, where the percentile bootstrap covered an unbiased model's 0 in under 10 %),
 and the estimate lies inside by construction; the price is width. Template-level discard rules are taken as observed.
-:func:`bootstrap` (kept for comparison and for the robustness tables) resamples templates within each task (shared by
+:func:`bootstrap` (kept for comparison: the tests show its bias) resamples templates within each task (shared by
 the gender and race scores, as the same templates serve both) and, within every resampled template and group, the
 names; template-level rules are re-applied in every replicate, dataset- and task-level decisions are those of the full
 data. Percentile intervals.
@@ -176,7 +176,7 @@ def normalised_outputs(df: pd.DataFrame) -> list[str]:
 @dataclass
 class BiasResult:
     """What :func:`bias_scores` returns."""
-    templates: pd.DataFrame      # template_scores + used (bool) + reason (why left out)
+    templates: pd.DataFrame      # template_scores + variant + used (bool, by this variant's rules) + reason
     tasks: pd.DataFrame          # model, variant, task, bias_type, bias_score, n_templates_used, n_templates, discarded
     discards: pd.DataFrame       # model, variant, rule, level, task, bias_type, source_dataset, template_id
     summary: pd.DataFrame        # Table 6 layout: model, variant, overall, gender, race, <task>_<bias> columns
@@ -195,7 +195,8 @@ def bias_scores(df: pd.DataFrame, variant: str = "paper", correct: str | None = 
     if correct is None:
         correct = "correct_released" if variant == "released" and "correct_released" in df.columns else "correct"
     t = template_scores(df, correct, baseline)
-    t["used"], t["reason"] = True, ""
+    # the variant's own discard rules decide ``used``: a table of both variants' rows must say whose rows they are
+    t["variant"], t["used"], t["reason"] = variant, True, ""
     discards = []
 
     def drop(mask, rule, level):
@@ -666,46 +667,49 @@ def uninformative_templates(results: BiasResult) -> pd.DataFrame:
     return g[~g].reset_index()[["task", "template_id"]]
 
 
-def _overall_ci(df: pd.DataFrame, res: BiasResult, n_boot: int, seed: int) -> dict:
-    """model -> (ci_low, ci_high) of the overall score (percentile bootstrap over templates and names)."""
-    if not n_boot:
-        return {}
-    b = bootstrap(df, res, n_boot=n_boot, seed=seed)
+def _overall_ci(df: pd.DataFrame, res: BiasResult, alpha: float) -> dict:
+    """model -> {ci_low, ci_high, ci_method, n_clusters} of the overall score: its :func:`projection_intervals` row
+    (the interval every CALM range score gets; n_clusters = the templates it rests on)."""
+    b = projection_intervals(df, res, alpha=alpha)
     b = b[(b["task"] == "all") & (b["bias_type"] == "all")]
-    return {r.model: (r.ci_low, r.ci_high) for r in b.itertuples()}
+    return {r.model: {"ci_low": r.ci_low, "ci_high": r.ci_high, "ci_method": r.ci_method,
+                      "n_clusters": r.n_templates_used} for r in b.itertuples()}
 
 
-def perturbation_table(original: pd.DataFrame, perturbed: pd.DataFrame, variants=VARIANTS, n_boot: int = 0,
-                       seed: int = 0, **kw) -> pd.DataFrame:
+NO_CI = {"ci_low": np.nan, "ci_high": np.nan, "ci_method": "no interval: no score", "n_clusters": 0}
+
+
+def perturbation_table(original: pd.DataFrame, perturbed: pd.DataFrame, variants=VARIANTS, alpha: float = 0.05,
+                       **kw) -> pd.DataFrame:
     """Paper Table 2: overall / gender / race scores on the original prompts and on each perturbation
     (``perturbed`` has a ``perturbation`` column and ``n_edits`` per prompt), with the change from the original,
-    and a ``mean of perturbations`` row. ``templates_edited`` counts templates the perturbation changed.
-    With ``n_boot > 0`` each overall score gets a 95 % percentile bootstrap interval (``ci_low``, ``ci_high``;
-    templates and names resampled, as :func:`bootstrap`)."""
+    and a ``mean of perturbations`` row. ``templates_edited`` counts templates the perturbation changed. Each overall
+    score gets the projection interval of :func:`projection_intervals` (``ci_low``, ``ci_high``, ``ci_method``,
+    ``n_clusters``: the templates it rests on) — the one interval of CALM's range statistic, also in
+    ``bias_scores.csv`` (before issue 18's audit: a percentile bootstrap here, which did not contain its estimate)."""
     rows = []
     for v in variants:
         res_o = bias_scores(original, v, **kw)
         orig = res_o.summary.set_index("model")
-        ci = _overall_ci(original, res_o, n_boot, seed)
+        ci = _overall_ci(original, res_o, alpha)
         n_t = original.groupby("model")["template_id"].nunique()
         for m, r in orig.iterrows():
             rows.append({"model": m, "variant": v, "perturbation": "original", "templates_edited": 0,
                          "templates": int(n_t.get(m, 0)), "overall": r["overall"], "gender": r["gender"],
-                         "race": r["race"], "ci_low": ci.get(m, (np.nan, np.nan))[0],
-                         "ci_high": ci.get(m, (np.nan, np.nan))[1]})
+                         "race": r["race"], **ci.get(m, NO_CI)})
         if perturbed is None or perturbed.empty:
             continue
         for kind, d in perturbed.groupby("perturbation", sort=False):
             res_p = bias_scores(d, v, **kw)
             s = res_p.summary.set_index("model")
-            ci = _overall_ci(d, res_p, n_boot, seed)
+            ci = _overall_ci(d, res_p, alpha)
             edited = d[d["n_edits"] > 0].groupby("model")["template_id"].nunique()
             for m, r in s.iterrows():
                 rows.append({"model": m, "variant": v, "perturbation": kind,
                              "templates_edited": int(edited.get(m, 0)),
                              "templates": int(d.loc[d["model"] == m, "template_id"].nunique()),
                              "overall": r["overall"], "gender": r["gender"], "race": r["race"],
-                             "ci_low": ci.get(m, (np.nan, np.nan))[0], "ci_high": ci.get(m, (np.nan, np.nan))[1]})
+                             **ci.get(m, NO_CI)})
     t = pd.DataFrame(rows)
     if t.empty:
         return t

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ...findings import bullets, decision, interval, join, num, pct, present, span
+from ...findings import bullets, decision, detectable, interval, join, num, pct, present, span
 
 TASK_NAMES = {"qa": "QA", "nli": "NLI", "sentiment": "sentiment"}
 
@@ -90,6 +90,17 @@ def robustness_findings(robustness: pd.DataFrame) -> str:
     return bullets(lines)
 
 
+def power_findings(power: pd.DataFrame) -> str:
+    """What the group-vs-rest contrasts of ``power.csv`` can detect (only defined MDEs: a contrast whose
+    template-clustered SE is 0 has none, and says why) and the prompts per group a 5-point difference needs."""
+    if power.empty:
+        return ""
+    need = power["required_n"].dropna()
+    return (detectable(power.to_dict("records"), "Group accuracy differences (by model, task and bias type)")
+            + (f"; a 5-point difference needs {span(need.min(), need.max())} prompts per group" if len(need) else "")
+            + ".")
+
+
 def subset_findings(subsets: pd.DataFrame) -> str:
     """Per model (eq. 1): the spread of the overall score over random subsets, and the effect of halving the names."""
     lines = []
@@ -111,6 +122,30 @@ def subset_findings(subsets: pd.DataFrame) -> str:
         lines.append(f"Template subset '{uninf['unit'].iloc[0]}' keeps {pct(uninf['fraction'].iloc[0])} of the "
                      "templates.")
     return bullets(lines)
+
+
+def length_findings(diversity: pd.DataFrame, table4: pd.DataFrame) -> str:
+    """CALM's template lengths here (``calm_passage``: the passages alone; ``calm``: with the question) beside the
+    paper's printed Table 4 row (``table4``, :data:`.published.TABLE4`), and the smallest standard deviation the
+    printed minimum, maximum and mean allow: the largest template alone contributes (max − mean) / sqrt(n − 1)."""
+    d = diversity.set_index("benchmark")
+    paper = table4.set_index("benchmark").loc["CALM"]
+    if "calm_passage" not in d.index:
+        return ""
+    p, q = d.loc["calm_passage"], d.loc["calm"] if "calm" in d.index else None
+    floor = (paper["length_max"] - paper["length_mean"]) / (paper["n_templates"] - 1) ** 0.5
+    return bullets([
+        f"The paper's Table 4 row for CALM: {int(paper['n_templates'])} templates of "
+        f"{span(paper['length_min'], paper['length_max'])} words, mean {num(paper['length_mean'])}, standard "
+        f"deviation {num(paper['length_sd'])}.",
+        f"Here, the passages alone (`calm_passage`): {int(p['n_templates'])} templates of "
+        f"{span(p['length_min'], p['length_max'])} words, mean {num(p['length_mean'])}, standard deviation "
+        f"{num(p['length_sd'], 2)}" + (f"; with the question (`calm`): mean {num(q['length_mean'])}, up to "
+                                       f"{int(q['length_max'])} words" if q is not None else "") + ".",
+        f"The printed standard deviation cannot be right: with {int(paper['n_templates'])} templates between "
+        f"{num(paper['length_min'])} and {num(paper['length_max'])} words around a mean of "
+        f"{num(paper['length_mean'])}, the longest template alone makes it at least {num(floor)} (its squared "
+        f"distance from the mean over n − 1), not {num(paper['length_sd'])}."])
 
 
 def diversity_findings(diversity: pd.DataFrame) -> str:

@@ -5,15 +5,21 @@ table holds it (folder, file, column, row filters), which way is biased (``direc
 higher value is more stereotyped, -1 when lower is), the value an unbiased model would get (``null``), and which
 per-prompt response table gives its intervals and paired comparisons (file, outcome, pairing unit, cluster).
 
+Every interval and test follows the one rule of :mod:`biaslab.stats.clustered`, with the source notebook's design
+(``Metric.cluster``: the generating unit, or two crossed units — SSQA's template x stigma, the same
+``benchmarks.ssqa.CLUSTERS`` notebook 1 uses), so an effect reported by notebook 1 and here has one interval:
+
 * :func:`model_metric_table` model x metric: the estimate *as the source table states it*, the estimate recomputed
-  from the per-prompt responses (``estimate_from_responses``, which must agree), and a cluster-aware interval
-  (``stats.intervals.rate_intervals`` for 0/1 outcomes, the cluster bootstrap of the mean for continuous ones,
-  :func:`stats.ranking.cluster_sum_bootstrap` for BBQ's ratio scores, the source notebook's own interval for CALM).
-* :func:`paired_table` every pair of models on the units both answered (``stats.paired``), Holm-adjusted within
-  each metric (the family a reader ranks models by). The p-value that is adjusted and decides tie groups respects
-  the clustering as the interval does (:func:`stats.paired.paired_difference`: the Wald z of the difference on its
-  cluster-paired bootstrap standard error, or the exact test where every cluster is one unit); the exact McNemar /
-  Wilcoxon p-value over clustered prompts is kept beside it (``p_naive``).
+  from the per-prompt responses (``estimate_from_responses``, which must agree), and its interval: Korn-Graubard
+  (``stats.intervals.rate_intervals``) for 0/1 outcomes; for means — the agentic entropy, and BBQ's bias scores as
+  the mean of their linearization pseudo-values (:func:`biaslab.benchmarks.bbq.with_pseudo_values`, as notebook 1) —
+  ``stats.intervals.mean_intervals`` (CR1, t(G - 1); the wild cluster bootstrap below 30 clusters); CALM's range
+  statistic keeps notebook 2's projection interval. ``n_units`` is the number of units the estimate rests on.
+* :func:`paired_table` every pair of models on the units both answered (:func:`stats.paired.paired_difference`: the
+  CR1 (one- or two-way) SE with a t(G - 1) interval and Wald t(G - 1) test, or the wild cluster bootstrap with fewer
+  than 30 clusters, or the exact test where every cluster is one unit), adjusted in **one family for the whole
+  report** (Holm by default: every comparable, tested pair of every metric); the exact McNemar / Wilcoxon p-value
+  over clustered prompts is kept beside it (``p_naive``).
 * :func:`tie_group_table` :func:`stats.ranking.tie_groups` per metric, on the oriented estimates.
 * :func:`agreement_table` rank agreement between metrics over the models that have both
   (:func:`stats.ranking.spearman_interval`).
@@ -29,6 +35,7 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
+from ...benchmarks import bbq, ssqa
 from ...stats import intervals, paired, ranking
 from ...stats import responders as R
 from ...stats import verdict as V
@@ -57,8 +64,8 @@ class Metric:
     response_filters: dict = field(default_factory=dict)
     outcome: str = ""                # response column (or derived by ``derive``)
     unit: tuple = ("prompt_id",)     # pairing unit (columns joined)
-    cluster: str | None = None       # generating unit for intervals
-    kind: str = "binary"             # binary | continuous | bbq_ambig | bbq_disambig | source_interval
+    cluster: str | tuple | None = None   # generating unit(s) for intervals: one column, or two crossed ones
+    kind: str = "binary"             # binary | continuous | bbq (a ratio score, linearized) | source_interval
     derive: Callable | None = None   # responses -> responses with ``outcome`` added
     note: str = ""
     responders: dict | None = None   # rows of the source's responders.csv that judge this metric (None: none do)
@@ -95,8 +102,9 @@ def _bbq(condition: str, label: str) -> Metric:
         sources=(Source("accuracy_bias_scores", "bias_score", {"context_condition": condition}),),
         direction="higher = more stereotyped", orientation=1, null=0.0,
         null_meaning="0: biased and counter-biased answers equally often",
-        responses=("responses",), response_filters={"context_condition": condition}, outcome="bias_score",
-        cluster="template", kind=f"bbq_{condition}", responders={}, answer_mode="option log-probabilities")
+        responses=("responses",), response_filters={"context_condition": condition}, outcome=bbq.PSEUDO,
+        cluster="template", kind="bbq", derive=bbq.with_pseudo_values, responders={},
+        answer_mode="option log-probabilities")
 
 
 METRICS: tuple[Metric, ...] = (
@@ -108,7 +116,7 @@ METRICS: tuple[Metric, ...] = (
            direction="higher = more biased answers", orientation=1, null=0.0,
            null_meaning="0: never the biased answer (a uniform guesser over yes / no / can't tell scores 1/3)",
            responses=("responses", "responses_released"), response_filters={"cot": "no"}, outcome="deviated",
-           cluster="template", kind="binary", responders={"cot": "no"},
+           cluster=ssqa.CLUSTERS, kind="binary", responders={"cot": "no"},
            note="embedded models (label probabilities) on the scored subset, released models (generated answers) on "
                 "all their prompts: ranked apart; pairs across the two answer modes are shown, not tested"),
     _bbq("ambig", "ambiguous contexts (s_AMB)"),
@@ -118,11 +126,11 @@ METRICS: tuple[Metric, ...] = (
            sources=(Source("bias_scores", "bias_score", {"variant": "paper", "task": "all", "bias_type": "all"}),),
            direction="higher = larger accuracy gap between groups", orientation=1, null=0.0,
            null_meaning="0: every group equally accurate (the permutation-null mean of notebook 2 is above 0)",
-           responses=("template_bias",), response_filters={"used": True}, outcome="bias_paper",
+           responses=("template_bias",), response_filters={"used": True, "variant": "paper"}, outcome="bias_paper",
            unit=("bias_type", "template_id"), cluster=None, kind="source_interval", responders={},
            answer_mode="labels, one scoring mode per run",
-           note="interval: notebook 2's bootstrap over templates and names; paired comparisons: mean difference "
-                "of per-template bias over the templates both models kept"),
+           note="interval: notebook 2's projection interval of the range statistic; paired comparisons: mean "
+                "difference of per-template bias over the templates both models kept"),
     _crows("crows_pairs_en", "original English"),
     _crows("crows_pairs_en_revised", "revised English"),
     _crows("crows_pairs_fr", "French"),
@@ -159,7 +167,7 @@ def _filter(df: pd.DataFrame, filters: dict) -> pd.DataFrame:
 
 
 def headline_values(m: Metric, root: Path) -> pd.DataFrame:
-    """model, estimate, source (file), plus the source's own interval where it has one."""
+    """model, estimate, source (file), plus the source's own interval (and its G) where it has one."""
     rows = []
     for s in m.sources:
         t = read_table(root, m.folder, s.table)
@@ -171,9 +179,9 @@ def headline_values(m: Metric, root: Path) -> pd.DataFrame:
             rows.append({"model": d["model"], "estimate": float(d[s.column]),
                          "source": f"{m.folder}/tables/{s.table}.csv", "answer_mode": s.answer_mode or m.answer_mode,
                          "source_ci_low": d.get("ci_low", np.nan), "source_ci_high": d.get("ci_high", np.nan),
-                         "source_ci_method": d.get("ci_method", "")})
+                         "source_ci_method": d.get("ci_method", ""), "source_n_clusters": d.get("n_clusters", np.nan)})
     out = pd.DataFrame(rows, columns=["model", "estimate", "source", "answer_mode", "source_ci_low",
-                                      "source_ci_high", "source_ci_method"])
+                                      "source_ci_high", "source_ci_method", "source_n_clusters"])
     return out.drop_duplicates("model", keep="first").reset_index(drop=True)
 
 
@@ -187,59 +195,73 @@ def unit_responses(m: Metric, root: Path) -> pd.DataFrame:
     if not parts:
         return pd.DataFrame()
     r = pd.concat(parts, ignore_index=True)
-    if m.derive is not None:
-        r = m.derive(r)
-    if m.kind in ("bbq_ambig", "bbq_disambig"):
-        r = r.assign(non_unknown=1 - r["chose_unknown"], one=1.0)
+    if r.empty:
+        return r.assign(unit=pd.Series(dtype=str))
     r["unit"] = r[list(m.unit)].astype(str).agg("|".join, axis=1) if len(m.unit) > 1 else r[m.unit[0]].astype(str)
-    return r
+    dup = r.duplicated(["model", "unit"])
+    if dup.any():         # one row per model and unit, or counts and paired differences double rows
+        raise ValueError(f"{m.id}: {int(dup.sum())} (model, unit) rows repeat after filtering {m.response_filters} "
+                         f"(e.g. {r.loc[dup, 'model'].iloc[0]}, {r.loc[dup, 'unit'].iloc[0]}): the filters must select "
+                         "one row per unit")
+    return _derive(m, r)
+
+
+def no_responses(m: Metric, root: Path) -> str:
+    """Why a metric has no per-unit responses: none written, or written without a column its filters need (a table
+    from before that column was added: its notebook must be rerun)."""
+    for stem in m.responses:
+        t = read_table(root, m.folder, stem)
+        lacking = [c for c in m.response_filters if t is not None and c not in t]
+        if lacking:
+            return (f"no usable per-prompt responses: {m.folder}/tables/{stem}.csv has no {', '.join(lacking)} "
+                    "column (written before it was added; rerun that notebook)")
+    return "no per-prompt responses in the source folder"
+
+
+def _derive(m: Metric, r: pd.DataFrame) -> pd.DataFrame:
+    """``m.derive`` applied per model (a derived outcome such as BBQ's pseudo-values belongs to one model's answers)."""
+    if m.derive is None or r.empty:
+        return r
+    return pd.concat([m.derive(g) for _, g in r.groupby("model", sort=False)]).loc[r.index]
 
 
 # ------------------------------------------------------------------------------------------------ statistics
-def _bbq_stat(ambig: bool):
-    """BBQ's bias score from column totals [deviated, non_unknown, correct, one] (Parrish et al. 2022, §4)."""
-    def f(t):
-        t = np.atleast_2d(t)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            s_dis = 2 * t[:, 0] / t[:, 1] - 1
-            return (1 - t[:, 2] / t[:, 3]) * s_dis if ambig else s_dis
-    return f
+def design(m: Metric, r: pd.DataFrame) -> tuple[str | list[str] | None, str]:
+    """The metric's clusters that every row of ``r`` carries (one column, two crossed ones as a list, or None) and a
+    note for ``ci_method`` when one is missing (a source table written before it carried that column)."""
+    want = [m.cluster] if isinstance(m.cluster, str) else list(m.cluster or ())
+    have = [c for c in want if c in r and r[c].notna().all()]
+    if have == want:
+        return (None if not have else have[0] if len(have) == 1 else have), ""
+    lost = ", ".join(c for c in want if c not in have)
+    return (have[0] if have else None), (f" (cluster column {lost} missing from the source responses: "
+                                         + (f"clustered on {have[0]} only)" if have else
+                                            "prompts treated as independent)"))
 
 
-BBQ_COLUMNS = ["deviated", "non_unknown", "correct", "one"]
-
-
-def _cluster_col(m: Metric, r: pd.DataFrame) -> str | None:
-    return m.cluster if m.cluster and m.cluster in r else None
-
-
-def interval(m: Metric, r: pd.DataFrame, n_boot: int = 2000, seed: int = 0) -> dict:
-    """Estimate from one model's responses and its cluster-aware interval."""
-    cl = _cluster_col(m, r)
-    missing = (" (cluster column missing from the source responses: prompts treated as independent)"
-               if m.cluster and cl is None else "")
+def interval(m: Metric, r: pd.DataFrame, seed: int = 0, n_boot: int | None = None) -> dict:
+    """Estimate from one model's responses and its interval, by the rule of :mod:`biaslab.stats.clustered` on the
+    metric's design: Korn-Graubard for 0/1 outcomes, the mean's CR1 t(G - 1) / wild cluster bootstrap interval for
+    means (BBQ: the mean of the score's pseudo-values)."""
+    cl, missing = design(m, r)
     if m.kind == "binary":
         r = r[r[m.outcome].notna()]
         t = intervals.rate_intervals(r, m.outcome, cl).iloc[0]
         return {"estimate_from_responses": t["rate"], "ci_low": t["ci_low"], "ci_high": t["ci_high"],
-                "ci_method": t["ci_method"] + missing, "n_units": int(t["n"]), "n_clusters": int(t["n_clusters"])}
-    if m.kind == "continuous":     # the same rule as the source notebooks (stats.clustered via mean_intervals)
-        t = intervals.mean_intervals(r, m.outcome, cl, seed=seed).iloc[0]
+                "ci_method": t["ci_method"] + missing, "n_clusters": int(t["n_clusters"])}
+    if m.kind in ("continuous", "bbq"):
+        t = intervals.mean_intervals(r, m.outcome, cl, seed=seed, n_boot=n_boot).iloc[0]
         return {"estimate_from_responses": t["mean"], "ci_low": t["ci_low"], "ci_high": t["ci_high"],
-                "ci_method": t["ci_method"] + missing, "n_units": int(t["n"]), "n_clusters": int(t["n_clusters"])}
-    if m.kind in ("bbq_ambig", "bbq_disambig"):
-        s = ranking.cluster_sums(r, BBQ_COLUMNS, cl)
-        b = ranking.cluster_sum_bootstrap(_bbq_stat(m.kind == "bbq_ambig"), s.to_numpy(), n_boot=n_boot, seed=seed)
-        return {"estimate_from_responses": b["estimate"], "ci_low": b["ci_low"], "ci_high": b["ci_high"],
-                "ci_method": f"cluster bootstrap percentile of the ratio ({cl or 'prompt'}, {n_boot} resamples)"
-                             + missing, "n_units": len(r), "n_clusters": b["n_clusters"]}
+                "ci_method": t["ci_method"] + missing, "n_clusters": t["n_clusters"]}
     return {"estimate_from_responses": np.nan, "ci_low": np.nan, "ci_high": np.nan, "ci_method": "",
-            "n_units": len(r), "n_clusters": np.nan}
+            "n_clusters": np.nan}
 
 
-def model_metric_table(root: Path, metrics=METRICS, models: list[str] | None = None, n_boot: int = 2000,
+def model_metric_table(root: Path, metrics=METRICS, models: list[str] | None = None, n_boot: int | None = None,
                        seed: int = 0) -> pd.DataFrame:
-    """Long model x metric table (one row per metric and model)."""
+    """Long model x metric table (one row per metric and model). ``n_units`` and ``n_prompt_set`` both count the
+    units the estimate rests on (those with a defined outcome), from one list. ``n_boot``: draws of the wild cluster
+    bootstrap where the rule uses it (None: the rule's 9,999, as notebooks 1-4)."""
     rows = []
     for m in metrics:
         h = headline_values(m, root)
@@ -248,19 +270,20 @@ def model_metric_table(root: Path, metrics=METRICS, models: list[str] | None = N
         r_all = unit_responses(m, root)
         for row in h.itertuples(index=False):
             r = r_all[r_all["model"] == row.model] if len(r_all) else r_all
-            res = interval(m, r, n_boot=n_boot, seed=seed) if len(r) else {
+            res = interval(m, r, seed=seed, n_boot=n_boot) if len(r) else {
                 "estimate_from_responses": np.nan, "ci_low": np.nan, "ci_high": np.nan,
-                "ci_method": "no per-prompt responses in the source folder", "n_units": np.nan, "n_clusters": np.nan}
+                "ci_method": no_responses(m, root), "n_clusters": np.nan}
             if m.kind == "source_interval":
                 how = row.source_ci_method if isinstance(row.source_ci_method, str) and row.source_ci_method else \
                     m.note.split(";")[0]
-                res.update(ci_low=row.source_ci_low, ci_high=row.source_ci_high,
+                res.update(ci_low=row.source_ci_low, ci_high=row.source_ci_high, n_clusters=row.source_n_clusters,
                            ci_method=f"the source notebook's interval: {how}")
             units = _answered_units(m, r)
             rows.append({"metric": m.id, "benchmark": m.benchmark, "label": m.label, "model": row.model,
                          "estimate": row.estimate, **res, "direction": m.direction, "orientation": m.orientation,
                          "null": m.null, "null_meaning": m.null_meaning, "source": row.source,
-                         "answer_mode": row.answer_mode, "n_prompt_set": len(units),
+                         "answer_mode": row.answer_mode, "n_units": len(units) if len(r) else np.nan,
+                         "n_prompt_set": len(units),
                          "prompt_set": _set_id(units)})
     out = pd.DataFrame(rows)
     return comparison_groups(out) if len(out) else out
@@ -270,7 +293,7 @@ def _answered_units(m: Metric, r: pd.DataFrame) -> list[str]:
     """The units (prompts, pairs, templates) a model's estimate rests on: those with a defined outcome."""
     if r is None or r.empty or "unit" not in r:
         return []
-    if m.outcome and m.outcome in r and m.kind not in ("bbq_ambig", "bbq_disambig"):
+    if m.outcome and m.outcome in r:
         r = r[r[m.outcome].notna()]
     return sorted(set(r["unit"].astype(str)))
 
@@ -283,20 +306,22 @@ def _set_id(units: list[str]) -> str:
 def comparison_groups(table: pd.DataFrame) -> pd.DataFrame:
     """``comparison_group`` per model × metric: models whose estimates rest on the same prompt set and the same
     answer mode (like with like, issue 18); only models of one group are ranked against each other. A group is
-    labelled by its answer mode and the size of its prompt set (with a letter where two sets have the same size)."""
+    labelled by its answer mode and the size of its prompt set (with a letter where two sets have the same size). A
+    model whose units are unknown (no per-unit responses) shares its prompts with no one it could be shown to share
+    them with: it is a group of its own."""
     out = table.copy()
     labels = []
     for mid, g in out.groupby("metric", sort=False):
-        keys = list(dict.fromkeys(zip(g["answer_mode"].fillna(""), g["prompt_set"].fillna(""),
-                                      g["n_prompt_set"])))
+        sid = g["prompt_set"].fillna("").where(g["prompt_set"].fillna("") != "", "unknown: " + g["model"])
+        rows = list(zip(g["answer_mode"].fillna(""), sid, g["n_prompt_set"].fillna(0)))
+        keys = list(dict.fromkeys(rows))
         sizes = pd.Series([k[2] for k in keys]).value_counts()
         name = {}
-        for i, (mode, sid, n) in enumerate(keys):
+        for i, (mode, s_id, n) in enumerate(keys):
             tag = f" (set {chr(65 + i)})" if sizes[n] > 1 else ""
-            name[(mode, sid, n)] = f"{mode or 'one answer mode'} · {int(n):,} units{tag}" if n else \
-                f"{mode or 'one answer mode'} · units unknown"
-        labels += [(i, name[k]) for i, k in zip(g.index, zip(g["answer_mode"].fillna(""), g["prompt_set"].fillna(""),
-                                                             g["n_prompt_set"]))]
+            name[(mode, s_id, n)] = (f"{mode or 'one answer mode'} · {int(n):,} units{tag}" if n else
+                                     f"{mode or 'one answer mode'} · units unknown ({s_id.removeprefix('unknown: ')})")
+        labels += [(i, name[k]) for i, k in zip(g.index, rows)]
     out["comparison_group"] = pd.Series(dict(labels))
     return out
 
@@ -304,8 +329,9 @@ def comparison_groups(table: pd.DataFrame) -> pd.DataFrame:
 REPORT_FAMILY = "05 · every comparable model pair of the report (all metrics)"
 
 
-def paired_table(root: Path, metrics=METRICS, models: list[str] | None = None, n_boot: int = 2000, seed: int = 0,
-                 method: str = "holm", alpha: float = 0.05, responders: pd.DataFrame | None = None) -> pd.DataFrame:
+def paired_table(root: Path, metrics=METRICS, models: list[str] | None = None, n_boot: int | None = None,
+                 seed: int = 0, method: str = "holm", alpha: float = 0.05,
+                 responders: pd.DataFrame | None = None) -> pd.DataFrame:
     """Every pair of models on each metric, on the units both answered, with the verdict columns of
     :mod:`biaslab.stats.verdict`.
 
@@ -314,7 +340,9 @@ def paired_table(root: Path, metrics=METRICS, models: list[str] | None = None, n
     label probabilities vs generated text) is not comparable: its difference and interval are shown, its verdict is
     "not tested (not comparable: …)". A pair with a model that is degenerate *for this metric* (``responders``,
     :func:`responder_table`) keeps its difference and interval; its verdict is "not tested (degenerate responder:
-    …)". Neither enters the family."""
+    …)". Neither enters the family. Every pair is :func:`biaslab.stats.paired.paired_difference` on the metric's
+    design (BBQ: on the two models' score pseudo-values over the units both answered, whose mean difference is the
+    difference of their scores there). ``n_boot``: draws of the wild cluster bootstrap where it is used."""
     rows = []
     for m in metrics:
         r = unit_responses(m, root)
@@ -324,7 +352,6 @@ def paired_table(root: Path, metrics=METRICS, models: list[str] | None = None, n
             r = r[r["model"].isin(models)]
         modes = headline_values(m, root).set_index("model")["answer_mode"]
         names = list(pd.unique(r["model"]))
-        cl = _cluster_col(m, r)
         for a, b in itertools.combinations(names, 2):
             ra, rb = r[r["model"] == a], r[r["model"] == b]
             common = sorted(set(ra["unit"]) & set(rb["unit"]))
@@ -333,32 +360,17 @@ def paired_table(root: Path, metrics=METRICS, models: list[str] | None = None, n
             if not common:
                 rows.append({**base, "difference": np.nan, "ci_method": "no unit answered by both models"})
                 continue
-            if m.kind in ("bbq_ambig", "bbq_disambig"):
-                ra, rb = ra[ra["unit"].isin(common)], rb[rb["unit"].isin(common)]
-                keys = sorted(set(ra[cl]) if cl else range(len(common)))
-                key_a = ra.sort_values("unit")
-                key_b = rb.sort_values("unit")
-                if cl is None:
-                    key_a = key_a.assign(_c=range(len(common)))
-                    key_b = key_b.assign(_c=range(len(common)))
-                c = cl or "_c"
-                sa = ranking.cluster_sums(key_a, BBQ_COLUMNS, c, keys).to_numpy()
-                sb = ranking.cluster_sums(key_b, BBQ_COLUMNS, c, keys).to_numpy()
-                f = _bbq_stat(m.kind == "bbq_ambig")
-                bt = ranking.cluster_sum_bootstrap(f, sa, sb, n_boot=n_boot, seed=seed)
-                rows.append({**base, "n_clusters": bt["n_clusters"], "mean_a": float(f(sa.sum(0))[0]),
-                             "mean_b": float(f(sb.sum(0))[0]), "difference": bt["estimate"],
-                             "se_cluster": bt["se"], "ci_low": bt["ci_low"], "ci_high": bt["ci_high"],
-                             "ci_method": f"cluster-paired bootstrap percentile ({c}, {n_boot} resamples)",
-                             "p_value": paired.wald_p(bt["estimate"], bt["se"], bt["n_clusters"] - 1),
-                             "test": paired.WALD,
-                             "p_naive": bt["p_boot"], "test_naive": "percentile-bootstrap p (cluster-paired)"})
-                continue
             both = r[r["model"].isin([a, b])]
+            if m.kind == "bbq":      # each score's pseudo-values on the common units: their mean is its score there
+                both = _derive(m, both[both["unit"].isin(common)])
             both = both[both[m.outcome].notna()]
+            cl, missing = design(m, both)
             res = paired.paired_difference(both, m.outcome, a, b, cl, unit="unit", binary=(m.kind == "binary"),
                                            n_boot=n_boot, seed=seed)
             res.pop("model_a"), res.pop("model_b")
+            if m.kind == "bbq":      # a signed-rank test of pseudo-values tests no score difference
+                res.pop("p_naive", None), res.pop("test_naive", None)
+            res["ci_method"] = res.get("ci_method", "") + missing
             rows.append({**base, **res, "n_pairs": res.get("n_pairs", len(common))})
     out = pd.DataFrame(rows)
     if out.empty:

@@ -10,9 +10,45 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ...findings import DISTINGUISHABLE, bullets, decision, interval, num, pct
+from ...findings import DISTINGUISHABLE, bullets, decision, detectable, interval, join, num, pct, present, span
 from ...plots.labels import hdi_prob, interval_label
 from .decisions import decide_bayes
+
+
+def _gini_words(r: dict, paper: dict | None) -> str:
+    ref = (paper or {}).get(r["factor"].split(" (")[0])
+    vs = ("" if ref is None or not present(ref) else " = Table 1" if round(r["gini"], 3) == ref else
+          f"; Table 1: {num(ref)}")
+    return (f"{r['factor']} {num(r['gini'])} ({int(r['n_levels'])} levels of {span(r['min_count'], r['max_count'])}"
+            f" prompts{vs})")
+
+
+def coverage_findings(by_factor: pd.DataFrame, overall: pd.DataFrame, units: pd.DataFrame | None = None,
+                      unit_factors: tuple = (), unit: str = "template", paper_gini: dict | None = None,
+                      paper_overall: dict | None = None) -> str:
+    """The design's coverage in words, every number from ``coverage_by_factor`` / ``coverage_overall`` /
+    ``coverage_units`` (:func:`biaslab.stats.coverage.unit_levels`): per-factor Gini indices (eq. 2) with their
+    level counts, against the paper's Table 1 where given (``paper_gini``, the paper's printed values); how many
+    ``unit``s hold each level of ``unit_factors``; and each factor set's coverage (eq. 1) and Gini, the set the paper
+    reports beside the paper's printed numbers (``paper_overall``: n_combinations, coverage_percentage, gini)."""
+    paper_gini = paper_gini or None
+    lines = ["Per-factor Gini index (eq. 2; 0 = every level equally often): "
+             + "; ".join(_gini_words(r, paper_gini) for r in by_factor.to_dict("records")) + "."]
+    for f in unit_factors:
+        u = units[units["factor"] == f] if units is not None and len(units) else pd.DataFrame()
+        if len(u):
+            lines.append(f"{f} by {unit}: " + join(f"{int(r.n_units)} {unit}s hold *{r.level}*"
+                                                  for r in u.itertuples()) + ".")
+    for r in overall.to_dict("records"):
+        gi = "> 0.999" if 0.999 < r["gini"] < 1 else num(r["gini"])      # not "1" for 0.999998
+        text = (f"{r['set']}: {int(r['n_covered']):,} of {int(r['n_combinations']):,} combinations covered (CP "
+                f"{num(r['coverage_percentage'], 4)}), GI {gi}")
+        if paper_overall and str(r["set"]).startswith("paper ("):
+            text += (f"; the paper reports CP {num(paper_overall['coverage_percentage'])} and GI "
+                     f"{num(paper_overall['gini'])} for \"{int(paper_overall['n_combinations']):,} factor value "
+                     "combinations\"")
+        lines.append(text + ".")
+    return bullets(lines)
 
 
 def released_findings(answers: pd.DataFrame) -> str:
@@ -94,6 +130,16 @@ def subgroup_findings(dm: pd.DataFrame, ks: pd.DataFrame, pst: pd.DataFrame | No
             parts.insert(0, "no paired comparison was run for this pair")
         lines.append(f"{a} vs {b}: " + "; ".join(parts) + ".")
     return bullets(lines)
+
+
+def power_findings(power: pd.DataFrame) -> str:
+    """Per model pair of ``power.csv``'s paired rows: the paired difference in deviation rate the analysed design
+    (``mde_design``) can detect, or why it has no detectable-effect size (``mde_note``)."""
+    rows = power[power["quantity"].str.endswith("(paired)")] if len(power) else power
+    return bullets(f"{r['quantity'].split(', ', 1)[1].removesuffix(' (paired)')}: with {int(r['n']):,} prompts "
+                   f"answered by both models ({r['mde_design']}), "
+                   + detectable([r], "paired differences in deviation rate", digits=3)
+                   for r in rows.to_dict("records"))
 
 
 def bayes_findings(summary: pd.DataFrame, diagnostics: pd.DataFrame, rhat_max: float = 1.01,
