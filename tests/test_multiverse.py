@@ -325,3 +325,23 @@ def test_judge_table_validates_against_the_matcher_and_corrects_by_ppi():
     yu = (judge_choice[~both] == biased[~both]).astype(float)
     assert t["ppi_estimate"] == pytest.approx(yu.mean() - (yh - y).mean())
     assert judge.read(["B", " the answer is C", "D", "no idea"]) == [1, 2, -1, -1]
+
+
+# ------------------------------------------------------------------------------------- audit of the committed run
+def test_manifest_keeps_every_precision_a_model_was_loaded_at(tmp_path):
+    """Notebook 6 loads each model at float32 and bfloat16: the MANIFEST said bfloat16 only (the second load
+    overwrote the first). Both precisions are kept; a re-record at one precision still updates its entry."""
+    import json
+
+    from biaslab.outputs import OutputDir
+    from biaslab.report.html import footer_html
+    out = OutputDir(tmp_path)
+    fp = {"name": "m", "weights_sha256": "abc", "dtype": "float32", "device": "cpu"}
+    out.record_model(fp)
+    out.record_model({**fp, "dtype": "bfloat16"})
+    out.record_model({**fp, "probe": "later"})                        # same precision again: updates the entry
+    out.record_model({**fp, "weights_sha256": "other", "dtype": "q4"})   # other weights under the name: kept apart
+    models = json.loads((tmp_path / "provenance.json").read_text())["models"]
+    assert models["m"]["dtypes"] == ["float32", "bfloat16"] and models["m"]["dtype"] == "float32"
+    assert models["m"]["probe"] == "later" and models["m (q4)"]["weights_sha256"] == "other"
+    assert "float32, bfloat16" in footer_html({"models": models}, [])
