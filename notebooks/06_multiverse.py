@@ -129,8 +129,9 @@ display(factor_table[["benchmark", "factor", "kind", "levels", "reference", "app
 # ## 2. Scoring every universe
 #
 # Per model, each universe renders the items as it asks them and calls the Scorer's public methods
-# (`biaslab.papers.multiverse.respond`); `costs.csv` has each universe's seconds and the token positions it computed
-# (0: every score came from the cache). Open-ended answers are generated greedily (at most 24 new tokens, stopped at
+# (`biaslab.papers.multiverse.respond`); `costs.csv` has each universe's seconds, the token positions its scoring
+# passes computed and `cache_misses`, the items the model scored or generated (0: the universe came entirely from the
+# score cache; generation computes no scoring positions, so only `cache_misses` says it). Open-ended answers are generated greedily (at most 24 new tokens, stopped at
 # a line break) and read by the deterministic matcher (`biaslab.papers.multiverse.matcher`); generated labels by
 # `scoring.extract_choice`. Nothing is dropped: an answer that names no option is kept and counted (`n_unparsed`).
 
@@ -170,7 +171,7 @@ for b, d in responses.items():
     out.table(keep, f"responses_{b}")
 out.table(est, "estimates")
 print(universes.groupby(["model", "benchmark", "status"]).size().rename("universes").to_string())
-print(costs.groupby("model")[["seconds", "positions_computed"]].sum().round(1).to_string())
+print(costs.groupby("model")[["seconds", "positions_computed", "cache_misses"]].sum().round(1).to_string())
 
 # %% [markdown]
 # ## 3. Specification curves

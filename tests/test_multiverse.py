@@ -345,3 +345,18 @@ def test_manifest_keeps_every_precision_a_model_was_loaded_at(tmp_path):
     assert models["m"]["dtypes"] == ["float32", "bfloat16"] and models["m"]["dtype"] == "float32"
     assert models["m"]["probe"] == "later" and models["m (q4)"]["weights_sha256"] == "other"
     assert "float32, bfloat16" in footer_html({"models": models}, [])
+
+
+def test_a_universe_from_the_cache_means_no_model_work_generation_included(tiny, tmp_path):
+    """The committed run said 18 universes came entirely from the cache, counting token positions, which generation
+    does not compute: generated universes that cost 13-43 s looked cached (8 were). The Scorer counts its cache
+    misses of every method, and the summary counts universes with none."""
+    from biaslab.papers.multiverse import findings
+    sc = scorer(tiny, cache_dir=tmp_path)
+    sc.generate(["Hello there", "A prompt"], max_new_tokens=3)
+    assert sc.stats.get("positions", 0) == 0 and sc.stats["computed"] == 2     # generated: no scoring positions
+    sc.generate(["Hello there", "A prompt"], max_new_tokens=3)
+    assert sc.stats["computed"] == 2                                            # the rerun: from the cache
+    costs = pd.DataFrame({"seconds": [0.01, 30.0, 0.02], "positions_computed": [0, 0, 0], "cache_misses": [0, 48, 0]})
+    assert findings.cache_sentence(costs).startswith("2 of 3 universes came entirely from the score cache")
+    assert "not recorded" in findings.cache_sentence(costs.drop(columns="cache_misses"))

@@ -99,6 +99,16 @@ def ruted_findings(ruted: pd.DataFrame) -> str:
     return bullets(lines)
 
 
+def cache_sentence(costs: pd.DataFrame) -> str:
+    """How many universes came entirely from the score cache: no item scored *or generated* by the model
+    (``cache_misses`` = 0, the Scorer's ``stats["computed"]``). Token positions alone do not say it: generation
+    computes none of them. A costs table without ``cache_misses`` (written before it) does not say which."""
+    if "cache_misses" not in costs:
+        return "which universes came from the score cache is not recorded (costs.csv has no cache_misses column)"
+    n = int((costs["cache_misses"] == 0).sum())
+    return f"{n} of {len(costs)} universes came entirely from the score cache (nothing scored or generated)"
+
+
 def summary_lines(universes, costs, agreement, by_factor, kendall, ruted) -> list[str]:
     ran = universes[universes["status"] == "run"]
     na = universes[universes["status"] != "run"]
@@ -108,8 +118,7 @@ def summary_lines(universes, costs, agreement, by_factor, kendall, ruted) -> lis
            + "."]
     if len(costs):
         out.append(f"scoring took {num(costs['seconds'].sum(), 3)} s in all, {num(costs['seconds'].median(), 2)} s "
-                   f"per universe (median); {int((costs['positions_computed'] == 0).sum())} universes came entirely "
-                   "from the score cache.")
+                   f"per universe (median); {cache_sentence(costs)}.")
     flagged = agreement[agreement["robustness"].astype(str).str.startswith(("sign flips", "verdict changes"))]
     out.append(f"{len(flagged)} of {len(agreement)} model x metric rows are marked not robust"
                + (": " + join(f"{r.metric} ({r.model}: {r.robustness})" for r in flagged.itertuples())
