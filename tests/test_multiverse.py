@@ -360,3 +360,26 @@ def test_a_universe_from_the_cache_means_no_model_work_generation_included(tiny,
     costs = pd.DataFrame({"seconds": [0.01, 30.0, 0.02], "positions_computed": [0, 0, 0], "cache_misses": [0, 48, 0]})
     assert findings.cache_sentence(costs).startswith("2 of 3 universes came entirely from the score cache")
     assert "not recorded" in findings.cache_sentence(costs.drop(columns="cache_misses"))
+
+
+def test_agentic_factor_importance_below_30_clusters_uses_the_wild_cluster_bootstrap():
+    """Agentic has 15 scenarios: the committed factor importance used CR1 t(14), while the project's rule below 30
+    clusters (notebook 1's, stats.importance) is the wild cluster restricted score bootstrap, Webb weights."""
+    from biaslab.stats import importance
+    rng = np.random.default_rng(2)
+    spec = design.factor_spec("agentic", design.Protocol())
+    us = [u for u in design.universes("agentic", design.Protocol()) if u["answer_format"] == "label_dist"]
+    sc = np.tile(np.arange(15), 2)
+    rows = [pd.DataFrame({"prompt_id": np.arange(30), "scenario_id": sc, "universe": u.id, **u.as_dict,
+                          "entropy": 0.9 - 0.05 * (u["examples"] == "0") + rng.normal(0, 0.02, 15)[sc]
+                          + 0.01 * rng.normal(size=30)}) for u in us]
+    long = pd.concat(rows, ignore_index=True)
+    t = analysis.factor_importance(long, spec, "agentic").set_index("term")
+    assert t["p_method"].str.startswith("wild cluster score bootstrap").all() and "G = 15" in t["p_method"].iloc[0]
+    fs = [f for f in spec.names if long[f].nunique() > 1]
+    dm = importance.treatment_design(long, fs, {f.name: f.reference for f in spec.factors})
+    j = list(dm.terms["term"]).index("examples[0]")
+    assert t.loc["examples[0]", "p_cluster"] == pytest.approx(importance.wild_score_p(
+        long["entropy"].to_numpy(), dm.X.to_numpy(float), j, pd.factorize(long["scenario_id"], sort=True)[0],
+        family="gaussian"))
+    assert t.loc["examples[0]", "p_cluster"] < 0.01
