@@ -159,11 +159,11 @@ for model_spec in models:
     results.append(r)
 
 universes = pd.concat([u for r in results for u in r["universes"]], ignore_index=True)
-costs = pd.DataFrame([c for r in results for c in r["costs"]])
+costs = pd.DataFrame([c for r in results for c in r["costs"]]).round(3)    # as written: the summary reads this
 responses = {b: pd.concat([r["responses"][b] for r in results if len(r["responses"].get(b, []))],
                           ignore_index=True) for b in benchmarks}
 out.table(universes, "universes", markdown=True)
-out.table(costs.round(3), "costs")
+out.table(costs, "costs")
 for b, d in responses.items():
     keep = d.merge(items[b][["prompt_id", bench_objs[b].cluster]], on="prompt_id", how="left")
     out.table(keep, f"responses_{b}")

@@ -215,9 +215,9 @@ def readme_section(agreement: pd.DataFrame, by_factor: pd.DataFrame, ruted: pd.D
     rows = agreement[agreement["metric"].isin(["bbq_bias_ambig", "crows_en_stereotype_preferred",
                                                "agentic_mean_entropy"]) & (agreement["n_compared"] > 0)]
     bad = flagged(agreement)
-    text = (f"**Multiverse (notebook 6).** {universes_sentence(universes)} — one evaluation choice changed at a time "
-            "around the paper's protocol (answer format, wording, chat template, examples, option order, precision, "
-            "CrowS-Pairs normalization) — on design-preserving subsets of BBQ, CrowS-Pairs and the agentic set. "
+    text = ("**Multiverse (notebook 6).** One evaluation choice changed at a time around the paper's protocol "
+            "(answer format, wording, chat template, examples, option order, precision, CrowS-Pairs normalization), "
+            f"on design-preserving subsets of BBQ, CrowS-Pairs and the agentic set: {universes_sentence(universes)}. "
             "Agreement with the paper's protocol, over the other universes judged (a universe whose answers are "
             "degenerate for the metric is left out): " + ("; ".join(_readme_part(r) for r in rows.itertuples())
                                                           or "none computed") + ". "
