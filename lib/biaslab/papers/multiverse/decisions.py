@@ -32,8 +32,9 @@ import pandas as pd
 
 from ...stats import responders as R
 from ...stats import verdict as V
-from ..crows_pairs.decisions import LIKELIHOOD_READS
 
+#: notebook 3's rule for its likelihood scheme (``papers/crows_pairs/decisions.py``; a paper's glue imports no other's)
+LIKELIHOOD_READS = "the likelihood scheme reads two sentences' log-probabilities (no answer to judge)"
 BBQ_ANSWER = "BBQ: option chosen (answer)"
 CROWS_POSITION = "CrowS-Pairs prompted: position named (answer)"
 CROWS_LIKELIHOOD = "CrowS-Pairs likelihood (log-probabilities)"
@@ -57,7 +58,7 @@ def _bbq(d: pd.DataFrame) -> pd.DataFrame:
 
 def _crows(d: pd.DataFrame) -> pd.DataFrame:
     lik = d["answer_format"] == "likelihood"
-    rows = [R.not_judged(d.loc[lik, KEYS], LIKELIHOOD_READS.removeprefix("not judged: ")).assign(
+    rows = [R.not_judged(d.loc[lik, KEYS], LIKELIHOOD_READS).assign(
         metric=CROWS_LIKELIHOOD)]
     p = d[~lik]
     if len(p):
