@@ -550,3 +550,16 @@ def test_notebook_6_tags_its_findings_cells():
     tagged = [c for c in cells if c.startswith(' tags=["findings"]')]
     assert any("findings.summary_lines" in c for c in tagged)
     assert all("display(Markdown(" in c for c in tagged)
+
+
+def test_stale_tables_are_named_and_an_empty_one_is_not_stale(tmp_path):
+    from biaslab.papers.multiverse import findings
+    t = findings.tables_dir(tmp_path)
+    assert findings.stale(tmp_path) == "notebook 6 has not run there"
+    t.mkdir(parents=True)
+    pd.DataFrame({"model": ["m"], "n_universes": [3]}).to_csv(t / "agreement.csv", index=False)
+    assert "agreement.csv predates the columns" in findings.stale(tmp_path)
+    for name, cols in findings.CURRENT_COLUMNS.items():
+        pd.DataFrame({c: [1] for c in cols}).to_csv(t / f"{name}.csv", index=False)
+    (t / "importance_by_factor.csv").write_text("\n")                 # nothing was ranked
+    assert findings.stale(tmp_path) is None

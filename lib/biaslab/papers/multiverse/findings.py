@@ -261,8 +261,9 @@ def stale(outputs_root: str | Path) -> str | None:
     if not (tables_dir(outputs_root) / "agreement.csv").exists():
         return "notebook 6 has not run there"
     for name, cols in CURRENT_COLUMNS.items():
-        missing = [c for c in cols if c not in read_table(outputs_root, name)]
-        if missing:
+        t = read_table(outputs_root, name)
+        missing = [c for c in cols if c not in t]
+        if len(t) and missing:                          # an empty table (nothing to rank) has nothing stale
             return f"its {name}.csv predates the columns {missing}: regenerate notebook 6 (make reproduce)"
     return None
 
