@@ -76,13 +76,12 @@ factors = as_list(factors)
 # %%
 import time
 
-import numpy as np
 import pandas as pd
 from IPython.display import Markdown, display
 
 from biaslab.outputs import OutputDir
 from biaslab.papers.multifactor import responses as multifactor
-from biaslab.papers.multiverse import analysis, design, findings, matcher, respond, run
+from biaslab.papers.multiverse import analysis, decisions, design, findings, matcher, respond, run
 from biaslab.plots import specification
 
 pd.set_option("display.width", 180, "display.max_columns", 30, "display.max_colwidth", 60)
@@ -129,10 +128,11 @@ display(factor_table[["benchmark", "factor", "kind", "levels", "reference", "app
 # ## 2. Scoring every universe
 #
 # Per model, each universe renders the items as it asks them and calls the Scorer's public methods
-# (`biaslab.papers.multiverse.respond`); `costs.csv` has each universe's seconds and the token positions it computed
-# (0: every score came from the cache). Open-ended answers are generated greedily (at most 24 new tokens, stopped at
-# a line break) and read by the deterministic matcher (`biaslab.papers.multiverse.matcher`); generated labels by
-# `scoring.extract_choice`. Nothing is dropped: an answer that names no option is kept and counted (`n_unparsed`).
+# (`biaslab.papers.multiverse.respond`); `costs.csv` has each universe's seconds, the token positions its scoring
+# passes computed and `cache_misses`, the items the model scored or generated (0: the universe came entirely from the
+# score cache; generation computes no scoring positions, so only `cache_misses` says it). Open-ended answers are
+# generated greedily (at most 24 new tokens, stopped at a line break) and read by the deterministic matcher
+# (`biaslab.papers.multiverse.matcher`); generated labels by `scoring.extract_choice`. Nothing is dropped: an answer that names no option is kept and counted (`n_unparsed`).
 
 
 # %%
@@ -159,24 +159,43 @@ for model_spec in models:
     results.append(r)
 
 universes = pd.concat([u for r in results for u in r["universes"]], ignore_index=True)
-costs = pd.DataFrame([c for r in results for c in r["costs"]])
-est = analysis.add_verdicts(pd.DataFrame([e for r in results for e in r["estimates"]]), alpha=alpha)
+costs = pd.DataFrame([c for r in results for c in r["costs"]]).round(3)    # as written: the summary reads this
 responses = {b: pd.concat([r["responses"][b] for r in results if len(r["responses"].get(b, []))],
                           ignore_index=True) for b in benchmarks}
 out.table(universes, "universes", markdown=True)
-out.table(costs.round(3), "costs")
+out.table(costs, "costs")
 for b, d in responses.items():
     keep = d.merge(items[b][["prompt_id", bench_objs[b].cluster]], on="prompt_id", how="left")
     out.table(keep, f"responses_{b}")
-out.table(est, "estimates")
 print(universes.groupby(["model", "benchmark", "status"]).size().rename("universes").to_string())
-print(costs.groupby("model")[["seconds", "positions_computed"]].sum().round(1).to_string())
+print(costs.groupby("model")[["seconds", "positions_computed", "cache_misses"]].sum().round(1).to_string())
 
 # %% [markdown]
-# ## 3. Specification curves
+# ## 3. Responders and verdicts, per universe
+#
+# Every estimate gets the verdict columns of the rest of the report (`biaslab.stats.verdict`, through
+# `biaslab.papers.multiverse.decisions`): `family` (each model × metric's universes one exploratory family),
+# `p_adjusted` (Benjamini–Hochberg within it), `excludes_null`, `verdict` and `responder_status`, the project's
+# per-metric responder check (`biaslab.stats.responders`) of *that universe's* answers, by what the metric reads:
+# the option chosen for BBQ's bias scores, the position named for a prompted CrowS-Pairs preference (a likelihood
+# comparison has no answer to judge), the slot probabilities for the agentic entropy. A universe whose answers are
+# degenerate for its metric (one position for every pair gives a stereotype share of exactly 0 or 1; most open
+# answers unmatched) keeps its row, marked, with the verdict "not tested (degenerate responder: …)".
+
+# %%
+check = decisions.responder_table(responses, items)
+out.table(check, "responders", markdown=True)
+est = decisions.decide_estimates(pd.DataFrame([e for r in results for e in r["estimates"]]), check, alpha=alpha)
+out.table(est, "estimates")
+display(est.loc[est["responder_status"].str.startswith("degenerate"), ["model", "universe", "metric", "estimate",
+                                                                       "responder_status"]])
+
+# %% [markdown]
+# ## 4. Specification curves
 #
 # One panel per model × metric: every universe's estimate with its 95 % interval, sorted by the estimate; the
-# paper's universe in black, the null value as a dashed line; below, which choice each universe changed. BBQ bias
+# paper's universe in black, the null value as a dashed line, a universe that is a degenerate responder for the
+# metric as a grey cross (kept, not judged); below, which choice each universe changed. BBQ bias
 # scores: cluster bootstrap over templates; CrowS-Pairs: exact interval (pairs are independent); agentic entropy:
 # cluster bootstrap over scenarios (formats with a probability distribution only).
 
@@ -184,20 +203,24 @@ print(costs.groupby("model")[["seconds", "positions_computed"]].sum().round(1).t
 shown = [m for m in analysis.METRICS if m in set(est["metric"])]
 for met in shown:
     fig = specification.specification_curve(est[est["metric"] == met], analysis.METRICS[met]["label"],
-                                            null=analysis.METRICS[met]["null"])
+                                            null=analysis.METRICS[met]["null"], unit=analysis.METRICS[met]["unit"])
     out.show(fig, f"specification_curve_{met}", width=760)
 curve = est[est["metric"].isin(shown)].sort_values(["metric", "model", "estimate"])
 out.table(curve[["metric", "model", "universe", "estimate", "ci_low", "ci_high", "ci_method", "null_value",
-                 "p_value", "p_adjusted", "verdict", "n", "n_clusters", "n_unparsed"]], "specification_curve")
+                 "p_value", "family", "p_adjusted", "excludes_null", "responder_status", "verdict", "n", "n_clusters",
+                 "n_unparsed"]], "specification_curve")
 
 # %% [markdown]
-# ## 4. Agreement with the paper's protocol
+# ## 5. Agreement with the paper's protocol
 #
-# For each model × metric: of the universes that ran besides the paper's, the share whose estimate lies on the
-# paper's side of the null (sign), and the share reaching the paper's universe's verdict. Verdicts follow the report's
-# rule (the columns of `/work/VERDICT_CONTRACT.md`): each model × metric's universes are one exploratory family,
-# Benjamini–Hochberg-adjusted, *distinguishable* from the null below `alpha`. The group preference of the agentic
-# benchmark is a per-group metric (`group_preference.csv`); its agreement row pools the groups.
+# For each model × metric: of the universes that ran besides the paper's and are judged (a universe that is a
+# degenerate responder for the metric is left out and counted in `n_excluded_degenerate`), the share whose estimate
+# lies on the paper's side of the null (sign), and the share reaching the paper's universe's verdict (the verdict
+# columns of `biaslab.stats.verdict`, section 3). Where the paper's estimate equals the null it has no sign: sign
+# agreement is undefined (NA, `sign_agreement` says so), not a flip, and only the verdict is compared. The group
+# preference of the agentic benchmark is a per-group metric (`group_preference.csv`, one family per model ×
+# universe); its agreement row pools the groups, so it counts *rows* (universe × class type × group), as its `unit`
+# column says, with the universes they come from in `n_universes`.
 
 # %%
 gp_rows = []
@@ -209,39 +232,36 @@ for r in results:
 group_pref = pd.DataFrame()
 if gp_rows:
     group_pref = pd.concat(gp_rows, ignore_index=True)
-    group_pref = analysis.add_verdicts(group_pref, alpha=alpha, family=("model", "metric", "universe"))
+    group_pref = decisions.decide_group_preference(group_pref, check, alpha=alpha)
     out.table(group_pref, "group_preference")
 agreement = analysis.agreement_with_paper(est, flip_share=flip_share)
 if len(group_pref):
     gp = group_pref.assign(metric=lambda d: analysis.GROUP_PREFERENCE + ":" + d["class_type"] + ":" + d["group"])
-    per_group = analysis.agreement_with_paper(gp, flip_share=flip_share)
-    pooled = per_group.groupby("model").agg(n_universes=("n_universes", "sum"), n_same_sign=("n_same_sign", "sum"),
-                                           n_same_verdict=("n_same_verdict", "sum")).reset_index()
-    pooled["metric"] = analysis.GROUP_PREFERENCE
-    pooled["share_same_sign"] = pooled["n_same_sign"] / pooled["n_universes"]
-    pooled["share_same_verdict"] = pooled["n_same_verdict"] / pooled["n_universes"]
-    pooled["sign_flips"] = pooled["n_universes"] - pooled["n_same_sign"]
-    pooled["robustness"] = np.where(1 - pooled["share_same_sign"] >= flip_share, "sign flips in many universes",
-                                    np.where(1 - pooled["share_same_verdict"] >= flip_share,
-                                             "verdict changes in many universes", "robust"))
-    pooled["flip_threshold"] = flip_share
-    out.table(per_group, "group_preference_agreement")
+    out.table(analysis.agreement_with_paper(gp, flip_share=flip_share), "group_preference_agreement")
+    pooled = analysis.agreement_with_paper(group_pref, flip_share=flip_share,
+                                           keys=("model", "metric", "class_type", "group"), unit=analysis.GROUP_ROWS)
     agreement = pd.concat([agreement, pooled], ignore_index=True)
 out.table(agreement, "agreement", markdown=True)
 display(agreement)
 robustness = findings.robustness_table(agreement)
 out.table(robustness, "robustness", markdown=True)
+
+# %% tags=["findings"]
 display(Markdown(findings.agreement_findings(agreement)))
 
 # %% [markdown]
-# ## 5. Which choice moves the number most (factor importance)
+# ## 6. Which choice moves the number most (factor importance)
 #
 # Per model and benchmark, the per-item outcome over all universes regressed on the choices, treatment-coded against
 # the paper's protocol: logistic for BBQ (`deviated` among answers naming a person: the bias score's numerator) and
 # CrowS-Pairs (`stereotype_preferred`), OLS for the agentic entropy; cluster-robust standard errors on the generating
-# unit (template, pair, scenario), whose items recur in every universe. `importance_by_factor.csv` ranks the choices
-# by their largest |coefficient|. (This is notebook 1's factor-importance stage, `stats.importance`, applied to the
-# evaluation's own choices.)
+# unit (template, pair, scenario), whose items recur in every universe, and with fewer than 30 clusters (the agentic
+# set's scenarios) the wild cluster restricted score bootstrap p of notebook 1's rule (`p_method` says which).
+# `importance_by_factor.csv` ranks the choices by their largest |coefficient| among *estimable* levels: a separated
+# term (a level whose outcome rate is 0 or 1 — e.g. a universe naming one position for every CrowS-Pairs pair — or a
+# standard error above 50) has no finite estimate, so it is listed apart ("separated: effect not estimable") and never
+# ranked. (This is notebook 1's factor-importance stage, `stats.importance`, applied to the evaluation's own
+# choices.)
 
 # %%
 terms = []
@@ -259,10 +279,12 @@ out.table(importance, "factor_importance")
 by_factor = analysis.importance_by_factor(importance) if len(importance) else pd.DataFrame()
 out.table(by_factor, "importance_by_factor", markdown=True)
 display(by_factor)
+
+# %% tags=["findings"]
 display(Markdown(findings.importance_findings(by_factor)))
 
 # %% [markdown]
-# ## 6. Does the model ordering survive?
+# ## 7. Does the model ordering survive?
 #
 # Per metric, over the universes where every model has an estimate: Kendall's W (universes as raters, models as the
 # ranked objects; 1 = every universe orders the models alike) and, per pair of models, the share of universes that
@@ -274,10 +296,12 @@ out.table(kendall, "ordering_kendall_w", markdown=True)
 out.table(pairwise, "ordering_pairwise", markdown=True)
 display(kendall)
 display(pairwise)
+
+# %% tags=["findings"]
 display(Markdown(findings.ordering_findings(kendall, pairwise)))
 
 # %% [markdown]
-# ## 7. Multiple choice against open-ended answers on the same items (the RUTEd question)
+# ## 8. Multiple choice against open-ended answers on the same items (the RUTEd question)
 #
 # Per model: the BBQ items answered in the paper's universe (option log-likelihood) and in the open-ended universe
 # (no options shown, answer matched). Agreement of the answer category (biased / counter-biased / unknown) and Cohen's
@@ -296,7 +320,11 @@ if len(bbq_r) and "open_ended" in set(bbq_r["answer_format"]):
 ruted = pd.DataFrame(ruted)
 out.table(ruted, "format_agreement", markdown=True)
 display(ruted)
+
+# %% tags=["findings"]
 display(Markdown(findings.ruted_findings(ruted)))
+
+# %%
 if len(bbq_r):
     opens = bbq_r[bbq_r["answer_format"] == "open_ended"]
     kinds = opens.groupby(["model", "answer_kind"]).size().unstack(fill_value=0).reset_index()
@@ -304,7 +332,7 @@ if len(bbq_r):
     display(opens[["model", "prompt_id", "answer", "answer_kind", "choice"]].head(8))
 
 # %% [markdown]
-# ## 8. A second reader of the open answers (optional judge)
+# ## 9. A second reader of the open answers (optional judge)
 #
 # With `judge` (any model spec, e.g. a served model), each open-ended BBQ answer is also classified by that model
 # (which of the item's options it refers to). The judge is validated against the matcher on the items both could
@@ -330,14 +358,13 @@ out.table(judge_table, "judge", markdown=True)
 display(judge_table)
 
 # %% [markdown]
-# ## 9. Summary (computed from the tables above)
+# ## 10. Summary (computed from the tables above)
 
-# %%
+# %% tags=["findings"]
 summary = findings.summary_lines(universes, costs, agreement, by_factor, kendall, ruted)
 out.text("\n".join(f"- {s}" for s in summary) + "\n", "summary.md")
 out.text(findings.readme_section(agreement, by_factor, ruted, universes), "readme_section.md")
-for s in summary:
-    print("-", s)
+display(Markdown("\n".join(f"- {s}" for s in summary)))
 
 # %%
 timings = pd.DataFrame([{"stage": "total", "seconds": round(time.perf_counter() - t_start, 1)},

@@ -2,10 +2,12 @@
 
 The converted models are reused (``models/`` of the shared cache symlinked into a fresh ``BIASLAB_CACHE``), every
 score is computed. Records the wall time of the run, the machine's load (``os.getloadavg`` before, every 30 s during,
-after), the universe count, and each universe's cost from the notebook's own ``costs.csv``. Not a timed test: the
-result is written to ``perf/results/multiverse/`` (``--out``) for the README and the issue's closing note.
+after), the universe count, and each universe's cost from the notebook's own ``costs.csv`` (seconds, and
+``cache_misses``: a cold run computes every universe, so none should come from the cache). Not a timed test. As
+``run_all.py`` does, results go to the git-ignored ``perf/results/_scratch/multiverse/`` unless ``--publish``
+(``perf/results/multiverse/``, the folder ``data/catalogue/06_multiverse.tsv`` cites) or ``--out``:
 
-    .venv/bin/python perf/multiverse_cold.py --profile default
+    .venv/bin/python perf/multiverse_cold.py --profile default --publish
 """
 
 from __future__ import annotations
@@ -24,12 +26,16 @@ from pathlib import Path
 import pandas as pd
 
 ROOT = Path(__file__).resolve().parents[1]
+PUBLISHED = ROOT / "perf" / "results" / "multiverse"
+SCRATCH = ROOT / "perf" / "results" / "_scratch" / "multiverse"
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--profile", default="default")
-    ap.add_argument("--out", default=str(ROOT / "perf" / "results" / "multiverse"))
+    ap.add_argument("--publish", action="store_true", help=f"write {PUBLISHED.relative_to(ROOT)}/ (default: "
+                    f"{SCRATCH.relative_to(ROOT)}/)")
+    ap.add_argument("--out", help="results folder (overrides --publish)")
     ap.add_argument("-p", action="append", default=[], help="extra KEY=VALUE parameters for the notebook")
     a = ap.parse_args()
     shared = Path(os.environ.get("BIASLAB_CACHE", Path.home() / ".cache" / "biaslab"))
@@ -56,7 +62,7 @@ def main() -> int:
     stop.set()
     after = os.getloadavg()
     tables = runs / "06_multiverse" / "tables"
-    out = Path(a.out)
+    out = Path(a.out) if a.out else (PUBLISHED if a.publish else SCRATCH)
     out.mkdir(parents=True, exist_ok=True)
     res = {"profile": a.profile, "rc": rc, "wall_s": round(wall, 1), "cpu_count": os.cpu_count(),
            "load_before_1_5_15": before, "load_after_1_5_15": after,
@@ -69,6 +75,7 @@ def main() -> int:
                    scoring_s=round(float(costs["seconds"].sum()), 1),
                    per_universe_s_median=round(float(costs["seconds"].median()), 2),
                    scoring_cpu_s=round(float(costs["cpu_seconds"].sum()), 1),
+                   universes_from_cache=int((costs["cache_misses"] == 0).sum()) if "cache_misses" in costs else None,
                    per_universe_s_by_format=costs.groupby(["model", "answer_format"])["seconds"].median().round(2)
                    .reset_index().to_dict("records"))
         costs.to_csv(out / f"costs_{a.profile}.csv", index=False)

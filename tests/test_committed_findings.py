@@ -208,3 +208,98 @@ def test_splice_replaces_only_the_block(tmp_path):
     # a section whose tables are missing says so instead of failing
     empty = summary.render(tmp_path)
     assert empty.count("not available:") == len(summary.SECTIONS)
+
+
+# ------------------------------------------------------------------------------------- notebook 6 (multiverse)
+MULTIVERSE_TABLES = ("universes", "costs", "agreement", "robustness", "estimates", "group_preference",
+                     "importance_by_factor", "format_agreement", "ordering_kendall_w")
+
+
+@pytest.fixture(scope="module")
+def multiverse() -> dict:
+    """Notebook 6's tables under the outputs root (``BIASLAB_OUTPUTS``, default ``outputs/``); skipped while they
+    predate the columns its findings now render from (``findings.stale``)."""
+    from biaslab import paths
+    from biaslab.papers.multiverse import findings as F6
+    why = F6.stale(paths.OUTPUTS_DIR)
+    if why:
+        pytest.skip(f"{paths.OUTPUTS_DIR}/06_multiverse cannot be checked: {why}")
+    t = {n: F6.read_table(paths.OUTPUTS_DIR, n) for n in MULTIVERSE_TABLES}
+    t["_dir"] = F6.tables_dir(paths.OUTPUTS_DIR)
+    return t
+
+
+def test_multiverse_summary_and_readme_are_rendered_from_their_tables(multiverse):
+    from biaslab.papers.multiverse import findings as F6
+    t = multiverse
+    lines = F6.summary_lines(t["universes"], t["costs"], t["agreement"], t["importance_by_factor"],
+                             t["ordering_kendall_w"], t["format_agreement"])
+    assert (t["_dir"] / "summary.md").read_text() == "\n".join(f"- {s}" for s in lines) + "\n"
+    readme = F6.readme_section(t["agreement"], t["importance_by_factor"], t["format_agreement"], t["universes"])
+    assert (t["_dir"] / "readme_section.md").read_text().strip() == readme.strip()
+    pd.testing.assert_frame_equal(F6.robustness_table(t["agreement"]), t["robustness"], check_dtype=False)
+
+
+def test_multiverse_counts_match_their_rows(multiverse):
+    """Every count notebook 6's summary states, against the table it counts (issue 21 audit: universes, cache,
+    the unit of the group preference, degenerate universes, the paper's estimate at the null, separated terms, the
+    matched open answers, whole reasons)."""
+    t = multiverse
+    text = (t["_dir"] / "summary.md").read_text()
+    u, costs = t["universes"], t["costs"]
+    m = re.search(r"(\d+) of (\d+) model × benchmark universes scored", text)
+    assert (int(m.group(1)), int(m.group(2))) == (int((u["status"] == "run").sum()), len(u))
+    for reason in set(u.loc[u["status"] != "run", "status"]):
+        assert reason in text, f"reason not given whole: {reason}"
+    m = re.search(r"(\d+) of (\d+) universes came entirely from the score cache", text)
+    cached = costs["cache_misses"] == 0
+    assert (int(m.group(1)), int(m.group(2))) == (int(cached.sum()), len(costs))
+    assert (costs.loc[cached, "positions_computed"] == 0).all()
+    _agreement_rows_match_their_estimates(t)
+    readme = (t["_dir"] / "readme_section.md").read_text()
+    by = t["importance_by_factor"]
+    top = by[(by["status"] == "ranked") & (by["rank"] == 1)]
+    named = readme.split("The choice that moves a number most: ", 1)[1].split(" (separated terms", 1)[0]
+    named = named.split(". ", 1)[0]
+    for r in top.itertuples():
+        assert f"{r.factor} ({r.benchmark}, {r.model})" in named
+    for r in by[by["status"] != "ranked"].itertuples():
+        assert f"{r.factor} ({r.benchmark}, {r.model})" not in named
+    for r in t["format_agreement"].itertuples():
+        assert f"the {r.n_matched} of {r.n_items} items whose open answer was matched ({r.n_items - r.n_matched} " \
+               f"not: {r.n_unmatched} unmatched, {r.n_multiple} naming several options) for {r.model}" in readme
+
+
+def _agreement_rows_match_their_estimates(t: dict) -> None:
+    from biaslab.papers.multiverse import analysis
+    from biaslab.papers.multiverse import findings as F6
+    ag = t["agreement"].set_index(["model", "metric"])
+    text = F6.agreement_findings(t["agreement"])
+    cols = ["n_universes", "n_compared", "n_excluded_degenerate", "n_sign_compared", "n_same_sign",
+            "n_same_verdict", "robustness"]
+    scalar = analysis.agreement_with_paper(t["estimates"]).set_index(["model", "metric"])
+    pooled = analysis.agreement_with_paper(t["group_preference"], keys=("model", "metric", "class_type", "group"),
+                                           unit=analysis.GROUP_ROWS).set_index(["model", "metric"]) \
+        if len(t["group_preference"]) else scalar.iloc[:0]
+    again = pd.concat([scalar, pooled])
+    pd.testing.assert_frame_equal(ag.loc[again.index, cols], again[cols], check_dtype=False)
+    est = t["estimates"]
+    for (model, metric), r in ag.iterrows():
+        if r["unit"] == analysis.UNIVERSES:        # the degenerate universes left out, counted from the estimates
+            others = est[(est["model"] == model) & (est["metric"] == metric) & (est["universe"] != "paper")
+                         & est["estimate"].notna()]
+            assert r["n_excluded_degenerate"] == others["responder_status"].str.startswith("degenerate").sum() \
+                or str(r["paper_responder_status"]).startswith("degenerate")
+            if r["paper_estimate"] == r["paper_estimate"] and r["paper_estimate"] == est.loc[
+                    (est["model"] == model) & (est["metric"] == metric) & (est["universe"] == "paper"),
+                    "null_value"].iloc[0]:
+                assert pd.isna(r["share_same_sign"]) and not str(r["robustness"]).startswith("sign flips")
+        if not r["n_compared"]:
+            continue
+        b = _bullet(text, f"**{model}**, {metric}:")
+        unit = "other universes" if r["unit"] == analysis.UNIVERSES else "rows (universe × class type × group)"
+        assert f"of {int(r['n_compared'])} {unit}" in b
+        assert f"{int(r['n_same_verdict'])} of {int(r['n_compared'])} reach the same verdict" in b
+        assert (f"{int(r['n_same_sign'])} of {int(r['n_sign_compared'])} land on the same side" in b
+                if r["n_sign_compared"] else "the sign cannot agree or disagree" in b)
+        assert (f"{int(r['n_excluded_degenerate'])} not judged" in b) == bool(r["n_excluded_degenerate"])

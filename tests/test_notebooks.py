@@ -15,8 +15,8 @@ EXPECTED_TABLES = {
     "04_agentic_entropy": ["prompts_design", "entropy_by_model", "entropy_breakdown", "group_preference",
                            "position_bias"],
     "05_compare": ["model_metric", "paired_differences", "tie_groups", "agreement"],
-    "06_multiverse": ["factors", "universes", "estimates", "specification_curve", "agreement", "robustness",
-                      "factor_importance", "format_agreement", "costs"],
+    "06_multiverse": ["factors", "universes", "responders", "estimates", "specification_curve", "agreement",
+                      "robustness", "factor_importance", "format_agreement", "costs"],
 }
 # Notebook 5 reads the other notebooks' outputs: its smoke run reads the committed ones.
 OVERRIDES = {"05_compare": {"outputs_root": str(paths.ROOT / "outputs")}}

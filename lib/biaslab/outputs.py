@@ -145,7 +145,21 @@ class OutputDir:
         return p
 
     def record_model(self, fingerprint: dict) -> None:
-        self.provenance["models"][fingerprint.get("name", str(len(self.provenance["models"])))] = fingerprint
+        """Record a loaded model's fingerprint under its name. Recording the same model at the same precision again
+        updates its entry (a served model's fingerprint after its probe); the same weights loaded at another
+        precision (notebook 6: float32 and bfloat16) add that precision to the entry's ``dtypes`` (every precision
+        loaded, in order; ``dtype`` stays the first load's), so no load overwrites another. Other weights under a
+        known name are recorded as ``"<name> (<dtype>)"``."""
+        models = self.provenance["models"]
+        name = fingerprint.get("name", str(len(models)))
+        prev = models.get(name)
+        if prev is None or prev.get("dtype") == fingerprint.get("dtype"):
+            models[name] = {**(prev or {}), **fingerprint}
+        elif prev.get("weights_sha256") == fingerprint.get("weights_sha256"):
+            prev["dtypes"] = list(dict.fromkeys((prev.get("dtypes") or [prev.get("dtype")])
+                                                + [fingerprint.get("dtype")]))
+        else:
+            models[f"{name} ({fingerprint.get('dtype')})"] = fingerprint
         self._save()
 
     def record_data(self, hashes: dict[str, str]) -> None:

@@ -255,7 +255,8 @@ def footer_html(manifest: dict, links: list[str]) -> str:
     if models:
         rows = "".join(
             f"<tr><td>{_e(name)}</td><td>{_e(_model_source(info))}</td>"
-            f"<td>{_e(info.get('dtype', ''))} {_e(info.get('device', ''))}</td>"
+            f"<td>{_e(', '.join(str(x) for x in info.get('dtypes') or [info.get('dtype', '')]))} "
+            f"{_e(info.get('device', ''))}</td>"
             f"<td><code>{_e(_model_identity(info))}</code></td></tr>"
             for name, info in ((n, i or {}) for n, i in models.items()))
         parts.append("<h3>Models</h3><table><thead><tr><th>model</th><th>source</th><th>precision</th>"

@@ -119,13 +119,15 @@ class Scorer:
         in-process, requests for a server; ``costs`` are their token counts for the budget. The backend computes
         them (``compute``: see :meth:`biaslab.scoring.backends.base.Backend.execute`) and hands back each batch as
         it is done; it is written to the cache at once. ``cache=False``: keep the values in memory only (unseeded
-        samples).
+        samples). ``stats["computed"]`` counts the items computed (cache misses of any method: scores and
+        generations alike), so a difference of 0 over a stretch of calls means the model did no work there.
         """
         store = self.cache if cache else MemoryCache()
         found = store.get_many(keys)
         todo = list({keys[i]: i for i, k in enumerate(keys) if k not in found}.values())   # distinct, missing
         if not todo:
             return found
+        self.stats["computed"] = self.stats.get("computed", 0) + len(todo)     # cache misses: model work
         work, costs, *token_keys = prepare([items[i] for i in todo])
         bar = self._bar(len(todo), desc)
 

@@ -239,17 +239,21 @@ def _logistic_regression(df, factors, references, outcome, alpha, check, cluster
     return LogitResult(t, res, dm, len(df), notes)
 
 
-def wild_score_p(y: np.ndarray, X: np.ndarray, k: int, groups: np.ndarray, n_boot: int = 9999, seed: int = 0) -> float:
-    """Wild cluster restricted score bootstrap p-value of H0: beta_k = 0 in the logistic regression of ``y`` on ``X``
-    (Kline & Santos 2012; module docstring), Webb weights (all 6^G vectors when G <= 5)."""
+def wild_score_p(y: np.ndarray, X: np.ndarray, k: int, groups: np.ndarray, n_boot: int = 9999, seed: int = 0,
+                 family: str = "binomial") -> float:
+    """Wild cluster restricted score bootstrap p-value of H0: beta_k = 0 in the regression of ``y`` on ``X``
+    (Kline & Santos 2012; module docstring), Webb weights (all 6^G vectors when G <= 5). ``family``: "binomial"
+    (logistic; information weights p(1 - p)) or "gaussian" (OLS; weights 1, the error variance cancels in the
+    statistic), the restricted fit being the same GLM without column k."""
     from .clustered import webb_weights
     rest = np.delete(X, k, axis=1)
+    fam = {"binomial": sm.families.Binomial, "gaussian": sm.families.Gaussian}[family]()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        fit = sm.GLM(y, rest, family=sm.families.Binomial()).fit()
-    p = fit.fittedvalues if hasattr(fit, "fittedvalues") else fit.predict(rest)
-    p = np.asarray(p, dtype=float)
-    info = X.T @ (X * (p * (1 - p))[:, None])
+        fit = sm.GLM(y, rest, family=fam).fit()
+    p = np.asarray(fit.fittedvalues, dtype=float)
+    w = p * (1 - p) if family == "binomial" else np.ones_like(p)
+    info = X.T @ (X * w[:, None])
     try:
         hk = np.linalg.solve(info, np.eye(X.shape[1])[k])
     except np.linalg.LinAlgError:
@@ -302,7 +306,9 @@ def linear_regression(df: pd.DataFrame, factors: Sequence[str], references: dict
     on ``cluster`` (statsmodels ``cov_type="cluster"``; Cameron & Miller 2015) and t(G - 1) references.
 
     One row per term: term, factor, level, coef (difference in the outcome's mean against the reference level), se,
-    ci_low, ci_high, p_value, n_level, n_clusters, ci_method."""
+    ci_low, ci_high, p_value, p_method, n_level, n_clusters, ci_method. With fewer than ``FEW_CLUSTERS`` clusters
+    ``p_value`` is the wild cluster restricted score bootstrap (:func:`wild_score_p`, ``family="gaussian"``), the
+    rule :func:`logistic_regression` follows (module docstring); the interval stays CR1 t(G - 1)."""
     with threadpool_limits(limits=1, user_api="blas"):
         dm = check_aliasing(df, factors, references) if check else treatment_design(df, factors, references)
         y = df[outcome].astype(float).to_numpy()
@@ -331,6 +337,11 @@ def linear_regression(df: pd.DataFrame, factors: Sequence[str], references: dict
     q = stats.t.ppf(1 - alpha / 2, dfree)
     t["ci_low"], t["ci_high"] = t["coef"] - q * t["se"], t["coef"] + q * t["se"]
     t["p_value"] = 2 * stats.t.sf(np.abs(t["coef"] / t["se"]), dfree)
+    t["p_method"] = how
+    if cluster is not None and 2 <= g < FEW_CLUSTERS and len(df) > dm.X.shape[1]:
+        X = dm.X.to_numpy(float)
+        t["p_value"] = [wild_score_p(y, X, j, groups, family="gaussian") for j in range(X.shape[1])]
+        t["p_method"] = f"wild cluster score bootstrap (Kline-Santos, restricted, Webb), G = {g} {cluster}"
     t["n_level"] = [len(df) if f == "Intercept" else int((df[f] == lv).sum()) for f, lv in zip(t["factor"],
                                                                                              t["level"])]
     t["n_clusters"] = g

@@ -1,7 +1,8 @@
 """The verdict layer: from a table of effects to the decision columns that sentences may use (issue 18).
 
 Every reported effect (a model's score against its null, two models' paired difference, a test of uniform choice …)
-gets, in one place, the columns of ``VERDICT_CONTRACT.md``:
+gets, in one place, these columns (the contract every notebook's tables and findings follow; cite this module,
+``biaslab.stats.verdict``):
 
 * ``family``, ``family_kind``, ``family_size``: the multiplicity family the effect belongs to. Each notebook declares
   a short **confirmatory** family (its paper's headline tests), adjusted by **Holm** (1979; family-wise error under

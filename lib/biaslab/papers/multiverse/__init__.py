@@ -5,6 +5,7 @@
 * :mod:`.matcher`  the deterministic reader of open-ended answers
 * :mod:`.gguf`     the q4 GGUF precision level through a local llama.cpp server
 * :mod:`.run`      the items and the loop over every universe of a model
-* :mod:`.analysis` estimates, verdicts, agreement with the paper's universe, factor importance, ordering, RUTEd
+* :mod:`.decisions` the verdict columns (``stats.verdict``) and the per-metric responder check of every universe
+* :mod:`.analysis` estimates, agreement with the paper's universe, factor importance, ordering, RUTEd
 * :mod:`.findings` sentences, the robustness table notebook 5 reads, the README section
 """

@@ -15,7 +15,11 @@ Metrics (one estimate, interval and test per model x universe):
   scenarios, t test of the scenario means against 1 on G - 1 df.
 * ``agentic_group_preference``: per class type and group, the mean share of a group's probability (or choices) in
   positive minus negative questions, paired by scenario; reported per group in ``group_preference.csv`` and, for
-  the agreement table, pooled over groups.
+  the agreement table, pooled over groups (so its agreement counts universe x class type x group rows,
+  :data:`GROUP_ROWS`).
+
+The verdict columns of each estimate (families, adjusted p, responder status per universe) come from the verdict
+layer through :mod:`.decisions`; :func:`agreement_with_paper` reads them.
 
 The metric ids are those of notebook 5 (``bbq_bias_ambig``, ``crows_en_stereotype_preferred``, ...), so its
 model x metric table can read the robustness verdict per metric.
@@ -30,21 +34,26 @@ from scipy import stats
 from ...benchmarks.bbq import bias_score_from_totals
 from ...stats import agreement as agree_stats
 from ...stats import importance as imp
-from ...stats import intervals, multiplicity, ranking
+from ...stats import intervals, ranking
 from ...stats.hypothesis import preference_test
 
 METRICS = {
-    "bbq_bias_ambig": dict(benchmark="bbq", null=0.0, label="BBQ bias score, ambiguous contexts"),
-    "bbq_bias_disambig": dict(benchmark="bbq", null=0.0, label="BBQ bias score, disambiguated contexts"),
+    "bbq_bias_ambig": dict(benchmark="bbq", null=0.0, label="BBQ bias score, ambiguous contexts",
+                           unit="bias score (−1 to 1)"),
+    "bbq_bias_disambig": dict(benchmark="bbq", null=0.0, label="BBQ bias score, disambiguated contexts",
+                              unit="bias score (−1 to 1)"),
     "crows_en_stereotype_preferred": dict(benchmark="crows_pairs", null=0.5,
-                                          label="CrowS-Pairs (original English): share preferring the stereotype"),
-    "agentic_mean_entropy": dict(benchmark="agentic", null=1.0, label="Agentic: mean normalized entropy"),
+                                          label="CrowS-Pairs (original English): share preferring the stereotype",
+                                          unit="share of pairs (0 to 1)"),
+    "agentic_mean_entropy": dict(benchmark="agentic", null=1.0, label="Agentic: mean normalized entropy",
+                                 unit="normalized entropy (0 to 1)"),
 }
 GROUP_PREFERENCE = "agentic_group_preference"
 CLUSTER = {"bbq": "template", "crows_pairs": "pair_id", "agentic": "scenario_id"}
 OUTCOME = {"bbq": ("deviated", "logistic"), "crows_pairs": ("stereotype_preferred", "logistic"),
            "agentic": ("entropy", "linear")}
 BBQ_COLUMNS = ["deviated", "non_unknown", "correct", "one"]     # the totals bias_score_from_totals reads
+SEPARATED = "separated: effect not estimable"
 
 
 def _bbq_stat(ambig: bool):
@@ -125,63 +134,88 @@ def group_preference(long: pd.DataFrame, items: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-# ------------------------------------------------------------------------------------------------- verdicts
-def add_verdicts(est: pd.DataFrame, alpha: float = 0.05, family: tuple = ("model", "metric")) -> pd.DataFrame:
-    """The verdict columns of the report (``/work/VERDICT_CONTRACT.md``: ``family``, ``family_kind``,
-    ``p_adjusted``, ``p_adjust_method``, ``excludes_null``, ``significant``, ``verdict``) for the universes'
-    estimates: each model x metric's universes form one exploratory family (Benjamini-Hochberg), a universe is
-    *distinguishable* from the null when its adjusted p is below ``alpha``.
-
-    This is the one place the multiverse decides; it follows the contract's column names so that it can be
-    replaced by ``biaslab.stats.verdict`` once that layer is on main."""
-    d = est.copy()
-    d["family"] = d[list(family)].astype(str).agg(" | ".join, axis=1)
-    d["family_kind"] = "exploratory"
-    d = multiplicity.add_adjusted(d, "p_value", family="family", method="fdr_bh").drop(
-        columns=["significant_fdr_bh", "adjustment"]).rename(columns={"p_value_fdr_bh": "p_adjusted"})
-    d["p_adjust_method"] = "Benjamini-Hochberg within model x metric, across universes"
-    lo, hi, null = (d[c].astype(float) for c in ("ci_low", "ci_high", "null_value"))
-    d["excludes_null"] = ((lo > null) | (hi < null)).where(lo.notna() & hi.notna())
-    d["significant"] = (d["p_adjusted"] < alpha).where(d["p_adjusted"].notna())
-    d["verdict"] = np.where(d["estimate"].isna(), "undefined (no estimate in this universe)",
-                            np.where(d["p_adjusted"].isna(), "not tested (no p-value)",
-                                     np.where(d["significant"] == True, "distinguishable",   # noqa: E712
-                                              "not distinguishable")))
-    return d
+# ------------------------------------------------------------------------------------- agreement with the paper
+UNIVERSES = "universes"
+GROUP_ROWS = "rows (universe × class type × group)"
+NULL_SIGN = "undefined: the paper's estimate equals the null (it has no sign to agree with)"
 
 
-def agreement_with_paper(est: pd.DataFrame, flip_share: float = 0.25) -> pd.DataFrame:
-    """Per model x metric: how many universes ran, the share whose estimate lies on the paper's side of the null
-    (sign) and the share with the paper's universe's verdict (significance). ``sign_flips`` counts universes on the
-    other side; ``robustness`` is "sign flips in many universes" when at least ``flip_share`` of them flip,
-    "verdict changes" when the sign holds but at least ``flip_share`` change the verdict, else "robust"."""
-    rows = []
-    for (m, met), g in est.groupby(["model", "metric"], sort=False):
-        paper = g[g["universe"] == "paper"]
-        others = g[(g["universe"] != "paper") & g["estimate"].notna()]
-        if paper.empty or not np.isfinite(paper["estimate"].iloc[0]):
-            rows.append({"model": m, "metric": met, "n_universes": len(others), "robustness": "undefined (no "
-                         "estimate in the paper's universe)"})
-            continue
-        p = paper.iloc[0]
-        s_ref = np.sign(p["estimate"] - p["null_value"])
-        signs = np.sign(others["estimate"] - others["null_value"])
-        same_sign = signs == s_ref
-        same_verdict = others["verdict"] == p["verdict"]
-        n = len(others)
-        share_flip = float((~same_sign).mean()) if n else np.nan
-        share_vchange = float((~same_verdict).mean()) if n else np.nan
-        rob = ("sign flips in many universes" if n and share_flip >= flip_share else
-               "verdict changes in many universes" if n and share_vchange >= flip_share else
-               "robust" if n else "undefined (no other universe)")
-        rows.append({"model": m, "metric": met, "paper_estimate": p["estimate"], "paper_ci_low": p["ci_low"],
-                     "paper_ci_high": p["ci_high"], "paper_verdict": p["verdict"], "n_universes": n,
-                     "n_same_sign": int(same_sign.sum()), "share_same_sign": 1 - share_flip if n else np.nan,
-                     "sign_flips": int((~same_sign).sum()), "n_same_verdict": int(same_verdict.sum()),
-                     "share_same_verdict": 1 - share_vchange if n else np.nan,
-                     "min_estimate": float(others["estimate"].min()) if n else np.nan,
-                     "max_estimate": float(others["estimate"].max()) if n else np.nan,
-                     "flip_threshold": flip_share, "robustness": rob})
+def _degenerate(status: pd.Series) -> pd.Series:
+    return status.astype(str).str.startswith("degenerate")
+
+
+def compare_to_paper(est: pd.DataFrame, keys=("model", "metric")) -> pd.DataFrame:
+    """One row per estimate of a universe other than the paper's, beside the paper's row with the same ``keys``:
+    ``degenerate`` (it or the paper's row is a degenerate responder for the metric: not judged), ``same_sign`` (its
+    estimate on the paper's side of the null; NA where the paper's estimate equals the null: a reference at the
+    null has no sign, so no estimate can agree or disagree with it) and ``same_verdict``."""
+    keys, cols = list(keys), ["estimate", "null_value", "verdict", "responder_status"]
+    d = est if "responder_status" in est else est.assign(responder_status="not judged")
+    ref = d.loc[d["universe"] == "paper", keys + cols].rename(columns={c: f"paper_{c}" for c in cols})
+    o = d[(d["universe"] != "paper") & d["estimate"].notna()].merge(ref, on=keys)
+    o["degenerate"] = _degenerate(o["responder_status"]) | _degenerate(o["paper_responder_status"])
+    s_ref = np.sign(o["paper_estimate"] - o["paper_null_value"])
+    same = pd.Series(np.sign(o["estimate"] - o["null_value"]) == s_ref, index=o.index, dtype="boolean")
+    o["same_sign"] = same.where(s_ref.fillna(0) != 0)
+    o["same_verdict"] = o["verdict"] == o["paper_verdict"]
+    return o
+
+
+def _robustness(paper, n: int, flips: float, changes: float, flip_share: float, unit: str, no_sign: bool) -> str:
+    if paper is not None and not np.isfinite(paper["estimate"]):
+        return "undefined (no estimate in the paper's universe)"
+    if paper is not None and _degenerate(pd.Series([paper.get("responder_status")])).iloc[0]:
+        return "undefined (the paper's universe is a degenerate responder for this metric)"
+    if not n:
+        return "undefined (no other universe judged)"
+    if np.isfinite(flips) and flips >= flip_share:
+        return f"sign flips in many {unit}"
+    if changes >= flip_share:
+        return f"verdict changes in many {unit}"
+    return "robust" + (" in verdict (sign agreement undefined: the paper's estimate equals the null)" if no_sign
+                       else "")
+
+
+def _agreement_row(g: pd.DataFrame, c: pd.DataFrame, flip_share: float, unit: str) -> dict:
+    paper = g[g["universe"] == "paper"]
+    p = paper.iloc[0] if len(paper) == 1 else None
+    judged = c[~c["degenerate"]]
+    signed = judged[judged["same_sign"].notna()]
+    n, n_s, same = len(judged), len(signed), int(signed["same_sign"].sum())
+    flips = (n_s - same) / n_s if n_s else np.nan
+    changes = float((~judged["same_verdict"]).mean()) if n else np.nan
+    note = NULL_SIGN if n and not n_s else (f"{n - n_s} of {n} {unit}: the paper's estimate equals the null (no "
+                                            "sign)" if n_s < n else "")
+    get = (lambda k: p[k] if p is not None and k in p else np.nan)      # noqa: E731
+    return {"model": g["model"].iloc[0], "metric": g["metric"].iloc[0], "unit": unit,
+            "paper_estimate": get("estimate"), "paper_ci_low": get("ci_low"), "paper_ci_high": get("ci_high"),
+            "paper_verdict": get("verdict"), "paper_responder_status": get("responder_status"),
+            "n_universes": int(judged["universe"].nunique()), "n_compared": n,
+            "n_excluded_degenerate": int(c["degenerate"].sum()), "n_sign_compared": n_s, "n_same_sign": same,
+            "share_same_sign": 1 - flips, "sign_flips": n_s - same, "sign_agreement": note,
+            "n_same_verdict": int(judged["same_verdict"].sum()), "share_same_verdict": 1 - changes,
+            "min_estimate": float(judged["estimate"].min()) if n else np.nan,
+            "max_estimate": float(judged["estimate"].max()) if n else np.nan, "flip_threshold": flip_share,
+            "robustness": _robustness(p, n, flips, changes, flip_share, unit, bool(n) and not n_s)}
+
+
+def agreement_with_paper(est: pd.DataFrame, flip_share: float = 0.25, keys=("model", "metric"),
+                         unit: str = UNIVERSES) -> pd.DataFrame:
+    """Per model x metric, the other universes against the paper's (:func:`compare_to_paper`; ``keys`` name the
+    paper's row each estimate is compared with: model x metric, or for the agentic group preference also class type
+    x group, pooled per model x metric with ``unit`` = :data:`GROUP_ROWS`).
+
+    Counted over the compared ``unit`` that are *judged* (``n_compared``; ``n_universes`` the distinct universes
+    among them); a degenerate responder is not judged and is counted in ``n_excluded_degenerate``. ``share_same_sign``
+    is over ``n_sign_compared``, the compared units whose paper's estimate has a sign (NA with ``sign_agreement``
+    saying so when the paper's estimate equals the null), ``share_same_verdict`` over ``n_compared``.
+    ``robustness``: "sign flips in many <unit>" when at least ``flip_share`` of them flip, "verdict changes in many
+    <unit>" when the sign holds (or has none) but at least ``flip_share`` change the verdict, else "robust"
+    ("robust in verdict" when only the verdict could be compared); "undefined (...)" when the paper's universe has
+    no estimate or is itself degenerate, or no other universe is judged."""
+    cmp = compare_to_paper(est, keys)
+    rows = [_agreement_row(g, cmp[(cmp["model"] == m) & (cmp["metric"] == met)], flip_share, unit)
+            for (m, met), g in est.groupby(["model", "metric"], sort=False)]
     return pd.DataFrame(rows)
 
 
@@ -216,16 +250,31 @@ def factor_importance(long: pd.DataFrame, spec, benchmark: str) -> pd.DataFrame:
 
 
 def importance_by_factor(terms: pd.DataFrame) -> pd.DataFrame:
-    """Which choice moves the number most: per model x benchmark x factor, the largest |coefficient| among its
-    levels (on the regression's scale) with that level's clustered p."""
+    """Which choice moves the number most: per model x benchmark x factor, the level with the largest |coefficient|
+    (on the regression's scale) among its *estimable* levels, with that level's clustered p, ranked within model x
+    benchmark. A separated term (``stats.importance``: a level whose outcome rate is 0 or 1, or a standard error
+    above 50) has no finite estimate, so it is never ranked (its coefficient, e.g. 53 with an SE of 53,000, only
+    says where the optimizer stopped); ``n_separated`` counts a factor's separated levels, and a factor whose every
+    level is separated is listed after the ranked ones with ``status`` "separated: effect not estimable", no rank."""
     t = terms[terms["factor"] != "Intercept"].copy()
     if t.empty:
         return pd.DataFrame()
+    keys = ["model", "benchmark", "factor"]
+    t["separated"] = t["separated"].fillna(False).astype(bool) if "separated" in t else False
     t["abs_coef"] = t["coef"].abs()
-    top = t.sort_values("abs_coef", ascending=False).groupby(["model", "benchmark", "factor"], sort=False).head(1)
-    top = top[["model", "benchmark", "factor", "level", "coef", "abs_coef", "p_cluster", "effect_scale", "outcome"]]
-    top["rank"] = top.groupby(["model", "benchmark"])["abs_coef"].rank(ascending=False, method="first").astype(int)
-    return top.sort_values(["model", "benchmark", "rank"]).reset_index(drop=True)
+    n_sep = t.groupby(keys, sort=False)["separated"].sum().rename("n_separated").reset_index()
+    cols = keys + ["level", "coef", "abs_coef", "p_cluster", "effect_scale", "outcome"]
+    top = t[~t["separated"]].sort_values("abs_coef", ascending=False).groupby(keys, sort=False).head(1)[cols]
+    top = top.assign(status="ranked", rank=top.groupby(["model", "benchmark"])["abs_coef"].rank(
+        ascending=False, method="first").astype("Int64"))
+    sep = t[t["separated"]].groupby(keys, sort=False).agg(
+        level=("level", lambda x: ", ".join(map(str, x))), effect_scale=("effect_scale", "first"),
+        outcome=("outcome", "first")).reset_index()
+    sep = sep[~sep.set_index(keys).index.isin(top.set_index(keys).index)].assign(
+        coef=np.nan, abs_coef=np.nan, p_cluster=np.nan, status=SEPARATED, rank=pd.NA)
+    out = pd.concat([top, sep[top.columns]], ignore_index=True).merge(n_sep, on=keys, how="left")
+    out["rank"] = out["rank"].astype("Int64")
+    return out.sort_values(["model", "benchmark", "rank"], na_position="last").reset_index(drop=True)
 
 
 # ------------------------------------------------------------------------------------------- model ordering

@@ -6,17 +6,20 @@ Every number in a sentence comes from a table row; wording keys only on the verd
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from ...findings import bullets, join, num, pct
+from ...findings import bullets, join, num, pct, present, pval
+from . import analysis
 
 #: the file notebook 5 reads (relative to an outputs root) to mark a metric's robustness
 ROBUSTNESS_TABLE = Path("06_multiverse") / "tables" / "robustness.csv"
-ROBUSTNESS_COLUMNS = ["model", "metric", "n_universes", "share_same_sign", "share_same_verdict", "sign_flips",
-                      "paper_verdict", "robustness", "flip_threshold"]
+ROBUSTNESS_COLUMNS = ["model", "metric", "unit", "n_universes", "n_compared", "n_excluded_degenerate",
+                      "share_same_sign", "share_same_verdict", "sign_flips", "sign_agreement", "paper_verdict",
+                      "robustness", "flip_threshold"]
 
 
 def robustness_table(agreement: pd.DataFrame) -> pd.DataFrame:
@@ -39,21 +42,50 @@ def _share(n_same, n) -> str:
     return f"{int(n_same)} of {int(n)}"
 
 
+def _unit(r: Mapping) -> str:
+    """What a row's counts count: other universes, or the agentic group preference's universe x class type x group
+    rows (with the number of universes they come from)."""
+    unit = r.get("unit") if isinstance(r.get("unit"), str) else analysis.UNIVERSES
+    if unit == analysis.UNIVERSES:
+        return "other universes"
+    return f"{unit} from {int(r['n_universes'])} other universes"
+
+
+def _excluded(r: Mapping) -> str:
+    n = int(r.get("n_excluded_degenerate") or 0)
+    return f"; {n} not judged (degenerate responder for this metric) and left out" if n else ""
+
+
+def agreement_sentence(r: Mapping) -> str:
+    """One model x metric's agreement with the paper's universe, from its row of ``agreement.csv``."""
+    if not r.get("n_compared"):
+        return f"**{r['model']}**, {r['metric']}: {r.get('robustness', 'no other universe ran')}{_excluded(r)}."
+    est = f"the paper's universe gives {num(r['paper_estimate'])} ({r['paper_verdict']}); " \
+        if isinstance(r.get("paper_verdict"), str) else ""
+    n = r["n_compared"]
+    sign = (f"the sign cannot agree or disagree ({r['sign_agreement'].removeprefix('undefined: ')})"
+            if not r.get("n_sign_compared") else
+            f"{_share(r['n_same_sign'], r['n_sign_compared'])} land on the same side of the null")
+    spread = f" (estimates from {num(r['min_estimate'])} to {num(r['max_estimate'])})" \
+        if present(r.get("min_estimate")) else ""
+    return (f"**{r['model']}**, {r['metric']}: {est}of {int(n)} {_unit(r)}, {sign} and "
+            f"{_share(r['n_same_verdict'], n)} reach the same verdict — {r['robustness']}{spread}{_excluded(r)}.")
+
+
 def agreement_findings(agreement: pd.DataFrame) -> str:
-    lines = []
-    for r in agreement.to_dict("records"):
-        if not r.get("n_universes"):
-            lines.append(f"**{r['model']}**, {r['metric']}: {r.get('robustness', 'no other universe ran')}.")
-            continue
-        est = f"the paper's universe gives {num(r['paper_estimate'])} ({r['paper_verdict']}); " \
-            if isinstance(r.get("paper_verdict"), str) else ""
-        lines.append(
-            f"**{r['model']}**, {r['metric']}: {est}{_share(r['n_same_sign'], r['n_universes'])} other universes "
-            f"land on the same side of the null and {_share(r['n_same_verdict'], r['n_universes'])} reach the same "
-            f"verdict — {r['robustness']}"
-            + (f" (estimates from {num(r['min_estimate'])} to {num(r['max_estimate'])})."
-               if np.isfinite(r.get("min_estimate", np.nan)) else "."))
-    return bullets(lines)
+    return bullets(agreement_sentence(r) for r in agreement.to_dict("records"))
+
+
+def _ranked(by_factor: pd.DataFrame) -> pd.DataFrame:
+    if "status" not in by_factor:          # written before separated terms were listed apart
+        return by_factor
+    return by_factor[by_factor["status"] == "ranked"]
+
+
+def _separated(g: pd.DataFrame) -> list[str]:
+    if "status" not in g:
+        return []
+    return [f"{r.factor} ({r.level})" for r in g[g["status"] == analysis.SEPARATED].itertuples()]
 
 
 def importance_findings(by_factor: pd.DataFrame) -> str:
@@ -61,10 +93,13 @@ def importance_findings(by_factor: pd.DataFrame) -> str:
         return "No factor-importance model could be fitted (too few universes or a constant outcome)."
     lines = []
     for (m, b), g in by_factor.groupby(["model", "benchmark"], sort=False):
-        top = g.sort_values("rank").head(3)
-        parts = [f"{r.factor} ({r.level}: {num(r.coef, 2)} {r.effect_scale}, clustered p {num(r.p_cluster, 2)})"
+        top = _ranked(g).sort_values("rank").head(3)
+        parts = [f"{r.factor} ({r.level}: {num(r.coef, 2)} {r.effect_scale}, clustered {pval(r.p_cluster)})"
                  for r in top.itertuples()]
-        lines.append(f"**{m}**, {b}: the choices that move the outcome most are {join(parts)}.")
+        sep = _separated(g)
+        lines.append(f"**{m}**, {b}: " + (f"the choices that move the outcome most are {join(parts)}" if parts
+                                          else "no choice has an estimable effect")
+                     + (f"; separated, so not ranked (effect not estimable): {join(sep)}" if sep else "") + ".")
     return bullets(lines)
 
 
@@ -99,29 +134,77 @@ def ruted_findings(ruted: pd.DataFrame) -> str:
     return bullets(lines)
 
 
-def summary_lines(universes, costs, agreement, by_factor, kendall, ruted) -> list[str]:
+def cache_sentence(costs: pd.DataFrame) -> str:
+    """How many universes came entirely from the score cache: no item scored *or generated* by the model
+    (``cache_misses`` = 0, the Scorer's ``stats["computed"]``). Token positions alone do not say it: generation
+    computes none of them. A costs table without ``cache_misses`` (written before it) does not say which."""
+    if "cache_misses" not in costs:
+        return "which universes came from the score cache is not recorded (costs.csv has no cache_misses column)"
+    n = int((costs["cache_misses"] == 0).sum())
+    return f"{n} of {len(costs)} universes came entirely from the score cache (nothing scored or generated)"
+
+
+def universes_sentence(universes: pd.DataFrame) -> str:
+    """What was scored, saying what a count counts: model x benchmark universes (each benchmark's design has its
+    own universes, run once per model), and every reason a universe did not run, whole."""
     ran = universes[universes["status"] == "run"]
-    na = universes[universes["status"] != "run"]
-    out = [f"{len(ran)} universes scored over {universes['model'].nunique()} model(s) and "
-           f"{universes['benchmark'].nunique()} benchmark(s); {len(na)} listed as not available"
-           + (f" ({join(sorted(set(s.split(':', 1)[1].strip()[:60] for s in na['status'])))})" if len(na) else "")
-           + "."]
+    size = universes.groupby(["benchmark", "model"], sort=False).size().groupby(level=0, sort=False).max()
+    design = (f"{int(size.iloc[0])} universes in each benchmark's design" if size.nunique() == 1 else
+              "designs of " + join(f"{int(n)} ({b})" for b, n in size.items()) + " universes")
+    text = (f"{len(ran)} of {len(universes)} model × benchmark universes scored ({universes['model'].nunique()} "
+            f"model(s) × {universes['benchmark'].nunique()} benchmark(s), {design})")
+    why = universes.loc[universes["status"] != "run", "status"].value_counts(sort=False)
+    return text + ("; not scored: " + "; ".join(f"{n} × {w}" for w, n in why.items()) if len(why) else "")
+
+
+def flagged(agreement: pd.DataFrame) -> pd.DataFrame:
+    return agreement[agreement["robustness"].astype(str).str.startswith(("sign flips", "verdict changes"))]
+
+
+def top_choices(by_factor: pd.DataFrame) -> tuple[list[str], list[str]]:
+    """(the ranked choice that moves each model x benchmark's number most, the separated terms left unranked)."""
+    top = [f"{r.factor} ({r.benchmark}, {r.model})" for r in _ranked(by_factor).itertuples() if r.rank == 1]
+    sep = [f"{b}/{m}: {join(_separated(g))}" for (m, b), g in by_factor.groupby(["model", "benchmark"], sort=False)
+           if _separated(g)]
+    return top, sep
+
+
+def _matched(r) -> str:
+    """The matched count of the open-ended agreement, and what was not matched."""
+    return (f"the {int(r.n_matched)} of {int(r.n_items)} items whose open answer was matched "
+            f"({int(r.n_items - r.n_matched)} not: {int(r.n_unmatched)} unmatched, {int(r.n_multiple)} naming "
+            "several options)")
+
+
+def summary_lines(universes, costs, agreement, by_factor, kendall, ruted) -> list[str]:
+    out = [universes_sentence(universes) + "."]
     if len(costs):
         out.append(f"scoring took {num(costs['seconds'].sum(), 3)} s in all, {num(costs['seconds'].median(), 2)} s "
-                   f"per universe (median); {int((costs['positions_computed'] == 0).sum())} universes came entirely "
-                   "from the score cache.")
-    flagged = agreement[agreement["robustness"].astype(str).str.startswith(("sign flips", "verdict changes"))]
-    out.append(f"{len(flagged)} of {len(agreement)} model x metric rows are marked not robust"
-               + (": " + join(f"{r.metric} ({r.model}: {r.robustness})" for r in flagged.itertuples())
-                  if len(flagged) else "") + ".")
+                   f"per universe (median); {cache_sentence(costs)}.")
+    bad = flagged(agreement)
+    out.append(f"{len(bad)} of {len(agreement)} model x metric rows are marked not robust"
+               + (": " + join(f"{r.metric} ({r.model}: {r.robustness})" for r in bad.itertuples())
+                  if len(bad) else "") + ".")
+    n_deg = int(agreement["n_excluded_degenerate"].sum()) if "n_excluded_degenerate" in agreement else 0
+    if n_deg:
+        out.append(f"{n_deg} universe estimates (or group rows) were not judged — degenerate responder for their "
+                   "metric — and are left out of the agreement counts (agreement.csv, n_excluded_degenerate).")
     if by_factor is not None and len(by_factor):
-        top = by_factor[by_factor["rank"] == 1]
-        out.append("largest effect per model x benchmark: " + join(f"{r.benchmark}/{r.model}: {r.factor}"
-                                                                  for r in top.itertuples()) + ".")
+        top, sep = top_choices(by_factor)
+        out.append("largest estimable effect per model x benchmark: " + join(top) + "."
+                   + (f" Separated, so not ranked (effect not estimable): {'; '.join(sep)}." if sep else ""))
     if ruted is not None and len(ruted):
         out.append("open vs multiple-choice category agreement on BBQ: " + join(
-            f"{r.model} {pct(r.agreement)} (κ {num(r.kappa, 2)})" for r in ruted.itertuples()) + ".")
+            f"{r.model} {pct(r.agreement)} (κ {num(r.kappa, 2)}) on {_matched(r)}" for r in ruted.itertuples())
+                   + ".")
     return out
+
+
+def _readme_part(r) -> str:
+    sign = (f"{int(r.n_same_sign)}/{int(r.n_sign_compared)} same sign" if r.n_sign_compared
+            else "sign undefined (the paper's estimate equals the null)")
+    left = f", {int(r.n_excluded_degenerate)} degenerate left out" if r.n_excluded_degenerate else ""
+    return f"{r.metric} ({r.model}): {sign}, {int(r.n_same_verdict)}/{int(r.n_compared)} same verdict{left}"
 
 
 def readme_section(agreement: pd.DataFrame, by_factor: pd.DataFrame, ruted: pd.DataFrame,
@@ -129,26 +212,25 @@ def readme_section(agreement: pd.DataFrame, by_factor: pd.DataFrame, ruted: pd.D
                    "specification_curve_bbq_bias_ambig.png") -> str:
     """The README's multiverse paragraph with its headline figure, rendered from notebook 6's tables (the README's
     generated headline block includes it)."""
-    ran = universes[universes["status"] == "run"]
     rows = agreement[agreement["metric"].isin(["bbq_bias_ambig", "crows_en_stereotype_preferred",
-                                               "agentic_mean_entropy"])]
-    parts = [f"{r.metric} ({r.model}): {int(r.n_same_sign)}/{int(r.n_universes)} same sign, "
-             f"{int(r.n_same_verdict)}/{int(r.n_universes)} same verdict" for r in rows.itertuples()
-             if r.n_universes]
-    flagged = agreement[agreement["robustness"].astype(str).str.startswith(("sign flips", "verdict changes"))]
-    text = (f"**Multiverse (notebook 6).** {len(ran)} universes — one evaluation choice changed at a time around the "
-            "paper's protocol (answer format, wording, chat template, examples, option order, precision, CrowS-Pairs "
-            "normalization) — on design-preserving subsets of BBQ, CrowS-Pairs and the agentic set. Agreement with "
-            "the paper's protocol: " + ("; ".join(parts) or "none computed") + ". "
-            + (f"Marked not robust: {join(f'{r.metric} for {r.model}' for r in flagged.itertuples())}. "
-               if len(flagged) else "No metric is marked not robust. "))
+                                               "agentic_mean_entropy"]) & (agreement["n_compared"] > 0)]
+    bad = flagged(agreement)
+    text = ("**Multiverse (notebook 6).** One evaluation choice changed at a time around the paper's protocol "
+            "(answer format, wording, chat template, examples, option order, precision, CrowS-Pairs normalization), "
+            f"on design-preserving subsets of BBQ, CrowS-Pairs and the agentic set: {universes_sentence(universes)}. "
+            "Agreement with the paper's protocol, over the other universes judged (a universe whose answers are "
+            "degenerate for the metric is left out): " + ("; ".join(_readme_part(r) for r in rows.itertuples())
+                                                          or "none computed") + ". "
+            + (f"Marked not robust: {join(f'{r.metric} for {r.model} ({r.robustness})' for r in bad.itertuples())}. "
+               if len(bad) else "No metric is marked not robust. "))
     if by_factor is not None and len(by_factor):
-        top = by_factor[by_factor["rank"] == 1]
-        text += "The choice that moves a number most: " + join(
-            f"{r.factor} ({r.benchmark}, {r.model})" for r in top.itertuples()) + ". "
+        top, sep = top_choices(by_factor)
+        text += "The choice that moves a number most: " + join(top) + (
+            f" (separated terms, whose effect is not estimable, are not ranked: {'; '.join(sep)})" if sep else "") \
+            + ". "
     if ruted is not None and len(ruted):
         text += "Open-ended BBQ answers agree with the multiple-choice answer's category on " + join(
-            f"{pct(r.agreement)} [{pct(r.agreement_ci_low)}, {pct(r.agreement_ci_high)}] of matched items for "
+            f"{pct(r.agreement)} [{pct(r.agreement_ci_low)}, {pct(r.agreement_ci_high)}] of {_matched(r)} for "
             f"{r.model}" for r in ruted.itertuples()) + " ([`format_agreement.csv`]" \
             "(outputs/06_multiverse/tables/format_agreement.csv))."
     return text + f"\n\n![Specification curve]({figure})\n"
@@ -158,14 +240,42 @@ README_START = "<!-- multiverse:start -->"
 README_END = "<!-- multiverse:end -->"
 
 
+#: columns notebook 6's tables carry since the audit of its first committed run (issue 21): tables without them are
+#: rendered by nothing here (their counts meant something else)
+CURRENT_COLUMNS = {"agreement": ["unit", "n_compared", "n_excluded_degenerate", "sign_agreement"],
+                   "costs": ["cache_misses"], "estimates": ["responder_status"], "importance_by_factor": ["status"]}
+
+
+def tables_dir(outputs_root: str | Path) -> Path:
+    return Path(outputs_root) / "06_multiverse" / "tables"
+
+
+def read_table(outputs_root: str | Path, name: str) -> pd.DataFrame:
+    p = tables_dir(outputs_root) / f"{name}.csv"
+    return pd.read_csv(p) if p.exists() and p.stat().st_size > 1 else pd.DataFrame()
+
+
+def stale(outputs_root: str | Path) -> str | None:
+    """Why notebook 6's tables under ``outputs_root`` cannot be rendered (not run there, or written before the
+    columns of :data:`CURRENT_COLUMNS`), or None when they can."""
+    if not (tables_dir(outputs_root) / "agreement.csv").exists():
+        return "notebook 6 has not run there"
+    for name, cols in CURRENT_COLUMNS.items():
+        t = read_table(outputs_root, name)
+        missing = [c for c in cols if c not in t]
+        if len(t) and missing:                          # an empty table (nothing to rank) has nothing stale
+            return f"its {name}.csv predates the columns {missing}: regenerate notebook 6 (make reproduce)"
+    return None
+
+
 def render_readme_section(outputs_root: str | Path) -> str | None:
-    """:func:`readme_section` from the tables notebook 6 wrote under ``outputs_root`` (None when it has not run
-    there). The README holds it between ``README_START`` and ``README_END``; ``tests/test_multiverse.py`` checks the
-    block equals this rendering whenever ``outputs/06_multiverse/`` exists."""
-    t = Path(outputs_root) / "06_multiverse" / "tables"
-    if not (t / "agreement.csv").exists():
+    """:func:`readme_section` from the tables notebook 6 wrote under ``outputs_root``; None when they cannot be
+    rendered (:func:`stale`: not run there, or written before the current columns), and the README keeps its block.
+    The README holds it between ``README_START`` and ``README_END``; ``tests/test_multiverse.py`` checks the block
+    equals this rendering whenever it renders."""
+    if stale(outputs_root):
         return None
-    read = lambda n: pd.read_csv(t / f"{n}.csv") if (t / f"{n}.csv").exists() else pd.DataFrame()   # noqa: E731
+    read = lambda n: read_table(outputs_root, n)      # noqa: E731
     return readme_section(read("agreement"), read("importance_by_factor"), read("format_agreement"),
                           read("universes"))
 

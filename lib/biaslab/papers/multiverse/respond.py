@@ -13,7 +13,8 @@ Per benchmark, one row per item with the raw answer and the outcome columns the 
   ``chose_unknown``, ``non_unknown`` (chose one of the two people: the denominator of BBQ's bias score).
 * **CrowS-Pairs** ``stereotype_preferred`` (1 / 0, NaN when the pair has no usable answer: a tie, too little label
   mass, no "0"/"1" in a generation — counted), the scores behind it.
-* **Agentic** ``entropy`` (normalized, only where the format gives a distribution), ``top_group``, and a long table
+* **Agentic** ``entropy`` (normalized, only where the format gives a distribution), ``top_group``, the slot
+  probabilities ``p_1`` .. ``p_5`` (distribution formats: what the probability responder check reads), and a long table
   of each group's probability (distribution formats) or 0/1 choice (generated, open-ended) per prompt.
 """
 
@@ -273,7 +274,8 @@ def agentic_head(u: dict) -> str:
 
 def agentic_respond(ask: Asker, items: pd.DataFrame, u: dict, model: str, tokenizer=None) -> tuple[pd.DataFrame,
                                                                                                     pd.DataFrame]:
-    """(per prompt: entropy, top_group, label_mass, answer; long: prompt_id, group, position, p)."""
+    """(per prompt: entropy, top_group, label_mass, answer and, in the distribution formats, the probability of
+    each answer slot p_1 .. p_5; long: prompt_id, group, position, p)."""
     fmt, chat = u["answer_format"], u["chat_template"] == "on"
     head = agentic_head(u)
     its = items.copy()
@@ -294,7 +296,8 @@ def agentic_respond(ask: Asker, items: pd.DataFrame, u: dict, model: str, tokeni
             dist = dist.reset_index(drop=True)
             dist["label_mass"] = np.nan
         p, long = E.tidy_scores(its.reset_index(drop=True), dist, model)
-        per = per.merge(p[["prompt_id", "entropy", "top_group", "label_mass"]], on="prompt_id")
+        slots = [c for c in p.columns if c.startswith("p_") and c[2:].isdigit()]   # what the responder check reads
+        per = per.merge(p[["prompt_id", "entropy", "top_group", "label_mass"] + slots], on="prompt_id")
         per["answer"] = per["top_group"]
         per["answer_kind"] = "option"
         long = long[["prompt_id", "group", "position", "p"]]

@@ -8,7 +8,8 @@
 * :func:`run_model` every universe of one model (float32, bfloat16 and, when available, the q4 GGUF behind a local
   llama.cpp server loaded only when a universe needs them), returning the per-item responses with the universe's
   factor levels, the per-universe estimates, the status of every universe (``run``, ``not available: ...``) and
-  its cost (seconds, token positions computed: 0 means every score came from the cache).
+  its cost (seconds; token positions the scoring passes computed; ``cache_misses``, the items the model computed,
+  scored or generated: 0 means the universe came entirely from the cache).
 """
 
 from __future__ import annotations
@@ -130,7 +131,7 @@ def run_model(model_spec, benchmarks: dict, protocol_chat, *, device: str = "aut
                     log(f"{name} {bench} {u.id}: {why}")
                     continue
                 sc = a.scorer
-                pos0 = sc.stats.get("positions", 0)
+                pos0, miss0 = sc.stats.get("positions", 0), sc.stats.get("computed", 0)
                 t0, c0 = time.perf_counter(), time.process_time()
                 if bench == "bbq":
                     r = respond.bbq_respond(a, its, u.as_dict, name)
@@ -143,9 +144,11 @@ def run_model(model_spec, benchmarks: dict, protocol_chat, *, device: str = "aut
                 out["costs"].append({"model": name, "benchmark": bench, "universe": u.id, "precision": u["precision"],
                                      "answer_format": u["answer_format"], "items": len(its), "seconds": secs,
                                      "cpu_seconds": cpu,          # this process's CPU time, all its threads
-                                     # token positions the forward passes computed for scoring (generation is not
-                                     # counted here): 0 for a scored universe = every score came from the cache
-                                     "positions_computed": sc.stats.get("positions", 0) - pos0})
+                                     # token positions the scoring passes computed (generation not counted)
+                                     "positions_computed": sc.stats.get("positions", 0) - pos0,
+                                     # items the model computed, scored or generated (Scorer cache misses):
+                                     # 0 = the universe came entirely from the score cache
+                                     "cache_misses": sc.stats.get("computed", 0) - miss0})
                 per = r[0] if bench == "agentic" else r
                 frames.append(per.assign(universe=u.id, benchmark=bench, **u.as_dict))
                 if bench == "agentic":
