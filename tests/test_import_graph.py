@@ -30,7 +30,8 @@ STAGES = {
     "catalogue": "orchestration", "runner": "orchestration", "cli": "orchestration", "parameters": "orchestration",
     "report_index": "orchestration", "summary": "orchestration",      # summary: the README's headline block
     "report": "orchestration",                                          # HTML reports of executed notebooks
-    "publish": "orchestration", "stopping": "orchestration", "preflight": "orchestration", "serve": "orchestration",
+    "publish": "orchestration", "stopping": "orchestration", "preflight": "orchestration",
+    "serve": "models",          # a local llama.cpp server for an embedded model's GGUF file (imports models only)
     "findings": "wording",
 }
 GENERIC = {"infra", "cache", "sources", "benchmarks", "models", "scoring", "stats", "plots", "wording", "output"}

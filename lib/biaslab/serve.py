@@ -38,9 +38,17 @@ def free_port(preferred: int | None = None) -> int:
         return s.getsockname()[1]
 
 
-def have_llama_server() -> bool:
+#: what ``python -m llama_cpp.server`` imports (the ``served-test`` extra)
+SERVER_MODULES = ("llama_cpp", "uvicorn", "fastapi", "sse_starlette")
+
+
+def missing_server_modules() -> list[str]:
     import importlib.util
-    return all(importlib.util.find_spec(m) is not None for m in ("llama_cpp", "uvicorn", "fastapi", "sse_starlette"))
+    return [m for m in SERVER_MODULES if importlib.util.find_spec(m) is None]
+
+
+def have_llama_server() -> bool:
+    return not missing_server_modules()
 
 
 def spec(url: str, **kw) -> dict:
@@ -49,11 +57,14 @@ def spec(url: str, **kw) -> dict:
 
 
 class LlamaServer:
-    """``python -m llama_cpp.server`` on the embedded SmolLM2 GGUF; use as a context manager or start()/stop()."""
+    """``python -m llama_cpp.server`` on an embedded model's GGUF file (SmolLM2 unless told), serving it under
+    ``alias``; use as a context manager or start()/stop()."""
 
-    def __init__(self, port: int | None = None, threads: int = 1):
+    def __init__(self, port: int | None = None, threads: int = 1, model: str = "smollm2-135m-instruct",
+                 alias: str = ALIAS, n_ctx: int = 2048):
         self.port = port or free_port()
-        self.gguf = str(models.gguf_path("smollm2-135m-instruct"))
+        self.gguf = str(models.gguf_path(model))
+        self.alias, self.n_ctx = alias, n_ctx
         self.threads = threads
         self.proc: subprocess.Popen | None = None
         self.log = None
@@ -63,9 +74,10 @@ class LlamaServer:
         return f"http://127.0.0.1:{self.port}/v1"
 
     def command(self) -> list[str]:
-        return [sys.executable, "-m", "llama_cpp.server", "--model", self.gguf, "--model_alias", ALIAS,
+        return [sys.executable, "-m", "llama_cpp.server", "--model", self.gguf, "--model_alias", self.alias,
                 "--logits_all", "true", "--host", "127.0.0.1", "--port", str(self.port), "--n_threads",
-                str(self.threads), "--n_threads_batch", str(self.threads), "--n_ctx", "2048", "--verbose", "false"]
+                str(self.threads), "--n_threads_batch", str(self.threads), "--n_ctx", str(self.n_ctx),
+                "--verbose", "false"]
 
     def start(self, timeout: float = 120) -> "LlamaServer":
         import httpx

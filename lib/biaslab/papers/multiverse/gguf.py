@@ -9,21 +9,14 @@ retries and timeouts of ``biaslab.scoring``).
 
 from __future__ import annotations
 
-import importlib.util
 import os
-import signal
-import socket
-import subprocess
-import sys
-import tempfile
-import time
 
-SERVER_MODULES = ("llama_cpp", "uvicorn", "fastapi", "sse_starlette")
+from ... import serve
 
 
 def unavailable(model: str) -> str | None:
     """Why the q4_gguf universe cannot run for ``model`` here (None: it can)."""
-    missing = [m for m in SERVER_MODULES if importlib.util.find_spec(m) is None]
+    missing = serve.missing_server_modules()
     if missing:
         return (f"not available: the llama.cpp server is not installed (missing {', '.join(missing)}; "
                 "`pip install -e '.[served-test]'`)")
@@ -35,12 +28,6 @@ def unavailable(model: str) -> str | None:
     return None
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _adds_bos(path) -> bool:
     """Whether llama.cpp prepends BOS itself (the GGUF's ``tokenizer.ggml.add_bos_token``)."""
     from gguf import GGUFReader
@@ -49,50 +36,20 @@ def _adds_bos(path) -> bool:
 
 
 class Server:
-    """``with Server("smollm2-135m-instruct", tokenizer) as spec:`` a served-model spec for ``models.load``."""
+    """``with Server("smollm2-135m-instruct", tokenizer) as spec:`` a served-model spec for ``models.load``: the
+    model's GGUF file on :class:`biaslab.serve.LlamaServer`, under the model's own name."""
 
     def __init__(self, model: str, tokenizer, threads: int | None = None, timeout: float = 180):
-        from ... import models
         self.model, self.tokenizer, self.timeout = model, tokenizer, timeout
-        self.path = models.gguf_path(model)
-        self.threads = threads or max(1, (os.cpu_count() or 1))
-        self.port = _free_port()
-        self.proc = None
+        self.server = serve.LlamaServer(threads=threads or max(1, os.cpu_count() or 1), model=model, alias=model,
+                                        n_ctx=4096)
 
     def __enter__(self) -> dict:
-        import httpx
-        self.log = tempfile.NamedTemporaryFile("w+", prefix="biaslab-llama-", suffix=".log", delete=False)
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "llama_cpp.server", "--model", str(self.path), "--model_alias", self.model,
-             "--logits_all", "true", "--host", "127.0.0.1", "--port", str(self.port), "--n_threads",
-             str(self.threads), "--n_threads_batch", str(self.threads), "--n_ctx", "4096", "--verbose", "false"],
-            stdout=self.log, stderr=subprocess.STDOUT)
-        url = f"http://127.0.0.1:{self.port}/v1"
-        t0 = time.time()
-        while time.time() - t0 < self.timeout:
-            if self.proc.poll() is not None:
-                self.log.seek(0)
-                raise RuntimeError(f"llama_cpp.server exited ({self.proc.returncode}): {self.log.read()[-500:]}")
-            try:
-                if httpx.get(url + "/models", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.5)
-        else:
-            self.__exit__()
-            raise RuntimeError(f"llama_cpp.server not ready after {self.timeout:.0f} s")
+        self.server.start(self.timeout)
         tok = self.tokenizer
         bos = tok.bos_token if tok.bos_token is not None else tok.eos_token
-        return {"base_url": url, "model": self.model, "name": f"{self.model} (q4 GGUF, llama.cpp)",
-                "max_concurrency": 1, "prefix": "" if _adds_bos(self.path) else (bos or "")}
+        return {"base_url": self.server.url, "model": self.model, "name": f"{self.model} (q4 GGUF, llama.cpp)",
+                "max_concurrency": 1, "prefix": "" if _adds_bos(self.server.gguf) else (bos or "")}
 
     def __exit__(self, *exc) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            os.kill(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                os.kill(self.proc.pid, signal.SIGKILL)
-                self.proc.wait(10)
-        self.proc = None
+        self.server.stop()
