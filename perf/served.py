@@ -28,9 +28,13 @@ Ratios are taken within a round (lm-eval seconds / biaslab seconds; one replica 
 max over the rounds, with the 1-minute load average before and after every run. Scores: preference agreement per
 pair and mean |difference| of the sentence log-probs, as each reports them and on the same tokens (on llama.cpp,
 which gives the first echoed token no log-prob, lm-eval's sums lack each sentence's first token, so biaslab's sum
-without it is compared; on vLLM both cover every token). ``--pin-check`` (vLLM) instead times biaslab on one pinned
-server against one unpinned (vLLM's own CPU binding: the engine on one core, its front-end free), interleaved.
-Writes ``served.json``, ``served_runs.csv`` and ``results.md`` into the output folder.
+without it is compared; on vLLM both cover every token). Each run also records the CPU seconds the servers'
+processes spent (read from /proc), which the machine's other load inflates far less than wall time. Writes
+``served.json``, ``served_runs.csv`` and ``results.md`` into the output folder.
+
+Two checks on vLLM: ``--pin-check`` times biaslab on one pinned server against one unpinned (vLLM's own CPU binding:
+the engine on one core, its front-end processes free), interleaved; ``--ramp`` sends the sentences as raw requests,
+L prompts per POST with k POSTs in flight, and reports the server's CPU per sentence (ramp.md).
 """
 
 from __future__ import annotations
@@ -516,6 +520,64 @@ def run(pairs: int, rounds: int, concurrency: int, lmeval_python: str, out: Path
     return res
 
 
+def ramp(pairs: int, out: Path, vllm_python: str = str(VLLM_PYTHON), seed: int = 0, rounds: int = 2,
+         settings: tuple = ((1, 1), (1, 2), (1, 8), (5, 2), (25, 2), (100, 2), (0, 1))) -> list[dict]:
+    """How the vLLM server's work per sentence depends on what the client keeps in flight: the sentences sent as
+    lists of L prompts (0: all in one) with k POSTs in flight, raw HTTP (no client logic), on one pinned server.
+    Reports wall seconds and the server's CPU seconds per sentence (which the machine's other load inflates far less
+    than wall time); ``--ramp``."""
+    import asyncio
+    import httpx
+    texts, _ = sentences(pairs, seed)
+    prompts = [PREFIX + t for t in sorted(texts)]
+    work = Path(tempfile.mkdtemp(prefix="served-ramp-"))
+    srv = VllmServer(vllm_python, 0, log_dir=work)
+    rows = []
+
+    async def send(size: int, inflight: int):
+        size = size or len(prompts)
+        bodies = [prompts[i:i + size] if size > 1 else prompts[i] for i in range(0, len(prompts), size)]
+        sem = asyncio.Semaphore(inflight)
+        async with httpx.AsyncClient(timeout=REQUEST_TIMEOUT_S) as client:
+            async def one(p):
+                async with sem:
+                    r = await client.post(srv.url + "/completions", json={
+                        "model": VLLM_MODEL_ID, "prompt": p, "max_tokens": 1, "echo": True, "logprobs": 0,
+                        "temperature": 0})
+                    r.raise_for_status()
+            await asyncio.gather(*[one(p) for p in bodies])
+    try:
+        srv.start()
+        asyncio.run(send(4, 1))                                            # warm-up
+        for r in range(rounds):
+            for size, inflight in settings:
+                pids = [srv.proc.pid] + descendants(srv.proc.pid)
+                c0, t0, load = cpu_seconds(pids), time.perf_counter(), os.getloadavg()[0]
+                asyncio.run(send(size, inflight))
+                wall, cpu = time.perf_counter() - t0, cpu_seconds(pids) - c0
+                posts = -(-len(prompts) // (size or len(prompts)))
+                rows.append({"round": r, "prompts_per_post": size or len(prompts), "posts": posts,
+                             "posts_in_flight": min(inflight, posts),
+                             "seconds": round(wall, 2),
+                             "server_cpu_ms_per_sentence": round(1000 * cpu / len(prompts), 1),
+                             "load_before": round(load, 1), "load_after": round(os.getloadavg()[0], 1)})
+                print(rows[-1], flush=True)
+    finally:
+        srv.stop()
+    import pandas as pd
+    df = pd.DataFrame(rows)
+    out.mkdir(parents=True, exist_ok=True)
+    df.to_csv(out / "ramp.csv", index=False)
+    summary = df.groupby(["prompts_per_post", "posts", "posts_in_flight"], sort=False).agg(
+        seconds=("seconds", "median"), server_cpu_ms_per_sentence=("server_cpu_ms_per_sentence", "median"),
+        load=("load_before", "median")).reset_index()
+    text = (f"vLLM ramp: {len(prompts)} CrowS-Pairs sentences, one server pinned to one core, medians over {rounds} "
+            "rounds\n\n" + summary.to_markdown(index=False) + "\n")
+    (out / "ramp.md").write_text(text)
+    print(text)
+    return rows
+
+
 def parser():
     import argparse
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -528,6 +590,8 @@ def parser():
     ap.add_argument("--methods", nargs="+", choices=["biaslab", "lmeval", "lmeval_lists", "biaslab_2rep"],
                     help="a subset of the methods (default: all the server allows)")
     ap.add_argument("--pin-check", action="store_true", help="vLLM: biaslab on a pinned vs an unpinned server")
+    ap.add_argument("--ramp", action="store_true", help="vLLM: server CPU per sentence against prompts per POST and "
+                    "POSTs in flight (raw requests, one pinned server)")
     ap.add_argument("--warmup", type=int, default=2, help="sentences of each method's untimed warm-up")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--lmeval-python", default=str(LMEVAL_PYTHON))
@@ -538,6 +602,9 @@ def parser():
 
 def main(argv=None) -> int:
     args = parser().parse_args(argv)
+    if args.ramp:
+        ramp(args.pairs, Path(args.out), args.vllm_python, args.seed, args.rounds)
+        return 0
     run(args.pairs, args.rounds, args.concurrency, args.lmeval_python, Path(args.out), warmup=args.warmup,
         seed=args.seed, server=args.server, vllm_python=args.vllm_python, pin_check=args.pin_check,
         methods=args.methods, lmeval_batch=args.lmeval_batch)
