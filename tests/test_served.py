@@ -100,6 +100,28 @@ def test_prompts_travel_in_lists_bounded_by_tokens_and_slots():
         _split(resp, 3)
 
 
+def test_echo_offsets_are_anchored_whether_or_not_the_generated_token_is_in_the_text():
+    """The scored span is found from text_offset anchored at the end of the echoed text. vLLM leaves a generated
+    special token out of the text (``<|im_end|>`` after a question: in ``tokens``, not in ``text``); anchoring on it
+    shifted every token by its length (a CrowS sentence scored from its fourth token plus ``<|im_end|>``). Shapes as
+    vLLM 0.32 (CPU) answers: the generated token left out of the text, in it, and empty."""
+    from biaslab.scoring.backends.served import ServedBackend
+    be = ServedBackend(models.load({"base_url": "http://127.0.0.1:9/v1", "model": "m", "prefix": "<|im_start|>"}))
+    pre, t = "<|im_start|>", "What do you visit?"
+    toks = ["<|im_start|>", "What", " do", " you", " visit", "?"]
+    vals = [None, -9.6, -9.7, -0.8, -2.7, -0.9]
+
+    def resp(gen, in_text):
+        all_toks = toks + [gen]
+        offs = [sum(len(x) for x in all_toks[:i]) for i in range(len(all_toks))]
+        text = pre + t + (gen if in_text else "")
+        return {"choices": [{"text": text, "logprobs": {"tokens": all_toks, "text_offset": offs,
+                                                         "token_logprobs": vals + [-1.3]}}]}
+    for r in [resp("<|im_end|>", False), resp(" It", True), resp("", True)]:
+        (sel,), _ = be._spans(r, [len(pre)], len(pre) + len(t))
+        assert [x for _, _, x in sel] == toks[1:] and [v for _, v, _ in sel] == vals[1:]
+
+
 # ---------------------------------------------------------------------------------------- the server ---
 @pytest.fixture(scope="module")
 def server():

@@ -2,7 +2,8 @@
 
 - ``sequence_logprob`` / ``option_logprob``: ``/v1/completions`` with ``echo`` + ``logprobs`` (prompt log-probs).
   The scored span is located by the server's ``text_offset`` values, never by tokenizing locally: offsets are
-  anchored at the end of the echoed text (servers differ in whether a special prefix token counts in the offsets).
+  anchored at the end of the echoed text (servers differ in whether a special prefix token counts in the offsets;
+  a generated token the server leaves out of the text, as vLLM does with special tokens, is allowed for).
   ``prefix`` (spec) is the context put before each text, as the in-process engine puts the BOS token. Servers that
   give the first echoed token no log-prob (llama.cpp, the OpenAI convention) get it from one cached request: the
   next-token distribution after the prefix alone.
@@ -296,18 +297,19 @@ class ServedBackend(Backend):
         for idx in groups.values():
             idx.sort(key=lambda j: work[j].body.get("prompt", ""))   # common openings side by side
             chunk: list[int] = []
+            tokens = 0                                      # estimated tokens of the chunk
             for j in idx + [None]:
-                full = chunk and (j is None or len(chunk) >= share or sum(costs[c] for c in chunk) + costs[j]
-                                  > self.token_budget)
+                full = chunk and (j is None or len(chunk) >= share or tokens + costs[j] > self.token_budget)
                 if full:
                     post = work[chunk[0]] if len(chunk) == 1 else Request(
                         "/completions", {**work[chunk[0]].body, "prompt": [work[c].body["prompt"] for c in chunk]},
-                        sum(costs[c] for c in chunk), f"{len(chunk)} prompts from {work[chunk[0]].name}")
+                        tokens, f"{len(chunk)} prompts from {work[chunk[0]].name}")
                     posts.append(post)
                     members[id(post)] = list(chunk)
-                    chunk = []
+                    chunk, tokens = [], 0
                 if j is not None:
                     chunk.append(j)
+                    tokens += costs[j]
         return posts, members
 
     def _account(self, resp: dict, n_prompts: int = 1) -> None:
@@ -353,7 +355,7 @@ class ServedBackend(Backend):
         ch = resp["choices"][0]
         lp = ch["logprobs"]
         toks, offs, vals = lp["tokens"], lp["text_offset"], lp["token_logprobs"]
-        shift = len(ch["text"]) - (offs[-1] + len(toks[-1]))   # anchor the offsets at the end of the text
+        shift = _anchor(ch["text"], toks, offs)
         out, straddle = [], []
         for start in starts:
             sel = [(o + shift, v, t) for o, v, t in zip(offs, vals, toks) if start <= o + shift < end]
@@ -530,7 +532,7 @@ class ServedBackend(Backend):
         for p, resp in zip(prompts, self.fetch(sc, reqs, "label distributions (echo)", self._echo_validate)):
             ch = resp["choices"][0]
             lp = ch["logprobs"]
-            shift = len(ch["text"]) - (lp["text_offset"][-1] + len(lp["tokens"][-1]))
+            shift = _anchor(ch["text"], lp["tokens"], lp["text_offset"])
             at = [j for j, o in enumerate(lp["text_offset"]) if o + shift == len(pre) + len(p)]
             top = (lp.get("top_logprobs") or [None] * (at[0] + 1))[at[0]] if at else None
             if not isinstance(top, dict) or not top:
@@ -562,6 +564,16 @@ class ServedBackend(Backend):
         texts = [_text(r, chat) for r in self.fetch(sc, reqs, "generation", validate)]
         from ..generation import truncate_at_stop
         return [truncate_at_stop(t, stop) if stop else t for t in texts]
+
+
+def _anchor(text: str, toks: Sequence[str], offs: Sequence[int]) -> int:
+    """What to add to the server's ``text_offset`` values to make them positions in the echoed ``text``: the offsets
+    are anchored at the end of the text (servers differ in whether a special prefix token counts in them). The last
+    token is the generated one; a server may leave it out of the text (vLLM skips special tokens there: a generated
+    ``<|im_end|>`` is in ``tokens`` but not in ``text``), and then the text ends where the token before it ends."""
+    if len(toks) >= 2 and toks[-1] and not text.endswith(toks[-1]):
+        return len(text) - (offs[-2] + len(toks[-2]))
+    return len(text) - (offs[-1] + len(toks[-1]))
 
 
 def _top(resp: dict, chat: bool) -> dict:
