@@ -49,6 +49,9 @@ def gini_bars(table: pd.DataFrame, title: str = "", paper: dict | None = None):
         pv = [paper.get(f, np.nan) for f in t["factor"]]
         ax.barh(y + 0.18, pv, height=0.36, label="paper (Table 1)", color="#dd8452")
         ax.legend(fontsize=8)
+    for yi, g in zip(y, t["gini"]):         # the value beside its bar: a balanced factor's bar has no width
+        ax.text((g if np.isfinite(g) else 0) + 0.01, yi - 0.18, f"{g:.3f}" if np.isfinite(g) else "n/a",
+                va="center", fontsize=7)
     ax.set_yticks(y)
     ax.set_yticklabels(t["factor"])
     ax.invert_yaxis()
