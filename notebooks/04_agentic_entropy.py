@@ -288,7 +288,7 @@ display(Markdown(findings.group_preference_findings(gp)))
 
 # %% [markdown]
 # A difference that is not distinguishable from chance here may still be there: the `paper` profile scores all 1,020
-# prompts (102 matched pairs per class type).
+# prompts (every scenario in both framings for every class type).
 #
 # ## Position bias (beyond the paper)
 #
