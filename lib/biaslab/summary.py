@@ -65,7 +65,7 @@ def multifactor(root: Path) -> str:
             f"{r.factor} {num(r.gini)}" for r in cov.itertuples()) + f"; {len(same)} of {len(cov)} equal the "
         "paper's to its printed precision" + (", " + join(
             f"{r.factor} differs (paper {num(r.paper_gini)}" + (
-                f"; {num(recoded_factor.loc[r.factor, 'gini'])} with one template recoded as in the paper"
+                f"; ours {num(recoded_factor.loc[r.factor, 'gini'])} with one template recoded as in the paper"
                 if r.factor in recoded_factor.index else "") + ")" for r in diff.itertuples()) if len(diff) else "")
         + f". The paper's five-factor design has {int(paper_set['n_combinations']):,} combinations, coverage "
         f"{num(paper_set['coverage_percentage'])} and overall Gini {num(paper_set['gini'])}"
