@@ -862,14 +862,15 @@ for r in rate_ci.itertuples():
         c = power.summarize_contrast_mdes(power.subgroup_contrast_mdes(part, plan.outcome, f, bench.clusters))
         if not c["n_levels"]:
             continue
-        g_cl = int(c["n_clusters"])
+        # no clusters when the factor has one level in this model's prompts (nothing to contrast it with)
+        g_cl = int(c["n_clusters"]) if np.isfinite(c["n_clusters"]) else None
         power_rows.append(power.power_row(
             benchmark, profile, f"deviation rate, typical {f} subgroup vs rest, {r.model}", int(c["n_group"]),
             c["mde"], n_clusters=g_cl, deff=c["design_effect"], scale="rate difference", note=c["note"],
-            test=f"Wald t({g_cl - 1}), cluster-robust contrast",
+            test=f"Wald t({g_cl - 1}), cluster-robust contrast" if g_cl else "Wald t, cluster-robust contrast",
             design=f"subgroup vs rest of the same model, {c['n_defined']} of {c['n_levels']} levels of {f} with an "
                    "MDE" + (f", median MDE; contrast deff {c['deff_range']} over levels" if c["n_defined"] else "")
-                   + f"; {g_cl} clusters"))
+                   + (f"; {g_cl} clusters" if g_cl else "; no rest to contrast with")))
     deff = float(r.design_effect) if np.isfinite(r.design_effect) else 1.0
     base = min(max(r.rate, 0.05), 0.95)
     power_rows.append(power.power_row(benchmark, profile, f"prompts per model for a 5-point difference, {r.model}",

@@ -370,6 +370,7 @@ for model_spec in models:   # a local name or folder, or a served model (see the
     timings.append({"model": model_name, "load_s": round(t_load, 1), "sentences": len(texts),
                     "sentences_s": round(t_seq, 1), "preference_prompts": n_prompts, "prompts_s": round(t_pref, 1),
                     "chat": chat})
+    out.record_model(lm.fingerprint)        # again: a served model's probe and usage, known only now
     del sc, lm
 
 pairs = pd.concat(pairs_frames, ignore_index=True)

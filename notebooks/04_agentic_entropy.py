@@ -165,6 +165,7 @@ for model_spec in models:   # a local name or folder, or a served model (labels 
                     "cyclic_variants": int(cyc_prompts["k"].sum()), "cyclic_s": t3 - t2, "cyclic_cpu_s": c3 - c2,
                     "fewshot_s": t4 - t3, "positions_computed": sc.stats.get("positions", 0),
                     "answer_suffix": repr(suffix)})
+    out.record_model(lm.fingerprint)        # again: a served model's probe and usage, known only now
     del sc, lm
 
 per_prompt = pd.concat(per_list, ignore_index=True)
