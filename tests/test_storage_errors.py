@@ -9,6 +9,7 @@ import errno
 import json
 import os
 import shutil
+import stat
 import subprocess
 import sys
 import textwrap
@@ -16,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+import biaslab
 from biaslab import cli, fsio
 from test_runner import _toy_notebook, toy_script
 
@@ -71,10 +73,18 @@ def test_out_on_a_read_only_file_system_is_one_line_exit_2(tmp_path):
     assert ".biaslab-probe" not in err[0], err[0]          # the folder is named, not the probe file
 
 
+def _others_can_read(path: Path) -> bool:
+    """Whether an unprivileged user can import from ``path``: every folder above it searchable by others and the
+    folder itself readable (a checkout under a 0700 folder, as ``mktemp -d`` makes, is not)."""
+    path = path.resolve()
+    return bool(path.stat().st_mode & stat.S_IROTH) and all(p.stat().st_mode & stat.S_IXOTH
+                                                            for p in [path, *path.parents])
+
+
 def test_out_without_permission_is_one_line_exit_2(tmp_path, capsys, monkeypatch):
     """As an unprivileged user where possible (root passes every permission check), else through the same code
     path with the error injected where the probe creates its file."""
-    if os.geteuid() == 0 and shutil.which("setpriv"):
+    if os.geteuid() == 0 and shutil.which("setpriv") and _others_can_read(Path(biaslab.__file__).parent):
         import tempfile
         base = Path(tempfile.mkdtemp(prefix="biaslab-eacces-", dir="/tmp"))     # pytest's tmp_path is 0700
         try:
