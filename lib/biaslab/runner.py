@@ -116,7 +116,27 @@ _KERNEL_ARGS = ["--IPKernelApp.log_level=ERROR"]
 
 
 #: the file name ipykernel gives a cell's code (``/tmp/ipykernel_9430/1302693127.py``), seen in warnings' locations
-_CELL_FILE = re.compile(r"(?:[^\s\"'\\]*[/\\])?ipykernel_\d+[/\\]\d+\.py")
+_CELL_FILE = re.compile(r"ipykernel_\d+[/\\]\d+\.py")
+#: a character of the folder path before it (the path ends at white space, a quote or a backslash)
+_PATH_CHARS = frozenset(" \t\n\r\f\v\"'\\")
+
+
+def _replace_cell_files(text: str) -> str:
+    """``text`` with every ipykernel cell file, and the folder path in front of it, replaced by ``<cell>``.
+
+    Linear in ``len(text)``: the regex finds the file name alone, and the folder is found by walking back from it
+    (a regex with the folder as an optional prefix retries at every character of a long base64 image: quadratic)."""
+    parts, last = [], 0
+    for m in _CELL_FILE.finditer(text):
+        start = m.start()
+        if start > last and text[start - 1] in "/\\":
+            start -= 1
+            while start > last and text[start - 1] not in _PATH_CHARS:
+                start -= 1
+        parts += [text[last:start], "<cell>"]
+        last = m.end()
+    parts.append(text[last:])
+    return "".join(parts)
 
 
 def _portable(text: str, staging: Path, final: Path) -> str:
@@ -132,7 +152,7 @@ def _portable(text: str, staging: Path, final: Path) -> str:
     for old, new in sorted(swaps, key=lambda s: -len(s[0])):
         if len(old) > 1:
             text = text.replace(old, new)
-    return _CELL_FILE.sub("<cell>", text)
+    return _replace_cell_files(text)
 
 
 #: output files besides the executed notebook whose text is made portable before they are hashed
