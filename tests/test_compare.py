@@ -1,19 +1,18 @@
 """Notebook 5's library (biaslab.papers.compare) against the tables the source notebooks wrote.
 
 The source tables come from smoke runs of notebooks 1 (SSQA, BBQ), 2, 3 and 4 with both embedded models, written
-into a scratch folder once per session (or read from ``BIASLAB_COMPARE_SOURCES`` when it points to such a folder).
+once per test session and shared with the notebook tests (``tests/conftest.py``).
 Every number of the model x metric table is checked against the source notebook's own table *and* recomputed here
 independently from the per-prompt responses, with plain pandas.
 """
 
-import os
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from biaslab import profiles, runner
+from biaslab import profiles
 from biaslab.papers import compare
 from biaslab.stats import multiplicity
 from biaslab.stats.clustered import FEW_CLUSTERS
@@ -23,14 +22,10 @@ MODELS = list(profiles.EMBEDDED_MODELS)
 
 
 @pytest.fixture(scope="module")
-def root(tmp_path_factory):
-    env = os.environ.get("BIASLAB_COMPARE_SOURCES")
-    if env:
-        return Path(env)
-    out = tmp_path_factory.mktemp("compare_sources")
-    assert runner.reproduce("smoke", only=SOURCES, outputs_dir=out, html=False,
-                            overrides={"models": MODELS}) == 0
-    return out
+def root(smoke_run):
+    for label in SOURCES:         # the session's smoke runs, with both embedded models (tests/conftest.py)
+        smoke_run(label)
+    return smoke_run.root
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,7 @@ import shutil
 import nbformat
 import pytest
 
-from biaslab import paths, report_index, runner
+from biaslab import paths, report_index
 from biaslab.report import browser, html
 
 pytestmark = pytest.mark.browser
@@ -64,14 +64,13 @@ def test_committed_reports_and_index_display_offline(driver, committed):
     assert not problems, "\n".join(problems)
 
 
-def test_fresh_smoke_report_displays_offline_with_findings_parameters_and_provenance(driver, tmp_path_factory):
-    out = tmp_path_factory.mktemp("fresh")
-    assert runner.reproduce("smoke", only=["04_agentic_entropy"], outputs_dir=out) == 0
-    page = out / "04_agentic_entropy" / "04_agentic_entropy.html"
+def test_fresh_smoke_report_displays_offline_with_findings_parameters_and_provenance(driver, smoke_run, tmp_path):
+    page = smoke_run("04_agentic_entropy") / "04_agentic_entropy.html"      # the session's smoke run, with HTML
+    out = smoke_run.root
     found = browser.check(page, driver)
     assert not found.problems, str(found)
-    index = browser.check(out / "index.html", driver)        # the run's front page, written beside it
-    assert not index.problems and index.images == len(list(out.glob("*/figures/*.png"))) > 0, str(index)
+    index = browser.check(out / "index.html", driver)        # the runs' front page, written beside them
+    assert not index.problems and index.images == len(list(out.glob("**/figures/*.png"))) > 0, str(index)
     figures, math, n_findings = expected(page)
     assert found.images == figures > 0 and found.math > 0 and n_findings >= 5
     text = page.read_text()
@@ -80,9 +79,9 @@ def test_fresh_smoke_report_displays_offline_with_findings_parameters_and_proven
     manifest = html.read_manifest(page.parent)
     assert all(m["weights_sha256"] in text for m in manifest["models"].values())
     # the same browser prints it and photographs it
-    pdf = browser.pdf(page, out / "report.pdf", driver)
+    pdf = browser.pdf(page, tmp_path / "report.pdf", driver)
     assert pdf.read_bytes()[:5] == b"%PDF-" and pdf.stat().st_size > 50_000
-    png = browser.screenshot(page, out / "shot.png", driver, width=800, height=600, at="The metric")
+    png = browser.screenshot(page, tmp_path / "shot.png", driver, width=800, height=600, at="The metric")
     from PIL import Image
     with Image.open(png) as im:
         assert im.size == (800, 600)
