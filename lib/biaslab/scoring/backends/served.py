@@ -428,8 +428,8 @@ class ServedBackend(Backend):
             raise InvalidResponse("check 'echo': tokens, text_offset and token_logprobs are not lists (or text is "
                                   "not a string)")
         if not (len(toks) == len(offs) == len(vals)) or not toks:
-            raise InvalidResponse(f"check 'echo': tokens, text_offset and token_logprobs differ in length ({len(toks)}, "
-                                  f"{len(offs)}, {len(vals)}: a truncated response)")
+            raise InvalidResponse(f"check 'echo': tokens, text_offset and token_logprobs differ in length "
+                                  f"({len(toks)}, {len(offs)}, {len(vals)}: a truncated response)")
         if not text.startswith(req.body["prompt"]):
             raise InvalidResponse("check 'echo': the echoed text does not start with the prompt (truncated to the "
                                   "context length, or no echo)")
