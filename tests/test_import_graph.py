@@ -17,7 +17,7 @@ LIB = Path(__file__).resolve().parents[1] / "lib" / "biaslab"
 # top-level name under biaslab -> stage
 STAGES = {
     "__init__": "infra", "paths": "infra", "profiles": "infra", "filehash": "infra", "fsio": "infra",
-    "integrity": "infra",
+    "integrity": "infra", "redact": "infra",
     "outputs": "output",
     "sources": "sources",
     "benchmarks": "benchmarks",

@@ -28,6 +28,7 @@ from pathlib import Path
 import pandas as pd
 
 from .fsio import umask_mode
+from .redact import redact
 
 FIGURE_DPI = 110
 
@@ -171,7 +172,7 @@ class OutputDir:
         self._save()
 
     def _save(self) -> None:
-        atomic_write_text(self._prov_file, json.dumps(self.provenance, indent=2, default=str))
+        atomic_write_text(self._prov_file, redact(json.dumps(self.provenance, indent=2, default=str)))
 
 
 WATERMARK_PACKAGES = ("biaslab", "torch", "transformers", "numpy", "pandas", "scipy", "statsmodels", "pingouin",

@@ -47,6 +47,7 @@ from pathlib import Path
 from . import fsio, integrity, parameters, paths, preflight, profiles, stopping
 from .publish import last_good, staging_folder, swap_in, sweep_stale
 from .outputs import atomic_write_text, package_versions
+from .redact import redact
 
 log = logging.getLogger(__name__)
 
@@ -198,7 +199,7 @@ def clean_executed(path: Path, staging: Path, final: Path) -> str:
         if "outputs" in cell:           # progress-bar widgets (e.g. transformers' "Loading weights") say nothing
             cell.outputs = [o for o in cell.outputs
                             if "application/vnd.jupyter.widget-view+json" not in o.get("data", {})]
-    text = _portable(nbformat.writes(nb), staging, final)
+    text = redact(_portable(nbformat.writes(nb), staging, final))
     atomic_write_text(path, text if text.endswith("\n") else text + "\n")
     return slow
 
@@ -213,7 +214,7 @@ def resolve_params(notebook: str, variant: str, profile: str, overrides: dict, c
 
 
 def _error_text(exc: BaseException) -> str:
-    return "".join(traceback.format_exception_only(type(exc), exc))[-4000:]
+    return redact("".join(traceback.format_exception_only(type(exc), exc)))[-4000:]
 
 
 def run_one(notebook: str, variant: str, profile: str, overrides: dict, outputs_dir: Path,
@@ -306,7 +307,7 @@ def run_one(notebook: str, variant: str, profile: str, overrides: dict, outputs_
 
 
 def _manifest_text(manifest: dict, staging: Path, final: Path) -> str:
-    return _portable(json.dumps(manifest, indent=2, default=str), staging, final) + "\n"
+    return redact(_portable(json.dumps(manifest, indent=2, default=str), staging, final)) + "\n"
 
 
 def _record_error(manifest: dict, exc: BaseException, staging: Path, final: Path) -> None:
