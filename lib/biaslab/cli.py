@@ -227,11 +227,11 @@ def _export(args) -> int:
     for f in folders:
         if out in f.parents or f == out:
             continue
-        dest = out / f.relative_to(root) if f != root else out / f.name
-        res = eee.export_run(f, dest)
+        name = f.relative_to(root).as_posix().replace("/", "__") if f != root else f.name
+        res = eee.export_run(f, out, name=name)
         for model, r in res.items():
             print(f"{f}: {model}: {len(r['aggregate']['evaluation_results'])} results, "
-                  f"{len(r['instances'])} instances (valid, schema {eee.SCHEMA_VERSION}) -> {dest}")
+                  f"{len(r['instances'])} instances (valid, schema {eee.SCHEMA_VERSION}) -> {out}/data/{name}")
     return 0
 
 

@@ -112,11 +112,23 @@ def _tables(folder: Path) -> dict[str, pd.DataFrame]:
     return {p.stem: pd.read_csv(p, low_memory=False) for p in sorted((folder / "tables").glob("*.csv"))}
 
 
-def export_run(folder: str | Path, out: str | Path | None = None, biaslab_version: str | None = None) -> dict:
+def _uuid4(key: str) -> str:
+    """A version-4-shaped UUID derived from ``key`` (the schema's file names need one; derived, so a re-export
+    writes the same names)."""
+    import uuid
+    b = bytearray(hashlib.sha256(key.encode()).digest()[:16])
+    b[6] = (b[6] & 0x0F) | 0x40
+    b[8] = (b[8] & 0x3F) | 0x80
+    return str(uuid.UUID(bytes=bytes(b)))
+
+
+def export_run(folder: str | Path, out: str | Path | None = None, biaslab_version: str | None = None,
+               name: str | None = None) -> dict:
     """Every Eval Ever records of one run folder (with ``MANIFEST.json`` and ``tables/``), validated.
 
     Returns ``{model: {"aggregate": record, "instances": [records], "skipped": {table: n}}}``; with ``out``, writes
-    ``<out>/<model>.json`` and ``<out>/<model>.instances.jsonl`` (the aggregate names the jsonl and its sha256).
+    the Every Eval Ever layout ``<out>/data/<name>/biaslab/<model>/<uuid>.json`` and ``<uuid>_samples.jsonl`` (the
+    aggregate names the jsonl and its sha256); ``name``: the run's name there (default: the folder's name).
     """
     folder = Path(folder)
     manifest = json.loads((folder / "MANIFEST.json").read_text()) if (folder / "MANIFEST.json").exists() else {}
@@ -141,7 +153,7 @@ def export_run(folder: str | Path, out: str | Path | None = None, biaslab_versio
                         skipped[stem] = skipped.get(stem, 0) + 1
                         continue
                     label = ", ".join(f"{c}={r[c]}" for c in labels if isinstance(r[c], str))
-                    name = f"{stem}.{est}" + (f" [{label}]" if label else "")
+                    rname = f"{stem}.{est}" + (f" [{label}]" if label else "")
                     unc = {"confidence_interval": {"lower": float(r[low]), "upper": float(r[high]),
                                                    "confidence_level": 0.95,
                                                    "method": str(r[method]) if method and isinstance(r[method], str)
@@ -150,8 +162,8 @@ def export_run(folder: str | Path, out: str | Path | None = None, biaslab_versio
                     if n is not None:
                         unc["num_samples"] = int(n)
                     results.append({
-                        "evaluation_result_id": _rid(folder.name, model, name),
-                        "evaluation_name": name,
+                        "evaluation_result_id": _rid(folder.name, model, rname),
+                        "evaluation_name": rname,
                         "source_data": {"dataset_name": str(manifest.get("notebook") or folder.name),
                                         "source_type": "other",
                                         "additional_details": {"table": f"tables/{stem}.csv"}},
@@ -160,8 +172,8 @@ def export_run(folder: str | Path, out: str | Path | None = None, biaslab_versio
                                           "min_score": None, "max_score": None,
                                           "evaluation_description": f"biaslab table {stem}, column {est}"},
                         "score_details": {"score": float(r[est]), "uncertainty": unc}})
-        instances = list(_instances(folder.name, model, tables))
-        eid = f"biaslab/{folder.name}/{model}"
+        instances = list(_instances(name or folder.name, model, tables))
+        eid = f"biaslab/{name or folder.name}/{model}"
         agg = {"schema_version": SCHEMA_VERSION, "evaluation_id": eid, "retrieved_timestamp": now,
                "source_metadata": {"source_name": "biaslab", "source_type": "evaluation_run",
                                    "source_organization_name": "biaslab", "evaluator_relationship": "third_party",
@@ -177,17 +189,19 @@ def export_run(folder: str | Path, out: str | Path | None = None, biaslab_versio
             rec["evaluation_id"] = eid
         result[model] = {"aggregate": agg, "instances": instances, "skipped": skipped}
         if out is not None:
-            o = Path(out)
-            o.mkdir(parents=True, exist_ok=True)
             slug = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in model)
+            uid = _uuid4(eid)
+            o = Path(out) / "data" / (name or folder.name) / "biaslab" / slug
+            o.mkdir(parents=True, exist_ok=True)
             if instances:
-                jl = o / f"{slug}.instances.jsonl"
+                jl = o / f"{uid}_samples.jsonl"
                 jl.write_text("".join(json.dumps(r, allow_nan=False) + "\n" for r in instances))
-                agg["detailed_evaluation_results"] = {"format": "jsonl", "file_path": jl.name,
+                agg["detailed_evaluation_results"] = {"format": "jsonl",
+                                                      "file_path": jl.relative_to(out).as_posix(),
                                                       "hash_algorithm": "sha256", "checksum": sha256_file(jl),
                                                       "total_rows": len(instances)}
             validate(agg, "eval.schema.json")
-            (o / f"{slug}.json").write_text(json.dumps(agg, indent=1, allow_nan=False))
+            (o / f"{uid}.json").write_text(json.dumps(agg, indent=1, allow_nan=False))
         else:
             validate(agg, "eval.schema.json")
     inst = validator("instance_level_eval.schema.json")

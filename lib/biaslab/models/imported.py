@@ -37,11 +37,17 @@ class ImportedModel:
 
 
 def _tokenizer(source: str | None):
+    """The tokenizer of ``source``: a folder, an embedded model's name (or a folder named like one that is not on
+    this machine: a log written elsewhere of an embedded model), or a hub id in the local cache."""
     if not source:
         return None
+    from .embedded import EMBEDDED, cache_folder, prepare
+    p = Path(str(source)).expanduser()
+    if not p.is_dir() and p.name in EMBEDDED:
+        prepare(p.name)
+        p = source = cache_folder(p.name)
     try:
         from transformers import AutoTokenizer
-        p = Path(str(source)).expanduser()
         return AutoTokenizer.from_pretrained(str(p) if p.is_dir() else str(source),
                                              local_files_only=not p.is_dir() or None)
     except Exception as exc:        # not on this machine: the scores that need token counts say so
