@@ -148,9 +148,9 @@ def _run_folders() -> list[Path]:
 @pytest.mark.parametrize("folder", _run_folders(), ids=lambda p: str(p.relative_to(ROOT / "outputs")))
 def test_eee_export_validates_for_every_run_folder(folder, tmp_path):
     res = eee.export_run(folder, tmp_path)      # raises on the first record the pinned schema rejects
-    assert res
+    assert any(r["aggregate"]["evaluation_results"] for r in res.values())   # a model may have no interval
+    assert sorted(tmp_path.rglob("*.json"))
     for model, r in res.items():
-        assert r["aggregate"]["evaluation_results"], model
         for er in r["aggregate"]["evaluation_results"]:
             ci = er["score_details"]["uncertainty"]["confidence_interval"]
             assert ci["method"] and math.isfinite(ci["lower"]) and math.isfinite(ci["upper"])

@@ -37,8 +37,9 @@ def crows_tables(sc, lm, crows_logs) -> dict[str, pd.DataFrame]:
             logp_less=l.sum_logprob.to_numpy(), n_less=l.n_tokens.to_numpy())
         d = hyp.pair_differences(df.logp_more, df.n_more, df.logp_less, df.n_less)
         frames.append(pd.concat([df.reset_index(drop=True), d], axis=1))
-        diff = df.logp_more - df.logp_less
-        ours = {"pct_stereotype": float((diff > 0).mean()), "likelihood_diff": float(diff.abs().mean())}
+        diff = [float(a - b) for a, b in zip(df.logp_more, df.logp_less)]      # lm-eval's plain mean, in order
+        ours = {"pct_stereotype": sum(1.0 if x > 0 else 0.0 for x in diff) / len(diff),
+                "likelihood_diff": sum(abs(x) for x in diff) / len(diff)}
         for metric, value in ours.items():
             rep = lg.reported.get(f"{metric},none", lg.reported.get(metric))
             checks.append({"model": lm.name, "dataset": lg.task, "metric": metric, "n": len(df),

@@ -109,7 +109,14 @@ def _model_info(name: str, manifest: dict) -> dict:
 
 
 def _tables(folder: Path) -> dict[str, pd.DataFrame]:
-    return {p.stem: pd.read_csv(p, low_memory=False) for p in sorted((folder / "tables").glob("*.csv"))}
+    """The run's tables; a table with no columns (an analysis with nothing to report) is an empty frame."""
+    out = {}
+    for p in sorted((folder / "tables").glob("*.csv")):
+        try:
+            out[p.stem] = pd.read_csv(p, low_memory=False)
+        except pd.errors.EmptyDataError:
+            out[p.stem] = pd.DataFrame()
+    return out
 
 
 def _uuid4(key: str) -> str:
