@@ -33,15 +33,18 @@ STAGES = {
     "publish": "orchestration", "stopping": "orchestration", "preflight": "orchestration",
     "serve": "models",          # a local llama.cpp server for an embedded model's GGUF file (imports models only)
     "findings": "wording",
+    "importers": "importers", "imported_run": "orchestration",   # other harnesses' logs in, Every Eval Ever records out (parsing, no scoring)
 }
-GENERIC = {"infra", "cache", "sources", "benchmarks", "models", "scoring", "stats", "plots", "wording", "output"}
+GENERIC = {"infra", "cache", "sources", "benchmarks", "models", "scoring", "stats", "plots", "wording", "output",
+           "importers"}
 # stage -> the stages it may import
 ALLOWED = {
     "infra": {"infra"},
     "cache": {"infra", "cache"},                          # a disk cache of slow results, keyed by their inputs
     "sources": {"infra", "sources"},
     "benchmarks": {"infra", "sources", "benchmarks"},
-    "models": {"infra", "models"},
+    "models": {"infra", "models", "importers"},          # an imported model's handle reads its log
+    "importers": {"infra", "benchmarks", "importers"},   # BBQ's biased answer: the loader's rule
     "scoring": {"infra", "models", "scoring"},
     "stats": {"stats", "cache"},                          # pure functions over tables (slow fits may be cached)
     "plots": {"infra", "stats", "plots"},

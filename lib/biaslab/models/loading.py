@@ -16,7 +16,7 @@ from typing import Any
 from .embedded import EMBEDDED, KINDS, ModelNotFoundError, cache_folder, prepare, read_meta
 from .provenance import (check_safetensors, digest_files, files_sha256, state_dict_sha256, tokenizer_sha256,
                          weights_sha256)
-from .resolve import detect_kind, not_found_message, resolve_device, resolve_dtype
+from .resolve import detect_kind, imported_spec, not_found_message, resolve_device, resolve_dtype
 from .served import ServedModel, resolve_spec
 
 log = logging.getLogger(__name__)
@@ -74,6 +74,10 @@ def load(name_or_path: Any, device: str = "auto", dtype: Any = "auto",
     ``dtype``: ``"auto"`` (bfloat16 on CUDA, float32 elsewhere), a name such as ``"float32"``, or a torch dtype.
     ``kind``: override the detected ``"causal"`` / ``"seq2seq"`` / ``"masked"``. On CUDA the model uses SDPA attention.
     """
+    imported = imported_spec(name_or_path)
+    if imported is not None:
+        from .imported import load_imported
+        return load_imported(imported)
     served = resolve_spec(name_or_path)
     if served is not None:
         return ServedModel(spec=served, name=served.name, fingerprint={"name": served.name, **served.describe()})
