@@ -68,7 +68,11 @@ preference_orders = as_list(preference_orders)
 # over-weights the small types relative to the full dataset. The preference prompt is a question to an assistant: it is
 # asked, wrapped in the chat template, of every model whose tokenizer has one (instruct models such as SmolLM2-Instruct);
 # base models (Gemma-3-270m) are only prompted with `prompt_base_models=True`, as the plain prompt followed by
-# `Answer:`. Every model gets the likelihood scheme and the likelihood-comparison preference.
+# `Answer:`. A model that cannot answer the prompt (a served model without next-token log-probabilities, or an
+# imported log, `{"imported": PATH}`: an lm-eval CrowS-Pairs run holds the sentences' log-likelihoods and no
+# prompt) is not asked it, and the reason is shown under the scores. Every model gets the likelihood scheme and the
+# likelihood-comparison preference. `allocation="first"` takes the file's first `max_pairs` pairs, unsampled: the
+# pairs an lm-eval `--limit max_pairs` run scored, so that its imported log answers every pair asked.
 
 # %%
 import logging
@@ -311,7 +315,7 @@ from biaslab import models as bl_models
 from biaslab import scoring
 
 
-pairs_frames, answer_frames, timings = [], [], []
+pairs_frames, answer_frames, timings, pref_skipped = [], [], [], []
 for model_spec in models:   # a local name or folder, or a served model (see the README: "Served models")
     t0 = time.time()
     lm = bl_models.load(model_spec, device=device, dtype=dtype)
@@ -319,13 +323,20 @@ for model_spec in models:   # a local name or folder, or a served model (see the
     out.record_model(lm.fingerprint)
     sc = scoring.Scorer(lm, progress=False)
     chat = sc.chat_available()
-    prompted = lm.kind != "masked" and (chat or prompt_base_models)
-    # what each scheme needs, checked before the first request (a served model without it fails here, saying why)
+    # what each scheme needs, asked of the Scorer before the first request: the likelihood scheme stops here with
+    # the reason when the model cannot give log-likelihoods; the preference scheme is skipped, its reason shown below
     if lm.kind != "masked" and datasets:
         sc.require("prompt_logprobs", why="the likelihood scheme (log P of each sentence)")
-    if prompted and preference_datasets:
-        sc.require("generate" if preference_mode == "generate" else ("chat_top_logprobs" if chat else "top_logprobs"),
-                   why=f"the preference scheme (preference_mode={preference_mode!r})")
+    lacking = None if lm.kind == "masked" else sc.missing(
+        "generate" if preference_mode == "generate" else ("chat_top_logprobs" if chat else "top_logprobs"),
+        why=f"the preference scheme (preference_mode={preference_mode!r})")
+    skip = ("a masked LM: the preference prompt is not asked" if lm.kind == "masked"
+            else str(lacking) if lacking is not None
+            else None if chat or prompt_base_models
+            else "no chat template (a base model) and prompt_base_models=False")
+    prompted = skip is None
+    if skip and preference_datasets:
+        pref_skipped.append({"model": model_name, "reason": skip})
     t_load = time.time() - t0
     # likelihood scheme: every sentence of every dataset, each pair's two sentences side by side
     t0 = time.time()
@@ -379,6 +390,13 @@ out.table(pairs, "pair_scores")
 out.table(answers, "preference_answers")
 timings = pd.DataFrame(timings)
 out.table(timings, "timings")
+pref_skipped = pd.DataFrame(pref_skipped, columns=["model", "reason"])
+out.table(pref_skipped, "preference_skipped")
+for r in pref_skipped.itertuples():
+    out.note(f"preference scheme not asked of {r.model}: {r.reason}")
+if len(pref_skipped):
+    show_md("**Preference scheme not asked of** (`preference_skipped.csv`; Table 3 keeps their `likelihood` "
+            "source):\n\n" + "\n".join(f"* `{r.model}`: {r.reason}" for r in pref_skipped.itertuples()))
 timings
 
 # %% [markdown]

@@ -104,16 +104,30 @@ def test_lpbs_within_1e4_of_biaslabs_engine():
     assert (imp.sum_logprob - own.sum_logprob).abs().max() < 1e-3
 
 
-@pytest.mark.skipif(not BBQ.exists(), reason="the BBQ fixture is made by tests/fixtures/make_fixtures.sh (about 20 "
-                    "CPU-minutes on 2 cores); not committed yet")
-def test_bbq_choices_agree_with_the_harness_accuracy():
+def test_bbq_accuracy_and_bias_scores_equal_the_harness_metrics_with_clustered_intervals(tmp_path):
+    """The multiple-choice BBQ log (2 categories x 3 templates x the 2x2 of context condition and polarity): the
+    import's accuracy and bias scores are lm-eval's own, per condition and per category, and come with intervals
+    clustered on the template."""
+    from biaslab.cli import main
+    from biaslab.papers.multifactor import bbq_scores
     (lg,) = importers.read("lm-eval", BBQ)
-    assert lg.kind == "bbq"
-    assert len(lg.items) + len(lg.excluded) == len(_samples(BBQ))
+    assert lg.kind == "bbq" and len(lg.items) == len(_samples(BBQ)) == 24 and len(lg.excluded) == 0
     assert (lg.items.correct == lg.items.harness_acc).all()
-    assert set(lg.items.context_condition) <= {"ambig", "disambig"} and lg.items.template.str.contains(":").all()
     res = _results(BBQ)["results"]["local_bbq"]
     assert lg.items.correct.mean() == pytest.approx(res["acc,none"], abs=1e-12)
+    assert main(["import", "lm-eval", str(BBQ), "--out", str(tmp_path)]) == 0
+    t = pd.read_csv(tmp_path / "tables" / "accuracy_bias_score_intervals.csv").set_index("context_condition")
+    short = {"ambig": "amb", "disambig": "disamb"}
+    for cond, s in short.items():
+        assert t.loc[cond, "accuracy"] == pytest.approx(res[f"accuracy_{s},none"], abs=1e-12)
+        assert t.loc[cond, "bias_score"] == pytest.approx(res[f"{s}_bias_score,none"], abs=1e-12)
+        assert t.loc[cond, "n_clusters"] == 6 and "template clusters" in t.loc[cond, "bias_ci_method"]
+        assert t.loc[cond, "bias_ci_low"] <= t.loc[cond, "bias_score"] <= t.loc[cond, "bias_ci_high"]
+        assert t.loc[cond, "accuracy_ci_low"] <= t.loc[cond, "accuracy"] <= t.loc[cond, "accuracy_ci_high"]
+    per_cat = bbq_scores.score_intervals(lg.items, ["category"]).set_index(["category", "context_condition"])
+    assert set(lg.items.category) == {"Gender_identity", "Age"}
+    for (cat, cond), r in per_cat.iterrows():
+        assert r.bias_score == pytest.approx(res[f"{short[cond]}_bias_score_{cat},none"], abs=1e-12)
 
 
 def test_imported_backend_names_the_first_request_the_log_lacks():
@@ -122,8 +136,10 @@ def test_imported_backend_names_the_first_request_the_log_lacks():
     first = lm.logs[0].items.sent_more.iloc[0]
     with pytest.raises(NotInLog, match=r"not in the lm-eval log of .*'A sentence nobody scored\.'"):
         sc.sequence_logprob([first, "A sentence nobody scored."])
-    with pytest.raises(ValueError, match="lacks 'generate'"):
+    with pytest.raises(ValueError, match=r"the preference scheme: not in the lm-eval log of .* no generations "
+                                         r"\(capability 'generate'\).*no preference prompt"):
         sc.require("generate", why="the preference scheme")
+    assert sc.missing("prompt_logprobs") is None
     with pytest.raises(NotInLog, match="next-token distribution"):
         sc.label_distribution(["Which sentence?"], ["0", "1"])
 
@@ -169,3 +185,53 @@ def test_eee_round_trip_gives_the_same_tables(tmp_path):
                                   check_dtype=False, check_exact=True)
     logs = importers.read("eee", tmp_path)
     assert {lg.model for lg in logs} == set(original.model)
+
+
+@pytest.mark.notebook
+@pytest.mark.model
+def test_notebook3_takes_an_imported_model_beside_a_scored_one(tmp_path):
+    """Notebook 3, unchanged, on the imported SmolLM2 log (the first 12 English pairs, which its --limit 120 run
+    scored) and Gemma scored here: the imported model's likelihood table is `biaslab import lm-eval`'s on the same
+    pairs, its preference scheme is skipped with the reason shown, and the two models are compared pair by pair (in
+    notebook 3, and by notebook 5's library on that output folder)."""
+    from biaslab import runner
+    from biaslab.cli import main
+    from biaslab.papers import compare
+    from biaslab.stats import hypothesis as hyp
+
+    n = 12
+    code = runner.reproduce("smoke", only=["03_crows_pairs_bayes"], outputs_dir=tmp_path / "out", html=False,
+                            overrides={"models": [{"imported": str(CROWS_EN)}, "gemma-3-270m"],
+                                       "datasets": ["crows_pairs_en"], "max_pairs": n, "allocation": "first"})
+    folder = tmp_path / "out" / "03_crows_pairs_bayes"
+    failed = folder / "MANIFEST.failed.json"
+    assert code == 0, json.loads(failed.read_text()).get("error") if failed.exists() else code
+    tables = folder / "tables"
+    (lg,) = importers.read("lm-eval", CROWS_EN)
+    name = lg.model
+    assert main(["import", "lm-eval", str(CROWS_EN), "--out", str(tmp_path / "imp")]) == 0
+    imp = pd.read_csv(tmp_path / "imp" / "tables" / "pair_scores.csv").head(n)
+    nb_pairs = pd.read_csv(tables / "pair_scores.csv")
+    mine = nb_pairs[nb_pairs.model == name].reset_index(drop=True)
+    assert list(mine.pair_id) == list(imp.pair_id)
+    cols = ["logp_more", "n_more", "logp_less", "n_less", "d_logprob", "d_norm_logprob", "d_perplexity"]
+    pd.testing.assert_frame_equal(mine[cols], imp[cols], check_dtype=False)
+    lik = pd.read_csv(tables / "likelihood_tests.csv")
+    lik = lik[lik.model == name].reset_index(drop=True)
+    ref = hyp.likelihood_tests(imp.assign(dataset="crows_pairs_en", bias_type=list(mine.bias_type)),
+                               by=("model", "dataset")).reset_index(drop=True)
+    num = [c for c in ref.columns if c in lik.columns and pd.api.types.is_float_dtype(ref[c])]
+    assert {"mean_d", "t_p", "bf10"} <= set(num)
+    pd.testing.assert_frame_equal(lik[["bias_type", "score"] + num], ref[["bias_type", "score"] + num],
+                                  check_dtype=False, rtol=1e-9)
+    skipped = pd.read_csv(tables / "preference_skipped.csv")
+    reason = skipped.set_index("model").reason[name]
+    assert "not in the lm-eval log" in reason and "no preference prompt" in reason and "needs a model" in reason
+    manifest = json.loads((folder / "MANIFEST.json").read_text())
+    assert any(reason in note for note in manifest["notes"])
+    cmp = pd.read_csv(tables / "paired_comparisons.csv")
+    assert len(cmp) and (cmp.n_pairs == n).all()
+    # notebook 5's paired differences, read from this output folder
+    pairs5 = compare.paired_table(tmp_path / "out", [compare.metric("crows_en_stereotype_preferred")])
+    (row,) = pairs5.itertuples()
+    assert {row.model_a, row.model_b} == {name, "gemma-3-270m"} and row.n_pairs == n

@@ -82,7 +82,8 @@ def read(fmt: str, path: str | Path) -> list[ImportedLog]:
 
 
 def detect(path: str | Path) -> str:
-    """The format of a log path: an inspect ``.eval`` file, EEE ``.jsonl``/``.json`` records, or lm-eval output."""
+    """The format of a log path: an inspect log (``.eval``, or ``.json`` with ``version`` and ``eval`` at its top),
+    lm-eval output, or EEE ``.jsonl``/``.json`` records."""
     p = Path(path).expanduser()
     if p.suffix == ".eval":
         return "inspect"
@@ -91,4 +92,15 @@ def detect(path: str | Path) -> str:
         return "lm-eval"
     if any(f.suffix == ".eval" for f in (p.rglob("*.eval") if p.is_dir() else [])):
         return "inspect"
+    if any(_is_inspect_json(f) for f in files if f.suffix == ".json"):
+        return "inspect"
     return "eee"
+
+
+def _is_inspect_json(f: Path) -> bool:
+    import json
+    try:
+        top = json.loads(f.read_text())
+    except (OSError, ValueError):
+        return False
+    return isinstance(top, dict) and "eval" in top and "version" in top and "schema_version" not in top

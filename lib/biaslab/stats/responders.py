@@ -173,7 +173,7 @@ def mask_tests(table: pd.DataFrame, check: pd.DataFrame, by: Sequence[str] | str
     (e.g. only the prompted sources of a preference table)."""
     by = [by] if isinstance(by, str) else list(by)
     out = table.copy()
-    bad = check[check["degenerate"]].set_index(by)["reasons"]
+    bad = check[check["degenerate"].astype(bool)].set_index(by)["reasons"]   # bool also when empty (object dtype)
     key = pd.MultiIndex.from_frame(out[by]) if len(by) > 1 else pd.Index(out[by[0]])
     why = pd.Series(key.map(lambda k: bad.get(k, "")), index=out.index).fillna("")
     if where is not None:

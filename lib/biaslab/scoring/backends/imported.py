@@ -22,6 +22,12 @@ from .base import Backend
 log = logging.getLogger(__name__)
 
 
+#: what a log of each kind holds, for the "not in the log" messages
+HOLDS = {"crows_pairs": "a CrowS-Pairs run asks no prompt (no preference prompt), only the log-likelihood of each "
+                        "sentence",
+         "bbq": "a BBQ run holds the log-likelihood (or the generated answer) of each option after its own prompt"}
+
+
 class NotInLog(KeyError):
     """A request the imported log does not hold."""
 
@@ -112,10 +118,11 @@ class ImportedBackend(Backend):
         need = {"prompt_logprobs": "log-likelihoods", "top_logprobs": "next-token distributions",
                 "chat_top_logprobs": "next-token distributions of chat prompts", "generate": "generations",
                 "chat": "chat prompts"}[capability]
-        tasks = ", ".join(f"{lg.task} ({lg.kind})" for lg in self.lm.logs)
-        return ValueError(f"imported model {self.lm.name!r} lacks {capability!r}"
-                          + (f" needed by {why}" if why else "") + f": its log ({tasks}) holds no {need}; this "
-                          "analysis needs a model, or a log of a task that recorded them")
+        fmt = self.lm.fingerprint.get("format", "imported")
+        asked = "; ".join(f"{lg.task}: {HOLDS.get(lg.kind, lg.kind)}" for lg in self.lm.logs)
+        return ValueError(f"{why or capability}: not in the {fmt} log of {self.lm.name!r}, which holds no {need} "
+                          f"(capability {capability!r}) — {asked}; this needs a model, or a log of a task that "
+                          "recorded them")
 
     def cache_identity(self) -> dict:
         return self.lm.fingerprint
