@@ -320,6 +320,9 @@ for model_spec in models:   # a local name or folder, or a served model (see the
     t0 = time.time()
     lm = bl_models.load(model_spec, device=device, dtype=dtype)
     model_name = lm.name
+    if any(t["model"] == model_name for t in timings):    # two runs of one model, e.g. imported and scored here
+        raise ValueError(f"two models are named {model_name!r}; name one of them in `models`, e.g. "
+                         f"{{'imported': PATH, 'name': '{model_name} (lm-eval)'}}")
     out.record_model(lm.fingerprint)
     sc = scoring.Scorer(lm, progress=False)
     chat = sc.chat_available()

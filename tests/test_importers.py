@@ -25,7 +25,9 @@ FIX = Path(__file__).parent / "fixtures" / "lm_eval"
 ROOT = Path(__file__).resolve().parents[1]
 CROWS_EN = FIX / "smollm2_crows_en"
 CROWS_FR = FIX / "gemma_crows_fr"
+GEMMA_EN = FIX / "gemma_crows_en"
 BBQ = FIX / "smollm2_bbq"
+INSPECT = FIX.parent / "inspect" / "bbq"
 
 
 def _samples(folder: Path) -> list[dict]:
@@ -130,6 +132,39 @@ def test_bbq_accuracy_and_bias_scores_equal_the_harness_metrics_with_clustered_i
         assert r.bias_score == pytest.approx(res[f"{short[cond]}_bias_score_{cat},none"], abs=1e-12)
 
 
+def test_inspect_log_of_a_real_run(tmp_path):
+    """inspect_evals' BBQ solver and scorer, run by inspect_ai 0.3.285 against SmolLM2 on llama.cpp: the model never
+    wrote inspect's `ANSWER: X` line, so its scorer read no answer, and every row is excluded with that reason."""
+    from biaslab.cli import main
+    (js,) = sorted(INSPECT.glob("*.json"))
+    (ev,) = sorted(INSPECT.glob("*.eval"))
+    raw = json.loads(js.read_text())
+    assert importers.detect(INSPECT) == importers.detect(js) == "inspect"
+    (lg,) = importers.read("inspect", INSPECT)          # the .json; the .eval of the same log is not read twice
+    assert lg.kind == "bbq" and lg.model == raw["eval"]["model"] and lg.task == "local_bbq"
+    assert lg.identity["harness_version"] == "0.3.285" and lg.identity["limit"] == 8
+    assert len(lg.items) + len(lg.excluded) == len(raw["samples"]) == 8
+    answers = {s["id"]: s["scores"]["choice"] for s in raw["samples"]}
+    for r in lg.excluded.itertuples():
+        assert answers[r.row]["answer"] == "" and answers[r.row]["reason"] in r.reason
+    assert main(["import", "inspect", str(INSPECT), "--out", str(tmp_path / "imp")]) == 0
+    assert len(pd.read_csv(tmp_path / "imp" / "tables" / "excluded.csv")) == 8
+    with pytest.raises(importers.ImportError_, match="inspect log convert --to json") as e:
+        importers.read("inspect", ev)
+    assert "\n" not in str(e.value)
+    # the same samples with the answer inspect's choice() scorer writes for a parsed `ANSWER: X` line
+    for letter, s in zip("ABCABCAB", raw["samples"]):
+        s["scores"]["choice"].update(answer=letter, value="C" if letter == s["target"] else "I", reason=None)
+    raw["samples"][0]["scores"]["choice"]["answer"] = "A, B"
+    f = tmp_path / "parsed.json"
+    f.write_text(json.dumps(raw))
+    (lg,) = importers.read("inspect", f)
+    assert list(lg.excluded.reason) == ["the scorer's answer 'A, B' is not one letter A-C"]
+    assert list(lg.items.choice) == ["ABC".index(x) for x in "BCABCAB"]
+    assert list(lg.items.correct) == [int(v == "C") for v in lg.items.harness_value]
+    assert set(lg.items.biased_index) <= {0, 1, 2} and lg.items.template.str.startswith("Gender_identity:").all()
+
+
 def test_imported_backend_names_the_first_request_the_log_lacks():
     lm = models.load({"imported": str(CROWS_EN)})
     sc = Scorer(lm, cache_dir=False, progress=False)
@@ -189,19 +224,21 @@ def test_eee_round_trip_gives_the_same_tables(tmp_path):
 
 @pytest.mark.notebook
 @pytest.mark.model
-def test_notebook3_takes_an_imported_model_beside_a_scored_one(tmp_path):
-    """Notebook 3, unchanged, on the imported SmolLM2 log (the first 12 English pairs, which its --limit 120 run
-    scored) and Gemma scored here: the imported model's likelihood table is `biaslab import lm-eval`'s on the same
-    pairs, its preference scheme is skipped with the reason shown, and the two models are compared pair by pair (in
-    notebook 3, and by notebook 5's library on that output folder)."""
+def test_notebook3_takes_imported_models_beside_a_scored_one(tmp_path):
+    """Notebook 3, unchanged, on two imported lm-eval logs (SmolLM2 and Gemma, the first 12 English pairs, which
+    their --limit runs scored) and Gemma scored here: an imported model's likelihood table is `biaslab import
+    lm-eval`'s on the same pairs, the imported Gemma agrees with the scored one, the preference scheme is skipped
+    with the reason shown, and the three models are compared pair by pair (in notebook 3, and by notebook 5's
+    library on that output folder)."""
     from biaslab import runner
     from biaslab.cli import main
     from biaslab.papers import compare
     from biaslab.stats import hypothesis as hyp
 
-    n = 12
+    n, gemma_imp = 12, "gemma-3-270m (lm-eval)"
     code = runner.reproduce("smoke", only=["03_crows_pairs_bayes"], outputs_dir=tmp_path / "out", html=False,
-                            overrides={"models": [{"imported": str(CROWS_EN)}, "gemma-3-270m"],
+                            overrides={"models": [{"imported": str(CROWS_EN)},
+                                                  {"imported": str(GEMMA_EN), "name": gemma_imp}, "gemma-3-270m"],
                                        "datasets": ["crows_pairs_en"], "max_pairs": n, "allocation": "first"})
     folder = tmp_path / "out" / "03_crows_pairs_bayes"
     failed = folder / "MANIFEST.failed.json"
@@ -217,21 +254,27 @@ def test_notebook3_takes_an_imported_model_beside_a_scored_one(tmp_path):
     cols = ["logp_more", "n_more", "logp_less", "n_less", "d_logprob", "d_norm_logprob", "d_perplexity"]
     pd.testing.assert_frame_equal(mine[cols], imp[cols], check_dtype=False)
     lik = pd.read_csv(tables / "likelihood_tests.csv")
-    lik = lik[lik.model == name].reset_index(drop=True)
     ref = hyp.likelihood_tests(imp.assign(dataset="crows_pairs_en", bias_type=list(mine.bias_type)),
                                by=("model", "dataset")).reset_index(drop=True)
     num = [c for c in ref.columns if c in lik.columns and pd.api.types.is_float_dtype(ref[c])]
     assert {"mean_d", "t_p", "bf10"} <= set(num)
-    pd.testing.assert_frame_equal(lik[["bias_type", "score"] + num], ref[["bias_type", "score"] + num],
-                                  check_dtype=False, rtol=1e-9)
-    skipped = pd.read_csv(tables / "preference_skipped.csv")
-    reason = skipped.set_index("model").reason[name]
-    assert "not in the lm-eval log" in reason and "no preference prompt" in reason and "needs a model" in reason
+    pd.testing.assert_frame_equal(lik[lik.model == name].reset_index(drop=True)[["bias_type", "score"] + num],
+                                  ref[["bias_type", "score"] + num], check_dtype=False, rtol=1e-9)
+    # the same model, imported and scored here: LPBS within 1e-4
+    g_imp, g_own = (nb_pairs[nb_pairs.model == m].reset_index(drop=True) for m in (gemma_imp, "gemma-3-270m"))
+    assert list(g_imp.n_more) == list(g_own.n_more) and list(g_imp.n_less) == list(g_own.n_less)
+    assert abs(g_imp.d_norm_logprob.mean() - g_own.d_norm_logprob.mean()) < 1e-4
+    skipped = pd.read_csv(tables / "preference_skipped.csv").set_index("model").reason
+    for m in (name, gemma_imp):
+        assert "not in the lm-eval log" in skipped[m] and "no preference prompt" in skipped[m]
+        assert "needs a model" in skipped[m]
+    assert "prompt_base_models=False" in skipped["gemma-3-270m"]
     manifest = json.loads((folder / "MANIFEST.json").read_text())
-    assert any(reason in note for note in manifest["notes"])
+    assert any(skipped[name] in note for note in manifest["notes"])
     cmp = pd.read_csv(tables / "paired_comparisons.csv")
-    assert len(cmp) and (cmp.n_pairs == n).all()
-    # notebook 5's paired differences, read from this output folder
+    assert len(cmp) == 2 * 3 and (cmp.n_pairs == n).all()
+    # notebook 5's paired differences, read from this output folder: every two of the three models
     pairs5 = compare.paired_table(tmp_path / "out", [compare.metric("crows_en_stereotype_preferred")])
-    (row,) = pairs5.itertuples()
-    assert {row.model_a, row.model_b} == {name, "gemma-3-270m"} and row.n_pairs == n
+    assert {frozenset((r.model_a, r.model_b)) for r in pairs5.itertuples()} == {
+        frozenset(p) for p in [(name, gemma_imp), (name, "gemma-3-270m"), (gemma_imp, "gemma-3-270m")]}
+    assert (pairs5.n_pairs == n).all()
