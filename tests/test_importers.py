@@ -228,11 +228,10 @@ def test_notebook3_takes_imported_models_beside_a_scored_one(tmp_path):
     """Notebook 3, unchanged, on two imported lm-eval logs (SmolLM2 and Gemma, the first 12 English pairs, which
     their --limit runs scored) and Gemma scored here: an imported model's likelihood table is `biaslab import
     lm-eval`'s on the same pairs, the imported Gemma agrees with the scored one, the preference scheme is skipped
-    with the reason shown, and the three models are compared pair by pair (in notebook 3, and by notebook 5's
-    library on that output folder)."""
+    with the reason shown, and the three models are compared pair by pair (in notebook 3, and by a notebook-5
+    run on that output folder)."""
     from biaslab import runner
     from biaslab.cli import main
-    from biaslab.papers import compare
     from biaslab.stats import hypothesis as hyp
 
     n, gemma_imp = 12, "gemma-3-270m (lm-eval)"
@@ -273,8 +272,10 @@ def test_notebook3_takes_imported_models_beside_a_scored_one(tmp_path):
     assert any(skipped[name] in note for note in manifest["notes"])
     cmp = pd.read_csv(tables / "paired_comparisons.csv")
     assert len(cmp) == 2 * 3 and (cmp.n_pairs == n).all()
-    # notebook 5's paired differences, read from this output folder: every two of the three models
-    pairs5 = compare.paired_table(tmp_path / "out", [compare.metric("crows_en_stereotype_preferred")])
+    # notebook 5 on this output folder: its paired differences between every two of the three models
+    assert runner.reproduce("smoke", only=["05_compare"], outputs_dir=tmp_path / "nb5", html=False,
+                            overrides={"outputs_root": str(tmp_path / "out")}) == 0
+    pairs5 = pd.read_csv(tmp_path / "nb5" / "05_compare" / "tables" / "paired_differences.csv")
     assert {frozenset((r.model_a, r.model_b)) for r in pairs5.itertuples()} == {
         frozenset(p) for p in [(name, gemma_imp), (name, "gemma-3-270m"), (gemma_imp, "gemma-3-270m")]}
     assert (pairs5.n_pairs == n).all()

@@ -452,7 +452,10 @@ def agreement_table(table: pd.DataFrame, min_models: int = ranking.MIN_MODELS) -
         both = wide[[a, b]].dropna()
         rows.append({"metric_a": a, "metric_b": b, "models": ", ".join(both.index),
                      **ranking.spearman_interval(both[a], both[b], min_models=min_models)})
-    return pd.DataFrame(rows)
+    # the columns also when there is no second metric (an outputs root with one benchmark's run)
+    none = pd.Series(dtype=float)
+    return pd.DataFrame(rows, columns=["metric_a", "metric_b", "models",
+                                       *ranking.spearman_interval(none, none, min_models=min_models)])
 
 
 def _probability_rows(m: Metric, root: Path) -> pd.DataFrame:
