@@ -5,7 +5,8 @@ For each notebook (and variant, see :data:`biaslab.profiles.NOTEBOOKS`) the runn
 1. validates the parameters against the notebook's ``parameters`` cell (:mod:`biaslab.parameters`: unknown names,
    types, sizes, model specs, device, dtype) and the run's settings (:mod:`biaslab.preflight`: profile, ``BIASLAB_*``
    paths, the output folder) before any work;
-2. runs it into a fresh staging folder ``<out>/<notebook>/.<name>.staging-<pid>/``;
+2. takes the folder's lock and runs it into a fresh staging folder ``<out>/<notebook>/.<name>.staging-<run id>/``
+   (:mod:`biaslab.publish`: a second run of the same folder, from any host or container, is refused);
 3. on success makes the executed notebook portable (repository-relative paths, no papermill timestamps, no temporary
    file names), renders HTML (not committed), writes ``MANIFEST.json`` (git commit, parameters, data sha256s, model
    fingerprints with the sha256 of every file each loader read, package versions, wall time, notes, and the sha256 of
@@ -44,7 +45,7 @@ import traceback
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from . import fsio, integrity, parameters, paths, preflight, profiles, stopping
+from . import fsio, integrity, parameters, paths, preflight, profiles, publish, stopping
 from .publish import last_good, staging_folder, swap_in, sweep_stale
 from .outputs import atomic_write_text, package_versions
 
@@ -90,7 +91,7 @@ def select(only: list[str] | None) -> list[tuple[str, str]]:
 def _sweep_others(outputs_dir: Path, chosen: list[tuple[str, str]]) -> None:
     """Restore what interrupted publishes left in the run folders this run does *not* rerun (a chosen folder is
     swept by its own run, which records it in its MANIFEST): a reader of notebook 5, or a run ``--only 05``, must
-    find the last good outputs of notebooks 1-4, not a missing folder beside a ``.old-PID`` one."""
+    find the last good outputs of notebooks 1-4, not a missing folder beside a ``.old-<id>`` one."""
     for nb, variants in profiles.NOTEBOOKS.items():
         for v in variants:
             final = (outputs_dir / nb / v) if v else (outputs_dir / nb)
@@ -232,17 +233,19 @@ def run_one(notebook: str, variant: str, profile: str, overrides: dict, outputs_
         "git": git_state(), "python": sys.version.split()[0], "platform": platform.platform(),
         "packages": package_versions(),
     }
-    staging = staging_folder(final)
+    run_id = publish.new_run_id()       # names this run's folders: unique across hosts and pid namespaces
+    staging, lock = staging_folder(final, run_id), publish.RunLock(final, run_id)
     try:
         final.parent.mkdir(parents=True, exist_ok=True)
+        lock.acquire()                  # one run per folder; a live run's folders are never touched
         swept = sweep_stale(final)
-        shutil.rmtree(staging, ignore_errors=True)
         staging.mkdir()
-    except OSError as exc:            # e.g. the disk is full or the folder read-only: nothing ran, say why
+    except (OSError, publish.FolderBusy) as exc:  # disk full, read-only, another live run: nothing ran, say why
         manifest.update(status="failed", wall_time_s=0.0, models={}, data={}, notes=[],
-                        error=fsio.storage_problem(exc, final.parent) or _error_text(exc))
+                        error=(isinstance(exc, OSError) and fsio.storage_problem(exc, final.parent)) or str(exc))
         log.error("%s could not start: %s", label, manifest["error"])
-        shutil.rmtree(staging, ignore_errors=True)
+        shutil.rmtree(staging, ignore_errors=True)      # only ever this run's (its name carries the run id)
+        lock.release()
         return manifest
     params["output_dir"] = str(staging)
     executed = staging / f"{notebook}.ipynb"
@@ -289,7 +292,7 @@ def run_one(notebook: str, variant: str, profile: str, overrides: dict, outputs_
             atomic_write_text(staging / integrity.MANIFEST, _manifest_text(manifest, staging, final))
             if stopping.requested():     # asked to stop after the kernel finished: the last good outputs stay
                 raise stopping.Stopped("a stop was requested before the run was published")
-            swap_in(staging, final)
+            swap_in(staging, final, run_id)
         else:
             _record_failure(manifest, notebook, executed, staging, final)
     except (OSError, RuntimeError, ValueError) as exc:   # publishing failed (disk full, read-only, did not verify)
@@ -299,6 +302,7 @@ def run_one(notebook: str, variant: str, profile: str, overrides: dict, outputs_
         _record_failure(manifest, notebook, executed, staging, final)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+        lock.release()
     log.info("%s: %s in %.0f s", label, manifest["status"], manifest["wall_time_s"])
     if interrupted is not None:
         raise interrupted
