@@ -374,3 +374,33 @@ def test_served_reproduction_plans_notebooks_3_and_4_on_a_local_server(capsys):
     assert serve.spec("http://127.0.0.1:1/v1")["model"] == serve.ALIAS
     assert cli.main(["reproduce", "--served", "--only", "02", "--dry-run"]) == 2
     assert cli.main(["reproduce", "--served", "-p", 'models=["x"]', "--dry-run"]) == 2
+
+
+def test_relative_biaslab_paths_are_resolved_once_before_the_kernel_starts(toy, tmp_path, monkeypatch):
+    """A relative BIASLAB_CACHE built a second cache under notebooks/ (the kernel's working folder) and a relative
+    BIASLAB_RAW_DIR failed although `data status` (run from the repository) said verified. Now the runner makes
+    them absolute, relative to where it was started, before any kernel starts, and says so."""
+    nbdir, outdir = toy
+    seen = tmp_path / "seen.json"
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("BIASLAB_RAW_DIR", "rel/raw")
+    monkeypatch.setenv("BIASLAB_CACHE", "rel/cache")
+    _toy_notebook(nbdir / "00_toy.ipynb",
+                  "import json, os\nfrom pathlib import Path\nfrom biaslab import paths\n"
+                  f"Path({str(seen)!r}).write_text(json.dumps({{'raw': str(paths.RAW_DIR), "
+                  "'cache': str(paths.CACHE_DIR), 'env': os.environ['BIASLAB_CACHE']}))")
+    assert runner.reproduce("smoke", outputs_dir=outdir, html=False) == 0
+    got = json.loads(seen.read_text())
+    assert got == {"raw": str(tmp_path / "rel/raw"), "cache": str(tmp_path / "rel/cache"),
+                   "env": str(tmp_path / "rel/cache")}
+
+
+def test_out_naming_the_committed_outputs_needs_publish(toy):
+    """`--out outputs` without --publish overwrote the committed outputs with a smoke run."""
+    from biaslab import preflight
+    nbdir, _ = toy
+    _toy_notebook(nbdir / "00_toy.ipynb", GOOD)
+    for out in (paths.OUTPUTS_DIR, paths.OUTPUTS_DIR / "served"):
+        with pytest.raises(preflight.PreflightError, match="is the committed results folder.*pass --publish"):
+            runner.reproduce("smoke", outputs_dir=out, html=False, dry_run=True)
+    assert runner.reproduce("smoke", outputs_dir=paths.OUTPUTS_DIR, html=False, dry_run=True, publish=True) == 0

@@ -2,7 +2,8 @@
 
 Parameters themselves (names, types, sizes, models, device, dtype) are checked by :mod:`biaslab.parameters`; here:
 a ``-p profile=`` that contradicts ``--profile``, ``BIASLAB_*`` paths that cannot be used (``/dev/null/cache``: below
-a file), and an output folder that is a file or cannot be written (read-only, not permitted).
+a file; relative ones are made absolute first), an output folder that is a file or cannot be written (read-only, not
+permitted) or that is the committed results folder without ``--publish``.
 """
 
 from __future__ import annotations
@@ -29,6 +30,33 @@ def check_profile(profile: str, overrides: dict) -> None:
     if given is not None and given != profile:
         raise PreflightError(f"-p profile={given} contradicts --profile {profile}: the profile is chosen with "
                              f"--profile only (use --profile {given}, and drop -p profile=...)")
+
+
+def absolute_env_paths(environ=None) -> list[str]:
+    """Rewrite every relative ``BIASLAB_*`` path in ``environ`` as an absolute one (relative to the current folder,
+    as :mod:`biaslab.paths` reads it), once, before any kernel starts: a kernel runs in ``notebooks/``, where the
+    same relative path names another folder (a second cache, a raw-data folder that does not exist). Returns one
+    note per rewritten variable."""
+    environ = os.environ if environ is None else environ
+    notes = []
+    for var in ENV_PATHS:
+        value = environ.get(var)
+        if value and value.strip() and not os.path.isabs(os.path.expanduser(value)):
+            environ[var] = os.path.abspath(os.path.expanduser(value))
+            notes.append(f"{var}={value} is relative: resolved to {environ[var]} for every notebook of this run")
+    return notes
+
+
+def check_not_published(outputs_dir: Path, publish: bool) -> None:
+    """``--out`` naming the committed results folder (or a folder in it) without ``--publish``: a smoke or partial run
+    would overwrite them without the catalogue, summary and README that a publish rewrites with them."""
+    if publish:
+        return
+    out, committed = Path(outputs_dir).resolve(), paths.OUTPUTS_DIR.resolve()
+    if out == committed or out.is_relative_to(committed):
+        raise PreflightError(f"--out {outputs_dir} is the committed results folder {paths.OUTPUTS_DIR}: pass --publish "
+                             "to write there (it also rewrites the catalogue, SUMMARY.md and the README's headline "
+                             "block), or name another folder with --out")
 
 
 def check_env_paths(environ=None) -> None:

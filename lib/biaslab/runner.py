@@ -393,6 +393,8 @@ def reproduce(profile: str = "default", only: list[str] | None = None, overrides
         raise ValueError(f"--jobs must be at least 1, got {jobs}")
     overrides = dict(overrides or {})
     preflight.check_profile(profile, overrides)
+    for note in preflight.absolute_env_paths():     # before any kernel starts (they run in notebooks/)
+        print(f"note: {note}", flush=True)
     preflight.check_env_paths()
     preflight.check_cache()
     if outputs_dir is None:
@@ -412,6 +414,7 @@ def reproduce(profile: str = "default", only: list[str] | None = None, overrides
         overrides["models"] = [serve.spec(f"http://127.0.0.1:{port}/v1")]
     for nb, v in chosen:
         resolve_params(nb, v, profile, overrides, served=served)
+    preflight.check_not_published(outputs_dir, publish)
     preflight.check_out(outputs_dir, "--out" if not publish else "--publish")
     if dry_run:
         for nb, v in chosen:
