@@ -459,6 +459,7 @@ def reproduce(profile: str = "default", only: list[str] | None = None, overrides
                     server = serve.LlamaServer(port=port, threads=max(1, os.cpu_count() or 1)).start()
                 except RuntimeError as exc:
                     raise preflight.PreflightError(f"--served: {exc}") from exc
+                stopping.track_group(server.proc.pid)       # its own session: killed on a second signal
                 print(f"llama.cpp server on {server.url} (pid {server.proc.pid})", flush=True)
             with ThreadPoolExecutor(max_workers=jobs) as pool:
                 for f in [pool.submit(lambda lane=lane: [run(nb, v) for nb, v in lane]) for lane in parallel]:
@@ -469,6 +470,7 @@ def reproduce(profile: str = "default", only: list[str] | None = None, overrides
     finally:
         if server is not None:
             server.stop()
+            stopping.track_group(server.proc.pid, on=False)
         if jobs > 1 and threads is None:
             os.environ.pop("OMP_NUM_THREADS", None)
     results = [finished[k] for k in chosen if k in finished]
