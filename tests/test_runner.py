@@ -404,3 +404,49 @@ def test_out_naming_the_committed_outputs_needs_publish(toy):
         with pytest.raises(preflight.PreflightError, match="is the committed results folder.*pass --publish"):
             runner.reproduce("smoke", outputs_dir=out, html=False, dry_run=True)
     assert runner.reproduce("smoke", outputs_dir=paths.OUTPUTS_DIR, html=False, dry_run=True, publish=True) == 0
+
+
+def test_the_kernel_is_the_runners_interpreter_and_library_whatever_kernelspec_the_user_has(toy, tmp_path, monkeypatch):
+    """A user-level `python3` kernelspec pointing at another checkout: every table came from that library while the
+    MANIFEST named this commit. The runner now starts its own interpreter with its own biaslab first."""
+    import sys
+    import biaslab
+    nbdir, outdir = toy
+    other = tmp_path / "other-checkout/lib/biaslab"
+    other.mkdir(parents=True)
+    (other / "__init__.py").write_text("")
+    spec = tmp_path / "jupyter/kernels/python3"
+    spec.mkdir(parents=True)
+    (spec / "kernel.json").write_text(json.dumps({
+        "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"], "language": "python",
+        "display_name": "Python 3", "env": {"PYTHONPATH": str(other.parent)}}))
+    monkeypatch.setenv("JUPYTER_PATH", str(tmp_path / "jupyter"))
+    seen = tmp_path / "seen.json"
+    _toy_notebook(nbdir / "00_toy.ipynb", "import json, sys\nfrom pathlib import Path\nimport biaslab\n"
+                  f"Path({str(seen)!r}).write_text(json.dumps([sys.executable, biaslab.__file__]))")
+    assert runner.reproduce("smoke", outputs_dir=outdir, html=False) == 0
+    assert json.loads(seen.read_text()) == [sys.executable, biaslab.__file__]
+
+
+def test_a_kernel_with_another_biaslab_is_refused(toy):
+    """Whatever put it there (a .pth file, sitecustomize): tables computed by another biaslab are not published."""
+    nbdir, outdir = toy
+    _toy_notebook(nbdir / "00_toy.ipynb", GOOD + "\nout.provenance['kernel']['biaslab'] = '/elsewhere/lib/biaslab'"
+                                                 "\nout._save()")
+    assert runner.reproduce("smoke", outputs_dir=outdir, html=False) == 1
+    m = json.loads((outdir / "00_toy/MANIFEST.failed.json").read_text())
+    assert "with biaslab from /elsewhere/lib/biaslab, but this runner is" in m["error"]
+    assert not (outdir / "00_toy/MANIFEST.json").exists()
+
+
+def test_a_dead_kernel_names_its_last_cell_and_the_memory_limit(toy, monkeypatch):
+    """"Kernel died" said nothing of where or why; a kernel SIGKILLed (what the out-of-memory killer does) now names
+    the cell it was running and the memory limit."""
+    nbdir, outdir = toy
+    monkeypatch.setattr(runner, "memory_limit", lambda: "2.1 GB (cgroup memory.max, /sys/fs/cgroup/x/memory.max)")
+    _toy_notebook(nbdir / "00_toy.ipynb", "import os, signal\nx = 1\nos.kill(os.getpid(), signal.SIGKILL)")
+    assert runner.reproduce("smoke", outputs_dir=outdir, html=False) == 1
+    error = json.loads((outdir / "00_toy/MANIFEST.failed.json").read_text())["error"]
+    assert error.startswith("the notebook's kernel died while running cell 2 (`import os, signal`): killed by "
+                            "SIGKILL (signal 9). SIGKILL is what the out-of-memory killer sends: the memory limit "
+                            "here is 2.1 GB (cgroup memory.max"), error

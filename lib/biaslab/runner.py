@@ -116,6 +116,98 @@ def git_state() -> dict:
 _KERNEL_ARGS = ["--IPKernelApp.log_level=ERROR"]
 
 
+#: where this runner imports biaslab from (the folder holding the package)
+_LIB = Path(__file__).resolve().parents[1]
+
+
+class KernelManager(stopping.TrackedKernelManager):
+    """The kernel every notebook runs in: this runner's own interpreter, importing this runner's ``biaslab`` (its
+    folder first on ``PYTHONPATH``), whatever kernelspec named ``python3`` the user's Jupyter folders hold (one
+    pointing at another checkout would otherwise compute every table with that library under this commit's name).
+    ``record`` (a class attribute, one dict per run) keeps the kernel's process, for its exit status."""
+
+    record: dict = {}
+
+    @property
+    def kernel_spec(self):
+        from jupyter_client.kernelspec import KernelSpec
+        if self._kernel_spec is None:
+            path = os.pathsep.join(p for p in (str(_LIB), os.environ.get("PYTHONPATH", "")) if p)
+            self._kernel_spec = KernelSpec(
+                argv=[sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"], language="python",
+                display_name=f"Python 3 ({sys.executable})", env={"PYTHONPATH": path}, resource_dir="")
+        return self._kernel_spec
+
+    async def start_kernel(self, **kw):
+        await super().start_kernel(**kw)
+        self.record["process"] = getattr(self.provisioner, "process", None)
+
+
+def _kernel_mismatch(kernel: dict | None) -> str | None:
+    """The kernel's interpreter and biaslab folder (recorded by :class:`biaslab.outputs.OutputDir`) against this
+    runner's; a sentence when they differ."""
+    if not kernel:
+        return None
+    ours = {"python": os.path.realpath(sys.executable), "biaslab": str(_LIB / "biaslab")}
+    theirs = {k: os.path.realpath(str(kernel.get(k, ""))) for k in ours}
+    if theirs == ours:
+        return None
+    return (f"the notebook's kernel ran {theirs['python']} with biaslab from {theirs['biaslab']}, but this runner is "
+            f"{ours['python']} with biaslab from {ours['biaslab']}: its tables are not this checkout's. Fix: run "
+            "the kernel from this checkout's environment (PYTHONPATH, a .pth file or sitecustomize may point "
+            "elsewhere)")
+
+
+def _cgroup_file(name: str) -> Path | None:
+    """``name`` in this process's cgroup (v2), e.g. ``memory.max``, if readable."""
+    try:
+        rel = next(ln.split(":", 2)[2] for ln in Path("/proc/self/cgroup").read_text().splitlines()
+                   if ln.startswith("0::"))
+    except (OSError, StopIteration):
+        return None
+    f = Path("/sys/fs/cgroup") / rel.lstrip("/") / name
+    return f if f.is_file() else None
+
+
+def memory_limit() -> str | None:
+    """This process's memory limit (cgroup ``memory.max``, which a kernel it starts shares), or None."""
+    f = _cgroup_file("memory.max")
+    try:
+        value = f.read_text().strip() if f else "max"
+    except OSError:
+        return None
+    return None if value == "max" else f"{fsio.human_size(int(value))} (cgroup memory.max, {f})"
+
+
+def _kernel_death(executed: Path, record: dict) -> str:
+    """"the kernel died while running cell N (`first line`): killed by SIGKILL ..." with the memory limit when the
+    kernel was killed the way the out-of-memory killer kills."""
+    import nbformat
+    cell = "before running any cell"
+    try:
+        nb = nbformat.read(executed, as_version=4)
+        ran = [(i, c) for i, c in enumerate(nb.cells)
+               if c.cell_type == "code" and c.metadata.get("papermill", {}).get("start_time")]
+        if ran:
+            i, c = ran[-1]
+            first = (c.source.strip().splitlines() or [""])[0][:80]
+            cell = f"while running cell {i} (`{first}`)"
+    except (OSError, ValueError):
+        pass
+    proc = record.get("process")
+    rc = proc.poll() if proc is not None else None
+    how = (f": killed by {signal.Signals(-rc).name} (signal {-rc})" if rc is not None and rc < 0
+           else f": exit status {rc}" if rc is not None else "")
+    text = f"the notebook's kernel died {cell}{how}."
+    if rc == -signal.SIGKILL:
+        limit = memory_limit()
+        text += (" SIGKILL is what the out-of-memory killer sends: "
+                 + (f"the memory limit here is {limit}." if limit else "no memory limit was found for this process "
+                    "(the machine's memory may have run out).")
+                 + " Fix: smaller sizes (-p max_pairs=..., max_prompts=...), fewer --jobs, or more memory.")
+    return text
+
+
 #: the file name ipykernel gives a cell's code (``/tmp/ipykernel_9430/1302693127.py``), seen in warnings' locations
 _CELL_FILE = re.compile(r"ipykernel_\d+[/\\]\d+\.py")
 #: a character of the folder path before it (the path ends at white space, a quote or a backslash)
@@ -252,14 +344,16 @@ def run_one(notebook: str, variant: str, profile: str, overrides: dict, outputs_
     t0 = time.perf_counter()
     log.info("running %s (profile %s) -> %s", label, profile, final)
     interrupted: BaseException | None = None
+    kernel = type("KernelManager", (KernelManager,), {"record": {}})       # this run's kernel, for its exit status
     try:
         pm.execute_notebook(str(src), str(executed), parameters=params, cwd=str(paths.NOTEBOOKS_DIR),
                             kernel_name="python3", language="python", progress_bar=progress, report_mode=False,
-                            log_output=False, extra_arguments=_KERNEL_ARGS,
-                            kernel_manager_class=stopping.TrackedKernelManager)
+                            log_output=False, extra_arguments=_KERNEL_ARGS, kernel_manager_class=kernel)
         manifest["status"] = "ok"
     except BaseException as exc:  # recorded; the caller decides the exit code; an interrupt is re-raised
         _record_error(manifest, exc, staging, final)
+        if type(exc).__name__ == "DeadKernelError" and manifest["status"] == "failed":
+            manifest["error"] = _kernel_death(executed, kernel.record) + "\n" + manifest["error"]
         log.error("%s %s: %s", label, manifest["status"], manifest["error"].strip().splitlines()[-1]
                   if manifest["error"].strip() else exc)
         if not isinstance(exc, Exception):
@@ -273,6 +367,10 @@ def run_one(notebook: str, variant: str, profile: str, overrides: dict, outputs_
     manifest["models"], manifest["data"] = p.get("models", {}), p.get("data", {})
     manifest["notes"] = swept + p.get("notes", [])
     prov.unlink(missing_ok=True)
+    mismatch = _kernel_mismatch(p.get("kernel"))
+    if mismatch and manifest["status"] == "ok":
+        manifest.update(status="failed", error=mismatch)
+        log.error("%s failed: %s", label, mismatch)
     try:
         if manifest["status"] == "ok":
             slow = clean_executed(executed, staging, final)
