@@ -450,3 +450,19 @@ def test_a_dead_kernel_names_its_last_cell_and_the_memory_limit(toy, monkeypatch
     assert error.startswith("the notebook's kernel died while running cell 2 (`import os, signal`): killed by "
                             "SIGKILL (signal 9). SIGKILL is what the out-of-memory killer sends: the memory limit "
                             "here is 2.1 GB (cgroup memory.max"), error
+
+
+def test_a_jupytext_pair_out_of_sync_is_refused(toy):
+    """A `.py` edited without its `.ipynb`: the edit silently did not run (the runner executes the `.ipynb`)."""
+    import jupytext
+    from biaslab import preflight
+    nbdir, outdir = toy
+    _toy_notebook(nbdir / "00_toy.ipynb", GOOD)
+    script = nbdir / "00_toy.py"
+    jupytext.write(nbformat.read(nbdir / "00_toy.ipynb", as_version=4), script, fmt="py:percent")
+    assert runner.reproduce("smoke", outputs_dir=outdir, html=False, dry_run=True) == 0      # in sync: runs
+    script.write_text(script.read_text().replace("out.table(", "out.table_edited("))
+    with pytest.raises(preflight.PreflightError, match=r"cell 1 of notebooks/00_toy.py differs from "
+                                                       r"notebooks/00_toy.ipynb.*jupytext --sync notebooks/00_toy.py"):
+        runner.reproduce("smoke", outputs_dir=outdir, html=False)
+    assert not outdir.exists()

@@ -2,7 +2,7 @@
 
 Parameters themselves (names, types, sizes, models, device, dtype) are checked by :mod:`biaslab.parameters`; here:
 a ``-p profile=`` that contradicts ``--profile``, ``BIASLAB_*`` paths that cannot be used (``/dev/null/cache``: below
-a file; relative ones are made absolute first), an output folder that is a file or cannot be written (read-only, not
+a file; relative ones are made absolute first), a notebook whose jupytext ``.py`` and ``.ipynb`` differ, an output folder that is a file or cannot be written (read-only, not
 permitted) or that is the committed results folder without ``--publish``.
 """
 
@@ -85,6 +85,36 @@ def check_out(outputs_dir: Path, flag: str = "--out") -> None:
         fsio.probe_writable(outputs_dir, what=f"output folder ({flag})")
     except fsio.StorageError as exc:
         raise PreflightError(str(exc)) from exc
+
+
+def pair_problem(notebook: str) -> str | None:
+    """Why ``notebooks/<notebook>.py`` and ``.ipynb`` (a jupytext pair) differ — the runner executes the ``.ipynb``,
+    so an edit of the ``.py`` alone would silently not run — or None when they agree (or there is no ``.py``)."""
+    import jupytext
+    import nbformat
+    script, ipynb = paths.NOTEBOOKS_DIR / f"{notebook}.py", paths.NOTEBOOKS_DIR / f"{notebook}.ipynb"
+    if not script.exists() or not ipynb.exists():
+        return None
+
+    def cells(nb):
+        return [(c.cell_type, c.source.strip(), tuple(c.metadata.get("tags", ()))) for c in nb.cells]
+    a, b = cells(jupytext.read(script)), cells(nbformat.read(ipynb, as_version=4))
+    fix = f"Fix: `jupytext --sync notebooks/{script.name}` (the newer file wins), then rerun"
+    if len(a) != len(b):
+        return f"notebooks/{script.name} has {len(a)} cells, notebooks/{ipynb.name} {len(b)}: the pair is out of sync. {fix}"
+    for i, (x, y) in enumerate(zip(a, b)):
+        if x != y:
+            return (f"cell {i} of notebooks/{script.name} differs from notebooks/{ipynb.name}: the pair is out of "
+                    f"sync and the .ipynb is what runs. {fix}")
+    return None
+
+
+def check_pairs(notebooks) -> None:
+    """Refuse a run of a notebook whose jupytext pair is out of sync (:func:`pair_problem`)."""
+    for nb in dict.fromkeys(notebooks):
+        problem = pair_problem(nb)
+        if problem:
+            raise PreflightError(problem)
 
 
 def check_cache() -> None:

@@ -510,6 +510,7 @@ def reproduce(profile: str = "default", only: list[str] | None = None, overrides
             raise ValueError("--served runs the embedded SmolLM2 on a local llama.cpp server; drop -p models=...")
         port = serve.free_port(serve.DEFAULT_PORT)
         overrides["models"] = [serve.spec(f"http://127.0.0.1:{port}/v1")]
+    preflight.check_pairs(nb for nb, _ in chosen)
     for nb, v in chosen:
         resolve_params(nb, v, profile, overrides, served=served)
     preflight.check_not_published(outputs_dir, publish)
