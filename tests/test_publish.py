@@ -263,3 +263,27 @@ def test_a_run_of_other_notebooks_restores_an_interrupted_publish(toy, monkeypat
     os.replace(two, publish.old_folder(two, dead.pid))        # what a kill between the two renames leaves
     assert runner.reproduce("smoke", only=["00_toy"], overrides={"value": 8}, outputs_dir=outdir, html=False) == 0
     assert _snapshot(two) == good and not list(outdir.glob(".00_two.old-*"))
+
+
+def test_without_flock_the_lock_record_decides_conservatively(tmp_path, monkeypatch):
+    """A file system without flock: the recorded holder decides. Another host (or container) may be alive: refused;
+    this host after a reboot, or this host, boot and pid namespace with no such pid, is dead: taken over."""
+    import errno
+    import fcntl
+
+    def no_flock(fd, op):
+        raise OSError(errno.ENOLCK, "No locks available")
+    monkeypatch.setattr(fcntl, "flock", no_flock)
+    final = tmp_path / "00_toy"
+    me = publish.holder()
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    for rec, busy in [({**me, "host": "elsewhere"}, True), ({**me, "pid_namespace": "pid:[1]"}, True),
+                      ({**me, "boot_id": "an-earlier-boot"}, False), ({**me, "pid": dead.pid}, False)]:
+        publish.lock_file(final).write_text(json.dumps({**rec, "run_id": "theirs"}))
+        if busy:
+            with pytest.raises(publish.FolderBusy, match="run_id theirs"):
+                publish.RunLock(final).acquire()
+        else:
+            with publish.RunLock(final):
+                assert json.loads(publish.lock_file(final).read_text())["run_id"] == publish.RUN_ID
