@@ -375,6 +375,10 @@ for model_spec in models:   # a local name or folder, or a served model (see the
 
 pairs = pd.concat(pairs_frames, ignore_index=True)
 answers = pd.concat(answer_frames, ignore_index=True) if answer_frames else pd.DataFrame()
+if answers.empty and preference_datasets:
+    out.note("no model was prompted: each is a base model without a chat template (prompt_base_models=False) or a "
+             "masked model, so the preference scheme has only its likelihood source and no prompted row; pass "
+             "-p prompt_base_models=true to prompt base models")
 out.table(pairs, "pair_scores")
 out.table(answers, "preference_answers")
 timings = pd.DataFrame(timings)
