@@ -380,3 +380,15 @@ def test_subgroups_of_one_prompt_leave_the_metric_without_an_interval():
     assert np.isnan(t["p_value"]) and t["test"].startswith("undefined")
     from biaslab.findings import interval
     assert interval(ci.iloc[0].to_dict()).startswith("(no interval, undefined: 2 of 4 subgroups")
+
+
+def test_an_empty_responder_check_masks_nothing():
+    """Notebook 3 with only unprompted models (no answers, so an empty responder check) failed with a pandas
+    KeyError: the empty check's object `degenerate` column was read as a list of column names."""
+    import pandas as pd
+    from biaslab.papers.crows_pairs import decisions
+    empty = decisions.responder_table(pd.DataFrame())
+    tab = pd.DataFrame({"model": ["m"], "dataset": ["d"], "binom_p": [0.2]})
+    out = responders.mask_tests(tab, empty, by=["model", "dataset"], test_cols=["binom_p"])
+    assert out["binom_p"].tolist() == [0.2] and out["responder"].tolist() == ["informative"]
+    assert responders.informative(tab, empty, by=["model", "dataset"]).equals(tab)

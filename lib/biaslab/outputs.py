@@ -21,6 +21,7 @@ import io
 import json
 import logging
 import os
+import sys
 import tempfile
 import warnings
 from pathlib import Path
@@ -85,8 +86,11 @@ class OutputDir:
         self.tables.mkdir(parents=True, exist_ok=True)
         self.figures.mkdir(parents=True, exist_ok=True)
         self._prov_file = self.path / "provenance.json"
-        self.provenance = {"models": {}, "data": {}, "notes": []}
+        # which interpreter and library computed these tables: the runner refuses a run whose kernel differs from it
+        self.provenance = {"models": {}, "data": {}, "notes": [],
+                           "kernel": {"python": sys.executable, "biaslab": str(Path(__file__).resolve().parent)}}
         self._capture_warnings()
+        self._save()
 
     def _capture_warnings(self) -> None:
         """Record biaslab's warnings as this run's notes (one handler per process: the newest OutputDir's)."""

@@ -22,6 +22,10 @@ from .served import ServedModel, resolve_spec
 log = logging.getLogger(__name__)
 
 
+class ModelWeightsError(ValueError):
+    """A checkpoint that lacks weight tensors the model's architecture needs."""
+
+
 class LoadedModel:
     """A model ready for :class:`biaslab.scoring.Scorer`.
 
@@ -119,15 +123,23 @@ def load(name_or_path: Any, device: str = "auto", dtype: Any = "auto",
     def load_weights():
         try:
             try:
-                model = auto.from_pretrained(where, attn_implementation="sdpa", **kwargs)
+                model, info = auto.from_pretrained(where, attn_implementation="sdpa", output_loading_info=True,
+                                                   **kwargs)
             except (ValueError, ImportError):       # architecture without SDPA support
-                model = auto.from_pretrained(where, **kwargs)
+                model, info = auto.from_pretrained(where, output_loading_info=True, **kwargs)
         except Exception:
             if folder is None:                      # a hub model: name its corrupt cached file, if that is the cause
                 snap = _hub_snapshot(name)
                 if snap is not None:
                     check_safetensors(snap)
             raise
+        missing = sorted(info.get("missing_keys") or ())
+        if missing:     # transformers would initialise them at random and go on: scores of a partly random model
+            raise ModelWeightsError(
+                f"model {name}: {len(missing)} weight tensor(s) are missing from {where} "
+                f"({', '.join(missing[:5])}{' ...' if len(missing) > 5 else ''}); transformers would fill them with "
+                "random values. Fix: copy the complete checkpoint (every *.safetensors shard and its index), or "
+                "name the model by its Hugging Face id")
         model.to(dev)
         model.eval()
         return model
