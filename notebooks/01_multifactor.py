@@ -36,6 +36,7 @@
 
 # %% tags=["parameters"]
 profile = "default"
+analysis_plan = None  # the analysis plan (YAML) whose claims are decided; None: the repository's analysis_plan.yaml
 benchmark = "ssqa"
 models = ["smollm2-135m-instruct", "gemma-3-270m"]
 device = "auto"
@@ -54,6 +55,16 @@ torch_threads = 0
 calm_selection = None
 alpha = 0.01
 seed = 0
+
+# %%
+# The analysis plan: which results of this notebook are decided (its confirmatory claims); everything else is
+# exploratory. Its sha256 and version go into the MANIFEST.
+from IPython.display import Markdown, display  # noqa: E402
+
+from biaslab import plan as plan_file  # noqa: E402
+
+PLAN = plan_file.use(analysis_plan)
+display(Markdown(PLAN.render("01_multifactor")))
 
 # %%
 # list parameters also as JSON strings (papermill's `-p models '["..."]'` passes a string)
@@ -656,7 +667,7 @@ for name, ms in groups.items():
                                                binary=True).assign(models=name))
 pst = pd.DataFrame(pst)
 pdiff = pd.concat(pdiff, ignore_index=True) if pdiff else pd.DataFrame()
-# the notebook's confirmatory family (issue 18): both paired tables together, Holm (papers.multifactor.decisions)
+# the analysis plan decides: the deviation-metric difference is this notebook's claim (papers.multifactor.decisions)
 decided = decisions.decide(benchmark, {"paired_subgroup_tests": pst, "paired_comparisons": pdiff}, resp_check)
 pst, pdiff = decided["paired_subgroup_tests"], decided["paired_comparisons"]
 table(pst, "paired_subgroup_tests", markdown=True)
@@ -737,15 +748,10 @@ for m in pd.unique(nocot["model"]):
                                     highlight=plan.highlight, references=refs), f"coefficients_{m}", 560)
 importance = pd.concat(fits, ignore_index=True) if fits else pd.DataFrame()
 if len(importance):
-    # changed after review: template-clustered SEs beside the naive ones, and Benjamini-Hochberg over the stigma
-    # coefficients of each model (screening many coefficients: FDR), on the clustered p-values
-    stig = importance["factor"] == "stigma"
-    importance["p_cluster_fdr_bh"] = np.nan
-    if stig.any():
-        adj = multiplicity.add_adjusted(importance[stig], "p_cluster", family="model", method="fdr_bh")
-        importance.loc[stig, "p_cluster_fdr_bh"] = adj["p_cluster_fdr_bh"]
+    # template-clustered SEs beside the naive ones; exploratory (the verdict layer shows a Benjamini-Hochberg screen
+    # per model in `p_adjusted`, never a decision)
     cols = ["model", "term", "factor", "level", "coef", "se", "odds_ratio", "ci_low", "ci_high", "p_value",
-            "se_cluster", "ci_low_cluster", "ci_high_cluster", "p_cluster", "p_method", "p_cluster_fdr_bh", "design_effect",
+            "se_cluster", "ci_low_cluster", "ci_high_cluster", "p_cluster", "p_method", "design_effect",
             "n_clusters", "ci_method", "n_level", "rate_level", "separated", "n"]
     importance = decisions.decide_importance(benchmark, importance.reindex(columns=cols), resp_check)
     table(importance, "factor_importance")

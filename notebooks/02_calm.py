@@ -36,6 +36,7 @@
 
 # %% tags=["parameters"]
 profile = "default"
+analysis_plan = None  # the analysis plan (YAML) whose claims are decided; None: the repository's analysis_plan.yaml
 models = ["smollm2-135m-instruct", "gemma-3-270m"]
 device = "auto"
 dtype = "auto"
@@ -60,6 +61,16 @@ bertscore_layer = None
 diversity_benchmarks = ["calm", "calm_passage", "ssqa", "bbq", "crows_pairs_en", "crows_pairs_en_revised",
                         "crows_pairs_fr", "agentic"]
 diversity_max_templates = 300
+
+# %%
+# The analysis plan: which results of this notebook are decided (its confirmatory claims); everything else is
+# exploratory. Its sha256 and version go into the MANIFEST.
+from IPython.display import Markdown, display  # noqa: E402
+
+from biaslab import plan as plan_file  # noqa: E402
+
+PLAN = plan_file.use(analysis_plan)
+display(Markdown(PLAN.render("02_calm")))
 
 # %%
 # list parameters also as JSON strings (papermill's `-p models '["..."]'` passes a string)

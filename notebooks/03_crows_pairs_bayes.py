@@ -33,6 +33,7 @@
 
 # %% tags=["parameters"]
 profile = "default"
+analysis_plan = None  # the analysis plan (YAML) whose claims are decided; None: the repository's analysis_plan.yaml
 models = ["smollm2-135m-instruct", "gemma-3-270m"]
 device = "auto"
 dtype = "auto"
@@ -48,6 +49,16 @@ prompt_base_models = False
 min_label_mass = 0.05
 bf_prior_scale = 0.7071067811865476
 seed = 0
+
+# %%
+# The analysis plan: which results of this notebook are decided (its confirmatory claims); everything else is
+# exploratory. Its sha256 and version go into the MANIFEST.
+from IPython.display import Markdown, display  # noqa: E402
+
+from biaslab import plan as plan_file  # noqa: E402
+
+PLAN = plan_file.use(analysis_plan)
+display(Markdown(PLAN.render("03_crows_pairs_bayes")))
 
 # %%
 # list parameters also as JSON strings (papermill's `-p models '["..."]'` passes a string)
@@ -213,7 +224,6 @@ show_md(findings.published_findings(check_fr, "French (counts reconstructed from
 def as_tests(check, dataset):
     t = check.assign(dataset=dataset, n_excluded=0)
     t["pi_hat"] = t["k"] / t["n"]
-    t["binom_p_holm"] = hyp.holm(t["binom_p"])
     return t
 
 
@@ -412,7 +422,7 @@ timings
 
 # %%
 lik = hyp.likelihood_tests(pairs, by=("model", "dataset"), r=bf_prior_scale)
-lik = decisions.decide_table("likelihood_tests", lik)   # verdict columns (issue 18): the pooled LPBS is confirmatory
+lik = decisions.decide_table("likelihood_tests", lik)   # verdict columns: the plan's claims (re-decided with pref below)
 out.table(lik, "likelihood_tests")
 for (model_name, name), g in lik.groupby(["model", "dataset"], sort=False):
     t2 = hyp.render_likelihood_table(g)
@@ -442,7 +452,6 @@ same, n_cells = hyp.evidence_agreement(lik)
 if n_cells:
     print(f"\nLPBS and PPB Bayes factors read the same over their prior ranges (same Table 1 category, or both "
           f"inconclusive) for {same:.0%} of the {n_cells} model × dataset × bias-type cells.")
-show_md("**Likelihood scheme, all bias types pooled (LPBS):**\n\n" + findings.likelihood_findings(lik))
 show_md("**Sample size of this run:**\n\n" + findings.sample_findings(lik))
 
 # %% [markdown]
@@ -523,11 +532,13 @@ prefs = pd.concat(pref_frames, ignore_index=True)
 pref = hyp.preference_tests(prefs, by=("model", "dataset", "source"))
 one_order = pref["source"].isin([f"prompt:{o}" for o in cp.ORDERS])
 pref = responders.mask_tests(pref, resp_check[resp_check["metric"] == decisions.ONE_ORDER], by=["model", "dataset"],
-                             test_cols=["binom_p", "binom_p_holm", "bf10", "log10_bf10", "bf10_min", "bf10_max"],
+                             test_cols=["binom_p", "bf10", "log10_bf10", "bf10_min", "bf10_max"],
                              where=one_order)
 pref.loc[pref["responder"] != "informative", ["evidence", "evidence_default_prior"]] = \
     "not tested (degenerate responder)"
-pref = decisions.decide_table("preference_tests", pref, resp_check)
+decided = decisions.decide(lik, pref, check=resp_check)   # the plan's two claims share a family per model
+lik, pref = decided["likelihood_tests"], decided["preference_tests"]
+out.table(lik, "likelihood_tests")
 out.table(pref, "preference_tests")
 # every Bayes factor with its prior (issue 18): BF10 against the prior's scale, pooled rows, the reported prior marked
 curves = hyp.bf_prior_curves(lik, pref, by=("model", "dataset"), r=bf_prior_scale)
@@ -650,8 +661,10 @@ for name in datasets:
             f"|π − 0.5| ≥ {typ.mde:.3f}. Smaller biases are not distinguishable from chance at this size, not absent.")
 
 # %% tags=["findings"]
-show_md("**Overall preference results (all bias types pooled):**\n\n"
-        + findings.preference_findings(pref, answers, pos if len(answers) else None, cons if len(answers) else None))
+show_md("**The plan's claims (mean of d, eq. 3; share preferring the more stereotyped sentence):**\n\n"
+        + findings.likelihood_findings(lik, pref))
+if len(answers):
+    show_md("**Prompted models, by position:**\n\n" + findings.position_findings(pos, cons))
 
 # %% [markdown]
 # **What the preference results mean here.** Compare the `prompt:more_first` rows with `prompt:less_first`. When

@@ -33,8 +33,10 @@ STAGES = {
     "publish": "orchestration", "stopping": "orchestration", "preflight": "orchestration",
     "serve": "models",          # a local llama.cpp server for an embedded model's GGUF file (imports models only)
     "findings": "wording",
+    "plan": "plan",             # the analysis plan (analysis_plan.yaml): which rows are confirmatory claims
 }
-GENERIC = {"infra", "cache", "sources", "benchmarks", "models", "scoring", "stats", "plots", "wording", "output"}
+GENERIC = {"infra", "cache", "sources", "benchmarks", "models", "scoring", "stats", "plots", "wording", "output",
+           "plan"}
 # stage -> the stages it may import
 ALLOWED = {
     "infra": {"infra"},
@@ -43,8 +45,9 @@ ALLOWED = {
     "benchmarks": {"infra", "sources", "benchmarks"},
     "models": {"infra", "models"},
     "scoring": {"infra", "models", "scoring"},
-    "stats": {"stats", "cache"},                          # pure functions over tables (slow fits may be cached)
-    "plots": {"infra", "stats", "plots"},
+    "plan": {"infra", "plan"},                            # reads one YAML file
+    "stats": {"stats", "cache", "plan"},                  # pure functions over tables; the verdict layer reads the plan
+    "plots": {"infra", "stats", "plots", "plan"},
     "wording": {"wording"},                               # phrases for computed findings: pure formatting
     "output": {"infra", "plots", "output"},              # writes tables and figures (checks figures first)
     "papers": GENERIC | {"papers"},                      # a paper's glue may use every generic stage

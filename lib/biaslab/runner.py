@@ -45,6 +45,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from . import fsio, integrity, parameters, paths, preflight, profiles, stopping
+from . import plan as plan_file
 from .publish import last_good, staging_folder, swap_in, sweep_stale
 from .outputs import atomic_write_text, package_versions
 
@@ -231,6 +232,7 @@ def run_one(notebook: str, variant: str, profile: str, overrides: dict, outputs_
         "notebook": notebook, "variant": variant or None, "profile": profile, "parameters": params,
         "git": git_state(), "python": sys.version.split()[0], "platform": platform.platform(),
         "packages": package_versions(),
+        "analysis_plan": plan_file.manifest_entry(params.get("analysis_plan")),
     }
     staging = staging_folder(final)
     try:
