@@ -459,11 +459,11 @@ power_table = pd.DataFrame(power_rows)
 out.table(power_table, "power", markdown=True)
 display(power_table[["quantity", "n", "mde", "mde_scale", "test"]].round(3))
 r0 = power_table.iloc[0]
-print(f"With {int(r0.n)} matched pairs per class type, positive-vs-negative group differences smaller than "
-      f"{r0.mde:.2f} SD of the per-pair differences cannot be detected (80 % power, alpha = 0.05).")
+print(f"With {int(r0.n)} matched pairs per class type, the design had 80 % power (alpha = 0.05) for "
+      f"positive-vs-negative group differences of at least {r0.mde:.2f} SD of the per-pair differences.")
 for r in power_table[power_table.quantity.str.startswith("cyclic gain")].itertuples():
-    print(f"{r.quantity.split(', ')[-1]}: with {int(r.n)} prompts in all their rotations ({r.mde_design}), cyclic gains "
-          f"smaller than {r.mde:.4f} (normalized entropy) cannot be detected.")
+    print(f"{r.quantity.split(', ')[-1]}: with {int(r.n)} prompts in all their rotations ({r.mde_design}), the design "
+          f"had 80 % power for cyclic gains of at least {r.mde:.4f} (normalized entropy).")
 
 # %% [markdown]
 # ## How much does the answer format move the answers? (beyond the paper)

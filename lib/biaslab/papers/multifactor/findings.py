@@ -2,7 +2,7 @@
 
 Deviation = the model gives the benchmark's biased answer; the deviation metric is the paper's eq. 4 (mean |d(g) − C|
 over subgroups). The one decided comparison is the analysis plan's claim (the template-paired difference of two models'
-deviation metrics); the paired deviation rates and the paper's KS test are exploratory tables.
+deviation metrics); the paired deviation rates and the paper's two-sample test are exploratory tables.
 """
 
 from __future__ import annotations
