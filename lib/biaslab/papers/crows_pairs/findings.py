@@ -12,7 +12,7 @@ from collections.abc import Mapping
 import pandas as pd
 
 from ... import plan as P
-from ...findings import bullets, claim_findings, join, num, pct
+from ...findings import bullets, claim_findings, join, num, pct, present
 from ...stats import hypothesis as hyp
 from .decisions import NOTEBOOK
 
