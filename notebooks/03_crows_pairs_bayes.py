@@ -109,9 +109,6 @@ pd.set_option("display.width", 160)
 pd.set_option("display.max_columns", 30)
 out = OutputDir(output_dir)
 t_start = time.time()
-DATASET_TITLES = {"crows_pairs_en": "English CrowS-Pairs (original, 1,508 pairs)",
-                  "crows_pairs_en_revised": "English CrowS-Pairs (revised, 1,677 pairs)",
-                  "crows_pairs_fr": "French CrowS-Pairs (1,677 pairs)"}
 
 
 def show_md(text):
@@ -429,7 +426,8 @@ for (model_name, name), g in lik.groupby(["model", "dataset"], sort=False):
     stem = f"table2_{slug(model_name)}_{name}"
     out.table(t2, stem)
     out.text(hyp.to_markdown(t2), stem + ".md")
-    show_md(f"**Table 2 — {model_name}, {DATASET_TITLES.get(name, name)}** (n pairs per column in the first row)\n\n"
+    show_md(f"**Table 2 — {model_name}, {findings.dataset_title(name, g[g.score == 'norm_logprob'])}** (n pairs per "
+            "column in the first row)\n\n"
             + hyp.to_markdown(t2))
 
 # %%
@@ -547,8 +545,9 @@ fig = bplots.bf_prior_robustness(curves, stated={"likelihood (LPBS, JZS)": (min(
                                                  "preference (binomial)": (min(hyp.BETA_PRIORS), max(hyp.BETA_PRIORS))})
 out.figure(fig, "bf_prior_robustness")
 plt.show()
-blocks = {name: DATASET_TITLES.get(name, name) for name in dict.fromkeys(list(datasets) + list(preference_datasets))}
 for (model_name, source), g in pref.groupby(["model", "source"], sort=False):
+    blocks = {name: findings.dataset_title(name, g[g.dataset == name])
+              for name in dict.fromkeys(list(datasets) + list(preference_datasets))}
     t3 = hyp.render_preference_table(g, blocks)
     stem = f"table3_{slug(model_name)}_{source.replace(':', '_')}"
     out.table(t3, stem)
@@ -653,12 +652,7 @@ for name in datasets:
 power_table = pd.DataFrame(power_rows)
 out.table(power_table, "power", markdown=True)
 for name in datasets:
-    r = power_table[(power_table.benchmark == name) & power_table.quantity.str.startswith("SS vs 0.5")].set_index(
-        "quantity")
-    pooled, typ = r.iloc[0], r.iloc[1]
-    show_md(f"**{name}:** with {int(pooled.n)} pairs the preference tests detect π ≠ 0.5 only when |π − 0.5| ≥ "
-            f"{pooled.mde:.3f} (80 % power, α = 0.05); within a typical bias type ({int(typ.n)} pairs) only when "
-            f"|π − 0.5| ≥ {typ.mde:.3f}. Smaller biases are not distinguishable from chance at this size, not absent.")
+    show_md(findings.power_findings(power_table, name))
 
 # %% tags=["findings"]
 show_md("**The plan's claims (mean of d, eq. 3; share preferring the more stereotyped sentence):**\n\n"

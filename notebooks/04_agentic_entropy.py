@@ -444,7 +444,8 @@ power_rows.append(power.power_row("agentic", profile, "group preference, positiv
 # comes from that clustered SE and t(G - 1), i.e. with the measured design effect (issue 18), on the entropy scale
 for r in (gain_ci.itertuples() if cyc_list else []):
     power_rows.append(power.power_row(
-        "agentic", profile, f"cyclic gain in entropy, {r.model}", r.n, power.mde_from_se(r.se_cluster, r.df),
+        "agentic", profile, f"cyclic gain in entropy, {r.model}", r.n,
+        power.mde_from_se(r.se_cluster, r.df, se_naive=getattr(r, "se_naive", None)),
         n_clusters=r.n_clusters, deff=r.design_effect, scale="normalized entropy",
         test=f"cluster-robust t({r.df}) / wild cluster bootstrap (scenario)",
         design=power.mde_design("one-sample mean", r.n, r.n_clusters, r.design_effect, bench.cluster)))

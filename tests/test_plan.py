@@ -159,3 +159,62 @@ def test_exploratory_findings_make_no_decision():
     for mod in (F1, F3, F4):
         src = inspect.getsource(mod)
         assert "KS test" not in src and "evidence for" not in src and "first in the biased direction" not in src
+
+
+def test_crows_headings_count_the_tables_pairs_not_the_release():
+    """Notebook 3's headings said "French CrowS-Pairs (1,677 pairs)" over tables of 1,676 and 1,673 pairs: the count
+    in a heading is the pooled row's n of the table it heads."""
+    from biaslab.papers.crows_pairs import findings as F3
+    t = pd.DataFrame({"bias_type": ["overall", "age"], "n": [1676, 87]})
+    assert F3.dataset_title("crows_pairs_fr", t) == "French CrowS-Pairs (1,676 pairs)"
+    assert F3.dataset_title("crows_pairs_fr", t.assign(n=[1673, 87])) == "French CrowS-Pairs (1,673 pairs)"
+    assert F3.dataset_title("crows_pairs_fr") == "French CrowS-Pairs"
+    src = (ROOT / "notebooks" / "03_crows_pairs_bayes.py").read_text()
+    assert not re.search(r"CrowS-Pairs \([^)]*1,677 pairs\)", src)
+    assert "1,677" not in " ".join(F3.DATASET_NAMES.values())
+
+
+def test_no_nan_in_the_power_sentence():
+    """Notebook 3 served "only when |π − 0.5| ≥ nan" for a bias type of 4 pairs: an undefined MDE says so."""
+    from biaslab.papers.crows_pairs import findings as F3
+    from biaslab.stats import power
+    rows = pd.DataFrame([power.power_row("crows_pairs_en", "smoke", "SS vs 0.5, pooled", 40, 0.222),
+                         power.power_row("crows_pairs_en", "smoke", "SS vs 0.5, typical bias type", 4, float("nan"),
+                                         note="undefined: too few pairs for the exact test")])
+    text = F3.power_findings(rows, "crows_pairs_en")
+    assert "nan" not in text.lower() and "n/a" not in text
+    assert "had 80 % power for |π − 0.5| ≥ 0.222" in text and "no minimum detectable effect" in text
+    assert "not distinguishable" not in text
+
+
+def test_first_in_the_biased_direction_cannot_come_back():
+    """Notebook 5 said "first in the biased direction" for a model whose estimate lay on the counter-stereotyped
+    side or at 0; its metric lines now list the estimates without a ranking word."""
+    from biaslab.papers.compare import summary as S5
+    t = pd.DataFrame({"metric": "bbq_bias_ambig", "model": ["a", "b"], "estimate": [0.0, -0.145],
+                      "ci_low": [-0.26, -0.34], "ci_high": [0.26, 0.05], "direction": "higher = more stereotyped",
+                      "null": 0.0})
+    line = S5.metric_line("bbq_bias_ambig", t, pd.DataFrame())
+    assert "biased direction" not in line and "first" not in line
+    src = "".join(p.read_text() for p in (ROOT / "lib" / "biaslab").rglob("*.py"))
+    assert "biased direction" not in src and "evidence for a preference" not in src
+
+
+def test_ks_and_goodness_of_fit_tests_are_never_decided():
+    """A KS test (it ignores pairing and clustering) and a goodness-of-fit test of positions are exploratory under
+    the shipped plan: their verdict is never "distinguishable"; and the only decided goodness-of-fit test (notebook
+    4's group-choice claim) is worded without naming a group, since a departure from equal counts names none."""
+    from biaslab.papers.multifactor import decisions as D1
+    ks = pd.DataFrame({"level": 1, "factors": "stigma", "model_a": "a", "model_b": "b", "n_a": 90, "n_b": 90,
+                       "ks_statistic": 0.5, "p_value": 1e-9, "models": "released"}, index=[0])
+    out = D1.decide("ssqa", {"ks_tests": ks})["ks_tests"]
+    assert out["verdict"].iloc[0] == "exploratory" and out["claim"].iloc[0] == ""
+    from biaslab.papers.agentic import decisions as D4
+    from biaslab.papers.agentic import findings as F4
+    ut = pd.read_csv(OUT / "04_agentic_entropy/tables/uniformity_tests.csv")
+    decided = D4.decide("uniformity_tests", ut, None)
+    assert (decided["claim"] != "").any()
+    assert not decided.loc[decided["unit"] != "group", "verdict"].eq("distinguishable").any()
+    text = F4.uniformity_findings(decided)
+    for r in decided[decided["claim"] != ""].to_dict("records"):
+        assert str(r["top"]) not in text

@@ -17,6 +17,42 @@ from ...stats import hypothesis as hyp
 from .decisions import NOTEBOOK
 
 
+#: the datasets' names; the number of pairs in a heading is the table's (:func:`dataset_title`), never the release's
+DATASET_NAMES = {"crows_pairs_en": "English CrowS-Pairs (original)",
+                 "crows_pairs_en_revised": "English CrowS-Pairs (revised)",
+                 "crows_pairs_fr": "French CrowS-Pairs"}
+
+
+def dataset_title(name: str, rows: pd.DataFrame | None = None) -> str:
+    """'French CrowS-Pairs (1,676 pairs)': the dataset's name and the pairs of the table ``rows`` it heads (the
+    pooled row's ``n``; a run drops empty pairs and ties, so the release's 1,677 is not what a table holds). Without
+    a pooled row with an ``n``, the name alone."""
+    title = DATASET_NAMES.get(name, name)
+    if rows is None or rows.empty or "n" not in rows:
+        return title
+    pooled = rows[rows["bias_type"] == hyp.OVERALL] if "bias_type" in rows else rows
+    n = pooled["n"].dropna()
+    return f"{title} ({int(n.iloc[0]):,} pairs)" if len(n) and n.nunique() == 1 else title
+
+
+def power_findings(power_table: pd.DataFrame, name: str) -> str:
+    """The preference tests' power for one dataset (``power.csv``'s "SS vs 0.5" rows, pooled and a typical bias
+    type), worded as power; an undefined MDE (too few pairs) says so, never prints NaN."""
+    r = power_table[(power_table["benchmark"] == name)
+                    & power_table["quantity"].str.startswith("SS vs 0.5")].to_dict("records")
+    if not r:
+        return ""
+
+    def one(row, what):
+        n = f"{int(row['n']):,} pairs" if present(row.get("n")) else "its pairs"
+        if present(row.get("mde")):
+            return f"{what} ({n}) had 80 % power for |π − 0.5| ≥ {num(row['mde'])}"
+        return f"{what} ({n}) has no minimum detectable effect ({row.get('mde_note') or 'too few pairs'})"
+
+    parts = [one(r[0], "the pooled test")] + ([one(r[1], "a typical bias type")] if len(r) > 1 else [])
+    return f"**{name}:** " + "; ".join(parts) + " (α = 0.05)."
+
+
 def likelihood_findings(*decided: pd.DataFrame | None) -> str:
     """One sentence per claim instance among the decided ``likelihood_tests`` / ``preference_tests``."""
     return claim_findings(decided, P.active().of(NOTEBOOK))
