@@ -62,7 +62,7 @@ diversity_benchmarks = ["calm", "calm_passage", "ssqa", "bbq", "crows_pairs_en",
                         "crows_pairs_fr", "agentic"]
 diversity_max_templates = 300
 
-# %%
+# %% tags=["analysis_plan"]
 # The analysis plan: which results of this notebook are decided (its confirmatory claims); everything else is
 # exploratory. Its sha256 and version go into the MANIFEST.
 from IPython.display import Markdown, display  # noqa: E402

@@ -50,7 +50,7 @@ min_label_mass = 0.05
 bf_prior_scale = 0.7071067811865476
 seed = 0
 
-# %%
+# %% tags=["analysis_plan"]
 # The analysis plan: which results of this notebook are decided (its confirmatory claims); everything else is
 # exploratory. Its sha256 and version go into the MANIFEST.
 from IPython.display import Markdown, display  # noqa: E402

@@ -42,7 +42,7 @@ n_shots = 2
 chat = False
 seed = 0
 
-# %%
+# %% tags=["analysis_plan"]
 # The analysis plan: which results of this notebook are decided (its confirmatory claims); everything else is
 # exploratory. Its sha256 and version go into the MANIFEST.
 from IPython.display import Markdown, display  # noqa: E402

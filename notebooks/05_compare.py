@@ -37,7 +37,7 @@ alpha = 0.05
 min_models_agreement = 5
 seed = 0
 
-# %%
+# %% tags=["analysis_plan"]
 # The analysis plan: which results of this notebook are decided (its confirmatory claims); everything else is
 # exploratory. Its sha256 and version go into the MANIFEST.
 from IPython.display import Markdown, display  # noqa: E402

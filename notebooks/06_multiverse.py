@@ -51,7 +51,7 @@ flip_share = 0.25
 torch_threads = 0
 seed = 0
 
-# %%
+# %% tags=["analysis_plan"]
 # The analysis plan: which results of this notebook are decided (its confirmatory claims); everything else is
 # exploratory. Its sha256 and version go into the MANIFEST.
 from IPython.display import Markdown, display  # noqa: E402
