@@ -48,13 +48,12 @@ def pval(p: float) -> str:
 
 
 def interval(row: Mapping, digits: int = 3, scale: float = 1.0) -> str:
-    """``(95 % CI 0.949–0.958)`` from ``ci_low``/``ci_high`` (with ``ci_method`` when given) or ``ci95_low``/
-    ``ci95_high``; without an interval, the reason where ``ci_method`` gives one ("undefined: …"), else empty."""
+    """``(95 % CI 0.949–0.958)`` from ``ci_low``/``ci_high`` or ``ci95_low``/``ci95_high`` (the method, G and df
+    stay in the table's ``ci_method`` column, not in the sentence); without an interval, the reason where
+    ``ci_method`` gives one ("undefined: …"), else empty."""
     for lo, hi in (("ci_low", "ci_high"), ("ci95_low", "ci95_high")):
         if lo in row and hi in row and present(row[lo]) and present(row[hi]):
-            method = row.get("ci_method") if hasattr(row, "get") else None
-            level = f"95 % CI, {method}" if isinstance(method, str) and method else "95 % CI"
-            return f"({level} {num(scale * row[lo], digits)}–{num(scale * row[hi], digits)})"
+            return f"(95 % CI {num(scale * row[lo], digits)}–{num(scale * row[hi], digits)})"
     method = row.get("ci_method") if hasattr(row, "get") else None
     return f"(no interval, {method})" if isinstance(method, str) and method.startswith("undefined") else ""
 
@@ -109,7 +108,8 @@ def claim_sentence(row: Mapping, claim) -> str:
         qual = "; the Bayes factor favours a departure"
     elif v == NOT_DISTINGUISHABLE and present(row.get("mde")):
         qual = "; " + power_words(row["mde"])
-    return f"`{claim.id}` {_who(row, claim)}: {num(est)}{ci}, {verdict_words(v)}{how}{qual}."
+    what = getattr(claim, "estimate_label", "")
+    return f"`{claim.id}` {_who(row, claim)}: {what + ' ' if what else ''}{num(est)}{ci}, {verdict_words(v)}{how}{qual}."
 
 
 def claim_findings(tables: Iterable, claims: Iterable) -> str:

@@ -2,7 +2,8 @@
 
 ``analysis_plan.yaml`` (repository root) declares, per notebook, at most three claims, each with its estimand (items,
 variable, summary measure and the handling of intercurrent events: unparseable answers, degenerate responders,
-position preference), its test, null and sidedness, and the table rows it decides. The verdict layer
+position preference), its test, null and sidedness, and the table rows it decides (optionally an
+``estimate_label`` naming the estimate in the claim's sentence). The verdict layer
 (:mod:`biaslab.stats.verdict`) decides only rows that match a claim, with Holm within the claim's family; every other
 tested row is exploratory. Claims are templates over a run's models and datasets: a family is one notebook x the
 values of its ``family_by`` columns (a model, a model pair), so a user's own models get the same plan.
@@ -46,6 +47,7 @@ class Claim:
     estimand: Mapping
     family_by: tuple
     shown_in: tuple = ()
+    estimate_label: str = ""
 
     def mask(self, df, context: Mapping | None = None, rows: Mapping | None = None):
         """Boolean mask of the rows of ``df`` this claim (or one of its ``shown_in`` places: ``rows``) covers;
@@ -127,7 +129,7 @@ def _claim(path: Path, nb: str, family_by: tuple, raw: Mapping) -> Claim:
     return Claim(id=str(raw["id"]), notebook=nb, label=str(raw["label"]), table=str(raw["table"]),
                  rows=dict(raw["rows"] or {}), estimate=str(raw["estimate"]), p=raw["p"], ci=ci, null=raw["null_value"],
                  sides=str(raw["sides"]), test=str(raw["test"]), estimand=dict(est), family_by=family_by,
-                 shown_in=tuple(raw.get("shown_in") or ()))
+                 shown_in=tuple(raw.get("shown_in") or ()), estimate_label=str(raw.get("estimate_label") or ""))
 
 
 def load(path: str | Path | None = None) -> Plan:

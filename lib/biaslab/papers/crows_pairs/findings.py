@@ -18,8 +18,8 @@ from .decisions import NOTEBOOK
 
 
 #: the datasets' names; the number of pairs in a heading is the table's (:func:`dataset_title`), never the release's
-DATASET_NAMES = {"crows_pairs_en": "English CrowS-Pairs (original)",
-                 "crows_pairs_en_revised": "English CrowS-Pairs (revised)",
+DATASET_NAMES = {"crows_pairs_en": "English CrowS-Pairs, original",
+                 "crows_pairs_en_revised": "English CrowS-Pairs, revised",
                  "crows_pairs_fr": "French CrowS-Pairs"}
 
 
@@ -44,10 +44,11 @@ def power_findings(power_table: pd.DataFrame, name: str) -> str:
         return ""
 
     def one(row, what):
-        n = f"{int(row['n']):,} pairs" if present(row.get("n")) else "its pairs"
+        n = (f"{int(row['n']):,} pair{'s' if int(row['n']) != 1 else ''}" if present(row.get("n")) else "its pairs")
         if present(row.get("mde")):
             return f"{what} ({n}) had 80 % power for |π − 0.5| ≥ {num(row['mde'])}"
-        return f"{what} ({n}) has no minimum detectable effect ({row.get('mde_note') or 'too few pairs'})"
+        why = str(row.get("mde_note") or "").removeprefix("undefined").strip(" :") or "too few pairs"
+        return f"{what} ({n}) has no minimum detectable effect ({why})"
 
     parts = [one(r[0], "the pooled test")] + ([one(r[1], "a typical bias type")] if len(r) > 1 else [])
     return f"**{name}:** " + "; ".join(parts) + " (α = 0.05)."
