@@ -219,7 +219,7 @@ def _agreement_rows_match_their_estimates(t: dict) -> None:
         b = _bullet(text, f"**{model}**, {metric}:")
         unit = "other universes" if r["unit"] == analysis.UNIVERSES else "rows (universe × class type × group)"
         assert f"of {int(r['n_compared'])} {unit}" in b
-        assert f"{int(r['n_same_verdict'])} of {int(r['n_compared'])} reach the same verdict" in b
+        assert f"{int(r['n_same_verdict'])} of {int(r['n_compared'])} give the same exploratory screen reading" in b
         assert (f"{int(r['n_same_sign'])} of {int(r['n_sign_compared'])} land on the same side" in b
                 if r["n_sign_compared"] else "the sign cannot agree or disagree" in b)
         assert (f"{int(r['n_excluded_degenerate'])} not judged" in b) == bool(r["n_excluded_degenerate"])
