@@ -218,3 +218,27 @@ def test_ks_and_goodness_of_fit_tests_are_never_decided():
     text = F4.uniformity_findings(decided)
     for r in decided[decided["claim"] != ""].to_dict("records"):
         assert str(r["top"]) not in text
+
+
+def test_a_prompted_preference_gets_no_claim_sentence_beside_its_position_reading():
+    """Notebook 3 said "evidence for a preference" beside "answers by position, not by content" for the same model
+    and pairs: the prompted preference rows are exploratory (the plan's share claim covers the likelihood scheme
+    only), so the only sentence about them is the position reading."""
+    from biaslab.papers.crows_pairs import decisions as D3
+    from biaslab.papers.crows_pairs import findings as F3
+    pref = pd.DataFrame({"model": "m", "dataset": "crows_pairs_en_revised", "bias_type": "overall",
+                         "source": ["likelihood", "prompt:more_first", "prompt:order_averaged"],
+                         "n": 40, "k": [22, 40, 20], "pi_hat": [0.55, 1.0, 0.5], "ss": [0.55, 1.0, 0.5],
+                         "binom_p": [0.6, 1e-12, 1.0], "pi_ci_low": [0.4, 0.91, 0.35], "pi_ci_high": [0.7, 1.0, 0.65],
+                         "n_excluded": 0})
+    out = D3.decide_table("preference_tests", pref)
+    assert list(out["claim"]) == ["stereotype-share", "", ""]
+    assert set(out["verdict"].iloc[1:]) == {"exploratory"}
+    text = F3.likelihood_findings(out)
+    assert "prompt" not in text and text.count("`stereotype-share`") == 1
+    pos = pd.DataFrame({"model": "m", "dataset": "crows_pairs_en_revised", "order": ["more_first", "less_first"],
+                        "p_first": [1.0, 1.0]})
+    cons = pd.DataFrame({"model": ["m"], "dataset": ["crows_pairs_en_revised"], "same_sentence": [0.0],
+                         "same_position": [1.0], "n_pairs": [40]})
+    reading = F3.position_findings(pos, cons)
+    assert "by **position**" in reading and "preference" not in reading and "evidence" not in reading
