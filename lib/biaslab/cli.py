@@ -46,9 +46,27 @@ def _models(args) -> int:
 def _reproduce(args) -> int:
     from . import runner
     overrides = runner.parse_overrides(args.param or [])
+    if args.plan:                 # a user's pre-registered plan: validated now, passed to every notebook
+        from . import plan
+        overrides["analysis_plan"] = str(plan.load(args.plan).path)
     return runner.reproduce(profile=args.profile, only=args.only, overrides=overrides, outputs_dir=args.out,
                             publish=args.publish, html=not args.no_html, dry_run=args.dry_run, jobs=args.jobs,
                             served=args.served)
+
+
+def plan_note(folder) -> str:
+    """"plan changed since these results (…)" when the analysis plan a run folder's MANIFEST recorded no longer
+    hashes the same ("" when it does, or when the folder has no readable MANIFEST)."""
+    import json
+    from pathlib import Path
+
+    from . import integrity, plan
+    path = Path(folder) / integrity.MANIFEST
+    try:
+        manifest = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return ""
+    return plan.changed_since(manifest) if "analysis_plan" in manifest else ""
 
 
 def _verify(args) -> int:
@@ -69,6 +87,9 @@ def _verify(args) -> int:
             print(f"verified   {c.folder}")
         for line in c.lines():
             print(line)
+        note = plan_note(Path(c.folder))
+        if note:
+            print(f"note       {c.folder}: {note}")
     print(f"{len(checks) - len(bad)} of {len(checks)} run folder(s) verified")
     return 1 if bad else 0
 
@@ -157,6 +178,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--only", nargs="+", metavar="NAME", help="notebook names (or prefixes such as 01)")
     r.add_argument("-p", "--param", action="append", metavar="KEY=VALUE",
                    help="override a notebook parameter (value parsed as JSON when it can be)")
+    r.add_argument("--plan", metavar="PATH", help="the analysis plan (YAML) whose claims the notebooks decide "
+                   "(default: analysis_plan.yaml); its sha256 and version go into every MANIFEST")
     r.add_argument("--publish", action="store_true",
                    help="write into outputs/ (the committed results) and rewrite outputs/CATALOGUE.md, "
                         "outputs/SUMMARY.md and the README's headline block")

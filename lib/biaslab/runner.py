@@ -46,6 +46,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from . import fsio, integrity, parameters, paths, preflight, profiles, publish, stopping
+from . import plan as plan_file
 from .publish import last_good, staging_folder, swap_in, sweep_stale
 from .outputs import atomic_write_text, package_versions
 from .redact import redact
@@ -325,6 +326,7 @@ def run_one(notebook: str, variant: str, profile: str, overrides: dict, outputs_
         "notebook": notebook, "variant": variant or None, "profile": profile, "parameters": params,
         "git": git_state(), "python": sys.version.split()[0], "platform": platform.platform(),
         "packages": package_versions(),
+        "analysis_plan": plan_file.manifest_entry(params.get("analysis_plan")),
     }
     run_id = publish.new_run_id()       # names this run's folders: unique across hosts and pid namespaces
     staging, lock = staging_folder(final, run_id), publish.RunLock(final, run_id)
