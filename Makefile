@@ -45,7 +45,7 @@ browser:
 reports: install
 	$(BIASLAB) report render
 
-# The README's screenshots of two reports, from the executed notebooks under outputs/ (outputs/screenshots/*.png)
+# The screenshots of two reports in docs/reports.md, from the executed notebooks under outputs/ (outputs/screenshots/*.png)
 screenshots: install browser
 	$(BIASLAB) report screenshot
 
@@ -57,7 +57,7 @@ $(VENV)/.served-test: $(VENV)/.installed
 	$(PY) -m pip install -q -c requirements.lock -e '.[served-test]'
 	touch $@
 
-# A local OpenAI-compatible server for the served backend (README, "Served models"): llama-cpp-python on the embedded
+# A local OpenAI-compatible server for the served backend (docs/served.md): llama-cpp-python on the embedded
 # SmolLM2 GGUF file, on 127.0.0.1 only; the model id it reports is SERVE_MODEL_ID. Ctrl-C stops it.
 SERVE_PORT ?= 8001
 SERVE_THREADS ?= 2

@@ -194,7 +194,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.set_defaults(func=_reproduce)
 
     rp = sub.add_parser("report", help="HTML reports of executed notebooks: render them (and index.html), check them in "
-                                       "Chromium offline, take the README's screenshots, print them to PDF")
+                                       "Chromium offline, take docs/reports.md's screenshots, print them to PDF")
     rp.add_argument("action", choices=["render", "check", "screenshot", "pdf"])
     rp.add_argument("folder", nargs="?", help="a folder of runs laid out as outputs/ (default: outputs/)")
     rp.add_argument("--dest", help="screenshot: folder for the PNGs (default: FOLDER/screenshots)")

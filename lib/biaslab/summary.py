@@ -1,5 +1,6 @@
-"""The generated blocks of the README and docs/: the headline results, one table of the analysis plan's claims (claim × model: estimate [CI], verdict),
-rendered from the committed outputs through the verdict layer.
+"""The generated blocks of the README and docs/. The headline results: one table of the analysis plan's claims
+(claim × model: estimate [CI], verdict), rendered from the committed outputs through the verdict layer; and the run
+times, rendered from each run's ``MANIFEST.json`` (and the served speed from ``perf/results/``).
 
 :func:`claim_rows` reads the tables under ``outputs/`` (the default profile's published run), derives the verdict
 columns with each paper's ``decisions`` module (idempotent: a table that already carries them is re-derived from its
@@ -160,7 +161,8 @@ def render(root: Path | None = None) -> str:
 
 
 def splice(text: str, body: str, begin: str = BEGIN, end: str = END) -> str:
-    """``text`` with what lies between ``begin`` and ``end`` (the headline markers unless named) replaced by ``body``."""
+    """``text`` with what lies between ``begin`` and ``end`` (the headline markers unless named) replaced by
+    ``body``."""
     if begin not in text or end not in text:
         raise ValueError(f"no markers ({begin!r} … {end!r}): add them where the block goes")
     head, rest = text.split(begin, 1)
