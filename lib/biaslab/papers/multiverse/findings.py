@@ -1,5 +1,5 @@
 """Notebook 6's findings: sentences rendered from its tables (agreement, importance, ordering, format agreement),
-the robustness table notebook 5 reads, and the README section.
+the robustness table notebook 5 reads, and the section of docs/multiverse.md.
 
 Every number in a sentence comes from a table row; wording keys only on the verdict / robustness columns.
 """
