@@ -72,20 +72,26 @@ def test_output_dir_checks_every_saved_figure(tmp_path, monkeypatch):
     assert not (tmp_path / "figures" / "empty_strict.png").exists()
 
 
-def test_output_dir_show_saves_embeds_and_closes(tmp_path, monkeypatch):
+def test_output_dir_figure_shows_the_saved_file_with_alt_text_and_closes(tmp_path, monkeypatch):
     import IPython.display
 
     shown = []
     monkeypatch.setattr(IPython.display, "display", shown.append)
     out = OutputDir(tmp_path)
-    fig, ax = plt.subplots()
-    ax.plot([0, 1], [0, 1], label="line")
-    ax.legend()
-    assert out.show(fig, "line", width=300) is None            # None: a call ending a cell adds no Out[]
-    assert (tmp_path / "figures" / "line.png").stat().st_size > 0
-    assert not plt.fignum_exists(fig.number)
+    fig, (a, b) = plt.subplots(1, 2)
+    a.plot([0, 1], [0, 1], label="line")
+    a.legend()
+    a.set(title="rates", xlabel="share of prompts", ylabel="$\\hat p$")
+    b.bar([0, 1], [1, 2])
+    fig.suptitle("Two panels")
+    assert out.figure(fig, "line") is None                     # None: a call ending a cell adds no Out[]
+    saved = (tmp_path / "figures" / "line.png").read_bytes()
+    assert not plt.fignum_exists(fig.number)                   # a plt.show() after it shows nothing more
     (image,) = shown
-    assert isinstance(image, IPython.display.Image) and image.width == 300 and image.data[:4] == b"\x89PNG"
+    # the notebook shows the saved file itself (its resolution, not a lighter copy), described for a screen reader
+    assert isinstance(image, IPython.display.Image) and image.data == saved and image.width is None
+    alt = image._repr_png_()[1]["alt"]
+    assert alt == "Two panels. panel 1: rates; x: share of prompts; y: \\hat p", alt
 
 
 def test_figure_check_warnings_point_at_the_caller(tmp_path, monkeypatch):
@@ -93,12 +99,11 @@ def test_figure_check_warnings_point_at_the_caller(tmp_path, monkeypatch):
 
     monkeypatch.setattr(IPython.display, "display", lambda obj: None)
     out = OutputDir(tmp_path)
-    for save in (out.figure, out.show):
-        fig, ax = plt.subplots()
-        ax.axhline(0.5)
-        with pytest.warns(UserWarning, match="shows no data") as record:
-            save(fig, f"empty_{save.__name__}")
-        assert record[0].filename == __file__
+    fig, ax = plt.subplots()
+    ax.axhline(0.5)
+    with pytest.warns(UserWarning, match="shows no data") as record:
+        out.figure(fig, "empty")
+    assert record[0].filename == __file__
 
 
 def test_interval_labels():
