@@ -204,8 +204,8 @@ else:
     cov_prompts = prompts
 kinds = {f.name: f.kind for f in spec.factors}
 by_factor = cov.coverage_by_factor(cov_prompts, plan.coverage_factors, levels, kinds)
-out.show(plots.gini_bars(by_factor, f"{benchmark.upper()}: per-factor Gini index",
-                         multifactor.PAPER_TABLE1_GINI if benchmark == "ssqa" else None), "gini_by_factor", 520)
+out.figure(plots.gini_bars(by_factor, f"{benchmark.upper()}: per-factor Gini index",
+                           multifactor.PAPER_TABLE1_GINI if benchmark == "ssqa" else None), "gini_by_factor")
 if benchmark == "ssqa":
     # the gender factor with one gender-neutral template (T21) recoded male: the paper-like assignment (below)
     g = cov.coverage_by_factor(ssqa_module.paper_like_gender(cov_prompts), ["gender"], levels, kinds)
@@ -278,7 +278,7 @@ display(Markdown(findings.coverage_findings(
 # %%
 for a, b in plan.heatmaps:
     counts = cov.pairwise_counts(prompts, a, b, levels)
-    out.show(plots.coverage_heatmap(counts, f"{benchmark.upper()}: prompts per {a} x {b}"), f"coverage_{a}_x_{b}", 560)
+    out.figure(plots.coverage_heatmap(counts, f"{benchmark.upper()}: prompts per {a} x {b}"), f"coverage_{a}_x_{b}")
 deps = cov.functional_dependencies(prompts, [f for f in plan.coverage_factors if f != "cot"], max_determinant=2,
                                    min_purity=0.99)
 dep_table = cov.dependency_table(deps)
@@ -577,8 +577,8 @@ sub = sg.subgroups(nocot, plan.subgroup_factors, levels=(1, 2), by="model", outc
 table(sub, "subgroups", show_rows=10)
 for m in pd.unique(sub["model"]):
     s = sub[sub["model"] == m]
-    out.show(plots.sunburst(s, inner, outer, title=f"{m}: log disparity by {inner} (inner) and {outer} (outer)"),
-             f"sunburst_{m}", 560)
+    out.figure(plots.sunburst(s, inner, outer, title=f"{m}: log disparity by {inner} (inner) and {outer} (outer)"),
+               f"sunburst_{m}")
 
 # %% [markdown]
 # The sunburst reproduces the form of Fig. 1(a) (category inner, gender outer for SSQA; wedge angles are numbers of
@@ -607,9 +607,9 @@ ks = decisions.decide(benchmark, {"ks_tests": ks}, resp_check)["ks_tests"]
 table(ks, "ks_tests", markdown=True)
 for name, ms in groups.items():
     part = ecdf_sub[ecdf_sub["model"].isin(ms)]
-    out.show(plots.ecdf_plot(part, ideal=plan.ideal, ks=ks[ks["models"] == name],
-                             title=f"{benchmark.upper()} ({name} models): eCDF of {' x '.join(plan.ecdf_factors)} "
-                             f"subgroup rates of {plan.outcome}"), f"ecdf_{name}", 560)
+    out.figure(plots.ecdf_plot(part, ideal=plan.ideal, ks=ks[ks["models"] == name],
+                               title=f"{benchmark.upper()} ({name} models): eCDF of {' x '.join(plan.ecdf_factors)} "
+                               f"subgroup rates of {plan.outcome}"), f"ecdf_{name}")
 timings["subgroups"] = time.perf_counter() - t0
 
 # %% [markdown]
@@ -733,8 +733,8 @@ for m in pd.unique(nocot["model"]):
     # the width of the intervals shows what so few prompts can tell
     shown_alpha = alpha if full else 1.0
     label = f"n = {res.n:,}" + ("" if full else ", all terms")
-    out.show(plots.coefficient_plot(res.table, shown_alpha, f"{benchmark.upper()} {m}: factor importance ({label})",
-                                    highlight=plan.highlight, references=refs), f"coefficients_{m}", 560)
+    out.figure(plots.coefficient_plot(res.table, shown_alpha, f"{benchmark.upper()} {m}: factor importance ({label})",
+                                      highlight=plan.highlight, references=refs), f"coefficients_{m}")
 importance = pd.concat(fits, ignore_index=True) if fits else pd.DataFrame()
 if len(importance):
     # changed after review: template-clustered SEs beside the naive ones, and Benjamini-Hochberg over the stigma
@@ -813,8 +813,8 @@ if bayes_draws:
                   f"{res.diagnostics['min_ess_bulk']:.0f}, {res.diagnostics['divergences']} divergences; wanted R-hat "
                   "<= 1.01, ESS >= 400, no divergences): tabulated for inspection, kept out of the findings")
         bayes_diag.append({"model": m, **res.diagnostics})
-        out.show(plots.posterior_plot(res.summary, f"{benchmark.upper()} {m}: {res.formula}", references=refs),
-                 f"bayes_{m}", 520)
+        out.figure(plots.posterior_plot(res.summary, f"{benchmark.upper()} {m}: {res.formula}", references=refs),
+                   f"bayes_{m}")
     if bayes_rows:
         table(pd.concat(bayes_rows, ignore_index=True), "bayes_summary", markdown=True, show_rows=20)
         table(pd.DataFrame(bayes_diag), "bayes_diagnostics", markdown=True)

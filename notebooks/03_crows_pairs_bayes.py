@@ -164,8 +164,7 @@ for c, ok in (("reported_ss", "ss_ok"), ("reported_binom_p", "binom_p_ok"), ("re
     view[c] = [f"{v:.4g}" if isinstance(v, float) else v for v in view[c]]
     view[c] = [v if good else f"✗ {v}" for v, good in zip(view[c], check_en[ok])]
 print("✗ marks a printed value that the counts do not reproduce at its printed precision\n")
-print(view.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
-print()
+display(view)
 for r in check_en[check_en.note != ""].itertuples():
     print(f"{r.bias_type}: {r.note}")
 print()
@@ -196,9 +195,8 @@ french_full = benchmarks.load("crows_pairs_fr")
 ref_fr = cp.load_published_chatgpt_fr(french_full)
 check_fr = hyp.check_published_preferences(ref_fr)
 out.table(check_fr, "published_chatgpt_check_fr", markdown=True)
-print(check_fr[["bias_type", "n", "k", "ss", "reported_ss", "binom_p", "reported_binom_p", "bf10", "reported_bf10",
-                "evidence_ok"]].to_string(index=False, float_format=lambda v: f"{v:.4g}"))
-print()
+display(check_fr[["bias_type", "n", "k", "ss", "reported_ss", "binom_p", "reported_binom_p", "bf10", "reported_bf10",
+                  "evidence_ok"]])
 for r in check_fr[check_fr.note != ""].itertuples():
     print(f"{r.bias_type}: {r.note}")
 
@@ -501,7 +499,7 @@ show_md("**Sample size of this run:**\n\n" + findings.sample_findings(lik))
 # per metric (issue 18): the one-order sources read the answer, the order-averaged source the label probabilities
 resp_check = decisions.responder_table(answers)
 out.table(resp_check, "responders", markdown=True)
-print(resp_check.to_string(index=False, float_format=lambda v: f"{v:.3g}") if len(resp_check) else "no prompts asked")
+display(resp_check) if len(resp_check) else print("no prompts asked")
 
 # %%
 pref_frames = []
@@ -567,16 +565,14 @@ if len(answers):
             .agg(n=("x", "size"), excluded=("excluded", "sum"), median_label_mass=("label_mass", "median"))
             .reset_index())
     out.table(excl, "preference_exclusions")
-    print(excl.groupby(["model", "dataset", "order"])[["n", "excluded"]].sum().assign(
-        median_label_mass=answers.groupby(["model", "dataset", "order"]).label_mass.median()).to_string())
+    display(excl.groupby(["model", "dataset", "order"])[["n", "excluded"]].sum().assign(
+        median_label_mass=answers.groupby(["model", "dataset", "order"]).label_mass.median()))
     pos = hyp.position_bias_tests(answers, by=("model", "dataset"))
     cons = hyp.order_consistency(answers, by=("model", "dataset"))
     out.table(pos, "position_bias", markdown=True)
     out.table(cons, "order_consistency", markdown=True)
-    print()
-    print(pos.to_string(index=False, float_format=lambda v: f"{v:.3g}"))
-    print()
-    print(cons.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+    display(pos)
+    display(cons)
     fig = bplots.position_bias(pos[pos.order != "both"], group_by=("model", "dataset"))
     out.figure(fig, "position_bias")
     plt.show()
@@ -617,8 +613,7 @@ comparisons = pd.concat(cmp_rows, ignore_index=True) if cmp_rows else pd.DataFra
 if len(comparisons):
     comparisons = decisions.decide_table("paired_comparisons", comparisons)
 out.table(comparisons, "paired_comparisons", markdown=True)
-print(comparisons.to_string(index=False, float_format=lambda v: f"{v:.3g}") if len(comparisons) else
-      "one model: no paired comparison")
+display(comparisons) if len(comparisons) else print("one model: no paired comparison")
 
 # %%
 power_rows = []

@@ -201,7 +201,7 @@ display(groups)
 
 # %%
 for mid, rows in table.groupby("metric", sort=False):
-    out.show(forest_plot(rows, groups[groups["metric"] == mid]), f"forest_{mid}", width=560)
+    out.figure(forest_plot(rows, groups[groups["metric"] == mid]), f"forest_{mid}")
 
 # %% [markdown]
 # ## 3. Agreement between benchmarks

@@ -204,7 +204,7 @@ shown = [m for m in analysis.METRICS if m in set(est["metric"])]
 for met in shown:
     fig = specification.specification_curve(est[est["metric"] == met], analysis.METRICS[met]["label"],
                                             null=analysis.METRICS[met]["null"], unit=analysis.METRICS[met]["unit"])
-    out.show(fig, f"specification_curve_{met}", width=760)
+    out.figure(fig, f"specification_curve_{met}")
 curve = est[est["metric"].isin(shown)].sort_values(["metric", "model", "estimate"])
 out.table(curve[["metric", "model", "universe", "estimate", "ci_low", "ci_high", "ci_method", "null_value",
                  "p_value", "family", "p_adjusted", "excludes_null", "responder_status", "verdict", "n", "n_clusters",
