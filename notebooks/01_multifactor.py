@@ -835,7 +835,7 @@ timings["bayes"] = time.perf_counter() - t0
 # honest version of the confounding that the maximum-likelihood model can only refuse.
 
 # %% [markdown]
-# ## What this sample can detect (changed after review; issue 18)
+# ## What this sample can detect
 #
 # `power.csv`: at 80 % power and α = 0.05 (two-sided), the smallest effect each analysis above can detect, computed
 # from *that analysis's* standard error and reference distribution (`biaslab.stats.power.mde_from_se`; the design in

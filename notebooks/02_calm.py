@@ -466,7 +466,7 @@ display(Markdown(findings.robustness_findings(robustness)))
 # tested at its scale — all templates, 50 names, `profile="paper"`.
 
 # %% [markdown]
-# ## What this sample can detect (changed after review)
+# ## What this sample can detect
 #
 # `power.csv`: at 80 % power and α = 0.05, the smallest difference between a group's accuracy and the rest of its
 # bias type (pooled over the templates of a task) that the template-clustered contrast detects with the prompts

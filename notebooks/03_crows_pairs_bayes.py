@@ -579,7 +579,7 @@ if len(answers):
 
 
 # %% [markdown]
-# ## Paired model comparisons, intervals and power (beyond the paper; changed after review)
+# ## Paired model comparisons, intervals and power (beyond the paper)
 #
 # * **Intervals.** Each row of `likelihood_tests.csv` carries the estimate and 95 % interval of the test it leads
 #   with (`estimate`, `estimate_method`, `ci_low`, `ci_high`, `ci_method`), and the t interval of the mean for every

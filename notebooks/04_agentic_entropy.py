@@ -180,7 +180,7 @@ print(timings.round(1).to_string(index=False))
 print("(positions_computed = token positions run through the model; 0 means every score came from the cache)")
 
 # %% [markdown]
-# ## Responder check, per metric (changed in issue 18)
+# ## Responder check, per metric
 #
 # Before any test, each model is checked for a degenerate response pattern — *for each metric, by what that metric
 # reads* (`biaslab.stats.responders`, thresholds stated there; `biaslab.papers.agentic.decisions`). The entropy, the
@@ -380,7 +380,7 @@ else:
     print("cyclic_prompts = 0: no cyclic rotations scored")
 
 # %% [markdown]
-# ## Intervals, responder check, paired comparison and power (beyond the paper; changed after review)
+# ## Intervals, responder check, paired comparison and power (beyond the paper)
 #
 # The agentic prompts are generated from scenarios: the 10 prompts of a scenario (5 class types × 2 polarities)
 # share its role and story, so every interval below resamples *scenarios* (the benchmark's declared cluster,
