@@ -207,3 +207,29 @@ def test_bf_prior_robustness_marks_the_reported_prior():
     assert ax.get_xscale() == "log" and ax.get_yscale() == "log" and "prior" in ax.get_xlabel()
     assert any("reported prior" in t.get_text() for t in ax.get_legend().get_texts())
     plt.close(fig)
+
+
+def test_sunburst_and_forest_plot_labels_are_9_pt_in_the_report():
+    """Their smallest text, saved at 110 dpi and shown at its size (or scaled to the report's column), is at least
+    12 CSS px (9 pt)."""
+    from biaslab.outputs import FIGURE_DPI
+    from biaslab.plots.compare import forest_plot
+    from biaslab.plots.figure_check import smallest_text_px
+
+    rows = []
+    for g in ("female", "male", "non-binary"):
+        rows.append({"level": 1, "factors": "gender", "gender": g, "n": 100, "log_disparity": 0.1})
+        for r in ("white", "black", "asian"):
+            rows.append({"level": 2, "factors": "gender x race", "gender": g, "race": r, "n": 30,
+                         "log_disparity": -0.2})
+    sun = plots.sunburst(pd.DataFrame(rows), "gender", "race", title="m: log disparity")
+    forest = forest_plot(pd.DataFrame({"model": ["a", "b", "c"], "estimate": [0.1, 0.3, 0.2],
+                                       "ci_low": [0.0, 0.2, np.nan], "ci_high": [0.2, 0.4, np.nan],
+                                       "orientation": 1, "metric": "bias", "direction": "higher: more bias",
+                                       "null": 0.0, "label": "bias score"}))
+    for fig in (sun, forest):
+        assert smallest_text_px(fig, FIGURE_DPI) >= 12, smallest_text_px(fig, FIGURE_DPI)
+    fig, ax = plt.subplots(figsize=(20, 3))          # the measure itself: a wide figure shrinks in the column
+    ax.plot([0, 1], [0, 1])
+    ax.set_title("t", fontsize=10)
+    assert smallest_text_px(fig, FIGURE_DPI) < 10 * 110 / 72 * 0.6       # 15 px at its size, about 9 px shown
