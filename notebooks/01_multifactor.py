@@ -35,25 +35,25 @@
 #   that keeps stigma and template as group-level effects, and BBQ analysed with the same code.
 
 # %% tags=["parameters"]
-profile = "default"
-benchmark = "ssqa"
-models = ["smollm2-135m-instruct", "gemma-3-270m"]
-device = "auto"
-dtype = "auto"
-output_dir = "../scratch/01_multifactor/ssqa"
-max_prompts = 150
-cot_prompts = 4
-cot_seeds = 2
-cot_max_new_tokens = 40
-cot_temperature = 0.7
-bayes_draws = 0
-bayes_tune = 300
-bayes_chains = 2
-bayes_all_models = False
-torch_threads = 0
-calm_selection = None
-alpha = 0.01
-seed = 0
+profile = "default"  # run size: smoke, default or paper (biaslab.profiles)
+benchmark = "ssqa"  # ssqa, bbq, calm, crows_pairs or agentic
+models = ["smollm2-135m-instruct", "gemma-3-270m"]  # models to score: catalogue names, local paths or served specs
+device = "auto"  # where models run: auto, cpu, cuda or mps
+dtype = "auto"  # weights' precision: auto, float32, bfloat16
+output_dir = "../scratch/01_multifactor/ssqa"  # folder for this run's tables, figures and provenance
+max_prompts = 150  # prompts scored per model, stratified sample (None: all)
+cot_prompts = 4  # prompts also answered with chain of thought (None: all)
+cot_seeds = 2  # sampling seeds per chain-of-thought prompt
+cot_max_new_tokens = 40  # longest chain of thought, in tokens
+cot_temperature = 0.7  # sampling temperature of chain of thought
+bayes_draws = 0  # posterior draws per chain (0: no Bayesian model)
+bayes_tune = 300  # tuning steps per chain of the Bayesian model
+bayes_chains = 2  # MCMC chains of the Bayesian model
+bayes_all_models = False  # fit the Bayesian model for every model, not the first
+torch_threads = 0  # PyTorch threads (0: one per core)
+calm_selection = None  # CALM only: notebook 2's prompt selection (dict)
+alpha = 0.01  # significance level of the tests
+seed = 0  # seed of every sample, permutation and bootstrap
 
 # %%
 # list parameters also as JSON strings (papermill's `-p models '["..."]'` passes a string)

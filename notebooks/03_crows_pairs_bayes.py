@@ -32,22 +32,22 @@
 # Table 3 are reproduced as *methods* on other models, not as numbers.
 
 # %% tags=["parameters"]
-profile = "default"
-models = ["smollm2-135m-instruct", "gemma-3-270m"]
-device = "auto"
-dtype = "auto"
-output_dir = "../scratch/03_crows_pairs_bayes"
-datasets = ["crows_pairs_en", "crows_pairs_en_revised", "crows_pairs_fr"]
-preference_datasets = ["crows_pairs_en_revised", "crows_pairs_fr"]
-max_pairs = None
-max_preference_pairs = 90
-allocation = "balanced"
-preference_orders = ["more_first", "less_first"]
-preference_mode = "labels"
-prompt_base_models = False
-min_label_mass = 0.05
-bf_prior_scale = 0.7071067811865476
-seed = 0
+profile = "default"  # run size: smoke, default or paper (biaslab.profiles)
+models = ["smollm2-135m-instruct", "gemma-3-270m"]  # models to score: catalogue names, local paths or served specs
+device = "auto"  # where models run: auto, cpu, cuda or mps
+dtype = "auto"  # weights' precision: auto, float32, bfloat16
+output_dir = "../scratch/03_crows_pairs_bayes"  # folder for this run's tables, figures and provenance
+datasets = ["crows_pairs_en", "crows_pairs_en_revised", "crows_pairs_fr"]  # CrowS-Pairs versions scored by likelihood
+preference_datasets = ["crows_pairs_en_revised", "crows_pairs_fr"]  # versions put to the preference prompt
+max_pairs = None  # pairs scored per dataset, stratified (None: all)
+max_preference_pairs = 90  # pairs of that sample asked as a preference
+allocation = "balanced"  # balanced: equal share per bias type
+preference_orders = ["more_first", "less_first"]  # orders the two sentences are shown in
+preference_mode = "labels"  # labels (label probabilities) or generate
+prompt_base_models = False  # also prompt models without a chat template
+min_label_mass = 0.05  # least probability on the labels for an answer
+bf_prior_scale = 0.7071067811865476  # Cauchy prior scale of the JZS Bayes factor
+seed = 0  # seed of every sample, permutation and bootstrap
 
 # %%
 # list parameters also as JSON strings (papermill's `-p models '["..."]'` passes a string)

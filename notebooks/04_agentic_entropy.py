@@ -29,17 +29,17 @@
 # Dirichlet–multinomial Bayes factor on the counts of the model's top answer).
 
 # %% tags=["parameters"]
-profile = "default"
-models = ["smollm2-135m-instruct", "gemma-3-270m"]
-device = "auto"
-dtype = "auto"
-output_dir = "../scratch/04_agentic_entropy"
-max_prompts = None
-cyclic_prompts = 120
-fewshot_prompts = 0
-n_shots = 2
-chat = False
-seed = 0
+profile = "default"  # run size: smoke, default or paper (biaslab.profiles)
+models = ["smollm2-135m-instruct", "gemma-3-270m"]  # models to score: catalogue names, local paths or served specs
+device = "auto"  # where models run: auto, cpu, cuda or mps
+dtype = "auto"  # weights' precision: auto, float32, bfloat16
+output_dir = "../scratch/04_agentic_entropy"  # folder for this run's tables, figures and provenance
+max_prompts = None  # prompts scored, whole pairs per stratum (None: all)
+cyclic_prompts = 120  # prompts also scored in every choice rotation
+fewshot_prompts = 0  # prompts rescored with 0-3 examples (0: skip)
+n_shots = 2  # answer-format examples before every prompt
+chat = False  # wrap prompts in the model's chat template
+seed = 0  # seed of every sample, permutation and bootstrap
 
 # %%
 # list parameters also as JSON strings (papermill's `-p models '["..."]'` passes a string)

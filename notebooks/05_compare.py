@@ -26,16 +26,16 @@
 # per-prompt response table gives its interval and paired comparisons, and which way is biased.
 
 # %% tags=["parameters"]
-profile = "default"
-outputs_root = None
-output_dir = "../scratch/05_compare"
-models = None
-metrics = None
-n_boot = None
-alpha = 0.05
-adjustment = "holm"
-min_models_agreement = 5
-seed = 0
+profile = "default"  # run size: smoke, default or paper (biaslab.profiles)
+outputs_root = None  # folder of notebooks 1-4 outputs (None: found)
+output_dir = "../scratch/05_compare"  # folder for this run's tables, figures and provenance
+models = None  # models compared (None: every model found)
+metrics = None  # metrics compared (None: every registered metric)
+n_boot = None  # bootstrap draws (None: the interval rule's default)
+alpha = 0.05  # significance level of the tests
+adjustment = "holm"  # multiplicity: holm or fdr_bh
+min_models_agreement = 5  # models needed for a rank correlation
+seed = 0  # seed of every sample, permutation and bootstrap
 
 # %% [markdown]
 # ## Setup
