@@ -119,6 +119,34 @@ def test_fresh_smoke_report_displays_offline_with_findings_parameters_and_proven
         assert im.size == (800, 600)
 
 
+def test_every_committed_table_shown_by_the_display_layer_fits_a4_with_rounded_numbers(driver, tmp_path):
+    """Each CSV under outputs/*/tables, shown as a notebook shows a DataFrame (biaslab.display), in one report: every
+    number rounded, nothing wider than the A4 print column, no index column."""
+    import pandas as pd
+    from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
+
+    from biaslab import display
+
+    cells = [new_markdown_cell("# Every committed table")]
+    csvs = sorted(paths.OUTPUTS_DIR.glob("**/tables/*.csv"))
+    assert len(csvs) > 50
+    for csv in csvs:
+        try:
+            df = pd.read_csv(csv).head(300)          # the first rows: a long table scrolls, its width is the point
+        except pd.errors.EmptyDataError:              # a run that found nothing writes an empty table
+            df = pd.DataFrame()
+        cells.append(new_code_cell(f"display(t)  # {csv.relative_to(paths.OUTPUTS_DIR)}", outputs=[new_output(
+            "display_data", data={"text/html": display.html_table(df), "text/plain": "<DataFrame>"})]))
+    page = tmp_path / "tables.ipynb"
+    nbformat.write(new_notebook(cells=cells), page)
+    page = html.render(page)
+    found = browser.check(page, driver)
+    assert not found.problems, str(found)
+    assert len(found.numbers) > 1000
+    overflow = browser.print_overflow(page, driver)
+    assert not overflow, "\n".join(overflow)
+
+
 BROKEN = """<!doctype html><html><head><meta charset="utf-8"></head><body>
 <p>Raw TeX left: $$x^2$$ and \\(y\\).</p>
 <img src="missing.png" alt="gone">

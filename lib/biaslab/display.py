@@ -69,6 +69,7 @@ def significant(x: float, digits: int = 3) -> str:
         return "0"
     if math.isinf(x):
         return "∞" if x > 0 else "−∞"
+    x = float(f"{x:.{digits - 1}e}")           # rounded first: 0.99996 is 1.00, not 1.000
     mag = math.floor(math.log10(abs(x)))
     if mag < -3 or mag >= 5:
         return f"{x:.{digits - 1}e}"
