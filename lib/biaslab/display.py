@@ -132,8 +132,18 @@ def formatted(df: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
 
 
 def _min_width(words) -> int:
-    """Characters of the longest unbreakable word (headers break after "_", text at spaces and hyphens)."""
-    return max((len(w) for v in words for w in re.split(r"[\s_\-/]+", str(v))), default=1)
+    """Characters of the longest word, where text breaks at spaces and after "_" and "/" (:func:`_breakable`)."""
+    return max((len(w) for v in words for w in re.split(r"[\s_/]+", str(v))), default=1)
+
+
+_HEADER = re.compile(r'(<th class="[^"]*"\s*>)([^<]*)(</th>)')
+
+
+def _breakable(body: str) -> str:
+    """Let a browser break headers (``mean_entropy_stored``) after "_" and "/". Text cells break there too when they
+    must (report.css: ``overflow-wrap: anywhere``): a ``<wbr>`` in every cell would cost nbconvert's HTML pass
+    (BeautifulSoup's html.parser) time quadratic in their number."""
+    return _HEADER.sub(lambda m: m.group(1) + re.sub(r"([_/])", r"\1<wbr>", m.group(2)) + m.group(3), body)
 
 
 def _widths(text: pd.DataFrame) -> list[int]:
@@ -186,16 +196,15 @@ def html_table(df: pd.DataFrame, csv: str | None = None) -> str:
         styler.set_td_classes(num.replace({True: "bl-num", False: ""}).infer_objects())
         styler.set_table_attributes('class="bl-table"')
         styler.set_table_styles([])
-        headers = [h.replace("_", "_<wbr>") for h in (html.escape(c) for c in t.columns)]
         body = re.sub(r'<style type="text/css">\s*</style>\s*', "", styler.to_html()).replace(' id="T_bl"', "")
-        for c, h in zip(t.columns, headers):
-            body = body.replace(f">{html.escape(c)}</th>", f">{h}</th>", 1)
+        body = _breakable(body)
         if how == "split":
             out.append(f'<p class="bl-table-note">part {k + 1} of {len(parts)}</p>')
         elif how == "transposed":
             out.append('<p class="bl-table-note">transposed to fit: one column per row</p>')
         out.append(f'<div class="bl-scroll">{body}</div>' if long else body)
-    note = f"{len(text):,} rows × {text.shape[1]} columns"
+    rows, cols = len(text), text.shape[1]
+    note = f"{rows:,} row{'' if rows == 1 else 's'} × {cols} column{'' if cols == 1 else 's'}"
     if csv:
         note += f' · full precision: <a href="{html.escape(csv)}">{html.escape(csv)}</a>'
     out.append(f'<p class="bl-table-note">{note}</p>')
