@@ -36,6 +36,7 @@
 
 # %% tags=["parameters"]
 profile = "default"  # run size: smoke, default or paper (biaslab.profiles)
+analysis_plan = None  # the analysis plan (YAML) whose claims are decided; None: the repository's analysis_plan.yaml
 benchmark = "ssqa"  # ssqa, bbq, calm, crows_pairs or agentic
 models = ["smollm2-135m-instruct", "gemma-3-270m"]  # models to score: catalogue names, local paths or served specs
 device = "auto"  # where models run: auto, cpu, cuda or mps
@@ -54,6 +55,16 @@ torch_threads = 0  # PyTorch threads (0: one per core)
 calm_selection = None  # CALM only: notebook 2's prompt selection (dict)
 alpha = 0.01  # significance level of the tests
 seed = 0  # seed of every sample, permutation and bootstrap
+
+# %% tags=["analysis_plan"]
+# The analysis plan: which results of this notebook are decided (its confirmatory claims); everything else is
+# exploratory. Its sha256 and version go into the MANIFEST.
+from IPython.display import Markdown, display  # noqa: E402
+
+from biaslab import plan as plan_file  # noqa: E402
+
+PLAN = plan_file.use(analysis_plan)
+display(Markdown(PLAN.render("01_multifactor")))
 
 # %%
 # list parameters also as JSON strings (papermill's `-p models '["..."]'` passes a string)
@@ -549,9 +560,11 @@ print("degenerate (excluded from tests):", sorted(degenerate_models) or "none")
 # which for a step function is the mean of $|d(g) - C|$; with $C = 0$ it is the area over the eCDF. A two-sample
 # Kolmogorov–Smirnov test compares two models' distributions of subgroup rates.
 #
-# *Issue 18:* the Wald interval of eq. (3) treats prompts as independent; `subgroups.csv` also gives each log
-# disparity's cluster-robust interval (`ci_low_cluster`, `ci_high_cluster`: delta method, CR1, clustered like every
-# interval of this notebook, t(G − 1), with `n_clusters`).
+# The Wald interval of eq. (3) treats prompts as independent; `subgroups.csv` also gives each log disparity's
+# cluster-robust interval (`ci_low_cluster`, `ci_high_cluster`: delta method, CR1, clustered like every interval of
+# this notebook, t(G − 1)), G (`n_clusters`) the clusters the contrast rests on: a level held by 4 of 37 templates
+# gets t(3), as its rate's interval does, not t(36) over all templates (which rejects about 14 % of true nulls at
+# nominal 5 % in simulation).
 
 # %%
 t0 = time.perf_counter()
@@ -656,7 +669,7 @@ for name, ms in groups.items():
                                                binary=True).assign(models=name))
 pst = pd.DataFrame(pst)
 pdiff = pd.concat(pdiff, ignore_index=True) if pdiff else pd.DataFrame()
-# the notebook's confirmatory family (issue 18): both paired tables together, Holm (papers.multifactor.decisions)
+# the analysis plan decides: the deviation-metric difference is this notebook's claim (papers.multifactor.decisions)
 decided = decisions.decide(benchmark, {"paired_subgroup_tests": pst, "paired_comparisons": pdiff}, resp_check)
 pst, pdiff = decided["paired_subgroup_tests"], decided["paired_comparisons"]
 table(pst, "paired_subgroup_tests", markdown=True)
@@ -687,9 +700,10 @@ display(Markdown(findings.subgroup_findings(dm, ks, pst, pdiff)))
 # *Changed after review:* prompts from one template are not independent, and gender and biased answer are properties
 # of the template (37 in SSQA), so the table now carries template-clustered (cluster-robust sandwich) standard errors,
 # intervals and p-values (`se_cluster`, `p_cluster`; statsmodels `cov_type="cluster"`) beside the naive ones, with the
-# per-coefficient design effect; the stigma coefficients get Benjamini–Hochberg q-values on the clustered p-values
-# (`p_cluster_fdr_bh`); the count of "significant" terms is printed under each rule, and `significant` now means the
-# clustered, corrected rule. Degenerate responders are not fitted.
+# per-coefficient design effect; a term's t reference has the templates its level rests on (gender[male], held by 4
+# of 37 templates: t(3)). The terms are exploratory: the verdict layer's Benjamini–Hochberg screen per model on the
+# clustered p-values (`p_adjusted`) is shown, never a decision; the count of terms under each rule is printed.
+# Degenerate responders are not fitted.
 
 # %%
 t0 = time.perf_counter()
@@ -737,23 +751,18 @@ for m in pd.unique(nocot["model"]):
                                       highlight=plan.highlight, references=refs), f"coefficients_{m}")
 importance = pd.concat(fits, ignore_index=True) if fits else pd.DataFrame()
 if len(importance):
-    # changed after review: template-clustered SEs beside the naive ones, and Benjamini-Hochberg over the stigma
-    # coefficients of each model (screening many coefficients: FDR), on the clustered p-values
-    stig = importance["factor"] == "stigma"
-    importance["p_cluster_fdr_bh"] = np.nan
-    if stig.any():
-        adj = multiplicity.add_adjusted(importance[stig], "p_cluster", family="model", method="fdr_bh")
-        importance.loc[stig, "p_cluster_fdr_bh"] = adj["p_cluster_fdr_bh"]
+    # template-clustered SEs beside the naive ones; exploratory (the verdict layer shows a Benjamini-Hochberg screen
+    # per model in `p_adjusted`, never a decision)
     cols = ["model", "term", "factor", "level", "coef", "se", "odds_ratio", "ci_low", "ci_high", "p_value",
-            "se_cluster", "ci_low_cluster", "ci_high_cluster", "p_cluster", "p_method", "p_cluster_fdr_bh", "design_effect",
+            "se_cluster", "ci_low_cluster", "ci_high_cluster", "p_cluster", "p_method", "design_effect",
             "n_clusters", "ci_method", "n_level", "rate_level", "separated", "n"]
     importance = decisions.decide_importance(benchmark, importance.reindex(columns=cols), resp_check)
     table(importance, "factor_importance")
     terms = importance[~importance["separated"].astype(bool) & ~importance["factor"].isin(["Intercept", ""])]
-    p_final = terms["p_cluster_fdr_bh"].fillna(terms["p_cluster"])
+    p_final = terms["p_adjusted"].fillna(terms["p_cluster"])
     print(pd.DataFrame({f"naive p <= {alpha}": (terms["p_value"] <= alpha).groupby(terms["model"]).sum(),
                         f"clustered p <= {alpha}": (terms["p_cluster"] <= alpha).groupby(terms["model"]).sum(),
-                        f"clustered, BH over stigma <= {alpha}": (p_final <= alpha).groupby(terms["model"]).sum()}))
+                        f"clustered, BH per model <= {alpha}": (p_final <= alpha).groupby(terms["model"]).sum()}))
     sig = terms[p_final <= alpha]
     print(importance[importance["factor"].isin(plan.highlight)][["model", "term", "odds_ratio", "ci_low", "ci_high",
                                                                   "p_value", "p_cluster", "design_effect"]].to_string())

@@ -36,6 +36,7 @@
 
 # %% tags=["parameters"]
 profile = "default"  # run size: smoke, default or paper (biaslab.profiles)
+analysis_plan = None  # the analysis plan (YAML) whose claims are decided; None: the repository's analysis_plan.yaml
 models = ["smollm2-135m-instruct", "gemma-3-270m"]  # models to score: catalogue names, local paths or served specs
 device = "auto"  # where models run: auto, cpu, cuda or mps
 dtype = "auto"  # weights' precision: auto, float32, bfloat16
@@ -61,6 +62,16 @@ bertscore_layer = None  # BERTScore layer (None: the model's default)
 diversity_benchmarks = ["calm", "calm_passage", "ssqa", "bbq", "crows_pairs_en", "crows_pairs_en_revised",
                         "crows_pairs_fr", "agentic"]
 diversity_max_templates = 300  # templates sampled per benchmark for diversity
+
+# %% tags=["analysis_plan"]
+# The analysis plan: which results of this notebook are decided (its confirmatory claims); everything else is
+# exploratory. Its sha256 and version go into the MANIFEST.
+from IPython.display import Markdown, display  # noqa: E402
+
+from biaslab import plan as plan_file  # noqa: E402
+
+PLAN = plan_file.use(analysis_plan)
+display(Markdown(PLAN.render("02_calm")))
 
 # %%
 # list parameters also as JSON strings (papermill's `-p models '["..."]'` passes a string)
@@ -472,7 +483,8 @@ display(Markdown(findings.robustness_findings(robustness)))
 # `power.csv`: at 80 % power and α = 0.05, the smallest difference between a group's accuracy and the rest of its
 # bias type (pooled over the templates of a task) that the template-clustered contrast detects with the prompts
 # scored here: from each contrast's own cluster-robust SE and t(G − 1) (the groups are crossed with the templates, so
-# template effects largely cancel; issue 18), the median over groups, and how many prompts per group two independent
+# template effects largely cancel), its design effect floored at 1 (a CR1 variance on few templates can fall far below
+# the naive one by chance, e.g. 0.03, and would shrink the MDE), the median over groups, and how many prompts per group two independent
 # samples would need for a 5-point difference (planner, with the accuracy's design effect). Where the groups are
 # answered alike inside every template the contrast's clustered SE is 0 and its MDE undefined (`mde` empty,
 # `mde_note` says why; no range starts at 0). The permutation floor above answers the related question for the

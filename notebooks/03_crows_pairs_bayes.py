@@ -33,6 +33,7 @@
 
 # %% tags=["parameters"]
 profile = "default"  # run size: smoke, default or paper (biaslab.profiles)
+analysis_plan = None  # the analysis plan (YAML) whose claims are decided; None: the repository's analysis_plan.yaml
 models = ["smollm2-135m-instruct", "gemma-3-270m"]  # models to score: catalogue names, local paths or served specs
 device = "auto"  # where models run: auto, cpu, cuda or mps
 dtype = "auto"  # weights' precision: auto, float32, bfloat16
@@ -48,6 +49,16 @@ prompt_base_models = False  # also prompt models without a chat template
 min_label_mass = 0.05  # least probability on the labels for an answer
 bf_prior_scale = 0.7071067811865476  # Cauchy prior scale of the JZS Bayes factor
 seed = 0  # seed of every sample, permutation and bootstrap
+
+# %% tags=["analysis_plan"]
+# The analysis plan: which results of this notebook are decided (its confirmatory claims); everything else is
+# exploratory. Its sha256 and version go into the MANIFEST.
+from IPython.display import Markdown, display  # noqa: E402
+
+from biaslab import plan as plan_file  # noqa: E402
+
+PLAN = plan_file.use(analysis_plan)
+display(Markdown(PLAN.render("03_crows_pairs_bayes")))
 
 # %%
 # list parameters also as JSON strings (papermill's `-p models '["..."]'` passes a string)
@@ -68,7 +79,11 @@ preference_orders = as_list(preference_orders)
 # over-weights the small types relative to the full dataset. The preference prompt is a question to an assistant: it is
 # asked, wrapped in the chat template, of every model whose tokenizer has one (instruct models such as SmolLM2-Instruct);
 # base models (Gemma-3-270m) are only prompted with `prompt_base_models=True`, as the plain prompt followed by
-# `Answer:`. Every model gets the likelihood scheme and the likelihood-comparison preference.
+# `Answer:`. A model that cannot answer the prompt (a served model without next-token log-probabilities, or an
+# imported log, `{"imported": PATH}`: an lm-eval CrowS-Pairs run holds the sentences' log-likelihoods and no
+# prompt) is not asked it, and the reason is shown under the scores. Every model gets the likelihood scheme and the
+# likelihood-comparison preference. `allocation="first"` takes the file's first `max_pairs` pairs, unsampled: the
+# pairs an lm-eval `--limit max_pairs` run scored, so that its imported log answers every pair asked.
 
 # %%
 import logging
@@ -98,9 +113,6 @@ pd.set_option("display.width", 160)
 pd.set_option("display.max_columns", 30)
 out = OutputDir(output_dir)
 t_start = time.time()
-DATASET_TITLES = {"crows_pairs_en": "English CrowS-Pairs (original, 1,508 pairs)",
-                  "crows_pairs_en_revised": "English CrowS-Pairs (revised, 1,677 pairs)",
-                  "crows_pairs_fr": "French CrowS-Pairs (1,677 pairs)"}
 
 
 def show_md(text):
@@ -211,7 +223,6 @@ show_md(findings.published_findings(check_fr, "French (counts reconstructed from
 def as_tests(check, dataset):
     t = check.assign(dataset=dataset, n_excluded=0)
     t["pi_hat"] = t["k"] / t["n"]
-    t["binom_p_holm"] = hyp.holm(t["binom_p"])
     return t
 
 
@@ -309,21 +320,31 @@ from biaslab import models as bl_models
 from biaslab import scoring
 
 
-pairs_frames, answer_frames, timings = [], [], []
+pairs_frames, answer_frames, timings, pref_skipped = [], [], [], []
 for model_spec in models:   # a local name or folder, or a served model (see the README: "Served models")
     t0 = time.time()
     lm = bl_models.load(model_spec, device=device, dtype=dtype)
     model_name = lm.name
+    if any(t["model"] == model_name for t in timings):    # two runs of one model, e.g. imported and scored here
+        raise ValueError(f"two models are named {model_name!r}; name one of them in `models`, e.g. "
+                         f"{{'imported': PATH, 'name': '{model_name} (lm-eval)'}}")
     out.record_model(lm.fingerprint)
     sc = scoring.Scorer(lm, progress=False)
     chat = sc.chat_available()
-    prompted = lm.kind != "masked" and (chat or prompt_base_models)
-    # what each scheme needs, checked before the first request (a served model without it fails here, saying why)
+    # what each scheme needs, asked of the Scorer before the first request: the likelihood scheme stops here with
+    # the reason when the model cannot give log-likelihoods; the preference scheme is skipped, its reason shown below
     if lm.kind != "masked" and datasets:
         sc.require("prompt_logprobs", why="the likelihood scheme (log P of each sentence)")
-    if prompted and preference_datasets:
-        sc.require("generate" if preference_mode == "generate" else ("chat_top_logprobs" if chat else "top_logprobs"),
-                   why=f"the preference scheme (preference_mode={preference_mode!r})")
+    lacking = None if lm.kind == "masked" else sc.missing(
+        "generate" if preference_mode == "generate" else ("chat_top_logprobs" if chat else "top_logprobs"),
+        why=f"the preference scheme (preference_mode={preference_mode!r})")
+    skip = ("a masked LM: the preference prompt is not asked" if lm.kind == "masked"
+            else str(lacking) if lacking is not None
+            else None if chat or prompt_base_models
+            else "no chat template (a base model) and prompt_base_models=False")
+    prompted = skip is None
+    if skip and preference_datasets:
+        pref_skipped.append({"model": model_name, "reason": skip})
     t_load = time.time() - t0
     # likelihood scheme: every sentence of every dataset, each pair's two sentences side by side
     t0 = time.time()
@@ -377,6 +398,13 @@ out.table(pairs, "pair_scores")
 out.table(answers, "preference_answers")
 timings = pd.DataFrame(timings)
 out.table(timings, "timings")
+pref_skipped = pd.DataFrame(pref_skipped, columns=["model", "reason"])
+out.table(pref_skipped, "preference_skipped")
+for r in pref_skipped.itertuples():
+    out.note(f"preference scheme not asked of {r.model}: {r.reason}")
+if len(pref_skipped):
+    show_md("**Preference scheme not asked of** (`preference_skipped.csv`; Table 3 keeps their `likelihood` "
+            "source):\n\n" + "\n".join(f"* `{r.model}`: {r.reason}" for r in pref_skipped.itertuples()))
 timings
 
 # %% [markdown]
@@ -410,14 +438,15 @@ timings
 
 # %%
 lik = hyp.likelihood_tests(pairs, by=("model", "dataset"), r=bf_prior_scale)
-lik = decisions.decide_table("likelihood_tests", lik)   # verdict columns (issue 18): the pooled LPBS is confirmatory
+lik = decisions.decide_table("likelihood_tests", lik)   # verdict columns: the plan's claims (re-decided with pref below)
 out.table(lik, "likelihood_tests")
 for (model_name, name), g in lik.groupby(["model", "dataset"], sort=False):
     t2 = hyp.render_likelihood_table(g)
     stem = f"table2_{slug(model_name)}_{name}"
     out.table(t2, stem)
     out.text(hyp.to_markdown(t2), stem + ".md")
-    show_md(f"**Table 2 — {model_name}, {DATASET_TITLES.get(name, name)}** (n pairs per column in the first row)\n\n"
+    show_md(f"**Table 2 — {model_name}, {findings.dataset_title(name, g[g.score == 'norm_logprob'])}** (n pairs per "
+            "column in the first row)\n\n"
             + hyp.to_markdown(t2))
 
 # %%
@@ -440,7 +469,6 @@ same, n_cells = hyp.evidence_agreement(lik)
 if n_cells:
     print(f"\nLPBS and PPB Bayes factors read the same over their prior ranges (same Table 1 category, or both "
           f"inconclusive) for {same:.0%} of the {n_cells} model × dataset × bias-type cells.")
-show_md("**Likelihood scheme, all bias types pooled (LPBS):**\n\n" + findings.likelihood_findings(lik))
 show_md("**Sample size of this run:**\n\n" + findings.sample_findings(lik))
 
 # %% [markdown]
@@ -521,11 +549,13 @@ prefs = pd.concat(pref_frames, ignore_index=True)
 pref = hyp.preference_tests(prefs, by=("model", "dataset", "source"))
 one_order = pref["source"].isin([f"prompt:{o}" for o in cp.ORDERS])
 pref = responders.mask_tests(pref, resp_check[resp_check["metric"] == decisions.ONE_ORDER], by=["model", "dataset"],
-                             test_cols=["binom_p", "binom_p_holm", "bf10", "log10_bf10", "bf10_min", "bf10_max"],
+                             test_cols=["binom_p", "bf10", "log10_bf10", "bf10_min", "bf10_max"],
                              where=one_order)
 pref.loc[pref["responder"] != "informative", ["evidence", "evidence_default_prior"]] = \
     "not tested (degenerate responder)"
-pref = decisions.decide_table("preference_tests", pref, resp_check)
+decided = decisions.decide(lik, pref, check=resp_check)   # the plan's two claims share a family per model
+lik, pref = decided["likelihood_tests"], decided["preference_tests"]
+out.table(lik, "likelihood_tests")
 out.table(pref, "preference_tests")
 # every Bayes factor with its prior (issue 18): BF10 against the prior's scale, pooled rows, the reported prior marked
 curves = hyp.bf_prior_curves(lik, pref, by=("model", "dataset"), r=bf_prior_scale)
@@ -534,8 +564,9 @@ fig = bplots.bf_prior_robustness(curves, stated={"likelihood (LPBS, JZS)": (min(
                                                  "preference (binomial)": (min(hyp.BETA_PRIORS), max(hyp.BETA_PRIORS))})
 out.figure(fig, "bf_prior_robustness")
 plt.show()
-blocks = {name: DATASET_TITLES.get(name, name) for name in dict.fromkeys(list(datasets) + list(preference_datasets))}
 for (model_name, source), g in pref.groupby(["model", "source"], sort=False):
+    blocks = {name: findings.dataset_title(name, g[g.dataset == name])
+              for name in dict.fromkeys(list(datasets) + list(preference_datasets))}
     t3 = hyp.render_preference_table(g, blocks)
     stem = f"table3_{slug(model_name)}_{source.replace(':', '_')}"
     out.table(t3, stem)
@@ -637,16 +668,13 @@ for name in datasets:
 power_table = pd.DataFrame(power_rows)
 out.table(power_table, "power", markdown=True)
 for name in datasets:
-    r = power_table[(power_table.benchmark == name) & power_table.quantity.str.startswith("SS vs 0.5")].set_index(
-        "quantity")
-    pooled, typ = r.iloc[0], r.iloc[1]
-    show_md(f"**{name}:** with {int(pooled.n)} pairs the preference tests detect π ≠ 0.5 only when |π − 0.5| ≥ "
-            f"{pooled.mde:.3f} (80 % power, α = 0.05); within a typical bias type ({int(typ.n)} pairs) only when "
-            f"|π − 0.5| ≥ {typ.mde:.3f}. Smaller biases are not distinguishable from chance at this size, not absent.")
+    show_md(findings.power_findings(power_table, name))
 
 # %% tags=["findings"]
-show_md("**Overall preference results (all bias types pooled):**\n\n"
-        + findings.preference_findings(pref, answers, pos if len(answers) else None, cons if len(answers) else None))
+show_md("**The plan's claims (mean of d, eq. 3; share preferring the more stereotyped sentence):**\n\n"
+        + findings.likelihood_findings(lik, pref))
+if len(answers):
+    show_md("**Prompted models, by position:**\n\n" + findings.position_findings(pos, cons))
 
 # %% [markdown]
 # **What the preference results mean here.** Compare the `prompt:more_first` rows with `prompt:less_first`. When

@@ -30,6 +30,7 @@
 
 # %% tags=["parameters"]
 profile = "default"  # run size: smoke, default or paper (biaslab.profiles)
+analysis_plan = None  # the analysis plan (YAML) whose claims are decided; None: the repository's analysis_plan.yaml
 models = ["smollm2-135m-instruct", "gemma-3-270m"]  # models to score: catalogue names, local paths or served specs
 device = "auto"  # where models run: auto, cpu, cuda or mps
 dtype = "auto"  # weights' precision: auto, float32, bfloat16
@@ -40,6 +41,16 @@ fewshot_prompts = 0  # prompts rescored with 0-3 examples (0: skip)
 n_shots = 2  # answer-format examples before every prompt
 chat = False  # wrap prompts in the model's chat template
 seed = 0  # seed of every sample, permutation and bootstrap
+
+# %% tags=["analysis_plan"]
+# The analysis plan: which results of this notebook are decided (its confirmatory claims); everything else is
+# exploratory. Its sha256 and version go into the MANIFEST.
+from IPython.display import Markdown, display  # noqa: E402
+
+from biaslab import plan as plan_file  # noqa: E402
+
+PLAN = plan_file.use(analysis_plan)
+display(Markdown(PLAN.render("04_agentic_entropy")))
 
 # %%
 # list parameters also as JSON strings (papermill's `-p models '["..."]'` passes a string)
@@ -259,7 +270,7 @@ print(tests.round(4).to_string(index=False))
 bd[bd.factor != "domain"][["model", "factor", "level", "n", "mean_entropy", "sd", "median"]].round(3)
 
 # %% tags=["findings"]
-display(Markdown(findings.breakdown_findings(bd)))
+display(Markdown("Exploratory (estimates, intervals, unadjusted and BH p; not decided): entropy by factor level, `entropy_breakdown.csv`."))
 
 # %% [markdown]
 # Two cautions: class types with five choices are not on the same scale as those with three (see above), and a
@@ -285,7 +296,7 @@ cols = ["model", "class_type", "group", "mean_p_positive", "mean_p_negative", "d
 gp.sort_values("bh_q")[cols].head(12).round(3)
 
 # %% tags=["findings"]
-display(Markdown(findings.group_preference_findings(gp)))
+display(Markdown("Exploratory (estimates, intervals, unadjusted and BH p; not decided): group probability, positive − negative question, `group_preference.csv`."))
 
 # %% [markdown]
 # A difference that is not distinguishable from chance here may still be there: the `paper` profile scores all 1,020
@@ -309,7 +320,7 @@ plt.show()
 pb.round(3)
 
 # %% tags=["findings"]
-display(Markdown(findings.position_findings(pb)))
+display(Markdown("Exploratory (estimates, intervals, unadjusted and BH p; not decided): probability by answer position, `position_bias.csv`."))
 
 # %% [markdown]
 # ## Is the top answer uniformly spread? (beyond the paper)
@@ -375,7 +386,7 @@ if cyc_list:
     out.figure(fig, "cyclic_entropy")
     plt.show()
     display(cyc_m.round(3))
-    display(Markdown(findings.cyclic_findings(cyc_m)))
+    display(Markdown("Exploratory (estimates, intervals, unadjusted and BH p; not decided): entropy gain from the cyclic average, `cyclic_by_model.csv`."))
 else:
     print("cyclic_prompts = 0: no cyclic rotations scored")
 
@@ -415,7 +426,7 @@ out.table(cmp_ent, "paired_comparisons", markdown=True)
 display(ent_ci.round(4))
 if len(cmp_ent):
     display(cmp_ent.round(4))
-display(Markdown(findings.comparison_findings(cmp_ent)))
+display(Markdown("Exploratory (estimates, intervals, unadjusted and BH p; not decided): paired model comparison of entropy, `paired_comparisons.csv`."))
 if cyc_list:
     gain_ci = cyc_m[["model", "n", "n_clusters", "df", "mean_gain", "se_naive", "se_cluster", "design_effect",
                      "ci_low", "ci_high", "ci_method"]].rename(columns={"mean_gain": "mean"})
@@ -433,7 +444,8 @@ power_rows.append(power.power_row("agentic", profile, "group preference, positiv
 # comes from that clustered SE and t(G - 1), i.e. with the measured design effect (issue 18), on the entropy scale
 for r in (gain_ci.itertuples() if cyc_list else []):
     power_rows.append(power.power_row(
-        "agentic", profile, f"cyclic gain in entropy, {r.model}", r.n, power.mde_from_se(r.se_cluster, r.df),
+        "agentic", profile, f"cyclic gain in entropy, {r.model}", r.n,
+        power.mde_from_se(r.se_cluster, r.df, se_naive=getattr(r, "se_naive", None)),
         n_clusters=r.n_clusters, deff=r.design_effect, scale="normalized entropy",
         test=f"cluster-robust t({r.df}) / wild cluster bootstrap (scenario)",
         design=power.mde_design("one-sample mean", r.n, r.n_clusters, r.design_effect, bench.cluster)))
@@ -448,11 +460,11 @@ power_table = pd.DataFrame(power_rows)
 out.table(power_table, "power", markdown=True)
 display(power_table[["quantity", "n", "mde", "mde_scale", "test"]].round(3))
 r0 = power_table.iloc[0]
-print(f"With {int(r0.n)} matched pairs per class type, positive-vs-negative group differences smaller than "
-      f"{r0.mde:.2f} SD of the per-pair differences cannot be detected (80 % power, alpha = 0.05).")
+print(f"With {int(r0.n)} matched pairs per class type, the design had 80 % power (alpha = 0.05) for "
+      f"positive-vs-negative group differences of at least {r0.mde:.2f} SD of the per-pair differences.")
 for r in power_table[power_table.quantity.str.startswith("cyclic gain")].itertuples():
-    print(f"{r.quantity.split(', ')[-1]}: with {int(r.n)} prompts in all their rotations ({r.mde_design}), cyclic gains "
-          f"smaller than {r.mde:.4f} (normalized entropy) cannot be detected.")
+    print(f"{r.quantity.split(', ')[-1]}: with {int(r.n)} prompts in all their rotations ({r.mde_design}), the design "
+          f"had 80 % power for cyclic gains of at least {r.mde:.4f} (normalized entropy).")
 
 # %% [markdown]
 # ## How much does the answer format move the answers? (beyond the paper)
@@ -487,7 +499,7 @@ else:
 # For the models of this run (computed from its tables):
 
 # %% tags=["findings"]
-display(Markdown(findings.summary_findings(by_model, cyc_m if cyc_list else None, ut, gp)))
+display(Markdown(findings.summary_findings(by_model, cyc_m if cyc_list else None, ut)))
 
 # %% [markdown]
 # * **Entropy conflates three things** that the extra analyses pull apart: a model can have low entropy because it

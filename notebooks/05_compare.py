@@ -27,15 +27,25 @@
 
 # %% tags=["parameters"]
 profile = "default"  # run size: smoke, default or paper (biaslab.profiles)
+analysis_plan = None  # the analysis plan (YAML) whose claims are decided; None: the repository's analysis_plan.yaml
 outputs_root = None  # folder of notebooks 1-4 outputs (None: found)
 output_dir = "../scratch/05_compare"  # folder for this run's tables, figures and provenance
 models = None  # models compared (None: every model found)
 metrics = None  # metrics compared (None: every registered metric)
 n_boot = None  # bootstrap draws (None: the interval rule's default)
 alpha = 0.05  # significance level of the tests
-adjustment = "holm"  # multiplicity: holm or fdr_bh
 min_models_agreement = 5  # models needed for a rank correlation
 seed = 0  # seed of every sample, permutation and bootstrap
+
+# %% tags=["analysis_plan"]
+# The analysis plan: which results of this notebook are decided (its confirmatory claims); everything else is
+# exploratory. Its sha256 and version go into the MANIFEST.
+from IPython.display import Markdown, display  # noqa: E402
+
+from biaslab import plan as plan_file  # noqa: E402
+
+PLAN = plan_file.use(analysis_plan)
+display(Markdown(PLAN.render("05_compare")))
 
 # %% [markdown]
 # ## Setup
@@ -46,8 +56,8 @@ seed = 0  # seed of every sample, permutation and bootstrap
 # `models` restricts the rows
 # (`None` = every model found), `metrics` the columns (`None` = every registered metric). `n_boot`: draws of the wild
 # cluster bootstrap where the rule below uses it (fewer than 30 clusters; `None` = the rule's 9,999, as notebooks
-# 1–4, so that an effect reported there and here has one interval); the model pairs of the whole report form one
-# family (`adjustment`: `holm`, the report's confirmatory family, or `fdr_bh`); a rank correlation between
+# 1–4, so that an effect reported there and here has one interval); which pairs are decided is the analysis plan's
+# (its claims of notebook 5: one Holm family per model pair; other metrics' pairs are exploratory); a rank correlation between
 # benchmarks gets an interval from `min_models_agreement` models on.
 
 # %%
@@ -188,7 +198,7 @@ elif flips.any():
 # panel per comparison group.
 
 # %%
-pairs = compare.paired_table(root, chosen, models=models, n_boot=n_boot, seed=seed, method=adjustment, alpha=alpha,
+pairs = compare.paired_table(root, chosen, models=models, n_boot=n_boot, seed=seed, alpha=alpha,
                              responders=resp_status)
 out.table(pairs, "paired_differences")
 if len(pairs):

@@ -30,6 +30,7 @@
 
 # %% tags=["parameters"]
 profile = "default"  # run size: smoke, default or paper (biaslab.profiles)
+analysis_plan = None  # the analysis plan (YAML) whose claims are decided; None: the repository's analysis_plan.yaml
 models = ["smollm2-135m-instruct", "gemma-3-270m"]  # models to score: catalogue names, local paths or served specs
 device = "auto"  # where models run: auto, cpu, cuda or mps
 dtype = "auto"  # weights' precision: auto, float32, bfloat16
@@ -49,6 +50,16 @@ alpha = 0.05  # significance level of the tests
 flip_share = 0.25  # share of flipping universes that marks a metric
 torch_threads = 0  # PyTorch threads (0: one per core)
 seed = 0  # seed of every sample, permutation and bootstrap
+
+# %% tags=["analysis_plan"]
+# The analysis plan: which results of this notebook are decided (its confirmatory claims); everything else is
+# exploratory. Its sha256 and version go into the MANIFEST.
+from IPython.display import Markdown, display  # noqa: E402
+
+from biaslab import plan as plan_file  # noqa: E402
+
+PLAN = plan_file.use(analysis_plan)
+display(Markdown(PLAN.render("06_multiverse")))
 
 # %%
 # list parameters also as JSON strings (papermill's `-p models '["..."]'` passes a string)

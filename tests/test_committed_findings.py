@@ -64,72 +64,6 @@ def test_says_tells_the_verdicts_apart():
     assert not says("x, distinguishable from chance", "not distinguishable")
 
 
-def test_crows_pairs_sentences_match_their_rows():
-    f = "03_crows_pairs_bayes"
-    d = D3.decide(_need(f, "likelihood_tests"), _read(f, "preference_tests"), _read(f, "paired_comparisons"),
-                  _read(f, "responders"), _read(f, "preference_answers"))
-    lik = d["likelihood_tests"]
-    text = F3.likelihood_findings(lik)
-    rows = lik[(lik["bias_type"] == "overall") & (lik["score"] == "norm_logprob")]
-    assert len(rows) == len(text.splitlines())
-    for r in rows.to_dict("records"):
-        assert says(_bullet(text, f"**{r['model']} · {r['dataset']}**"), r["verdict"]), r
-    if "preference_tests" in d:
-        pref = d["preference_tests"]
-        ptext = F3.preference_findings(pref, pd.DataFrame(), None, None)
-        for r in pref[pref["bias_type"] == "overall"].to_dict("records"):
-            b = _bullet(ptext, f"**{r['model']} · {r['dataset']}**")
-            part = re.search(re.escape(r["source"]) + r": π̂ = [^;]*", b).group(0)
-            assert says(part, r["verdict"]), (r["source"], part)
-
-
-def test_calm_sentences_match_their_rows():
-    f = "02_calm"
-    bs = D2.decide(_need(f, "bias_scores"), _read(f, "responders"))
-    text = F2.bias_findings(bs)
-    for r in bs[(bs["task"] == "all") & (bs["bias_type"] == "all")].to_dict("records"):
-        name = "eq.-1 score" if r["variant"] == "paper" else "released-code score"
-        assert says(_bullet(text, f"**{r['model']}**, {name}"), r["verdict"]), r
-    rob = _read(f, "robustness")
-    if rob is not None:
-        rtext = F2.robustness_findings(D2.robustness_against_interval(rob, bs))
-        assert "n/a" not in rtext
-        for r in D2.robustness_against_interval(rob, bs).query("perturbation == 'combined'").to_dict("records"):
-            b = _bullet(rtext, f"**{r['model']}**, {r['variant']} variant")
-            out = r["outside_original_interval"]
-            assert ("outside" in b) == (out is True or out == True)  # noqa: E712
-            assert ("cannot be compared" in b) == pd.isna(r["overall"]) or pd.isna(r["original_overall"])
-
-
-def test_agentic_sentences_match_their_rows():
-    f = "04_agentic_entropy"
-    resp = _read(f, "responders")
-    if resp is None or "metric" not in resp:
-        resp = D4.responder_table(_need(f, "responses"))
-    ut = D4.decide("uniformity_tests", _need(f, "uniformity_tests"), resp)
-    text = F4.uniformity_findings(ut)
-    for unit in ("group", "position"):
-        g = ut[ut["unit"] == unit]
-        n = int((g["verdict"] == "distinguishable").sum())
-        assert f"Counted by **{unit}**, the top answers are distinguishable from a uniform choice in {n} of {len(g)}" \
-            in text
-    for r in ut[ut["unit"] == "group"].to_dict("records"):
-        named = f"- {r['model']} on {r['class_type']}:" in text
-        assert named == (r["verdict"] != "not distinguishable"), r
-        if named:
-            assert says(_bullet(text, f"{r['model']} on {r['class_type']}:"), r["verdict"])
-    for name, render, head in (("cyclic_by_model", F4.cyclic_findings, "**{model}**"),
-                               ("paired_comparisons", F4.comparison_findings, "**{model_a} − {model_b}**")):
-        t = _read(f, name)
-        if t is None:
-            continue
-        t = D4.decide(name, t, resp)
-        text = render(t)
-        for r in t.to_dict("records"):
-            assert says(_bullet(text, head.format(**r)), r["verdict"])
-
-
-# the clauses of a model pair's bullet in notebook 1's subgroup findings, by the table each one renders
 MULTIFACTOR_CLAUSES = {"paired_subgroup_tests": "the difference of their deviation metrics is ",
                        "paired_comparisons": "their paired deviation rates differ by ",
                        "ks_tests": "the paper's two-sample KS test "}
@@ -141,39 +75,6 @@ def clauses(bullet: str, heads: dict[str, str]) -> dict[str, str]:
     Clauses are not cut at ';': an interval's method ("CR1 SE; G = 37 …") and a decision's remarks contain one."""
     at = sorted((bullet.find(h), name) for name, h in heads.items() if h in bullet)
     return {name: bullet[i: (at[k + 1][0] if k + 1 < len(at) else len(bullet))] for k, (i, name) in enumerate(at)}
-
-
-def test_clauses_reach_the_decision_and_can_fail():
-    """The parsing is not what decides: a clause whose interval method holds a ';' still reaches its decision, a wrong
-    verdict in it is caught, and the next clause's verdict does not leak into it."""
-    b = ("- a vs b: the difference of their deviation metrics is 0.1 (95 % CI, x; G = 4 −0.1–0.3), not "
-         "distinguishable from no difference (Holm 0.5; effects smaller than 0.2 would go undetected); their paired "
-         "deviation rates differ by 0.2 (95 % CI, cluster-robust t(36), CR1 SE; G = 37 template clusters 0.1–0.3) "
-         "over 9 prompts, distinguishable from no difference (Holm-adjusted p = 0.01 over 2 confirmatory tests).")
-    c = clauses(b, MULTIFACTOR_CLAUSES)
-    assert set(c) == {"paired_subgroup_tests", "paired_comparisons"}
-    assert all(VERDICT_WORDS.search(part) for part in c.values())
-    assert says(c["paired_subgroup_tests"], "not distinguishable")
-    assert not says(c["paired_subgroup_tests"], "distinguishable")
-    assert says(c["paired_comparisons"], "distinguishable")
-    assert not says(c["paired_comparisons"], "not distinguishable")
-
-
-@pytest.mark.parametrize("benchmark", ["ssqa", "bbq", "calm", "crows_pairs", "agentic"])
-def test_multifactor_sentences_match_their_rows(benchmark):
-    f = f"01_multifactor/{benchmark}"
-    dm = _need(f, "deviation_metric")
-    t = D1.decide(benchmark, {n: _read(f, n) for n in MULTIFACTOR_CLAUSES}, _read(f, "responders"))
-    text = F1.subgroup_findings(dm, t["ks_tests"], t["paired_subgroup_tests"], t["paired_comparisons"])
-    assert "p n/a" not in text
-    for name in MULTIFACTOR_CLAUSES:
-        tab = t[name]
-        if tab is None or tab.empty or "verdict" not in tab:
-            continue
-        for r in tab.to_dict("records"):
-            part = clauses(_bullet(text, f"{r['model_a']} vs {r['model_b']}:"), MULTIFACTOR_CLAUSES)[name]
-            assert VERDICT_WORDS.search(part), (name, part)       # the clause reaches its decision
-            assert says(part, r["verdict"]), (name, part)
 
 
 @pytest.fixture(scope="module")
@@ -190,16 +91,6 @@ def test_the_readme_block_is_what_the_committed_outputs_render_to(rendered):
     assert block.strip() == rendered.strip(), "README's headline block is stale: run `biaslab summary`"
 
 
-def test_the_across_models_summary_matches_its_pairs(rendered):
-    sec = rendered.split("**Across models (notebook 5).**", 1)[1]
-    m = re.search(r"(\d+) model pairs were tested, in one family for the whole report \(Holm over (\d+) "
-                  r"confirmatory tests\); (\d+) are distinguishable", sec)
-    assert m and m.group(1) == m.group(2)
-    per_metric = [int(x) for x in re.findall(r"(\d+) of \d+ tested pairs distinguishable", sec)]
-    per_metric += [1 for _ in re.findall(r"both answered: [^;]*?, distinguishable \(", sec)]
-    assert sum(per_metric) == int(m.group(3))
-
-
 def test_splice_replaces_only_the_block(tmp_path):
     text = f"intro 0.5\n{summary.BEGIN}\nold 0.1\n{summary.END}\ntail\n"
     assert summary.splice(text, "new\n") == f"intro 0.5\n{summary.BEGIN}\nnew\n{summary.END}\ntail\n"
@@ -208,6 +99,35 @@ def test_splice_replaces_only_the_block(tmp_path):
     # a section whose tables are missing says so instead of failing
     empty = summary.render(tmp_path)
     assert empty.count("not available:") == len(summary.SECTIONS)
+
+
+@pytest.mark.parametrize("folder,render", [("02_calm", "calm"), ("03_crows_pairs_bayes", "crows"),
+                                           ("04_agentic_entropy", "agentic")])
+def test_committed_claim_sentences_match_their_rows(folder, render):
+    """Every claim sentence a notebook renders from its committed tables states its row's verdict and estimate, and
+    the number of "distinguishable" sentences equals the number of claims that are."""
+    from biaslab import findings as W
+    if render == "calm":
+        t = [D2.decide(_need(folder, "bias_scores"), _read(folder, "responders"))]
+        text = F2.bias_findings(t[0])
+    elif render == "crows":
+        d = D3.decide(_need(folder, "likelihood_tests"), _read(folder, "preference_tests"), None,
+                      _read(folder, "responders"), _read(folder, "preference_answers"))
+        t = [d["likelihood_tests"], d["preference_tests"]]
+        text = F3.likelihood_findings(*t)
+    else:
+        resp = _read(folder, "responders")
+        t = [D4.decide("uniformity_tests", _need(folder, "uniformity_tests"), resp)]
+        text = F4.uniformity_findings(t[0])
+    rows = pd.concat([x[x["claim"] != ""] for x in t])
+    lines = text.splitlines()
+    assert len(lines) == len(rows) and "n/a" not in text and "nan" not in text
+    for line, r in zip(lines, rows.to_dict("records")):
+        assert len(line.removeprefix("- ").split()) <= 35, line
+        assert says(line, r["verdict"]) if r["verdict"] in ("distinguishable", "not distinguishable") else \
+            r["verdict"].split(" (")[0] in line
+    n = int((rows["verdict"] == "distinguishable").sum())
+    assert sum(bool(re.search(r"(?<!not )distinguishable from", x)) for x in lines) == n
 
 
 # ------------------------------------------------------------------------------------- notebook 6 (multiverse)
@@ -299,7 +219,7 @@ def _agreement_rows_match_their_estimates(t: dict) -> None:
         b = _bullet(text, f"**{model}**, {metric}:")
         unit = "other universes" if r["unit"] == analysis.UNIVERSES else "rows (universe × class type × group)"
         assert f"of {int(r['n_compared'])} {unit}" in b
-        assert f"{int(r['n_same_verdict'])} of {int(r['n_compared'])} reach the same verdict" in b
+        assert f"{int(r['n_same_verdict'])} of {int(r['n_compared'])} give the same exploratory screen reading" in b
         assert (f"{int(r['n_same_sign'])} of {int(r['n_sign_compared'])} land on the same side" in b
                 if r["n_sign_compared"] else "the sign cannot agree or disagree" in b)
         assert (f"{int(r['n_excluded_degenerate'])} not judged" in b) == bool(r["n_excluded_degenerate"])

@@ -1,19 +1,18 @@
 """Notebook 5's library (biaslab.papers.compare) against the tables the source notebooks wrote.
 
 The source tables come from smoke runs of notebooks 1 (SSQA, BBQ), 2, 3 and 4 with both embedded models, written
-into a scratch folder once per session (or read from ``BIASLAB_COMPARE_SOURCES`` when it points to such a folder).
+once per test session and shared with the notebook tests (``tests/conftest.py``).
 Every number of the model x metric table is checked against the source notebook's own table *and* recomputed here
 independently from the per-prompt responses, with plain pandas.
 """
 
-import os
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from biaslab import profiles, runner
+from biaslab import profiles
 from biaslab.papers import compare
 from biaslab.stats import multiplicity
 from biaslab.stats.clustered import FEW_CLUSTERS
@@ -23,14 +22,10 @@ MODELS = list(profiles.EMBEDDED_MODELS)
 
 
 @pytest.fixture(scope="module")
-def root(tmp_path_factory):
-    env = os.environ.get("BIASLAB_COMPARE_SOURCES")
-    if env:
-        return Path(env)
-    out = tmp_path_factory.mktemp("compare_sources")
-    assert runner.reproduce("smoke", only=SOURCES, outputs_dir=out, html=False,
-                            overrides={"models": MODELS}) == 0
-    return out
+def root(smoke_run):
+    for label in SOURCES:         # the session's smoke runs, with both embedded models (tests/conftest.py)
+        smoke_run(label)
+    return smoke_run.root
 
 
 @pytest.fixture(scope="module")
@@ -125,7 +120,8 @@ def test_intervals_contain_their_estimates_and_name_their_method(table):
 
 
 def test_paired_differences_equal_independent_computation(root, pairs):
-    """The agentic paired difference is the mean of per-prompt entropy differences; Holm within each metric."""
+    """The agentic paired difference is the mean of per-prompt entropy differences; Holm within each model pair's
+    family of the plan's claims."""
     ar = _src(root, "04_agentic_entropy", "responses")
     w = ar.pivot_table(index="prompt_id", columns="model", values="entropy")
     p = pairs[pairs["metric"] == "agentic_mean_entropy"].iloc[0]
@@ -137,11 +133,15 @@ def test_paired_differences_equal_independent_computation(root, pairs):
     else:   # few scenarios (smoke size): the wild cluster bootstrap
         assert p["test"].startswith("wild cluster bootstrap")
     assert p["p_naive"] == pytest.approx(stats.wilcoxon((w[p["model_a"]] - w[p["model_b"]])[lambda d: d != 0]).pvalue)
-    # one Holm family over every tested pair of the report (not within metric); untested pairs stay out of it
-    tested = pairs["verdict"].isin(["distinguishable", "not distinguishable"])
-    assert np.allclose(pairs.loc[tested, "p_adjusted"], multiplicity.adjust(pairs.loc[tested, "p_value"], "holm"))
-    assert pairs.loc[~tested, "p_adjusted"].isna().all()
-    assert (pairs.loc[tested, "family_size"] == tested.sum()).all()
+    # the analysis plan's claims are decided, Holm within each model pair's family; untested claim rows stay out of
+    # it; every other row is exploratory and decides nothing
+    decided = pairs["verdict"].isin(["distinguishable", "not distinguishable"])
+    assert (pairs.loc[decided, "claim"] != "").all()
+    for _, g in pairs[decided].groupby("family"):
+        assert np.allclose(g["p_adjusted"], multiplicity.adjust(g["p_value"], "holm"))
+        assert (g["family_size"] == len(g)).all()
+    conf = pairs["claim"] != ""
+    assert pairs.loc[conf & ~decided, "p_adjusted"].isna().all()
 
 
 def test_ssqa_released_and_embedded_are_paired_on_common_prompts(root, pairs):

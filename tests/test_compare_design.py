@@ -136,3 +136,12 @@ def test_calm_units_are_the_paper_variants_templates(tmp_path):
     _write(tmp_path, "02_calm", "template_bias", tb.assign(variant="paper"))
     with pytest.raises(ValueError, match="repeat after filtering"):
         compare.model_metric_table(tmp_path, [compare.metric("calm_bias_overall")])
+
+
+def test_agreement_table_of_one_metric_has_its_columns_and_no_rows():
+    """An outputs root with one benchmark's run (e.g. notebook 3 on imported logs) has no pair of metrics."""
+    table = pd.DataFrame({"metric": ["m", "m"], "model": ["a", "b"], "estimate": [0.6, 0.7], "orientation": [1, 1]})
+    one = compare.agreement_table(table)
+    assert one.empty and {"metric_a", "metric_b", "n_models", "rho", "ci_low", "ci_high", "status"} <= set(one)
+    two = compare.agreement_table(pd.concat([table, table.assign(metric="n", estimate=[0.2, 0.1])]))
+    assert list(one.columns) == list(two.columns) and len(two) == 1

@@ -1,5 +1,5 @@
 """Notebook 5's decisions on fabricated tables (fast; the end-to-end checks on notebook runs are in test_compare.py):
-like is ranked only with like, one Holm family spans every comparable pair of the report, a degenerate model is
+like is ranked only with like, the analysis plan's claims decide (one Holm family per model pair), a degenerate model is
 listed but not ranked, and the summary's sentences count what the pair table says. Plus: notebooks 1, 4 and 5 give
 the same responder verdict for the same model and metric on the committed outputs."""
 
@@ -20,12 +20,15 @@ from biaslab.stats import verdict as V
 OUT = Path(__file__).resolve().parents[1] / "outputs"
 
 
+SSQA, CROWS = "ssqa_deviation_rate", "crows_en_stereotype_preferred"     # two metrics the plan claims
+
+
 def _table():
     """SSQA-like: two embedded models on a 150-prompt subset (label probabilities), two released models on all
     prompts (generated text); and a second metric with two models on the same prompts."""
-    rows = [("ssqa", "emb1", 0.50, "labels", 150, "s1"), ("ssqa", "emb2", 0.39, "labels", 150, "s1"),
-            ("ssqa", "rel1", 0.25, "text", 10360, "s2"), ("ssqa", "rel2", 0.34, "text", 10360, "s2"),
-            ("crows", "emb1", 0.56, "logprobs", 1508, "s3"), ("crows", "emb2", 0.58, "logprobs", 1508, "s3")]
+    rows = [(SSQA, "emb1", 0.50, "labels", 150, "s1"), (SSQA, "emb2", 0.39, "labels", 150, "s1"),
+            (SSQA, "rel1", 0.25, "text", 10360, "s2"), (SSQA, "rel2", 0.34, "text", 10360, "s2"),
+            (CROWS, "emb1", 0.56, "logprobs", 1508, "s3"), (CROWS, "emb2", 0.58, "logprobs", 1508, "s3")]
     t = pd.DataFrame(rows, columns=["metric", "model", "estimate", "answer_mode", "n_prompt_set", "prompt_set"])
     t = t.assign(benchmark=t["metric"], label=t["metric"], ci_low=t["estimate"] - 0.05, ci_high=t["estimate"] + 0.05,
                  direction="higher = more biased", orientation=1, null=0.0)
@@ -33,10 +36,10 @@ def _table():
 
 
 def _pairs(p_rel=0.002, p_crows=0.03, p_emb=0.3):
-    rows = [("ssqa", "emb1", "emb2", "labels", "labels", 0.11, p_emb), ("ssqa", "emb1", "rel1", "labels", "text", 0.28,
-                                                                        1e-6),
-            ("ssqa", "rel1", "rel2", "text", "text", -0.09, p_rel), ("crows", "emb1", "emb2", "logprobs", "logprobs",
-                                                                     -0.03, p_crows)]
+    rows = [(SSQA, "emb1", "emb2", "labels", "labels", 0.11, p_emb), (SSQA, "emb1", "rel1", "labels", "text", 0.28,
+                                                                      1e-6),
+            (SSQA, "rel1", "rel2", "text", "text", -0.09, p_rel), (CROWS, "emb1", "emb2", "logprobs", "logprobs",
+                                                                   -0.03, p_crows)]
     p = pd.DataFrame(rows, columns=["metric", "model_a", "model_b", "answer_mode_a", "answer_mode_b", "difference",
                                     "p_value"])
     return p.assign(n_pairs=150, ci_low=p["difference"] - 0.04, ci_high=p["difference"] + 0.04)
@@ -44,47 +47,47 @@ def _pairs(p_rel=0.002, p_crows=0.03, p_emb=0.3):
 
 def test_comparison_groups_put_like_with_like():
     t = _table().set_index(["metric", "model"])["comparison_group"]
-    assert t["ssqa", "emb1"] == t["ssqa", "emb2"] != t["ssqa", "rel1"] == t["ssqa", "rel2"]
-    assert t["ssqa", "emb1"] == "labels · 150 units" and t["ssqa", "rel1"] == "text · 10,360 units"
+    assert t[SSQA, "emb1"] == t[SSQA, "emb2"] != t[SSQA, "rel1"] == t[SSQA, "rel2"]
+    assert t[SSQA, "emb1"] == "labels · 150 units" and t[SSQA, "rel1"] == "text · 10,360 units"
 
 
-def test_one_holm_family_across_the_report_and_incomparable_pairs_shown_apart():
+def test_one_holm_family_per_model_pair_and_incomparable_pairs_shown_apart():
     d = compare.decide_pairs(_pairs())
     v = d.set_index(["metric", "model_a", "model_b"])["verdict"]
-    assert v["ssqa", "emb1", "rel1"].startswith("not tested (not comparable: different answer modes: emb1: labels")
-    tested = d["verdict"].isin(["distinguishable", "not distinguishable"])
-    assert tested.sum() == 3 and (d.loc[tested, "family"] == compare.REPORT_FAMILY).all()
-    assert np.allclose(d.loc[tested, "p_adjusted"], multipletests(d.loc[tested, "p_value"], method="holm")[1])
-    # as the issue's CrowS revised pair (raw 0.012, Holm 0.061 over the report): raw 0.03 here, Holm 0.06
-    assert v["crows", "emb1", "emb2"] == "not distinguishable" and v["ssqa", "rel1", "rel2"] == "distinguishable"
-    alone = compare.decide_pairs(_pairs().iloc[[3]])
-    assert alone["verdict"].iloc[0] == "distinguishable"        # a family of one (the old "within metric") would
-    bh = compare.decide_pairs(_pairs(), method="fdr_bh")
-    assert (bh.loc[tested, "family_kind"] == "exploratory").all()
+    fam = d.set_index(["metric", "model_a", "model_b"])["family"]
+    assert v[SSQA, "emb1", "rel1"].startswith("not tested (not comparable: different answer modes: emb1: labels")
+    assert fam[SSQA, "emb1", "emb2"] == fam[CROWS, "emb1", "emb2"] == "05_compare · emb1 · emb2"
+    emb = d[(d["model_a"] == "emb1") & (d["model_b"] == "emb2")]
+    assert np.allclose(emb["p_adjusted"], multipletests(emb["p_value"], method="holm")[1])
+    # raw 0.03 on CrowS, Holm 0.06 over the pair's two claims; the released pair's one claim: Holm = raw
+    assert v[CROWS, "emb1", "emb2"] == "not distinguishable" and v[SSQA, "rel1", "rel2"] == "distinguishable"
+    # a metric without a claim is exploratory: shown, never decided
+    other = compare.decide_pairs(_pairs().assign(metric="agentic_mean_entropy"))
+    assert not other["verdict"].isin(["distinguishable", "not distinguishable"]).any()
 
 
 def test_degenerate_for_this_metric_is_listed_not_ranked():
-    st = pd.DataFrame({"metric": ["ssqa", "crows"], "model": ["emb2", "emb2"],
+    st = pd.DataFrame({"metric": [SSQA, CROWS], "model": ["emb2", "emb2"],
                        "responder_status": ["degenerate: always 'yes'", "not judged: log-probabilities"]})
     pairs = compare.decide_pairs(_pairs(), st)
     v = pairs.set_index(["metric", "model_a", "model_b"])["verdict"]
-    assert v["ssqa", "emb1", "emb2"].startswith("not tested (degenerate responder: emb2: always 'yes'")
-    assert v["crows", "emb1", "emb2"] in ("distinguishable", "not distinguishable")     # not judged is no flag
+    assert v[SSQA, "emb1", "emb2"].startswith("not tested (degenerate responder: emb2: always 'yes'")
+    assert v[CROWS, "emb1", "emb2"] in ("distinguishable", "not distinguishable")     # not judged is no flag
     t = _table().merge(st, on=["metric", "model"], how="left")
     g = compare.tie_group_table(t, pairs).set_index(["metric", "model"])
-    assert not g.loc[("ssqa", "emb2"), "ranked"] and "degenerate responder: always 'yes'" in g.loc[("ssqa", "emb2"),
-                                                                                                   "note"]
-    assert not g.loc[("ssqa", "emb1"), "ranked"]           # alone in its group once emb2 is out
-    assert g.loc[("ssqa", "rel2"), "rank"] == 1 and g.loc[("ssqa", "rel2"), "groups"] != g.loc[("ssqa", "rel1"),
-                                                                                               "groups"]
+    assert not g.loc[(SSQA, "emb2"), "ranked"] and "degenerate responder: always 'yes'" in g.loc[(SSQA, "emb2"),
+                                                                                                 "note"]
+    assert not g.loc[(SSQA, "emb1"), "ranked"]           # alone in its group once emb2 is out
+    assert g.loc[(SSQA, "rel2"), "rank"] == 1 and g.loc[(SSQA, "rel2"), "groups"] != g.loc[(SSQA, "rel1"), "groups"]
     assert len(g) == len(t)                                  # nobody disappears
     lines = compare.summary_lines(t, pairs, compare.tie_group_table(t, pairs), pd.DataFrame())
-    ssqa = [x for x in lines if x.startswith("ssqa")][0]
-    assert "emb2 (labels · 150 units) at 0.39 [0.34, 0.44], not ranked: degenerate responder" in ssqa
-    assert "1 of 1 tested pairs distinguishable (Holm over 2 confirmatory tests)" in ssqa
-    assert "1 pair across answer modes shown apart, not tested: emb1 − rel1 0.28" in ssqa
-    assert "no common prompts" not in " ".join(lines) and "could be compared" not in " ".join(lines)
-    assert "2 model pairs were tested, in one family for the whole report" in lines[1]
+    ssqa = [x for x in lines if x.startswith(SSQA)][0]
+    assert "emb2 0.39 [0.34, 0.44]" in ssqa and "1 pair with a degenerate responder, not tested" in ssqa
+    assert "1 pair across answer modes, not tested" in ssqa
+    claims = [x for x in lines if x.startswith("`")]
+    assert len(claims) == int((pairs["claim"] != "").sum())
+    assert sum("distinguishable from" in x and "not distinguishable" not in x for x in claims) == \
+        int((pairs["verdict"] == "distinguishable").sum())
 
 
 def _committed(folder, stem):

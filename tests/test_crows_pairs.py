@@ -98,6 +98,9 @@ def test_subsample_is_stratified_deterministic_and_ordered():
     assert cp.subsample(fr, 200, seed=4).prompts["prompt_id"].tolist() != s1.prompts["prompt_id"].tolist()
     assert cp.subsample(fr, None) is fr and cp.subsample(fr, 10_000) is fr
     assert len(s1.excluded) == 1 and "stratified sample" in s1.notes[-1]
+    first = cp.subsample(fr, 30, seed=3, allocation="first")        # what an lm-eval --limit 30 run scored
+    assert first.prompts["prompt_id"].tolist() == fr.prompts["prompt_id"].head(30).tolist()
+    assert "first 30" in first.notes[-1] and len(first.excluded) == 1
 
 
 def test_published_chatgpt_reference():

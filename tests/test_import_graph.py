@@ -17,7 +17,7 @@ LIB = Path(__file__).resolve().parents[1] / "lib" / "biaslab"
 # top-level name under biaslab -> stage
 STAGES = {
     "__init__": "infra", "paths": "infra", "profiles": "infra", "filehash": "infra", "fsio": "infra",
-    "integrity": "infra",
+    "integrity": "infra", "redact": "infra",
     "outputs": "output", "display": "output",          # display: how notebooks show tables and figures
     "sources": "sources",
     "benchmarks": "benchmarks",
@@ -33,18 +33,23 @@ STAGES = {
     "publish": "orchestration", "stopping": "orchestration", "preflight": "orchestration",
     "serve": "models",          # a local llama.cpp server for an embedded model's GGUF file (imports models only)
     "findings": "wording",
+    "importers": "importers", "imported_run": "orchestration",   # other harnesses' logs in, Every Eval Ever records out (parsing, no scoring)
+    "plan": "plan",             # the analysis plan (analysis_plan.yaml): which rows are confirmatory claims
 }
-GENERIC = {"infra", "cache", "sources", "benchmarks", "models", "scoring", "stats", "plots", "wording", "output"}
+GENERIC = {"infra", "cache", "sources", "benchmarks", "models", "scoring", "stats", "plots", "wording", "output",
+           "importers", "plan"}
 # stage -> the stages it may import
 ALLOWED = {
     "infra": {"infra"},
     "cache": {"infra", "cache"},                          # a disk cache of slow results, keyed by their inputs
     "sources": {"infra", "sources"},
     "benchmarks": {"infra", "sources", "benchmarks"},
-    "models": {"infra", "models"},
+    "models": {"infra", "models", "importers"},          # an imported model's handle reads its log
+    "importers": {"infra", "benchmarks", "importers"},   # BBQ's biased answer: the loader's rule
     "scoring": {"infra", "models", "scoring"},
-    "stats": {"stats", "cache"},                          # pure functions over tables (slow fits may be cached)
-    "plots": {"infra", "stats", "plots"},
+    "plan": {"infra", "plan"},                            # reads one YAML file
+    "stats": {"stats", "cache", "plan"},                  # pure functions over tables; the verdict layer reads the plan
+    "plots": {"infra", "stats", "plots", "plan"},
     "wording": {"wording"},                               # phrases for computed findings: pure formatting
     "output": {"infra", "plots", "output"},              # writes tables and figures (checks figures first)
     "papers": GENERIC | {"papers"},                      # a paper's glue may use every generic stage

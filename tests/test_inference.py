@@ -260,10 +260,9 @@ def test_holm_and_bh_hand_worked():
     np.testing.assert_allclose(multiplicity.adjust(p, "holm"), [0.03, 0.06, 0.06, np.nan, 0.02])
     # BH: .005*4/1=.02, .01*4/2=.02, .03*4/3=.04, .04*4/4=.04
     np.testing.assert_allclose(multiplicity.adjust(p, "fdr_bh"), [0.02, 0.04, 0.04, np.nan, 0.02])
-    df = pd.DataFrame({"fam": ["x", "x", "y", "y"], "p_value": [0.01, 0.04, 0.02, 0.5]})
-    out = multiplicity.add_adjusted(df, family="fam")
-    np.testing.assert_allclose(out["p_value_holm"], [0.02, 0.04, 0.04, 0.5])
-    assert list(out["family_size"]) == [2, 2, 2, 2]
+    # two families of two (the verdict layer adjusts each family on its own)
+    np.testing.assert_allclose(multiplicity.adjust([0.01, 0.04], "holm"), [0.02, 0.04])
+    np.testing.assert_allclose(multiplicity.adjust([0.02, 0.5], "holm"), [0.04, 0.5])
 
 
 def test_benchmark_cluster_must_be_a_column():
@@ -380,3 +379,15 @@ def test_subgroups_of_one_prompt_leave_the_metric_without_an_interval():
     assert np.isnan(t["p_value"]) and t["test"].startswith("undefined")
     from biaslab.findings import interval
     assert interval(ci.iloc[0].to_dict()).startswith("(no interval, undefined: 2 of 4 subgroups")
+
+
+def test_an_empty_responder_check_masks_nothing():
+    """Notebook 3 with only unprompted models (no answers, so an empty responder check) failed with a pandas
+    KeyError: the empty check's object `degenerate` column was read as a list of column names."""
+    import pandas as pd
+    from biaslab.papers.crows_pairs import decisions
+    empty = decisions.responder_table(pd.DataFrame())
+    tab = pd.DataFrame({"model": ["m"], "dataset": ["d"], "binom_p": [0.2]})
+    out = responders.mask_tests(tab, empty, by=["model", "dataset"], test_cols=["binom_p"])
+    assert out["binom_p"].tolist() == [0.2] and out["responder"].tolist() == ["informative"]
+    assert responders.informative(tab, empty, by=["model", "dataset"]).equals(tab)

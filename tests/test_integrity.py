@@ -73,3 +73,60 @@ def test_notebook_1_variants_are_checked_one_manifest_each(tmp_path):
         "01_multifactor/b: unverifiable: its MANIFEST.json lists no file hashes (written before biaslab recorded "
         "them); regenerate the run"]
     assert [f.name for f in integrity.run_folders(tmp_path)] == ["a", "b"]
+
+
+def _git(*args, cwd):
+    import subprocess
+    return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=True).stdout
+
+
+def test_git_never_converts_the_line_endings_of_committed_outputs():
+    """A `core.autocrlf=true` clone verified 0 of 12 run folders: git rewrote LF as CRLF in every table and notebook,
+    so no hash matched. `.gitattributes` marks every committed output `-text`."""
+    import shutil
+    from biaslab import paths
+    if shutil.which("git") is None or not (paths.ROOT / ".git").exists():
+        pytest.skip("not a git checkout")
+    files = _git("ls-files", "outputs", cwd=paths.ROOT).splitlines()
+    assert files
+    attrs = _git("check-attr", "text", "--", *files, cwd=paths.ROOT).splitlines()
+    converted = [a for a in attrs if not a.endswith(": text: unset")]
+    assert not converted, converted[:5]
+
+
+def test_a_crlf_clone_still_verifies(tmp_path):
+    """The same end to end: a run folder committed with this repository's .gitattributes, cloned with
+    core.autocrlf=true, still verifies."""
+    import shutil
+    from biaslab import paths
+    if shutil.which("git") is None:
+        pytest.skip("no git")
+    repo = tmp_path / "repo"
+    run = repo / "outputs" / "00_toy"
+    (run / "tables").mkdir(parents=True)
+    (run / "tables/v.csv").write_text("v\n7\n")
+    (run / "README.md").write_text("# a\n\nb\n")
+    (run / "MANIFEST.json").write_text(json.dumps({"files": integrity.file_hashes(run)}) + "\n")
+    if (paths.ROOT / ".gitattributes").exists():
+        shutil.copy(paths.ROOT / ".gitattributes", repo / ".gitattributes")
+    _git("init", "-q", cwd=repo)
+    _git("add", "-A", cwd=repo)
+    _git("-c", "user.name=t", "-c", "user.email=t@t.invalid", "commit", "-qm", "run", cwd=repo)
+    _git("clone", "-q", "-c", "core.autocrlf=true", str(repo), str(tmp_path / "clone"), cwd=tmp_path)
+    assert integrity.verify(tmp_path / "clone/outputs/00_toy").ok
+
+
+def test_verify_follows_a_run_folder_that_is_a_symlink(published, tmp_path, capsys):
+    """`biaslab verify` skipped a run folder that is a symbolic link and printed "1 of 1 verified" with an edited
+    table in it."""
+    import shutil
+    second = published / "00_two"
+    shutil.copytree(published / "00_toy", tmp_path / "elsewhere")
+    second.symlink_to(tmp_path / "elsewhere", target_is_directory=True)
+    (published / "loop").symlink_to(published, target_is_directory=True)      # a loop is walked once
+    assert cli.main(["verify", str(published)]) == 0
+    assert "2 of 2 run folder(s) verified" in capsys.readouterr().out
+    (tmp_path / "elsewhere/tables/v.csv").write_text("v\n8\n")
+    assert cli.main(["verify", str(published)]) == 1
+    out = capsys.readouterr().out
+    assert "00_two/tables/v.csv: edited" in out and "1 of 2 run folder(s) verified" in out

@@ -169,3 +169,18 @@ def test_unhashable_weights_fall_back_to_the_loaded_parameters(tmp_path, model_c
     assert any("loaded parameters" in r.getMessage() for r in caplog.records)
     from biaslab.scoring.cache import model_key
     assert model_key(lm.fingerprint) is not None          # so its scores keep their persistent cache
+
+
+def test_a_local_folder_missing_weight_tensors_is_an_error(tmp_path, model_cache):
+    """A local model folder missing tensors ran on partly random weights with no note (transformers initialises what
+    the checkpoint lacks and only logs it). Now loading the weights fails, naming the folder and the tensors."""
+    from safetensors.torch import load_file, save_file
+    folder = models.save_tiny_model(tmp_path / "tiny", "causal", seed=1)
+    w = folder / "model.safetensors"
+    tensors = load_file(w)
+    cut = sorted(k for k in tensors if ".layers.0." in k)[:2]
+    save_file({k: v for k, v in tensors.items() if k not in cut}, w, metadata={"format": "pt"})
+    lm = models.load(folder, device="cpu", dtype="float32")         # the fingerprint needs no weights loaded
+    with pytest.raises(models.ModelWeightsError, match=rf"2 weight tensor\(s\) are missing from {folder} "
+                                                       rf"\({cut[0]}, {cut[1]}\)"):
+        lm.model

@@ -4,17 +4,12 @@ holds literal defaults only (papermill injects new values after it, so a derived
 import ast
 from pathlib import Path
 
-import jupytext
 import nbformat
 import pytest
 
-from biaslab import paths, profiles
+from biaslab import paths, preflight, profiles
 
 NOTEBOOKS = sorted(profiles.NOTEBOOKS)
-
-
-def _cells(nb):
-    return [(c.cell_type, c.source.strip(), tuple(c.metadata.get("tags", ()))) for c in nb.cells]
 
 
 @pytest.mark.parametrize("name", NOTEBOOKS)
@@ -22,14 +17,9 @@ def test_ipynb_and_script_are_in_sync(name):
     script = paths.NOTEBOOKS_DIR / f"{name}.py"
     ipynb = paths.NOTEBOOKS_DIR / f"{name}.ipynb"
     assert script.exists() and ipynb.exists(), f"{name}: both {script.name} and {ipynb.name} must be committed"
-    from_script = jupytext.read(script)
-    from_ipynb = nbformat.read(ipynb, as_version=4)
-    a, b = _cells(from_script), _cells(from_ipynb)
-    assert len(a) == len(b), (f"{name}: {script.name} has {len(a)} cells, {ipynb.name} {len(b)}; "
-                              f"run `jupytext --sync notebooks/{script.name}`")
-    for i, (x, y) in enumerate(zip(a, b)):
-        assert x == y, f"{name}: cell {i} differs between the pair; run `jupytext --sync notebooks/{script.name}`"
-    assert not any(c.get("outputs") for c in from_ipynb.cells), f"{ipynb.name} is committed with outputs"
+    assert preflight.pair_problem(name) is None, preflight.pair_problem(name)
+    assert not any(c.get("outputs") for c in nbformat.read(ipynb, as_version=4).cells), \
+        f"{ipynb.name} is committed with outputs"
 
 
 def _is_literal(node) -> bool:

@@ -5,7 +5,7 @@ import json
 import pandas as pd
 import pytest
 
-from biaslab import paths, profiles, runner
+from biaslab import profiles
 
 EXPECTED_TABLES = {
     "01_multifactor": ["factors", "coverage_by_factor", "coverage_overall", "subgroups", "deviation_metric",
@@ -18,8 +18,6 @@ EXPECTED_TABLES = {
     "06_multiverse": ["factors", "universes", "responders", "estimates", "specification_curve", "agreement",
                       "robustness", "factor_importance", "format_agreement", "costs"],
 }
-# Notebook 5 reads the other notebooks' outputs: its smoke run reads the committed ones.
-OVERRIDES = {"05_compare": {"outputs_root": str(paths.ROOT / "outputs")}}
 # Tables that may legitimately have no rows under the one-model smoke profile (they compare models).
 MAY_BE_EMPTY = {"ks_tests"}
 
@@ -28,12 +26,9 @@ RUNS = [(nb, v) for nb, variants in profiles.NOTEBOOKS.items() for v in variants
 
 @pytest.mark.notebook
 @pytest.mark.parametrize("notebook,variant", RUNS, ids=[f"{n}/{v}" if v else n for n, v in RUNS])
-def test_notebook_smoke(notebook, variant, tmp_path):
+def test_notebook_smoke(notebook, variant, smoke_run):
     label = f"{notebook}/{variant}" if variant else notebook
-    assert runner.reproduce("smoke", only=[label], outputs_dir=tmp_path, html=False,
-                            overrides=OVERRIDES.get(notebook)) == 0, \
-        json.loads((tmp_path / notebook / variant / "MANIFEST.failed.json").read_text()).get("error")
-    out = tmp_path / notebook / variant
+    out = smoke_run(label)        # the session's smoke run of that notebook (tests/conftest.py)
     manifest = json.loads((out / "MANIFEST.json").read_text())
     assert manifest["status"] == "ok" and manifest["profile"] == "smoke"
     assert manifest["models"], "the notebook must record the fingerprint of every model it used"

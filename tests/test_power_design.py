@@ -187,10 +187,10 @@ def test_a_zero_design_se_gives_an_undefined_mde_with_its_reason():
 
 
 def test_the_power_sentence_never_prints_a_range_from_0():
-    """Notebook 2 said 'differences smaller than 0.00-0.49 cannot be detected': the range now spans the defined MDEs
-    and the undefined rows are counted with their reason."""
+    """Notebook 2 said 'differences smaller than 0.00-0.49 cannot be detected': the range now spans the defined MDEs,
+    worded as power, and the undefined rows are counted with their reason."""
     import pandas as pd
-    from biaslab.findings import detectable
+    from biaslab.findings import power_sentence
     from biaslab.papers.calm import findings as F2
     rows = []
     for alike in (True, False):
@@ -198,6 +198,29 @@ def test_the_power_sentence_never_prints_a_range_from_0():
             power.subgroup_contrast_mdes(_calm_like(alike), "correct", "group", "template"))
         rows.append(power.power_row("calm", "p", f"alike {alike}", 20, c["mde"], note=c["note"], required_n=300))
     text = F2.power_findings(pd.DataFrame(rows))
-    assert "smaller than 0.00" not in text and "smaller than 0 " not in text and "smaller than 0–" not in text
-    assert "1 of 2 has no detectable-effect size (zero cluster-robust variance" in text
-    assert detectable([rows[0]], "x").startswith("x: no detectable-effect size (zero cluster-robust variance")
+    assert "at least 0.00" not in text and "at least 0 " not in text and "at least 0–" not in text
+    assert "80 % power for effects of at least" in text
+    assert "1 of 2 without one (zero cluster-robust variance" in text
+    assert power_sentence([rows[0]], "x").startswith("x: no minimum detectable effect (zero cluster-robust variance")
+
+
+def test_a_design_effect_below_1_never_shrinks_an_mde():
+    """Notebook 2 worded an MDE of 0.071 from a design effect of 0.03 (a CR1 variance on 3 df far below the naive
+    one): the SE in an MDE is floored at the naive SE, and power.csv never shows a design effect below 1."""
+    # 4 templates x 3 groups x 5 names; the groups differ in opposite directions inside the templates, so the
+    # contrast's cluster totals nearly cancel and its CR1 variance falls far below the naive one
+    import pandas as pd
+    t = np.repeat(np.arange(4), 15)
+    g = np.tile(np.repeat(["a", "b", "c"], 5), 4)
+    y = np.tile(np.r_[1, 0, 1, 1, 0, 1, 1, 0, 1, 0, 0, 1, 1, 0, 1], 4).astype(float)
+    y[(t == 1) & (g == "a")] = [1, 1, 1, 1, 0]
+    df = pd.DataFrame({"template": t, "group": g, "correct": y})
+    from biaslab.stats import clustered as C
+    raw = C.contrast_inference(y, g == "a", t)
+    assert 0 < raw["design_effect"] < 1
+    c = power.subgroup_contrast_mdes(df, "correct", "group", "template").set_index("level")
+    assert (c["design_effect"] >= 1).all()
+    naive = power.mde_from_se(raw["se_naive"], raw["df"])
+    assert c.loc["a", "mde"] == pytest.approx(naive) and c.loc["a", "mde"] > power.mde_from_se(raw["se"], raw["df"])
+    assert power.power_row("calm", "p", "q", 20, 0.1, deff=0.03)["design_effect"] == 1.0
+    assert "deff 1.00 (estimated 0.03, floored at 1)" in power.mde_design("paired", 20, 4, 0.03)

@@ -119,20 +119,88 @@ def test_a_folder_that_does_not_verify_after_the_swap_is_rolled_back(tmp_path, m
     assert _state(final) == "good" and staging.exists()
 
 
-def test_live_runs_leftovers_are_not_touched(tmp_path):
+HOLD_THE_LOCK = """
+import json, os, sys
+from pathlib import Path
+os.getpid = lambda: 1                        # a container's first process: pid 1 in its own pid namespace
+from biaslab import integrity, publish
+final = Path({final!r})
+with publish.RunLock(final) as lock:
+    staging = publish.staging_folder(final, lock.run_id)
+    (staging / "tables").mkdir(parents=True)
+    (staging / "tables/v.csv").write_text("v\\nA\\n")
+    (staging / "MANIFEST.json").write_text(json.dumps({{"value": "A", "parameters": {{"seed": 11}},
+                                                        "files": integrity.file_hashes(staging)}}))
+    print("ready", flush=True)
+    sys.stdin.readline()                      # the test starts run B meanwhile
+    publish.swap_in(staging, final)
+"""
+
+
+def test_two_runs_that_are_both_pid_1_cannot_share_a_folder(toy, monkeypatch):  # noqa: F811
+    """Two containers (separate pid namespaces: both pid 1, same host name and boot id) write one output folder.
+    Before, run B took A's live ``.00_toy.staging-1`` for a killed run's, deleted it and wrote into the same name,
+    and A published B's rows under A's MANIFEST. Now A holds the folder's lock: B is refused, naming A, and touches
+    nothing; A publishes exactly what A wrote."""
+    nbdir, outdir = toy
+    final = outdir / "00_toy"
+    outdir.mkdir()
+    _toy_notebook(nbdir / "00_toy.ipynb", GOOD)
+    a = subprocess.Popen([sys.executable, "-c", HOLD_THE_LOCK.format(final=str(final))], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, text=True)
+    try:
+        assert a.stdout.readline().strip() == "ready"
+        held = json.loads(publish.lock_file(final).read_text())
+        assert held["pid"] == 1 and held["host"] and held["run_id"] and "boot_id" in held
+        (a_staging,) = outdir.glob(".00_toy.staging-*")
+        monkeypatch.setattr(os, "getpid", lambda: 1)                    # run B: pid 1 as well
+        assert publish.sweep_stale(final) == []                         # a live run's folders are left alone
+        assert runner.reproduce("smoke", overrides={"value": 12}, outputs_dir=outdir, html=False) == 1
+        monkeypatch.undo()
+        assert (a_staging / "tables/v.csv").read_text() == "v\nA\n"      # A's live folder untouched
+        assert not final.exists() and len(list(outdir.glob(".00_toy.staging-*"))) == 1
+        a.stdin.write("go\n")
+        a.stdin.flush()
+        assert a.wait(timeout=60) == 0
+    finally:
+        if a.poll() is None:
+            a.kill()
+            a.wait()
+    assert integrity.verify(final).ok
+    assert json.loads((final / "MANIFEST.json").read_text())["value"] == "A"
+    assert (final / "tables/v.csv").read_text() == "v\nA\n"
+    assert not publish.lock_file(final).exists() and not list(outdir.glob(".*"))
+
+
+def test_a_second_run_is_refused_naming_the_live_one(tmp_path, capsys, monkeypatch):
+    final = tmp_path / "00_toy"
+    monkeypatch.setattr(os, "getpid", lambda: 1)
+    with publish.RunLock(final, "aaaa"):
+        with pytest.raises(publish.FolderBusy, match=r"being written by another run \(host .*pid 1, run_id aaaa"):
+            publish.RunLock(final, "bbbb").acquire()
+    with publish.RunLock(final, "bbbb"):                                    # released: the next run takes it
+        pass
+
+
+def test_after_a_reboot_a_dead_runs_old_folder_is_restored_though_its_pid_is_alive(tmp_path):
+    """A kill between the two renames, then a reboot: the dead run's ``.old-1`` folder names a pid that is alive again
+    (pid 1 always is). Before, the sweeper decided by pid and never restored it; now the lock decides."""
+    final = tmp_path / "out" / "00_toy"
+    _run_folder(final.parent / ".00_toy.old-1", "good")
+    done = publish.sweep_stale(final)
+    assert _state(final) == "good" and any("restored the last good outputs" in d for d in done)
+
+
+def test_a_killed_runs_lock_is_taken_over(tmp_path):
     final = tmp_path / "out" / "00_toy"
     final.parent.mkdir()
-    live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
-    try:
-        other = final.parent / f".00_toy.old-{live.pid}"
-        _run_folder(other, "theirs")
-        staging = final.parent / f".00_toy.staging-{live.pid}"
-        staging.mkdir()
-        assert publish.sweep_stale(final) == []
-        assert other.exists() and staging.exists()
-    finally:
-        live.kill()
-        live.wait()
+    script = (f"import os\nfrom pathlib import Path\nfrom biaslab import publish\n"
+              f"publish.RunLock(Path({str(final)!r})).acquire()\nos._exit(9)\n")
+    assert subprocess.run([sys.executable, "-c", script]).returncode == 9
+    assert publish.lock_file(final).exists()                              # left behind, no longer locked
+    with publish.RunLock(final):
+        pass
+    assert not publish.lock_file(final).exists()
 
 
 def test_killed_between_the_two_renames_then_a_failed_run_reports_the_truth(toy, monkeypatch):  # noqa: F811
@@ -195,3 +263,27 @@ def test_a_run_of_other_notebooks_restores_an_interrupted_publish(toy, monkeypat
     os.replace(two, publish.old_folder(two, dead.pid))        # what a kill between the two renames leaves
     assert runner.reproduce("smoke", only=["00_toy"], overrides={"value": 8}, outputs_dir=outdir, html=False) == 0
     assert _snapshot(two) == good and not list(outdir.glob(".00_two.old-*"))
+
+
+def test_without_flock_the_lock_record_decides_conservatively(tmp_path, monkeypatch):
+    """A file system without flock: the recorded holder decides. Another host (or container) may be alive: refused;
+    this host after a reboot, or this host, boot and pid namespace with no such pid, is dead: taken over."""
+    import errno
+    import fcntl
+
+    def no_flock(fd, op):
+        raise OSError(errno.ENOLCK, "No locks available")
+    monkeypatch.setattr(fcntl, "flock", no_flock)
+    final = tmp_path / "00_toy"
+    me = publish.holder()
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    for rec, busy in [({**me, "host": "elsewhere"}, True), ({**me, "pid_namespace": "pid:[1]"}, True),
+                      ({**me, "boot_id": "an-earlier-boot"}, False), ({**me, "pid": dead.pid}, False)]:
+        publish.lock_file(final).write_text(json.dumps({**rec, "run_id": "theirs"}))
+        if busy:
+            with pytest.raises(publish.FolderBusy, match="run_id theirs"):
+                publish.RunLock(final).acquire()
+        else:
+            with publish.RunLock(final):
+                assert json.loads(publish.lock_file(final).read_text())["run_id"] == publish.RUN_ID

@@ -16,7 +16,7 @@ import shutil
 import nbformat
 import pytest
 
-from biaslab import paths, report_index, runner
+from biaslab import paths, report_index
 from biaslab.report import browser, html
 
 pytestmark = pytest.mark.browser
@@ -91,17 +91,16 @@ def test_committed_reports_and_index_display_offline(driver, committed, tmp_path
     assert not problems, "\n".join(problems)
 
 
-def test_fresh_smoke_report_displays_offline_with_findings_parameters_and_provenance(driver, tmp_path_factory):
-    out = tmp_path_factory.mktemp("fresh")
-    assert runner.reproduce("smoke", only=["04_agentic_entropy"], outputs_dir=out) == 0
-    page = out / "04_agentic_entropy" / "04_agentic_entropy.html"
-    problems = reader_problems(page, driver, out / "alone")
+def test_fresh_smoke_report_displays_offline_with_findings_parameters_and_provenance(driver, smoke_run, tmp_path):
+    page = smoke_run("04_agentic_entropy") / "04_agentic_entropy.html"      # the session's smoke run, with HTML
+    out = smoke_run.root
+    problems = reader_problems(page, driver, tmp_path / "alone")
     assert not problems, "\n".join(problems)
     found = browser.check(page, driver)
     assert len(found.numbers) > 50 and sum("." in n for n in found.numbers) > 20     # tables shown, rounded
     assert len(list((page.parent / "figures").glob("*.png"))) >= 4
-    index = browser.check(out / "index.html", driver)        # the run's front page, written beside it
-    assert not index.problems and index.images == len(list(out.glob("*/figures/*.png"))) > 0, str(index)
+    index = browser.check(out / "index.html", driver)        # the runs' front page, written beside them
+    assert not index.problems and index.images == len(list(out.glob("**/figures/*.png"))) > 0, str(index)
     figures, math, n_findings = expected(page)
     assert found.images == figures > 0 and found.math > 0 and n_findings >= 5
     assert "tables/" in page.read_text() and "full precision" in page.read_text()   # a long table links its CSV
@@ -111,9 +110,9 @@ def test_fresh_smoke_report_displays_offline_with_findings_parameters_and_proven
     manifest = html.read_manifest(page.parent)
     assert all(m["weights_sha256"] in text for m in manifest["models"].values())
     # the same browser prints it and photographs it
-    pdf = browser.pdf(page, out / "report.pdf", driver)
+    pdf = browser.pdf(page, tmp_path / "report.pdf", driver)
     assert pdf.read_bytes()[:5] == b"%PDF-" and pdf.stat().st_size > 50_000
-    png = browser.screenshot(page, out / "shot.png", driver, width=800, height=600, at="The metric")
+    png = browser.screenshot(page, tmp_path / "shot.png", driver, width=800, height=600, at="The metric")
     from PIL import Image
     with Image.open(png) as im:
         assert im.size == (800, 600)

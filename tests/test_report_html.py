@@ -39,6 +39,9 @@ def executed_notebook(folder, math=True, manifest=True):
                       metadata={"tags": ["parameters"]}),
         new_code_cell('# Parameters\nprofile = "smoke"\nmodels = ["a", "b"]\noutput_dir = "x"\n',
                       metadata={"tags": ["injected-parameters"]}),
+        new_code_cell("PLAN = plan_file.use(analysis_plan)", metadata={"tags": ["analysis_plan"]}, outputs=[
+            new_output("display_data", data={"text/markdown": "**Analysis plan** v1: 1 confirmatory claim\n- `c1`: x",
+                                             "text/plain": "<Markdown>"})]),
         new_markdown_cell("## First section\n\nText."),
         new_code_cell("import secret_plumbing\nshow()", outputs=[
             new_output("display_data", data={"image/png": PNG, "text/plain": "<Figure>"},
@@ -101,6 +104,9 @@ def test_report_is_self_contained_and_laid_out_for_a_reader(tmp_path):
     # findings under the introduction, before the first section, each linking to its cell
     summary = text.index('id="bl-findings"')
     assert text.index("What it does") < summary < text.index('id="First-section"')
+    # the analysis plan's block above the findings
+    assert text.index("What it does") < text.index('id="bl-plan"') < summary
+    assert "<strong>Analysis plan</strong> v1" in text[text.index('id="bl-plan"'):summary]
     assert text.count('class="bl-finding"') == 2 and "<strong>model a</strong>" in text[summary:]
     cell_ids = re.findall(r'href="#(cell-id=[^"]+)"', text)
     assert len(cell_ids) == 2 and all(f'id="{c}"' in text for c in cell_ids)

@@ -374,3 +374,95 @@ def test_served_reproduction_plans_notebooks_3_and_4_on_a_local_server(capsys):
     assert serve.spec("http://127.0.0.1:1/v1")["model"] == serve.ALIAS
     assert cli.main(["reproduce", "--served", "--only", "02", "--dry-run"]) == 2
     assert cli.main(["reproduce", "--served", "-p", 'models=["x"]', "--dry-run"]) == 2
+
+
+def test_relative_biaslab_paths_are_resolved_once_before_the_kernel_starts(toy, tmp_path, monkeypatch):
+    """A relative BIASLAB_CACHE built a second cache under notebooks/ (the kernel's working folder) and a relative
+    BIASLAB_RAW_DIR failed although `data status` (run from the repository) said verified. Now the runner makes
+    them absolute, relative to where it was started, before any kernel starts, and says so."""
+    nbdir, outdir = toy
+    seen = tmp_path / "seen.json"
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("BIASLAB_RAW_DIR", "rel/raw")
+    monkeypatch.setenv("BIASLAB_CACHE", "rel/cache")
+    _toy_notebook(nbdir / "00_toy.ipynb",
+                  "import json, os\nfrom pathlib import Path\nfrom biaslab import paths\n"
+                  f"Path({str(seen)!r}).write_text(json.dumps({{'raw': str(paths.RAW_DIR), "
+                  "'cache': str(paths.CACHE_DIR), 'env': os.environ['BIASLAB_CACHE']}))")
+    assert runner.reproduce("smoke", outputs_dir=outdir, html=False) == 0
+    got = json.loads(seen.read_text())
+    assert got == {"raw": str(tmp_path / "rel/raw"), "cache": str(tmp_path / "rel/cache"),
+                   "env": str(tmp_path / "rel/cache")}
+
+
+def test_out_naming_the_committed_outputs_needs_publish(toy):
+    """`--out outputs` without --publish overwrote the committed outputs with a smoke run."""
+    from biaslab import preflight
+    nbdir, _ = toy
+    _toy_notebook(nbdir / "00_toy.ipynb", GOOD)
+    for out in (paths.OUTPUTS_DIR, paths.OUTPUTS_DIR / "served"):
+        with pytest.raises(preflight.PreflightError, match="is the committed results folder.*pass --publish"):
+            runner.reproduce("smoke", outputs_dir=out, html=False, dry_run=True)
+    assert runner.reproduce("smoke", outputs_dir=paths.OUTPUTS_DIR, html=False, dry_run=True, publish=True) == 0
+
+
+def test_the_kernel_is_the_runners_interpreter_and_library_whatever_kernelspec_the_user_has(toy, tmp_path, monkeypatch):
+    """A user-level `python3` kernelspec pointing at another checkout: every table came from that library while the
+    MANIFEST named this commit. The runner now starts its own interpreter with its own biaslab first."""
+    import sys
+    import biaslab
+    nbdir, outdir = toy
+    other = tmp_path / "other-checkout/lib/biaslab"
+    other.mkdir(parents=True)
+    (other / "__init__.py").write_text("")
+    spec = tmp_path / "jupyter/kernels/python3"
+    spec.mkdir(parents=True)
+    (spec / "kernel.json").write_text(json.dumps({
+        "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"], "language": "python",
+        "display_name": "Python 3", "env": {"PYTHONPATH": str(other.parent)}}))
+    monkeypatch.setenv("JUPYTER_PATH", str(tmp_path / "jupyter"))
+    seen = tmp_path / "seen.json"
+    _toy_notebook(nbdir / "00_toy.ipynb", "import json, sys\nfrom pathlib import Path\nimport biaslab\n"
+                  f"Path({str(seen)!r}).write_text(json.dumps([sys.executable, biaslab.__file__]))")
+    assert runner.reproduce("smoke", outputs_dir=outdir, html=False) == 0
+    assert json.loads(seen.read_text()) == [sys.executable, biaslab.__file__]
+
+
+def test_a_kernel_with_another_biaslab_is_refused(toy):
+    """Whatever put it there (a .pth file, sitecustomize): tables computed by another biaslab are not published."""
+    nbdir, outdir = toy
+    _toy_notebook(nbdir / "00_toy.ipynb", GOOD + "\nout.provenance['kernel']['biaslab'] = '/elsewhere/lib/biaslab'"
+                                                 "\nout._save()")
+    assert runner.reproduce("smoke", outputs_dir=outdir, html=False) == 1
+    m = json.loads((outdir / "00_toy/MANIFEST.failed.json").read_text())
+    assert "with biaslab from /elsewhere/lib/biaslab, but this runner is" in m["error"]
+    assert not (outdir / "00_toy/MANIFEST.json").exists()
+
+
+def test_a_dead_kernel_names_its_last_cell_and_the_memory_limit(toy, monkeypatch):
+    """"Kernel died" said nothing of where or why; a kernel SIGKILLed (what the out-of-memory killer does) now names
+    the cell it was running and the memory limit."""
+    nbdir, outdir = toy
+    monkeypatch.setattr(runner, "memory_limit", lambda: "2.1 GB (cgroup memory.max, /sys/fs/cgroup/x/memory.max)")
+    _toy_notebook(nbdir / "00_toy.ipynb", "import os, signal\nx = 1\nos.kill(os.getpid(), signal.SIGKILL)")
+    assert runner.reproduce("smoke", outputs_dir=outdir, html=False) == 1
+    error = json.loads((outdir / "00_toy/MANIFEST.failed.json").read_text())["error"]
+    assert error.startswith("the notebook's kernel died while running cell 2 (`import os, signal`): killed by "
+                            "SIGKILL (signal 9). SIGKILL is what the out-of-memory killer sends: the memory limit "
+                            "here is 2.1 GB (cgroup memory.max"), error
+
+
+def test_a_jupytext_pair_out_of_sync_is_refused(toy):
+    """A `.py` edited without its `.ipynb`: the edit silently did not run (the runner executes the `.ipynb`)."""
+    import jupytext
+    from biaslab import preflight
+    nbdir, outdir = toy
+    _toy_notebook(nbdir / "00_toy.ipynb", GOOD)
+    script = nbdir / "00_toy.py"
+    jupytext.write(nbformat.read(nbdir / "00_toy.ipynb", as_version=4), script, fmt="py:percent")
+    assert runner.reproduce("smoke", outputs_dir=outdir, html=False, dry_run=True) == 0      # in sync: runs
+    script.write_text(script.read_text().replace("out.table(", "out.table_edited("))
+    with pytest.raises(preflight.PreflightError, match=r"cell 1 of notebooks/00_toy.py differs from "
+                                                       r"notebooks/00_toy.ipynb.*jupytext --sync notebooks/00_toy.py"):
+        runner.reproduce("smoke", outputs_dir=outdir, html=False)
+    assert not outdir.exists()

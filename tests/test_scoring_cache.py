@@ -344,3 +344,21 @@ def test_cache_key_includes_every_loader_file_when_known():
           "kind": "causal"}
     assert model_key(fp | {"files_sha256": "f1"}) != model_key(fp | {"files_sha256": "f2"}) != model_key(fp)
     assert model_key(fp | {"files_sha256": None}) == model_key(fp)      # served models have no files: key unchanged
+
+
+def test_a_full_disk_is_named_and_the_file_kept_never_moved_aside(tiny, tmp_path, caplog):
+    """The score cache on a full disk was renamed `.corrupt-...` and every score recomputed into a fresh file (on the
+    same full disk). SQLite's own "database or disk is full" (here from a page limit) is now named as a full disk;
+    the file is kept and read, the new scores are kept in memory for the run."""
+    sc = make(tiny, tmp_path)
+    ref = sc.sequence_logprob(TEXTS[:4])
+    path = sc.cache.path
+    pages = sc.cache._conn.execute("PRAGMA page_count").fetchone()[0]
+    sc.cache._conn.execute(f"PRAGMA max_page_count = {pages}")            # no room for one more page
+    before = sc.stats["computed"]
+    again = sc.sequence_logprob(TEXTS)
+    assert sc.stats["computed"] - before == len(TEXTS) - 4                  # the stored four were read, not recomputed
+    assert np.abs(again.sum_logprob[:4] - ref.sum_logprob).max() < 1e-4
+    assert path.exists() and not list(tmp_path.glob("*.corrupt-*"))
+    assert sc.cache.read_only.startswith("disk full") and "disk full" in caplog.text and "BIASLAB_CACHE" in caplog.text
+    assert len(sc.cache.get_many([])) == 0 and len(sc.cache) >= len(TEXTS)

@@ -110,3 +110,39 @@ def test_a_stop_after_the_kernel_finished_publishes_nothing(toy, monkeypatch):  
     assert after == good
     assert failed["status"] == "interrupted" and "not published" in failed["error"]
     assert failed["last_good_outputs"] == "kept untouched"
+
+
+def test_a_second_ctrl_c_exits_at_once(toy, tmp_path):  # noqa: F811
+    """The first Ctrl-C asks for an orderly stop, which waits for the lane to finish what it is doing (here a
+    post-processing step that would take ten minutes, as the runner's quadratic regex once did). The second one
+    exits at once: before, it raised KeyboardInterrupt in the main thread, which then waited for the lane anyway."""
+    nbdir, outdir = toy
+    _toy_notebook(nbdir / "00_toy.ipynb", GOOD)
+    ready = tmp_path / "post-processing"
+    script = toy_script(nbdir, "import time\nreal = runner.clean_executed\n"
+                        "def slow(*a, **k):\n"
+                        f"    Path({str(ready)!r}).write_text('1')\n"
+                        "    time.sleep(600)\n"
+                        "    return real(*a, **k)\n"
+                        "runner.clean_executed = slow\n"
+                        f"sys.exit(runner.reproduce('smoke', outputs_dir=Path({str(outdir)!r}), html=False))\n")
+    proc = subprocess.Popen([sys.executable, "-c", script], start_new_session=True, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.time() + 180
+        while not ready.exists() and time.time() < deadline and proc.poll() is None:
+            time.sleep(0.2)
+        assert ready.exists(), "the run never reached its post-processing"
+        proc.send_signal(signal.SIGINT)
+        for line in proc.stdout:                                # the orderly stop has begun
+            if "stopping every notebook" in line:
+                break
+        assert proc.poll() is None                              # ... and waits for the lane
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode == 128 + signal.SIGINT and "second SIGINT: aborted at once" in out, out[-2000:]
+    assert not (outdir / "00_toy/MANIFEST.json").exists()       # nothing was published

@@ -1,5 +1,6 @@
-"""The verdict layer (biaslab.stats.verdict) and the per-metric responder checks, on hand-worked tables: Holm and
-Benjamini–Hochberg within declared families (checked against statsmodels and by hand), families across tables,
+"""The verdict layer (biaslab.stats.verdict) and the per-metric responder checks, on hand-worked tables under a small
+analysis plan: Holm within a claim's family and a Benjamini–Hochberg screen for exploratory rows (checked against
+statsmodels and by hand), families across tables,
 untested rows left out of their family, the null's interval test at its edge, Bayes-factor direction only over a
 whole prior range, and the categorical verdict for undefined, degenerate, incomparable and interval-only rows."""
 
@@ -10,14 +11,51 @@ import pandas as pd
 import pytest
 from statsmodels.stats.multitest import multipletests
 
+from biaslab import plan as P
 from biaslab.stats import responders as R
 from biaslab.stats import verdict as V
 
-CONF = V.Family("conf", V.CONFIRMATORY, {"kind": "headline"})
+PLAN_TEXT = """
+version: test
+rationale: a hand-worked plan
+notebooks:
+  nbt:
+    family_by: [kind]
+    claims:
+      - {id: headline, label: the headline, table: t, rows: {kind: headline}, estimate: est, p: p_value,
+         ci: [ci_low, ci_high], null_value: 0, sides: two-sided, test: t,
+         estimand: {items: all, variable: x, summary: mean, unparseable: none, degenerate: not tested, position: none}}
+      - {id: headline-b, label: the headline in b, table: b, rows: {kind: headline}, estimate: est, p: p_value,
+         ci: [ci_low, ci_high], null_value: 0, sides: two-sided, test: t,
+         estimand: {items: all, variable: x, summary: mean, unparseable: none, degenerate: not tested, position: none}}
+      - {id: headline-a, label: the headline in a, table: a, rows: {kind: headline}, estimate: est, p: p_value,
+         ci: [ci_low, ci_high], null_value: 0, sides: two-sided, test: t,
+         estimand: {items: all, variable: x, summary: mean, unparseable: none, degenerate: not tested, position: none}}
+"""
+
+
+@pytest.fixture(scope="module")
+def PLAN(tmp_path_factory):
+    f = tmp_path_factory.mktemp("plan") / "plan.yaml"
+    f.write_text(PLAN_TEXT)
+    return P.load(f)
+
+
+@pytest.fixture(autouse=True)
+def _uses(PLAN, monkeypatch):
+    monkeypatch.setattr(P, "_ACTIVE", [PLAN])
+
+
+def dec(df, spec, table, *a, **k):
+    return V.decide(df, spec, table, *a, notebook="nbt", **k)
+
+
+def dect(tables):
+    return V.decide_tables(tables, "nbt")
 
 
 def _effects(**kw):
-    return V.Effects(estimate="est", null=0.0, families=(CONF,), **kw)
+    return V.Effects(estimate="est", null=0.0, **kw)
 
 
 def _table(p, kind="headline", **cols):
@@ -28,19 +66,20 @@ def _table(p, kind="headline", **cols):
 
 def test_holm_and_bh_within_their_families_match_statsmodels_and_hand_values():
     # Holm by hand: sorted 0.01, 0.03, 0.04 -> 3*0.01, 2*0.03, max(0.06, 0.04) = 0.03, 0.06, 0.06
-    d = V.decide(_table([0.01, 0.04, 0.03]), _effects(), "t")
+    d = dec(_table([0.01, 0.04, 0.03]), _effects(), "t")
     assert d["p_adjusted"].tolist() == pytest.approx([0.03, 0.06, 0.06])
     assert d["p_adjust_method"].eq("Holm (FWER)").all() and d["family_kind"].eq("confirmatory").all()
     assert d["verdict"].tolist() == ["distinguishable", "not distinguishable", "not distinguishable"]
     # the same p-values, exploratory: Benjamini-Hochberg (0.03, 0.04, 0.04 by hand)
-    e = V.decide(_table([0.01, 0.04, 0.03], kind="other"), _effects(), "t")
+    e = dec(_table([0.01, 0.04, 0.03], kind="other"), _effects(), "t")
     assert e["p_adjusted"].tolist() == pytest.approx([0.03, 0.04, 0.04])
-    assert e["family"].eq("t: exploratory").all() and e["p_adjust_method"].eq("Benjamini-Hochberg (FDR)").all()
+    assert e["family"].eq("nbt · t: exploratory").all() and e["p_adjust_method"].eq("Benjamini-Hochberg (FDR)").all()
+    assert e["verdict"].eq("exploratory").all() and not e["verdict"].str.contains("distinguishable").any()
     rng = np.random.default_rng(3)
     p = rng.uniform(0, 0.2, 12)
     mixed = _table(p, kind=np.where(np.arange(12) < 5, "headline", "other"))
-    m = V.decide(mixed, _effects(), "t")
-    conf = m["family"] == "conf"
+    m = dec(mixed, _effects(), "t")
+    conf = m["family"] == "nbt · headline"
     assert np.allclose(m.loc[conf, "p_adjusted"], multipletests(p[:5], method="holm")[1])
     assert np.allclose(m.loc[~conf, "p_adjusted"], multipletests(p[5:], method="fdr_bh")[1])
     assert (m.loc[conf, "family_size"] == 5).all() and (m.loc[~conf, "family_size"] == 7).all()
@@ -48,29 +87,22 @@ def test_holm_and_bh_within_their_families_match_statsmodels_and_hand_values():
 
 def test_a_family_spans_tables_and_untested_rows_stay_out_of_it():
     a, b = _table([0.01, 0.02]), _table([0.03])
-    d = V.decide_tables({"a": (a, _effects()), "b": (b, _effects())})
+    d = dect({"a": (a, _effects()), "b": (b, _effects())})
     assert d["a"]["p_adjusted"].tolist() == pytest.approx(multipletests([0.01, 0.02, 0.03], method="holm")[1][:2])
     assert d["b"]["family_size"].iloc[0] == 3
     # a degenerate responder keeps its row but leaves the family (two tests left)
     status = pd.DataFrame({"model": ["m0"], "responder_status": ["degenerate: always 'yes'"]})
-    one = V.decide(_table([0.01, 0.02, 0.03]), _effects(), "t", status)
+    one = dec(_table([0.01, 0.02, 0.03]), _effects(), "t", status)
     assert one["verdict"].iloc[0] == "not tested (degenerate responder: always 'yes')"
     assert np.isnan(one["p_adjusted"].iloc[0]) and (one["family_size"].iloc[1:] == 2).all()
     assert one["p_adjusted"].iloc[1:].tolist() == pytest.approx([0.04, 0.04])
     assert len(one) == 3 and one["responder_status"].iloc[1] == "not judged: no responder row for this model"
 
 
-def test_one_family_has_one_kind():
-    with pytest.raises(ValueError, match="declared both"):
-        V.decide_tables({"a": (_table([0.1]), _effects()),
-                         "b": (_table([0.1]), V.Effects(estimate="est", families=(
-                             V.Family("conf", V.EXPLORATORY),)))})
-
-
 def test_interval_touching_the_null_does_not_exclude_it_and_missing_parts_are_na():
     ex = V.excludes_null([0.0, 0.01, np.nan, -0.2], [0.3, 0.3, 0.3, -0.1], [0.0, 0.0, 0.0, np.nan])
     assert ex.tolist()[:2] == [False, True] and ex.isna().tolist() == [False, False, True, True]
-    d = V.decide(_table([0.5], ci_low=[0.0]), V.Effects(estimate="est", p=None, null=0.0), "t")
+    d = dec(_table([0.5], ci_low=[0.0]).drop(columns="p_value"), V.Effects(estimate="est", p=None, null=0.0), "t")
     assert d["verdict"].iloc[0] == "not distinguishable" and d["p_adjust_method"].iloc[0] == V.INTERVAL_ONLY
     assert d["significant"].isna().all()
 
@@ -81,25 +113,25 @@ def test_bayes_factor_direction_needs_the_whole_prior_range():
     hi = [40.0, 12.0, 0.3, 0.5, np.nan, 2.0]
     assert V.bf_direction(bf, lo, hi).tolist() == ["H1", "inconclusive", "H0", "inconclusive", pd.NA, pd.NA]
     # one prior only (no range columns): no direction at all
-    d = V.decide(_table([0.01], bf10=[1e6]), _effects(), "t")
+    d = dec(_table([0.01], bf10=[1e6]), _effects(), "t")
     assert pd.isna(d["bf_direction"].iloc[0])
-    d = V.decide(_table([0.01], bf10=[1e6], bf10_min=[50.0], bf10_max=[2e6]), _effects(), "t")
+    d = dec(_table([0.01], bf10=[1e6], bf10_min=[50.0], bf10_max=[2e6]), _effects(), "t")
     assert d["bf_direction"].iloc[0] == "H1"
-    d = V.decide(_table([0.01]).assign(log10_bf10=-2.0, bf10_min=0.001, bf10_max=0.2), _effects(), "t")
+    d = dec(_table([0.01]).assign(log10_bf10=-2.0, bf10_min=0.001, bf10_max=0.2), _effects(), "t")
     assert d["bf_direction"].iloc[0] == "H0"
 
 
 def test_undefined_incomparable_and_untested_rows():
     t = _table([0.01, 0.01, np.nan, np.nan], est=[np.nan, 0.1, 0.1, 0.1],
                ci_low=[np.nan, 0.05, np.nan, 0.05], ci_high=[np.nan, 0.2, np.nan, 0.2])
-    spec = V.Effects(estimate="est", null=0.0, families=(CONF,),
+    spec = V.Effects(estimate="est", null=0.0,
                      undefined=lambda df: np.where(df["model"] == "m1", "no template left", ""))
-    d = V.decide(t, spec, "t")
+    d = dec(t, spec, "t")
     assert d["verdict"].tolist() == ["undefined (estimate not computable)", "undefined (no template left)",
                                      "not tested (the test could not be computed here)", "distinguishable"]
     assert d["p_adjust_method"].iloc[3] == V.INTERVAL_ONLY and d["family_size"].iloc[3] == 0
     comp = pd.DataFrame({"comparable": [True, False], "comparability": ["", "label probabilities vs text"]})
-    c = V.decide(_table([0.01, 0.01]), _effects(), "t", comparable=comp)
+    c = dec(_table([0.01, 0.01]), _effects(), "t", comparable=comp)
     assert c["verdict"].tolist() == ["distinguishable", "not tested (not comparable: label probabilities vs text)"]
     assert c["family_size"].iloc[0] == 1
 
@@ -108,10 +140,10 @@ def test_a_test_repeated_on_several_rows_counts_once_and_decide_is_idempotent():
     t = pd.DataFrame({"model": "m", "factor": ["a", "a", "a", "b", "b"], "level": list("xyzuv"),
                       "mean": 0.5, "wald_p": [0.01, 0.01, 0.01, 0.04, 0.04]})
     spec = V.Effects(estimate="mean", p=("wald_p",), ci=(), null=None, test=("model", "factor"))
-    d = V.decide(t, spec, "bd")
+    d = dec(t, spec, "bd")
     assert (d["family_size"] == 2).all()
     assert d["p_adjusted"].tolist() == pytest.approx([0.02] * 3 + [0.04] * 2)
-    again = V.decide(d, spec, "bd")
+    again = dec(d, spec, "bd")
     pd.testing.assert_frame_equal(again, d)
     assert list(d.columns[-len(V.VERDICT_COLUMNS):]) == V.VERDICT_COLUMNS
 
@@ -121,8 +153,8 @@ def test_pair_tables_name_the_degenerate_model():
                       "ci_low": 0.05, "ci_high": 0.3})
     status = pd.DataFrame({"model": ["a", "b", "c"],
                            "responder_status": ["informative", "degenerate: one answer", "informative"]})
-    d = V.decide(t, V.Effects(estimate="difference", null=0.0, pair=("model_a", "model_b")), "p", status)
-    assert d["verdict"].tolist() == ["not tested (degenerate responder: b: one answer)", "distinguishable"]
+    d = dec(t, V.Effects(estimate="difference", null=0.0, pair=("model_a", "model_b")), "p", status)
+    assert d["verdict"].tolist() == ["not tested (degenerate responder: b: one answer)", "exploratory"]
 
 
 # ----------------------------------------------------------------------------- responders, per metric

@@ -1,5 +1,6 @@
 """Command line: ``biaslab data fetch|status``, ``biaslab models prepare|list``, ``biaslab reproduce``,
-``biaslab report render|check|screenshot|pdf``, ``biaslab verify``, ``biaslab catalogue``."""
+``biaslab report render|check|screenshot|pdf``, ``biaslab verify``, ``biaslab catalogue``, ``biaslab import
+lm-eval|inspect|eee PATH``, ``biaslab export eee [FOLDER]``."""
 
 from __future__ import annotations
 
@@ -45,9 +46,27 @@ def _models(args) -> int:
 def _reproduce(args) -> int:
     from . import runner
     overrides = runner.parse_overrides(args.param or [])
+    if args.plan:                 # a user's pre-registered plan: validated now, passed to every notebook
+        from . import plan
+        overrides["analysis_plan"] = str(plan.load(args.plan).path)
     return runner.reproduce(profile=args.profile, only=args.only, overrides=overrides, outputs_dir=args.out,
                             publish=args.publish, html=not args.no_html, dry_run=args.dry_run, jobs=args.jobs,
                             served=args.served)
+
+
+def plan_note(folder) -> str:
+    """"plan changed since these results (…)" when the analysis plan a run folder's MANIFEST recorded no longer
+    hashes the same ("" when it does, or when the folder has no readable MANIFEST)."""
+    import json
+    from pathlib import Path
+
+    from . import integrity, plan
+    path = Path(folder) / integrity.MANIFEST
+    try:
+        manifest = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return ""
+    return plan.changed_since(manifest) if "analysis_plan" in manifest else ""
 
 
 def _verify(args) -> int:
@@ -68,6 +87,9 @@ def _verify(args) -> int:
             print(f"verified   {c.folder}")
         for line in c.lines():
             print(line)
+        note = plan_note(Path(c.folder))
+        if note:
+            print(f"note       {c.folder}: {note}")
     print(f"{len(checks) - len(bad)} of {len(checks)} run folder(s) verified")
     return 1 if bad else 0
 
@@ -156,6 +178,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--only", nargs="+", metavar="NAME", help="notebook names (or prefixes such as 01)")
     r.add_argument("-p", "--param", action="append", metavar="KEY=VALUE",
                    help="override a notebook parameter (value parsed as JSON when it can be)")
+    r.add_argument("--plan", metavar="PATH", help="the analysis plan (YAML) whose claims the notebooks decide "
+                   "(default: analysis_plan.yaml); its sha256 and version go into every MANIFEST")
     r.add_argument("--publish", action="store_true",
                    help="write into outputs/ (the committed results) and rewrite outputs/CATALOGUE.md, "
                         "outputs/SUMMARY.md and the README's headline block")
@@ -188,7 +212,68 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--check", action="store_true", help="only compare; exit 1 when the README block is stale")
     s.set_defaults(func=_summary)
 
+    _add_import_export(sub)
     return ap
+
+
+# ------------------------------------------------------------- results from elsewhere: import / export ---
+def _import(args) -> int:
+    from pathlib import Path
+
+    from . import importers, paths
+    from .imported_run import import_run
+    out = Path(args.out) if args.out else paths.OUTPUTS_DIR / "imported" / Path(args.path).stem
+    try:
+        res = import_run(args.format, args.path, out, tokenizer=args.tokenizer, name=args.name)
+    except (importers.ImportError_, ValueError, KeyError) as exc:
+        print(f"biaslab import {args.format}: error: {exc}", file=sys.stderr)
+        return 2
+    for task, kind, n in res["tasks"]:
+        print(f"{task}: {kind}, {n} items")
+    print(f"{res['model']}: {', '.join(f'{k} ({n} rows)' for k, n in res['tables'].items())} -> {out}")
+    if res["excluded"]:
+        print(f"{res['excluded']} row(s) excluded, each with its reason: {out}/tables/excluded.csv")
+    return 0
+
+
+def _export(args) -> int:
+    from pathlib import Path
+
+    from . import integrity, paths
+    from .importers import eee
+    root = Path(args.dir) if args.dir else paths.OUTPUTS_DIR
+    folders = sorted({p.parent for p in root.rglob(integrity.MANIFEST)})
+    if not folders:
+        print(f"biaslab export eee: error: no run folder (MANIFEST.json) under {root}", file=sys.stderr)
+        return 2
+    out = Path(args.out) if args.out else root / "eee"
+    for f in folders:
+        if out in f.parents or f == out:
+            continue
+        name = f.relative_to(root).as_posix().replace("/", "__") if f != root else f.name
+        res = eee.export_run(f, out, name=name)
+        for model, r in res.items():
+            print(f"{f}: {model}: {len(r['aggregate']['evaluation_results'])} results, "
+                  f"{len(r['instances'])} instances (valid, schema {eee.SCHEMA_VERSION}) -> {out}/data/{name}")
+    return 0
+
+
+def _add_import_export(sub) -> None:
+    im = sub.add_parser("import", help="another harness's per-sample log (lm-eval --log_samples, an inspect log, "
+                                       "Every Eval Ever records) -> biaslab's tables")
+    im.add_argument("format", choices=["lm-eval", "inspect", "eee"])
+    im.add_argument("path", help="lm-eval output folder or samples_*.jsonl; inspect .eval log; EEE *.jsonl")
+    im.add_argument("--out", help="run folder to write (default: outputs/imported/<name>)")
+    im.add_argument("--tokenizer", help="model name or folder whose tokenizer counts tokens (default: the log's "
+                                        "pretrained=)")
+    im.add_argument("--name", help="the model's name in the tables (default: the log's)")
+    im.set_defaults(func=_import)
+    ex = sub.add_parser("export", help="run folders -> Every Eval Ever records (aggregate + instance level), "
+                                       "validated against the pinned schema")
+    ex.add_argument("format", choices=["eee"])
+    ex.add_argument("dir", nargs="?", help="a run folder or a folder of them (default: outputs/)")
+    ex.add_argument("--out", help="where to write (default: <dir>/eee)")
+    ex.set_defaults(func=_export)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -105,13 +106,19 @@ def verify(folder: str | Path) -> Verification:
 
 def run_folders(root: str | Path) -> list[Path]:
     """Every folder under ``root`` (itself included) that holds a ``MANIFEST.json``, skipping hidden folders
-    (staging folders of runs in progress)."""
+    (staging folders of runs in progress). Symbolic links to folders are followed (a run folder that is a link is
+    checked like any other), each real folder once."""
     root = Path(root)
-    found = [root] if (root / MANIFEST).exists() else []
-    for m in sorted(root.rglob(MANIFEST)):
-        rel = m.parent.relative_to(root)
-        if m.parent != root and not any(part.startswith(".") for part in rel.parts):
-            found.append(m.parent)
+    found, seen = [], set()
+    for folder, dirs, files in os.walk(root, followlinks=True):
+        real = os.path.realpath(folder)
+        if real in seen:                # a link loop, or a second link to a folder already walked
+            dirs.clear()
+            continue
+        seen.add(real)
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        if MANIFEST in files:
+            found.append(Path(folder))
     return found
 
 

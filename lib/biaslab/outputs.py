@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import sys
 import tempfile
 import warnings
 from pathlib import Path
@@ -28,6 +29,7 @@ import pandas as pd
 
 from . import display as _display
 from .fsio import umask_mode
+from .redact import redact
 
 FIGURE_DPI = 110
 
@@ -84,8 +86,11 @@ class OutputDir:
         self.tables.mkdir(parents=True, exist_ok=True)
         self.figures.mkdir(parents=True, exist_ok=True)
         self._prov_file = self.path / "provenance.json"
-        self.provenance = {"models": {}, "data": {}, "notes": []}
+        # which interpreter and library computed these tables: the runner refuses a run whose kernel differs from it
+        self.provenance = {"models": {}, "data": {}, "notes": [],
+                           "kernel": {"python": sys.executable, "biaslab": str(Path(__file__).resolve().parent)}}
         self._capture_warnings()
+        self._save()
         _display.install()
 
     def _capture_warnings(self) -> None:
@@ -168,7 +173,7 @@ class OutputDir:
         self._save()
 
     def _save(self) -> None:
-        atomic_write_text(self._prov_file, json.dumps(self.provenance, indent=2, default=str))
+        atomic_write_text(self._prov_file, redact(json.dumps(self.provenance, indent=2, default=str)))
 
 
 WATERMARK_PACKAGES = ("biaslab", "torch", "transformers", "numpy", "pandas", "scipy", "statsmodels", "pingouin",

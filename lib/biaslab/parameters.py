@@ -2,7 +2,8 @@
 
 The runner (``biaslab reproduce``) calls :func:`validate` before a notebook starts: an unknown name is refused with
 the valid names and the closest match, a value of the wrong type is refused (the type is that of the cell's default;
-``None`` is always allowed, a ``None`` default accepts anything), sizes are checked against :data:`MINIMUM`, and every
+``None`` is always allowed, a ``None`` default accepts anything), sizes are checked against :data:`MINIMUM`, floats
+must be finite and bounded parameters (alpha, seed, ...) lie in their :data:`BOUNDS`, and every
 model spec is resolved (:func:`biaslab.models.check_spec`). Notebooks call :func:`as_list` on list parameters, so
 papermill's ``-p models '["a", "b"]'`` (which passes a string) works as well as ``-y 'models: [a, b]'``.
 """
@@ -12,6 +13,7 @@ from __future__ import annotations
 import ast
 import difflib
 import json
+import math
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -110,9 +112,31 @@ def _type_error(name: str, value: Any, default: Any) -> str | None:
     return f"parameter {name}={value!r} has type {type(value).__name__}, expected {want} (like the default {default!r})"
 
 
-def _range_error(name: str, value: Any) -> str | None:
-    if not isinstance(value, int) or isinstance(value, bool):
+#: Parameters with a bounded range: name -> (low, high, low included, high included). Every float must also be
+#: finite (NaN compares false with everything, so a NaN alpha would silently decide nothing).
+BOUNDS = {"alpha": (0, 1, False, False), "min_label_mass": (0, 1, True, True), "flip_share": (0, 1, False, True),
+          "bf_prior_scale": (0, math.inf, False, False), "cot_temperature": (0, math.inf, True, False),
+          "seed": (0, 2**32 - 1, True, True)}
+
+
+def _bounds_error(name: str, value: Any) -> str | None:
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
         return None
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"parameter {name}={value} is not a finite number"
+    if name not in BOUNDS:
+        return None
+    low, high, low_in, high_in = BOUNDS[name]
+    if (value < low or (value == low and not low_in)) or (value > high or (value == high and not high_in)):
+        shown = f"{'[' if low_in else '('}{low}, {high if high != math.inf else 'inf'}{']' if high_in else ')'}"
+        return f"parameter {name}={value} is out of range: it must lie in {shown}"
+    return None
+
+
+def _range_error(name: str, value: Any) -> str | None:
+    bad = _bounds_error(name, value)
+    if bad or not isinstance(value, int) or isinstance(value, bool):
+        return bad
     low = MINIMUM.get(name)
     if low is None and _is_count(name):
         low = 0

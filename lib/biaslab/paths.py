@@ -22,15 +22,22 @@ def _find_root() -> Path:
     return Path.cwd()
 
 
+def _env_path(var: str, default: Path) -> Path:
+    """``$var`` as an absolute path (a relative one is relative to the current folder, resolved once here: a
+    notebook's kernel runs in ``notebooks/``), or ``default``."""
+    value = os.environ.get(var)
+    return Path(os.path.abspath(os.path.expanduser(value))) if value else default
+
+
 ROOT = _find_root()
 DATA_DIR = ROOT / "data"
 MANIFEST_TSV = DATA_DIR / "sources.tsv"
-RAW_DIR = Path(os.environ.get("BIASLAB_RAW_DIR", DATA_DIR / "raw"))
-OUTPUTS_DIR = Path(os.environ.get("BIASLAB_OUTPUTS", ROOT / "outputs"))
+RAW_DIR = _env_path("BIASLAB_RAW_DIR", DATA_DIR / "raw")
+OUTPUTS_DIR = _env_path("BIASLAB_OUTPUTS", ROOT / "outputs")
 NOTEBOOKS_DIR = ROOT / "notebooks"
 #: Where ``biaslab reproduce`` writes unless told to publish into ``OUTPUTS_DIR`` (``--publish``) or given ``--out``.
-SCRATCH_DIR = Path(os.environ.get("BIASLAB_SCRATCH", ROOT / "scratch"))
-CACHE_DIR = Path(os.environ.get("BIASLAB_CACHE", Path.home() / ".cache" / "biaslab"))
+SCRATCH_DIR = _env_path("BIASLAB_SCRATCH", ROOT / "scratch")
+CACHE_DIR = _env_path("BIASLAB_CACHE", Path.home() / ".cache" / "biaslab")
 MODEL_CACHE_DIR = CACHE_DIR / "models"
 SCORE_CACHE_DIR = CACHE_DIR / "scores"
 

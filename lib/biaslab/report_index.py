@@ -44,7 +44,7 @@ def manifests(outputs_dir: Path) -> list[tuple[Path, dict]]:
     found = []
     for f in sorted(outputs_dir.glob("*/MANIFEST.json")) + sorted(outputs_dir.glob("*/*/MANIFEST.json")):
         if any(part.startswith(".") for part in f.relative_to(outputs_dir).parts):
-            continue        # a runner's staging folder (.<name>.staging-<pid>/), not a published run
+            continue        # a runner's staging folder (.<name>.staging-<id>/), not a published run
         try:
             found.append((f.parent, json.loads(f.read_text())))
         except (OSError, json.JSONDecodeError):

@@ -5,7 +5,8 @@ For each notebook (and variant, see :data:`biaslab.profiles.NOTEBOOKS`) the runn
 1. validates the parameters against the notebook's ``parameters`` cell (:mod:`biaslab.parameters`: unknown names,
    types, sizes, model specs, device, dtype) and the run's settings (:mod:`biaslab.preflight`: profile, ``BIASLAB_*``
    paths, the output folder) before any work;
-2. runs it into a fresh staging folder ``<out>/<notebook>/.<name>.staging-<pid>/``;
+2. takes the folder's lock and runs it into a fresh staging folder ``<out>/<notebook>/.<name>.staging-<run id>/``
+   (:mod:`biaslab.publish`: a second run of the same folder, from any host or container, is refused);
 3. on success makes the executed notebook portable (repository-relative paths, no papermill timestamps, no temporary
    file names), renders HTML (not committed), writes ``MANIFEST.json`` (git commit, parameters, data sha256s, model
    fingerprints with the sha256 of every file each loader read, package versions, wall time, notes, and the sha256 of
@@ -44,9 +45,11 @@ import traceback
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from . import fsio, integrity, parameters, paths, preflight, profiles, stopping
+from . import fsio, integrity, parameters, paths, preflight, profiles, publish, stopping
+from . import plan as plan_file
 from .publish import last_good, staging_folder, swap_in, sweep_stale
 from .outputs import atomic_write_text, package_versions
+from .redact import redact
 
 log = logging.getLogger(__name__)
 
@@ -90,7 +93,7 @@ def select(only: list[str] | None) -> list[tuple[str, str]]:
 def _sweep_others(outputs_dir: Path, chosen: list[tuple[str, str]]) -> None:
     """Restore what interrupted publishes left in the run folders this run does *not* rerun (a chosen folder is
     swept by its own run, which records it in its MANIFEST): a reader of notebook 5, or a run ``--only 05``, must
-    find the last good outputs of notebooks 1-4, not a missing folder beside a ``.old-PID`` one."""
+    find the last good outputs of notebooks 1-4, not a missing folder beside a ``.old-<id>`` one."""
     for nb, variants in profiles.NOTEBOOKS.items():
         for v in variants:
             final = (outputs_dir / nb / v) if v else (outputs_dir / nb)
@@ -113,6 +116,98 @@ def git_state() -> dict:
 #: The kernel logs only errors: its start-up warning about unencrypted localhost TCP (the kernel only listens on
 #: 127.0.0.1) otherwise precedes every notebook.
 _KERNEL_ARGS = ["--IPKernelApp.log_level=ERROR"]
+
+
+#: where this runner imports biaslab from (the folder holding the package)
+_LIB = Path(__file__).resolve().parents[1]
+
+
+class KernelManager(stopping.TrackedKernelManager):
+    """The kernel every notebook runs in: this runner's own interpreter, importing this runner's ``biaslab`` (its
+    folder first on ``PYTHONPATH``), whatever kernelspec named ``python3`` the user's Jupyter folders hold (one
+    pointing at another checkout would otherwise compute every table with that library under this commit's name).
+    ``record`` (a class attribute, one dict per run) keeps the kernel's process, for its exit status."""
+
+    record: dict = {}
+
+    @property
+    def kernel_spec(self):
+        from jupyter_client.kernelspec import KernelSpec
+        if self._kernel_spec is None:
+            path = os.pathsep.join(p for p in (str(_LIB), os.environ.get("PYTHONPATH", "")) if p)
+            self._kernel_spec = KernelSpec(
+                argv=[sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"], language="python",
+                display_name=f"Python 3 ({sys.executable})", env={"PYTHONPATH": path}, resource_dir="")
+        return self._kernel_spec
+
+    async def start_kernel(self, **kw):
+        await super().start_kernel(**kw)
+        self.record["process"] = getattr(self.provisioner, "process", None)
+
+
+def _kernel_mismatch(kernel: dict | None) -> str | None:
+    """The kernel's interpreter and biaslab folder (recorded by :class:`biaslab.outputs.OutputDir`) against this
+    runner's; a sentence when they differ."""
+    if not kernel:
+        return None
+    ours = {"python": os.path.realpath(sys.executable), "biaslab": str(_LIB / "biaslab")}
+    theirs = {k: os.path.realpath(str(kernel.get(k, ""))) for k in ours}
+    if theirs == ours:
+        return None
+    return (f"the notebook's kernel ran {theirs['python']} with biaslab from {theirs['biaslab']}, but this runner is "
+            f"{ours['python']} with biaslab from {ours['biaslab']}: its tables are not this checkout's. Fix: run "
+            "the kernel from this checkout's environment (PYTHONPATH, a .pth file or sitecustomize may point "
+            "elsewhere)")
+
+
+def _cgroup_file(name: str) -> Path | None:
+    """``name`` in this process's cgroup (v2), e.g. ``memory.max``, if readable."""
+    try:
+        rel = next(ln.split(":", 2)[2] for ln in Path("/proc/self/cgroup").read_text().splitlines()
+                   if ln.startswith("0::"))
+    except (OSError, StopIteration):
+        return None
+    f = Path("/sys/fs/cgroup") / rel.lstrip("/") / name
+    return f if f.is_file() else None
+
+
+def memory_limit() -> str | None:
+    """This process's memory limit (cgroup ``memory.max``, which a kernel it starts shares), or None."""
+    f = _cgroup_file("memory.max")
+    try:
+        value = f.read_text().strip() if f else "max"
+    except OSError:
+        return None
+    return None if value == "max" else f"{fsio.human_size(int(value))} (cgroup memory.max, {f})"
+
+
+def _kernel_death(executed: Path, record: dict) -> str:
+    """"the kernel died while running cell N (`first line`): killed by SIGKILL ..." with the memory limit when the
+    kernel was killed the way the out-of-memory killer kills."""
+    import nbformat
+    cell = "before running any cell"
+    try:
+        nb = nbformat.read(executed, as_version=4)
+        ran = [(i, c) for i, c in enumerate(nb.cells)
+               if c.cell_type == "code" and c.metadata.get("papermill", {}).get("start_time")]
+        if ran:
+            i, c = ran[-1]
+            first = (c.source.strip().splitlines() or [""])[0][:80]
+            cell = f"while running cell {i} (`{first}`)"
+    except (OSError, ValueError):
+        pass
+    proc = record.get("process")
+    rc = proc.poll() if proc is not None else None
+    how = (f": killed by {signal.Signals(-rc).name} (signal {-rc})" if rc is not None and rc < 0
+           else f": exit status {rc}" if rc is not None else "")
+    text = f"the notebook's kernel died {cell}{how}."
+    if rc == -signal.SIGKILL:
+        limit = memory_limit()
+        text += (" SIGKILL is what the out-of-memory killer sends: "
+                 + (f"the memory limit here is {limit}." if limit else "no memory limit was found for this process "
+                    "(the machine's memory may have run out).")
+                 + " Fix: smaller sizes (-p max_pairs=..., max_prompts=...), fewer --jobs, or more memory.")
+    return text
 
 
 #: the file name ipykernel gives a cell's code (``/tmp/ipykernel_9430/1302693127.py``), seen in warnings' locations
@@ -198,7 +293,7 @@ def clean_executed(path: Path, staging: Path, final: Path) -> str:
         if "outputs" in cell:           # progress-bar widgets (e.g. transformers' "Loading weights") say nothing
             cell.outputs = [o for o in cell.outputs
                             if "application/vnd.jupyter.widget-view+json" not in o.get("data", {})]
-    text = _portable(nbformat.writes(nb), staging, final)
+    text = redact(_portable(nbformat.writes(nb), staging, final))
     atomic_write_text(path, text if text.endswith("\n") else text + "\n")
     return slow
 
@@ -213,7 +308,7 @@ def resolve_params(notebook: str, variant: str, profile: str, overrides: dict, c
 
 
 def _error_text(exc: BaseException) -> str:
-    return "".join(traceback.format_exception_only(type(exc), exc))[-4000:]
+    return redact("".join(traceback.format_exception_only(type(exc), exc)))[-4000:]
 
 
 def run_one(notebook: str, variant: str, profile: str, overrides: dict, outputs_dir: Path,
@@ -231,32 +326,37 @@ def run_one(notebook: str, variant: str, profile: str, overrides: dict, outputs_
         "notebook": notebook, "variant": variant or None, "profile": profile, "parameters": params,
         "git": git_state(), "python": sys.version.split()[0], "platform": platform.platform(),
         "packages": package_versions(),
+        "analysis_plan": plan_file.manifest_entry(params.get("analysis_plan")),
     }
-    staging = staging_folder(final)
+    run_id = publish.new_run_id()       # names this run's folders: unique across hosts and pid namespaces
+    staging, lock = staging_folder(final, run_id), publish.RunLock(final, run_id)
     try:
         final.parent.mkdir(parents=True, exist_ok=True)
+        lock.acquire()                  # one run per folder; a live run's folders are never touched
         swept = sweep_stale(final)
-        shutil.rmtree(staging, ignore_errors=True)
         staging.mkdir()
-    except OSError as exc:            # e.g. the disk is full or the folder read-only: nothing ran, say why
+    except (OSError, publish.FolderBusy) as exc:  # disk full, read-only, another live run: nothing ran, say why
         manifest.update(status="failed", wall_time_s=0.0, models={}, data={}, notes=[],
-                        error=fsio.storage_problem(exc, final.parent) or _error_text(exc))
+                        error=(isinstance(exc, OSError) and fsio.storage_problem(exc, final.parent)) or str(exc))
         log.error("%s could not start: %s", label, manifest["error"])
-        shutil.rmtree(staging, ignore_errors=True)
+        shutil.rmtree(staging, ignore_errors=True)      # only ever this run's (its name carries the run id)
+        lock.release()
         return manifest
     params["output_dir"] = str(staging)
     executed = staging / f"{notebook}.ipynb"
     t0 = time.perf_counter()
     log.info("running %s (profile %s) -> %s", label, profile, final)
     interrupted: BaseException | None = None
+    kernel = type("KernelManager", (KernelManager,), {"record": {}})       # this run's kernel, for its exit status
     try:
         pm.execute_notebook(str(src), str(executed), parameters=params, cwd=str(paths.NOTEBOOKS_DIR),
                             kernel_name="python3", language="python", progress_bar=progress, report_mode=False,
-                            log_output=False, extra_arguments=_KERNEL_ARGS,
-                            kernel_manager_class=stopping.TrackedKernelManager)
+                            log_output=False, extra_arguments=_KERNEL_ARGS, kernel_manager_class=kernel)
         manifest["status"] = "ok"
     except BaseException as exc:  # recorded; the caller decides the exit code; an interrupt is re-raised
         _record_error(manifest, exc, staging, final)
+        if type(exc).__name__ == "DeadKernelError" and manifest["status"] == "failed":
+            manifest["error"] = _kernel_death(executed, kernel.record) + "\n" + manifest["error"]
         log.error("%s %s: %s", label, manifest["status"], manifest["error"].strip().splitlines()[-1]
                   if manifest["error"].strip() else exc)
         if not isinstance(exc, Exception):
@@ -270,6 +370,10 @@ def run_one(notebook: str, variant: str, profile: str, overrides: dict, outputs_
     manifest["models"], manifest["data"] = p.get("models", {}), p.get("data", {})
     manifest["notes"] = swept + p.get("notes", [])
     prov.unlink(missing_ok=True)
+    mismatch = _kernel_mismatch(p.get("kernel"))
+    if mismatch and manifest["status"] == "ok":
+        manifest.update(status="failed", error=mismatch)
+        log.error("%s failed: %s", label, mismatch)
     try:
         if manifest["status"] == "ok":
             slow = clean_executed(executed, staging, final)
@@ -289,7 +393,7 @@ def run_one(notebook: str, variant: str, profile: str, overrides: dict, outputs_
             atomic_write_text(staging / integrity.MANIFEST, _manifest_text(manifest, staging, final))
             if stopping.requested():     # asked to stop after the kernel finished: the last good outputs stay
                 raise stopping.Stopped("a stop was requested before the run was published")
-            swap_in(staging, final)
+            swap_in(staging, final, run_id)
         else:
             _record_failure(manifest, notebook, executed, staging, final)
     except (OSError, RuntimeError, ValueError) as exc:   # publishing failed (disk full, read-only, did not verify)
@@ -299,6 +403,7 @@ def run_one(notebook: str, variant: str, profile: str, overrides: dict, outputs_
         _record_failure(manifest, notebook, executed, staging, final)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+        lock.release()
     log.info("%s: %s in %.0f s", label, manifest["status"], manifest["wall_time_s"])
     if interrupted is not None:
         raise interrupted
@@ -306,7 +411,7 @@ def run_one(notebook: str, variant: str, profile: str, overrides: dict, outputs_
 
 
 def _manifest_text(manifest: dict, staging: Path, final: Path) -> str:
-    return _portable(json.dumps(manifest, indent=2, default=str), staging, final) + "\n"
+    return redact(_portable(json.dumps(manifest, indent=2, default=str), staging, final)) + "\n"
 
 
 def _record_error(manifest: dict, exc: BaseException, staging: Path, final: Path) -> None:
@@ -389,6 +494,8 @@ def reproduce(profile: str = "default", only: list[str] | None = None, overrides
         raise ValueError(f"--jobs must be at least 1, got {jobs}")
     overrides = dict(overrides or {})
     preflight.check_profile(profile, overrides)
+    for note in preflight.absolute_env_paths():     # before any kernel starts (they run in notebooks/)
+        print(f"note: {note}", flush=True)
     preflight.check_env_paths()
     preflight.check_cache()
     if outputs_dir is None:
@@ -406,8 +513,10 @@ def reproduce(profile: str = "default", only: list[str] | None = None, overrides
             raise ValueError("--served runs the embedded SmolLM2 on a local llama.cpp server; drop -p models=...")
         port = serve.free_port(serve.DEFAULT_PORT)
         overrides["models"] = [serve.spec(f"http://127.0.0.1:{port}/v1")]
+    preflight.check_pairs(nb for nb, _ in chosen)
     for nb, v in chosen:
         resolve_params(nb, v, profile, overrides, served=served)
+    preflight.check_not_published(outputs_dir, publish)
     preflight.check_out(outputs_dir, "--out" if not publish else "--publish")
     if dry_run:
         for nb, v in chosen:
@@ -452,6 +561,7 @@ def reproduce(profile: str = "default", only: list[str] | None = None, overrides
                     server = serve.LlamaServer(port=port, threads=max(1, os.cpu_count() or 1)).start()
                 except RuntimeError as exc:
                     raise preflight.PreflightError(f"--served: {exc}") from exc
+                stopping.track_group(server.proc.pid)       # its own session: killed on a second signal
                 print(f"llama.cpp server on {server.url} (pid {server.proc.pid})", flush=True)
             with ThreadPoolExecutor(max_workers=jobs) as pool:
                 for f in [pool.submit(lambda lane=lane: [run(nb, v) for nb, v in lane]) for lane in parallel]:
@@ -462,6 +572,7 @@ def reproduce(profile: str = "default", only: list[str] | None = None, overrides
     finally:
         if server is not None:
             server.stop()
+            stopping.track_group(server.proc.pid, on=False)
         if jobs > 1 and threads is None:
             os.environ.pop("OMP_NUM_THREADS", None)
     results = [finished[k] for k in chosen if k in finished]

@@ -5,8 +5,10 @@ terminal never reaches it, and lane threads would go on running while the main t
 ``biaslab reproduce`` runs under :func:`handle_signals`: the first SIGINT or SIGTERM sets :data:`STOP`, kills the
 process group of every kernel started through :class:`TrackedKernelManager` (papermill then fails at once with a dead
 kernel, and the runner records the run as ``interrupted`` in ``MANIFEST.failed.json``, keeping the last good
-outputs) and keeps any new kernel or run from starting. A second signal gives up on the orderly stop
-(``KeyboardInterrupt``).
+outputs) and keeps any new kernel or run from starting. A second signal gives up on the orderly stop at once
+(:func:`abort`): every kernel's and tracked process group (:func:`track_group`: the llama.cpp server) is killed and
+the process exits with 128 + the signal, waiting for no lane; what it leaves (a staging folder, a lock file) is a dead
+run's, which the next run sweeps.
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ STOP = threading.Event()
 _signal: list[int] = []
 _kernels: "weakref.WeakSet[TrackedKernelManager]" = weakref.WeakSet()
 _lock = threading.Lock()
+#: other process groups an abort kills (by the pid of their leader)
+_groups: set[int] = set()
 
 
 class Stopped(RuntimeError):
@@ -88,6 +92,24 @@ def stop(signum: int = signal.SIGINT) -> None:
         threading.Thread(target=_kill_group, args=(pid,), daemon=True).start()
 
 
+def track_group(pid: int, on: bool = True) -> None:
+    """Kill the process group led by ``pid`` on :func:`abort` (``on=False``: no longer)."""
+    (_groups.add if on else _groups.discard)(pid)
+
+
+def abort(signum: int) -> None:
+    """The second signal: SIGKILL every kernel's and tracked process group now and exit 128 + ``signum`` without
+    waiting for lanes, records or clean-up (a lane thread may be in the middle of anything)."""
+    with _lock:
+        pids = [p for p in (_pid(km) for km in list(_kernels)) if p] + list(_groups)
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(os.getpgid(pid), signal.SIGKILL)
+    print(f"second {signal.Signals(signum).name}: aborted at once ({len(pids)} process group(s) killed; no records "
+          "written, the last good outputs are untouched)", flush=True)
+    os._exit(128 + signum)
+
+
 def reset() -> None:
     STOP.clear()
     _signal.clear()
@@ -95,8 +117,8 @@ def reset() -> None:
 
 @contextlib.contextmanager
 def handle_signals():
-    """Within this block (main thread only), SIGINT and SIGTERM call :func:`stop`; a second one raises
-    ``KeyboardInterrupt``. Earlier handlers are restored afterwards."""
+    """Within this block (main thread only), SIGINT and SIGTERM call :func:`stop`; a second one calls
+    :func:`abort`. Earlier handlers are restored afterwards."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -104,7 +126,7 @@ def handle_signals():
 
     def on_signal(signum, frame):
         if STOP.is_set():
-            raise KeyboardInterrupt(f"second {signal.Signals(signum).name}: stopping without records")
+            abort(signum)
         name = signal.Signals(signum).name
         print(f"\n{name}: stopping every notebook and kernel (the last good outputs stay; a second "
               f"{name} aborts at once) ...", flush=True)

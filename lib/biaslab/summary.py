@@ -1,12 +1,12 @@
-"""The README's headline results, rendered from the committed outputs through the verdict layer (issue 18).
+"""The README's headline results: one table of the analysis plan's claims (claim × model: estimate [CI], verdict),
+rendered from the committed outputs through the verdict layer.
 
-:func:`render` reads the tables under ``outputs/`` (the default profile's published run), derives the verdict
-columns with each paper's ``decisions`` module (idempotent: a table that already carries them is re-derived from
-its inference columns), and renders the headline sentences with the papers' own findings functions — the same code
-that writes each notebook's findings, so the README cannot say more than a notebook. :func:`write` puts the result
-in ``outputs/SUMMARY.md`` and between the markers of ``README.md``; ``make reproduce`` (``--publish``) calls it, and
-``biaslab summary`` runs it alone (``--check`` only compares). A section whose tables are missing says so instead of
-failing.
+:func:`claim_rows` reads the tables under ``outputs/`` (the default profile's published run), derives the verdict
+columns with each paper's ``decisions`` module (idempotent: a table that already carries them is re-derived from its
+inference columns under the current plan), and keeps the rows of confirmatory claims. :func:`render` writes them as
+one Markdown table; :func:`write` puts it in ``outputs/SUMMARY.md`` (with the plan's rationale) and between the
+markers of ``README.md``; ``make reproduce`` (``--publish``) calls it, and ``biaslab summary`` runs it alone
+(``--check`` only compares). A notebook whose tables are missing says so instead of failing.
 """
 
 from __future__ import annotations
@@ -19,7 +19,8 @@ from typing import Callable
 import pandas as pd
 
 from . import paths
-from .findings import DISTINGUISHABLE, bullets, decision, interval, join, num, pct
+from . import plan as P
+from .findings import num, verdict_words
 from .outputs import atomic_write_text
 
 log = logging.getLogger(__name__)
@@ -46,185 +47,113 @@ def _need(root: Path, folder: str, stem: str) -> pd.DataFrame:
     return t
 
 
-def _link(folder: str, stem: str) -> str:
-    return f"[`{stem}.csv`](outputs/{folder}/tables/{stem}.csv)"
-
-
-# ------------------------------------------------------------------------------------------------ notebook 1
-def multifactor(root: Path) -> str:
+def multifactor(root: Path) -> list[pd.DataFrame]:
     from .papers.multifactor import decisions as D
-    f = "01_multifactor/ssqa"
-    cov, over = _need(root, f, "coverage_by_factor"), _need(root, f, "coverage_overall")
-    alt = cov["factor"].str.contains("recoded", case=False)      # notebook 1's paper-like recoding of a factor
-    recoded_factor, cov = cov[alt].set_index(cov.loc[alt, "factor"].str.split(" (", regex=False).str[0]), cov[~alt]
-    same = cov[cov["matches_paper"].astype(bool)]
-    diff = cov[~cov["matches_paper"].astype(bool)]
-    paper_set, recoded = over.iloc[0], over[over["set"].str.contains("recoded", case=False)]
-    lines = [
-        "Coverage of SocialStigmaQA's design: per-factor Gini indices " + join(
-            f"{r.factor} {num(r.gini)}" for r in cov.itertuples()) + f"; {len(same)} of {len(cov)} equal the "
-        "paper's to its printed precision" + (", " + join(
-            f"{r.factor} differs (paper {num(r.paper_gini)}" + (
-                f"; ours {num(recoded_factor.loc[r.factor, 'gini'])} with one template recoded as in the paper"
-                if r.factor in recoded_factor.index else "") + ")" for r in diff.itertuples()) if len(diff) else "")
-        + f". The paper's five-factor design has {int(paper_set['n_combinations']):,} combinations, coverage "
-        f"{num(paper_set['coverage_percentage'])} and overall Gini {num(paper_set['gini'])}"
-        + (f" ({num(recoded['gini'].iloc[0])} with one template recoded as in the paper)" if len(recoded) else "")
-        + f" ({_link(f, 'coverage_by_factor')}, {_link(f, 'coverage_overall')})."]
-    rel = _read(root, f, "released_answers")
-    released = set(rel["model"]) if rel is not None else set()
-    rates = _need(root, f, "deviation_rate_intervals")
-    resp = _read(root, f, "responders")
-    r = rates[rates["model"].isin(released)]
-    if len(r):
-        lines.append("Deviation rate (the biased answer's share) of the released models' answers: " + join(
-            f"{x['model']} {num(x['rate'])} {interval(x)} over {int(x['n']):,} prompts from {int(x['n_clusters'])} "
-            f"templates (design effect {num(x['design_effect'], 2)})" for x in r.to_dict("records"))
-            + f" ({_link(f, 'deviation_rate_intervals')}).")
-    tables = {n: _read(root, f, n) for n in ("paired_comparisons", "paired_subgroup_tests", "ks_tests")}
-    d = D.decide("ssqa", tables, resp)
-    pst, pdiff = d["paired_subgroup_tests"], d["paired_comparisons"]
-    for t, what in ((pdiff, "deviation rates"), (pst, "deviation metrics (eq. 4, stigma × gender subgroups)")):
-        if t is None or t.empty:
-            continue
-        for x in t[t["model_a"].isin(released) & t["model_b"].isin(released)].to_dict("records"):
-            est = x.get("difference", x.get("metric_difference"))
-            lines.append(f"{x['model_a']} − {x['model_b']}, paired difference of {what}: {num(est)} {interval(x)}, "
-                         f"{decision(x, 'no difference', '0')}.")
-    imp = _read(root, f, "factor_importance")
-    if imp is not None:
-        imp = D.decide_importance("ssqa", imp, resp)
-        g = imp[(imp["factor"] == "gender") & imp["model"].isin(released)]
-        if len(g):
-            lines.append("Gender is a property of the template, so its coefficients rest on few clusters: "
-                         + join(f"{x['model']} {x['term']} odds ratio {num(x['odds_ratio'])} (design effect "
-                                f"{num(x['design_effect'], 2)}: naive standard errors "
-                                f"{num(x['se_cluster'] / x['se'], 2)} times smaller than clustered ones), with "
-                                f"template-clustered errors {decision(x, 'no effect', '1')}"
-                                for x in g.to_dict("records"))
-                         + f" ({_link(f, 'factor_importance')}).")
-    if resp is not None:
-        main = resp[resp["cot"].astype(str) == "no"] if "cot" in resp else resp
-        deg = main[main["degenerate"].astype(str).str.lower().isin(["true", "1"])]
-        for x in deg.to_dict("records"):
-            lines.append(f"{x['model']} is a degenerate responder on SSQA's answers ({x['reasons']}): its rows are "
-                         f"kept and marked, its tests are not interpreted ({_link(f, 'responders')}).")
-    return bullets(lines)
+    out = []
+    for bench in sorted(p.name for p in (Path(root) / "01_multifactor").glob("*") if p.is_dir()):
+        f = f"01_multifactor/{bench}"
+        tables = {n: _read(root, f, n) for n in ("paired_subgroup_tests", "paired_comparisons")}
+        if any(t is not None for t in tables.values()):
+            d = D.decide(bench, tables, _read(root, f, "responders"))
+            out += [t.assign(benchmark=bench) for t in d.values() if t is not None]
+    if not out:
+        raise Missing("01_multifactor/*/tables/paired_subgroup_tests.csv")
+    return out
 
 
-# ------------------------------------------------------------------------------------------------ notebook 2
-def calm(root: Path) -> str:
+def calm(root: Path) -> list[pd.DataFrame]:
     from .papers.calm import decisions as D
-    from .papers.calm import findings as F
-    f = "02_calm"
-    bs = D.decide(_need(root, f, "bias_scores"), _read(root, f, "responders"))
-    return F.bias_findings(bs) + f"\n\n({_link(f, 'bias_scores')}; eq. 1's headline row per model is the " \
-                                 "notebook's confirmatory family.)"
+    return [D.decide(_need(root, "02_calm", "bias_scores"), _read(root, "02_calm", "responders"))]
 
 
-# ------------------------------------------------------------------------------------------------ notebook 3
-def crows_pairs(root: Path) -> str:
+def crows_pairs(root: Path) -> list[pd.DataFrame]:
     from .papers.crows_pairs import decisions as D
-    from .papers.crows_pairs import findings as F
     f = "03_crows_pairs_bayes"
-    lines = []
-    chk = _read(root, f, "published_chatgpt_check")
-    if chk is not None:
-        if "evidence_over_prior_range" not in chk:        # written before issue 18's prior ranges: recompute
-            from .benchmarks import crows_pairs as cp
-            from .stats import hypothesis as hyp
-            chk = hyp.check_published_preferences(cp.load_published_chatgpt())
-        lines.append(F.published_summary(chk) + f" ({_link(f, 'published_chatgpt_check')}).")
-    answers = _read(root, f, "preference_answers")
     d = D.decide(_need(root, f, "likelihood_tests"), _read(root, f, "preference_tests"),
-                 _read(root, f, "paired_comparisons"), _read(root, f, "responders"), answers)
-    text = bullets(lines) + "\n" + F.likelihood_findings(d["likelihood_tests"])
-    if answers is not None and len(answers):
-        chk = D.responder_table(answers)
-        deg = chk[(chk["metric"] == D.ONE_ORDER) & chk["degenerate"].astype(bool)]
-        if len(deg):
-            text += "\n" + bullets(
-                f"{x['model']} · {x['dataset']}, prompted preference: degenerate responder ({x['reasons']}); the "
-                "paper's single-order protocol would read its constant answer as extreme bias, asking in both "
-                "orders exposes it" for x in deg.to_dict("records"))
-    return text + f"\n\n({_link(f, 'likelihood_tests')}, {_link(f, 'preference_tests')}; the pooled LPBS per model " \
-                  "× dataset is the notebook's confirmatory family.)"
+                 _read(root, f, "paired_comparisons"), _read(root, f, "responders"), _read(root, f, "preference_answers"))
+    return list(d.values())
 
 
-# ------------------------------------------------------------------------------------------------ notebook 4
-def agentic(root: Path) -> str:
+def agentic(root: Path) -> list[pd.DataFrame]:
     from .papers.agentic import decisions as D
-    from .papers.agentic import findings as F
     f = "04_agentic_entropy"
     resp = _read(root, f, "responders")
     if resp is None or "metric" not in resp:
         per = _read(root, f, "responses")
         resp = D.responder_table(per) if per is not None else None
-    t = {n: (D.decide(n, _read(root, f, n), resp) if _read(root, f, n) is not None else None) for n in D.EFFECTS}
-    bm = t["entropy_by_model"]
-    if bm is None:
-        raise Missing(f"{f}/tables/entropy_by_model.csv")
-    lines = ["Mean normalized entropy (1 = probability spread evenly over the groups): " + join(
-        f"{x['model']} {num(x['mean_entropy'])} {interval(x)} over {int(x['n']):,} prompts, label mass "
-        f"{pct(x['mean_label_mass'])}" for x in bm.to_dict("records")) + f" ({_link(f, 'entropy_by_model')})."]
-    text = bullets(lines)
-    if t["paired_comparisons"] is not None:
-        text += "\n" + F.comparison_findings(t["paired_comparisons"])
-    if t["uniformity_tests"] is not None and t["group_preference"] is not None:
-        text += "\n" + F.summary_findings(bm, t["cyclic_by_model"], t["uniformity_tests"], t["group_preference"])
-    return text + f"\n\n({_link(f, 'cyclic_by_model')}, {_link(f, 'uniformity_tests')}; the top-answer counts by " \
-                  "group per model × class type are the notebook's confirmatory family.)"
+    return [D.decide("uniformity_tests", _need(root, f, "uniformity_tests"), resp)]
 
 
-# ------------------------------------------------------------------------------------------------ notebook 5
-def across_models(root: Path) -> str:
+def across_models(root: Path) -> list[pd.DataFrame]:
     from .papers import compare
     f = "05_compare"
-    table, pairs = _read(root, f, "model_metric"), _read(root, f, "paired_differences")
-    groups, agreement = _read(root, f, "tie_groups"), _read(root, f, "agreement")
-    current = (table is not None and pairs is not None and groups is not None and "verdict" in pairs
-               and "comparison_group" in table and "ranked" in groups)
-    if not current:     # tables written before issue 18: rebuild them from notebooks 1-4's tables (seeded)
-        table = compare.model_metric_table(root)
-        if table.empty:
-            raise Missing("every table of notebooks 1-4 that notebook 5 reads")
-        st = compare.responder_table(root)
-        table = table.merge(st[["metric", "model", "responder_status"]], on=["metric", "model"], how="left")
-        pairs = compare.paired_table(root, responders=st)
-        groups = compare.tie_group_table(table, pairs)
-        agreement = compare.agreement_table(table)
-    lines = compare.summary_lines(table, pairs, groups, agreement if agreement is not None else pd.DataFrame())
-    note = "" if current else (" (rebuilt here from the tables of notebooks 1–4: the committed notebook-5 tables "
-                               "predate the verdict columns)")
-    return bullets(lines) + f"\n\n([`outputs/05_compare/`](outputs/05_compare/){note}.)"
+    st = _read(root, f, "responder_status")
+    return [compare.decide_pairs(_need(root, f, "paired_differences"), st)]
 
 
-SECTIONS: list[tuple[str, Callable[[Path], str]]] = [
-    ("Multi-factor analysis (notebook 1, SocialStigmaQA)", multifactor),
-    ("CALM (notebook 2)", calm),
-    ("CrowS-Pairs as hypothesis testing (notebook 3)", crows_pairs),
-    ("Agentic entropy (notebook 4)", agentic),
-    ("Across models (notebook 5)", across_models),
+SECTIONS: list[tuple[str, Callable[[Path], list]]] = [
+    ("01_multifactor", multifactor), ("02_calm", calm), ("03_crows_pairs_bayes", crows_pairs),
+    ("04_agentic_entropy", agentic), ("05_compare", across_models),
 ]
 
 
-def render(root: Path | None = None) -> str:
-    """The headline block (Markdown, without the markers)."""
+def _who(r: dict, claim: P.Claim) -> str:
+    who = f"{r['model_a']} − {r['model_b']}" if "model_a" in r and pd.notna(r.get("model_a")) else str(r["model"])
+    for k in ("benchmark", "dataset", "class_type"):
+        if k in r and pd.notna(r.get(k)) and k not in claim.rows:
+            who += f", {r[k]}"
+    return who
+
+
+def claim_rows(root: Path | None = None) -> pd.DataFrame:
+    """One row per instance of a confirmatory claim in the outputs under ``root``: notebook, claim, who, estimate,
+    ci_low, ci_high, p_adjusted, family, verdict; a notebook whose tables are missing gives one row whose verdict
+    says "not available: …"."""
     root = Path(root or paths.OUTPUTS_DIR)
-    out = [f"*Rendered by `biaslab summary` from the tables under `outputs/` (default profile) through the verdict "
-           f"layer (`biaslab.stats.verdict`): every decision below is a `verdict` column of its table — "
-           f"\"{DISTINGUISHABLE}\" means the adjusted p of the effect's declared family is below 0.05; a Bayes "
-           "factor is called evidence only when its whole prior range agrees.*"]
-    for title, fn in SECTIONS:
+    plan = P.active()
+    rows = []
+    for nb, fn in SECTIONS:
+        claims = {c.id: c for c in plan.of(nb)}
         try:
-            body = fn(root)
+            frames = fn(root)
         except Missing as e:
-            body = f"- not available: {e} is missing (run the notebook, then `biaslab summary`)."
-        except Exception as e:         # a publish never fails on its summary: the block says what went wrong
-            log.warning("summary section %r failed: %s", title, e)
-            body = f"- not available: rendering failed ({type(e).__name__}: {e})."
-        out.append(f"**{title}.**\n\n{body}")
-    return "\n\n".join(out) + "\n"
+            rows.append({"notebook": nb, "claim": "", "who": "", "verdict": f"not available: {e} is missing"})
+            continue
+        except Exception as e:         # a publish never fails on its summary: the table says what went wrong
+            log.warning("summary of %s failed: %s", nb, e)
+            rows.append({"notebook": nb, "claim": "", "who": "",
+                         "verdict": f"not available: rendering failed ({type(e).__name__}: {e})"})
+            continue
+        for t in frames:
+            if t is None or "claim" not in t:
+                continue
+            for r in t[t["claim"].isin(claims)].to_dict("records"):
+                c = claims[r["claim"]]
+                rows.append({"notebook": nb, "claim": c.id, "who": _who(r, c), "estimate": r.get(c.estimate),
+                             "ci_low": r.get(c.ci[0]) if c.ci else None, "ci_high": r.get(c.ci[1]) if c.ci else None,
+                             "p_adjusted": r.get("p_adjusted"), "family": r.get("family"), "verdict": r["verdict"]})
+    return pd.DataFrame(rows, columns=["notebook", "claim", "who", "estimate", "ci_low", "ci_high", "p_adjusted",
+                                       "family", "verdict"])
+
+
+def render(root: Path | None = None) -> str:
+    """The headline block (Markdown, without the markers): one table, claim × model."""
+    t = claim_rows(root)
+    plan = P.active()
+    lines = [f"*Rendered by `biaslab summary` from `outputs/` under the analysis plan v{plan.version} "
+             f"([`analysis_plan.yaml`](analysis_plan.yaml)): only its confirmatory claims are decided (Holm within "
+             f"each notebook × model family); everything else in the reports is exploratory. Details: "
+             f"[`outputs/SUMMARY.md`](outputs/SUMMARY.md).*", "",
+             "| notebook | claim | model(s) | estimate [95 % CI] | verdict |", "|---|---|---|---|---|"]
+    for r in t.to_dict("records"):
+        ci = (f" [{num(r['ci_low'])}, {num(r['ci_high'])}]" if pd.notna(r.get("ci_low")) and
+              pd.notna(r.get("ci_high")) else "")
+        est = f"{num(r['estimate'])}{ci}" if pd.notna(r.get("estimate")) else ""
+        v = str(r["verdict"])
+        v = v if v.startswith("not available") else verdict_words(v)
+        lines.append(f"| {r['notebook'][:2]} | {('`' + r['claim'] + '`') if r['claim'] else ''} | {r['who']} | "
+                     f"{est} | {v} |")
+    return "\n".join(lines) + "\n"
 
 
 def splice(readme: str, block: str) -> str:
@@ -256,7 +185,10 @@ def write(root: Path | None = None, readme: Path | None = None) -> tuple[Path, .
     paths written."""
     root = Path(root or paths.OUTPUTS_DIR)
     readme = Path(readme or paths.ROOT / "README.md")
-    atomic_write_text(root / "SUMMARY.md", "# Headline results\n\n" + render(root))
+    plan = P.active()
+    claims = "\n".join(f"- `{c.id}` ({c.notebook}): {c.label}; {c.test}." for c in plan.claims)
+    atomic_write_text(root / "SUMMARY.md", "# Headline results\n\n" + render(root)
+                      + f"\n## The analysis plan (v{plan.version})\n\n{plan.rationale}\n\n{claims}\n")
     if not readme.exists():
         return (root / "SUMMARY.md",)
     atomic_write_text(readme, readme_text(readme.read_text(), root))

@@ -198,6 +198,28 @@ def factor_spec(prompts: pd.DataFrame) -> FactorSpec:
     ])
 
 
+#: Gender_identity's person tags and the group ``stereotyped_groups`` names them by
+GENDER_WORDS = {"woman": "f", "girl": "f", "man": "m", "boy": "m"}
+
+
+def biased_from_tags(answer_info: dict, stereotyped_groups, polarity: str) -> int | None:
+    """The biased answer's index from a BBQ row's ``answer_info`` tags and ``stereotyped_groups``: where exactly one
+    of the two non-unknown answers carries a tag naming a stereotyped group, that answer for a negative question and
+    the other one for a non-negative question; None where the tags do not decide. Gender_identity tags a person
+    by a word (woman, girl, man, boy) where ``stereotyped_groups`` names F or M: the word stands for its group."""
+    groups = {g.lower().replace(" ", "") for g in stereotyped_groups}
+
+    def tags(tag: str) -> set[str]:
+        t = tag.lower().replace(" ", "")
+        return {t, GENDER_WORDS.get(t, t)} | {GENDER_WORDS.get(x, x) for x in tag.lower().split("-")}
+
+    cand = [i for i in range(3) if answer_info[f"ans{i}"][1] != "unknown"]
+    hit = [i for i in cand if tags(answer_info[f"ans{i}"][1]) & groups]
+    if len(hit) != 1 or len(cand) != 2:
+        return None
+    return hit[0] if polarity == "neg" else [i for i in cand if i != hit[0]][0]
+
+
 def check_biased_answer(bench: Benchmark | None = None) -> pd.DataFrame:
     """Independent check of ``biased_index`` from ``answer_info`` tags and ``stereotyped_groups``.
 
@@ -218,15 +240,11 @@ def check_biased_answer(bench: Benchmark | None = None) -> pd.DataFrame:
     for cat, part in d.groupby("category"):
         n_ok = n_bad = n_skip = 0
         for r in part.itertuples():
-            info = r.answer_info
-            groups = {g.lower().replace(" ", "") for g in r.additional_metadata["stereotyped_groups"]}
-            cand = [i for i in range(3) if info[f"ans{i}"][1] != "unknown"]
-            hit = [i for i in cand if info[f"ans{i}"][1].lower().replace(" ", "") in groups
-                   or any(part_.lower() in groups for part_ in info[f"ans{i}"][1].split("-"))]
-            if len(hit) != 1 or len(cand) != 2:
+            expected = biased_from_tags(r.answer_info, r.additional_metadata["stereotyped_groups"],
+                                        r.question_polarity)
+            if expected is None:
                 n_skip += 1
                 continue
-            expected = hit[0] if r.question_polarity == "neg" else [i for i in cand if i != hit[0]][0]
             if expected == p.at[r.prompt_id, "biased_index"]:
                 n_ok += 1
             else:

@@ -174,6 +174,8 @@ def subsample(bench: Benchmark, max_pairs: int | None, seed: int = 0, by: str = 
               allocation: str = "balanced") -> Benchmark:
     """A stratified random sample of at most ``max_pairs`` pairs (strata: ``by``), in the file's order.
 
+    ``allocation="first"`` takes the file's first ``max_pairs`` pairs instead, unsampled: the pairs an lm-eval
+    ``--limit max_pairs`` run scored, so that an imported log of such a run answers every pair asked.
     ``max_pairs=None`` (or at least the number of pairs) returns ``bench`` unchanged. The sample is recorded in
     ``notes``; pairs left out are not "excluded" (they are unused, not unusable).
     """
@@ -182,6 +184,11 @@ def subsample(bench: Benchmark, max_pairs: int | None, seed: int = 0, by: str = 
     if max_pairs < 1:
         raise ValueError(f"max_pairs must be a positive integer or None, got {max_pairs!r}")
     p = bench.prompts
+    if allocation == "first":
+        note = f"{bench.name}: the first {max_pairs} of {len(p)} pairs in the file's order (allocation='first')"
+        return Benchmark(name=bench.name, prompts=p.head(max_pairs).reset_index(drop=True), factors=bench.factors,
+                         excluded=bench.excluded, sources=bench.sources, notes=bench.notes + [note],
+                         cluster=bench.cluster)
     take = allocate(p[by].value_counts(), max_pairs, allocation)
     rng = np.random.default_rng(seed)
     idx = []

@@ -16,10 +16,14 @@ from typing import Any
 from .embedded import EMBEDDED, KINDS, ModelNotFoundError, cache_folder, prepare, read_meta
 from .provenance import (check_safetensors, digest_files, files_sha256, state_dict_sha256, tokenizer_sha256,
                          weights_sha256)
-from .resolve import detect_kind, not_found_message, resolve_device, resolve_dtype
+from .resolve import detect_kind, imported_spec, not_found_message, resolve_device, resolve_dtype
 from .served import ServedModel, resolve_spec
 
 log = logging.getLogger(__name__)
+
+
+class ModelWeightsError(ValueError):
+    """A checkpoint that lacks weight tensors the model's architecture needs."""
 
 
 class LoadedModel:
@@ -74,6 +78,10 @@ def load(name_or_path: Any, device: str = "auto", dtype: Any = "auto",
     ``dtype``: ``"auto"`` (bfloat16 on CUDA, float32 elsewhere), a name such as ``"float32"``, or a torch dtype.
     ``kind``: override the detected ``"causal"`` / ``"seq2seq"`` / ``"masked"``. On CUDA the model uses SDPA attention.
     """
+    imported = imported_spec(name_or_path)
+    if imported is not None:
+        from .imported import load_imported
+        return load_imported(imported)
     served = resolve_spec(name_or_path)
     if served is not None:
         return ServedModel(spec=served, name=served.name, fingerprint={"name": served.name, **served.describe()})
@@ -115,15 +123,23 @@ def load(name_or_path: Any, device: str = "auto", dtype: Any = "auto",
     def load_weights():
         try:
             try:
-                model = auto.from_pretrained(where, attn_implementation="sdpa", **kwargs)
+                model, info = auto.from_pretrained(where, attn_implementation="sdpa", output_loading_info=True,
+                                                   **kwargs)
             except (ValueError, ImportError):       # architecture without SDPA support
-                model = auto.from_pretrained(where, **kwargs)
+                model, info = auto.from_pretrained(where, output_loading_info=True, **kwargs)
         except Exception:
             if folder is None:                      # a hub model: name its corrupt cached file, if that is the cause
                 snap = _hub_snapshot(name)
                 if snap is not None:
                     check_safetensors(snap)
             raise
+        missing = sorted(info.get("missing_keys") or ())
+        if missing:     # transformers would initialise them at random and go on: scores of a partly random model
+            raise ModelWeightsError(
+                f"model {name}: {len(missing)} weight tensor(s) are missing from {where} "
+                f"({', '.join(missing[:5])}{' ...' if len(missing) > 5 else ''}); transformers would fill them with "
+                "random values. Fix: copy the complete checkpoint (every *.safetensors shard and its index), or "
+                "name the model by its Hugging Face id")
         model.to(dev)
         model.eval()
         return model

@@ -38,13 +38,40 @@ def not_found_message(name: str, cause: BaseException | None = None) -> str:
 _not_found_message = not_found_message
 
 
+#: keys of an imported-model spec: ``{"imported": PATH}`` plus optional ``format`` (lm-eval, inspect, eee; detected
+#: when left out), ``tokenizer`` (a name or folder whose tokenizer counts the tokens the log does not record) and
+#: ``name`` (the model's name in tables; default: the one the log records)
+IMPORTED_KEYS = {"imported", "format", "tokenizer", "name"}
+
+
+def imported_spec(spec: Any) -> dict | None:
+    """The one place that tells an imported model (another harness's log, answered by the ``imported`` backend) from
+    a local or served one: ``{"imported": PATH, ...}`` or the same mapping as a JSON string; anything else gives
+    None."""
+    if isinstance(spec, str) and spec.lstrip().startswith("{") and '"imported"' in spec:
+        import json
+        spec = json.loads(spec)
+    if not (isinstance(spec, dict) and "imported" in spec):
+        return None
+    unknown = set(spec) - IMPORTED_KEYS
+    if unknown:
+        raise ValueError(f"unknown keys {sorted(unknown)} in imported-model spec; known: {sorted(IMPORTED_KEYS)}")
+    if not Path(str(spec["imported"])).expanduser().exists():
+        raise ModelNotFoundError(f"imported model: {spec['imported']} does not exist (a folder of lm-eval output, "
+                                 "an lm-eval samples file, an inspect .eval log or Every Eval Ever records)")
+    return dict(spec)
+
+
 def check_spec(name: Any) -> str:
     """Resolve a model spec without loading it (seconds, before any work): ``"embedded"``, ``"folder"`` or ``"hub"``.
 
     Raises :class:`ModelNotFoundError` for a name that is not embedded, not a model folder, not in the local Hugging
     Face cache and unknown to (or unreachable on) the hub. A served-model spec (:func:`resolve_spec`) gives
-    ``"served"`` (its server is probed when scoring starts, before the first scoring request).
+    ``"served"`` (its server is probed when scoring starts, before the first scoring request); an imported one
+    (:func:`imported_spec`) ``"imported"``.
     """
+    if imported_spec(name) is not None:
+        return "imported"
     if looks_served(name):
         resolve_spec(name)          # raises ValueError on a malformed spec
         return "served"

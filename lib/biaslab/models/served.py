@@ -5,14 +5,18 @@ place that tells a served model from a local one) and the handle the Scorer comp
 from __future__ import annotations
 
 import json
+import math
 import os
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..redact import check_key_env
+
 #: Known server kinds: default base URL and API-key variable (``openai:MODEL`` uses the first).
 SERVED_DEFAULTS = {"openai": {"base_url": "https://api.openai.com/v1", "api_key_env": "OPENAI_API_KEY"}}
 _SPEC_KEYS = {"backend", "base_url", "model", "api_key_env", "max_concurrency", "requests_per_minute",
-              "tokens_per_minute", "name", "prefix", "top_k", "price_per_million", "timeout_s", "max_retries"}
+              "tokens_per_minute", "name", "prefix", "top_k", "price_per_million", "timeout_s", "max_retries",
+             "max_retry_after_s"}
 
 
 @dataclass(frozen=True)
@@ -24,7 +28,9 @@ class ServedSpec:
     ``prefix``: text put before every scored sequence as its context (the model's BOS token text, e.g.
     ``"<|im_start|>"`` for SmolLM2 on llama.cpp, which adds no BOS itself); "" when the server adds BOS.
     ``top_k``: how many next-token alternatives label distributions ask for. ``price_per_million``:
-    ``{"prompt": USD, "completion": USD}`` per million tokens, for the cost in MANIFEST.json.
+    ``{"prompt": USD, "completion": USD}`` per million tokens, for the cost in MANIFEST.json. ``timeout_s``: the
+    deadline of one request as a whole; ``max_retry_after_s``: the longest wait a server's ``Retry-After`` may impose
+    (a longer one is capped, and noted). Every setting is range-checked by :func:`resolve_spec` (at preflight).
     """
 
     model: str
@@ -39,6 +45,7 @@ class ServedSpec:
     price_per_million: tuple = ()
     timeout_s: float = 120.0
     max_retries: int = 6
+    max_retry_after_s: float = 300.0
 
     def describe(self) -> dict:
         """What a manifest records (no key, only the variable's name)."""
@@ -94,14 +101,53 @@ def resolve_spec(spec: Any) -> "ServedSpec | None":
         raise ValueError("base_url carries credentials (user:password@host); remove them and name the key's "
                          "environment variable with api_key_env")
     default_env = SERVED_DEFAULTS[backend]["api_key_env"] if "api.openai.com" in urls[0] else None
+    check_key_env(spec.get("api_key_env"))
     price = spec.get("price_per_million") or {}
+    if not isinstance(price, dict):
+        raise ValueError(f"served model {spec['model']!r}: price_per_million must be a mapping "
+                         "{'prompt': USD, 'completion': USD}")
+    for k, v in price.items():
+        _number(spec, f"price_per_million.{k}", v, low=0.0, strict=False)
     return ServedSpec(model=str(spec["model"]), base_urls=urls, name=str(spec.get("name") or spec["model"]),
                       api_key_env=spec.get("api_key_env", default_env),
-                      max_concurrency=int(spec.get("max_concurrency", 4)),
-                      requests_per_minute=spec.get("requests_per_minute"),
-                      tokens_per_minute=spec.get("tokens_per_minute"), prefix=str(spec.get("prefix", "")),
-                      top_k=int(spec.get("top_k", 20)), price_per_million=tuple(sorted(price.items())),
-                      timeout_s=float(spec.get("timeout_s", 120.0)), max_retries=int(spec.get("max_retries", 6)))
+                      max_concurrency=_whole(spec, "max_concurrency", 4, low=1),
+                      requests_per_minute=_number(spec, "requests_per_minute", spec.get("requests_per_minute")),
+                      tokens_per_minute=_number(spec, "tokens_per_minute", spec.get("tokens_per_minute")),
+                      prefix=str(spec.get("prefix", "")), top_k=_whole(spec, "top_k", 20, low=1),
+                      price_per_million=tuple(sorted(price.items())),
+                      timeout_s=_number(spec, "timeout_s", spec.get("timeout_s", 120.0), none=False),
+                      max_retries=_whole(spec, "max_retries", 6, low=0),
+                      max_retry_after_s=_number(spec, "max_retry_after_s", spec.get("max_retry_after_s", 300.0),
+                                                none=False))
+
+
+#: what each range-checked setting means (said in its error)
+_MEANS = {"max_concurrency": "requests in flight per replica", "requests_per_minute": "a client-side rate limit",
+          "tokens_per_minute": "a client-side rate limit", "timeout_s": "the deadline of one request, in seconds",
+          "max_retry_after_s": "the longest wait a server's Retry-After may impose, in seconds",
+          "top_k": "next-token alternatives per label prompt", "max_retries": "retries per request"}
+
+
+def _whole(spec: dict, key: str, default: int, low: int) -> int:
+    """``spec[key]`` as a whole number >= ``low`` (a run with max_concurrency 0 would never send a request)."""
+    v = spec.get(key, default)
+    if isinstance(v, bool) or not isinstance(v, int) or v < low:
+        raise ValueError(f"served model {spec['model']!r}: {key}={v!r} is out of range: it must be a whole number "
+                         f">= {low} ({_MEANS.get(key, key)}); leave it out for the default {default}")
+    return v
+
+
+def _number(spec: dict, key: str, v, low: float = 0.0, strict: bool = True, none: bool = True) -> float | None:
+    """``v`` as a finite number > ``low`` (``strict``) or >= it; None where ``none`` (no limit)."""
+    if v is None and none:
+        return None
+    ok = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and (
+        v > low if strict else v >= low)
+    if not ok:
+        raise ValueError(f"served model {spec['model']!r}: {key}={v!r} is out of range: it must be a finite number "
+                         f"{'>' if strict else '>='} {low:g} ({_MEANS.get(key, key)})"
+                         + ("; leave it out for no limit" if none else ""))
+    return float(v)
 
 
 @dataclass

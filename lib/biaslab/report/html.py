@@ -34,6 +34,8 @@ from ..outputs import atomic_write_text
 TEMPLATES = Path(__file__).parent / "templates"
 #: Cell tag of the cells whose markdown output states the run's computed findings (collected at the top).
 FINDINGS_TAG = "findings"
+#: Cell tag of the cell that displays the analysis plan's block (shown above the findings).
+PLAN_TAG = "analysis_plan"
 #: Cells shown as the table of parameters instead of as code.
 PARAMETER_TAGS = ("parameters", "injected-parameters")
 _MATH = re.compile(r"\$[^$\s][^$]*\$|\\\(|\\\[|\\begin\{")
@@ -200,12 +202,17 @@ def _run_line(m: dict) -> str:
 
 
 def summary_html(nb, manifest: dict, markdown2html, links: list[str]) -> str:
-    """The panel under the notebook's introduction: run line, findings, parameters and the code toggle."""
+    """The panel under the notebook's introduction: run line, the analysis plan's block, findings, parameters and
+    the code toggle."""
     parts = ['<section class="bl-summary" id="bl-summary">']
     run = _run_line(manifest) if manifest else "no MANIFEST.json beside this notebook"
     links = [x for x in links if x]
     parts.append(f'<p class="bl-run">{run}{" · " if links else ""}{" · ".join(links)}'
                  ' · <button class="bl-code-toggle" type="button" onclick="blToggleCode(this)">show code</button></p>')
+    plan = [_text(o["data"]["text/markdown"]) for c in nb.cells if c.cell_type == "code" and PLAN_TAG in _tags(c)
+            for o in c.get("outputs", []) if "text/markdown" in o.get("data", {})]
+    if plan:
+        parts.append('<h2 id="bl-plan">Analysis plan</h2><div class="bl-plan">' + markdown2html(plan[0]) + "</div>")
     found = findings(nb)
     if found:
         parts.append('<h2 id="bl-findings">Findings</h2>'
@@ -350,7 +357,7 @@ def render(executed: Path, out: Path | None = None) -> Path:
         },
     }
     exporter = Exporter(template_name="biaslab", extra_template_basedirs=[str(TEMPLATES)],
-                            exclude_input_prompt=True, exclude_output_prompt=True, embed_images=True, log=_QUIET)
+                        exclude_input_prompt=True, exclude_output_prompt=True, embed_images=True, log=_QUIET)
     body, _ = exporter.from_notebook_node(nb, resources=resources)
     if intro is None:     # no introduction cell to put the panel under: put it first
         body = body.replace("<main>", "<main>\n" + resources["biaslab"]["summary_html"], 1)

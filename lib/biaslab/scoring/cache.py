@@ -13,8 +13,8 @@ corrupted page, a bad header, the file deleted or replaced under a running proce
 naming it and where it went); the run carries on with a fresh file: values are then recomputed, never lost silently
 and never blocking a run.
 
-A file this process may not write — a read-only folder or file system, or a file that belongs to another user (a
-shared cache) — is *used read-only*, never moved aside: its scores are read, new ones are kept in memory for the
+A file this process may not write — a read-only folder or file system, a file that belongs to another user (a
+shared cache), or a full disk (named as such) — is *used read-only*, never moved aside: its scores are read, new ones are kept in memory for the
 run, and one warning names the file and the fix. Lock contention is not damage either (see :meth:`_move_aside`).
 
 Rows are committed after every batch in one transaction, so a run that is killed loses at most the batch in flight,
@@ -27,11 +27,13 @@ changed). A fresh run with the same cache contents and settings is bit-identical
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import json
 import logging
 import os
 import re
+import shutil
 import sqlite3
 import time
 from pathlib import Path
@@ -171,7 +173,8 @@ class ScoreCache:
         if isinstance(exc, sqlite3.OperationalError) and any(w in str(exc).lower() for w in ("locked", "busy")):
             raise RuntimeError(f"score cache {self.path} stayed locked by another process for 60 s ({exc}); "
                                "wait for the other run or point BIASLAB_CACHE elsewhere") from exc
-        why = self._not_writable() or (f"SQLite could not write it ({exc})" if _is_permission(exc) else None)
+        why = (self._not_writable() or (f"SQLite could not write it ({exc})" if _is_permission(exc) else None)
+               or self._disk_full(exc))
         if why:
             self._use_read_only(why)
             return
@@ -194,6 +197,23 @@ class ScoreCache:
         where = f"moved aside to {bad}" if moved else "the file was gone"
         log.warning("score cache %s failed (%s: %s); %s; continuing with a fresh cache file (values are "
                     "recomputed)", self.path, type(exc).__name__, exc, where)
+
+    def _disk_full(self, exc: BaseException) -> str | None:
+        """A full disk (or quota) named as such — not damage: the file is kept and used read-only, never moved aside
+        and recomputed (which would need the space the disk lacks)."""
+        from ..fsio import KINDS, errno_of, human_size
+        code = getattr(exc, "sqlite_errorcode", None)
+        full = code == sqlite3.SQLITE_FULL or "disk is full" in str(exc) or errno_of(exc) in (errno.ENOSPC,
+                                                                                               errno.EDQUOT)
+        try:
+            du = shutil.disk_usage(self.path.parent)
+        except OSError:
+            du = None
+        if not full and not ("disk i/o error" in str(exc).lower() and du is not None and du.free < 1 << 20):
+            return None
+        free = f"{human_size(du.free)} free of {human_size(du.total)}" if du else "free space unknown"
+        return (f"{KINDS[errno.ENOSPC]}: the disk holding it has no space left ({free}; SQLite: {exc}). Fix: free "
+                "space there, or point BIASLAB_CACHE at a folder on a larger disk")
 
     def _recover(self, exc: BaseException) -> None:
         self._move_aside(exc)

@@ -153,13 +153,22 @@ class Scorer:
         scores), ``"top_logprobs"`` / ``"chat_top_logprobs"`` (label distributions), ``"generate"``, ``"chat"``.
         In-process models have them all; a served model is probed once and a missing one raises at once with the
         model, the capability and the way out."""
+        reason = self.missing(*capabilities, why=why)
+        if reason is not None:
+            raise reason
+
+    def missing(self, *capabilities: str, why: str = "") -> Exception | None:
+        """The error :meth:`require` would raise for the first of ``capabilities`` the model lacks (its message
+        names the model, the capability and the way out), or None when it has them all: for an analysis that is
+        skipped, with that reason shown, rather than stopped."""
         unknown = [c for c in capabilities if c not in CAPABILITIES]
         if unknown:
             raise ValueError(f"unknown capability {unknown[0]!r}; known: {CAPABILITIES}")
         have = self.backend.capabilities() if capabilities else {}
         for cap in capabilities:
             if not have[cap]:
-                raise self.backend.lacks(cap, why)
+                return self.backend.lacks(cap, why)
+        return None
 
     def render(self, prompts: Sequence[str], chat: bool | str = False) -> list[str]:
         """Prompts as the model sees them: with ``chat=True`` each becomes a user message in the model's chat

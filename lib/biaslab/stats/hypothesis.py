@@ -461,19 +461,6 @@ def format_bf(bf10: float, markdown: bool = True, bf_min: float | None = None, b
     return s
 
 
-def holm(p: Sequence[float]) -> np.ndarray:
-    """Holm (step-down Bonferroni) adjusted p-values (statsmodels ``multipletests(method='holm')``); NaNs are left out
-    of the family and stay NaN. Beyond the paper, which reports raw p-values for nine bias types."""
-    from statsmodels.stats.multitest import multipletests
-
-    p = np.asarray(p, dtype=float)
-    out = np.full(p.shape, np.nan)
-    ok = np.isfinite(p)
-    if ok.any():
-        out[ok] = multipletests(p[ok], method="holm")[1]
-    return out
-
-
 # --------------------------------------------------------------------------------------------------------------
 # Grouped tables
 # --------------------------------------------------------------------------------------------------------------
@@ -491,17 +478,6 @@ def _groups(df: pd.DataFrame, by: list[str], bias_col: str, overall: bool):
             yield keys, OVERALL, g
 
 
-def add_holm(df: pd.DataFrame, family: list[str], pcols: Sequence[str], bias_col: str = "bias_type") -> pd.DataFrame:
-    """Add ``<p>_holm`` for each p column, adjusting within each ``family`` group across bias types (the pooled
-    'overall' row is not part of the family and gets NaN)."""
-    df = df.copy()
-    for pc in pcols:
-        df[pc + "_holm"] = np.nan
-        for _, idx in df[df[bias_col] != OVERALL].groupby(family, sort=False).groups.items():
-            df.loc[idx, pc + "_holm"] = holm(df.loc[idx, pc].to_numpy())
-    return df
-
-
 def likelihood_tests(pairs: pd.DataFrame, by: Sequence[str] = ("model", "dataset"), bias_col: str = "bias_type",
                      scores: Sequence[str] = ("norm_logprob", "perplexity", "logprob"), overall: bool = True,
                      r: float = SQRT2_2) -> pd.DataFrame:
@@ -510,7 +486,7 @@ def likelihood_tests(pairs: pd.DataFrame, by: Sequence[str] = ("model", "dataset
     ``pairs`` has one row per pair with ``d_<score>`` columns (from :func:`pair_differences`). Columns:
     ``*by, bias_type, score, equation, n, lpbs, ppb, mean_d, sd_d, estimate, ci_low, ci_high (the lead test's
     estimate and interval: mean and t interval, or Hodges-Lehmann and the inverted Wilcoxon for
-    :data:`WILCOXON_LED` scores), mean_ci_low, mean_ci_high, t, t_p, t_p_holm, wilcoxon_p, wilcoxon_p_holm, lead_test,
+    :data:`WILCOXON_LED` scores), mean_ci_low, mean_ci_high, t, t_p, wilcoxon_p, lead_test,
     lead_p, bf10, log10_bf10, evidence, evidence_default_prior`` and the prior and MDE columns. ``lpbs`` and ``ppb`` are the group's mean D of eq. 3 and eq. 4 (the paper's AD
     rows), repeated on each score row; ``mean_d`` is the mean of that row's own score.
     """
@@ -524,7 +500,6 @@ def likelihood_tests(pairs: pd.DataFrame, by: Sequence[str] = ("model", "dataset
             rows.append({**dict(zip(by, keys)), bias_col: bt, "score": sc, "equation": SCORES[sc][0],
                          "lpbs": lpbs, "ppb": ppb, **res})
     out = pd.DataFrame(rows)
-    out = add_holm(out, by + ["score"], ["t_p", "wilcoxon_p"], bias_col)
     # beyond the paper: a 95 % t interval of the mean difference (pairs are independent units: CrowS-Pairs' cluster
     # is the pair), and the test to lead with: Wilcoxon for the heavy-tailed perplexity differences (eq. 4), whose
     # normal model fits badly; the t test for the log-probability scores. Each row's estimate and interval are the
@@ -546,7 +521,6 @@ def likelihood_tests(pairs: pd.DataFrame, by: Sequence[str] = ("model", "dataset
                                 "t interval of the mean (pairs independent)")
     out["lead_test"] = np.where(lead_w, "Wilcoxon signed-rank", "t")
     out["lead_p"] = np.where(lead_w, out["wilcoxon_p"], out["t_p"])
-    out["lead_p_holm"] = np.where(lead_w, out["wilcoxon_p_holm"], out["t_p_holm"])
     out["n_clusters"] = out["n"]                      # CrowS-Pairs' cluster is the pair: units are independent
     out["null_value"] = 0.0
     out["p_method"] = np.where(lead_w, "Wilcoxon signed-rank (two-sided)", "paired t (two-sided)")
@@ -560,7 +534,7 @@ def likelihood_tests(pairs: pd.DataFrame, by: Sequence[str] = ("model", "dataset
                          for n, w in zip(out["n"], lead_w)]
     cols = by + [bias_col, "score", "equation", "n", "n_clusters", "lpbs", "ppb", "mean_d", "sd_d", "estimate",
                  "estimate_method", "ci_low", "ci_high", "ci_method", "mean_ci_low", "mean_ci_high", "null_value", "t",
-                 "t_p", "t_p_holm", "wilcoxon_p", "wilcoxon_p_holm", "lead_test", "lead_p", "lead_p_holm", "p_method",
+                 "t_p", "wilcoxon_p", "lead_test", "lead_p", "p_method",
                  "bf10", "log10_bf10", "evidence", "evidence_default_prior", "bf_prior", "bf10_min", "bf10_max",
                  "bf_prior_range", "mde", "mde_design"]
     return out[cols]
@@ -572,7 +546,7 @@ def preference_tests(prefs: pd.DataFrame, by: Sequence[str] = ("model", "dataset
 
     ``prefs`` has one row per pair with ``x`` in {1, 0, NaN}: 1 = prefers the more stereotypical sentence, NaN =
     excluded (refusal, unparseable answer, tie). Columns: ``*by, bias_type, n, n_excluded, k, pi_hat, ss, binom_p,
-    binom_p_holm, bf10, log10_bf10, evidence``.
+    bf10, log10_bf10, evidence``.
     """
     by = list(by)
     rows = []
@@ -580,7 +554,7 @@ def preference_tests(prefs: pd.DataFrame, by: Sequence[str] = ("model", "dataset
         xs = g[x].to_numpy(dtype=float)
         res = preference_test(xs)
         rows.append({**dict(zip(by, keys)), bias_col: bt, "n_excluded": int(np.isnan(xs).sum()), **res})
-    out = add_holm(pd.DataFrame(rows), by, ["binom_p"], bias_col)
+    out = pd.DataFrame(rows)
     # beyond the paper: exact (Clopper-Pearson) intervals for pi and for SS = max(pi, 1 - pi)
     lo, hi = _clopper_pearson(out["k"], out["n"])
     out["pi_ci_low"], out["pi_ci_high"] = lo, hi
@@ -593,7 +567,7 @@ def preference_tests(prefs: pd.DataFrame, by: Sequence[str] = ("model", "dataset
     out["mde"] = [mde_proportion(n, exact=n <= 400) if n >= 2 else np.nan for n in out["n"]]
     out["mde_design"] = [f"one-sample binomial, {n:,} independent pairs" for n in out["n"]]
     cols = by + [bias_col, "n", "n_clusters", "n_excluded", "k", "pi_hat", "pi_ci_low", "pi_ci_high", "ss",
-                 "ss_ci_low", "ss_ci_high", "ci_method", "null_value", "binom_p", "binom_p_holm", "p_method", "bf10",
+                 "ss_ci_low", "ss_ci_high", "ci_method", "null_value", "binom_p", "p_method", "bf10",
                  "log10_bf10", "evidence", "bf_prior", "bf10_min", "bf10_max", "bf_prior_range", "mde", "mde_design"]
     return out[cols]
 
@@ -699,12 +673,11 @@ def _bf_cell(r, markdown: bool) -> str:
     return format_bf(r["bf10"], markdown, r.get("bf10_min"), r.get("bf10_max"))
 
 
-def render_likelihood_table(tests: pd.DataFrame, markdown: bool = True, holm_rows: bool = True,
-                            bias_col: str = "bias_type") -> pd.DataFrame:
+def render_likelihood_table(tests: pd.DataFrame, markdown: bool = True, bias_col: str = "bias_type") -> pd.DataFrame:
     """Table 2 layout for one model × dataset: bias types as columns; rows LPBS, PPB, TT, WT and BF for the
     normalized log-probability (eq. 3) and perplexity (eq. 4) scores, with the paper's marks (stars on p; BF10
-    underlined for moderate, bold for strong evidence — over the whole prior range, :func:`format_bf`), plus n and
-    (beyond the paper) Holm-adjusted p rows."""
+    underlined for moderate, bold for strong evidence — over the whole prior range, :func:`format_bf`), plus n. The
+    p-values are unadjusted, as the paper's: which of them decides is the analysis plan's (:mod:`biaslab.plan`)."""
     cols = _bias_columns(tests[bias_col])
     t = {(r[bias_col], r["score"]): r for _, r in tests.iterrows()}
 
@@ -720,18 +693,13 @@ def render_likelihood_table(tests: pd.DataFrame, markdown: bool = True, holm_row
             row("WT (PPB)", "perplexity", lambda r: format_p(r["wilcoxon_p"])),
             row("BF (LPBS)", "norm_logprob", lambda r: _bf_cell(r, markdown)),
             row("BF (PPB)", "perplexity", lambda r: _bf_cell(r, markdown))]
-    if holm_rows:
-        rows += [row("TT (LPBS), Holm", "norm_logprob", lambda r: format_p(r["t_p_holm"])),
-                 row("WT (LPBS), Holm", "norm_logprob", lambda r: format_p(r["wilcoxon_p_holm"])),
-                 row("TT (PPB), Holm", "perplexity", lambda r: format_p(r["t_p_holm"])),
-                 row("WT (PPB), Holm", "perplexity", lambda r: format_p(r["wilcoxon_p_holm"]))]
     return pd.DataFrame(rows, columns=["Bias"] + [BIAS_HEADERS.get(b, b) for b in cols])
 
 
 def render_preference_table(tests: pd.DataFrame, blocks: dict[str, str], markdown: bool = True,
-                            holm_rows: bool = True, bias_col: str = "bias_type",
+                            bias_col: str = "bias_type",
                             block_col: str = "dataset") -> pd.DataFrame:
-    """Table 3 layout for one model × source: a block of rows (SS, EBT, BF; plus n, excluded and Holm rows) per
+    """Table 3 layout for one model × source: a block of rows (SS, EBT, BF; plus n and excluded; unadjusted p) per
     dataset, titled by ``blocks`` (dataset -> title), bias types as columns, with the paper's marks."""
     cols = _bias_columns(tests[bias_col])
     header = ["Bias"] + [BIAS_HEADERS.get(b, b) for b in cols]
@@ -752,8 +720,6 @@ def render_preference_table(tests: pd.DataFrame, blocks: dict[str, str], markdow
                         if np.isfinite(r["pi_hat"]) else "–"))
         rows.append(row("EBT", lambda r: format_p(r["binom_p"])))
         rows.append(row("BF", lambda r: _bf_cell(r, markdown)))
-        if holm_rows:
-            rows.append(row("EBT, Holm", lambda r: format_p(r["binom_p_holm"])))
     return pd.DataFrame(rows, columns=header)
 
 

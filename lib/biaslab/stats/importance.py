@@ -19,8 +19,9 @@ independent rows) are estimated from G clusters, and their naive Wald p-values a
 the naive columns and adds ``se_cluster``, ``p_cluster``, ``ci_low_cluster``, ``ci_high_cluster`` and the
 per-coefficient design effect ``design_effect = (se_cluster / se)^2``.
 
-The clustered columns follow the one rule of :mod:`biaslab.stats.clustered` (issue 18): intervals and Wald p-values
-on t(G - 1), not the normal; with fewer than 30 clusters ``p_cluster`` is the wild cluster restricted *score*
+The clustered columns follow the one rule of :mod:`biaslab.stats.clustered`: intervals and Wald p-values on
+t(G - 1), not the normal, G the clusters the term's level rests on (``n_clusters``;
+:func:`biaslab.stats.clustered.contrast_clusters`: SSQA's gender[male], held by 4 of 37 templates, gets t(3)); with fewer than 30 clusters ``p_cluster`` is the wild cluster restricted *score*
 bootstrap (Kline & Santos 2012, "A score based approach to wild bootstrap inference", J. Econometric Methods 1(1);
 Roodman et al. 2019 §3.7 for its use with few clusters), Webb weights: for term k the model is refitted without it,
 the restricted fit's score contributions ``s_i = x_i (y_i - p~_i)`` are summed per cluster and projected on row k of
@@ -41,7 +42,7 @@ import statsmodels.api as sm
 from scipy import stats
 from scipy.linalg import null_space
 
-from .clustered import FEW_CLUSTERS
+from .clustered import FEW_CLUSTERS, contrast_clusters
 from .coverage import functional_dependencies
 
 try:                                   # small dense problems: one BLAS thread is fastest, and on a busy machine
@@ -216,9 +217,12 @@ def _logistic_regression(df, factors, references, outcome, alpha, check, cluster
         se_c = np.where(t["separated"].to_numpy(), np.nan, se_c)
         t["se_cluster"] = se_c
         t["z_cluster"] = t["coef"] / se_c
-        dfree = max(n_g - 1, 1)
+        # a term's t reference has the clusters its level rests on (a level held by 4 of 37 templates: t(3))
+        held = np.array([n_g if f == "Intercept" else min(n_g, contrast_clusters((df[f] == lv).to_numpy(), groups))
+                         for f, lv in zip(t["factor"], t["level"])])
+        dfree = np.maximum(held - 1, 1)
         t["p_cluster"] = 2 * stats.t.sf(np.abs(t["z_cluster"]), dfree)
-        t["p_method"] = f"Wald t({dfree}) on the CR1 SE ({cluster})"
+        t["p_method"] = [f"Wald t({d}) on the CR1 SE ({cluster})" for d in dfree]
         if 2 <= n_g < FEW_CLUSTERS and n_obs > k_par:
             wild = [np.nan if sep else wild_score_p(y.to_numpy(), dm.X.to_numpy(), j, groups)
                     for j, sep in enumerate(t["separated"])]
@@ -229,8 +233,8 @@ def _logistic_regression(df, factors, references, outcome, alpha, check, cluster
             t["ci_low_cluster"] = np.exp(t["coef"] - tq * se_c)
             t["ci_high_cluster"] = np.exp(t["coef"] + tq * se_c)
         t["design_effect"] = (se_c / t["se"]) ** 2
-        t["n_clusters"] = int(groups.max() + 1)
-        t["ci_method"] = f"Wald, naive (normal) and cluster-robust ({cluster}, CR1 sandwich, t({dfree}))"
+        t["n_clusters"] = held
+        t["ci_method"] = [f"Wald, naive (normal) and cluster-robust ({cluster}, CR1 sandwich, t({d}))" for d in dfree]
         notes.append(f"cluster-robust standard errors over {int(groups.max() + 1)} {cluster} clusters "
                      "(statsmodels cov_type='cluster'); read p_cluster, not p_value")
     if t["separated"].any():

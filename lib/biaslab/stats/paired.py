@@ -92,7 +92,7 @@ def paired_difference(df: pd.DataFrame, outcome: str, a: str, b: str, cluster: s
             "design_effect": r["design_effect"], "ci_low": r["ci_low"], "ci_high": r["ci_high"],
             "ci_method": r["ci_method"], "test": test["test"], "p_method": test["test"], "statistic": test["statistic"],
             "p_value": test["p_value"], "null_value": 0.0,
-            "mde": mde_from_se(r["se"], r["df"] if clustered else None, alpha),
+            "mde": mde_from_se(r["se"], r["df"] if clustered else None, alpha, se_naive=r["se_naive"]),
             "mde_note": mde_undefined_reason(r["se"], g if clustered else None, r["se_naive"]),
             "mde_design": mde_design("paired", len(d), g if clustered else None, r["design_effect"],
                                      cluster_name(cluster)), **naive}

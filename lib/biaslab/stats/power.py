@@ -109,14 +109,21 @@ def mde_paired_mean(n: float, alpha: float = ALPHA, power: float = POWER, deff: 
     return _scalar(TTestPower().solve_power(effect_size=None, nobs=n_eff, alpha=alpha, power=power))
 
 
-def mde_from_se(se: float, df: float | None = None, alpha: float = ALPHA, power: float = POWER) -> float:
+def mde_from_se(se: float, df: float | None = None, alpha: float = ALPHA, power: float = POWER,
+                se_naive: float | None = None) -> float:
     """Minimum detectable |effect| of an estimate with standard error ``se`` tested by a two-sided t test on ``df``
     degrees of freedom (the normal where df is None or infinite): the effect delta at which
     ``P(|T'| > t_{1-alpha/2, df}) = power`` for T' ~ noncentral t(df, delta / se). Solved by statsmodels'
     ``TTestPower`` (nobs = df + 1, so its noncentrality d * sqrt(nobs) is delta / se). Same scale as ``se``. NaN
-    (undefined, never 0) where ``se`` is 0 or not finite or df < 1 (:func:`mde_undefined_reason` says why)."""
+    (undefined, never 0) where ``se`` is 0 or not finite or df < 1 (:func:`mde_undefined_reason` says why).
+
+    ``se_naive`` (the SE treating units as independent): ``se`` is floored at it, so the design effect in an MDE is
+    never below 1, as in the planner (a cluster-robust variance below the naive one is noise of a variance with few
+    degrees of freedom, e.g. a design effect of 0.03 from 4 templates, not information beyond independent units)."""
     if se is None or not np.isfinite(se) or se <= 0:       # undefined: see mde_undefined_reason
         return float("nan")
+    if se_naive is not None and np.isfinite(se_naive):
+        se = max(se, se_naive)
     if df is None or not np.isfinite(df) or df > 1e6:
         return float((stats.norm.ppf(1 - alpha / 2) + stats.norm.ppf(power)) * se)
     if df < 1:
@@ -183,8 +190,8 @@ def mde_design(kind: str, n: int, n_clusters: int | None = None, deff: float | N
     parts = [kind, f"{int(n):,} units"]
     if n_clusters is not None and np.isfinite(n_clusters) and n_clusters != n:
         parts[-1] += f" in {int(n_clusters)} {cluster} clusters"
-    if deff is not None and np.isfinite(deff):
-        parts.append(f"deff {deff:.2f}")
+    if deff is not None and np.isfinite(deff):      # the design effect in an MDE is never below 1 (mde_from_se)
+        parts.append(f"deff {max(deff, 1.0):.2f}" + (f" (estimated {deff:.2f}, floored at 1)" if deff < 1 else ""))
     if n_clusters is not None and np.isfinite(n_clusters):
         parts.append(f"t({int(n_clusters) - 1})")
     return ", ".join(parts)
@@ -196,7 +203,7 @@ def subgroup_contrast_mdes(df: pd.DataFrame, outcome: str, factor: str, cluster,
     from the contrast's own cluster-robust SE (:func:`biaslab.stats.clustered.contrast_inference`, one- or two-way
     ``cluster``) on t(G - 1). A level crossed with the clusters (a prompt style in every template) has a small
     design effect; a level constant within clusters (a template-level gender) a large one — never the design effect
-    of the model's overall rate. Columns: level, n_group, n_rest, n_clusters, design_effect, se, mde, mde_note (why
+    of the model's overall rate. The design effect is floored at 1 (shown and used so, :func:`mde_from_se`). Columns: level, n_group, n_rest, n_clusters, design_effect, se, mde, mde_note (why
     an MDE is undefined: :func:`mde_undefined_reason`)."""
     from .clustered import cluster_labels, contrast_inference
     labels = cluster_labels(df, cluster)
@@ -206,8 +213,10 @@ def subgroup_contrast_mdes(df: pd.DataFrame, outcome: str, factor: str, cluster,
         r = contrast_inference(y, (df[factor] == level).to_numpy(), labels, alpha=alpha)
         note = mde_undefined_reason(r["se"], r["n_clusters"], r["se_naive"])
         rows.append({"level": level, "n_group": r["n_group"], "n_rest": r["n_rest"], "n_clusters": r["n_clusters"],
-                     "design_effect": r["design_effect"], "se": r["se"],
-                     "mde": np.nan if note else mde_from_se(r["se"], r["df"], alpha, power), "mde_note": note})
+                     "design_effect": max(r["design_effect"], 1.0) if np.isfinite(r["design_effect"]) else np.nan,
+                     "se": r["se"],
+                     "mde": np.nan if note else mde_from_se(r["se"], r["df"], alpha, power, r["se_naive"]),
+                     "mde_note": note})
     return pd.DataFrame(rows, columns=["level", "n_group", "n_rest", "n_clusters", "design_effect", "se", "mde",
                                        "mde_note"])
 
@@ -240,7 +249,7 @@ def power_row(benchmark: str, profile: str, quantity: str, n: float, mde: float,
     """One row of ``tables/power.csv``; ``mde`` is stored as its absolute value, NaN where it is undefined (0 or
     missing: ``mde_note`` says why, "undefined" when ``note`` gives no reason), ``design`` (``mde_design``) says
     which design it is the MDE of."""
-    deff = 1.0 if deff is None or not np.isfinite(deff) else deff
+    deff = 1.0 if deff is None or not np.isfinite(deff) else max(deff, 1.0)     # never below 1 beside an MDE
     mde = abs(mde) if mde is not None and np.isfinite(mde) and mde != 0 else np.nan
     if np.isnan(mde) and not note:
         note = "undefined"

@@ -159,7 +159,7 @@ def not_judged(keys: pd.DataFrame, reason: str) -> pd.DataFrame:
 def informative(df: pd.DataFrame, check: pd.DataFrame, by: Sequence[str] | str = "model") -> pd.DataFrame:
     """Rows of ``df`` whose ``by`` group is not degenerate in ``check`` (for tests; never for descriptive tables)."""
     by = [by] if isinstance(by, str) else list(by)
-    bad = check.loc[check["degenerate"], by]
+    bad = check.loc[check["degenerate"].astype(bool), by]
     if bad.empty:
         return df
     key = pd.MultiIndex.from_frame(df[by])
@@ -173,7 +173,8 @@ def mask_tests(table: pd.DataFrame, check: pd.DataFrame, by: Sequence[str] | str
     (e.g. only the prompted sources of a preference table)."""
     by = [by] if isinstance(by, str) else list(by)
     out = table.copy()
-    bad = check[check["degenerate"]].set_index(by)["reasons"]
+    # .astype(bool): an empty check (no model was prompted) has an object column, which pandas reads as column names
+    bad = check[check["degenerate"].astype(bool)].set_index(by)["reasons"]
     key = pd.MultiIndex.from_frame(out[by]) if len(by) > 1 else pd.Index(out[by[0]])
     why = pd.Series(key.map(lambda k: bad.get(k, "")), index=out.index).fillna("")
     if where is not None:

@@ -22,6 +22,8 @@ or two for a crossed design) each subgroup also gets the cluster-robust interval
 method on the corrected rates, influence ``(y_i - d(g)) / (n_g p'_g (1 - p'_g))`` inside the subgroup and
 ``-(y_i - d(not g)) / (n_r p'_r (1 - p'_r))`` outside (p' the Haldane-Anscombe rates), CR1 sandwich, t(G - 1)
 (:mod:`biaslab.stats.clustered`): ``se_cluster``, ``ci_low_cluster``, ``ci_high_cluster``, ``n_clusters``, ``df``.
+G is the number of clusters the contrast rests on (:func:`biaslab.stats.clustered.contrast_clusters`), not of the
+whole design: a level held by 4 of 37 templates gets t(3), as its rate's interval does, never t(36).
 """
 
 from __future__ import annotations
@@ -85,7 +87,7 @@ def _label(factors, levels) -> str:
 def _clustered_ld(y: np.ndarray, groups: dict, labels, correction: float, alpha: float) -> dict:
     """Cluster-robust SE and t(G - 1) interval of each subgroup's corrected log disparity (module docstring).
     ``groups``: subgroup key -> row positions."""
-    from .clustered import cr1_variance, t_quantile
+    from .clustered import contrast_clusters, cr1_variance, t_quantile
     n = y.size
     out = {"se_cluster": [], "n_clusters": [], "df": []}
     for idx in groups.values():
@@ -99,6 +101,7 @@ def _clustered_ld(y: np.ndarray, groups: dict, labels, correction: float, alpha:
         pg, pr = (a + correction) / (ng + 2 * correction), (c + correction) / (nr + 2 * correction)
         psi = np.where(inside, (y - a / ng) / (ng * pg * (1 - pg)), -(y - c / nr) / (nr * pr * (1 - pr)))
         v, g = cr1_variance(psi, labels)
+        g = min(g, contrast_clusters(inside, labels))
         out["se_cluster"].append(float(np.sqrt(v)) if np.isfinite(v) else np.nan)
         out["n_clusters"].append(g)
         out["df"].append(g - 1)

@@ -1,45 +1,44 @@
-"""The verdict layer: from a table of effects to the decision columns that sentences may use (issue 18).
+"""The verdict layer: from a table of effects to the decision columns that sentences may use.
 
-Every reported effect (a model's score against its null, two models' paired difference, a test of uniform choice …)
-gets, in one place, these columns (the contract every notebook's tables and findings follow; cite this module,
-``biaslab.stats.verdict``):
+**A plan decides.** Only rows that match a confirmatory claim of the analysis plan (:mod:`biaslab.plan`,
+``analysis_plan.yaml``) are decided: their family is the claim's (one notebook x model, or model pair), adjusted by
+**Holm** (1979; family-wise error under any dependence) over every instance of that notebook's claims for that
+model, and their verdict is "distinguishable" or "not distinguishable". Every other tested row is **exploratory**: it
+keeps its estimate, interval and p, with a Benjamini-Hochberg p shown as exploratory (``p_adjusted``, screening
+only), and its verdict says "exploratory" — never "distinguishable". A row that another notebook's claim decides
+(the same test shown twice) says "exploratory (decided in <notebook>, claim <id>)" with its unadjusted p, so one
+test has one verdict everywhere.
 
-* ``family``, ``family_kind``, ``family_size``: the multiplicity family the effect belongs to. Each notebook declares
-  a short **confirmatory** family (its paper's headline tests), adjusted by **Holm** (1979; family-wise error under
-  any dependence); every other tested effect is **exploratory**, adjusted by **Benjamini–Hochberg** (1995; false
-  discovery rate) within its own family (by default, its table).
-* ``p_adjusted``, ``p_adjust_method``: the adjusted p of that family (:func:`biaslab.stats.multiplicity.adjust`,
-  statsmodels ``multipletests``). An effect that is not tested (a degenerate responder, rows that are not
-  comparable, an undefined estimate) is left out of its family and does not count towards its size.
-* ``excludes_null``: the interval excludes the null value (NA when there is no interval or no null).
-* ``significant``: ``p_adjusted < alpha`` (NA when there is no p).
-* ``bf_direction``: "H1" when every Bayes factor of the stated prior range exceeds 3, "H0" when every one is below
-  1/3, "inconclusive" otherwise (Jeffreys 1961, Lee & Wagenmakers 2013 Table 1: beyond 3 is at least "moderate");
-  NA without a Bayes factor *or without its prior range* — one prior never yields a direction (issue 18, item 3).
-* ``responder_status``: for this metric (what it reads), "informative", "degenerate: <reason>" or
-  "not judged: <reason>" (:mod:`biaslab.stats.responders`).
-* ``comparable``, ``comparability``: whether the rows compared share prompts and answer mode, and a note when not.
-* ``verdict``: the one categorical words key on — "distinguishable", "not distinguishable", "undefined (<why>)" or
-  "not tested (<why>)".
+Columns written (cite this module, ``biaslab.stats.verdict``):
 
-The decision is the adjusted p of the effect's family where there is a p; where a table has only an interval (no
-test), the interval decides and ``p_adjust_method`` says so ("none: 95 % interval, not adjusted"). Rows are never
-dropped: a degenerate responder keeps its estimate and interval, flagged.
+* ``claim``: the plan's claim id of a confirmatory row ("" otherwise);
+* ``family``, ``family_kind``, ``family_size``: the claim's family (confirmatory) or the table's exploratory screen;
+* ``p_adjusted``, ``p_adjust_method``: Holm (confirmatory) or BH (exploratory) via
+  :func:`biaslab.stats.multiplicity.adjust`; an untested row is left out of its family;
+* ``excludes_null``: the interval excludes the null (NA without an interval or a null);
+* ``significant``: ``p_adjusted < alpha`` (for an exploratory row, a screen, not a decision);
+* ``bf_direction``: "H1"/"H0" only when every Bayes factor of the stated prior range agrees (beyond 3 or below
+  1/3; Lee & Wagenmakers 2013), "inconclusive" otherwise, NA without a prior range;
+* ``responder_status``, ``comparable``, ``comparability``: as judged for this metric;
+* ``verdict``: "distinguishable" / "not distinguishable" (confirmatory rows only), "exploratory" (or
+  "exploratory (decided in …)"), "undefined (<why>)" or "not tested (<why>)".
 
-How a table's columns are read is declared once per table in an :class:`Effects` (the estimate, p, interval, null,
-Bayes factor and the families of its rows); :func:`decide` derives the columns for one table, :func:`decide_tables`
-for several whose rows share a family. Both are pure functions of their inputs and idempotent (a table that already
-carries verdict columns is re-derived from its inference columns, never from its old verdict).
+A confirmatory row is decided on the claim's own columns (its ``estimate``, ``p`` and ``ci`` in the plan: e.g. the
+t-test on the mean where the table's lead test is a Wilcoxon), so the decision, the interval and the Bayes factor are
+about one estimand. Rows are never dropped. :func:`decide` derives the columns for one table, :func:`decide_tables`
+for several whose rows share a family; both are pure and idempotent (old verdict columns are re-derived from the
+inference columns).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
+from .. import plan as P
 from . import multiplicity
 
 ALPHA = 0.05
@@ -48,62 +47,39 @@ BF_H1, BF_H0 = 3.0, 1 / 3
 CONFIRMATORY, EXPLORATORY = "confirmatory", "exploratory"
 ADJUSTMENT = {CONFIRMATORY: "holm", EXPLORATORY: "fdr_bh"}
 INTERVAL_ONLY = "none: 95 % interval, not adjusted"
+DECIDED_ELSEWHERE = "none: unadjusted p shown; the decision is another notebook's claim"
 
 DISTINGUISHABLE, NOT_DISTINGUISHABLE = "distinguishable", "not distinguishable"
 
 #: the columns this layer writes (in this order, after the table's own columns)
-VERDICT_COLUMNS = ["family", "family_kind", "family_size", "p_adjusted", "p_adjust_method", "excludes_null",
+VERDICT_COLUMNS = ["claim", "family", "family_kind", "family_size", "p_adjusted", "p_adjust_method", "excludes_null",
                    "significant", "bf_direction", "responder_status", "comparable", "comparability", "verdict"]
 
 
 @dataclass(frozen=True)
-class Family:
-    """A multiplicity family: an id, its kind, and which rows of a table belong to it (``where``: column -> value
-    or tuple of values, or a function of the table returning a boolean mask; None = every row)."""
-    id: str
-    kind: str = EXPLORATORY
-    where: Mapping | Callable | None = None
-
-    def mask(self, df: pd.DataFrame) -> pd.Series:
-        if self.where is None:
-            return pd.Series(True, index=df.index)
-        if callable(self.where):
-            return pd.Series(np.asarray(self.where(df), dtype=bool), index=df.index)
-        m = pd.Series(True, index=df.index)
-        for col, val in self.where.items():
-            if col not in df:
-                return pd.Series(False, index=df.index)
-            vals = val if isinstance(val, (tuple, list, set, frozenset)) else (val,)
-            m &= df[col].isin(vals)
-        return m
-
-
-@dataclass(frozen=True)
 class Effects:
-    """How one table states its effects. Each name may be a tuple of alternatives (the first column present is
-    used), so a table before and after the inference columns (``ci_low`` vs ``ci95_low``, ``p_value`` vs
-    ``lead_p``) reads the same.
+    """How one table states its effects (for every row; a plan's claim may name other columns for its rows). Each
+    name may be a tuple of alternatives (the first column present is used), so a table before and after the
+    inference columns (``ci_low`` vs ``ci95_low``, ``p_value`` vs ``lead_p``) reads the same.
 
     ``null``: a number, or column name(s) holding it (``null_value``), optionally ending in a number used when no
-    column is present. ``bf``: BF10 column(s); ``log10_bf``: log10
-    BF10 column(s), used when no BF10 column is present. ``families``: checked in order, the first that holds a row
-    is its family; rows in none go to ``default`` (an exploratory family named after the table when None).
-    ``undefined``: a function of the table returning, per row, a reason the estimate is undefined ("" when it is
-    defined); an estimate that is NaN is always undefined. ``pair``: the two model columns of a comparison table
+    column is present. ``bf``: BF10 column(s); ``log10_bf``: log10 BF10 column(s), used when no BF10 column is
+    present. ``undefined``: a function of the table returning, per row, a reason the estimate is undefined ("" when
+    it is defined); an estimate that is NaN is always undefined. ``pair``: the two model columns of a comparison table
     (responder status then names either model). ``test``: columns identifying one test where a table repeats a
-    test's p on several rows (a factor's Wald test on each of its levels): the test counts once in its family."""
+    test's p on several rows (a factor's Wald test on each of its levels): the test counts once in its family.
+    ``screen_by``: columns whose values split the table's exploratory rows into separate BH screens."""
     estimate: str | tuple
     p: str | tuple | None = ("p_value",)
     ci: tuple = (("ci_low", "ci_high"), ("ci95_low", "ci95_high"))
     null: float | str | tuple | None = ("null_value",)
     bf: str | tuple | None = ("bf10",)
     log10_bf: str | tuple | None = ("log10_bf10",)
-    families: tuple = ()
-    default: Family | None = None
     undefined: Callable | None = None
     by: tuple = ("model",)
     pair: tuple | None = None
     test: tuple | None = None
+    screen_by: tuple = ()
 
 
 def _first(df: pd.DataFrame, names) -> str | None:
@@ -239,19 +215,27 @@ def _attach_status(df: pd.DataFrame, status: pd.DataFrame | str | None, spec: Ef
     return pd.Series(out, index=df.index, dtype=object)
 
 
-def assign_families(df: pd.DataFrame, spec: Effects, table: str) -> tuple[pd.Series, pd.Series]:
-    fam = pd.Series(None, index=df.index, dtype=object)
-    kind = pd.Series(None, index=df.index, dtype=object)
-    for f in spec.families:
-        m = f.mask(df) & fam.isna()
-        fam[m], kind[m] = f.id, f.kind
-    d = spec.default or Family(f"{table}: exploratory", EXPLORATORY)
-    rest = fam.isna()
-    fam[rest], kind[rest] = d.id, d.kind
-    return fam, kind
+def _claims(out: pd.DataFrame, table: str, notebook: str | None, context: Mapping | None, plan) -> tuple:
+    """Per row: the claim id ("" for none), its family, and the other notebook's claim that decides it ("")."""
+    claim = pd.Series("", index=out.index, dtype=object)
+    family = pd.Series("", index=out.index, dtype=object)
+    elsewhere = pd.Series("", index=out.index, dtype=object)
+    if not notebook:
+        return claim, family, elsewhere, {}
+    found = {}
+    for c in plan.of(notebook, table):
+        m = c.mask(out, context) & (claim == "")
+        claim[m] = c.id
+        family[m] = [c.family(r, context) for r in out.loc[m].to_dict("records")]
+        found[c.id] = c
+    for c, rows in plan.shown(notebook, table):
+        m = c.mask(out, context, rows) & (claim == "") & (elsewhere == "")
+        elsewhere[m] = f"decided in {c.notebook}, claim {c.id}"
+    return claim, family, elsewhere, found
 
 
-def _base(df: pd.DataFrame, spec: Effects, table: str, responders, comparable, alpha: float) -> pd.DataFrame:
+def _base(df: pd.DataFrame, spec: Effects, table: str, responders, comparable, notebook, context,
+          plan) -> pd.DataFrame:
     """Every verdict column except the adjusted p and what depends on it; ``_p`` holds the p that enters its family
     (NaN for rows that are not tested)."""
     out = df.drop(columns=[c for c in VERDICT_COLUMNS if c in df.columns]).copy()
@@ -261,8 +245,22 @@ def _base(df: pd.DataFrame, spec: Effects, table: str, responders, comparable, a
     lo = _col(out, ci[0]) if ci else pd.Series(np.nan, index=out.index)
     hi = _col(out, ci[1]) if ci else pd.Series(np.nan, index=out.index)
     null = _null(out, spec.null)
-    fam, kind = assign_families(out, spec, table)
-    out["family"], out["family_kind"] = fam, kind
+    claim, family, elsewhere, found = _claims(out, table, notebook, context, plan)
+    for cid, c in found.items():           # a claim is decided on its own columns (one estimand per claim)
+        m = claim == cid
+        est[m] = _col(out, c.estimate)[m]
+        p[m] = _col(out, c.p)[m] if c.p else np.nan
+        if c.ci:
+            lo[m], hi[m] = _col(out, c.ci[0])[m], _col(out, c.ci[1])[m]
+        if isinstance(c.null, (int, float)) and not isinstance(c.null, bool):
+            null[m] = float(c.null)
+    conf = claim != ""
+    screen = (out[list(spec.screen_by)].astype(str).agg(" · ".join, axis=1) + " · "
+              if spec.screen_by and set(spec.screen_by) <= set(out.columns) else "")
+    out["claim"] = claim
+    out["family"] = family.where(conf, (f"{notebook} · " if notebook else "") + screen + f"{table}: exploratory")
+    out.loc[elsewhere != "", "family"] = elsewhere[elsewhere != ""]
+    out["family_kind"] = np.where(conf, CONFIRMATORY, EXPLORATORY)
     out["excludes_null"] = excludes_null(lo, hi, null).to_numpy()
     bf_c = _first(out, spec.bf)
     bf = (_col(out, bf_c) if bf_c else 10 ** _col(out, spec.log10_bf))
@@ -294,66 +292,89 @@ def _base(df: pd.DataFrame, spec: Effects, table: str, responders, comparable, a
     out["_test"] = (out[list(spec.test)].astype(str).agg("|".join, axis=1) if spec.test
                     else pd.Series(out.index.astype(str), index=out.index))
     out["_interval_only"] = (verdict == "") & p.isna()
+    out["_elsewhere"] = elsewhere
     out["verdict"] = verdict
     return out
 
 
-def _finish(out: pd.DataFrame, alpha: float) -> pd.DataFrame:
-    io = out.pop("_interval_only").astype(bool)
-    out.pop("_p"), out.pop("_test")
-    sig = pd.Series(pd.NA, index=out.index, dtype="boolean")
-    tested = out["p_adjusted"].notna()
-    sig[tested] = out.loc[tested, "p_adjusted"] < alpha
-    out["significant"] = sig
-    out.loc[io, "p_adjust_method"] = INTERVAL_ONLY
-    decide_by = sig.where(~io, out["excludes_null"].astype("boolean"))
-    todo = out["verdict"] == ""
-    out.loc[todo & (decide_by == True), "verdict"] = DISTINGUISHABLE          # noqa: E712 (nullable boolean)
-    out.loc[todo & (decide_by == False), "verdict"] = NOT_DISTINGUISHABLE     # noqa: E712
-    return out[[c for c in out.columns if c not in VERDICT_COLUMNS] + VERDICT_COLUMNS]
-
-
 def _adjust(frames: list[pd.DataFrame]) -> None:
-    """p_adjusted, p_adjust_method and family_size in place, each family adjusted over all ``frames`` together."""
-    pool = pd.concat([f[["family", "family_kind", "_p", "_test"]].assign(_t=i, _i=f.index)
+    """p_adjusted, p_adjust_method and family_size in place, each family adjusted over all ``frames`` together
+    (Holm for a claim's family, Benjamini-Hochberg for an exploratory screen, none for a test decided elsewhere)."""
+    pool = pd.concat([f[["family", "family_kind", "_p", "_test", "_elsewhere"]].assign(_t=i, _i=f.index)
                       for i, f in enumerate(frames)], ignore_index=True)
     pool["p_adjusted"], pool["family_size"], pool["p_adjust_method"] = np.nan, 0, ""
     pool["_key"] = pool["_t"].astype(str) + "#" + pool["_test"]
-    for fam, g in pool.groupby("family", sort=False):
-        kinds = set(g["family_kind"])
-        if len(kinds) > 1:
-            raise ValueError(f"family {fam!r} is declared both {sorted(kinds)}: one family has one kind")
-        method = ADJUSTMENT[kinds.pop()]
+    for fam, g in pool[pool["_elsewhere"] == ""].groupby("family", sort=False):
+        method = ADJUSTMENT[g["family_kind"].iloc[0]]
         one = g.drop_duplicates("_key")                 # a test repeated on several rows counts once
         adj = pd.Series(multiplicity.adjust(one["_p"].to_numpy(float), method), index=one["_key"])
         pool.loc[g.index, "p_adjusted"] = g["_key"].map(adj).where(g["_p"].notna()).to_numpy()
         pool.loc[g.index, "family_size"] = int(one["_p"].notna().sum())
         pool.loc[g.index, "p_adjust_method"] = multiplicity.METHODS[method]
+    pool.loc[pool["_elsewhere"] != "", "p_adjust_method"] = DECIDED_ELSEWHERE
     for i, f in enumerate(frames):
         part = pool[pool["_t"] == i].set_index("_i")
         for c in ("p_adjusted", "family_size", "p_adjust_method"):
             f[c] = part[c].reindex(f.index).to_numpy()
-        f.loc[f["_p"].isna(), "p_adjust_method"] = np.where(f.loc[f["_p"].isna(), "verdict"] == "",
-                                                            INTERVAL_ONLY, "not in the family (not tested)")
+        untested = f["_p"].isna() & (f["_elsewhere"] == "")
+        f.loc[untested, "p_adjust_method"] = np.where(f.loc[untested, "verdict"] == "", INTERVAL_ONLY,
+                                                      "not in the family (not tested)")
+
+
+def _finish(out: pd.DataFrame, alpha: float) -> pd.DataFrame:
+    io = out.pop("_interval_only").astype(bool)
+    elsewhere = out.pop("_elsewhere")
+    out.pop("_p"), out.pop("_test")
+    sig = pd.Series(pd.NA, index=out.index, dtype="boolean")
+    tested = out["p_adjusted"].notna()
+    sig[tested] = out.loc[tested, "p_adjusted"] < alpha
+    out["significant"] = sig
+    todo = out["verdict"] == ""
+    conf = out["family_kind"] == CONFIRMATORY
+    decide_by = sig.where(~io, out["excludes_null"].astype("boolean"))
+    out.loc[todo & conf & (decide_by == True), "verdict"] = DISTINGUISHABLE          # noqa: E712 (nullable boolean)
+    out.loc[todo & conf & (decide_by == False), "verdict"] = NOT_DISTINGUISHABLE     # noqa: E712
+    out.loc[todo & ~conf & (elsewhere == ""), "verdict"] = EXPLORATORY
+    out.loc[todo & ~conf & (elsewhere != ""), "verdict"] = EXPLORATORY + " (" + elsewhere + ")"
+    return out[[c for c in out.columns if c not in VERDICT_COLUMNS] + VERDICT_COLUMNS]
 
 
 def decide(df: pd.DataFrame, spec: Effects, table: str, responders: pd.DataFrame | str | None = None,
-           comparable: pd.DataFrame | bool | None = None, alpha: float = ALPHA) -> pd.DataFrame:
+           comparable: pd.DataFrame | bool | None = None, alpha: float | None = None, notebook: str | None = None,
+           context: Mapping | None = None, plan=None) -> pd.DataFrame:
     """The table with the verdict columns derived (see the module docstring); its own columns are kept as they
     are. ``responders``: :func:`responder_status` output (or one status for every row); ``comparable``: a frame of
-    ``comparable``/``comparability`` aligned with ``df``, or one bool."""
-    return decide_tables({table: (df, spec, responders, comparable)}, alpha)[table]
+    ``comparable``/``comparability`` aligned with ``df``, or one bool; ``notebook``: whose claims decide (none: every
+    row exploratory); ``context``: constants the plan's rows may name (notebook 1's ``benchmark``)."""
+    return decide_tables({table: (df, spec, responders, comparable)}, notebook, context, plan, alpha)[table]
 
 
-def decide_tables(tables: Mapping[str, tuple], alpha: float = ALPHA) -> dict[str, pd.DataFrame]:
-    """Several tables whose rows may share families (a notebook's confirmatory family spanning two tables):
-    ``{name: (df, spec, responders, comparable)}`` -> ``{name: decided df}``. Families are matched by id across
-    tables."""
-    base = {name: _base(t[0], t[1], name, *(list(t[2:]) + [None, None])[:2], alpha) for name, t in tables.items()}
+def decide_tables(tables: Mapping[str, tuple], notebook: str | None = None, context: Mapping | None = None,
+                  plan=None, alpha: float | None = None) -> dict[str, pd.DataFrame]:
+    """Several tables whose rows may share families (a claim's family spanning two tables):
+    ``{name: (df, spec, responders, comparable)}`` -> ``{name: decided df}``. ``plan``: default the active plan
+    (:func:`biaslab.plan.active`); ``alpha``: default the plan's."""
+    plan = plan or P.active()
+    alpha = plan.alpha if alpha is None else alpha
+    base = {name: _base(t[0], t[1], name, *(list(t[2:]) + [None, None])[:2], notebook, context, plan)
+            for name, t in tables.items()}
     frames = list(base.values())
     if frames:
         _adjust(frames)
     return {name: _finish(f, alpha) for name, f in base.items()}
+
+
+def screen(df: pd.DataFrame) -> pd.Series:
+    """Per row, what an exploratory comparison of rows may key on (notebook 6's universes): "departs from the null"
+    when the row's screen (BH, or its interval where there is no p) says so, "no departure shown" when not, else the
+    verdict itself (undefined / not tested). Never a decision."""
+    v = df["verdict"].astype(str)
+    sig = df["significant"].astype("boolean")
+    by = sig.where(sig.notna(), df["excludes_null"].astype("boolean")).fillna(False).astype(bool)
+    out = v.where(v.str.startswith(("not tested", "undefined")), "")
+    out[(out == "") & by] = "departs from the null"
+    out[(out == "") & ~by] = "no departure shown"
+    return out
 
 
 def summarize(df: pd.DataFrame) -> pd.DataFrame:

@@ -1,11 +1,12 @@
 """Notebook 4's decisions: its headline tests, how each table states its effects, and which responder rule judges
 which metric (the verdict layer, :mod:`biaslab.stats.verdict`).
 
-**Confirmatory family** (Holm): does a model's top answer favour a *group* — the chi-square test of the top-answer
-counts by group against equal counts, per model × class type. It is the test of the paper's question (which group
-does the agent pick?) that the entropy cannot answer. Everything else is exploratory (Benjamini–Hochberg within its
-table): the same counts by position, the cyclic gain, the paired model comparison of entropy, positive-vs-negative
-group probabilities, the breakdown tests; position probabilities and the mean entropy are intervals only.
+What is confirmatory is the analysis plan's (``analysis_plan.yaml``, notebook ``04_agentic_entropy``): does a
+model's top answer favour a *group* — the Rao–Scott chi-square of the top-answer counts by group against equal
+counts, one instance per class type, Holm per model. It is the test of the paper's question (which group does the
+agent pick?) that the entropy cannot answer. Everything else is exploratory: the same counts by position, the cyclic
+gain, the paired model comparison of entropy, positive-vs-negative group probabilities, the breakdown tests, the
+position probabilities and the mean entropy.
 
 **Responders, per metric** (:mod:`biaslab.stats.responders`): the entropy, the mean probabilities, the cyclic gain,
 the group preference and the paired comparison read the renormalized *probabilities* (judged on label mass and the
@@ -32,27 +33,16 @@ BY_POSITION = "top answer by position"
 POSITION_NOT_JUDGED = ("a constant position is the departure from uniform these tests measure, not a failure to "
                        "answer")
 
+NOTEBOOK = "04_agentic_entropy"
 EFFECTS = {
-    "uniformity_tests": V.Effects(
-        estimate="top_share", ci=(), null=None, families=(
-            V.Family("04 · top answer spread over groups, per model × class type (chi-square)", V.CONFIRMATORY,
-                     {"unit": "group"}),
-            V.Family("04 · top answer spread over positions (chi-square)", V.EXPLORATORY, {"unit": "position"}))),
-    "cyclic_by_model": V.Effects(estimate="mean_gain", p=("p_value", "wilcoxon_p"), null=("null_value", 0.0),
-                                 default=V.Family("04 · entropy gain from the cyclic average", V.EXPLORATORY)),
-    "paired_comparisons": V.Effects(estimate="difference", null=("null_value", 0.0), pair=("model_a", "model_b"),
-                                    default=V.Family("04 · paired model comparison of entropy", V.EXPLORATORY)),
+    "uniformity_tests": V.Effects(estimate="top_share", ci=(), null=None, screen_by=("unit",)),
+    "cyclic_by_model": V.Effects(estimate="mean_gain", p=("p_value", "wilcoxon_p"), null=("null_value", 0.0)),
+    "paired_comparisons": V.Effects(estimate="difference", null=("null_value", 0.0), pair=("model_a", "model_b")),
     "group_preference": V.Effects(estimate="diff_pos_minus_neg", p=("p_value", "wilcoxon_p"),
-                                  ci=(("diff_ci_low", "diff_ci_high"),), null=("null_value", 0.0),
-                                  default=V.Family("04 · group probability, positive − negative question",
-                                                   V.EXPLORATORY)),
-    "entropy_breakdown": V.Effects(estimate="mean_entropy", p=("wald_p",), ci=(), null=None, test=("model", "factor"),
-                                   default=V.Family("04 · entropy differs between a factor's levels (Wald)",
-                                                    V.EXPLORATORY)),
-    "position_bias": V.Effects(estimate="mean_p", p=None, null=("uniform",),
-                               default=V.Family("04 · probability by answer position", V.EXPLORATORY)),
-    "entropy_by_model": V.Effects(estimate="mean_entropy", p=None, null=("null_value", 1.0),
-                                  default=V.Family("04 · mean normalized entropy", V.EXPLORATORY)),
+                                  ci=(("diff_ci_low", "diff_ci_high"),), null=("null_value", 0.0)),
+    "entropy_breakdown": V.Effects(estimate="mean_entropy", p=("wald_p",), ci=(), null=None, test=("model", "factor")),
+    "position_bias": V.Effects(estimate="mean_p", p=None, null=("uniform",)),
+    "entropy_by_model": V.Effects(estimate="mean_entropy", p=None, null=("null_value", 1.0)),
 }
 
 
@@ -91,8 +81,8 @@ def statuses(name: str, df: pd.DataFrame, check: pd.DataFrame | None):
     return V.metric_status(check, PROBABILITIES, ("model",))
 
 
-def decide(name: str, df: pd.DataFrame, check: pd.DataFrame | None, alpha: float = V.ALPHA) -> pd.DataFrame:
-    """One of notebook 4's tables with its verdict columns (its families lie within the table)."""
+def decide(name: str, df: pd.DataFrame, check: pd.DataFrame | None, alpha: float | None = None) -> pd.DataFrame:
+    """One of notebook 4's tables with its verdict columns (the plan's families lie within one table)."""
     if df is None or df.empty:
         return df
-    return V.decide(df, EFFECTS[name], name, statuses(name, df, check), alpha=alpha)
+    return V.decide(df, EFFECTS[name], name, statuses(name, df, check), alpha=alpha, notebook=NOTEBOOK)

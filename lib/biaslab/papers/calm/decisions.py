@@ -1,9 +1,9 @@
 """Notebook 2's decisions: its headline tests, how its tables state their effects, and which responder rule judges
 them (the verdict layer, :mod:`biaslab.stats.verdict`).
 
-**Confirmatory family** (Holm): each model's overall eq.-1 bias score (the paper's headline number) against its
-permutation floor. Everything else — the released-code variant, per task and bias type — is exploratory
-(Benjamini–Hochberg). The null of a score's interval is ``null_value`` where the table states one, else the
+What is confirmatory is the analysis plan's (``analysis_plan.yaml``, notebook ``02_calm``: each model's overall
+eq.-1 bias score against its permutation floor); everything else — the released-code variant, per task and bias
+type — is exploratory. The null of a score's interval is ``null_value`` where the table states one, else the
 permutation floor ``null_mean`` (what a model without group effect scores at this design).
 
 **Responders.** A bias score is a range of group *accuracies*: it reads the answers, so the answer check of each task
@@ -19,8 +19,7 @@ import pandas as pd
 
 from ...stats import verdict as V
 
-CONFIRMATORY = V.Family("02 · overall eq.-1 bias score vs its permutation floor, per model", V.CONFIRMATORY,
-                        {"variant": "paper", "task": "all", "bias_type": "all"})
+NOTEBOOK = "02_calm"
 
 
 def _undefined(df: pd.DataFrame) -> pd.Series:
@@ -32,9 +31,7 @@ def _undefined(df: pd.DataFrame) -> pd.Series:
     return why
 
 
-BIAS_SCORES = V.Effects(estimate="bias_score", null=("null_value", "null_mean"), families=(CONFIRMATORY,),
-                        undefined=_undefined,
-                        default=V.Family("02 · bias scores by variant, task and bias type", V.EXPLORATORY))
+BIAS_SCORES = V.Effects(estimate="bias_score", null=("null_value", "null_mean"), undefined=_undefined)
 
 
 def task_status(check: pd.DataFrame | None) -> pd.DataFrame | None:
@@ -46,9 +43,9 @@ def task_status(check: pd.DataFrame | None) -> pd.DataFrame | None:
     return pd.concat([per, overall[["model", "task", "responder_status"]]], ignore_index=True)
 
 
-def decide(bias_scores: pd.DataFrame, check: pd.DataFrame | None = None, alpha: float = V.ALPHA) -> pd.DataFrame:
+def decide(bias_scores: pd.DataFrame, check: pd.DataFrame | None = None, alpha: float | None = None) -> pd.DataFrame:
     """``bias_scores`` with its verdict columns."""
-    return V.decide(bias_scores, BIAS_SCORES, "bias_scores", task_status(check), alpha=alpha)
+    return V.decide(bias_scores, BIAS_SCORES, "bias_scores", task_status(check), alpha=alpha, notebook=NOTEBOOK)
 
 
 def robustness_against_interval(robustness: pd.DataFrame, bias_scores: pd.DataFrame) -> pd.DataFrame:

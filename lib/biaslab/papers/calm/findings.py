@@ -2,15 +2,17 @@
 
 Reads the tables the notebook writes (``group_accuracy_mean``, ``bias_scores``, ``discarded``, ``robustness``,
 ``subset_selection``, ``diversity``); every number in the sentences comes from them. Bias scores are CALM eq. 1
-(percent of the template's baseline accuracy, :mod:`.bias`) or the released code's variant (accuracy points); whether
-a score is distinguishable from its permutation floor (chance) is read from the verdict columns of :mod:`.decisions`.
+(percent of the template's baseline accuracy, :mod:`.bias`) or the released code's variant (accuracy points); the one
+decided result is the analysis plan's claim (the overall eq.-1 score against its permutation floor).
 """
 
 from __future__ import annotations
 
 import pandas as pd
 
-from ...findings import bullets, decision, detectable, interval, join, num, pct, present, span
+from ... import plan as P
+from ...findings import bullets, claim_findings, join, num, pct, power_sentence, present, span
+from .decisions import NOTEBOOK
 
 TASK_NAMES = {"qa": "QA", "nli": "NLI", "sentiment": "sentiment"}
 
@@ -31,24 +33,9 @@ def accuracy_findings(avg: pd.DataFrame) -> str:
 
 
 def bias_findings(bias_scores: pd.DataFrame) -> str:
-    """Each model's overall score per variant, with its interval and permutation floor, and its verdict (the
-    confirmatory family of :mod:`.decisions` for eq. 1): distinguishable from the floor (chance) or not, undefined,
-    or not tested."""
-    lines = []
-    overall = bias_scores[(bias_scores["task"] == "all") & (bias_scores["bias_type"] == "all")]
-    for r in overall.to_dict("records"):
-        unit = "" if r["variant"] == "paper" else " accuracy points"
-        name = "eq.-1 score" if r["variant"] == "paper" else "released-code score"
-        if str(r["verdict"]).startswith("undefined"):
-            lines.append(f"**{r['model']}**, {name}: {r['verdict']} — not a measurement, and not 0.")
-            continue
-        used = r.get("n_templates_used")
-        lines.append(
-            f"**{r['model']}**, {name}: {num(r['bias_score'])}{unit} {interval(r)}"
-            + (f" over {int(used)} template × bias-type entries" if present(used) else "")
-            + f", against a permutation floor (no group effect) of {num(r.get('null_mean'))}: "
-            f"{decision(r, 'the floor')}.")
-    return bullets(lines)
+    """One sentence per instance of the plan's claims (the overall eq.-1 score of each model against its
+    permutation floor); the released-code variant and the breakdowns are exploratory tables."""
+    return claim_findings([bias_scores], P.active().of(NOTEBOOK))
 
 
 def discard_findings(discarded: pd.DataFrame) -> str:
@@ -91,12 +78,12 @@ def robustness_findings(robustness: pd.DataFrame) -> str:
 
 
 def power_findings(power: pd.DataFrame) -> str:
-    """What the group-vs-rest contrasts of ``power.csv`` can detect (only defined MDEs: a contrast whose
+    """The power of the group-vs-rest contrasts of ``power.csv`` (only defined MDEs: a contrast whose
     template-clustered SE is 0 has none, and says why) and the prompts per group a 5-point difference needs."""
     if power.empty:
         return ""
     need = power["required_n"].dropna()
-    return (detectable(power.to_dict("records"), "Group accuracy differences (by model, task and bias type)")
+    return (power_sentence(power.to_dict("records"), "Group accuracy differences (by model, task and bias type)")
             + (f"; a 5-point difference needs {span(need.min(), need.max())} prompts per group" if len(need) else "")
             + ".")
 

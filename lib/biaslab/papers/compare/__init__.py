@@ -3,11 +3,11 @@ outputs of notebooks 1-4 (:mod:`.tables`), and the closing sentences rendered fr
 (:mod:`.summary`)."""
 
 from .summary import summary_lines
-from .tables import (METRICS, REPORT_FAMILY, Metric, Source, agreement_table, comparison_groups, decide_pairs,
+from .tables import (METRICS, Metric, Source, agreement_table, comparison_groups, decide_pairs,
                      headline_values, interval, metric, model_metric_table, outputs_root, paired_table, read_table,
                      responder_table, source_provenance, tie_group_table, unit_responses)
 
-__all__ = ["METRICS", "REPORT_FAMILY", "Metric", "Source", "agreement_table", "comparison_groups", "decide_pairs",
+__all__ = ["METRICS", "Metric", "Source", "agreement_table", "comparison_groups", "decide_pairs",
            "headline_values", "interval", "metric", "model_metric_table", "outputs_root", "paired_table",
            "read_table", "responder_table", "source_provenance", "summary_lines", "tie_group_table",
            "unit_responses"]

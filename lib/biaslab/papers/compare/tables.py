@@ -326,17 +326,17 @@ def comparison_groups(table: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-REPORT_FAMILY = "05 · every comparable model pair of the report (all metrics)"
+NOTEBOOK = "05_compare"
 
 
 def paired_table(root: Path, metrics=METRICS, models: list[str] | None = None, n_boot: int | None = None,
-                 seed: int = 0, method: str = "holm", alpha: float = 0.05,
+                 seed: int = 0, alpha: float | None = None,
                  responders: pd.DataFrame | None = None) -> pd.DataFrame:
     """Every pair of models on each metric, on the units both answered, with the verdict columns of
     :mod:`biaslab.stats.verdict`.
 
-    One family for the whole report: every comparable, tested pair of every metric (Holm by default: a reader takes
-    the report's separations one by one). A pair whose two models' answers were obtained differently (``answer_mode``:
+    The analysis plan's claims of notebook 5 decide (one Holm family per model pair over its claimed metrics); every
+    other metric's pairs are exploratory. A pair whose two models' answers were obtained differently (``answer_mode``:
     label probabilities vs generated text) is not comparable: its difference and interval are shown, its verdict is
     "not tested (not comparable: …)". A pair with a model that is degenerate *for this metric* (``responders``,
     :func:`responder_table`) keeps its difference and interval; its verdict is "not tested (degenerate responder:
@@ -375,7 +375,7 @@ def paired_table(root: Path, metrics=METRICS, models: list[str] | None = None, n
     out = pd.DataFrame(rows)
     if out.empty:
         return out
-    return decide_pairs(out, responders, method=method, alpha=alpha)
+    return decide_pairs(out, responders, alpha=alpha)
 
 
 def _no_common(df: pd.DataFrame) -> pd.Series:
@@ -383,16 +383,13 @@ def _no_common(df: pd.DataFrame) -> pd.Series:
     return pd.Series(np.where(n == 0, "no prompt answered by both models", ""), index=df.index)
 
 
-def decide_pairs(pairs: pd.DataFrame, responders: pd.DataFrame | None = None, method: str = "holm",
-                 alpha: float = 0.05) -> pd.DataFrame:
+def decide_pairs(pairs: pd.DataFrame, responders: pd.DataFrame | None = None,
+                 alpha: float | None = None) -> pd.DataFrame:
     """The verdict columns of a paired-differences table (see :func:`paired_table`): comparability from the two
-    answer modes, responder status per metric from ``responders`` (metric, model, responder_status), one family
-    over every row (Holm, or Benjamini–Hochberg with ``method="fdr_bh"``)."""
-    kind = V.CONFIRMATORY if method == "holm" else V.EXPLORATORY
-    if method not in V.ADJUSTMENT.values():
-        raise ValueError(f"adjustment must be 'holm' or 'fdr_bh', not {method!r}")
+    answer modes, responder status per metric from ``responders`` (metric, model, responder_status), the plan's
+    claims of notebook 5 decided (Holm per model pair), every other row exploratory."""
     spec = V.Effects(estimate="difference", null=("null_value", 0.0), pair=("model_a", "model_b"),
-                     undefined=_no_common, default=V.Family(REPORT_FAMILY, kind))
+                     undefined=_no_common, screen_by=("metric",))
     ma = pairs.get("answer_mode_a", pd.Series("", index=pairs.index)).fillna("").astype(str)
     mb = pairs.get("answer_mode_b", pd.Series("", index=pairs.index)).fillna("").astype(str)
     same = (ma == mb).to_numpy()
@@ -404,13 +401,14 @@ def decide_pairs(pairs: pd.DataFrame, responders: pd.DataFrame | None = None, me
     status = (responders[["metric", "model", "responder_status"]] if responders is not None and len(responders)
               else pd.DataFrame(columns=["metric", "model", "responder_status"]))
     old = [c for c in ("responder", "family_size", "adjustment", "p_adjusted", "significant") if c in pairs]
-    return V.decide(pairs.drop(columns=old), spec, "paired_differences", status, comparable, alpha=alpha)
+    return V.decide(pairs.drop(columns=old), spec, "paired_differences", status, comparable, alpha=alpha,
+                    notebook=NOTEBOOK)
 
 
 def tie_group_table(table: pd.DataFrame, pairs: pd.DataFrame) -> pd.DataFrame:
     """Tie groups per metric and comparison group (same prompt set and answer mode), models ranked from most to
     least biased by the oriented estimate. Two models are separated only by a pair whose verdict is
-    "distinguishable". A model that is degenerate for the metric is listed but not ranked (``ranked`` False,
+    "distinguishable" (a claim of the plan); on a metric without a claim, every model ties (exploratory). A model that is degenerate for the metric is listed but not ranked (``ranked`` False,
     ``note`` says why); so is a model alone in its comparison group (nothing like it to rank against)."""
     out = []
     for mid, t in table.groupby("metric", sort=False):
@@ -452,7 +450,10 @@ def agreement_table(table: pd.DataFrame, min_models: int = ranking.MIN_MODELS) -
         both = wide[[a, b]].dropna()
         rows.append({"metric_a": a, "metric_b": b, "models": ", ".join(both.index),
                      **ranking.spearman_interval(both[a], both[b], min_models=min_models)})
-    return pd.DataFrame(rows)
+    # the columns also when there is no second metric (an outputs root with one benchmark's run)
+    none = pd.Series(dtype=float)
+    return pd.DataFrame(rows, columns=["metric_a", "metric_b", "models",
+                                       *ranking.spearman_interval(none, none, min_models=min_models)])
 
 
 def _probability_rows(m: Metric, root: Path) -> pd.DataFrame:

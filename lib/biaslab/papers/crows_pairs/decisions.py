@@ -1,9 +1,11 @@
 """Notebook 3's decisions: which tests are its headline, how each table states its effects, and which responder
 rule judges which metric (the verdict layer, :mod:`biaslab.stats.verdict`).
 
-**Confirmatory family** (Holm): the likelihood scheme's pooled LPBS (eq. 3, all bias types) per model × dataset —
-the paper's headline test (§4.2). Everything else is exploratory (Benjamini–Hochberg within its table): LPBS per
-bias type and the other scores (eqs. 2 and 4), the preference scheme, the paired model comparisons.
+What is confirmatory is the analysis plan's (``analysis_plan.yaml``, notebook ``03_crows_pairs_bayes``): the
+pooled mean of d (eq. 3, t-test and Bayes factor on the same mean) and the share of pairs preferring the more
+stereotyped sentence, per model × dataset, Holm per model. Everything else is exploratory: bias types, the other
+scores (eqs. 2 and 4), the prompted preference; the paired model comparison of the preference is notebook 5's claim
+(shown here as exploratory, with its unadjusted p).
 
 **Responders, per metric.** The likelihood scheme reads two sentences' log-probabilities: there is no answer to be
 degenerate ("not judged"). The prompted preference in one order reads the *answer* (the position named; both orders
@@ -15,22 +17,14 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ...stats import hypothesis as hyp
 from ...stats import responders as R
 from ...stats import verdict as V
 
-CONFIRMATORY = V.Family("03 · LPBS (eq. 3), all bias types pooled, per model × dataset", V.CONFIRMATORY,
-                        lambda d: (d["bias_type"] == hyp.OVERALL) & (d["score"] == "norm_logprob"))
-LIKELIHOOD = V.Effects(estimate=("estimate", "mean_d"), p=("p_value", "lead_p"), null=("null_value", 0.0),
-                       families=(CONFIRMATORY,),
-                       default=V.Family("03 · likelihood scheme: bias types and other scores", V.EXPLORATORY))
+NOTEBOOK = "03_crows_pairs_bayes"
+LIKELIHOOD = V.Effects(estimate=("estimate", "mean_d"), p=("p_value", "lead_p"), null=("null_value", 0.0))
 PREFERENCE = V.Effects(estimate="pi_hat", p=("p_value", "binom_p"), ci=(("pi_ci_low", "pi_ci_high"),),
-                       null=("null_value", 0.5),
-                       families=(V.Family("03 · preference scheme (π vs 0.5), all bias types pooled", V.EXPLORATORY,
-                                          {"bias_type": hyp.OVERALL}),),
-                       default=V.Family("03 · preference scheme (π vs 0.5), by bias type", V.EXPLORATORY))
-PAIRED = V.Effects(estimate="difference", null=("null_value", 0.0), by=("model",), pair=("model_a", "model_b"),
-                   default=V.Family("03 · paired model comparisons", V.EXPLORATORY))
+                       null=("null_value", 0.5))
+PAIRED = V.Effects(estimate="difference", null=("null_value", 0.0), by=("model",), pair=("model_a", "model_b"))
 
 LIKELIHOOD_READS = "not judged: the likelihood scheme reads two sentences' log-probabilities (no answer to judge)"
 ONE_ORDER, ORDER_AVERAGED = "prompted preference, one order (answer)", "prompted preference, order-averaged " \
@@ -68,7 +62,7 @@ def _preference_status(pref: pd.DataFrame, check: pd.DataFrame | None) -> pd.Dat
 
 def decide(lik: pd.DataFrame, pref: pd.DataFrame | None = None, comparisons: pd.DataFrame | None = None,
            check: pd.DataFrame | None = None, answers: pd.DataFrame | None = None,
-           alpha: float = V.ALPHA) -> dict[str, pd.DataFrame]:
+           alpha: float | None = None) -> dict[str, pd.DataFrame]:
     """Verdict columns for ``likelihood_tests``, ``preference_tests`` and ``paired_comparisons``. ``check``: the
     per-metric responder table (:func:`responder_table`); computed from ``answers`` when it is missing or has no
     ``metric`` column (tables written before responders were judged per metric)."""
@@ -79,17 +73,17 @@ def decide(lik: pd.DataFrame, pref: pd.DataFrame | None = None, comparisons: pd.
         tables["preference_tests"] = (pref, PREFERENCE, _preference_status(pref, check))
     if comparisons is not None and len(comparisons):
         tables["paired_comparisons"] = (comparisons, PAIRED, LIKELIHOOD_READS)
-    return V.decide_tables(tables, alpha)
+    return V.decide_tables(tables, NOTEBOOK, alpha=alpha)
 
 
 def decide_table(name: str, df: pd.DataFrame, check: pd.DataFrame | None = None,
-                 alpha: float = V.ALPHA) -> pd.DataFrame:
-    """One of ``likelihood_tests``, ``preference_tests``, ``paired_comparisons`` with its verdict columns (each
-    table's families lie within it)."""
+                 alpha: float | None = None) -> pd.DataFrame:
+    """One of ``likelihood_tests``, ``preference_tests``, ``paired_comparisons`` with its verdict columns (the
+    plan's families are per model across datasets, within one table each)."""
     if df is None or df.empty:
         return df
     if name == "likelihood_tests":
         return decide(df, alpha=alpha)[name]
     if name == "preference_tests":
-        return V.decide(df, PREFERENCE, name, _preference_status(df, check), alpha=alpha)
-    return V.decide(df, PAIRED, name, LIKELIHOOD_READS, alpha=alpha)
+        return V.decide(df, PREFERENCE, name, _preference_status(df, check), alpha=alpha, notebook=NOTEBOOK)
+    return V.decide(df, PAIRED, name, LIKELIHOOD_READS, alpha=alpha, notebook=NOTEBOOK)

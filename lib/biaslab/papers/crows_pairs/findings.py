@@ -1,10 +1,7 @@
-"""Notebook 3's findings: the run's likelihood and preference tables turned into Markdown sentences.
-
-Likelihood scheme: LPBS (eq. 3, mean normalized log-probability difference) with the paired t test and the JZS
-Bayes factor (eq. 8). Decisions are read from the verdict columns of :mod:`.decisions` (the confirmatory family is the
-pooled LPBS per model × dataset); a Bayes factor is called evidence only when its whole prior range agrees.
-Preference scheme: π̂ = k/n with the exact binomial test and the uniform-prior BF10 (eq. 9); position bias and order
-consistency of the two-order preference prompt (beyond the paper).
+"""Notebook 3's findings: one sentence per instance of the analysis plan's claims (the pooled mean of d, eq. 3, by the
+t test with its Bayes factor on the same mean; the share of pairs preferring the more stereotyped sentence), and
+descriptive lines: the run's sample sizes, how prompted models answer by position, the published tables' check.
+Bias types, the other scores and the prompted preference are exploratory tables.
 """
 
 from __future__ import annotations
@@ -14,93 +11,78 @@ from collections.abc import Mapping
 
 import pandas as pd
 
-from ...findings import bullets, decision, evidence, interval, join, num, pct, present
+from ... import plan as P
+from ...findings import bullets, claim_findings, join, num, pct, present
 from ...stats import hypothesis as hyp
+from .decisions import NOTEBOOK
 
-MORE, LESS = "the more stereotypical sentences", "the less stereotypical sentences"
+
+#: the datasets' names; the number of pairs in a heading is the table's (:func:`dataset_title`), never the release's
+DATASET_NAMES = {"crows_pairs_en": "English CrowS-Pairs, original",
+                 "crows_pairs_en_revised": "English CrowS-Pairs, revised",
+                 "crows_pairs_fr": "French CrowS-Pairs"}
 
 
-def favoured(estimate, null: float = 0.0) -> str:
-    """Which sentence of a pair a departure from no preference favours, from the estimate's sign: D > 0 (eq. 2-3,
-    LPBS) or π̂ > 0.5 (eq. 6) when the more stereotypical sentence is more likely / preferred. The tests are
-    two-sided, so "evidence for H1" is evidence of a *difference* from no preference; its direction is this. ""
-    when the estimate is missing or equals the null."""
-    if not present(estimate) or estimate == null:
+def dataset_title(name: str, rows: pd.DataFrame | None = None) -> str:
+    """'French CrowS-Pairs (1,676 pairs)': the dataset's name and the pairs of the table ``rows`` it heads (the
+    pooled row's ``n``; a run drops empty pairs and ties, so the release's 1,677 is not what a table holds). Without
+    a pooled row with an ``n``, the name alone."""
+    title = DATASET_NAMES.get(name, name)
+    if rows is None or rows.empty or "n" not in rows:
+        return title
+    pooled = rows[rows["bias_type"] == hyp.OVERALL] if "bias_type" in rows else rows
+    n = pooled["n"].dropna()
+    return f"{title} ({int(n.iloc[0]):,} pairs)" if len(n) and n.nunique() == 1 else title
+
+
+def power_findings(power_table: pd.DataFrame, name: str) -> str:
+    """The preference tests' power for one dataset (``power.csv``'s "SS vs 0.5" rows, pooled and a typical bias
+    type), worded as power; an undefined MDE (too few pairs) says so, never prints NaN."""
+    r = power_table[(power_table["benchmark"] == name)
+                    & power_table["quantity"].str.startswith("SS vs 0.5")].to_dict("records")
+    if not r:
         return ""
-    return MORE if estimate > null else LESS
+
+    def one(row, what):
+        n = (f"{int(row['n']):,} pair{'s' if int(row['n']) != 1 else ''}" if present(row.get("n")) else "its pairs")
+        if present(row.get("mde")):
+            return f"{what} ({n}) had 80 % power for |π − 0.5| ≥ {num(row['mde'])}"
+        why = str(row.get("mde_note") or "").removeprefix("undefined").strip(" :") or "too few pairs"
+        return f"{what} ({n}) has no minimum detectable effect ({why})"
+
+    parts = [one(r[0], "the pooled test")] + ([one(r[1], "a typical bias type")] if len(r) > 1 else [])
+    return f"**{name}:** " + "; ".join(parts) + " (α = 0.05)."
 
 
-def h1_words(estimate, null: float = 0.0) -> str:
-    """H1 of a two-sided test in words, with the direction of the estimate: 'a preference for the less
-    stereotypical sentences (H1, two-sided)'."""
-    side = favoured(estimate, null)
-    return f"a preference for {side} (H1, two-sided)" if side else "a difference from no preference (H1)"
+def likelihood_findings(*decided: pd.DataFrame | None) -> str:
+    """One sentence per claim instance among the decided ``likelihood_tests`` / ``preference_tests``."""
+    return claim_findings(decided, P.active().of(NOTEBOOK))
 
 
-def likelihood_findings(lik: pd.DataFrame, score: str = "norm_logprob") -> str:
-    """Per model and dataset, the pooled (overall) LPBS with its interval, direction, verdict (the confirmatory
-    family of :mod:`.decisions`) and the Bayes factor's reading over its prior range."""
+def position_findings(pos: pd.DataFrame, cons: pd.DataFrame) -> str:
+    """For prompted models, how much they answer by position (share naming the first sentence per order; same
+    sentence / same position across the two orders): descriptive, no test."""
     lines = []
-    rows = lik[(lik["bias_type"] == hyp.OVERALL) & (lik["score"] == score)]
-    for r in rows.to_dict("records"):
-        side = favoured(r["mean_d"])
-        side = f"{side.removeprefix('the ')} more likely" if side else "no difference on average"
-        test = r.get("p_method") or r.get("lead_test") or "the paired test"
-        ev = evidence(r, h1_words(r["mean_d"]), "no preference (H0)")
-        lines.append(f"**{r['model']} · {r['dataset']}**: LPBS = {num(r['lpbs'])} {interval(r)} over {int(r['n']):,} "
-                     f"pairs ({side}); by {'the paired t test' if test == 't' else test}, "
-                     f"{decision(r, 'no preference', '0')}"
-                     + (f"; {ev}" if ev else "") + ".")
-    return bullets(lines)
-
-
-def preference_findings(pref: pd.DataFrame, answers: pd.DataFrame, pos: pd.DataFrame | None,
-                        cons: pd.DataFrame | None) -> str:
-    """Pooled preference results per model, dataset and source; then, for prompted models, how much they answer by
-    position (share naming the first sentence per order; same sentence / same position across the two orders)."""
-    lines = []
-    for (m, name), g in pref[pref.bias_type == hyp.OVERALL].groupby(["model", "dataset"], sort=False):
-        row = g.set_index("source")
-        parts = [f"{src}: π̂ = {r.pi_hat:.2f}, {decision(r, 'π = 0.5', '0.5')}"
-                 + (f", {evidence(r, h1_words(r.pi_hat, 0.5), 'π = 0.5')}" if evidence(r) else "")
-                 for src, r in row.iterrows()]
-        lines.append(f"**{m} · {name}** — " + "; ".join(parts))
-    if len(answers) and cons is not None and pos is not None:
-        for r in cons.itertuples():
-            pf = pos[(pos.model == r.model) & (pos.dataset == r.dataset)].set_index("order").p_first
-            verdict = ("answers by **position**, not by content" if r.same_position > 0.9 else
-                       "answers mostly by content" if r.same_sentence > 0.8 else "answers partly by position")
-            lines.append(f"**{r.model} · {r.dataset}** names the first sentence in "
-                         + ", ".join(f"{o}: {pct(v)}" for o, v in pf.items())
-                         + f" of answers; across the two orders it keeps the same sentence for {pct(r.same_sentence)} "
-                         f"and the same position for {pct(r.same_position)} of {r.n_pairs} pairs: it {verdict}.")
+    for r in cons.itertuples():
+        pf = pos[(pos.model == r.model) & (pos.dataset == r.dataset)].set_index("order").p_first
+        how = ("answers by **position**, not by content" if r.same_position > 0.9 else
+               "answers mostly by content" if r.same_sentence > 0.8 else "answers partly by position")
+        lines.append(f"**{r.model} · {r.dataset}** names the first sentence in "
+                     + ", ".join(f"{o}: {pct(v)}" for o, v in pf.items())
+                     + f" of answers; across the two orders it keeps the same sentence for {pct(r.same_sentence)} "
+                     f"and the same position for {pct(r.same_position)} of {r.n_pairs} pairs: it {how}.")
     return bullets(lines)
 
 
 def sample_findings(lik: pd.DataFrame, score: str = "norm_logprob") -> str:
-    """How many pairs each bias type of this run holds, and how many bias-type Bayes factors say something over
-    their whole prior range (``bf_direction``): the run-dependent part of the reading of Table 2."""
+    """How many pairs each bias type of this run holds (the run-dependent part of the reading of Table 2)."""
     t = lik[(lik["bias_type"] != hyp.OVERALL) & (lik["score"] == score)]
     if t.empty:
         return "This run has no bias-type rows."
     n = t["n"].astype(int)
     pooled = lik[(lik["bias_type"] == hyp.OVERALL) & (lik["score"] == score)]["n"].astype(int)
-    d = t["bf_direction"].astype("string") if "bf_direction" in t else pd.Series(pd.NA, index=t.index,
-                                                                               dtype="string")
-    ranged = int(d.notna().sum())
-    h1, h0 = int((d == "H1").sum()), int((d == "H0").sum())
-    h1_less = int(((d == "H1") & (t["mean_d"] < 0)).sum())
-    lines = [f"Per bias type and dataset this run scores {num(n.min())} to {num(n.max())} pairs (median "
-             f"{num(float(n.median()))}); the pooled rows hold {num(pooled.min())} to {num(pooled.max())}."]
-    if ranged:
-        lines.append(f"Of the {len(t)} bias-type cells, {h1} show evidence of a difference from no preference (H1, "
-                     f"two-sided) over the whole prior range — {h1 - h1_less} toward {MORE} and {h1_less} toward "
-                     f"{LESS} — and {h0} for no preference; the other {ranged - h1 - h0} are inconclusive across "
-                     "priors.")
-    else:
-        lines.append(f"None of the {len(t)} bias-type Bayes factors has a prior range in this table, so none is read "
-                     "as evidence either way.")
-    return bullets(lines)
+    return bullets([f"Per bias type and dataset this run scores {num(n.min())} to {num(n.max())} pairs (median "
+                    f"{num(float(n.median()))}); the pooled rows hold {num(pooled.min())} to {num(pooled.max())}."])
 
 
 def _exponent_off(ratio: float) -> int:

@@ -1,18 +1,18 @@
 """Notebook 1's findings: the run's response and subgroup tables turned into Markdown sentences.
 
 Deviation = the model gives the benchmark's biased answer; the deviation metric is the paper's eq. 4 (mean |d(g) − C|
-over subgroups), compared between two models by the template-paired tests of the notebook's confirmatory family and,
-as the paper's variant, a two-sample Kolmogorov–Smirnov test (§3.3). Decisions are read from the verdict columns of
-:mod:`.decisions`.
+over subgroups). The one decided comparison is the analysis plan's claim (the template-paired difference of two models'
+deviation metrics); the paired deviation rates and the paper's two-sample test are exploratory tables.
 """
 
 from __future__ import annotations
 
 import pandas as pd
 
-from ...findings import DISTINGUISHABLE, bullets, decision, detectable, interval, join, num, pct, present, span
+from ... import plan as P
+from ...findings import bullets, claim_findings, join, num, pct, power_sentence, present, span
 from ...plots.labels import hdi_prob, interval_label
-from .decisions import decide_bayes
+from .decisions import NOTEBOOK, decide_bayes
 
 
 def _gini_words(r: dict, paper: dict | None) -> str:
@@ -83,62 +83,20 @@ def label_findings(mass: pd.DataFrame, cot: pd.DataFrame | None = None, cant_tel
     return bullets(lines)
 
 
-def _pairs(*tables: pd.DataFrame | None) -> list[tuple[str, str]]:
-    seen = []
-    for t in tables:
-        if t is not None and len(t) and {"model_a", "model_b"} <= set(t.columns):
-            for a, b in zip(t["model_a"], t["model_b"]):
-                if (a, b) not in seen:
-                    seen.append((a, b))
-    return seen
-
-
-def _row(t: pd.DataFrame | None, a: str, b: str) -> dict | None:
-    if t is None or t.empty or "model_a" not in t:
-        return None
-    hit = t[(t["model_a"] == a) & (t["model_b"] == b)]
-    return hit.iloc[0].to_dict() if len(hit) else None
-
-
-def subgroup_findings(dm: pd.DataFrame, ks: pd.DataFrame, pst: pd.DataFrame | None = None,
-                      pdiff: pd.DataFrame | None = None) -> str:
-    """Deviation metric per model, then per model pair the evidence of the notebook's confirmatory family — the
-    template-paired difference of the deviation metrics (``pst``) and of the overall deviation rates (``pdiff``) —
-    and, as the paper's variant, the two-sample KS test (``ks``), each with its verdict. A pair whose test was not
-    run says why, never 'p n/a'."""
+def subgroup_findings(dm: pd.DataFrame, *decided: pd.DataFrame | None) -> str:
+    """Deviation metric per model (descriptive), then one sentence per instance of the plan's claims among the
+    ``decided`` tables (verdict columns of :mod:`.decisions`)."""
     lines = [f"**{r['model']}**: deviation metric {num(r['deviation_metric'])} over {int(r['n_subgroups'])} "
              f"{r['factors']} subgroups (median rate {num(r['median_rate'])})." for r in dm.to_dict("records")]
-    for a, b in _pairs(pst, pdiff, ks):
-        parts = []
-        p = _row(pst, a, b)
-        if p is not None:
-            parts.append(f"the difference of their deviation metrics is {num(p['metric_difference'])} "
-                         f"{interval(p)}, {decision(p, 'no difference', '0')}")
-        d = _row(pdiff, a, b)
-        if d is not None:
-            parts.append(f"their paired deviation rates differ by {num(d['difference'])} {interval(d)} over "
-                         f"{int(d['n_pairs']):,} prompts, {decision(d, 'no difference', '0')}")
-        k = _row(ks, a, b)
-        if k is not None:
-            more = a if k.get("verdict") == DISTINGUISHABLE and dm.set_index("model")["deviation_metric"].get(a, 0) \
-                >= dm.set_index("model")["deviation_metric"].get(b, 0) else b
-            parts.append(f"the paper's two-sample KS test (subgroups treated as two independent samples: it ignores "
-                         f"the pairing and the clustering) gives D = {num(k['ks_statistic'], 2)}, "
-                         f"{decision(k, 'equal distributions')}"
-                         + (f" ({more} deviates more)" if k.get("verdict") == DISTINGUISHABLE else ""))
-        if not (p or d):
-            parts.insert(0, "no paired comparison was run for this pair")
-        lines.append(f"{a} vs {b}: " + "; ".join(parts) + ".")
-    return bullets(lines)
+    return "\n".join(x for x in (bullets(lines), claim_findings(decided, P.active().of(NOTEBOOK))) if x)
 
 
 def power_findings(power: pd.DataFrame) -> str:
     """Per model pair of ``power.csv``'s paired rows: the paired difference in deviation rate the analysed design
-    (``mde_design``) can detect, or why it has no detectable-effect size (``mde_note``)."""
+    (``mde_design``) had 80 % power for, or why it has none (``mde_note``)."""
     rows = power[power["quantity"].str.endswith("(paired)")] if len(power) else power
-    return bullets(f"{r['quantity'].split(', ', 1)[1].removesuffix(' (paired)')}: with {int(r['n']):,} prompts "
-                   f"answered by both models ({r['mde_design']}), "
-                   + detectable([r], "paired differences in deviation rate", digits=3)
+    return bullets(power_sentence([r], f"{r['quantity'].split(', ', 1)[1].removesuffix(' (paired)')}, "
+                                       f"{int(r['n']):,} prompts answered by both", digits=3)
                    for r in rows.to_dict("records"))
 
 
@@ -155,7 +113,7 @@ def bayes_findings(summary: pd.DataFrame, diagnostics: pd.DataFrame, rhat_max: f
         s = summary[(summary["model"] == d["model"]) & (summary["term"] != "Intercept")
                     & ~summary["term"].str.contains("sigma")]
         lo, hi = [c for c in s.columns if c.startswith("hdi_")][:2]
-        clear = s[s["verdict"] == DISTINGUISHABLE]["term"].tolist()
+        clear = s[s["excludes_null"].astype("boolean").fillna(False).astype(bool)]["term"].tolist()
         widest = s.loc[(s[hi] - s[lo]).idxmax()] if len(s) else None
         lines.append(
             f"**{d['model']}**: " + ("the sampler meets the usual thresholds" if ok else

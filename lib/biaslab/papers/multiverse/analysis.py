@@ -35,6 +35,7 @@ from ...benchmarks.bbq import bias_score_from_totals
 from ...stats import agreement as agree_stats
 from ...stats import importance as imp
 from ...stats import intervals, ranking
+from ...stats import verdict as V
 from ...stats.hypothesis import preference_test
 
 METRICS = {
@@ -148,9 +149,11 @@ def compare_to_paper(est: pd.DataFrame, keys=("model", "metric")) -> pd.DataFram
     """One row per estimate of a universe other than the paper's, beside the paper's row with the same ``keys``:
     ``degenerate`` (it or the paper's row is a degenerate responder for the metric: not judged), ``same_sign`` (its
     estimate on the paper's side of the null; NA where the paper's estimate equals the null: a reference at the
-    null has no sign, so no estimate can agree or disagree with it) and ``same_verdict``."""
+    null has no sign, so no estimate can agree or disagree with it) and ``same_verdict`` (the same exploratory
+    reading, :func:`biaslab.stats.verdict.screen`: no universe is decided, notebook 6 has no claim in the plan)."""
     keys, cols = list(keys), ["estimate", "null_value", "verdict", "responder_status"]
     d = est if "responder_status" in est else est.assign(responder_status="not judged")
+    d = d.assign(verdict=V.screen(d))
     ref = d.loc[d["universe"] == "paper", keys + cols].rename(columns={c: f"paper_{c}" for c in cols})
     o = d[(d["universe"] != "paper") & d["estimate"].notna()].merge(ref, on=keys)
     o["degenerate"] = _degenerate(o["responder_status"]) | _degenerate(o["paper_responder_status"])

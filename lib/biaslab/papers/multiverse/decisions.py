@@ -1,10 +1,10 @@
 """Notebook 6's decisions: its families, and which responder rule judges which metric in each universe (the verdict
 layer, :mod:`biaslab.stats.verdict`, as in notebooks 1-5).
 
-**Families.** Each model x metric's universes form one exploratory family, adjusted by Benjamini-Hochberg: the
-universes are alternative analyses of one question, screened for which departs from the null. Notebook 6 declares no
-confirmatory family (the confirmatory tests of these questions are notebooks 1, 3 and 4's). The agentic group
-preference is one family per model x universe (its groups), as notebook 4 adjusts its groups.
+**Exploratory only.** The analysis plan (``analysis_plan.yaml``) gives notebook 6 no claim: the universes are
+alternative analyses of questions the other notebooks decide. Each model x metric's universes form one
+Benjamini-Hochberg screen (the agentic group preference: one per model x universe), and the agreement with the paper's
+universe compares the screens' readings (:func:`biaslab.stats.verdict.screen`), never decisions.
 
 **Responders, per metric and universe** (:mod:`biaslab.stats.responders`, thresholds stated there; the rules of the
 notebooks whose metric it is):
@@ -121,28 +121,24 @@ def group_status(gp: pd.DataFrame, check: pd.DataFrame) -> pd.DataFrame:
 
 
 # ---------------------------------------------------------------------------------------------- verdicts
-def _families(df: pd.DataFrame, by: list[str], what: str) -> tuple:
-    return tuple(V.Family(f"06 · {what}: " + " · ".join(map(str, key)), V.EXPLORATORY, dict(zip(by, key)))
-                 for key in df[by].drop_duplicates().itertuples(index=False, name=None))
+NOTEBOOK = "06_multiverse"
 
 
 def _undefined(df: pd.DataFrame) -> pd.Series:
     return pd.Series(np.where(df["estimate"].isna(), "no estimate in this universe", ""), index=df.index)
 
 
-def decide_estimates(est: pd.DataFrame, check: pd.DataFrame | None, alpha: float = V.ALPHA) -> pd.DataFrame:
+def decide_estimates(est: pd.DataFrame, check: pd.DataFrame | None, alpha: float | None = None) -> pd.DataFrame:
     """The estimates table (one row per model x universe x metric) with the verdict columns of
     :mod:`biaslab.stats.verdict`; families: each model x metric's universes (Benjamini-Hochberg)."""
-    spec = V.Effects(estimate="estimate", families=_families(est, ["model", "metric"], "universes of"),
-                     undefined=_undefined)
+    spec = V.Effects(estimate="estimate", undefined=_undefined, screen_by=("model", "metric"))
     status = estimate_status(est, check) if check is not None and len(check) else None
-    return V.decide(est, spec, "estimates", status, alpha=alpha)
+    return V.decide(est, spec, "estimates", status, alpha=alpha, notebook=NOTEBOOK)
 
 
-def decide_group_preference(gp: pd.DataFrame, check: pd.DataFrame | None, alpha: float = V.ALPHA) -> pd.DataFrame:
+def decide_group_preference(gp: pd.DataFrame, check: pd.DataFrame | None, alpha: float | None = None) -> pd.DataFrame:
     """The group-preference table (model x universe x class type x group) with the verdict columns; families:
     each model x universe's groups (Benjamini-Hochberg)."""
-    spec = V.Effects(estimate="estimate", families=_families(gp, KEYS, "agentic group preference"),
-                     undefined=_undefined)
+    spec = V.Effects(estimate="estimate", undefined=_undefined, screen_by=tuple(KEYS))
     status = group_status(gp, check) if check is not None and len(check) else None
-    return V.decide(gp, spec, "group_preference", status, alpha=alpha)
+    return V.decide(gp, spec, "group_preference", status, alpha=alpha, notebook=NOTEBOOK)

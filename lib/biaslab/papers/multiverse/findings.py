@@ -69,7 +69,8 @@ def agreement_sentence(r: Mapping) -> str:
     spread = f" (estimates from {num(r['min_estimate'])} to {num(r['max_estimate'])})" \
         if present(r.get("min_estimate")) else ""
     return (f"**{r['model']}**, {r['metric']}: {est}of {int(n)} {_unit(r)}, {sign} and "
-            f"{_share(r['n_same_verdict'], n)} reach the same verdict — {r['robustness']}{spread}{_excluded(r)}.")
+            f"{_share(r['n_same_verdict'], n)} give the same exploratory screen reading — {r['robustness']}{spread}"
+            f"{_excluded(r)}.")
 
 
 def agreement_findings(agreement: pd.DataFrame) -> str:

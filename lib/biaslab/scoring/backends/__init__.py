@@ -3,7 +3,9 @@
 - :mod:`.local`: transformers in-process, causal LMs (shared-prefix packed passes, chunked output layer); the
   seq2seq and masked variants in :mod:`.seq2seq` and :mod:`.masked`;
 - :mod:`.served`: an OpenAI-compatible server (vLLM, SGLang, llama.cpp, TGI, Ollama, api.openai.com), through the
-  async client of :mod:`.client` (replicas, bounded concurrency, retries, rate limits).
+  async client of :mod:`.client` (replicas, bounded concurrency, retries, rate limits);
+- :mod:`.imported`: another harness's per-sample log (lm-eval, inspect, Every Eval Ever), answering requests by
+  their exact texts.
 
 :func:`for_model` is the one place that picks a backend; :func:`biaslab.models.load` decides what a model spec is
 (a local model, or a :class:`~biaslab.models.ServedModel`). A new backend (a vLLM offline engine, a batch API) is one
@@ -18,6 +20,9 @@ from .base import CAPABILITIES, Backend
 def for_model(lm, probe_dir=None, token_budget: int | None = None, **engine_options) -> Backend:
     """The backend that computes ``lm``'s scores. ``engine_options`` go to the in-process causal engine
     (:class:`.local.CausalBackend`: ``padding_side``, ``share_prefixes``, ``prefix``, ``packing``)."""
+    if getattr(lm, "backend", "local") == "imported":
+        from .imported import ImportedBackend
+        return ImportedBackend(lm)
     if getattr(lm, "backend", "local") == "served":
         from .served import ServedBackend
         return ServedBackend(lm, probe_dir=probe_dir, token_budget=token_budget)

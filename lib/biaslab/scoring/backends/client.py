@@ -7,22 +7,30 @@ thread, so it works the same inside Jupyter (whose loop is already running) and 
 - Replicas: each base URL takes at most ``max_concurrency`` requests at once; a request goes to the replica with the
   least outstanding work (estimated tokens in flight), so a slow replica gets less.
 - Retries: 429, 5xx, timeouts and connection errors are retried with exponential backoff and full jitter, honouring
-  ``Retry-After``; other 4xx are errors at once (401/403 name the API-key variable, never its value).
+  ``Retry-After`` up to ``max_retry_after_s`` (a longer wait is capped, and the cap noted); other 4xx are errors at
+  once (:class:`Refused`; 401/403 name the API-key variable, never its value).
+- Deadlines: ``timeout_s`` bounds each attempt as a whole (connect, headers and body), not each read: a body trickled
+  one byte at a time cannot keep a request open.
+- Secrets: the key is read from its environment variable when a run starts, refused (one line, never shown) when it
+  carries white space, and every error message passes through :func:`biaslab.redact.redact`.
 - Rate limits: client-side token buckets for requests per minute and tokens per minute (estimated before sending).
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
+import dataclasses
 import logging
 import os
 import queue
 import random
+import re
 import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
+
+from ...redact import check_key_env, redact, remember
 
 log = logging.getLogger(__name__)
 
@@ -30,15 +38,27 @@ RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
 
 
 class ServedError(RuntimeError):
-    """A request to a served model failed for good (after retries) or its response was unusable."""
+    """A request to a served model failed for good (after retries) or its response was unusable. Transient: nothing
+    of it is cached, and a rerun asks again. Its message is redacted (:func:`biaslab.redact.redact`)."""
+
+    def __init__(self, message: object = ""):
+        super().__init__(redact(str(message)))
 
 
 class AuthError(ServedError):
     pass
 
 
-class EndpointMissing(ServedError):
+class Refused(ServedError):
+    """A definite answer: the server refuses this request (a 4xx other than 401/403 and the retried ones)."""
+
+
+class EndpointMissing(Refused):
     pass
+
+
+class InvalidResponse(ServedError):
+    """A response that fails a check (model id, log-probs, offsets, top-k mass): never cached."""
 
 
 @dataclass
@@ -47,9 +67,10 @@ class Request:
     for rate limits and load spreading, and a ``name`` used in error messages."""
 
     path: str
-    body: dict
+    body: dict | None
     cost: int = 1
     name: str = ""
+    method: str = "POST"
 
 
 @dataclass
@@ -95,18 +116,32 @@ class ClientConfig:
     max_retries: int = 6
     backoff_base_s: float = 0.5
     backoff_max_s: float = 30.0
+    max_retry_after_s: float = 300.0
     stats: dict = field(default_factory=lambda: {"requests": 0, "retries": 0, "errors": 0})
 
 
 def api_key(env: str | None) -> str | None:
-    """The key from environment variable ``env`` (its name only is ever stored or printed)."""
+    """The key from environment variable ``env`` (its name only is ever stored or printed). A key with white space
+    around or inside it (a trailing newline copied from a file) is refused in one line that names the variable."""
     if not env:
         return None
+    check_key_env(env)
     value = os.environ.get(env)
     if not value:
         raise AuthError(f"the served model's spec names api_key_env={env!r}, but environment variable {env} is not "
                         f"set (or empty). Set it in the environment that runs biaslab, e.g. `export {env}=...`; "
                         "the key itself never goes into a parameter, a notebook or a manifest.")
+    remember(value)
+    problem = None
+    if value != value.rstrip():
+        problem = "ends with a newline" if value.rstrip(" \t") != value.rstrip() else "ends with white space"
+    elif value != value.lstrip():
+        problem = "starts with white space"
+    elif re.search(r"[\s\x00-\x1f\x7f]", value) or not value.isascii():
+        problem = "contains white space or a character an HTTP header cannot carry"
+    if problem:
+        raise AuthError(f"the key in ${env} {problem} (the key is not shown): set it without, e.g. "
+                        f"export {env}=\"$(tr -d '[:space:]' < keyfile)\"")
     return value
 
 
@@ -116,6 +151,7 @@ def _headers(cfg: ClientConfig) -> dict:
 
 
 def _retry_after(resp) -> float | None:
+    """The server's ``Retry-After`` in seconds (a number or an HTTP date), or None."""
     value = resp.headers.get("retry-after")
     if value is None:
         return None
@@ -130,7 +166,7 @@ def _retry_after(resp) -> float | None:
 
 
 def _short(text: str, n: int = 300) -> str:
-    text = " ".join(str(text).split())
+    text = redact(" ".join(str(text).split()))
     return text if len(text) <= n else text[:n] + "..."
 
 
@@ -153,7 +189,11 @@ async def _send_one(client, cfg: ClientConfig, replicas: list[_Replica], cond: a
         err, wait = None, None
         try:
             cfg.stats["requests"] += 1
-            resp = await client.post(url, json=req.body, headers=headers, timeout=cfg.timeout_s)
+            # the deadline bounds the whole attempt; httpx's own timeout bounds each read (a trickled body resets it)
+            resp = await asyncio.wait_for(_read(client, req, url, headers, cfg.timeout_s), cfg.timeout_s)
+        except asyncio.TimeoutError:
+            err = f"no complete answer within timeout_s={cfg.timeout_s:g} s ({url})"
+            resp = None
         except Exception as exc:   # httpx transport errors: timeouts, resets, refused connections
             err = f"{type(exc).__name__}: {_short(exc) or 'no detail'} ({url})"
             resp = None
@@ -165,7 +205,7 @@ async def _send_one(client, cfg: ClientConfig, replicas: list[_Replica], cond: a
         if resp is not None:
             if resp.status_code == 200:
                 try:
-                    return resp.json()
+                    return resp.json(), url
                 except ValueError:
                     raise ServedError(f"request {req.name or req.path}: the server at {url} answered 200 with invalid "
                                       f"JSON: {_short(resp.text, 200)!r}") from None
@@ -176,9 +216,13 @@ async def _send_one(client, cfg: ClientConfig, replicas: list[_Replica], cond: a
             if resp.status_code in (404, 405, 501):
                 raise EndpointMissing(f"the server at {url} has no endpoint {req.path} (HTTP {resp.status_code})")
             if resp.status_code not in RETRY_STATUS:
-                raise ServedError(f"request {req.name or req.path}: HTTP {resp.status_code} from {url}: "
-                                  f"{_short(resp.text)}")
-            err, wait = f"HTTP {resp.status_code} from {url}", _retry_after(resp)
+                raise Refused(f"request {req.name or req.path}: HTTP {resp.status_code} from {url}: "
+                              f"{_short(resp.text)}")
+            err, wait = f"HTTP {resp.status_code} from {url}: {_short(resp.text, 120)}", _retry_after(resp)
+            if wait is not None and wait > cfg.max_retry_after_s:
+                log.warning("request %s: the server at %s asked to wait %.0f s (Retry-After); waited at most "
+                            "max_retry_after_s=%g s instead", req.name or req.path, url, wait, cfg.max_retry_after_s)
+                wait = cfg.max_retry_after_s
         cfg.stats["errors"] += 1
         if attempt >= cfg.max_retries:
             raise ServedError(f"request {req.name or req.path} failed after {attempt + 1} attempts; last error: {err}")
@@ -191,6 +235,11 @@ async def _send_one(client, cfg: ClientConfig, replicas: list[_Replica], cond: a
         await asyncio.sleep(delay)
 
 
+async def _read(client, req: Request, url: str, headers: dict, timeout: float):
+    """One attempt, its body read in full."""
+    return await client.request(req.method, url, json=req.body, headers=headers, timeout=timeout)
+
+
 async def _run(cfg: ClientConfig, requests: list[Request], validate, out: "queue.Queue"):
     import httpx
     headers = _headers(cfg)
@@ -200,9 +249,13 @@ async def _run(cfg: ClientConfig, requests: list[Request], validate, out: "queue
     limits = httpx.Limits(max_connections=cfg.max_concurrency * len(replicas) + 2)
     async with httpx.AsyncClient(limits=limits) as client:
         async def one(i: int, req: Request):
-            resp = await _send_one(client, cfg, replicas, cond, buckets, req, headers)
+            resp, url = await _send_one(client, cfg, replicas, cond, buckets, req, headers)
             if validate is not None:
-                validate(req, resp)
+                try:
+                    validate(req, resp)
+                except ServedError as exc:      # name the server: replicas are checked one response at a time
+                    raise type(exc)(f"the response of the server at {url} to request {req.name or req.path} "
+                                    f"failed a check (not cached): {exc}") from None
             out.put(("ok", i, resp))
 
         tasks = [asyncio.create_task(one(i, r)) for i, r in enumerate(requests)]
@@ -253,38 +306,22 @@ def run_requests(cfg: ClientConfig, requests: list[Request], on_response: Callab
     th.join()
     if "error" in box:
         exc = box["error"]
-        if isinstance(exc, ServedError):
+        if isinstance(exc, ServedError) and len(requests) > 1:
             raise type(exc)(f"{exc} [{n} of {len(requests)} responses of this call were received and cached; "
                             "re-running resumes from there]") from None
         raise exc
 
 
-def get_json(cfg: ClientConfig, path: str) -> Any:
-    """One GET (e.g. ``/models``) against the first replica, with the same retries."""
-    import httpx
-    url = cfg.base_urls[0].rstrip("/") + path
-    last = None
-    for attempt in range(cfg.max_retries + 1):
-        try:
-            cfg.stats["requests"] += 1
-            r = httpx.get(url, headers=_headers(cfg), timeout=cfg.timeout_s)
-        except httpx.HTTPError as exc:
-            last = f"{type(exc).__name__}: {exc}"
-        else:
-            if r.status_code in (401, 403):
-                raise AuthError(f"the server at {url} refused the API key (HTTP {r.status_code}) read from "
-                                f"environment variable {cfg.api_key_env}; check that variable (its value is not "
-                                "shown)")
-            if r.status_code == 200:
-                try:
-                    return r.json()
-                except json.JSONDecodeError:
-                    raise ServedError(f"GET {url}: invalid JSON {_short(r.text, 200)!r}") from None
-            if r.status_code in (404, 405):
-                raise EndpointMissing(f"the server at {url} has no endpoint {path} (HTTP {r.status_code})")
-            if r.status_code not in RETRY_STATUS:
-                raise ServedError(f"GET {url}: HTTP {r.status_code}: {_short(r.text)}")
-            last = f"HTTP {r.status_code}"
-        time.sleep(random.uniform(0, min(cfg.backoff_max_s, cfg.backoff_base_s * 2 ** attempt)))
-    raise ServedError(f"GET {url} failed after {cfg.max_retries + 1} attempts; last error: {last}. Is the server "
-                      "running at that address?")
+def get_json(cfg: ClientConfig, path: str, url: str | None = None) -> Any:
+    """One GET (e.g. ``/models``) against ``url`` (default: the first replica), with the same retries, deadline and
+    ``Retry-After`` cap as every request."""
+    base = url or cfg.base_urls[0]
+    one = dataclasses.replace(cfg, base_urls=[base])
+    box: dict = {}
+    try:
+        run_requests(one, [Request(path, None, 1, f"GET {path}", method="GET")], lambda i, r: box.setdefault("r", r))
+    except (Refused, AuthError):
+        raise
+    except ServedError as exc:
+        raise type(exc)(f"{exc}. Is the server running at {base}?") from None
+    return box["r"]

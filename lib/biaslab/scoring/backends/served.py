@@ -13,9 +13,19 @@
 - ``generate``: temperature 0 and ``seed``; each response's ``system_fingerprint`` is recorded.
 
 Every response is validated, then written to the score cache keyed by (server-reported model id, endpoint, request
-body) before it is used: a killed run resumes without repeating a request and a re-run sends none.
+body) before it is used: a killed run resumes without repeating a request and a re-run sends none. A response that
+fails a check is an error naming the server, the request and the check, and is never cached
+(:class:`~.client.InvalidResponse`): the model it names is the probed one; token log-probs are finite and at most 0
+(:data:`LOGPROB_TOL`); ``text_offset`` points at each token in the echoed text, in characters or in UTF-8 bytes
+(converted, with a note; anything else is refused); ``top_logprobs`` are finite, at most 0, and their mass at most 1
+(:data:`MASS_TOL`).
+
 Capabilities (``prompt_logprobs``, ``top_logprobs``, ``chat_top_logprobs``, ``generate``, ``chat``) are probed once
-per model and cached next to the scores.
+per model and cached next to the scores, and only a definite answer is: a capability is missing when the server
+answers without it or refuses the request (a 4xx); a 5xx, a timeout or a malformed answer is a transient error
+naming the server and what it returned, nothing is cached, and a rerun probes again. Every replica is probed for the
+model it serves (``GET /models`` and the ``model`` its answers name); replicas that serve different models are
+refused.
 
 Transport (:meth:`ServedBackend.execute`). The cached unit stays one prompt's request (so caches written one prompt
 per request and several per request are the same cache), but where the probe shows that ``/v1/completions`` takes
@@ -36,6 +46,7 @@ prefix with the *previous* request; its echoed log-probs were measured identical
 from __future__ import annotations
 
 import dataclasses
+import bisect
 import hashlib
 import json
 import os
@@ -49,7 +60,8 @@ import pandas as pd
 
 from .. import labels as labels_mod
 from .base import CAPABILITIES, Backend
-from .client import ClientConfig, EndpointMissing, Request, ServedError, get_json, run_requests
+from .client import (AuthError, ClientConfig, InvalidResponse, Refused, Request, ServedError, get_json,
+                     run_requests)
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +70,10 @@ REQUEST_TOKENS = 8192
 #: Largest difference of a log-prob between a prompt sent in a list and sent alone for lists to be used (float noise
 #: of a batching server; a server that mixes prompts up differs by whole nats).
 LIST_TOLERANCE = 1e-3
+#: Largest log-prob a response may give (rounding of a probability of 1); a larger one is refused.
+LOGPROB_TOL = 1e-3
+#: Largest excess of a top-k's probability mass over 1 (rounding); a larger one is refused.
+MASS_TOL = 1e-3
 #: The way out, per missing capability (said in the early error).
 WAY_OUT = {
     "prompt_logprobs": "chat models on api.openai.com do not return prompt log-probabilities; use the preference "
@@ -73,6 +89,10 @@ WAY_OUT = {
 
 class CapabilityError(ServedError):
     pass
+
+
+class _NoTopLogprobs(ServedError):
+    """The opening distribution came without top_logprobs (first tokens are then context only, with a warning)."""
 
 
 def _digest(obj: Any) -> str:
@@ -95,16 +115,18 @@ class ServedBackend(Backend):
                                 max_concurrency=self.spec.max_concurrency,
                                 requests_per_minute=self.spec.requests_per_minute,
                                 tokens_per_minute=self.spec.tokens_per_minute, timeout_s=self.spec.timeout_s,
-                                max_retries=self.spec.max_retries)
+                                max_retries=self.spec.max_retries,
+                                max_retry_after_s=self.spec.max_retry_after_s)
         self.probe_path = Path(probe_dir) / "served-probes.json" if probe_dir else None
         self._probe: dict | None = None
         self.stats = self.cfg.stats
         self.usage = lm.fingerprint.setdefault("usage", {"prompt_tokens": 0, "completion_tokens": 0, "requests": 0})
         self.system_fingerprints: set = set()
+        self._byte_offsets_noted = False
 
     # ---------------------------------------------------------------------------------- capabilities ---
     def _probe_key(self) -> str:
-        return _digest([self.spec.base_urls[0], self.spec.model])
+        return _digest([list(self.spec.base_urls), self.spec.model])
 
     def probe(self) -> dict:
         """Which capabilities the server has (one small request each, once per model; cached on disk)."""
@@ -120,7 +142,14 @@ class ServedBackend(Backend):
         if key in stored:
             self._probe = stored[key]
         else:
-            self._probe = self._run_probe()
+            try:
+                self._probe = self._run_probe()
+            except (AuthError, Refused, CapabilityError):
+                raise
+            except ServedError as exc:
+                raise ServedError(f"the capability probe of {self.lm.name!r} at {', '.join(self.spec.base_urls)} got "
+                                  "no definite answer, so nothing was cached in served-probes.json (a rerun probes "
+                                  f"again): {exc}") from None
             self._store_probe()
         self.lm.fingerprint["served_model_id"] = self._probe["model_id"]
         self.lm.fingerprint["capabilities"] = {c: self._probe[c] for c in CAPABILITIES}
@@ -141,9 +170,10 @@ class ServedBackend(Backend):
         tmp.write_text(json.dumps(stored, indent=1))
         tmp.replace(self.probe_path)
 
-    def _post_once(self, path: str, body: dict, retries: bool = True):
+    def _post_once(self, path: str, body: dict, retries: bool = True, url: str | None = None):
         box: dict = {}
-        cfg = self.cfg if retries else dataclasses.replace(self.cfg, max_retries=0)
+        cfg = dataclasses.replace(self.cfg, base_urls=[url or self.spec.base_urls[0]],
+                                  max_retries=self.cfg.max_retries if retries else 0)
         run_requests(cfg, [Request(path, body, 8, f"capability probe {path}")],
                      lambda i, r: box.setdefault("r", r))
         return box["r"]
@@ -163,12 +193,12 @@ class ServedBackend(Backend):
         texts = [self.spec.prefix + "The cat sat on the mat.", self.spec.prefix + "A list of two prompts"]
         kw = {"max_tokens": 1, "echo": True, "logprobs": 0} if have.get("prompt_logprobs") else {"max_tokens": 1}
         body = {"model": self.spec.model, "temperature": 0, **kw}
-        try:
+        try:     # any failure of the list itself means one prompt per request (always correct, only slower)
             parts = _split(self._post_once("/completions", {**body, "prompt": texts}, retries=False), len(texts))
-            alone = [self._post_once("/completions", {**body, "prompt": t}) for t in texts]
         except ServedError as exc:
             log.info("list probe: %s; one prompt per request", exc)
             return False
+        alone = [self._post_once("/completions", {**body, "prompt": t}) for t in texts]
         for part, one, t in zip(parts, alone, texts):
             a, b = part["choices"][0], one["choices"][0]
             if kw.get("echo") and not str(a.get("text", "")).startswith(t):
@@ -180,51 +210,100 @@ class ServedBackend(Backend):
                 return False
         return True
 
-    def _run_probe(self) -> dict:
-        models = get_json(self.cfg, "/models")
+    def _listed(self, url: str) -> tuple[str, list]:
+        """The model id the server at ``url`` serves for the spec's model (``GET /models``), and what it lists."""
+        models = get_json(self.cfg, "/models", url)
+        if not isinstance(models, dict) or not isinstance(models.get("data", []), list):
+            raise ServedError(f"GET {url}/models: a malformed answer {str(models)[:200]!r} (no 'data' list)")
         ids = [m.get("id") for m in (models.get("data") or []) if isinstance(m, dict)]
-        model_id = self.spec.model
-        if ids and model_id not in ids:
+        if ids and self.spec.model not in ids:
             if len(ids) == 1:   # a one-model server (llama.cpp) serves it whatever the request names
-                model_id = ids[0]
-            else:
-                raise ServedError(f"the server at {self.spec.base_urls[0]} serves {ids[:10]}, not "
-                                  f"{self.spec.model!r}: set 'model' in the spec to one of them")
-        res = {"model_id": model_id, "listed": ids[:20]}
+                return ids[0], ids[:20]
+            raise Refused(f"the server at {url} serves {ids[:10]}, not {self.spec.model!r}: set 'model' in the spec "
+                          "to one of them")
+        return self.spec.model, ids[:20]
+
+    def _run_probe(self) -> dict:
+        urls = list(self.spec.base_urls)
+        model_id, listed = self._listed(urls[0])
+        res = {"model_id": model_id, "listed": listed, "response_model": None}
         m = {"model": self.spec.model}
+        answered = []                                       # (path, body, response) that came back 200
+        body = {**m, "prompt": self.spec.prefix + "Hello world, this is", "max_tokens": 1, "echo": True, "logprobs": 1,
+                "temperature": 0}
         try:
-            r = self._post_once("/completions", {**m, "prompt": self.spec.prefix + "Hello world, this is",
-                                                 "max_tokens": 1, "echo": True, "logprobs": 1, "temperature": 0})
-            lp = (r.get("choices") or [{}])[0].get("logprobs") or {}
-            vals = [v for v in lp.get("token_logprobs") or [] if v is not None]
-            res["prompt_logprobs"] = len(vals) >= 2 and len(lp.get("text_offset") or []) == len(lp["token_logprobs"])
-            tops = [t for t in lp.get("top_logprobs") or [] if t]
-            res["top_logprobs"] = bool(tops) and isinstance(tops[-1], dict)
+            r = self._post_once("/completions", body)
+            answered.append(("/completions", body, r))
             res["generate"] = True
-        except (EndpointMissing, ServedError) as exc:
+            ch = _choice(r, "/completions")
+            lp = ch.get("logprobs")
+            echoed = isinstance(ch.get("text"), str) and ch["text"].startswith(body["prompt"])
+            if lp is not None and not isinstance(lp, dict):
+                raise ServedError(f"/completions: a malformed answer (logprobs is {str(lp)[:100]!r})")
+            if lp is None or not echoed:                    # answered without an echo's log-probs: a definite no
+                res["prompt_logprobs"] = False
+            else:                                           # an echo given must be well-formed (else transient)
+                self._echo_validate(Request("/completions", body, 8, "capability probe /completions"), r)
+                res["prompt_logprobs"] = len([v for v in lp["token_logprobs"] if v is not None]) >= 2
+            tops = [t for t in (lp or {}).get("top_logprobs") or [] if t]
+            res["top_logprobs"] = bool(tops) and isinstance(tops[-1], dict)
+            if res["top_logprobs"]:
+                _check_top(tops[-1].values(), "top_logprobs")
+        except Refused as exc:
             log.info("completions probe: %s", exc)
             res.update(prompt_logprobs=False, top_logprobs=False, generate=False)
-        if not res["top_logprobs"]:
+        if not res["top_logprobs"] and res["generate"]:
+            body = {**m, "prompt": "Hello", "max_tokens": 1, "logprobs": 5, "temperature": 0}
             try:
-                r = self._post_once("/completions", {**m, "prompt": "Hello", "max_tokens": 1, "logprobs": 5,
-                                                     "temperature": 0})
-                tops = ((r.get("choices") or [{}])[0].get("logprobs") or {}).get("top_logprobs") or []
+                r = self._post_once("/completions", body)
+                tops = (_choice(r, "/completions").get("logprobs") or {}).get("top_logprobs") or []
                 res["top_logprobs"] = bool(tops) and isinstance(tops[0], dict) and len(tops[0]) >= 2
-            except ServedError:
+                if res["top_logprobs"]:
+                    _check_top(tops[0].values(), "top_logprobs[0]")
+            except Refused:
                 pass
+        body = {**m, "messages": [{"role": "user", "content": "Hello"}], "max_tokens": 1, "logprobs": True,
+                "top_logprobs": 5, "temperature": 0}
         try:
-            r = self._post_once("/chat/completions", {**m, "messages": [{"role": "user", "content": "Hello"}],
-                                                      "max_tokens": 1, "logprobs": True, "top_logprobs": 5,
-                                                      "temperature": 0})
+            r = self._post_once("/chat/completions", body)
+            answered.append(("/chat/completions", body, r))
             res["chat"] = True
-            content = ((r.get("choices") or [{}])[0].get("logprobs") or {}).get("content") or []
+            content = (_choice(r, "/chat/completions").get("logprobs") or {}).get("content") or []
             res["chat_top_logprobs"] = bool(content) and len(content[0].get("top_logprobs") or []) >= 2
-        except ServedError as exc:
+            if res["chat_top_logprobs"]:
+                _check_top([e.get("logprob") for e in content[0]["top_logprobs"]], "content[0].top_logprobs")
+        except Refused as exc:
             log.info("chat probe: %s", exc)
             res.update(chat=False, chat_top_logprobs=False)
         res["generate"] = res["generate"] or res["chat"]
+        if answered:
+            res["response_model"] = answered[0][2].get("model")
+            self._same_model_on_replicas(res, answered[0][:2], urls)
         res["prompt_lists"] = self._probe_lists(res)
         return res
+
+    def _same_model_on_replicas(self, res: dict, probe: tuple, urls: list) -> None:
+        """Every replica serves the first one's model: the same id in ``GET /models`` and in its answers."""
+        path, body = probe
+        for url in urls[1:]:
+            model_id, listed = self._listed(url)
+            named = self._post_once(path, body, url=url).get("model")
+            if model_id != res["model_id"] or named != res["response_model"]:
+                raise Refused(f"the replicas serve different models: {urls[0]} serves {res['model_id']!r} (its answers "
+                              f"name {res['response_model']!r}), {url} serves {model_id!r} (its answers name "
+                              f"{named!r}). Every base_url of one spec must serve the same weights: give each "
+                              "model its own spec")
+
+    def _check_model(self, resp: dict) -> None:
+        """The model a response names is the probed one (a server whose model changed mid-run is refused)."""
+        have = self.probe()
+        named = resp.get("model") if isinstance(resp, dict) else None
+        want = have.get("response_model")
+        ok = named == want if want is not None else named in (None, have["model_id"], self.spec.model)
+        if not ok:
+            raise InvalidResponse(f"check 'model id': the response names model {named!r}, but the probe found "
+                                  f"{want or have['model_id']!r} (did the server's model change during the run? "
+                                  "scores of two models are never mixed)")
 
     def capabilities(self) -> dict[str, bool]:
         have = self.probe()
@@ -268,6 +347,7 @@ class ServedBackend(Backend):
         posts, members = self._posts(work, costs)
 
         def check(post, resp):
+            self._check_model(resp)
             parts = _split(resp, len(members[id(post)])) if len(members[id(post)]) > 1 else [resp]
             for j, part in zip(members[id(post)], parts):
                 if validate is not None:
@@ -333,34 +413,52 @@ class ServedBackend(Backend):
                        name=f"completions {prompt[-60:]!r}")
 
     # ------------------------------------------------------------------------------- echo log-probs ---
-    @staticmethod
-    def _echo_validate(req: Request, resp: dict) -> None:
+    def _echo_validate(self, req: Request, resp: dict) -> None:
+        """An echo of the prompt with its log-probs: well-formed, finite log-probs at most 0 (the first may be
+        missing), offsets that point at the tokens in the echoed text, and top_logprobs that are distributions."""
         try:
             ch = resp["choices"][0]
             lp = ch["logprobs"]
             toks, offs, vals = lp["tokens"], lp["text_offset"], lp["token_logprobs"]
             text = ch["text"]
         except (KeyError, IndexError, TypeError) as exc:
-            raise ServedError(f"request {req.name}: the response has no echoed prompt log-probabilities "
-                              f"(missing {exc}); does the server support echo with logprobs?") from None
+            raise InvalidResponse(f"check 'echo': the response has no echoed prompt log-probabilities (missing "
+                                  f"{exc}); does the server support echo with logprobs?") from None
+        if not all(isinstance(x, list) for x in (toks, offs, vals)) or not isinstance(text, str):
+            raise InvalidResponse("check 'echo': tokens, text_offset and token_logprobs are not lists (or text is "
+                                  "not a string)")
         if not (len(toks) == len(offs) == len(vals)) or not toks:
-            raise ServedError(f"request {req.name}: tokens, text_offset and token_logprobs differ in length "
-                              "(truncated response)")
+            raise InvalidResponse(f"check 'echo': tokens, text_offset and token_logprobs differ in length "
+                                  f"({len(toks)}, {len(offs)}, {len(vals)}: a truncated response)")
         if not text.startswith(req.body["prompt"]):
-            raise ServedError(f"request {req.name}: the echoed text does not start with the prompt (truncated to "
-                              "the context length, or no echo)")
+            raise InvalidResponse("check 'echo': the echoed text does not start with the prompt (truncated to the "
+                                  "context length, or no echo)")
+        for i, v in enumerate(vals):
+            if v is None and i == 0:
+                continue
+            _check_logprob(v, f"token_logprobs[{i}] (token {toks[i]!r})")
+        _, unit = _positions(text, toks, offs)
+        if unit == "bytes" and not self._byte_offsets_noted:
+            self._byte_offsets_noted = True
+            log.warning("the server of %r gives text_offset in UTF-8 bytes, not characters: converted to characters "
+                        "(every token is kept)", self.lm.name)
+        for i, top in enumerate(lp.get("top_logprobs") or []):
+            if top is not None:
+                if not isinstance(top, dict):
+                    raise InvalidResponse(f"check 'top_logprobs': entry {i} is not a mapping of tokens to log-probs")
+                _check_top(top.values(), f"top_logprobs[{i}]")
 
     def _spans(self, resp: dict, starts: Sequence[int], end: int) -> tuple[list, list]:
         """Token log-probs with (anchored) offsets in [start, end) for each start; also the straddle flags."""
         ch = resp["choices"][0]
         lp = ch["logprobs"]
-        toks, offs, vals = lp["tokens"], lp["text_offset"], lp["token_logprobs"]
-        shift = _anchor(ch["text"], toks, offs)
+        toks, vals = lp["tokens"], lp["token_logprobs"]
+        pos, _ = _positions(ch["text"], toks, lp["text_offset"])
         out, straddle = [], []
         for start in starts:
-            sel = [(o + shift, v, t) for o, v, t in zip(offs, vals, toks) if start <= o + shift < end]
+            sel = [(p, v, t) for p, v, t in zip(pos, vals, toks) if start <= p < end]
             out.append(sel)
-            straddle.append(any(o + shift < start < o + shift + len(t) for o, t in zip(offs, toks)))
+            straddle.append(any(p < start < p + len(t) for p, t in zip(pos, toks)))
         return out, straddle
 
     def _opening(self, sc) -> dict:
@@ -369,13 +467,15 @@ class ServedBackend(Backend):
 
         def validate(r, resp):
             try:
-                resp["choices"][0]["logprobs"]["top_logprobs"][0].items()
+                top = resp["choices"][0]["logprobs"]["top_logprobs"][0]
+                top.items()
             except (KeyError, IndexError, TypeError, AttributeError):
-                raise ServedError(f"request {r.name}: no top_logprobs in the response") from None
+                raise _NoTopLogprobs(f"request {r.name}: no top_logprobs in the response") from None
+            _check_top(top.values(), "top_logprobs[0]")
         try:
             resp = self.fetch(sc, [req], "opening distribution", validate)[0]
             return resp["choices"][0]["logprobs"]["top_logprobs"][0]
-        except ServedError as exc:
+        except (_NoTopLogprobs, Refused) as exc:
             log.warning("cannot read the first token's log-prob (%s); first tokens are not counted", exc)
             return {}
 
@@ -481,7 +581,9 @@ class ServedBackend(Backend):
 
         def validate(req, resp):
             if not _top(resp, chat) and not _ended_at_once(resp, chat):
-                raise ServedError(f"request {req.name}: the response has no top_logprobs for the next token")
+                raise InvalidResponse("check 'top_logprobs': the response has no top_logprobs for the next token")
+            if _top(resp, chat):
+                _check_top(_top_values(resp, chat), "the next token's top_logprobs")
 
         resps = self.fetch(sc, reqs, "label distributions", validate)
         tops = [_top(r, chat) for r in resps]
@@ -532,8 +634,8 @@ class ServedBackend(Backend):
         for p, resp in zip(prompts, self.fetch(sc, reqs, "label distributions (echo)", self._echo_validate)):
             ch = resp["choices"][0]
             lp = ch["logprobs"]
-            shift = _anchor(ch["text"], lp["tokens"], lp["text_offset"])
-            at = [j for j, o in enumerate(lp["text_offset"]) if o + shift == len(pre) + len(p)]
+            pos, _ = _positions(ch["text"], lp["tokens"], lp["text_offset"])
+            at = [j for j, o in enumerate(pos) if o == len(pre) + len(p)]
             top = (lp.get("top_logprobs") or [None] * (at[0] + 1))[at[0]] if at else None
             if not isinstance(top, dict) or not top:
                 raise ServedError(f"{why}; re-reading prompt {p[-60:]!r} from the echo failed (no token starts at "
@@ -559,21 +661,96 @@ class ServedBackend(Backend):
 
         def validate(req, resp):
             if _text(resp, chat) is None:
-                raise ServedError(f"request {req.name}: the response has no generated text")
+                raise InvalidResponse("check 'text': the response has no generated text")
 
         texts = [_text(r, chat) for r in self.fetch(sc, reqs, "generation", validate)]
         from ..generation import truncate_at_stop
         return [truncate_at_stop(t, stop) if stop else t for t in texts]
 
 
-def _anchor(text: str, toks: Sequence[str], offs: Sequence[int]) -> int:
-    """What to add to the server's ``text_offset`` values to make them positions in the echoed ``text``: the offsets
-    are anchored at the end of the text (servers differ in whether a special prefix token counts in them). The last
-    token is the generated one; a server may leave it out of the text (vLLM skips special tokens there: a generated
-    ``<|im_end|>`` is in ``tokens`` but not in ``text``), and then the text ends where the token before it ends."""
+def _anchor(text: str, toks: Sequence[str], offs: Sequence[int], size=len) -> int:
+    """What to add to the server's ``text_offset`` values to make them positions in the echoed ``text`` (measured
+    by ``size``: characters, or UTF-8 bytes): the offsets are anchored at the end of the text (servers differ in
+    whether a special prefix token counts in them). The last token is the generated one; a server may leave it out of
+    the text (vLLM skips special tokens there: a generated ``<|im_end|>`` is in ``tokens`` but not in ``text``), and
+    then the text ends where the token before it ends."""
     if len(toks) >= 2 and toks[-1] and not text.endswith(toks[-1]):
-        return len(text) - (offs[-2] + len(toks[-2]))
-    return len(text) - (offs[-1] + len(toks[-1]))
+        return size(text) - (offs[-2] + size(toks[-2]))
+    return size(text) - (offs[-1] + size(toks[-1]))
+
+
+def _utf8_len(s: str) -> int:
+    return len(s.encode("utf-8"))
+
+
+def _fits(text: str, toks: Sequence[str], pos: Sequence[int]) -> bool:
+    """Whether every echoed token whose text is whole (not empty, no replacement character, after a whole token)
+    stands at its position in ``text`` (the generated last token is not checked)."""
+    for i in range(len(toks) - 1):
+        t, prev = toks[i], toks[i - 1] if i else "x"
+        if not t or "\ufffd" in t or not prev or "\ufffd" in prev or pos[i] < 0:
+            continue
+        if not text.startswith(t, pos[i]):
+            return False
+    return True
+
+
+def _positions(text: str, toks: Sequence[str], offs: Sequence[int]) -> tuple[list[int], str]:
+    """Each token's position (in characters) in the echoed ``text`` and the unit the server counted ``text_offset``
+    in: ``"characters"`` (the OpenAI convention) or ``"bytes"`` (UTF-8; converted). Offsets that fit neither are
+    refused (:class:`InvalidResponse`): a token is never silently moved out of its span."""
+    if any(not isinstance(o, int) or isinstance(o, bool) for o in offs) or any(b < a for a, b in zip(offs, offs[1:])):
+        raise InvalidResponse("check 'text_offset': the offsets are not increasing whole numbers")
+    shift = _anchor(text, toks, offs)
+    pos = [o + shift for o in offs]
+    if _fits(text, toks, pos):
+        return pos, "characters"
+    if not text.isascii():
+        starts, b = [], 0                                   # byte offset where each character starts
+        for c in text:
+            starts.append(b)
+            b += _utf8_len(c)
+        starts.append(b)                                    # the end of the text
+        shift = _anchor(text, toks, offs, _utf8_len)
+        bpos = [bisect.bisect_right(starts, o + shift) - 1 if o + shift >= 0 else o + shift for o in offs]
+        if _fits(text, toks, bpos):
+            return bpos, "bytes"
+    bad = next((i for i in range(len(toks) - 1) if toks[i] and not text.startswith(toks[i], max(pos[i], 0))), 0)
+    raise InvalidResponse(f"check 'text_offset': token {bad} ({toks[bad]!r}) is not at its offset {offs[bad]} in the "
+                          "echoed text, counted in characters or in UTF-8 bytes; the scored span cannot be located")
+
+
+def _check_logprob(v, where: str) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v > LOGPROB_TOL:
+        raise InvalidResponse(f"check 'log-prob': {where} is {v!r}, not a finite log-probability at most 0")
+    return float(v)
+
+
+def _check_top(values, where: str) -> None:
+    """A top-k: finite log-probs at most 0 whose probabilities sum to at most 1 (+ :data:`MASS_TOL`)."""
+    vals = [_check_logprob(v, f"a value of {where}") for v in values]
+    mass = float(np.exp(vals).sum()) if vals else 0.0
+    if mass > 1 + MASS_TOL:
+        raise InvalidResponse(f"check 'top-k mass': the probabilities of {where} sum to {mass:.4g}, more than 1")
+
+
+def _choice(resp, path: str) -> dict:
+    """``choices[0]`` of an answer, or a transient error saying what came back instead."""
+    try:
+        ch = resp["choices"][0]
+        if isinstance(ch, dict):
+            return ch
+    except (KeyError, IndexError, TypeError):
+        pass
+    raise ServedError(f"{path}: a malformed answer (no choices[0]): {str(resp)[:200]!r}")
+
+
+def _top_values(resp: dict, chat: bool) -> list:
+    """The raw log-probs of the next token's top-k (before any merging), for the checks."""
+    ch = resp["choices"][0]
+    if chat:
+        return [e.get("logprob") for e in ch["logprobs"]["content"][0]["top_logprobs"]]
+    return list(ch["logprobs"]["top_logprobs"][0].values())
 
 
 def _top(resp: dict, chat: bool) -> dict:

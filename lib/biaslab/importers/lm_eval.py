@@ -1,0 +1,263 @@
+"""lm-evaluation-harness 0.4.x ``--log_samples`` output: ``samples_<task>_<date>.jsonl`` beside ``results_<date>.json``.
+
+Each sample line holds the ``doc`` (the dataset row), the requests made of the model (``arguments``: context and
+continuation of each log-likelihood request, or the prompt of a generation) and the model's answers (``resps``:
+``[log-likelihood, is_greedy]`` per request, or the generated text). ``results_*.json`` holds the run's identity
+(``config.model_args``, ``model_name``, ``git_hash``, ``lm_eval_version``, ``date``), the task's configuration and
+version and the harness's own aggregate metrics.
+
+The task is recognised from the samples: CrowS-Pairs when every doc has ``sent_more`` and ``sent_less`` and the
+sample asks two log-likelihoods whose continuations are those sentences (``crows_pairs_english``,
+``crows_pairs_french``, their per-category subtasks and any task that includes their YAML); BBQ when the docs have
+BBQ's fields and the sample asks one log-likelihood per answer (``bbq``) or generates an answer that names exactly
+one option (``bbq_generate``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pandas as pd
+
+from ..benchmarks.bbq import biased_from_tags
+from ..filehash import sha256_file
+from . import ImportedLog, ImportError_, supported
+
+#: the ``--log_samples`` line layout this module reads (lm-eval 0.4.0 to 0.4.13 write it)
+SAMPLE_KEYS = {"doc_id", "doc", "arguments", "resps"}
+SUPPORTED_VERSIONS = "lm-eval 0.4.x"
+BBQ_FIELDS = ("context", "question", "ans0", "ans1", "ans2", "label", "category", "context_condition",
+              "question_polarity")
+
+
+def _samples_files(path: Path) -> list[Path]:
+    if path.is_file():
+        if not path.name.startswith("samples_") or not path.name.endswith(".jsonl"):
+            raise ImportError_(f"{path}: not an lm-eval samples file (samples_<task>_<date>.jsonl, written by "
+                               "lm_eval --log_samples)")
+        return [path]
+    files = sorted(path.rglob("samples_*.jsonl"))
+    if not files:
+        raise ImportError_(f"{path}: no samples_*.jsonl under it; run lm_eval with --log_samples")
+    return files
+
+
+def _task_and_date(f: Path) -> tuple[str, str]:
+    m = re.fullmatch(r"samples_(.+)_(\d{4}-\d{2}-\d{2}T[\d\-.]+)\.jsonl", f.name)
+    return (m.group(1), m.group(2)) if m else (f.stem[len("samples_"):], "")
+
+
+def _results_for(f: Path, task: str, date: str) -> tuple[dict, Path | None]:
+    cands = sorted(f.parent.glob(f"results_{date}.json")) if date else []
+    cands += [c for c in sorted(f.parent.glob("results_*.json")) if c not in cands]
+    for c in cands:
+        try:
+            r = json.loads(c.read_text())
+        except (OSError, json.JSONDecodeError):
+            continue
+        if task in r.get("configs", {}) or task in r.get("results", {}):
+            return r, c
+    return {}, None
+
+
+def _ll(resp) -> float:
+    """A log-likelihood response: ``[ll, is_greedy]`` (numbers or their strings), possibly wrapped in a list."""
+    while isinstance(resp, list) and resp and isinstance(resp[0], list):
+        resp = resp[0]
+    return float(resp[0] if isinstance(resp, list) else resp)
+
+
+def _requests(sample: dict) -> list[tuple]:
+    """The sample's requests in order: (arg_0, arg_1) per ``gen_args_i``."""
+    args = sample.get("arguments")
+    if isinstance(args, dict):
+        keys = sorted(args, key=lambda k: int(re.sub(r"\D", "", k) or 0))
+        return [tuple(args[k][a] for a in sorted(args[k])) for k in keys]
+    if isinstance(args, list):
+        return [tuple(a) if isinstance(a, (list, tuple)) else (a,) for a in args]
+    return []
+
+
+def _kind(sample: dict) -> str | None:
+    doc, reqs = sample.get("doc") or {}, _requests(sample)
+    if {"sent_more", "sent_less"} <= set(doc) and len(reqs) == 2:
+        return "crows_pairs"
+    if set(BBQ_FIELDS) <= set(doc):
+        return "bbq"
+    return None
+
+
+def _identity(results: dict, results_file: Path | None, task: str, files: list[Path]) -> dict:
+    cfg = results.get("config", {}) or {}
+    args = cfg.get("model_args", "")
+    if isinstance(args, dict):
+        args = ",".join(f"{k}={v}" for k, v in args.items())
+    parsed = dict(kv.split("=", 1) for kv in str(args).split(",") if "=" in kv)
+    tcfg = (results.get("configs", {}) or {}).get(task, {})
+    return {
+        "harness": "lm-evaluation-harness", "harness_version": results.get("lm_eval_version"),
+        "harness_git_hash": results.get("git_hash"), "model_backend": cfg.get("model"),
+        "model_name": results.get("model_name") or parsed.get("pretrained"), "model_args": args,
+        "revision": parsed.get("revision") or cfg.get("model_revision"),
+        "model_sha": cfg.get("model_sha") or results.get("model_sha"),
+        "task": task, "task_version": (results.get("versions", {}) or {}).get(task, tcfg.get("metadata", {}).get(
+            "version") if isinstance(tcfg.get("metadata"), dict) else None),
+        "task_hash": (results.get("task_hashes", {}) or {}).get(task),
+        "dataset_path": tcfg.get("dataset_path"), "dataset_name": tcfg.get("dataset_name"),
+        "dataset_kwargs": tcfg.get("dataset_kwargs"), "limit": cfg.get("limit"),
+        "date": results.get("date"), "transformers_version": results.get("transformers_version"),
+        "files": {str(f.name): sha256_file(f) for f in files + ([results_file] if results_file else [])},
+    }
+
+
+def _model_name(identity: dict, fallback: str) -> str:
+    name = identity.get("model_name") or fallback
+    return Path(str(name)).name if str(name).startswith(("/", ".", "~")) else str(name)
+
+
+def read(path: Path) -> list[ImportedLog]:
+    """Every task of an lm-eval output folder (or one samples file); raises :class:`ImportError_` for a task it
+    does not understand, naming what it does."""
+    logs = []
+    for f in _samples_files(path):
+        task, date = _task_and_date(f)
+        results, rfile = _results_for(f, task, date)
+        lines = []
+        with open(f, encoding="utf-8") as fh:
+            for i, line in enumerate(fh, 1):
+                if not line.strip():
+                    continue
+                try:
+                    lines.append(json.loads(line))
+                except json.JSONDecodeError as exc:
+                    raise ImportError_(f"{f}:{i}: not a JSON line ({exc.msg}); is the file complete?") from exc
+        if not lines:
+            raise ImportError_(f"{f}: no samples")
+        missing = SAMPLE_KEYS - set(lines[0])
+        if missing:
+            raise ImportError_(f"{f}: samples lack {sorted(missing)}; this importer reads the --log_samples lines "
+                               f"of {SUPPORTED_VERSIONS} (keys {sorted(SAMPLE_KEYS)}), a newer format is not "
+                               "supported yet")
+        kinds = {_kind(s) for s in lines}
+        kind = next((k for k in ("crows_pairs", "bbq") if k in kinds), None)
+        if kind is None:
+            fields = sorted((lines[0].get("doc") or {}).keys())[:12]
+            raise ImportError_(f"{f}: task {task!r} is neither CrowS-Pairs nor BBQ by its samples (doc fields "
+                               f"{fields}); supported: {supported()}")
+        identity = _identity(results, rfile, task, [f])
+        model = _model_name(identity, "lm-eval model")
+        reported = {k: v for k, v in ((results.get("results", {}) or {}).get(task, {}) or {}).items()
+                    if isinstance(v, (int, float)) and not isinstance(v, bool)}
+        build = _crows if kind == "crows_pairs" else _bbq
+        items, lls, choices, excluded = build(lines, task)
+        logs.append(ImportedLog(harness="lm-eval", task=task, kind=kind, model=model, items=items,
+                                loglikelihoods=lls, choices=choices, excluded=excluded, identity=identity,
+                                reported=reported, source=str(f),
+                                prompts=("log-likelihoods of each sentence with an empty context"
+                                         if kind == "crows_pairs" else "the task's own BBQ prompt")))
+    return logs
+
+
+def _crows(lines: list[dict], task: str):
+    rows, lls, bad = [], {}, []
+    for s in lines:
+        doc, reqs = s.get("doc") or {}, _requests(s)
+        if not ({"sent_more", "sent_less"} <= set(doc) and len(reqs) == 2):
+            bad.append({"row": s.get("doc_id"), "reason": "not a CrowS-Pairs sample (no sent_more/sent_less or "
+                                                          "not two log-likelihood requests)"})
+            continue
+        more, less = str(doc["sent_more"]), str(doc["sent_less"])
+        (c1, x1), (c2, x2) = [(r[0], r[1]) if len(r) > 1 else ("", r[0]) for r in reqs]
+        if (c1 + x1, c2 + x2) != (more, less):
+            bad.append({"row": s.get("doc_id"), "reason": "the requests' texts are not the doc's sent_more and "
+                                                          "sent_less in this order"})
+            continue
+        try:
+            l1, l2 = _ll(s["resps"][0]), _ll(s["resps"][1])
+        except (TypeError, ValueError, IndexError, KeyError):
+            bad.append({"row": s.get("doc_id"), "reason": "no log-likelihood in resps"})
+            continue
+        lls[(c1, x1)], lls[(c2, x2)] = l1, l2
+        rows.append({"prompt_id": f"{task}:{s['doc_id']}", "pair_id": s["doc_id"],
+                     "bias_type": doc.get("bias_type", ""), "direction": doc.get("stereo_antistereo", ""),
+                     "sent_more": more, "sent_less": less, "logp_more": l1, "logp_less": l2,
+                     "likelihood_diff": s.get("likelihood_diff"), "pct_stereotype": s.get("pct_stereotype")})
+    return pd.DataFrame(rows), lls, {}, pd.DataFrame(bad, columns=["row", "reason"])
+
+
+def _bbq(lines: list[dict], task: str):
+    rows, lls, choices, bad = [], {}, {}, []
+    for s in lines:
+        doc, reqs = s.get("doc") or {}, _requests(s)
+        if not set(BBQ_FIELDS) <= set(doc):
+            bad.append({"row": s.get("doc_id"), "reason": f"doc lacks {sorted(set(BBQ_FIELDS) - set(doc))}"})
+            continue
+        options = [str(doc[f"ans{i}"]) for i in range(3)]
+        info, meta = doc.get("answer_info") or {}, doc.get("additional_metadata") or {}
+        try:
+            unknown = [i for i in range(3) if info[f"ans{i}"][1] == "unknown"]
+            biased = biased_from_tags(info, meta["stereotyped_groups"], doc["question_polarity"])
+        except (KeyError, IndexError, TypeError):
+            unknown, biased = [], None
+        if len(unknown) != 1 or biased is None:
+            bad.append({"row": s.get("doc_id"), "reason": "the biased or unknown answer is not determined by the "
+                                                          "doc's answer_info and stereotyped_groups"})
+            continue
+        row = {"prompt_id": f"{task}:{s['doc_id']}", "example_id": doc.get("example_id", s["doc_id"]),
+               "template": f"{doc['category']}:{doc.get('question_index', '')}",
+               **{k: doc[k] for k in BBQ_FIELDS}, "gold_index": int(doc["label"]), "biased_index": biased,
+               "unknown_index": unknown[0]}
+        if len(reqs) >= 3 and all(len(r) > 1 for r in reqs):           # multiple choice: one ll per choice
+            try:
+                vals = [_ll(r) for r in s["resps"]]
+            except (TypeError, ValueError, KeyError):
+                bad.append({"row": s.get("doc_id"), "reason": "no log-likelihood in resps"})
+                continue
+            conts = [str(r[1]).strip() for r in reqs]
+            picked = _option_of(conts, options, max(range(len(vals)), key=lambda i: vals[i]))
+            if picked is None:
+                bad.append({"row": s.get("doc_id"), "reason": f"the choices {conts[:4]}... do not map onto "
+                                                              "ans0-ans2"})
+                continue
+            for r, v in zip(reqs, vals):
+                lls[(r[0], r[1])] = v
+            row.update({f"logp_{i}": max((v for c, v in zip(conts, vals) if _option_of(conts, options,
+                                                                                         conts.index(c)) == i),
+                                         default=float("nan")) for i in range(3)},
+                       prompt=reqs[0][0], choice=picked, n_choices=len(reqs))
+        else:                                                          # generated: the answer must name one option
+            text = s.get("filtered_resps") or s.get("resps")
+            while isinstance(text, list) and text:
+                text = text[0]
+            text = str(text or "").strip().lower()
+            hits = [i for i, o in enumerate(options) if o.strip().lower() and o.strip().lower() in text]
+            if len(hits) != 1:
+                bad.append({"row": s.get("doc_id"), "reason": (f"generated answer {text[:60]!r} names "
+                                                               f"{len(hits)} of the options, not one")})
+                continue
+            prompt = reqs[0][0] if reqs else ""
+            choices[prompt] = hits[0]
+            row.update(prompt=prompt, choice=hits[0], generation=text)
+        row.update(deviated=int(row["choice"] == biased), correct=int(row["choice"] == row["gold_index"]),
+                   chose_unknown=int(row["choice"] == unknown[0]), harness_acc=s.get("acc"))
+        rows.append(row)
+    return pd.DataFrame(rows), lls, choices, pd.DataFrame(bad, columns=["row", "reason"])
+
+
+def _option_of(conts: list[str], options: list[str], k: int) -> int | None:
+    """Which of ans0-ans2 the k-th choice stands for. lm-eval's ``bbq`` replaces the doc's "unknown" answer by ten
+    phrasings of it (HELM's list) after the two other answers: choice 0 and 1 are those answers, any later choice is
+    the unknown answer, i.e. the option that is not among the first two. A task with exactly the three options maps
+    them by text."""
+    opts = [o.strip() for o in options]
+    if len(conts) == 3:
+        return opts.index(conts[k]) if conts[k] in opts and sorted(conts) == sorted(opts) else None
+    first = conts[:2]
+    if not all(c in opts for c in first) or len(set(first)) != 2:
+        return None
+    if k < 2:
+        return opts.index(conts[k])
+    rest = [i for i, o in enumerate(opts) if o not in first]
+    return rest[0] if len(rest) == 1 else None

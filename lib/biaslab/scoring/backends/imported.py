@@ -1,0 +1,128 @@
+"""The imported backend: the Scorer's requests answered from another harness's per-sample log.
+
+A peer of :mod:`.local` and :mod:`.served`: ``sequence_logprob`` is log P(text | prefix), which an lm-eval
+CrowS-Pairs run holds as the log-likelihood of each sentence after an empty context (lm-eval, like biaslab, puts the
+BOS token, or EOS where there is none, before it); ``option_values`` is log P(option | prompt), held by a
+multiple-choice run whose context and continuation are exactly the prompt and the option. Requests are matched by
+their exact texts. The first request the log does not hold raises, naming it and what the analysis needs instead;
+nothing is computed and nothing is cached (the log is the cache). Token counts, which no log records, come from the
+tokenizer the imported model found (:mod:`biaslab.models.imported`); without one they are NaN, so only the
+unnormalised scores are defined, and a warning says so.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+
+import pandas as pd
+
+from .base import Backend
+
+log = logging.getLogger(__name__)
+
+
+#: what a log of each kind holds, for the "not in the log" messages
+HOLDS = {"crows_pairs": "a CrowS-Pairs run asks no prompt (no preference prompt), only the log-likelihood of each "
+                        "sentence",
+         "bbq": "a BBQ run holds the log-likelihood (or the generated answer) of each option after its own prompt"}
+
+
+class NotInLog(KeyError):
+    """A request the imported log does not hold."""
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+class ImportedBackend(Backend):
+    name = "imported"
+    remote = False
+
+    def __init__(self, lm):
+        super().__init__(lm)
+        self.lls: dict = {}
+        self.choices: dict = {}
+        for lg in lm.logs:
+            self.lls.update(lg.loglikelihoods)
+            self.choices.update(lg.choices)
+        self._warned = False
+
+    # ------------------------------------------------------------------------------------------ helpers ---
+    def _missing(self, what: str, text: str) -> NotInLog:
+        tasks = ", ".join(f"{lg.task} ({lg.kind}, {len(lg.items)} items; {lg.prompts})" for lg in self.lm.logs)
+        return NotInLog(f"not in the {self.lm.fingerprint.get('format', 'imported')} log of {self.lm.name!r}: "
+                        f"{what} {text[:120]!r}; this analysis needs a model, or a log of a task that asked "
+                        f"exactly this (the log holds: {tasks})")
+
+    def _n_tokens(self, text: str) -> float:
+        tok = self.lm.tokenizer
+        if tok is None:
+            if not self._warned:
+                log.warning("imported model %s: no tokenizer, so token counts are NaN: log-probabilities are "
+                            "exact, length-normalised scores (LPBS, PPB) are undefined", self.lm.name)
+                self._warned = True
+            return math.nan
+        return len(tok(text, add_special_tokens=False)["input_ids"])
+
+    # ------------------------------------------------------------------------------------ the interface ---
+    def sequence_logprob(self, sc, texts: list[str], per_token: bool):
+        if per_token:
+            raise TypeError(f"per_token=True: the log of {self.lm.name!r} holds one log-likelihood per text, not "
+                            "per token")
+        rows = []
+        for t in texts:
+            if ("", t) not in self.lls:
+                raise self._missing("the log-likelihood of", t)
+            s, n = self.lls[("", t)], self._n_tokens(t)
+            rows.append({"sum_logprob": s, "n_tokens": n, "mean_logprob": s / n if n else math.nan,
+                         "perplexity": math.exp(-s / n) if n else math.nan})
+        return pd.DataFrame(rows, columns=["sum_logprob", "n_tokens", "mean_logprob", "perplexity"])
+
+    def option_values(self, sc, prompts: list[str], options: list[list[str]], chat) -> list[list[tuple]]:
+        if chat:
+            raise self._missing("a chat-template prompt (chat=True) such as", prompts[0] if prompts else "")
+        out = []
+        for p, opts in zip(prompts, options):
+            vals = []
+            for o in opts:
+                if (p, o) not in self.lls:
+                    raise self._missing("the option " + repr(o) + " after the prompt", p)
+                vals.append((self.lls[(p, o)], self._n_tokens(o)))
+            out.append(vals)
+        return out
+
+    def generate(self, sc, prompts, max_new_tokens, stop, do_sample, seed, temperature, chat):
+        raise self._missing("a generation for", prompts[0] if prompts else "")
+
+    def label_distribution(self, sc, prompts, labels, chat):
+        raise self._missing("a next-token distribution after", prompts[0] if prompts else "")
+
+    def token_strings(self, sc, text: str) -> list[str]:
+        if self.lm.tokenizer is None:
+            raise self._missing("the tokens of", text)
+        return self.lm.tokenizer.convert_ids_to_tokens(self.lm.tokenizer(text, add_special_tokens=False)["input_ids"])
+
+    def chat_available(self) -> bool:
+        return False
+
+    def render(self, prompts, chat) -> list[str]:
+        return list(prompts)
+
+    def capabilities(self) -> dict[str, bool]:
+        has_ll = bool(self.lls)
+        return {"prompt_logprobs": has_ll, "top_logprobs": False, "chat_top_logprobs": False,
+                "generate": False, "chat": False}
+
+    def lacks(self, capability: str, why: str = "") -> Exception:
+        need = {"prompt_logprobs": "log-likelihoods", "top_logprobs": "next-token distributions",
+                "chat_top_logprobs": "next-token distributions of chat prompts", "generate": "generations",
+                "chat": "chat prompts"}[capability]
+        fmt = self.lm.fingerprint.get("format", "imported")
+        asked = "; ".join(f"{lg.task}: {HOLDS.get(lg.kind, lg.kind)}" for lg in self.lm.logs)
+        return ValueError(f"{why or capability}: not in the {fmt} log of {self.lm.name!r}, which holds no {need} "
+                          f"(capability {capability!r}) — {asked}; this needs a model, or a log of a task that "
+                          "recorded them")
+
+    def cache_identity(self) -> dict:
+        return self.lm.fingerprint

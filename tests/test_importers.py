@@ -1,0 +1,281 @@
+"""Results from elsewhere: real lm-eval 0.4.13 logs in (tests/fixtures/make_fixtures.sh made them), Every Eval Ever
+records out and back in.
+
+The lm-eval fixtures were made with task YAMLs that include lm-eval's own crows_pairs_english.yaml and
+bbq_multiple_choice.yaml under other names (local_crows_en, local_crows_fr, local_bbq) with local data, so a pass here
+means the tasks were recognised by their samples, not by name.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from biaslab import importers, models
+from biaslab.importers import eee, lm_eval
+from biaslab.scoring import Scorer
+from biaslab.scoring.backends.imported import NotInLog
+
+FIX = Path(__file__).parent / "fixtures" / "lm_eval"
+ROOT = Path(__file__).resolve().parents[1]
+CROWS_EN = FIX / "smollm2_crows_en"
+CROWS_FR = FIX / "gemma_crows_fr"
+GEMMA_EN = FIX / "gemma_crows_en"
+BBQ = FIX / "smollm2_bbq"
+INSPECT = FIX.parent / "inspect" / "bbq"
+
+
+def _samples(folder: Path) -> list[dict]:
+    (f,) = sorted(folder.glob("samples_*.jsonl"))
+    return [json.loads(line) for line in f.read_text().splitlines() if line.strip()]
+
+
+def _results(folder: Path) -> dict:
+    (f,) = sorted(folder.glob("results_*.json"))
+    return json.loads(f.read_text())
+
+
+def test_pinned_schemas_are_the_wheels():
+    for name, sha in eee.SCHEMA_SHA256.items():
+        assert hashlib.sha256((eee.SCHEMA_DIR / name).read_bytes()).hexdigest() == sha, name
+        assert sha in (eee.SCHEMA_DIR / "README.md").read_text()
+
+
+def test_crows_recognised_by_content_and_harness_metrics_reproduced_exactly():
+    (lg,) = importers.read("lm-eval", CROWS_EN)
+    res = _results(CROWS_EN)
+    assert lg.kind == "crows_pairs" and lg.task == "local_crows_en"
+    n = res["n-samples"]["local_crows_en"]["effective"]
+    assert len(lg.items) + len(lg.excluded) == n and len(lg.excluded) == 0
+    assert lg.identity["harness_version"] == "0.4.13" and "pretrained=" in lg.identity["model_args"]
+    assert lg.identity["dataset_path"] == "csv"
+    diff = [m - l for m, l in zip(lg.items.logp_more, lg.items.logp_less)]
+    # lm-eval's aggregation is the plain mean of its per-pair values
+    assert sum(1.0 if d > 0 else 0.0 for d in diff) / len(diff) == res["results"]["local_crows_en"][
+        "pct_stereotype,none"]
+    assert sum(abs(d) for d in diff) / len(diff) == res["results"]["local_crows_en"]["likelihood_diff,none"]
+    # and per pair, the harness's own per-sample metric
+    assert list(lg.items.likelihood_diff) == [abs(d) for d in diff]
+
+
+def test_import_cli_on_another_model_and_language_matches_an_independent_computation(tmp_path):
+    """The French Gemma --limit run: tables from `biaslab import lm-eval`, numbers from the jsonl by hand."""
+    from biaslab.cli import main
+    assert main(["import", "lm-eval", str(CROWS_FR), "--out", str(tmp_path)]) == 0
+    pairs = pd.read_csv(tmp_path / "tables" / "pair_scores.csv")
+    samples = _samples(CROWS_FR)
+    assert len(pairs) == len(samples)
+    tok = models.load("gemma-3-270m").tokenizer
+    by_id = {s["doc_id"]: s for s in samples}
+    d_norm = []
+    for r in pairs.itertuples():
+        s = by_id[r.pair_id]
+        l1, l2 = (float(x[0][0] if isinstance(x[0], list) else x[0]) for x in s["resps"])
+        n1 = len(tok(s["doc"]["sent_more"], add_special_tokens=False)["input_ids"])
+        n2 = len(tok(s["doc"]["sent_less"], add_special_tokens=False)["input_ids"])
+        assert (r.logp_more, r.logp_less, r.n_more, r.n_less) == (l1, l2, n1, n2)
+        d_norm.append(l1 / n1 - l2 / n2)
+    lik = pd.read_csv(tmp_path / "tables" / "likelihood_tests.csv")
+    row = lik[(lik.bias_type == "overall") & (lik.score == "norm_logprob")].iloc[0]
+    assert row.lpbs == pytest.approx(sum(d_norm) / len(d_norm), abs=1e-12)
+    check = pd.read_csv(tmp_path / "tables" / "harness_check.csv")
+    assert (check.abs_difference == 0).all()
+    manifest = json.loads((tmp_path / "MANIFEST.json").read_text())
+    (task,) = manifest["models"]["gemma-3-270m"]["tasks"].values()
+    assert task["harness_version"] == "0.4.13" and task["limit"] == 50.0
+
+
+@pytest.mark.model
+def test_lpbs_within_1e4_of_biaslabs_engine():
+    lm_imp = models.load({"imported": str(CROWS_EN)})
+    (lg,) = lm_imp.logs
+    p = lg.items.head(20)
+    texts = list(p.sent_more) + list(p.sent_less)
+    imp = Scorer(lm_imp, cache_dir=False, progress=False).sequence_logprob(texts)
+    own = Scorer(models.load("smollm2-135m-instruct", device="cpu", dtype="float32"), cache_dir=False,
+                 progress=False).sequence_logprob(texts)
+    assert list(imp.n_tokens) == list(own.n_tokens)
+    n = len(p)
+    lpbs = [(a.mean_logprob[:n].to_numpy() - a.mean_logprob[n:].to_numpy()).mean() for a in (imp, own)]
+    assert abs(lpbs[0] - lpbs[1]) < 1e-4
+    assert (imp.sum_logprob - own.sum_logprob).abs().max() < 1e-3
+
+
+def test_bbq_accuracy_and_bias_scores_equal_the_harness_metrics_with_clustered_intervals(tmp_path):
+    """The multiple-choice BBQ log (2 categories x 3 templates x the 2x2 of context condition and polarity): the
+    import's accuracy and bias scores are lm-eval's own, per condition and per category, and come with intervals
+    clustered on the template."""
+    from biaslab.cli import main
+    from biaslab.papers.multifactor import bbq_scores
+    (lg,) = importers.read("lm-eval", BBQ)
+    assert lg.kind == "bbq" and len(lg.items) == len(_samples(BBQ)) == 24 and len(lg.excluded) == 0
+    assert (lg.items.correct == lg.items.harness_acc).all()
+    res = _results(BBQ)["results"]["local_bbq"]
+    assert lg.items.correct.mean() == pytest.approx(res["acc,none"], abs=1e-12)
+    assert main(["import", "lm-eval", str(BBQ), "--out", str(tmp_path)]) == 0
+    t = pd.read_csv(tmp_path / "tables" / "accuracy_bias_score_intervals.csv").set_index("context_condition")
+    short = {"ambig": "amb", "disambig": "disamb"}
+    for cond, s in short.items():
+        assert t.loc[cond, "accuracy"] == pytest.approx(res[f"accuracy_{s},none"], abs=1e-12)
+        assert t.loc[cond, "bias_score"] == pytest.approx(res[f"{s}_bias_score,none"], abs=1e-12)
+        assert t.loc[cond, "n_clusters"] == 6 and "template clusters" in t.loc[cond, "bias_ci_method"]
+        assert t.loc[cond, "bias_ci_low"] <= t.loc[cond, "bias_score"] <= t.loc[cond, "bias_ci_high"]
+        assert t.loc[cond, "accuracy_ci_low"] <= t.loc[cond, "accuracy"] <= t.loc[cond, "accuracy_ci_high"]
+    per_cat = bbq_scores.score_intervals(lg.items, ["category"]).set_index(["category", "context_condition"])
+    assert set(lg.items.category) == {"Gender_identity", "Age"}
+    for (cat, cond), r in per_cat.iterrows():
+        assert r.bias_score == pytest.approx(res[f"{short[cond]}_bias_score_{cat},none"], abs=1e-12)
+
+
+def test_inspect_log_of_a_real_run(tmp_path):
+    """inspect_evals' BBQ solver and scorer, run by inspect_ai 0.3.285 against SmolLM2 on llama.cpp: the model never
+    wrote inspect's `ANSWER: X` line, so its scorer read no answer, and every row is excluded with that reason."""
+    from biaslab.cli import main
+    (js,) = sorted(INSPECT.glob("*.json"))
+    (ev,) = sorted(INSPECT.glob("*.eval"))
+    raw = json.loads(js.read_text())
+    assert importers.detect(INSPECT) == importers.detect(js) == "inspect"
+    (lg,) = importers.read("inspect", INSPECT)          # the .json; the .eval of the same log is not read twice
+    assert lg.kind == "bbq" and lg.model == raw["eval"]["model"] and lg.task == "local_bbq"
+    assert lg.identity["harness_version"] == "0.3.285" and lg.identity["limit"] == 8
+    assert len(lg.items) + len(lg.excluded) == len(raw["samples"]) == 8
+    answers = {s["id"]: s["scores"]["choice"] for s in raw["samples"]}
+    for r in lg.excluded.itertuples():
+        assert answers[r.row]["answer"] == "" and answers[r.row]["reason"] in r.reason
+    assert main(["import", "inspect", str(INSPECT), "--out", str(tmp_path / "imp")]) == 0
+    assert len(pd.read_csv(tmp_path / "imp" / "tables" / "excluded.csv")) == 8
+    with pytest.raises(importers.ImportError_, match="inspect log convert --to json") as e:
+        importers.read("inspect", ev)
+    assert "\n" not in str(e.value)
+    # the same samples with the answer inspect's choice() scorer writes for a parsed `ANSWER: X` line
+    for letter, s in zip("ABCABCAB", raw["samples"]):
+        s["scores"]["choice"].update(answer=letter, value="C" if letter == s["target"] else "I", reason=None)
+    raw["samples"][0]["scores"]["choice"]["answer"] = "A, B"
+    f = tmp_path / "parsed.json"
+    f.write_text(json.dumps(raw))
+    (lg,) = importers.read("inspect", f)
+    assert list(lg.excluded.reason) == ["the scorer's answer 'A, B' is not one letter A-C"]
+    assert list(lg.items.choice) == ["ABC".index(x) for x in "BCABCAB"]
+    assert list(lg.items.correct) == [int(v == "C") for v in lg.items.harness_value]
+    assert set(lg.items.biased_index) <= {0, 1, 2} and lg.items.template.str.startswith("Gender_identity:").all()
+
+
+def test_imported_backend_names_the_first_request_the_log_lacks():
+    lm = models.load({"imported": str(CROWS_EN)})
+    sc = Scorer(lm, cache_dir=False, progress=False)
+    first = lm.logs[0].items.sent_more.iloc[0]
+    with pytest.raises(NotInLog, match=r"not in the lm-eval log of .*'A sentence nobody scored\.'"):
+        sc.sequence_logprob([first, "A sentence nobody scored."])
+    with pytest.raises(ValueError, match=r"the preference scheme: not in the lm-eval log of .* no generations "
+                                         r"\(capability 'generate'\).*no preference prompt"):
+        sc.require("generate", why="the preference scheme")
+    assert sc.missing("prompt_logprobs") is None
+    with pytest.raises(NotInLog, match="next-token distribution"):
+        sc.label_distribution(["Which sentence?"], ["0", "1"])
+
+
+def test_unknown_task_and_newer_format_are_one_line_errors(tmp_path):
+    good = (sorted(CROWS_EN.glob("samples_*.jsonl"))[0]).read_text().splitlines()[0]
+    other = json.loads(good)
+    other["doc"] = {"question": "2+2?", "answer": "4"}
+    f = tmp_path / "samples_gsm_2026-01-01T00-00-00.000000.jsonl"
+    f.write_text(json.dumps(other) + "\n")
+    with pytest.raises(importers.ImportError_, match="supported: crows_pairs") as e:
+        importers.read("lm-eval", f)
+    assert "\n" not in str(e.value)
+    newer = {k: v for k, v in json.loads(good).items() if k != "resps"}
+    f.write_text(json.dumps(newer) + "\n")
+    with pytest.raises(importers.ImportError_, match="newer format is not supported"):
+        lm_eval.read(f)
+
+
+def _run_folders() -> list[Path]:
+    return sorted(p.parent for p in (ROOT / "outputs").rglob("MANIFEST.json"))
+
+
+@pytest.mark.parametrize("folder", _run_folders(), ids=lambda p: str(p.relative_to(ROOT / "outputs")))
+def test_eee_export_validates_for_every_run_folder(folder, tmp_path):
+    res = eee.export_run(folder, tmp_path)      # raises on the first record the pinned schema rejects
+    assert any(r["aggregate"]["evaluation_results"] for r in res.values())   # a model may have no interval
+    assert sorted(tmp_path.rglob("*.json"))
+    for model, r in res.items():
+        for er in r["aggregate"]["evaluation_results"]:
+            ci = er["score_details"]["uncertainty"]["confidence_interval"]
+            assert ci["method"] and math.isfinite(ci["lower"]) and math.isfinite(ci["upper"])
+
+
+def test_eee_round_trip_gives_the_same_tables(tmp_path):
+    folder = ROOT / "outputs" / "03_crows_pairs_bayes"
+    eee.export_run(folder, tmp_path)
+    back = eee.tables_from_records(eee.read_records(tmp_path))
+    original = pd.read_csv(folder / "tables" / "pair_scores.csv")
+    got = back["pair_scores"]
+    pd.testing.assert_frame_equal(got.reset_index(drop=True)[list(original.columns)],
+                                  original.sort_values("model", kind="stable").reset_index(drop=True),
+                                  check_dtype=False, check_exact=True)
+    logs = importers.read("eee", tmp_path)
+    assert {lg.model for lg in logs} == set(original.model)
+
+
+@pytest.mark.notebook
+@pytest.mark.model
+def test_notebook3_takes_imported_models_beside_a_scored_one(tmp_path):
+    """Notebook 3, unchanged, on two imported lm-eval logs (SmolLM2 and Gemma, the first 12 English pairs, which
+    their --limit runs scored) and Gemma scored here: an imported model's likelihood table is `biaslab import
+    lm-eval`'s on the same pairs, the imported Gemma agrees with the scored one, the preference scheme is skipped
+    with the reason shown, and the three models are compared pair by pair (in notebook 3, and by a notebook-5
+    run on that output folder)."""
+    from biaslab import runner
+    from biaslab.cli import main
+    from biaslab.stats import hypothesis as hyp
+
+    n, gemma_imp = 12, "gemma-3-270m (lm-eval)"
+    code = runner.reproduce("smoke", only=["03_crows_pairs_bayes"], outputs_dir=tmp_path / "out", html=False,
+                            overrides={"models": [{"imported": str(CROWS_EN)},
+                                                  {"imported": str(GEMMA_EN), "name": gemma_imp}, "gemma-3-270m"],
+                                       "datasets": ["crows_pairs_en"], "max_pairs": n, "allocation": "first"})
+    folder = tmp_path / "out" / "03_crows_pairs_bayes"
+    failed = folder / "MANIFEST.failed.json"
+    assert code == 0, json.loads(failed.read_text()).get("error") if failed.exists() else code
+    tables = folder / "tables"
+    (lg,) = importers.read("lm-eval", CROWS_EN)
+    name = lg.model
+    assert main(["import", "lm-eval", str(CROWS_EN), "--out", str(tmp_path / "imp")]) == 0
+    imp = pd.read_csv(tmp_path / "imp" / "tables" / "pair_scores.csv").head(n)
+    nb_pairs = pd.read_csv(tables / "pair_scores.csv")
+    mine = nb_pairs[nb_pairs.model == name].reset_index(drop=True)
+    assert list(mine.pair_id) == list(imp.pair_id)
+    cols = ["logp_more", "n_more", "logp_less", "n_less", "d_logprob", "d_norm_logprob", "d_perplexity"]
+    pd.testing.assert_frame_equal(mine[cols], imp[cols], check_dtype=False)
+    lik = pd.read_csv(tables / "likelihood_tests.csv")
+    ref = hyp.likelihood_tests(imp.assign(dataset="crows_pairs_en", bias_type=list(mine.bias_type)),
+                               by=("model", "dataset")).reset_index(drop=True)
+    num = [c for c in ref.columns if c in lik.columns and pd.api.types.is_float_dtype(ref[c])]
+    assert {"mean_d", "t_p", "bf10"} <= set(num)
+    pd.testing.assert_frame_equal(lik[lik.model == name].reset_index(drop=True)[["bias_type", "score"] + num],
+                                  ref[["bias_type", "score"] + num], check_dtype=False, rtol=1e-9)
+    # the same model, imported and scored here: LPBS within 1e-4
+    g_imp, g_own = (nb_pairs[nb_pairs.model == m].reset_index(drop=True) for m in (gemma_imp, "gemma-3-270m"))
+    assert list(g_imp.n_more) == list(g_own.n_more) and list(g_imp.n_less) == list(g_own.n_less)
+    assert abs(g_imp.d_norm_logprob.mean() - g_own.d_norm_logprob.mean()) < 1e-4
+    skipped = pd.read_csv(tables / "preference_skipped.csv").set_index("model").reason
+    for m in (name, gemma_imp):
+        assert "not in the lm-eval log" in skipped[m] and "no preference prompt" in skipped[m]
+        assert "needs a model" in skipped[m]
+    assert "prompt_base_models=False" in skipped["gemma-3-270m"]
+    manifest = json.loads((folder / "MANIFEST.json").read_text())
+    assert any(skipped[name] in note for note in manifest["notes"])
+    cmp = pd.read_csv(tables / "paired_comparisons.csv")
+    assert len(cmp) == 2 * 3 and (cmp.n_pairs == n).all()
+    # notebook 5 on this output folder: its paired differences between every two of the three models
+    assert runner.reproduce("smoke", only=["05_compare"], outputs_dir=tmp_path / "nb5", html=False,
+                            overrides={"outputs_root": str(tmp_path / "out")}) == 0
+    pairs5 = pd.read_csv(tmp_path / "nb5" / "05_compare" / "tables" / "paired_differences.csv")
+    assert {frozenset((r.model_a, r.model_b)) for r in pairs5.itertuples()} == {
+        frozenset(p) for p in [(name, gemma_imp), (name, "gemma-3-270m"), (gemma_imp, "gemma-3-270m")]}
+    assert (pairs5.n_pairs == n).all()
