@@ -28,7 +28,7 @@ verify: install
 	$(BIASLAB) verify outputs
 
 test: data models served-test browser
-	$(PY) -m pytest
+	$(PY) -m pytest --durations=25
 
 # Debian's Chromium and its ChromeDriver for the browser test of the HTML reports (tests/test_report_browser.py),
 # installed where missing when run as root with apt-get (about 45 s on a fresh machine); elsewhere the test skips and
