@@ -28,7 +28,7 @@ verify: install
 	$(BIASLAB) verify outputs
 
 test: data models served-test browser
-	$(PY) -m pytest
+	$(PY) -m pytest --durations=25
 
 # Debian's Chromium and its ChromeDriver for the browser test of the HTML reports (tests/test_report_browser.py),
 # installed where missing when run as root with apt-get (about 45 s on a fresh machine); elsewhere the test skips and
@@ -124,11 +124,11 @@ $(LMEVAL_VENV)/.installed: perf/requirements-lmeval.txt requirements.lock
 catalogue: install
 	$(BIASLAB) catalogue
 
-# Remove what runs leave that is never committed: scratch runs, HTML reports (with their MathJax copies) and PDFs,
+# Remove what runs leave that is never committed: scratch runs, HTML reports and PDFs,
 # failed-run notebooks and records, staging folders of killed runs. The committed outputs (tables, figures, executed
 # notebooks, MANIFEST.json, screenshots) stay, and so does the .old-* folder of an interrupted publish (the last good
 # outputs: the next run restores it).
 clean-outputs:
 	rm -rf scratch
 	find outputs \( -name '*.html' -o -name '*.pdf' -o -name '*.failed.ipynb' \) -type f -delete
-	find outputs -depth \( -name '.*.staging-*' -o -name '.*.unverified-*' -o -name _mathjax \) -type d -exec rm -rf {} +
+	find outputs -depth \( -name '.*.staging-*' -o -name '.*.unverified-*' \) -type d -exec rm -rf {} +

