@@ -580,7 +580,7 @@ def reproduce(profile: str = "default", only: list[str] | None = None, overrides
     if published and publish and not sig:
         from . import catalogue, summary
         catalogue.write()
-        summary.write(outputs_dir)          # outputs/SUMMARY.md and the README's headline block (issue 18)
+        summary.write(outputs_dir)          # outputs/SUMMARY.md and the generated blocks of README.md and docs/
     if html and (publish or not published) and not sig:     # the front page over every run in that folder (scratch/ too)
         from . import report_index
         print(f"reports: {report_index.write(outputs_dir)}")
