@@ -185,7 +185,7 @@ def test_check_accepts_seaborn_boxes_of_single_points():
 
 
 def test_bf_prior_robustness_marks_the_reported_prior():
-    """Issue 18: BF10 against the prior scale per model x dataset, log axes, the reported prior marked on each
+    """BF10 against the prior scale per model x dataset, log axes, the reported prior marked on each
     line, the stated range shaded; built from stats.hypothesis.bf_prior_curves (pooled rows)."""
     from biaslab.plots import bayes as bplots
     from biaslab.stats import hypothesis as h

@@ -1,4 +1,4 @@
-"""Words against numbers (issue 18): every findings function renders only from the verdict columns of
+"""Words against numbers: every findings function renders only from the verdict columns of
 biaslab.stats.verdict, so on fabricated tables — a raw p that is significant while the adjusted one is not, intervals
 touching the null, undefined scores, responders degenerate on one metric only — it says what those columns imply; no
 markdown cell of a notebook, and no sentence of the README outside its generated block, quotes a number of a
@@ -342,8 +342,8 @@ def test_no_findings_code_reads_a_raw_p_value():
 
 
 def test_design_sentences_render_from_their_tables():
-    """Notebook 1's coverage and notebook 2's template lengths were hand-written in markdown (issue 18's done-when:
-    no sentence states a result not rendered from a table); they are rendered from the tables now, the papers' own
+    """Notebook 1's coverage and notebook 2's template lengths were hand-written in markdown (no sentence may
+    state a result not rendered from a table); they are rendered from the tables now, the papers' own
     numbers beside ours and attributed."""
     from biaslab.papers.calm import findings as F2
     from biaslab.papers.calm import published
