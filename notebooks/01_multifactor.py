@@ -346,7 +346,7 @@ if benchmark == "ssqa":
     out.table(released[["prompt_id", "model", "cot", "answer", "deviated"]].merge(
         prompts[["prompt_id"] + bench.cluster_columns], on="prompt_id"), "responses_released")
     display(Markdown(findings.released_findings(answers.reset_index())))
-    # sensitivity (issue 18): Granite's 456 "other" answers counted as not biased (above) or left out
+    # sensitivity: Granite's 456 "other" answers counted as not biased (above) or left out
     table(multifactor.other_answer_sensitivity(released, prompts, bench.clusters), "other_answer_sensitivity",
           markdown=True)
 timings["released"] = time.perf_counter() - t0
@@ -502,7 +502,7 @@ if len(scored) and benchmark == "bbq":
           "accuracy_bias_score_intervals_by_category", show_rows=8)
 
 # %% [markdown]
-# **Responder check (changed after review; per metric since issue 18).** Before any test, each model (and, for SSQA,
+# **Responder check, per metric.** Before any test, each model (and, for SSQA,
 # each chain-of-thought setting) is checked for a degenerate pattern in what this notebook's metrics read — the
 # *answer* (deviation rates and the deviation metric are answer rates; `biaslab.stats.responders`: modal answer
 # ≥ 95 %, normalized answer entropy ≤ 0.20, unparseable > 50 %; not judged below 20 responses; the label mass is
@@ -615,7 +615,7 @@ if emb:
     groups["embedded"] = emb
 ks = pd.concat([sg.ks_tests(ecdf_sub[ecdf_sub["model"].isin(ms)]).assign(models=name)
                 for name, ms in groups.items()], ignore_index=True)
-# issue 18: every row stays; a pair with a degenerate responder is marked "not tested" by the verdict columns
+# every row stays; a pair with a degenerate responder is marked "not tested" by the verdict columns
 ks = decisions.decide(benchmark, {"ks_tests": ks}, resp_check)["ks_tests"]
 table(ks, "ks_tests", markdown=True)
 for name, ms in groups.items():
@@ -626,7 +626,7 @@ for name, ms in groups.items():
 timings["subgroups"] = time.perf_counter() - t0
 
 # %% [markdown]
-# **Intervals and paired comparisons (changed after review; issue 18).** SSQA and BBQ prompts are generated from
+# **Intervals and paired comparisons.** SSQA and BBQ prompts are generated from
 # templates, so the template is the cluster (`bench.cluster`) of every interval here; SSQA is moreover *crossed*
 # (every stigma in every template, `bench.crossed_with`), so its intervals cluster two-way on template and stigma
 # (Cameron, Gelbach & Miller 2011). One rule (`biaslab.stats.clustered`): cluster-robust CR1 standard errors with
@@ -636,7 +636,7 @@ timings["subgroups"] = time.perf_counter() - t0
 # clusters). The deviation metric (`deviation_metric_intervals.csv`) is not a mean of prompts, but it is one to first
 # order: its linearization pseudo-values (Woodruff 1971; `stats.subgroups.deviation_metric_pseudo_values`) average to
 # it, so it gets the same rule — CR1 with t(G − 1), or with fewer than 30 clusters (CALM's 12 templates) the wild
-# cluster bootstrap (changed after issue 18's audit: before, a percentile template bootstrap). Where a subgroup holds a
+# cluster bootstrap (a percentile template bootstrap under-covers with few templates). Where a subgroup holds a
 # single prompt (SSQA's embedded subset: 87 subgroups from 150 prompts) its own rate fits that prompt exactly, the
 # linearized variance is not estimable, and the interval is undefined and says so. Two models scored on
 # the same prompts answer the same subgroups, so the KS test (kept as the paper's variant) is joined by a paired test
@@ -659,7 +659,7 @@ dm_ci = paired.subgroup_metric_intervals(nocot, plan.outcome, plan.ecdf_factors,
 table(dm_ci, "deviation_metric_intervals", markdown=True)
 pst, pdiff = [], []
 for name, ms in groups.items():
-    ok = list(ms)          # issue 18: degenerate responders keep their rows; their verdict says "not tested"
+    ok = list(ms)          # degenerate responders keep their rows; their verdict says "not tested"
     for i, a in enumerate(ok):
         for b in ok[i + 1:]:
             pst.append({"models": name, **paired.paired_subgroup_test(nocot, plan.outcome, plan.ecdf_factors, a, b,
@@ -727,7 +727,7 @@ for m in pd.unique(nocot["model"]):
     refs = multifactor.references(spec, plan, d)
     full = m in released_models or len(d) >= 0.5 * len(base_prompts)
     wanted = plan.regression if full else plan.regression_subset
-    if m in degenerate_models:   # issue 18: the model keeps a row, marked, instead of vanishing from the table
+    if m in degenerate_models:   # the model keeps a row, marked, instead of vanishing from the table
         print(f"{m}: degenerate responder (responders.csv): no regression")
         fits.append(pd.DataFrame([{"model": m, "term": "(not fitted)", "factor": "", "separated": False, "n": len(d),
                                    "ci_method": "not fitted: degenerate responder (responders.csv)"}]))

@@ -429,7 +429,7 @@ timings
 # bias types of each model × dataset × score, and eq. 2 (raw log-probabilities) is tested too
 # (`score == "logprob"` in the CSV).
 #
-# *Every Bayes factor with its prior (issue 18).* A BF$_{10}$ depends on the prior under H1, so each row carries the
+# *Every Bayes factor with its prior.* A BF$_{10}$ depends on the prior under H1, so each row carries the
 # prior used (`bf_prior`) and the BF's range over the stated set r ∈ {0.2, 0.5, 0.707, 1} (`bf10_min`, `bf10_max`,
 # `bf_prior_range`; the preference scheme: Beta(a, a), a ∈ {1, 2, 5, 10, 20, 50}); `bf_prior_robustness.png` draws
 # BF$_{10}$ against the prior's scale for every pooled row, the reported prior marked. Evidence "for H1" or "for H0"
@@ -512,7 +512,7 @@ show_md("**Sample size of this run:**\n\n" + findings.sample_findings(lik))
 # `n_excluded` counts the pairs without a usable answer (label mass below `min_label_mass`, or no "0"/"1" in a
 # generated answer).
 #
-# **Responder check, per metric (changed in issue 18).** Before any preference test, each model × dataset is checked
+# **Responder check, per metric.** Before any preference test, each model × dataset is checked
 # for a degenerate response pattern, by what each source reads (`biaslab.stats.responders`, thresholds stated there;
 # `biaslab.papers.crows_pairs.decisions`). The one-order sources read the *position* named (first or second sentence,
 # both orders pooled; modal answer ≥ 95 %, answer entropy ≤ 0.20, unparseable > 50 %): a model that names the same
@@ -524,7 +524,7 @@ show_md("**Sample size of this run:**\n\n" + findings.sample_findings(lik))
 # independent units, the pair is the cluster).
 
 # %%
-# per metric (issue 18): the one-order sources read the answer, the order-averaged source the label probabilities
+# per metric: the one-order sources read the answer, the order-averaged source the label probabilities
 resp_check = decisions.responder_table(answers)
 out.table(resp_check, "responders", markdown=True)
 display(resp_check) if len(resp_check) else print("no prompts asked")
@@ -557,7 +557,7 @@ decided = decisions.decide(lik, pref, check=resp_check)   # the plan's two claim
 lik, pref = decided["likelihood_tests"], decided["preference_tests"]
 out.table(lik, "likelihood_tests")
 out.table(pref, "preference_tests")
-# every Bayes factor with its prior (issue 18): BF10 against the prior's scale, pooled rows, the reported prior marked
+# every Bayes factor with its prior: BF10 against the prior's scale, pooled rows, the reported prior marked
 curves = hyp.bf_prior_curves(lik, pref, by=("model", "dataset"), r=bf_prior_scale)
 out.table(curves, "bf_prior_sensitivity")
 fig = bplots.bf_prior_robustness(curves, stated={"likelihood (LPBS, JZS)": (min(hyp.JZS_SCALES), max(hyp.JZS_SCALES)),

@@ -355,11 +355,11 @@ ut[["model", "class_type", "unit", "n", "counts", "chi2", "p_naive", "design_eff
 display(Markdown(findings.uniformity_findings(ut)))
 
 # %% [markdown]
-# *Multiplicity by design (issue 18):* the counts **by group** are this notebook's **confirmatory family** — its
-# headline test, the question the paper asks of an agent (does it favour a group?) — Holm-adjusted over the models ×
-# class types (`family`, `p_adjusted`, `verdict`; `biaslab.papers.agentic.decisions`). Every other test here is
-# exploratory, Benjamini–Hochberg within its own table: the counts by position, the cyclic gain, the paired model
-# comparison, the positive-vs-negative differences and the breakdown tests. The Dirichlet–multinomial BF10 is
+# *What is decided:* the counts **by group** are this notebook's confirmatory claim in `analysis_plan.yaml`
+# (`group-choice`) — its headline test, the question the paper asks of an agent (does it favour a group?) — one instance
+# per class type, Holm-adjusted within each model's family (`claim`, `family`, `p_adjusted`, `verdict`). Every other
+# test here is exploratory, Benjamini–Hochberg within its own table: the counts by position, the cyclic gain, the
+# paired model comparison, the positive-vs-negative differences and the breakdown tests. The Dirichlet–multinomial BF10 is
 # called evidence only where its whole prior range agrees (`bf_direction`).
 #
 # The contrast is the point: a model that picks by **position** is far from uniform by position and close to uniform
@@ -415,7 +415,7 @@ else:
 #   class type's group counts) per model and class type, at 80 % power and α = 0.05.
 
 # %%
-# every model keeps its rows (issue 18): a degenerate responder is marked by the verdict columns, never dropped
+# every model keeps its rows: a degenerate responder is marked by the verdict columns, never dropped
 pp = per_prompt.merge(prompts[["prompt_id", "scenario_id", "class_type"]], on="prompt_id")
 ent_ci = intervals.mean_intervals(pp, "entropy", bench.cluster, by="model")
 out.table(ent_ci, "entropy_intervals", markdown=True)
@@ -441,7 +441,7 @@ power_rows.append(power.power_row("agentic", profile, "group preference, positiv
                                   scale="d_z", test="paired t / Wilcoxon",
                                   design=f"paired, {n_pairs_ct} scenarios (one pair each), t({max(n_pairs_ct - 1, 0)})"))
 # the cyclic gain as analysed: the mean over prompts clustered on the scenario (cyclic_gain_intervals.csv), so its MDE
-# comes from that clustered SE and t(G - 1), i.e. with the measured design effect (issue 18), on the entropy scale
+# comes from that clustered SE and t(G - 1), i.e. with the measured design effect, on the entropy scale
 for r in (gain_ci.itertuples() if cyc_list else []):
     power_rows.append(power.power_row(
         "agentic", profile, f"cyclic gain in entropy, {r.model}", r.n,

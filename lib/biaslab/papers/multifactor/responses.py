@@ -198,7 +198,7 @@ PLANS = {
         strata=["category", "context_condition", "question_polarity"],
         highlight=("context_condition", "question_polarity", "correct_is_biased"),
     ),
-    # Benchmarks added with issue 11: glue in biaslab.factorial (prompt table, scored subset, response table).
+    # The other benchmarks: glue in biaslab.factorial (prompt table, scored subset, response table).
     "calm": Plan(
         coverage_factors=["task", "bias_type", "group", "source_dataset", "answer_format"],
         overall_sets={

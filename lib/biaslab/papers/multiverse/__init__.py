@@ -1,4 +1,4 @@
-"""Notebook 6's glue: the multiverse of evaluation choices (issue 21).
+"""Notebook 6's glue: the multiverse of evaluation choices.
 
 * :mod:`.design`   the choices as a factor spec per benchmark (paper's protocol = reference levels) and the universes
 * :mod:`.respond`  one universe's responses through the Scorer's public methods

@@ -242,8 +242,8 @@ README_START = "<!-- multiverse:start -->"
 README_END = "<!-- multiverse:end -->"
 
 
-#: columns notebook 6's tables carry since the audit of its first committed run (issue 21): tables without them are
-#: rendered by nothing here (their counts meant something else)
+#: columns notebook 6's tables must carry to be rendered here: tables without them counted something else (a table
+#: written before these columns existed is named as stale, never rendered)
 CURRENT_COLUMNS = {"agreement": ["unit", "n_compared", "n_excluded_degenerate", "sign_agreement"],
                    "costs": ["cache_misses"], "estimates": ["responder_status"], "importance_by_factor": ["status"]}
 
