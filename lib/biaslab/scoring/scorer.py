@@ -255,6 +255,25 @@ class Scorer:
         server answers /v1/chat/completions (served)."""
         return self.backend.chat_available()
 
+    def chat_logprobs(self) -> bool:
+        """Whether prompt log-probabilities can be read of a prompt in the chat template: in-process when the
+        tokenizer has one; never from a server (its completions endpoint takes text)."""
+        return self.chat_available() and not self.backend.remote
+
+    def instruction_tuned(self) -> bool:
+        """Whether the model is instruction-tuned, judged by its name ("instruct", "-it", "-chat"); for a served
+        model also by the id the server serves (api.openai.com's chat models count)."""
+        names = [str(getattr(self.lm, "name", ""))]
+        served_id = str(getattr(getattr(self.lm, "spec", None), "model", None) or "")
+        if served_id.startswith(("gpt-", "o1", "o3", "o4")):
+            return True
+        return any(k in n.lower() or n.lower().endswith("-it") for n in names + [served_id] if n
+                   for k in ("instruct", "-chat"))
+
+    def probe(self) -> dict:
+        """What a server said it can do (the capability probe, cached); in-process: every capability."""
+        return self.backend.probe() if self.backend.remote else self.capabilities()
+
     def token_strings(self, text: str) -> list[str]:
         """How the model splits ``text`` into tokens (their strings), as the model itself tokenizes it: the local
         tokenizer, or the server's own echo (served)."""
