@@ -11,7 +11,9 @@
 #
 # Every bias number in notebooks 1–4 is one point in a space of evaluation choices the papers fix without testing:
 # how the answer is read (option log-likelihood, next-token label, generated label, a free-text answer with no
-# options shown), the instruction's wording, the chat template, answered examples, the order of the options, the
+# options shown), the wording of the instruction and answer cue, whether there is an instruction at all, the chat
+# template, answered examples, the order of the options (a CrowS-Pairs prompt is always asked in both orders and
+# averaged, its position preference reported beside it), the
 # numeric precision, and how a sentence likelihood is normalized. Lum et al. (RUTEd, ACL 2025) find that short-form
 # bias scores barely predict long-form behaviour; BBG (arXiv 2503.06987) finds generated BBQ answers disagreeing
 # with multiple choice; prompt-variation studies report rankings that flip with wording.
@@ -91,8 +93,9 @@ import pandas as pd
 from IPython.display import Markdown, display
 
 from biaslab.outputs import OutputDir
-from biaslab.papers.multifactor import responses as multifactor
-from biaslab.papers.multiverse import analysis, decisions, design, findings, matcher, respond, run
+from biaslab import paths
+from biaslab.benchmarks.base import wordings
+from biaslab.papers.multiverse import analysis, decisions, design, findings, matcher, run
 from biaslab.plots import specification
 
 pd.set_option("display.width", 180, "display.max_columns", 30, "display.max_colwidth", 60)
@@ -111,7 +114,8 @@ for b in benchmarks:
     out.record_data(bench_objs[b].sources)
     print(f"{b}: {len(items[b])} items (cluster: {bench_objs[b].cluster})")
 from biaslab.sources import sha256_file
-out.record_data({f"biaslab/data/multiverse/{f}": sha256_file(respond.DATA / f) for f in ("wordings.csv", "examples.csv")})
+out.record_data({f"biaslab/data/multiverse/{f}": sha256_file(paths.DATA_DIR / "multiverse" / f)
+                 for f in ("wordings.csv", "examples.csv")})
 
 # %% [markdown]
 # ## 1. The design: evaluation choices as factors
@@ -132,36 +136,29 @@ for b in benchmarks:
     spec_rows.append(t)
 factor_table = pd.concat(spec_rows, ignore_index=True)
 out.table(factor_table, "factors", markdown=True)
-out.table(respond.wordings(), "wordings", markdown=True)
+out.table(wordings(), "wordings", markdown=True)
 display(factor_table[["benchmark", "factor", "kind", "levels", "reference", "applies_to"]])
 
 # %% [markdown]
 # ## 2. Scoring every universe
 #
-# Per model, each universe renders the items as it asks them and calls the Scorer's public methods
-# (`biaslab.papers.multiverse.respond`); `costs.csv` has each universe's seconds, the token positions its scoring
+# Per model, each universe is one protocol (`design.protocol`), which the benchmark's own `respond` asks and reads
+# (`biaslab.benchmarks.bbq`, `crows_pairs`, `agentic`); `costs.csv` has each universe's seconds, the token positions its scoring
 # passes computed and `cache_misses`, the items the model scored or generated (0: the universe came entirely from the
 # score cache; generation computes no scoring positions, so only `cache_misses` says it). Open-ended answers are
-# generated greedily (at most 24 new tokens, stopped at a line break) and read by the deterministic matcher
+# generated greedily (up to 40 new tokens, read to the first sentence end, leading blank lines skipped) and read by
+# the deterministic matcher
 # (`biaslab.papers.multiverse.matcher`); generated labels by `scoring.extract_choice`. Nothing is dropped: an answer that names no option is kept and counted (`n_unparsed`).
 
 
 # %%
-def protocol_chat(lm):
-    """The benchmarks whose notebook asks ``lm`` in its chat template (notebooks 1 and 3)."""
-    chat = ["bbq"] if multifactor.use_chat(lm) else []
-    if getattr(lm.tokenizer, "chat_template", None):
-        chat.append("crows_pairs")
-    return chat
-
-
 reference_dtype = "float32" if dtype == "auto" and device in ("auto", "cpu") else dtype
 if dtype == "auto" and device not in ("auto", "cpu"):
     reference_dtype = "bfloat16" if "cuda" in str(device) else "float32"
 results = []
 for model_spec in models:
     t0 = time.perf_counter()
-    r = run.run_model(model_spec, items, protocol_chat, device=device, dtype=reference_dtype,
+    r = run.run_model(model_spec, items, device=device, dtype=reference_dtype,
                       design_name=design_name, formats=formats, factors=factors, precisions=precisions,
                       n_boot=n_boot, seed=seed)
     for fp in r["fingerprints"]:

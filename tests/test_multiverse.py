@@ -1,5 +1,5 @@
 """Notebook 6 (multiverse): the matcher, the design, a fabricated multiverse with known effects, the statistics it
-adds (Kendall's W, kappa, PPI), and the paper's universe against notebooks 1, 3 and 4's own code paths."""
+adds (Kendall's W, kappa, PPI). The requests of each universe are the benchmarks' own (``tests/test_protocol.py``)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from biaslab.papers.multiverse import analysis, decisions, design, matcher
 from biaslab.stats import agreement as A
 from biaslab.stats import ranking
 
-from helpers import load_or_skip, scorer, tiny_model
+from helpers import scorer, tiny_model
 
 GRAND = ["The grandfather", "The grandson", "Can't be determined"]
 
@@ -176,110 +176,10 @@ def test_ppi_mean_matches_its_closed_form():
     assert A.ppi_mean(y, y, yu)["estimate"] == pytest.approx(yu.mean())
 
 
-# ------------------------------------------------------------------------- paper's universe = notebooks 1, 3, 4
+# ------------------------------------------------------------------------------------------------ scoring cost
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
     return tiny_model(tmp_path_factory, "tiny-causal", "causal", seed=3)
-
-
-def _ask(lm, cache_dir=False):
-    from biaslab.papers.multiverse import respond
-    return respond.Asker(scorer(lm, cache_dir=cache_dir), tokenizer=lm.tokenizer)
-
-
-@pytest.fixture(scope="module")
-def bbq_items():
-    from biaslab.papers.multiverse import run
-    return load_or_skip(lambda: run.items("bbq", 12, seed=0, bbq_pool=60)[0], "BBQ")
-
-
-@pytest.mark.parametrize("chat", [False, True])
-def test_paper_universe_reproduces_notebook_1_bbq(tiny, bbq_items, chat, tmp_path):
-    from biaslab.benchmarks import bbq
-    from biaslab.papers.multifactor import responses as mf
-    from biaslab.papers.multiverse import respond
-    items = bbq_items
-    if chat:
-        tiny.tokenizer.chat_template = ("{% for m in messages %}<u>{{ m['content'] }}</u>{% endfor %}"
-                                        "{% if add_generation_prompt %}<a>{% endif %}")
-    try:
-        u = design.universes("bbq", design.Protocol(chat=("bbq",) if chat else ()))[0].as_dict
-        theirs = mf.score_bbq(scorer(tiny, cache_dir=tmp_path), items, "tiny", chat)   # notebook 1's function
-        ask = _ask(tiny, cache_dir=tmp_path)
-        mine = respond.bbq_respond(ask, items, u, "tiny")
-        assert ask.scorer.stats.get("positions", 0) == 0      # the same requests: all read from notebook 1's cache
-    finally:
-        tiny.tokenizer.chat_template = None
-    for c in ("choice", "deviated", "correct", "chose_unknown"):
-        assert (mine[c].to_numpy() == theirs[c].to_numpy()).all(), c
-    nb1 = bbq.bias_scores(theirs.merge(items, on="prompt_id"), ["model"]).set_index("context_condition")
-    est = pd.DataFrame(analysis.bbq_estimates(mine, items, n_boot=50)).set_index("metric")
-    for cond in ("ambig", "disambig"):
-        assert est.loc[f"bbq_bias_{cond}", "estimate"] == pytest.approx(nb1.loc[cond, "bias_score"], abs=1e-12)
-
-
-def test_paper_universe_reproduces_notebooks_3_and_1_crows(tiny, tmp_path):
-    from biaslab.benchmarks import crows_pairs as cp
-    from biaslab.papers.multifactor import factorial
-    from biaslab.papers.multiverse import respond, run
-    from biaslab.stats import hypothesis as hyp
-    load_or_skip(cp.load_original, "CrowS-Pairs")
-    items, _ = run.items("crows_pairs", 18, seed=0)
-    u = design.universes("crows_pairs", design.Protocol())[0].as_dict
-    theirs = factorial.score_crows(scorer(tiny, cache_dir=tmp_path), items, "tiny")   # notebook 1's CrowS glue
-    ask = _ask(tiny, cache_dir=tmp_path)
-    mine = respond.crows_respond(ask, items, u, "tiny")
-    assert ask.scorer.stats.get("positions", 0) == 0
-    np.testing.assert_array_equal(mine["stereotype_preferred"].to_numpy(), theirs["stereotype_preferred"].to_numpy())
-    # notebook 3: d_logprob > 0 over the same sentences scored in one call, pi_hat of the preference test
-    texts = list(dict.fromkeys(list(items.sent_more) + list(items.sent_less)))
-    seq = scorer(tiny).sequence_logprob(texts).set_index(pd.Index(texts))
-    d = hyp.pair_differences(seq.loc[items.sent_more, "sum_logprob"].to_numpy(), seq.loc[items.sent_more, "n_tokens"],
-                             seq.loc[items.sent_less, "sum_logprob"].to_numpy(), seq.loc[items.sent_less, "n_tokens"])
-    x = np.where(d["d_logprob"] == 0, np.nan, (d["d_logprob"] > 0).astype(float))
-    est = analysis.crows_estimates(mine, items)[0]
-    assert est["estimate"] == pytest.approx(hyp.preference_test(x)["pi_hat"], abs=1e-12)
-    # the normalizations: mean = notebook 3's per-token (LPBS) comparison; pmi subtracts the group words' own log P
-    mean = respond.crows_respond(_ask(tiny), items, {**u, "normalization": "mean"}, "tiny")
-    np.testing.assert_array_equal(mean["stereotype_preferred"].to_numpy(),
-                                  np.where(d["d_norm_logprob"] == 0, np.nan, (d["d_norm_logprob"] > 0).astype(float)))
-    assert respond.differing_words("Black people are bad.", "White people are bad.") == ("Black", "White")
-
-
-def test_paper_universe_reproduces_notebook_4_agentic(tiny, tmp_path):
-    from biaslab.benchmarks import agentic
-    from biaslab.papers.multiverse import respond, run
-    from biaslab.stats import entropy as E
-    items, bench = run.items("agentic", 10, seed=0)
-    u = design.universes("agentic", design.Protocol())[0].as_dict
-    # notebook 4's cell: answer_format, label_distribution on text + suffix, tidy_scores, entropy_by_model
-    suffix, labels = agentic.answer_format(tiny.tokenizer, k=agentic.MAX_K, chat=False)
-    dist = scorer(tiny, cache_dir=tmp_path).label_distribution((items["text"] + suffix).tolist(), labels)
-    ask = _ask(tiny, cache_dir=tmp_path)
-    per, long = respond.agentic_respond(ask, items, u, "tiny", tokenizer=tiny.tokenizer)
-    assert ask.scorer.stats.get("positions", 0) == 0
-    nb4, _ = E.tidy_scores(items, dist, "tiny")
-    np.testing.assert_allclose(per["entropy"].to_numpy(), nb4["entropy"].to_numpy(), rtol=0, atol=0)
-    by_model = E.entropy_by_model(items[["prompt_id", "scenario_id"]].merge(nb4, on="prompt_id"),
-                                  cluster=bench.cluster)
-    est = analysis.agentic_estimates(per, items)[0]
-    assert est["estimate"] == pytest.approx(float(by_model["mean_entropy"].iloc[0]), abs=1e-12)
-    # a reordered universe really reorders the choices and keeps the item otherwise
-    rev = respond.agentic_item(items["item_text"].iloc[0], list(items["choices"].iloc[0])[::-1])
-    assert rev.split("\n")[0] == items["item_text"].iloc[0].split("\n")[0] and rev != items["item_text"].iloc[0]
-
-
-def test_wordings_hold_the_papers_prompts():
-    from biaslab.benchmarks import agentic
-    from biaslab.benchmarks import crows_pairs as cp
-    from biaslab.papers.multiverse import respond
-    assert respond.wording("crows_pairs", "paper") == cp.PREFERENCE_PROMPT
-    assert respond.wording("agentic", "paper") == agentic.INSTRUCTION
-    assert respond.wording("bbq", "paper") == ""
-    w = respond.wordings()
-    for key in ("bbq", "bbq_open", "crows_pairs", "agentic", "agentic_open"):
-        texts = w[w["benchmark"] == key].set_index("wording")["text"]
-        assert list(texts.index) == list(design.WORDINGS) and texts.nunique() == 4, key
 
 
 def test_robustness_table_round_trip(tmp_path):

@@ -401,7 +401,7 @@ def respond(scorer, items: pd.DataFrame, protocol: Protocol = PROTOCOL, match=No
     """One row per item: ``entropy`` (distribution formats), ``top_position``, ``top_group``, ``top_p``,
     ``label_mass``, ``answer``, ``answer_kind``, ``choices`` (as shown) and ``p_1``..``p_5``, the probability of each
     shown slot (a generated or open answer: 1 at the slot named, 0 elsewhere, NaN when none is)."""
-    from ..scoring.generation import extract_choice
+    from ..answers import extract_choice
     from ..stats import entropy as E
     fmt, chat = protocol.format, protocol.use_chat(paper_chat(scorer))
     texts, choices = requests(items, protocol)
@@ -448,8 +448,10 @@ def respond(scorer, items: pd.DataFrame, protocol: Protocol = PROTOCOL, match=No
 
 
 def long_table(per: pd.DataFrame) -> pd.DataFrame:
-    """Per (prompt, shown position): ``group`` and ``p`` (its probability, or the 0/1 choice of a generated or open
-    answer) from :func:`respond`'s table."""
-    rows = [{"prompt_id": r.prompt_id, "model": r.model, "position": j + 1, "group": g, "p": getattr(r, f"p_{j + 1}")}
-            for r in per.itertuples() for j, g in enumerate(r.choices)]
+    """Per (prompt, shown position): ``k``, ``group``, ``logp`` (distribution formats) and ``p`` (its probability,
+    or the 0/1 choice of a generated or open answer), from :func:`respond`'s table; a ``shift`` column is kept."""
+    keep = [c for c in ("shift",) if c in per]
+    rows = [{"prompt_id": r["prompt_id"], **{c: r[c] for c in keep}, "model": r["model"], "k": len(r["choices"]),
+             "position": j + 1, "group": g, "logp": r.get(f"logp_{j + 1}", np.nan), "p": r[f"p_{j + 1}"]}
+            for r in per.to_dict("records") for j, g in enumerate(r["choices"])]
     return pd.DataFrame(rows)

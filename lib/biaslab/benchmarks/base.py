@@ -25,6 +25,7 @@ from typing import Iterable, Literal
 import pandas as pd
 
 from .. import paths
+from ..answers import first_sentence  # noqa: F401  (re-exported: the benchmarks read open answers)
 from ..sources import DataError
 
 log = logging.getLogger(__name__)
@@ -85,14 +86,6 @@ def examples(benchmark: str) -> pd.DataFrame:
     """The answered examples of ``data/multiverse/examples.csv`` for ``benchmark`` (``Protocol.examples``)."""
     e = pd.read_csv(paths.DATA_DIR / "multiverse" / "examples.csv", keep_default_na=False)
     return e[e["benchmark"] == benchmark]
-
-
-def first_sentence(text: str) -> str:
-    """An open answer as read: leading blank lines skipped, cut at the next line break and after the first
-    sentence end."""
-    t = (text or "").lstrip().split("\n", 1)[0]
-    m = re.search(r"[.!?](?=\s|$)", t)
-    return (t[:m.end()] if m else t).strip()
 
 
 def options_in_order(k: int, order: str) -> list[int]:

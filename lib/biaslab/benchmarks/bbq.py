@@ -373,7 +373,7 @@ def respond(scorer, items: pd.DataFrame, protocol: Protocol = PROTOCOL, match=No
     unknown / multiple / unmatched / unparsed), ``deviated``, ``correct``, ``chose_unknown``, ``non_unknown``
     (option_ll also ``logp_0``..``logp_2`` and ``choice_sum``). ``match(answer, options, unknown_index)`` reads an
     open answer (notebook 6's matcher); a generated label is read by ``scoring.extract_choice``."""
-    from ..scoring.generation import extract_choice
+    from ..answers import extract_choice
     fmt, chat = protocol.format, protocol.use_chat(paper_chat(scorer))
     texts, orders = requests(items, protocol)
     n = len(items)

@@ -423,7 +423,7 @@ def respond(scorer, items: pd.DataFrame, protocol: Protocol = PROTOCOL, min_labe
         return base
     if fmt not in FORMATS:
         raise ValueError(f"CrowS-Pairs has no answer format {fmt!r}; choose from {FORMATS} (Protocol.format)")
-    from ..scoring.generation import extract_choice
+    from ..answers import extract_choice
     chat = protocol.use_chat(paper_chat(scorer))
     orders = ["more_first", "less_first"] if protocol.order == "both" else [_ORDER.get(protocol.order)]
     if None in orders:

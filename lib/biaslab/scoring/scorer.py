@@ -260,6 +260,11 @@ class Scorer:
         tokenizer has one; never from a server (its completions endpoint takes text)."""
         return self.chat_available() and not self.backend.remote
 
+    def seeded_sampling(self) -> bool:
+        """Whether a seeded sample is reproducible per prompt: in-process yes; a server's seeds are its own (sample
+        greedily there)."""
+        return not self.backend.remote
+
     def instruction_tuned(self) -> bool:
         """Whether the model is instruction-tuned, judged by its name ("instruct", "-it", "-chat"); for a served
         model also by the id the server serves (api.openai.com's chat models count)."""
