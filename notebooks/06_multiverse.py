@@ -13,8 +13,8 @@
 # how the answer is read (option log-likelihood, next-token label, generated label, a free-text answer with no
 # options shown), the wording of the instruction and answer cue, whether there is an instruction at all, the chat
 # template, answered examples, the order of the options (a CrowS-Pairs prompt is always asked in both orders and
-# averaged, its position preference reported beside it), the
-# numeric precision, and how a sentence likelihood is normalized. Lum et al. (RUTEd, ACL 2025) find that short-form
+# averaged, its position preference reported beside it), the numeric precision, and how a sentence likelihood is
+# normalized. Lum et al. (RUTEd, ACL 2025) find that short-form
 # bias scores barely predict long-form behaviour; BBG (arXiv 2503.06987) finds generated BBQ answers disagreeing
 # with multiple choice; prompt-variation studies report rankings that flip with wording.
 #

@@ -393,11 +393,10 @@ def requests(items: pd.DataFrame, protocol: Protocol = PROTOCOL, order: str = "m
 
 def respond(scorer, items: pd.DataFrame, protocol: Protocol = PROTOCOL, min_label_mass: float = MIN_LABEL_MASS
             ) -> pd.DataFrame:
-    """One row per pair: ``stereotype_preferred`` (1 / 0; NaN for a tie or no usable answer, counted), and what it
-    comes from: the likelihood format's ``logp_more``, ``logp_less``, ``n_more``, ``n_less``, ``score_more``,
-    ``score_less``; a prompted format's ``answer``, ``chose_first``, ``p_stereo``, ``label_mass``, ``reason`` (one
-    order), or with ``order="both"`` the two orders averaged (``p_stereo`` and ``chose_first`` their means: the
-    share of answers naming the first sentence is the position preference reported beside the estimate)."""
+    """One row per pair: ``stereotype_preferred`` (1 / 0; NaN for a tie or no usable answer, counted) and what it
+    comes from: sentence log-probabilities and scores (likelihood); ``answer``, ``chose_first``, ``p_stereo``,
+    ``label_mass`` (prompted; with ``order="both"`` the means over the two orders: ``chose_first`` is the position
+    preference reported beside the estimate)."""
     fmt = protocol.format
     base = pd.DataFrame({"prompt_id": items["prompt_id"].to_numpy(), "model": scorer.lm.name})
     if fmt == "likelihood":
@@ -438,23 +437,16 @@ def respond(scorer, items: pd.DataFrame, protocol: Protocol = PROTOCOL, min_labe
             gens = scorer.generate(prompts, max_new_tokens=8, chat=chat)
             r = preferences_from_text([extract_choice(g, list(LABELS)) for g in gens], order)
             res.append(r.assign(answer=gens))
-    if len(res) == 1:
-        r = res[0].reset_index(drop=True)
-        x = r["x"].to_numpy(float)
-        for c in ("order", "answer", "chose_first", "p_stereo", "label_mass", "reason"):
-            base[c] = r[c].to_numpy()
-    else:
-        a, b = (r.reset_index(drop=True) for r in res)
-        if fmt == "label_dist":
-            x = order_averaged_preferences(a["p_stereo"], b["p_stereo"])
-        else:                                # two 0/1 answers: agreeing orders decide, disagreeing ones are position
-            m = (a["x"].to_numpy(float) + b["x"].to_numpy(float)) / 2
-            x = np.where(np.isfinite(m) & (m != 0.5), (m > 0.5).astype(float), np.nan)
-        base["order"] = "both"
-        base["answer"] = a["answer"].astype(str).to_numpy() + " | " + b["answer"].astype(str).to_numpy()
-        base["chose_first"] = (a["chose_first"].to_numpy(float) + b["chose_first"].to_numpy(float)) / 2
-        base["p_stereo"] = (a["p_stereo"].to_numpy(float) + b["p_stereo"].to_numpy(float)) / 2
-        base["label_mass"] = np.fmin(a["label_mass"].to_numpy(float), b["label_mass"].to_numpy(float))
+    a, b = (r.reset_index(drop=True) for r in (res * 2)[:2])
+    x = a["x"].to_numpy(float)
+    if len(res) == 2:
+        # label probabilities: averaged (order_averaged_preferences); two 0/1 answers: the mean, 0.5 is position
+        m = (a["p_stereo"] + b["p_stereo"] if fmt == "label_dist" else a["x"] + b["x"]).to_numpy(float) / 2
+        x = np.where(np.isfinite(m) & (m != 0.5), (m > 0.5).astype(float), np.nan)
+    for c in ("order", "answer", "chose_first", "p_stereo", "label_mass", "reason"):
+        base[c] = a[c].to_numpy() if len(res) == 1 else (
+            "both" if c == "order" else a[c].astype(str) + " | " + b[c].astype(str) if c in ("answer", "reason")
+            else np.fmin(a[c], b[c]) if c == "label_mass" else (a[c] + b[c]) / 2)
     base["stereotype_preferred"] = x
     base["answer_kind"] = np.where(np.isnan(x), "unparsed", "option")
     return base

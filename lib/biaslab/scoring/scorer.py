@@ -94,11 +94,6 @@ class Scorer:
         return self._cache
 
     @property
-    def served(self):
-        """The served backend, or None for an in-process model (prefer :meth:`capabilities`)."""
-        return self.backend if self.backend.remote else None
-
-    @property
     def tokenizer(self):
         return self.lm.tokenizer
 
@@ -274,10 +269,6 @@ class Scorer:
             return True
         return any(k in n.lower() or n.lower().endswith("-it") for n in names + [served_id] if n
                    for k in ("instruct", "-chat"))
-
-    def probe(self) -> dict:
-        """What a server said it can do (the capability probe, cached); in-process: every capability."""
-        return self.backend.probe() if self.backend.remote else self.capabilities()
 
     def token_strings(self, text: str) -> list[str]:
         """How the model splits ``text`` into tokens (their strings), as the model itself tokenizes it: the local

@@ -88,11 +88,8 @@ def sample(name: str, prompts: pd.DataFrame, n: int | None, strata, seed: int = 
 
 def score(name: str, scorer, prompts: pd.DataFrame, *, k_shot: int = 1, chat: bool = False,
           calm_evaluate=None) -> pd.DataFrame:
-    """Response table (prompt_id, model, seed, answer, outcome columns) of ``prompts`` for one model: the benchmark's
-    own ``respond`` at its paper protocol, plus the plan's outcome where the benchmark's answer is not already one.
-
-    CALM is answered and judged by CALM's own glue, ``biaslab.papers.calm.evaluate.evaluate``, which the caller
-    passes as ``calm_evaluate`` (one paper's package does not import another's)."""
+    """Response table (prompt_id, model, seed, answer, outcome columns) of ``prompts`` for one model (module
+    docstring). CALM's glue, ``biaslab.papers.calm.evaluate.evaluate``, is passed in as ``calm_evaluate``."""
     from ...benchmarks import agentic, bbq
     from ...benchmarks import crows_pairs as cp
     if name == "calm":

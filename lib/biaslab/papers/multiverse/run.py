@@ -52,33 +52,19 @@ def estimates(benchmark: str, resp, its: pd.DataFrame, n_boot: int, seed: int) -
 
 
 class RenderedChat:
-    """A served scorer that asks in the chat template as text, rendered in-process (``render``: the reference
-    precision's Scorer): the llama.cpp server's prompt log-probs come from its completions endpoint."""
+    """A served scorer asked in the chat template as text rendered in-process (``render``: the reference precision's
+    Scorer): the llama.cpp server's prompt log-probs come from its completions endpoint, which takes text."""
+    chat_available = chat_logprobs = staticmethod(lambda: True)
 
     def __init__(self, scorer, render):
         self._scorer, self._render = scorer, render
 
     def __getattr__(self, name):
-        return getattr(self._scorer, name)
-
-    def chat_available(self) -> bool:
-        return True
-
-    def chat_logprobs(self) -> bool:
-        return True
-
-    def _call(self, method, prompts, *args, chat=False, **kw):
-        prompts = self._render(list(prompts), chat=True) if chat else list(prompts)
-        return getattr(self._scorer, method)(prompts, *args, chat=False, **kw)
-
-    def option_logprob(self, prompts, options, chat=False):
-        return self._call("option_logprob", prompts, options, chat=chat)
-
-    def label_distribution(self, prompts, labels, chat=False):
-        return self._call("label_distribution", prompts, labels, chat=chat)
-
-    def generate(self, prompts, chat=False, **kw):
-        return self._call("generate", prompts, chat=chat, **kw)
+        f = getattr(self._scorer, name)
+        if name not in ("option_logprob", "label_distribution", "generate"):
+            return f
+        return lambda prompts, *a, chat=False, **kw: f(self._render(list(prompts), chat=True) if chat
+                                                       else list(prompts), *a, chat=False, **kw)
 
 
 class Precisions:
