@@ -90,8 +90,7 @@ def score(name: str, scorer, prompts: pd.DataFrame, *, k_shot: int = 1, chat: bo
           calm_evaluate=None) -> pd.DataFrame:
     """Response table (prompt_id, model, seed, answer, outcome columns) of ``prompts`` for one model (module
     docstring). CALM's glue, ``biaslab.papers.calm.evaluate.evaluate``, is passed in as ``calm_evaluate``."""
-    from ...benchmarks import agentic, bbq
-    from ...benchmarks import crows_pairs as cp
+    import importlib
     if name == "calm":
         if calm_evaluate is None:
             raise ValueError("CALM needs calm_evaluate=biaslab.papers.calm.evaluate.evaluate")
@@ -99,10 +98,11 @@ def score(name: str, scorer, prompts: pd.DataFrame, *, k_shot: int = 1, chat: bo
         return pd.DataFrame({"prompt_id": prompts["prompt_id"].to_numpy(), "model": scorer.lm.name, "seed": "none",
                              "answer": r["output"].to_numpy(), "label_mass": r["label_mass"].to_numpy(),
                              "correct": r["correct"].to_numpy().astype(int)})
-    modules = {"bbq": bbq, "crows_pairs": cp, "agentic": agentic}
-    if name not in modules:
-        raise KeyError(f"no scoring glue for {name!r} here (SSQA is scored by biaslab.papers.multifactor.responses)")
-    out = modules[name].respond(scorer, prompts).drop(columns=["choices", "answer_kind"], errors="ignore")
+    module = importlib.import_module(f"biaslab.benchmarks.{name}")      # any benchmark module with a respond
+    if not hasattr(module, "respond"):
+        raise KeyError(f"biaslab.benchmarks.{name} has no respond(scorer, items, protocol) (SSQA is scored by "
+                       "biaslab.papers.multifactor.responses)")
+    out = module.respond(scorer, prompts).drop(columns=["choices", "answer_kind"], errors="ignore")
     out.insert(2, "seed", "none")
     if name == "bbq":
         out = out.drop(columns="answer")          # option_ll: the choice is the answer
