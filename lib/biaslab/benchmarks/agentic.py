@@ -370,6 +370,12 @@ FORMATS = ("label_dist", "option_ll", "generated", "open_ended")
 METRIC = "entropy"
 
 
+def sample(n: int | None, seed: int = 0) -> tuple[pd.DataFrame, Benchmark]:
+    """A balanced subset of whole positive/negative pairs of the two-example prompts (notebook 4's sampler)."""
+    b = load(n_shots=2)
+    return balanced_subset(b.prompts, n, seed=seed), b
+
+
 def paper_chat(scorer) -> bool:
     """Notebook 4 asks every model raw text."""
     return False

@@ -327,6 +327,15 @@ def bias_score_from_totals(totals, ambig: bool):
 
 
 # ------------------------------------------------------------------------------- requests and answers
+def sample(n: int | None, seed: int = 0, pool: int | None = 150) -> tuple[pd.DataFrame, Benchmark]:
+    """A subset of ``n`` items stratified by context x polarity x category, drawn from notebook 1's own sample of
+    ``pool`` prompts (its plan's strata, same seed), so that its scores are in the cache."""
+    from ..stats.sampling import stratified_sample
+    b = load()
+    nb1 = stratified_sample(b.prompts, ["category", "context_condition", "question_polarity"], pool, seed=seed)
+    return stratified_sample(nb1, ["context_condition", "question_polarity", "category"], n, seed=seed), b
+
+
 def paper_chat(scorer) -> bool:
     """Notebook 1 asks instruction-tuned models in their chat template, where the template's prompt log-probs can
     be read (a server's completions endpoint takes text: raw prompt)."""

@@ -361,6 +361,12 @@ MIN_LABEL_MASS = 0.05          # notebook 3's default: below it a preference pro
 _ORDER = {"original": "more_first", "reversed": "less_first"}
 
 
+def sample(n: int | None, seed: int = 0) -> tuple[pd.DataFrame, Benchmark]:
+    """``n`` original English pairs balanced by bias type (notebook 3's sampler)."""
+    b = subsample(load_original(), n, seed=seed)
+    return b.prompts, b
+
+
 def paper_chat(scorer) -> bool:
     """Notebook 3 asks the preference prompt in the chat template wherever the model has one."""
     return scorer.chat_available()

@@ -41,16 +41,16 @@ A universe that cannot run here (no chat template, no llama.cpp) is kept with ``
 
 from __future__ import annotations
 
+import importlib
 import itertools
 from dataclasses import dataclass, field
 
 import pandas as pd
 
-from ...benchmarks import agentic, bbq
-from ...benchmarks import crows_pairs as cp
+from ...benchmarks import RESPONDING
 from ...benchmarks.base import Factor, FactorSpec
 
-MODULES = {"bbq": bbq, "crows_pairs": cp, "agentic": agentic}
+MODULES = {b: importlib.import_module(f"biaslab.benchmarks.{b}") for b in RESPONDING}
 BENCHMARKS = tuple(MODULES)
 FORMATS = {b: m.FORMATS for b, m in MODULES.items()}
 WORDINGS = ("paper", "w1", "w2", "w3")

@@ -1,10 +1,8 @@
 """Notebook 6's loop: the items of each benchmark, and every universe of every model scored once.
 
-* :func:`items` the design-preserving subsets: BBQ a stratified subset of *notebook 1's own* BBQ sample (category x
-  context x polarity strata, same seed), CrowS-Pairs a subset of the original English pairs balanced by bias type
-  (notebook 3's sampler), agentic a balanced subset of whole positive/negative pairs (notebook 4's sampler, the
-  two-example prompts it scores). So the paper's universe sends exactly the requests notebooks 1, 3 and 4 send, and
-  after them it is read from the score cache.
+* :func:`items` the design-preserving subsets, each benchmark module's ``sample`` (BBQ: of notebook 1's own sample;
+  CrowS-Pairs: notebook 3's sampler; agentic: notebook 4's), so that the paper's universe is read from the score
+  cache after notebooks 1, 3 and 4.
 * :func:`run_model` every universe of one model (float32, bfloat16 and, when available, the q4 GGUF behind a local
   llama.cpp server loaded only when a universe needs them), returning the per-item responses with the universe's
   factor levels, the per-universe estimates, the status of every universe (``run``, ``not available: ...``) and
@@ -20,35 +18,19 @@ import time
 import pandas as pd
 
 from ...benchmarks import agentic
-from ...benchmarks import crows_pairs as cp
-from ...benchmarks import load as load_benchmark
-from ...stats.sampling import stratified_sample
 from . import analysis, design, gguf, matcher
 
-BBQ_STRATA = ["category", "context_condition", "question_polarity"]     # notebook 1's BBQ plan strata
-
-
 def items(benchmark: str, n: int | None, seed: int = 0, bbq_pool: int | None = 150) -> tuple[pd.DataFrame, object]:
-    """(items, Benchmark) of one benchmark's subset (``n=None``: all; BBQ: all of notebook 1's sample)."""
-    if benchmark == "bbq":
-        b = load_benchmark("bbq")
-        pool = stratified_sample(b.prompts, BBQ_STRATA, bbq_pool, seed=seed)
-        return stratified_sample(pool, ["context_condition", "question_polarity", "category"], n, seed=seed), b
-    if benchmark == "crows_pairs":
-        b = cp.subsample(load_benchmark("crows_pairs_en"), n, seed=seed)
-        return b.prompts, b
-    if benchmark == "agentic":
-        b = agentic.load(n_shots=2)
-        return agentic.balanced_subset(b.prompts, n, seed=seed), b
-    raise KeyError(f"no multiverse glue for benchmark {benchmark!r}; choose from {design.BENCHMARKS}")
+    """(items, Benchmark): the benchmark module's own design-preserving subset (its ``sample``; ``n=None``: all;
+    BBQ: drawn from notebook 1's ``bbq_pool``-prompt sample)."""
+    if benchmark not in design.MODULES:
+        raise KeyError(f"no multiverse glue for benchmark {benchmark!r}; choose from {design.BENCHMARKS}")
+    return design.MODULES[benchmark].sample(n, seed=seed, **({"pool": bbq_pool} if benchmark == "bbq" else {}))
 
 
 def estimates(benchmark: str, resp, its: pd.DataFrame, n_boot: int, seed: int) -> list[dict]:
-    if benchmark == "bbq":
-        return analysis.bbq_estimates(resp, its, n_boot, seed)
-    if benchmark == "crows_pairs":
-        return analysis.crows_estimates(resp, its, n_boot, seed)
-    return analysis.agentic_estimates(resp, its, n_boot, seed)
+    """The benchmark's metric per universe: ``analysis.<benchmark>_estimates`` (CrowS-Pairs: ``crows_estimates``)."""
+    return getattr(analysis, f"{benchmark.split('_')[0]}_estimates")(resp, its, n_boot, seed)
 
 
 class RenderedChat:
