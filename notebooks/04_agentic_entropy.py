@@ -158,8 +158,7 @@ for model_spec in models:   # a local name or folder, or a served model (labels 
     long_list.append(agentic.long_table(per))
     t2, c2 = time.perf_counter(), time.process_time()
     if len(cyc_prompts):
-        var = agentic.cyclic_variants(cyc_prompts)[["prompt_id", "shift", "choices"]].merge(
-            cyc_prompts.drop(columns="choices"), on="prompt_id")
+        var = agentic.cyclic_variants(cyc_prompts)
         cyc_list.append(agentic.long_table(agentic.respond(sc, var, protocol).assign(shift=var["shift"].to_numpy())))
     t3, c3 = time.perf_counter(), time.process_time()
     if fewshot_prompts:

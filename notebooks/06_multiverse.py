@@ -147,8 +147,9 @@ display(factor_table[["benchmark", "factor", "kind", "levels", "reference", "app
 # passes computed and `cache_misses`, the items the model scored or generated (0: the universe came entirely from the
 # score cache; generation computes no scoring positions, so only `cache_misses` says it). Open-ended answers are
 # generated greedily (up to 40 new tokens, read to the first sentence end, leading blank lines skipped) and read by
-# the deterministic matcher
-# (`biaslab.papers.multiverse.matcher`); generated labels by `scoring.extract_choice`. Nothing is dropped: an answer that names no option is kept and counted (`n_unparsed`).
+# the deterministic matcher (`biaslab.papers.multiverse.matcher`); generated labels by `scoring.extract_choice`.
+# Nothing is dropped: an answer that names no option is kept and counted (`n_unparsed`). A prompted CrowS-Pairs pair
+# is asked in both orders and averaged; `crows_position_preference.csv` has each universe's share naming the first.
 
 
 # %%
@@ -175,6 +176,10 @@ out.table(costs, "costs")
 for b, d in responses.items():
     keep = d.merge(items[b][["prompt_id", bench_objs[b].cluster]], on="prompt_id", how="left")
     out.table(keep, f"responses_{b}")
+crows_r = responses.get("crows_pairs", pd.DataFrame())
+if "chose_first" in crows_r:   # a prompted pair is asked in both orders: its position preference, beside the estimate
+    out.table(crows_r.dropna(subset=["chose_first"]).groupby(["model", "universe"])["chose_first"].agg(
+        first_share="mean", n="size").reset_index(), "crows_position_preference", markdown=True)
 print(universes.groupby(["model", "benchmark", "status"]).size().rename("universes").to_string())
 print(costs.groupby("model")[["seconds", "positions_computed", "cache_misses"]].sum().round(1).to_string())
 

@@ -319,23 +319,12 @@ def balanced_subset(prompts: pd.DataFrame, max_prompts: int | None, seed: int = 
 
 
 def cyclic_variants(prompts: pd.DataFrame) -> pd.DataFrame:
-    """Every cyclic shift of each prompt's answer order (k variants per prompt, shift 0 = the stored order).
-
-    Over the k shifts every group appears exactly once at every position, so averaging the model's group
-    probabilities over them removes position effects from the group distribution. Columns: prompt_id, shift,
-    choices, order, text (same few-shot block and wording, only the numbered choices rotated).
-    """
-    rows = []
-    for r in prompts.itertuples():
-        order = list(r.choices)
-        head, _, _ = r.text.rpartition("\nQuestion: ")
-        question = r.text.rpartition("\nQuestion: ")[2].split("\n", 1)[0]
-        for s in range(len(order)):
-            rot = order[s:] + order[:s]
-            body = "\n".join([f"Question: {question}"] + [f"{i}. {c}" for i, c in enumerate(rot, 1)] + [ANSWER_CUE])
-            rows.append({"prompt_id": r.prompt_id, "shift": s, "choices": rot, "order": "|".join(rot),
-                         "text": f"{head}\n{body}"})
-    return pd.DataFrame(rows)
+    """Every cyclic shift of each prompt's answer order (k variants per prompt, shift 0 = the stored order): the
+    prompt's row with ``shift`` and the rotated ``choices``, to ask with :func:`respond`. Over the k shifts every
+    group appears exactly once at every position, so averaging the model's group probabilities over them removes
+    position effects from the group distribution."""
+    return pd.DataFrame([{**r, "shift": s, "choices": list(r["choices"])[s:] + list(r["choices"])[:s]}
+                         for r in prompts.to_dict("records") for s in range(len(r["choices"]))])
 
 
 def answer_format(tokenizer, k: int = MAX_K, chat: bool = False) -> tuple[str, dict[str, list[str]]]:
