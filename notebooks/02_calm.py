@@ -247,6 +247,9 @@ for model_spec in models:   # a local name or folder, or a served model (see the
                             f"server at {lm.spec.base_urls[0]} does not give; closed-answer prompts are answered "
                             "by greedy generation instead, judged by CALM's text rules")
         scheme = "generate"
+    elif need and "capabilities" in lm.fingerprint:       # a served model's probe, recorded in its fingerprint
+        served_notes.append(f"{name} (served): closed-answer prompts scored by label_scoring={scheme!r} "
+                            f"(capability {need!r}); free-text QA by greedy generation (temperature 0, seed 0)")
     r = evaluate.evaluate(sc, sel, k=k_shot, label_scoring=scheme, max_new_tokens=max_new_tokens, chat=chat)
     responses.append(sel.join(r.drop(columns="prompt_id")).assign(model=name))
     for kind, ps in pert_sets.items():
