@@ -87,3 +87,13 @@ def test_a_prompted_pair_is_averaged_over_both_orders():
     both = cp.respond(_Labels(), items, cp.PROTOCOL.replace(format="label_dist"))
     assert both["stereotype_preferred"].isna().all()           # both orders: the position cancels (tie, counted)
     assert (both["chose_first"] == 1).all() and np.allclose(both["p_stereo"], 0.5)
+
+
+@pytest.mark.parametrize("name,model,tuned", [("smollm2-135m-instruct", None, True), ("gemma-3-270m", None, False),
+                                              ("gemma-3-270m-it", None, True), ("my-server", "gpt-4o-mini", True),
+                                              ("my-server", "Qwen2-7B-Chat", True), ("my-server", "llama-3-8b", False)])
+def test_the_paper_chat_rule_reads_the_models_name(name, model, tuned):
+    from types import SimpleNamespace
+    from biaslab.scoring import Scorer
+    sc = SimpleNamespace(lm=SimpleNamespace(name=name, spec=SimpleNamespace(model=model)))
+    assert Scorer.instruction_tuned(sc) is tuned
