@@ -251,13 +251,11 @@ class Scorer:
         return self.backend.chat_available()
 
     def chat_logprobs(self) -> bool:
-        """Whether prompt log-probabilities can be read of a prompt in the chat template: in-process when the
-        tokenizer has one; never from a server (its completions endpoint takes text)."""
+        """Whether prompt log-probs can be read in the chat template (a server's completions endpoint takes text)."""
         return self.chat_available() and not self.backend.remote
 
     def seeded_sampling(self) -> bool:
-        """Whether a seeded sample is reproducible per prompt: in-process yes; a server's seeds are its own (sample
-        greedily there)."""
+        """Whether a seeded sample is reproducible per prompt: in-process yes; a server's seeds are its own."""
         return not self.backend.remote
 
     def instruction_tuned(self) -> bool:
