@@ -28,7 +28,7 @@ verify: install
 	$(BIASLAB) verify outputs
 
 test: data models served-test browser
-	$(PY) -m pytest
+	$(PY) -m pytest --durations=25
 
 # Debian's Chromium and its ChromeDriver for the browser test of the HTML reports (tests/test_report_browser.py),
 # installed where missing when run as root with apt-get (about 45 s on a fresh machine); elsewhere the test skips and
@@ -45,7 +45,7 @@ browser:
 reports: install
 	$(BIASLAB) report render
 
-# The README's screenshots of two reports, from the executed notebooks under outputs/ (outputs/screenshots/*.png)
+# The screenshots of two reports in docs/reports.md, from the executed notebooks under outputs/ (outputs/screenshots/*.png)
 screenshots: install browser
 	$(BIASLAB) report screenshot
 
@@ -57,7 +57,7 @@ $(VENV)/.served-test: $(VENV)/.installed
 	$(PY) -m pip install -q -c requirements.lock -e '.[served-test]'
 	touch $@
 
-# A local OpenAI-compatible server for the served backend (README, "Served models"): llama-cpp-python on the embedded
+# A local OpenAI-compatible server for the served backend (docs/served.md): llama-cpp-python on the embedded
 # SmolLM2 GGUF file, on 127.0.0.1 only; the model id it reports is SERVE_MODEL_ID. Ctrl-C stops it.
 SERVE_PORT ?= 8001
 SERVE_THREADS ?= 2
@@ -124,11 +124,11 @@ $(LMEVAL_VENV)/.installed: perf/requirements-lmeval.txt requirements.lock
 catalogue: install
 	$(BIASLAB) catalogue
 
-# Remove what runs leave that is never committed: scratch runs, HTML reports (with their MathJax copies) and PDFs,
+# Remove what runs leave that is never committed: scratch runs, HTML reports and PDFs,
 # failed-run notebooks and records, staging folders of killed runs. The committed outputs (tables, figures, executed
 # notebooks, MANIFEST.json, screenshots) stay, and so does the .old-* folder of an interrupted publish (the last good
 # outputs: the next run restores it).
 clean-outputs:
 	rm -rf scratch
 	find outputs \( -name '*.html' -o -name '*.pdf' -o -name '*.failed.ipynb' \) -type f -delete
-	find outputs -depth \( -name '.*.staging-*' -o -name '.*.unverified-*' -o -name _mathjax \) -type d -exec rm -rf {} +
+	find outputs -depth \( -name '.*.staging-*' -o -name '.*.unverified-*' \) -type d -exec rm -rf {} +

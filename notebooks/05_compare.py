@@ -16,9 +16,10 @@
 # 1. a **model × metric table** of every benchmark's headline bias metric, each with its interval (clustered on the
 #    benchmark's generating unit: template, scenario or pair), the direction that means *more biased*, and the value
 #    an unbiased model would get;
-# 2. **paired differences** between every two models on the prompts both answered, adjusted for multiple comparisons
-#    across every model pair of the report, and **tie groups** — models whose metric cannot be told apart — drawn as
-#    a forest plot per metric, ranking only like with like (the same prompts, the same answer mode);
+# 2. **paired differences** between every two models on the prompts both answered — the analysis plan's comparison
+#    claims decided (Holm within one family per model pair), every other metric's pairs exploratory — and **tie
+#    groups** — models that no decided comparison separates — drawn as a forest plot per metric, ranking only like
+#    with like (the same prompts, the same answer mode);
 # 3. **agreement between benchmarks**: do models that look biased on one benchmark look biased on another?
 # 4. a short summary computed from these tables.
 #
@@ -26,16 +27,16 @@
 # per-prompt response table gives its interval and paired comparisons, and which way is biased.
 
 # %% tags=["parameters"]
-profile = "default"
+profile = "default"  # run size: smoke, default or paper (biaslab.profiles)
 analysis_plan = None  # the analysis plan (YAML) whose claims are decided; None: the repository's analysis_plan.yaml
-outputs_root = None
-output_dir = "../scratch/05_compare"
-models = None
-metrics = None
-n_boot = None
-alpha = 0.05
-min_models_agreement = 5
-seed = 0
+outputs_root = None  # folder of notebooks 1-4 outputs (None: found)
+output_dir = "../scratch/05_compare"  # folder for this run's tables, figures and provenance
+models = None  # models compared (None: every model found)
+metrics = None  # metrics compared (None: every registered metric)
+n_boot = None  # bootstrap draws (None: the interval rule's default)
+alpha = 0.05  # significance level of the tests
+min_models_agreement = 5  # models needed for a rank correlation
+seed = 0  # seed of every sample, permutation and bootstrap
 
 # %% tags=["analysis_plan"]
 # The analysis plan: which results of this notebook are decided (its confirmatory claims); everything else is
@@ -110,13 +111,13 @@ out.record_data(hashes)           # sha256 of every table read
 # source folder has no per-prompt responses has no interval and says so. `orientation` is +1 where a higher value is
 # more biased and −1 where a lower one is (the agentic entropy); `null` is the value of a model without bias.
 #
-# **What each estimate rests on** (issue 18): `answer_mode` says how the model's answers were obtained (label
+# **What each estimate rests on**: `answer_mode` says how the model's answers were obtained (label
 # probabilities, generated text, sentence log-probabilities …) and `prompt_set` / `n_prompt_set` which prompts its
 # estimate averages; models sharing both form a `comparison_group`, and only models of one group are ranked against
 # each other. SSQA's embedded models answer a subset through label probabilities, the released 8B models all prompts
 # through generated text: two groups. **Responders per metric**: `responder_status` comes from the rows of the source
 # notebook's responder check that read what this metric reads (the answer for rates, the label probabilities for the
-# agentic entropy; CrowS-Pairs' likelihood comparison has no answer to judge). **Robustness** (issue 21): where
+# agentic entropy; CrowS-Pairs' likelihood comparison has no answer to judge). **Robustness**: where
 # notebook 6 (the multiverse of evaluation choices) ran under the same outputs root, `robustness` is its verdict for
 # the model and metric, and a cell whose estimate lands on the other side of the null in at least notebook 6's
 # `flip_share` of universes is marked † in the wide table.
@@ -180,11 +181,14 @@ elif flips.any():
 # outcomes) or Wilcoxon signed-rank p-value over clustered prompts is kept as `p_naive`: it treats prompts as
 # independent and overstates the evidence when prompts of a template answer alike.
 #
-# **One family for the whole report** (changed in issue 18): every comparable, tested pair of every metric, Holm by
-# default — the report's confirmatory family: a reader takes its separations one by one, and Holm controls the chance
-# of any false separation among all of them under any dependence ("within metric" was mostly a family of one). The
-# verdict columns (`biaslab.stats.verdict`: `p_adjusted`, `excludes_null`, `responder_status`, `comparable`,
-# `verdict`) carry every decision.
+# **What is decided.** Only the analysis plan's comparison claims of this notebook (listed in the plan block at the
+# top) are decided: for each pair of models, the comparable, tested pairs of the claimed metrics form one family,
+# adjusted by Holm, and their verdict is "distinguishable" or "not distinguishable". A family per model pair does not
+# grow when another model is added, and a comparison another notebook shows (notebook 1's SSQA deviation rate,
+# notebook 3's CrowS-Pairs preference) is decided here only, so one test has one verdict. Every other metric's pairs
+# are exploratory: difference, interval and p, with a Benjamini–Hochberg p per metric as a screen, never called
+# distinguishable. The verdict columns (`biaslab.stats.verdict`: `claim`, `family`, `p_adjusted`, `excludes_null`,
+# `responder_status`, `comparable`, `verdict`) carry every decision.
 #
 # **Like with like.** A pair whose models answered differently (SSQA: label probabilities against generated text) is
 # not comparable: its difference and interval are shown apart, its verdict is "not tested (not comparable: …)", and it
@@ -192,10 +196,10 @@ elif flips.any():
 # its verdict is "not tested (degenerate responder: …)".
 #
 # **Tie groups** (a compact letter display), per metric and comparison group: models are sorted from most to least
-# biased; a group is a maximal run of consecutive models no two of which are "distinguishable". Models sharing a
-# letter cannot be told apart; a pair that was not tested never separates models. A model that is degenerate for the
-# metric, or alone in its comparison group, is listed but not ranked (`ranked`, `note`); the forest plot draws one
-# panel per comparison group.
+# biased; a group is a maximal run of consecutive models no two of which are "distinguishable", so on a metric the
+# plan does not claim every model of a comparison group ties. Models sharing a letter are not told apart; a pair
+# that was not tested never separates models. A model that is degenerate for the metric, or alone in its comparison
+# group, is listed but not ranked (`ranked`, `note`); the forest plot draws one panel per comparison group.
 
 # %%
 pairs = compare.paired_table(root, chosen, models=models, n_boot=n_boot, seed=seed, alpha=alpha,
@@ -211,7 +215,7 @@ display(groups)
 
 # %%
 for mid, rows in table.groupby("metric", sort=False):
-    out.show(forest_plot(rows, groups[groups["metric"] == mid]), f"forest_{mid}", width=560)
+    out.figure(forest_plot(rows, groups[groups["metric"] == mid]), f"forest_{mid}")
 
 # %% [markdown]
 # ## 3. Agreement between benchmarks

@@ -31,27 +31,27 @@
 # other universe is a cache entry of its own.
 
 # %% tags=["parameters"]
-profile = "default"
+profile = "default"  # run size: smoke, default or paper (biaslab.profiles)
 analysis_plan = None  # the analysis plan (YAML) whose claims are decided; None: the repository's analysis_plan.yaml
-models = ["smollm2-135m-instruct", "gemma-3-270m"]
-device = "auto"
-dtype = "auto"
-output_dir = "../scratch/06_multiverse"
-benchmarks = ["bbq", "crows_pairs", "agentic"]
-bbq_items = 48
-bbq_pool = 150
-crows_items = 90
-agentic_items = 30
-design_name = "ofat"
-formats = None
-factors = None
-precisions = ["float32", "bfloat16"]
-judge = None
-n_boot = 2000
-alpha = 0.05
-flip_share = 0.25
-torch_threads = 0
-seed = 0
+models = ["smollm2-135m-instruct", "gemma-3-270m"]  # models to score: catalogue names, local paths or served specs
+device = "auto"  # where models run: auto, cpu, cuda or mps
+dtype = "auto"  # weights' precision: auto, float32, bfloat16
+output_dir = "../scratch/06_multiverse"  # folder for this run's tables, figures and provenance
+benchmarks = ["bbq", "crows_pairs", "agentic"]  # benchmarks of the multiverse
+bbq_items = 48  # BBQ items per universe (None: all)
+bbq_pool = 150  # notebook 1's BBQ sample the items come from
+crows_items = 90  # CrowS-Pairs items per universe (None: all)
+agentic_items = 30  # agentic items per universe (None: all)
+design_name = "ofat"  # ofat (one factor at a time) or two_way
+formats = None  # benchmark -> answer formats (None: all)
+factors = None  # factors varied (None: all)
+precisions = ["float32", "bfloat16"]  # precision levels run (q4_gguf needs a server)
+judge = None  # model spec that also reads open answers
+n_boot = 2000  # bootstrap draws (None: the interval rule's default)
+alpha = 0.05  # significance level of the tests
+flip_share = 0.25  # share of flipping universes that marks a metric
+torch_threads = 0  # PyTorch threads (0: one per core)
+seed = 0  # seed of every sample, permutation and bootstrap
 
 # %% tags=["analysis_plan"]
 # The analysis plan: which results of this notebook are decided (its confirmatory claims); everything else is
@@ -217,7 +217,7 @@ shown = [m for m in analysis.METRICS if m in set(est["metric"])]
 for met in shown:
     fig = specification.specification_curve(est[est["metric"] == met], analysis.METRICS[met]["label"],
                                             null=analysis.METRICS[met]["null"], unit=analysis.METRICS[met]["unit"])
-    out.show(fig, f"specification_curve_{met}", width=760)
+    out.figure(fig, f"specification_curve_{met}")
 curve = est[est["metric"].isin(shown)].sort_values(["metric", "model", "estimate"])
 out.table(curve[["metric", "model", "universe", "estimate", "ci_low", "ci_high", "ci_method", "null_value",
                  "p_value", "family", "p_adjusted", "excludes_null", "responder_status", "verdict", "n", "n_clusters",

@@ -1,9 +1,11 @@
 """Fixtures shared by the whole test session.
 
-``smoke_run``: each notebook (variant) runs under the smoke profile once per session, with both embedded models
-where notebook 5's tests compare models, and every test that reads a smoke run reads that one (the notebook test,
-notebook 5's library tests, the browser test of a fresh report). ``BIASLAB_SMOKE_OUTPUTS`` points it at a folder of
-earlier smoke runs (the same layout ``biaslab reproduce --profile smoke --out FOLDER`` writes) to skip the runs.
+``smoke_run``: each notebook (variant) runs under the smoke profile once per session, and every test that reads a
+smoke run reads that one (the notebook tests, notebook 5's library tests, the browser test of a fresh report). The
+runs notebook 5's tests compare across models score both embedded models. On first use the fixture runs every smoke
+run the collected tests need, two notebooks at a time (``reproduce --jobs 2``: on two cores two single-threaded
+kernels finish sooner than one after the other). ``BIASLAB_SMOKE_OUTPUTS`` points it at a folder of earlier smoke
+runs (as ``biaslab reproduce --profile smoke --out FOLDER`` writes them) instead.
 """
 
 from __future__ import annotations
@@ -14,33 +16,68 @@ from pathlib import Path
 
 import pytest
 
-#: the notebook runs notebook 5's tests compare across models: these smoke runs score both embedded models
+#: the runs notebook 5's tests compare across models: these smoke runs score both embedded models
 BOTH_MODELS = ("01_multifactor/ssqa", "01_multifactor/bbq", "02_calm", "03_crows_pairs_bayes", "04_agentic_entropy")
+#: test modules that read smoke runs -> the runs they read (None: every notebook and variant)
+READERS = {"test_notebooks.py": None, "test_compare.py": BOTH_MODELS,
+           "test_report_browser.py": ("04_agentic_entropy",)}
+
+
+def _labels(wanted) -> list[str]:
+    from biaslab import profiles
+    every = [nb + (f"/{v}" if v else "") for nb, variants in profiles.NOTEBOOKS.items() for v in variants]
+    return every if wanted is None else [lb for lb in every if lb in wanted]
+
+
+@pytest.hookimpl(trylast=True)          # after -k / -m have deselected
+def pytest_collection_modifyitems(config, items):
+    """Remember which smoke runs the selected tests read, so the fixture runs them together on first use."""
+    needed: set[str] = set()
+    for item in items:
+        if "smoke_run" in getattr(item, "fixturenames", ()):
+            wanted = READERS.get(Path(str(item.fspath)).name, ())
+            needed.update(_labels(wanted) if wanted != () else ())
+    config._smoke_labels = needed
+
+
+def _batches(labels: set[str]) -> list[tuple[list[str], dict]]:
+    """The runs grouped by the overrides they share (one ``reproduce`` call each)."""
+    from biaslab import paths, profiles
+    both = [lb for lb in _labels(None) if lb in labels and lb in BOTH_MODELS]
+    compare = [lb for lb in _labels(None) if lb in labels and lb.startswith("05_compare")]
+    rest = [lb for lb in _labels(None) if lb in labels and lb not in both and lb not in compare]
+    return [(both, {"models": list(profiles.EMBEDDED_MODELS)}), (rest, {}),
+            # notebook 5 reads the committed outputs of the other notebooks
+            (compare, {"outputs_root": str(paths.ROOT / "outputs")})]
 
 
 @pytest.fixture(scope="session")
-def smoke_run(tmp_path_factory):
-    """``smoke_run(label)`` -> the output folder of that notebook's smoke run (run on first use, with HTML)."""
-    from biaslab import paths, profiles, runner
+def smoke_run(tmp_path_factory, request):
+    """``smoke_run(label)`` -> the output folder of that notebook's smoke run (with its HTML report)."""
+    from biaslab import runner
 
     env = os.environ.get("BIASLAB_SMOKE_OUTPUTS")
     root = Path(env) if env else tmp_path_factory.mktemp("smoke")
-    done: dict[str, Path] = {}
+    done: set[str] = set()
+    errors: dict[str, str] = {}
+
+    def ensure(labels: set[str]) -> None:
+        for batch, overrides in _batches(labels - done):
+            if batch:
+                code = runner.reproduce("smoke", only=batch, outputs_dir=root, overrides=overrides, jobs=2)
+                done.update(batch)
+                for lb in batch:
+                    failed = root / lb / "MANIFEST.failed.json"
+                    if failed.exists():
+                        errors[lb] = json.loads(failed.read_text()).get("error") or "failed"
+                    elif code != 0 and not (root / lb / "MANIFEST.json").exists():
+                        errors[lb] = f"reproduce exited {code}"
 
     def run(label: str) -> Path:
-        notebook, _, variant = label.partition("/")
-        folder = root / notebook / variant
-        if label not in done and not env:
-            overrides = {}
-            if label in BOTH_MODELS:
-                overrides["models"] = list(profiles.EMBEDDED_MODELS)
-            if notebook == "05_compare":        # notebook 5 reads the committed outputs of the other notebooks
-                overrides["outputs_root"] = str(paths.ROOT / "outputs")
-            code = runner.reproduce("smoke", only=[label], outputs_dir=root, overrides=overrides)
-            failed = folder / "MANIFEST.failed.json"
-            assert code == 0, json.loads(failed.read_text()).get("error") if failed.exists() else f"exit {code}"
-        done[label] = folder
-        return folder
+        if not env and label not in done:
+            ensure(set(getattr(request.config, "_smoke_labels", ())) | {label})
+        assert label not in errors, f"smoke run of {label} failed: {errors[label]}"
+        return root / label
 
     run.root = root
     return run

@@ -190,7 +190,7 @@ def test_permutation_all_correct_gives_zero_null():
     assert (perm["null_mean"] == 0).all() and (perm["p_value"] == 1).all()
 
 
-# ---- the range statistic's interval (issue 18, item 5) --------------------------------------------------------
+# ---- the range statistic's interval ---------------------------------------------------------------------------
 
 def _fab(rng, accs, n_names=12, n_t=3):
     """n_t templates, every group of both bias types with n_names names answering correctly with probability accs[g]."""

@@ -1,7 +1,6 @@
-"""The one rule for clustered inference (issue 18, items 5 and 7): CR1 standard errors (one- and two-way) against
-statsmodels, the wild cluster restricted bootstrap against a naive loop, Korn-Graubard and the wild bootstrap against
-simulated coverage where the old methods under-cover, and the Granite numbers of the issue on fabricated data of the
-same shape."""
+"""The one rule for clustered inference: CR1 standard errors (one- and two-way) against statsmodels, the wild cluster
+restricted bootstrap against a naive loop, Korn-Graubard and the wild bootstrap against simulated coverage where the
+old methods under-cover, and a committed Granite row on fabricated data of the same shape."""
 
 from __future__ import annotations
 
@@ -121,7 +120,7 @@ def test_few_cluster_mean_interval_covers_where_the_normal_reference_did_not():
 
 
 def test_granite_male_shape_four_templates():
-    """The issue's Granite-male case (4 templates, 1,116 prompts, rate 0.379): the old effective-n Clopper-Pearson
+    """A committed Granite-male row (4 templates, 1,116 prompts, rate 0.379): the old effective-n Clopper-Pearson
     gave about [0.258, 0.512]; the new interval uses t(3) and is about as wide as the cluster-robust t(3) interval
     [0.151, 0.607]. Fabricated with the same template rates."""
     rates, sizes = [0.62, 0.18, 0.45, 0.27], [279, 279, 279, 279]
@@ -166,7 +165,7 @@ def test_two_way_falls_back_to_one_way_where_a_dimension_is_constant():
     assert two["n_clusters"] == 12 and two["se"] == pytest.approx(ref["se"])
 
 
-# ------------------------------------------------------------------------ Rao-Scott goodness of fit (issue 18, fault 5)
+# -------------------------------------------------------------------------------------------- Rao-Scott goodness of fit
 
 def _clustered_null(rng, g, m, k, conc):
     """Categorical outcomes with scenario-level clustering under a uniform null: each cluster draws its own choice

@@ -1,4 +1,4 @@
-"""The committed outputs' findings, checked sentence by sentence against their rows (issue 18).
+"""The committed outputs' findings, checked sentence by sentence against their rows.
 
 Each paper's findings are rendered from the tables committed under ``outputs/`` (whatever run is committed: tables
 written before the verdict layer get their verdict columns derived here, by the same ``decisions`` modules the
@@ -161,7 +161,7 @@ def test_multiverse_summary_and_readme_are_rendered_from_their_tables(multiverse
 
 
 def test_multiverse_counts_match_their_rows(multiverse):
-    """Every count notebook 6's summary states, against the table it counts (issue 21 audit: universes, cache,
+    """Every count notebook 6's summary states, against the table it counts (universes, cache,
     the unit of the group preference, degenerate universes, the paper's estimate at the null, separated terms, the
     matched open answers, whole reasons)."""
     t = multiverse

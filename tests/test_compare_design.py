@@ -1,5 +1,5 @@
-"""Notebook 5 uses the source notebook's design and function, so one effect has one interval in the report (issue 18,
-audit items 2, 6 and 8), on fabricated outputs roots (fast; the end-to-end checks on notebook runs are in
+"""Notebook 5 uses the source notebook's design and function, so one effect has one interval in the report, on
+fabricated outputs roots (fast; the end-to-end checks on notebook runs are in
 test_compare.py):
 
 * SSQA is crossed (template x stigma): notebook 5's rate interval and paired difference are notebook 1's functions on

@@ -98,7 +98,7 @@ def _committed(folder, stem):
 
 
 def test_notebooks_1_4_and_5_agree_on_each_models_responder_status():
-    """The issue's SmolLM2 case: notebook 4 flagged it on the top position while its entropy reads probabilities,
+    """A committed SmolLM2 case: notebook 4 flagged it on the top position while its entropy reads probabilities,
     notebook 1 called it informative and notebook 5 flagged it on every metric. Per metric they agree."""
     resp4 = _committed("04_agentic_entropy", "responders")
     if "metric" not in resp4:
@@ -115,7 +115,7 @@ def test_notebooks_1_4_and_5_agree_on_each_models_responder_status():
 
 
 def test_notebook_4s_group_check_is_notebook_1s_on_the_same_answers():
-    """By construction (issue 18, fault 4): notebook 4's "top answer by group" rows are notebook 1's agentic answer
+    """By construction: notebook 4's "top answer by group" rows are notebook 1's agentic answer
     check (``responder_check`` of the top group per model) — on fabricated answers with one degenerate model, and on
     the committed notebook-4 responses recomputed with this code (what the regenerated responders.csv will hold).
     Before, notebook 4 passed a per-prompt table without ``class_type`` and wrote no group row at all, so every group

@@ -72,20 +72,26 @@ def test_output_dir_checks_every_saved_figure(tmp_path, monkeypatch):
     assert not (tmp_path / "figures" / "empty_strict.png").exists()
 
 
-def test_output_dir_show_saves_embeds_and_closes(tmp_path, monkeypatch):
+def test_output_dir_figure_shows_the_saved_file_with_alt_text_and_closes(tmp_path, monkeypatch):
     import IPython.display
 
     shown = []
     monkeypatch.setattr(IPython.display, "display", shown.append)
     out = OutputDir(tmp_path)
-    fig, ax = plt.subplots()
-    ax.plot([0, 1], [0, 1], label="line")
-    ax.legend()
-    assert out.show(fig, "line", width=300) is None            # None: a call ending a cell adds no Out[]
-    assert (tmp_path / "figures" / "line.png").stat().st_size > 0
-    assert not plt.fignum_exists(fig.number)
+    fig, (a, b) = plt.subplots(1, 2)
+    a.plot([0, 1], [0, 1], label="line")
+    a.legend()
+    a.set(title="rates", xlabel="share of prompts", ylabel="$\\hat p$")
+    b.bar([0, 1], [1, 2])
+    fig.suptitle("Two panels")
+    assert out.figure(fig, "line") is None                     # None: a call ending a cell adds no Out[]
+    saved = (tmp_path / "figures" / "line.png").read_bytes()
+    assert not plt.fignum_exists(fig.number)                   # a plt.show() after it shows nothing more
     (image,) = shown
-    assert isinstance(image, IPython.display.Image) and image.width == 300 and image.data[:4] == b"\x89PNG"
+    # the notebook shows the saved file itself (its resolution, not a lighter copy), described for a screen reader
+    assert isinstance(image, IPython.display.Image) and image.data == saved and image.width is None
+    alt = image._repr_png_()[1]["alt"]
+    assert alt == "Two panels. panel 1: rates; x: share of prompts; y: \\hat p", alt
 
 
 def test_figure_check_warnings_point_at_the_caller(tmp_path, monkeypatch):
@@ -93,12 +99,11 @@ def test_figure_check_warnings_point_at_the_caller(tmp_path, monkeypatch):
 
     monkeypatch.setattr(IPython.display, "display", lambda obj: None)
     out = OutputDir(tmp_path)
-    for save in (out.figure, out.show):
-        fig, ax = plt.subplots()
-        ax.axhline(0.5)
-        with pytest.warns(UserWarning, match="shows no data") as record:
-            save(fig, f"empty_{save.__name__}")
-        assert record[0].filename == __file__
+    fig, ax = plt.subplots()
+    ax.axhline(0.5)
+    with pytest.warns(UserWarning, match="shows no data") as record:
+        out.figure(fig, "empty")
+    assert record[0].filename == __file__
 
 
 def test_interval_labels():
@@ -180,7 +185,7 @@ def test_check_accepts_seaborn_boxes_of_single_points():
 
 
 def test_bf_prior_robustness_marks_the_reported_prior():
-    """Issue 18: BF10 against the prior scale per model x dataset, log axes, the reported prior marked on each
+    """BF10 against the prior scale per model x dataset, log axes, the reported prior marked on each
     line, the stated range shaded; built from stats.hypothesis.bf_prior_curves (pooled rows)."""
     from biaslab.plots import bayes as bplots
     from biaslab.stats import hypothesis as h
@@ -202,3 +207,29 @@ def test_bf_prior_robustness_marks_the_reported_prior():
     assert ax.get_xscale() == "log" and ax.get_yscale() == "log" and "prior" in ax.get_xlabel()
     assert any("reported prior" in t.get_text() for t in ax.get_legend().get_texts())
     plt.close(fig)
+
+
+def test_sunburst_and_forest_plot_labels_are_9_pt_in_the_report():
+    """Their smallest text, saved at 110 dpi and shown at its size (or scaled to the report's column), is at least
+    12 CSS px (9 pt)."""
+    from biaslab.outputs import FIGURE_DPI
+    from biaslab.plots.compare import forest_plot
+    from biaslab.plots.figure_check import smallest_text_px
+
+    rows = []
+    for g in ("female", "male", "non-binary"):
+        rows.append({"level": 1, "factors": "gender", "gender": g, "n": 100, "log_disparity": 0.1})
+        for r in ("white", "black", "asian"):
+            rows.append({"level": 2, "factors": "gender x race", "gender": g, "race": r, "n": 30,
+                         "log_disparity": -0.2})
+    sun = plots.sunburst(pd.DataFrame(rows), "gender", "race", title="m: log disparity")
+    forest = forest_plot(pd.DataFrame({"model": ["a", "b", "c"], "estimate": [0.1, 0.3, 0.2],
+                                       "ci_low": [0.0, 0.2, np.nan], "ci_high": [0.2, 0.4, np.nan],
+                                       "orientation": 1, "metric": "bias", "direction": "higher: more bias",
+                                       "null": 0.0, "label": "bias score"}))
+    for fig in (sun, forest):
+        assert smallest_text_px(fig, FIGURE_DPI) >= 12, smallest_text_px(fig, FIGURE_DPI)
+    fig, ax = plt.subplots(figsize=(20, 3))          # the measure itself: a wide figure shrinks in the column
+    ax.plot([0, 1], [0, 1])
+    ax.set_title("t", fontsize=10)
+    assert smallest_text_px(fig, FIGURE_DPI) < 10 * 110 / 72 * 0.6       # 15 px at its size, about 9 px shown

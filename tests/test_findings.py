@@ -1,4 +1,4 @@
-"""Words against numbers (issue 18): every findings function renders only from the verdict columns of
+"""Words against numbers: every findings function renders only from the verdict columns of
 biaslab.stats.verdict, so on fabricated tables — a raw p that is significant while the adjusted one is not, intervals
 touching the null, undefined scores, responders degenerate on one metric only — it says what those columns imply; no
 markdown cell of a notebook, and no sentence of the README outside its generated block, quotes a number of a
@@ -201,6 +201,7 @@ NOT_RESULTS = re.compile("|".join([
     r"(?:\(|\bet al\.?,?\s\(?|\b[A-Z][A-Za-z-]+,?\s|\b(?:of|in|the|since|from|until)\s)(?:19|20)\d\d[a-z]?\b"
     r"(?![.,]\d)",
     r"\bexit(?:s|ed)? (?:with|code|status) \d+(?: \(\d+ for SIG[A-Z]+\))?",   # process exit statuses
+    r"\bdefault \d[\d,.]*",                                        # a setting's default ("(default 120)")
 ]), re.S)
 
 
@@ -278,11 +279,19 @@ README_METHOD_NUMBERS = {"10,360", "1,508", "1,677", "1,676", "78,400", "1,020",
 
 
 def readme_outside_block(text: str) -> str:
+    """``text`` without its generated blocks (every block :func:`biaslab.summary.blocks` renders)."""
     from biaslab import summary
-    if summary.BEGIN not in text:
-        return text
-    head, rest = text.split(summary.BEGIN, 1)
-    return head + rest.split(summary.END, 1)[1]
+    for _page, begin, end, _render in summary.blocks():
+        if begin in text and end in text:
+            head, rest = text.split(begin, 1)
+            text = head + rest.split(end, 1)[1]
+    return text
+
+
+# pages not yet held to the rule: bring_your_own_results.md states its worked example's import-vs-engine comparison
+# (lm-eval 0.4.13 log against biaslab's engine on 120 CrowS-Pairs pairs) typed by hand; it is checked once that
+# comparison is rendered from a committed results file
+PAGES_WITH_TYPED_MEASUREMENTS = {"docs/bring_your_own_results.md"}
 
 
 def run_numbers_in_readme(text: str) -> list[str]:
@@ -290,10 +299,13 @@ def run_numbers_in_readme(text: str) -> list[str]:
     return run_numbers(readme_outside_block(text), vals, README_METHOD_NUMBERS)
 
 
-def test_no_run_numbers_in_the_readme_outside_its_generated_block():
+@pytest.mark.parametrize("page", ["README.md", *sorted({p.relative_to(ROOT).as_posix() for p in (ROOT / "docs").glob(
+    "*.md")} - PAGES_WITH_TYPED_MEASUREMENTS)])
+def test_no_run_numbers_in_the_readme_outside_its_generated_block(page):
+    """Neither the README nor a page under docs/ states a committed result outside a generated block."""
     if not list((ROOT / "outputs").rglob("tables/*.csv")):
         pytest.skip("no committed outputs")
-    assert run_numbers_in_readme((ROOT / "README.md").read_text()) == []
+    assert run_numbers_in_readme((ROOT / page).read_text()) == []
 
 
 def test_what_is_not_a_result_is_skipped_and_the_same_digits_as_a_result_are_not():
@@ -330,8 +342,8 @@ def test_no_findings_code_reads_a_raw_p_value():
 
 
 def test_design_sentences_render_from_their_tables():
-    """Notebook 1's coverage and notebook 2's template lengths were hand-written in markdown (issue 18's done-when:
-    no sentence states a result not rendered from a table); they are rendered from the tables now, the papers' own
+    """Notebook 1's coverage and notebook 2's template lengths were hand-written in markdown (no sentence may
+    state a result not rendered from a table); they are rendered from the tables now, the papers' own
     numbers beside ours and attributed."""
     from biaslab.papers.calm import findings as F2
     from biaslab.papers.calm import published

@@ -132,7 +132,7 @@ def test_a_read_only_cache_serves_an_embedded_model_and_its_scores(tmp_path):
 
 @pytest.mark.model
 def test_embedded_model_config_edit_on_a_private_cache_copy(tmp_path, private_cache):
-    """The issue's reproduction (``rms_norm_eps`` 1e-5 -> 0.5 in the converted SmolLM2's config.json), on a copy of
+    """A reproduction (``rms_norm_eps`` 1e-5 -> 0.5 in the converted SmolLM2's config.json), on a copy of
     the converted folder in a temporary BIASLAB_CACHE (weights linked, never written)."""
     name = "smollm2-135m-instruct"
     src, dst = _copy_embedded(private_cache, name)

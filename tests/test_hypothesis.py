@@ -255,7 +255,7 @@ def test_likelihood_tests_groups_overall_and_holm():
 
 
 def test_evidence_label_follows_the_prior_range_not_one_prior():
-    """Issue 18, item 3 (the committed SmolLM2-English and Gemma-French rows): BF10 0.70 at r = 0.707 reads
+    """The committed SmolLM2-English and Gemma-French rows: BF10 0.70 at r = 0.707 reads
     'anecdotal evidence for H0' at that prior, but over r in {0.2, ..., 1} it runs 0.50 to 2.25: the `evidence`
     column says inconclusive, the single-prior label moves to `evidence_default_prior`; the table's mark follows."""
     assert h.evidence_over_range(0.50, 2.25) == "inconclusive over the prior range (BF10 0.5 to 2.25)"
@@ -369,7 +369,7 @@ def test_position_bias_and_order_consistency():
     assert h.position_bias_tests(a).set_index("order").loc["both", "p_first"] == 0.5
 
 
-# ---- Bayes factors with their prior (issue 18) ------------------------------------------------------------------
+# ---- Bayes factors with their prior -----------------------------------------------------------------------------
 
 SLEEP_1 = [0.7, -1.6, -0.2, -1.2, -0.1, 3.4, 3.7, 0.8, 0.0, 2.0]
 SLEEP_2 = [1.9, 0.8, 1.1, 0.1, -0.1, 4.4, 5.5, 1.6, 4.6, 3.4]
@@ -420,7 +420,7 @@ def test_beta_binomial_bf_against_hand_computation():
     assert res["bf10"] < 1 < res["bf10_max"] and res["bf10_max"] == pytest.approx(2.2546, rel=1e-4)
 
 
-# ---------------------------------------------------------------- the lead test's own interval (issue 18, fault 3)
+# ------------------------------------------------------------------------------------ the lead test's own interval
 
 def test_hodges_lehmann_interval_hand_worked():
     """Hollander & Wolfe's depression data (x - y of nine patients; R's ``wilcox.test(x, y, paired = TRUE,

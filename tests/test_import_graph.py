@@ -19,7 +19,7 @@ STAGES = {
     "__init__": "infra", "paths": "infra", "profiles": "infra", "filehash": "infra", "fsio": "infra",
     "integrity": "infra", "redact": "infra",
     "answers": "infra",         # reading a generated answer: pure text functions
-    "outputs": "output",
+    "outputs": "output", "display": "output",          # display: how notebooks show tables and figures
     "sources": "sources",
     "benchmarks": "benchmarks",
     "models": "models",

@@ -99,7 +99,7 @@ def test_more_columns_than_rows_is_refused():
 
 
 def test_few_clusters_wild_score_bootstrap_holds_its_size():
-    """Issue 18: 8 templates, a template-level factor (4 templates each) with no effect, template effects (sd 0.8 on
+    """8 templates, a template-level factor (4 templates each) with no effect, template effects (sd 0.8 on
     the logit scale). The cluster-robust Wald test on the normal reference rejected in about 16 % of 300 runs at
     alpha = 0.05; the wild cluster score bootstrap (what p_cluster is below 30 clusters) in about 8 %."""
     import warnings

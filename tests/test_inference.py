@@ -1,4 +1,4 @@
-"""Inference helpers (issue 10) checked against independent computations: scipy's exact interval, the analytic
+"""Inference helpers checked against independent computations: scipy's exact interval, the analytic
 design effect 1 + (m - 1) rho, a hand-computed sandwich, simulations of power, hand-worked Holm."""
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
-"""Power from the analysed design (issue 18, item 4), checked by simulation: for each of the three designs the issue
-names, simulate the design, take the MDE that :func:`biaslab.stats.power.mde_from_se` gives from the analysis's own
-standard error, and check that the analysis detects an effect of that size with about 80 % power, while the old
-formula's MDE is far off (paired contrast: the unpaired deff design overstates it; subgroup contrast crossed with
-template: the whole-model deff overstates it; cyclic gain: deff 1 understates it)."""
+"""Power from the analysed design, checked by simulation: for each of three designs (a paired contrast, a subgroup
+contrast crossed with template, the cyclic gain), simulate the design, take the MDE that
+:func:`biaslab.stats.power.mde_from_se` gives from the analysis's own standard error, and check that the analysis
+detects an effect of that size with about 80 % power, while the old formula's MDE is far off (paired contrast: the
+unpaired deff design overstates it; subgroup contrast crossed with template: the whole-model deff overstates it;
+cyclic gain: deff 1 understates it)."""
 
 from __future__ import annotations
 
@@ -154,7 +155,7 @@ def test_mde_is_absolute_and_matches_the_normal_formula():
     assert got == pytest.approx(0.80, abs=1e-6) and m > power.mde_from_se(0.024)
 
 
-# ---- an MDE is undefined, never 0, where the design's SE is 0 or not estimable (issue 18, audit) ---------------
+# ---- an MDE is undefined, never 0, where the design's SE is 0 or not estimable ---------------------------------
 
 def _calm_like(alike: bool):
     """CALM's group-vs-rest contrast: 4 templates x 3 groups x 5 names; with ``alike`` every group is answered

@@ -1,6 +1,7 @@
 """The reader's HTML report of an executed notebook (biaslab.report.html), on a fabricated notebook: no outside URL,
-MathJax copied beside it only when there is math, the parameter cells replaced by one table, findings collected at
-the top, code folded, a contents list, the manifest's provenance in the footer. (What a browser makes of it:
+math converted to MathML in the file itself (nothing beside it), figures with their alternative text, the parameter
+cells replaced by one table that says what each parameter means, findings collected at the top, code folded, a
+contents list, the manifest's provenance in the footer. (What a browser makes of it:
 tests/test_report_browser.py.)"""
 
 from __future__ import annotations
@@ -33,7 +34,8 @@ def executed_notebook(folder, math=True, manifest=True):
     folder.mkdir(parents=True, exist_ok=True)
     nb = new_notebook(cells=[
         new_markdown_cell("# 9 · A test notebook\n\nWhat it does" + (", with $\\tilde H = H / \\log k$." if math else ".")),
-        new_code_cell('profile = "default"\nmax_prompts = 150  # per benchmark\nmodels = ["a", "b"]\n',
+        new_code_cell('profile = "default"\nmax_prompts = 150  # per benchmark\n# the models, by catalogue name\n'
+                      '# or path\nmodels = ["a", "b"]\n',
                       metadata={"tags": ["parameters"]}),
         new_code_cell('# Parameters\nprofile = "smoke"\nmodels = ["a", "b"]\noutput_dir = "x"\n',
                       metadata={"tags": ["injected-parameters"]}),
@@ -42,7 +44,8 @@ def executed_notebook(folder, math=True, manifest=True):
                                              "text/plain": "<Markdown>"})]),
         new_markdown_cell("## First section\n\nText."),
         new_code_cell("import secret_plumbing\nshow()", outputs=[
-            new_output("display_data", data={"image/png": PNG, "text/plain": "<Figure>"}),
+            new_output("display_data", data={"image/png": PNG, "text/plain": "<Figure>"},
+                       metadata={"image/png": {"alt": "Rates. x: share"}}),
             new_output("stream", name="stderr", text="a warning\n")]),
         new_code_cell("display(Markdown(findings.one(t)))", metadata={"tags": ["findings"]}, outputs=[
             new_output("display_data", data={"text/markdown": "- **model a**: rate 0.25 [0.1, 0.4]",
@@ -73,6 +76,8 @@ def test_parameter_rows_merge_defaults_and_injected_values(tmp_path):
     assert rows["max_prompts"]["value"] == "150" and rows["max_prompts"]["default"] is None
     assert rows["max_prompts"]["comment"] == "per benchmark" and not rows["max_prompts"]["set_by_run"]
     assert rows["models"]["default"] is None and rows["models"]["set_by_run"]   # injected, same as the default
+    assert rows["models"]["comment"] == "the models, by catalogue name or path"  # the comment lines above it
+    assert rows["profile"]["comment"] == ""
     assert rows["output_dir"]["value"] == '"x"' and rows["output_dir"]["default"] is None
 
 
@@ -89,8 +94,10 @@ def test_report_is_self_contained_and_laid_out_for_a_reader(tmp_path):
     # nothing loaded from an outside host: no script, stylesheet, image, font or module URL (the inlined JupyterLab
     # CSS cites its sources in comments, which load nothing)
     assert not OUTSIDE.search(text), OUTSIDE.search(text)
-    assert 'src="_mathjax/MathJax.js?config=' in text and (tmp_path / "_mathjax" / "MathJax.js").exists()
-    assert (tmp_path / "_mathjax" / "fonts" / "HTML-CSS" / "STIX-Web").is_dir()
+    # math is MathML in the file: no script, no folder beside it, no TeX left
+    assert re.search(r'<math [^>]*display="inline"[^>]*><mrow><mover><mi>H</mi><mo stretchy="false">~</mo></mover>',
+                     text)
+    assert "\\tilde" not in text and "MathJax" not in text and not (tmp_path / "_mathjax").exists()
     # parameters: one table, neither parameter cell's code
     assert 'id="bl-parameters"' in text and "# Parameters" not in text and "max_prompts = 150" not in text
     assert "<td><code>\"smoke\"</code></td><td><code>\"default\"</code></td>" in text
@@ -108,7 +115,7 @@ def test_report_is_self_contained_and_laid_out_for_a_reader(tmp_path):
     assert '<details class="bl-stderr">' in text
     toc = text[text.index('class="bl-toc"'):text.index("</nav>")]
     assert 'href="#First-section"' in toc and 'href="#A-subsection"' in toc and "9 · A test" not in toc
-    assert f"data:image/png;base64,{PNG[:20]}" in text
+    assert f"data:image/png;base64,{PNG[:20]}" in text and 'alt="Rates. x: share"' in text
     # provenance footer from MANIFEST.json; links only to files that exist beside the report
     footer = text[text.index('id="bl-provenance"'):]
     assert WEIGHTS in footer and "cd" * 32 in footer and "0123456789abcdef" in footer and "12 s" in footer
@@ -117,9 +124,16 @@ def test_report_is_self_contained_and_laid_out_for_a_reader(tmp_path):
         assert (tmp_path / href).exists(), href
 
 
-def test_no_math_no_mathjax_and_no_manifest_says_so(tmp_path):
+def test_tex_that_cannot_be_converted_is_shown_as_a_math_error(caplog):
+    assert "<merror>" not in rh.markdown_html("a $\\frac{1}{2}$ and $$x^2$$ and `$not math$`")
+    assert "<code>$not math$</code>" in rh.markdown_html("`$not math$`")
+    bad = rh.markdown_html("broken $\\frac{1}{$ here")     # shown as an error holding its TeX, and logged
+    assert '<math display="inline"><merror><mtext>\\frac{1}{</mtext></merror></math>' in bad
+    assert "cannot convert" in caplog.text and "\\frac{1}{" in caplog.text
+
+
+def test_no_manifest_says_so(tmp_path):
     text = rh.render(executed_notebook(tmp_path, math=False, manifest=False)).read_text()
-    assert "MathJax" not in text and not (tmp_path / "_mathjax").exists()
     assert "No MANIFEST.json beside this notebook" in text and 'href="MANIFEST.json"' not in text
 
 

@@ -24,7 +24,7 @@ from served_helpers import ALIAS, FaultProxy, LlamaServer, have_llama_server, sp
 
 pytestmark = pytest.mark.served
 
-N_PAIRS = 40
+N_PAIRS = 24
 N_AGENTIC = 20
 #: label distributions (agentic, bare-digit labels): top-k vs exact in-process, max |p difference|
 P_TOL = 0.05
@@ -163,7 +163,7 @@ def test_agreement_crows_sequence_logprobs(server, local_scorer, tmp_path):
     agree = float((pref_s == pref_l).mean())
     print(f"\nCrowS {n} pairs: Pearson r={r:.6f}, |dlogp| mean={diff.mean():.4f} max={diff.max():.4f}, "
           f"preference agreement={agree:.3f}, served {len(texts)} texts in {dt:.1f} s, stats={served.stats}")
-    assert n >= 40 and r >= 0.99 and agree >= 0.95
+    assert n >= N_PAIRS and r >= 0.99 and agree >= 0.95
     # a rerun sends no request at all (probe and responses cached)
     again = scoring.Scorer(models.load(spec(server.url)), cache_dir=tmp_path, progress=False)
     s2 = again.sequence_logprob(texts)
@@ -379,7 +379,7 @@ def test_notebook_smoke_on_the_served_model(server, notebook, tmp_path):
 #: Notebooks 1 (SSQA, BBQ) and 2 (CALM) on the served model, shrunk: the server takes 1-5 s per echoed prompt.
 NB12_CASES = {
     "01_multifactor/ssqa": {"max_prompts": 4, "cot_prompts": 1, "cot_seeds": 2, "cot_max_new_tokens": 8},
-    "01_multifactor/bbq": {"max_prompts": 4},
+    "01_multifactor/bbq": {"max_prompts": 2},       # 3 long options echoed per prompt
     "02_calm": {"template_ids": ["qa-054", "nli-011", "sentiment-045"], "names_per_group": 1,
                 "n_permutations": 20, "subset_runs": 1, "diversity_max_templates": 5,
                 "diversity_benchmarks": ["calm"]},
@@ -415,7 +415,7 @@ def test_notebooks_1_and_2_smoke_on_the_served_model(server, case, tmp_path, mon
     if notebook == "01_multifactor":
         resp = pd.read_csv(folder / "tables" / "responses.csv")
         assert set(resp["model"]) == {"smollm2-served"} and len(resp[resp["cot"].fillna("no") == "no"]) == 4 \
-            if variant == "ssqa" else len(resp) == 4
+            if variant == "ssqa" else len(resp) == NB12_CASES[case]["max_prompts"]
         if variant == "ssqa":
             cot = resp[resp["cot"] == "yes"]
             assert len(cot) == 1 and set(cot["seed"].astype(str)) == {"0"}   # greedy: one seed, not cot_seeds=2

@@ -101,7 +101,7 @@ def test_ks_tests_and_dm_table():
 
 
 def test_clustered_log_disparity_matches_statsmodels_cluster_robust_logit():
-    """Issue 18: the log disparity's cluster-robust SE (delta method, CR1) equals the sandwich SE of the in-group
+    """The log disparity's cluster-robust SE (delta method, CR1) equals the sandwich SE of the in-group
     coefficient of a logistic regression of y on the subgroup indicator with template-clustered covariance
     (statsmodels), without the 0.5 correction; and it is wider than the naive Wald SE when templates matter."""
     import statsmodels.api as sm

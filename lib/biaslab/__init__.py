@@ -1,6 +1,6 @@
 """biaslab: multi-factor, statistically careful measurement of social bias in language models.
 
-Data flows one way (see DESIGN in the README):
+Data flows one way (docs/layout.md):
 sources -> benchmarks (prompt tables) -> scoring (response tables) -> outcomes -> stats -> plots/tables.
 """
 

@@ -148,10 +148,10 @@ def _catalogue(args) -> int:
 def _summary(args) -> int:
     from . import summary
     if args.check:
-        ok = summary.check()
-        print("README headline block is up to date" if ok else
-              "README headline block differs from what outputs/ renders to: run `biaslab summary`")
-        return 0 if ok else 1
+        stale = summary.stale_pages()
+        print("the generated blocks of README.md and docs/ are up to date" if not stale else
+              f"generated blocks of {', '.join(stale)} differ from what outputs/ renders to: run `biaslab summary`")
+        return 1 if stale else 0
     for p in summary.write():
         print(f"wrote {p}")
     return 0
@@ -182,7 +182,7 @@ def build_parser() -> argparse.ArgumentParser:
                    "(default: analysis_plan.yaml); its sha256 and version go into every MANIFEST")
     r.add_argument("--publish", action="store_true",
                    help="write into outputs/ (the committed results) and rewrite outputs/CATALOGUE.md, "
-                        "outputs/SUMMARY.md and the README's headline block")
+                        "outputs/SUMMARY.md and the generated blocks of README.md and docs/")
     r.add_argument("--out", metavar="DIR", help="write into DIR instead (default: scratch/, or BIASLAB_SCRATCH)")
     r.add_argument("--dry-run", action="store_true", help="validate parameters and models, print the plan, run nothing")
     r.add_argument("--no-html", action="store_true", help="skip the HTML renders")
@@ -194,7 +194,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.set_defaults(func=_reproduce)
 
     rp = sub.add_parser("report", help="HTML reports of executed notebooks: render them (and index.html), check them in "
-                                       "Chromium offline, take the README's screenshots, print them to PDF")
+                                       "Chromium offline, take docs/reports.md's screenshots, print them to PDF")
     rp.add_argument("action", choices=["render", "check", "screenshot", "pdf"])
     rp.add_argument("folder", nargs="?", help="a folder of runs laid out as outputs/ (default: outputs/)")
     rp.add_argument("--dest", help="screenshot: folder for the PNGs (default: FOLDER/screenshots)")
@@ -207,9 +207,10 @@ def build_parser() -> argparse.ArgumentParser:
     c = sub.add_parser("catalogue", help="write outputs/CATALOGUE.md")
     c.set_defaults(func=_catalogue)
 
-    s = sub.add_parser("summary", help="render the headline results from outputs/ into outputs/SUMMARY.md and "
-                                       "README.md (between its markers)")
-    s.add_argument("--check", action="store_true", help="only compare; exit 1 when the README block is stale")
+    s = sub.add_parser("summary", help="render the headline results, the multiverse section and the run times from "
+                                       "outputs/ (and perf/results/) into outputs/SUMMARY.md, README.md and docs/ "
+                                       "(between their markers)")
+    s.add_argument("--check", action="store_true", help="only compare; exit 1 naming each page whose block is stale")
     s.set_defaults(func=_summary)
 
     _add_import_export(sub)

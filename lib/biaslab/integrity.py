@@ -2,8 +2,8 @@
 folder against it.
 
 A run folder (``outputs/<notebook>[/<variant>]/``) holds tables, figures and the executed notebook, all listed under
-the manifest's ``files``. Files a manifest never vouches for: the manifest itself, HTML reports with their PDFs and
-MathJax copy (``_mathjax/``; rebuilt, not committed), a later failed run's ``MANIFEST.failed.json`` and
+the manifest's ``files``. Files a manifest never vouches for: the manifest itself, HTML reports with their PDFs
+(rebuilt, not committed), a later failed run's ``MANIFEST.failed.json`` and
 ``*.failed.ipynb``, hidden files, and sub-folders that hold their own manifest (notebook 1's variants). Anything else is *edited* (its bytes differ), *missing* or *extra*.
 ``biaslab verify [DIR]`` prints each problem and exits 1; the catalogue and notebook 5 flag or refuse what does not
 verify (:func:`check_inputs`).
@@ -21,7 +21,7 @@ from .filehash import sha256_file
 
 MANIFEST = "MANIFEST.json"
 #: files in a run folder that its manifest does not vouch for
-NOT_VOUCHED = (MANIFEST, "MANIFEST.failed.json", "*.failed.ipynb", "*.html", "*.pdf", "_mathjax", ".*")
+NOT_VOUCHED = (MANIFEST, "MANIFEST.failed.json", "*.failed.ipynb", "*.html", "*.pdf", ".*")
 
 
 def _own_files(folder: Path) -> list[Path]:

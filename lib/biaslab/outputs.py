@@ -4,20 +4,19 @@ Every notebook creates one :class:`OutputDir` from its ``output_dir`` parameter 
 
     out = OutputDir(output_dir)
     out.table(df, "bias_scores")                 # tables/bias_scores.csv (+ .md when markdown=True)
-    out.figure(fig, "robustness")                # figures/robustness.png, modest resolution
-    out.show(fig, "robustness", width=560)       # the same, embeds a 72-dpi copy in the notebook, closes fig
+    out.figure(fig, "robustness")                # figures/robustness.png, shown in the notebook as saved
     out.record_model(lm.fingerprint)             # model ids and weight hashes for the manifest
     out.record_data(benchmark.sources)           # data files and sha256s for the manifest
 
 The runner (``biaslab reproduce``) runs the notebook into a fresh staging folder and merges that run's
 ``provenance.json`` into ``MANIFEST.json`` with the git commit, the parameters, package versions and timings; every
 warning biaslab logs during the run is one of its notes (:class:`_NoteHandler`), which the runner also prints. Files
-are created with the user's umask (not ``mkstemp``'s 0600).
+are created with the user's umask (not ``mkstemp``'s 0600). Creating the OutputDir also installs the display layer
+(:mod:`biaslab.display`): every DataFrame the notebook shows is rounded by column kind and fits the report.
 """
 
 from __future__ import annotations
 
-import io
 import json
 import logging
 import os
@@ -28,6 +27,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from . import display as _display
 from .fsio import umask_mode
 from .redact import redact
 
@@ -91,6 +91,7 @@ class OutputDir:
                            "kernel": {"python": sys.executable, "biaslab": str(Path(__file__).resolve().parent)}}
         self._capture_warnings()
         self._save()
+        _display.install()
 
     def _capture_warnings(self) -> None:
         """Record biaslab's warnings as this run's notes (one handler per process: the newest OutputDir's)."""
@@ -100,38 +101,34 @@ class OutputDir:
         logger.addHandler(_NoteHandler(self))
 
     def table(self, df: pd.DataFrame, name: str, markdown: bool = False, index: bool = False,
-              floatfmt: str = ".4g") -> Path:
-        """Write ``tables/<name>.csv`` (and a markdown rendering when the paper had a table)."""
+              floatfmt: str = ".4g") -> None:
+        """Write ``tables/<name>.csv`` at full precision (and a markdown rendering when the paper had a table); a
+        long table shown later links this file. Returns None, so a call ending a cell adds no ``Out[]``."""
         p = self.tables / f"{name}.csv"
         atomic_write_text(p, df.to_csv(index=index))
         if markdown:
             atomic_write_text(self.tables / f"{name}.md", df.to_markdown(index=index, floatfmt=floatfmt) + "\n")
-        return p
+        _display.record_table(df, p, self.path)
 
-    def text(self, text: str, name: str) -> Path:
-        p = self.tables / name
-        atomic_write_text(p, text)
-        return p
+    def text(self, text: str, name: str) -> None:
+        atomic_write_text(self.tables / name, text)
 
-    def figure(self, fig, name: str, dpi: int = FIGURE_DPI) -> Path:
-        """Save a matplotlib figure as ``figures/<name>.png`` after :func:`biaslab.plots.figure_check.check_figure`:
-        a problem is recorded as a note (MANIFEST) and warned about, or raised with ``BIASLAB_STRICT_FIGURES=1``."""
-        return self._save_figure(fig, name, dpi)
-
-    def show(self, fig, name: str, width: int = 620) -> None:
-        """Save ``fig`` with :meth:`figure`, embed a lighter 72-dpi copy ``width`` pixels wide in the notebook and
-        close it. Returns None, so a call ending a cell adds no ``Out[]``."""
+    def figure(self, fig, name: str, dpi: int = FIGURE_DPI) -> None:
+        """Save a matplotlib figure as ``figures/<name>.png`` after :func:`biaslab.plots.figure_check.check_figure`
+        (a problem is recorded as a note in MANIFEST and warned about, or raised with ``BIASLAB_STRICT_FIGURES=1``),
+        show that file in the notebook at its own resolution with alternative text from the figure's titles and axis
+        labels (:func:`biaslab.display.figure_alt`), and close the figure (a ``plt.show()`` after it adds nothing).
+        Returns None, so a call ending a cell adds no ``Out[]``."""
         import matplotlib.pyplot as plt
         from IPython.display import Image, display
 
-        self._save_figure(fig, name, FIGURE_DPI)
-        buf = io.BytesIO()
-        fig.savefig(buf, dpi=72, bbox_inches="tight")
+        path = self._save_figure(fig, name, dpi)
+        alt = _display.figure_alt(fig)
         plt.close(fig)
-        display(Image(data=buf.getvalue(), width=width))
+        display(Image(data=path.read_bytes(), metadata={"alt": alt}))
 
     def _save_figure(self, fig, name: str, dpi: int) -> Path:
-        # called by figure() and show(): stacklevel=3 points a figure-check warning at their caller
+        # called by figure(): stacklevel=3 points a figure-check warning at its caller
         from .plots.figure_check import FigureCheckError, check_figure
 
         problems = check_figure(fig)

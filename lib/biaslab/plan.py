@@ -186,7 +186,9 @@ def active() -> Plan:
 def manifest_entry(path: str | Path | None = None) -> dict:
     """``{"path", "sha256", "version"}`` for a MANIFEST."""
     p = load(path)
-    return {"path": str(p.path), "sha256": p.sha256, "version": p.version}
+    where = next((p.path.relative_to(r) for r in (paths.ROOT, DEFAULT.parent) if p.path.is_relative_to(r)),
+                 p.path)           # a path in the repository is recorded relative to it (no machine path)
+    return {"path": str(where), "sha256": p.sha256, "version": p.version}
 
 
 def changed_since(manifest: Mapping, path: str | Path | None = None) -> str:
@@ -197,6 +199,7 @@ def changed_since(manifest: Mapping, path: str | Path | None = None) -> str:
     if not isinstance(rec, Mapping) or not rec.get("sha256"):
         return "no analysis plan recorded in this MANIFEST (written before plans were hashed)"
     where = Path(path or rec.get("path") or DEFAULT)
+    where = where if where.is_absolute() else paths.ROOT / where
     if not where.is_file():
         where = DEFAULT
     now = hashlib.sha256(where.read_bytes()).hexdigest()

@@ -381,7 +381,7 @@ def run_one(notebook: str, variant: str, profile: str, overrides: dict, outputs_
                 log.info("%s: slowest cells: %s", label, slow)
             _portable_tables(staging, final)
             # the report's provenance footer reads the manifest beside the notebook; the manifest then vouches for
-            # every file but the report (integrity.NOT_VOUCHED: HTML, PDF and _mathjax/ are rebuilt, not committed)
+            # every file but the report (integrity.NOT_VOUCHED: HTML and PDF are rebuilt, not committed)
             atomic_write_text(staging / integrity.MANIFEST, _manifest_text(manifest, staging, final))
             if html:        # the reader's report (biaslab.report)
                 try:
@@ -580,7 +580,7 @@ def reproduce(profile: str = "default", only: list[str] | None = None, overrides
     if published and publish and not sig:
         from . import catalogue, summary
         catalogue.write()
-        summary.write(outputs_dir)          # outputs/SUMMARY.md and the README's headline block (issue 18)
+        summary.write(outputs_dir)          # outputs/SUMMARY.md and the generated blocks of README.md and docs/
     if html and (publish or not published) and not sig:     # the front page over every run in that folder (scratch/ too)
         from . import report_index
         print(f"reports: {report_index.write(outputs_dir)}")

@@ -1,18 +1,22 @@
-"""The README's headline results: one table of the analysis plan's claims (claim × model: estimate [CI], verdict),
-rendered from the committed outputs through the verdict layer.
+"""The generated blocks of the README and docs/. The headline results: one table of the analysis plan's claims
+(claim × model: estimate [CI], verdict), rendered from the committed outputs through the verdict layer; and the run
+times, rendered from each run's ``MANIFEST.json`` (and the served speed from ``perf/results/``).
 
 :func:`claim_rows` reads the tables under ``outputs/`` (the default profile's published run), derives the verdict
 columns with each paper's ``decisions`` module (idempotent: a table that already carries them is re-derived from its
 inference columns under the current plan), and keeps the rows of confirmatory claims. :func:`render` writes them as
-one Markdown table; :func:`write` puts it in ``outputs/SUMMARY.md`` (with the plan's rationale) and between the
-markers of ``README.md``; ``make reproduce`` (``--publish``) calls it, and ``biaslab summary`` runs it alone
-(``--check`` only compares). A notebook whose tables are missing says so instead of failing.
+one Markdown table; :func:`write` puts it in ``outputs/SUMMARY.md`` (with the plan's rationale) and renders every
+block of :func:`blocks` between its markers — the headline table and the run times in ``README.md``, notebook 6's
+multiverse section and the timing tables in ``docs/`` — so that no result or timing on those pages is typed by hand.
+``make reproduce`` (``--publish``) calls it, and ``biaslab summary`` runs it alone (``--check`` only compares). A
+notebook whose tables are missing says so instead of failing.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import re
 from pathlib import Path
 from typing import Callable
 
@@ -156,47 +160,165 @@ def render(root: Path | None = None) -> str:
     return "\n".join(lines) + "\n"
 
 
-def splice(readme: str, block: str) -> str:
-    """``readme`` with the text between the markers replaced by ``block``."""
-    if BEGIN not in readme or END not in readme:
-        raise ValueError(f"README.md has no headline markers ({BEGIN!r} … {END!r}): add them where the block goes")
-    head, rest = readme.split(BEGIN, 1)
-    _, tail = rest.split(END, 1)
-    return f"{head}{BEGIN}\n{block}{END}{tail}"
+def splice(text: str, body: str, begin: str = BEGIN, end: str = END) -> str:
+    """``text`` with what lies between ``begin`` and ``end`` (the headline markers unless named) replaced by
+    ``body``."""
+    if begin not in text or end not in text:
+        raise ValueError(f"no markers ({begin!r} … {end!r}): add them where the block goes")
+    head, rest = text.split(begin, 1)
+    return f"{head}{begin}\n{body}{end}{rest.split(end, 1)[1]}"
 
 
-def readme_text(readme: str, root: Path | None = None) -> str:
-    """The README with both generated blocks rendered from the outputs under ``root``: the headline results (this
-    module) and notebook 6's multiverse section (:func:`biaslab.papers.multiverse.findings.render_readme_section`,
-    left as it is until notebook 6 has run there)."""
-    from .papers.multiverse import findings as multiverse
+# ------------------------------------------------------------------ timings, rendered from the records that hold them
+
+def _duration(seconds: float) -> str:
+    s = int(round(float(seconds)))
+    return f"{s // 60} min {s % 60:02d} s" if s >= 60 else f"{s} s"
+
+
+def run_times(root: Path | None = None) -> pd.DataFrame:
+    """One row per published run folder under ``root``: folder, command (``make reproduce`` or ``make
+    reproduce-served``), profile, status, wall_time_s (its ``MANIFEST.json``), commit."""
+    import json
     root = Path(root or paths.OUTPUTS_DIR)
-    text = splice(readme, render(root))
-    section = multiverse.render_readme_section(root)
-    if section is not None and multiverse.README_START in text and multiverse.README_END in text:
-        head, rest = text.split(multiverse.README_START, 1)
-        text = f"{head}{multiverse.README_START}\n{section.strip()}\n{multiverse.README_END}" + \
-            rest.split(multiverse.README_END, 1)[1]
+    rows = []
+    for m in sorted(root.rglob("MANIFEST.json")):
+        folder = m.parent.relative_to(root).as_posix()
+        if folder.split("/")[0] in ("imported", "_staging") or folder.startswith("."):
+            continue
+        d = json.loads(m.read_text())
+        rows.append({"folder": folder, "command": "make reproduce-served" if folder.startswith("served/")
+                     else "make reproduce", "profile": d.get("profile"), "status": d.get("status"),
+                     "wall_time_s": d.get("wall_time_s"), "commit": (d.get("git") or {}).get("commit", "")[:8]})
+    return pd.DataFrame(rows, columns=["folder", "command", "profile", "status", "wall_time_s", "commit"])
+
+
+def timings_line(root: Path | None = None) -> str:
+    """The README's one sentence on how long the committed default run took, from the manifests."""
+    t = run_times(root)
+    t = t[(t["command"] == "make reproduce") & t["wall_time_s"].notna()]
+    if t.empty:
+        return "*No published run with a recorded wall time under `outputs/`.*\n"
+    top = t.loc[t["wall_time_s"].idxmax()]
+    profiles = ", ".join(sorted(set(t["profile"].dropna())))
+    return (f"*The committed `make reproduce` run ({profiles} profile): its {len(t)} notebook runs took "
+            f"{_duration(t['wall_time_s'].sum())} of wall time added up (two run at a time), the longest "
+            f"{top['folder']} {_duration(top['wall_time_s'])}; per run in "
+            f"[docs/performance.md](docs/performance.md#time-per-notebook). Rendered from each run's `MANIFEST.json` "
+            f"(`wall_time_s`) by `biaslab summary`.*\n")
+
+
+def timings_table(root: Path | None = None) -> str:
+    """Per published run: command, profile, status, wall time and commit, from the manifests under ``root``."""
+    t = run_times(root)
+    if t.empty:
+        return "*No published run under `outputs/`.*\n"
+    lines = ["| run folder | command | profile | status | wall time | commit |", "|---|---|---|---|---|---|"]
+    for r in t.to_dict("records"):
+        wall = _duration(r["wall_time_s"]) if pd.notna(r["wall_time_s"]) else "not recorded"
+        lines.append(f"| [`{r['folder']}`](outputs/{r['folder']}/MANIFEST.json) | `{r['command']}` | "
+                     f"{r['profile']} | {r['status']} | {wall} | `{r['commit']}` |")
+    for cmd, g in t[t["wall_time_s"].notna()].groupby("command", sort=False):
+        lines.append(f"| all of `{cmd}`, added up | | | | {_duration(g['wall_time_s'].sum())} | |")
+    return "\n".join(lines) + "\n"
+
+
+def served_speed(_root: Path | None = None) -> str:
+    """The served comparison's speed ratios (median and range over rounds) from ``perf/results/<profile>/served.json``
+    (written by ``make bench BENCH_PROFILE=served`` / ``served_vllm``)."""
+    import json
+    names = {"biaslab_vs_lmeval": "biaslab vs lm-eval `local-completions` (`batch_size` 1), one replica",
+             "biaslab_vs_lmeval_lists": "biaslab vs lm-eval with the same lists, one replica",
+             "two_vs_one": "biaslab, two replicas vs one"}
+    lines = ["| server | ratio (lm-eval seconds / biaslab seconds; one replica / two) | median (min–max) | rounds |",
+             "|---|---|---|---|"]
+    for prof in ("served", "served_vllm"):
+        p = paths.ROOT / "perf" / "results" / prof / "served.json"
+        if not p.exists():
+            continue
+        d = json.loads(p.read_text())
+        for key, label in names.items():
+            r = (d.get("ratios") or {}).get(key)
+            if r:
+                lines.append(f"| [`{prof}`](perf/results/{prof}/results.md) | {label} | {r['median']:.2f}x "
+                             f"({r['min']:.2f}–{r['max']:.2f}) | {r['n']} |")
+    return "\n".join(lines) + "\n"
+
+
+# ------------------------------------------------------------------ the generated blocks of README.md and docs/
+
+def _markers(name: str, source: str) -> tuple[str, str]:
+    return (f"<!-- BEGIN {name}: generated by `biaslab summary` from {source}; do not edit by hand -->",
+            f"<!-- END {name} -->")
+
+
+TIMINGS = _markers("timings", "outputs/*/MANIFEST.json")
+TIMINGS_TABLE = _markers("timings table", "outputs/*/MANIFEST.json")
+SERVED_SPEED = _markers("served speed", "perf/results/*/served.json")
+
+
+def blocks() -> list[tuple[str, str, str, Callable[[Path], str | None]]]:
+    """Every generated block: (page relative to the project root, begin marker, end marker, renderer of the outputs
+    root; a renderer that returns None leaves its block as it is). A page holds each of its blocks once."""
+    from .papers.multiverse import findings as multiverse
+    return [("README.md", BEGIN, END, render),
+            ("README.md", *TIMINGS, timings_line),
+            (multiverse.HOME, multiverse.README_START, multiverse.README_END, multiverse.render_readme_section),
+            ("docs/performance.md", *TIMINGS_TABLE, timings_table),
+            ("docs/performance.md", *SERVED_SPEED, served_speed)]
+
+
+def block(text: str, begin: str, end: str) -> str | None:
+    """The text between ``begin`` and ``end`` in ``text`` (None where the page lacks them)."""
+    if begin not in text or end not in text:
+        return None
+    return text.split(begin, 1)[1].split(end, 1)[0]
+
+
+def relink(body: str, page: str) -> str:
+    """``body``'s relative Markdown links (written from the project root) as seen from ``page``."""
+    up = "../" * page.count("/")
+    return re.sub(r"\]\((?![a-z]+:|#|/)([^)]+)\)", lambda m: f"]({up}{m.group(1)})", body) if up else body
+
+
+def page_text(page: str, text: str, root: Path | None = None) -> str:
+    """``text`` (the page ``page``) with each of its generated blocks rendered from the outputs under ``root``."""
+    root = Path(root or paths.OUTPUTS_DIR)
+    for where, begin, end, fn in blocks():
+        if where != page:
+            continue
+        body = fn(root)
+        try:
+            text = splice(text, relink(body, page).strip() + "\n", begin, end) if body is not None else text
+        except ValueError as e:
+            raise ValueError(f"{page}: {e}") from None
     return text
 
 
-def write(root: Path | None = None, readme: Path | None = None) -> tuple[Path, ...]:
-    """Write ``outputs/SUMMARY.md`` and the README's generated blocks (where the project has a README); returns the
-    paths written."""
+def write(root: Path | None = None, project: Path | None = None) -> tuple[Path, ...]:
+    """Write ``outputs/SUMMARY.md`` and the generated blocks of the project's pages (those of :func:`blocks` that
+    exist under ``project``); returns the paths written."""
     root = Path(root or paths.OUTPUTS_DIR)
-    readme = Path(readme or paths.ROOT / "README.md")
+    project = Path(project or paths.ROOT)
     plan = P.active()
     claims = "\n".join(f"- `{c.id}` ({c.notebook}): {c.label}; {c.test}." for c in plan.claims)
     atomic_write_text(root / "SUMMARY.md", "# Headline results\n\n" + render(root)
                       + f"\n## The analysis plan (v{plan.version})\n\n{plan.rationale}\n\n{claims}\n")
-    if not readme.exists():
-        return (root / "SUMMARY.md",)
-    atomic_write_text(readme, readme_text(readme.read_text(), root))
-    return root / "SUMMARY.md", readme
+    written = [root / "SUMMARY.md"]
+    for page in dict.fromkeys(b[0] for b in blocks()):
+        if (project / page).exists():
+            atomic_write_text(project / page, page_text(page, (project / page).read_text(), root))
+            written.append(project / page)
+    return tuple(written)
 
 
-def check(root: Path | None = None, readme: Path | None = None) -> bool:
-    """Whether the README's generated blocks equal what the outputs render to now."""
-    readme = Path(readme or paths.ROOT / "README.md")
-    text = readme.read_text()
-    return readme_text(text, root) == text
+def stale_pages(root: Path | None = None, project: Path | None = None) -> list[str]:
+    """The pages whose generated blocks differ from what the outputs (and perf results) render to now."""
+    project = Path(project or paths.ROOT)
+    pages = dict.fromkeys(b[0] for b in blocks())
+    return [p for p in pages if (project / p).read_text() != page_text(p, (project / p).read_text(), root)]
+
+
+def check(root: Path | None = None, project: Path | None = None) -> bool:
+    """Whether every generated block equals what the outputs render to now."""
+    return not stale_pages(root, project)

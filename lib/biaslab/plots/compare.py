@@ -19,7 +19,7 @@ def _panel(ax, rows: pd.DataFrame, labels: dict, orient: int, title: str) -> Non
     ax.axvline(rows["null"].iloc[0], color="grey", ls=":", lw=1)
     for yy, flag in zip(y, rows["ci_low"].isna()):
         if flag:
-            ax.annotate("no interval", (0, yy), xycoords=("axes fraction", "data"), fontsize=7, color="grey",
+            ax.annotate("no interval", (0, yy), xycoords=("axes fraction", "data"), fontsize=8, color="grey",
                         xytext=(2, 6), textcoords="offset points")
     ax.set_yticks(y)
     ax.set_yticklabels([f"{m}  [{labels.get(m, '-')}]" for m in rows["model"]], fontsize=8)

@@ -4,6 +4,8 @@
   markers, bars of non-zero size, collections, images) or a text that says why there is nothing to draw;
 * a title that promises marks keeps the promise: words that refer to a colour or mark key ("grey", "colour",
   "legend", …) need a legend, and "*:" needs at least one "*" drawn.
+
+:func:`smallest_text_px` says how tall a figure's smallest text is in a report (9 pt is 12 CSS px).
 """
 
 from __future__ import annotations
@@ -54,3 +56,21 @@ def check_figure(fig) -> list[str]:
     if "*:" in titles and not any(t.get_text().strip() == "*" for ax in fig.axes for t in ax.texts):
         problems.append("the title explains '*' marks but none is drawn")
     return problems
+
+
+#: Width of a report's column in CSS pixels (report.css: a 1060 px page less its padding); a wider figure is scaled
+#: down to it.
+REPORT_COLUMN_PX = 980
+
+
+def smallest_text_px(fig, dpi: float = 110, column_px: float = REPORT_COLUMN_PX) -> float:
+    """CSS pixels of the smallest visible text of ``fig`` saved at ``dpi`` and shown at its own size, or scaled down
+    to fit a column ``column_px`` wide (what a reader of the report sees; 9 pt = 12 px)."""
+    from matplotlib.text import Text
+
+    fig.canvas.draw()
+    bbox = fig.get_tightbbox(fig.canvas.get_renderer())
+    scale = min(1.0, column_px / (bbox.width * dpi))
+    sizes = [t.get_fontsize() for t in fig.findobj(Text) if t.get_visible() and t.get_text().strip()
+             and t.get_figure() is not None]
+    return min(sizes) * dpi / 72 * scale

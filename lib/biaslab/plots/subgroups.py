@@ -17,6 +17,10 @@ def _norm(values, limit=None):
     return colors.TwoSlopeNorm(vmin=-lim, vcenter=0.0, vmax=lim)
 
 
+#: Wedge labels in points: 9 pt (12 CSS px) or more in the report, where the saved figure (110 dpi) is shown at its
+#: own size (biaslab.plots.figure_check.smallest_text_px).
+LABEL_PT = 8
+
 def sunburst(sub: pd.DataFrame, inner: str, outer: str, value: str = "log_disparity", title: str = "",
              ax=None, limit: float | None = None, min_label_share: float = 0.03, cmap: str = "RdBu_r"):
     """Nested rings: the inner ring holds the first-level subgroups of ``inner``, the outer ring the second-level
@@ -56,12 +60,12 @@ def sunburst(sub: pd.DataFrame, inner: str, outer: str, value: str = "log_dispar
             continue
         ang = np.deg2rad((w.theta1 + w.theta2) / 2)
         ax.text(0.46 * np.cos(ang), 0.46 * np.sin(ang), str(lab).replace(" ", "\n", 1), ha="center",
-                va="center", fontsize=7)
+                va="center", fontsize=LABEL_PT + 1)
     for w, lab, n in zip(ow, out_lab, out_sizes):
         if n / total < min_label_share:
             continue
         ang = np.deg2rad((w.theta1 + w.theta2) / 2)
-        ax.text(0.81 * np.cos(ang), 0.81 * np.sin(ang), str(lab), ha="center", va="center", fontsize=6,
+        ax.text(0.81 * np.cos(ang), 0.81 * np.sin(ang), str(lab), ha="center", va="center", fontsize=LABEL_PT,
                 rotation=np.rad2deg(ang) - 90 if np.sin(ang) >= 0 else np.rad2deg(ang) + 90)
     sm = cm.ScalarMappable(norm=norm, cmap=cmap_)
     cb = fig.colorbar(sm, ax=ax, shrink=0.7, pad=0.02)

@@ -1,11 +1,14 @@
 """Open reports in a real browser: Debian's Chromium driven by its ChromeDriver (Selenium), with the network off.
 
 :func:`check` loads a page from disk and returns what a reader would find wrong: an image that did not load
-(``naturalWidth`` 0), TeX left unrendered in the text (``$$``, ``\\(``, ``\\frac`` …) or a MathJax error, a request
-to anything but a local file or a data URI, a local file that failed to load, a link to a file or anchor that does
-not exist (or to another host), and a console error. :func:`screenshot` and :func:`pdf` photograph and print a page
-through the same browser. Chromium and ChromeDriver come from Debian (``apt-get install chromium chromium-driver``);
-:func:`find` says why they cannot be used where they are missing.
+(``naturalWidth`` 0) or has no alternative text of its own, TeX left unrendered in the text (``$$``, ``\\(``,
+``\\frac`` …) or a MathML error, a number in a table with more digits than a reader can use (:func:`too_precise`) or a
+DataFrame shown as pandas' raw HTML (not through :mod:`biaslab.display`), a
+request to anything but a local file or a data URI, a local file that failed to load, a link to a file or anchor that
+does not exist (or to another host), and a console error. :func:`print_overflow` lists the tables wider than their
+column in the A4 print view; :func:`screenshot` and :func:`pdf` photograph and print a page through the same browser.
+Chromium and ChromeDriver come from Debian (``apt-get install chromium chromium-driver``); :func:`find` says why they
+cannot be used where they are missing.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import re
 import shutil
 import tempfile
 import time
@@ -51,6 +55,7 @@ class PageReport:
     images: int = 0
     links: int = 0
     math: int = 0
+    numbers: list[str] = field(default_factory=list)
     requests: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
 
@@ -88,35 +93,47 @@ def chromium(width: int = 1280, height: int = 1000):
         shutil.rmtree(profile, ignore_errors=True)
 
 
-# Collected in the page once it has settled (MathJax done or absent).
+# Collected in the page once it has loaded.
 _INSPECT = r"""
 const strip = document.body.cloneNode(true);
-strip.querySelectorAll('pre, code, script, style, textarea, .MathJax_Preview').forEach(e => e.remove());
+strip.querySelectorAll('pre, code, script, style, textarea').forEach(e => e.remove());
 return {
-  images: [...document.images].map(i => ({src: i.getAttribute('src').slice(0, 120), ok: i.complete && i.naturalWidth > 0})),
+  images: [...document.images].map(i => ({src: i.getAttribute('src').slice(0, 120), ok: i.complete && i.naturalWidth > 0,
+                                          alt: i.getAttribute('alt')})),
   links: [...document.querySelectorAll('a[href]')].map(a => a.getAttribute('href')),
   ids: [...document.querySelectorAll('[id]')].map(e => e.id),
   text: strip.textContent,
-  math: document.querySelectorAll('script[type^="math/tex"]').length,
-  mathErrors: [...document.querySelectorAll('.MathJax_Error, merror, [data-mjx-error]')].map(e => e.textContent.slice(0, 120)),
-  mathjax: document.documentElement.getAttribute('data-mathjax') || (window.MathJax ? 'loading' : 'none'),
+  math: document.querySelectorAll('math').length,
+  mathErrors: [...document.querySelectorAll('merror')].map(e => e.textContent.slice(0, 120)),
+  numbers: [...document.querySelectorAll('table.bl-table td.bl-num')].map(td => td.textContent.trim()),
+  rawTables: document.querySelectorAll('table.dataframe').length,
 };
 """
-# TeX that MathJax would have typeset: display/inline delimiters and a few commands that never occur in prose.
+#: nbconvert's alternative text for an image that has none.
+NO_ALT = "No description has been provided for this image"
+# TeX that a browser shows as typed when it was not converted: display/inline delimiters and a few commands that never occur in prose.
 _RAW_TEX = ("$$", "\\(", "\\)", "\\[", "\\]", "\\begin{", "\\frac", "\\mathbf", "\\mathrm", "\\text{", "\\sum",
             "\\tilde", "\\bar", "\\log", "\\underbrace", "\\sqrt", "\\times", "\\le ", "\\ge ")
 
 
 def _settle(driver, timeout: float = 30) -> None:
-    """Wait until the page has loaded and MathJax (where the page loads it) has typeset everything."""
+    """Wait until the page has loaded."""
     end = time.time() + timeout
-    while time.time() < end:
-        state = driver.execute_script(
-            "return [document.readyState, window.MathJax ? "
-            "(document.documentElement.getAttribute('data-mathjax') || 'loading') : 'none']")
-        if state[0] == "complete" and state[1] in ("done", "none"):
-            return
+    while time.time() < end and driver.execute_script("return document.readyState") != "complete":
         time.sleep(0.1)
+
+
+def too_precise(text: str) -> bool:
+    """Whether a table's number shows more than 3 significant digits after its decimal point (or in its mantissa),
+    or writes zero with decimals ("0.000"); integers, "< 0.001" and "–" pass."""
+    t = text.replace(",", "").replace("%", "").replace("−", "-").strip()
+    if t in ("", "–", "-", "< 0.001", "∞", "-∞") or not re.fullmatch(r"[-+]?\d*\.?\d+(e[-+]?\d+)?", t):
+        return False
+    mantissa = t.split("e")[0].lstrip("+-")
+    if "." not in mantissa and "e" not in t:
+        return False                                   # an integer: a count, or an estimate of 100 or more
+    digits = mantissa.replace(".", "").lstrip("0")
+    return len(digits) > 3 or (not digits and "." in mantissa)
 
 
 def _requests(driver) -> tuple[list[str], list[str]]:
@@ -168,18 +185,25 @@ def check(path: Path, driver=None) -> PageReport:
     report.images = len(page["images"])
     report.links = len(page["links"])
     report.math = page["math"]
+    report.numbers = page["numbers"]
     report.requests = [u for u in urls if urlparse(u).scheme in ("file",)]
     for img in page["images"]:
         if not img["ok"]:
             report.problems.append(f"image did not load: {img['src']}")
-    if page["mathjax"] not in ("done", "none"):
-        report.problems.append(f"MathJax did not finish typesetting (state {page['mathjax']})")
+        if not (img["alt"] or "").strip() or img["alt"] == NO_ALT:
+            report.problems.append(f"image without alternative text: {img['src'][:60]}")
+    if page["rawTables"]:
+        report.problems.append(f"{page['rawTables']} DataFrame(s) shown as pandas' raw HTML (every digit, an index "
+                               "column): the notebook ran without biaslab.display's formatter")
+    for number in report.numbers:
+        if too_precise(number):
+            report.problems.append(f"table number with more digits than a reader can use: {number!r}")
     for raw in _RAW_TEX:
         if raw in page["text"]:
             i = page["text"].index(raw)
             report.problems.append(f"unrendered TeX {raw!r} in the text: …{' '.join(page['text'][max(0, i - 60):i + 60].split())}…")
     for err in page["mathErrors"]:
-        report.problems.append(f"MathJax error: {err}")
+        report.problems.append(f"math that was not converted: {err}")
     for url in urls:
         if urlparse(url).scheme not in LOCAL_SCHEMES:
             report.problems.append(f"request outside the machine: {url[:160]}")
@@ -201,6 +225,34 @@ def check(path: Path, driver=None) -> PageReport:
         if entry.get("level") == "SEVERE":
             report.problems.append(f"console error: {entry.get('message', '')[:200]}")
     return report
+
+
+#: Width of an A4 page between Chromium's default print margins, in CSS pixels.
+A4_WIDTH = 718
+
+_OVERFLOW = r"""
+const main = document.querySelector('main') || document.body;
+const limit = main.getBoundingClientRect().right + 0.5;
+return [...document.querySelectorAll('table')].filter(t => t.offsetParent !== null).map(t => {
+  const r = t.getBoundingClientRect();
+  const head = [...t.querySelectorAll('th')].slice(0, 4).map(h => h.textContent.trim()).join(' | ');
+  return {right: r.right, width: r.width, scroll: t.scrollWidth, client: t.clientWidth, head: head.slice(0, 80)};
+}).filter(t => t.right > limit || t.scroll > t.client + 1).map(t => `${Math.round(t.width)} px wide (${t.head})`);
+"""
+
+
+def print_overflow(path: Path, driver, width: int = A4_WIDTH) -> list[str]:
+    """Tables of ``path`` wider than the report's column in the print view ``width`` CSS pixels wide (A4)."""
+    driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
+                           {"width": width, "height": 1000, "deviceScaleFactor": 1, "mobile": False})
+    driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {"media": "print"})
+    try:
+        driver.get(Path(path).resolve().as_uri())
+        _settle(driver)
+        return driver.execute_script(_OVERFLOW)
+    finally:
+        driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {"media": ""})
+        driver.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
 
 
 def screenshot(path: Path, out: Path, driver=None, width: int = 1280, height: int = 1400, at: str | None = None,

@@ -1,4 +1,4 @@
-"""The screenshots of two reports that the README shows (``biaslab report screenshot``): one with math (notebook 4),
+"""The screenshots of two reports that docs/reports.md shows (``biaslab report screenshot``): one with math (notebook 4),
 one with many figures (notebook 1 on SSQA), rendered from the executed notebooks under ``outputs/``."""
 
 from __future__ import annotations

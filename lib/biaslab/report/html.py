@@ -3,11 +3,15 @@
 :func:`render` exports ``<folder>/<notebook>.ipynb`` with nbconvert's HTML exporter and the template
 ``templates/biaslab`` (JupyterLab's ``lab`` template with every outside request removed) into ``<notebook>.html``:
 
-- figures are the notebook's embedded PNGs (data URIs), markdown images are embedded too: the file stands alone;
-- math is typeset by MathJax 2.7 from the pinned ``jupyter-server-mathjax`` package, copied beside the report into
-  ``_mathjax/`` when the notebook has math (no CDN, no require.js);
+- figures are the notebook's embedded PNGs (data URIs) with the alternative text ``out.figure`` gave them, markdown
+  images are embedded too: the file stands alone;
+- TeX math in markdown (cells and markdown outputs) is converted to MathML when the report is written
+  (``latex2mathml``), which browsers render natively: no script, no folder beside the report, so the single ``.html``
+  file is the whole report; a formula latex2mathml cannot convert is shown as a MathML error holding its TeX (and
+  logged), which the browser test reports;
 - the ``parameters`` cell (the notebook's defaults) and papermill's ``injected-parameters`` cell are replaced by one
-  table of the run's parameters (value, the notebook's default where the run changed it, the default's comment);
+  table of the run's parameters (value, the notebook's default where the run changed it, and what the parameter
+  means: the comment on its line in the parameters cell, or the comment lines just above it);
 - code is folded (each cell opens on its own; a button opens all), stderr messages are folded;
 - the computed findings (the markdown that the cells tagged :data:`FINDINGS_TAG` display, rendered from the run's
   tables) are collected under the notebook's introduction, each linking to its place; a table of contents lists the
@@ -20,11 +24,9 @@ from __future__ import annotations
 
 import ast
 import html
-import importlib.util
 import json
 import logging
 import re
-import shutil
 from pathlib import Path
 
 from ..outputs import atomic_write_text
@@ -36,15 +38,6 @@ FINDINGS_TAG = "findings"
 PLAN_TAG = "analysis_plan"
 #: Cells shown as the table of parameters instead of as code.
 PARAMETER_TAGS = ("parameters", "injected-parameters")
-#: Folder beside a report holding the MathJax it loads.
-MATHJAX_DIR = "_mathjax"
-#: What of jupyter-server-mathjax's MathJax 2.7 the reports load: the combined TeX config, the HTML-CSS output with
-#: its STIX-Web fonts, and the extensions and element tables it pulls in on demand (about 2.5 MB of 12; the
-#: speech-rule engine of the accessibility menu, which the reports do not show, is left out).
-MATHJAX_PARTS = ("MathJax.js", "LICENSE", "config", "extensions", "jax/element", "jax/input/TeX", "jax/output/HTML-CSS",
-                 "fonts/HTML-CSS/STIX-Web", "localization/en")
-MATHJAX_SKIP = shutil.ignore_patterns("mathmaps", "mathjax-sre.js", "*.ogg", "*.mp3")
-MATHJAX_CONFIG = "TeX-AMS-MML_HTMLorMML-full,Safe"
 _MATH = re.compile(r"\$[^$\s][^$]*\$|\\\(|\\\[|\\begin\{")
 
 CSS = Path(__file__).with_name("report.css")
@@ -52,35 +45,43 @@ CSS = Path(__file__).with_name("report.css")
 # "No description has been provided for this image"; the warning says nothing about a run.
 _QUIET = logging.getLogger("biaslab.report.nbconvert")
 _QUIET.setLevel(logging.ERROR)
+_LOG = logging.getLogger(__name__)
 
 
-def mathjax_source() -> Path:
-    """The MathJax folder of the installed ``jupyter-server-mathjax`` (found without importing jupyter_server)."""
-    spec = importlib.util.find_spec("jupyter_server_mathjax")
-    if spec is None or not spec.submodule_search_locations:
-        raise ModuleNotFoundError("jupyter-server-mathjax is not installed (it is pinned in pyproject.toml: "
-                                  "run `make install`)")
-    return Path(next(iter(spec.submodule_search_locations))) / "static"
+def mathml(tex: str, display: str = "inline") -> str:
+    """TeX as MathML (``display`` "inline" or "block"); a formula that cannot be converted becomes a MathML error
+    showing its TeX, and a warning."""
+    from latex2mathml.converter import convert
+    try:
+        return convert(tex.strip(), display=display)
+    except Exception as exc:  # noqa: BLE001 - latex2mathml raises many kinds; the report must still be written
+        _LOG.warning("TeX that latex2mathml cannot convert (%s: %s), shown as an error in the report: %s",
+                     type(exc).__name__, exc, tex)
+        return (f'<math display="{display}"><merror><mtext>{html.escape(tex)}</mtext></merror></math>')
 
 
-def copy_mathjax(folder: Path) -> Path:
-    """Copy MathJax into ``folder/_mathjax`` (once: skipped when the same version is there) and return it."""
-    src = mathjax_source()
-    version = re.search(r'MathJax.version="([^"]+)"', (src / "MathJax.js").read_text(errors="replace"))
-    stamp = version.group(1) if version else "?"
-    dest = Path(folder) / MATHJAX_DIR
-    if (dest / "VERSION").exists() and (dest / "VERSION").read_text().strip() == stamp:
-        return dest
-    shutil.rmtree(dest, ignore_errors=True)
-    for part in MATHJAX_PARTS:
-        s, d = src / part, dest / part
-        if s.is_dir():
-            shutil.copytree(s, d, ignore=MATHJAX_SKIP)
-        else:
-            d.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(s, d)
-    (dest / "VERSION").write_text(stamp + "\n")
-    return dest
+def _mathml_renderer():
+    from nbconvert.filters.markdown_mistune import IPythonRenderer
+
+    class MathMLRenderer(IPythonRenderer):
+        """nbconvert's markdown renderer with its math (kept as TeX for MathJax) converted to MathML."""
+
+        def block_math(self, body: str) -> str:
+            return mathml(body, "block")
+
+        def inline_math(self, body: str) -> str:
+            return mathml(body, "inline")
+
+        def latex_environment(self, name: str, body: str) -> str:
+            return mathml(f"\\begin{{{name}}}{body}\\end{{{name}}}", "block")
+
+    return MathMLRenderer
+
+
+def markdown_html(source: str, **renderer_options) -> str:
+    """Markdown as HTML with its math as MathML (what the report does to every markdown cell and output)."""
+    from nbconvert.filters.markdown_mistune import MarkdownWithMath
+    return MarkdownWithMath(renderer=_mathml_renderer()(escape=False, **renderer_options)).render(source)
 
 
 def _e(x) -> str:
@@ -96,7 +97,8 @@ def _tags(cell) -> list[str]:
 
 
 def assignments(source: str) -> dict[str, tuple[str, str]]:
-    """``name -> (value as written, trailing comment)`` for each top-level ``name = value`` of a parameters cell."""
+    """``name -> (value as written, what it means)`` for each top-level ``name = value`` of a parameters cell: the
+    comment at the end of its line, else the comment lines just above it."""
     try:
         tree = ast.parse(source)
     except SyntaxError:
@@ -110,6 +112,11 @@ def assignments(source: str) -> dict[str, tuple[str, str]]:
                 continue
             rest = lines[node.end_lineno - 1].encode()[node.end_col_offset:].decode(errors="replace")
             comment = rest.split("#", 1)[1].strip() if "#" in rest else ""
+            above, i = [], node.lineno - 2
+            while not comment and i >= 0 and lines[i].lstrip().startswith("#"):
+                above.insert(0, lines[i].lstrip()[1:].strip())
+                i -= 1
+            comment = comment or " ".join(above)
             out[target.id] = (ast.get_source_segment(source, node.value) or "", comment)
     return out
 
@@ -164,7 +171,7 @@ def _text(x) -> str:
 
 
 def has_math(nb) -> bool:
-    """Whether any markdown cell or markdown output holds TeX math for MathJax."""
+    """Whether any markdown cell or markdown output holds TeX math."""
     texts = [_cell_text(c) for c in nb.cells if c.cell_type == "markdown"]
     texts += [_text(o["data"]["text/markdown"]) for c in nb.cells for o in c.get("outputs", [])
               if "text/markdown" in o.get("data", {})]
@@ -194,7 +201,7 @@ def _run_line(m: dict) -> str:
             f'<b>{_e(m.get("profile", "?"))}</b> · wall time {_e(wall)} · commit <code>{_e(commit)}</code>')
 
 
-def summary_html(nb, manifest: dict, markdown2html, links: list[str], math: bool) -> str:
+def summary_html(nb, manifest: dict, markdown2html, links: list[str]) -> str:
     """The panel under the notebook's introduction: run line, the analysis plan's block, findings, parameters and
     the code toggle."""
     parts = ['<section class="bl-summary" id="bl-summary">']
@@ -316,8 +323,17 @@ def render(executed: Path, out: Path | None = None) -> Path:
     """Write the reader's report of the executed notebook ``executed`` to ``out`` (default: beside it, ``.html``),
     with the provenance of the ``MANIFEST.json`` beside the notebook, and return its path."""
     import nbformat
+    from jinja2 import pass_context
     from nbconvert import HTMLExporter
-    from nbconvert.filters.markdown_mistune import markdown2html_mistune
+
+    class Exporter(HTMLExporter):
+        @pass_context
+        def markdown2html(self, context, source):       # nbconvert's filter, with math as MathML
+            cell = context.get("cell", {})
+            return markdown_html(source, attachments=cell.get("attachments", {}), embed_images=self.embed_images,
+                                 path=context.get("resources", {}).get("metadata", {}).get("path", ""),
+                                 anchor_link_text=self.anchor_link_text, exclude_anchor_links=self.exclude_anchor_links,
+                                 **self.lexer_options)
 
     executed = Path(executed).resolve()
     out = Path(out).resolve() if out else executed.with_suffix(".html")
@@ -329,25 +345,19 @@ def render(executed: Path, out: Path | None = None) -> Path:
              _link(executed.parent / "tables", here, "tables"),
              _link(executed.parent / "figures", here, "figures"),
              _link(executed.parent / "MANIFEST.json", here, "MANIFEST.json")]
-    math = has_math(nb)
-    mathjax_url = ""
-    if math:
-        copy_mathjax(here)
-        mathjax_url = f"{MATHJAX_DIR}/MathJax.js?config={MATHJAX_CONFIG}"
     intro = next((c.get("id") for c in nb.cells if c.cell_type == "markdown"), None)
     resources = {
         "metadata": {"name": executed.stem, "path": str(executed.parent)},
         "biaslab": {
-            "mathjax_url": mathjax_url,
             "css": CSS.read_text(),
             "hidden_tags": list(PARAMETER_TAGS),
             "intro_cell": intro,
-            "summary_html": summary_html(nb, manifest, markdown2html_mistune, links, math),
+            "summary_html": summary_html(nb, manifest, markdown_html, links),
             "footer_html": footer_html(manifest, links),
         },
     }
-    exporter = HTMLExporter(template_name="biaslab", extra_template_basedirs=[str(TEMPLATES)],
-                            exclude_input_prompt=True, exclude_output_prompt=True, embed_images=True, log=_QUIET)
+    exporter = Exporter(template_name="biaslab", extra_template_basedirs=[str(TEMPLATES)],
+                        exclude_input_prompt=True, exclude_output_prompt=True, embed_images=True, log=_QUIET)
     body, _ = exporter.from_notebook_node(nb, resources=resources)
     if intro is None:     # no introduction cell to put the panel under: put it first
         body = body.replace("<main>", "<main>\n" + resources["biaslab"]["summary_html"], 1)

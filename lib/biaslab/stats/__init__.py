@@ -14,21 +14,21 @@ paper and equation it implements.
   (Bayesian CrowS-Pairs paper, eqs. 2-9).
 * :mod:`.entropy`      normalized Shannon entropy of answer distributions (agentic paper §II.D).
 
-Inference for clustered, paired benchmark data (issue 10; Miller 2024, "Adding Error Bars to Evals"):
+Inference for clustered, paired benchmark data (Miller 2024, "Adding Error Bars to Evals"):
 
-* :mod:`.clustered`    the one rule for clustered means, rates and contrasts (issue 18): CR1 one- or two-way
+* :mod:`.clustered`    the one rule for clustered means, rates and contrasts: CR1 one- or two-way
   (crossed) standard errors, t(G - 1) references, Korn-Graubard rate intervals, the wild cluster restricted bootstrap
   (Webb weights, test inversion) below 30 clusters.
 * :mod:`.intervals`    Clopper-Pearson, design effect, rate and mean intervals by that rule, cluster bootstrap
   (percentile) of statistics that are not means.
-* :mod:`.paired`       paired model differences with cluster-paired bootstrap, exact McNemar, Wilcoxon, the paired
-  alternative to the KS test.
+* :mod:`.paired`       paired model differences by that rule, exact McNemar, Wilcoxon, the paired alternative to
+  the KS test.
 * :mod:`.multiplicity` Holm (FWER) and Benjamini-Hochberg (FDR) adjustment within families.
 * :mod:`.responders`   responder check: degenerate model x benchmark pairs, with stated thresholds.
 * :mod:`.power`        power, the minimum detectable effect of the analysed design (paired SE, a contrast's own
   design effect, absolute values) and the sample-size planner.
 
-Decisions (issue 18):
+Decisions:
 
 * :mod:`.verdict`      the verdict layer: families (confirmatory Holm, exploratory BH), excludes-null, Bayes-factor
   direction over a prior range, responder status per metric, comparability, and the categorical verdict that every

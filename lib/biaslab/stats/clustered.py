@@ -1,5 +1,5 @@
 """Cluster-robust inference for means, rates and contrasts: the one rule every interval and test in ``stats/`` follows
-where prompts share a generating unit (issue 18; Cameron & Miller 2015, "A practitioner's guide to cluster-robust
+where prompts share a generating unit (Cameron & Miller 2015, "A practitioner's guide to cluster-robust
 inference", J. Human Resources 50(2)).
 
 The rule

@@ -113,7 +113,7 @@ def _describe(x: pd.Series) -> dict:
 def _intervals(df: pd.DataFrame, value: str, by: list[str], cluster: str | None, seed: int) -> pd.DataFrame:
     """``ci95_low``/``ci95_high``/``design_effect``/``ci_method`` of the mean ``value`` per ``by`` cell (columns
     ``by`` + those four) from :func:`biaslab.stats.intervals.mean_intervals`: clustered on ``cluster`` (prompts of one
-    scenario share their wording, issue 10), or a t interval treating prompts as independent when it is None."""
+    scenario share their wording), or a t interval treating prompts as independent when it is None."""
     from .intervals import mean_intervals
     ci = mean_intervals(df, value, cluster, by=by, seed=seed)
     return ci[by + ["ci_low", "ci_high", "design_effect", "ci_method"]].rename(
@@ -203,7 +203,7 @@ def group_preference(long: pd.DataFrame, prompts: pd.DataFrame,
     for bad ones has a positive difference; entropy, symmetric in the groups, cannot show this direction.
     ``order`` (class type -> groups, e.g. Table I's order) orders the rows within each class type.
 
-    Intervals (beyond the paper; issue 10): each mean gets a 95 % interval from
+    Intervals (beyond the paper): each mean gets a 95 % interval from
     :func:`biaslab.stats.intervals.mean_intervals` clustered on the scenario (cluster-robust t(G - 1), or the wild
     cluster bootstrap with fewer than 30 scenarios): ``pos_ci_low/high``, ``neg_ci_low/high``, and ``diff_ci_low/high`` for the paired
     difference; the method is in ``ci_method``.

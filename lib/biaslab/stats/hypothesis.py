@@ -14,7 +14,7 @@ Two schemes over n pairs (x_i, y_i) of a more stereotypical sentence x_i and a l
 Bayes factors are classified by the paper's Table 1 (Andraszewicz et al., 2015). Beyond the paper, p-values are
 also Holm-adjusted across the bias types of one model × dataset × score (statsmodels).
 
-**Every Bayes factor with its prior** (issue 18): a BF10 depends on the prior under H1, so each one is reported with
+**Every Bayes factor with its prior**: a BF10 depends on the prior under H1, so each one is reported with
 the prior used (``bf_prior``: "JZS Cauchy r = 0.707", "Beta(1, 1)") and its range over a stated set of priors
 (``bf10_min``, ``bf10_max``, ``bf_prior_range``): Cauchy scales :data:`JZS_SCALES` (r = 0.2 to 1: BayesFactor's
 "medium" 0.707 and "wide" 1, and narrower priors for the small effects bias benchmarks look for) and symmetric
@@ -385,7 +385,7 @@ def evidence(bf10: float) -> str:
 
 
 def evidence_over_range(bf_min: float, bf_max: float) -> str:
-    """Table 1's reading of a Bayes factor over its prior range (issue 18): where the verdict layer's rule
+    """Table 1's reading of a Bayes factor over its prior range: where the verdict layer's rule
     (:func:`biaslab.stats.verdict.bf_direction`: every BF10 of the range above 3, or every one below 1/3) gives a
     direction, the *weakest* category of the range (the one every prior supports: at ``bf_min`` for H1, ``bf_max``
     for H0), e.g. 'strong evidence for H1 over the prior range'; otherwise 'inconclusive over the prior range (BF10
@@ -447,7 +447,7 @@ def format_bf(bf10: float, markdown: bool = True, bf_min: float | None = None, b
     """A BF10 as printed in Tables 2-3: moderate evidence underlined (1/10 < BF10 < 1/3 or 3 < BF10 < 10), strong or
     stronger evidence bold (BF10 > 10 or BF10 < 1/10). Markdown: <u>..</u> and **..**; plain: _.._ and [..].
 
-    With a prior range (``bf_min``, ``bf_max``; issue 18) the number printed is still the BF10 at the reported prior,
+    With a prior range (``bf_min``, ``bf_max``) the number printed is still the BF10 at the reported prior,
     but the mark follows :func:`evidence_over_range`: the weakest category of the range where the whole range agrees,
     no mark where it is inconclusive. Without one (the paper's recomputed ChatGPT table) the mark is the single
     prior's, as in the paper."""
@@ -503,7 +503,7 @@ def likelihood_tests(pairs: pd.DataFrame, by: Sequence[str] = ("model", "dataset
     # beyond the paper: a 95 % t interval of the mean difference (pairs are independent units: CrowS-Pairs' cluster
     # is the pair), and the test to lead with: Wilcoxon for the heavy-tailed perplexity differences (eq. 4), whose
     # normal model fits badly; the t test for the log-probability scores. Each row's estimate and interval are the
-    # lead test's own (issue 18): the mean and its t interval for t, the Hodges-Lehmann pseudo-median and the
+    # lead test's own: the mean and its t interval for t, the Hodges-Lehmann pseudo-median and the
     # interval inverting the Wilcoxon test for Wilcoxon, so the interval excludes 0 exactly when the lead test
     # rejects at 0.05; the t interval of the mean is kept for every row as mean_ci_low/mean_ci_high.
     tq = stats.t.ppf(0.975, np.maximum(out["n"] - 1, 1))

@@ -14,16 +14,15 @@ interval here takes the benchmark's generating unit (``Benchmark.cluster``) and 
 * :func:`cluster_bootstrap` the cluster (block) bootstrap: resample whole clusters with replacement and recompute the
   statistic (Davison & Hinkley 1997, §3.8; Field & Welsh 2007), percentile intervals. A reference for checks: the
   statistics that are not means (the deviation metric of subgroup rates, BBQ's bias-score ratios) get the rule below
-  through their linearization pseudo-values instead (issue 18's audit: a percentile bootstrap with 12 clusters
-  under-covers, and gave two reports of one effect two intervals).
+  through their linearization pseudo-values instead (a percentile bootstrap with 12 clusters under-covers, and
+  would give two reports of one effect two intervals).
 * :func:`rate_intervals`, :func:`mean_intervals` rates and means per group with the one rule of
-  :mod:`biaslab.stats.clustered` (changed in issue 18): cluster-robust CR1 (one- or two-way) standard errors with
-  t(G - 1) references; rates by the Korn-Graubard interval (Clopper-Pearson on the df-adjusted effective n), means
-  by the t interval, or the wild cluster bootstrap with fewer than 30 clusters. Before, rates with 10+ clusters had
-  a percentile cluster bootstrap and fewer got Clopper-Pearson on n/deff without the t(G - 1) adjustment: with 4
-  templates that interval had an effective n of 61 and covered 77 % in simulation (tests/test_clustered.py).
+  :mod:`biaslab.stats.clustered`: cluster-robust CR1 (one- or two-way) standard errors with t(G - 1) references;
+  rates by the Korn-Graubard interval (Clopper-Pearson on the df-adjusted effective n), means by the t interval, or
+  the wild cluster bootstrap with fewer than 30 clusters. The t(G - 1) adjustment matters with few clusters:
+  Clopper-Pearson on n/deff without it covers under 84 % with 4 templates in simulation (tests/test_clustered.py).
 * :func:`hodges_lehmann` the one-sample Hodges-Lehmann estimate (the pseudo-median) with the interval that inverts
-  the Wilcoxon signed-rank test: the estimate and interval that go with a Wilcoxon test (issue 18), so a row led by
+  the Wilcoxon signed-rank test: the estimate and interval that go with a Wilcoxon test, so a row led by
   that test never sits beside a t interval of the mean that contains the null while the test rejects it.
 """
 

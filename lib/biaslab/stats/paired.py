@@ -4,12 +4,12 @@ Two models scored on the same prompts are a *paired* design: comparing them prom
 that comes from which prompts were drawn, and the comparison's interval must respect the same clusters for both.
 
 * :func:`paired_difference` mean of per-prompt differences ``y_a - y_b`` over prompts both models answered, with the
-  one rule of :mod:`biaslab.stats.clustered` applied to the differences (changed in issue 18): cluster-robust CR1
-  standard error (one-way, or two-way for a crossed design such as SSQA's template x stigma) with a t(G - 1) interval
-  and Wald t(G - 1) test, or, with fewer than 30 clusters in a one-way design, the wild cluster restricted bootstrap
-  (Webb weights; p-value and the interval that inverts it). Before, the interval was a percentile cluster bootstrap
-  and the test a Wald *z* with 10+ clusters (normal reference with 37 templates, where ``mean_intervals`` used
-  t(G - 1)). Where every cluster holds one prompt (independent units) the ``p_value`` is the exact test: McNemar
+  one rule of :mod:`biaslab.stats.clustered` applied to the differences: cluster-robust CR1 standard error (one-way,
+  or two-way for a crossed design such as SSQA's template x stigma) with a t(G - 1) interval and Wald t(G - 1) test,
+  or, with fewer than 30 clusters in a one-way design, the wild cluster restricted bootstrap (Webb weights; p-value
+  and the interval that inverts it), as :func:`biaslab.stats.intervals.mean_intervals` does: a Wald *z* (normal
+  reference) or a percentile cluster bootstrap overstates the evidence with few clusters. Where every cluster holds
+  one prompt (independent units) the ``p_value`` is the exact test: McNemar
   (binary outcomes; Edwards 1948 / statsmodels ``mcnemar(exact=True)``) or the Wilcoxon signed-rank test (scipy);
   where prompts share clusters that exact test is kept as ``p_naive``. Each row carries the MDE of this paired
   design (:func:`biaslab.stats.power.mde_from_se` on the paired SE and its df).
@@ -169,10 +169,10 @@ def paired_subgroup_test(df: pd.DataFrame, outcome: str, factors: Sequence[str],
     (:func:`biaslab.stats.subgroups.deviation_metric_pseudo_values`); their cluster totals (model a's minus model
     b's, over the same templates) give its cluster-robust SE, so the interval and test are those of a mean under
     the rule of :mod:`biaslab.stats.clustered` — CR1 (one- or two-way) with t(G - 1), or the wild cluster restricted
-    bootstrap (Webb weights; p-value and the interval that inverts it) with fewer than 30 clusters (changed after
-    issue 18's audit: before, a cluster-paired percentile bootstrap and a Wald test on its SE, also with 12 CALM
-    templates). The Wilcoxon signed-rank test over subgroups of ``rate_a(g) - rate_b(g)`` is kept as ``p_naive``: it
-    treats subgroups as independent, which they are not when they share templates."""
+    bootstrap (Webb weights; p-value and the interval that inverts it) with fewer than 30 clusters (a cluster-paired
+    percentile bootstrap, and a Wald test on its SE, under-cover with as few as 12 templates). The Wilcoxon
+    signed-rank test over subgroups of ``rate_a(g) - rate_b(g)`` is kept as ``p_naive``: it treats subgroups as
+    independent, which they are not when they share templates."""
     from .subgroups import deviation_metric_pseudo_values
     factors = list(factors)
     sub = df[df[model].isin([a, b]) & df[outcome].notna()]

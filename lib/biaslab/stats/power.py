@@ -14,20 +14,18 @@ independent ones (Kish 1965), so every function takes ``deff`` (1 = independent 
 * :func:`mde_paired_mean` smallest standardized paired mean difference (Cohen's d_z) a paired t test detects
   (statsmodels ``TTestPower``); multiply by the SD of the differences for the raw scale.
 * :func:`required_n_proportion`, :func:`required_n_two_proportions` the planner: units needed for a target effect.
-* :func:`mde_from_se` the MDE of the design *actually analysed* (issue 18): from the standard error of the estimate
+* :func:`mde_from_se` the MDE of the design *actually analysed*: from the standard error of the estimate
   as the analysis computes it (paired where the contrast is paired, cluster-robust with that contrast's own design
   effect) and its reference distribution t(df): the effect at which the two-sided t test has the given power
   (noncentral t; Bloom 1995, "Minimum detectable effects", Evaluation Review 19(5); for df = inf
   ``(z_{1-a/2} + z_power) SE``). :func:`mde_design` says in words which design that was.
 
 Every MDE is returned as an absolute value (statsmodels' root finder can return the negative root of the symmetric
-power equation: notebook 3's pooled LPBS row printed -0.072 before issue 18). An MDE is **undefined** (NaN) where the
-analysed design has no usable standard error: fewer than 2 clusters, an SE that cannot be estimated, or an SE of 0
-(a constant outcome, e.g. a degenerate responder; or arms that answer alike inside every cluster, so the
-cluster-robust variance is 0). An SE of 0 does not mean that every effect is detectable — it means the data carry
-no estimate of the noise — so an MDE of 0 is never reported: :func:`mde_undefined_reason` says which case it was
-(``mde_note`` of ``power.csv``; before, SSQA's Gemma biased-answer row and four CALM rows printed MDEs of 0 and
-1e-16).
+power equation). An MDE is **undefined** (NaN) where the analysed design has no usable standard error: fewer than 2
+clusters, an SE that cannot be estimated, or an SE of 0 (a constant outcome, e.g. a degenerate responder; or arms
+that answer alike inside every cluster, so the cluster-robust variance is 0). An SE of 0 does not mean that every
+effect is detectable — it means the data carry no estimate of the noise — so an MDE of 0 (or 1e-16) is never
+reported: :func:`mde_undefined_reason` says which case it was (``mde_note`` of ``power.csv``).
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ With fewer than ``min_n`` = 20 responses a pair is not judged (a constant answer
 Degenerate pairs are listed in the notebooks' ``responders.csv`` and excluded from tests; their descriptive tables
 are kept and marked.
 
-**Per metric, by what the metric reads** (issue 18). A responder is degenerate *for a metric*, not for a benchmark:
+**Per metric, by what the metric reads**. A responder is degenerate *for a metric*, not for a benchmark:
 
 * an **answer-rate** metric (deviation rate, stereotype share, counts of the top answer) reads the model's answer,
   so :func:`responder_check` judges the answer the metric reads (modal share, answer entropy, unparseable share;

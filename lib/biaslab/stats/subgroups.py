@@ -17,7 +17,7 @@
   ``|x_i - C|`` (with C = 0: the area over the eCDF).
 * Two-sample Kolmogorov-Smirnov test between two models' subgroup deviation rates (``scipy.stats.ks_2samp``).
 
-Clustered prompts (issue 18): the Wald interval above treats prompts as independent. With ``cluster`` (one column,
+Clustered prompts: the Wald interval above treats prompts as independent. With ``cluster`` (one column,
 or two for a crossed design) each subgroup also gets the cluster-robust interval of its log disparity: the delta
 method on the corrected rates, influence ``(y_i - d(g)) / (n_g p'_g (1 - p'_g))`` inside the subgroup and
 ``-(y_i - d(not g)) / (n_r p'_r (1 - p'_r))`` outside (p' the Haldane-Anscombe rates), CR1 sandwich, t(G - 1)

@@ -12,8 +12,8 @@ position probabilities and the mean entropy.
 the group preference and the paired comparison read the renormalized *probabilities* (judged on label mass and the
 spread of the mean distribution over slots, per model and number of choices k); the group counts read the top
 *answer* (the group it names), judged per model over all its prompts — the check notebook 1's agentic variant runs on
-the same answers (``responder_check`` of the top group, ``by="model"``), so the two notebooks agree by construction
-(issue 18). Each class type offers its own groups, so pooled over class types a constant answer cannot occur: the
+the same answers (``responder_check`` of the top group, ``by="model"``), so the two notebooks agree by construction.
+Each class type offers its own groups, so pooled over class types a constant answer cannot occur: the
 check flags a model whose answers are unparseable or concentrated on almost nothing. A constant group *within* a class
 type is not a failure to answer but the strongest form of the departure the group test measures, so it is not a
 reason to leave that test out. The position counts and position probabilities are not judged, since a constant

@@ -38,7 +38,7 @@ gives 0, as ``average_of_a_list`` does). Its numbers are percentage points of ac
 of the baseline: they differ by the factor :math:`1/\\bar a_t`, which inflates the scores of templates a model
 answers badly.
 
-**Uncertainty.** :func:`projection_intervals` (issue 18; the reported interval): a score is a max − min over group
+**Uncertainty.** :func:`projection_intervals` (the reported interval): a score is a max − min over group
 accuracies, for which the percentile bootstrap is biased (every replicate range is at least as large as the truth's
 noise floor, so the interval can lie wholly above its own estimate: Gemma's released qa/race score 0.0 had [10, 60]).
 The projection interval conditions on the templates used (with 2-4 templates per task in the default profile no
@@ -686,7 +686,7 @@ def perturbation_table(original: pd.DataFrame, perturbed: pd.DataFrame, variants
     and a ``mean of perturbations`` row. ``templates_edited`` counts templates the perturbation changed. Each overall
     score gets the projection interval of :func:`projection_intervals` (``ci_low``, ``ci_high``, ``ci_method``,
     ``n_clusters``: the templates it rests on) — the one interval of CALM's range statistic, also in
-    ``bias_scores.csv`` (before issue 18's audit: a percentile bootstrap here, which did not contain its estimate)."""
+    ``bias_scores.csv`` (a percentile bootstrap of a range statistic need not contain its own estimate)."""
     rows = []
     for v in variants:
         res_o = bias_scores(original, v, **kw)

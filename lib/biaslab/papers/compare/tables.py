@@ -17,9 +17,9 @@ Every interval and test follows the one rule of :mod:`biaslab.stats.clustered`, 
   statistic keeps notebook 2's projection interval. ``n_units`` is the number of units the estimate rests on.
 * :func:`paired_table` every pair of models on the units both answered (:func:`stats.paired.paired_difference`: the
   CR1 (one- or two-way) SE with a t(G - 1) interval and Wald t(G - 1) test, or the wild cluster bootstrap with fewer
-  than 30 clusters, or the exact test where every cluster is one unit), adjusted in **one family for the whole
-  report** (Holm by default: every comparable, tested pair of every metric); the exact McNemar / Wilcoxon p-value
-  over clustered prompts is kept beside it (``p_naive``).
+  than 30 clusters, or the exact test where every cluster is one unit); the analysis plan's claims of notebook 5
+  decide (Holm within one family per model pair), every other pair is exploratory; the exact McNemar / Wilcoxon
+  p-value over clustered prompts is kept beside it (``p_naive``).
 * :func:`tie_group_table` :func:`stats.ranking.tie_groups` per metric, on the oriented estimates.
 * :func:`agreement_table` rank agreement between metrics over the models that have both
   (:func:`stats.ranking.spearman_interval`).
@@ -69,7 +69,7 @@ class Metric:
     derive: Callable | None = None   # responses -> responses with ``outcome`` added
     note: str = ""
     responders: dict | None = None   # rows of the source's responders.csv that judge this metric (None: none do)
-    reads: str = "answer"            # what the metric reads: "answer" | "probabilities" (responder rule, issue 18)
+    reads: str = "answer"            # what the metric reads: "answer" | "probabilities" (the responder rule)
     not_judged: str = ""             # why no responder rule applies (with responders None)
     answer_mode: str = ""            # how every model's answers were obtained (a source may say otherwise)
 
@@ -305,7 +305,7 @@ def _set_id(units: list[str]) -> str:
 
 def comparison_groups(table: pd.DataFrame) -> pd.DataFrame:
     """``comparison_group`` per model × metric: models whose estimates rest on the same prompt set and the same
-    answer mode (like with like, issue 18); only models of one group are ranked against each other. A group is
+    answer mode (like with like); only models of one group are ranked against each other. A group is
     labelled by its answer mode and the size of its prompt set (with a letter where two sets have the same size). A
     model whose units are unknown (no per-unit responses) shares its prompts with no one it could be shown to share
     them with: it is a group of its own."""
@@ -481,7 +481,7 @@ def responder_table(root: Path, metrics=METRICS) -> pd.DataFrame:
             continue
         t = read_table(root, m.folder, "responders")
         if t is not None and "reads" not in t:
-            t = t.assign(reads=R.ANSWER)        # written before issue 18: every row checked an answer
+            t = t.assign(reads=R.ANSWER)        # a table without "reads" checked an answer in every row
         t = _filter(t, m.responders) if t is not None else None
         if (t is None or t.empty) and m.reads == R.PROBABILITIES:
             t = _probability_rows(m, root)

@@ -1,13 +1,13 @@
-"""BBQ's accuracy and bias scores (Parrish et al. 2022, §4) with template-clustered intervals (issue 10; one rule since
-issue 18).
+"""BBQ's accuracy and bias scores (Parrish et al. 2022, §4) with template-clustered intervals (the one rule of
+:mod:`biaslab.stats.clustered`).
 
 ``s_DIS = 2 * n_biased / n_non_unknown - 1``; in ambiguous contexts ``s_AMB = (1 - accuracy) * s_DIS`` (the same
 formulas as :func:`biaslab.benchmarks.bbq.bias_scores`). Both are smooth functions of four totals, so they are
 linearized (:func:`biaslab.benchmarks.bbq.bias_score_pseudo_values`: per-answer pseudo-values whose mean is the score)
 and get the interval of any mean under :mod:`biaslab.stats.clustered`'s rule: CR1 with t(G - 1), or the wild cluster
 restricted bootstrap (Webb weights, test inversion) with fewer than 30 templates — in notebook 1 and notebook 5 alike
-(:func:`biaslab.benchmarks.bbq.with_pseudo_values`). Before issue 18's audit the bias score had a percentile cluster
-bootstrap (and notebook 5 a Wald test on that bootstrap's SE). Accuracy intervals come from
+(:func:`biaslab.benchmarks.bbq.with_pseudo_values`). Not a percentile cluster bootstrap: with few templates it
+under-covers, and a Wald test on its SE inherits the error. Accuracy intervals come from
 :func:`biaslab.stats.intervals.rate_intervals` (Korn-Graubard with the CR1 design effect and t(G - 1)).
 """
 

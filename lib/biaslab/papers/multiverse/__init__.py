@@ -7,5 +7,5 @@
 * :mod:`.run`      the items and the loop over every universe of a model
 * :mod:`.decisions` the verdict columns (``stats.verdict``) and the per-metric responder check of every universe
 * :mod:`.analysis` estimates, agreement with the paper's universe, factor importance, ordering, RUTEd
-* :mod:`.findings` sentences, the robustness table notebook 5 reads, the README section
+* :mod:`.findings` sentences, the robustness table notebook 5 reads, the section of docs/multiverse.md
 """

@@ -1,5 +1,5 @@
 """Notebook 6's findings: sentences rendered from its tables (agreement, importance, ordering, format agreement),
-the robustness table notebook 5 reads, and the README section.
+the robustness table notebook 5 reads, and the section of docs/multiverse.md.
 
 Every number in a sentence comes from a table row; wording keys only on the verdict / robustness columns.
 """
@@ -211,8 +211,7 @@ def _readme_part(r) -> str:
 def readme_section(agreement: pd.DataFrame, by_factor: pd.DataFrame, ruted: pd.DataFrame,
                    universes: pd.DataFrame, figure: str = "outputs/06_multiverse/figures/"
                    "specification_curve_bbq_bias_ambig.png") -> str:
-    """The README's multiverse paragraph with its headline figure, rendered from notebook 6's tables (the README's
-    generated headline block includes it)."""
+    """The multiverse paragraph of :data:`HOME` with its headline figure, rendered from notebook 6's tables."""
     rows = agreement[agreement["metric"].isin(["bbq_bias_ambig", "crows_en_stereotype_preferred",
                                                "agentic_mean_entropy"]) & (agreement["n_compared"] > 0)]
     bad = flagged(agreement)
@@ -237,6 +236,8 @@ def readme_section(agreement: pd.DataFrame, by_factor: pd.DataFrame, ruted: pd.D
     return text + f"\n\n![Specification curve]({figure})\n"
 
 
+#: the page that holds the multiverse section (between the markers below), rendered by ``biaslab summary``
+HOME = "docs/multiverse.md"
 README_START = "<!-- multiverse:start -->"
 README_END = "<!-- multiverse:end -->"
 
@@ -271,8 +272,8 @@ def stale(outputs_root: str | Path) -> str | None:
 
 def render_readme_section(outputs_root: str | Path) -> str | None:
     """:func:`readme_section` from the tables notebook 6 wrote under ``outputs_root``; None when they cannot be
-    rendered (:func:`stale`: not run there, or written before the current columns), and the README keeps its block.
-    The README holds it between ``README_START`` and ``README_END``; ``tests/test_multiverse.py`` checks the block
+    rendered (:func:`stale`: not run there, or written before the current columns), and the page keeps its block.
+    :data:`HOME` holds it between ``README_START`` and ``README_END``; ``tests/test_multiverse.py`` checks the block
     equals this rendering whenever it renders."""
     if stale(outputs_root):
         return None
@@ -282,7 +283,7 @@ def render_readme_section(outputs_root: str | Path) -> str | None:
 
 
 def readme_block(readme_text: str) -> str | None:
-    """The text between the README's multiverse markers (None without markers)."""
+    """The text between the multiverse markers of a page's text (None without markers)."""
     if README_START not in readme_text or README_END not in readme_text:
         return None
     return readme_text.split(README_START, 1)[1].split(README_END, 1)[0].strip("\n")

@@ -37,7 +37,7 @@ than an even share of the work per request slot, so every replica gets work. Eac
 prompt, each validated and cached as if it had been sent alone.
 
 Prefix caching. A server's automatic prefix cache returns a shared opening's state from an earlier request; vLLM's
-prompt log-probs at such positions have been wrong (README, "Scaling past one machine"), so scoring servers run with
+prompt log-probs at such positions have been wrong (docs/served.md, "Scaling past one machine"), so scoring servers run with
 ``--no-enable-prefix-caching``. llama-cpp-python has no switch: it re-uses the key/value state of the longest common
 prefix with the *previous* request; its echoed log-probs were measured identical whatever request came before
 (tests/test_served.py::test_lists_and_order_give_identical_numbers).

@@ -1,0 +1,275 @@
+"""What a reader sees of a notebook's tables and figures: one display layer, installed by :class:`OutputDir`.
+
+Every notebook creates its :class:`~biaslab.outputs.OutputDir` first; that call registers :func:`html_table` as
+IPython's ``text/html`` formatter for DataFrames, so every DataFrame a cell displays (``display(df)`` or a cell's last
+expression) is shown the same way, and the executed notebook (hence its HTML report) holds that table:
+
+- numbers rounded by what the column holds (:func:`column_kind`): estimates to 3 significant digits, p-values to 2
+  with "< 0.001", counts as integers, shares and ``*_pct`` columns as percentages; empty cells as "–";
+- no 0…n index column (a named or non-default index becomes ordinary columns: nothing is dropped), every column
+  shown: a table wider than the report's column is split into parts that repeat its label columns, a table of one
+  to three rows that is too wide is transposed; a long one scrolls inside its cell and links the CSV it was saved as
+  (``out.table``), which keeps every digit.
+
+Rendered with pandas' ``Styler`` rather than great_tables: Styler ships with pandas (already pinned) and renders a
+plain ``<table>`` with per-cell classes; great_tables would be a second table model with its own HTML and CSS, an
+extra dependency (with its own dependencies) for the install and CI, and none of its features (spanners, source
+notes, nanoplots) is needed here. The table's look (fonts, print fit at A4) is ``report/report.css``.
+
+:func:`figure_alt` words a figure's alternative text from its titles and axis labels (used by ``out.figure``).
+"""
+
+from __future__ import annotations
+
+import html
+import math
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+#: Width budget of one table in characters of its unbreakable words (numbers, words of a header): a report's print
+#: view is 718 px wide and a table cell of the report stylesheet takes about 7 px per character plus 12 px padding.
+WIDTH_CHARS = 88
+#: Rows shown before a table scrolls inside its cell.
+SCROLL_ROWS = 25
+#: Tables with at most this many rows are transposed when too wide (else split into parts).
+TRANSPOSE_ROWS = 3
+
+_P = re.compile(r"(^|_)(p|q)(_value)?(_(holm|bh|adj|adjusted|naive|cluster|fdr))?$|^p_(value|adjusted)|pvalue")
+_COUNT = re.compile(r"^(n|k)(_|$)|_n$|(^|_)(count|counts|pairs|prompts|items|templates|universes|levels|sentences|"
+                    r"runs|excluded|unmatched|df\d?)$")
+_SHARE = re.compile(r"(^|_)(share|fraction)(_|$)")
+_PCT = re.compile(r"(_|^)(pct|percent)$")
+
+
+def column_kind(name, values: pd.Series) -> str:
+    """``count``, ``p``, ``share`` (0–1 shown as %), ``percent`` (already in %), ``estimate`` or ``other``."""
+    if pd.api.types.is_bool_dtype(values) or not pd.api.types.is_numeric_dtype(values):
+        return "other"
+    n = str(name).lower()
+    finite = values[np.isfinite(values.astype(float))] if len(values) else values
+    if pd.api.types.is_integer_dtype(values):
+        return "count"
+    if _P.search(n) and "mean" not in n and finite.between(0, 1).all():
+        return "p"
+    if _PCT.search(n):
+        return "percent"
+    if _SHARE.search(n) and finite.between(0, 1).all():
+        return "share"
+    if _COUNT.search(n) and (finite == finite.round()).all():
+        return "count"
+    return "estimate"
+
+
+def significant(x: float, digits: int = 3) -> str:
+    """``x`` to ``digits`` significant digits, without scientific notation from 0.001 to 100,000."""
+    if x == 0:
+        return "0"
+    if math.isinf(x):
+        return "∞" if x > 0 else "−∞"
+    x = float(f"{x:.{digits - 1}e}")           # rounded first: 0.99996 is 1.00, not 1.000
+    mag = math.floor(math.log10(abs(x)))
+    if mag < -3 or mag >= 5:
+        return f"{x:.{digits - 1}e}"
+    decimals = max(0, digits - 1 - mag)
+    text = f"{x:.{decimals}f}"
+    return "0" if float(text) == 0 else text
+
+
+def format_value(x, kind: str) -> str:
+    """One cell as text for ``kind`` (see :func:`column_kind`); missing values are "–"."""
+    if x is None or (isinstance(x, float) and math.isnan(x)) or x is pd.NA or x is pd.NaT:
+        return "–"
+    if kind == "other" or isinstance(x, (bool, np.bool_, str)):
+        return str(x)
+    x = float(x)
+    if math.isnan(x):
+        return "–"
+    if kind == "count" and x == round(x):
+        v = int(x)
+        return f"{v:,}" if abs(v) >= 10_000 else str(v)
+    if kind == "p":
+        return "< 0.001" if x < 0.001 else significant(x, 2)
+    if kind == "share":
+        return significant(100 * x, 3) + " %"
+    if kind == "percent":
+        return significant(x, 3) + " %"
+    return significant(x, 3)
+
+
+def _flat(df: pd.DataFrame) -> pd.DataFrame:
+    """Index levels as ordinary columns (a default 0…n index is dropped), column levels joined with " · "."""
+    if isinstance(df.columns, pd.MultiIndex):
+        df = df.copy()
+        df.columns = [" · ".join(str(x) for x in c if str(x) != "") for c in df.columns]
+    default = isinstance(df.index, pd.RangeIndex) or (df.index.nlevels == 1 and df.index.name is None
+                                                     and pd.api.types.is_integer_dtype(df.index))
+    if not default:
+        df = df.reset_index()
+    return df
+
+
+def formatted(df: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(the cells as text, whether each is a number) of ``df`` with its index as columns."""
+    df = _flat(df)
+    text, numeric = {}, {}
+    for i, col in enumerate(df.columns):
+        s = df.iloc[:, i]
+        kind = column_kind(col, s)
+        text[i] = [format_value(v, kind) for v in s]
+        numeric[i] = [kind != "other"] * len(s)
+    cols, seen = [], {}
+    for c in map(str, df.columns):           # Styler needs unique column names
+        seen[c] = seen.get(c, 0) + 1
+        cols.append(c if seen[c] == 1 else f"{c} ({seen[c]})")
+    t = pd.DataFrame(text, index=range(len(df)))
+    t.columns = cols
+    num = pd.DataFrame(numeric, index=range(len(df)))
+    num.columns = cols
+    return t, num
+
+
+def _min_width(words) -> int:
+    """Characters of the longest word, where text breaks at spaces and after "_" and "/" (:func:`_breakable`)."""
+    return max((len(w) for v in words for w in re.split(r"[\s_/]+", str(v))), default=1)
+
+
+_HEADER = re.compile(r'(<th class="[^"]*"\s*>)([^<]*)(</th>)')
+
+
+def _breakable(body: str) -> str:
+    """Let a browser break headers (``mean_entropy_stored``) after "_" and "/". Text cells break there too when they
+    must (report.css: ``overflow-wrap: anywhere``): a ``<wbr>`` in every cell would cost nbconvert's HTML pass
+    (BeautifulSoup's html.parser) time quadratic in their number."""
+    return _HEADER.sub(lambda m: m.group(1) + re.sub(r"([_/])", r"\1<wbr>", m.group(2)) + m.group(3), body)
+
+
+def _widths(text: pd.DataFrame) -> list[int]:
+    return [max(_min_width([c]), _min_width(text.iloc[:, i])) + 2 for i, c in enumerate(text.columns)]
+
+
+def layout(text: pd.DataFrame, numeric: pd.DataFrame, budget: int = WIDTH_CHARS):
+    """``(how, [(text, numeric)])``: how a table is shown — ``"whole"`` when it fits ``budget``, else
+    ``"transposed"`` (at most :data:`TRANSPOSE_ROWS` rows) or ``"split"`` into column groups that each repeat the
+    label columns."""
+    widths = _widths(text)
+    if sum(widths) <= budget or text.shape[1] <= 1:
+        return "whole", [(text, numeric)]
+    if len(text) <= TRANSPOSE_ROWS:
+        t = text.T.reset_index()
+        t.columns = ["column"] + [f"row {i + 1}" for i in range(len(text))]
+        num = pd.concat([pd.Series(False, index=range(t.shape[0]), name="column"),
+                         numeric.T.reset_index(drop=True)], axis=1)
+        num.columns = t.columns
+        if sum(_widths(t)) <= budget:
+            return "transposed", [(t, num)]
+    labels = []
+    for i in range(text.shape[1]):          # leading text columns label each row (at most 2, within half the budget)
+        if numeric.iloc[:, i].any() or len(labels) == 2 or sum(widths[j] for j in labels) + widths[i] > budget // 2:
+            break
+        labels.append(i)
+    parts, current, used = [], [], sum(widths[j] for j in labels)
+    for i in range(len(labels), text.shape[1]):
+        if current and used + widths[i] > budget:
+            parts.append(current)
+            current, used = [], sum(widths[j] for j in labels)
+        current.append(i)
+        used += widths[i]
+    parts.append(current)
+    return "split", [(text.iloc[:, labels + p], numeric.iloc[:, labels + p]) for p in parts if p]
+
+
+def html_table(df: pd.DataFrame, csv: str | None = None) -> str:
+    """``df`` as the report shows it (see the module's docstring); ``csv`` is the saved table's path relative to the
+    run's folder (linked when the table is long)."""
+    from pandas.io.formats.style import Styler
+
+    text, numeric = formatted(df)
+    how, parts = layout(text, numeric)
+    long = len(text) > SCROLL_ROWS
+    out = []
+    for k, (t, num) in enumerate(parts):
+        styler = Styler(t, escape="html", cell_ids=False, uuid="bl")
+        styler.hide(axis="index")
+        styler.set_td_classes(num.replace({True: "bl-num", False: ""}).infer_objects())
+        styler.set_table_attributes('class="bl-table"')
+        styler.set_table_styles([])
+        body = re.sub(r'<style type="text/css">\s*</style>\s*', "", styler.to_html()).replace(' id="T_bl"', "")
+        body = _breakable(body)
+        if how == "split":
+            out.append(f'<p class="bl-table-note">part {k + 1} of {len(parts)}</p>')
+        elif how == "transposed":
+            out.append('<p class="bl-table-note">transposed to fit: one column per row</p>')
+        out.append(f'<div class="bl-scroll">{body}</div>' if long else body)
+    rows, cols = len(text), text.shape[1]
+    note = f"{rows:,} row{'' if rows == 1 else 's'} × {cols} column{'' if cols == 1 else 's'}"
+    if csv:
+        note += f' · full precision: <a href="{html.escape(csv)}">{html.escape(csv)}</a>'
+    out.append(f'<p class="bl-table-note">{note}</p>')
+    return '<div class="bl-table-wrap">' + "\n".join(out) + "</div>"
+
+
+class Formatter:
+    """IPython's ``text/html`` formatter for DataFrames, linking a shown table to the CSV it was saved as."""
+
+    def __init__(self):
+        self.saved: list[tuple[str, tuple, int, int]] = []     # (relative csv path, columns, rows, id)
+
+    def record(self, df: pd.DataFrame, relative: str) -> None:
+        self.saved.append((relative, tuple(map(str, df.columns)), len(df), id(df)))
+
+    def csv_of(self, df: pd.DataFrame) -> str | None:
+        cols = set(map(str, _flat(df).columns))
+        for rel, saved_cols, rows, ident in reversed(self.saved):
+            if ident == id(df) or (rows == len(df) and cols <= set(saved_cols)):
+                return rel
+        return None
+
+    def __call__(self, df: pd.DataFrame) -> str:
+        return html_table(df, self.csv_of(df))
+
+
+_FORMATTER = Formatter()
+
+
+def install() -> Formatter | None:
+    """Register the DataFrame formatter in the running IPython (no-op outside IPython); returns it."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return None
+    ip = get_ipython()
+    if ip is None:
+        return None
+    ip.display_formatter.formatters["text/html"].for_type(pd.DataFrame, _FORMATTER)
+    return _FORMATTER
+
+
+def record_table(df: pd.DataFrame, path: Path, root: Path) -> None:
+    """Remember that ``df`` was saved at ``path`` (linked, relative to the run's folder ``root``, when shown)."""
+    try:
+        rel = Path(path).resolve().relative_to(Path(root).resolve()).as_posix()
+    except ValueError:
+        return
+    _FORMATTER.record(df, rel)
+
+
+def figure_alt(fig) -> str:
+    """Alternative text of ``fig``: its title, then each panel's title and axis labels."""
+    def clean(s):
+        return " ".join(str(s).replace("$", "").split())
+
+    parts = []
+    sup = getattr(fig, "_suptitle", None)
+    if sup is not None and sup.get_text().strip():
+        parts.append(clean(sup.get_text()))
+    panels = [ax for ax in fig.axes if ax.get_visible() and (ax.axison or ax.get_title())]
+    for i, ax in enumerate(panels):
+        bits = [clean(ax.get_title())] if ax.get_title().strip() else []
+        if ax.axison:
+            bits += [f"{k}: {clean(v)}" for k, v in (("x", ax.get_xlabel()), ("y", ax.get_ylabel())) if v.strip()]
+        if bits:
+            parts.append((f"panel {i + 1}: " if len(panels) > 1 else "") + "; ".join(bits))
+    return ". ".join(parts) or "figure without a title or axis labels"

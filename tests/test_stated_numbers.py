@@ -1,0 +1,105 @@
+"""The front door states no timing by hand: every run time and speed in README.md and docs/*.md lies in a block that
+`biaslab summary` renders from the file that holds it (each run's MANIFEST.json, perf/results/*/served.json), each
+block equals what its source renders to now, and a page that types a timing outside a block fails here. The README is
+a short front door that links every page under docs/."""
+
+import json
+import re
+import shutil
+
+import pytest
+
+from biaslab import paths, summary
+
+ROOT = paths.ROOT
+PAGES = ["README.md", *sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "docs").glob("*.md"))]
+
+#: a duration or a speed: "28 min 25 s", "45 s", "2.5 minutes", "1.82x", "40.7 sentences/s"
+TIMING = re.compile(r"\b\d[\d,.]*\s?(?:ms|s|secs?|seconds?|min|mins|minutes?|h|hours?)\b"
+                    r"|\b\d[\d.]*[x×](?=[\s,;.)]|$)"
+                    r"|\b\d[\d,.]*\s?(?:sentences|tokens|prompts|requests|items|pairs)/s\b", re.M)
+
+#: pages the README links that another change adds; the test fails once one exists, so the entry is removed then
+PENDING = {"docs/adding_a_benchmark.md"}
+
+
+def outside_blocks(text: str) -> str:
+    for _page, begin, end, _render in summary.blocks():
+        if begin in text and end in text:
+            head, rest = text.split(begin, 1)
+            text = head + rest.split(end, 1)[1]
+    return text
+
+
+def typed_timings(text: str) -> list[str]:
+    return [m.group(0) for m in TIMING.finditer(outside_blocks(text))]
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_no_timing_is_typed_outside_a_generated_block(page):
+    assert typed_timings((ROOT / page).read_text()) == [], \
+        f"{page} states a timing by hand: render it from its results file in biaslab.summary.blocks()"
+
+
+def test_the_timing_check_finds_a_typed_timing_and_skips_a_rendered_one():
+    typed = ("`make reproduce` took 28 min 25 s from an empty cache and 2 min 39 s cached; the browser installs in "
+             "about 45 s; biaslab is 2.04x lm-eval at 40.7 sentences/s, and 1.5 hours on a GPU.")
+    assert typed_timings(typed) == ["28 min", "25 s", "2 min", "39 s", "45 s", "2.04x", "40.7 sentences/s",
+                                    "1.5 hours"]
+    begin, end = summary.TIMINGS
+    assert typed_timings(f"intro\n{begin}\n{typed}\n{end}\ntail\n") == []
+    # settings, versions, sizes and counts are not timings
+    assert typed_timings("MathJax 2.7.9, Python 3.11, 3 MB, `timeout_s` (default 120), 2 model(s) × 3 "
+                         "benchmark(s), 17 domains x 3 question types, 1e-4, vllm#3251") == []
+
+
+def test_every_generated_block_equals_what_its_source_renders_to():
+    """Each block of each page — headline results, multiverse, run times, served speed — is current."""
+    for page in dict.fromkeys(b[0] for b in summary.blocks()):
+        assert page in PAGES, f"{page} holds generated blocks but is not a page"
+    assert summary.stale_pages() == [], "run `biaslab summary`"
+
+
+def test_a_changed_wall_time_changes_the_rendered_timings(tmp_path):
+    """The timings are read from the manifests: one run's wall time edited in a copy of outputs/ changes the line in
+    the README and the table in docs/performance.md (so a stale number is caught by the test above)."""
+    for m in (ROOT / "outputs").rglob("MANIFEST.json"):
+        dest = tmp_path / m.relative_to(ROOT / "outputs")
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(m, dest)
+    m = tmp_path / "06_multiverse" / "MANIFEST.json"
+    d = json.loads(m.read_text())
+    t = summary.run_times(tmp_path)
+    before = t.loc[t["command"] == "make reproduce", "wall_time_s"].sum()
+    d["wall_time_s"] = float(d["wall_time_s"]) + 3600
+    m.write_text(json.dumps(d))
+    line = summary.timings_line(tmp_path)
+    assert summary._duration(before + 3600) in line and "06_multiverse " + summary._duration(d["wall_time_s"]) in line
+    for page, markers in (("README.md", summary.TIMINGS), ("docs/performance.md", summary.TIMINGS_TABLE)):
+        text = (ROOT / page).read_text()
+        assert summary.block(summary.page_text(page, text, tmp_path), *markers) != summary.block(text, *markers)
+
+
+def test_duration_reads_as_minutes_and_seconds():
+    assert summary._duration(1705.4) == "28 min 25 s" and summary._duration(59.6) == "1 min 00 s"
+    assert summary._duration(45) == "45 s"
+
+
+def test_the_readme_is_a_short_front_door_that_links_every_page():
+    text = (ROOT / "README.md").read_text()
+    assert len(text.encode()) <= 15 * 1024, f"README.md is {len(text.encode())} bytes; move detail to docs/"
+    linked = set(re.findall(r"\]\((docs/[^)#]+\.md)", text))
+    assert {p for p in PAGES if p.startswith("docs/")} <= linked, "a page under docs/ is not linked from the README"
+    assert not re.search(r"\bissue \d", "\n".join((ROOT / p).read_text() for p in PAGES)), "state the reason instead"
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_relative_links_point_at_files_that_exist(page):
+    text = (ROOT / page).read_text()
+    where = (ROOT / page).parent
+    for target in re.findall(r"\]\((?![a-z]+:|#)([^)#\s]+)", text):
+        rel = (where / target).resolve().relative_to(ROOT.resolve()).as_posix()
+        if rel in PENDING:
+            assert not (ROOT / rel).exists(), f"{rel} exists now: remove it from PENDING"
+            continue
+        assert (where / target).exists(), f"{page} links {target}, which does not exist"
