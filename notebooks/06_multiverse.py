@@ -73,7 +73,10 @@ factors = as_list(factors)
 #
 # `bbq_items`, `crows_items` and `agentic_items` size the subsets (`None` = all; BBQ items are drawn from notebook 1's
 # own `bbq_pool`-prompt sample, stratified by context × polarity × category, so its cached scores serve the paper's
-# universe). `design_name`: `ofat` (one factor at a time around the paper's universe: 1 + Σ(levels − 1) universes per
+# universe). The default profile's BBQ size is the largest a 15-minute run affords on 2 cores (the per-universe
+# costs of `perf/results/multiverse/costs_default.csv`); 80 % power at a bias score of 0.1 would need about ten times
+# as many ambiguous items per universe (`lib/biaslab/profiles.py` gives the arithmetic), so section 5's first finding
+# states, computed from this run, which effects and which equivalence margins the design can and cannot detect. `design_name`: `ofat` (one factor at a time around the paper's universe: 1 + Σ(levels − 1) universes per
 # benchmark, every main effect identified) or `two_way` (also every pair of changed factors, for interactions; the
 # paper profile). `formats` (benchmark → answer formats) and `factors` restrict the design (the smoke profile).
 # `precisions`: which precision levels to run; the others are listed as not run. `q4_gguf` (the GGUF's 4-bit kernels

@@ -15,8 +15,7 @@ Metrics (one estimate, interval and test per model x universe):
   scenarios, t test of the scenario means against 1 on G - 1 df.
 * ``agentic_group_preference``: per class type and group, the mean share of a group's probability (or choices) in
   positive minus negative questions, paired by scenario; reported per group in ``group_preference.csv`` and, for
-  the agreement table, pooled over groups (so its agreement counts universe x class type x group rows,
-  :data:`GROUP_ROWS`).
+  robustness, pooled over groups (its counts are universe x class type x group rows, :data:`GROUP_ROWS`).
 
 The verdict columns of each estimate (exploratory screens, responder status per universe) come from the verdict
 layer through :mod:`.decisions`. **Robustness is equivalence** (:func:`equivalence_to_paper`): each universe's
