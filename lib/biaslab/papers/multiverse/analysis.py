@@ -238,6 +238,9 @@ def equivalence_to_paper(values: pd.DataFrame, est: pd.DataFrame, margin: dict, 
                          "equivalence_mde": power.mde_equivalence(d.get("se_cluster", np.nan), d.get("df"), alpha,
                                                                   se_naive=d.get("se_naive"))})
     cols = ["estimate", "ci_low", "ci_high", "null_value", "responder_status"]
+    if not rows:
+        return pd.DataFrame(columns=["model", "metric", "universe", "margin", "difference", "tost_ci_low",
+                                     "tost_ci_high", "equivalence_mde", "same_sign", "agreement"])
     e = est.assign(responder_status=est.get("responder_status", "not judged"))[["model", "metric", "universe"] + cols]
     o = pd.DataFrame(rows).merge(e, on=["model", "metric", "universe"], how="left").merge(
         e[e["universe"] == "paper"].drop(columns="universe").rename(columns={c: f"paper_{c}" for c in cols}),
@@ -255,7 +258,8 @@ def robustness(eq: pd.DataFrame) -> pd.DataFrame:
     the number of universes), "not robust" when one differs beyond the margin or goes the other way, else
     "inconclusive" (the design cannot tell; ``equivalence_mde`` says which margin it could have shown)."""
     rows = []
-    for (m, met), g in eq.assign(base=eq["metric"].str.split(":").str[0]).groupby(["model", "base"], sort=False):
+    for (m, met), g in eq.assign(base=eq["metric"].astype(str).str.split(":").str[0]).groupby(["model", "base"],
+                                                                                              sort=False):
         n = g["agreement"].value_counts()
         judged = int(n.get(EQUIVALENT, 0) + n.get(INCONCLUSIVE, 0) + n.get(DIFFERS, 0) + n.get(OPPOSITE, 0))
         bad, mg = int(n.get(DIFFERS, 0) + n.get(OPPOSITE, 0)), float(g["margin"].iloc[0])
@@ -271,7 +275,8 @@ def robustness(eq: pd.DataFrame) -> pd.DataFrame:
                      "n_sign_compared": int(g["same_sign"].notna().sum()),
                      "min_difference": g["difference"].min(), "max_difference": g["difference"].max(),
                      "equivalence_mde": g["equivalence_mde"].median(), "robustness": label})
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows, columns=list(rows[0]) if rows else ["model", "metric", "margin", "equivalence_mde",
+                                                                  "robustness"])
 
 def design_power(est: pd.DataFrame, rob: pd.DataFrame, alpha: float = 0.05) -> pd.DataFrame:
     """What the design can detect, per model x metric: ``n`` (the paper's universe's items), ``own_mde`` (the effect

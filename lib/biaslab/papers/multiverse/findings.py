@@ -60,11 +60,12 @@ def design_findings(power: pd.DataFrame) -> str:
     the plan declares."""
     lines = []
     for r in power.to_dict("records"):
-        can = "can" if r["equivalence_mde"] <= r["margin"] else "cannot"
+        eq = (f"to show equivalence within ±{num(r['equivalence_mde'])}; it "
+              f"{'can' if r['equivalence_mde'] <= r['margin'] else 'cannot'} show robustness at the declared margin "
+              f"±{num(r['margin'])}" if np.isfinite(r["equivalence_mde"]) else
+              "no equivalence power (the universes' differences do not vary: no standard error)")
         lines.append(f"**{r['model']}**, {r['metric']}: with {int(r['n'])} items per universe the design had 80 % "
-                     f"power for an effect of {num(r['own_mde'])} (the paper's universe's own test) and to show "
-                     f"equivalence within ±{num(r['equivalence_mde'])}; it {can} show robustness at the declared "
-                     f"margin ±{num(r['margin'])}.")
+                     f"power for an effect of {num(r['own_mde'])} (the paper's universe's own test) and {eq}.")
     return bullets(lines)
 
 
