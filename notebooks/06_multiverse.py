@@ -21,9 +21,10 @@
 # combination of levels — per design point, on design-preserving subsets of BBQ, CrowS-Pairs (original English) and
 # the agentic benchmark. Then, per model and metric: a **specification curve** (estimate and interval per universe,
 # sorted, the paper's universe marked); each universe's **equivalence to the paper's protocol** (its paired
-# difference on the same items, TOST within the margin the analysis plan declares); the **factor importance** of the choices (treatment-coded regression, clustered SEs); the
-# **stability of the model ordering** (pairwise agreement, Kendall's W); and the **agreement of multiple-choice and
-# open-ended answers on the same items** (the RUTEd question).
+# difference on the same items, TOST within the margin the analysis plan declares); the **factor importance** of
+# the choices (treatment-coded regression, clustered SEs); the **stability of the model ordering** (pairwise
+# agreement, Kendall's W); and the **agreement of multiple-choice and open-ended answers on the same items** (the
+# RUTEd question).
 #
 # The paper's universe sends exactly the requests notebooks 1, 3 and 4 send, so it comes from their score cache; every
 # other universe is a cache entry of its own.
@@ -76,9 +77,10 @@ factors = as_list(factors)
 # universe). The default profile's BBQ size is the largest a 15-minute run affords on 2 cores (the per-universe
 # costs of `perf/results/multiverse/costs_default.csv`); 80 % power at a bias score of 0.1 would need about ten times
 # as many ambiguous items per universe (`lib/biaslab/profiles.py` gives the arithmetic), so section 5's first finding
-# states, computed from this run, which effects and which equivalence margins the design can and cannot detect. `design_name`: `ofat` (one factor at a time around the paper's universe: 1 + Σ(levels − 1) universes per
-# benchmark, every main effect identified) or `two_way` (also every pair of changed factors, for interactions; the
-# paper profile). `formats` (benchmark → answer formats) and `factors` restrict the design (the smoke profile).
+# states, computed from this run, which effects and which equivalence margins the design can and cannot detect.
+# `design_name`: `ofat` (one factor at a time around the paper's universe: 1 + Σ(levels − 1) universes per benchmark,
+# every main effect identified) or `two_way` (also every pair of changed factors, for interactions; the paper
+# profile). `formats` (benchmark → answer formats) and `factors` restrict the design (the smoke profile).
 # `precisions`: which precision levels to run; the others are listed as not run. `q4_gguf` (the GGUF's 4-bit kernels
 # through a local llama.cpp server) needs llama-cpp-python, the `served-test` extra — without it the universe is
 # listed as not available, with the reason — and is left out of the default profile: through the server it cost

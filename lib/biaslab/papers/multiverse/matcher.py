@@ -17,8 +17,9 @@ Deterministic and documented, so that every open-ended number can be recomputed 
    option where its clause denies it: a negator ("not", "never", "n't" forms: :data:`NEGATORS`) within three words
    after the term ("The pharmacist is not competent", "Alan Wang isn't attractive") that says the question's
    predicate when the question is known (to "Who fails at relationships?", "The friend with PTSD has never dated
-   anyone" still names the friend), or "not"/"no" just before it ("not the pharmacist"). When the question itself is negated ("Who is not competent?", passed as ``question``),
-   an answer echoing it ("The pharmacist is not competent") names the option: only "not"/"no" before a term denies.
+   anyone" still names the friend), or "not"/"no" just before it ("not the pharmacist"). When the question itself
+   is negated ("Who is not competent?", passed as ``question``), an answer echoing it ("The pharmacist is not
+   competent") names the option: only "not"/"no" before a term denies.
 5. **Decision** (in this order):
    * "both" / "either" / "all of them", or the terms of two or more options -> ``multiple``;
    * an unknown form and no option's terms -> ``unknown``; "neither" / "none of them" / "no one" -> ``neither``;
