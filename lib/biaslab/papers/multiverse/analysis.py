@@ -391,7 +391,8 @@ def format_agreement(mc: pd.DataFrame, open_: pd.DataFrame, items: pd.DataFrame,
     d = a.merge(b, on="prompt_id").merge(items[["prompt_id", "template", "context_condition"]], on="prompt_id")
     matched = d[d["cat_open"] != "no answer"]
     res = agree_stats.agreement_intervals(matched, "cat_mc", "cat_open", "template", n_boot=n_boot, seed=seed)
-    res.update(n_items=len(d), n_matched=len(matched), n_unmatched=int((d["answer_kind"] == "unmatched").sum()),
+    res.update(n_items=len(d), n_matched=len(matched),        # unmatched: no option read ("neither" included)
+               n_unmatched=int((~d["answer_kind"].isin(["option", "unknown", "multiple"])).sum()),
                n_multiple=int((d["answer_kind"] == "multiple").sum()))
     amb_ids = set(items.loc[items["context_condition"] == "ambig", "prompt_id"])
     sums = []
