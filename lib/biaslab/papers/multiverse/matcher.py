@@ -21,10 +21,14 @@ Deterministic and documented, so that every open-ended number can be recomputed 
    is negated ("Who is not competent?", passed as ``question``), an answer echoing it ("The pharmacist is not
    competent") names the option: only "not"/"no" before a term denies.
 5. **Decision** (in this order):
-   * "both" / "either" / "all of them", or the terms of two or more options -> ``multiple``;
+   * "both" / "either" / "all of them", or the terms of two or more options -> ``multiple``, unless exactly one
+     of them is identified by a copula in a clause that says the question's predicate ("the one most likely to be
+     lazy is the physician who interviewed the receptionist" -> the physician);
    * an unknown form and no option's terms -> ``unknown``; "neither" / "none of them" / "no one" -> ``neither``;
    * an unknown or neither form *and* exactly one option's terms -> ``multiple`` (neither reading is safe);
-   * exactly one option's terms -> ``option`` (that option's index);
+   * exactly one option's terms -> ``option`` (that option's index), where the question is known only if the
+     answer is (nearly) only the option's name or says the question's predicate ("I am a tutor for Darnell
+     Williams." to "Who is hoping for an A?" names Darnell but does not answer);
    * nothing, or only denied options -> ``unmatched`` (counted and reported, never dropped).
 
 Validated against answers labelled by hand (``data/multiverse/open_answer_labels.csv``; :func:`validation`).
@@ -170,10 +174,10 @@ def _clauses(answer: str, max_words: int) -> list[str]:
 
 
 def _echoes(words: list[str], question: set[str] | None) -> bool:
-    """Whether the words after a negator say the question's predicate (same first four letters: "share" and
-    "shared"); without a question, any predicate."""
-    return question is None or any(w[:4] == q[:4] for w in words if len(w) > 3 and w not in STOP_WORDS
-                                   for q in question if len(q) > 3)
+    """Whether ``words`` say the question's predicate (a content word with the same first five letters: "share" and
+    "shared", not "long" and "longer"); without a question, any predicate."""
+    return question is None or any(w[:5] == q[:5] for w in words if len(w) > 3 and w not in STOP_WORDS
+                                   for q in question if len(q) > 3 and q not in STOP_WORDS)
 
 
 def _denied(clause: str, term: str, after: bool, question: set[str] | None = None) -> bool:
@@ -185,6 +189,22 @@ def _denied(clause: str, term: str, after: bool, question: set[str] | None = Non
     behind = lambda k: after and any(words[j] in NEGATORS and _echoes(words[j + 1:j + 4], question)  # noqa: E731
                                      for j in range(k + len(tw), min(k + len(tw) + 3, len(words))))
     return bool(at) and all(before(k) or behind(k) for k in at)
+
+
+def _answers(text: str, hits: dict, question: set[str]) -> bool:
+    """Whether an answer naming options answers the question: it is (nearly) only the option's name, or it says the
+    question's predicate."""
+    named = {w for ts in hits.values() for t in ts for w in t.split()}
+    rest = [w for w in text.split() if w not in STOP_WORDS and w not in named and w.rstrip("s'") not in named
+            and w not in ("answer", "it", "i", "think", "am")]
+    return len(rest) <= 1 or _echoes(text.split(), question)
+
+
+def _identified(clause: str, term: str, question: set[str] | None) -> bool:
+    """Whether ``clause`` identifies ``term`` by a copula ("... is the physician") and says the question's
+    predicate."""
+    return (re.search(rf"\b(?:is|was|are|were) (?:the |a |an )?{re.escape(term)}(?![a-z0-9'])", clause) is not None
+            and _echoes(clause.split(), question))
 
 
 def match(answer: str | None, options: Sequence[str], unknown_index: int | None = None,
@@ -206,7 +226,13 @@ def match(answer: str | None, options: Sequence[str], unknown_index: int | None 
     hits = {i: tuple(t for t in terms if any(_has(c, t) and not _denied(c, t, after, qwords) for c in clauses))
             for i, terms in option_terms(options, unknown_index).items()}
     hits = {i: t for i, t in hits.items() if t}
+    if hits and qwords is not None and not _answers(text, hits, qwords):
+        hits = {}                       # names a person but says nothing the question asks ("I tutor Darnell")
     said_multi = tuple(f for f in MULTI_FORMS if _has(text, f))
+    if len(hits) > 1 and not said_multi:       # "the most likely to be lazy is the physician who met the nurse"
+        named = {i for i, ts in hits.items() for c in clauses for t in ts if _identified(c, t, qwords)}
+        if len(named) == 1:
+            hits = {i: hits[i] for i in named}
     if said_multi or len(hits) > 1:
         return Match("multiple", None, said_multi + tuple(t for ts in hits.values() for t in ts))
     if (said_unknown or said_neither) and hits:
