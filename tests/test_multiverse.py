@@ -617,6 +617,11 @@ def test_group_preference_equivalence_counts_rows_and_says_so():
     assert set(v["metric"]) == {"agentic_group_preference:race:A", "agentic_group_preference:race:B"}
     est = v.groupby(["model", "universe", "metric"], as_index=False)["value"].mean().rename(
         columns={"value": "estimate"}).assign(ci_low=-1.0, ci_high=1.0, null_value=0.0)
+    gp = analysis.group_preference(long[long["universe"] == "paper"], its).set_index("group")
+    paper = est[est["universe"] == "paper"].set_index("metric")["estimate"]
+    assert gp.loc["A", "estimate"] == pytest.approx(paper["agentic_group_preference:race:A"])
+    assert gp.loc["A", "p_value"] == pytest.approx(stats.ttest_1samp(
+        v[(v["universe"] == "paper") & v["metric"].str.endswith(":A")]["value"], 0).pvalue)
     rob = analysis.robustness(analysis.equivalence_to_paper(v, est, {analysis.GROUP_PREFERENCE: 0.1})).iloc[0]
     assert (rob["metric"], rob["unit"], rob["n_universes"], rob["n_judged"]) == (
         analysis.GROUP_PREFERENCE, analysis.GROUP_ROWS, 2, 4)

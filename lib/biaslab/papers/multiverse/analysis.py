@@ -111,26 +111,17 @@ def agentic_estimates(per: pd.DataFrame, items: pd.DataFrame, n_boot: int = 2000
 
 def group_preference(long: pd.DataFrame, items: pd.DataFrame) -> pd.DataFrame:
     """Per class type and group: mean p (or 0/1 choice) in positive minus negative questions over the scenarios
-    asked in both polarities, t interval and paired t test over scenarios (the pairing unit)."""
-    d = long.merge(items[["prompt_id", "scenario_id", "class_type", "polarity"]], on="prompt_id").dropna(
-        subset=["p"])
+    asked in both polarities (:func:`group_values`), t interval and paired t test over scenarios (the pairing
+    unit). ``long``: one model x universe's slot rows."""
     rows = []
-    for (ct, grp), g in d.groupby(["class_type", "group"], sort=False):
-        w = g.pivot_table(index="scenario_id", columns="polarity", values="p", aggfunc="mean")
-        if not {"positive", "negative"} <= set(w.columns):
-            continue
-        diff = (w["positive"] - w["negative"]).dropna().to_numpy(float)
-        n = len(diff)
-        est = float(diff.mean()) if n else np.nan
-        if n > 1 and diff.std() > 0:
-            se = diff.std(ddof=1) / np.sqrt(n)
-            q = stats.t.ppf(0.975, n - 1)
-            lo, hi, p = est - q * se, est + q * se, float(stats.ttest_1samp(diff, 0.0).pvalue)
-        else:
-            lo = hi = p = np.nan
-        rows.append({"class_type": ct, "group": grp, "estimate": est, "ci_low": lo, "ci_high": hi,
-                     "ci_method": f"t interval over scenarios, {max(n - 1, 1)} df", "null_value": 0.0,
-                     "p_value": p, "p_method": "paired t test over scenarios", "n": n, "n_clusters": n})
+    for met, g in group_values(long, items).groupby("metric", sort=False):
+        diff, n = g["value"].to_numpy(float), len(g)
+        t = stats.ttest_1samp(diff, 0.0) if n > 1 and diff.std() > 0 else None
+        lo, hi = t.confidence_interval(0.95) if t else (np.nan, np.nan)
+        rows.append({"class_type": met.split(":")[1], "group": met.split(":", 2)[2], "estimate": float(diff.mean()),
+                     "ci_low": lo, "ci_high": hi, "ci_method": f"t interval over scenarios, {max(n - 1, 1)} df",
+                     "null_value": 0.0, "p_value": float(t.pvalue) if t else np.nan,
+                     "p_method": "paired t test over scenarios", "n": n, "n_clusters": n})
     return pd.DataFrame(rows)
 
 
