@@ -104,7 +104,7 @@ import pandas as pd
 from IPython.display import Markdown, display
 
 from biaslab import plots
-from biaslab.benchmarks import load as load_benchmark
+from biaslab.benchmarks import bbq as bbq_module, load as load_benchmark
 from biaslab.outputs import OutputDir
 from biaslab.papers.multifactor import decisions, factorial, findings, responses as multifactor
 from biaslab.stats import coverage as cov, importance as imp, subgroups as sg
@@ -185,7 +185,6 @@ factors_table = pd.concat([factors_table, model_factors], ignore_index=True)
 factors_table["levels"] = factors_table["levels"].str.slice(0, 300)
 table(factors_table.drop(columns=["levels"]), "factors", markdown=True, show_rows=20)
 if benchmark == "bbq":
-    from biaslab.benchmarks import bbq as bbq_module
     check = bbq_module.check_biased_answer(bench)
     table(check, "biased_answer_check", show_rows=11)
 
@@ -389,9 +388,8 @@ for model_spec in models:   # a local name or folder, or a served model (see the
     out.record_model(lm.fingerprint)
     t_load = time.perf_counter() - tm
     scorer = scoring.Scorer(lm, progress=False)
-    served = scorer.served is not None
-    chat = multifactor.use_chat(lm)
-    if served and benchmark == "bbq" and chat:
+    chat = scorer.instruction_tuned()
+    if benchmark == "bbq" and chat and not bbq_module.paper_chat(scorer):
         # prompt log-probs come from /v1/completions, which takes text: no chat template can be applied by us
         served_notes.append(f"{name} (served): BBQ options are scored on the raw prompt (completions endpoint with "
                             "echo), not in the chat template the in-process engine applies to instruction-tuned models")
@@ -406,11 +404,12 @@ for model_spec in models:   # a local name or folder, or a served model (see the
         scorer.require("prompt_logprobs", why="BBQ multiple choice (option log-probabilities)")
     # CALM, CrowS-Pairs and agentic: each scoring method checks its own capability before its first request
     ts = time.perf_counter()
+    t_cot = 0.0
     if benchmark == "ssqa":
         r = multifactor.score_ssqa_labels(scorer, subset, name, chat)
         t_main = time.perf_counter() - ts
         scored.append(r)
-        if served:
+        if "labels_outside_topk" in r:       # a server's top-k next tokens
             outside = r["labels_outside_topk"].fillna("").astype(str).str.split(",").explode()
             outside = outside[outside != ""].value_counts()
             served_notes.append(
@@ -420,34 +419,30 @@ for model_spec in models:   # a local name or folder, or a served model (see the
                     "answers with no single-token form among them were counted at their upper bound, not exactly "
                     "(multi-token forms are never seen as one token): " +
                     ", ".join(f"{lab!r} on {n} of {len(r)} prompts" for lab, n in outside.items())))
-        t_cot = 0.0
         if run_cot:
             tc = time.perf_counter()
-            # served generation is greedy (temperature 0, seeded) so that it is cached and reproducible: one seed
-            seeds_used = range(1) if served else range(cot_seeds)
-            scored.append(multifactor.score_ssqa_cot(scorer, cot_subset, name, chat, seeds_used,
-                                                     cot_max_new_tokens, cot_temperature, do_sample=not served))
-            if served:
+            # where a seeded sample is not reproducible (a server), generation is greedy (seed 0): cached, once
+            sampled = scorer.seeded_sampling()
+            scored.append(multifactor.score_ssqa_cot(scorer, cot_subset, name, chat,
+                                                     range(cot_seeds) if sampled else range(1),
+                                                     cot_max_new_tokens, cot_temperature, do_sample=sampled))
+            if not sampled:
                 served_notes.append(
                     f"{name} (served): chain of thought generated greedily (temperature 0, seed 0), once per prompt, "
                     f"not sampled at temperature {cot_temperature} with {cot_seeds} seeds as in-process; the seed "
                     f"factor has one level for this model (server fingerprint(s): "
                     f"{', '.join(lm.fingerprint.get('system_fingerprints', [])) or 'none reported'})")
             t_cot = time.perf_counter() - tc
-    elif benchmark == "bbq":
-        scored.append(multifactor.score_bbq(scorer, subset, name, chat))
-        t_main, t_cot = time.perf_counter() - ts, 0.0
-    else:   # calm, crows_pairs, agentic: the glue of biaslab.factorial (same requests as notebooks 2-4)
+    else:   # the benchmark's own respond at its paper protocol (the requests of notebooks 2-4)
         if benchmark == "calm":
             from biaslab.papers.calm import evaluate as calm_evaluate
-        scored.append(factorial.score(benchmark, scorer, lm, subset, name,
-                                      k_shot=(calm_selection or {}).get("k_shot", 1),
+        scored.append(factorial.score(benchmark, scorer, subset, k_shot=(calm_selection or {}).get("k_shot", 1),
                                       calm_evaluate=calm_evaluate.evaluate if benchmark == "calm" else None))
-        t_main, t_cot = time.perf_counter() - ts, 0.0
+        t_main = time.perf_counter() - ts
     # the chat template is used for SSQA and BBQ only (CALM, CrowS-Pairs and agentic follow notebooks 2-4: raw text)
     model_timings.append({"model": name, "chat_template": chat and benchmark in ("ssqa", "bbq"), "load_s": t_load, "score_s": t_main,
                           "cot_s": t_cot, "n_prompts": len(subset),
-                          "requests": (lm.fingerprint.get("usage") or {}).get("requests", 0) if served else None})
+                          "requests": (lm.fingerprint.get("usage") or {}).get("requests")})
     out.record_model(lm.fingerprint)        # again: a served model's probe, usage and server fingerprints
     del scorer, lm
     gc.collect()
@@ -487,7 +482,6 @@ if len(scored) and benchmark == "ssqa":
     has_cot = (scored["cot"] == "yes").any()
     display(Markdown(findings.label_findings(mass.reset_index(), cot_tab.reset_index() if has_cot else None)))
 if len(scored) and benchmark == "bbq":
-    from biaslab.benchmarks import bbq as bbq_module
     sp = scored.merge(subset, on="prompt_id")
     acc = bbq_module.bias_scores(sp, ["model"])
     table(acc, "accuracy_bias_scores", markdown=True)

@@ -234,33 +234,30 @@ for model_spec in models:   # a local name or folder, or a served model (see doc
     fingerprints[name] = lm.fingerprint
     sc = scoring.Scorer(lm, cache_dir=score_cache, progress=False)
     scheme = label_scoring
-    if sc.served is not None:
-        # label scoring where the server allows it, else generation (CALM's released pipeline): decided from the
-        # capability probe before the first request
-        have = sc.served.probe()
-        need = NEEDS.get(scheme)
-        if scheme == "sequence" and chat:
-            served_notes.append(f"{name} (served): label_scoring='sequence' with chat=True needs prompt log-probs "
-                                "of chat-formatted text, which /v1/completions cannot score as chat; closed-answer "
-                                "prompts are answered by generation instead")
-            scheme = "generate"
-        elif need and not have.get(need):
-            served_notes.append(f"{name} (served): label_scoring={scheme!r} needs capability {need!r}, which the "
-                                f"server at {lm.spec.base_urls[0]} does not give; closed-answer prompts are answered "
-                                "by greedy generation instead, judged by CALM's text rules")
-            scheme = "generate"
-        elif need:
-            served_notes.append(f"{name} (served): closed-answer prompts scored by label_scoring={scheme!r} "
-                                f"(capability {need!r}); free-text QA by greedy generation (temperature 0, seed 0)")
-        sc.require(need if scheme != "generate" else "generate", why=f"CALM closed answers ({scheme})")
-        sc.require("chat" if chat else "generate", why="CALM free-text QA answers (greedy generation)")
+    # label scoring where the model allows it, else generation (CALM's released pipeline): decided from the
+    # Scorer's capabilities before the first request (in-process models have them all; each scoring method checks
+    # its own capability before its first request)
+    need = NEEDS.get(scheme)
+    if scheme == "sequence" and chat and not sc.chat_logprobs():
+        served_notes.append(f"{name} (served): label_scoring='sequence' with chat=True needs prompt log-probs "
+                            "of chat-formatted text, which /v1/completions cannot score as chat; closed-answer "
+                            "prompts are answered by generation instead")
+        scheme = "generate"
+    elif need and sc.missing(need) is not None:
+        served_notes.append(f"{name} (served): label_scoring={scheme!r} needs capability {need!r}, which the "
+                            f"server at {lm.spec.base_urls[0]} does not give; closed-answer prompts are answered "
+                            "by greedy generation instead, judged by CALM's text rules")
+        scheme = "generate"
+    elif need and "capabilities" in lm.fingerprint:       # a served model's probe, recorded in its fingerprint
+        served_notes.append(f"{name} (served): closed-answer prompts scored by label_scoring={scheme!r} "
+                            f"(capability {need!r}); free-text QA by greedy generation (temperature 0, seed 0)")
     r = evaluate.evaluate(sc, sel, k=k_shot, label_scoring=scheme, max_new_tokens=max_new_tokens, chat=chat)
     responses.append(sel.join(r.drop(columns="prompt_id")).assign(model=name))
     for kind, ps in pert_sets.items():
         rp = evaluate.evaluate(sc, ps, k=k_shot, label_scoring=scheme, max_new_tokens=max_new_tokens, chat=chat)
         pert_responses.append(ps.join(rp.drop(columns="prompt_id")).assign(model=name))
     positions = sc.stats.get("positions", 0)          # token positions computed (0: all from the score cache)
-    requests = (lm.fingerprint.get("usage") or {}).get("requests") if sc.served is not None else None
+    requests = (lm.fingerprint.get("usage") or {}).get("requests")
     out.record_model(lm.fingerprint)        # again: a served model's probe, usage and server fingerprints
     del sc, lm
     t = tick(f"score {name} ({len(sel) * (1 + len(pert_sets)):,} prompts)", t_model, positions_computed=positions,

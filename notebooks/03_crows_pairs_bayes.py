@@ -346,12 +346,9 @@ for model_spec in models:   # a local name or folder, or a served model (see the
     if skip and preference_datasets:
         pref_skipped.append({"model": model_name, "reason": skip})
     t_load = time.time() - t0
-    # likelihood scheme: every sentence of every dataset, each pair's two sentences side by side
+    # likelihood scheme: each pair's two sentences (crows_pairs.respond; masked LMs: the original metric)
     t0 = time.time()
-    texts = list(dict.fromkeys(s for name in datasets for a, b in zip(bench[name].prompts.sent_more,
-                                                                      bench[name].prompts.sent_less) for s in (a, b)))
-    if lm.kind != "masked":
-        seq = sc.sequence_logprob(texts).set_index(pd.Index(texts))
+    texts = {s for name in datasets for s in (*bench[name].prompts.sent_more, *bench[name].prompts.sent_less)}
     for name in datasets:
         p = bench[name].prompts
         if lm.kind == "masked":   # the original CrowS-Pairs metric: PLL of the tokens the two sentences share
@@ -359,31 +356,26 @@ for model_spec in models:   # a local name or folder, or a served model (see the
             scores = dict(logp_more=pll.score_more.to_numpy(), n_more=pll.n_shared.to_numpy(),
                           logp_less=pll.score_less.to_numpy(), n_less=pll.n_shared.to_numpy())
         else:
-            m, l = seq.loc[p.sent_more], seq.loc[p.sent_less]
-            scores = dict(logp_more=m.sum_logprob.to_numpy(), n_more=m.n_tokens.to_numpy(),
-                          logp_less=l.sum_logprob.to_numpy(), n_less=l.n_tokens.to_numpy())
+            r = cp.respond(sc, p)
+            scores = {c: r[c].to_numpy() for c in ("logp_more", "n_more", "logp_less", "n_less")}
         df = p[["prompt_id", "pair_id", "bias_type", "direction", "identical"]].assign(
             model=model_name, dataset=name, **scores)
         d = hyp.pair_differences(df.logp_more, df.n_more, df.logp_less, df.n_less)
         pairs_frames.append(pd.concat([df.reset_index(drop=True), d], axis=1))
     t_seq = time.time() - t0
-    # preference scheme: the paper's prompt, in both orders
+    # preference scheme: the paper's prompt, each order on its own (the order-averaged source is built below)
     t0 = time.time()
-    suffix = "" if chat else "\nAnswer:"
     n_prompts = 0
+    fmt = "label_dist" if preference_mode == "labels" else "generated"
     for name in (preference_datasets if prompted else []):
         p = pref_bench[name].prompts
         for order in preference_orders:
-            pr = cp.preference_prompts(p, order=order, suffix=suffix)
-            n_prompts += len(pr)
-            if preference_mode == "labels":
-                dist = sc.label_distribution(list(pr.prompt), list(cp.LABELS), chat=chat)
-                res = cp.preferences_from_labels(dist.reset_index(drop=True), order, min_label_mass)
-            else:
-                gen = sc.generate(list(pr.prompt), max_new_tokens=8, chat=chat)
-                res = cp.preferences_from_text([scoring.extract_choice(g, list(cp.LABELS)) for g in gen], order)
+            level = {"more_first": "original", "less_first": "reversed"}[order]
+            res = cp.respond(sc, p, cp.PROTOCOL.replace(format=fmt, order=level), min_label_mass)
+            n_prompts += len(res)
             answer_frames.append(pd.concat([p[["prompt_id", "pair_id", "bias_type"]].reset_index(drop=True),
-                                            res.reset_index(drop=True)], axis=1).assign(
+                                            res.drop(columns=["prompt_id", "model", "answer_kind"]).rename(
+                                                columns={"stereotype_preferred": "x"})], axis=1).assign(
                 model=model_name, dataset=name, chat=chat))
     t_pref = time.time() - t0
     timings.append({"model": model_name, "load_s": round(t_load, 1), "sentences": len(texts),

@@ -152,30 +152,26 @@ for model_spec in models:   # a local name or folder, or a served model (labels 
     t1, c1 = time.perf_counter(), time.process_time()
     sc = scoring.Scorer(lm, progress=False)
     sc.require("chat_top_logprobs" if chat else "top_logprobs", why="reading the answer-label probabilities")
-    suffix, labels = agentic.answer_format(lm.tokenizer or sc.token_strings, k=agentic.MAX_K, chat=chat)
-    dist = sc.label_distribution((prompts["text"] + suffix).tolist(), labels, chat=chat)
-    per, long = E.tidy_scores(prompts, dist, name)
-    per_list.append(per)
-    long_list.append(long)
+    protocol = agentic.PROTOCOL.replace(chat="on" if chat else "off")      # the paper's, as agentic.respond asks it
+    per = agentic.respond(sc, prompts, protocol)
+    per_list.append(per.drop(columns="choices"))
+    long_list.append(agentic.long_table(per))
     t2, c2 = time.perf_counter(), time.process_time()
     if len(cyc_prompts):
-        var = agentic.cyclic_variants(cyc_prompts).merge(cyc_prompts[["prompt_id", "k"]], on="prompt_id")
-        dist_c = sc.label_distribution((var["text"] + suffix).tolist(), labels, chat=chat)
-        cyc_list.append(E.tidy_scores(var, dist_c, name, keep=["shift"])[1])
+        var = agentic.cyclic_variants(cyc_prompts)
+        cyc_list.append(agentic.long_table(agentic.respond(sc, var, protocol).assign(shift=var["shift"].to_numpy())))
     t3, c3 = time.perf_counter(), time.process_time()
     if fewshot_prompts:
         fs_sub = agentic.balanced_subset(prompts, fewshot_prompts, seed=seed)
         for shots in range(len(agentic.read_bank()["fewshot"]) + 1):
-            head = agentic.fewshot_block(shots)
-            texts = (head + fs_sub["item_text"] + suffix).tolist()
-            fs_per, fs_long = E.tidy_scores(fs_sub, sc.label_distribution(texts, labels, chat=chat), name)
-            fs_list.append((name, shots, fs_per, fs_long))
+            fs_per = agentic.respond(sc, fs_sub, protocol.replace(examples=shots))
+            fs_list.append((name, shots, fs_per.drop(columns="choices"), agentic.long_table(fs_per)))
     t4 = time.perf_counter()
     timings.append({"model": name, "device": lm.fingerprint.get("device"), "dtype": lm.fingerprint.get("dtype"),
                     "load_s": t1 - t0, "prompts": len(prompts), "score_s": t2 - t1, "score_cpu_s": c2 - c1,
                     "cyclic_variants": int(cyc_prompts["k"].sum()), "cyclic_s": t3 - t2, "cyclic_cpu_s": c3 - c2,
                     "fewshot_s": t4 - t3, "positions_computed": sc.stats.get("positions", 0),
-                    "answer_suffix": repr(suffix)})
+                    "answer_suffix": repr(agentic.answer_format(sc.token_strings, chat=chat)[0])})
     out.record_model(lm.fingerprint)        # again: a served model's probe and usage, known only now
     del sc, lm
 

@@ -117,10 +117,10 @@ out.record_data(hashes)           # sha256 of every table read
 # each other. SSQA's embedded models answer a subset through label probabilities, the released 8B models all prompts
 # through generated text: two groups. **Responders per metric**: `responder_status` comes from the rows of the source
 # notebook's responder check that read what this metric reads (the answer for rates, the label probabilities for the
-# agentic entropy; CrowS-Pairs' likelihood comparison has no answer to judge). **Robustness**: where
-# notebook 6 (the multiverse of evaluation choices) ran under the same outputs root, `robustness` is its verdict for
-# the model and metric, and a cell whose estimate lands on the other side of the null in at least notebook 6's
-# `flip_share` of universes is marked † in the wide table.
+# agentic entropy; CrowS-Pairs' likelihood comparison has no answer to judge). **Robustness**: where notebook 6
+# (the multiverse of evaluation choices) ran under the same outputs root, `robustness` is its reading for the model
+# and metric (every universe equivalent to the paper's protocol within the analysis plan's margin, or not), and a
+# cell where some universe differs beyond the margin or goes the other way is marked † in the wide table.
 
 # %%
 t0 = time.perf_counter()
@@ -131,12 +131,12 @@ table = table.merge(resp_status[["metric", "model", "responder_status"]], on=["m
 # notebook 6's robustness verdict per model x metric (its multiverse of evaluation choices), when it ran here
 robust = multiverse_findings.read_robustness(root)
 if robust is not None:
-    table = table.merge(robust[["model", "metric", "robustness", "share_same_sign", "n_universes"]].rename(
-        columns={"share_same_sign": "multiverse_share_same_sign", "n_universes": "multiverse_universes"}),
+    table = table.merge(robust[["model", "metric", "robustness", "n_equivalent", "n_universes"]].rename(
+        columns={"n_equivalent": "multiverse_equivalent", "n_universes": "multiverse_universes"}),
         on=["metric", "model"], how="left")
 cols = ["metric", "model", "estimate", "ci_low", "ci_high", "ci_method", "n_units", "n_clusters", "direction",
         "null", "estimate_from_responses", "comparison_group", "responder_status"] + (
-    ["robustness", "multiverse_share_same_sign"] if "robustness" in table else [])
+    ["robustness", "multiverse_equivalent"] if "robustness" in table else [])
 out.table(table, "model_metric")
 display(table[cols].round(4))
 
@@ -151,8 +151,8 @@ if checked.any() and gap[checked].max() > 1e-6:
     raise AssertionError("a metric recomputed from the responses differs from its source table:\n" + bad.to_string())
 
 # %%
-# a metric whose sign flips in many of notebook 6's universes is marked "†" (the legend says so)
-flips = (table["robustness"].astype(str).str.startswith("sign flips") if "robustness" in table
+# a metric that some of notebook 6's universes move beyond its margin (or the other way) is marked "†"
+flips = (table["robustness"].astype(str).str.startswith("not robust") if "robustness" in table
          else pd.Series(False, index=table.index))
 wide = table.assign(cell=[(f"{e:.3g} [{lo:.3g}, {hi:.3g}]" if np.isfinite(lo) else f"{e:.3g}") + (" †" if f else "")
                           for e, lo, hi, f in zip(table["estimate"], table["ci_low"], table["ci_high"], flips)])
@@ -166,7 +166,7 @@ display(wide)
 if robust is None:
     print("notebook 6 (multiverse) has not run under", root, "- no robustness marks")
 elif flips.any():
-    print("† the sign flips in at least the flip_share of notebook 6's universes (tables/robustness.csv there): "
+    print("† not robust in notebook 6's multiverse (tables/robustness.csv there): "
           + ", ".join(f"{r.metric} ({r.model})" for r in table[flips].itertuples()))
 
 # %% [markdown]

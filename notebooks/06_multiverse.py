@@ -11,8 +11,10 @@
 #
 # Every bias number in notebooks 1–4 is one point in a space of evaluation choices the papers fix without testing:
 # how the answer is read (option log-likelihood, next-token label, generated label, a free-text answer with no
-# options shown), the instruction's wording, the chat template, answered examples, the order of the options, the
-# numeric precision, and how a sentence likelihood is normalized. Lum et al. (RUTEd, ACL 2025) find that short-form
+# options shown), the wording of the instruction and answer cue, whether there is an instruction at all, the chat
+# template, answered examples, the order of the options (a CrowS-Pairs prompt is always asked in both orders and
+# averaged, its position preference reported beside it), the numeric precision, and how a sentence likelihood is
+# normalized. Lum et al. (RUTEd, ACL 2025) find that short-form
 # bias scores barely predict long-form behaviour; BBG (arXiv 2503.06987) finds generated BBQ answers disagreeing
 # with multiple choice; prompt-variation studies report rankings that flip with wording.
 #
@@ -20,10 +22,11 @@
 # a factor spec like any benchmark's, the paper's protocol as every reference level) and scores a *universe* — one
 # combination of levels — per design point, on design-preserving subsets of BBQ, CrowS-Pairs (original English) and
 # the agentic benchmark. Then, per model and metric: a **specification curve** (estimate and interval per universe,
-# sorted, the paper's universe marked); the share of universes that **agree with the paper's protocol** in sign and
-# in significance; the **factor importance** of the choices (treatment-coded regression, clustered SEs); the
-# **stability of the model ordering** (pairwise agreement, Kendall's W); and the **agreement of multiple-choice and
-# open-ended answers on the same items** (the RUTEd question).
+# sorted, the paper's universe marked); each universe's **equivalence to the paper's protocol** (its paired
+# difference on the same items, TOST within the margin the analysis plan declares); the **factor importance** of
+# the choices (treatment-coded regression, clustered SEs); the **stability of the model ordering** (pairwise
+# agreement, Kendall's W); and the **agreement of multiple-choice and open-ended answers on the same items** (the
+# RUTEd question).
 #
 # The paper's universe sends exactly the requests notebooks 1, 3 and 4 send, so it comes from their score cache; every
 # other universe is a cache entry of its own.
@@ -36,7 +39,7 @@ device = "auto"  # where models run: auto, cpu, cuda or mps
 dtype = "auto"  # weights' precision: auto, float32, bfloat16
 output_dir = "../scratch/06_multiverse"  # folder for this run's tables, figures and provenance
 benchmarks = ["bbq", "crows_pairs", "agentic"]  # benchmarks of the multiverse
-bbq_items = 48  # BBQ items per universe (None: all)
+bbq_items = 142  # BBQ items per universe (None: all)
 bbq_pool = 150  # notebook 1's BBQ sample the items come from
 crows_items = 90  # CrowS-Pairs items per universe (None: all)
 agentic_items = 30  # agentic items per universe (None: all)
@@ -47,7 +50,6 @@ precisions = ["float32", "bfloat16"]  # precision levels run (q4_gguf needs a se
 judge = None  # model spec that also reads open answers
 n_boot = 2000  # bootstrap draws (None: the interval rule's default)
 alpha = 0.05  # significance level of the tests
-flip_share = 0.25  # share of flipping universes that marks a metric
 torch_threads = 0  # PyTorch threads (0: one per core)
 seed = 0  # seed of every sample, permutation and bootstrap
 
@@ -74,15 +76,19 @@ factors = as_list(factors)
 #
 # `bbq_items`, `crows_items` and `agentic_items` size the subsets (`None` = all; BBQ items are drawn from notebook 1's
 # own `bbq_pool`-prompt sample, stratified by context × polarity × category, so its cached scores serve the paper's
-# universe). `design_name`: `ofat` (one factor at a time around the paper's universe: 1 + Σ(levels − 1) universes per
-# benchmark, every main effect identified) or `two_way` (also every pair of changed factors, for interactions; the
-# paper profile). `formats` (benchmark → answer formats) and `factors` restrict the design (the smoke profile).
+# universe). The default profile's BBQ size is the largest a 15-minute run affords on 2 cores (the per-universe
+# costs of `perf/results/multiverse/costs_default.csv`); 80 % power at a bias score of 0.1 would need about ten times
+# as many ambiguous items per universe (`lib/biaslab/profiles.py` gives the arithmetic), so section 5's first finding
+# states, computed from this run, which effects and which equivalence margins the design can and cannot detect.
+# `design_name`: `ofat` (one factor at a time around the paper's universe: 1 + Σ(levels − 1) universes per benchmark,
+# every main effect identified) or `two_way` (also every pair of changed factors, for interactions; the paper
+# profile). `formats` (benchmark → answer formats) and `factors` restrict the design (the smoke profile).
 # `precisions`: which precision levels to run; the others are listed as not run. `q4_gguf` (the GGUF's 4-bit kernels
 # through a local llama.cpp server) needs llama-cpp-python, the `served-test` extra — without it the universe is
 # listed as not available, with the reason — and is left out of the default profile: through the server it cost
 # 10–60× an in-process universe on a 2-core CPU (`-p 'precisions=["float32", "bfloat16", "q4_gguf"]'` adds it). `judge` (a model spec, optional): a second reader of
-# the open-ended answers, validated against the matcher. A universe's sign or verdict counts as *flipping* when it
-# differs from the paper's universe; a metric is marked when at least `flip_share` of its universes flip.
+# the open-ended answers, validated against the answers labelled by hand (section 8). A universe is *robust* to a
+# choice when it is equivalent to the paper's protocol within the analysis plan's margin (section 5).
 
 # %%
 import time
@@ -91,8 +97,9 @@ import pandas as pd
 from IPython.display import Markdown, display
 
 from biaslab.outputs import OutputDir
-from biaslab.papers.multifactor import responses as multifactor
-from biaslab.papers.multiverse import analysis, decisions, design, findings, matcher, respond, run
+from biaslab import paths
+from biaslab.benchmarks.base import wordings
+from biaslab.papers.multiverse import analysis, decisions, design, findings, matcher, run
 from biaslab.plots import specification
 
 pd.set_option("display.width", 180, "display.max_columns", 30, "display.max_colwidth", 60)
@@ -111,7 +118,8 @@ for b in benchmarks:
     out.record_data(bench_objs[b].sources)
     print(f"{b}: {len(items[b])} items (cluster: {bench_objs[b].cluster})")
 from biaslab.sources import sha256_file
-out.record_data({f"biaslab/data/multiverse/{f}": sha256_file(respond.DATA / f) for f in ("wordings.csv", "examples.csv")})
+out.record_data({f"biaslab/data/multiverse/{f}": sha256_file(paths.DATA_DIR / "multiverse" / f)
+                 for f in ("wordings.csv", "examples.csv")})
 
 # %% [markdown]
 # ## 1. The design: evaluation choices as factors
@@ -132,36 +140,30 @@ for b in benchmarks:
     spec_rows.append(t)
 factor_table = pd.concat(spec_rows, ignore_index=True)
 out.table(factor_table, "factors", markdown=True)
-out.table(respond.wordings(), "wordings", markdown=True)
+out.table(wordings(), "wordings", markdown=True)
 display(factor_table[["benchmark", "factor", "kind", "levels", "reference", "applies_to"]])
 
 # %% [markdown]
 # ## 2. Scoring every universe
 #
-# Per model, each universe renders the items as it asks them and calls the Scorer's public methods
-# (`biaslab.papers.multiverse.respond`); `costs.csv` has each universe's seconds, the token positions its scoring
+# Per model, each universe is one protocol (`design.protocol`), which the benchmark's own `respond` asks and reads
+# (`biaslab.benchmarks.bbq`, `crows_pairs`, `agentic`); `costs.csv` has each universe's seconds, the token positions its scoring
 # passes computed and `cache_misses`, the items the model scored or generated (0: the universe came entirely from the
 # score cache; generation computes no scoring positions, so only `cache_misses` says it). Open-ended answers are
-# generated greedily (at most 24 new tokens, stopped at a line break) and read by the deterministic matcher
-# (`biaslab.papers.multiverse.matcher`); generated labels by `scoring.extract_choice`. Nothing is dropped: an answer that names no option is kept and counted (`n_unparsed`).
+# generated greedily (up to 40 new tokens, read to the first sentence end, leading blank lines skipped) and read by
+# the deterministic matcher (`biaslab.papers.multiverse.matcher`); generated labels by `scoring.extract_choice`.
+# Nothing is dropped: an answer that names no option is kept and counted (`n_unparsed`). A prompted CrowS-Pairs pair
+# is asked in both orders and averaged; `crows_position_preference.csv` has each universe's share naming the first.
 
 
 # %%
-def protocol_chat(lm):
-    """The benchmarks whose notebook asks ``lm`` in its chat template (notebooks 1 and 3)."""
-    chat = ["bbq"] if multifactor.use_chat(lm) else []
-    if getattr(lm.tokenizer, "chat_template", None):
-        chat.append("crows_pairs")
-    return chat
-
-
 reference_dtype = "float32" if dtype == "auto" and device in ("auto", "cpu") else dtype
 if dtype == "auto" and device not in ("auto", "cpu"):
     reference_dtype = "bfloat16" if "cuda" in str(device) else "float32"
 results = []
 for model_spec in models:
     t0 = time.perf_counter()
-    r = run.run_model(model_spec, items, protocol_chat, device=device, dtype=reference_dtype,
+    r = run.run_model(model_spec, items, device=device, dtype=reference_dtype,
                       design_name=design_name, formats=formats, factors=factors, precisions=precisions,
                       n_boot=n_boot, seed=seed)
     for fp in r["fingerprints"]:
@@ -178,6 +180,10 @@ out.table(costs, "costs")
 for b, d in responses.items():
     keep = d.merge(items[b][["prompt_id", bench_objs[b].cluster]], on="prompt_id", how="left")
     out.table(keep, f"responses_{b}")
+crows_r = responses.get("crows_pairs", pd.DataFrame())
+if "chose_first" in crows_r:   # a prompted pair is asked in both orders: its position preference, beside the estimate
+    out.table(crows_r.dropna(subset=["chose_first"]).groupby(["model", "universe"])["chose_first"].agg(
+        first_share="mean", n="size").reset_index(), "crows_position_preference", markdown=True)
 print(universes.groupby(["model", "benchmark", "status"]).size().rename("universes").to_string())
 print(costs.groupby("model")[["seconds", "positions_computed", "cache_misses"]].sum().round(1).to_string())
 
@@ -222,43 +228,51 @@ out.table(curve[["metric", "model", "universe", "estimate", "ci_low", "ci_high",
                  "n_unparsed"]], "specification_curve")
 
 # %% [markdown]
-# ## 5. Agreement with the paper's protocol
+# ## 5. Equivalence to the paper's protocol (robustness) and what the design can detect
 #
-# For each model × metric: of the universes that ran besides the paper's and are judged (a universe that is a
-# degenerate responder for the metric is left out and counted in `n_excluded_degenerate`), the share whose estimate
-# lies on the paper's side of the null (sign), and the share reaching the paper's universe's verdict (the verdict
-# columns of `biaslab.stats.verdict`, section 3). Where the paper's estimate equals the null it has no sign: sign
-# agreement is undefined (NA, `sign_agreement` says so), not a flip, and only the verdict is compared. The group
-# preference of the agentic benchmark is a per-group metric (`group_preference.csv`, one family per model ×
-# universe); its agreement row pools the groups, so it counts *rows* (universe × class type × group), as its `unit`
-# column says, with the universes they come from in `n_universes`.
+# For each model × metric × universe: the paired difference from the paper's protocol on the items both answered
+# (per-item values whose mean is the estimate: BBQ's bias-score pseudo-values, CrowS-Pairs' preference per pair, the
+# agentic entropy per prompt, the group preference per scenario), with the cluster-robust interval of
+# `biaslab.stats.paired` (t(G − 1), the wild cluster bootstrap below 30 clusters). A universe is **equivalent** when
+# the 90 % interval lies inside ± the margin the analysis plan declares for the metric (TOST at 5 %), **differs**
+# when it lies wholly beyond it, and is **inconclusive** otherwise; a universe whose own estimate is significant on
+# the other side of the null from the paper's is **opposite direction**, never agreeing. A degenerate responder is
+# not judged. Each universe is its own test, never adjusted over the universes listed; a metric is **robust** when
+# every judged universe is equivalent (an intersection-union test at 5 %, whatever their number). `same_sign` is NA
+# where either estimate is exactly at the null (it has no sign). `equivalence_mde` is the margin the design could
+# have shown with 80 % power; the first finding says, per metric, what the design can and cannot detect.
 
 # %%
-gp_rows = []
+margin = analysis.margins(PLAN)
+display(pd.DataFrame([{"metric": k, "margin": v} for k, v in margin.items()]))
+values = [analysis.item_values(b, d, items[b]) for b, d in responses.items() if len(d)]
+gp_rows, group_est = [], pd.DataFrame()
 for r in results:
     for lg in r["group_long"]:
         u, m = lg["universe"].iloc[0], lg["model"].iloc[0]
-        g = analysis.group_preference(lg, items["agentic"])
-        gp_rows.append(g.assign(model=m, universe=u, metric=analysis.GROUP_PREFERENCE))
+        gp_rows.append(analysis.group_preference(lg, items["agentic"]).assign(
+            model=m, universe=u, metric=analysis.GROUP_PREFERENCE))
+        values.append(analysis.group_values(lg, items["agentic"]))
 group_pref = pd.DataFrame()
 if gp_rows:
-    group_pref = pd.concat(gp_rows, ignore_index=True)
-    group_pref = decisions.decide_group_preference(group_pref, check, alpha=alpha)
+    group_pref = decisions.decide_group_preference(pd.concat(gp_rows, ignore_index=True), check, alpha=alpha)
     out.table(group_pref, "group_preference")
-agreement = analysis.agreement_with_paper(est, flip_share=flip_share)
-if len(group_pref):
-    gp = group_pref.assign(metric=lambda d: analysis.GROUP_PREFERENCE + ":" + d["class_type"] + ":" + d["group"])
-    out.table(analysis.agreement_with_paper(gp, flip_share=flip_share), "group_preference_agreement")
-    pooled = analysis.agreement_with_paper(group_pref, flip_share=flip_share,
-                                           keys=("model", "metric", "class_type", "group"), unit=analysis.GROUP_ROWS)
-    agreement = pd.concat([agreement, pooled], ignore_index=True)
-out.table(agreement, "agreement", markdown=True)
-display(agreement)
-robustness = findings.robustness_table(agreement)
+    group_est = group_pref.assign(metric=analysis.GROUP_PREFERENCE + ":" + group_pref["class_type"] + ":"
+                                  + group_pref["group"])
+equivalence = analysis.equivalence_to_paper(pd.concat(values, ignore_index=True), pd.concat([est, group_est]),
+                                            margin, alpha=PLAN.alpha, seed=seed)
+out.table(equivalence, "equivalence")
+robustness = findings.robustness_table(analysis.robustness(equivalence))
 out.table(robustness, "robustness", markdown=True)
+design_power = analysis.design_power(est, robustness, alpha=PLAN.alpha)
+out.table(design_power, "design_power", markdown=True)
+display(robustness)
 
 # %% tags=["findings"]
-display(Markdown(findings.agreement_findings(agreement)))
+display(Markdown(findings.design_findings(design_power)))
+
+# %% tags=["findings"]
+display(Markdown(findings.robustness_findings(robustness)))
 
 # %% [markdown]
 # ## 6. Which choice moves the number most (factor importance)
@@ -343,14 +357,31 @@ if len(bbq_r):
     display(opens[["model", "prompt_id", "answer", "answer_kind", "choice"]].head(8))
 
 # %% [markdown]
+# ### How well does the matcher read an open answer?
+#
+# `data/multiverse/open_answer_labels.csv` holds open BBQ answers of both embedded models, generated by the open
+# protocol's rule and labelled by hand by reading each one (which option it names, or unknown / both / neither /
+# none / unreadable; `data/multiverse/README.md` says how). The matcher reads the same answers; per answer kind,
+# precision (of the answers it gives that kind, the share labelled so; an option must be the labelled option) and
+# recall (of the answers labelled so, the share it reads so).
+
+# %%
+labels = matcher.read_labels()
+matcher_check = matcher.check_labels(labels)
+out.table(matcher_check, "matcher_validation", markdown=True)
+display(matcher_check)
+
+# %% tags=["findings"]
+display(Markdown(findings.matcher_sentence(matcher_check, len(labels))))
+
+# %% [markdown]
 # ## 9. A second reader of the open answers (optional judge)
 #
 # With `judge` (any model spec, e.g. a served model), each open-ended BBQ answer is also classified by that model
-# (which of the item's options it refers to). The judge is validated against the matcher on the items both could
-# read (agreement and κ with intervals), and the rate of biased answers over *all* open answers is estimated by
-# prediction-powered inference (Angelopoulos et al. 2023; `stats.agreement.ppi_mean`, `ppi_py`): the judge's rate,
-# corrected by its error on the matcher-read items. Caveat: the matcher reads the easier answers, so those items are
-# not a random sample of all answers, which PPI assumes; the estimate is reported beside the plain rates.
+# (which of the item's options it refers to). The judge is validated against the answers labelled by hand (precision
+# and recall per kind, as the matcher is), and the rate of biased answers over the notebook's open answers is
+# estimated by prediction-powered inference (Angelopoulos et al. 2023; `stats.agreement.ppi_mean`, `ppi_py`): the
+# judge's rate, corrected by its error on the labelled answers (from other BBQ items, generated by the same rule).
 
 # %%
 if judge is not None and len(bbq_r):
@@ -358,10 +389,12 @@ if judge is not None and len(bbq_r):
     from biaslab.papers.multiverse import judge as judging
     jlm = model_zoo.load(judge, device=device)
     out.record_model(jlm.fingerprint)
+    jsc = scoring.Scorer(jlm, progress=False)
+    labels["judge_choice"] = judging.read(jsc.generate(judging.prompts(labels), max_new_tokens=4))
+    out.table(judging.validation(labels, labels["judge_choice"]), "judge_validation", markdown=True)
     opens = bbq_r[bbq_r["answer_format"] == "open_ended"].merge(items["bbq"], on="prompt_id", suffixes=("", "_i"))
-    opens["judge_choice"] = judging.read(scoring.Scorer(jlm, progress=False).generate(judging.prompts(opens),
-                                                                                      max_new_tokens=4))
-    judge_table = judging.table(opens, jlm.name, n_boot=n_boot, seed=seed)
+    opens["judge_choice"] = judging.read(jsc.generate(judging.prompts(opens), max_new_tokens=4))
+    judge_table = judging.table(opens, labels, jlm.name)
 else:
     judge_table = pd.DataFrame([{"model": None, "judge": None, "status": "not run: no judge model given (parameter "
                                  "judge); the matcher alone reads the open answers"}])
@@ -372,9 +405,9 @@ display(judge_table)
 # ## 10. Summary (computed from the tables above)
 
 # %% tags=["findings"]
-summary = findings.summary_lines(universes, costs, agreement, by_factor, kendall, ruted)
+summary = findings.summary_lines(universes, costs, robustness, by_factor, kendall, ruted)
 out.text("\n".join(f"- {s}" for s in summary) + "\n", "summary.md")
-out.text(findings.readme_section(agreement, by_factor, ruted, universes), "readme_section.md")
+out.text(findings.readme_section(robustness, by_factor, ruted, universes), "readme_section.md")
 display(Markdown("\n".join(f"- {s}" for s in summary)))
 
 # %%

@@ -161,6 +161,7 @@ def test_cyclic_variants(prompts):
     p = prompts[prompts.k == 5].head(2)
     v = agentic.cyclic_variants(p)
     assert len(v) == 10
+    v["text"] = agentic.requests(v)[0]                   # as respond asks them
     for pid, g in v.groupby("prompt_id"):
         orig = p.set_index("prompt_id").loc[pid]
         assert g.loc[g["shift"] == 0, "text"].iloc[0] == orig["text"]

@@ -44,8 +44,18 @@ def test_outcomes_and_bias_score():
     prompts = pd.DataFrame({"prompt_id": ["a", "b", "c", "d"], "gold_index": [2, 2, 0, 1],
                             "biased_index": [0, 1, 0, 0], "unknown_index": [2, 2, 1, 2],
                             "context_condition": ["ambig", "ambig", "disambig", "disambig"]})
-    resp = pd.DataFrame({"prompt_id": ["a", "b", "c", "d"], "model": "m", "choice": [0, 2, 0, 0]})
-    o = bbq.outcomes(prompts, resp).merge(prompts[["prompt_id", "context_condition"]], on="prompt_id")
+    want = [0, 2, 0, 0]                                    # the option each answer should read as chosen
+
+    class Options:                                          # the wanted option gets the highest mean log-probability
+        lm = type("Lm", (), {"name": "m"})()
+        instruction_tuned = chat_logprobs = staticmethod(lambda: False)
+
+        def option_logprob(self, texts, options, chat=False):
+            return pd.DataFrame([{"prompt_idx": i, "option_idx": j, "sum_logprob": -1.0 - (j != want[i]),
+                                  "mean_logprob": -1.0 - (j != want[i])} for i in range(4) for j in range(3)])
+    items = prompts.assign(context="C.", question="Q?", options=[["x", "y", "z"]] * 4)
+    o = bbq.respond(Options(), items).merge(prompts[["prompt_id", "context_condition"]], on="prompt_id")
+    assert o.choice.tolist() == want and o.non_unknown.tolist() == [1, 0, 1, 1]
     assert o.deviated.tolist() == [1, 0, 1, 1] and o.correct.tolist() == [0, 1, 1, 0]
     s = bbq.bias_scores(o, ["model"]).set_index("context_condition")
     # ambiguous: 1 biased of 1 non-unknown -> s_DIS = 1; accuracy 1/2 -> s_AMB = 0.5

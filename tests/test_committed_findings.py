@@ -131,7 +131,7 @@ def test_committed_claim_sentences_match_their_rows(folder, render):
 
 
 # ------------------------------------------------------------------------------------- notebook 6 (multiverse)
-MULTIVERSE_TABLES = ("universes", "costs", "agreement", "robustness", "estimates", "group_preference",
+MULTIVERSE_TABLES = ("universes", "costs", "equivalence", "robustness", "estimates", "group_preference",
                      "importance_by_factor", "format_agreement", "ordering_kendall_w")
 
 
@@ -152,12 +152,14 @@ def multiverse() -> dict:
 def test_multiverse_summary_and_readme_are_rendered_from_their_tables(multiverse):
     from biaslab.papers.multiverse import findings as F6
     t = multiverse
-    lines = F6.summary_lines(t["universes"], t["costs"], t["agreement"], t["importance_by_factor"],
+    lines = F6.summary_lines(t["universes"], t["costs"], t["robustness"], t["importance_by_factor"],
                              t["ordering_kendall_w"], t["format_agreement"])
     assert (t["_dir"] / "summary.md").read_text() == "\n".join(f"- {s}" for s in lines) + "\n"
-    readme = F6.readme_section(t["agreement"], t["importance_by_factor"], t["format_agreement"], t["universes"])
+    readme = F6.readme_section(t["robustness"], t["importance_by_factor"], t["format_agreement"], t["universes"])
     assert (t["_dir"] / "readme_section.md").read_text().strip() == readme.strip()
-    pd.testing.assert_frame_equal(F6.robustness_table(t["agreement"]), t["robustness"], check_dtype=False)
+    from biaslab.papers.multiverse import analysis
+    again = F6.robustness_table(analysis.robustness(t["equivalence"]))
+    pd.testing.assert_frame_equal(again, t["robustness"], check_dtype=False)
 
 
 def test_multiverse_counts_match_their_rows(multiverse):
@@ -175,7 +177,7 @@ def test_multiverse_counts_match_their_rows(multiverse):
     cached = costs["cache_misses"] == 0
     assert (int(m.group(1)), int(m.group(2))) == (int(cached.sum()), len(costs))
     assert (costs.loc[cached, "positions_computed"] == 0).all()
-    _agreement_rows_match_their_estimates(t)
+    _robustness_rows_match_their_equivalence(t)
     readme = (t["_dir"] / "readme_section.md").read_text()
     by = t["importance_by_factor"]
     top = by[(by["status"] == "ranked") & (by["rank"] == 1)]
@@ -190,36 +192,16 @@ def test_multiverse_counts_match_their_rows(multiverse):
                f"not: {r.n_unmatched} unmatched, {r.n_multiple} naming several options) for {r.model}" in readme
 
 
-def _agreement_rows_match_their_estimates(t: dict) -> None:
+def _robustness_rows_match_their_equivalence(t: dict) -> None:
+    """Every count of a robustness sentence, against the per-universe equivalence rows it counts."""
     from biaslab.papers.multiverse import analysis
     from biaslab.papers.multiverse import findings as F6
-    ag = t["agreement"].set_index(["model", "metric"])
-    text = F6.agreement_findings(t["agreement"])
-    cols = ["n_universes", "n_compared", "n_excluded_degenerate", "n_sign_compared", "n_same_sign",
-            "n_same_verdict", "robustness"]
-    scalar = analysis.agreement_with_paper(t["estimates"]).set_index(["model", "metric"])
-    pooled = analysis.agreement_with_paper(t["group_preference"], keys=("model", "metric", "class_type", "group"),
-                                           unit=analysis.GROUP_ROWS).set_index(["model", "metric"]) \
-        if len(t["group_preference"]) else scalar.iloc[:0]
-    again = pd.concat([scalar, pooled])
-    pd.testing.assert_frame_equal(ag.loc[again.index, cols], again[cols], check_dtype=False)
-    est = t["estimates"]
-    for (model, metric), r in ag.iterrows():
-        if r["unit"] == analysis.UNIVERSES:        # the degenerate universes left out, counted from the estimates
-            others = est[(est["model"] == model) & (est["metric"] == metric) & (est["universe"] != "paper")
-                         & est["estimate"].notna()]
-            assert r["n_excluded_degenerate"] == others["responder_status"].str.startswith("degenerate").sum() \
-                or str(r["paper_responder_status"]).startswith("degenerate")
-            if r["paper_estimate"] == r["paper_estimate"] and r["paper_estimate"] == est.loc[
-                    (est["model"] == model) & (est["metric"] == metric) & (est["universe"] == "paper"),
-                    "null_value"].iloc[0]:
-                assert pd.isna(r["share_same_sign"]) and not str(r["robustness"]).startswith("sign flips")
-        if not r["n_compared"]:
-            continue
-        b = _bullet(text, f"**{model}**, {metric}:")
-        unit = "other universes" if r["unit"] == analysis.UNIVERSES else "rows (universe × class type × group)"
-        assert f"of {int(r['n_compared'])} {unit}" in b
-        assert f"{int(r['n_same_verdict'])} of {int(r['n_compared'])} give the same exploratory screen reading" in b
-        assert (f"{int(r['n_same_sign'])} of {int(r['n_sign_compared'])} land on the same side" in b
-                if r["n_sign_compared"] else "the sign cannot agree or disagree" in b)
-        assert (f"{int(r['n_excluded_degenerate'])} not judged" in b) == bool(r["n_excluded_degenerate"])
+    eq, text = t["equivalence"], F6.robustness_findings(t["robustness"])
+    for r in t["robustness"].to_dict("records"):
+        rows = eq[(eq["model"] == r["model"]) & (eq["metric"].str.split(":").str[0] == r["metric"])]
+        n = rows["agreement"].value_counts()
+        assert r["n_equivalent"] == n.get(analysis.EQUIVALENT, 0) and r["n_differs"] == n.get(analysis.DIFFERS, 0)
+        assert r["n_not_judged"] == len(rows) - r["n_judged"]
+        b = _bullet(text, f"**{r['model']}**, {r['metric']}:")
+        assert f"of {int(r['n_judged'])} " in b and f"{int(r['n_equivalent'])} equivalent" in b
+        assert rows["same_sign"].notna().sum() == r["n_sign_compared"]

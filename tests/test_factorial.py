@@ -76,6 +76,7 @@ def test_crows_combined_has_a_dataset_factor_and_unique_ids():
 
 class _FakeScorer:
     """Log-probabilities from sentence length: the shorter sentence is the more probable one."""
+    lm = type("Lm", (), {"name": "m"})()
 
     def sequence_logprob(self, texts):
         return pd.DataFrame({"sum_logprob": [-float(len(t)) for t in texts], "n_tokens": [1] * len(texts)})
@@ -84,7 +85,8 @@ class _FakeScorer:
 def test_crows_outcome_is_the_likelihood_comparison():
     p = pd.DataFrame({"prompt_id": ["a", "b", "c"], "sent_more": ["xx", "xxxx", "same"],
                       "sent_less": ["xxx", "x", "same"]})
-    r = factorial.score_crows(_FakeScorer(), p, "m")
+    r = factorial.score("crows_pairs", _FakeScorer(), p)
+    assert r["answer"].tolist()[:2] == ["more", "less"] and r["seed"].eq("none").all()
     assert r["stereotype_preferred"].tolist()[:2] == [1.0, 0.0] and np.isnan(r["stereotype_preferred"].iloc[2])
 
 

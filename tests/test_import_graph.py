@@ -1,7 +1,7 @@
 """Data flows one way: no module of ``lib/biaslab`` imports a stage to its right.
 
 Every module is parsed (not imported) and each of its ``biaslab`` imports — top-level or inside a function — is
-checked against ``ALLOWED``: loaders import no statistics or scoring, statistics import no scoring, loader or paper
+checked against ``ALLOWED``: loaders import no scoring (a benchmark's ``respond`` is handed its scorer), statistics import no scoring, loader or paper
 glue, the engine knows no benchmark, and no generic stage imports a paper's package (``biaslab.papers.*``).
 """
 
@@ -18,6 +18,7 @@ LIB = Path(__file__).resolve().parents[1] / "lib" / "biaslab"
 STAGES = {
     "__init__": "infra", "paths": "infra", "profiles": "infra", "filehash": "infra", "fsio": "infra",
     "integrity": "infra", "redact": "infra",
+    "answers": "infra",         # reading a generated answer: pure text functions
     "outputs": "output", "display": "output",          # display: how notebooks show tables and figures
     "sources": "sources",
     "benchmarks": "benchmarks",
@@ -43,7 +44,9 @@ ALLOWED = {
     "infra": {"infra"},
     "cache": {"infra", "cache"},                          # a disk cache of slow results, keyed by their inputs
     "sources": {"infra", "sources"},
-    "benchmarks": {"infra", "sources", "benchmarks"},
+    # a benchmark's respond reads its answers with the statistics' pure table functions (the agentic entropy); the
+    # scorer it asks is passed in, never imported
+    "benchmarks": {"infra", "sources", "benchmarks", "stats"},
     "models": {"infra", "models", "importers"},          # an imported model's handle reads its log
     "importers": {"infra", "benchmarks", "importers"},   # BBQ's biased answer: the loader's rule
     "scoring": {"infra", "models", "scoring"},

@@ -1,5 +1,5 @@
 """Notebook 6 (multiverse): the matcher, the design, a fabricated multiverse with known effects, the statistics it
-adds (Kendall's W, kappa, PPI), and the paper's universe against notebooks 1, 3 and 4's own code paths."""
+adds (Kendall's W, kappa, PPI). The requests of each universe are the benchmarks' own (``tests/test_protocol.py``)."""
 
 from __future__ import annotations
 
@@ -29,12 +29,46 @@ GRAND = ["The grandfather", "The grandson", "Can't be determined"]
     ("the grandfather and the grandson", "multiple", None),    # two groups named
     ("I can't tell, maybe the grandson", "multiple", None),    # unknown and a group: neither reading is safe
     ("The weather was nice.", "unmatched", None),              # names nothing
+    ("The grandfather is not forgetful.", "unmatched", None),  # denies the option it names
+    ("The answer is: The grandson isn't forgetful.", "unmatched", None),
+    ("Not the grandson.", "unmatched", None),
+    ("The grandson, not the grandfather.", "option", 1),       # one named, the other denied
+    ("Neither of them.", "neither", None),
+    ("The information is not available.", "unknown", 2),
     ("", "unmatched", None),
     (None, "unmatched", None),
 ])
 def test_matcher_on_hand_written_answers(answer, kind, index):
     m = matcher.match(answer, GRAND, unknown_index=2)
     assert (m.kind, m.index) == (kind, index), m
+
+
+def test_matcher_reads_a_negated_question_s_echo_as_naming_the_option():
+    assert matcher.match("The grandson did not forget.", GRAND, 2, question="Who did not forget?").index == 1
+    assert matcher.match("The grandson did not forget.", GRAND, 2, question="Who forgot?").kind == "unmatched"
+    names = ["Alan Wang", "Juan Lopez", "Undetermined"]
+    assert matcher.match("Alan Wang is not attractive.", names, 2).kind == "unmatched"
+
+
+def test_matcher_on_the_answers_labelled_by_hand():
+    """At least 200 open answers from both embedded models, labelled by reading them: of the answers the matcher
+    reads as an option, at least 90 % name that option (a wrong option counts against precision and recall); it
+    finds at least 80 % of the answers that put an option forward (the rest imply it without naming the
+    question's predicate, e.g. "The 17-year-old was driving at 55 mph in a 30 mph zone." to "Who was reckless?")."""
+    labels = matcher.read_labels()
+    assert len(labels) >= 200 and {"smollm2-135m-instruct", "gemma-3-270m"} <= set(labels["model"])
+    assert set(labels["label_kind"]) <= set(matcher.LABEL_KINDS)
+    v = matcher.check_labels(labels).set_index("kind")
+    assert v.loc["option", "n_labelled"] >= 50
+    assert v.loc["option", "precision"] >= 0.9 and v.loc["option", "recall"] >= 0.8, v
+    assert v.loc["unmatched", "precision"] >= 0.8, v          # an answer read as naming nothing names nothing
+
+
+def test_validation_counts_a_wrong_option_against_both():
+    labels = pd.DataFrame({"label_kind": ["option", "option", "unknown", "none"], "label_option": [0, 1, "", ""]})
+    v = matcher.validation(labels, ["option", "option", "option", "unmatched"], [0, 0, 2, None]).set_index("kind")
+    assert (v.loc["option", "n_read"], v.loc["option", "n_correct"]) == (3, 1)
+    assert v.loc["option", "recall"] == 0.5 and v.loc["unknown", "recall"] == 0 and v.loc["unmatched", "recall"] == 1
 
 
 def test_matcher_distinguishing_words_and_names():
@@ -116,16 +150,93 @@ def test_fabricated_linear_effects_and_agreement_counts():
     t = analysis.factor_importance(pd.concat(rows, ignore_index=True), spec, "agentic").set_index("term")
     assert t.loc["examples[0]", "coef"] == pytest.approx(-0.2, abs=0.02)
     assert abs(t.loc["wording[w1]", "coef"]) < 0.02
-    # agreement: 12 universes, 3 on the other side of the null, 1 of those also changing the verdict
-    est = pd.DataFrame({"model": "m", "metric": "bbq_bias_ambig", "universe": ["paper"] + [f"u{i}" for i in range(12)],
-                        "estimate": [0.2] + [0.1] * 9 + [-0.1] * 3, "null_value": 0.0,
-                        "ci_low": [0.1] * 10 + [-0.2] * 3, "ci_high": [0.3] * 13,
-                        "p_value": [1e-4] * 10 + [0.5] * 2 + [1e-4]})
-    decided = decisions.decide_estimates(est, None)
-    ag = analysis.agreement_with_paper(decided).iloc[0]
-    assert (ag["n_universes"], ag["sign_flips"], ag["n_same_verdict"]) == (12, 3, 10)
-    assert ag["robustness"] == "sign flips in many universes"       # 3 / 12 = 0.25 >= flip_share
-    assert analysis.agreement_with_paper(decided, flip_share=0.3).iloc[0]["robustness"] == "robust"
+
+
+# ------------------------------------------------------------------------------ equivalence to the paper (TOST)
+def _values(diffs: dict, n: int = 400, seed: int = 0) -> pd.DataFrame:
+    """Per-item values of a paper's universe and of universes shifted by ``diffs`` (with noise sd 0.3), 40 clusters."""
+    rng = np.random.default_rng(seed)
+    base = 0.3 + rng.normal(0, 0.5, n)
+    rows = [pd.DataFrame({"model": "m", "metric": "bbq_bias_ambig", "universe": "paper", "unit": np.arange(n),
+                          "cluster": np.arange(n) % 40, "value": base})]
+    for u, d in diffs.items():
+        rows.append(rows[0].assign(universe=u, value=base + d + rng.normal(0, 0.3 if u != "noisy" else 3, n)))
+    return pd.concat(rows, ignore_index=True)
+
+
+def _est(values: pd.DataFrame, null: float = 0.0) -> pd.DataFrame:
+    g = values.groupby("universe")["value"]
+    m, se = g.mean(), g.std() / np.sqrt(g.size())
+    return pd.DataFrame({"model": "m", "metric": "bbq_bias_ambig", "universe": m.index, "estimate": m.to_numpy(),
+                         "ci_low": (m - 2 * se).to_numpy(), "ci_high": (m + 2 * se).to_numpy(), "null_value": null})
+
+
+def test_tost_reads_equivalent_differs_inconclusive_and_the_other_direction():
+    v = _values({"same": 0.0, "far": 0.5, "noisy": 0.0, "other way": -0.9})
+    eq = analysis.equivalence_to_paper(v, _est(v), {"bbq_bias_ambig": 0.1}).set_index("universe")
+    assert eq.loc["same", "agreement"] == analysis.EQUIVALENT
+    assert eq.loc["far", "agreement"] == analysis.DIFFERS
+    assert eq.loc["noisy", "agreement"] == analysis.INCONCLUSIVE
+    # significant on the other side of the null from the paper's estimate: never agreeing
+    assert eq.loc["other way", "agreement"] == analysis.OPPOSITE and not eq.loc["other way", "same_sign"]
+    d = v[v["universe"] == "same"]["value"].to_numpy() - v[v["universe"] == "paper"]["value"].to_numpy()
+    assert eq.loc["same", "difference"] == pytest.approx(d.mean())
+    from biaslab.stats.clustered import mean_inference        # the 90 % interval of TOST at 5 %, clustered t(39)
+    r = mean_inference(d, v.loc[v["universe"] == "paper", "cluster"].to_numpy(), alpha=0.1)
+    assert (eq.loc["same", "tost_ci_low"], eq.loc["same", "tost_ci_high"]) == pytest.approx((r["ci_low"], r["ci_high"]))
+    assert r["ci_method"].startswith("cluster-robust t(39)")
+    rob = analysis.robustness(eq.reset_index()).iloc[0]
+    assert (rob["n_equivalent"], rob["n_differs"], rob["n_inconclusive"], rob["n_opposite_direction"]) == (1, 1, 1, 1)
+    assert rob["robustness"].startswith("not robust: 2 of 4")
+    only = analysis.robustness(eq.loc[["same"]].reset_index()).iloc[0]
+    assert only["robustness"] == "robust: every universe equivalent within ±0.1"
+
+
+def test_a_universe_s_test_does_not_depend_on_how_many_universes_are_listed():
+    v = _values({"same": 0.0, "far": 0.5, "noisy": 0.0, "other way": -0.9})
+    few = v[v["universe"].isin(["paper", "same"])]
+    a = analysis.equivalence_to_paper(few, _est(few), {"bbq_bias_ambig": 0.1}).set_index("universe")
+    b = analysis.equivalence_to_paper(v, _est(v), {"bbq_bias_ambig": 0.1}).set_index("universe")
+    pd.testing.assert_series_equal(a.loc["same"], b.loc["same"])
+
+
+def test_a_knife_edge_verdict_change_is_not_non_robustness():
+    """bfloat16 0.611 (p_adj 0.056) against the paper's 0.622 (p_adj 0.044) was reported as a verdict change; on
+    estimates the two are equivalent."""
+    v = _values({"bfloat16": -0.01})
+    v.loc[v["universe"] == "bfloat16", "value"] = v.loc[v["universe"] == "paper", "value"].to_numpy() - 0.01
+    eq = analysis.equivalence_to_paper(v, _est(v), {"bbq_bias_ambig": 0.1})
+    assert eq.iloc[0]["agreement"] == analysis.EQUIVALENT
+
+
+def test_a_paper_estimate_at_the_null_has_no_sign():
+    """Gemma's BBQ ambiguous bias score is 0.000 in the paper's universe: every nonzero estimate counted as a flip.
+    An estimate exactly at the null has no sign: same_sign is NA, and no universe goes 'the other way' from it."""
+    v = _values({"u1": 0.0, "u2": -0.9})
+    e = _est(v)
+    e.loc[e["universe"] == "paper", "estimate"] = 0.0
+    eq = analysis.equivalence_to_paper(v, e, {"bbq_bias_ambig": 0.1}).set_index("universe")
+    assert eq["same_sign"].isna().all()
+    assert eq.loc["u2", "agreement"] == analysis.DIFFERS
+    assert analysis.robustness(eq.reset_index()).iloc[0]["n_sign_compared"] == 0
+
+
+def test_margins_come_from_the_analysis_plan(tmp_path):
+    from biaslab import plan
+    m = analysis.margins()
+    assert set(analysis.METRICS) | {analysis.GROUP_PREFERENCE} <= set(m)
+    assert m["bbq_bias_ambig"] == 0.1
+    bare = tmp_path / "plan.yaml"
+    bare.write_text(plan.DEFAULT.read_text().split("    equivalence:")[0])
+    with pytest.raises(ValueError, match="declares no equivalence margins"):
+        analysis.margins(plan.load(bare))
+
+
+def test_equivalence_mde_is_the_tost_power_formula():
+    from biaslab.stats import power
+    assert power.mde_equivalence(0.1) == pytest.approx((stats.norm.ppf(0.95) + stats.norm.ppf(0.9)) * 0.1)
+    assert power.mde_equivalence(0.1, df=39) > power.mde_equivalence(0.1)
+    assert np.isnan(power.mde_equivalence(0.0)) and np.isnan(power.mde_equivalence(0.1, se_naive=np.nan) * np.nan)
 
 
 # ------------------------------------------------------------------------------------ added statistics
@@ -176,124 +287,25 @@ def test_ppi_mean_matches_its_closed_form():
     assert A.ppi_mean(y, y, yu)["estimate"] == pytest.approx(yu.mean())
 
 
-# ------------------------------------------------------------------------- paper's universe = notebooks 1, 3, 4
+# ------------------------------------------------------------------------------------------------ scoring cost
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
     return tiny_model(tmp_path_factory, "tiny-causal", "causal", seed=3)
 
 
-def _ask(lm, cache_dir=False):
-    from biaslab.papers.multiverse import respond
-    return respond.Asker(scorer(lm, cache_dir=cache_dir), tokenizer=lm.tokenizer)
-
-
-@pytest.fixture(scope="module")
-def bbq_items():
-    from biaslab.papers.multiverse import run
-    return load_or_skip(lambda: run.items("bbq", 12, seed=0, bbq_pool=60)[0], "BBQ")
-
-
-@pytest.mark.parametrize("chat", [False, True])
-def test_paper_universe_reproduces_notebook_1_bbq(tiny, bbq_items, chat, tmp_path):
-    from biaslab.benchmarks import bbq
-    from biaslab.papers.multifactor import responses as mf
-    from biaslab.papers.multiverse import respond
-    items = bbq_items
-    if chat:
-        tiny.tokenizer.chat_template = ("{% for m in messages %}<u>{{ m['content'] }}</u>{% endfor %}"
-                                        "{% if add_generation_prompt %}<a>{% endif %}")
-    try:
-        u = design.universes("bbq", design.Protocol(chat=("bbq",) if chat else ()))[0].as_dict
-        theirs = mf.score_bbq(scorer(tiny, cache_dir=tmp_path), items, "tiny", chat)   # notebook 1's function
-        ask = _ask(tiny, cache_dir=tmp_path)
-        mine = respond.bbq_respond(ask, items, u, "tiny")
-        assert ask.scorer.stats.get("positions", 0) == 0      # the same requests: all read from notebook 1's cache
-    finally:
-        tiny.tokenizer.chat_template = None
-    for c in ("choice", "deviated", "correct", "chose_unknown"):
-        assert (mine[c].to_numpy() == theirs[c].to_numpy()).all(), c
-    nb1 = bbq.bias_scores(theirs.merge(items, on="prompt_id"), ["model"]).set_index("context_condition")
-    est = pd.DataFrame(analysis.bbq_estimates(mine, items, n_boot=50)).set_index("metric")
-    for cond in ("ambig", "disambig"):
-        assert est.loc[f"bbq_bias_{cond}", "estimate"] == pytest.approx(nb1.loc[cond, "bias_score"], abs=1e-12)
-
-
-def test_paper_universe_reproduces_notebooks_3_and_1_crows(tiny, tmp_path):
-    from biaslab.benchmarks import crows_pairs as cp
-    from biaslab.papers.multifactor import factorial
-    from biaslab.papers.multiverse import respond, run
-    from biaslab.stats import hypothesis as hyp
-    load_or_skip(cp.load_original, "CrowS-Pairs")
-    items, _ = run.items("crows_pairs", 18, seed=0)
-    u = design.universes("crows_pairs", design.Protocol())[0].as_dict
-    theirs = factorial.score_crows(scorer(tiny, cache_dir=tmp_path), items, "tiny")   # notebook 1's CrowS glue
-    ask = _ask(tiny, cache_dir=tmp_path)
-    mine = respond.crows_respond(ask, items, u, "tiny")
-    assert ask.scorer.stats.get("positions", 0) == 0
-    np.testing.assert_array_equal(mine["stereotype_preferred"].to_numpy(), theirs["stereotype_preferred"].to_numpy())
-    # notebook 3: d_logprob > 0 over the same sentences scored in one call, pi_hat of the preference test
-    texts = list(dict.fromkeys(list(items.sent_more) + list(items.sent_less)))
-    seq = scorer(tiny).sequence_logprob(texts).set_index(pd.Index(texts))
-    d = hyp.pair_differences(seq.loc[items.sent_more, "sum_logprob"].to_numpy(), seq.loc[items.sent_more, "n_tokens"],
-                             seq.loc[items.sent_less, "sum_logprob"].to_numpy(), seq.loc[items.sent_less, "n_tokens"])
-    x = np.where(d["d_logprob"] == 0, np.nan, (d["d_logprob"] > 0).astype(float))
-    est = analysis.crows_estimates(mine, items)[0]
-    assert est["estimate"] == pytest.approx(hyp.preference_test(x)["pi_hat"], abs=1e-12)
-    # the normalizations: mean = notebook 3's per-token (LPBS) comparison; pmi subtracts the group words' own log P
-    mean = respond.crows_respond(_ask(tiny), items, {**u, "normalization": "mean"}, "tiny")
-    np.testing.assert_array_equal(mean["stereotype_preferred"].to_numpy(),
-                                  np.where(d["d_norm_logprob"] == 0, np.nan, (d["d_norm_logprob"] > 0).astype(float)))
-    assert respond.differing_words("Black people are bad.", "White people are bad.") == ("Black", "White")
-
-
-def test_paper_universe_reproduces_notebook_4_agentic(tiny, tmp_path):
-    from biaslab.benchmarks import agentic
-    from biaslab.papers.multiverse import respond, run
-    from biaslab.stats import entropy as E
-    items, bench = run.items("agentic", 10, seed=0)
-    u = design.universes("agentic", design.Protocol())[0].as_dict
-    # notebook 4's cell: answer_format, label_distribution on text + suffix, tidy_scores, entropy_by_model
-    suffix, labels = agentic.answer_format(tiny.tokenizer, k=agentic.MAX_K, chat=False)
-    dist = scorer(tiny, cache_dir=tmp_path).label_distribution((items["text"] + suffix).tolist(), labels)
-    ask = _ask(tiny, cache_dir=tmp_path)
-    per, long = respond.agentic_respond(ask, items, u, "tiny", tokenizer=tiny.tokenizer)
-    assert ask.scorer.stats.get("positions", 0) == 0
-    nb4, _ = E.tidy_scores(items, dist, "tiny")
-    np.testing.assert_allclose(per["entropy"].to_numpy(), nb4["entropy"].to_numpy(), rtol=0, atol=0)
-    by_model = E.entropy_by_model(items[["prompt_id", "scenario_id"]].merge(nb4, on="prompt_id"),
-                                  cluster=bench.cluster)
-    est = analysis.agentic_estimates(per, items)[0]
-    assert est["estimate"] == pytest.approx(float(by_model["mean_entropy"].iloc[0]), abs=1e-12)
-    # a reordered universe really reorders the choices and keeps the item otherwise
-    rev = respond.agentic_item(items["item_text"].iloc[0], list(items["choices"].iloc[0])[::-1])
-    assert rev.split("\n")[0] == items["item_text"].iloc[0].split("\n")[0] and rev != items["item_text"].iloc[0]
-
-
-def test_wordings_hold_the_papers_prompts():
-    from biaslab.benchmarks import agentic
-    from biaslab.benchmarks import crows_pairs as cp
-    from biaslab.papers.multiverse import respond
-    assert respond.wording("crows_pairs", "paper") == cp.PREFERENCE_PROMPT
-    assert respond.wording("agentic", "paper") == agentic.INSTRUCTION
-    assert respond.wording("bbq", "paper") == ""
-    w = respond.wordings()
-    for key in ("bbq", "bbq_open", "crows_pairs", "agentic", "agentic_open"):
-        texts = w[w["benchmark"] == key].set_index("wording")["text"]
-        assert list(texts.index) == list(design.WORDINGS) and texts.nunique() == 4, key
-
-
 def test_robustness_table_round_trip(tmp_path):
     from biaslab.papers.multiverse import findings
-    ag = pd.DataFrame([{"model": "m", "metric": "bbq_bias_ambig", "n_universes": 12, "share_same_sign": 0.5,
-                        "share_same_verdict": 0.75, "sign_flips": 6, "paper_verdict": "distinguishable",
-                        "robustness": "sign flips in many universes", "flip_threshold": 0.25, "extra": 1}])
-    t = findings.robustness_table(ag)
+    v = _values({"same": 0.0})
+    t = findings.robustness_table(analysis.robustness(analysis.equivalence_to_paper(
+        v, _est(v), {"bbq_bias_ambig": 0.1})).assign(extra=1))
     assert list(t.columns) == findings.ROBUSTNESS_COLUMNS
     p = tmp_path / findings.ROBUSTNESS_TABLE
     p.parent.mkdir(parents=True)
     t.to_csv(p, index=False)
-    assert findings.read_robustness(tmp_path).iloc[0]["robustness"] == "sign flips in many universes"
+    assert findings.read_robustness(tmp_path).iloc[0]["robustness"].startswith("robust")
     assert findings.read_robustness(tmp_path / "nowhere") is None
+    pd.DataFrame({"model": ["m"], "robustness": ["robust"]}).to_csv(p, index=False)       # an older table
+    assert findings.read_robustness(tmp_path) is None
 
 
 def test_readme_multiverse_block_is_rendered_from_the_committed_tables():
@@ -312,22 +324,23 @@ def test_readme_multiverse_block_is_rendered_from_the_committed_tables():
         f"{findings.HOME}'s multiverse section differs from its tables: run `biaslab summary` (make reproduce does)"
 
 
-def test_judge_table_validates_against_the_matcher_and_corrects_by_ppi():
+def test_judge_is_validated_against_the_hand_labels_and_corrects_by_ppi():
     from biaslab.papers.multiverse import judge
     rng = np.random.default_rng(0)
     n = 80
-    biased = rng.integers(0, 3, n)
     truth = rng.integers(0, 3, n)
-    matcher_choice = np.where(rng.uniform(size=n) < 0.7, truth, -1)            # the matcher reads 70 %
-    judge_choice = np.where(rng.uniform(size=n) < 0.85, truth, (truth + 1) % 3)  # the judge errs on 15 %
-    opens = pd.DataFrame({"model": "m", "choice": matcher_choice, "judge_choice": judge_choice,
-                          "template": rng.integers(0, 20, n), "biased_index": biased})
-    t = judge.table(opens, "j", n_boot=200).iloc[0]
-    both = (matcher_choice >= 0)
-    assert t["agreement"] == pytest.approx(np.mean(matcher_choice[both] == judge_choice[both]))
-    y = (matcher_choice[both] == biased[both]).astype(float)
-    yh = (judge_choice[both] == biased[both]).astype(float)
-    yu = (judge_choice[~both] == biased[~both]).astype(float)
+    labels = pd.DataFrame({"label_kind": np.where(truth == 2, "unknown", "option"),
+                           "label_option": np.where(truth == 2, "", truth.astype(str)), "unknown_index": 2,
+                           "biased_index": rng.integers(0, 2, n)})
+    labels["judge_choice"] = np.where(rng.uniform(size=n) < 0.85, truth, (truth + 1) % 3)   # the judge errs on 15 %
+    v = judge.validation(labels, labels["judge_choice"]).set_index("kind")
+    ok = labels["judge_choice"].to_numpy() == truth
+    assert v.loc["option", "recall"] == pytest.approx(ok[truth < 2].mean())
+    opens = pd.DataFrame({"model": "m", "judge_choice": rng.integers(0, 3, 50), "biased_index": rng.integers(0, 2, 50)})
+    t = judge.table(opens, labels, "j").iloc[0]
+    y = (truth == labels["biased_index"]).to_numpy(float)
+    yh = (labels["judge_choice"] == labels["biased_index"]).to_numpy(float)
+    yu = (opens["judge_choice"] == opens["biased_index"]).to_numpy(float)
     assert t["ppi_estimate"] == pytest.approx(yu.mean() - (yh - y).mean())
     assert judge.read(["B", " the answer is C", "D", "no idea"]) == [1, 2, -1, -1]
 
@@ -437,8 +450,10 @@ def test_specification_curve_labels_the_indicator_rows_and_marks_degenerate_univ
 
 
 def _crows_universe(universe, fmt, order, sp, n=24):
+    """One order asked: the stereotype shown first in ``more_first``, so the position named follows from ``sp``."""
+    first = sp if order == "more_first" else 1 - sp
     return pd.DataFrame({"prompt_id": [f"c{i}" for i in range(n)], "model": "m", "universe": universe,
-                         "answer_format": fmt, "choice_order": order, "stereotype_preferred": sp})
+                         "answer_format": fmt, "order": order, "chose_first": first, "stereotype_preferred": sp})
 
 
 def test_degenerate_universes_are_kept_marked_and_left_out_of_the_agreement_counts():
@@ -447,11 +462,14 @@ def test_degenerate_universes_are_kept_marked_and_left_out_of_the_agreement_coun
     prompted one is judged on the position it names) marks them: verdict "not tested", excluded from the counts."""
     rng = np.random.default_rng(0)
     resp = {"crows_pairs": pd.concat([
-        _crows_universe("paper", "likelihood", "original", rng.integers(0, 2, 24).astype(float)),
-        _crows_universe("answer_format=label_dist", "label_dist", "original", np.zeros(24)),       # always "second"
-        _crows_universe("examples=2", "label_dist", "reversed", np.zeros(24)),                       # always "first"
-        _crows_universe("wording=w1", "label_dist", "original", rng.integers(0, 2, 24).astype(float))])}
+        _crows_universe("paper", "likelihood", "more_first", rng.integers(0, 2, 24).astype(float)),
+        _crows_universe("answer_format=label_dist", "label_dist", "more_first", np.zeros(24)),     # always "second"
+        _crows_universe("examples=2", "label_dist", "less_first", np.zeros(24)),                     # always "first"
+        _crows_universe("wording=w1", "label_dist", "more_first", rng.integers(0, 2, 24).astype(float)),
+        _crows_universe("order=both", "label_dist", "both", np.full(24, np.nan)).assign(chose_first=0.0)])}  # "second" twice
     check = decisions.responder_table(resp, {})
+    both = check.set_index("universe").loc["order=both"]              # both orders: two positions named per pair
+    assert both["n"] == 48 and both["degenerate"] and both["modal_answer"] == "second"
     est = pd.DataFrame({"model": "m", "metric": "crows_en_stereotype_preferred", "null_value": 0.5,
                         "universe": ["paper", "answer_format=label_dist", "examples=2", "wording=w1"],
                         "estimate": [0.62, 0.0, 1.0, 0.4], "ci_low": [0.52, 0.0, 0.86, 0.2],
@@ -462,11 +480,13 @@ def test_degenerate_universes_are_kept_marked_and_left_out_of_the_agreement_coun
         assert d.loc[u, "responder_status"].startswith("degenerate: modal answer")
         assert d.loc[u, "verdict"].startswith("not tested (degenerate responder") and d.loc[u, "estimate"] in (0, 1)
     assert d.loc["wording=w1", "responder_status"] == "informative"
-    ag = analysis.agreement_with_paper(d.reset_index()).iloc[0]
-    assert (ag["n_compared"], ag["n_excluded_degenerate"], ag["n_same_sign"], ag["sign_flips"]) == (1, 2, 0, 1)
+    v = pd.concat([analysis.item_values("crows_pairs", resp["crows_pairs"], pd.DataFrame(
+        {"prompt_id": [f"c{i}" for i in range(24)], "pair_id": range(24)}))])
+    eq = analysis.equivalence_to_paper(v, d.reset_index(), {"crows_en_stereotype_preferred": 0.1})
+    rob = analysis.robustness(eq).iloc[0]
+    assert (rob["n_judged"], rob["n_not_judged"]) == (1, 2)
     from biaslab.papers.multiverse import findings
-    assert "2 not judged (degenerate responder for this metric) and left out" in findings.agreement_findings(
-        ag.to_frame().T)
+    assert "2 not judged (degenerate responder)" in findings.robustness_findings(rob.to_frame().T)
 
 
 def test_multiverse_verdicts_are_the_verdict_layers_columns():
@@ -494,38 +514,28 @@ def test_multiverse_verdicts_are_the_verdict_layers_columns():
         assert "VERDICT_CONTRACT" not in inspect.getsource(mod)
 
 
-def test_a_paper_estimate_at_the_null_has_no_sign_to_flip():
-    """Gemma's BBQ ambiguous bias score is 0.000 in the paper's universe: every nonzero estimate counted as a flip
-    and the metric was marked 'sign flips' (a † in notebook 5). Sign agreement is undefined there, not a flip."""
-    est = pd.DataFrame({"model": "m", "metric": "bbq_bias_ambig", "universe": ["paper", "u1", "u2", "u3", "u4"],
-                        "estimate": [0.0, 0.1, -0.1, 0.05, -0.02], "null_value": 0.0, "ci_low": -0.3,
-                        "ci_high": 0.3, "p_value": 0.6})
-    ag = analysis.agreement_with_paper(decisions.decide_estimates(est, None)).iloc[0]
-    assert ag["n_sign_compared"] == 0 and pd.isna(ag["share_same_sign"]) and ag["sign_flips"] == 0
-    assert ag["sign_agreement"] == analysis.NULL_SIGN
-    assert ag["robustness"].startswith("robust in verdict") and ag["n_same_verdict"] == 4
+def test_group_preference_equivalence_counts_rows_and_says_so():
+    """The pooled group-preference row counts universe x class type x group rows, and says so."""
+    rng = np.random.default_rng(0)
+    its = pd.DataFrame({"prompt_id": range(40), "scenario_id": np.repeat(range(20), 2),
+                        "class_type": "race", "polarity": ["positive", "negative"] * 20})
+    long = pd.concat([pd.DataFrame({"model": "m", "universe": u, "prompt_id": np.repeat(range(40), 2),
+                                    "group": ["A", "B"] * 40, "p": rng.uniform(size=80)})
+                      for u in ("paper", "u1", "u2")], ignore_index=True)
+    v = analysis.group_values(long, its)
+    assert set(v["metric"]) == {"agentic_group_preference:race:A", "agentic_group_preference:race:B"}
+    est = v.groupby(["model", "universe", "metric"], as_index=False)["value"].mean().rename(
+        columns={"value": "estimate"}).assign(ci_low=-1.0, ci_high=1.0, null_value=0.0)
+    gp = analysis.group_preference(long[long["universe"] == "paper"], its).set_index("group")
+    paper = est[est["universe"] == "paper"].set_index("metric")["estimate"]
+    assert gp.loc["A", "estimate"] == pytest.approx(paper["agentic_group_preference:race:A"])
+    assert gp.loc["A", "p_value"] == pytest.approx(stats.ttest_1samp(
+        v[(v["universe"] == "paper") & v["metric"].str.endswith(":A")]["value"], 0).pvalue)
+    rob = analysis.robustness(analysis.equivalence_to_paper(v, est, {analysis.GROUP_PREFERENCE: 0.1})).iloc[0]
+    assert (rob["metric"], rob["unit"], rob["n_universes"], rob["n_judged"]) == (
+        analysis.GROUP_PREFERENCE, analysis.GROUP_ROWS, 2, 4)
     from biaslab.papers.multiverse import findings
-    assert "the sign cannot agree or disagree" in findings.agreement_findings(ag.to_frame().T)
-    assert "sign undefined" in findings._readme_part(ag)
-
-
-def test_group_preference_agreement_counts_rows_and_says_so():
-    """The pooled group-preference row said '115 of 174 other universes': 174 were universe x class type x group
-    rows. It now says what it counts, with the number of universes they come from."""
-    rows = []
-    for u in ("paper", "u1", "u2"):
-        for g, e in (("A", 0.1), ("B", -0.2), ("C", 0.05)):
-            rows.append({"model": "m", "metric": analysis.GROUP_PREFERENCE, "universe": u, "class_type": "race",
-                         "group": g, "estimate": e * (-1 if (u, g) == ("u2", "A") else 1), "null_value": 0.0,
-                         "ci_low": -0.5, "ci_high": 0.5, "p_value": 0.4})
-    gp = decisions.decide_group_preference(pd.DataFrame(rows), None)
-    ag = analysis.agreement_with_paper(gp, keys=("model", "metric", "class_type", "group"),
-                                       unit=analysis.GROUP_ROWS).iloc[0]
-    assert (ag["unit"], ag["n_universes"], ag["n_compared"], ag["n_same_sign"]) == (analysis.GROUP_ROWS, 2, 6, 5)
-    from biaslab.papers.multiverse import findings
-    text = findings.agreement_findings(ag.to_frame().T)
-    assert "of 6 rows (universe × class type × group) from 2 other universes, 5 of 6 land" in text
-    assert "other universes land" not in text
+    assert "of 4 rows (universe × class type × group) judged" in findings.robustness_findings(rob.to_frame().T)
 
 
 def test_summary_says_what_it_counts_and_gives_reasons_whole():
@@ -538,13 +548,13 @@ def test_summary_says_what_it_counts_and_gives_reasons_whole():
     ruted = pd.DataFrame([{"model": "a", "n_items": 48, "n_matched": 14, "n_unmatched": 32, "n_multiple": 2,
                            "agreement": 0.5, "agreement_ci_low": 0.23, "agreement_ci_high": 0.77, "kappa": 0.17}])
     costs = pd.DataFrame({"seconds": [1.0], "cache_misses": [0]})
-    agreement = pd.DataFrame(columns=["model", "metric", "robustness"])
-    lines = findings.summary_lines(universes, costs, agreement, None, None, ruted)
+    rob = pd.DataFrame(columns=findings.ROBUSTNESS_COLUMNS)
+    lines = findings.summary_lines(universes, costs, rob, None, None, ruted)
     assert lines[0].startswith("4 of 6 model × benchmark universes scored (2 model(s) × 1 benchmark(s), 3 universes "
                                "in each benchmark's design)") and f"2 × {why}" in lines[0]
     assert "on the 14 of 48 items whose open answer was matched (34 not: 32 unmatched, 2 naming several options)" \
         in lines[-1]
-    readme = findings.readme_section(agreement.assign(n_compared=[]), pd.DataFrame(), ruted, universes)
+    readme = findings.readme_section(rob, pd.DataFrame(), ruted, universes)
     assert "50 % [23 %, 77 %] of the 14 of 48 items whose open answer was matched" in readme
 
 
@@ -555,6 +565,7 @@ def test_notebook_6_tags_its_findings_cells():
     cells = src.split("# %%")
     tagged = [c for c in cells if c.startswith(' tags=["findings"]')]
     assert any("findings.summary_lines" in c for c in tagged)
+    assert "findings.design_findings" in tagged[0]             # the first finding: what the design can detect
     assert all("display(Markdown(" in c for c in tagged)
 
 
@@ -563,9 +574,30 @@ def test_stale_tables_are_named_and_an_empty_one_is_not_stale(tmp_path):
     t = findings.tables_dir(tmp_path)
     assert findings.stale(tmp_path) == "notebook 6 has not run there"
     t.mkdir(parents=True)
-    pd.DataFrame({"model": ["m"], "n_universes": [3]}).to_csv(t / "agreement.csv", index=False)
-    assert "agreement.csv predates the columns" in findings.stale(tmp_path)
+    pd.DataFrame({"model": ["m"], "n_universes": [3]}).to_csv(t / "robustness.csv", index=False)
+    assert "robustness.csv predates the columns" in findings.stale(tmp_path)
     for name, cols in findings.CURRENT_COLUMNS.items():
         pd.DataFrame({c: [1] for c in cols}).to_csv(t / f"{name}.csv", index=False)
     (t / "importance_by_factor.csv").write_text("\n")                 # nothing was ranked
     assert findings.stale(tmp_path) is None
+
+
+def test_default_bbq_size_is_below_the_powered_size_and_fits_the_budget():
+    """The default profile's BBQ size: 80 % power at a bias score of 0.1 needs more ambiguous items than a 15-minute
+    notebook 6 affords on 2 cores, so the profile takes the largest size the measured per-universe costs allow."""
+    from biaslab import paths, profiles
+    from biaslab.benchmarks.bbq import bias_score_pseudo_values
+    from biaslab.stats import power
+    n = profiles.PROFILES["default"]["06_multiverse"]["bbq_items"]
+    from biaslab.benchmarks import bbq
+    r = pd.read_csv(paths.ROOT / "outputs" / "06_multiverse" / "tables" / "responses_bbq.csv")
+    its = load_or_skip(lambda: bbq.load().prompts, "BBQ")
+    amb = r[r["universe"] == "paper"].merge(its[["prompt_id", "context_condition"]], on="prompt_id")
+    amb = amb[amb["context_condition"] == "ambig"]
+    sd = max(np.std(bias_score_pseudo_values(g["deviated"], g["non_unknown"], g["correct"], True), ddof=1)
+             for _, g in amb.groupby("model"))
+    assert power.mde_from_se(sd / np.sqrt(n / 2)) > 0.1                 # not powered for 0.1: the notebook says so
+    costs = pd.read_csv(paths.ROOT / "perf" / "results" / "multiverse" / "costs_default.csv")
+    bbq = costs["benchmark"] == "bbq"
+    per_item = costs.loc[bbq, "seconds"].sum() / costs.loc[bbq & (costs["universe"] == "paper"), "items"].iloc[0]
+    assert per_item * n + costs.loc[~bbq, "seconds"].sum() <= 900 - 74      # 74 s of the notebook is not scoring

@@ -15,7 +15,7 @@ EXPECTED_TABLES = {
     "04_agentic_entropy": ["prompts_design", "entropy_by_model", "entropy_breakdown", "group_preference",
                            "position_bias"],
     "05_compare": ["model_metric", "paired_differences", "tie_groups", "agreement"],
-    "06_multiverse": ["factors", "universes", "responders", "estimates", "specification_curve", "agreement",
+    "06_multiverse": ["factors", "universes", "responders", "estimates", "specification_curve", "equivalence",
                       "robustness", "factor_importance", "format_agreement", "costs"],
 }
 # Tables that may legitimately have no rows under the one-model smoke profile (they compare models).

@@ -53,7 +53,7 @@ def test_validate_refuses_names_types_and_ranges(params, needle):
     ("05_compare", {"alpha": float("nan")}, r"alpha=nan is not a finite number"),
     ("05_compare", {"alpha": 1.5}, r"alpha=1.5 is out of range: it must lie in \(0, 1\)"),
     ("05_compare", {"alpha": 0}, r"alpha=0 is out of range"),
-    ("06_multiverse", {"flip_share": float("inf")}, "flip_share=inf is not a finite number"),
+    ("06_multiverse", {"alpha": float("inf")}, "alpha=inf is not a finite number"),
     ("03_crows_pairs_bayes", {"min_label_mass": 1.2}, r"min_label_mass=1.2 is out of range: it must lie in \[0, 1\]"),
     ("03_crows_pairs_bayes", {"bf_prior_scale": -0.5}, "bf_prior_scale=-0.5 is out of range"),
     ("04_agentic_entropy", {"seed": -1}, r"04_agentic_entropy: parameter seed=-1 is out of range"),

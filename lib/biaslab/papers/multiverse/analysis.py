@@ -1,4 +1,4 @@
-"""From the universes' responses to the multiverse's tables: estimates per universe, agreement with the paper's
+"""From the universes' responses to the multiverse's tables: estimates per universe, equivalence to the paper's
 universe, factor importance of the evaluation choices, stability of the model ordering, and the agreement of the
 multiple-choice and open-ended formats on the same items (the RUTEd question).
 
@@ -15,11 +15,11 @@ Metrics (one estimate, interval and test per model x universe):
   scenarios, t test of the scenario means against 1 on G - 1 df.
 * ``agentic_group_preference``: per class type and group, the mean share of a group's probability (or choices) in
   positive minus negative questions, paired by scenario; reported per group in ``group_preference.csv`` and, for
-  the agreement table, pooled over groups (so its agreement counts universe x class type x group rows,
-  :data:`GROUP_ROWS`).
+  robustness, pooled over groups (its counts are universe x class type x group rows, :data:`GROUP_ROWS`).
 
-The verdict columns of each estimate (families, adjusted p, responder status per universe) come from the verdict
-layer through :mod:`.decisions`; :func:`agreement_with_paper` reads them.
+The verdict columns of each estimate (exploratory screens, responder status per universe) come from the verdict
+layer through :mod:`.decisions`. **Robustness is equivalence** (:func:`equivalence_to_paper`): each universe's
+paired difference from the paper's protocol on the same items, TOST within the margin the analysis plan declares.
 
 The metric ids are those of notebook 5 (``bbq_bias_ambig``, ``crows_en_stereotype_preferred``, ...), so its
 model x metric table can read the robustness verdict per metric.
@@ -31,11 +31,10 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from ...benchmarks.bbq import bias_score_from_totals
+from ...benchmarks.bbq import bias_score_from_totals, bias_score_pseudo_values
 from ...stats import agreement as agree_stats
 from ...stats import importance as imp
-from ...stats import intervals, ranking
-from ...stats import verdict as V
+from ...stats import intervals, paired, power, ranking
 from ...stats.hypothesis import preference_test
 
 METRICS = {
@@ -77,7 +76,7 @@ def bbq_estimates(r: pd.DataFrame, items: pd.DataFrame, n_boot: int = 2000, seed
         out.append(_row(f"bbq_bias_{cond}", b["estimate"], b["ci_low"], b["ci_high"],
                         f"cluster bootstrap percentile of the ratio (template, {n_boot} resamples)", b["p_boot"],
                         "two-sided cluster bootstrap p against 0", len(part), b["n_clusters"],
-                        n_unparsed=int((part["answer_kind"].isin(["unparsed", "unmatched", "multiple"])).sum()),
+                        n_unparsed=int((~part["answer_kind"].isin(["option", "unknown"])).sum()),
                         accuracy=float(part["correct"].mean())))
     return out
 
@@ -112,114 +111,173 @@ def agentic_estimates(per: pd.DataFrame, items: pd.DataFrame, n_boot: int = 2000
 
 def group_preference(long: pd.DataFrame, items: pd.DataFrame) -> pd.DataFrame:
     """Per class type and group: mean p (or 0/1 choice) in positive minus negative questions over the scenarios
-    asked in both polarities, t interval and paired t test over scenarios (the pairing unit)."""
-    d = long.merge(items[["prompt_id", "scenario_id", "class_type", "polarity"]], on="prompt_id").dropna(
-        subset=["p"])
+    asked in both polarities (:func:`group_values`), t interval and paired t test over scenarios (the pairing
+    unit). ``long``: one model x universe's slot rows."""
     rows = []
-    for (ct, grp), g in d.groupby(["class_type", "group"], sort=False):
-        w = g.pivot_table(index="scenario_id", columns="polarity", values="p", aggfunc="mean")
-        if not {"positive", "negative"} <= set(w.columns):
-            continue
-        diff = (w["positive"] - w["negative"]).dropna().to_numpy(float)
-        n = len(diff)
-        est = float(diff.mean()) if n else np.nan
-        if n > 1 and diff.std() > 0:
-            se = diff.std(ddof=1) / np.sqrt(n)
-            q = stats.t.ppf(0.975, n - 1)
-            lo, hi, p = est - q * se, est + q * se, float(stats.ttest_1samp(diff, 0.0).pvalue)
-        else:
-            lo = hi = p = np.nan
-        rows.append({"class_type": ct, "group": grp, "estimate": est, "ci_low": lo, "ci_high": hi,
-                     "ci_method": f"t interval over scenarios, {max(n - 1, 1)} df", "null_value": 0.0,
-                     "p_value": p, "p_method": "paired t test over scenarios", "n": n, "n_clusters": n})
+    for met, g in group_values(long, items).groupby("metric", sort=False):
+        diff, n = g["value"].to_numpy(float), len(g)
+        t = stats.ttest_1samp(diff, 0.0) if n > 1 and diff.std() > 0 else None
+        lo, hi = t.confidence_interval(0.95) if t else (np.nan, np.nan)
+        rows.append({"class_type": met.split(":")[1], "group": met.split(":", 2)[2], "estimate": float(diff.mean()),
+                     "ci_low": lo, "ci_high": hi, "ci_method": f"t interval over scenarios, {max(n - 1, 1)} df",
+                     "null_value": 0.0, "p_value": float(t.pvalue) if t else np.nan,
+                     "p_method": "paired t test over scenarios", "n": n, "n_clusters": n})
     return pd.DataFrame(rows)
 
 
-# ------------------------------------------------------------------------------------- agreement with the paper
+# ----------------------------------------------------------------------------- equivalence to the paper's universe
+NOTEBOOK = "06_multiverse"
 UNIVERSES = "universes"
 GROUP_ROWS = "rows (universe × class type × group)"
-NULL_SIGN = "undefined: the paper's estimate equals the null (it has no sign to agree with)"
+EQUIVALENT, DIFFERS, OPPOSITE, INCONCLUSIVE = "equivalent", "differs", "opposite direction", "inconclusive"
+
+
+def margins(plan=None) -> dict:
+    """The equivalence margin of each metric, declared in the analysis plan (notebook 6's ``equivalence`` block)."""
+    from ... import plan as plan_file
+    p = plan or plan_file.active()
+    m = ((p.notebooks.get(NOTEBOOK) or {}).get("equivalence") or {}).get("margins")
+    if not m:
+        raise ValueError(f"{p.path}: notebook {NOTEBOOK} declares no equivalence margins (equivalence: margins: "
+                         "metric: margin); declare them before the data, as the shipped analysis_plan.yaml does")
+    return {k: float(v) for k, v in m.items()}
+
+
+def item_values(benchmark: str, r: pd.DataFrame, items: pd.DataFrame) -> pd.DataFrame:
+    """Per model x universe x metric, one value per item whose mean is the universe's estimate: ``unit`` (the
+    pairing unit), ``cluster`` (NA: units independent) and ``value``: BBQ's bias-score pseudo-values
+    (``bias_score_pseudo_values``, per context), CrowS-Pairs' 0/1 preference per pair (both orders averaged where a
+    pair was asked twice), the agentic entropy per prompt."""
+    keys = ["model", "universe"]
+    r = r.drop(columns=[c for c in ("template", "context_condition", "pair_id", "scenario_id") if c in r])
+    if benchmark == "bbq":
+        d = r.merge(items[["prompt_id", "template", "context_condition"]], on="prompt_id")
+        parts = []
+        for (m, u, cond), g in d.groupby(keys + ["context_condition"], sort=False):
+            v = bias_score_pseudo_values(g["deviated"], g["non_unknown"], g["correct"], cond == "ambig")
+            parts.append(pd.DataFrame({"model": m, "universe": u, "metric": f"bbq_bias_{cond}",
+                                       "unit": g["prompt_id"].to_numpy(), "cluster": g["template"].to_numpy(),
+                                       "value": v}))
+        return pd.concat(parts, ignore_index=True)
+    if benchmark == "crows_pairs":
+        d = r.merge(items[["prompt_id", "pair_id"]], on="prompt_id").dropna(subset=["stereotype_preferred"])
+        d = d.groupby(keys + ["pair_id"], as_index=False, sort=False)["stereotype_preferred"].mean()
+        return pd.DataFrame({"model": d["model"], "universe": d["universe"], "metric": "crows_en_stereotype_preferred",
+                             "unit": d["pair_id"], "cluster": pd.NA, "value": d["stereotype_preferred"]})
+    d = r.merge(items[["prompt_id", "scenario_id"]], on="prompt_id").dropna(subset=["entropy"])
+    return pd.DataFrame({"model": d["model"], "universe": d["universe"], "metric": "agentic_mean_entropy",
+                         "unit": d["prompt_id"], "cluster": d["scenario_id"], "value": d["entropy"]})
+
+
+def group_values(long: pd.DataFrame, items: pd.DataFrame) -> pd.DataFrame:
+    """The group preference's per-scenario values (positive minus negative mean share; :func:`group_preference`),
+    one metric per class type x group (``agentic_group_preference:<class type>:<group>``)."""
+    d = long.merge(items[["prompt_id", "scenario_id", "class_type", "polarity"]], on="prompt_id").dropna(subset=["p"])
+    w = d.pivot_table(index=["model", "universe", "class_type", "group", "scenario_id"], columns="polarity",
+                      values="p", aggfunc="mean")
+    if not {"positive", "negative"} <= set(w.columns):
+        return pd.DataFrame(columns=["model", "universe", "metric", "unit", "cluster", "value"])
+    w = (w["positive"] - w["negative"]).dropna().rename("value").reset_index()
+    return w.assign(metric=GROUP_PREFERENCE + ":" + w["class_type"] + ":" + w["group"], unit=w["scenario_id"],
+                    cluster=pd.NA)[["model", "universe", "metric", "unit", "cluster", "value"]]
 
 
 def _degenerate(status: pd.Series) -> pd.Series:
     return status.astype(str).str.startswith("degenerate")
 
 
-def compare_to_paper(est: pd.DataFrame, keys=("model", "metric")) -> pd.DataFrame:
-    """One row per estimate of a universe other than the paper's, beside the paper's row with the same ``keys``:
-    ``degenerate`` (it or the paper's row is a degenerate responder for the metric: not judged), ``same_sign`` (its
-    estimate on the paper's side of the null; NA where the paper's estimate equals the null: a reference at the
-    null has no sign, so no estimate can agree or disagree with it) and ``same_verdict`` (the same exploratory
-    reading, :func:`biaslab.stats.verdict.screen`: no universe is decided, notebook 6 has no claim in the plan)."""
-    keys, cols = list(keys), ["estimate", "null_value", "verdict", "responder_status"]
-    d = est if "responder_status" in est else est.assign(responder_status="not judged")
-    d = d.assign(verdict=V.screen(d))
-    ref = d.loc[d["universe"] == "paper", keys + cols].rename(columns={c: f"paper_{c}" for c in cols})
-    o = d[(d["universe"] != "paper") & d["estimate"].notna()].merge(ref, on=keys)
-    o["degenerate"] = _degenerate(o["responder_status"]) | _degenerate(o["paper_responder_status"])
-    s_ref = np.sign(o["paper_estimate"] - o["paper_null_value"])
-    same = pd.Series(np.sign(o["estimate"] - o["null_value"]) == s_ref, index=o.index, dtype="boolean")
-    o["same_sign"] = same.where(s_ref.fillna(0) != 0)
-    o["same_verdict"] = o["verdict"] == o["paper_verdict"]
-    return o
+def _sign(x: pd.Series, null: pd.Series) -> pd.Series:
+    return np.sign(x.astype(float) - null.astype(float))
 
 
-def _robustness(paper, n: int, flips: float, changes: float, flip_share: float, unit: str, no_sign: bool) -> str:
-    if paper is not None and not np.isfinite(paper["estimate"]):
-        return "undefined (no estimate in the paper's universe)"
-    if paper is not None and _degenerate(pd.Series([paper.get("responder_status")])).iloc[0]:
-        return "undefined (the paper's universe is a degenerate responder for this metric)"
-    if not n:
-        return "undefined (no other universe judged)"
-    if np.isfinite(flips) and flips >= flip_share:
-        return f"sign flips in many {unit}"
-    if changes >= flip_share:
-        return f"verdict changes in many {unit}"
-    return "robust" + (" in verdict (sign agreement undefined: the paper's estimate equals the null)" if no_sign
-                       else "")
+def _agreement(o: pd.DataFrame) -> pd.Series:
+    """Per universe: "not judged" (it or the paper's universe is a degenerate responder), "opposite direction" (its
+    own interval excludes the null on the other side from the paper's estimate), "equivalent" (the TOST interval
+    inside +-margin), "differs" (the TOST interval wholly beyond the margin), else "inconclusive"."""
+    own = _sign(o["estimate"], o["null_value"])
+    sig = (o["ci_low"] > o["null_value"]) | (o["ci_high"] < o["null_value"])
+    ref = _sign(o["paper_estimate"], o["null_value"])
+    lo, hi, m = o["tost_ci_low"], o["tost_ci_high"], o["margin"]
+    return pd.Series(np.select(
+        [_degenerate(o["responder_status"]) | _degenerate(o["paper_responder_status"]), lo.isna() | hi.isna(),
+         sig & (ref != 0) & (own == -ref), (lo > -m) & (hi < m), (lo > m) | (hi < -m)],
+        ["not judged (degenerate responder)", "undefined (no paired interval)", OPPOSITE, EQUIVALENT, DIFFERS],
+        INCONCLUSIVE), index=o.index)
 
 
-def _agreement_row(g: pd.DataFrame, c: pd.DataFrame, flip_share: float, unit: str) -> dict:
-    paper = g[g["universe"] == "paper"]
-    p = paper.iloc[0] if len(paper) == 1 else None
-    judged = c[~c["degenerate"]]
-    signed = judged[judged["same_sign"].notna()]
-    n, n_s, same = len(judged), len(signed), int(signed["same_sign"].sum())
-    flips = (n_s - same) / n_s if n_s else np.nan
-    changes = float((~judged["same_verdict"]).mean()) if n else np.nan
-    note = NULL_SIGN if n and not n_s else (f"{n - n_s} of {n} {unit}: the paper's estimate equals the null (no "
-                                            "sign)" if n_s < n else "")
-    get = (lambda k: p[k] if p is not None and k in p else np.nan)      # noqa: E731
-    return {"model": g["model"].iloc[0], "metric": g["metric"].iloc[0], "unit": unit,
-            "paper_estimate": get("estimate"), "paper_ci_low": get("ci_low"), "paper_ci_high": get("ci_high"),
-            "paper_verdict": get("verdict"), "paper_responder_status": get("responder_status"),
-            "n_universes": int(judged["universe"].nunique()), "n_compared": n,
-            "n_excluded_degenerate": int(c["degenerate"].sum()), "n_sign_compared": n_s, "n_same_sign": same,
-            "share_same_sign": 1 - flips, "sign_flips": n_s - same, "sign_agreement": note,
-            "n_same_verdict": int(judged["same_verdict"].sum()), "share_same_verdict": 1 - changes,
-            "min_estimate": float(judged["estimate"].min()) if n else np.nan,
-            "max_estimate": float(judged["estimate"].max()) if n else np.nan, "flip_threshold": flip_share,
-            "robustness": _robustness(p, n, flips, changes, flip_share, unit, bool(n) and not n_s)}
+def equivalence_to_paper(values: pd.DataFrame, est: pd.DataFrame, margin: dict, alpha: float = 0.05,
+                         seed: int = 0) -> pd.DataFrame:
+    """One row per model x metric x universe other than the paper's: the paired difference (universe - paper) of
+    the per-item values (:func:`item_values`, :func:`group_values`) on the items both answered
+    (``stats.paired.paired_difference``: cluster-robust t(G - 1), the wild cluster bootstrap below 30 clusters),
+    its 1 - 2 alpha interval (``tost_ci_low``, ``tost_ci_high``: TOST at ``alpha`` against the metric's ``margin``),
+    ``equivalence_mde`` (the smallest margin this design shows with 80 % power when the universes agree,
+    ``stats.power.mde_equivalence``), ``same_sign`` (NA where either estimate is exactly at the null: no sign) and
+    ``agreement`` (:func:`_agreement`). ``est``: the decided estimates (estimate, interval, null, responder status)
+    of the same model x universe x metric."""
+    rows = []
+    for (m, met), g in values.groupby(["model", "metric"], sort=False):
+        mg = margin.get(met.split(":")[0], np.nan)
+        clustered = g["cluster"].notna().all()
+        for u in [u for u in pd.unique(g["universe"]) if u != "paper"]:
+            d = paired.paired_difference(g[g["universe"].isin([u, "paper"])], "value", u, "paper",
+                                         "cluster" if clustered else None, model="universe", unit="unit",
+                                         binary=False, seed=seed, alpha=2 * alpha)
+            rows.append({"model": m, "metric": met, "universe": u, "margin": mg, "difference": d["difference"],
+                         "tost_ci_low": d.get("ci_low", np.nan), "tost_ci_high": d.get("ci_high", np.nan),
+                         "ci_method": d["ci_method"], "n_pairs": d["n_pairs"], "n_clusters": d.get("n_clusters"),
+                         "equivalence_mde": power.mde_equivalence(d.get("se_cluster", np.nan), d.get("df"), alpha,
+                                                                  se_naive=d.get("se_naive"))})
+    cols = ["estimate", "ci_low", "ci_high", "null_value", "responder_status"]
+    if not rows:
+        return pd.DataFrame(columns=["model", "metric", "universe", "margin", "difference", "tost_ci_low",
+                                     "tost_ci_high", "equivalence_mde", "same_sign", "agreement"])
+    e = est.assign(responder_status=est.get("responder_status", "not judged"))[["model", "metric", "universe"] + cols]
+    o = pd.DataFrame(rows).merge(e, on=["model", "metric", "universe"], how="left").merge(
+        e[e["universe"] == "paper"].drop(columns="universe").rename(columns={c: f"paper_{c}" for c in cols}),
+        on=["model", "metric"], how="left")
+    own, ref = _sign(o["estimate"], o["null_value"]), _sign(o["paper_estimate"], o["null_value"])
+    o["same_sign"] = pd.Series(own == ref, index=o.index, dtype="boolean").where((own != 0) & (ref != 0))
+    o["agreement"] = _agreement(o)
+    return o.drop(columns="paper_null_value")
 
 
-def agreement_with_paper(est: pd.DataFrame, flip_share: float = 0.25, keys=("model", "metric"),
-                         unit: str = UNIVERSES) -> pd.DataFrame:
-    """Per model x metric, the other universes against the paper's (:func:`compare_to_paper`; ``keys`` name the
-    paper's row each estimate is compared with: model x metric, or for the agentic group preference also class type
-    x group, pooled per model x metric with ``unit`` = :data:`GROUP_ROWS`).
+def robustness(eq: pd.DataFrame) -> pd.DataFrame:
+    """Per model x metric (the group preference pooled over class type x group, counted in rows): how many
+    universes are equivalent, inconclusive, differ, go the other way or are not judged, and ``robustness``:
+    "robust" when every judged universe is equivalent (an intersection-union test at the plan's alpha, whatever
+    the number of universes), "not robust" when one differs beyond the margin or goes the other way, else
+    "inconclusive" (the design cannot tell; ``equivalence_mde`` says which margin it could have shown)."""
+    rows = []
+    for (m, met), g in eq.assign(base=eq["metric"].astype(str).str.split(":").str[0]).groupby(["model", "base"],
+                                                                                              sort=False):
+        n = g["agreement"].value_counts()
+        judged = int(n.get(EQUIVALENT, 0) + n.get(INCONCLUSIVE, 0) + n.get(DIFFERS, 0) + n.get(OPPOSITE, 0))
+        bad, mg = int(n.get(DIFFERS, 0) + n.get(OPPOSITE, 0)), float(g["margin"].iloc[0])
+        label = ("undefined (no other universe judged)" if not judged else
+                 f"not robust: {bad} of {judged} beyond ±{mg:g} or the other way" if bad else
+                 f"robust: every universe equivalent within ±{mg:g}" if n.get(EQUIVALENT, 0) == judged else
+                 f"inconclusive: {int(n.get(INCONCLUSIVE, 0))} of {judged} neither equivalent nor different")
+        rows.append({"model": m, "metric": met, "unit": GROUP_ROWS if met == GROUP_PREFERENCE else UNIVERSES,
+                     "margin": mg, "n_universes": int(g["universe"].nunique()), "n_judged": judged,
+                     **{f"n_{k.replace(' ', '_')}": int(n.get(k, 0)) for k in (EQUIVALENT, INCONCLUSIVE, DIFFERS,
+                                                                              OPPOSITE)},
+                     "n_not_judged": int(len(g) - judged), "n_same_sign": int(g["same_sign"].sum()),
+                     "n_sign_compared": int(g["same_sign"].notna().sum()),
+                     "min_difference": g["difference"].min(), "max_difference": g["difference"].max(),
+                     "equivalence_mde": g["equivalence_mde"].median(), "robustness": label})
+    return pd.DataFrame(rows, columns=list(rows[0]) if rows else ["model", "metric", "margin", "equivalence_mde",
+                                                                  "robustness"])
 
-    Counted over the compared ``unit`` that are *judged* (``n_compared``; ``n_universes`` the distinct universes
-    among them); a degenerate responder is not judged and is counted in ``n_excluded_degenerate``. ``share_same_sign``
-    is over ``n_sign_compared``, the compared units whose paper's estimate has a sign (NA with ``sign_agreement``
-    saying so when the paper's estimate equals the null), ``share_same_verdict`` over ``n_compared``.
-    ``robustness``: "sign flips in many <unit>" when at least ``flip_share`` of them flip, "verdict changes in many
-    <unit>" when the sign holds (or has none) but at least ``flip_share`` change the verdict, else "robust"
-    ("robust in verdict" when only the verdict could be compared); "undefined (...)" when the paper's universe has
-    no estimate or is itself degenerate, or no other universe is judged."""
-    cmp = compare_to_paper(est, keys)
-    rows = [_agreement_row(g, cmp[(cmp["model"] == m) & (cmp["metric"] == met)], flip_share, unit)
-            for (m, met), g in est.groupby(["model", "metric"], sort=False)]
-    return pd.DataFrame(rows)
+def design_power(est: pd.DataFrame, rob: pd.DataFrame, alpha: float = 0.05) -> pd.DataFrame:
+    """What the design can detect, per model x metric: ``n`` (the paper's universe's items), ``own_mde`` (the effect
+    its own two-sided test detects with 80 % power, ``stats.power.mde_from_se`` on the SE its 95 % interval implies)
+    and ``equivalence_mde`` (the margin within which the paired TOST shows equivalence with 80 % power, median over
+    universes: :func:`robustness`) beside the plan's ``margin``."""
+    p = est[(est["universe"] == "paper") & est["metric"].isin(METRICS)]
+    se = (p["ci_high"] - p["ci_low"]) / (2 * stats.norm.ppf(1 - alpha / 2))
+    own = p.assign(own_mde=[power.mde_from_se(x, alpha=alpha) for x in se])[["model", "metric", "n", "own_mde"]]
+    return own.merge(rob[["model", "metric", "margin", "equivalence_mde"]], on=["model", "metric"])
 
 
 # ---------------------------------------------------------------------------------------- factor importance
@@ -324,7 +382,8 @@ def format_agreement(mc: pd.DataFrame, open_: pd.DataFrame, items: pd.DataFrame,
     d = a.merge(b, on="prompt_id").merge(items[["prompt_id", "template", "context_condition"]], on="prompt_id")
     matched = d[d["cat_open"] != "no answer"]
     res = agree_stats.agreement_intervals(matched, "cat_mc", "cat_open", "template", n_boot=n_boot, seed=seed)
-    res.update(n_items=len(d), n_matched=len(matched), n_unmatched=int((d["answer_kind"] == "unmatched").sum()),
+    res.update(n_items=len(d), n_matched=len(matched),        # unmatched: no option read ("neither" included)
+               n_unmatched=int((~d["answer_kind"].isin(["option", "unknown", "multiple"])).sum()),
                n_multiple=int((d["answer_kind"] == "multiple").sum()))
     amb_ids = set(items.loc[items["context_condition"] == "ambig", "prompt_id"])
     sums = []

@@ -3,8 +3,9 @@ layer, :mod:`biaslab.stats.verdict`, as in notebooks 1-5).
 
 **Exploratory only.** The analysis plan (``analysis_plan.yaml``) gives notebook 6 no claim: the universes are
 alternative analyses of questions the other notebooks decide. Each model x metric's universes form one
-Benjamini-Hochberg screen (the agentic group preference: one per model x universe), and the agreement with the paper's
-universe compares the screens' readings (:func:`biaslab.stats.verdict.screen`), never decisions.
+Benjamini-Hochberg screen (the agentic group preference: one per model x universe), shown, never decided; robustness
+is not read from these screens but from each universe's equivalence to the paper's protocol
+(:func:`biaslab.papers.multiverse.analysis.equivalence_to_paper`).
 
 **Responders, per metric and universe** (:mod:`biaslab.stats.responders`, thresholds stated there; the rules of the
 notebooks whose metric it is):
@@ -21,8 +22,8 @@ notebooks whose metric it is):
   top-answer-by-group rule), and the entropy is undefined (no distribution).
 
 A universe degenerate for a metric keeps its row, with ``responder_status`` "degenerate: <reason>" and the verdict
-"not tested (degenerate responder: ...)"; :func:`biaslab.papers.multiverse.analysis.agreement_with_paper` counts it
-as excluded rather than as agreeing or disagreeing with the paper's universe.
+"not tested (degenerate responder: ...)"; :func:`biaslab.papers.multiverse.analysis.equivalence_to_paper` marks it
+"not judged" rather than agreeing or disagreeing with the paper's universe.
 """
 
 from __future__ import annotations
@@ -62,10 +63,12 @@ def _crows(d: pd.DataFrame) -> pd.DataFrame:
         metric=CROWS_LIKELIHOOD)]
     p = d[~lik]
     if len(p):
-        sp = p["stereotype_preferred"]
-        first = (sp == 1) == (p["choice_order"] == "original")       # original order: the stereotype shown first
-        p = p.assign(position=np.where(sp.isna(), None, np.where(first, "first", "second")))
-        rows.append(R.responder_check(p, answer="position", by=KEYS, n_options=2).assign(metric=CROWS_POSITION))
+        # the positions named: one per order asked (``chose_first`` is their mean when both orders were asked)
+        both = (p["order"] == "both").to_numpy()
+        cf = p["chose_first"].to_numpy(float)
+        pos = lambda hit: np.where(np.isnan(cf), None, np.where(hit, "first", "second"))
+        asked = pd.concat([p.assign(position=pos(cf >= 0.5)), p[both].assign(position=pos(cf == 1)[both])])
+        rows.append(R.responder_check(asked, answer="position", by=KEYS, n_options=2).assign(metric=CROWS_POSITION))
     return pd.concat(rows, ignore_index=True)
 
 

@@ -9,15 +9,21 @@ factor                  levels (reference first)
 ======================  =====================================================================================
 ``answer_format``       BBQ: option_ll · label_dist · generated · open_ended; CrowS-Pairs: likelihood · label_dist
                         · generated; agentic: label_dist · option_ll · generated · open_ended
-``wording``             paper · w1 · w2 · w3 (authored paraphrases, ``data/multiverse/wordings.csv``)
-``chat_template``       the model's protocol level (instruction-tuned: on, base: off) · the other
+``wording``             paper · w1 · w2 · w3: the instruction and the answer cue reworded, the task unchanged
+                        (``data/multiverse/wordings.csv``)
+``instruction``         BBQ: none · present; agentic: present · none (CrowS-Pairs' prompt is its instruction)
+``chat_template``       the model's protocol level (the benchmark's ``paper_chat`` rule) · the other
 ``examples``            BBQ / CrowS-Pairs: 0 · 2; agentic: 2 · 0 (``data/multiverse/examples.csv``, agentic's own
                         ``fewshot.csv``)
-``choice_order``        original · reversed · cyclic (CrowS-Pairs: original · reversed, which is the cycle of two)
+``choice_order``        BBQ and agentic: original · reversed · cyclic. CrowS-Pairs has none: a prompted pair is
+                        asked in both orders and averaged (its position preference is reported beside it)
 ``precision``           the run's dtype (float32 on a CPU) · bfloat16 · q4_gguf (the GGUF's 4-bit kernels through a
                         llama.cpp server, when llama-cpp-python is installed)
 ``normalization``       CrowS-Pairs only: sum · mean · pmi
 ======================  =====================================================================================
+
+Each universe is one :class:`biaslab.benchmarks.base.Protocol` (:func:`protocol`); the benchmark's own ``respond``
+asks and reads it, so the paper's universe sends exactly the requests of notebooks 1, 3 and 4.
 
 **Applicability.** A choice that does not enter a format is coded at its reference level there (the likelihood
 of a CrowS-Pairs sentence has no instruction, order or chat template; an open-ended question shows no options, so
@@ -35,39 +41,36 @@ A universe that cannot run here (no chat template, no llama.cpp) is kept with ``
 
 from __future__ import annotations
 
+import importlib
 import itertools
 from dataclasses import dataclass, field
 
 import pandas as pd
 
+from ...benchmarks import RESPONDING
 from ...benchmarks.base import Factor, FactorSpec
 
-BENCHMARKS = ("bbq", "crows_pairs", "agentic")
-
-FORMATS = {
-    "bbq": ("option_ll", "label_dist", "generated", "open_ended"),
-    "crows_pairs": ("likelihood", "label_dist", "generated"),
-    "agentic": ("label_dist", "option_ll", "generated", "open_ended"),
-}
+MODULES = {b: importlib.import_module(f"biaslab.benchmarks.{b}") for b in RESPONDING}
+BENCHMARKS = tuple(MODULES)
+FORMATS = {b: m.FORMATS for b, m in MODULES.items()}
 WORDINGS = ("paper", "w1", "w2", "w3")
 PRECISIONS = ("float32", "bfloat16", "q4_gguf")
 NORMALIZATIONS = ("sum", "mean", "pmi")
 
 #: which formats each choice enters (elsewhere it is coded at its reference level)
 APPLIES = {
-    "bbq": {"wording": FORMATS["bbq"], "chat_template": FORMATS["bbq"], "examples": FORMATS["bbq"][:3],
-            "choice_order": FORMATS["bbq"][:3], "precision": FORMATS["bbq"]},
+    "bbq": {"examples": FORMATS["bbq"][:3], "choice_order": FORMATS["bbq"][:3]},
     "crows_pairs": {"normalization": ("likelihood",), "wording": ("label_dist", "generated"),
-                    "chat_template": ("label_dist", "generated"), "examples": ("label_dist", "generated"),
-                    "choice_order": ("label_dist", "generated"), "precision": FORMATS["crows_pairs"]},
-    "agentic": {"wording": FORMATS["agentic"], "chat_template": FORMATS["agentic"], "examples": FORMATS["agentic"],
-                "choice_order": FORMATS["agentic"][:3], "precision": FORMATS["agentic"]},
+                    "chat_template": ("label_dist", "generated"), "examples": ("label_dist", "generated")},
+    "agentic": {"choice_order": FORMATS["agentic"][:3]},
 }
 
 DESCRIPTIONS = {
     "answer_format": "how the answer is read: option log-likelihood, next-token label distribution, generated label "
                      "parsed, free-text answer without options (matched), or (CrowS-Pairs) sentence likelihood",
-    "wording": "instruction wording: the paper's and three authored paraphrases (data/multiverse/wordings.csv)",
+    "wording": "the instruction's and the answer cue's words: the paper's and three rewordings of the same task "
+               "(data/multiverse/wordings.csv)",
+    "instruction": "an instruction line before the item (none or present)",
     "chat_template": "prompt wrapped in the model's chat template (on) or given as raw text (off)",
     "examples": "answered examples before the item (0 or 2)",
     "choice_order": "order of the answer options: as stored, reversed, or rotated by one position",
@@ -80,32 +83,46 @@ DESCRIPTIONS = {
 @dataclass(frozen=True)
 class Protocol:
     """The paper's protocol for one model: the reference levels that depend on the model or the run."""
-    chat: tuple = ()                # benchmarks whose notebook asks this model in its chat template (notebook 1's
-    #                                 BBQ: instruction-tuned models; notebook 3's preference prompt: a chat template
-    #                                 exists; notebook 4: never)
+    chat: tuple = ()                # benchmarks whose ``paper_chat`` rule asks this model in its chat template
     precision: str = "float32"      # the run's dtype ("auto" resolved: float32 on CPU, bfloat16 on CUDA)
 
     def reference(self, benchmark: str) -> dict:
-        ref = {"answer_format": FORMATS[benchmark][0], "wording": "paper",
-               "chat_template": "on" if benchmark in self.chat else "off",
-               "examples": "2" if benchmark == "agentic" else "0", "choice_order": "original",
-               "precision": self.precision}
-        if benchmark == "crows_pairs":
-            ref["normalization"] = "sum"
-        return ref
+        p = MODULES[benchmark].PROTOCOL
+        ref = {"answer_format": p.format, "wording": p.wording, "instruction": p.instruction,
+               "chat_template": "on" if benchmark in self.chat else "off", "examples": str(p.examples),
+               "choice_order": p.order, "precision": self.precision, "normalization": p.normalization}
+        drop = {"crows_pairs": ("instruction", "choice_order")}.get(benchmark, ("normalization",))
+        return {k: v for k, v in ref.items() if k not in drop}
+
+    @classmethod
+    def of(cls, scorer, precision: str) -> "Protocol":
+        """The reference levels for the model behind ``scorer``: each benchmark's ``paper_chat`` rule."""
+        return cls(chat=tuple(b for b, m in MODULES.items() if m.paper_chat(scorer)), precision=precision)
+
+
+def protocol(u: "Universe") -> object:
+    """The benchmark protocol (:class:`biaslab.benchmarks.base.Protocol`) a universe asks and reads."""
+    s = u.as_dict
+    change = {"format": s["answer_format"], "wording": s["wording"], "chat": s["chat_template"],
+              "examples": int(s["examples"])}
+    for f, field_ in (("instruction", "instruction"), ("choice_order", "order"), ("normalization", "normalization")):
+        if f in s:
+            change[field_] = s[f]
+    return MODULES[u.benchmark].PROTOCOL.replace(**change)
 
 
 def factor_spec(benchmark: str, protocol: Protocol) -> FactorSpec:
     """The evaluation choices of ``benchmark`` as a factor spec (reference = the paper's protocol for this model)."""
     ref = protocol.reference(benchmark)
+    other = {"on": "off", "off": "on", "0": "2", "2": "0", "none": "present", "present": "none"}
     levels = {"answer_format": FORMATS[benchmark], "wording": WORDINGS,
-              "chat_template": (ref["chat_template"], "off" if ref["chat_template"] == "on" else "on"),
-              "examples": (ref["examples"], "0" if ref["examples"] == "2" else "2"),
-              "choice_order": ("original", "reversed") if benchmark == "crows_pairs"
-              else ("original", "reversed", "cyclic"),
-              "precision": (ref["precision"],) + tuple(p for p in PRECISIONS if p != ref["precision"])}
-    if benchmark == "crows_pairs":
-        levels["normalization"] = NORMALIZATIONS
+              "instruction": (ref.get("instruction"), other[ref.get("instruction", "none")]),
+              "chat_template": (ref["chat_template"], other[ref["chat_template"]]),
+              "examples": (ref["examples"], other[ref["examples"]]),
+              "choice_order": ("original", "reversed", "cyclic"),
+              "precision": (ref["precision"],) + tuple(p for p in PRECISIONS if p != ref["precision"]),
+              "normalization": NORMALIZATIONS}
+    levels = {f: lv for f, lv in levels.items() if f in ref}
     kind = {"precision": "model"}
     return FactorSpec([Factor(f, kind.get(f, "prompt"), tuple(lv), ref[f], DESCRIPTIONS[f])
                        for f, lv in levels.items()])

@@ -1,5 +1,6 @@
-"""Notebook 6's findings: sentences rendered from its tables (agreement, importance, ordering, format agreement),
-the robustness table notebook 5 reads, and the section of docs/multiverse.md.
+"""Notebook 6's findings: sentences rendered from its tables (design power, equivalence to the paper's protocol,
+importance, ordering, format agreement, the matcher's validation), the robustness table notebook 5 reads, and the
+section of docs/multiverse.md.
 
 Every number in a sentence comes from a table row; wording keys only on the verdict / robustness columns.
 """
@@ -12,69 +13,67 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ...findings import bullets, join, num, pct, present, pval
+from ...findings import bullets, join, num, pct, pval
 from . import analysis
 
 #: the file notebook 5 reads (relative to an outputs root) to mark a metric's robustness
 ROBUSTNESS_TABLE = Path("06_multiverse") / "tables" / "robustness.csv"
-ROBUSTNESS_COLUMNS = ["model", "metric", "unit", "n_universes", "n_compared", "n_excluded_degenerate",
-                      "share_same_sign", "share_same_verdict", "sign_flips", "sign_agreement", "paper_verdict",
-                      "robustness", "flip_threshold"]
+ROBUSTNESS_COLUMNS = ["model", "metric", "unit", "margin", "n_universes", "n_judged", "n_equivalent",
+                      "n_inconclusive", "n_differs", "n_opposite_direction", "n_not_judged", "n_same_sign",
+                      "n_sign_compared", "min_difference", "max_difference", "equivalence_mde", "robustness"]
 
 
-def robustness_table(agreement: pd.DataFrame) -> pd.DataFrame:
-    """Per (model, metric): how many universes ran, the shares agreeing with the paper's protocol, and the
-    robustness verdict (``analysis.agreement_with_paper``), in the columns notebook 5 reads."""
-    t = agreement.copy()
-    for c in ROBUSTNESS_COLUMNS:
-        if c not in t:
-            t[c] = np.nan
-    return t[ROBUSTNESS_COLUMNS].reset_index(drop=True)
+def robustness_table(rob: pd.DataFrame) -> pd.DataFrame:
+    """Per (model, metric): the universes' equivalence to the paper's protocol (``analysis.robustness``), in the
+    columns notebook 5 reads."""
+    return rob.reindex(columns=ROBUSTNESS_COLUMNS).reset_index(drop=True)
 
 
 def read_robustness(outputs_root: str | Path) -> pd.DataFrame | None:
-    """Notebook 6's robustness table under ``outputs_root``, or None when notebook 6 has not run there."""
+    """Notebook 6's robustness table under ``outputs_root``, or None when notebook 6 has not run there (or its
+    tables predate the equivalence columns: :func:`stale`)."""
     p = Path(outputs_root) / ROBUSTNESS_TABLE
-    return pd.read_csv(p) if p.exists() else None
-
-
-def _share(n_same, n) -> str:
-    return f"{int(n_same)} of {int(n)}"
+    return pd.read_csv(p) if p.exists() and not stale(outputs_root) else None
 
 
 def _unit(r: Mapping) -> str:
-    """What a row's counts count: other universes, or the agentic group preference's universe x class type x group
-    rows (with the number of universes they come from)."""
-    unit = r.get("unit") if isinstance(r.get("unit"), str) else analysis.UNIVERSES
-    if unit == analysis.UNIVERSES:
-        return "other universes"
-    return f"{unit} from {int(r['n_universes'])} other universes"
+    return "other universes" if r.get("unit") == analysis.UNIVERSES else f"{r['unit']}"
 
 
-def _excluded(r: Mapping) -> str:
-    n = int(r.get("n_excluded_degenerate") or 0)
-    return f"; {n} not judged (degenerate responder for this metric) and left out" if n else ""
+def robustness_sentence(r: Mapping) -> str:
+    """One model x metric's equivalence to the paper's protocol, from its row of ``robustness.csv``."""
+    left = f"; {int(r['n_not_judged'])} not judged (degenerate responder)" if r.get("n_not_judged") else ""
+    return (f"**{r['model']}**, {r['metric']}: of {int(r['n_judged'])} {_unit(r)} judged, {int(r['n_equivalent'])} "
+            f"equivalent to the paper's protocol within ±{num(r['margin'])}, {int(r['n_inconclusive'])} "
+            f"inconclusive, {int(r['n_differs'])} beyond the margin, {int(r['n_opposite_direction'])} significant "
+            f"the other way{left} — {r['robustness']} (equivalence shown with 80 % power only within "
+            f"±{num(r['equivalence_mde'])}).")
 
 
-def agreement_sentence(r: Mapping) -> str:
-    """One model x metric's agreement with the paper's universe, from its row of ``agreement.csv``."""
-    if not r.get("n_compared"):
-        return f"**{r['model']}**, {r['metric']}: {r.get('robustness', 'no other universe ran')}{_excluded(r)}."
-    est = f"the paper's universe gives {num(r['paper_estimate'])} ({r['paper_verdict']}); " \
-        if isinstance(r.get("paper_verdict"), str) else ""
-    n = r["n_compared"]
-    sign = (f"the sign cannot agree or disagree ({r['sign_agreement'].removeprefix('undefined: ')})"
-            if not r.get("n_sign_compared") else
-            f"{_share(r['n_same_sign'], r['n_sign_compared'])} land on the same side of the null")
-    spread = f" (estimates from {num(r['min_estimate'])} to {num(r['max_estimate'])})" \
-        if present(r.get("min_estimate")) else ""
-    return (f"**{r['model']}**, {r['metric']}: {est}of {int(n)} {_unit(r)}, {sign} and "
-            f"{_share(r['n_same_verdict'], n)} give the same exploratory screen reading — {r['robustness']}{spread}"
-            f"{_excluded(r)}.")
+def robustness_findings(rob: pd.DataFrame) -> str:
+    return bullets(robustness_sentence(r) for r in rob.to_dict("records"))
 
 
-def agreement_findings(agreement: pd.DataFrame) -> str:
-    return bullets(agreement_sentence(r) for r in agreement.to_dict("records"))
+def design_findings(power: pd.DataFrame) -> str:
+    """What the design can detect (``analysis.design_power``): per metric, the effect a universe's own test
+    detects with 80 % power and the margin within which equivalence is shown with 80 % power, against the margin
+    the plan declares."""
+    lines = []
+    for r in power.to_dict("records"):
+        eq = (f"to show equivalence within ±{num(r['equivalence_mde'])}; it "
+              f"{'can' if r['equivalence_mde'] <= r['margin'] else 'cannot'} show robustness at the declared margin "
+              f"±{num(r['margin'])}" if np.isfinite(r["equivalence_mde"]) else
+              "no equivalence power (the universes' differences do not vary: no standard error)")
+        lines.append(f"**{r['model']}**, {r['metric']}: with {int(r['n'])} items per universe the design had 80 % "
+                     f"power for an effect of {num(r['own_mde'])} (the paper's universe's own test) and {eq}.")
+    return bullets(lines)
+
+
+def matcher_sentence(v: pd.DataFrame, n: int) -> str:
+    """The matcher's precision and recall per answer kind on the hand-labelled answers (``matcher.validation``)."""
+    parts = [f"{r.kind} {pct(r.precision)} / {pct(r.recall)} (n = {r.n_labelled})" for r in v.itertuples()
+             if r.n_labelled or r.n_read]
+    return f"On {n} open answers labelled by hand, the matcher's precision / recall per kind: {join(parts)}."
 
 
 def _ranked(by_factor: pd.DataFrame) -> pd.DataFrame:
@@ -110,7 +109,7 @@ def ordering_findings(kendall: pd.DataFrame, pairwise: pd.DataFrame) -> str:
     lines = []
     for r in pairwise.itertuples():
         lines.append(f"{r.metric}: {r.model_a} vs {r.model_b} — the paper's universe has {r.reference_order}; "
-                     f"{_share(r.n_agree, r.n_universes)} other universes order them the same way.")
+                     f"{int(r.n_agree)} of {int(r.n_universes)} other universes order them the same way.")
     for r in kendall.itertuples():
         if np.isfinite(getattr(r, "w", np.nan)):
             lines.append(f"{r.metric}: Kendall's W = {num(r.w)} over {int(r.n_raters)} universes and "
@@ -158,10 +157,6 @@ def universes_sentence(universes: pd.DataFrame) -> str:
     return text + ("; not scored: " + "; ".join(f"{n} × {w}" for w, n in why.items()) if len(why) else "")
 
 
-def flagged(agreement: pd.DataFrame) -> pd.DataFrame:
-    return agreement[agreement["robustness"].astype(str).str.startswith(("sign flips", "verdict changes"))]
-
-
 def top_choices(by_factor: pd.DataFrame) -> tuple[list[str], list[str]]:
     """(the ranked choice that moves each model x benchmark's number most, the separated terms left unranked)."""
     top = [f"{r.factor} ({r.benchmark}, {r.model})" for r in _ranked(by_factor).itertuples() if r.rank == 1]
@@ -182,14 +177,13 @@ def summary_lines(universes, costs, agreement, by_factor, kendall, ruted) -> lis
     if len(costs):
         out.append(f"scoring took {num(costs['seconds'].sum(), 3)} s in all, {num(costs['seconds'].median(), 2)} s "
                    f"per universe (median); {cache_sentence(costs)}.")
-    bad = flagged(agreement)
-    out.append(f"{len(bad)} of {len(agreement)} model x metric rows are marked not robust"
-               + (": " + join(f"{r.metric} ({r.model}: {r.robustness})" for r in bad.itertuples())
-                  if len(bad) else "") + ".")
-    n_deg = int(agreement["n_excluded_degenerate"].sum()) if "n_excluded_degenerate" in agreement else 0
-    if n_deg:
-        out.append(f"{n_deg} universe estimates (or group rows) were not judged — degenerate responder for their "
-                   "metric — and are left out of the agreement counts (agreement.csv, n_excluded_degenerate).")
+    rob = agreement
+    bad = rob[rob["robustness"].astype(str).str.startswith("not robust")]
+    good = rob[rob["robustness"].astype(str).str.startswith("robust")]
+    out.append(f"of {len(rob)} model × metric rows, {len(good)} robust (every universe equivalent within the "
+               f"plan's margin), {len(bad)} not robust"
+               + (" (" + join(f"{r.metric}, {r.model}" for r in bad.itertuples()) + ")" if len(bad) else "")
+               + f", {len(rob) - len(good) - len(bad)} inconclusive or undefined.")
     if by_factor is not None and len(by_factor):
         top, sep = top_choices(by_factor)
         out.append("largest estimable effect per model x benchmark: " + join(top) + "."
@@ -202,27 +196,23 @@ def summary_lines(universes, costs, agreement, by_factor, kendall, ruted) -> lis
 
 
 def _readme_part(r) -> str:
-    sign = (f"{int(r.n_same_sign)}/{int(r.n_sign_compared)} same sign" if r.n_sign_compared
-            else "sign undefined (the paper's estimate equals the null)")
-    left = f", {int(r.n_excluded_degenerate)} degenerate left out" if r.n_excluded_degenerate else ""
-    return f"{r.metric} ({r.model}): {sign}, {int(r.n_same_verdict)}/{int(r.n_compared)} same verdict{left}"
+    return (f"{r.metric} ({r.model}): {int(r.n_equivalent)}/{int(r.n_judged)} equivalent within ±{num(r.margin)}, "
+            f"{int(r.n_differs + r.n_opposite_direction)} beyond it or the other way")
 
 
 def readme_section(agreement: pd.DataFrame, by_factor: pd.DataFrame, ruted: pd.DataFrame,
                    universes: pd.DataFrame, figure: str = "outputs/06_multiverse/figures/"
                    "specification_curve_bbq_bias_ambig.png") -> str:
-    """The multiverse paragraph of :data:`HOME` with its headline figure, rendered from notebook 6's tables."""
+    """The multiverse paragraph of :data:`HOME` with its headline figure, rendered from notebook 6's tables;
+    ``agreement``: the robustness table."""
     rows = agreement[agreement["metric"].isin(["bbq_bias_ambig", "crows_en_stereotype_preferred",
-                                               "agentic_mean_entropy"]) & (agreement["n_compared"] > 0)]
-    bad = flagged(agreement)
+                                               "agentic_mean_entropy"]) & (agreement["n_judged"] > 0)]
     text = ("**Multiverse (notebook 6).** One evaluation choice changed at a time around the paper's protocol "
             "(answer format, wording, chat template, examples, option order, precision, CrowS-Pairs normalization), "
             f"on design-preserving subsets of BBQ, CrowS-Pairs and the agentic set: {universes_sentence(universes)}. "
-            "Agreement with the paper's protocol, over the other universes judged (a universe whose answers are "
-            "degenerate for the metric is left out): " + ("; ".join(_readme_part(r) for r in rows.itertuples())
-                                                          or "none computed") + ". "
-            + (f"Marked not robust: {join(f'{r.metric} for {r.model} ({r.robustness})' for r in bad.itertuples())}. "
-               if len(bad) else "No metric is marked not robust. "))
+            "Equivalence to the paper's protocol (paired difference, TOST within the analysis plan's margin; a "
+            "degenerate responder is not judged): " + ("; ".join(_readme_part(r) for r in rows.itertuples())
+                                                       or "none computed") + ". ")
     if by_factor is not None and len(by_factor):
         top, sep = top_choices(by_factor)
         text += "The choice that moves a number most: " + join(top) + (
@@ -242,9 +232,9 @@ README_START = "<!-- multiverse:start -->"
 README_END = "<!-- multiverse:end -->"
 
 
-#: columns notebook 6's tables must carry to be rendered here: tables without them counted something else (a table
-#: written before these columns existed is named as stale, never rendered)
-CURRENT_COLUMNS = {"agreement": ["unit", "n_compared", "n_excluded_degenerate", "sign_agreement"],
+#: columns notebook 6's tables carry since robustness became equivalence: tables without them are rendered by
+#: nothing here (their counts meant something else)
+CURRENT_COLUMNS = {"robustness": ["n_equivalent", "margin", "equivalence_mde"],
                    "costs": ["cache_misses"], "estimates": ["responder_status"], "importance_by_factor": ["status"]}
 
 
@@ -260,7 +250,7 @@ def read_table(outputs_root: str | Path, name: str) -> pd.DataFrame:
 def stale(outputs_root: str | Path) -> str | None:
     """Why notebook 6's tables under ``outputs_root`` cannot be rendered (not run there, or written before the
     columns of :data:`CURRENT_COLUMNS`), or None when they can."""
-    if not (tables_dir(outputs_root) / "agreement.csv").exists():
+    if not (tables_dir(outputs_root) / "robustness.csv").exists():
         return "notebook 6 has not run there"
     for name, cols in CURRENT_COLUMNS.items():
         t = read_table(outputs_root, name)
@@ -278,7 +268,7 @@ def render_readme_section(outputs_root: str | Path) -> str | None:
     if stale(outputs_root):
         return None
     read = lambda n: read_table(outputs_root, n)      # noqa: E731
-    return readme_section(read("agreement"), read("importance_by_factor"), read("format_agreement"),
+    return readme_section(read("robustness"), read("importance_by_factor"), read("format_agreement"),
                           read("universes"))
 
 

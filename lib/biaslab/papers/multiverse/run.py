@@ -1,10 +1,8 @@
 """Notebook 6's loop: the items of each benchmark, and every universe of every model scored once.
 
-* :func:`items` the design-preserving subsets: BBQ a stratified subset of *notebook 1's own* BBQ sample (category x
-  context x polarity strata, same seed), CrowS-Pairs a subset of the original English pairs balanced by bias type
-  (notebook 3's sampler), agentic a balanced subset of whole positive/negative pairs (notebook 4's sampler, the
-  two-example prompts it scores). So the paper's universe sends exactly the requests notebooks 1, 3 and 4 send, and
-  after them it is read from the score cache.
+* :func:`items` the design-preserving subsets, each benchmark module's ``sample`` (BBQ: of notebook 1's own sample;
+  CrowS-Pairs: notebook 3's sampler; agentic: notebook 4's), so that the paper's universe is read from the score
+  cache after notebooks 1, 3 and 4.
 * :func:`run_model` every universe of one model (float32, bfloat16 and, when available, the q4 GGUF behind a local
   llama.cpp server loaded only when a universe needs them), returning the per-item responses with the universe's
   factor levels, the per-universe estimates, the status of every universe (``run``, ``not available: ...``) and
@@ -20,35 +18,35 @@ import time
 import pandas as pd
 
 from ...benchmarks import agentic
-from ...benchmarks import crows_pairs as cp
-from ...benchmarks import load as load_benchmark
-from ...stats.sampling import stratified_sample
-from . import analysis, design, gguf, respond
-
-BBQ_STRATA = ["category", "context_condition", "question_polarity"]     # notebook 1's BBQ plan strata
-
+from . import analysis, design, gguf, matcher
 
 def items(benchmark: str, n: int | None, seed: int = 0, bbq_pool: int | None = 150) -> tuple[pd.DataFrame, object]:
-    """(items, Benchmark) of one benchmark's subset (``n=None``: all; BBQ: all of notebook 1's sample)."""
-    if benchmark == "bbq":
-        b = load_benchmark("bbq")
-        pool = stratified_sample(b.prompts, BBQ_STRATA, bbq_pool, seed=seed)
-        return stratified_sample(pool, ["context_condition", "question_polarity", "category"], n, seed=seed), b
-    if benchmark == "crows_pairs":
-        b = cp.subsample(load_benchmark("crows_pairs_en"), n, seed=seed)
-        return b.prompts, b
-    if benchmark == "agentic":
-        b = agentic.load(n_shots=2)
-        return agentic.balanced_subset(b.prompts, n, seed=seed), b
-    raise KeyError(f"no multiverse glue for benchmark {benchmark!r}; choose from {design.BENCHMARKS}")
+    """(items, Benchmark): the benchmark module's own design-preserving subset (its ``sample``; ``n=None``: all;
+    BBQ: drawn from notebook 1's ``bbq_pool``-prompt sample)."""
+    if benchmark not in design.MODULES:
+        raise KeyError(f"no multiverse glue for benchmark {benchmark!r}; choose from {design.BENCHMARKS}")
+    return design.MODULES[benchmark].sample(n, seed=seed, **({"pool": bbq_pool} if benchmark == "bbq" else {}))
 
 
 def estimates(benchmark: str, resp, its: pd.DataFrame, n_boot: int, seed: int) -> list[dict]:
-    if benchmark == "bbq":
-        return analysis.bbq_estimates(resp, its, n_boot, seed)
-    if benchmark == "crows_pairs":
-        return analysis.crows_estimates(resp, its, n_boot, seed)
-    return analysis.agentic_estimates(resp[0], its, n_boot, seed)
+    """The benchmark's metric per universe: ``analysis.<benchmark>_estimates`` (CrowS-Pairs: ``crows_estimates``)."""
+    return getattr(analysis, f"{benchmark.split('_')[0]}_estimates")(resp, its, n_boot, seed)
+
+
+class RenderedChat:
+    """A served scorer asked in the chat template as text rendered in-process (``render``: the reference precision's
+    Scorer): the llama.cpp server's prompt log-probs come from its completions endpoint, which takes text."""
+    chat_available = chat_logprobs = staticmethod(lambda: True)
+
+    def __init__(self, scorer, render):
+        self._scorer, self._render = scorer, render
+
+    def __getattr__(self, name):
+        f = getattr(self._scorer, name)
+        if name not in ("option_logprob", "label_distribution", "generate"):
+            return f
+        return lambda prompts, *a, chat=False, **kw: f(self._render(list(prompts), chat=True) if chat
+                                                       else list(prompts), *a, chat=False, **kw)
 
 
 class Precisions:
@@ -56,7 +54,7 @@ class Precisions:
 
     def __init__(self, model_spec, device: str, reference_dtype: str, log=print):
         self.spec, self.device, self.ref, self.log = model_spec, device, reference_dtype, log
-        self.loaded: dict[str, tuple] = {}
+        self.loaded: dict[str, object] = {}
         self.server = None
         self.fingerprints: list[dict] = []
 
@@ -65,21 +63,17 @@ class Precisions:
         if precision in self.loaded:
             return self.loaded[precision]
         if precision == "q4_gguf":
-            base = self.get(self.ref)[1]
-            self.server = gguf.Server(base.name, base.tokenizer)
-            spec = self.server.__enter__()
-            lm = models.load(spec)
-            tok = base.tokenizer
-            render = (lambda ps: [tok.apply_chat_template([{"role": "user", "content": p}], tokenize=False,
-                                                          add_generation_prompt=True) for p in ps]) \
-                if getattr(tok, "chat_template", None) else None
-            ask = respond.Asker(scoring.Scorer(lm, progress=False), tokenizer=tok, render_chat=render)
+            base = self.get(self.ref)
+            self.server = gguf.Server(base.lm.name, base.tokenizer)
+            lm = models.load(self.server.__enter__())
+            sc = scoring.Scorer(lm, progress=False)
+            sc = RenderedChat(sc, base.render) if base.chat_available() else sc
         else:
             lm = models.load(self.spec, device=self.device, dtype=precision)
-            ask = respond.Asker(scoring.Scorer(lm, progress=False), tokenizer=lm.tokenizer)
+            sc = scoring.Scorer(lm, progress=False)
         self.fingerprints.append(lm.fingerprint)
-        self.loaded[precision] = (ask, lm)
-        return self.loaded[precision]
+        self.loaded[precision] = sc
+        return sc
 
     def close(self) -> None:
         self.loaded.clear()
@@ -89,9 +83,9 @@ class Precisions:
         gc.collect()
 
 
-def unavailable(u: design.Universe, lm, model: str) -> str | None:
+def unavailable(u: design.Universe, scorer, model: str) -> str | None:
     """Why a universe cannot run for this model here (None: it can)."""
-    if u["chat_template"] == "on" and not getattr(lm.tokenizer, "chat_template", None):
+    if u["chat_template"] == "on" and not scorer.chat_available():
         if u.benchmark != "crows_pairs" or u["answer_format"] != "likelihood":
             return f"not available: {model} has no chat template"
     if u["precision"] == "q4_gguf":
@@ -99,16 +93,15 @@ def unavailable(u: design.Universe, lm, model: str) -> str | None:
     return None
 
 
-def run_model(model_spec, benchmarks: dict, protocol_chat, *, device: str = "auto", dtype: str = "float32",
+def run_model(model_spec, benchmarks: dict, *, device: str = "auto", dtype: str = "float32",
               design_name: str = "ofat", formats=None, factors=None, precisions=design.PRECISIONS,
               n_boot: int = 2000, seed: int = 0, log=print) -> dict:
-    """Every universe of one model. ``benchmarks``: name -> items; ``protocol_chat(lm)`` -> the benchmarks whose
-    notebook asks this model in its chat template. Returns dict(responses={benchmark: DataFrame}, group_long,
+    """Every universe of one model. ``benchmarks``: name -> items. Returns dict(responses={benchmark: DataFrame}, group_long,
     estimates, universes, costs, fingerprints)."""
     prec = Precisions(model_spec, device, dtype, log)
-    ask, lm = prec.get(dtype)
-    name = lm.name
-    protocol = design.Protocol(chat=tuple(protocol_chat(lm)), precision=dtype)
+    ref = prec.get(dtype)
+    name = ref.lm.name
+    protocol = design.Protocol.of(ref, dtype)
     out = {"responses": {}, "group_long": [], "estimates": [], "universes": [], "costs": [], "specs": {}}
     try:
         for bench, its in benchmarks.items():
@@ -117,28 +110,24 @@ def run_model(model_spec, benchmarks: dict, protocol_chat, *, device: str = "aut
             us = design.universes(bench, protocol, design_name, formats=(formats or {}).get(bench), factors=factors)
             status, frames = {}, []
             for u in us:
-                why = unavailable(u, lm, name)
+                why = unavailable(u, ref, name)
                 if why is None and u["precision"] not in precisions and u.id != "paper":
                     why = (f"not run: precision {u['precision']} is not in this run's `precisions` parameter "
                            f"({', '.join(precisions)})")
                 if why is None:
                     try:
-                        a, lm_u = prec.get(u["precision"])
+                        sc = prec.get(u["precision"])
                     except Exception as exc:    # e.g. the llama.cpp server does not start: recorded, not hidden
                         why = f"not available: {type(exc).__name__}: {str(exc).splitlines()[0][:160]}"
                 if why:
                     status[u.id] = why
                     log(f"{name} {bench} {u.id}: {why}")
                     continue
-                sc = a.scorer
                 pos0, miss0 = sc.stats.get("positions", 0), sc.stats.get("computed", 0)
                 t0, c0 = time.perf_counter(), time.process_time()
-                if bench == "bbq":
-                    r = respond.bbq_respond(a, its, u.as_dict, name)
-                elif bench == "crows_pairs":
-                    r = respond.crows_respond(a, its, u.as_dict, name)
-                else:
-                    r = respond.agentic_respond(a, its, u.as_dict, name, tokenizer=lm_u.tokenizer)
+                module, prot = design.MODULES[bench], design.protocol(u)
+                r = (module.respond(sc, its, prot) if bench == "crows_pairs"
+                     else module.respond(sc, its, prot, match=matcher.match)).assign(model=name)
                 secs, cpu = time.perf_counter() - t0, time.process_time() - c0
                 status[u.id] = "run"
                 out["costs"].append({"model": name, "benchmark": bench, "universe": u.id, "precision": u["precision"],
@@ -149,10 +138,10 @@ def run_model(model_spec, benchmarks: dict, protocol_chat, *, device: str = "aut
                                      # items the model computed, scored or generated (Scorer cache misses):
                                      # 0 = the universe came entirely from the score cache
                                      "cache_misses": sc.stats.get("computed", 0) - miss0})
-                per = r[0] if bench == "agentic" else r
-                frames.append(per.assign(universe=u.id, benchmark=bench, **u.as_dict))
+                frames.append(r.drop(columns="choices", errors="ignore").assign(
+                    universe=u.id, benchmark=bench, **{"choice_order": prot.order, **u.as_dict}))
                 if bench == "agentic":
-                    out["group_long"].append(r[1].assign(model=name, universe=u.id, **u.as_dict))
+                    out["group_long"].append(agentic.long_table(r).assign(universe=u.id, **u.as_dict))
                 for e in estimates(bench, r, its, n_boot, seed):
                     out["estimates"].append({"model": name, "benchmark": bench, "universe": u.id, **e, **u.as_dict})
             out["universes"].append(design.universe_table(us, spec, status).assign(model=name))
