@@ -478,7 +478,7 @@ if len(scored) and benchmark == "ssqa":
         matched = nocot[nocot["prompt_id"].isin(cot["prompt_id"].str.replace("-cot", "", regex=False))]
         cot_tab["no_cot_deviation_rate_same_prompts"] = matched.groupby("model")["deviated"].mean()
         table(cot_tab.reset_index(), "cot_summary", markdown=True)
-        print(cot[["model", "seed", "answer", "generation"]].head(3).to_string(max_colwidth=160))
+        display(cot[["model", "seed", "answer", "generation"]].head(3))
     has_cot = (scored["cot"] == "yes").any()
     display(Markdown(findings.label_findings(mass.reset_index(), cot_tab.reset_index() if has_cot else None)))
 if len(scored) and benchmark == "bbq":
@@ -754,12 +754,12 @@ if len(importance):
     table(importance, "factor_importance")
     terms = importance[~importance["separated"].astype(bool) & ~importance["factor"].isin(["Intercept", ""])]
     p_final = terms["p_adjusted"].fillna(terms["p_cluster"])
-    print(pd.DataFrame({f"naive p <= {alpha}": (terms["p_value"] <= alpha).groupby(terms["model"]).sum(),
+    display(pd.DataFrame({f"naive p <= {alpha}": (terms["p_value"] <= alpha).groupby(terms["model"]).sum(),
                         f"clustered p <= {alpha}": (terms["p_cluster"] <= alpha).groupby(terms["model"]).sum(),
-                        f"clustered, BH per model <= {alpha}": (p_final <= alpha).groupby(terms["model"]).sum()}))
+                        f"clustered, BH per model <= {alpha}": (p_final <= alpha).groupby(terms["model"]).sum()}).reset_index())
     sig = terms[p_final <= alpha]
-    print(importance[importance["factor"].isin(plan.highlight)][["model", "term", "odds_ratio", "ci_low", "ci_high",
-                                                                  "p_value", "p_cluster", "design_effect"]].to_string())
+    display(importance[importance["factor"].isin(plan.highlight)][["model", "term", "odds_ratio", "ci_low", "ci_high",
+                                                                    "p_value", "p_cluster", "design_effect"]])
 timings["regression"] = time.perf_counter() - t0
 
 # %% [markdown]

@@ -194,7 +194,7 @@ sel = prompting.select(P, k_shot, templates_per_task, names_per_group, seed=seed
 print(f"{len(sel):,} prompts: {sel['template_id'].nunique()} templates "
       f"({', '.join(f'{k} {v}' for k, v in sel.groupby('task')['template_id'].nunique().items())}), "
       f"{sel.groupby(['template_id', 'group']).size().max()} names per group, k = {k_shot}")
-print(prompting.malformed_examples().to_string(index=False))
+display(prompting.malformed_examples())
 for _, row in sel.groupby("answer_format").head(1).iterrows():
     print(f"\n===== {row['answer_format']} ({row['source_dataset']}, {row['template_id']}, gold {row['answer']!r}) =====")
     text = prompting.build_prompt(row, k_shot)
@@ -272,7 +272,7 @@ keep_cols = ["model", "prompt_id", "task", "bias_type", "source_dataset", "templ
              "answer_format", "answer", "output", "pred", "p_answer", "label_mass", "correct", "correct_released"]
 if len(resp) <= 50_000:
     out.table(resp[keep_cols], "responses")
-print(resp.groupby(["model", "task"])[["correct", "correct_released"]].mean().round(3))
+display(resp.groupby(["model", "task"])[["correct", "correct_released"]].mean().reset_index())
 t = time.perf_counter()
 
 # %% [markdown]
@@ -613,7 +613,7 @@ display(Markdown(findings.length_findings(diversity, published.TABLE4)))
 # %%
 timings.append({"step": "total", "seconds": round(time.perf_counter() - T_START, 1)})
 out.table(pd.DataFrame(timings), "timings")
-print(pd.DataFrame(timings).to_string(index=False))
+display(pd.DataFrame(timings))
 for v in cb.VARIANTS:
     s = bias_scores[(bias_scores["variant"] == v) & (bias_scores["task"] == "all")]
     for r in s.itertuples(index=False):

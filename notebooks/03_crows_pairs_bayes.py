@@ -456,7 +456,7 @@ plt.show()
 print("Bias types per model and dataset whose Bayes factor reads the same over its whole prior range: strong+ "
       "evidence for H1, moderate or strong+ evidence for H0, inconclusive across priors; and unadjusted t-test "
       "p < 0.05 (the paper's stars) — LPBS score:")
-print(hyp.evidence_counts(lik[lik.score == "norm_logprob"], ["model", "dataset"]).to_string(index=False))
+display(hyp.evidence_counts(lik[lik.score == "norm_logprob"], ["model", "dataset"]))
 same, n_cells = hyp.evidence_agreement(lik)
 if n_cells:
     print(f"\nLPBS and PPB Bayes factors read the same over their prior ranges (same Table 1 category, or both "

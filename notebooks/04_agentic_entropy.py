@@ -121,9 +121,9 @@ design = agentic.design_counts(prompts_all)
 out.table(design, "prompts_design", markdown=True)
 out.table(agentic.design_counts(prompts), "prompts_design_scored")
 out.table(bench.factors.table(), "factors")
-print(bench.factors.table()[["factor", "kind", "n_levels", "reference"]].to_string(index=False))
+display(bench.factors.table()[["factor", "kind", "n_levels", "reference"]])
 print()
-print(design[["question_type", "class_type", "polarity", "total"]].to_string(index=False))
+display(design[["question_type", "class_type", "polarity", "total"]])
 print("\nOne prompt as the model reads it:\n")
 print(prompts_all.set_index("prompt_id").loc["jd-ii-1-neg-race", "text"])
 
@@ -183,7 +183,7 @@ out.table(responses.round(6), "responses")
 timings = pd.DataFrame(timings)
 out.table(timings.round(2), "timings")
 out.note(f"scored {len(prompts)} prompts x {len(models)} models; timings: {timings.round(1).to_dict('records')}")
-print(timings.round(1).to_string(index=False))
+display(timings)
 print("(positions_computed = token positions run through the model; 0 means every score came from the cache)")
 
 # %% [markdown]
@@ -202,8 +202,8 @@ print("(positions_computed = token positions run through the model; 0 means ever
 # %%
 resp = decisions.responder_table(per_prompt)
 out.table(resp, "responders", markdown=True)
-print(resp[["metric", "model", "k", "n", "label_mass", "distribution_entropy", "modal_answer", "modal_share",
-            "degenerate", "reasons"]].to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+display(resp[["metric", "model", "k", "n", "label_mass", "distribution_entropy", "modal_answer", "modal_share",
+              "degenerate", "reasons"]])
 
 # %% [markdown]
 # ## The metric (§II.D): normalized Shannon entropy
@@ -262,7 +262,7 @@ out.figure(fig, "entropy_breakdown")
 plt.show()
 tests = bd.drop_duplicates(["model", "factor"])[["model", "factor", "wald_f", "wald_df1", "wald_df2", "wald_p",
                                                  "kruskal_p"]]
-print(tests.round(4).to_string(index=False))
+display(tests)
 bd[bd.factor != "domain"][["model", "factor", "level", "n", "mean_entropy", "sd", "median"]].round(3)
 
 # %% tags=["findings"]

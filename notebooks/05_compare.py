@@ -240,7 +240,7 @@ display(Markdown("\n".join(f"- {s}" for s in summary)))
 # %%
 timings = pd.DataFrame([{"stage": "total", "seconds": round(time.perf_counter() - t_start, 1)}])
 out.table(timings, "timings")
-print(timings.to_string(index=False))
+display(timings)
 
 # %%
 from biaslab.outputs import watermark

@@ -184,8 +184,8 @@ crows_r = responses.get("crows_pairs", pd.DataFrame())
 if "chose_first" in crows_r:   # a prompted pair is asked in both orders: its position preference, beside the estimate
     out.table(crows_r.dropna(subset=["chose_first"]).groupby(["model", "universe"])["chose_first"].agg(
         first_share="mean", n="size").reset_index(), "crows_position_preference", markdown=True)
-print(universes.groupby(["model", "benchmark", "status"]).size().rename("universes").to_string())
-print(costs.groupby("model")[["seconds", "positions_computed", "cache_misses"]].sum().round(1).to_string())
+display(universes.groupby(["model", "benchmark", "status"]).size().rename("universes").reset_index())
+display(costs.groupby("model")[["seconds", "positions_computed", "cache_misses"]].sum().reset_index())
 
 # %% [markdown]
 # ## 3. Responders and verdicts, per universe
@@ -415,7 +415,7 @@ timings = pd.DataFrame([{"stage": "total", "seconds": round(time.perf_counter() 
                         {"stage": "scoring (sum over universes)", "seconds": round(float(costs["seconds"].sum()), 1)
                          if len(costs) else 0.0}])
 out.table(timings, "timings")
-print(timings.to_string(index=False))
+display(timings)
 
 # %%
 from biaslab.outputs import watermark
