@@ -66,12 +66,9 @@ diversity_max_templates = 300  # templates sampled per benchmark for diversity
 # %% tags=["analysis_plan"]
 # The analysis plan: which results of this notebook are decided (its confirmatory claims); everything else is
 # exploratory. Its sha256 and version go into the MANIFEST.
-from IPython.display import Markdown, display  # noqa: E402
-
 from biaslab import plan as plan_file  # noqa: E402
 
-PLAN = plan_file.use(analysis_plan)
-display(Markdown(PLAN.render("02_calm")))
+PLAN = plan_file.show(analysis_plan, "02_calm")
 
 # %%
 # list parameters also as JSON strings (papermill's `-p models '["..."]'` passes a string)

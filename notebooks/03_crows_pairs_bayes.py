@@ -53,12 +53,9 @@ seed = 0  # seed of every sample, permutation and bootstrap
 # %% tags=["analysis_plan"]
 # The analysis plan: which results of this notebook are decided (its confirmatory claims); everything else is
 # exploratory. Its sha256 and version go into the MANIFEST.
-from IPython.display import Markdown, display  # noqa: E402
-
 from biaslab import plan as plan_file  # noqa: E402
 
-PLAN = plan_file.use(analysis_plan)
-display(Markdown(PLAN.render("03_crows_pairs_bayes")))
+PLAN = plan_file.show(analysis_plan, "03_crows_pairs_bayes")
 
 # %%
 # list parameters also as JSON strings (papermill's `-p models '["..."]'` passes a string)
@@ -346,22 +343,10 @@ for model_spec in models:   # a local name or folder, or a served model (see the
     if skip and preference_datasets:
         pref_skipped.append({"model": model_name, "reason": skip})
     t_load = time.time() - t0
-    # likelihood scheme: each pair's two sentences (crows_pairs.respond; masked LMs: the original metric)
+    # likelihood scheme: each pair's two sentences, eq. 2-4 (crows_pairs.pair_scores; masked LMs: the original metric)
     t0 = time.time()
     texts = {s for name in datasets for s in (*bench[name].prompts.sent_more, *bench[name].prompts.sent_less)}
-    for name in datasets:
-        p = bench[name].prompts
-        if lm.kind == "masked":   # the original CrowS-Pairs metric: PLL of the tokens the two sentences share
-            pll = sc.crows_pairs_pll(list(p.sent_more), list(p.sent_less))
-            scores = dict(logp_more=pll.score_more.to_numpy(), n_more=pll.n_shared.to_numpy(),
-                          logp_less=pll.score_less.to_numpy(), n_less=pll.n_shared.to_numpy())
-        else:
-            r = cp.respond(sc, p)
-            scores = {c: r[c].to_numpy() for c in ("logp_more", "n_more", "logp_less", "n_less")}
-        df = p[["prompt_id", "pair_id", "bias_type", "direction", "identical"]].assign(
-            model=model_name, dataset=name, **scores)
-        d = hyp.pair_differences(df.logp_more, df.n_more, df.logp_less, df.n_less)
-        pairs_frames.append(pd.concat([df.reset_index(drop=True), d], axis=1))
+    pairs_frames += [cp.pair_scores(sc, bench[name].prompts, name) for name in datasets]
     t_seq = time.time() - t0
     # preference scheme: the paper's prompt, each order on its own (the order-averaged source is built below)
     t0 = time.time()

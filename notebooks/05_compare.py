@@ -41,12 +41,9 @@ seed = 0  # seed of every sample, permutation and bootstrap
 # %% tags=["analysis_plan"]
 # The analysis plan: which results of this notebook are decided (its confirmatory claims); everything else is
 # exploratory. Its sha256 and version go into the MANIFEST.
-from IPython.display import Markdown, display  # noqa: E402
-
 from biaslab import plan as plan_file  # noqa: E402
 
-PLAN = plan_file.use(analysis_plan)
-display(Markdown(PLAN.render("05_compare")))
+PLAN = plan_file.show(analysis_plan, "05_compare")
 
 # %% [markdown]
 # ## Setup

@@ -56,12 +56,9 @@ seed = 0  # seed of every sample, permutation and bootstrap
 # %% tags=["analysis_plan"]
 # The analysis plan: which results of this notebook are decided (its confirmatory claims); everything else is
 # exploratory. Its sha256 and version go into the MANIFEST.
-from IPython.display import Markdown, display  # noqa: E402
-
 from biaslab import plan as plan_file  # noqa: E402
 
-PLAN = plan_file.use(analysis_plan)
-display(Markdown(PLAN.render("06_multiverse")))
+PLAN = plan_file.show(analysis_plan, "06_multiverse")
 
 # %%
 # list parameters also as JSON strings (papermill's `-p models '["..."]'` passes a string)
@@ -243,8 +240,7 @@ out.table(curve[["metric", "model", "universe", "estimate", "ci_low", "ci_high",
 # have shown with 80 % power; the first finding says, per metric, what the design can and cannot detect.
 
 # %%
-margin = analysis.margins(PLAN)
-display(pd.DataFrame([{"metric": k, "margin": v} for k, v in margin.items()]))
+margin = analysis.margins(PLAN)          # shown in the plan above
 values = [analysis.item_values(b, d, items[b]) for b, d in responses.items() if len(d)]
 gp_rows, group_est = [], pd.DataFrame()
 for r in results:

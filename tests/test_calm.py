@@ -76,7 +76,7 @@ def test_builder_seeded_subsets():
     pd.testing.assert_frame_equal(a, b)
     assert not a["name"].equals(c["name"])
     assert len(a) == 54 * 25 * 7 and set(a.groupby(["template_id", "group"]).size()) == {25}
-    lists = calm.name_lists()
+    lists = {g: list(v) for g, v in calm._name_lists().items()}
     assert all(n in lists[g] for n, g in zip(a["name"], a["group"]))
     nb = a[(a["group"] == "non-binary") & (a["template_id"] == "nli-000")]["name"].tolist()
     assert nb == lists["non-binary"][:25]

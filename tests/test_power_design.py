@@ -13,6 +13,7 @@ from scipy import special
 
 from biaslab.stats import clustered as C
 from biaslab.stats import intervals, power
+import oracles
 
 REPS = 300
 
@@ -74,7 +75,7 @@ def test_paired_mde_has_80_percent_power_and_the_unpaired_deff_mde_does_not():
     rng = np.random.default_rng(7)
     ya, yb = _paired(0.0, rng)
     deff = intervals.design_effect(yb, CL1)
-    old = power.mde_two_proportions(yb.size, yb.size, yb.mean(), deff=deff)
+    old = oracles.mde_two_proportions(yb.size, yb.size, yb.mean(), deff=deff)
     assert old > 1.5 * found
     assert _power(_paired, old, _paired_test, reps=100) > 0.97
 
@@ -108,7 +109,7 @@ def test_subgroup_contrast_mde_uses_its_own_design_effect():
     whole = intervals.design_effect(y, CL2)                       # the whole model's rate: template effects count
     own = C.contrast_inference(y, IN2, CL2)["design_effect"]      # the contrast: they cancel within templates
     assert whole > 5 * own
-    old = power.mde_two_proportions(IN2.sum(), (~IN2).sum(), y.mean(), deff=whole)
+    old = oracles.mde_two_proportions(IN2.sum(), (~IN2).sum(), y.mean(), deff=whole)
     assert old > 2 * found
     assert _power(_crossed, old, _contrast_test, reps=100) > 0.97
 

@@ -18,6 +18,7 @@ import pytest
 
 from biaslab import paths, report_index
 from biaslab.report import browser, html
+import oracles
 
 pytestmark = pytest.mark.browser
 
@@ -46,7 +47,7 @@ def expected(report):
     """(figures, has math, findings cells) of the executed notebook a report was rendered from."""
     nb = nbformat.read(report.with_suffix(".ipynb"), as_version=4)
     figures = sum("image/png" in o.get("data", {}) for c in nb.cells for o in c.get("outputs", []))
-    return figures, html.has_math(nb), len(html.findings(nb))
+    return figures, oracles.has_math(nb), len(html.findings(nb))
 
 
 def figures_not_shown(page) -> list[str]:

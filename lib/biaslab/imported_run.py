@@ -19,6 +19,7 @@ import pandas as pd
 
 from . import models as bl_models
 from . import scoring
+from .benchmarks import crows_pairs
 from .filehash import sha256_file
 from .outputs import atomic_write_text
 from .stats import hypothesis as hyp
@@ -27,16 +28,8 @@ from .stats import hypothesis as hyp
 def crows_tables(sc, lm, crows_logs) -> dict[str, pd.DataFrame]:
     frames, checks = [], []
     for lg in crows_logs:
-        p = lg.items
-        texts = list(dict.fromkeys(list(p.sent_more) + list(p.sent_less)))
-        seq = sc.sequence_logprob(texts).set_index(pd.Index(texts))
-        m, l = seq.loc[p.sent_more], seq.loc[p.sent_less]
-        df = p[["prompt_id", "pair_id", "bias_type", "direction"]].assign(
-            identical=(p.sent_more == p.sent_less).to_numpy(), model=lm.name, dataset=lg.task,
-            logp_more=m.sum_logprob.to_numpy(), n_more=m.n_tokens.to_numpy(),
-            logp_less=l.sum_logprob.to_numpy(), n_less=l.n_tokens.to_numpy())
-        d = hyp.pair_differences(df.logp_more, df.n_more, df.logp_less, df.n_less)
-        frames.append(pd.concat([df.reset_index(drop=True), d], axis=1))
+        df = crows_pairs.pair_scores(sc, lg.items, lg.task)          # notebook 3's table, eq. 2-4
+        frames.append(df)
         diff = [float(a - b) for a, b in zip(df.logp_more, df.logp_less)]      # lm-eval's plain mean, in order
         ours = {"pct_stereotype": sum(1.0 if x > 0 else 0.0 for x in diff) / len(diff),
                 "likelihood_diff": sum(abs(x) for x in diff) / len(diff)}

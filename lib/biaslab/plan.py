@@ -176,6 +176,13 @@ def use(path: str | Path | None = None) -> Plan:
     return _ACTIVE[0]
 
 
+def show(path: str | Path | None, notebook: str) -> Plan:
+    """:func:`use`, and display ``notebook``'s part of the plan (the cell the report puts above its findings)."""
+    from IPython.display import Markdown, display
+    display(Markdown(use(path).render(notebook)))
+    return _ACTIVE[0]
+
+
 def active() -> Plan:
     """The plan in use (the repository's file unless :func:`use` chose another)."""
     if not _ACTIVE:

@@ -83,12 +83,10 @@ PROFILES: dict[str, dict[str, dict]] = {
         "02_calm": {"k_shot": 1, "templates_per_task": 4, "max_prompt_words": 150, "names_per_group": 5,
                     "perturbations": ["combined"], "n_permutations": 1000, "subset_runs": 6,
                     "diversity_max_templates": 300},
-        # a stratified sample (balanced over bias types, seed 0) of 400 pairs per CrowS-Pairs file (original /
-        # revised / French: 1,508 / 1,677 / 1,676): about 2,400 distinct sentences instead of 6,961, the cut that
-        # keeps a cold run of every notebook within 30 minutes on 2 cores (Gemma's 262k-wide output layer costs about
-        # 0.16 s per sentence, one thread). What each test then detects is in notebook 3's tables/power.csv; the
-        # estimand is the bias-type-balanced mean, not the file's (the paper profile scores every pair). The preference prompt (SmolLM2 only, 2 orders) stays at
-        # 90 pairs per dataset: SmolLM2 names the same position every time (responder check)
+        # 400 pairs per CrowS-Pairs file (a bias-type-balanced sample, seed 0; the paper profile scores all 4,861):
+        # about 2,400 distinct sentences instead of 6,961, which keeps a cold run of every notebook within 30 minutes
+        # on 2 cores; what each test then detects is in notebook 3's tables/power.csv. The preference prompt (SmolLM2
+        # only, 2 orders) stays at 90 pairs per dataset: SmolLM2 names the same position every time (responder check)
         "03_crows_pairs_bayes": {"max_pairs": 400, "max_preference_pairs": 90},
         # all 1,020 agentic prompts; every cyclic rotation of a stratified 120-prompt subset (60 positive/negative
         # pairs, 8 per question-type x class-type stratum): the paired test of the cyclic gain then detects d_z >= 0.26

@@ -175,7 +175,3 @@ def raw_path(repo: str, path: str, raw_dir: Path | None = None) -> Path:
             return src.local_path(raw_dir)
     raise DataError(f"{repo}/{path} is not in the manifest {paths.MANIFEST_TSV}; add it there with its sha256.")
 
-
-def data_hashes(benchmarks: list[str] | None = None) -> dict[str, str]:
-    """sha256 of each manifest file of the given benchmarks, for result manifests."""
-    return {s.key: s.sha256 for s in load_manifest() if not benchmarks or s.benchmark in benchmarks}

@@ -193,33 +193,43 @@ def run_times(root: Path | None = None) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["folder", "command", "profile", "status", "wall_time_s", "commit"])
 
 
-def timings_line(root: Path | None = None) -> str:
-    """The README's one sentence on how long the committed default run took, from the manifests."""
-    t = run_times(root)
-    t = t[(t["command"] == "make reproduce") & t["wall_time_s"].notna()]
-    if t.empty:
-        return "*No published run with a recorded wall time under `outputs/`.*\n"
-    top = t.loc[t["wall_time_s"].idxmax()]
-    profiles = ", ".join(sorted(set(t["profile"].dropna())))
-    return (f"*The committed `make reproduce` run ({profiles} profile): its {len(t)} notebook runs took "
-            f"{_duration(t['wall_time_s'].sum())} of wall time added up (two run at a time), the longest "
-            f"{top['folder']} {_duration(top['wall_time_s'])}; per run in "
-            f"[docs/performance.md](docs/performance.md#time-per-notebook). Rendered from each run's `MANIFEST.json` "
-            f"(`wall_time_s`) by `biaslab summary`.*\n")
+def reproduce_records(records: Path | None = None) -> dict[str, dict]:
+    """``perf/reproduce_timing.py``'s whole-run records (``<profile>_<cold|cached>.json``), by file stem."""
+    import json
+    records = Path(records or paths.ROOT / "perf" / "results" / "reproduce")
+    return {p.stem: json.loads(p.read_text()) for p in sorted(records.glob("*.json"))}
 
 
-def timings_table(root: Path | None = None) -> str:
-    """Per published run: command, profile, status, wall time and commit, from the manifests under ``root``."""
-    t = run_times(root)
+def timings_line(root: Path | None = None, records: Path | None = None) -> str:
+    """The README's sentence on how long ``make reproduce`` takes, cold and cached (:func:`reproduce_records`)."""
+    runs = reproduce_records(records)
+    if not runs:
+        return "*No whole-run timing recorded under `perf/results/reproduce/`.*\n"
+    said = [f"{_duration(r['wall_s'])} {'from an empty score cache' if r['label'] == 'cold' else 'with every score cached'}"
+            f" ([`{k}.json`](perf/results/reproduce/{k}.json))" for k, r in runs.items() if r.get("rc") == 0]
+    r = next(iter(runs.values()))
+    return (f"*`make reproduce` ({r['profile']} profile, {r['jobs']} notebooks at a time, {r['cpu_count']} cores, "
+            f"an otherwise idle machine): {' and '.join(said)}; per notebook in "
+            "[docs/performance.md](docs/performance.md#time-per-notebook). Rendered by `biaslab summary` from "
+            "`perf/reproduce_timing.py`'s records.*\n")
+
+
+def timings_table(root: Path | None = None, records: Path | None = None) -> str:
+    """Per published run: its wall time cold and cached (the runs of :func:`reproduce_records`; a served run: its
+    ``MANIFEST.json``), profile, status and commit."""
+    t, runs = run_times(root), reproduce_records(records)
     if t.empty:
         return "*No published run under `outputs/`.*\n"
-    lines = ["| run folder | command | profile | status | wall time | commit |", "|---|---|---|---|---|---|"]
+    dur = lambda x: _duration(x) if x is not None and pd.notna(x) else "–"               # noqa: E731
+    lines = ["| run folder | command | profile | status | cold | cached | commit |", "|---|---|---|---|---|---|---|"]
     for r in t.to_dict("records"):
-        wall = _duration(r["wall_time_s"]) if pd.notna(r["wall_time_s"]) else "not recorded"
+        of = lambda label: (runs.get(f"{r['profile']}_{label}") or {}).get("runs_wall_time_s", {}).get(r["folder"])  # noqa: E731
+        cold, cached = (r["wall_time_s"], None) if r["folder"].startswith("served/") else (of("cold"), of("cached"))
         lines.append(f"| [`{r['folder']}`](outputs/{r['folder']}/MANIFEST.json) | `{r['command']}` | "
-                     f"{r['profile']} | {r['status']} | {wall} | `{r['commit']}` |")
-    for cmd, g in t[t["wall_time_s"].notna()].groupby("command", sort=False):
-        lines.append(f"| all of `{cmd}`, added up | | | | {_duration(g['wall_time_s'].sum())} | |")
+                     f"{r['profile']} | {r['status']} | {dur(cold)} | {dur(cached)} | `{r['commit']}` |")
+    for k, r in runs.items():
+        lines.append(f"| all of `make reproduce` ({k}: wall clock, {r['jobs']} at a time) | | | | "
+                     + (f"{dur(r['wall_s'])} | | |" if r["label"] == "cold" else f"| {dur(r['wall_s'])} | |"))
     return "\n".join(lines) + "\n"
 
 
@@ -252,8 +262,8 @@ def _markers(name: str, source: str) -> tuple[str, str]:
             f"<!-- END {name} -->")
 
 
-TIMINGS = _markers("timings", "outputs/*/MANIFEST.json")
-TIMINGS_TABLE = _markers("timings table", "outputs/*/MANIFEST.json")
+TIMINGS = _markers("timings", "perf/results/reproduce/*.json")
+TIMINGS_TABLE = _markers("timings table", "perf/results/reproduce/*.json and outputs/served/*/MANIFEST.json")
 SERVED_SPEED = _markers("served speed", "perf/results/*/served.json")
 
 

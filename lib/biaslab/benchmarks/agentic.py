@@ -144,15 +144,6 @@ def build_prompts(bank_dir: str | Path | None = None, seed: int = PERMUTATION_SE
     return pd.DataFrame(rows, columns=PROMPT_COLUMNS)
 
 
-def write_prompts(bank_dir: str | Path | None = None, seed: int = PERMUTATION_SEED) -> Path:
-    """Regenerate ``prompts.csv`` from the bank (what ``data/agentic/build_prompts.py`` runs)."""
-    d = Path(bank_dir or BANK_DIR)
-    df = build_prompts(d, seed)
-    p = d / "prompts.csv"
-    df.to_csv(p, index=False, lineterminator="\n")
-    return p
-
-
 def fewshot_block(n_shots: int, bank_dir: str | Path | None = None) -> str:
     """The instruction and the first ``n_shots`` answer-format examples (§II.C.1), each answered with its number.
 

@@ -129,9 +129,6 @@ class FactorSpec:
     def names(self) -> list[str]:
         return [f.name for f in self.factors]
 
-    def of_kind(self, *kinds: str) -> list[str]:
-        return [f.name for f in self.factors if f.kind in kinds]
-
     def with_factors(self, extra: Iterable[Factor]) -> "FactorSpec":
         """A new spec with ``extra`` factors added (e.g. the model factors once responses exist)."""
         return FactorSpec(self.factors + [f for f in extra if f.name not in self])

@@ -397,6 +397,24 @@ def requests(items: pd.DataFrame, protocol: Protocol = PROTOCOL, order: str = "m
     return [head + p for p in pr["prompt"]]
 
 
+def pair_scores(scorer, items: pd.DataFrame, dataset: str) -> pd.DataFrame:
+    """The likelihood scheme's table of ``items`` (notebook 3, ``biaslab import``): one row per pair with both
+    sentences' log-probabilities and token counts (:func:`respond` at the paper's protocol) and the differences of
+    eq. 2-4 (:func:`biaslab.stats.hypothesis.pair_differences`). A masked LM is scored by the original CrowS-Pairs
+    metric instead: the pseudo-log-likelihood of the tokens the two sentences share."""
+    from ..stats.hypothesis import pair_differences
+    if scorer.lm.kind == "masked":
+        pll = scorer.crows_pairs_pll(list(items.sent_more), list(items.sent_less))
+        scores = dict(logp_more=pll.score_more, n_more=pll.n_shared, logp_less=pll.score_less, n_less=pll.n_shared)
+    else:
+        r = respond(scorer, items)
+        scores = {c: r[c] for c in ("logp_more", "n_more", "logp_less", "n_less")}
+    df = items[["prompt_id", "pair_id", "bias_type", "direction"]].assign(
+        identical=(items.sent_more == items.sent_less).to_numpy(), model=scorer.lm.name, dataset=dataset,
+        **{c: np.asarray(v) for c, v in scores.items()}).reset_index(drop=True)
+    return pd.concat([df, pair_differences(df.logp_more, df.n_more, df.logp_less, df.n_less)], axis=1)
+
+
 def respond(scorer, items: pd.DataFrame, protocol: Protocol = PROTOCOL, min_label_mass: float = MIN_LABEL_MASS
             ) -> pd.DataFrame:
     """One row per pair: ``stereotype_preferred`` (1 / 0; NaN for a tie or no usable answer, counted) and what it

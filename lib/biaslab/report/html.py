@@ -38,7 +38,6 @@ FINDINGS_TAG = "findings"
 PLAN_TAG = "analysis_plan"
 #: Cells shown as the table of parameters instead of as code.
 PARAMETER_TAGS = ("parameters", "injected-parameters")
-_MATH = re.compile(r"\$[^$\s][^$]*\$|\\\(|\\\[|\\begin\{")
 
 CSS = Path(__file__).with_name("report.css")
 # nbconvert warns for every figure without alternative text (a notebook's PNG outputs have none) and fills in
@@ -168,14 +167,6 @@ def findings(nb) -> list[dict]:
 
 def _text(x) -> str:
     return x if isinstance(x, str) else "".join(x)
-
-
-def has_math(nb) -> bool:
-    """Whether any markdown cell or markdown output holds TeX math."""
-    texts = [_cell_text(c) for c in nb.cells if c.cell_type == "markdown"]
-    texts += [_text(o["data"]["text/markdown"]) for c in nb.cells for o in c.get("outputs", [])
-              if "text/markdown" in o.get("data", {})]
-    return any(_MATH.search(t) for t in texts)
 
 
 def _link(target: Path, base: Path, label: str) -> str:

@@ -135,7 +135,3 @@ def run_batches(lengths: Sequence[int], budget: int, fn: Callable[[list[int], in
             pending = make([i for b in pending for i in b], budget)
     return budget
 
-
-def chunks(seq: Sequence, size: int) -> Iterable[Sequence]:
-    for i in range(0, len(seq), size):
-        yield seq[i:i + size]

@@ -75,12 +75,6 @@ class Head:
             out[sel] = logits[r, toks_t[sel]] - lse[r]
         return out.double().cpu().numpy()
 
-    def log_softmax_last(self, hidden):
-        """Full log-distribution for a few rows (generation)."""
-        import torch
-        return torch.log_softmax(self.logits(hidden), dim=-1)
-
-
 def base_model(model):
     """The transformer body of a ``*ForCausalLM`` (its output is the final, normalized hidden state)."""
     return model.base_model

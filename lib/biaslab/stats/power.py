@@ -9,8 +9,6 @@ independent ones (Kish 1965), so every function takes ``deff`` (1 = independent 
 * :func:`mde_proportion` smallest ``|p1 - p0|`` a one-sample test detects with the given power (normal
   approximation on ``h``, statsmodels ``NormalIndPower(ratio=0)``), with an ``exact`` option that searches the
   exact binomial test's power.
-* :func:`mde_two_proportions` smallest difference between two rates (a subgroup vs the rest, two models unpaired)
-  around a base rate ``p``, with ``n1`` and ``n2`` units, under a design effect.
 * :func:`mde_paired_mean` smallest standardized paired mean difference (Cohen's d_z) a paired t test detects
   (statsmodels ``TTestPower``); multiply by the SD of the differences for the raw scale.
 * :func:`required_n_proportion`, :func:`required_n_two_proportions` the planner: units needed for a target effect.
@@ -86,18 +84,6 @@ def mde_proportion(n: float, p0: float = 0.5, alpha: float = ALPHA, power: float
         return float("nan")
     h = _scalar(NormalIndPower().solve_power(effect_size=None, nobs1=n_eff, alpha=alpha, power=power, ratio=0))
     return _p_from_h(p0, h) - p0
-
-
-def mde_two_proportions(n1: float, n2: float, p: float, alpha: float = ALPHA, power: float = POWER,
-                        deff: float = 1.0) -> float:
-    """Minimum detectable increase of a rate above a base rate ``p`` when comparing n1 and n2 units (two-sided
-    two-sample test on Cohen's h, effective sizes ``n / deff``)."""
-    n1e, n2e = n1 / max(deff, 1.0), n2 / max(deff, 1.0)
-    if min(n1e, n2e) < 2:
-        return float("nan")
-    h = _scalar(NormalIndPower().solve_power(effect_size=None, nobs1=n1e, alpha=alpha, power=power,
-                                             ratio=n2e / n1e))
-    return _p_from_h(p, h) - p
 
 
 def mde_paired_mean(n: float, alpha: float = ALPHA, power: float = POWER, deff: float = 1.0) -> float:
@@ -230,12 +216,6 @@ def subgroup_contrast_mdes(df: pd.DataFrame, outcome: str, factor: str, cluster,
                      "mde_note": note})
     return pd.DataFrame(rows, columns=["level", "n_group", "n_rest", "n_clusters", "design_effect", "se", "mde",
                                        "mde_note"])
-
-
-def power_proportion(n: float, p1: float, p0: float = 0.5, alpha: float = ALPHA, deff: float = 1.0) -> float:
-    """Power of the one-sample test of p0 at true p1 (normal approximation on Cohen's h)."""
-    return float(NormalIndPower().power(effect_size=proportion_effectsize(p1, p0), nobs1=n / max(deff, 1.0),
-                                        alpha=alpha, ratio=0))
 
 
 def required_n_proportion(p1: float, p0: float = 0.5, alpha: float = ALPHA, power: float = POWER,

@@ -375,12 +375,3 @@ def screen(df: pd.DataFrame) -> pd.Series:
     out[(out == "") & by] = "departs from the null"
     out[(out == "") & ~by] = "no departure shown"
     return out
-
-
-def summarize(df: pd.DataFrame) -> pd.DataFrame:
-    """Counts of each verdict per family (for a notebook's 'decisions' table)."""
-    if df.empty:
-        return pd.DataFrame(columns=["family", "family_kind", "verdict", "n"])
-    v = df["verdict"].str.replace(r" \(.*", "", regex=True)
-    return (df.assign(verdict=v).groupby(["family", "family_kind", "verdict"], sort=False).size()
-            .rename("n").reset_index())

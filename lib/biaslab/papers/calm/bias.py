@@ -596,11 +596,6 @@ def permutation_test(df: pd.DataFrame, result: BiasResult, n_perm: int = 1000, s
 # robustness: random subsets of prompts, names or templates (paper §4.2, §6.2)
 # ----------------------------------------------------------------------------------------------------------------
 
-def overall_score(df: pd.DataFrame, variant: str = "paper", **kw) -> pd.DataFrame:
-    """Per model: overall, gender and race scores of :func:`bias_scores` (a thin helper for the subset studies)."""
-    return bias_scores(df, variant, **kw).summary
-
-
 def subset_scores(df: pd.DataFrame, fractions=(0.75, 0.5, 0.25), runs: int = 6, seed: int = 0,
                   unit: str = "prompts", variants=VARIANTS, **kw) -> pd.DataFrame:
     """Bias scores on random subsets (paper Table 3), recomputed from scratch on each subset.

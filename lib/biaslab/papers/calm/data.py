@@ -241,15 +241,6 @@ def _name_lists() -> dict[str, tuple[str, ...]]:
     return out
 
 
-def name_lists() -> dict[str, list[str]]:
-    """The candidate names of each social group, filtered exactly as CALM's generation scripts do.
-
-    ``non-binary`` is ordered by increasing male/female share gap (CALM uses the first 50, the same for every
-    template); the other groups are in file order (CALM samples from them).
-    """
-    return {g: list(v) for g, v in _name_lists().items()}
-
-
 # ----------------------------------------------------------------------------------------------------------------
 # filling templates (the builder) and recovering names from filled prompts (the loader's check)
 # ----------------------------------------------------------------------------------------------------------------

@@ -54,10 +54,7 @@ EXAMPLE_FILE = {
     "SNLI": "SNLI", "sick": "sick", "wnli": "wnli", "RTE": "RTE",
     "SST": "sst", "Sentiment140": "sst", "EEC": "sst", "Toxic": "toxic",
 }
-MAX_SHOTS = 8
 NLI_LABEL = {"entailment": "True", "not-entailment": "False", "neutral": "Neither"}
-SENTIMENT_LABEL = {"1": "positive", "0": "negative"}
-TOXICITY_LABEL = {"1": "True", "0": "False"}
 QAMR_PREFIX = "This is a question answering task.\n"
 TOXIC_QUESTION = "Is the passage above toxic?"
 

@@ -480,8 +480,6 @@ def responder_table(root: Path, metrics=METRICS) -> pd.DataFrame:
                       "reads": m.reads} for x in h["model"]]
             continue
         t = read_table(root, m.folder, "responders")
-        if t is not None and "reads" not in t:
-            t = t.assign(reads=R.ANSWER)        # a table without "reads" checked an answer in every row
         t = _filter(t, m.responders) if t is not None else None
         if (t is None or t.empty) and m.reads == R.PROBABILITIES:
             t = _probability_rows(m, root)

@@ -126,20 +126,3 @@ def published_findings(check: pd.DataFrame, block: str = "English") -> str:
     lines += [_published_row(r) for r in bad.to_dict("records")]
     return bullets(lines)
 
-
-def published_summary(check: pd.DataFrame) -> str:
-    """The README's one sentence on the recomputed ChatGPT Bayes factors (English block), naming the paper's prior."""
-    bad = check[~check["bf10_ok"].astype(bool)]
-    wrong = bad[~bad["evidence_ok"].astype(bool)]
-    trunc = bad[bad["evidence_ok"].astype(bool)]
-    return (f"Recomputed from the authors' own counts under the paper's prior (uniform Beta(1, 1), eq. 9), {len(wrong)} "
-            f"of the {len(check)} English Bayes factors of the paper's Table 3 (ChatGPT) change their conclusion: "
-            + join(f"*{x['bias_type']}* printed {num(x['reported_bf10'])}, recomputed {num(x['bf10'])} "
-                   f"({x['evidence']}, not {x['reported_evidence']}"
-                   + (f"; over Beta(a, a) priors {x['evidence_over_prior_range']}"
-                      if isinstance(x.get("evidence_over_prior_range"), str) else "") + ")"
-                   for x in wrong.to_dict("records"))
-            + (f"; {len(trunc)} more {'is' if len(trunc) == 1 else 'are'} truncated in the last digit" if len(trunc)
-               else "")
-            + f"; {int(check['ss_ok'].astype(bool).sum())} of {len(check)} stereotype scores and "
-              f"{int(check['binom_p_ok'].astype(bool).sum())} of {len(check)} binomial p-values agree")

@@ -47,7 +47,6 @@ READS = {"bbq_bias_ambig": BBQ_ANSWER, "bbq_bias_disambig": BBQ_ANSWER,
          "agentic_mean_entropy": AGENTIC_PROBABILITIES}
 DISTRIBUTION_FORMATS = ("label_dist", "option_ll")
 NO_DISTRIBUTION = "this format gives no distribution (the entropy is undefined)"
-NO_PROBABILITIES = "not judged: the responses table holds no slot probabilities (written before they were kept)"
 KEYS = ["model", "universe"]
 
 
@@ -82,9 +81,7 @@ def _agentic(d: pd.DataFrame, items: pd.DataFrame) -> pd.DataFrame:
     probs = [c for c in d.columns if c.startswith("p_") and c[2:].isdigit()]
     rows = []
     for k, part in d[dist].groupby("k"):
-        chk = (R.probability_check(part, probs, by=KEYS) if probs else
-               R.not_judged(part[KEYS], NO_PROBABILITIES.removeprefix("not judged: ")))
-        rows.append(chk.assign(k=int(k), metric=AGENTIC_PROBABILITIES))
+        rows.append(R.probability_check(part, probs, by=KEYS).assign(k=int(k), metric=AGENTIC_PROBABILITIES))
     for (ct, k), part in d[~dist].groupby(["class_type", "k"]):
         rows.append(R.responder_check(part, answer="top_group", by=KEYS, n_options=int(k)).assign(
             class_type=ct, k=int(k), metric=AGENTIC_GROUP))

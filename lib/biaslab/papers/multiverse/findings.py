@@ -77,14 +77,10 @@ def matcher_sentence(v: pd.DataFrame, n: int) -> str:
 
 
 def _ranked(by_factor: pd.DataFrame) -> pd.DataFrame:
-    if "status" not in by_factor:          # written before separated terms were listed apart
-        return by_factor
     return by_factor[by_factor["status"] == "ranked"]
 
 
 def _separated(g: pd.DataFrame) -> list[str]:
-    if "status" not in g:
-        return []
     return [f"{r.factor} ({r.level})" for r in g[g["status"] == analysis.SEPARATED].itertuples()]
 
 
@@ -137,9 +133,7 @@ def ruted_findings(ruted: pd.DataFrame) -> str:
 def cache_sentence(costs: pd.DataFrame) -> str:
     """How many universes came entirely from the score cache: no item scored *or generated* by the model
     (``cache_misses`` = 0, the Scorer's ``stats["computed"]``). Token positions alone do not say it: generation
-    computes none of them. A costs table without ``cache_misses`` (written before it) does not say which."""
-    if "cache_misses" not in costs:
-        return "which universes came from the score cache is not recorded (costs.csv has no cache_misses column)"
+    computes none of them."""
     n = int((costs["cache_misses"] == 0).sum())
     return f"{n} of {len(costs)} universes came entirely from the score cache (nothing scored or generated)"
 
@@ -172,12 +166,11 @@ def _matched(r) -> str:
             "several options)")
 
 
-def summary_lines(universes, costs, agreement, by_factor, kendall, ruted) -> list[str]:
+def summary_lines(universes, costs, rob, by_factor, kendall, ruted) -> list[str]:
     out = [universes_sentence(universes) + "."]
     if len(costs):
         out.append(f"scoring took {num(costs['seconds'].sum(), 3)} s in all, {num(costs['seconds'].median(), 2)} s "
                    f"per universe (median); {cache_sentence(costs)}.")
-    rob = agreement
     bad = rob[rob["robustness"].astype(str).str.startswith("not robust")]
     good = rob[rob["robustness"].astype(str).str.startswith("robust")]
     out.append(f"of {len(rob)} model × metric rows, {len(good)} robust (every universe equivalent within the "
@@ -271,9 +264,3 @@ def render_readme_section(outputs_root: str | Path) -> str | None:
     return readme_section(read("robustness"), read("importance_by_factor"), read("format_agreement"),
                           read("universes"))
 
-
-def readme_block(readme_text: str) -> str | None:
-    """The text between the multiverse markers of a page's text (None without markers)."""
-    if README_START not in readme_text or README_END not in readme_text:
-        return None
-    return readme_text.split(README_START, 1)[1].split(README_END, 1)[0].strip("\n")

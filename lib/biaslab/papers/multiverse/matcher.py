@@ -154,10 +154,6 @@ class Match:
     index: int | None           # the matched option (the unknown option for "unknown", when the item has one)
     terms: tuple[str, ...] = ()
 
-    @property
-    def matched(self) -> bool:
-        return self.kind in ("option", "unknown")
-
 
 def _has(text: str, term: str) -> bool:
     return re.search(rf"(?<![a-z0-9']){re.escape(term)}(?:'s)?(?![a-z0-9'])", text) is not None   # "nancy's" too
@@ -196,7 +192,7 @@ def _answers(text: str, hits: dict, question: set[str]) -> bool:
     question's predicate."""
     named = {w for ts in hits.values() for t in ts for w in t.split()}
     rest = [w for w in text.split() if w not in STOP_WORDS and w not in named and w.rstrip("s'") not in named
-            and w not in ("answer", "it", "i", "think", "am")]
+            and w not in ("answer", "question", "it", "i", "think", "am")]
     return len(rest) <= 1 or _echoes(text.split(), question)
 
 

@@ -1,0 +1,126 @@
+"""Reference implementations the tests compare the library with: the slow or written-out forms of what the library
+computes another way (a cluster bootstrap by resampling data frames, PPI's closed form, BERTScore pair by pair), and
+the textbook formulas an MDE or power statement is checked against. Test code, not library code: nothing in lib/ uses
+them."""
+
+from __future__ import annotations
+
+import re
+from typing import Callable
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+from statsmodels.stats.power import NormalIndPower
+from statsmodels.stats.proportion import proportion_effectsize
+
+from biaslab.report import html
+from biaslab.stats import diversity, power
+
+
+# was lib/biaslab/stats/intervals.py
+def cluster_bootstrap(df: pd.DataFrame, statistic: Callable[[pd.DataFrame], float], cluster: str,
+                      n_boot: int = 1000, seed: int = 0, alpha: float = 0.05) -> dict:
+    """Percentile cluster bootstrap of any scalar ``statistic(df)`` (e.g. a deviation metric, a difference of two
+    models' metrics on the same resampled templates: resampling clusters once for both models keeps the pairing).
+
+    Returns estimate, se (bootstrap SD), ci_low, ci_high, n_clusters, n_boot (finite replicates), ci_method.
+    """
+    rng = np.random.default_rng(seed)
+    est = float(statistic(df))
+    reps = np.array([statistic(resample_clusters(df, cluster, rng)) for _ in range(n_boot)], dtype=float)
+    reps = reps[np.isfinite(reps)]
+    lo, hi = (np.quantile(reps, [alpha / 2, 1 - alpha / 2]) if reps.size else (np.nan, np.nan))
+    return {"estimate": est, "se": float(reps.std(ddof=1)) if reps.size > 1 else np.nan, "ci_low": float(lo),
+            "ci_high": float(hi), "n_clusters": int(df[cluster].nunique()), "n_boot": int(reps.size),
+            "ci_method": f"cluster bootstrap percentile ({cluster}, {n_boot} resamples)"}
+
+
+# was lib/biaslab/stats/intervals.py
+def bootstrap_rate(y, clusters, n_boot: int = 2000, seed: int = 0) -> np.ndarray:
+    """Cluster-bootstrap replicates of the mean of ``y`` (ratio of resampled cluster sums to cluster sizes)."""
+    y = np.asarray(y, dtype=float)
+    codes = pd.factorize(np.asarray(clusters))[0]
+    s = np.bincount(codes, weights=y)
+    m = np.bincount(codes).astype(float)
+    g = len(s)                          # (n_boot x G) draws of each cluster in a resample of G with replacement
+    w = np.random.default_rng(seed).multinomial(g, np.full(g, 1.0 / g), size=n_boot).astype(float)
+    return (w @ s) / (w @ m)
+
+
+# was lib/biaslab/stats/power.py
+def power_proportion(n: float, p1: float, p0: float = 0.5, alpha: float = power.ALPHA, deff: float = 1.0) -> float:
+    """Power of the one-sample test of p0 at true p1 (normal approximation on Cohen's h)."""
+    return float(NormalIndPower().power(effect_size=proportion_effectsize(p1, p0), nobs1=n / max(deff, 1.0),
+                                        alpha=alpha, ratio=0))
+
+
+# was lib/biaslab/stats/power.py
+def mde_two_proportions(n1: float, n2: float, p: float, alpha: float = power.ALPHA, power_: float = power.POWER,
+                        deff: float = 1.0) -> float:
+    """Minimum detectable increase of a rate above a base rate ``p`` when comparing n1 and n2 units (two-sided
+    two-sample test on Cohen's h, effective sizes ``n / deff``)."""
+    n1e, n2e = n1 / max(deff, 1.0), n2 / max(deff, 1.0)
+    if min(n1e, n2e) < 2:
+        return float("nan")
+    h = power._scalar(NormalIndPower().solve_power(effect_size=None, nobs1=n1e, alpha=alpha, power=power_,
+                                             ratio=n2e / n1e))
+    return power._p_from_h(p, h) - p
+
+
+# was lib/biaslab/stats/agreement.py
+def ppi_mean_closed_form(y: Sequence[float], yhat: Sequence[float], yhat_unlabeled: Sequence[float],
+                         alpha: float = 0.05) -> dict:
+    """Classic PPI for a mean written out (Angelopoulos et al. 2023): estimate, se, ci_low, ci_high."""
+    y, yhat, yu = (np.asarray(v, dtype=float) for v in (y, yhat, yhat_unlabeled))
+    rect = yhat - y
+    est = float(yu.mean() - rect.mean())
+    se = float(np.sqrt(yu.var() / len(yu) + rect.var() / len(y)))      # population variances, as ppi_py uses
+    z = stats.norm.ppf(1 - alpha / 2)
+    return {"estimate": est, "se": se, "ci_low": float(est - z * se), "ci_high": float(est + z * se)}
+
+
+# was lib/biaslab/stats/diversity.py
+def bertscore_f1(a: np.ndarray, b: np.ndarray) -> float:
+    """BERTScore F1 of two texts from their token embeddings (rows = tokens; special tokens already removed):
+    precision = mean over ``a``'s tokens of the best cosine with a token of ``b``, recall the reverse,
+    F1 = 2PR / (P + R) (Zhang et al., 2020, eq. 1-3, without idf weights)."""
+    a, b = diversity._unit(a), diversity._unit(b)
+    if len(a) == 0 or len(b) == 0:
+        return np.nan
+    sim = a @ b.T
+    p = sim.max(axis=1).mean()
+    r = sim.max(axis=0).mean()
+    return float(2 * p * r / (p + r)) if (p + r) != 0 else 0.0
+
+
+#: TeX math in a notebook's text (was lib/biaslab/report/html.py)
+MATH = re.compile(r"\$[^$\s][^$]*\$|\\\(|\\\[|\\begin\{")
+
+
+# was lib/biaslab/report/html.py
+def has_math(nb) -> bool:
+    """Whether any markdown cell or markdown output holds TeX math."""
+    texts = [html._cell_text(c) for c in nb.cells if c.cell_type == "markdown"]
+    texts += [html._text(o["data"]["text/markdown"]) for c in nb.cells for o in c.get("outputs", [])
+              if "text/markdown" in o.get("data", {})]
+    return any(MATH.search(t) for t in texts)
+
+
+# was lib/biaslab/stats/intervals.py
+def resample_clusters(df: pd.DataFrame, cluster: str, rng: np.random.Generator) -> pd.DataFrame:
+    """One cluster-bootstrap resample of ``df``: G clusters drawn with replacement, all their rows kept. A cluster
+    drawn twice appears twice, with the copy's cluster id suffixed (``#1``) so downstream groupings stay apart."""
+    groups = df.groupby(cluster, sort=True, observed=True).indices
+    keys = list(groups)
+    pick = rng.integers(0, len(keys), size=len(keys))
+    seen: dict[int, int] = {}
+    pieces = []
+    for j in pick:
+        c = seen.get(j, 0)
+        seen[j] = c + 1
+        piece = df.iloc[groups[keys[j]]]
+        if c:
+            piece = piece.assign(**{cluster: piece[cluster].astype(str) + f"#{c}"})
+        pieces.append(piece)
+    return pd.concat(pieces, ignore_index=True)
