@@ -39,9 +39,9 @@ device = "auto"  # where models run: auto, cpu, cuda or mps
 dtype = "auto"  # weights' precision: auto, float32, bfloat16
 output_dir = "../scratch/06_multiverse"  # folder for this run's tables, figures and provenance
 benchmarks = ["bbq", "crows_pairs", "agentic"]  # benchmarks of the multiverse
-bbq_items = 142  # BBQ items per universe (None: all)
+bbq_items = 72  # BBQ items per universe (None: all)
 bbq_pool = 150  # notebook 1's BBQ sample the items come from
-crows_items = 90  # CrowS-Pairs items per universe (None: all)
+crows_items = 63  # CrowS-Pairs items per universe (None: all)
 agentic_items = 30  # agentic items per universe (None: all)
 design_name = "ofat"  # ofat (one factor at a time) or two_way
 formats = None  # benchmark -> answer formats (None: all)
@@ -73,10 +73,8 @@ factors = as_list(factors)
 #
 # `bbq_items`, `crows_items` and `agentic_items` size the subsets (`None` = all; BBQ items are drawn from notebook 1's
 # own `bbq_pool`-prompt sample, stratified by context × polarity × category, so its cached scores serve the paper's
-# universe). The default profile's BBQ size is the largest a 15-minute run affords on 2 cores (the per-universe
-# costs of `perf/results/multiverse/costs_default.csv`); 80 % power at a bias score of 0.1 would need about ten times
-# as many ambiguous items per universe (`lib/biaslab/profiles.py` gives the arithmetic), so section 5's first finding
-# states, computed from this run, which effects and which equivalence margins the design can and cannot detect.
+# universe). The default profile's sizes trade power for CPU time (`lib/biaslab/profiles.py` gives the arithmetic);
+# section 5's first finding states, from this run, which effects and equivalence margins the design can detect.
 # `design_name`: `ofat` (one factor at a time around the paper's universe: 1 + Σ(levels − 1) universes per benchmark,
 # every main effect identified) or `two_way` (also every pair of changed factors, for interactions; the paper
 # profile). `formats` (benchmark → answer formats) and `factors` restrict the design (the smoke profile).

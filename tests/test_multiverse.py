@@ -583,14 +583,15 @@ def test_stale_tables_are_named_and_an_empty_one_is_not_stale(tmp_path):
     assert findings.stale(tmp_path) is None
 
 
-def test_default_bbq_size_is_below_the_powered_size_and_fits_the_budget():
-    """The default profile's BBQ size: 80 % power at a bias score of 0.1 needs more ambiguous items than a 15-minute
-    notebook 6 affords on 2 cores, so the profile takes the largest size the measured per-universe costs allow."""
+def test_default_bbq_size_is_below_the_powered_size_so_the_notebook_says_what_it_can_detect():
+    """The default profile's BBQ size is set by the CPU cost of a cold run (lib/biaslab/profiles.py), not by power:
+    80 % power at a bias score of 0.1 needs more ambiguous items than it has, so the notebook's first finding (the
+    design's detectable effects, computed from the run) is what a reader must see first."""
     from biaslab import paths, profiles
+    from biaslab.benchmarks import bbq
     from biaslab.benchmarks.bbq import bias_score_pseudo_values
     from biaslab.stats import power
     n = profiles.PROFILES["default"]["06_multiverse"]["bbq_items"]
-    from biaslab.benchmarks import bbq
     r = pd.read_csv(paths.ROOT / "outputs" / "06_multiverse" / "tables" / "responses_bbq.csv")
     its = load_or_skip(lambda: bbq.load().prompts, "BBQ")
     amb = r[r["universe"] == "paper"].merge(its[["prompt_id", "context_condition"]], on="prompt_id")
@@ -598,7 +599,7 @@ def test_default_bbq_size_is_below_the_powered_size_and_fits_the_budget():
     sd = max(np.std(bias_score_pseudo_values(g["deviated"], g["non_unknown"], g["correct"], True), ddof=1)
              for _, g in amb.groupby("model"))
     assert power.mde_from_se(sd / np.sqrt(n / 2)) > 0.1                 # not powered for 0.1: the notebook says so
-    costs = pd.read_csv(paths.ROOT / "perf" / "results" / "multiverse" / "costs_default.csv")
-    bbq = costs["benchmark"] == "bbq"
-    per_item = costs.loc[bbq, "seconds"].sum() / costs.loc[bbq & (costs["universe"] == "paper"), "items"].iloc[0]
-    assert per_item * n + costs.loc[~bbq, "seconds"].sum() <= 900 - 74      # 74 s of the notebook is not scoring
+    import nbformat
+    nb = nbformat.read(paths.ROOT / "outputs" / "06_multiverse" / "06_multiverse.ipynb", as_version=4)
+    first = next(c for c in nb.cells if "findings" in c.get("metadata", {}).get("tags", []))
+    assert "design_findings" in first.source

@@ -324,10 +324,10 @@ def test_lanes_keep_score_sharing_runs_together_and_compare_last():
     chosen = runner.select(None)
     par, last = runner.lanes(chosen)
     assert last == [("05_compare", "")]
-    assert par[0] == [("01_multifactor", "crows_pairs"), ("03_crows_pairs_bayes", "")]      # heaviest first
+    assert par[0] == [("01_multifactor", "bbq"), ("06_multiverse", "")]     # longest first; 6 reads 01/bbq's scores
     assert par[1] == [("01_multifactor", "agentic"), ("04_agentic_entropy", "")]
-    assert par[2] == [("01_multifactor", "calm"), ("02_calm", "")]
-    assert par[3] == [("01_multifactor", "bbq"), ("06_multiverse", "")]     # notebook 6 reads 01/bbq's scores
+    assert par[2] == [("01_multifactor", "crows_pairs"), ("03_crows_pairs_bayes", "")]
+    assert par[3] == [("01_multifactor", "calm"), ("02_calm", "")]
     assert sorted([r for lane in par for r in lane] + last) == sorted(chosen)
 
 

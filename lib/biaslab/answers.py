@@ -50,8 +50,7 @@ def extract_choice(text: str | None, choices: Sequence[str]) -> str | None:
     c = match_at_start(text)
     if c is not None:
         return c
-    found: list[str] = []
-    masked = text
+    found, masked = [], text
     for c, p in pats:           # longest first; blank out what a longer choice matched
         if p.search(masked):
             found.append(c)

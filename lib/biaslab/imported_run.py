@@ -28,8 +28,7 @@ from .stats import hypothesis as hyp
 def crows_tables(sc, lm, crows_logs) -> dict[str, pd.DataFrame]:
     frames, checks = [], []
     for lg in crows_logs:
-        df = crows_pairs.pair_scores(sc, lg.items, lg.task)          # notebook 3's table, eq. 2-4
-        frames.append(df)
+        frames.append(df := crows_pairs.pair_scores(sc, lg.items, lg.task))      # notebook 3's table, eq. 2-4
         diff = [float(a - b) for a, b in zip(df.logp_more, df.logp_less)]      # lm-eval's plain mean, in order
         ours = {"pct_stereotype": sum(1.0 if x > 0 else 0.0 for x in diff) / len(diff),
                 "likelihood_diff": sum(abs(x) for x in diff) / len(diff)}

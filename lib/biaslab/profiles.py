@@ -37,10 +37,11 @@ READS_OUTPUTS_ONLY = {"05_compare"}
 SHARES_SCORES_WITH = {"01_multifactor/crows_pairs": "03_crows_pairs_bayes", "01_multifactor/agentic": "04_agentic_entropy",
                       "01_multifactor/calm": "02_calm", "01_multifactor/bbq": "06_multiverse"}#: (notebook 6's paper's universe sends notebook 1's BBQ requests: 01/bbq runs just before it, in its lane; its
 #: CrowS-Pairs and agentic paper universes hit notebook 3's and 4's cache when those lanes ran first)
-#: lanes to start first with ``--jobs`` (heaviest first: cold default run on 2 cores, the CrowS-Pairs lane is about a
-#: third of the model time, then agentic, then CALM; notebook 6 after them, so that its paper's universe more often
-#: finds notebooks 3 and 4's scores cached)
-LANE_ORDER = ("03_crows_pairs_bayes", "04_agentic_entropy", "02_calm", "06_multiverse")
+#: lanes to start first with ``--jobs``, longest first (a cold default run on 2 cores, one torch thread per lane:
+#: 01/bbq + notebook 6, then 01/agentic + notebook 4, 01/crows_pairs + notebook 3, 01/calm + notebook 2; the lanes'
+#: times are in perf/results/reproduce/default_cold.json). Notebook 6's paper universes send notebook 3's and 4's
+#: requests: whichever lane asks first computes them, the other reads them from the cache.
+LANE_ORDER = ("06_multiverse", "04_agentic_entropy", "03_crows_pairs_bayes", "02_calm")
 
 PROFILE_NAMES = ("smoke", "default", "paper")
 
@@ -92,16 +93,16 @@ PROFILES: dict[str, dict[str, dict]] = {
         # pairs, 8 per question-type x class-type stratum): the paired test of the cyclic gain then detects d_z >= 0.26
         "04_agentic_entropy": {"max_prompts": None, "cyclic_prompts": 120, "fewshot_prompts": 0},
         # one factor at a time around the paper's protocol (13 universes per benchmark and model, 3 not available
-        # for Gemma: no chat template). BBQ is sized by power within a 15-min cold budget on 2 cores: 80 % power at
-        # a bias score of 0.1 needs ~660 ambiguous items per universe (stats.power, pseudo-value SD 0.9, deff 1.04);
-        # the budget (perf/results/multiverse/costs_default.csv: 3.5 s per BBQ item over both models' universes with
-        # 40-token open answers, 406 s for the rest and the both-orders CrowS prompts, 74 s outside scoring) affords
-        # 142 items (71 ambiguous: 80 % power at |s_AMB| ~0.3, equivalence shown within ~0.3), drawn from notebook
-        # 1's 150 (context x polarity x category strata). 90 CrowS-Pairs pairs (10 per bias type), 30 agentic prompts
-        # (15 positive/negative pairs, one per question-type x class-type stratum)
+        # for Gemma: no chat template). Sized by cost within a cold `make reproduce` of 30 minutes on 2 cores: with
+        # 142 BBQ items and 90 CrowS-Pairs pairs notebook 6 alone took 1,845 s cold on one thread (BBQ 1,091 s,
+        # CrowS-Pairs 453 s in both orders, agentic 272 s), which made the whole run 46 min. 72 BBQ items (36
+        # ambiguous, drawn from notebook 1's 150 by context x polarity x category) and 63 CrowS-Pairs pairs (7 per
+        # bias type) bring it to about 1,150 s. 80 % power at a bias score of 0.1 would need ~660 ambiguous items
+        # per universe (stats.power, pseudo-value SD 0.9): the notebook's first finding states, from the run, what
+        # this design can detect. 30 agentic prompts (15 positive/negative pairs, one per question x class type)
         # q4_gguf is listed as not run here: through the llama.cpp server it cost 10-60x an in-process universe on
         # this CPU (pass -p 'precisions=["float32", "bfloat16", "q4_gguf"]' with the served-test extra installed)
-        "06_multiverse": {"bbq_items": 142, "bbq_pool": 150, "crows_items": 90, "agentic_items": 30,
+        "06_multiverse": {"bbq_items": 72, "bbq_pool": 150, "crows_items": 63, "agentic_items": 30,
                           "design_name": "ofat", "precisions": ["float32", "bfloat16"], "n_boot": 2000},
         "05_compare": {"models": None, "n_boot": None},
     },

@@ -362,8 +362,7 @@ def requests(items: pd.DataFrame, protocol: Protocol = PROTOCOL) -> tuple[list[s
         head += "\n\n".join(shots) + "\n\n"
     texts, orders = [], []
     for r in items.itertuples():
-        order = list(range(len(r.options))) if open_ else options_in_order(len(r.options), protocol.order)
-        orders.append(order)
+        orders.append(order := options_in_order(len(r.options), "original" if open_ else protocol.order))
         texts.append(head + _body(r.context, r.question, None if open_ else [r.options[i] for i in order], w["cue"]))
     return texts, orders
 
