@@ -37,10 +37,9 @@ READS_OUTPUTS_ONLY = {"05_compare"}
 SHARES_SCORES_WITH = {"01_multifactor/crows_pairs": "03_crows_pairs_bayes", "01_multifactor/agentic": "04_agentic_entropy",
                       "01_multifactor/calm": "02_calm", "01_multifactor/bbq": "06_multiverse"}#: (notebook 6's paper's universe sends notebook 1's BBQ requests: 01/bbq runs just before it, in its lane; its
 #: CrowS-Pairs and agentic paper universes hit notebook 3's and 4's cache when those lanes ran first)
-#: lanes to start first with ``--jobs``, longest first (a cold default run on 2 cores, one torch thread per lane:
-#: 01/bbq + notebook 6, then 01/agentic + notebook 4, 01/crows_pairs + notebook 3, 01/calm + notebook 2; the lanes'
-#: times are in perf/results/reproduce/default_cold.json). Notebook 6's paper universes send notebook 3's and 4's
-#: requests: whichever lane asks first computes them, the other reads them from the cache.
+#: lanes to start first with ``--jobs``, longest first (cold, 2 cores: perf/results/reproduce/default_cold.json).
+#: Notebook 6's paper universes send notebook 3's and 4's requests: whichever lane asks first computes them, the
+#: other reads them from the cache (two lanes asking at once may both compute one).
 LANE_ORDER = ("06_multiverse", "04_agentic_entropy", "03_crows_pairs_bayes", "02_calm")
 
 PROFILE_NAMES = ("smoke", "default", "paper")

@@ -224,9 +224,10 @@ def timings_table(root: Path | None = None, records: Path | None = None) -> str:
     lines = ["| run folder | command | profile | status | cold | cached | commit |", "|---|---|---|---|---|---|---|"]
     for r in t.to_dict("records"):
         of = lambda label: (runs.get(f"{r['profile']}_{label}") or {}).get("runs_wall_time_s", {}).get(r["folder"])  # noqa: E731
-        cold, cached = (r["wall_time_s"], None) if r["folder"].startswith("served/") else (of("cold"), of("cached"))
+        served = r["folder"].startswith("served/")
+        cold, cached = (dur(r["wall_time_s"]) + " (its last run)", "–") if served else (dur(of("cold")), dur(of("cached")))
         lines.append(f"| [`{r['folder']}`](outputs/{r['folder']}/MANIFEST.json) | `{r['command']}` | "
-                     f"{r['profile']} | {r['status']} | {dur(cold)} | {dur(cached)} | `{r['commit']}` |")
+                     f"{r['profile']} | {r['status']} | {cold} | {cached} | `{r['commit']}` |")
     for k, r in runs.items():
         lines.append(f"| all of `make reproduce` ({k}: wall clock, {r['jobs']} at a time) | | | | "
                      + (f"{dur(r['wall_s'])} | | |" if r["label"] == "cold" else f"| {dur(r['wall_s'])} | |"))
