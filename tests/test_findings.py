@@ -154,9 +154,10 @@ METHOD_NUMBERS = {
     # eq. 1's factor 100; CALM's prompts per template (150 gender, 200 race, 350 all); the paper's Table 5
     "02_calm": {"100", "150", "200", "350", "84.8"},
     # pingouin's prior scale, SS = 100 %, model sizes (100-1,000 times smaller), the French socioeconomic type's
-    # 195 of 196 pairs and the original set's 1,508 pairs (the recomputed ChatGPT numbers are rendered from
-    # published_chatgpt_check.csv by a findings cell, not typed)
-    "03_crows_pairs_bayes": {"0.707", "1,000", "100", "195", "196", "1,508"},
+    # 195 of 196 pairs, the original set's 1,508 pairs and the revised / French files' 1,677 rows (file sizes; the
+    # same digits occur among the sampled pairs' ids and statistics, by coincidence; the recomputed ChatGPT numbers
+    # are rendered from published_chatgpt_check.csv by a findings cell, not typed)
+    "03_crows_pairs_bayes": {"0.707", "1,000", "100", "195", "196", "1,508", "1,677"},
     # the paper's reported mean entropies
     "04_agentic_entropy": {"0.976"},
     "05_compare": set(),
@@ -275,7 +276,8 @@ def test_years_are_left_out_only_where_the_prose_says_they_are_years():
 # ------------------------------------------------------------------ no hand-written results in the README
 
 # README numbers that are not results: the design of SSQA and CrowS-Pairs (prompt and pair counts), profile sizes
-README_METHOD_NUMBERS = {"10,360", "1,508", "1,677", "1,676", "78,400", "1,020", "0.707", "224"}
+README_METHOD_NUMBERS = {"10,360", "1,508", "1,677", "1,676", "78,400", "1,020", "0.707", "224",
+                         "3.11"}                                  # the Python version
 
 
 def readme_outside_block(text: str) -> str:

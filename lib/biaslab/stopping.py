@@ -29,7 +29,7 @@ log = logging.getLogger(__name__)
 STOP = threading.Event()
 _signal: list[int] = []
 _kernels: "weakref.WeakSet[TrackedKernelManager]" = weakref.WeakSet()
-_lock = threading.Lock()
+_lock = threading.RLock()          # re-entrant: the signal handlers run in the main thread, which may hold it
 #: other process groups an abort kills (by the pid of their leader)
 _groups: set[int] = set()
 
@@ -105,8 +105,10 @@ def abort(signum: int) -> None:
     for pid in pids:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(os.getpgid(pid), signal.SIGKILL)
-    print(f"second {signal.Signals(signum).name}: aborted at once ({len(pids)} process group(s) killed; no records "
-          "written, the last good outputs are untouched)", flush=True)
+    # os.write, not print: the main thread may be inside a print to the same stream (a buffered write is not
+    # re-entrant, and the handler runs in that thread)
+    os.write(1, f"second {signal.Signals(signum).name}: aborted at once ({len(pids)} process group(s) killed; no "
+                "records written, the last good outputs are untouched)\n".encode())
     os._exit(128 + signum)
 
 
@@ -128,8 +130,8 @@ def handle_signals():
         if STOP.is_set():
             abort(signum)
         name = signal.Signals(signum).name
-        print(f"\n{name}: stopping every notebook and kernel (the last good outputs stay; a second "
-              f"{name} aborts at once) ...", flush=True)
+        os.write(1, f"\n{name}: stopping every notebook and kernel (the last good outputs stay; a second {name} "
+                    "aborts at once) ...\n".encode())          # os.write: see abort
         stop(signum)
 
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
