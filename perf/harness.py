@@ -149,3 +149,39 @@ class Worker(LineWorker):
         here = Path(__file__).resolve().parent
         super().__init__([python, str(here / "worker.py"), method, model, str(requests_file), str(threads)],
                          method, log_path, env)
+
+
+def fresh_cache(folder: Path | None = None) -> Path:
+    """An empty ``BIASLAB_CACHE`` (``folder``, or a new temporary one) whose ``models/`` is the shared cache's:
+    converted weights reused, every score computed. Refuses a folder that holds anything but ``models/``."""
+    import tempfile
+    shared = Path(os.environ.get("BIASLAB_CACHE", Path.home() / ".cache" / "biaslab"))
+    cache = Path(folder or tempfile.mkdtemp(prefix="biaslab-cold-"))
+    cache.mkdir(parents=True, exist_ok=True)
+    if any(p.name != "models" for p in cache.iterdir()):
+        raise SystemExit(f"{cache} is not empty: a cold run needs an empty cache (remove it or pick another)")
+    if not (cache / "models").exists():
+        (cache / "models").symlink_to(shared / "models")
+    return cache
+
+
+def timed_subprocess(cmd: Sequence[str], cwd: Path, env: dict, every_s: float = 30) -> dict:
+    """Run ``cmd`` and return rc, wall_s and the machine's 1-minute load average before, after and (sampled every
+    ``every_s`` seconds) during the run."""
+    import threading
+    import time
+    load, stop = [], threading.Event()
+
+    def sample():
+        while not stop.is_set():
+            load.append(os.getloadavg()[0])
+            stop.wait(every_s)
+
+    threading.Thread(target=sample, daemon=True).start()
+    before, t0 = os.getloadavg(), time.perf_counter()
+    rc = subprocess.run(list(cmd), cwd=cwd, env=env).returncode
+    wall = time.perf_counter() - t0
+    stop.set()
+    return {"rc": rc, "wall_s": round(wall, 1), "load_before_1_5_15": before, "load_after_1_5_15": os.getloadavg(),
+            "load_1min_during": {"min": min(load), "median": sorted(load)[len(load) // 2], "max": max(load)}
+            if load else None}

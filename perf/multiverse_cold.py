@@ -16,16 +16,15 @@ import argparse
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
-import threading
-import time
 from pathlib import Path
 
 import pandas as pd
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "perf"))
+import harness  # noqa: E402
 PUBLISHED = ROOT / "perf" / "results" / "multiverse"
 SCRATCH = ROOT / "perf" / "results" / "_scratch" / "multiverse"
 
@@ -38,36 +37,17 @@ def main() -> int:
     ap.add_argument("--out", help="results folder (overrides --publish)")
     ap.add_argument("-p", action="append", default=[], help="extra KEY=VALUE parameters for the notebook")
     a = ap.parse_args()
-    shared = Path(os.environ.get("BIASLAB_CACHE", Path.home() / ".cache" / "biaslab"))
     tmp = Path(tempfile.mkdtemp(prefix="biaslab-cold-"))
-    cache = tmp / "cache"
-    cache.mkdir()
-    (cache / "models").symlink_to(shared / "models")       # converted weights reused; scores start empty
+    cache = harness.fresh_cache(tmp / "cache")              # converted weights reused; scores start empty
     runs = tmp / "runs"
-    env = dict(os.environ, BIASLAB_CACHE=str(cache))
-    load, stop = [], threading.Event()
-
-    def sample():
-        while not stop.is_set():
-            load.append(os.getloadavg()[0])
-            stop.wait(30)
-
-    threading.Thread(target=sample, daemon=True).start()
-    before = os.getloadavg()
-    t0 = time.perf_counter()
     cmd = [sys.executable, "-m", "biaslab.cli", "reproduce", "--profile", a.profile, "--only", "06", "--out",
            str(runs)] + [x for kv in a.p for x in ("-p", kv)]
-    rc = subprocess.run(cmd, cwd=ROOT, env=env).returncode
-    wall = time.perf_counter() - t0
-    stop.set()
-    after = os.getloadavg()
+    run = harness.timed_subprocess(cmd, ROOT, dict(os.environ, BIASLAB_CACHE=str(cache)))
     tables = runs / "06_multiverse" / "tables"
     out = Path(a.out) if a.out else (PUBLISHED if a.publish else SCRATCH)
     out.mkdir(parents=True, exist_ok=True)
-    res = {"profile": a.profile, "rc": rc, "wall_s": round(wall, 1), "cpu_count": os.cpu_count(),
-           "load_before_1_5_15": before, "load_after_1_5_15": after,
-           "load_1min_during": {"min": min(load), "median": sorted(load)[len(load) // 2], "max": max(load)}
-           if load else None, "parameters": a.p}
+    res = {"profile": a.profile, "rc": run["rc"], "wall_s": run["wall_s"], "cpu_count": os.cpu_count(),
+           **{k: run[k] for k in ("load_before_1_5_15", "load_after_1_5_15", "load_1min_during")}, "parameters": a.p}
     if (tables / "costs.csv").exists():
         costs = pd.read_csv(tables / "costs.csv")
         uni = pd.read_csv(tables / "universes.csv")
@@ -83,7 +63,7 @@ def main() -> int:
     (out / f"cold_{a.profile}.json").write_text(json.dumps(res, indent=2, default=str) + "\n")
     print(json.dumps(res, indent=2, default=str))
     shutil.rmtree(tmp, ignore_errors=True)
-    return rc
+    return run["rc"]
 
 
 if __name__ == "__main__":

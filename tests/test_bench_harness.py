@@ -200,3 +200,22 @@ def test_a_profile_can_leave_a_method_out_of_a_workload(stub_workload, tmp_path)
     assert set(made) == {"engine", "lmeval"} and {r["method"] for r in rows} == {"engine", "lmeval"}
     assert run_all.parse([]).skip == {"calm": ["naive"]}
     assert run_all.parse(["--methods", "engine", "lmeval"]).skip == {"calm": []}
+
+
+def test_timed_subprocess_reports_rc_wall_and_load(tmp_path):
+    """The cold-run scripts' runner (perf/reproduce_timing.py, perf/multiverse_cold.py): the command's exit status,
+    its wall time and the load sampled while it ran."""
+    r = harness.timed_subprocess([sys.executable, "-c", "import sys; sys.exit(3)"], tmp_path, {}, every_s=0.01)
+    assert r["rc"] == 3 and r["wall_s"] >= 0 and len(r["load_before_1_5_15"]) == 3
+    assert r["load_1min_during"]["min"] <= r["load_1min_during"]["median"] <= r["load_1min_during"]["max"]
+
+
+def test_fresh_cache_reuses_the_models_and_refuses_a_cache_with_scores(tmp_path, monkeypatch):
+    shared = tmp_path / "shared"
+    (shared / "models").mkdir(parents=True)
+    monkeypatch.setenv("BIASLAB_CACHE", str(shared))
+    cache = harness.fresh_cache(tmp_path / "cold")
+    assert (cache / "models").resolve() == (shared / "models").resolve() and harness.fresh_cache(cache) == cache
+    (cache / "scores").mkdir()
+    with pytest.raises(SystemExit, match="not empty"):
+        harness.fresh_cache(cache)
