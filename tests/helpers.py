@@ -1,4 +1,5 @@
-"""Helpers shared by test files: a benchmark's data (or a skip), a tiny random model, a quiet Scorer.
+"""Helpers shared by test files: a benchmark's data (or a skip), a tiny random model, a quiet Scorer, a page's text
+without its generated blocks.
 
 ``biaslab.models`` and ``biaslab.scoring`` are imported on use, so the data-only tests do not import torch.
 """
@@ -32,3 +33,13 @@ def scorer(lm, **kw):
 
     kw.setdefault("cache_dir", False)
     return scoring.Scorer(lm, progress=False, **kw)
+
+
+def outside_blocks(text: str) -> str:
+    """``text`` without its generated blocks (every block :func:`biaslab.summary.blocks` renders)."""
+    from biaslab import summary
+    for _page, begin, end, _render in summary.blocks():
+        if begin in text and end in text:
+            head, rest = text.split(begin, 1)
+            text = head + rest.split(end, 1)[1]
+    return text

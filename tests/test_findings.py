@@ -24,6 +24,7 @@ from biaslab.papers.crows_pairs import findings as F3
 from biaslab.papers.multifactor import decisions as D1
 from biaslab.papers.multifactor import findings as F1
 from biaslab.stats import verdict as V
+from helpers import outside_blocks
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -280,16 +281,6 @@ README_METHOD_NUMBERS = {"10,360", "1,508", "1,677", "1,676", "78,400", "1,020",
                          "3.11"}                                  # the Python version
 
 
-def readme_outside_block(text: str) -> str:
-    """``text`` without its generated blocks (every block :func:`biaslab.summary.blocks` renders)."""
-    from biaslab import summary
-    for _page, begin, end, _render in summary.blocks():
-        if begin in text and end in text:
-            head, rest = text.split(begin, 1)
-            text = head + rest.split(end, 1)[1]
-    return text
-
-
 # pages not yet held to the rule: bring_your_own_results.md states its worked example's import-vs-engine comparison
 # (lm-eval 0.4.13 log against biaslab's engine on 120 CrowS-Pairs pairs) typed by hand; it is checked once that
 # comparison is rendered from a committed results file
@@ -298,7 +289,7 @@ PAGES_WITH_TYPED_MEASUREMENTS = {"docs/bring_your_own_results.md"}
 
 def run_numbers_in_readme(text: str) -> list[str]:
     vals = set().union(*(table_values(nb) for nb in RESULT_TABLES))
-    return run_numbers(readme_outside_block(text), vals, README_METHOD_NUMBERS)
+    return run_numbers(outside_blocks(text), vals, README_METHOD_NUMBERS)
 
 
 @pytest.mark.parametrize("page", ["README.md", *sorted({p.relative_to(ROOT).as_posix() for p in (ROOT / "docs").glob(

@@ -9,6 +9,7 @@ import re
 import pytest
 
 from biaslab import paths, summary
+from helpers import outside_blocks
 
 ROOT = paths.ROOT
 PAGES = ["README.md", *sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "docs").glob("*.md"))]
@@ -20,14 +21,6 @@ TIMING = re.compile(r"\b\d[\d,.]*\s?(?:ms|s|secs?|seconds?|min|mins|minutes?|h|h
 
 #: pages the README links that another change adds; the test fails once one exists, so the entry is removed then
 PENDING: set[str] = set()  # pages linked before they exist (none now)
-
-
-def outside_blocks(text: str) -> str:
-    for _page, begin, end, _render in summary.blocks():
-        if begin in text and end in text:
-            head, rest = text.split(begin, 1)
-            text = head + rest.split(end, 1)[1]
-    return text
 
 
 def typed_timings(text: str) -> list[str]:
