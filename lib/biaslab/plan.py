@@ -179,8 +179,9 @@ def use(path: str | Path | None = None) -> Plan:
 def show(path: str | Path | None, notebook: str) -> Plan:
     """:func:`use`, and display ``notebook``'s part of the plan (the cell the report puts above its findings)."""
     from IPython.display import Markdown, display
-    display(Markdown(use(path).render(notebook)))
-    return _ACTIVE[0]
+    plan = use(path)
+    display(Markdown(plan.render(notebook)))
+    return plan
 
 
 def active() -> Plan:

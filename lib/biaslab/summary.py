@@ -205,8 +205,9 @@ def timings_line(root: Path | None = None, records: Path | None = None) -> str:
     runs = reproduce_records(records)
     if not runs:
         return "*No whole-run timing recorded under `perf/results/reproduce/`.*\n"
-    said = [f"{_duration(r['wall_s'])} {'from an empty score cache' if r['label'] == 'cold' else 'with every score cached'}"
-            f" ([`{k}.json`](perf/results/reproduce/{k}.json))" for k, r in runs.items() if r.get("rc") == 0]
+    what = {"cold": "from an empty score cache", "cached": "with every score cached"}
+    said = [f"{_duration(r['wall_s'])} {what[r['label']]} ([`{k}.json`](perf/results/reproduce/{k}.json))"
+            for k, r in runs.items() if r.get("rc") == 0]
     r = next(iter(runs.values()))
     return (f"*`make reproduce` ({r['profile']} profile, {r['jobs']} notebooks at a time, {r['cpu_count']} cores, "
             f"an otherwise idle machine): {' and '.join(said)}; per notebook in "
@@ -223,14 +224,17 @@ def timings_table(root: Path | None = None, records: Path | None = None) -> str:
     dur = lambda x: _duration(x) if x is not None and pd.notna(x) else "–"               # noqa: E731
     lines = ["| run folder | command | profile | status | cold | cached | commit |", "|---|---|---|---|---|---|---|"]
     for r in t.to_dict("records"):
-        of = lambda label: (runs.get(f"{r['profile']}_{label}") or {}).get("runs_wall_time_s", {}).get(r["folder"])  # noqa: E731
-        served = r["folder"].startswith("served/")
-        cold, cached = (dur(r["wall_time_s"]) + " (its last run)", "–") if served else (dur(of("cold")), dur(of("cached")))
+        if r["folder"].startswith("served/"):
+            cold, cached = dur(r["wall_time_s"]) + " (last run, cache state not recorded)", "–"
+        else:
+            cold, cached = (dur(runs.get(f"{r['profile']}_{label}", {}).get("runs_wall_time_s", {}).get(r["folder"]))
+                            for label in ("cold", "cached"))
         lines.append(f"| [`{r['folder']}`](outputs/{r['folder']}/MANIFEST.json) | `{r['command']}` | "
                      f"{r['profile']} | {r['status']} | {cold} | {cached} | `{r['commit']}` |")
     for k, r in runs.items():
-        lines.append(f"| all of `make reproduce` ({k}: wall clock, {r['jobs']} at a time) | | | | "
-                     + (f"{dur(r['wall_s'])} | | |" if r["label"] == "cold" else f"| {dur(r['wall_s'])} | |"))
+        cold, cached = (dur(r["wall_s"]), "") if r["label"] == "cold" else ("", dur(r["wall_s"]))
+        lines.append(f"| all of `make reproduce` ({k}: wall clock, {r['jobs']} at a time) | | | | {cold} | {cached} "
+                     "| |")
     return "\n".join(lines) + "\n"
 
 
