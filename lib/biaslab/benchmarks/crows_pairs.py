@@ -183,6 +183,16 @@ def with_design(sample: pd.DataFrame, population: pd.DataFrame, by: str = "bias_
     return sample.assign(stratum=sample[by].to_numpy(), weight=sample[by].map(N_h / n_h).to_numpy(float))
 
 
+def design_table(counts: pd.DataFrame) -> pd.DataFrame:
+    """The sample design of each file (notebook 3's ``datasets.csv``): per ``dataset`` x stratum, ``N_h`` (the
+    file's pairs after its exclusions) and ``n_h`` (pairs scored), plus ``W_h`` = N_h / N and the design weight
+    ``weight`` = N_h / n_h that :func:`with_design` gives each scored pair (NaN for a stratum with no pair
+    scored), so that every weighted estimate can be recomputed from this table and the pair scores."""
+    N = counts.groupby("dataset")["N_h"].transform("sum")
+    n_h = counts["n_h"].where(counts["n_h"] > 0)
+    return counts.assign(W_h=counts["N_h"] / N, weight=counts["N_h"] / n_h)
+
+
 def subsample(bench: Benchmark, max_pairs: int | None, seed: int = 0, by: str = "bias_type",
               allocation: str = "balanced") -> Benchmark:
     """A stratified random sample of at most ``max_pairs`` pairs (strata: ``by``), in the file's order, with its
