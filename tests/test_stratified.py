@@ -181,3 +181,30 @@ def test_committed_crows_claims_equal_their_weighted_recomputation():
         est, se, df, p = independent(dd.to_numpy(), bt.to_numpy(),
                                      {b: N[("crows_pairs_en", b)] for b in bt.unique()})
         assert (r.difference, r.p_value) == pytest.approx((est, p), rel=1e-6), "crows-en-share"
+
+
+def test_sensitivity_rows_follow_the_agreed_schema_and_recompute_each_analysis():
+    from biaslab.papers.crows_pairs import decisions, sensitivity
+    rng = np.random.default_rng(2)
+    h = np.repeat(["a", "b"], 30)
+    w = np.where(h == "a", 300 / 30, 60 / 30)
+    d = rng.normal(np.where(h == "a", 0.0, 0.4), 0.5)
+    pairs = pd.DataFrame({"model": "m", "dataset": "crows_pairs_en", "bias_type": h, "stratum": h, "weight": w,
+                          "d_norm_logprob": d, "d_perplexity": -d, "d_logprob": d, "logp_more": d,
+                          "logp_less": 0.0, "prompt_id": range(60)})
+    lik = hyp.likelihood_tests(pairs)
+    pref = hyp.preference_tests(pairs.assign(x=(d > 0).astype(float), source="likelihood"))
+    decided = decisions.decide(lik, pref)
+    sens = sensitivity.notebook3(pairs, decided, lambda t: decisions.decide(t["likelihood_tests"],
+                                                                            t.get("preference_tests")))
+    assert list(sens.columns) == sensitivity.COLUMNS
+    assert len(sens) == 6 and set(sens["analysis"]) == {"primary", "unweighted", "fpc"}
+    lp = sens[sens["claim"] == "lpbs-mean"].set_index("analysis")
+    assert lp.loc["unweighted", "estimate"] == pytest.approx(d.mean())
+    assert lp.loc["unweighted", "p_value"] == pytest.approx(stats.ttest_1samp(d, 0).pvalue)
+    assert lp.loc["fpc", "p_value"] == pytest.approx(independent(d, h, {"a": 300, "b": 60}, fpc=True)[3])
+    assert lp.loc["primary", "p_value"] == pytest.approx(independent(d, h, {"a": 300, "b": 60})[3])
+    sh = sens[sens["claim"] == "stereotype-share"].set_index("analysis")
+    assert sh.loc["unweighted", "p_value"] == pytest.approx(stats.binomtest(int((d > 0).sum()), 60).pvalue)
+    assert (sens["verdict_survives"] == (sens["verdict"] == sens["primary_verdict"])).all()
+    assert sens["verdict"].isin(["distinguishable", "not distinguishable"]).all()

@@ -229,6 +229,9 @@ def subsample(bench: Benchmark, max_pairs: int | None, seed: int = 0, by: str = 
     sample = with_design(p.loc[sorted(idx)], p, by).reset_index(drop=True)
     note = (f"{bench.name}: {allocation} stratified sample of {len(sample)} of {len(p)} pairs by {by} "
             f"(seed {seed}): " + ", ".join(f"{k} {lv}" for lv, k in take.items()))
+    if (take == 0).any():
+        note += (f"; no pair of {', '.join(map(str, take.index[take == 0]))} drawn (the weighted estimate covers "
+                 f"the other {by}s only)")
     log.info(note)
     return Benchmark(name=bench.name, prompts=sample, factors=bench.factors, excluded=bench.excluded,
                      sources=bench.sources, notes=bench.notes + [note], cluster=bench.cluster)

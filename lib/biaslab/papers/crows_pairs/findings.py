@@ -68,6 +68,11 @@ def design_findings(design: pd.DataFrame) -> str:
             continue
         w = g.dropna(subset=["weight"]).sort_values("weight")
         big = g.loc[g["N_h"].idxmax()]
+        gone = g[g["n_h"] == 0]
+        if len(gone):       # a type with no scored pair: the weighted estimate cannot cover it
+            lines.append(f"**{title}**: no pair of {', '.join(gone['bias_type'])} ({int(gone['N_h'].sum()):,} of "
+                         f"{N:,} pairs) was scored, so its estimates cover the other {len(g) - len(gone)} bias "
+                         "types only.")
         lines.append(f"**{title}**: {n:,} of {N:,} pairs scored; weights N_h/n_h from {num(w['weight'].iloc[0])} "
                      f"({w['bias_type'].iloc[0]}) to {num(w['weight'].iloc[-1])} ({w['bias_type'].iloc[-1]}); "
                      f"{big['bias_type']} is {pct(big['N_h'] / N)} of the file and {pct(big['n_h'] / n)} of the "
