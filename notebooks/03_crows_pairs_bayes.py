@@ -540,7 +540,7 @@ prefs = pd.concat(pref_frames, ignore_index=True)
 pref = hyp.preference_tests(prefs, by=("model", "dataset", "source"))
 one_order = pref["source"].isin([f"prompt:{o}" for o in cp.ORDERS])
 pref = responders.mask_tests(pref, resp_check[resp_check["metric"] == decisions.ONE_ORDER], by=["model", "dataset"],
-                             test_cols=["binom_p", "bf10", "log10_bf10", "bf10_min", "bf10_max"],
+                             test_cols=["binom_p", "p_value", "bf10", "log10_bf10", "bf10_min", "bf10_max"],
                              where=one_order)
 pref.loc[pref["responder"] != "informative", ["evidence", "evidence_default_prior"]] = \
     "not tested (degenerate responder)"

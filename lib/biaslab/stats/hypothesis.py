@@ -261,7 +261,8 @@ def design_likelihood_test(d, stratum, weight, r: float = SQRT2_2, hodges_lehman
     out = likelihood_test(d, r=r, hodges_lehmann=hodges_lehmann)
     st = stratified_mean(d, stratum, weight, null=0.0, fpc=fpc)
     out.update(mean_d=st["estimate"], t=st["t"], t_p=st["p_value"], se=st["se"], df=st["df"], n_eff=st["n_eff"],
-               n_population=st["n_population"], design_effect=st["design_effect"], estimator=_design_label(st["method"]),
+               n_population=st["n_population"], design_effect=st["design_effect"],
+               estimator=_design_label(st["method"]),
                mean_ci_low=st["ci_low"], mean_ci_high=st["ci_high"], bf10=float("nan"), log10_bf10=float("nan"),
                bf10_min=float("nan"), bf10_max=float("nan"), bf_prior_range="")
     if np.isfinite(st["t"]) and np.isfinite(st["n_eff"]) and st["df"] >= 1:

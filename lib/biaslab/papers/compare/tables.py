@@ -14,7 +14,10 @@ Every interval and test follows the one rule of :mod:`biaslab.stats.clustered`, 
   (``stats.intervals.rate_intervals``) for 0/1 outcomes; for means — the agentic entropy, and BBQ's bias scores as
   the mean of their linearization pseudo-values (:func:`biaslab.benchmarks.bbq.with_pseudo_values`, as notebook 1) —
   ``stats.intervals.mean_intervals`` (CR1, t(G - 1); the wild cluster bootstrap below 30 clusters); CALM's range
-  statistic keeps notebook 2's projection interval. ``n_units`` is the number of units the estimate rests on.
+  statistic keeps notebook 2's projection interval; a metric scored on a stratified sample (``Metric.stratified``:
+  CrowS-Pairs, whose responses carry ``stratum`` and ``weight``) is estimated for the whole file by
+  :func:`biaslab.stats.stratified.stratified_mean`, and its paired differences by
+  :func:`biaslab.stats.paired.stratified_paired_difference`. ``n_units`` is the number of units the estimate rests on.
 * :func:`paired_table` every pair of models on the units both answered (:func:`stats.paired.paired_difference`: the
   CR1 (one- or two-way) SE with a t(G - 1) interval and Wald t(G - 1) test, or the wild cluster bootstrap with fewer
   than 30 clusters, or the exact test where every cluster is one unit); the analysis plan's claims of notebook 5

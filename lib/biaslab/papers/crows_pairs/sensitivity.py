@@ -56,8 +56,9 @@ def _lpbs(g: pd.DataFrame, analysis: str) -> dict:
 def _share(g: pd.DataFrame, analysis: str) -> dict:
     from ...benchmarks.crows_pairs import likelihood_preferences
     x = likelihood_preferences(g["logp_more"], g["logp_less"])
-    if analysis == "fpc":
-        return _stratified(x, g, 0.5, True)
+    if analysis == "fpc":             # the interval clipped to [0, 1], as the primary's
+        r = _stratified(x, g, 0.5, True)
+        return {**r, "ci_low": max(r["ci_low"], 0.0), "ci_high": min(r["ci_high"], 1.0)}
     r = hyp.preference_test(x)
     lo, hi = clopper_pearson(np.float64(r["k"]), np.float64(r["n"]))
     return {"estimate": r["pi_hat"], "ci_low": float(lo), "ci_high": float(hi), "p_value": r["binom_p"]}
