@@ -173,9 +173,11 @@ def test_committed_crows_claims_equal_their_weighted_recomputation():
                    & (pref.bias_type == "overall")].iloc[0]
         est, se, df, p = independent(x, g["bias_type"], Nh, null=0.5)
         assert (row["pi_hat"], row["p_value"]) == pytest.approx((est, p), rel=1e-6), f"stereotype-share {m} {d}"
-    en = ps[ps.dataset == "crows_pairs_en"].drop_duplicates("pair_id").set_index(ps["pair_id"].astype(str)
-                                                                                  .loc[lambda s: ~s.duplicated()])
-    for r in pd5[pd5.metric == "crows_en_stereotype_preferred"].itertuples():
+    en = ps[ps.dataset == "crows_pairs_en"].drop_duplicates("pair_id")
+    en.index = en["pair_id"].astype(str)
+    claimed = pd5[pd5.metric == "crows_en_stereotype_preferred"]
+    assert len(claimed), "notebook 5 has no crows-en-share row"
+    for r in claimed.itertuples():
         dd = prefs[(r.model_a, "crows_pairs_en")] - prefs[(r.model_b, "crows_pairs_en")]
         bt = en["bias_type"].reindex(dd.index)
         est, se, df, p = independent(dd.to_numpy(), bt.to_numpy(),

@@ -251,8 +251,9 @@ def interval(m: Metric, r: pd.DataFrame, seed: int = 0, n_boot: int | None = Non
     if m.stratified and "weight" in r:   # every unit of the file, weighted back from the sample (ties kept: NaN)
         from ...stats.stratified import stratified_mean
         t = stratified_mean(r[m.outcome], r["stratum"], r["weight"], null=m.null)
-        return {"estimate_from_responses": t["estimate"], "ci_low": t["ci_low"], "ci_high": t["ci_high"],
-                "ci_method": "t interval of the " + t["method"], "n_clusters": t["n"]}
+        lo, hi = (max(t["ci_low"], 0.0), min(t["ci_high"], 1.0)) if m.kind == "binary" else (t["ci_low"], t["ci_high"])
+        return {"estimate_from_responses": t["estimate"], "ci_low": lo, "ci_high": hi, "n_clusters": t["n"],
+                "ci_method": "t interval of the " + t["method"] + (", clipped to [0, 1]" if m.kind == "binary" else "")}
     if m.kind == "binary":
         r = r[r[m.outcome].notna()]
         t = intervals.rate_intervals(r, m.outcome, cl).iloc[0]
