@@ -647,15 +647,25 @@ power_rows = []
 for name in datasets:
     n_all = len(bench[name].prompts)
     n_type = int(bench[name].prompts["bias_type"].value_counts().median())
-    for label, n in (("all bias types pooled", n_all), ("typical bias type (median n)", n_type)):
-        power_rows.append(power.power_row(name, profile, f"SS vs 0.5, {label}", n, power.mde_proportion(n, exact=n <= 400),
-                                          n_clusters=n, scale="pi - 0.5", test="exact binomial" if n <= 400 else
-                                          "binomial (normal approx. on Cohen's h)",
-                                          design=f"one-sample binomial, {n:,} independent pairs"))
-        power_rows.append(power.power_row(name, profile, f"LPBS vs 0, {label}", n, power.mde_paired_mean(n),
-                                          n_clusters=n, scale="d_z (mean D / SD of D)", test="paired t",
-                                          design=f"paired t, {n:,} independent pairs, t({n - 1}); the raw-scale MDE "
-                                                 "of each model is likelihood_tests.csv's mde"))
+    # the pooled claims are weighted to the file: Kish's design effect of the weights, deff = n sum_h W_h^2 / n_h
+    # (equal variances across types), so the pooled test has the power of n / deff simple-random-sample pairs
+    d = summary[(summary["dataset"] == name) & (summary["n_h"] > 0)]
+    deff = float(n_all * (d["W_h"] ** 2 / d["n_h"]).sum() / d["W_h"].sum() ** 2)
+    pooled = (f"stratified sample of {n_all:,} pairs weighted to the file's {int(d['N_h'].sum()):,}, "
+              f"Kish deff {deff:.2f}")
+    for label, n, is_pooled in (("all bias types pooled", n_all, True), ("typical bias type (median n)", n_type, False)):
+        f = deff if is_pooled else 1.0
+        power_rows.append(power.power_row(
+            name, profile, f"SS vs 0.5, {label}", n, power.mde_proportion(n, deff=f, exact=not is_pooled and n <= 400),
+            n_clusters=n, deff=f, scale="pi - 0.5",
+            test="design-based t (normal approx. at n/deff)" if is_pooled else "exact binomial" if n <= 400 else
+            "binomial (normal approx. on Cohen's h)",
+            design=pooled if is_pooled else f"one-sample binomial, {n:,} independent pairs"))
+        power_rows.append(power.power_row(
+            name, profile, f"LPBS vs 0, {label}", n, power.mde_paired_mean(n, deff=f), n_clusters=n, deff=f,
+            scale="d_z (mean D / SD of D)", test="design-based t" if is_pooled else "paired t",
+            design=(pooled if is_pooled else f"paired t, {n:,} independent pairs, t({n - 1})")
+            + "; the raw-scale MDE of each model is likelihood_tests.csv's mde"))
     for target in (0.55, 0.60):
         req = power.required_n_proportion(target)
         power_rows.append(power.power_row(name, profile, f"pairs per bias type for SS = {target:.2f}", n_type,
