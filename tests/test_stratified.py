@@ -210,3 +210,28 @@ def test_sensitivity_rows_follow_the_agreed_schema_and_recompute_each_analysis()
     assert sh.loc["unweighted", "p_value"] == pytest.approx(stats.binomtest(int((d > 0).sum()), 60).pvalue)
     assert (sens["verdict_survives"] == (sens["verdict"] == sens["primary_verdict"])).all()
     assert sens["verdict"].isin(["distinguishable", "not distinguishable"]).all()
+
+
+def test_notebook5_sensitivity_rows_are_one_call():
+    from biaslab.papers import compare
+    from biaslab.papers.crows_pairs import sensitivity
+    rng = np.random.default_rng(4)
+    h = np.repeat(["a", "b", "c"], 20)
+    w = np.select([h == "a", h == "b"], [200 / 20, 50 / 20], 30 / 20)
+    resp = pd.concat([pd.DataFrame({"model": m, "unit": [str(i) for i in range(60)], "pair_id": range(60),
+                                    "stratum": h, "weight": w,
+                                    "stereotype_preferred": (rng.random(60) < p).astype(float)})
+                      for m, p in (("A", 0.7), ("B", 0.45))])
+    res = paired.paired_difference(resp, "stereotype_preferred", "A", "B", None, unit="unit", binary=True,
+                                   stratified=True)
+    pairs = compare.decide_pairs(pd.DataFrame([{"metric": "crows_en_stereotype_preferred", **res,
+                                                "answer_mode_a": "x", "answer_mode_b": "x"}]))
+    sens = sensitivity.notebook5(resp, pairs, lambda t: compare.decide_pairs(t))
+    assert list(sens.columns) == sensitivity.COLUMNS and len(sens) == 3
+    s = sens.set_index("analysis")
+    assert s.loc["primary", "estimate"] == pytest.approx(res["difference"])
+    assert s.loc["primary", "verdict"] == pairs["verdict"].iloc[0]
+    ya, yb = (resp.loc[resp.model == m, "stereotype_preferred"].to_numpy() for m in "AB")
+    assert s.loc["unweighted", "estimate"] == pytest.approx(ya.mean() - yb.mean())
+    assert s.loc["fpc", "p_value"] == pytest.approx(
+        independent(ya - yb, h, {"a": 200, "b": 50, "c": 30}, fpc=True)[3])
