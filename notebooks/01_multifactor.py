@@ -638,6 +638,11 @@ timings["subgroups"] = time.perf_counter() - t0
 # than 30 clusters; the exact McNemar test over prompts is kept as `p_naive`). Holm across the paired tests of the
 # notebook (its confirmatory family: family-wise control). Degenerate responders keep their rows, marked "not
 # tested".
+#
+# *CrowS-Pairs:* the overall rates and their paired difference here are unweighted over the pairs scored (notebook 3's
+# bias-type-balanced sample of each file, the three files pooled): they describe that sample, not any file. The
+# estimate for every pair of a file, weighted back by bias type, is notebook 3's (`stereotype-share`) and notebook 5's
+# (`crows-en-share`).
 
 # %%
 rate_ci = intervals.rate_intervals(nocot, plan.outcome, bench.clusters, by="model")

@@ -72,8 +72,17 @@ preference_orders = as_list(preference_orders)
 # `None` scores all of them — the `paper` profile); `max_preference_pairs` caps, within that sample, the pairs put to
 # the preference prompt (a prompt costs about as much as three to five sentences, and it is asked in two orders).
 # `allocation="balanced"` gives every bias type an equal share (types
-# smaller than their share are taken whole), so each per-type test gets a similar n; the pooled *overall* row then
-# over-weights the small types relative to the full dataset. The preference prompt is a question to an assistant: it is
+# smaller than their share are taken whole), so each per-type test gets a similar n. The pooled *overall* rows — the
+# plan's claims — are about every pair of the file, so they are design-based: each type's mean is weighted back to its
+# share of the file, W_h = N_h / N (N_h: the file's pairs of the type after its exclusions), with the stratified
+# variance Σ W_h² s_h² / n_h and a t test on Satterthwaite's degrees of freedom (Cochran 1977, ch. 5;
+# `biaslab.stats.stratified`). Inference is about the superpopulation of pairs such a file stands for, so there is no
+# finite-population correction and a census (`max_pairs=None`) is the ordinary stratified analysis; the corrected
+# variant and the unweighted sample mean are the claims' sensitivity analyses (`sensitivity.csv`). The share
+# preferring the more stereotyped sentence is tested by the same design-based t (not the exact binomial, which holds
+# for one type's simple random sample); each Bayes factor of a pooled row is on the same weighted estimate, at Kish's
+# effective sample size n/deff. `datasets.csv` gives N_h, n_h, W_h and the weight N_h/n_h of every type;
+# `pair_scores.csv` carries each pair's `stratum` and `weight`, so every pooled row can be recomputed. The preference prompt is a question to an assistant: it is
 # asked, wrapped in the chat template, of every model whose tokenizer has one (instruct models such as SmolLM2-Instruct);
 # base models (Gemma-3-270m) are only prompted with `prompt_base_models=True`, as the plain prompt followed by
 # `Answer:`. A model that cannot answer the prompt (a served model without next-token log-probabilities, or an
@@ -100,7 +109,7 @@ from IPython.display import Markdown, display
 from biaslab import benchmarks
 from biaslab.benchmarks import crows_pairs as cp
 from biaslab.outputs import OutputDir
-from biaslab.papers.crows_pairs import decisions, findings
+from biaslab.papers.crows_pairs import decisions, findings, sensitivity
 from biaslab.plots import bayes as bplots
 from biaslab.stats import hypothesis as hyp
 from biaslab.stats import paired, power, responders
@@ -283,11 +292,13 @@ for name, b in bench.items():
               else pd.Series(dtype=int))
     for bt in bplots.bias_order(n_all.index, overall=False):
         summary.append({"dataset": name, "bias_type": bt, "pairs": int(n_all.get(bt, 0) + n_ex.get(bt, 0)),
-                        "excluded": int(n_ex.get(bt, 0)), "scored": int(n_used.get(bt, 0)),
+                        "excluded": int(n_ex.get(bt, 0)), "N_h": int(n_all.get(bt, 0)), "n_h": int(n_used.get(bt, 0)),
                         "prompted": int(n_pref.get(bt, 0))})
-summary = pd.DataFrame(summary)
+# the design of each file's sample: W_h = N_h / N (the file's pairs of the type after its exclusions), the design
+# weight N_h / n_h every scored pair carries (pair_scores.csv: stratum, weight)
+summary = cp.design_table(pd.DataFrame(summary))
 out.table(summary, "datasets", markdown=True)
-summary.pivot(index="bias_type", columns="dataset", values="scored").loc[
+summary.pivot(index="bias_type", columns="dataset", values="n_h").loc[
     bplots.bias_order(summary.bias_type, overall=False)]
 
 # %% [markdown]
@@ -358,7 +369,8 @@ for model_spec in models:   # a local name or folder, or a served model (see the
             level = {"more_first": "original", "less_first": "reversed"}[order]
             res = cp.respond(sc, p, cp.PROTOCOL.replace(format=fmt, order=level), min_label_mass)
             n_prompts += len(res)
-            answer_frames.append(pd.concat([p[["prompt_id", "pair_id", "bias_type"]].reset_index(drop=True),
+            answer_frames.append(pd.concat([p[["prompt_id", "pair_id", "bias_type", "stratum", "weight"]]
+                                            .reset_index(drop=True),
                                             res.drop(columns=["prompt_id", "model", "answer_kind"]).rename(
                                                 columns={"stereotype_preferred": "x"})], axis=1).assign(
                 model=model_name, dataset=name, chat=chat))
@@ -509,14 +521,16 @@ display(resp_check) if len(resp_check) else print("no prompts asked")
 # %%
 pref_frames = []
 for (model_name, name), g in pairs.groupby(["model", "dataset"], sort=False):
-    pref_frames.append(g[["model", "dataset", "prompt_id", "bias_type"]].assign(
+    pref_frames.append(g[["model", "dataset", "prompt_id", "bias_type", "stratum", "weight"]].assign(
         source="likelihood", x=cp.likelihood_preferences(g.logp_more, g.logp_less)))
 if len(answers):
     for order in preference_orders:
         a = answers[answers.order == order]
-        pref_frames.append(a[["model", "dataset", "prompt_id", "bias_type", "x"]].assign(source=f"prompt:{order}"))
+        pref_frames.append(a[["model", "dataset", "prompt_id", "bias_type", "stratum", "weight", "x"]].assign(
+            source=f"prompt:{order}"))
     if set(cp.ORDERS) <= set(preference_orders):
-        w = (answers.set_index(["model", "dataset", "prompt_id", "bias_type", "order"])[["p_stereo", "x"]]
+        w = (answers.set_index(["model", "dataset", "prompt_id", "bias_type", "stratum", "weight", "order"])[
+            ["p_stereo", "x"]]
              .unstack("order"))
         ok = w["x"][list(cp.ORDERS)].notna().all(axis=1).to_numpy()
         x_avg = cp.order_averaged_preferences(w["p_stereo"]["more_first"], w["p_stereo"]["less_first"])
@@ -526,7 +540,7 @@ prefs = pd.concat(pref_frames, ignore_index=True)
 pref = hyp.preference_tests(prefs, by=("model", "dataset", "source"))
 one_order = pref["source"].isin([f"prompt:{o}" for o in cp.ORDERS])
 pref = responders.mask_tests(pref, resp_check[resp_check["metric"] == decisions.ONE_ORDER], by=["model", "dataset"],
-                             test_cols=["binom_p", "bf10", "log10_bf10", "bf10_min", "bf10_max"],
+                             test_cols=["binom_p", "p_value", "bf10", "log10_bf10", "bf10_min", "bf10_max"],
                              where=one_order)
 pref.loc[pref["responder"] != "informative", ["evidence", "evidence_default_prior"]] = \
     "not tested (degenerate responder)"
@@ -534,6 +548,10 @@ decided = decisions.decide(lik, pref, check=resp_check)   # the plan's two claim
 lik, pref = decided["likelihood_tests"], decided["preference_tests"]
 out.table(lik, "likelihood_tests")
 out.table(pref, "preference_tests")
+# the claims' pre-specified sensitivity analyses for the sampling weights (unweighted sample; FPC), same families
+sens = sensitivity.notebook3(pairs, decided, lambda t: decisions.decide(t["likelihood_tests"],
+                                                                        t.get("preference_tests"), check=resp_check))
+out.table(sens, "sensitivity")
 # every Bayes factor with its prior: BF10 against the prior's scale, pooled rows, the reported prior marked
 curves = hyp.bf_prior_curves(lik, pref, by=("model", "dataset"), r=bf_prior_scale)
 out.table(curves, "bf_prior_sensitivity")
@@ -611,12 +629,13 @@ if len(answers):
 # %%
 cmp_rows = []
 if pairs["model"].nunique() > 1:
+    # weighted back to every pair of the file (the design of each file's sample), as notebook 5 decides it
     cmp_rows.append(paired.paired_differences(pairs, "d_norm_logprob", cluster="pair_id", by="dataset",
-                                              unit="prompt_id", binary=False).assign(outcome="D (eq. 3, LPBS)"))
-    lik_x = prefs[prefs.source == "likelihood"].dropna(subset=["x"]).merge(
-        pairs[["prompt_id", "pair_id"]].drop_duplicates("prompt_id"), on="prompt_id")
+                                              unit="prompt_id", binary=False, stratified=True).assign(
+        outcome="D (eq. 3, LPBS)"))
+    lik_x = prefs[prefs.source == "likelihood"]            # ties (NaN) stay: left out within their stratum
     cmp_rows.append(paired.paired_differences(lik_x, "x", cluster="pair_id", by="dataset", unit="prompt_id",
-                                              binary=True).assign(outcome="likelihood preference X_i"))
+                                              binary=True, stratified=True).assign(outcome="likelihood preference X_i"))
 comparisons = pd.concat(cmp_rows, ignore_index=True) if cmp_rows else pd.DataFrame(columns=["p_value"])
 if len(comparisons):
     comparisons = decisions.decide_table("paired_comparisons", comparisons)
@@ -628,15 +647,25 @@ power_rows = []
 for name in datasets:
     n_all = len(bench[name].prompts)
     n_type = int(bench[name].prompts["bias_type"].value_counts().median())
-    for label, n in (("all bias types pooled", n_all), ("typical bias type (median n)", n_type)):
-        power_rows.append(power.power_row(name, profile, f"SS vs 0.5, {label}", n, power.mde_proportion(n, exact=n <= 400),
-                                          n_clusters=n, scale="pi - 0.5", test="exact binomial" if n <= 400 else
-                                          "binomial (normal approx. on Cohen's h)",
-                                          design=f"one-sample binomial, {n:,} independent pairs"))
-        power_rows.append(power.power_row(name, profile, f"LPBS vs 0, {label}", n, power.mde_paired_mean(n),
-                                          n_clusters=n, scale="d_z (mean D / SD of D)", test="paired t",
-                                          design=f"paired t, {n:,} independent pairs, t({n - 1}); the raw-scale MDE "
-                                                 "of each model is likelihood_tests.csv's mde"))
+    # the pooled claims are weighted to the file: Kish's design effect of the weights, deff = n sum_h W_h^2 / n_h
+    # (equal variances across types), so the pooled test has the power of n / deff simple-random-sample pairs
+    d = summary[(summary["dataset"] == name) & (summary["n_h"] > 0)]
+    deff = float(n_all * (d["W_h"] ** 2 / d["n_h"]).sum() / d["W_h"].sum() ** 2)
+    pooled = (f"stratified sample of {n_all:,} pairs weighted to the file's {int(d['N_h'].sum()):,}, "
+              f"Kish deff {deff:.2f}")
+    for label, n, is_pooled in (("all bias types pooled", n_all, True), ("typical bias type (median n)", n_type, False)):
+        f = deff if is_pooled else 1.0
+        power_rows.append(power.power_row(
+            name, profile, f"SS vs 0.5, {label}", n, power.mde_proportion(n, deff=f, exact=not is_pooled and n <= 400),
+            n_clusters=n, deff=f, scale="pi - 0.5",
+            test="design-based t (normal approx. at n/deff)" if is_pooled else "exact binomial" if n <= 400 else
+            "binomial (normal approx. on Cohen's h)",
+            design=pooled if is_pooled else f"one-sample binomial, {n:,} independent pairs"))
+        power_rows.append(power.power_row(
+            name, profile, f"LPBS vs 0, {label}", n, power.mde_paired_mean(n, deff=f), n_clusters=n, deff=f,
+            scale="d_z (mean D / SD of D)", test="design-based t" if is_pooled else "paired t",
+            design=(pooled if is_pooled else f"paired t, {n:,} independent pairs, t({n - 1})")
+            + "; the raw-scale MDE of each model is likelihood_tests.csv's mde"))
     for target in (0.55, 0.60):
         req = power.required_n_proportion(target)
         power_rows.append(power.power_row(name, profile, f"pairs per bias type for SS = {target:.2f}", n_type,
@@ -648,8 +677,10 @@ for name in datasets:
     show_md(findings.power_findings(power_table, name))
 
 # %% tags=["findings"]
-show_md("**The plan's claims (mean of d, eq. 3; share preferring the more stereotyped sentence):**\n\n"
-        + findings.likelihood_findings(lik, pref))
+show_md("**The plan's claims (mean of d, eq. 3; share preferring the more stereotyped sentence):** "
+        + findings.design_findings(summary) + "\n\n" + findings.likelihood_findings(lik, pref))
+show_md("**Sampling weights, sensitivity** (`sensitivity.csv`): "
+        + findings.sensitivity_findings(sens))
 if len(answers):
     show_md("**Prompted models, by position:**\n\n" + findings.position_findings(pos, cons))
 

@@ -104,7 +104,10 @@ out.record_data(hashes)           # sha256 of every table read
 # (Clopper–Pearson on the effective sample size with the CR1 design effect and the t(G − 1) adjustment); for means —
 # the agentic entropy, and BBQ's bias scores through their linearization pseudo-values (ratios are means to first
 # order) — the cluster-robust CR1 t(G − 1) interval, or the wild cluster bootstrap with fewer than 30 clusters; for
-# CALM's range statistic, notebook 2's projection interval. `ci_method` names each, `n_clusters` gives G. A row whose
+# CALM's range statistic, notebook 2's projection interval; CrowS-Pairs' shares, scored on a bias-type-stratified
+# sample of each file, are estimated for every pair of the file (stratified mean weighted by N_h/n_h, its t interval
+# on Satterthwaite's df; `biaslab.stats.stratified`), and so are their paired differences. `ci_method` names each,
+# `n_clusters` gives G. A row whose
 # source folder has no per-prompt responses has no interval and says so. `orientation` is +1 where a higher value is
 # more biased and −1 where a lower one is (the agentic entropy); `null` is the value of a model without bias.
 #

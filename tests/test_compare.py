@@ -103,7 +103,11 @@ def test_calm_crows_agentic_numbers_equal_their_notebooks_tables(root, table):
             assert _cell(table, metric, m) == row["pi_hat"].iloc[0]
             s = ps[(ps["model"] == m) & (ps["dataset"] == d)]
             k, n = (s["d_logprob"] > 0).sum(), (s["d_logprob"] != 0).sum()
-            assert _cell(table, metric, m, "estimate_from_responses") == pytest.approx(k / n)
+            # the file's share, weighted back from the sample: sum_h (N_h / N) * (share of type h's scored pairs)
+            x = np.where(s["d_logprob"] == 0, np.nan, (s["d_logprob"] > 0).astype(float))
+            N_h = s.groupby("stratum")["weight"].sum()
+            share = pd.Series(x, index=s.index).groupby(s["stratum"]).mean()
+            assert _cell(table, metric, m, "estimate_from_responses") == pytest.approx((N_h * share).sum() / N_h.sum())
             assert row["k"].iloc[0] == k and row["n"].iloc[0] == n
         assert _cell(table, "agentic_mean_entropy", m) == eb.loc[m, "mean_entropy"]
         assert _cell(table, "agentic_mean_entropy", m, "estimate_from_responses") == pytest.approx(

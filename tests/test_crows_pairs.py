@@ -161,3 +161,20 @@ def test_reconstruct_counts_from_printed_ss():
     assert cp.reconstruct_counts(0.6889, 90) == [62]
     assert cp.reconstruct_counts(0.5641, 195) == [110]
     assert cp.reconstruct_counts(0.5641, 196) == []
+
+
+@needs_fr
+def test_sampler_weights_back_to_the_file_and_nested_samples_compose():
+    full = cp.load_french()                                     # 1,676 pairs after the one excluded
+    N_h = full.prompts["bias_type"].value_counts().to_dict()
+    s = cp.subsample(full, 100, seed=1)
+    assert s.prompts.groupby("stratum")["weight"].sum().to_dict() == pytest.approx(N_h)
+    assert (s.prompts["stratum"] == s.prompts["bias_type"]).all()
+    n_h = s.prompts["bias_type"].value_counts()
+    assert s.prompts["weight"].to_numpy() == pytest.approx((s.prompts["bias_type"].map(N_h) /
+                                                            s.prompts["bias_type"].map(n_h)).to_numpy())
+    s2 = cp.subsample(s, 30, seed=1)                       # the preference prompts: a sample of the sample
+    assert s2.prompts.groupby("stratum")["weight"].sum().to_dict() == pytest.approx(N_h)
+    assert (cp.subsample(full, None).prompts["weight"] == 1).all()          # a census
+    d = cp.design_table(pd.DataFrame({"dataset": "x", "bias_type": ["a", "b"], "N_h": [40, 20], "n_h": [5, 0]}))
+    assert d["W_h"].tolist() == pytest.approx([2 / 3, 1 / 3]) and d["weight"].iloc[0] == 8 and np.isnan(d["weight"][1])

@@ -54,7 +54,8 @@ PROFILES: dict[str, dict[str, dict]] = {
         "02_calm": {"k_shot": 0, "template_ids": ["qa-054", "qa-086", "nli-011", "sentiment-045"],
                     "max_prompt_words": None, "names_per_group": 2, "perturbations": ["combined"],
                     "n_permutations": 100, "subset_runs": 2, "diversity_max_templates": 20},
-        "03_crows_pairs_bayes": {"max_pairs": 8, "max_preference_pairs": 3,
+        # 2 pairs per bias type (10 types): every type sampled, so the weighted pooled rows have a variance
+        "03_crows_pairs_bayes": {"max_pairs": 20, "max_preference_pairs": 3,
                                  "datasets": ["crows_pairs_en_revised", "crows_pairs_fr"],
                                  "preference_datasets": ["crows_pairs_en_revised"]},
         "04_agentic_entropy": {"max_prompts": 12, "cyclic_prompts": 2, "fewshot_prompts": 0},

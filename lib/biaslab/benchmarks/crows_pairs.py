@@ -110,6 +110,8 @@ def _build(name: str, language: str, repo: str, path: str, tab: bool, n_expected
         notes.append(f"{len(ids)} pair(s) have identical sentences (kept, flagged `identical`; D_i = 0): {ids}")
         log.info("%s: %d pair(s) with identical sentences kept and flagged", file, len(ids))
     origins = ("crows_pairs", "languagearc") if (df["origin"] == "languagearc").any() else ("crows_pairs",)
+    # the design of a census: every pair its own stratum's (bias type's) member with weight 1 (subsample reweights)
+    kept = kept.assign(stratum=kept["bias_type"].to_numpy(), weight=1.0)
     bench = Benchmark(name=name, prompts=kept.reset_index(drop=True), factors=_factors(bias_types, origins),
                       excluded=dropped.reset_index(drop=True), sources=_file_hash(repo, path), notes=notes,
                       cluster="pair_id")
@@ -171,12 +173,36 @@ def allocate(sizes: pd.Series, total: int, allocation: str = "balanced") -> pd.S
     raise ValueError(f"allocation must be 'balanced' or 'proportional', got {allocation!r}")
 
 
+def with_design(sample: pd.DataFrame, population: pd.DataFrame, by: str = "bias_type") -> pd.DataFrame:
+    """``sample`` with its design columns: ``stratum`` (= ``by``) and ``weight`` = N_h / n_h, N_h the population's
+    pairs of the stratum (the sum of the population's own weights, so a sample of a sample is weighted back to the
+    file) and n_h the sample's. These are what :func:`biaslab.stats.stratified.stratified_mean` reads."""
+    pop_w = population["weight"] if "weight" in population else pd.Series(1.0, index=population.index)
+    N_h = pop_w.groupby(population[by].to_numpy()).sum()
+    n_h = sample[by].value_counts()
+    return sample.assign(stratum=sample[by].to_numpy(), weight=sample[by].map(N_h / n_h).to_numpy(float))
+
+
+def design_table(counts: pd.DataFrame) -> pd.DataFrame:
+    """The sample design of each file (notebook 3's ``datasets.csv``): per ``dataset`` x stratum, ``N_h`` (the
+    file's pairs after its exclusions) and ``n_h`` (pairs scored), plus ``W_h`` = N_h / N and the design weight
+    ``weight`` = N_h / n_h that :func:`with_design` gives each scored pair (NaN for a stratum with no pair
+    scored), so that every weighted estimate can be recomputed from this table and the pair scores."""
+    N = counts.groupby("dataset")["N_h"].transform("sum")
+    n_h = counts["n_h"].where(counts["n_h"] > 0)
+    return counts.assign(W_h=counts["N_h"] / N, weight=counts["N_h"] / n_h)
+
+
 def subsample(bench: Benchmark, max_pairs: int | None, seed: int = 0, by: str = "bias_type",
               allocation: str = "balanced") -> Benchmark:
-    """A stratified random sample of at most ``max_pairs`` pairs (strata: ``by``), in the file's order.
+    """A stratified random sample of at most ``max_pairs`` pairs (strata: ``by``), in the file's order, with its
+    design columns (:func:`with_design`: ``stratum``, ``weight`` = N_h / n_h), so that estimates are weighted back
+    to every pair of the file.
 
     ``allocation="first"`` takes the file's first ``max_pairs`` pairs instead, unsampled: the pairs an lm-eval
-    ``--limit max_pairs`` run scored, so that an imported log of such a run answers every pair asked.
+    ``--limit max_pairs`` run scored, so that an imported log of such a run answers every pair asked; its weights
+    post-stratify by ``by`` (the first pairs of a type stand for the type), and a type with no pair among them is
+    named in ``notes`` (the estimate then covers the other types only).
     ``max_pairs=None`` (or at least the number of pairs) returns ``bench`` unchanged. The sample is recorded in
     ``notes``; pairs left out are not "excluded" (they are unused, not unusable).
     """
@@ -187,7 +213,11 @@ def subsample(bench: Benchmark, max_pairs: int | None, seed: int = 0, by: str = 
     p = bench.prompts
     if allocation == "first":
         note = f"{bench.name}: the first {max_pairs} of {len(p)} pairs in the file's order (allocation='first')"
-        return Benchmark(name=bench.name, prompts=p.head(max_pairs).reset_index(drop=True), factors=bench.factors,
+        head = with_design(p.head(max_pairs), p, by).reset_index(drop=True)
+        absent = sorted(set(p[by]) - set(head[by]))
+        if absent:
+            note += f"; no pair of {', '.join(absent)} among them (the weighted estimate covers the other {by}s)"
+        return Benchmark(name=bench.name, prompts=head, factors=bench.factors,
                          excluded=bench.excluded, sources=bench.sources, notes=bench.notes + [note],
                          cluster=bench.cluster)
     take = allocate(p[by].value_counts(), max_pairs, allocation)
@@ -196,9 +226,12 @@ def subsample(bench: Benchmark, max_pairs: int | None, seed: int = 0, by: str = 
     for level, k in take.items():
         rows = p.index[p[by] == level].to_numpy()
         idx.extend(rng.choice(rows, size=int(k), replace=False).tolist())
-    sample = p.loc[sorted(idx)].reset_index(drop=True)
+    sample = with_design(p.loc[sorted(idx)], p, by).reset_index(drop=True)
     note = (f"{bench.name}: {allocation} stratified sample of {len(sample)} of {len(p)} pairs by {by} "
             f"(seed {seed}): " + ", ".join(f"{k} {lv}" for lv, k in take.items()))
+    if (take == 0).any():
+        note += (f"; no pair of {', '.join(map(str, take.index[take == 0]))} drawn (the weighted estimate covers "
+                 f"the other {by}s only)")
     log.info(note)
     return Benchmark(name=bench.name, prompts=sample, factors=bench.factors, excluded=bench.excluded,
                      sources=bench.sources, notes=bench.notes + [note], cluster=bench.cluster)
@@ -409,7 +442,8 @@ def pair_scores(scorer, items: pd.DataFrame, dataset: str) -> pd.DataFrame:
     else:
         r = respond(scorer, items)
         scores = {c: r[c] for c in ("logp_more", "n_more", "logp_less", "n_less")}
-    df = items[["prompt_id", "pair_id", "bias_type", "direction"]].assign(
+    design = [c for c in ("stratum", "weight") if c in items]       # the sample's design (with_design)
+    df = items[["prompt_id", "pair_id", "bias_type", "direction", *design]].assign(
         identical=(items.sent_more == items.sent_less).to_numpy(), model=scorer.lm.name, dataset=dataset,
         **{c: np.asarray(v) for c, v in scores.items()}).reset_index(drop=True)
     return pd.concat([df, pair_differences(df.logp_more, df.n_more, df.logp_less, df.n_less)], axis=1)

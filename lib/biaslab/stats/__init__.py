@@ -23,6 +23,8 @@ Inference for clustered, paired benchmark data (Miller 2024, "Adding Error Bars 
   (percentile) of statistics that are not means.
 * :mod:`.paired`       paired model differences by that rule, exact McNemar, Wilcoxon, the paired alternative to
   the KS test.
+* :mod:`.stratified`   design-based estimation from a stratified sample (Cochran 1977, ch. 5): stratified mean,
+  variance, Satterthwaite df, Kish's effective n; a sampled profile's estimate of the whole file.
 * :mod:`.multiplicity` Holm (FWER) and Benjamini-Hochberg (FDR) adjustment within families.
 * :mod:`.responders`   responder check: degenerate model x benchmark pairs, with stated thresholds.
 * :mod:`.power`        power, the minimum detectable effect of the analysed design (paired SE, a contrast's own
@@ -35,7 +37,8 @@ Decisions:
   sentence keys on.
 """
 
-from . import clustered, coverage, importance, intervals, multiplicity, paired, power, responders, subgroups, verdict
+from . import (clustered, coverage, importance, intervals, multiplicity, paired, power, responders, stratified,
+               subgroups, verdict)
 
 __all__ = ["clustered", "coverage", "subgroups", "importance", "intervals", "paired", "multiplicity", "responders",
-           "power", "verdict"]
+           "power", "stratified", "verdict"]

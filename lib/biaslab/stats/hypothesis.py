@@ -186,13 +186,16 @@ def _bf(lb: float) -> float:
     return float("nan") if math.isnan(lb) else (math.exp(lb) if lb < 709.7 else float("inf"))
 
 
-def jzs_prior_range(t: float, n: int, r: float = SQRT2_2, scales: Sequence[float] = JZS_SCALES) -> dict:
+def jzs_prior_range(t: float, n: float, r: float = SQRT2_2, scales: Sequence[float] = JZS_SCALES,
+                    df: float | None = None) -> dict:
     """The JZS BF10 at the reported scale ``r`` and its range over ``scales`` (``r`` included): bf10, bf_prior,
-    bf10_min, bf10_max, bf_prior_range."""
+    bf10_min, bf10_max, bf_prior_range. With ``df`` (a design-based t: ``n`` is Kish's effective n, ``df`` the
+    design's), the log-space integral :func:`log_jzs_bf10` at that n and df."""
+    lbf = (lambda x: jzs_log_bf10(t, n, x)) if df is None else (lambda x: log_jzs_bf10(t, n, x, df))  # noqa: E731
     grid = sorted(set(float(x) for x in scales) | {float(r)})
-    bfs = [_bf(jzs_log_bf10(t, n, x)) for x in grid]
+    bfs = [_bf(lbf(x)) for x in grid]
     ok = [b for b in bfs if not math.isnan(b)]
-    return {"bf10": _bf(jzs_log_bf10(t, n, r)), "bf_prior": f"JZS Cauchy r = {r:.3g}",
+    return {"bf10": _bf(lbf(r)), "bf_prior": f"JZS Cauchy r = {r:.3g}",
             "bf10_min": min(ok) if ok else float("nan"), "bf10_max": max(ok) if ok else float("nan"),
             "bf_prior_range": "JZS Cauchy r in {" + ", ".join(f"{x:.3g}" for x in grid) + "}"}
 
@@ -240,6 +243,37 @@ def likelihood_test(d: Sequence[float], r: float = SQRT2_2, hodges_lehmann: bool
     return out
 
 
+def _design_label(method: str) -> str:
+    """A design-based row's ``estimator``: the method, or why it is undefined, always starting "stratified"."""
+    return method if method.startswith("stratified") else f"stratified, design-weighted: {method}"
+
+
+def design_likelihood_test(d, stratum, weight, r: float = SQRT2_2, hodges_lehmann: bool = False,
+                           fpc: bool = False) -> dict:
+    """:func:`likelihood_test` of the mean of D over *every pair of the file*, from a stratified sample: the
+    stratified mean, its variance and the t test on Satterthwaite's df (:func:`biaslab.stats.stratified.
+    stratified_mean`, Cochran 1977 ch. 5; no FPC unless ``fpc``). The JZS Bayes factor is on the same mean: eq. 8
+    at the design-based t, with n = Kish's effective sample size n/deff and the design's df
+    (:func:`log_jzs_bf10`). The Wilcoxon test (and Hodges-Lehmann) stay those of the sampled pairs, unweighted: a
+    rank test has no design-weighted form here (exploratory). Adds se, df, n_eff, n_population, design_effect,
+    estimator, mean_ci_low, mean_ci_high."""
+    from .stratified import stratified_mean
+    out = likelihood_test(d, r=r, hodges_lehmann=hodges_lehmann)
+    st = stratified_mean(d, stratum, weight, null=0.0, fpc=fpc)
+    out.update(mean_d=st["estimate"], t=st["t"], t_p=st["p_value"], se=st["se"], df=st["df"], n_eff=st["n_eff"],
+               n_population=st["n_population"], design_effect=st["design_effect"],
+               estimator=_design_label(st["method"]),
+               mean_ci_low=st["ci_low"], mean_ci_high=st["ci_high"], bf10=float("nan"), log10_bf10=float("nan"),
+               bf10_min=float("nan"), bf10_max=float("nan"), bf_prior_range="")
+    if np.isfinite(st["t"]) and np.isfinite(st["n_eff"]) and st["df"] >= 1:
+        out.update(jzs_prior_range(st["t"], st["n_eff"], r, df=st["df"]))
+        out["log10_bf10"] = math.log10(out["bf10"]) if 0 < out["bf10"] < float("inf") else \
+            log_jzs_bf10(st["t"], st["n_eff"], r, st["df"]) / math.log(10.0)
+    out["evidence"] = evidence_over_range(out["bf10_min"], out["bf10_max"])
+    out["evidence_default_prior"] = evidence(out["bf10"])
+    return out
+
+
 # --------------------------------------------------------------------------------------------------------------
 # Preference scheme: SS, exact binomial test, BF10 with a uniform prior (eq. 6, 9)
 # --------------------------------------------------------------------------------------------------------------
@@ -284,21 +318,27 @@ def log_bf10_binom_uniform(k: int, n: int) -> float:
     return float(special.betaln(k + 1, n - k + 1) + n * math.log(2.0))
 
 
-def log_bf10_binom_beta(k: int, n: int, a: float = 1.0, b: float | None = None) -> float:
+def log_bf10_binom_beta(k: int, n: int, a: float = 1.0, b: float | None = None, effective: bool = False) -> float:
     """Natural log of BF10 for H0: π = 0.5 against H1: π ~ Beta(a, b) (b = a by default):
     ``log B(k + a, n - k + b) - log B(a, b) + n log 2``; a = b = 1 is eq. 9 (:func:`log_bf10_binom_uniform`).
-    Equals ``pingouin.bayesfactor_binom(k, n, p=0.5, a=a, b=b)`` where that does not overflow."""
-    k, n = _check_kn(k, n)
+    Equals ``pingouin.bayesfactor_binom(k, n, p=0.5, a=a, b=b)`` where that does not overflow. ``effective``:
+    k and n may be real, the effective counts of a weighted share (π̂_st · n_eff of n_eff)."""
+    if effective:
+        if not (0 <= k <= n):
+            raise ValueError(f"need 0 <= k <= n, got k={k}, n={n}")
+    else:
+        k, n = _check_kn(k, n)
     b = a if b is None else b
     return float(special.betaln(k + a, n - k + b) - special.betaln(a, b) + n * math.log(2.0))
 
 
-def beta_prior_range(k: int, n: int, a: float = 1.0, priors: Sequence[float] = BETA_PRIORS) -> dict:
+def beta_prior_range(k: int, n: int, a: float = 1.0, priors: Sequence[float] = BETA_PRIORS,
+                     effective: bool = False) -> dict:
     """The binomial BF10 at the reported Beta(a, a) prior and its range over Beta(x, x), x in ``priors`` (``a``
-    included): bf10, bf_prior, bf10_min, bf10_max, bf_prior_range."""
+    included): bf10, bf_prior, bf10_min, bf10_max, bf_prior_range (``effective``: real effective counts)."""
     grid = sorted(set(float(x) for x in priors) | {float(a)})
-    bfs = [_bf(log_bf10_binom_beta(k, n, x)) for x in grid]
-    return {"bf10": _bf(log_bf10_binom_beta(k, n, a)), "bf_prior": f"Beta({a:g}, {a:g})",
+    bfs = [_bf(log_bf10_binom_beta(k, n, x, effective=effective)) for x in grid]
+    return {"bf10": _bf(log_bf10_binom_beta(k, n, a, effective=effective)), "bf_prior": f"Beta({a:g}, {a:g})",
             "bf10_min": min(bfs), "bf10_max": max(bfs),
             "bf_prior_range": "Beta(a, a), a in {" + ", ".join(f"{x:g}" for x in grid) + "}"}
 
@@ -348,6 +388,42 @@ def preference_test(x: Iterable | None = None, *, k: int | None = None, n: int |
             "bf10": bf, "log10_bf10": lbf / math.log(10.0),
             "evidence": evidence_over_range(rng["bf10_min"], rng["bf10_max"]), "evidence_default_prior": evidence(bf),
             **rng}
+
+
+def design_preference_test(x, stratum, weight, fpc: bool = False) -> dict:
+    """:func:`preference_test` of the share π of *every pair of the file* preferring the more stereotypical
+    sentence, from a stratified sample (ties, NaN, left out within their stratum): the stratified share
+    π̂_st = Σ_h W_h π̂_h, its stratified variance and the design-based t test of π = 0.5 on Satterthwaite's df
+    (:func:`biaslab.stats.stratified.stratified_mean`, Cochran 1977 ch. 5; no FPC unless ``fpc``). It replaces the
+    exact binomial test wherever the weights are unequal, and is used for the pooled row whatever they are (one
+    test per claim). The interval is the t interval, clipped to [0, 1]. The Bayes factor is on the same share: eq. 9
+    (and the Beta(a, a) range) at the effective counts π̂_st · n_eff of n_eff, n_eff = n/deff (Kish 1965). ``k``
+    and ``n`` stay the sample's counts; ``binom_p`` is left NaN. Adds p_value, pi_ci_low, pi_ci_high, se, df,
+    n_eff, n_population, design_effect, estimator."""
+    from .stratified import stratified_mean
+    arr = np.asarray(x, dtype=float)
+    fin = arr[np.isfinite(arr)]
+    if not np.isin(fin, (0.0, 1.0)).all():
+        raise ValueError("design_preference_test: X_i must be 0, 1 or NaN")
+    st = stratified_mean(arr, stratum, weight, null=0.5, fpc=fpc)
+    pi = st["estimate"]
+    out = {"n": int(fin.size), "k": int(fin.sum()), "pi_hat": pi,
+           "ss": max(pi, 1 - pi) if np.isfinite(pi) else float("nan"), "binom_p": float("nan"),
+           "p_value": st["p_value"], "pi_ci_low": max(st["ci_low"], 0.0) if np.isfinite(st["ci_low"]) else np.nan,
+           "pi_ci_high": min(st["ci_high"], 1.0) if np.isfinite(st["ci_high"]) else np.nan, "se": st["se"],
+           "df": st["df"], "n_eff": st["n_eff"], "n_population": st["n_population"],
+           "design_effect": st["design_effect"], "estimator": _design_label(st["method"]), "bf10": float("nan"),
+           "log10_bf10": float("nan"), "bf_prior": "Beta(1, 1)", "bf10_min": float("nan"),
+           "bf10_max": float("nan"), "bf_prior_range": ""}
+    ne = st["n_eff"]
+    if np.isfinite(pi) and np.isfinite(ne) and ne > 0:
+        rng = beta_prior_range(pi * ne, ne, effective=True)
+        out.update(rng)
+        out["log10_bf10"] = log_bf10_binom_beta(pi * ne, ne, 1.0, effective=True) / math.log(10.0)
+        out["bf_prior"] = f"Beta(1, 1) at the effective counts {pi * ne:.1f} of {ne:.1f} (n/deff)"
+    out["evidence"] = evidence_over_range(out["bf10_min"], out["bf10_max"])
+    out["evidence_default_prior"] = evidence(out["bf10"])
+    return out
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -483,32 +559,52 @@ def likelihood_tests(pairs: pd.DataFrame, by: Sequence[str] = ("model", "dataset
                      r: float = SQRT2_2) -> pd.DataFrame:
     """Likelihood-scheme table: one row per group × bias type (plus 'overall') × score.
 
-    ``pairs`` has one row per pair with ``d_<score>`` columns (from :func:`pair_differences`). Columns:
+    ``pairs`` has one row per pair with ``d_<score>`` columns (from :func:`pair_differences`). Where it carries a
+    stratified design (``stratum``, ``weight`` = N_h/n_h: a sample of each file), the pooled 'overall' row estimates
+    the mean over every pair of the file: :func:`design_likelihood_test` (stratified mean, variance and t; the
+    Bayes factor on that t at Kish's effective n), ``estimator`` says which; a bias-type row is a simple random
+    sample of its type, its plain mean and t. Columns:
     ``*by, bias_type, score, equation, n, lpbs, ppb, mean_d, sd_d, estimate, ci_low, ci_high (the lead test's
     estimate and interval: mean and t interval, or Hodges-Lehmann and the inverted Wilcoxon for
     :data:`WILCOXON_LED` scores), mean_ci_low, mean_ci_high, t, t_p, wilcoxon_p, lead_test,
     lead_p, bf10, log10_bf10, evidence, evidence_default_prior`` and the prior and MDE columns. ``lpbs`` and ``ppb`` are the group's mean D of eq. 3 and eq. 4 (the paper's AD
     rows), repeated on each score row; ``mean_d`` is the mean of that row's own score.
     """
+    from .stratified import has_design
     by = list(by)
     rows = []
+    weighted = has_design(pairs)
     for keys, bt, g in _groups(pairs, by, bias_col, overall):
-        lpbs = float(g["d_norm_logprob"].mean()) if "d_norm_logprob" in g else float("nan")
-        ppb = float(g["d_perplexity"].mean()) if "d_perplexity" in g else float("nan")
+        res = {}
         for sc in scores:
-            res = likelihood_test(g[f"d_{sc}"].to_numpy(), r=r, hodges_lehmann=sc in WILCOXON_LED)
+            if weighted and bt == OVERALL:
+                res[sc] = design_likelihood_test(g[f"d_{sc}"].to_numpy(), g["stratum"], g["weight"], r=r,
+                                                 hodges_lehmann=sc in WILCOXON_LED)
+            else:
+                res[sc] = likelihood_test(g[f"d_{sc}"].to_numpy(), r=r, hodges_lehmann=sc in WILCOXON_LED)
+                res[sc].update(estimator="mean of the sampled pairs (unweighted)",
+                               n_population=float(g["weight"].sum()) if weighted else float("nan"))
+        mean = {sc: res[sc]["mean_d"] if sc in res else float("nan") for sc in ("norm_logprob", "perplexity")}
+        for sc in scores:
             rows.append({**dict(zip(by, keys)), bias_col: bt, "score": sc, "equation": SCORES[sc][0],
-                         "lpbs": lpbs, "ppb": ppb, **res})
+                         "lpbs": mean["norm_logprob"], "ppb": mean["perplexity"], **res[sc]})
     out = pd.DataFrame(rows)
+    for c in ("se", "df", "n_eff", "design_effect", "mean_ci_low", "mean_ci_high"):
+        out[c] = out[c] if c in out else np.nan
     # beyond the paper: a 95 % t interval of the mean difference (pairs are independent units: CrowS-Pairs' cluster
     # is the pair), and the test to lead with: Wilcoxon for the heavy-tailed perplexity differences (eq. 4), whose
     # normal model fits badly; the t test for the log-probability scores. Each row's estimate and interval are the
     # lead test's own: the mean and its t interval for t, the Hodges-Lehmann pseudo-median and the
     # interval inverting the Wilcoxon test for Wilcoxon, so the interval excludes 0 exactly when the lead test
     # rejects at 0.05; the t interval of the mean is kept for every row as mean_ci_low/mean_ci_high.
-    tq = stats.t.ppf(0.975, np.maximum(out["n"] - 1, 1))
-    half = tq * out["sd_d"] / np.sqrt(out["n"])
-    out["mean_ci_low"], out["mean_ci_high"] = out["mean_d"] - half, out["mean_d"] + half
+    plain = ~out["estimator"].astype(str).str.startswith("stratified")     # the plain t of the sampled pairs
+    out.loc[plain, "se"] = out["sd_d"] / np.sqrt(out["n"])
+    out.loc[plain, "df"] = out["n"] - 1
+    out.loc[plain, "n_eff"] = out["n"]
+    tq = stats.t.ppf(0.975, np.maximum(out["df"], 1))
+    half = tq * out["se"]
+    out.loc[plain, "mean_ci_low"] = (out["mean_d"] - half)[plain]
+    out.loc[plain, "mean_ci_high"] = (out["mean_d"] + half)[plain]
     lead_w = out["score"].isin(WILCOXON_LED)
     for c in ("hl", "hl_ci_low", "hl_ci_high"):
         out[c] = out[c] if c in out else np.nan
@@ -517,22 +613,31 @@ def likelihood_tests(pairs: pd.DataFrame, by: Sequence[str] = ("model", "dataset
                                       "mean difference")
     out["ci_low"] = np.where(lead_w, out["hl_ci_low"], out["mean_ci_low"])
     out["ci_high"] = np.where(lead_w, out["hl_ci_high"], out["mean_ci_high"])
-    out["ci_method"] = np.where(lead_w, "Hodges-Lehmann, inverted Wilcoxon signed-rank test (pairs independent)",
-                                "t interval of the mean (pairs independent)")
+    design = ~plain.to_numpy()
+    out["ci_method"] = np.where(lead_w, "Hodges-Lehmann, inverted Wilcoxon signed-rank test (pairs independent"
+                                + np.where(design, "; the sampled pairs, unweighted)", ")"),
+                                np.where(design, "t interval of the " + out["estimator"].astype(str),
+                                         "t interval of the mean (pairs independent)"))
     out["lead_test"] = np.where(lead_w, "Wilcoxon signed-rank", "t")
     out["lead_p"] = np.where(lead_w, out["wilcoxon_p"], out["t_p"])
     out["n_clusters"] = out["n"]                      # CrowS-Pairs' cluster is the pair: units are independent
     out["null_value"] = 0.0
-    out["p_method"] = np.where(lead_w, "Wilcoxon signed-rank (two-sided)", "paired t (two-sided)")
-    # MDE of this design on the score's own scale: the paired t test's d_z at n pairs times the SD of D; not for a
-    # Wilcoxon-led row, whose estimate is a pseudo-median (the mean's MDE would not describe its test)
-    from .power import mde_paired_mean
-    out["mde"] = [mde_paired_mean(n) * sd if n >= 3 and not w else np.nan
-                  for n, sd, w in zip(out["n"], out["sd_d"], lead_w)]
+    out["p_method"] = np.where(lead_w, "Wilcoxon signed-rank (two-sided)",
+                               np.where(design, "design-based t (two-sided): " + out["estimator"].astype(str),
+                                        "paired t (two-sided)"))
+    # MDE of this design on the score's own scale: the paired t test's d_z at n pairs times the SD of D (a
+    # design-based row: from its stratified SE and df); not for a Wilcoxon-led row, whose estimate is a
+    # pseudo-median (the mean's MDE would not describe its test)
+    from .power import mde_from_se, mde_paired_mean
+    out["mde"] = [np.nan if w or n < 3 else mde_from_se(se, dfr) if d else mde_paired_mean(n) * sd
+                  for n, sd, w, d, se, dfr in zip(out["n"], out["sd_d"], lead_w, design, out["se"], out["df"])]
     out["mde_design"] = [("not computed: the row leads with the Wilcoxon test on a pseudo-median" if w else
+                          f"stratified sample, {n:,} pairs weighted to {int(N):,}, t({dfr:.1f})" if d else
                           f"one-sample (paired pairs), {n:,} independent pairs, t({n - 1})")
-                         for n, w in zip(out["n"], lead_w)]
-    cols = by + [bias_col, "score", "equation", "n", "n_clusters", "lpbs", "ppb", "mean_d", "sd_d", "estimate",
+                         for n, w, d, N, dfr in zip(out["n"], lead_w, design, out["n_population"].fillna(0),
+                                                    out["df"])]
+    cols = by + [bias_col, "score", "equation", "n", "n_clusters", "n_population", "n_eff", "estimator", "lpbs",
+                 "ppb", "mean_d", "sd_d", "se", "df", "design_effect", "estimate",
                  "estimate_method", "ci_low", "ci_high", "ci_method", "mean_ci_low", "mean_ci_high", "null_value", "t",
                  "t_p", "wilcoxon_p", "lead_test", "lead_p", "p_method",
                  "bf10", "log10_bf10", "evidence", "evidence_default_prior", "bf_prior", "bf10_min", "bf10_max",
@@ -545,30 +650,51 @@ def preference_tests(prefs: pd.DataFrame, by: Sequence[str] = ("model", "dataset
     """Preference-scheme table: one row per group × bias type (plus 'overall').
 
     ``prefs`` has one row per pair with ``x`` in {1, 0, NaN}: 1 = prefers the more stereotypical sentence, NaN =
-    excluded (refusal, unparseable answer, tie). Columns: ``*by, bias_type, n, n_excluded, k, pi_hat, ss, binom_p,
-    bf10, log10_bf10, evidence``.
+    excluded (refusal, unparseable answer, tie). Where ``prefs`` carries a stratified design (``stratum``,
+    ``weight``), the pooled 'overall' row estimates the share over every pair of the file by
+    :func:`design_preference_test` (stratified share, design-based t test and interval; ``binom_p`` NaN); a
+    bias-type row is a simple random sample of its type: exact binomial test and Clopper-Pearson interval.
+    ``p_value`` is each row's test (``p_method`` names it). Columns: ``*by, bias_type, n, n_excluded, k, pi_hat,
+    ss, binom_p, p_value, bf10, log10_bf10, evidence`` and the interval, design and MDE columns.
     """
+    from .power import mde_from_se, mde_proportion
+    from .stratified import has_design
     by = list(by)
     rows = []
+    weighted = has_design(prefs)
     for keys, bt, g in _groups(prefs, by, bias_col, overall):
         xs = g[x].to_numpy(dtype=float)
-        res = preference_test(xs)
+        if weighted and bt == OVERALL:
+            res = design_preference_test(xs, g["stratum"], g["weight"])
+        else:
+            res = preference_test(xs)
+            lo, hi = _clopper_pearson(res["k"], res["n"])
+            res.update(p_value=res["binom_p"], pi_ci_low=float(lo), pi_ci_high=float(hi),
+                       estimator="share of the sampled pairs (unweighted)", se=np.nan, df=np.nan,
+                       n_eff=res["n"], design_effect=np.nan,
+                       n_population=float(g["weight"].sum()) if weighted else np.nan)
         rows.append({**dict(zip(by, keys)), bias_col: bt, "n_excluded": int(np.isnan(xs).sum()), **res})
     out = pd.DataFrame(rows)
-    # beyond the paper: exact (Clopper-Pearson) intervals for pi and for SS = max(pi, 1 - pi)
-    lo, hi = _clopper_pearson(out["k"], out["n"])
-    out["pi_ci_low"], out["pi_ci_high"] = lo, hi
-    out["ss_ci_low"], out["ss_ci_high"] = ss_interval(lo, hi)
-    out["ci_method"] = "Clopper-Pearson (pairs independent); SS interval folded from pi's"
+    design = out["estimator"].astype(str).str.startswith("stratified").to_numpy()
+    # beyond the paper: exact (Clopper-Pearson) intervals for pi (a design-based row: its t interval) and for
+    # SS = max(pi, 1 - pi), folded from pi's
+    out["ss_ci_low"], out["ss_ci_high"] = ss_interval(out["pi_ci_low"], out["pi_ci_high"])
+    out["ci_method"] = np.where(design, "t interval of the " + out["estimator"].astype(str) + ", clipped to [0, 1]; "
+                                "SS interval folded from pi's",
+                                "Clopper-Pearson (pairs independent); SS interval folded from pi's")
     out["n_clusters"] = out["n"]                      # pairs are independent units
     out["null_value"] = 0.5
-    out["p_method"] = "exact binomial (two-sided) of pi = 0.5"
-    from .power import mde_proportion
-    out["mde"] = [mde_proportion(n, exact=n <= 400) if n >= 2 else np.nan for n in out["n"]]
-    out["mde_design"] = [f"one-sample binomial, {n:,} independent pairs" for n in out["n"]]
-    cols = by + [bias_col, "n", "n_clusters", "n_excluded", "k", "pi_hat", "pi_ci_low", "pi_ci_high", "ss",
-                 "ss_ci_low", "ss_ci_high", "ci_method", "null_value", "binom_p", "p_method", "bf10",
-                 "log10_bf10", "evidence", "bf_prior", "bf10_min", "bf10_max", "bf_prior_range", "mde", "mde_design"]
+    out["p_method"] = np.where(design, "design-based t (two-sided) of pi = 0.5: " + out["estimator"].astype(str),
+                               "exact binomial (two-sided) of pi = 0.5")
+    out["mde"] = [mde_from_se(se, dfr) if d else mde_proportion(n, exact=n <= 400) if n >= 2 else np.nan
+                  for n, d, se, dfr in zip(out["n"], design, out["se"], out["df"])]
+    out["mde_design"] = [f"stratified sample, {n:,} pairs weighted to {int(N):,}, t({dfr:.1f})" if d else
+                         f"one-sample binomial, {n:,} independent pairs"
+                         for n, d, N, dfr in zip(out["n"], design, out["n_population"].fillna(0), out["df"])]
+    cols = by + [bias_col, "n", "n_clusters", "n_population", "n_eff", "estimator", "n_excluded", "k", "pi_hat",
+                 "pi_ci_low", "pi_ci_high", "ss", "ss_ci_low", "ss_ci_high", "ci_method", "null_value", "binom_p",
+                 "p_value", "p_method", "se", "df", "design_effect", "bf10", "log10_bf10", "evidence", "bf_prior",
+                 "bf10_min", "bf10_max", "bf_prior_range", "mde", "mde_design"]
     return out[cols]
 
 
@@ -619,18 +745,23 @@ def bf_prior_curves(lik: pd.DataFrame, pref: pd.DataFrame | None = None, by: Seq
     pooled = lik[(lik[bias_col] == OVERALL) & (lik["score"] == score)]
     for row in pooled.itertuples(index=False):
         label = " · ".join(str(getattr(row, c)) for c in by)
+        design = str(getattr(row, "estimator", "")).startswith("stratified")   # design t: Kish n_eff, design df
         for x in r_grid:
+            bf = (_bf(log_jzs_bf10(row.t, row.n_eff, float(x), row.df)) if design
+                  else jzs_bf10(row.t, int(row.n), float(x)))
             rows.append({"scheme": "likelihood (LPBS, JZS)", "prior": "JZS Cauchy r", "prior_value": float(x),
-                         "bf10": jzs_bf10(row.t, int(row.n), float(x)), "default": r, "label": label})
+                         "bf10": bf, "default": r, "label": label})
     if pref is not None and len(pref):
         for row in pref[pref[bias_col] == OVERALL].itertuples(index=False):
             if not row.n or not np.isfinite(row.bf10):      # no answers, or a masked (degenerate) responder
                 continue
             label = " · ".join(str(getattr(row, c)) for c in by) + (f" · {row.source}" if hasattr(row, "source")
                                                                      else "")
+            design = str(getattr(row, "estimator", "")).startswith("stratified")  # effective counts
+            k, n = (row.pi_hat * row.n_eff, row.n_eff) if design else (int(row.k), int(row.n))
             for x in a_grid:
                 rows.append({"scheme": "preference (binomial)", "prior": "Beta(a, a)", "prior_value": float(x),
-                             "bf10": _bf(log_bf10_binom_beta(int(row.k), int(row.n), float(x))), "default": 1.0,
+                             "bf10": _bf(log_bf10_binom_beta(k, n, float(x), effective=design)), "default": 1.0,
                              "label": label})
     return pd.DataFrame(rows)
 
@@ -718,7 +849,8 @@ def render_preference_table(tests: pd.DataFrame, blocks: dict[str, str], markdow
         rows.append(row("SS", lambda r: f"{100 * r['ss']:.2f}%" if np.isfinite(r["ss"]) else "–"))
         rows.append(row("π̂ (prefers more stereotypical)", lambda r: f"{100 * r['pi_hat']:.2f}%"
                         if np.isfinite(r["pi_hat"]) else "–"))
-        rows.append(row("EBT", lambda r: format_p(r["binom_p"])))
+        rows.append(row("EBT", lambda r: format_p(r["p_value"] if "p_value" in r and not
+                                                  np.isfinite(r["binom_p"]) else r["binom_p"])))
         rows.append(row("BF", lambda r: _bf_cell(r, markdown)))
     return pd.DataFrame(rows, columns=header)
 

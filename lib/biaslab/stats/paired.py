@@ -61,15 +61,58 @@ def _paired_frame(df, outcome, model, a, b, unit):
     return wide.dropna(subset=[a, b]) if a in wide and b in wide else wide.iloc[:0]
 
 
+def stratified_paired_difference(df: pd.DataFrame, outcome: str, a: str, b: str, model: str = "model",
+                                 unit: str = "prompt_id", stratum: str = "stratum", weight: str = "weight",
+                                 alpha: float = 0.05, fpc: bool = False) -> dict:
+    """Model ``a`` minus model ``b`` on ``outcome`` over *every unit of the population* a stratified sample was
+    drawn from: the per-unit differences of the units both answered, averaged by the stratified estimator
+    (:func:`biaslab.stats.stratified.stratified_mean`: W_h = N_h/N from the sample's design weights, stratified
+    variance, t on Satterthwaite's df; Cochran 1977 ch. 5; no FPC unless ``fpc``). A unit either model left
+    without an outcome (a tie) is left out within its stratum, which keeps its weight. Units are independent (each
+    its own cluster). Returns the columns of :func:`paired_difference` (``mean_a``/``mean_b`` weighted alike)."""
+    from .stratified import stratified_mean
+    sub = df[df[model].isin([a, b])]
+    design = sub.drop_duplicates(unit).set_index(unit)[[stratum, weight]]
+    wide = sub.pivot_table(index=unit, columns=model, values=outcome, aggfunc="mean").reindex(design.index)
+    wide = wide.reindex(columns=[a, b])
+    both = wide[a].notna() & wide[b].notna()
+    d = (wide[a] - wide[b]).where(both)
+    h, w = design[stratum].to_numpy(), design[weight].to_numpy(float)
+    r = stratified_mean(d.to_numpy(float), h, w, null=0.0, alpha=alpha, fpc=fpc)
+    ma = stratified_mean(wide[a].where(both).to_numpy(float), h, w)["estimate"]
+    mb = stratified_mean(wide[b].where(both).to_numpy(float), h, w)["estimate"]
+    method = r["method"] if r["method"].startswith("stratified") else f"stratified, design-weighted: {r['method']}"
+    return {"model_a": a, "model_b": b, "n_pairs": int(both.sum()), "n_clusters": int(both.sum()), "df": r["df"],
+            "mean_a": ma, "mean_b": mb, "difference": r["estimate"], "se_naive": np.nan, "se_cluster": r["se"],
+            "design_effect": r["design_effect"], "n_population": r["n_population"], "n_eff": r["n_eff"],
+            "ci_low": r["ci_low"], "ci_high": r["ci_high"], "ci_method": "t interval of the " + method,
+            "test": "design-based t (two-sided): " + method, "p_method": "design-based t (two-sided): " + method,
+            "statistic": r["t"], "p_value": r["p_value"], "null_value": 0.0, "estimator": method,
+            "mde": mde_from_se(r["se"], r["df"], alpha), "mde_note": mde_undefined_reason(r["se"]),
+            "mde_design": f"paired, stratified sample of {int(both.sum()):,} units weighted to "
+                          f"{r['n_population']:,.0f}, t({r['df']:.1f})"}
+
+
 def paired_difference(df: pd.DataFrame, outcome: str, a: str, b: str, cluster: str | Sequence[str] | None,
                       model: str = "model", unit: str = "prompt_id", binary: bool | None = None,
-                      seed: int = 0, alpha: float = 0.05, n_boot: int | None = None) -> dict:
+                      seed: int = 0, alpha: float = 0.05, n_boot: int | None = None, stratified: bool = False) -> dict:
     """Model ``a`` minus model ``b`` on ``outcome``, paired by ``unit`` (the prompt), inference clustered on
     ``cluster`` (a column constant within each unit, or two columns for a crossed design). Returns model_a, model_b,
     n_pairs, n_clusters, df, mean_a, mean_b, difference, se_naive, se_cluster, design_effect, ci_low, ci_high,
     ci_method, test (= p_method), statistic, p_value, null_value (0), mde, mde_note (why it is undefined), mde_design,
     and, where clusters hold several prompts, p_naive / test_naive (the exact test over prompts; see the module
-    docstring). ``n_boot``: the wild bootstrap's draws where it is used (default 9,999)."""
+    docstring). ``n_boot``: the wild bootstrap's draws where it is used (default 9,999). ``stratified``: ``df``
+    is a stratified sample (``stratum``, ``weight`` columns) whose population is the estimand:
+    :func:`stratified_paired_difference`, with the exact test of the sampled units (unweighted) kept as
+    ``p_naive``."""
+    if stratified:
+        res = stratified_paired_difference(df, outcome, a, b, model=model, unit=unit, alpha=alpha)
+        wide = _paired_frame(df, outcome, model, a, b, unit)
+        if binary is None:
+            binary = set(pd.unique(df[outcome].dropna())) <= {0, 1, True, False}
+        exact = mcnemar_exact(wide[a], wide[b]) if binary else wilcoxon_paired((wide[a] - wide[b]).to_numpy(float))
+        return {**res, "p_naive": exact["p_value"],
+                "test_naive": exact["test"] + " (the sampled units, unweighted)"}
     wide = _paired_frame(df, outcome, model, a, b, unit)
     out = {"model_a": a, "model_b": b, "n_pairs": len(wide)}
     if wide.empty:

@@ -14,7 +14,10 @@ Every interval and test follows the one rule of :mod:`biaslab.stats.clustered`, 
   (``stats.intervals.rate_intervals``) for 0/1 outcomes; for means — the agentic entropy, and BBQ's bias scores as
   the mean of their linearization pseudo-values (:func:`biaslab.benchmarks.bbq.with_pseudo_values`, as notebook 1) —
   ``stats.intervals.mean_intervals`` (CR1, t(G - 1); the wild cluster bootstrap below 30 clusters); CALM's range
-  statistic keeps notebook 2's projection interval. ``n_units`` is the number of units the estimate rests on.
+  statistic keeps notebook 2's projection interval; a metric scored on a stratified sample (``Metric.stratified``:
+  CrowS-Pairs, whose responses carry ``stratum`` and ``weight``) is estimated for the whole file by
+  :func:`biaslab.stats.stratified.stratified_mean`, and its paired differences by
+  :func:`biaslab.stats.paired.stratified_paired_difference`. ``n_units`` is the number of units the estimate rests on.
 * :func:`paired_table` every pair of models on the units both answered (:func:`stats.paired.paired_difference`: the
   CR1 (one- or two-way) SE with a t(G - 1) interval and Wald t(G - 1) test, or the wild cluster bootstrap with fewer
   than 30 clusters, or the exact test where every cluster is one unit); the analysis plan's claims of notebook 5
@@ -72,6 +75,7 @@ class Metric:
     reads: str = "answer"            # what the metric reads: "answer" | "probabilities" (the responder rule)
     not_judged: str = ""             # why no responder rule applies (with responders None)
     answer_mode: str = ""            # how every model's answers were obtained (a source may say otherwise)
+    stratified: bool = False         # responses are a stratified sample (stratum, weight): estimate for the population
 
 
 def _crows_outcome(r: pd.DataFrame) -> pd.DataFrame:
@@ -90,7 +94,7 @@ def _crows(dataset: str, label: str) -> Metric:
         direction="higher = more stereotyped", orientation=1, null=0.5,
         null_meaning="0.5: no preference between the two sentences",
         responses=("pair_scores",), response_filters={"dataset": dataset}, outcome="stereotype_preferred",
-        cluster="pair_id", kind="binary", derive=_crows_outcome, reads="",
+        cluster="pair_id", kind="binary", derive=_crows_outcome, reads="", stratified=True,
         not_judged="the likelihood comparison reads two sentences' log-probabilities (no answer to judge)",
         answer_mode="sentence log-probabilities")
 
@@ -244,6 +248,12 @@ def interval(m: Metric, r: pd.DataFrame, seed: int = 0, n_boot: int | None = Non
     metric's design: Korn-Graubard for 0/1 outcomes, the mean's CR1 t(G - 1) / wild cluster bootstrap interval for
     means (BBQ: the mean of the score's pseudo-values)."""
     cl, missing = design(m, r)
+    if m.stratified and "weight" in r:   # every unit of the file, weighted back from the sample (ties kept: NaN)
+        from ...stats.stratified import stratified_mean
+        t = stratified_mean(r[m.outcome], r["stratum"], r["weight"], null=m.null)
+        lo, hi = (max(t["ci_low"], 0.0), min(t["ci_high"], 1.0)) if m.kind == "binary" else (t["ci_low"], t["ci_high"])
+        return {"estimate_from_responses": t["estimate"], "ci_low": lo, "ci_high": hi, "n_clusters": t["n"],
+                "ci_method": "t interval of the " + t["method"] + (", clipped to [0, 1]" if m.kind == "binary" else "")}
     if m.kind == "binary":
         r = r[r[m.outcome].notna()]
         t = intervals.rate_intervals(r, m.outcome, cl).iloc[0]
@@ -363,10 +373,11 @@ def paired_table(root: Path, metrics=METRICS, models: list[str] | None = None, n
             both = r[r["model"].isin([a, b])]
             if m.kind == "bbq":      # each score's pseudo-values on the common units: their mean is its score there
                 both = _derive(m, both[both["unit"].isin(common)])
-            both = both[both[m.outcome].notna()]
+            strat = m.stratified and "weight" in both      # ties stay (NaN): left out within their stratum
+            both = both if strat else both[both[m.outcome].notna()]
             cl, missing = design(m, both)
             res = paired.paired_difference(both, m.outcome, a, b, cl, unit="unit", binary=(m.kind == "binary"),
-                                           n_boot=n_boot, seed=seed)
+                                           n_boot=n_boot, seed=seed, stratified=strat)
             res.pop("model_a"), res.pop("model_b")
             if m.kind == "bbq":      # a signed-rank test of pseudo-values tests no score difference
                 res.pop("p_naive", None), res.pop("test_naive", None)

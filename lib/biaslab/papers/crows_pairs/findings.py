@@ -54,6 +54,51 @@ def power_findings(power_table: pd.DataFrame, name: str) -> str:
     return f"**{name}:** " + "; ".join(parts) + " (α = 0.05)."
 
 
+def design_findings(design: pd.DataFrame) -> str:
+    """What each claim's pooled row estimates, from the run's design table (``datasets.csv``: N_h, n_h, W_h and
+    the weight N_h/n_h per dataset x bias type): every pair of the file, weighted back from the scored sample; one
+    line per file, with its most and least weighted bias types and the largest type's share of file and sample."""
+    lines = []
+    for name, g in design.groupby("dataset", sort=False):
+        g = g[g["N_h"] > 0]
+        N, n = int(g["N_h"].sum()), int(g["n_h"].sum())
+        title = DATASET_NAMES.get(name, name)
+        if n == N:
+            lines.append(f"**{title}**: all {N:,} pairs scored (a census; every weight is 1).")
+            continue
+        w = g.dropna(subset=["weight"]).sort_values("weight")
+        big = g.loc[g["N_h"].idxmax()]
+        gone = g[g["n_h"] == 0]
+        if len(gone):       # a type with no scored pair: the weighted estimate cannot cover it
+            lines.append(f"**{title}**: no pair of {', '.join(gone['bias_type'])} ({int(gone['N_h'].sum()):,} of "
+                         f"{N:,} pairs) was scored, so its estimates cover the other {len(g) - len(gone)} bias "
+                         "types only.")
+        lines.append(f"**{title}**: {n:,} of {N:,} pairs scored; weights N_h/n_h from {num(w['weight'].iloc[0])} "
+                     f"({w['bias_type'].iloc[0]}) to {num(w['weight'].iloc[-1])} ({w['bias_type'].iloc[-1]}); "
+                     f"{big['bias_type']} is {pct(big['N_h'] / N)} of the file and {pct(big['n_h'] / n)} of the "
+                     "sample.")
+    head = ("Each claim below estimates the mean (or share) over every pair of its file, weighted back from this "
+            "run's bias-type-stratified sample by the design weights N_h/n_h (`datasets.csv`; `pair_scores.csv`: "
+            "`stratum`, `weight`):")
+    return head + "\n\n" + bullets(lines)
+
+
+def sensitivity_findings(sens: pd.DataFrame) -> str:
+    """``sensitivity.csv`` in words: per claim, how many instances keep their verdict under every alternative
+    analysis, and each one that changes (primary verdict, then the alternative's)."""
+    if sens is None or sens.empty:
+        return "no claim instance to re-analyse."
+    alt = sens[sens["analysis"] != "primary"]
+    lines = []
+    for claim, g in alt.groupby("claim", sort=False):
+        keep = g.groupby("instance", sort=False)["verdict_survives"].all()
+        moved = [f"{i} ({', '.join(f'{r.analysis}: {r.verdict}' for r in g[g['instance'] == i].itertuples())}; "
+                 f"primary: {g[g['instance'] == i]['primary_verdict'].iloc[0]})" for i in keep.index[~keep]]
+        lines.append(f"`{claim}`: {int(keep.sum())} of {len(keep)} instances keep their verdict under every "
+                     "alternative" + (": changed " + "; ".join(moved) if moved else "") + ".")
+    return "\n\n" + bullets(lines)
+
+
 def likelihood_findings(*decided: pd.DataFrame | None) -> str:
     """One sentence per claim instance among the decided ``likelihood_tests`` / ``preference_tests``."""
     return claim_findings(decided, P.active().of(NOTEBOOK))

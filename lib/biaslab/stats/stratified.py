@@ -1,0 +1,117 @@
+"""Design-based estimation of a population mean from a stratified random sample (Cochran 1977, *Sampling
+Techniques*, 3rd ed., ch. 5).
+
+A profile that scores a sample of each file (e.g. CrowS-Pairs: the same number of pairs per bias type) estimates
+the mean over *every item of the file* by weighting each stratum back to its share of the file:
+
+* stratum weights W_h = N_h / N, N_h the stratum's items in the file after the file's exclusions (eq. 5.1);
+* the stratified mean  ȳ_st = Σ_h W_h ȳ_h  (eq. 5.1), ȳ_h the mean of the n_h sampled items of stratum h;
+* its variance  v(ȳ_st) = Σ_h W_h² s_h² / n_h  (eq. 5.7 without the (1 - f_h) factor), s_h² the stratum's sample
+  variance (ddof 1).
+
+**Superpopulation inference, no finite-population correction** in the primary analysis: the file is one draw of
+the pairs such a protocol produces, so a census (every item scored, the ``paper`` profile) still has sampling
+variance and reduces to the ordinary stratified analysis. The FPC variant, Σ_h W_h² (1 - f_h) s_h² / n_h with
+f_h = n_h / N_h (eq. 5.7), is a sensitivity analysis (``fpc=True``).
+
+**Degrees of freedom**: Satterthwaite's effective df of the stratified variance (Cochran 1977, §5.4, eq. 5.16),
+    ν = (Σ_h g_h s_h²)² / Σ_h (g_h s_h²)² / (n_h - 1),  g_h = W_h² (1 - f_h) / n_h  (f_h = 0 without the FPC),
+which lies between min(n_h - 1) and n - H and, unlike n - H, shrinks when a few heavily weighted strata carry the
+variance. Test and interval use t(ν).
+
+**Effective sample size** (Kish 1965, §8.2): n_eff = n / deff, deff = v(ȳ_st) / (S²_w / n), S²_w the weighted
+estimate of the population variance; the Bayes factors of a weighted estimate use it (:mod:`.hypothesis`).
+
+**Missing outcomes** (NaN: a tie in a preference) are left out within their stratum, which keeps its population
+weight (weighting-class adjustment: within a stratum, the missing items are taken to be like the others); n_h counts
+the items with an outcome.
+
+The inputs are one row per sampled item: the outcome, its stratum and its design weight w_i = N_h / n_h (the
+inverse of its inclusion probability), so N_h = Σ_{i in h} w_i is recovered from the sample table itself. Pure
+numpy/scipy; nothing imports torch.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+PRIMARY = "stratified, design-weighted (W_h = N_h/N), no FPC, t(Satterthwaite df)"
+FPC = "stratified, design-weighted (W_h = N_h/N), with FPC (1 - n_h/N_h), t(Satterthwaite df)"
+
+
+def _undefined(why: str, **known) -> dict:
+    base = {"estimate": np.nan, "se": np.nan, "df": np.nan, "t": np.nan, "p_value": np.nan, "ci_low": np.nan,
+            "ci_high": np.nan, "n": 0, "n_strata": 0, "n_population": np.nan, "n_eff": np.nan,
+            "design_effect": np.nan, "method": why}
+    return {**base, **known}
+
+
+def stratified_mean(y, stratum, weight, null: float = 0.0, fpc: bool = False, alpha: float = 0.05) -> dict:
+    """The stratified (design-weighted) mean of ``y`` with its variance, Satterthwaite df, two-sided t test of
+    ``null`` and 1 - ``alpha`` interval (module docstring; Cochran 1977, eqs. 5.1, 5.7, 5.16).
+
+    ``y``: outcome per sampled item (NaN = missing, left out within its stratum); ``stratum``: its stratum;
+    ``weight``: its design weight N_h / n_h (constant within a stratum). Returns estimate, se, df, t, p_value, ci_low,
+    ci_high, n (items with an outcome), n_strata, n_population (N), n_eff (Kish), design_effect and ``method``. An
+    estimate is undefined (NaN, ``method`` says why) when a stratum has no item with an outcome; its variance when a
+    stratum has a single one."""
+    y = np.asarray(y, dtype=float)
+    h = np.asarray(stratum)
+    w = np.asarray(weight, dtype=float)
+    if not (len(y) == len(h) == len(w)):
+        raise ValueError(f"stratified_mean: y, stratum and weight differ in length ({len(y)}, {len(h)}, {len(w)})")
+    if len(y) == 0:
+        return _undefined("undefined: no item")
+    if not np.all(np.isfinite(w) & (w >= 1 - 1e-9)):
+        raise ValueError("stratified_mean: every design weight N_h/n_h must be a finite number >= 1")
+    df = pd.DataFrame({"y": y, "h": h, "w": w})
+    g = df.groupby("h", sort=True)
+    spread = g["w"].agg(lambda s: s.max() - s.min())
+    if (spread > 1e-9 * g["w"].max()).any():
+        raise ValueError(f"stratified_mean: stratum {spread.idxmax()!r} has unequal design weights; a stratified "
+                         "random sample has one weight N_h/n_h per stratum")
+    N_h = g["w"].sum()                                   # n_h(sampled) x N_h / n_h(sampled)
+    N = float(N_h.sum())
+    ok = df[np.isfinite(df["y"])]
+    n_h = ok.groupby("h")["y"].size().reindex(N_h.index, fill_value=0)
+    if (n_h == 0).any():
+        return _undefined(f"undefined: stratum {n_h[n_h == 0].index[0]!r} has no sampled item with an outcome, so "
+                          "its share of the population is not estimated", n=int(n_h.sum()),
+                          n_strata=int(len(N_h)), n_population=N)
+    W = N_h / N
+    mean_h = ok.groupby("h")["y"].mean().reindex(N_h.index)
+    est = float((W * mean_h).sum())
+    var_h = ok.groupby("h")["y"].var(ddof=1).reindex(N_h.index)
+    n = int(n_h.sum())
+    known = dict(estimate=est, n=n, n_strata=int(len(N_h)), n_population=N)
+    if (n_h < 2).any():
+        return _undefined(f"undefined variance: stratum {n_h[n_h < 2].index[0]!r} has a single sampled item with "
+                          "an outcome (s_h² is not estimable)", **known)
+    f = (n_h / N_h).clip(upper=1.0) if fpc else 0.0
+    g_h = W ** 2 * (1 - f) / n_h
+    parts = g_h * var_h
+    var = float(parts.sum())
+    se = float(np.sqrt(var))
+    den = float((parts ** 2 / (n_h - 1)).sum())
+    nu = var ** 2 / den if den > 0 else np.nan
+    # Kish's design effect against a simple random sample of n from the population (weighted S², respondents)
+    w_resp = (N_h / n_h).reindex(ok["h"]).to_numpy()
+    s2_pop = float(np.sum(w_resp * (ok["y"].to_numpy() - est) ** 2) / (N - 1)) if N > 1 else np.nan
+    deff = var / (s2_pop / n) if s2_pop > 0 and var > 0 else np.nan
+    out = {**known, "se": se, "df": nu, "n_eff": n / deff if np.isfinite(deff) else np.nan, "design_effect": deff,
+           "method": FPC if fpc else PRIMARY}
+    if not (se > 0 and np.isfinite(nu)):
+        return {**out, "t": np.nan, "p_value": np.nan, "ci_low": est if se == 0 else np.nan,
+                "ci_high": est if se == 0 else np.nan,
+                "method": "undefined test: zero variance within every stratum" if se == 0 else out["method"]}
+    t = (est - null) / se
+    q = stats.t.ppf(1 - alpha / 2, nu)
+    return {**out, "t": float(t), "p_value": float(2 * stats.t.sf(abs(t), nu)), "ci_low": est - q * se,
+            "ci_high": est + q * se}
+
+
+def has_design(df: pd.DataFrame, stratum: str = "stratum", weight: str = "weight") -> bool:
+    """Whether a table carries a stratified design (its ``stratum`` and ``weight`` columns, weights present)."""
+    return stratum in df.columns and weight in df.columns and bool(df[weight].notna().all()) and len(df) > 0
