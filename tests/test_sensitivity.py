@@ -1,0 +1,46 @@
+"""Sensitivity decisions (same family rule as the primary) and the tipping point, on hand-worked examples."""
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from biaslab.stats import sensitivity as S
+
+
+def rows(*items):
+    return pd.DataFrame([dict(zip(["claim", "family", "instance", "analysis", "p_value"], r)) for r in items])
+
+
+def test_a_sensitivity_row_is_holm_adjusted_with_the_family_primaries():
+    t = rows(("c", "f", "a", "primary", 0.01), ("c", "f", "b", "primary", 0.04),
+             ("c", "f", "a", "invalid as biased", 0.03), ("c", "g", "a", "primary", 0.2))
+    d = S.decide(t)
+    # family f, primary: Holm of (0.01, 0.04) = (0.02, 0.04): both distinguishable
+    assert list(d["p_adjusted"][:2]) == pytest.approx([0.02, 0.04])
+    # the sensitivity row replaces a's p: Holm of (0.03, 0.04) -> a: 0.06, not distinguishable, a flip
+    assert d.loc[2, "p_adjusted"] == pytest.approx(0.06)
+    assert d.loc[2, "verdict"] == "not distinguishable" and not d.loc[2, "verdict_survives"]
+    assert d.loc[2, "primary_verdict"] == "distinguishable"
+    assert list(d.columns[:len(S.COLUMNS)]) == S.COLUMNS
+    # with a budget (family f one of 2 families of a notebook with share 0.2: scale 2 / 0.2 = 10)
+    assert S.decide(t, scale={"f": 10})["p_adjusted"][0] == pytest.approx(0.2)
+    line = S.render(d)
+    assert "changes under: invalid as biased → not distinguishable" in line and line.count("\n") == 2
+
+
+def test_rows_without_a_primary_are_refused():
+    with pytest.raises(ValueError, match="no primary row"):
+        S.decide(rows(("c", "f", "a", "entropy 0.9", 0.01)))
+
+
+def test_tipping_point_on_a_hand_example():
+    # 20 pairs: 4 prefer the stereotype, 16 do not, 5 of the 16 are invalid answers counted as "not". Exact
+    # binomial against 0.5: k = 4 -> p = 2 P(X <= 4) = 0.0118; k = 5 -> 0.0414; k = 6 -> 0.1153. Counting 2 invalid
+    # answers the other way (k = 6) is the first to change "distinguishable".
+    def verdict(j):
+        return "distinguishable" if stats.binomtest(4 + j, 20).pvalue < 0.05 else "not distinguishable"
+    assert [round(stats.binomtest(k, 20).pvalue, 4) for k in (4, 5, 6)] == [0.0118, 0.0414, 0.1153]
+    assert S.tipping_point(verdict, 5) == 2
+    assert S.tipping_point(verdict, 1) is None          # one invalid answer cannot change it
+    assert S.tipping_point(verdict, 0) is None
