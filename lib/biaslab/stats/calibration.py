@@ -41,7 +41,7 @@ from typing import Callable
 
 import numpy as np
 import pandas as pd
-from scipy import stats
+from scipy import sparse, stats
 
 from .clustered import FEW_CLUSTERS, codes, t_quantile, webb_weights
 
@@ -101,9 +101,8 @@ def relabel(d: Design, reps: int, rng: np.random.Generator) -> np.ndarray:
 # ------------------------------------------------------------------------------------------------ tests
 def _totals(y: np.ndarray, c: np.ndarray) -> np.ndarray:
     """(R x G) cluster totals of (R x n) values."""
-    onehot = np.zeros((c.size, int(c.max()) + 1))
-    onehot[np.arange(c.size), c] = 1.0
-    return y @ onehot
+    onehot = sparse.csr_matrix((np.ones(c.size), (c, np.arange(c.size))), shape=(int(c.max()) + 1, c.size))
+    return np.asarray((onehot @ y.T).T)
 
 
 def _cr1(y: np.ndarray, dims: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray, int]:
