@@ -59,3 +59,11 @@ def test_seeded_fwer_on_the_committed_outputs():
     assert b["instances"] == 22 and b["not_simulated"] == 2          # 12 CrowS + 10 agentic; CALM listed
     assert b["fwer"] <= 0.05 + 3 * b["fwer_mc_se"]
     assert t.loc["holm within families, no split", "fwer"] > b["fwer"]
+
+
+def test_a_run_without_pairs_has_no_instances(tmp_path):
+    (tmp_path / "paired_differences.csv").write_text("")          # a one-model run writes an empty table
+    (tmp_path / "paired_subgroup_tests.csv").write_text("")
+    assert K.instances("05_compare", tmp_path, root=tmp_path) == []
+    assert K.instances("01_multifactor", tmp_path, benchmark="bbq") == []
+    assert K.calibration_table([], 10).columns.tolist() == C.CALIBRATION_COLUMNS

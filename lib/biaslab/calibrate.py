@@ -47,6 +47,21 @@ class Instance:
     design: C.Design | None
 
 
+def _read(path: Path) -> pd.DataFrame:
+    """A run's table, or an empty frame where the run wrote none or an empty one (no pair, no claim row)."""
+    try:
+        return pd.read_csv(path)
+    except (FileNotFoundError, pd.errors.EmptyDataError):
+        return pd.DataFrame()
+
+
+def _read_header(path: Path) -> list[str]:
+    try:
+        return list(pd.read_csv(path, nrows=0).columns)
+    except pd.errors.EmptyDataError:
+        return []
+
+
 def _tested(t: pd.DataFrame) -> pd.DataFrame:
     if "claim" not in t or "verdict" not in t:
         return t.iloc[0:0]
@@ -72,7 +87,7 @@ def multifactor_instances(tables: Path, benchmark: str, data: pd.DataFrame | Non
     from .papers.multifactor.responses import PLANS
     from .stats.paired import paired_metric_pseudo_values
     tables = Path(tables)
-    rows = _tested(pd.read_csv(tables / "paired_subgroup_tests.csv"))
+    rows = _tested(_read(tables / "paired_subgroup_tests.csv"))
     if rows.empty:
         return []
     plan = PLANS[benchmark]
@@ -106,10 +121,10 @@ def crows_instances(tables: Path) -> list[Instance]:
     """Notebook 3's ``lpbs-mean`` (per-pair normalized log-probability differences, pairs independent) and
     ``stereotype-share`` (1 when log P(more) > log P(less), ties left out) from ``pair_scores.csv``."""
     tables = Path(tables)
-    pairs = pd.read_csv(tables / "pair_scores.csv")
+    pairs = _read(tables / "pair_scores.csv")
     out = []
     for stem, col, claim_col in (("likelihood_tests", "d_norm_logprob", "mean_d"), ("preference_tests", None, "pi_hat")):
-        for r in _tested(pd.read_csv(tables / f"{stem}.csv")).itertuples():
+        for r in _tested(_read(tables / f"{stem}.csv")).itertuples():
             g = pairs[(pairs["model"] == r.model) & (pairs["dataset"] == r.dataset)]
             where = f"{tables}/{stem}.csv ({r.model}, {r.dataset})"
             if col:
@@ -126,9 +141,9 @@ def crows_instances(tables: Path) -> list[Instance]:
 def agentic_instances(tables: Path) -> list[Instance]:
     """Notebook 4's ``group-choice``: each prompt's top group (a category code) clustered by scenario."""
     tables = Path(tables)
-    resp = pd.read_csv(tables / "responses.csv")
+    resp = _read(tables / "responses.csv")
     out = []
-    for r in _tested(pd.read_csv(tables / "uniformity_tests.csv")).itertuples():
+    for r in _tested(_read(tables / "uniformity_tests.csv")).itertuples():
         cats = [c.rsplit(": ", 1)[0] for c in r.counts.split("; ")]
         g = resp[(resp["model"] == r.model) & (resp["class_type"] == r.class_type)]
         where = f"{tables}/uniformity_tests.csv ({r.model}, {r.class_type})"
@@ -148,7 +163,7 @@ def compare_instances(root: Path, tables: Path) -> list[Instance]:
     rebuilt from the source notebooks' responses under ``root`` as :func:`biaslab.papers.compare.tables.paired_table`
     does."""
     from .papers.compare import tables as T
-    rows = _tested(pd.read_csv(Path(tables) / "paired_differences.csv"))
+    rows = _tested(_read(Path(tables) / "paired_differences.csv"))
     out = []
     for r in rows.itertuples():
         m = T.metric(r.metric)
@@ -175,7 +190,7 @@ def compare_instances(root: Path, tables: Path) -> list[Instance]:
 
 def calm_instances(tables: Path) -> list[Instance]:
     """Notebook 2's claim instances, listed without a design (:data:`NOT_CALIBRATED`)."""
-    rows = _tested(pd.read_csv(Path(tables) / "bias_scores.csv"))
+    rows = _tested(_read(Path(tables) / "bias_scores.csv"))
     return [Instance("02_calm", r.claim, r.family, str(r.model), None) for r in rows.itertuples()]
 
 
@@ -240,9 +255,9 @@ def family_sizes(root: Path) -> dict[str, set]:
     fams: dict[str, set] = {}
     for nb in NOTEBOOKS:
         for p in sorted((Path(root) / nb).rglob("tables/*.csv")):
-            head = pd.read_csv(p, nrows=0).columns
-            if "claim" in head and "family" in head and "family_kind" in head:
-                t = pd.read_csv(p, usecols=["claim", "family", "family_kind"])
+            cols = ["claim", "family", "family_kind"]
+            if set(cols) <= set(_read_header(p)):
+                t = pd.read_csv(p, usecols=cols)
                 t = t[t["claim"].fillna("").ne("") & (t["family_kind"] == "confirmatory")]
                 fams.setdefault(nb, set()).update(t["family"])
     return fams
