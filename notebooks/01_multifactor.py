@@ -913,6 +913,22 @@ oversize = flag_oversize(calibration)
 print(f"{len(oversize)} of {len(calibration)} claim instances reject a true null more often than {MAX_SIZE}"
       + (": " + ", ".join(oversize["claim"] + " (" + oversize["design"] + ")") if len(oversize) else ""))
 
+# %% [markdown]
+# ## Sensitivity analyses of the claims
+#
+# Each claim instance under the plan's pre-specified alternatives (invalid answers counted the other way, with the
+# tipping point; the degenerate-responder threshold; notebook 1's agentic entropy cut), decided by the primary's own family rule
+# (`tables/sensitivity.csv`).
+
+# %%
+from biaslab import sensitivity_analyses  # noqa: E402
+from biaslab.stats import sensitivity as sens  # noqa: E402
+
+sensitivity = sensitivity_analyses.multifactor_sensitivity(pst, nocot, benchmark, plan.ecdf_factors, plan.outcome,
+                                                           bench.clusters, plan.ideal, seed=seed)
+out.table(sensitivity, "sensitivity")
+display(Markdown(sens.render(sensitivity)))
+
 # %%
 from biaslab.outputs import watermark
 print(watermark())

@@ -258,6 +258,21 @@ oversize = flag_oversize(calibration)
 print(f"{len(oversize)} of {len(calibration)} claim instances reject a true null more often than {MAX_SIZE}"
       + (": " + ", ".join(oversize["claim"] + " (" + oversize["design"] + ")") if len(oversize) else ""))
 
+# %% [markdown]
+# ## Sensitivity analyses of the claims
+#
+# Each claim instance under the plan's pre-specified alternatives (invalid answers counted the other way, with the
+# tipping point; the degenerate-responder threshold), decided by the primary's own family rule
+# (`tables/sensitivity.csv`).
+
+# %%
+from biaslab import sensitivity_analyses  # noqa: E402
+from biaslab.stats import sensitivity as sens  # noqa: E402
+
+sensitivity = sensitivity_analyses.compare_sensitivity(root, pairs, seed=seed, alpha=alpha)
+out.table(sensitivity, "sensitivity")
+display(Markdown(sens.render(sensitivity)))
+
 # %%
 from biaslab.outputs import watermark
 print(watermark())

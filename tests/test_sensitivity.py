@@ -44,3 +44,22 @@ def test_tipping_point_on_a_hand_example():
     assert S.tipping_point(verdict, 5) == 2
     assert S.tipping_point(verdict, 1) is None          # one invalid answer cannot change it
     assert S.tipping_point(verdict, 0) is None
+
+
+def test_granite_invalid_answers_reproduce_the_reported_flip_on_the_committed_outputs():
+    # the re-computation: counting Granite's 456 "other" SSQA answers as biased moves Granite - Llama from
+    # p 0.008 (then; 0.0015 in the committed run) to -0.045 [-0.092, 0.002], p 0.059
+    from biaslab import paths, sensitivity_analyses as SA
+    root = paths.OUTPUTS_DIR
+    pairs = pd.read_csv(root / "05_compare" / "tables" / "paired_differences.csv")
+    t = SA.compare_sensitivity(root, pairs)
+    inst = t[t["instance"] == "ssqa_deviation_rate · granite-3.0-8b - llama-3.1-8b"].set_index("analysis")
+    flip = inst.loc["invalid answers counted as deviating"]
+    assert (round(flip["estimate"], 3), round(flip["ci_low"], 3), round(flip["ci_high"], 3)) == (-0.045, -0.092, 0.002)
+    assert round(flip["p_value"], 3) == 0.059 and not flip["verdict_survives"]
+    assert "456 (granite-3.0-8b)" in flip["description"]
+    tip = inst.loc["invalid answers: tipping point"]
+    k = int(tip["description"].split(" of ")[0])
+    assert 0 < k < 456 and tip["verdict"] == "not distinguishable" and tip["p_value"] >= 0.05
+    # not-tested primaries keep their rows and get no analysis
+    assert (t.loc[t["primary_verdict"] == "not tested", "analysis"] == "primary").all()

@@ -100,7 +100,8 @@ def render(table: pd.DataFrame) -> str:
         prim = part[part["analysis"] == PRIMARY].iloc[0]
         other = part[part["analysis"] != PRIMARY]
         if other.empty:
-            lines.append(f"- `{claim}` {inst}: {prim['verdict']}; no sensitivity analysis applies to this run")
+            why = "nothing decided" if str(prim["verdict"]).startswith(NOT_TESTED) else "none applies to this run"
+            lines.append(f"- `{claim}` {inst}: {prim['verdict']}; no sensitivity analysis ({why})")
             continue
         flips = other[~other["verdict_survives"].astype(bool)]
         kept = f"survives {len(other) - len(flips)} of {len(other)} sensitivity analyses"
