@@ -98,3 +98,19 @@ def test_exact_binomial_and_mcnemar_sizes_are_at_most_alpha():
 def test_unknown_claim_names_the_registry():
     with pytest.raises(KeyError, match="calibration.TESTS"):
         C.simulate("nope", C.Design(np.zeros(3), None), 10)
+
+
+def test_paired_rule_follows_paired_difference_when_every_cluster_is_one_unit():
+    from biaslab.stats.paired import paired_difference
+    rng = np.random.default_rng(3)
+    for binary, n in ((True, 20), (False, 20), (True, 60), (False, 60)):
+        ya = (rng.random(n) < 0.5).astype(float) if binary else rng.normal(size=n)
+        yb = (rng.random(n) < 0.5).astype(float) if binary else rng.normal(size=n)
+        long = pd.DataFrame({"prompt_id": np.tile(np.arange(n), 2), "model": np.repeat(["a", "b"], n),
+                             "y": np.r_[ya, yb], "pair": np.tile(np.arange(n), 2)})
+        lib = paired_difference(long, "y", "a", "b", "pair", binary=binary, n_boot=C.CALIBRATION_BOOT)
+        d = C.Design(ya - yb, [np.arange(n)], binary=binary)
+        r = C.paired_rule((ya - yb)[None, :], d)
+        assert r["p"][0] == pytest.approx(lib["p_value"], rel=1e-9), (binary, n)
+        if n < 30:                                      # the interval: the wild bootstrap's, as mean_inference's
+            assert "wild cluster bootstrap" in r["method"] and "wild cluster bootstrap" in lib["ci_method"]

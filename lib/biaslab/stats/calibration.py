@@ -150,8 +150,7 @@ def mean_rule(y: np.ndarray, d: Design, alpha: float = 0.05, seed: int = 0) -> d
     rule. Wild bootstrap rows carry the interval's verdict as ``covers`` (the inverted interval contains the null
     exactly when the null's p exceeds alpha), not its bounds."""
     est, se, g = _cr1(y, d.dims)
-    unit = d.clusters is None or g == y.shape[1]
-    if len(d.dims) == 1 and not unit and g < FEW_CLUSTERS:
+    if len(d.dims) == 1 and d.clusters is not None and g < FEW_CLUSTERS:
         c = d.dims[0]
         m = np.bincount(c).astype(float)
         p = _wcr_p(_totals(y, c), m, d.null, webb_weights(g, CALIBRATION_BOOT, seed))
@@ -168,12 +167,17 @@ def mean_rule(y: np.ndarray, d: Design, alpha: float = 0.05, seed: int = 0) -> d
 
 def paired_rule(y: np.ndarray, d: Design, alpha: float = 0.05, seed: int = 0) -> dict:
     """:func:`biaslab.stats.paired.paired_difference`: the mean rule's interval; where every cluster holds one unit,
-    the exact test as p (McNemar on 0/1 outcomes: a binomial test of the a-only against the b-only pairs)."""
+    the exact test as p (McNemar on 0/1 outcomes: a binomial test of the a-only against the b-only pairs; the
+    library's Wilcoxon signed-rank test otherwise, row by row)."""
+    from .paired import wilcoxon_paired
     r = mean_rule(y, d, alpha, seed)
-    if d.n_clusters < y.shape[1] or not d.binary:
+    if d.clusters is not None and d.n_clusters < y.shape[1]:
         return r
+    if not d.binary:
+        return {**r, "p": np.array([wilcoxon_paired(row)["p_value"] for row in y]),
+                "method": "Wilcoxon signed-rank (units independent); " + r["method"] + " interval"}
     b, c = (y > 0).sum(axis=1), (y < 0).sum(axis=1)
-    return {**r, "p": _binom_p(b, b + c), "method": "exact McNemar (units independent); t interval"}
+    return {**r, "p": _binom_p(b, b + c), "method": "exact McNemar (units independent); " + r["method"] + " interval"}
 
 
 def _binom_p(k: np.ndarray, n: np.ndarray) -> np.ndarray:
