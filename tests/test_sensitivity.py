@@ -63,3 +63,17 @@ def test_granite_invalid_answers_reproduce_the_reported_flip_on_the_committed_ou
     assert 0 < k < 456 and tip["verdict"] == "not distinguishable" and tip["p_value"] >= 0.05
     # not-tested primaries keep their rows and get no analysis
     assert (t.loc[t["primary_verdict"] == "not tested", "analysis"] == "primary").all()
+
+
+def test_the_plan_lists_the_analyses_and_unknown_ids_are_refused(tmp_path):
+    from biaslab import plan as P, sensitivity_analyses as SA
+    listed = {c.id: set(c.sensitivity) for c in P.load().claims if c.sensitivity}
+    assert listed["dm-difference"] == set(SA.ANALYSES)
+    f = tmp_path / "plan.yaml"
+    f.write_text(P.DEFAULT.read_text().replace("[degenerate-threshold]", "[degenerate-threshold, coin-flip]"))
+    try:
+        P.use(f)
+        with pytest.raises(ValueError, match="claim 'bbq-ambiguous': unknown sensitivity analysis \\['coin-flip'\\]"):
+            SA._planned("bbq-ambiguous", "05_compare")
+    finally:
+        P.use(None)

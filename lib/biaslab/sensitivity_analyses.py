@@ -1,7 +1,8 @@
 """The pre-specified sensitivity analyses of notebooks 1 and 5 (``tables/sensitivity.csv``; the machinery and the
 decision rule are :mod:`biaslab.stats.sensitivity`).
 
-Per tested-or-not claim instance, beside its primary analysis:
+Per claim instance, beside its primary analysis, the analyses its plan claim lists under ``sensitivity``
+(:data:`ANALYSES`; only for tested instances):
 
 * **invalid answers** (SSQA's generated answers that are none of the labels, counted as not deviating by the plan):
   all of them counted as deviating instead, and the tipping point — how many of the invalid answers of the model
@@ -22,6 +23,7 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
+from . import plan as P
 from .stats import paired, responders
 from .stats import sensitivity as S
 
@@ -29,6 +31,18 @@ TESTED = ("distinguishable", "not distinguishable")
 MODAL_SHARE_ALTERNATIVES = (0.90, 0.99)
 ENTROPY_CUT, ENTROPY_ALTERNATIVES = 0.95, (0.90, 0.98)
 INVALID = "other"      # SSQA's parsed answer that is none of the labels
+#: the analysis ids a plan claim may list under ``sensitivity`` (each runs where its data exist in the run)
+ANALYSES = ("invalid-as-deviating", "degenerate-threshold", "entropy-cut")
+
+
+def _planned(claim_id: str, notebook: str) -> set:
+    """The sensitivity analyses the active plan lists for ``claim_id``; an unknown id is refused."""
+    listed = {a for c in P.active().of(notebook) if c.id == claim_id for a in c.sensitivity}
+    bad = sorted(listed - set(ANALYSES))
+    if bad:
+        raise ValueError(f"analysis plan, notebook {notebook}, claim {claim_id!r}: unknown sensitivity analysis "
+                         f"{bad}; known: {list(ANALYSES)}")
+    return listed
 
 
 def _row(claim, family, instance, analysis, event, description, r: dict) -> dict:
@@ -119,6 +133,7 @@ def compare_sensitivity(root: Path, pairs: pd.DataFrame, seed: int = 0, alpha: f
         rows.append(_row(**base, analysis=S.PRIMARY, event="", description=r.get("verdict", ""), r=prim))
         if r["metric"] not in ("ssqa_deviation_rate", "bbq_bias_ambig") or r.get("verdict") not in TESTED:
             continue
+        want = _planned(r["claim"], "05_compare")
         m = T.metric(r["metric"])
         resp = T.unit_responses(m, Path(root))
         both = resp[resp["model"].isin([r["model_a"], r["model_b"]])]
@@ -126,9 +141,9 @@ def compare_sensitivity(root: Path, pairs: pd.DataFrame, seed: int = 0, alpha: f
             both.loc[both["model"] == r["model_b"], "unit"])
         both = both[both["unit"].isin(common)]
         ans = "answer" if "answer" in both else "choice" if "choice" in both else None     # BBQ: the option chosen
-        if ans:
+        if ans and "degenerate-threshold" in want:
             rows += _degenerate_rows(base, prim, both, (r["model_a"], r["model_b"]), ans)
-        if m.kind == "binary" and "answer" in both:
+        if m.kind == "binary" and "answer" in both and "invalid-as-deviating" in want:
             cl, _ = T.design(m, both)
 
             def test(df, m=m, cl=cl, a=r["model_a"], b=r["model_b"]):
@@ -155,17 +170,18 @@ def multifactor_sensitivity(pst: pd.DataFrame, nocot: pd.DataFrame, benchmark: s
         if r.get("verdict") not in TESTED:
             continue
         df = nocot[nocot["model"].isin([a, b])].reset_index(drop=True)
+        want = _planned(r["claim"], "01_multifactor")
 
         def test(d, y=outcome, a=a, b=b):
             x = paired.paired_subgroup_test(d, y, factors, a, b, clusters, ideal=ideal, seed=seed)
             return {"estimate": x["metric_difference"], "ci_low": x["ci_low"], "ci_high": x["ci_high"],
                     "p_value": x["p_value"]}
         ans = "answer" if "answer" in df else "choice" if "choice" in df else None
-        if ans and benchmark != "agentic":       # agentic: the outcome reads probabilities, not answers
+        if ans and benchmark != "agentic" and "degenerate-threshold" in want:     # agentic: reads probabilities
             rows += _degenerate_rows(base, prim, df, (a, b), ans)
-        if benchmark == "ssqa" and "answer" in df:
+        if benchmark == "ssqa" and "answer" in df and "invalid-as-deviating" in want:
             rows += _invalid_rows(base, df, a, b, test, _family_rule(claims, r, alpha), outcome, seed)
-        if benchmark == "agentic":
+        if benchmark == "agentic" and "entropy-cut" in want:
             for cut in ENTROPY_ALTERNATIVES:
                 d = df.assign(**{outcome: (df["entropy"] < cut).astype(int)})
                 rows.append(_row(**base, analysis=f"entropy cut {cut:.2f}", event="outcome definition",
