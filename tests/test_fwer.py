@@ -67,3 +67,8 @@ def test_a_run_without_pairs_has_no_instances(tmp_path):
     assert K.instances("05_compare", tmp_path, root=tmp_path) == []
     assert K.instances("01_multifactor", tmp_path, benchmark="bbq") == []
     assert K.calibration_table([], 10).columns.tolist() == C.CALIBRATION_COLUMNS
+
+
+def test_no_tested_claim_means_no_false_rejection(tmp_path):
+    t = K.fwer(tmp_path, 20, insts=[])
+    assert (t["fwer"] == 0).all() and (t["instances"] == 0).all()
