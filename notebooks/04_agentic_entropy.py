@@ -41,6 +41,7 @@ fewshot_prompts = 0  # prompts rescored with 0-3 examples (0: skip)
 n_shots = 2  # answer-format examples before every prompt
 chat = False  # wrap prompts in the model's chat template
 seed = 0  # seed of every sample, permutation and bootstrap
+calibration_replications = 2000  # null replications per claim instance (tables/calibration.csv)
 
 # %% tags=["analysis_plan"]
 # The analysis plan: which results of this notebook are decided (its confirmatory claims); everything else is
@@ -507,6 +508,24 @@ display(Markdown(findings.summary_findings(by_model, cyc_m if cyc_list else None
 #
 # Every statement above about this run's models is computed from `tables/`; the committed outputs of the default
 # profile are discussed in the repository README.
+
+# %% [markdown]
+# ## Calibration of the confirmatory tests
+#
+# Each tested claim instance's test, simulated `calibration_replications` times under the null on this run's own
+# design (arms swapped or group labels permuted inside clusters; see docs/calibration.md): the rejection rate at
+# alpha and the coverage of its interval, with Monte Carlo standard errors (`tables/calibration.csv`). A test whose
+# rate exceeds 0.075 is flagged below.
+
+# %%
+from biaslab import calibrate  # noqa: E402
+from biaslab.stats.calibration import MAX_SIZE, flag_oversize  # noqa: E402
+
+calibration = calibrate.run(out, "04_agentic_entropy", calibration_replications, seed=seed)
+display(calibration)
+oversize = flag_oversize(calibration)
+print(f"{len(oversize)} of {len(calibration)} claim instances reject a true null more often than {MAX_SIZE}"
+      + (": " + ", ".join(oversize["claim"] + " (" + oversize["design"] + ")") if len(oversize) else ""))
 
 # %%
 from biaslab.outputs import watermark

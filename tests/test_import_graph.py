@@ -36,6 +36,8 @@ STAGES = {
     "findings": "wording",
     "importers": "importers", "imported_run": "orchestration",   # other harnesses' logs in, Every Eval Ever records out (parsing, no scoring)
     "plan": "plan",             # the analysis plan (analysis_plan.yaml): which rows are confirmatory claims
+    "calibrate": "orchestration",   # calibration and familywise-error simulations over a run's tables
+    "sensitivity_analyses": "orchestration",   # notebooks 1 and 5: the sensitivity analyses of their claims
 }
 GENERIC = {"infra", "cache", "sources", "benchmarks", "models", "scoring", "stats", "plots", "wording", "output",
            "importers", "plan"}

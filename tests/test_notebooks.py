@@ -9,17 +9,19 @@ from biaslab import profiles
 
 EXPECTED_TABLES = {
     "01_multifactor": ["factors", "coverage_by_factor", "coverage_overall", "subgroups", "deviation_metric",
-                       "ks_tests", "factor_importance"],
-    "02_calm": ["bias_scores", "group_accuracy", "robustness", "subset_selection", "diversity", "discarded"],
-    "03_crows_pairs_bayes": ["likelihood_tests", "preference_tests", "published_chatgpt_check"],
+                       "ks_tests", "factor_importance", "calibration", "sensitivity"],
+    "02_calm": ["bias_scores", "group_accuracy", "robustness", "subset_selection", "diversity", "discarded",
+                "calibration"],
+    "03_crows_pairs_bayes": ["likelihood_tests", "preference_tests", "published_chatgpt_check", "calibration"],
     "04_agentic_entropy": ["prompts_design", "entropy_by_model", "entropy_breakdown", "group_preference",
-                           "position_bias"],
-    "05_compare": ["model_metric", "paired_differences", "tie_groups", "agreement"],
+                           "position_bias", "calibration"],
+    "05_compare": ["model_metric", "paired_differences", "tie_groups", "agreement", "calibration", "sensitivity"],
     "06_multiverse": ["factors", "universes", "responders", "estimates", "specification_curve", "equivalence",
                       "robustness", "factor_importance", "format_agreement", "costs"],
 }
-# Tables that may legitimately have no rows under the one-model smoke profile (they compare models).
-MAY_BE_EMPTY = {"ks_tests"}
+# Tables that may legitimately have no rows under the one-model smoke profile (they compare models, or calibrate
+# claims of which none is tested with one model).
+MAY_BE_EMPTY = {"ks_tests", "calibration", "sensitivity"}
 
 RUNS = [(nb, v) for nb, variants in profiles.NOTEBOOKS.items() for v in variants]
 

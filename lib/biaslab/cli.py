@@ -157,6 +157,19 @@ def _summary(args) -> int:
     return 0
 
 
+def _calibrate(args) -> int:
+    from pathlib import Path
+
+    from . import calibrate, paths
+    root = Path(args.dir) if args.dir else paths.OUTPUTS_DIR
+    table, path = calibrate.write_fwer(root, args.replications, args.seed)
+    for r in table.itertuples():
+        print(f"{r.rule}: familywise error {r.fwer:.4f} (MC SE {r.fwer_mc_se:.4f}) over {r.instances} claim instances "
+              f"in {r.families} families, {r.replications} replications")
+    print(f"wrote {path}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="biaslab", description=__doc__)
     sub = ap.add_subparsers(dest="command", required=True)
@@ -212,6 +225,15 @@ def build_parser() -> argparse.ArgumentParser:
                                        "(between their markers)")
     s.add_argument("--check", action="store_true", help="only compare; exit 1 naming each page whose block is stale")
     s.set_defaults(func=_summary)
+
+    cal = sub.add_parser("calibrate", help="familywise error of the headline table under the global null (each "
+                                         "claim's test on sign-flipped / relabelled committed data, the plan's error "
+                                         "budget applied) -> outputs/fwer.csv")
+    cal.add_argument("what", choices=["fwer"])
+    cal.add_argument("--replications", type=int, default=2000, help="null replications (default 2,000)")
+    cal.add_argument("--seed", type=int, default=0)
+    cal.add_argument("--dir", help="outputs folder to read and write (default outputs/)")
+    cal.set_defaults(func=_calibrate)
 
     _add_import_export(sub)
     return ap

@@ -23,7 +23,8 @@ from . import paths
 #: Smallest meaningful value of size parameters (``None`` always means "all"). Other integer parameters whose names
 #: say they are counts (``max_*``, ``n_*``, ``*_prompts``, ``*_pairs``, ...) must not be negative.
 MINIMUM = {"max_prompts": 2, "max_pairs": 2, "max_preference_pairs": 1, "names_per_group": 1,
-           "templates_per_task": 1, "bayes_chains": 1, "max_new_tokens": 1, "cot_max_new_tokens": 1}
+           "templates_per_task": 1, "bayes_chains": 1, "max_new_tokens": 1, "cot_max_new_tokens": 1,
+           "calibration_replications": 1}
 _COUNT_HINTS = ("max_", "n_", "k_")
 _COUNT_SUFFIXES = ("_prompts", "_pairs", "_seeds", "_runs", "_draws", "_tune", "_chains", "_tokens", "_shots",
                    "_templates", "_per_group", "_per_task", "_threads")

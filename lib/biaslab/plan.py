@@ -48,6 +48,7 @@ class Claim:
     family_by: tuple
     shown_in: tuple = ()
     estimate_label: str = ""
+    sensitivity: tuple = ()        # ids of its pre-specified sensitivity analyses (biaslab.sensitivity_analyses)
 
     def mask(self, df, context: Mapping | None = None, rows: Mapping | None = None):
         """Boolean mask of the rows of ``df`` this claim (or one of its ``shown_in`` places: ``rows``) covers;
@@ -129,7 +130,8 @@ def _claim(path: Path, nb: str, family_by: tuple, raw: Mapping) -> Claim:
     return Claim(id=str(raw["id"]), notebook=nb, label=str(raw["label"]), table=str(raw["table"]),
                  rows=dict(raw["rows"] or {}), estimate=str(raw["estimate"]), p=raw["p"], ci=ci, null=raw["null_value"],
                  sides=str(raw["sides"]), test=str(raw["test"]), estimand=dict(est), family_by=family_by,
-                 shown_in=tuple(raw.get("shown_in") or ()), estimate_label=str(raw.get("estimate_label") or ""))
+                 shown_in=tuple(raw.get("shown_in") or ()), estimate_label=str(raw.get("estimate_label") or ""),
+                 sensitivity=tuple(raw.get("sensitivity") or ()))
 
 
 def load(path: str | Path | None = None) -> Plan:

@@ -48,17 +48,20 @@ PROFILE_NAMES = ("smoke", "default", "paper")
 # Per profile, per notebook parameters. Keep derived values out: notebooks derive them.
 PROFILES: dict[str, dict[str, dict]] = {
     "smoke": {
+        # calibration_replications (notebooks 1-5): 50 null replications, so that the smoke run stays fast
         "*": {"models": ["smollm2-135m-instruct"], "device": "cpu", "dtype": "float32"},
         "01_multifactor": {"max_prompts": 12, "cot_prompts": 1, "cot_seeds": 1, "cot_max_new_tokens": 8,
-                           "bayes_draws": 0, "torch_threads": 1},
+                           "bayes_draws": 0, "torch_threads": 1, "calibration_replications": 50},
         "02_calm": {"k_shot": 0, "template_ids": ["qa-054", "qa-086", "nli-011", "sentiment-045"],
                     "max_prompt_words": None, "names_per_group": 2, "perturbations": ["combined"],
-                    "n_permutations": 100, "subset_runs": 2, "diversity_max_templates": 20},
+                    "n_permutations": 100, "subset_runs": 2, "diversity_max_templates": 20,
+                    "calibration_replications": 50},
         # 2 pairs per bias type (10 types): every type sampled, so the weighted pooled rows have a variance
         "03_crows_pairs_bayes": {"max_pairs": 20, "max_preference_pairs": 3,
                                  "datasets": ["crows_pairs_en_revised", "crows_pairs_fr"],
-                                 "preference_datasets": ["crows_pairs_en_revised"]},
-        "04_agentic_entropy": {"max_prompts": 12, "cyclic_prompts": 2, "fewshot_prompts": 0},
+                                 "preference_datasets": ["crows_pairs_en_revised"], "calibration_replications": 50},
+        "04_agentic_entropy": {"max_prompts": 12, "cyclic_prompts": 2, "fewshot_prompts": 0,
+                               "calibration_replications": 50},
         # a handful of items; the paper's universe, BBQ open-ended (for the RUTEd table), the CrowS-Pairs
         # normalizations (no new forward pass) and the agentic option log-likelihood: 7 universes
         "06_multiverse": {"bbq_items": 6, "crows_items": 4, "agentic_items": 4,
@@ -67,7 +70,7 @@ PROFILES: dict[str, dict[str, dict]] = {
                           "factors": ["answer_format", "normalization"], "precisions": ["float32"], "n_boot": 200},
         # notebook 5 reads the other notebooks' tables: every model found there; the wild cluster bootstrap (where
         # the rule uses it) with the rule's own draws, as notebooks 1-4, so an effect gets one interval
-        "05_compare": {"models": None, "n_boot": None},
+        "05_compare": {"models": None, "n_boot": None, "calibration_replications": 50},
     },
     "default": {
         "*": {"models": EMBEDDED_MODELS, "device": "auto", "dtype": "auto"},

@@ -578,8 +578,9 @@ def reproduce(profile: str = "default", only: list[str] | None = None, overrides
     results = [finished[k] for k in chosen if k in finished]
     published = outputs_dir.resolve() == paths.OUTPUTS_DIR.resolve()
     if published and publish and not sig:
-        from . import catalogue, summary
+        from . import calibrate, catalogue, summary
         catalogue.write()
+        calibrate.write_fwer(outputs_dir, calibrate.FWER_REPLICATIONS)    # outputs/fwer.csv
         summary.write(outputs_dir)          # outputs/SUMMARY.md and the generated blocks of README.md and docs/
     if html and (publish or not published) and not sig:     # the front page over every run in that folder (scratch/ too)
         from . import report_index

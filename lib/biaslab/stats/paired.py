@@ -202,6 +202,32 @@ def _metric_inference(pseudo: np.ndarray, rows: pd.DataFrame, cluster, single: i
             "p_method": why, "statistic": np.nan, "p_value": np.nan}
 
 
+def paired_metric_pseudo_values(df: pd.DataFrame, outcome: str, factors: Sequence[str], a: str, b: str,
+                                model: str = "model", ideal: float = 0.0):
+    """The linearized pseudo-values of ``DM_a - DM_b`` (eq. 4) over the subgroups both models answered: one value per
+    response row of either model (``diff + N psi_i``, ``psi_i`` the row's influence on the difference, N the rows of
+    both), whose mean is the difference. Returns (values, the stacked rows, subgroups of one unit, the common
+    subgroups, {model: (metric, subgroup rates)}), or None when no subgroup is common."""
+    from .subgroups import deviation_metric_pseudo_values
+    factors = list(factors)
+    sub = df[df[model].isin([a, b]) & df[outcome].notna()]
+    keys = {m: set(map(tuple, g[factors].astype(str).drop_duplicates().to_numpy())) for m, g in sub.groupby(model)}
+    common = keys.get(a, set()) & keys.get(b, set())
+    if not common:
+        return None
+    sub = sub[[k in common for k in map(tuple, sub[factors].astype(str).to_numpy())]]
+    parts, rates, single = [], {}, 0
+    for m, sign in ((a, 1.0), (b, -1.0)):
+        p = sub[sub[model] == m]
+        labels = _subgroup_labels(p, factors)
+        dm, pseudo, k = deviation_metric_pseudo_values(p[outcome], labels, ideal)
+        rates[m], single = (dm, p.groupby(factors, sort=True, observed=True)[outcome].mean()), single + k
+        parts.append((sign * (pseudo - dm) / len(p), p))       # each row's influence on DM_a - DM_b
+    psi = np.concatenate([x for x, _ in parts])
+    stacked = pd.concat([p for _, p in parts], ignore_index=True)
+    return rates[a][0] - rates[b][0] + psi.size * psi, stacked, single, common, rates
+
+
 def paired_subgroup_test(df: pd.DataFrame, outcome: str, factors: Sequence[str], a: str, b: str,
                          cluster: str | Sequence[str] | None, model: str = "model", ideal: float = 0.0,
                          alpha: float = 0.05, seed: int = 0) -> dict:
@@ -216,26 +242,15 @@ def paired_subgroup_test(df: pd.DataFrame, outcome: str, factors: Sequence[str],
     percentile bootstrap, and a Wald test on its SE, under-cover with as few as 12 templates). The Wilcoxon
     signed-rank test over subgroups of ``rate_a(g) - rate_b(g)`` is kept as ``p_naive``: it treats subgroups as
     independent, which they are not when they share templates."""
-    from .subgroups import deviation_metric_pseudo_values
     factors = list(factors)
-    sub = df[df[model].isin([a, b]) & df[outcome].notna()]
-    keys = {m: set(map(tuple, g[factors].astype(str).drop_duplicates().to_numpy())) for m, g in sub.groupby(model)}
-    common = keys.get(a, set()) & keys.get(b, set())
-    out = {"model_a": a, "model_b": b, "factors": " x ".join(factors), "n_subgroups": len(common)}
-    if not common:
-        return {**out, "p_value": np.nan}
-    sub = sub[[k in common for k in map(tuple, sub[factors].astype(str).to_numpy())]]
-    parts, rates, single = [], {}, 0
-    for m, sign in ((a, 1.0), (b, -1.0)):
-        p = sub[sub[model] == m]
-        labels = _subgroup_labels(p, factors)
-        dm, pseudo, k = deviation_metric_pseudo_values(p[outcome], labels, ideal)
-        rates[m], single = (dm, p.groupby(factors, sort=True, observed=True)[outcome].mean()), single + k
-        parts.append((sign * (pseudo - dm) / len(p), p))       # each row's influence on DM_a - DM_b
+    out = {"model_a": a, "model_b": b, "factors": " x ".join(factors)}
+    lin = paired_metric_pseudo_values(df, outcome, factors, a, b, model, ideal)
+    if lin is None:
+        return {**out, "n_subgroups": 0, "p_value": np.nan}
+    values, stacked, single, common, rates = lin
+    out["n_subgroups"] = len(common)
     diff = rates[a][0] - rates[b][0]
-    psi = np.concatenate([x for x, _ in parts])
-    stacked = pd.concat([p for _, p in parts], ignore_index=True)
-    r = _metric_inference(diff + psi.size * psi, stacked, cluster, single, 2 * len(common), alpha, seed)
+    r = _metric_inference(values, stacked, cluster, single, 2 * len(common), alpha, seed)
     w = wilcoxon_paired(rates[a][1].to_numpy(), rates[b][1].reindex(rates[a][1].index).to_numpy())
     return {**out, "metric_a": rates[a][0], "metric_b": rates[b][0], "metric_difference": diff,
             "ci_low": r["ci_low"], "ci_high": r["ci_high"], "ci_method": r["ci_method"],

@@ -1,0 +1,190 @@
+"""The pre-specified sensitivity analyses of notebooks 1 and 5 (``tables/sensitivity.csv``; the machinery and the
+decision rule are :mod:`biaslab.stats.sensitivity`).
+
+Per claim instance, beside its primary analysis, the analyses its plan claim lists under ``sensitivity``
+(:data:`ANALYSES`; only for tested instances):
+
+* **invalid answers** (SSQA's generated answers that are none of the labels, counted as not deviating by the plan):
+  all of them counted as deviating instead, and the tipping point — how many of the invalid answers of the model
+  whose switch moves the estimate towards the null must be counted as deviating to change the verdict (switched in
+  a seeded random order);
+* **degenerate-responder threshold**: the modal-share threshold of :data:`biaslab.stats.responders.THRESHOLDS`
+  (0.95) at 0.90 and 0.99; a pair with a model degenerate under the alternative threshold is not tested;
+* **notebook 1's entropy cut** (agentic outcome ``low_entropy`` = normalized entropy < 0.95) at 0.90 and 0.98.
+
+CrowS-Pairs rows (notebooks 3 and 5) and notebooks 2 and 4 have their own analyses on other branches.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import pandas as pd
+
+from . import plan as P
+from .stats import paired, responders
+from .stats import sensitivity as S
+
+TESTED = ("distinguishable", "not distinguishable")
+MODAL_SHARE_ALTERNATIVES = (0.90, 0.99)
+ENTROPY_CUT, ENTROPY_ALTERNATIVES = 0.95, (0.90, 0.98)
+INVALID = "other"      # SSQA's parsed answer that is none of the labels
+#: the analysis ids a plan claim may list under ``sensitivity`` (each runs where its data exist in the run)
+ANALYSES = ("invalid-as-deviating", "degenerate-threshold", "entropy-cut")
+
+
+def _planned(claim_id: str, notebook: str) -> set:
+    """The sensitivity analyses the active plan lists for ``claim_id``; an unknown id is refused."""
+    listed = {a for c in P.active().of(notebook) if c.id == claim_id for a in c.sensitivity}
+    bad = sorted(listed - set(ANALYSES))
+    if bad:
+        raise ValueError(f"analysis plan, notebook {notebook}, claim {claim_id!r}: unknown sensitivity analysis "
+                         f"{bad}; known: {list(ANALYSES)}")
+    return listed
+
+
+def _row(claim, family, instance, analysis, event, description, r: dict) -> dict:
+    return {"claim": claim, "family": family, "instance": instance, "analysis": analysis,
+            "intercurrent_event": event, "description": description, "estimate": r.get("estimate"),
+            "ci_low": r.get("ci_low"), "ci_high": r.get("ci_high"), "p_value": r.get("p_value")}
+
+
+def _family_rule(claims: pd.DataFrame, row: dict, alpha: float) -> Callable[[float], str]:
+    """p -> the verdict this instance would get with that p, by its primary's rule (Holm over its family's tested
+    primaries, :func:`biaslab.stats.sensitivity.decide`)."""
+    fam = claims[(claims["family"] == row["family"]) & claims["verdict"].isin(TESTED)]
+    others = [p for k, p in zip(fam.index, fam["p_value"]) if k != row["_index"]]
+
+    def rule(p: float) -> str:
+        t = pd.DataFrame({"claim": "c", "family": "f", "instance": range(len(others) + 1), "analysis": S.PRIMARY,
+                          "p_value": [p] + others})
+        return S.decide(t, alpha)["verdict"].iloc[0]
+    return rule
+
+
+def _primary(row, estimate: str) -> dict:
+    tested = row.get("verdict") in TESTED
+    return {"estimate": row[estimate], "ci_low": row.get("ci_low"), "ci_high": row.get("ci_high"),
+            "p_value": row["p_value"] if tested else np.nan}
+
+
+def _degenerate_rows(base: dict, primary: dict, answers: pd.DataFrame, models: tuple, answer: str = "answer") -> list:
+    """The primary's test under each alternative modal-share threshold: not tested where a model turns degenerate."""
+    out = []
+    for th in MODAL_SHARE_ALTERNATIVES:
+        chk = responders.responder_check(answers[answers["model"].isin(models)], answer=answer,
+                                         thresholds={"modal_share_max": th})
+        deg = chk.loc[chk["degenerate"], "model"].tolist()
+        r = dict(primary)
+        if deg:
+            r["p_value"] = np.nan
+        desc = (f"modal-share threshold {th:.2f} (primary 0.95): " +
+                (f"{', '.join(deg)} degenerate, pair not tested" if deg else "neither model degenerate"))
+        out.append(_row(**base, analysis=f"degenerate threshold {th:.2f}", event="degenerate responder",
+                        description=desc, r=r))
+    return out
+
+
+def _invalid_rows(base: dict, df: pd.DataFrame, a: str, b: str, test: Callable[[pd.DataFrame], dict],
+                  rule: Callable[[float], str], outcome: str = "deviated", seed: int = 0) -> list:
+    """Invalid answers counted as deviating, and the tipping point (see the module docstring). ``test`` maps a
+    response frame to the instance's result (estimate, ci, p); ``rule`` a p to the verdict (:func:`_family_rule`)."""
+    bad = (df["answer"].astype(str) == INVALID).to_numpy()
+    if not bad.any():
+        return []
+    n_a, n_b = int((bad & (df["model"] == a).to_numpy()).sum()), int((bad & (df["model"] == b).to_numpy()).sum())
+    all_biased = test(df.assign(**{outcome: np.where(bad, 1, df[outcome])}))
+    rows = [_row(**base, analysis="invalid answers counted as deviating", event="invalid answer",
+                 description=f"{n_a} ({a}) + {n_b} ({b}) answers that are none of the labels counted as deviating "
+                             "(primary: not deviating)", r=all_biased)]
+    primary = test(df)
+    # switching model a's invalid answers raises a's rate: towards the null when the estimate is below it
+    who = a if primary["estimate"] < 0 else b
+    idx = np.flatnonzero(bad & (df["model"] == who).to_numpy())
+    idx = np.random.default_rng(seed).permutation(idx)
+    y0 = df[outcome].to_numpy().copy()
+
+    def verdict(k: int) -> str:
+        y = y0.copy()
+        y[idx[:k]] = 1
+        return rule(test(df.assign(**{outcome: y}))["p_value"])
+
+    k = S.tipping_point(verdict, idx.size)
+    what = (f"{k} of {idx.size} invalid answers of {who} counted as deviating change the verdict"
+            if k else f"all {idx.size} invalid answers of {who} counted as deviating leave the verdict")
+    rows.append(_row(**base, analysis="invalid answers: tipping point", event="invalid answer",
+                     description=what + " (seeded random order)", r=all_biased if k is None else test(
+                         df.assign(**{outcome: np.where(np.isin(np.arange(len(df)), idx[:k]), 1, y0)}))))
+    return rows
+
+
+# ------------------------------------------------------------------------------------------------ notebook 5
+def compare_sensitivity(root: Path, pairs: pd.DataFrame, seed: int = 0, alpha: float = 0.05) -> pd.DataFrame:
+    """Notebook 5's sensitivity table for its SSQA and BBQ claims (``pairs``: the decided paired_differences)."""
+    from .papers.compare import tables as T
+    rows = []
+    claims = pairs[pairs["claim"].fillna("").ne("")] if "claim" in pairs else pairs.iloc[0:0]
+    for r in claims.assign(_index=claims.index).to_dict("records"):
+        base = {"claim": r["claim"], "family": r["family"], "instance": f"{r['metric']} · {r['model_a']} - "
+                f"{r['model_b']}"}
+        prim = _primary(r, "difference")
+        rows.append(_row(**base, analysis=S.PRIMARY, event="", description=r.get("verdict", ""), r=prim))
+        if r["metric"] not in ("ssqa_deviation_rate", "bbq_bias_ambig") or r.get("verdict") not in TESTED:
+            continue
+        want = _planned(r["claim"], "05_compare")
+        m = T.metric(r["metric"])
+        resp = T.unit_responses(m, Path(root))
+        both = resp[resp["model"].isin([r["model_a"], r["model_b"]])]
+        common = set(both.loc[both["model"] == r["model_a"], "unit"]) & set(
+            both.loc[both["model"] == r["model_b"], "unit"])
+        both = both[both["unit"].isin(common)]
+        ans = "answer" if "answer" in both else "choice" if "choice" in both else None     # BBQ: the option chosen
+        if ans and "degenerate-threshold" in want:
+            rows += _degenerate_rows(base, prim, both, (r["model_a"], r["model_b"]), ans)
+        if m.kind == "binary" and "answer" in both and "invalid-as-deviating" in want:
+            cl, _ = T.design(m, both)
+
+            def test(df, m=m, cl=cl, a=r["model_a"], b=r["model_b"]):
+                x = paired.paired_difference(df, m.outcome, a, b, cl, unit="unit", binary=True, seed=seed)
+                return {"estimate": x["difference"], "ci_low": x["ci_low"], "ci_high": x["ci_high"],
+                        "p_value": x["p_value"]}
+            rows += _invalid_rows(base, both.reset_index(drop=True), r["model_a"], r["model_b"], test,
+                                  _family_rule(claims, r, alpha), m.outcome, seed)
+    return S.decide(pd.DataFrame(rows, columns=S.COLUMNS[:10]), alpha) if rows else pd.DataFrame(columns=S.COLUMNS)
+
+
+# ------------------------------------------------------------------------------------------------ notebook 1
+def multifactor_sensitivity(pst: pd.DataFrame, nocot: pd.DataFrame, benchmark: str, factors: list[str],
+                            outcome: str, clusters, ideal: float, seed: int = 0, alpha: float = 0.05) -> pd.DataFrame:
+    """Notebook 1's sensitivity table for ``dm-difference`` (``pst``: the decided paired_subgroup_tests; ``nocot``:
+    the analysed responses with their factors)."""
+    rows = []
+    claims = pst[pst["claim"].fillna("").ne("")] if "claim" in pst else pst.iloc[0:0]
+    for r in claims.assign(_index=claims.index).to_dict("records"):
+        a, b = r["model_a"], r["model_b"]
+        base = {"claim": r["claim"], "family": r["family"], "instance": f"{benchmark} · {a} - {b}"}
+        prim = _primary(r, "metric_difference")
+        rows.append(_row(**base, analysis=S.PRIMARY, event="", description=r.get("verdict", ""), r=prim))
+        if r.get("verdict") not in TESTED:
+            continue
+        df = nocot[nocot["model"].isin([a, b])].reset_index(drop=True)
+        want = _planned(r["claim"], "01_multifactor")
+
+        def test(d, y=outcome, a=a, b=b):
+            x = paired.paired_subgroup_test(d, y, factors, a, b, clusters, ideal=ideal, seed=seed)
+            return {"estimate": x["metric_difference"], "ci_low": x["ci_low"], "ci_high": x["ci_high"],
+                    "p_value": x["p_value"]}
+        ans = "answer" if "answer" in df else "choice" if "choice" in df else None
+        if ans and benchmark != "agentic" and "degenerate-threshold" in want:     # agentic: reads probabilities
+            rows += _degenerate_rows(base, prim, df, (a, b), ans)
+        if benchmark == "ssqa" and "answer" in df and "invalid-as-deviating" in want:
+            rows += _invalid_rows(base, df, a, b, test, _family_rule(claims, r, alpha), outcome, seed)
+        if benchmark == "agentic" and "entropy-cut" in want:
+            for cut in ENTROPY_ALTERNATIVES:
+                d = df.assign(**{outcome: (df["entropy"] < cut).astype(int)})
+                rows.append(_row(**base, analysis=f"entropy cut {cut:.2f}", event="outcome definition",
+                                 description=f"low entropy = normalized entropy < {cut:.2f} (primary "
+                                             f"{ENTROPY_CUT:.2f})", r=test(d)))
+    return S.decide(pd.DataFrame(rows, columns=S.COLUMNS[:10]), alpha) if rows else pd.DataFrame(columns=S.COLUMNS)

@@ -1,0 +1,266 @@
+"""Calibration: the size and coverage of a claim's test on the run's own design, by simulation under the null.
+
+A *design* is what a test sees: one value per unit (a paired difference, a log-probability difference, a 0/1
+preference, a pseudo-value, or a category label) and the units' clusters (one-way or crossed). A **null simulator**
+turns the run's own values into ``R`` data sets that satisfy the null and keep the design (cluster sizes, the
+within-cluster dependence, the values' distribution); a **test** takes those ``R`` data sets at once (array
+operations, no loop over replications) and returns each one's p-value and interval. Morris, White & Crowther
+(2019, "Using simulation studies to evaluate statistical methods", Stat. Med. 38) give the performance measures:
+
+* type I error = share of replications with ``p < alpha``, Monte Carlo SE ``sqrt(r (1 - r) / R)`` (their Table 6);
+* coverage = share whose interval contains the true (null) value, same SE.
+
+Simulators (model-free: the run's own values, resampled):
+
+* :func:`swap` exchanges the two arms inside a random half of the clusters: ``y* = null + s_g (y - null)``,
+  ``s_g = +-1`` (a paired difference of two models, a log-probability difference of the two sentences, a 0/1
+  preference about 0.5). Exact under the null that the arms are exchangeable; every cluster keeps its size and
+  its within-cluster pattern. Crossed designs flip the first clustering dimension (template), the one G counts.
+* :func:`relabel` permutes the category labels inside every cluster at random (the uniform null of a choice among
+  ``k`` categories: each category's expected share is exactly 1/k; the clusters keep their sizes and concentration).
+
+Tests (each the vectorised twin of the library function the notebooks call, checked against it in
+tests/test_calibration.py):
+
+* :func:`mean_rule` the one rule of :mod:`biaslab.stats.clustered` (``mean_inference``): CR1 one- or two-way with
+  t(G - 1), or the wild cluster restricted bootstrap-t (Webb weights; p at the null, and the interval that inverts
+  it, which contains the null exactly when p > alpha) in a one-way design with fewer than 30 clusters;
+* :func:`paired_rule` :func:`biaslab.stats.paired.paired_difference`: the mean rule, with the exact McNemar test as
+  the p-value where every cluster is one unit and the outcome is 0/1;
+* :func:`exact_binomial` the exact binomial test of a share against 0.5 with the Clopper-Pearson interval;
+* :func:`rao_scott` :func:`biaslab.stats.clustered.rao_scott_gof` against the uniform null (no interval).
+
+:data:`TESTS` maps each plan claim to its (simulator, test): swapping a claim's test is one line there.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+import pandas as pd
+from scipy import sparse, stats
+
+from .clustered import FEW_CLUSTERS, codes, t_quantile, webb_weights
+
+#: a test whose simulated size exceeds this at alpha = 0.05 is replaced (the plan's calibration rule)
+MAX_SIZE = 0.075
+#: wild bootstrap draws inside each calibration replication (one fixed Webb weight matrix for all replications)
+CALIBRATION_BOOT = 999
+
+
+@dataclass
+class Design:
+    """One claim instance's design: ``y`` one value (or category code) per unit, ``clusters`` one label array per
+    clustering dimension (None: units independent), ``null`` the claim's null value, ``categories`` the number of
+    categories of a choice test, ``label`` a short description for ``calibration.csv``."""
+    y: np.ndarray
+    clusters: list[np.ndarray] | None = None
+    null: float = 0.0
+    categories: int = 0
+    binary: bool = False
+    label: str = ""
+    dims: list[np.ndarray] = field(init=False)
+
+    def __post_init__(self):
+        self.y = np.asarray(self.y, dtype=float)
+        n = self.y.size
+        cl = self.clusters
+        self.dims = [np.arange(n)] if cl is None else [codes(c) for c in cl]
+        for d in self.dims:
+            if d.size != n:
+                raise ValueError(f"design {self.label!r}: {d.size} cluster labels for {n} units")
+
+    @property
+    def n_clusters(self) -> int:
+        return int(min(d.max() + 1 for d in self.dims)) if self.y.size else 0
+
+    @property
+    def cluster_sizes(self) -> str:
+        """min-median-max units per cluster of the first dimension."""
+        s = np.bincount(self.dims[0])
+        return f"{s.min()}-{int(np.median(s))}-{s.max()}" if s.size else ""
+
+
+# ------------------------------------------------------------------------------------------------ null simulators
+def swap(d: Design, reps: int, rng: np.random.Generator) -> np.ndarray:
+    """(R x n) values with the two arms exchanged in a random half of the clusters of the first dimension."""
+    s = rng.choice([-1.0, 1.0], size=(reps, int(d.dims[0].max()) + 1))
+    return d.null + s[:, d.dims[0]] * (d.y - d.null)
+
+
+def relabel(d: Design, reps: int, rng: np.random.Generator) -> np.ndarray:
+    """(R x n) category codes 0..k-1 after a random permutation of the labels inside every cluster."""
+    k, c = d.categories, d.dims[0]
+    perm = np.argsort(rng.random((reps, int(c.max()) + 1, k)), axis=2)        # one permutation per cluster
+    return np.take_along_axis(perm[:, c, :], d.y.astype(int)[None, :, None], axis=2)[:, :, 0].astype(float)
+
+
+# ------------------------------------------------------------------------------------------------ tests
+def _totals(y: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """(R x G) cluster totals of (R x n) values."""
+    onehot = sparse.csr_matrix((np.ones(c.size), (c, np.arange(c.size))), shape=(int(c.max()) + 1, c.size))
+    return np.asarray((onehot @ y.T).T)
+
+
+def _cr1(y: np.ndarray, dims: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray, int]:
+    """Estimates, CR1 standard errors (one- or two-way as :func:`biaslab.stats.clustered.cr1_variance`) and G."""
+    n = y.shape[1]
+    est = y.mean(axis=1)
+    e = (y - est[:, None]) / n
+
+    def one(c):
+        g = int(c.max()) + 1
+        return g / (g - 1) * np.sum(_totals(e, c) ** 2, axis=1), g
+
+    if len(dims) == 1:
+        v, g = one(dims[0])
+    else:
+        (va, ga), (vb, gb) = one(dims[0]), one(dims[1])
+        vab, _ = one(codes(dims[0].astype(np.int64) * (int(dims[1].max()) + 1) + dims[1]))
+        v, g = np.maximum.reduce([va + vb - vab, va, vb]), min(ga, gb)
+    return est, np.sqrt(v), g
+
+
+def _wcr_p(tot: np.ndarray, m: np.ndarray, null: float, v: np.ndarray) -> np.ndarray:
+    """Wild cluster restricted bootstrap-t p-values of H0: mean = null for every row of (R x G) cluster totals: the
+    polynomial form of :class:`biaslab.stats.clustered._WCR`, each sum a matrix product over all replications."""
+    n, g = m.sum(), m.size
+    s = tot - m * null                                       # S_g under the null
+    ybar = tot.sum(axis=1) / n
+    se = np.sqrt(g / (g - 1) * np.sum((tot - np.outer(ybar, m)) ** 2, axis=1)) / n
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t_obs = np.abs(ybar - null) / se
+    vs = s @ v.T                                             # (R x B) sum_g v_g S_g
+    delta = vs / n
+    vss = (s * s) @ (v * v).T
+    vsm = (s * m) @ v.T
+    uu = np.maximum(vss - 2 * delta * vsm + delta * delta * float(m @ m), 0.0)
+    se_b = np.sqrt(g / (g - 1) * uu) / n
+    with np.errstate(divide="ignore", invalid="ignore"):
+        tb = np.where(se_b > 0, np.abs(delta) / se_b, np.where(delta == 0, 0.0, np.inf))
+    p = np.mean(tb >= (t_obs * (1 - 1e-12))[:, None], axis=1)
+    return np.where(se > 0, p, np.where(ybar == null, 1.0, 0.0))
+
+
+def mean_rule(y: np.ndarray, d: Design, alpha: float = 0.05, seed: int = 0) -> dict:
+    """p-values and intervals of the mean of each row of ``y`` under :func:`biaslab.stats.clustered.mean_inference`'s
+    rule. Wild bootstrap rows carry the interval's verdict as ``covers`` (the inverted interval contains the null
+    exactly when the null's p exceeds alpha), not its bounds."""
+    est, se, g = _cr1(y, d.dims)
+    if len(d.dims) == 1 and d.clusters is not None and g < FEW_CLUSTERS:
+        c = d.dims[0]
+        m = np.bincount(c).astype(float)
+        p = _wcr_p(_totals(y, c), m, d.null, webb_weights(g, CALIBRATION_BOOT, seed))
+        return {"p": p, "covers": p > alpha, "method": f"wild cluster bootstrap-t (Webb, {min(6 ** g, CALIBRATION_BOOT)} "
+                                                         f"draws), G = {g}"}
+    q = t_quantile(g - 1, 1 - alpha / 2)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = (est - d.null) / se
+    p = np.where(se > 0, 2 * stats.t.sf(np.abs(t), g - 1), np.where(est == d.null, 1.0, 0.0))
+    lo, hi = est - q * se, est + q * se
+    return {"p": p, "covers": (lo <= d.null) & (d.null <= hi),
+            "method": f"cluster-robust t({g - 1}), CR1{' two-way' if len(d.dims) == 2 else ''}"}
+
+
+def paired_rule(y: np.ndarray, d: Design, alpha: float = 0.05, seed: int = 0) -> dict:
+    """:func:`biaslab.stats.paired.paired_difference`: the mean rule's interval; where every cluster holds one unit,
+    the exact test as p (McNemar on 0/1 outcomes: a binomial test of the a-only against the b-only pairs; the
+    library's Wilcoxon signed-rank test otherwise, row by row)."""
+    from .paired import wilcoxon_paired
+    r = mean_rule(y, d, alpha, seed)
+    if d.clusters is not None and d.n_clusters < y.shape[1]:
+        return r
+    if not d.binary:
+        return {**r, "p": np.array([wilcoxon_paired(row)["p_value"] for row in y]),
+                "method": "Wilcoxon signed-rank (units independent); " + r["method"] + " interval"}
+    b, c = (y > 0).sum(axis=1), (y < 0).sum(axis=1)
+    return {**r, "p": _binom_p(b, b + c), "method": "exact McNemar (units independent); " + r["method"] + " interval"}
+
+
+def _binom_p(k: np.ndarray, n: np.ndarray) -> np.ndarray:
+    """Exact two-sided binomial p of k successes in n against 0.5 (scipy ``binomtest``), once per distinct (k, n)."""
+    keys = np.stack([k, n], axis=1).astype(int)
+    uniq, inv = np.unique(keys, axis=0, return_inverse=True)
+    p = np.array([stats.binomtest(a, b, 0.5).pvalue if b else 1.0 for a, b in uniq])
+    return p[inv.ravel()]
+
+
+def exact_binomial(y: np.ndarray, d: Design, alpha: float = 0.05, seed: int = 0) -> dict:
+    """Exact binomial test of the share of 1s against 0.5 (units independent) and its Clopper-Pearson interval
+    (:func:`biaslab.stats.hypothesis.preference_tests`)."""
+    n = y.shape[1]
+    k = (y > 0.5).sum(axis=1)
+    lo = np.where(k > 0, stats.beta.ppf(alpha / 2, k, n - k + 1), 0.0)
+    hi = np.where(k < n, stats.beta.ppf(1 - alpha / 2, k + 1, n - k), 1.0)
+    return {"p": _binom_p(k, np.full_like(k, n)), "covers": (lo <= d.null) & (d.null <= hi),
+            "method": f"exact binomial, Clopper-Pearson; n = {n}"}
+
+
+def rao_scott(y: np.ndarray, d: Design, alpha: float = 0.05, seed: int = 0) -> dict:
+    """First-order Rao-Scott goodness of fit to the uniform distribution for every row of category codes
+    (:func:`biaslab.stats.clustered.rao_scott_gof`: ``X2 / max(delta, 1)`` referred to F(k - 1, (k - 1)(G - 1)))."""
+    k, c = d.categories, d.dims[0]
+    n, g = y.shape[1], int(c.max()) + 1
+    ind = y[:, :, None] == np.arange(k)[None, None, :]                             # (R x n x k)
+    counts = np.stack([_totals(ind[:, :, j].astype(float), c) for j in range(k)], axis=2)   # (R x G x k)
+    m = np.bincount(c).astype(float)
+    p = counts.sum(axis=1) / n                                                     # (R x k)
+    pi = 1.0 / k
+    chi2 = n * np.sum((p - pi) ** 2 / pi, axis=1)
+    v = g / (g - 1) * np.sum((counts - m[None, :, None] * p[:, None, :]) ** 2, axis=1) / n ** 2
+    delta = np.maximum(n / (k - 1) * np.sum(v / pi, axis=1), 1.0)
+    pv = stats.f.sf(chi2 / delta / (k - 1), k - 1, (k - 1) * (g - 1))
+    return {"p": pv, "covers": np.full(pv.shape, np.nan), "method": f"Rao-Scott chi-square, F({k - 1}, {(k - 1) * (g - 1)})"}
+
+
+#: plan claim -> (null simulator, test). Swapping a claim's test is one line here.
+TESTS: dict[str, tuple[Callable, Callable]] = {
+    "dm-difference": (swap, mean_rule),          # the metric difference's linearized pseudo-values
+    "lpbs-mean": (swap, mean_rule),              # pairs independent: t(n - 1)
+    "stereotype-share": (swap, exact_binomial),
+    "group-choice": (relabel, rao_scott),
+    "ssqa-deviation-rate": (swap, paired_rule),
+    "bbq-ambiguous": (swap, paired_rule),
+    "crows-en-share": (swap, paired_rule),
+}
+
+
+def simulate(claim: str, d: Design, reps: int, seed: int = 0, alpha: float = 0.05,
+             tests: dict | None = None) -> dict:
+    """``reps`` null replications of ``claim``'s test on design ``d``: p-values, interval verdicts and the method."""
+    table = TESTS if tests is None else tests
+    if claim not in table:
+        raise KeyError(f"claim {claim!r} has no calibration entry; add (simulator, test) to "
+                       f"biaslab.stats.calibration.TESTS (known: {sorted(table)})")
+    sim, test = table[claim]
+    rng = np.random.default_rng(seed)
+    return test(sim(d, reps, rng), d, alpha, seed)
+
+
+def summarize(p: np.ndarray, covers: np.ndarray, alpha: float = 0.05) -> dict:
+    """Type I error and coverage with their Monte Carlo standard errors (Morris et al. 2019, Table 6)."""
+    reps = p.size
+    r = float(np.mean(p < alpha))
+    cov = np.asarray(covers, dtype=float)
+    c = float(np.mean(cov)) if np.isfinite(cov).all() and cov.size else np.nan
+    return {"replications": reps, "alpha": alpha, "type_i_error": r, "type_i_mc_se": math.sqrt(r * (1 - r) / reps),
+            "coverage": c, "coverage_mc_se": math.sqrt(c * (1 - c) / reps) if np.isfinite(c) else np.nan}
+
+
+CALIBRATION_COLUMNS = ["claim", "test", "design", "clusters", "cluster_sizes", "replications", "alpha",
+                       "type_i_error", "type_i_mc_se", "coverage", "coverage_mc_se", "seed"]
+
+
+def calibration_row(claim: str, d: Design, reps: int, seed: int = 0, alpha: float = 0.05) -> dict:
+    """One row of ``calibration.csv`` for one claim instance (the agreed schema, :data:`CALIBRATION_COLUMNS`)."""
+    r = simulate(claim, d, reps, seed, alpha)
+    return {"claim": claim, "test": r["method"], "design": d.label, "clusters": d.n_clusters,
+            "cluster_sizes": d.cluster_sizes, **summarize(r["p"], r["covers"], alpha), "seed": seed}
+
+
+def flag_oversize(table: pd.DataFrame, limit: float = MAX_SIZE) -> pd.DataFrame:
+    """Rows whose simulated size exceeds ``limit`` (the tests to replace)."""
+    return table[table["type_i_error"] > limit]

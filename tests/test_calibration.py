@@ -1,0 +1,116 @@
+"""Calibration simulators and vectorised tests: known sizes, agreement with the library's own tests, and the flag
+on a deliberately anti-conservative test."""
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from biaslab.stats import calibration as C
+from biaslab.stats.clustered import mean_inference, rao_scott_gof, wild_cluster_mean_test, webb_weights
+
+
+def clustered_design(g=12, size=(2, 15), icc=0.5, seed=1, null=0.0):
+    rng = np.random.default_rng(seed)
+    sizes = rng.integers(size[0], size[1], g)
+    cl = np.repeat(np.arange(g), sizes)
+    y = rng.normal(size=g)[cl] * np.sqrt(icc) + rng.normal(size=cl.size) * np.sqrt(1 - icc)
+    return C.Design(y, [cl], null=null, label="test")
+
+
+def test_iid_t_test_has_size_005_within_mc_error():
+    y = np.random.default_rng(0).normal(size=80)
+    d = C.Design(y, None)
+    row = C.calibration_row("lpbs-mean", d, 4000, seed=3)
+    assert abs(row["type_i_error"] - 0.05) < 3 * row["type_i_mc_se"] + 0.005
+    assert row["coverage"] == pytest.approx(1 - row["type_i_error"])     # the t interval inverts the t test
+    assert row["clusters"] == 80 and "t(79)" in row["test"]
+
+
+def test_naive_se_on_clustered_data_is_flagged_and_the_rule_is_not():
+    d = clustered_design(g=40, size=(5, 30), icc=0.6)
+
+    def naive(y, d, alpha=0.05, seed=0):     # treats the prompts as independent: the anti-conservative test
+        n = y.shape[1]
+        t = (y.mean(1) - d.null) / (y.std(1, ddof=1) / np.sqrt(n))
+        p = 2 * stats.t.sf(np.abs(t), n - 1)
+        return {"p": p, "covers": p > alpha, "method": "naive t"}
+
+    bad = C.summarize(**{k: v for k, v in C.simulate("x", d, 2000, tests={"x": (C.swap, naive)}).items()
+                         if k in ("p", "covers")})
+    good = C.summarize(**{k: v for k, v in C.simulate("ssqa-deviation-rate", d, 2000).items() if k in ("p", "covers")})
+    table = pd.DataFrame([{**bad, "claim": "naive"}, {**good, "claim": "rule"}])
+    assert list(C.flag_oversize(table)["claim"]) == ["naive"]
+    assert bad["type_i_error"] > 0.2
+    assert good["type_i_error"] < C.MAX_SIZE
+
+
+def test_vectorised_mean_rule_equals_the_library_on_one_replication():
+    for g in (40, 12):                                  # CR1 t(G - 1) and, below 30 clusters, the wild bootstrap
+        d = clustered_design(g=g)
+        y = C.swap(d, 3, np.random.default_rng(5))
+        r = C.mean_rule(y, d)
+        for i in range(3):
+            lib = mean_inference(y[i], d.dims[0], null=0.0, n_boot=C.CALIBRATION_BOOT)
+            if g >= 30:
+                assert r["p"][i] == pytest.approx(lib["p_value"], rel=1e-9)
+            else:                                       # same Webb weights as the calibration's matrix
+                tot = np.bincount(d.dims[0], weights=y[i])
+                size = np.bincount(d.dims[0]).astype(float)
+                v = webb_weights(g, C.CALIBRATION_BOOT, 0)
+                assert r["p"][i] == pytest.approx(wild_cluster_mean_test(tot, size, 0.0, v=v))
+
+
+def test_two_way_rule_equals_the_library():
+    rng = np.random.default_rng(2)
+    a, b = rng.integers(0, 37, 150), rng.integers(0, 60, 150)
+    d = C.Design(rng.normal(size=150) + rng.normal(size=37)[a], [a, b])
+    y = C.swap(d, 2, rng)
+    r = C.mean_rule(y, d)
+    for i in range(2):
+        assert r["p"][i] == pytest.approx(mean_inference(y[i], [a, b])["p_value"], rel=1e-9)
+
+
+def test_rao_scott_equals_the_library_and_relabel_is_uniform():
+    rng = np.random.default_rng(4)
+    cl = np.repeat(np.arange(30), 10)
+    labels = np.where(rng.random(300) < 0.5, 0, rng.integers(0, 5, 300))
+    d = C.Design(labels, [cl], categories=5)
+    y = C.relabel(d, 400, rng)
+    assert np.allclose(np.bincount(y.astype(int).ravel(), minlength=5) / y.size, 0.2, atol=0.01)
+    r = C.rao_scott(y[:2], d)
+    for i in range(2):
+        assert r["p"][i] == pytest.approx(rao_scott_gof(y[i].astype(int), cl, range(5))["p_value"], rel=1e-9)
+    assert np.array_equal(np.sort(np.bincount(y[0][cl == 3].astype(int), minlength=5)),
+                          np.sort(np.bincount(labels[cl == 3], minlength=5)))      # a cluster keeps its pattern
+
+
+def test_exact_binomial_and_mcnemar_sizes_are_at_most_alpha():
+    rng = np.random.default_rng(7)
+    x = (rng.random(200) < 0.6).astype(float)
+    row = C.calibration_row("stereotype-share", C.Design(x, None, null=0.5, binary=True), 2000, seed=1)
+    assert row["type_i_error"] <= 0.05 + 3 * row["type_i_mc_se"]
+    diff = rng.integers(-1, 2, 200).astype(float)
+    row = C.calibration_row("crows-en-share", C.Design(diff, None, binary=True), 2000, seed=1)
+    assert row["type_i_error"] <= 0.05 + 3 * row["type_i_mc_se"] and "McNemar" in row["test"]
+
+
+def test_unknown_claim_names_the_registry():
+    with pytest.raises(KeyError, match="calibration.TESTS"):
+        C.simulate("nope", C.Design(np.zeros(3), None), 10)
+
+
+def test_paired_rule_follows_paired_difference_when_every_cluster_is_one_unit():
+    from biaslab.stats.paired import paired_difference
+    rng = np.random.default_rng(3)
+    for binary, n in ((True, 20), (False, 20), (True, 60), (False, 60)):
+        ya = (rng.random(n) < 0.5).astype(float) if binary else rng.normal(size=n)
+        yb = (rng.random(n) < 0.5).astype(float) if binary else rng.normal(size=n)
+        long = pd.DataFrame({"prompt_id": np.tile(np.arange(n), 2), "model": np.repeat(["a", "b"], n),
+                             "y": np.r_[ya, yb], "pair": np.tile(np.arange(n), 2)})
+        lib = paired_difference(long, "y", "a", "b", "pair", binary=binary, n_boot=C.CALIBRATION_BOOT)
+        d = C.Design(ya - yb, [np.arange(n)], binary=binary)
+        r = C.paired_rule((ya - yb)[None, :], d)
+        assert r["p"][0] == pytest.approx(lib["p_value"], rel=1e-9), (binary, n)
+        if n < 30:                                      # the interval: the wild bootstrap's, as mean_inference's
+            assert "wild cluster bootstrap" in r["method"] and "wild cluster bootstrap" in lib["ci_method"]

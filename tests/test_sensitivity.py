@@ -1,0 +1,79 @@
+"""Sensitivity decisions (same family rule as the primary) and the tipping point, on hand-worked examples."""
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from biaslab.stats import sensitivity as S
+
+
+def rows(*items):
+    return pd.DataFrame([dict(zip(["claim", "family", "instance", "analysis", "p_value"], r)) for r in items])
+
+
+def test_a_sensitivity_row_is_holm_adjusted_with_the_family_primaries():
+    t = rows(("c", "f", "a", "primary", 0.01), ("c", "f", "b", "primary", 0.04),
+             ("c", "f", "a", "invalid as biased", 0.03), ("c", "g", "a", "primary", 0.2))
+    d = S.decide(t)
+    # family f, primary: Holm of (0.01, 0.04) = (0.02, 0.04): both distinguishable
+    assert list(d["p_adjusted"][:2]) == pytest.approx([0.02, 0.04])
+    # the sensitivity row replaces a's p: Holm of (0.03, 0.04) -> a: 0.06, not distinguishable, a flip
+    assert d.loc[2, "p_adjusted"] == pytest.approx(0.06)
+    assert d.loc[2, "verdict"] == "not distinguishable" and not d.loc[2, "verdict_survives"]
+    assert d.loc[2, "primary_verdict"] == "distinguishable"
+    assert list(d.columns[:len(S.COLUMNS)]) == S.COLUMNS
+    # with a budget (family f one of 2 families of a notebook with share 0.2: scale 2 / 0.2 = 10)
+    assert S.decide(t, scale={"f": 10})["p_adjusted"][0] == pytest.approx(0.2)
+    line = S.render(d)
+    assert "changes under: invalid as biased → not distinguishable" in line and line.count("\n") == 2
+
+
+def test_rows_without_a_primary_are_refused():
+    with pytest.raises(ValueError, match="no primary row"):
+        S.decide(rows(("c", "f", "a", "entropy 0.9", 0.01)))
+
+
+def test_tipping_point_on_a_hand_example():
+    # 20 pairs: 4 prefer the stereotype, 16 do not, 5 of the 16 are invalid answers counted as "not". Exact
+    # binomial against 0.5: k = 4 -> p = 2 P(X <= 4) = 0.0118; k = 5 -> 0.0414; k = 6 -> 0.1153. Counting 2 invalid
+    # answers the other way (k = 6) is the first to change "distinguishable".
+    def verdict(j):
+        return "distinguishable" if stats.binomtest(4 + j, 20).pvalue < 0.05 else "not distinguishable"
+    assert [round(stats.binomtest(k, 20).pvalue, 4) for k in (4, 5, 6)] == [0.0118, 0.0414, 0.1153]
+    assert S.tipping_point(verdict, 5) == 2
+    assert S.tipping_point(verdict, 1) is None          # one invalid answer cannot change it
+    assert S.tipping_point(verdict, 0) is None
+
+
+def test_granite_invalid_answers_reproduce_the_reported_flip_on_the_committed_outputs():
+    # the issue's re-computation: counting Granite's 456 "other" SSQA answers as biased moves Granite - Llama from
+    # p 0.008 (then; 0.0015 in the committed run) to -0.045 [-0.092, 0.002], p 0.059
+    from biaslab import paths, sensitivity_analyses as SA
+    root = paths.OUTPUTS_DIR
+    pairs = pd.read_csv(root / "05_compare" / "tables" / "paired_differences.csv")
+    t = SA.compare_sensitivity(root, pairs)
+    inst = t[t["instance"] == "ssqa_deviation_rate · granite-3.0-8b - llama-3.1-8b"].set_index("analysis")
+    flip = inst.loc["invalid answers counted as deviating"]
+    assert (round(flip["estimate"], 3), round(flip["ci_low"], 3), round(flip["ci_high"], 3)) == (-0.045, -0.092, 0.002)
+    assert round(flip["p_value"], 3) == 0.059 and not flip["verdict_survives"]
+    assert "456 (granite-3.0-8b)" in flip["description"]
+    tip = inst.loc["invalid answers: tipping point"]
+    k = int(tip["description"].split(" of ")[0])
+    assert 0 < k < 456 and tip["verdict"] == "not distinguishable" and tip["p_value"] >= 0.05
+    # not-tested primaries keep their rows and get no analysis
+    assert (t.loc[t["primary_verdict"] == "not tested", "analysis"] == "primary").all()
+
+
+def test_the_plan_lists_the_analyses_and_unknown_ids_are_refused(tmp_path):
+    from biaslab import plan as P, sensitivity_analyses as SA
+    listed = {c.id: set(c.sensitivity) for c in P.load().claims if c.sensitivity}
+    assert listed["dm-difference"] == set(SA.ANALYSES)
+    f = tmp_path / "plan.yaml"
+    f.write_text(P.DEFAULT.read_text().replace("[degenerate-threshold]", "[degenerate-threshold, coin-flip]"))
+    try:
+        P.use(f)
+        with pytest.raises(ValueError, match="claim 'bbq-ambiguous': unknown sensitivity analysis \\['coin-flip'\\]"):
+            SA._planned("bbq-ambiguous", "05_compare")
+    finally:
+        P.use(None)
