@@ -98,7 +98,12 @@ NOTEBOOK = {
                       "description": "a list of columns, e.g. [model] or [model_a, model_b]"},
         "claims": {"type": "array", "maxItems": 3, "items": CLAIM,
                    "description": "a list of at most 3 claim mappings (each with id, label, table, ...)"},
-        "equivalence": {"type": "object"},
+        "equivalence": {"type": "object", "required": ["test", "margins", "rationale"],
+                        "additionalProperties": False,
+                        "description": "a mapping with test, margins {metric: margin > 0}, rationale",
+                        "properties": {"test": _text, "rationale": _text, "margins": {
+                            "type": "object", "description": "metric: margin, each a positive number",
+                            "additionalProperties": {"type": "number", "exclusiveMinimum": 0}}}},
     },
 }
 SCHEMA = {
@@ -168,12 +173,12 @@ def read(path: Path) -> tuple[dict, bytes]:
     with open(path, "rb") as f:
         data = f.read(MAX_BYTES + 1)
     if len(data) > MAX_BYTES:
-        raise PlanError([f"{path}: file larger than {MAX_BYTES // 1024} KB: a plan is a short YAML file; pass the "
-                         "right path"])
+        raise PlanError([f"{path}: file larger than {MAX_BYTES // 1024} KB: a plan is a short YAML file. "
+                         "Fix: pass the plan's path"])
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise PlanError([f"{path}: byte {exc.start}: not UTF-8 text: save the plan as UTF-8"]) from None
+        raise PlanError([f"{path}: byte {exc.start}: not UTF-8 text. Fix: save the plan as UTF-8"]) from None
     try:
         raw = yaml.load(text, Loader=_NoAliases)        # noqa: S506 - a SafeLoader subclass
     except yaml.MarkedYAMLError as exc:
@@ -183,10 +188,10 @@ def read(path: Path) -> tuple[dict, bytes]:
         raise PlanError([f"{path}: {where}: {what}. Fix the YAML there (indentation, quotes, a missing ':')"]
                         ) from None
     except yaml.YAMLError as exc:
-        raise PlanError([f"{path}: not valid YAML ({' '.join(str(exc).split())}); fix the file"]) from None
+        raise PlanError([f"{path}: not valid YAML ({' '.join(str(exc).split())}). Fix the file"]) from None
     if not isinstance(raw, dict):
         raise PlanError([f"{path}: top level: must be a mapping (version, issued, alpha, ...), not "
-                         f"{type(raw).__name__}; start from the shipped analysis_plan.yaml"])
+                         f"{type(raw).__name__}. Fix: start from the shipped analysis_plan.yaml"])
     return raw, data
 
 

@@ -503,6 +503,9 @@ def reproduce(profile: str = "default", only: list[str] | None = None, overrides
     if jobs < 1:
         raise ValueError(f"--jobs must be at least 1, got {jobs}")
     overrides = dict(overrides or {})
+    if overrides.get("analysis_plan") is not None:     # resolved once, relative to where the command ran
+        overrides["analysis_plan"] = str(plan_file.resolve(overrides["analysis_plan"]))
+    plan_file.load(overrides.get("analysis_plan"))      # validated before any work (--dry-run too)
     preflight.check_profile(profile, overrides)
     for note in preflight.absolute_env_paths():     # before any kernel starts (they run in notebooks/)
         print(f"note: {note}", flush=True)

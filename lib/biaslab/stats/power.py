@@ -138,7 +138,7 @@ def kish_deff(population: "pd.Series | np.ndarray", sample: "pd.Series | np.ndar
 
 def planned_mde(n: int, scale: str, clusters: int | None = None, deff_weights: float = 1.0, alpha: float = ALPHA,
                 power: float = POWER) -> float:
-    """Minimum detectable effect of a claim instance from its design alone, before any data (the plan's ``mde``):
+    """Minimum detectable effect of a claim instance from its design alone, before the run (the plan's ``mde``):
     the two-sided test at ``alpha`` with the given power (:func:`mde_from_se`) on the standard error
     ``PLANNING_SD[scale] / sqrt(n_eff)``. ``n_eff = n / (deff_weights * deff_cluster)``: Kish's weights design
     effect (:func:`kish_deff`) times the cluster design effect at its bound ``n / clusters`` (intraclass correlation

@@ -32,6 +32,7 @@ inference columns).
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import Callable, Mapping, Sequence
 
@@ -40,6 +41,8 @@ import pandas as pd
 
 from .. import plan as P
 from . import multiplicity
+
+log = logging.getLogger(__name__)
 
 ALPHA = 0.05
 #: a Bayes factor beyond these is at least "moderate" evidence (Lee & Wagenmakers 2013, Table 1)
@@ -228,6 +231,10 @@ def _claims(out: pd.DataFrame, table: str, notebook: str | None, context: Mappin
         claim[m] = c.id
         family[m] = [c.family(r, context) for r in out.loc[m].to_dict("records")]
         found[c.id] = c
+        if not m.any():     # a deviation from the plan, never silence: shown in the notebook and a MANIFEST note
+            log.warning("deviation from the analysis plan: claim %s (%s) matched no row of %s (rows %s%s); it is "
+                        "not decided in this run", c.id, notebook, table, dict(c.rows),
+                        f", {dict(context)}" if context else "")
     for c, rows in plan.shown(notebook, table):
         m = c.mask(out, context, rows) & (claim == "") & (elsewhere == "")
         elsewhere[m] = f"decided in {c.notebook}, claim {c.id}"
