@@ -211,12 +211,29 @@ def test_the_manifest_hashes_the_plan_bytes_the_kernel_decided_with(toy, monkeyp
     assert m["analysis_plan"]["sha256"] == hashlib.sha256(want.read_bytes()).hexdigest()
     assert m["analysis_plan"]["version"] == ("2" if arg is None else "902")
     assert "notebooks" not in m["analysis_plan"]["path"]
-    assert m["written_utc"].startswith("20")
+    assert m["written"].startswith("20")
+
+
+def test_a_plan_edited_after_the_runner_read_it_is_recorded_as_the_kernel_read_it(toy, monkeypatch):
+    """The runner validates and hashes the plan before the kernel starts; if the file changes before the kernel
+    reads it, the MANIFEST records the kernel's bytes and says so in a note."""
+    monkeypatch.chdir(toy)
+    mine = _plan(toy, SHIPPED, "mine.yaml")
+    edited = SHIPPED.replace("alpha: 0.05", "alpha: 0.01")
+    nb = nbformat.read(toy / "notebooks/00_toy.ipynb", as_version=4)
+    nb.cells[1].source = f"from pathlib import Path\nPath(analysis_plan).write_text({edited!r})\n" + nb.cells[1].source
+    nbformat.write(nb, toy / "notebooks/00_toy.ipynb")
+    assert runner.reproduce("smoke", overrides={"analysis_plan": "mine.yaml"}, outputs_dir=toy / "out",
+                            html=False) == 0
+    m = json.loads((toy / "out/00_toy/MANIFEST.json").read_text())
+    assert m["analysis_plan"]["sha256"] == hashlib.sha256(mine.read_bytes()).hexdigest()
+    assert m["analysis_plan"]["sha256"] != hashlib.sha256(SHIPPED.encode()).hexdigest()
+    assert any("the analysis plan changed while this run ran" in n for n in m["notes"]), m["notes"]
 
 
 def test_verify_reports_a_plan_missing_changed_or_issued_after_the_results(tmp_path):
     f = _plan(tmp_path, SHIPPED)
-    manifest = {"analysis_plan": P.load(f).entry() | {"path": str(f)}, "written_utc": "2026-11-26T10:00:00+00:00"}
+    manifest = {"analysis_plan": P.load(f).entry() | {"path": str(f)}, "written": "2026-11-26"}
     assert P.changed_since(manifest) == ""
     f.write_text(SHIPPED.replace("alpha: 0.05", "alpha: 0.01"))
     note = P.changed_since(manifest)
@@ -314,3 +331,30 @@ def test_planned_mde_by_hand():
     # / (2*50 + 6*50)^2 = 100 * 2000 / 160000 = 1.25
     assert W.kish_deff([100, 300], [25, 75]) == pytest.approx(1.0)
     assert W.kish_deff([100, 300], [50, 50]) == pytest.approx(1.25)
+
+
+def test_the_verdict_layer_reads_each_instances_own_null(tmp_path):
+    """An instance's null_value (here notebook 1's SSQA instance moved onto the estimate) decides that instance's rows; the
+    other benchmarks keep the claim's null."""
+    from biaslab.papers.multifactor import decisions as D1
+    if not (OUT / "01_multifactor/ssqa").exists():
+        pytest.skip("no committed outputs")
+    c = next(c for c in P.load().claims if c.id == "dm-difference")
+    assert c.instance_of({"model_a": "x"}, {"benchmark": "calm"})["n"] == 420
+    assert c.instance_of({"model_a": "x"})["n"] is None
+    old = "          ssqa:\n            n: 150\n            mde: 0.589\n            null_value: 0\n"
+    assert old in SHIPPED
+    r = lambda b, t: pd.read_csv(OUT / f"01_multifactor/{b}/tables/{t}.csv")          # noqa: E731
+    at = float(r("ssqa", "paired_subgroup_tests")["metric_difference"].iloc[0])       # the null on the estimate
+    f = _plan(tmp_path, SHIPPED.replace(old, old.replace("null_value: 0", f"null_value: {at!r}")))
+    got = {}
+    for plan_file in (None, f):
+        P.use(plan_file)
+        try:
+            got[plan_file] = {b: D1.decide(b, {"paired_subgroup_tests": r(b, "paired_subgroup_tests")},
+                                           r(b, "responders"))["paired_subgroup_tests"] for b in ("ssqa", "bbq")}
+        finally:
+            P.use(None)
+    assert got[None]["ssqa"]["excludes_null"].iloc[0] == True                                                   # noqa: E712
+    assert got[f]["ssqa"]["excludes_null"].iloc[0] == False                                                     # noqa: E712
+    assert got[None]["bbq"]["excludes_null"].equals(got[f]["bbq"]["excludes_null"])

@@ -62,6 +62,23 @@ class Claim:
                 "null_value": own.get("null_value", self.null), "n": own.get("n", self.n),
                 "mde": own.get("mde", self.mde)}
 
+    def design_text(self) -> str:
+        """"; n 400, MDE 0.111 at 80 % power" ("; n / MDE at 80 % power: en 400 / 0.222, ..." where instances differ), "" where the plan states none."""
+        keys = list(self.instances) or [None]
+        sizes = [(k, self.instance(k)["n"], self.instance(k)["mde"]) for k in keys]
+        sizes = [(k, n, m) for k, n, m in sizes if n is not None and m is not None]
+        if not sizes:
+            return ""
+        if len({(n, m) for _, n, m in sizes}) == 1:
+            return f"; n {sizes[0][1]:,}, MDE {sizes[0][2]:g} at 80 % power"
+        return "; n / MDE at 80 % power: " + ", ".join(f"{k} {n:,} / {m:g}" for k, n, m in sizes)
+
+    def instance_of(self, row: Mapping, context: Mapping | None = None) -> dict:
+        """:meth:`instance` of one decided row: the instance whose key is one of the row's (or ``context``'s)
+        values, e.g. notebook 1's ``benchmark`` or notebook 3's ``dataset``; the claim's own where none is."""
+        vals = [str(v) for v in {**(context or {}), **row}.values()]
+        return self.instance(next((v for v in vals if v in self.instances), None))
+
     def mask(self, df, context: Mapping | None = None, rows: Mapping | None = None):
         """Boolean mask of the rows of ``df`` this claim (or one of its ``shown_in`` places: ``rows``) covers;
         ``context`` supplies constants a table does not hold as columns (notebook 1's ``benchmark``)."""
@@ -129,7 +146,7 @@ class Plan:
             lines = [head + f"{len(claims)} confirmatory claim{'s' if len(claims) != 1 else ''}, Holm "
                      f"(α = {self.alpha}) within each family (this notebook × {by}); every other test is "
                      "exploratory."]
-            lines += [f"- `{c.id}`: {c.label}; {c.test}; null {c.null}, {c.sides}." for c in claims]
+            lines += [f"- `{c.id}`: {c.label}; {c.test}; null {c.null}, {c.sides}{c.design_text()}." for c in claims]
         lines += [f"- shown here, decided in {c.notebook}: `{c.id}` ({c.label})." for c in shown]
         return "\n".join(lines)
 
@@ -212,7 +229,7 @@ def changed_since(manifest: Mapping, path: str | Path | None = None) -> str:
     """What ``biaslab verify`` says about the plan a run decided with, "" when it still holds: the plan file the
     MANIFEST names (or ``path``) is missing, or no longer hashes to the recorded sha256 ("plan changed since these
     results"; "issued after these results" when the current file's ``issued`` date is later than the MANIFEST's
-    ``written_utc``). A MANIFEST written before plans were recorded says so."""
+    ``written`` date). A MANIFEST written before plans were recorded says so."""
     rec = manifest.get("analysis_plan") if isinstance(manifest, Mapping) else None
     if not isinstance(rec, Mapping) or not rec.get("sha256"):
         return "no analysis plan recorded in this MANIFEST (written before plans were hashed)"
@@ -231,7 +248,7 @@ def changed_since(manifest: Mapping, path: str | Path | None = None) -> str:
         issued = str(schema.read(where)[0].get("issued") or "")
     except schema.PlanError:
         pass
-    written = str(manifest.get("written_utc") or "")[:10]
+    written = str(manifest.get("written") or "")[:10]
     when = (f"; the plan was issued {issued}, after these results were written ({written})"
             if issued and written and issued > written else "")
     return f"{CHANGED} ({recorded}, {where.name} now {now[:12]}{when}): re-run to decide under the current plan"

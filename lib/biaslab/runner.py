@@ -372,7 +372,7 @@ def run_one(notebook: str, variant: str, profile: str, overrides: dict, outputs_
         p = {"notes": [f"this run's provenance record could not be read ({type(exc).__name__}: {exc})"]}
     manifest["models"], manifest["data"] = p.get("models", {}), p.get("data", {})
     manifest["notes"] = swept + p.get("notes", [])
-    manifest["written_utc"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    manifest["written"] = datetime.now(timezone.utc).date().isoformat()    # UTC; against the plan's `issued`
     read = p.get("analysis_plan")           # the plan bytes the kernel decided with (hash what is read)
     if read and read.get("sha256") != manifest["analysis_plan"]["sha256"]:
         manifest["notes"].append(f"the analysis plan changed while this run ran: it decided with v{read.get('version')}"

@@ -259,8 +259,10 @@ def _base(df: pd.DataFrame, spec: Effects, table: str, responders, comparable, n
         p[m] = _col(out, c.p)[m] if c.p else np.nan
         if c.ci:
             lo[m], hi[m] = _col(out, c.ci[0])[m], _col(out, c.ci[1])[m]
-        if isinstance(c.null, (int, float)) and not isinstance(c.null, bool):
-            null[m] = float(c.null)
+        for i, row in zip(out.index[m], out.loc[m].to_dict("records")):     # each instance's own null
+            v = c.instance_of(row, context)["null_value"]
+            if isinstance(v, (int, float)) and not isinstance(v, bool):
+                null[i] = float(v)
     conf = claim != ""
     screen = (out[list(spec.screen_by)].astype(str).agg(" · ".join, axis=1) + " · "
               if spec.screen_by and set(spec.screen_by) <= set(out.columns) else "")
