@@ -49,7 +49,7 @@ def test_the_shipped_plan_is_valid():
     ("alpha: 0.05", "alpha: 1.5", "alpha", "greater than or equal to the maximum of 1"),
     ("alpha: 0.05", "alpha: 0", "alpha", "less than or equal to the minimum of 0"),
     ("  03_crows_pairs_bayes:\n    title", "  03_crows_pairs_bayse:\n    title", "notebooks",
-     "unknown key '03_crows_pairs_bayse' (did you mean '03_crows_pairs_bayes'?)"),
+     "unknown notebook '03_crows_pairs_bayse' (did you mean '03_crows_pairs_bayes'?)"),
     ("table: likelihood_tests", "table: likelihood_test", "notebooks.03_crows_pairs_bayes.claims[0].table",
      "did you mean 'likelihood_tests'"),
     ("rows: {bias_type: overall, score: norm_logprob}", "rows: {bias_typ: overall, score: norm_logprob}",

@@ -161,16 +161,17 @@ def resolve(path: str | Path | None = None, cwd: str | Path | None = None) -> Pa
     return (p if p.is_absolute() else Path(cwd or Path.cwd()) / p).resolve()
 
 
-def load(path: str | Path | None = None) -> Plan:
+def load(path: str | Path | None = None, tables: Mapping | None = None) -> Plan:
     """The plan at ``path`` (:func:`resolve`; default the repository's ``analysis_plan.yaml``), validated by
     :mod:`biaslab.plan_schema` before anything reads it; :class:`~biaslab.plan_schema.PlanError` (a ValueError)
-    holds one line per problem (file, key path, fix). ``sha256`` is the hash of the bytes parsed."""
+    holds one line per problem (file, key path, fix). ``sha256`` is the hash of the bytes parsed. ``tables``: the
+    notebooks and the tables their claims may name (default :data:`biaslab.plan_schema.TABLES`)."""
     path = resolve(path)
     if not path.is_file():
         raise FileNotFoundError(f"analysis plan {path} not found: pass an existing YAML file (the shipped one is "
                                 f"{DEFAULT})")
     raw, data = schema.read(path)
-    bad = schema.problems(path, raw)
+    bad = schema.problems(path, raw, tables)
     if bad:
         raise schema.PlanError(bad)
     claims, titles = [], {}

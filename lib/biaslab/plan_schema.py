@@ -18,8 +18,6 @@ from pathlib import Path
 import yaml
 
 MAX_BYTES = 256 * 1024          # the shipped plan is ~15 KB
-NOTEBOOKS = ("01_multifactor", "02_calm", "03_crows_pairs_bayes", "04_agentic_entropy", "05_compare",
-             "06_multiverse")
 
 _MODEL = ("model",)
 _PAIR = ("model_a", "model_b")
@@ -80,7 +78,7 @@ CLAIM = {
         "estimand": {**_estimand, "required": list(ESTIMAND_FIELDS)},
         "shown_in": {"type": "array", "items": {
             "type": "object", "required": ["notebook", "table"], "additionalProperties": False,
-            "properties": {"notebook": {"enum": list(NOTEBOOKS)}, "table": _text, "rows": _rows}},
+            "properties": {"notebook": _text, "table": _text, "rows": _rows}},
             "description": "a list of {notebook, table, rows}"},
         "n": _count, "mde": _mde,
         "mde_design": {"type": "string", "description": "the design the MDE is computed for, in words"},
@@ -120,7 +118,7 @@ SCHEMA = {
         "rationale": _text,
         "budget": {"type": "object", "required": ["shares"], "additionalProperties": False,
                    "description": "a mapping with shares: {notebook: share}",
-                   "properties": {"shares": {"type": "object", "propertyNames": {"enum": list(NOTEBOOKS)},
+                   "properties": {"shares": {"type": "object",
                                              "additionalProperties": {"type": "number", "exclusiveMinimum": 0,
                                                                       "maximum": 1},
                                              "description": "notebook: share in (0, 1], summing to 1"}}},
@@ -129,8 +127,7 @@ SCHEMA = {
             "properties": {"version": {"type": "integer", "minimum": 1},
                            "date": {"type": "string", "format": "date"}, "change": _text, "reason": _text}},
             "description": "a list of {version, date, change, reason}, one per version"},
-        "notebooks": {"type": "object", "properties": {nb: NOTEBOOK for nb in NOTEBOOKS},
-                      "additionalProperties": False,
+        "notebooks": {"type": "object", "additionalProperties": NOTEBOOK,
                       "description": "a mapping of notebook name to its block"},
     },
 }
@@ -208,15 +205,11 @@ def _schema_line(path: Path, err) -> str:
     if err.validator == "additionalProperties" and isinstance(err.instance, dict):
         known = list((err.schema.get("properties") or {}))
         extra = [k for k in err.instance if k not in known]
-        what = "; ".join(f"unknown key {k!r}" + (f" (did you mean {m[0]!r}?)"
-                                                  if (m := difflib.get_close_matches(str(k), known, 1)) else "")
-                         for k in extra)
+        what = "; ".join(f"unknown key {k!r}{_did_you_mean(k, known)}" for k in extra)
         return f"{path}: {where}: {what}. Fix: use one of {', '.join(known)}"
     if err.validator == "required":
         missing = [k for k in err.validator_value if k not in err.instance]
         return f"{path}: {where}: missing key(s) {', '.join(missing)}. Fix: write {fix or 'them'}"
-    if err.validator == "propertyNames":
-        return f"{path}: {where}: unknown key {err.instance!r}. Fix: use one of {', '.join(NOTEBOOKS)}"
     if err.validator == "type":
         want = err.validator_value if isinstance(err.validator_value, str) else " or ".join(err.validator_value)
         got = {dict: "a mapping", list: "a list", str: "a string", bool: "a boolean", type(None): "empty",
@@ -225,13 +218,25 @@ def _schema_line(path: Path, err) -> str:
     return f"{path}: {where}: {err.message}. Fix: write {fix or 'a value the shipped analysis_plan.yaml shows'}"
 
 
-def problems(path: Path, raw: dict) -> list[str]:
-    """Every problem of the parsed plan ``raw`` (read from ``path``), one line each; [] for a usable plan."""
+def problems(path: Path, raw: dict, tables: dict | None = None) -> list[str]:
+    """Every problem of the parsed plan ``raw`` (read from ``path``), one line each; [] for a usable plan.
+    ``tables``: the notebooks and their claim-able tables (default :data:`TABLES`; a test passes its own)."""
+    tables = TABLES if tables is None else tables
     import jsonschema
     validator = jsonschema.Draft202012Validator(SCHEMA, format_checker=jsonschema.FormatChecker())
     errs = sorted(validator.iter_errors(raw), key=lambda e: [str(p) for p in e.absolute_path])
     out = [_schema_line(path, e) for e in errs]
     if out:                                         # the checks below rely on the types the schema guarantees
+        return out
+    for nb in raw["notebooks"]:
+        if nb not in tables:
+            out.append(f"{path}: notebooks: unknown notebook {nb!r}" + _did_you_mean(nb, tables)
+                       + f". Fix: use one of {', '.join(tables)}")
+    for nb in (raw.get("budget") or {}).get("shares", {}):
+        if nb not in tables:
+            out.append(f"{path}: budget.shares: unknown notebook {nb!r}" + _did_you_mean(nb, tables)
+                       + f". Fix: use one of {', '.join(tables)}")
+    if out:
         return out
     seen: dict[str, str] = {}
     with_claims = [nb for nb, spec in raw["notebooks"].items() if spec["claims"]]
@@ -242,10 +247,11 @@ def problems(path: Path, raw: dict) -> list[str]:
                 out.append(f"{where}.id: claim id {c['id']!r} also used in {seen[c['id']]}. Fix: give each claim "
                            "its own id")
             seen.setdefault(c["id"], f"notebooks.{nb}")
-            out += _table_problems(where, nb, c["table"], c["rows"],
+            out += _table_problems(tables, where, nb, c["table"], c["rows"],
                                    [c["estimate"], *([c["p"]] if c["p"] else []), *c["ci"]])
             for j, s in enumerate(c.get("shown_in", ())):
-                out += _table_problems(f"{where}.shown_in[{j}]", s["notebook"], s["table"], s.get("rows", {}), [])
+                out += _table_problems(tables, f"{where}.shown_in[{j}]", s["notebook"], s["table"],
+                                       s.get("rows", {}), [])
     shares = (raw.get("budget") or {}).get("shares")
     if shares is not None:
         missing = [nb for nb in with_claims if nb not in shares]
@@ -266,8 +272,16 @@ def problems(path: Path, raw: dict) -> list[str]:
     return out
 
 
-def _table_problems(where: str, nb: str, table: str, rows: dict, columns: list) -> list[str]:
-    tables = TABLES[nb]
+def _did_you_mean(key: str, known) -> str:
+    m = difflib.get_close_matches(str(key), list(known), 1)
+    return f" (did you mean {m[0]!r}?)" if m else ""
+
+
+def _table_problems(declared: dict, where: str, nb: str, table: str, rows: dict, columns: list) -> list[str]:
+    if nb not in declared:
+        return [f"{where}.notebook: unknown notebook {nb!r}{_did_you_mean(nb, declared)}. Fix: use one of "
+                f"{', '.join(declared)}"]
+    tables = declared[nb]
     if table not in tables:
         hint = difflib.get_close_matches(table, list(tables), 1)
         return [f"{where}.table: {nb} has no claim-able table {table!r}"
