@@ -290,7 +290,9 @@ def _design(claim, key):
     design columns (units and clusters) and CrowS-Pairs' stratum sizes: no outcome enters."""
     t = lambda f: pd.read_csv(OUT / f)                                       # noqa: E731
     crows = t("03_crows_pairs_bayes/tables/datasets.csv")
-    kish = lambda d: W.kish_deff(*(lambda g: (g["pairs"] - g["excluded"], g["scored"]))(crows[crows.dataset == d]))  # noqa: E731
+    def kish(d):
+        g = crows[crows.dataset == d]
+        return W.kish_deff(g["pairs"] - g["excluded"], g["scored"])
     if claim == "dm-difference":
         r = t(f"01_multifactor/{key}/tables/paired_comparisons.csv").iloc[-1]
         return int(r["n_pairs"]), int(r["n_clusters"]), 1.0
@@ -334,8 +336,8 @@ def test_planned_mde_by_hand():
 
 
 def test_the_verdict_layer_reads_each_instances_own_null(tmp_path):
-    """An instance's null_value (here notebook 1's SSQA instance moved onto the estimate) decides that instance's rows; the
-    other benchmarks keep the claim's null."""
+    """An instance's null_value (here notebook 1's SSQA instance moved onto the estimate) decides that instance's
+    rows; the other benchmarks keep the claim's null."""
     from biaslab.papers.multifactor import decisions as D1
     if not (OUT / "01_multifactor/ssqa").exists():
         pytest.skip("no committed outputs")
@@ -352,9 +354,10 @@ def test_the_verdict_layer_reads_each_instances_own_null(tmp_path):
         P.use(plan_file)
         try:
             got[plan_file] = {b: D1.decide(b, {"paired_subgroup_tests": r(b, "paired_subgroup_tests")},
-                                           r(b, "responders"))["paired_subgroup_tests"] for b in ("ssqa", "bbq")}
+                                           r(b, "responders"))["paired_subgroup_tests"]
+                              for b in ("ssqa", "bbq")}
         finally:
             P.use(None)
-    assert got[None]["ssqa"]["excludes_null"].iloc[0] == True                                                   # noqa: E712
-    assert got[f]["ssqa"]["excludes_null"].iloc[0] == False                                                     # noqa: E712
+    assert bool(got[None]["ssqa"]["excludes_null"].iloc[0]) is True
+    assert bool(got[f]["ssqa"]["excludes_null"].iloc[0]) is False
     assert got[None]["bbq"]["excludes_null"].equals(got[f]["bbq"]["excludes_null"])

@@ -1,15 +1,19 @@
-"""The analysis plan: the confirmatory claims of every notebook, read from one versioned YAML file.
+"""The analysis plan: the confirmatory claims of every notebook, read from one versioned YAML file with a history.
 
-``analysis_plan.yaml`` (repository root) declares, per notebook, at most three claims, each with its estimand (items,
-variable, summary measure and the handling of intercurrent events: unparseable answers, degenerate responders,
-position preference), its test, null and sidedness, and the table rows it decides (optionally an
-``estimate_label`` naming the estimate in the claim's sentence). The verdict layer
-(:mod:`biaslab.stats.verdict`) decides only rows that match a claim, with Holm within the claim's family; every other
-tested row is exploratory. Claims are templates over a run's models and datasets: a family is one notebook x the
-values of its ``family_by`` columns (a model, a model pair), so a user's own models get the same plan.
+``analysis_plan.yaml`` (repository root) has a version, an ``issued`` date and a dated ``history`` of its versions
+(each amendment with its reason), alpha and its ``budget`` across notebooks, and per notebook at most three claims,
+each with its estimand (items, variable, summary measure and the handling of intercurrent events: unparseable
+answers, degenerate responders, position preference), its test, null and sidedness, the table rows it decides
+(optionally an ``estimate_label`` naming the estimate in the claim's sentence), its sample size ``n`` and design-based
+``mde``, and per-instance overrides (``instances``: notebook 1's benchmarks, notebook 3's datasets; see
+:meth:`Claim.instance`). The verdict layer (:mod:`biaslab.stats.verdict`) decides only rows that match a claim; every
+other tested row is exploratory. Claims are templates over a run's models and datasets: a family is one notebook x
+the values of its ``family_by`` columns (a model, a model pair), so a user's own models get the same plan.
 
-A run records the plan's sha256 and version in its MANIFEST (:func:`manifest_entry`); :func:`changed_since` says
-"plan changed since these results" when the file no longer hashes to what a MANIFEST recorded.
+:func:`load` validates the file first (:mod:`biaslab.plan_schema`: one line per problem). The path is resolved once
+(:func:`resolve`, relative to where the command ran); a kernel records the hash of the bytes it parsed
+(:meth:`Plan.entry`, via :func:`in_use`) in its run's MANIFEST; :func:`changed_since` says when that plan is missing,
+no longer hashes the same, or was issued after the results were written.
 """
 
 from __future__ import annotations
@@ -18,8 +22,6 @@ import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping
-
-import yaml
 
 from . import paths
 from . import plan_schema as schema
@@ -63,7 +65,8 @@ class Claim:
                 "mde": own.get("mde", self.mde)}
 
     def design_text(self) -> str:
-        """"; n 400, MDE 0.111 at 80 % power" ("; n / MDE at 80 % power: en 400 / 0.222, ..." where instances differ), "" where the plan states none."""
+        """"; n 400, MDE 0.111 at 80 % power" ("; n / MDE at 80 % power: en 400 / 0.222, ..." where instances
+        differ), "" where the plan states none."""
         keys = list(self.instances) or [None]
         sizes = [(k, self.instance(k)["n"], self.instance(k)["mde"]) for k in keys]
         sizes = [(k, n, m) for k, n, m in sizes if n is not None and m is not None]
