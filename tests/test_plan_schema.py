@@ -95,6 +95,16 @@ def test_wrong_types_and_yaml_errors_are_one_line_without_traceback(tmp_path, te
     assert any(x.startswith(f"{f}: {where}") and needle in x for x in lines), lines
 
 
+def test_every_problem_is_named_at_once(tmp_path):
+    f = _plan(tmp_path, SHIPPED.replace("alpha: 0.05", "alpha: 1.5").replace(
+        "  03_crows_pairs_bayes:\n    title", "  03_crows_pairs_bayse:\n    title").replace(
+        "  - version: 2\n", "  - version: 1\n"))
+    lines = _one_line_errors(f)
+    assert [x.split(": ")[1] for x in lines] == ["alpha", "notebooks"], lines      # then, once fixed, the history
+    f.write_text(SHIPPED.replace("  - version: 2\n", "  - version: 1\n"))
+    assert "history: versions [1, 1] must increase" in _one_line_errors(f)[0]
+
+
 def test_an_alias_bomb_is_refused_at_once(tmp_path):
     """A 9 x 9 'billion laughs' expansion took 60-110 s and a MemoryError; aliases are now refused while parsing."""
     lines = ['a0: &a0 ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']

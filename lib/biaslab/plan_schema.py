@@ -141,6 +141,10 @@ class PlanError(ValueError):
         super().__init__("\n".join(problems))
 
 
+class _Refused(yaml.MarkedYAMLError):
+    """Valid YAML that a plan may not use (its ``problem`` carries the fix)."""
+
+
 class _NoAliases(yaml.SafeLoader):
     """The safe loader, refusing anchors and aliases (no expansion at all, so no alias bomb) and duplicate keys;
     dates stay text (``issued: 2026-11-27`` is the string the schema checks)."""
@@ -148,16 +152,16 @@ class _NoAliases(yaml.SafeLoader):
     def compose_node(self, parent, index):
         event = self.peek_event()
         if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
-            raise yaml.MarkedYAMLError(problem="anchors and aliases (&name, *name) are not allowed in a plan; "
-                                       "write the value out", problem_mark=event.start_mark)
+            raise _Refused(problem="anchors and aliases (&name, *name) are not allowed in a plan. Fix: write the "
+                           "value out", problem_mark=event.start_mark)
         return super().compose_node(parent, index)
 
     def construct_mapping(self, node, deep=False):
         keys = [self.construct_object(k, deep=deep) for k, _ in node.value]
         dup = next((k for i, k in enumerate(keys) if k in keys[:i]), None)
         if dup is not None:
-            raise yaml.MarkedYAMLError(problem=f"key {dup!r} appears twice in one mapping; keep one",
-                                       problem_mark=node.start_mark)
+            raise _Refused(problem=f"key {dup!r} appears twice in one mapping. Fix: keep one",
+                           problem_mark=node.start_mark)
         return super().construct_mapping(node, deep=deep)
 
 
@@ -182,8 +186,8 @@ def read(path: Path) -> tuple[dict, bytes]:
         m = exc.problem_mark
         where = f"line {m.line + 1}, column {m.column + 1}" if m is not None else "YAML"
         what = " ".join(str(exc.problem or exc).split())
-        raise PlanError([f"{path}: {where}: {what}. Fix the YAML there (indentation, quotes, a missing ':')"]
-                        ) from None
+        fix = "" if isinstance(exc, _Refused) else ". Fix the YAML there (indentation, quotes, a missing ':')"
+        raise PlanError([f"{path}: {where}: {what}{fix}"]) from None
     except yaml.YAMLError as exc:
         raise PlanError([f"{path}: not valid YAML ({' '.join(str(exc).split())}). Fix the file"]) from None
     if not isinstance(raw, dict):
@@ -226,17 +230,16 @@ def problems(path: Path, raw: dict, tables: dict | None = None) -> list[str]:
     validator = jsonschema.Draft202012Validator(SCHEMA, format_checker=jsonschema.FormatChecker())
     errs = sorted(validator.iter_errors(raw), key=lambda e: [str(p) for p in e.absolute_path])
     out = [_schema_line(path, e) for e in errs]
-    if out:                                         # the checks below rely on the types the schema guarantees
-        return out
-    for nb in raw["notebooks"]:
+    for nb in raw["notebooks"] if isinstance(raw.get("notebooks"), dict) else ():
         if nb not in tables:
             out.append(f"{path}: notebooks: unknown notebook {nb!r}" + _did_you_mean(nb, tables)
                        + f". Fix: use one of {', '.join(tables)}")
-    for nb in (raw.get("budget") or {}).get("shares", {}):
+    shares = raw["budget"].get("shares") if isinstance(raw.get("budget"), dict) else None
+    for nb in shares if isinstance(shares, dict) else ():
         if nb not in tables:
             out.append(f"{path}: budget.shares: unknown notebook {nb!r}" + _did_you_mean(nb, tables)
                        + f". Fix: use one of {', '.join(tables)}")
-    if out:
+    if out:                                         # the checks below rely on the types the schema guarantees
         return out
     seen: dict[str, str] = {}
     with_claims = [nb for nb, spec in raw["notebooks"].items() if spec["claims"]]
@@ -263,7 +266,7 @@ def problems(path: Path, raw: dict, tables: dict | None = None) -> list[str]:
             out.append(f"{path}: budget.shares: the shares of the notebooks with claims sum to {total:g}, not 1. "
                        "Fix: make them sum to 1")
     versions = [h["version"] for h in raw["history"]]
-    if versions != sorted(versions) or raw["version"] != versions[-1]:
+    if any(b <= a for a, b in zip(versions, versions[1:])) or raw["version"] != versions[-1]:
         out.append(f"{path}: history: versions {versions} must increase and end with version {raw['version']}. "
                    "Fix: add one dated entry per version, the current one last")
     elif str(raw["history"][-1]["date"]) != str(raw["issued"]):
