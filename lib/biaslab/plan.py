@@ -137,7 +137,8 @@ class Plan:
 
     def render(self, notebook: str) -> str:
         """The plan's block for the top of a notebook's report (Markdown)."""
-        head = (f"**Analysis plan** v{self.version} (`{self.path.name if self.path else 'analysis_plan.yaml'}`, "
+        head = (f"**Analysis plan** v{self.version}{f' issued {self.issued}' if self.issued else ''} "
+                f"(`{self.path.name if self.path else 'analysis_plan.yaml'}`, "
                 f"sha256 {self.sha256[:12]}): ")
         claims = self.of(notebook)
         shown = [c for c in self.claims if any(s.get("notebook") == notebook for s in c.shown_in)]
