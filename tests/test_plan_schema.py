@@ -139,6 +139,11 @@ def test_dry_run_refuses_a_faulty_plan_with_rc_2_and_no_traceback(tmp_path, caps
     assert cli.main(["reproduce", "--only", "05", "--dry-run", "--plan", "rel_plan.yaml"]) == 2
 
 
+#: columns the code writes now that the committed outputs predate (the stratified share's design-based p of notebook
+#: 3); each must be missing from the committed header, so the entry fails, and goes, once the outputs are regenerated
+NOT_YET_REGENERATED = {("03_crows_pairs_bayes", "preference_tests"): {"p_value"}}
+
+
 def test_the_declared_tables_are_the_committed_tables_columns():
     """Each notebook's claim-able tables and columns (plan_schema.TABLES) exist in the committed outputs' CSV
     headers (for notebook 1: of every benchmark's run); every claim of the shipped plan names one of them."""
@@ -148,9 +153,11 @@ def test_the_declared_tables_are_the_committed_tables_columns():
         for table, cols in tables.items():
             files = sorted((OUT / nb).glob(f"**/tables/{table}.csv"))
             assert files, (nb, table)
+            pending = NOT_YET_REGENERATED.get((nb, table), set())
             for f in files:
                 header = set(pd.read_csv(f, nrows=0).columns)
-                assert set(cols) <= header, (f, set(cols) - header)
+                assert set(cols) - pending <= header, (f, set(cols) - header)
+                assert not pending & header, f"{f} has {pending & header}: remove them from NOT_YET_REGENERATED"
     assert set(S.TABLES) == {p.stem for p in (ROOT / "notebooks").glob("0*.py")}
 
 

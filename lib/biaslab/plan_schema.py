@@ -36,7 +36,7 @@ TABLES: dict[str, dict[str, tuple]] = {
         "likelihood_tests": _MODEL + ("dataset", "bias_type", "score", "mean_d", "mean_ci_low", "mean_ci_high",
                                       "t_p", "null_value", "n", "n_clusters"),
         "preference_tests": _MODEL + ("dataset", "source", "bias_type", "pi_hat", "pi_ci_low", "pi_ci_high",
-                                      "binom_p", "null_value", "n", "n_clusters"),
+                                      "binom_p", "p_value", "null_value", "n", "n_clusters"),
         "paired_comparisons": _PAIR + ("dataset", "outcome") + _DIFF,
     },
     "04_agentic_entropy": {"uniformity_tests": _MODEL + ("class_type", "unit", "top_share", "p_value", "n",
