@@ -35,7 +35,7 @@ STAGES = {
     "serve": "models",          # a local llama.cpp server for an embedded model's GGUF file (imports models only)
     "findings": "wording",
     "importers": "importers", "imported_run": "orchestration",   # other harnesses' logs in, Every Eval Ever records out (parsing, no scoring)
-    "plan": "plan",             # the analysis plan (analysis_plan.yaml): which rows are confirmatory claims
+    "plan": "plan", "plan_schema": "plan",      # the analysis plan (analysis_plan.yaml): which rows are confirmatory claims
     "calibrate": "orchestration",   # calibration and familywise-error simulations over a run's tables
     "sensitivity_analyses": "orchestration",   # notebooks 1 and 5: the sensitivity analyses of their claims
 }
@@ -56,7 +56,8 @@ ALLOWED = {
     "stats": {"stats", "cache", "plan"},                  # pure functions over tables; the verdict layer reads the plan
     "plots": {"infra", "stats", "plots", "plan"},
     "wording": {"wording"},                               # phrases for computed findings: pure formatting
-    "output": {"infra", "plots", "output"},              # writes tables and figures (checks figures first)
+    "output": {"infra", "plots", "output", "plan"},      # writes tables and figures (checks figures first) and
+                                                          # records the plan the kernel read
     "papers": GENERIC | {"papers"},                      # a paper's glue may use every generic stage
     "orchestration": GENERIC | {"papers", "orchestration"},
 }

@@ -16,10 +16,15 @@ from biaslab.stats import responders as R
 from biaslab.stats import verdict as V
 
 PLAN_TEXT = """
-version: test
+version: 1
+issued: 2026-01-01
+alpha: 0.05
+procedure: holm
+history: [{version: 1, date: 2026-01-01, change: hand-worked, reason: tests}]
 rationale: a hand-worked plan
 notebooks:
   nbt:
+    title: a hand-worked notebook
     family_by: [kind]
     claims:
       - {id: headline, label: the headline, table: t, rows: {kind: headline}, estimate: est, p: p_value,
@@ -38,7 +43,8 @@ notebooks:
 def PLAN(tmp_path_factory):
     f = tmp_path_factory.mktemp("plan") / "plan.yaml"
     f.write_text(PLAN_TEXT)
-    return P.load(f)
+    cols = ("kind", "est", "p_value", "ci_low", "ci_high")
+    return P.load(f, tables={"nbt": {"t": cols, "a": cols, "b": cols}})
 
 
 @pytest.fixture(autouse=True)

@@ -8,6 +8,8 @@ import argparse
 import logging
 import sys
 
+from .plan_schema import PlanError
+
 
 def _data(args) -> int:
     from . import sources
@@ -46,9 +48,8 @@ def _models(args) -> int:
 def _reproduce(args) -> int:
     from . import runner
     overrides = runner.parse_overrides(args.param or [])
-    if args.plan:                 # a user's pre-registered plan: validated now, passed to every notebook
-        from . import plan
-        overrides["analysis_plan"] = str(plan.load(args.plan).path)
+    if args.plan:                 # a user's own plan: validated by reproduce before any work, passed to every notebook
+        overrides["analysis_plan"] = args.plan
     return runner.reproduce(profile=args.profile, only=args.only, overrides=overrides, outputs_dir=args.out,
                             publish=args.publish, html=not args.no_html, dry_run=args.dry_run, jobs=args.jobs,
                             served=args.served)
@@ -308,6 +309,10 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"biaslab {args.command}: aborted", file=sys.stderr)
         return 130
+    except PlanError as exc:          # one line per problem of the plan file
+        for line in exc.problems:
+            print(f"biaslab {args.command}: error: {line}", file=sys.stderr)
+        return 2
     except _usage_errors() as exc:
         msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
         print(f"biaslab {args.command}: error: {' '.join(str(msg).split())}", file=sys.stderr)

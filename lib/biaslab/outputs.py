@@ -173,6 +173,9 @@ class OutputDir:
         self._save()
 
     def _save(self) -> None:
+        from . import plan         # the plan this kernel decided with: the hash of the bytes it read
+        if plan.in_use() is not None:
+            self.provenance["analysis_plan"] = plan.in_use().entry()
         atomic_write_text(self._prov_file, redact(json.dumps(self.provenance, indent=2, default=str)))
 
 

@@ -1,15 +1,19 @@
-"""The analysis plan: the confirmatory claims of every notebook, read from one versioned YAML file.
+"""The analysis plan: the confirmatory claims of every notebook, read from one versioned YAML file with a history.
 
-``analysis_plan.yaml`` (repository root) declares, per notebook, at most three claims, each with its estimand (items,
-variable, summary measure and the handling of intercurrent events: unparseable answers, degenerate responders,
-position preference), its test, null and sidedness, and the table rows it decides (optionally an
-``estimate_label`` naming the estimate in the claim's sentence). The verdict layer
-(:mod:`biaslab.stats.verdict`) decides only rows that match a claim, with Holm within the claim's family; every other
-tested row is exploratory. Claims are templates over a run's models and datasets: a family is one notebook x the
-values of its ``family_by`` columns (a model, a model pair), so a user's own models get the same plan.
+``analysis_plan.yaml`` (repository root) has a version, an ``issued`` date and a dated ``history`` of its versions
+(each amendment with its reason), alpha and its ``budget`` across notebooks, and per notebook at most three claims,
+each with its estimand (items, variable, summary measure and the handling of intercurrent events: unparseable
+answers, degenerate responders, position preference), its test, null and sidedness, the table rows it decides
+(optionally an ``estimate_label`` naming the estimate in the claim's sentence), its sample size ``n`` and design-based
+``mde``, and per-instance overrides (``instances``: notebook 1's benchmarks, notebook 3's datasets; see
+:meth:`Claim.instance`). The verdict layer (:mod:`biaslab.stats.verdict`) decides only rows that match a claim; every
+other tested row is exploratory. Claims are templates over a run's models and datasets: a family is one notebook x
+the values of its ``family_by`` columns (a model, a model pair), so a user's own models get the same plan.
 
-A run records the plan's sha256 and version in its MANIFEST (:func:`manifest_entry`); :func:`changed_since` says
-"plan changed since these results" when the file no longer hashes to what a MANIFEST recorded.
+:func:`load` validates the file first (:mod:`biaslab.plan_schema`: one line per problem). The path is resolved once
+(:func:`resolve`, relative to where the command ran); a kernel records the hash of the bytes it parsed
+(:meth:`Plan.entry`, via :func:`in_use`) in its run's MANIFEST; :func:`changed_since` says when that plan is missing,
+no longer hashes the same, or was issued after the results were written.
 """
 
 from __future__ import annotations
@@ -19,14 +23,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping
 
-import yaml
-
 from . import paths
+from . import plan_schema as schema
 
 DEFAULT = paths.ROOT / "analysis_plan.yaml"
-MAX_CLAIMS = 3
-ESTIMAND_FIELDS = ("items", "variable", "summary", "unparseable", "degenerate", "position")
-CLAIM_FIELDS = ("id", "label", "table", "rows", "estimate", "p", "ci", "null_value", "sides", "test", "estimand")
+MAX_CLAIMS = schema.NOTEBOOK["properties"]["claims"]["maxItems"]
+ESTIMAND_FIELDS = schema.ESTIMAND_FIELDS
 CHANGED = "plan changed since these results"
 
 
@@ -48,7 +50,37 @@ class Claim:
     family_by: tuple
     shown_in: tuple = ()
     estimate_label: str = ""
-    sensitivity: tuple = ()        # ids of its pre-specified sensitivity analyses (biaslab.sensitivity_analyses)
+    n: int | None = None                # the default profile's units per instance (instances may say their own)
+    mde: float | None = None            # minimum detectable effect at 80 % power, from the design, before the run
+    mde_design: str = ""
+    sensitivity: tuple = ()
+    instances: Mapping = field(default_factory=dict)
+
+    def instance(self, key: str | None = None) -> dict:
+        """The claim as it applies to one instance (notebook 1's benchmark, a dataset): ``estimand`` with that
+        instance's overrides, its ``null_value``, ``n`` and ``mde`` (the claim's own where it says none)."""
+        own = self.instances.get(key, {}) if key is not None else {}
+        return {"key": key, "estimand": {**self.estimand, **own.get("estimand", {})},
+                "null_value": own.get("null_value", self.null), "n": own.get("n", self.n),
+                "mde": own.get("mde", self.mde)}
+
+    def design_text(self) -> str:
+        """"; n 400, MDE 0.111 at 80 % power" ("; n / MDE at 80 % power: en 400 / 0.222, ..." where instances
+        differ), "" where the plan states none."""
+        keys = list(self.instances) or [None]
+        sizes = [(k, self.instance(k)["n"], self.instance(k)["mde"]) for k in keys]
+        sizes = [(k, n, m) for k, n, m in sizes if n is not None and m is not None]
+        if not sizes:
+            return ""
+        if len({(n, m) for _, n, m in sizes}) == 1:
+            return f"; n {sizes[0][1]:,}, MDE {sizes[0][2]:g} at 80 % power"
+        return "; n / MDE at 80 % power: " + ", ".join(f"{k} {n:,} / {m:g}" for k, n, m in sizes)
+
+    def instance_of(self, row: Mapping, context: Mapping | None = None) -> dict:
+        """:meth:`instance` of one decided row: the instance whose key is one of the row's (or ``context``'s)
+        values, e.g. notebook 1's ``benchmark`` or notebook 3's ``dataset``; the claim's own where none is."""
+        vals = [str(v) for v in {**(context or {}), **row}.values()]
+        return self.instance(next((v for v in vals if v in self.instances), None))
 
     def mask(self, df, context: Mapping | None = None, rows: Mapping | None = None):
         """Boolean mask of the rows of ``df`` this claim (or one of its ``shown_in`` places: ``rows``) covers;
@@ -82,6 +114,17 @@ class Plan:
     path: Path | None = None
     sha256: str = ""
     titles: Mapping = field(default_factory=dict)
+    issued: str = ""
+    history: tuple = ()
+    budget: Mapping = field(default_factory=dict)
+
+    def entry(self) -> dict:
+        """``{"path", "sha256", "version", "issued"}`` for a MANIFEST: the hash of the bytes this plan was parsed
+        from; a path inside the repository is recorded relative to it (no machine path)."""
+        where = self.path
+        if where is not None and where.is_relative_to(paths.ROOT):
+            where = where.relative_to(paths.ROOT)
+        return {"path": str(where), "sha256": self.sha256, "version": self.version, "issued": self.issued}
 
     def of(self, notebook: str, table: str | None = None) -> list[Claim]:
         """The claims a notebook owns (of one table, when given)."""
@@ -94,7 +137,8 @@ class Plan:
 
     def render(self, notebook: str) -> str:
         """The plan's block for the top of a notebook's report (Markdown)."""
-        head = (f"**Analysis plan** v{self.version} (`{self.path.name if self.path else 'analysis_plan.yaml'}`, "
+        head = (f"**Analysis plan** v{self.version}{f' issued {self.issued}' if self.issued else ''} "
+                f"(`{self.path.name if self.path else 'analysis_plan.yaml'}`, "
                 f"sha256 {self.sha256[:12]}): ")
         claims = self.of(notebook)
         shown = [c for c in self.claims if any(s.get("notebook") == notebook for s in c.shown_in)]
@@ -106,66 +150,49 @@ class Plan:
             lines = [head + f"{len(claims)} confirmatory claim{'s' if len(claims) != 1 else ''}, Holm "
                      f"(α = {self.alpha}) within each family (this notebook × {by}); every other test is "
                      "exploratory."]
-            lines += [f"- `{c.id}`: {c.label}; {c.test}; null {c.null}, {c.sides}." for c in claims]
+            lines += [f"- `{c.id}`: {c.label}; {c.test}; null {c.null}, {c.sides}{c.design_text()}." for c in claims]
         lines += [f"- shown here, decided in {c.notebook}: `{c.id}` ({c.label})." for c in shown]
         return "\n".join(lines)
 
 
-def _fail(path: Path, where: str, what: str) -> ValueError:
-    return ValueError(f"{path}: {where}: {what}. Fix the analysis plan (see the shipped analysis_plan.yaml).")
+def resolve(path: str | Path | None = None, cwd: str | Path | None = None) -> Path:
+    """The plan's absolute path, resolved once: ``path`` relative to ``cwd`` (default: the directory the command
+    ran in), the repository's ``analysis_plan.yaml`` when None. The runner passes the result to every kernel, whose
+    working directory is ``notebooks/``, so both read the same file."""
+    if path is None or str(path).strip() in ("", "None"):
+        return DEFAULT.resolve()
+    p = Path(str(path)).expanduser()
+    return (p if p.is_absolute() else Path(cwd or Path.cwd()) / p).resolve()
 
 
-def _claim(path: Path, nb: str, family_by: tuple, raw: Mapping) -> Claim:
-    where = f"notebook {nb}, claim {raw.get('id', '?')!r}"
-    missing = [f for f in CLAIM_FIELDS if f not in raw]
-    if missing:
-        raise _fail(path, where, f"missing field(s) {', '.join(missing)}")
-    est = raw["estimand"] or {}
-    gone = [f for f in ESTIMAND_FIELDS if f not in est]
-    if gone:
-        raise _fail(path, where, f"estimand lacks {', '.join(gone)}")
-    ci = tuple(raw["ci"] or ())
-    if len(ci) not in (0, 2):
-        raise _fail(path, where, f"ci must name two columns (low, high) or none, not {list(ci)}")
-    return Claim(id=str(raw["id"]), notebook=nb, label=str(raw["label"]), table=str(raw["table"]),
-                 rows=dict(raw["rows"] or {}), estimate=str(raw["estimate"]), p=raw["p"], ci=ci, null=raw["null_value"],
-                 sides=str(raw["sides"]), test=str(raw["test"]), estimand=dict(est), family_by=family_by,
-                 shown_in=tuple(raw.get("shown_in") or ()), estimate_label=str(raw.get("estimate_label") or ""),
-                 sensitivity=tuple(raw.get("sensitivity") or ()))
-
-
-def load(path: str | Path | None = None) -> Plan:
-    """The plan at ``path`` (default: the repository's ``analysis_plan.yaml``), validated: at most three claims per
-    notebook, unique ids, every estimand field present."""
-    path = Path(path or DEFAULT).expanduser().resolve()
+def load(path: str | Path | None = None, tables: Mapping | None = None) -> Plan:
+    """The plan at ``path`` (:func:`resolve`; default the repository's ``analysis_plan.yaml``), validated by
+    :mod:`biaslab.plan_schema` before anything reads it; :class:`~biaslab.plan_schema.PlanError` (a ValueError)
+    holds one line per problem (file, key path, fix). ``sha256`` is the hash of the bytes parsed. ``tables``: the
+    notebooks and the tables their claims may name (default :data:`biaslab.plan_schema.TABLES`)."""
+    path = resolve(path)
     if not path.is_file():
         raise FileNotFoundError(f"analysis plan {path} not found: pass an existing YAML file (the shipped one is "
                                 f"{DEFAULT})")
-    data = path.read_bytes()
-    raw = yaml.safe_load(data) or {}
-    for k in ("version", "rationale", "notebooks"):
-        if k not in raw:
-            raise _fail(path, "top level", f"missing {k!r}")
-    procedure = str(raw.get("procedure", "holm"))
-    if procedure != "holm":
-        raise _fail(path, "procedure", f"only 'holm' is implemented, not {procedure!r}")
-    claims, titles, seen = [], {}, set()
-    for nb, spec in (raw["notebooks"] or {}).items():
-        spec = spec or {}
-        titles[nb] = spec.get("title", nb)
-        items = spec.get("claims") or []
-        if len(items) > MAX_CLAIMS:
-            raise _fail(path, f"notebook {nb}", f"{len(items)} claims; at most {MAX_CLAIMS} are confirmatory")
-        fb = tuple(spec.get("family_by") or ("model",))
-        for c in items:
-            claim = _claim(path, str(nb), fb, c)
-            if claim.id in seen:
-                raise _fail(path, f"notebook {nb}", f"claim id {claim.id!r} used twice")
-            seen.add(claim.id)
-            claims.append(claim)
-    return Plan(version=str(raw["version"]), alpha=float(raw.get("alpha", 0.05)), procedure=procedure,
-                rationale=" ".join(str(raw["rationale"]).split()), notebooks=dict(raw["notebooks"]),
-                claims=tuple(claims), path=path, sha256=hashlib.sha256(data).hexdigest(), titles=titles)
+    raw, data = schema.read(path)
+    bad = schema.problems(path, raw, tables)
+    if bad:
+        raise schema.PlanError(bad)
+    claims, titles = [], {}
+    for nb, spec in raw["notebooks"].items():
+        titles[nb] = spec["title"]
+        for c in spec["claims"]:
+            claims.append(Claim(
+                id=c["id"], notebook=nb, label=c["label"], table=c["table"], rows=dict(c["rows"]),
+                estimate=c["estimate"], p=c["p"], ci=tuple(c["ci"]), null=c["null_value"], sides=c["sides"],
+                test=c["test"], estimand=dict(c["estimand"]), family_by=tuple(spec["family_by"]),
+                shown_in=tuple(c.get("shown_in", ())), estimate_label=c.get("estimate_label", ""),
+                n=c.get("n"), mde=c.get("mde"), mde_design=c.get("mde_design", ""),
+                sensitivity=tuple(c.get("sensitivity", ())), instances=dict(c.get("instances", {}))))
+    return Plan(version=str(raw["version"]), alpha=float(raw["alpha"]), procedure=raw["procedure"],
+                rationale=" ".join(raw["rationale"].split()), notebooks=dict(raw["notebooks"]),
+                claims=tuple(claims), path=path, sha256=hashlib.sha256(data).hexdigest(), titles=titles,
+                issued=str(raw["issued"]), history=tuple(raw["history"]), budget=dict(raw.get("budget") or {}))
 
 
 _ACTIVE: list[Plan] = []
@@ -193,27 +220,40 @@ def active() -> Plan:
     return _ACTIVE[0]
 
 
+def in_use() -> Plan | None:
+    """The plan this process has loaded (None before any): what a kernel's provenance records."""
+    return _ACTIVE[0] if _ACTIVE else None
+
+
 def manifest_entry(path: str | Path | None = None) -> dict:
-    """``{"path", "sha256", "version"}`` for a MANIFEST."""
-    p = load(path)
-    where = next((p.path.relative_to(r) for r in (paths.ROOT, DEFAULT.parent) if p.path.is_relative_to(r)),
-                 p.path)           # a path in the repository is recorded relative to it (no machine path)
-    return {"path": str(where), "sha256": p.sha256, "version": p.version}
+    """``{"path", "sha256", "version", "issued"}`` of the plan at ``path`` for a MANIFEST (:meth:`Plan.entry`)."""
+    return load(path).entry()
 
 
 def changed_since(manifest: Mapping, path: str | Path | None = None) -> str:
-    """"plan changed since these results (…)" when the plan file at ``path`` (default: the one the MANIFEST names,
-    else the repository's) no longer hashes to the MANIFEST's ``analysis_plan.sha256``; "" when it does. A MANIFEST
-    written before plans were recorded says so."""
+    """What ``biaslab verify`` says about the plan a run decided with, "" when it still holds: the plan file the
+    MANIFEST names (or ``path``) is missing, or no longer hashes to the recorded sha256 ("plan changed since these
+    results"; "issued after these results" when the current file's ``issued`` date is later than the MANIFEST's
+    ``written`` date). A MANIFEST written before plans were recorded says so."""
     rec = manifest.get("analysis_plan") if isinstance(manifest, Mapping) else None
     if not isinstance(rec, Mapping) or not rec.get("sha256"):
         return "no analysis plan recorded in this MANIFEST (written before plans were hashed)"
     where = Path(path or rec.get("path") or DEFAULT)
     where = where if where.is_absolute() else paths.ROOT / where
+    recorded = f"recorded v{rec.get('version', '?')} sha256 {str(rec['sha256'])[:12]}"
     if not where.is_file():
-        where = DEFAULT
-    now = hashlib.sha256(where.read_bytes()).hexdigest()
+        return (f"{CHANGED}: the analysis plan this run decided with, {where}, is missing ({recorded}): restore it "
+                "or re-run under a plan that exists")
+    data = where.read_bytes()
+    now = hashlib.sha256(data).hexdigest()
     if now == rec["sha256"]:
         return ""
-    return (f"{CHANGED} (recorded v{rec.get('version', '?')} sha256 {str(rec['sha256'])[:12]}, {where.name} now "
-            f"{now[:12]}): re-run to decide under the current plan")
+    issued = ""
+    try:
+        issued = str(schema.read(where)[0].get("issued") or "")
+    except schema.PlanError:
+        pass
+    written = str(manifest.get("written") or "")[:10]
+    when = (f"; the plan was issued {issued}, after these results were written ({written})"
+            if issued and written and issued > written else "")
+    return f"{CHANGED} ({recorded}, {where.name} now {now[:12]}{when}): re-run to decide under the current plan"

@@ -43,6 +43,7 @@ import threading
 import time
 import traceback
 from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime, timezone
 from pathlib import Path
 
 from . import fsio, integrity, parameters, paths, preflight, profiles, publish, stopping
@@ -303,6 +304,8 @@ def resolve_params(notebook: str, variant: str, profile: str, overrides: dict, c
     """The profile's parameters with ``overrides`` applied, validated against the notebook (raises ParameterError)."""
     params = profiles.params(profile, notebook, variant, served=served)
     params.update(overrides)
+    if params.get("analysis_plan") is not None:     # resolved here, relative to where the command ran: the kernel
+        params["analysis_plan"] = str(plan_file.resolve(params["analysis_plan"]))      # runs in notebooks/
     parameters.validate(notebook, params, resolve_models=check_models)
     return params
 
@@ -326,7 +329,7 @@ def run_one(notebook: str, variant: str, profile: str, overrides: dict, outputs_
         "notebook": notebook, "variant": variant or None, "profile": profile, "parameters": params,
         "git": git_state(), "python": sys.version.split()[0], "platform": platform.platform(),
         "packages": package_versions(),
-        "analysis_plan": plan_file.manifest_entry(params.get("analysis_plan")),
+        "analysis_plan": plan_file.load(params.get("analysis_plan")).entry(),   # replaced by the kernel's own
     }
     run_id = publish.new_run_id()       # names this run's folders: unique across hosts and pid namespaces
     staging, lock = staging_folder(final, run_id), publish.RunLock(final, run_id)
@@ -369,6 +372,13 @@ def run_one(notebook: str, variant: str, profile: str, overrides: dict, outputs_
         p = {"notes": [f"this run's provenance record could not be read ({type(exc).__name__}: {exc})"]}
     manifest["models"], manifest["data"] = p.get("models", {}), p.get("data", {})
     manifest["notes"] = swept + p.get("notes", [])
+    manifest["written"] = datetime.now(timezone.utc).date().isoformat()    # UTC; against the plan's `issued`
+    read = p.get("analysis_plan")           # the plan bytes the kernel decided with (hash what is read)
+    if read and read.get("sha256") != manifest["analysis_plan"]["sha256"]:
+        manifest["notes"].append(f"the analysis plan changed while this run ran: it decided with v{read.get('version')}"
+                                 f" (sha256 {read.get('sha256', '')[:12]}), recorded here")
+    if read:
+        manifest["analysis_plan"] = read
     prov.unlink(missing_ok=True)
     mismatch = _kernel_mismatch(p.get("kernel"))
     if mismatch and manifest["status"] == "ok":
@@ -493,6 +503,9 @@ def reproduce(profile: str = "default", only: list[str] | None = None, overrides
     if jobs < 1:
         raise ValueError(f"--jobs must be at least 1, got {jobs}")
     overrides = dict(overrides or {})
+    if overrides.get("analysis_plan") is not None:     # resolved once, relative to where the command ran
+        overrides["analysis_plan"] = str(plan_file.resolve(overrides["analysis_plan"]))
+    plan_file.load(overrides.get("analysis_plan"))      # validated before any work (--dry-run too)
     preflight.check_profile(profile, overrides)
     for note in preflight.absolute_env_paths():     # before any kernel starts (they run in notebooks/)
         print(f"note: {note}", flush=True)

@@ -12,6 +12,8 @@ independent ones (Kish 1965), so every function takes ``deff`` (1 = independent 
 * :func:`mde_paired_mean` smallest standardized paired mean difference (Cohen's d_z) a paired t test detects
   (statsmodels ``TTestPower``); multiply by the SD of the differences for the raw scale.
 * :func:`required_n_proportion`, :func:`required_n_two_proportions` the planner: units needed for a target effect.
+* :func:`planned_mde` the plan's MDE of a claim from its design alone (variance bounds, the cluster design effect at
+  its bound and Kish's weights design effect, :func:`kish_deff`), computed before the run.
 * :func:`mde_equivalence` the smallest equivalence margin a TOST shows with the given power.
 * :func:`mde_from_se` the MDE of the design *actually analysed*: from the standard error of the estimate
   as the analysis computes it (paired where the contrast is paired, cluster-robust with that contrast's own design
@@ -116,6 +118,39 @@ def mde_from_se(se: float, df: float | None = None, alpha: float = ALPHA, power:
     nobs = float(df) + 1.0
     d = _scalar(TTestPower().solve_power(effect_size=None, nobs=nobs, alpha=alpha, power=power))
     return float(d * math.sqrt(nobs) * se)
+
+
+#: Standard error of one unit on each planning scale, from the scale alone (no data): a share tested against 0.5 has
+#: variance p(1 - p) <= 0.25; a paired difference of two shares at most 0.25 + 0.25 (a positive correlation between
+#: the two models' answers, the usual case, only lowers it); a mean in SD units has SD 1 (a standardized MDE).
+PLANNING_SD = {"share": 0.5, "share_difference": math.sqrt(0.5), "standardized": 1.0}
+
+
+def kish_deff(population: "pd.Series | np.ndarray", sample: "pd.Series | np.ndarray") -> float:
+    """Kish's (1965) design effect of unequal weights, ``n sum(w_h^2 n_h) / (sum w_h n_h)^2`` with stratum weight
+    ``w_h = N_h / n_h`` (``population`` N_h and ``sample`` n_h per stratum): the variance inflation a stratified
+    sample weighted back to its population pays for unequal sampling fractions (1 for proportional allocation)."""
+    N, n = np.asarray(population, dtype=float), np.asarray(sample, dtype=float)
+    keep = n > 0
+    w, n = N[keep] / n[keep], n[keep]
+    return float(n.sum() * (w ** 2 * n).sum() / (w * n).sum() ** 2)
+
+
+def planned_mde(n: int, scale: str, clusters: int | None = None, deff_weights: float = 1.0, alpha: float = ALPHA,
+                power: float = POWER) -> float:
+    """Minimum detectable effect of a claim instance from its design alone, before the run (the plan's ``mde``):
+    the two-sided test at ``alpha`` with the given power (:func:`mde_from_se`) on the standard error
+    ``PLANNING_SD[scale] / sqrt(n_eff)``. ``n_eff = n / (deff_weights * deff_cluster)``: Kish's weights design
+    effect (:func:`kish_deff`) times the cluster design effect at its bound ``n / clusters`` (intraclass correlation
+    1, Kish 1965: ``1 + (m - 1) ICC <= m``), so an MDE holds however alike the answers within a cluster are; the
+    reference distribution is t(clusters - 1) for clustered designs, the normal otherwise (Bloom 1995). Shares and
+    share differences are on the share's scale; ``standardized`` in SD units of the analysed unit's outcome."""
+    if scale not in PLANNING_SD:
+        raise ValueError(f"scale {scale!r}: use one of {', '.join(PLANNING_SD)}")
+    clustered = clusters is not None and clusters < n
+    n_eff = (clusters if clustered else n) / max(float(deff_weights), 1.0)
+    df = clusters - 1 if clustered else None
+    return mde_from_se(PLANNING_SD[scale] / math.sqrt(n_eff), df, alpha, power)
 
 
 def mde_equivalence(se: float, df: float | None = None, alpha: float = ALPHA, power: float = POWER,

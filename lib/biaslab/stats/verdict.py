@@ -32,6 +32,7 @@ inference columns).
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import Callable, Mapping, Sequence
 
@@ -40,6 +41,8 @@ import pandas as pd
 
 from .. import plan as P
 from . import multiplicity
+
+log = logging.getLogger(__name__)
 
 ALPHA = 0.05
 #: a Bayes factor beyond these is at least "moderate" evidence (Lee & Wagenmakers 2013, Table 1)
@@ -228,6 +231,10 @@ def _claims(out: pd.DataFrame, table: str, notebook: str | None, context: Mappin
         claim[m] = c.id
         family[m] = [c.family(r, context) for r in out.loc[m].to_dict("records")]
         found[c.id] = c
+        if not m.any():     # a deviation from the plan, never silence: shown in the notebook and a MANIFEST note
+            log.warning("deviation from the analysis plan: claim %s (%s) matched no row of %s (rows %s%s); it is "
+                        "not decided in this run", c.id, notebook, table, dict(c.rows),
+                        f", {dict(context)}" if context else "")
     for c, rows in plan.shown(notebook, table):
         m = c.mask(out, context, rows) & (claim == "") & (elsewhere == "")
         elsewhere[m] = f"decided in {c.notebook}, claim {c.id}"
@@ -252,8 +259,10 @@ def _base(df: pd.DataFrame, spec: Effects, table: str, responders, comparable, n
         p[m] = _col(out, c.p)[m] if c.p else np.nan
         if c.ci:
             lo[m], hi[m] = _col(out, c.ci[0])[m], _col(out, c.ci[1])[m]
-        if isinstance(c.null, (int, float)) and not isinstance(c.null, bool):
-            null[m] = float(c.null)
+        for i, row in zip(out.index[m], out.loc[m].to_dict("records")):     # each instance's own null
+            v = c.instance_of(row, context)["null_value"]
+            if isinstance(v, (int, float)) and not isinstance(v, bool):
+                null[i] = float(v)
     conf = claim != ""
     screen = (out[list(spec.screen_by)].astype(str).agg(" · ".join, axis=1) + " · "
               if spec.screen_by and set(spec.screen_by) <= set(out.columns) else "")

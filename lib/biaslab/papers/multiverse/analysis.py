@@ -139,7 +139,7 @@ def margins(plan=None) -> dict:
     m = ((p.notebooks.get(NOTEBOOK) or {}).get("equivalence") or {}).get("margins")
     if not m:
         raise ValueError(f"{p.path}: notebook {NOTEBOOK} declares no equivalence margins (equivalence: margins: "
-                         "metric: margin); declare them before the data, as the shipped analysis_plan.yaml does")
+                         "metric: margin); declare them in the plan before the run, as the shipped analysis_plan.yaml does")
     return {k: float(v) for k, v in m.items()}
 
 

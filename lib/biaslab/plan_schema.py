@@ -1,0 +1,298 @@
+"""What an analysis plan file may say: its YAML read safely, its JSON Schema, and the tables a claim may name.
+
+A plan is input like any other (issue: the plan file is trusted): :func:`read` loads it with PyYAML's safe loader,
+refusing anchors and aliases (a 9 x 9 "billion laughs" expansion is refused at its first ``&``, not after a minute)
+and files over :data:`MAX_BYTES`; :func:`problems` checks it against :data:`SCHEMA` (JSON Schema 2020-12, via
+``jsonschema``: types, ranges such as 0 < alpha < 1, known keys) and then against what the notebooks compute: every
+claim's ``table`` is one of its notebook's :data:`TABLES` and every column it names (``rows`` keys, ``estimate``,
+``p``, ``ci``) is one of that table's, unique claim ids, budget shares in (0, 1] summing to 1 over the notebooks with
+claims. Each problem is one line: the plan file, the key path, what is wrong and how to fix it.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+from pathlib import Path
+
+import yaml
+
+MAX_BYTES = 256 * 1024          # the shipped plan is ~15 KB
+
+_MODEL = ("model",)
+_PAIR = ("model_a", "model_b")
+_DIFF = ("difference", "ci_low", "ci_high", "p_value", "null_value", "n_pairs", "n_clusters")
+#: Per notebook, the tables a claim (or a ``shown_in`` place) may decide and the columns it may name: keys that
+#: select rows and the statistics a claim reads. tests/test_plan_schema.py checks each against the committed CSV.
+TABLES: dict[str, dict[str, tuple]] = {
+    "01_multifactor": {
+        "paired_subgroup_tests": _PAIR + ("models", "factors", "metric_difference", "ci_low", "ci_high", "p_value",
+                                          "null_value", "n_clusters"),
+        "paired_comparisons": _PAIR + ("models",) + _DIFF,
+    },
+    "02_calm": {"bias_scores": _MODEL + ("variant", "task", "bias_type", "bias_score", "ci_low", "ci_high",
+                                         "p_value", "null_value", "null_mean", "n_clusters")},
+    "03_crows_pairs_bayes": {
+        "likelihood_tests": _MODEL + ("dataset", "bias_type", "score", "mean_d", "mean_ci_low", "mean_ci_high",
+                                      "t_p", "null_value", "n", "n_clusters"),
+        "preference_tests": _MODEL + ("dataset", "source", "bias_type", "pi_hat", "pi_ci_low", "pi_ci_high",
+                                      "binom_p", "p_value", "null_value", "n", "n_clusters"),
+        "paired_comparisons": _PAIR + ("dataset", "outcome") + _DIFF,
+    },
+    "04_agentic_entropy": {"uniformity_tests": _MODEL + ("class_type", "unit", "top_share", "p_value", "n",
+                                                         "n_clusters")},
+    "05_compare": {"paired_differences": _PAIR + ("metric",) + _DIFF},
+    "06_multiverse": {},
+}
+#: Constants a notebook's decisions pass beside the table (``verdict.decide``'s ``context``): notebook 1 runs once
+#: per benchmark, so its rows may name ``benchmark``.
+CONTEXT = {"01_multifactor": ("benchmark",)}
+ESTIMAND_FIELDS = ("items", "variable", "summary", "unparseable", "degenerate", "position")
+
+_text = {"type": "string", "minLength": 1}
+_value = {"type": ["string", "number", "boolean"]}
+_rows = {"type": "object", "additionalProperties": {"oneOf": [_value, {"type": "array", "items": _value}]},
+         "description": "a mapping of column: value (or a list of values), e.g. {bias_type: overall}"}
+_estimand = {"type": "object", "properties": {f: _text for f in ESTIMAND_FIELDS}, "additionalProperties": False,
+             "description": f"a mapping with the estimand fields {', '.join(ESTIMAND_FIELDS)}"}
+_count = {"type": "integer", "minimum": 1, "description": "the default profile's units per instance (an integer)"}
+_mde = {"type": "number", "exclusiveMinimum": 0, "description": "a positive number on the estimate's scale"}
+_instance = {"type": "object", "additionalProperties": False,
+             "properties": {"estimand": {**_estimand, "required": []}, "null_value": _value, "n": _count,
+                            "mde": _mde},
+             "description": "a mapping with estimand (overrides), null_value, n, mde"}
+CLAIM = {
+    "type": "object",
+    "required": ["id", "label", "table", "rows", "estimate", "p", "ci", "null_value", "sides", "test", "estimand"],
+    "additionalProperties": False,
+    "description": "a claim mapping (id, label, table, rows, estimate, p, ci, null_value, sides, test, estimand)",
+    "properties": {
+        "id": {"type": "string", "pattern": "^[a-z0-9][a-z0-9-]*$",
+               "description": "a lower-case id of letters, digits and dashes"},
+        "label": _text, "table": _text, "rows": _rows, "estimate": _text,
+        "estimate_label": {"type": "string"},
+        "p": {"type": ["string", "null"], "description": "the p-value column, or null for an interval-only claim"},
+        "ci": {"type": "array", "items": _text, "maxItems": 2, "not": {"minItems": 1, "maxItems": 1},
+               "description": "[low column, high column] or []"},
+        "null_value": _value, "sides": _text, "test": _text,
+        "estimand": {**_estimand, "required": list(ESTIMAND_FIELDS)},
+        "shown_in": {"type": "array", "items": {
+            "type": "object", "required": ["notebook", "table"], "additionalProperties": False,
+            "properties": {"notebook": _text, "table": _text, "rows": _rows}},
+            "description": "a list of {notebook, table, rows}"},
+        "n": _count, "mde": _mde,
+        "mde_design": {"type": "string", "description": "the design the MDE is computed for, in words"},
+        "sensitivity": {"type": "array", "items": _text, "description": "a list of sensitivity analysis ids"},
+        "instances": {"type": "object", "additionalProperties": _instance,
+                      "description": "a mapping of instance key (e.g. a benchmark) to its estimand overrides"},
+    },
+}
+NOTEBOOK = {
+    "type": "object", "required": ["title", "family_by", "claims"], "additionalProperties": False,
+    "description": "a notebook mapping (title, family_by, claims)",
+    "properties": {
+        "title": _text,
+        "family_by": {"type": "array", "items": _text, "minItems": 1,
+                      "description": "a list of columns, e.g. [model] or [model_a, model_b]"},
+        "claims": {"type": "array", "maxItems": 3, "items": CLAIM,
+                   "description": "a list of at most 3 claim mappings (each with id, label, table, ...)"},
+        "equivalence": {"type": "object", "required": ["test", "margins", "rationale"],
+                        "additionalProperties": False,
+                        "description": "a mapping with test, margins {metric: margin > 0}, rationale",
+                        "properties": {"test": _text, "rationale": _text, "margins": {
+                            "type": "object", "description": "metric: margin, each a positive number",
+                            "additionalProperties": {"type": "number", "exclusiveMinimum": 0}}}},
+    },
+}
+SCHEMA = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "type": "object", "additionalProperties": False,
+    "required": ["version", "issued", "alpha", "procedure", "rationale", "history", "notebooks"],
+    "description": "a mapping with version, issued, alpha, procedure, rationale, history, notebooks (and budget)",
+    "properties": {
+        "version": {"type": "integer", "minimum": 1, "description": "an integer version, bumped by every amendment"},
+        "issued": {"type": "string", "format": "date", "description": "the date this version was issued, YYYY-MM-DD"},
+        "alpha": {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1,
+                  "description": "a familywise error rate between 0 and 1 (exclusive), e.g. 0.05"},
+        "procedure": {"enum": ["holm"], "description": "holm (the only procedure implemented)"},
+        "rationale": _text,
+        "budget": {"type": "object", "required": ["shares"], "additionalProperties": False,
+                   "description": "a mapping with shares: {notebook: share}",
+                   "properties": {"shares": {"type": "object",
+                                             "additionalProperties": {"type": "number", "exclusiveMinimum": 0,
+                                                                      "maximum": 1},
+                                             "description": "notebook: share in (0, 1], summing to 1"}}},
+        "history": {"type": "array", "minItems": 1, "items": {
+            "type": "object", "required": ["version", "date", "change", "reason"], "additionalProperties": False,
+            "properties": {"version": {"type": "integer", "minimum": 1},
+                           "date": {"type": "string", "format": "date"}, "change": _text, "reason": _text}},
+            "description": "a list of {version, date, change, reason}, one per version"},
+        "notebooks": {"type": "object", "additionalProperties": NOTEBOOK,
+                      "description": "a mapping of notebook name to its block"},
+    },
+}
+
+
+class PlanError(ValueError):
+    """A plan file that cannot be used; ``problems`` holds one line per problem."""
+
+    def __init__(self, problems: list[str]):
+        self.problems = problems
+        super().__init__("\n".join(problems))
+
+
+class _Refused(yaml.MarkedYAMLError):
+    """Valid YAML that a plan may not use (its ``problem`` carries the fix)."""
+
+
+class _NoAliases(yaml.SafeLoader):
+    """The safe loader, refusing anchors and aliases (no expansion at all, so no alias bomb) and duplicate keys;
+    dates stay text (``issued: 2026-11-27`` is the string the schema checks)."""
+
+    def compose_node(self, parent, index):
+        event = self.peek_event()
+        if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
+            raise _Refused(problem="anchors and aliases (&name, *name) are not allowed in a plan. Fix: write the "
+                           "value out", problem_mark=event.start_mark)
+        return super().compose_node(parent, index)
+
+    def construct_mapping(self, node, deep=False):
+        keys = [self.construct_object(k, deep=deep) for k, _ in node.value]
+        dup = next((k for i, k in enumerate(keys) if k in keys[:i]), None)
+        if dup is not None:
+            raise _Refused(problem=f"key {dup!r} appears twice in one mapping. Fix: keep one",
+                           problem_mark=node.start_mark)
+        return super().construct_mapping(node, deep=deep)
+
+
+_NoAliases.add_constructor("tag:yaml.org,2002:timestamp", yaml.SafeLoader.construct_yaml_str)
+
+
+def read(path: Path) -> tuple[dict, bytes]:
+    """(the parsed plan, the bytes read); :class:`PlanError` for a file too large, not UTF-8, not YAML, with
+    anchors/aliases or duplicate keys, or not a mapping."""
+    with open(path, "rb") as f:
+        data = f.read(MAX_BYTES + 1)
+    if len(data) > MAX_BYTES:
+        raise PlanError([f"{path}: file larger than {MAX_BYTES // 1024} KB: a plan is a short YAML file. "
+                         "Fix: pass the plan's path"])
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise PlanError([f"{path}: byte {exc.start}: not UTF-8 text. Fix: save the plan as UTF-8"]) from None
+    try:
+        raw = yaml.load(text, Loader=_NoAliases)        # noqa: S506 - a SafeLoader subclass
+    except yaml.MarkedYAMLError as exc:
+        m = exc.problem_mark
+        where = f"line {m.line + 1}, column {m.column + 1}" if m is not None else "YAML"
+        what = " ".join(str(exc.problem or exc).split())
+        fix = "" if isinstance(exc, _Refused) else ". Fix the YAML there (indentation, quotes, a missing ':')"
+        raise PlanError([f"{path}: {where}: {what}{fix}"]) from None
+    except yaml.YAMLError as exc:
+        raise PlanError([f"{path}: not valid YAML ({' '.join(str(exc).split())}). Fix the file"]) from None
+    if not isinstance(raw, dict):
+        raise PlanError([f"{path}: top level: must be a mapping (version, issued, alpha, ...), not "
+                         f"{type(raw).__name__}. Fix: start from the shipped analysis_plan.yaml"])
+    return raw, data
+
+
+def _key_path(parts) -> str:
+    out = ""
+    for p in parts:
+        out += f"[{p}]" if isinstance(p, int) else (f".{p}" if out else str(p))
+    return out or "top level"
+
+
+def _schema_line(path: Path, err) -> str:
+    where = _key_path(err.absolute_path)
+    fix = err.schema.get("description") if isinstance(err.schema, dict) else None
+    if err.validator == "additionalProperties" and isinstance(err.instance, dict):
+        known = list((err.schema.get("properties") or {}))
+        extra = [k for k in err.instance if k not in known]
+        what = "; ".join(f"unknown key {k!r}{_did_you_mean(k, known)}" for k in extra)
+        return f"{path}: {where}: {what}. Fix: use one of {', '.join(known)}"
+    if err.validator == "required":
+        missing = [k for k in err.validator_value if k not in err.instance]
+        return f"{path}: {where}: missing key(s) {', '.join(missing)}. Fix: write {fix or 'them'}"
+    if err.validator == "type":
+        want = err.validator_value if isinstance(err.validator_value, str) else " or ".join(err.validator_value)
+        got = {dict: "a mapping", list: "a list", str: "a string", bool: "a boolean", type(None): "empty",
+               int: "a number", float: "a number"}.get(type(err.instance), type(err.instance).__name__)
+        return f"{path}: {where}: must be {want}, not {got} ({err.instance!r:.60}). Fix: write {fix or want}"
+    return f"{path}: {where}: {err.message}. Fix: write {fix or 'a value the shipped analysis_plan.yaml shows'}"
+
+
+def problems(path: Path, raw: dict, tables: dict | None = None) -> list[str]:
+    """Every problem of the parsed plan ``raw`` (read from ``path``), one line each; [] for a usable plan.
+    ``tables``: the notebooks and their claim-able tables (default :data:`TABLES`; a test passes its own)."""
+    tables = TABLES if tables is None else tables
+    import jsonschema
+    validator = jsonschema.Draft202012Validator(SCHEMA, format_checker=jsonschema.FormatChecker())
+    errs = sorted(validator.iter_errors(raw), key=lambda e: [str(p) for p in e.absolute_path])
+    out = [_schema_line(path, e) for e in errs]
+    for nb in raw["notebooks"] if isinstance(raw.get("notebooks"), dict) else ():
+        if nb not in tables:
+            out.append(f"{path}: notebooks: unknown notebook {nb!r}" + _did_you_mean(nb, tables)
+                       + f". Fix: use one of {', '.join(tables)}")
+    shares = raw["budget"].get("shares") if isinstance(raw.get("budget"), dict) else None
+    for nb in shares if isinstance(shares, dict) else ():
+        if nb not in tables:
+            out.append(f"{path}: budget.shares: unknown notebook {nb!r}" + _did_you_mean(nb, tables)
+                       + f". Fix: use one of {', '.join(tables)}")
+    if out:                                         # the checks below rely on the types the schema guarantees
+        return out
+    seen: dict[str, str] = {}
+    with_claims = [nb for nb, spec in raw["notebooks"].items() if spec["claims"]]
+    for nb, spec in raw["notebooks"].items():
+        for i, c in enumerate(spec["claims"]):
+            where = f"{path}: notebooks.{nb}.claims[{i}]"
+            if c["id"] in seen:
+                out.append(f"{where}.id: claim id {c['id']!r} also used in {seen[c['id']]}. Fix: give each claim "
+                           "its own id")
+            seen.setdefault(c["id"], f"notebooks.{nb}")
+            out += _table_problems(tables, where, nb, c["table"], c["rows"],
+                                   [c["estimate"], *([c["p"]] if c["p"] else []), *c["ci"]])
+            for j, s in enumerate(c.get("shown_in", ())):
+                out += _table_problems(tables, f"{where}.shown_in[{j}]", s["notebook"], s["table"],
+                                       s.get("rows", {}), [])
+    shares = (raw.get("budget") or {}).get("shares")
+    if shares is not None:
+        missing = [nb for nb in with_claims if nb not in shares]
+        if missing:
+            out.append(f"{path}: budget.shares: no share for {', '.join(missing)}, which has claims. Fix: give every "
+                       "notebook with claims a share")
+        total = sum(v for nb, v in shares.items() if nb in with_claims)
+        if not math.isclose(total, 1.0, abs_tol=1e-9):
+            out.append(f"{path}: budget.shares: the shares of the notebooks with claims sum to {total:g}, not 1. "
+                       "Fix: make them sum to 1")
+    versions = [h["version"] for h in raw["history"]]
+    if any(b <= a for a, b in zip(versions, versions[1:])) or raw["version"] != versions[-1]:
+        out.append(f"{path}: history: versions {versions} must increase and end with version {raw['version']}. "
+                   "Fix: add one dated entry per version, the current one last")
+    elif str(raw["history"][-1]["date"]) != str(raw["issued"]):
+        out.append(f"{path}: issued: {raw['issued']} differs from the last history entry's date "
+                   f"{raw['history'][-1]['date']}. Fix: make them the same")
+    return out
+
+
+def _did_you_mean(key: str, known) -> str:
+    m = difflib.get_close_matches(str(key), list(known), 1)
+    return f" (did you mean {m[0]!r}?)" if m else ""
+
+
+def _table_problems(declared: dict, where: str, nb: str, table: str, rows: dict, columns: list) -> list[str]:
+    if nb not in declared:
+        return [f"{where}.notebook: unknown notebook {nb!r}{_did_you_mean(nb, declared)}. Fix: use one of "
+                f"{', '.join(declared)}"]
+    tables = declared[nb]
+    if table not in tables:
+        hint = difflib.get_close_matches(table, list(tables), 1)
+        return [f"{where}.table: {nb} has no claim-able table {table!r}"
+                + (f" (did you mean {hint[0]!r}?)" if hint else "")
+                + f". Fix: use one of {', '.join(tables) or '(none: this notebook decides nothing)'}"]
+    cols = tables[table] + CONTEXT.get(nb, ())
+    out = [f"{where}.rows.{k}: {table} has no column {k!r}. Fix: use one of {', '.join(cols)}"
+           for k in rows if k not in cols]
+    out += [f"{where}: {table} has no column {k!r}. Fix: name one of {', '.join(tables[table])}"
+            for k in columns if k not in tables[table]]
+    return out
