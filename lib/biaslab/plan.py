@@ -4,9 +4,15 @@
 variable, summary measure and the handling of intercurrent events: unparseable answers, degenerate responders,
 position preference), its test, null and sidedness, and the table rows it decides (optionally an
 ``estimate_label`` naming the estimate in the claim's sentence). The verdict layer
-(:mod:`biaslab.stats.verdict`) decides only rows that match a claim, with Holm within the claim's family; every other
-tested row is exploratory. Claims are templates over a run's models and datasets: a family is one notebook x the
-values of its ``family_by`` columns (a model, a model pair), so a user's own models get the same plan.
+(:mod:`biaslab.stats.verdict`) decides only rows that match a claim; every other tested row is exploratory. Claims
+are templates over a run's models and datasets: a family is one notebook x the values of its ``family_by`` columns
+(a model, a model pair), so a user's own models get the same plan.
+
+**One error budget** (``budget.shares``): the project's alpha is split across the notebooks with claims before any
+run (a Bonferroni split; shares sum to 1); a notebook's share is split equally over the run's families, and Holm
+(1979) runs inside each family at ``alpha * share / n_families`` (:func:`biaslab.stats.verdict.budget_decisions`).
+A plan whose claims all sit in one notebook may omit the block (that notebook's share is 1).
+:meth:`Plan.method_text` states the procedure from these fields, so no report types it.
 
 A run records the plan's sha256 and version in its MANIFEST (:func:`manifest_entry`); :func:`changed_since` says
 "plan changed since these results" when the file no longer hashes to what a MANIFEST recorded.
@@ -81,6 +87,14 @@ class Plan:
     path: Path | None = None
     sha256: str = ""
     titles: Mapping = field(default_factory=dict)
+    shares: Mapping = field(default_factory=dict)
+
+    def share(self, notebook: str) -> float:
+        """The notebook's share of the project's alpha (``budget.shares``)."""
+        if notebook not in self.shares:
+            raise KeyError(f"{self.path}: budget.shares has no share for notebook {notebook!r}: add one (the shares "
+                           "of the notebooks with claims sum to 1)")
+        return float(self.shares[notebook])
 
     def of(self, notebook: str, table: str | None = None) -> list[Claim]:
         """The claims a notebook owns (of one table, when given)."""
@@ -101,13 +115,36 @@ class Plan:
             lines = [head + "no confirmatory claim; every test here is exploratory (estimate, interval, p; not "
                      "decided)."]
         else:
-            by = " × ".join(claims[0].family_by)
-            lines = [head + f"{len(claims)} confirmatory claim{'s' if len(claims) != 1 else ''}, Holm "
-                     f"(α = {self.alpha}) within each family (this notebook × {by}); every other test is "
-                     "exploratory."]
+            lines = [head + f"{len(claims)} confirmatory claim{'s' if len(claims) != 1 else ''}. "
+                     + self.method_text(notebook)]
             lines += [f"- `{c.id}`: {c.label}; {c.test}; null {c.null}, {c.sides}." for c in claims]
         lines += [f"- shown here, decided in {c.notebook}: `{c.id}` ({c.label})." for c in shown]
         return "\n".join(lines)
+
+    def method_text(self, notebook: str, table=None) -> str:
+        """The sentence that states how ``notebook``'s results are decided, from the plan's fields (procedure,
+        alpha, budget share, ``family_by``); with a decided ``table`` (verdict columns), its families and their
+        sizes and levels as they ran. Every report sentence naming a family, procedure or adjustment is this one."""
+        claims = self.of(notebook)
+        if not claims:
+            return ("No confirmatory claim: every test here is exploratory (estimate, interval, unadjusted p; a "
+                    "Benjamini–Hochberg p is a screen, never a decision).")
+        share = self.share(notebook)
+        by = " × ".join(claims[0].family_by)
+        ids = ", ".join(f"`{c.id}`" for c in claims)
+        text = (f"Confirmatory ({ids}): this notebook's share of the project's error budget is {share:g} of "
+                f"α = {self.alpha:g} (α·share = {self.alpha * share:.4g}), split equally over its families (one per "
+                f"{by}); {self.procedure.capitalize()} within each family at α·share / number of families. "
+                "Adjusted p (`p_adjusted`) is on the project's scale, compared with α; each claim's adjusted "
+                "interval (`ci_adj_low`, `ci_adj_high`) is at the level at which Holm tested it (`ci_level`).")
+        if table is not None and "family_kind" in getattr(table, "columns", ()):
+            conf = table[table["family_kind"] == "confirmatory"].drop_duplicates("family")
+            if len(conf) and {"n_families", "alpha_family", "family_size"} <= set(conf.columns):
+                n = int(conf["n_families"].iloc[0])
+                sizes = ", ".join(f"{f} ({int(m)} test{'s' if m != 1 else ''}, level {a:.4g})"
+                                  for f, m, a in zip(conf["family"], conf["family_size"], conf["alpha_family"]))
+                text += f" This run: {n} famil{'ies' if n != 1 else 'y'}: {sizes}."
+        return text + " Every other test is exploratory (estimate, interval, p; not decided)."
 
 
 def _fail(path: Path, where: str, what: str) -> ValueError:
@@ -163,7 +200,32 @@ def load(path: str | Path | None = None) -> Plan:
             claims.append(claim)
     return Plan(version=str(raw["version"]), alpha=float(raw.get("alpha", 0.05)), procedure=procedure,
                 rationale=" ".join(str(raw["rationale"]).split()), notebooks=dict(raw["notebooks"]),
-                claims=tuple(claims), path=path, sha256=hashlib.sha256(data).hexdigest(), titles=titles)
+                claims=tuple(claims), path=path, sha256=hashlib.sha256(data).hexdigest(), titles=titles,
+                shares=_shares(path, raw.get("budget"), {c.notebook for c in claims}))
+
+
+def _shares(path: Path, budget, with_claims: set) -> dict:
+    """``budget.shares``, checked: one share in (0, 1] per notebook with claims, none for another, summing to 1. A
+    plan whose claims all sit in one notebook may omit the block (its share is 1)."""
+    if budget is None and len(with_claims) <= 1:
+        return {nb: 1.0 for nb in with_claims}
+    shares = (budget or {}).get("shares") if isinstance(budget, Mapping) else None
+    if not isinstance(shares, Mapping):
+        raise _fail(path, "budget", "missing budget.shares (alpha's split across the notebooks with claims, "
+                                    "e.g. {01_multifactor: 0.2, ...}, summing to 1)")
+    try:
+        shares = {str(k): float(v) for k, v in shares.items()}
+    except (TypeError, ValueError):
+        raise _fail(path, "budget.shares", f"every share must be a number, not {dict(shares)}") from None
+    if set(shares) != with_claims:
+        raise _fail(path, "budget.shares", f"names {sorted(shares)}; it must name exactly the notebooks with claims "
+                                           f"{sorted(with_claims)}")
+    bad = [k for k, v in shares.items() if not 0 < v <= 1]
+    if bad:
+        raise _fail(path, "budget.shares", f"share(s) of {bad} outside (0, 1]")
+    if abs(sum(shares.values()) - 1) > 1e-9:
+        raise _fail(path, "budget.shares", f"shares sum to {sum(shares.values()):g}, not 1")
+    return shares
 
 
 _ACTIVE: list[Plan] = []
