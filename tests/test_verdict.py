@@ -288,7 +288,7 @@ def test_the_adjusted_interval_is_dual_to_the_test_at_its_holm_level():
         assert fam["n_families"] == 1 and fam["share"] == 1 and fam["alpha_family"] == pytest.approx(0.05)
         level = _step_down_levels(d["p_value"].to_numpy(), 0.05)
         assert np.allclose(d["ci_level"], 1 - level)
-        assert pd.isna(d.loc[0, "ci_adj_low"]) and d.loc[0, "ci_adj_note"].startswith("no dual interval")
+        assert pd.isna(d.loc[0, "ci_adj_low"]) and d.loc[0, "ci_adj_note"].startswith("no dual interval computed: this row's p")
         rest = d.iloc[1:]
         q = stats.t.ppf(1 - level[1:] / 2, rest["df"])
         assert np.allclose(rest["ci_adj_low"], rest["est"] - q * rest["se"])

@@ -315,6 +315,7 @@ def _base(df: pd.DataFrame, spec: Effects, table: str, responders, comparable, n
     out["_se"] = se.where(se.notna(), ((est - null) / stat).abs())
     out["_df"] = _col(out, spec.df, np.inf).fillna(np.inf)
     out["_sides"] = claim.map({cid: c.sides for cid, c in found.items()}).fillna("")
+    out["_testname"] = claim.map({cid: c.test for cid, c in found.items()}).fillna("")
     out["verdict"] = verdict
     return out
 
@@ -417,10 +418,11 @@ def _adjusted_intervals(f: pd.DataFrame) -> None:
         f.loc[g.index[dual], "ci_adj_low"], f.loc[g.index[dual], "ci_adj_high"] = lo, hi
         f.loc[g.index[dual], "ci_adj_note"] = np.where(np.isfinite(g.loc[dual, "_df"]), "t interval dual to the test",
                                                        "z interval dual to the test")
-        f.loc[g.index[~has], "ci_adj_note"] = ("no dual interval: the table gives no standard error or t/z "
-                                               "statistic for this test")
-        f.loc[g.index[has & ~dual], "ci_adj_note"] = ("no dual interval: the p is not a t/z test's on this estimate "
-                                                      "(e.g. bootstrap, permutation, exact or chi-square)")
+        f.loc[g.index[~has], "ci_adj_note"] = ("no dual interval computed for this test (not a t/z test with a "
+                                               "standard error in the table): " + g.loc[~has, "_testname"])
+        f.loc[g.index[has & ~dual], "ci_adj_note"] = ("no dual interval computed: this row's p is not the t/z test's "
+                                                      "on its estimate (a bootstrap, exact or other p): "
+                                                      + g.loc[has & ~dual, "_testname"])
 
 
 def _adjust(frames: list[pd.DataFrame], alpha: float, plan, n_families: Mapping[str, int] | None) -> None:
@@ -463,7 +465,7 @@ def _adjust(frames: list[pd.DataFrame], alpha: float, plan, n_families: Mapping[
 def _finish(out: pd.DataFrame, alpha: float) -> pd.DataFrame:
     io = out.pop("_interval_only").astype(bool)
     elsewhere = out.pop("_elsewhere")
-    out.drop(columns=["_p", "_test", "_est", "_null", "_se", "_df", "_sides", "_level"], inplace=True)
+    out.drop(columns=["_p", "_test", "_est", "_null", "_se", "_df", "_sides", "_testname", "_level"], inplace=True)
     sig = pd.Series(pd.NA, index=out.index, dtype="boolean")
     tested = out["p_adjusted"].notna()
     sig[tested] = out.loc[tested, "p_adjusted"] < alpha
