@@ -11,8 +11,8 @@ Two schemes over n pairs (x_i, y_i) of a more stereotypical sentence x_i and a l
   for H0: π = 0.5 (eq. 6) with the exact two-sided binomial test (scipy) and the Bayes factor with a uniform prior
   on π (eq. 9), computed exactly in closed form.
 
-Bayes factors are classified by the paper's Table 1 (Andraszewicz et al., 2015). Beyond the paper, p-values are
-also Holm-adjusted across the bias types of one model × dataset × score (statsmodels).
+Bayes factors are classified by the paper's Table 1 (Andraszewicz et al., 2015). Which tests are decided, and how,
+is the analysis plan's (:mod:`biaslab.stats.verdict`); this module computes the tests.
 
 **Every Bayes factor with its prior**: a BF10 depends on the prior under H1, so each one is reported with
 the prior used (``bf_prior``: "JZS Cauchy r = 0.707", "Beta(1, 1)") and its range over a stated set of priors
@@ -351,7 +351,7 @@ def preference_test(x: Iterable | None = None, *, k: int | None = None, n: int |
 
 
 # --------------------------------------------------------------------------------------------------------------
-# Evidence categories (Table 1), marks for the paper's tables, Holm
+# Evidence categories (Table 1), marks for the paper's tables
 # --------------------------------------------------------------------------------------------------------------
 
 #: Table 1 (after Andraszewicz et al. 2015): lower bounds of max(BF10, 1/BF10) and the strength word.
