@@ -156,7 +156,8 @@ def test_notebook_markdown_names_no_family_procedure_or_column_its_run_lacks(pat
 
 
 FINDINGS = [ROOT / "lib/biaslab/findings.py",
-            *sorted((ROOT / "lib/biaslab/papers").glob("*/findings.py")), ROOT / "lib/biaslab/papers/compare/summary.py"]
+            *sorted((ROOT / "lib/biaslab/papers").glob("*/findings.py")),
+            ROOT / "lib/biaslab/papers/compare/summary.py"]
 
 
 @pytest.mark.parametrize("path", FINDINGS, ids=lambda p: p.relative_to(ROOT).as_posix())

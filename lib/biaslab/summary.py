@@ -159,8 +159,8 @@ def budget_sentence(plan: P.Plan | None = None) -> str:
             f"the project, split across notebooks before any run (shares: {shares}), within a notebook equally over "
             f"its families (one per notebook × model, or model pair), {plan.procedure.capitalize()} within each "
             f"family. Adjusted p is on the project's scale (compare it with {plan.alpha:g}); each interval is at the "
-            "level at which the claim was tested, so it excludes the null exactly when the verdict is "
-            "\"distinguishable\".")
+            "level at which the claim was tested, so it excludes the null exactly when the claim is decided against "
+            "the null.")
 
 
 MARKS = "†‡§¶"
