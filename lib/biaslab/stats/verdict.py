@@ -54,7 +54,6 @@ ALPHA = 0.05
 #: a Bayes factor beyond these is at least "moderate" evidence (Lee & Wagenmakers 2013, Table 1)
 BF_H1, BF_H0 = 3.0, 1 / 3
 CONFIRMATORY, EXPLORATORY = "confirmatory", "exploratory"
-ADJUSTMENT = {CONFIRMATORY: "holm", EXPLORATORY: "fdr_bh"}
 INTERVAL_ONLY = "none: 95 % interval, not adjusted"
 DECIDED_ELSEWHERE = "none: unadjusted p shown; the decision is another notebook's claim"
 
@@ -330,10 +329,8 @@ def budget_decisions(rows: pd.DataFrame, alpha: float, shares: Mapping[str, floa
     the distinct families of its rows; per ``replicate`` where rows carry one, a simulation's replications, each
     with its own family ids). Bonferroni across families, Holm (1979) within: a family's level is
     ``alpha_family = alpha * share / n_families``; ``p_adjusted = min(1, p_holm * n_families / share)`` is compared
-    with ``alpha`` (``rejected``), and ``test_level`` is the level at which Holm's step-down tested the row: of m
-    tests in ascending p, a rejected rank r at ``alpha_family/(m - r + 1)``, the first accepted rank j and every later
-    one at ``alpha_family/(m - j + 1)``, so an interval at ``1 - test_level`` dual to a row's test excludes the null
-    exactly when the row is rejected.
+    with ``alpha`` (``rejected``), and ``test_level`` is the level at which Holm's step-down tested the row
+    (:func:`biaslab.stats.multiplicity.holm_by_family`).
     The familywise error over all rows is at most ``alpha`` (the shares sum to 1). Returns ``rows`` with ``share``,
     ``n_families``, ``alpha_family``, ``family_size``, ``p_holm``, ``p_adjusted``, ``test_level``, ``rejected``."""
     out = rows.copy()
@@ -354,17 +351,8 @@ def budget_decisions(rows: pd.DataFrame, alpha: float, shares: Mapping[str, floa
     out["alpha_family"] = alpha * out["share"] / out["n_families"]
     key = out["test"].astype(str) if "test" in out else pd.Series(out.index.astype(str), index=out.index)
     t = out.assign(_key=key)[out["p"].notna()].drop_duplicates("_key")     # a test repeated on rows counts once
-    t = t.sort_values(["family", "p"], kind="stable")
-    g = t.groupby("family", sort=False)
-    rank, m = g.cumcount() + 1, g["p"].transform("size")
-    # Holm (1979), as statsmodels' multipletests: (m - r + 1) p_(r), running maximum, capped at 1
-    t["p_holm"] = ((m - rank + 1) * t["p"]).groupby(t["family"]).cummax().clip(upper=1.0)
+    t["p_holm"], t["test_level"] = multiplicity.holm_by_family(t["p"], t["family"], t["alpha_family"])
     t["p_adjusted"] = np.minimum(1.0, t["p_holm"] * t["n_families"] / t["share"])
-    # the step-down's level per rank: a rejected rank r at alpha/(m - r + 1); the first accepted rank j and every
-    # later one at alpha/(m - j + 1). Rejections are the first R ranks (Holm's adjusted p is monotone in p).
-    rejected = (t["p_adjusted"] < alpha).groupby(t["family"]).transform("sum")
-    t["test_level"] = np.where(rank <= rejected, t["alpha_family"] / (m - rank + 1),
-                               t["alpha_family"] / np.maximum(m - rejected, 1))
     by_key = t.set_index("_key")
     for c in ("p_holm", "p_adjusted", "test_level"):
         out[c] = key.map(by_key[c]).where(out["p"].notna())
