@@ -155,6 +155,15 @@ def test_notebook_markdown_names_no_family_procedure_or_column_its_run_lacks(pat
     assert missing == [], f"{path.name} names column(s) {missing} that none of its tables has"
 
 
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+
+
+@pytest.mark.parametrize("path", PAGES, ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_pages_name_no_family_or_procedure_outside_their_generated_blocks(path):
+    from helpers import outside_blocks
+    assert _hand_written_procedures(outside_blocks(path.read_text())) == []
+
+
 FINDINGS = [ROOT / "lib/biaslab/findings.py",
             *sorted((ROOT / "lib/biaslab/papers").glob("*/findings.py")),
             ROOT / "lib/biaslab/papers/compare/summary.py"]
