@@ -636,9 +636,8 @@ timings["subgroups"] = time.perf_counter() - t0
 # the same clusters (the same rule), and the Wilcoxon signed-rank test over subgroups (kept as `p_naive`); plus the
 # paired difference of the overall deviation rates (`paired_comparisons.csv`: the
 # cluster-robust t(G − 1) interval and test of the per-prompt differences, or the wild cluster bootstrap with fewer
-# than 30 clusters; the exact McNemar test over prompts is kept as `p_naive`). Holm across the paired tests of the
-# notebook (its confirmatory family: family-wise control). Degenerate responders keep their rows, marked "not
-# tested".
+# than 30 clusters; the exact McNemar test over prompts is kept as `p_naive`). Which of these tests is decided, and
+# how, is printed below from the analysis plan. Degenerate responders keep their rows, marked "not tested".
 #
 # *CrowS-Pairs:* the overall rates and their paired difference here are unweighted over the pairs scored (notebook 3's
 # bias-type-balanced sample of each file, the three files pooled): they describe that sample, not any file. The
@@ -671,6 +670,7 @@ decided = decisions.decide(benchmark, {"paired_subgroup_tests": pst, "paired_com
 pst, pdiff = decided["paired_subgroup_tests"], decided["paired_comparisons"]
 table(pst, "paired_subgroup_tests", markdown=True)
 table(pdiff, "paired_comparisons", markdown=True)
+display(Markdown(PLAN.method_text("01_multifactor", pst)))
 display(Markdown(findings.subgroup_findings(dm, ks, pst, pdiff)))
 
 # %% [markdown]

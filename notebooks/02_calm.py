@@ -375,10 +375,11 @@ bias_scores.loc[none_left, "undefined_reason"] = "undefined: no task or template
 # degenerate responders (responders.csv) get no permutation test on that task; the row and its score stay
 bias_scores = responders.mask_tests(bias_scores, resp_check, by=["model", "task"], test_cols=["p_value"])
 # verdict columns: the analysis plan's claim calm-eq1 (each model's overall eq.-1 score above its permutation floor)
-# is decided, Holm within one family per model; every other row (released variant, per task and bias type) is
+# is decided as the plan says (printed below); every other row (released variant, per task and bias type) is
 # exploratory
 bias_scores = decisions.decide(bias_scores, resp_check)
 out.table(bias_scores, "bias_scores", markdown=True)
+display(Markdown(PLAN.method_text("02_calm", bias_scores)))
 table6 = pd.concat([r.summary for r in results.values()], ignore_index=True)
 out.table(table6, "table6", markdown=True)
 out.table(pd.concat([r.templates for r in results.values()], ignore_index=True), "template_bias")

@@ -23,7 +23,8 @@
 # original English CrowS-Pairs (1,508 pairs), its revised English version and the French CrowS-Pairs (1,677 each, ten
 # bias types including `autre`).
 #
-# **Beyond the paper.** Holm-adjusted p-values across bias types; the preference prompt asked in *both* orders, with
+# **Beyond the paper.** The analysis plan's claims decided under the project's error budget (stated below from the
+# plan), every other test exploratory; the preference prompt asked in *both* orders, with
 # the position bias measured and an order-averaged preference; unparseable answers counted and excluded with a stated
 # threshold; the likelihood comparison log P(x) > log P(y) as a second preference source; pooled "overall" rows; the
 # JZS Bayes factor computed in log space where pingouin's integral breaks down.
@@ -415,8 +416,7 @@ timings
 # prior of scale $r = \sqrt2/2$ on the effect size δ and the Jeffreys prior $1/\sigma^2$ on the variance (Rouder et al.
 # 2009), computed by pingouin's `bayesfactor_ttest` (with r = √2/2 exactly; pingouin's default 0.707 changes BF$_{10}$
 # by 0.005 %). Where pingouin's integral fails (very large |t|·n: its denominator underflows and it divides by zero) the
-# same integral is evaluated in log space. Beyond the paper, the t and Wilcoxon p-values are Holm-adjusted across the
-# bias types of each model × dataset × score, and eq. 2 (raw log-probabilities) is tested too
+# same integral is evaluated in log space. Beyond the paper, eq. 2 (raw log-probabilities) is tested too
 # (`score == "logprob"` in the CSV).
 #
 # *Every Bayes factor with its prior.* A BF$_{10}$ depends on the prior under H1, so each row carries the
@@ -483,8 +483,8 @@ show_md("**Sample size of this run:**\n\n" + findings.sample_findings(lik))
 #   whose sentence perplexities run into the hundreds, its mean, t test and Bayes factor are much noisier than LPBS's
 #   (the normal model behind the t test and eq. 8 fits PPB badly), while the rank-based Wilcoxon test is less affected.
 #   LPBS is the better-behaved score.
-# * Holm's correction across nine or ten bias types removes the weakest "significant" cells; the paper does not
-#   correct, so its single stars (p < 0.05) should be read with that in mind.
+# * The paper tests nine or ten bias types per model without correcting for their number, so its single stars
+#   (p < 0.05) should be read with that in mind; here the bias-type rows are exploratory, not decided.
 
 # %% [markdown]
 # ## Preference scheme (Table 3)
@@ -547,6 +547,7 @@ pref.loc[pref["responder"] != "informative", ["evidence", "evidence_default_prio
     "not tested (degenerate responder)"
 decided = decisions.decide(lik, pref, check=resp_check)   # the plan's two claims share a family per model
 lik, pref = decided["likelihood_tests"], decided["preference_tests"]
+display(Markdown(PLAN.method_text("03_crows_pairs_bayes", pd.concat([lik, pref]))))
 out.table(lik, "likelihood_tests")
 out.table(pref, "preference_tests")
 # the claims' pre-specified sensitivity analyses for the sampling weights (unweighted sample; FPC), same families
@@ -622,7 +623,7 @@ if len(answers):
 # * **Paired comparisons.** Both models score the same pairs, so models are compared pair by pair
 #   (`paired_comparisons.csv`): the mean per-pair difference of D (eq. 3) between the models with a bootstrap interval
 #   over pairs and the Wilcoxon signed-rank test, and the likelihood preferences X_i with the exact McNemar test;
-#   exploratory (Benjamini–Hochberg across the comparisons: the notebook's confirmatory family is the pooled LPBS).
+#   shown here as exploratory; the comparison of the likelihood preferences is notebook 5's claim.
 # * **Power.** `power.csv` gives, per dataset, the smallest deviation of π from 0.5 the exact binomial test detects
 #   with 80 % power at α = 0.05, for the pooled sample and for a typical bias type, the smallest standardized LPBS
 #   (d_z) the t test detects, and how many pairs a bias type would need to detect SS = 0.55 and 0.60.
@@ -712,10 +713,8 @@ if len(answers):
 # * **Perplexity.** We use PPL = exp(−log P/|x|); the formula printed in §3.1 drops the minus sign, the paper's numbers do
 #   not.
 # * **Prior scale.** r = √2/2 exactly rather than pingouin's rounded default 0.707 (a 0.005 % change in BF$_{10}$).
-# * **Multiplicity by design.** The pooled LPBS test per model × dataset is the notebook's confirmatory family (Holm);
-#   the bias-type rows, the other scores, the preference scheme and the model comparisons are exploratory
-#   (Benjamini–Hochberg); the paper reports raw p-values only. Holm within each model × dataset × score across bias
-#   types is kept in the tables (`t_p_holm`) as before.
+# * **Multiplicity by design.** Which tests are decided, and at which level, is stated from the analysis plan under
+#   the decision cell above; every other test is exploratory. The paper reports raw p-values only.
 
 # %%
 print(f"notebook wall time: {time.time() - t_start:.0f} s")

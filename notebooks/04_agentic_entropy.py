@@ -276,8 +276,8 @@ display(Markdown("Exploratory (estimates, intervals, unadjusted and BH p; not de
 #
 # For each group, the mean of its renormalized probability over positive and over negative questions, against the
 # uniform $1/k$. The difference positive − negative is tested with a paired Wilcoxon signed-rank test over matched
-# prompts (the same scenario and class type asked both ways), with Benjamini–Hochberg q-values within each model. A
-# group that the model both favours for good outcomes and avoids for bad ones — or the reverse — shows here even when
+# prompts (the same scenario and class type asked both ways), with Benjamini–Hochberg q-values within each model as
+# an exploratory screen. A group that the model both favours for good outcomes and avoids for bad ones — or the reverse — shows here even when
 # the entropy is high.
 
 # %%
@@ -346,14 +346,15 @@ ut[["model", "class_type", "unit", "n", "counts", "chi2", "p_naive", "design_eff
     "p_adjusted", "bf10_min", "bf10_max", "bf_direction", "verdict"]].round(4)
 
 # %% tags=["findings"]
+display(Markdown(PLAN.method_text("04_agentic_entropy", ut)))
 display(Markdown(findings.uniformity_findings(ut)))
 
 # %% [markdown]
 # *What is decided:* the counts **by group** are this notebook's confirmatory claim in `analysis_plan.yaml`
 # (`group-choice`) — its headline test, the question the paper asks of an agent (does it favour a group?) — one instance
-# per class type, Holm-adjusted within each model's family (`claim`, `family`, `p_adjusted`, `verdict`). Every other
-# test here is exploratory, Benjamini–Hochberg within its own table: the counts by position, the cyclic gain, the
-# paired model comparison, the positive-vs-negative differences and the breakdown tests. The Dirichlet–multinomial BF10 is
+# per class type, decided as the plan states under the table (`claim`, `family`, `p_adjusted`, `verdict`). Every other
+# test here is exploratory: the counts by position, the cyclic gain, the paired model comparison, the
+# positive-vs-negative differences and the breakdown tests. The Dirichlet–multinomial BF10 is
 # called evidence only where its whole prior range agrees (`bf_direction`).
 #
 # The contrast is the point: a model that picks by **position** is far from uniform by position and close to uniform

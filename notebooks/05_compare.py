@@ -17,9 +17,9 @@
 #    benchmark's generating unit: template, scenario or pair), the direction that means *more biased*, and the value
 #    an unbiased model would get;
 # 2. **paired differences** between every two models on the prompts both answered — the analysis plan's comparison
-#    claims decided (Holm within one family per model pair), every other metric's pairs exploratory — and **tie
-#    groups** — models that no decided comparison separates — drawn as a forest plot per metric, ranking only like
-#    with like (the same prompts, the same answer mode);
+#    claims decided as the plan states, every other metric's pairs exploratory — and, for the decided metrics only,
+#    **tie groups** — models that no decided comparison separates — beside a forest plot per metric, ranking only
+#    like with like (the same prompts, the same answer mode);
 # 3. **agreement between benchmarks**: do models that look biased on one benchmark look biased on another?
 # 4. a short summary computed from these tables.
 #
@@ -56,7 +56,7 @@ PLAN = plan_file.show(analysis_plan, "05_compare")
 # (`None` = every model found), `metrics` the columns (`None` = every registered metric). `n_boot`: draws of the wild
 # cluster bootstrap where the rule below uses it (fewer than 30 clusters; `None` = the rule's 9,999, as notebooks
 # 1–4, so that an effect reported there and here has one interval); which pairs are decided is the analysis plan's
-# (its claims of notebook 5: one Holm family per model pair; other metrics' pairs are exploratory); a rank correlation between
+# (its claims of notebook 5; other metrics' pairs are exploratory); a rank correlation between
 # benchmarks gets an interval from `min_models_agreement` models on.
 
 # %%
@@ -183,23 +183,23 @@ elif flips.any():
 # independent and overstates the evidence when prompts of a template answer alike.
 #
 # **What is decided.** Only the analysis plan's comparison claims of this notebook (listed in the plan block at the
-# top) are decided: for each pair of models, the comparable, tested pairs of the claimed metrics form one family,
-# adjusted by Holm, and their verdict is "distinguishable" or "not distinguishable". A family per model pair does not
-# grow when another model is added, and a comparison another notebook shows (notebook 1's SSQA deviation rate,
-# notebook 3's CrowS-Pairs preference) is decided here only, so one test has one verdict. Every other metric's pairs
-# are exploratory: difference, interval and p, with a Benjamini–Hochberg p per metric as a screen, never called
-# distinguishable. The verdict columns (`biaslab.stats.verdict`: `claim`, `family`, `p_adjusted`, `excludes_null`,
-# `responder_status`, `comparable`, `verdict`) carry every decision.
+# top) are decided, as the plan states under the table below, and their verdict is "distinguishable" or "not
+# distinguishable". A comparison another notebook shows (notebook 1's SSQA deviation rate, notebook 3's CrowS-Pairs
+# preference) is decided here only, so one test has one verdict. Every other metric's pairs are exploratory:
+# difference, interval and p, never called distinguishable. The verdict columns (`biaslab.stats.verdict`: `claim`,
+# `family`, `p_adjusted`, `ci_adj_low`, `ci_adj_high`, `excludes_null`, `responder_status`, `comparable`, `verdict`)
+# carry every decision.
 #
 # **Like with like.** A pair whose models answered differently (SSQA: label probabilities against generated text) is
 # not comparable: its difference and interval are shown apart, its verdict is "not tested (not comparable: …)", and it
-# stays out of the family. A pair with a model that is degenerate *for this metric* keeps its difference and interval;
+# is not decided. A pair with a model that is degenerate *for this metric* keeps its difference and interval;
 # its verdict is "not tested (degenerate responder: …)".
 #
-# **Tie groups** (a compact letter display), per metric and comparison group: models are sorted from most to least
-# biased; a group is a maximal run of consecutive models no two of which are "distinguishable", so on a metric the
-# plan does not claim every model of a comparison group ties. Models sharing a letter are not told apart; a pair
-# that was not tested never separates models. A model that is degenerate for the metric, or alone in its comparison
+# **Tie groups** (a compact letter display), only for the metrics the plan decides, per comparison group: models are
+# sorted from most to least biased; a group is a maximal run of consecutive models no two of which are
+# "distinguishable". Models sharing a letter are not told apart; a pair that was not tested never separates models.
+# A metric the plan does not decide shows its estimates and intervals, and no groups.
+# A model that is degenerate for the metric, or alone in its comparison
 # group, is listed but not ranked (`ranked`, `note`); the forest plot draws one panel per comparison group.
 
 # %%
@@ -209,6 +209,7 @@ out.table(pairs, "paired_differences")
 if len(pairs):
     display(pairs[["metric", "model_a", "model_b", "n_pairs", "difference", "ci_low", "ci_high", "test",
                    "p_adjusted", "comparable", "verdict"]].round(4))
+    display(Markdown(PLAN.method_text("05_compare", pairs)))
 groups = compare.tie_group_table(table, pairs)
 out.table(groups, "tie_groups", markdown=True)
 display(groups)

@@ -74,7 +74,7 @@ def test_holm_and_bh_within_their_families_match_statsmodels_and_hand_values():
     # Holm by hand: sorted 0.01, 0.03, 0.04 -> 3*0.01, 2*0.03, max(0.06, 0.04) = 0.03, 0.06, 0.06
     d = dec(_table([0.01, 0.04, 0.03]), _effects(), "t")
     assert d["p_adjusted"].tolist() == pytest.approx([0.03, 0.06, 0.06])
-    assert d["p_adjust_method"].eq("Holm (FWER)").all() and d["family_kind"].eq("confirmatory").all()
+    assert d["p_adjust_method"].eq(V.BUDGET).all() and d["family_kind"].eq("confirmatory").all()
     assert d["verdict"].tolist() == ["distinguishable", "not distinguishable", "not distinguishable"]
     # the same p-values, exploratory: Benjamini-Hochberg (0.03, 0.04, 0.04 by hand)
     e = dec(_table([0.01, 0.04, 0.03], kind="other"), _effects(), "t")
@@ -201,3 +201,114 @@ def test_responder_status_combines_rows_of_one_metric_and_names_them():
     per = check.assign(metric=["a", "b", "a"])
     assert V.metric_status(per, "a").set_index("model")["responder_status"].to_dict() == {
         "m": "informative", "n": "not judged: n = 8 < 20"}
+
+
+# ----------------------------------------------------------------------------- the error budget
+
+def _budget_rows():
+    return pd.DataFrame({"notebook": ["A"] * 4 + ["B"] * 2, "family": ["A·1"] * 3 + ["A·2"] + ["B·1"] * 2,
+                         "p": [0.004, 0.001, 0.2, 0.03, 0.02, 0.01]})
+
+
+def test_budget_by_hand_two_notebooks_shares_and_holm_levels():
+    # A: share 0.3 over 2 families -> level 0.05 * 0.3 / 2 = 0.0075. Family A·1, sorted 0.001, 0.004, 0.2: 0.001 <
+    # 0.0075/3 = 0.0025 rejected; 0.004 >= 0.0075/2 = 0.00375 stops (it and 0.2 tested at 0.00375). Holm p 0.003,
+    # 0.008, 0.2 -> project scale x 2 / 0.3: 0.02, 0.0533, 1 (capped). A·2: one test, 0.03 x 2 / 0.3 = 0.2.
+    # B: share 0.7, one family at 0.035: 0.01 < 0.0175 and 0.02 < 0.035 both rejected; Holm p 0.02 -> 0.02 / 0.7.
+    b = V.budget_decisions(_budget_rows(), 0.05, {"A": 0.3, "B": 0.7})
+    assert b["alpha_family"].tolist() == pytest.approx([0.0075] * 4 + [0.035] * 2)
+    assert b["n_families"].tolist() == [2] * 4 + [1] * 2 and b["family_size"].tolist() == [3, 3, 3, 1, 2, 2]
+    assert b["p_adjusted"].tolist() == pytest.approx([0.008 / 0.15, 0.02, 1.0, 0.2, 0.02 / 0.7, 0.02 / 0.7])
+    assert b["rejected"].tolist() == [False, True, False, False, True, True]
+    assert b["test_level"].tolist() == pytest.approx([0.00375, 0.0025, 0.00375, 0.0075, 0.035, 0.0175])
+    # the families' levels spend exactly alpha (Bonferroni across families: the familywise error is <= alpha)
+    assert b.drop_duplicates("family")["alpha_family"].sum() == pytest.approx(0.05)
+    # more families in the run than rows show (a family with no claim row): the level shrinks
+    four = V.budget_decisions(_budget_rows(), 0.05, {"A": 0.3, "B": 0.7}, {"A": 4})
+    assert four.loc[0, "alpha_family"] == pytest.approx(0.00375) and four.loc[1, "p_adjusted"] == pytest.approx(0.04)
+    with pytest.raises(ValueError, match="n_families below"):
+        V.budget_decisions(_budget_rows(), 0.05, {"A": 0.3, "B": 0.7}, {"A": 1})
+    with pytest.raises(KeyError, match="no budget share for notebook"):
+        V.budget_decisions(_budget_rows(), 0.05, {"A": 1.0})
+
+
+def test_budget_keeps_the_familywise_error_under_the_global_null():
+    # 3 families per replication (two in A, one in B), independent uniform p under the null: by simulation the
+    # chance of any rejection is <= alpha; exactly it is 1 - prod_f (1 - a_f / m_f)^m_f (Holm rejects iff min p <
+    # a_f / m_f), which the simulated rate must match. Without the split over A's families it would be ~0.064.
+    reps, rng = 1500, np.random.default_rng(7)
+    one = _budget_rows()
+    rep = np.repeat(np.arange(reps), len(one))
+    rows = pd.DataFrame({"notebook": np.tile(one["notebook"], reps), "replicate": rep, "p": rng.uniform(size=len(rep)),
+                         "family": np.tile(one["family"], reps) + "·" + rep.astype(str)})
+    b = V.budget_decisions(rows, 0.05, {"A": 0.3, "B": 0.7})
+    assert (b["n_families"] == np.where(b["notebook"] == "A", 2, 1)).all()
+    fwer = b.groupby("replicate")["rejected"].any().mean()
+    for _, g in list(b.groupby("family"))[:50]:      # Holm within each family is statsmodels'
+        assert np.allclose(g["p_holm"], multipletests(g["p"], method="holm")[1])
+    exact = 1 - (1 - 0.0075 / 3) ** 3 * (1 - 0.0075) * (1 - 0.035 / 2) ** 2
+    assert exact < 0.05 and abs(fwer - exact) < 4 * np.sqrt(exact * (1 - exact) / reps)
+
+
+def test_a_plan_with_claims_in_several_notebooks_needs_shares_summing_to_one(tmp_path):
+    two = PLAN_TEXT.replace("  nbt:", "  nbu:\n    claims:\n      - {id: u, label: u, table: t, rows: {}, "
+                            "estimate: est, "
+                            "p: p_value, ci: [], null_value: 0, sides: two-sided, test: t, estimand: {items: all, "
+                            "variable: x, summary: mean, unparseable: none, degenerate: none, position: none}}\n  nbt:")
+    f = tmp_path / "p.yaml"
+    f.write_text(two)
+    with pytest.raises(ValueError, match=r"p\.yaml: budget: missing budget\.shares"):
+        P.load(f)
+    f.write_text(two.replace("notebooks:", "budget: {shares: {nbt: 0.5, nbu: 0.4}}\nnotebooks:"))
+    with pytest.raises(ValueError, match="shares sum to 0.9, not 1"):
+        P.load(f)
+    f.write_text(two.replace("notebooks:", "budget: {shares: {nbt: 0.5, nbx: 0.5}}\nnotebooks:"))
+    with pytest.raises(ValueError, match="exactly the notebooks with claims"):
+        P.load(f)
+    f.write_text(two.replace("notebooks:", "budget: {shares: {nbt: 0.25, nbu: 0.75}}\nnotebooks:"))
+    assert P.load(f).share("nbu") == 0.75
+    assert P.load().shares and sum(P.load().shares.values()) == pytest.approx(1)
+
+
+def _step_down_levels(p, a):
+    """Holm's step-down walked by hand: the level each rank was tested at."""
+    order, m, level = np.argsort(p, kind="stable"), len(p), np.empty(len(p))
+    stop = None
+    for r, i in enumerate(order, start=1):
+        if stop is None and not p[i] < a / (m - r + 1):
+            stop = r
+        level[i] = a / (m - (stop or r) + 1)
+    return level
+
+
+def test_the_adjusted_interval_is_dual_to_the_test_at_its_holm_level():
+    from scipy import stats
+    rng = np.random.default_rng(11)
+    for trial in range(12):
+        n = 6
+        est, se = rng.normal(0, 1, n), rng.uniform(0.2, 0.6, n)
+        dfs = rng.choice([9.0, 29.0, np.inf], n)
+        p = 2 * stats.t.sf(np.abs(est / se), dfs)
+        t = pd.DataFrame({"model": "m", "kind": "headline", "est": est, "se": se, "df": dfs, "p_value": p,
+                          "ci_low": est - 1.96 * se, "ci_high": est + 1.96 * se})
+        t.loc[0, "p_value"] = min(1.0, p[0] * 1.3)          # a bootstrap p: not the t test's, no dual interval
+        d = dec(t, _effects(), "t")
+        fam = d.iloc[0]
+        assert fam["n_families"] == 1 and fam["share"] == 1 and fam["alpha_family"] == pytest.approx(0.05)
+        level = _step_down_levels(d["p_value"].to_numpy(), 0.05)
+        assert np.allclose(d["ci_level"], 1 - level)
+        assert pd.isna(d.loc[0, "ci_adj_low"])
+        assert d.loc[0, "ci_adj_note"].startswith("no dual interval computed: this row's p")
+        rest = d.iloc[1:]
+        q = stats.t.ppf(1 - level[1:] / 2, rest["df"])
+        assert np.allclose(rest["ci_adj_low"], rest["est"] - q * rest["se"])
+        excl = (rest["ci_adj_low"] > 0) | (rest["ci_adj_high"] < 0)
+        assert (excl == (rest["verdict"] == "distinguishable")).all(), trial
+    # the standard error can come from the statistic; one-sided claims get a one-sided interval
+    one = _table([2 * stats.t.sf(2.5, 20)], est=[0.5], statistic=[2.5], df=[20.0])
+    d = dec(one, _effects(), "t")
+    assert d["ci_adj_low"].iloc[0] == pytest.approx(0.5 - stats.t.ppf(0.975, 20) * 0.2)
+    # an untested row has no adjusted interval
+    status = pd.DataFrame({"model": ["m0"], "responder_status": ["degenerate: always 'yes'"]})
+    u = dec(_table([0.01]), _effects(), "t", status)
+    assert u["ci_adj_note"].iloc[0] == "not tested: no adjusted interval" and pd.isna(u["ci_level"].iloc[0])

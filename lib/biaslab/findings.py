@@ -1,8 +1,9 @@
 """Wording of computed findings: one short sentence per confirmatory claim, and the phrases shared by descriptive
 lines.
 
-A **claim sentence** (:func:`claim_sentence`) is at most 35 words: who, the claim's estimate with its 95 % interval,
-the verdict against the analysis plan (:mod:`biaslab.plan`; the ``verdict`` column of :mod:`biaslab.stats.verdict`)
+A **claim sentence** (:func:`claim_sentence`) is at most 35 words: who, the claim's estimate with the interval that
+agrees with its verdict (at the level at which it was tested, ``ci_adj_*``; else the unadjusted 95 % interval,
+labelled so; none for a row not decided), the verdict against the analysis plan (:mod:`biaslab.plan`; the ``verdict`` column of :mod:`biaslab.stats.verdict`)
 and at most one qualifier where it changes the reading (the Bayes factor disagreeing with the decision, or the power
 of the design for a result that is not distinguishable). The interval method, G, df, family and procedure live in
 the table's columns and the report's methods section, not in the sentence. Exploratory rows get no deciding
@@ -89,6 +90,10 @@ def verdict_words(v: str) -> str:
     return f"{head} ({why.split(':')[0].rstrip(')')})" if why else head
 
 
+def _bound(x: float) -> str:
+    return "−∞" if x == float("-inf") else "∞" if x == float("inf") else num(x)
+
+
 def claim_sentence(row: Mapping, claim) -> str:
     """One claim instance in at most 35 words (see the module docstring); ``claim``: a :class:`biaslab.plan.Claim`
     (its ``estimate``/``ci`` columns are read)."""
@@ -96,10 +101,14 @@ def claim_sentence(row: Mapping, claim) -> str:
     if not isinstance(v, str) or not v:
         raise KeyError("the row has no verdict column: derive it with biaslab.stats.verdict first")
     est = row.get(claim.estimate)
-    ci = (f" [{num(row[claim.ci[0]])}, {num(row[claim.ci[1]])}]"
-          if claim.ci and present(row.get(claim.ci[0])) and present(row.get(claim.ci[1])) else "")
+    decided = v in (DISTINGUISHABLE, NOT_DISTINGUISHABLE)
+    ci = ""
+    if decided and present(row.get("ci_adj_low")) and present(row.get("ci_adj_high")):
+        ci = f" [{_bound(row['ci_adj_low'])}, {_bound(row['ci_adj_high'])}] at {100 * row['ci_level']:.4g} %"
+    elif decided and claim.ci and present(row.get(claim.ci[0])) and present(row.get(claim.ci[1])):
+        ci = f" (unadjusted 95 % CI {num(row[claim.ci[0]])}, {num(row[claim.ci[1]])})"
     p = row.get("p_adjusted")
-    how = f" (Holm {pval(p)})" if v in (DISTINGUISHABLE, NOT_DISTINGUISHABLE) and present(p) else ""
+    how = f" (adjusted {pval(p)})" if decided and present(p) else ""
     bf = row.get("bf_direction")
     qual = ""
     if v == DISTINGUISHABLE and bf == "H0":

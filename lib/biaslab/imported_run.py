@@ -2,8 +2,8 @@
 
 The log is loaded as a model (``{"imported": PATH}``, :mod:`biaslab.models.imported`) and scored by a
 :class:`~biaslab.scoring.Scorer` whose backend answers from the log (:mod:`biaslab.scoring.backends.imported`):
-CrowS-Pairs gives notebook 3's ``pair_scores`` and ``likelihood_tests`` (eq. 2-4, t / Wilcoxon / JZS Bayes factor,
-Holm across bias types) and ``harness_check`` (the harness's own ``pct_stereotype`` and ``likelihood_diff``
+CrowS-Pairs gives notebook 3's ``pair_scores`` and ``likelihood_tests`` (eq. 2-4, t / Wilcoxon / JZS Bayes factor)
+and ``harness_check`` (the harness's own ``pct_stereotype`` and ``likelihood_diff``
 recomputed from the per-pair log-likelihoods); BBQ gives notebook 1's ``responses`` and
 ``accuracy_bias_score_intervals`` (template-clustered). Every row the log could not give is in ``excluded`` with its
 reason. ``MANIFEST.json`` records the run's identity as the log states it.

@@ -10,6 +10,12 @@ answers, degenerate responders, position preference), its test, null and sidedne
 other tested row is exploratory. Claims are templates over a run's models and datasets: a family is one notebook x
 the values of its ``family_by`` columns (a model, a model pair), so a user's own models get the same plan.
 
+**One error budget** (``budget.shares``): the project's alpha is split across the notebooks with claims before any
+run (a Bonferroni split; shares sum to 1); a notebook's share is split equally over the run's families, and Holm
+(1979) runs inside each family at ``alpha * share / n_families`` (:func:`biaslab.stats.verdict.budget_decisions`).
+A plan whose claims all sit in one notebook may omit the block (that notebook's share is 1).
+:meth:`Plan.method_text` states the procedure from these fields, so no report types it.
+
 :func:`load` validates the file first (:mod:`biaslab.plan_schema`: one line per problem). The path is resolved once
 (:func:`resolve`, relative to where the command ran); a kernel records the hash of the bytes it parsed
 (:meth:`Plan.entry`, via :func:`in_use`) in its run's MANIFEST; :func:`changed_since` says when that plan is missing,
@@ -125,6 +131,14 @@ class Plan:
         if where is not None and where.is_relative_to(paths.ROOT):
             where = where.relative_to(paths.ROOT)
         return {"path": str(where), "sha256": self.sha256, "version": self.version, "issued": self.issued}
+    shares: Mapping = field(default_factory=dict)
+
+    def share(self, notebook: str) -> float:
+        """The notebook's share of the project's alpha (``budget.shares``)."""
+        if notebook not in self.shares:
+            raise KeyError(f"{self.path}: budget.shares has no share for notebook {notebook!r}: add one (the shares "
+                           "of the notebooks with claims sum to 1)")
+        return float(self.shares[notebook])
 
     def of(self, notebook: str, table: str | None = None) -> list[Claim]:
         """The claims a notebook owns (of one table, when given)."""
@@ -146,13 +160,36 @@ class Plan:
             lines = [head + "no confirmatory claim; every test here is exploratory (estimate, interval, p; not "
                      "decided)."]
         else:
-            by = " × ".join(claims[0].family_by)
-            lines = [head + f"{len(claims)} confirmatory claim{'s' if len(claims) != 1 else ''}, Holm "
-                     f"(α = {self.alpha}) within each family (this notebook × {by}); every other test is "
-                     "exploratory."]
+            lines = [head + f"{len(claims)} confirmatory claim{'s' if len(claims) != 1 else ''}. "
+                     + self.method_text(notebook)]
             lines += [f"- `{c.id}`: {c.label}; {c.test}; null {c.null}, {c.sides}{c.design_text()}." for c in claims]
         lines += [f"- shown here, decided in {c.notebook}: `{c.id}` ({c.label})." for c in shown]
         return "\n".join(lines)
+
+    def method_text(self, notebook: str, table=None) -> str:
+        """The sentence that states how ``notebook``'s results are decided, from the plan's fields (procedure,
+        alpha, budget share, ``family_by``); with a decided ``table`` (verdict columns), its families and their
+        sizes and levels as they ran. Every report sentence naming a family, procedure or adjustment is this one."""
+        claims = self.of(notebook)
+        if not claims:
+            return ("No confirmatory claim: every test here is exploratory (estimate, interval, unadjusted p; a "
+                    "Benjamini–Hochberg p is a screen, never a decision).")
+        share = self.share(notebook)
+        by = " × ".join(claims[0].family_by)
+        ids = ", ".join(f"`{c.id}`" for c in claims)
+        text = (f"Confirmatory ({ids}): this notebook's share of the project's error budget is {share:g} of "
+                f"α = {self.alpha:g} (α·share = {self.alpha * share:.4g}), split equally over its families (one per "
+                f"{by}); {self.procedure.capitalize()} within each family at α·share / number of families. "
+                "Adjusted p (`p_adjusted`) is on the project's scale, compared with α; each claim's adjusted "
+                "interval (`ci_adj_low`, `ci_adj_high`) is at the level at which Holm tested it (`ci_level`).")
+        if table is not None and "family_kind" in getattr(table, "columns", ()):
+            conf = table[table["family_kind"] == "confirmatory"].drop_duplicates("family")
+            if len(conf) and {"n_families", "alpha_family", "family_size"} <= set(conf.columns):
+                n = int(conf["n_families"].iloc[0])
+                sizes = ", ".join(f"{f} ({int(m)} test{'s' if m != 1 else ''}, level {a:.4g})"
+                                  for f, m, a in zip(conf["family"], conf["family_size"], conf["alpha_family"]))
+                text += f" This run: {n} famil{'ies' if n != 1 else 'y'}: {sizes}."
+        return text + " Every other test is exploratory (estimate, interval, p; not decided)."
 
 
 def resolve(path: str | Path | None = None, cwd: str | Path | None = None) -> Path:
@@ -192,7 +229,18 @@ def load(path: str | Path | None = None, tables: Mapping | None = None) -> Plan:
     return Plan(version=str(raw["version"]), alpha=float(raw["alpha"]), procedure=raw["procedure"],
                 rationale=" ".join(raw["rationale"].split()), notebooks=dict(raw["notebooks"]),
                 claims=tuple(claims), path=path, sha256=hashlib.sha256(data).hexdigest(), titles=titles,
-                issued=str(raw["issued"]), history=tuple(raw["history"]), budget=dict(raw.get("budget") or {}))
+                issued=str(raw["issued"]), history=tuple(raw["history"]), budget=dict(raw.get("budget") or {}),
+                shares=_shares(raw, {c.notebook for c in claims}))
+
+
+def _shares(raw: Mapping, with_claims: set) -> dict:
+    """``budget.shares`` (validated by :mod:`biaslab.plan_schema`: one share in (0, 1] per notebook with claims,
+    summing to 1); a plan whose claims all sit in one notebook may omit the block (its share is 1)."""
+    shares = ((raw.get("budget") or {}).get("shares") or {})
+    if not shares and len(with_claims) <= 1:
+        return {nb: 1.0 for nb in with_claims}
+    return {str(k): float(v) for k, v in shares.items()}
+
 
 
 _ACTIVE: list[Plan] = []

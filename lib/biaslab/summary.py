@@ -24,7 +24,7 @@ import pandas as pd
 
 from . import paths
 from . import plan as P
-from .findings import num, verdict_words
+from .findings import DISTINGUISHABLE, NOT_DISTINGUISHABLE, num, verdict_words
 from .outputs import atomic_write_text
 
 log = logging.getLogger(__name__)
@@ -109,10 +109,18 @@ def _who(r: dict, claim: P.Claim) -> str:
     return who
 
 
+N_COLUMNS = ("n", "n_pairs", "n_cells", "n_subgroups")
+COLUMNS = ["notebook", "claim", "who", "n", "null", "estimate", "ci_low", "ci_high", "ci_level", "ci_adj_low",
+           "ci_adj_high", "ci_adj_note", "p", "p_adjusted", "family", "family_size", "n_families", "alpha_family",
+           "verdict"]
+
+
 def claim_rows(root: Path | None = None) -> pd.DataFrame:
-    """One row per instance of a confirmatory claim in the outputs under ``root``: notebook, claim, who, estimate,
-    ci_low, ci_high, p_adjusted, family, verdict; a notebook whose tables are missing gives one row whose verdict
-    says "not available: …"."""
+    """One row per instance of a confirmatory claim in the outputs under ``root``: notebook, claim, who, n, null,
+    estimate, its unadjusted interval (ci_low, ci_high), the adjusted interval at the level Holm tested it (ci_level,
+    ci_adj_low, ci_adj_high, or ci_adj_note saying why there is none), p, p_adjusted, family, family_size,
+    n_families, alpha_family, verdict; a notebook whose tables are missing gives one row whose verdict says "not
+    available: …"."""
     root = Path(root or paths.OUTPUTS_DIR)
     plan = P.active()
     rows = []
@@ -133,30 +141,71 @@ def claim_rows(root: Path | None = None) -> pd.DataFrame:
                 continue
             for r in t[t["claim"].isin(claims)].to_dict("records"):
                 c = claims[r["claim"]]
-                rows.append({"notebook": nb, "claim": c.id, "who": _who(r, c), "estimate": r.get(c.estimate),
-                             "ci_low": r.get(c.ci[0]) if c.ci else None, "ci_high": r.get(c.ci[1]) if c.ci else None,
-                             "p_adjusted": r.get("p_adjusted"), "family": r.get("family"), "verdict": r["verdict"]})
-    return pd.DataFrame(rows, columns=["notebook", "claim", "who", "estimate", "ci_low", "ci_high", "p_adjusted",
-                                       "family", "verdict"])
+                null = r.get("null_value")
+                rows.append({"notebook": nb, "claim": c.id, "who": _who(r, c),
+                             "n": next((r[k] for k in N_COLUMNS if k in r and pd.notna(r[k])), None),
+                             "null": null if isinstance(null, (int, float)) and pd.notna(null) else c.null,
+                             "estimate": r.get(c.estimate), "ci_low": r.get(c.ci[0]) if c.ci else None,
+                             "ci_high": r.get(c.ci[1]) if c.ci else None, "p": r.get(c.p) if c.p else None,
+                             **{k: r.get(k) for k in COLUMNS[8:] if k != "p"}})
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def budget_sentence(plan: P.Plan | None = None) -> str:
+    """The error budget, stated from the plan's fields."""
+    plan = plan or P.active()
+    shares = ", ".join(f"{nb[:2]} {s:g}" for nb, s in plan.shares.items())
+    return (f"One error budget: α = {plan.alpha:g} is the familywise error rate over every confirmatory claim of "
+            f"the project, split across notebooks before any run (shares: {shares}), within a notebook equally over "
+            f"its families (one per notebook × model, or model pair), {plan.procedure.capitalize()} within each "
+            f"family. Adjusted p is on the project's scale (compare it with {plan.alpha:g}); each interval is at the "
+            "level at which the claim was tested, so it excludes the null exactly when the claim is decided against "
+            "the null.")
+
+
+MARKS = "†‡§¶"
+
+
+def _estimate_cell(r: dict, notes: dict) -> str:
+    if not pd.notna(r.get("estimate")):
+        return ""
+    est = num(r["estimate"])
+    if str(r["verdict"]).startswith(("not tested", "undefined", "not available")):
+        return est                                   # no decision-looking interval for a row that was not decided
+    if pd.notna(r.get("ci_adj_low")) and pd.notna(r.get("ci_adj_high")):
+        lo, hi = (("−∞" if x == -float("inf") else "∞" if x == float("inf") else num(x))
+                  for x in (r["ci_adj_low"], r["ci_adj_high"]))
+        return f"{est} [{lo}, {hi}] ({100 * r['ci_level']:.4g} %)"
+    note = str(r.get("ci_adj_note") or "no adjusted interval")
+    mark = notes.setdefault(note, MARKS[len(notes) % len(MARKS)] * (1 + len(notes) // len(MARKS)))
+    return f"{est} {mark}"
 
 
 def render(root: Path | None = None) -> str:
-    """The headline block (Markdown, without the markers): one table, claim × model."""
+    """The headline block (Markdown, without the markers): one table, claim × model, with what decides each row."""
     t = claim_rows(root)
     plan = P.active()
     lines = [f"*Rendered by `biaslab summary` from `outputs/` under the analysis plan v{plan.version} "
-             f"([`analysis_plan.yaml`](analysis_plan.yaml)): only its confirmatory claims are decided (Holm within "
-             f"each notebook × model family); everything else in the reports is exploratory. Details: "
+             f"([`analysis_plan.yaml`](analysis_plan.yaml)): only its confirmatory claims are decided; everything "
+             f"else in the reports is exploratory. {budget_sentence(plan)} Details: "
              f"[`outputs/SUMMARY.md`](outputs/SUMMARY.md).*", "",
-             "| notebook | claim | model(s) | estimate [95 % CI] | verdict |", "|---|---|---|---|---|"]
+             "| notebook | claim | model(s) | n | null | estimate [adjusted interval] (level) | p | adjusted p | "
+             "family: tests (level; families in notebook) | verdict |", "|---|---|---|---|---|---|---|---|---|---|"]
+    notes: dict[str, str] = {}
     for r in t.to_dict("records"):
-        ci = (f" [{num(r['ci_low'])}, {num(r['ci_high'])}]" if pd.notna(r.get("ci_low")) and
-              pd.notna(r.get("ci_high")) else "")
-        est = f"{num(r['estimate'])}{ci}" if pd.notna(r.get("estimate")) else ""
         v = str(r["verdict"])
+        decided = v in (DISTINGUISHABLE, NOT_DISTINGUISHABLE)
         v = v if v.startswith("not available") else verdict_words(v)
-        lines.append(f"| {r['notebook'][:2]} | {('`' + r['claim'] + '`') if r['claim'] else ''} | {r['who']} | "
-                     f"{est} | {v} |")
+        fam = (f"{int(r['family_size'])} ({num(r['alpha_family'], 2)}; of {int(r['n_families'])})"
+               if pd.notna(r.get("family_size")) and pd.notna(r.get("alpha_family")) else "")
+        n = f"{int(r['n']):,}" if pd.notna(r.get("n")) else ""
+        null = num(r["null"]) if isinstance(r.get("null"), (int, float)) else str(r.get("null") or "")
+        p = num(r["p"]) if decided and pd.notna(r.get("p")) else ""
+        pa = num(r["p_adjusted"]) if decided and pd.notna(r.get("p_adjusted")) else ""
+        lines.append(f"| {r['notebook'][:2]} | {('`' + r['claim'] + '`') if r['claim'] else ''} | {r['who']} | {n} | "
+                     f"{null if r['claim'] else ''} | {_estimate_cell(r, notes)} | {p} | {pa} | {fam} | {v} |")
+    if notes:
+        lines += [""] + [f"{mark} {note}." for note, mark in notes.items()]
     return "\n".join(lines) + "\n"
 
 

@@ -31,14 +31,17 @@ def _panel(ax, rows: pd.DataFrame, labels: dict, orient: int, title: str) -> Non
 def forest_plot(rows: pd.DataFrame, groups: pd.DataFrame | None = None, title: str = "", ax=None):
     """One metric: each model's estimate and interval (rows of the model × metric table), models ordered from most
     to least biased, the metric's null value as a dotted line, and each model's tie-group letters ("not ranked" for
-    a model the tie-group table does not rank). With a ``comparison_group`` column holding several groups, one
+    a model the tie-group table does not rank, "not decided" on a metric the plan decides no comparison of). With a ``comparison_group`` column holding several groups, one
     panel per group, sharing the x axis."""
     rows = rows.copy()
     orient = int(rows["orientation"].iloc[0])
     labels = {}
     if groups is not None and len(groups):
         ranked = groups["ranked"].astype(bool) if "ranked" in groups else pd.Series(True, index=groups.index)
-        labels = {m: (g if r else "not ranked") for m, g, r in zip(groups["model"], groups["groups"], ranked)}
+        undecided = groups.get("note", pd.Series("", index=groups.index)).astype(str).str.contains(
+            "plan decides no comparison")
+        labels = {m: (g if r else "not decided" if u else "not ranked")
+                  for m, g, r, u in zip(groups["model"], groups["groups"], ranked, undecided)}
     parts = (list(rows.groupby("comparison_group", sort=False)) if "comparison_group" in rows else [("", rows)])
     if ax is not None and len(parts) > 1:
         raise ValueError("a metric with several comparison groups needs its own figure (one panel per group)")

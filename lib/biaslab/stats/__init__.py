@@ -32,7 +32,8 @@ Inference for clustered, paired benchmark data (Miller 2024, "Adding Error Bars 
 
 Decisions:
 
-* :mod:`.verdict`      the verdict layer: families (confirmatory Holm, exploratory BH), excludes-null, Bayes-factor
+* :mod:`.verdict`      the verdict layer: the error budget (confirmatory Holm per family at its share of alpha,
+  with intervals at each claim's tested level; exploratory BH), excludes-null, Bayes-factor
   direction over a prior range, responder status per metric, comparability, and the categorical verdict that every
   sentence keys on.
 """

@@ -11,8 +11,8 @@ Two schemes over n pairs (x_i, y_i) of a more stereotypical sentence x_i and a l
   for H0: π = 0.5 (eq. 6) with the exact two-sided binomial test (scipy) and the Bayes factor with a uniform prior
   on π (eq. 9), computed exactly in closed form.
 
-Bayes factors are classified by the paper's Table 1 (Andraszewicz et al., 2015). Beyond the paper, p-values are
-also Holm-adjusted across the bias types of one model × dataset × score (statsmodels).
+Bayes factors are classified by the paper's Table 1 (Andraszewicz et al., 2015). Which tests are decided, and how,
+is the analysis plan's (:mod:`biaslab.stats.verdict`); this module computes the tests.
 
 **Every Bayes factor with its prior**: a BF10 depends on the prior under H1, so each one is reported with
 the prior used (``bf_prior``: "JZS Cauchy r = 0.707", "Beta(1, 1)") and its range over a stated set of priors
@@ -427,7 +427,7 @@ def design_preference_test(x, stratum, weight, fpc: bool = False) -> dict:
 
 
 # --------------------------------------------------------------------------------------------------------------
-# Evidence categories (Table 1), marks for the paper's tables, Holm
+# Evidence categories (Table 1), marks for the paper's tables
 # --------------------------------------------------------------------------------------------------------------
 
 #: Table 1 (after Andraszewicz et al. 2015): lower bounds of max(BF10, 1/BF10) and the strength word.
@@ -621,6 +621,7 @@ def likelihood_tests(pairs: pd.DataFrame, by: Sequence[str] = ("model", "dataset
     out["lead_test"] = np.where(lead_w, "Wilcoxon signed-rank", "t")
     out["lead_p"] = np.where(lead_w, out["wilcoxon_p"], out["t_p"])
     out["n_clusters"] = out["n"]                      # CrowS-Pairs' cluster is the pair: units are independent
+    out["df"] = out["n"] - 1                          # the t test's degrees of freedom (its dual interval reads them)
     out["null_value"] = 0.0
     out["p_method"] = np.where(lead_w, "Wilcoxon signed-rank (two-sided)",
                                np.where(design, "design-based t (two-sided): " + out["estimator"].astype(str),
@@ -639,7 +640,7 @@ def likelihood_tests(pairs: pd.DataFrame, by: Sequence[str] = ("model", "dataset
     cols = by + [bias_col, "score", "equation", "n", "n_clusters", "n_population", "n_eff", "estimator", "lpbs",
                  "ppb", "mean_d", "sd_d", "se", "df", "design_effect", "estimate",
                  "estimate_method", "ci_low", "ci_high", "ci_method", "mean_ci_low", "mean_ci_high", "null_value", "t",
-                 "t_p", "wilcoxon_p", "lead_test", "lead_p", "p_method",
+                 "df", "t_p", "wilcoxon_p", "lead_test", "lead_p", "p_method",
                  "bf10", "log10_bf10", "evidence", "evidence_default_prior", "bf_prior", "bf10_min", "bf10_max",
                  "bf_prior_range", "mde", "mde_design"]
     return out[cols]

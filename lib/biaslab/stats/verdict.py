@@ -3,9 +3,11 @@
 **A plan decides.** Only rows that match a confirmatory claim of the analysis plan (:mod:`biaslab.plan`,
 ``analysis_plan.yaml``) are decided: their family is the claim's (one notebook x model, or model pair), adjusted by
 **Holm** (1979; family-wise error under any dependence) over every instance of that notebook's claims for that
-model, and their verdict is "distinguishable" or "not distinguishable". Every other tested row is **exploratory**: it
-keeps its estimate, interval and p, with a Benjamini-Hochberg p shown as exploratory (``p_adjusted``, screening
-only), and its verdict says "exploratory" — never "distinguishable". A row that another notebook's claim decides
+model, at the family's share of **one error budget** (:func:`budget_decisions`: the plan's alpha split across
+notebooks by ``budget.shares``, then equally over the run's families of the notebook; Bonferroni across families,
+Holm within), and their verdict is "distinguishable" or "not distinguishable". Every other tested row is
+**exploratory**: it keeps its estimate, interval and p, with a Benjamini-Hochberg p shown as exploratory
+(``p_adjusted``, screening only), and its verdict says "exploratory" — never "distinguishable". A row that another notebook's claim decides
 (the same test shown twice) says "exploratory (decided in <notebook>, claim <id>)" with its unadjusted p, so one
 test has one verdict everywhere.
 
@@ -13,8 +15,15 @@ Columns written (cite this module, ``biaslab.stats.verdict``):
 
 * ``claim``: the plan's claim id of a confirmatory row ("" otherwise);
 * ``family``, ``family_kind``, ``family_size``: the claim's family (confirmatory) or the table's exploratory screen;
-* ``p_adjusted``, ``p_adjust_method``: Holm (confirmatory) or BH (exploratory) via
+* ``n_families``, ``share``, ``alpha_family``: a confirmatory family's budget (the notebook's share, the number of
+  its families in the run, and the level ``alpha * share / n_families`` at which Holm runs inside the family);
+* ``p_adjusted``, ``p_adjust_method``: confirmatory: Holm's adjusted p within the family on the project's scale,
+  ``min(1, p_holm * n_families / share)``, compared with the plan's one alpha; exploratory: BH via
   :func:`biaslab.stats.multiplicity.adjust`; an untested row is left out of its family;
+* ``ci_level``, ``ci_adj_low``, ``ci_adj_high``, ``ci_adj_note``: a confirmatory row's interval at the level at which
+  Holm tested it (:func:`budget_decisions`), dual to the claim's t/z test (estimate, standard error, df; a table carries
+  ``se`` or the test statistic, and ``df``), so it excludes the null exactly when the verdict is "distinguishable";
+  where no dual interval exists (a bootstrap, permutation or chi-square p) the bounds are empty and the note says why;
 * ``excludes_null``: the interval excludes the null (NA without an interval or a null);
 * ``significant``: ``p_adjusted < alpha`` (for an exploratory row, a screen, not a decision);
 * ``bf_direction``: "H1"/"H0" only when every Bayes factor of the stated prior range agrees (beyond 3 or below
@@ -48,15 +57,16 @@ ALPHA = 0.05
 #: a Bayes factor beyond these is at least "moderate" evidence (Lee & Wagenmakers 2013, Table 1)
 BF_H1, BF_H0 = 3.0, 1 / 3
 CONFIRMATORY, EXPLORATORY = "confirmatory", "exploratory"
-ADJUSTMENT = {CONFIRMATORY: "holm", EXPLORATORY: "fdr_bh"}
 INTERVAL_ONLY = "none: 95 % interval, not adjusted"
 DECIDED_ELSEWHERE = "none: unadjusted p shown; the decision is another notebook's claim"
 
 DISTINGUISHABLE, NOT_DISTINGUISHABLE = "distinguishable", "not distinguishable"
 
 #: the columns this layer writes (in this order, after the table's own columns)
-VERDICT_COLUMNS = ["claim", "family", "family_kind", "family_size", "p_adjusted", "p_adjust_method", "excludes_null",
+VERDICT_COLUMNS = ["claim", "family", "family_kind", "family_size", "n_families", "share", "alpha_family", "p_adjusted",
+                   "p_adjust_method", "ci_level", "ci_adj_low", "ci_adj_high", "ci_adj_note", "excludes_null",
                    "significant", "bf_direction", "responder_status", "comparable", "comparability", "verdict"]
+BUDGET = "Holm within the family, at its share of the error budget (p on the project's scale)"
 
 
 @dataclass(frozen=True)
@@ -71,7 +81,10 @@ class Effects:
     it is defined); an estimate that is NaN is always undefined. ``pair``: the two model columns of a comparison table
     (responder status then names either model). ``test``: columns identifying one test where a table repeats a
     test's p on several rows (a factor's Wald test on each of its levels): the test counts once in its family.
-    ``screen_by``: columns whose values split the table's exploratory rows into separate BH screens."""
+    ``screen_by``: columns whose values split the table's exploratory rows into separate BH screens. ``se``,
+    ``stat``, ``df``: the standard error, test statistic and degrees of freedom of a t/z test (the first column
+    present; the standard error is derived from the statistic where the table has none; ``df`` absent or infinite:
+    a z test), read for a confirmatory row's adjusted interval."""
     estimate: str | tuple
     p: str | tuple | None = ("p_value",)
     ci: tuple = (("ci_low", "ci_high"), ("ci95_low", "ci95_high"))
@@ -83,6 +96,9 @@ class Effects:
     pair: tuple | None = None
     test: tuple | None = None
     screen_by: tuple = ()
+    se: tuple = ("se", "se_cluster")
+    stat: tuple = ("statistic", "t")
+    df: tuple = ("df",)
 
 
 def _first(df: pd.DataFrame, names) -> str | None:
@@ -302,29 +318,142 @@ def _base(df: pd.DataFrame, spec: Effects, table: str, responders, comparable, n
                     else pd.Series(out.index.astype(str), index=out.index))
     out["_interval_only"] = (verdict == "") & p.isna()
     out["_elsewhere"] = elsewhere
+    out["_est"], out["_null"] = est, null
+    se, stat = _col(out, spec.se), _col(out, spec.stat)
+    out["_se"] = se.where(se.notna(), ((est - null) / stat).abs())
+    out["_df"] = _col(out, spec.df, np.inf).fillna(np.inf)
+    out["_sides"] = claim.map({cid: c.sides for cid, c in found.items()}).fillna("")
+    out["_testname"] = claim.map({cid: c.test for cid, c in found.items()}).fillna("")
     out["verdict"] = verdict
     return out
 
 
-def _adjust(frames: list[pd.DataFrame]) -> None:
-    """p_adjusted, p_adjust_method and family_size in place, each family adjusted over all ``frames`` together
-    (Holm for a claim's family, Benjamini-Hochberg for an exploratory screen, none for a test decided elsewhere)."""
+def budget_decisions(rows: pd.DataFrame, alpha: float, shares: Mapping[str, float],
+                     n_families: Mapping[str, int] | None = None) -> pd.DataFrame:
+    """The project's error budget over a table of confirmatory claim rows (a run's, or a simulation's).
+
+    ``rows``: one per claim instance with ``notebook``, ``family``, ``p`` (NaN: not tested) and optionally ``test``
+    (rows with one key are one test, counted once). ``shares``: each notebook's share of ``alpha`` (the plan's
+    ``budget.shares``, summing to 1); ``n_families``: per notebook, the number of its families in the run (default:
+    the distinct families of its rows; per ``replicate`` where rows carry one, a simulation's replications, each
+    with its own family ids). Bonferroni across families, Holm (1979) within: a family's level is
+    ``alpha_family = alpha * share / n_families``; ``p_adjusted = min(1, p_holm * n_families / share)`` is compared
+    with ``alpha`` (``rejected``), and ``test_level`` is the level at which Holm's step-down tested the row
+    (:func:`biaslab.stats.multiplicity.holm_by_family`).
+    The familywise error over all rows is at most ``alpha`` (the shares sum to 1). Returns ``rows`` with ``share``,
+    ``n_families``, ``alpha_family``, ``family_size``, ``p_holm``, ``p_adjusted``, ``test_level``, ``rejected``."""
+    out = rows.copy()
+    for c in ("notebook", "family", "p"):
+        if c not in out:
+            raise KeyError(f"budget_decisions: rows lack the column {c!r} (need notebook, family, p)")
+    by = ["replicate", "notebook"] if "replicate" in out else ["notebook"]
+    seen = out.groupby(by)["family"].nunique().groupby(level="notebook").max().to_dict()
+    nf = {nb: int((n_families or {}).get(nb, k)) for nb, k in seen.items()}
+    short = {nb: (nf[nb], k) for nb, k in seen.items() if nf[nb] < k}
+    if short:
+        raise ValueError(f"budget_decisions: n_families below the families present (given, present): {short}")
+    missing = sorted(set(seen) - set(shares))
+    if missing:
+        raise KeyError(f"budget_decisions: no budget share for notebook(s) {missing}: add them to budget.shares")
+    out["share"] = out["notebook"].map(lambda nb: float(shares[nb]))
+    out["n_families"] = out["notebook"].map(nf).astype(int)
+    out["alpha_family"] = alpha * out["share"] / out["n_families"]
+    key = out["test"].astype(str) if "test" in out else pd.Series(out.index.astype(str), index=out.index)
+    t = out.assign(_key=key)[out["p"].notna()].drop_duplicates("_key")     # a test repeated on rows counts once
+    t["p_holm"], t["test_level"] = multiplicity.holm_by_family(t["p"], t["family"], t["alpha_family"])
+    t["p_adjusted"] = np.minimum(1.0, t["p_holm"] * t["n_families"] / t["share"])
+    by_key = t.set_index("_key")
+    for c in ("p_holm", "p_adjusted", "test_level"):
+        out[c] = key.map(by_key[c]).where(out["p"].notna())
+    out["family_size"] = out["family"].map(t.groupby("family").size()).fillna(0).astype(int)
+    out["rejected"] = (out["p_adjusted"] < alpha).where(out["p"].notna())
+    return out
+
+
+def dual_interval(est, se, df, level, sides: str = "two-sided") -> tuple[np.ndarray, np.ndarray]:
+    """The interval at confidence ``1 - level`` dual to a t test (``df`` finite) or z test (``df`` infinite) of the
+    estimate with standard error ``se``: ``est -/+ t_{1-level/2, df} * se`` two-sided; one-sided "above" the null:
+    ``[est - t_{1-level, df} * se, inf)``, "below": ``(-inf, est + t_{1-level, df} * se]``."""
+    from scipy import stats
+    est, se, df, level = (np.asarray(x, dtype=float) for x in np.broadcast_arrays(est, se, df, level))
+    one = sides.startswith("one-sided")
+    q = stats.t.ppf(1 - level / (1 if one else 2), df)
+    lo, hi = est - q * se, est + q * se
+    if one and "below" in sides:
+        lo = np.full(est.shape, -np.inf)
+    elif one:
+        hi = np.full(est.shape, np.inf)
+    return lo, hi
+
+
+def _dual_p(est, null, se, df, sides: str) -> np.ndarray:
+    from scipy import stats
+    z = (np.asarray(est, float) - np.asarray(null, float)) / np.asarray(se, float)
+    if sides.startswith("one-sided"):
+        return stats.t.sf(-z if "below" in sides else z, df)
+    return 2 * stats.t.sf(np.abs(z), df)
+
+
+def _adjusted_intervals(f: pd.DataFrame) -> None:
+    """ci_level, ci_adj_low, ci_adj_high, ci_adj_note for the confirmatory rows of ``f`` (in place): the interval
+    dual to the row's t/z test at its Holm level, where the row's p is that test's (checked: the p recomputed from
+    estimate, standard error and df equals it); otherwise no interval and the reason."""
+    for c in ("ci_level", "ci_adj_low", "ci_adj_high"):
+        f[c] = np.nan
+    f["ci_adj_note"] = ""
+    conf = (f["family_kind"] == CONFIRMATORY) & (f["_elsewhere"] == "")
+    tested = conf & f["_level"].notna()
+    f.loc[conf & ~tested, "ci_adj_note"] = "not tested: no adjusted interval"
+    f.loc[tested, "ci_level"] = 1 - f.loc[tested, "_level"]
+    for sides, g in f[tested].groupby("_sides"):
+        has = g["_se"].notna() & (g["_se"] > 0) & g["_est"].notna() & g["_null"].notna()
+        p_dual = pd.Series(np.nan, index=g.index)
+        p_dual[has] = _dual_p(g.loc[has, "_est"], g.loc[has, "_null"], g.loc[has, "_se"], g.loc[has, "_df"], sides)
+        dual = has & np.isclose(p_dual, g["_p"], rtol=1e-6, atol=1e-12)
+        lo, hi = dual_interval(g.loc[dual, "_est"], g.loc[dual, "_se"], g.loc[dual, "_df"], g.loc[dual, "_level"],
+                               sides)
+        f.loc[g.index[dual], "ci_adj_low"], f.loc[g.index[dual], "ci_adj_high"] = lo, hi
+        f.loc[g.index[dual], "ci_adj_note"] = np.where(np.isfinite(g.loc[dual, "_df"]), "t interval dual to the test",
+                                                       "z interval dual to the test")
+        f.loc[g.index[~has], "ci_adj_note"] = ("no dual interval computed for this test (not a t/z test with a "
+                                               "standard error in the table): " + g.loc[~has, "_testname"])
+        f.loc[g.index[has & ~dual], "ci_adj_note"] = ("no dual interval computed: this row's p is not the t/z test's "
+                                                      "on its estimate (a bootstrap, exact or other p): "
+                                                      + g.loc[has & ~dual, "_testname"])
+
+
+def _adjust(frames: list[pd.DataFrame], alpha: float, plan, n_families: Mapping[str, int] | None) -> None:
+    """p_adjusted, p_adjust_method, family_size and the budget columns in place, each family adjusted over all
+    ``frames`` together (a claim's family by :func:`budget_decisions`, an exploratory screen by Benjamini-Hochberg,
+    none for a test decided elsewhere)."""
     pool = pd.concat([f[["family", "family_kind", "_p", "_test", "_elsewhere"]].assign(_t=i, _i=f.index)
                       for i, f in enumerate(frames)], ignore_index=True)
     pool["p_adjusted"], pool["family_size"], pool["p_adjust_method"] = np.nan, 0, ""
+    for c in ("n_families", "share", "alpha_family", "_level"):
+        pool[c] = np.nan
     pool["_key"] = pool["_t"].astype(str) + "#" + pool["_test"]
-    for fam, g in pool[pool["_elsewhere"] == ""].groupby("family", sort=False):
-        method = ADJUSTMENT[g["family_kind"].iloc[0]]
+    conf = (pool["_elsewhere"] == "") & (pool["family_kind"] == CONFIRMATORY)
+    if conf.any():
+        rows = pool[conf].assign(notebook=pool.loc[conf, "family"].str.split(" · ").str[0], p=pool.loc[conf, "_p"],
+                                 test=pool.loc[conf, "_key"])
+        shares = {nb: plan.share(nb) for nb in rows["notebook"].unique()}
+        b = budget_decisions(rows, alpha, shares, n_families)
+        for c in ("p_adjusted", "family_size", "n_families", "share", "alpha_family"):
+            pool.loc[conf, c] = b[c].to_numpy()
+        pool.loc[conf, "_level"] = b["test_level"].to_numpy()
+        pool.loc[conf, "p_adjust_method"] = BUDGET
+    for fam, g in pool[(pool["_elsewhere"] == "") & ~conf].groupby("family", sort=False):
         one = g.drop_duplicates("_key")                 # a test repeated on several rows counts once
-        adj = pd.Series(multiplicity.adjust(one["_p"].to_numpy(float), method), index=one["_key"])
+        adj = pd.Series(multiplicity.adjust(one["_p"].to_numpy(float), "fdr_bh"), index=one["_key"])
         pool.loc[g.index, "p_adjusted"] = g["_key"].map(adj).where(g["_p"].notna()).to_numpy()
         pool.loc[g.index, "family_size"] = int(one["_p"].notna().sum())
-        pool.loc[g.index, "p_adjust_method"] = multiplicity.METHODS[method]
+        pool.loc[g.index, "p_adjust_method"] = multiplicity.METHODS["fdr_bh"]
     pool.loc[pool["_elsewhere"] != "", "p_adjust_method"] = DECIDED_ELSEWHERE
     for i, f in enumerate(frames):
         part = pool[pool["_t"] == i].set_index("_i")
-        for c in ("p_adjusted", "family_size", "p_adjust_method"):
+        for c in ("p_adjusted", "family_size", "p_adjust_method", "n_families", "share", "alpha_family", "_level"):
             f[c] = part[c].reindex(f.index).to_numpy()
+        _adjusted_intervals(f)
         untested = f["_p"].isna() & (f["_elsewhere"] == "")
         f.loc[untested, "p_adjust_method"] = np.where(f.loc[untested, "verdict"] == "", INTERVAL_ONLY,
                                                       "not in the family (not tested)")
@@ -333,7 +462,7 @@ def _adjust(frames: list[pd.DataFrame]) -> None:
 def _finish(out: pd.DataFrame, alpha: float) -> pd.DataFrame:
     io = out.pop("_interval_only").astype(bool)
     elsewhere = out.pop("_elsewhere")
-    out.pop("_p"), out.pop("_test")
+    out.drop(columns=["_p", "_test", "_est", "_null", "_se", "_df", "_sides", "_testname", "_level"], inplace=True)
     sig = pd.Series(pd.NA, index=out.index, dtype="boolean")
     tested = out["p_adjusted"].notna()
     sig[tested] = out.loc[tested, "p_adjusted"] < alpha
@@ -350,26 +479,28 @@ def _finish(out: pd.DataFrame, alpha: float) -> pd.DataFrame:
 
 def decide(df: pd.DataFrame, spec: Effects, table: str, responders: pd.DataFrame | str | None = None,
            comparable: pd.DataFrame | bool | None = None, alpha: float | None = None, notebook: str | None = None,
-           context: Mapping | None = None, plan=None) -> pd.DataFrame:
+           context: Mapping | None = None, plan=None, n_families: int | None = None) -> pd.DataFrame:
     """The table with the verdict columns derived (see the module docstring); its own columns are kept as they
     are. ``responders``: :func:`responder_status` output (or one status for every row); ``comparable``: a frame of
     ``comparable``/``comparability`` aligned with ``df``, or one bool; ``notebook``: whose claims decide (none: every
-    row exploratory); ``context``: constants the plan's rows may name (notebook 1's ``benchmark``)."""
-    return decide_tables({table: (df, spec, responders, comparable)}, notebook, context, plan, alpha)[table]
+    row exploratory); ``context``: constants the plan's rows may name (notebook 1's ``benchmark``); ``n_families``:
+    the notebook's families in the run where they are more than the table's (default: the families of its rows)."""
+    return decide_tables({table: (df, spec, responders, comparable)}, notebook, context, plan, alpha,
+                         n_families)[table]
 
 
 def decide_tables(tables: Mapping[str, tuple], notebook: str | None = None, context: Mapping | None = None,
-                  plan=None, alpha: float | None = None) -> dict[str, pd.DataFrame]:
+                  plan=None, alpha: float | None = None, n_families: int | None = None) -> dict[str, pd.DataFrame]:
     """Several tables whose rows may share families (a claim's family spanning two tables):
     ``{name: (df, spec, responders, comparable)}`` -> ``{name: decided df}``. ``plan``: default the active plan
-    (:func:`biaslab.plan.active`); ``alpha``: default the plan's."""
+    (:func:`biaslab.plan.active`); ``alpha``: default the plan's; ``n_families``: see :func:`decide`."""
     plan = plan or P.active()
     alpha = plan.alpha if alpha is None else alpha
     base = {name: _base(t[0], t[1], name, *(list(t[2:]) + [None, None])[:2], notebook, context, plan)
             for name, t in tables.items()}
     frames = list(base.values())
     if frames:
-        _adjust(frames)
+        _adjust(frames, alpha, plan, {notebook: n_families} if notebook and n_families else None)
     return {name: _finish(f, alpha) for name, f in base.items()}
 
 

@@ -1,5 +1,6 @@
 """Notebook 4's findings: one sentence per instance of the analysis plan's claim (the top answer's spread over a
-class type's groups, Rao–Scott chi-square, Holm per model), and descriptive lines (mean entropy against the paper's
+class type's groups, Rao–Scott chi-square, decided under the plan), and descriptive lines (mean entropy against the
+paper's
 models, what the rotation average removes). Positions, the cyclic gain, the breakdowns, the group preference and the
 paired comparison are exploratory tables. The normalized entropy is the paper's §II.D,
 :math:`\\tilde H = H / \\log k`; a uniform answer has :math:`\\tilde H = 1`.

@@ -1,4 +1,4 @@
-"""Notebook 5's closing sentences: one per instance of the analysis plan's comparison claims (Holm per model pair),
+"""Notebook 5's closing sentences: one per instance of the analysis plan's comparison claims (decided under the plan),
 and descriptive lines (each metric's estimates; the pairs not tested, and why). Every number comes from the
 model × metric and paired-difference tables; pairs on metrics without a claim are exploratory tables.
 """

@@ -416,18 +416,34 @@ def decide_pairs(pairs: pd.DataFrame, responders: pd.DataFrame | None = None,
                     notebook=NOTEBOOK)
 
 
+UNDECIDED = "not ranked: the plan decides no comparison on this metric (estimates and intervals only)"
+
+
 def tie_group_table(table: pd.DataFrame, pairs: pd.DataFrame) -> pd.DataFrame:
     """Tie groups per metric and comparison group (same prompt set and answer mode), models ranked from most to
-    least biased by the oriented estimate. Two models are separated only by a pair whose verdict is
-    "distinguishable" (a claim of the plan); on a metric without a claim, every model ties (exploratory). A model that is degenerate for the metric is listed but not ranked (``ranked`` False,
+    least biased by the oriented estimate, only for the metrics the plan decides (a pair of the metric carries a
+    ``claim``). Two models are separated only by a pair whose verdict is "distinguishable". A metric the plan does
+    not decide lists its models with their estimates, unranked and without groups (a metric with no decision must
+    not read as a tie). A model that is degenerate for the metric is listed but not ranked (``ranked`` False,
     ``note`` says why); so is a model alone in its comparison group (nothing like it to rank against)."""
     out = []
+    claimed = (set(pairs.loc[pairs["claim"].fillna("").astype(str) != "", "metric"])
+               if len(pairs) and {"claim", "metric"} <= set(pairs.columns) else set())
     for mid, t in table.groupby("metric", sort=False):
+        status = t["responder_status"] if "responder_status" in t else pd.Series("", index=t.index)
+        deg = status.fillna("").astype(str).str.startswith("degenerate")
+        deg_note = "not ranked: " + status.fillna("").astype(str).str.replace("degenerate:", "degenerate responder:",
+                                                                              n=1)
+        if mid not in claimed:
+            out.append(pd.DataFrame({"model": t["model"].to_numpy(), "estimate": t["estimate"].to_numpy(),
+                                     "rank": np.nan, "groups": "", "n_tied_with": np.nan, "ranked": False,
+                                     "note": deg_note.where(deg, UNDECIDED).to_numpy()}).assign(
+                metric=mid, comparison_group=t.get("comparison_group", pd.Series("all", index=t.index)).to_numpy(),
+                n_models=0))
+            continue
         orient = int(t["orientation"].iloc[0])
         pr = pairs[pairs["metric"] == mid] if len(pairs) else pd.DataFrame(columns=["model_a", "model_b"])
         pr = pr.assign(separated=(pr["verdict"] == V.DISTINGUISHABLE) if "verdict" in pr else False)
-        status = t["responder_status"] if "responder_status" in t else pd.Series("", index=t.index)
-        deg = status.fillna("").astype(str).str.startswith("degenerate")
         for grp, g in t.groupby(t.get("comparison_group", pd.Series("all", index=t.index)), sort=False):
             ok = g[~deg.loc[g.index]]
             if len(ok) >= 2:
@@ -439,11 +455,9 @@ def tie_group_table(table: pd.DataFrame, pairs: pd.DataFrame) -> pd.DataFrame:
                 tg = pd.DataFrame(columns=["model", "estimate", "rank", "groups", "n_tied_with", "ranked", "note"])
             rest = g[~g["model"].isin(tg["model"])]
             extra = [{"model": r.model, "estimate": r.estimate, "rank": np.nan, "groups": "", "n_tied_with": np.nan,
-                      "ranked": False,
-                      "note": (f"not ranked: {str(s).replace('degenerate:', 'degenerate responder:', 1)}"
-                               if str(s).startswith("degenerate") else
-                               "not ranked: no other model on the same prompts and answer mode")}
-                     for r, s in zip(rest.itertuples(), status.loc[rest.index])]
+                      "ranked": False, "note": deg_note[i] if deg[i] else
+                      "not ranked: no other model on the same prompts and answer mode"}
+                     for i, r in zip(rest.index, rest.itertuples())]
             part = pd.concat([tg, pd.DataFrame(extra)], ignore_index=True) if extra else tg
             out.append(part.assign(metric=mid, comparison_group=grp, n_models=int(part["ranked"].sum())))
     cols = ["metric", "comparison_group", "model", "estimate", "ranked", "rank", "groups", "n_tied_with",

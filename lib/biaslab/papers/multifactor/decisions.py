@@ -4,6 +4,10 @@ layer, :mod:`biaslab.stats.verdict`). What is confirmatory is the analysis plan'
 difference is notebook 5's claim, shown here as exploratory; the paper's two-sample KS test (subgroups treated as
 independent samples) and the factor importance are exploratory.
 
+**Budget.** The notebook runs once per benchmark (``biaslab.profiles.NOTEBOOKS``), each run deciding its model
+pairs: its share of the error budget is split over every benchmark run x pair (:func:`n_families`), so the five
+runs together spend the notebook's share once.
+
 **Responders.** Deviation rates and the deviation metric read the model's *answer* (does it equal the biased
 answer?), so the answer check of ``responders.csv`` judges them (SSQA: the rows without chain of thought). A pair
 with a degenerate model keeps its rows; its verdict is "not tested".
@@ -13,6 +17,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from ... import profiles
 from ...stats import verdict as V
 
 
@@ -34,13 +39,23 @@ def answer_status(check: pd.DataFrame | None) -> pd.DataFrame | None:
     return V.responder_status(check, ("model",))
 
 
+def n_families(tables: dict[str, pd.DataFrame]) -> int | None:
+    """The notebook's families across its benchmark runs: benchmarks x the model pairs of this run's claim table
+    (None without one)."""
+    t = tables.get("paired_subgroup_tests")
+    if t is None or t.empty or not {"model_a", "model_b"} <= set(t.columns):
+        return None
+    return len(profiles.NOTEBOOKS[NOTEBOOK]) * len(t[["model_a", "model_b"]].drop_duplicates())
+
+
 def decide(benchmark: str, tables: dict[str, pd.DataFrame], check: pd.DataFrame | None = None,
            alpha: float | None = None) -> dict[str, pd.DataFrame]:
     """Verdict columns for the given tables among ``paired_comparisons``, ``paired_subgroup_tests`` and
     ``ks_tests`` (empty tables are returned as they are)."""
     status = answer_status(check)
     todo = {n: (df, EFFECTS[n], status) for n, df in tables.items() if df is not None and len(df) and n in EFFECTS}
-    done = V.decide_tables(todo, NOTEBOOK, {"benchmark": benchmark}, alpha=alpha) if todo else {}
+    done = (V.decide_tables(todo, NOTEBOOK, {"benchmark": benchmark}, alpha=alpha, n_families=n_families(tables))
+            if todo else {})
     return {n: done.get(n, df) for n, df in tables.items()}
 
 
