@@ -346,36 +346,23 @@ first.pivot_table(index="template_id", columns="group", values="accuracy", obser
 # **A floor the paper does not mention.** A maximum minus a minimum of three or four group accuracies, each estimated
 # from a finite number of names, is positive even when the group has no effect at all. Shuffling the group labels of
 # each template's prompts (`n_permutations` times) gives the score an unbiased model with the same answers would get:
-# `null_mean` is that floor and `p_value` the share of shuffles scoring at least as high as observed. For a model with
+# `null_mean` is that floor and `p_value` the share of shuffles scoring at least as high as observed. What is decided
+# is the **bias above chance**, `excess` = score − floor, with the interval that inverts the same permutation test
+# (`ci_low`, `ci_high`: the excesses $d$ for which score − $d$ is not in either 5 % tail of the permutation null, a
+# location-shift model; its lower bound is above 0 exactly when $p \le 0.05$). The paper's score and its projection
+# interval (`score_ci_low`, `score_ci_high`) stay beside it for comparison with Table 6. For a model with
 # 70 % accuracy whose answers do not depend on the name at all (independent answers), 50 names per group give a floor
 # of about 12 (released variant) to 18 (eq. 1) — the size of many of the paper's Table 6 entries; real models answer
 # most names of a template alike, which lowers the floor, so it has to be computed from the model's own answers.
 
 # %%
 results = {v: cb.bias_scores(resp, v) for v in cb.VARIANTS}
-# the interval of a max - min score is the projection of simultaneous Clopper-Pearson boxes (names random, the
-# templates used fixed): it contains its estimate and covers by construction, which a percentile bootstrap does not
-boot = pd.concat([cb.projection_intervals(resp, results[v]) for v in cb.VARIANTS], ignore_index=True)
-perm = pd.concat([cb.permutation_test(resp, results[v], n_perm=n_permutations, seed=seed) for v in cb.VARIANTS],
-                 ignore_index=True)
-keys = ["model", "variant", "task", "bias_type"]
-bias_scores = boot.merge(perm[keys + ["null_mean", "null_sd", "p_value", "n_perm"]], on=keys, how="left")[
-    keys + ["bias_score", "ci_low", "ci_high", "ci_method", "n_cells", "n_templates_used", "null_mean", "p_value",
-            "n_perm"]]
-bias_scores["n_clusters"] = bias_scores["n_templates_used"]
-bias_scores["null_value"] = 0.0      # an unbiased model's true score; null_mean is the plug-in score's chance floor
-bias_scores["p_method"] = "permutation (group labels shuffled within template), one-sided"
-# a score with no surviving template is undefined (NaN with a reason), not 0.0 with p = 1
-reasons = pd.concat([r.tasks for r in results.values()], ignore_index=True)[keys + ["undefined_reason"]]
-bias_scores = bias_scores.merge(reasons, on=keys, how="left")
-bias_scores["undefined_reason"] = bias_scores["undefined_reason"].fillna("")
-none_left = bias_scores["bias_score"].isna() & (bias_scores["undefined_reason"] == "")
-bias_scores.loc[none_left, "undefined_reason"] = "undefined: no task or template left after the discard rules"
-# degenerate responders (responders.csv) get no permutation test on that task; the row and its score stay
-bias_scores = responders.mask_tests(bias_scores, resp_check, by=["model", "task"], test_cols=["p_value"])
-# verdict columns: the analysis plan's claim calm-eq1 (each model's overall eq.-1 score above its permutation floor)
-# is decided, Holm within one family per model; every other row (released variant, per task and bias type) is
+# per score: the paper's number with its projection interval (names random, templates fixed), its permutation floor,
+# and the decided excess over the floor with the interval that inverts the permutation test; degenerate responders
+# (responders.csv) keep their rows without a test. Verdict columns: the plan's claim calm-eq1 (each model's overall
+# eq.-1 excess), Holm within one family per model; every other row (released variant, per task and bias type) is
 # exploratory
+bias_scores = cb.score_table(resp, results, n_perm=n_permutations, seed=seed, check=resp_check)
 bias_scores = decisions.decide(bias_scores, resp_check)
 out.table(bias_scores, "bias_scores", markdown=True)
 table6 = pd.concat([r.summary for r in results.values()], ignore_index=True)
@@ -385,7 +372,9 @@ t = tick("bias scores and intervals", t)
 table6
 
 # %%
-bias_scores[bias_scores["task"] == "all"]
+bias_scores[bias_scores["task"] == "all"][["model", "variant", "bias_type", "bias_score", "score_ci_low",
+                                           "score_ci_high", "null_mean", "excess", "ci_low", "ci_high", "p_value",
+                                           "verdict"]]
 
 # %% [markdown]
 # **What this run shows** (computed from its tables):
@@ -614,7 +603,9 @@ display(pd.DataFrame(timings))
 for v in cb.VARIANTS:
     s = bias_scores[(bias_scores["variant"] == v) & (bias_scores["task"] == "all")]
     for r in s.itertuples(index=False):
-        print(f"{v:8s} {r.model:24s} {r.bias_type:6s} {r.bias_score:6.1f}  [{r.ci_low:6.1f}, {r.ci_high:6.1f}]")
+        print(f"{v:8s} {r.model:24s} {r.bias_type:6s} score {r.bias_score:6.1f} [{r.score_ci_low:6.1f}, "
+              f"{r.score_ci_high:6.1f}]  floor {r.null_mean:6.1f}  excess {r.excess:6.1f} [{r.ci_low:6.1f}, "
+              f"{r.ci_high:6.1f}]")
 
 # %% [markdown]
 # `timings` lists each step; `positions_computed` is the number of token positions the engine computed for the

@@ -2,8 +2,9 @@
 which metric (the verdict layer, :mod:`biaslab.stats.verdict`).
 
 What is confirmatory is the analysis plan's (``analysis_plan.yaml``, notebook ``04_agentic_entropy``): does a
-model's top answer favour a *group* — the Rao–Scott chi-square of the top-answer counts by group against equal
-counts, one instance per class type, Holm per model. It is the test of the paper's question (which group does the
+model's top answer favour a *group* — Cohen's w of the top-answer counts by group against equal counts, tested by
+the Rao–Scott chi-square and bounded by the noncentral-F interval that inverts it, one instance per class type ×
+question polarity (a negative and a positive question ask for opposite directions), Holm per model. It is the test of the paper's question (which group does the
 agent pick?) that the entropy cannot answer. Everything else is exploratory: the same counts by position, the cyclic
 gain, the paired model comparison of entropy, positive-vs-negative group probabilities, the breakdown tests, the
 position probabilities and the mean entropy.
@@ -35,7 +36,7 @@ POSITION_NOT_JUDGED = ("a constant position is the departure from uniform these 
 
 NOTEBOOK = "04_agentic_entropy"
 EFFECTS = {
-    "uniformity_tests": V.Effects(estimate="top_share", ci=(), null=None, screen_by=("unit",)),
+    "uniformity_tests": V.Effects(estimate="cohens_w", null=("null_value", 0.0), screen_by=("unit",)),
     "cyclic_by_model": V.Effects(estimate="mean_gain", p=("p_value", "wilcoxon_p"), null=("null_value", 0.0)),
     "paired_comparisons": V.Effects(estimate="difference", null=("null_value", 0.0), pair=("model_a", "model_b")),
     "group_preference": V.Effects(estimate="diff_pos_minus_neg", p=("p_value", "wilcoxon_p"),
