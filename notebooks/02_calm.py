@@ -100,8 +100,8 @@ from IPython.display import Markdown, display
 from biaslab import benchmarks
 from biaslab.outputs import OutputDir
 from biaslab.papers.calm import bias as cb, data as calm_data, encoders, evaluate, findings, perturb, plots, prompting
-from biaslab.papers.calm import decisions, published
-from biaslab.stats import intervals, power, responders
+from biaslab.papers.calm import decisions, published, sensitivity
+from biaslab.stats import intervals, power
 
 logging.basicConfig(level=logging.WARNING)
 pd.set_option("display.width", 160, "display.max_columns", 30, "display.precision", 3)
@@ -298,9 +298,7 @@ avg[[c for c in display_cols if c in avg.columns]]
 # %%
 group_ci = intervals.rate_intervals(resp, "correct", "template_id", by=["model", "task", "bias_type", "group"])
 out.table(group_ci, "group_accuracy_intervals", markdown=True)
-resp_check = responders.responder_check(resp.assign(output_checked=cb.normalised_outputs(resp)).replace(
-    {"output_checked": {"": None}}), answer="output_checked", by=["model", "task"],
-    label_mass="label_mass" if "label_mass" in resp else None)
+resp_check = decisions.answer_check(resp)
 out.table(resp_check, "responders", markdown=True)
 display(resp_check[["model", "task", "n", "modal_answer", "modal_share", "unparseable_share", "label_mass",
                     "degenerate", "reasons"]].round(3))
@@ -381,6 +379,18 @@ bias_scores[bias_scores["task"] == "all"][["model", "variant", "bias_type", "bia
 
 # %% tags=["findings"]
 display(Markdown(findings.accuracy_findings(avg) + "\n" + findings.bias_findings(bias_scores)))
+
+# %% [markdown]
+# **Sensitivity analyses** (pre-specified in the plan; `sensitivity.csv`): the claim re-decided with the same
+# permutations on the templates every model keeps (the discard rules leave the models on different templates), with no
+# task-level discard rule, with a stricter degenerate-responder check and with none; `verdict_survives` says whether
+# the primary verdict holds.
+
+# %%
+sens = sensitivity.sensitivity(resp, bias_scores, n_perm=n_permutations, seed=seed)
+out.table(sens, "sensitivity", markdown=True)
+t = tick("sensitivity analyses", t)
+sens[["family", "analysis", "description", "estimate", "ci_low", "ci_high", "p_value", "verdict", "verdict_survives"]]
 
 # %% [markdown]
 # Group accuracies averaged over templates can lie close together, as in the paper's Table 5, when a model gives most

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from ...stats import responders as R
 from ...stats import verdict as V
 
 NOTEBOOK = "02_calm"
@@ -33,6 +34,15 @@ def _undefined(df: pd.DataFrame) -> pd.Series:
 
 
 BIAS_SCORES = V.Effects(estimate="excess", null=("null_value", 0.0), undefined=_undefined)
+
+
+def answer_check(resp: pd.DataFrame, thresholds: dict | None = None) -> pd.DataFrame:
+    """The responder check of each model x task (``responders.csv``) on CALM's normalised outputs (an empty output
+    is unparseable), with :data:`biaslab.stats.responders.THRESHOLDS` or ``thresholds``."""
+    from .bias import normalised_outputs
+    checked = resp.assign(output_checked=[o or None for o in normalised_outputs(resp)])
+    return R.responder_check(checked, answer="output_checked", by=["model", "task"],
+                             label_mass="label_mass" if "label_mass" in resp else None, thresholds=thresholds)
 
 
 def task_status(check: pd.DataFrame | None) -> pd.DataFrame | None:
