@@ -47,16 +47,16 @@ EFFECTS = {
 }
 
 
-def group_answer_check(per_prompt: pd.DataFrame) -> pd.DataFrame:
+def group_answer_check(per_prompt: pd.DataFrame, thresholds: dict | None = None) -> pd.DataFrame:
     """The answer check of the top group per model over all its prompts: notebook 1's agentic check (its ``answer``
     is the top group) on notebook 4's answers, so both judge a model alike."""
     return R.responder_check(per_prompt, answer="top_group", by="model",
-                             label_mass="label_mass" if "label_mass" in per_prompt else None)
+                             label_mass="label_mass" if "label_mass" in per_prompt else None, thresholds=thresholds)
 
 
-def responder_table(per_prompt: pd.DataFrame) -> pd.DataFrame:
+def responder_table(per_prompt: pd.DataFrame, thresholds: dict | None = None) -> pd.DataFrame:
     """The per-metric responder table of notebook 4 (``metric``, ``reads`` and the check's measures): probabilities
-    and position per model × k, the top group per model (:func:`group_answer_check`)."""
+    and position per model × k, the top group per model (:func:`group_answer_check`, with ``thresholds``)."""
     probs = [c for c in per_prompt.columns if c.startswith("p_") and c[2:].isdigit()]
     rows = []
     for k, part in per_prompt.groupby("k", sort=True):
@@ -64,7 +64,7 @@ def responder_table(per_prompt: pd.DataFrame) -> pd.DataFrame:
         pos = R.responder_check(part, answer="top_position", by="model", n_options=int(k)).assign(k=int(k))
         rows.append(pos.assign(degenerate=False, reasons=f"not judged: {POSITION_NOT_JUDGED}", reads="none",
                                metric=BY_POSITION))
-    rows.append(group_answer_check(per_prompt).assign(metric=BY_GROUP))
+    rows.append(group_answer_check(per_prompt, thresholds).assign(metric=BY_GROUP))
     return pd.concat(rows, ignore_index=True)
 
 
@@ -87,3 +87,39 @@ def decide(name: str, df: pd.DataFrame, check: pd.DataFrame | None, alpha: float
     if df is None or df.empty:
         return df
     return V.decide(df, EFFECTS[name], name, statuses(name, df, check), alpha=alpha, notebook=NOTEBOOK)
+
+
+#: a stricter answer check than :data:`biaslab.stats.responders.THRESHOLDS` (the sensitivity analysis)
+STRICT = {"modal_share_max": 0.90, "answer_entropy_min": 0.30, "unparseable_share_max": 0.25}
+
+
+def sensitivity(ut: pd.DataFrame, per_prompt: pd.DataFrame, prompts: pd.DataFrame, check: pd.DataFrame,
+                cluster: str | None, cyc: pd.DataFrame | None = None) -> pd.DataFrame:
+    """``sensitivity.csv`` rows of ``group-choice`` (:func:`biaslab.stats.sensitivity.rows`): the decided
+    ``uniformity_tests`` ``ut`` and the claim re-decided (a) on the top group with the model's position prior divided
+    out (:func:`biaslab.stats.entropy.position_calibrated_top`), (b) on the top group of the cyclic average over all
+    rotations (``cyc``, :func:`biaslab.stats.entropy.cyclic_summary` rows, a subset of prompts; skipped without
+    it), (c) with the stricter responder check :data:`STRICT` and (d) with none."""
+    from ... import plan as P
+    from ...stats import entropy as E
+    from ...stats import sensitivity as S
+    claims = P.active().of(NOTEBOOK, "uniformity_tests")
+    group = {"group": "top_group"}
+    cal = E.uniformity_tests(E.position_calibrated_top(per_prompt, prompts), prompts, cluster=cluster,
+                             units={"group": "top_group_calibrated"})
+    analyses = [S.Analysis("position-calibrated top answer", "position preference",
+                           "top group after dividing out the model's mean probability per slot (Zheng et al. 2024)",
+                           decide("uniformity_tests", cal, check))]
+    if cyc is not None and len(cyc):
+        cy = E.uniformity_tests(cyc, prompts, cluster=cluster, units={"group": "top_group_cyclic"})
+        analyses.append(S.Analysis("cyclic average", "position preference",
+                                   f"top group of the probabilities averaged over all rotations "
+                                   f"({cyc['prompt_id'].nunique()} prompts)", decide("uniformity_tests", cy, check)))
+    base = E.uniformity_tests(per_prompt, prompts, cluster=cluster, units=group)
+    analyses += [S.Analysis("stricter responder check", "degenerate responder",
+                            "degenerate when " + ", ".join(f"{k} {v}" for k, v in STRICT.items()),
+                            decide("uniformity_tests", base, responder_table(per_prompt, STRICT))),
+                 S.Analysis("no responder check", "degenerate responder", "every model tested",
+                            decide("uniformity_tests", base, None))]
+    keys = [c for c in ("model", "class_type", "polarity", "unit") if c in ut]
+    return S.rows(ut, analyses, claims, keys)
