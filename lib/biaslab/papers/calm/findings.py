@@ -3,7 +3,7 @@
 Reads the tables the notebook writes (``group_accuracy_mean``, ``bias_scores``, ``discarded``, ``robustness``,
 ``subset_selection``, ``diversity``); every number in the sentences comes from them. Bias scores are CALM eq. 1
 (percent of the template's baseline accuracy, :mod:`.bias`) or the released code's variant (accuracy points); the one
-decided result is the analysis plan's claim (the overall eq.-1 score against its permutation floor).
+decided result is the analysis plan's claim (the overall eq.-1 score above its permutation floor, ``excess``).
 """
 
 from __future__ import annotations
@@ -33,9 +33,16 @@ def accuracy_findings(avg: pd.DataFrame) -> str:
 
 
 def bias_findings(bias_scores: pd.DataFrame) -> str:
-    """One sentence per instance of the plan's claims (the overall eq.-1 score of each model against its
-    permutation floor); the released-code variant and the breakdowns are exploratory tables."""
-    return claim_findings([bias_scores], P.active().of(NOTEBOOK))
+    """One sentence per instance of the plan's claims (each model's overall eq.-1 score above its permutation
+    floor), then per instance the paper's score beside its floor (described, not decided); the released-code variant
+    and the breakdowns are exploratory tables."""
+    decided = claim_findings([bias_scores], P.active().of(NOTEBOOK))
+    conf = bias_scores[bias_scores["claim"] != ""] if "claim" in bias_scores else bias_scores.iloc[:0]
+    lines = [f"**{r['model']}**: eq.-1 score {num(r['bias_score'])} (projection interval "
+             f"{num(r['score_ci_low'])}–{num(r['score_ci_high'])}) against a permutation floor of "
+             f"{num(r['null_mean'])}, the score a model without group effect would get from the same answers."
+             for r in conf.to_dict("records") if present(r.get("bias_score")) and present(r.get("null_mean"))]
+    return decided + ("\n" + bullets(lines) if lines else "")
 
 
 def discard_findings(discarded: pd.DataFrame) -> str:
