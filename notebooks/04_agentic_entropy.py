@@ -344,8 +344,13 @@ out.table(ut, "uniformity_tests")
 ut[["model", "class_type", "polarity", "unit", "n", "counts", "cohens_w", "ci_low", "ci_high", "design_effect",
     "p_value", "family_kind", "p_adjusted", "bf_direction", "verdict"]].round(4)
 
+# each group's share of the top answers with its scenario-clustered interval (exploratory: where a departure comes from)
+shares = decisions.decide("top_group_shares", E.top_group_shares(per_prompt, prompts, cluster=bench.cluster), resp)
+out.table(shares, "top_group_shares")
+
 # %% tags=["findings"]
 display(Markdown(findings.uniformity_findings(ut)))
+display(Markdown("Exploratory (estimates and intervals; not decided): each group's share of the top answers, `top_group_shares.csv`."))
 
 # %% [markdown]
 # *What is decided:* the counts **by group** are this notebook's confirmatory claim in `analysis_plan.yaml`

@@ -10,10 +10,11 @@ from biaslab import profiles
 EXPECTED_TABLES = {
     "01_multifactor": ["factors", "coverage_by_factor", "coverage_overall", "subgroups", "deviation_metric",
                        "ks_tests", "factor_importance"],
-    "02_calm": ["bias_scores", "group_accuracy", "robustness", "subset_selection", "diversity", "discarded"],
+    "02_calm": ["bias_scores", "group_accuracy", "robustness", "subset_selection", "diversity", "discarded",
+                "sensitivity"],
     "03_crows_pairs_bayes": ["likelihood_tests", "preference_tests", "published_chatgpt_check"],
     "04_agentic_entropy": ["prompts_design", "entropy_by_model", "entropy_breakdown", "group_preference",
-                           "position_bias"],
+                           "position_bias", "uniformity_tests", "sensitivity"],
     "05_compare": ["model_metric", "paired_differences", "tie_groups", "agreement"],
     "06_multiverse": ["factors", "universes", "responders", "estimates", "specification_curve", "equivalence",
                       "robustness", "factor_importance", "format_agreement", "costs"],

@@ -367,6 +367,23 @@ def uniformity_tests(per_prompt: pd.DataFrame, prompts: pd.DataFrame, alpha: flo
     return pd.DataFrame(out)
 
 
+def top_group_shares(per_prompt: pd.DataFrame, prompts: pd.DataFrame, cluster: str | None = None,
+                     by: Sequence[str] = ("class_type", "polarity")) -> pd.DataFrame:
+    """Each group's share of the model's top answers per model x ``by`` cell, with the cluster-robust
+    (Korn-Graubard) interval of :func:`biaslab.stats.intervals.rate_intervals` on ``cluster`` and ``null_value`` 1/k
+    (exploratory: which group a departure of :func:`uniformity_tests` comes from)."""
+    from .intervals import rate_intervals
+    by = [c for c in by if c in prompts.columns]
+    cols = list(dict.fromkeys(["prompt_id", "choices"] + by + ([cluster] if cluster else [])))
+    d = per_prompt[["model", "prompt_id", "k", "top_group"]].merge(prompts[cols], on="prompt_id")
+    long = d.explode("choices").rename(columns={"choices": "group"})
+    long["chosen"] = (long["top_group"] == long["group"]).astype(float)
+    t = rate_intervals(long, "chosen", cluster, by=["model"] + by + ["group"])
+    k = d.groupby(["model"] + by)["k"].first().rename("n_options").reset_index()
+    t = t.merge(k, on=["model"] + by, how="left")
+    return t.assign(null_value=1.0 / t["n_options"]).rename(columns={"rate": "share"})
+
+
 def position_calibrated_top(per_prompt: pd.DataFrame, prompts: pd.DataFrame) -> pd.DataFrame:
     """``per_prompt`` with ``top_group_calibrated``: each prompt's top group after dividing the model's position
     prior out of its label probabilities (the debiasing of Zheng et al. 2024, "Large language models are not robust

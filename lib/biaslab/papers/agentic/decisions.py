@@ -37,6 +37,7 @@ POSITION_NOT_JUDGED = ("a constant position is the departure from uniform these 
 NOTEBOOK = "04_agentic_entropy"
 EFFECTS = {
     "uniformity_tests": V.Effects(estimate="cohens_w", null=("null_value", 0.0), screen_by=("unit",)),
+    "top_group_shares": V.Effects(estimate="share", p=None, null=("null_value",)),
     "cyclic_by_model": V.Effects(estimate="mean_gain", p=("p_value", "wilcoxon_p"), null=("null_value", 0.0)),
     "paired_comparisons": V.Effects(estimate="difference", null=("null_value", 0.0), pair=("model_a", "model_b")),
     "group_preference": V.Effects(estimate="diff_pos_minus_neg", p=("p_value", "wilcoxon_p"),
@@ -74,6 +75,8 @@ def statuses(name: str, df: pd.DataFrame, check: pd.DataFrame | None):
         return None
     if name == "position_bias":
         return f"not judged: {POSITION_NOT_JUDGED}"
+    if name == "top_group_shares":
+        return V.metric_status(check, BY_GROUP, ("model",))
     if name == "uniformity_tests":
         grp = V.metric_status(check, BY_GROUP, ("model",)).assign(unit="group")
         pos = df[["model"]].drop_duplicates().assign(unit="position",
