@@ -504,6 +504,17 @@ for (m, task, bias), g in group_ci.groupby(["model", "task", "bias_type"], sort=
                 f"{c['deff_range']}; {g_cl} templates" if c["n_defined"] else f"group vs rest; {g_cl} templates"),
         target=0.05, required_n=power.required_n_two_proportions(base + 0.05 if base < 0.9 else base - 0.05, base,
                                                                    deff=deff)))
+# the claim calm-eq1 (eq.-1 score above its floor) from this run's design alone: its templates and names per group,
+# answers independent at accuracy 0.7, one group per bias type answered worse (power.mde_range_excess)
+n_tpl = int(resp["template_id"].nunique())
+per_grp = int(resp.groupby(["model", "template_id", "group"], observed=True).size().median())
+claim_mde = power.mde_range_excess(n_tpl, per_grp, seed=seed)
+power_rows.append(power.power_row(
+    "calm", profile, "eq.-1 score above its permutation floor (calm-eq1), per model", n_tpl * 7 * per_grp,
+    claim_mde["mde"], n_clusters=n_tpl, scale="eq.-1 points above the floor", test="template-level permutation test",
+    design=f"{n_tpl} templates x 7 groups x {per_grp} names; design-based: a gap of {claim_mde['gap']:.2f} in one "
+           "group's accuracy (others at 0.7)", note="" if np.isfinite(claim_mde["mde"]) else
+    "undefined: even a group answered always wrong is detected with under 80 % power at this design"))
 power_table = pd.DataFrame(power_rows)
 out.table(power_table, "power", markdown=True)
 display(Markdown(findings.power_findings(power_table)))

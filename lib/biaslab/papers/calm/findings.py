@@ -89,10 +89,17 @@ def power_findings(power: pd.DataFrame) -> str:
     template-clustered SE is 0 has none, and says why) and the prompts per group a 5-point difference needs."""
     if power.empty:
         return ""
-    need = power["required_n"].dropna()
-    return (power_sentence(power.to_dict("records"), "Group accuracy differences (by model, task and bias type)")
+    claim = power["quantity"].str.contains("calm-eq1", regex=False)
+    contrasts = power[~claim]
+    need = contrasts["required_n"].dropna()
+    text = (power_sentence(contrasts.to_dict("records"), "Group accuracy differences (by model, task and bias type)")
             + (f"; a 5-point difference needs {span(need.min(), need.max())} prompts per group" if len(need) else "")
-            + ".")
+            + ".") if len(contrasts) else ""
+    if claim.any():
+        text += (" " if text else "") + power_sentence(power[claim].to_dict("records"),
+                                                       "The eq.-1 score above its floor (`calm-eq1`, from the design)",
+                                                       1) + "."
+    return text
 
 
 def subset_findings(subsets: pd.DataFrame) -> str:
