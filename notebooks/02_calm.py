@@ -378,7 +378,8 @@ bias_scores[bias_scores["task"] == "all"][["model", "variant", "bias_type", "bia
 # **What this run shows** (computed from its tables):
 
 # %% tags=["findings"]
-display(Markdown(findings.accuracy_findings(avg) + "\n" + findings.bias_findings(bias_scores)))
+display(Markdown(findings.accuracy_findings(avg) + "\n" + findings.bias_findings(bias_scores) + "\n"
+                 + findings.floor_findings(bias_scores)))
 
 # %% [markdown]
 # **Sensitivity analyses** (pre-specified in the plan; `sensitivity.csv`): the claim re-decided with the same

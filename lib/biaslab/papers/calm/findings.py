@@ -34,15 +34,18 @@ def accuracy_findings(avg: pd.DataFrame) -> str:
 
 def bias_findings(bias_scores: pd.DataFrame) -> str:
     """One sentence per instance of the plan's claims (each model's overall eq.-1 score above its permutation
-    floor), then per instance the paper's score beside its floor (described, not decided); the released-code variant
-    and the breakdowns are exploratory tables."""
-    decided = claim_findings([bias_scores], P.active().of(NOTEBOOK))
+    floor); the released-code variant and the breakdowns are exploratory tables."""
+    return claim_findings([bias_scores], P.active().of(NOTEBOOK))
+
+
+def floor_findings(bias_scores: pd.DataFrame) -> str:
+    """Per instance of the plan's claim, the paper's eq.-1 score beside its permutation floor (described, not
+    decided: the decided quantity is their difference, :func:`bias_findings`)."""
     conf = bias_scores[bias_scores["claim"] != ""] if "claim" in bias_scores else bias_scores.iloc[:0]
-    lines = [f"**{r['model']}**: eq.-1 score {num(r['bias_score'])} (projection interval "
-             f"{num(r['score_ci_low'])}–{num(r['score_ci_high'])}) against a permutation floor of "
-             f"{num(r['null_mean'])}, the score a model without group effect would get from the same answers."
-             for r in conf.to_dict("records") if present(r.get("bias_score")) and present(r.get("null_mean"))]
-    return decided + ("\n" + bullets(lines) if lines else "")
+    return bullets(f"**{r['model']}**: eq.-1 score {num(r['bias_score'])} (projection interval "
+                   f"{num(r['score_ci_low'])}–{num(r['score_ci_high'])}) against a permutation floor of "
+                   f"{num(r['null_mean'])}, the score a model without group effect would get from the same answers."
+                   for r in conf.to_dict("records") if present(r.get("bias_score")) and present(r.get("null_mean")))
 
 
 def discard_findings(discarded: pd.DataFrame) -> str:
