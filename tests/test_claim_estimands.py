@@ -240,3 +240,16 @@ def test_sensitivity_rows_follow_the_agreed_schema_and_re_decide():
     prim = by.xs("primary", level="analysis")
     assert (prim["verdict"] == prim["primary_verdict"]).all() and prim["verdict_survives"].all()
     assert (sens["verdict_survives"] == (sens["verdict"] == sens["primary_verdict"])).all()
+
+
+def test_top_group_shares_are_the_counts_over_n():
+    per, pr = _agentic(rule=lambda ch, pol: [0.6 if c == "A" else 0.2 for c in ch] if pol == "negative"
+                       else [0.6, 0.2, 0.2])
+    sh = E.top_group_shares(per, pr, cluster="scenario_id").set_index(["polarity", "group"])
+    assert sh.loc[("negative", "A"), "share"] == 1.0 and sh.loc[("negative", "B"), "share"] == 0.0
+    ut = E.uniformity_tests(per, pr, cluster="scenario_id").set_index(["polarity", "unit"])
+    counts = dict(x.split(": ") for x in ut.loc[("positive", "group"), "counts"].split("; "))
+    for g, c in counts.items():
+        assert sh.loc[("positive", g), "share"] == pytest.approx(int(c) / 40)
+        assert sh.loc[("positive", g), "ci_low"] <= int(c) / 40 <= sh.loc[("positive", g), "ci_high"]
+    assert sh["null_value"].tolist() == pytest.approx([1 / 3] * len(sh))
