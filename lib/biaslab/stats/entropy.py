@@ -339,11 +339,9 @@ def uniformity_tests(per_prompt: pd.DataFrame, prompts: pd.DataFrame, alpha: flo
     """
     from .clustered import rao_scott_gof
     units = dict(units or {"group": "top_group", "position": "top_position"})
-    by = [c for c in by if c in prompts.columns and c not in per_prompt.columns] + \
-        [c for c in by if c in per_prompt.columns]
-    keep = list(dict.fromkeys(["prompt_id", "choices"] + [c for c in by if c in prompts.columns
-                                                          and c not in per_prompt.columns]
-                              + ([cluster] if cluster and cluster not in per_prompt.columns else [])))
+    by = [c for c in by if c in prompts.columns or c in per_prompt.columns]       # a design without polarity
+    keep = list(dict.fromkeys(["prompt_id"] + [c for c in ["choices"] + by + ([cluster] if cluster else [])
+                                               if c not in per_prompt.columns]))
     d = per_prompt.merge(prompts[keep], on="prompt_id")
     out = []
     for key, g in d.groupby(["model"] + by, sort=False):
