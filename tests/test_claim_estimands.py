@@ -231,11 +231,11 @@ def test_sensitivity_rows_follow_the_agreed_schema_and_re_decide():
     assert list(sens.columns) == ["claim", "family", "instance", "analysis", "intercurrent_event", "description",
                                   "estimate", "ci_low", "ci_high", "p_value", "p_adjusted", "verdict",
                                   "primary_verdict", "verdict_survives"]
-    assert set(sens["instance"]) == {"x · positive · group", "x · negative · group"}
+    assert set(sens["instance"]) == {"x · positive", "x · negative"}
     by = sens.set_index(["instance", "analysis"])
     # the slot preference hides "B" from the raw top answer's groups only by chance of the orders; calibrated, every
     # answer is "B": the calibrated analysis rejects
-    cal = by.loc[("x · negative · group", "position-calibrated top answer")]
+    cal = by.loc[("x · negative", "position-calibrated top answer")]
     assert cal["verdict"] == "distinguishable" and cal["ci_low"] > 0
     prim = by.xs("primary", level="analysis")
     assert (prim["verdict"] == prim["primary_verdict"]).all() and prim["verdict_survives"].all()

@@ -30,17 +30,17 @@ class Analysis:
 def rows(primary: pd.DataFrame, analyses: list[Analysis], claims, keys: list[str]) -> pd.DataFrame:
     """``sensitivity.csv`` rows of every instance of ``claims`` (plan claims of this table) in the decided
     ``primary`` table: the primary analysis, then each of ``analyses``. ``keys``: the columns that identify an
-    instance (with the model); ``instance`` names the keys other than the family's. An instance missing from an
+    instance (with the model); ``instance`` names the keys that neither the family nor the claim's ``rows`` fix. An instance missing from an
     analysis's table gets verdict "not tested (absent from this analysis)"; nothing is dropped."""
     out = []
     for c in claims:
         conf = primary[primary["claim"] == c.id] if "claim" in primary else primary.iloc[:0]
         lo, hi = (c.ci if len(c.ci) == 2 else (None, None))
-        inst = [k for k in keys if k not in c.family_by]
+        inst = [k for k in keys if k not in c.family_by and k not in c.rows]
         for r in conf.to_dict("records"):
             base = {"claim": c.id, "family": r["family"], "instance": " · ".join(str(r[k]) for k in inst) or "all",
                     "primary_verdict": r["verdict"]}
-            for a in [Analysis("primary", "", "the plan's primary analysis", primary)] + list(analyses):
+            for a in [Analysis("primary", "none (as planned)", "the plan's primary analysis", primary)] + list(analyses):
                 t = a.table
                 m = pd.Series(True, index=t.index)
                 for k in keys:
