@@ -456,7 +456,8 @@ def rao_scott_gof(labels, clusters, categories: Sequence, p0: Sequence[float] | 
     unfloored), chi2_rao_scott, df1, df2, p_value, p_method, and Cohen's w of the shares against ``p0``: ``cohens_w``
     (median-unbiased) with ``w_ci_low``/``w_ci_high``, the 1 - 2 ``alpha`` noncentral-F interval that inverts this
     test (lower bound > 0 exactly when ``p_value`` < ``alpha``; :func:`noncentrality_interval`, w = sqrt(lambda delta
-    / n)), and the plug-in ``cohens_w_plugin`` = sqrt(X2 / n)."""
+    / n)), and the plug-in ``cohens_w_plugin`` = sqrt(X2 / n) (also ``cohens_w`` where fewer than 2 clusters leave
+    no test to invert)."""
     y = pd.Series(np.asarray(labels, dtype=object))
     cats = list(categories)
     k, n = len(cats), int(y.size)
@@ -480,7 +481,8 @@ def rao_scott_gof(labels, clusters, categories: Sequence, p0: Sequence[float] | 
     out.update(n_clusters=g, design_effect=delta, chi2_rao_scott=x_rs, df2=df2,
                p_value=float(stats.f.sf(x_rs / (k - 1), k - 1, df2)) if np.isfinite(x_rs) else np.nan,
                p_method=f"Rao-Scott first-order chi-square (X2 / {d:.3g}, CR1 design effect), F({k - 1}, {df2}); "
-                        f"G = {g} clusters", cohens_w_plugin=math.sqrt(chi2 / n))
+                        f"G = {g} clusters", cohens_w_plugin=math.sqrt(chi2 / n), cohens_w=math.sqrt(chi2 / n),
+               w_ci_method="no interval: fewer than 2 clusters (plug-in estimate)")
     if np.isfinite(x_rs) and df2 > 0:
         lo, mid, hi = noncentrality_interval(x_rs / (k - 1), k - 1, df2, alpha)
         out.update(cohens_w=math.sqrt(mid * d / n), w_ci_low=math.sqrt(lo * d / n), w_ci_high=math.sqrt(hi * d / n),
