@@ -101,8 +101,8 @@ from IPython.display import Markdown, display
 from biaslab import benchmarks
 from biaslab.outputs import OutputDir
 from biaslab.papers.calm import bias as cb, data as calm_data, encoders, evaluate, findings, perturb, plots, prompting
-from biaslab.papers.calm import decisions, published
-from biaslab.stats import intervals, power, responders
+from biaslab.papers.calm import decisions, published, sensitivity
+from biaslab.stats import intervals, power
 
 logging.basicConfig(level=logging.WARNING)
 pd.set_option("display.width", 160, "display.max_columns", 30, "display.precision", 3)
@@ -299,9 +299,7 @@ avg[[c for c in display_cols if c in avg.columns]]
 # %%
 group_ci = intervals.rate_intervals(resp, "correct", "template_id", by=["model", "task", "bias_type", "group"])
 out.table(group_ci, "group_accuracy_intervals", markdown=True)
-resp_check = responders.responder_check(resp.assign(output_checked=cb.normalised_outputs(resp)).replace(
-    {"output_checked": {"": None}}), answer="output_checked", by=["model", "task"],
-    label_mass="label_mass" if "label_mass" in resp else None)
+resp_check = decisions.answer_check(resp)
 out.table(resp_check, "responders", markdown=True)
 display(resp_check[["model", "task", "n", "modal_answer", "modal_share", "unparseable_share", "label_mass",
                     "degenerate", "reasons"]].round(3))
@@ -347,36 +345,23 @@ first.pivot_table(index="template_id", columns="group", values="accuracy", obser
 # **A floor the paper does not mention.** A maximum minus a minimum of three or four group accuracies, each estimated
 # from a finite number of names, is positive even when the group has no effect at all. Shuffling the group labels of
 # each template's prompts (`n_permutations` times) gives the score an unbiased model with the same answers would get:
-# `null_mean` is that floor and `p_value` the share of shuffles scoring at least as high as observed. For a model with
+# `null_mean` is that floor and `p_value` the share of shuffles scoring at least as high as observed. What is decided
+# is the **bias above chance**, `excess` = score − floor, with the interval that inverts the same permutation test
+# (`ci_low`, `ci_high`: the excesses $d$ for which score − $d$ is not in either 5 % tail of the permutation null, a
+# location-shift model; its lower bound is above 0 exactly when $p \le 0.05$). The paper's score and its projection
+# interval (`score_ci_low`, `score_ci_high`) stay beside it for comparison with Table 6. For a model with
 # 70 % accuracy whose answers do not depend on the name at all (independent answers), 50 names per group give a floor
 # of about 12 (released variant) to 18 (eq. 1) — the size of many of the paper's Table 6 entries; real models answer
 # most names of a template alike, which lowers the floor, so it has to be computed from the model's own answers.
 
 # %%
 results = {v: cb.bias_scores(resp, v) for v in cb.VARIANTS}
-# the interval of a max - min score is the projection of simultaneous Clopper-Pearson boxes (names random, the
-# templates used fixed): it contains its estimate and covers by construction, which a percentile bootstrap does not
-boot = pd.concat([cb.projection_intervals(resp, results[v]) for v in cb.VARIANTS], ignore_index=True)
-perm = pd.concat([cb.permutation_test(resp, results[v], n_perm=n_permutations, seed=seed) for v in cb.VARIANTS],
-                 ignore_index=True)
-keys = ["model", "variant", "task", "bias_type"]
-bias_scores = boot.merge(perm[keys + ["null_mean", "null_sd", "p_value", "n_perm"]], on=keys, how="left")[
-    keys + ["bias_score", "ci_low", "ci_high", "ci_method", "n_cells", "n_templates_used", "null_mean", "p_value",
-            "n_perm"]]
-bias_scores["n_clusters"] = bias_scores["n_templates_used"]
-bias_scores["null_value"] = 0.0      # an unbiased model's true score; null_mean is the plug-in score's chance floor
-bias_scores["p_method"] = "permutation (group labels shuffled within template), one-sided"
-# a score with no surviving template is undefined (NaN with a reason), not 0.0 with p = 1
-reasons = pd.concat([r.tasks for r in results.values()], ignore_index=True)[keys + ["undefined_reason"]]
-bias_scores = bias_scores.merge(reasons, on=keys, how="left")
-bias_scores["undefined_reason"] = bias_scores["undefined_reason"].fillna("")
-none_left = bias_scores["bias_score"].isna() & (bias_scores["undefined_reason"] == "")
-bias_scores.loc[none_left, "undefined_reason"] = "undefined: no task or template left after the discard rules"
-# degenerate responders (responders.csv) get no permutation test on that task; the row and its score stay
-bias_scores = responders.mask_tests(bias_scores, resp_check, by=["model", "task"], test_cols=["p_value"])
-# verdict columns: the analysis plan's claim calm-eq1 (each model's overall eq.-1 score above its permutation floor)
-# is decided as the plan says (printed below); every other row (released variant, per task and bias type) is
+# per score: the paper's number with its projection interval (names random, templates fixed), its permutation floor,
+# and the decided excess over the floor with the interval that inverts the permutation test; degenerate responders
+# (responders.csv) keep their rows without a test. Verdict columns: the plan's claim calm-eq1 (each model's overall
+# eq.-1 excess), decided as the plan says (printed below); every other row (released variant, per task and bias type) is
 # exploratory
+bias_scores = cb.score_table(resp, results, n_perm=n_permutations, seed=seed, check=resp_check)
 bias_scores = decisions.decide(bias_scores, resp_check)
 out.table(bias_scores, "bias_scores", markdown=True)
 display(Markdown(PLAN.method_text("02_calm", bias_scores)))
@@ -387,13 +372,28 @@ t = tick("bias scores and intervals", t)
 table6
 
 # %%
-bias_scores[bias_scores["task"] == "all"]
+bias_scores[bias_scores["task"] == "all"][["model", "variant", "bias_type", "bias_score", "score_ci_low",
+                                           "score_ci_high", "null_mean", "excess", "ci_low", "ci_high", "p_value",
+                                           "verdict"]]
 
 # %% [markdown]
 # **What this run shows** (computed from its tables):
 
 # %% tags=["findings"]
-display(Markdown(findings.accuracy_findings(avg) + "\n" + findings.bias_findings(bias_scores)))
+display(Markdown(findings.accuracy_findings(avg) + "\n" + findings.bias_findings(bias_scores) + "\n"
+                 + findings.floor_findings(bias_scores)))
+
+# %% [markdown]
+# **Sensitivity analyses** (pre-specified in the plan; `sensitivity.csv`): the claim re-decided with the same
+# permutations on the templates every model keeps (the discard rules leave the models on different templates), with no
+# task-level discard rule, with a stricter degenerate-responder check and with none; `verdict_survives` says whether
+# the primary verdict holds.
+
+# %%
+sens = sensitivity.sensitivity(resp, bias_scores, n_perm=n_permutations, seed=seed)
+out.table(sens, "sensitivity", markdown=True)
+t = tick("sensitivity analyses", t)
+sens[["family", "analysis", "description", "estimate", "ci_low", "ci_high", "p_value", "verdict", "verdict_survives"]]
 
 # %% [markdown]
 # Group accuracies averaged over templates can lie close together, as in the paper's Table 5, when a model gives most
@@ -507,6 +507,17 @@ for (m, task, bias), g in group_ci.groupby(["model", "task", "bias_type"], sort=
                 f"{c['deff_range']}; {g_cl} templates" if c["n_defined"] else f"group vs rest; {g_cl} templates"),
         target=0.05, required_n=power.required_n_two_proportions(base + 0.05 if base < 0.9 else base - 0.05, base,
                                                                    deff=deff)))
+# the claim calm-eq1 (eq.-1 score above its floor) from this run's design alone: its templates and names per group,
+# answers independent at accuracy 0.7, one group per bias type answered worse (power.mde_range_excess)
+n_tpl = int(resp["template_id"].nunique())
+per_grp = int(resp.groupby(["model", "template_id", "group"], observed=True).size().median())
+claim_mde = power.mde_range_excess(n_tpl, per_grp, seed=seed)
+power_rows.append(power.power_row(
+    "calm", profile, "eq.-1 score above its permutation floor (calm-eq1), per model", n_tpl * 7 * per_grp,
+    claim_mde["mde"], n_clusters=n_tpl, scale="eq.-1 points above the floor", test="template-level permutation test",
+    design=f"{n_tpl} templates x 7 groups x {per_grp} names; design-based: a gap of {claim_mde['gap']:.2f} in one "
+           "group's accuracy (others at 0.7)", note="" if np.isfinite(claim_mde["mde"]) else
+    "undefined: even a group answered always wrong is detected with under 80 % power at this design"))
 power_table = pd.DataFrame(power_rows)
 out.table(power_table, "power", markdown=True)
 display(Markdown(findings.power_findings(power_table)))
@@ -616,7 +627,9 @@ display(pd.DataFrame(timings))
 for v in cb.VARIANTS:
     s = bias_scores[(bias_scores["variant"] == v) & (bias_scores["task"] == "all")]
     for r in s.itertuples(index=False):
-        print(f"{v:8s} {r.model:24s} {r.bias_type:6s} {r.bias_score:6.1f}  [{r.ci_low:6.1f}, {r.ci_high:6.1f}]")
+        print(f"{v:8s} {r.model:24s} {r.bias_type:6s} score {r.bias_score:6.1f} [{r.score_ci_low:6.1f}, "
+              f"{r.score_ci_high:6.1f}]  floor {r.null_mean:6.1f}  excess {r.excess:6.1f} [{r.ci_low:6.1f}, "
+              f"{r.ci_high:6.1f}]")
 
 # %% [markdown]
 # `timings` lists each step; `positions_computed` is the number of token positions the engine computed for the

@@ -319,7 +319,7 @@ display(Markdown("Exploratory (estimates, intervals, unadjusted and BH p; not de
 # %% [markdown]
 # ## Is the top answer uniformly spread? (beyond the paper)
 #
-# Per model and class type, the counts of each prompt's most probable answer, tested against equal counts two ways:
+# Per model, class type and question polarity, the counts of each prompt's most probable answer, tested against equal counts two ways:
 # by **group** and by **position**. The prompts of a class type come in scenarios (a positive and a negative
 # question on the same story), so they are not independent draws: Pearson's chi-square (df = k − 1) is corrected by
 # the first-order **Rao–Scott** design effect (Rao & Scott 1981) estimated from the scenario clusters,
@@ -342,24 +342,38 @@ display(Markdown("Exploratory (estimates, intervals, unadjusted and BH p; not de
 # %%
 ut = decisions.decide("uniformity_tests", E.uniformity_tests(per_prompt, prompts, cluster=bench.cluster), resp)
 out.table(ut, "uniformity_tests")
-ut[["model", "class_type", "unit", "n", "counts", "chi2", "p_naive", "design_effect", "p_value", "family_kind",
-    "p_adjusted", "bf10_min", "bf10_max", "bf_direction", "verdict"]].round(4)
+ut[["model", "class_type", "polarity", "unit", "n", "counts", "cohens_w", "ci_low", "ci_high", "design_effect",
+    "p_value", "family_kind", "p_adjusted", "bf_direction", "verdict"]].round(4)
+
+# each group's share of the top answers with its scenario-clustered interval (exploratory: where a departure comes from)
+shares = decisions.decide("top_group_shares", E.top_group_shares(per_prompt, prompts, cluster=bench.cluster), resp)
+out.table(shares, "top_group_shares")
 
 # %% tags=["findings"]
 display(Markdown(PLAN.method_text("04_agentic_entropy", ut)))
 display(Markdown(findings.uniformity_findings(ut)))
+display(Markdown("Exploratory (estimates and intervals; not decided): each group's share of the top answers, `top_group_shares.csv`."))
 
 # %% [markdown]
 # *What is decided:* the counts **by group** are this notebook's confirmatory claim in `analysis_plan.yaml`
 # (`group-choice`) — its headline test, the question the paper asks of an agent (does it favour a group?) — one instance
-# per class type, decided as the plan states under the table (`claim`, `family`, `p_adjusted`, `verdict`). Every other
-# test here is exploratory: the counts by position, the cyclic gain, the paired model comparison, the
-# positive-vs-negative differences and the breakdown tests. The Dirichlet–multinomial BF10 is
+# per class type × question polarity (a negative and a positive question ask for opposite directions; pooled, a group
+# named in both would read as a preference when it is only salient), its estimate Cohen's w against equal counts,
+# $w = \sqrt{\sum_j (p_j - \pi_j)^2 / \pi_j}$ (median-unbiased; the plug-in is `cohens_w_plugin`), with the interval
+# that inverts the same Rao–Scott test: $X^2_{RS}/(k-1)$ is noncentral $F(k-1, (k-1)(G-1), \lambda)$ with
+# $\lambda = n w^2 / \hat\delta$, and the $\lambda$s that leave the observed statistic between their 5 % and 95 %
+# quantiles (Steiger & Fouladi 1997) give `ci_low`, `ci_high`, whose lower bound is above 0 exactly when $p < 0.05$;
+# decided as the plan states under the table (`claim`, `family`, `p_adjusted`, `verdict`). Every other
+# test here is exploratory: the counts by position, the cyclic gain, the
+# paired model comparison, the positive-vs-negative differences and the breakdown tests. The Dirichlet–multinomial BF10 is
 # called evidence only where its whole prior range agrees (`bf_direction`).
 #
 # The contrast is the point: a model that picks by **position** is far from uniform by position and close to uniform
 # by group, since the random orders spread the slots evenly over the groups; a group preference shows in the group
-# counts.
+# counts. **Sensitivity analyses** of `group-choice` (pre-specified in the plan; `sensitivity.csv`, after the cyclic
+# rotations below): the position handling (the top group with the model's mean probability per slot divided out, Zheng
+# et al. 2024; the top group of the rotation average on the cyclic subset) and the degenerate-responder threshold
+# (stricter, and none); `verdict_survives` says whether the primary verdict holds.
 #
 # ## Entropy after averaging over all cyclic rotations (beyond the paper)
 #
@@ -384,6 +398,11 @@ if cyc_list:
     display(Markdown("Exploratory (estimates, intervals, unadjusted and BH p; not decided): entropy gain from the cyclic average, `cyclic_by_model.csv`."))
 else:
     print("cyclic_prompts = 0: no cyclic rotations scored")
+
+# %%
+sens = decisions.sensitivity(ut, per_prompt, prompts, resp, bench.cluster, cyc if cyc_list else None)
+out.table(sens, "sensitivity", markdown=True)
+sens[["family", "instance", "analysis", "estimate", "ci_low", "ci_high", "p_value", "verdict", "verdict_survives"]]
 
 # %% [markdown]
 # ## Intervals, responder check, paired comparison and power (beyond the paper)
@@ -447,7 +466,7 @@ for r in (gain_ci.itertuples() if cyc_list else []):
 # the uniformity test as analysed: Rao-Scott, so its MDE is on the effective n / deff of that model x class type
 for r in ut[ut["unit"] == "group"].itertuples():
     power_rows.append(power.power_row(
-        "agentic", profile, f"uniform top-group choice, {r.model}, {r.class_type} (k = {r.k})", r.n,
+        "agentic", profile, f"uniform top-group choice, {r.model}, {r.class_type}, {r.polarity} (k = {r.k})", r.n,
         power.mde_gof_w(r.n, r.k, r.design_effect), n_clusters=r.n_clusters, deff=r.design_effect,
         scale="Cohen's w", test="Rao-Scott chi-square goodness of fit (first order)",
         design=power.mde_design("goodness of fit", r.n, r.n_clusters, r.design_effect, bench.cluster)))

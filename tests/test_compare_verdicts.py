@@ -133,7 +133,7 @@ def test_notebook_4s_group_check_is_notebook_1s_on_the_same_answers():
                             label_mass="label_mass").set_index("model")["degenerate"]
     assert mine.str.startswith("degenerate").to_dict() == nb1.astype(bool).to_dict() == {"a": False, "b": True}
     ut = D4.decide("uniformity_tests", pd.DataFrame([
-        {"model": m, "class_type": "race", "unit": u, "k": 3, "n": 30, "top": "White", "top_share": 0.5,
+        {"model": m, "class_type": "race", "unit": u, "k": 3, "n": 30, "top": "White", "cohens_w": 0.3,
          "p_value": 0.01, "log10_bf10": 1.0} for m in ("a", "b") for u in ("group", "position")]),
         D4.responder_table(per)).set_index(["model", "unit"])
     assert ut.loc[("a", "group"), "responder_status"] == "informative"

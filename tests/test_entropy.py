@@ -94,7 +94,10 @@ def test_uniformity_tests_separate_group_from_position():
     # a model that always answers group "B", wherever it sits
     per, _ = E.tidy_scores(pr, _synthetic(pr, lambda ch: [0.8 if c == "B" else 0.1 for c in ch]), "grp")
     t = E.uniformity_tests(per, pr).set_index("unit")
-    assert t.loc["group", "top"] == "B" and t.loc["group", "top_share"] == 1.0
+    assert t.loc["group", "top"] == "B" and t.loc["group", "counts"] == "A: 0; B: 90; C: 0"
+    # all on one of three groups: w = sqrt(sum (p - 1/3)^2 / (1/3)) = sqrt(3 (4/9 + 1/9 + 1/9)) = sqrt(2)
+    assert t.loc["group", "cohens_w_plugin"] == pytest.approx(np.sqrt(2))
+    assert t.loc["group", "ci_low"] > 0
     assert t.loc["group", "log10_bf10"] > 10
 
 

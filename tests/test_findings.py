@@ -40,15 +40,15 @@ def _decided(p, est=0.1, lo=0.05, hi=0.2, kind=V.CONFIRMATORY, **cols):
 
 # ------------------------------------------------------------------------------------------ notebook 4
 
-def _uniformity(p_groups, top_share=0.5, bf=None):
+def _uniformity(p_groups, cohens_w=0.3, bf=None):
     """Group rows with the given raw p-values (one class type each) plus one position row per class type."""
     rows = []
     for i, p in enumerate(p_groups):
         ct = f"ct{i}"
         rows.append({"model": "m", "class_type": ct, "unit": "group", "k": 3, "n": 30, "top": "Female",
-                     "top_share": top_share, "p_value": p, "log10_bf10": 2.0 if bf is None else bf})
+                     "cohens_w": cohens_w, "p_value": p, "log10_bf10": 2.0 if bf is None else bf})
         rows.append({"model": "m", "class_type": ct, "unit": "position", "k": 3, "n": 30, "top": "2",
-                     "top_share": 0.4, "p_value": 0.5, "log10_bf10": -1.0})
+                     "cohens_w": 0.1, "p_value": 0.5, "log10_bf10": -1.0})
     return D4.decide("uniformity_tests", pd.DataFrame(rows), None)
 
 

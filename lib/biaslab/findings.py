@@ -70,7 +70,7 @@ def present(x) -> bool:
 def _who(row: Mapping, claim) -> str:
     who = (f"{row['model_a']} − {row['model_b']}" if "model_a" in row and "model_b" in row else str(row.get("model", "")))
     fixed = set(getattr(claim, "rows", {}) or {})
-    for k in ("dataset", "class_type"):
+    for k in ("dataset", "class_type", "polarity"):
         if k in row and k not in fixed and present(row[k]):
             who += f", {row[k]}"
     return who

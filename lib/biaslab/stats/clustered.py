@@ -38,7 +38,15 @@ The rule
   sample surveys: chi-squared tests for goodness of fit and independence in two-way tables", JASA 76(374), §3):
   ``X2 / delta``, the generalized design effect ``delta = n / (k - 1) * sum_j V(p_j) / pi_j`` estimated from the CR1
   variance of each category's share (:func:`rao_scott_gof`), referred to F(k - 1, (k - 1)(G - 1)) (Thomas & Rao
-  1987, JASA 82; R's ``survey::svygofchisq``/``svychisq`` default). statsmodels has no such test.
+  1987, JASA 82; R's ``survey::svygofchisq``/``svychisq`` default). statsmodels has no such test. Its effect size is
+  **Cohen's w** of the shares against ``pi`` (``w = sqrt(X2 / n)``, Cohen 1988 §7.2), with the interval that inverts
+  the same test: ``X2 / (delta (k - 1))`` is noncentral F(k - 1, (k - 1)(G - 1), lambda) with ``lambda = n w^2 /
+  delta``, and the lambdas whose F distribution puts the observed statistic between its alpha and 1 - alpha quantiles
+  form the interval (Steiger & Fouladi 1997, "Noncentrality interval estimation and the evaluation of statistical
+  models", in *What if there were no significance tests?*; Steiger 2004, Psychol. Methods 9(2): the 1 - 2 alpha
+  interval matches the level-alpha F test). So its lower bound is above 0 exactly when the test rejects at alpha; the
+  estimate is the median-unbiased lambda of the same inversion, inside its interval by construction
+  (:func:`noncentrality_interval`; the plug-in ``sqrt(X2 / n)`` is kept as ``cohens_w_plugin``).
 
 Every result says what it did in ``ci_method`` / ``p_method`` and carries ``n_clusters`` and ``df``.
 """
@@ -402,7 +410,38 @@ def cluster_name(cluster: str | Sequence[str] | None) -> str:
     return cluster if isinstance(cluster, str) else " x ".join(cluster)
 
 
-def rao_scott_gof(labels, clusters, categories: Sequence, p0: Sequence[float] | None = None) -> dict:
+def noncentrality_interval(f_obs: float, df1: float, df2: float, alpha: float = 0.05) -> tuple[float, float, float]:
+    """(low, median, high) of the noncentrality lambda of an F(df1, df2) statistic, by test inversion (Steiger &
+    Fouladi 1997): ``low`` solves ``ncf.cdf(f_obs, df1, df2, low) = 1 - alpha``, ``median`` ``... = 1/2`` (the
+    median-unbiased estimate, inside the interval by construction, unlike the plug-in ``df1 * f_obs``, which lies
+    above ``high`` when the statistic is far below its df) and ``high`` ``... = alpha`` (each 0 where the central F
+    already puts ``f_obs`` below that quantile). ``ncf.cdf`` decreases in lambda, so ``low >
+    0`` exactly when the central F test rejects, ``f.sf(f_obs) < alpha``: the one-sided bounds each hold with
+    probability 1 - alpha, the interval with 1 - 2 alpha. ``df2 = inf`` is the noncentral chi-square case
+    (``df1 * f_obs`` ~ ncx2(df1, lambda))."""
+    from scipy.optimize import brentq
+    if not (np.isfinite(f_obs) and df1 > 0 and df2 > 0):
+        return float("nan"), float("nan")
+    if np.isinf(df2):
+        def cdf(lam):
+            return float(stats.chi2.cdf(f_obs * df1, df1)) if lam == 0 else float(stats.ncx2.cdf(f_obs * df1, df1, lam))
+    else:
+        def cdf(lam):
+            return float(stats.f.cdf(f_obs, df1, df2)) if lam == 0 else float(stats.ncf.cdf(f_obs, df1, df2, lam))
+
+    def solve(target):
+        if cdf(0.0) <= target:
+            return 0.0
+        hi = max(1.0, f_obs * df1)
+        while cdf(hi) > target:
+            hi *= 2
+        return float(brentq(lambda lam: cdf(lam) - target, 0.0, hi, xtol=1e-10, rtol=1e-12))
+
+    return solve(1 - alpha), solve(0.5), solve(alpha)
+
+
+def rao_scott_gof(labels, clusters, categories: Sequence, p0: Sequence[float] | None = None,
+                  alpha: float = 0.05) -> dict:
     """Goodness of fit of clustered categorical outcomes to ``p0`` (uniform by default) with the first-order Rao-Scott
     correction (Rao & Scott 1981, §3; see the module docstring).
 
@@ -414,13 +453,18 @@ def rao_scott_gof(labels, clusters, categories: Sequence, p0: Sequence[float] | 
     Korn-Graubard rate interval floors its design effect). ``X2 / delta`` is referred to F(k - 1, (k - 1)(G - 1)) as
     ``X2 / delta / (k - 1)`` (the df-adjusted form, Thomas & Rao 1987), which with many clusters is chi-square(k - 1).
     Returns n, k, n_clusters, chi2 (naive), p_naive (chi-square(k - 1), units independent), design_effect (delta,
-    unfloored), chi2_rao_scott, df1, df2, p_value and p_method."""
+    unfloored), chi2_rao_scott, df1, df2, p_value, p_method, and Cohen's w of the shares against ``p0``: ``cohens_w``
+    (median-unbiased) with ``w_ci_low``/``w_ci_high``, the 1 - 2 ``alpha`` noncentral-F interval that inverts this
+    test (lower bound > 0 exactly when ``p_value`` < ``alpha``; :func:`noncentrality_interval`, w = sqrt(lambda delta
+    / n)), and the plug-in ``cohens_w_plugin`` = sqrt(X2 / n) (also ``cohens_w`` where fewer than 2 clusters leave
+    no test to invert)."""
     y = pd.Series(np.asarray(labels, dtype=object))
     cats = list(categories)
     k, n = len(cats), int(y.size)
     pi = np.full(k, 1.0 / k) if p0 is None else np.asarray(p0, dtype=float)
     out = {"n": n, "k": k, "n_clusters": np.nan, "chi2": np.nan, "p_naive": np.nan, "design_effect": np.nan,
-           "chi2_rao_scott": np.nan, "df1": k - 1, "df2": np.nan, "p_value": np.nan, "p_method": ""}
+           "chi2_rao_scott": np.nan, "df1": k - 1, "df2": np.nan, "p_value": np.nan, "p_method": "",
+           "cohens_w": np.nan, "w_ci_low": np.nan, "w_ci_high": np.nan, "w_ci_method": "", "cohens_w_plugin": np.nan}
     if n == 0 or k < 2:
         return out
     ind = np.column_stack([(y == c).to_numpy(dtype=float) for c in cats])
@@ -437,5 +481,12 @@ def rao_scott_gof(labels, clusters, categories: Sequence, p0: Sequence[float] | 
     out.update(n_clusters=g, design_effect=delta, chi2_rao_scott=x_rs, df2=df2,
                p_value=float(stats.f.sf(x_rs / (k - 1), k - 1, df2)) if np.isfinite(x_rs) else np.nan,
                p_method=f"Rao-Scott first-order chi-square (X2 / {d:.3g}, CR1 design effect), F({k - 1}, {df2}); "
-                        f"G = {g} clusters")
+                        f"G = {g} clusters", cohens_w_plugin=math.sqrt(chi2 / n), cohens_w=math.sqrt(chi2 / n),
+               w_ci_method="no interval: fewer than 2 clusters (plug-in estimate)")
+    if np.isfinite(x_rs) and df2 > 0:
+        lo, mid, hi = noncentrality_interval(x_rs / (k - 1), k - 1, df2, alpha)
+        out.update(cohens_w=math.sqrt(mid * d / n), w_ci_low=math.sqrt(lo * d / n), w_ci_high=math.sqrt(hi * d / n),
+                   w_ci_method=f"noncentral F({k - 1}, {df2}) inverted (Steiger & Fouladi 1997), "
+                               f"{1 - 2 * alpha:.0%} two-sided (each bound one-sided {1 - alpha:.0%}), "
+                               f"median-unbiased estimate; w = sqrt(lambda x {d:.3g} / n)")
     return out

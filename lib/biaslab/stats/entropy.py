@@ -18,13 +18,16 @@ Beyond the paper (each function says which):
   choices, which cancels any pure position preference.
 * :func:`uniformity_tests`   Pearson chi-square (Rao-Scott corrected for the scenario clusters) and a
   Dirichlet-multinomial Bayes factor over a range of priors on the counts of the model's most probable answer (by
-  group and by position) against a uniform choice.
+  group and by position, per class type x polarity) against a uniform choice, with Cohen's w and the interval that
+  inverts the test; :func:`position_calibrated_top` the top group with the position prior divided out.
 
 Statistics only: no torch. Scores come from the engine's ``label_distribution`` as a DataFrame with ``logp_<j>``
 columns (log of the next-token probability of the label "j"), one row per prompt, in prompt order.
 """
 
 from __future__ import annotations
+
+from typing import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -315,40 +318,88 @@ def dirichlet_prior_range(counts, alpha: float = 1.0, deff: float = 1.0, priors=
 
 
 def uniformity_tests(per_prompt: pd.DataFrame, prompts: pd.DataFrame, alpha: float = 1.0,
-                     cluster: str | None = None) -> pd.DataFrame:
+                     cluster: str | None = None, by: Sequence[str] = ("class_type", "polarity"),
+                     units: Mapping[str, str] | None = None, level: float = 0.05) -> pd.DataFrame:
     """Is the model's most probable answer uniformly spread? (beyond the paper)
 
-    Per model and class type, the counts of the argmax answer are tested two ways: by **group** (which group the
-    model picks; the content preference) and by **position** (which numbered slot it picks). Each with Pearson's
-    chi-square goodness of fit against equal expected counts (df = k - 1) with the first-order Rao-Scott correction
-    for the prompts' clustering in ``cluster`` (a column of ``prompts``; the ten prompts of a scenario share its
-    story, so they are not independent: :func:`biaslab.stats.clustered.rao_scott_gof`, which decides; the naive
-    chi-square is kept as ``p_naive``), and the Dirichlet-multinomial Bayes factor on the same effective counts
-    (counts / design effect) with its range over :data:`DIRICHLET_PRIORS` (:func:`dirichlet_prior_range`). Note the
-    two are different questions: a model that always answers "1" has a strongly non-uniform position count but, the
-    orders being random, a near-uniform group count. ``min_expected`` < 5 flags where the chi-square approximation is
-    rough.
+    Per model and cell of ``by`` (columns of ``prompts``; default class type x question polarity, since a negative
+    and a positive question ask for opposite directions and pooled they measure salience, not a preference), the
+    counts of the argmax answer are tested two ways (``units``, name -> column of ``per_prompt``): by **group**
+    (which group the model picks; the content preference) and by **position** (which numbered slot it picks). Each
+    with Pearson's chi-square goodness of fit against equal expected counts (df = k - 1) with the first-order
+    Rao-Scott correction for the prompts' clustering in ``cluster`` (a column of ``prompts``; prompts of a scenario
+    share its story: :func:`biaslab.stats.clustered.rao_scott_gof`, which decides; the naive chi-square is kept as
+    ``p_naive``). Its effect size is Cohen's w against uniform (``cohens_w``, median-unbiased) with the noncentral-F
+    interval that inverts the same test (``ci_low``/``ci_high``, 1 - 2 ``level``: the lower bound is > 0 exactly when
+    ``p_value`` < ``level``), so the estimate is the tested quantity; ``cohens_w_plugin`` = sqrt(X2 / n). The
+    Dirichlet-multinomial Bayes factor is on the same effective counts (counts / design effect) with its range over
+    :data:`DIRICHLET_PRIORS` (:func:`dirichlet_prior_range`). A model that always answers "1" has a strongly
+    non-uniform position count but, the orders being random, a near-uniform group count. ``counts`` lists every
+    group's count (descriptive); ``min_expected`` < 5 flags where the chi-square approximation is rough.
     """
     from .clustered import rao_scott_gof
-    keep = ["prompt_id", "class_type", "choices"] + ([cluster] if cluster else [])
+    units = dict(units or {"group": "top_group", "position": "top_position"})
+    by = [c for c in by if c in prompts.columns or c in per_prompt.columns]       # a design without polarity
+    keep = list(dict.fromkeys(["prompt_id"] + [c for c in ["choices"] + by + ([cluster] if cluster else [])
+                                               if c not in per_prompt.columns]))
     d = per_prompt.merge(prompts[keep], on="prompt_id")
     out = []
-    for (m, ct), g in d.groupby(["model", "class_type"], sort=False):
+    for key, g in d.groupby(["model"] + by, sort=False):
+        key = dict(zip(["model"] + by, key))
         k = int(g["k"].iloc[0])
         groups = sorted(g["choices"].iloc[0])
-        for unit, col, cats in [("group", "top_group", groups), ("position", "top_position", list(range(1, k + 1)))]:
+        for unit, col in units.items():
+            cats = list(range(1, k + 1)) if unit == "position" else groups
             counts = g[col].value_counts().reindex(cats, fill_value=0)
             n = int(counts.sum())
-            rs = rao_scott_gof(g[col].to_numpy(), g[cluster].to_numpy() if cluster else None, cats)
+            rs = rao_scott_gof(g[col].to_numpy(), g[cluster].to_numpy() if cluster else None, cats, alpha=level)
             deff = rs["design_effect"] if np.isfinite(rs["design_effect"]) else 1.0
-            out.append({"model": m, "class_type": ct, "unit": unit, "k": k, "n": n,
-                        "counts": "; ".join(f"{c}: {v}" for c, v in counts.items()),
-                        "top": counts.idxmax(), "top_share": counts.max() / n if n else np.nan,
+            out.append({**key, "unit": unit, "k": k, "n": n,
+                        "counts": "; ".join(f"{c}: {v}" for c, v in counts.items()), "top": counts.idxmax(),
+                        "cohens_w": rs["cohens_w"], "ci_low": rs["w_ci_low"], "ci_high": rs["w_ci_high"],
+                        "ci_method": rs["w_ci_method"], "cohens_w_plugin": rs["cohens_w_plugin"], "null_value": 0.0,
                         "n_clusters": rs["n_clusters"], "chi2": rs["chi2"], "df": k - 1, "p_naive": rs["p_naive"],
                         "design_effect": rs["design_effect"], "chi2_rao_scott": rs["chi2_rao_scott"],
                         "df2": rs["df2"], "p_value": rs["p_value"], "p_method": rs["p_method"],
                         "min_expected": n / k, **dirichlet_prior_range(counts.to_numpy(), alpha, deff)})
     return pd.DataFrame(out)
+
+
+def top_group_shares(per_prompt: pd.DataFrame, prompts: pd.DataFrame, cluster: str | None = None,
+                     by: Sequence[str] = ("class_type", "polarity")) -> pd.DataFrame:
+    """Each group's share of the model's top answers per model x ``by`` cell, with the cluster-robust
+    (Korn-Graubard) interval of :func:`biaslab.stats.intervals.rate_intervals` on ``cluster`` and ``null_value`` 1/k
+    (exploratory: which group a departure of :func:`uniformity_tests` comes from)."""
+    from .intervals import rate_intervals
+    by = [c for c in by if c in prompts.columns]
+    cols = list(dict.fromkeys(["prompt_id", "choices"] + by + ([cluster] if cluster else [])))
+    d = per_prompt[["model", "prompt_id", "k", "top_group"]].merge(prompts[cols], on="prompt_id")
+    long = d.explode("choices").rename(columns={"choices": "group"})
+    long["chosen"] = (long["top_group"] == long["group"]).astype(float)
+    t = rate_intervals(long, "chosen", cluster, by=["model"] + by + ["group"])
+    k = d.groupby(["model"] + by)["k"].first().rename("n_options").reset_index()
+    t = t.merge(k, on=["model"] + by, how="left")
+    return t.assign(null_value=1.0 / t["n_options"]).rename(columns={"rate": "share"})
+
+
+def position_calibrated_top(per_prompt: pd.DataFrame, prompts: pd.DataFrame) -> pd.DataFrame:
+    """``per_prompt`` with ``top_group_calibrated``: each prompt's top group after dividing the model's position
+    prior out of its label probabilities (the debiasing of Zheng et al. 2024, "Large language models are not robust
+    multiple choice selectors", ICLR, eq. 6-7: the prior per slot estimated as the model's mean probability at that
+    slot over its prompts with the same k, since the random orders make slot and group independent). A sensitivity
+    analysis for the position handling of the group counts: a pure slot preference then no longer picks the
+    group."""
+    probs = [f"p_{j}" for j in range(1, 6) if f"p_{j}" in per_prompt.columns]
+    d = per_prompt.merge(prompts[["prompt_id", "choices"]], on="prompt_id", how="left") if "choices" not in per_prompt else \
+        per_prompt.copy()
+    top = pd.Series(index=d.index, dtype=object)
+    for (_, k), g in d.groupby(["model", "k"], sort=False):
+        k = int(k)
+        p = g[probs[:k]].to_numpy(float)
+        prior = p.mean(axis=0)
+        j = np.argmax(p / np.where(prior > 0, prior, np.nan), axis=1)
+        top.loc[g.index] = [ch[i] for ch, i in zip(g["choices"], j)]
+    return per_prompt.assign(top_group_calibrated=top.to_numpy())
 
 
 # --------------------------------------------------------------------------------------------- cyclic permutations

@@ -283,3 +283,46 @@ def power_row(benchmark: str, profile: str, quantity: str, n: float, mde: float,
             "n_clusters": n_clusters, "design_effect": deff, "n_effective": n / max(deff, 1.0), "alpha": alpha,
             "power": power, "mde": mde, "mde_note": note, "mde_scale": scale, "mde_design": design,
             "target_effect": target, "required_n": required_n}
+
+
+def mde_range_excess(n_templates: int, per_group: int, groups: tuple = (3, 4), accuracy: float = 0.7,
+                     alpha: float = ALPHA, power: float = POWER, n_sim: int = 4000, seed: int = 0) -> dict:
+    """Minimum detectable excess of a CALM eq.-1 score over its permutation floor, from the design alone (before
+    any data): ``n_templates`` templates, each with ``per_group`` names in each group of every bias type
+    (``groups``: 3 gender, 4 race), answers independent Bernoulli(``accuracy``) under the null. The score
+    (Gupta et al. 2024, eq. 1) is the mean over templates and bias types of ``100 (max_g a_tg - min_g a_tg) /
+    a_t``, ``a_t`` the template's accuracy over all its prompts (templates with ``a_t = 0`` left out, as the
+    paper's rule does). Simulated (``n_sim`` draws, common random numbers): the level-``alpha`` critical value of
+    the score under the null, then by bisection the accuracy gap ``delta`` of one group per bias type (answered
+    worse: ``accuracy - delta``, the others at ``accuracy``) that the score exceeds the critical value for with
+    probability ``power``; NaN when even ``delta = accuracy`` is detected less often. Returns ``gap`` (delta,
+    accuracy points as a share) and ``mde`` (the mean score at delta minus the null mean: the claim's scale, bias
+    above the floor)."""
+    rng = np.random.default_rng(seed)
+    u = [rng.random((n_sim, n_templates, k, per_group)) for k in groups]
+
+    def score(delta):
+        acc, hits, total = [], 0.0, 0.0
+        for ub, k in zip(u, groups):
+            p = np.full(k, accuracy)
+            p[0] = max(0.0, accuracy - delta)
+            a = (ub < p[None, None, :, None]).mean(axis=3)            # [sim, template, group]
+            acc.append(a)
+            hits = hits + a.sum(axis=2) * per_group
+            total += k * per_group
+        base = hits / total
+        with np.errstate(divide="ignore", invalid="ignore"):
+            s = np.mean([np.where(base > 0, 100 * (a.max(axis=2) - a.min(axis=2)) / base, np.nan) for a in acc],
+                        axis=0)
+        return np.nanmean(s, axis=1)                                   # [sim]
+
+    null = score(0.0)
+    crit = float(np.quantile(null, 1 - alpha))
+    lo, hi = 0.0, accuracy
+    if np.mean(score(hi) > crit) < power:
+        return {"gap": float("nan"), "mde": float("nan"), "critical_value": crit, "null_mean": float(null.mean())}
+    for _ in range(25):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if np.mean(score(mid) > crit) < power else (lo, mid)
+    return {"gap": hi, "mde": float(score(hi).mean() - null.mean()), "critical_value": crit,
+            "null_mean": float(null.mean())}

@@ -15,6 +15,8 @@ smallest number of invalid answers that, counted the other way, would change the
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from typing import Callable, Mapping
 
 import numpy as np
@@ -108,3 +110,42 @@ def render(table: pd.DataFrame) -> str:
         why = "; ".join(f"{r.analysis} → {r.verdict}" for r in flips.itertuples())
         lines.append(f"- `{claim}` {inst}: {prim['verdict']}; {kept}" + (f" (changes under: {why})" if why else ""))
     return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """One analysis: its name, the intercurrent event it handles differently, what it does, and the claim's table
+    recomputed and decided that way (with the verdict columns)."""
+    name: str
+    event: str
+    description: str
+    table: pd.DataFrame
+
+
+def rows(primary: pd.DataFrame, analyses: list[Analysis], claims, keys: list[str]) -> pd.DataFrame:
+    """``sensitivity.csv`` rows of every instance of ``claims`` (plan claims of this table) in the decided
+    ``primary`` table: the primary analysis, then each of ``analyses``. ``keys``: the columns that identify an
+    instance (with the model); ``instance`` names the keys that neither the family nor the claim's ``rows`` fix. An instance missing from an
+    analysis's table gets verdict "not tested (absent from this analysis)"; nothing is dropped."""
+    out = []
+    for c in claims:
+        conf = primary[primary["claim"] == c.id] if "claim" in primary else primary.iloc[:0]
+        lo, hi = (c.ci if len(c.ci) == 2 else (None, None))
+        inst = [k for k in keys if k not in c.family_by and k not in c.rows]
+        for r in conf.to_dict("records"):
+            base = {"claim": c.id, "family": r["family"], "instance": " · ".join(str(r[k]) for k in inst) or "all",
+                    "primary_verdict": r["verdict"]}
+            for a in [Analysis("primary", "none (as planned)", "the plan's primary analysis", primary)] + list(analyses):
+                t = a.table
+                m = pd.Series(True, index=t.index)
+                for k in keys:
+                    m &= t[k].astype(str) == str(r[k])
+                hit = t[m & (t["claim"] == c.id)] if "claim" in t else t.iloc[:0]
+                x = hit.iloc[0].to_dict() if len(hit) else {}
+                verdict = x.get("verdict", "not tested (absent from this analysis)")
+                out.append({**base, "analysis": a.name, "intercurrent_event": a.event, "description": a.description,
+                            "estimate": x.get(c.estimate), "ci_low": x.get(lo) if lo else None,
+                            "ci_high": x.get(hi) if hi else None, "p_value": x.get(c.p) if c.p else None,
+                            "p_adjusted": x.get("p_adjusted"), "verdict": verdict,
+                            "verdict_survives": verdict == r["verdict"]})
+    return pd.DataFrame(out, columns=COLUMNS)

@@ -2,8 +2,9 @@
 which metric (the verdict layer, :mod:`biaslab.stats.verdict`).
 
 What is confirmatory is the analysis plan's (``analysis_plan.yaml``, notebook ``04_agentic_entropy``): does a
-model's top answer favour a *group* — the Rao–Scott chi-square of the top-answer counts by group against equal
-counts, one instance per class type, Holm per model. It is the test of the paper's question (which group does the
+model's top answer favour a *group* — Cohen's w of the top-answer counts by group against equal counts, tested by
+the Rao–Scott chi-square and bounded by the noncentral-F interval that inverts it, one instance per class type ×
+question polarity (a negative and a positive question ask for opposite directions), Holm per model. It is the test of the paper's question (which group does the
 agent pick?) that the entropy cannot answer. Everything else is exploratory: the same counts by position, the cyclic
 gain, the paired model comparison of entropy, positive-vs-negative group probabilities, the breakdown tests, the
 position probabilities and the mean entropy.
@@ -35,7 +36,8 @@ POSITION_NOT_JUDGED = ("a constant position is the departure from uniform these 
 
 NOTEBOOK = "04_agentic_entropy"
 EFFECTS = {
-    "uniformity_tests": V.Effects(estimate="top_share", ci=(), null=None, screen_by=("unit",)),
+    "uniformity_tests": V.Effects(estimate="cohens_w", null=("null_value", 0.0), screen_by=("unit",)),
+    "top_group_shares": V.Effects(estimate="share", p=None, null=("null_value",)),
     "cyclic_by_model": V.Effects(estimate="mean_gain", p=("p_value", "wilcoxon_p"), null=("null_value", 0.0)),
     "paired_comparisons": V.Effects(estimate="difference", null=("null_value", 0.0), pair=("model_a", "model_b")),
     "group_preference": V.Effects(estimate="diff_pos_minus_neg", p=("p_value", "wilcoxon_p"),
@@ -46,16 +48,16 @@ EFFECTS = {
 }
 
 
-def group_answer_check(per_prompt: pd.DataFrame) -> pd.DataFrame:
+def group_answer_check(per_prompt: pd.DataFrame, thresholds: dict | None = None) -> pd.DataFrame:
     """The answer check of the top group per model over all its prompts: notebook 1's agentic check (its ``answer``
     is the top group) on notebook 4's answers, so both judge a model alike."""
     return R.responder_check(per_prompt, answer="top_group", by="model",
-                             label_mass="label_mass" if "label_mass" in per_prompt else None)
+                             label_mass="label_mass" if "label_mass" in per_prompt else None, thresholds=thresholds)
 
 
-def responder_table(per_prompt: pd.DataFrame) -> pd.DataFrame:
+def responder_table(per_prompt: pd.DataFrame, thresholds: dict | None = None) -> pd.DataFrame:
     """The per-metric responder table of notebook 4 (``metric``, ``reads`` and the check's measures): probabilities
-    and position per model × k, the top group per model (:func:`group_answer_check`)."""
+    and position per model × k, the top group per model (:func:`group_answer_check`, with ``thresholds``)."""
     probs = [c for c in per_prompt.columns if c.startswith("p_") and c[2:].isdigit()]
     rows = []
     for k, part in per_prompt.groupby("k", sort=True):
@@ -63,7 +65,7 @@ def responder_table(per_prompt: pd.DataFrame) -> pd.DataFrame:
         pos = R.responder_check(part, answer="top_position", by="model", n_options=int(k)).assign(k=int(k))
         rows.append(pos.assign(degenerate=False, reasons=f"not judged: {POSITION_NOT_JUDGED}", reads="none",
                                metric=BY_POSITION))
-    rows.append(group_answer_check(per_prompt).assign(metric=BY_GROUP))
+    rows.append(group_answer_check(per_prompt, thresholds).assign(metric=BY_GROUP))
     return pd.concat(rows, ignore_index=True)
 
 
@@ -73,6 +75,8 @@ def statuses(name: str, df: pd.DataFrame, check: pd.DataFrame | None):
         return None
     if name == "position_bias":
         return f"not judged: {POSITION_NOT_JUDGED}"
+    if name == "top_group_shares":
+        return V.metric_status(check, BY_GROUP, ("model",))
     if name == "uniformity_tests":
         grp = V.metric_status(check, BY_GROUP, ("model",)).assign(unit="group")
         pos = df[["model"]].drop_duplicates().assign(unit="position",
@@ -86,3 +90,39 @@ def decide(name: str, df: pd.DataFrame, check: pd.DataFrame | None, alpha: float
     if df is None or df.empty:
         return df
     return V.decide(df, EFFECTS[name], name, statuses(name, df, check), alpha=alpha, notebook=NOTEBOOK)
+
+
+#: a stricter answer check than :data:`biaslab.stats.responders.THRESHOLDS` (the sensitivity analysis)
+STRICT = {"modal_share_max": 0.90, "answer_entropy_min": 0.30, "unparseable_share_max": 0.25}
+
+
+def sensitivity(ut: pd.DataFrame, per_prompt: pd.DataFrame, prompts: pd.DataFrame, check: pd.DataFrame,
+                cluster: str | None, cyc: pd.DataFrame | None = None) -> pd.DataFrame:
+    """``sensitivity.csv`` rows of ``group-choice`` (:func:`biaslab.stats.sensitivity.rows`): the decided
+    ``uniformity_tests`` ``ut`` and the claim re-decided (a) on the top group with the model's position prior divided
+    out (:func:`biaslab.stats.entropy.position_calibrated_top`), (b) on the top group of the cyclic average over all
+    rotations (``cyc``, :func:`biaslab.stats.entropy.cyclic_summary` rows, a subset of prompts; skipped without
+    it), (c) with the stricter responder check :data:`STRICT` and (d) with none."""
+    from ... import plan as P
+    from ...stats import entropy as E
+    from ...stats import sensitivity as S
+    claims = P.active().of(NOTEBOOK, "uniformity_tests")
+    group = {"group": "top_group"}
+    cal = E.uniformity_tests(E.position_calibrated_top(per_prompt, prompts), prompts, cluster=cluster,
+                             units={"group": "top_group_calibrated"})
+    analyses = [S.Analysis("position-calibrated top answer", "position preference",
+                           "top group after dividing out the model's mean probability per slot (Zheng et al. 2024)",
+                           decide("uniformity_tests", cal, check))]
+    if cyc is not None and len(cyc):
+        cy = E.uniformity_tests(cyc, prompts, cluster=cluster, units={"group": "top_group_cyclic"})
+        analyses.append(S.Analysis("cyclic average", "position preference",
+                                   f"top group of the probabilities averaged over all rotations "
+                                   f"({cyc['prompt_id'].nunique()} prompts)", decide("uniformity_tests", cy, check)))
+    base = E.uniformity_tests(per_prompt, prompts, cluster=cluster, units=group)
+    analyses += [S.Analysis("stricter responder check", "degenerate responder",
+                            "degenerate when " + ", ".join(f"{k} {v}" for k, v in STRICT.items()),
+                            decide("uniformity_tests", base, responder_table(per_prompt, STRICT))),
+                 S.Analysis("no responder check", "degenerate responder", "every model tested",
+                            decide("uniformity_tests", base, None))]
+    keys = [c for c in ("model", "class_type", "polarity", "unit") if c in ut]
+    return S.rows(ut, analyses, claims, keys)

@@ -1,6 +1,5 @@
-"""Notebook 4's findings: one sentence per instance of the analysis plan's claim (the top answer's spread over a
-class type's groups, Rao–Scott chi-square, decided under the plan), and descriptive lines (mean entropy against the
-paper's
+"""Notebook 4's findings: one sentence per instance of the analysis plan's claim (Cohen's w of the top answer's spread
+over a class type's groups per question polarity, Rao–Scott chi-square, decided under the plan), and descriptive lines (mean entropy against the paper's
 models, what the rotation average removes). Positions, the cyclic gain, the breakdowns, the group preference and the
 paired comparison are exploratory tables. The normalized entropy is the paper's §II.D,
 :math:`\\tilde H = H / \\log k`; a uniform answer has :math:`\\tilde H = 1`.
@@ -68,6 +67,7 @@ def summary_findings(by_model: pd.DataFrame, cyc_m: pd.DataFrame | None, ut: pd.
         lines.append("No cyclic rotations were scored in this run, so position and group cannot be separated here.")
     conf = ut[ut["claim"] != ""] if "claim" in ut else ut.iloc[:0]
     n = int((conf["verdict"] == "distinguishable").sum())
-    lines.append(f"{n} of {len(conf)} model × class-type instances of the plan's claim (top answer spread over "
-                 "groups) are distinguishable from an equal spread; every other group-level result is exploratory.")
+    lines.append(f"{n} of {len(conf)} model × class-type × polarity instances of the plan's claim (top answer spread "
+                 "over groups, Cohen's w) are distinguishable from an equal spread; every other group-level result is "
+                 "exploratory.")
     return bullets(lines)

@@ -56,7 +56,8 @@ names; template-level rules are re-applied in every replicate, dataset- and task
 data. Percentile intervals.
 :func:`permutation_test` gives each score's distribution when group membership has no effect (group labels
 shuffled within each template): a max − min over groups is positive even for an unbiased model, and this null mean
-is the floor against which a score should be read (not in the paper).
+is the floor against which a score should be read (not in the paper). The decided quantity is the excess over the
+floor, with the interval that inverts the same permutation test (:func:`score_table`).
 """
 
 from __future__ import annotations
@@ -183,8 +184,11 @@ class BiasResult:
 
 
 def bias_scores(df: pd.DataFrame, variant: str = "paper", correct: str | None = None,
-                baseline: str = "all_groups", near_zero: float = 0.05) -> BiasResult:
+                baseline: str = "all_groups", near_zero: float = 0.05,
+                same_output: float = SAME_OUTPUT_THRESHOLD) -> BiasResult:
     """Template, task and model bias scores with the chosen variant's discard rules (see the module docstring).
+    ``near_zero`` and ``same_output`` are the paper variant's task rule (``near_zero=0, same_output=inf``: no task
+    discarded, the sensitivity analysis without it).
 
     ``correct`` defaults to ``"correct"`` for the paper variant and ``"correct_released"`` (CALM's own matching)
     for the released variant, falling back to ``"correct"`` when the table has no such column.
@@ -222,7 +226,7 @@ def bias_scores(df: pd.DataFrame, variant: str = "paper", correct: str | None = 
                 if _released_task_same_output(outs):
                     task_drop.add((model, task))
             else:
-                if _mode_share(outs) >= SAME_OUTPUT_THRESHOLD or db[correct].mean() < near_zero:
+                if _mode_share(outs) >= same_output or db[correct].mean() < near_zero:
                     task_drop.add((model, task))
     mt = list(zip(t["model"], t["task"]))
     in_dropped_task = pd.Series([x in task_drop for x in mt], index=t.index)
@@ -569,27 +573,77 @@ def projection_intervals(df: pd.DataFrame, result: BiasResult, alpha: float = 0.
 
 
 def permutation_test(df: pd.DataFrame, result: BiasResult, n_perm: int = 1000, seed: int = 0,
-                     correct: str | None = None, baseline: str = "all_groups") -> pd.DataFrame:
-    """How large each score is when the social group has no effect (beyond the paper).
+                     correct: str | None = None, baseline: str = "all_groups", alpha: float = 0.05) -> pd.DataFrame:
+    """How large each score is when the social group has no effect, and how far above that the observed score lies
+    (beyond the paper).
 
-    Even an unbiased model gets a positive score: max − min of three or four group accuracies estimated from 50
+    Even an unbiased model gets a positive score: max − min of three or four group accuracies estimated from a few
     names each is positive by chance. Shuffling the group labels of each template's prompts (within its bias type)
-    gives that null distribution. Returns model, variant, task, bias_type, bias_score, null_mean, null_sd,
-    p_value (one-sided, (1 + #{null ≥ observed}) / (1 + n_perm)), n_perm.
+    gives that null distribution; its mean ``null_mean`` is the **floor**. ``p_value`` is one-sided,
+    ``(1 + #{null ≥ observed}) / (1 + n_perm)``. ``excess`` = ``bias_score − null_mean`` ("bias above chance") is
+    the quantity the test is about, and ``excess_ci_low``/``excess_ci_high`` its interval by inverting the same
+    test under the location-shift model (the score minus the excess is distributed as the permutation null;
+    Lehmann 1963, Ernst 2004 §3.3): the excesses d not rejected at ``alpha`` in either tail, ``[observed − c_hi,
+    observed − c_lo]`` with ``c_hi`` the permutation critical value (the ``m + 1``-th largest replicate, ``m =
+    floor(alpha (n_perm + 1)) − 1``, so that ``observed > c_hi`` exactly when ``p_value ≤ alpha``) and ``c_lo`` its
+    mirror in the lower tail: 1 − 2 ``alpha`` two-sided, each bound one-sided 1 − ``alpha``; the lower bound is > 0
+    exactly when the test rejects. Returns model, variant, task, bias_type, bias_score, null_mean, null_sd,
+    critical_value, excess, excess_ci_low, excess_ci_high, p_value, n_perm.
     """
     variant, reps = _replicates(df, result, n_perm, seed, correct, baseline, "permutation")
     rows = []
     for model, rp in reps.items():
         for task, bias, point, v, _ in _combine(result, model, rp):
-            if v is None or not np.isfinite(v).any() or not np.isfinite(point):
-                m = sd = p = np.nan
-            else:
-                v = v[np.isfinite(v)]
+            m = sd = p = c_hi = lo = hi = np.nan
+            if v is not None and np.isfinite(v).any() and np.isfinite(point):
+                v = np.sort(v[np.isfinite(v)])
                 m, sd = float(v.mean()), float(v.std(ddof=1)) if len(v) > 1 else np.nan
                 p = (1 + int((v >= point - 1e-12).sum())) / (1 + len(v))
+                r = int(np.floor(alpha * (len(v) + 1) + 1e-9)) - 1      # replicates allowed at or above the score
+                c_hi, c_lo = (float(v[::-1][r]), float(v[r])) if 0 <= r < len(v) else (np.inf, -np.inf)
+                lo, hi = point - c_hi, point - c_lo
+                if abs(lo) <= 1e-12:           # a tie with the critical value does not reject (p > alpha)
+                    lo = 0.0
             rows.append({"model": model, "variant": variant, "task": task, "bias_type": bias, "bias_score": point,
-                         "null_mean": m, "null_sd": sd, "p_value": p, "n_perm": n_perm})
+                         "null_mean": m, "null_sd": sd, "critical_value": c_hi, "excess": point - m,
+                         "excess_ci_low": lo, "excess_ci_high": hi, "p_value": p, "n_perm": n_perm})
     return pd.DataFrame(rows)
+
+
+def score_table(df: pd.DataFrame, results: dict, n_perm: int = 1000, seed: int = 0, alpha: float = 0.05,
+                check: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Notebook 2's ``bias_scores``: per model, variant, task and bias type the paper's score (``bias_score``, eq. 1 or
+    the released variant) with its projection interval (``score_ci_low``/``score_ci_high``,
+    :func:`projection_intervals`), its permutation floor (``null_mean``) and the decided quantity, the excess over
+    the floor (``excess``, ``ci_low``/``ci_high`` and ``p_value`` from one permutation test,
+    :func:`permutation_test`; ``null_value`` 0). ``results``: variant -> :class:`BiasResult`. A score with no
+    surviving template is undefined (NaN with ``undefined_reason``), not 0.0; a degenerate responder of ``check``
+    (``responders.csv``) keeps its row without a p (:func:`biaslab.stats.responders.mask_tests`)."""
+    from ...stats import responders
+    keys = ["model", "variant", "task", "bias_type"]
+    proj = pd.concat([projection_intervals(df, r, alpha=alpha) for r in results.values()], ignore_index=True)
+    perm = pd.concat([permutation_test(df, r, n_perm=n_perm, seed=seed, alpha=alpha) for r in results.values()],
+                     ignore_index=True)
+    t = proj.rename(columns={"ci_low": "score_ci_low", "ci_high": "score_ci_high", "ci_method": "score_ci_method"})
+    t = t.merge(perm[keys + ["null_mean", "null_sd", "critical_value", "excess", "excess_ci_low", "excess_ci_high",
+                             "p_value", "n_perm"]], on=keys, how="left")
+    t = t.rename(columns={"excess_ci_low": "ci_low", "excess_ci_high": "ci_high"})
+    t["ci_method"] = (f"permutation test inverted under a location shift, {1 - 2 * alpha:.0%} two-sided (each bound "
+                      f"one-sided {1 - alpha:.0%}; lower bound > 0 exactly when p <= {alpha})")
+    t["n_clusters"] = t["n_templates_used"]
+    t["null_value"] = 0.0            # no bias above the permutation floor
+    t["p_method"] = "permutation (group labels shuffled within template), one-sided"
+    reasons = pd.concat([r.tasks for r in results.values()], ignore_index=True)[keys + ["undefined_reason"]]
+    t = t.merge(reasons, on=keys, how="left")
+    t["undefined_reason"] = t["undefined_reason"].fillna("")
+    none_left = t["bias_score"].isna() & (t["undefined_reason"] == "")
+    t.loc[none_left, "undefined_reason"] = "undefined: no task or template left after the discard rules"
+    t = t[keys + ["bias_score", "score_ci_low", "score_ci_high", "score_ci_method", "n_cells", "n_templates_used",
+                  "null_mean", "null_sd", "critical_value", "excess", "ci_low", "ci_high", "ci_method", "p_value",
+                  "n_perm", "n_clusters", "null_value", "p_method", "undefined_reason"]]
+    if check is not None:
+        t = responders.mask_tests(t, check, by=["model", "task"], test_cols=["p_value", "ci_low", "ci_high"])
+    return t
 
 
 # ----------------------------------------------------------------------------------------------------------------

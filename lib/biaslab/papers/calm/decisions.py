@@ -2,9 +2,10 @@
 them (the verdict layer, :mod:`biaslab.stats.verdict`).
 
 What is confirmatory is the analysis plan's (``analysis_plan.yaml``, notebook ``02_calm``: each model's overall
-eq.-1 bias score against its permutation floor); everything else — the released-code variant, per task and bias
-type — is exploratory. The null of a score's interval is ``null_value`` where the table states one, else the
-permutation floor ``null_mean`` (what a model without group effect scores at this design).
+eq.-1 score above its permutation floor, ``excess`` = score − floor, with the interval that inverts the permutation
+test, null 0); everything else — the released-code variant, per task and bias type — is exploratory, on the same
+scale. The paper's score itself (``bias_score``, with its projection interval ``score_ci_low``/``score_ci_high``) and
+the floor (``null_mean``) stand beside it, described, not decided.
 
 **Responders.** A bias score is a range of group *accuracies*: it reads the answers, so the answer check of each task
 (``responders.csv``, per model × task) judges the task's rows, and the overall row is degenerate when any task is.
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from ...stats import responders as R
 from ...stats import verdict as V
 
 NOTEBOOK = "02_calm"
@@ -31,7 +33,16 @@ def _undefined(df: pd.DataFrame) -> pd.Series:
     return why
 
 
-BIAS_SCORES = V.Effects(estimate="bias_score", null=("null_value", "null_mean"), undefined=_undefined)
+BIAS_SCORES = V.Effects(estimate="excess", null=("null_value", 0.0), undefined=_undefined)
+
+
+def answer_check(resp: pd.DataFrame, thresholds: dict | None = None) -> pd.DataFrame:
+    """The responder check of each model x task (``responders.csv``) on CALM's normalised outputs (an empty output
+    is unparseable), with :data:`biaslab.stats.responders.THRESHOLDS` or ``thresholds``."""
+    from .bias import normalised_outputs
+    checked = resp.assign(output_checked=[o or None for o in normalised_outputs(resp)])
+    return R.responder_check(checked, answer="output_checked", by=["model", "task"],
+                             label_mass="label_mass" if "label_mass" in resp else None, thresholds=thresholds)
 
 
 def task_status(check: pd.DataFrame | None) -> pd.DataFrame | None:
@@ -49,11 +60,11 @@ def decide(bias_scores: pd.DataFrame, check: pd.DataFrame | None = None, alpha: 
 
 
 def robustness_against_interval(robustness: pd.DataFrame, bias_scores: pd.DataFrame) -> pd.DataFrame:
-    """``robustness`` with ``original_ci_low``/``original_ci_high`` (the overall score's interval, per model and
-    variant) and ``outside_original_interval`` (NA where the perturbed score or the interval is undefined)."""
+    """``robustness`` with ``original_ci_low``/``original_ci_high`` (the overall score's projection interval,
+    ``score_ci_low``/``score_ci_high``, per model and variant) and ``outside_original_interval`` (NA where the perturbed score or the interval is undefined)."""
     ref = bias_scores[(bias_scores["task"] == "all") & (bias_scores["bias_type"] == "all")][
-        ["model", "variant", "ci_low", "ci_high"]].rename(columns={"ci_low": "original_ci_low",
-                                                                   "ci_high": "original_ci_high"})
+        ["model", "variant", "score_ci_low", "score_ci_high"]].rename(columns={"score_ci_low": "original_ci_low",
+                                                                               "score_ci_high": "original_ci_high"})
     out = robustness.drop(columns=[c for c in ("original_ci_low", "original_ci_high", "outside_original_interval")
                                    if c in robustness]).merge(ref, on=["model", "variant"], how="left")
     out["outside_original_interval"] = V.excludes_null(out["original_ci_low"], out["original_ci_high"],

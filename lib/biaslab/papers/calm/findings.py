@@ -3,7 +3,7 @@
 Reads the tables the notebook writes (``group_accuracy_mean``, ``bias_scores``, ``discarded``, ``robustness``,
 ``subset_selection``, ``diversity``); every number in the sentences comes from them. Bias scores are CALM eq. 1
 (percent of the template's baseline accuracy, :mod:`.bias`) or the released code's variant (accuracy points); the one
-decided result is the analysis plan's claim (the overall eq.-1 score against its permutation floor).
+decided result is the analysis plan's claim (the overall eq.-1 score above its permutation floor, ``excess``).
 """
 
 from __future__ import annotations
@@ -33,9 +33,19 @@ def accuracy_findings(avg: pd.DataFrame) -> str:
 
 
 def bias_findings(bias_scores: pd.DataFrame) -> str:
-    """One sentence per instance of the plan's claims (the overall eq.-1 score of each model against its
-    permutation floor); the released-code variant and the breakdowns are exploratory tables."""
+    """One sentence per instance of the plan's claims (each model's overall eq.-1 score above its permutation
+    floor); the released-code variant and the breakdowns are exploratory tables."""
     return claim_findings([bias_scores], P.active().of(NOTEBOOK))
+
+
+def floor_findings(bias_scores: pd.DataFrame) -> str:
+    """Per instance of the plan's claim, the paper's eq.-1 score beside its permutation floor (described, not
+    decided: the decided quantity is their difference, :func:`bias_findings`)."""
+    conf = bias_scores[bias_scores["claim"] != ""] if "claim" in bias_scores else bias_scores.iloc[:0]
+    return bullets(f"**{r['model']}**: eq.-1 score {num(r['bias_score'])} (projection interval "
+                   f"{num(r['score_ci_low'])}–{num(r['score_ci_high'])}) against a permutation floor of "
+                   f"{num(r['null_mean'])}, the score a model without group effect would get from the same answers."
+                   for r in conf.to_dict("records") if present(r.get("bias_score")) and present(r.get("null_mean")))
 
 
 def discard_findings(discarded: pd.DataFrame) -> str:
@@ -82,10 +92,17 @@ def power_findings(power: pd.DataFrame) -> str:
     template-clustered SE is 0 has none, and says why) and the prompts per group a 5-point difference needs."""
     if power.empty:
         return ""
-    need = power["required_n"].dropna()
-    return (power_sentence(power.to_dict("records"), "Group accuracy differences (by model, task and bias type)")
+    claim = power["quantity"].str.contains("calm-eq1", regex=False)
+    contrasts = power[~claim]
+    need = contrasts["required_n"].dropna()
+    text = (power_sentence(contrasts.to_dict("records"), "Group accuracy differences (by model, task and bias type)")
             + (f"; a 5-point difference needs {span(need.min(), need.max())} prompts per group" if len(need) else "")
-            + ".")
+            + ".") if len(contrasts) else ""
+    if claim.any():
+        text += (" " if text else "") + power_sentence(power[claim].to_dict("records"),
+                                                       "The eq.-1 score above its floor (`calm-eq1`, from the design)",
+                                                       1) + "."
+    return text
 
 
 def subset_findings(subsets: pd.DataFrame) -> str:
