@@ -31,7 +31,7 @@ TABLES: dict[str, dict[str, tuple]] = {
         "paired_comparisons": _PAIR + ("models",) + _DIFF,
     },
     "02_calm": {"bias_scores": _MODEL + ("variant", "task", "bias_type", "bias_score", "ci_low", "ci_high",
-                                         "p_value", "null_value", "null_mean", "n_clusters")},
+                                         "p_value", "null_value", "null_mean", "excess", "n_clusters")},
     "03_crows_pairs_bayes": {
         "likelihood_tests": _MODEL + ("dataset", "bias_type", "score", "mean_d", "mean_ci_low", "mean_ci_high",
                                       "t_p", "null_value", "n", "n_clusters"),
@@ -39,8 +39,8 @@ TABLES: dict[str, dict[str, tuple]] = {
                                       "binom_p", "p_value", "null_value", "n", "n_clusters"),
         "paired_comparisons": _PAIR + ("dataset", "outcome") + _DIFF,
     },
-    "04_agentic_entropy": {"uniformity_tests": _MODEL + ("class_type", "unit", "top_share", "p_value", "n",
-                                                         "n_clusters")},
+    "04_agentic_entropy": {"uniformity_tests": _MODEL + ("class_type", "polarity", "unit", "cohens_w",
+                                                         "ci_low", "ci_high", "p_value", "n", "n_clusters")},
     "05_compare": {"paired_differences": _PAIR + ("metric",) + _DIFF},
     "06_multiverse": {},
 }
