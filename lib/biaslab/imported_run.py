@@ -29,9 +29,7 @@ def crows_tables(sc, lm, crows_logs) -> dict[str, pd.DataFrame]:
     frames, checks = [], []
     for lg in crows_logs:
         frames.append(df := crows_pairs.pair_scores(sc, lg.items, lg.task))      # notebook 3's table, eq. 2-4
-        diff = [float(a - b) for a, b in zip(df.logp_more, df.logp_less)]      # lm-eval's plain mean, in order
-        ours = {"pct_stereotype": sum(1.0 if x > 0 else 0.0 for x in diff) / len(diff),
-                "likelihood_diff": sum(abs(x) for x in diff) / len(diff)}
+        ours = crows_pairs.harness_metrics([a - b for a, b in zip(df.logp_more, df.logp_less)])
         for metric, value in ours.items():
             rep = lg.reported.get(f"{metric},none", lg.reported.get(metric))
             checks.append({"model": lm.name, "dataset": lg.task, "metric": metric, "n": len(df),
