@@ -40,12 +40,60 @@ def crows_tables(sc, lm, crows_logs) -> dict[str, pd.DataFrame]:
     return {"pair_scores": pairs, "likelihood_tests": lik, "harness_check": pd.DataFrame(checks)}
 
 
+def bbq_harness_check(lm, lg) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The harness's own BBQ aggregates beside biaslab's on the same rows, overall and per category: accuracy and
+    bias score from BBQ's ``target_loc`` (:func:`biaslab.benchmarks.bbq.bias_scores`), and the bias score
+    recomputed with the harness's own biased answers and aggregation (:func:`.importers.lm_eval.harness_bias_score`),
+    which must equal the harness's (``explained``). Second table: every row whose harness mapping differs from
+    ``target_loc``, with why."""
+    from .benchmarks import bbq
+    from .importers import lm_eval
+    items, rows = lg.items, []
+    if "harness_biased" not in items.columns or items["harness_biased"].isna().all():
+        return pd.DataFrame(), pd.DataFrame()
+    differs = items["harness_biased"].astype(str) != items["biased_index"].astype(int).astype(str)
+    scopes = [("all", items)] + list(items.groupby("category", sort=True))
+    for scope, part in scopes:
+        ours = bbq.bias_scores(part.assign(scope=scope), ["scope"]).set_index("context_condition")
+        for cond, short in (("ambig", "amb"), ("disambig", "disamb")):
+            sub = part[part["context_condition"] == cond]
+            if sub.empty:
+                continue
+            suffix = "" if scope == "all" else f"_{scope}"
+            for metric, key, mine, theirs_mapping in (
+                    ("accuracy", f"accuracy_{short}", ours.loc[cond, "accuracy"], ours.loc[cond, "accuracy"]),
+                    ("bias_score", f"{short}_bias_score{suffix}", ours.loc[cond, "bias_score"],
+                     lm_eval.harness_bias_score(sub, cond == "ambig"))):
+                if metric == "accuracy" and scope != "all":
+                    continue                                   # lm-eval reports accuracy overall only
+                rep = lg.reported.get(f"{key},none")
+                rows.append({"model": lm.name, "dataset": lg.task, "scope": scope, "context_condition": cond,
+                             "metric": metric, "n": len(sub), "n_mapping_differs": int(differs[sub.index].sum()),
+                             "harness": rep, "biaslab_target_loc": float(mine),
+                             "abs_difference": abs(float(mine) - rep) if rep is not None else None,
+                             "recomputed_with_harness_mapping": float(theirs_mapping),
+                             "explained": bool(rep is not None and abs(float(theirs_mapping) - rep) < 1e-9)})
+    diff = items[differs]
+    listed = pd.DataFrame({"model": lm.name, "dataset": lg.task, "prompt_id": diff["prompt_id"],
+                           "category": diff["category"], "example_id": diff["example_id"],
+                           "context_condition": diff["context_condition"],
+                           "question_polarity": diff["question_polarity"], "target_loc": diff["biased_index"],
+                           "harness_biased": diff["harness_biased"], "choice": diff["choice"],
+                           "why": [lm_eval.mapping_difference(r) for _, r in diff.iterrows()]})
+    return pd.DataFrame(rows), listed
+
+
 def bbq_tables(lm, bbq_logs) -> dict[str, pd.DataFrame]:
     from .papers.multifactor import bbq_scores
     items = pd.concat([lg.items.assign(dataset=lg.task) for lg in bbq_logs], ignore_index=True)
     items = items.assign(model=lm.name)
-    return {"responses": items,
-            "accuracy_bias_score_intervals": bbq_scores.score_intervals(items, ["model"], "template")}
+    checks = [bbq_harness_check(lm, lg) for lg in bbq_logs if lg.harness == "lm-eval"]
+    out = {"responses": items,
+           "accuracy_bias_score_intervals": bbq_scores.score_intervals(items, ["model"], "template")}
+    if any(len(c) for c, _ in checks):
+        out["bbq_harness_check"] = pd.concat([c for c, _ in checks], ignore_index=True)
+        out["bbq_mapping_differences"] = pd.concat([d for _, d in checks], ignore_index=True)
+    return out
 
 
 def import_run(fmt: str, path: str | Path, out: str | Path, tokenizer: str | None = None,

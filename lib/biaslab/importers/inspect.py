@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..benchmarks.bbq import biased_from_tags
+from ..benchmarks import bbq as bbq_bench
 from ..filehash import sha256_file
 from . import ImportedLog, ImportError_, supported
 
@@ -92,8 +92,9 @@ def read(path: Path) -> list[ImportedLog]:
             target = str(s.get("target") or "").strip().upper()
             try:
                 info = meta["answer_info"]
-                biased = biased_from_tags(info, meta["additional_metadata"]["stereotyped_groups"],
-                                          meta["question_polarity"])
+                biased, _ = bbq_bench.biased_answer(                    # inspect_evals: source_id = example_id
+                    meta["category"], meta.get("example_id", meta.get("source_id")), info,
+                    meta["additional_metadata"]["stereotyped_groups"], meta["question_polarity"])
                 unknown = [i for i in range(3) if info[f"ans{i}"][1] == "unknown"]
             except (KeyError, TypeError, IndexError):
                 biased, unknown = None, []
