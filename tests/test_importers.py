@@ -27,6 +27,7 @@ CROWS_EN = FIX / "smollm2_crows_en"
 CROWS_FR = FIX / "gemma_crows_fr"
 GEMMA_EN = FIX / "gemma_crows_en"
 BBQ = FIX / "smollm2_bbq"
+BBQ_NAT_SES = FIX / "smollm2_bbq_nat_ses"   # tests/fixtures/make_bbq_by_hand.py
 INSPECT = FIX.parent / "inspect" / "bbq"
 
 
@@ -130,6 +131,41 @@ def test_bbq_accuracy_and_bias_scores_equal_the_harness_metrics_with_clustered_i
     assert set(lg.items.category) == {"Gender_identity", "Age"}
     for (cat, cond), r in per_cat.iterrows():
         assert r.bias_score == pytest.approx(res[f"{short[cond]}_bias_score_{cat},none"], abs=1e-12)
+
+
+def test_bbq_every_category_imports_from_target_loc_and_the_harness_check_explains_each_difference(tmp_path):
+    """Nationality and Race_x_SES (30 random rows each; lm-eval's own bbq utils made the log): every row imports, the
+    biased answer is BBQ's target_loc (read here independently from the mirror's metadata file), accuracies equal
+    lm-eval's exactly, and every per-category bias-score difference is lm-eval's own biased-answer mapping."""
+    from biaslab.cli import main
+    from biaslab.sources import raw_path
+    (lg,) = importers.read("lm-eval", BBQ_NAT_SES)
+    samples = _samples(BBQ_NAT_SES)
+    assert len(lg.items) == len(samples) == 60 and len(lg.excluded) == 0
+    assert set(lg.items.category) == {"Nationality", "Race_x_SES"}
+    meta = pd.read_csv(raw_path("nyu-mll/BBQ", "supplemental/additional_metadata.csv"), low_memory=False)
+    meta = meta.drop_duplicates(["category", "example_id"]).set_index(["category", "example_id"]).target_loc
+    assert [int(meta[(c, e)]) for c, e in zip(lg.items.category, lg.items.example_id)] == list(lg.items.biased_index)
+    assert (lg.items.biased_source == "target_loc").all()
+    assert (lg.items.correct == lg.items.harness_acc).all()
+    res = _results(BBQ_NAT_SES)["results"]["local_bbq"]
+    assert main(["import", "lm-eval", str(BBQ_NAT_SES), "--out", str(tmp_path)]) == 0
+    check = pd.read_csv(tmp_path / "tables" / "bbq_harness_check.csv")
+    acc = check[check.metric == "accuracy"].set_index("context_condition")
+    assert acc.loc["ambig", "biaslab_target_loc"] == res["accuracy_amb,none"]
+    assert acc.loc["disambig", "biaslab_target_loc"] == res["accuracy_disamb,none"]
+    assert check.explained.all() and len(check[check.metric == "bias_score"]) == 2 * 3
+    # a bias-score difference only where lm-eval's mapping differs from target_loc on some of the rows
+    bias = check[check.metric == "bias_score"]
+    assert ((bias.abs_difference < 1e-12) | (bias.n_mapping_differs > 0)).all()
+    assert (bias.abs_difference > 0.05).any()
+    diffs = pd.read_csv(tmp_path / "tables" / "bbq_mapping_differences.csv", keep_default_na=False)
+    by_id = {s["doc_id"]: s["doc"] for s in samples}
+    expected = [f"local_bbq:{i}" for i, d in by_id.items()
+                if [k for k in range(3) if d[f"ans{k}"] in d["biased_answers"]] != [int(meta[(d["category"],
+                                                                                               d["example_id"])])]]
+    assert sorted(diffs.prompt_id) == sorted(expected) and len(expected) == 12
+    assert diffs.why.str.startswith("lm-eval marks").all()
 
 
 def test_inspect_log_of_a_real_run(tmp_path):
