@@ -201,6 +201,51 @@ def test_inspect_log_of_a_real_run(tmp_path):
     assert set(lg.items.biased_index) <= {0, 1, 2} and lg.items.template.str.startswith("Gender_identity:").all()
 
 
+FR_RAW = ("shijing001/bayes_factor_bias_detection", "crows_pairs_FR_languagearc_contribution+210.csv")
+
+
+def test_raw_french_file_matches_by_normalised_text_and_excludes_the_empty_pair(tmp_path):
+    """The French run read the raw file with pandas defaults, as lm-eval's csv loader does: its sentences keep their
+    trailing spaces, which biaslab's loader strips, so the loader's texts are found by normalised text (the rule is
+    in the fingerprint); pair 128 has an empty sent_less, which the harness scored as the text 'None': excluded,
+    with that reason."""
+    from biaslab.benchmarks import crows_pairs
+    from biaslab.scoring.backends.imported import TEXT_MATCHING
+    from biaslab.sources import raw_path
+    lm = models.load({"imported": str(CROWS_FR)})
+    assert lm.fingerprint["text_matching"] == TEXT_MATCHING
+    (lg,) = lm.logs
+    fr = crows_pairs.load_french().prompts
+    def norm(df):
+        return list(zip(df.sent_more.str.split().str.join(" "), df.sent_less.str.split().str.join(" ")))
+    fr = fr.set_index(pd.MultiIndex.from_tuples(norm(fr)))
+    ours = fr[~fr.index.duplicated()].loc[norm(lg.items)]         # the file repeats a few pairs
+    assert len(ours) == len(lg.items)
+    stripped = [i for i, a, b, c, d in zip(lg.items.pair_id, lg.items.sent_more, lg.items.sent_less,
+                                           ours.sent_more, ours.sent_less) if (a, b) != (c, d)]
+    assert len(stripped) >= 5                    # the log's texts differ from the loader's on these pairs
+    got = Scorer(lm, cache_dir=False, progress=False).sequence_logprob(list(ours.sent_more) + list(ours.sent_less))
+    assert list(got.sum_logprob) == list(lg.items.logp_more) + list(lg.items.logp_less)
+    # what differs is said, with the log's nearest text
+    wrong = ours.sent_more.iloc[0].replace("solution", "solutoin")
+    with pytest.raises(NotInLog, match=r"nearest in the log: .*differs at character \d+") as e:
+        Scorer(lm, cache_dir=False, progress=False).sequence_logprob([wrong])
+    assert "\n" not in str(e.value) and "NFC" in str(e.value)
+    # pair 128 as lm-eval logs it: the raw row read with pandas defaults (empty cell -> NaN -> null), scored "None"
+    raw = pd.read_csv(raw_path(*FR_RAW), sep="\t")
+    row = raw.iloc[128]
+    assert pd.isna(row.sent_less)
+    lines = (sorted(CROWS_FR.glob("samples_*.jsonl"))[0]).read_text().splitlines()[:3]
+    s = json.loads(lines[0])
+    s.update(doc_id=128, doc={k: (None if pd.isna(v) else str(v)) for k, v in row.items()})
+    s["arguments"] = {"gen_args_0": {"arg_0": "", "arg_1": row.sent_more}, "gen_args_1": {"arg_0": "", "arg_1": "None"}}
+    f = tmp_path / "samples_local_crows_fr_2026-01-01T00-00-00.000000.jsonl"
+    f.write_text("\n".join(lines + [json.dumps(s)]) + "\n")
+    (lg,) = importers.read("lm-eval", f)
+    assert len(lg.items) == 3 and list(lg.excluded.row) == [128]
+    assert lg.excluded.reason.iloc[0] == "empty sent_less in the data (the harness scored the text 'None')"
+
+
 def test_imported_backend_names_the_first_request_the_log_lacks():
     lm = models.load({"imported": str(CROWS_EN)})
     sc = Scorer(lm, cache_dir=False, progress=False)

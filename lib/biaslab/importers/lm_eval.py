@@ -160,6 +160,14 @@ def read(path: Path) -> list[ImportedLog]:
     return logs
 
 
+#: what an empty data cell becomes on its way into a harness's request (Python's None, pandas' NaN, as text)
+EMPTY_TEXTS = ("", "None", "nan", "NaN")
+
+
+def _blank(v) -> bool:
+    return v is None or (isinstance(v, float) and v != v) or str(v).strip() in EMPTY_TEXTS
+
+
 def _crows(lines: list[dict], task: str):
     rows, lls, bad = [], {}, []
     for s in lines:
@@ -168,8 +176,14 @@ def _crows(lines: list[dict], task: str):
             bad.append({"row": s.get("doc_id"), "reason": "not a CrowS-Pairs sample (no sent_more/sent_less or "
                                                           "not two log-likelihood requests)"})
             continue
-        more, less = str(doc["sent_more"]), str(doc["sent_less"])
         (c1, x1), (c2, x2) = [(r[0], r[1]) if len(r) > 1 else ("", r[0]) for r in reqs]
+        blank = [k for k, x in (("sent_more", c1 + x1), ("sent_less", c2 + x2))
+                 if _blank(doc.get(k)) or str(x).strip() in EMPTY_TEXTS]
+        if blank:
+            bad.append({"row": s.get("doc_id"), "reason": f"empty {' and '.join(blank)} in the data (the harness "
+                                                          f"scored the text {(x1 if blank[0] == 'sent_more' else x2)!r})"})
+            continue
+        more, less = str(doc["sent_more"]), str(doc["sent_less"])
         if (c1 + x1, c2 + x2) != (more, less):
             bad.append({"row": s.get("doc_id"), "reason": "the requests' texts are not the doc's sent_more and "
                                                           "sent_less in this order"})

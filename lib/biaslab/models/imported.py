@@ -70,7 +70,9 @@ def load_imported(spec: dict) -> ImportedModel:
     ident = logs[0].identity
     source = spec.get("tokenizer") or ident.get("tokenizer") or ident.get("model_name")
     tok = _tokenizer(source)
+    from ..scoring.backends.imported import TEXT_MATCHING
     fp = {"name": name, "backend": "imported", "format": fmt, "path": str(path), "tokenizer": source if tok else None,
+          "text_matching": TEXT_MATCHING,
           "tasks": {lg.task: {"kind": lg.kind, "items": len(lg.items), "excluded": len(lg.excluded),
                               **{k: v for k, v in lg.identity.items() if k != "files"},
                               "files": lg.identity.get("files", {})} for lg in logs}}
