@@ -21,6 +21,7 @@ from . import models as bl_models
 from . import scoring
 from .benchmarks import crows_pairs
 from .filehash import sha256_file
+from .importers.eee import _component, confined
 from .outputs import atomic_write_text
 from .stats import hypothesis as hyp
 
@@ -97,9 +98,28 @@ def bbq_tables(lm, bbq_logs) -> dict[str, pd.DataFrame]:
 
 
 def import_run(fmt: str, path: str | Path, out: str | Path, tokenizer: str | None = None,
-               name: str | None = None) -> dict:
-    """Import the log(s) at ``path`` and write biaslab's tables under ``out``; returns what was written."""
-    spec = {"imported": str(path), "format": fmt, **({"tokenizer": tokenizer} if tokenizer else {}),
+               name: str | None = None) -> list[dict]:
+    """Import the log(s) at ``path`` and write biaslab's tables under ``out``; returns what was written, per model.
+
+    One model per run folder: logs of several models become ``out/<model>/`` each (``name`` then is refused: it
+    names one model). Each folder is written into a staging folder and published atomically under the same lock
+    as notebook runs (:mod:`biaslab.publish`), so two imports into one folder never mix: the second is refused."""
+    from . import importers
+    logs = importers.read(fmt, path)
+    models = sorted({lg.model for lg in logs})
+    out = Path(out)
+    if len(models) > 1 and name:
+        raise importers.ImportError_(f"{path} holds runs of {len(models)} models ({', '.join(models)}); --name names "
+                                     "one model: point at one model's run folder, or leave --name out (each model "
+                                     f"is then written to {out}/<model>/)")
+    targets = {models[0]: out} if len(models) == 1 else {
+        m: confined(out, _component(m, "model name")) for m in models}
+    return [_import_one(fmt, path, final, m, tokenizer, name) for m, final in targets.items()]
+
+
+def _import_one(fmt, path, final: Path, model: str, tokenizer, name) -> dict:
+    from . import importers, publish
+    spec = {"imported": str(path), "format": fmt, "model": model, **({"tokenizer": tokenizer} if tokenizer else {}),
             **({"name": name} if name else {})}
     t0 = time.time()
     lm = bl_models.load(spec)
@@ -116,18 +136,34 @@ def import_run(fmt: str, path: str | Path, out: str | Path, tokenizer: str | Non
         tables[lg.task] = pd.concat([tables.get(lg.task, pd.DataFrame()), lg.items], ignore_index=True)
     tables["excluded"] = pd.concat([lg.excluded.assign(task=lg.task) for lg in lm.logs]
                                    + [pd.DataFrame(columns=["row", "reason", "task"])], ignore_index=True)
-    o = Path(out)
-    (o / "tables").mkdir(parents=True, exist_ok=True)
-    files = {}
-    for stem, df in tables.items():
-        p = o / "tables" / f"{stem}.csv"
-        atomic_write_text(p, df.to_csv(index=False))
-        files[f"tables/{stem}.csv"] = sha256_file(p)
-    manifest = {"notebook": "import", "variant": fmt, "source": str(Path(path).resolve()),
-                "models": {lm.name: lm.fingerprint}, "status": "ok", "wall_time_s": round(time.time() - t0, 1),
-                "notes": [f"{lg.task}: {len(lg.excluded)} row(s) excluded: "
-                          + "; ".join(f"{n} {r}" for r, n in lg.excluded.reason.value_counts().items())
-                          for lg in lm.logs if len(lg.excluded)], "files": files}
-    atomic_write_text(o / "MANIFEST.json", json.dumps(manifest, indent=2, default=str))
-    return {"model": lm.name, "tables": {k: len(v) for k, v in tables.items()},
+    if final.is_dir() and any(final.iterdir()) and not (final / "MANIFEST.json").exists():
+        raise importers.ImportError_(f"{final} exists and is not a run folder (no MANIFEST.json): an import replaces "
+                                     "its folder, so name a new or empty folder with --out")
+    final.parent.mkdir(parents=True, exist_ok=True)
+    run_id = publish.new_run_id()
+    staging, lock = publish.staging_folder(final, run_id), publish.RunLock(final, run_id)
+    lock.acquire()                     # the lock of notebook runs: a second import into this folder is refused
+    try:
+        (staging / "tables").mkdir(parents=True)
+        files = {}
+        for stem, df in tables.items():
+            p = confined(staging / "tables", f"{stem}.csv")
+            atomic_write_text(p, df.to_csv(index=False))
+            files[f"tables/{stem}.csv"] = sha256_file(p)
+        notes = [f"{lg.task}: {len(lg.excluded)} row(s) excluded: "
+                 + "; ".join(f"{n} {r}" for r, n in lg.excluded.reason.value_counts().items())
+                 for lg in lm.logs if len(lg.excluded)]
+        notes += [f"{lg.task}: biased answer of {n} row(s) from {src}" for lg in bbq
+                  for src, n in lg.items.get("biased_source", pd.Series(dtype=str)).value_counts().items()]
+        manifest = {"notebook": "import", "variant": fmt, "source": str(Path(path).resolve()),
+                    "models": {lm.name: lm.fingerprint}, "status": "ok", "wall_time_s": round(time.time() - t0, 1),
+                    "notes": notes, "files": files}
+        atomic_write_text(staging / "MANIFEST.json", json.dumps(manifest, indent=2, default=str))
+        publish.swap_in(staging, final, run_id)
+    finally:
+        if staging.exists():
+            import shutil
+            shutil.rmtree(staging, ignore_errors=True)
+        lock.release()
+    return {"model": lm.name, "out": final, "tables": {k: len(v) for k, v in tables.items()},
             "excluded": int(len(tables["excluded"])), "tasks": [(lg.task, lg.kind, len(lg.items)) for lg in lm.logs]}

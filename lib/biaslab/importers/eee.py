@@ -28,7 +28,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..filehash import sha256_file
-from . import ImportedLog, ImportError_, supported
+from . import ImportedLog, ImportError_, json_lines, supported
 
 SCHEMA_VERSION = "0.3.0"
 SCHEMA_DIR = Path(__file__).resolve().parent / "schemas"
@@ -447,23 +447,35 @@ def tables_from_records(records: list[dict]) -> dict[str, pd.DataFrame]:
 
 
 def read_records(path: Path) -> list[dict]:
+    """The instance-level records under ``path``, each checked against the pinned instance schema: a record that
+    fails it, a line that is not a JSON object, a newer schema, or bytes that are not UTF-8 raise
+    :class:`ImportError_` naming the file and line."""
     files = [path] if path.is_file() else sorted(path.rglob("*.jsonl"))
     if not files:
         raise ImportError_(f"{path}: no Every Eval Ever instance-level records (*.jsonl)")
+    inst = validator("instance_level_eval.schema.json")
     recs = []
     for f in files:
-        for i, line in enumerate(f.read_text(encoding="utf-8").splitlines(), 1):
-            if line.strip():
-                try:
-                    rec = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise ImportError_(f"{f}:{i}: not a JSON line ({exc.msg})") from exc
-                v = str(rec.get("schema_version", ""))
-                if v.split(".")[:2] > SCHEMA_VERSION.split(".")[:2]:
-                    raise ImportError_(f"{f}:{i}: Every Eval Ever schema {v}; this importer reads "
-                                       f"{SCHEMA_VERSION} and older")
-                recs.append(rec)
+        for i, rec in json_lines(f):
+            v = str(rec.get("schema_version", ""))
+            if v.split(".")[:2] > SCHEMA_VERSION.split(".")[:2]:
+                raise ImportError_(f"{f}:{i}: Every Eval Ever schema {v}; this importer reads "
+                                   f"{SCHEMA_VERSION} and older")
+            err = next(iter(sorted(inst.iter_errors(rec), key=lambda e: list(e.path))), None)
+            if err is not None:
+                where = "/".join(str(p) for p in err.path) or "(record)"
+                raise ImportError_(f"{f}:{i}: not a valid Every Eval Ever instance record ({SCHEMA_VERSION}) at "
+                                   f"{where}: {' '.join(err.message.split())[:200]}")
+            table = (rec.get("metadata") or {}).get("table")
+            if table is not None and not _plain_name(str(table)):
+                raise ImportError_(f"{f}:{i}: metadata.table {str(table)[:80]!r} is not a plain table name (letters, "
+                                   "digits, _ and -); refused, since it names the file the import writes")
+            recs.append(rec)
     return recs
+
+
+def _plain_name(name: str) -> bool:
+    return bool(name) and all(ch.isalnum() or ch in "_-" for ch in name) and not name.startswith("-")
 
 
 def read(path: Path) -> list[ImportedLog]:

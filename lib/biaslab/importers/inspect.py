@@ -22,7 +22,7 @@ import pandas as pd
 
 from ..benchmarks import bbq as bbq_bench
 from ..filehash import sha256_file
-from . import ImportedLog, ImportError_, supported
+from . import ImportedLog, ImportError_, read_text, supported
 
 LOG_VERSIONS = (1, 2)
 NEED = ("category", "context_condition", "question_polarity")
@@ -41,7 +41,12 @@ def _load(f: Path) -> tuple[dict, list[dict]]:
                                    f"read ({exc}; inspect_ai writes zstd); convert the log to JSON and import that: "
                                    f"inspect log convert --to json --output-dir DIR {f}") from None
         return header, samples
-    log = json.loads(f.read_text())
+    try:
+        log = json.loads(read_text(f))
+    except json.JSONDecodeError as exc:
+        raise ImportError_(f"{f}:{exc.lineno}: not JSON ({exc.msg}); is the file complete?") from None
+    if not isinstance(log, dict):
+        raise ImportError_(f"{f}: a JSON {type(log).__name__}, not an inspect log object")
     return log, log.get("samples") or []
 
 

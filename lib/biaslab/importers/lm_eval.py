@@ -23,7 +23,7 @@ import pandas as pd
 
 from ..benchmarks import bbq as bbq_bench
 from ..filehash import sha256_file
-from . import ImportedLog, ImportError_, supported
+from . import ImportedLog, ImportError_, json_lines, supported
 
 #: the ``--log_samples`` line layout this module reads (lm-eval 0.4.0 to 0.4.13 write it)
 SAMPLE_KEYS = {"doc_id", "doc", "arguments", "resps"}
@@ -54,8 +54,8 @@ def _results_for(f: Path, task: str, date: str) -> tuple[dict, Path | None]:
     cands += [c for c in sorted(f.parent.glob("results_*.json")) if c not in cands]
     for c in cands:
         try:
-            r = json.loads(c.read_text())
-        except (OSError, json.JSONDecodeError):
+            r = json.loads(c.read_bytes())
+        except (OSError, ValueError):
             continue
         if task in r.get("configs", {}) or task in r.get("results", {}):
             return r, c
@@ -124,17 +124,13 @@ def read(path: Path) -> list[ImportedLog]:
     for f in _samples_files(path):
         task, date = _task_and_date(f)
         results, rfile = _results_for(f, task, date)
-        lines = []
-        with open(f, encoding="utf-8") as fh:
-            for i, line in enumerate(fh, 1):
-                if not line.strip():
-                    continue
-                try:
-                    lines.append(json.loads(line))
-                except json.JSONDecodeError as exc:
-                    raise ImportError_(f"{f}:{i}: not a JSON line ({exc.msg}); is the file complete?") from exc
+        lines = [obj for _, obj in json_lines(f)]
         if not lines:
             raise ImportError_(f"{f}: no samples")
+        expected = ((results.get("n-samples") or {}).get(task) or {}).get("effective")
+        if isinstance(expected, int) and len(lines) != expected:
+            raise ImportError_(f"{f}: {len(lines)} sample line(s), but {rfile.name} says the run scored {expected}; "
+                               "the file is truncated (or from another run): copy it again from the run's output")
         missing = SAMPLE_KEYS - set(lines[0])
         if missing:
             raise ImportError_(f"{f}: samples lack {sorted(missing)}; this importer reads the --log_samples lines "

@@ -62,10 +62,15 @@ def load_imported(spec: dict) -> ImportedModel:
     path = Path(str(spec["imported"])).expanduser()
     fmt = spec.get("format") or importers.detect(path)
     logs = importers.read(fmt, path)
+    if spec.get("model") is not None:
+        logs = [lg for lg in logs if lg.model == str(spec["model"])]
+        if not logs:
+            raise ValueError(f"{path} holds no log of model {spec['model']!r}")
     names = sorted({lg.model for lg in logs})
-    if len(names) > 1 and not spec.get("name"):
-        raise ValueError(f"{path} holds logs of {len(names)} models ({', '.join(names)}); import one model at a "
-                         "time (point at its run folder or samples file)")
+    if len(names) > 1:          # one model per imported model, whatever it is called
+        raise ValueError(f"{path} holds logs of {len(names)} models ({', '.join(names)}); a name stands for one "
+                         "model: point at one model's run folder or samples file, or select one with "
+                         "{'imported': PATH, 'model': NAME}")
     name = spec.get("name") or names[0]
     ident = logs[0].identity
     source = spec.get("tokenizer") or ident.get("tokenizer") or ident.get("model_name")
