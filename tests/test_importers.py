@@ -11,6 +11,8 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
+import shutil
 from pathlib import Path
 
 import pandas as pd
@@ -282,7 +284,7 @@ def _run_folders() -> list[Path]:
 @pytest.mark.parametrize("folder", _run_folders(), ids=lambda p: str(p.relative_to(ROOT / "outputs")))
 def test_eee_export_validates_for_every_run_folder(folder, tmp_path):
     res = eee.export_run(folder, tmp_path)      # raises on the first record the pinned schema rejects
-    assert any(r["aggregate"]["evaluation_results"] for r in res.values())   # a model may have no interval
+    assert res and all(r["aggregate"]["evaluation_results"] for r in res.values())   # no model without results
     assert sorted(tmp_path.rglob("*.json"))
     for model, r in res.items():
         for er in r["aggregate"]["evaluation_results"]:
@@ -364,3 +366,157 @@ def test_notebook3_takes_imported_models_beside_a_scored_one(tmp_path):
     assert {frozenset((r.model_a, r.model_b)) for r in pairs5.itertuples()} == {
         frozenset(p) for p in [(name, gemma_imp), (name, "gemma-3-270m"), (gemma_imp, "gemma-3-270m")]}
     assert (pairs5.n_pairs == n).all()
+
+
+# ---------------------------------------------------------------- input faults: confined, atomic, one line each ---
+def _cli(argv, capsys) -> tuple[int, str]:
+    from biaslab.cli import main
+    rc = main(argv)
+    err = capsys.readouterr().err.strip()
+    return rc, err
+
+
+def _one_line_error(rc: int, err: str, *needles: str) -> None:
+    assert rc == 2 and err.count("\n") == 0 and "Traceback" not in err, err
+    for n in needles:
+        assert n in err, err
+
+
+def _eee_records(tmp_path) -> Path:
+    src = tmp_path / "src"
+    eee.export_run(ROOT / "outputs" / "03_crows_pairs_bayes", src)
+    (f,) = sorted(src.rglob("*_samples.jsonl"))[:1]
+    return f
+
+
+@pytest.mark.parametrize("table", ["../../../escaped", "/tmp/biaslab_escaped_abs", "a/b"])
+def test_eee_import_never_writes_outside_out(tmp_path, capsys, table):
+    f = _eee_records(tmp_path)
+    lines = f.read_text().splitlines()[:3]
+    rec = json.loads(lines[0])
+    rec["metadata"]["table"] = table
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("\n".join([json.dumps(rec)] + lines[1:]) + "\n")
+    out = tmp_path / "deep" / "er" / "out"
+    before = set(tmp_path.rglob("*"))
+    rc, err = _cli(["import", "eee", str(bad), "--out", str(out)], capsys)
+    _one_line_error(rc, err, "bad.jsonl:1", "metadata.table", "not a plain table name")
+    assert set(tmp_path.rglob("*")) == before and not Path("/tmp/biaslab_escaped_abs.csv").exists()
+
+
+def test_eee_import_refuses_list_lines_schema_failures_and_non_utf8(tmp_path, capsys):
+    f = _eee_records(tmp_path)
+    good = f.read_text().splitlines()[:2]
+    for name, content, needles in [
+            ("list.jsonl", good[0] + "\n[1, 2]\n", ("list.jsonl:2", "a JSON list, not an object")),
+            ("schema.jsonl", json.dumps({**json.loads(good[0]), "interaction_type": 5}) + "\n",
+             ("schema.jsonl:1", "not a valid Every Eval Ever instance record", "interaction_type")),
+            ("latin1.jsonl", None, ("latin1.jsonl:2", "0xe9", "not UTF-8"))]:
+        p = tmp_path / name
+        if content is None:
+            p.write_bytes((good[0] + "\n").encode() + good[1].replace("sent", "s\u00e9nt").encode("latin-1",
+                                                                                                   "replace") + b"\n")
+        else:
+            p.write_text(content)
+        rc, err = _cli(["import", "eee", str(p), "--out", str(tmp_path / f"out_{name}")], capsys)
+        _one_line_error(rc, err, *needles)
+        assert not (tmp_path / f"out_{name}").exists()
+
+
+def test_truncated_lm_eval_log_is_detected(tmp_path, capsys):
+    """Cut at a line boundary (60 of 120 samples): results_*.json says 120 were scored."""
+    run = tmp_path / "run"
+    shutil.copytree(CROWS_EN, run)
+    (f,) = sorted(run.glob("samples_*.jsonl"))
+    lines = f.read_text().splitlines()
+    f.write_text("\n".join(lines[:60]) + "\n")
+    rc, err = _cli(["import", "lm-eval", str(run), "--out", str(tmp_path / "out")], capsys)
+    _one_line_error(rc, err, "60 sample line(s)", "scored 120", "truncated")
+    # bytes that are not UTF-8 name the file and line
+    f.write_bytes(("\n".join(lines[:2]) + "\n").encode() + b'{"doc_id": 9, "doc": "\xff"}\n')
+    rc, err = _cli(["import", "lm-eval", str(f), "--out", str(tmp_path / "out")], capsys)
+    _one_line_error(rc, err, f"{f.name}:3", "0xff", "not UTF-8")
+
+
+def test_two_models_in_one_folder_stay_two_models(tmp_path, capsys):
+    """SmolLM2's and Gemma's CrowS runs in one folder: --name (one model's name) is refused; without it each model
+    gets its own run folder, its own pairs and a MANIFEST naming it alone."""
+    both = tmp_path / "both"
+    for src in (CROWS_EN, GEMMA_EN):
+        shutil.copytree(src, both / src.name)
+    rc, err = _cli(["import", "lm-eval", str(both), "--name", "merged", "--out", str(tmp_path / "m")], capsys)
+    _one_line_error(rc, err, "2 models", "--name names one model")
+    assert not (tmp_path / "m").exists()
+    rc, _ = _cli(["import", "lm-eval", str(both), "--out", str(tmp_path / "sep")], capsys)
+    assert rc == 0
+    folders = sorted(p.parent for p in (tmp_path / "sep").rglob("MANIFEST.json"))
+    assert [p.name for p in folders] == ["gemma-3-270m", "smollm2-135m-instruct"]
+    for folder, src in zip(folders, (GEMMA_EN, CROWS_EN)):
+        pairs = pd.read_csv(folder / "tables" / "pair_scores.csv")
+        (lg,) = importers.read("lm-eval", src)
+        assert set(pairs.model) == {folder.name} and list(pairs.logp_more) == list(lg.items.logp_more)
+        assert list(json.loads((folder / "MANIFEST.json").read_text())["models"]) == [folder.name]
+        from biaslab import integrity
+        assert integrity.verify(folder).ok
+
+
+def test_an_import_into_a_folder_being_written_is_refused_and_nothing_mixes(tmp_path, capsys):
+    from biaslab import publish
+    out = tmp_path / "out"
+    assert _cli(["import", "lm-eval", str(CROWS_EN), "--out", str(out)], capsys)[0] == 0
+    before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    with publish.RunLock(out, "someone-else"):            # a concurrent import (or run) holds the folder
+        rc, err = _cli(["import", "lm-eval", str(GEMMA_EN), "--out", str(out)], capsys)
+    _one_line_error(rc, err, "being written by another run")
+    assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".out.staging")]
+    # a folder that is not a run folder is never replaced
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "notes.txt").write_text("keep")
+    rc, err = _cli(["import", "lm-eval", str(CROWS_EN), "--out", str(tmp_path / "mine")], capsys)
+    _one_line_error(rc, err, "is not a run folder")
+    assert (tmp_path / "mine" / "notes.txt").read_text() == "keep"
+
+
+def test_default_outputs_are_scratch_never_the_committed_outputs(tmp_path, capsys, monkeypatch):
+    from biaslab import integrity, paths
+    monkeypatch.setattr(paths, "SCRATCH_DIR", tmp_path / "scratch")
+    assert _cli(["import", "lm-eval", str(CROWS_EN)], capsys)[0] == 0
+    assert (tmp_path / "scratch" / "imported" / CROWS_EN.name / "MANIFEST.json").exists()
+    rc, err = _cli(["import", "lm-eval", str(CROWS_EN), "--out", str(paths.OUTPUTS_DIR / "imported" / "x")], capsys)
+    _one_line_error(rc, err, "committed results folder")
+    run = tmp_path / "run"
+    shutil.copytree(ROOT / "outputs" / "02_calm", run)
+    assert _cli(["export", "eee", str(run)], capsys)[0] == 0
+    assert sorted((tmp_path / "scratch" / "eee").rglob("*.json")) and integrity.verify(run).ok
+    rc, err = _cli(["export", "eee", str(run), "--out", str(run / "eee")], capsys)
+    _one_line_error(rc, err, "inside the run folder")
+    assert integrity.verify(run).ok
+    # an existing file as the target, and (unless root, who writes anyway) a read-only folder
+    (tmp_path / "afile").write_text("x")
+    rc, err = _cli(["export", "eee", str(run), "--out", str(tmp_path / "afile")], capsys)
+    _one_line_error(rc, err, "afile")
+    if os.geteuid() != 0:
+        ro = tmp_path / "ro"
+        ro.mkdir(mode=0o555)
+        rc, err = _cli(["export", "eee", str(run), "--out", str(ro)], capsys)
+        _one_line_error(rc, err, "ro")
+
+
+def test_export_names_never_escape_and_uuids_are_per_run(tmp_path, capsys):
+    """A model named '..' cannot name a folder; two runs of one model get two evaluation ids and two UUIDs; a model
+    with no result is not exported."""
+    run_a, run_b = tmp_path / "a", tmp_path / "b"
+    assert _cli(["import", "lm-eval", str(BBQ), "--out", str(run_a)], capsys)[0] == 0
+    assert _cli(["import", "lm-eval", str(BBQ_NAT_SES), "--out", str(run_b)], capsys)[0] == 0
+    ids = [next(iter(eee.export_run(r, tmp_path / "eee").values()))["aggregate"]["evaluation_id"]
+           for r in (run_a, run_b)]
+    files = sorted(p.name for p in (tmp_path / "eee").rglob("*.json"))
+    assert len(set(ids)) == 2 and len(files) == 2 and len(set(files)) == 2
+    dotted = tmp_path / "dotted"
+    shutil.copytree(run_a, dotted)
+    t = dotted / "tables" / "accuracy_bias_score_intervals.csv"
+    t.write_text(t.read_text().replace("smollm2-135m-instruct", ".."))
+    with pytest.raises(ValueError, match="no usable folder name"):
+        eee.export_run(dotted, tmp_path / "eee2")
+    assert not list((tmp_path / "eee2").rglob("*.json")) if (tmp_path / "eee2").exists() else True
