@@ -189,6 +189,19 @@ def _model_info(name: str, manifest: dict) -> dict:
     return info
 
 
+def _source_harness(name: str, manifest: dict) -> dict[str, str]:
+    """An imported run's source harness, its version and the model_args it ran with (per task, as the log says)."""
+    fp = (manifest.get("models") or {}).get(name, {})
+    if fp.get("backend") != "imported":
+        return {}
+    out = {"imported_from": str(fp.get("format", "")), "text_matching": str(fp.get("text_matching", ""))}
+    for task, t in (fp.get("tasks") or {}).items():
+        for k in ("harness", "harness_version", "harness_git_hash", "model_args", "task_version", "date"):
+            if t.get(k) not in (None, ""):
+                out[f"{task}.{k}"] = str(t[k])
+    return out
+
+
 def _tables(folder: Path) -> dict[str, pd.DataFrame]:
     """The run's tables; a table with no columns (an analysis with nothing to report) is an empty frame."""
     out = {}
@@ -285,6 +298,9 @@ def export_run(folder: str | Path, out: str | Path | None = None, biaslab_versio
     result = {}
     for model in models:
         results, skipped = [], {}
+        tasks = ((manifest.get("models") or {}).get(model, {}).get("tasks") or {})
+        default_ds = "+".join(tasks) if manifest.get("notebook") == "import" and tasks else str(
+            manifest.get("notebook") or run)          # an import: the harness's task(s); a run: its notebook
         for stem, df in tables.items():
             if "model" not in df.columns:
                 continue
@@ -303,8 +319,7 @@ def export_run(folder: str | Path, out: str | Path | None = None, biaslab_versio
                     n = next((r[c] for c in ("n", "n_pairs", "n_items") if c in df.columns and _finite(r[c])), None)
                     if n is not None:
                         unc["num_samples"] = int(n)
-                    ds = str(r["dataset"]) if "dataset" in r.index and isinstance(r["dataset"], str) else str(
-                        manifest.get("notebook") or run)
+                    ds = str(r["dataset"]) if "dataset" in r.index and isinstance(r["dataset"], str) else default_ds
                     results.append(_result(run, stem, metric, meaning,
                                            {c: r[c] for c in labels if isinstance(r[c], str)},
                                            r[est], unc, ds, est))
@@ -329,6 +344,9 @@ def export_run(folder: str | Path, out: str | Path | None = None, biaslab_versio
                                                               "commit", ""))}},
                "eval_library": {"name": "biaslab", "version": str(version)},
                "model_info": _model_info(model, manifest), "evaluation_results": results}
+        source = _source_harness(model, manifest)
+        if source:                     # an imported run: the harness that ran the model, as its log states it
+            agg["eval_library"]["additional_details"] = source
         if when:
             agg["evaluation_timestamp"] = str(when)
         for rec in instances:
