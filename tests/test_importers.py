@@ -520,3 +520,28 @@ def test_export_names_never_escape_and_uuids_are_per_run(tmp_path, capsys):
     with pytest.raises(ValueError, match="no usable folder name"):
         eee.export_run(dotted, tmp_path / "eee2")
     assert not list((tmp_path / "eee2").rglob("*.json")) if (tmp_path / "eee2").exists() else True
+
+
+@pytest.mark.notebook
+def test_notebook3_takes_a_run_of_the_raw_french_file(tmp_path):
+    """Notebook 3, unchanged, on Gemma's lm-eval run of the raw French file (trailing spaces kept, as pandas read
+    it): every pair of its first 30 is found by normalised text, and the imported pair scores are the log's."""
+    from biaslab import runner
+    n = 30
+    code = runner.reproduce("smoke", only=["03_crows_pairs_bayes"], outputs_dir=tmp_path / "out", html=False,
+                            overrides={"models": [{"imported": str(CROWS_FR)}], "datasets": ["crows_pairs_fr"],
+                                       "preference_datasets": [], "max_pairs": n, "allocation": "first"})
+    folder = tmp_path / "out" / "03_crows_pairs_bayes"
+    failed = folder / "MANIFEST.failed.json"
+    assert code == 0, json.loads(failed.read_text()).get("error") if failed.exists() else code
+    pairs = pd.read_csv(folder / "tables" / "pair_scores.csv")
+    (lg,) = importers.read("lm-eval", CROWS_FR)
+    logged = dict(zip(lg.items.sent_more.str.split().str.join(" "), lg.items.logp_more))
+    assert len(pairs) == n
+    from biaslab.benchmarks import crows_pairs
+    fr = crows_pairs.load_french().prompts.set_index("prompt_id")
+    texts = [fr.loc[p, "sent_more"] for p in pairs.prompt_id]
+    assert sum(t != t.strip() or "  " in t for t in lg.items.sent_more.head(n)) >= 1
+    assert list(pairs.logp_more) == [logged[" ".join(t.split())] for t in texts]
+    manifest = json.loads((folder / "MANIFEST.json").read_text())
+    assert "NFC" in next(iter(manifest["models"].values()))["text_matching"]
