@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from biaslab.importers import eee
+from biaslab.models.embedded import hub_id
 
 ROOT = Path(__file__).resolve().parents[1]
 VALIDATOR_DIR = Path(os.environ.get("BIASLAB_EEE_VALIDATOR", Path(sys.prefix) / "eee-validator"))
@@ -56,7 +57,7 @@ def _validate_tree(core, out: Path) -> dict[str, list]:
 def test_the_validator_rejects_what_the_exporter_used_to_write(core, tmp_path):
     """The validator is live: a continuous metric without bounds, and a model id without developer, are findings."""
     folder = ROOT / "outputs" / "03_crows_pairs_bayes"
-    eee.export_run(folder, tmp_path)
+    eee.export_run(folder, tmp_path, model_ids=hub_id)
     (agg,) = [p for p in tmp_path.rglob("*.json")][:1]
     import json
     rec = json.loads(agg.read_text())
@@ -75,7 +76,7 @@ def _run_folders() -> list[Path]:
 @pytest.mark.parametrize("folder", _run_folders(), ids=lambda p: str(p.relative_to(ROOT / "outputs")))
 def test_every_committed_run_passes_the_official_validator(core, folder, tmp_path):
     name = folder.relative_to(ROOT / "outputs").as_posix().replace("/", "__")
-    res = eee.export_run(folder, tmp_path, name=name)
+    res = eee.export_run(folder, tmp_path, name=name, model_ids=hub_id)
     found = _validate_tree(core, tmp_path)
     assert found and len(found) >= len(res)
     bad = {k: v for k, v in found.items() if v}

@@ -212,7 +212,7 @@ def test_raw_french_file_matches_by_normalised_text_and_excludes_the_empty_pair(
     in the fingerprint); pair 128 has an empty sent_less, which the harness scored as the text 'None': excluded,
     with that reason."""
     from biaslab.benchmarks import crows_pairs
-    from biaslab.scoring.backends.imported import TEXT_MATCHING
+    from biaslab.models.imported import TEXT_MATCHING
     from biaslab.sources import raw_path
     lm = models.load({"imported": str(CROWS_FR)})
     assert lm.fingerprint["text_matching"] == TEXT_MATCHING

@@ -247,6 +247,7 @@ def _export(args) -> int:
 
     from . import integrity, paths, preflight
     from .importers import ImportError_, eee
+    from .models.embedded import hub_id
     root = Path(args.dir) if args.dir else paths.OUTPUTS_DIR
     folders = sorted({p.parent for p in root.rglob(integrity.MANIFEST)})
     if not folders:
@@ -262,7 +263,7 @@ def _export(args) -> int:
         preflight.check_out(out)
         for f in folders:
             name = f.relative_to(root).as_posix().replace("/", "__") if f != root else f.name
-            res = eee.export_run(f, out, name=name)
+            res = eee.export_run(f, out, name=name, model_ids=hub_id)
             for model, r in res.items():
                 print(f"{f}: {model}: {len(r['aggregate']['evaluation_results'])} results, "
                       f"{len(r['instances'])} instances (valid, schema {eee.SCHEMA_VERSION}) -> {out}/data/{name}")

@@ -115,8 +115,6 @@ METRICS = {
 TABLE_METRICS = {("bias_scores", "bias_score"): ("bias_score", "percent", 0.0, "Infinity", True,
                                                  "CALM bias score (Gupta et al. 2023): relative accuracy gap between "
                                                  "groups in percent; 0 no bias")}
-#: models whose answers come from a paper's released data, named as biaslab names them, with their developer
-RELEASED_MODEL_IDS = {"granite-3.0-8b": "ibm-granite/granite-3.0-8b", "llama-3.1-8b": "meta-llama/llama-3.1-8b"}
 
 
 def _metric(est: str, r, stem: str = "") -> tuple[str, tuple]:
@@ -144,27 +142,12 @@ def _rid(*parts) -> str:
     return hashlib.sha256("\x1f".join(map(str, parts)).encode()).hexdigest()[:16]
 
 
-def _model_id(name: str, fp: dict) -> str:
-    """``developer/model`` as the hub spells it: an embedded model's original, an imported log's ``pretrained=``
-    (a local folder named like an embedded model stands for it), else the name."""
-    from ..models.embedded import EMBEDDED
-    if name in RELEASED_MODEL_IDS:
-        return RELEASED_MODEL_IDS[name]
-    cands = [fp.get("original"), name, fp.get("served_model_id")] + [t.get("model_name")
-                                                                     for t in (fp.get("tasks") or {}).values()]
-    for c in [str(c) for c in cands if c]:
-        base = Path(c).name
-        hit = [e for e in EMBEDDED if base == e or base.startswith(e + "-")]
-        if hit:
-            return EMBEDDED[hit[0]].original
-        if c.count("/") == 1 and not c.startswith((".", "/", "~")):
-            return c
-    return name
-
-
-def _model_info(name: str, manifest: dict) -> dict:
+def _model_info(name: str, manifest: dict, model_ids=None) -> dict:
+    """EEE ``model_info``; ``model_ids(name, fingerprint) -> "developer/model"`` resolves the hub id (the model
+    registry's :func:`biaslab.models.embedded.hub_id`, passed in: importers do not import models)."""
+    from ..benchmarks.ssqa import RELEASED_MODEL_IDS
     fp = (manifest.get("models") or {}).get(name, {})
-    mid = _model_id(name, fp)
+    mid = RELEASED_MODEL_IDS.get(name) or (model_ids(name, fp) if model_ids else str(fp.get("original") or name))
     imported = fp.get("backend") == "imported"
     details = {"deployment_type": "externally_managed" if fp.get("backend") == "served" else "self_deployed",
                "model_availability": "open_weights" if fp.get("weights_sha256") or "/" in mid else "unknown",
@@ -275,14 +258,15 @@ def _result(run: str, stem: str, metric: str, meaning: tuple, labels: dict, scor
 
 
 def export_run(folder: str | Path, out: str | Path | None = None, biaslab_version: str | None = None,
-               name: str | None = None) -> dict:
+               name: str | None = None, model_ids=None) -> dict:
     """Every Eval Ever records of one run folder (with ``MANIFEST.json`` and ``tables/``), validated.
 
     Returns ``{model: {"aggregate": record, "instances": [records], "skipped": {table: n}}}``; with ``out``, writes
     the Every Eval Ever datastore layout ``<out>/data/<name>/<developer>/<model>/<uuid>.json`` and
     ``<uuid>_samples.jsonl`` (the aggregate names the jsonl and its sha256); ``name``: the run's name there
-    (default: the folder's name). ``evaluation_id`` and the UUID derive from the run's content hash and the model,
-    so two runs never share one. Models with no result are not written (counted in ``skipped``).
+    (default: the folder's name); ``model_ids``: see :func:`_model_info`. ``evaluation_id`` and the UUID derive
+    from the run's content hash and the model, so two runs never share one. A model with no result is left
+    out (a paper's comparison model that only some tables name).
     """
     folder = Path(folder)
     manifest = json.loads((folder / "MANIFEST.json").read_text()) if (folder / "MANIFEST.json").exists() else {}
@@ -343,7 +327,7 @@ def export_run(folder: str | Path, out: str | Path | None = None, biaslab_versio
                                                           "git_commit": str((manifest.get("git") or {}).get(
                                                               "commit", ""))}},
                "eval_library": {"name": "biaslab", "version": str(version)},
-               "model_info": _model_info(model, manifest), "evaluation_results": results}
+               "model_info": _model_info(model, manifest, model_ids), "evaluation_results": results}
         source = _source_harness(model, manifest)
         if source:                     # an imported run: the harness that ran the model, as its log states it
             agg["eval_library"]["additional_details"] = source

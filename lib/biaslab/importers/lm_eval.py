@@ -176,8 +176,9 @@ def _crows(lines: list[dict], task: str):
         blank = [k for k, x in (("sent_more", c1 + x1), ("sent_less", c2 + x2))
                  if _blank(doc.get(k)) or str(x).strip() in EMPTY_TEXTS]
         if blank:
+            scored = x1 if blank[0] == "sent_more" else x2
             bad.append({"row": s.get("doc_id"), "reason": f"empty {' and '.join(blank)} in the data (the harness "
-                                                          f"scored the text {(x1 if blank[0] == 'sent_more' else x2)!r})"})
+                                                          f"scored the text {scored!r})"})
             continue
         more, less = str(doc["sent_more"]), str(doc["sent_less"])
         if (c1 + x1, c2 + x2) != (more, less):

@@ -10,11 +10,21 @@ read.
 from __future__ import annotations
 
 import logging
+import re
+import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 log = logging.getLogger(__name__)
+
+#: how the imported backend matches a request to the log's texts (in the fingerprint, so in every MANIFEST)
+TEXT_MATCHING = "exact text, else Unicode NFC with whitespace runs collapsed to one space and the ends stripped"
+
+
+def normalise(text: str) -> str:
+    """A text as :data:`TEXT_MATCHING` compares it."""
+    return re.sub(r"\s+", " ", unicodedata.normalize("NFC", str(text))).strip()
 
 
 @dataclass
@@ -75,7 +85,6 @@ def load_imported(spec: dict) -> ImportedModel:
     ident = logs[0].identity
     source = spec.get("tokenizer") or ident.get("tokenizer") or ident.get("model_name")
     tok = _tokenizer(source)
-    from ..scoring.backends.imported import TEXT_MATCHING
     fp = {"name": name, "backend": "imported", "format": fmt, "path": str(path), "tokenizer": source if tok else None,
           "text_matching": TEXT_MATCHING,
           "tasks": {lg.task: {"kind": lg.kind, "items": len(lg.items), "excluded": len(lg.excluded),

@@ -4,11 +4,11 @@ A peer of :mod:`.local` and :mod:`.served`: ``sequence_logprob`` is log P(text |
 CrowS-Pairs run holds as the log-likelihood of each sentence after an empty context (lm-eval, like biaslab, puts the
 BOS token, or EOS where there is none, before it); ``option_values`` is log P(option | prompt), held by a
 multiple-choice run whose context and continuation are exactly the prompt and the option. Requests are matched by
-their exact texts, else by their normalised texts (:data:`TEXT_MATCHING`: Unicode NFC, whitespace runs collapsed,
-ends stripped; a harness that keeps a data file's trailing spaces asks for what biaslab's loaders strip); a
-normalised form two different log texts share matches neither. The first request the log does not hold raises,
-naming it, the log's nearest text and what differs; nothing is computed and nothing is cached (the log is the
-cache). Token counts, which no log records, come from the
+their exact texts, else by their normalised texts (:data:`biaslab.models.imported.TEXT_MATCHING`: Unicode NFC,
+whitespace runs collapsed, ends stripped; a harness that keeps a data file's trailing spaces asks for what biaslab's
+loaders strip); a normalised form two different log texts share matches neither. The first request the log does
+not hold raises, naming it, the log's nearest text and what differs; nothing is computed and nothing is cached (the
+log is the cache). Token counts, which no log records, come from the
 tokenizer the imported model found (:mod:`biaslab.models.imported`); without one they are NaN, so only the
 unnormalised scores are defined, and a warning says so.
 """
@@ -18,11 +18,10 @@ from __future__ import annotations
 import difflib
 import logging
 import math
-import re
-import unicodedata
 
 import pandas as pd
 
+from ...models.imported import TEXT_MATCHING, normalise
 from .base import Backend
 
 log = logging.getLogger(__name__)
@@ -32,15 +31,6 @@ log = logging.getLogger(__name__)
 HOLDS = {"crows_pairs": "a CrowS-Pairs run asks no prompt (no preference prompt), only the log-likelihood of each "
                         "sentence",
          "bbq": "a BBQ run holds the log-likelihood (or the generated answer) of each option after its own prompt"}
-
-
-#: how a request is matched to the log's texts (recorded in the imported model's fingerprint, so in every MANIFEST)
-TEXT_MATCHING = "exact text, else Unicode NFC with whitespace runs collapsed to one space and the ends stripped"
-
-
-def normalise(text: str) -> str:
-    """A text as :data:`TEXT_MATCHING` compares it."""
-    return re.sub(r"\s+", " ", unicodedata.normalize("NFC", str(text))).strip()
 
 
 def what_differs(asked: str, logged: str) -> str:
