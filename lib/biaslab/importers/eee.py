@@ -4,15 +4,19 @@ Out (:func:`export_run`): one aggregate record per model of a run folder (``eval
 ``evaluation_results`` are every interval the run's tables hold: a table with a ``model`` column and a
 ``<x>ci_low``/``<x>ci_high`` pair gives one result per row, its score the pair's estimate column, its
 ``uncertainty.confidence_interval`` the bounds with the table's ``ci_method`` as method (95 %, as every interval
-biaslab writes). Rows whose estimate or bounds are not finite are counted per table in ``source_metadata``, not
-written. The per-item tables (``pair_scores``, ``responses``) become instance-level records
-(``instance_level_eval.schema.json``), one per row: ``evaluation.score`` is 1 when the item went the stereotyped
-way (CrowS-Pairs: log P(more) > log P(less), lm-eval's ``pct_stereotype``; the other benchmarks: ``deviated``),
-``is_correct`` the ``correct`` column where there is one (else: not stereotyped), and ``metadata.biaslab_row`` the
-whole row as JSON, so that importing the records gives the same table back. Both are validated with ``jsonschema``
-against the pinned schema copies in ``schemas/`` (see its README).
+biaslab writes), its ``metric_config`` the metric's kind, unit, bounds and direction (:data:`METRICS`), its name the
+dataset, table, metric and the text columns that tell the rows apart; CrowS-Pairs' per-pair table adds lm-eval's
+``pct_stereotype`` and ``likelihood_diff``. Rows whose estimate or bounds are not finite are counted per table in
+``source_metadata``, not written. The per-item tables (``pair_scores``, ``responses``) become instance-level records
+(``instance_level_eval.schema.json``), one per row: ``input.raw`` the prompt text where the table holds it,
+``output.raw`` the chosen answer, ``evaluation.score`` 1 when the item went the stereotyped way (CrowS-Pairs:
+log P(more) > log P(less), lm-eval's ``pct_stereotype``; the other benchmarks: ``deviated``), ``is_correct`` the
+``correct`` column where there is one (else: not stereotyped; ``metadata.is_correct_means`` says which), and
+``metadata.biaslab_row`` the whole row as JSON, so that importing the records gives the same table back. Both are
+validated with ``jsonschema`` against the pinned schema copies in ``schemas/`` (see its README); the official
+validator of the same release runs in ``tests/test_eee_validator.py``.
 
-In (:func:`read`): instance-level records (``*.jsonl``); rows that carry ``biaslab_row`` come back as their table;
+In (:func:`read`): instance-level records (``*.jsonl``), each checked against the instance schema; rows that carry ``biaslab_row`` come back as their table;
 BBQ records of other converters (HELM's included) are read when their metadata holds BBQ's category, context
 condition and polarity and ``answer_attribution`` names one of the three ``input.choices``.
 """
