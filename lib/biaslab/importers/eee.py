@@ -16,9 +16,10 @@ log P(more) > log P(less), lm-eval's ``pct_stereotype``; the other benchmarks: `
 validated with ``jsonschema`` against the pinned schema copies in ``schemas/`` (see its README); the official
 validator of the same release runs in ``tests/test_eee_validator.py``.
 
-In (:func:`read`): instance-level records (``*.jsonl``), each checked against the instance schema; rows that carry ``biaslab_row`` come back as their table;
-BBQ records of other converters (HELM's included) are read when their metadata holds BBQ's category, context
-condition and polarity and ``answer_attribution`` names one of the three ``input.choices``.
+In (:func:`read`): instance-level records (``*.jsonl``), each checked against the instance schema; rows that
+carry ``biaslab_row`` come back as their table; BBQ records of other converters (HELM's included) are read when
+their metadata holds BBQ's category, context condition and polarity and ``answer_attribution`` names one of the
+three ``input.choices``.
 """
 
 from __future__ import annotations
