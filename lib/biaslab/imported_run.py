@@ -21,7 +21,7 @@ from . import models as bl_models
 from . import scoring
 from .benchmarks import crows_pairs
 from .filehash import sha256_file
-from .importers.eee import _component, confined
+from .importers.eee import confined, path_component
 from .outputs import atomic_write_text
 from .stats import hypothesis as hyp
 
@@ -113,7 +113,7 @@ def import_run(fmt: str, path: str | Path, out: str | Path, tokenizer: str | Non
                                      "one model: point at one model's run folder, or leave --name out (each model "
                                      f"is then written to {out}/<model>/)")
     targets = {models[0]: out} if len(models) == 1 else {
-        m: confined(out, _component(m, "model name")) for m in models}
+        m: confined(out, path_component(m, "model name")) for m in models}
     return [_import_one(fmt, path, final, m, tokenizer, name) for m, final in targets.items()]
 
 

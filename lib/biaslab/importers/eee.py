@@ -221,7 +221,7 @@ def _run_hash(folder: Path) -> str:
     return h.hexdigest()
 
 
-def _component(text: str, what: str) -> str:
+def path_component(text: str, what: str) -> str:
     """A datastore path component from ``text``: portable characters only, never ``.``/``..`` or empty."""
     c = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in str(text)).strip(".")
     if not c:
@@ -279,7 +279,7 @@ def export_run(folder: str | Path, out: str | Path | None = None, biaslab_versio
     models = sorted({str(m) for df in tables.values() if "model" in df.columns for m in df["model"].dropna()})
     if not models:
         raise ValueError(f"{folder}: no table with a 'model' column; nothing to export")
-    run = _component(name or folder.name, "run name")
+    run = path_component(name or folder.name, "run name")
     version = biaslab_version or (manifest.get("packages") or {}).get("biaslab") or "unknown"
     now = str(time.time())
     when = manifest.get("finished") or manifest.get("started")
@@ -346,8 +346,8 @@ def export_run(folder: str | Path, out: str | Path | None = None, biaslab_versio
             mid = agg["model_info"]["id"]
             dev, mname = (mid.split("/", 1) if "/" in mid else ("unknown-developer", mid))
             uid = _uuid4(eid)
-            o = confined(Path(out), "data", run, _component(dev, "developer"),
-                         _component(mname.replace("/", "_"), "model"))
+            o = confined(Path(out), "data", run, path_component(dev, "developer"),
+                         path_component(mname.replace("/", "_"), "model"))
             o.mkdir(parents=True, exist_ok=True)
             if instances:
                 jl = o / f"{uid}_samples.jsonl"
