@@ -12,7 +12,7 @@ JOBS ?= 2
 MIRROR ?= $(wildcard ../shared/data)
 MIRROR_ARG := $(if $(MIRROR),--mirror $(MIRROR),)
 
-.PHONY: reproduce reproduce-served test install data models lab bench catalogue clean-outputs served-test serve verify \
+.PHONY: reproduce reproduce-served test eee-validator install data models lab bench catalogue clean-outputs served-test serve verify \
 	browser reports screenshots
 
 reproduce: data models
@@ -27,8 +27,22 @@ reproduce-served: data models served-test
 verify: install
 	$(BIASLAB) verify outputs
 
-test: data models served-test browser
+test: data models served-test browser eee-validator
 	$(PY) -m pytest --durations=25
+
+# The official Every Eval Ever validator (pydantic models + the datastore's semantic checks) for
+# tests/test_eee_validator.py, from the every-eval-ever 0.3.0 wheel pinned in requirements.lock. The package requires
+# Python >= 3.12, so it is not installed here: its hash-checked wheel is unpacked into $(VENV)/eee-validator and the
+# test imports the validator's own modules from there (their dependencies, pydantic and jsonschema, are installed).
+EEE_WHEEL := every_eval_ever-0.3.0-py3-none-any.whl
+EEE_SHA256 := 564b8bc624c1f822f749a769dc69dc058a736e83d920cbeb147c3a30d3152317
+eee-validator: $(VENV)/eee-validator/.installed
+$(VENV)/eee-validator/.installed: $(VENV)/.installed requirements.lock
+	$(PY) -m pip download -q --no-deps --only-binary :all: --python-version 3.12 -d $(VENV)/eee-validator \
+	  every-eval-ever==0.3.0
+	echo "$(EEE_SHA256)  $(VENV)/eee-validator/$(EEE_WHEEL)" | sha256sum -c --quiet
+	$(PY) -m zipfile -e $(VENV)/eee-validator/$(EEE_WHEEL) $(VENV)/eee-validator
+	touch $@
 
 # Debian's Chromium and its ChromeDriver for the browser test of the HTML reports (tests/test_report_browser.py),
 # installed where missing when run as root with apt-get (about 45 s on a fresh machine); elsewhere the test skips and

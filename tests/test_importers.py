@@ -11,6 +11,8 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
+import shutil
 from pathlib import Path
 
 import pandas as pd
@@ -27,6 +29,7 @@ CROWS_EN = FIX / "smollm2_crows_en"
 CROWS_FR = FIX / "gemma_crows_fr"
 GEMMA_EN = FIX / "gemma_crows_en"
 BBQ = FIX / "smollm2_bbq"
+BBQ_NAT_SES = FIX / "smollm2_bbq_nat_ses"   # tests/fixtures/make_bbq_by_hand.py
 INSPECT = FIX.parent / "inspect" / "bbq"
 
 
@@ -132,6 +135,41 @@ def test_bbq_accuracy_and_bias_scores_equal_the_harness_metrics_with_clustered_i
         assert r.bias_score == pytest.approx(res[f"{short[cond]}_bias_score_{cat},none"], abs=1e-12)
 
 
+def test_bbq_every_category_imports_from_target_loc_and_the_harness_check_explains_each_difference(tmp_path):
+    """Nationality and Race_x_SES (30 random rows each; lm-eval's own bbq utils made the log): every row imports, the
+    biased answer is BBQ's target_loc (read here independently from the mirror's metadata file), accuracies equal
+    lm-eval's exactly, and every per-category bias-score difference is lm-eval's own biased-answer mapping."""
+    from biaslab.cli import main
+    from biaslab.sources import raw_path
+    (lg,) = importers.read("lm-eval", BBQ_NAT_SES)
+    samples = _samples(BBQ_NAT_SES)
+    assert len(lg.items) == len(samples) == 60 and len(lg.excluded) == 0
+    assert set(lg.items.category) == {"Nationality", "Race_x_SES"}
+    meta = pd.read_csv(raw_path("nyu-mll/BBQ", "supplemental/additional_metadata.csv"), low_memory=False)
+    meta = meta.drop_duplicates(["category", "example_id"]).set_index(["category", "example_id"]).target_loc
+    assert [int(meta[(c, e)]) for c, e in zip(lg.items.category, lg.items.example_id)] == list(lg.items.biased_index)
+    assert (lg.items.biased_source == "target_loc").all()
+    assert (lg.items.correct == lg.items.harness_acc).all()
+    res = _results(BBQ_NAT_SES)["results"]["local_bbq"]
+    assert main(["import", "lm-eval", str(BBQ_NAT_SES), "--out", str(tmp_path)]) == 0
+    check = pd.read_csv(tmp_path / "tables" / "bbq_harness_check.csv")
+    acc = check[check.metric == "accuracy"].set_index("context_condition")
+    assert acc.loc["ambig", "biaslab_target_loc"] == res["accuracy_amb,none"]
+    assert acc.loc["disambig", "biaslab_target_loc"] == res["accuracy_disamb,none"]
+    assert check.explained.all() and len(check[check.metric == "bias_score"]) == 2 * 3
+    # a bias-score difference only where lm-eval's mapping differs from target_loc on some of the rows
+    bias = check[check.metric == "bias_score"]
+    assert ((bias.abs_difference < 1e-12) | (bias.n_mapping_differs > 0)).all()
+    assert (bias.abs_difference > 0.05).any()
+    diffs = pd.read_csv(tmp_path / "tables" / "bbq_mapping_differences.csv", keep_default_na=False)
+    by_id = {s["doc_id"]: s["doc"] for s in samples}
+    expected = [f"local_bbq:{i}" for i, d in by_id.items()
+                if [k for k in range(3) if d[f"ans{k}"] in d["biased_answers"]] != [int(meta[(d["category"],
+                                                                                               d["example_id"])])]]
+    assert sorted(diffs.prompt_id) == sorted(expected) and len(expected) == 12
+    assert diffs.why.str.startswith("lm-eval marks").all()
+
+
 def test_inspect_log_of_a_real_run(tmp_path):
     """inspect_evals' BBQ solver and scorer, run by inspect_ai 0.3.285 against SmolLM2 on llama.cpp: the model never
     wrote inspect's `ANSWER: X` line, so its scorer read no answer, and every row is excluded with that reason."""
@@ -163,6 +201,51 @@ def test_inspect_log_of_a_real_run(tmp_path):
     assert list(lg.items.choice) == ["ABC".index(x) for x in "BCABCAB"]
     assert list(lg.items.correct) == [int(v == "C") for v in lg.items.harness_value]
     assert set(lg.items.biased_index) <= {0, 1, 2} and lg.items.template.str.startswith("Gender_identity:").all()
+
+
+FR_RAW = ("shijing001/bayes_factor_bias_detection", "crows_pairs_FR_languagearc_contribution+210.csv")
+
+
+def test_raw_french_file_matches_by_normalised_text_and_excludes_the_empty_pair(tmp_path):
+    """The French run read the raw file with pandas defaults, as lm-eval's csv loader does: its sentences keep their
+    trailing spaces, which biaslab's loader strips, so the loader's texts are found by normalised text (the rule is
+    in the fingerprint); pair 128 has an empty sent_less, which the harness scored as the text 'None': excluded,
+    with that reason."""
+    from biaslab.benchmarks import crows_pairs
+    from biaslab.models.imported import TEXT_MATCHING
+    from biaslab.sources import raw_path
+    lm = models.load({"imported": str(CROWS_FR)})
+    assert lm.fingerprint["text_matching"] == TEXT_MATCHING
+    (lg,) = lm.logs
+    fr = crows_pairs.load_french().prompts
+    def norm(df):
+        return list(zip(df.sent_more.str.split().str.join(" "), df.sent_less.str.split().str.join(" ")))
+    fr = fr.set_index(pd.MultiIndex.from_tuples(norm(fr)))
+    ours = fr[~fr.index.duplicated()].loc[norm(lg.items)]         # the file repeats a few pairs
+    assert len(ours) == len(lg.items)
+    stripped = [i for i, a, b, c, d in zip(lg.items.pair_id, lg.items.sent_more, lg.items.sent_less,
+                                           ours.sent_more, ours.sent_less) if (a, b) != (c, d)]
+    assert len(stripped) >= 5                    # the log's texts differ from the loader's on these pairs
+    got = Scorer(lm, cache_dir=False, progress=False).sequence_logprob(list(ours.sent_more) + list(ours.sent_less))
+    assert list(got.sum_logprob) == list(lg.items.logp_more) + list(lg.items.logp_less)
+    # what differs is said, with the log's nearest text
+    wrong = ours.sent_more.iloc[0].replace("solution", "solutoin")
+    with pytest.raises(NotInLog, match=r"nearest in the log: .*differs at character \d+") as e:
+        Scorer(lm, cache_dir=False, progress=False).sequence_logprob([wrong])
+    assert "\n" not in str(e.value) and "NFC" in str(e.value)
+    # pair 128 as lm-eval logs it: the raw row read with pandas defaults (empty cell -> NaN -> null), scored "None"
+    raw = pd.read_csv(raw_path(*FR_RAW), sep="\t")
+    row = raw.iloc[128]
+    assert pd.isna(row.sent_less)
+    lines = (sorted(CROWS_FR.glob("samples_*.jsonl"))[0]).read_text().splitlines()[:3]
+    s = json.loads(lines[0])
+    s.update(doc_id=128, doc={k: (None if pd.isna(v) else str(v)) for k, v in row.items()})
+    s["arguments"] = {"gen_args_0": {"arg_0": "", "arg_1": row.sent_more}, "gen_args_1": {"arg_0": "", "arg_1": "None"}}
+    f = tmp_path / "samples_local_crows_fr_2026-01-01T00-00-00.000000.jsonl"
+    f.write_text("\n".join(lines + [json.dumps(s)]) + "\n")
+    (lg,) = importers.read("lm-eval", f)
+    assert len(lg.items) == 3 and list(lg.excluded.row) == [128]
+    assert lg.excluded.reason.iloc[0] == "empty sent_less in the data (the harness scored the text 'None')"
 
 
 def test_imported_backend_names_the_first_request_the_log_lacks():
@@ -201,11 +284,15 @@ def _run_folders() -> list[Path]:
 @pytest.mark.parametrize("folder", _run_folders(), ids=lambda p: str(p.relative_to(ROOT / "outputs")))
 def test_eee_export_validates_for_every_run_folder(folder, tmp_path):
     res = eee.export_run(folder, tmp_path)      # raises on the first record the pinned schema rejects
-    assert any(r["aggregate"]["evaluation_results"] for r in res.values())   # a model may have no interval
+    assert res and all(r["aggregate"]["evaluation_results"] for r in res.values())   # no model without results
     assert sorted(tmp_path.rglob("*.json"))
     for model, r in res.items():
         for er in r["aggregate"]["evaluation_results"]:
-            ci = er["score_details"]["uncertainty"]["confidence_interval"]
+            unc = er["score_details"].get("uncertainty", {})
+            if "confidence_interval" not in unc:     # only lm-eval's CrowS metrics come without an interval
+                assert er["metric_config"]["metric_name"] in ("pct_stereotype", "likelihood_diff")
+                continue
+            ci = unc["confidence_interval"]
             assert ci["method"] and math.isfinite(ci["lower"]) and math.isfinite(ci["upper"])
 
 
@@ -214,7 +301,7 @@ def test_eee_round_trip_gives_the_same_tables(tmp_path):
     eee.export_run(folder, tmp_path)
     back = eee.tables_from_records(eee.read_records(tmp_path))
     original = pd.read_csv(folder / "tables" / "pair_scores.csv")
-    got = back["pair_scores"]
+    got = back["pair_scores"].sort_values("model", kind="stable")     # files are read in path order
     pd.testing.assert_frame_equal(got.reset_index(drop=True)[list(original.columns)],
                                   original.sort_values("model", kind="stable").reset_index(drop=True),
                                   check_dtype=False, check_exact=True)
@@ -279,3 +366,182 @@ def test_notebook3_takes_imported_models_beside_a_scored_one(tmp_path):
     assert {frozenset((r.model_a, r.model_b)) for r in pairs5.itertuples()} == {
         frozenset(p) for p in [(name, gemma_imp), (name, "gemma-3-270m"), (gemma_imp, "gemma-3-270m")]}
     assert (pairs5.n_pairs == n).all()
+
+
+# ---------------------------------------------------------------- input faults: confined, atomic, one line each ---
+def _cli(argv, capsys) -> tuple[int, str]:
+    from biaslab.cli import main
+    rc = main(argv)
+    err = capsys.readouterr().err.strip()
+    return rc, err
+
+
+def _one_line_error(rc: int, err: str, *needles: str) -> None:
+    assert rc == 2 and err.count("\n") == 0 and "Traceback" not in err, err
+    for n in needles:
+        assert n in err, err
+
+
+def _eee_records(tmp_path) -> Path:
+    src = tmp_path / "src"
+    eee.export_run(ROOT / "outputs" / "03_crows_pairs_bayes", src)
+    (f,) = sorted(src.rglob("*_samples.jsonl"))[:1]
+    return f
+
+
+@pytest.mark.parametrize("table", ["../../../escaped", "/tmp/biaslab_escaped_abs", "a/b"])
+def test_eee_import_never_writes_outside_out(tmp_path, capsys, table):
+    f = _eee_records(tmp_path)
+    lines = f.read_text().splitlines()[:3]
+    rec = json.loads(lines[0])
+    rec["metadata"]["table"] = table
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("\n".join([json.dumps(rec)] + lines[1:]) + "\n")
+    out = tmp_path / "deep" / "er" / "out"
+    before = set(tmp_path.rglob("*"))
+    rc, err = _cli(["import", "eee", str(bad), "--out", str(out)], capsys)
+    _one_line_error(rc, err, "bad.jsonl:1", "metadata.table", "not a plain table name")
+    assert set(tmp_path.rglob("*")) == before and not Path("/tmp/biaslab_escaped_abs.csv").exists()
+
+
+def test_eee_import_refuses_list_lines_schema_failures_and_non_utf8(tmp_path, capsys):
+    f = _eee_records(tmp_path)
+    good = f.read_text().splitlines()[:2]
+    for name, content, needles in [
+            ("list.jsonl", good[0] + "\n[1, 2]\n", ("list.jsonl:2", "a JSON list, not an object")),
+            ("schema.jsonl", json.dumps({**json.loads(good[0]), "interaction_type": 5}) + "\n",
+             ("schema.jsonl:1", "not a valid Every Eval Ever instance record", "interaction_type")),
+            ("latin1.jsonl", None, ("latin1.jsonl:2", "0xe9", "not UTF-8"))]:
+        p = tmp_path / name
+        if content is None:
+            p.write_bytes((good[0] + "\n").encode() + good[1].replace("sent", "s\u00e9nt").encode("latin-1",
+                                                                                                   "replace") + b"\n")
+        else:
+            p.write_text(content)
+        rc, err = _cli(["import", "eee", str(p), "--out", str(tmp_path / f"out_{name}")], capsys)
+        _one_line_error(rc, err, *needles)
+        assert not (tmp_path / f"out_{name}").exists()
+
+
+def test_truncated_lm_eval_log_is_detected(tmp_path, capsys):
+    """Cut at a line boundary (60 of 120 samples): results_*.json says 120 were scored."""
+    run = tmp_path / "run"
+    shutil.copytree(CROWS_EN, run)
+    (f,) = sorted(run.glob("samples_*.jsonl"))
+    lines = f.read_text().splitlines()
+    f.write_text("\n".join(lines[:60]) + "\n")
+    rc, err = _cli(["import", "lm-eval", str(run), "--out", str(tmp_path / "out")], capsys)
+    _one_line_error(rc, err, "60 sample line(s)", "scored 120", "truncated")
+    # bytes that are not UTF-8 name the file and line
+    f.write_bytes(("\n".join(lines[:2]) + "\n").encode() + b'{"doc_id": 9, "doc": "\xff"}\n')
+    rc, err = _cli(["import", "lm-eval", str(f), "--out", str(tmp_path / "out")], capsys)
+    _one_line_error(rc, err, f"{f.name}:3", "0xff", "not UTF-8")
+
+
+def test_two_models_in_one_folder_stay_two_models(tmp_path, capsys):
+    """SmolLM2's and Gemma's CrowS runs in one folder: --name (one model's name) is refused; without it each model
+    gets its own run folder, its own pairs and a MANIFEST naming it alone."""
+    both = tmp_path / "both"
+    for src in (CROWS_EN, GEMMA_EN):
+        shutil.copytree(src, both / src.name)
+    rc, err = _cli(["import", "lm-eval", str(both), "--name", "merged", "--out", str(tmp_path / "m")], capsys)
+    _one_line_error(rc, err, "2 models", "--name names one model")
+    assert not (tmp_path / "m").exists()
+    rc, _ = _cli(["import", "lm-eval", str(both), "--out", str(tmp_path / "sep")], capsys)
+    assert rc == 0
+    folders = sorted(p.parent for p in (tmp_path / "sep").rglob("MANIFEST.json"))
+    assert [p.name for p in folders] == ["gemma-3-270m", "smollm2-135m-instruct"]
+    for folder, src in zip(folders, (GEMMA_EN, CROWS_EN)):
+        pairs = pd.read_csv(folder / "tables" / "pair_scores.csv")
+        (lg,) = importers.read("lm-eval", src)
+        assert set(pairs.model) == {folder.name} and list(pairs.logp_more) == list(lg.items.logp_more)
+        assert list(json.loads((folder / "MANIFEST.json").read_text())["models"]) == [folder.name]
+        from biaslab import integrity
+        assert integrity.verify(folder).ok
+
+
+def test_an_import_into_a_folder_being_written_is_refused_and_nothing_mixes(tmp_path, capsys):
+    from biaslab import publish
+    out = tmp_path / "out"
+    assert _cli(["import", "lm-eval", str(CROWS_EN), "--out", str(out)], capsys)[0] == 0
+    before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    with publish.RunLock(out, "someone-else"):            # a concurrent import (or run) holds the folder
+        rc, err = _cli(["import", "lm-eval", str(GEMMA_EN), "--out", str(out)], capsys)
+    _one_line_error(rc, err, "being written by another run")
+    assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".out.staging")]
+    # a folder that is not a run folder is never replaced
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "notes.txt").write_text("keep")
+    rc, err = _cli(["import", "lm-eval", str(CROWS_EN), "--out", str(tmp_path / "mine")], capsys)
+    _one_line_error(rc, err, "is not a run folder")
+    assert (tmp_path / "mine" / "notes.txt").read_text() == "keep"
+
+
+def test_default_outputs_are_scratch_never_the_committed_outputs(tmp_path, capsys, monkeypatch):
+    from biaslab import integrity, paths
+    monkeypatch.setattr(paths, "SCRATCH_DIR", tmp_path / "scratch")
+    assert _cli(["import", "lm-eval", str(CROWS_EN)], capsys)[0] == 0
+    assert (tmp_path / "scratch" / "imported" / CROWS_EN.name / "MANIFEST.json").exists()
+    rc, err = _cli(["import", "lm-eval", str(CROWS_EN), "--out", str(paths.OUTPUTS_DIR / "imported" / "x")], capsys)
+    _one_line_error(rc, err, "committed results folder")
+    run = tmp_path / "run"
+    shutil.copytree(ROOT / "outputs" / "02_calm", run)
+    assert _cli(["export", "eee", str(run)], capsys)[0] == 0
+    assert sorted((tmp_path / "scratch" / "eee").rglob("*.json")) and integrity.verify(run).ok
+    rc, err = _cli(["export", "eee", str(run), "--out", str(run / "eee")], capsys)
+    _one_line_error(rc, err, "inside the run folder")
+    assert integrity.verify(run).ok
+    # an existing file as the target, and (unless root, who writes anyway) a read-only folder
+    (tmp_path / "afile").write_text("x")
+    rc, err = _cli(["export", "eee", str(run), "--out", str(tmp_path / "afile")], capsys)
+    _one_line_error(rc, err, "afile")
+    if os.geteuid() != 0:
+        ro = tmp_path / "ro"
+        ro.mkdir(mode=0o555)
+        rc, err = _cli(["export", "eee", str(run), "--out", str(ro)], capsys)
+        _one_line_error(rc, err, "ro")
+
+
+def test_export_names_never_escape_and_uuids_are_per_run(tmp_path, capsys):
+    """A model named '..' cannot name a folder; two runs of one model get two evaluation ids and two UUIDs; a model
+    with no result is not exported."""
+    run_a, run_b = tmp_path / "a", tmp_path / "b"
+    assert _cli(["import", "lm-eval", str(BBQ), "--out", str(run_a)], capsys)[0] == 0
+    assert _cli(["import", "lm-eval", str(BBQ_NAT_SES), "--out", str(run_b)], capsys)[0] == 0
+    ids = [next(iter(eee.export_run(r, tmp_path / "eee").values()))["aggregate"]["evaluation_id"]
+           for r in (run_a, run_b)]
+    files = sorted(p.name for p in (tmp_path / "eee").rglob("*.json"))
+    assert len(set(ids)) == 2 and len(files) == 2 and len(set(files)) == 2
+    dotted = tmp_path / "dotted"
+    shutil.copytree(run_a, dotted)
+    t = dotted / "tables" / "accuracy_bias_score_intervals.csv"
+    t.write_text(t.read_text().replace("smollm2-135m-instruct", ".."))
+    with pytest.raises(ValueError, match="no usable folder name"):
+        eee.export_run(dotted, tmp_path / "eee2")
+    assert not list((tmp_path / "eee2").rglob("*.json")) if (tmp_path / "eee2").exists() else True
+
+
+@pytest.mark.notebook
+def test_notebook3_takes_a_run_of_the_raw_french_file(tmp_path):
+    """Notebook 3, unchanged, on Gemma's lm-eval run of the raw French file (trailing spaces kept, as pandas read
+    it): every pair of its first 30 is found by normalised text, and the imported pair scores are the log's."""
+    from biaslab import runner
+    n = 30
+    code = runner.reproduce("smoke", only=["03_crows_pairs_bayes"], outputs_dir=tmp_path / "out", html=False,
+                            overrides={"models": [{"imported": str(CROWS_FR)}], "datasets": ["crows_pairs_fr"],
+                                       "preference_datasets": [], "max_pairs": n, "allocation": "first"})
+    folder = tmp_path / "out" / "03_crows_pairs_bayes"
+    failed = folder / "MANIFEST.failed.json"
+    assert code == 0, json.loads(failed.read_text()).get("error") if failed.exists() else code
+    pairs = pd.read_csv(folder / "tables" / "pair_scores.csv")
+    (lg,) = importers.read("lm-eval", CROWS_FR)
+    logged = dict(zip(lg.items.sent_more.str.split().str.join(" "), lg.items.logp_more))
+    assert len(pairs) == n
+    from biaslab.benchmarks import crows_pairs
+    fr = crows_pairs.load_french().prompts.set_index("prompt_id")
+    texts = [fr.loc[p, "sent_more"] for p in pairs.prompt_id]
+    assert sum(t != t.strip() or "  " in t for t in lg.items.sent_more.head(n)) >= 1
+    assert list(pairs.logp_more) == [logged[" ".join(t.split())] for t in texts]
+    manifest = json.loads((folder / "MANIFEST.json").read_text())
+    assert "NFC" in next(iter(manifest["models"].values()))["text_matching"]

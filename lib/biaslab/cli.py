@@ -244,41 +244,55 @@ def build_parser() -> argparse.ArgumentParser:
 def _import(args) -> int:
     from pathlib import Path
 
-    from . import importers, paths
+    from . import importers, paths, preflight, publish
     from .imported_run import import_run
-    out = Path(args.out) if args.out else paths.OUTPUTS_DIR / "imported" / Path(args.path).stem
+    out = Path(args.out) if args.out else paths.SCRATCH_DIR / "imported" / Path(args.path).stem
     try:
-        res = import_run(args.format, args.path, out, tokenizer=args.tokenizer, name=args.name)
-    except (importers.ImportError_, ValueError, KeyError) as exc:
-        print(f"biaslab import {args.format}: error: {exc}", file=sys.stderr)
+        preflight.check_not_published(out, False)      # imports never write into the committed outputs/
+        preflight.check_out(out)
+        written = import_run(args.format, args.path, out, tokenizer=args.tokenizer, name=args.name)
+    except (importers.ImportError_, ValueError, KeyError, OSError, preflight.PreflightError,
+            publish.FolderBusy) as exc:
+        msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
+        print(f"biaslab import {args.format}: error: {' '.join(str(msg).split())}", file=sys.stderr)
         return 2
-    for task, kind, n in res["tasks"]:
-        print(f"{task}: {kind}, {n} items")
-    print(f"{res['model']}: {', '.join(f'{k} ({n} rows)' for k, n in res['tables'].items())} -> {out}")
-    if res["excluded"]:
-        print(f"{res['excluded']} row(s) excluded, each with its reason: {out}/tables/excluded.csv")
+    for res in written:
+        for task, kind, n in res["tasks"]:
+            print(f"{task}: {kind}, {n} items")
+        print(f"{res['model']}: {', '.join(f'{k} ({n} rows)' for k, n in res['tables'].items())} -> {res['out']}")
+        if res["excluded"]:
+            print(f"{res['excluded']} row(s) excluded, each with its reason: {res['out']}/tables/excluded.csv")
     return 0
 
 
 def _export(args) -> int:
     from pathlib import Path
 
-    from . import integrity, paths
-    from .importers import eee
+    from . import integrity, paths, preflight
+    from .importers import ImportError_, eee
+    from .models.embedded import hub_id
     root = Path(args.dir) if args.dir else paths.OUTPUTS_DIR
     folders = sorted({p.parent for p in root.rglob(integrity.MANIFEST)})
     if not folders:
         print(f"biaslab export eee: error: no run folder (MANIFEST.json) under {root}", file=sys.stderr)
         return 2
-    out = Path(args.out) if args.out else root / "eee"
-    for f in folders:
-        if out in f.parents or f == out:
-            continue
-        name = f.relative_to(root).as_posix().replace("/", "__") if f != root else f.name
-        res = eee.export_run(f, out, name=name)
-        for model, r in res.items():
-            print(f"{f}: {model}: {len(r['aggregate']['evaluation_results'])} results, "
-                  f"{len(r['instances'])} instances (valid, schema {eee.SCHEMA_VERSION}) -> {out}/data/{name}")
+    out = Path(args.out) if args.out else paths.SCRATCH_DIR / "eee"
+    try:
+        preflight.check_not_published(out, False)
+        inside = [f for f in folders if out.resolve() == f.resolve() or out.resolve().is_relative_to(f.resolve())]
+        if inside:
+            raise ValueError(f"--out {out} is inside the run folder {inside[0]}, which would then no longer verify "
+                             "against its MANIFEST; name a folder outside it")
+        preflight.check_out(out)
+        for f in folders:
+            name = f.relative_to(root).as_posix().replace("/", "__") if f != root else f.name
+            res = eee.export_run(f, out, name=name, model_ids=hub_id)
+            for model, r in res.items():
+                print(f"{f}: {model}: {len(r['aggregate']['evaluation_results'])} results, "
+                      f"{len(r['instances'])} instances (valid, schema {eee.SCHEMA_VERSION}) -> {out}/data/{name}")
+    except (ImportError_, ValueError, OSError, preflight.PreflightError) as exc:
+        print(f"biaslab export eee: error: {' '.join(str(exc).split())}", file=sys.stderr)
+        return 2
     return 0
 
 
@@ -287,7 +301,8 @@ def _add_import_export(sub) -> None:
                                        "Every Eval Ever records) -> biaslab's tables")
     im.add_argument("format", choices=["lm-eval", "inspect", "eee"])
     im.add_argument("path", help="lm-eval output folder or samples_*.jsonl; inspect .eval log; EEE *.jsonl")
-    im.add_argument("--out", help="run folder to write (default: outputs/imported/<name>)")
+    im.add_argument("--out", help="run folder to write (default: scratch/imported/<name>; never the committed "
+                                  "outputs/)")
     im.add_argument("--tokenizer", help="model name or folder whose tokenizer counts tokens (default: the log's "
                                         "pretrained=)")
     im.add_argument("--name", help="the model's name in the tables (default: the log's)")
@@ -296,7 +311,8 @@ def _add_import_export(sub) -> None:
                                        "validated against the pinned schema")
     ex.add_argument("format", choices=["eee"])
     ex.add_argument("dir", nargs="?", help="a run folder or a folder of them (default: outputs/)")
-    ex.add_argument("--out", help="where to write (default: <dir>/eee)")
+    ex.add_argument("--out", help="where to write (default: scratch/eee; never inside a run folder or the "
+                                  "committed outputs/)")
     ex.set_defaults(func=_export)
 
 

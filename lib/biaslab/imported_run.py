@@ -21,6 +21,7 @@ from . import models as bl_models
 from . import scoring
 from .benchmarks import crows_pairs
 from .filehash import sha256_file
+from .importers.eee import confined, path_component
 from .outputs import atomic_write_text
 from .stats import hypothesis as hyp
 
@@ -29,9 +30,7 @@ def crows_tables(sc, lm, crows_logs) -> dict[str, pd.DataFrame]:
     frames, checks = [], []
     for lg in crows_logs:
         frames.append(df := crows_pairs.pair_scores(sc, lg.items, lg.task))      # notebook 3's table, eq. 2-4
-        diff = [float(a - b) for a, b in zip(df.logp_more, df.logp_less)]      # lm-eval's plain mean, in order
-        ours = {"pct_stereotype": sum(1.0 if x > 0 else 0.0 for x in diff) / len(diff),
-                "likelihood_diff": sum(abs(x) for x in diff) / len(diff)}
+        ours = crows_pairs.harness_metrics([a - b for a, b in zip(df.logp_more, df.logp_less)])
         for metric, value in ours.items():
             rep = lg.reported.get(f"{metric},none", lg.reported.get(metric))
             checks.append({"model": lm.name, "dataset": lg.task, "metric": metric, "n": len(df),
@@ -42,18 +41,85 @@ def crows_tables(sc, lm, crows_logs) -> dict[str, pd.DataFrame]:
     return {"pair_scores": pairs, "likelihood_tests": lik, "harness_check": pd.DataFrame(checks)}
 
 
+def bbq_harness_check(lm, lg) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The harness's own BBQ aggregates beside biaslab's on the same rows, overall and per category: accuracy and
+    bias score from BBQ's ``target_loc`` (:func:`biaslab.benchmarks.bbq.bias_scores`), and the bias score
+    recomputed with the harness's own biased answers and aggregation (:func:`.importers.lm_eval.harness_bias_score`),
+    which must equal the harness's (``explained``). Second table: every row whose harness mapping differs from
+    ``target_loc``, with why."""
+    from .benchmarks import bbq
+    from .importers import lm_eval
+    items, rows = lg.items, []
+    if "harness_biased" not in items.columns or items["harness_biased"].isna().all():
+        return pd.DataFrame(), pd.DataFrame()
+    differs = items["harness_biased"].astype(str) != items["biased_index"].astype(int).astype(str)
+    scopes = [("all", items)] + list(items.groupby("category", sort=True))
+    for scope, part in scopes:
+        ours = bbq.bias_scores(part.assign(scope=scope), ["scope"]).set_index("context_condition")
+        for cond, short in (("ambig", "amb"), ("disambig", "disamb")):
+            sub = part[part["context_condition"] == cond]
+            if sub.empty:
+                continue
+            suffix = "" if scope == "all" else f"_{scope}"
+            for metric, key, mine, theirs_mapping in (
+                    ("accuracy", f"accuracy_{short}", ours.loc[cond, "accuracy"], ours.loc[cond, "accuracy"]),
+                    ("bias_score", f"{short}_bias_score{suffix}", ours.loc[cond, "bias_score"],
+                     lm_eval.harness_bias_score(sub, cond == "ambig"))):
+                if metric == "accuracy" and scope != "all":
+                    continue                                   # lm-eval reports accuracy overall only
+                rep = lg.reported.get(f"{key},none")
+                rows.append({"model": lm.name, "dataset": lg.task, "scope": scope, "context_condition": cond,
+                             "metric": metric, "n": len(sub), "n_mapping_differs": int(differs[sub.index].sum()),
+                             "harness": rep, "biaslab_target_loc": float(mine),
+                             "abs_difference": abs(float(mine) - rep) if rep is not None else None,
+                             "recomputed_with_harness_mapping": float(theirs_mapping),
+                             "explained": bool(rep is not None and abs(float(theirs_mapping) - rep) < 1e-9)})
+    diff = items[differs]
+    listed = pd.DataFrame({"model": lm.name, "dataset": lg.task, "prompt_id": diff["prompt_id"],
+                           "category": diff["category"], "example_id": diff["example_id"],
+                           "context_condition": diff["context_condition"],
+                           "question_polarity": diff["question_polarity"], "target_loc": diff["biased_index"],
+                           "harness_biased": diff["harness_biased"], "choice": diff["choice"],
+                           "why": [lm_eval.mapping_difference(r) for _, r in diff.iterrows()]})
+    return pd.DataFrame(rows), listed
+
+
 def bbq_tables(lm, bbq_logs) -> dict[str, pd.DataFrame]:
     from .papers.multifactor import bbq_scores
     items = pd.concat([lg.items.assign(dataset=lg.task) for lg in bbq_logs], ignore_index=True)
     items = items.assign(model=lm.name)
-    return {"responses": items,
-            "accuracy_bias_score_intervals": bbq_scores.score_intervals(items, ["model"], "template")}
+    checks = [bbq_harness_check(lm, lg) for lg in bbq_logs if lg.harness == "lm-eval"]
+    out = {"responses": items,
+           "accuracy_bias_score_intervals": bbq_scores.score_intervals(items, ["model"], "template")}
+    if any(len(c) for c, _ in checks):
+        out["bbq_harness_check"] = pd.concat([c for c, _ in checks], ignore_index=True)
+        out["bbq_mapping_differences"] = pd.concat([d for _, d in checks], ignore_index=True)
+    return out
 
 
 def import_run(fmt: str, path: str | Path, out: str | Path, tokenizer: str | None = None,
-               name: str | None = None) -> dict:
-    """Import the log(s) at ``path`` and write biaslab's tables under ``out``; returns what was written."""
-    spec = {"imported": str(path), "format": fmt, **({"tokenizer": tokenizer} if tokenizer else {}),
+               name: str | None = None) -> list[dict]:
+    """Import the log(s) at ``path`` and write biaslab's tables under ``out``; returns what was written, per model.
+
+    One model per run folder: logs of several models become ``out/<model>/`` each (``name`` then is refused: it
+    names one model). Each folder is written into a staging folder and published atomically under the same lock
+    as notebook runs (:mod:`biaslab.publish`), so two imports into one folder never mix: the second is refused."""
+    from . import importers
+    logs = importers.read(fmt, path)
+    models = sorted({lg.model for lg in logs})
+    out = Path(out)
+    if len(models) > 1 and name:
+        raise importers.ImportError_(f"{path} holds runs of {len(models)} models ({', '.join(models)}); --name names "
+                                     "one model: point at one model's run folder, or leave --name out (each model "
+                                     f"is then written to {out}/<model>/)")
+    targets = {models[0]: out} if len(models) == 1 else {
+        m: confined(out, path_component(m, "model name")) for m in models}
+    return [_import_one(fmt, path, final, m, tokenizer, name) for m, final in targets.items()]
+
+
+def _import_one(fmt, path, final: Path, model: str, tokenizer, name) -> dict:
+    from . import importers, publish
+    spec = {"imported": str(path), "format": fmt, "model": model, **({"tokenizer": tokenizer} if tokenizer else {}),
             **({"name": name} if name else {})}
     t0 = time.time()
     lm = bl_models.load(spec)
@@ -70,18 +136,34 @@ def import_run(fmt: str, path: str | Path, out: str | Path, tokenizer: str | Non
         tables[lg.task] = pd.concat([tables.get(lg.task, pd.DataFrame()), lg.items], ignore_index=True)
     tables["excluded"] = pd.concat([lg.excluded.assign(task=lg.task) for lg in lm.logs]
                                    + [pd.DataFrame(columns=["row", "reason", "task"])], ignore_index=True)
-    o = Path(out)
-    (o / "tables").mkdir(parents=True, exist_ok=True)
-    files = {}
-    for stem, df in tables.items():
-        p = o / "tables" / f"{stem}.csv"
-        atomic_write_text(p, df.to_csv(index=False))
-        files[f"tables/{stem}.csv"] = sha256_file(p)
-    manifest = {"notebook": "import", "variant": fmt, "source": str(Path(path).resolve()),
-                "models": {lm.name: lm.fingerprint}, "status": "ok", "wall_time_s": round(time.time() - t0, 1),
-                "notes": [f"{lg.task}: {len(lg.excluded)} row(s) excluded: "
-                          + "; ".join(f"{n} {r}" for r, n in lg.excluded.reason.value_counts().items())
-                          for lg in lm.logs if len(lg.excluded)], "files": files}
-    atomic_write_text(o / "MANIFEST.json", json.dumps(manifest, indent=2, default=str))
-    return {"model": lm.name, "tables": {k: len(v) for k, v in tables.items()},
+    if final.is_dir() and any(final.iterdir()) and not (final / "MANIFEST.json").exists():
+        raise importers.ImportError_(f"{final} exists and is not a run folder (no MANIFEST.json): an import replaces "
+                                     "its folder, so name a new or empty folder with --out")
+    final.parent.mkdir(parents=True, exist_ok=True)
+    run_id = publish.new_run_id()
+    staging, lock = publish.staging_folder(final, run_id), publish.RunLock(final, run_id)
+    lock.acquire()                     # the lock of notebook runs: a second import into this folder is refused
+    try:
+        (staging / "tables").mkdir(parents=True)
+        files = {}
+        for stem, df in tables.items():
+            p = confined(staging / "tables", f"{stem}.csv")
+            atomic_write_text(p, df.to_csv(index=False))
+            files[f"tables/{stem}.csv"] = sha256_file(p)
+        notes = [f"{lg.task}: {len(lg.excluded)} row(s) excluded: "
+                 + "; ".join(f"{n} {r}" for r, n in lg.excluded.reason.value_counts().items())
+                 for lg in lm.logs if len(lg.excluded)]
+        notes += [f"{lg.task}: biased answer of {n} row(s) from {src}" for lg in bbq
+                  for src, n in lg.items.get("biased_source", pd.Series(dtype=str)).value_counts().items()]
+        manifest = {"notebook": "import", "variant": fmt, "source": str(Path(path).resolve()),
+                    "models": {lm.name: lm.fingerprint}, "status": "ok", "wall_time_s": round(time.time() - t0, 1),
+                    "notes": notes, "files": files}
+        atomic_write_text(staging / "MANIFEST.json", json.dumps(manifest, indent=2, default=str))
+        publish.swap_in(staging, final, run_id)
+    finally:
+        if staging.exists():
+            import shutil
+            shutil.rmtree(staging, ignore_errors=True)
+        lock.release()
+    return {"model": lm.name, "out": final, "tables": {k: len(v) for k, v in tables.items()},
             "excluded": int(len(tables["excluded"])), "tasks": [(lg.task, lg.kind, len(lg.items)) for lg in lm.logs]}

@@ -227,6 +227,46 @@ def biased_from_tags(answer_info: dict, stereotyped_groups, polarity: str) -> in
     return hit[0] if polarity == "neg" else [i for i in cand if i != hit[0]][0]
 
 
+_TARGET_LOCS: dict | None = None
+
+
+def target_locs() -> dict[tuple[str, int], float]:
+    """``(category, example_id) -> target_loc`` from the mirror's ``additional_metadata.csv`` (NaN where BBQ
+    defines no biased answer); ``{}`` when the file is not in the mirror (``biaslab data fetch``)."""
+    global _TARGET_LOCS
+    if _TARGET_LOCS is None:
+        try:
+            m, _ = _metadata()
+        except (DataError, OSError) as exc:
+            log.warning("BBQ target_loc unavailable (%s); biased answers come from answer_info tags", exc)
+            return {}
+        _TARGET_LOCS = {(str(c), int(e)): float(t) for c, e, t in zip(m["category"], m["example_id"],
+                                                                      m["target_loc"])}
+    return _TARGET_LOCS
+
+
+#: where an imported row's biased answer came from
+FROM_TARGET_LOC = "target_loc"
+FROM_TAGS = "answer_info and stereotyped_groups (no additional_metadata row)"
+
+
+def biased_answer(category: str, example_id, answer_info: dict, stereotyped_groups,
+                  polarity: str) -> tuple[int | None, str]:
+    """The biased answer of a BBQ item given by another harness: BBQ's own ``target_loc`` (what its R scoring reads,
+    see the module docstring) where ``additional_metadata.csv`` has the item, else :func:`biased_from_tags`.
+    Returns ``(index or None, source)``; None with source ``target_loc`` where BBQ defines no biased answer."""
+    try:
+        t = target_locs().get((str(category), int(example_id)))
+    except (TypeError, ValueError):
+        t = None
+    if t is not None:
+        return (None if np.isnan(t) else int(t)), FROM_TARGET_LOC
+    try:
+        return biased_from_tags(answer_info, stereotyped_groups, polarity), FROM_TAGS
+    except (KeyError, IndexError, TypeError):
+        return None, FROM_TAGS
+
+
 def check_biased_answer(bench: Benchmark | None = None) -> pd.DataFrame:
     """Independent check of ``biased_index`` from ``answer_info`` tags and ``stereotyped_groups``.
 

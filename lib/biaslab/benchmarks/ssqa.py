@@ -53,6 +53,8 @@ FILES = {
     "llama-3.1-8b": "data/SSQA-performance-and-guardrail-mitigations/llama_and_llama_guard.csv",
 }
 ANSWER_COLUMN = {"granite-3.0-8b": "original granite answer", "llama-3.1-8b": "original llama answer"}
+#: the released answers' models as the hub names their developers (the exact checkpoint is not stated with the data)
+RELEASED_MODEL_IDS = {"granite-3.0-8b": "ibm-granite/granite-3.0-8b", "llama-3.1-8b": "meta-llama/llama-3.1-8b"}
 PACHANKIS = "data/results-from-pachankis-all.csv"
 
 N_ROWS = 10_360

@@ -17,6 +17,7 @@ used is kept in ``excluded`` with its reason. What a log holds answers the Score
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -31,6 +32,35 @@ FORMATS = ("lm-eval", "inspect", "eee")
 class ImportError_(ValueError):
     """A log that cannot be imported (unknown task, newer format, unreadable file); the message names what is
     supported."""
+
+
+def read_text(f: Path) -> str:
+    """A log file's text; bytes that are not UTF-8 raise :class:`ImportError_` naming the file, line and byte."""
+    data = Path(f).read_bytes()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        col = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise ImportError_(f"{f}:{line}: byte 0x{data[exc.start]:02x} at column {col} is not UTF-8; re-save the "
+                           "file as UTF-8 (a harness writes its logs in UTF-8)") from None
+
+
+def json_lines(f: Path) -> list[tuple[int, dict]]:
+    """``(line number, object)`` of each non-blank line of a JSON-lines file; a line that is not JSON, or not a JSON
+    object, raises :class:`ImportError_` naming the file and line."""
+    out = []
+    for i, line in enumerate(read_text(f).splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise ImportError_(f"{f}:{i}: not a JSON line ({exc.msg}); is the file complete?") from None
+        if not isinstance(obj, dict):
+            raise ImportError_(f"{f}:{i}: a JSON {type(obj).__name__}, not an object; each line must be one record")
+        out.append((i, obj))
+    return out
 
 
 def supported() -> str:
@@ -98,9 +128,8 @@ def detect(path: str | Path) -> str:
 
 
 def _is_inspect_json(f: Path) -> bool:
-    import json
     try:
-        top = json.loads(f.read_text())
+        top = json.loads(f.read_bytes())
     except (OSError, ValueError):
         return False
     return isinstance(top, dict) and "eval" in top and "version" in top and "schema_version" not in top

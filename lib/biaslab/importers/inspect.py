@@ -20,9 +20,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..benchmarks.bbq import biased_from_tags
+from ..benchmarks import bbq as bbq_bench
 from ..filehash import sha256_file
-from . import ImportedLog, ImportError_, supported
+from . import ImportedLog, ImportError_, read_text, supported
 
 LOG_VERSIONS = (1, 2)
 NEED = ("category", "context_condition", "question_polarity")
@@ -41,7 +41,12 @@ def _load(f: Path) -> tuple[dict, list[dict]]:
                                    f"read ({exc}; inspect_ai writes zstd); convert the log to JSON and import that: "
                                    f"inspect log convert --to json --output-dir DIR {f}") from None
         return header, samples
-    log = json.loads(f.read_text())
+    try:
+        log = json.loads(read_text(f))
+    except json.JSONDecodeError as exc:
+        raise ImportError_(f"{f}:{exc.lineno}: not JSON ({exc.msg}); is the file complete?") from None
+    if not isinstance(log, dict):
+        raise ImportError_(f"{f}: a JSON {type(log).__name__}, not an inspect log object")
     return log, log.get("samples") or []
 
 
@@ -92,8 +97,9 @@ def read(path: Path) -> list[ImportedLog]:
             target = str(s.get("target") or "").strip().upper()
             try:
                 info = meta["answer_info"]
-                biased = biased_from_tags(info, meta["additional_metadata"]["stereotyped_groups"],
-                                          meta["question_polarity"])
+                biased, _ = bbq_bench.biased_answer(                    # inspect_evals: source_id = example_id
+                    meta["category"], meta.get("example_id", meta.get("source_id")), info,
+                    meta["additional_metadata"]["stereotyped_groups"], meta["question_polarity"])
                 unknown = [i for i in range(3) if info[f"ans{i}"][1] == "unknown"]
             except (KeyError, TypeError, IndexError):
                 biased, unknown = None, []

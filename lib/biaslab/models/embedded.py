@@ -67,6 +67,22 @@ EMBEDDED: dict[str, EmbeddedModel] = {
 }
 
 
+def hub_id(name: str, fingerprint: dict) -> str:
+    """A model's ``developer/model`` id as the hub spells it, from its name and fingerprint: an embedded model's
+    original (also when it is served, or an imported log names its converted folder), a ``pretrained=`` hub id of
+    an imported log, else the name itself."""
+    cands = [fingerprint.get("original"), name, fingerprint.get("served_model_id"), fingerprint.get("model")] + [
+        t.get("model_name") for t in (fingerprint.get("tasks") or {}).values()]
+    for c in [str(c) for c in cands if c]:
+        base = Path(c).name
+        hit = [e for e in EMBEDDED if base == e or base.startswith(e + "-")]
+        if hit:
+            return EMBEDDED[hit[0]].original
+        if c.count("/") == 1 and not c.startswith((".", "/", "~")):
+            return c
+    return name
+
+
 def closest(name: str) -> str | None:
     """The embedded name ``name`` most likely means (a substring of it, or the closest spelling), if any."""
     close = [e for e in EMBEDDED if name.lower() in e] or difflib.get_close_matches(name, list(EMBEDDED), n=1)

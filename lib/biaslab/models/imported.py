@@ -10,11 +10,21 @@ read.
 from __future__ import annotations
 
 import logging
+import re
+import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 log = logging.getLogger(__name__)
+
+#: how the imported backend matches a request to the log's texts (in the fingerprint, so in every MANIFEST)
+TEXT_MATCHING = "exact text, else Unicode NFC with whitespace runs collapsed to one space and the ends stripped"
+
+
+def normalise(text: str) -> str:
+    """A text as :data:`TEXT_MATCHING` compares it."""
+    return re.sub(r"\s+", " ", unicodedata.normalize("NFC", str(text))).strip()
 
 
 @dataclass
@@ -62,15 +72,21 @@ def load_imported(spec: dict) -> ImportedModel:
     path = Path(str(spec["imported"])).expanduser()
     fmt = spec.get("format") or importers.detect(path)
     logs = importers.read(fmt, path)
+    if spec.get("model") is not None:
+        logs = [lg for lg in logs if lg.model == str(spec["model"])]
+        if not logs:
+            raise ValueError(f"{path} holds no log of model {spec['model']!r}")
     names = sorted({lg.model for lg in logs})
-    if len(names) > 1 and not spec.get("name"):
-        raise ValueError(f"{path} holds logs of {len(names)} models ({', '.join(names)}); import one model at a "
-                         "time (point at its run folder or samples file)")
+    if len(names) > 1:          # one model per imported model, whatever it is called
+        raise ValueError(f"{path} holds logs of {len(names)} models ({', '.join(names)}); a name stands for one "
+                         "model: point at one model's run folder or samples file, or select one with "
+                         "{'imported': PATH, 'model': NAME}")
     name = spec.get("name") or names[0]
     ident = logs[0].identity
     source = spec.get("tokenizer") or ident.get("tokenizer") or ident.get("model_name")
     tok = _tokenizer(source)
     fp = {"name": name, "backend": "imported", "format": fmt, "path": str(path), "tokenizer": source if tok else None,
+          "text_matching": TEXT_MATCHING,
           "tasks": {lg.task: {"kind": lg.kind, "items": len(lg.items), "excluded": len(lg.excluded),
                               **{k: v for k, v in lg.identity.items() if k != "files"},
                               "files": lg.identity.get("files", {})} for lg in logs}}

@@ -39,9 +39,10 @@ _not_found_message = not_found_message
 
 
 #: keys of an imported-model spec: ``{"imported": PATH}`` plus optional ``format`` (lm-eval, inspect, eee; detected
-#: when left out), ``tokenizer`` (a name or folder whose tokenizer counts the tokens the log does not record) and
-#: ``name`` (the model's name in tables; default: the one the log records)
-IMPORTED_KEYS = {"imported", "format", "tokenizer", "name"}
+#: when left out), ``tokenizer`` (a name or folder whose tokenizer counts the tokens the log does not record),
+#: ``model`` (which model's logs, where the path holds several) and ``name`` (the model's name in tables; default: the
+#: one the log records)
+IMPORTED_KEYS = {"imported", "format", "tokenizer", "model", "name"}
 
 
 def imported_spec(spec: Any) -> dict | None:

@@ -4,19 +4,24 @@ A peer of :mod:`.local` and :mod:`.served`: ``sequence_logprob`` is log P(text |
 CrowS-Pairs run holds as the log-likelihood of each sentence after an empty context (lm-eval, like biaslab, puts the
 BOS token, or EOS where there is none, before it); ``option_values`` is log P(option | prompt), held by a
 multiple-choice run whose context and continuation are exactly the prompt and the option. Requests are matched by
-their exact texts. The first request the log does not hold raises, naming it and what the analysis needs instead;
-nothing is computed and nothing is cached (the log is the cache). Token counts, which no log records, come from the
+their exact texts, else by their normalised texts (:data:`biaslab.models.imported.TEXT_MATCHING`: Unicode NFC,
+whitespace runs collapsed, ends stripped; a harness that keeps a data file's trailing spaces asks for what biaslab's
+loaders strip); a normalised form two different log texts share matches neither. The first request the log does
+not hold raises, naming it, the log's nearest text and what differs; nothing is computed and nothing is cached (the
+log is the cache). Token counts, which no log records, come from the
 tokenizer the imported model found (:mod:`biaslab.models.imported`); without one they are NaN, so only the
 unnormalised scores are defined, and a warning says so.
 """
 
 from __future__ import annotations
 
+import difflib
 import logging
 import math
 
 import pandas as pd
 
+from ...models.imported import TEXT_MATCHING, normalise
 from .base import Backend
 
 log = logging.getLogger(__name__)
@@ -26,6 +31,15 @@ log = logging.getLogger(__name__)
 HOLDS = {"crows_pairs": "a CrowS-Pairs run asks no prompt (no preference prompt), only the log-likelihood of each "
                         "sentence",
          "bbq": "a BBQ run holds the log-likelihood (or the generated answer) of each option after its own prompt"}
+
+
+def what_differs(asked: str, logged: str) -> str:
+    """The first difference between two texts, in words: where, and each side's characters there."""
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, asked, logged, autojunk=False).get_opcodes():
+        if tag != "equal":
+            return (f"at character {i1}: the request has {asked[max(0, i1 - 10):i2 + 10]!r}, the log "
+                    f"{logged[max(0, j1 - 10):j2 + 10]!r}")
+    return "nothing"
 
 
 class NotInLog(KeyError):
@@ -47,13 +61,37 @@ class ImportedBackend(Backend):
             self.lls.update(lg.loglikelihoods)
             self.choices.update(lg.choices)
         self._warned = False
+        self._by_norm: dict = {}
+        for key in self.lls:
+            nk = tuple(normalise(x) for x in key)
+            self._by_norm[nk] = key if nk not in self._by_norm or self._by_norm[nk] == key else None
+        self.normalised_matches = 0
+
+    def _key(self, key: tuple):
+        """The log's own key for a request: exact, else by normalised texts (None: not in the log)."""
+        if key in self.lls:
+            return key
+        hit = self._by_norm.get(tuple(normalise(x) for x in key))
+        if hit is not None:
+            self.normalised_matches += 1
+        return hit
+
+    def _nearest(self, key: tuple) -> str:
+        """The log's text nearest to a request's, and what differs."""
+        same = [k for k in self.lls if k[0] == key[0]] or list(self.lls)
+        texts = [k[1] for k in same]
+        near = difflib.get_close_matches(key[1], texts, n=1, cutoff=0.6)
+        if not near:
+            return "; no text in the log is close to it"
+        return f"; nearest in the log: {near[0][:120]!r}, which differs {what_differs(key[1], near[0])}"
 
     # ------------------------------------------------------------------------------------------ helpers ---
-    def _missing(self, what: str, text: str) -> NotInLog:
+    def _missing(self, what: str, text: str, key: tuple | None = None) -> NotInLog:
         tasks = ", ".join(f"{lg.task} ({lg.kind}, {len(lg.items)} items; {lg.prompts})" for lg in self.lm.logs)
+        near = self._nearest(key) if key is not None and self.lls else ""
         return NotInLog(f"not in the {self.lm.fingerprint.get('format', 'imported')} log of {self.lm.name!r}: "
-                        f"{what} {text[:120]!r}; this analysis needs a model, or a log of a task that asked "
-                        f"exactly this (the log holds: {tasks})")
+                        f"{what} {text[:120]!r} (matched by {TEXT_MATCHING}){near}; this analysis needs a model, "
+                        f"or a log of a task that asked exactly this (the log holds: {tasks})")
 
     def _n_tokens(self, text: str) -> float:
         tok = self.lm.tokenizer
@@ -72,9 +110,10 @@ class ImportedBackend(Backend):
                             "per token")
         rows = []
         for t in texts:
-            if ("", t) not in self.lls:
-                raise self._missing("the log-likelihood of", t)
-            s, n = self.lls[("", t)], self._n_tokens(t)
+            key = self._key(("", t))
+            if key is None:
+                raise self._missing("the log-likelihood of", t, ("", t))
+            s, n = self.lls[key], self._n_tokens(key[1])      # tokens of the text the harness scored
             rows.append({"sum_logprob": s, "n_tokens": n, "mean_logprob": s / n if n else math.nan,
                          "perplexity": math.exp(-s / n) if n else math.nan})
         return pd.DataFrame(rows, columns=["sum_logprob", "n_tokens", "mean_logprob", "perplexity"])
@@ -86,9 +125,10 @@ class ImportedBackend(Backend):
         for p, opts in zip(prompts, options):
             vals = []
             for o in opts:
-                if (p, o) not in self.lls:
-                    raise self._missing("the option " + repr(o) + " after the prompt", p)
-                vals.append((self.lls[(p, o)], self._n_tokens(o)))
+                key = self._key((p, o))
+                if key is None:
+                    raise self._missing("the option " + repr(o) + " after the prompt", p, (p, o))
+                vals.append((self.lls[key], self._n_tokens(key[1])))
             out.append(vals)
         return out
 
