@@ -45,6 +45,10 @@ def test_key_columns_hand_worked():
     assert regenerated.key_columns(tied) == []               # nothing separates them: matched in order of appearance
     d = regenerated.compare_table("t.csv", tied, tied.assign(x=[1.0, 2.5]))
     assert d.numbers == ["row 2: x 2 → 2.5"]
+    inf = pd.DataFrame({"x": [float("inf"), float("nan"), 1.0]})
+    assert not regenerated.compare_table("t.csv", inf, inf).differs           # equal infinities and NaNs agree
+    d = regenerated.compare_table("t.csv", inf, pd.DataFrame({"x": [1.0, 1.0, float("nan")]}))
+    assert len(d.numbers) == 3                                              # inf → 1, NaN → 1, 1 → NaN
 
 
 def test_an_unchanged_copy_is_identical_and_timings_are_not_results(tmp_path):

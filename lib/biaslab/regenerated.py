@@ -154,7 +154,8 @@ def compare_table(name: str, old: pd.DataFrame, new: pd.DataFrame, tol_of=None) 
         if c not in DECISIONS and _numeric(a) and _numeric(b):
             av, bv = a.to_numpy(float), b.to_numpy(float)
             nan_a, nan_b = np.isnan(av), np.isnan(bv)
-            delta = np.where(nan_a | nan_b, 0.0, np.abs(av - bv))
+            with np.errstate(invalid="ignore"):         # inf - inf: equal infinities are no difference
+                delta = np.where(nan_a | nan_b | (av == bv), 0.0, np.abs(av - bv))
             scale = np.maximum(1.0, np.maximum(np.abs(np.nan_to_num(av)), np.abs(np.nan_to_num(bv))))
             bad = (nan_a != nan_b) | (delta > tol * scale)
             d.exact &= bool(np.all((nan_a & nan_b) | (av == bv)))
