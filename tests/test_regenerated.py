@@ -62,7 +62,7 @@ def test_numbers_within_tolerance_say_so(tmp_path):
     old, new = _copy(tmp_path, "old"), _copy(tmp_path, "new")
     _edit(new, "responses_crows_pairs.csv", lambda d: d.__setitem__("logp_more", d["logp_more"] + 3e-5))
     rc, line = _line(old, new)
-    assert "numbers within 0.0001, verdicts identical (largest |Δ| 3e-05" in line
+    assert "numbers within 1e-4, verdicts identical (largest |Δ| 3e-5" in line
     assert rc.verdict_changes == 0
 
 
@@ -75,7 +75,7 @@ def test_a_number_beyond_tolerance_names_its_table_and_row(tmp_path):
     _edit(new, "responses_crows_pairs.csv", bump)
     rc, line = _line(old, new)
     assert rc.verdict_changes == 0
-    assert "differs — responses_crows_pairs.csv: 1 number(s) beyond tolerance 0.0001" in line
+    assert "differs — responses_crows_pairs.csv: 1 number(s) beyond tolerance 1e-4" in line
     assert f"prompt_id={first.prompt_id}" in line and "logp_more" in line
     assert "VERDICTS CHANGED" not in line
 
@@ -116,9 +116,9 @@ def test_the_recorded_tolerance_of_a_precision_applies_to_its_rows_only(tmp_path
     others = r[(prec == lowp) & (r["model"] != model)]
     # rows of the other model at that precision take the precision's largest recorded tolerance
     assert not beyond, beyond
-    assert "numbers within 0.01, verdicts identical" in line and len(others) >= 0
+    assert "numbers within 1e-2, verdicts identical" in line and len(others) >= 0
     rc, line = _line(old, new, {})                                    # without the record: float32's 1e-4
-    assert "beyond tolerance 0.0001" in line
+    assert "beyond tolerance 1e-4" in line
 
 
 def test_tolerance_table_is_read_and_checked(tmp_path):
@@ -132,7 +132,18 @@ def test_tolerance_table_is_read_and_checked(tmp_path):
         regenerated.tolerances(tmp_path)
 
 
+def test_a_missing_table_counts_its_verdicts(tmp_path):
+    old, new = _copy(tmp_path, "old"), _copy(tmp_path, "new")
+    (new / "tables" / "timings.csv").unlink()
+    rc, line = _line(old, new)
+    assert rc.verdict_changes == 0 and line.endswith("tables missing from the regeneration: timings.csv")
+    (new / "tables" / "equivalence.csv").unlink()
+    rc, line = _line(old, new)
+    assert rc.verdict_changes == len(pd.read_csv(old / "tables" / "equivalence.csv"))
+
+
 def test_tolerance_rule_hand_worked():
+    assert regenerated.fmt(1e-4) == "1e-4" and regenerated.fmt(5.3e-05) == "5.3e-5"
     assert tolerance.tolerance(0.0) == 1e-4                 # the float32 engine's floor
     assert tolerance.tolerance(2.3e-5) == pytest.approx(3e-4)     # 10 x 2.3e-5, rounded up to one digit
     assert tolerance.tolerance(0.059) == pytest.approx(0.6)

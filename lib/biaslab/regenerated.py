@@ -67,13 +67,14 @@ class RunComparison:
     label: str
     tables: list = field(default_factory=list)
     missing: list = field(default_factory=list)     # committed tables the regeneration lacks
+    missing_verdicts: int = 0                       # ... their rows that carry a decision
     added: list = field(default_factory=list)       # tables only the regeneration has
     not_compared: str = ""
     parameters: str = ""                            # parameters that differ from the committed run's
 
     @property
     def verdict_changes(self) -> int:
-        return sum(t.verdict_changes for t in self.tables) + len(self.missing)
+        return sum(t.verdict_changes for t in self.tables) + self.missing_verdicts
 
 
 def _read(path: Path) -> pd.DataFrame:
@@ -227,10 +228,21 @@ def compare_run(committed: Path, new: Path, label: str, tols: dict | None = None
     old_t = {p.name: p for p in sorted((committed / "tables").glob("*.csv"))}
     new_t = {p.name: p for p in sorted((new / "tables").glob("*.csv"))}
     rc.missing = [n for n in old_t if n not in new_t]
+    for name in rc.missing:
+        t = _read(old_t[name])
+        rc.missing_verdicts += int(t[[c for c in DECISIONS if c in t.columns]].notna().any(axis=1).sum())
     rc.added = [n for n in new_t if n not in old_t]
     for name in (n for n in old_t if n in new_t):
         rc.tables.append(compare_table(name, _read(old_t[name]), _read(new_t[name]), tol_of))
     return rc
+
+
+def fmt(x: float) -> str:
+    """A tolerance or difference in short scientific notation: 1e-4, 4e-4, 5.3e-5."""
+    if not x:
+        return "0"
+    m, e = f"{float(x):.1e}".split("e")
+    return f"{m.rstrip('0').rstrip('.')}e{int(e)}"
 
 
 def _first(items: list, n: int = 2) -> str:
@@ -252,7 +264,7 @@ def summary_line(rc: RunComparison) -> str:
             return head + f"identical ({len(rc.tables)} tables, {rows:,} rows)" + note
         tol = max(t.tolerance for t in rc.tables)
         delta = max(t.max_delta for t in rc.tables)
-        return (head + f"numbers within {tol:g}, verdicts identical (largest |Δ| {delta:.2g}; "
+        return (head + f"numbers within {fmt(tol)}, verdicts identical (largest |Δ| {fmt(delta)}; "
                 f"{len(rc.tables)} tables, {rows:,} rows)" + note)
     parts = []
     if rc.verdict_changes:
@@ -262,8 +274,8 @@ def summary_line(rc: RunComparison) -> str:
         if t.verdicts:
             bits.append(f"{len(t.verdicts)} verdict(s) changed: {_first(t.verdicts)}")
         if t.numbers:
-            bits.append(f"{len(t.numbers)} number(s) beyond tolerance {t.tolerance:g} "
-                        f"(largest |Δ| {t.max_delta:.2g}): {_first(t.numbers, 1)}")
+            bits.append(f"{len(t.numbers)} number(s) beyond tolerance {fmt(t.tolerance)} "
+                        f"(largest |Δ| {fmt(t.max_delta)}): {_first(t.numbers, 1)}")
         if t.texts:
             bits.append(f"{len(t.texts)} text value(s) differ: {_first(t.texts, 1)}")
         if t.only_committed and not t.verdicts:
