@@ -67,8 +67,8 @@ def tolerance(measured: float) -> float:
     """The comparison tolerance of a measured max |Δ log P|: max(:data:`ENGINE_TOLERANCE`, :data:`SAFETY` ×
     measured), rounded up to one significant digit."""
     t = max(ENGINE_TOLERANCE, SAFETY * float(measured))
-    e = np.floor(np.log10(t))
-    return float(np.ceil(t / 10 ** e) * 10 ** e)
+    e = int(np.floor(np.log10(t)))
+    return float(f"{int(np.ceil(round(t / 10 ** e, 9)))}e{e}")
 
 
 def table(rows: list[dict]) -> pd.DataFrame:
