@@ -21,13 +21,14 @@ from pathlib import Path
 
 import numpy as np
 
+WHAT = "max |Δ log P| of each precision level across run schedules, and its shift from float32"
 LEVELS = {"float32": {"dtype": "float32"},
           "bf16_weights": {"dtype": "float32", "weights_rounded_to": "bfloat16"},
           "bfloat16_compute": {"dtype": "bfloat16"}}
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=WHAT)
     ap.add_argument("--pairs", type=int, default=8, help="CrowS-Pairs items (two sentences each)")
     ap.add_argument("--publish", action="store_true", help="write perf/results/precision/schedule.json")
     args = ap.parse_args()
@@ -52,7 +53,7 @@ def main() -> None:
                          "seconds": round(time.perf_counter() - t0, 1)})
             print(json.dumps(rows[-1]), flush=True)
             del lm
-    record = {"what": __doc__.splitlines()[0], "pairs": args.pairs, "torch_threads": torch.get_num_threads(),
+    record = {"what": WHAT, "pairs": args.pairs, "torch_threads": torch.get_num_threads(),
               "torch": torch.__version__, "platform": platform.platform(), "load_average": os.getloadavg(),
               "rows": rows}
     if args.publish:
