@@ -15,13 +15,18 @@ MIRROR_ARG := $(if $(MIRROR),--mirror $(MIRROR),)
 .PHONY: reproduce reproduce-served test eee-validator install data models lab bench catalogue clean-outputs served-test serve verify \
 	browser reports screenshots
 
+# Every regenerated run is compared with the committed one at the end (one line per notebook: identical, numbers within
+# the recorded tolerance, or what differs); CHECK=1 also exits non-zero when a verdict differs.
+CHECK ?=
+CHECK_ARG := $(if $(CHECK),--check,)
+
 reproduce: data models
-	$(BIASLAB) reproduce --profile $(PROFILE) --publish --jobs $(JOBS)
+	$(BIASLAB) reproduce --profile $(PROFILE) --publish --jobs $(JOBS) $(CHECK_ARG)
 
 # Notebooks 3 and 4 on the embedded SmolLM2 served by llama.cpp (started on 127.0.0.1, stopped by its pid) into
 # outputs/served/ (a documented subset in the default profile: profiles.SERVED_SIZES).
 reproduce-served: data models served-test
-	$(BIASLAB) reproduce --served --profile $(PROFILE) --publish
+	$(BIASLAB) reproduce --served --profile $(PROFILE) --publish $(CHECK_ARG)
 
 # Check every run folder under outputs/ against its MANIFEST.json (edited, missing and extra files).
 verify: install

@@ -46,7 +46,7 @@ agentic_items = 30  # agentic items per universe (None: all)
 design_name = "ofat"  # ofat (one factor at a time) or two_way
 formats = None  # benchmark -> answer formats (None: all)
 factors = None  # factors varied (None: all)
-precisions = ["float32", "bfloat16"]  # precision levels run (q4_gguf needs a server)
+precisions = ["float32", "bf16_weights"]  # precision levels run (q4_gguf needs a server)
 judge = None  # model spec that also reads open answers
 n_boot = 2000  # bootstrap draws (None: the interval rule's default)
 alpha = 0.05  # significance level of the tests
@@ -81,7 +81,7 @@ factors = as_list(factors)
 # `precisions`: which precision levels to run; the others are listed as not run. `q4_gguf` (the GGUF's 4-bit kernels
 # through a local llama.cpp server) needs llama-cpp-python, the `served-test` extra — without it the universe is
 # listed as not available, with the reason — and is left out of the default profile: through the server it cost
-# 10–60× an in-process universe on a 2-core CPU (`-p 'precisions=["float32", "bfloat16", "q4_gguf"]'` adds it). `judge` (a model spec, optional): a second reader of
+# 10–60× an in-process universe on a 2-core CPU (`-p 'precisions=["float32", "bf16_weights", "q4_gguf"]'` adds it). `judge` (a model spec, optional): a second reader of
 # the open-ended answers, validated against the answers labelled by hand (section 8). A universe is *robust* to a
 # choice when it is equivalent to the paper's protocol within the analysis plan's margin (section 5).
 
@@ -96,6 +96,7 @@ from biaslab import paths
 from biaslab.benchmarks.base import wordings
 from biaslab.papers.multiverse import analysis, decisions, design, findings, matcher, run
 from biaslab.plots import specification
+from biaslab.scoring import tolerance
 
 pd.set_option("display.width", 180, "display.max_columns", 30, "display.max_colwidth", 60)
 out = OutputDir(output_dir)
@@ -149,6 +150,13 @@ display(factor_table[["benchmark", "factor", "kind", "levels", "reference", "app
 # the deterministic matcher (`biaslab.papers.multiverse.matcher`); generated labels by `scoring.extract_choice`.
 # Nothing is dropped: an answer that names no option is kept and counted (`n_unparsed`). A prompted CrowS-Pairs pair
 # is asked in both orders and averaged; `crows_position_preference.csv` has each universe's share naming the first.
+#
+# **Precision.** `bf16_weights` is the model with its weights rounded to bfloat16 and computed in float32: what the
+# weights' precision alone does to the numbers. Computing *in* bfloat16 on a CPU is not a property of the model: its
+# sums follow the batch's make-up and the thread count. `precision_tolerance.csv` (shown below) measures, per model and
+# in-process precision, how far this run's scores move with the schedule — the same texts scored packed, one per
+# forward pass, and with another thread count (`biaslab.scoring.tolerance`) — and the tolerance a comparison of two
+# runs allows for that universe's numbers (`biaslab reproduce` compares with the committed outputs within it).
 
 
 # %%
@@ -160,18 +168,21 @@ for model_spec in models:
     t0 = time.perf_counter()
     r = run.run_model(model_spec, items, device=device, dtype=reference_dtype,
                       design_name=design_name, formats=formats, factors=factors, precisions=precisions,
-                      n_boot=n_boot, seed=seed)
+                      n_boot=n_boot, seed=seed, tolerance_texts=run.tolerance_texts(items))
     for fp in r["fingerprints"]:
         out.record_model(fp)
     print(f"{r['fingerprints'][0]['name']}: {len(r['costs'])} universes in {time.perf_counter() - t0:.0f} s")
     results.append(r)
 
-universes = pd.concat([u for r in results for u in r["universes"]], ignore_index=True)
+tol_table = tolerance.table([t for r in results for t in r["tolerance"]])
+universes = pd.concat([u for r in results for u in r["universes"]], ignore_index=True).merge(
+    tol_table[["model", "precision", "tolerance"]], on=["model", "precision"], how="left")
 costs = pd.DataFrame([c for r in results for c in r["costs"]]).round(3)    # as written: the summary reads this
 responses = {b: pd.concat([r["responses"][b] for r in results if len(r["responses"].get(b, []))],
                           ignore_index=True) for b in benchmarks}
 out.table(universes, "universes", markdown=True)
 out.table(costs, "costs")
+out.table(tol_table, "precision_tolerance", markdown=True)
 for b, d in responses.items():
     keep = d.merge(items[b][["prompt_id", bench_objs[b].cluster]], on="prompt_id", how="left")
     out.table(keep, f"responses_{b}")
@@ -181,6 +192,7 @@ if "chose_first" in crows_r:   # a prompted pair is asked in both orders: its po
         first_share="mean", n="size").reset_index(), "crows_position_preference", markdown=True)
 display(universes.groupby(["model", "benchmark", "status"]).size().rename("universes").reset_index())
 display(costs.groupby("model")[["seconds", "positions_computed", "cache_misses"]].sum().reset_index())
+display(tol_table)
 
 # %% [markdown]
 # ## 3. Responders and verdicts, per universe

@@ -32,6 +32,7 @@ STAGES = {
     "report_index": "orchestration", "summary": "orchestration",      # summary: the README's headline block
     "report": "orchestration",                                          # HTML reports of executed notebooks
     "publish": "orchestration", "stopping": "orchestration", "preflight": "orchestration",
+    "regenerated": "orchestration",     # a regenerated run compared with the committed one
     "serve": "models",          # a local llama.cpp server for an embedded model's GGUF file (imports models only)
     "findings": "wording",
     "importers": "importers", "imported_run": "orchestration",   # other harnesses' logs in, Every Eval Ever records out (parsing, no scoring)

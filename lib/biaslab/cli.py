@@ -52,7 +52,7 @@ def _reproduce(args) -> int:
         overrides["analysis_plan"] = args.plan
     return runner.reproduce(profile=args.profile, only=args.only, overrides=overrides, outputs_dir=args.out,
                             publish=args.publish, html=not args.no_html, dry_run=args.dry_run, jobs=args.jobs,
-                            served=args.served)
+                            served=args.served, check=args.check)
 
 
 def plan_note(folder) -> str:
@@ -205,6 +205,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--served", action="store_true",
                    help="run notebooks 3 and 4 on the embedded SmolLM2 served by llama.cpp on 127.0.0.1 (started and "
                         "stopped here; needs `make served-test`), into <out>/served/ (`make reproduce-served`)")
+    r.add_argument("--check", action="store_true",
+                   help="exit 3 when a regenerated verdict differs from the committed outputs' (the comparison with "
+                        "them is printed at the end of every run)")
     r.set_defaults(func=_reproduce)
 
     rp = sub.add_parser("report", help="HTML reports of executed notebooks: render them (and index.html), check them in "

@@ -149,19 +149,23 @@ class OutputDir:
     def record_model(self, fingerprint: dict) -> None:
         """Record a loaded model's fingerprint under its name. Recording the same model at the same precision again
         updates its entry (a served model's fingerprint after its probe); the same weights loaded at another
-        precision (notebook 6: float32 and bfloat16) add that precision to the entry's ``dtypes`` (every precision
+        precision (notebook 6: float32, and float32 on weights rounded to bfloat16) add that precision to the entry's ``dtypes`` (every precision
         loaded, in order; ``dtype`` stays the first load's), so no load overwrites another. Other weights under a
         known name are recorded as ``"<name> (<dtype>)"``."""
+        def precision(fp: dict):     # the dtype, and the dtype the weights were rounded to (models.load)
+            r = fp.get("weights_rounded_to")
+            return f"{fp.get('dtype')} (weights rounded to {r})" if r else fp.get("dtype")
+
         models = self.provenance["models"]
         name = fingerprint.get("name", str(len(models)))
         prev = models.get(name)
-        if prev is None or prev.get("dtype") == fingerprint.get("dtype"):
+        if prev is None or precision(prev) == precision(fingerprint):
             models[name] = {**(prev or {}), **fingerprint}
         elif prev.get("weights_sha256") == fingerprint.get("weights_sha256"):
-            prev["dtypes"] = list(dict.fromkeys((prev.get("dtypes") or [prev.get("dtype")])
-                                                + [fingerprint.get("dtype")]))
+            prev["dtypes"] = list(dict.fromkeys((prev.get("dtypes") or [precision(prev)])
+                                                + [precision(fingerprint)]))
         else:
-            models[f"{name} ({fingerprint.get('dtype')})"] = fingerprint
+            models[f"{name} ({precision(fingerprint)})"] = fingerprint
         self._save()
 
     def record_data(self, hashes: dict[str, str]) -> None:

@@ -105,9 +105,9 @@ PROFILES: dict[str, dict[str, dict]] = {
         # per universe (stats.power, pseudo-value SD 0.9): the notebook's first finding states, from the run, what
         # this design can detect. 30 agentic prompts (15 positive/negative pairs, one per question x class type)
         # q4_gguf is listed as not run here: through the llama.cpp server it cost 10-60x an in-process universe on
-        # this CPU (pass -p 'precisions=["float32", "bfloat16", "q4_gguf"]' with the served-test extra installed)
+        # this CPU (pass -p 'precisions=["float32", "bf16_weights", "q4_gguf"]' with the served-test extra installed)
         "06_multiverse": {"bbq_items": 72, "bbq_pool": 150, "crows_items": 63, "agentic_items": 30,
-                          "design_name": "ofat", "precisions": ["float32", "bfloat16"], "n_boot": 2000},
+                          "design_name": "ofat", "precisions": ["float32", "bf16_weights"], "n_boot": 2000},
         "05_compare": {"models": None, "n_boot": None},
     },
     "paper": {

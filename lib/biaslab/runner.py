@@ -25,6 +25,9 @@ labels outside the top-k, rows excluded) are MANIFEST notes and are printed in t
 ``publish=True`` (``outputs/``, which also rewrites ``outputs/CATALOGUE.md`` and the report's front page
 ``outputs/index.html``, :mod:`biaslab.report_index`). ``served=True`` runs notebooks 3 and 4 against the embedded
 SmolLM2 GGUF served by llama.cpp on 127.0.0.1 (:mod:`biaslab.serve`), into ``<outputs>/served/``.
+
+At the end every regenerated run is compared with the committed one (``outputs/``, its tables copied aside before
+the run), one line per notebook (:mod:`biaslab.regenerated`); ``check=True`` exits 3 when a verdict changed.
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import traceback
@@ -46,7 +50,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 from pathlib import Path
 
-from . import fsio, integrity, parameters, paths, preflight, profiles, publish, stopping
+from . import fsio, integrity, parameters, paths, preflight, profiles, publish, regenerated, stopping
 from . import plan as plan_file
 from .publish import last_good, staging_folder, swap_in, sweep_stale
 from .outputs import atomic_write_text, package_versions
@@ -487,9 +491,11 @@ def lanes(chosen: list[tuple[str, str]]) -> tuple[list[list[tuple[str, str]]], l
 
 def reproduce(profile: str = "default", only: list[str] | None = None, overrides: dict | None = None,
               outputs_dir: Path | None = None, html: bool = True, publish: bool = False,
-              progress: bool | None = None, dry_run: bool = False, jobs: int = 1, served: bool = False) -> int:
-    """Run the selected notebooks; returns a process exit code (0 when all succeeded, 1 when one failed, 128 + the
-    signal when stopped by SIGINT or SIGTERM).
+              progress: bool | None = None, dry_run: bool = False, jobs: int = 1, served: bool = False,
+              check: bool = False) -> int:
+    """Run the selected notebooks; returns a process exit code (0 when all succeeded, 1 when one failed, 3 with
+    ``check`` when a regenerated verdict differs from the committed one, 128 + the signal when stopped by SIGINT or
+    SIGTERM).
 
     Every selected notebook's parameters are validated (and model specs, device and dtype resolved) and the run's
     settings checked (:mod:`biaslab.preflight`) before the first one starts. ``outputs_dir``: where to write (default:
@@ -536,6 +542,9 @@ def reproduce(profile: str = "default", only: list[str] | None = None, overrides
             print(f"would run {nb + (f'/{v}' if v else ''):32s} -> {outputs_dir / nb / v}")
         return 0
     _sweep_others(outputs_dir, chosen)
+    committed = tempfile.TemporaryDirectory(prefix="biaslab-committed-")     # the committed tables, copied aside
+    reference = paths.OUTPUTS_DIR / "served" if served else paths.OUTPUTS_DIR
+    regenerated.snapshot(reference, [nb + (f"/{v}" if v else "") for nb, v in chosen], Path(committed.name))
     if progress is None:
         progress = sys.stderr.isatty()
     finished: dict[tuple[str, str], dict] = {}
@@ -607,7 +616,18 @@ def reproduce(profile: str = "default", only: list[str] | None = None, overrides
         print(f"stopped by {name}: {sum(r['status'] == 'interrupted' for r in results)} run(s) interrupted (their "
               f"last good outputs kept, MANIFEST.failed.json written), {len(skipped)} not started"
               + (f" ({', '.join(skipped)})" if skipped else ""))
+        committed.cleanup()
         return 128 + sig
     if not publish:
         print(f"outputs in {outputs_dir} (pass --publish to write into {paths.OUTPUTS_DIR})")
-    return 1 if failed else 0
+    with committed:
+        ok = [r["notebook"] + (f"/{r['variant']}" if r["variant"] else "") for r in results if r["status"] == "ok"]
+        compared = regenerated.compare_all(Path(committed.name), outputs_dir, ok)
+    if compared:
+        print(f"compared with the committed outputs ({reference}):")
+        for rc in compared:
+            print("  " + regenerated.summary_line(rc))
+    changed = sum(rc.verdict_changes for rc in compared)
+    if check and changed:
+        print(f"--check: {changed} verdict(s) differ from the committed outputs")
+    return 1 if failed else (3 if check and changed else 0)

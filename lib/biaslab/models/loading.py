@@ -68,8 +68,20 @@ def _hub_snapshot(name: str) -> Path | None:
     return None
 
 
+def round_weights(model, dtype) -> None:
+    """Round every floating parameter and buffer to ``dtype`` and back, in place: the model keeps computing in its
+    own dtype (float32 on a CPU: activations, accumulations and reductions) with weights that carry only ``dtype``'s
+    mantissa (bfloat16: 8 bits). Unlike computing in bfloat16, whose summation order follows the batch's make-up
+    and the thread count, this changes only the weights, so its scores are as schedule-independent as float32's."""
+    import torch
+    with torch.no_grad():
+        for t in list(model.parameters()) + list(model.buffers()):
+            if t.is_floating_point():
+                t.copy_(t.to(dtype).to(t.dtype))
+
+
 def load(name_or_path: Any, device: str = "auto", dtype: Any = "auto",
-         kind: str | None = None) -> "LoadedModel | ServedModel":
+         kind: str | None = None, weights_rounded_to: str | None = None) -> "LoadedModel | ServedModel":
     """Load a model for scoring.
 
     A served-model spec (see :func:`resolve_spec`) gives a :class:`ServedModel` at once (no request is sent until
@@ -77,6 +89,8 @@ def load(name_or_path: Any, device: str = "auto", dtype: Any = "auto",
     local folder, or a Hugging Face id. ``device``: ``"auto"`` (cuda > mps > cpu) or a torch device string.
     ``dtype``: ``"auto"`` (bfloat16 on CUDA, float32 elsewhere), a name such as ``"float32"``, or a torch dtype.
     ``kind``: override the detected ``"causal"`` / ``"seq2seq"`` / ``"masked"``. On CUDA the model uses SDPA attention.
+    ``weights_rounded_to``: a dtype name (``"bfloat16"``): the weights are rounded to it and computed in ``dtype``
+    (:func:`round_weights`); the fingerprint records it, so these scores have their own score-cache file.
     """
     imported = imported_spec(name_or_path)
     if imported is not None:
@@ -117,6 +131,7 @@ def load(name_or_path: Any, device: str = "auto", dtype: Any = "auto",
         raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
     dev = resolve_device(device)
     tdtype = resolve_dtype(dtype, dev)
+    rounded = resolve_dtype(weights_rounded_to, dev) if weights_rounded_to else None
     auto = {"causal": AutoModelForCausalLM, "seq2seq": AutoModelForSeq2SeqLM, "masked": AutoModelForMaskedLM}[kind]
     kwargs: dict = {"dtype": tdtype}
 
@@ -142,6 +157,8 @@ def load(name_or_path: Any, device: str = "auto", dtype: Any = "auto",
                 "name the model by its Hugging Face id")
         model.to(dev)
         model.eval()
+        if rounded is not None:
+            round_weights(model, rounded)
         return model
 
     tokenizer = AutoTokenizer.from_pretrained(where)
@@ -170,6 +187,8 @@ def load(name_or_path: Any, device: str = "auto", dtype: Any = "auto",
         "device": dev,
         "kind": kind,
     }
+    if rounded is not None:     # part of the score cache's key (scoring.cache.model_key)
+        fingerprint["weights_rounded_to"] = str(rounded).replace("torch.", "")
     for extra in ("gguf_sha256", "original", "quantization"):
         if extra in meta:
             fingerprint[extra] = meta[extra]

@@ -2,7 +2,8 @@
 
 Keys are sha256 digests of (method, its settings, the input item); the file is chosen by :func:`model_key`: the
 model's weights sha256, tokenizer sha256, the digest of every file its loader read (config, generation config,
-tokenizer files, chat template, weights: ``files_sha256``), dtype, device type and kind, plus the scoring engine's
+tokenizer files, chat template, weights: ``files_sha256``), dtype, the precision the weights were rounded to
+(``weights_rounded_to``, when they were), device type and kind, plus the scoring engine's
 version (:data:`ENGINE_VERSION`) and the torch and transformers versions. So different weights, tokenizers, precisions or
 numerical code never share scores; upgrading torch or transformers, or bumping ``ENGINE_VERSION`` after a numerical
 fix, starts a new file on purpose (old files stay, unused, and can be deleted).
@@ -65,8 +66,8 @@ def _library_versions() -> dict[str, str | None]:
 
 
 def model_key(fingerprint: dict) -> str | None:
-    """What identifies a model's numbers: weights, tokenizer, every file the loader read, dtype, device type, kind,
-    engine and library versions.
+    """What identifies a model's numbers: weights, tokenizer, every file the loader read, dtype, rounding of the
+    weights, device type, kind, engine and library versions.
 
     None when the weights are unknown (``weights_sha256`` missing): such a model cannot share a persistent cache.
     """
@@ -76,6 +77,8 @@ def model_key(fingerprint: dict) -> str | None:
     ident = {k: fingerprint.get(k) for k in ("weights_sha256", "tokenizer_sha256", "dtype", "kind")}
     if fingerprint.get("files_sha256"):     # every file the loader read: config, generation config, tokenizer, ...
         ident["files_sha256"] = fingerprint["files_sha256"]
+    if fingerprint.get("weights_rounded_to"):   # float32 compute on rounded weights: not the float32 model's scores
+        ident["weights_rounded_to"] = fingerprint["weights_rounded_to"]
     return _digest(ident | {"device": dev, "engine": ENGINE_VERSION} | _library_versions())[:20]
 
 

@@ -17,8 +17,9 @@ factor                  levels (reference first)
                         ``fewshot.csv``)
 ``choice_order``        BBQ and agentic: original · reversed · cyclic. CrowS-Pairs has none: a prompted pair is
                         asked in both orders and averaged (its position preference is reported beside it)
-``precision``           the run's dtype (float32 on a CPU) · bfloat16 · q4_gguf (the GGUF's 4-bit kernels through a
-                        llama.cpp server, when llama-cpp-python is installed)
+``precision``           the run's dtype (float32 on a CPU) · bf16_weights (the weights rounded to bfloat16, computed
+                        in float32: :data:`LOAD`) · q4_gguf (the GGUF's 4-bit kernels through a llama.cpp server, when
+                        llama-cpp-python is installed)
 ``normalization``       CrowS-Pairs only: sum · mean · pmi
 ======================  =====================================================================================
 
@@ -54,7 +55,12 @@ MODULES = {b: importlib.import_module(f"biaslab.benchmarks.{b}") for b in RESPON
 BENCHMARKS = tuple(MODULES)
 FORMATS = {b: m.FORMATS for b, m in MODULES.items()}
 WORDINGS = ("paper", "w1", "w2", "w3")
-PRECISIONS = ("float32", "bfloat16", "q4_gguf")
+PRECISIONS = ("float32", "bf16_weights", "q4_gguf")
+#: how an in-process precision level is loaded (``models.load`` arguments; any other level: ``dtype=<level>``).
+#: ``bf16_weights`` is what the weights' bfloat16 rounding alone does to the numbers: computing *in* bfloat16 on a CPU
+#: sums in an order that follows the batch's make-up and the thread count (two cold runs differed by up to 0.59 nats
+#: and in one verdict), so a universe computed that way describes the run's schedule, not the model
+LOAD = {"bf16_weights": {"dtype": "float32", "weights_rounded_to": "bfloat16"}}
 NORMALIZATIONS = ("sum", "mean", "pmi")
 
 #: which formats each choice enters (elsewhere it is coded at its reference level)
@@ -74,7 +80,8 @@ DESCRIPTIONS = {
     "chat_template": "prompt wrapped in the model's chat template (on) or given as raw text (off)",
     "examples": "answered examples before the item (0 or 2)",
     "choice_order": "order of the answer options: as stored, reversed, or rotated by one position",
-    "precision": "numeric precision of the forward pass",
+    "precision": "numeric precision: the run's dtype, the weights rounded to bfloat16 (computed in float32), or the "
+                 "GGUF's 4-bit kernels",
     "normalization": "CrowS-Pairs likelihood: summed log-probability, per-token mean, or PMI against the "
                      "sentence's own group words scored alone",
 }

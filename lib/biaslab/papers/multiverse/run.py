@@ -3,11 +3,12 @@
 * :func:`items` the design-preserving subsets, each benchmark module's ``sample`` (BBQ: of notebook 1's own sample;
   CrowS-Pairs: notebook 3's sampler; agentic: notebook 4's), so that the paper's universe is read from the score
   cache after notebooks 1, 3 and 4.
-* :func:`run_model` every universe of one model (float32, bfloat16 and, when available, the q4 GGUF behind a local
-  llama.cpp server loaded only when a universe needs them), returning the per-item responses with the universe's
-  factor levels, the per-universe estimates, the status of every universe (``run``, ``not available: ...``) and
-  its cost (seconds; token positions the scoring passes computed; ``cache_misses``, the items the model computed,
-  scored or generated: 0 means the universe came entirely from the cache).
+* :func:`run_model` every universe of one model (float32, bf16_weights and, when available, the q4 GGUF behind a
+  local llama.cpp server loaded only when a universe needs them), returning the per-item responses with the
+  universe's factor levels, the per-universe estimates, the status of every universe (``run``, ``not available:
+  ...``), its cost (seconds; token positions the scoring passes computed; ``cache_misses``, the items the model
+  computed, scored or generated: 0 means the universe came entirely from the cache) and, per in-process precision,
+  how far its scores move with the run's schedule (:mod:`biaslab.scoring.tolerance`, on :func:`tolerance_texts`).
 """
 
 from __future__ import annotations
@@ -18,7 +19,9 @@ import time
 import pandas as pd
 
 from ...benchmarks import agentic
+from ...scoring import tolerance
 from . import analysis, design, gguf, matcher
+
 
 def items(benchmark: str, n: int | None, seed: int = 0, bbq_pool: int | None = 150) -> tuple[pd.DataFrame, object]:
     """(items, Benchmark): the benchmark module's own design-preserving subset (its ``sample``; ``n=None``: all;
@@ -26,6 +29,15 @@ def items(benchmark: str, n: int | None, seed: int = 0, bbq_pool: int | None = 1
     if benchmark not in design.MODULES:
         raise KeyError(f"no multiverse glue for benchmark {benchmark!r}; choose from {design.BENCHMARKS}")
     return design.MODULES[benchmark].sample(n, seed=seed, **({"pool": bbq_pool} if benchmark == "bbq" else {}))
+
+
+def tolerance_texts(items: dict, n: int = 8) -> list[str]:
+    """The texts a precision's schedule tolerance is measured on: both sentences of the first ``n`` CrowS-Pairs
+    items, or the first 2n prompts of the first benchmark when CrowS-Pairs is not run."""
+    if "crows_pairs" in items:
+        its = items["crows_pairs"].head(n)
+        return list(its["sent_more"]) + list(its["sent_less"])
+    return list(next(iter(items.values()))["text"].head(2 * n))
 
 
 def estimates(benchmark: str, resp, its: pd.DataFrame, n_boot: int, seed: int) -> list[dict]:
@@ -69,7 +81,7 @@ class Precisions:
             sc = scoring.Scorer(lm, progress=False)
             sc = RenderedChat(sc, base.render) if base.chat_available() else sc
         else:
-            lm = models.load(self.spec, device=self.device, dtype=precision)
+            lm = models.load(self.spec, device=self.device, **design.LOAD.get(precision, {"dtype": precision}))
             sc = scoring.Scorer(lm, progress=False)
         self.fingerprints.append(lm.fingerprint)
         self.loaded[precision] = sc
@@ -95,14 +107,21 @@ def unavailable(u: design.Universe, scorer, model: str) -> str | None:
 
 def run_model(model_spec, benchmarks: dict, *, device: str = "auto", dtype: str = "float32",
               design_name: str = "ofat", formats=None, factors=None, precisions=design.PRECISIONS,
-              n_boot: int = 2000, seed: int = 0, log=print) -> dict:
-    """Every universe of one model. ``benchmarks``: name -> items. Returns dict(responses={benchmark: DataFrame}, group_long,
-    estimates, universes, costs, fingerprints)."""
+              n_boot: int = 2000, seed: int = 0, tolerance_texts: list[str] | None = None, log=print) -> dict:
+    """Every universe of one model. ``benchmarks``: name -> items. ``tolerance_texts``: texts on which each
+    in-process precision's schedule tolerance is measured (None: not measured). Returns dict(responses={benchmark:
+    DataFrame}, group_long, estimates, universes, costs, fingerprints, tolerance)."""
+    unknown = [p for p in precisions if p not in design.PRECISIONS and p != dtype]
+    if unknown:
+        raise ValueError(f"precisions: {', '.join(map(repr, unknown))} not a precision level of this run; choose "
+                         f"from {', '.join(dict.fromkeys((dtype,) + design.PRECISIONS))} (bf16_weights: the weights "
+                         "rounded to bfloat16, computed in float32)")
     prec = Precisions(model_spec, device, dtype, log)
     ref = prec.get(dtype)
     name = ref.lm.name
     protocol = design.Protocol.of(ref, dtype)
-    out = {"responses": {}, "group_long": [], "estimates": [], "universes": [], "costs": [], "specs": {}}
+    out = {"responses": {}, "group_long": [], "estimates": [], "universes": [], "costs": [], "specs": {},
+           "tolerance": []}
     try:
         for bench, its in benchmarks.items():
             spec = design.factor_spec(bench, protocol)
@@ -146,6 +165,10 @@ def run_model(model_spec, benchmarks: dict, *, device: str = "auto", dtype: str 
                     out["estimates"].append({"model": name, "benchmark": bench, "universe": u.id, **e, **u.as_dict})
             out["universes"].append(design.universe_table(us, spec, status).assign(model=name))
             out["responses"][bench] = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+        for p, sc in prec.loaded.items() if tolerance_texts else ():
+            if p != "q4_gguf":          # llama.cpp's kernels: not measured here
+                out["tolerance"].append({"model": name, "precision": p,
+                                         **tolerance.schedule_tolerance(sc.lm, tolerance_texts)})
     finally:
         out["fingerprints"] = list(prec.fingerprints)
         prec.close()
