@@ -4,8 +4,13 @@ Every notebook creates its :class:`~biaslab.outputs.OutputDir` first; that call 
 IPython's ``text/html`` formatter for DataFrames, so every DataFrame a cell displays (``display(df)`` or a cell's last
 expression) is shown the same way, and the executed notebook (hence its HTML report) holds that table:
 
-- numbers rounded by what the column holds (:func:`column_kind`): estimates to 3 significant digits, p-values to 2
-  with "< 0.001", counts as integers, shares and ``*_pct`` columns as percentages; empty cells as "–";
+- numbers rounded by what the column holds (:func:`column_kind`), one format per column (:func:`column_decimals`:
+  fixed decimals giving its largest value 3 significant digits, or scientific notation for the whole column where a
+  value would otherwise show as 0), interval ends (``*_low``/``*_high``) in the format of the estimate before them;
+  p-values to 2 digits with "< 0.001", counts as integers, shares and ``*_pct`` columns as percentages; empty cells as
+  "–"; a number never breaks across lines (no-break space before "%", ``white-space: nowrap`` in report.css);
+- human column labels (:func:`column_label`): the table's own label map (``df.attrs["labels"]``, set beside the
+  table's schema), else the shared vocabulary :data:`LABELS` / :data:`WORDS`;
 - no 0…n index column (a named or non-default index becomes ordinary columns: nothing is dropped), every column
   shown: a table wider than the report's column is split into parts that repeat its label columns, a table of one
   to three rows that is too wide is transposed; a long one scrolls inside its cell and links the CSV it was saved as
@@ -78,8 +83,33 @@ def significant(x: float, digits: int = 3) -> str:
     return "0" if float(text) == 0 else text
 
 
-def format_value(x, kind: str) -> str:
-    """One cell as text for ``kind`` (see :func:`column_kind`); missing values are "–"."""
+def column_decimals(values) -> int | None:
+    """The decimals of a column's one fixed format (3 significant digits of its largest magnitude), or None for
+    scientific notation (the largest needs it, or the smallest non-zero value would show as 0)."""
+    v = np.abs(np.asarray([x for x in values if isinstance(x, (int, float, np.number)) and not isinstance(x, bool)],
+                          dtype=float))
+    v = v[np.isfinite(v) & (v > 0)]
+    if not len(v):
+        return 0
+    mag = math.floor(math.log10(float(f"{v.max():.2e}")))
+    if mag < -3 or mag >= 5:
+        return None
+    decimals = max(0, 2 - mag)
+    return None if round(float(v.min()), decimals) == 0 else decimals
+
+
+def fixed(x: float, decimals: int | None) -> str:
+    """``x`` in a column's format (:func:`column_decimals`): ``decimals`` fixed decimals, or scientific (None)."""
+    if x == 0:
+        return "0"
+    if math.isinf(x):
+        return "∞" if x > 0 else "−∞"
+    return f"{x:.2e}" if decimals is None else f"{x:.{decimals}f}"
+
+
+def format_value(x, kind: str, decimals: int | None | bool = False) -> str:
+    """One cell as text for ``kind`` (see :func:`column_kind`) in its column's format ``decimals`` (default: the
+    cell's own 3 significant digits); missing values are "–"."""
     if x is None or (isinstance(x, float) and math.isnan(x)) or x is pd.NA or x is pd.NaT:
         return "–"
     if kind == "other" or isinstance(x, (bool, np.bool_, str)):
@@ -91,12 +121,34 @@ def format_value(x, kind: str) -> str:
         v = int(x)
         return f"{v:,}" if abs(v) >= 10_000 else str(v)
     if kind == "p":
-        return "< 0.001" if x < 0.001 else significant(x, 2)
-    if kind == "share":
-        return significant(100 * x, 3) + " %"
-    if kind == "percent":
-        return significant(x, 3) + " %"
-    return significant(x, 3)
+        return "<\u00a00.001" if x < 0.001 else significant(x, 2)
+    scale = 100 if kind == "share" else 1
+    text = significant(scale * x, 3) if decimals is False else fixed(scale * x, decimals)
+    return text + "\u00a0%" if kind in ("share", "percent") else text
+
+
+#: Words of column names as a reader reads them (:func:`column_label`); other words stay as they are.
+WORDS = {"ci": "CI", "ci95": "95 % CI", "hdi": "HDI", "mde": "MDE", "bf": "BF", "bf10": "BF₁₀", "bf01": "BF₀₁",
+         "se": "SE", "sd": "SD", "pct": "%", "adj": "adjusted", "lo": "low", "hi": "high", "llm": "LLM",
+         "ss": "SS", "kl": "KL", "bbq": "BBQ", "ssqa": "SSQA", "crows": "CrowS", "calm": "CALM", "ambig": "ambiguous",
+         "disambig": "disambiguated", "num": "number", "pos": "position", "id": "id", "dm": "DM", "eq": "eq.",
+         "holm": "Holm", "bh": "BH", "df": "df", "icc": "ICC", "iqr": "IQR", "auc": "AUC", "mc": "MC"}
+#: Whole column names with a label of their own, shared by every table that has them.
+LABELS = {"n": "n", "k": "k", "p_value": "p", "p_adjusted": "adjusted p", "ci_low": "CI low", "ci_high": "CI high"}
+
+
+def column_label(name, labels=None) -> str:
+    """The header a reader sees for column ``name``: the table's label map ``labels``, else :data:`LABELS`, else its
+    words with "_" as spaces and the abbreviations of :data:`WORDS` written out."""
+    key = str(name)
+    if labels and key in labels:
+        return labels[key]
+    if key in LABELS:
+        return LABELS[key]
+    return " ".join(WORDS.get(w.lower(), w) for w in re.split(r"_+", key) if w) or key
+
+
+_INTERVAL_END = re.compile(r"(^|_)(low|high|lo|hi|lower|upper)$|^hdi_")
 
 
 def _flat(df: pd.DataFrame) -> pd.DataFrame:
@@ -112,16 +164,36 @@ def _flat(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def formatted(df: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(the cells as text, whether each is a number) of ``df`` with its index as columns."""
+    """(the cells as text under their human labels, whether each is a number) of ``df`` with its index as columns."""
+    labels = df.attrs.get("labels") if isinstance(df.attrs.get("labels"), dict) else None
     df = _flat(df)
-    text, numeric = {}, {}
+    text, numeric, kinds, decimals = {}, {}, {}, {}
+
+    def shown(i):                          # a column's values as shown (a share in %)
+        return (100 if kinds[i] == "share" else 1) * df.iloc[:, i].astype(float).to_numpy()
+
     for i, col in enumerate(df.columns):
+        kinds[i] = column_kind(col, df.iloc[:, i])
+        if kinds[i] in ("estimate", "share", "percent"):
+            decimals[i] = column_decimals(shown(i))
+    group: list[int] = []                  # an estimate and the interval ends after it share one format
+    for i in [*range(df.shape[1]), None]:
+        end = i is not None and i in decimals and bool(_INTERVAL_END.search(str(df.columns[i])))
+        if end:
+            if not group and i - 1 in decimals and not _INTERVAL_END.search(str(df.columns[i - 1])):
+                group.append(i - 1)
+            group.append(i)
+            continue
+        if len(group) > 1:
+            d = column_decimals(np.concatenate([shown(j) for j in group]))
+            decimals.update({j: d for j in group})
+        group = []
+    for i in range(df.shape[1]):
         s = df.iloc[:, i]
-        kind = column_kind(col, s)
-        text[i] = [format_value(v, kind) for v in s]
-        numeric[i] = [kind != "other"] * len(s)
+        text[i] = [format_value(v, kinds[i], decimals.get(i, False)) for v in s]
+        numeric[i] = [kinds[i] != "other"] * len(s)
     cols, seen = [], {}
-    for c in map(str, df.columns):           # Styler needs unique column names
+    for c in (column_label(c, labels) for c in df.columns):           # Styler needs unique column names
         seen[c] = seen.get(c, 0) + 1
         cols.append(c if seen[c] == 1 else f"{c} ({seen[c]})")
     t = pd.DataFrame(text, index=range(len(df)))

@@ -126,7 +126,7 @@ def _settle(driver, timeout: float = 30) -> None:
 def too_precise(text: str) -> bool:
     """Whether a table's number shows more than 3 significant digits after its decimal point (or in its mantissa),
     or writes zero with decimals ("0.000"); integers, "< 0.001" and "–" pass."""
-    t = text.replace(",", "").replace("%", "").replace("−", "-").strip()
+    t = text.replace("\u00a0", " ").replace(",", "").replace("%", "").replace("−", "-").strip()
     if t in ("", "–", "-", "< 0.001", "∞", "-∞") or not re.fullmatch(r"[-+]?\d*\.?\d+(e[-+]?\d+)?", t):
         return False
     mantissa = t.split("e")[0].lstrip("+-")
