@@ -16,6 +16,10 @@
 - the computed findings (the markdown that the cells tagged :data:`FINDINGS_TAG` display, rendered from the run's
   tables) are collected under the notebook's introduction, each linking to its place; a table of contents lists the
   notebook's sections;
+- the decision panel (:mod:`biaslab.report.decision`: the plan's confirmatory claims decided in this run, or notebook
+  6's robustness per metric) comes right under the title, so the decision is on the first screen;
+- a report copied alone says where its run's tables, figures and MANIFEST.json are (the run folder's path under
+  ``outputs/``), since its relative links only resolve beside them;
 - a footer gives the run's provenance from ``MANIFEST.json`` beside the notebook: status, profile, git commit, wall
   time, models with their weight hashes, data files with their sha256, package versions.
 """
@@ -30,6 +34,8 @@ import re
 from pathlib import Path
 
 from ..outputs import atomic_write_text
+from . import decision
+from .decision import _root_and_variant as decision_root
 
 TEMPLATES = Path(__file__).parent / "templates"
 #: Cell tag of the cells whose markdown output states the run's computed findings (collected at the top).
@@ -337,6 +343,11 @@ def render(executed: Path, out: Path | None = None) -> Path:
              _link(executed.parent / "figures", here, "figures"),
              _link(executed.parent / "MANIFEST.json", here, "MANIFEST.json")]
     intro = next((c.get("id") for c in nb.cells if c.cell_type == "markdown"), None)
+    notebook = manifest.get("notebook") or executed.stem
+    root, _ = decision_root(executed.parent, notebook)
+    where = executed.parent.relative_to(root).as_posix() if executed.parent.is_relative_to(root) else executed.parent.name
+    links.append(f'<span class="bl-alone">this file is standalone (figures and formulas embedded); the links resolve in '
+                 f'the run folder <code>outputs/{_e(where)}/</code></span>')
     resources = {
         "metadata": {"name": executed.stem, "path": str(executed.parent)},
         "biaslab": {
@@ -352,6 +363,10 @@ def render(executed: Path, out: Path | None = None) -> Path:
     body, _ = exporter.from_notebook_node(nb, resources=resources)
     if intro is None:     # no introduction cell to put the panel under: put it first
         body = body.replace("<main>", "<main>\n" + resources["biaslab"]["summary_html"], 1)
+    panel = decision.panel_html(executed.parent, notebook)
+    body, n = re.subn(r"(<main>.*?</h1>)", lambda m: m.group(1) + "\n" + panel, body, count=1, flags=re.S)
+    if not n:
+        body = body.replace("<main>", "<main>\n" + panel, 1)
     body = body.replace("<!--bl-toc-->", table_of_contents(body), 1)
     atomic_write_text(out, body)
     return out
