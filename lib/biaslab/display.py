@@ -21,7 +21,8 @@ plain ``<table>`` with per-cell classes; great_tables would be a second table mo
 extra dependency (with its own dependencies) for the install and CI, and none of its features (spanners, source
 notes, nanoplots) is needed here. The table's look (fonts, print fit at A4) is ``report/report.css``.
 
-:func:`figure_alt` words a figure's alternative text from its titles and axis labels (used by ``out.figure``).
+:func:`figure_alt` words a figure's alternative text (used by ``out.figure``): the result its plotting function
+stated (:func:`biaslab.plots.labels.state_result`), then its titles and axis labels in plain words with the range of the values drawn.
 """
 
 from __future__ import annotations
@@ -328,20 +329,56 @@ def record_table(df: pd.DataFrame, path: Path, root: Path) -> None:
     _FORMATTER.record(df, rel)
 
 
-def figure_alt(fig) -> str:
-    """Alternative text of ``fig``: its title, then each panel's title and axis labels."""
-    def clean(s):
-        return " ".join(str(s).replace("$", "").split())
+#: TeX a figure's labels use, in plain words for alternative text.
+_TEX_WORDS = {"alpha": "alpha", "beta": "beta", "mu": "mu", "sigma": "sigma", "Delta": "difference", "delta": "delta",
+              "pm": "±", "le": "≤", "ge": "≥", "times": "×", "cdot": "·", "infty": "infinity"}
 
-    parts = []
+
+def plain(text) -> str:
+    """A figure label in plain words: no "$", braces, sub/superscript marks or TeX commands ("BF_{10}" -> "BF10",
+    "$\\hat p$" -> "p")."""
+    s = str(text).replace("$", "")
+    s = re.sub(r"\\([A-Za-z]+)\s*", lambda m: _TEX_WORDS.get(m.group(1), "") + (" " if m.group(1) in _TEX_WORDS
+                                                                                  else ""), s)
+    s = re.sub(r"[{}_^\\]", "", s)
+    return " ".join(s.split())
+
+
+def _data_range(ax) -> str:
+    """'values from A to B' of what an axes draws in data coordinates (lines, markers, bars)."""
+    vals = []
+    for line in ax.lines:
+        if line.get_visible() and line.get_transform().contains_branch(ax.transData):
+            vals.extend(np.asarray(line.get_ydata(), float).ravel())
+    for c in ax.collections:
+        off = np.asarray(c.get_offsets(), float).reshape(-1, 2)
+        if len(off) and c.get_offset_transform().contains_branch(ax.transData):
+            vals.extend(off[:, 1])
+    from matplotlib.patches import Rectangle
+    vals.extend(p.get_height() for p in ax.patches if isinstance(p, Rectangle) and p.get_visible()
+                and p.get_height() != 0)
+    v = np.asarray(vals, float)
+    v = v[np.isfinite(v)]
+    if not len(v):
+        return ""
+    lo, hi = f"{v.min():.3g}", f"{v.max():.3g}"
+    return f"values from {lo} to {hi}" if lo != hi else f"value {lo}"
+
+
+def figure_alt(fig) -> str:
+    """Alternative text of ``fig`` in plain words: the result its plotting function stated (:func:`biaslab.plots.labels.state_result`),
+    its title, then each panel's title, axis labels and the range of the values it draws (a number from its data
+    even where no result was stated)."""
+    parts = [str(fig.biaslab_result)] if getattr(fig, "biaslab_result", None) else []
     sup = getattr(fig, "_suptitle", None)
     if sup is not None and sup.get_text().strip():
-        parts.append(clean(sup.get_text()))
+        parts.append(plain(sup.get_text()))
     panels = [ax for ax in fig.axes if ax.get_visible() and (ax.axison or ax.get_title())]
     for i, ax in enumerate(panels):
-        bits = [clean(ax.get_title())] if ax.get_title().strip() else []
+        bits = [plain(ax.get_title())] if ax.get_title().strip() else []
         if ax.axison:
-            bits += [f"{k}: {clean(v)}" for k, v in (("x", ax.get_xlabel()), ("y", ax.get_ylabel())) if v.strip()]
+            bits += [f"{k}: {plain(v)}" for k, v in (("x", ax.get_xlabel()), ("y", ax.get_ylabel())) if v.strip()]
+            bits += [r for r in [_data_range(ax)] if r]
         if bits:
             parts.append((f"panel {i + 1}: " if len(panels) > 1 else "") + "; ".join(bits))
     return ". ".join(parts) or "figure without a title or axis labels"
