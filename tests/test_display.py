@@ -117,3 +117,11 @@ def test_output_dir_installs_the_formatter_in_ipython(tmp_path):
         assert "dataframe" not in data["text/html"]
     finally:
         InteractiveShell.clear_instance()
+
+
+def test_numbers_in_object_columns_go_through_the_display_layer_too():
+    df = pd.DataFrame({"estimate": pd.Series([0.38666666666666666, 123.14814814814815, None], dtype=object),
+                       "mixed": pd.Series(["n/a", 0.7071067811865476, "x"], dtype=object)})
+    text, numeric = display.formatted(df)
+    assert list(text["estimate"]) == ["3.87e-01", "1.23e+02", "–"] and numeric["estimate"].all()   # one format
+    assert list(text["mixed"]) == ["n/a", "0.707", "x"]

@@ -113,6 +113,8 @@ def format_value(x, kind: str, decimals: int | None | bool = False) -> str:
     cell's own 3 significant digits); missing values are "–"."""
     if x is None or (isinstance(x, float) and math.isnan(x)) or x is pd.NA or x is pd.NaT:
         return "–"
+    if isinstance(x, (float, np.floating)) and kind == "other" and x != round(x):
+        return significant(float(x), 3)             # a number in a column of text: never every digit
     if kind == "other" or isinstance(x, (bool, np.bool_, str)):
         return str(x)
     x = float(x)
@@ -164,10 +166,23 @@ def _flat(df: pd.DataFrame) -> pd.DataFrame:
     return df
 
 
+def _is_number(x) -> bool:
+    return isinstance(x, (int, float, np.number)) and not isinstance(x, (bool, np.bool_))
+
+
+def _numbers_of_objects(s: pd.Series) -> pd.Series:
+    """An object column of numbers (and gaps) as a numeric column, so that it is formatted like one."""
+    if s.dtype != object:
+        return s
+    present_ = s[s.notna()]
+    return pd.to_numeric(s) if len(present_) and all(_is_number(x) for x in present_) else s
+
+
 def formatted(df: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(the cells as text under their human labels, whether each is a number) of ``df`` with its index as columns."""
     labels = df.attrs.get("labels") if isinstance(df.attrs.get("labels"), dict) else None
     df = _flat(df)
+    df = df.apply(_numbers_of_objects)
     text, numeric, kinds, decimals = {}, {}, {}, {}
 
     def shown(i):                          # a column's values as shown (a share in %)

@@ -33,6 +33,7 @@ import logging
 import re
 from pathlib import Path
 
+from .. import display
 from ..outputs import atomic_write_text
 from . import decision
 from .decision import _root_and_variant as decision_root
@@ -225,8 +226,8 @@ def summary_html(nb, manifest: dict, markdown2html, links: list[str]) -> str:
         notes = any(r["comment"] for r in rows)
         trs = "".join(
             f'<tr class="{"bl-changed" if r["default"] is not None else ""}"><td><code>{_e(r["name"])}</code></td>'
-            f'<td><code>{_e(r["value"])}</code></td>'
-            f'<td>{"<code>" + _e(r["default"]) + "</code>" if r["default"] is not None else ""}</td>'
+            f'<td>{_param(r["value"])}</td>'
+            f'<td>{_param(r["default"]) if r["default"] is not None else ""}</td>'
             + (f'<td>{_e(r["comment"])}</td>' if notes else "") + "</tr>" for r in rows)
         parts.append('<h2 id="bl-parameters">Parameters of this run</h2>'
                      '<p class="bl-note">The notebook\'s <code>parameters</code> cell with the values this run '
@@ -236,6 +237,37 @@ def summary_html(nb, manifest: dict, markdown2html, links: list[str]) -> str:
                      "</table>")
     parts.append("</section>")
     return "\n".join(parts)
+
+
+def _param(value: str) -> str:
+    """A parameter's value as written, a float literal rounded like every number of the report (3 significant
+    digits, the literal in its title)."""
+    try:
+        x = ast.literal_eval(value)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        x = None
+    if isinstance(x, float):
+        shown = display.significant(x, 3)
+        if shown != value:
+            return f'<code title="{_e(value)}">{_e(shown)}</code>'
+    return f"<code>{_e(value)}</code>"
+
+
+_CELL = re.compile(r"(<t[dh]\b[^>]*>)(.*?)(</t[dh]>)", re.S)
+# a number that a browser could break: with a sign, an exponent or a "%" after a space (others have no break point)
+_NUMBER = re.compile(r"(?<![^\s(\[])((?=[^\s<]*?[-−+%]|[^\s<]*[ \u00a0]%)[-−+]?\d[\d,]*(?:\.\d+)?(?:e[-+]?\d+)?\**(?:[ \u00a0]?%)?)"
+                     r"(?![\w.])")
+
+
+def nobreak_numbers(body: str) -> str:
+    """Every number in a table cell wrapped in ``<span class="bl-nb">`` (``white-space: nowrap``): a paper-style
+    markdown table's "1.61e-2*" or "68.89 %" never breaks at its "-" or space."""
+    def text(seg: str) -> str:
+        return seg if seg.startswith("<") else _NUMBER.sub(r'<span class="bl-nb">\1</span>', seg)
+
+    def cell(m) -> str:
+        return m.group(1) + "".join(text(x) for x in re.split(r"(<[^>]+>)", m.group(2))) + m.group(3)
+    return _CELL.sub(cell, body)
 
 
 def _model_source(info: dict) -> str:
@@ -367,7 +399,7 @@ def render(executed: Path, out: Path | None = None) -> Path:
     body, n = re.subn(r"(<main>.*?</h1>)", lambda m: m.group(1) + "\n" + panel, body, count=1, flags=re.S)
     if not n:
         body = body.replace("<main>", "<main>\n" + panel, 1)
-    body = body.replace("<!--bl-toc-->", table_of_contents(body), 1)
+    body = nobreak_numbers(body.replace("<!--bl-toc-->", table_of_contents(body), 1))
     atomic_write_text(out, body)
     return out
 
