@@ -270,3 +270,17 @@ def test_specification_curve_keeps_its_legend_off_the_data_and_states_its_result
     assert alt.startswith("a: bias score from ") and "across 5 universes, the paper's protocol" in alt
     assert re.search(r"\d\.\d", alt)
     plt.close(fig)
+
+
+def test_forest_plot_alt_text_states_each_model_s_estimate_against_the_null():
+    from biaslab.display import figure_alt
+    from biaslab.plots.compare import forest_plot
+
+    fig = forest_plot(pd.DataFrame({"model": ["smollm2", "gemma"], "estimate": [0.6, 0.45], "ci_low": [0.55, 0.3],
+                                    "ci_high": [0.65, 0.6], "orientation": 1, "metric": "stereotype share",
+                                    "direction": "higher: more bias", "null": 0.5, "label": "$BF_{10}$ share"}))
+    alt = figure_alt(fig)
+    assert alt.startswith("smollm2's stereotype share is 0.6 [0.55, 0.65], above 0.5; gemma's stereotype share is "
+                          "0.45 [0.3, 0.6], includes 0.5."), alt
+    assert "BF10 share" in alt and "$" not in alt and "_{" not in alt          # plain words
+    plt.close(fig)

@@ -382,9 +382,10 @@ def _data_range(ax) -> str:
 
 def figure_alt(fig) -> str:
     """Alternative text of ``fig`` in plain words: the result its plotting function stated (:func:`biaslab.plots.labels.state_result`),
-    its title, then each panel's title, axis labels and the range of the values it draws (a number from its data
-    even where no result was stated)."""
-    parts = [str(fig.biaslab_result)] if getattr(fig, "biaslab_result", None) else []
+    its title, then each panel's title and axis labels, with the range of the values it draws where no result was
+    stated (a number from its data in every figure)."""
+    stated = getattr(fig, "biaslab_result", None)
+    parts = [str(stated)] if stated else []
     sup = getattr(fig, "_suptitle", None)
     if sup is not None and sup.get_text().strip():
         parts.append(plain(sup.get_text()))
@@ -393,7 +394,7 @@ def figure_alt(fig) -> str:
         bits = [plain(ax.get_title())] if ax.get_title().strip() else []
         if ax.axison:
             bits += [f"{k}: {plain(v)}" for k, v in (("x", ax.get_xlabel()), ("y", ax.get_ylabel())) if v.strip()]
-            bits += [r for r in [_data_range(ax)] if r]
+            bits += [r for r in [_data_range(ax)] if r and not stated]
         if bits:
             parts.append((f"panel {i + 1}: " if len(panels) > 1 else "") + "; ".join(bits))
     return ". ".join(parts) or "figure without a title or axis labels"

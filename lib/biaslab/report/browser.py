@@ -7,8 +7,9 @@ DataFrame shown as pandas' raw HTML (not through :mod:`biaslab.display`), a word
 two lines (its text boxes measured), a figure whose check (``data-bl-*`` attributes that
 :meth:`biaslab.outputs.OutputDir.figure` records) found its legend over data or a marker clipped, a
 request to anything but a local file or a data URI, a local file that failed to load, a link to a file or anchor that
-does not exist (or to another host), and a console error. :func:`decision_bottom` measures where the decision panel ends at 1280 × 800; :func:`print_overflow` lists the tables wider than their
-column in the A4 print view; :func:`screenshot` and :func:`pdf` photograph and print a page through the same browser.
+does not exist (or to another host), and a console error. It also measures where the decision panel ends
+(:attr:`PageReport.decision_bottom`, at the window's width: 1280 px by default) and keeps each image's alternative
+text. :func:`print_overflow` lists the tables wider than their column in the A4 print view; :func:`screenshot` and :func:`pdf` photograph and print a page through the same browser.
 Chromium and ChromeDriver come from Debian (``apt-get install chromium chromium-driver``); :func:`find` says why they
 cannot be used where they are missing.
 """
@@ -58,6 +59,10 @@ class PageReport:
     links: int = 0
     math: int = 0
     numbers: list[str] = field(default_factory=list)
+    alts: list[str] = field(default_factory=list)
+    #: bottom of the decision panel (``#bl-decision``) in CSS px from the page's top, and the page's width then
+    decision_bottom: float | None = None
+    width: int = 0
     requests: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
 
@@ -110,6 +115,9 @@ return {
   numbers: [...document.querySelectorAll('table.bl-table td.bl-num')].map(td => td.textContent.trim()),
   rawTables: document.querySelectorAll('table.dataframe').length,
   broken: brokenWords(),
+  decisionBottom: (e => e ? e.getBoundingClientRect().bottom + window.scrollY : null)(
+    document.getElementById('bl-decision')),
+  width: window.innerWidth,
   figureChecks: [...document.images].filter(i => i.dataset.blLegendOverData || i.dataset.blClipped).map(i =>
     ({alt: (i.getAttribute('alt') || '').slice(0, 60), legend: +(i.dataset.blLegendOverData || 0),
       clipped: +(i.dataset.blClipped || 0)})),
@@ -209,6 +217,8 @@ def check(path: Path, driver=None) -> PageReport:
     report.links = len(page["links"])
     report.math = page["math"]
     report.numbers = page["numbers"]
+    report.alts = [img["alt"] or "" for img in page["images"]]
+    report.decision_bottom, report.width = page["decisionBottom"], page["width"]
     report.requests = [u for u in urls if urlparse(u).scheme in ("file",)]
     for img in page["images"]:
         if not img["ok"]:
@@ -285,22 +295,8 @@ def print_overflow(path: Path, driver, width: int = A4_WIDTH) -> list[str]:
         driver.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
 
 
-#: The first screen a reviewer sees: Chromium at 1280 × 800 CSS pixels.
+#: The first screen a reviewer sees: Chromium at 1280 × 800 CSS pixels (:attr:`PageReport.decision_bottom`).
 FIRST_SCREEN = (1280, 800)
-
-
-def decision_bottom(path: Path, driver, width: int = FIRST_SCREEN[0], height: int = FIRST_SCREEN[1]) -> float | None:
-    """Where the decision panel (``#bl-decision``) ends, in CSS pixels from the top of the page, in a ``width`` ×
-    ``height`` window; None when the page has none."""
-    driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
-                           {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False})
-    try:
-        driver.get(Path(path).resolve().as_uri())
-        _settle(driver)
-        return driver.execute_script("const e = document.getElementById('bl-decision');"
-                                     "return e ? e.getBoundingClientRect().bottom + window.scrollY : null")
-    finally:
-        driver.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
 
 
 def screenshot(path: Path, out: Path, driver=None, width: int = 1280, height: int = 1400, at: str | None = None,
