@@ -246,8 +246,8 @@ def summary_lines(universes, costs, rob, by_factor, kendall, ruted, est=None) ->
     good = rob[rob["robustness"].astype(str).str.startswith("robust")]
     out.append(f"of {len(rob)} model × metric rows, {len(good)} robust in magnitude (every universe equivalent "
                f"within the plan's margin), {len(bad)} not robust"
-               + (" (" + join(f"{r.metric}, {r.model}: {direction_words(r)}" for r in bad.to_dict("records")) + ")"
-                  if len(bad) else "")
+               + (" (" + join(f"{r['metric']}, {r['model']}: {direction_words(r)}"
+                              for r in bad.to_dict("records")) + ")" if len(bad) else "")
                + f", {len(rob) - len(good) - len(bad)} inconclusive or undefined.")
     if by_factor is not None and len(by_factor):
         top, sep = top_choices(by_factor, est)
