@@ -145,7 +145,7 @@ def position_bias(pb: pd.DataFrame):
         ax.set_xticks(range(1, k + 1))
         ax.set_xlabel("answer position (label the model would emit)")
         ax.set_title(f"{k} choices", fontsize=10)
-        ax.set_ylim(0, 1)
+        ax.set_ylim(-0.04, 1.04)                      # a marker at 0 or 1 drawn whole
     axes[0][0].set_ylabel(f"mean probability ({interval_label()})")
     axes[0][0].legend(fontsize=8)
     fig.suptitle("Position bias: probability by answer position regardless of content")
