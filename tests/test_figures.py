@@ -208,6 +208,12 @@ def test_bf_prior_robustness_marks_the_reported_prior():
     ax = fig.axes[0]
     assert ax.get_xscale() == "log" and ax.get_yscale() == "log" and "prior" in ax.get_xlabel()
     assert any("reported prior" in t.get_text() for t in ax.get_legend().get_texts())
+    # legend text at least 12 CSS px once the figure is scaled to the report's column
+    from biaslab.outputs import SHOWN_DPI
+    from biaslab.plots.figure_check import REPORT_COLUMN_PX
+    width = fig.get_tightbbox(fig.canvas.get_renderer()).width * SHOWN_DPI
+    legend_pt = min(t.get_fontsize() for a in fig.axes for t in a.get_legend().get_texts())
+    assert legend_pt * SHOWN_DPI / 72 * min(1.0, REPORT_COLUMN_PX / width) >= 12
     plt.close(fig)
 
 
