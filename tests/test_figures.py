@@ -93,7 +93,7 @@ def test_output_dir_figure_shows_the_saved_file_with_alt_text_and_closes(tmp_pat
     assert isinstance(image, IPython.display.Image) and image.data == saved
     assert image.width == int.from_bytes(saved[16:20], "big") // 2          # saved at 2x, shown at its CSS size
     alt = image._repr_png_()[1]["alt"]
-    assert alt == "Two panels. panel 1: rates; x: share of prompts; y: p; values from 0 to 1. panel 2: values from 1 to 2", alt
+    assert alt == "Two panels. panel 1: rates; x: share of prompts; y: p; y from 0 to 1. panel 2: y from 1 to 2", alt
 
 
 def test_figure_check_warnings_point_at_the_caller(tmp_path, monkeypatch):

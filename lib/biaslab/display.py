@@ -360,24 +360,29 @@ def plain(text) -> str:
 
 
 def _data_range(ax) -> str:
-    """'values from A to B' of what an axes draws in data coordinates (lines, markers, bars)."""
-    vals = []
+    """'y from A to B' of the values an axes shows in data coordinates (markers, line vertices, bar ends; a bar chart
+    laid sideways reads along x), within its view limits (a guide drawn past them shows nothing)."""
+    from matplotlib.patches import Rectangle
+    ys = []
     for line in ax.lines:
         if line.get_visible() and line.get_transform().contains_branch(ax.transData):
-            vals.extend(np.asarray(line.get_ydata(), float).ravel())
+            ys.extend(np.asarray(line.get_ydata(), float).ravel())
     for c in ax.collections:
         off = np.asarray(c.get_offsets(), float).reshape(-1, 2)
         if len(off) and c.get_offset_transform().contains_branch(ax.transData):
-            vals.extend(off[:, 1])
-    from matplotlib.patches import Rectangle
-    vals.extend(p.get_height() for p in ax.patches if isinstance(p, Rectangle) and p.get_visible()
-                and p.get_height() != 0)
+            ys.extend(off[:, 1])
+    bars = [p for p in ax.patches if isinstance(p, Rectangle) and p.get_visible()]
+    sideways = len(bars) > 1 and len({round(p.get_height(), 9) for p in bars}) == 1 and \
+        len({round(p.get_width(), 9) for p in bars}) > 1
+    axis, (lo, hi) = ("x", ax.get_xlim()) if sideways and not ys else ("y", ax.get_ylim())
+    vals = ys + [(p.get_x() + p.get_width()) if sideways else (p.get_y() + p.get_height()) for p in bars
+                 if (p.get_width() if sideways else p.get_height()) != 0]
     v = np.asarray(vals, float)
-    v = v[np.isfinite(v)]
+    v = v[np.isfinite(v) & (v >= min(lo, hi)) & (v <= max(lo, hi))]
     if not len(v):
         return ""
-    lo, hi = f"{v.min():.3g}", f"{v.max():.3g}"
-    return f"values from {lo} to {hi}" if lo != hi else f"value {lo}"
+    a, b = f"{v.min():.3g}", f"{v.max():.3g}"
+    return f"{axis} from {a} to {b}" if a != b else f"{axis} at {a}"
 
 
 def figure_alt(fig) -> str:
