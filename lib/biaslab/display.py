@@ -374,9 +374,12 @@ def _data_range(ax) -> str:
     bars = [p for p in ax.patches if isinstance(p, Rectangle) and p.get_visible()]
     sideways = len(bars) > 1 and len({round(p.get_height(), 9) for p in bars}) == 1 and \
         len({round(p.get_width(), 9) for p in bars}) > 1
-    axis, (lo, hi) = ("x", ax.get_xlim()) if sideways and not ys else ("y", ax.get_ylim())
-    vals = ys + [(p.get_x() + p.get_width()) if sideways else (p.get_y() + p.get_height()) for p in bars
-                 if (p.get_width() if sideways else p.get_height()) != 0]
+    if sideways and not ys:
+        axis, (lo, hi) = "x", ax.get_xlim()
+        vals = [p.get_x() + p.get_width() for p in bars if p.get_width() != 0]
+    else:
+        axis, (lo, hi) = "y", ax.get_ylim()
+        vals = ys + ([] if sideways else [p.get_y() + p.get_height() for p in bars if p.get_height() != 0])
     v = np.asarray(vals, float)
     v = v[np.isfinite(v) & (v >= min(lo, hi)) & (v <= max(lo, hi))]
     if not len(v):
