@@ -84,7 +84,7 @@ def robustness_rows(folder: Path) -> pd.DataFrame:
     for r in rob.to_dict("records"):
         same, compared = r.get("n_same_sign"), r.get("n_sign_compared")
         direction = (f"{int(same)} of {int(compared)} keep the sign" if present(same) and present(compared)
-                     else "–")
+                     and compared > 0 else "not compared")
         out.append({"model": r["model"], "metric": r["metric"], "margin": r.get("margin"),
                     "direction": direction, "verdict": str(r.get("robustness", "")).split(":")[0],
                     "why": str(r.get("robustness", "")).partition(":")[2].strip()})
