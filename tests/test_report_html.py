@@ -192,7 +192,7 @@ def test_decision_panel_comes_from_the_plan_and_the_run_s_tables(tmp_path):
 
 
 def test_numbers_in_tables_never_break_and_float_parameters_are_rounded():
-    cells = rh.nobreak_numbers("<td>1.61e-2*</td><td>68.89 %</td><td>Disability 12</td><td>pkg==1</td>")
+    cells = rh.nobreak_cells("<td>1.61e-2*</td><td>68.89 %</td><td>Disability 12</td><td>pkg==1</td>")
     assert '<span class="bl-nb">1.61e-2*</span>' in cells and '<span class="bl-nb">68.89 %</span>' in cells
     assert "Disability 12" in cells and "pkg==1" in cells
     assert rh._param("0.7071067811865476") == '<code title="0.7071067811865476">0.707</code>'

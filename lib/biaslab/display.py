@@ -220,18 +220,9 @@ def formatted(df: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
 
 
 def _min_width(words) -> int:
-    """Characters of the longest word, where text breaks at spaces and after "_" and "/" (:func:`_breakable`)."""
-    return max((len(w) for v in words for w in re.split(r"[\s_/]+", str(v))), default=1)
-
-
-_HEADER = re.compile(r'(<th class="[^"]*"\s*>)([^<]*)(</th>)')
-
-
-def _breakable(body: str) -> str:
-    """Let a browser break headers (``mean_entropy_stored``) after "_" and "/". Text cells break there too when they
-    must (report.css: ``overflow-wrap: anywhere``): a ``<wbr>`` in every cell would cost nbconvert's HTML pass
-    (BeautifulSoup's html.parser) time quadratic in their number."""
-    return _HEADER.sub(lambda m: m.group(1) + re.sub(r"([_/])", r"\1<wbr>", m.group(2)) + m.group(3), body)
+    """Characters of the longest word: text breaks at spaces only (a word or number is never split, report.css and
+    :func:`biaslab.report.html.nobreak_cells`)."""
+    return max((len(w) for v in words for w in str(v).split()), default=1)
 
 
 def _widths(text: pd.DataFrame) -> list[int]:
@@ -285,7 +276,6 @@ def html_table(df: pd.DataFrame, csv: str | None = None) -> str:
         styler.set_table_attributes('class="bl-table"')
         styler.set_table_styles([])
         body = re.sub(r'<style type="text/css">\s*</style>\s*', "", styler.to_html()).replace(' id="T_bl"', "")
-        body = _breakable(body)
         if how == "split":
             out.append(f'<p class="bl-table-note">part {k + 1} of {len(parts)}</p>')
         elif how == "transposed":

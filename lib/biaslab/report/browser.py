@@ -126,7 +126,8 @@ return {
 function brokenWords() {
   const out = [], range = document.createRange();
   for (const cell of document.querySelectorAll('td, th')) {
-    if (cell.offsetParent === null) continue;
+    // provenance (hashes, paths) and parameter code wrap anywhere by design: results tables only
+    if (cell.offsetParent === null || cell.closest('.bl-footer, table.bl-params')) continue;
     const walk = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
     for (let node = walk.nextNode(); node; node = walk.nextNode()) {
       for (const m of node.textContent.matchAll(/\S+(?:[ \u00a0]%)?/g)) {

@@ -254,20 +254,28 @@ def _param(value: str) -> str:
 
 
 _CELL = re.compile(r"(<t[dh]\b[^>]*>)(.*?)(</t[dh]>)", re.S)
-# a number that a browser could break: with a sign, an exponent or a "%" after a space (others have no break point)
-_NUMBER = re.compile(r"(?<![^\s(\[])((?=[^\s<]*?[-−+%]|[^\s<]*[ \u00a0]%)[-−+]?\d[\d,]*(?:\.\d+)?(?:e[-+]?\d+)?\**(?:[ \u00a0]?%)?)"
-                     r"(?![\w.])")
+# a word a browser could break inside: a number with a sign, an exponent or a " %", or a word with a hyphen, dash or
+# slash ("smollm2-135m-instruct", "1.61e-2*", "68.89 %")
+_UNBROKEN = re.compile(r"(?<![^\s(\[])((?=[^\s<]*?[-−+%–/]|[^\s<]*[ \u00a0]%)[^\s<]+?(?:[ \u00a0]%)?)"
+                       r"(?=[\s,;:)\]]*(?:\s|$))")
 
 
-def nobreak_numbers(body: str) -> str:
-    """Every number in a table cell wrapped in ``<span class="bl-nb">`` (``white-space: nowrap``): a paper-style
-    markdown table's "1.61e-2*" or "68.89 %" never breaks at its "-" or space."""
-    def text(seg: str) -> str:
-        return seg if seg.startswith("<") else _NUMBER.sub(r'<span class="bl-nb">\1</span>', seg)
-
+def nobreak_cells(body: str) -> str:
+    """Every word of a table cell (outside ``<code>``) that a browser could break inside wrapped in
+    ``<span class="bl-nb">`` (``white-space: nowrap``): cells wrap at spaces only."""
     def cell(m) -> str:
-        return m.group(1) + "".join(text(x) for x in re.split(r"(<[^>]+>)", m.group(2))) + m.group(3)
-    return _CELL.sub(cell, body)
+        out, code = [], False
+        for seg in re.split(r"(<[^>]+>)", m.group(2)):
+            if seg.startswith("<"):
+                code = seg.startswith("<code") or (code and seg != "</code>")
+            elif not code:                   # code (a parameter's value, a path) wraps as report.css says
+                seg = _UNBROKEN.sub(r'<span class="bl-nb">\1</span>', seg)
+            out.append(seg)
+        return m.group(1) + "".join(out) + m.group(3)
+    # the parameters table and the provenance footer (paths, hashes, code) wrap anywhere, as report.css says
+    parts = re.split(r'(<table class="bl-params">.*?</table>|<footer class="bl-footer">.*)', body, flags=re.S)
+    return "".join(p if p.startswith(('<table class="bl-params">', '<footer class="bl-footer">'))
+                   else _CELL.sub(cell, p) for p in parts)
 
 
 def _model_source(info: dict) -> str:
@@ -399,7 +407,7 @@ def render(executed: Path, out: Path | None = None) -> Path:
     body, n = re.subn(r"(<main>.*?</h1>)", lambda m: m.group(1) + "\n" + panel, body, count=1, flags=re.S)
     if not n:
         body = body.replace("<main>", "<main>\n" + panel, 1)
-    body = nobreak_numbers(body.replace("<!--bl-toc-->", table_of_contents(body), 1))
+    body = nobreak_cells(body.replace("<!--bl-toc-->", table_of_contents(body), 1))
     atomic_write_text(out, body)
     return out
 
