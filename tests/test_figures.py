@@ -290,3 +290,13 @@ def test_forest_plot_alt_text_states_each_model_s_estimate_against_the_null():
                           "0.45 [0.3, 0.6], includes 0.5."), alt
     assert "BF10 share" in alt and "$" not in alt and "_{" not in alt          # plain words
     plt.close(fig)
+
+
+def test_position_bias_draws_every_marker_and_interval_end_inside_its_axes():
+    from biaslab.plots.figure_check import layout_counts
+
+    pb = pd.DataFrame({"model": "m", "k": 3, "position": [1, 2, 3], "mean_p": [0.0, 0.5, 1.0],
+                       "ci95_low": [-0.3, 0.4, 0.9], "ci95_high": [0.2, 0.6, 1.1]})
+    fig = eplots.position_bias(pb)
+    assert layout_counts(fig) == {"legend_over_data": 0, "clipped_markers": 0}
+    plt.close(fig)
