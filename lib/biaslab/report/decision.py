@@ -129,13 +129,13 @@ def panel_html(folder: Path, notebook: str) -> str:
     d = display.column_decimals(pd.concat([t["estimate"], t["low"], t["high"]]).astype(float))
     est, lo, hi = (_num_cells(t[c], d) for c in ("estimate", "low", "high"))
     p = [display.format_value(x, "p") if present(x) else "–" for x in t["p_adjusted"]]
+    levels = sorted({x for x in t["interval"] if x})
     rows = []
     for i, r in enumerate(t.to_dict("records")):
-        ci = f"[{lo[i]}, {hi[i]}]" if present(r["low"]) else "–"
+        ci = (f"[{lo[i]}, {hi[i]}]" + (f" {r['interval']}" if len(levels) > 1 else "")) if present(r["low"]) else "–"
         rows.append(f'<tr><td title="{e(r["label"])}"><code>{e(r["claim"])}</code></td><td>{e(r["who"])}</td>'
                     f'<td class="bl-num">{e(est[i])}</td><td class="bl-num">{e(ci)}</td>'
                     f'<td class="bl-num">{e(p[i])}</td><td><b>{e(r["verdict"])}</b></td></tr>')
-    levels = sorted({x for x in t["interval"] if x})
     note = ("The analysis plan's confirmatory claims, decided in this run (p adjusted by the plan's multiplicity "
             f"procedure; interval: {e(', '.join(levels) or '–')}). Everything else in this report is exploratory.")
     return (head + f'<p class="bl-note">{note}</p><table class="bl-decision-table"><thead><tr><th>claim</th>'
