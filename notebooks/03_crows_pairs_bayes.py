@@ -260,7 +260,8 @@ printed = pd.concat([check_en.assign(dataset="English"), check_fr.assign(dataset
 bad = printed[~printed.bf10_ok & (np.abs(np.log10(printed.bf10_ratio)) > 0.01)]
 order = bplots.bias_order(fig2["bias_type"], overall=False)
 for r in bad.itertuples():
-    ax.plot(order.index(r.bias_type), np.clip(r.reported_bf10, 1e-2, 1e5), "x", color="k", ms=9, mew=2)
+    ax.plot(order.index(r.bias_type), np.clip(r.reported_bf10, 1e-2, 1e5), "x", color="k", ms=9, mew=2,
+            clip_on=False)                               # at the axis edge: drawn whole
     ax.annotate(f"printed {hyp.sci(r.reported_bf10)}", (order.index(r.bias_type), np.clip(r.reported_bf10, 1e-2, 1e5)),
                 textcoords="offset points", xytext=(5, 5), fontsize=7)
 out.figure(fig, "chatgpt_bf_by_bias_type")

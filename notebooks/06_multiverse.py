@@ -411,9 +411,9 @@ display(judge_table)
 # ## 10. Summary (computed from the tables above)
 
 # %% tags=["findings"]
-summary = findings.summary_lines(universes, costs, robustness, by_factor, kendall, ruted)
+summary = findings.summary_lines(universes, costs, robustness, by_factor, kendall, ruted, est)
 out.text("\n".join(f"- {s}" for s in summary) + "\n", "summary.md")
-out.text(findings.readme_section(robustness, by_factor, ruted, universes), "readme_section.md")
+out.text(findings.readme_section(robustness, by_factor, ruted, universes, est), "readme_section.md")
 display(Markdown("\n".join(f"- {s}" for s in summary)))
 
 # %%

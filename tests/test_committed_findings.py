@@ -153,9 +153,10 @@ def test_multiverse_summary_and_readme_are_rendered_from_their_tables(multiverse
     from biaslab.papers.multiverse import findings as F6
     t = multiverse
     lines = F6.summary_lines(t["universes"], t["costs"], t["robustness"], t["importance_by_factor"],
-                             t["ordering_kendall_w"], t["format_agreement"])
+                             t["ordering_kendall_w"], t["format_agreement"], t["estimates"])
     assert (t["_dir"] / "summary.md").read_text() == "\n".join(f"- {s}" for s in lines) + "\n"
-    readme = F6.readme_section(t["robustness"], t["importance_by_factor"], t["format_agreement"], t["universes"])
+    readme = F6.readme_section(t["robustness"], t["importance_by_factor"], t["format_agreement"], t["universes"],
+                               t["estimates"])
     assert (t["_dir"] / "readme_section.md").read_text().strip() == readme.strip()
     from biaslab.papers.multiverse import analysis
     again = F6.robustness_table(analysis.robustness(t["equivalence"]))

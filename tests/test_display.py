@@ -22,7 +22,7 @@ def headers(html: str) -> list[str]:
     return [re.sub(r"<[^>]+>", "", c).strip() for c in re.findall(r"<th[^>]*>(.*?)</th>", html, re.S)]
 
 
-def test_numbers_are_rounded_by_column_kind():
+def test_numbers_are_rounded_by_column_kind_in_one_format_per_column():
     df = pd.DataFrame({"model": ["a", "b", "c"], "n_levels": [94.0, 3.0, np.nan], "n": [1508, 12000, 7],
                        "p_value": [0.0004, 0.03456, 1.0], "wilcoxon_p_holm": [0.5, 0.000001, 0.0123],
                        "estimate": [0.1234567, -12345.678, 0.99996], "modal_share": [0.4512, np.nan, 1.0],
@@ -30,17 +30,33 @@ def test_numbers_are_rounded_by_column_kind():
                        "p_first": [0.5, 0.25, 0.123456], "mean_p_positive": [0.4, 0.5, 0.6],
                        "ok": [True, False, True]})
     text, numeric = display.formatted(df)
-    assert list(text["n_levels"]) == ["94", "3", "–"]                  # a count stored as float, NaN as "–"
+    nb = "\u00a0"                                                     # "%" and "<" never part from their number
+    assert list(text["n levels"]) == ["94", "3", "–"]                  # a count stored as float, NaN as "–"
     assert list(text["n"]) == ["1508", "12,000", "7"]
-    assert list(text["p_value"]) == ["< 0.001", "0.035", "1.0"]        # p-values: 2 significant digits
-    assert list(text["wilcoxon_p_holm"]) == ["0.50", "< 0.001", "0.012"]
-    assert list(text["estimate"]) == ["0.123", "-12300", "1.00"]        # estimates: 3 (rounded before counting)
-    assert list(text["modal_share"]) == ["45.1 %", "–", "100 %"]
-    assert list(text["rel_change_pct"]) == ["12.3 %", "0.500 %", "-3.00 %"]
-    assert list(text["bf10"]) == ["1.20e+30", "0.500", "1.23e-05"]
-    assert list(text["p_first"]) == ["0.500", "0.250", "0.123"]         # a probability, not a p-value
-    assert list(text["mean_p_positive"]) == ["0.400", "0.500", "0.600"]
+    assert list(text["p"]) == [f"<{nb}0.001", "0.035", "1.0"]          # p-values: 2 significant digits
+    assert list(text["wilcoxon p Holm"]) == ["0.50", f"<{nb}0.001", "0.012"]
+    # one format per column: 3 significant digits of the largest; scientific where a value would show as 0
+    assert list(text["estimate"]) == ["1.23e-01", "-1.23e+04", "1.00e+00"]
+    assert list(text["modal share"]) == [f"45{nb}%", "–", f"100{nb}%"]
+    assert list(text["rel change %"]) == [f"12.3{nb}%", f"0.5{nb}%", f"-3.0{nb}%"]
+    assert list(text["BF₁₀"]) == ["1.20e+30", "5.00e-01", "1.23e-05"]
+    assert list(text["p first"]) == ["0.500", "0.250", "0.123"]         # a probability, not a p-value
+    assert list(text["mean p positive"]) == ["0.400", "0.500", "0.600"]
     assert list(text["ok"]) == ["True", "False", "True"] and not numeric["ok"].any() and numeric["n"].all()
+
+
+def test_an_interval_is_formatted_like_its_estimate_and_labels_are_human():
+    df = pd.DataFrame({"estimate": [0.0742, 0.5], "ci_low": [0.000372, 0.3], "ci_high": [0.0826, 0.7],
+                       "equivalence_mde": [0.3865207017764072, 0.1], "n_opposite_direction": [0, 2]})
+    text, _ = display.formatted(df)
+    assert list(text.columns) == ["estimate", "CI low", "CI high", "equivalence MDE", "n opposite direction"]
+    assert list(text["estimate"]) == ["7.42e-02", "5.00e-01"] and list(text["CI low"]) == ["3.72e-04", "3.00e-01"]
+    text, _ = display.formatted(df.assign(ci_low=[0.0308, 0.3]))
+    assert list(text["estimate"]) == ["0.074", "0.500"] and list(text["CI low"]) == ["0.031", "0.300"]
+    assert list(text["equivalence MDE"]) == ["0.387", "0.100"]
+    df.attrs["labels"] = {"n_opposite_direction": "universes the other way"}     # the table's own label map
+    assert "universes the other way" in display.formatted(df)[0].columns
+    assert all("_" not in h for h in headers(display.html_table(df)))
 
 
 def test_index_becomes_columns_unless_it_is_the_default_one():
@@ -61,7 +77,7 @@ def test_a_wide_table_is_split_with_its_labels_repeated_and_keeps_every_column()
     html = display.html_table(df)
     assert html.count("<table") > 1 and "part 1 of" in html
     shown = [h for h in headers(html) if h not in ("model", "dataset")]
-    assert sorted(shown) == sorted(c for c in df.columns if c not in ("model", "dataset"))   # each once
+    assert sorted(shown) == sorted(display.column_label(c) for c in df.columns if c not in ("model", "dataset"))
     assert headers(html).count("model") == html.count("<table")
     how, parts = display.layout(*display.formatted(df))
     assert how == "split" and all(sum(display._widths(t)) <= display.WIDTH_CHARS for t, _ in parts)
@@ -71,7 +87,7 @@ def test_a_wide_table_of_one_row_is_transposed():
     df = pd.DataFrame({f"column_number_{i}": [i + 0.5] for i in range(15)})
     html = display.html_table(df)
     assert html.count("<table") == 1 and "transposed" in html
-    assert headers(html) == ["column", "row 1"] and cells(html)[:2] == ["column_number_0", "0.500"]
+    assert headers(html) == ["column", "row 1"] and cells(html)[:2] == ["column number 0", "0.500"]
 
 
 def test_a_long_table_scrolls_and_links_the_csv_it_was_saved_as(tmp_path, monkeypatch):
@@ -97,7 +113,15 @@ def test_output_dir_installs_the_formatter_in_ipython(tmp_path):
     try:
         OutputDir(tmp_path)
         data, _ = shell.display_formatter.format(pd.DataFrame({"p_value": [0.00001], "n": [3.0]}))
-        assert 'class="bl-table"' in data["text/html"] and "&lt; 0.001" in data["text/html"]
+        assert 'class="bl-table"' in data["text/html"] and "&lt;\u00a00.001" in data["text/html"]
         assert "dataframe" not in data["text/html"]
     finally:
         InteractiveShell.clear_instance()
+
+
+def test_numbers_in_object_columns_go_through_the_display_layer_too():
+    df = pd.DataFrame({"estimate": pd.Series([0.38666666666666666, 123.14814814814815, None], dtype=object),
+                       "mixed": pd.Series(["n/a", 0.7071067811865476, "x"], dtype=object)})
+    text, numeric = display.formatted(df)
+    assert list(text["estimate"]) == ["3.87e-01", "1.23e+02", "–"] and numeric["estimate"].all()   # one format
+    assert list(text["mixed"]) == ["n/a", "0.707", "x"]

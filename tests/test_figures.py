@@ -4,6 +4,7 @@ significant, discarded templates without a score)."""
 
 from __future__ import annotations
 
+import re
 import matplotlib
 
 matplotlib.use("Agg")
@@ -89,9 +90,10 @@ def test_output_dir_figure_shows_the_saved_file_with_alt_text_and_closes(tmp_pat
     assert not plt.fignum_exists(fig.number)                   # a plt.show() after it shows nothing more
     (image,) = shown
     # the notebook shows the saved file itself (its resolution, not a lighter copy), described for a screen reader
-    assert isinstance(image, IPython.display.Image) and image.data == saved and image.width is None
+    assert isinstance(image, IPython.display.Image) and image.data == saved
+    assert image.width == int.from_bytes(saved[16:20], "big") // 2          # saved at 2x, shown at its CSS size
     alt = image._repr_png_()[1]["alt"]
-    assert alt == "Two panels. panel 1: rates; x: share of prompts; y: \\hat p", alt
+    assert alt == "Two panels. panel 1: rates; x: share of prompts; y: p; y from 0 to 1. panel 2: y from 1 to 2", alt
 
 
 def test_figure_check_warnings_point_at_the_caller(tmp_path, monkeypatch):
@@ -206,13 +208,19 @@ def test_bf_prior_robustness_marks_the_reported_prior():
     ax = fig.axes[0]
     assert ax.get_xscale() == "log" and ax.get_yscale() == "log" and "prior" in ax.get_xlabel()
     assert any("reported prior" in t.get_text() for t in ax.get_legend().get_texts())
+    # legend text at least 12 CSS px once the figure is scaled to the report's column
+    from biaslab.outputs import SHOWN_DPI
+    from biaslab.plots.figure_check import REPORT_COLUMN_PX
+    width = fig.get_tightbbox(fig.canvas.get_renderer()).width * SHOWN_DPI
+    legend_pt = min(t.get_fontsize() for a in fig.axes for t in a.get_legend().get_texts())
+    assert legend_pt * SHOWN_DPI / 72 * min(1.0, REPORT_COLUMN_PX / width) >= 12
     plt.close(fig)
 
 
 def test_sunburst_and_forest_plot_labels_are_9_pt_in_the_report():
     """Their smallest text, saved at 110 dpi and shown at its size (or scaled to the report's column), is at least
     12 CSS px (9 pt)."""
-    from biaslab.outputs import FIGURE_DPI
+    from biaslab.outputs import SHOWN_DPI
     from biaslab.plots.compare import forest_plot
     from biaslab.plots.figure_check import smallest_text_px
 
@@ -228,8 +236,67 @@ def test_sunburst_and_forest_plot_labels_are_9_pt_in_the_report():
                                        "orientation": 1, "metric": "bias", "direction": "higher: more bias",
                                        "null": 0.0, "label": "bias score"}))
     for fig in (sun, forest):
-        assert smallest_text_px(fig, FIGURE_DPI) >= 12, smallest_text_px(fig, FIGURE_DPI)
+        assert smallest_text_px(fig, SHOWN_DPI) >= 12, smallest_text_px(fig, SHOWN_DPI)
     fig, ax = plt.subplots(figsize=(20, 3))          # the measure itself: a wide figure shrinks in the column
     ax.plot([0, 1], [0, 1])
     ax.set_title("t", fontsize=10)
-    assert smallest_text_px(fig, FIGURE_DPI) < 10 * 110 / 72 * 0.6       # 15 px at its size, about 9 px shown
+    assert smallest_text_px(fig, SHOWN_DPI) < 10 * 110 / 72 * 0.6       # 15 px at its size, about 9 px shown
+
+
+def test_layout_counts_find_a_legend_over_data_and_a_cut_marker():
+    from biaslab.plots.figure_check import layout_counts
+
+    fig, ax = plt.subplots()
+    ax.plot(np.linspace(0, 1, 50), np.full(50, 0.95), "o", label="dots")    # a row of markers under the legend
+    ax.plot([0.0], [0.5], "s", label="at the edge")                          # half of it outside the axes
+    ax.set(xlim=(0, 1), ylim=(0, 1))
+    ax.legend(loc="upper left")
+    counts = layout_counts(fig)
+    assert counts["legend_over_data"] > 0 and counts["clipped_markers"] > 0
+    assert any("legend covers" in p for p in check_figure(fig)) and any("cut at" in p for p in check_figure(fig))
+    ax.set(xlim=(-0.1, 1.1), ylim=(0, 2))
+    ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1))                # outside the axes
+    assert layout_counts(fig) == {"legend_over_data": 0, "clipped_markers": 0}
+    plt.close(fig)
+
+
+def test_specification_curve_keeps_its_legend_off_the_data_and_states_its_result():
+    from biaslab.display import figure_alt
+    from biaslab.plots.figure_check import layout_counts
+    from biaslab.plots.specification import specification_curve
+
+    rng = np.random.default_rng(0)
+    rows = [{"model": m, "universe": u, "estimate": e, "ci_low": e - 0.1, "ci_high": e + 0.1,
+             "responder_status": "degenerate" if u == "format=x" else "ok"}
+            for m in ("a", "b") for u, e in zip(["paper", "format=x", "wording=y", "chat=off", "shots=1"],
+                                                rng.normal(0.3, 0.2, 5))]
+    fig = specification_curve(pd.DataFrame(rows), "title", null=0.0, unit="bias score")
+    assert layout_counts(fig)["legend_over_data"] == 0
+    alt = figure_alt(fig)
+    assert alt.startswith("a: bias score from ") and "across 5 universes, the paper's protocol" in alt
+    assert re.search(r"\d\.\d", alt)
+    plt.close(fig)
+
+
+def test_forest_plot_alt_text_states_each_model_s_estimate_against_the_null():
+    from biaslab.display import figure_alt
+    from biaslab.plots.compare import forest_plot
+
+    fig = forest_plot(pd.DataFrame({"model": ["smollm2", "gemma"], "estimate": [0.6, 0.45], "ci_low": [0.55, 0.3],
+                                    "ci_high": [0.65, 0.6], "orientation": 1, "metric": "stereotype share",
+                                    "direction": "higher: more bias", "null": 0.5, "label": "$BF_{10}$ share"}))
+    alt = figure_alt(fig)
+    assert alt.startswith("smollm2's stereotype share is 0.6 [0.55, 0.65], above 0.5; gemma's stereotype share is "
+                          "0.45 [0.3, 0.6], includes 0.5."), alt
+    assert "BF10 share" in alt and "$" not in alt and "_{" not in alt          # plain words
+    plt.close(fig)
+
+
+def test_position_bias_draws_every_marker_and_interval_end_inside_its_axes():
+    from biaslab.plots.figure_check import layout_counts
+
+    pb = pd.DataFrame({"model": "m", "k": 3, "position": [1, 2, 3], "mean_p": [0.0, 0.5, 1.0],
+                       "ci95_low": [-0.3, 0.4, 0.9], "ci95_high": [0.2, 0.6, 1.1]})
+    fig = eplots.position_bias(pb)
+    assert layout_counts(fig) == {"legend_over_data": 0, "clipped_markers": 0}
+    plt.close(fig)

@@ -4,7 +4,9 @@ clone), the index over them, and the report of a freshly executed smoke notebook
 alternative text and every figure the run saved (the saved file itself), leave no TeX unrendered, show table numbers
 rounded (no DataFrame as pandas' raw HTML), fit every table in the A4 print view (718 px), show its equations when
 copied alone into an empty folder, request nothing from outside the machine, link only to files and anchors that
-exist, and log no console error. Skips, saying why, only where Chromium or ChromeDriver is missing (`make browser`
+exist, log no console error, end the decision panel within the first 1280 × 800 screen, break no word or number of
+a table across lines (text boxes measured), keep legends off data and markers inside their axes (the figure check's
+counts on each image) and give every figure alternative text with a number from its data. Skips, saying why, only where Chromium or ChromeDriver is missing (`make browser`
 installs them as root)."""
 
 from __future__ import annotations
@@ -62,6 +64,14 @@ def reader_problems(page, driver, tmp) -> list[str]:
     found = browser.check(page, driver)
     figures, math, _ = expected(page)
     problems = list(found.problems)
+    # the decision first: the panel ends within the first screen at 1280 px; every figure states a number
+    if found.decision_bottom is None:
+        problems.append("no decision panel")
+    elif found.width != browser.FIRST_SCREEN[0] or found.decision_bottom > browser.FIRST_SCREEN[1]:
+        problems.append(f"decision panel ends at {found.decision_bottom:.0f} px at {found.width} px width "
+                        f"(first screen: {browser.FIRST_SCREEN})")
+    problems += [f"figure alt text without a number from its data: {a[:80]!r}" for a in found.alts
+                 if not re.search(r"\d", a)]
     if found.images != figures:
         problems.append(f"{found.images} images shown, the notebook has {figures}")
     if math and not found.math:
@@ -159,6 +169,8 @@ BROKEN = """<!doctype html><html><head><meta charset="utf-8"></head><body>
 <math><merror><mtext>\\frac{1}{</mtext></merror></math>
 <img src="data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==">
 <table><tr><td style="white-space: nowrap">{WIDE}</td></tr></table>
+<table><tr><td style="width: 30px; overflow-wrap: anywhere">1.61e-2* Disability</td></tr></table>
+<img alt="a figure" data-bl-legend-over-data="3" data-bl-clipped="2" src="data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==">
 <script>console.error("boom")</script>
 </body></html>""".replace("{WIDE}", "wide " * 200)
 
@@ -177,8 +189,13 @@ def test_the_check_finds_what_a_reader_would_miss(driver, tmp_path):
                              "link to a missing anchor: other.html#gone",
                              "DataFrame(s) shown as pandas' raw HTML", "more digits than a reader can use: '6.000000e-04'",
                              "math that was not converted", "image without alternative text: data:image/png",
-                             "link outside the machine: https://example.invalid/", "console error:"):
+                             "link outside the machine: https://example.invalid/", "console error:",
+                             "broken across lines in a table: '1.61e-2*'",
+                             "broken across lines in a table: 'Disability'",
+                             "legend over 3 data point(s) in the figure: a figure",
+                             "2 marker(s) clipped at the axes' edge in the figure: a figure"):
         assert expected_problem in problems, f"{expected_problem!r} not reported in:\n{problems}"
     assert "#here" not in problems and "other.html#there" not in problems and "'0.123'" not in problems
+    assert "'wide'" not in problems                                   # a word on one line is not broken
     overflow = browser.print_overflow(page, driver)
     assert len(overflow) == 1 and "px wide" in overflow[0], overflow

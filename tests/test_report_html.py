@@ -11,6 +11,7 @@ import json
 import re
 
 import nbformat
+import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
 from biaslab import report_index
@@ -146,3 +147,53 @@ def test_render_all_and_the_index_link_every_report_table_and_summary(tmp_path):
     text = report_index.write(tmp_path).read_text()
     assert 'href="09_test/09_test.html"' in text and 'href="09_test/tables/rates.csv"' in text
     assert "<strong>a</strong> ties with <strong>b</strong>" in text          # the run's summary, rendered
+
+
+def test_decision_interval_prefers_the_adjusted_level_and_falls_back_to_the_95_percent_one():
+    from biaslab.report import decision
+    row = {"estimate": 0.1, "ci_low": 0.05, "ci_high": 0.15}
+    assert decision.interval(row) == (0.05, 0.15, "95 % CI")
+    row.update(ci_adj_low=0.02, ci_adj_high=0.18, ci_level=0.9875)
+    assert decision.interval(row) == (0.02, 0.18, "98.75 % CI")
+    assert decision.interval({"estimate": 1.0}) is None
+
+
+def test_decision_panel_comes_from_the_plan_and_the_run_s_tables(tmp_path):
+    """Notebook 4's confirmatory claims and notebook 6's robustness per metric, computed from the committed tables
+    (each row checked against the verdict layer's own table)."""
+    import shutil
+
+    import pandas as pd
+
+    from biaslab import paths, summary
+    from biaslab.report import decision
+    nb = "04_agentic_entropy"
+    rows = decision.claim_rows(paths.OUTPUTS_DIR / nb, nb)
+    claims = {c.id for c in summary.P.active().of(nb)}
+    decided = pd.concat(summary.agentic(paths.OUTPUTS_DIR))
+    decided = decided[decided["claim"].isin(claims)]                      # the verdict layer's own rows
+    assert len(rows) == len(decided) > 0
+    assert list(rows["verdict"]) == [decision.verdict_words(v) for v in decided["verdict"]]
+    assert rows["p_adjusted"].tolist() == pytest.approx(decided["p_adjusted"].tolist(), nan_ok=True)
+    panel = decision.panel_html(paths.OUTPUTS_DIR / nb, nb)
+    assert panel.count("<tr>") == len(rows) + 1 and ("95 % CI" in panel) == (rows["interval"] == "95 % CI").any()
+    rob = pd.read_csv(paths.OUTPUTS_DIR / "06_multiverse" / "tables" / "robustness.csv")
+    panel = decision.panel_html(paths.OUTPUTS_DIR / "06_multiverse", "06_multiverse")
+    assert panel.count("<tr>") == len(rob) + 1
+    r = rob.iloc[0]
+    assert f"{int(r.n_same_sign)} of {int(r.n_sign_compared)} keep the sign" in panel
+    # notebook 1's report shows its own benchmark's claims only
+    bbq = decision.claim_rows(paths.OUTPUTS_DIR / "01_multifactor" / "bbq", "01_multifactor")
+    assert len(bbq) and all(w.endswith(", bbq") for w in bbq["who"])
+    # a run without the tables says so rather than failing
+    empty = tmp_path / "02_calm"
+    (empty / "tables").mkdir(parents=True)
+    assert "not available" in decision.panel_html(empty, "02_calm")
+
+
+def test_numbers_in_tables_never_break_and_float_parameters_are_rounded():
+    cells = rh.nobreak_cells("<td>1.61e-2*</td><td>68.89 %</td><td>Disability 12</td><td>pkg==1</td>")
+    assert '<span class="bl-nb">1.61e-2*</span>' in cells and '<span class="bl-nb">68.89 %</span>' in cells
+    assert "Disability 12" in cells and "pkg==1" in cells
+    assert rh._param("0.7071067811865476") == '<code title="0.7071067811865476">0.707</code>'
+    assert rh._param("200") == "<code>200</code>"

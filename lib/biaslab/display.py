@@ -4,8 +4,13 @@ Every notebook creates its :class:`~biaslab.outputs.OutputDir` first; that call 
 IPython's ``text/html`` formatter for DataFrames, so every DataFrame a cell displays (``display(df)`` or a cell's last
 expression) is shown the same way, and the executed notebook (hence its HTML report) holds that table:
 
-- numbers rounded by what the column holds (:func:`column_kind`): estimates to 3 significant digits, p-values to 2
-  with "< 0.001", counts as integers, shares and ``*_pct`` columns as percentages; empty cells as "–";
+- numbers rounded by what the column holds (:func:`column_kind`), one format per column (:func:`column_decimals`:
+  fixed decimals giving its largest value 3 significant digits, or scientific notation for the whole column where a
+  value would otherwise show as 0), interval ends (``*_low``/``*_high``) in the format of the estimate before them;
+  p-values to 2 digits with "< 0.001", counts as integers, shares and ``*_pct`` columns as percentages; empty cells as
+  "–"; a number never breaks across lines (no-break space before "%", ``white-space: nowrap`` in report.css);
+- human column labels (:func:`column_label`): the table's own label map (``df.attrs["labels"]``, set beside the
+  table's schema), else the shared vocabulary :data:`LABELS` / :data:`WORDS`;
 - no 0…n index column (a named or non-default index becomes ordinary columns: nothing is dropped), every column
   shown: a table wider than the report's column is split into parts that repeat its label columns, a table of one
   to three rows that is too wide is transposed; a long one scrolls inside its cell and links the CSV it was saved as
@@ -16,7 +21,8 @@ plain ``<table>`` with per-cell classes; great_tables would be a second table mo
 extra dependency (with its own dependencies) for the install and CI, and none of its features (spanners, source
 notes, nanoplots) is needed here. The table's look (fonts, print fit at A4) is ``report/report.css``.
 
-:func:`figure_alt` words a figure's alternative text from its titles and axis labels (used by ``out.figure``).
+:func:`figure_alt` words a figure's alternative text (used by ``out.figure``): the result its plotting function
+stated (:func:`biaslab.plots.labels.state_result`), then its titles and axis labels in plain words with the range of the values drawn.
 """
 
 from __future__ import annotations
@@ -78,10 +84,37 @@ def significant(x: float, digits: int = 3) -> str:
     return "0" if float(text) == 0 else text
 
 
-def format_value(x, kind: str) -> str:
-    """One cell as text for ``kind`` (see :func:`column_kind`); missing values are "–"."""
+def column_decimals(values) -> int | None:
+    """The decimals of a column's one fixed format (3 significant digits of its largest magnitude), or None for
+    scientific notation (the largest needs it, or the smallest non-zero value would show as 0)."""
+    v = np.abs(np.asarray([x for x in values if isinstance(x, (int, float, np.number)) and not isinstance(x, bool)],
+                          dtype=float))
+    v = v[np.isfinite(v) & (v > 0)]
+    if not len(v):
+        return 0
+    mag = math.floor(math.log10(float(f"{v.max():.2e}")))
+    if mag < -3 or mag >= 5:
+        return None
+    decimals = max(0, 2 - mag)
+    return None if round(float(v.min()), decimals) == 0 else decimals
+
+
+def fixed(x: float, decimals: int | None) -> str:
+    """``x`` in a column's format (:func:`column_decimals`): ``decimals`` fixed decimals, or scientific (None)."""
+    if x == 0:
+        return "0"
+    if math.isinf(x):
+        return "∞" if x > 0 else "−∞"
+    return f"{x:.2e}" if decimals is None else f"{x:.{decimals}f}"
+
+
+def format_value(x, kind: str, decimals: int | None | bool = False) -> str:
+    """One cell as text for ``kind`` (see :func:`column_kind`) in its column's format ``decimals`` (default: the
+    cell's own 3 significant digits); missing values are "–"."""
     if x is None or (isinstance(x, float) and math.isnan(x)) or x is pd.NA or x is pd.NaT:
         return "–"
+    if isinstance(x, (float, np.floating)) and kind == "other" and x != round(x):
+        return significant(float(x), 3)             # a number in a column of text: never every digit
     if kind == "other" or isinstance(x, (bool, np.bool_, str)):
         return str(x)
     x = float(x)
@@ -91,12 +124,34 @@ def format_value(x, kind: str) -> str:
         v = int(x)
         return f"{v:,}" if abs(v) >= 10_000 else str(v)
     if kind == "p":
-        return "< 0.001" if x < 0.001 else significant(x, 2)
-    if kind == "share":
-        return significant(100 * x, 3) + " %"
-    if kind == "percent":
-        return significant(x, 3) + " %"
-    return significant(x, 3)
+        return "<\u00a00.001" if x < 0.001 else significant(x, 2)
+    scale = 100 if kind == "share" else 1
+    text = significant(scale * x, 3) if decimals is False else fixed(scale * x, decimals)
+    return text + "\u00a0%" if kind in ("share", "percent") else text
+
+
+#: Words of column names as a reader reads them (:func:`column_label`); other words stay as they are.
+WORDS = {"ci": "CI", "ci95": "95 % CI", "hdi": "HDI", "mde": "MDE", "bf": "BF", "bf10": "BF₁₀", "bf01": "BF₀₁",
+         "se": "SE", "sd": "SD", "pct": "%", "adj": "adjusted", "lo": "low", "hi": "high", "llm": "LLM",
+         "ss": "SS", "kl": "KL", "bbq": "BBQ", "ssqa": "SSQA", "crows": "CrowS", "calm": "CALM", "ambig": "ambiguous",
+         "disambig": "disambiguated", "num": "number", "pos": "position", "id": "id", "dm": "DM", "eq": "eq.",
+         "holm": "Holm", "bh": "BH", "df": "df", "icc": "ICC", "iqr": "IQR", "auc": "AUC", "mc": "MC"}
+#: Whole column names with a label of their own, shared by every table that has them.
+LABELS = {"n": "n", "k": "k", "p_value": "p", "p_adjusted": "adjusted p", "ci_low": "CI low", "ci_high": "CI high"}
+
+
+def column_label(name, labels=None) -> str:
+    """The header a reader sees for column ``name``: the table's label map ``labels``, else :data:`LABELS`, else its
+    words with "_" as spaces and the abbreviations of :data:`WORDS` written out."""
+    key = str(name)
+    if labels and key in labels:
+        return labels[key]
+    if key in LABELS:
+        return LABELS[key]
+    return " ".join(WORDS.get(w.lower(), w) for w in re.split(r"_+", key) if w) or key
+
+
+_INTERVAL_END = re.compile(r"(^|_)(low|high|lo|hi|lower|upper)$|^hdi_")
 
 
 def _flat(df: pd.DataFrame) -> pd.DataFrame:
@@ -111,17 +166,50 @@ def _flat(df: pd.DataFrame) -> pd.DataFrame:
     return df
 
 
+def _is_number(x) -> bool:
+    return isinstance(x, (int, float, np.number)) and not isinstance(x, (bool, np.bool_))
+
+
+def _numbers_of_objects(s: pd.Series) -> pd.Series:
+    """An object column of numbers (and gaps) as a numeric column, so that it is formatted like one."""
+    if s.dtype != object:
+        return s
+    present_ = s[s.notna()]
+    return pd.to_numeric(s) if len(present_) and all(_is_number(x) for x in present_) else s
+
+
 def formatted(df: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(the cells as text, whether each is a number) of ``df`` with its index as columns."""
+    """(the cells as text under their human labels, whether each is a number) of ``df`` with its index as columns."""
+    labels = df.attrs.get("labels") if isinstance(df.attrs.get("labels"), dict) else None
     df = _flat(df)
-    text, numeric = {}, {}
+    df = df.apply(_numbers_of_objects)
+    text, numeric, kinds, decimals = {}, {}, {}, {}
+
+    def shown(i):                          # a column's values as shown (a share in %)
+        return (100 if kinds[i] == "share" else 1) * df.iloc[:, i].astype(float).to_numpy()
+
     for i, col in enumerate(df.columns):
+        kinds[i] = column_kind(col, df.iloc[:, i])
+        if kinds[i] in ("estimate", "share", "percent"):
+            decimals[i] = column_decimals(shown(i))
+    group: list[int] = []                  # an estimate and the interval ends after it share one format
+    for i in [*range(df.shape[1]), None]:
+        end = i is not None and i in decimals and bool(_INTERVAL_END.search(str(df.columns[i])))
+        if end:
+            if not group and i - 1 in decimals and not _INTERVAL_END.search(str(df.columns[i - 1])):
+                group.append(i - 1)
+            group.append(i)
+            continue
+        if len(group) > 1:
+            d = column_decimals(np.concatenate([shown(j) for j in group]))
+            decimals.update({j: d for j in group})
+        group = []
+    for i in range(df.shape[1]):
         s = df.iloc[:, i]
-        kind = column_kind(col, s)
-        text[i] = [format_value(v, kind) for v in s]
-        numeric[i] = [kind != "other"] * len(s)
+        text[i] = [format_value(v, kinds[i], decimals.get(i, False)) for v in s]
+        numeric[i] = [kinds[i] != "other"] * len(s)
     cols, seen = [], {}
-    for c in map(str, df.columns):           # Styler needs unique column names
+    for c in (column_label(c, labels) for c in df.columns):           # Styler needs unique column names
         seen[c] = seen.get(c, 0) + 1
         cols.append(c if seen[c] == 1 else f"{c} ({seen[c]})")
     t = pd.DataFrame(text, index=range(len(df)))
@@ -132,18 +220,9 @@ def formatted(df: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
 
 
 def _min_width(words) -> int:
-    """Characters of the longest word, where text breaks at spaces and after "_" and "/" (:func:`_breakable`)."""
-    return max((len(w) for v in words for w in re.split(r"[\s_/]+", str(v))), default=1)
-
-
-_HEADER = re.compile(r'(<th class="[^"]*"\s*>)([^<]*)(</th>)')
-
-
-def _breakable(body: str) -> str:
-    """Let a browser break headers (``mean_entropy_stored``) after "_" and "/". Text cells break there too when they
-    must (report.css: ``overflow-wrap: anywhere``): a ``<wbr>`` in every cell would cost nbconvert's HTML pass
-    (BeautifulSoup's html.parser) time quadratic in their number."""
-    return _HEADER.sub(lambda m: m.group(1) + re.sub(r"([_/])", r"\1<wbr>", m.group(2)) + m.group(3), body)
+    """Characters of the longest word: text breaks at spaces only (a word or number is never split, report.css and
+    :func:`biaslab.report.html.nobreak_cells`)."""
+    return max((len(w) for v in words for w in str(v).split()), default=1)
 
 
 def _widths(text: pd.DataFrame) -> list[int]:
@@ -197,7 +276,6 @@ def html_table(df: pd.DataFrame, csv: str | None = None) -> str:
         styler.set_table_attributes('class="bl-table"')
         styler.set_table_styles([])
         body = re.sub(r'<style type="text/css">\s*</style>\s*', "", styler.to_html()).replace(' id="T_bl"', "")
-        body = _breakable(body)
         if how == "split":
             out.append(f'<p class="bl-table-note">part {k + 1} of {len(parts)}</p>')
         elif how == "transposed":
@@ -256,20 +334,65 @@ def record_table(df: pd.DataFrame, path: Path, root: Path) -> None:
     _FORMATTER.record(df, rel)
 
 
-def figure_alt(fig) -> str:
-    """Alternative text of ``fig``: its title, then each panel's title and axis labels."""
-    def clean(s):
-        return " ".join(str(s).replace("$", "").split())
+#: TeX a figure's labels use, in plain words for alternative text.
+_TEX_WORDS = {"alpha": "alpha", "beta": "beta", "mu": "mu", "sigma": "sigma", "Delta": "difference", "delta": "delta",
+              "pm": "±", "le": "≤", "ge": "≥", "times": "×", "cdot": "·", "infty": "infinity"}
 
-    parts = []
+
+def plain(text) -> str:
+    """A figure label in plain words: no "$", braces, sub/superscript marks or TeX commands ("BF_{10}" -> "BF10",
+    "$\\hat p$" -> "p")."""
+    s = str(text).replace("$", "")
+    s = re.sub(r"\\([A-Za-z]+)\s*", lambda m: _TEX_WORDS.get(m.group(1), "") + (" " if m.group(1) in _TEX_WORDS
+                                                                                  else ""), s)
+    s = re.sub(r"[{}_^\\]", "", s)
+    return " ".join(s.split())
+
+
+def _data_range(ax) -> str:
+    """'y from A to B' of the values an axes shows in data coordinates (markers, line vertices, bar ends; a bar chart
+    laid sideways reads along x), within its view limits (a guide drawn past them shows nothing)."""
+    from matplotlib.patches import Rectangle
+    ys = []
+    for line in ax.lines:
+        if line.get_visible() and line.get_transform().contains_branch(ax.transData):
+            ys.extend(np.asarray(line.get_ydata(), float).ravel())
+    for c in ax.collections:
+        off = np.asarray(c.get_offsets(), float).reshape(-1, 2)
+        if len(off) and c.get_offset_transform().contains_branch(ax.transData):
+            ys.extend(off[:, 1])
+    bars = [p for p in ax.patches if isinstance(p, Rectangle) and p.get_visible()]
+    sideways = len(bars) > 1 and len({round(p.get_height(), 9) for p in bars}) == 1 and \
+        len({round(p.get_width(), 9) for p in bars}) > 1
+    if sideways and not ys:
+        axis, (lo, hi) = "x", ax.get_xlim()
+        vals = [p.get_x() + p.get_width() for p in bars if p.get_width() != 0]
+    else:
+        axis, (lo, hi) = "y", ax.get_ylim()
+        vals = ys + ([] if sideways else [p.get_y() + p.get_height() for p in bars if p.get_height() != 0])
+    v = np.asarray(vals, float)
+    v = v[np.isfinite(v) & (v >= min(lo, hi)) & (v <= max(lo, hi))]
+    if not len(v):
+        return ""
+    a, b = f"{v.min():.3g}", f"{v.max():.3g}"
+    return f"{axis} from {a} to {b}" if a != b else f"{axis} at {a}"
+
+
+def figure_alt(fig) -> str:
+    """Alternative text of ``fig`` in plain words: the result its plotting function stated (:func:`biaslab.plots.labels.state_result`),
+    its title, then each panel's title and axis labels, with the range of the values it draws where no result was
+    stated (a number from its data in every figure)."""
+    stated = getattr(fig, "biaslab_result", None)
+    parts = [str(stated)] if stated else []
     sup = getattr(fig, "_suptitle", None)
     if sup is not None and sup.get_text().strip():
-        parts.append(clean(sup.get_text()))
+        parts.append(plain(sup.get_text()))
     panels = [ax for ax in fig.axes if ax.get_visible() and (ax.axison or ax.get_title())]
     for i, ax in enumerate(panels):
-        bits = [clean(ax.get_title())] if ax.get_title().strip() else []
+        bits = [plain(ax.get_title())] if ax.get_title().strip() else []
         if ax.axison:
-            bits += [f"{k}: {clean(v)}" for k, v in (("x", ax.get_xlabel()), ("y", ax.get_ylabel())) if v.strip()]
+            bits += [f"{k}: {plain(v)}" for k, v in (("x", ax.get_xlabel()), ("y", ax.get_ylabel())) if v.strip()]
+            bits += [r for r in [_data_range(ax)] if r and not stated]
         if bits:
             parts.append((f"panel {i + 1}: " if len(panels) > 1 else "") + "; ".join(bits))
     return ". ".join(parts) or "figure without a title or axis labels"

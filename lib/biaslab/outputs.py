@@ -31,7 +31,9 @@ from . import display as _display
 from .fsio import umask_mode
 from .redact import redact
 
-FIGURE_DPI = 110
+#: Figures are saved at twice the resolution they are shown at (sharp in print), and shown at SHOWN_DPI's size.
+SHOWN_DPI = 110
+FIGURE_DPI = 2 * SHOWN_DPI
 
 
 def atomic_write_text(path: Path, text: str) -> None:
@@ -116,16 +118,23 @@ class OutputDir:
     def figure(self, fig, name: str, dpi: int = FIGURE_DPI) -> None:
         """Save a matplotlib figure as ``figures/<name>.png`` after :func:`biaslab.plots.figure_check.check_figure`
         (a problem is recorded as a note in MANIFEST and warned about, or raised with ``BIASLAB_STRICT_FIGURES=1``),
-        show that file in the notebook at its own resolution with alternative text from the figure's titles and axis
-        labels (:func:`biaslab.display.figure_alt`), and close the figure (a ``plt.show()`` after it adds nothing).
+        show that file in the notebook (saved at ``dpi``, twice :data:`SHOWN_DPI`, and shown at half its pixel width) with
+        alternative text stating its result (:func:`biaslab.display.figure_alt`) and the layout counts of
+        :func:`biaslab.plots.figure_check.layout_counts` (the report's browser test reads them), and close the figure (a ``plt.show()`` after it adds nothing).
         Returns None, so a call ending a cell adds no ``Out[]``."""
         import matplotlib.pyplot as plt
         from IPython.display import Image, display
 
+        from .plots.figure_check import layout_counts
+
         path = self._save_figure(fig, name, dpi)
         alt = _display.figure_alt(fig)
+        counts = layout_counts(fig)
         plt.close(fig)
-        display(Image(data=path.read_bytes(), metadata={"alt": alt}))
+        data = path.read_bytes()
+        width = int.from_bytes(data[16:20], "big") * SHOWN_DPI // dpi        # the PNG's IHDR width, at CSS size
+        display(Image(data=data, width=width, metadata={
+            "alt": alt, "bl_legend_over_data": counts["legend_over_data"], "bl_clipped": counts["clipped_markers"]}))
 
     def _save_figure(self, fig, name: str, dpi: int) -> Path:
         # called by figure(): stacklevel=3 points a figure-check warning at its caller

@@ -73,7 +73,8 @@ def bf_by_bias_type(tests: pd.DataFrame, line_by: Sequence[str] = ("model", "dat
         for xi, yi, li in zip(x, y, s.to_numpy(dtype=float)):
             if np.isfinite(li) and (yi > hi or yi < lo):
                 edge = hi if yi > hi else lo
-                ax.plot(xi, edge, marker="^" if yi > hi else "v", color=line.get_color(), ms=10, zorder=4)
+                ax.plot(xi, edge, marker="^" if yi > hi else "v", color=line.get_color(), ms=10, zorder=4,
+                        clip_on=False)                  # drawn whole at the edge, not cut by it
                 ax.annotate(f"1e{li:+.0f}", (xi, edge), textcoords="offset points",
                             xytext=(4, -12 if yi > hi else 6), fontsize=7, color=line.get_color())
     ax.set_yscale("log")
@@ -82,7 +83,7 @@ def bf_by_bias_type(tests: pd.DataFrame, line_by: Sequence[str] = ("model", "dat
     ax.set_xlabel("bias type")
     ax.set_ylabel("Bayes factor BF$_{10}$ (log scale)")
     ax.set_title(title or "Bayes factors per bias type (BF$_{10}$ > 1 favours bias, < 1 favours no bias)")
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    ax.legend(fontsize=9, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)    # >= 12 CSS px
     ax.grid(axis="x", alpha=0.3)
     fig.tight_layout()
     return fig
@@ -174,7 +175,7 @@ def bf_prior_robustness(curves: pd.DataFrame, stated: dict | None = None, title:
     line), the stated sensitivity range shaded, and the evidence thresholds 1/3, 1 and 3 drawn. ``stated``: scheme ->
     (low, high) of the sensitivity range. The y range covers every finite BF (at least 1/10 to 10)."""
     schemes = list(pd.unique(curves["scheme"]))
-    fig, axes = plt.subplots(1, len(schemes), figsize=(6.4 * len(schemes), 5.6), squeeze=False)
+    fig, axes = plt.subplots(1, len(schemes), figsize=(4.6 * len(schemes), 5.2), squeeze=False)
     finite = curves["bf10"][np.isfinite(curves["bf10"]) & (curves["bf10"] > 0)]
     lo = 10.0 ** np.floor(np.log10(min(finite.min(), 0.1))) if len(finite) else 0.1
     hi = 10.0 ** np.ceil(np.log10(max(finite.max(), 10.0))) if len(finite) else 10.0
@@ -197,7 +198,7 @@ def bf_prior_robustness(curves: pd.DataFrame, stated: dict | None = None, title:
         ax.set_xlabel(f"prior scale: {c['prior'].iloc[0]} (log scale)")
         ax.set_ylabel("Bayes factor BF$_{10}$ (log scale)")
         ax.set_title(scheme)
-        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2, frameon=False)
+        ax.legend(fontsize=9, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=1, frameon=False)
     fig.suptitle(title or "Bayes factors against the prior: pooled rows (dots: the reported prior; dotted: BF = 3 "
                           "and 1/3)")
     fig.tight_layout()

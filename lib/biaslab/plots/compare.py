@@ -8,6 +8,21 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
+from .labels import state_result
+
+
+def result_sentence(rows: pd.DataFrame) -> str:
+    """Each model's estimate [interval] and its side of the null, in plain words ("smollm2's stereotype share is
+    0.6 [0.55, 0.65], above 0.5")."""
+    def side(r) -> str:
+        if pd.isna(r["ci_low"]) or pd.isna(r["ci_high"]):
+            return "no interval"
+        return ("above" if r["ci_low"] > r["null"] else "below" if r["ci_high"] < r["null"] else "includes") + \
+            f" {r['null']:.3g}"
+    return "; ".join(f"{r['model']}'s {r['metric']} is {r['estimate']:.3g}"
+                     + (f" [{r['ci_low']:.3g}, {r['ci_high']:.3g}]" if pd.notna(r["ci_low"]) else "")
+                     + f", {side(r)}" for r in rows.to_dict("records"))
+
 
 def _panel(ax, rows: pd.DataFrame, labels: dict, orient: int, title: str) -> None:
     rows = rows.sort_values("estimate", ascending=orient < 0).reset_index(drop=True)
@@ -61,4 +76,5 @@ def forest_plot(rows: pd.DataFrame, groups: pd.DataFrame | None = None, title: s
                                              if len(parts) > 1 else ""), fontsize=8)
     axes[0].figure.suptitle(title or r0["label"], fontsize=9)
     fig.tight_layout()
+    state_result(fig, result_sentence(rows))
     return fig

@@ -145,7 +145,10 @@ def position_bias(pb: pd.DataFrame):
         ax.set_xticks(range(1, k + 1))
         ax.set_xlabel("answer position (label the model would emit)")
         ax.set_title(f"{k} choices", fontsize=10)
-        ax.set_ylim(0, 1)
+        part = pb[pb.k == k]                          # every marker and interval end drawn whole
+        lo = min(0.0, np.nanmin(part["ci95_low"].to_numpy(float), initial=0.0))
+        hi = max(1.0, np.nanmax(part["ci95_high"].to_numpy(float), initial=1.0))
+        ax.set_ylim(lo - 0.04 * (hi - lo), hi + 0.04 * (hi - lo))
     axes[0][0].set_ylabel(f"mean probability ({interval_label()})")
     axes[0][0].legend(fontsize=8)
     fig.suptitle("Position bias: probability by answer position regardless of content")

@@ -5,6 +5,9 @@
 * a title that promises marks keeps the promise: words that refer to a colour or mark key ("grey", "colour",
   "legend", …) need a legend, and "*:" needs at least one "*" drawn.
 
+* what the plotting code can report of its layout (:func:`layout_counts`): data points under a legend, markers cut
+  at the axes' edge (a marker is clipped to its axes unless drawn with ``clip_on=False``).
+
 :func:`smallest_text_px` says how tall a figure's smallest text is in a report (9 pt is 12 CSS px).
 """
 
@@ -55,7 +58,65 @@ def check_figure(fig) -> list[str]:
         problems.append(f"the title promises a key ({LEGEND_WORDS.search(titles).group(0)!r}) but there is no legend")
     if "*:" in titles and not any(t.get_text().strip() == "*" for ax in fig.axes for t in ax.texts):
         problems.append("the title explains '*' marks but none is drawn")
+    counts = layout_counts(fig)
+    if counts["legend_over_data"]:
+        problems.append(f"the legend covers {counts['legend_over_data']} data point(s): put it outside the data")
+    if counts["clipped_markers"]:
+        problems.append(f"{counts['clipped_markers']} marker(s) cut at the axes' edge: widen the limits")
     return problems
+
+
+def _points(ax):
+    """``(display xy of every data point, marker radius in display px or 0)`` of the lines and collections of
+    ``ax`` drawn in data coordinates (reference lines in axes coordinates excluded)."""
+    import numpy as np
+    px = ax.figure.dpi / 72
+    for line in ax.lines:
+        if not line.get_visible() or not line.get_transform().contains_branch(ax.transData):
+            continue
+        xy = line.get_transform().transform(np.asarray(line.get_xydata(), float).reshape(-1, 2))
+        has_marker = line.get_marker() not in (None, "", "None", " ")
+        yield xy, (line.get_markersize() / 2 * px if has_marker else 0.0), line.get_clip_on()
+    for c in ax.collections:
+        if not c.get_visible():
+            continue
+        offsets = np.asarray(c.get_offsets(), float).reshape(-1, 2)
+        if len(offsets) and c.get_offset_transform().contains_branch(ax.transData):
+            sizes = c.get_sizes() if hasattr(c, "get_sizes") else []
+            r = (np.sqrt(max(sizes)) / 2 * px) if len(sizes) and len(c.get_paths()) else 0.0
+            yield c.get_offset_transform().transform(offsets), r, c.get_clip_on()
+        elif hasattr(c, "get_segments") and c.get_transform().contains_branch(ax.transData):
+            segs = [np.asarray(s, float) for s in c.get_segments() if len(s)]
+            if segs:
+                yield c.get_transform().transform(np.concatenate(segs)), 0.0, c.get_clip_on()
+
+
+def layout_counts(fig) -> dict[str, int]:
+    """``{"legend_over_data": n, "clipped_markers": m}``: data points (line vertices, markers, interval ends) that lie
+    inside a legend's box drawn over their axes, and markers whose disc reaches past their axes' edge (drawn cut)."""
+    import numpy as np
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    legends = [lg for lg in [*fig.legends, *(ax.get_legend() for ax in fig.axes)] if lg is not None
+               and lg.get_visible()]
+    boxes = [lg.get_window_extent(renderer) for lg in legends]
+    over = clipped = 0
+    for ax in fig.axes:
+        if not ax.get_visible():
+            continue
+        box = ax.get_window_extent(renderer)
+        for xy, r, clip in _points(ax):
+            xy = xy[np.isfinite(xy).all(axis=1)]
+            inside = ((xy[:, 0] >= box.x0) & (xy[:, 0] <= box.x1) & (xy[:, 1] >= box.y0) & (xy[:, 1] <= box.y1))
+            for lb in boxes:
+                if lb.overlaps(box):
+                    over += int((inside & (xy[:, 0] >= lb.x0) & (xy[:, 0] <= lb.x1) & (xy[:, 1] >= lb.y0)
+                                 & (xy[:, 1] <= lb.y1)).sum())
+            if r and clip:
+                cut = ((xy[:, 0] - r < box.x0 - 0.5) | (xy[:, 0] + r > box.x1 + 0.5) | (xy[:, 1] - r < box.y0 - 0.5)
+                       | (xy[:, 1] + r > box.y1 + 0.5))
+                clipped += int(cut.sum())
+    return {"legend_over_data": over, "clipped_markers": clipped}
 
 
 #: Width of a report's column in CSS pixels (report.css: a 1060 px page less its padding); a wider figure is scaled

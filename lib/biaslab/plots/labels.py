@@ -1,4 +1,5 @@
-"""One wording for intervals on every axis: "95 % CI (Wald)", "95 % HDI", "95 % CI (bootstrap)"."""
+"""One wording for intervals on every axis: "95 % CI (Wald)", "95 % HDI", "95 % CI (bootstrap)"; and the sentence a
+figure states as its result (:func:`state_result`, the start of its alternative text)."""
 
 from __future__ import annotations
 
@@ -13,3 +14,9 @@ def interval_label(kind: str = "CI", prob: float = 0.95, method: str | None = No
 def hdi_prob(lo_col: str, hi_col: str) -> float:
     """The probability of an HDI from ArviZ's column names (``hdi_2.5%``, ``hdi_97.5%`` -> 0.95)."""
     return round((float(hi_col[4:].rstrip("%")) - float(lo_col[4:].rstrip("%"))) / 100, 4)
+
+
+def state_result(fig, sentence: str) -> None:
+    """Attach the sentence stating what ``fig`` shows, with numbers from the data it drew, in plain words; it opens
+    the figure's alternative text (:func:`biaslab.display.figure_alt`)."""
+    fig.biaslab_result = sentence

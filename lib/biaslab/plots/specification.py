@@ -9,11 +9,13 @@ import numpy as np
 import pandas as pd
 from matplotlib.lines import Line2D
 
+from .labels import state_result
+
 REF, OTHER, DEGENERATE = "black", "#2f5f98", "#9a9a9a"
 
 
 def _legend(null: float | None, degenerate: bool) -> list:
-    """Proxy handles for what the markers mean (one legend, on the first panel)."""
+    """Proxy handles for what the markers mean (one legend, right of the last panel: outside the data)."""
     h = [Line2D([], [], marker="o", ls="-", color=REF, label="paper's protocol (95 % CI)"),
          Line2D([], [], marker="o", ls="-", color=OTHER, label="other universe (95 % CI)"),
          Line2D([], [], marker="o", ls="", color=OTHER, mfc="white", label="hollow: CI includes the null")]
@@ -79,8 +81,12 @@ def specification_curve(est: pd.DataFrame, title: str, null: float | None = None
              else pd.Series(False, index=d.index))
     axes[1, 0].set_yticks(range(len(changes)))
     axes[1, 0].set_yticklabels(changes, fontsize=7)
+    said = []
     for j, m in enumerate(models):
         part = d[d[models_col] == m].sort_values("estimate")
+        ref = part.loc[part[changed_col] == reference, "estimate"]
+        said.append(f"{m}: {unit} from {part['estimate'].min():.3g} to {part['estimate'].max():.3g} across "
+                    f"{len(part)} universes" + (f", the paper's protocol {ref.iloc[0]:.3g}" if len(ref) else ""))
         is_ref = (part[changed_col] == reference).to_numpy()
         top, bottom = axes[0, j], axes[1, j]
         _curve(top, part.reset_index(drop=True), null, is_ref, flags.loc[part.index].to_numpy())
@@ -90,7 +96,9 @@ def specification_curve(est: pd.DataFrame, title: str, null: float | None = None
         bottom.tick_params(labelleft=j == 0)           # the labels are shared: hide, never clear, on later columns
     axes[0, 0].set_ylabel(f"{unit}\n(point estimate, 95 % CI)")
     axes[1, 0].set_ylabel("choice changed\n(factor=level)", fontsize=8)
-    axes[0, 0].legend(handles=_legend(null, bool(flags.any())), loc="best", fontsize=7, frameon=False)
+    axes[0, -1].legend(handles=_legend(null, bool(flags.any())), loc="upper left", bbox_to_anchor=(1.02, 1.0),
+                       fontsize=9, frameon=False, borderaxespad=0)
     fig.suptitle(title, fontsize=11)
     fig.tight_layout()
+    state_result(fig, "; ".join(said))
     return fig

@@ -3,10 +3,13 @@
 :func:`check` loads a page from disk and returns what a reader would find wrong: an image that did not load
 (``naturalWidth`` 0) or has no alternative text of its own, TeX left unrendered in the text (``$$``, ``\\(``,
 ``\\frac`` …) or a MathML error, a number in a table with more digits than a reader can use (:func:`too_precise`) or a
-DataFrame shown as pandas' raw HTML (not through :mod:`biaslab.display`), a
+DataFrame shown as pandas' raw HTML (not through :mod:`biaslab.display`), a word or number of a table laid out on
+two lines (its text boxes measured), a figure whose check (``data-bl-*`` attributes that
+:meth:`biaslab.outputs.OutputDir.figure` records) found its legend over data or a marker clipped, a
 request to anything but a local file or a data URI, a local file that failed to load, a link to a file or anchor that
-does not exist (or to another host), and a console error. :func:`print_overflow` lists the tables wider than their
-column in the A4 print view; :func:`screenshot` and :func:`pdf` photograph and print a page through the same browser.
+does not exist (or to another host), and a console error. It also measures where the decision panel ends
+(:attr:`PageReport.decision_bottom`, at the window's width: 1280 px by default) and keeps each image's alternative
+text. :func:`print_overflow` lists the tables wider than their column in the A4 print view; :func:`screenshot` and :func:`pdf` photograph and print a page through the same browser.
 Chromium and ChromeDriver come from Debian (``apt-get install chromium chromium-driver``); :func:`find` says why they
 cannot be used where they are missing.
 """
@@ -56,6 +59,10 @@ class PageReport:
     links: int = 0
     math: int = 0
     numbers: list[str] = field(default_factory=list)
+    alts: list[str] = field(default_factory=list)
+    #: bottom of the decision panel (``#bl-decision``) in CSS px from the page's top, and the page's width then
+    decision_bottom: float | None = None
+    width: int = 0
     requests: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
 
@@ -107,7 +114,32 @@ return {
   mathErrors: [...document.querySelectorAll('merror')].map(e => e.textContent.slice(0, 120)),
   numbers: [...document.querySelectorAll('table.bl-table td.bl-num')].map(td => td.textContent.trim()),
   rawTables: document.querySelectorAll('table.dataframe').length,
+  broken: brokenWords(),
+  decisionBottom: (e => e ? e.getBoundingClientRect().bottom + window.scrollY : null)(
+    document.getElementById('bl-decision')),
+  width: window.innerWidth,
+  figureChecks: [...document.images].filter(i => i.dataset.blLegendOverData || i.dataset.blClipped).map(i =>
+    ({alt: (i.getAttribute('alt') || '').slice(0, 60), legend: +(i.dataset.blLegendOverData || 0),
+      clipped: +(i.dataset.blClipped || 0)})),
 };
+// Words and numbers of table cells laid out on more than one line (their text boxes' tops differ).
+function brokenWords() {
+  const out = [], range = document.createRange();
+  for (const cell of document.querySelectorAll('td, th')) {
+    // provenance (hashes, paths) and parameter code wrap anywhere by design: results tables only
+    if (cell.offsetParent === null || cell.closest('.bl-footer, table.bl-params')) continue;
+    const walk = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
+    for (let node = walk.nextNode(); node; node = walk.nextNode()) {
+      for (const m of node.textContent.matchAll(/\S+(?:[ \u00a0]%)?/g)) {
+        range.setStart(node, m.index); range.setEnd(node, m.index + m[0].length);
+        const tops = new Set([...range.getClientRects()].filter(r => r.width > 0).map(r => Math.round(r.top)));
+        if (tops.size > 1) out.push(m[0].slice(0, 40));
+        if (out.length >= 50) return out;
+      }
+    }
+  }
+  return out;
+}
 """
 #: nbconvert's alternative text for an image that has none.
 NO_ALT = "No description has been provided for this image"
@@ -126,7 +158,7 @@ def _settle(driver, timeout: float = 30) -> None:
 def too_precise(text: str) -> bool:
     """Whether a table's number shows more than 3 significant digits after its decimal point (or in its mantissa),
     or writes zero with decimals ("0.000"); integers, "< 0.001" and "–" pass."""
-    t = text.replace(",", "").replace("%", "").replace("−", "-").strip()
+    t = text.replace("\u00a0", " ").replace(",", "").replace("%", "").replace("−", "-").strip()
     if t in ("", "–", "-", "< 0.001", "∞", "-∞") or not re.fullmatch(r"[-+]?\d*\.?\d+(e[-+]?\d+)?", t):
         return False
     mantissa = t.split("e")[0].lstrip("+-")
@@ -186,6 +218,8 @@ def check(path: Path, driver=None) -> PageReport:
     report.links = len(page["links"])
     report.math = page["math"]
     report.numbers = page["numbers"]
+    report.alts = [img["alt"] or "" for img in page["images"]]
+    report.decision_bottom, report.width = page["decisionBottom"], page["width"]
     report.requests = [u for u in urls if urlparse(u).scheme in ("file",)]
     for img in page["images"]:
         if not img["ok"]:
@@ -195,6 +229,13 @@ def check(path: Path, driver=None) -> PageReport:
     if page["rawTables"]:
         report.problems.append(f"{page['rawTables']} DataFrame(s) shown as pandas' raw HTML (every digit, an index "
                                "column): the notebook ran without biaslab.display's formatter")
+    for word in page["broken"]:
+        report.problems.append(f"word or number broken across lines in a table: {word!r}")
+    for fig in page["figureChecks"]:
+        if fig["legend"]:
+            report.problems.append(f"legend over {fig['legend']} data point(s) in the figure: {fig['alt']}")
+        if fig["clipped"]:
+            report.problems.append(f"{fig['clipped']} marker(s) clipped at the axes' edge in the figure: {fig['alt']}")
     for number in report.numbers:
         if too_precise(number):
             report.problems.append(f"table number with more digits than a reader can use: {number!r}")
@@ -253,6 +294,10 @@ def print_overflow(path: Path, driver, width: int = A4_WIDTH) -> list[str]:
     finally:
         driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {"media": ""})
         driver.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+
+
+#: The first screen a reviewer sees: Chromium at 1280 × 800 CSS pixels (:attr:`PageReport.decision_bottom`).
+FIRST_SCREEN = (1280, 800)
 
 
 def screenshot(path: Path, out: Path, driver=None, width: int = 1280, height: int = 1400, at: str | None = None,

@@ -16,6 +16,10 @@
 - the computed findings (the markdown that the cells tagged :data:`FINDINGS_TAG` display, rendered from the run's
   tables) are collected under the notebook's introduction, each linking to its place; a table of contents lists the
   notebook's sections;
+- the decision panel (:mod:`biaslab.report.decision`: the plan's confirmatory claims decided in this run, or notebook
+  6's robustness per metric) comes right under the title, so the decision is on the first screen;
+- a report copied alone says where its run's tables, figures and MANIFEST.json are (the run folder's path under
+  ``outputs/``), since its relative links only resolve beside them;
 - a footer gives the run's provenance from ``MANIFEST.json`` beside the notebook: status, profile, git commit, wall
   time, models with their weight hashes, data files with their sha256, package versions.
 """
@@ -29,7 +33,10 @@ import logging
 import re
 from pathlib import Path
 
+from .. import display
 from ..outputs import atomic_write_text
+from . import decision
+from .decision import _root_and_variant as decision_root
 
 TEMPLATES = Path(__file__).parent / "templates"
 #: Cell tag of the cells whose markdown output states the run's computed findings (collected at the top).
@@ -219,8 +226,8 @@ def summary_html(nb, manifest: dict, markdown2html, links: list[str]) -> str:
         notes = any(r["comment"] for r in rows)
         trs = "".join(
             f'<tr class="{"bl-changed" if r["default"] is not None else ""}"><td><code>{_e(r["name"])}</code></td>'
-            f'<td><code>{_e(r["value"])}</code></td>'
-            f'<td>{"<code>" + _e(r["default"]) + "</code>" if r["default"] is not None else ""}</td>'
+            f'<td>{_param(r["value"])}</td>'
+            f'<td>{_param(r["default"]) if r["default"] is not None else ""}</td>'
             + (f'<td>{_e(r["comment"])}</td>' if notes else "") + "</tr>" for r in rows)
         parts.append('<h2 id="bl-parameters">Parameters of this run</h2>'
                      '<p class="bl-note">The notebook\'s <code>parameters</code> cell with the values this run '
@@ -230,6 +237,45 @@ def summary_html(nb, manifest: dict, markdown2html, links: list[str]) -> str:
                      "</table>")
     parts.append("</section>")
     return "\n".join(parts)
+
+
+def _param(value: str) -> str:
+    """A parameter's value as written, a float literal rounded like every number of the report (3 significant
+    digits, the literal in its title)."""
+    try:
+        x = ast.literal_eval(value)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        x = None
+    if isinstance(x, float):
+        shown = display.significant(x, 3)
+        if shown != value:
+            return f'<code title="{_e(value)}">{_e(shown)}</code>'
+    return f"<code>{_e(value)}</code>"
+
+
+_CELL = re.compile(r"(<t[dh]\b[^>]*>)(.*?)(</t[dh]>)", re.S)
+# a word a browser could break inside: a number with a sign, an exponent or a " %", or a word with a hyphen, dash or
+# slash ("smollm2-135m-instruct", "1.61e-2*", "68.89 %")
+_UNBROKEN = re.compile(r"(?<![^\s(\[])((?=[^\s<]*?[-−+%–/]|[^\s<]*[ \u00a0]%)[^\s<]+?(?:[ \u00a0]%)?)"
+                       r"(?=[\s,;:)\]]*(?:\s|$))")
+
+
+def nobreak_cells(body: str) -> str:
+    """Every word of a table cell (outside ``<code>``) that a browser could break inside wrapped in
+    ``<span class="bl-nb">`` (``white-space: nowrap``): cells wrap at spaces only."""
+    def cell(m) -> str:
+        out, code = [], False
+        for seg in re.split(r"(<[^>]+>)", m.group(2)):
+            if seg.startswith("<"):
+                code = seg.startswith("<code") or (code and seg != "</code>")
+            elif not code:                   # code (a parameter's value, a path) wraps as report.css says
+                seg = _UNBROKEN.sub(r'<span class="bl-nb">\1</span>', seg)
+            out.append(seg)
+        return m.group(1) + "".join(out) + m.group(3)
+    # the parameters table and the provenance footer (paths, hashes, code) wrap anywhere, as report.css says
+    parts = re.split(r'(<table class="bl-params">.*?</table>|<footer class="bl-footer">.*)', body, flags=re.S)
+    return "".join(p if p.startswith(('<table class="bl-params">', '<footer class="bl-footer">'))
+                   else _CELL.sub(cell, p) for p in parts)
 
 
 def _model_source(info: dict) -> str:
@@ -337,6 +383,11 @@ def render(executed: Path, out: Path | None = None) -> Path:
              _link(executed.parent / "figures", here, "figures"),
              _link(executed.parent / "MANIFEST.json", here, "MANIFEST.json")]
     intro = next((c.get("id") for c in nb.cells if c.cell_type == "markdown"), None)
+    notebook = manifest.get("notebook") or executed.stem
+    root, _ = decision_root(executed.parent, notebook)
+    where = executed.parent.relative_to(root).as_posix() if executed.parent.is_relative_to(root) else executed.parent.name
+    links.append(f'<span class="bl-alone">this file is standalone (figures and formulas embedded); the links resolve in '
+                 f'the run folder <code>outputs/{_e(where)}/</code></span>')
     resources = {
         "metadata": {"name": executed.stem, "path": str(executed.parent)},
         "biaslab": {
@@ -352,7 +403,11 @@ def render(executed: Path, out: Path | None = None) -> Path:
     body, _ = exporter.from_notebook_node(nb, resources=resources)
     if intro is None:     # no introduction cell to put the panel under: put it first
         body = body.replace("<main>", "<main>\n" + resources["biaslab"]["summary_html"], 1)
-    body = body.replace("<!--bl-toc-->", table_of_contents(body), 1)
+    panel = decision.panel_html(executed.parent, notebook)
+    body, n = re.subn(r"(<main>.*?</h1>)", lambda m: m.group(1) + "\n" + panel, body, count=1, flags=re.S)
+    if not n:
+        body = body.replace("<main>", "<main>\n" + panel, 1)
+    body = nobreak_cells(body.replace("<!--bl-toc-->", table_of_contents(body), 1))
     atomic_write_text(out, body)
     return out
 

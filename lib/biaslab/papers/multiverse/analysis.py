@@ -265,7 +265,10 @@ def robustness(eq: pd.DataFrame) -> pd.DataFrame:
                      "n_not_judged": int(len(g) - judged), "n_same_sign": int(g["same_sign"].sum()),
                      "n_sign_compared": int(g["same_sign"].notna().sum()),
                      "min_difference": g["difference"].min(), "max_difference": g["difference"].max(),
-                     "equivalence_mde": g["equivalence_mde"].median(), "robustness": label})
+                     "equivalence_mde": g["equivalence_mde"].median(),
+                     "equivalence_mde_max": g["equivalence_mde"].max(),
+                     "n_equivalence_powered": int((g["equivalence_mde"] <= mg).sum()),
+                     "n_equivalence_universes": int(g["equivalence_mde"].notna().sum()), "robustness": label})
     return pd.DataFrame(rows, columns=list(rows[0]) if rows else ["model", "metric", "margin", "equivalence_mde",
                                                                   "robustness"])
 
@@ -273,11 +276,13 @@ def design_power(est: pd.DataFrame, rob: pd.DataFrame, alpha: float = 0.05) -> p
     """What the design can detect, per model x metric: ``n`` (the paper's universe's items), ``own_mde`` (the effect
     its own two-sided test detects with 80 % power, ``stats.power.mde_from_se`` on the SE its 95 % interval implies)
     and ``equivalence_mde`` (the margin within which the paired TOST shows equivalence with 80 % power, median over
-    universes: :func:`robustness`) beside the plan's ``margin``."""
+    universes: :func:`robustness`; its largest, ``equivalence_mde_max``, and how many universes reach the margin)
+    beside the plan's ``margin``."""
     p = est[(est["universe"] == "paper") & est["metric"].isin(METRICS)]
     se = (p["ci_high"] - p["ci_low"]) / (2 * stats.norm.ppf(1 - alpha / 2))
     own = p.assign(own_mde=[power.mde_from_se(x, alpha=alpha) for x in se])[["model", "metric", "n", "own_mde"]]
-    return own.merge(rob[["model", "metric", "margin", "equivalence_mde"]], on=["model", "metric"])
+    extra = [c for c in ("equivalence_mde_max", "n_equivalence_powered", "n_equivalence_universes") if c in rob]
+    return own.merge(rob[["model", "metric", "margin", "equivalence_mde", *extra]], on=["model", "metric"])
 
 
 # ---------------------------------------------------------------------------------------- factor importance

@@ -13,20 +13,35 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ...findings import bullets, join, num, pct, pval
+from ...findings import bullets, join, num, pct, present, pval
 from . import analysis
 
 #: the file notebook 5 reads (relative to an outputs root) to mark a metric's robustness
 ROBUSTNESS_TABLE = Path("06_multiverse") / "tables" / "robustness.csv"
 ROBUSTNESS_COLUMNS = ["model", "metric", "unit", "margin", "n_universes", "n_judged", "n_equivalent",
                       "n_inconclusive", "n_differs", "n_opposite_direction", "n_not_judged", "n_same_sign",
-                      "n_sign_compared", "min_difference", "max_difference", "equivalence_mde", "robustness"]
+                      "n_sign_compared", "min_difference", "max_difference", "equivalence_mde", "equivalence_mde_max",
+                      "n_equivalence_powered", "n_equivalence_universes", "robustness"]
+
+
+#: what a reader sees as the robustness table's headers (biaslab.display reads ``attrs["labels"]``)
+ROBUSTNESS_LABELS = {
+    "unit": "counted in", "margin": "margin (±)", "n_universes": "universes", "n_judged": "judged",
+    "n_equivalent": "equivalent", "n_inconclusive": "inconclusive", "n_differs": "beyond the margin",
+    "n_opposite_direction": "significant the other way", "n_not_judged": "not judged (degenerate)",
+    "n_same_sign": "same sign as the paper", "n_sign_compared": "signs compared",
+    "min_difference": "smallest difference", "max_difference": "largest difference",
+    "equivalence_mde": "equivalence MDE (median)", "equivalence_mde_max": "equivalence MDE (largest)",
+    "n_equivalence_powered": "universes powered at the margin", "n_equivalence_universes": "universes with an MDE",
+    "robustness": "robustness"}
 
 
 def robustness_table(rob: pd.DataFrame) -> pd.DataFrame:
     """Per (model, metric): the universes' equivalence to the paper's protocol (``analysis.robustness``), in the
-    columns notebook 5 reads."""
-    return rob.reindex(columns=ROBUSTNESS_COLUMNS).reset_index(drop=True)
+    columns notebook 5 reads, labelled for a reader by :data:`ROBUSTNESS_LABELS`."""
+    t = rob.reindex(columns=ROBUSTNESS_COLUMNS).reset_index(drop=True)
+    t.attrs["labels"] = ROBUSTNESS_LABELS
+    return t
 
 
 def read_robustness(outputs_root: str | Path) -> pd.DataFrame | None:
@@ -40,14 +55,33 @@ def _unit(r: Mapping) -> str:
     return "other universes" if r.get("unit") == analysis.UNIVERSES else f"{r['unit']}"
 
 
+def direction_words(r: Mapping) -> str:
+    """What holds of the direction: how many universes keep the paper's sign."""
+    if not r.get("n_sign_compared"):
+        return "direction not compared"
+    same, n = int(r["n_same_sign"]), int(r["n_sign_compared"])
+    return f"direction: {same} of {n} {_unit(r)} keep the paper's sign" + (" (all)" if same == n else "")
+
+
+def power_bound_words(r: Mapping) -> str:
+    """The margin the design could show equivalence within (80 % power), against the declared margin."""
+    mde, margin = r.get("equivalence_mde"), r["margin"]
+    if mde is None or not np.isfinite(mde):
+        return "no equivalence power (no standard error)"
+    side = "within" if mde <= margin else "wider than"
+    return f"the design shows equivalence with 80 % power within ±{num(mde)} (median), {side} the margin"
+
+
 def robustness_sentence(r: Mapping) -> str:
-    """One model x metric's equivalence to the paper's protocol, from its row of ``robustness.csv``."""
+    """One model x metric's equivalence to the paper's protocol, from its row of ``robustness.csv``: the magnitude
+    (equivalence within the margin) and the direction (the sign kept) reported apart, since a universe can keep the
+    sign and still differ by more than the margin."""
     left = f"; {int(r['n_not_judged'])} not judged (degenerate responder)" if r.get("n_not_judged") else ""
-    return (f"**{r['model']}**, {r['metric']}: of {int(r['n_judged'])} {_unit(r)} judged, {int(r['n_equivalent'])} "
-            f"equivalent to the paper's protocol within ±{num(r['margin'])}, {int(r['n_inconclusive'])} "
-            f"inconclusive, {int(r['n_differs'])} beyond the margin, {int(r['n_opposite_direction'])} significant "
-            f"the other way{left} — {r['robustness']} (equivalence shown with 80 % power only within "
-            f"±{num(r['equivalence_mde'])}).")
+    return (f"**{r['model']}**, {r['metric']}: magnitude: of {int(r['n_judged'])} {_unit(r)} judged, "
+            f"{int(r['n_equivalent'])} equivalent to the paper's protocol within ±{num(r['margin'])}, "
+            f"{int(r['n_inconclusive'])} inconclusive, {int(r['n_differs'])} beyond the margin, "
+            f"{int(r['n_opposite_direction'])} significant the other way{left} — {r['robustness']}; "
+            f"{direction_words(r)} ({power_bound_words(r)}).")
 
 
 def robustness_findings(rob: pd.DataFrame) -> str:
@@ -60,20 +94,41 @@ def design_findings(power: pd.DataFrame) -> str:
     the plan declares."""
     lines = []
     for r in power.to_dict("records"):
-        eq = (f"to show equivalence within ±{num(r['equivalence_mde'])}; it "
-              f"{'can' if r['equivalence_mde'] <= r['margin'] else 'cannot'} show robustness at the declared margin "
-              f"±{num(r['margin'])}" if np.isfinite(r["equivalence_mde"]) else
-              "no equivalence power (the universes' differences do not vary: no standard error)")
+        worst, powered, n_u = (r.get("equivalence_mde_max"), r.get("n_equivalence_powered"),
+                               r.get("n_equivalence_universes"))
+        if not np.isfinite(r["equivalence_mde"]):
+            eq = "no equivalence power (the universes' differences do not vary: no standard error)"
+        elif worst is not None and np.isfinite(worst) and present(powered) and present(n_u):
+            eq = (f"to show equivalence within ±{num(r['equivalence_mde'])} in the median universe; "
+                  f"{int(powered)} of {int(n_u)} universes could show it at the declared margin ±{num(r['margin'])} "
+                  f"(the least powered needed ±{num(worst)}), so robustness "
+                  f"{'can' if worst <= r['margin'] else 'cannot'} be shown in every universe")
+        else:
+            eq = (f"to show equivalence within ±{num(r['equivalence_mde'])} in the median universe (against the "
+                  f"declared margin ±{num(r['margin'])})")
         lines.append(f"**{r['model']}**, {r['metric']}: with {int(r['n'])} items per universe the design had 80 % "
                      f"power for an effect of {num(r['own_mde'])} (the paper's universe's own test) and {eq}.")
     return bullets(lines)
 
 
 def matcher_sentence(v: pd.DataFrame, n: int) -> str:
-    """The matcher's precision and recall per answer kind on the hand-labelled answers (``matcher.validation``)."""
-    parts = [f"{r.kind} {pct(r.precision)} / {pct(r.recall)} (n = {r.n_labelled})" for r in v.itertuples()
-             if r.n_labelled or r.n_read]
-    return f"On {n} open answers labelled by hand, the matcher's precision / recall per kind: {join(parts)}."
+    """The matcher's validity: its option precision on the held-out answers (labelled, never read while its rules
+    were written) first, then precision / recall per kind on the held-out and development answers
+    (``matcher.check_labels``: a ``split`` column; a table without one is one pooled split)."""
+    v = v if "split" in v else v.assign(split="all")
+    out = []
+    held = v[(v["split"] == "held-out") & (v["kind"] == "option")]
+    if len(held) and held["n_read"].iloc[0]:
+        h = held.iloc[0]
+        out.append(f"Held out from the matcher's development, {int(h.n_correct)} of {int(h.n_read)} answers it read "
+                   f"as an option name the labelled option (precision {pct(h.precision)}; recall "
+                   f"{pct(h.recall)} of {int(h.n_labelled)}).")
+    for split, g in v.groupby("split", sort=False):
+        parts = [f"{r.kind} {pct(r.precision)} / {pct(r.recall)} (n = {r.n_labelled})" for r in g.itertuples()
+                 if r.n_labelled or r.n_read]
+        m = int(g["n_labelled"].sum())
+        out.append(f"{split.capitalize()} ({m} of {n} labelled answers), precision / recall per kind: {join(parts)}.")
+    return " ".join(out)
 
 
 def _ranked(by_factor: pd.DataFrame) -> pd.DataFrame:
@@ -151,9 +206,25 @@ def universes_sentence(universes: pd.DataFrame) -> str:
     return text + ("; not scored: " + "; ".join(f"{n} × {w}" for w, n in why.items()) if len(why) else "")
 
 
-def top_choices(by_factor: pd.DataFrame) -> tuple[list[str], list[str]]:
-    """(the ranked choice that moves each model x benchmark's number most, the separated terms left unranked)."""
-    top = [f"{r.factor} ({r.benchmark}, {r.model})" for r in _ranked(by_factor).itertuples() if r.rank == 1]
+def degenerate_levels(est: pd.DataFrame | None) -> set[tuple[str, str, str, str]]:
+    """``(model, benchmark, factor, level)`` of the one-change universes that are degenerate responders for a
+    metric of their benchmark (not judged: their effect is no finding)."""
+    if est is None or not len(est) or "responder_status" not in est:
+        return set()
+    bad = est[est["responder_status"].astype(str).str.startswith("degenerate")]
+    return {(r.model, r.benchmark, *str(r.universe).split("=", 1)) for r in bad.itertuples()
+            if "+" not in str(r.universe) and "=" in str(r.universe)}
+
+
+def top_choices(by_factor: pd.DataFrame, est: pd.DataFrame | None = None) -> tuple[list[str], list[str]]:
+    """(the ranked choice that moves each model x benchmark's number most among judged universes — a level whose
+    universe is a degenerate responder (:func:`degenerate_levels`) is skipped —, the separated terms left
+    unranked)."""
+    skip = degenerate_levels(est)
+    ranked = _ranked(by_factor)
+    ranked = ranked[[(r.model, r.benchmark, r.factor, str(r.level)) not in skip for r in ranked.itertuples()]]
+    top = [f"{g.sort_values('rank').iloc[0].factor} ({b}, {m})"
+           for (m, b), g in ranked.groupby(["model", "benchmark"], sort=False)]
     sep = [f"{b}/{m}: {join(_separated(g))}" for (m, b), g in by_factor.groupby(["model", "benchmark"], sort=False)
            if _separated(g)]
     return top, sep
@@ -166,20 +237,21 @@ def _matched(r) -> str:
             "several options)")
 
 
-def summary_lines(universes, costs, rob, by_factor, kendall, ruted) -> list[str]:
+def summary_lines(universes, costs, rob, by_factor, kendall, ruted, est=None) -> list[str]:
     out = [universes_sentence(universes) + "."]
     if len(costs):
         out.append(f"scoring took {num(costs['seconds'].sum(), 3)} s in all, {num(costs['seconds'].median(), 2)} s "
                    f"per universe (median); {cache_sentence(costs)}.")
     bad = rob[rob["robustness"].astype(str).str.startswith("not robust")]
     good = rob[rob["robustness"].astype(str).str.startswith("robust")]
-    out.append(f"of {len(rob)} model × metric rows, {len(good)} robust (every universe equivalent within the "
-               f"plan's margin), {len(bad)} not robust"
-               + (" (" + join(f"{r.metric}, {r.model}" for r in bad.itertuples()) + ")" if len(bad) else "")
+    out.append(f"of {len(rob)} model × metric rows, {len(good)} robust in magnitude (every universe equivalent "
+               f"within the plan's margin), {len(bad)} not robust"
+               + (" (" + join(f"{r['metric']}, {r['model']}: {direction_words(r)}"
+                              for r in bad.to_dict("records")) + ")" if len(bad) else "")
                + f", {len(rob) - len(good) - len(bad)} inconclusive or undefined.")
     if by_factor is not None and len(by_factor):
-        top, sep = top_choices(by_factor)
-        out.append("largest estimable effect per model x benchmark: " + join(top) + "."
+        top, sep = top_choices(by_factor, est)
+        out.append("largest estimable effect per model x benchmark (judged universes): " + join(top) + "."
                    + (f" Separated, so not ranked (effect not estimable): {'; '.join(sep)}." if sep else ""))
     if ruted is not None and len(ruted):
         out.append("open vs multiple-choice category agreement on BBQ: " + join(
@@ -194,7 +266,7 @@ def _readme_part(r) -> str:
 
 
 def readme_section(agreement: pd.DataFrame, by_factor: pd.DataFrame, ruted: pd.DataFrame,
-                   universes: pd.DataFrame, figure: str = "outputs/06_multiverse/figures/"
+                   universes: pd.DataFrame, est: pd.DataFrame | None = None, figure: str = "outputs/06_multiverse/figures/"
                    "specification_curve_bbq_bias_ambig.png") -> str:
     """The multiverse paragraph of :data:`HOME` with its headline figure, rendered from notebook 6's tables;
     ``agreement``: the robustness table."""
@@ -207,8 +279,8 @@ def readme_section(agreement: pd.DataFrame, by_factor: pd.DataFrame, ruted: pd.D
             "degenerate responder is not judged): " + ("; ".join(_readme_part(r) for r in rows.itertuples())
                                                        or "none computed") + ". ")
     if by_factor is not None and len(by_factor):
-        top, sep = top_choices(by_factor)
-        text += "The choice that moves a number most: " + join(top) + (
+        top, sep = top_choices(by_factor, est)
+        text += "The choice that moves a number most (judged universes): " + join(top) + (
             f" (separated terms, whose effect is not estimable, are not ranked: {'; '.join(sep)})" if sep else "") \
             + ". "
     if ruted is not None and len(ruted):
@@ -262,5 +334,5 @@ def render_readme_section(outputs_root: str | Path) -> str | None:
         return None
     read = lambda n: read_table(outputs_root, n)      # noqa: E731
     return readme_section(read("robustness"), read("importance_by_factor"), read("format_agreement"),
-                          read("universes"))
+                          read("universes"), read("estimates"))
 

@@ -1,0 +1,143 @@
+"""The decision panel that opens every report: what the analysis plan decided in this run, in one small table.
+
+For notebooks 1–5, one row per instance of a confirmatory claim (:mod:`biaslab.plan`): who, the claim's estimate,
+its interval (:func:`interval`: at the claim's adjusted level where the verdict layer gives one, else the 95 %
+interval), the adjusted p and the verdict (:mod:`biaslab.stats.verdict`), derived from the run's tables by each
+paper's ``decisions`` module exactly as the README's headline table is (:data:`biaslab.summary.SECTIONS`). For
+notebook 6, the robustness verdict per model × metric (its ``robustness.csv``), with the direction (how many
+universes keep the sign) beside it, since "not robust" there is a statement about magnitude.
+"""
+
+from __future__ import annotations
+
+import html
+import logging
+from collections.abc import Mapping
+from pathlib import Path
+
+import pandas as pd
+
+from .. import display
+from .. import plan as P
+from ..findings import present, verdict_words
+
+_LOG = logging.getLogger(__name__)
+
+
+def interval(row: Mapping, claim=None) -> tuple[float, float, str] | None:
+    """``(low, high, label)`` of a claim row's interval: ``ci_adj_low``/``ci_adj_high`` at ``ci_level`` where the
+    verdict layer gives them, else the claim's own interval columns (``ci_low``/``ci_high``) as a 95 % CI."""
+    if present(row.get("ci_adj_low")) and present(row.get("ci_adj_high")):
+        level = row.get("ci_level")
+        label = f"{100 * float(level):.4g} % CI" if present(level) else "adjusted CI"
+        return float(row["ci_adj_low"]), float(row["ci_adj_high"]), label
+    lo, hi = claim.ci if claim is not None and claim.ci else ("ci_low", "ci_high")
+    if present(row.get(lo)) and present(row.get(hi)):
+        return float(row[lo]), float(row[hi]), "95 % CI"
+    return None
+
+
+def _root_and_variant(folder: Path, notebook: str) -> tuple[Path, str | None]:
+    """The outputs root above a run folder, and the variant (notebook 1's benchmark) the folder is."""
+    folder = Path(folder)
+    if folder.name == notebook:
+        return folder.parent, None
+    return folder.parent.parent, folder.name
+
+
+def claim_rows(folder: Path, notebook: str) -> pd.DataFrame:
+    """One row per confirmatory claim instance of the run in ``folder``: claim, label, who, estimate, low, high,
+    interval, p_adjusted, verdict (empty when the notebook has no claim or its tables are missing)."""
+    from ..summary import SECTIONS, Missing, _who
+    fn = dict(SECTIONS).get(notebook)
+    claims = {c.id: c for c in P.active().of(notebook)} if fn else {}
+    if not claims:
+        return pd.DataFrame()
+    root, variant = _root_and_variant(folder, notebook)
+    try:
+        frames = fn(root)
+    except Missing as e:
+        return pd.DataFrame([{"verdict": f"not available: {e} is missing"}])
+    rows = []
+    for t in frames:
+        if t is None or "claim" not in t:
+            continue
+        if variant is not None and "benchmark" in t:
+            t = t[t["benchmark"].astype(str) == variant]
+        for r in t[t["claim"].isin(claims)].to_dict("records"):
+            c = claims[r["claim"]]
+            ci = interval(r, c)
+            rows.append({"claim": c.id, "label": c.label, "who": _who(r, c), "estimate": r.get(c.estimate),
+                         "low": ci[0] if ci else None, "high": ci[1] if ci else None,
+                         "interval": ci[2] if ci else "", "p_adjusted": r.get("p_adjusted"),
+                         "verdict": verdict_words(str(r["verdict"]))})
+    return pd.DataFrame(rows)
+
+
+def robustness_rows(folder: Path) -> pd.DataFrame:
+    """Notebook 6: model, metric, margin, direction (universes keeping the sign) and the robustness verdict."""
+    p = Path(folder) / "tables" / "robustness.csv"
+    if not p.exists() or p.stat().st_size < 2:
+        return pd.DataFrame()
+    rob = pd.read_csv(p)
+    out = []
+    for r in rob.to_dict("records"):
+        same, compared = r.get("n_same_sign"), r.get("n_sign_compared")
+        direction = (f"{int(same)} of {int(compared)} keep the sign" if present(same) and present(compared)
+                     and compared > 0 else "not compared")
+        out.append({"model": r["model"], "metric": r["metric"], "margin": r.get("margin"),
+                    "direction": direction, "verdict": str(r.get("robustness", "")).split(":")[0],
+                    "why": str(r.get("robustness", "")).partition(":")[2].strip()})
+    return pd.DataFrame(out)
+
+
+def _num_cells(values, decimals) -> list[str]:
+    return [display.format_value(v, "estimate", decimals) if present(v) else "–" for v in values]
+
+
+def panel_html(folder: Path, notebook: str) -> str:
+    """The decision panel of the run in ``folder`` (``notebook``'s tables), or a line saying there is nothing to
+    decide; formatted like every other table (one format per column, the interval like its estimate)."""
+    e = html.escape
+    head = '<section class="bl-decision" id="bl-decision"><h2 id="bl-decision-title">Decision</h2>'
+    try:
+        if notebook.startswith("06"):
+            t = robustness_rows(folder)
+            if t.empty:
+                return head + '<p class="bl-note">No robustness table in this run.</p></section>'
+            dm = display.column_decimals(t["margin"])
+            body = "".join(
+                f'<tr><td>{e(r["model"])}</td><td>{e(r["metric"])}</td>'
+                f'<td class="bl-num">±{e(m)}</td><td>{e(r["direction"])}</td>'
+                f'<td title="{e(r["why"])}"><b>{e(r["verdict"])}</b></td></tr>'
+                for r, m in zip(t.to_dict("records"), _num_cells(t["margin"], dm)))
+            note = ("Robustness of each metric across the universes of evaluation choices: <i>robust</i> when every "
+                    "judged universe is equivalent to the reference within the margin; <i>direction</i> counts the "
+                    "universes whose estimate keeps the reference's sign (the verdict is about magnitude).")
+            return (head + f'<p class="bl-note">{note}</p><table class="bl-decision-table"><thead><tr><th>model</th>'
+                    '<th>metric</th><th>margin</th><th>direction</th><th>robustness</th></tr></thead>'
+                    f"<tbody>{body}</tbody></table></section>")
+        t = claim_rows(folder, notebook)
+    except Exception as exc:        # a report is always written: the panel says what went wrong
+        _LOG.warning("decision panel of %s failed: %s", folder, exc)
+        return head + f'<p class="bl-note">Not available: {e(type(exc).__name__)}: {e(exc)}</p></section>'
+    if t.empty:
+        return (head + '<p class="bl-note">The analysis plan has no confirmatory claim for this notebook: every '
+                "result below is exploratory (estimated with an interval, not decided).</p></section>")
+    if "claim" not in t:
+        return head + f'<p class="bl-note">{e(t["verdict"].iloc[0])}</p></section>'
+    d = display.column_decimals(pd.concat([t["estimate"], t["low"], t["high"]]).astype(float))
+    est, lo, hi = (_num_cells(t[c], d) for c in ("estimate", "low", "high"))
+    p = [display.format_value(x, "p") if present(x) else "–" for x in t["p_adjusted"]]
+    levels = sorted({x for x in t["interval"] if x})
+    rows = []
+    for i, r in enumerate(t.to_dict("records")):
+        ci = (f"[{lo[i]}, {hi[i]}]" + (f" {r['interval']}" if len(levels) > 1 else "")) if present(r["low"]) else "–"
+        rows.append(f'<tr><td title="{e(r["label"])}"><code>{e(r["claim"])}</code></td><td>{e(r["who"])}</td>'
+                    f'<td class="bl-num">{e(est[i])}</td><td class="bl-num">{e(ci)}</td>'
+                    f'<td class="bl-num">{e(p[i])}</td><td><b>{e(r["verdict"])}</b></td></tr>')
+    note = ("The analysis plan's confirmatory claims, decided in this run (p adjusted by the plan's multiplicity "
+            f"procedure; interval: {e(', '.join(levels) or '–')}). Everything else in this report is exploratory.")
+    return (head + f'<p class="bl-note">{note}</p><table class="bl-decision-table"><thead><tr><th>claim</th>'
+            "<th>model(s)</th><th>estimate</th><th>interval</th><th>adjusted p</th><th>verdict</th></tr></thead>"
+            f"<tbody>{''.join(rows)}</tbody></table></section>")
