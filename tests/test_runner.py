@@ -483,6 +483,21 @@ def test_a_failed_run_shows_the_exceptions_own_last_line(toy, capsys):
     assert error.splitlines()[0] == line and len(error) > 3000          # the traceback's end follows it
 
 
+def test_a_replaced_data_file_is_named_on_the_terminal_with_its_fix(toy, tmp_path, capsys):
+    """A data file replaced by /etc/passwd showed only "Fix: delete it" on the terminal."""
+    nbdir, outdir = toy
+    bad = tmp_path / "raw/nyu-mll/crows-pairs/data/crows_pairs_anonymized.csv"
+    bad.parent.mkdir(parents=True)
+    bad.write_text("root:x:0:0:root:/root:/bin/bash\n")
+    _toy_notebook(nbdir / "00_toy.ipynb", "from biaslab import sources\nsources.raw_path('nyu-mll/crows-pairs', "
+                  f"'data/crows_pairs_anonymized.csv', raw_dir={str(tmp_path / 'raw')!r})")
+    assert runner.reproduce("smoke", outputs_dir=outdir, html=False) == 1
+    (line,) = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("    error: ")]
+    assert line.startswith(f"    error: DataError: {bad} is not the file data/sources.tsv pins"), line
+    assert "sha256" in line and line.endswith("Fix: `biaslab data fetch --only crows_pairs` (replaces it with the "
+                                              "pinned copy)")
+
+
 def test_a_deleted_staging_folder_is_one_line_naming_it(toy, capsys):
     nbdir, outdir = toy
     _toy_notebook(nbdir / "00_toy.ipynb", "import shutil\nshutil.rmtree(output_dir)")
