@@ -133,3 +133,53 @@ class FaultProxy:
         self.server.shutdown()
         self.server.server_close()
 
+
+
+class LlamaReference:
+    """llama.cpp's own numbers for the GGUF file the test server serves, computed in-process (``llama_cpp.Llama``:
+    the same kernels on the same CPU, the server's settings) and independently of the server's log-prob code: the
+    token ids are evaluated once and each log-prob is read from the log-softmax of the logits before it.
+
+    A served number that differs from these by more than float noise is a fault of the served path (transport,
+    echo, offsets, span location, the first token's opening request, top-k merging), whatever the CPU: quantized
+    kernels differ between instruction sets, but server and reference run the same ones."""
+
+    def __init__(self, server: LlamaServer):
+        import llama_cpp
+        self.np = __import__("numpy")
+        self.llm = llama_cpp.Llama(model_path=server.gguf, logits_all=True, n_ctx=server.n_ctx,
+                                   n_threads=server.threads, n_threads_batch=server.threads, verbose=False)
+
+    def _eval(self, text: str) -> tuple[list[int], list[str], "object"]:
+        """Token ids of ``PREFIX + text`` (tokenized as the server does), their strings and the log-softmax rows."""
+        llm = self.llm
+        ids = llm.tokenize((PREFIX + text).encode("utf-8"), add_bos=True, special=True)
+        llm.reset()
+        llm.eval(ids)
+        logits = self.np.asarray(llm.scores[: len(ids)], dtype=self.np.float64)
+        logp = logits - self.np.logaddexp.reduce(logits, axis=1, keepdims=True)
+        pieces = [llm.detokenize([t], prev_tokens=ids[:i], special=True).decode("utf-8", "ignore")
+                  for i, t in enumerate(ids)]
+        return ids, pieces, logp
+
+    def span(self, text: str, start: int, end: int) -> tuple[float, int]:
+        """(sum log-prob, n tokens) of the tokens of ``text`` that start in characters [start, end) of ``text``."""
+        ids, pieces, logp = self._eval(text)
+        pos, total, n = len(PREFIX) - len(pieces[0]), 0.0, 0
+        for i, piece in enumerate(pieces):
+            at = pos - len(PREFIX)
+            if i > 0 and start <= at < end:
+                total += float(logp[i - 1, ids[i]])
+                n += 1
+            pos += len(piece)
+        return total, n
+
+    def next_token(self, text: str, k: int) -> dict[str, float]:
+        """The ``k`` most likely next tokens after ``text`` as {token string: log-prob} (duplicates merged)."""
+        ids, _, logp = self._eval(text)
+        row = logp[len(ids) - 1]
+        out: dict[str, float] = {}
+        for t in self.np.argsort(-row)[:k]:
+            s = self.llm.detokenize([int(t)], prev_tokens=ids, special=True).decode("utf-8", "ignore")
+            out[s] = float(self.np.logaddexp(out[s], row[t])) if s in out else float(row[t])
+        return out

@@ -452,6 +452,61 @@ def test_a_dead_kernel_names_its_last_cell_and_the_memory_limit(toy, monkeypatch
                             "here is 2.1 GB (cgroup memory.max"), error
 
 
+@pytest.mark.parametrize("proc, files, says", [
+    ("12:memory:/job/7\n0::/\n", {"memory/job/7/memory.limit_in_bytes": "2147483648\n"},
+     "2.1 GB (cgroup memory.limit_in_bytes"),                                # cgroup v1, the process's own cgroup
+    ("4:memory:/not/mounted\n", {"memory/memory.limit_in_bytes": "1073741824\n"},
+     "1.1 GB (cgroup memory.limit_in_bytes"),                                # v1 in a container: the mount's root
+    ("0::/user.slice/x\n", {"user.slice/x/memory.max": "536870912\n"}, "536.9 MB (cgroup memory.max"),    # v2
+    ("4:memory:/\n", {"memory/memory.limit_in_bytes": "9223372036854771712\n"}, None),   # v1 "no limit"
+    ("0::/\n", {"memory.max": "max\n"}, None),
+])
+def test_the_memory_limit_is_read_from_cgroup_v1_and_v2(tmp_path, proc, files, says):
+    """Under a cgroup-v1 limit the out-of-memory message said "no memory limit was found": both versions are read."""
+    (tmp_path / "cgroup").write_text(proc)
+    for rel, text in files.items():
+        (tmp_path / "fs" / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "fs" / rel).write_text(text)
+    got = runner.memory_limit(tmp_path / "cgroup", tmp_path / "fs")
+    assert (got is None) if says is None else got.startswith(says), got
+
+
+def test_a_failed_run_shows_the_exceptions_own_last_line(toy, capsys):
+    """The `error:` line was the first line of the traceback's last 4,000 characters ("error: tyError):")."""
+    nbdir, outdir = toy
+    _toy_notebook(nbdir / "00_toy.ipynb", 'def f(n):\n    if n == 0:\n        raise KeyError("the key " + "k" * 50 + '
+                  '" is missing")\n    return f(n - 1)\nf(150)')
+    assert runner.reproduce("smoke", outputs_dir=outdir, html=False) == 1
+    line = f"KeyError: 'the key {'k' * 50} is missing'"
+    assert f"    error: {line}\n" in capsys.readouterr().out
+    error = json.loads((outdir / "00_toy/MANIFEST.failed.json").read_text())["error"]
+    assert error.splitlines()[0] == line and len(error) > 3000          # the traceback's end follows it
+
+
+def test_a_replaced_data_file_is_named_on_the_terminal_with_its_fix(toy, tmp_path, capsys):
+    """A data file replaced by /etc/passwd showed only "Fix: delete it" on the terminal."""
+    nbdir, outdir = toy
+    bad = tmp_path / "raw/nyu-mll/crows-pairs/data/crows_pairs_anonymized.csv"
+    bad.parent.mkdir(parents=True)
+    bad.write_text("root:x:0:0:root:/root:/bin/bash\n")
+    _toy_notebook(nbdir / "00_toy.ipynb", "from biaslab import sources\nsources.raw_path('nyu-mll/crows-pairs', "
+                  f"'data/crows_pairs_anonymized.csv', raw_dir={str(tmp_path / 'raw')!r})")
+    assert runner.reproduce("smoke", outputs_dir=outdir, html=False) == 1
+    (line,) = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("    error: ")]
+    assert line.startswith(f"    error: DataError: {bad} is not the file data/sources.tsv pins"), line
+    assert "sha256" in line and line.endswith("Fix: `biaslab data fetch --only crows_pairs` (replaces it with the "
+                                              "pinned copy)")
+
+
+def test_a_deleted_staging_folder_is_one_line_naming_it(toy, capsys):
+    nbdir, outdir = toy
+    _toy_notebook(nbdir / "00_toy.ipynb", "import shutil\nshutil.rmtree(output_dir)")
+    assert runner.reproduce("smoke", outputs_dir=outdir, html=False) == 1
+    out = capsys.readouterr().out
+    assert "    error: this run's staging folder .00_toy.staging-" in out and "was deleted while the run" in out
+    assert "Fix: rerun" in out and "Traceback" not in out
+
+
 def test_a_jupytext_pair_out_of_sync_is_refused(toy):
     """A `.py` edited without its `.ipynb`: the edit silently did not run (the runner executes the `.ipynb`)."""
     import jupytext

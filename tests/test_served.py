@@ -1,6 +1,11 @@
 """The served backend against a REAL llama-cpp-python server (the embedded SmolLM2 GGUF, same weights as in-process).
 
-Agreement with the in-process engine (CrowS-Pairs sequence log-probs, agentic label distributions), faults through a
+Two claims, kept apart. (1) The served path is exact: its numbers equal llama.cpp's own, computed in-process on the
+same GGUF with the same kernels (:class:`served_helpers.LlamaReference`), to float noise (:data:`REF_TOL`), on any
+CPU. (2) The engines agree: llama.cpp's quantized kernels and the in-process transformers engine (dequantized weights)
+agree in what an analysis uses (correlations, preferences, probabilities), never by a fixed tolerance on a log-prob:
+kernels differ by instruction set (AVX2 against AVX-512 moved a sum log-prob by 0.16 and the log of a small
+probability by 0.7 nats). Also faults through a
 small proxy (429s, invalid JSON, missing logprobs, missing endpoint, wrong key), and a server killed mid-run whose
 rerun resumes from the cache without repeating a request. Workloads are small: the server's Python logprob loop sorts
 the whole vocabulary for every echoed token.
@@ -20,7 +25,7 @@ from biaslab import models, scoring
 from biaslab.scoring.backends.client import AuthError, ServedError
 from biaslab.scoring.backends.served import CapabilityError
 
-from served_helpers import ALIAS, FaultProxy, LlamaServer, have_llama_server, spec
+from served_helpers import ALIAS, PREFIX, FaultProxy, LlamaReference, LlamaServer, have_llama_server, spec
 
 pytestmark = pytest.mark.served
 
@@ -28,6 +33,9 @@ N_PAIRS = 24
 N_AGENTIC = 20
 #: label distributions (agentic, bare-digit labels): top-k vs exact in-process, max |p difference|
 P_TOL = 0.05
+#: served against llama.cpp in-process on the same GGUF and kernels: float noise of a sum of log-probs (nats; the
+#: server may reuse the key/value state of an earlier request, a different batch split of the same computation)
+REF_TOL = 2e-3
 
 
 # ------------------------------------------------------------------------------------------- no server ---
@@ -136,6 +144,11 @@ def server():
 
 
 @pytest.fixture(scope="module")
+def llama_ref(server):
+    return LlamaReference(server)
+
+
+@pytest.fixture(scope="module")
 def local_scorer():
     return scoring.Scorer(models.load("smollm2-135m-instruct", device="cpu"), cache_dir=False, progress=False)
 
@@ -146,7 +159,7 @@ def _crows_texts():
     return list(p.sent_more), list(p.sent_less)
 
 
-def test_agreement_crows_sequence_logprobs(server, local_scorer, tmp_path):
+def test_agreement_crows_sequence_logprobs(server, local_scorer, llama_ref, tmp_path):
     more, less = _crows_texts()
     texts = more + less
     served = scoring.Scorer(models.load(spec(server.url)), cache_dir=tmp_path, progress=False)
@@ -164,6 +177,10 @@ def test_agreement_crows_sequence_logprobs(server, local_scorer, tmp_path):
     print(f"\nCrowS {n} pairs: Pearson r={r:.6f}, |dlogp| mean={diff.mean():.4f} max={diff.max():.4f}, "
           f"preference agreement={agree:.3f}, served {len(texts)} texts in {dt:.1f} s, stats={served.stats}")
     assert n >= N_PAIRS and r >= 0.99 and agree >= 0.95
+    # the served path is exact: llama.cpp's own in-process sums on the same GGUF, every token counted
+    ref = [llama_ref.span(t, 0, len(t)) for t in texts]
+    assert s.n_tokens.tolist() == [n for _, n in ref]
+    assert np.abs(s.sum_logprob.to_numpy() - np.array([v for v, _ in ref])).max() < REF_TOL
     # a rerun sends no request at all (probe and responses cached)
     again = scoring.Scorer(models.load(spec(server.url)), cache_dir=tmp_path, progress=False)
     s2 = again.sequence_logprob(texts)
@@ -171,7 +188,7 @@ def test_agreement_crows_sequence_logprobs(server, local_scorer, tmp_path):
     assert np.allclose(s2.sum_logprob, s.sum_logprob)
 
 
-def test_agreement_agentic_label_distributions(server, local_scorer, tmp_path):
+def test_agreement_agentic_label_distributions(server, local_scorer, llama_ref, tmp_path):
     from biaslab.benchmarks import agentic
     bench = agentic.load()
     p = agentic.balanced_subset(bench.prompts, N_AGENTIC, seed=0)
@@ -191,23 +208,47 @@ def test_agreement_agentic_label_distributions(server, local_scorer, tmp_path):
     # label columns, label_mass and the top-k report are all there; nothing is NaN
     assert {"label_mass", "topk_mass", "n_labels_outside_topk"} <= set(d_s.columns)
     assert not d_s[cols + ["label_mass"]].isna().any().any()
+    _assert_labels_exact(d_s, texts, labels, llama_ref, served.backend.spec.top_k)
 
 
-def test_option_logprob_agrees_and_labels_outside_topk_are_reported(server, local_scorer, tmp_path):
+def _assert_labels_exact(got, prompts, labels, llama_ref, k):
+    """Each label's log-prob from the served top-k equals llama.cpp's own: the sum over the label's surface forms
+    among the k most likely next tokens (same GGUF and kernels; labels outside the top-k are not compared)."""
+    from biaslab.scoring.labels import label_forms
+    forms = label_forms(labels)
+    for i, prompt in enumerate(prompts):
+        top = llama_ref.next_token(prompt, k)
+        for lab, fs in forms.items():
+            ps = [np.exp(top[f]) for f in fs if f in top]
+            if ps:
+                assert abs(got[f"logp_{lab}"].iloc[i] - np.log(sum(ps))) < REF_TOL, (prompt[-40:], lab)
+
+
+def test_option_logprob_agrees_and_labels_outside_topk_are_reported(server, local_scorer, llama_ref, tmp_path):
+    """Option log-probs through the server are llama.cpp's own (same GGUF and kernels, float noise), and count the
+    tokens the in-process engine counts; a label outside the top-k is reported, at its bound, never a silent 0."""
     served = scoring.Scorer(models.load(spec(server.url, top_k=2)), cache_dir=tmp_path, progress=False)
     prompts = ["Q: Is water wet?\nA:", "The capital of France is"]
-    o_s = served.option_logprob(prompts, [" yes", " no", " Paris"])
-    o_l = local_scorer.option_logprob(prompts, [" yes", " no", " Paris"])
+    options = [" yes", " no", " Paris"]
+    o_s = served.option_logprob(prompts, options)
+    o_l = local_scorer.option_logprob(prompts, options)
     assert (o_s.n_tokens == o_l.n_tokens).all()
-    assert np.abs(o_s.sum_logprob - o_l.sum_logprob).max() < 0.15
+    ref = [llama_ref.span(p + o, len(p), len(p + o)) for p in prompts for o in options]
+    assert o_s.n_tokens.tolist() == [n for _, n in ref]
+    d_ref = np.abs(o_s.sum_logprob.to_numpy() - np.array([v for v, _ in ref]))
+    print(f"\noptions: max |served - llama.cpp in-process| = {d_ref.max():.2g}, max |served - transformers| = "
+          f"{np.abs(o_s.sum_logprob - o_l.sum_logprob).max():.3f} nats")
+    assert d_ref.max() < REF_TOL
     d = served.label_distribution(prompts, ["zebra", "yes"])
     assert (d.n_labels_outside_topk >= 1).all() and "zebra" in d.labels_outside_topk.iloc[0]
     assert (d["logp_zebra"] > -np.inf).all()      # counted at its upper bound, never a silent 0
 
 
-def test_label_distribution_when_the_answer_ends_at_once(server, local_scorer, tmp_path):
+def test_label_distribution_when_the_answer_ends_at_once(server, local_scorer, llama_ref, tmp_path):
     """llama.cpp returns no log-probs when the greedy first token is end-of-text; the top-k is then read from an echo
-    of the prompt (CALM's NLI prompt at k=0 does this with SmolLM2) and agrees with the in-process numbers."""
+    of the prompt (CALM's NLI prompt at k=0 does this with SmolLM2). The echo's numbers are llama.cpp's own next-token
+    log-probs (same kernels: float noise), and the label probability agrees with the in-process engine; its log is
+    not compared across engines (p_True is small: 0.05 apart in p was 0.7 nats apart in log p on an AVX2 CPU)."""
     prompts = ["Jack is talking about politics.\n True, False, or Neither?\nAnswer:"]
     labels = {"True": [" True", "True"], "False": [" False", "False"]}
     sc = scoring.Scorer(models.load(spec(server.url)), cache_dir=tmp_path, progress=False)
@@ -215,7 +256,7 @@ def test_label_distribution_when_the_answer_ends_at_once(server, local_scorer, t
     want = local_scorer.label_distribution(prompts, labels)
     assert got["n_labels_outside_topk"].iloc[0] == 0
     assert abs(got["p_True"].iloc[0] - want["p_True"].iloc[0]) < P_TOL
-    assert abs(got["logp_True"].iloc[0] - want["logp_True"].iloc[0]) < 0.1
+    _assert_labels_exact(got, prompts, labels, llama_ref, sc.backend.spec.top_k)
 
 
 def test_lists_and_order_give_identical_numbers(server, tmp_path):

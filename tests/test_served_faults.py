@@ -161,7 +161,7 @@ def test_a_definite_no_is_still_cached(fake, tmp_path):
 # --------------------------------------------------------------------------------------- bounded waits ---
 @pytest.mark.parametrize("setting, value", [("max_concurrency", 0), ("requests_per_minute", -1),
                                             ("tokens_per_minute", 0), ("timeout_s", 0), ("timeout_s", math.nan),
-                                            ("max_retries", -1), ("top_k", 0), ("max_retry_after_s", -5),
+                                            ("max_retries", -1), ("top_k", 0), ("retry_budget_s", -5),
                                             ("max_concurrency", 1.5)])
 def test_served_settings_are_range_checked_at_preflight(setting, value):
     from biaslab import parameters
@@ -172,14 +172,67 @@ def test_served_settings_are_range_checked_at_preflight(setting, value):
         parameters.validate("03_crows_pairs_bayes", {"models": [spec]})
 
 
-def test_retry_after_is_capped_and_noted(fake, tmp_path, caplog):
-    assert models.resolve_spec({"base_url": fake.url, "model": "m"}).max_retry_after_s <= 600   # a few minutes
-    sc = _scorer(fake.url, tmp_path, max_retry_after_s=0.2)
+def test_retry_after_waits_are_bounded_by_the_retry_budget_and_printed(fake, tmp_path, caplog):
+    """A server asking for Retry-After: 3600 on every attempt costs one request at most its retry budget (default at
+    most 2 minutes), each wait printed; a budget that covers the waits lets the request through."""
+    import time
+    assert models.resolve_spec({"base_url": fake.url, "model": "m"}).retry_budget_s <= 120
+    sc = _scorer(fake.url, tmp_path, retry_budget_s=0.4, max_retries=6)
     sc.capabilities()
-    fake.faults["retry_after"] = 1
-    with caplog.at_level(logging.WARNING, logger="biaslab"):
+    fake.faults["retry_after"] = 50                 # every attempt of the request answers 429, Retry-After: 3600
+    t0 = time.monotonic()
+    with caplog.at_level(logging.WARNING, logger="biaslab"), \
+            pytest.raises(ServedError, match=r"whole retry_budget_s=0.4 s.*raise retry_budget_s") as err:
         sc.sequence_logprob(TEXTS[:1])
-    assert "asked to wait 3600 s" in caplog.text and "max_retry_after_s=0.2" in caplog.text
+    assert time.monotonic() - t0 < 5
+    assert "\n" not in str(err.value).strip()
+    assert "waiting 0.4 s (Retry-After asked 3600 s)" in caplog.text
+    assert len(sc.cache) == 0
+    fake.faults["retry_after"] = 1                  # one 429: waited (within the budget), then answered
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="biaslab"):
+        got = _scorer(fake.url, tmp_path, retry_budget_s=0.4).sequence_logprob(TEXTS[:1])
+    assert got.sum_logprob.iloc[0] == pytest.approx(_expected_sum(TEXTS[0]))
+    assert "Retry-After asked 3600 s" in caplog.text
+
+
+def test_a_base_url_without_v1_is_told_to_add_it(fake, tmp_path):
+    bare = fake.url[: -len("/v1")]
+    with pytest.raises(Refused, match=rf"/models \(HTTP 404\); .*try base_url {bare}/v1"):
+        _scorer(bare, tmp_path).capabilities()
+    assert not _probes(tmp_path)
+
+
+def _dead_url() -> str:
+    from biaslab.serve import free_port
+    return f"http://127.0.0.1:{free_port()}/v1"      # nothing listens there: connections are refused
+
+
+@pytest.mark.parametrize("dead_first", [True, False])
+def test_a_dead_replica_is_dropped_with_a_warning_while_another_answers(fake, tmp_path, caplog, dead_first):
+    dead = _dead_url()
+    urls = [dead, fake.url] if dead_first else [fake.url, dead]
+    sc = _scorer(urls, tmp_path, max_retries=3, max_concurrency=2)
+    with caplog.at_level(logging.WARNING, logger="biaslab"):
+        got = sc.sequence_logprob(TEXTS)
+    assert got.sum_logprob.tolist() == pytest.approx([_expected_sum(t) for t in TEXTS])
+    assert f"replica {dead} dropped" in caplog.text
+
+
+def test_a_replica_that_dies_mid_run_is_dropped_and_the_run_completes(tmp_path, caplog):
+    with FakeServer() as live, FakeServer() as dying:
+        urls = [dying.url, live.url]                    # ties go to the first: the dying one is tried first
+        _scorer(urls, tmp_path, max_retries=3, max_concurrency=1).sequence_logprob(TEXTS[:2])   # probe, 2 cached
+        dying.__exit__(None, None, None)               # that replica goes away
+        with caplog.at_level(logging.WARNING, logger="biaslab"):
+            got = _scorer(urls, tmp_path, token_budget=1, max_retries=3, max_concurrency=1).sequence_logprob(TEXTS)
+    assert got.sum_logprob.tolist() == pytest.approx([_expected_sum(t) for t in TEXTS])
+    assert f"replica {dying.url} dropped" in caplog.text
+
+
+def test_when_every_replica_is_dead_the_run_fails_in_one_line(tmp_path):
+    with pytest.raises(ServedError, match=r"Is the server running at http://127\.0\.0\.1"):
+        _scorer([_dead_url(), _dead_url()], tmp_path, max_retries=1).capabilities()
 
 
 def test_a_trickled_body_cannot_defeat_the_deadline(fake, tmp_path):

@@ -93,6 +93,20 @@ def test_raw_path_of_unfetched_file_says_how_to_fix(tmp_path):
         sources.raw_path("nyu-mll/crows-pairs", "data/crows_pairs_anonymized.csv", raw_dir=tmp_path)
 
 
+def test_raw_path_of_a_replaced_file_names_it_the_mismatch_and_the_command_in_one_line(tmp_path):
+    """A data file replaced by /etc/passwd said only "Fix: delete it" on the terminal's error line."""
+    key = ("nyu-mll/crows-pairs", "data/crows_pairs_anonymized.csv")
+    (tmp_path / key[0] / "data").mkdir(parents=True)
+    bad = tmp_path / key[0] / key[1]
+    bad.write_bytes(b"root:x:0:0:root:/root:/bin/bash\n")
+    with pytest.raises(DataError) as exc:
+        sources.raw_path(*key, raw_dir=tmp_path)
+    msg = str(exc.value)
+    want = hashlib.sha256(bad.read_bytes()).hexdigest()[:16]
+    assert "\n" not in msg and msg.startswith(f"{bad} is not the file data/sources.tsv pins")
+    assert f"sha256 {want}..." in msg and "biaslab data fetch --only crows_pairs" in msg
+
+
 def test_unreachable_host_counts_the_failed_file_as_failed(tmp_path, monkeypatch):
     manifest, src = _manifest(tmp_path, b"x\n")
     text = manifest.read_text()

@@ -165,25 +165,35 @@ def _kernel_mismatch(kernel: dict | None) -> str | None:
             "elsewhere)")
 
 
-def _cgroup_file(name: str) -> Path | None:
-    """``name`` in this process's cgroup (v2), e.g. ``memory.max``, if readable."""
-    try:
-        rel = next(ln.split(":", 2)[2] for ln in Path("/proc/self/cgroup").read_text().splitlines()
-                   if ln.startswith("0::"))
-    except (OSError, StopIteration):
-        return None
-    f = Path("/sys/fs/cgroup") / rel.lstrip("/") / name
-    return f if f.is_file() else None
+#: cgroup v1 writes "no limit" as a page-rounded 2**63 - 1; any value this large means no limit
+_NO_LIMIT = 2 ** 62
 
 
-def memory_limit() -> str | None:
-    """This process's memory limit (cgroup ``memory.max``, which a kernel it starts shares), or None."""
-    f = _cgroup_file("memory.max")
+def memory_limit(proc: Path = Path("/proc/self/cgroup"), root: Path = Path("/sys/fs/cgroup")) -> str | None:
+    """This process's memory limit (which a kernel it starts shares), or None: cgroup v2 ``memory.max``, or cgroup
+    v1 ``memory.limit_in_bytes`` of the ``memory`` controller, in the process's own cgroup or (inside a container,
+    whose cgroup path is not mounted) at the root of the controller's mount."""
     try:
-        value = f.read_text().strip() if f else "max"
+        lines = [ln.split(":", 2) for ln in proc.read_text().splitlines() if ln.count(":") >= 2]
     except OSError:
         return None
-    return None if value == "max" else f"{fsio.human_size(int(value))} (cgroup memory.max, {f})"
+    places = []
+    for _, controllers, rel in lines:
+        if controllers == "":                                      # v2: "0::/path"
+            places += [root / rel.lstrip("/") / "memory.max", root / "memory.max"]
+        elif "memory" in controllers.split(","):                   # v1: "4:memory:/path"
+            mount = root / controllers
+            places += [mount / rel.lstrip("/") / "memory.limit_in_bytes", mount / "memory.limit_in_bytes"]
+    for f in places:
+        try:
+            value = f.read_text().strip()
+        except OSError:
+            continue
+        if value == "max" or (value.isdigit() and int(value) >= _NO_LIMIT):
+            return None
+        if value.isdigit():
+            return f"{fsio.human_size(int(value))} (cgroup {f.name}, {f})"
+    return None
 
 
 def _kernel_death(executed: Path, record: dict) -> str:
@@ -314,8 +324,26 @@ def resolve_params(notebook: str, variant: str, profile: str, overrides: dict, c
     return params
 
 
+#: ANSI colour codes (IPython's tracebacks carry them)
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def _error_line(exc: BaseException) -> str:
+    """The exception's own last line, ``KeyError: 'x'`` (a notebook's error by the name and value papermill reports),
+    on one line: what the terminal's ``error:`` line shows."""
+    name, value = getattr(exc, "ename", None), getattr(exc, "evalue", None)
+    if not name:
+        name, value = type(exc).__name__, str(exc)
+    line = " ".join(_ANSI.sub("", f"{name}: {value}" if value else str(name)).split())
+    return redact(line if len(line) <= 500 else line[:500] + "...")
+
+
 def _error_text(exc: BaseException) -> str:
-    return redact("".join(traceback.format_exception_only(type(exc), exc)))[-4000:]
+    """The error line, then the end of the full text (a traceback for a notebook's error), cut at a line start."""
+    text = redact("".join(traceback.format_exception_only(type(exc), exc))).strip()
+    if len(text) > 4000:
+        text = text[-4000:].split("\n", 1)[-1]
+    return _error_line(exc) + "\n" + text
 
 
 def run_one(notebook: str, variant: str, profile: str, overrides: dict, outputs_dir: Path,
@@ -364,7 +392,7 @@ def run_one(notebook: str, variant: str, profile: str, overrides: dict, outputs_
         _record_error(manifest, exc, staging, final)
         if type(exc).__name__ == "DeadKernelError" and manifest["status"] == "failed":
             manifest["error"] = _kernel_death(executed, kernel.record) + "\n" + manifest["error"]
-        log.error("%s %s: %s", label, manifest["status"], manifest["error"].strip().splitlines()[-1]
+        log.error("%s %s: %s", label, manifest["status"], manifest["error"].strip().splitlines()[0]
                   if manifest["error"].strip() else exc)
         if not isinstance(exc, Exception):
             interrupted = exc
@@ -440,6 +468,12 @@ def _record_error(manifest: dict, exc: BaseException, staging: Path, final: Path
         return
     manifest["status"] = "failed"
     raw = _error_text(exc)
+    if isinstance(exc, OSError) or getattr(exc, "ename", None) in ("FileNotFoundError", "OSError"):
+        if not staging.exists():
+            manifest["error"] = (f"this run's staging folder {staging.name} (in {staging.parent}) was deleted while the run was going on (by a "
+                                 "cleanup or another process); nothing was published and the last good outputs are "
+                                 f"kept. Fix: rerun, and leave .*.staging-* folders of a live run alone\n{raw}")
+            return
     named = fsio.storage_problem(exc, final, last_good_bytes=fsio.folder_size(final),
                                  written_bytes=fsio.folder_size(staging))
     manifest["error"] = f"{named}\n{raw}" if named else raw

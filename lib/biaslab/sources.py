@@ -169,9 +169,11 @@ def raw_path(repo: str, path: str, raw_dir: Path | None = None) -> Path:
             if not src.local_path(raw_dir).exists():
                 raise DataError(f"{src.key} is missing from {src.local_path(raw_dir).parent}.\n"
                                 f"Fix: run `biaslab data fetch --only {src.benchmark}` (or `make data`).")
-            if not is_verified(src, raw_dir):
-                raise DataError(f"{src.local_path(raw_dir)} does not match its pinned sha256.\n"
-                                f"Fix: delete it and run `biaslab data fetch --only {src.benchmark}`.")
+            if not is_verified(src, raw_dir):      # one line: a runner's `error:` line shows all of it
+                p = src.local_path(raw_dir)
+                raise DataError(f"{p} is not the file data/sources.tsv pins for {src.key} (sha256 "
+                                f"{file_sha256(p)[:16]}..., pinned {src.sha256[:16]}...: changed or replaced). "
+                                f"Fix: `biaslab data fetch --only {src.benchmark}` (replaces it with the pinned copy)")
             return src.local_path(raw_dir)
     raise DataError(f"{repo}/{path} is not in the manifest {paths.MANIFEST_TSV}; add it there with its sha256.")
 

@@ -16,7 +16,7 @@ from ..redact import check_key_env
 SERVED_DEFAULTS = {"openai": {"base_url": "https://api.openai.com/v1", "api_key_env": "OPENAI_API_KEY"}}
 _SPEC_KEYS = {"backend", "base_url", "model", "api_key_env", "max_concurrency", "requests_per_minute",
               "tokens_per_minute", "name", "prefix", "top_k", "price_per_million", "timeout_s", "max_retries",
-             "max_retry_after_s"}
+             "retry_budget_s"}
 
 
 @dataclass(frozen=True)
@@ -29,8 +29,8 @@ class ServedSpec:
     ``"<|im_start|>"`` for SmolLM2 on llama.cpp, which adds no BOS itself); "" when the server adds BOS.
     ``top_k``: how many next-token alternatives label distributions ask for. ``price_per_million``:
     ``{"prompt": USD, "completion": USD}`` per million tokens, for the cost in MANIFEST.json. ``timeout_s``: the
-    deadline of one request as a whole; ``max_retry_after_s``: the longest wait a server's ``Retry-After`` may impose
-    (a longer one is capped, and noted). Every setting is range-checked by :func:`resolve_spec` (at preflight).
+    deadline of one request as a whole; ``retry_budget_s``: the longest one request may spend waiting between its
+    retries (backoff and ``Retry-After`` together; default 120 s), each wait printed. Every setting is range-checked by :func:`resolve_spec` (at preflight).
     """
 
     model: str
@@ -45,7 +45,7 @@ class ServedSpec:
     price_per_million: tuple = ()
     timeout_s: float = 120.0
     max_retries: int = 6
-    max_retry_after_s: float = 300.0
+    retry_budget_s: float = 120.0
 
     def describe(self) -> dict:
         """What a manifest records (no key, only the variable's name)."""
@@ -117,14 +117,14 @@ def resolve_spec(spec: Any) -> "ServedSpec | None":
                       price_per_million=tuple(sorted(price.items())),
                       timeout_s=_number(spec, "timeout_s", spec.get("timeout_s", 120.0), none=False),
                       max_retries=_whole(spec, "max_retries", 6, low=0),
-                      max_retry_after_s=_number(spec, "max_retry_after_s", spec.get("max_retry_after_s", 300.0),
-                                                none=False))
+                      retry_budget_s=_number(spec, "retry_budget_s", spec.get("retry_budget_s", 120.0),
+                                             none=False))
 
 
 #: what each range-checked setting means (said in its error)
 _MEANS = {"max_concurrency": "requests in flight per replica", "requests_per_minute": "a client-side rate limit",
           "tokens_per_minute": "a client-side rate limit", "timeout_s": "the deadline of one request, in seconds",
-          "max_retry_after_s": "the longest wait a server's Retry-After may impose, in seconds",
+          "retry_budget_s": "the longest one request may wait between retries, in seconds",
           "top_k": "next-token alternatives per label prompt", "max_retries": "retries per request"}
 
 

@@ -7,8 +7,12 @@ thread, so it works the same inside Jupyter (whose loop is already running) and 
 - Replicas: each base URL takes at most ``max_concurrency`` requests at once; a request goes to the replica with the
   least outstanding work (estimated tokens in flight), so a slow replica gets less.
 - Retries: 429, 5xx, timeouts and connection errors are retried with exponential backoff and full jitter, honouring
-  ``Retry-After`` up to ``max_retry_after_s`` (a longer wait is capped, and the cap noted); other 4xx are errors at
-  once (:class:`Refused`; 401/403 name the API-key variable, never its value).
+  ``Retry-After``; the waits of one request together never exceed ``retry_budget_s`` (each wait is printed, and a
+  request whose budget is spent fails in one line naming the setting); other 4xx are errors at once
+  (:class:`Refused`; 401/403 name the API-key variable, never its value; a 404 on a base URL without ``/v1``
+  suggests it).
+- Dead replicas: a replica whose last :data:`DEAD_AFTER` attempts all failed in transport (refused, reset, timed out)
+  is dropped, with a warning, while another replica is left; the rest of the run goes to those that answer.
 - Deadlines: ``timeout_s`` bounds each attempt as a whole (connect, headers and body), not each read: a body trickled
   one byte at a time cannot keep a request open.
 - Secrets: the key is read from its environment variable when a run starts, refused (one line, never shown) when it
@@ -35,6 +39,8 @@ from ...redact import check_key_env, redact, remember
 log = logging.getLogger(__name__)
 
 RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
+#: consecutive transport failures after which a replica is dropped (while another is left)
+DEAD_AFTER = 2
 
 
 class ServedError(RuntimeError):
@@ -79,6 +85,7 @@ class _Replica:
     limit: int
     inflight: int = 0
     work: int = 0
+    failures: int = 0       # consecutive attempts that failed in transport
 
 
 class _Bucket:
@@ -116,8 +123,10 @@ class ClientConfig:
     max_retries: int = 6
     backoff_base_s: float = 0.5
     backoff_max_s: float = 30.0
-    max_retry_after_s: float = 300.0
+    retry_budget_s: float = 120.0
     stats: dict = field(default_factory=lambda: {"requests": 0, "retries": 0, "errors": 0})
+    #: replicas dropped as dead (shared by every copy of this config, so later calls skip them too)
+    dropped: set = field(default_factory=set)
 
 
 def api_key(env: str | None) -> str | None:
@@ -172,11 +181,12 @@ def _short(text: str, n: int = 300) -> str:
 
 async def _send_one(client, cfg: ClientConfig, replicas: list[_Replica], cond: asyncio.Condition, buckets,
                     req: Request, headers: dict):
-    attempt = 0
+    attempt, waited = 0, 0.0
     while True:
         async with cond:
             while True:
-                free = [r for r in replicas if r.inflight < r.limit]
+                live = [r for r in replicas if r.url not in cfg.dropped] or replicas
+                free = [r for r in live if r.inflight < r.limit]
                 if free:
                     rep = min(free, key=lambda r: (r.work, r.inflight))
                     rep.inflight += 1
@@ -186,7 +196,7 @@ async def _send_one(client, cfg: ClientConfig, replicas: list[_Replica], cond: a
         await buckets[0].take(1)
         await buckets[1].take(req.cost)
         url = rep.url.rstrip("/") + req.path
-        err, wait = None, None
+        err, wait, resp = None, None, None
         try:
             cfg.stats["requests"] += 1
             # the deadline bounds the whole attempt; httpx's own timeout bounds each read (a trickled body resets it)
@@ -201,6 +211,8 @@ async def _send_one(client, cfg: ClientConfig, replicas: list[_Replica], cond: a
             async with cond:
                 rep.inflight -= 1
                 rep.work -= req.cost
+                rep.failures = 0 if resp is not None else rep.failures + 1
+                _drop_if_dead(cfg, replicas, rep, err)
                 cond.notify_all()
         if resp is not None:
             if resp.status_code == 200:
@@ -214,25 +226,47 @@ async def _send_one(client, cfg: ClientConfig, replicas: list[_Replica], cond: a
                                 f"environment variable {cfg.api_key_env or '(none: the spec has no api_key_env)'}; "
                                 "check that variable (its value is not shown)")
             if resp.status_code in (404, 405, 501):
-                raise EndpointMissing(f"the server at {url} has no endpoint {req.path} (HTTP {resp.status_code})")
+                hint = ""
+                if resp.status_code == 404 and not rep.url.rstrip("/").endswith("/v1"):
+                    hint = (f"; OpenAI-compatible servers answer under /v1: try base_url "
+                            f"{rep.url.rstrip('/')}/v1")
+                raise EndpointMissing(f"the server at {url} has no endpoint {req.path} (HTTP {resp.status_code})"
+                                      + hint)
             if resp.status_code not in RETRY_STATUS:
                 raise Refused(f"request {req.name or req.path}: HTTP {resp.status_code} from {url}: "
                               f"{_short(resp.text)}")
             err, wait = f"HTTP {resp.status_code} from {url}: {_short(resp.text, 120)}", _retry_after(resp)
-            if wait is not None and wait > cfg.max_retry_after_s:
-                log.warning("request %s: the server at %s asked to wait %.0f s (Retry-After); waited at most "
-                            "max_retry_after_s=%g s instead", req.name or req.path, url, wait, cfg.max_retry_after_s)
-                wait = cfg.max_retry_after_s
         cfg.stats["errors"] += 1
+        name = req.name or req.path
         if attempt >= cfg.max_retries:
-            raise ServedError(f"request {req.name or req.path} failed after {attempt + 1} attempts; last error: {err}")
+            raise ServedError(f"request {name} failed after {attempt + 1} attempts; last error: {err}")
+        left = cfg.retry_budget_s - waited
+        if left <= 0:
+            raise ServedError(f"request {name} failed after {attempt + 1} attempts and {waited:.1f} s of waits, its "
+                              f"whole retry_budget_s={cfg.retry_budget_s:g} s; last error: {err}. Rerun later (answers "
+                              "received are cached) or raise retry_budget_s in the model spec")
         backoff = random.uniform(0, min(cfg.backoff_max_s, cfg.backoff_base_s * 2 ** attempt))   # full jitter
         attempt += 1
         cfg.stats["retries"] += 1
-        delay = max(backoff, wait or 0.0)
-        log.warning("request %s: %s; retried (attempt %d of at most %d) after %.1f s", req.name or req.path, err,
-                    attempt + 1, cfg.max_retries + 1, delay)
+        delay = min(max(backoff, wait or 0.0), left)
+        asked = f" (Retry-After asked {wait:.0f} s)" if wait is not None and wait > delay else ""
+        log.warning("request %s: %s; waiting %.1f s%s, then attempt %d of at most %d (retry budget: %.1f of %g s "
+                    "left after this wait)", name, err, delay, asked, attempt + 1, cfg.max_retries + 1,
+                    left - delay, cfg.retry_budget_s)
+        waited += delay
         await asyncio.sleep(delay)
+
+
+def _drop_if_dead(cfg: ClientConfig, replicas: list[_Replica], rep: _Replica, err: str | None) -> None:
+    """Drop ``rep`` (warning once) when its last :data:`DEAD_AFTER` attempts failed in transport and another replica
+    is still live: the run goes on with the replicas that answer."""
+    if rep.failures < DEAD_AFTER or rep.url in cfg.dropped:
+        return
+    live = [r.url for r in replicas if r.url not in cfg.dropped and r.url != rep.url]
+    if live:
+        cfg.dropped.add(rep.url)
+        log.warning("replica %s dropped for the rest of the run: its last %d attempts failed (%s); continuing on %s",
+                    rep.url, rep.failures, err, ", ".join(live))
 
 
 async def _read(client, req: Request, url: str, headers: dict, timeout: float):

@@ -60,7 +60,7 @@ import pandas as pd
 
 from .. import labels as labels_mod
 from .base import CAPABILITIES, Backend
-from .client import (AuthError, ClientConfig, InvalidResponse, Refused, Request, ServedError, get_json,
+from .client import (DEAD_AFTER, AuthError, ClientConfig, InvalidResponse, Refused, Request, ServedError, get_json,
                      run_requests)
 
 log = logging.getLogger(__name__)
@@ -116,7 +116,7 @@ class ServedBackend(Backend):
                                 requests_per_minute=self.spec.requests_per_minute,
                                 tokens_per_minute=self.spec.tokens_per_minute, timeout_s=self.spec.timeout_s,
                                 max_retries=self.spec.max_retries,
-                                max_retry_after_s=self.spec.max_retry_after_s)
+                                retry_budget_s=self.spec.retry_budget_s)
         self.probe_path = Path(probe_dir) / "served-probes.json" if probe_dir else None
         self._probe: dict | None = None
         self.stats = self.cfg.stats
@@ -172,7 +172,7 @@ class ServedBackend(Backend):
 
     def _post_once(self, path: str, body: dict, retries: bool = True, url: str | None = None):
         box: dict = {}
-        cfg = dataclasses.replace(self.cfg, base_urls=[url or self.spec.base_urls[0]],
+        cfg = dataclasses.replace(self.cfg, base_urls=[url or self._live()[0]],
                                   max_retries=self.cfg.max_retries if retries else 0)
         run_requests(cfg, [Request(path, body, 8, f"capability probe {path}")],
                      lambda i, r: box.setdefault("r", r))
@@ -210,6 +210,32 @@ class ServedBackend(Backend):
                 return False
         return True
 
+    def _live(self) -> list[str]:
+        """The replicas not dropped as dead (:mod:`.client`)."""
+        return [u for u in self.spec.base_urls if u not in self.cfg.dropped] or list(self.spec.base_urls)
+
+    def _answering(self) -> list[str]:
+        """The replicas that answer ``GET /models``; with several, one that fails in transport :data:`DEAD_AFTER`
+        times running is dropped with a warning while another answers (as the client drops one mid-run)."""
+        urls = list(self.spec.base_urls)
+        if len(urls) == 1:
+            return urls
+        cfg = dataclasses.replace(self.cfg, max_retries=DEAD_AFTER - 1)
+        live, first_error = [], None
+        for url in urls:
+            try:
+                get_json(cfg, "/models", url)
+                live.append(url)
+            except (AuthError, Refused):
+                raise
+            except ServedError as exc:
+                first_error = first_error or exc
+                self.cfg.dropped.add(url)
+                log.warning("replica %s dropped: it does not answer (%s)", url, exc)
+        if not live:
+            raise first_error
+        return live
+
     def _listed(self, url: str) -> tuple[str, list]:
         """The model id the server at ``url`` serves for the spec's model (``GET /models``), and what it lists."""
         models = get_json(self.cfg, "/models", url)
@@ -224,7 +250,7 @@ class ServedBackend(Backend):
         return self.spec.model, ids[:20]
 
     def _run_probe(self) -> dict:
-        urls = list(self.spec.base_urls)
+        urls = self._answering()
         model_id, listed = self._listed(urls[0])
         res = {"model_id": model_id, "listed": listed, "response_model": None}
         m = {"model": self.spec.model}
@@ -310,7 +336,7 @@ class ServedBackend(Backend):
         return {c: bool(have.get(c)) for c in CAPABILITIES}
 
     def lacks(self, cap: str, why: str = "") -> CapabilityError:
-        return CapabilityError(f"model {self.lm.name!r} (served at {self.spec.base_urls[0]}) lacks capability "
+        return CapabilityError(f"model {self.lm.name!r} (served at {self._live()[0]}) lacks capability "
                                f"{cap!r}{' needed by ' + why if why else ''}: {WAY_OUT[cap]}")
 
     def require(self, capabilities: Sequence[str], why: str = "") -> None:
