@@ -16,10 +16,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Mapping
 
 import numpy as np
 import pandas as pd
-import yaml
 
 from . import plan as P
 from .stats import calibration as C
@@ -117,9 +117,24 @@ def multifactor_instances(tables: Path, benchmark: str, data: pd.DataFrame | Non
     return out
 
 
+def _stratified(y: np.ndarray, frame: pd.DataFrame) -> dict:
+    """The stratified design of ``y`` (one value per row of ``frame``, NaN: no outcome, left out within its stratum
+    which keeps its population size N_h = sum of the design weights N_h/n_h, as :mod:`biaslab.stats.stratified`
+    does); an unweighted table (no ``stratum``/``weight``) is one stratum."""
+    from .stats.stratified import has_design
+    ok = np.isfinite(y)
+    if not has_design(frame):
+        return {"y": y[ok]}
+    pop = frame.groupby(frame["stratum"].astype(str))["weight"].sum().to_dict()
+    return {"y": y[ok], "strata": frame["stratum"].astype(str).to_numpy()[ok], "population": pop}
+
+
 def crows_instances(tables: Path) -> list[Instance]:
-    """Notebook 3's ``lpbs-mean`` (per-pair normalized log-probability differences, pairs independent) and
-    ``stereotype-share`` (1 when log P(more) > log P(less), ties left out) from ``pair_scores.csv``."""
+    """Notebook 3's ``lpbs-mean`` (per-pair normalized log-probability differences) and ``stereotype-share`` (1 when
+    log P(more) > log P(less), ties left out within their bias type) from ``pair_scores.csv``: pairs independent,
+    stratified by bias type and weighted to the file where the table carries the sampling design (``stratum``,
+    ``weight``); the rebuilt weighted estimate must equal the table's."""
+    from .benchmarks.crows_pairs import likelihood_preferences
     tables = Path(tables)
     pairs = _read(tables / "pair_scores.csv")
     out = []
@@ -130,10 +145,12 @@ def crows_instances(tables: Path) -> list[Instance]:
             if col:
                 y, null, binary = g[col].to_numpy(float), 0.0, False
             else:
-                dl = g["d_logprob"].to_numpy(float)
-                y, null, binary = (dl[dl != 0] > 0).astype(float), 0.5, True
-            _check(where, claim_col, float(y.mean()), float(getattr(r, claim_col)))
-            d = C.Design(y, None, null=null, binary=binary, label=f"{r.dataset}, {r.model}: {y.size} pairs (independent)")
+                y = np.asarray(likelihood_preferences(g["logp_more"], g["logp_less"]), dtype=float)
+                null, binary = 0.5, True
+            d = C.Design(**_stratified(y, g), null=null, binary=binary,
+                         label=f"{r.dataset}, {r.model}: {int(np.isfinite(y).sum())} pairs (independent)")
+            _check(where, claim_col, float(d.W @ (np.bincount(d.h, weights=d.y) / np.bincount(d.h))),
+                   float(getattr(r, claim_col)))
             out.append(Instance("03_crows_pairs_bayes", r.claim, r.family, f"{r.model} · {r.dataset}", d))
     return out
 
@@ -173,13 +190,25 @@ def compare_instances(root: Path, tables: Path) -> list[Instance]:
         both = both[both["unit"].isin(common)]
         if m.kind == "bbq":
             both = T._derive(m, both)
+        where = f"{tables}/paired_differences.csv ({r.metric}, {r.model_a} - {r.model_b})"
+        if m.stratified and "weight" in both:       # every unit of the file (a tie: left out within its stratum)
+            units = both.drop_duplicates("unit").set_index("unit")
+            wide = both.pivot_table(index="unit", columns="model", values=m.outcome, aggfunc="mean",
+                                    dropna=False).reindex(units.index)
+            y = (wide[r.model_a] - wide[r.model_b]).to_numpy(float)
+            d = C.Design(**_stratified(y, units.reset_index()), binary=True,
+                         label=f"{r.metric}: {r.model_a} - {r.model_b}, {int(np.isfinite(y).sum())} units, "
+                               "stratified, units independent")
+            _check(where, "difference", float(d.W @ (np.bincount(d.h, weights=d.y) / np.bincount(d.h))),
+                   float(r.difference))
+            out.append(Instance("05_compare", r.claim, r.family, f"{r.metric} · {r.model_a} - {r.model_b}", d))
+            continue
         both = both[both[m.outcome].notna()]
         wide = both.pivot_table(index="unit", columns="model", values=m.outcome, aggfunc="mean").dropna()
         first = both.drop_duplicates("unit").set_index("unit").reindex(wide.index)
         cl, _ = T.design(m, both)
         cols = [cl] if isinstance(cl, str) else list(cl or [])
         y = (wide[r.model_a] - wide[r.model_b]).to_numpy(float)
-        where = f"{tables}/paired_differences.csv ({r.metric}, {r.model_a} - {r.model_b})"
         _check(where, "difference", float(y.mean()), float(r.difference))
         d = C.Design(y, _labels(first, cols) if cols else None, binary=m.kind == "binary",
                      label=f"{r.metric}: {r.model_a} - {r.model_b}, {y.size} units, clusters "
@@ -237,30 +266,32 @@ def run(out, notebook: str, replications: int, seed: int = 0, root: Path | None 
 
 
 # ------------------------------------------------------------------------------------------------ familywise error
-def budget_shares(plan_path: str | Path | None = None) -> tuple[dict[str, float], str]:
-    """The plan's ``budget.shares`` (notebook -> share of alpha), or equal shares over :data:`NOTEBOOKS` where the
-    plan has no budget block yet (said in the second value)."""
-    raw = yaml.safe_load(Path(plan_path or P.DEFAULT).read_text())
-    shares = (raw.get("budget") or {}).get("shares")
-    if shares:
-        total = sum(shares.values())
-        if not math.isclose(total, 1.0, abs_tol=1e-9):
-            raise ValueError(f"{plan_path or P.DEFAULT}: budget.shares sum to {total}, not 1; fix the shares")
-        return {k: float(v) for k, v in shares.items()}, "the plan's budget.shares"
-    return {nb: 1 / len(NOTEBOOKS) for nb in NOTEBOOKS}, "equal shares (the plan has no budget block)"
-
-
-def family_sizes(root: Path) -> dict[str, set]:
-    """notebook -> the families of its claims in the committed tables (tested or not: the run's families)."""
-    fams: dict[str, set] = {}
+def budget_of(root: Path, plan: "P.Plan") -> tuple[dict[str, float], dict[str, int]]:
+    """Per notebook, the share of alpha and the number of families its confirmatory rows were decided with: the
+    decided rows' ``share`` and ``n_families`` columns (:func:`biaslab.stats.verdict.budget_decisions`; notebook 1
+    decides each benchmark x model pair as one family of one budget) where the committed tables carry them, else
+    the plan's ``budget.shares`` and the distinct families of the rows. A share that differs from the plan's is
+    refused (the run was decided under another plan)."""
+    shares, n_fam, fams = dict(plan.shares), {}, {}
     for nb in NOTEBOOKS:
-        for p in sorted((Path(root) / nb).rglob("tables/*.csv")):
-            cols = ["claim", "family", "family_kind"]
-            if set(cols) <= set(_read_header(p)):
-                t = pd.read_csv(p, usecols=cols)
-                t = t[t["claim"].fillna("").ne("") & (t["family_kind"] == "confirmatory")]
-                fams.setdefault(nb, set()).update(t["family"])
-    return fams
+        for path in sorted((Path(root) / nb).rglob("tables/*.csv")):
+            head = _read_header(path)
+            if not {"claim", "family", "family_kind"} <= set(head):
+                continue
+            t = pd.read_csv(path, usecols=[c for c in head if c in ("claim", "family", "family_kind", "n_families",
+                                                                     "share")])
+            t = t[t["claim"].fillna("").ne("") & (t["family_kind"] == "confirmatory")]
+            fams.setdefault(nb, set()).update(t["family"])
+            if "n_families" in t and t["n_families"].notna().any():
+                n_fam[nb] = max(n_fam.get(nb, 0), int(t["n_families"].max()))
+            if "share" in t and t["share"].notna().any():
+                got = sorted(set(t["share"].dropna().astype(float)))
+                if len(got) > 1 or not math.isclose(got[0], plan.share(nb), rel_tol=1e-9):
+                    raise ValueError(f"{path}: decided with budget share {got} for {nb}, the plan {plan.path} says "
+                                     f"{plan.share(nb)}; rerun the notebook under this plan or pass the run's plan")
+    for nb, f in fams.items():
+        n_fam[nb] = max(n_fam.get(nb, 0), len(f))
+    return shares, n_fam
 
 
 def all_instances(root: Path) -> list[Instance]:
@@ -277,56 +308,64 @@ def all_instances(root: Path) -> list[Instance]:
     return insts
 
 
-def holm_rows(p: np.ndarray) -> np.ndarray:
-    """Holm-adjusted p-values of every row of (R x m) p-values at once (Holm 1979: the i-th smallest times
-    ``m - i + 1``, running maximum, capped at 1): :func:`biaslab.stats.multiplicity.adjust` row by row, vectorised
-    for the simulation (a test checks they agree)."""
-    m = p.shape[1]
-    order = np.argsort(p, axis=1)
-    adj = np.minimum(np.maximum.accumulate(np.take_along_axis(p, order, 1) * (m - np.arange(m)), axis=1), 1.0)
-    out = np.empty_like(adj)
-    np.put_along_axis(out, order, adj, 1)
-    return out
+def budget_rejections(p: np.ndarray, insts: list[Instance], shares: Mapping[str, float],
+                      n_families: Mapping[str, int], alpha: float = 0.05) -> np.ndarray:
+    """(R x I) rejections of R replications of the I instances under the error budget, by the verdict layer's own
+    rule (:func:`biaslab.stats.verdict.budget_decisions`: Holm within each family at ``alpha * share /
+    n_families``; each replication its own families)."""
+    from .stats.verdict import budget_decisions
+    reps, m = p.shape
+    if not m:
+        return np.zeros(p.shape, dtype=bool)
+    rows = pd.DataFrame({"replicate": np.repeat(np.arange(reps), m),
+                         "notebook": np.tile([i.notebook for i in insts], reps),
+                         "family": [f"{r}|{i.family}" for r in range(reps) for i in insts], "p": p.ravel()})
+    nf = {nb: max(int(n_families.get(nb, 0)), len({i.family for i in insts if i.notebook == nb}))
+          for nb in {i.notebook for i in insts}}
+    return budget_decisions(rows, alpha, shares, nf)["rejected"].fillna(False).to_numpy(bool).reshape(reps, m)
 
 
-def budget_rejections(p: np.ndarray, insts: list[Instance], shares: dict, n_families: dict,
-                      alpha: float = 0.05) -> np.ndarray:
-    """(R x I) rejections under the budget: Holm within each family at ``alpha * share / n_families`` (equivalently
-    ``p_holm * n_families / share < alpha``, the plan's project-scale adjusted p)."""
-    rej = np.zeros(p.shape, dtype=bool)
-    fam = pd.Series([i.family for i in insts])
-    for f, idx in fam.groupby(fam).groups.items():
-        nb = insts[idx[0]].notebook
-        scale = n_families[nb] / shares[nb]
-        cols = list(idx)
-        adj = holm_rows(p[:, cols])
-        rej[:, cols] = np.minimum(adj * scale, 1.0) < alpha
-    return rej
+def unsplit_rejections(p: np.ndarray, insts: list[Instance], alpha: float = 0.05) -> np.ndarray:
+    """(R x I) rejections under Holm at ``alpha`` within each family and no split across families (the rule the
+    budget replaces; :func:`biaslab.stats.multiplicity.holm_by_family`)."""
+    from .stats.multiplicity import holm_by_family
+    reps, m = p.shape
+    if not m:
+        return np.zeros(p.shape, dtype=bool)
+    fam = pd.Series([f"{r}|{i.family}" for r in range(reps) for i in insts])
+    p_holm, _ = holm_by_family(pd.Series(p.ravel()), fam, pd.Series(alpha, index=fam.index))
+    return (p_holm < alpha).to_numpy().reshape(reps, m)
 
 
-def fwer(root: Path, replications: int, seed: int = 0, alpha: float = 0.05,
-         plan_path: str | Path | None = None, insts: list[Instance] | None = None) -> pd.DataFrame:
+def fwer(root: Path, replications: int, seed: int = 0, alpha: float | None = None, plan=None,
+         insts: list[Instance] | None = None, shares: Mapping[str, float] | None = None,
+         n_families: Mapping[str, int] | None = None) -> pd.DataFrame:
     """Familywise error of the headline table under the global null: every instance's data swapped / relabelled
-    within clusters (independently across instances), each claim's test, the budget applied, the share of
-    replications with at least one false "distinguishable", with its Monte Carlo SE. Also the same count under
-    Holm at alpha within each family and no split (the rule the budget replaces), for comparison."""
+    within clusters (independently across instances), each claim's test, the budget applied as the run decided it
+    (:func:`budget_of`; ``shares``/``n_families`` override it), the share of replications with at least one false
+    "distinguishable", with its Monte Carlo SE. Also the same count under Holm at alpha within each family and no
+    split, for comparison. ``plan``: a :class:`biaslab.plan.Plan` or its path (default the repository's)."""
+    plan = plan if isinstance(plan, P.Plan) else P.load(plan)
+    alpha = plan.alpha if alpha is None else alpha
     insts = all_instances(root) if insts is None else insts
     sim = [i for i in insts if i.design is not None]
-    shares, source = budget_shares(plan_path)
-    fams = family_sizes(root)
-    for i in sim:
-        fams.setdefault(i.notebook, set()).add(i.family)
-    n_fam = {nb: len(f) for nb, f in fams.items()}
+    run_shares, run_fam = budget_of(root, plan)
+    shares = dict(shares or run_shares)
+    n_fam = dict(run_fam)
+    n_fam.update(n_families or {})
     p = np.column_stack([C.simulate(i.claim, i.design, replications, seed + k, alpha)["p"] for k, i in enumerate(sim)]
                         ) if sim else np.ones((replications, 0))          # no tested claim: no false rejection
+    for i in sim:
+        n_fam[i.notebook] = max(n_fam.get(i.notebook, 0), len({j.family for j in sim if j.notebook == i.notebook}))
     rows = []
     for rule, rej in (("budget", budget_rejections(p, sim, shares, n_fam, alpha)),
-                      ("holm within families, no split", budget_rejections(
-                          p, sim, {nb: 1.0 for nb in n_fam}, {nb: 1 for nb in n_fam}, alpha))):
+                      ("holm within families, no split", unsplit_rejections(p, sim, alpha))):
         f = float(np.mean(rej.any(axis=1)))
         rows.append({"rule": rule, "instances": len(sim), "not_simulated": len(insts) - len(sim),
                      "families": sum(n_fam.values()), "replications": replications, "alpha": alpha, "fwer": f,
-                     "fwer_mc_se": math.sqrt(f * (1 - f) / replications), "shares": source, "seed": seed})
+                     "fwer_mc_se": math.sqrt(f * (1 - f) / replications),
+                     "shares": "; ".join(f"{nb} {shares[nb]:g} over {n_fam[nb]} families" for nb in sorted(n_fam)),
+                     "seed": seed})
     return pd.DataFrame(rows)
 
 
@@ -335,7 +374,7 @@ def write_fwer(root: Path, replications: int = FWER_REPLICATIONS, seed: int = 0,
     """:func:`fwer` over the outputs under ``root``, written to ``root/fwer.csv``."""
     if replications < 1:
         raise ValueError(f"--replications must be >= 1, got {replications}")
-    table = fwer(Path(root), replications, seed, plan_path=plan_path)
+    table = fwer(Path(root), replications, seed, plan=plan_path)
     path = Path(root) / "fwer.csv"
     table.to_csv(path, index=False)
     return table, path
