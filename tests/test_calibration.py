@@ -146,3 +146,20 @@ def test_paired_rule_follows_paired_difference_when_every_cluster_is_one_unit():
         assert r["p"][0] == pytest.approx(lib["p_value"], rel=1e-9), (binary, n)
         if n < 30:                                      # the interval: the wild bootstrap's, as mean_inference's
             assert "wild cluster bootstrap" in r["method"] and "wild cluster bootstrap" in lib["ci_method"]
+
+
+def test_permutation_rule_is_the_calm_permutation_test_and_its_size_is_at_most_alpha():
+    from biaslab.papers.calm import bias as cb
+    rng = np.random.default_rng(0)
+    ref = np.sort(rng.gamma(2.0, 10.0, 999))
+
+    def draw(n, seed):                   # a continuous permutation null
+        return np.random.default_rng(seed).gamma(2.0, 10.0, n)
+    d = C.Design(np.array([30.0]), None, draw=draw, reference=ref, units=12)
+    r = C.permutation_rule(np.array([[30.0], [80.0]]), d)
+    assert r["p"] == pytest.approx([(1 + (ref >= 30).sum()) / 1000, (1 + (ref >= 80).sum()) / 1000])
+    row = C.calibration_row("calm-eq1", d, 4000, seed=2)
+    assert row["clusters"] == 12 and row["cluster_sizes"] == ""
+    assert abs(row["type_i_error"] - 0.05) < 4 * row["type_i_mc_se"] + 0.01       # conditional on the reference
+    assert 0.85 < row["coverage"] < 0.95                          # the 90 % location-shift interval
+    assert "permutation" in row["test"] and callable(cb.permutation_draws)

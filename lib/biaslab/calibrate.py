@@ -32,9 +32,9 @@ MULTIFACTOR_CLUSTERS = {"ssqa": ["template", "stigma"], "bbq": ["template"], "ca
                         "crows_pairs": ["pair_id"], "agentic": ["scenario_id"]}
 #: the notebooks with confirmatory claims, in the order of the headline table
 NOTEBOOKS = ("01_multifactor", "02_calm", "03_crows_pairs_bayes", "04_agentic_entropy", "05_compare")
-#: claims with no calibration entry yet, and why (reported in calibration.csv's ``test`` column, never simulated)
-NOT_CALIBRATED = {"calm-eq1": "not calibrated here: a template-level permutation test is exact by construction "
-                              "under exchangeable group labels; its redefined interval is calibrated when it lands"}
+#: claims with no calibration entry, and why (reported in calibration.csv's ``test`` column, never simulated):
+#: every plan claim has one (:data:`biaslab.stats.calibration.TESTS`)
+NOT_CALIBRATED: dict[str, str] = {}
 
 
 @dataclass
@@ -217,20 +217,59 @@ def compare_instances(root: Path, tables: Path) -> list[Instance]:
     return out
 
 
-def calm_instances(tables: Path) -> list[Instance]:
-    """Notebook 2's claim instances, listed without a design (:data:`NOT_CALIBRATED`)."""
-    rows = _tested(_read(Path(tables) / "bias_scores.csv"))
-    return [Instance("02_calm", r.claim, r.family, str(r.model), None) for r in rows.itertuples()]
+def _run_seed(tables: Path) -> int:
+    """The seed a notebook ran with: its MANIFEST's parameters (the notebooks' default 0 where not overridden)."""
+    import json
+    m = Path(tables).parent / "MANIFEST.json"
+    return int(json.loads(m.read_text()).get("parameters", {}).get("seed", 0)) if m.is_file() else 0
+
+
+def calm_instances(tables: Path, data: pd.DataFrame | None = None, seed: int | None = None) -> list[Instance]:
+    """Notebook 2's ``calm-eq1``: the overall eq.-1 score of the paper variant against its permutation null, rebuilt
+    from ``responses.csv`` (or ``data``, the notebook's responses): the run's own reference permutations (its
+    ``n_perm`` and ``seed``, default the run's MANIFEST's), which must reproduce the committed score, floor and p, and
+    fresh permutation draws as the null replications (:func:`biaslab.stats.calibration.permuted`)."""
+    from .papers.calm import bias as cb
+    tables = Path(tables)
+    rows = _tested(_read(tables / "bias_scores.csv"))
+    if rows.empty:
+        return []
+    resp = _read(tables / "responses.csv") if data is None else data
+    result = cb.bias_scores(resp, "paper")
+    seed = _run_seed(tables) if seed is None else seed
+    refs = {}
+    out = []
+    for r in rows.itertuples():
+        where = f"{tables}/bias_scores.csv ({r.model}, {r.variant}, {r.task}, {r.bias_type})"
+        if r.variant != "paper":
+            raise ValueError(f"{where}: calm-eq1 is calibrated on the paper variant; the plan's rows select it")
+        n_perm = int(r.n_perm)
+        if n_perm not in refs:               # notebook 2 draws every model's permutations at once, with its seed
+            refs[n_perm] = cb.permutation_draws(resp, result, n_perm, seed)
+        obs, ref = refs[n_perm][r.model][(r.task, r.bias_type)]
+        ref = ref[np.isfinite(ref)]
+        _check(where, "eq.-1 score", float(obs), float(r.bias_score))
+        _check(where, "permutation floor (seed {seed})".format(seed=seed), float(ref.mean()), float(r.null_mean))
+        p = (1 + int((ref >= obs - 1e-12).sum())) / (1 + ref.size)
+        _check(where, "permutation p", p, float(r.p_value))
+        d = C.Design(np.array([obs]), None, reference=ref, units=int(r.n_clusters),
+                     draw=lambda n, s, m=r.model, k=(r.task, r.bias_type): cb.permutation_draws(
+                         resp[resp["model"] == m], result, n, s)[m][k][1],
+                     label=f"{r.model}: eq.-1 score over {int(r.n_templates_used)} templates, group labels "
+                           f"permuted within template ({ref.size} reference permutations)")
+        out.append(Instance("02_calm", r.claim, r.family, str(r.model), d))
+    return out
 
 
 def instances(notebook: str, tables: Path, root: Path | None = None, data: pd.DataFrame | None = None,
-              benchmark: str | None = None) -> list[Instance]:
+              benchmark: str | None = None, seed: int | None = None) -> list[Instance]:
     """The tested claim instances of one run (``tables``: its tables folder; ``root``: the outputs folder notebook
-    5 reads; ``benchmark`` and ``data``: notebook 1's)."""
+    5 reads; ``benchmark``: notebook 1's; ``data``: notebook 1's or 2's responses; ``seed``: the run's, where a
+    design re-draws the run's own permutations, default its MANIFEST's)."""
     if notebook == "01_multifactor":
         return multifactor_instances(tables, benchmark, data)
     if notebook == "02_calm":
-        return calm_instances(tables)
+        return calm_instances(tables, data, seed)
     if notebook == "03_crows_pairs_bayes":
         return crows_instances(tables)
     if notebook == "04_agentic_entropy":
@@ -260,7 +299,7 @@ def run(out, notebook: str, replications: int, seed: int = 0, root: Path | None 
         data: pd.DataFrame | None = None, benchmark: str | None = None, alpha: float = 0.05) -> pd.DataFrame:
     """The one call per notebook: calibrate the run's tested claim instances (read from ``out.tables``) and write
     ``tables/calibration.csv``. Returns the table."""
-    table = calibration_table(instances(notebook, out.tables, root, data, benchmark), replications, seed, alpha)
+    table = calibration_table(instances(notebook, out.tables, root, data, benchmark, seed), replications, seed, alpha)
     out.table(table, "calibration")
     return table
 

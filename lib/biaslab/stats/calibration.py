@@ -16,6 +16,8 @@ Simulators (model-free: the run's own values, resampled):
   ``s_g = +-1`` (a paired difference of two models, a log-probability difference of the two sentences, a 0/1
   preference about 0.5). Exact under the null that the arms are exchangeable; every cluster keeps its size and
   its within-cluster pattern. Crossed designs flip the first clustering dimension (template), the one G counts.
+* :func:`permuted` draws a statistic of a data set whose group labels are permuted within clusters (CALM's eq.-1
+  score: its own permutation null, one draw per replication);
 * :func:`relabel` permutes the category labels inside every cluster at random (the uniform null of a choice among
   ``k`` categories: each category's expected share is exactly 1/k; the clusters keep their sizes and concentration).
 
@@ -30,6 +32,8 @@ tests/test_calibration.py):
 * :func:`stratified_rule` :func:`biaslab.stats.stratified.stratified_mean`: the design-based t of a stratified
   sample's weighted mean (the CrowS-Pairs claims; a unit's sign flip keeps it in its stratum, so every stratum's
   mean is symmetric about the null and the weighted mean's null holds);
+* :func:`permutation_rule` the one-sided permutation test of the eq.-1 excess and its location-shift interval,
+  against the run's own reference permutations;
 * :func:`rao_scott` :func:`biaslab.stats.clustered.rao_scott_gof` against the uniform null, with the coverage of
   Cohen's w's noncentral-F interval (it covers w = 0 exactly when p >= alpha).
 
@@ -60,7 +64,10 @@ class Design:
     clustering dimension (None: units independent), ``null`` the claim's null value, ``categories`` the number of
     categories of a choice test, ``label`` a short description for ``calibration.csv``; a stratified sample also
     gives ``strata`` (one label per unit with an outcome) and ``population`` (stratum -> N_h, the stratum's units in
-    the population, missing outcomes included: the weighting-class rule of :mod:`biaslab.stats.stratified`)."""
+    the population, missing outcomes included: the weighting-class rule of :mod:`biaslab.stats.stratified`). A
+    permutation test's design gives instead ``y`` its observed statistic, ``draw(n, seed)`` n draws of the statistic
+    from its permutation null, ``reference`` the run's own permutation draws its p was computed against, and
+    ``units`` the clusters whose labels are permuted (reported as ``clusters``)."""
     y: np.ndarray
     clusters: list[np.ndarray] | None = None
     null: float = 0.0
@@ -69,6 +76,9 @@ class Design:
     label: str = ""
     strata: np.ndarray | None = None
     population: dict | None = None
+    draw: Callable[[int, int], np.ndarray] | None = None
+    reference: np.ndarray | None = None
+    units: int = 0
     dims: list[np.ndarray] = field(init=False)
 
     def __post_init__(self):
@@ -92,11 +102,15 @@ class Design:
 
     @property
     def n_clusters(self) -> int:
+        if self.units:
+            return self.units
         return int(min(d.max() + 1 for d in self.dims)) if self.y.size else 0
 
     @property
     def cluster_sizes(self) -> str:
         """min-median-max units per cluster of the first dimension."""
+        if self.units:                       # a permutation design: the clusters' labels are permuted, not resampled
+            return ""
         s = np.bincount(self.dims[0])
         return f"{s.min()}-{int(np.median(s))}-{s.max()}" if s.size else ""
 
@@ -113,6 +127,12 @@ def relabel(d: Design, reps: int, rng: np.random.Generator) -> np.ndarray:
     k, c = d.categories, d.dims[0]
     perm = np.argsort(rng.random((reps, int(c.max()) + 1, k)), axis=2)        # one permutation per cluster
     return np.take_along_axis(perm[:, c, :], d.y.astype(int)[None, :, None], axis=2)[:, :, 0].astype(float)
+
+
+def permuted(d: Design, reps: int, rng: np.random.Generator) -> np.ndarray:
+    """(R x 1) statistics of data sets relabelled at random within their clusters: a relabelled data set is one of
+    the permutations, so its statistic is one draw from the permutation null (``d.draw``)."""
+    return np.asarray(d.draw(reps, int(rng.integers(2 ** 31))), dtype=float).reshape(reps, 1)
 
 
 # ------------------------------------------------------------------------------------------------ tests
@@ -229,6 +249,23 @@ def stratified_rule(y: np.ndarray, d: Design, alpha: float = 0.05, seed: int = 0
                                                   f"n = {y.shape[1]}"}
 
 
+def permutation_rule(y: np.ndarray, d: Design, alpha: float = 0.05, seed: int = 0) -> dict:
+    """The one-sided permutation test of :func:`biaslab.papers.calm.bias.permutation_test` against the run's own
+    reference draws (``d.reference``): ``p = (1 + #{reference >= y}) / (1 + B)``, and the interval of the excess
+    that inverts it under a location shift, ``[y - c_hi, y - c_lo]`` (c_hi the (m + 1)-th largest draw, m =
+    floor(alpha (B + 1)) - 1; c_lo its mirror), which covers the null excess 0 when ``c_lo <= y <= c_hi``. Size
+    and coverage are conditional on the run's reference draws, as its verdict is."""
+    v = np.sort(np.asarray(d.reference, dtype=float))
+    v = v[np.isfinite(v)]
+    obs = y[:, 0]
+    p = (1 + (v[None, :] >= obs[:, None] - 1e-12).sum(axis=1)) / (1 + v.size)
+    r = int(np.floor(alpha * (v.size + 1) + 1e-9)) - 1
+    c_hi, c_lo = (v[::-1][r], v[r]) if 0 <= r < v.size else (np.inf, -np.inf)
+    covers = (obs - c_hi <= 1e-12) & (obs >= c_lo)
+    return {"p": np.where(np.isfinite(obs), p, 1.0), "covers": covers | ~np.isfinite(obs),
+            "method": f"permutation test, one-sided, {v.size} reference permutations; location-shift interval"}
+
+
 def rao_scott(y: np.ndarray, d: Design, alpha: float = 0.05, seed: int = 0) -> dict:
     """First-order Rao-Scott goodness of fit to the uniform distribution for every row of category codes
     (:func:`biaslab.stats.clustered.rao_scott_gof`: ``X2 / max(delta, 1)`` referred to F(k - 1, (k - 1)(G - 1)))."""
@@ -258,6 +295,7 @@ TESTS: dict[str, tuple[Callable, Callable]] = {
     "ssqa-deviation-rate": (swap, paired_rule),
     "bbq-ambiguous": (swap, paired_rule),
     "crows-en-share": (swap, stratified_rule),
+    "calm-eq1": (permuted, permutation_rule),    # the eq.-1 score against the run's own permutation floor
 }
 
 
