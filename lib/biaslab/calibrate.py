@@ -32,19 +32,18 @@ MULTIFACTOR_CLUSTERS = {"ssqa": ["template", "stigma"], "bbq": ["template"], "ca
                         "crows_pairs": ["pair_id"], "agentic": ["scenario_id"]}
 #: the notebooks with confirmatory claims, in the order of the headline table
 NOTEBOOKS = ("01_multifactor", "02_calm", "03_crows_pairs_bayes", "04_agentic_entropy", "05_compare")
-#: claims with no calibration entry, and why (reported in calibration.csv's ``test`` column, never simulated):
-#: every plan claim has one (:data:`biaslab.stats.calibration.TESTS`)
-NOT_CALIBRATED: dict[str, str] = {}
 
 
 @dataclass
 class Instance:
-    """One tested claim instance: where it is decided and the design its test reads."""
+    """One tested claim instance: where it is decided and the design its test reads (None: ``why`` says why the
+    run's tables cannot rebuild it; every plan claim has a test in :data:`biaslab.stats.calibration.TESTS`)."""
     notebook: str
     claim: str
     family: str
     instance: str
     design: C.Design | None
+    why: str = ""
 
 
 def _read(path: Path) -> pd.DataFrame:
@@ -235,6 +234,10 @@ def calm_instances(tables: Path, data: pd.DataFrame | None = None, seed: int | N
     if rows.empty:
         return []
     resp = _read(tables / "responses.csv") if data is None else data
+    if resp.empty:              # notebook 2 writes responses.csv up to 50,000 rows (the paper profile has more)
+        return [Instance("02_calm", r.claim, r.family, str(r.model), None,
+                         "not simulated: the run wrote no responses.csv (over 50,000 responses); run the "
+                         "calibration inside notebook 2") for r in rows.itertuples()]
     result = cb.bias_scores(resp, "paper")
     seed = _run_seed(tables) if seed is None else seed
     refs = {}
@@ -288,7 +291,7 @@ def calibration_table(insts: list[Instance], replications: int, seed: int = 0, a
     rows = []
     for i, inst in enumerate(insts):
         if inst.design is None:
-            rows.append({"claim": inst.claim, "test": NOT_CALIBRATED.get(inst.claim, "no design"),
+            rows.append({"claim": inst.claim, "test": inst.why or "no design",
                          "design": inst.instance, "replications": 0, "alpha": alpha, "seed": seed + i})
             continue
         rows.append(C.calibration_row(inst.claim, inst.design, replications, seed + i, alpha))
