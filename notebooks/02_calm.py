@@ -387,8 +387,8 @@ display(Markdown(findings.accuracy_findings(avg) + "\n" + findings.bias_findings
 # **Sensitivity analyses** (pre-specified in the plan; `sensitivity.csv`): the claim recomputed with the same
 # permutations on the templates every model keeps (the discard rules leave the models on different templates), with no
 # task-level discard rule, with a stricter degenerate-responder check and with none; each alternative's p replaces the
-# primary's in its family at the family's share of the error budget, and `verdict_survives` says whether the primary
-# verdict holds.
+# primary's among the primaries it was decided with, at the same share of the error budget, and `verdict_survives`
+# says whether the primary verdict holds.
 
 # %%
 sens = sensitivity.sensitivity(resp, bias_scores, n_perm=n_permutations, seed=seed)
