@@ -162,15 +162,20 @@ def agentic_instances(tables: Path) -> list[Instance]:
     for r in _tested(_read(tables / "uniformity_tests.csv")).itertuples():
         cats = [c.rsplit(": ", 1)[0] for c in r.counts.split("; ")]
         g = resp[(resp["model"] == r.model) & (resp["class_type"] == r.class_type)]
-        where = f"{tables}/uniformity_tests.csv ({r.model}, {r.class_type})"
+        pol = getattr(r, "polarity", None)          # one instance per class type x question polarity
+        if isinstance(pol, str) and pol:
+            g = g[g["polarity"] == pol]
+        who = " · ".join(str(x) for x in (r.model, r.class_type, pol) if isinstance(x, str) and x)
+        where = f"{tables}/uniformity_tests.csv ({who})"
         unknown = set(g["top_group"].astype(str)) - set(cats)
         if unknown:
             raise ValueError(f"{where}: top groups {sorted(unknown)} are not among the row's groups {cats}")
         y = g["top_group"].astype(str).map({c: i for i, c in enumerate(cats)}).to_numpy(float)
         _check(where, "number of prompts", float(y.size), float(r.n))
         d = C.Design(y, _labels(g, ["scenario_id"]), categories=len(cats),
-                     label=f"{r.class_type}, {r.model}: {y.size} prompts, {len(cats)} groups, clusters scenario_id")
-        out.append(Instance("04_agentic_entropy", r.claim, r.family, f"{r.model} · {r.class_type}", d))
+                     label=f"{who}: {y.size} prompts, {len(cats)} groups, clusters scenario_id")
+        _check(where, "Rao-Scott p", float(C.rao_scott(y[None, :], d)["p"][0]), float(r.p_value), tol=1e-6)
+        out.append(Instance("04_agentic_entropy", r.claim, r.family, who, d))
     return out
 
 
