@@ -922,7 +922,8 @@ print(f"{len(oversize)} of {len(calibration)} claim instances reject a true null
 # ## Sensitivity analyses of the claims
 #
 # Each claim instance under the plan's pre-specified alternatives (invalid answers counted the other way, with the
-# tipping point; the degenerate-responder threshold; notebook 1's agentic entropy cut), decided by the primary's own family rule
+# tipping point; the degenerate-responder threshold; notebook 1's agentic entropy cut), each alternative's p replacing
+# the primary's among the primaries it was decided with, at the same share of the error budget
 # (`tables/sensitivity.csv`).
 
 # %%

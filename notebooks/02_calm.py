@@ -384,10 +384,11 @@ display(Markdown(findings.accuracy_findings(avg) + "\n" + findings.bias_findings
                  + findings.floor_findings(bias_scores)))
 
 # %% [markdown]
-# **Sensitivity analyses** (pre-specified in the plan; `sensitivity.csv`): the claim re-decided with the same
+# **Sensitivity analyses** (pre-specified in the plan; `sensitivity.csv`): the claim recomputed with the same
 # permutations on the templates every model keeps (the discard rules leave the models on different templates), with no
-# task-level discard rule, with a stricter degenerate-responder check and with none; `verdict_survives` says whether
-# the primary verdict holds.
+# task-level discard rule, with a stricter degenerate-responder check and with none; each alternative's p replaces the
+# primary's among the primaries it was decided with, at the same share of the error budget, and `verdict_survives`
+# says whether the primary verdict holds.
 
 # %%
 sens = sensitivity.sensitivity(resp, bias_scores, n_perm=n_permutations, seed=seed)
@@ -649,7 +650,8 @@ for v in cb.VARIANTS:
 # ## Calibration of the confirmatory tests
 #
 # Each tested claim instance's test, simulated `calibration_replications` times under the null on this run's own
-# design (arms swapped or group labels permuted inside clusters; see docs/calibration.md): the rejection rate at
+# design (group labels permuted within template, each replication's p against this run's own reference permutations;
+# see docs/calibration.md): the rejection rate at
 # alpha and the coverage of its interval, with Monte Carlo standard errors (`tables/calibration.csv`). A test whose
 # rate exceeds 0.075 is flagged below.
 
@@ -657,7 +659,7 @@ for v in cb.VARIANTS:
 from biaslab import calibrate  # noqa: E402
 from biaslab.stats.calibration import MAX_SIZE, flag_oversize  # noqa: E402
 
-calibration = calibrate.run(out, "02_calm", calibration_replications, seed=seed)
+calibration = calibrate.run(out, "02_calm", calibration_replications, seed=seed, data=resp)
 display(calibration)
 oversize = flag_oversize(calibration)
 print(f"{len(oversize)} of {len(calibration)} claim instances reject a true null more often than {MAX_SIZE}"

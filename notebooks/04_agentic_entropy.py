@@ -373,7 +373,8 @@ display(Markdown("Exploratory (estimates and intervals; not decided): each group
 # counts. **Sensitivity analyses** of `group-choice` (pre-specified in the plan; `sensitivity.csv`, after the cyclic
 # rotations below): the position handling (the top group with the model's mean probability per slot divided out, Zheng
 # et al. 2024; the top group of the rotation average on the cyclic subset) and the degenerate-responder threshold
-# (stricter, and none); `verdict_survives` says whether the primary verdict holds.
+# (stricter, and none); each alternative's p replaces the primary's among the primaries it was decided with, at the
+# same share of the error budget, and `verdict_survives` says whether the primary verdict holds.
 #
 # ## Entropy after averaging over all cyclic rotations (beyond the paper)
 #

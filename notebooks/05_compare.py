@@ -266,8 +266,9 @@ print(f"{len(oversize)} of {len(calibration)} claim instances reject a true null
 # ## Sensitivity analyses of the claims
 #
 # Each claim instance under the plan's pre-specified alternatives (invalid answers counted the other way, with the
-# tipping point; the degenerate-responder threshold), decided by the primary's own family rule
-# (`tables/sensitivity.csv`).
+# tipping point; the degenerate-responder threshold; CrowS-Pairs' sampling weights: unweighted, and with the
+# finite-population correction), each alternative's p replacing the primary's among the primaries it was decided with, at
+# the same share of the error budget (`tables/sensitivity.csv`, one row per claim instance and analysis).
 
 # %%
 from biaslab import sensitivity_analyses  # noqa: E402

@@ -24,7 +24,7 @@ def test_iid_t_test_has_size_005_within_mc_error():
     row = C.calibration_row("lpbs-mean", d, 4000, seed=3)
     assert abs(row["type_i_error"] - 0.05) < 3 * row["type_i_mc_se"] + 0.005
     assert row["coverage"] == pytest.approx(1 - row["type_i_error"])     # the t interval inverts the t test
-    assert row["clusters"] == 80 and "t(79)" in row["test"]
+    assert row["clusters"] == 80 and "1 strata" in row["test"]     # one stratum: the one-sample t(n - 1)
 
 
 def test_naive_se_on_clustered_data_is_flagged_and_the_rule_is_not():
@@ -85,14 +85,46 @@ def test_rao_scott_equals_the_library_and_relabel_is_uniform():
                           np.sort(np.bincount(labels[cl == 3], minlength=5)))      # a cluster keeps its pattern
 
 
-def test_exact_binomial_and_mcnemar_sizes_are_at_most_alpha():
-    rng = np.random.default_rng(7)
-    x = (rng.random(200) < 0.6).astype(float)
-    row = C.calibration_row("stereotype-share", C.Design(x, None, null=0.5, binary=True), 2000, seed=1)
-    assert row["type_i_error"] <= 0.05 + 3 * row["type_i_mc_se"]
-    diff = rng.integers(-1, 2, 200).astype(float)
-    row = C.calibration_row("crows-en-share", C.Design(diff, None, binary=True), 2000, seed=1)
-    assert row["type_i_error"] <= 0.05 + 3 * row["type_i_mc_se"] and "McNemar" in row["test"]
+def stratified_design(seed=7, binary=False, null=0.0):
+    rng = np.random.default_rng(seed)
+    h = np.repeat(["race", "gender", "age", "religion"], 50)             # a balanced sample of unequal strata
+    y = (rng.random(200) < 0.6).astype(float) if binary else rng.normal(size=200) * np.repeat([1, 3, 0.5, 2], 50)
+    return C.Design(y, None, null=null, binary=binary, strata=h,
+                    population={"race": 516, "gender": 262, "age": 87, "religion": 105})
+
+
+def test_stratified_rule_equals_the_library_and_keeps_its_size():
+    from biaslab.stats.stratified import stratified_mean
+    for binary, null in ((False, 0.0), (True, 0.5)):
+        d = stratified_design(binary=binary, null=null)
+        y = C.swap(d, 3, np.random.default_rng(2))
+        r = C.stratified_rule(y, d)
+        h = np.asarray(d.strata)
+        w = pd.Series(h).map({k: v / 50 for k, v in d.population.items()}).to_numpy()     # N_h / n_h
+        for i in range(3):
+            lib = stratified_mean(y[i], h, w, null=null)
+            assert r["p"][i] == pytest.approx(lib["p_value"], rel=1e-9)
+            assert r["covers"][i] == (lib["ci_low"] <= null <= lib["ci_high"])
+        row = C.calibration_row("stereotype-share" if binary else "lpbs-mean", d, 2000, seed=1)
+        assert row["type_i_error"] <= 0.05 + 3 * row["type_i_mc_se"] and "stratified" in row["test"]
+        assert row["coverage"] == pytest.approx(1 - row["type_i_error"])
+
+
+def test_a_stratum_without_population_size_is_refused():
+    with pytest.raises(ValueError, match="population size"):
+        C.Design(np.zeros(4), None, strata=np.array(["a", "a", "b", "b"]), population={"a": 10})
+
+
+def test_cohens_w_interval_covers_zero_exactly_when_the_test_does_not_reject():
+    rng = np.random.default_rng(4)
+    cl = np.repeat(np.arange(40), 3)
+    d = C.Design(np.where(rng.random(120) < 0.4, 0, rng.integers(0, 3, 120)), [cl], categories=3)
+    y = C.relabel(d, 40, rng)
+    r = C.rao_scott(y, d)
+    for i in range(40):
+        lib = rao_scott_gof(y[i].astype(int), cl, range(3))
+        assert r["p"][i] == pytest.approx(lib["p_value"], rel=1e-9)
+        assert r["covers"][i] == (lib["w_ci_low"] <= 0)
 
 
 def test_unknown_claim_names_the_registry():
@@ -114,3 +146,20 @@ def test_paired_rule_follows_paired_difference_when_every_cluster_is_one_unit():
         assert r["p"][0] == pytest.approx(lib["p_value"], rel=1e-9), (binary, n)
         if n < 30:                                      # the interval: the wild bootstrap's, as mean_inference's
             assert "wild cluster bootstrap" in r["method"] and "wild cluster bootstrap" in lib["ci_method"]
+
+
+def test_permutation_rule_is_the_calm_permutation_test_and_its_size_is_at_most_alpha():
+    from biaslab.papers.calm import bias as cb
+    rng = np.random.default_rng(0)
+    ref = np.sort(rng.gamma(2.0, 10.0, 999))
+
+    def draw(n, seed):                   # a continuous permutation null
+        return np.random.default_rng(seed).gamma(2.0, 10.0, n)
+    d = C.Design(np.array([30.0]), None, draw=draw, reference=ref, units=12)
+    r = C.permutation_rule(np.array([[30.0], [80.0]]), d)
+    assert r["p"] == pytest.approx([(1 + (ref >= 30).sum()) / 1000, (1 + (ref >= 80).sum()) / 1000])
+    row = C.calibration_row("calm-eq1", d, 4000, seed=2)
+    assert row["clusters"] == 12 and row["cluster_sizes"] == ""
+    assert abs(row["type_i_error"] - 0.05) < 4 * row["type_i_mc_se"] + 0.01       # conditional on the reference
+    assert 0.85 < row["coverage"] < 0.95                          # the 90 % location-shift interval
+    assert "permutation" in row["test"] and callable(cb.permutation_draws)

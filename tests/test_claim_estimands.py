@@ -230,7 +230,10 @@ def test_sensitivity_rows_follow_the_agreed_schema_and_re_decide():
     sens = D4.sensitivity(ut, per, pr, check, "scenario_id")
     assert list(sens.columns) == ["claim", "family", "instance", "analysis", "intercurrent_event", "description",
                                   "estimate", "ci_low", "ci_high", "p_value", "p_adjusted", "verdict",
-                                  "primary_verdict", "verdict_survives"]
+                                  "primary_verdict", "verdict_survives", "n_families", "share"]
+    # the one rule: a primary row's re-decision is its table's verdict
+    prim_rows = sens[sens["analysis"] == "primary"].set_index("instance")["verdict"]
+    assert prim_rows.to_dict() == {f"x · {r.polarity}": r.verdict for r in ut[ut["claim"] == "group-choice"].itertuples()}
     assert set(sens["instance"]) == {"x · positive", "x · negative"}
     by = sens.set_index(["instance", "analysis"])
     # the slot preference hides "B" from the raw top answer's groups only by chance of the orders; calibrated, every

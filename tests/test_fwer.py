@@ -4,6 +4,7 @@ seeded small run on the committed outputs."""
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from biaslab import calibrate as K, paths
@@ -11,9 +12,15 @@ from biaslab.stats import calibration as C
 from biaslab.stats.multiplicity import adjust
 
 
-def test_vectorised_holm_equals_the_library():
-    p = np.random.default_rng(0).random((50, 4)) ** 2
-    assert np.allclose(K.holm_rows(p), np.vstack([adjust(r, "holm") for r in p]))
+def test_budget_rejections_are_the_verdict_layers_decisions():
+    from biaslab.stats.verdict import budget_decisions
+    insts = iid_instances(2, per_family=2, notebook="a") + iid_instances(1, notebook="b")
+    p = np.random.default_rng(0).random((30, 5)) ** 3
+    rej = K.budget_rejections(p, insts, {"a": 0.6, "b": 0.4}, {"a": 3, "b": 1})
+    for r in range(30):                     # each replication decided alone by the verdict layer
+        rows = pd.DataFrame({"notebook": [i.notebook for i in insts], "family": [i.family for i in insts],
+                             "p": p[r]})
+        assert rej[r].tolist() == budget_decisions(rows, 0.05, {"a": 0.6, "b": 0.4}, {"a": 3})["rejected"].tolist()
 
 
 def iid_instances(n_families, per_family=1, notebook="nb"):
@@ -24,14 +31,12 @@ def iid_instances(n_families, per_family=1, notebook="nb"):
 
 def test_thirteen_single_test_families_reach_the_known_49_percent_and_the_budget_holds_alpha(tmp_path):
     insts = iid_instances(13)
-    plan = tmp_path / "plan.yaml"
-    plan.write_text("budget:\n  shares: {nb: 1.0}\n")
-    t = K.fwer(tmp_path, 3000, seed=2, plan_path=plan, insts=insts).set_index("rule")
+    t = K.fwer(tmp_path, 3000, seed=2, shares={"nb": 1.0}, insts=insts).set_index("rule")
     # 13 independent level-0.05 tests, no split: 1 - 0.95^13 = 0.487
     assert t.loc["holm within families, no split", "fwer"] == pytest.approx(1 - 0.95 ** 13, abs=0.03)
     # the budget: 13 families share alpha -> each at 0.05 / 13; FWER <= alpha within Monte Carlo error
     b = t.loc["budget"]
-    assert b["fwer"] <= 0.05 + 3 * b["fwer_mc_se"] and b["families"] == 13 and b["shares"] == "the plan's budget.shares"
+    assert b["fwer"] <= 0.05 + 3 * b["fwer_mc_se"] and b["families"] == 13 and b["shares"] == "nb 1 over 13 families"
 
 
 def test_budget_scale_follows_shares_and_family_count():
@@ -42,11 +47,19 @@ def test_budget_scale_follows_shares_and_family_count():
     assert rej.tolist() == [[False, False, False], [True, False, True]]
 
 
-def test_shares_must_sum_to_one(tmp_path):
-    plan = tmp_path / "plan.yaml"
-    plan.write_text("budget:\n  shares: {a: 0.5, b: 0.4}\n")
-    with pytest.raises(ValueError, match="sum to 0.9"):
-        K.budget_shares(plan)
+def test_the_family_count_is_the_decided_rows_and_a_foreign_share_is_refused(tmp_path):
+    from biaslab import plan as P
+    plan = P.load()
+    tables = tmp_path / "01_multifactor" / "bbq" / "tables"
+    tables.mkdir(parents=True)
+    row = {"claim": "dm-difference", "family": "01_multifactor · bbq · a · b", "family_kind": "confirmatory",
+           "n_families": 5, "share": plan.share("01_multifactor")}
+    pd.DataFrame([row]).to_csv(tables / "paired_subgroup_tests.csv", index=False)
+    shares, n_fam = K.budget_of(tmp_path, plan)        # 5 benchmarks x 1 pair decided, one table present
+    assert n_fam == {"01_multifactor": 5} and shares == plan.shares
+    pd.DataFrame([{**row, "share": 0.5}]).to_csv(tables / "paired_subgroup_tests.csv", index=False)
+    with pytest.raises(ValueError, match="budget share"):
+        K.budget_of(tmp_path, plan)
 
 
 def test_seeded_fwer_on_the_committed_outputs():
@@ -56,7 +69,7 @@ def test_seeded_fwer_on_the_committed_outputs():
              + K.instances("02_calm", root / "02_calm" / "tables"))
     t = K.fwer(root, 300, seed=0, insts=insts).set_index("rule")
     b = t.loc["budget"]
-    assert b["instances"] == 22 and b["not_simulated"] == 2          # 12 CrowS + 10 agentic; CALM listed
+    assert b["instances"] == 24 and b["not_simulated"] == 0          # 12 CrowS + 10 agentic + 2 CALM
     assert b["fwer"] <= 0.05 + 3 * b["fwer_mc_se"]
     assert t.loc["holm within families, no split", "fwer"] > b["fwer"]
 

@@ -42,4 +42,27 @@ def test_notebook_smoke(notebook, variant, smoke_run):
         if name not in MAY_BE_EMPTY:
             assert len(pd.read_csv(path)) > 0, f"{label}: tables/{name}.csv is empty"
     assert list((out / "figures").glob("*.png")), f"{label}: no figure written"
+    _claims_are_calibrated_and_re_decided(out, label)
     assert (out / f"{notebook}.ipynb").stat().st_size < 2_000_000
+
+
+def _claims_are_calibrated_and_re_decided(out, label):
+    """Every tested claim row of the run has a simulated calibration row, and the sensitivity table's primary rows,
+    re-decided by the one sensitivity rule, carry exactly the tables' verdicts."""
+    claims = []
+    for path in sorted((out / "tables").glob("*.csv")):
+        head = pd.read_csv(path, nrows=0).columns
+        if {"claim", "family_kind", "verdict"} <= set(head):
+            t = pd.read_csv(path, usecols=["claim", "family_kind", "verdict"])
+            claims.append(t[t["claim"].fillna("").ne("") & (t["family_kind"] == "confirmatory")])
+    if not claims or not (cal := out / "tables" / "calibration.csv").exists():
+        return
+    claims = pd.concat(claims)
+    tested = claims[claims["verdict"].isin(["distinguishable", "not distinguishable"])]
+    c = pd.read_csv(cal) if cal.stat().st_size else pd.DataFrame(columns=["claim", "type_i_error"])
+    assert len(c) == len(tested) and c["type_i_error"].notna().all(), f"{label}: calibration.csv {c['test']}"
+    sens = out / "tables" / "sensitivity.csv"
+    if sens.exists() and sens.stat().st_size and len(s := pd.read_csv(sens)):
+        prim = s[s["analysis"] == "primary"]
+        assert sorted(prim["verdict"]) == sorted(claims["verdict"].where(
+            claims["verdict"].isin(["distinguishable", "not distinguishable"]), "not tested")), label

@@ -23,8 +23,8 @@ def test_a_sensitivity_row_is_holm_adjusted_with_the_family_primaries():
     assert d.loc[2, "verdict"] == "not distinguishable" and not d.loc[2, "verdict_survives"]
     assert d.loc[2, "primary_verdict"] == "distinguishable"
     assert list(d.columns[:len(S.COLUMNS)]) == S.COLUMNS
-    # with a budget (family f one of 2 families of a notebook with share 0.2: scale 2 / 0.2 = 10)
-    assert S.decide(t, scale={"f": 10})["p_adjusted"][0] == pytest.approx(0.2)
+    # with a budget (family f one of 2 families of a notebook with share 0.2: scale 2 / 0.2 = 10), carried on the rows
+    assert S.decide(t.assign(n_families=2, share=0.2))["p_adjusted"][0] == pytest.approx(0.2)
     line = S.render(d)
     assert "changes under: invalid as biased → not distinguishable" in line and line.count("\n") == 2
 
@@ -68,7 +68,8 @@ def test_granite_invalid_answers_reproduce_the_reported_flip_on_the_committed_ou
 def test_the_plan_lists_the_analyses_and_unknown_ids_are_refused(tmp_path):
     from biaslab import plan as P, sensitivity_analyses as SA
     listed = {c.id: set(c.sensitivity) for c in P.load().claims if c.sensitivity}
-    assert listed["dm-difference"] == set(SA.ANALYSES)
+    assert listed["dm-difference"] | listed["crows-en-share"] == set(SA.ANALYSES)
+    assert listed["lpbs-mean"] == listed["stereotype-share"] == listed["crows-en-share"] == {"sampling-weights"}
     f = tmp_path / "plan.yaml"
     f.write_text(P.DEFAULT.read_text().replace("[degenerate-threshold]", "[degenerate-threshold, coin-flip]"))
     try:

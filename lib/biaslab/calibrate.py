@@ -16,10 +16,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Mapping
 
 import numpy as np
 import pandas as pd
-import yaml
 
 from . import plan as P
 from .stats import calibration as C
@@ -32,19 +32,18 @@ MULTIFACTOR_CLUSTERS = {"ssqa": ["template", "stigma"], "bbq": ["template"], "ca
                         "crows_pairs": ["pair_id"], "agentic": ["scenario_id"]}
 #: the notebooks with confirmatory claims, in the order of the headline table
 NOTEBOOKS = ("01_multifactor", "02_calm", "03_crows_pairs_bayes", "04_agentic_entropy", "05_compare")
-#: claims with no calibration entry yet, and why (reported in calibration.csv's ``test`` column, never simulated)
-NOT_CALIBRATED = {"calm-eq1": "not calibrated here: a template-level permutation test is exact by construction "
-                              "under exchangeable group labels; its redefined interval is calibrated when it lands"}
 
 
 @dataclass
 class Instance:
-    """One tested claim instance: where it is decided and the design its test reads."""
+    """One tested claim instance: where it is decided and the design its test reads (None: ``why`` says why the
+    run's tables cannot rebuild it; every plan claim has a test in :data:`biaslab.stats.calibration.TESTS`)."""
     notebook: str
     claim: str
     family: str
     instance: str
     design: C.Design | None
+    why: str = ""
 
 
 def _read(path: Path) -> pd.DataFrame:
@@ -117,9 +116,24 @@ def multifactor_instances(tables: Path, benchmark: str, data: pd.DataFrame | Non
     return out
 
 
+def _stratified(y: np.ndarray, frame: pd.DataFrame) -> dict:
+    """The stratified design of ``y`` (one value per row of ``frame``, NaN: no outcome, left out within its stratum
+    which keeps its population size N_h = sum of the design weights N_h/n_h, as :mod:`biaslab.stats.stratified`
+    does); an unweighted table (no ``stratum``/``weight``) is one stratum."""
+    from .stats.stratified import has_design
+    ok = np.isfinite(y)
+    if not has_design(frame):
+        return {"y": y[ok]}
+    pop = frame.groupby(frame["stratum"].astype(str))["weight"].sum().to_dict()
+    return {"y": y[ok], "strata": frame["stratum"].astype(str).to_numpy()[ok], "population": pop}
+
+
 def crows_instances(tables: Path) -> list[Instance]:
-    """Notebook 3's ``lpbs-mean`` (per-pair normalized log-probability differences, pairs independent) and
-    ``stereotype-share`` (1 when log P(more) > log P(less), ties left out) from ``pair_scores.csv``."""
+    """Notebook 3's ``lpbs-mean`` (per-pair normalized log-probability differences) and ``stereotype-share`` (1 when
+    log P(more) > log P(less), ties left out within their bias type) from ``pair_scores.csv``: pairs independent,
+    stratified by bias type and weighted to the file where the table carries the sampling design (``stratum``,
+    ``weight``); the rebuilt weighted estimate must equal the table's."""
+    from .benchmarks.crows_pairs import likelihood_preferences
     tables = Path(tables)
     pairs = _read(tables / "pair_scores.csv")
     out = []
@@ -130,10 +144,12 @@ def crows_instances(tables: Path) -> list[Instance]:
             if col:
                 y, null, binary = g[col].to_numpy(float), 0.0, False
             else:
-                dl = g["d_logprob"].to_numpy(float)
-                y, null, binary = (dl[dl != 0] > 0).astype(float), 0.5, True
-            _check(where, claim_col, float(y.mean()), float(getattr(r, claim_col)))
-            d = C.Design(y, None, null=null, binary=binary, label=f"{r.dataset}, {r.model}: {y.size} pairs (independent)")
+                y = np.asarray(likelihood_preferences(g["logp_more"], g["logp_less"]), dtype=float)
+                null, binary = 0.5, True
+            d = C.Design(**_stratified(y, g), null=null, binary=binary,
+                         label=f"{r.dataset}, {r.model}: {int(np.isfinite(y).sum())} pairs (independent)")
+            _check(where, claim_col, float(d.W @ (np.bincount(d.h, weights=d.y) / np.bincount(d.h))),
+                   float(getattr(r, claim_col)))
             out.append(Instance("03_crows_pairs_bayes", r.claim, r.family, f"{r.model} · {r.dataset}", d))
     return out
 
@@ -146,15 +162,20 @@ def agentic_instances(tables: Path) -> list[Instance]:
     for r in _tested(_read(tables / "uniformity_tests.csv")).itertuples():
         cats = [c.rsplit(": ", 1)[0] for c in r.counts.split("; ")]
         g = resp[(resp["model"] == r.model) & (resp["class_type"] == r.class_type)]
-        where = f"{tables}/uniformity_tests.csv ({r.model}, {r.class_type})"
+        pol = getattr(r, "polarity", None)          # one instance per class type x question polarity
+        if isinstance(pol, str) and pol:
+            g = g[g["polarity"] == pol]
+        who = " · ".join(str(x) for x in (r.model, r.class_type, pol) if isinstance(x, str) and x)
+        where = f"{tables}/uniformity_tests.csv ({who})"
         unknown = set(g["top_group"].astype(str)) - set(cats)
         if unknown:
             raise ValueError(f"{where}: top groups {sorted(unknown)} are not among the row's groups {cats}")
         y = g["top_group"].astype(str).map({c: i for i, c in enumerate(cats)}).to_numpy(float)
         _check(where, "number of prompts", float(y.size), float(r.n))
         d = C.Design(y, _labels(g, ["scenario_id"]), categories=len(cats),
-                     label=f"{r.class_type}, {r.model}: {y.size} prompts, {len(cats)} groups, clusters scenario_id")
-        out.append(Instance("04_agentic_entropy", r.claim, r.family, f"{r.model} · {r.class_type}", d))
+                     label=f"{who}: {y.size} prompts, {len(cats)} groups, clusters scenario_id")
+        _check(where, "Rao-Scott p", float(C.rao_scott(y[None, :], d)["p"][0]), float(r.p_value), tol=1e-6)
+        out.append(Instance("04_agentic_entropy", r.claim, r.family, who, d))
     return out
 
 
@@ -173,13 +194,25 @@ def compare_instances(root: Path, tables: Path) -> list[Instance]:
         both = both[both["unit"].isin(common)]
         if m.kind == "bbq":
             both = T._derive(m, both)
+        where = f"{tables}/paired_differences.csv ({r.metric}, {r.model_a} - {r.model_b})"
+        if m.stratified and "weight" in both:       # every unit of the file (a tie: left out within its stratum)
+            units = both.drop_duplicates("unit").set_index("unit")
+            wide = both.pivot_table(index="unit", columns="model", values=m.outcome, aggfunc="mean",
+                                    dropna=False).reindex(units.index)
+            y = (wide[r.model_a] - wide[r.model_b]).to_numpy(float)
+            d = C.Design(**_stratified(y, units.reset_index()), binary=True,
+                         label=f"{r.metric}: {r.model_a} - {r.model_b}, {int(np.isfinite(y).sum())} units, "
+                               "stratified, units independent")
+            _check(where, "difference", float(d.W @ (np.bincount(d.h, weights=d.y) / np.bincount(d.h))),
+                   float(r.difference))
+            out.append(Instance("05_compare", r.claim, r.family, f"{r.metric} · {r.model_a} - {r.model_b}", d))
+            continue
         both = both[both[m.outcome].notna()]
         wide = both.pivot_table(index="unit", columns="model", values=m.outcome, aggfunc="mean").dropna()
         first = both.drop_duplicates("unit").set_index("unit").reindex(wide.index)
         cl, _ = T.design(m, both)
         cols = [cl] if isinstance(cl, str) else list(cl or [])
         y = (wide[r.model_a] - wide[r.model_b]).to_numpy(float)
-        where = f"{tables}/paired_differences.csv ({r.metric}, {r.model_a} - {r.model_b})"
         _check(where, "difference", float(y.mean()), float(r.difference))
         d = C.Design(y, _labels(first, cols) if cols else None, binary=m.kind == "binary",
                      label=f"{r.metric}: {r.model_a} - {r.model_b}, {y.size} units, clusters "
@@ -188,20 +221,63 @@ def compare_instances(root: Path, tables: Path) -> list[Instance]:
     return out
 
 
-def calm_instances(tables: Path) -> list[Instance]:
-    """Notebook 2's claim instances, listed without a design (:data:`NOT_CALIBRATED`)."""
-    rows = _tested(_read(Path(tables) / "bias_scores.csv"))
-    return [Instance("02_calm", r.claim, r.family, str(r.model), None) for r in rows.itertuples()]
+def _run_seed(tables: Path) -> int:
+    """The seed a notebook ran with: its MANIFEST's parameters (the notebooks' default 0 where not overridden)."""
+    import json
+    m = Path(tables).parent / "MANIFEST.json"
+    return int(json.loads(m.read_text()).get("parameters", {}).get("seed", 0)) if m.is_file() else 0
+
+
+def calm_instances(tables: Path, data: pd.DataFrame | None = None, seed: int | None = None) -> list[Instance]:
+    """Notebook 2's ``calm-eq1``: the overall eq.-1 score of the paper variant against its permutation null, rebuilt
+    from ``responses.csv`` (or ``data``, the notebook's responses): the run's own reference permutations (its
+    ``n_perm`` and ``seed``, default the run's MANIFEST's), which must reproduce the committed score, floor and p, and
+    fresh permutation draws as the null replications (:func:`biaslab.stats.calibration.permuted`)."""
+    from .papers.calm import bias as cb
+    tables = Path(tables)
+    rows = _tested(_read(tables / "bias_scores.csv"))
+    if rows.empty:
+        return []
+    resp = _read(tables / "responses.csv") if data is None else data
+    if resp.empty:              # notebook 2 writes responses.csv up to 50,000 rows (the paper profile has more)
+        return [Instance("02_calm", r.claim, r.family, str(r.model), None,
+                         "not simulated: the run wrote no responses.csv (over 50,000 responses); run the "
+                         "calibration inside notebook 2") for r in rows.itertuples()]
+    result = cb.bias_scores(resp, "paper")
+    seed = _run_seed(tables) if seed is None else seed
+    refs = {}
+    out = []
+    for r in rows.itertuples():
+        where = f"{tables}/bias_scores.csv ({r.model}, {r.variant}, {r.task}, {r.bias_type})"
+        if r.variant != "paper":
+            raise ValueError(f"{where}: calm-eq1 is calibrated on the paper variant; the plan's rows select it")
+        n_perm = int(r.n_perm)
+        if n_perm not in refs:               # notebook 2 draws every model's permutations at once, with its seed
+            refs[n_perm] = cb.permutation_draws(resp, result, n_perm, seed)
+        obs, ref = refs[n_perm][r.model][(r.task, r.bias_type)]
+        ref = ref[np.isfinite(ref)]
+        _check(where, "eq.-1 score", float(obs), float(r.bias_score))
+        _check(where, "permutation floor (seed {seed})".format(seed=seed), float(ref.mean()), float(r.null_mean))
+        p = (1 + int((ref >= obs - 1e-12).sum())) / (1 + ref.size)
+        _check(where, "permutation p", p, float(r.p_value))
+        d = C.Design(np.array([obs]), None, reference=ref, units=int(r.n_clusters),
+                     draw=lambda n, s, m=r.model, k=(r.task, r.bias_type): cb.permutation_draws(
+                         resp[resp["model"] == m], result, n, s)[m][k][1],
+                     label=f"{r.model}: eq.-1 score over {int(r.n_templates_used)} templates, group labels "
+                           f"permuted within template ({ref.size} reference permutations)")
+        out.append(Instance("02_calm", r.claim, r.family, str(r.model), d))
+    return out
 
 
 def instances(notebook: str, tables: Path, root: Path | None = None, data: pd.DataFrame | None = None,
-              benchmark: str | None = None) -> list[Instance]:
+              benchmark: str | None = None, seed: int | None = None) -> list[Instance]:
     """The tested claim instances of one run (``tables``: its tables folder; ``root``: the outputs folder notebook
-    5 reads; ``benchmark`` and ``data``: notebook 1's)."""
+    5 reads; ``benchmark``: notebook 1's; ``data``: notebook 1's or 2's responses; ``seed``: the run's, where a
+    design re-draws the run's own permutations, default its MANIFEST's)."""
     if notebook == "01_multifactor":
         return multifactor_instances(tables, benchmark, data)
     if notebook == "02_calm":
-        return calm_instances(tables)
+        return calm_instances(tables, data, seed)
     if notebook == "03_crows_pairs_bayes":
         return crows_instances(tables)
     if notebook == "04_agentic_entropy":
@@ -220,7 +296,7 @@ def calibration_table(insts: list[Instance], replications: int, seed: int = 0, a
     rows = []
     for i, inst in enumerate(insts):
         if inst.design is None:
-            rows.append({"claim": inst.claim, "test": NOT_CALIBRATED.get(inst.claim, "no design"),
+            rows.append({"claim": inst.claim, "test": inst.why or "no design",
                          "design": inst.instance, "replications": 0, "alpha": alpha, "seed": seed + i})
             continue
         rows.append(C.calibration_row(inst.claim, inst.design, replications, seed + i, alpha))
@@ -231,36 +307,38 @@ def run(out, notebook: str, replications: int, seed: int = 0, root: Path | None 
         data: pd.DataFrame | None = None, benchmark: str | None = None, alpha: float = 0.05) -> pd.DataFrame:
     """The one call per notebook: calibrate the run's tested claim instances (read from ``out.tables``) and write
     ``tables/calibration.csv``. Returns the table."""
-    table = calibration_table(instances(notebook, out.tables, root, data, benchmark), replications, seed, alpha)
+    table = calibration_table(instances(notebook, out.tables, root, data, benchmark, seed), replications, seed, alpha)
     out.table(table, "calibration")
     return table
 
 
 # ------------------------------------------------------------------------------------------------ familywise error
-def budget_shares(plan_path: str | Path | None = None) -> tuple[dict[str, float], str]:
-    """The plan's ``budget.shares`` (notebook -> share of alpha), or equal shares over :data:`NOTEBOOKS` where the
-    plan has no budget block yet (said in the second value)."""
-    raw = yaml.safe_load(Path(plan_path or P.DEFAULT).read_text())
-    shares = (raw.get("budget") or {}).get("shares")
-    if shares:
-        total = sum(shares.values())
-        if not math.isclose(total, 1.0, abs_tol=1e-9):
-            raise ValueError(f"{plan_path or P.DEFAULT}: budget.shares sum to {total}, not 1; fix the shares")
-        return {k: float(v) for k, v in shares.items()}, "the plan's budget.shares"
-    return {nb: 1 / len(NOTEBOOKS) for nb in NOTEBOOKS}, "equal shares (the plan has no budget block)"
-
-
-def family_sizes(root: Path) -> dict[str, set]:
-    """notebook -> the families of its claims in the committed tables (tested or not: the run's families)."""
-    fams: dict[str, set] = {}
+def budget_of(root: Path, plan: "P.Plan") -> tuple[dict[str, float], dict[str, int]]:
+    """Per notebook, the share of alpha and the number of families its confirmatory rows were decided with: the
+    decided rows' ``share`` and ``n_families`` columns (:func:`biaslab.stats.verdict.budget_decisions`; notebook 1
+    decides each benchmark x model pair as one family of one budget) where the committed tables carry them, else
+    the plan's ``budget.shares`` and the distinct families of the rows. A share that differs from the plan's is
+    refused (the run was decided under another plan)."""
+    shares, n_fam, fams = dict(plan.shares), {}, {}
     for nb in NOTEBOOKS:
-        for p in sorted((Path(root) / nb).rglob("tables/*.csv")):
-            cols = ["claim", "family", "family_kind"]
-            if set(cols) <= set(_read_header(p)):
-                t = pd.read_csv(p, usecols=cols)
-                t = t[t["claim"].fillna("").ne("") & (t["family_kind"] == "confirmatory")]
-                fams.setdefault(nb, set()).update(t["family"])
-    return fams
+        for path in sorted((Path(root) / nb).rglob("tables/*.csv")):
+            head = _read_header(path)
+            if not {"claim", "family", "family_kind"} <= set(head):
+                continue
+            t = pd.read_csv(path, usecols=[c for c in head if c in ("claim", "family", "family_kind", "n_families",
+                                                                     "share")])
+            t = t[t["claim"].fillna("").ne("") & (t["family_kind"] == "confirmatory")]
+            fams.setdefault(nb, set()).update(t["family"])
+            if "n_families" in t and t["n_families"].notna().any():
+                n_fam[nb] = max(n_fam.get(nb, 0), int(t["n_families"].max()))
+            if "share" in t and t["share"].notna().any():
+                got = sorted(set(t["share"].dropna().astype(float)))
+                if len(got) > 1 or not math.isclose(got[0], plan.share(nb), rel_tol=1e-9):
+                    raise ValueError(f"{path}: decided with budget share {got} for {nb}, the plan {plan.path} says "
+                                     f"{plan.share(nb)}; rerun the notebook under this plan or pass the run's plan")
+    for nb, f in fams.items():
+        n_fam[nb] = max(n_fam.get(nb, 0), len(f))
+    return shares, n_fam
 
 
 def all_instances(root: Path) -> list[Instance]:
@@ -277,56 +355,64 @@ def all_instances(root: Path) -> list[Instance]:
     return insts
 
 
-def holm_rows(p: np.ndarray) -> np.ndarray:
-    """Holm-adjusted p-values of every row of (R x m) p-values at once (Holm 1979: the i-th smallest times
-    ``m - i + 1``, running maximum, capped at 1): :func:`biaslab.stats.multiplicity.adjust` row by row, vectorised
-    for the simulation (a test checks they agree)."""
-    m = p.shape[1]
-    order = np.argsort(p, axis=1)
-    adj = np.minimum(np.maximum.accumulate(np.take_along_axis(p, order, 1) * (m - np.arange(m)), axis=1), 1.0)
-    out = np.empty_like(adj)
-    np.put_along_axis(out, order, adj, 1)
-    return out
+def budget_rejections(p: np.ndarray, insts: list[Instance], shares: Mapping[str, float],
+                      n_families: Mapping[str, int], alpha: float = 0.05) -> np.ndarray:
+    """(R x I) rejections of R replications of the I instances under the error budget, by the verdict layer's own
+    rule (:func:`biaslab.stats.verdict.budget_decisions`: Holm within each family at ``alpha * share /
+    n_families``; each replication its own families)."""
+    from .stats.verdict import budget_decisions
+    reps, m = p.shape
+    if not m:
+        return np.zeros(p.shape, dtype=bool)
+    rows = pd.DataFrame({"replicate": np.repeat(np.arange(reps), m),
+                         "notebook": np.tile([i.notebook for i in insts], reps),
+                         "family": [f"{r}|{i.family}" for r in range(reps) for i in insts], "p": p.ravel()})
+    nf = {nb: max(int(n_families.get(nb, 0)), len({i.family for i in insts if i.notebook == nb}))
+          for nb in {i.notebook for i in insts}}
+    return budget_decisions(rows, alpha, shares, nf)["rejected"].fillna(False).to_numpy(bool).reshape(reps, m)
 
 
-def budget_rejections(p: np.ndarray, insts: list[Instance], shares: dict, n_families: dict,
-                      alpha: float = 0.05) -> np.ndarray:
-    """(R x I) rejections under the budget: Holm within each family at ``alpha * share / n_families`` (equivalently
-    ``p_holm * n_families / share < alpha``, the plan's project-scale adjusted p)."""
-    rej = np.zeros(p.shape, dtype=bool)
-    fam = pd.Series([i.family for i in insts])
-    for f, idx in fam.groupby(fam).groups.items():
-        nb = insts[idx[0]].notebook
-        scale = n_families[nb] / shares[nb]
-        cols = list(idx)
-        adj = holm_rows(p[:, cols])
-        rej[:, cols] = np.minimum(adj * scale, 1.0) < alpha
-    return rej
+def unsplit_rejections(p: np.ndarray, insts: list[Instance], alpha: float = 0.05) -> np.ndarray:
+    """(R x I) rejections under Holm at ``alpha`` within each family and no split across families (the rule the
+    budget replaces; :func:`biaslab.stats.multiplicity.holm_by_family`)."""
+    from .stats.multiplicity import holm_by_family
+    reps, m = p.shape
+    if not m:
+        return np.zeros(p.shape, dtype=bool)
+    fam = pd.Series([f"{r}|{i.family}" for r in range(reps) for i in insts])
+    p_holm, _ = holm_by_family(pd.Series(p.ravel()), fam, pd.Series(alpha, index=fam.index))
+    return (p_holm < alpha).to_numpy().reshape(reps, m)
 
 
-def fwer(root: Path, replications: int, seed: int = 0, alpha: float = 0.05,
-         plan_path: str | Path | None = None, insts: list[Instance] | None = None) -> pd.DataFrame:
+def fwer(root: Path, replications: int, seed: int = 0, alpha: float | None = None, plan=None,
+         insts: list[Instance] | None = None, shares: Mapping[str, float] | None = None,
+         n_families: Mapping[str, int] | None = None) -> pd.DataFrame:
     """Familywise error of the headline table under the global null: every instance's data swapped / relabelled
-    within clusters (independently across instances), each claim's test, the budget applied, the share of
-    replications with at least one false "distinguishable", with its Monte Carlo SE. Also the same count under
-    Holm at alpha within each family and no split (the rule the budget replaces), for comparison."""
+    within clusters (independently across instances), each claim's test, the budget applied as the run decided it
+    (:func:`budget_of`; ``shares``/``n_families`` override it), the share of replications with at least one false
+    "distinguishable", with its Monte Carlo SE. Also the same count under Holm at alpha within each family and no
+    split, for comparison. ``plan``: a :class:`biaslab.plan.Plan` or its path (default the repository's)."""
+    plan = plan if isinstance(plan, P.Plan) else P.load(plan)
+    alpha = plan.alpha if alpha is None else alpha
     insts = all_instances(root) if insts is None else insts
     sim = [i for i in insts if i.design is not None]
-    shares, source = budget_shares(plan_path)
-    fams = family_sizes(root)
-    for i in sim:
-        fams.setdefault(i.notebook, set()).add(i.family)
-    n_fam = {nb: len(f) for nb, f in fams.items()}
+    run_shares, run_fam = budget_of(root, plan)
+    shares = dict(shares or run_shares)
+    n_fam = dict(run_fam)
+    n_fam.update(n_families or {})
     p = np.column_stack([C.simulate(i.claim, i.design, replications, seed + k, alpha)["p"] for k, i in enumerate(sim)]
                         ) if sim else np.ones((replications, 0))          # no tested claim: no false rejection
+    for i in sim:
+        n_fam[i.notebook] = max(n_fam.get(i.notebook, 0), len({j.family for j in sim if j.notebook == i.notebook}))
     rows = []
     for rule, rej in (("budget", budget_rejections(p, sim, shares, n_fam, alpha)),
-                      ("holm within families, no split", budget_rejections(
-                          p, sim, {nb: 1.0 for nb in n_fam}, {nb: 1 for nb in n_fam}, alpha))):
+                      ("holm within families, no split", unsplit_rejections(p, sim, alpha))):
         f = float(np.mean(rej.any(axis=1)))
         rows.append({"rule": rule, "instances": len(sim), "not_simulated": len(insts) - len(sim),
                      "families": sum(n_fam.values()), "replications": replications, "alpha": alpha, "fwer": f,
-                     "fwer_mc_se": math.sqrt(f * (1 - f) / replications), "shares": source, "seed": seed})
+                     "fwer_mc_se": math.sqrt(f * (1 - f) / replications),
+                     "shares": "; ".join(f"{nb} {shares[nb]:g} over {n_fam[nb]} families" for nb in sorted(n_fam)),
+                     "seed": seed})
     return pd.DataFrame(rows)
 
 
@@ -335,7 +421,7 @@ def write_fwer(root: Path, replications: int = FWER_REPLICATIONS, seed: int = 0,
     """:func:`fwer` over the outputs under ``root``, written to ``root/fwer.csv``."""
     if replications < 1:
         raise ValueError(f"--replications must be >= 1, got {replications}")
-    table = fwer(Path(root), replications, seed, plan_path=plan_path)
+    table = fwer(Path(root), replications, seed, plan=plan_path)
     path = Path(root) / "fwer.csv"
     table.to_csv(path, index=False)
     return table, path

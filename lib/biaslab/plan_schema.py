@@ -256,6 +256,9 @@ def problems(path: Path, raw: dict, tables: dict | None = None) -> list[str]:
                 out += _table_problems(tables, f"{where}.shown_in[{j}]", s["notebook"], s["table"],
                                        s.get("rows", {}), [])
     shares = (raw.get("budget") or {}).get("shares")
+    if shares is None and len(with_claims) > 1:
+        out.append(f"{path}: budget: missing budget.shares; {len(with_claims)} notebooks have claims. Fix: split "
+                   "alpha over them before any run (budget: {shares: {notebook: share}}, summing to 1)")
     if shares is not None:
         missing = [nb for nb in with_claims if nb not in shares]
         if missing:

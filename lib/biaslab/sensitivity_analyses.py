@@ -12,7 +12,11 @@ Per claim instance, beside its primary analysis, the analyses its plan claim lis
   (0.95) at 0.90 and 0.99; a pair with a model degenerate under the alternative threshold is not tested;
 * **notebook 1's entropy cut** (agentic outcome ``low_entropy`` = normalized entropy < 0.95) at 0.90 and 0.98.
 
-CrowS-Pairs rows (notebooks 3 and 5) and notebooks 2 and 4 have their own analyses on other branches.
+* **sampling weights** (CrowS-Pairs, notebook 5's ``crows-en-share``): the balanced sample unweighted, and the
+  stratified estimate with the finite-population correction (:mod:`biaslab.papers.crows_pairs.sensitivity`, which
+  also gives notebook 3's rows).
+
+Every row, whichever module computes it, is decided by :func:`biaslab.stats.sensitivity.decide`.
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ MODAL_SHARE_ALTERNATIVES = (0.90, 0.99)
 ENTROPY_CUT, ENTROPY_ALTERNATIVES = 0.95, (0.90, 0.98)
 INVALID = "other"      # SSQA's parsed answer that is none of the labels
 #: the analysis ids a plan claim may list under ``sensitivity`` (each runs where its data exist in the run)
-ANALYSES = ("invalid-as-deviating", "degenerate-threshold", "entropy-cut")
+ANALYSES = ("invalid-as-deviating", "degenerate-threshold", "entropy-cut", "sampling-weights")
 
 
 def _planned(claim_id: str, notebook: str) -> set:
@@ -45,21 +49,28 @@ def _planned(claim_id: str, notebook: str) -> set:
     return listed
 
 
-def _row(claim, family, instance, analysis, event, description, r: dict) -> dict:
+def _row(claim, family, instance, analysis, event, description, r: dict, n_families=np.nan, share=np.nan) -> dict:
     return {"claim": claim, "family": family, "instance": instance, "analysis": analysis,
             "intercurrent_event": event, "description": description, "estimate": r.get("estimate"),
-            "ci_low": r.get("ci_low"), "ci_high": r.get("ci_high"), "p_value": r.get("p_value")}
+            "ci_low": r.get("ci_low"), "ci_high": r.get("ci_high"), "p_value": r.get("p_value"),
+            "n_families": n_families, "share": share}
+
+
+def _base(r: dict, instance: str) -> dict:
+    """A decided claim row's identity and its family's budget (the sensitivity rows are decided at it)."""
+    return {"claim": r["claim"], "family": r["family"], "instance": instance,
+            **{k: r.get(k, np.nan) for k in S.BUDGET}}
 
 
 def _family_rule(claims: pd.DataFrame, row: dict, alpha: float) -> Callable[[float], str]:
-    """p -> the verdict this instance would get with that p, by its primary's rule (Holm over its family's tested
-    primaries, :func:`biaslab.stats.sensitivity.decide`)."""
+    """p -> the verdict this instance would get with that p, by its primary's rule (the one
+    :func:`biaslab.stats.sensitivity.decide`: Holm over its family's tested primaries at the family's budget)."""
     fam = claims[(claims["family"] == row["family"]) & claims["verdict"].isin(TESTED)]
     others = [p for k, p in zip(fam.index, fam["p_value"]) if k != row["_index"]]
 
     def rule(p: float) -> str:
         t = pd.DataFrame({"claim": "c", "family": "f", "instance": range(len(others) + 1), "analysis": S.PRIMARY,
-                          "p_value": [p] + others})
+                          "p_value": [p] + others, **{k: row.get(k, np.nan) for k in S.BUDGET}})
         return S.decide(t, alpha)["verdict"].iloc[0]
     return rule
 
@@ -127,15 +138,19 @@ def compare_sensitivity(root: Path, pairs: pd.DataFrame, seed: int = 0, alpha: f
     rows = []
     claims = pairs[pairs["claim"].fillna("").ne("")] if "claim" in pairs else pairs.iloc[0:0]
     for r in claims.assign(_index=claims.index).to_dict("records"):
-        base = {"claim": r["claim"], "family": r["family"], "instance": f"{r['metric']} · {r['model_a']} - "
-                f"{r['model_b']}"}
+        base = _base(r, f"{r['metric']} · {r['model_a']} - {r['model_b']}")
         prim = _primary(r, "difference")
         rows.append(_row(**base, analysis=S.PRIMARY, event="", description=r.get("verdict", ""), r=prim))
-        if r["metric"] not in ("ssqa_deviation_rate", "bbq_bias_ambig") or r.get("verdict") not in TESTED:
+        if r.get("verdict") not in TESTED:
             continue
         want = _planned(r["claim"], "05_compare")
         m = T.metric(r["metric"])
         resp = T.unit_responses(m, Path(root))
+        if m.stratified:                                   # CrowS-Pairs English: the sampling weights
+            if "sampling-weights" in want:
+                from .papers.crows_pairs.sensitivity import paired_rows
+                rows += paired_rows(resp, pd.DataFrame([r]), r["metric"])
+            continue
         both = resp[resp["model"].isin([r["model_a"], r["model_b"]])]
         common = set(both.loc[both["model"] == r["model_a"], "unit"]) & set(
             both.loc[both["model"] == r["model_b"], "unit"])
@@ -152,7 +167,8 @@ def compare_sensitivity(root: Path, pairs: pd.DataFrame, seed: int = 0, alpha: f
                         "p_value": x["p_value"]}
             rows += _invalid_rows(base, both.reset_index(drop=True), r["model_a"], r["model_b"], test,
                                   _family_rule(claims, r, alpha), m.outcome, seed)
-    return S.decide(pd.DataFrame(rows, columns=S.COLUMNS[:10]), alpha) if rows else pd.DataFrame(columns=S.COLUMNS)
+    return S.decide(pd.DataFrame(rows, columns=S.COLUMNS[:10] + S.BUDGET), alpha) if rows else \
+        pd.DataFrame(columns=S.COLUMNS)
 
 
 # ------------------------------------------------------------------------------------------------ notebook 1
@@ -164,7 +180,7 @@ def multifactor_sensitivity(pst: pd.DataFrame, nocot: pd.DataFrame, benchmark: s
     claims = pst[pst["claim"].fillna("").ne("")] if "claim" in pst else pst.iloc[0:0]
     for r in claims.assign(_index=claims.index).to_dict("records"):
         a, b = r["model_a"], r["model_b"]
-        base = {"claim": r["claim"], "family": r["family"], "instance": f"{benchmark} · {a} - {b}"}
+        base = _base(r, f"{benchmark} · {a} - {b}")
         prim = _primary(r, "metric_difference")
         rows.append(_row(**base, analysis=S.PRIMARY, event="", description=r.get("verdict", ""), r=prim))
         if r.get("verdict") not in TESTED:
@@ -187,4 +203,5 @@ def multifactor_sensitivity(pst: pd.DataFrame, nocot: pd.DataFrame, benchmark: s
                 rows.append(_row(**base, analysis=f"entropy cut {cut:.2f}", event="outcome definition",
                                  description=f"low entropy = normalized entropy < {cut:.2f} (primary "
                                              f"{ENTROPY_CUT:.2f})", r=test(d)))
-    return S.decide(pd.DataFrame(rows, columns=S.COLUMNS[:10]), alpha) if rows else pd.DataFrame(columns=S.COLUMNS)
+    return S.decide(pd.DataFrame(rows, columns=S.COLUMNS[:10] + S.BUDGET), alpha) if rows else \
+        pd.DataFrame(columns=S.COLUMNS)

@@ -16,6 +16,8 @@ Simulators (model-free: the run's own values, resampled):
   ``s_g = +-1`` (a paired difference of two models, a log-probability difference of the two sentences, a 0/1
   preference about 0.5). Exact under the null that the arms are exchangeable; every cluster keeps its size and
   its within-cluster pattern. Crossed designs flip the first clustering dimension (template), the one G counts.
+* :func:`permuted` draws a statistic of a data set whose group labels are permuted within clusters (CALM's eq.-1
+  score: its own permutation null, one draw per replication);
 * :func:`relabel` permutes the category labels inside every cluster at random (the uniform null of a choice among
   ``k`` categories: each category's expected share is exactly 1/k; the clusters keep their sizes and concentration).
 
@@ -27,8 +29,13 @@ tests/test_calibration.py):
   it, which contains the null exactly when p > alpha) in a one-way design with fewer than 30 clusters;
 * :func:`paired_rule` :func:`biaslab.stats.paired.paired_difference`: the mean rule, with the exact McNemar test as
   the p-value where every cluster is one unit and the outcome is 0/1;
-* :func:`exact_binomial` the exact binomial test of a share against 0.5 with the Clopper-Pearson interval;
-* :func:`rao_scott` :func:`biaslab.stats.clustered.rao_scott_gof` against the uniform null (no interval).
+* :func:`stratified_rule` :func:`biaslab.stats.stratified.stratified_mean`: the design-based t of a stratified
+  sample's weighted mean (the CrowS-Pairs claims; a unit's sign flip keeps it in its stratum, so every stratum's
+  mean is symmetric about the null and the weighted mean's null holds);
+* :func:`permutation_rule` the one-sided permutation test of the eq.-1 excess and its location-shift interval,
+  against the run's own reference permutations;
+* :func:`rao_scott` :func:`biaslab.stats.clustered.rao_scott_gof` against the uniform null, with the coverage of
+  Cohen's w's noncentral-F interval (it covers w = 0 exactly when p >= alpha).
 
 :data:`TESTS` maps each plan claim to its (simulator, test): swapping a claim's test is one line there.
 """
@@ -55,13 +62,23 @@ CALIBRATION_BOOT = 999
 class Design:
     """One claim instance's design: ``y`` one value (or category code) per unit, ``clusters`` one label array per
     clustering dimension (None: units independent), ``null`` the claim's null value, ``categories`` the number of
-    categories of a choice test, ``label`` a short description for ``calibration.csv``."""
+    categories of a choice test, ``label`` a short description for ``calibration.csv``; a stratified sample also
+    gives ``strata`` (one label per unit with an outcome) and ``population`` (stratum -> N_h, the stratum's units in
+    the population, missing outcomes included: the weighting-class rule of :mod:`biaslab.stats.stratified`). A
+    permutation test's design gives instead ``y`` its observed statistic, ``draw(n, seed)`` n draws of the statistic
+    from its permutation null, ``reference`` the run's own permutation draws its p was computed against, and
+    ``units`` the clusters whose labels are permuted (reported as ``clusters``)."""
     y: np.ndarray
     clusters: list[np.ndarray] | None = None
     null: float = 0.0
     categories: int = 0
     binary: bool = False
     label: str = ""
+    strata: np.ndarray | None = None
+    population: dict | None = None
+    draw: Callable[[int, int], np.ndarray] | None = None
+    reference: np.ndarray | None = None
+    units: int = 0
     dims: list[np.ndarray] = field(init=False)
 
     def __post_init__(self):
@@ -72,14 +89,28 @@ class Design:
         for d in self.dims:
             if d.size != n:
                 raise ValueError(f"design {self.label!r}: {d.size} cluster labels for {n} units")
+        if self.strata is not None:          # a stratified sample: stratum codes and population shares W_h = N_h/N
+            labels, self.h = np.unique(np.asarray(self.strata).astype(str), return_inverse=True)
+            pop = {str(k): float(v) for k, v in (self.population or {}).items()}
+            lost = [l for l in labels if l not in pop]
+            if lost or self.h.size != n:
+                raise ValueError(f"design {self.label!r}: strata {lost} have no population size N_h (or "
+                                 f"{self.h.size} stratum labels for {n} units); give population={{stratum: N_h}}")
+            self.W = np.array([pop[l] for l in labels]) / sum(pop.values())
+        else:                                # one stratum: the stratified t is the one-sample t(n - 1)
+            self.h, self.W = np.zeros(n, dtype=int), np.ones(1)
 
     @property
     def n_clusters(self) -> int:
+        if self.units:
+            return self.units
         return int(min(d.max() + 1 for d in self.dims)) if self.y.size else 0
 
     @property
     def cluster_sizes(self) -> str:
         """min-median-max units per cluster of the first dimension."""
+        if self.units:                       # a permutation design: the clusters' labels are permuted, not resampled
+            return ""
         s = np.bincount(self.dims[0])
         return f"{s.min()}-{int(np.median(s))}-{s.max()}" if s.size else ""
 
@@ -96,6 +127,12 @@ def relabel(d: Design, reps: int, rng: np.random.Generator) -> np.ndarray:
     k, c = d.categories, d.dims[0]
     perm = np.argsort(rng.random((reps, int(c.max()) + 1, k)), axis=2)        # one permutation per cluster
     return np.take_along_axis(perm[:, c, :], d.y.astype(int)[None, :, None], axis=2)[:, :, 0].astype(float)
+
+
+def permuted(d: Design, reps: int, rng: np.random.Generator) -> np.ndarray:
+    """(R x 1) statistics of data sets relabelled at random within their clusters: a relabelled data set is one of
+    the permutations, so its statistic is one draw from the permutation null (``d.draw``)."""
+    return np.asarray(d.draw(reps, int(rng.integers(2 ** 31))), dtype=float).reshape(reps, 1)
 
 
 # ------------------------------------------------------------------------------------------------ tests
@@ -188,15 +225,45 @@ def _binom_p(k: np.ndarray, n: np.ndarray) -> np.ndarray:
     return p[inv.ravel()]
 
 
-def exact_binomial(y: np.ndarray, d: Design, alpha: float = 0.05, seed: int = 0) -> dict:
-    """Exact binomial test of the share of 1s against 0.5 (units independent) and its Clopper-Pearson interval
-    (:func:`biaslab.stats.hypothesis.preference_tests`)."""
-    n = y.shape[1]
-    k = (y > 0.5).sum(axis=1)
-    lo = np.where(k > 0, stats.beta.ppf(alpha / 2, k, n - k + 1), 0.0)
-    hi = np.where(k < n, stats.beta.ppf(1 - alpha / 2, k + 1, n - k), 1.0)
-    return {"p": _binom_p(k, np.full_like(k, n)), "covers": (lo <= d.null) & (d.null <= hi),
-            "method": f"exact binomial, Clopper-Pearson; n = {n}"}
+def stratified_rule(y: np.ndarray, d: Design, alpha: float = 0.05, seed: int = 0) -> dict:
+    """:func:`biaslab.stats.stratified.stratified_mean` for every row: ``sum_h W_h ybar_h`` (Cochran 1977 eq. 5.1),
+    variance ``sum_h W_h^2 s_h^2 / n_h`` (eq. 5.7, no FPC), t on Satterthwaite's df (eq. 5.16); a row with zero
+    variance in every stratum has no test (p = 1 where the estimate is the null, else 0, as the exact case)."""
+    h, W = d.h, d.W
+    n_h = np.bincount(h, minlength=W.size).astype(float)
+    if (n_h < 2).any():
+        raise ValueError(f"design {d.label!r}: a stratum has fewer than 2 units; the stratified variance is undefined")
+    mean_h = _totals(y, h) / n_h
+    var_h = np.maximum(_totals(y * y, h) - n_h * mean_h ** 2, 0.0) / (n_h - 1)
+    est = mean_h @ W
+    parts = var_h * (W ** 2 / n_h)
+    var = parts.sum(axis=1)
+    den = (parts ** 2 / (n_h - 1)).sum(axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        se, nu = np.sqrt(var), var ** 2 / den
+        t = (est - d.null) / se
+        p = np.where(var > 0, 2 * stats.t.sf(np.abs(t), nu), np.where(np.isclose(est, d.null), 1.0, 0.0))
+        half = stats.t.ppf(1 - alpha / 2, nu) * se
+    covers = np.where(var > 0, np.abs(est - d.null) <= half, np.isclose(est, d.null))
+    return {"p": p, "covers": covers, "method": f"design-based stratified t (Satterthwaite df), {W.size} strata, "
+                                                  f"n = {y.shape[1]}"}
+
+
+def permutation_rule(y: np.ndarray, d: Design, alpha: float = 0.05, seed: int = 0) -> dict:
+    """The one-sided permutation test of :func:`biaslab.papers.calm.bias.permutation_test` against the run's own
+    reference draws (``d.reference``): ``p = (1 + #{reference >= y}) / (1 + B)``, and the interval of the excess
+    that inverts it under a location shift, ``[y - c_hi, y - c_lo]`` (c_hi the (m + 1)-th largest draw, m =
+    floor(alpha (B + 1)) - 1; c_lo its mirror), which covers the null excess 0 when ``c_lo <= y <= c_hi``. Size
+    and coverage are conditional on the run's reference draws, as its verdict is."""
+    v = np.sort(np.asarray(d.reference, dtype=float))
+    v = v[np.isfinite(v)]
+    obs = y[:, 0]
+    p = (1 + (v[None, :] >= obs[:, None] - 1e-12).sum(axis=1)) / (1 + v.size)
+    r = int(np.floor(alpha * (v.size + 1) + 1e-9)) - 1
+    c_hi, c_lo = (v[::-1][r], v[r]) if 0 <= r < v.size else (np.inf, -np.inf)
+    covers = (obs - c_hi <= 1e-12) & (obs >= c_lo)
+    return {"p": np.where(np.isfinite(obs), p, 1.0), "covers": covers | ~np.isfinite(obs),
+            "method": f"permutation test, one-sided, {v.size} reference permutations; location-shift interval"}
 
 
 def rao_scott(y: np.ndarray, d: Design, alpha: float = 0.05, seed: int = 0) -> dict:
@@ -213,18 +280,22 @@ def rao_scott(y: np.ndarray, d: Design, alpha: float = 0.05, seed: int = 0) -> d
     v = g / (g - 1) * np.sum((counts - m[None, :, None] * p[:, None, :]) ** 2, axis=1) / n ** 2
     delta = np.maximum(n / (k - 1) * np.sum(v / pi, axis=1), 1.0)
     pv = stats.f.sf(chi2 / delta / (k - 1), k - 1, (k - 1) * (g - 1))
-    return {"p": pv, "covers": np.full(pv.shape, np.nan), "method": f"Rao-Scott chi-square, F({k - 1}, {(k - 1) * (g - 1)})"}
+    # Cohen's w interval (1 - 2 alpha, noncentral F inverted): its lower bound is 0, i.e. it covers the null w = 0,
+    # exactly when the Rao-Scott p is >= alpha (clustered.noncentrality_interval), so no root is solved here
+    return {"p": pv, "covers": pv >= alpha,
+            "method": f"Rao-Scott chi-square, F({k - 1}, {(k - 1) * (g - 1)}); Cohen's w noncentral-F interval"}
 
 
 #: plan claim -> (null simulator, test). Swapping a claim's test is one line here.
 TESTS: dict[str, tuple[Callable, Callable]] = {
     "dm-difference": (swap, mean_rule),          # the metric difference's linearized pseudo-values
-    "lpbs-mean": (swap, mean_rule),              # pairs independent: t(n - 1)
-    "stereotype-share": (swap, exact_binomial),
+    "lpbs-mean": (swap, stratified_rule),        # pairs independent, each its own stratum's sign flip
+    "stereotype-share": (swap, stratified_rule),
     "group-choice": (relabel, rao_scott),
     "ssqa-deviation-rate": (swap, paired_rule),
     "bbq-ambiguous": (swap, paired_rule),
-    "crows-en-share": (swap, paired_rule),
+    "crows-en-share": (swap, stratified_rule),
+    "calm-eq1": (permuted, permutation_rule),    # the eq.-1 score against the run's own permutation floor
 }
 
 

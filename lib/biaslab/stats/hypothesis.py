@@ -621,7 +621,6 @@ def likelihood_tests(pairs: pd.DataFrame, by: Sequence[str] = ("model", "dataset
     out["lead_test"] = np.where(lead_w, "Wilcoxon signed-rank", "t")
     out["lead_p"] = np.where(lead_w, out["wilcoxon_p"], out["t_p"])
     out["n_clusters"] = out["n"]                      # CrowS-Pairs' cluster is the pair: units are independent
-    out["df"] = out["n"] - 1                          # the t test's degrees of freedom (its dual interval reads them)
     out["null_value"] = 0.0
     out["p_method"] = np.where(lead_w, "Wilcoxon signed-rank (two-sided)",
                                np.where(design, "design-based t (two-sided): " + out["estimator"].astype(str),
@@ -640,7 +639,7 @@ def likelihood_tests(pairs: pd.DataFrame, by: Sequence[str] = ("model", "dataset
     cols = by + [bias_col, "score", "equation", "n", "n_clusters", "n_population", "n_eff", "estimator", "lpbs",
                  "ppb", "mean_d", "sd_d", "se", "df", "design_effect", "estimate",
                  "estimate_method", "ci_low", "ci_high", "ci_method", "mean_ci_low", "mean_ci_high", "null_value", "t",
-                 "df", "t_p", "wilcoxon_p", "lead_test", "lead_p", "p_method",
+                 "t_p", "wilcoxon_p", "lead_test", "lead_p", "p_method",
                  "bf10", "log10_bf10", "evidence", "evidence_default_prior", "bf_prior", "bf10_min", "bf10_max",
                  "bf_prior_range", "mde", "mde_design"]
     return out[cols]

@@ -2,11 +2,13 @@
 the reader is told whether the conclusion survives).
 
 One table per run, ``tables/sensitivity.csv``, one row per claim instance x analysis, the primary analysis included
-as ``analysis = primary`` (columns :data:`COLUMNS`). A sensitivity row is decided by **the same rule as its
-primary**, at the same family level: the family's p-values are the primaries' with this instance's p replaced by the
-analysis's p, Holm-adjusted (Holm 1979) over the family, times the family's budget scale (``n_families / share``
-under the plan's alpha split; 1 without a budget), compared with alpha (:func:`decide`). ``verdict_survives`` says
-whether the verdict equals the primary's.
+as ``analysis = primary`` (columns :data:`COLUMNS`). **One rule decides every row** (:func:`decide`): "does this
+claim's verdict survive this handling?" The family's p-values are the primaries' with this instance's p replaced by
+the analysis's p, decided by the verdict layer's error budget (:func:`biaslab.stats.verdict.budget_decisions`: Holm
+(1979) within the family at ``alpha * share / n_families``, the primary rows' ``share`` and ``n_families``), so the
+primary rows get exactly their tables' verdicts. ``verdict_survives`` says whether the verdict equals the primary's.
+Alternatives are collected, never decided, elsewhere: :func:`rows` reads estimate, interval and p of each instance
+from an analysis's recomputed table.
 
 Invalid answers get a **tipping point** (:func:`tipping_point`; the tipping-point analysis of missing data, Yan,
 Lee & Li 2009, "Missing data handling methods in medical device clinical trials", J. Biopharm. Stat. 19(6)): the
@@ -22,10 +24,12 @@ from typing import Callable, Mapping
 import numpy as np
 import pandas as pd
 
-from .multiplicity import adjust
 
 COLUMNS = ["claim", "family", "instance", "analysis", "intercurrent_event", "description", "estimate", "ci_low",
            "ci_high", "p_value", "p_adjusted", "verdict", "primary_verdict", "verdict_survives"]
+#: the family's budget, carried from the decided primary rows (absent: share 1 of one family, Holm at alpha)
+BUDGET = ["n_families", "share"]
+TESTED = ("distinguishable", "not distinguishable")
 PRIMARY = "primary"
 DISTINGUISHABLE, NOT_DISTINGUISHABLE, NOT_TESTED = "distinguishable", "not distinguishable", "not tested"
 
@@ -47,26 +51,39 @@ def _validate(table: pd.DataFrame) -> None:
                          "instance's primary analysis")
 
 
-def decide(table: pd.DataFrame, alpha: float = 0.05, scale: Mapping[str, float] | None = None) -> pd.DataFrame:
+def _budget(part: pd.DataFrame, col: str) -> float:
+    v = pd.to_numeric(part[col], errors="coerce").dropna() if col in part else pd.Series(dtype=float)
+    if v.nunique() > 1:
+        raise ValueError(f"sensitivity table: family {part['family'].iloc[0]!r} has several {col} values "
+                         f"{sorted(v.unique())}; a family has one budget")
+    return float(v.iloc[0]) if len(v) else 1.0
+
+
+def decide(table: pd.DataFrame, alpha: float = 0.05) -> pd.DataFrame:
     """``p_adjusted``, ``verdict``, ``primary_verdict`` and ``verdict_survives`` for every row (see the module
-    docstring). ``scale``: family -> the budget factor ``n_families / share`` (default 1: Holm at alpha). A row
-    without a p (not tested) is "not tested" and leaves the family. Rows are never dropped."""
+    docstring): each row's p swapped into its family's primaries, decided by
+    :func:`biaslab.stats.verdict.budget_decisions` at the family's ``share`` of alpha over ``n_families`` (columns
+    of the rows, from the decided primaries; default 1 and 1). A row without a p (not tested) is "not tested" and
+    leaves the family. Rows are never dropped."""
+    from .verdict import budget_decisions
     _validate(table)
     out = table.copy()
-    scale = dict(scale or {})
     out["p_adjusted"], out["verdict"] = np.nan, NOT_TESTED
+    key = out["claim"].astype(str) + "\x1f" + out["instance"].astype(str)        # an instance of one claim
     for fam, part in out.groupby("family", sort=False):
-        prim = part[part["analysis"] == PRIMARY].set_index("instance")["p_value"].astype(float)
-        k = float(scale.get(fam, 1.0))
+        prim = pd.Series(part["p_value"].astype(float).to_numpy(), index=key[part.index])[
+            (part["analysis"] == PRIMARY).to_numpy()]
+        share, n_fam = _budget(part, "share"), int(_budget(part, "n_families"))
         for i, row in part.iterrows():
             p = float(row["p_value"]) if pd.notna(row["p_value"]) else np.nan
             if not np.isfinite(p):
                 continue
             ps = prim.copy()
-            ps[row["instance"]] = p
-            padj = min(1.0, float(adjust(ps.to_numpy(), "holm")[list(ps.index).index(row["instance"])]) * k)
-            out.loc[i, "p_adjusted"] = padj
-            out.loc[i, "verdict"] = DISTINGUISHABLE if padj < alpha else NOT_DISTINGUISHABLE
+            ps[key[i]] = p
+            b = budget_decisions(pd.DataFrame({"notebook": "nb", "family": "f", "p": ps.to_numpy()}, index=ps.index),
+                                 alpha, {"nb": share}, {"nb": n_fam})
+            out.loc[i, "p_adjusted"] = float(b.loc[key[i], "p_adjusted"])
+            out.loc[i, "verdict"] = DISTINGUISHABLE if b.loc[key[i], "rejected"] else NOT_DISTINGUISHABLE
     prim_v = out[out["analysis"] == PRIMARY].set_index(["claim", "family", "instance"])["verdict"]
     out["primary_verdict"] = [prim_v[k] for k in map(tuple, out[["claim", "family", "instance"]].to_numpy())]
     out["verdict_survives"] = out["verdict"] == out["primary_verdict"]
@@ -115,7 +132,7 @@ def render(table: pd.DataFrame) -> str:
 @dataclass(frozen=True)
 class Analysis:
     """One analysis: its name, the intercurrent event it handles differently, what it does, and the claim's table
-    recomputed and decided that way (with the verdict columns)."""
+    recomputed that way (its verdict column says only whether a row was tested: a degenerate responder, say)."""
     name: str
     event: str
     description: str
@@ -123,10 +140,11 @@ class Analysis:
 
 
 def rows(primary: pd.DataFrame, analyses: list[Analysis], claims, keys: list[str]) -> pd.DataFrame:
-    """``sensitivity.csv`` rows of every instance of ``claims`` (plan claims of this table) in the decided
-    ``primary`` table: the primary analysis, then each of ``analyses``. ``keys``: the columns that identify an
-    instance (with the model); ``instance`` names the keys that neither the family nor the claim's ``rows`` fix. An instance missing from an
-    analysis's table gets verdict "not tested (absent from this analysis)"; nothing is dropped."""
+    """Undecided ``sensitivity.csv`` rows (estimate, interval, p; decide them with :func:`decide`) of every
+    instance of ``claims`` (plan claims of this table) in the decided ``primary`` table: the primary analysis, then
+    each of ``analyses``. ``keys``: the columns that identify an instance (with the model); ``instance`` names the
+    keys that neither the family nor the claim's ``rows`` fix. A row's p is its table's where that table tested it;
+    an instance an analysis did not test (absent, or not tested there) has no p and says why in ``description``."""
     out = []
     for c in claims:
         conf = primary[primary["claim"] == c.id] if "claim" in primary else primary.iloc[:0]
@@ -134,18 +152,18 @@ def rows(primary: pd.DataFrame, analyses: list[Analysis], claims, keys: list[str
         inst = [k for k in keys if k not in c.family_by and k not in c.rows]
         for r in conf.to_dict("records"):
             base = {"claim": c.id, "family": r["family"], "instance": " · ".join(str(r[k]) for k in inst) or "all",
-                    "primary_verdict": r["verdict"]}
-            for a in [Analysis("primary", "none (as planned)", "the plan's primary analysis", primary)] + list(analyses):
+                    **{k: r.get(k, np.nan) for k in BUDGET}}
+            for a in [Analysis(PRIMARY, "none (as planned)", "the plan's primary analysis", primary)] + list(analyses):
                 t = a.table
                 m = pd.Series(True, index=t.index)
                 for k in keys:
                     m &= t[k].astype(str) == str(r[k])
                 hit = t[m & (t["claim"] == c.id)] if "claim" in t else t.iloc[:0]
                 x = hit.iloc[0].to_dict() if len(hit) else {}
-                verdict = x.get("verdict", "not tested (absent from this analysis)")
-                out.append({**base, "analysis": a.name, "intercurrent_event": a.event, "description": a.description,
-                            "estimate": x.get(c.estimate), "ci_low": x.get(lo) if lo else None,
-                            "ci_high": x.get(hi) if hi else None, "p_value": x.get(c.p) if c.p else None,
-                            "p_adjusted": x.get("p_adjusted"), "verdict": verdict,
-                            "verdict_survives": verdict == r["verdict"]})
-    return pd.DataFrame(out, columns=COLUMNS)
+                tested = x.get("verdict") in TESTED
+                why = "" if tested else f" ({x.get('verdict') or 'absent from this analysis'})"
+                out.append({**base, "analysis": a.name, "intercurrent_event": a.event,
+                            "description": a.description + why, "estimate": x.get(c.estimate),
+                            "ci_low": x.get(lo) if lo else None, "ci_high": x.get(hi) if hi else None,
+                            "p_value": x.get(c.p) if (c.p and tested) else np.nan})
+    return pd.DataFrame(out, columns=COLUMNS[:10] + BUDGET)

@@ -98,7 +98,8 @@ STRICT = {"modal_share_max": 0.90, "answer_entropy_min": 0.30, "unparseable_shar
 
 def sensitivity(ut: pd.DataFrame, per_prompt: pd.DataFrame, prompts: pd.DataFrame, check: pd.DataFrame,
                 cluster: str | None, cyc: pd.DataFrame | None = None) -> pd.DataFrame:
-    """``sensitivity.csv`` rows of ``group-choice`` (:func:`biaslab.stats.sensitivity.rows`): the decided
+    """``sensitivity.csv`` rows of ``group-choice`` (collected by :func:`biaslab.stats.sensitivity.rows`, decided by
+    :func:`biaslab.stats.sensitivity.decide`: each alternative's p swapped into its family's primaries): the decided
     ``uniformity_tests`` ``ut`` and the claim re-decided (a) on the top group with the model's position prior divided
     out (:func:`biaslab.stats.entropy.position_calibrated_top`), (b) on the top group of the cyclic average over all
     rotations (``cyc``, :func:`biaslab.stats.entropy.cyclic_summary` rows, a subset of prompts; skipped without
@@ -125,4 +126,4 @@ def sensitivity(ut: pd.DataFrame, per_prompt: pd.DataFrame, prompts: pd.DataFram
                  S.Analysis("no responder check", "degenerate responder", "every model tested",
                             decide("uniformity_tests", base, None))]
     keys = [c for c in ("model", "class_type", "polarity", "unit") if c in ut]
-    return S.rows(ut, analyses, claims, keys)
+    return S.decide(S.rows(ut, analyses, claims, keys), P.active().alpha)

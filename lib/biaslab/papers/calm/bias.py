@@ -610,6 +610,17 @@ def permutation_test(df: pd.DataFrame, result: BiasResult, n_perm: int = 1000, s
     return pd.DataFrame(rows)
 
 
+def permutation_draws(df: pd.DataFrame, result: BiasResult, n: int, seed: int = 0, correct: str | None = None,
+                      baseline: str = "all_groups") -> dict[str, dict[tuple[str, str], tuple[float, np.ndarray]]]:
+    """Every score of ``result`` and ``n`` draws of it from its permutation null (group labels shuffled within
+    template, as :func:`permutation_test` draws them with the same ``seed``): ``{model: {(task, bias_type):
+    (score, array[n])}}``, with the gender, race and overall rows (``("all", ...)``) combined as :func:`summarise`
+    combines scores."""
+    _, reps = _replicates(df, result, n, seed, correct, baseline, "permutation")
+    return {model: {(task, bias): (point, v) for task, bias, point, v, _ in _combine(result, model, rp)
+                    if v is not None} for model, rp in reps.items()}
+
+
 def score_table(df: pd.DataFrame, results: dict, n_perm: int = 1000, seed: int = 0, alpha: float = 0.05,
                 check: pd.DataFrame | None = None) -> pd.DataFrame:
     """Notebook 2's ``bias_scores``: per model, variant, task and bias type the paper's score (``bias_score``, eq. 1 or

@@ -1,8 +1,9 @@
-"""The pre-specified sensitivity analyses of notebook 2's claim ``calm-eq1`` (``sensitivity.csv``; rows by
-:func:`biaslab.stats.sensitivity.rows`): the claim re-decided on the templates every model keeps (the discard rules
+"""The pre-specified sensitivity analyses of notebook 2's claim ``calm-eq1`` (``sensitivity.csv``; rows collected
+by :func:`biaslab.stats.sensitivity.rows`, decided by :func:`biaslab.stats.sensitivity.decide`): the claim re-decided on the templates every model keeps (the discard rules
 leave the models on different templates), with no task-level discard rule, with a stricter degenerate-responder
 check and with none. Each recomputes the eq.-1 excess over its permutation floor exactly as the primary analysis
-does (:func:`biaslab.papers.calm.bias.score_table`), with the same permutations (seed) and the same verdict layer.
+does (:func:`biaslab.papers.calm.bias.score_table`), with the same permutations (seed); each alternative's p is
+swapped into the claim's family of primaries at its budget (one rule for every notebook).
 """
 
 from __future__ import annotations
@@ -54,4 +55,4 @@ def sensitivity(resp: pd.DataFrame, primary: pd.DataFrame, n_perm: int, seed: in
         S.Analysis("no responder check", "degenerate responder", "every model tested",
                    D.decide(cb.score_table(resp, {"paper": paper}, n_perm=n_perm, seed=seed), None)),
     ]
-    return S.rows(primary, analyses, claims, KEYS)
+    return S.decide(S.rows(primary, analyses, claims, KEYS), P.active().alpha)
