@@ -72,8 +72,24 @@ screenshots: install browser
 # 6 min on two cores; pip caches the wheel, so later installs take seconds).
 served-test: $(VENV)/.served-test
 
+# llama-cpp-python is built from source once per machine into LLAMA_WHEELS (about 6 min on two idle cores), for a
+# portable x86-64 target: AVX2/FMA/F16C kernels, no -march=native. A native build also compiles ggml's AMX kernels
+# where the CPU reports AMX, and some sandboxes fault on AMX tile instructions (SIGILL at the first evaluation); the
+# portable build also computes the same numbers on any AVX2 CPU. The wheel's folder name carries the flags' version,
+# so changing LLAMA_CMAKE_ARGS means changing LLAMA_BUILD too.
+LLAMA_BUILD ?= avx2-v1
+LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON \
+	-DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF
+LLAMA_WHEELS ?= $(HOME)/.cache/biaslab/wheels/llama-cpp-python-$(LLAMA_BUILD)
+
 $(VENV)/.served-test: $(VENV)/.installed
-	$(PY) -m pip install -q -c requirements.lock -e '.[served-test]'
+	@if ! ls $(LLAMA_WHEELS)/llama_cpp_python-*.whl >/dev/null 2>&1; then \
+	  echo "building llama-cpp-python ($(LLAMA_BUILD)) into $(LLAMA_WHEELS); this happens once per machine"; \
+	  CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(PY) -m pip wheel -q --no-deps --no-cache-dir -c requirements.lock \
+	    -w $(LLAMA_WHEELS) llama-cpp-python; fi
+	$(PY) -m pip install -q -c requirements.lock --no-index --find-links $(LLAMA_WHEELS) --force-reinstall --no-deps \
+	  llama-cpp-python
+	$(PY) -m pip install -q -c requirements.lock --find-links $(LLAMA_WHEELS) -e '.[served-test]'
 	touch $@
 
 # A local OpenAI-compatible server for the served backend (docs/served.md): llama-cpp-python on the embedded
