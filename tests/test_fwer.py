@@ -69,7 +69,7 @@ def test_seeded_fwer_on_the_committed_outputs():
              + K.instances("02_calm", root / "02_calm" / "tables"))
     t = K.fwer(root, 300, seed=0, insts=insts).set_index("rule")
     b = t.loc["budget"]
-    assert b["instances"] == 24 and b["not_simulated"] == 0          # 12 CrowS + 10 agentic + 2 CALM
+    assert b["instances"] == 34 and b["not_simulated"] == 0          # 12 CrowS + 20 agentic (class type x polarity) + 2 CALM
     assert b["fwer"] <= 0.05 + 3 * b["fwer_mc_se"]
     assert t.loc["holm within families, no split", "fwer"] > b["fwer"]
 

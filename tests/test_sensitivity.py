@@ -60,7 +60,7 @@ def test_granite_invalid_answers_reproduce_the_reported_flip_on_the_committed_ou
     assert "456 (granite-3.0-8b)" in flip["description"]
     tip = inst.loc["invalid answers: tipping point"]
     k = int(tip["description"].split(" of ")[0])
-    assert 0 < k < 456 and tip["verdict"] == "not distinguishable" and tip["p_value"] >= 0.05
+    assert 0 < k < 456 and tip["verdict"] == "not distinguishable" and tip["p_adjusted"] >= 0.05
     # not-tested primaries keep their rows and get no analysis
     assert (t.loc[t["primary_verdict"] == "not tested", "analysis"] == "primary").all()
 

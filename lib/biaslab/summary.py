@@ -103,7 +103,7 @@ SECTIONS: list[tuple[str, Callable[[Path], list]]] = [
 
 def _who(r: dict, claim: P.Claim) -> str:
     who = f"{r['model_a']} − {r['model_b']}" if "model_a" in r and pd.notna(r.get("model_a")) else str(r["model"])
-    for k in ("benchmark", "dataset", "class_type"):
+    for k in ("benchmark", "dataset", "class_type", "polarity"):
         if k in r and pd.notna(r.get(k)) and k not in claim.rows:
             who += f", {r[k]}"
     return who
@@ -176,7 +176,12 @@ def _estimate_cell(r: dict, notes: dict) -> str:
         lo, hi = (("−∞" if x == -float("inf") else "∞" if x == float("inf") else num(x))
                   for x in (r["ci_adj_low"], r["ci_adj_high"]))
         return f"{est} [{lo}, {hi}] ({100 * r['ci_level']:.4g} %)"
+    # the footnote says why, without the test's full description (the plan's and the notebook's)
     note = str(r.get("ci_adj_note") or "no adjusted interval")
+    head = note.split(": ", 1)[0]
+    why = (head.split(" (", 1)[1].rstrip(")") if " (" in head else
+           note.split(": ", 1)[-1].split(" (a ")[0])
+    note = f"no interval at the adjusted level: {why}"
     mark = notes.setdefault(note, MARKS[len(notes) % len(MARKS)] * (1 + len(notes) // len(MARKS)))
     return f"{est} {mark}"
 
