@@ -149,10 +149,10 @@ def test_render_all_and_the_index_link_every_report_table_and_summary(tmp_path):
     assert "<strong>a</strong> ties with <strong>b</strong>" in text          # the run's summary, rendered
 
 
-def test_decision_interval_prefers_the_adjusted_level_and_falls_back_to_the_95_percent_one():
+def test_decision_interval_is_the_adjusted_one_or_none():
     from biaslab.report import decision
     row = {"estimate": 0.1, "ci_low": 0.05, "ci_high": 0.15}
-    assert decision.interval(row) == (0.05, 0.15, "95 % CI")
+    assert decision.interval(row) is None               # an unadjusted interval could disagree with the verdict
     row.update(ci_adj_low=0.02, ci_adj_high=0.18, ci_level=0.9875)
     assert decision.interval(row) == (0.02, 0.18, "98.75 % CI")
     assert decision.interval({"estimate": 1.0}) is None
@@ -173,7 +173,7 @@ def test_decision_panel_comes_from_the_plan_and_the_run_s_tables(tmp_path):
     decided = pd.concat(summary.agentic(paths.OUTPUTS_DIR))
     decided = decided[decided["claim"].isin(claims)]                      # the verdict layer's own rows
     assert len(rows) == len(decided) > 0
-    assert list(rows["verdict"]) == [decision.verdict_words(v) for v in decided["verdict"]]
+    assert list(rows["verdict"]) == [decision.verdict_words(v).removesuffix(" from the null") for v in decided["verdict"]]
     assert rows["p_adjusted"].tolist() == pytest.approx(decided["p_adjusted"].tolist(), nan_ok=True)
     panel = decision.panel_html(paths.OUTPUTS_DIR / nb, nb)
     assert panel.count("<tr>") == len(rows) + 1 and ("95 % CI" in panel) == (rows["interval"] == "95 % CI").any()

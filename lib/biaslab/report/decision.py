@@ -25,15 +25,14 @@ _LOG = logging.getLogger(__name__)
 
 
 def interval(row: Mapping, claim=None) -> tuple[float, float, str] | None:
-    """``(low, high, label)`` of a claim row's interval: ``ci_adj_low``/``ci_adj_high`` at ``ci_level`` where the
-    verdict layer gives them, else the claim's own interval columns (``ci_low``/``ci_high``) as a 95 % CI."""
+    """``(low, high, label)`` of a claim row's interval at the level at which the plan tested it
+    (``ci_adj_low``/``ci_adj_high`` at ``ci_level``, from the verdict layer); None where the verdict layer has none
+    (the claim's test has no dual interval at that level): an unadjusted interval beside a verdict could disagree
+    with it, so none is shown, as in the README's headline table."""
     if present(row.get("ci_adj_low")) and present(row.get("ci_adj_high")):
         level = row.get("ci_level")
         label = f"{100 * float(level):.4g} % CI" if present(level) else "adjusted CI"
         return float(row["ci_adj_low"]), float(row["ci_adj_high"]), label
-    lo, hi = claim.ci if claim is not None and claim.ci else ("ci_low", "ci_high")
-    if present(row.get(lo)) and present(row.get(hi)):
-        return float(row[lo]), float(row[hi]), "95 % CI"
     return None
 
 
@@ -70,7 +69,7 @@ def claim_rows(folder: Path, notebook: str) -> pd.DataFrame:
             rows.append({"claim": c.id, "label": c.label, "who": _who(r, c), "estimate": r.get(c.estimate),
                          "low": ci[0] if ci else None, "high": ci[1] if ci else None,
                          "interval": ci[2] if ci else "", "p_adjusted": r.get("p_adjusted"),
-                         "verdict": verdict_words(str(r["verdict"]))})
+                         "verdict": verdict_words(str(r["verdict"])).removesuffix(" from the null")})
     return pd.DataFrame(rows)
 
 
@@ -137,7 +136,10 @@ def panel_html(folder: Path, notebook: str) -> str:
                     f'<td class="bl-num">{e(est[i])}</td><td class="bl-num">{e(ci)}</td>'
                     f'<td class="bl-num">{e(p[i])}</td><td><b>{e(r["verdict"])}</b></td></tr>')
     note = ("The analysis plan's confirmatory claims, decided in this run (p adjusted by the plan's multiplicity "
-            f"procedure; interval: {e(', '.join(levels) or '–')}). Everything else in this report is exploratory.")
+            + (f"procedure; interval at the level at which the claim was tested: {e(', '.join(levels))}; – where "
+               "the claim's test has no interval at that level)" if levels else
+               "procedure; no interval: this claim's test has none at the level at which it was tested)")
+            + ". A verdict is about the null. Everything else in this report is exploratory.")
     return (head + f'<p class="bl-note">{note}</p><table class="bl-decision-table"><thead><tr><th>claim</th>'
             "<th>model(s)</th><th>estimate</th><th>interval</th><th>adjusted p</th><th>verdict</th></tr></thead>"
             f"<tbody>{''.join(rows)}</tbody></table></section>")
