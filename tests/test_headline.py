@@ -49,7 +49,7 @@ def test_the_headline_table_shows_what_decides(monkeypatch):
         assert col in head, col
     lines = [x for x in text.splitlines() if x.startswith("| 05")]
     assert "| 76 | 0 | 0.2 [0.01, 0.39] (99 %) | 0.001 | 0.03 | 2 (0.0017; of 6) | distinguishable" in lines[0]
-    assert "| 0.1 † | 0.02 | 0.6 |" in lines[1] and "† no dual interval computed: an exact p." in text
+    assert "| 0.1 † | 0.02 | 0.6 |" in lines[1] and "† no interval at the adjusted level: an exact p." in text
     # not tested: the estimate only, no interval (its unadjusted one excludes 0), no p
     assert "| 0.3 |  |  |" in lines[2] and "0.1, 0.5" not in text and "[0.1" not in text
     assert summary.budget_sentence() in text
