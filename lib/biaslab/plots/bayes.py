@@ -92,8 +92,8 @@ def bf_by_bias_type(tests: pd.DataFrame, line_by: Sequence[str] = ("model", "dat
 def d_distributions(pairs: pd.DataFrame, score: str = "d_norm_logprob", hue: str = "model",
                     facet: str = "dataset", bias_col: str = "bias_type", title: str = "", clip_quantile: float = 0.01):
     """Distribution of the per-pair differences D_i per bias type (box plots, one box per ``hue`` level), one panel
-    per ``facet`` level. The axis is cut at the ``clip_quantile`` tails (the boxes and whiskers use all points); a
-    line marks D = 0 (no preference)."""
+    per ``facet`` level. The axis is cut at the ``clip_quantile`` tails (the boxes and whiskers use all points;
+    single outlying points are not drawn, so none is cut at the axis edge); a line marks D = 0 (no preference)."""
     import seaborn as sns
 
     facets = list(dict.fromkeys(pairs[facet])) if facet else [None]
@@ -101,7 +101,7 @@ def d_distributions(pairs: pd.DataFrame, score: str = "d_norm_logprob", hue: str
     for ax, fv in zip(axes[:, 0], facets):
         sub = pairs if fv is None else pairs[pairs[facet] == fv]
         order = bias_order(sub[bias_col], overall=False)
-        sns.boxplot(data=sub, x=bias_col, y=score, hue=hue, order=order, ax=ax, fliersize=1.5, linewidth=0.8)
+        sns.boxplot(data=sub, x=bias_col, y=score, hue=hue, order=order, ax=ax, showfliers=False, linewidth=0.8)
         ax.axhline(0.0, color="k", lw=0.8, ls="--")
         q = sub[score].quantile([clip_quantile, 1 - clip_quantile]).to_numpy()
         pad = 0.1 * (q[1] - q[0]) if np.isfinite(q).all() and q[1] > q[0] else 1.0
@@ -110,7 +110,7 @@ def d_distributions(pairs: pd.DataFrame, score: str = "d_norm_logprob", hue: str
         ax.set_xlabel("bias type")
         ax.set_ylabel(SCORE_LABELS.get(score, score), fontsize=8)
         ax.set_title(f"{fv}" if fv is not None else "")
-        ax.legend(fontsize=7, title=hue, title_fontsize=7, loc="upper right")
+        ax.legend(fontsize=9, title=hue, title_fontsize=9, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     fig.suptitle(title or "Per-pair differences D_i (> 0: the more stereotypical sentence is more likely)")
     fig.tight_layout()
     return fig

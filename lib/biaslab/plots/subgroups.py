@@ -99,5 +99,6 @@ def ecdf_plot(sub: pd.DataFrame, by: str = "model", rate: str = "deviation_rate"
         r = ks.iloc[0]
         t += f"\nKS {r['model_a']} vs {r['model_b']}: D = {r['ks_statistic']:.3f}, p = {r['p_value']:.2g}"
     ax.set_title(t, fontsize=10)
-    ax.legend(fontsize=8, loc="lower right")
+    ax.legend(fontsize=9, loc="upper center", bbox_to_anchor=(0.5, -0.16), frameon=False)   # below the axes, off the data
+    fig.tight_layout()
     return fig

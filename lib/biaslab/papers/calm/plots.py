@@ -79,7 +79,9 @@ def robustness(table: pd.DataFrame, title: str = ""):
         ax.set_xticks(np.arange(len(models)) + w * (len(kinds) - 1) / 2, models)
         ax.set_ylabel("overall bias score" + (" (%)" if v == "paper" else " (pp of accuracy)"))
         ax.set_title(f"{v} variant")
-        ax.legend(fontsize=8)
+        ax.use_sticky_edges = False             # a cap at 0 sits on the bars' sticky edge: the margin keeps it whole
+        ax.margins(y=0.12)
+        ax.legend(fontsize=9, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
         ax.grid(axis="y", alpha=0.3)
     fig.suptitle(title or "Bias score on the original and on perturbed templates (paper §4.1, Table 2; "
                  "bars: 95 % bootstrap interval)")
