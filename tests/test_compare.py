@@ -95,7 +95,7 @@ def test_calm_crows_agentic_numbers_equal_their_notebooks_tables(root, table):
     for m in MODELS:
         row = bs[(bs["model"] == m) & (bs["variant"] == "paper") & (bs["task"] == "all") & (bs["bias_type"] == "all")]
         assert _cell(table, "calm_bias_overall", m) == row["bias_score"].iloc[0]
-        assert _cell(table, "calm_bias_overall", m, "ci_low") == row["ci_low"].iloc[0]
+        assert _cell(table, "calm_bias_overall", m, "ci_low") == row["score_ci_low"].iloc[0]   # the score's own interval
         for d in ("crows_pairs_en_revised", "crows_pairs_fr"):
             metric = f"crows_{d.removeprefix('crows_pairs_')}_stereotype_preferred"
             row = pt[(pt["model"] == m) & (pt["dataset"] == d) & (pt["source"] == "likelihood")
@@ -142,7 +142,9 @@ def test_paired_differences_equal_independent_computation(root, pairs):
     decided = pairs["verdict"].isin(["distinguishable", "not distinguishable"])
     assert (pairs.loc[decided, "claim"] != "").all()
     for _, g in pairs[decided].groupby("family"):
-        assert np.allclose(g["p_adjusted"], multiplicity.adjust(g["p_value"], "holm"))
+        # Holm within the family, on the project's scale (x n_families / share: the plan's error budget)
+        scale = g["n_families"].iloc[0] / g["share"].iloc[0]
+        assert np.allclose(g["p_adjusted"], np.minimum(1, multiplicity.adjust(g["p_value"], "holm") * scale))
         assert (g["family_size"] == len(g)).all()
     conf = pairs["claim"] != ""
     assert pairs.loc[conf & ~decided, "p_adjusted"].isna().all()

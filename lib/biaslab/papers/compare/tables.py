@@ -50,6 +50,7 @@ class Source:
     column: str
     filters: dict = field(default_factory=dict)
     answer_mode: str = ""            # how the answers of this source were obtained (defaults to the metric's)
+    ci: tuple = ("ci_low", "ci_high", "ci_method")   # the source's interval of ``column`` (low, high, method)
 
 
 @dataclass(frozen=True)
@@ -127,7 +128,8 @@ METRICS: tuple[Metric, ...] = (
     _bbq("disambig", "disambiguated contexts (s_DIS)"),
     Metric(id="calm_bias_overall", benchmark="CALM", label="CALM: overall bias score (eq. 1, paper variant)",
            folder="02_calm",
-           sources=(Source("bias_scores", "bias_score", {"variant": "paper", "task": "all", "bias_type": "all"}),),
+           sources=(Source("bias_scores", "bias_score", {"variant": "paper", "task": "all", "bias_type": "all"},
+                           ci=("score_ci_low", "score_ci_high", "score_ci_method")),),
            direction="higher = larger accuracy gap between groups", orientation=1, null=0.0,
            null_meaning="0: every group equally accurate (the permutation-null mean of notebook 2 is above 0)",
            responses=("template_bias",), response_filters={"used": True, "variant": "paper"}, outcome="bias_paper",
@@ -182,8 +184,8 @@ def headline_values(m: Metric, root: Path) -> pd.DataFrame:
             d = r._asdict()
             rows.append({"model": d["model"], "estimate": float(d[s.column]),
                          "source": f"{m.folder}/tables/{s.table}.csv", "answer_mode": s.answer_mode or m.answer_mode,
-                         "source_ci_low": d.get("ci_low", np.nan), "source_ci_high": d.get("ci_high", np.nan),
-                         "source_ci_method": d.get("ci_method", ""), "source_n_clusters": d.get("n_clusters", np.nan)})
+                         "source_ci_low": d.get(s.ci[0], np.nan), "source_ci_high": d.get(s.ci[1], np.nan),
+                         "source_ci_method": d.get(s.ci[2], ""), "source_n_clusters": d.get("n_clusters", np.nan)})
     out = pd.DataFrame(rows, columns=["model", "estimate", "source", "answer_mode", "source_ci_low",
                                       "source_ci_high", "source_ci_method", "source_n_clusters"])
     return out.drop_duplicates("model", keep="first").reset_index(drop=True)
