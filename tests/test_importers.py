@@ -340,7 +340,8 @@ def test_notebook3_takes_imported_models_beside_a_scored_one(tmp_path):
     cols = ["logp_more", "n_more", "logp_less", "n_less", "d_logprob", "d_norm_logprob", "d_perplexity"]
     pd.testing.assert_frame_equal(mine[cols], imp[cols], check_dtype=False)
     lik = pd.read_csv(tables / "likelihood_tests.csv")
-    ref = hyp.likelihood_tests(imp.assign(dataset="crows_pairs_en", bias_type=list(mine.bias_type)),
+    design = {c: list(mine[c]) for c in ("stratum", "weight") if c in mine}     # the notebook's sampling design
+    ref = hyp.likelihood_tests(imp.assign(dataset="crows_pairs_en", bias_type=list(mine.bias_type), **design),
                                by=("model", "dataset")).reset_index(drop=True)
     num = [c for c in ref.columns if c in lik.columns and pd.api.types.is_float_dtype(ref[c])]
     assert {"mean_d", "t_p", "bf10"} <= set(num)
