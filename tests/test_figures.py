@@ -74,6 +74,7 @@ def test_output_dir_checks_every_saved_figure(tmp_path, monkeypatch):
 
 
 def test_output_dir_figure_shows_the_saved_file_with_alt_text_and_closes(tmp_path, monkeypatch):
+    import biaslab.outputs
     import IPython.display
 
     shown = []
@@ -91,7 +92,7 @@ def test_output_dir_figure_shows_the_saved_file_with_alt_text_and_closes(tmp_pat
     (image,) = shown
     # the notebook shows the saved file itself (its resolution, not a lighter copy), described for a screen reader
     assert isinstance(image, IPython.display.Image) and image.data == saved
-    assert image.width == int.from_bytes(saved[16:20], "big") // 2          # saved at 2x, shown at its CSS size
+    assert image.width == int.from_bytes(saved[16:20], "big") * biaslab.outputs.SHOWN_DPI // biaslab.outputs.FIGURE_DPI   # shown at its CSS size
     alt = image._repr_png_()[1]["alt"]
     assert alt == "Two panels. panel 1: rates; x: share of prompts; y: p; y from 0 to 1. panel 2: y from 1 to 2", alt
 
