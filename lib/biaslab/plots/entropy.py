@@ -150,9 +150,10 @@ def position_bias(pb: pd.DataFrame):
         hi = max(1.0, np.nanmax(part["ci95_high"].to_numpy(float), initial=1.0))
         ax.set_ylim(lo - 0.04 * (hi - lo), hi + 0.04 * (hi - lo))
     axes[0][0].set_ylabel(f"mean probability ({interval_label()})")
-    axes[0][0].legend(fontsize=8)
+    handles, labels = axes[0][0].get_legend_handles_labels()     # below the panels, off the data
+    fig.legend(handles, labels, loc="lower center", ncol=max(1, len(labels)), fontsize=9, frameon=False)
     fig.suptitle("Position bias: probability by answer position regardless of content")
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.08, 1, 1))
     return fig
 
 
