@@ -45,7 +45,8 @@ def sensitivity(resp: pd.DataFrame, primary: pd.DataFrame, n_perm: int, seed: in
     analyses = [
         S.Analysis("common templates", "discard rules",
                    f"only the {len(keep)} templates every model keeps, no further discard",
-                   decided(sub, cb.bias_scores(sub, "paper", **no_rule), check)),
+                   # no template kept by every model: nothing to score (its rows say "not tested")
+                   decided(sub, cb.bias_scores(sub, "paper", **no_rule), check) if keep else primary.iloc[:0]),
         S.Analysis("no task discard", "discard rules",
                    "no task discarded (near-zero accuracy and same-output rules off; templates with a zero "
                    "baseline stay undefined)", decided(resp, cb.bias_scores(resp, "paper", **no_rule), check)),
