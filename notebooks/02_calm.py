@@ -100,7 +100,8 @@ from IPython.display import Markdown, display
 
 from biaslab import benchmarks
 from biaslab.outputs import OutputDir
-from biaslab.papers.calm import bias as cb, data as calm_data, encoders, evaluate, findings, perturb, plots, prompting
+from biaslab.benchmarks import calm as calm_data
+from biaslab.papers.calm import bias as cb, encoders, evaluate, findings, perturb, plots, prompting
 from biaslab.papers.calm import decisions, published, sensitivity
 from biaslab.stats import intervals, power
 
@@ -153,7 +154,7 @@ counts
 # **The builder.** CALM's generation scripts fill `<PERSON>` with a name and each `<he/she/they>`-style slot with the
 # group's form (male: first, female: second, gender-neutral and all race groups: third), drawing 50 names per group
 # afresh for every template from its name lists with Python's `random` (seeds 10 and 11). Re-implemented in
-# `biaslab.papers.calm.data.build`, it regenerates all 78,400 released prompts exactly; with another seed or fewer names
+# `biaslab.benchmarks.calm.build`, it regenerates all 78,400 released prompts exactly; with another seed or fewer names
 # per group (the paper's 25 in §6.2) it makes new sets.
 
 # %%

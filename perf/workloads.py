@@ -78,7 +78,7 @@ def bbq(n: int, seed: int = 0) -> Requests:
     return Requests(reqs, groups, "item", [it["category"] for it in items], "categories")
 
 
-#: CALM's gender NLI file: 54 templates x 150 prompts, in template order (see biaslab.papers.calm.data)
+#: CALM's gender NLI file: 54 templates x 150 prompts, in template order (see biaslab.benchmarks.calm)
 CALM_PER_TEMPLATE = 150
 
 

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from biaslab.papers.calm import data as calm
+from biaslab.benchmarks import calm
 from biaslab.papers.calm import answers, evaluate, perturb, prompting
 
 

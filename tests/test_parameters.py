@@ -88,7 +88,7 @@ def test_library_entry_points_refuse_out_of_range_sizes():
 
 def test_calm_subset_refuses_non_positive_sizes():
     import pandas as pd
-    from biaslab.papers.calm import data as calm
+    from biaslab.benchmarks import calm
     empty = pd.DataFrame({"template_id": [], "name_idx": [], "task": []})
     for kw in ({"names_per_group": 0}, {"names_per_group": -2}, {"templates_per_task": 0}):
         with pytest.raises(ValueError, match="positive integer"):

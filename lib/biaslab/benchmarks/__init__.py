@@ -14,7 +14,7 @@ from .base import Benchmark, Factor, FactorSpec
 LOADERS = {
     "ssqa": "ssqa:load",
     "bbq": "bbq:load",
-    "calm": "biaslab.papers.calm.data:load",
+    "calm": "calm:load",
     "crows_pairs_en": "crows_pairs:load_original",
     "crows_pairs_en_revised": "crows_pairs:load_revised",
     "crows_pairs_fr": "crows_pairs:load_french",

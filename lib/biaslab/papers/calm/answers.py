@@ -109,7 +109,7 @@ def sentiment_correct(output: str, gold: str, variant: str = "released") -> bool
 
 
 def is_correct(fmt: str, output: str, gold: str, gold_text: str | None = None, variant: str = "released") -> bool:
-    """Dispatch on the answer format (see :func:`biaslab.papers.calm.data.answer_format`)."""
+    """Dispatch on the answer format (see :func:`biaslab.benchmarks.calm.answer_format`)."""
     if fmt == "span":
         return qa_span_correct(output, gold, variant)
     if fmt == "mcqa":

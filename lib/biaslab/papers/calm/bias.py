@@ -70,7 +70,7 @@ import numpy as np
 import pandas as pd
 
 from .answers import processed_output
-from .data import GROUPS, TASKS
+from ...benchmarks.calm import GROUPS, TASKS
 
 VARIANTS = ("paper", "released")
 BASELINES = ("all_groups", "bias_type")

@@ -141,7 +141,7 @@ def load_encoder(name: str = DEFAULT_ENCODER, layer: int | None = None, device: 
 def calm_template_texts(passage_only: bool = False) -> pd.Series:
     """CALM's 224 templates as text (passage, then question / hypothesis), placeholders kept; ``passage_only``:
     the passage alone (the paper's Table 4 length range, 3 to 319 words, is that of the passages)."""
-    from .data import load_templates
+    from ...benchmarks.calm import load_templates
     t = load_templates()
     if passage_only:
         return t["passage"].str.strip()

@@ -28,7 +28,7 @@ import zlib
 
 import pandas as pd
 
-from .data import fill
+from ...benchmarks.calm import fill
 
 KINDS = ("synonym", "clause", "adjective", "combined")
 MAX_SYNONYMS = 3
@@ -179,7 +179,7 @@ def _protect_list(t) -> list[str]:
 
 
 def perturb_templates(templates: pd.DataFrame, kind: str) -> pd.DataFrame:
-    """A copy of the template table (:func:`biaslab.papers.calm.data.load_templates`) with perturbed passages and
+    """A copy of the template table (:func:`biaslab.benchmarks.calm.load_templates`) with perturbed passages and
     two more columns: ``perturbation`` and ``n_edits``."""
     rows = []
     for t in templates.itertuples(index=False):

@@ -42,7 +42,7 @@ from functools import lru_cache
 
 import pandas as pd
 
-from .data import REPO
+from ...benchmarks.calm import REPO
 from ...sources import DataError, raw_path
 
 log = logging.getLogger(__name__)
@@ -184,10 +184,10 @@ def split_for_scoring(prompt: str) -> tuple[str, str]:
 def select(prompts: pd.DataFrame, k_shot: int, templates_per_task: int | dict | None = None,
            names_per_group: int | None = None, seed: int = 0, template_ids: list[str] | None = None,
            max_prompt_words: int | None = None) -> pd.DataFrame:
-    """The prompts notebook 2 scores: :func:`biaslab.papers.calm.data.subset` with each template's length measured on
+    """The prompts notebook 2 scores: :func:`biaslab.benchmarks.calm.subset` with each template's length measured on
     its ``k_shot``-shot prompt (so ``max_prompt_words`` leaves out the story-length templates on a CPU run). Notebook
     1's CALM variant calls it with the same arguments, so the two score the same requests (shared cache)."""
-    from .data import subset
+    from ...benchmarks.calm import subset
     first = prompts.drop_duplicates("template_id").set_index("template_id")
     words = build_prompts(first, k_shot).str.split().str.len() if max_prompt_words is not None else None
     return subset(prompts, templates_per_task, names_per_group, seed=seed, template_ids=template_ids,

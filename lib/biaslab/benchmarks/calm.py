@@ -59,8 +59,8 @@ from functools import lru_cache
 import numpy as np
 import pandas as pd
 
-from ...sources import DataError, load_manifest, raw_path
-from ...benchmarks.base import Benchmark, Factor, FactorSpec, read_csv, require_columns, require_rows
+from ..sources import DataError, load_manifest, raw_path
+from .base import Benchmark, Factor, FactorSpec, read_csv, require_columns, require_rows
 
 log = logging.getLogger(__name__)
 
