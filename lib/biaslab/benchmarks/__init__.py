@@ -35,3 +35,16 @@ def load(name: str, **kwargs) -> Benchmark:
 
 
 __all__ = ["Benchmark", "Factor", "FactorSpec", "LOADERS", "RESPONDING", "load"]
+
+
+# --------------------------------------------------------------------------- the registry: one line per benchmark
+from . import agentic, bbq, calm, crows_pairs, ssqa  # noqa: E402
+from .spec import Spec  # noqa: E402
+
+SPECS: dict[str, Spec] = {s.name: s for s in (
+    ssqa.SPEC,
+    bbq.SPEC,
+    calm.SPEC,
+    crows_pairs.SPEC,
+    agentic.SPEC,
+)}

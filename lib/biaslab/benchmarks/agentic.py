@@ -37,6 +37,7 @@ from .. import paths
 from ..sources import DataError, sha256_file
 from .base import (Benchmark, Factor, FactorSpec, Protocol, exclude, first_sentence, options_in_order, read_csv,
                    require_columns, require_rows, wording)
+from .spec import Spec
 
 log = logging.getLogger(__name__)
 
@@ -441,3 +442,10 @@ def long_table(per: pd.DataFrame) -> pd.DataFrame:
              "position": j + 1, "group": g, "logp": r.get(f"logp_{j + 1}", np.nan), "p": r[f"p_{j + 1}"]}
             for r in per.to_dict("records") for j, g in enumerate(r["choices"])]
     return pd.DataFrame(rows)
+
+
+SPEC = Spec(
+    name="agentic", title="Agentic", load=load,
+    protocol=PROTOCOL, formats=FORMATS, respond=respond, paper_chat=paper_chat, sample=sample,
+    columns=("prompt_id",),
+)

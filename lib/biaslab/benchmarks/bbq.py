@@ -42,6 +42,7 @@ import pandas as pd
 from ..sources import DataError, raw_path, sha256_file
 from .base import (Benchmark, Factor, FactorSpec, Protocol, exclude, first_sentence, options_in_order, read_csv,
                    require_columns, require_rows, wording, examples)
+from .spec import Spec
 
 log = logging.getLogger(__name__)
 
@@ -458,3 +459,10 @@ def respond(scorer, items: pd.DataFrame, protocol: Protocol = PROTOCOL, match=No
     out["chose_unknown"] = (choice == unk).astype(int)
     out["non_unknown"] = ((choice >= 0) & (choice != unk)).astype(int)
     return out
+
+
+SPEC = Spec(
+    name="bbq", title="BBQ", load=load,
+    protocol=PROTOCOL, formats=FORMATS, respond=respond, paper_chat=paper_chat, sample=sample,
+    columns=("prompt_id",),
+)

@@ -61,6 +61,7 @@ import pandas as pd
 
 from ..sources import DataError, load_manifest, raw_path
 from .base import Benchmark, Factor, FactorSpec, read_csv, require_columns, require_rows
+from .spec import Spec
 
 log = logging.getLogger(__name__)
 
@@ -544,3 +545,6 @@ def subset(prompts: pd.DataFrame, templates_per_task: int | dict | None = None, 
     if names_per_group is not None:
         mask &= prompts["name_idx"] < names_per_group
     return prompts[mask].copy()
+
+
+SPEC = Spec(name="calm", title="CALM", load=load)

@@ -36,6 +36,7 @@ from .. import sources
 from ..sources import DataError, raw_path
 from .base import (Benchmark, Factor, FactorSpec, Protocol, examples, exclude, read_csv, require_columns,
                    require_rows, wording)
+from .spec import Spec
 
 log = logging.getLogger(__name__)
 
@@ -518,3 +519,11 @@ def harness_metrics(d_logprob) -> dict[str, float]:
     d = [float(x) for x in d_logprob]
     return {"pct_stereotype": sum(1.0 if x > 0 else 0.0 for x in d) / len(d),
             "likelihood_diff": sum(abs(x) for x in d) / len(d)}
+
+
+SPEC = Spec(
+    name="crows_pairs", title="CrowS-Pairs", load=load_original,
+    datasets={"crows_pairs_en": load_original, "crows_pairs_en_revised": load_revised, "crows_pairs_fr": load_french},
+    protocol=PROTOCOL, formats=FORMATS, respond=respond, paper_chat=paper_chat, sample=sample,
+    columns=("prompt_id",),
+)

@@ -44,6 +44,7 @@ import pandas as pd
 
 from ..sources import DataError, raw_path, sha256_file
 from .base import Benchmark, Factor, FactorSpec, read_csv, require_columns, require_rows
+from .spec import Spec
 
 log = logging.getLogger(__name__)
 
@@ -336,3 +337,6 @@ def paper_like_gender(prompts: pd.DataFrame, template: str = "T21") -> pd.DataFr
     q = prompts.copy()
     q.loc[(q["template"] == template) & (q["stigma"] != NO_STIGMA), "gender"] = "male"
     return q
+
+
+SPEC = Spec(name="ssqa", title="SocialStigmaQA", load=load)

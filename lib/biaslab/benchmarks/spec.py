@@ -1,0 +1,70 @@
+"""What a benchmark *is*, in one place: its :class:`Spec`.
+
+Each benchmark module ends with one ``SPEC = Spec(...)``; ``benchmarks/__init__.py`` lists the modules (one line per
+benchmark) and every notebook, ``compare``, ``multiverse``, ``profiles`` and the importers loop over
+:data:`biaslab.benchmarks.SPECS` instead of keeping their own name-keyed tables. A notebook never branches on a
+benchmark's name: what differs between benchmarks is a field here.
+
+Adding a benchmark is one module (its loader, ``respond`` and ``SPEC``), one data file, and one registry line
+(``docs/adding_a_benchmark.md``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from typing import Callable, Mapping
+
+import pandas as pd
+
+from .base import Benchmark, Protocol
+
+#: the fields a benchmark that answers requests must fill (with ``protocol`` set)
+RESPONDING_FIELDS = ("formats", "respond", "paper_chat", "sample", "columns")
+
+
+@dataclass(frozen=True)
+class Spec:
+    """One benchmark: its items, how they are asked and read, what is measured, and how big a run is."""
+    name: str                                   # registry key and outputs folder name (``bbq``)
+    title: str                                  # what a reader sees (``BBQ``)
+    load: Callable[..., Benchmark]              # the items: a prompt table plus its factor spec
+    #: further files of the same benchmark, each its own :class:`Benchmark` (CrowS-Pairs: en, en_revised, fr)
+    datasets: Mapping[str, Callable[[], Benchmark]] = field(default_factory=dict)
+    # --- how items are asked and answers read (benchmarks.base.Protocol); None: the benchmark answers nothing itself
+    protocol: Protocol | None = None            # the paper's protocol
+    formats: tuple[str, ...] = ()               # the answer formats ``respond`` reads (the paper's first)
+    #: Protocol field -> the formats it enters; a field absent here enters every format; a Protocol field absent
+    #: from ``honours`` is not a choice for this benchmark (the multiverse drops it)
+    applies: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    honours: tuple[str, ...] = ()               # the Protocol fields ``respond`` reads
+    respond: Callable[..., pd.DataFrame] | None = None   # respond(scorer, items, protocol) -> one row per item
+    paper_chat: Callable[[object], bool] | None = None   # the paper's rule: is this model asked in its chat template?
+    sample: Callable[..., tuple[pd.DataFrame, Benchmark]] | None = None   # sample(n, seed) -> (items, benchmark)
+    columns: tuple[str, ...] = ()               # the columns ``respond`` returns (validated: :meth:`responses`)
+    # --- what is measured
+    metrics: tuple = ()                         # the headline metrics (notebooks 5 and 6)
+    factor_plan: object | None = None           # notebook 1's multi-factor plan
+    #: default sizes: profile -> notebook -> parameter -> value (``profiles.params`` merges them)
+    sizes: Mapping[str, Mapping[str, Mapping[str, object]]] = field(default_factory=dict)
+
+    def __post_init__(self):
+        if self.protocol is not None:
+            missing = [f for f in RESPONDING_FIELDS if not getattr(self, f)]
+            if missing:
+                raise TypeError(f"benchmark spec {self.name!r}: it declares a protocol, so it must also declare "
+                                f"{', '.join(missing)} (biaslab.benchmarks.spec.Spec)")
+            unknown = set(self.honours) - {f.name for f in fields(Protocol)}
+            if unknown:
+                raise TypeError(f"benchmark spec {self.name!r}: honours {sorted(unknown)}, which are not fields of "
+                                "benchmarks.base.Protocol")
+
+    def responses(self, scorer, items: pd.DataFrame, protocol: Protocol | None = None, **kwargs) -> pd.DataFrame:
+        """``respond`` with the declared columns checked: a benchmark's answers are the table its spec says."""
+        if self.respond is None:
+            raise TypeError(f"benchmark {self.name!r} declares no respond (it is not asked through a protocol)")
+        out = self.respond(scorer, items, protocol or self.protocol, **kwargs)
+        missing = [c for c in self.columns if c not in out.columns]
+        if missing:
+            raise ValueError(f"benchmark {self.name!r}: respond returned no column(s) {missing}; its spec declares "
+                             f"{list(self.columns)}")
+        return out
