@@ -48,3 +48,31 @@ SPECS: dict[str, Spec] = {s.name: s for s in (
     crows_pairs.SPEC,
     agentic.SPEC,
 )}
+
+
+def register(spec: Spec) -> Spec:
+    """Add a benchmark defined outside this package (a plugin module calls it with its ``SPEC``)."""
+    if not isinstance(spec, Spec):
+        raise TypeError(f"register() takes a biaslab.benchmarks.spec.Spec, not {type(spec).__name__}")
+    SPECS[spec.name] = spec
+    return spec
+
+
+def import_plugins(modules) -> list[str]:
+    """Import the modules a notebook's ``benchmark_modules`` parameter names (each registers its ``SPEC``); returns
+    the benchmark names they added."""
+    before = set(SPECS)
+    for m in modules or ():
+        try:
+            importlib.import_module(m)
+        except ImportError as exc:
+            raise ImportError(f"benchmark_modules: cannot import {m!r} ({exc}); give a module on the kernel's "
+                              "sys.path that calls biaslab.benchmarks.register(SPEC)") from exc
+    return [n for n in SPECS if n not in before]
+
+
+def spec(name: str) -> Spec:
+    if name not in SPECS:
+        raise KeyError(f"unknown benchmark {name!r}; the registered ones are {sorted(SPECS)} "
+                       "(biaslab.benchmarks.SPECS; a plugin module registers with biaslab.benchmarks.register)")
+    return SPECS[name]
