@@ -4,6 +4,7 @@ significant, discarded templates without a score)."""
 
 from __future__ import annotations
 
+import base64
 import re
 import matplotlib
 
@@ -73,9 +74,13 @@ def test_output_dir_checks_every_saved_figure(tmp_path, monkeypatch):
     assert not (tmp_path / "figures" / "empty_strict.png").exists()
 
 
-def test_output_dir_figure_shows_the_saved_file_with_alt_text_and_closes(tmp_path, monkeypatch):
+def test_output_dir_figure_saves_twice_the_shown_resolution_and_shows_a_lighter_copy_with_alt_text(tmp_path,
+                                                                                                     monkeypatch):
     import biaslab.outputs
     import IPython.display
+    import nbformat
+
+    from biaslab.report.html import print_resolution
 
     shown = []
     monkeypatch.setattr(IPython.display, "display", shown.append)
@@ -90,11 +95,19 @@ def test_output_dir_figure_shows_the_saved_file_with_alt_text_and_closes(tmp_pat
     saved = (tmp_path / "figures" / "line.png").read_bytes()
     assert not plt.fignum_exists(fig.number)                   # a plt.show() after it shows nothing more
     (image,) = shown
-    # the notebook shows the saved file itself (its resolution, not a lighter copy), described for a screen reader
-    assert isinstance(image, IPython.display.Image) and image.data == saved
-    assert image.width == int.from_bytes(saved[16:20], "big") * biaslab.outputs.SHOWN_DPI // biaslab.outputs.FIGURE_DPI   # shown at its CSS size
-    alt = image._repr_png_()[1]["alt"]
-    assert alt == "Two panels. panel 1: rates; x: share of prompts; y: p; y from 0 to 1. panel 2: y from 1 to 2", alt
+    width = int.from_bytes(image.data[16:20], "big")
+    # the notebook embeds a copy at the shown resolution, at its natural (CSS) width; the file has twice the pixels
+    assert isinstance(image, IPython.display.Image) and image.data != saved and image.width == width
+    assert biaslab.outputs.FIGURE_DPI == 2 * biaslab.outputs.SHOWN_DPI
+    assert abs(int.from_bytes(saved[16:20], "big") / width - 2) < 0.02, (width, int.from_bytes(saved[16:20], "big"))
+    meta = image._repr_png_()[1]
+    assert meta["alt"] == "Two panels. panel 1: rates; x: share of prompts; y: p; y from 0 to 1. panel 2: y from 1 to 2"
+    # the HTML report swaps the copy for the saved file (named in the metadata), at the same CSS width
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(outputs=[nbformat.v4.new_output(
+        "display_data", data={"image/png": image._repr_png_()[0]}, metadata={"image/png": meta})])])
+    assert meta["bl_file"] == "figures/line.png" and print_resolution(nb, tmp_path) == 1
+    out_ = nb.cells[0].outputs[0]
+    assert out_.data["image/png"] == base64.b64encode(saved).decode() and out_.metadata["image/png"]["width"] == width
 
 
 def test_figure_check_warnings_point_at_the_caller(tmp_path, monkeypatch):

@@ -17,6 +17,7 @@ are created with the user's umask (not ``mkstemp``'s 0600). Creating the OutputD
 
 from __future__ import annotations
 
+import io
 import json
 import logging
 import os
@@ -31,11 +32,11 @@ from . import display as _display
 from .fsio import umask_mode
 from .redact import redact
 
-#: Figures are saved at FIGURE_DPI and shown at SHOWN_DPI's size. At twice the resolution (sharp in print) the
-#: executed notebooks that embed them grew past the ~2 MB a committed notebook may take (notebook 1's SSQA run: 3.6 MB),
-#: so they are saved at the size they are shown until a notebook can embed a lighter copy than the file it saves.
+#: Figures are saved at FIGURE_DPI (twice the shown resolution: sharp in print; the HTML report embeds that file) and
+#: the executed notebook embeds a lighter copy rendered at SHOWN_DPI, its CSS size, so that a committed notebook stays
+#: under ~2 MB (at 2x, notebook 1's SSQA run was 3.6 MB).
 SHOWN_DPI = 110
-FIGURE_DPI = SHOWN_DPI
+FIGURE_DPI = 2 * SHOWN_DPI
 
 
 def atomic_write_text(path: Path, text: str) -> None:
@@ -120,7 +121,8 @@ class OutputDir:
     def figure(self, fig, name: str, dpi: int = FIGURE_DPI) -> None:
         """Save a matplotlib figure as ``figures/<name>.png`` after :func:`biaslab.plots.figure_check.check_figure`
         (a problem is recorded as a note in MANIFEST and warned about, or raised with ``BIASLAB_STRICT_FIGURES=1``),
-        show that file in the notebook (saved at ``dpi``, twice :data:`SHOWN_DPI`, and shown at half its pixel width) with
+        show a copy rendered at :data:`SHOWN_DPI` in the notebook (the file is saved at ``dpi``, twice that; the HTML report
+        shows the file itself, named by the image's ``bl_file`` metadata, at the same CSS width) with
         alternative text stating its result (:func:`biaslab.display.figure_alt`) and the layout counts of
         :func:`biaslab.plots.figure_check.layout_counts` (the report's browser test reads them), and close the figure (a ``plt.show()`` after it adds nothing).
         Returns None, so a call ending a cell adds no ``Out[]``."""
@@ -132,11 +134,14 @@ class OutputDir:
         path = self._save_figure(fig, name, dpi)
         alt = _display.figure_alt(fig)
         counts = layout_counts(fig)
+        shown = io.BytesIO()
+        fig.savefig(shown, dpi=SHOWN_DPI, bbox_inches="tight", format="png")
         plt.close(fig)
-        data = path.read_bytes()
-        width = int.from_bytes(data[16:20], "big") * SHOWN_DPI // dpi        # the PNG's IHDR width, at CSS size
+        data = shown.getvalue()
+        width = int.from_bytes(data[16:20], "big")                    # the PNG's IHDR width: its CSS size
         display(Image(data=data, width=width, metadata={
-            "alt": alt, "bl_legend_over_data": counts["legend_over_data"], "bl_clipped": counts["clipped_markers"]}))
+            "alt": alt, "bl_file": path.relative_to(self.path).as_posix(),
+            "bl_legend_over_data": counts["legend_over_data"], "bl_clipped": counts["clipped_markers"]}))
 
     def _save_figure(self, fig, name: str, dpi: int) -> Path:
         # called by figure(): stacklevel=3 points a figure-check warning at its caller

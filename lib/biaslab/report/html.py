@@ -27,6 +27,7 @@
 from __future__ import annotations
 
 import ast
+import base64
 import html
 import json
 import logging
@@ -356,6 +357,20 @@ def read_manifest(folder: Path) -> dict:
     return {}
 
 
+def print_resolution(nb, folder: Path) -> int:
+    """Swap each figure the notebook embeds (a copy at screen resolution, ``OutputDir.figure``) for the file it saved
+    at twice that (named by the image's ``bl_file`` metadata), shown at the same CSS width: sharp in print. Returns
+    how many were swapped; a figure whose file is gone keeps its copy."""
+    swapped = 0
+    for cell in nb.cells:
+        for o in cell.get("outputs", []):
+            name = o.get("metadata", {}).get("image/png", {}).get("bl_file")
+            if name and "image/png" in o.get("data", {}) and (saved := folder / name).is_file():
+                o["data"]["image/png"] = base64.b64encode(saved.read_bytes()).decode()
+                swapped += 1
+    return swapped
+
+
 def render(executed: Path, out: Path | None = None) -> Path:
     """Write the reader's report of the executed notebook ``executed`` to ``out`` (default: beside it, ``.html``),
     with the provenance of the ``MANIFEST.json`` beside the notebook, and return its path."""
@@ -376,6 +391,7 @@ def render(executed: Path, out: Path | None = None) -> Path:
     out = Path(out).resolve() if out else executed.with_suffix(".html")
     out.parent.mkdir(parents=True, exist_ok=True)
     nb = nbformat.read(executed, as_version=4)
+    print_resolution(nb, executed.parent)
     manifest = read_manifest(executed.parent)
     here = out.parent
     links = [_link(executed, here, "executed notebook"),
