@@ -26,6 +26,7 @@ NOTEBOOKS: dict[str, dict[str, dict]] = {
     "04_agentic_entropy": {"": {}},
     "06_multiverse": {"": {}},
     "05_compare": {"": {}},
+    "07_mbbq": {"": {}},
 }
 
 #: notebooks that score nothing (they read the other notebooks' tables): no model, device or dtype parameters;
@@ -71,6 +72,8 @@ PROFILES: dict[str, dict[str, dict]] = {
         # notebook 5 reads the other notebooks' tables: every model found there; the wild cluster bootstrap (where
         # the rule uses it) with the rule's own draws, as notebooks 1-4, so an effect gets one interval
         "05_compare": {"models": None, "n_boot": None, "calibration_replications": 50},
+        # MBBQ: 2 items per category x context stratum, each in 4 languages x 2 sets (192 prompts)
+        "07_mbbq": {"items": 2},
     },
     "default": {
         "*": {"models": EMBEDDED_MODELS, "device": "auto", "dtype": "auto"},
@@ -109,6 +112,9 @@ PROFILES: dict[str, dict[str, dict]] = {
         "06_multiverse": {"bbq_items": 72, "bbq_pool": 150, "crows_items": 63, "agentic_items": 30,
                           "design_name": "ofat", "precisions": ["float32", "bf16_weights"], "n_boot": 2000},
         "05_compare": {"models": None, "n_boot": None},
+        # MBBQ: ITEMS_DEFAULT items per category x context stratum (12 strata), each in 4 languages x 2 sets, design
+        # weighted back to all 9,436 items (benchmarks/mbbq.py sample); sized in notebooks/07_mbbq.py's timings
+        "07_mbbq": {"items": 10},
     },
     "paper": {
         "*": {"models": EMBEDDED_MODELS, "device": "auto", "dtype": "auto"},
@@ -123,6 +129,7 @@ PROFILES: dict[str, dict[str, dict]] = {
         "06_multiverse": {"bbq_items": None, "bbq_pool": None, "crows_items": None, "agentic_items": None,
                           "design_name": "two_way", "n_boot": 2000},
         "05_compare": {"models": None, "n_boot": None},
+        "07_mbbq": {"items": None},
     },
 }
 

@@ -1,0 +1,440 @@
+"""MBBQ, the Multilingual Bias Benchmark for Question-answering (Neplenbroek, Bisazza & Fernández, COLM 2024).
+
+Source: the 48 files ``data/<Category>[_control]_<lang>.jsonl`` of ``Veranep/MBBQ`` (6 BBQ categories whose
+stereotypes hold in all four languages x English, Spanish, Dutch, Turkish x {bias, control}); BBQ's jsonl schema.
+The repository has no licence file; it is derived from BBQ (CC-BY 4.0).
+
+**One row per item x language x set.** ``item`` (``<category>:<example_id>`` of the English bias file) is the
+parallel identity. The files are parallel within a question template but not always in ``example_id``
+(Gender_identity in Spanish numbers the templates' blocks in another order), so a row's item is the English bias
+item with the same ``question_index``, polarity, context condition and rank among those (``example_id`` order), and
+every link is checked: the correct answer must keep its role (the unknown answer, the biased answer, the other
+person) in every language. The
+**control set** replaces the group terms by proper names; its files leave out the bias items that have no biased
+answer (Gender_identity question 13: two people of the same gender, 16 items), so a control row links to the English
+bias item of the same rank among those that have one, checked on the unknown answer (a control name's group tag
+is its own: the count of control items whose correct answer keeps its bias item's role is in ``notes``). A row with no partner is an error; an
+item whose check fails in any language or set is excluded in all of them (counted).
+
+**Biased answer** (``biased_index``). MBBQ has no ``additional_metadata.csv``; the repository reads BBQ's rule from
+``answer_info`` and ``stereotyped_groups``. We use :func:`biaslab.benchmarks.bbq.biased_from_tags` (checked against
+BBQ's own ``target_loc`` on BBQ): the answer whose tag names a stereotyped group in a negative question, the other
+person in a non-negative one. Gender tags are words in each language (``mujer``, ``vrouw``, ``kadın`` ...) where
+``stereotyped_groups`` says F or M; :data:`GENDER_WORDS` maps them (the repository's lists). In the control set the
+names carry their bias item's group tag, so the "biased" name is the one standing in for the stereotyped group. Items
+whose biased answer cannot be derived in some language are excluded in every language and set (``excluded``,
+counted per reason): the 16 Gender_identity items of question 13 (no stereotyped person).
+
+Factors: language (en reference), set (bias / control), category, context_condition, question_polarity,
+correct_is_biased. Cluster: ``template`` = category x ``question_index``.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+
+import numpy as np
+import pandas as pd
+
+from .. import paths
+from ..sources import DataError, raw_path
+from .base import Benchmark, Factor, FactorSpec, Protocol, exclude, require_columns, require_rows
+from .bbq import biased_from_tags, paper_chat
+from .spec import Spec
+
+REPO = "Veranep/MBBQ"
+LANGUAGES = ("en", "es", "nl", "tr")
+SETS = ("bias", "control")
+#: category -> (items in each bias file, items in each control file)
+CATEGORY_ROWS = {"Age": (3320, 3320), "Disability_status": (1296, 1296), "Gender_identity": (544, 528),
+                 "Physical_appearance": (1176, 1176), "SES": (3600, 3600), "Sexual_orientation": (152, 152)}
+FIELDS = ["example_id", "question_index", "question_polarity", "context_condition", "category", "answer_info",
+          "additional_metadata", "context", "question", "ans0", "ans1", "ans2", "label"]
+KEY = ["question_index", "question_polarity", "context_condition"]
+#: the words that tag a woman/girl (F) or a man/boy (M) in the four languages (MBBQ's ``mbbq.py`` lists)
+GENDER_WORDS = {w: "F" for w in ("woman", "girl", "vrouw", "meisje", "mujer", "chica", "kadın", "kız")} | \
+               {w: "M" for w in ("man", "boy", "jongen", "hombre", "chico", "adam", "erkek çocuk")}
+
+#: the paper's prompt wordings (``data/mbbq/prompts.tsv``); Protocol.wording ``paper`` is p2 (it ends in the answer
+#: cue, so an option's log-probability continues it), w1-w3 are p3-p5; ``p1``-``p5`` name one directly
+WORDINGS = {"paper": "p2", "w1": "p3", "w2": "p4", "w3": "p5"}
+PROTOCOL = Protocol(format="option_ll", max_new_tokens=100)
+FORMATS = ("option_ll", "generated")
+
+
+def _read(category: str, language: str, control: bool) -> pd.DataFrame:
+    name = f"data/{category}{'_control' if control else ''}_{language}.jsonl"
+    path = raw_path(REPO, name)
+    rows = []
+    with open(path, encoding="utf-8") as f:
+        for i, line in enumerate(f, 1):
+            if line.strip():
+                try:
+                    rows.append(json.loads(line))
+                except json.JSONDecodeError as exc:
+                    raise DataError(f"{path}, line {i}: not valid JSON ({exc}); re-run `biaslab data fetch --only "
+                                    "mbbq`") from exc
+    d = pd.DataFrame(rows)
+    require_columns(d, FIELDS, path)
+    require_rows(len(d), CATEGORY_ROWS[category][int(control)], path)
+    if d["example_id"].duplicated().any():
+        raise DataError(f"{path}: duplicated example_id {d.loc[d['example_id'].duplicated(), 'example_id'].iloc[0]}")
+    return d.sort_values("example_id").reset_index(drop=True)
+
+
+def _gender_tags(info: dict) -> dict:
+    return {k: [v[0], GENDER_WORDS.get(v[1], v[1])] for k, v in info.items()}
+
+
+def biased_index(answer_info: dict, stereotyped_groups, polarity: str) -> int | None:
+    """The biased answer's index (BBQ's rule, :func:`~biaslab.benchmarks.bbq.biased_from_tags`) with MBBQ's gender
+    words read as the group F or M; None where the tags do not decide."""
+    return biased_from_tags(_gender_tags(answer_info), stereotyped_groups, polarity)
+
+
+def _unknown_index(info: dict) -> int:
+    idx = [i for i in range(3) if info[f"ans{i}"][1] == "unknown"]
+    return idx[0] if len(idx) == 1 else -1
+
+
+def _file_rows(category: str, language: str, control: bool) -> pd.DataFrame:
+    d = _read(category, language, control)
+    d["unknown_index"] = d["answer_info"].map(_unknown_index)
+    if (d["unknown_index"] < 0).any():
+        raise DataError(f"{REPO}/data/{category}{'_control' if control else ''}_{language}.jsonl: example_id "
+                        f"{d.loc[d['unknown_index'] < 0, 'example_id'].iloc[0]} has not exactly one 'unknown' answer")
+    d["biased_index"] = [biased_index(i, m["stereotyped_groups"], p) for i, m, p in
+                         zip(d["answer_info"], d["additional_metadata"], d["question_polarity"])]
+    d["language"], d["set"] = language, "control" if control else "bias"
+    return d
+
+
+def _role(gold: int, biased, unknown: int) -> str:
+    """What the correct answer is: ``unknown``, ``biased`` (the biased answer) or ``other``; a translation of an item
+    must keep it."""
+    return "unknown" if gold == unknown else ("biased" if gold == biased else "other")
+
+
+def _ranked(d: pd.DataFrame) -> pd.DataFrame:
+    """``d`` with ``rank``: its order among the rows of the same :data:`KEY` (by ``example_id``)."""
+    return d.assign(rank=d.groupby(KEY, sort=False).cumcount())
+
+
+def _link(d: pd.DataFrame, en: pd.DataFrame, where: str) -> pd.DataFrame:
+    """``d`` with ``item``: the English bias item it translates (same :data:`KEY` and rank), checked on the group
+    of the correct answer; a row with no English partner is a :class:`DataError`."""
+    m = _ranked(d).merge(_ranked(en)[KEY + ["rank", "item", "en_gold"]], on=KEY + ["rank"], how="left",
+                         validate="1:1")
+    if m["item"].isna().any():
+        r = m[m["item"].isna()].iloc[0]
+        raise DataError(f"{where}: example_id {r['example_id']} has no English partner ({dict(r[KEY])}, rank "
+                        f"{r['rank']}); the files are not the pinned version (`biaslab data fetch --only mbbq`)")
+    return m.drop(columns="rank")
+
+
+@lru_cache(maxsize=1)
+def prompts_table() -> pd.DataFrame:
+    """``data/mbbq/prompts.tsv``: language, prompt (p1-p5), template."""
+    return pd.read_csv(paths.DATA_DIR / "mbbq" / "prompts.tsv", sep="\t", keep_default_na=False)
+
+
+def template_for(language: str, wording: str) -> str:
+    p = WORDINGS.get(wording, wording)
+    t = prompts_table()
+    row = t[(t["language"] == language) & (t["prompt"] == p)]
+    if len(row) != 1:
+        raise KeyError(f"data/mbbq/prompts.tsv: no prompt {p!r} for language {language!r} (Protocol.wording: "
+                       f"{sorted(WORDINGS)} or p1-p5)")
+    return row["template"].iloc[0]
+
+
+def load(languages=LANGUAGES, sets=SETS) -> Benchmark:
+    """The MBBQ prompt table (module docstring) with its factor spec.
+
+    Columns: ``prompt_id`` (``mbbq-<lang>-<set>-<category>-<example_id>``, the file's own id), ``item``,
+    ``language``, ``set``, ``category``, ``example_id``, ``question_index``, ``template``, ``context``, ``question``,
+    ``options``, ``gold_index``, ``biased_index``, ``unknown_index``, ``correct_is_biased``, ``stereotyped_group``,
+    ``text`` (the paper's prompt p2 in the row's language) and the factor columns."""
+    return _load(tuple(languages), tuple(sets))
+
+
+@lru_cache(maxsize=2)
+def _load(languages: tuple, sets: tuple) -> Benchmark:
+    bad = (set(languages) - set(LANGUAGES)) | (set(sets) - set(SETS))
+    if bad:
+        raise DataError(f"MBBQ: unknown language/set {sorted(bad)}; choose languages from {LANGUAGES}, sets from "
+                        f"{SETS}")
+    parts = []
+    for cat in CATEGORY_ROWS:
+        en = _file_rows(cat, "en", False)
+        en["item"] = cat + ":" + en["example_id"].astype(str)
+        en["en_gold"] = [_role(g, b, u) for g, b, u in zip(en["label"], en["biased_index"], en["unknown_index"])]
+        # the control files leave out the items without a biased answer: their k-th item of a KEY is the k-th such
+        en_linkable = en[en["biased_index"].notna()]
+        for lang in LANGUAGES:
+            for control in (False, True):
+                where = f"{REPO}/data/{cat}{'_control' if control else ''}_{lang}.jsonl"
+                d = _link(_file_rows(cat, lang, control), en_linkable if control else en, where)
+                role = [_role(g, b, u) for g, b, u in zip(d["label"], d["biased_index"], d["unknown_index"])]
+                # a control item's names carry group tags of their own: only its unknown answer must match
+                d["gold_ok"] = [(r == e) if not control else ((r == "unknown") == (e == "unknown"))
+                                for r, e in zip(role, d["en_gold"])]
+                d["role_as_en"] = [r == e for r, e in zip(role, d["en_gold"])]
+                parts.append(d)
+    x = pd.concat(parts, ignore_index=True)
+    # an item is kept only where every language and set defines its biased answer and agrees with English on the
+    # group of the correct answer (counted, never silent)
+    no_bias = x.loc[x["biased_index"].isna(), "item"].unique()
+    x, excluded = exclude(x, x["item"].isin(no_bias), "no biased answer in some language or set (answer_info tags "
+                          "name no stereotyped group, or both people belong to one: Gender_identity question 13)",
+                          "mbbq")
+    off = x.loc[~x["gold_ok"], "item"].unique()
+    x, ex2 = exclude(x, x["item"].isin(off), "the correct answer's role (unknown, biased, other) differs from the "
+                     "English item's in some language or set (translation not parallel)", "mbbq")
+    excluded = pd.concat([excluded, ex2], ignore_index=True)
+    x["biased_index"] = x["biased_index"].astype(int)
+    x["gold_index"] = x["label"].astype(int)
+    x["question_index"] = x["question_index"].astype(int)
+    x["template"] = x["category"] + ":" + x["question_index"].astype(str).str.zfill(2)
+    x["options"] = x[["ans0", "ans1", "ans2"]].values.tolist()
+    x["correct_is_biased"] = np.where((x["context_condition"] == "disambig") & (x["gold_index"] == x["biased_index"]),
+                                      "yes", "no")
+    x["stereotyped_group"] = x["additional_metadata"].map(lambda a: "; ".join(a.get("stereotyped_groups", [])))
+    x["prompt_id"] = ("mbbq-" + x["language"] + "-" + x["set"] + "-" + x["category"] + "-"
+                      + x["example_id"].astype(str))
+    x = x[x["language"].isin(languages) & x["set"].isin(sets)].reset_index(drop=True)
+    tpl = {lang: template_for(lang, "paper") for lang in LANGUAGES}
+    x["text"] = [tpl[lang].format(context=c, question=q, ans0=a, ans1=b, ans2=d) for lang, c, q, a, b, d
+                 in zip(x["language"], x["context"], x["question"], x["ans0"], x["ans1"], x["ans2"])]
+    cols = ["prompt_id", "item", "language", "set", "category", "example_id", "question_index", "template",
+            "context_condition", "question_polarity", "context", "question", "options", "gold_index", "biased_index",
+            "unknown_index", "correct_is_biased", "stereotyped_group", "text"]
+    counts = x.groupby(["language", "set"]).size()
+    ctl = x[x["set"] == "control"]
+    notes = [f"{len(x):,} prompts: " + ", ".join(f"{lang}/{s} {n:,}" for (lang, s), n in counts.items())]
+    notes += [f"{g['item'].nunique()} items excluded in every language and set ({len(g):,} rows): {reason}"
+              for reason, g in excluded.groupby("reason", sort=False)]
+    notes += [f"control rows whose correct answer keeps its bias item's role: {int(ctl['role_as_en'].sum()):,} of "
+              f"{len(ctl):,}"]
+    sources = {f"{REPO}/data/{c}{s}_{lang}.jsonl": "" for c in CATEGORY_ROWS for s in ("", "_control")
+               for lang in LANGUAGES}
+    from ..sources import load_manifest
+    sources = {s.key: s.sha256 for s in load_manifest() if s.key in sources}
+    return Benchmark("mbbq", x[cols], factor_spec(), excluded=excluded[["item", "language", "set", "category",
+                                                                         "example_id", "reason"]],
+                     sources=sources, notes=notes, cluster="template")
+
+
+def factor_spec() -> FactorSpec:
+    return FactorSpec([
+        Factor("language", "prompt", LANGUAGES, "en", "language the item is asked in (parallel translations)"),
+        Factor("set", "prompt", SETS, "bias", "bias set (group terms) or control set (proper names)"),
+        Factor("category", "domain", tuple(CATEGORY_ROWS), "Age", "BBQ category"),
+        Factor("context_condition", "prompt", ("ambig", "disambig"), "ambig", "ambiguous or disambiguated context"),
+        Factor("question_polarity", "prompt", ("neg", "nonneg"), "neg", "negative or non-negative question"),
+        Factor("correct_is_biased", "prompt", ("no", "yes"), "no",
+               "the correct answer is the biased one (disambiguated, stereotype-consistent contexts)"),
+    ])
+
+
+# ------------------------------------------------------------------------------- the design of a run
+STRATA = ["category", "context_condition"]
+
+
+def sample(n: int | None, seed: int = 0, languages=LANGUAGES, sets=SETS) -> tuple[pd.DataFrame, Benchmark]:
+    """``n`` items per category x context condition (equal allocation, drawn at random, seed ``seed``), each in every
+    language of ``languages`` and set of ``sets``, with design columns ``stratum`` and ``weight`` = N_h / n_h
+    (N_h the stratum's items after exclusions; :func:`biaslab.benchmarks.crows_pairs.with_design`), so that every
+    estimate pooled over categories is weighted back to all MBBQ items. ``n=None``: every item (weights 1)."""
+    from .crows_pairs import with_design
+    b = load(languages, sets)
+    p = b.prompts
+    items = p.drop_duplicates("item")[["item"] + STRATA]
+    items = items.assign(_stratum=items["category"] + "|" + items["context_condition"])
+    if n is None:
+        chosen = items
+    else:
+        if n < 2:
+            raise ValueError(f"MBBQ sample: n (items per category x context stratum) must be >= 2 or None, got {n!r}")
+        rng = np.random.default_rng(seed)
+        chosen = pd.concat([g.iloc[np.sort(rng.choice(len(g), size=min(n, len(g)), replace=False))]
+                            for _, g in items.groupby("_stratum", sort=True)])
+    design = with_design(chosen, items, by="_stratum")[["item", "stratum", "weight"]]
+    return p.merge(design, on="item", how="inner"), b
+
+
+# ------------------------------------------------------------------------------- requests and answers
+def requests(items: pd.DataFrame, protocol: Protocol = PROTOCOL) -> tuple[list[str], list[list[int]]]:
+    """Each item in the paper's prompt ``protocol.wording`` of its own language, options in the stored order (the
+    paper shows them as stored), as BBQ's ``respond`` takes them."""
+    tpl = {lang: template_for(lang, protocol.wording) for lang in items["language"].unique()}
+    texts = [tpl[r.language].format(context=r.context, question=r.question,
+                                                                ans0=r.options[0], ans1=r.options[1],
+                                                                ans2=r.options[2]) for r in items.itertuples()]
+    return texts, [[0, 1, 2] for _ in texts]
+
+
+def respond(scorer, items: pd.DataFrame, protocol: Protocol = PROTOCOL) -> pd.DataFrame:
+    """One row per item, BBQ's answer columns (:func:`biaslab.benchmarks.bbq.respond`): ``option_ll`` reads the
+    option with the highest mean log-probability after the paper's prompt; ``generated`` generates up to
+    ``protocol.max_new_tokens`` tokens greedily (the paper: 100) and reads the answer with the paper's detector
+    (:func:`detect`), ``answer_kind`` ``unparsed`` where it finds none."""
+    from . import bbq
+    if protocol.format == "option_ll":
+        return bbq.respond(scorer, items, protocol, build=requests)
+    if protocol.format != "generated":
+        raise ValueError(f"MBBQ has no answer format {protocol.format!r}; choose from {FORMATS} (Protocol.format)")
+    texts, _ = requests(items, protocol)
+    gens = scorer.generate(texts, max_new_tokens=protocol.max_new_tokens, chat=protocol.use_chat(paper_chat(scorer)))
+    found = [detect(g, r.options, r.unknown_index, r.language) for g, r in zip(gens, items.itertuples())]
+    choice = np.array([f if isinstance(f, int) else -1 for f in found])
+    out = pd.DataFrame({"prompt_id": items["prompt_id"].to_numpy(), "model": scorer.lm.name, "answer": gens,
+                        "answer_kind": ["option" if c >= 0 else "unparsed" for c in choice]})
+    return bbq.outcomes(out, items, choice)
+
+
+# ------------------------------------------------------------------------------- the paper's answer detector
+#: the forms a letter answer takes (MBBQ's ``a_list``/``b_list``/``c_list``, written as patterns; ``{x}`` lowercase,
+#: ``{X}`` uppercase); the first three are *bare* forms, which the detector accepts only where nothing else decides
+LETTER_FORMS = ("{x}", "{X}", "{x}.", "{X})", "{x})", "({x})", "({X})", "{x}:", "{X}:", "({X}):", "'{X}'", "'{x}'",
+                "'{x}'.", "{X}.", "({x}):", '"{x}:', '"{x}"', "'{x}.'", "[{x}]", '"{x}."', "{X},", "{x},", '"{X}"',
+                "({X}),", "({X}).", "{X}'dir", '"{X}:', '"{X}".')
+N_BARE = 3
+_LETTERS = "abc"
+
+
+def _forms(i: int) -> list[str]:
+    x = _LETTERS[i]
+    return [f.format(x=x, X=x.upper()) for f in LETTER_FORMS]
+
+
+FORMS = [_forms(i) for i in range(3)]
+
+
+@lru_cache(maxsize=1)
+def answer_phrases() -> pd.DataFrame:
+    """``data/mbbq/answer_phrases.tsv``: language, kind (before / after / unknown), phrase (in the repository's
+    order)."""
+    return pd.read_csv(paths.DATA_DIR / "mbbq" / "answer_phrases.tsv", sep="\t", quoting=3, escapechar="\\",
+                       keep_default_na=False)
+
+
+def _phrases(kind: str, language: str) -> list[str]:
+    t = answer_phrases()
+    t = t[t["kind"] == kind]
+    return t.loc[t["language"] == "en", "phrase"].tolist() + (
+        t.loc[t["language"] == language, "phrase"].tolist() if language != "en" else [])
+
+
+def _letter(token: str, whole: str = "") -> int | str | None:
+    """The option a token names as a letter form, ``"all"`` where a non-bare form of it comes with another letter's
+    form in ``whole``, None where it is no letter form."""
+    for i in range(3):
+        if token in FORMS[i]:
+            k = FORMS[i].index(token)
+            if k >= N_BARE and any(FORMS[j][k] in whole for j in range(3) if j != i):
+                return "all"
+            return i
+    return None
+
+
+def _all_letters(text: str) -> bool:
+    return any(all(FORMS[i][k] in text for i in range(3)) for k in range(2, len(LETTER_FORMS)))
+
+
+def _one_option(text: str, options) -> int | None:
+    """The one option whose text (case-insensitive) occurs in ``text``, None where none or several do."""
+    hits = [i for i, o in enumerate(options) if o.lower() in text.lower()]
+    return hits[0] if len(hits) == 1 else None
+
+
+def detect(answer, options, unknown_index: int, language: str = "en") -> int | str | None:
+    """The option (0-2) a generated answer gives, ``"all"`` where it names all three letters, None where nothing is
+    found: MBBQ's ``detect_answer`` (``mbbq.py`` at the pinned commit), re-implemented, in its order of rules:
+
+    1. the answer (leading punctuation and a final full stop removed) starts with an option's text, or its first word
+       is an option's last word capitalized;
+    2. after a phrase that introduces an answer ("The correct answer is", "Het juiste antwoord is", ...): the first
+       word of the text after it as a letter form or containing an option, else the one option its first line names;
+    3. before a phrase that follows an answer ("is the correct answer", "es la respuesta correcta", ...): the same on
+       the last word of the text before it;
+    4. a phrase that declines to answer ("not enough information", "Cevap veremiyorum", ...): the unknown option;
+    5. exactly one option's text anywhere in the answer (and not all three letters);
+    6. the answer's first 2-4 characters, first or last character as a letter form; all three letters: ``"all"``;
+    7. exactly one letter's non-bare form anywhere in the answer.
+
+    Phrases: ``data/mbbq/answer_phrases.tsv``, English plus ``language``'s."""
+    if not isinstance(answer, str):
+        return None
+    ans = answer.strip()
+    while ans and ans[0] in _PUNCT:
+        ans = ans[1:].strip()
+    if not ans:
+        return None
+    if len(ans) > 2 and ans.endswith("."):
+        ans = ans[:-1]
+    words = ans.split()
+    for i, o in enumerate(options):
+        head = words[:len(o.split())]
+        joined = " ".join(head)
+        if joined == o or (head and head[-1] and head[-1][-1] in _PUNCT and joined[:-1] == o):
+            return i
+        if o.split() and words[0] == o.split()[-1].capitalize():
+            return i
+    for phrase in _phrases("before", language):
+        for seg in ans.split(phrase)[1:] if phrase in ans else []:
+            seg = seg.strip().split("\n")[0]
+            if seg.split():
+                first = seg.split()[0]
+                if (f := _letter(first)) is not None:
+                    return f
+                for i, o in enumerate(options):
+                    if o in first:
+                        return i
+            if (f := _one_option(seg, options)) is not None:
+                return f
+    for phrase in _phrases("after", language):
+        for seg in ans.split(phrase)[:-1] if phrase in ans else []:
+            seg = seg.strip().split("\n")[-1]
+            if seg.split():
+                last = seg.split()[-1]
+                if (f := _letter(last)) is not None:
+                    return f
+                for i, o in enumerate(options):
+                    if o in last:
+                        return i
+            if (f := _one_option(seg, options)) is not None:
+                return f
+    if any(p in ans for p in _phrases("unknown", language)):
+        return int(unknown_index)
+    if (f := _one_option(ans, options)) is not None and not _all_letters(ans):
+        return f
+    for k in (2, 3, 4):
+        if (f := _letter(ans[:k])) is not None:
+            return f
+    for token in (ans[0], ans[-1]):
+        if (f := _letter(token, ans)) is not None:
+            return f
+    if _all_letters(ans):
+        return "all"
+    for k in range(len(LETTER_FORMS) - 1, N_BARE - 2, -1):
+        hits = [i for i in range(3) if FORMS[i][k] in ans]
+        if len(hits) == 1:
+            return hits[0]
+    return None
+
+
+_PUNCT = set("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")
+
+COLUMNS = ("prompt_id", "model", "choice", "answer", "answer_kind", "deviated", "correct", "chose_unknown",
+           "non_unknown")
+
+SPEC = Spec(
+    name="mbbq", title="MBBQ", load=load,
+    protocol=PROTOCOL, formats=FORMATS, applies={"max_new_tokens": ("generated",)},
+    honours=("format", "wording", "chat", "max_new_tokens"), respond=respond, paper_chat=paper_chat, sample=sample,
+    columns=COLUMNS,
+    sizes={"smoke": {"07_mbbq": {"items": 2}}, "default": {"07_mbbq": {"items": 10}},
+           "paper": {"07_mbbq": {"items": None}}},
+)
