@@ -23,8 +23,9 @@ difference of the two metrics exactly.
 **Adjusted for control-set accuracy** (:func:`adjusted_contrasts`). Per template t, ``db_t`` is the mean contrast of
 its items (bias set) and ``da_t`` the difference L - English of its control items' accuracy in the same context
 condition (ambiguous for the ambiguous score, disambiguated for the gap). The adjusted contrast is the intercept
-``b0`` of the weighted least-squares regression ``db_t = b0 + b1 da_t`` (weights: the template's summed design
-weights; HC1 standard errors, t(G - 2)): the cross-lingual bias difference expected in a template where the model
+``b0`` of the weighted least-squares regression ``db_t = b0 + b1 da_t`` (weights: the template's items, whose
+pseudo-values carry the design weights, so that without ``da`` the intercept is the pooled contrast; HC1 standard
+errors, t(G - 2)): the cross-lingual bias difference expected in a template where the model
 answers the control questions equally well in both languages. It assumes the bias difference is linear in the
 control-accuracy difference; without the regressor the intercept is the unadjusted contrast.
 """
@@ -155,12 +156,11 @@ def contrasts(df: pd.DataFrame, seed: int = 0) -> pd.DataFrame:
 
 def template_table(df: pd.DataFrame, metric: str, model: str, lang: str) -> pd.DataFrame:
     """Per template: ``db`` (mean contrast of its bias-set items, pooled pseudo-values), ``da`` (its control items'
-    accuracy in ``lang`` minus English, same context condition) and ``w`` (its items' summed design weights)."""
+    accuracy in ``lang`` minus English, same context condition) and ``w`` (its number of items: the pseudo-values
+    already carry the design weights, so the ``w``-weighted mean of ``db`` is the pooled contrast)."""
     d = df[df["model"] == model]
     p = _paired(d[d["set"] == "bias"], metric, lang)
-    p["a"] = p["weight"] if "weight" in p else 1.0
-    db = p.groupby(CLUSTER).apply(lambda g: np.average(g["d"], weights=g["a"]), include_groups=False)
-    w = p.groupby(CLUSTER)["a"].sum()
+    db, w = p.groupby(CLUSTER)["d"].mean(), p.groupby(CLUSTER)["d"].size()
     c = d[(d["set"] == "control") & (d["context_condition"] == METRICS[metric])]
     acc = c.pivot_table(index=CLUSTER, columns="language", values="correct", aggfunc="mean")
     da = (acc[lang] - acc[REFERENCE]) if lang in acc and REFERENCE in acc else pd.Series(dtype=float)
