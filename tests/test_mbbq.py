@@ -32,7 +32,7 @@ def test_counts_and_exclusions(bench):
     assert list(per_reason) == [28, 624]          # Gender_identity without a biased answer; Turkish SES roles
     assert set(e.loc[e.reason.str.startswith("no biased"), "category"]) == {"Gender_identity"}
     assert set(e.loc[e.reason.str.startswith("the correct"), "category"]) == {"SES"}
-    assert p.template.nunique() == 104 and bench.cluster == "template"
+    assert p.template.nunique() == 98 and bench.cluster == "template"
     assert SPECS["mbbq"] is mbbq.SPEC
 
 
@@ -54,7 +54,7 @@ def test_parallel_identity_and_control_link(bench):
     es = p[(p.category == "Gender_identity") & (p.language == "es") & (p.set == "bias")]
     assert (es.example_id != es.item.str.split(":").str[1].astype(int)).sum() > 0
     c = p[(p.set == "control") & (p.language == "en") & (p.category == "Age")].iloc[0]
-    assert c.item == "Age:0" and "Luna" in c.options
+    assert c["item"] == "Age:0" and "Luna" in c["options"]
 
 
 def test_sample_design(bench):
