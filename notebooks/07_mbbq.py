@@ -36,7 +36,7 @@ models = ["smollm2-135m-instruct", "gemma-3-270m"]  # models to score: catalogue
 device = "auto"  # where models run: auto, cpu, cuda or mps
 dtype = "auto"  # weights' precision: auto, float32, bfloat16
 output_dir = "../scratch/07_mbbq"  # folder for this run's tables, figures and provenance
-items = 10  # items per category x context-condition stratum, each in 4 languages x 2 sets (None: all)
+items = 3  # items per category x context-condition stratum, each in 4 languages x 2 sets (None: all)
 languages = ["en", "es", "nl", "tr"]  # languages scored (English is the reference of every contrast)
 seed = 0  # seed of the item sample and of the wild cluster bootstrap
 
@@ -108,11 +108,11 @@ for model_spec in models:
     t0 = time.perf_counter()
     lm = model_zoo.load(model_spec, device=device, dtype=dtype)
     out.record_model(lm.fingerprint)
-    t1 = time.perf_counter()
+    t1, c1 = time.perf_counter(), time.process_time()
     sc = scoring.Scorer(lm, progress=False)
     resp_list.append(mbbq.SPEC.responses(sc, prompts))
     timings.append({"model": lm.name, "load_s": t1 - t0, "prompts": len(prompts), "score_s": time.perf_counter() - t1,
-                    "positions_computed": sc.stats.get("positions", 0)})
+                    "score_cpu_s": time.process_time() - c1, "positions_computed": sc.stats.get("positions", 0)})
     del sc, lm
 cols = ["prompt_id", "item", "language", "set", "category", "template", "context_condition", "question_polarity",
         "correct_is_biased", "stratum", "weight"]

@@ -435,6 +435,6 @@ SPEC = Spec(
     protocol=PROTOCOL, formats=FORMATS, applies={"max_new_tokens": ("generated",)},
     honours=("format", "wording", "chat", "max_new_tokens"), respond=respond, paper_chat=paper_chat, sample=sample,
     columns=COLUMNS,
-    sizes={"smoke": {"07_mbbq": {"items": 2}}, "default": {"07_mbbq": {"items": 10}},
+    sizes={"smoke": {"07_mbbq": {"items": 2, "languages": ["en", "tr"]}}, "default": {"07_mbbq": {"items": 3}},
            "paper": {"07_mbbq": {"items": None}}},
 )
