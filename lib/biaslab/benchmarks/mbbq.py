@@ -364,7 +364,11 @@ def detect(answer, options, unknown_index: int, language: str = "en") -> int | s
     6. the answer's first 2-4 characters, first or last character as a letter form; all three letters: ``"all"``;
     7. exactly one letter's non-bare form anywhere in the answer.
 
-    Phrases: ``data/mbbq/answer_phrases.tsv``, English plus ``language``'s."""
+    Phrases: ``data/mbbq/answer_phrases.tsv``, English plus ``language``'s. Two deviations from the repository,
+    both found on the hand-labelled answers of ``data/mbbq/detector_labels.tsv`` (small models recite the option
+    list and echo the prompt): (a) rule 1 does not fire when another option's text is also in the answer (as rule 5
+    already requires); (b) rule 6 reads a first or last character only where it stands alone (the repository read
+    the "A" of Turkish "Aşağıdaki ..." as option A)."""
     if not isinstance(answer, str):
         return None
     ans = answer.strip()
@@ -376,6 +380,8 @@ def detect(answer, options, unknown_index: int, language: str = "en") -> int | s
         ans = ans[:-1]
     words = ans.split()
     for i, o in enumerate(options):
+        if any(q.lower() in ans.lower() for j, q in enumerate(options) if j != i):
+            continue                        # deviation (a): an answer reciting several options starts with none
         head = words[:len(o.split())]
         joined = " ".join(head)
         if joined == o or (head and head[-1] and head[-1][-1] in _PUNCT and joined[:-1] == o):
@@ -413,7 +419,9 @@ def detect(answer, options, unknown_index: int, language: str = "en") -> int | s
     for k in (2, 3, 4):
         if (f := _letter(ans[:k])) is not None:
             return f
-    for token in (ans[0], ans[-1]):
+    for token, next_to in ((ans[0], ans[1:2]), (ans[-1], ans[-2:-1])):
+        if next_to.isalnum():               # deviation (b): a letter inside a word ("Aşağıdaki") is no answer
+            continue
         if (f := _letter(token, ans)) is not None:
             return f
     if _all_letters(ans):

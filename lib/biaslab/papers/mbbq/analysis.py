@@ -92,7 +92,12 @@ def _with_pseudo(df: pd.DataFrame, metric: str, by: list[str]) -> pd.DataFrame:
 
 
 def _inference(y, clusters, seed: int) -> dict:
-    r = mean_inference(np.asarray(y, float), clusters, seed=seed, name=CLUSTER)
+    y = np.asarray(y, float)
+    if not np.isfinite(y).all():            # a score with no non-unknown answer (or an empty gap arm) is undefined
+        return {"n": int(y.size), "n_clusters": np.nan, "estimate": np.nan, "se": np.nan, "ci_low": np.nan,
+                "ci_high": np.nan, "p_value": np.nan,
+                "ci_method": "undefined (no non-unknown answer, or no item in one arm of the gap)"}
+    r = mean_inference(y, clusters, seed=seed, name=CLUSTER)
     return {k: r[k] for k in ("n", "n_clusters", "estimate", "se", "ci_low", "ci_high", "p_value", "ci_method")}
 
 
@@ -130,7 +135,8 @@ def _paired(df: pd.DataFrame, metric: str, lang: str) -> pd.DataFrame:
     both = sub.groupby("item")["language"].nunique()
     sub = sub[sub["item"].isin(both[both == 2].index)]
     d = _with_pseudo(sub, metric, ["language"])
-    wide = d.pivot_table(index="item", columns="language", values="pseudo", aggfunc="first")
+    wide = d.pivot_table(index="item", columns="language", values="pseudo", aggfunc="first", dropna=False) \
+        .reindex(columns=[lang, REFERENCE])
     meta = d.drop_duplicates("item").set_index("item")[[CLUSTER, "category"]
                                                        + (["weight"] if "weight" in d else [])]
     return meta.assign(d=(wide[lang] - wide[REFERENCE]).reindex(meta.index))
