@@ -115,9 +115,9 @@ PROFILES: dict[str, dict[str, dict]] = {
         "05_compare": {"models": None, "n_boot": None},
         # MBBQ: 3 items per category x context stratum (36 items, random within the 12 strata), each in 4 languages
         # x 2 sets = 288 prompts per model, design weighted back to all 9,436 items (benchmarks/mbbq.py sample).
-        # Measured on this 2-core CPU shared with ~6 other jobs (load 13-14): 2.7 s (SmolLM2) and 3.1 s (Gemma) per
-        # prompt wall time (chat template, 3 options); about 0.4-0.5 s on an idle machine, so both models take
-        # about 4-5 minutes. The paper profile scores every item
+        # Measured (48 prompts, one torch thread, on a 2-core CPU shared with other jobs): 0.46 s (SmolLM2, chat
+        # template) and 0.37 s (Gemma, raw prompt) of CPU per prompt (3 options), so 288 prompts x both models are
+        # about 240 s of one core. The paper profile scores every item
         "07_mbbq": {"items": 3},
     },
     "paper": {
