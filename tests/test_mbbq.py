@@ -210,3 +210,31 @@ def test_detector_against_hand_labels():
     assert ((got[answered] != "none") & (got[answered] != person[answered])).mean() <= 0.10
     # the over-reading of recited option lists, measured (a regression would change it in either direction)
     assert 0.5 <= (got[~answered] != "none").mean() <= 0.8
+
+
+def test_generated_protocol_reads_answers_with_the_detector():
+    """``respond`` with format ``generated``: the paper's prompt in each item's language, the detector's reading,
+    BBQ's answer columns (a stub scorer returns fixed answers)."""
+    items = pd.DataFrame({"prompt_id": ["a", "b", "c"], "language": ["en", "tr", "nl"],
+                          "context": ["C."] * 3, "question": ["Q?"] * 3,
+                          "options": [["The grandfather", "The grandson", "Unknown"]] * 3,
+                          "gold_index": [2, 2, 1], "biased_index": [0, 0, 0], "unknown_index": [2, 2, 2]})
+    asked = []
+
+    class Stub:
+        lm = type("LM", (), {"name": "stub"})()
+
+        def instruction_tuned(self):
+            return False
+
+        def chat_logprobs(self):
+            return False
+
+        def generate(self, texts, max_new_tokens, chat):
+            asked.extend(texts)
+            return ["The grandfather.", "Cevap veremiyorum", "blah"]
+
+    r = mbbq.SPEC.responses(Stub(), items, mbbq.PROTOCOL.replace(format="generated"))
+    assert list(r["choice"]) == [0, 2, -1] and list(r["answer_kind"]) == ["option", "unknown", "unparsed"]
+    assert list(r["deviated"]) == [1, 0, 0] and list(r["correct"]) == [0, 1, 0]
+    assert asked[1].startswith("Aşağıdaki sorunun doğru cevabı nedir?") and asked[2].endswith("Antwoord:")
