@@ -7,4 +7,5 @@ none of them imports a paper package (``tests/test_import_graph.py`` checks this
 
 * :mod:`.calm`         CALM (Gupta et al., 2024), notebook 2.
 * :mod:`.multifactor`  multi-factor analysis (Powers et al.), notebook 1.
+* :mod:`.mbbq`         MBBQ (Neplenbroek et al., 2024), notebook 7.
 """
