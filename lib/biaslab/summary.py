@@ -317,8 +317,7 @@ def timings_table(root: Path | None = None, records: Path | None = None) -> str:
             cold, cached = (dur(runs.get(f"{r['profile']}_{label}", {}).get("runs_wall_time_s", {}).get(r["folder"]))
                             for label in ("cold", "cached"))
         what = "" if shared else f" ({r['profile']}, {r['status']})"
-        lines.append(f"| [`{r['folder']}`](outputs/{r['folder']}/MANIFEST.json){what} | {cold} | {cached} | "
-                     f"`{r['commit']}` |")
+        lines.append(f"| `{r['folder']}`{what} | {cold} | {cached} | `{r['commit']}` |")
     for k, r in runs.items():
         cold, cached = (dur(r["wall_s"]), "") if r["label"] == "cold" else ("", dur(r["wall_s"]))
         lines.append(f"| all of `make reproduce` ({k}: wall clock, {r['jobs']} at a time) | {cold} | {cached} | |")
