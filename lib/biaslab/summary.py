@@ -296,8 +296,7 @@ def timings_line(root: Path | None = None, records: Path | None = None) -> str:
     r = next(iter(runs.values()))
     return (f"*`make reproduce` ({r['profile']} profile, {r['jobs']} notebooks at a time, {r['cpu_count']} cores, "
             f"an otherwise idle machine): {' and '.join(said)}; per notebook in "
-            "[docs/performance.md](docs/performance.md#time-per-notebook). Rendered by `biaslab summary` from "
-            "`perf/reproduce_timing.py`'s records.*\n")
+            "[docs/performance.md](docs/performance.md#time-per-notebook).*\n")
 
 
 def timings_table(root: Path | None = None, records: Path | None = None) -> str:
