@@ -327,11 +327,11 @@ def served_speed(_root: Path | None = None) -> str:
     """The served comparison's speed ratios (median and range over rounds) from ``perf/results/<profile>/served.json``
     (written by ``make bench BENCH_PROFILE=served`` / ``served_vllm``)."""
     import json
-    names = {"biaslab_vs_lmeval": "biaslab vs lm-eval `local-completions` (`batch_size` 1), one replica",
-             "biaslab_vs_lmeval_lists": "biaslab vs lm-eval with the same lists, one replica",
+    names = {"biaslab_vs_lmeval": "biaslab vs lm-eval (`batch_size` 1)",
+             "biaslab_vs_lmeval_lists": "biaslab vs lm-eval, same lists",
              "two_vs_one": "biaslab, two replicas vs one"}
-    lines = ["| server | ratio (lm-eval seconds / biaslab seconds; one replica / two) | median (min–max) | rounds |",
-             "|---|---|---|---|"]
+    lines = ["| server | speed-up (lm-eval / biaslab seconds, one replica; one / two replicas) | median (min–max) | "
+             "rounds |", "|---|---|---|---|"]
     for prof in ("served", "served_vllm"):
         p = paths.ROOT / "perf" / "results" / prof / "served.json"
         if not p.exists():
