@@ -5,11 +5,11 @@ times, rendered from each run's ``MANIFEST.json`` (and the served speed from ``p
 :func:`claim_rows` reads the tables under ``outputs/`` (the default profile's published run), derives the verdict
 columns with each paper's ``decisions`` module (idempotent: a table that already carries them is re-derived from its
 inference columns under the current plan), and keeps the rows of confirmatory claims. :func:`render` writes them as
-one Markdown table; :func:`write` puts it in ``outputs/SUMMARY.md`` (with the plan's rationale) and renders every
-block of :func:`blocks` between its markers — the headline table and the run times in ``README.md``, notebook 6's
-multiverse section and the timing tables in ``docs/`` — so that no result or timing on those pages is typed by hand.
-``make reproduce`` (``--publish``) calls it, and ``biaslab summary`` runs it alone (``--check`` only compares). A
-notebook whose tables are missing says so instead of failing.
+one Markdown table, :func:`headline` as one row per claim; :func:`write` puts the table in ``outputs/SUMMARY.md``
+(with the plan's rationale) and renders every block of :func:`blocks` between its markers — the headline rows and
+the run times in ``README.md``, notebook 6's multiverse section and the timing tables in ``docs/`` — so that no
+result or timing on those pages is typed by hand. ``make reproduce`` (``--publish``) calls it, and ``biaslab
+summary`` runs it alone (``--check`` only compares). A notebook whose tables are missing says so instead of failing.
 """
 
 from __future__ import annotations
