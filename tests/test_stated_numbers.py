@@ -71,6 +71,18 @@ def test_a_changed_wall_time_changes_the_rendered_timings(tmp_path):
         assert summary._duration(d["runs_wall_time_s"]["06_multiverse"]) in summary.timings_table(records=rec)
 
 
+def test_the_timings_table_states_a_shared_profile_and_status_once(tmp_path):
+    for folder, status in (("02_calm", "ok"), ("03_crows_pairs_bayes", "ok")):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "MANIFEST.json").write_text(json.dumps({"profile": "default", "status": status,
+                                                                       "wall_time_s": 61, "git": {"commit": "ab"}}))
+    assert summary.timings_table(tmp_path).startswith("*Every run: profile default, status ok.*")
+    (tmp_path / "02_calm" / "MANIFEST.json").write_text(json.dumps({"profile": "smoke", "status": "failed"}))
+    text = summary.timings_table(tmp_path)
+    assert "Every run" not in text and "| `02_calm` (smoke, failed) |" in text
+    assert "| `03_crows_pairs_bayes` (default, ok) |" in text
+
+
 def test_duration_reads_as_minutes_and_seconds():
     assert summary._duration(1705.4) == "28 min 25 s" and summary._duration(59.6) == "1 min 00 s"
     assert summary._duration(45) == "45 s"
