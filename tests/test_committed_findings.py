@@ -81,7 +81,7 @@ def clauses(bullet: str, heads: dict[str, str]) -> dict[str, str]:
 def rendered() -> str:
     if not (OUT / "01_multifactor").exists():
         pytest.skip("no committed outputs")
-    return summary.render(OUT)
+    return summary.headline(OUT)
 
 
 def test_the_readme_block_is_what_the_committed_outputs_render_to(rendered):
@@ -97,8 +97,8 @@ def test_splice_replaces_only_the_block(tmp_path):
     with pytest.raises(ValueError, match="markers"):
         summary.splice("no markers here", "x")
     # a section whose tables are missing says so instead of failing
-    empty = summary.render(tmp_path)
-    assert empty.count("not available:") == len(summary.SECTIONS)
+    for render in (summary.render, summary.headline):
+        assert render(tmp_path).count("not available:") == len(summary.SECTIONS)
 
 
 @pytest.mark.parametrize("folder,render", [("02_calm", "calm"), ("03_crows_pairs_bayes", "crows"),

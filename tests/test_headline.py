@@ -55,6 +55,39 @@ def test_the_headline_table_shows_what_decides(monkeypatch):
     assert summary.budget_sentence() in text
 
 
+def test_the_readme_headline_counts_each_claims_verdicts_and_shows_the_distinguishable(monkeypatch):
+    """The README's block: one row per claim, its instances counted by verdict, each distinguishable instance with
+    its adjusted interval; the full table (:func:`summary.render`) is linked, not repeated."""
+    rows = pd.DataFrame([
+        _row(),
+        _row(who="c − d", estimate=0.1, ci_adj_low=np.nan, ci_adj_high=np.nan, p=0.02, p_adjusted=0.6,
+             ci_adj_note="no dual interval computed: an exact p", verdict="not distinguishable"),
+        _row(who="e − f", estimate=0.3, verdict="not tested (not comparable: different answer modes)"),
+        _row(who="g − h", estimate=0.4, verdict="not tested (not comparable: different prompts)"),
+        _row(claim="crows-en-share", who="i − j", estimate=0.7, ci_adj_low=0.5, ci_adj_high=0.9, verdict=
+             "distinguishable"),
+        _row(notebook="02_calm", claim="", who="", verdict="not available: 02_calm/tables/bias_scores.csv is missing")],
+        columns=summary.COLUMNS)
+    monkeypatch.setattr(summary, "claim_rows", lambda root=None: rows)
+    text = summary.headline()
+    lines = {x.split(" | ")[1].split("`")[1] if "`" in x else x.split(" | ")[0]: x for x in text.splitlines()
+             if x.startswith(("| 05", "| 02"))}
+    assert "| 4 | a − b: 0.2 [0.01, 0.39] (99 %) | 1 | 2 not tested (not comparable) |" in lines["bbq-ambiguous"]
+    assert "c − d" not in text and "e − f" not in text and "0.6" not in text
+    assert "| 1 | i − j: 0.7 [0.5, 0.9] (99 %) | 0 |  |" in lines["crows-en-share"]
+    assert "not available: 02_calm/tables/bias_scores.csv is missing" in lines["| 02"]
+    assert summary.budget_sentence() in text and "(outputs/SUMMARY.md)" in text
+
+
+def test_the_readme_headline_names_every_distinguishable_instance_of_the_committed_run(claims):
+    text = summary.headline(OUT)
+    c = claims[claims["claim"] != ""]
+    for r in c[c["verdict"] == "distinguishable"].to_dict("records"):
+        assert f"{r['who']}: {W.num(r['estimate'])}" in text, r["who"]
+    counted = [int(x.split(" | ")[2]) for x in text.splitlines() if x.startswith("| 0")]
+    assert sum(counted) == len(c) and len(counted) == c["claim"].nunique()
+
+
 def test_the_budget_sentence_is_the_plans(tmp_path, monkeypatch):
     f = tmp_path / "plan.yaml"
     f.write_text(P.DEFAULT.read_text().replace("alpha: 0.05", "alpha: 0.1").replace(

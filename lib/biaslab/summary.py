@@ -5,11 +5,11 @@ times, rendered from each run's ``MANIFEST.json`` (and the served speed from ``p
 :func:`claim_rows` reads the tables under ``outputs/`` (the default profile's published run), derives the verdict
 columns with each paper's ``decisions`` module (idempotent: a table that already carries them is re-derived from its
 inference columns under the current plan), and keeps the rows of confirmatory claims. :func:`render` writes them as
-one Markdown table; :func:`write` puts it in ``outputs/SUMMARY.md`` (with the plan's rationale) and renders every
-block of :func:`blocks` between its markers — the headline table and the run times in ``README.md``, notebook 6's
-multiverse section and the timing tables in ``docs/`` — so that no result or timing on those pages is typed by hand.
-``make reproduce`` (``--publish``) calls it, and ``biaslab summary`` runs it alone (``--check`` only compares). A
-notebook whose tables are missing says so instead of failing.
+one Markdown table, :func:`headline` as one row per claim; :func:`write` puts the table in ``outputs/SUMMARY.md``
+(with the plan's rationale) and renders every block of :func:`blocks` between its markers — the headline rows and
+the run times in ``README.md``, notebook 6's multiverse section and the timing tables in ``docs/`` — so that no
+result or timing on those pages is typed by hand. ``make reproduce`` (``--publish``) calls it, and ``biaslab
+summary`` runs it alone (``--check`` only compares). A notebook whose tables are missing says so instead of failing.
 """
 
 from __future__ import annotations
@@ -214,6 +214,37 @@ def render(root: Path | None = None) -> str:
     return "\n".join(lines) + "\n"
 
 
+def headline(root: Path | None = None) -> str:
+    """The README's headline block (Markdown, without the markers): one row per claim, with how many of its instances
+    the run decided which way and each instance distinguishable from the null with its estimate and adjusted
+    interval. Every instance, with its n, null, p and family, is :func:`render`'s table in ``outputs/SUMMARY.md``."""
+    t = claim_rows(root)
+    plan = P.active()
+    label = {c.id: c.label for c in plan.claims}
+    lines = [f"*Rendered by `biaslab summary` from `outputs/` under the analysis plan v{plan.version} "
+             f"([`analysis_plan.yaml`](analysis_plan.yaml)): only its confirmatory claims are decided; everything "
+             f"else in the reports is exploratory. {budget_sentence(plan)} Every instance with its n, null, p and "
+             "family: [`outputs/SUMMARY.md`](outputs/SUMMARY.md).*", "",
+             "| notebook | claim | instances | distinguishable from the null: estimate [adjusted interval] (level) | "
+             "not distinguishable | not decided |", "|---|---|---|---|---|---|"]
+    notes: dict[str, str] = {}
+    for (nb, claim), g in t.groupby(["notebook", "claim"], sort=False):
+        rows = g.to_dict("records")
+        if not claim:                                  # a notebook whose tables are missing
+            lines.append(f"| {nb[:2]} | | | {'; '.join(str(r['verdict']) for r in rows)} | | |")
+            continue
+        dist = "; ".join(f"{r['who']}: {_estimate_cell(r, notes)}" for r in rows if r["verdict"] == DISTINGUISHABLE)
+        n_not = sum(r["verdict"] == NOT_DISTINGUISHABLE for r in rows)
+        other = pd.Series([verdict_words(str(r["verdict"])) for r in rows
+                           if r["verdict"] not in (DISTINGUISHABLE, NOT_DISTINGUISHABLE)], dtype=object)
+        other = ", ".join(f"{n} {k}" for k, n in other.value_counts(sort=False).items())
+        lines.append(f"| {nb[:2]} | `{claim}`: {label.get(claim, '')} | {len(rows)} | {dist or 'none'} | {n_not} | "
+                     f"{other} |")
+    if notes:
+        lines += [""] + [f"{mark} {note}." for note, mark in notes.items()]
+    return "\n".join(lines) + "\n"
+
+
 def splice(text: str, body: str, begin: str = BEGIN, end: str = END) -> str:
     """``text`` with what lies between ``begin`` and ``end`` (the headline markers unless named) replaced by
     ``body``."""
@@ -265,30 +296,30 @@ def timings_line(root: Path | None = None, records: Path | None = None) -> str:
     r = next(iter(runs.values()))
     return (f"*`make reproduce` ({r['profile']} profile, {r['jobs']} notebooks at a time, {r['cpu_count']} cores, "
             f"an otherwise idle machine): {' and '.join(said)}; per notebook in "
-            "[docs/performance.md](docs/performance.md#time-per-notebook). Rendered by `biaslab summary` from "
-            "`perf/reproduce_timing.py`'s records.*\n")
+            "[docs/performance.md](docs/performance.md#time-per-notebook).*\n")
 
 
 def timings_table(root: Path | None = None, records: Path | None = None) -> str:
     """Per published run: its wall time cold and cached (the runs of :func:`reproduce_records`; a served run: its
-    ``MANIFEST.json``), profile, status and commit."""
+    ``MANIFEST.json``, cache state unrecorded) and commit; profile and status once when every run shares them."""
     t, runs = run_times(root), reproduce_records(records)
     if t.empty:
         return "*No published run under `outputs/`.*\n"
     dur = lambda x: _duration(x) if x is not None and pd.notna(x) else "–"               # noqa: E731
-    lines = ["| run folder | command | profile | status | cold | cached | commit |", "|---|---|---|---|---|---|---|"]
+    shared = t["profile"].nunique() == 1 and t["status"].nunique() == 1
+    lines = ([f"*Every run: profile {t['profile'].iloc[0]}, status {t['status'].iloc[0]}.*", ""] if shared else [])
+    lines += ["| run folder | cold | cached | commit |", "|---|---|---|---|"]
     for r in t.to_dict("records"):
         if r["folder"].startswith("served/"):
-            cold, cached = dur(r["wall_time_s"]) + " (last run, cache state not recorded)", "–"
+            cold, cached = dur(r["wall_time_s"]) + " (last run)", "–"
         else:
             cold, cached = (dur(runs.get(f"{r['profile']}_{label}", {}).get("runs_wall_time_s", {}).get(r["folder"]))
                             for label in ("cold", "cached"))
-        lines.append(f"| [`{r['folder']}`](outputs/{r['folder']}/MANIFEST.json) | `{r['command']}` | "
-                     f"{r['profile']} | {r['status']} | {cold} | {cached} | `{r['commit']}` |")
+        what = "" if shared else f" ({r['profile']}, {r['status']})"
+        lines.append(f"| `{r['folder']}`{what} | {cold} | {cached} | `{r['commit']}` |")
     for k, r in runs.items():
         cold, cached = (dur(r["wall_s"]), "") if r["label"] == "cold" else ("", dur(r["wall_s"]))
-        lines.append(f"| all of `make reproduce` ({k}: wall clock, {r['jobs']} at a time) | | | | {cold} | {cached} "
-                     "| |")
+        lines.append(f"| all of `make reproduce` ({k}: wall clock, {r['jobs']} at a time) | {cold} | {cached} | |")
     return "\n".join(lines) + "\n"
 
 
@@ -296,11 +327,11 @@ def served_speed(_root: Path | None = None) -> str:
     """The served comparison's speed ratios (median and range over rounds) from ``perf/results/<profile>/served.json``
     (written by ``make bench BENCH_PROFILE=served`` / ``served_vllm``)."""
     import json
-    names = {"biaslab_vs_lmeval": "biaslab vs lm-eval `local-completions` (`batch_size` 1), one replica",
-             "biaslab_vs_lmeval_lists": "biaslab vs lm-eval with the same lists, one replica",
+    names = {"biaslab_vs_lmeval": "biaslab vs lm-eval (`batch_size` 1)",
+             "biaslab_vs_lmeval_lists": "biaslab vs lm-eval, same lists",
              "two_vs_one": "biaslab, two replicas vs one"}
-    lines = ["| server | ratio (lm-eval seconds / biaslab seconds; one replica / two) | median (min–max) | rounds |",
-             "|---|---|---|---|"]
+    lines = ["| server | speed-up (lm-eval / biaslab seconds, one replica; one / two replicas) | median (min–max) | "
+             "rounds |", "|---|---|---|---|"]
     for prof in ("served", "served_vllm"):
         p = paths.ROOT / "perf" / "results" / prof / "served.json"
         if not p.exists():
@@ -330,7 +361,7 @@ def blocks() -> list[tuple[str, str, str, Callable[[Path], str | None]]]:
     """Every generated block: (page relative to the project root, begin marker, end marker, renderer of the outputs
     root; a renderer that returns None leaves its block as it is). A page holds each of its blocks once."""
     from .papers.multiverse import findings as multiverse
-    return [("README.md", BEGIN, END, render),
+    return [("README.md", BEGIN, END, headline),
             ("README.md", *TIMINGS, timings_line),
             (multiverse.HOME, multiverse.README_START, multiverse.README_END, multiverse.render_readme_section),
             ("docs/performance.md", *TIMINGS_TABLE, timings_table),
