@@ -396,10 +396,10 @@ if judge is not None and len(bbq_r):
     jlm = model_zoo.load(judge, device=device)
     out.record_model(jlm.fingerprint)
     jsc = scoring.Scorer(jlm, progress=False)
-    labels["judge_choice"] = judging.read(jsc.generate(judging.prompts(labels), max_new_tokens=4))
+    labels["judge_choice"] = judging.respond(jsc, labels)
     out.table(judging.validation(labels, labels["judge_choice"]), "judge_validation", markdown=True)
     opens = bbq_r[bbq_r["answer_format"] == "open_ended"].merge(items["bbq"], on="prompt_id", suffixes=("", "_i"))
-    opens["judge_choice"] = judging.read(jsc.generate(judging.prompts(opens), max_new_tokens=4))
+    opens["judge_choice"] = judging.respond(jsc, opens)
     judge_table = judging.table(opens, labels, jlm.name)
 else:
     judge_table = pd.DataFrame([{"model": None, "judge": None, "status": "not run: no judge model given (parameter "
