@@ -147,7 +147,7 @@ display(factor_table[["benchmark", "factor", "kind", "levels", "reference", "app
 # passes computed and `cache_misses`, the items the model scored or generated (0: the universe came entirely from the
 # score cache; generation computes no scoring positions, so only `cache_misses` says it). Open-ended answers are
 # generated greedily (up to 40 new tokens, read to the first sentence end, leading blank lines skipped) and read by
-# the deterministic matcher (`biaslab.papers.multiverse.matcher`); generated labels by `scoring.extract_choice`.
+# the deterministic matcher (`biaslab.papers.multiverse.matcher`); generated labels by `benchmarks.formats.extract_choice`.
 # Nothing is dropped: an answer that names no option is kept and counted (`n_unparsed`). A prompted CrowS-Pairs pair
 # is asked in both orders and averaged; `crows_position_preference.csv` has each universe's share naming the first.
 #

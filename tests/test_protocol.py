@@ -10,7 +10,7 @@ import pytest
 
 from biaslab.benchmarks import agentic, bbq
 from biaslab.benchmarks import crows_pairs as cp
-from biaslab.answers import first_sentence
+from biaslab.benchmarks.formats import first_sentence
 from biaslab.benchmarks.base import wording, wordings
 
 from helpers import load_or_skip

@@ -548,34 +548,32 @@ def subset(prompts: pd.DataFrame, templates_per_task: int | dict | None = None, 
 
 
 # ------------------------------------------------------------------------------- requests and answers
-#: the paper's protocol (CALM's released scripts): k = 5 examples of the template's source dataset before each
-#: prompt (:mod:`.calm_prompts`), raw text; a closed answer set read by the next-token probability of each label's
-#: surface forms (``option_ll``: each label's full log-probability; ``generated``: every prompt answered by greedy
-#: generation, CALM's released pipeline), free-text QA by greedy generation of up to 10 tokens stopped at a newline
-#: (CALM used beam search with 3 beams; greedy is HELM's choice)
+#: the paper's (CALM's released scripts): k = 5 examples of the template's source dataset, raw text; a closed answer
+#: set read by each label's next-token probability, free-text QA by greedy generation of up to 10 tokens to a newline
+#: (CALM: beam search, 3 beams; greedy is HELM's). ``option_ll``: each label's log-probability; ``generated``: every
+#: prompt generated and read by the text rules (CALM's released pipeline)
 PROTOCOL = Protocol(format="label_dist", chat="off", examples=5, max_new_tokens=10)
 FORMATS = ("label_dist", "option_ll", "generated")
 
 
 def paper_chat(scorer) -> bool:
-    """CALM asks every model raw text."""
     return False
 
 
 def sample(n: int | None, seed: int = 0) -> tuple[pd.DataFrame, Benchmark]:
-    """``n`` prompts stratified by task x bias type x group (notebook 1's strata, same seed)."""
+    """``n`` prompts stratified by task x bias type x group (notebook 1's strata)."""
     from ..stats.sampling import stratified_sample
     b = load()
     return stratified_sample(b.prompts, ["task", "bias_type", "group"], n, seed=seed), b
 
 
 def respond(scorer, items: pd.DataFrame, protocol: Protocol = PROTOCOL) -> pd.DataFrame:
-    """One row per item (same order and index): ``prompt_id``, ``output`` (the generated text or the chosen label),
-    ``pred`` (the gold code a closed-set output was read as), ``p_answer`` (the chosen label's probability
-    renormalised over the labels; NaN for generation), ``label_mass`` (``label_dist`` only), and two verdicts
-    (0/1): ``correct_released`` (CALM's released matching rules applied to the output text) and ``correct`` (the
-    corrected rules of :mod:`.calm_answers`; for a closed-set answer simply chosen label == gold)."""
-    from . import calm_prompts as prompting, formats
+    """A row per item (its index): ``prompt_id``, ``output`` (the generated text or the chosen label), ``pred`` (the
+    gold code a closed-set output was read as), ``p_answer`` (the chosen label's probability over the labels),
+    ``label_mass`` (``label_dist``), ``correct_released`` (CALM's released rules on the output text) and ``correct``
+    (the corrected rules of :mod:`.calm_answers`; a closed-set answer: chosen label == gold)."""
+    from scipy.special import softmax
+    from . import calm_answers, calm_prompts as prompting, formats
     fmt, chat = protocol.format, protocol.use_chat(paper_chat(scorer))
     if fmt not in FORMATS:
         raise ValueError(f"CALM has no answer format {fmt!r}; choose from {FORMATS} (Protocol.format)")
@@ -583,57 +581,39 @@ def respond(scorer, items: pd.DataFrame, protocol: Protocol = PROTOCOL) -> pd.Da
     out = pd.DataFrame({"prompt_id": items["prompt_id"].to_numpy(), "output": None, "pred": None,
                         "p_answer": np.nan, "label_mass": np.nan}, index=items.index)
     afmt = items["answer_format"]
-    gen_mask = (afmt == "span") if fmt != "generated" else pd.Series(True, index=items.index)
-    if gen_mask.any():
-        idx = items.index[gen_mask]
-        out.loc[idx, "output"] = formats.open_ended(scorer, [t.rstrip(" ") for t in texts[idx]], chat,
+    gen = (afmt == "span") if fmt != "generated" else pd.Series(True, index=items.index)
+    if gen.any():
+        out.loc[gen, "output"] = formats.open_ended(scorer, [t.rstrip(" ") for t in texts[gen]], chat,
                                                     protocol.max_new_tokens, stop=["\n"], read=str.strip)
-    scored = items.index[~gen_mask]
-    # one engine call per (format, label set): prompts sharing a label set are scored together
-    keys = [(f, tuple(o) if isinstance(o, (list, tuple)) else None)
-            for f, o in zip(afmt[scored], items.loc[scored, "options"])]
+    # one engine call per (format, label set, whitespace moved onto the answer)
+    scored = items.index[~gen]
+    keys = [(f, tuple(o) if isinstance(o, (list, tuple)) else None, prompting.split_for_scoring(t)[1])
+            for f, o, t in zip(afmt[scored], items.loc[scored, "options"], texts[scored])]
     for key in dict.fromkeys(keys):
-        f, opts = key
+        f, opts, space = key
         idx = scored[[kk == key for kk in keys]]
         labels = prompting.label_options(f, list(opts) if opts else None)
-        names = list(labels)
-        pairs = [prompting.split_for_scoring(t) for t in texts[idx]]
-        stripped = [p for p, _ in pairs]
+        stripped = [prompting.split_for_scoring(t)[0] for t in texts[idx]]
         if fmt == "label_dist":
-            probs = np.empty((len(idx), len(names)))
-            mass = np.empty(len(idx))
-            for space in dict.fromkeys(sp for _, sp in pairs):       # one call per surface-form set
-                rows = np.array([sp == space for _, sp in pairs])
-                probs[rows], d = formats.label_dist(scorer, [p for p, r in zip(stripped, rows) if r],
-                                                    {n: prompting.surface_forms(n, space) for n in names}, chat)
-                mass[rows] = d["label_mass"].to_numpy(dtype=float)
-            out.loc[idx, "label_mass"] = mass
+            probs, d = formats.label_dist(scorer, stripped, {n: prompting.surface_forms(n, space) for n in labels},
+                                          chat)
+            out.loc[idx, "label_mass"] = d["label_mass"].to_numpy(dtype=float)
         else:
-            logits = formats.option_ll(scorer, stripped, [[space + n for n in names] for _, space in pairs], chat)[0]
-            logits = logits - logits.max(axis=1, keepdims=True)
-            probs = np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True)
+            probs = softmax(formats.option_ll(scorer, stripped, [[space + n for n in labels]] * len(idx), chat)[0],
+                            axis=1)
         best = probs.argmax(axis=1)
-        out.loc[idx, "output"] = [names[b] for b in best]
-        out.loc[idx, "pred"] = [labels[names[b]] for b in best]
+        out.loc[idx, "output"] = [list(labels)[b] for b in best]
+        out.loc[idx, "pred"] = [list(labels.values())[b] for b in best]
         out.loc[idx, "p_answer"] = probs[np.arange(len(best)), best]
-    return judge(items, out)
-
-
-def judge(prompts: pd.DataFrame, responses: pd.DataFrame) -> pd.DataFrame:
-    """Add ``correct`` and ``correct_released`` to a response table (aligned with ``prompts`` by index)."""
-    from .calm_answers import is_correct
-    r = responses.copy()
-    rel, fixed = [], []
-    for p, o, a in zip(prompts.to_dict("records"), r["output"], r["pred"]):
-        o = o if isinstance(o, str) else ""
-        rel.append(is_correct(p["answer_format"], o, p["answer"], p["answer_text"], "released"))
-        if isinstance(a, str):                       # a closed-set answer read off the scores
-            fixed.append(a == p["answer"])
-        else:
-            fixed.append(is_correct(p["answer_format"], o, p["answer"], p["answer_text"], "normalised"))
-    r["correct_released"] = np.asarray(rel, dtype=int)
-    r["correct"] = np.asarray(fixed, dtype=int)
-    return r
+    rows = items.to_dict("records")
+    out["correct_released"] = [int(calm_answers.is_correct(p["answer_format"], o if isinstance(o, str) else "",
+                                                           p["answer"], p["answer_text"], "released"))
+                               for p, o in zip(rows, out["output"])]
+    out["correct"] = [int(a == p["answer"]) if isinstance(a, str) else   # a closed-set answer read off the scores
+                      int(calm_answers.is_correct(p["answer_format"], o if isinstance(o, str) else "", p["answer"],
+                                                  p["answer_text"], "normalised"))
+                      for p, o, a in zip(rows, out["output"], out["pred"])]
+    return out
 
 
 SPEC = Spec(

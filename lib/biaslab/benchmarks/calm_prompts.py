@@ -176,10 +176,8 @@ def label_options(fmt: str, options=None) -> dict[str, str]:
 
 
 def surface_forms(label: str, space: str = " ") -> list[str]:
-    """Surface forms of a label as the next words of the prompt: in its own case, capitalised and lower-cased; after
-    a prompt whose trailing space was moved to the answer (``space=" "``, e.g. ``"...Answer:"``) with and without
-    the leading space; otherwise prefixed by the whitespace moved off the prompt (``" \\n"`` in the toxicity
-    format, whose prompt ends in a space and a newline)."""
+    """A label as the next words of the prompt (its own case, capitalised, lower-cased), after the whitespace
+    :func:`split_for_scoring` moved off the prompt (a space: with and without it; the toxicity format's ``" \\n"``)."""
     forms = []
     for v in dict.fromkeys([label, label.capitalize(), label.lower()]):
         forms += [" " + v, v] if space == " " else [space + v]

@@ -319,7 +319,7 @@ def preferences_from_labels(dist: pd.DataFrame, order: str, min_label_mass: floa
 
 
 def preferences_from_text(answers: list[str | None], order: str) -> pd.DataFrame:
-    """X_i from generated answers already reduced to "0", "1" or None (``scoring.extract_choice``); None counts
+    """X_i from generated answers already reduced to "0", "1" or None (``formats.extract_choice``); None counts
     as a refusal or unparseable answer and is excluded (NaN) with a reason."""
     if order not in ORDERS:
         raise ValueError(f"order must be one of {ORDERS}, got {order!r}")

@@ -1,22 +1,15 @@
-"""What notebook 1 analyses, per benchmark (:class:`Plan`), and SSQA's released-answer sensitivity analysis.
-
-Every benchmark is asked and read by its own module's ``respond`` (``factorial.score``; SSQA's chain of thought
-through ``benchmarks.ssqa.COT``).
-"""
+"""What notebook 1 analyses, per benchmark (:class:`Plan`: one each, so the notebook's cells stay generic), and
+SSQA's released-answer sensitivity analysis. Every benchmark is asked through its module's ``respond``."""
 
 from __future__ import annotations
+
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
-
-# --------------------------------------------------------------------------------------------------------------
-# What notebook 1 analyses, per benchmark: one plan each, so the notebook's cells stay generic.
-
-from dataclasses import dataclass, field  # noqa: E402
-
-from ...benchmarks.base import Factor  # noqa: E402
-from .factorial import ANSWER_POSITION  # noqa: E402
+from ...benchmarks.base import Factor
+from .factorial import ANSWER_POSITION
 
 
 @dataclass

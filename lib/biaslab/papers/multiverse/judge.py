@@ -24,23 +24,18 @@ from ...stats import agreement as agree_stats
 from . import matcher
 
 LETTERS = ("A", "B", "C", "D")
-
-
 #: the judge's protocol: raw text, a generated letter of at most 4 new tokens
 PROTOCOL = Protocol(format="generated", chat="off", max_new_tokens=4)
 
 
-def requests(opens: pd.DataFrame) -> list[str]:
-    """``opens``: open-ended answers with their items (context, question, options, answer)."""
-    return [f"Context: {r.context}\nQuestion: {r.question}\nAnswer given: {r.answer}\nWhich option does the answer "
-            f"given choose? A. {r.options[0]} B. {r.options[1]} C. {r.options[2]} D. none of them\n"
-            "Reply with one letter.\nLetter:" for r in opens.itertuples()]
-
-
 def respond(scorer, opens: pd.DataFrame, protocol: Protocol = PROTOCOL) -> list[int]:
-    """The option index (0-2) the judge reads in each open answer, -1 for none (D) or no readable letter."""
-    _, picked = formats.generated(scorer, requests(opens), list(LETTERS), protocol.use_chat(False),
-                                  protocol.max_new_tokens, first=False)
+    """``opens``: open answers with their items (context, question, options, answer); per answer the option index
+    (0-2) the judge reads in it, -1 for none (D) or no readable letter."""
+    texts = [f"Context: {r.context}\nQuestion: {r.question}\nAnswer given: {r.answer}\nWhich option does the "
+             f"answer given choose? A. {r.options[0]} B. {r.options[1]} C. {r.options[2]} D. none of them\n"
+             "Reply with one letter.\nLetter:" for r in opens.itertuples()]
+    _, picked = formats.generated(scorer, texts, list(LETTERS), protocol.use_chat(False), protocol.max_new_tokens,
+                                  first=False)
     return [LETTERS.index(c) if c in LETTERS[:3] else -1 for c in picked]
 
 
