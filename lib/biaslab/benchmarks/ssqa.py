@@ -374,7 +374,9 @@ def respond(scorer, items: pd.DataFrame, protocol: Protocol = PROTOCOL, seeds=(0
         cot = items["cot"].eq("yes") if "cot" in items else [False] * len(texts)
         texts = [f"Question: {t}\n" + ("Reasoning:" if c else "Answer:") for t, c in zip(texts, cot)]
     base = {"prompt_id": items["prompt_id"].to_numpy(), "model": scorer.lm.name}
-    dev = lambda answer: (np.asarray(answer) == items["biased_answer"].to_numpy()).astype(int)  # noqa: E731
+
+    def dev(answer):                     # deviated: the answer is the biased answer
+        return (np.asarray(answer) == items["biased_answer"].to_numpy()).astype(int)
     if fmt == "label_dist":
         probs, d = formats.label_dist(scorer, texts, list(ANSWERS), chat)
         answer = np.array(ANSWERS)[probs.argmax(axis=1)]
