@@ -353,8 +353,8 @@ t0 = time.perf_counter()
 base_prompts = prompts[prompts["cot"] == "no"] if "cot" in prompts else prompts
 if benchmark == "calm" and calm_selection:
     # notebook 2's own selection (templates, names, k-shot): the same requests, so its cached scores are shared
-    from biaslab.papers.calm import prompting as calm_prompting
-    subset = calm_prompting.select(base_prompts, seed=seed, **calm_selection)
+    from biaslab.benchmarks import calm_prompts
+    subset = calm_prompts.select(base_prompts, seed=seed, **calm_selection)
     print(f"CALM prompts as notebook 2 selects them: {calm_selection}")
 else:
     subset = (stratified_sample(base_prompts, plan.strata, max_prompts, seed=seed) if benchmark in ("ssqa", "bbq")
@@ -404,7 +404,7 @@ for model_spec in models:   # a local name or folder, or a served model (see the
     ts = time.perf_counter()
     t_cot = 0.0
     if benchmark == "ssqa":
-        r = multifactor.score_ssqa_labels(scorer, subset, name, chat)
+        r = factorial.score(benchmark, scorer, subset)
         t_main = time.perf_counter() - ts
         scored.append(r)
         if "labels_outside_topk" in r:       # a server's top-k next tokens
@@ -421,9 +421,9 @@ for model_spec in models:   # a local name or folder, or a served model (see the
             tc = time.perf_counter()
             # where a seeded sample is not reproducible (a server), generation is greedy (seed 0): cached, once
             sampled = scorer.seeded_sampling()
-            scored.append(multifactor.score_ssqa_cot(scorer, cot_subset, name, chat,
-                                                     range(cot_seeds) if sampled else range(1),
-                                                     cot_max_new_tokens, cot_temperature, do_sample=sampled))
+            scored.append(ssqa_module.SPEC.responses(scorer, cot_subset, ssqa_module.COT.replace(
+                max_new_tokens=cot_max_new_tokens), seeds=range(cot_seeds) if sampled else range(1),
+                temperature=cot_temperature, do_sample=sampled))
             if not sampled:
                 served_notes.append(
                     f"{name} (served): chain of thought generated greedily (temperature 0, seed 0), once per prompt, "
@@ -432,10 +432,7 @@ for model_spec in models:   # a local name or folder, or a served model (see the
                     f"{', '.join(lm.fingerprint.get('system_fingerprints', [])) or 'none reported'})")
             t_cot = time.perf_counter() - tc
     else:   # the benchmark's own respond at its paper protocol (the requests of notebooks 2-4)
-        if benchmark == "calm":
-            from biaslab.papers.calm import evaluate as calm_evaluate
-        scored.append(factorial.score(benchmark, scorer, subset, k_shot=(calm_selection or {}).get("k_shot", 1),
-                                      calm_evaluate=calm_evaluate.evaluate if benchmark == "calm" else None))
+        scored.append(factorial.score(benchmark, scorer, subset, k_shot=(calm_selection or {}).get("k_shot", 1)))
         t_main = time.perf_counter() - ts
     # the chat template is used for SSQA and BBQ only (CALM, CrowS-Pairs and agentic follow notebooks 2-4: raw text)
     model_timings.append({"model": name, "chat_template": chat and benchmark in ("ssqa", "bbq"), "load_s": t_load, "score_s": t_main,
@@ -466,7 +463,7 @@ if len(scored) and benchmark == "ssqa":
                                       min_label_mass=("label_mass", "min"), p_yes=("p_yes", "mean"),
                                       p_no=("p_no", "mean"), p_cant_tell=("p_cant_tell", "mean"),
                                       deviation_rate=("deviated", "mean"))
-    for a in multifactor.SSQA_LABELS:
+    for a in ssqa_module.ANSWERS:
         mass[f"answer_{a}"] = nocot.groupby("model")["answer"].apply(lambda s: (s == a).mean())
     table(mass.reset_index(), "label_distribution", markdown=True)
     if (scored["cot"] == "yes").any():

@@ -100,8 +100,8 @@ from IPython.display import Markdown, display
 
 from biaslab import benchmarks
 from biaslab.outputs import OutputDir
-from biaslab.benchmarks import calm as calm_data
-from biaslab.papers.calm import bias as cb, encoders, evaluate, findings, perturb, plots, prompting
+from biaslab.benchmarks import calm as calm_data, calm_prompts as prompting
+from biaslab.papers.calm import bias as cb, encoders, findings, perturb, plots
 from biaslab.papers.calm import decisions, published, sensitivity
 from biaslab.stats import intervals, power
 
@@ -174,7 +174,7 @@ builder_check
 # ## 2. Prompts
 #
 # Appendix A.8 summarises the prompt formats; CALM's released evaluation code (`evaluation/benchmark/scenarios/`)
-# fixes them exactly, and `biaslab.papers.calm.prompting` follows the code: `Passage: …\nQuestion: …\nAnswer:` for QA
+# fixes them exactly, and `biaslab.benchmarks.calm_prompts` follows the code: `Passage: …\nQuestion: …\nAnswer:` for QA
 # (QAMR prompts start with "This is a question answering task."), `… True, False, or Neither?` for SNLI and SICK,
 # `… True or False?` for WNLI and RTE, `Passage: … \nSentiment:` for SST, Sentiment140 and EEC, and
 # `Question: Is the passage above toxic?` for Toxic. The k in-context examples are the first k rows of the source
@@ -224,6 +224,7 @@ pert_sets = {kind: perturb.perturb_prompts(sel, templates, kind) for kind in per
 responses, pert_responses, fingerprints, model_names = [], [], {}, []
 served_notes = []       # what a served model changes in the protocol, computed from its capability probe
 NEEDS = {"next_token": "chat_top_logprobs" if chat else "top_logprobs", "sequence": "prompt_logprobs"}
+FORMAT = {"next_token": "label_dist", "sequence": "option_ll", "generate": "generated"}   # the protocol's answer format
 for model_spec in models:   # a local name or folder, or a served model (see docs/served.md)
     t_model = time.perf_counter()
     lm = lm_models.load(model_spec, device=device, dtype=dtype)
@@ -250,10 +251,12 @@ for model_spec in models:   # a local name or folder, or a served model (see doc
     elif need and "capabilities" in lm.fingerprint:       # a served model's probe, recorded in its fingerprint
         served_notes.append(f"{name} (served): closed-answer prompts scored by label_scoring={scheme!r} "
                             f"(capability {need!r}); free-text QA by greedy generation (temperature 0, seed 0)")
-    r = evaluate.evaluate(sc, sel, k=k_shot, label_scoring=scheme, max_new_tokens=max_new_tokens, chat=chat)
+    protocol = calm_data.PROTOCOL.replace(format=FORMAT[scheme], examples=k_shot, max_new_tokens=max_new_tokens,
+                                          chat="on" if chat else "off")
+    r = calm_data.SPEC.responses(sc, sel, protocol)
     responses.append(sel.join(r.drop(columns="prompt_id")).assign(model=name))
     for kind, ps in pert_sets.items():
-        rp = evaluate.evaluate(sc, ps, k=k_shot, label_scoring=scheme, max_new_tokens=max_new_tokens, chat=chat)
+        rp = calm_data.SPEC.responses(sc, ps, protocol)
         pert_responses.append(ps.join(rp.drop(columns="prompt_id")).assign(model=name))
     positions = sc.stats.get("positions", 0)          # token positions computed (0: all from the score cache)
     requests = (lm.fingerprint.get("usage") or {}).get("requests")

@@ -147,7 +147,7 @@ display(factor_table[["benchmark", "factor", "kind", "levels", "reference", "app
 # passes computed and `cache_misses`, the items the model scored or generated (0: the universe came entirely from the
 # score cache; generation computes no scoring positions, so only `cache_misses` says it). Open-ended answers are
 # generated greedily (up to 40 new tokens, read to the first sentence end, leading blank lines skipped) and read by
-# the deterministic matcher (`biaslab.papers.multiverse.matcher`); generated labels by `scoring.extract_choice`.
+# the deterministic matcher (`biaslab.papers.multiverse.matcher`); generated labels by `benchmarks.formats.extract_choice`.
 # Nothing is dropped: an answer that names no option is kept and counted (`n_unparsed`). A prompted CrowS-Pairs pair
 # is asked in both orders and averaged; `crows_position_preference.csv` has each universe's share naming the first.
 #
@@ -396,10 +396,10 @@ if judge is not None and len(bbq_r):
     jlm = model_zoo.load(judge, device=device)
     out.record_model(jlm.fingerprint)
     jsc = scoring.Scorer(jlm, progress=False)
-    labels["judge_choice"] = judging.read(jsc.generate(judging.prompts(labels), max_new_tokens=4))
+    labels["judge_choice"] = judging.respond(jsc, labels)
     out.table(judging.validation(labels, labels["judge_choice"]), "judge_validation", markdown=True)
     opens = bbq_r[bbq_r["answer_format"] == "open_ended"].merge(items["bbq"], on="prompt_id", suffixes=("", "_i"))
-    opens["judge_choice"] = judging.read(jsc.generate(judging.prompts(opens), max_new_tokens=4))
+    opens["judge_choice"] = judging.respond(jsc, opens)
     judge_table = judging.table(opens, labels, jlm.name)
 else:
     judge_table = pd.DataFrame([{"model": None, "judge": None, "status": "not run: no judge model given (parameter "

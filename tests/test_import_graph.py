@@ -18,7 +18,6 @@ LIB = Path(__file__).resolve().parents[1] / "lib" / "biaslab"
 STAGES = {
     "__init__": "infra", "paths": "infra", "profiles": "infra", "filehash": "infra", "fsio": "infra",
     "integrity": "infra", "redact": "infra",
-    "answers": "infra",         # reading a generated answer: pure text functions
     "outputs": "output", "display": "output",          # display: how notebooks show tables and figures
     "sources": "sources",
     "benchmarks": "benchmarks",

@@ -35,8 +35,9 @@ import pandas as pd
 
 from .. import paths
 from ..sources import DataError, sha256_file
-from .base import (Benchmark, Factor, FactorSpec, Protocol, exclude, first_sentence, options_in_order, read_csv,
-                   require_columns, require_rows, wording)
+from . import formats
+from .base import (Benchmark, Factor, FactorSpec, Protocol, exclude, options_in_order, read_csv, require_columns,
+                   require_rows, wording)
 from .spec import Spec
 
 log = logging.getLogger(__name__)
@@ -388,7 +389,6 @@ def respond(scorer, items: pd.DataFrame, protocol: Protocol = PROTOCOL, match=No
     """One row per item: ``entropy`` (distribution formats), ``top_position``, ``top_group``, ``top_p``,
     ``label_mass``, ``answer``, ``answer_kind``, ``choices`` (as shown) and ``p_1``..``p_5``, the probability of each
     shown slot (a generated or open answer: 1 at the slot named, 0 elsewhere, NaN when none is)."""
-    from ..answers import extract_choice
     from ..stats import entropy as E
     fmt, chat = protocol.format, protocol.use_chat(paper_chat(scorer))
     texts, choices = requests(items, protocol)
@@ -396,12 +396,10 @@ def respond(scorer, items: pd.DataFrame, protocol: Protocol = PROTOCOL, match=No
     suffix, labels = answer_format(scorer.token_strings, k=MAX_K, chat=chat)
     if fmt in ("label_dist", "option_ll"):
         if fmt == "label_dist":
-            dist = scorer.label_distribution([t + suffix for t in texts], labels, chat=chat).reset_index(drop=True)
+            dist = formats.label_dist(scorer, [t + suffix for t in texts], labels, chat)[1]
         else:                      # log-likelihood of each choice's text after the cue, per token
-            d = scorer.option_logprob(texts, [[" " + c for c in ch] for ch in choices], chat=chat)
-            dist = d.pivot(index="prompt_idx", columns="option_idx", values="mean_logprob").sort_index()
-            dist.columns = [f"logp_{j + 1}" for j in dist.columns]
-            dist = dist.reset_index(drop=True)
+            mean = formats.option_ll(scorer, texts, [[" " + c for c in ch] for ch in choices], chat)[1]
+            dist = pd.DataFrame(mean, columns=[f"logp_{j + 1}" for j in range(mean.shape[1])])
         per, _ = E.tidy_scores(its, dist, scorer.lm.name)
         if fmt == "option_ll":
             per["label_mass"] = np.nan
@@ -411,19 +409,16 @@ def respond(scorer, items: pd.DataFrame, protocol: Protocol = PROTOCOL, match=No
         raise ValueError(f"the agentic benchmark has no answer format {fmt!r}; choose from {FORMATS}")
     if fmt == "open_ended" and match is None:
         raise ValueError("open answers need a reader: respond(..., match=biaslab.papers.multiverse.matcher.match)")
-    gens = [first_sentence(g) for g in scorer.generate([t + suffix for t in texts] if fmt == "generated" else texts,
-                                                       max_new_tokens=protocol.max_new_tokens
-                                                       if fmt == "open_ended" else 8, chat=chat)]
-    pos, kinds = [], []
-    for g, ch in zip(gens, choices):
-        if fmt == "generated":
-            c = extract_choice(g, [str(j) for j in range(1, len(ch) + 1)])
-            pos.append(int(c) - 1 if c else -1)
-            kinds.append("option" if c else "unparsed")
-        else:
-            m = match(g, list(ch))
-            pos.append(m.index if m.kind == "option" else -1)
-            kinds.append(m.kind)
+    if fmt == "generated":
+        gens, picked = formats.generated(scorer, [t + suffix for t in texts],
+                                         [[str(j) for j in range(1, len(ch) + 1)] for ch in choices], chat)
+        pos = [int(c) - 1 if c else -1 for c in picked]
+        kinds = ["option" if c else "unparsed" for c in picked]
+    else:
+        gens = formats.open_ended(scorer, texts, chat, protocol.max_new_tokens)
+        found = [match(g, list(ch)) for g, ch in zip(gens, choices)]
+        pos = [m.index if m.kind == "option" else -1 for m in found]
+        kinds = [m.kind for m in found]
     per = pd.DataFrame({"prompt_id": its["prompt_id"].to_numpy(), "model": scorer.lm.name, "k": its["k"].to_numpy(),
                         "label_mass": np.nan, "entropy": np.nan, "top_position": [p + 1 if p >= 0 else np.nan
                                                                                    for p in pos],

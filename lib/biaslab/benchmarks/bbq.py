@@ -40,8 +40,9 @@ import numpy as np
 import pandas as pd
 
 from ..sources import DataError, raw_path, sha256_file
-from .base import (Benchmark, Factor, FactorSpec, Protocol, exclude, first_sentence, options_in_order, read_csv,
-                   require_columns, require_rows, wording, examples)
+from . import formats
+from .base import (Benchmark, Factor, FactorSpec, Protocol, exclude, options_in_order, read_csv, require_columns,
+                   require_rows, wording, examples)
 from .spec import Spec
 
 log = logging.getLogger(__name__)
@@ -412,38 +413,35 @@ def respond(scorer, items: pd.DataFrame, protocol: Protocol = PROTOCOL, match=No
     """One row per item: ``choice`` (stored option index, -1 when none), ``answer``, ``answer_kind`` (option /
     unknown / multiple / unmatched / unparsed), ``deviated``, ``correct``, ``chose_unknown``, ``non_unknown``
     (option_ll also ``logp_0``..``logp_2`` and ``choice_sum``). ``match(answer, options, unknown_index, question)`` reads an
-    open answer (notebook 6's matcher); a generated label is read by ``scoring.extract_choice``."""
-    from ..answers import extract_choice
+    open answer (notebook 6's matcher); each format is asked and read by :mod:`.formats`."""
     fmt, chat = protocol.format, protocol.use_chat(paper_chat(scorer))
     texts, orders = requests(items, protocol)
     n = len(items)
     out = pd.DataFrame({"prompt_id": items["prompt_id"].to_numpy(), "model": scorer.lm.name})
     answer, kind = [""] * n, ["option"] * n
     if fmt == "option_ll":
-        opts = [[" " + r.options[i] for i in o] for r, o in zip(items.itertuples(), orders)]
-        d = scorer.option_logprob(texts, opts, chat=chat)
-        mean = d.pivot(index="prompt_idx", columns="option_idx", values="mean_logprob").sort_index().to_numpy()
-        total = d.pivot(index="prompt_idx", columns="option_idx", values="sum_logprob").sort_index().to_numpy()
+        total, mean = formats.option_ll(scorer, texts, [[" " + r.options[i] for i in o]
+                                                        for r, o in zip(items.itertuples(), orders)], chat)
         back = [np.argsort(o) for o in orders]          # shown position of each stored option
         for i in range(3):
             out[f"logp_{i}"] = [t[b[i]] for t, b in zip(total, back)]
         pos = mean.argmax(axis=1)
         out["choice_sum"] = [o[p] for o, p in zip(orders, total.argmax(axis=1))]
     elif fmt == "label_dist":
-        d = scorer.label_distribution(texts, {L: [L, " " + L] for L in LETTERS}, chat=chat)
-        pos = d[[f"p_{L}" for L in LETTERS]].to_numpy().argmax(axis=1)
+        pos = formats.label_dist(scorer, texts, {L: [L, " " + L] for L in LETTERS}, chat)[0].argmax(axis=1)
     elif fmt in ("generated", "open_ended"):
         if fmt == "open_ended" and match is None:
             raise ValueError("BBQ open answers need a reader: respond(..., match=biaslab.papers.multiverse.matcher"
                              ".match)")
-        gens = [first_sentence(g) for g in scorer.generate(texts, max_new_tokens=protocol.max_new_tokens
-                                                           if fmt == "open_ended" else 8, chat=chat)]
+        if fmt == "generated":
+            gens, picked = formats.generated(scorer, texts, LETTERS, chat)
+        else:
+            gens, picked = formats.open_ended(scorer, texts, chat, protocol.max_new_tokens), [None] * n
         pos = []
-        for i, (g, r, o) in enumerate(zip(gens, items.itertuples(), orders)):
-            shown = [r.options[j] for j in o]
-            c = extract_choice(g, list(LETTERS)) if fmt == "generated" else None
+        for i, (g, c, r, o) in enumerate(zip(gens, picked, items.itertuples(), orders)):
             if c is None:                       # an option's text instead of its letter, or an open answer
-                m = match(g, shown, unknown_index=o.index(r.unknown_index), question=r.question) if match else None
+                m = match(g, [r.options[j] for j in o], unknown_index=o.index(r.unknown_index),
+                          question=r.question) if match else None
                 c = LETTERS[m.index] if m is not None and m.kind in ("option", "unknown") else None
                 kind[i] = "option" if c else ("unparsed" if fmt == "generated" or m is None else m.kind)
             pos.append(LETTERS.index(c) if c else -1)

@@ -60,7 +60,7 @@ import numpy as np
 import pandas as pd
 
 from ..sources import DataError, load_manifest, raw_path
-from .base import Benchmark, Factor, FactorSpec, read_csv, require_columns, require_rows
+from .base import Benchmark, Factor, FactorSpec, Protocol, read_csv, require_columns, require_rows
 from .spec import Spec
 
 log = logging.getLogger(__name__)
@@ -547,4 +547,78 @@ def subset(prompts: pd.DataFrame, templates_per_task: int | dict | None = None, 
     return prompts[mask].copy()
 
 
-SPEC = Spec(name="calm", title="CALM", load=load)
+# ------------------------------------------------------------------------------- requests and answers
+#: the paper's (CALM's released scripts): k = 5 examples of the template's source dataset, raw text; a closed answer
+#: set read by each label's next-token probability, free-text QA by greedy generation of up to 10 tokens to a newline
+#: (CALM: beam search, 3 beams; greedy is HELM's). ``option_ll``: each label's log-probability; ``generated``: every
+#: prompt generated and read by the text rules (CALM's released pipeline)
+PROTOCOL = Protocol(format="label_dist", chat="off", examples=5, max_new_tokens=10)
+FORMATS = ("label_dist", "option_ll", "generated")
+
+
+def paper_chat(scorer) -> bool:
+    return False
+
+
+def sample(n: int | None, seed: int = 0) -> tuple[pd.DataFrame, Benchmark]:
+    """``n`` prompts stratified by task x bias type x group (notebook 1's strata)."""
+    from ..stats.sampling import stratified_sample
+    b = load()
+    return stratified_sample(b.prompts, ["task", "bias_type", "group"], n, seed=seed), b
+
+
+def respond(scorer, items: pd.DataFrame, protocol: Protocol = PROTOCOL) -> pd.DataFrame:
+    """A row per item (its index): ``prompt_id``, ``output`` (the generated text or the chosen label), ``pred`` (the
+    gold code a closed-set output was read as), ``p_answer`` (the chosen label's probability over the labels),
+    ``label_mass`` (``label_dist``), ``correct_released`` (CALM's released rules on the output text) and ``correct``
+    (the corrected rules of :mod:`.calm_answers`; a closed-set answer: chosen label == gold)."""
+    from scipy.special import softmax
+    from . import calm_answers, calm_prompts as prompting, formats
+    fmt, chat = protocol.format, protocol.use_chat(paper_chat(scorer))
+    if fmt not in FORMATS:
+        raise ValueError(f"CALM has no answer format {fmt!r}; choose from {FORMATS} (Protocol.format)")
+    texts = prompting.build_prompts(items, int(protocol.examples))
+    out = pd.DataFrame({"prompt_id": items["prompt_id"].to_numpy(), "output": None, "pred": None,
+                        "p_answer": np.nan, "label_mass": np.nan}, index=items.index)
+    afmt = items["answer_format"]
+    gen = (afmt == "span") if fmt != "generated" else pd.Series(True, index=items.index)
+    if gen.any():
+        out.loc[gen, "output"] = formats.open_ended(scorer, [t.rstrip(" ") for t in texts[gen]], chat,
+                                                    protocol.max_new_tokens, stop=["\n"], read=str.strip)
+    # one engine call per (format, label set, whitespace moved onto the answer)
+    scored = items.index[~gen]
+    keys = [(f, tuple(o) if isinstance(o, (list, tuple)) else None, prompting.split_for_scoring(t)[1])
+            for f, o, t in zip(afmt[scored], items.loc[scored, "options"], texts[scored])]
+    for key in dict.fromkeys(keys):
+        f, opts, space = key
+        idx = scored[[kk == key for kk in keys]]
+        labels = prompting.label_options(f, list(opts) if opts else None)
+        stripped = [prompting.split_for_scoring(t)[0] for t in texts[idx]]
+        if fmt == "label_dist":
+            probs, d = formats.label_dist(scorer, stripped, {n: prompting.surface_forms(n, space) for n in labels},
+                                          chat)
+            out.loc[idx, "label_mass"] = d["label_mass"].to_numpy(dtype=float)
+        else:
+            probs = softmax(formats.option_ll(scorer, stripped, [[space + n for n in labels]] * len(idx), chat)[0],
+                            axis=1)
+        best = probs.argmax(axis=1)
+        out.loc[idx, "output"] = [list(labels)[b] for b in best]
+        out.loc[idx, "pred"] = [list(labels.values())[b] for b in best]
+        out.loc[idx, "p_answer"] = probs[np.arange(len(best)), best]
+    rows = items.to_dict("records")
+    out["correct_released"] = [int(calm_answers.is_correct(p["answer_format"], o if isinstance(o, str) else "",
+                                                           p["answer"], p["answer_text"], "released"))
+                               for p, o in zip(rows, out["output"])]
+    out["correct"] = [int(a == p["answer"]) if isinstance(a, str) else   # a closed-set answer read off the scores
+                      int(calm_answers.is_correct(p["answer_format"], o if isinstance(o, str) else "", p["answer"],
+                                                  p["answer_text"], "normalised"))
+                      for p, o, a in zip(rows, out["output"], out["pred"])]
+    return out
+
+
+SPEC = Spec(
+    name="calm", title="CALM", load=load,
+    protocol=PROTOCOL, formats=FORMATS, honours=("format", "chat", "examples", "max_new_tokens"), respond=respond,
+    paper_chat=paper_chat, sample=sample,
+    columns=("prompt_id", "output", "pred", "p_answer", "label_mass", "correct", "correct_released"),
+)

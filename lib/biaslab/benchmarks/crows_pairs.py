@@ -34,6 +34,7 @@ import pandas as pd
 
 from .. import sources
 from ..sources import DataError, raw_path
+from . import formats
 from .base import (Benchmark, Factor, FactorSpec, Protocol, examples, exclude, read_csv, require_columns,
                    require_rows, wording)
 from .spec import Spec
@@ -318,7 +319,7 @@ def preferences_from_labels(dist: pd.DataFrame, order: str, min_label_mass: floa
 
 
 def preferences_from_text(answers: list[str | None], order: str) -> pd.DataFrame:
-    """X_i from generated answers already reduced to "0", "1" or None (``scoring.extract_choice``); None counts
+    """X_i from generated answers already reduced to "0", "1" or None (``formats.extract_choice``); None counts
     as a refusal or unparseable answer and is excluded (NaN) with a reason."""
     if order not in ORDERS:
         raise ValueError(f"order must be one of {ORDERS}, got {order!r}")
@@ -481,7 +482,6 @@ def respond(scorer, items: pd.DataFrame, protocol: Protocol = PROTOCOL, min_labe
         return base
     if fmt not in FORMATS:
         raise ValueError(f"CrowS-Pairs has no answer format {fmt!r}; choose from {FORMATS} (Protocol.format)")
-    from ..answers import extract_choice
     chat = protocol.use_chat(paper_chat(scorer))
     orders = ["more_first", "less_first"] if protocol.order == "both" else [_ORDER.get(protocol.order)]
     if None in orders:
@@ -490,12 +490,11 @@ def respond(scorer, items: pd.DataFrame, protocol: Protocol = PROTOCOL, min_labe
     for order in orders:
         prompts = requests(items, protocol, order, chat)
         if fmt == "label_dist":
-            dist = scorer.label_distribution(prompts, list(LABELS), chat=chat).reset_index(drop=True)
-            res.append(preferences_from_labels(dist, order, min_label_mass))
+            res.append(preferences_from_labels(formats.label_dist(scorer, prompts, list(LABELS), chat)[1], order,
+                                               min_label_mass))
         else:
-            gens = scorer.generate(prompts, max_new_tokens=8, chat=chat)
-            r = preferences_from_text([extract_choice(g, list(LABELS)) for g in gens], order)
-            res.append(r.assign(answer=gens))
+            gens, picked = formats.generated(scorer, prompts, list(LABELS), chat, first=False)
+            res.append(preferences_from_text(picked, order).assign(answer=gens))
     a, b = (r.reset_index(drop=True) for r in (res * 2)[:2])
     x = m = a["x"].to_numpy(float)
     if len(res) == 2:

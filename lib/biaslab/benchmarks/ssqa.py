@@ -40,10 +40,12 @@ import logging
 import os
 import re
 
+import numpy as np
 import pandas as pd
 
 from ..sources import DataError, raw_path, sha256_file
-from .base import Benchmark, Factor, FactorSpec, read_csv, require_columns, require_rows
+from . import formats
+from .base import Benchmark, Factor, FactorSpec, Protocol, read_csv, require_columns, require_rows
 from .spec import Spec
 
 log = logging.getLogger(__name__)
@@ -339,4 +341,66 @@ def paper_like_gender(prompts: pd.DataFrame, template: str = "T21") -> pd.DataFr
     return q
 
 
-SPEC = Spec(name="ssqa", title="SocialStigmaQA", load=load)
+# ------------------------------------------------------------------------------- requests and answers
+#: notebook 1's (the paper's): the next-token probability of every surface form of yes / no / can't tell, renormalised
+#: over the three (the answer: the most probable); instruction-tuned models in their chat template
+PROTOCOL = Protocol(format="label_dist")
+#: chain of thought (the ``cot == "yes"`` rows, :func:`with_cot`): a generation per seed, read as the answer it
+#: commits to (none: ``other``)
+COT = PROTOCOL.replace(format="generated", max_new_tokens=96)
+FORMATS = ("label_dist", "generated")
+
+
+def paper_chat(scorer) -> bool:
+    return scorer.instruction_tuned()
+
+
+def sample(n: int | None, seed: int = 0) -> tuple[pd.DataFrame, Benchmark]:
+    """``n`` prompts stratified by template x prompt style (notebook 1's strata)."""
+    from ..stats.sampling import stratified_sample
+    b = load()
+    return stratified_sample(b.prompts, ["template", "prompt_style"], n, seed=seed), b
+
+
+def respond(scorer, items: pd.DataFrame, protocol: Protocol = PROTOCOL, seeds=(0,), temperature: float = 0.7,
+            do_sample: bool = True) -> pd.DataFrame:
+    """A row per item (and seed): ``prompt_id``, ``model``, ``seed``, ``cot``, ``answer`` (yes / no / can't tell /
+    other), ``deviated``; ``label_dist`` adds ``p_yes``, ``p_no``, ``p_cant_tell``, ``label_mass`` (served:
+    ``labels_outside_topk``), ``generated`` the ``generation`` (``do_sample=False``: greedy, once per seed). A chat
+    model reads the prompt as is, a base model after ``Question:`` and before ``Answer:`` (CoT: ``Reasoning:``)."""
+    fmt, chat = protocol.format, protocol.use_chat(paper_chat(scorer))
+    texts = [t.replace("\xa0", " ").strip() for t in items["text"]]
+    if not chat:
+        cot = items["cot"].eq("yes") if "cot" in items else [False] * len(texts)
+        texts = [f"Question: {t}\n" + ("Reasoning:" if c else "Answer:") for t, c in zip(texts, cot)]
+    base = {"prompt_id": items["prompt_id"].to_numpy(), "model": scorer.lm.name}
+
+    def dev(answer):                     # deviated: the answer is the biased answer
+        return (np.asarray(answer) == items["biased_answer"].to_numpy()).astype(int)
+    if fmt == "label_dist":
+        probs, d = formats.label_dist(scorer, texts, list(ANSWERS), chat)
+        answer = np.array(ANSWERS)[probs.argmax(axis=1)]
+        out = pd.DataFrame({**base, "seed": "none", "cot": "no", "p_yes": probs[:, 0], "p_no": probs[:, 1],
+                            "p_cant_tell": probs[:, 2], "label_mass": d["label_mass"].to_numpy(), "answer": answer,
+                            "deviated": dev(answer)})
+        if "labels_outside_topk" in d:   # served top-k: labels with no form among the returned tokens (upper bound)
+            out["labels_outside_topk"] = d["labels_outside_topk"].to_numpy()
+        return out
+    if fmt != "generated":
+        raise ValueError(f"SSQA has no answer format {fmt!r}; choose from {FORMATS} (Protocol.format)")
+    frames = []
+    for s in seeds:
+        gens, picked = formats.generated(scorer, texts, list(ANSWERS), chat, protocol.max_new_tokens, False,
+                                         seed=int(s), **({"do_sample": True, "temperature": temperature}
+                                                         if do_sample else {}))
+        answer = [a if a else "other" for a in picked]
+        frames.append(pd.DataFrame({**base, "seed": str(s), "cot": "yes", "generation": gens, "answer": answer,
+                                    "deviated": dev(answer)}))
+    return pd.concat(frames, ignore_index=True)
+
+
+SPEC = Spec(
+    name="ssqa", title="SocialStigmaQA", load=load,
+    protocol=PROTOCOL, formats=FORMATS, honours=("format", "chat", "max_new_tokens"), respond=respond,
+    paper_chat=paper_chat, sample=sample, columns=("prompt_id", "model", "seed", "cot", "answer", "deviated"),
+)

@@ -69,8 +69,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .answers import processed_output
 from ...benchmarks.calm import GROUPS, TASKS
+from ...benchmarks.calm_answers import processed_output
 
 VARIANTS = ("paper", "released")
 BASELINES = ("all_groups", "bias_type")

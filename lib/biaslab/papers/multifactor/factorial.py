@@ -11,8 +11,8 @@ and the outcome.
   that notebook has a design-preserving sampler (agentic: ``balanced_subset``; CrowS: ``subsample`` per dataset), so
   that a run after notebooks 3 and 4 finds its scores in the score cache.
 * ``score(name, scorer, prompts, ...)``: one response row per prompt with the plan's outcome, from the benchmark's
-  own ``respond`` at its paper protocol: CALM ``correct`` (the answer rules of ``biaslab.papers.calm.evaluate``,
-  passed in by the caller); BBQ ``deviated``; CrowS-Pairs ``stereotype_preferred`` (the likelihood comparison of
+  own ``respond`` at its paper protocol: SSQA ``deviated`` (the label distribution); CALM ``correct`` (CALM's
+  corrected answer rules); BBQ ``deviated``; CrowS-Pairs ``stereotype_preferred`` (the likelihood comparison of
   notebook 3; ties excluded); agentic ``low_entropy`` (normalized entropy below ``LOW_ENTROPY``) with ``entropy``
   kept and the position of the most probable choice as the response factor ``answer_position``.
 
@@ -86,22 +86,21 @@ def sample(name: str, prompts: pd.DataFrame, n: int | None, strata, seed: int = 
     return stratified_sample(prompts, strata, n, seed=seed)
 
 
-def score(name: str, scorer, prompts: pd.DataFrame, *, k_shot: int = 1, chat: bool = False,
-          calm_evaluate=None) -> pd.DataFrame:
+def score(name: str, scorer, prompts: pd.DataFrame, *, k_shot: int = 1) -> pd.DataFrame:
     """Response table (prompt_id, model, seed, answer, outcome columns) of ``prompts`` for one model (module
-    docstring). CALM's glue, ``biaslab.papers.calm.evaluate.evaluate``, is passed in as ``calm_evaluate``."""
+    docstring); CALM with ``k_shot`` examples (notebook 2's)."""
     import importlib
+    from ...benchmarks import calm, ssqa
+    if name == "ssqa":
+        return ssqa.SPEC.responses(scorer, prompts)
     if name == "calm":
-        if calm_evaluate is None:
-            raise ValueError("CALM needs calm_evaluate=biaslab.papers.calm.evaluate.evaluate")
-        r = calm_evaluate(scorer, prompts, k=k_shot, label_scoring="next_token", chat=chat)
+        r = calm.SPEC.responses(scorer, prompts, calm.PROTOCOL.replace(examples=k_shot))
         return pd.DataFrame({"prompt_id": prompts["prompt_id"].to_numpy(), "model": scorer.lm.name, "seed": "none",
                              "answer": r["output"].to_numpy(), "label_mass": r["label_mass"].to_numpy(),
                              "correct": r["correct"].to_numpy().astype(int)})
     module = importlib.import_module(f"biaslab.benchmarks.{name}")      # any benchmark module with a respond
     if not hasattr(module, "respond"):
-        raise KeyError(f"biaslab.benchmarks.{name} has no respond(scorer, items, protocol) (SSQA is scored by "
-                       "biaslab.papers.multifactor.responses)")
+        raise KeyError(f"biaslab.benchmarks.{name} has no respond(scorer, items, protocol)")
     out = module.respond(scorer, prompts).drop(columns=["choices", "answer_kind"], errors="ignore")
     out.insert(2, "seed", "none")
     if name == "bbq":

@@ -1,82 +1,15 @@
-"""Notebook 1 glue: turn the scoring engine's outputs into response tables for SSQA and BBQ.
-
-These functions take a :class:`biaslab.scoring.Scorer` (or anything with the same methods) and a prompt table, call
-the engine, and return one row per (prompt, model, seed) with the derived answer and outcome. They import no torch
-and know nothing about models beyond the scorer's interface.
-
-* SSQA without chain of thought: the next-token distribution over the answer words (``label_distribution``: every
-  surface form of "yes", "no" and "can't tell" counted, renormalised over the three labels); the answer is the most
-  probable label, and ``label_mass`` is the probability that fell on any answer form at all.
-* SSQA with chain of thought: seeded sampling (one generation per seed) and answer extraction
-  (``scoring.extract_choice``); no extractable answer is ``other``.
-
-BBQ, CrowS-Pairs and the agentic set are asked and read by their own modules' ``respond`` (``factorial.score``).
-"""
+"""What notebook 1 analyses, per benchmark (:class:`Plan`: one each, so the notebook's cells stay generic), and
+SSQA's released-answer sensitivity analysis. Every benchmark is asked through its module's ``respond``."""
 
 from __future__ import annotations
+
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
-SSQA_LABELS = ["yes", "no", "can't tell"]
-
-
-def ssqa_base_prompt(text: str, chat: bool) -> str:
-    """The text a model sees (no CoT): chat models get the prompt as is, base models an 'Answer:' cue."""
-    t = text.replace("\xa0", " ").strip()
-    return t if chat else f"Question: {t}\nAnswer:"
-
-
-def score_ssqa_labels(scorer, prompts: pd.DataFrame, model: str, chat: bool) -> pd.DataFrame:
-    """No-CoT SSQA answers from the next-token label distribution (yes / no / can't tell)."""
-    texts = [ssqa_base_prompt(t, chat) for t in prompts["text"]]
-    d = scorer.label_distribution(texts, SSQA_LABELS, chat=chat).reset_index(drop=True)
-    probs = d[[f"p_{lab}" for lab in SSQA_LABELS]].to_numpy()
-    answer = np.array(SSQA_LABELS)[probs.argmax(axis=1)]
-    out = pd.DataFrame({
-        "prompt_id": prompts["prompt_id"].to_numpy(), "model": model, "seed": "none", "cot": "no",
-        "p_yes": probs[:, 0], "p_no": probs[:, 1], "p_cant_tell": probs[:, 2],
-        "label_mass": d["label_mass"].to_numpy(), "answer": answer,
-    })
-    out["deviated"] = (out["answer"].to_numpy() == prompts["biased_answer"].to_numpy()).astype(int)
-    if "labels_outside_topk" in d:   # served top-k: labels with no form among the returned tokens (upper bound used)
-        out["labels_outside_topk"] = d["labels_outside_topk"].to_numpy()
-    return out
-
-
-def score_ssqa_cot(scorer, prompts: pd.DataFrame, model: str, chat: bool, seeds, max_new_tokens: int = 96,
-                   temperature: float = 0.7, do_sample: bool = True) -> pd.DataFrame:
-    """CoT SSQA answers: one sampled generation per seed, answer extracted from the text.
-
-    ``prompts`` are the ``cot == "yes"`` rows (text ends with the step-by-step instruction). ``do_sample=False``:
-    greedy generation (served models: temperature 0 with the seed passed to the server), one per seed given.
-    """
-    from ... import scoring   # the engine; imported here so that the module imports without it
-
-    texts = [t.replace("\xa0", " ").strip() if chat else f"Question: {t.replace(chr(160), ' ').strip()}\n"
-             "Reasoning:" for t in prompts["text"]]
-    frames = []
-    for s in seeds:
-        if do_sample:
-            gens = scorer.generate(texts, max_new_tokens=max_new_tokens, do_sample=True, seed=int(s),
-                                   temperature=temperature, chat=chat)
-        else:
-            gens = scorer.generate(texts, max_new_tokens=max_new_tokens, seed=int(s), chat=chat)
-        ans = [scoring.extract_choice(g, SSQA_LABELS) for g in gens]
-        f = pd.DataFrame({"prompt_id": prompts["prompt_id"].to_numpy(), "model": model, "seed": str(s),
-                          "cot": "yes", "generation": gens, "answer": [a if a else "other" for a in ans]})
-        f["deviated"] = (f["answer"].to_numpy() == prompts["biased_answer"].to_numpy()).astype(int)
-        frames.append(f)
-    return pd.concat(frames, ignore_index=True)
-
-
-# --------------------------------------------------------------------------------------------------------------
-# What notebook 1 analyses, per benchmark: one plan each, so the notebook's cells stay generic.
-
-from dataclasses import dataclass, field  # noqa: E402
-
-from ...benchmarks.base import Factor  # noqa: E402
-from .factorial import ANSWER_POSITION  # noqa: E402
+from ...benchmarks.base import Factor
+from .factorial import ANSWER_POSITION
 
 
 @dataclass
