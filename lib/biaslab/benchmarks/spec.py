@@ -109,7 +109,7 @@ class FactorPlan:
             raise ValueError(f"FactorPlan of {bench.name!r}: {unknown} are not factors of its prompt table (factors: "
                              f"{sorted(known)}); add them to the loader's FactorSpec or to extra_factors")
         for k in ("regression", "regression_subset"):
-            clash = [f for f in getattr(self, k) if f in bench.cluster_columns]
+            clash = [f for f in getattr(self, k) if f == bench.cluster]
             if clash:
                 raise ValueError(f"FactorPlan.{k} of {bench.name!r}: {clash} is the cluster (generating unit) of "
                                  "every interval; leave it out (the notebook tests it as a factor separately)")
@@ -150,6 +150,15 @@ class Spec:
             if unknown:
                 raise TypeError(f"benchmark spec {self.name!r}: honours {sorted(unknown)}, which are not fields of "
                                 "benchmarks.base.Protocol")
+
+    def dataset(self, name: str) -> Benchmark:
+        """One of ``datasets``, loaded (``name`` the benchmark's own name: ``load``)."""
+        if name == self.name:
+            return self.load()
+        if name not in self.datasets:
+            raise KeyError(f"benchmark {self.name!r} has no dataset {name!r}; choose one of "
+                           f"{[self.name] + sorted(self.datasets)} (Spec.datasets)")
+        return self.datasets[name]()
 
     def need(self, name: str, why: str):
         """The field ``name``, or an error naming it when the benchmark does not declare it."""
