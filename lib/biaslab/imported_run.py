@@ -125,8 +125,8 @@ def _import_one(fmt, path, final: Path, model: str, tokenizer, name) -> dict:
     lm = bl_models.load(spec)
     sc = scoring.Scorer(lm, cache_dir=False, progress=False)
     tables: dict[str, pd.DataFrame] = {}
-    crows = [lg for lg in lm.logs if lg.kind == "crows_pairs" and "sent_more" in lg.items.columns]
-    bbq = [lg for lg in lm.logs if lg.kind == "bbq" and "choice" in lg.items.columns]
+    crows = [lg for lg in lm.logs if lg.kind == importers.CROWS and "sent_more" in lg.items.columns]
+    bbq = [lg for lg in lm.logs if lg.kind == importers.BBQ and "choice" in lg.items.columns]
     if crows:
         tables.update(crows_tables(sc, lm, crows))
     if bbq:
