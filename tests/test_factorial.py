@@ -54,11 +54,11 @@ def test_a_regression_on_the_cluster_or_an_unknown_factor_is_refused_with_its_na
                                                   "unit": ["t1", "t2"]}),
                              benchmarks.FactorSpec([benchmarks.Factor("a", "prompt", ("x", "y"), "x"),
                                                     benchmarks.Factor("b", "prompt", ("u", "v"), "u")]), cluster="unit")
-    FactorPlan(**_PLAN).check(b, b.factors)
+    FactorPlan(**_PLAN).check(b)
     with pytest.raises(ValueError, match=r"FactorPlan.regression of 'toy': \['unit'\] is the cluster"):
-        FactorPlan(**{**_PLAN, "regression": ["a", "unit"]}).check(b, b.factors)
+        FactorPlan(**{**_PLAN, "regression": ["a", "unit"]}).check(b)
     with pytest.raises(ValueError, match=r"\['zz'\] are not factors"):
-        FactorPlan(**{**_PLAN, "strata": ["zz"]}).check(b, b.factors)
+        FactorPlan(**{**_PLAN, "strata": ["zz"]}).check(b)
 
 
 def test_a_spec_missing_a_field_names_it():

@@ -589,10 +589,11 @@ FACTOR_PLAN = FactorPlan(
 
 SPEC = Spec(
     name="crows_pairs", title="CrowS-Pairs", load=load_original, datasets=DATASETS,
-    protocol=PROTOCOL, formats=FORMATS, applies={"chat": ("label_dist", "generated")}, respond=respond, paper_chat=paper_chat, sample=sample,
+    protocol=PROTOCOL, formats=FORMATS, applies={"chat": ("label_dist", "generated")},
+    respond=respond, paper_chat=paper_chat, sample=sample,
     columns=("prompt_id", "model", "stereotype_preferred", "answer_kind"),
     factor_plan=FACTOR_PLAN,
     # notebook 1 scores notebook 3's pairs: 3 files x its max_pairs (tests/test_factorial.py checks the two agree)
-    sizes={"smoke": {"01_multifactor": {"max_prompts": 3 * 20}}, "default": {"01_multifactor": {"max_prompts": 3 * 400}},
-           "paper": {"01_multifactor": {"max_prompts": None}}},
+    sizes={"smoke": {"01_multifactor": {"max_prompts": 3 * 20}},
+           "default": {"01_multifactor": {"max_prompts": 3 * 400}}, "paper": {"01_multifactor": {"max_prompts": None}}},
 )

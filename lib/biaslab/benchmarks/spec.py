@@ -86,8 +86,8 @@ class FactorPlan:
         if not self.overall_sets:
             raise bad("overall_sets", "give at least one named factor set")
         if len(self.sunburst) != 2 or not set(self.sunburst) <= set(self.subgroup_factors):
-            raise bad("sunburst", f"{tuple(self.sunburst)} must be two of subgroup_factors {list(self.subgroup_factors)} "
-                      "(its rings are read from the subgroup table)")
+            raise bad("sunburst", f"{tuple(self.sunburst)} must be two of subgroup_factors "
+                      f"{list(self.subgroup_factors)} (its rings are read from the subgroup table)")
         if not 0 <= self.ideal <= 1:
             raise bad("ideal", f"{self.ideal} is not a rate in [0, 1]")
         if self.chance_factor and not self.n_options:
@@ -95,11 +95,11 @@ class FactorPlan:
         if (self.cot is None) != (self.cot_sample is None):
             raise bad("cot", "cot and cot_sample go together")
 
-    def check(self, bench: Benchmark, factors) -> None:
+    def check(self, bench: Benchmark) -> None:
         """The rules that need the benchmark: every factor the plan names is a factor of the prompt table (or of
         ``extra_factors``), and no regression holds the generating unit (the notebook adds it itself to test for
         aliasing; as a factor it has one coefficient per cluster, and statsmodels fails on the duplicated column)."""
-        known = set(factors.names) | {f.name for f in self.extra_factors}
+        known = set(bench.factors.names) | {f.name for f in self.extra_factors}
         named = {f for k in ("coverage_factors", "subgroup_factors", "ecdf_factors", "regression",
                              "regression_subset", "bayes_fixed", "bayes_group", "bayes_group_subset", "strata")
                  for f in getattr(self, k)} | {f for s in self.overall_sets.values() for f in s} | \

@@ -30,7 +30,7 @@ def prepare(spec: Spec) -> Benchmark:
     """The benchmark notebook 1 analyses, its plan checked against its factors (``FactorPlan.check``)."""
     plan = plan_of(spec)
     bench = (plan.prepare or spec.load)()
-    plan.check(bench, bench.factors)
+    plan.check(bench)
     return bench
 
 
