@@ -454,12 +454,6 @@ ANSWER_POSITION = Factor("answer_position", "model", (1, 2, 3, 4, 5), 1,
                          "position (1-5) of the choice the model gave the most probability")
 
 
-def _low_entropy(r: pd.DataFrame) -> pd.DataFrame:
-    """Notebook 1's outcome ``low_entropy`` (normalized entropy below :data:`LOW_ENTROPY`) and response factor
-    ``answer_position`` (the position of the most probable choice)."""
-    return r.assign(answer_position=r["top_position"].astype(int), low_entropy=(r["entropy"] < LOW_ENTROPY).astype(int))
-
-
 FACTOR_PLAN = FactorPlan(
     coverage_factors=["domain", "question_type", "polarity", "class_type"],
     overall_sets={"design (domain, question type, polarity, class type)":
@@ -480,7 +474,9 @@ FACTOR_PLAN = FactorPlan(
     ideal=0.0,
     extra_factors=(ANSWER_POSITION,),
     sample=lambda prompts, n, strata=(), seed=0: balanced_subset(prompts, n, seed=seed),   # notebook 4's prompts
-    responses=_low_entropy,
+    # the outcome, and the position of the most probable choice as a response factor
+    responses=lambda r: r.assign(answer_position=r["top_position"].astype(int),
+                                 low_entropy=(r["entropy"] < LOW_ENTROPY).astype(int)),
 )
 
 SPEC = Spec(

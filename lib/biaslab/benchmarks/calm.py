@@ -574,8 +574,7 @@ FACTOR_PLAN = FactorPlan(
 )
 
 
-def _selection(k_shot: int, templates_per_task=None, names_per_group=None, template_ids=None,
-               max_prompt_words=None) -> dict:
+def _selection(k_shot, templates_per_task, names_per_group, template_ids, max_prompt_words) -> dict:
     """Notebook 1 scores notebook 2's prompts: its ``calm_selection`` is notebook 2's selection parameters."""
     return {"01_multifactor": {"max_prompts": None, "calm_selection": {
         "k_shot": k_shot, "templates_per_task": templates_per_task, "names_per_group": names_per_group,

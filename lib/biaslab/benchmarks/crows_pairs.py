@@ -561,12 +561,6 @@ def combined_sample(prompts: pd.DataFrame, n: int | None, strata=(), seed: int =
                      ignore_index=True)
 
 
-def _preferences(r: pd.DataFrame) -> pd.DataFrame:
-    """Notebook 1's answer: ``more`` / ``less`` (the sentence preferred), None for a tie."""
-    x = r["stereotype_preferred"]
-    return r.assign(answer=np.where(np.isnan(x), None, np.where(x == 1, "more", "less")))
-
-
 FACTOR_PLAN = FactorPlan(
     coverage_factors=["bias_type", "direction", "dataset"],
     overall_sets={"bias type, direction, dataset": ["bias_type", "direction", "dataset"]},
@@ -584,7 +578,9 @@ FACTOR_PLAN = FactorPlan(
     outcome="stereotype_preferred",
     outcome_description="log P(more stereotypical sentence) > log P(less stereotypical sentence)",
     ideal=0.5,
-    prepare=combined, sample=combined_sample, responses=_preferences, n_options=2,
+    prepare=combined, sample=combined_sample, n_options=2,
+    # the answer: the sentence preferred (none for a tie)
+    responses=lambda r: r.assign(answer=r["stereotype_preferred"].map({1.0: "more", 0.0: "less"})),
 )
 
 SPEC = Spec(

@@ -24,11 +24,10 @@ RESPONDING_FIELDS = ("formats", "respond", "paper_chat", "sample", "columns")
 
 @dataclass
 class FactorPlan:
-    """What notebook 1 (Powers et al., multi-factor analysis) analyses on one benchmark: the factors of each analysis
-    (coverage eqs. 1-2, subgroups eq. 3, the deviation metric eq. 4 with ideal rate ``ideal``, the logistic
-    regression of §3.4) and the 0/1 ``outcome`` they model. The fields after ``extra_factors`` say what differs
-    between benchmarks in the notebook, so that it never branches on a benchmark's name; each defaults to "nothing
-    of that kind". Rules a plan must keep are checked here (:meth:`check` those that need the benchmark)."""
+    """What notebook 1 (Powers et al.) analyses on one benchmark: the factors of each analysis (coverage eqs. 1-2,
+    subgroups eq. 3, deviation metric eq. 4 with ideal rate ``ideal``, regression §3.4) and the 0/1 ``outcome``. The
+    fields after ``extra_factors`` are what differs between benchmarks in the notebook (default: nothing of that
+    kind). Its rules are checked here (:meth:`check`: those that need the benchmark)."""
     coverage_factors: list[str]                  # factors of the coverage tensor (per-factor GI, pairwise CP)
     overall_sets: dict[str, list[str]]           # named factor sets for the overall CP / GI
     heatmaps: list[tuple[str, str]]              # pairwise count heatmaps
@@ -50,26 +49,20 @@ class FactorPlan:
     extra_factors: tuple = ()                    # factors beyond the loader's spec (response-level: kind "model")
     # --- what differs between benchmarks in notebook 1 (None / empty: nothing of that kind)
     prepare: Callable[[], Benchmark] | None = None    # the items when not ``Spec.load()`` (CrowS-Pairs: its 3 files)
-    #: the scored subset, sample(prompts, n, strata, seed); None: stratified by ``strata`` (stats.sampling)
-    sample: Callable[..., pd.DataFrame] | None = None
-    #: respond's table -> notebook 1's (the ``outcome`` column and its answer derived), after seed is added
-    responses: Callable[[pd.DataFrame], pd.DataFrame] | None = None
+    sample: Callable[..., pd.DataFrame] | None = None  # (prompts, n, strata, seed) -> subset; None: by ``strata``
+    responses: Callable[[pd.DataFrame], pd.DataFrame] | None = None   # respond's table -> with ``outcome`` derived
     answer: str = "answer"                       # the column the responder check reads
     n_options: int | None = None                 # answers a responder chooses from (None: not a fixed set)
     invalid_answers: tuple = ()                  # answers that are no answer (the responder check leaves them out)
     chance_factor: str | None = None             # power: a typical level of this factor's accuracy vs 1/n_options
-    #: tables of the loaded benchmark (name -> function(Benchmark) -> DataFrame), e.g. BBQ's biased-answer check
-    checks: Mapping[str, Callable[[Benchmark], pd.DataFrame]] = field(default_factory=dict)
-    #: summaries(scored, subset, cluster) -> [(table name, DataFrame, markdown?)]: the benchmark's own score tables
-    summaries: Callable[..., list] | None = None
+    checks: Mapping[str, Callable[[Benchmark], pd.DataFrame]] = field(default_factory=dict)   # table -> check(bench)
+    summaries: Callable[..., list] | None = None  # (scored, subset, cluster) -> [(table, DataFrame, markdown?)]
     released: Callable[[Benchmark], pd.DataFrame] | None = None   # other models' released answers (SSQA)
     cot: Callable[[Benchmark], Benchmark] | None = None   # the benchmark with its chain-of-thought prompts (SSQA)
-    #: cot_sample(bench, subset, n, seed) -> the chain-of-thought prompts of the scored subset
-    cot_sample: Callable[..., pd.DataFrame] | None = None
+    cot_sample: Callable[..., pd.DataFrame] | None = None   # (bench, subset, n, seed) -> CoT prompts of the subset
     paper_gini: Mapping[str, float] | None = None        # the paper's per-factor Gini indices (Table 1)
     paper_overall: Mapping[str, float] | None = None     # the paper's overall coverage numbers (§3.2.1)
-    #: (factor, label, function(prompts) -> prompts): the paper's reading of a factor, tabulated beside ours
-    paper_recode: tuple | None = None
+    paper_recode: tuple | None = None            # (factor, label, recode(prompts)): the paper's reading of a factor
     unit_factors: tuple = ()                     # factors read off the generating unit (coverage_units findings)
     expected_dependencies: tuple = ()            # factors aliased by construction: no warning
 

@@ -1,17 +1,7 @@
-"""Notebook 1 on any benchmark: its items, its scored subset and its response table, from the benchmark's
-:class:`~biaslab.benchmarks.spec.Spec` and :class:`~biaslab.benchmarks.spec.FactorPlan` alone.
-
-The multi-factor analysis (coverage, subgroups, factor importance, the Bayesian model) takes (prompts ⨝ responses,
-factor spec, a 0/1 outcome) and nothing else (DESIGN.md). What differs between benchmarks is a field of the plan:
-
-* :func:`prepare`: the items (``FactorPlan.prepare``, else ``Spec.load``), the plan checked against them.
-* :func:`sample`: the scored subset (``FactorPlan.sample``, else stratified by ``FactorPlan.strata``), drawn as the
-  benchmark's own notebook draws it where one has a sampler, so that their scores share the score cache.
-* :func:`score`: one response row per prompt from the benchmark's ``respond`` at its paper protocol (columns checked
-  against ``Spec.columns``), with the plan's outcome derived by ``FactorPlan.responses``.
-
-It imports no torch: it calls the scorer it is given.
-"""
+"""Notebook 1 on any benchmark, from its :class:`~biaslab.benchmarks.spec.Spec` and ``FactorPlan`` alone: the items
+(:func:`prepare`, the plan checked against them), the scored subset (:func:`sample`: the benchmark's own sampler where
+its notebook has one, so that their scores share the cache) and the response table (:func:`score`: its ``respond`` at
+the paper protocol, the plan's outcome derived). It imports no torch: it calls the scorer it is given."""
 
 from __future__ import annotations
 
