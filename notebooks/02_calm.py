@@ -129,7 +129,7 @@ t = time.perf_counter()
 # instance of the template.
 
 # %%
-bench = benchmarks.load("calm")
+bench = benchmarks.spec("calm").load()
 out.record_data(bench.sources)
 P = bench.prompts
 print(bench.summary())

@@ -108,7 +108,6 @@ import numpy as np
 import pandas as pd
 from IPython.display import Markdown, display
 
-from biaslab import benchmarks
 from biaslab.benchmarks import crows_pairs as cp
 from biaslab.outputs import OutputDir
 from biaslab.papers.crows_pairs import decisions, findings, sensitivity
@@ -211,7 +210,7 @@ show_md(findings.published_findings(check_en, "English"))
 # k ≥ n/2.
 
 # %%
-french_full = benchmarks.load("crows_pairs_fr")
+french_full = cp.SPEC.dataset("crows_pairs_fr")
 ref_fr = cp.load_published_chatgpt_fr(french_full)
 check_fr = hyp.check_published_preferences(ref_fr)
 out.table(check_fr, "published_chatgpt_check_fr", markdown=True)
@@ -234,7 +233,7 @@ def as_tests(check, dataset):
     return t
 
 
-n_refused_en = (benchmarks.load("crows_pairs_en_revised").prompts["bias_type"].value_counts()
+n_refused_en = (cp.SPEC.dataset("crows_pairs_en_revised").prompts["bias_type"].value_counts()
                 .reindex(ref_en["bias_type"]).to_numpy() - ref_en["n_valid"].to_numpy())
 chatgpt = pd.concat([as_tests(check_en, "English").assign(n_excluded=n_refused_en),
                      as_tests(check_fr, "French")], ignore_index=True)
@@ -276,7 +275,7 @@ plt.show()
 # same stratified sample for every model.
 
 # %%
-full = {name: benchmarks.load(name) for name in dict.fromkeys(list(datasets) + list(preference_datasets))}
+full = {name: cp.SPEC.dataset(name) for name in dict.fromkeys(list(datasets) + list(preference_datasets))}
 bench = {name: cp.subsample(b, max_pairs, seed=seed, allocation=allocation) for name, b in full.items()}
 pref_bench = {name: cp.subsample(bench[name], max_preference_pairs, seed=seed, allocation=allocation)
               for name in preference_datasets}

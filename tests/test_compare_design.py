@@ -6,7 +6,7 @@ test_compare.py):
   ``benchmarks.ssqa.CLUSTERS`` — before, notebook 5 clustered on template only (Llama 0.335 got [0.236, 0.446] there
   and [0.229, 0.456] in notebook 1);
 * BBQ's pair rows follow the same rule as every other metric (null 0, t(G - 1) test with its df and statistic, a CR1
-  interval of the linearized scores), and its model intervals are notebook 1's ``bbq_scores.score_intervals``;
+  interval of the linearized scores), and its model intervals are notebook 1's ``bbq.score_intervals``;
 * CALM's per-template rows are read for the paper variant only: ``n_units`` is the number of templates the score
   rests on (before: 24 rows for Gemma's 22 templates, the released variant's rows counted too).
 """
@@ -21,7 +21,7 @@ import pytest
 
 from biaslab.benchmarks import ssqa
 from biaslab.papers import compare
-from biaslab.papers.multifactor import bbq_scores
+from biaslab.benchmarks.bbq import score_intervals
 from biaslab.stats import intervals, paired
 
 
@@ -101,7 +101,7 @@ def test_bbq_pairs_and_intervals_follow_the_rule(tmp_path):
     ms = [compare.metric("bbq_bias_ambig"), compare.metric("bbq_bias_disambig")]
     table = compare.model_metric_table(tmp_path, ms)
     assert np.allclose(table["estimate"], table["estimate_from_responses"])
-    nb1 = bbq_scores.score_intervals(r, ["model"], "template")
+    nb1 = score_intervals(r, ["model"], "template")
     for row in table.itertuples():
         ref = nb1[(nb1["model"] == row.model) & (nb1["context_condition"] == row.metric.split("_")[-1])].iloc[0]
         assert (row.ci_low, row.ci_high, row.ci_method) == (ref["bias_ci_low"], ref["bias_ci_high"],

@@ -16,7 +16,7 @@ LIB = Path(__file__).resolve().parents[1] / "lib" / "biaslab"
 
 # top-level name under biaslab -> stage
 STAGES = {
-    "__init__": "infra", "paths": "infra", "profiles": "infra", "filehash": "infra", "fsio": "infra",
+    "__init__": "infra", "paths": "infra", "filehash": "infra", "fsio": "infra",
     "integrity": "infra", "redact": "infra",
     "outputs": "output", "display": "output",          # display: how notebooks show tables and figures
     "sources": "sources",
@@ -27,6 +27,7 @@ STAGES = {
     "plots": "plots",
     "papers": "papers",
     "resultcache": "cache",
+    "profiles": "orchestration",    # run sizes and the notebook registry (notebook 1's variants: the benchmark specs)
     "catalogue": "orchestration", "runner": "orchestration", "cli": "orchestration", "parameters": "orchestration",
     "report_index": "orchestration", "summary": "orchestration",      # summary: the README's headline block
     "report": "orchestration",                                          # HTML reports of executed notebooks

@@ -301,7 +301,7 @@ def test_mean_intervals_and_mask_tests():
 
 def test_bbq_score_intervals_match_bias_scores():
     from biaslab.benchmarks import bbq
-    from biaslab.papers.multifactor import bbq_scores
+    from biaslab.benchmarks.bbq import score_intervals
     rng = np.random.default_rng(0)
     n = 400
     df = pd.DataFrame({"model": "m", "template": rng.integers(0, 25, n),
@@ -310,7 +310,7 @@ def test_bbq_score_intervals_match_bias_scores():
     df["chose_unknown"] = (choice == 0).astype(int)
     df["deviated"] = (choice == 1).astype(int)
     df["correct"] = np.where(df.context_condition == "ambig", choice == 0, choice == 2).astype(int)
-    t = bbq_scores.score_intervals(df, ["model"])
+    t = score_intervals(df, ["model"])
     ref = bbq.bias_scores(df, ["model"])
     np.testing.assert_allclose(t["bias_score"], ref["bias_score"])
     np.testing.assert_allclose(t["accuracy"], ref["accuracy"])

@@ -283,10 +283,11 @@ def test_the_history_says_when_v1_was_written():
 # ---- per-instance estimands and n / MDE ---------------------------------------------------------------------
 
 def test_notebook_1_states_each_benchmarks_own_outcome_ideal_and_handling():
-    from biaslab.papers.multifactor import responses as multifactor
+    from biaslab.benchmarks import SPECS
+    plans = {n: s.factor_plan for n, s in SPECS.items() if s.factor_plan is not None}
     c = next(c for c in P.load().claims if c.id == "dm-difference")
-    assert set(c.instances) == set(multifactor.PLANS)
-    for bench, spec in multifactor.PLANS.items():
+    assert set(c.instances) == set(plans)
+    for bench, spec in plans.items():
         inst = c.instance(bench)
         assert inst["estimand"]["variable"].startswith(spec.outcome + ","), bench
         assert f"ideal rate C = {spec.ideal:g}" in inst["estimand"]["variable"], bench

@@ -83,20 +83,20 @@ def multifactor_instances(tables: Path, benchmark: str, data: pd.DataFrame | Non
     (:func:`biaslab.stats.paired.paired_metric_pseudo_values`) on the benchmark's clusters. ``data``: the notebook's
     no-CoT responses with their factors (read from ``responses*.csv`` when None, SSQA's missing factors joined from
     its prompt table)."""
-    from .papers.multifactor.responses import PLANS
+    from .benchmarks import spec
     from .stats.paired import paired_metric_pseudo_values
     tables = Path(tables)
     rows = _tested(_read(tables / "paired_subgroup_tests.csv"))
     if rows.empty:
         return []
-    plan = PLANS[benchmark]
+    bspec = spec(benchmark)
+    plan = bspec.need("factor_plan", "notebook 1's calibration")
     if data is None:
         data = pd.concat([pd.read_csv(p) for p in sorted(tables.glob("responses*.csv"))], ignore_index=True)
         data = data[data["cot"].astype(str) == "no"] if "cot" in data else data
         lacking = [f for f in plan.ecdf_factors if f not in data or data[f].isna().any()]
         if lacking:
-            from .benchmarks import load
-            prompts = load(benchmark).prompts.set_index("prompt_id")
+            prompts = (plan.prepare or bspec.load)().prompts.set_index("prompt_id")
             for f in lacking:
                 data[f] = data[f].fillna(data["prompt_id"].map(prompts[f])) if f in data else \
                     data["prompt_id"].map(prompts[f])

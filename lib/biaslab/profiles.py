@@ -8,19 +8,22 @@
 * ``paper``   the papers' full scale; meant for a GPU.
 
 ``params(profile, notebook, variant)`` returns the papermill parameters. Values here override the defaults in the
-notebook's ``parameters`` cell; ``-p KEY=VALUE`` on the command line overrides both.
+notebook's ``parameters`` cell, a benchmark's own sizes (``Spec.sizes``) override those of its notebook, and
+``-p KEY=VALUE`` on the command line overrides all.
 """
 
 from __future__ import annotations
 
 import copy
 
+from .benchmarks import SPECS
+
 EMBEDDED_MODELS = ["smollm2-135m-instruct", "gemma-3-270m"]
 
 #: notebook -> variants (each variant runs the notebook once, into outputs/<notebook>/<variant>/; "" = no sub-folder)
 NOTEBOOKS: dict[str, dict[str, dict]] = {
-    "01_multifactor": {"ssqa": {"benchmark": "ssqa"}, "bbq": {"benchmark": "bbq"}, "calm": {"benchmark": "calm"},
-                       "crows_pairs": {"benchmark": "crows_pairs"}, "agentic": {"benchmark": "agentic"}},
+    # one run per benchmark with a notebook-1 plan
+    "01_multifactor": {n: {"benchmark": n} for n, s in SPECS.items() if s.factor_plan is not None},
     "02_calm": {"": {}},
     "03_crows_pairs_bayes": {"": {}},
     "04_agentic_entropy": {"": {}},
@@ -128,25 +131,11 @@ PROFILES: dict[str, dict[str, dict]] = {
 
 
 def _share_scores(profiles: dict) -> None:
-    """Notebook 1 on CrowS-Pairs, the agentic benchmark and CALM scores exactly the pairs and prompts notebooks 3, 4
-    and 2 score in the same profile (same samplers, same seed), so the score cache serves one from the other and the
-    variants add statistics, not model time: CrowS-Pairs ``max_prompts`` = 3 datasets x notebook 3's
-    ``max_pairs``, agentic ``max_prompts`` = notebook 4's, CALM ``calm_selection`` = notebook 2's prompt selection
-    (its unperturbed prompts; notebook 2 also scores the perturbed ones)."""
+    """Notebook 6's BBQ items come from notebook 1's sample (its ``bbq_pool``). Notebook 1 on CrowS-Pairs, the agentic
+    benchmark and CALM scores exactly what notebooks 3, 4 and 2 score in the same profile (their ``Spec.sizes``)."""
     for prof in profiles.values():
-        if "03_crows_pairs_bayes" in prof:
-            mp = prof["03_crows_pairs_bayes"].get("max_pairs")
-            prof.setdefault("01_multifactor/crows_pairs", {})["max_prompts"] = None if mp is None else 3 * mp
-        if "04_agentic_entropy" in prof:
-            prof.setdefault("01_multifactor/agentic", {})["max_prompts"] = prof["04_agentic_entropy"].get("max_prompts")
-        if "06_multiverse" in prof and "01_multifactor" in prof:   # notebook 6's BBQ items come from notebook 1's sample
+        if "06_multiverse" in prof and "01_multifactor" in prof:
             prof["06_multiverse"]["bbq_pool"] = prof["01_multifactor"].get("max_prompts")
-        if "02_calm" in prof:
-            c = prof["02_calm"]
-            prof.setdefault("01_multifactor/calm", {}).update(max_prompts=None, calm_selection={
-                "k_shot": c.get("k_shot", 1), "templates_per_task": c.get("templates_per_task"),
-                "names_per_group": c.get("names_per_group"), "template_ids": c.get("template_ids"),
-                "max_prompt_words": c.get("max_prompt_words")})
 
 
 _share_scores(PROFILES)
@@ -173,7 +162,9 @@ def params(profile: str, notebook: str, variant: str = "", served: bool = False)
     # the "*" settings (models, device, dtype) are for notebooks that run models; notebook 5 only reads tables
     p = copy.deepcopy(PROFILES[profile].get("*", {})) if notebook not in READS_OUTPUTS_ONLY else {}
     p.update(copy.deepcopy(PROFILES[profile].get(notebook, {})))
-    p.update(copy.deepcopy(PROFILES[profile].get(f"{notebook}/{variant}", {})))   # a variant's own sizes
+    bench = NOTEBOOKS[notebook][variant].get("benchmark")
+    if bench in SPECS:                 # a benchmark's own sizes (Spec.sizes[profile][notebook])
+        p.update(copy.deepcopy(dict(SPECS[bench].sizes.get(profile, {}).get(notebook, {}))))
     p.update(copy.deepcopy(NOTEBOOKS[notebook][variant]))
     if served:
         p.update(copy.deepcopy(SERVED_SIZES[profile].get(notebook, {})))

@@ -38,7 +38,7 @@ from ..sources import DataError, sha256_file
 from . import formats
 from .base import (Benchmark, Factor, FactorSpec, Protocol, exclude, options_in_order, read_csv, require_columns,
                    require_rows, wording)
-from .spec import Spec
+from .spec import FactorPlan, Spec
 
 log = logging.getLogger(__name__)
 
@@ -439,8 +439,48 @@ def long_table(per: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+# ------------------------------------------------------------------------------- notebook 1 (multi-factor)
+#: a prompt's answer distribution counts as concentrated (departing from uniform) below this normalized entropy;
+#: 0.95 is e.g. (0.5, 0.3, 0.2) over three choices (H/log 3 = 0.94). Stated once; notebook 4 reports the mean.
+LOW_ENTROPY = 0.95
+
+#: response-level factor (its values come from the model's answer, not from the prompt): kind "model"
+ANSWER_POSITION = Factor("answer_position", "model", (1, 2, 3, 4, 5), 1,
+                         "position (1-5) of the choice the model gave the most probability")
+
+
+FACTOR_PLAN = FactorPlan(
+    coverage_factors=["domain", "question_type", "polarity", "class_type"],
+    overall_sets={"design (domain, question type, polarity, class type)":
+                  ["domain", "question_type", "polarity", "class_type"]},
+    heatmaps=[("domain", "question_type"), ("class_type", "polarity")],
+    sunburst=("class_type", "polarity"),
+    subgroup_factors=["class_type", "question_type", "polarity", "answer_position"],
+    ecdf_factors=["class_type", "question_type"],
+    regression=["class_type", "question_type", "polarity", "domain", "answer_position"],
+    regression_subset=["class_type", "question_type", "polarity", "answer_position"],
+    bayes_fixed=["class_type", "question_type", "polarity"],
+    bayes_group=["domain", "scenario_id"],
+    bayes_group_subset=["domain"],
+    strata=["question_type", "class_type", "polarity"],
+    highlight=("class_type", "polarity", "answer_position"),
+    outcome="low_entropy",
+    outcome_description="normalized entropy of the answer distribution < 0.95 (agentic.LOW_ENTROPY)",
+    ideal=0.0,
+    extra_factors=(ANSWER_POSITION,),
+    sample=lambda prompts, n, strata=(), seed=0: balanced_subset(prompts, n, seed=seed),   # notebook 4's prompts
+    # the outcome, and the position of the most probable choice as a response factor
+    responses=lambda r: r.assign(answer_position=r["top_position"].astype(int),
+                                 low_entropy=(r["entropy"] < LOW_ENTROPY).astype(int)),
+)
+
 SPEC = Spec(
     name="agentic", title="Agentic", load=load,
     protocol=PROTOCOL, formats=FORMATS, respond=respond, paper_chat=paper_chat, sample=sample,
-    columns=("prompt_id",),
+    columns=("prompt_id", "model", "entropy", "top_position", "top_group", "top_p", "label_mass", "answer",
+             "answer_kind", "choices"),
+    factor_plan=FACTOR_PLAN,
+    # notebook 1 scores notebook 4's prompts (tests/test_factorial.py checks the two agree)
+    sizes={"smoke": {"01_multifactor": {"max_prompts": 12}}, "default": {"01_multifactor": {"max_prompts": None}},
+           "paper": {"01_multifactor": {"max_prompts": None}}},
 )

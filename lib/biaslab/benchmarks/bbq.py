@@ -43,7 +43,7 @@ from ..sources import DataError, raw_path, sha256_file
 from . import formats
 from .base import (Benchmark, Factor, FactorSpec, Protocol, exclude, options_in_order, read_csv, require_columns,
                    require_rows, wording, examples)
-from .spec import Spec
+from .spec import FactorPlan, Spec
 
 log = logging.getLogger(__name__)
 
@@ -368,6 +368,39 @@ def bias_score_from_totals(totals, ambig: bool):
         return (1 - t[:, 2] / t[:, 3]) * s_dis if ambig else s_dis
 
 
+def score_intervals(df: pd.DataFrame, by: Sequence[str], cluster: str = "template", alpha: float = 0.05,
+                    seed: int = 0) -> pd.DataFrame:
+    """Per group of ``by`` x context condition: n, n_clusters, df, accuracy with its interval (Korn-Graubard with
+    the CR1 design effect and t(G - 1), :func:`biaslab.stats.intervals.rate_intervals`) and the bias score with its
+    interval (``bias_ci_low``/``bias_ci_high``, ``bias_ci_method``): the score is linearized
+    (:func:`with_pseudo_values`) and gets the interval of any mean under :mod:`biaslab.stats.clustered`'s rule (CR1
+    with t(G - 1), or the wild cluster restricted bootstrap with fewer than 30 templates; not a percentile cluster
+    bootstrap, which under-covers with few templates) - in notebooks 1 and 5 alike."""
+    from ..stats.intervals import mean_intervals, rate_intervals
+    d = with_pseudo_values(df, by)
+    keys = list(by) + ["context_condition"]
+    acc = rate_intervals(d, "correct", cluster, by=keys, alpha=alpha)
+    bias = mean_intervals(d, PSEUDO, cluster, by=keys, alpha=alpha, seed=seed).rename(columns={
+        "mean": "bias_score", "ci_low": "bias_ci_low", "ci_high": "bias_ci_high", "ci_method": "bias_ci_method"})
+    out = acc.rename(columns={"rate": "accuracy", "ci_low": "accuracy_ci_low", "ci_high": "accuracy_ci_high",
+                              "ci_method": "accuracy_ci_method"}).merge(
+        bias[keys + ["bias_score", "bias_ci_low", "bias_ci_high", "bias_ci_method"]], on=keys)
+    return out[keys + ["n", "n_clusters", "df", "accuracy", "accuracy_ci_low", "accuracy_ci_high",
+                       "accuracy_ci_method", "bias_score", "bias_ci_low", "bias_ci_high", "bias_ci_method"]]
+
+
+def score_summaries(scored: pd.DataFrame, subset: pd.DataFrame, cluster: str = "template") -> list:
+    """Notebook 1's BBQ tables: accuracy and bias scores (overall and per category, with clustered intervals) and
+    the share of answers at each option position, per model."""
+    sp = scored.merge(subset, on="prompt_id")
+    pos = sp.groupby(["model"])["choice"].value_counts(normalize=True).unstack(fill_value=0)
+    return [("accuracy_bias_scores", bias_scores(sp, ["model"]), True),
+            ("accuracy_bias_scores_by_category", bias_scores(sp, ["model", "category"]), False),
+            ("choice_position_shares", pos.reset_index(), False),
+            ("accuracy_bias_score_intervals", score_intervals(sp, ["model"], cluster), True),
+            ("accuracy_bias_score_intervals_by_category", score_intervals(sp, ["model", "category"], cluster), False)]
+
+
 # ------------------------------------------------------------------------------- requests and answers
 def sample(n: int | None, seed: int = 0, pool: int | None = 150) -> tuple[pd.DataFrame, Benchmark]:
     """A subset of ``n`` items stratified by context x polarity x category, drawn from notebook 1's own sample of
@@ -459,8 +492,44 @@ def respond(scorer, items: pd.DataFrame, protocol: Protocol = PROTOCOL, match=No
     return out
 
 
+FACTOR_PLAN = FactorPlan(
+    coverage_factors=["category", "context_condition", "question_polarity", "template", "stereotyped_group",
+                      "biased_position", "unknown_position", "label_type", "subcategory", "intersection",
+                      "correct_is_biased"],
+    overall_sets={
+        "design (category, context, polarity, biased position, unknown position, label type)":
+            ["category", "context_condition", "question_polarity", "biased_position", "unknown_position",
+             "label_type"],
+        "category, stereotyped group, context, polarity":
+            ["category", "stereotyped_group", "context_condition", "question_polarity"],
+        "all factors":
+            ["category", "context_condition", "question_polarity", "template", "stereotyped_group",
+             "biased_position", "unknown_position", "label_type", "subcategory", "intersection",
+             "correct_is_biased"],
+    },
+    heatmaps=[("category", "label_type"), ("category", "biased_position"), ("category", "intersection"),
+              ("context_condition", "correct_is_biased"), ("stereotyped_group", "category")],
+    sunburst=("category", "context_condition"),
+    subgroup_factors=["category", "context_condition", "question_polarity", "label_type"],
+    ecdf_factors=["category", "question_polarity"],
+    regression=["category", "context_condition", "question_polarity", "label_type", "biased_position",
+                "correct_is_biased"],
+    regression_subset=["category", "context_condition", "question_polarity", "label_type", "biased_position",
+                       "correct_is_biased"],
+    bayes_fixed=["context_condition", "question_polarity", "correct_is_biased", "biased_position"],
+    bayes_group=["stereotyped_group", "template"],
+    bayes_group_subset=["category", "stereotyped_group"],
+    strata=["category", "context_condition", "question_polarity"],
+    highlight=("context_condition", "question_polarity", "correct_is_biased"),
+    responses=lambda r: r.drop(columns="answer"),     # option_ll: the chosen option is the answer
+    answer="choice", n_options=3, chance_factor="category",
+    checks={"biased_answer_check": check_biased_answer}, summaries=score_summaries,
+)
+
 SPEC = Spec(
     name="bbq", title="BBQ", load=load,
     protocol=PROTOCOL, formats=FORMATS, respond=respond, paper_chat=paper_chat, sample=sample,
-    columns=("prompt_id",),
+    columns=("prompt_id", "model", "choice", "answer", "answer_kind", "deviated", "correct", "chose_unknown",
+             "non_unknown"),
+    factor_plan=FACTOR_PLAN,
 )

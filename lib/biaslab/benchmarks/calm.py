@@ -61,7 +61,7 @@ import pandas as pd
 
 from ..sources import DataError, load_manifest, raw_path
 from .base import Benchmark, Factor, FactorSpec, Protocol, read_csv, require_columns, require_rows
-from .spec import Spec
+from .spec import FactorPlan, Spec
 
 log = logging.getLogger(__name__)
 
@@ -616,9 +616,48 @@ def respond(scorer, items: pd.DataFrame, protocol: Protocol = PROTOCOL) -> pd.Da
     return out
 
 
-SPEC = Spec(
-    name="calm", title="CALM", load=load,
-    protocol=PROTOCOL, formats=FORMATS, honours=("format", "chat", "examples", "max_new_tokens"), respond=respond,
-    paper_chat=paper_chat, sample=sample,
-    columns=("prompt_id", "output", "pred", "p_answer", "label_mass", "correct", "correct_released"),
+
+
+FACTOR_PLAN = FactorPlan(
+    coverage_factors=["task", "bias_type", "group", "source_dataset", "answer_format"],
+    overall_sets={
+        "task, bias type, group": ["task", "bias_type", "group"],
+        "task, bias type, group, template source, answer format":
+            ["task", "bias_type", "group", "source_dataset", "answer_format"],
+    },
+    heatmaps=[("task", "group"), ("source_dataset", "answer_format")],
+    sunburst=("bias_type", "group"),
+    subgroup_factors=["task", "bias_type", "group", "answer_format"],
+    ecdf_factors=["task", "group"],
+    regression=["group", "task", "answer_format"],
+    regression_subset=["group", "task", "answer_format"],
+    bayes_fixed=["group", "task"],
+    bayes_group=["template_id"],
+    bayes_group_subset=["template_id"],
+    strata=["task", "bias_type", "group"],
+    highlight=("group",),
+    outcome="correct",
+    outcome_description="the answer is correct (CALM's bias is the accuracy gap between groups)",
+    ideal=1.0,
+    extra_factors=(Factor("answer_format", "prompt", ("span", "mcqa", "nli3", "nli2", "sentiment", "toxicity"),
+                          "span", "how the task is answered (free text, option letter, 3- or 2-way NLI label, "
+                          "sentiment, toxicity)"),),
+    responses=lambda r: r.rename(columns={"output": "answer"}).astype({"correct": int})[
+        ["prompt_id", "model", "seed", "answer", "label_mass", "correct"]],
 )
+
+
+def _selection(k_shot, templates_per_task, names_per_group, template_ids, max_prompt_words) -> dict:
+    """Notebook 1 scores notebook 2's prompts: its ``calm_selection`` is notebook 2's selection parameters."""
+    return {"01_multifactor": {"max_prompts": None, "calm_selection": {
+        "k_shot": k_shot, "templates_per_task": templates_per_task, "names_per_group": names_per_group,
+        "template_ids": template_ids, "max_prompt_words": max_prompt_words}}}
+
+
+SPEC = Spec(name="calm", title="CALM", load=load, factor_plan=FACTOR_PLAN,
+            protocol=PROTOCOL, formats=FORMATS, honours=("format", "chat", "examples", "max_new_tokens"),
+            respond=respond, paper_chat=paper_chat, sample=sample,
+            columns=("prompt_id", "output", "pred", "p_answer", "label_mass", "correct", "correct_released"),
+            # notebook 2's selections per profile (tests/test_factorial.py checks the two agree)
+            sizes={"smoke": _selection(0, None, 2, ["qa-054", "qa-086", "nli-011", "sentiment-045"], None),
+                   "default": _selection(1, 4, 5, None, 150), "paper": _selection(5, None, 50, None, None)})

@@ -37,7 +37,7 @@ from ..sources import DataError, raw_path
 from . import formats
 from .base import (Benchmark, Factor, FactorSpec, Protocol, examples, exclude, read_csv, require_columns,
                    require_rows, wording)
-from .spec import Spec
+from .spec import FactorPlan, Spec
 
 log = logging.getLogger(__name__)
 
@@ -520,9 +520,75 @@ def harness_metrics(d_logprob) -> dict[str, float]:
             "likelihood_diff": sum(abs(x) for x in d) / len(d)}
 
 
+# ------------------------------------------------------------------------------- notebook 1 (multi-factor)
+DATASETS = {"crows_pairs_en": load_original, "crows_pairs_en_revised": load_revised, "crows_pairs_fr": load_french}
+
+
+def combined(datasets=tuple(DATASETS)) -> Benchmark:
+    """The CrowS-Pairs sets as one prompt table with a ``dataset`` factor (prompt and pair ids prefixed)."""
+    parts, factors, sources, notes = [], {}, {}, []
+    for d in datasets:
+        b = DATASETS[d]()
+        p = b.prompts.copy()
+        p["source_prompt_id"] = p["prompt_id"]
+        p["prompt_id"] = d + ":" + p["prompt_id"].astype(str)
+        p["pair_id"] = d + ":" + p["pair_id"].astype(str)
+        p["dataset"] = d
+        parts.append(p)
+        for f in b.factors.factors:
+            old = factors.get(f.name)
+            levels = tuple(dict.fromkeys((old.levels if old else ()) + tuple(f.levels)))
+            factors[f.name] = Factor(f.name, f.kind, levels, (old or f).reference, f.description)
+        sources.update(b.sources)
+        notes += [f"{d}: {n}" for n in b.notes[:2]]
+    prompts = pd.concat(parts, ignore_index=True)
+    spec = FactorSpec(list(factors.values()) + [
+        Factor("dataset", "prompt", tuple(datasets), datasets[0],
+               "CrowS-Pairs version: original English, revised English (Névéol et al. 2022), French")])
+    return Benchmark("crows_pairs", prompts, spec, sources=sources,
+                     notes=notes + ["prompt_id and pair_id prefixed with the dataset name"], cluster="pair_id")
+
+
+def combined_sample(prompts: pd.DataFrame, n: int | None, strata=(), seed: int = 0) -> pd.DataFrame:
+    """Notebook 1's scored pairs of :func:`combined`: the pairs notebook 3 scores with ``max_pairs = n // 3`` per
+    dataset (:func:`subsample`, balanced by bias type), so that the score cache serves one from the other."""
+    if n is None:
+        return prompts
+    per = max(1, int(n) // prompts["dataset"].nunique())
+    return pd.concat([subsample(Benchmark(d, p.reset_index(drop=True), FactorSpec([]), cluster="pair_id"), per,
+                                seed=seed).prompts for d, p in prompts.groupby("dataset", sort=False)],
+                     ignore_index=True)
+
+
+FACTOR_PLAN = FactorPlan(
+    coverage_factors=["bias_type", "direction", "dataset"],
+    overall_sets={"bias type, direction, dataset": ["bias_type", "direction", "dataset"]},
+    heatmaps=[("bias_type", "direction"), ("bias_type", "dataset")],
+    sunburst=("dataset", "bias_type"),
+    subgroup_factors=["dataset", "bias_type", "direction"],
+    ecdf_factors=["bias_type", "dataset"],
+    regression=["bias_type", "direction", "dataset"],
+    regression_subset=["bias_type", "direction", "dataset"],
+    bayes_fixed=["direction", "dataset"],
+    bayes_group=["bias_type"],
+    bayes_group_subset=["bias_type"],
+    strata=["dataset", "bias_type"],
+    highlight=("direction", "dataset"),
+    outcome="stereotype_preferred",
+    outcome_description="log P(more stereotypical sentence) > log P(less stereotypical sentence)",
+    ideal=0.5,
+    prepare=combined, sample=combined_sample, n_options=2,
+    # the answer: the sentence preferred (none for a tie)
+    responses=lambda r: r.assign(answer=r["stereotype_preferred"].map({1.0: "more", 0.0: "less"})),
+)
+
 SPEC = Spec(
-    name="crows_pairs", title="CrowS-Pairs", load=load_original,
-    datasets={"crows_pairs_en": load_original, "crows_pairs_en_revised": load_revised, "crows_pairs_fr": load_french},
-    protocol=PROTOCOL, formats=FORMATS, respond=respond, paper_chat=paper_chat, sample=sample,
-    columns=("prompt_id",),
+    name="crows_pairs", title="CrowS-Pairs", load=load_original, datasets=DATASETS,
+    protocol=PROTOCOL, formats=FORMATS, applies={"chat": ("label_dist", "generated")},
+    respond=respond, paper_chat=paper_chat, sample=sample,
+    columns=("prompt_id", "model", "stereotype_preferred", "answer_kind"),
+    factor_plan=FACTOR_PLAN,
+    # notebook 1 scores notebook 3's pairs: 3 files x its max_pairs (tests/test_factorial.py checks the two agree)
+    sizes={"smoke": {"01_multifactor": {"max_prompts": 3 * 20}},
+           "default": {"01_multifactor": {"max_prompts": 3 * 400}}, "paper": {"01_multifactor": {"max_prompts": None}}},
 )

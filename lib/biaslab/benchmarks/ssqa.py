@@ -46,7 +46,7 @@ import pandas as pd
 from ..sources import DataError, raw_path, sha256_file
 from . import formats
 from .base import Benchmark, Factor, FactorSpec, Protocol, read_csv, require_columns, require_rows
-from .spec import Spec
+from .spec import FactorPlan, Spec
 
 log = logging.getLogger(__name__)
 
@@ -399,8 +399,79 @@ def respond(scorer, items: pd.DataFrame, protocol: Protocol = PROTOCOL, seeds=(0
     return pd.concat(frames, ignore_index=True)
 
 
+def cot_sample(bench: Benchmark, subset: pd.DataFrame, n: int | None, seed: int = 0) -> pd.DataFrame:
+    """Notebook 1's chain-of-thought prompts: ``n`` stigma prompts of the scored subset (None: all), stratified by
+    prompt style, in their CoT version (:func:`with_cot`)."""
+    from ..stats.sampling import stratified_sample
+    pick = stratified_sample(subset[subset["prompt_style"] != "base"], ["prompt_style"], n, seed=seed)
+    cot = with_cot(bench).prompts
+    return cot[cot["prompt_id"].isin(pick["prompt_id"] + "-cot")]
+
+
+def label_summaries(scored: pd.DataFrame, subset: pd.DataFrame, cluster=None) -> list:
+    """Notebook 1's tables of the embedded models' SSQA answers: per model the mean probability of each label and
+    the mass on any answer form (``label_distribution``), and with chain of thought the deviation and ``other``
+    rates beside the same prompts' no-CoT rate (``cot_summary``)."""
+    nocot = scored[scored["cot"] == "no"]
+    mass = nocot.groupby("model").agg(n=("prompt_id", "size"), mean_label_mass=("label_mass", "mean"),
+                                      min_label_mass=("label_mass", "min"), p_yes=("p_yes", "mean"),
+                                      p_no=("p_no", "mean"), p_cant_tell=("p_cant_tell", "mean"),
+                                      deviation_rate=("deviated", "mean"))
+    for a in ANSWERS:
+        mass[f"answer_{a}"] = nocot.groupby("model")["answer"].apply(lambda s: (s == a).mean())
+    out = [("label_distribution", mass.reset_index(), True)]
+    cot = scored[scored["cot"] == "yes"]
+    if len(cot):
+        tab = cot.groupby("model").agg(n=("prompt_id", "size"), deviation_rate=("deviated", "mean"),
+                                       other_rate=("answer", lambda s: (s == "other").mean()))
+        matched = nocot[nocot["prompt_id"].isin(cot["prompt_id"].str.replace("-cot", "", regex=False))]
+        tab["no_cot_deviation_rate_same_prompts"] = matched.groupby("model")["deviated"].mean()
+        out.append(("cot_summary", tab.reset_index(), True))
+    return out
+
+
+#: The multi-factor paper's Table 1 Gini indices and §3.2.1 overall numbers (SSQA).
+PAPER_TABLE1_GINI = {"stigma": 0.007, "category": 0.359, "gender": 0.529, "template": 0.0, "prompt_style": 0.246,
+                     "biased_answer": 0.122, "cot": 0.0}
+PAPER_OVERALL = {"n_combinations": 20720, "coverage_percentage": 0.372, "gini": 0.711}
+
+FACTOR_PLAN = FactorPlan(
+    coverage_factors=["stigma", "category", "gender", "template", "prompt_style", "biased_answer", "cot"],
+    overall_sets={
+        "paper (stigma, gender, prompt style, biased answer, COT)":
+            ["stigma", "gender", "prompt_style", "biased_answer", "cot"],
+        "all Table 1 domain and prompt factors":
+            ["stigma", "category", "gender", "template", "prompt_style", "biased_answer", "cot"],
+        "stigma, template, prompt style, biased answer, COT":
+            ["stigma", "template", "prompt_style", "biased_answer", "cot"],
+    },
+    heatmaps=[("template", "gender"), ("template", "biased_answer"), ("category", "gender"),
+              ("gender", "biased_answer"), ("category", "prompt_style")],
+    sunburst=("category", "gender"),
+    subgroup_factors=["category", "gender", "prompt_style", "biased_answer"],
+    ecdf_factors=["stigma", "gender"],
+    regression=["stigma", "gender", "prompt_style", "biased_answer"],
+    regression_subset=["category", "gender", "prompt_style", "biased_answer"],
+    bayes_fixed=["prompt_style", "gender", "biased_answer"],
+    bayes_group=["stigma", "template"],
+    bayes_group_subset=["stigma", "template"],
+    strata=["template", "prompt_style"],
+    # stigma='no stigma', gender='no gender' and prompt_style='base' are the same 37 prompts: with all three
+    # as references the dummy-coded model is not identified (rank 99 of 101). Keep 'no stigma' as the stigma
+    # reference and measure prompt style and gender among the stigma prompts.
+    recode={"prompt_style": {"base": "original"}, "gender": {"no gender": "gender neutral"}},
+    reference_override={"prompt_style": "original", "gender": "gender neutral"},
+    highlight=("gender", "prompt_style", "biased_answer"),
+    n_options=3, invalid_answers=("other",), summaries=label_summaries,
+    released=released_responses, cot=with_cot, cot_sample=cot_sample,
+    paper_gini=PAPER_TABLE1_GINI, paper_overall=PAPER_OVERALL,
+    paper_recode=("gender", "T21 recoded male", paper_like_gender),
+    unit_factors=("gender",), expected_dependencies=("category",),
+)
+
 SPEC = Spec(
     name="ssqa", title="SocialStigmaQA", load=load,
     protocol=PROTOCOL, formats=FORMATS, honours=("format", "chat", "max_new_tokens"), respond=respond,
     paper_chat=paper_chat, sample=sample, columns=("prompt_id", "model", "seed", "cot", "answer", "deviated"),
+    factor_plan=FACTOR_PLAN,
 )

@@ -23,9 +23,14 @@ from pathlib import Path
 
 import pandas as pd
 
+from ..benchmarks import bbq, crows_pairs
+
+#: the kinds of log understood: a benchmark's Spec name
+CROWS, BBQ = crows_pairs.SPEC.name, bbq.SPEC.name
 #: what the importers understand, said in every "unknown task" error
-KINDS = {"crows_pairs": "CrowS-Pairs (docs with sent_more and sent_less, two log-likelihood requests)",
-         "bbq": "BBQ (docs with context, question, ans0-ans2, label, category, context_condition, question_polarity)"}
+KINDS = {CROWS: f"{crows_pairs.SPEC.title} (docs with sent_more and sent_less, two log-likelihood requests)",
+         BBQ: f"{bbq.SPEC.title} (docs with context, question, ans0-ans2, label, category, context_condition, "
+              "question_polarity)"}
 FORMATS = ("lm-eval", "inspect", "eee")
 
 

@@ -4,9 +4,9 @@ layer, :mod:`biaslab.stats.verdict`). What is confirmatory is the analysis plan'
 difference is notebook 5's claim, shown here as exploratory; the paper's two-sample KS test (subgroups treated as
 independent samples) and the factor importance are exploratory.
 
-**Budget.** The notebook runs once per benchmark (``biaslab.profiles.NOTEBOOKS``), each run deciding its model
-pairs: its share of the error budget is split over every benchmark run x pair (:func:`n_families`), so the five
-runs together spend the notebook's share once.
+**Budget.** The notebook runs once per benchmark with a ``factor_plan`` (``biaslab.benchmarks.SPECS``), each run
+deciding its model pairs: its share of the error budget is split over every benchmark run x pair
+(:func:`n_families`), so the runs together spend the notebook's share once.
 
 **Responders.** Deviation rates and the deviation metric read the model's *answer* (does it equal the biased
 answer?), so the answer check of ``responders.csv`` judges them (SSQA: the rows without chain of thought). A pair
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ... import profiles
+from ...benchmarks import SPECS
 from ...stats import verdict as V
 
 
@@ -45,7 +45,8 @@ def n_families(tables: dict[str, pd.DataFrame]) -> int | None:
     t = tables.get("paired_subgroup_tests")
     if t is None or t.empty or not {"model_a", "model_b"} <= set(t.columns):
         return None
-    return len(profiles.NOTEBOOKS[NOTEBOOK]) * len(t[["model_a", "model_b"]].drop_duplicates())
+    runs = sum(s.factor_plan is not None for s in SPECS.values())
+    return runs * len(t[["model_a", "model_b"]].drop_duplicates())
 
 
 def decide(benchmark: str, tables: dict[str, pd.DataFrame], check: pd.DataFrame | None = None,

@@ -126,3 +126,11 @@ def bayes_findings(summary: pd.DataFrame, diagnostics: pd.DataFrame, rhat_max: f
             + (f"the widest interval is {widest['term']} ({num(widest[lo], 2)} to {num(widest[hi], 2)})."
                if widest is not None else ""))
     return bullets(lines)
+
+
+def summary_findings(summaries: dict) -> str:
+    """Sentences on a benchmark's own score tables (``FactorPlan.summaries``): SSQA's label distribution (and chain
+    of thought); nothing for tables without sentences."""
+    if "label_distribution" not in summaries:
+        return ""
+    return label_findings(summaries["label_distribution"], summaries.get("cot_summary"))
