@@ -285,7 +285,7 @@ def test_a_paper_estimate_at_the_null_has_no_sign():
 
 def test_margins_come_from_the_analysis_plan(tmp_path):
     from biaslab import plan
-    m = analysis.margins()
+    m = analysis.margins(plan.load())
     assert set(analysis.METRICS) | {analysis.GROUP_PREFERENCE} <= set(m)
     assert m["bbq_bias_ambig"] == 0.1
     bare = tmp_path / "plan.yaml"

@@ -11,7 +11,6 @@ from collections.abc import Mapping
 
 import pandas as pd
 
-from ... import plan as P
 from ...findings import bullets, claim_findings, join, num, pct, present
 from ...stats import hypothesis as hyp
 from .decisions import NOTEBOOK
@@ -99,9 +98,10 @@ def sensitivity_findings(sens: pd.DataFrame) -> str:
     return "\n\n" + bullets(lines)
 
 
-def likelihood_findings(*decided: pd.DataFrame | None) -> str:
-    """One sentence per claim instance among the decided ``likelihood_tests`` / ``preference_tests``."""
-    return claim_findings(decided, P.active().of(NOTEBOOK))
+def likelihood_findings(*decided: pd.DataFrame | None, plan) -> str:
+    """One sentence per instance of ``plan``'s claims among the decided ``likelihood_tests`` /
+    ``preference_tests``."""
+    return claim_findings(decided, plan.of(NOTEBOOK))
 
 
 def position_findings(pos: pd.DataFrame, cons: pd.DataFrame) -> str:
