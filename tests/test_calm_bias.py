@@ -212,7 +212,7 @@ def test_projection_interval_contains_the_estimate_and_bounds_by_hand():
                 & (pj.loc[ok, "bias_score"] <= pj.loc[ok, "ci_high"] + 1e-9)).all()
     # released, qa/gender uses template qa-000 only (qa-001 has male 0/2): cells 2/2, 1/2, 1/2 (m = 3);
     # the box is Clopper-Pearson at 1 - 0.05/3; the range's bounds are [max(0, max L - min U), max U - min L]
-    from biaslab.stats.intervals import clopper_pearson
+    from biaslab.stats.clustered import clopper_pearson
     lo, hi = clopper_pearson(np.array([2, 1, 1]), np.array([2, 2, 2]), 0.05 / 3)
     r = pj.set_index(["task", "bias_type"]).loc[("qa", "gender")]
     assert r["n_cells"] == 3

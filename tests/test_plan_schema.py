@@ -167,13 +167,9 @@ def test_a_claim_that_matches_no_row_is_a_noted_deviation(tmp_path, caplog):
     if not (OUT / "05_compare").exists():
         pytest.skip("no committed outputs")
     f = _plan(tmp_path, SHIPPED.replace("rows: {metric: bbq_bias_ambig}", "rows: {metric: bbq_bias_ambiguous}"))
-    out = OutputDir(tmp_path / "run")
-    P.use(f)
-    try:
-        decided = compare.decide_pairs(pd.read_csv(OUT / "05_compare/tables/paired_differences.csv"),
-                                       pd.read_csv(OUT / "05_compare/tables/responder_status.csv"))
-    finally:
-        P.use(None)
+    out = OutputDir(tmp_path / "run", P.load(f))
+    decided = compare.decide_pairs(pd.read_csv(OUT / "05_compare/tables/paired_differences.csv"),
+                                   pd.read_csv(OUT / "05_compare/tables/responder_status.csv"), plan=P.load(f))
     assert not (decided["claim"] == "bbq-ambiguous").any()
     notes = json.loads((tmp_path / "run/provenance.json").read_text())["notes"]
     assert any("deviation from the analysis plan: claim bbq-ambiguous (05_compare) matched no row of "
@@ -199,8 +195,8 @@ def toy(tmp_path, monkeypatch):
     params = nbformat.v4.new_code_cell('output_dir = "x"\nprofile = "default"\nmodels = []\nanalysis_plan = None')
     params.metadata["tags"] = ["parameters"]
     nb.cells = [params, nbformat.v4.new_code_cell(
-        "from biaslab import plan\nfrom biaslab.outputs import OutputDir\nplan.use(analysis_plan)\n"
-        "out = OutputDir(output_dir)")]
+        "from biaslab import plan\nfrom biaslab.outputs import OutputDir\n"
+        "out = OutputDir(output_dir, plan.load(analysis_plan))")]
     nb.metadata["kernelspec"] = {"name": "python3", "language": "python", "display_name": "Python 3"}
     nbformat.write(nb, nbdir / "00_toy.ipynb")
     monkeypatch.setattr(paths, "NOTEBOOKS_DIR", nbdir)
@@ -369,13 +365,9 @@ def test_the_verdict_layer_reads_each_instances_own_null(tmp_path):
     f = _plan(tmp_path, SHIPPED.replace(old, old.replace("null_value: 0", f"null_value: {at!r}")))
     got = {}
     for plan_file in (None, f):
-        P.use(plan_file)
-        try:
-            got[plan_file] = {b: D1.decide(b, {"paired_subgroup_tests": r(b, "paired_subgroup_tests")},
-                                           r(b, "responders"))["paired_subgroup_tests"]
-                              for b in ("ssqa", "bbq")}
-        finally:
-            P.use(None)
+        got[plan_file] = {b: D1.decide(b, {"paired_subgroup_tests": r(b, "paired_subgroup_tests")},
+                                       r(b, "responders"), plan=P.load(plan_file))["paired_subgroup_tests"]
+                          for b in ("ssqa", "bbq")}
     assert bool(got[None]["ssqa"]["excludes_null"].iloc[0]) is True
     assert bool(got[f]["ssqa"]["excludes_null"].iloc[0]) is False
     assert got[None]["bbq"]["excludes_null"].equals(got[f]["bbq"]["excludes_null"])

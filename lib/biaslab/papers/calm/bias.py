@@ -480,7 +480,7 @@ def _template_bounds(cells: pd.DataFrame, variant: str, alpha_cell: float, bias:
     """(low, high) of one template's score (percent) over the Clopper-Pearson box of its group accuracies at level
     1 - alpha_cell. ``cells``: the template's rows of :func:`group_accuracy` (all seven groups; the bias type's groups
     are the ones whose range is taken)."""
-    from ...stats.intervals import clopper_pearson
+    from ...stats.clustered import clopper_pearson
     lo, hi = clopper_pearson(cells["n_correct"].to_numpy(float), cells["n"].to_numpy(float), alpha_cell)
     own = (cells["bias_type"] == bias).to_numpy()
     lo_b, hi_b = lo[own], hi[own]

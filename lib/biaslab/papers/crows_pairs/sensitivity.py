@@ -23,7 +23,7 @@ from scipy import stats
 from ...stats import hypothesis as hyp
 from ...stats import paired
 from ...stats import sensitivity as S
-from ...stats.intervals import clopper_pearson
+from ...stats.clustered import clopper_pearson
 from ...stats.stratified import stratified_mean
 
 EVENT = "sampling: the scored pairs are a bias-type-balanced sample of the file"
