@@ -4,7 +4,7 @@
 * :mod:`.prompting`  prompt formats and k-shot examples.
 * :mod:`.answers`    CALM's answer normalisation and matching.
 * :mod:`.evaluate`   the evaluation driver over the scoring engine.
-* :mod:`.bias`       bias scores (CALM eq. 1), the released code's variant and discard rules, bootstrap.
+* :mod:`.bias`       bias scores (CALM eq. 1), the released code's variant and discard rules, intervals, nulls.
 * :mod:`.perturb`    template perturbations of the robustness study.
 * :mod:`.encoders`   text encoders of the diversity study (the measures are generic: :mod:`biaslab.stats.diversity`).
 * :mod:`.published`  the paper's published values.
