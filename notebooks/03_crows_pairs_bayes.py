@@ -115,6 +115,7 @@ from biaslab.papers.crows_pairs import decisions, findings, sensitivity
 from biaslab.plots import bayes as bplots
 from biaslab.stats import hypothesis as hyp
 from biaslab.stats import paired, power, responders
+from biaslab.stats.sensitivity import render as sensitivity_lines
 
 logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
 pd.set_option("display.width", 160)
@@ -682,8 +683,7 @@ for name in datasets:
 # %% tags=["findings"]
 show_md("**The plan's claims (mean of d, eq. 3; share preferring the more stereotyped sentence):** "
         + findings.design_findings(summary) + "\n\n" + findings.likelihood_findings(lik, pref, plan=PLAN))
-show_md("**Sampling weights, sensitivity** (`sensitivity.csv`): "
-        + findings.sensitivity_findings(sens))
+show_md("**Sampling weights, sensitivity** (`sensitivity.csv`):\n\n" + sensitivity_lines(sens))
 if len(answers):
     show_md("**Prompted models, by position:**\n\n" + findings.position_findings(pos, cons))
 
