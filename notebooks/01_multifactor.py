@@ -825,7 +825,8 @@ if bayes_draws:
     if bayes_rows:
         table(pd.concat(bayes_rows, ignore_index=True), "bayes_summary", markdown=True, show_rows=20)
         table(pd.DataFrame(bayes_diag), "bayes_diagnostics", markdown=True)
-        display(Markdown(findings.bayes_findings(pd.concat(bayes_rows, ignore_index=True), pd.DataFrame(bayes_diag), plan=PLAN)))
+        display(Markdown(findings.bayes_findings(pd.concat(bayes_rows, ignore_index=True), pd.DataFrame(bayes_diag),
+                                                 plan=PLAN)))
 else:
     print("bayes_draws = 0: Bayesian model skipped in this profile")
 timings["bayes"] = time.perf_counter() - t0
@@ -912,7 +913,7 @@ table(tt, "timings", show_rows=20)
 from biaslab import calibrate  # noqa: E402
 from biaslab.stats.calibration import MAX_SIZE, flag_oversize  # noqa: E402
 
-calibration = calibrate.run(out, "01_multifactor", calibration_replications, seed=seed, data=nocot,
+calibration = calibrate.run(out, "01_multifactor", calibration_replications, seed=seed, data=nocot, plan=PLAN,
                             benchmark=benchmark)
 display(calibration)
 oversize = flag_oversize(calibration)

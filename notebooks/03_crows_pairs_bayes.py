@@ -430,7 +430,7 @@ timings
 
 # %%
 lik = hyp.likelihood_tests(pairs, by=("model", "dataset"), r=bf_prior_scale)
-lik = decisions.decide_table("likelihood_tests", lik, plan=PLAN)   # verdict columns: the plan's claims (re-decided with pref below)
+lik = decisions.decide_table("likelihood_tests", lik, plan=PLAN)   # the plan's claims (re-decided with pref below)
 out.table(lik, "likelihood_tests")
 for (model_name, name), g in lik.groupby(["model", "dataset"], sort=False):
     t2 = hyp.render_likelihood_table(g)
@@ -734,7 +734,7 @@ out.note(f"max_pairs={max_pairs}, allocation={allocation}, preference_mode={pref
 from biaslab import calibrate  # noqa: E402
 from biaslab.stats.calibration import MAX_SIZE, flag_oversize  # noqa: E402
 
-calibration = calibrate.run(out, "03_crows_pairs_bayes", calibration_replications, seed=seed)
+calibration = calibrate.run(out, "03_crows_pairs_bayes", calibration_replications, seed=seed, plan=PLAN)
 display(calibration)
 oversize = flag_oversize(calibration)
 print(f"{len(oversize)} of {len(calibration)} claim instances reject a true null more often than {MAX_SIZE}"

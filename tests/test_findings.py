@@ -118,7 +118,8 @@ def test_multifactor_bayes_findings_direction():
                             "hdi_97.5%": [-1, 0.9, 2.5]})
     good = pd.DataFrame({"model": ["m"], "max_r_hat": [1.0], "min_ess_bulk": [900], "min_ess_tail": [800],
                          "divergences": [0]})
-    ok, bad = F1.bayes_findings(summary, good, plan=PLAN), F1.bayes_findings(summary, good.assign(min_ess_bulk=40), plan=PLAN)
+    ok = F1.bayes_findings(summary, good, plan=PLAN)
+    bad = F1.bayes_findings(summary, good.assign(min_ess_bulk=40), plan=PLAN)
     assert "meets the usual thresholds" in ok and "provisional" in bad
     assert "95 % HDI excludes 0 for 1 of 2 terms (a[x])" in ok and "widest interval is b[y]" in ok
 

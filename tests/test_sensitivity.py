@@ -5,6 +5,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
+from biaslab import plan as P
 from biaslab.stats import sensitivity as S
 
 

@@ -18,8 +18,9 @@ A plan whose claims all sit in one notebook may omit the block (that notebook's 
 
 :func:`load` validates the file first (:mod:`biaslab.plan_schema`: one line per problem). The path is resolved once
 (:func:`resolve`, relative to where the command ran); a kernel records the hash of the bytes it parsed
-(:meth:`Plan.entry`, via :class:`~biaslab.outputs.OutputDir`) in its run's MANIFEST; :func:`changed_since` says when that plan is missing,
-no longer hashes the same, or was issued after the results were written.
+(:meth:`Plan.entry`, via :class:`~biaslab.outputs.OutputDir`) in its run's MANIFEST; :func:`changed_since` says when
+that plan is missing, no longer hashes the same, or was issued after the results were written. The plan travels as
+an argument: a notebook loads it once (:func:`show`) and passes it to every call that decides.
 """
 
 from __future__ import annotations

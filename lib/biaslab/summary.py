@@ -74,8 +74,8 @@ def crows_pairs(root: Path, plan: P.Plan) -> list[pd.DataFrame]:
     from .papers.crows_pairs import decisions as D
     f = "03_crows_pairs_bayes"
     d = D.decide(_need(root, f, "likelihood_tests"), _read(root, f, "preference_tests"),
-                 _read(root, f, "paired_comparisons"), _read(root, f, "responders"), _read(root, f, "preference_answers"),
-                 plan=plan)
+                 _read(root, f, "paired_comparisons"), _read(root, f, "responders"),
+                 _read(root, f, "preference_answers"), plan=plan)
     return list(d.values())
 
 

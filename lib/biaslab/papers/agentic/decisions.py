@@ -117,7 +117,8 @@ def sensitivity(ut: pd.DataFrame, per_prompt: pd.DataFrame, prompts: pd.DataFram
         cy = E.uniformity_tests(cyc, prompts, cluster=cluster, units={"group": "top_group_cyclic"})
         analyses.append(S.Analysis("cyclic average", "position preference",
                                    f"top group of the probabilities averaged over all rotations "
-                                   f"({cyc['prompt_id'].nunique()} prompts)", decide("uniformity_tests", cy, check, plan=plan)))
+                                   f"({cyc['prompt_id'].nunique()} prompts)",
+                                   decide("uniformity_tests", cy, check, plan=plan)))
     base = E.uniformity_tests(per_prompt, prompts, cluster=cluster, units=group)
     analyses += [S.Analysis("stricter responder check", "degenerate responder",
                             "degenerate when " + ", ".join(f"{k} {v}" for k, v in STRICT.items()),
