@@ -178,6 +178,24 @@ def test_a_claim_that_matches_no_row_is_a_noted_deviation(tmp_path, caplog):
 
 # ---- one plan, one path -------------------------------------------------------------------------------------
 
+def test_a_run_records_the_plan_it_is_given_and_its_report_reads_that_plan(tmp_path):
+    """No module global: the OutputDir records the hash of the plan the notebook passed it, and the report's
+    decision panel loads the plan the MANIFEST names (the repository's when none is recorded)."""
+    from biaslab.outputs import OutputDir
+    f = _plan(tmp_path, SHIPPED.replace("alpha: 0.05", "alpha: 0.1"))
+    plan = P.load(f)
+    OutputDir(tmp_path / "run", plan)
+    prov = json.loads((tmp_path / "run/provenance.json").read_text())
+    assert prov["analysis_plan"] == plan.entry() and prov["analysis_plan"]["path"] == str(f.resolve())
+    assert P.recorded(prov).alpha == 0.1 and P.recorded(prov).sha256 == plan.sha256
+    assert P.recorded({}).path == P.DEFAULT.resolve() and P.recorded({"analysis_plan": None}).alpha == 0.05
+    OutputDir(tmp_path / "bare")
+    assert "analysis_plan" not in json.loads((tmp_path / "bare/provenance.json").read_text())
+    f.unlink()
+    with pytest.raises(FileNotFoundError, match="plan.yaml not found"):
+        P.recorded(prov)
+
+
 def test_the_plan_path_is_resolved_against_where_the_command_ran(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert P.resolve("rel.yaml") == tmp_path / "rel.yaml"
