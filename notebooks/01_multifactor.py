@@ -118,7 +118,7 @@ pd.set_option("display.max_colwidth", 60)
 benchmarks.import_plugins(benchmark_modules)
 bspec = benchmarks.spec(benchmark)
 plan = factorial.plan_of(bspec)
-out = OutputDir(output_dir)
+out = OutputDir(output_dir, PLAN)
 timings = {}
 t_start = time.perf_counter()
 
@@ -348,8 +348,8 @@ t0 = time.perf_counter()
 base_prompts = prompts[prompts["cot"] == "no"] if "cot" in prompts else prompts
 if calm_selection:
     # CALM: notebook 2's own selection (templates, names, k-shot): the same requests, so its cached scores are shared
-    from biaslab.benchmarks import calm_prompts
-    subset = calm_prompts.select(base_prompts, seed=seed, **calm_selection)
+    from biaslab.benchmarks import calm
+    subset = calm.select(base_prompts, seed=seed, **calm_selection)
     print(f"CALM prompts as notebook 2 selects them: {calm_selection}")
 else:
     subset = factorial.sample(plan, base_prompts, max_prompts, seed=seed)
@@ -556,7 +556,7 @@ if emb:
 ks = pd.concat([sg.ks_tests(ecdf_sub[ecdf_sub["model"].isin(ms)]).assign(models=name)
                 for name, ms in groups.items()], ignore_index=True)
 # every row stays; a pair with a degenerate responder is marked "not tested" by the verdict columns
-ks = decisions.decide(benchmark, {"ks_tests": ks}, resp_check)["ks_tests"]
+ks = decisions.decide(benchmark, {"ks_tests": ks}, resp_check, plan=PLAN)["ks_tests"]
 table(ks, "ks_tests", markdown=True)
 for name, ms in groups.items():
     part = ecdf_sub[ecdf_sub["model"].isin(ms)]
@@ -614,12 +614,13 @@ for name, ms in groups.items():
 pst = pd.DataFrame(pst)
 pdiff = pd.concat(pdiff, ignore_index=True) if pdiff else pd.DataFrame()
 # the analysis plan decides: the deviation-metric difference is this notebook's claim (papers.multifactor.decisions)
-decided = decisions.decide(benchmark, {"paired_subgroup_tests": pst, "paired_comparisons": pdiff}, resp_check)
+decided = decisions.decide(benchmark, {"paired_subgroup_tests": pst, "paired_comparisons": pdiff}, resp_check,
+                             plan=PLAN)
 pst, pdiff = decided["paired_subgroup_tests"], decided["paired_comparisons"]
 table(pst, "paired_subgroup_tests", markdown=True)
 table(pdiff, "paired_comparisons", markdown=True)
 display(Markdown(PLAN.method_text("01_multifactor", pst)))
-display(Markdown(findings.subgroup_findings(dm, ks, pst, pdiff)))
+display(Markdown(findings.subgroup_findings(dm, ks, pst, pdiff, plan=PLAN)))
 
 # %% [markdown]
 # The paper reports DM 0.70 (Flan-UL2) and 0.56 (Flan-T5-XXL) for the stigma × gender subgroups without CoT and a KS
@@ -701,7 +702,7 @@ if len(importance):
     cols = ["model", "term", "factor", "level", "coef", "se", "odds_ratio", "ci_low", "ci_high", "p_value",
             "se_cluster", "ci_low_cluster", "ci_high_cluster", "p_cluster", "p_method", "design_effect",
             "n_clusters", "ci_method", "n_level", "rate_level", "separated", "n"]
-    importance = decisions.decide_importance(benchmark, importance.reindex(columns=cols), resp_check)
+    importance = decisions.decide_importance(benchmark, importance.reindex(columns=cols), resp_check, plan=PLAN)
     table(importance, "factor_importance")
     terms = importance[~importance["separated"].astype(bool) & ~importance["factor"].isin(["Intercept", ""])]
     p_final = terms["p_adjusted"].fillna(terms["p_cluster"])
@@ -770,7 +771,8 @@ if bayes_draws:
     if bayes_rows:
         table(pd.concat(bayes_rows, ignore_index=True), "bayes_summary", markdown=True, show_rows=20)
         table(pd.DataFrame(bayes_diag), "bayes_diagnostics", markdown=True)
-        display(Markdown(findings.bayes_findings(pd.concat(bayes_rows, ignore_index=True), pd.DataFrame(bayes_diag))))
+        display(Markdown(findings.bayes_findings(pd.concat(bayes_rows, ignore_index=True), pd.DataFrame(bayes_diag),
+                                                 plan=PLAN)))
 else:
     print("bayes_draws = 0: Bayesian model skipped in this profile")
 timings["bayes"] = time.perf_counter() - t0
@@ -859,7 +861,7 @@ table(tt, "timings", show_rows=20)
 from biaslab import calibrate  # noqa: E402
 from biaslab.stats.calibration import MAX_SIZE, flag_oversize  # noqa: E402
 
-calibration = calibrate.run(out, "01_multifactor", calibration_replications, seed=seed, data=nocot,
+calibration = calibrate.run(out, "01_multifactor", calibration_replications, seed=seed, data=nocot, plan=PLAN,
                             benchmark=benchmark)
 display(calibration)
 oversize = flag_oversize(calibration)
@@ -879,7 +881,7 @@ from biaslab import sensitivity_analyses  # noqa: E402
 from biaslab.stats import sensitivity as sens  # noqa: E402
 
 sensitivity = sensitivity_analyses.multifactor_sensitivity(pst, nocot, benchmark, plan.ecdf_factors, plan.outcome,
-                                                           bench.clusters, plan.ideal, seed=seed)
+                                                           bench.clusters, plan.ideal, seed=seed, plan=PLAN)
 out.table(sensitivity, "sensitivity")
 display(Markdown(sens.render(sensitivity)))
 

@@ -107,7 +107,7 @@ from biaslab.stats import intervals, power
 
 logging.basicConfig(level=logging.WARNING)
 pd.set_option("display.width", 160, "display.max_columns", 30, "display.precision", 3)
-out = OutputDir(output_dir)
+out = OutputDir(output_dir, PLAN)
 T_START = time.perf_counter()
 timings = []
 
@@ -188,7 +188,7 @@ builder_check
 # examples.
 
 # %%
-sel = prompting.select(P, k_shot, templates_per_task, names_per_group, seed=seed, template_ids=template_ids,
+sel = calm_data.select(P, k_shot, templates_per_task, names_per_group, seed=seed, template_ids=template_ids,
                        max_prompt_words=max_prompt_words)
 print(f"{len(sel):,} prompts: {sel['template_id'].nunique()} templates "
       f"({', '.join(f'{k} {v}' for k, v in sel.groupby('task')['template_id'].nunique().items())}), "
@@ -366,7 +366,7 @@ results = {v: cb.bias_scores(resp, v) for v in cb.VARIANTS}
 # eq.-1 excess), decided as the plan says (printed below); every other row (released variant, per task and bias type) is
 # exploratory
 bias_scores = cb.score_table(resp, results, n_perm=n_permutations, seed=seed, check=resp_check)
-bias_scores = decisions.decide(bias_scores, resp_check)
+bias_scores = decisions.decide(bias_scores, resp_check, plan=PLAN)
 out.table(bias_scores, "bias_scores", markdown=True)
 display(Markdown(PLAN.method_text("02_calm", bias_scores)))
 table6 = pd.concat([r.summary for r in results.values()], ignore_index=True)
@@ -384,7 +384,7 @@ bias_scores[bias_scores["task"] == "all"][["model", "variant", "bias_type", "bia
 # **What this run shows** (computed from its tables):
 
 # %% tags=["findings"]
-display(Markdown(findings.accuracy_findings(avg) + "\n" + findings.bias_findings(bias_scores) + "\n"
+display(Markdown(findings.accuracy_findings(avg) + "\n" + findings.bias_findings(bias_scores, PLAN) + "\n"
                  + findings.floor_findings(bias_scores)))
 
 # %% [markdown]
@@ -395,7 +395,7 @@ display(Markdown(findings.accuracy_findings(avg) + "\n" + findings.bias_findings
 # says whether the primary verdict holds.
 
 # %%
-sens = sensitivity.sensitivity(resp, bias_scores, n_perm=n_permutations, seed=seed)
+sens = sensitivity.sensitivity(resp, bias_scores, n_perm=n_permutations, seed=seed, plan=PLAN)
 out.table(sens, "sensitivity", markdown=True)
 t = tick("sensitivity analyses", t)
 sens[["family", "analysis", "description", "estimate", "ci_low", "ci_high", "p_value", "verdict", "verdict_survives"]]
@@ -663,7 +663,7 @@ for v in cb.VARIANTS:
 from biaslab import calibrate  # noqa: E402
 from biaslab.stats.calibration import MAX_SIZE, flag_oversize  # noqa: E402
 
-calibration = calibrate.run(out, "02_calm", calibration_replications, seed=seed, data=resp)
+calibration = calibrate.run(out, "02_calm", calibration_replications, seed=seed, data=resp, plan=PLAN)
 display(calibration)
 oversize = flag_oversize(calibration)
 print(f"{len(oversize)} of {len(calibration)} claim instances reject a true null more often than {MAX_SIZE}"

@@ -34,7 +34,6 @@ output_dir = "../scratch/05_compare"  # folder for this run's tables, figures an
 models = None  # models compared (None: every model found)
 metrics = None  # metrics compared (None: every registered metric)
 n_boot = None  # bootstrap draws (None: the interval rule's default)
-alpha = 0.05  # significance level of the tests
 min_models_agreement = 5  # models needed for a rank correlation
 seed = 0  # seed of every sample, permutation and bootstrap
 calibration_replications = 2000  # null replications per claim instance (tables/calibration.csv)
@@ -76,7 +75,7 @@ pd.set_option("display.width", 180)
 pd.set_option("display.max_columns", 20)
 pd.set_option("display.max_colwidth", 50)
 t_start = time.perf_counter()
-out = OutputDir(output_dir)
+out = OutputDir(output_dir, PLAN)
 root = compare.outputs_root(outputs_root, output_dir)
 chosen = compare.METRICS if metrics is None else tuple(compare.metric(m) for m in metrics)
 found = {m.id: (root / m.folder / "tables").exists() for m in chosen}
@@ -203,7 +202,7 @@ elif flips.any():
 # group, is listed but not ranked (`ranked`, `note`); the forest plot draws one panel per comparison group.
 
 # %%
-pairs = compare.paired_table(root, chosen, models=models, n_boot=n_boot, seed=seed, alpha=alpha,
+pairs = compare.paired_table(root, chosen, models=models, n_boot=n_boot, seed=seed, plan=PLAN,
                              responders=resp_status)
 out.table(pairs, "paired_differences")
 if len(pairs):
@@ -235,7 +234,7 @@ display(agreement[["metric_a", "metric_b", "n_models", "rho", "ci_low", "ci_high
 # ## 4. Summary (computed from the tables above)
 
 # %% tags=["findings"]
-summary = compare.summary_lines(table, pairs, groups, agreement, min_models=min_models_agreement)
+summary = compare.summary_lines(table, pairs, groups, agreement, min_models=min_models_agreement, plan=PLAN)
 out.text("\n".join(f"- {s}" for s in summary) + "\n", "summary.md")
 display(Markdown("\n".join(f"- {s}" for s in summary)))
 
@@ -256,7 +255,7 @@ display(timings)
 from biaslab import calibrate  # noqa: E402
 from biaslab.stats.calibration import MAX_SIZE, flag_oversize  # noqa: E402
 
-calibration = calibrate.run(out, "05_compare", calibration_replications, seed=seed, root=root)
+calibration = calibrate.run(out, "05_compare", calibration_replications, seed=seed, root=root, plan=PLAN)
 display(calibration)
 oversize = flag_oversize(calibration)
 print(f"{len(oversize)} of {len(calibration)} claim instances reject a true null more often than {MAX_SIZE}"
@@ -274,7 +273,7 @@ print(f"{len(oversize)} of {len(calibration)} claim instances reject a true null
 from biaslab import sensitivity_analyses  # noqa: E402
 from biaslab.stats import sensitivity as sens  # noqa: E402
 
-sensitivity = sensitivity_analyses.compare_sensitivity(root, pairs, seed=seed, alpha=alpha)
+sensitivity = sensitivity_analyses.compare_sensitivity(root, pairs, seed=seed, plan=PLAN)
 out.table(sensitivity, "sensitivity")
 display(Markdown(sens.render(sensitivity)))
 

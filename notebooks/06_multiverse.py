@@ -49,7 +49,6 @@ factors = None  # factors varied (None: all)
 precisions = ["float32", "bf16_weights"]  # precision levels run (q4_gguf needs a server)
 judge = None  # model spec that also reads open answers
 n_boot = 2000  # bootstrap draws (None: the interval rule's default)
-alpha = 0.05  # significance level of the tests
 torch_threads = 0  # PyTorch threads (0: one per core)
 seed = 0  # seed of every sample, permutation and bootstrap
 
@@ -99,7 +98,7 @@ from biaslab.plots import specification
 from biaslab.scoring import tolerance
 
 pd.set_option("display.width", 180, "display.max_columns", 30, "display.max_colwidth", 60)
-out = OutputDir(output_dir)
+out = OutputDir(output_dir, PLAN)
 t_start = time.perf_counter()
 if torch_threads:
     import torch
@@ -209,7 +208,7 @@ display(tol_table)
 # %%
 check = decisions.responder_table(responses, items)
 out.table(check, "responders", markdown=True)
-est = decisions.decide_estimates(pd.DataFrame([e for r in results for e in r["estimates"]]), check, alpha=alpha)
+est = decisions.decide_estimates(pd.DataFrame([e for r in results for e in r["estimates"]]), check, plan=PLAN)
 out.table(est, "estimates")
 display(est.loc[est["responder_status"].str.startswith("degenerate"), ["model", "universe", "metric", "estimate",
                                                                        "responder_status"]])
@@ -261,7 +260,7 @@ for r in results:
         values.append(analysis.group_values(lg, items["agentic"]))
 group_pref = pd.DataFrame()
 if gp_rows:
-    group_pref = decisions.decide_group_preference(pd.concat(gp_rows, ignore_index=True), check, alpha=alpha)
+    group_pref = decisions.decide_group_preference(pd.concat(gp_rows, ignore_index=True), check, plan=PLAN)
     out.table(group_pref, "group_preference")
     group_est = group_pref.assign(metric=analysis.GROUP_PREFERENCE + ":" + group_pref["class_type"] + ":"
                                   + group_pref["group"])

@@ -16,6 +16,9 @@ from biaslab import profiles
 from biaslab.papers import compare
 from biaslab.stats import multiplicity
 from biaslab.stats.clustered import FEW_CLUSTERS
+from biaslab import plan as P
+
+PLAN = P.load()             # the repository's analysis plan (the committed outputs')
 
 SOURCES = ["01_multifactor/ssqa", "01_multifactor/bbq", "02_calm", "03_crows_pairs_bayes", "04_agentic_entropy"]
 MODELS = list(profiles.EMBEDDED_MODELS)
@@ -35,7 +38,7 @@ def table(root):
 
 @pytest.fixture(scope="module")
 def pairs(root):
-    return compare.paired_table(root, n_boot=300)
+    return compare.paired_table(root, n_boot=300, plan=PLAN)
 
 
 def _src(root, folder, stem):
@@ -172,14 +175,14 @@ def test_tie_groups_and_agreement_from_the_tables(table, pairs):
             assert not set(la) & set(lb)
     agreement = compare.agreement_table(table)
     assert (agreement["status"].str.startswith("too few models")).all()     # two or four models here
-    lines = compare.summary_lines(table, pairs, groups, agreement)
+    lines = compare.summary_lines(table, pairs, groups, agreement, plan=PLAN)
     assert "cannot be assessed" in lines[-1]
 
 
 def test_degenerate_responders_are_not_tested(root):
     flags = pd.DataFrame([{"metric": "agentic_mean_entropy", "model": MODELS[1],
                            "responder_status": "degenerate: fabricated"}])
-    p = compare.paired_table(root, [compare.metric("agentic_mean_entropy")], n_boot=100, responders=flags)
+    p = compare.paired_table(root, [compare.metric("agentic_mean_entropy")], n_boot=100, responders=flags, plan=PLAN)
     assert p["verdict"].str.startswith("not tested (degenerate responder").all() and p["p_adjusted"].isna().all()
     assert p["difference"].notna().all()
     t = compare.model_metric_table(root, [compare.metric("agentic_mean_entropy")], n_boot=100).merge(

@@ -23,6 +23,9 @@ from biaslab.benchmarks import ssqa
 from biaslab.papers import compare
 from biaslab.benchmarks.bbq import score_intervals
 from biaslab.stats import intervals, paired
+from biaslab import plan as P
+
+PLAN = P.load()             # the repository's analysis plan (the committed outputs')
 
 
 def _write(root: Path, folder: str, stem: str, df: pd.DataFrame) -> None:
@@ -61,7 +64,7 @@ def test_ssqa_intervals_and_pairs_are_notebook_1s_on_the_crossed_design(tmp_path
     assert table["ci_method"].str.contains("two-way").all()
     one_way = intervals.rate_intervals(r, "deviated", "template", by="model").set_index("model")
     assert ((one_way["ci_high"] - one_way["ci_low"]) < (nb1["ci_high"] - nb1["ci_low"])).all()   # the old, narrower
-    p = compare.paired_table(tmp_path, [m]).iloc[0]
+    p = compare.paired_table(tmp_path, [m], plan=PLAN).iloc[0]
     ref = paired.paired_difference(r, "deviated", p["model_a"], p["model_b"], list(ssqa.CLUSTERS))
     for col in ("difference", "ci_low", "ci_high", "p_value", "df", "ci_method"):
         assert p[col] == ref[col], col
@@ -106,7 +109,7 @@ def test_bbq_pairs_and_intervals_follow_the_rule(tmp_path):
         ref = nb1[(nb1["model"] == row.model) & (nb1["context_condition"] == row.metric.split("_")[-1])].iloc[0]
         assert (row.ci_low, row.ci_high, row.ci_method) == (ref["bias_ci_low"], ref["bias_ci_high"],
                                                             ref["bias_ci_method"])
-    pairs = compare.paired_table(tmp_path, ms)
+    pairs = compare.paired_table(tmp_path, ms, plan=PLAN)
     assert (pairs["null_value"] == 0).all() and pairs["excludes_null"].notna().all()
     assert (pairs["df"] == 39).all() and pairs["statistic"].notna().all()
     assert (pairs["p_method"] == "Wald t(39) on the CR1 SE").all()

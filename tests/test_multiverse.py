@@ -14,6 +14,9 @@ from biaslab.stats import ranking
 
 from helpers import load_or_skip, scorer, tiny_model
 import oracles
+from biaslab import plan as P
+
+PLAN = P.load()             # the repository's analysis plan (the committed outputs')
 
 GRAND = ["The grandfather", "The grandson", "Can't be determined"]
 
@@ -285,7 +288,7 @@ def test_a_paper_estimate_at_the_null_has_no_sign():
 
 def test_margins_come_from_the_analysis_plan(tmp_path):
     from biaslab import plan
-    m = analysis.margins()
+    m = analysis.margins(plan.load())
     assert set(analysis.METRICS) | {analysis.GROUP_PREFERENCE} <= set(m)
     assert m["bbq_bias_ambig"] == 0.1
     bare = tmp_path / "plan.yaml"
@@ -553,7 +556,7 @@ def test_degenerate_universes_are_kept_marked_and_left_out_of_the_agreement_coun
                         "universe": ["paper", "answer_format=label_dist", "examples=2", "wording=w1"],
                         "estimate": [0.62, 0.0, 1.0, 0.4], "ci_low": [0.52, 0.0, 0.86, 0.2],
                         "ci_high": [0.72, 0.14, 1.0, 0.6], "p_value": [0.01, 1e-7, 1e-7, 0.5]})
-    d = decisions.decide_estimates(est, check).set_index("universe")
+    d = decisions.decide_estimates(est, check, plan=PLAN).set_index("universe")
     assert d.loc["paper", "responder_status"].startswith("not judged: the likelihood scheme")
     for u in ("answer_format=label_dist", "examples=2"):
         assert d.loc[u, "responder_status"].startswith("degenerate: modal answer")
@@ -578,7 +581,7 @@ def test_multiverse_verdicts_are_the_verdict_layers_columns():
     est = pd.DataFrame({"model": ["a"] * 4 + ["b"] * 2, "metric": "bbq_bias_ambig", "null_value": 0.0,
                         "universe": ["paper", "u1", "u2", "u3", "paper", "u1"], "estimate": 0.1,
                         "ci_low": -0.1, "ci_high": 0.3, "p_value": p})
-    d = decisions.decide_estimates(est, None)
+    d = decisions.decide_estimates(est, None, plan=PLAN)
     assert list(d.columns[-len(V.VERDICT_COLUMNS):]) == V.VERDICT_COLUMNS
     assert d["family"].nunique() == 2 and (d["family_kind"] == "exploratory").all()
     adj = multiplicity.adjust(np.array(p[:4]), "fdr_bh")             # 0.004, 0.04, 0.053, 0.3

@@ -5,6 +5,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
+from biaslab import plan as P
 from biaslab.stats import sensitivity as S
 
 
@@ -52,7 +53,7 @@ def test_granite_invalid_answers_reproduce_the_reported_flip_on_the_committed_ou
     from biaslab import paths, sensitivity_analyses as SA
     root = paths.OUTPUTS_DIR
     pairs = pd.read_csv(root / "05_compare" / "tables" / "paired_differences.csv")
-    t = SA.compare_sensitivity(root, pairs)
+    t = SA.compare_sensitivity(root, pairs, plan=P.load())
     inst = t[t["instance"] == "ssqa_deviation_rate · granite-3.0-8b - llama-3.1-8b"].set_index("analysis")
     flip = inst.loc["invalid answers counted as deviating"]
     assert (round(flip["estimate"], 3), round(flip["ci_low"], 3), round(flip["ci_high"], 3)) == (-0.045, -0.092, 0.002)
@@ -72,9 +73,5 @@ def test_the_plan_lists_the_analyses_and_unknown_ids_are_refused(tmp_path):
     assert listed["lpbs-mean"] == listed["stereotype-share"] == listed["crows-en-share"] == {"sampling-weights"}
     f = tmp_path / "plan.yaml"
     f.write_text(P.DEFAULT.read_text().replace("[degenerate-threshold]", "[degenerate-threshold, coin-flip]"))
-    try:
-        P.use(f)
-        with pytest.raises(ValueError, match="claim 'bbq-ambiguous': unknown sensitivity analysis \\['coin-flip'\\]"):
-            SA._planned("bbq-ambiguous", "05_compare")
-    finally:
-        P.use(None)
+    with pytest.raises(ValueError, match="claim 'bbq-ambiguous': unknown sensitivity analysis \\['coin-flip'\\]"):
+        SA._planned(P.load(f), "bbq-ambiguous", "05_compare")

@@ -304,10 +304,11 @@ def calibration_table(insts: list[Instance], replications: int, seed: int = 0, a
 
 
 def run(out, notebook: str, replications: int, seed: int = 0, root: Path | None = None,
-        data: pd.DataFrame | None = None, benchmark: str | None = None, alpha: float = 0.05) -> pd.DataFrame:
-    """The one call per notebook: calibrate the run's tested claim instances (read from ``out.tables``) and write
-    ``tables/calibration.csv``. Returns the table."""
-    table = calibration_table(instances(notebook, out.tables, root, data, benchmark, seed), replications, seed, alpha)
+        data: pd.DataFrame | None = None, benchmark: str | None = None, *, plan) -> pd.DataFrame:
+    """The one call per notebook: calibrate the run's tested claim instances (read from ``out.tables``) at the
+    alpha of ``plan`` and write ``tables/calibration.csv``. Returns the table."""
+    table = calibration_table(instances(notebook, out.tables, root, data, benchmark, seed), replications, seed,
+                              plan.alpha)
     out.table(table, "calibration")
     return table
 
@@ -384,16 +385,17 @@ def unsplit_rejections(p: np.ndarray, insts: list[Instance], alpha: float = 0.05
     return (p_holm < alpha).to_numpy().reshape(reps, m)
 
 
-def fwer(root: Path, replications: int, seed: int = 0, alpha: float | None = None, plan=None,
+def fwer(root: Path, replications: int, seed: int = 0, plan=None,
          insts: list[Instance] | None = None, shares: Mapping[str, float] | None = None,
          n_families: Mapping[str, int] | None = None) -> pd.DataFrame:
     """Familywise error of the headline table under the global null: every instance's data swapped / relabelled
     within clusters (independently across instances), each claim's test, the budget applied as the run decided it
     (:func:`budget_of`; ``shares``/``n_families`` override it), the share of replications with at least one false
     "distinguishable", with its Monte Carlo SE. Also the same count under Holm at alpha within each family and no
-    split, for comparison. ``plan``: a :class:`biaslab.plan.Plan` or its path (default the repository's)."""
+    split, for comparison. ``plan``: a :class:`biaslab.plan.Plan` or its path (default the repository's); its
+    alpha."""
     plan = plan if isinstance(plan, P.Plan) else P.load(plan)
-    alpha = plan.alpha if alpha is None else alpha
+    alpha = plan.alpha
     insts = all_instances(root) if insts is None else insts
     sim = [i for i in insts if i.design is not None]
     run_shares, run_fam = budget_of(root, plan)

@@ -636,8 +636,10 @@ def reproduce(profile: str = "default", only: list[str] | None = None, overrides
     if published and publish and not sig:
         from . import calibrate, catalogue, summary
         catalogue.write()
-        calibrate.write_fwer(outputs_dir, calibrate.FWER_REPLICATIONS)    # outputs/fwer.csv
-        summary.write(outputs_dir)          # outputs/SUMMARY.md and the generated blocks of README.md and docs/
+        calibrate.write_fwer(outputs_dir, calibrate.FWER_REPLICATIONS,      # outputs/fwer.csv
+                             plan_path=overrides.get("analysis_plan"))
+        # outputs/SUMMARY.md and the generated blocks of README.md and docs/, under the plan the runs decided with
+        summary.write(outputs_dir, plan=plan_file.load(overrides.get("analysis_plan")))
     if html and (publish or not published) and not sig:     # the front page over every run in that folder (scratch/ too)
         from . import report_index
         print(f"reports: {report_index.write(outputs_dir)}")

@@ -27,7 +27,6 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
-from . import plan as P
 from .stats import paired, responders
 from .stats import sensitivity as S
 
@@ -39,9 +38,9 @@ INVALID = "other"      # SSQA's parsed answer that is none of the labels
 ANALYSES = ("invalid-as-deviating", "degenerate-threshold", "entropy-cut", "sampling-weights")
 
 
-def _planned(claim_id: str, notebook: str) -> set:
-    """The sensitivity analyses the active plan lists for ``claim_id``; an unknown id is refused."""
-    listed = {a for c in P.active().of(notebook) if c.id == claim_id for a in c.sensitivity}
+def _planned(plan, claim_id: str, notebook: str) -> set:
+    """The sensitivity analyses ``plan`` lists for ``claim_id``; an unknown id is refused."""
+    listed = {a for c in plan.of(notebook) if c.id == claim_id for a in c.sensitivity}
     bad = sorted(listed - set(ANALYSES))
     if bad:
         raise ValueError(f"analysis plan, notebook {notebook}, claim {claim_id!r}: unknown sensitivity analysis "
@@ -132,8 +131,10 @@ def _invalid_rows(base: dict, df: pd.DataFrame, a: str, b: str, test: Callable[[
 
 
 # ------------------------------------------------------------------------------------------------ notebook 5
-def compare_sensitivity(root: Path, pairs: pd.DataFrame, seed: int = 0, alpha: float = 0.05) -> pd.DataFrame:
-    """Notebook 5's sensitivity table for its SSQA and BBQ claims (``pairs``: the decided paired_differences)."""
+def compare_sensitivity(root: Path, pairs: pd.DataFrame, seed: int = 0, *, plan) -> pd.DataFrame:
+    """Notebook 5's sensitivity table for its SSQA and BBQ claims (``pairs``: the decided paired_differences),
+    decided under ``plan``."""
+    alpha = plan.alpha
     from .papers.compare import tables as T
     rows = []
     claims = pairs[pairs["claim"].fillna("").ne("")] if "claim" in pairs else pairs.iloc[0:0]
@@ -143,7 +144,7 @@ def compare_sensitivity(root: Path, pairs: pd.DataFrame, seed: int = 0, alpha: f
         rows.append(_row(**base, analysis=S.PRIMARY, event="", description=r.get("verdict", ""), r=prim))
         if r.get("verdict") not in TESTED:
             continue
-        want = _planned(r["claim"], "05_compare")
+        want = _planned(plan, r["claim"], "05_compare")
         m = T.metric(r["metric"])
         resp = T.unit_responses(m, Path(root))
         if m.stratified:                                   # CrowS-Pairs English: the sampling weights
@@ -173,9 +174,10 @@ def compare_sensitivity(root: Path, pairs: pd.DataFrame, seed: int = 0, alpha: f
 
 # ------------------------------------------------------------------------------------------------ notebook 1
 def multifactor_sensitivity(pst: pd.DataFrame, nocot: pd.DataFrame, benchmark: str, factors: list[str],
-                            outcome: str, clusters, ideal: float, seed: int = 0, alpha: float = 0.05) -> pd.DataFrame:
+                            outcome: str, clusters, ideal: float, seed: int = 0, *, plan) -> pd.DataFrame:
     """Notebook 1's sensitivity table for ``dm-difference`` (``pst``: the decided paired_subgroup_tests; ``nocot``:
-    the analysed responses with their factors)."""
+    the analysed responses with their factors), decided under ``plan``."""
+    alpha = plan.alpha
     rows = []
     claims = pst[pst["claim"].fillna("").ne("")] if "claim" in pst else pst.iloc[0:0]
     for r in claims.assign(_index=claims.index).to_dict("records"):
@@ -186,7 +188,7 @@ def multifactor_sensitivity(pst: pd.DataFrame, nocot: pd.DataFrame, benchmark: s
         if r.get("verdict") not in TESTED:
             continue
         df = nocot[nocot["model"].isin([a, b])].reset_index(drop=True)
-        want = _planned(r["claim"], "01_multifactor")
+        want = _planned(plan, r["claim"], "01_multifactor")
 
         def test(d, y=outcome, a=a, b=b):
             x = paired.paired_subgroup_test(d, y, factors, a, b, clusters, ideal=ideal, seed=seed)

@@ -60,12 +60,13 @@ import numpy as np
 import pandas as pd
 
 from ..sources import DataError, load_manifest, raw_path
+from . import calm_prompts
 from .base import Benchmark, Factor, FactorSpec, Protocol, read_csv, require_columns, require_rows
+from .calm_prompts import REPO
 from .spec import FactorPlan, Spec
 
 log = logging.getLogger(__name__)
 
-REPO = "vipulgupta1011/CALM"
 TASKS = ("qa", "nli", "sentiment")
 BIAS_TYPES = ("gender", "race")
 GROUPS = {"gender": ("male", "female", "non-binary"), "race": ("white", "black", "hispanic", "asian")}
@@ -547,6 +548,18 @@ def subset(prompts: pd.DataFrame, templates_per_task: int | dict | None = None, 
     return prompts[mask].copy()
 
 
+def select(prompts: pd.DataFrame, k_shot: int, templates_per_task: int | dict | None = None,
+           names_per_group: int | None = None, seed: int = 0, template_ids: list[str] | None = None,
+           max_prompt_words: int | None = None) -> pd.DataFrame:
+    """The prompts notebook 2 scores: :func:`biaslab.benchmarks.calm.subset` with each template's length measured on
+    its ``k_shot``-shot prompt (so ``max_prompt_words`` leaves out the story-length templates on a CPU run). Notebook
+    1's CALM variant calls it with the same arguments, so the two score the same requests (shared cache)."""
+    first = prompts.drop_duplicates("template_id").set_index("template_id")
+    words = calm_prompts.build_prompts(first, k_shot).str.split().str.len() if max_prompt_words is not None else None
+    return subset(prompts, templates_per_task, names_per_group, seed=seed, template_ids=template_ids,
+                  max_words=max_prompt_words, words=words)
+
+
 # ------------------------------------------------------------------------------- requests and answers
 #: the paper's (CALM's released scripts): k = 5 examples of the template's source dataset, raw text; a closed answer
 #: set read by each label's next-token probability, free-text QA by greedy generation of up to 10 tokens to a newline
@@ -573,7 +586,8 @@ def respond(scorer, items: pd.DataFrame, protocol: Protocol = PROTOCOL) -> pd.Da
     ``label_mass`` (``label_dist``), ``correct_released`` (CALM's released rules on the output text) and ``correct``
     (the corrected rules of :mod:`.calm_answers`; a closed-set answer: chosen label == gold)."""
     from scipy.special import softmax
-    from . import calm_answers, calm_prompts as prompting, formats
+    from . import calm_answers, formats
+    prompting = calm_prompts
     fmt, chat = protocol.format, protocol.use_chat(paper_chat(scorer))
     if fmt not in FORMATS:
         raise ValueError(f"CALM has no answer format {fmt!r}; choose from {FORMATS} (Protocol.format)")

@@ -33,7 +33,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..filehash import sha256_file
-from . import BBQ, CROWS, ImportedLog, ImportError_, json_lines, supported
+from .base import BBQ, CROWS, ImportedLog, ImportError_, json_lines, supported
 
 SCHEMA_VERSION = "0.3.0"
 SCHEMA_DIR = Path(__file__).resolve().parent / "schemas"

@@ -22,7 +22,7 @@ import pandas as pd
 
 from ..benchmarks import bbq as bbq_bench
 from ..filehash import sha256_file
-from . import BBQ, ImportedLog, ImportError_, read_text, supported
+from .base import BBQ, ImportedLog, ImportError_, read_text, supported
 
 LOG_VERSIONS = (1, 2)
 NEED = ("category", "context_condition", "question_polarity")

@@ -23,7 +23,7 @@ import pandas as pd
 
 from ..benchmarks import bbq as bbq_bench
 from ..filehash import sha256_file
-from . import BBQ, CROWS, ImportedLog, ImportError_, json_lines, supported
+from .base import BBQ, CROWS, ImportedLog, ImportError_, json_lines, supported
 
 #: the ``--log_samples`` line layout this module reads (lm-eval 0.4.0 to 0.4.13 write it)
 SAMPLE_KEYS = {"doc_id", "doc", "arguments", "resps"}

@@ -342,7 +342,7 @@ NOTEBOOK = "05_compare"
 
 
 def paired_table(root: Path, metrics=METRICS, models: list[str] | None = None, n_boot: int | None = None,
-                 seed: int = 0, alpha: float | None = None,
+                 seed: int = 0, *, plan,
                  responders: pd.DataFrame | None = None) -> pd.DataFrame:
     """Every pair of models on each metric, on the units both answered, with the verdict columns of
     :mod:`biaslab.stats.verdict`.
@@ -388,7 +388,7 @@ def paired_table(root: Path, metrics=METRICS, models: list[str] | None = None, n
     out = pd.DataFrame(rows)
     if out.empty:
         return out
-    return decide_pairs(out, responders, alpha=alpha)
+    return decide_pairs(out, responders, plan=plan)
 
 
 def _no_common(df: pd.DataFrame) -> pd.Series:
@@ -397,7 +397,7 @@ def _no_common(df: pd.DataFrame) -> pd.Series:
 
 
 def decide_pairs(pairs: pd.DataFrame, responders: pd.DataFrame | None = None,
-                 alpha: float | None = None) -> pd.DataFrame:
+                 *, plan) -> pd.DataFrame:
     """The verdict columns of a paired-differences table (see :func:`paired_table`): comparability from the two
     answer modes, responder status per metric from ``responders`` (metric, model, responder_status), the plan's
     claims of notebook 5 decided (Holm per model pair), every other row exploratory."""
@@ -414,7 +414,7 @@ def decide_pairs(pairs: pd.DataFrame, responders: pd.DataFrame | None = None,
     status = (responders[["metric", "model", "responder_status"]] if responders is not None and len(responders)
               else pd.DataFrame(columns=["metric", "model", "responder_status"]))
     old = [c for c in ("responder", "family_size", "adjustment", "p_adjusted", "significant") if c in pairs]
-    return V.decide(pairs.drop(columns=old), spec, "paired_differences", status, comparable, alpha=alpha,
+    return V.decide(pairs.drop(columns=old), spec, "paired_differences", status, comparable, plan=plan,
                     notebook=NOTEBOOK)
 
 

@@ -132,10 +132,9 @@ GROUP_ROWS = "rows (universe × class type × group)"
 EQUIVALENT, DIFFERS, OPPOSITE, INCONCLUSIVE = "equivalent", "differs", "opposite direction", "inconclusive"
 
 
-def margins(plan=None) -> dict:
-    """The equivalence margin of each metric, declared in the analysis plan (notebook 6's ``equivalence`` block)."""
-    from ... import plan as plan_file
-    p = plan or plan_file.active()
+def margins(p) -> dict:
+    """The equivalence margin of each metric, declared in the analysis plan ``p`` (notebook 6's ``equivalence``
+    block)."""
     m = ((p.notebooks.get(NOTEBOOK) or {}).get("equivalence") or {}).get("margins")
     if not m:
         raise ValueError(f"{p.path}: notebook {NOTEBOOK} declares no equivalence margins (equivalence: margins: "

@@ -128,17 +128,17 @@ def _undefined(df: pd.DataFrame) -> pd.Series:
     return pd.Series(np.where(df["estimate"].isna(), "no estimate in this universe", ""), index=df.index)
 
 
-def decide_estimates(est: pd.DataFrame, check: pd.DataFrame | None, alpha: float | None = None) -> pd.DataFrame:
+def decide_estimates(est: pd.DataFrame, check: pd.DataFrame | None, *, plan) -> pd.DataFrame:
     """The estimates table (one row per model x universe x metric) with the verdict columns of
     :mod:`biaslab.stats.verdict`; families: each model x metric's universes (Benjamini-Hochberg)."""
     spec = V.Effects(estimate="estimate", undefined=_undefined, screen_by=("model", "metric"))
     status = estimate_status(est, check) if check is not None and len(check) else None
-    return V.decide(est, spec, "estimates", status, alpha=alpha, notebook=NOTEBOOK)
+    return V.decide(est, spec, "estimates", status, plan=plan, notebook=NOTEBOOK)
 
 
-def decide_group_preference(gp: pd.DataFrame, check: pd.DataFrame | None, alpha: float | None = None) -> pd.DataFrame:
+def decide_group_preference(gp: pd.DataFrame, check: pd.DataFrame | None, *, plan) -> pd.DataFrame:
     """The group-preference table (model x universe x class type x group) with the verdict columns; families:
     each model x universe's groups (Benjamini-Hochberg)."""
     spec = V.Effects(estimate="estimate", undefined=_undefined, screen_by=tuple(KEYS))
     status = group_status(gp, check) if check is not None and len(check) else None
-    return V.decide(gp, spec, "group_preference", status, alpha=alpha, notebook=NOTEBOOK)
+    return V.decide(gp, spec, "group_preference", status, plan=plan, notebook=NOTEBOOK)
