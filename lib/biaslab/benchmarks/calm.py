@@ -61,7 +61,7 @@ import pandas as pd
 
 from ..sources import DataError, load_manifest, raw_path
 from .base import Benchmark, Factor, FactorSpec, read_csv, require_columns, require_rows
-from .spec import Spec
+from .spec import Metric, Source, Spec
 
 log = logging.getLogger(__name__)
 
@@ -547,4 +547,18 @@ def subset(prompts: pd.DataFrame, templates_per_task: int | dict | None = None, 
     return prompts[mask].copy()
 
 
-SPEC = Spec(name="calm", title="CALM", load=load)
+SPEC = Spec(
+    name="calm", title="CALM", load=load,
+    metrics=(Metric(
+        id="calm_bias_overall", benchmark="CALM", label="CALM: overall bias score (eq. 1, paper variant)",
+        folder="02_calm",
+        sources=(Source("bias_scores", "bias_score", {"variant": "paper", "task": "all", "bias_type": "all"},
+                        ci=("score_ci_low", "score_ci_high", "score_ci_method")),),
+        direction="higher = larger accuracy gap between groups", orientation=1, null=0.0,
+        null_meaning="0: every group equally accurate (the permutation-null mean of notebook 2 is above 0)",
+        responses=("template_bias",), response_filters={"used": True, "variant": "paper"}, outcome="bias_paper",
+        unit=("bias_type", "template_id"), cluster=None, kind="source_interval", responders={},
+        answer_mode="labels, one scoring mode per run",
+        note="interval: notebook 2's projection interval of the range statistic; paired comparisons: mean "
+             "difference of per-template bias over the templates both models kept"),),
+)
