@@ -93,7 +93,7 @@ import pandas as pd
 from IPython.display import Markdown, display
 
 from biaslab.outputs import OutputDir
-from biaslab import benchmarks as registry, paths
+from biaslab import benchmarks as registry, paths, profiles
 from biaslab.benchmarks.base import wordings
 from biaslab.papers.multiverse import analysis, decisions, design, findings, matcher, run
 from biaslab.plots import specification
@@ -106,6 +106,7 @@ if torch_threads:
     import torch
     torch.set_num_threads(int(torch_threads))
 registry.import_plugins(benchmark_modules)
+items = {**profiles.multiverse_items(profile), **items}      # a plugin's sizes from its spec
 unknown = set(benchmarks) - set(design.names())
 if unknown:
     raise ValueError(f"benchmarks must be among {design.names()}, not {sorted(unknown)}")

@@ -19,7 +19,7 @@ import time
 
 import pandas as pd
 
-from ... import benchmarks
+from ... import benchmarks as registry
 from ...scoring import tolerance
 from . import analysis, design, gguf, matcher
 
@@ -34,7 +34,7 @@ def items(benchmark: str, n: int | None, seed: int = 0, bbq_pool: int | None = 1
     if benchmark not in design.names():
         raise KeyError(f"benchmark {benchmark!r} cannot run in the multiverse; choose from {design.names()} (a "
                        "registered spec with a protocol and a metric with item_values)")
-    s = benchmarks.spec(benchmark)
+    s = registry.spec(benchmark)
     return s.sample(n, seed=seed, **({"pool": bbq_pool} if _takes(s.sample, "pool") else {}))
 
 
@@ -135,7 +135,7 @@ def run_model(model_spec, benchmarks: dict, *, device: str = "auto", dtype: str 
            "tolerance": []}
     try:
         for bench, its in benchmarks.items():
-            spec, bspec = design.factor_spec(bench, reference), benchmarks.spec(bench)
+            spec, bspec = design.factor_spec(bench, reference), registry.spec(bench)
             out["specs"][bench] = spec
             us = design.universes(bench, reference, design_name, formats=(formats or {}).get(bench), factors=factors)
             status, frames = {}, []
