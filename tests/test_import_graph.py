@@ -16,8 +16,8 @@ LIB = Path(__file__).resolve().parents[1] / "lib" / "biaslab"
 
 # top-level name under biaslab -> stage
 STAGES = {
-    "__init__": "infra", "paths": "infra", "filehash": "infra",
-    "profiles": "profiles",     # run sizes: its own and each benchmark spec's (Spec.sizes) "fsio": "infra",
+    "__init__": "infra", "paths": "infra", "filehash": "infra", "fsio": "infra",
+    "profiles": "profiles",     # run sizes: its own and each benchmark spec's (Spec.sizes)
     "integrity": "infra", "redact": "infra",
     "answers": "infra",         # reading a generated answer: pure text functions
     "outputs": "output", "display": "output",          # display: how notebooks show tables and figures
@@ -41,8 +41,8 @@ STAGES = {
     "calibrate": "orchestration",   # calibration and familywise-error simulations over a run's tables
     "sensitivity_analyses": "orchestration",   # notebooks 1 and 5: the sensitivity analyses of their claims
 }
-GENERIC = {"infra", "profiles", "cache", "sources", "benchmarks", "models", "scoring", "stats", "plots", "wording", "output",
-           "importers", "plan"}
+GENERIC = {"infra", "profiles", "cache", "sources", "benchmarks", "models", "scoring", "stats", "plots", "wording",
+           "output", "importers", "plan"}
 # stage -> the stages it may import
 ALLOWED = {
     "infra": {"infra"},
