@@ -21,10 +21,6 @@ LOADERS = {
     "agentic": "agentic:load",
 }
 
-#: the benchmarks whose module has a ``PROTOCOL``, ``FORMATS``, ``paper_chat``, ``respond`` and ``sample``
-#: (notebooks 1, 3, 4 and 6 ask them only through these; ``docs/adding_a_benchmark.md``)
-RESPONDING = ("bbq", "crows_pairs", "agentic")
-
 
 def load(name: str, **kwargs) -> Benchmark:
     if name not in LOADERS:
@@ -34,7 +30,7 @@ def load(name: str, **kwargs) -> Benchmark:
     return getattr(importlib.import_module(module), func)(**kwargs)
 
 
-__all__ = ["Benchmark", "Factor", "FactorSpec", "LOADERS", "RESPONDING", "load"]
+__all__ = ["Benchmark", "Factor", "FactorSpec", "LOADERS", "load"]
 
 
 # --------------------------------------------------------------------------- the registry: one line per benchmark

@@ -497,6 +497,36 @@ def _group_values(r: pd.DataFrame, items: pd.DataFrame) -> pd.DataFrame:
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=VALUE_COLUMNS)
 
 
+PROBABILITIES_READ, GROUP_READ = "agentic: slot probabilities", "agentic: group named (answer)"
+DISTRIBUTION_FORMATS = ("label_dist", "option_ll")
+NO_DISTRIBUTION = "this format gives no distribution (the entropy is undefined)"
+
+
+def _responder_check(d: pd.DataFrame, items: pd.DataFrame) -> pd.DataFrame:
+    """Notebook 6 (notebook 4's rules): the entropy and, in the distribution formats, the group preference read the
+    *probabilities*: the probability check of the slot probabilities per number of choices k; in the generated and
+    open-ended formats the group preference reads the group named: the answer check per class type (notebook 4's
+    top-answer-by-group rule), and the entropy is undefined (no distribution)."""
+    from ..stats import responders as R
+    keys = ["model", "universe"]
+    d = d.drop(columns=[c for c in ("k", "class_type") if c in d]).merge(
+        items[["prompt_id", "k", "class_type"]], on="prompt_id", how="left")
+    dist = d["answer_format"].isin(DISTRIBUTION_FORMATS)
+    # option log-likelihoods are renormalized over the choices: no next-token label mass to judge (the per-prompt
+    # column there is exp(logsumexp) of mean per-token log-probabilities, not a probability)
+    d.loc[d["answer_format"] == "option_ll", "label_mass"] = np.nan
+    probs = [c for c in d.columns if c.startswith("p_") and c[2:].isdigit()]
+    rows = []
+    for k, part in d[dist].groupby("k"):
+        rows.append(R.probability_check(part, probs, by=keys).assign(k=int(k), metric=PROBABILITIES_READ))
+    for (ct, k), part in d[~dist].groupby(["class_type", "k"]):
+        rows.append(R.responder_check(part, answer="top_group", by=keys, n_options=int(k)).assign(
+            class_type=ct, k=int(k), metric=GROUP_READ))
+    if (~dist).any():
+        rows.append(R.not_judged(d.loc[~dist, keys], NO_DISTRIBUTION).assign(metric=PROBABILITIES_READ))
+    return pd.concat(rows, ignore_index=True) if rows else pd.DataFrame(columns=keys + ["metric"])
+
+
 SPEC = Spec(
     name="agentic", title="Agentic", load=load,
     protocol=PROTOCOL, formats=FORMATS, respond=respond, paper_chat=paper_chat, sample=sample,
@@ -513,11 +543,12 @@ SPEC = Spec(
                responses=("responses",), outcome="entropy", cluster="scenario_id", kind="continuous",
                responders={"reads": "probabilities"}, reads="probabilities", answer_mode="label probabilities",
                scale="normalized entropy (0 to 1)", item_values=_entropy_values, estimate=_entropy_estimate,
-               factor_outcome=("entropy", "linear")),
+               factor_outcome=("entropy", "linear"), responder_reads=(PROBABILITIES_READ,)),
         # notebook 6 only: a family of per-group values (one per class type x group), paired by scenario
         Metric(id=GROUP_PREFERENCE, benchmark="Agentic", label="Agentic: group preference (positive minus "
                "negative questions)", null=0.0, cluster="scenario_id", scale="share of probability (−1 to 1)",
-               item_values=_group_values)),
+               item_values=_group_values, responder_reads=(GROUP_READ, PROBABILITIES_READ))),
     sizes={"smoke": {"06_multiverse": {"items": 4}}, "default": {"06_multiverse": {"items": 30}},
            "paper": {"06_multiverse": {"items": None}}},
+    responder_check=_responder_check,
 )

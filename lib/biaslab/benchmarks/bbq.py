@@ -477,7 +477,8 @@ def _universe_estimate(cond: str):
         return {"estimate": b["estimate"], "ci_low": b["ci_low"], "ci_high": b["ci_high"],
                 "ci_method": f"cluster bootstrap percentile of the ratio (template, {n_boot} resamples)",
                 "p_value": b["p_boot"], "p_method": "two-sided cluster bootstrap p against 0", "n": len(part),
-                "n_clusters": b["n_clusters"], "n_unparsed": int((~part["answer_kind"].isin(["option", "unknown"])).sum()),
+                "n_clusters": b["n_clusters"],
+                "n_unparsed": int((~part["answer_kind"].isin(["option", "unknown"])).sum()),
                 "accuracy": float(part["correct"].mean())}
     return estimate
 
@@ -497,6 +498,17 @@ def _universe_values(cond: str):
     return values
 
 
+ANSWER_READ = "BBQ: option chosen (answer)"
+
+
+def _responder_check(d: pd.DataFrame, items=None) -> pd.DataFrame:
+    """Notebook 6: the answer check of the option chosen (no option: unparseable) per model x universe, both
+    contexts pooled (notebook 1's check)."""
+    from ..stats import responders as R
+    chosen = d.assign(option=d["choice"].where(d["choice"] >= 0))       # -1: no option named (unparseable)
+    return R.responder_check(chosen, answer="option", by=["model", "universe"], n_options=3).assign(metric=ANSWER_READ)
+
+
 def _metric(cond: str, label: str, **multiverse) -> Metric:
     """BBQ bias score in one context condition (``ambig`` or ``disambig``) of notebook 1's BBQ run."""
     return Metric(
@@ -507,7 +519,8 @@ def _metric(cond: str, label: str, **multiverse) -> Metric:
         responses=("responses",), response_filters={"context_condition": cond}, outcome=PSEUDO,
         cluster="template", kind="bbq", derive=with_pseudo_values, responders={},
         answer_mode="option log-probabilities", scale="bias score (−1 to 1)",
-        item_values=_universe_values(cond), estimate=_universe_estimate(cond), **multiverse)
+        item_values=_universe_values(cond), estimate=_universe_estimate(cond), responder_reads=(ANSWER_READ,),
+        **multiverse)
 
 
 SPEC = Spec(
@@ -522,4 +535,5 @@ SPEC = Spec(
              _metric("disambig", "disambiguated contexts (s_DIS)")),
     sizes={"smoke": {"06_multiverse": {"items": 6}}, "default": {"06_multiverse": {"items": 72}},
            "paper": {"06_multiverse": {"items": None}}},
+    responder_check=_responder_check,
 )

@@ -556,6 +556,32 @@ def _universe_values(r: pd.DataFrame, items: pd.DataFrame) -> pd.DataFrame:
                          "unit": d["pair_id"], "cluster": pd.NA, "value": d["stereotype_preferred"]})
 
 
+#: notebook 3's rule for its likelihood scheme (``papers/crows_pairs/decisions.py``)
+LIKELIHOOD_READS = "the likelihood scheme reads two sentences' log-probabilities (no answer to judge)"
+POSITION_READ = "CrowS-Pairs prompted: position named (answer)"
+LIKELIHOOD_READ = "CrowS-Pairs likelihood (log-probabilities)"
+
+
+def _responder_check(d: pd.DataFrame, items=None) -> pd.DataFrame:
+    """Notebook 6: a likelihood universe reads two sentences' log-probabilities: not judged (notebook 3's rule); a
+    prompted one reads the *position* named: the answer check over the two positions (notebook 3's one-order rule),
+    per model x universe. A model naming one position for every pair gives an estimate of exactly 0 or 1 that
+    restates the order the sentences were shown in."""
+    from ..stats import responders as R
+    keys = ["model", "universe"]
+    lik = d["answer_format"] == "likelihood"
+    rows = [R.not_judged(d.loc[lik, keys], LIKELIHOOD_READS).assign(metric=LIKELIHOOD_READ)]
+    p = d[~lik]
+    if len(p):
+        # the positions named: one per order asked (``chose_first`` is their mean when both orders were asked)
+        both = (p["order"] == "both").to_numpy()
+        cf = p["chose_first"].to_numpy(float)
+        pos = lambda hit: np.where(np.isnan(cf), None, np.where(hit, "first", "second"))   # noqa: E731
+        asked = pd.concat([p.assign(position=pos(cf >= 0.5)), p[both].assign(position=pos(cf == 1)[both])])
+        rows.append(R.responder_check(asked, answer="position", by=keys, n_options=2).assign(metric=POSITION_READ))
+    return pd.concat(rows, ignore_index=True)
+
+
 def _metric(dataset: str, label: str, **multiverse) -> Metric:
     return Metric(
         id=f"crows_{dataset.removeprefix('crows_pairs_')}_stereotype_preferred", benchmark="CrowS-Pairs",
@@ -581,9 +607,11 @@ SPEC = Spec(
     applies={"normalization": ("likelihood",), "wording": ("label_dist", "generated"),
              "chat": ("label_dist", "generated"), "examples": ("label_dist", "generated")},
     metrics=(_metric("crows_pairs_en", "original English", item_values=_universe_values,
-                     estimate=_universe_estimate, factor_outcome=("stereotype_preferred", "logistic")),
+                     estimate=_universe_estimate, factor_outcome=("stereotype_preferred", "logistic"),
+                     responder_reads=(LIKELIHOOD_READ, POSITION_READ)),
              _metric("crows_pairs_en_revised", "revised English"),
              _metric("crows_pairs_fr", "French")),
     sizes={"smoke": {"06_multiverse": {"items": 4}}, "default": {"06_multiverse": {"items": 63}},
            "paper": {"06_multiverse": {"items": None}}},
+    responder_check=_responder_check,
 )

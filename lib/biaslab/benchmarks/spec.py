@@ -38,7 +38,7 @@ class Metric:
     benchmark: str                   # the benchmark's title (``Spec.title``)
     label: str
     folder: str = ""                 # notebook 5: the output folder holding it, relative to the outputs root
-    sources: tuple = ()              # Source rows holding the headline value per model (first match wins; (): not in nb 5)
+    sources: tuple = ()              # Source rows holding the headline value per model (first match wins; (): none)
     direction: str = ""
     orientation: int = 1             # +1: higher = more stereotyped / biased; -1: lower = more biased
     null: float = 0.0
@@ -68,6 +68,9 @@ class Metric:
     #: the per-item response column notebook 6's factor importance regresses on the choices, the regression
     #: (``logistic`` | ``linear``) and optionally a 0/1 column selecting the rows (BBQ: answers naming a person)
     factor_outcome: tuple = ()
+    #: the rows of its spec's ``responder_check`` (their ``metric`` label) that judge it in a universe (a family of
+    #: per-group values: the check per class type, then the one per universe)
+    responder_reads: tuple = ()
 
 
 #: the fields a benchmark that answers requests must fill (with ``protocol`` set)
@@ -98,6 +101,9 @@ class Spec:
     factor_plan: object | None = None           # notebook 1's multi-factor plan
     #: default sizes: profile -> notebook -> parameter -> value (``profiles.params`` merges them)
     sizes: Mapping[str, Mapping[str, Mapping[str, object]]] = field(default_factory=dict)
+    # --- appended (notebook 6): responder_check(responses, items) -> the responder check's rows per model x universe,
+    # each labelled (``metric``) by what it reads (``Metric.responder_reads``)
+    responder_check: Callable[..., pd.DataFrame] | None = None
 
     def __post_init__(self):
         if self.protocol is not None:

@@ -344,7 +344,8 @@ SPEC = Spec(
     metrics=(Metric(
         id="ssqa_deviation_rate", benchmark="SocialStigmaQA", label="SSQA: share of answers equal to the biased "
         "answer (no CoT)", folder="01_multifactor/ssqa",
-        sources=(Source("label_distribution", "deviation_rate", answer_mode="label probabilities (most probable answer)"),
+        sources=(Source("label_distribution", "deviation_rate",
+                        answer_mode="label probabilities (most probable answer)"),
                  Source("released_answers", "deviation_rate", answer_mode="generated answers (released)")),
         direction="higher = more biased answers", orientation=1, null=0.0,
         null_meaning="0: never the biased answer (a uniform guesser over yes / no / can't tell scores 1/3)",

@@ -28,7 +28,6 @@ from ...stats import agreement as agree_stats
 from ...stats import importance as imp
 from ...stats import paired, power, ranking
 
-BBQ_COLUMNS = bbq.TOTALS           # the totals bias_score_from_totals reads (the RUTEd check)
 SEPARATED = "separated: effect not estimable"
 
 
@@ -303,7 +302,7 @@ def format_agreement(mc: pd.DataFrame, open_: pd.DataFrame, items: pd.DataFrame,
     sums = []
     for r in (open_, mc):
         part = r[r["prompt_id"].isin(amb_ids)].merge(items[["prompt_id", "template"]], on="prompt_id").assign(one=1.0)
-        sums.append(ranking.cluster_sums(part, BBQ_COLUMNS, "template"))
+        sums.append(ranking.cluster_sums(part, bbq.TOTALS, "template"))
     idx = sums[0].index.union(sums[1].index)
     s_open, s_mc = (s.reindex(idx, fill_value=0.0).to_numpy() for s in sums)
     diff = ranking.cluster_sum_bootstrap(_bbq_stat(True), s_open, s_mc, n_boot=n_boot, seed=seed)

@@ -1,34 +1,17 @@
 """The multiverse as a factorial design: evaluation choices are factors, a universe is one combination of levels.
 
 Each benchmark gets a :class:`biaslab.benchmarks.base.FactorSpec` whose factors are the *evaluation's* choices
-(kind ``"prompt"`` for how the item is asked, ``"model"`` for how the model is run), each with the paper's
-protocol — what notebooks 1, 3 and 4 do — as its reference level:
+(kind ``"prompt"`` for how the item is asked, ``"model"`` for how the model is run), one per field of
+:class:`biaslab.benchmarks.base.Protocol` its spec ``honours`` (:data:`FIELD`; the others are no choice for it: a
+choice ``respond`` ignores would only repeat the paper's universe), plus the ``precision`` (the run's dtype ·
+bf16_weights, :data:`LOAD` · q4_gguf through a llama.cpp server). The reference level is the paper's protocol for
+the model (:class:`ModelReference`); the levels: the spec's ``formats``, :data:`TWO`, :data:`FIXED`. Each universe is
+one Protocol (:func:`protocol`) the benchmark's own ``respond`` asks and reads, so the paper's universe sends exactly
+the requests of notebooks 1, 3 and 4. ``factors.csv`` lists them per benchmark.
 
-======================  =====================================================================================
-factor                  levels (reference first)
-======================  =====================================================================================
-``answer_format``       BBQ: option_ll · label_dist · generated · open_ended; CrowS-Pairs: likelihood · label_dist
-                        · generated; agentic: label_dist · option_ll · generated · open_ended
-``wording``             paper · w1 · w2 · w3: the instruction and the answer cue reworded, the task unchanged
-                        (``data/multiverse/wordings.csv``)
-``instruction``         BBQ: none · present; agentic: present · none (CrowS-Pairs' prompt is its instruction)
-``chat_template``       the model's protocol level (the benchmark's ``paper_chat`` rule) · the other
-``examples``            BBQ / CrowS-Pairs: 0 · 2; agentic: 2 · 0 (``data/multiverse/examples.csv``, agentic's own
-                        ``fewshot.csv``)
-``choice_order``        BBQ and agentic: original · reversed · cyclic. CrowS-Pairs has none: a prompted pair is
-                        asked in both orders and averaged (its position preference is reported beside it)
-``precision``           the run's dtype (float32 on a CPU) · bf16_weights (the weights rounded to bfloat16, computed
-                        in float32: :data:`LOAD`) · q4_gguf (the GGUF's 4-bit kernels through a llama.cpp server, when
-                        llama-cpp-python is installed)
-``normalization``       CrowS-Pairs only: sum · mean · pmi
-======================  =====================================================================================
-
-Each universe is one :class:`biaslab.benchmarks.base.Protocol` (:func:`protocol`); the benchmark's own ``respond``
-asks and reads it, so the paper's universe sends exactly the requests of notebooks 1, 3 and 4.
-
-**Applicability.** A choice that does not enter a format is coded at its reference level there (the likelihood
-of a CrowS-Pairs sentence has no instruction, order or chat template; an open-ended question shows no options, so
-it has no order). Every non-reference level then occurs only with formats it applies to, and a treatment-coded
+**Applicability.** A choice that does not enter a format (the spec's ``applies``) is coded at its reference level
+there (the likelihood of a CrowS-Pairs sentence has no chat template; an open-ended question shows no options, so it
+has no order). Every non-reference level then occurs only with formats it applies to, and a treatment-coded
 regression reads its coefficient as the effect within those formats.
 
 **Designs.** ``"ofat"`` (default profile): one factor at a time around an *anchor* — the paper's universe, or, for a
@@ -95,8 +78,7 @@ def applies(benchmark: str, factor: str) -> tuple[str, ...]:
 
 
 class CHAT_MODEL:
-    """Stands for an instruction-tuned model with a readable chat template (``ModelReference.of``): the reference
-    levels notebook 6's factor table shows."""
+    """An instruction-tuned model with a readable chat template: the reference levels of notebook 6's factor table."""
     instruction_tuned = chat_available = chat_logprobs = staticmethod(lambda: True)
 
 
