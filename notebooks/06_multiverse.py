@@ -40,7 +40,7 @@ dtype = "auto"  # weights' precision: auto, float32, bfloat16
 output_dir = "../scratch/06_multiverse"  # folder for this run's tables, figures and provenance
 benchmarks = ["bbq", "crows_pairs", "agentic"]  # benchmarks of the multiverse
 benchmark_modules = []  # modules that register a benchmark spec (biaslab.benchmarks.import_plugins)
-items = {"bbq": 72, "crows_pairs": 63, "agentic": 30}  # benchmark -> items per universe (None: all)
+items = {}  # benchmark -> items per universe (None: all); one not named: its spec's sizes for the profile
 bbq_pool = 150  # notebook 1's BBQ sample the items come from
 design_name = "ofat"  # ofat (one factor at a time) or two_way
 formats = None  # benchmark -> answer formats (None: all)
@@ -106,13 +106,14 @@ if torch_threads:
     import torch
     torch.set_num_threads(int(torch_threads))
 registry.import_plugins(benchmark_modules)
-items = {**profiles.multiverse_items(profile), **items}      # a plugin's sizes from its spec
+items = {**profiles.multiverse_items(profile), **items}      # the sizes each spec declares, unless given here
 unknown = set(benchmarks) - set(design.names())
 if unknown:
     raise ValueError(f"benchmarks must be among {design.names()}, not {sorted(unknown)}")
-if set(benchmarks) - set(items):
-    raise ValueError(f"items: no size for {sorted(set(benchmarks) - set(items))}; give benchmark -> items per universe "
-                     "(None: all)")
+bad = {b: items.get(b, "no size") for b in benchmarks
+       if b not in items or not (items[b] is None or isinstance(items[b], int) and items[b] > 0)}
+if bad:
+    raise ValueError(f"items: {bad}; give benchmark -> items per universe (a positive int, or None for all)")
 item_sets, bench_objs = {}, {}
 for b in benchmarks:
     item_sets[b], bench_objs[b] = run.items(b, items[b], seed=seed, bbq_pool=bbq_pool)
@@ -190,8 +191,9 @@ out.table(universes, "universes", markdown=True)
 out.table(costs, "costs")
 out.table(tol_table, "precision_tolerance", markdown=True)
 for b, d in responses.items():
-    keep = d.drop(columns="choices", errors="ignore").merge(item_sets[b][["prompt_id", bench_objs[b].cluster]],
-                                                             on="prompt_id", how="left")
+    cluster = [c for c in [bench_objs[b].cluster] if c and c not in d]
+    keep = d.drop(columns="choices", errors="ignore").merge(item_sets[b][["prompt_id", *cluster]], on="prompt_id",
+                                                             how="left")
     out.table(keep, f"responses_{b}")
     if "chose_first" in d:   # a pair asked in both orders: its position preference, beside the estimate
         out.table(d.dropna(subset=["chose_first"]).groupby(["model", "universe"])["chose_first"].agg(
@@ -302,7 +304,8 @@ for r in results:
             continue
         for m, part in d.groupby("model"):
             for metric in [x for x in registry.spec(b).metrics if x.factor_outcome]:
-                t = analysis.factor_importance(part.merge(item_sets[b][["prompt_id", metric.cluster]], on="prompt_id",
+                cluster = [c for c in [metric.cluster] if c and c not in part]
+                t = analysis.factor_importance(part.merge(item_sets[b][["prompt_id", *cluster]], on="prompt_id",
                                                           how="left"), r["specs"][b], metric)
                 if len(t):
                     terms.append(t.assign(model=m, benchmark=b))

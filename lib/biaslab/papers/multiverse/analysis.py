@@ -75,6 +75,7 @@ NOTEBOOK = "06_multiverse"
 UNIVERSES = "universes"
 GROUP_ROWS = "rows (universe × class type × group)"
 EQUIVALENT, DIFFERS, OPPOSITE, INCONCLUSIVE = "equivalent", "differs", "opposite direction", "inconclusive"
+NO_MARGIN = "not judged (the analysis plan declares no equivalence margin for this metric)"
 
 
 def margins(plan=None) -> dict:
@@ -98,7 +99,7 @@ def _sign(x: pd.Series, null: pd.Series) -> pd.Series:
 
 def _agreement(o: pd.DataFrame) -> pd.Series:
     """Per universe: "not judged" (it or the paper's universe is a degenerate responder), "opposite direction" (its
-    own interval excludes the null on the other side from the paper's estimate), "equivalent" (the TOST interval
+    own interval excludes the null on the other side from the paper's estimate), :data:`NO_MARGIN`, "equivalent" (the TOST interval
     inside +-margin), "differs" (the TOST interval wholly beyond the margin), else "inconclusive"."""
     own = _sign(o["estimate"], o["null_value"])
     sig = (o["ci_low"] > o["null_value"]) | (o["ci_high"] < o["null_value"])
@@ -106,8 +107,9 @@ def _agreement(o: pd.DataFrame) -> pd.Series:
     lo, hi, m = o["tost_ci_low"], o["tost_ci_high"], o["margin"]
     return pd.Series(np.select(
         [_degenerate(o["responder_status"]) | _degenerate(o["paper_responder_status"]), lo.isna() | hi.isna(),
-         sig & (ref != 0) & (own == -ref), (lo > -m) & (hi < m), (lo > m) | (hi < -m)],
-        ["not judged (degenerate responder)", "undefined (no paired interval)", OPPOSITE, EQUIVALENT, DIFFERS],
+         sig & (ref != 0) & (own == -ref), m.isna(), (lo > -m) & (hi < m), (lo > m) | (hi < -m)],
+        ["not judged (degenerate responder)", "undefined (no paired interval)", OPPOSITE, NO_MARGIN, EQUIVALENT,
+         DIFFERS],
         INCONCLUSIVE), index=o.index)
 
 
