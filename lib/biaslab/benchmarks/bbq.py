@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import json
 import logging
+from functools import partial
 from typing import Sequence
 
 import numpy as np
@@ -463,39 +464,34 @@ def respond(scorer, items: pd.DataFrame, protocol: Protocol = PROTOCOL, match=No
 TOTALS = ["deviated", "non_unknown", "correct", "one"]     # the column totals bias_score_from_totals reads
 
 
-def _universe_estimate(cond: str):
+def _universe_estimate(cond: str, r: pd.DataFrame, items: pd.DataFrame, n_boot: int = 2000, seed: int = 0) -> dict:
     """Notebook 6: the bias score in one context condition of one universe's answers, a percentile cluster bootstrap
     of the ratio over templates, two-sided bootstrap p against 0. An unparsed or unmatched answer names no person:
     it leaves the ratio's denominator and counts as not correct (counted in ``n_unparsed``)."""
-    def estimate(r: pd.DataFrame, items: pd.DataFrame, n_boot: int = 2000, seed: int = 0) -> dict:
-        from ..stats import ranking
-        d = r.merge(items[["prompt_id", "template", "context_condition"]], on="prompt_id").assign(one=1.0)
-        part = d[d["context_condition"] == cond]
-        s = ranking.cluster_sums(part, TOTALS, "template")
-        b = ranking.cluster_sum_bootstrap(lambda t: bias_score_from_totals(t, cond == "ambig"), s.to_numpy(),
-                                          n_boot=n_boot, seed=seed)
-        return {"estimate": b["estimate"], "ci_low": b["ci_low"], "ci_high": b["ci_high"],
-                "ci_method": f"cluster bootstrap percentile of the ratio (template, {n_boot} resamples)",
-                "p_value": b["p_boot"], "p_method": "two-sided cluster bootstrap p against 0", "n": len(part),
-                "n_clusters": b["n_clusters"],
-                "n_unparsed": int((~part["answer_kind"].isin(["option", "unknown"])).sum()),
-                "accuracy": float(part["correct"].mean())}
-    return estimate
+    from ..stats import ranking
+    d = r.merge(items[["prompt_id", "template", "context_condition"]], on="prompt_id").assign(one=1.0)
+    part = d[d["context_condition"] == cond]
+    s = ranking.cluster_sums(part, TOTALS, "template")
+    b = ranking.cluster_sum_bootstrap(lambda t: bias_score_from_totals(t, cond == "ambig"), s.to_numpy(),
+                                      n_boot=n_boot, seed=seed)
+    return {"estimate": b["estimate"], "ci_low": b["ci_low"], "ci_high": b["ci_high"],
+            "ci_method": f"cluster bootstrap percentile of the ratio (template, {n_boot} resamples)",
+            "p_value": b["p_boot"], "p_method": "two-sided cluster bootstrap p against 0", "n": len(part),
+            "n_clusters": b["n_clusters"], "n_unparsed": int((~part["answer_kind"].isin(["option", "unknown"])).sum()),
+            "accuracy": float(part["correct"].mean())}
 
 
-def _universe_values(cond: str):
+def _universe_values(cond: str, r: pd.DataFrame, items: pd.DataFrame) -> pd.DataFrame:
     """Notebook 6: per model x universe, the bias score's pseudo-values (:func:`bias_score_pseudo_values`) of one
     context condition, one per prompt, clustered by template."""
-    def values(r: pd.DataFrame, items: pd.DataFrame) -> pd.DataFrame:
-        d = r.drop(columns=[c for c in ("template", "context_condition") if c in r]).merge(
-            items[["prompt_id", "template", "context_condition"]], on="prompt_id")
-        d = d[d["context_condition"] == cond]
-        return pd.concat([pd.DataFrame({
-            "model": m, "universe": u, "metric": f"bbq_bias_{cond}", "unit": g["prompt_id"].to_numpy(),
-            "cluster": g["template"].to_numpy(),
-            "value": bias_score_pseudo_values(g["deviated"], g["non_unknown"], g["correct"], cond == "ambig")})
-            for (m, u), g in d.groupby(["model", "universe"], sort=False)], ignore_index=True)
-    return values
+    d = r.drop(columns=[c for c in ("template", "context_condition") if c in r]).merge(
+        items[["prompt_id", "template", "context_condition"]], on="prompt_id")
+    d = d[d["context_condition"] == cond]
+    return pd.concat([pd.DataFrame({
+        "model": m, "universe": u, "metric": f"bbq_bias_{cond}", "unit": g["prompt_id"].to_numpy(),
+        "cluster": g["template"].to_numpy(),
+        "value": bias_score_pseudo_values(g["deviated"], g["non_unknown"], g["correct"], cond == "ambig")})
+        for (m, u), g in d.groupby(["model", "universe"], sort=False)], ignore_index=True)
 
 
 ANSWER_READ = "BBQ: option chosen (answer)"
@@ -519,7 +515,8 @@ def _metric(cond: str, label: str, **multiverse) -> Metric:
         responses=("responses",), response_filters={"context_condition": cond}, outcome=PSEUDO,
         cluster="template", kind="bbq", derive=with_pseudo_values, responders={},
         answer_mode="option log-probabilities", scale="bias score (−1 to 1)",
-        item_values=_universe_values(cond), estimate=_universe_estimate(cond), responder_reads=(ANSWER_READ,),
+        item_values=partial(_universe_values, cond), estimate=partial(_universe_estimate, cond),
+        responder_reads=(ANSWER_READ,),
         **multiverse)
 
 
