@@ -195,6 +195,14 @@ def test_a_spec_s_unhonoured_protocol_fields_are_no_factors(monkeypatch):
     assert design.protocol(design.universes("tiny", ref)[1]).examples == 2
 
 
+def test_a_metric_whose_estimate_lacks_a_column_is_named():
+    from biaslab.benchmarks.spec import Metric
+    from biaslab.papers.multiverse import run
+    m = Metric(id="tiny_accuracy", benchmark="Tiny", label="Tiny: accuracy", estimate=lambda *a: {"estimate": 0.5})
+    with pytest.raises(KeyError, match="'tiny_accuracy': its estimate returned no ci_low, ci_high"):
+        run.estimate_row(m, None, None, 10, 0)
+
+
 # -------------------------------------------------------------------------------------- fabricated multiverse
 def _fabricated(seed=0, n_items=600, n_clusters=60):
     """Per-item 0/1 outcomes over the BBQ design's OFAT universes with known log-odds effects per changed choice,

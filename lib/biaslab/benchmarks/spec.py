@@ -61,8 +61,8 @@ class Metric:
     #: (responses, items) -> model, universe, metric, unit, cluster (NA: units independent), value: one value per
     #: unit whose mean is the estimate (the paired differences between universes); None: not in the multiverse
     item_values: Callable | None = None
-    #: (responses, items, n_boot, seed) -> estimate, ci_low, ci_high, ci_method, p_value, p_method, n, n_clusters
-    #: (and extra columns) of one model x universe; None: the metric is a family of per-group values (estimated as
+    #: (responses, items, n_boot, seed) -> estimate, ci_low, ci_high, ci_method, p_value, p_method, n, n_clusters,
+    #: n_unparsed (answers not read; and extra columns) of one model x universe; None: the metric is a family of per-group values (estimated as
     #: their mean with a t interval over units, ``multiverse.analysis.group_preference``)
     estimate: Callable | None = None
     #: the per-item response column notebook 6's factor importance regresses on the choices, the regression
