@@ -38,7 +38,7 @@ models = ["smollm2-135m-instruct", "gemma-3-270m"]  # models to score: catalogue
 device = "auto"  # where models run: auto, cpu, cuda or mps
 dtype = "auto"  # weights' precision: auto, float32, bfloat16
 output_dir = "../scratch/06_multiverse"  # folder for this run's tables, figures and provenance
-benchmarks = ["bbq", "crows_pairs", "agentic"]  # benchmarks of the multiverse
+benchmarks = None  # benchmarks of the multiverse (None: every registered one it can run)
 benchmark_modules = []  # modules that register a benchmark spec (biaslab.benchmarks.import_plugins)
 items = {}  # benchmark -> items per universe (None: all); one not named: its spec's sizes for the profile
 bbq_pool = 150  # notebook 1's BBQ sample the items come from
@@ -74,8 +74,9 @@ factors = as_list(factors)
 # `items` sizes each benchmark's subset (`None` = all; the sizes per profile are each benchmark spec's
 # `sizes[profile]["06_multiverse"]`; BBQ items are drawn from notebook 1's own `bbq_pool`-prompt sample, stratified by
 # context × polarity × category, so its cached scores serve the paper's universe). `benchmark_modules` imports
-# modules that register further benchmarks (`biaslab.benchmarks.register`). The default profile's sizes trade power for CPU time (`lib/biaslab/profiles.py` gives the arithmetic);
-# section 5's first finding states, from this run, which effects and equivalence margins the design can detect.
+# modules that register further benchmarks (`biaslab.benchmarks.register`); `benchmarks = None` runs every registered
+# one the multiverse can run. The default profile's sizes trade power for CPU time (`lib/biaslab/profiles.py` gives
+# the arithmetic); section 5's first finding states, from this run, which effects and equivalence margins the design can detect.
 # `design_name`: `ofat` (one factor at a time around the paper's universe: 1 + Σ(levels − 1) universes per benchmark,
 # every main effect identified) or `two_way` (also every pair of changed factors, for interactions; the paper
 # profile). `formats` (benchmark → answer formats) and `factors` restrict the design (the smoke profile).
@@ -106,6 +107,7 @@ if torch_threads:
     import torch
     torch.set_num_threads(int(torch_threads))
 registry.import_plugins(benchmark_modules)
+benchmarks = benchmarks or list(design.names())
 items = {**profiles.multiverse_items(profile), **items}      # the sizes each spec declares, unless given here
 unknown = set(benchmarks) - set(design.names())
 if unknown:
