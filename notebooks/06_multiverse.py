@@ -76,7 +76,8 @@ factors = as_list(factors)
 # context × polarity × category, so its cached scores serve the paper's universe). `benchmark_modules` imports
 # modules that register further benchmarks (`biaslab.benchmarks.register`); `benchmarks = None` runs every registered
 # one the multiverse can run. The default profile's sizes trade power for CPU time (`lib/biaslab/profiles.py` gives
-# the arithmetic); section 5's first finding states, from this run, which effects and equivalence margins the design can detect.
+# the arithmetic); section 5's first finding states, from this run, which effects and equivalence margins the design
+# can detect.
 # `design_name`: `ofat` (one factor at a time around the paper's universe: 1 + Σ(levels − 1) universes per benchmark,
 # every main effect identified) or `two_way` (also every pair of changed factors, for interactions; the paper
 # profile). `formats` (benchmark → answer formats) and `factors` restrict the design (the smoke profile).
