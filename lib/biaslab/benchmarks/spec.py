@@ -18,6 +18,7 @@ import pandas as pd
 
 from .base import Benchmark, Protocol
 
+
 @dataclass(frozen=True)
 class Source:
     """Where notebook 5 reads a metric's headline value: a table of the metric's notebook folder."""
@@ -62,8 +63,8 @@ class Metric:
     #: unit whose mean is the estimate (the paired differences between universes); None: not in the multiverse
     item_values: Callable | None = None
     #: (responses, items, n_boot, seed) -> estimate, ci_low, ci_high, ci_method, p_value, p_method, n, n_clusters,
-    #: n_unparsed (answers not read; and extra columns) of one model x universe; None: the metric is a family of per-group values (estimated as
-    #: their mean with a t interval over units, ``multiverse.analysis.group_preference``)
+    #: n_unparsed (answers not read; and extra columns) of one model x universe; None: the metric is a family of
+    #: per-group values (their mean with a t interval over units, ``multiverse.analysis.group_preference``)
     estimate: Callable | None = None
     #: the per-item response column notebook 6's factor importance regresses on the choices, the regression
     #: (``logistic`` | ``linear``) and optionally a 0/1 column selecting the rows (BBQ: answers naming a person)
