@@ -1,10 +1,7 @@
 """Notebook 5 glue: one report across models and benchmarks, read from the tables notebooks 1-4 wrote.
 
 Nothing is scored here. :func:`all_metrics` gathers every benchmark's headline bias metrics from its spec
-(``Spec.metrics``, :class:`biaslab.benchmarks.spec.Metric`): which notebook's
-table holds it (folder, file, column, row filters), which way is biased (``direction``, ``orientation``: +1 when a
-higher value is more stereotyped, -1 when lower is), the value an unbiased model would get (``null``), and which
-per-prompt response table gives its intervals and paired comparisons (file, outcome, pairing unit, cluster).
+(``Spec.metrics``: :class:`biaslab.benchmarks.spec.Metric` says where each is read and how it is intervalled).
 
 Every interval and test follows the one rule of :mod:`biaslab.stats.clustered`, with the source notebook's design
 (``Metric.cluster``: the generating unit, or two crossed units — SSQA's template x stigma, the same
