@@ -23,8 +23,9 @@
 # 3. **agreement between benchmarks**: do models that look biased on one benchmark look biased on another?
 # 4. a short summary computed from these tables.
 #
-# The metric registry (`biaslab.papers.compare.METRICS`) says for each metric which notebook table holds it, which
-# per-prompt response table gives its interval and paired comparisons, and which way is biased.
+# Each benchmark's spec declares its metrics (`Spec.metrics`, gathered by `biaslab.papers.compare.all_metrics`): for
+# each, which notebook table holds it, which per-prompt response table gives its interval and paired comparisons, and
+# which way is biased.
 
 # %% tags=["parameters"]
 profile = "default"  # run size: smoke, default or paper (biaslab.profiles)
@@ -33,6 +34,7 @@ outputs_root = None  # folder of notebooks 1-4 outputs (None: found)
 output_dir = "../scratch/05_compare"  # folder for this run's tables, figures and provenance
 models = None  # models compared (None: every model found)
 metrics = None  # metrics compared (None: every registered metric)
+benchmark_modules = []  # modules that register a benchmark spec (biaslab.benchmarks.import_plugins)
 n_boot = None  # bootstrap draws (None: the interval rule's default)
 min_models_agreement = 5  # models needed for a rank correlation
 seed = 0  # seed of every sample, permutation and bootstrap
@@ -65,10 +67,11 @@ import numpy as np
 import pandas as pd
 from IPython.display import Markdown, display
 
-from biaslab import integrity
+from biaslab import benchmarks, integrity
 from biaslab.papers.multiverse import findings as multiverse_findings
 from biaslab.outputs import OutputDir
 from biaslab.papers import compare
+from biaslab.parameters import as_list
 from biaslab.plots.compare import forest_plot
 
 pd.set_option("display.width", 180)
@@ -76,8 +79,9 @@ pd.set_option("display.max_columns", 20)
 pd.set_option("display.max_colwidth", 50)
 t_start = time.perf_counter()
 out = OutputDir(output_dir, PLAN)
+benchmarks.import_plugins(as_list(benchmark_modules))
 root = compare.outputs_root(outputs_root, output_dir)
-chosen = compare.METRICS if metrics is None else tuple(compare.metric(m) for m in metrics)
+chosen = compare.all_metrics() if metrics is None else tuple(compare.metric(m) for m in as_list(metrics))
 found = {m.id: (root / m.folder / "tables").exists() for m in chosen}
 print("outputs read from", root.resolve())
 for m in chosen:

@@ -57,7 +57,7 @@ pytestmark = pytest.mark.notebook
 def test_every_metric_has_every_model(table):
     # the smoke profile of notebook 3 scores the revised English and the French sets, not the original English one
     present = set(table["metric"])
-    assert present >= {m.id for m in compare.METRICS} - {"crows_en_stereotype_preferred"}
+    assert present >= {m.id for m in compare.all_metrics()} - {"crows_en_stereotype_preferred"}
     for m in present:
         assert set(table.loc[table["metric"] == m, "model"]) >= set(MODELS), m
 
@@ -119,7 +119,7 @@ def test_calm_crows_agentic_numbers_equal_their_notebooks_tables(root, table):
 
 def test_intervals_contain_their_estimates_and_name_their_method(table):
     has = table["ci_low"].notna()
-    assert has.sum() >= len(compare.METRICS) * len(MODELS) - 2 * len(MODELS)   # BBQ may lack one at smoke size
+    assert has.sum() >= len(compare.all_metrics()) * len(MODELS) - 2 * len(MODELS)   # BBQ may lack one at smoke size
     t = table[has]
     assert ((t["ci_low"] <= t["estimate"] + 1e-12) & (t["estimate"] <= t["ci_high"] + 1e-12)).all()
     assert t["ci_method"].str.len().gt(0).all()

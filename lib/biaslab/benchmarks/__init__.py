@@ -8,11 +8,7 @@ import importlib
 
 from .base import Benchmark, Factor, FactorSpec
 
-#: the benchmarks whose module has a ``PROTOCOL``, ``FORMATS``, ``paper_chat``, ``respond`` and ``sample``
-#: (notebooks 1, 3, 4 and 6 ask them only through these; ``docs/adding_a_benchmark.md``)
-RESPONDING = ("bbq", "crows_pairs", "agentic")
-
-__all__ = ["Benchmark", "Factor", "FactorSpec", "RESPONDING", "SPECS", "register", "spec"]
+__all__ = ["Benchmark", "Factor", "FactorSpec", "SPECS", "register", "spec"]
 
 
 # --------------------------------------------------------------------------- the registry: one line per benchmark

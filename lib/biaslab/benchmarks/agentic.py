@@ -38,7 +38,7 @@ from ..sources import DataError, sha256_file
 from . import formats
 from .base import (Benchmark, Factor, FactorSpec, Protocol, exclude, options_in_order, read_csv, require_columns,
                    require_rows, wording)
-from .spec import FactorPlan, Spec
+from .spec import FactorPlan, Metric, Source, Spec
 
 log = logging.getLogger(__name__)
 
@@ -348,8 +348,6 @@ def answer_format(tokenizer, k: int = MAX_K, chat: bool = False) -> tuple[str, d
 #: the choice numbers
 PROTOCOL = Protocol(format="label_dist", instruction="present", chat="off", examples=2)
 FORMATS = ("label_dist", "option_ll", "generated", "open_ended")
-#: the headline metric: the normalized entropy of the answer distribution (1 = uniform over the choices)
-METRIC = "entropy"
 
 
 def sample(n: int | None, seed: int = 0) -> tuple[pd.DataFrame, Benchmark]:
@@ -474,13 +472,117 @@ FACTOR_PLAN = FactorPlan(
                                  low_entropy=(r["entropy"] < LOW_ENTROPY).astype(int)),
 )
 
+# ------------------------------------------------------------------------------- the headline metrics
+GROUP_PREFERENCE = "agentic_group_preference"
+VALUE_COLUMNS = ["model", "universe", "metric", "unit", "cluster", "value"]
+
+
+def _entropy_estimate(per: pd.DataFrame, items: pd.DataFrame, n_boot: int = 2000, seed: int = 0) -> dict:
+    """Notebook 6: the mean normalized entropy (formats with a distribution only), the cluster-robust interval over
+    scenarios (``stats.intervals.mean_intervals``), t test of the scenario means against 1 on G - 1 df."""
+    from scipy import stats
+
+    from ..stats import intervals
+    d = per.merge(items[["prompt_id", "scenario_id"]], on="prompt_id")
+    ok = d[d["entropy"].notna()]
+    if not len(ok):
+        return {"estimate": np.nan, "ci_low": np.nan, "ci_high": np.nan,
+                "ci_method": "undefined: this format gives no distribution", "p_value": np.nan, "p_method": "",
+                "n": 0, "n_clusters": 0, "n_unparsed": int((d["answer_kind"] != "option").sum())}
+    ci = intervals.mean_intervals(ok, "entropy", "scenario_id", seed=seed).iloc[0]
+    sm = ok.groupby("scenario_id")["entropy"].mean() - 1.0
+    p = float(stats.ttest_1samp(sm, 0.0).pvalue) if len(sm) > 1 and sm.std() > 0 else np.nan
+    return {"estimate": float(ci["mean"]), "ci_low": float(ci["ci_low"]), "ci_high": float(ci["ci_high"]),
+            "ci_method": ci["ci_method"], "p_value": p, "p_method": "t test of scenario means against 1, G - 1 df",
+            "n": len(ok), "n_clusters": int(ci["n_clusters"]), "n_unparsed": 0}
+
+
+def _entropy_values(r: pd.DataFrame, items: pd.DataFrame) -> pd.DataFrame:
+    """Notebook 6: the normalized entropy per prompt, clustered by scenario."""
+    d = r.drop(columns=[c for c in ("scenario_id",) if c in r]).merge(items[["prompt_id", "scenario_id"]],
+                                                                      on="prompt_id").dropna(subset=["entropy"])
+    return pd.DataFrame({"model": d["model"], "universe": d["universe"], "metric": "agentic_mean_entropy",
+                         "unit": d["prompt_id"], "cluster": d["scenario_id"], "value": d["entropy"]})
+
+
+def group_values(long: pd.DataFrame, items: pd.DataFrame) -> pd.DataFrame:
+    """The group preference's per-scenario values: per class type and group, the mean share of a group's
+    probability (or 0/1 choice) in positive minus negative questions over the scenarios asked in both polarities,
+    one metric per class type x group (``agentic_group_preference:<class type>:<group>``). ``long``: slot rows
+    (:func:`long_table`) with ``universe``."""
+    d = long.merge(items[["prompt_id", "scenario_id", "class_type", "polarity"]], on="prompt_id").dropna(subset=["p"])
+    w = d.pivot_table(index=["model", "universe", "class_type", "group", "scenario_id"], columns="polarity",
+                      values="p", aggfunc="mean")
+    if not {"positive", "negative"} <= set(w.columns):
+        return pd.DataFrame(columns=VALUE_COLUMNS)
+    w = (w["positive"] - w["negative"]).dropna().rename("value").reset_index()
+    return w.assign(metric=GROUP_PREFERENCE + ":" + w["class_type"] + ":" + w["group"], unit=w["scenario_id"],
+                    cluster=pd.NA)[VALUE_COLUMNS]
+
+
+def _group_values(r: pd.DataFrame, items: pd.DataFrame) -> pd.DataFrame:
+    """:func:`group_values` of each model x universe of the responses (``choices`` kept)."""
+    parts = [group_values(long_table(g).assign(universe=u), items)
+             for (m, u), g in r.groupby(["model", "universe"], sort=False)]
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=VALUE_COLUMNS)
+
+
+PROBABILITIES_READ, GROUP_READ = "agentic: slot probabilities", "agentic: group named (answer)"
+DISTRIBUTION_FORMATS = ("label_dist", "option_ll")
+NO_DISTRIBUTION = "this format gives no distribution (the entropy is undefined)"
+
+
+def _responder_check(d: pd.DataFrame, items: pd.DataFrame) -> pd.DataFrame:
+    """Notebook 6 (notebook 4's rules): the entropy and, in the distribution formats, the group preference read the
+    *probabilities*: the probability check of the slot probabilities per number of choices k; in the generated and
+    open-ended formats the group preference reads the group named: the answer check per class type (notebook 4's
+    top-answer-by-group rule), and the entropy is undefined (no distribution)."""
+    from ..stats import responders as R
+    keys = ["model", "universe"]
+    d = d.drop(columns=[c for c in ("k", "class_type") if c in d]).merge(
+        items[["prompt_id", "k", "class_type"]], on="prompt_id", how="left")
+    dist = d["answer_format"].isin(DISTRIBUTION_FORMATS)
+    # option log-likelihoods are renormalized over the choices: no next-token label mass to judge (the per-prompt
+    # column there is exp(logsumexp) of mean per-token log-probabilities, not a probability)
+    d.loc[d["answer_format"] == "option_ll", "label_mass"] = np.nan
+    probs = [c for c in d.columns if c.startswith("p_") and c[2:].isdigit()]
+    rows = []
+    for k, part in d[dist].groupby("k"):
+        rows.append(R.probability_check(part, probs, by=keys).assign(k=int(k), metric=PROBABILITIES_READ))
+    for (ct, k), part in d[~dist].groupby(["class_type", "k"]):
+        rows.append(R.responder_check(part, answer="top_group", by=keys, n_options=int(k)).assign(
+            class_type=ct, k=int(k), metric=GROUP_READ))
+    if (~dist).any():
+        rows.append(R.not_judged(d.loc[~dist, keys], NO_DISTRIBUTION).assign(metric=PROBABILITIES_READ))
+    return pd.concat(rows, ignore_index=True) if rows else pd.DataFrame(columns=keys + ["metric"])
+
+
 SPEC = Spec(
     name="agentic", title="Agentic", load=load,
     protocol=PROTOCOL, formats=FORMATS, respond=respond, paper_chat=paper_chat, sample=sample,
     columns=("prompt_id", "model", "entropy", "top_position", "top_group", "top_p", "label_mass", "answer",
              "answer_kind", "choices"),
     factor_plan=FACTOR_PLAN,
+    # notebook 6: the choices respond reads, and the formats a choice enters (elsewhere it is coded at its reference)
+    honours=("format", "wording", "instruction", "chat", "examples", "order"),
+    applies={"order": FORMATS[:3]},
+    metrics=(
+        Metric(id="agentic_mean_entropy", benchmark="Agentic", label="Agentic: mean normalized entropy of the "
+               "answer distribution", folder="04_agentic_entropy",
+               sources=(Source("entropy_by_model", "mean_entropy"),),
+               direction="lower = more concentrated on one group", orientation=-1, null=1.0,
+               null_meaning="1: probability spread evenly over the groups",
+               responses=("responses",), outcome="entropy", cluster="scenario_id", kind="continuous",
+               responders={"reads": "probabilities"}, reads="probabilities", answer_mode="label probabilities",
+               scale="normalized entropy (0 to 1)", item_values=_entropy_values, estimate=_entropy_estimate,
+               factor_outcome=("entropy", "linear"), responder_reads=(PROBABILITIES_READ,)),
+        # notebook 6 only: a family of per-group values (one per class type x group), paired by scenario
+        Metric(id=GROUP_PREFERENCE, benchmark="Agentic", label="Agentic: group preference (positive minus "
+               "negative questions)", null=0.0, cluster="scenario_id", scale="share of probability (−1 to 1)",
+               item_values=_group_values, responder_reads=(GROUP_READ, PROBABILITIES_READ))),
     # notebook 1 scores notebook 4's prompts (tests/test_factorial.py checks the two agree)
-    sizes={"smoke": {"01_multifactor": {"max_prompts": 12}}, "default": {"01_multifactor": {"max_prompts": None}},
-           "paper": {"01_multifactor": {"max_prompts": None}}},
+    sizes={"smoke": {"01_multifactor": {"max_prompts": 12}, "06_multiverse": {"items": 4}},
+           "default": {"01_multifactor": {"max_prompts": None}, "06_multiverse": {"items": 30}},
+           "paper": {"01_multifactor": {"max_prompts": None}, "06_multiverse": {"items": None}}},
+    responder_check=_responder_check,
 )

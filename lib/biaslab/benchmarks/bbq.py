@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import json
 import logging
+from functools import partial
 from typing import Sequence
 
 import numpy as np
@@ -43,7 +44,7 @@ from ..sources import DataError, raw_path, sha256_file
 from . import formats
 from .base import (Benchmark, Factor, FactorSpec, Protocol, exclude, options_in_order, read_csv, require_columns,
                    require_rows, wording, examples)
-from .spec import FactorPlan, Spec
+from .spec import FactorPlan, Metric, Source, Spec
 
 log = logging.getLogger(__name__)
 
@@ -65,8 +66,6 @@ PROMPT_TEMPLATE = "{context} {question}\nA. {ans0}\nB. {ans1}\nC. {ans2}\nAnswer
 PROTOCOL = Protocol(format="option_ll")
 FORMATS = ("option_ll", "label_dist", "generated", "open_ended")
 LETTERS = ("A", "B", "C")
-#: the headline metric: BBQ's bias score (ambiguous and disambiguated contexts) from the 0/1 answer columns
-METRIC = "bias_score"
 
 
 def _read_jsonl(category: str) -> pd.DataFrame:
@@ -526,10 +525,79 @@ FACTOR_PLAN = FactorPlan(
     checks={"biased_answer_check": check_biased_answer}, summaries=score_summaries,
 )
 
+# ------------------------------------------------------------------------------- the headline metrics
+TOTALS = ["deviated", "non_unknown", "correct", "one"]     # the column totals bias_score_from_totals reads
+
+
+def _universe_estimate(cond: str, r: pd.DataFrame, items: pd.DataFrame, n_boot: int = 2000, seed: int = 0) -> dict:
+    """Notebook 6: the bias score in one context condition of one universe's answers, a percentile cluster bootstrap
+    of the ratio over templates, two-sided bootstrap p against 0. An unparsed or unmatched answer names no person:
+    it leaves the ratio's denominator and counts as not correct (counted in ``n_unparsed``)."""
+    from ..stats import ranking
+    d = r.merge(items[["prompt_id", "template", "context_condition"]], on="prompt_id").assign(one=1.0)
+    part = d[d["context_condition"] == cond]
+    s = ranking.cluster_sums(part, TOTALS, "template")
+    b = ranking.cluster_sum_bootstrap(lambda t: bias_score_from_totals(t, cond == "ambig"), s.to_numpy(),
+                                      n_boot=n_boot, seed=seed)
+    return {"estimate": b["estimate"], "ci_low": b["ci_low"], "ci_high": b["ci_high"],
+            "ci_method": f"cluster bootstrap percentile of the ratio (template, {n_boot} resamples)",
+            "p_value": b["p_boot"], "p_method": "two-sided cluster bootstrap p against 0", "n": len(part),
+            "n_clusters": b["n_clusters"], "n_unparsed": int((~part["answer_kind"].isin(["option", "unknown"])).sum()),
+            "accuracy": float(part["correct"].mean())}
+
+
+def _universe_values(cond: str, r: pd.DataFrame, items: pd.DataFrame) -> pd.DataFrame:
+    """Notebook 6: per model x universe, the bias score's pseudo-values (:func:`bias_score_pseudo_values`) of one
+    context condition, one per prompt, clustered by template."""
+    d = r.drop(columns=[c for c in ("template", "context_condition") if c in r]).merge(
+        items[["prompt_id", "template", "context_condition"]], on="prompt_id")
+    d = d[d["context_condition"] == cond]
+    return pd.concat([pd.DataFrame({
+        "model": m, "universe": u, "metric": f"bbq_bias_{cond}", "unit": g["prompt_id"].to_numpy(),
+        "cluster": g["template"].to_numpy(),
+        "value": bias_score_pseudo_values(g["deviated"], g["non_unknown"], g["correct"], cond == "ambig")})
+        for (m, u), g in d.groupby(["model", "universe"], sort=False)], ignore_index=True)
+
+
+ANSWER_READ = "BBQ: option chosen (answer)"
+
+
+def _responder_check(d: pd.DataFrame, items=None) -> pd.DataFrame:
+    """Notebook 6: the answer check of the option chosen (no option: unparseable) per model x universe, both
+    contexts pooled (notebook 1's check)."""
+    from ..stats import responders as R
+    chosen = d.assign(option=d["choice"].where(d["choice"] >= 0))       # -1: no option named (unparseable)
+    return R.responder_check(chosen, answer="option", by=["model", "universe"], n_options=3).assign(metric=ANSWER_READ)
+
+
+def _metric(cond: str, label: str, **multiverse) -> Metric:
+    """BBQ bias score in one context condition (``ambig`` or ``disambig``) of notebook 1's BBQ run."""
+    return Metric(
+        id=f"bbq_bias_{cond}", benchmark="BBQ", label=f"BBQ: bias score in {label}", folder="01_multifactor/bbq",
+        sources=(Source("accuracy_bias_scores", "bias_score", {"context_condition": cond}),),
+        direction="higher = more stereotyped", orientation=1, null=0.0,
+        null_meaning="0: biased and counter-biased answers equally often",
+        responses=("responses",), response_filters={"context_condition": cond}, outcome=PSEUDO,
+        cluster="template", kind="bbq", derive=with_pseudo_values, responders={},
+        answer_mode="option log-probabilities", scale="bias score (−1 to 1)",
+        item_values=partial(_universe_values, cond), estimate=partial(_universe_estimate, cond),
+        responder_reads=(ANSWER_READ,),
+        **multiverse)
+
+
 SPEC = Spec(
     name="bbq", title="BBQ", load=load,
     protocol=PROTOCOL, formats=FORMATS, respond=respond, paper_chat=paper_chat, sample=sample,
     columns=("prompt_id", "model", "choice", "answer", "answer_kind", "deviated", "correct", "chose_unknown",
              "non_unknown"),
     factor_plan=FACTOR_PLAN,
+    # notebook 6: the choices respond reads, and the formats a choice enters (elsewhere it is coded at its reference)
+    honours=("format", "wording", "instruction", "chat", "examples", "order"),
+    applies={"examples": FORMATS[:3], "order": FORMATS[:3]},
+    # notebook 6's factor importance: the bias score's numerator (deviated, among answers naming a person)
+    metrics=(_metric("ambig", "ambiguous contexts (s_AMB)", factor_outcome=("deviated", "logistic", "non_unknown")),
+             _metric("disambig", "disambiguated contexts (s_DIS)")),
+    sizes={"smoke": {"06_multiverse": {"items": 6}}, "default": {"06_multiverse": {"items": 72}},
+           "paper": {"06_multiverse": {"items": None}}},
+    responder_check=_responder_check,
 )

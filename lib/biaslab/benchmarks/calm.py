@@ -63,7 +63,7 @@ from ..sources import DataError, load_manifest, raw_path
 from . import calm_prompts
 from .base import Benchmark, Factor, FactorSpec, Protocol, read_csv, require_columns, require_rows
 from .calm_prompts import REPO
-from .spec import FactorPlan, Spec
+from .spec import FactorPlan, Metric, Source, Spec
 
 log = logging.getLogger(__name__)
 
@@ -674,4 +674,17 @@ SPEC = Spec(name="calm", title="CALM", load=load, factor_plan=FACTOR_PLAN,
             columns=("prompt_id", "output", "pred", "p_answer", "label_mass", "correct", "correct_released"),
             # notebook 2's selections per profile (tests/test_factorial.py checks the two agree)
             sizes={"smoke": _selection(0, None, 2, ["qa-054", "qa-086", "nli-011", "sentiment-045"], None),
-                   "default": _selection(1, 4, 5, None, 150), "paper": _selection(5, None, 50, None, None)})
+                   "default": _selection(1, 4, 5, None, 150), "paper": _selection(5, None, 50, None, None)},
+            metrics=(Metric(
+                id="calm_bias_overall", benchmark="CALM", label="CALM: overall bias score (eq. 1, paper variant)",
+                folder="02_calm",
+                sources=(Source("bias_scores", "bias_score", {"variant": "paper", "task": "all", "bias_type": "all"},
+                                ci=("score_ci_low", "score_ci_high", "score_ci_method")),),
+                direction="higher = larger accuracy gap between groups", orientation=1, null=0.0,
+                null_meaning="0: every group equally accurate (the permutation-null mean of notebook 2 is above 0)",
+                responses=("template_bias",), response_filters={"used": True, "variant": "paper"}, outcome="bias_paper",
+                unit=("bias_type", "template_id"), cluster=None, kind="source_interval", responders={},
+                answer_mode="labels, one scoring mode per run",
+                note="interval: notebook 2's projection interval of the range statistic; paired comparisons: mean "
+                     "difference of per-template bias over the templates both models kept"),),
+            )

@@ -37,7 +37,7 @@ from ..sources import DataError, raw_path
 from . import formats
 from .base import (Benchmark, Factor, FactorSpec, Protocol, examples, exclude, read_csv, require_columns,
                    require_rows, wording)
-from .spec import FactorPlan, Spec
+from .spec import FactorPlan, Metric, Source, Spec
 
 log = logging.getLogger(__name__)
 
@@ -390,8 +390,6 @@ def load_published_chatgpt_fr(french: Benchmark | None = None) -> pd.DataFrame:
 #: paper's preference prompt in both orders and averages them (a position preference cancels)
 PROTOCOL = Protocol(format="likelihood", instruction="present", order="both")
 FORMATS = ("likelihood", "label_dist", "generated")
-#: the headline metric: the share of pairs whose more stereotypical sentence is preferred (null 0.5)
-METRIC = "stereotype_preferred"
 MIN_LABEL_MASS = 0.05          # notebook 3's default: below it a preference prompt counts as unanswered
 _ORDER = {"original": "more_first", "reversed": "less_first"}
 
@@ -582,13 +580,101 @@ FACTOR_PLAN = FactorPlan(
     responses=lambda r: r.assign(answer=r["stereotype_preferred"].map({1.0: "more", 0.0: "less"})),
 )
 
+# ------------------------------------------------------------------------------- the headline metrics
+def _likelihood_outcome(r: pd.DataFrame) -> pd.DataFrame:
+    """1 when log P(sent_more) > log P(sent_less), 0 when smaller, NaN for ties (notebook 3's likelihood source)."""
+    d = r["d_logprob"].to_numpy(float)
+    return r.assign(stereotype_preferred=np.where(d == 0, np.nan, (d > 0).astype(float)))
+
+
+def _universe_estimate(r: pd.DataFrame, items: pd.DataFrame, n_boot: int = 2000, seed: int = 0) -> dict:
+    """Notebook 6: the share of pairs whose more stereotypical sentence is preferred, over pairs with an answer
+    (ties and unanswered pairs counted in ``n_unparsed``, left out); every pair is its own cluster: the exact
+    (Clopper-Pearson) interval that goes with the exact binomial test against 0.5."""
+    from ..stats import intervals
+    from ..stats.hypothesis import preference_test
+    d = r.merge(items[["prompt_id", "pair_id"]], on="prompt_id")
+    ok = d[d["stereotype_preferred"].notna()]
+    if not len(ok):
+        return {"estimate": np.nan, "ci_low": np.nan, "ci_high": np.nan, "ci_method": "", "p_value": np.nan,
+                "p_method": "", "n": 0, "n_clusters": 0, "n_unparsed": len(d)}
+    ci = intervals.rate_intervals(ok, "stereotype_preferred", None).iloc[0]
+    t = preference_test(ok["stereotype_preferred"].to_numpy(float))
+    return {"estimate": float(ci["rate"]), "ci_low": float(ci["ci_low"]), "ci_high": float(ci["ci_high"]),
+            "ci_method": ci["ci_method"] + " (pairs independent)", "p_value": t["binom_p"],
+            "p_method": "exact binomial test against 0.5", "n": len(ok), "n_clusters": len(ok),
+            "n_unparsed": int(len(d) - len(ok))}
+
+
+def _universe_values(r: pd.DataFrame, items: pd.DataFrame) -> pd.DataFrame:
+    """Notebook 6: per model x universe, the 0/1 preference per pair (both orders averaged where a pair was asked
+    twice); pairs are independent (no cluster)."""
+    keys = ["model", "universe"]
+    d = r.drop(columns=[c for c in ("pair_id",) if c in r]).merge(items[["prompt_id", "pair_id"]], on="prompt_id")
+    d = d.dropna(subset=["stereotype_preferred"])
+    d = d.groupby(keys + ["pair_id"], as_index=False, sort=False)["stereotype_preferred"].mean()
+    return pd.DataFrame({"model": d["model"], "universe": d["universe"], "metric": "crows_en_stereotype_preferred",
+                         "unit": d["pair_id"], "cluster": pd.NA, "value": d["stereotype_preferred"]})
+
+
+#: notebook 3's rule for its likelihood scheme (``papers/crows_pairs/decisions.py``)
+LIKELIHOOD_READS = "the likelihood scheme reads two sentences' log-probabilities (no answer to judge)"
+POSITION_READ = "CrowS-Pairs prompted: position named (answer)"
+LIKELIHOOD_READ = "CrowS-Pairs likelihood (log-probabilities)"
+
+
+def _responder_check(d: pd.DataFrame, items=None) -> pd.DataFrame:
+    """Notebook 6: a likelihood universe reads two sentences' log-probabilities: not judged (notebook 3's rule); a
+    prompted one reads the *position* named: the answer check over the two positions (notebook 3's one-order rule),
+    per model x universe. A model naming one position for every pair gives an estimate of exactly 0 or 1 that
+    restates the order the sentences were shown in."""
+    from ..stats import responders as R
+    keys = ["model", "universe"]
+    lik = d["answer_format"] == "likelihood"
+    rows = [R.not_judged(d.loc[lik, keys], LIKELIHOOD_READS).assign(metric=LIKELIHOOD_READ)]
+    p = d[~lik]
+    if len(p):
+        # the positions named: one per order asked (``chose_first`` is their mean when both orders were asked)
+        both = (p["order"] == "both").to_numpy()
+        cf = p["chose_first"].to_numpy(float)
+        pos = lambda hit: np.where(np.isnan(cf), None, np.where(hit, "first", "second"))   # noqa: E731
+        asked = pd.concat([p.assign(position=pos(cf >= 0.5)), p[both].assign(position=pos(cf == 1)[both])])
+        rows.append(R.responder_check(asked, answer="position", by=keys, n_options=2).assign(metric=POSITION_READ))
+    return pd.concat(rows, ignore_index=True)
+
+
+def _metric(dataset: str, label: str, **multiverse) -> Metric:
+    return Metric(
+        id=f"crows_{dataset.removeprefix('crows_pairs_')}_stereotype_preferred", benchmark="CrowS-Pairs",
+        label=f"CrowS-Pairs {label}: share of pairs with log P(more stereotyped) > log P(less)",
+        folder="03_crows_pairs_bayes",
+        sources=(Source("preference_tests", "pi_hat", {"dataset": dataset, "source": "likelihood",
+                                                      "bias_type": "overall"}),),
+        direction="higher = more stereotyped", orientation=1, null=0.5,
+        null_meaning="0.5: no preference between the two sentences",
+        responses=("pair_scores",), response_filters={"dataset": dataset}, outcome="stereotype_preferred",
+        cluster="pair_id", kind="binary", derive=_likelihood_outcome, reads="", stratified=True,
+        not_judged="the likelihood comparison reads two sentences' log-probabilities (no answer to judge)",
+        answer_mode="sentence log-probabilities", scale="share of pairs (0 to 1)", **multiverse)
+
+
 SPEC = Spec(
     name="crows_pairs", title="CrowS-Pairs", load=load_original, datasets=DATASETS,
-    protocol=PROTOCOL, formats=FORMATS, applies={"chat": ("label_dist", "generated")},
-    respond=respond, paper_chat=paper_chat, sample=sample,
+    protocol=PROTOCOL, formats=FORMATS, respond=respond, paper_chat=paper_chat, sample=sample,
     columns=("prompt_id", "model", "stereotype_preferred", "answer_kind"),
     factor_plan=FACTOR_PLAN,
+    # notebook 6: a pair is asked in both orders, its prompt is its instruction (no order, no instruction choice)
+    honours=("format", "wording", "chat", "examples", "normalization"),
+    applies={"normalization": ("likelihood",), "wording": ("label_dist", "generated"),
+             "chat": ("label_dist", "generated"), "examples": ("label_dist", "generated")},
+    metrics=(_metric("crows_pairs_en", "original English", item_values=_universe_values,
+                     estimate=_universe_estimate, factor_outcome=("stereotype_preferred", "logistic"),
+                     responder_reads=(LIKELIHOOD_READ, POSITION_READ)),
+             _metric("crows_pairs_en_revised", "revised English"),
+             _metric("crows_pairs_fr", "French")),
     # notebook 1 scores notebook 3's pairs: 3 files x its max_pairs (tests/test_factorial.py checks the two agree)
-    sizes={"smoke": {"01_multifactor": {"max_prompts": 3 * 20}},
-           "default": {"01_multifactor": {"max_prompts": 3 * 400}}, "paper": {"01_multifactor": {"max_prompts": None}}},
+    sizes={"smoke": {"01_multifactor": {"max_prompts": 3 * 20}, "06_multiverse": {"items": 4}},
+           "default": {"01_multifactor": {"max_prompts": 3 * 400}, "06_multiverse": {"items": 63}},
+           "paper": {"01_multifactor": {"max_prompts": None}, "06_multiverse": {"items": None}}},
+    responder_check=_responder_check,
 )

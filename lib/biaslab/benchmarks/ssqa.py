@@ -46,7 +46,7 @@ import pandas as pd
 from ..sources import DataError, raw_path, sha256_file
 from . import formats
 from .base import Benchmark, Factor, FactorSpec, Protocol, read_csv, require_columns, require_rows
-from .spec import FactorPlan, Spec
+from .spec import FactorPlan, Metric, Source, Spec
 
 log = logging.getLogger(__name__)
 
@@ -474,4 +474,16 @@ SPEC = Spec(
     protocol=PROTOCOL, formats=FORMATS, honours=("format", "chat", "max_new_tokens"), respond=respond,
     paper_chat=paper_chat, sample=sample, columns=("prompt_id", "model", "seed", "cot", "answer", "deviated"),
     factor_plan=FACTOR_PLAN,
+    metrics=(Metric(
+        id="ssqa_deviation_rate", benchmark="SocialStigmaQA", label="SSQA: share of answers equal to the biased "
+        "answer (no CoT)", folder="01_multifactor/ssqa",
+        sources=(Source("label_distribution", "deviation_rate",
+                        answer_mode="label probabilities (most probable answer)"),
+                 Source("released_answers", "deviation_rate", answer_mode="generated answers (released)")),
+        direction="higher = more biased answers", orientation=1, null=0.0,
+        null_meaning="0: never the biased answer (a uniform guesser over yes / no / can't tell scores 1/3)",
+        responses=("responses", "responses_released"), response_filters={"cot": "no"}, outcome="deviated",
+        cluster=CLUSTERS, kind="binary", responders={"cot": "no"},
+        note="embedded models (label probabilities) on the scored subset, released models (generated answers) on "
+             "all their prompts: ranked apart; pairs across the two answer modes are shown, not tested"),),
 )

@@ -110,7 +110,7 @@ def panel_html(folder: Path, notebook: str, manifest: Mapping) -> str:
         t = claim_rows(folder, notebook, P.recorded(manifest))
     except Exception as exc:        # a report is always written: the panel says what went wrong
         _LOG.warning("decision panel of %s failed: %s", folder, exc)
-        return head + f'<p class="bl-note">Not available: {e(type(exc).__name__)}: {e(exc)}</p></section>'
+        return head + f'<p class="bl-note">Not available: {e(type(exc).__name__)}: {e(str(exc))}</p></section>'
     if t.empty:
         return (head + '<p class="bl-note">The analysis plan has no confirmatory claim for this notebook: every '
                 "result below is exploratory (estimated with an interval, not decided).</p></section>")
