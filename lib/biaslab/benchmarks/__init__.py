@@ -38,7 +38,7 @@ __all__ = ["Benchmark", "Factor", "FactorSpec", "LOADERS", "RESPONDING", "load"]
 
 
 # --------------------------------------------------------------------------- the registry: one line per benchmark
-from . import agentic, bbq, calm, crows_pairs, ssqa  # noqa: E402
+from . import agentic, bbq, calm, crows_pairs, ssqa, winogender  # noqa: E402
 from .spec import Spec  # noqa: E402
 
 SPECS: dict[str, Spec] = {s.name: s for s in (
@@ -47,6 +47,7 @@ SPECS: dict[str, Spec] = {s.name: s for s in (
     calm.SPEC,
     crows_pairs.SPEC,
     agentic.SPEC,
+    winogender.SPEC,
 )}
 
 
