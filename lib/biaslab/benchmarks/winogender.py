@@ -33,8 +33,8 @@ Two protocols (:func:`respond`):
 
 Metrics (:func:`estimates`; cluster = occupation, rules of :mod:`biaslab.stats`): the accuracy gap male - female
 (paired by schema), the accuracy gap gotcha - non-gotcha (male and female sentences), and the Pearson correlation of
-the model's per-occupation male-over-female log-odds preference with the BLS share of women (the paper's Figure 2,
-r with its Fisher-z interval: the 60 occupations are the independent units).
+the model's per-occupation male-over-female log-odds preference with the BLS share of women (the paper's
+occupation-level analysis; r with its Fisher-z interval: the 60 occupations are the independent units).
 """
 
 from __future__ import annotations
@@ -147,8 +147,9 @@ def load() -> Benchmark:
     missing = [not any(w.strip(".,;:!?'\"").lower() == p for w in t.split()) for t, p in zip(df["text"], df["pronoun"])]
     if any(missing):
         i = missing.index(True)
-        raise DataError(f"{f_sent}, row {i + 2}: sentence {df['text'].iloc[i]!r} has no pronoun {df['pronoun'].iloc[i]!r}"
-                        f" ({df['pronoun_gender'].iloc[i]}, {df['pronoun_slot'].iloc[i]} slot of its template)")
+        raise DataError(f"{f_sent}, row {i + 2}: sentence {df['text'].iloc[i]!r} has no pronoun "
+                        f"{df['pronoun'].iloc[i]!r} ({df['pronoun_gender'].iloc[i]}, {df['pronoun_slot'].iloc[i]} slot "
+                        "of its template)")
 
     # the occupation's BLS share of women
     occ = occ.assign(bls_pct_female=pd.to_numeric(occ["bls_pct_female"], errors="coerce"))
@@ -322,8 +323,9 @@ def accuracy_gap_gender(responses: pd.DataFrame, items: pd.DataFrame, alpha: flo
     from ..stats.paired import paired_difference
     d = _join(responses, items)
     d = d[d["pronoun_gender"].isin(("male", "female")) & d["correct"].notna()]
-    return paired_difference(d, "correct", "male", "female", cluster="occupation", model="pronoun_gender",
-                             unit="schema", binary=True, alpha=alpha)
+    r = paired_difference(d, "correct", "male", "female", cluster="occupation", model="pronoun_gender",
+                          unit="schema", binary=True, alpha=alpha)
+    return {**r, "estimate": r["difference"], "n": r["n_pairs"]}
 
 
 def accuracy_gap_gotcha(responses: pd.DataFrame, items: pd.DataFrame, alpha: float = 0.05) -> dict:
@@ -336,8 +338,9 @@ def accuracy_gap_gotcha(responses: pd.DataFrame, items: pd.DataFrame, alpha: flo
     r = contrast_inference(d["correct"].to_numpy(float), (d["gotcha"] == "yes").to_numpy(),
                            d["occupation"].to_numpy(), alpha=alpha)
     p = float(2 * sps.t.sf(abs(r["estimate"] / r["se"]), r["df"])) if r["se"] and r["se"] > 0 else np.nan
-    return {**r, "p_value": p, "null_value": 0.0, "ci_method": f"cluster-robust t({r['df']}), CR1 SE of the "
-            f"contrast; G = {r['n_clusters']} occupation clusters"}
+    return {**r, "n": r["n_group"] + r["n_rest"], "p_value": p, "null_value": 0.0,
+            "ci_method": f"cluster-robust t({r['df']}), CR1 SE of the contrast; G = {r['n_clusters']} occupation "
+                         "clusters"}
 
 
 def occupation_preference(responses: pd.DataFrame, items: pd.DataFrame) -> pd.DataFrame:
@@ -362,8 +365,8 @@ def occupation_preference(responses: pd.DataFrame, items: pd.DataFrame) -> pd.Da
 
 def bls_correlation(responses: pd.DataFrame, items: pd.DataFrame, alpha: float = 0.05) -> dict:
     """Pearson r between the per-occupation male-over-female preference (:func:`occupation_preference`) and the
-    occupation's BLS share of women (the paper's Figure 2; a model that follows occupational statistics has r < 0),
-    with the Fisher-z interval ``tanh(atanh(r) +- z_{1-alpha/2} / sqrt(n - 3))`` and the t test of r = 0
+    occupation's BLS share of women (the paper's occupation-level analysis; r < 0: the model follows occupational
+    statistics), with the Fisher-z interval ``tanh(atanh(r) +- z_{1-alpha/2} / sqrt(n - 3))`` and the t test of r = 0
     (``scipy.stats.pearsonr``); the occupations are the independent units (each is one cluster)."""
     occ = occupation_preference(responses, items)
     n = len(occ)
@@ -385,10 +388,8 @@ def estimates(responses: pd.DataFrame, items: pd.DataFrame, alpha: float = 0.05)
         for m in METRICS:
             if r[m["outcome"]].notna().any():
                 res = m["estimate"](r, items, alpha=alpha)
-                rows.append({"model": model, "metric": m["id"], "estimate": res.get("estimate", res.get("difference")),
-                             **{k: res.get(k) for k in ("ci_low", "ci_high", "ci_method", "p_value", "null_value")},
-                             "n": res.get("n", res.get("n_pairs", (res.get("n_group") or 0) + (res.get("n_rest") or 0))),
-                             "n_clusters": res.get("n_clusters")})
+                rows.append({"model": model, "metric": m["id"], **{k: res.get(k) for k in (
+                    "estimate", "ci_low", "ci_high", "ci_method", "p_value", "null_value", "n", "n_clusters")}})
     return pd.DataFrame(rows)
 
 
