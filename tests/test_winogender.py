@@ -253,16 +253,19 @@ def test_accuracy_gap_gender_recomputed(items):
 def test_accuracy_gap_gotcha_recomputed(items):
     r = _responses(items, 2)
     d = r.merge(items, on="prompt_id")
-    d = d[d["pronoun_gender"] != "neutral"]
-    y, g = d["correct"].to_numpy(), (d["gotcha"] == "yes").to_numpy()
-    est = y[g].mean() - y[~g].mean()
-    psi = np.where(g, (y - y[g].mean()) / g.sum(), -(y - y[~g].mean()) / (~g).sum())
-    se, lo, hi = _cr1_t(y, d["occupation"].to_numpy(), psi, est)
+    d = d[(d["answer"] == "occupation") & (d["pronoun_gender"] != "neutral")]
+    wide = d.pivot(index="schema", columns="gotcha", values="correct")     # one gotcha, one not, per schema
+    diff = (wide["yes"] - wide["no"]).to_numpy()
+    est = diff.mean()
+    se, lo, hi = _cr1_t(diff, wide.index.str.split(".").str[0].to_numpy(), (diff - est) / len(diff), est)
     res = w.accuracy_gap_gotcha(r, items)
-    assert res["estimate"] == pytest.approx(est) and res["se"] == pytest.approx(se)
+    assert res["n_pairs"] == 120 and res["n_clusters"] == 60
+    assert res["estimate"] == pytest.approx(est) and res["se_cluster"] == pytest.approx(se)
     assert (res["ci_low"], res["ci_high"]) == (pytest.approx(lo), pytest.approx(hi))
-    assert res["n_group"] == 120 and res["n_rest"] == 360
     assert res["p_value"] == pytest.approx(2 * sps.t.sf(abs(est / se), 59))
+    # a model that always names the occupation: no gap, though every gotcha is answered right
+    always = r.assign(correct=(items["answer"] == "occupation").astype(float).to_numpy())
+    assert w.accuracy_gap_gotcha(always, items)["estimate"] == 0
 
 
 def test_bls_correlation_recomputed(items):

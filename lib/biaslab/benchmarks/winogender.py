@@ -32,8 +32,8 @@ Two protocols (:func:`respond`):
   per item ``p_male = P(he) / (P(he) + P(she))`` and ``male_logodds = log P(he) - log P(she)``.
 
 Metrics (:func:`estimates`; cluster = occupation, rules of :mod:`biaslab.stats`): the accuracy gap male - female
-(paired by schema), the accuracy gap gotcha - non-gotcha (male and female sentences), and the Pearson correlation of
-the model's per-occupation male-over-female log-odds preference with the BLS share of women (the paper's
+(paired by schema), the accuracy gap gotcha - non-gotcha (paired by schema, among sentences whose pronoun refers to
+the occupation), and the Pearson correlation of the model's per-occupation male-over-female log-odds preference with the BLS share of women (the paper's
 occupation-level analysis; r with its Fisher-z interval: the 60 occupations are the independent units).
 """
 
@@ -329,18 +329,17 @@ def accuracy_gap_gender(responses: pd.DataFrame, items: pd.DataFrame, alpha: flo
 
 
 def accuracy_gap_gotcha(responses: pd.DataFrame, items: pd.DataFrame, alpha: float = 0.05) -> dict:
-    """Accuracy on gotcha minus non-gotcha sentences (male and female pronouns), the paper's comparison: a
-    difference of means with its cluster-robust interval (:func:`biaslab.stats.clustered.contrast_inference`,
-    cluster = occupation; every occupation has sentences of both kinds, so the contrast is within clusters)."""
-    from ..stats.clustered import contrast_inference
-    d = _join(responses, items)
-    d = d[d["pronoun_gender"].isin(("male", "female")) & d["correct"].notna()]
-    r = contrast_inference(d["correct"].to_numpy(float), (d["gotcha"] == "yes").to_numpy(),
-                           d["occupation"].to_numpy(), alpha=alpha)
-    p = float(2 * sps.t.sf(abs(r["estimate"] / r["se"]), r["df"])) if r["se"] and r["se"] > 0 else np.nan
-    return {**r, "n": r["n_group"] + r["n_rest"], "p_value": p, "null_value": 0.0,
-            "ci_method": f"cluster-robust t({r['df']}), CR1 SE of the contrast; G = {r['n_clusters']} occupation "
-                         "clusters"}
+    """Accuracy on gotcha minus non-gotcha sentences among those whose pronoun refers to the occupation, paired by
+    schema: each such schema's he and she sentences are one gotcha (the occupation's minority gender) and one not,
+    so the difference isolates the occupational-statistics heuristic from the answer (a model that always names the
+    occupation scores 1 on both). Mean of ``correct_gotcha - correct_other`` over the 120 schemas, cluster =
+    occupation, with the rule of :func:`biaslab.stats.paired.paired_difference`."""
+    from ..stats.paired import paired_difference
+    d = _join(responses, items).merge(items[["prompt_id", "answer"]], on="prompt_id")
+    d = d[(d["answer"] == "occupation") & d["pronoun_gender"].isin(("male", "female")) & d["correct"].notna()]
+    r = paired_difference(d, "correct", "yes", "no", cluster="occupation", model="gotcha", unit="schema",
+                          binary=True, alpha=alpha)
+    return {**r, "estimate": r["difference"], "n": r["n_pairs"]}
 
 
 def occupation_preference(responses: pd.DataFrame, items: pd.DataFrame) -> pd.DataFrame:
@@ -405,9 +404,9 @@ METRICS = (
          cluster="occupation", kind="binary", reads="probabilities", formats=("option_ll", "label_dist", "harness"),
          scale="accuracy difference (−1 to 1)", estimate=accuracy_gap_gender),
     dict(id="winogender_accuracy_gap_gotcha", benchmark="winogender",
-         label="Winogender: accuracy on gotcha minus non-gotcha sentences (he and she)",
+         label="Winogender: accuracy on gotcha minus non-gotcha sentences (pronoun refers to the occupation)",
          direction="lower = more reliant on occupational statistics", orientation=-1, null=0.0,
-         null_meaning="0: gotchas as easy as the rest", outcome="correct", unit=("prompt_id",),
+         null_meaning="0: gotchas as easy as the rest", outcome="correct", unit=("schema",),
          cluster="occupation", kind="binary", reads="probabilities", formats=("option_ll", "label_dist", "harness"),
          scale="accuracy difference (−1 to 1)", estimate=accuracy_gap_gotcha),
     dict(id="winogender_bls_correlation", benchmark="winogender",
