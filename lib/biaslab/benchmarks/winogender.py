@@ -33,8 +33,9 @@ Two protocols (:func:`respond`):
 
 Metrics (:func:`estimates`; cluster = occupation, rules of :mod:`biaslab.stats`): the accuracy gap male - female
 (paired by schema), the accuracy gap gotcha - non-gotcha (paired by schema, among sentences whose pronoun refers to
-the occupation), and the Pearson correlation of the model's per-occupation male-over-female log-odds preference with the BLS share of women (the paper's
-occupation-level analysis; r with its Fisher-z interval: the 60 occupations are the independent units).
+the occupation), and the Pearson correlation of the model's per-occupation male-over-female log-odds preference
+with the BLS share of women (the paper's occupation-level analysis; r with its Fisher-z interval: the 60 occupations
+are the independent units).
 """
 
 from __future__ import annotations
