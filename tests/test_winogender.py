@@ -316,3 +316,52 @@ def test_sample_keeps_whole_occupations(bench):
     assert b.name == "winogender" and len(items) == 36 and items["occupation"].nunique() == 3
     assert (items.groupby("schema").size() == 3).all()
     assert w.sample(None)[0].shape[0] == 720
+
+
+# ------------------------------------------------------------------------------ lm-evaluation-harness, same items
+#: a real lm-eval 0.4.13 run of its own `winogender` task (include: winogender.yaml, data source swapped for the
+#: pinned all_sentences.tsv rows: tests/fixtures/make_fixtures.sh smollm2_winogender), SmolLM2, --limit 60
+HARNESS = __import__("pathlib").Path(__file__).parent / "fixtures" / "lm_eval" / "smollm2_winogender"
+
+
+def _harness_samples() -> tuple[list[dict], dict]:
+    import json
+    (s,) = HARNESS.glob("samples_*.jsonl")
+    (r,) = HARNESS.glob("results_*.json")
+    return [json.loads(x) for x in s.read_text().splitlines()], json.loads(r.read_text())
+
+
+def test_harness_format_asks_lm_evals_requests_and_reads_its_accuracy(items):
+    samples, results = _harness_samples()
+    assert results["n-samples"]["local_winogender"] == {"original": 720, "effective": 60}
+    by_id = items.set_index(items["prompt_id"].str.removeprefix("winogender:") + ".txt")
+    sub = by_id.loc[[s["doc"]["sentid"] for s in samples]].reset_index(drop=True)
+    ctx, conts = w.harness_requests(sub)
+    for s, c, (occ, par), (_, r) in zip(samples, ctx, conts, sub.iterrows()):
+        args = s["arguments"]
+        assert (args["gen_args_0"]["arg_0"], args["gen_args_0"]["arg_1"]) == (c, occ)
+        assert (args["gen_args_1"]["arg_0"], args["gen_args_1"]["arg_1"]) == (c, par)
+        assert s["doc"]["label"] == (r["answer"] == "participant") and s["doc"]["pronoun"] == r["pronoun"]
+    # biaslab's reading (occupation_logodds > 0 -> occupation) on the harness's log-likelihoods is its acc
+    ll = np.array([[float(x[0]) for x in s["filtered_resps"]] for s in samples])
+    lo = ll[:, 0] - ll[:, 1]
+    correct = np.where(lo > 0, 0, 1) == (sub["answer"] == "participant").to_numpy()
+    np.testing.assert_array_equal(correct.astype(float), [s["acc"] for s in samples])
+    assert correct.mean() == results["results"]["local_winogender"]["acc,none"]
+
+
+@pytest.mark.model
+def test_harness_accuracy_equals_lm_evals_on_the_same_items(items):
+    from helpers import scorer
+    from biaslab import models
+    samples, results = _harness_samples()
+    by_id = items.set_index(items["prompt_id"].str.removeprefix("winogender:") + ".txt")
+    sub = by_id.loc[[s["doc"]["sentid"] for s in samples]].reset_index(drop=True)
+    lm = models.load("smollm2-135m-instruct", device="cpu", dtype="float32")
+    # lm-eval's HF backend puts no BOS before a non-empty context (except for Gemma models): a Scorer without the
+    # prefix token asks what it asked
+    r = w.SPEC.responses(scorer(lm, prefix=None), sub, w.PROTOCOL.replace(format="harness"))
+    np.testing.assert_array_equal(r["correct"].to_numpy(), [s["acc"] for s in samples])
+    assert r["correct"].mean() == results["results"]["local_winogender"]["acc,none"]
+    ll = np.array([[float(x[0]) for x in s["filtered_resps"]] for s in samples])
+    assert np.abs(r["occupation_logodds"].to_numpy() - (ll[:, 0] - ll[:, 1])).max() < 2e-3
