@@ -27,7 +27,9 @@ Two protocols (:func:`respond`):
   the options' log-likelihoods (their texts after the cue, as BBQ's ``option_ll``), ``label_dist`` the next-token
   probability of A / B. ``harness`` is lm-evaluation-harness's ``winogender`` task (0.4.x,
   ``lm_eval/tasks/winogender/winogender.yaml``): context ``"<sentence> ‘<Pronoun>’ refers to the"``, choices
-  ``" <occupation>"`` / ``" <participant>"``, accuracy by the larger summed log-likelihood (its ``acc``).
+  ``" <occupation>"`` / ``" <participant>"``, accuracy by the larger summed log-likelihood (its ``acc``). lm-eval's
+  HF backend puts no BOS before a non-empty context except for Gemma models: ask SmolLM2 with ``Scorer(prefix=None)``
+  to ask what it asks (tests/test_winogender.py compares the two on a real lm-eval log).
 * **pronoun likelihood** (``likelihood``) — the summed log-probability of the schema's sentence with he, she and they;
   per item ``p_male = P(he) / (P(he) + P(she))`` and ``male_logodds = log P(he) - log P(she)``.
 
