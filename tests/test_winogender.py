@@ -319,20 +319,21 @@ def test_sample_keeps_whole_occupations(bench):
 
 
 # ------------------------------------------------------------------------------ lm-evaluation-harness, same items
-#: a real lm-eval 0.4.13 run of its own `winogender` task (include: winogender.yaml, data source swapped for the
-#: pinned all_sentences.tsv rows: tests/fixtures/make_fixtures.sh smollm2_winogender), SmolLM2, --limit 60
-HARNESS = __import__("pathlib").Path(__file__).parent / "fixtures" / "lm_eval" / "smollm2_winogender"
+#: real lm-eval 0.4.13 runs of its own `winogender` task (include: winogender.yaml, data source swapped for the
+#: pinned all_sentences.tsv rows: tests/fixtures/make_fixtures.sh smollm2_winogender gemma_winogender), --limit 60
+HARNESS = __import__("pathlib").Path(__file__).parent / "fixtures" / "lm_eval"
 
 
-def _harness_samples() -> tuple[list[dict], dict]:
+def _harness_samples(model: str = "smollm2") -> tuple[list[dict], dict]:
     import json
-    (s,) = HARNESS.glob("samples_*.jsonl")
-    (r,) = HARNESS.glob("results_*.json")
+    (s,) = (HARNESS / f"{model}_winogender").glob("samples_*.jsonl")
+    (r,) = (HARNESS / f"{model}_winogender").glob("results_*.json")
     return [json.loads(x) for x in s.read_text().splitlines()], json.loads(r.read_text())
 
 
-def test_harness_format_asks_lm_evals_requests_and_reads_its_accuracy(items):
-    samples, results = _harness_samples()
+@pytest.mark.parametrize("model", ["smollm2", "gemma"])
+def test_harness_format_asks_lm_evals_requests_and_reads_its_accuracy(items, model):
+    samples, results = _harness_samples(model)
     assert results["n-samples"]["local_winogender"] == {"original": 720, "effective": 60}
     by_id = items.set_index(items["prompt_id"].str.removeprefix("winogender:") + ".txt")
     sub = by_id.loc[[s["doc"]["sentid"] for s in samples]].reset_index(drop=True)
