@@ -457,6 +457,8 @@ SPEC = Spec(
              "normalization": ("option_ll", "harness", "likelihood")},
     honours=("format", "wording", "instruction", "chat", "order", "normalization"),
     respond=respond, paper_chat=paper_chat, sample=sample, columns=COLUMNS,
+    # whole occupations (sample); default: every sentence in notebook 1 (720 option_ll requests took 174 CPU-s for
+    # SmolLM2 on the shared 2-core machine), 20 occupations per universe in notebook 6, which asks them many times
     sizes={"smoke": {"01_multifactor": {"max_prompts": 24}, "06_multiverse": {"items": 24}},
-           "default": {"01_multifactor": {"max_prompts": None}, "06_multiverse": {"items": None}}},
+           "default": {"01_multifactor": {"max_prompts": None}, "06_multiverse": {"items": 240}}},
 )
