@@ -301,6 +301,22 @@ def test_bls_correlation_of_the_pronoun_likelihood(items):
         sps.pearsonr(expected, occ["bls_pct_female"]).statistic)
 
 
+@pytest.mark.parametrize("fmt", ["option_ll", "label_dist", "harness", "likelihood"])
+def test_estimates_read_what_respond_returns(items, fmt):
+    """``estimates`` on ``respond``'s own table (which has the model's ``answer`` beside the item's): the stand-in
+    always resolves by the occupation's majority, so every gotcha is wrong and every non-gotcha right."""
+    sub = items[items["occupation"].isin(["nurse", "engineer", "technician", "accountant", "supervisor"])]
+    r = w.respond(_Stereotyped(sub), sub, w.PROTOCOL.replace(format=fmt))
+    est = w.estimates(r, sub).set_index("metric")
+    if fmt == "likelihood":
+        assert list(est.index) == ["winogender_bls_correlation"]
+        return
+    assert list(est.index) == ["winogender_accuracy_gap_gender", "winogender_accuracy_gap_gotcha",
+                               "winogender_bls_correlation_coreference"]
+    assert est.at["winogender_accuracy_gap_gotcha", "estimate"] == -1.0
+    assert est.at["winogender_accuracy_gap_gotcha", "n"] == 10 and est["n_clusters"].eq(5).all()
+
+
 def test_spec_is_registered_and_complete():
     s = SPECS["winogender"]
     assert s is w.SPEC and s.protocol.format == s.formats[0]

@@ -314,8 +314,10 @@ def respond(scorer, items: pd.DataFrame, protocol: Protocol = PROTOCOL) -> pd.Da
 
 # ------------------------------------------------------------------------------- metrics
 def _join(responses: pd.DataFrame, items: pd.DataFrame) -> pd.DataFrame:
-    keep = ["prompt_id", "occupation", "schema", "pronoun_gender", "gotcha", "bls_pct_female"]
-    return responses.merge(items[keep], on="prompt_id", how="inner", validate="many_to_one")
+    """Responses with their items' design columns (``answer`` is the item's referent, not the model's answer)."""
+    keep = ["prompt_id", "occupation", "schema", "pronoun_gender", "answer", "gotcha", "bls_pct_female"]
+    r = responses.drop(columns=[c for c in keep[1:] if c in responses])
+    return r.merge(items[keep], on="prompt_id", how="inner", validate="many_to_one")
 
 
 def accuracy_gap_gender(responses: pd.DataFrame, items: pd.DataFrame, alpha: float = 0.05) -> dict:
@@ -338,7 +340,7 @@ def accuracy_gap_gotcha(responses: pd.DataFrame, items: pd.DataFrame, alpha: flo
     occupation scores 1 on both). Mean of ``correct_gotcha - correct_other`` over the 120 schemas, cluster =
     occupation, with the rule of :func:`biaslab.stats.paired.paired_difference`."""
     from ..stats.paired import paired_difference
-    d = _join(responses, items).merge(items[["prompt_id", "answer"]], on="prompt_id")
+    d = _join(responses, items)
     d = d[(d["answer"] == "occupation") & d["pronoun_gender"].isin(("male", "female")) & d["correct"].notna()]
     r = paired_difference(d, "correct", "yes", "no", cluster="occupation", model="gotcha", unit="schema",
                           binary=True, alpha=alpha)
