@@ -12,7 +12,7 @@ __all__ = ["Benchmark", "Factor", "FactorSpec", "SPECS", "register", "spec"]
 
 
 # --------------------------------------------------------------------------- the registry: one line per benchmark
-from . import agentic, bbq, calm, crows_pairs, ssqa  # noqa: E402
+from . import agentic, bbq, calm, crows_pairs, ssqa, winogender  # noqa: E402
 from .spec import Spec  # noqa: E402
 
 SPECS: dict[str, Spec] = {s.name: s for s in (
@@ -21,6 +21,7 @@ SPECS: dict[str, Spec] = {s.name: s for s in (
     calm.SPEC,
     crows_pairs.SPEC,
     agentic.SPEC,
+    winogender.SPEC,
 )}
 
 
