@@ -3,6 +3,7 @@ and sizes; 20 items in ``tests/fixtures/pronoun_bench/items.csv``) registers its
 and 5 with no edit of the library: the registry, the notebooks' ``benchmark_modules`` parameter and the spec are all
 it takes."""
 
+import dataclasses
 import json
 import os
 import sys
@@ -128,3 +129,36 @@ def test_the_plugin_runs_through_notebooks_1_6_and_5(pronoun, monkeypatch, tmp_p
     assert row["n_clusters"] == 10 and row["null"] == 0.5
     wide = pd.read_csv(tmp_path / "05_compare" / "tables" / "model_metric_wide.csv")
     assert metric in wide.columns
+
+
+def _with_metric(spec, **change):
+    """The plugin re-registered with its metric changed (the fixture unregisters it)."""
+    return benchmarks.register(dataclasses.replace(spec, metrics=(dataclasses.replace(spec.metrics[0], **change),)))
+
+
+def test_a_metric_missing_what_notebooks_6_and_5_need_is_named(pronoun):
+    from biaslab.papers import compare
+    from biaslab.papers.multiverse import analysis, design, run
+    spec, _ = pronoun
+    assert design.check("pronoun") is spec and "pronoun" in design.names()
+    _with_metric(spec, item_values=None)                 # notebook 6: not in the multiverse, named when asked
+    assert "pronoun" not in design.names()
+    for call in (lambda: design.check("pronoun"), lambda: run.items("pronoun", None)):
+        with pytest.raises(TypeError, match=r"none of its metrics \['pronoun_stereotype_preferred'\] declares "
+                                            r"Metric.item_values"):
+            call()
+    m = _with_metric(spec, estimate=None).metrics[0]     # item_values alone: read as a family, its ids checked
+    bench = spec.load()
+    r = factorial.score(spec, _LengthScorer(), bench.prompts).assign(universe="paper")
+    with pytest.raises(TypeError, match="'pronoun_stereotype_preferred' declares item_values but no Metric.estimate"):
+        analysis.universe_values({"pronoun": r}, {"pronoun": bench.prompts}, family=True)
+    with pytest.raises(TypeError, match="no Metric.estimate"):
+        analysis.family_values(m, r, bench.prompts)
+    _with_metric(spec, sources=())                       # notebook 5: not read, named when asked
+    assert "pronoun_stereotype_preferred" in compare.unread_metrics()
+    assert "pronoun_stereotype_preferred" not in [x.id for x in compare.all_metrics()]
+    with pytest.raises(KeyError, match="'pronoun_stereotype_preferred' declares no Metric.sources"):
+        compare.metric("pronoun_stereotype_preferred")
+    _with_metric(spec, folder="")
+    with pytest.raises(TypeError, match="declares sources but no Metric.folder"):
+        compare.all_metrics()
