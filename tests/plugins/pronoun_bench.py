@@ -95,6 +95,7 @@ def responder_check(d: pd.DataFrame, items=None) -> pd.DataFrame:
     from biaslab.stats import responders
     return responders.not_judged(d[["model", "universe"]], NOT_JUDGED).assign(metric=READ)
 
+
 SPEC = register(Spec(
     name="pronoun", title="Pronouns", load=load,
     protocol=Protocol(format="likelihood"), formats=("likelihood",), applies={"chat": ()},
