@@ -106,19 +106,28 @@ def test_the_plugin_runs_through_notebooks_1_6_and_5(pronoun, monkeypatch, tmp_p
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(PLUGINS), os.environ.get("PYTHONPATH", "")]))
     plugin = {"benchmark_modules": ["pronoun_bench"]}
     for notebook, variant, overrides in (("01_multifactor", "pronoun", {}),
-                                         ("06_multiverse", "", {**plugin, "benchmarks": ["pronoun"]}),
+                                         # a second universe (the weights rounded to bfloat16): a paired difference
+                                         ("06_multiverse", "", {**plugin, "benchmarks": ["pronoun"],
+                                                                "factors": ["answer_format", "precision"],
+                                                                "precisions": ["float32", "bf16_weights"]}),
                                          ("05_compare", "", {**plugin, "outputs_root": str(tmp_path)})):
         manifest = runner.run_one(notebook, variant, "smoke", overrides, tmp_path, html=False)
         assert manifest["status"] == "ok", f"{notebook}: {manifest.get('error')}"
 
     est = pd.read_csv(tmp_path / "06_multiverse" / "tables" / "estimates.csv")
-    assert set(est["metric"]) == {metric} and "paper" in set(est["universe"])
+    assert set(est["metric"]) == {metric} and set(est["universe"]) == {"paper", "precision=bf16_weights"}
     paper = est[est["universe"] == "paper"].iloc[0]
     assert paper["n"] == 20 - paper["n_unparsed"] and paper["n_clusters"] == 10
     assert paper["ci_low"] <= paper["estimate"] <= paper["ci_high"] and paper["ci_low"] < paper["ci_high"]
     # notebook 6's paper universe sends notebook 1's requests: the same share
     resp = pd.read_csv(tmp_path / "01_multifactor" / "pronoun" / "tables" / "responses.csv")
     assert paper["estimate"] == pytest.approx(resp["stereotype_preferred"].dropna().mean())
+
+    # each universe paired with the paper's on the same items, clustered by occupation; the analysis plan declares
+    # no equivalence margin for a plugin's metric, so it is not judged, and says so
+    eq = pd.read_csv(tmp_path / "06_multiverse" / "tables" / "equivalence.csv").iloc[0]
+    assert eq["metric"] == metric and eq["n_pairs"] == paper["n"] and eq["n_clusters"] == 10
+    assert eq["tost_ci_low"] <= eq["difference"] <= eq["tost_ci_high"] and eq["agreement"].startswith("not judged")
 
     table = pd.read_csv(tmp_path / "05_compare" / "tables" / "model_metric.csv")
     row = table[table["metric"] == metric]
@@ -127,6 +136,7 @@ def test_the_plugin_runs_through_notebooks_1_6_and_5(pronoun, monkeypatch, tmp_p
     assert row["estimate"] == pytest.approx(paper["estimate"]) == pytest.approx(row["estimate_from_responses"])
     assert row["ci_low"] <= row["estimate"] <= row["ci_high"] and row["ci_low"] < row["ci_high"]
     assert row["n_clusters"] == 10 and row["null"] == 0.5
+    assert row["multiverse_universes"] == 1         # notebook 6's reading of the metric, in notebook 5's table
     wide = pd.read_csv(tmp_path / "05_compare" / "tables" / "model_metric_wide.csv")
     assert metric in wide.columns
 
