@@ -86,6 +86,8 @@ found = {m.id: (root / m.folder / "tables").exists() for m in chosen}
 print("outputs read from", root.resolve())
 for m in chosen:
     print(f"  {m.id:42s} {'found' if found[m.id] else 'MISSING'}  {m.folder}")
+if metrics is None and compare.unread_metrics():
+    print("  not read here (no Metric.sources: notebook 6 only):", ", ".join(compare.unread_metrics()))
 chosen = tuple(m for m in chosen if found[m.id])
 if not chosen:
     raise FileNotFoundError(f"no output of notebooks 1-4 under {root.resolve()}: run them first, or set outputs_root")

@@ -109,9 +109,8 @@ if torch_threads:
 registry.import_plugins(benchmark_modules)
 benchmarks = benchmarks or list(design.names())
 items = {**profiles.multiverse_items(profile), **items}      # the sizes each spec declares, unless given here
-unknown = set(benchmarks) - set(design.names())
-if unknown:
-    raise ValueError(f"benchmarks must be among {design.names()}, not {sorted(unknown)}")
+for b in benchmarks:
+    design.check(b)         # a benchmark the multiverse cannot run: an error naming the spec field it lacks
 bad = {b: items.get(b, "no size") for b in benchmarks
        if b not in items or not (items[b] is None or isinstance(items[b], int) and items[b] > 0)}
 if bad:

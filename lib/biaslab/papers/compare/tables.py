@@ -44,7 +44,17 @@ from ...stats import verdict as V
 def all_metrics() -> tuple[Metric, ...]:
     """Every registered benchmark's metrics that notebook 5 reads (those with a source table), in registry order;
     a call, not a constant, so that a benchmark registered later (``benchmark_modules``) is seen."""
-    return tuple(m for s in SPECS.values() for m in s.metrics if m.sources)
+    out = tuple(m for s in SPECS.values() for m in s.metrics if m.sources)
+    for m in out:
+        if not m.folder:
+            raise TypeError(f"metric {m.id!r} declares sources but no Metric.folder (the output folder, relative to "
+                            "the outputs root, whose tables/ hold them), which notebook 5 (05_compare) needs")
+    return out
+
+
+def unread_metrics() -> tuple[str, ...]:
+    """The registered metrics notebook 5 does not read: those without ``Metric.sources`` (notebook 6 only)."""
+    return tuple(m.id for s in SPECS.values() for m in s.metrics if not m.sources)
 
 
 def _or_all(metrics) -> tuple[Metric, ...]:
@@ -55,6 +65,10 @@ def metric(metric_id: str) -> Metric:
     for m in all_metrics():
         if m.id == metric_id:
             return m
+    if metric_id in unread_metrics():
+        raise KeyError(f"metric {metric_id!r} declares no Metric.sources (the table and column of its notebook's "
+                       "output holding its value per model), which notebook 5 (05_compare) needs; set them in its "
+                       "module's SPEC (docs/adding_a_benchmark.md)")
     raise KeyError(f"no metric {metric_id!r}; metrics are {[m.id for m in all_metrics()]}")
 
 

@@ -40,10 +40,25 @@ def multiverse_metrics(names) -> list:
     return [m for b in names for m in benchmarks.spec(b).metrics if m.item_values]
 
 
+def family_values(m, r: pd.DataFrame, items: pd.DataFrame) -> pd.DataFrame:
+    """The per-unit values of a metric without ``estimate``: a family of per-group values, each id
+    ``<metric>:<class type>:<group>`` (:func:`group_preference`); any other id is a metric missing its estimate."""
+    v = m.item_values(r, items)
+    bad = sorted({x for x in v["metric"].astype(str) if x.count(":") < 2})
+    if bad:
+        raise TypeError(f"metric {m.id!r} declares item_values but no Metric.estimate, so notebook 6 (06_multiverse) "
+                        f"reads it as a family of per-group values, ids '<metric>:<class type>:<group>', but its "
+                        f"item_values returned {bad[:3]}; give it an estimate (one row per model x universe; "
+                        "docs/adding_a_benchmark.md)")
+    return v
+
+
 def universe_values(responses: dict, item_sets: dict, family: bool = False) -> pd.DataFrame:
     """Every multiverse metric's per-unit values (``Metric.item_values``; ``family``: those of the metrics without
-    an ``estimate``, one value per unit and group), model by model. ``responses``, ``item_sets``: benchmark -> table."""
-    parts = [m.item_values(part, item_sets[b]) for b, d in responses.items() if len(d)
+    an ``estimate``, one value per unit and group, :func:`family_values`), model by model. ``responses``,
+    ``item_sets``: benchmark -> table."""
+    values = family_values if family else (lambda m, r, its: m.item_values(r, its))
+    parts = [values(m, part, item_sets[b]) for b, d in responses.items() if len(d)
              for _, part in d.groupby("model", sort=False)
              for m in multiverse_metrics([b]) if (m.estimate is None) == family]
     return (pd.concat(parts, ignore_index=True) if parts else

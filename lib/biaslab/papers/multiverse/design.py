@@ -71,6 +71,19 @@ def names() -> tuple[str, ...]:
                  if s.protocol is not None and any(m.item_values for m in s.metrics))
 
 
+def check(benchmark: str):
+    """The spec of a benchmark the multiverse can run, or an error naming the field it lacks (``Spec.protocol``; a
+    ``Metric`` with ``item_values``)."""
+    s = benchmarks.spec(benchmark)
+    s.need("protocol", "notebook 6 (06_multiverse)")
+    if not any(m.item_values for m in s.need("metrics", "notebook 6 (06_multiverse)")):
+        raise TypeError(f"benchmark {benchmark!r}: none of its metrics {[m.id for m in s.metrics]} declares "
+                        "Metric.item_values (the per-unit values notebook 6 (06_multiverse) pairs universes on; with "
+                        "Metric.estimate, its estimate per universe); set them in the module's SPEC "
+                        "(docs/adding_a_benchmark.md)")
+    return s
+
+
 def applies(benchmark: str, factor: str) -> tuple[str, ...]:
     """The answer formats a factor enters (its spec's ``applies``; every format when it says nothing)."""
     s = benchmarks.spec(benchmark)

@@ -31,10 +31,7 @@ def _takes(f, name: str) -> bool:
 def items(benchmark: str, n: int | None, seed: int = 0, bbq_pool: int | None = 150) -> tuple[pd.DataFrame, object]:
     """(items, Benchmark): the benchmark's own design-preserving subset (its spec's ``sample``; ``n=None``: all; a
     sampler that takes a ``pool`` — BBQ's — draws from notebook 1's ``bbq_pool``-prompt sample)."""
-    if benchmark not in design.names():
-        raise KeyError(f"benchmark {benchmark!r} cannot run in the multiverse; choose from {design.names()} (a "
-                       "registered spec with a protocol and a metric with item_values)")
-    s = registry.spec(benchmark)
+    s = design.check(benchmark)
     return s.sample(n, seed=seed, **({"pool": bbq_pool} if _takes(s.sample, "pool") else {}))
 
 
@@ -177,6 +174,8 @@ def run_model(model_spec, benchmarks: dict, *, device: str = "auto", dtype: str 
                     if m.item_values and m.estimate:
                         out["estimates"].append({"model": name, "benchmark": bench, "universe": u.id,
                                                  **estimate_row(m, r, its, n_boot, seed), **u.as_dict})
+                    elif m.item_values and len(frames) == 1:    # a family: its ids checked on the first universe
+                        analysis.family_values(m, frames[0], its)
             out["universes"].append(design.universe_table(us, spec, status).assign(model=name))
             out["responses"][bench] = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
         for p, sc in prec.loaded.items() if tolerance_texts else ():
