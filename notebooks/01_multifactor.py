@@ -346,16 +346,14 @@ timings["released"] = time.perf_counter() - t0
 # %%
 t0 = time.perf_counter()
 base_prompts = prompts[prompts["cot"] == "no"] if "cot" in prompts else prompts
-protocol = bspec.protocol
 if selection:
-    # another notebook's own selection (CALM: notebook 2's templates, names, k-shot): the same requests, so its cached
-    # scores are shared
+    # another notebook's own selection (CALM: notebook 2's): the same requests, so its cached scores are shared
     if plan.select is None:
         raise ValueError(f"selection: {bspec.title}'s FactorPlan declares no select hook; leave selection None")
-    subset, protocol = plan.select(base_prompts, protocol, seed=seed, **selection)
+    subset, protocol = plan.select(base_prompts, bspec.protocol, seed=seed, **selection)
     print(f"{bspec.title} prompts as {plan.shares_scores_with or 'the plan'} selects them: {selection}")
 else:
-    subset = factorial.sample(plan, base_prompts, max_prompts, seed=seed)
+    subset, protocol = factorial.sample(plan, base_prompts, max_prompts, seed=seed), bspec.protocol
 print(f"scoring {len(subset):,} of {len(base_prompts):,} prompts per model "
       f"(stratified by {', '.join(plan.strata)})")
 cot_subset = None
@@ -882,8 +880,7 @@ print(f"{len(oversize)} of {len(calibration)} claim instances reject a true null
 from biaslab import sensitivity_analyses  # noqa: E402
 from biaslab.stats import sensitivity as sens  # noqa: E402
 
-sensitivity = sensitivity_analyses.multifactor_sensitivity(pst, nocot, benchmark, plan, bench.clusters, seed=seed,
-                                                           plan=PLAN)
+sensitivity = sensitivity_analyses.multifactor_sensitivity(pst, nocot, benchmark, plan, bench.clusters, seed, plan=PLAN)
 out.table(sensitivity, "sensitivity")
 display(Markdown(sens.render(sensitivity)))
 

@@ -340,16 +340,17 @@ display(Markdown(findings.ordering_findings(kendall, pairwise)))
 # %% [markdown]
 # ## 8. Multiple choice against open-ended answers on the same items (the RUTEd question)
 #
-# Per model: the items of each benchmark whose open answers are read as one of its options
-# (`Spec.open_answers_as_options`: BBQ) answered in the paper's universe (option log-likelihood) and in the
-# open-ended universe (no options shown, answer matched). Agreement of the answer category (biased / counter-biased / unknown) and Cohen's
-# κ over the items whose open answer was matched, with template-cluster bootstrap intervals; the unmatched and
-# multi-group answers counted; and the paired difference of the ambiguous-context bias scores (open − multiple
-# choice) with a template-paired bootstrap interval.
+# Per model: the items of each benchmark with open answers read as one of the item's options (`open_ended` among its
+# formats; items with biased, unknown and template columns: BBQ) in the paper's universe (option log-likelihood) and
+# open-ended (no options shown, answer matched). Agreement of the answer category (biased / counter-biased / unknown)
+# and Cohen's κ over the items whose open answer was matched, with template-cluster bootstrap intervals; the
+# unmatched and multi-group answers counted; and the paired difference of the ambiguous-context bias scores (open −
+# multiple choice) with a template-paired bootstrap interval.
 
 # %%
 ruted = []
-opened = {b: r for b, r in responses.items() if registry.spec(b).open_answers_as_options and len(r)}
+opened = {b: r for b, r in responses.items() if len(r) and "open_ended" in registry.spec(b).formats and
+          {"biased_index", "unknown_index", "context_condition", "template", "options"} <= set(item_sets[b])}
 for b, r in opened.items():
     for m, d in r.groupby("model") if "open_ended" in set(r["answer_format"]) else ():
         mc, op = d[d["universe"] == "paper"], d[d["universe"] == "answer_format=open_ended"]
@@ -390,8 +391,7 @@ display(Markdown(findings.matcher_sentence(matcher_check, len(labels))))
 # %% [markdown]
 # ## 9. A second reader of the open answers (optional judge)
 #
-# With `judge` (any model spec, e.g. a served model), each open answer read as an option (BBQ's) is also classified
-# by that model
+# With `judge` (any model spec, e.g. a served model), each open answer read as an option (BBQ) is also read by it
 # (which of the item's options it refers to). The judge is validated against the answers labelled by hand (precision
 # and recall per kind, as the matcher is), and the rate of biased answers over the notebook's open answers is
 # estimated by prediction-powered inference (Angelopoulos et al. 2023; `stats.agreement.ppi_mean`, `ppi_py`): the

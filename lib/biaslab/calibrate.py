@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from . import plan as P
+from .benchmarks import SPECS, spec
 from .stats import calibration as C
 
 TESTED = ("distinguishable", "not distinguishable")
@@ -77,11 +78,9 @@ def _labels(df: pd.DataFrame, cols) -> list[np.ndarray]:
 # ------------------------------------------------------------------------------------------------ per notebook
 def multifactor_instances(tables: Path, benchmark: str, data: pd.DataFrame | None = None) -> list[Instance]:
     """Notebook 1's ``dm-difference``: the two models' linearized pseudo-values of the deviation-metric difference
-    (:func:`biaslab.stats.paired.paired_metric_pseudo_values`) on the benchmark's clusters (``cluster_columns``: SSQA
-    crossed template x stigma). ``data``: the notebook's
-    no-CoT responses with their factors (read from ``responses*.csv`` when None, SSQA's missing factors joined from
-    its prompt table)."""
-    from .benchmarks import spec
+    (:func:`biaslab.stats.paired.paired_metric_pseudo_values`) on the benchmark's ``cluster_columns``. ``data``: the
+    notebook's no-CoT responses with their factors (read from ``responses*.csv`` when None, SSQA's missing factors
+    joined from its prompt table)."""
     from .stats.paired import paired_metric_pseudo_values
     tables = Path(tables)
     rows = _tested(_read(tables / "paired_subgroup_tests.csv"))
@@ -343,7 +342,6 @@ def budget_of(root: Path, plan: "P.Plan") -> tuple[dict[str, float], dict[str, i
 
 def all_instances(root: Path) -> list[Instance]:
     """Every tested claim instance of the committed outputs under ``root``."""
-    from .benchmarks import SPECS
     root = Path(root)
     insts = []
     for nb in NOTEBOOKS:

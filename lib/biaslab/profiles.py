@@ -35,11 +35,6 @@ NOTEBOOKS: dict[str, dict[str, dict]] = {
 #: ``biaslab reproduce`` runs them after all the others
 READS_OUTPUTS_ONLY = {"05_compare"}
 
-#: notebook-1 variants that score exactly what another notebook scores (``FactorPlan.shares_scores_with``): ``reproduce
-#: --jobs`` runs each with its partner, one after the other, so the second reads the first's cached scores (notebook
-#: 6's paper universe sends notebook 1's BBQ requests: 01/bbq runs just before it, in its lane)
-SHARES_SCORES_WITH = {f"01_multifactor/{n}": s.factor_plan.shares_scores_with for n, s in SPECS.items()
-                      if s.factor_plan is not None and s.factor_plan.shares_scores_with}
 #: lanes to start first with ``--jobs``, longest first (cold, 2 cores: perf/results/reproduce/default_cold.json).
 #: Notebook 6's paper universes send notebook 3's and 4's requests: whichever lane asks first computes them, the
 #: other reads them from the cache (two lanes asking at once may both compute one).

@@ -9,8 +9,7 @@ Per claim instance, beside its primary analysis, the analyses its plan claim lis
   whose switch moves the estimate towards the null must be counted as deviating to change the verdict (switched in
   a seeded random order);
 * **degenerate-responder threshold**: the modal-share threshold of :data:`biaslab.stats.responders.THRESHOLDS`
-  (0.95) at 0.90 and 0.99; a pair with a model degenerate under the alternative threshold is not tested (where the
-  outcome reads the answer: ``FactorPlan.reads``);
+  (0.95) at 0.90 and 0.99 (``FactorPlan.reads`` the answer); a pair with a model degenerate then is not tested;
 * **an outcome's alternative definitions** (notebook 1, ``FactorPlan.outcome_variants``: the agentic entropy cut).
 
 * **sampling weights** (CrowS-Pairs, notebook 5's ``crows-en-share``): the balanced sample unweighted, and the
@@ -98,8 +97,7 @@ def _degenerate_rows(base: dict, primary: dict, answers: pd.DataFrame, models: t
 
 
 def _invalid_rows(base: dict, df: pd.DataFrame, a: str, b: str, test: Callable[[pd.DataFrame], dict],
-                  rule: Callable[[float], str], outcome: str = "deviated", seed: int = 0,
-                  invalid: tuple = (INVALID,)) -> list:
+                  rule: Callable[[float], str], outcome: str = "deviated", seed: int = 0, invalid=(INVALID,)) -> list:
     """Invalid answers counted as deviating, and the tipping point (see the module docstring). ``test`` maps a
     response frame to the instance's result (estimate, ci, p); ``rule`` a p to the verdict (:func:`_family_rule`)."""
     bad = df["answer"].astype(str).isin(invalid).to_numpy()
@@ -195,15 +193,12 @@ def multifactor_sensitivity(pst: pd.DataFrame, nocot: pd.DataFrame, benchmark: s
             x = paired.paired_subgroup_test(d, y, factors, a, b, clusters, ideal=ideal, seed=seed)
             return {"estimate": x["metric_difference"], "ci_low": x["ci_low"], "ci_high": x["ci_high"],
                     "p_value": x["p_value"]}
-        ans = "answer" if "answer" in df else "choice" if "choice" in df else None
-        if ans and fplan.reads == "answer" and "degenerate-threshold" in want:
-            rows += _degenerate_rows(base, prim, df, (a, b), ans)
+        if fplan.reads == "answer" and fplan.answer in df and "degenerate-threshold" in want:     # the plan's answer
+            rows += _degenerate_rows(base, prim, df, (a, b), fplan.answer)
         if fplan.invalid_answers and "answer" in df and "invalid-as-deviating" in want:
             rows += _invalid_rows(base, df, a, b, test, _family_rule(claims, r, alpha), outcome, seed,
                                   fplan.invalid_answers)
-        for sid, variants in fplan.outcome_variants.items():
-            if sid in want:
-                rows += [_row(**base, analysis=name, event="outcome definition", description=desc, r=test(d))
-                         for name, desc, d in variants(df)]
+        rows += [_row(**base, analysis=name, event="outcome definition", description=desc, r=test(d))
+                 for sid, variants in fplan.outcome_variants.items() if sid in want for name, desc, d in variants(df)]
     return S.decide(pd.DataFrame(rows, columns=S.COLUMNS[:10] + S.BUDGET), alpha) if rows else \
         pd.DataFrame(columns=S.COLUMNS)

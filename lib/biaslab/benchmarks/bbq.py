@@ -591,7 +591,7 @@ SPEC = Spec(
     protocol=PROTOCOL, formats=FORMATS, respond=respond, paper_chat=paper_chat, sample=sample,
     columns=("prompt_id", "model", "choice", "answer", "answer_kind", "deviated", "correct", "chose_unknown",
              "non_unknown"),
-    factor_plan=FACTOR_PLAN, open_answers_as_options=True,
+    factor_plan=FACTOR_PLAN,
     # notebook 6: the choices respond reads, and the formats a choice enters (elsewhere it is coded at its reference)
     honours=("format", "wording", "instruction", "chat", "examples", "order"),
     applies={"examples": FORMATS[:3], "order": FORMATS[:3]},

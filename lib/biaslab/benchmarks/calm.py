@@ -658,8 +658,7 @@ FACTOR_PLAN = FactorPlan(
                           "sentiment, toxicity)"),),
     responses=lambda r: r.rename(columns={"output": "answer"}).astype({"correct": int})[
         ["prompt_id", "model", "seed", "answer", "label_mass", "correct"]],
-    select=lambda prompts, protocol, seed=0, **sel: (select(prompts, seed=seed, **sel),
-                                                     protocol.replace(examples=sel["k_shot"])),
+    select=lambda p, protocol, seed=0, **sel: (select(p, seed=seed, **sel), protocol.replace(examples=sel["k_shot"])),
     shares_scores_with="02_calm",
 )
 

@@ -112,13 +112,10 @@ class FactorPlan:
     invalid_answers: tuple = ()                  # answers that are no answer (the responder check leaves them out)
     chance_factor: str | None = None             # power: a typical level of this factor's accuracy vs 1/n_options
     checks: Mapping[str, Callable[[Benchmark], pd.DataFrame]] = field(default_factory=dict)   # table -> check(bench)
-    #: sensitivity id -> responses -> [(analysis, description, responses with ``outcome`` redefined)], each tested
-    #: as the primary (agentic: the entropy cut)
+    #: sensitivity id -> responses -> [(analysis, description, responses with ``outcome`` redefined)] (agentic)
     outcome_variants: Mapping[str, Callable[[pd.DataFrame], list]] = field(default_factory=dict)
-    reads: str = "answer"                        # what ``outcome`` reads: "answer" | "probabilities" (no degenerate-
-                                                 # threshold sensitivity)
-    #: (prompts, protocol, seed, **selection) -> (subset, protocol): another notebook's own prompt selection, from the
-    #: notebook's ``selection`` parameter (CALM: notebook 2's), instead of the stratified ``max_prompts`` sample
+    reads: str = "answer"                        # what ``outcome`` reads: answer | probabilities (no degenerate rows)
+    #: (prompts, protocol, seed, **selection) -> (subset, protocol): the notebook's ``selection`` (CALM: notebook 2's)
     select: Callable[..., tuple] | None = None
     shares_scores_with: str = ""                 # the notebook that scores exactly these requests (runner lanes)
     summaries: Callable[..., list] | None = None  # (scored, subset, cluster) -> [(table, DataFrame, markdown?)]
@@ -200,9 +197,6 @@ class Spec:
     # --- appended (notebook 6): responder_check(responses, items) -> the responder check's rows per model x universe,
     # each labelled (``metric``) by what it reads (``Metric.responder_reads``)
     responder_check: Callable[..., pd.DataFrame] | None = None
-    #: notebook 6, sections 8-9: open answers are read as an option (``choice``) that the items' ``biased_index`` /
-    #: ``unknown_index`` classify, compared with multiple choice and judged (the hand labels are its answers)
-    open_answers_as_options: bool = False
 
     def __post_init__(self):
         if self.protocol is not None:
