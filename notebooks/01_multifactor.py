@@ -53,7 +53,7 @@ bayes_tune = 300  # tuning steps per chain of the Bayesian model
 bayes_chains = 2  # MCMC chains of the Bayesian model
 bayes_all_models = False  # fit the Bayesian model for every model, not the first
 torch_threads = 0  # PyTorch threads (0: one per core)
-calm_selection = None  # CALM only: notebook 2's prompt selection (dict)
+selection = None  # the prompt selection the benchmark's FactorPlan.select takes (CALM: notebook 2's; dict)
 alpha = 0.01  # significance level of the tests
 seed = 0  # seed of every sample, permutation and bootstrap
 calibration_replications = 2000  # null replications per claim instance (tables/calibration.csv)
@@ -87,7 +87,7 @@ def model_label(m):
 # (`cot_seeds`, at most `cot_max_new_tokens` tokens); `bayes_draws = 0` skips the Bayesian model; `torch_threads > 0`
 # sets PyTorch's thread count (0 leaves PyTorch's default, one per core: on an idle 2-core CPU two threads scored
 # CrowS-Pairs sentences 1.7-1.8x faster than one; on a machine shared with other jobs set 1, as two threads then spin
-# against the other processes). On CALM, `calm_selection` (a dict of notebook 2's `k_shot`, `templates_per_task`,
+# against the other processes). On CALM, `selection` (a dict of notebook 2's `k_shot`, `templates_per_task`,
 # `names_per_group`, `template_ids`, `max_prompt_words`) replaces `max_prompts` by notebook 2's own prompt selection,
 # so both notebooks score the same requests once; the profiles pass notebook 2's values. The `smoke` profile
 # runs a handful of prompts with one model; `default` both embedded models on a 2-core CPU, where model scoring is the
@@ -346,13 +346,14 @@ timings["released"] = time.perf_counter() - t0
 # %%
 t0 = time.perf_counter()
 base_prompts = prompts[prompts["cot"] == "no"] if "cot" in prompts else prompts
-if calm_selection:
-    # CALM: notebook 2's own selection (templates, names, k-shot): the same requests, so its cached scores are shared
-    from biaslab.benchmarks import calm
-    subset = calm.select(base_prompts, seed=seed, **calm_selection)
-    print(f"CALM prompts as notebook 2 selects them: {calm_selection}")
+if selection:
+    # another notebook's own selection (CALM: notebook 2's): the same requests, so its cached scores are shared
+    if plan.select is None:
+        raise ValueError(f"selection: {bspec.title}'s FactorPlan declares no select hook; leave selection None")
+    subset, protocol = plan.select(base_prompts, bspec.protocol, seed=seed, **selection)
+    print(f"{bspec.title} prompts as {plan.shares_scores_with or 'the plan'} selects them: {selection}")
 else:
-    subset = factorial.sample(plan, base_prompts, max_prompts, seed=seed)
+    subset, protocol = factorial.sample(plan, base_prompts, max_prompts, seed=seed), bspec.protocol
 print(f"scoring {len(subset):,} of {len(base_prompts):,} prompts per model "
       f"(stratified by {', '.join(plan.strata)})")
 cot_subset = None
@@ -386,8 +387,7 @@ for model_spec in models:   # a local name or folder, or a served model (see the
         served_notes.append(f"{name} (served): {bspec.title} is asked on the raw prompt (completions endpoint "
                             "with echo), not in the chat template the in-process engine applies to "
                             "instruction-tuned models")
-    # the benchmark's own respond at its paper protocol (the requests of notebooks 2-4); CALM with notebook 2's k
-    protocol = bspec.protocol.replace(examples=calm_selection["k_shot"]) if calm_selection else bspec.protocol
+    # the benchmark's own respond at its paper protocol (the requests of notebooks 2-4; CALM with notebook 2's k)
     r = factorial.score(bspec, scorer, subset, protocol)
     scored.append(r)
     if "labels_outside_topk" in r:       # a server's top-k next tokens
@@ -880,8 +880,7 @@ print(f"{len(oversize)} of {len(calibration)} claim instances reject a true null
 from biaslab import sensitivity_analyses  # noqa: E402
 from biaslab.stats import sensitivity as sens  # noqa: E402
 
-sensitivity = sensitivity_analyses.multifactor_sensitivity(pst, nocot, benchmark, plan.ecdf_factors, plan.outcome,
-                                                           bench.clusters, plan.ideal, seed=seed, plan=PLAN)
+sensitivity = sensitivity_analyses.multifactor_sensitivity(pst, nocot, benchmark, plan, bench.clusters, seed, plan=PLAN)
 out.table(sensitivity, "sensitivity")
 display(Markdown(sens.render(sensitivity)))
 

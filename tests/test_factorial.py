@@ -160,6 +160,6 @@ def test_crows_variant_scores_the_sentences_notebook_3_scores():
         assert (profiles.params(prof, "01_multifactor", "agentic")["max_prompts"]
                 == profiles.params(prof, "04_agentic_entropy")["max_prompts"])
         c = profiles.params(prof, "02_calm")     # notebook 1 on CALM selects notebook 2's prompts (calm.SPEC.sizes)
-        assert profiles.params(prof, "01_multifactor", "calm")["calm_selection"] == {
+        assert profiles.params(prof, "01_multifactor", "calm")["selection"] == {
             k: c.get(k) for k in ("k_shot", "templates_per_task", "names_per_group", "template_ids",
                                   "max_prompt_words")}

@@ -75,3 +75,39 @@ def test_the_plan_lists_the_analyses_and_unknown_ids_are_refused(tmp_path):
     f.write_text(P.DEFAULT.read_text().replace("[degenerate-threshold]", "[degenerate-threshold, coin-flip]"))
     with pytest.raises(ValueError, match="claim 'bbq-ambiguous': unknown sensitivity analysis \\['coin-flip'\\]"):
         SA._planned(P.load(f), "bbq-ambiguous", "05_compare")
+
+
+def test_notebook1_sensitivity_follows_the_factor_plan_fields():
+    # the analyses a benchmark's FactorPlan declares, not its name: the agentic plan reads probabilities (no
+    # degenerate-threshold rows) and redefines its outcome at each entropy cut; SSQA's invalid answer "other" gets
+    # the invalid-as-deviating rows. Each alternative is recomputed here by stats.paired directly.
+    from dataclasses import replace
+
+    from biaslab import sensitivity_analyses as SA
+    from biaslab.benchmarks import agentic
+    from biaslab.stats import paired
+    rng = np.random.default_rng(3)
+    n = 2 * 40 * 4
+    df = pd.DataFrame({"model": np.repeat(["a", "b"], n // 2),
+                       "scenario_id": np.tile(np.repeat(np.arange(40), 4), 2),
+                       "class_type": np.tile(["x", "y"], n // 2), "question_type": np.tile(["p", "p", "q", "q"], n // 4),
+                       "entropy": rng.uniform(0.8, 1.0, n), "answer": rng.choice(["1", "2", "other"], n)})
+    df["low_entropy"] = (df["entropy"] < agentic.LOW_ENTROPY).astype(int)
+    fplan = agentic.FACTOR_PLAN
+    pst = pd.DataFrame([{"claim": "dm-difference", "family": "f", "model_a": "a", "model_b": "b", "verdict":
+                         "not distinguishable", "metric_difference": 0.01, "ci_low": -0.1, "ci_high": 0.1,
+                         "p_value": 0.5, "n_families": 1, "share": 1.0}])
+    t = SA.multifactor_sensitivity(pst, df, "agentic", fplan, "scenario_id", plan=P.load()).set_index("analysis")
+    assert list(t.index) == ["primary", "entropy cut 0.90", "entropy cut 0.98"]
+    for cut in agentic.LOW_ENTROPY_ALTERNATIVES:
+        x = paired.paired_subgroup_test(df.assign(low_entropy=(df["entropy"] < cut).astype(int)), "low_entropy",
+                                        fplan.ecdf_factors, "a", "b", "scenario_id")
+        assert t.loc[f"entropy cut {cut:.2f}", "estimate"] == pytest.approx(x["metric_difference"])
+    ssqa_like = replace(fplan, outcome_variants={}, reads="answer", invalid_answers=("other",))
+    t = SA.multifactor_sensitivity(pst, df, "x", ssqa_like, "scenario_id", plan=P.load())
+    assert {"degenerate threshold 0.90", "invalid answers counted as deviating"} <= set(t["analysis"])
+    bad = df["answer"] == "other"
+    x = paired.paired_subgroup_test(df.assign(low_entropy=df["low_entropy"].where(~bad, 1)), "low_entropy",
+                                    fplan.ecdf_factors, "a", "b", "scenario_id")
+    got = t.set_index("analysis").loc["invalid answers counted as deviating", "estimate"]
+    assert got == pytest.approx(x["metric_difference"])

@@ -35,12 +35,6 @@ NOTEBOOKS: dict[str, dict[str, dict]] = {
 #: ``biaslab reproduce`` runs them after all the others
 READS_OUTPUTS_ONLY = {"05_compare"}
 
-#: notebook-1 variants that score exactly what another notebook scores (see :func:`_share_scores`): ``reproduce
-#: --jobs`` runs each with its partner, one after the other, so the second reads the first's cached scores (notebook
-#: 6's paper universe sends notebook 1's BBQ requests: 01/bbq runs just before it, in its lane)
-SHARES_SCORES_WITH = {"01_multifactor/crows_pairs": "03_crows_pairs_bayes",
-                      "01_multifactor/agentic": "04_agentic_entropy",
-                      "01_multifactor/calm": "02_calm", "01_multifactor/bbq": "06_multiverse"}
 #: lanes to start first with ``--jobs``, longest first (cold, 2 cores: perf/results/reproduce/default_cold.json).
 #: Notebook 6's paper universes send notebook 3's and 4's requests: whichever lane asks first computes them, the
 #: other reads them from the cache (two lanes asking at once may both compute one).

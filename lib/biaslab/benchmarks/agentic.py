@@ -440,7 +440,7 @@ def long_table(per: pd.DataFrame) -> pd.DataFrame:
 # ------------------------------------------------------------------------------- notebook 1 (multi-factor)
 #: a prompt's answer distribution counts as concentrated (departing from uniform) below this normalized entropy;
 #: 0.95 is e.g. (0.5, 0.3, 0.2) over three choices (H/log 3 = 0.94). Stated once; notebook 4 reports the mean.
-LOW_ENTROPY = 0.95
+LOW_ENTROPY, LOW_ENTROPY_ALTERNATIVES = 0.95, (0.90, 0.98)     # alternatives: notebook 1's sensitivity "entropy-cut"
 
 #: response-level factor (its values come from the model's answer, not from the prompt): kind "model"
 ANSWER_POSITION = Factor("answer_position", "model", (1, 2, 3, 4, 5), 1,
@@ -470,6 +470,10 @@ FACTOR_PLAN = FactorPlan(
     # the outcome, and the position of the most probable choice as a response factor
     responses=lambda r: r.assign(answer_position=r["top_position"].astype(int),
                                  low_entropy=(r["entropy"] < LOW_ENTROPY).astype(int)),
+    outcome_variants={"entropy-cut": lambda r: [(
+        f"entropy cut {c:.2f}", f"low entropy = normalized entropy < {c:.2f} (primary {LOW_ENTROPY:.2f})",
+        r.assign(low_entropy=(r["entropy"] < c).astype(int))) for c in LOW_ENTROPY_ALTERNATIVES]},
+    reads="probabilities", shares_scores_with="04_agentic_entropy",
 )
 
 # ------------------------------------------------------------------------------- the headline metrics

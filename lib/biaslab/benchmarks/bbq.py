@@ -523,6 +523,7 @@ FACTOR_PLAN = FactorPlan(
     responses=lambda r: r.drop(columns="answer"),     # option_ll: the chosen option is the answer
     answer="choice", n_options=3, chance_factor="category",
     checks={"biased_answer_check": check_biased_answer}, summaries=score_summaries,
+    shares_scores_with="06_multiverse",     # its paper universe asks notebook 1's BBQ requests
 )
 
 # ------------------------------------------------------------------------------- the headline metrics
@@ -578,7 +579,7 @@ def _metric(cond: str, label: str, **multiverse) -> Metric:
         direction="higher = more stereotyped", orientation=1, null=0.0,
         null_meaning="0: biased and counter-biased answers equally often",
         responses=("responses",), response_filters={"context_condition": cond}, outcome=PSEUDO,
-        cluster="template", kind="bbq", derive=with_pseudo_values, responders={},
+        cluster="template", kind="ratio_linearized", derive=with_pseudo_values, responders={},
         answer_mode="option log-probabilities", scale="bias score (−1 to 1)",
         item_values=partial(_universe_values, cond), estimate=partial(_universe_estimate, cond),
         responder_reads=(ANSWER_READ,),

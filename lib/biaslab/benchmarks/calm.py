@@ -658,12 +658,14 @@ FACTOR_PLAN = FactorPlan(
                           "sentiment, toxicity)"),),
     responses=lambda r: r.rename(columns={"output": "answer"}).astype({"correct": int})[
         ["prompt_id", "model", "seed", "answer", "label_mass", "correct"]],
+    select=lambda p, protocol, seed=0, **sel: (select(p, seed=seed, **sel), protocol.replace(examples=sel["k_shot"])),
+    shares_scores_with="02_calm",
 )
 
 
 def _selection(k_shot, templates_per_task, names_per_group, template_ids, max_prompt_words) -> dict:
-    """Notebook 1 scores notebook 2's prompts: its ``calm_selection`` is notebook 2's selection parameters."""
-    return {"01_multifactor": {"max_prompts": None, "calm_selection": {
+    """Notebook 1 scores notebook 2's prompts: its ``selection`` is notebook 2's (FactorPlan.select)."""
+    return {"01_multifactor": {"max_prompts": None, "selection": {
         "k_shot": k_shot, "templates_per_task": templates_per_task, "names_per_group": names_per_group,
         "template_ids": template_ids, "max_prompt_words": max_prompt_words}}}
 

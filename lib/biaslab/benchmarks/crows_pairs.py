@@ -578,6 +578,7 @@ FACTOR_PLAN = FactorPlan(
     prepare=combined, sample=combined_sample, n_options=2,
     # the answer: the sentence preferred (none for a tie)
     responses=lambda r: r.assign(answer=r["stereotype_preferred"].map({1.0: "more", 0.0: "less"})),
+    shares_scores_with="03_crows_pairs_bayes",
 )
 
 # ------------------------------------------------------------------------------- the headline metrics

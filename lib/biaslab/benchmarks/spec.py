@@ -49,7 +49,7 @@ class Metric:
     outcome: str = ""                # response column (or derived by ``derive``)
     unit: tuple = ("prompt_id",)     # pairing unit (columns joined)
     cluster: str | tuple | None = None   # generating unit(s) for intervals: one column, or two crossed ones
-    kind: str = "binary"             # binary | continuous | bbq (a ratio score, linearized) | source_interval
+    kind: str = "binary"             # binary | continuous | ratio_linearized (a ratio score) | source_interval
     derive: Callable | None = None   # responses -> responses with ``outcome`` added
     note: str = ""
     responders: dict | None = None   # rows of the source's responders.csv that judge this metric (None: none do)
@@ -112,6 +112,12 @@ class FactorPlan:
     invalid_answers: tuple = ()                  # answers that are no answer (the responder check leaves them out)
     chance_factor: str | None = None             # power: a typical level of this factor's accuracy vs 1/n_options
     checks: Mapping[str, Callable[[Benchmark], pd.DataFrame]] = field(default_factory=dict)   # table -> check(bench)
+    #: sensitivity id -> responses -> [(analysis, description, responses with ``outcome`` redefined)] (agentic)
+    outcome_variants: Mapping[str, Callable[[pd.DataFrame], list]] = field(default_factory=dict)
+    reads: str = "answer"                        # what ``outcome`` reads: answer | probabilities (no degenerate rows)
+    #: (prompts, protocol, seed, **selection) -> (subset, protocol): the notebook's ``selection`` (CALM: notebook 2's)
+    select: Callable[..., tuple] | None = None
+    shares_scores_with: str = ""                 # the notebook that scores exactly these requests (runner lanes)
     summaries: Callable[..., list] | None = None  # (scored, subset, cluster) -> [(table, DataFrame, markdown?)]
     released: Callable[[Benchmark], pd.DataFrame] | None = None   # other models' released answers (SSQA)
     cot: Callable[[Benchmark], Benchmark] | None = None   # the benchmark with its chain-of-thought prompts (SSQA)

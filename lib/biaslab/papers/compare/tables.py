@@ -176,7 +176,7 @@ def interval(m: Metric, r: pd.DataFrame, seed: int = 0, n_boot: int | None = Non
         t = intervals.rate_intervals(r, m.outcome, cl).iloc[0]
         return {"estimate_from_responses": t["rate"], "ci_low": t["ci_low"], "ci_high": t["ci_high"],
                 "ci_method": t["ci_method"] + missing, "n_clusters": int(t["n_clusters"])}
-    if m.kind in ("continuous", "bbq"):
+    if m.kind in ("continuous", "ratio_linearized"):
         t = intervals.mean_intervals(r, m.outcome, cl, seed=seed, n_boot=n_boot).iloc[0]
         return {"estimate_from_responses": t["mean"], "ci_low": t["ci_low"], "ci_high": t["ci_high"],
                 "ci_method": t["ci_method"] + missing, "n_clusters": t["n_clusters"]}
@@ -288,7 +288,7 @@ def paired_table(root: Path, metrics=None, models: list[str] | None = None, n_bo
                 rows.append({**base, "difference": np.nan, "ci_method": "no unit answered by both models"})
                 continue
             both = r[r["model"].isin([a, b])]
-            if m.kind == "bbq":      # each score's pseudo-values on the common units: their mean is its score there
+            if m.kind == "ratio_linearized":    # pseudo-values on the common units: their mean is the score there
                 both = _derive(m, both[both["unit"].isin(common)])
             strat = m.stratified and "weight" in both      # ties stay (NaN): left out within their stratum
             both = both if strat else both[both[m.outcome].notna()]
@@ -296,7 +296,7 @@ def paired_table(root: Path, metrics=None, models: list[str] | None = None, n_bo
             res = paired.paired_difference(both, m.outcome, a, b, cl, unit="unit", binary=(m.kind == "binary"),
                                            n_boot=n_boot, seed=seed, stratified=strat)
             res.pop("model_a"), res.pop("model_b")
-            if m.kind == "bbq":      # a signed-rank test of pseudo-values tests no score difference
+            if m.kind == "ratio_linearized":    # a signed-rank test of pseudo-values tests no score difference
                 res.pop("p_naive", None), res.pop("test_naive", None)
             res["ci_method"] = res.get("ci_method", "") + missing
             rows.append({**base, **res, "n_pairs": res.get("n_pairs", len(common))})
