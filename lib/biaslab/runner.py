@@ -641,6 +641,9 @@ def reproduce(profile: str = "default", only: list[str] | None = None, overrides
                              plan_path=overrides.get("analysis_plan"))
         # outputs/SUMMARY.md and the generated blocks of README.md and docs/, under the plan the runs decided with
         summary.write(outputs_dir, plan=plan_file.load(overrides.get("analysis_plan")))
+    elif publish and served and not sig and outputs_dir.resolve() == (paths.OUTPUTS_DIR / "served").resolve():
+        from . import summary       # the served runs' rows of docs/performance.md (their MANIFESTs just changed)
+        summary.write(paths.OUTPUTS_DIR, plan=plan_file.load(overrides.get("analysis_plan")))
     if html and (publish or not published) and not sig:     # the front page over every run in that folder (scratch/ too)
         from . import report_index
         print(f"reports: {report_index.write(outputs_dir)}")
