@@ -398,9 +398,9 @@ def estimates(responses: pd.DataFrame, items: pd.DataFrame, alpha: float = 0.05)
 
 
 # ------------------------------------------------------------------------------- spec
-# Plain data in the field names of the classes being created in benchmarks/spec.py (the lead turns them into
-# ``Metric(**d)`` and ``FactorPlan(**FACTOR_PLAN)`` at merge): ``Metric`` = compare's Metric + multiverse's METRICS,
-# ``FactorPlan`` = papers/multifactor/responses.Plan.
+# Plain data in the field names of ``benchmarks.spec.Metric`` and ``FactorPlan``, not yet in ``SPEC``: once in it,
+# notebooks 1, 5 and 6 run Winogender, and notebook 1's family count (the alpha split of every claim) changes, so
+# they enter with the analysis plan's re-issue that declares Winogender's instances (n, MDE), not before.
 METRICS = (
     dict(id="winogender_accuracy_gap_gender", benchmark="winogender",
          label="Winogender: accuracy on male minus female pronouns (paired by schema)",
