@@ -573,13 +573,6 @@ def paper_chat(scorer) -> bool:
     return False
 
 
-def sample(n: int | None, seed: int = 0) -> tuple[pd.DataFrame, Benchmark]:
-    """``n`` prompts stratified by task x bias type x group (notebook 1's strata)."""
-    from ..stats.sampling import stratified_sample
-    b = load()
-    return stratified_sample(b.prompts, ["task", "bias_type", "group"], n, seed=seed), b
-
-
 def respond(scorer, items: pd.DataFrame, protocol: Protocol = PROTOCOL) -> pd.DataFrame:
     """A row per item (its index): ``prompt_id``, ``output`` (the generated text or the chosen label), ``pred`` (the
     gold code a closed-set output was read as), ``p_answer`` (the chosen label's probability over the labels),
@@ -672,7 +665,7 @@ def _selection(k_shot, templates_per_task, names_per_group, template_ids, max_pr
 
 SPEC = Spec(name="calm", title="CALM", load=load, factor_plan=FACTOR_PLAN,
             protocol=PROTOCOL, formats=FORMATS, honours=("format", "chat", "examples", "max_new_tokens"),
-            respond=respond, paper_chat=paper_chat, sample=sample,
+            respond=respond, paper_chat=paper_chat,
             columns=("prompt_id", "output", "pred", "p_answer", "label_mass", "correct", "correct_released"),
             # notebook 2's selections per profile (tests/test_factorial.py checks the two agree)
             sizes={"smoke": _selection(0, None, 2, ["qa-054", "qa-086", "nli-011", "sentiment-045"], None),

@@ -75,7 +75,7 @@ class Metric:
 
 
 #: the fields a benchmark that answers requests must fill (with ``protocol`` set)
-RESPONDING_FIELDS = ("formats", "respond", "paper_chat", "sample", "columns")
+RESPONDING_FIELDS = ("formats", "respond", "paper_chat", "columns")
 
 
 @dataclass
@@ -187,7 +187,8 @@ class Spec:
     honours: tuple[str, ...] = ()               # the Protocol fields ``respond`` reads
     respond: Callable[..., pd.DataFrame] | None = None   # respond(scorer, items, protocol) -> one row per item
     paper_chat: Callable[[object], bool] | None = None   # the paper's rule: is this model asked in its chat template?
-    sample: Callable[..., tuple[pd.DataFrame, Benchmark]] | None = None   # sample(n, seed) -> (items, benchmark)
+    #: sample(n, seed) -> (items, benchmark): a design-preserving subset (notebook 6 needs it)
+    sample: Callable[..., tuple[pd.DataFrame, Benchmark]] | None = None
     columns: tuple[str, ...] = ()               # the columns ``respond`` returns (validated: :meth:`responses`)
     # --- what is measured
     metrics: tuple[Metric, ...] = ()            # the headline metrics (notebooks 5 and 6)

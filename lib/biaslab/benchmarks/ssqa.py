@@ -355,13 +355,6 @@ def paper_chat(scorer) -> bool:
     return scorer.instruction_tuned()
 
 
-def sample(n: int | None, seed: int = 0) -> tuple[pd.DataFrame, Benchmark]:
-    """``n`` prompts stratified by template x prompt style (notebook 1's strata)."""
-    from ..stats.sampling import stratified_sample
-    b = load()
-    return stratified_sample(b.prompts, ["template", "prompt_style"], n, seed=seed), b
-
-
 def respond(scorer, items: pd.DataFrame, protocol: Protocol = PROTOCOL, seeds=(0,), temperature: float = 0.7,
             do_sample: bool = True) -> pd.DataFrame:
     """A row per item (and seed): ``prompt_id``, ``model``, ``seed``, ``cot``, ``answer`` (yes / no / can't tell /
@@ -472,7 +465,7 @@ FACTOR_PLAN = FactorPlan(
 SPEC = Spec(
     name="ssqa", title="SocialStigmaQA", load=load,
     protocol=PROTOCOL, formats=FORMATS, honours=("format", "chat", "max_new_tokens"), respond=respond,
-    paper_chat=paper_chat, sample=sample, columns=("prompt_id", "model", "seed", "cot", "answer", "deviated"),
+    paper_chat=paper_chat, columns=("prompt_id", "model", "seed", "cot", "answer", "deviated"),
     factor_plan=FACTOR_PLAN,
     metrics=(Metric(
         id="ssqa_deviation_rate", benchmark="SocialStigmaQA", label="SSQA: share of answers equal to the biased "

@@ -76,6 +76,7 @@ def check(benchmark: str):
     ``Metric`` with ``item_values``)."""
     s = benchmarks.spec(benchmark)
     s.need("protocol", "notebook 6 (06_multiverse)")
+    s.need("sample", "notebook 6 (06_multiverse)")
     if not any(m.item_values for m in s.need("metrics", "notebook 6 (06_multiverse)")):
         raise TypeError(f"benchmark {benchmark!r}: none of its metrics {[m.id for m in s.metrics]} declares "
                         "Metric.item_values (the per-unit values notebook 6 (06_multiverse) pairs universes on; with "
