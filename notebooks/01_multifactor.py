@@ -20,8 +20,8 @@
 #
 # **What this notebook does.** The `benchmark` parameter picks SSQA, BBQ, CALM, CrowS-Pairs or the agentic benchmark;
 # every step runs on the benchmark's prompt table and factor spec through the generic `biaslab.stats` functions, as
-# `biaslab.papers.multifactor.responses.PLANS` directs: each plan names the factors of every analysis and the 0/1
-# *outcome* analysed
+# the benchmark's `FactorPlan` (`biaslab.benchmarks.<name>.SPEC.factor_plan`) directs: each plan names the factors
+# of every analysis and the 0/1 *outcome* analysed
 # (`deviated` for SSQA and BBQ, `correct` for CALM, `stereotype_preferred` for CrowS-Pairs, `low_entropy` for the
 # agentic benchmark), with the ideal subgroup rate of the deviation metric (0, 1, 0.5, 0). Tables and figures keep the
 # paper's names (*deviation rate*, *log disparity*): for CALM and CrowS-Pairs read them as the rate of the plan's
@@ -37,7 +37,8 @@
 # %% tags=["parameters"]
 profile = "default"  # run size: smoke, default or paper (biaslab.profiles)
 analysis_plan = None  # the analysis plan (YAML) whose claims are decided; None: the repository's analysis_plan.yaml
-benchmark = "ssqa"  # ssqa, bbq, calm, crows_pairs or agentic
+benchmark = "ssqa"  # ssqa, bbq, calm, crows_pairs, agentic, or a benchmark of benchmark_modules
+benchmark_modules = []  # modules that register a benchmark's Spec (biaslab.benchmarks.register), imported first
 models = ["smollm2-135m-instruct", "gemma-3-270m"]  # models to score: catalogue names, local paths or served specs
 device = "auto"  # where models run: auto, cpu, cuda or mps
 dtype = "auto"  # weights' precision: auto, float32, bfloat16
@@ -52,7 +53,7 @@ bayes_tune = 300  # tuning steps per chain of the Bayesian model
 bayes_chains = 2  # MCMC chains of the Bayesian model
 bayes_all_models = False  # fit the Bayesian model for every model, not the first
 torch_threads = 0  # PyTorch threads (0: one per core)
-calm_selection = None  # CALM only: notebook 2's prompt selection (dict)
+selection = None  # the prompt selection the benchmark's FactorPlan.select takes (CALM: notebook 2's; dict)
 alpha = 0.01  # significance level of the tests
 seed = 0  # seed of every sample, permutation and bootstrap
 calibration_replications = 2000  # null replications per claim instance (tables/calibration.csv)
@@ -68,6 +69,7 @@ PLAN = plan_file.show(analysis_plan, "01_multifactor")
 # list parameters also as JSON strings (papermill's `-p models '["..."]'` passes a string)
 from biaslab.parameters import as_list
 models = as_list(models)
+benchmark_modules = as_list(benchmark_modules)
 
 
 def model_label(m):
@@ -85,7 +87,7 @@ def model_label(m):
 # (`cot_seeds`, at most `cot_max_new_tokens` tokens); `bayes_draws = 0` skips the Bayesian model; `torch_threads > 0`
 # sets PyTorch's thread count (0 leaves PyTorch's default, one per core: on an idle 2-core CPU two threads scored
 # CrowS-Pairs sentences 1.7-1.8x faster than one; on a machine shared with other jobs set 1, as two threads then spin
-# against the other processes). On CALM, `calm_selection` (a dict of notebook 2's `k_shot`, `templates_per_task`,
+# against the other processes). On CALM, `selection` (a dict of notebook 2's `k_shot`, `templates_per_task`,
 # `names_per_group`, `template_ids`, `max_prompt_words`) replaces `max_prompts` by notebook 2's own prompt selection,
 # so both notebooks score the same requests once; the profiles pass notebook 2's values. The `smoke` profile
 # runs a handful of prompts with one model; `default` both embedded models on a 2-core CPU, where model scoring is the
@@ -102,22 +104,21 @@ import pandas as pd
 from IPython.display import Markdown, display
 
 from biaslab import plots
-from biaslab.benchmarks import bbq as bbq_module, load as load_benchmark
+from biaslab import benchmarks
 from biaslab.outputs import OutputDir
 from biaslab.papers.multifactor import decisions, factorial, findings, responses as multifactor
 from biaslab.stats import coverage as cov, importance as imp, subgroups as sg
 from biaslab.stats import intervals, multiplicity, paired, power, responders
-from biaslab.stats.sampling import stratified_sample
 
 warnings.filterwarnings("ignore", category=FutureWarning)
 pd.set_option("display.width", 160)
 pd.set_option("display.max_columns", 20)
 pd.set_option("display.max_colwidth", 60)
 
-if benchmark not in multifactor.PLANS:
-    raise ValueError(f"benchmark must be one of {sorted(multifactor.PLANS)}, not {benchmark!r}")
-out = OutputDir(output_dir)
-plan = multifactor.PLANS[benchmark]
+benchmarks.import_plugins(benchmark_modules)
+bspec = benchmarks.spec(benchmark)
+plan = factorial.plan_of(bspec)
+out = OutputDir(output_dir, PLAN)
 timings = {}
 t_start = time.perf_counter()
 
@@ -128,9 +129,12 @@ def table(df, name, markdown=False, show_rows=12):
 
 
 t0 = time.perf_counter()
-bench = load_benchmark(benchmark) if benchmark in ("ssqa", "bbq") else factorial.prepare(benchmark)
+bench = factorial.prepare(bspec)
 out.record_data(bench.sources)
 prompts = bench.prompts
+# other models' released answers (SSQA: Granite's and Llama's), analysed beside the models scored here
+released = plan.released(bench) if plan.released else None
+released_models = list(pd.unique(released["model"])) if released is not None else []
 spec = bench.factors.with_factors(plan.extra_factors)
 print(f"outcome: {plan.outcome} = {plan.outcome_description}; ideal subgroup rate {plan.ideal}")
 levels = cov.spec_levels(spec)
@@ -173,18 +177,17 @@ for n in bench.notes:
 factors_table = spec.table()
 model_factors = pd.DataFrame([
     {"factor": "model", "kind": "model", "n_levels": None, "levels": "released or embedded models", "reference":
-     "granite-3.0-8b" if benchmark == "ssqa" else model_label(models[0]), "description": "language model"},
+     released_models[0] if released_models else model_label(models[0]), "description": "language model"},
     {"factor": "seed", "kind": "model", "n_levels": cot_seeds + 1, "levels": "none; " + "; ".join(map(str, range(cot_seeds))),
      "reference": "none", "description": "sampling seed (chain of thought only)"},
 ])
-if benchmark != "ssqa":
+if plan.cot is None:     # seeds only with chain of thought
     model_factors = model_factors.iloc[:1]
 factors_table = pd.concat([factors_table, model_factors], ignore_index=True)
 factors_table["levels"] = factors_table["levels"].str.slice(0, 300)
 table(factors_table.drop(columns=["levels"]), "factors", markdown=True, show_rows=20)
-if benchmark == "bbq":
-    check = bbq_module.check_biased_answer(bench)
-    table(check, "biased_answer_check", show_rows=11)
+for name, check in plan.checks.items():     # e.g. BBQ's biased answer against its metadata
+    table(check(bench), name, show_rows=11)
 
 # %% [markdown]
 # ## 2. Coverage (§3.2)
@@ -205,21 +208,18 @@ if benchmark == "bbq":
 
 # %%
 t0 = time.perf_counter()
-if benchmark == "ssqa":
-    from biaslab.benchmarks import ssqa as ssqa_module
-    cov_prompts = ssqa_module.with_cot(bench).prompts
-else:
-    cov_prompts = prompts
+cov_prompts = plan.cot(bench).prompts if plan.cot else prompts    # SSQA: the paper's merged no-CoT + CoT set
 kinds = {f.name: f.kind for f in spec.factors}
 by_factor = cov.coverage_by_factor(cov_prompts, plan.coverage_factors, levels, kinds)
-out.figure(plots.gini_bars(by_factor, f"{benchmark.upper()}: per-factor Gini index",
-                           multifactor.PAPER_TABLE1_GINI if benchmark == "ssqa" else None), "gini_by_factor")
-if benchmark == "ssqa":
-    # the gender factor with one gender-neutral template (T21) recoded male: the paper-like assignment (below)
-    g = cov.coverage_by_factor(ssqa_module.paper_like_gender(cov_prompts), ["gender"], levels, kinds)
-    by_factor = pd.concat([by_factor, g.assign(factor="gender (T21 recoded male)")], ignore_index=True)
-    by_factor["paper_gini"] = by_factor["factor"].str.split(" (", regex=False).str[0].map(
-        multifactor.PAPER_TABLE1_GINI)
+out.figure(plots.gini_bars(by_factor, f"{benchmark.upper()}: per-factor Gini index", plan.paper_gini),
+           "gini_by_factor")
+if plan.paper_recode:
+    # SSQA: the gender factor with one gender-neutral template (T21) recoded male, the paper-like assignment (below)
+    rf, rlabel, recoded = plan.paper_recode
+    g = cov.coverage_by_factor(recoded(cov_prompts), [rf], levels, kinds)
+    by_factor = pd.concat([by_factor, g.assign(factor=f"{rf} ({rlabel})")], ignore_index=True)
+if plan.paper_gini:
+    by_factor["paper_gini"] = by_factor["factor"].str.split(" (", regex=False).str[0].map(plan.paper_gini)
     by_factor["matches_paper"] = by_factor["gini"].round(3) == by_factor["paper_gini"]
 table(by_factor, "coverage_by_factor", markdown=True, show_rows=20)
 # how many generating units (templates) hold each level: SSQA's gender is read from the template's words
@@ -247,9 +247,9 @@ for label, fs in plan.overall_sets.items():
     o = cov.coverage_overall(cov_prompts, fs, levels)
     o.insert(0, "set", label)
     overall.append(o)
-if benchmark == "ssqa":
-    o = cov.coverage_overall(ssqa_module.paper_like_gender(cov_prompts), list(plan.overall_sets.values())[0], levels)
-    o.insert(0, "set", "paper set, T21 recoded male (paper-like gender)")
+if plan.paper_recode:
+    o = cov.coverage_overall(recoded(cov_prompts), list(plan.overall_sets.values())[0], levels)
+    o.insert(0, "set", f"paper set, {rlabel} (paper-like {rf})")
     overall.append(o)
 overall = pd.concat(overall, ignore_index=True)
 table(overall, "coverage_overall", markdown=True)
@@ -257,11 +257,9 @@ pair_cov = cov.pairwise_coverage(prompts, [f for f in plan.coverage_factors if f
 table(pair_cov.sort_values("coverage_percentage"), "coverage_pairwise")
 
 # %% tags=["findings"]
-ssqa_paper = benchmark == "ssqa"
 display(Markdown(findings.coverage_findings(
-    by_factor, overall, coverage_units, unit_factors=("gender",) if ssqa_paper else (), unit=bench.cluster or "unit",
-    paper_gini=multifactor.PAPER_TABLE1_GINI if ssqa_paper else None,
-    paper_overall=multifactor.PAPER_OVERALL if ssqa_paper else None)))
+    by_factor, overall, coverage_units, unit_factors=plan.unit_factors, unit=bench.cluster or "unit",
+    paper_gini=plan.paper_gini, paper_overall=plan.paper_overall)))
 
 # %% [markdown]
 # **SSQA overall.** The paper reports "20,720 factor value combinations" with its CP and GI (quoted above beside
@@ -292,7 +290,7 @@ deps = cov.functional_dependencies(prompts, [f for f in plan.coverage_factors if
 dep_table = cov.dependency_table(deps)
 table(dep_table, "dependencies", show_rows=30)
 for d in deps:
-    if d.dependent not in ("category",) or benchmark != "ssqa":
+    if d.dependent not in plan.expected_dependencies:      # SSQA's category is a function of stigma by design
         print("WARNING:", d.message())
 timings["coverage"] = time.perf_counter() - t0
 
@@ -329,11 +327,8 @@ timings["coverage"] = time.perf_counter() - t0
 # %% tags=["findings"]
 t0 = time.perf_counter()
 responses = []          # response tables, concatenated below
-released_models = []
-if benchmark == "ssqa":
-    released = ssqa_module.released_responses(bench)
+if released is not None:
     released["cot"] = "no"
-    released_models = list(pd.unique(released["model"]))
     responses.append(released)
     answers = released.groupby(["model", "answer"]).size().unstack(fill_value=0)
     answers["deviation_rate"] = released.groupby("model")["deviated"].mean()
@@ -351,22 +346,19 @@ timings["released"] = time.perf_counter() - t0
 # %%
 t0 = time.perf_counter()
 base_prompts = prompts[prompts["cot"] == "no"] if "cot" in prompts else prompts
-if benchmark == "calm" and calm_selection:
-    # notebook 2's own selection (templates, names, k-shot): the same requests, so its cached scores are shared
-    from biaslab.papers.calm import prompting as calm_prompting
-    subset = calm_prompting.select(base_prompts, seed=seed, **calm_selection)
-    print(f"CALM prompts as notebook 2 selects them: {calm_selection}")
+if selection:
+    # another notebook's own selection (CALM: notebook 2's): the same requests, so its cached scores are shared
+    if plan.select is None:
+        raise ValueError(f"selection: {bspec.title}'s FactorPlan declares no select hook; leave selection None")
+    subset, protocol = plan.select(base_prompts, bspec.protocol, seed=seed, **selection)
+    print(f"{bspec.title} prompts as {plan.shares_scores_with or 'the plan'} selects them: {selection}")
 else:
-    subset = (stratified_sample(base_prompts, plan.strata, max_prompts, seed=seed) if benchmark in ("ssqa", "bbq")
-              else factorial.sample(benchmark, base_prompts, max_prompts, plan.strata, seed=seed))
+    subset, protocol = factorial.sample(plan, base_prompts, max_prompts, seed=seed), bspec.protocol
 print(f"scoring {len(subset):,} of {len(base_prompts):,} prompts per model "
       f"(stratified by {', '.join(plan.strata)})")
 cot_subset = None
-if benchmark == "ssqa" and (cot_prompts is None or cot_prompts > 0) and cot_seeds:
-    stig = subset[subset["prompt_style"] != "base"]
-    pick = stratified_sample(stig, ["prompt_style"], cot_prompts, seed=seed)
-    cot_all = ssqa_module.with_cot(bench).prompts
-    cot_subset = cot_all[cot_all["prompt_id"].isin(pick["prompt_id"] + "-cot")]
+if plan.cot and (cot_prompts is None or cot_prompts > 0) and cot_seeds:
+    cot_subset = plan.cot_sample(bench, subset, cot_prompts, seed=seed)
     print(f"chain of thought: {len(cot_subset)} prompts x {cot_seeds} seeds")
 
 scored = []
@@ -386,59 +378,44 @@ for model_spec in models:   # a local name or folder, or a served model (see the
     out.record_model(lm.fingerprint)
     t_load = time.perf_counter() - tm
     scorer = scoring.Scorer(lm, progress=False)
-    chat = scorer.instruction_tuned()
-    if benchmark == "bbq" and chat and not bbq_module.paper_chat(scorer):
-        # prompt log-probs come from /v1/completions, which takes text: no chat template can be applied by us
-        served_notes.append(f"{name} (served): BBQ options are scored on the raw prompt (completions endpoint with "
-                            "echo), not in the chat template the in-process engine applies to instruction-tuned models")
-        chat = False
-    # what each analysis needs, checked before the first request (a served model without it fails here, saying why)
-    if benchmark == "ssqa":
-        scorer.require("chat_top_logprobs" if chat else "top_logprobs", why="SSQA answers (label distribution)")
-        run_cot = cot_subset is not None and len(cot_subset) and cot_seeds
-        if run_cot:
-            scorer.require("chat" if chat else "generate", why="SSQA chain of thought (generation)")
-    elif benchmark == "bbq":
-        scorer.require("prompt_logprobs", why="BBQ multiple choice (option log-probabilities)")
-    # CALM, CrowS-Pairs and agentic: each scoring method checks its own capability before its first request
+    # each scoring method checks its model's capability before its first request (a served model fails, saying why)
     ts = time.perf_counter()
-    t_cot = 0.0
-    if benchmark == "ssqa":
-        r = multifactor.score_ssqa_labels(scorer, subset, name, chat)
-        t_main = time.perf_counter() - ts
-        scored.append(r)
-        if "labels_outside_topk" in r:       # a server's top-k next tokens
-            outside = r["labels_outside_topk"].fillna("").astype(str).str.split(",").explode()
-            outside = outside[outside != ""].value_counts()
+    chat, t_cot = factorial.uses_chat(bspec, scorer), 0.0
+    if bspec.protocol.chat == "paper" and scorer.instruction_tuned() and not chat and \
+            bspec.protocol.format in bspec.applies.get("chat", bspec.formats):
+        # prompt log-probs come from /v1/completions, which takes text: no chat template can be applied by us
+        served_notes.append(f"{name} (served): {bspec.title} is asked on the raw prompt (completions endpoint "
+                            "with echo), not in the chat template the in-process engine applies to "
+                            "instruction-tuned models")
+    # the benchmark's own respond at its paper protocol (the requests of notebooks 2-4; CALM with notebook 2's k)
+    r = factorial.score(bspec, scorer, subset, protocol)
+    scored.append(r)
+    if "labels_outside_topk" in r:       # a server's top-k next tokens
+        outside = r["labels_outside_topk"].fillna("").astype(str).str.split(",").explode()
+        outside = outside[outside != ""].value_counts()
+        served_notes.append(
+            f"{name} (served): answer probabilities read from the server's top-{lm.spec.top_k} next tokens "
+            f"({'chat' if chat else 'completions'}); " + (
+                "every answer had a form among them" if outside.empty else
+                "answers with no single-token form among them were counted at their upper bound, not exactly "
+                "(multi-token forms are never seen as one token): " +
+                ", ".join(f"{lab!r} on {n} of {len(r)} prompts" for lab, n in outside.items())))
+    if cot_subset is not None and len(cot_subset) and cot_seeds:   # chain of thought: generated, a sample per seed
+        tc = time.perf_counter()
+        # where a seeded sample is not reproducible (a server), generation is greedy (seed 0): cached, once
+        sampled = scorer.seeded_sampling()
+        scored.append(bspec.responses(scorer, cot_subset, bspec.protocol.replace(
+            format="generated", max_new_tokens=cot_max_new_tokens), seeds=range(cot_seeds) if sampled else range(1),
+            temperature=cot_temperature, do_sample=sampled))
+        if not sampled:
             served_notes.append(
-                f"{name} (served): answer probabilities read from the server's top-{lm.spec.top_k} next tokens "
-                f"({'chat' if chat else 'completions'}); " + (
-                    "every answer had a form among them" if outside.empty else
-                    "answers with no single-token form among them were counted at their upper bound, not exactly "
-                    "(multi-token forms are never seen as one token): " +
-                    ", ".join(f"{lab!r} on {n} of {len(r)} prompts" for lab, n in outside.items())))
-        if run_cot:
-            tc = time.perf_counter()
-            # where a seeded sample is not reproducible (a server), generation is greedy (seed 0): cached, once
-            sampled = scorer.seeded_sampling()
-            scored.append(multifactor.score_ssqa_cot(scorer, cot_subset, name, chat,
-                                                     range(cot_seeds) if sampled else range(1),
-                                                     cot_max_new_tokens, cot_temperature, do_sample=sampled))
-            if not sampled:
-                served_notes.append(
-                    f"{name} (served): chain of thought generated greedily (temperature 0, seed 0), once per prompt, "
-                    f"not sampled at temperature {cot_temperature} with {cot_seeds} seeds as in-process; the seed "
-                    f"factor has one level for this model (server fingerprint(s): "
-                    f"{', '.join(lm.fingerprint.get('system_fingerprints', [])) or 'none reported'})")
-            t_cot = time.perf_counter() - tc
-    else:   # the benchmark's own respond at its paper protocol (the requests of notebooks 2-4)
-        if benchmark == "calm":
-            from biaslab.papers.calm import evaluate as calm_evaluate
-        scored.append(factorial.score(benchmark, scorer, subset, k_shot=(calm_selection or {}).get("k_shot", 1),
-                                      calm_evaluate=calm_evaluate.evaluate if benchmark == "calm" else None))
-        t_main = time.perf_counter() - ts
-    # the chat template is used for SSQA and BBQ only (CALM, CrowS-Pairs and agentic follow notebooks 2-4: raw text)
-    model_timings.append({"model": name, "chat_template": chat and benchmark in ("ssqa", "bbq"), "load_s": t_load, "score_s": t_main,
+                f"{name} (served): chain of thought generated greedily (temperature 0, seed 0), once per prompt, "
+                f"not sampled at temperature {cot_temperature} with {cot_seeds} seeds as in-process; the seed "
+                f"factor has one level for this model (server fingerprint(s): "
+                f"{', '.join(lm.fingerprint.get('system_fingerprints', [])) or 'none reported'})")
+        t_cot = time.perf_counter() - tc
+    t_main = time.perf_counter() - ts - t_cot
+    model_timings.append({"model": name, "chat_template": chat, "load_s": t_load, "score_s": t_main,
                           "cot_s": t_cot, "n_prompts": len(subset),
                           "requests": (lm.fingerprint.get("usage") or {}).get("requests")})
     out.record_model(lm.fingerprint)        # again: a served model's probe, usage and server fingerprints
@@ -460,38 +437,12 @@ if len(model_timings):
 timings["scoring"] = time.perf_counter() - t0
 
 # %% tags=["findings"]
-if len(scored) and benchmark == "ssqa":
-    nocot = scored[scored["cot"] == "no"]
-    mass = nocot.groupby("model").agg(n=("prompt_id", "size"), mean_label_mass=("label_mass", "mean"),
-                                      min_label_mass=("label_mass", "min"), p_yes=("p_yes", "mean"),
-                                      p_no=("p_no", "mean"), p_cant_tell=("p_cant_tell", "mean"),
-                                      deviation_rate=("deviated", "mean"))
-    for a in multifactor.SSQA_LABELS:
-        mass[f"answer_{a}"] = nocot.groupby("model")["answer"].apply(lambda s: (s == a).mean())
-    table(mass.reset_index(), "label_distribution", markdown=True)
-    if (scored["cot"] == "yes").any():
-        cot = scored[scored["cot"] == "yes"]
-        cot_tab = cot.groupby("model").agg(n=("prompt_id", "size"), deviation_rate=("deviated", "mean"),
-                                           other_rate=("answer", lambda s: (s == "other").mean()))
-        matched = nocot[nocot["prompt_id"].isin(cot["prompt_id"].str.replace("-cot", "", regex=False))]
-        cot_tab["no_cot_deviation_rate_same_prompts"] = matched.groupby("model")["deviated"].mean()
-        table(cot_tab.reset_index(), "cot_summary", markdown=True)
-        display(cot[["model", "seed", "answer", "generation"]].head(3))
-    has_cot = (scored["cot"] == "yes").any()
-    display(Markdown(findings.label_findings(mass.reset_index(), cot_tab.reset_index() if has_cot else None)))
-if len(scored) and benchmark == "bbq":
-    sp = scored.merge(subset, on="prompt_id")
-    acc = bbq_module.bias_scores(sp, ["model"])
-    table(acc, "accuracy_bias_scores", markdown=True)
-    by_cat = bbq_module.bias_scores(sp, ["model", "category"])
-    table(by_cat, "accuracy_bias_scores_by_category", show_rows=8)
-    pos = sp.groupby(["model"])["choice"].value_counts(normalize=True).unstack(fill_value=0)
-    table(pos.reset_index(), "choice_position_shares")
-    # changed after review: accuracy and bias scores with template-clustered intervals, overall and per category
-    from biaslab.papers.multifactor import bbq_scores
-    table(bbq_scores.score_intervals(sp, ["model"], bench.cluster), "accuracy_bias_score_intervals", markdown=True)
-    table(bbq_scores.score_intervals(sp, ["model", "category"], bench.cluster),
-          "accuracy_bias_score_intervals_by_category", show_rows=8)
+summaries = {}          # the benchmark's own score tables (SSQA: label distribution; BBQ: accuracy, bias scores)
+if len(scored) and plan.summaries:
+    for tname, df, markdown in plan.summaries(scored, subset, bench.cluster):
+        table(df, tname, markdown=markdown, show_rows=12 if markdown else 8)
+        summaries[tname] = df
+    display(Markdown(findings.summary_findings(summaries)))
 
 # %% [markdown]
 # **Responder check, per metric.** Before any test, each model (and, for SSQA,
@@ -505,15 +456,12 @@ if len(scored) and benchmark == "bbq":
 # "(not fitted)" row.
 
 # %%
-if benchmark == "ssqa":
-    pool = pd.concat(responses + ([scored] if len(scored) else []), ignore_index=True)
-    pool["answer_checked"] = pool["answer"].where(pool["answer"] != "other")
-    resp_check = responders.responder_check(pool, answer="answer_checked", by=["model", "cot"], n_options=3,
+pool = pd.concat(responses + ([scored] if len(scored) else []), ignore_index=True)
+if len(pool):   # the answer the plan's metrics read (BBQ: the chosen option); SSQA's "other" is no answer
+    pool["answer_checked"] = pool[plan.answer].where(~pool[plan.answer].isin(plan.invalid_answers))
+    resp_check = responders.responder_check(pool, answer="answer_checked", by=["model", "cot"] if plan.cot else "model",
+                                            n_options=plan.n_options,
                                             label_mass="label_mass" if "label_mass" in pool else None)
-elif len(scored):   # BBQ: the chosen option; CALM, CrowS-Pairs, agentic: the answer column of biaslab.papers.multifactor.factorial
-    resp_check = responders.responder_check(scored, answer="choice" if benchmark == "bbq" else "answer", by="model",
-                                            n_options={"bbq": 3, "crows_pairs": 2}.get(benchmark),
-                                            label_mass="label_mass" if "label_mass" in scored else None)
 else:
     resp_check = pd.DataFrame(columns=["model", "degenerate", "reasons"])
 table(resp_check, "responders", markdown=True)
@@ -564,10 +512,10 @@ all_resp = pd.concat(responses + ([scored] if len(scored) else []), ignore_index
 data = all_resp.merge(prompts.drop(columns=["cot"], errors="ignore"), on="prompt_id", how="left", suffixes=("", "_p"))
 if "cot" not in data:
     data["cot"] = "no"
-if benchmark == "ssqa" and len(scored) and (scored["cot"] == "yes").any():
+if plan.cot and len(scored) and (scored["cot"] == "yes").any():
     # CoT rows carry "-cot" ids: take their factors from the CoT prompt table
     cot_rows = data["prompt_id"].str.endswith("-cot")
-    cp = cot_all.set_index("prompt_id")
+    cp = plan.cot(bench).prompts.set_index("prompt_id")
     for f in spec.names:
         if f in cp:
             data.loc[cot_rows, f] = cp.loc[data.loc[cot_rows, "prompt_id"], f].to_numpy()
@@ -608,7 +556,7 @@ if emb:
 ks = pd.concat([sg.ks_tests(ecdf_sub[ecdf_sub["model"].isin(ms)]).assign(models=name)
                 for name, ms in groups.items()], ignore_index=True)
 # every row stays; a pair with a degenerate responder is marked "not tested" by the verdict columns
-ks = decisions.decide(benchmark, {"ks_tests": ks}, resp_check)["ks_tests"]
+ks = decisions.decide(benchmark, {"ks_tests": ks}, resp_check, plan=PLAN)["ks_tests"]
 table(ks, "ks_tests", markdown=True)
 for name, ms in groups.items():
     part = ecdf_sub[ecdf_sub["model"].isin(ms)]
@@ -666,12 +614,13 @@ for name, ms in groups.items():
 pst = pd.DataFrame(pst)
 pdiff = pd.concat(pdiff, ignore_index=True) if pdiff else pd.DataFrame()
 # the analysis plan decides: the deviation-metric difference is this notebook's claim (papers.multifactor.decisions)
-decided = decisions.decide(benchmark, {"paired_subgroup_tests": pst, "paired_comparisons": pdiff}, resp_check)
+decided = decisions.decide(benchmark, {"paired_subgroup_tests": pst, "paired_comparisons": pdiff}, resp_check,
+                             plan=PLAN)
 pst, pdiff = decided["paired_subgroup_tests"], decided["paired_comparisons"]
 table(pst, "paired_subgroup_tests", markdown=True)
 table(pdiff, "paired_comparisons", markdown=True)
 display(Markdown(PLAN.method_text("01_multifactor", pst)))
-display(Markdown(findings.subgroup_findings(dm, ks, pst, pdiff)))
+display(Markdown(findings.subgroup_findings(dm, ks, pst, pdiff, plan=PLAN)))
 
 # %% [markdown]
 # The paper reports DM 0.70 (Flan-UL2) and 0.56 (Flan-T5-XXL) for the stigma × gender subgroups without CoT and a KS
@@ -753,7 +702,7 @@ if len(importance):
     cols = ["model", "term", "factor", "level", "coef", "se", "odds_ratio", "ci_low", "ci_high", "p_value",
             "se_cluster", "ci_low_cluster", "ci_high_cluster", "p_cluster", "p_method", "design_effect",
             "n_clusters", "ci_method", "n_level", "rate_level", "separated", "n"]
-    importance = decisions.decide_importance(benchmark, importance.reindex(columns=cols), resp_check)
+    importance = decisions.decide_importance(benchmark, importance.reindex(columns=cols), resp_check, plan=PLAN)
     table(importance, "factor_importance")
     terms = importance[~importance["separated"].astype(bool) & ~importance["factor"].isin(["Intercept", ""])]
     p_final = terms["p_adjusted"].fillna(terms["p_cluster"])
@@ -794,11 +743,9 @@ t0 = time.perf_counter()
 bayes_rows, bayes_diag = [], []
 if bayes_draws:
     from biaslab.stats import bayesian
-    if benchmark == "ssqa":
-        targets = released_models if bayes_all_models else released_models[:1]
-        targets = targets + ([m for m in model_names if m in set(nocot["model"])] if bayes_all_models else [])
-    else:
-        targets = [m for m in model_names if m in set(nocot["model"])]
+    # the first released model's answers (all prompts) or, with none released, the scored models; or every model
+    targets = (released_models if bayes_all_models else released_models[:1]) + (
+        [m for m in model_names if m in set(nocot["model"])] if bayes_all_models or not released_models else [])
     for m in targets:
         d = multifactor.recode(nocot[nocot["model"] == m], plan)
         fixed = [f for f in plan.bayes_fixed if d[f].nunique() > 1]
@@ -824,7 +771,8 @@ if bayes_draws:
     if bayes_rows:
         table(pd.concat(bayes_rows, ignore_index=True), "bayes_summary", markdown=True, show_rows=20)
         table(pd.DataFrame(bayes_diag), "bayes_diagnostics", markdown=True)
-        display(Markdown(findings.bayes_findings(pd.concat(bayes_rows, ignore_index=True), pd.DataFrame(bayes_diag))))
+        display(Markdown(findings.bayes_findings(pd.concat(bayes_rows, ignore_index=True), pd.DataFrame(bayes_diag),
+                                                 plan=PLAN)))
 else:
     print("bayes_draws = 0: Bayesian model skipped in this profile")
 timings["bayes"] = time.perf_counter() - t0
@@ -884,11 +832,13 @@ for r in rate_ci.itertuples():
                                       test="two independent proportions (arcsine), deff", target=0.05,
                                       required_n=power.required_n_two_proportions(base + 0.05, base, deff=deff),
                                       design=f"planner: two independent samples, deff {deff:.1f} of the rate"))
-    if benchmark == "bbq":
-        nc = int(part["category"].value_counts().median())
-        power_rows.append(power.power_row(benchmark, profile, f"accuracy of a typical category vs chance, {r.model}",
-                                          nc, power.mde_proportion(nc, p0=1 / 3, deff=deff), n_clusters=r.n_clusters,
-                                          deff=deff, scale="accuracy - 1/3", test="one proportion (arcsine), deff",
+    if plan.chance_factor:     # BBQ: a category's accuracy against chance (1 / number of options)
+        nc = int(part[plan.chance_factor].value_counts().median())
+        power_rows.append(power.power_row(benchmark, profile,
+                                          f"accuracy of a typical {plan.chance_factor} vs chance, {r.model}", nc,
+                                          power.mde_proportion(nc, p0=1 / plan.n_options, deff=deff),
+                                          n_clusters=r.n_clusters, deff=deff, scale=f"accuracy - 1/{plan.n_options}",
+                                          test="one proportion (arcsine), deff",
                                           design=f"one sample, {nc} prompts, deff {deff:.1f} of the model's rate"))
 power_table = pd.DataFrame(power_rows)
 table(power_table, "power", markdown=True, show_rows=20)
@@ -911,7 +861,7 @@ table(tt, "timings", show_rows=20)
 from biaslab import calibrate  # noqa: E402
 from biaslab.stats.calibration import MAX_SIZE, flag_oversize  # noqa: E402
 
-calibration = calibrate.run(out, "01_multifactor", calibration_replications, seed=seed, data=nocot,
+calibration = calibrate.run(out, "01_multifactor", calibration_replications, seed=seed, data=nocot, plan=PLAN,
                             benchmark=benchmark)
 display(calibration)
 oversize = flag_oversize(calibration)
@@ -930,8 +880,7 @@ print(f"{len(oversize)} of {len(calibration)} claim instances reject a true null
 from biaslab import sensitivity_analyses  # noqa: E402
 from biaslab.stats import sensitivity as sens  # noqa: E402
 
-sensitivity = sensitivity_analyses.multifactor_sensitivity(pst, nocot, benchmark, plan.ecdf_factors, plan.outcome,
-                                                           bench.clusters, plan.ideal, seed=seed)
+sensitivity = sensitivity_analyses.multifactor_sensitivity(pst, nocot, benchmark, plan, bench.clusters, seed, plan=PLAN)
 out.table(sensitivity, "sensitivity")
 display(Markdown(sens.render(sensitivity)))
 

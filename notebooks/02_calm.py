@@ -100,14 +100,14 @@ from IPython.display import Markdown, display
 
 from biaslab import benchmarks
 from biaslab.outputs import OutputDir
-from biaslab.benchmarks import calm as calm_data
-from biaslab.papers.calm import bias as cb, encoders, evaluate, findings, perturb, plots, prompting
+from biaslab.benchmarks import calm as calm_data, calm_prompts as prompting
+from biaslab.papers.calm import bias as cb, encoders, findings, perturb, plots
 from biaslab.papers.calm import decisions, published, sensitivity
 from biaslab.stats import intervals, power
 
 logging.basicConfig(level=logging.WARNING)
 pd.set_option("display.width", 160, "display.max_columns", 30, "display.precision", 3)
-out = OutputDir(output_dir)
+out = OutputDir(output_dir, PLAN)
 T_START = time.perf_counter()
 timings = []
 
@@ -129,7 +129,7 @@ t = time.perf_counter()
 # instance of the template.
 
 # %%
-bench = benchmarks.load("calm")
+bench = benchmarks.spec("calm").load()
 out.record_data(bench.sources)
 P = bench.prompts
 print(bench.summary())
@@ -174,7 +174,7 @@ builder_check
 # ## 2. Prompts
 #
 # Appendix A.8 summarises the prompt formats; CALM's released evaluation code (`evaluation/benchmark/scenarios/`)
-# fixes them exactly, and `biaslab.papers.calm.prompting` follows the code: `Passage: …\nQuestion: …\nAnswer:` for QA
+# fixes them exactly, and `biaslab.benchmarks.calm_prompts` follows the code: `Passage: …\nQuestion: …\nAnswer:` for QA
 # (QAMR prompts start with "This is a question answering task."), `… True, False, or Neither?` for SNLI and SICK,
 # `… True or False?` for WNLI and RTE, `Passage: … \nSentiment:` for SST, Sentiment140 and EEC, and
 # `Question: Is the passage above toxic?` for Toxic. The k in-context examples are the first k rows of the source
@@ -188,7 +188,7 @@ builder_check
 # examples.
 
 # %%
-sel = prompting.select(P, k_shot, templates_per_task, names_per_group, seed=seed, template_ids=template_ids,
+sel = calm_data.select(P, k_shot, templates_per_task, names_per_group, seed=seed, template_ids=template_ids,
                        max_prompt_words=max_prompt_words)
 print(f"{len(sel):,} prompts: {sel['template_id'].nunique()} templates "
       f"({', '.join(f'{k} {v}' for k, v in sel.groupby('task')['template_id'].nunique().items())}), "
@@ -224,6 +224,7 @@ pert_sets = {kind: perturb.perturb_prompts(sel, templates, kind) for kind in per
 responses, pert_responses, fingerprints, model_names = [], [], {}, []
 served_notes = []       # what a served model changes in the protocol, computed from its capability probe
 NEEDS = {"next_token": "chat_top_logprobs" if chat else "top_logprobs", "sequence": "prompt_logprobs"}
+FORMAT = {"next_token": "label_dist", "sequence": "option_ll", "generate": "generated"}   # the protocol's answer format
 for model_spec in models:   # a local name or folder, or a served model (see docs/served.md)
     t_model = time.perf_counter()
     lm = lm_models.load(model_spec, device=device, dtype=dtype)
@@ -250,10 +251,12 @@ for model_spec in models:   # a local name or folder, or a served model (see doc
     elif need and "capabilities" in lm.fingerprint:       # a served model's probe, recorded in its fingerprint
         served_notes.append(f"{name} (served): closed-answer prompts scored by label_scoring={scheme!r} "
                             f"(capability {need!r}); free-text QA by greedy generation (temperature 0, seed 0)")
-    r = evaluate.evaluate(sc, sel, k=k_shot, label_scoring=scheme, max_new_tokens=max_new_tokens, chat=chat)
+    protocol = calm_data.PROTOCOL.replace(format=FORMAT[scheme], examples=k_shot, max_new_tokens=max_new_tokens,
+                                          chat="on" if chat else "off")
+    r = calm_data.SPEC.responses(sc, sel, protocol)
     responses.append(sel.join(r.drop(columns="prompt_id")).assign(model=name))
     for kind, ps in pert_sets.items():
-        rp = evaluate.evaluate(sc, ps, k=k_shot, label_scoring=scheme, max_new_tokens=max_new_tokens, chat=chat)
+        rp = calm_data.SPEC.responses(sc, ps, protocol)
         pert_responses.append(ps.join(rp.drop(columns="prompt_id")).assign(model=name))
     positions = sc.stats.get("positions", 0)          # token positions computed (0: all from the score cache)
     requests = (lm.fingerprint.get("usage") or {}).get("requests")
@@ -363,7 +366,7 @@ results = {v: cb.bias_scores(resp, v) for v in cb.VARIANTS}
 # eq.-1 excess), decided as the plan says (printed below); every other row (released variant, per task and bias type) is
 # exploratory
 bias_scores = cb.score_table(resp, results, n_perm=n_permutations, seed=seed, check=resp_check)
-bias_scores = decisions.decide(bias_scores, resp_check)
+bias_scores = decisions.decide(bias_scores, resp_check, plan=PLAN)
 out.table(bias_scores, "bias_scores", markdown=True)
 display(Markdown(PLAN.method_text("02_calm", bias_scores)))
 table6 = pd.concat([r.summary for r in results.values()], ignore_index=True)
@@ -381,7 +384,7 @@ bias_scores[bias_scores["task"] == "all"][["model", "variant", "bias_type", "bia
 # **What this run shows** (computed from its tables):
 
 # %% tags=["findings"]
-display(Markdown(findings.accuracy_findings(avg) + "\n" + findings.bias_findings(bias_scores) + "\n"
+display(Markdown(findings.accuracy_findings(avg) + "\n" + findings.bias_findings(bias_scores, PLAN) + "\n"
                  + findings.floor_findings(bias_scores)))
 
 # %% [markdown]
@@ -392,7 +395,7 @@ display(Markdown(findings.accuracy_findings(avg) + "\n" + findings.bias_findings
 # says whether the primary verdict holds.
 
 # %%
-sens = sensitivity.sensitivity(resp, bias_scores, n_perm=n_permutations, seed=seed)
+sens = sensitivity.sensitivity(resp, bias_scores, n_perm=n_permutations, seed=seed, plan=PLAN)
 out.table(sens, "sensitivity", markdown=True)
 t = tick("sensitivity analyses", t)
 sens[["family", "analysis", "description", "estimate", "ci_low", "ci_high", "p_value", "verdict", "verdict_survives"]]
@@ -660,7 +663,7 @@ for v in cb.VARIANTS:
 from biaslab import calibrate  # noqa: E402
 from biaslab.stats.calibration import MAX_SIZE, flag_oversize  # noqa: E402
 
-calibration = calibrate.run(out, "02_calm", calibration_replications, seed=seed, data=resp)
+calibration = calibrate.run(out, "02_calm", calibration_replications, seed=seed, data=resp, plan=PLAN)
 display(calibration)
 oversize = flag_oversize(calibration)
 print(f"{len(oversize)} of {len(calibration)} claim instances reject a true null more often than {MAX_SIZE}"

@@ -108,18 +108,18 @@ import numpy as np
 import pandas as pd
 from IPython.display import Markdown, display
 
-from biaslab import benchmarks
 from biaslab.benchmarks import crows_pairs as cp
 from biaslab.outputs import OutputDir
 from biaslab.papers.crows_pairs import decisions, findings, sensitivity
 from biaslab.plots import bayes as bplots
 from biaslab.stats import hypothesis as hyp
 from biaslab.stats import paired, power, responders
+from biaslab.stats.sensitivity import render as sensitivity_lines
 
 logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
 pd.set_option("display.width", 160)
 pd.set_option("display.max_columns", 30)
-out = OutputDir(output_dir)
+out = OutputDir(output_dir, PLAN)
 t_start = time.time()
 
 
@@ -211,7 +211,7 @@ show_md(findings.published_findings(check_en, "English"))
 # k ≥ n/2.
 
 # %%
-french_full = benchmarks.load("crows_pairs_fr")
+french_full = cp.SPEC.dataset("crows_pairs_fr")
 ref_fr = cp.load_published_chatgpt_fr(french_full)
 check_fr = hyp.check_published_preferences(ref_fr)
 out.table(check_fr, "published_chatgpt_check_fr", markdown=True)
@@ -234,7 +234,7 @@ def as_tests(check, dataset):
     return t
 
 
-n_refused_en = (benchmarks.load("crows_pairs_en_revised").prompts["bias_type"].value_counts()
+n_refused_en = (cp.SPEC.dataset("crows_pairs_en_revised").prompts["bias_type"].value_counts()
                 .reindex(ref_en["bias_type"]).to_numpy() - ref_en["n_valid"].to_numpy())
 chatgpt = pd.concat([as_tests(check_en, "English").assign(n_excluded=n_refused_en),
                      as_tests(check_fr, "French")], ignore_index=True)
@@ -276,7 +276,7 @@ plt.show()
 # same stratified sample for every model.
 
 # %%
-full = {name: benchmarks.load(name) for name in dict.fromkeys(list(datasets) + list(preference_datasets))}
+full = {name: cp.SPEC.dataset(name) for name in dict.fromkeys(list(datasets) + list(preference_datasets))}
 bench = {name: cp.subsample(b, max_pairs, seed=seed, allocation=allocation) for name, b in full.items()}
 pref_bench = {name: cp.subsample(bench[name], max_preference_pairs, seed=seed, allocation=allocation)
               for name in preference_datasets}
@@ -429,7 +429,7 @@ timings
 
 # %%
 lik = hyp.likelihood_tests(pairs, by=("model", "dataset"), r=bf_prior_scale)
-lik = decisions.decide_table("likelihood_tests", lik)   # verdict columns: the plan's claims (re-decided with pref below)
+lik = decisions.decide_table("likelihood_tests", lik, plan=PLAN)   # the plan's claims (re-decided with pref below)
 out.table(lik, "likelihood_tests")
 for (model_name, name), g in lik.groupby(["model", "dataset"], sort=False):
     t2 = hyp.render_likelihood_table(g)
@@ -546,14 +546,14 @@ pref = responders.mask_tests(pref, resp_check[resp_check["metric"] == decisions.
                              where=one_order)
 pref.loc[pref["responder"] != "informative", ["evidence", "evidence_default_prior"]] = \
     "not tested (degenerate responder)"
-decided = decisions.decide(lik, pref, check=resp_check)   # the plan's two claims share a family per model
+decided = decisions.decide(lik, pref, check=resp_check, plan=PLAN)   # the plan's two claims share a family per model
 lik, pref = decided["likelihood_tests"], decided["preference_tests"]
 display(Markdown(PLAN.method_text("03_crows_pairs_bayes", pd.concat([lik, pref]))))
 out.table(lik, "likelihood_tests")
 out.table(pref, "preference_tests")
 # the claims' pre-specified sensitivity analyses for the sampling weights (unweighted sample; FPC): each
 # alternative's p swapped into its family's primaries, at the family's budget
-sens = sensitivity.notebook3(pairs, decided)
+sens = sensitivity.notebook3(pairs, decided, plan=PLAN)
 out.table(sens, "sensitivity")
 # every Bayes factor with its prior: BF10 against the prior's scale, pooled rows, the reported prior marked
 curves = hyp.bf_prior_curves(lik, pref, by=("model", "dataset"), r=bf_prior_scale)
@@ -641,7 +641,7 @@ if pairs["model"].nunique() > 1:
                                               binary=True, stratified=True).assign(outcome="likelihood preference X_i"))
 comparisons = pd.concat(cmp_rows, ignore_index=True) if cmp_rows else pd.DataFrame(columns=["p_value"])
 if len(comparisons):
-    comparisons = decisions.decide_table("paired_comparisons", comparisons)
+    comparisons = decisions.decide_table("paired_comparisons", comparisons, plan=PLAN)
 out.table(comparisons, "paired_comparisons", markdown=True)
 display(comparisons) if len(comparisons) else print("one model: no paired comparison")
 
@@ -681,9 +681,8 @@ for name in datasets:
 
 # %% tags=["findings"]
 show_md("**The plan's claims (mean of d, eq. 3; share preferring the more stereotyped sentence):** "
-        + findings.design_findings(summary) + "\n\n" + findings.likelihood_findings(lik, pref))
-show_md("**Sampling weights, sensitivity** (`sensitivity.csv`): "
-        + findings.sensitivity_findings(sens))
+        + findings.design_findings(summary) + "\n\n" + findings.likelihood_findings(lik, pref, plan=PLAN))
+show_md("**Sampling weights, sensitivity** (`sensitivity.csv`):\n\n" + sensitivity_lines(sens))
 if len(answers):
     show_md("**Prompted models, by position:**\n\n" + findings.position_findings(pos, cons))
 
@@ -734,7 +733,7 @@ out.note(f"max_pairs={max_pairs}, allocation={allocation}, preference_mode={pref
 from biaslab import calibrate  # noqa: E402
 from biaslab.stats.calibration import MAX_SIZE, flag_oversize  # noqa: E402
 
-calibration = calibrate.run(out, "03_crows_pairs_bayes", calibration_replications, seed=seed)
+calibration = calibrate.run(out, "03_crows_pairs_bayes", calibration_replications, seed=seed, plan=PLAN)
 display(calibration)
 oversize = flag_oversize(calibration)
 print(f"{len(oversize)} of {len(calibration)} claim instances reject a true null more often than {MAX_SIZE}"

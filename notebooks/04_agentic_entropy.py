@@ -82,7 +82,7 @@ from biaslab.stats import entropy as E
 from biaslab.stats import intervals, paired, power
 
 pd.set_option("display.width", 160, "display.max_columns", 30)
-out = OutputDir(output_dir)
+out = OutputDir(output_dir, PLAN)
 bench = agentic.load(n_shots=n_shots)
 out.record_data(bench.sources)
 FACTORS = bench.factors.names
@@ -220,7 +220,7 @@ display(resp[["metric", "model", "k", "n", "label_mass", "distribution_entropy",
 
 # %%
 by_model = decisions.decide("entropy_by_model", E.entropy_by_model(responses, cluster=bench.cluster, seed=seed),
-                            resp)
+                            resp, plan=PLAN)
 out.table(by_model, "entropy_by_model", markdown=True)
 paper = pd.DataFrame({"model": list(E.PAPER_MEANS), "source": "paper (Table/Figs. 3-6)",
                       "n": 1020, "mean_entropy": list(E.PAPER_MEANS.values())})
@@ -253,7 +253,7 @@ display(Markdown(findings.entropy_findings(by_model, E.PAPER_MEANS)))
 # %%
 bd = E.entropy_breakdown(responses, {f.name: list(f.levels) for f in bench.factors.factors}, cluster=bench.cluster,
                         seed=seed)
-bd = decisions.decide("entropy_breakdown", bd, resp)
+bd = decisions.decide("entropy_breakdown", bd, resp, plan=PLAN)
 out.table(bd, "entropy_breakdown")
 fig = P.entropy_breakdown(bd, ["class_type", "question_type", "polarity", "domain"])
 out.figure(fig, "entropy_breakdown")
@@ -281,7 +281,8 @@ display(Markdown("Exploratory (estimates, intervals, unadjusted and BH p; not de
 # the entropy is high.
 
 # %%
-gp = decisions.decide("group_preference", E.group_preference(long, prompts, order=agentic.class_choices()), resp)
+gp = decisions.decide("group_preference", E.group_preference(long, prompts, order=agentic.class_choices()), resp,
+                        plan=PLAN)
 out.table(gp, "group_preference")
 fig = P.group_preference(gp)
 out.figure(fig, "group_preference")
@@ -306,7 +307,7 @@ display(Markdown("Exploratory (estimates, intervals, unadjusted and BH p; not de
 
 # %%
 pb = E.position_bias(long.merge(prompts[["prompt_id", bench.cluster]], on="prompt_id"), cluster=bench.cluster, seed=seed)
-pb = decisions.decide("position_bias", pb, resp)
+pb = decisions.decide("position_bias", pb, resp, plan=PLAN)
 out.table(pb, "position_bias")
 fig = P.position_bias(pb)
 out.figure(fig, "position_bias")
@@ -340,18 +341,20 @@ display(Markdown("Exploratory (estimates, intervals, unadjusted and BH p; not de
 # distributions; they answer "does the model pick some groups (or slots) more often than others?".
 
 # %%
-ut = decisions.decide("uniformity_tests", E.uniformity_tests(per_prompt, prompts, cluster=bench.cluster), resp)
+ut = decisions.decide("uniformity_tests", E.uniformity_tests(per_prompt, prompts, cluster=bench.cluster), resp,
+                        plan=PLAN)
 out.table(ut, "uniformity_tests")
 ut[["model", "class_type", "polarity", "unit", "n", "counts", "cohens_w", "ci_low", "ci_high", "design_effect",
     "p_value", "family_kind", "p_adjusted", "bf_direction", "verdict"]].round(4)
 
 # each group's share of the top answers with its scenario-clustered interval (exploratory: where a departure comes from)
-shares = decisions.decide("top_group_shares", E.top_group_shares(per_prompt, prompts, cluster=bench.cluster), resp)
+shares = decisions.decide("top_group_shares", E.top_group_shares(per_prompt, prompts, cluster=bench.cluster), resp,
+                            plan=PLAN)
 out.table(shares, "top_group_shares")
 
 # %% tags=["findings"]
 display(Markdown(PLAN.method_text("04_agentic_entropy", ut)))
-display(Markdown(findings.uniformity_findings(ut)))
+display(Markdown(findings.uniformity_findings(ut, PLAN)))
 display(Markdown("Exploratory (estimates and intervals; not decided): each group's share of the top answers, `top_group_shares.csv`."))
 
 # %% [markdown]
@@ -390,7 +393,8 @@ if cyc_list:
         prompts[["prompt_id", bench.cluster]], on="prompt_id")
     out.table(cyc.round(6), "cyclic_entropy")
     # the gain's test and interval from one clustered rule (scenario clusters; the prompt-level Wilcoxon is kept)
-    cyc_m = decisions.decide("cyclic_by_model", E.cyclic_by_model(cyc, cluster=bench.cluster, seed=seed), resp)
+    cyc_m = decisions.decide("cyclic_by_model", E.cyclic_by_model(cyc, cluster=bench.cluster, seed=seed), resp,
+                               plan=PLAN)
     out.table(cyc_m, "cyclic_by_model", markdown=True)
     fig = P.cyclic_comparison(cyc)
     out.figure(fig, "cyclic_entropy")
@@ -401,7 +405,8 @@ else:
     print("cyclic_prompts = 0: no cyclic rotations scored")
 
 # %%
-sens = decisions.sensitivity(ut, per_prompt, prompts, resp, bench.cluster, cyc if cyc_list else None)
+sens = decisions.sensitivity(ut, per_prompt, prompts, resp, bench.cluster, cyc if cyc_list else None,
+                             plan=PLAN)
 out.table(sens, "sensitivity", markdown=True)
 sens[["family", "instance", "analysis", "estimate", "ci_low", "ci_high", "p_value", "verdict", "verdict_survives"]]
 
@@ -435,7 +440,7 @@ pp = per_prompt.merge(prompts[["prompt_id", "scenario_id", "class_type"]], on="p
 ent_ci = intervals.mean_intervals(pp, "entropy", bench.cluster, by="model")
 out.table(ent_ci, "entropy_intervals", markdown=True)
 cmp_ent = (decisions.decide("paired_comparisons", paired.paired_differences(pp, "entropy", cluster=bench.cluster,
-                                                                           binary=False), resp)
+                                                                           binary=False), resp, plan=PLAN)
            if pp["model"].nunique() > 1 else pd.DataFrame())
 out.table(cmp_ent, "paired_comparisons", markdown=True)
 display(ent_ci.round(4))
@@ -542,7 +547,7 @@ display(Markdown(findings.summary_findings(by_model, cyc_m if cyc_list else None
 from biaslab import calibrate  # noqa: E402
 from biaslab.stats.calibration import MAX_SIZE, flag_oversize  # noqa: E402
 
-calibration = calibrate.run(out, "04_agentic_entropy", calibration_replications, seed=seed)
+calibration = calibrate.run(out, "04_agentic_entropy", calibration_replications, seed=seed, plan=PLAN)
 display(calibration)
 oversize = flag_oversize(calibration)
 print(f"{len(oversize)} of {len(calibration)} claim instances reject a true null more often than {MAX_SIZE}"

@@ -23,8 +23,9 @@
 # 3. **agreement between benchmarks**: do models that look biased on one benchmark look biased on another?
 # 4. a short summary computed from these tables.
 #
-# The metric registry (`biaslab.papers.compare.METRICS`) says for each metric which notebook table holds it, which
-# per-prompt response table gives its interval and paired comparisons, and which way is biased.
+# Each benchmark's spec declares its metrics (`Spec.metrics`, gathered by `biaslab.papers.compare.all_metrics`): for
+# each, which notebook table holds it, which per-prompt response table gives its interval and paired comparisons, and
+# which way is biased.
 
 # %% tags=["parameters"]
 profile = "default"  # run size: smoke, default or paper (biaslab.profiles)
@@ -33,8 +34,8 @@ outputs_root = None  # folder of notebooks 1-4 outputs (None: found)
 output_dir = "../scratch/05_compare"  # folder for this run's tables, figures and provenance
 models = None  # models compared (None: every model found)
 metrics = None  # metrics compared (None: every registered metric)
+benchmark_modules = []  # modules that register a benchmark spec (biaslab.benchmarks.import_plugins)
 n_boot = None  # bootstrap draws (None: the interval rule's default)
-alpha = 0.05  # significance level of the tests
 min_models_agreement = 5  # models needed for a rank correlation
 seed = 0  # seed of every sample, permutation and bootstrap
 calibration_replications = 2000  # null replications per claim instance (tables/calibration.csv)
@@ -66,23 +67,27 @@ import numpy as np
 import pandas as pd
 from IPython.display import Markdown, display
 
-from biaslab import integrity
+from biaslab import benchmarks, integrity
 from biaslab.papers.multiverse import findings as multiverse_findings
 from biaslab.outputs import OutputDir
 from biaslab.papers import compare
+from biaslab.parameters import as_list
 from biaslab.plots.compare import forest_plot
 
 pd.set_option("display.width", 180)
 pd.set_option("display.max_columns", 20)
 pd.set_option("display.max_colwidth", 50)
 t_start = time.perf_counter()
-out = OutputDir(output_dir)
+out = OutputDir(output_dir, PLAN)
+benchmarks.import_plugins(as_list(benchmark_modules))
 root = compare.outputs_root(outputs_root, output_dir)
-chosen = compare.METRICS if metrics is None else tuple(compare.metric(m) for m in metrics)
+chosen = compare.all_metrics() if metrics is None else tuple(compare.metric(m) for m in as_list(metrics))
 found = {m.id: (root / m.folder / "tables").exists() for m in chosen}
 print("outputs read from", root.resolve())
 for m in chosen:
     print(f"  {m.id:42s} {'found' if found[m.id] else 'MISSING'}  {m.folder}")
+if metrics is None and compare.unread_metrics():
+    print("  not read here (no Metric.sources: notebook 6 only):", ", ".join(compare.unread_metrics()))
 chosen = tuple(m for m in chosen if found[m.id])
 if not chosen:
     raise FileNotFoundError(f"no output of notebooks 1-4 under {root.resolve()}: run them first, or set outputs_root")
@@ -203,7 +208,7 @@ elif flips.any():
 # group, is listed but not ranked (`ranked`, `note`); the forest plot draws one panel per comparison group.
 
 # %%
-pairs = compare.paired_table(root, chosen, models=models, n_boot=n_boot, seed=seed, alpha=alpha,
+pairs = compare.paired_table(root, chosen, models=models, n_boot=n_boot, seed=seed, plan=PLAN,
                              responders=resp_status)
 out.table(pairs, "paired_differences")
 if len(pairs):
@@ -235,7 +240,7 @@ display(agreement[["metric_a", "metric_b", "n_models", "rho", "ci_low", "ci_high
 # ## 4. Summary (computed from the tables above)
 
 # %% tags=["findings"]
-summary = compare.summary_lines(table, pairs, groups, agreement, min_models=min_models_agreement)
+summary = compare.summary_lines(table, pairs, groups, agreement, min_models=min_models_agreement, plan=PLAN)
 out.text("\n".join(f"- {s}" for s in summary) + "\n", "summary.md")
 display(Markdown("\n".join(f"- {s}" for s in summary)))
 
@@ -256,7 +261,7 @@ display(timings)
 from biaslab import calibrate  # noqa: E402
 from biaslab.stats.calibration import MAX_SIZE, flag_oversize  # noqa: E402
 
-calibration = calibrate.run(out, "05_compare", calibration_replications, seed=seed, root=root)
+calibration = calibrate.run(out, "05_compare", calibration_replications, seed=seed, root=root, plan=PLAN)
 display(calibration)
 oversize = flag_oversize(calibration)
 print(f"{len(oversize)} of {len(calibration)} claim instances reject a true null more often than {MAX_SIZE}"
@@ -274,7 +279,7 @@ print(f"{len(oversize)} of {len(calibration)} claim instances reject a true null
 from biaslab import sensitivity_analyses  # noqa: E402
 from biaslab.stats import sensitivity as sens  # noqa: E402
 
-sensitivity = sensitivity_analyses.compare_sensitivity(root, pairs, seed=seed, alpha=alpha)
+sensitivity = sensitivity_analyses.compare_sensitivity(root, pairs, seed=seed, plan=PLAN)
 out.table(sensitivity, "sensitivity")
 display(Markdown(sens.render(sensitivity)))
 

@@ -38,18 +38,16 @@ models = ["smollm2-135m-instruct", "gemma-3-270m"]  # models to score: catalogue
 device = "auto"  # where models run: auto, cpu, cuda or mps
 dtype = "auto"  # weights' precision: auto, float32, bfloat16
 output_dir = "../scratch/06_multiverse"  # folder for this run's tables, figures and provenance
-benchmarks = ["bbq", "crows_pairs", "agentic"]  # benchmarks of the multiverse
-bbq_items = 72  # BBQ items per universe (None: all)
+benchmarks = None  # benchmarks of the multiverse (None: every registered one it can run)
+benchmark_modules = []  # modules that register a benchmark spec (biaslab.benchmarks.import_plugins)
+items = {}  # benchmark -> items per universe (None: all); one not named: its spec's sizes for the profile
 bbq_pool = 150  # notebook 1's BBQ sample the items come from
-crows_items = 63  # CrowS-Pairs items per universe (None: all)
-agentic_items = 30  # agentic items per universe (None: all)
 design_name = "ofat"  # ofat (one factor at a time) or two_way
 formats = None  # benchmark -> answer formats (None: all)
 factors = None  # factors varied (None: all)
 precisions = ["float32", "bf16_weights"]  # precision levels run (q4_gguf needs a server)
 judge = None  # model spec that also reads open answers
 n_boot = 2000  # bootstrap draws (None: the interval rule's default)
-alpha = 0.05  # significance level of the tests
 torch_threads = 0  # PyTorch threads (0: one per core)
 seed = 0  # seed of every sample, permutation and bootstrap
 
@@ -65,16 +63,20 @@ PLAN = plan_file.show(analysis_plan, "06_multiverse")
 from biaslab.parameters import as_list
 models = as_list(models)
 benchmarks = as_list(benchmarks)
+benchmark_modules = as_list(benchmark_modules)
 precisions = as_list(precisions)
 factors = as_list(factors)
 
 # %% [markdown]
 # ## Setup
 #
-# `bbq_items`, `crows_items` and `agentic_items` size the subsets (`None` = all; BBQ items are drawn from notebook 1's
-# own `bbq_pool`-prompt sample, stratified by context × polarity × category, so its cached scores serve the paper's
-# universe). The default profile's sizes trade power for CPU time (`lib/biaslab/profiles.py` gives the arithmetic);
-# section 5's first finding states, from this run, which effects and equivalence margins the design can detect.
+# `items` sizes each benchmark's subset (`None` = all; the sizes per profile are each benchmark spec's
+# `sizes[profile]["06_multiverse"]`; BBQ items are drawn from notebook 1's own `bbq_pool`-prompt sample, stratified by
+# context × polarity × category, so its cached scores serve the paper's universe). `benchmark_modules` imports
+# modules that register further benchmarks (`biaslab.benchmarks.register`); `benchmarks = None` runs every registered
+# one the multiverse can run. The default profile's sizes trade power for CPU time (`lib/biaslab/profiles.py` gives
+# the arithmetic); section 5's first finding states, from this run, which effects and equivalence margins the design
+# can detect.
 # `design_name`: `ofat` (one factor at a time around the paper's universe: 1 + Σ(levels − 1) universes per benchmark,
 # every main effect identified) or `two_way` (also every pair of changed factors, for interactions; the paper
 # profile). `formats` (benchmark → answer formats) and `factors` restrict the design (the smoke profile).
@@ -92,27 +94,32 @@ import pandas as pd
 from IPython.display import Markdown, display
 
 from biaslab.outputs import OutputDir
-from biaslab import paths
+from biaslab import benchmarks as registry, paths, profiles
 from biaslab.benchmarks.base import wordings
 from biaslab.papers.multiverse import analysis, decisions, design, findings, matcher, run
 from biaslab.plots import specification
 from biaslab.scoring import tolerance
 
 pd.set_option("display.width", 180, "display.max_columns", 30, "display.max_colwidth", 60)
-out = OutputDir(output_dir)
+out = OutputDir(output_dir, PLAN)
 t_start = time.perf_counter()
 if torch_threads:
     import torch
     torch.set_num_threads(int(torch_threads))
-unknown = set(benchmarks) - set(design.BENCHMARKS)
-if unknown:
-    raise ValueError(f"benchmarks must be among {design.BENCHMARKS}, not {sorted(unknown)}")
-sizes = {"bbq": bbq_items, "crows_pairs": crows_items, "agentic": agentic_items}
-items, bench_objs = {}, {}
+registry.import_plugins(benchmark_modules)
+benchmarks = benchmarks or list(design.names())
+items = {**profiles.multiverse_items(profile), **items}      # the sizes each spec declares, unless given here
 for b in benchmarks:
-    items[b], bench_objs[b] = run.items(b, sizes[b], seed=seed, bbq_pool=bbq_pool)
+    design.check(b)         # a benchmark the multiverse cannot run: an error naming the spec field it lacks
+bad = {b: items.get(b, "no size") for b in benchmarks
+       if b not in items or not (items[b] is None or isinstance(items[b], int) and items[b] > 0)}
+if bad:
+    raise ValueError(f"items: {bad}; give benchmark -> items per universe (a positive int, or None for all)")
+item_sets, bench_objs = {}, {}
+for b in benchmarks:
+    item_sets[b], bench_objs[b] = run.items(b, items[b], seed=seed, bbq_pool=bbq_pool)
     out.record_data(bench_objs[b].sources)
-    print(f"{b}: {len(items[b])} items (cluster: {bench_objs[b].cluster})")
+    print(f"{b}: {len(item_sets[b])} items (cluster: {bench_objs[b].cluster})")
 from biaslab.sources import sha256_file
 out.record_data({f"biaslab/data/multiverse/{f}": sha256_file(paths.DATA_DIR / "multiverse" / f)
                  for f in ("wordings.csv", "examples.csv")})
@@ -128,11 +135,11 @@ out.record_data({f"biaslab/data/multiverse/{f}": sha256_file(paths.DATA_DIR / "m
 # `data/multiverse/wordings.csv` and `examples.csv`, documented in `data/multiverse/README.md`.
 
 # %%
-ref_protocol = design.Protocol(chat=("bbq", "crows_pairs"))
+reference = design.ModelReference.of(design.CHAT_MODEL, "float32")    # an instruction-tuned model's levels
 spec_rows = []
 for b in benchmarks:
-    t = design.factor_spec(b, ref_protocol).table().assign(benchmark=b)
-    t["applies_to"] = t["factor"].map(lambda f: ", ".join(design.APPLIES[b].get(f, design.FORMATS[b])))
+    t = design.factor_spec(b, reference).table().assign(benchmark=b)
+    t["applies_to"] = t["factor"].map(lambda f: ", ".join(design.applies(b, f)))
     spec_rows.append(t)
 factor_table = pd.concat(spec_rows, ignore_index=True)
 out.table(factor_table, "factors", markdown=True)
@@ -147,9 +154,10 @@ display(factor_table[["benchmark", "factor", "kind", "levels", "reference", "app
 # passes computed and `cache_misses`, the items the model scored or generated (0: the universe came entirely from the
 # score cache; generation computes no scoring positions, so only `cache_misses` says it). Open-ended answers are
 # generated greedily (up to 40 new tokens, read to the first sentence end, leading blank lines skipped) and read by
-# the deterministic matcher (`biaslab.papers.multiverse.matcher`); generated labels by `scoring.extract_choice`.
+# the deterministic matcher (`biaslab.papers.multiverse.matcher`); generated labels by `benchmarks.formats.extract_choice`.
 # Nothing is dropped: an answer that names no option is kept and counted (`n_unparsed`). A prompted CrowS-Pairs pair
-# is asked in both orders and averaged; `crows_position_preference.csv` has each universe's share naming the first.
+# is asked in both orders and averaged; `crows_pairs_position_preference.csv` has each universe's share naming the
+# first.
 #
 # **Precision.** `bf16_weights` is the model with its weights rounded to bfloat16 and computed in float32: what the
 # weights' precision alone does to the numbers. Computing *in* bfloat16 on a CPU is not a property of the model: its
@@ -166,9 +174,9 @@ if dtype == "auto" and device not in ("auto", "cpu"):
 results = []
 for model_spec in models:
     t0 = time.perf_counter()
-    r = run.run_model(model_spec, items, device=device, dtype=reference_dtype,
+    r = run.run_model(model_spec, item_sets, device=device, dtype=reference_dtype,
                       design_name=design_name, formats=formats, factors=factors, precisions=precisions,
-                      n_boot=n_boot, seed=seed, tolerance_texts=run.tolerance_texts(items))
+                      n_boot=n_boot, seed=seed, tolerance_texts=run.tolerance_texts(item_sets))
     for fp in r["fingerprints"]:
         out.record_model(fp)
     print(f"{r['fingerprints'][0]['name']}: {len(r['costs'])} universes in {time.perf_counter() - t0:.0f} s")
@@ -184,12 +192,13 @@ out.table(universes, "universes", markdown=True)
 out.table(costs, "costs")
 out.table(tol_table, "precision_tolerance", markdown=True)
 for b, d in responses.items():
-    keep = d.merge(items[b][["prompt_id", bench_objs[b].cluster]], on="prompt_id", how="left")
+    cluster = [c for c in [bench_objs[b].cluster] if c and c not in d]
+    keep = d.drop(columns="choices", errors="ignore").merge(item_sets[b][["prompt_id", *cluster]], on="prompt_id",
+                                                             how="left")
     out.table(keep, f"responses_{b}")
-crows_r = responses.get("crows_pairs", pd.DataFrame())
-if "chose_first" in crows_r:   # a prompted pair is asked in both orders: its position preference, beside the estimate
-    out.table(crows_r.dropna(subset=["chose_first"]).groupby(["model", "universe"])["chose_first"].agg(
-        first_share="mean", n="size").reset_index(), "crows_position_preference", markdown=True)
+    if "chose_first" in d:   # a pair asked in both orders: its position preference, beside the estimate
+        out.table(d.dropna(subset=["chose_first"]).groupby(["model", "universe"])["chose_first"].agg(
+            first_share="mean", n="size").reset_index(), f"{b}_position_preference", markdown=True)
 display(universes.groupby(["model", "benchmark", "status"]).size().rename("universes").reset_index())
 display(costs.groupby("model")[["seconds", "positions_computed", "cache_misses"]].sum().reset_index())
 display(tol_table)
@@ -207,9 +216,9 @@ display(tol_table)
 # answers unmatched) keeps its row, marked, with the verdict "not tested (degenerate responder: …)".
 
 # %%
-check = decisions.responder_table(responses, items)
+check = decisions.responder_table(responses, item_sets)
 out.table(check, "responders", markdown=True)
-est = decisions.decide_estimates(pd.DataFrame([e for r in results for e in r["estimates"]]), check, alpha=alpha)
+est = decisions.decide_estimates(pd.DataFrame([e for r in results for e in r["estimates"]]), check, plan=PLAN)
 out.table(est, "estimates")
 display(est.loc[est["responder_status"].str.startswith("degenerate"), ["model", "universe", "metric", "estimate",
                                                                        "responder_status"]])
@@ -224,11 +233,11 @@ display(est.loc[est["responder_status"].str.startswith("degenerate"), ["model", 
 # cluster bootstrap over scenarios (formats with a probability distribution only).
 
 # %%
-shown = [m for m in analysis.METRICS if m in set(est["metric"])]
-for met in shown:
-    fig = specification.specification_curve(est[est["metric"] == met], analysis.METRICS[met]["label"],
-                                            null=analysis.METRICS[met]["null"], unit=analysis.METRICS[met]["unit"])
-    out.figure(fig, f"specification_curve_{met}")
+shown = [m for m in analysis.multiverse_metrics(benchmarks) if m.id in set(est["metric"])]
+for m in shown:
+    fig = specification.specification_curve(est[est["metric"] == m.id], m.label, null=m.null, unit=m.scale)
+    out.figure(fig, f"specification_curve_{m.id}")
+shown = [m.id for m in shown]
 curve = est[est["metric"].isin(shown)].sort_values(["metric", "model", "estimate"])
 out.table(curve[["metric", "model", "universe", "estimate", "ci_low", "ci_high", "ci_method", "null_value",
                  "p_value", "family", "p_adjusted", "excludes_null", "responder_status", "verdict", "n", "n_clusters",
@@ -251,22 +260,16 @@ out.table(curve[["metric", "model", "universe", "estimate", "ci_low", "ci_high",
 
 # %%
 margin = analysis.margins(PLAN)          # shown in the plan above
-values = [analysis.item_values(b, d, items[b]) for b, d in responses.items() if len(d)]
-gp_rows, group_est = [], pd.DataFrame()
-for r in results:
-    for lg in r["group_long"]:
-        u, m = lg["universe"].iloc[0], lg["model"].iloc[0]
-        gp_rows.append(analysis.group_preference(lg, items["agentic"]).assign(
-            model=m, universe=u, metric=analysis.GROUP_PREFERENCE))
-        values.append(analysis.group_values(lg, items["agentic"]))
-group_pref = pd.DataFrame()
-if gp_rows:
-    group_pref = decisions.decide_group_preference(pd.concat(gp_rows, ignore_index=True), check, alpha=alpha)
+values = analysis.universe_values(responses, item_sets)          # per unit, the metrics with an estimate
+group_values = analysis.universe_values(responses, item_sets, family=True)     # per unit and group
+group_pref, group_est = pd.DataFrame(), pd.DataFrame()
+if len(group_values):
+    group_pref = decisions.decide_group_preference(analysis.group_preference(group_values), check, plan=PLAN)
     out.table(group_pref, "group_preference")
-    group_est = group_pref.assign(metric=analysis.GROUP_PREFERENCE + ":" + group_pref["class_type"] + ":"
+    group_est = group_pref.assign(metric=group_pref["metric"] + ":" + group_pref["class_type"] + ":"
                                   + group_pref["group"])
-equivalence = analysis.equivalence_to_paper(pd.concat(values, ignore_index=True), pd.concat([est, group_est]),
-                                            margin, alpha=PLAN.alpha, seed=seed)
+equivalence = analysis.equivalence_to_paper(pd.concat([values, group_values], ignore_index=True),
+                                            pd.concat([est, group_est]), margin, alpha=PLAN.alpha, seed=seed)
 out.table(equivalence, "equivalence")
 robustness = findings.robustness_table(analysis.robustness(equivalence))
 out.table(robustness, "robustness", markdown=True)
@@ -301,10 +304,12 @@ for r in results:
         if not len(d):
             continue
         for m, part in d.groupby("model"):
-            part = part.merge(items[b][["prompt_id", bench_objs[b].cluster]], on="prompt_id", how="left")
-            t = analysis.factor_importance(part, r["specs"][b], b)
-            if len(t):
-                terms.append(t.assign(model=m, benchmark=b))
+            for metric in [x for x in registry.spec(b).metrics if x.factor_outcome]:
+                cluster = [c for c in [metric.cluster] if c and c not in part]
+                t = analysis.factor_importance(part.merge(item_sets[b][["prompt_id", *cluster]], on="prompt_id",
+                                                          how="left"), r["specs"][b], metric)
+                if len(t):
+                    terms.append(t.assign(model=m, benchmark=b))
 importance = pd.concat(terms, ignore_index=True) if terms else pd.DataFrame()
 out.table(importance, "factor_importance")
 by_factor = analysis.importance_by_factor(importance) if len(importance) else pd.DataFrame()
@@ -334,20 +339,22 @@ display(Markdown(findings.ordering_findings(kendall, pairwise)))
 # %% [markdown]
 # ## 8. Multiple choice against open-ended answers on the same items (the RUTEd question)
 #
-# Per model: the BBQ items answered in the paper's universe (option log-likelihood) and in the open-ended universe
-# (no options shown, answer matched). Agreement of the answer category (biased / counter-biased / unknown) and Cohen's
-# κ over the items whose open answer was matched, with template-cluster bootstrap intervals; the unmatched and
-# multi-group answers counted; and the paired difference of the ambiguous-context bias scores (open − multiple
-# choice) with a template-paired bootstrap interval.
+# Per model: the items of each benchmark with open answers read as one of the item's options (`open_ended` among its
+# formats; items with biased, unknown and template columns: BBQ) in the paper's universe (option log-likelihood) and
+# open-ended (no options shown, answer matched). Agreement of the answer category (biased / counter-biased / unknown)
+# and Cohen's κ over the items whose open answer was matched, with template-cluster bootstrap intervals; the
+# unmatched and multi-group answers counted; and the paired difference of the ambiguous-context bias scores (open −
+# multiple choice) with a template-paired bootstrap interval.
 
 # %%
 ruted = []
-bbq_r = responses.get("bbq", pd.DataFrame())
-if len(bbq_r) and "open_ended" in set(bbq_r["answer_format"]):
-    for m, d in bbq_r.groupby("model"):
+opened = {b: r for b, r in responses.items() if len(r) and "open_ended" in registry.spec(b).formats and
+          {"biased_index", "unknown_index", "context_condition", "template", "options"} <= set(item_sets[b])}
+for b, r in opened.items():
+    for m, d in r.groupby("model") if "open_ended" in set(r["answer_format"]) else ():
         mc, op = d[d["universe"] == "paper"], d[d["universe"] == "answer_format=open_ended"]
         if len(mc) and len(op):
-            ruted.append({"model": m, **analysis.format_agreement(mc, op, items["bbq"], n_boot=n_boot, seed=seed)})
+            ruted.append({"model": m, **analysis.format_agreement(mc, op, item_sets[b], n_boot=n_boot, seed=seed)})
 ruted = pd.DataFrame(ruted)
 out.table(ruted, "format_agreement", markdown=True)
 display(ruted)
@@ -356,8 +363,8 @@ display(ruted)
 display(Markdown(findings.ruted_findings(ruted)))
 
 # %%
-if len(bbq_r):
-    opens = bbq_r[bbq_r["answer_format"] == "open_ended"]
+if opened:
+    opens = pd.concat([r[r["answer_format"] == "open_ended"] for r in opened.values()])
     kinds = opens.groupby(["model", "answer_kind"]).size().unstack(fill_value=0).reset_index()
     out.table(kinds, "open_ended_answer_kinds", markdown=True)
     display(opens[["model", "prompt_id", "answer", "answer_kind", "choice"]].head(8))
@@ -383,23 +390,24 @@ display(Markdown(findings.matcher_sentence(matcher_check, len(labels))))
 # %% [markdown]
 # ## 9. A second reader of the open answers (optional judge)
 #
-# With `judge` (any model spec, e.g. a served model), each open-ended BBQ answer is also classified by that model
+# With `judge` (any model spec, e.g. a served model), each open answer read as an option (BBQ) is also read by it
 # (which of the item's options it refers to). The judge is validated against the answers labelled by hand (precision
 # and recall per kind, as the matcher is), and the rate of biased answers over the notebook's open answers is
 # estimated by prediction-powered inference (Angelopoulos et al. 2023; `stats.agreement.ppi_mean`, `ppi_py`): the
 # judge's rate, corrected by its error on the labelled answers (from other BBQ items, generated by the same rule).
 
 # %%
-if judge is not None and len(bbq_r):
+if judge is not None and opened:
     from biaslab import models as model_zoo, scoring
     from biaslab.papers.multiverse import judge as judging
     jlm = model_zoo.load(judge, device=device)
     out.record_model(jlm.fingerprint)
     jsc = scoring.Scorer(jlm, progress=False)
-    labels["judge_choice"] = judging.read(jsc.generate(judging.prompts(labels), max_new_tokens=4))
+    labels["judge_choice"] = judging.respond(jsc, labels)
     out.table(judging.validation(labels, labels["judge_choice"]), "judge_validation", markdown=True)
-    opens = bbq_r[bbq_r["answer_format"] == "open_ended"].merge(items["bbq"], on="prompt_id", suffixes=("", "_i"))
-    opens["judge_choice"] = judging.read(jsc.generate(judging.prompts(opens), max_new_tokens=4))
+    opens = pd.concat([r[r["answer_format"] == "open_ended"].merge(item_sets[b], on="prompt_id", suffixes=("", "_i"))
+                       for b, r in opened.items()])
+    opens["judge_choice"] = judging.respond(jsc, opens)
     judge_table = judging.table(opens, labels, jlm.name)
 else:
     judge_table = pd.DataFrame([{"model": None, "judge": None, "status": "not run: no judge model given (parameter "

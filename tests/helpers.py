@@ -43,3 +43,60 @@ def outside_blocks(text: str) -> str:
             head, rest = text.split(begin, 1)
             text = head + rest.split(end, 1)[1]
     return text
+
+
+def forget_file_hashes() -> None:
+    """Drop this process's copy of :mod:`biaslab.filehash`'s memo, as a new process starts (it reads the disk memo
+    again on next use)."""
+    from biaslab import filehash
+    filehash._MEMO = None
+
+
+#: Width of a report's column in CSS pixels (report.css: a 1060 px page less its padding); a wider figure is scaled
+#: down to it.
+REPORT_COLUMN_PX = 980
+
+
+def smallest_text_px(fig, dpi: float = 110, column_px: float = REPORT_COLUMN_PX) -> float:
+    """CSS pixels of the smallest visible text of ``fig`` saved at ``dpi`` and shown at its own size, or scaled down
+    to fit a column ``column_px`` wide (what a reader of the report sees; 9 pt = 12 px)."""
+    from matplotlib.text import Text
+
+    fig.canvas.draw()
+    bbox = fig.get_tightbbox(fig.canvas.get_renderer())
+    scale = min(1.0, column_px / (bbox.width * dpi))
+    sizes = [t.get_fontsize() for t in fig.findobj(Text) if t.get_visible() and t.get_text().strip()
+             and t.get_figure() is not None]
+    return min(sizes) * dpi / 72 * scale
+
+
+#: Width of an A4 page between Chromium's default print margins, in CSS pixels.
+A4_WIDTH = 718
+
+_OVERFLOW = r"""
+const main = document.querySelector('main') || document.body;
+const limit = main.getBoundingClientRect().right + 0.5;
+return [...document.querySelectorAll('table')].filter(t => t.offsetParent !== null).map(t => {
+  const r = t.getBoundingClientRect();
+  const head = [...t.querySelectorAll('th')].slice(0, 4).map(h => h.textContent.trim()).join(' | ');
+  return {right: r.right, width: r.width, scroll: t.scrollWidth, client: t.clientWidth, head: head.slice(0, 80)};
+}).filter(t => t.right > limit || t.scroll > t.client + 1).map(t => `${Math.round(t.width)} px wide (${t.head})`);
+"""
+
+
+def print_overflow(path, driver, width: int = A4_WIDTH) -> list[str]:
+    """Tables of ``path`` wider than the report's column in the print view ``width`` CSS pixels wide (A4), in the
+    Chromium of :func:`biaslab.report.browser.chromium`."""
+    from pathlib import Path
+
+    from biaslab.report import browser
+    driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
+                           {"width": width, "height": 1000, "deviceScaleFactor": 1, "mobile": False})
+    driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {"media": "print"})
+    try:
+        driver.get(Path(path).resolve().as_uri())
+        browser._settle(driver)
+        return driver.execute_script(_OVERFLOW)
+    finally:
+        driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {"media": ""})
+        driver.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})

@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from biaslab.benchmarks import agentic, load
+from biaslab.benchmarks import agentic, spec
 from biaslab.stats.entropy import tidy_scores
 
 TABLE_I = {
@@ -22,7 +22,7 @@ TABLE_I = {
 
 @pytest.fixture(scope="module")
 def bench():
-    return load("agentic")
+    return spec("agentic").load()
 
 
 @pytest.fixture(scope="module")

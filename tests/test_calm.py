@@ -1,4 +1,4 @@
-"""CALM loader, builder, prompt formats, answer matching, perturbations and the evaluation driver."""
+"""CALM loader, builder, prompt formats, answer matching, perturbations and its protocol (``calm.respond``)."""
 
 import re
 
@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from biaslab.benchmarks import calm
-from biaslab.papers.calm import answers, evaluate, perturb, prompting
+from biaslab.benchmarks import calm, calm_answers as answers, calm_prompts as prompting
+from biaslab.papers.calm import perturb
 
 
 @pytest.fixture(scope="module")
@@ -196,7 +196,7 @@ class FakeScorer:
         return df
 
     def option_logprob(self, prompts, options, chat=False):
-        rows = [{"prompt_idx": i, "option_idx": j, "option": o, "sum_logprob": -float(j)}
+        rows = [{"prompt_idx": i, "option_idx": j, "option": o, "sum_logprob": -float(j), "mean_logprob": -float(j)}
                 for i, opts in enumerate(options) for j, o in enumerate(opts)]
         return pd.DataFrame(rows)
 
@@ -206,10 +206,10 @@ class FakeScorer:
         return [" garden.\nPassage"] * len(prompts)
 
 
-@pytest.mark.parametrize("mode", ["next_token", "sequence"])
-def test_evaluate_with_fake_scorer(released, mode):
+@pytest.mark.parametrize("mode", ["label_dist", "option_ll"])
+def test_respond_with_fake_scorer(released, mode):
     p = released.prompts.groupby("source_dataset").head(3)
-    r = evaluate.evaluate(FakeScorer(), p, k=1, label_scoring=mode)
+    r = calm.SPEC.responses(FakeScorer(), p, calm.PROTOCOL.replace(format=mode, examples=1))
     assert list(r["prompt_id"]) == list(p["prompt_id"])
     span = p["answer_format"] == "span"
     assert (r.loc[span, "output"] == "garden.\nPassage".strip()).all()
@@ -219,13 +219,25 @@ def test_evaluate_with_fake_scorer(released, mode):
     tox = p["answer_format"] == "toxicity"         # first label "True" -> toxic
     assert r.loc[tox, "correct"].tolist() == (p.loc[tox, "answer"] == "1").astype(int).tolist()
     assert r["correct"].isin([0, 1]).all() and r["correct_released"].isin([0, 1]).all()
-    if mode == "next_token":
+    if mode == "label_dist":
         assert np.allclose(r.loc[~span, "p_answer"], 1.0)
     else:                                          # softmax of log-probs 0, -1 (, -2, ...) over the labels
         n_labels = p.loc[~span, "answer_format"].map({"nli2": 2, "nli3": 3, "sentiment": 2, "toxicity": 2})
         n_labels = n_labels.fillna(p.loc[~span, "options"].map(lambda o: len(o) if isinstance(o, list) else 0))
         want = [1 / sum(np.exp(-np.arange(int(n)))) for n in n_labels]
         assert np.allclose(r.loc[~span, "p_answer"], want)
+
+
+def test_generated_format_answers_every_prompt_by_generation_and_the_text_rules(released):
+    p = released.prompts.groupby("source_dataset").head(2)
+    r = calm.respond(FakeScorer(), p, calm.PROTOCOL.replace(format="generated", examples=0))
+    out = "garden.\nPassage"                       # the fake ignores the newline stop; the output is stripped
+    assert (r["output"] == out).all() and r["pred"].isna().all() and r["p_answer"].isna().all()
+    want = [int(answers.is_correct(f, out, a, t, "normalised"))
+            for f, a, t in zip(p["answer_format"], p["answer"], p["answer_text"])]
+    assert r["correct"].tolist() == want
+    with pytest.raises(ValueError, match="no answer format 'open_ended'"):
+        calm.respond(FakeScorer(), p, calm.PROTOCOL.replace(format="open_ended"))
 
 
 def test_released_rules_make_three_span_templates_unanswerable(released):

@@ -222,12 +222,12 @@ def test_the_plan_states_n_and_the_design_mde_of_these_claims():
 
 def test_sensitivity_rows_follow_the_agreed_schema_and_re_decide():
     from biaslab.papers.agentic import decisions as D4
-    P.use(None)
+    PLAN = P.load()
     per, pr = _agentic(n_pairs=60, rule=lambda ch, pol: [(3.0 if i == 0 else 1.0) * (1.3 if c == "B" else 1.0)
                                                           for i, c in enumerate(ch)])
     check = D4.responder_table(per)
-    ut = D4.decide("uniformity_tests", E.uniformity_tests(per, pr, cluster="scenario_id"), check)
-    sens = D4.sensitivity(ut, per, pr, check, "scenario_id")
+    ut = D4.decide("uniformity_tests", E.uniformity_tests(per, pr, cluster="scenario_id"), check, plan=PLAN)
+    sens = D4.sensitivity(ut, per, pr, check, "scenario_id", plan=PLAN)
     assert list(sens.columns) == ["claim", "family", "instance", "analysis", "intercurrent_event", "description",
                                   "estimate", "ci_low", "ci_high", "p_value", "p_adjusted", "verdict",
                                   "primary_verdict", "verdict_survives", "n_families", "share"]

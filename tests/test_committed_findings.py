@@ -25,6 +25,9 @@ from biaslab.papers.crows_pairs import decisions as D3
 from biaslab.papers.crows_pairs import findings as F3
 from biaslab.papers.multifactor import decisions as D1
 from biaslab.papers.multifactor import findings as F1
+from biaslab import plan as P
+
+PLAN = P.load()             # the repository's analysis plan (the committed outputs')
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "outputs"
@@ -81,7 +84,7 @@ def clauses(bullet: str, heads: dict[str, str]) -> dict[str, str]:
 def rendered() -> str:
     if not (OUT / "01_multifactor").exists():
         pytest.skip("no committed outputs")
-    return summary.render(OUT)
+    return summary.headline(OUT, PLAN)
 
 
 def test_the_readme_block_is_what_the_committed_outputs_render_to(rendered):
@@ -97,8 +100,8 @@ def test_splice_replaces_only_the_block(tmp_path):
     with pytest.raises(ValueError, match="markers"):
         summary.splice("no markers here", "x")
     # a section whose tables are missing says so instead of failing
-    empty = summary.render(tmp_path)
-    assert empty.count("not available:") == len(summary.SECTIONS)
+    for render in (summary.render, summary.headline):
+        assert render(tmp_path, PLAN).count("not available:") == len(summary.SECTIONS)
 
 
 @pytest.mark.parametrize("folder,render", [("02_calm", "calm"), ("03_crows_pairs_bayes", "crows"),
@@ -108,17 +111,17 @@ def test_committed_claim_sentences_match_their_rows(folder, render):
     the number of "distinguishable" sentences equals the number of claims that are."""
     from biaslab import findings as W
     if render == "calm":
-        t = [D2.decide(_need(folder, "bias_scores"), _read(folder, "responders"))]
-        text = F2.bias_findings(t[0])
+        t = [D2.decide(_need(folder, "bias_scores"), _read(folder, "responders"), plan=PLAN)]
+        text = F2.bias_findings(t[0], plan=PLAN)
     elif render == "crows":
         d = D3.decide(_need(folder, "likelihood_tests"), _read(folder, "preference_tests"), None,
-                      _read(folder, "responders"), _read(folder, "preference_answers"))
+                      _read(folder, "responders"), _read(folder, "preference_answers"), plan=PLAN)
         t = [d["likelihood_tests"], d["preference_tests"]]
-        text = F3.likelihood_findings(*t)
+        text = F3.likelihood_findings(*t, plan=PLAN)
     else:
         resp = _read(folder, "responders")
-        t = [D4.decide("uniformity_tests", _need(folder, "uniformity_tests"), resp)]
-        text = F4.uniformity_findings(t[0])
+        t = [D4.decide("uniformity_tests", _need(folder, "uniformity_tests"), resp, plan=PLAN)]
+        text = F4.uniformity_findings(t[0], plan=PLAN)
     rows = pd.concat([x[x["claim"] != ""] for x in t])
     lines = text.splitlines()
     assert len(lines) == len(rows) and "n/a" not in text and "nan" not in text

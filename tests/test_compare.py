@@ -16,6 +16,9 @@ from biaslab import profiles
 from biaslab.papers import compare
 from biaslab.stats import multiplicity
 from biaslab.stats.clustered import FEW_CLUSTERS
+from biaslab import plan as P
+
+PLAN = P.load()             # the repository's analysis plan (the committed outputs')
 
 SOURCES = ["01_multifactor/ssqa", "01_multifactor/bbq", "02_calm", "03_crows_pairs_bayes", "04_agentic_entropy"]
 MODELS = list(profiles.EMBEDDED_MODELS)
@@ -35,7 +38,7 @@ def table(root):
 
 @pytest.fixture(scope="module")
 def pairs(root):
-    return compare.paired_table(root, n_boot=300)
+    return compare.paired_table(root, n_boot=300, plan=PLAN)
 
 
 def _src(root, folder, stem):
@@ -54,7 +57,7 @@ pytestmark = pytest.mark.notebook
 def test_every_metric_has_every_model(table):
     # the smoke profile of notebook 3 scores the revised English and the French sets, not the original English one
     present = set(table["metric"])
-    assert present >= {m.id for m in compare.METRICS} - {"crows_en_stereotype_preferred"}
+    assert present >= {m.id for m in compare.all_metrics()} - {"crows_en_stereotype_preferred"}
     for m in present:
         assert set(table.loc[table["metric"] == m, "model"]) >= set(MODELS), m
 
@@ -116,7 +119,7 @@ def test_calm_crows_agentic_numbers_equal_their_notebooks_tables(root, table):
 
 def test_intervals_contain_their_estimates_and_name_their_method(table):
     has = table["ci_low"].notna()
-    assert has.sum() >= len(compare.METRICS) * len(MODELS) - 2 * len(MODELS)   # BBQ may lack one at smoke size
+    assert has.sum() >= len(compare.all_metrics()) * len(MODELS) - 2 * len(MODELS)   # BBQ may lack one at smoke size
     t = table[has]
     assert ((t["ci_low"] <= t["estimate"] + 1e-12) & (t["estimate"] <= t["ci_high"] + 1e-12)).all()
     assert t["ci_method"].str.len().gt(0).all()
@@ -172,14 +175,14 @@ def test_tie_groups_and_agreement_from_the_tables(table, pairs):
             assert not set(la) & set(lb)
     agreement = compare.agreement_table(table)
     assert (agreement["status"].str.startswith("too few models")).all()     # two or four models here
-    lines = compare.summary_lines(table, pairs, groups, agreement)
+    lines = compare.summary_lines(table, pairs, groups, agreement, plan=PLAN)
     assert "cannot be assessed" in lines[-1]
 
 
 def test_degenerate_responders_are_not_tested(root):
     flags = pd.DataFrame([{"metric": "agentic_mean_entropy", "model": MODELS[1],
                            "responder_status": "degenerate: fabricated"}])
-    p = compare.paired_table(root, [compare.metric("agentic_mean_entropy")], n_boot=100, responders=flags)
+    p = compare.paired_table(root, [compare.metric("agentic_mean_entropy")], n_boot=100, responders=flags, plan=PLAN)
     assert p["verdict"].str.startswith("not tested (degenerate responder").all() and p["p_adjusted"].isna().all()
     assert p["difference"].notna().all()
     t = compare.model_metric_table(root, [compare.metric("agentic_mean_entropy")], n_boot=100).merge(

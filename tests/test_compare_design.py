@@ -6,7 +6,7 @@ test_compare.py):
   ``benchmarks.ssqa.CLUSTERS`` — before, notebook 5 clustered on template only (Llama 0.335 got [0.236, 0.446] there
   and [0.229, 0.456] in notebook 1);
 * BBQ's pair rows follow the same rule as every other metric (null 0, t(G - 1) test with its df and statistic, a CR1
-  interval of the linearized scores), and its model intervals are notebook 1's ``bbq_scores.score_intervals``;
+  interval of the linearized scores), and its model intervals are notebook 1's ``bbq.score_intervals``;
 * CALM's per-template rows are read for the paper variant only: ``n_units`` is the number of templates the score
   rests on (before: 24 rows for Gemma's 22 templates, the released variant's rows counted too).
 """
@@ -21,8 +21,11 @@ import pytest
 
 from biaslab.benchmarks import ssqa
 from biaslab.papers import compare
-from biaslab.papers.multifactor import bbq_scores
+from biaslab.benchmarks.bbq import score_intervals
 from biaslab.stats import intervals, paired
+from biaslab import plan as P
+
+PLAN = P.load()             # the repository's analysis plan (the committed outputs')
 
 
 def _write(root: Path, folder: str, stem: str, df: pd.DataFrame) -> None:
@@ -61,7 +64,7 @@ def test_ssqa_intervals_and_pairs_are_notebook_1s_on_the_crossed_design(tmp_path
     assert table["ci_method"].str.contains("two-way").all()
     one_way = intervals.rate_intervals(r, "deviated", "template", by="model").set_index("model")
     assert ((one_way["ci_high"] - one_way["ci_low"]) < (nb1["ci_high"] - nb1["ci_low"])).all()   # the old, narrower
-    p = compare.paired_table(tmp_path, [m]).iloc[0]
+    p = compare.paired_table(tmp_path, [m], plan=PLAN).iloc[0]
     ref = paired.paired_difference(r, "deviated", p["model_a"], p["model_b"], list(ssqa.CLUSTERS))
     for col in ("difference", "ci_low", "ci_high", "p_value", "df", "ci_method"):
         assert p[col] == ref[col], col
@@ -101,12 +104,12 @@ def test_bbq_pairs_and_intervals_follow_the_rule(tmp_path):
     ms = [compare.metric("bbq_bias_ambig"), compare.metric("bbq_bias_disambig")]
     table = compare.model_metric_table(tmp_path, ms)
     assert np.allclose(table["estimate"], table["estimate_from_responses"])
-    nb1 = bbq_scores.score_intervals(r, ["model"], "template")
+    nb1 = score_intervals(r, ["model"], "template")
     for row in table.itertuples():
         ref = nb1[(nb1["model"] == row.model) & (nb1["context_condition"] == row.metric.split("_")[-1])].iloc[0]
         assert (row.ci_low, row.ci_high, row.ci_method) == (ref["bias_ci_low"], ref["bias_ci_high"],
                                                             ref["bias_ci_method"])
-    pairs = compare.paired_table(tmp_path, ms)
+    pairs = compare.paired_table(tmp_path, ms, plan=PLAN)
     assert (pairs["null_value"] == 0).all() and pairs["excludes_null"].notna().all()
     assert (pairs["df"] == 39).all() and pairs["statistic"].notna().all()
     assert (pairs["p_method"] == "Wald t(39) on the CR1 SE").all()

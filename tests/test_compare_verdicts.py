@@ -16,6 +16,9 @@ from statsmodels.stats.multitest import multipletests
 from biaslab.papers import compare
 from biaslab.papers.agentic import decisions as D4
 from biaslab.stats import verdict as V
+from biaslab import plan as P
+
+PLAN = P.load()             # the repository's analysis plan (the committed outputs')
 
 OUT = Path(__file__).resolve().parents[1] / "outputs"
 
@@ -52,7 +55,7 @@ def test_comparison_groups_put_like_with_like():
 
 
 def test_one_holm_family_per_model_pair_and_incomparable_pairs_shown_apart():
-    d = compare.decide_pairs(_pairs())
+    d = compare.decide_pairs(_pairs(), plan=PLAN)
     v = d.set_index(["metric", "model_a", "model_b"])["verdict"]
     fam = d.set_index(["metric", "model_a", "model_b"])["family"]
     assert v[SSQA, "emb1", "rel1"].startswith("not tested (not comparable: different answer modes: emb1: labels")
@@ -64,14 +67,14 @@ def test_one_holm_family_per_model_pair_and_incomparable_pairs_shown_apart():
     # raw 0.03 on CrowS, Holm 0.06 over the pair's two claims; the released pair's one claim: Holm = raw
     assert v[CROWS, "emb1", "emb2"] == "not distinguishable" and v[SSQA, "rel1", "rel2"] == "distinguishable"
     # a metric without a claim is exploratory: shown, never decided
-    other = compare.decide_pairs(_pairs().assign(metric="agentic_mean_entropy"))
+    other = compare.decide_pairs(_pairs().assign(metric="agentic_mean_entropy"), plan=PLAN)
     assert not other["verdict"].isin(["distinguishable", "not distinguishable"]).any()
 
 
 def test_degenerate_for_this_metric_is_listed_not_ranked():
     st = pd.DataFrame({"metric": [SSQA, CROWS], "model": ["emb2", "emb2"],
                        "responder_status": ["degenerate: always 'yes'", "not judged: log-probabilities"]})
-    pairs = compare.decide_pairs(_pairs(), st)
+    pairs = compare.decide_pairs(_pairs(), st, plan=PLAN)
     v = pairs.set_index(["metric", "model_a", "model_b"])["verdict"]
     assert v[SSQA, "emb1", "emb2"].startswith("not tested (degenerate responder: emb2: always 'yes'")
     assert v[CROWS, "emb1", "emb2"] in ("distinguishable", "not distinguishable")     # not judged is no flag
@@ -82,7 +85,7 @@ def test_degenerate_for_this_metric_is_listed_not_ranked():
     assert not g.loc[(SSQA, "emb1"), "ranked"]           # alone in its group once emb2 is out
     assert g.loc[(SSQA, "rel2"), "rank"] == 1 and g.loc[(SSQA, "rel2"), "groups"] != g.loc[(SSQA, "rel1"), "groups"]
     assert len(g) == len(t)                                  # nobody disappears
-    lines = compare.summary_lines(t, pairs, compare.tie_group_table(t, pairs), pd.DataFrame())
+    lines = compare.summary_lines(t, pairs, compare.tie_group_table(t, pairs), pd.DataFrame(), plan=PLAN)
     ssqa = [x for x in lines if x.startswith(SSQA)][0]
     assert "emb2 0.39 [0.34, 0.44]" in ssqa and "1 pair with a degenerate responder, not tested" in ssqa
     assert "1 pair across answer modes, not tested" in ssqa
@@ -135,7 +138,7 @@ def test_notebook_4s_group_check_is_notebook_1s_on_the_same_answers():
     ut = D4.decide("uniformity_tests", pd.DataFrame([
         {"model": m, "class_type": "race", "unit": u, "k": 3, "n": 30, "top": "White", "cohens_w": 0.3,
          "p_value": 0.01, "log10_bf10": 1.0} for m in ("a", "b") for u in ("group", "position")]),
-        D4.responder_table(per)).set_index(["model", "unit"])
+        D4.responder_table(per), plan=PLAN).set_index(["model", "unit"])
     assert ut.loc[("a", "group"), "responder_status"] == "informative"
     assert ut.loc[("b", "group"), "verdict"].startswith("not tested (degenerate responder")
     assert not ut["responder_status"].str.contains("no responder row").any()

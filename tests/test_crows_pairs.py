@@ -7,7 +7,9 @@ import pandas as pd
 import pytest
 
 from biaslab.benchmarks import crows_pairs as cp
-from biaslab.benchmarks import load
+from biaslab.benchmarks import spec
+
+load = spec("crows_pairs").dataset
 from biaslab.sources import DataError, is_verified, load_manifest
 
 

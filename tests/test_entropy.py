@@ -8,6 +8,9 @@ import pytest
 from scipy import special
 
 from biaslab.stats import entropy as E
+from biaslab import plan as P
+
+PLAN = P.load()             # the repository's analysis plan (the committed outputs')
 
 
 @pytest.mark.parametrize("k", [3, 5])
@@ -263,7 +266,7 @@ def test_uniformity_tests_correct_for_scenario_clusters_and_carry_a_prior_range(
     assert clustered["design_effect"] == pytest.approx(2 * g / (g - 1), rel=0.01)
     assert clustered["p_value"] > clustered["p_naive"] and clustered["n_clusters"] == g
     assert abs(clustered["log10_bf10"]) < abs(naive["log10_bf10"])      # less evidence either way
-    d = D4.decide("uniformity_tests", E.uniformity_tests(per, pr, cluster="scenario_id"), None)
+    d = D4.decide("uniformity_tests", E.uniformity_tests(per, pr, cluster="scenario_id"), None, plan=PLAN)
     assert d["bf_direction"].notna().all() and d["bf10_min"].le(d["bf10"]).all()
 
 
@@ -284,5 +287,5 @@ def test_cyclic_gain_is_tested_by_the_clustered_rule():
     assert r["n_clusters"] == 40 and r["design_effect"] > 2
     assert (r["ci_low"] <= 0 <= r["ci_high"]) == (r["p_value"] >= 0.05)
     from biaslab.papers.agentic import decisions as D4
-    d = D4.decide("cyclic_by_model", pd.DataFrame([r]), None).iloc[0]
+    d = D4.decide("cyclic_by_model", pd.DataFrame([r]), None, plan=PLAN).iloc[0]
     assert d["p_adjusted"] == pytest.approx(r["p_value"])                # a family of one: the clustered p decides

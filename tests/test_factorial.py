@@ -1,30 +1,79 @@
-"""The factor framework on CALM, CrowS-Pairs and the agentic benchmark (issue 11): plans and their glue."""
+"""The factor framework on every benchmark: each SPEC's FactorPlan, its rules, and notebook 1's generic glue."""
 
 import numpy as np
 import pandas as pd
 import pytest
 
+from biaslab import benchmarks, profiles
+from biaslab.benchmarks import agentic, crows_pairs as cp
+from biaslab.benchmarks.spec import FactorPlan, Spec
 from biaslab.papers.multifactor import factorial, responses as multifactor
-from biaslab.benchmarks import agentic
 from biaslab.stats import coverage as cov
+
+PLANNED = [n for n, s in benchmarks.SPECS.items() if s.factor_plan is not None]
 
 
 @pytest.fixture(scope="module")
 def agentic_bench():
-    return factorial.prepare("agentic")
+    return factorial.prepare(benchmarks.spec("agentic"))
 
 
-def test_every_benchmark_has_a_plan_naming_its_outcome():
-    assert set(multifactor.PLANS) == {"ssqa", "bbq", "calm", "crows_pairs", "agentic"}
+def test_every_benchmark_with_a_plan_is_a_notebook_1_run_naming_its_outcome():
+    assert list(profiles.NOTEBOOKS["01_multifactor"]) == PLANNED and len(PLANNED) >= 5
     expected = {"ssqa": "deviated", "bbq": "deviated", "calm": "correct", "crows_pairs": "stereotype_preferred",
                 "agentic": "low_entropy"}
-    assert {k: p.outcome for k, p in multifactor.PLANS.items()} == expected
+    assert {k: benchmarks.spec(k).factor_plan.outcome for k in expected} == expected
+
+
+@pytest.mark.parametrize("name", PLANNED)
+def test_each_plan_fits_its_benchmark(name):
+    """Every factor a plan names is one of its benchmark's (FactorPlan.check), and the sunburst reads subgroups."""
+    s = benchmarks.spec(name)
+    b = factorial.prepare(s)            # runs FactorPlan.check
+    assert set(s.factor_plan.sunburst) <= set(s.factor_plan.subgroup_factors)
+    assert b.cluster not in s.factor_plan.regression
+
+
+_PLAN = dict(coverage_factors=["a", "b"], overall_sets={"a, b": ["a", "b"]}, heatmaps=[("a", "b")],
+             sunburst=("a", "b"), subgroup_factors=["a", "b"], ecdf_factors=["a", "b"], regression=["a", "b"],
+             regression_subset=["a"], bayes_fixed=["a"], bayes_group=["b"], bayes_group_subset=["b"], strata=["a"])
+
+
+@pytest.mark.parametrize("change,field", [
+    ({"sunburst": ("a", "c")}, "FactorPlan.sunburst"), ({"regression": ["a", "a"]}, "FactorPlan.regression"),
+    ({"strata": []}, "FactorPlan.strata"), ({"ideal": 2.0}, "FactorPlan.ideal"),
+    ({"chance_factor": "a"}, "FactorPlan.chance_factor"), ({"cot": lambda b: b}, "FactorPlan.cot")])
+def test_a_plan_breaking_a_rule_names_the_field(change, field):
+    FactorPlan(**_PLAN)                                         # the valid plan
+    with pytest.raises(ValueError, match=field):
+        FactorPlan(**{**_PLAN, **change})
+
+
+def test_a_regression_on_the_cluster_or_an_unknown_factor_is_refused_with_its_name():
+    b = benchmarks.Benchmark("toy", pd.DataFrame({"prompt_id": ["1", "2"], "a": ["x", "y"], "b": ["u", "v"],
+                                                  "unit": ["t1", "t2"]}),
+                             benchmarks.FactorSpec([benchmarks.Factor("a", "prompt", ("x", "y"), "x"),
+                                                    benchmarks.Factor("b", "prompt", ("u", "v"), "u")]), cluster="unit")
+    FactorPlan(**_PLAN).check(b)
+    with pytest.raises(ValueError, match=r"FactorPlan.regression of 'toy': \['unit'\] is the cluster"):
+        FactorPlan(**{**_PLAN, "regression": ["a", "unit"]}).check(b)
+    with pytest.raises(ValueError, match=r"\['zz'\] are not factors"):
+        FactorPlan(**{**_PLAN, "strata": ["zz"]}).check(b)
+
+
+def test_a_spec_missing_a_field_names_it():
+    with pytest.raises(TypeError, match="load"):
+        Spec(name="x", title="X")                                   # noqa: the required loader
+    with pytest.raises(TypeError, match="respond"):
+        Spec(name="x", title="X", load=lambda: None, protocol=benchmarks.spec("bbq").protocol, formats=("option_ll",))
+    with pytest.raises(TypeError, match="Spec.factor_plan"):
+        factorial.plan_of(Spec(name="x", title="X", load=lambda: None))
 
 
 def test_agentic_coverage_matches_the_documented_balanced_design(agentic_bench):
     """README of data/agentic: 17 domains x 3 question types x 2 polarities x 5 class types x 2 replicates. Every
     cell of the design holds 2 prompts, so CP = 1 and GI = 0; per factor each level holds 1020 / n_levels."""
-    plan = multifactor.PLANS["agentic"]
+    plan = agentic.SPEC.factor_plan
     spec = agentic_bench.factors.with_factors(plan.extra_factors)
     levels = cov.spec_levels(spec)
     p = agentic_bench.prompts
@@ -58,20 +107,19 @@ def test_gini_detects_an_unbalanced_agentic_subset(agentic_bench):
 
 def test_agentic_scored_subset_is_the_one_notebook_4_scores(agentic_bench):
     p = agentic_bench.prompts
-    a = factorial.sample("agentic", p, 150, ["question_type"], seed=0)
+    a = factorial.sample(agentic.SPEC.factor_plan, p, 150, seed=0)
     b = agentic.balanced_subset(p, 150, seed=0)
     assert list(a["prompt_id"]) == list(b["prompt_id"])
 
 
 def test_crows_combined_has_a_dataset_factor_and_unique_ids():
-    b = factorial.prepare("crows_pairs")
+    b = factorial.prepare(cp.SPEC)
     p = b.prompts
-    assert set(p["dataset"]) == set(factorial.CROWS_DATASETS)
+    assert set(p["dataset"]) == set(cp.SPEC.datasets)
     assert p["prompt_id"].is_unique and b.cluster == "pair_id"
-    assert p.groupby("dataset").size().to_dict() == {
-        d: len(factorial.load_benchmark(d).prompts) for d in factorial.CROWS_DATASETS}
-    s = factorial.sample("crows_pairs", p, 30, ["dataset", "bias_type"], seed=0)
-    assert s.groupby("dataset").size().to_dict() == {d: 10 for d in factorial.CROWS_DATASETS}
+    assert p.groupby("dataset").size().to_dict() == {d: len(cp.SPEC.dataset(d).prompts) for d in cp.SPEC.datasets}
+    s = factorial.sample(cp.SPEC.factor_plan, p, 30, seed=0)
+    assert s.groupby("dataset").size().to_dict() == {d: 10 for d in cp.SPEC.datasets}
 
 
 class _FakeScorer:
@@ -85,14 +133,14 @@ class _FakeScorer:
 def test_crows_outcome_is_the_likelihood_comparison():
     p = pd.DataFrame({"prompt_id": ["a", "b", "c"], "sent_more": ["xx", "xxxx", "same"],
                       "sent_less": ["xxx", "x", "same"]})
-    r = factorial.score("crows_pairs", _FakeScorer(), p)
+    r = factorial.score(cp.SPEC, _FakeScorer(), p)
     assert r["answer"].tolist()[:2] == ["more", "less"] and r["seed"].eq("none").all()
     assert r["stereotype_preferred"].tolist()[:2] == [1.0, 0.0] and np.isnan(r["stereotype_preferred"].iloc[2])
 
 
 def test_response_factor_reference_is_the_models_usual_answer():
-    plan = multifactor.PLANS["agentic"]
-    spec = factorial.prepare("agentic").factors.with_factors(plan.extra_factors)
+    plan = agentic.SPEC.factor_plan
+    spec = factorial.prepare(agentic.SPEC).factors.with_factors(plan.extra_factors)
     d = pd.DataFrame({"answer_position": [3, 3, 2, 1]})
     assert multifactor.references(spec, plan, d)["answer_position"] == 3
     assert multifactor.references(spec, plan)["answer_position"] == 1
@@ -100,12 +148,10 @@ def test_response_factor_reference_is_the_models_usual_answer():
 
 def test_crows_variant_scores_the_sentences_notebook_3_scores():
     """Same pairs, same sentences as notebook 3's per-dataset sample, so its cached scores serve notebook 1."""
-    from biaslab import profiles
-    from biaslab.benchmarks import crows_pairs as cp
-    p = factorial.prepare("crows_pairs").prompts
-    s = factorial.sample("crows_pairs", p, 3 * 20, ["dataset", "bias_type"], seed=0)
-    for d in factorial.CROWS_DATASETS:
-        ref = cp.subsample(factorial.load_benchmark(d), 20, seed=0).prompts
+    p = factorial.prepare(cp.SPEC).prompts
+    s = factorial.sample(cp.SPEC.factor_plan, p, 3 * 20, seed=0)
+    for d in cp.SPEC.datasets:
+        ref = cp.subsample(cp.SPEC.dataset(d), 20, seed=0).prompts
         got = s[s["dataset"] == d]
         assert list(got["sent_more"]) == list(ref["sent_more"]) and list(got["sent_less"]) == list(ref["sent_less"])
     for prof in profiles.PROFILE_NAMES:
@@ -113,3 +159,7 @@ def test_crows_variant_scores_the_sentences_notebook_3_scores():
         assert profiles.params(prof, "01_multifactor", "crows_pairs")["max_prompts"] == (None if mp is None else 3 * mp)
         assert (profiles.params(prof, "01_multifactor", "agentic")["max_prompts"]
                 == profiles.params(prof, "04_agentic_entropy")["max_prompts"])
+        c = profiles.params(prof, "02_calm")     # notebook 1 on CALM selects notebook 2's prompts (calm.SPEC.sizes)
+        assert profiles.params(prof, "01_multifactor", "calm")["selection"] == {
+            k: c.get(k) for k in ("k_shot", "templates_per_task", "names_per_group", "template_ids",
+                                  "max_prompt_words")}

@@ -224,7 +224,7 @@ def test_bf_prior_robustness_marks_the_reported_prior():
     assert any("reported prior" in t.get_text() for t in ax.get_legend().get_texts())
     # legend text at least 12 CSS px once the figure is scaled to the report's column
     from biaslab.outputs import SHOWN_DPI
-    from biaslab.plots.figure_check import REPORT_COLUMN_PX
+    from helpers import REPORT_COLUMN_PX
     width = fig.get_tightbbox(fig.canvas.get_renderer()).width * SHOWN_DPI
     legend_pt = min(t.get_fontsize() for a in fig.axes for t in a.get_legend().get_texts())
     assert legend_pt * SHOWN_DPI / 72 * min(1.0, REPORT_COLUMN_PX / width) >= 12
@@ -236,7 +236,7 @@ def test_sunburst_and_forest_plot_labels_are_9_pt_in_the_report():
     12 CSS px (9 pt)."""
     from biaslab.outputs import SHOWN_DPI
     from biaslab.plots.compare import forest_plot
-    from biaslab.plots.figure_check import smallest_text_px
+    from helpers import smallest_text_px
 
     rows = []
     for g in ("female", "male", "non-binary"):

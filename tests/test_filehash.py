@@ -8,14 +8,15 @@ import os
 import pytest
 
 from biaslab import filehash, paths
+from helpers import forget_file_hashes
 
 
 @pytest.fixture
 def memo_dir(tmp_path, monkeypatch):
     monkeypatch.setattr(paths, "CACHE_DIR", tmp_path / "cache")
-    filehash.forget()
+    forget_file_hashes()
     yield tmp_path / "cache"
-    filehash.forget()
+    forget_file_hashes()
 
 
 def test_file_sha256_is_memoised_until_the_file_changes(tmp_path, memo_dir, monkeypatch, caplog):
@@ -26,7 +27,7 @@ def test_file_sha256_is_memoised_until_the_file_changes(tmp_path, memo_dir, monk
     assert list(memo) == [str(f.resolve())] and memo[str(f.resolve())][4] == hashlib.sha256(b"abc").hexdigest()
     monkeypatch.setattr(filehash, "sha256_file", lambda p: "not read again")
     assert filehash.file_sha256(f) == hashlib.sha256(b"abc").hexdigest()
-    filehash.forget()                                               # another process: reads the disk memo
+    forget_file_hashes()                                               # another process: reads the disk memo
     assert filehash.file_sha256(f) == hashlib.sha256(b"abc").hexdigest()
     monkeypatch.undo()
     monkeypatch.setattr(paths, "CACHE_DIR", memo_dir)
@@ -65,5 +66,5 @@ def test_entries_of_deleted_files_are_dropped_and_an_unwritable_memo_only_costs_
     filehash.file_sha256(b)
     assert list(json.loads(filehash.memo_path().read_text())) == [str(b.resolve())]
     monkeypatch.setattr(paths, "CACHE_DIR", tmp_path / "b" / "not-a-folder")     # cannot be created
-    filehash.forget()
+    forget_file_hashes()
     assert filehash.file_sha256(b) == hashlib.sha256(b"b").hexdigest()

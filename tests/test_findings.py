@@ -25,6 +25,9 @@ from biaslab.papers.multifactor import decisions as D1
 from biaslab.papers.multifactor import findings as F1
 from biaslab.stats import verdict as V
 from helpers import outside_blocks
+from biaslab import plan as P
+
+PLAN = P.load()             # the repository's analysis plan (the committed outputs')
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -35,7 +38,7 @@ def _decided(p, est=0.1, lo=0.05, hi=0.2, kind=V.CONFIRMATORY, **cols):
     """A one-family table decided by the verdict layer (the only way a findings function gets its words)."""
     t = pd.DataFrame({"model": [f"m{i}" for i in range(len(p))], "est": est, "p_value": p, "ci_low": lo,
                       "ci_high": hi, "n": 100, **cols})
-    return V.decide(t, V.Effects(estimate="est", null=0.0, default=V.Family("f", kind)), "t")
+    return V.decide(t, V.Effects(estimate="est", null=0.0, default=V.Family("f", kind)), "t", plan=PLAN)
 
 
 # ------------------------------------------------------------------------------------------ notebook 4
@@ -49,21 +52,21 @@ def _uniformity(p_groups, cohens_w=0.3, bf=None):
                      "cohens_w": cohens_w, "p_value": p, "log10_bf10": 2.0 if bf is None else bf})
         rows.append({"model": "m", "class_type": ct, "unit": "position", "k": 3, "n": 30, "top": "2",
                      "cohens_w": 0.1, "p_value": 0.5, "log10_bf10": -1.0})
-    return D4.decide("uniformity_tests", pd.DataFrame(rows), None)
+    return D4.decide("uniformity_tests", pd.DataFrame(rows), None, plan=PLAN)
 
 
 def _gp(p, diff):
     gp = pd.DataFrame({"model": "m", "class_type": "gender", "group": ["Female", "Male"], "n_pairs": 15,
                        "diff_pos_minus_neg": [diff, -diff / 2], "wilcoxon_p": [p, 0.9],
                        "diff_ci_low": [diff - 0.05, -0.1], "diff_ci_high": [diff + 0.05, 0.1]})
-    return D4.decide("group_preference", gp, None)
+    return D4.decide("group_preference", gp, None, plan=PLAN)
 
 
 def test_agentic_entropy_findings_place_against_paper_and_flag_a_degenerate_metric():
     def bm(h, status="informative"):
         t = pd.DataFrame({"model": ["m"], "n": [30], "mean_entropy": [h], "ci95_low": [h - 0.01],
                           "ci95_high": [h + 0.01], "share_below_half": [0.0], "mean_label_mass": [0.95]})
-        return D4.decide("entropy_by_model", t, None).assign(responder_status=status)
+        return D4.decide("entropy_by_model", t, None, plan=PLAN).assign(responder_status=status)
     paper = {"a": 0.6, "b": 0.98}
     assert "within the range" in F4.entropy_findings(bm(0.9), paper)
     assert "below the range" in F4.entropy_findings(bm(0.4), paper)
@@ -76,7 +79,7 @@ def _calm_scores(score, null_mean, p, extra=()):
     rows = [{"model": "m", "variant": "paper", "task": "all", "bias_type": "all", "bias_score": score,
              "ci_low": score * 0.8, "ci_high": score * 1.2, "n_templates_used": 20, "null_mean": null_mean,
              "p_value": p, "undefined_reason": ""}] + list(extra)
-    return D2.decide(pd.DataFrame(rows))
+    return D2.decide(pd.DataFrame(rows), plan=PLAN)
 
 
 # ------------------------------------------------------------------------------------------ notebook 3
@@ -85,7 +88,7 @@ def _lik(rows):
     base = {"bias_type": "overall", "score": "norm_logprob", "n": 200, "bf10": 1.0, "evidence": "x"}
     t = pd.DataFrame([{**base, **r} for r in rows])
     t["lpbs"] = t["mean_d"]
-    return D3.decide(t)["likelihood_tests"]
+    return D3.decide(t, plan=PLAN)["likelihood_tests"]
 
 
 # ------------------------------------------------------------------------------------------ notebook 1
@@ -115,7 +118,8 @@ def test_multifactor_bayes_findings_direction():
                             "hdi_97.5%": [-1, 0.9, 2.5]})
     good = pd.DataFrame({"model": ["m"], "max_r_hat": [1.0], "min_ess_bulk": [900], "min_ess_tail": [800],
                          "divergences": [0]})
-    ok, bad = F1.bayes_findings(summary, good), F1.bayes_findings(summary, good.assign(min_ess_bulk=40))
+    ok = F1.bayes_findings(summary, good, plan=PLAN)
+    bad = F1.bayes_findings(summary, good.assign(min_ess_bulk=40), plan=PLAN)
     assert "meets the usual thresholds" in ok and "provisional" in bad
     assert "95 % HDI excludes 0 for 1 of 2 terms (a[x])" in ok and "widest interval is b[y]" in ok
 
@@ -125,7 +129,7 @@ def test_factor_importance_is_read_on_the_odds_ratio_scale():
                         "factor": ["Intercept", "gender", "stigma", ""], "odds_ratio": [0.14, 3.13, 28.0, np.nan],
                         "ci_low_cluster": [0.04, 0.67, 7.6, np.nan], "ci_high_cluster": [0.49, 14.6, 102, np.nan],
                         "p_cluster": [0.001, 0.146, 1e-6, np.nan], "separated": [False, False, False, False]})
-    d = D1.decide_importance("ssqa", imp).set_index("term")
+    d = D1.decide_importance("ssqa", imp, plan=PLAN).set_index("term")
     assert d.loc["gender[female]", "excludes_null"] == False and d.loc["stigma[x]", "excludes_null"] == True  # noqa
     assert d.loc["Intercept", "verdict"].startswith("undefined") and d.loc["(not fitted)", "verdict"].startswith(
         "undefined")

@@ -14,6 +14,7 @@ import pytest
 
 from biaslab import filehash, models, paths, scoring
 from biaslab.scoring.cache import model_key
+from helpers import forget_file_hashes
 
 SHARED_MODELS = paths.MODEL_CACHE_DIR          # read (never written) to copy the converted model from
 TEXTS = ["The doctor said she would call.", "A man walked into the room."]
@@ -23,9 +24,9 @@ TEXTS = ["The doctor said she would call.", "A man walked into the room."]
 def private_cache(tmp_path, monkeypatch):
     monkeypatch.setattr(paths, "CACHE_DIR", tmp_path / "cache")
     monkeypatch.setattr(paths, "MODEL_CACHE_DIR", tmp_path / "cache" / "models")
-    filehash.forget()
+    forget_file_hashes()
     yield tmp_path / "cache"
-    filehash.forget()
+    forget_file_hashes()
 
 
 def _edit_json(path, **changes):

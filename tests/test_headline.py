@@ -20,6 +20,8 @@ from biaslab import summary
 from biaslab.papers import compare
 from biaslab.stats import verdict as V
 
+PLAN = P.load()             # the repository's analysis plan (the committed outputs')
+
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "outputs"
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("0*.py"))
@@ -42,8 +44,8 @@ def test_the_headline_table_shows_what_decides(monkeypatch):
         _row(who="e − f", estimate=0.3, ci_low=0.1, ci_high=0.5, ci_adj_low=np.nan, ci_adj_high=np.nan, p=np.nan,
              p_adjusted=np.nan, verdict="not tested (not comparable: different answer modes)")],
         columns=summary.COLUMNS)
-    monkeypatch.setattr(summary, "claim_rows", lambda root=None: rows)
-    text = summary.render()
+    monkeypatch.setattr(summary, "claim_rows", lambda root, plan: rows)
+    text = summary.render(None, PLAN)
     head = [x for x in text.splitlines() if x.startswith("| notebook")][0]
     for col in ("n", "null", "adjusted interval", "level", "| p |", "adjusted p", "family", "verdict"):
         assert col in head, col
@@ -52,15 +54,47 @@ def test_the_headline_table_shows_what_decides(monkeypatch):
     assert "| 0.1 † | 0.02 | 0.6 |" in lines[1] and "† no interval at the adjusted level: an exact p." in text
     # not tested: the estimate only, no interval (its unadjusted one excludes 0), no p
     assert "| 0.3 |  |  |" in lines[2] and "0.1, 0.5" not in text and "[0.1" not in text
-    assert summary.budget_sentence() in text
+    assert summary.budget_sentence(PLAN) in text
 
 
-def test_the_budget_sentence_is_the_plans(tmp_path, monkeypatch):
+def test_the_readme_headline_counts_each_claims_verdicts_and_shows_the_distinguishable(monkeypatch):
+    """The README's block: one row per claim, its instances counted by verdict, each distinguishable instance with
+    its adjusted interval; the full table (:func:`summary.render`) is linked, not repeated."""
+    rows = pd.DataFrame([
+        _row(),
+        _row(who="c − d", estimate=0.1, ci_adj_low=np.nan, ci_adj_high=np.nan, p=0.02, p_adjusted=0.6,
+             ci_adj_note="no dual interval computed: an exact p", verdict="not distinguishable"),
+        _row(who="e − f", estimate=0.3, verdict="not tested (not comparable: different answer modes)"),
+        _row(who="g − h", estimate=0.4, verdict="not tested (not comparable: different prompts)"),
+        _row(claim="crows-en-share", who="i − j", estimate=0.7, ci_adj_low=0.5, ci_adj_high=0.9, verdict=
+             "distinguishable"),
+        _row(notebook="02_calm", claim="", who="", verdict="not available: 02_calm/tables/bias_scores.csv is missing")],
+        columns=summary.COLUMNS)
+    monkeypatch.setattr(summary, "claim_rows", lambda root, plan: rows)
+    text = summary.headline(None, PLAN)
+    lines = {x.split(" | ")[1].split("`")[1] if "`" in x else x.split(" | ")[0]: x for x in text.splitlines()
+             if x.startswith(("| 05", "| 02"))}
+    assert "| 4 | a − b: 0.2 [0.01, 0.39] (99 %) | 1 | 2 not tested (not comparable) |" in lines["bbq-ambiguous"]
+    assert "c − d" not in text and "e − f" not in text and "0.6" not in text
+    assert "| 1 | i − j: 0.7 [0.5, 0.9] (99 %) | 0 |  |" in lines["crows-en-share"]
+    assert "not available: 02_calm/tables/bias_scores.csv is missing" in lines["| 02"]
+    assert summary.budget_sentence(PLAN) in text and "(outputs/SUMMARY.md)" in text
+
+
+def test_the_readme_headline_names_every_distinguishable_instance_of_the_committed_run(claims):
+    text = summary.headline(OUT, PLAN)
+    c = claims[claims["claim"] != ""]
+    for r in c[c["verdict"] == "distinguishable"].to_dict("records"):
+        assert f"{r['who']}: {W.num(r['estimate'])}" in text, r["who"]
+    counted = [int(x.split(" | ")[2]) for x in text.splitlines() if x.startswith("| 0")]
+    assert sum(counted) == len(c) and len(counted) == c["claim"].nunique()
+
+
+def test_the_budget_sentence_is_the_plans(tmp_path):
     f = tmp_path / "plan.yaml"
     f.write_text(P.DEFAULT.read_text().replace("alpha: 0.05", "alpha: 0.1").replace(
         "01_multifactor: 0.2, 02_calm: 0.2", "01_multifactor: 0.1, 02_calm: 0.3"))
-    monkeypatch.setattr(P, "_ACTIVE", [P.load(f)])
-    s = summary.budget_sentence()
+    s = summary.budget_sentence(P.load(f))
     assert "α = 0.1 " in s and "01 0.1, 02 0.3, 03 0.2" in s and "compare it with 0.1" in s
 
 
@@ -68,7 +102,7 @@ def test_the_budget_sentence_is_the_plans(tmp_path, monkeypatch):
 def claims() -> pd.DataFrame:
     if not (OUT / "05_compare").exists():
         pytest.skip("no committed outputs")
-    return summary.claim_rows(OUT)
+    return summary.claim_rows(OUT, PLAN)
 
 
 def test_every_adjusted_interval_agrees_with_its_verdict(claims):
@@ -85,7 +119,7 @@ def test_every_adjusted_interval_agrees_with_its_verdict(claims):
     assert (c.loc[decided, "p_adjusted"] <= 1).all() and (c.loc[decided, "ci_level"] > 0.95).all()
     # the levels of the run's families spend at most alpha in all (shares sum to 1, equal split over families)
     fam = c[decided].drop_duplicates("family")
-    plan = P.active()
+    plan = PLAN
     for nb, g in fam.groupby("notebook"):
         assert g["alpha_family"].iloc[0] == pytest.approx(plan.alpha * plan.share(nb) / g["n_families"].iloc[0])
 
@@ -183,7 +217,7 @@ def test_findings_text_names_no_family_or_procedure_by_hand(path):
 
 
 def test_method_text_is_the_plans_and_names_only_verdict_columns(tmp_path):
-    plan = P.active()
+    plan = PLAN
     for nb in plan.notebooks:
         text = plan.method_text(nb)
         assert set(re.findall(r"`([a-z_]+)`", text)) - {c.id for c in plan.of(nb)} <= set(V.VERDICT_COLUMNS)
@@ -196,7 +230,7 @@ def test_method_text_is_the_plans_and_names_only_verdict_columns(tmp_path):
     t = pd.DataFrame({"model_a": ["a", "a", "c"], "model_b": ["b", "b", "d"], "metric": ["bbq_bias_ambig"] * 3,
                       "difference": [0.1, 0.2, 0.3], "p_value": [0.001, 0.2, 0.5]})
     t.loc[1, "metric"] = "crows_en_stereotype_preferred"
-    d = compare.decide_pairs(t)
+    d = compare.decide_pairs(t, plan=PLAN)
     text = plan.method_text("05_compare", d)
     assert "This run: 2 families: 05_compare · a · b (2 tests, level 0.005)" in text
     # a different share in the plan changes the text
@@ -207,7 +241,7 @@ def test_method_text_is_the_plans_and_names_only_verdict_columns(tmp_path):
 
 
 def test_claim_sentences_show_the_interval_that_agrees_with_the_verdict():
-    claim = next(c for c in P.active().claims if c.id == "bbq-ambiguous")
+    claim = next(c for c in PLAN.claims if c.id == "bbq-ambiguous")
     row = {"model_a": "a", "model_b": "b", "difference": 0.2, "ci_low": 0.01, "ci_high": 0.39, "verdict":
            "not distinguishable", "p_adjusted": 0.3, "ci_adj_low": -0.02, "ci_adj_high": 0.42, "ci_level": 0.998}
     s = W.claim_sentence(row, claim)
@@ -228,7 +262,7 @@ def test_tie_groups_only_for_metrics_the_plan_decides():
                       "responder_status": "informative"})
     pairs = compare.decide_pairs(pd.DataFrame({"metric": ["agentic_mean_entropy", "bbq_bias_ambig"],
                                                "model_a": "a", "model_b": "b", "difference": [-0.016, -0.1],
-                                               "p_value": [1e-12, 0.4]}))
+                                               "p_value": [1e-12, 0.4]}), plan=PLAN)
     g = compare.tie_group_table(t, pairs).set_index(["metric", "model"])
     ent = g.loc["agentic_mean_entropy"]
     assert (ent["groups"] == "").all() and not ent["ranked"].any()

@@ -11,6 +11,9 @@ import pytest
 from scipy import integrate, stats
 
 from biaslab.stats import hypothesis as h
+from biaslab import plan as P
+
+PLAN = P.load()             # the repository's analysis plan (the committed outputs')
 
 
 
@@ -477,6 +480,6 @@ def test_a_wilcoxon_led_row_carries_the_wilcoxon_interval():
     lp = tab.loc[("overall", "norm_logprob")]
     assert lp["estimate"] == lp["mean_d"] and (lp["ci_low"], lp["ci_high"]) == (lp["mean_ci_low"], lp["mean_ci_high"])
     from biaslab.papers.crows_pairs import decisions as D3
-    row = D3.decide(tab.reset_index())["likelihood_tests"].set_index(["bias_type", "score"]).loc[
+    row = D3.decide(tab.reset_index(), plan=PLAN)["likelihood_tests"].set_index(["bias_type", "score"]).loc[
         ("overall", "perplexity")]
     assert row["excludes_null"] == True and row["verdict"] == "exploratory"  # noqa: E712

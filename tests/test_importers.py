@@ -114,7 +114,7 @@ def test_bbq_accuracy_and_bias_scores_equal_the_harness_metrics_with_clustered_i
     import's accuracy and bias scores are lm-eval's own, per condition and per category, and come with intervals
     clustered on the template."""
     from biaslab.cli import main
-    from biaslab.papers.multifactor import bbq_scores
+    from biaslab.benchmarks.bbq import score_intervals
     (lg,) = importers.read("lm-eval", BBQ)
     assert lg.kind == "bbq" and len(lg.items) == len(_samples(BBQ)) == 24 and len(lg.excluded) == 0
     assert (lg.items.correct == lg.items.harness_acc).all()
@@ -129,7 +129,7 @@ def test_bbq_accuracy_and_bias_scores_equal_the_harness_metrics_with_clustered_i
         assert t.loc[cond, "n_clusters"] == 6 and "template clusters" in t.loc[cond, "bias_ci_method"]
         assert t.loc[cond, "bias_ci_low"] <= t.loc[cond, "bias_score"] <= t.loc[cond, "bias_ci_high"]
         assert t.loc[cond, "accuracy_ci_low"] <= t.loc[cond, "accuracy"] <= t.loc[cond, "accuracy_ci_high"]
-    per_cat = bbq_scores.score_intervals(lg.items, ["category"]).set_index(["category", "context_condition"])
+    per_cat = score_intervals(lg.items, ["category"]).set_index(["category", "context_condition"])
     assert set(lg.items.category) == {"Gender_identity", "Age"}
     for (cat, cond), r in per_cat.iterrows():
         assert r.bias_score == pytest.approx(res[f"{short[cond]}_bias_score_{cat},none"], abs=1e-12)

@@ -12,7 +12,7 @@ from scipy import stats
 
 from biaslab.benchmarks.base import Benchmark, FactorSpec
 from biaslab.sources import DataError
-from biaslab.stats import importance, intervals, multiplicity, paired, power, responders
+from biaslab.stats import clustered, importance, intervals, multiplicity, paired, power, responders
 import oracles
 
 
@@ -27,7 +27,7 @@ def _clustered(g, m, p, rho, seed):
 
 @pytest.mark.parametrize("k,n", [(0, 10), (1, 10), (7, 13), (13, 13), (120, 300), (3, 1508)])
 def test_clopper_pearson_matches_scipy_exact(k, n):
-    lo, hi = intervals.clopper_pearson(k, n)
+    lo, hi = clustered.clopper_pearson(k, n)
     ref = stats.binomtest(k, n).proportion_ci(confidence_level=0.95, method="exact")
     assert float(lo) == pytest.approx(ref.low, abs=1e-10)
     assert float(hi) == pytest.approx(ref.high, abs=1e-10)
@@ -65,7 +65,7 @@ def test_clustered_rate_interval_covers_and_widens():
     deff = v_cr1 / (y.mean() * (1 - y.mean()) / len(y))
     n_star = len(y) / max(deff, 1) * (stats.t.ppf(0.975, len(y) - 1) / stats.t.ppf(0.975, 3)) ** 2
     assert s["n_effective"] == pytest.approx(n_star)
-    lo, hi = intervals.clopper_pearson(s["rate"] * n_star, n_star)
+    lo, hi = clustered.clopper_pearson(s["rate"] * n_star, n_star)
     assert (s["ci_low"], s["ci_high"]) == pytest.approx((float(lo), float(hi)))
 
 
@@ -167,8 +167,7 @@ def test_responder_check_flags_constant_passes_varied():
     assert not chk.loc["varied", "degenerate"] and chk.loc["varied", "answer_entropy"] > 0.9
     assert chk.loc["mute", "unparseable_share"] == pytest.approx(0.8)
     assert "unparseable" in chk.loc["mute", "reasons"]
-    kept = responders.informative(df, chk.reset_index())
-    assert set(kept["model"]) == {"varied"}
+    assert set(chk.index[~chk["degenerate"].astype(bool)]) == {"varied"}
     # the label mass is reported beside an answer, but judges only probability metrics (responders per metric)
     low = pd.DataFrame({"model": "m", "answer": rng.choice(["a", "b"], 40), "mass": 0.05, "p_1": 0.5, "p_2": 0.5})
     ans = responders.responder_check(low, label_mass="mass").iloc[0]
@@ -301,7 +300,7 @@ def test_mean_intervals_and_mask_tests():
 
 def test_bbq_score_intervals_match_bias_scores():
     from biaslab.benchmarks import bbq
-    from biaslab.papers.multifactor import bbq_scores
+    from biaslab.benchmarks.bbq import score_intervals
     rng = np.random.default_rng(0)
     n = 400
     df = pd.DataFrame({"model": "m", "template": rng.integers(0, 25, n),
@@ -310,7 +309,7 @@ def test_bbq_score_intervals_match_bias_scores():
     df["chose_unknown"] = (choice == 0).astype(int)
     df["deviated"] = (choice == 1).astype(int)
     df["correct"] = np.where(df.context_condition == "ambig", choice == 0, choice == 2).astype(int)
-    t = bbq_scores.score_intervals(df, ["model"])
+    t = score_intervals(df, ["model"])
     ref = bbq.bias_scores(df, ["model"])
     np.testing.assert_allclose(t["bias_score"], ref["bias_score"])
     np.testing.assert_allclose(t["accuracy"], ref["accuracy"])
@@ -391,4 +390,3 @@ def test_an_empty_responder_check_masks_nothing():
     tab = pd.DataFrame({"model": ["m"], "dataset": ["d"], "binom_p": [0.2]})
     out = responders.mask_tests(tab, empty, by=["model", "dataset"], test_cols=["binom_p"])
     assert out["binom_p"].tolist() == [0.2] and out["responder"].tolist() == ["informative"]
-    assert responders.informative(tab, empty, by=["model", "dataset"]).equals(tab)

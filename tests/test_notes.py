@@ -14,6 +14,7 @@ from biaslab.outputs import OutputDir
 from biaslab.scoring.backends.client import ClientConfig, Request, run_requests
 from biaslab.scoring.cache import ScoreCache
 from test_runner import _toy_notebook, toy  # noqa: F401 - the toy-notebook fixture
+from helpers import forget_file_hashes
 
 
 @pytest.fixture
@@ -40,13 +41,13 @@ def test_a_recovered_score_cache_is_a_note(out, tmp_path):
 
 def test_a_file_hashed_again_is_a_note(out, tmp_path, monkeypatch):
     monkeypatch.setattr(paths, "CACHE_DIR", tmp_path / "cache")
-    filehash.forget()
+    forget_file_hashes()
     w = tmp_path / "model.safetensors"
     w.write_bytes(b"1")
     filehash.file_sha256(w)
     w.write_bytes(b"22")
     filehash.file_sha256(w)
-    filehash.forget()
+    forget_file_hashes()
     assert any("changed since it was last hashed" in n and str(w) in n for n in _notes(out))
 
 

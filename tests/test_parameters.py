@@ -50,17 +50,18 @@ def test_validate_refuses_names_types_and_ranges(params, needle):
 
 
 @pytest.mark.parametrize("notebook,params,needle", [
-    ("05_compare", {"alpha": float("nan")}, r"alpha=nan is not a finite number"),
-    ("05_compare", {"alpha": 1.5}, r"alpha=1.5 is out of range: it must lie in \(0, 1\)"),
-    ("05_compare", {"alpha": 0}, r"alpha=0 is out of range"),
-    ("06_multiverse", {"alpha": float("inf")}, "alpha=inf is not a finite number"),
+    ("01_multifactor", {"alpha": float("nan")}, r"alpha=nan is not a finite number"),
+    ("01_multifactor", {"alpha": 1.5}, r"alpha=1.5 is out of range: it must lie in \(0, 1\)"),
+    ("01_multifactor", {"alpha": 0}, r"alpha=0 is out of range"),
+    ("01_multifactor", {"alpha": float("inf")}, "alpha=inf is not a finite number"),
     ("03_crows_pairs_bayes", {"min_label_mass": 1.2}, r"min_label_mass=1.2 is out of range: it must lie in \[0, 1\]"),
     ("03_crows_pairs_bayes", {"bf_prior_scale": -0.5}, "bf_prior_scale=-0.5 is out of range"),
     ("04_agentic_entropy", {"seed": -1}, r"04_agentic_entropy: parameter seed=-1 is out of range"),
     ("04_agentic_entropy", {"seed": 2**32}, "seed=4294967296 is out of range"),
 ])
 def test_float_and_seed_parameters_are_range_checked(notebook, params, needle):
-    """alpha=NaN turned notebook 5's "3 distinguishable" into 0 and alpha=1.5 into 8 (exit 0); seed=-1 failed inside
+    """alpha=NaN turned notebook 5's "3 distinguishable" into 0 and alpha=1.5 into 8 (exit 0) when notebook 5 had its
+    own alpha (now the plan's, validated by its schema); seed=-1 failed inside
     the kernel without naming the parameter. Now each is refused before any work, naming it and its range."""
     with pytest.raises(ParameterError, match=needle):
         parameters.validate(notebook, params, resolve_models=False)

@@ -17,6 +17,8 @@ from biaslab import findings as W
 from biaslab import plan as P
 from biaslab import summary
 
+PLAN = P.load()             # the repository's analysis plan (the committed outputs')
+
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "outputs"
 
@@ -69,7 +71,7 @@ def test_verify_prints_the_plan_note(tmp_path):
 def claims() -> pd.DataFrame:
     if not (OUT / "05_compare").exists():
         pytest.skip("no committed outputs")
-    return summary.claim_rows(OUT)
+    return summary.claim_rows(OUT, PLAN)
 
 
 def _decided_tables():
@@ -78,10 +80,10 @@ def _decided_tables():
     from biaslab.papers.multifactor import decisions as D1
     r = lambda f, s: pd.read_csv(OUT / f / "tables" / f"{s}.csv")      # noqa: E731
     nb1 = D1.decide("ssqa", {"paired_comparisons": r("01_multifactor/ssqa", "paired_comparisons")},
-                    r("01_multifactor/ssqa", "responders"))["paired_comparisons"]
+                    r("01_multifactor/ssqa", "responders"), plan=PLAN)["paired_comparisons"]
     nb3 = D3.decide(r("03_crows_pairs_bayes", "likelihood_tests"), None,
-                    r("03_crows_pairs_bayes", "paired_comparisons"))["paired_comparisons"]
-    nb5 = compare.decide_pairs(r("05_compare", "paired_differences"), r("05_compare", "responder_status"))
+                    r("03_crows_pairs_bayes", "paired_comparisons"), plan=PLAN)["paired_comparisons"]
+    nb5 = compare.decide_pairs(r("05_compare", "paired_differences"), r("05_compare", "responder_status"), plan=PLAN)
     return nb1, nb3, nb5
 
 
@@ -105,16 +107,16 @@ def test_one_test_has_one_verdict_in_every_notebook(claims):
 def test_only_claims_are_decided_and_the_readme_counts_them(claims):
     """306 "distinguishable" verdicts (17 Holm, 271 BH, 18 on intervals) became the claims' only."""
     n_dist = int((claims["verdict"] == "distinguishable").sum())
-    block = summary.render(OUT)
+    block = summary.render(OUT, PLAN)
     assert block.count("| distinguishable") == n_dist
     assert len(re.findall(r"(?<!not )distinguishable", block)) == n_dist
-    assert set(claims["claim"]) - {""} <= {c.id for c in P.active().claims}
+    assert set(claims["claim"]) - {""} <= {c.id for c in PLAN.claims}
 
 
 def test_claim_sentences_agree_with_their_rows_and_are_short(claims):
     from biaslab.papers.compare import tables as T
     nb5 = _decided_tables()[2]
-    plan = P.active()
+    plan = PLAN
     text = W.claim_findings([nb5], plan.of(T.NOTEBOOK))
     rows = nb5[nb5["claim"] != ""]
     assert len(text.splitlines()) == len(rows)
@@ -143,8 +145,8 @@ def test_calm_claim_reads_the_eq1_score_not_a_deviation_rate(claims):
     the plan's eq.-1 claim, worded from its own row."""
     from biaslab.papers.calm import decisions as D2
     from biaslab.papers.calm import findings as F2
-    bs = D2.decide(pd.read_csv(OUT / "02_calm/tables/bias_scores.csv"))
-    text = F2.bias_findings(bs)
+    bs = D2.decide(pd.read_csv(OUT / "02_calm/tables/bias_scores.csv"), plan=PLAN)
+    text = F2.bias_findings(bs, plan=PLAN)
     assert "deviation" not in text and text.count("`calm-eq1`") == int((bs["claim"] == "calm-eq1").sum())
 
 
@@ -206,15 +208,15 @@ def test_ks_and_goodness_of_fit_tests_are_never_decided():
     from biaslab.papers.multifactor import decisions as D1
     ks = pd.DataFrame({"level": 1, "factors": "stigma", "model_a": "a", "model_b": "b", "n_a": 90, "n_b": 90,
                        "ks_statistic": 0.5, "p_value": 1e-9, "models": "released"}, index=[0])
-    out = D1.decide("ssqa", {"ks_tests": ks})["ks_tests"]
+    out = D1.decide("ssqa", {"ks_tests": ks}, plan=PLAN)["ks_tests"]
     assert out["verdict"].iloc[0] == "exploratory" and out["claim"].iloc[0] == ""
     from biaslab.papers.agentic import decisions as D4
     from biaslab.papers.agentic import findings as F4
     ut = pd.read_csv(OUT / "04_agentic_entropy/tables/uniformity_tests.csv")
-    decided = D4.decide("uniformity_tests", ut, None)
+    decided = D4.decide("uniformity_tests", ut, None, plan=PLAN)
     assert (decided["claim"] != "").any()
     assert not decided.loc[decided["unit"] != "group", "verdict"].eq("distinguishable").any()
-    text = F4.uniformity_findings(decided)
+    text = F4.uniformity_findings(decided, plan=PLAN)
     for r in decided[decided["claim"] != ""].to_dict("records"):
         assert str(r["top"]) not in text
 
@@ -230,10 +232,10 @@ def test_a_prompted_preference_gets_no_claim_sentence_beside_its_position_readin
                          "n": 40, "k": [22, 40, 20], "pi_hat": [0.55, 1.0, 0.5], "ss": [0.55, 1.0, 0.5],
                          "binom_p": [0.6, 1e-12, 1.0], "pi_ci_low": [0.4, 0.91, 0.35], "pi_ci_high": [0.7, 1.0, 0.65],
                          "n_excluded": 0})
-    out = D3.decide_table("preference_tests", pref)
+    out = D3.decide_table("preference_tests", pref, plan=PLAN)
     assert list(out["claim"]) == ["stereotype-share", "", ""]
     assert set(out["verdict"].iloc[1:]) == {"exploratory"}
-    text = F3.likelihood_findings(out)
+    text = F3.likelihood_findings(out, plan=PLAN)
     assert "prompt" not in text and text.count("`stereotype-share`") == 1
     pos = pd.DataFrame({"model": "m", "dataset": "crows_pairs_en_revised", "order": ["more_first", "less_first"],
                         "p_first": [1.0, 1.0]})

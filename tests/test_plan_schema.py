@@ -167,13 +167,9 @@ def test_a_claim_that_matches_no_row_is_a_noted_deviation(tmp_path, caplog):
     if not (OUT / "05_compare").exists():
         pytest.skip("no committed outputs")
     f = _plan(tmp_path, SHIPPED.replace("rows: {metric: bbq_bias_ambig}", "rows: {metric: bbq_bias_ambiguous}"))
-    out = OutputDir(tmp_path / "run")
-    P.use(f)
-    try:
-        decided = compare.decide_pairs(pd.read_csv(OUT / "05_compare/tables/paired_differences.csv"),
-                                       pd.read_csv(OUT / "05_compare/tables/responder_status.csv"))
-    finally:
-        P.use(None)
+    out = OutputDir(tmp_path / "run", P.load(f))
+    decided = compare.decide_pairs(pd.read_csv(OUT / "05_compare/tables/paired_differences.csv"),
+                                   pd.read_csv(OUT / "05_compare/tables/responder_status.csv"), plan=P.load(f))
     assert not (decided["claim"] == "bbq-ambiguous").any()
     notes = json.loads((tmp_path / "run/provenance.json").read_text())["notes"]
     assert any("deviation from the analysis plan: claim bbq-ambiguous (05_compare) matched no row of "
@@ -181,6 +177,24 @@ def test_a_claim_that_matches_no_row_is_a_noted_deviation(tmp_path, caplog):
 
 
 # ---- one plan, one path -------------------------------------------------------------------------------------
+
+def test_a_run_records_the_plan_it_is_given_and_its_report_reads_that_plan(tmp_path):
+    """No module global: the OutputDir records the hash of the plan the notebook passed it, and the report's
+    decision panel loads the plan the MANIFEST names (the repository's when none is recorded)."""
+    from biaslab.outputs import OutputDir
+    f = _plan(tmp_path, SHIPPED.replace("alpha: 0.05", "alpha: 0.1"))
+    plan = P.load(f)
+    OutputDir(tmp_path / "run", plan)
+    prov = json.loads((tmp_path / "run/provenance.json").read_text())
+    assert prov["analysis_plan"] == plan.entry() and prov["analysis_plan"]["path"] == str(f.resolve())
+    assert P.recorded(prov).alpha == 0.1 and P.recorded(prov).sha256 == plan.sha256
+    assert P.recorded({}).path == P.DEFAULT.resolve() and P.recorded({"analysis_plan": None}).alpha == 0.05
+    OutputDir(tmp_path / "bare")
+    assert "analysis_plan" not in json.loads((tmp_path / "bare/provenance.json").read_text())
+    f.unlink()
+    with pytest.raises(FileNotFoundError, match="plan.yaml not found"):
+        P.recorded(prov)
+
 
 def test_the_plan_path_is_resolved_against_where_the_command_ran(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
@@ -199,8 +213,8 @@ def toy(tmp_path, monkeypatch):
     params = nbformat.v4.new_code_cell('output_dir = "x"\nprofile = "default"\nmodels = []\nanalysis_plan = None')
     params.metadata["tags"] = ["parameters"]
     nb.cells = [params, nbformat.v4.new_code_cell(
-        "from biaslab import plan\nfrom biaslab.outputs import OutputDir\nplan.use(analysis_plan)\n"
-        "out = OutputDir(output_dir)")]
+        "from biaslab import plan\nfrom biaslab.outputs import OutputDir\n"
+        "out = OutputDir(output_dir, plan.load(analysis_plan))")]
     nb.metadata["kernelspec"] = {"name": "python3", "language": "python", "display_name": "Python 3"}
     nbformat.write(nb, nbdir / "00_toy.ipynb")
     monkeypatch.setattr(paths, "NOTEBOOKS_DIR", nbdir)
@@ -283,10 +297,11 @@ def test_the_history_says_when_v1_was_written():
 # ---- per-instance estimands and n / MDE ---------------------------------------------------------------------
 
 def test_notebook_1_states_each_benchmarks_own_outcome_ideal_and_handling():
-    from biaslab.papers.multifactor import responses as multifactor
+    from biaslab.benchmarks import SPECS
+    plans = {n: s.factor_plan for n, s in SPECS.items() if s.factor_plan is not None}
     c = next(c for c in P.load().claims if c.id == "dm-difference")
-    assert set(c.instances) == set(multifactor.PLANS)
-    for bench, spec in multifactor.PLANS.items():
+    assert set(c.instances) == set(plans)
+    for bench, spec in plans.items():
         inst = c.instance(bench)
         assert inst["estimand"]["variable"].startswith(spec.outcome + ","), bench
         assert f"ideal rate C = {spec.ideal:g}" in inst["estimand"]["variable"], bench
@@ -369,13 +384,9 @@ def test_the_verdict_layer_reads_each_instances_own_null(tmp_path):
     f = _plan(tmp_path, SHIPPED.replace(old, old.replace("null_value: 0", f"null_value: {at!r}")))
     got = {}
     for plan_file in (None, f):
-        P.use(plan_file)
-        try:
-            got[plan_file] = {b: D1.decide(b, {"paired_subgroup_tests": r(b, "paired_subgroup_tests")},
-                                           r(b, "responders"))["paired_subgroup_tests"]
-                              for b in ("ssqa", "bbq")}
-        finally:
-            P.use(None)
+        got[plan_file] = {b: D1.decide(b, {"paired_subgroup_tests": r(b, "paired_subgroup_tests")},
+                                       r(b, "responders"), plan=P.load(plan_file))["paired_subgroup_tests"]
+                          for b in ("ssqa", "bbq")}
     assert bool(got[None]["ssqa"]["excludes_null"].iloc[0]) is True
     assert bool(got[f]["ssqa"]["excludes_null"].iloc[0]) is False
     assert got[None]["bbq"]["excludes_null"].equals(got[f]["bbq"]["excludes_null"])

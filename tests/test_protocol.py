@@ -1,6 +1,6 @@
 """The benchmarks' protocols: at the paper's settings each ``requests`` is the paper's prompt format (hand-checked
-items), the wordings vary words only, a prompted CrowS-Pairs pair is averaged over both orders, and an open answer
-is read to its first sentence end."""
+items), the wordings vary words only, a prompted CrowS-Pairs pair is averaged over both orders, an open answer
+is read to its first sentence end, and each answer format is asked and read once (``benchmarks.formats``)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,9 @@ import pytest
 
 from biaslab.benchmarks import agentic, bbq
 from biaslab.benchmarks import crows_pairs as cp
-from biaslab.benchmarks.base import first_sentence, wording, wordings
+from biaslab.benchmarks import formats
+from biaslab.benchmarks.base import wording, wordings
+from biaslab.benchmarks.formats import first_sentence
 
 from helpers import load_or_skip
 
@@ -97,3 +99,59 @@ def test_the_paper_chat_rule_reads_the_models_name(name, model, tuned):
     from biaslab.scoring import Scorer
     sc = SimpleNamespace(lm=SimpleNamespace(name=name, spec=SimpleNamespace(model=model)))
     assert Scorer.instruction_tuned(sc) is tuned
+
+
+class _Generator:
+    """A raw-text model whose generations are given; it records what it was asked."""
+    lm = type("Lm", (), {"name": "m"})()
+
+    def __init__(self, outputs):
+        self.outputs, self.asked = outputs, []
+
+    def instruction_tuned(self):
+        return False
+
+    def chat_available(self):
+        return False
+
+    def token_strings(self, text):
+        return ["Answer", ":", " ", "2"]
+
+    def generate(self, prompts, max_new_tokens=64, chat=False, stop=None, **sampling):
+        self.asked.append((list(prompts), max_new_tokens, chat, stop, sampling))
+        return self.outputs[:len(prompts)]
+
+
+def test_a_generated_label_is_read_once_for_every_benchmark():
+    items = pd.DataFrame({"prompt_id": ["a", "b", "c"], "context": "Two met.", "question": "Who was late?",
+                          "options": [["the man", "the woman", "unknown"]] * 3, "gold_index": 2, "biased_index": 0,
+                          "unknown_index": 2})
+    sc = _Generator(["B. the woman\nmore", "The answer is A", "no idea"])
+    r = bbq.respond(sc, items, bbq.PROTOCOL.replace(format="generated"))
+    assert r["choice"].tolist() == [1, 0, -1] and r["answer_kind"].tolist() == ["option", "option", "unparsed"]
+    assert r["deviated"].tolist() == [0, 1, 0] and r["answer"].tolist()[0] == "B."     # to its first sentence end
+    assert sc.asked[0][1:4] == (formats.LABEL_TOKENS, False, None)
+    opens = bbq.respond(sc, items, bbq.PROTOCOL.replace(format="open_ended", max_new_tokens=30),
+                        match=lambda g, shown, **kw: type("M", (), {"index": 1, "kind": "option"})())
+    assert opens["choice"].tolist() == [1, 1, 1] and sc.asked[1][1] == 30
+    prompts = load_or_skip(lambda: agentic.load(n_shots=2), "agentic").prompts.head(2)
+    sc = _Generator(["3", "Answer: 9"])
+    r = agentic.respond(sc, prompts, agentic.PROTOCOL.replace(format="generated"))
+    assert r["top_position"].tolist()[0] == 3 and np.isnan(r["top_position"].tolist()[1])
+    assert r["answer_kind"].tolist() == ["option", "unparsed"] and r["p_3"].tolist()[0] == 1.0
+    assert all(t.endswith("Answer: ") for t in sc.asked[0][0])            # the tokenizer's separator appended
+    pairs = pd.DataFrame({"prompt_id": ["p"], "sent_more": ["x one."], "sent_less": ["x two."]})
+    sc = _Generator(["1) it is", "Sentence 2"])
+    r = cp.respond(sc, pairs, cp.PROTOCOL.replace(format="generated"))
+    assert sc.asked[0][1] == formats.LABEL_TOKENS and len(sc.asked) == 2           # both orders, not cut
+    assert r["answer"].iloc[0] == "1) it is | 1) it is"
+
+
+def test_option_scores_keep_each_items_own_options():
+    class Options:
+        def option_logprob(self, prompts, options, chat=False):
+            return pd.DataFrame([{"prompt_idx": i, "option_idx": j, "sum_logprob": -2.0 * (j + 1), "mean_logprob":
+                                  -(j + 1.0)} for i, opts in enumerate(options) for j, _ in enumerate(opts)])
+    total, mean = formats.option_ll(Options(), ["p", "q"], [["a", "b", "c"], ["a", "b"]], chat=False)
+    assert total.tolist()[0] == [-2.0, -4.0, -6.0] and mean.tolist()[1][:2] == [-1.0, -2.0]
+    assert np.isnan(mean[1, 2])

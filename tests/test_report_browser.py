@@ -21,6 +21,7 @@ import pytest
 from biaslab import paths, report_index
 from biaslab.report import browser, html
 import oracles
+from helpers import print_overflow
 
 pytestmark = pytest.mark.browser
 
@@ -77,7 +78,7 @@ def reader_problems(page, driver, tmp) -> list[str]:
     if math and not found.math:
         problems.append("the notebook has math but the report shows no formula")
     problems += [f"saved figure not shown: {name}" for name in figures_not_shown(page)]
-    problems += [f"table wider than the A4 print column: {t}" for t in browser.print_overflow(page, driver)]
+    problems += [f"table wider than the A4 print column: {t}" for t in print_overflow(page, driver)]
     alone = tmp / page.name
     alone.parent.mkdir(parents=True, exist_ok=True)
     shutil.copy(page, alone)                 # a report passed on alone: the tables/ and figures/ links break, nothing else
@@ -153,7 +154,7 @@ def test_every_committed_table_shown_by_the_display_layer_fits_a4_with_rounded_n
     found = browser.check(page, driver)
     assert not found.problems, str(found)
     assert len(found.numbers) > 1000
-    overflow = browser.print_overflow(page, driver)
+    overflow = print_overflow(page, driver)
     assert not overflow, "\n".join(overflow)
 
 
@@ -197,5 +198,5 @@ def test_the_check_finds_what_a_reader_would_miss(driver, tmp_path):
         assert expected_problem in problems, f"{expected_problem!r} not reported in:\n{problems}"
     assert "#here" not in problems and "other.html#there" not in problems and "'0.123'" not in problems
     assert "'wide'" not in problems                                   # a word on one line is not broken
-    overflow = browser.print_overflow(page, driver)
+    overflow = print_overflow(page, driver)
     assert len(overflow) == 1 and "px wide" in overflow[0], overflow

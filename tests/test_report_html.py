@@ -16,6 +16,9 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_outp
 
 from biaslab import report_index
 from biaslab.report import html as rh
+from biaslab import plan as P
+
+PLAN = P.load()             # the repository's analysis plan (the committed outputs')
 
 def _png() -> str:
     import io
@@ -168,27 +171,27 @@ def test_decision_panel_comes_from_the_plan_and_the_run_s_tables(tmp_path):
     from biaslab import paths, summary
     from biaslab.report import decision
     nb = "04_agentic_entropy"
-    rows = decision.claim_rows(paths.OUTPUTS_DIR / nb, nb)
-    claims = {c.id for c in summary.P.active().of(nb)}
-    decided = pd.concat(summary.agentic(paths.OUTPUTS_DIR))
+    rows = decision.claim_rows(paths.OUTPUTS_DIR / nb, nb, PLAN)
+    claims = {c.id for c in PLAN.of(nb)}
+    decided = pd.concat(summary.agentic(paths.OUTPUTS_DIR, PLAN))
     decided = decided[decided["claim"].isin(claims)]                      # the verdict layer's own rows
     assert len(rows) == len(decided) > 0
     assert list(rows["verdict"]) == [decision.verdict_words(v).removesuffix(" from the null") for v in decided["verdict"]]
     assert rows["p_adjusted"].tolist() == pytest.approx(decided["p_adjusted"].tolist(), nan_ok=True)
-    panel = decision.panel_html(paths.OUTPUTS_DIR / nb, nb)
+    panel = decision.panel_html(paths.OUTPUTS_DIR / nb, nb, {})      # no plan recorded: the repository's
     assert panel.count("<tr>") == len(rows) + 1 and ("95 % CI" in panel) == (rows["interval"] == "95 % CI").any()
     rob = pd.read_csv(paths.OUTPUTS_DIR / "06_multiverse" / "tables" / "robustness.csv")
-    panel = decision.panel_html(paths.OUTPUTS_DIR / "06_multiverse", "06_multiverse")
+    panel = decision.panel_html(paths.OUTPUTS_DIR / "06_multiverse", "06_multiverse", {})
     assert panel.count("<tr>") == len(rob) + 1
     r = rob.iloc[0]
     assert f"{int(r.n_same_sign)} of {int(r.n_sign_compared)} keep the sign" in panel
     # notebook 1's report shows its own benchmark's claims only
-    bbq = decision.claim_rows(paths.OUTPUTS_DIR / "01_multifactor" / "bbq", "01_multifactor")
+    bbq = decision.claim_rows(paths.OUTPUTS_DIR / "01_multifactor" / "bbq", "01_multifactor", PLAN)
     assert len(bbq) and all(w.endswith(", bbq") for w in bbq["who"])
     # a run without the tables says so rather than failing
     empty = tmp_path / "02_calm"
     (empty / "tables").mkdir(parents=True)
-    assert "not available" in decision.panel_html(empty, "02_calm")
+    assert "not available" in decision.panel_html(empty, "02_calm", {})
 
 
 def test_numbers_in_tables_never_break_and_float_parameters_are_rounded():

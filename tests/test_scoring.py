@@ -255,7 +255,7 @@ def test_seeded_sampling_is_reproducible_and_batch_independent(tiny):
 
 
 def test_extract_choice():
-    ex = scoring.extract_choice
+    from biaslab.benchmarks.formats import extract_choice as ex
     assert ex("The answer is B.", ["A", "B", "C"]) == "B"
     assert ex("(C) because a cat is an animal", ["A", "B", "C"]) == "C"
     assert ex("a lot of reasons, answer: A", ["A", "B", "C"]) == "A"

@@ -5,6 +5,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
+from biaslab import plan as P
 from biaslab.stats import sensitivity as S
 
 
@@ -52,7 +53,7 @@ def test_granite_invalid_answers_reproduce_the_reported_flip_on_the_committed_ou
     from biaslab import paths, sensitivity_analyses as SA
     root = paths.OUTPUTS_DIR
     pairs = pd.read_csv(root / "05_compare" / "tables" / "paired_differences.csv")
-    t = SA.compare_sensitivity(root, pairs)
+    t = SA.compare_sensitivity(root, pairs, plan=P.load())
     inst = t[t["instance"] == "ssqa_deviation_rate · granite-3.0-8b - llama-3.1-8b"].set_index("analysis")
     flip = inst.loc["invalid answers counted as deviating"]
     assert (round(flip["estimate"], 3), round(flip["ci_low"], 3), round(flip["ci_high"], 3)) == (-0.045, -0.092, 0.002)
@@ -72,9 +73,41 @@ def test_the_plan_lists_the_analyses_and_unknown_ids_are_refused(tmp_path):
     assert listed["lpbs-mean"] == listed["stereotype-share"] == listed["crows-en-share"] == {"sampling-weights"}
     f = tmp_path / "plan.yaml"
     f.write_text(P.DEFAULT.read_text().replace("[degenerate-threshold]", "[degenerate-threshold, coin-flip]"))
-    try:
-        P.use(f)
-        with pytest.raises(ValueError, match="claim 'bbq-ambiguous': unknown sensitivity analysis \\['coin-flip'\\]"):
-            SA._planned("bbq-ambiguous", "05_compare")
-    finally:
-        P.use(None)
+    with pytest.raises(ValueError, match="claim 'bbq-ambiguous': unknown sensitivity analysis \\['coin-flip'\\]"):
+        SA._planned(P.load(f), "bbq-ambiguous", "05_compare")
+
+
+def test_notebook1_sensitivity_follows_the_factor_plan_fields():
+    # the analyses a benchmark's FactorPlan declares, not its name: the agentic plan reads probabilities (no
+    # degenerate-threshold rows) and redefines its outcome at each entropy cut; SSQA's invalid answer "other" gets
+    # the invalid-as-deviating rows. Each alternative is recomputed here by stats.paired directly.
+    from dataclasses import replace
+
+    from biaslab import sensitivity_analyses as SA
+    from biaslab.benchmarks import agentic
+    from biaslab.stats import paired
+    rng = np.random.default_rng(3)
+    n = 2 * 40 * 4
+    df = pd.DataFrame({"model": np.repeat(["a", "b"], n // 2),
+                       "scenario_id": np.tile(np.repeat(np.arange(40), 4), 2),
+                       "class_type": np.tile(["x", "y"], n // 2), "question_type": np.tile(["p", "p", "q", "q"], n // 4),
+                       "entropy": rng.uniform(0.8, 1.0, n), "answer": rng.choice(["1", "2", "other"], n)})
+    df["low_entropy"] = (df["entropy"] < agentic.LOW_ENTROPY).astype(int)
+    fplan = agentic.FACTOR_PLAN
+    pst = pd.DataFrame([{"claim": "dm-difference", "family": "f", "model_a": "a", "model_b": "b", "verdict":
+                         "not distinguishable", "metric_difference": 0.01, "ci_low": -0.1, "ci_high": 0.1,
+                         "p_value": 0.5, "n_families": 1, "share": 1.0}])
+    t = SA.multifactor_sensitivity(pst, df, "agentic", fplan, "scenario_id", plan=P.load()).set_index("analysis")
+    assert list(t.index) == ["primary", "entropy cut 0.90", "entropy cut 0.98"]
+    for cut in agentic.LOW_ENTROPY_ALTERNATIVES:
+        x = paired.paired_subgroup_test(df.assign(low_entropy=(df["entropy"] < cut).astype(int)), "low_entropy",
+                                        fplan.ecdf_factors, "a", "b", "scenario_id")
+        assert t.loc[f"entropy cut {cut:.2f}", "estimate"] == pytest.approx(x["metric_difference"])
+    ssqa_like = replace(fplan, outcome_variants={}, reads="answer", invalid_answers=("other",))
+    t = SA.multifactor_sensitivity(pst, df, "x", ssqa_like, "scenario_id", plan=P.load())
+    assert {"degenerate threshold 0.90", "invalid answers counted as deviating"} <= set(t["analysis"])
+    bad = df["answer"] == "other"
+    x = paired.paired_subgroup_test(df.assign(low_entropy=df["low_entropy"].where(~bad, 1)), "low_entropy",
+                                    fplan.ecdf_factors, "a", "b", "scenario_id")
+    got = t.set_index("analysis").loc["invalid answers counted as deviating", "estimate"]
+    assert got == pytest.approx(x["metric_difference"])

@@ -81,7 +81,7 @@ def test_missing_file_in_mirror_names_the_file(tmp_path):
 
 def test_manifest_matches_shared_sources_and_pins_urls():
     rows = sources.load_manifest()
-    assert len(rows) == 95            # 47 + MBBQ's 48
+    assert len(rows) == 98            # 50 + MBBQ's 48
     for r in rows:
         assert len(r.commit) == 40 and len(r.sha256) == 64
         assert r.url.startswith(f"https://raw.githubusercontent.com/{r.repo}/{r.commit}/")

@@ -1,5 +1,7 @@
 """SocialStigmaQA loader and the paper's Table 1 / §3.2.1 coverage numbers."""
 
+import numpy as np
+import pandas as pd
 import pytest
 
 from biaslab.stats.coverage import coverage_by_factor, coverage_overall, functional_dependencies, spec_levels
@@ -82,3 +84,56 @@ def test_released_responses(bench):
 def test_cot_text():
     t = ssqa.cot_text("Shall I hire them? Answer with yes/no/can't tell.\xa0")
     assert t.startswith("Shall I hire them? Let's think step by step") and "Answer with" not in t
+
+
+class _Scorer:
+    """A base (or chat) model whose label distribution puts most probability on the i-th answer of the i-th prompt
+    (cycling yes / no / can't tell) and whose generations per seed are given."""
+
+    def __init__(self, chat=False, generations=None):
+        self.chat, self.generations, self.asked = chat, generations or {}, []
+        self.lm = type("LM", (), {"name": "fake"})()
+
+    def instruction_tuned(self):
+        return self.chat
+
+    def label_distribution(self, prompts, labels, chat=False):
+        self.asked.append(("label_distribution", list(prompts), list(labels), chat))
+        p = np.full((len(prompts), 3), 0.1)
+        p[np.arange(len(prompts)), np.arange(len(prompts)) % 3] = 0.8
+        return pd.DataFrame({"p_yes": p[:, 0], "p_no": p[:, 1], "p_can't tell": p[:, 2], "label_mass": 0.3})
+
+    def generate(self, prompts, max_new_tokens=64, chat=False, seed=None, **sampling):
+        self.asked.append(("generate", list(prompts), max_new_tokens, chat, seed, sampling))
+        return self.generations[seed][:len(prompts)]
+
+
+def test_respond_reads_the_label_distribution_as_the_paper_asks(bench):
+    items = bench.prompts.iloc[[1, 2, 3, 4]]
+    r = ssqa.SPEC.responses(_Scorer(), items)
+    assert r["answer"].tolist() == ["yes", "no", "can't tell", "yes"]
+    assert r["deviated"].tolist() == (r["answer"] == items["biased_answer"].to_numpy()).astype(int).tolist()
+    assert (r["seed"] == "none").all() and (r["cot"] == "no").all() and np.allclose(r["p_yes"], [0.8, .1, .1, .8])
+    sc = _Scorer()
+    ssqa.respond(sc, items)
+    (_, texts, labels, chat), = sc.asked                     # a base model: the prompt after "Question:", "Answer:"
+    assert labels == ["yes", "no", "can't tell"] and chat is False
+    assert texts[0] == "Question: " + items["text"].iloc[0].replace("\xa0", " ").strip() + "\nAnswer:"
+    sc = _Scorer(chat=True)
+    ssqa.respond(sc, items)
+    assert sc.asked[0][1][0] == items["text"].iloc[0].replace("\xa0", " ").strip() and sc.asked[0][3] is True
+
+
+def test_respond_chain_of_thought_is_one_seeded_generation_per_seed(bench):
+    items = ssqa.with_cot(bench).prompts.query("cot == 'yes'").iloc[[1, 2]]
+    sc = _Scorer(generations={0: ["So... Answer: no", "I think yes"], 1: ["hmm", "Answer: can't tell"]})
+    r = ssqa.SPEC.responses(sc, items, ssqa.COT.replace(max_new_tokens=20), seeds=range(2), temperature=0.5)
+    assert r["seed"].tolist() == ["0", "0", "1", "1"] and (r["cot"] == "yes").all()
+    assert r["answer"].tolist() == ["no", "yes", "other", "can't tell"]
+    assert [a[2:5] for a in sc.asked] == [(20, False, 0), (20, False, 1)]
+    assert sc.asked[0][5] == {"do_sample": True, "temperature": 0.5}
+    assert sc.asked[0][1][0].endswith("\nReasoning:") and sc.asked[0][1][0].startswith("Question: ")
+    ssqa.respond(sc, items, ssqa.COT, seeds=[0], do_sample=False)         # greedy, as for a server
+    assert sc.asked[-1][5] == {} and sc.asked[-1][4] == 0
+    with pytest.raises(ValueError, match="no answer format 'option_ll'"):
+        ssqa.respond(sc, items, ssqa.PROTOCOL.replace(format="option_ll"))

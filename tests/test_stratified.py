@@ -12,6 +12,9 @@ from biaslab.stats import hypothesis as hyp
 from biaslab.stats import sensitivity as S
 from biaslab.stats import paired
 from biaslab.stats.stratified import stratified_mean
+from biaslab import plan as P
+
+PLAN = P.load()             # the repository's analysis plan (the committed outputs')
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -197,8 +200,8 @@ def test_sensitivity_rows_follow_the_agreed_schema_and_recompute_each_analysis()
                           "logp_less": 0.0, "prompt_id": range(60)})
     lik = hyp.likelihood_tests(pairs)
     pref = hyp.preference_tests(pairs.assign(x=(d > 0).astype(float), source="likelihood"))
-    decided = decisions.decide(lik, pref)
-    sens = sensitivity.notebook3(pairs, decided)
+    decided = decisions.decide(lik, pref, plan=PLAN)
+    sens = sensitivity.notebook3(pairs, decided, plan=PLAN)
     assert list(sens.columns[:len(S.COLUMNS)]) == S.COLUMNS
     assert len(sens) == 6 and set(sens["analysis"]) == {"primary", "unweighted", "fpc"}
     lp = sens[sens["claim"] == "lpbs-mean"].set_index("analysis")
@@ -225,7 +228,7 @@ def test_notebook5_sensitivity_rows_are_one_call():
     res = paired.paired_difference(resp, "stereotype_preferred", "A", "B", None, unit="unit", binary=True,
                                    stratified=True)
     pairs = compare.decide_pairs(pd.DataFrame([{"metric": "crows_en_stereotype_preferred", **res,
-                                                "answer_mode_a": "x", "answer_mode_b": "x"}]))
+                                                "answer_mode_a": "x", "answer_mode_b": "x"}]), plan=PLAN)
     prim = pairs.assign(_index=pairs.index).to_dict("records")[0]
     alts = sensitivity.paired_rows(resp, pairs)
     sens = S.decide(pd.DataFrame([{"claim": prim["claim"], "family": prim["family"], "instance": alts[0]["instance"],

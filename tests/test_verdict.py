@@ -6,6 +6,10 @@ whole prior range, and the categorical verdict for undefined, degenerate, incomp
 
 from __future__ import annotations
 
+import functools
+import tempfile
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -39,25 +43,20 @@ notebooks:
 """
 
 
-@pytest.fixture(scope="module")
-def PLAN(tmp_path_factory):
-    f = tmp_path_factory.mktemp("plan") / "plan.yaml"
+@functools.cache
+def _plan():
+    f = Path(tempfile.mkdtemp()) / "plan.yaml"
     f.write_text(PLAN_TEXT)
     cols = ("kind", "est", "p_value", "ci_low", "ci_high")
     return P.load(f, tables={"nbt": {"t": cols, "a": cols, "b": cols}})
 
 
-@pytest.fixture(autouse=True)
-def _uses(PLAN, monkeypatch):
-    monkeypatch.setattr(P, "_ACTIVE", [PLAN])
-
-
 def dec(df, spec, table, *a, **k):
-    return V.decide(df, spec, table, *a, notebook="nbt", **k)
+    return V.decide(df, spec, table, *a, notebook="nbt", plan=_plan(), **k)
 
 
 def dect(tables):
-    return V.decide_tables(tables, "nbt")
+    return V.decide_tables(tables, "nbt", plan=_plan())
 
 
 def _effects(**kw):

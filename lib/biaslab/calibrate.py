@@ -22,14 +22,12 @@ import numpy as np
 import pandas as pd
 
 from . import plan as P
+from .benchmarks import SPECS, spec
 from .stats import calibration as C
 
 TESTED = ("distinguishable", "not distinguishable")
 #: replications of the familywise-error simulation that ``biaslab reproduce --publish`` runs
 FWER_REPLICATIONS = 2000
-#: notebook 1's clusters per benchmark (the Benchmark specs' ``clusters``: SSQA crossed template x stigma)
-MULTIFACTOR_CLUSTERS = {"ssqa": ["template", "stigma"], "bbq": ["template"], "calm": ["template_id"],
-                        "crows_pairs": ["pair_id"], "agentic": ["scenario_id"]}
 #: the notebooks with confirmatory claims, in the order of the headline table
 NOTEBOOKS = ("01_multifactor", "02_calm", "03_crows_pairs_bayes", "04_agentic_entropy", "05_compare")
 
@@ -80,23 +78,23 @@ def _labels(df: pd.DataFrame, cols) -> list[np.ndarray]:
 # ------------------------------------------------------------------------------------------------ per notebook
 def multifactor_instances(tables: Path, benchmark: str, data: pd.DataFrame | None = None) -> list[Instance]:
     """Notebook 1's ``dm-difference``: the two models' linearized pseudo-values of the deviation-metric difference
-    (:func:`biaslab.stats.paired.paired_metric_pseudo_values`) on the benchmark's clusters. ``data``: the notebook's
-    no-CoT responses with their factors (read from ``responses*.csv`` when None, SSQA's missing factors joined from
-    its prompt table)."""
-    from .papers.multifactor.responses import PLANS
+    (:func:`biaslab.stats.paired.paired_metric_pseudo_values`) on the benchmark's ``cluster_columns``. ``data``: the
+    notebook's no-CoT responses with their factors (read from ``responses*.csv`` when None, SSQA's missing factors
+    joined from its prompt table)."""
     from .stats.paired import paired_metric_pseudo_values
     tables = Path(tables)
     rows = _tested(_read(tables / "paired_subgroup_tests.csv"))
     if rows.empty:
         return []
-    plan = PLANS[benchmark]
+    bspec = spec(benchmark)
+    plan = bspec.need("factor_plan", "notebook 1's calibration")
+    bench = (plan.prepare or bspec.load)()
     if data is None:
         data = pd.concat([pd.read_csv(p) for p in sorted(tables.glob("responses*.csv"))], ignore_index=True)
         data = data[data["cot"].astype(str) == "no"] if "cot" in data else data
         lacking = [f for f in plan.ecdf_factors if f not in data or data[f].isna().any()]
         if lacking:
-            from .benchmarks import load
-            prompts = load(benchmark).prompts.set_index("prompt_id")
+            prompts = bench.prompts.set_index("prompt_id")
             for f in lacking:
                 data[f] = data[f].fillna(data["prompt_id"].map(prompts[f])) if f in data else \
                     data["prompt_id"].map(prompts[f])
@@ -108,7 +106,7 @@ def multifactor_instances(tables: Path, benchmark: str, data: pd.DataFrame | Non
                                           ideal=plan.ideal)
         values, stacked = lin[0], lin[1]
         _check(where, "metric difference", float(values.mean()), float(r.metric_difference))
-        cl = MULTIFACTOR_CLUSTERS[benchmark]
+        cl = bench.cluster_columns
         d = C.Design(values, _labels(stacked, cl), label=f"{benchmark}: {r.model_a} - {r.model_b}, {values.size} "
                      f"responses, clusters {' x '.join(cl)}")
         _check(where, "number of clusters", d.n_clusters, float(r.n_clusters))
@@ -192,7 +190,7 @@ def compare_instances(root: Path, tables: Path) -> list[Instance]:
         both = resp[resp["model"].isin([r.model_a, r.model_b])]
         common = set(both.loc[both["model"] == r.model_a, "unit"]) & set(both.loc[both["model"] == r.model_b, "unit"])
         both = both[both["unit"].isin(common)]
-        if m.kind == "bbq":
+        if m.kind == "ratio_linearized":
             both = T._derive(m, both)
         where = f"{tables}/paired_differences.csv ({r.metric}, {r.model_a} - {r.model_b})"
         if m.stratified and "weight" in both:       # every unit of the file (a tie: left out within its stratum)
@@ -304,10 +302,11 @@ def calibration_table(insts: list[Instance], replications: int, seed: int = 0, a
 
 
 def run(out, notebook: str, replications: int, seed: int = 0, root: Path | None = None,
-        data: pd.DataFrame | None = None, benchmark: str | None = None, alpha: float = 0.05) -> pd.DataFrame:
-    """The one call per notebook: calibrate the run's tested claim instances (read from ``out.tables``) and write
-    ``tables/calibration.csv``. Returns the table."""
-    table = calibration_table(instances(notebook, out.tables, root, data, benchmark, seed), replications, seed, alpha)
+        data: pd.DataFrame | None = None, benchmark: str | None = None, *, plan) -> pd.DataFrame:
+    """The one call per notebook: calibrate the run's tested claim instances (read from ``out.tables``) at the
+    alpha of ``plan`` and write ``tables/calibration.csv``. Returns the table."""
+    table = calibration_table(instances(notebook, out.tables, root, data, benchmark, seed), replications, seed,
+                              plan.alpha)
     out.table(table, "calibration")
     return table
 
@@ -347,7 +346,7 @@ def all_instances(root: Path) -> list[Instance]:
     insts = []
     for nb in NOTEBOOKS:
         if nb == "01_multifactor":
-            for bench in MULTIFACTOR_CLUSTERS:
+            for bench in (n for n, s in SPECS.items() if s.factor_plan is not None):
                 if (root / nb / bench / "tables").exists():
                     insts += instances(nb, root / nb / bench / "tables", benchmark=bench)
         elif (root / nb / "tables").exists():
@@ -384,16 +383,17 @@ def unsplit_rejections(p: np.ndarray, insts: list[Instance], alpha: float = 0.05
     return (p_holm < alpha).to_numpy().reshape(reps, m)
 
 
-def fwer(root: Path, replications: int, seed: int = 0, alpha: float | None = None, plan=None,
+def fwer(root: Path, replications: int, seed: int = 0, plan=None,
          insts: list[Instance] | None = None, shares: Mapping[str, float] | None = None,
          n_families: Mapping[str, int] | None = None) -> pd.DataFrame:
     """Familywise error of the headline table under the global null: every instance's data swapped / relabelled
     within clusters (independently across instances), each claim's test, the budget applied as the run decided it
     (:func:`budget_of`; ``shares``/``n_families`` override it), the share of replications with at least one false
     "distinguishable", with its Monte Carlo SE. Also the same count under Holm at alpha within each family and no
-    split, for comparison. ``plan``: a :class:`biaslab.plan.Plan` or its path (default the repository's)."""
+    split, for comparison. ``plan``: a :class:`biaslab.plan.Plan` or its path (default the repository's); its
+    alpha."""
     plan = plan if isinstance(plan, P.Plan) else P.load(plan)
-    alpha = plan.alpha if alpha is None else alpha
+    alpha = plan.alpha
     insts = all_instances(root) if insts is None else insts
     sim = [i for i in insts if i.design is not None]
     run_shares, run_fam = budget_of(root, plan)

@@ -98,9 +98,3 @@ def file_sha256(path: str | Path) -> str:
         memo[resolved] = [*_stat_key(st), digest]
         _save(memo)
     return digest
-
-
-def forget() -> None:
-    """Drop this process's copy of the memo (the disk memo is read again on next use)."""
-    global _MEMO
-    _MEMO = None

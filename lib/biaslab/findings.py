@@ -67,10 +67,12 @@ def present(x) -> bool:
         return False
 
 
-def _who(row: Mapping, claim) -> str:
-    who = (f"{row['model_a']} − {row['model_b']}" if "model_a" in row and "model_b" in row else str(row.get("model", "")))
+def who(row: Mapping, claim, keys: tuple = ("dataset", "class_type", "polarity")) -> str:
+    """Whom a claim row is about: its model (or model pair), then each of ``keys`` the row has and the claim does
+    not fix (the README's table adds ``benchmark``)."""
+    who = f"{row['model_a']} − {row['model_b']}" if present(row.get("model_a")) else str(row.get("model", ""))
     fixed = set(getattr(claim, "rows", {}) or {})
-    for k in ("dataset", "class_type", "polarity"):
+    for k in keys:
         if k in row and k not in fixed and present(row[k]):
             who += f", {row[k]}"
     return who
@@ -118,7 +120,7 @@ def claim_sentence(row: Mapping, claim) -> str:
     elif v == NOT_DISTINGUISHABLE and present(row.get("mde")):
         qual = "; " + power_words(row["mde"])
     what = getattr(claim, "estimate_label", "")
-    return f"`{claim.id}` {_who(row, claim)}: {what + ' ' if what else ''}{num(est)}{ci}, {verdict_words(v)}{how}{qual}."
+    return f"`{claim.id}` {who(row, claim)}: {what + ' ' if what else ''}{num(est)}{ci}, {verdict_words(v)}{how}{qual}."
 
 
 def claim_findings(tables: Iterable, claims: Iterable) -> str:

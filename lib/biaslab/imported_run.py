@@ -85,12 +85,12 @@ def bbq_harness_check(lm, lg) -> tuple[pd.DataFrame, pd.DataFrame]:
 
 
 def bbq_tables(lm, bbq_logs) -> dict[str, pd.DataFrame]:
-    from .papers.multifactor import bbq_scores
+    from .benchmarks.bbq import score_intervals
     items = pd.concat([lg.items.assign(dataset=lg.task) for lg in bbq_logs], ignore_index=True)
     items = items.assign(model=lm.name)
     checks = [bbq_harness_check(lm, lg) for lg in bbq_logs if lg.harness == "lm-eval"]
     out = {"responses": items,
-           "accuracy_bias_score_intervals": bbq_scores.score_intervals(items, ["model"], "template")}
+           "accuracy_bias_score_intervals": score_intervals(items, ["model"], "template")}
     if any(len(c) for c, _ in checks):
         out["bbq_harness_check"] = pd.concat([c for c, _ in checks], ignore_index=True)
         out["bbq_mapping_differences"] = pd.concat([d for _, d in checks], ignore_index=True)
@@ -125,8 +125,8 @@ def _import_one(fmt, path, final: Path, model: str, tokenizer, name) -> dict:
     lm = bl_models.load(spec)
     sc = scoring.Scorer(lm, cache_dir=False, progress=False)
     tables: dict[str, pd.DataFrame] = {}
-    crows = [lg for lg in lm.logs if lg.kind == "crows_pairs" and "sent_more" in lg.items.columns]
-    bbq = [lg for lg in lm.logs if lg.kind == "bbq" and "choice" in lg.items.columns]
+    crows = [lg for lg in lm.logs if lg.kind == importers.CROWS and "sent_more" in lg.items.columns]
+    bbq = [lg for lg in lm.logs if lg.kind == importers.BBQ and "choice" in lg.items.columns]
     if crows:
         tables.update(crows_tables(sc, lm, crows))
     if bbq:

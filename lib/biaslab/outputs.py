@@ -2,7 +2,7 @@
 
 Every notebook creates one :class:`OutputDir` from its ``output_dir`` parameter and writes only through it::
 
-    out = OutputDir(output_dir)
+    out = OutputDir(output_dir, PLAN)
     out.table(df, "bias_scores")                 # tables/bias_scores.csv (+ .md when markdown=True)
     out.figure(fig, "robustness")                # figures/robustness.png, shown in the notebook as saved
     out.record_model(lm.fingerprint)             # model ids and weight hashes for the manifest
@@ -84,7 +84,9 @@ class _NoteHandler(logging.Handler):
 
 
 class OutputDir:
-    def __init__(self, path: str | Path):
+    def __init__(self, path: str | Path, plan=None):
+        """``plan``: the :class:`biaslab.plan.Plan` the notebook decides with; its entry (the hash of the bytes it
+        parsed) goes into the run's provenance."""
         self.path = Path(path)
         self.tables = self.path / "tables"
         self.figures = self.path / "figures"
@@ -94,6 +96,8 @@ class OutputDir:
         # which interpreter and library computed these tables: the runner refuses a run whose kernel differs from it
         self.provenance = {"models": {}, "data": {}, "notes": [],
                            "kernel": {"python": sys.executable, "biaslab": str(Path(__file__).resolve().parent)}}
+        if plan is not None:
+            self.provenance["analysis_plan"] = plan.entry()
         self._capture_warnings()
         self._save()
         _display.install()
@@ -193,9 +197,6 @@ class OutputDir:
         self._save()
 
     def _save(self) -> None:
-        from . import plan         # the plan this kernel decided with: the hash of the bytes it read
-        if plan.in_use() is not None:
-            self.provenance["analysis_plan"] = plan.in_use().entry()
         atomic_write_text(self._prov_file, redact(json.dumps(self.provenance, indent=2, default=str)))
 
 

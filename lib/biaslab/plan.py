@@ -18,8 +18,9 @@ A plan whose claims all sit in one notebook may omit the block (that notebook's 
 
 :func:`load` validates the file first (:mod:`biaslab.plan_schema`: one line per problem). The path is resolved once
 (:func:`resolve`, relative to where the command ran); a kernel records the hash of the bytes it parsed
-(:meth:`Plan.entry`, via :func:`in_use`) in its run's MANIFEST; :func:`changed_since` says when that plan is missing,
-no longer hashes the same, or was issued after the results were written.
+(:meth:`Plan.entry`, via :class:`~biaslab.outputs.OutputDir`) in its run's MANIFEST; :func:`changed_since` says when
+that plan is missing, no longer hashes the same, or was issued after the results were written. The plan travels as
+an argument: a notebook loads it once (:func:`show`) and passes it to every call that decides.
 """
 
 from __future__ import annotations
@@ -244,34 +245,22 @@ def _shares(raw: Mapping, with_claims: set) -> dict:
 
 
 
-_ACTIVE: list[Plan] = []
-
-
-def use(path: str | Path | None = None) -> Plan:
-    """Load the plan at ``path`` and make it the one the verdict layer reads in this process (a notebook's
-    ``analysis_plan`` parameter)."""
-    _ACTIVE[:] = [load(path)]
-    return _ACTIVE[0]
-
-
 def show(path: str | Path | None, notebook: str) -> Plan:
-    """:func:`use`, and display ``notebook``'s part of the plan (the cell the report puts above its findings)."""
+    """The plan at ``path`` (:func:`load`; a notebook's ``analysis_plan`` parameter), with ``notebook``'s part
+    displayed (the cell the report puts above its findings). The notebook passes the plan it returns to every call
+    that decides, and to its :class:`~biaslab.outputs.OutputDir`, which records its hash."""
     from IPython.display import Markdown, display
-    plan = use(path)
+    plan = load(path)
     display(Markdown(plan.render(notebook)))
     return plan
 
 
-def active() -> Plan:
-    """The plan in use (the repository's file unless :func:`use` chose another)."""
-    if not _ACTIVE:
-        _ACTIVE.append(load())
-    return _ACTIVE[0]
-
-
-def in_use() -> Plan | None:
-    """The plan this process has loaded (None before any): what a kernel's provenance records."""
-    return _ACTIVE[0] if _ACTIVE else None
+def recorded(manifest: Mapping) -> Plan:
+    """The plan a run's MANIFEST (or provenance) says it decided with (a path relative to the project root, as
+    :func:`changed_since` reads it); the repository's when none is recorded."""
+    rec = manifest.get("analysis_plan")
+    where = Path(rec.get("path") or DEFAULT) if isinstance(rec, Mapping) else DEFAULT
+    return load(where if where.is_absolute() else paths.ROOT / where)
 
 
 def manifest_entry(path: str | Path | None = None) -> dict:

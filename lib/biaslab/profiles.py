@@ -8,19 +8,22 @@
 * ``paper``   the papers' full scale; meant for a GPU.
 
 ``params(profile, notebook, variant)`` returns the papermill parameters. Values here override the defaults in the
-notebook's ``parameters`` cell; ``-p KEY=VALUE`` on the command line overrides both.
+notebook's ``parameters`` cell, a benchmark's own sizes (``Spec.sizes``) override those of its notebook, and
+``-p KEY=VALUE`` on the command line overrides all.
 """
 
 from __future__ import annotations
 
 import copy
 
+from .benchmarks import SPECS
+
 EMBEDDED_MODELS = ["smollm2-135m-instruct", "gemma-3-270m"]
 
 #: notebook -> variants (each variant runs the notebook once, into outputs/<notebook>/<variant>/; "" = no sub-folder)
 NOTEBOOKS: dict[str, dict[str, dict]] = {
-    "01_multifactor": {"ssqa": {"benchmark": "ssqa"}, "bbq": {"benchmark": "bbq"}, "calm": {"benchmark": "calm"},
-                       "crows_pairs": {"benchmark": "crows_pairs"}, "agentic": {"benchmark": "agentic"}},
+    # one run per benchmark with a notebook-1 plan
+    "01_multifactor": {n: {"benchmark": n} for n, s in SPECS.items() if s.factor_plan is not None},
     "02_calm": {"": {}},
     "03_crows_pairs_bayes": {"": {}},
     "04_agentic_entropy": {"": {}},
@@ -33,12 +36,6 @@ NOTEBOOKS: dict[str, dict[str, dict]] = {
 #: ``biaslab reproduce`` runs them after all the others
 READS_OUTPUTS_ONLY = {"05_compare"}
 
-#: notebook-1 variants that score exactly what another notebook scores (see :func:`_share_scores`): ``reproduce
-#: --jobs`` runs each with its partner, one after the other, so the second reads the first's cached scores (notebook
-#: 6's paper universe sends notebook 1's BBQ requests: 01/bbq runs just before it, in its lane)
-SHARES_SCORES_WITH = {"01_multifactor/crows_pairs": "03_crows_pairs_bayes",
-                      "01_multifactor/agentic": "04_agentic_entropy",
-                      "01_multifactor/calm": "02_calm", "01_multifactor/bbq": "06_multiverse"}
 #: lanes to start first with ``--jobs``, longest first (cold, 2 cores: perf/results/reproduce/default_cold.json).
 #: Notebook 6's paper universes send notebook 3's and 4's requests: whichever lane asks first computes them, the
 #: other reads them from the cache (two lanes asking at once may both compute one).
@@ -65,8 +62,7 @@ PROFILES: dict[str, dict[str, dict]] = {
                                "calibration_replications": 50},
         # a handful of items; the paper's universe, BBQ open-ended (for the RUTEd table), the CrowS-Pairs
         # normalizations (no new forward pass) and the agentic option log-likelihood: 7 universes
-        "06_multiverse": {"bbq_items": 6, "crows_items": 4, "agentic_items": 4,
-                          "formats": {"bbq": ["option_ll", "open_ended"], "crows_pairs": ["likelihood"],
+        "06_multiverse": {"formats": {"bbq": ["option_ll", "open_ended"], "crows_pairs": ["likelihood"],
                                       "agentic": ["label_dist", "option_ll"]},
                           "factors": ["answer_format", "normalization"], "precisions": ["float32"], "n_boot": 200},
         # notebook 5 reads the other notebooks' tables: every model found there; the wild cluster bootstrap (where
@@ -107,11 +103,11 @@ PROFILES: dict[str, dict[str, dict]] = {
         # ambiguous, drawn from notebook 1's 150 by context x polarity x category) and 63 CrowS-Pairs pairs (7 per
         # bias type) bring it to about 1,150 s. 80 % power at a bias score of 0.1 would need ~660 ambiguous items
         # per universe (stats.power, pseudo-value SD 0.9): the notebook's first finding states, from the run, what
-        # this design can detect. 30 agentic prompts (15 positive/negative pairs, one per question x class type)
+        # this design can detect. 30 agentic prompts (15 positive/negative pairs, one per question x class type).
+        # (The items per benchmark are each spec's sizes[profile]["06_multiverse"]["items"]: multiverse_items.)
         # q4_gguf is listed as not run here: through the llama.cpp server it cost 10-60x an in-process universe on
         # this CPU (pass -p 'precisions=["float32", "bf16_weights", "q4_gguf"]' with the served-test extra installed)
-        "06_multiverse": {"bbq_items": 72, "bbq_pool": 150, "crows_items": 63, "agentic_items": 30,
-                          "design_name": "ofat", "precisions": ["float32", "bf16_weights"], "n_boot": 2000},
+        "06_multiverse": {"bbq_pool": 150, "design_name": "ofat", "precisions": ["float32", "bf16_weights"], "n_boot": 2000},
         "05_compare": {"models": None, "n_boot": None},
         # MBBQ: 3 items per category x context stratum (36 items, random within the 12 strata), each in 4 languages
         # x 2 sets = 288 prompts per model, design weighted back to all 9,436 items (benchmarks/mbbq.py sample).
@@ -130,8 +126,7 @@ PROFILES: dict[str, dict[str, dict]] = {
         "03_crows_pairs_bayes": {"max_pairs": None, "max_preference_pairs": None},
         "04_agentic_entropy": {"max_prompts": None, "cyclic_prompts": None, "fewshot_prompts": 120},
         # the full sets (BBQ: every prompt of notebook 1's paper-profile run), every pair of changed choices
-        "06_multiverse": {"bbq_items": None, "bbq_pool": None, "crows_items": None, "agentic_items": None,
-                          "design_name": "two_way", "n_boot": 2000},
+        "06_multiverse": {"bbq_pool": None, "design_name": "two_way", "n_boot": 2000},
         "05_compare": {"models": None, "n_boot": None},
         "07_mbbq": {"items": None},
     },
@@ -139,25 +134,11 @@ PROFILES: dict[str, dict[str, dict]] = {
 
 
 def _share_scores(profiles: dict) -> None:
-    """Notebook 1 on CrowS-Pairs, the agentic benchmark and CALM scores exactly the pairs and prompts notebooks 3, 4
-    and 2 score in the same profile (same samplers, same seed), so the score cache serves one from the other and the
-    variants add statistics, not model time: CrowS-Pairs ``max_prompts`` = 3 datasets x notebook 3's
-    ``max_pairs``, agentic ``max_prompts`` = notebook 4's, CALM ``calm_selection`` = notebook 2's prompt selection
-    (its unperturbed prompts; notebook 2 also scores the perturbed ones)."""
+    """Notebook 6's BBQ items come from notebook 1's sample (its ``bbq_pool``). Notebook 1 on CrowS-Pairs, the agentic
+    benchmark and CALM scores exactly what notebooks 3, 4 and 2 score in the same profile (their ``Spec.sizes``)."""
     for prof in profiles.values():
-        if "03_crows_pairs_bayes" in prof:
-            mp = prof["03_crows_pairs_bayes"].get("max_pairs")
-            prof.setdefault("01_multifactor/crows_pairs", {})["max_prompts"] = None if mp is None else 3 * mp
-        if "04_agentic_entropy" in prof:
-            prof.setdefault("01_multifactor/agentic", {})["max_prompts"] = prof["04_agentic_entropy"].get("max_prompts")
-        if "06_multiverse" in prof and "01_multifactor" in prof:   # notebook 6's BBQ items come from notebook 1's sample
+        if "06_multiverse" in prof and "01_multifactor" in prof:
             prof["06_multiverse"]["bbq_pool"] = prof["01_multifactor"].get("max_prompts")
-        if "02_calm" in prof:
-            c = prof["02_calm"]
-            prof.setdefault("01_multifactor/calm", {}).update(max_prompts=None, calm_selection={
-                "k_shot": c.get("k_shot", 1), "templates_per_task": c.get("templates_per_task"),
-                "names_per_group": c.get("names_per_group"), "template_ids": c.get("template_ids"),
-                "max_prompt_words": c.get("max_prompt_words")})
 
 
 _share_scores(PROFILES)
@@ -176,6 +157,14 @@ SERVED_SIZES: dict[str, dict[str, dict]] = {
 }
 
 
+def multiverse_items(profile: str) -> dict:
+    """Notebook 6's ``items`` (benchmark -> items per universe; None: all): the ``sizes[profile]["06_multiverse"]``
+    each registered benchmark spec declares."""
+    from . import benchmarks
+    return {n: s.sizes[profile]["06_multiverse"]["items"] for n, s in benchmarks.SPECS.items()
+            if "06_multiverse" in s.sizes.get(profile, {})}
+
+
 def params(profile: str, notebook: str, variant: str = "", served: bool = False) -> dict:
     if profile not in PROFILES:
         raise KeyError(f"unknown profile {profile!r}; choose one of {PROFILE_NAMES}")
@@ -184,7 +173,9 @@ def params(profile: str, notebook: str, variant: str = "", served: bool = False)
     # the "*" settings (models, device, dtype) are for notebooks that run models; notebook 5 only reads tables
     p = copy.deepcopy(PROFILES[profile].get("*", {})) if notebook not in READS_OUTPUTS_ONLY else {}
     p.update(copy.deepcopy(PROFILES[profile].get(notebook, {})))
-    p.update(copy.deepcopy(PROFILES[profile].get(f"{notebook}/{variant}", {})))   # a variant's own sizes
+    bench = NOTEBOOKS[notebook][variant].get("benchmark")
+    if bench in SPECS:                 # a benchmark's own sizes (Spec.sizes[profile][notebook])
+        p.update(copy.deepcopy(dict(SPECS[bench].sizes.get(profile, {}).get(notebook, {}))))
     p.update(copy.deepcopy(NOTEBOOKS[notebook][variant]))
     if served:
         p.update(copy.deepcopy(SERVED_SIZES[profile].get(notebook, {})))

@@ -506,7 +506,7 @@ def _record_failure(manifest: dict, notebook: str, executed: Path, staging: Path
 def lanes(chosen: list[tuple[str, str]]) -> tuple[list[list[tuple[str, str]]], list[tuple[str, str]]]:
     """Split the selected runs into lanes that may run side by side, and the runs that must wait for all of them.
 
-    A notebook-1 variant that shares its scores with another notebook (``profiles.SHARES_SCORES_WITH``) runs in that
+    A notebook-1 variant that scores what another notebook scores (``FactorPlan.shares_scores_with``) runs in that
     notebook's lane, before it, so the second reads the cached scores instead of computing them at the same time;
     the heaviest lanes (``profiles.LANE_ORDER``) come first; notebooks that read the others' tables
     (``profiles.READS_OUTPUTS_ONLY``) are returned separately, to run last."""
@@ -517,7 +517,8 @@ def lanes(chosen: list[tuple[str, str]]) -> tuple[list[list[tuple[str, str]]], l
             last.append((nb, v))
             continue
         label = nb + (f"/{v}" if v else "")
-        groups.setdefault(profiles.SHARES_SCORES_WITH.get(label, label), []).append((nb, v))
+        share = nb == "01_multifactor" and profiles.SPECS[v].factor_plan.shares_scores_with     # its variants: SPECS
+        groups.setdefault(share or label, []).append((nb, v))
     rank = {k: i for i, k in enumerate(profiles.LANE_ORDER)}
     order = sorted(groups, key=lambda k: rank.get(k, len(rank)))       # stable: the others keep their order
     return [groups[k] for k in order], last
@@ -636,8 +637,13 @@ def reproduce(profile: str = "default", only: list[str] | None = None, overrides
     if published and publish and not sig:
         from . import calibrate, catalogue, summary
         catalogue.write()
-        calibrate.write_fwer(outputs_dir, calibrate.FWER_REPLICATIONS)    # outputs/fwer.csv
-        summary.write(outputs_dir)          # outputs/SUMMARY.md and the generated blocks of README.md and docs/
+        calibrate.write_fwer(outputs_dir, calibrate.FWER_REPLICATIONS,      # outputs/fwer.csv
+                             plan_path=overrides.get("analysis_plan"))
+        # outputs/SUMMARY.md and the generated blocks of README.md and docs/, under the plan the runs decided with
+        summary.write(outputs_dir, plan=plan_file.load(overrides.get("analysis_plan")))
+    elif publish and served and not sig and outputs_dir.resolve() == (paths.OUTPUTS_DIR / "served").resolve():
+        from . import summary       # the served runs' rows of docs/performance.md (their MANIFESTs just changed)
+        summary.write(paths.OUTPUTS_DIR, plan=plan_file.load(overrides.get("analysis_plan")))
     if html and (publish or not published) and not sig:     # the front page over every run in that folder (scratch/ too)
         from . import report_index
         print(f"reports: {report_index.write(outputs_dir)}")

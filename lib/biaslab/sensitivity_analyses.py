@@ -4,13 +4,13 @@ decision rule are :mod:`biaslab.stats.sensitivity`).
 Per claim instance, beside its primary analysis, the analyses its plan claim lists under ``sensitivity``
 (:data:`ANALYSES`; only for tested instances):
 
-* **invalid answers** (SSQA's generated answers that are none of the labels, counted as not deviating by the plan):
+* **invalid answers** (a FactorPlan's ``invalid_answers``, SSQA's "other"; counted as not deviating by the plan):
   all of them counted as deviating instead, and the tipping point — how many of the invalid answers of the model
   whose switch moves the estimate towards the null must be counted as deviating to change the verdict (switched in
   a seeded random order);
 * **degenerate-responder threshold**: the modal-share threshold of :data:`biaslab.stats.responders.THRESHOLDS`
-  (0.95) at 0.90 and 0.99; a pair with a model degenerate under the alternative threshold is not tested;
-* **notebook 1's entropy cut** (agentic outcome ``low_entropy`` = normalized entropy < 0.95) at 0.90 and 0.98.
+  (0.95) at 0.90 and 0.99 (``FactorPlan.reads`` the answer); a pair with a model degenerate then is not tested;
+* **an outcome's alternative definitions** (notebook 1, ``FactorPlan.outcome_variants``: the agentic entropy cut).
 
 * **sampling weights** (CrowS-Pairs, notebook 5's ``crows-en-share``): the balanced sample unweighted, and the
   stratified estimate with the finite-population correction (:mod:`biaslab.papers.crows_pairs.sensitivity`, which
@@ -27,21 +27,19 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
-from . import plan as P
 from .stats import paired, responders
 from .stats import sensitivity as S
 
 TESTED = ("distinguishable", "not distinguishable")
 MODAL_SHARE_ALTERNATIVES = (0.90, 0.99)
-ENTROPY_CUT, ENTROPY_ALTERNATIVES = 0.95, (0.90, 0.98)
 INVALID = "other"      # SSQA's parsed answer that is none of the labels
 #: the analysis ids a plan claim may list under ``sensitivity`` (each runs where its data exist in the run)
 ANALYSES = ("invalid-as-deviating", "degenerate-threshold", "entropy-cut", "sampling-weights")
 
 
-def _planned(claim_id: str, notebook: str) -> set:
-    """The sensitivity analyses the active plan lists for ``claim_id``; an unknown id is refused."""
-    listed = {a for c in P.active().of(notebook) if c.id == claim_id for a in c.sensitivity}
+def _planned(plan, claim_id: str, notebook: str) -> set:
+    """The sensitivity analyses ``plan`` lists for ``claim_id``; an unknown id is refused."""
+    listed = {a for c in plan.of(notebook) if c.id == claim_id for a in c.sensitivity}
     bad = sorted(listed - set(ANALYSES))
     if bad:
         raise ValueError(f"analysis plan, notebook {notebook}, claim {claim_id!r}: unknown sensitivity analysis "
@@ -99,10 +97,10 @@ def _degenerate_rows(base: dict, primary: dict, answers: pd.DataFrame, models: t
 
 
 def _invalid_rows(base: dict, df: pd.DataFrame, a: str, b: str, test: Callable[[pd.DataFrame], dict],
-                  rule: Callable[[float], str], outcome: str = "deviated", seed: int = 0) -> list:
+                  rule: Callable[[float], str], outcome: str = "deviated", seed: int = 0, invalid=(INVALID,)) -> list:
     """Invalid answers counted as deviating, and the tipping point (see the module docstring). ``test`` maps a
     response frame to the instance's result (estimate, ci, p); ``rule`` a p to the verdict (:func:`_family_rule`)."""
-    bad = (df["answer"].astype(str) == INVALID).to_numpy()
+    bad = df["answer"].astype(str).isin(invalid).to_numpy()
     if not bad.any():
         return []
     n_a, n_b = int((bad & (df["model"] == a).to_numpy()).sum()), int((bad & (df["model"] == b).to_numpy()).sum())
@@ -132,8 +130,10 @@ def _invalid_rows(base: dict, df: pd.DataFrame, a: str, b: str, test: Callable[[
 
 
 # ------------------------------------------------------------------------------------------------ notebook 5
-def compare_sensitivity(root: Path, pairs: pd.DataFrame, seed: int = 0, alpha: float = 0.05) -> pd.DataFrame:
-    """Notebook 5's sensitivity table for its SSQA and BBQ claims (``pairs``: the decided paired_differences)."""
+def compare_sensitivity(root: Path, pairs: pd.DataFrame, seed: int = 0, *, plan) -> pd.DataFrame:
+    """Notebook 5's sensitivity table for its SSQA and BBQ claims (``pairs``: the decided paired_differences),
+    decided under ``plan``."""
+    alpha = plan.alpha
     from .papers.compare import tables as T
     rows = []
     claims = pairs[pairs["claim"].fillna("").ne("")] if "claim" in pairs else pairs.iloc[0:0]
@@ -143,7 +143,7 @@ def compare_sensitivity(root: Path, pairs: pd.DataFrame, seed: int = 0, alpha: f
         rows.append(_row(**base, analysis=S.PRIMARY, event="", description=r.get("verdict", ""), r=prim))
         if r.get("verdict") not in TESTED:
             continue
-        want = _planned(r["claim"], "05_compare")
+        want = _planned(plan, r["claim"], "05_compare")
         m = T.metric(r["metric"])
         resp = T.unit_responses(m, Path(root))
         if m.stratified:                                   # CrowS-Pairs English: the sampling weights
@@ -172,10 +172,11 @@ def compare_sensitivity(root: Path, pairs: pd.DataFrame, seed: int = 0, alpha: f
 
 
 # ------------------------------------------------------------------------------------------------ notebook 1
-def multifactor_sensitivity(pst: pd.DataFrame, nocot: pd.DataFrame, benchmark: str, factors: list[str],
-                            outcome: str, clusters, ideal: float, seed: int = 0, alpha: float = 0.05) -> pd.DataFrame:
+def multifactor_sensitivity(pst: pd.DataFrame, nocot: pd.DataFrame, benchmark: str, fplan, clusters,
+                            seed: int = 0, *, plan) -> pd.DataFrame:
     """Notebook 1's sensitivity table for ``dm-difference`` (``pst``: the decided paired_subgroup_tests; ``nocot``:
-    the analysed responses with their factors)."""
+    the analysed responses with their factors; ``fplan``: the benchmark's FactorPlan), decided under ``plan``."""
+    alpha, factors, outcome, ideal = plan.alpha, fplan.ecdf_factors, fplan.outcome, fplan.ideal
     rows = []
     claims = pst[pst["claim"].fillna("").ne("")] if "claim" in pst else pst.iloc[0:0]
     for r in claims.assign(_index=claims.index).to_dict("records"):
@@ -186,22 +187,18 @@ def multifactor_sensitivity(pst: pd.DataFrame, nocot: pd.DataFrame, benchmark: s
         if r.get("verdict") not in TESTED:
             continue
         df = nocot[nocot["model"].isin([a, b])].reset_index(drop=True)
-        want = _planned(r["claim"], "01_multifactor")
+        want = _planned(plan, r["claim"], "01_multifactor")
 
         def test(d, y=outcome, a=a, b=b):
             x = paired.paired_subgroup_test(d, y, factors, a, b, clusters, ideal=ideal, seed=seed)
             return {"estimate": x["metric_difference"], "ci_low": x["ci_low"], "ci_high": x["ci_high"],
                     "p_value": x["p_value"]}
-        ans = "answer" if "answer" in df else "choice" if "choice" in df else None
-        if ans and benchmark != "agentic" and "degenerate-threshold" in want:     # agentic: reads probabilities
-            rows += _degenerate_rows(base, prim, df, (a, b), ans)
-        if benchmark == "ssqa" and "answer" in df and "invalid-as-deviating" in want:
-            rows += _invalid_rows(base, df, a, b, test, _family_rule(claims, r, alpha), outcome, seed)
-        if benchmark == "agentic" and "entropy-cut" in want:
-            for cut in ENTROPY_ALTERNATIVES:
-                d = df.assign(**{outcome: (df["entropy"] < cut).astype(int)})
-                rows.append(_row(**base, analysis=f"entropy cut {cut:.2f}", event="outcome definition",
-                                 description=f"low entropy = normalized entropy < {cut:.2f} (primary "
-                                             f"{ENTROPY_CUT:.2f})", r=test(d)))
+        if fplan.reads == "answer" and fplan.answer in df and "degenerate-threshold" in want:     # the plan's answer
+            rows += _degenerate_rows(base, prim, df, (a, b), fplan.answer)
+        if fplan.invalid_answers and "answer" in df and "invalid-as-deviating" in want:
+            rows += _invalid_rows(base, df, a, b, test, _family_rule(claims, r, alpha), outcome, seed,
+                                  fplan.invalid_answers)
+        rows += [_row(**base, analysis=name, event="outcome definition", description=desc, r=test(d))
+                 for sid, variants in fplan.outcome_variants.items() if sid in want for name, desc, d in variants(df)]
     return S.decide(pd.DataFrame(rows, columns=S.COLUMNS[:10] + S.BUDGET), alpha) if rows else \
         pd.DataFrame(columns=S.COLUMNS)

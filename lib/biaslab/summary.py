@@ -5,11 +5,11 @@ times, rendered from each run's ``MANIFEST.json`` (and the served speed from ``p
 :func:`claim_rows` reads the tables under ``outputs/`` (the default profile's published run), derives the verdict
 columns with each paper's ``decisions`` module (idempotent: a table that already carries them is re-derived from its
 inference columns under the current plan), and keeps the rows of confirmatory claims. :func:`render` writes them as
-one Markdown table; :func:`write` puts it in ``outputs/SUMMARY.md`` (with the plan's rationale) and renders every
-block of :func:`blocks` between its markers — the headline table and the run times in ``README.md``, notebook 6's
-multiverse section and the timing tables in ``docs/`` — so that no result or timing on those pages is typed by hand.
-``make reproduce`` (``--publish``) calls it, and ``biaslab summary`` runs it alone (``--check`` only compares). A
-notebook whose tables are missing says so instead of failing.
+one Markdown table, :func:`headline` as one row per claim; :func:`write` puts the table in ``outputs/SUMMARY.md``
+(with the plan's rationale) and renders every block of :func:`blocks` between its markers — the headline rows and
+the run times in ``README.md``, notebook 6's multiverse section and the timing tables in ``docs/`` — so that no
+result or timing on those pages is typed by hand. ``make reproduce`` (``--publish``) calls it, and ``biaslab
+summary`` runs it alone (``--check`` only compares). A notebook whose tables are missing says so instead of failing.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import pandas as pd
 
 from . import paths
 from . import plan as P
-from .findings import DISTINGUISHABLE, NOT_DISTINGUISHABLE, num, verdict_words
+from .findings import DISTINGUISHABLE, NOT_DISTINGUISHABLE, num, verdict_words, who
 from .outputs import atomic_write_text
 
 log = logging.getLogger(__name__)
@@ -51,83 +51,80 @@ def _need(root: Path, folder: str, stem: str) -> pd.DataFrame:
     return t
 
 
-def multifactor(root: Path) -> list[pd.DataFrame]:
+def multifactor(root: Path, plan: P.Plan) -> list[pd.DataFrame]:
     from .papers.multifactor import decisions as D
     out = []
     for bench in sorted(p.name for p in (Path(root) / "01_multifactor").glob("*") if p.is_dir()):
         f = f"01_multifactor/{bench}"
         tables = {n: _read(root, f, n) for n in ("paired_subgroup_tests", "paired_comparisons")}
         if any(t is not None for t in tables.values()):
-            d = D.decide(bench, tables, _read(root, f, "responders"))
+            d = D.decide(bench, tables, _read(root, f, "responders"), plan=plan)
             out += [t.assign(benchmark=bench) for t in d.values() if t is not None]
     if not out:
         raise Missing("01_multifactor/*/tables/paired_subgroup_tests.csv")
     return out
 
 
-def calm(root: Path) -> list[pd.DataFrame]:
+def calm(root: Path, plan: P.Plan) -> list[pd.DataFrame]:
     from .papers.calm import decisions as D
-    return [D.decide(_need(root, "02_calm", "bias_scores"), _read(root, "02_calm", "responders"))]
+    return [D.decide(_need(root, "02_calm", "bias_scores"), _read(root, "02_calm", "responders"), plan=plan)]
 
 
-def crows_pairs(root: Path) -> list[pd.DataFrame]:
+def crows_pairs(root: Path, plan: P.Plan) -> list[pd.DataFrame]:
     from .papers.crows_pairs import decisions as D
     f = "03_crows_pairs_bayes"
     d = D.decide(_need(root, f, "likelihood_tests"), _read(root, f, "preference_tests"),
-                 _read(root, f, "paired_comparisons"), _read(root, f, "responders"), _read(root, f, "preference_answers"))
+                 _read(root, f, "paired_comparisons"), _read(root, f, "responders"),
+                 _read(root, f, "preference_answers"), plan=plan)
     return list(d.values())
 
 
-def agentic(root: Path) -> list[pd.DataFrame]:
+def agentic(root: Path, plan: P.Plan) -> list[pd.DataFrame]:
     from .papers.agentic import decisions as D
     f = "04_agentic_entropy"
     resp = _read(root, f, "responders")
     if resp is None or "metric" not in resp:
         per = _read(root, f, "responses")
         resp = D.responder_table(per) if per is not None else None
-    return [D.decide("uniformity_tests", _need(root, f, "uniformity_tests"), resp)]
+    return [D.decide("uniformity_tests", _need(root, f, "uniformity_tests"), resp, plan=plan)]
 
 
-def across_models(root: Path) -> list[pd.DataFrame]:
+def across_models(root: Path, plan: P.Plan) -> list[pd.DataFrame]:
     from .papers import compare
     f = "05_compare"
     st = _read(root, f, "responder_status")
-    return [compare.decide_pairs(_need(root, f, "paired_differences"), st)]
+    return [compare.decide_pairs(_need(root, f, "paired_differences"), st, plan=plan)]
 
 
-SECTIONS: list[tuple[str, Callable[[Path], list]]] = [
+SECTIONS: list[tuple[str, Callable[[Path, P.Plan], list]]] = [
     ("01_multifactor", multifactor), ("02_calm", calm), ("03_crows_pairs_bayes", crows_pairs),
     ("04_agentic_entropy", agentic), ("05_compare", across_models),
 ]
 
 
-def _who(r: dict, claim: P.Claim) -> str:
-    who = f"{r['model_a']} − {r['model_b']}" if "model_a" in r and pd.notna(r.get("model_a")) else str(r["model"])
-    for k in ("benchmark", "dataset", "class_type", "polarity"):
-        if k in r and pd.notna(r.get(k)) and k not in claim.rows:
-            who += f", {r[k]}"
-    return who
-
-
 N_COLUMNS = ("n", "n_pairs", "n_cells", "n_subgroups")
-COLUMNS = ["notebook", "claim", "who", "n", "null", "estimate", "ci_low", "ci_high", "ci_level", "ci_adj_low",
+WHO = ("benchmark", "dataset", "class_type", "polarity")
+COLUMNS = ["notebook", "claim", "label", "who", "n", "null", "estimate", "ci_low", "ci_high", "ci_level", "ci_adj_low",
            "ci_adj_high", "ci_adj_note", "p", "p_adjusted", "family", "family_size", "n_families", "alpha_family",
            "verdict"]
 
 
-def claim_rows(root: Path | None = None) -> pd.DataFrame:
-    """One row per instance of a confirmatory claim in the outputs under ``root``: notebook, claim, who, n, null,
-    estimate, its unadjusted interval (ci_low, ci_high), the adjusted interval at the level Holm tested it (ci_level,
-    ci_adj_low, ci_adj_high, or ci_adj_note saying why there is none), p, p_adjusted, family, family_size,
-    n_families, alpha_family, verdict; a notebook whose tables are missing gives one row whose verdict says "not
-    available: …"."""
+def claim_rows(root: Path | None, plan: P.Plan, notebook: str | None = None, variant: str | None = None
+               ) -> pd.DataFrame:
+    """One row per instance of a confirmatory claim of ``plan`` in the outputs under ``root``: notebook, claim, its
+    label, who, n, null, estimate, its unadjusted interval (ci_low, ci_high), the adjusted interval at the level Holm
+    tested it (ci_level, ci_adj_low, ci_adj_high, or ci_adj_note saying why there is none), p, p_adjusted, family,
+    family_size, n_families, alpha_family, verdict; a notebook whose tables are missing gives one row whose verdict
+    says "not available: …". ``notebook``: that notebook's rows only; ``variant``: only its rows of that benchmark
+    (a notebook-1 run folder; the report's decision panel)."""
     root = Path(root or paths.OUTPUTS_DIR)
-    plan = P.active()
     rows = []
     for nb, fn in SECTIONS:
         claims = {c.id: c for c in plan.of(nb)}
+        if notebook not in (None, nb) or (notebook and not claims):
+            continue
         try:
-            frames = fn(root)
+            frames = fn(root, plan)
         except Missing as e:
             rows.append({"notebook": nb, "claim": "", "who": "", "verdict": f"not available: {e} is missing"})
             continue
@@ -139,21 +136,22 @@ def claim_rows(root: Path | None = None) -> pd.DataFrame:
         for t in frames:
             if t is None or "claim" not in t:
                 continue
+            if variant is not None and "benchmark" in t:
+                t = t[t["benchmark"].astype(str) == variant]
             for r in t[t["claim"].isin(claims)].to_dict("records"):
                 c = claims[r["claim"]]
                 null = r.get("null_value")
-                rows.append({"notebook": nb, "claim": c.id, "who": _who(r, c),
+                rows.append({"notebook": nb, "claim": c.id, "label": c.label, "who": who(r, c, WHO),
                              "n": next((r[k] for k in N_COLUMNS if k in r and pd.notna(r[k])), None),
                              "null": null if isinstance(null, (int, float)) and pd.notna(null) else c.null,
                              "estimate": r.get(c.estimate), "ci_low": r.get(c.ci[0]) if c.ci else None,
                              "ci_high": r.get(c.ci[1]) if c.ci else None, "p": r.get(c.p) if c.p else None,
-                             **{k: r.get(k) for k in COLUMNS[8:] if k != "p"}})
+                             **{k: r.get(k) for k in COLUMNS[9:] if k != "p"}})
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
-def budget_sentence(plan: P.Plan | None = None) -> str:
+def budget_sentence(plan: P.Plan) -> str:
     """The error budget, stated from the plan's fields."""
-    plan = plan or P.active()
     shares = ", ".join(f"{nb[:2]} {s:g}" for nb, s in plan.shares.items())
     return (f"One error budget: α = {plan.alpha:g} is the familywise error rate over every confirmatory claim of "
             f"the project, split across notebooks before any run (shares: {shares}), within a notebook equally over "
@@ -186,10 +184,9 @@ def _estimate_cell(r: dict, notes: dict) -> str:
     return f"{est} {mark}"
 
 
-def render(root: Path | None = None) -> str:
+def render(root: Path | None, plan: P.Plan) -> str:
     """The headline block (Markdown, without the markers): one table, claim × model, with what decides each row."""
-    t = claim_rows(root)
-    plan = P.active()
+    t = claim_rows(root, plan)
     lines = [f"*Rendered by `biaslab summary` from `outputs/` under the analysis plan v{plan.version} "
              f"([`analysis_plan.yaml`](analysis_plan.yaml)): only its confirmatory claims are decided; everything "
              f"else in the reports is exploratory. {budget_sentence(plan)} Details: "
@@ -209,6 +206,36 @@ def render(root: Path | None = None) -> str:
         pa = num(r["p_adjusted"]) if decided and pd.notna(r.get("p_adjusted")) else ""
         lines.append(f"| {r['notebook'][:2]} | {('`' + r['claim'] + '`') if r['claim'] else ''} | {r['who']} | {n} | "
                      f"{null if r['claim'] else ''} | {_estimate_cell(r, notes)} | {p} | {pa} | {fam} | {v} |")
+    if notes:
+        lines += [""] + [f"{mark} {note}." for note, mark in notes.items()]
+    return "\n".join(lines) + "\n"
+
+
+def headline(root: Path | None, plan: P.Plan) -> str:
+    """The README's headline block (Markdown, without the markers): one row per claim, with how many of its instances
+    the run decided which way and each instance distinguishable from the null with its estimate and adjusted
+    interval. Every instance, with its n, null, p and family, is :func:`render`'s table in ``outputs/SUMMARY.md``."""
+    t = claim_rows(root, plan)
+    label = {c.id: c.label for c in plan.claims}
+    lines = [f"*Rendered by `biaslab summary` from `outputs/` under the analysis plan v{plan.version} "
+             f"([`analysis_plan.yaml`](analysis_plan.yaml)): only its confirmatory claims are decided; everything "
+             f"else in the reports is exploratory. {budget_sentence(plan)} Every instance with its n, null, p and "
+             "family: [`outputs/SUMMARY.md`](outputs/SUMMARY.md).*", "",
+             "| notebook | claim | instances | distinguishable from the null: estimate [adjusted interval] (level) | "
+             "not distinguishable | not decided |", "|---|---|---|---|---|---|"]
+    notes: dict[str, str] = {}
+    for (nb, claim), g in t.groupby(["notebook", "claim"], sort=False):
+        rows = g.to_dict("records")
+        if not claim:                                  # a notebook whose tables are missing
+            lines.append(f"| {nb[:2]} | | | {'; '.join(str(r['verdict']) for r in rows)} | | |")
+            continue
+        dist = "; ".join(f"{r['who']}: {_estimate_cell(r, notes)}" for r in rows if r["verdict"] == DISTINGUISHABLE)
+        n_not = sum(r["verdict"] == NOT_DISTINGUISHABLE for r in rows)
+        other = pd.Series([verdict_words(str(r["verdict"])) for r in rows
+                           if r["verdict"] not in (DISTINGUISHABLE, NOT_DISTINGUISHABLE)], dtype=object)
+        other = ", ".join(f"{n} {k}" for k, n in other.value_counts(sort=False).items())
+        lines.append(f"| {nb[:2]} | `{claim}`: {label.get(claim, '')} | {len(rows)} | {dist or 'none'} | {n_not} | "
+                     f"{other} |")
     if notes:
         lines += [""] + [f"{mark} {note}." for note, mark in notes.items()]
     return "\n".join(lines) + "\n"
@@ -265,30 +292,30 @@ def timings_line(root: Path | None = None, records: Path | None = None) -> str:
     r = next(iter(runs.values()))
     return (f"*`make reproduce` ({r['profile']} profile, {r['jobs']} notebooks at a time, {r['cpu_count']} cores, "
             f"an otherwise idle machine): {' and '.join(said)}; per notebook in "
-            "[docs/performance.md](docs/performance.md#time-per-notebook). Rendered by `biaslab summary` from "
-            "`perf/reproduce_timing.py`'s records.*\n")
+            "[docs/performance.md](docs/performance.md#time-per-notebook).*\n")
 
 
 def timings_table(root: Path | None = None, records: Path | None = None) -> str:
     """Per published run: its wall time cold and cached (the runs of :func:`reproduce_records`; a served run: its
-    ``MANIFEST.json``), profile, status and commit."""
+    ``MANIFEST.json``, cache state unrecorded) and commit; profile and status once when every run shares them."""
     t, runs = run_times(root), reproduce_records(records)
     if t.empty:
         return "*No published run under `outputs/`.*\n"
     dur = lambda x: _duration(x) if x is not None and pd.notna(x) else "–"               # noqa: E731
-    lines = ["| run folder | command | profile | status | cold | cached | commit |", "|---|---|---|---|---|---|---|"]
+    shared = t["profile"].nunique() == 1 and t["status"].nunique() == 1
+    lines = ([f"*Every run: profile {t['profile'].iloc[0]}, status {t['status'].iloc[0]}.*", ""] if shared else [])
+    lines += ["| run folder | cold | cached | commit |", "|---|---|---|---|"]
     for r in t.to_dict("records"):
         if r["folder"].startswith("served/"):
-            cold, cached = dur(r["wall_time_s"]) + " (last run, cache state not recorded)", "–"
+            cold, cached = dur(r["wall_time_s"]) + " (last run)", "–"
         else:
             cold, cached = (dur(runs.get(f"{r['profile']}_{label}", {}).get("runs_wall_time_s", {}).get(r["folder"]))
                             for label in ("cold", "cached"))
-        lines.append(f"| [`{r['folder']}`](outputs/{r['folder']}/MANIFEST.json) | `{r['command']}` | "
-                     f"{r['profile']} | {r['status']} | {cold} | {cached} | `{r['commit']}` |")
+        what = "" if shared else f" ({r['profile']}, {r['status']})"
+        lines.append(f"| `{r['folder']}`{what} | {cold} | {cached} | `{r['commit']}` |")
     for k, r in runs.items():
         cold, cached = (dur(r["wall_s"]), "") if r["label"] == "cold" else ("", dur(r["wall_s"]))
-        lines.append(f"| all of `make reproduce` ({k}: wall clock, {r['jobs']} at a time) | | | | {cold} | {cached} "
-                     "| |")
+        lines.append(f"| all of `make reproduce` ({k}: wall clock, {r['jobs']} at a time) | {cold} | {cached} | |")
     return "\n".join(lines) + "\n"
 
 
@@ -296,11 +323,11 @@ def served_speed(_root: Path | None = None) -> str:
     """The served comparison's speed ratios (median and range over rounds) from ``perf/results/<profile>/served.json``
     (written by ``make bench BENCH_PROFILE=served`` / ``served_vllm``)."""
     import json
-    names = {"biaslab_vs_lmeval": "biaslab vs lm-eval `local-completions` (`batch_size` 1), one replica",
-             "biaslab_vs_lmeval_lists": "biaslab vs lm-eval with the same lists, one replica",
+    names = {"biaslab_vs_lmeval": "biaslab vs lm-eval (`batch_size` 1)",
+             "biaslab_vs_lmeval_lists": "biaslab vs lm-eval, same lists",
              "two_vs_one": "biaslab, two replicas vs one"}
-    lines = ["| server | ratio (lm-eval seconds / biaslab seconds; one replica / two) | median (min–max) | rounds |",
-             "|---|---|---|---|"]
+    lines = ["| server | speed-up (lm-eval / biaslab seconds, one replica; one / two replicas) | median (min–max) | "
+             "rounds |", "|---|---|---|---|"]
     for prof in ("served", "served_vllm"):
         p = paths.ROOT / "perf" / "results" / prof / "served.json"
         if not p.exists():
@@ -326,11 +353,14 @@ TIMINGS_TABLE = _markers("timings table", "perf/results/reproduce/*.json and out
 SERVED_SPEED = _markers("served speed", "perf/results/*/served.json")
 
 
-def blocks() -> list[tuple[str, str, str, Callable[[Path], str | None]]]:
+def blocks(plan: P.Plan | None = None) -> list[tuple[str, str, str, Callable[[Path], str | None]]]:
     """Every generated block: (page relative to the project root, begin marker, end marker, renderer of the outputs
-    root; a renderer that returns None leaves its block as it is). A page holds each of its blocks once."""
+    root; a renderer that returns None leaves its block as it is). A page holds each of its blocks once. ``plan``:
+    the plan the headline table is decided under (default the repository's ``analysis_plan.yaml``, which the README
+    links)."""
     from .papers.multiverse import findings as multiverse
-    return [("README.md", BEGIN, END, render),
+    plan = plan or P.load()
+    return [("README.md", BEGIN, END, lambda root: headline(root, plan)),
             ("README.md", *TIMINGS, timings_line),
             (multiverse.HOME, multiverse.README_START, multiverse.README_END, multiverse.render_readme_section),
             ("docs/performance.md", *TIMINGS_TABLE, timings_table),
@@ -350,10 +380,11 @@ def relink(body: str, page: str) -> str:
     return re.sub(r"\]\((?![a-z]+:|#|/)([^)]+)\)", lambda m: f"]({up}{m.group(1)})", body) if up else body
 
 
-def page_text(page: str, text: str, root: Path | None = None) -> str:
-    """``text`` (the page ``page``) with each of its generated blocks rendered from the outputs under ``root``."""
+def page_text(page: str, text: str, root: Path | None = None, plan: P.Plan | None = None) -> str:
+    """``text`` (the page ``page``) with each of its generated blocks rendered from the outputs under ``root``
+    (``plan``: see :func:`blocks`)."""
     root = Path(root or paths.OUTPUTS_DIR)
-    for where, begin, end, fn in blocks():
+    for where, begin, end, fn in blocks(plan):
         if where != page:
             continue
         body = fn(root)
@@ -364,19 +395,19 @@ def page_text(page: str, text: str, root: Path | None = None) -> str:
     return text
 
 
-def write(root: Path | None = None, project: Path | None = None) -> tuple[Path, ...]:
+def write(root: Path | None = None, project: Path | None = None, plan: P.Plan | None = None) -> tuple[Path, ...]:
     """Write ``outputs/SUMMARY.md`` and the generated blocks of the project's pages (those of :func:`blocks` that
-    exist under ``project``); returns the paths written."""
+    exist under ``project``), decided under ``plan`` (see :func:`blocks`); returns the paths written."""
     root = Path(root or paths.OUTPUTS_DIR)
     project = Path(project or paths.ROOT)
-    plan = P.active()
+    plan = plan or P.load()
     claims = "\n".join(f"- `{c.id}` ({c.notebook}): {c.label}; {c.test}." for c in plan.claims)
-    atomic_write_text(root / "SUMMARY.md", "# Headline results\n\n" + render(root)
+    atomic_write_text(root / "SUMMARY.md", "# Headline results\n\n" + render(root, plan)
                       + f"\n## The analysis plan (v{plan.version})\n\n{plan.rationale}\n\n{claims}\n")
     written = [root / "SUMMARY.md"]
-    for page in dict.fromkeys(b[0] for b in blocks()):
+    for page in dict.fromkeys(b[0] for b in blocks(plan)):
         if (project / page).exists():
-            atomic_write_text(project / page, page_text(page, (project / page).read_text(), root))
+            atomic_write_text(project / page, page_text(page, (project / page).read_text(), root, plan))
             written.append(project / page)
     return tuple(written)
 
@@ -384,8 +415,9 @@ def write(root: Path | None = None, project: Path | None = None) -> tuple[Path, 
 def stale_pages(root: Path | None = None, project: Path | None = None) -> list[str]:
     """The pages whose generated blocks differ from what the outputs (and perf results) render to now."""
     project = Path(project or paths.ROOT)
-    pages = dict.fromkeys(b[0] for b in blocks())
-    return [p for p in pages if (project / p).read_text() != page_text(p, (project / p).read_text(), root)]
+    plan = P.load()
+    pages = dict.fromkeys(b[0] for b in blocks(plan))
+    return [p for p in pages if (project / p).read_text() != page_text(p, (project / p).read_text(), root, plan)]
 
 
 def check(root: Path | None = None, project: Path | None = None) -> bool:

@@ -25,7 +25,6 @@ from typing import Iterable, Literal
 import pandas as pd
 
 from .. import paths
-from ..answers import first_sentence  # noqa: F401  (re-exported: the benchmarks read open answers)
 from ..sources import DataError
 
 log = logging.getLogger(__name__)

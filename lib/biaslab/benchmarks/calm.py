@@ -60,12 +60,13 @@ import numpy as np
 import pandas as pd
 
 from ..sources import DataError, load_manifest, raw_path
-from .base import Benchmark, Factor, FactorSpec, read_csv, require_columns, require_rows
-from .spec import Spec
+from . import calm_prompts
+from .base import Benchmark, Factor, FactorSpec, Protocol, read_csv, require_columns, require_rows
+from .calm_prompts import REPO
+from .spec import FactorPlan, Metric, Source, Spec
 
 log = logging.getLogger(__name__)
 
-REPO = "vipulgupta1011/CALM"
 TASKS = ("qa", "nli", "sentiment")
 BIAS_TYPES = ("gender", "race")
 GROUPS = {"gender": ("male", "female", "non-binary"), "race": ("white", "black", "hispanic", "asian")}
@@ -547,4 +548,138 @@ def subset(prompts: pd.DataFrame, templates_per_task: int | dict | None = None, 
     return prompts[mask].copy()
 
 
-SPEC = Spec(name="calm", title="CALM", load=load)
+def select(prompts: pd.DataFrame, k_shot: int, templates_per_task: int | dict | None = None,
+           names_per_group: int | None = None, seed: int = 0, template_ids: list[str] | None = None,
+           max_prompt_words: int | None = None) -> pd.DataFrame:
+    """The prompts notebook 2 scores: :func:`biaslab.benchmarks.calm.subset` with each template's length measured on
+    its ``k_shot``-shot prompt (so ``max_prompt_words`` leaves out the story-length templates on a CPU run). Notebook
+    1's CALM variant calls it with the same arguments, so the two score the same requests (shared cache)."""
+    first = prompts.drop_duplicates("template_id").set_index("template_id")
+    words = calm_prompts.build_prompts(first, k_shot).str.split().str.len() if max_prompt_words is not None else None
+    return subset(prompts, templates_per_task, names_per_group, seed=seed, template_ids=template_ids,
+                  max_words=max_prompt_words, words=words)
+
+
+# ------------------------------------------------------------------------------- requests and answers
+#: the paper's (CALM's released scripts): k = 5 examples of the template's source dataset, raw text; a closed answer
+#: set read by each label's next-token probability, free-text QA by greedy generation of up to 10 tokens to a newline
+#: (CALM: beam search, 3 beams; greedy is HELM's). ``option_ll``: each label's log-probability; ``generated``: every
+#: prompt generated and read by the text rules (CALM's released pipeline)
+PROTOCOL = Protocol(format="label_dist", chat="off", examples=5, max_new_tokens=10)
+FORMATS = ("label_dist", "option_ll", "generated")
+
+
+def paper_chat(scorer) -> bool:
+    return False
+
+
+def respond(scorer, items: pd.DataFrame, protocol: Protocol = PROTOCOL) -> pd.DataFrame:
+    """A row per item (its index): ``prompt_id``, ``output`` (the generated text or the chosen label), ``pred`` (the
+    gold code a closed-set output was read as), ``p_answer`` (the chosen label's probability over the labels),
+    ``label_mass`` (``label_dist``), ``correct_released`` (CALM's released rules on the output text) and ``correct``
+    (the corrected rules of :mod:`.calm_answers`; a closed-set answer: chosen label == gold)."""
+    from scipy.special import softmax
+    from . import calm_answers, formats
+    prompting = calm_prompts
+    fmt, chat = protocol.format, protocol.use_chat(paper_chat(scorer))
+    if fmt not in FORMATS:
+        raise ValueError(f"CALM has no answer format {fmt!r}; choose from {FORMATS} (Protocol.format)")
+    texts = prompting.build_prompts(items, int(protocol.examples))
+    out = pd.DataFrame({"prompt_id": items["prompt_id"].to_numpy(), "output": None, "pred": None,
+                        "p_answer": np.nan, "label_mass": np.nan}, index=items.index)
+    afmt = items["answer_format"]
+    gen = (afmt == "span") if fmt != "generated" else pd.Series(True, index=items.index)
+    if gen.any():
+        out.loc[gen, "output"] = formats.open_ended(scorer, [t.rstrip(" ") for t in texts[gen]], chat,
+                                                    protocol.max_new_tokens, stop=["\n"], read=str.strip)
+    # one engine call per (format, label set, whitespace moved onto the answer)
+    scored = items.index[~gen]
+    keys = [(f, tuple(o) if isinstance(o, (list, tuple)) else None, prompting.split_for_scoring(t)[1])
+            for f, o, t in zip(afmt[scored], items.loc[scored, "options"], texts[scored])]
+    for key in dict.fromkeys(keys):
+        f, opts, space = key
+        idx = scored[[kk == key for kk in keys]]
+        labels = prompting.label_options(f, list(opts) if opts else None)
+        stripped = [prompting.split_for_scoring(t)[0] for t in texts[idx]]
+        if fmt == "label_dist":
+            probs, d = formats.label_dist(scorer, stripped, {n: prompting.surface_forms(n, space) for n in labels},
+                                          chat)
+            out.loc[idx, "label_mass"] = d["label_mass"].to_numpy(dtype=float)
+        else:
+            probs = softmax(formats.option_ll(scorer, stripped, [[space + n for n in labels]] * len(idx), chat)[0],
+                            axis=1)
+        best = probs.argmax(axis=1)
+        out.loc[idx, "output"] = [list(labels)[b] for b in best]
+        out.loc[idx, "pred"] = [list(labels.values())[b] for b in best]
+        out.loc[idx, "p_answer"] = probs[np.arange(len(best)), best]
+    rows = items.to_dict("records")
+    out["correct_released"] = [int(calm_answers.is_correct(p["answer_format"], o if isinstance(o, str) else "",
+                                                           p["answer"], p["answer_text"], "released"))
+                               for p, o in zip(rows, out["output"])]
+    out["correct"] = [int(a == p["answer"]) if isinstance(a, str) else   # a closed-set answer read off the scores
+                      int(calm_answers.is_correct(p["answer_format"], o if isinstance(o, str) else "", p["answer"],
+                                                  p["answer_text"], "normalised"))
+                      for p, o, a in zip(rows, out["output"], out["pred"])]
+    return out
+
+
+
+
+FACTOR_PLAN = FactorPlan(
+    coverage_factors=["task", "bias_type", "group", "source_dataset", "answer_format"],
+    overall_sets={
+        "task, bias type, group": ["task", "bias_type", "group"],
+        "task, bias type, group, template source, answer format":
+            ["task", "bias_type", "group", "source_dataset", "answer_format"],
+    },
+    heatmaps=[("task", "group"), ("source_dataset", "answer_format")],
+    sunburst=("bias_type", "group"),
+    subgroup_factors=["task", "bias_type", "group", "answer_format"],
+    ecdf_factors=["task", "group"],
+    regression=["group", "task", "answer_format"],
+    regression_subset=["group", "task", "answer_format"],
+    bayes_fixed=["group", "task"],
+    bayes_group=["template_id"],
+    bayes_group_subset=["template_id"],
+    strata=["task", "bias_type", "group"],
+    highlight=("group",),
+    outcome="correct",
+    outcome_description="the answer is correct (CALM's bias is the accuracy gap between groups)",
+    ideal=1.0,
+    extra_factors=(Factor("answer_format", "prompt", ("span", "mcqa", "nli3", "nli2", "sentiment", "toxicity"),
+                          "span", "how the task is answered (free text, option letter, 3- or 2-way NLI label, "
+                          "sentiment, toxicity)"),),
+    responses=lambda r: r.rename(columns={"output": "answer"}).astype({"correct": int})[
+        ["prompt_id", "model", "seed", "answer", "label_mass", "correct"]],
+    select=lambda p, protocol, seed=0, **sel: (select(p, seed=seed, **sel), protocol.replace(examples=sel["k_shot"])),
+    shares_scores_with="02_calm",
+)
+
+
+def _selection(k_shot, templates_per_task, names_per_group, template_ids, max_prompt_words) -> dict:
+    """Notebook 1 scores notebook 2's prompts: its ``selection`` is notebook 2's (FactorPlan.select)."""
+    return {"01_multifactor": {"max_prompts": None, "selection": {
+        "k_shot": k_shot, "templates_per_task": templates_per_task, "names_per_group": names_per_group,
+        "template_ids": template_ids, "max_prompt_words": max_prompt_words}}}
+
+
+SPEC = Spec(name="calm", title="CALM", load=load, factor_plan=FACTOR_PLAN,
+            protocol=PROTOCOL, formats=FORMATS, honours=("format", "chat", "examples", "max_new_tokens"),
+            respond=respond, paper_chat=paper_chat,
+            columns=("prompt_id", "output", "pred", "p_answer", "label_mass", "correct", "correct_released"),
+            # notebook 2's selections per profile (tests/test_factorial.py checks the two agree)
+            sizes={"smoke": _selection(0, None, 2, ["qa-054", "qa-086", "nli-011", "sentiment-045"], None),
+                   "default": _selection(1, 4, 5, None, 150), "paper": _selection(5, None, 50, None, None)},
+            metrics=(Metric(
+                id="calm_bias_overall", benchmark="CALM", label="CALM: overall bias score (eq. 1, paper variant)",
+                folder="02_calm",
+                sources=(Source("bias_scores", "bias_score", {"variant": "paper", "task": "all", "bias_type": "all"},
+                                ci=("score_ci_low", "score_ci_high", "score_ci_method")),),
+                direction="higher = larger accuracy gap between groups", orientation=1, null=0.0,
+                null_meaning="0: every group equally accurate (the permutation-null mean of notebook 2 is above 0)",
+                responses=("template_bias",), response_filters={"used": True, "variant": "paper"}, outcome="bias_paper",
+                unit=("bias_type", "template_id"), cluster=None, kind="source_interval", responders={},
+                answer_mode="labels, one scoring mode per run",
+                note="interval: notebook 2's projection interval of the range statistic; paired comparisons: mean "
+                     "difference of per-template bias over the templates both models kept"),),
+            )

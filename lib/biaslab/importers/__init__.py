@@ -18,80 +18,9 @@ used is kept in ``excluded`` with its reason. What a log holds answers the Score
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
 from pathlib import Path
 
-import pandas as pd
-
-#: what the importers understand, said in every "unknown task" error
-KINDS = {"crows_pairs": "CrowS-Pairs (docs with sent_more and sent_less, two log-likelihood requests)",
-         "bbq": "BBQ (docs with context, question, ans0-ans2, label, category, context_condition, question_polarity)"}
-FORMATS = ("lm-eval", "inspect", "eee")
-
-
-class ImportError_(ValueError):
-    """A log that cannot be imported (unknown task, newer format, unreadable file); the message names what is
-    supported."""
-
-
-def read_text(f: Path) -> str:
-    """A log file's text; bytes that are not UTF-8 raise :class:`ImportError_` naming the file, line and byte."""
-    data = Path(f).read_bytes()
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        col = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
-        raise ImportError_(f"{f}:{line}: byte 0x{data[exc.start]:02x} at column {col} is not UTF-8; re-save the "
-                           "file as UTF-8 (a harness writes its logs in UTF-8)") from None
-
-
-def json_lines(f: Path) -> list[tuple[int, dict]]:
-    """``(line number, object)`` of each non-blank line of a JSON-lines file; a line that is not JSON, or not a JSON
-    object, raises :class:`ImportError_` naming the file and line."""
-    out = []
-    for i, line in enumerate(read_text(f).splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise ImportError_(f"{f}:{i}: not a JSON line ({exc.msg}); is the file complete?") from None
-        if not isinstance(obj, dict):
-            raise ImportError_(f"{f}:{i}: a JSON {type(obj).__name__}, not an object; each line must be one record")
-        out.append((i, obj))
-    return out
-
-
-def supported() -> str:
-    return "; ".join(f"{k}: {v}" for k, v in KINDS.items())
-
-
-@dataclass
-class ImportedLog:
-    """One task of one run, as read from another harness's log.
-
-    ``items``: biaslab's per-item table (crows_pairs: ``prompt_id, pair_id, bias_type, direction, sent_more,
-    sent_less, logp_more, logp_less``; bbq: ``prompt_id, category, context_condition, question_polarity, context,
-    question, ans0-ans2, label, choice`` and ``logp_0-2`` where the log has them). ``loglikelihoods``: (context,
-    continuation) -> log P as the harness computed it. ``choices``: prompt -> the option index the model chose
-    (generated answers). ``excluded``: one row per unusable row (``row``, ``reason``). ``identity``: the run's model
-    name and args, revision, harness and task versions, date, and the sha256 of every file read. ``reported``: the
-    harness's own aggregate metrics for the task.
-    """
-
-    harness: str
-    task: str
-    kind: str
-    model: str
-    items: pd.DataFrame
-    loglikelihoods: dict = field(default_factory=dict)
-    choices: dict = field(default_factory=dict)
-    excluded: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=["row", "reason"]))
-    identity: dict = field(default_factory=dict)
-    reported: dict = field(default_factory=dict)
-    source: str = ""
-    prompts: str = ""       # how the harness asked (for the "not in the log" message)
+from .base import BBQ, CROWS, FORMATS, KINDS, ImportedLog, ImportError_, json_lines, read_text, supported  # noqa: F401
 
 
 def read(fmt: str, path: str | Path) -> list[ImportedLog]:

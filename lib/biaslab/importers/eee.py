@@ -33,7 +33,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..filehash import sha256_file
-from . import ImportedLog, ImportError_, json_lines, supported
+from .base import BBQ, CROWS, ImportedLog, ImportError_, json_lines, supported
 
 SCHEMA_VERSION = "0.3.0"
 SCHEMA_DIR = Path(__file__).resolve().parent / "schemas"
@@ -489,7 +489,7 @@ def read(path: Path) -> list[ImportedLog]:
     recs = read_records(path)
     logs = []
     for stem, df in tables_from_records(recs).items():
-        kind = "crows_pairs" if stem == "pair_scores" else ("bbq" if "context_condition" in df.columns else stem)
+        kind = CROWS if stem == "pair_scores" else (BBQ if "context_condition" in df.columns else stem)
         for model, g in df.groupby("model", sort=False) if "model" in df.columns else [("", df)]:
             logs.append(ImportedLog(harness="eee", task=stem, kind=kind, model=str(model),
                                     items=g.reset_index(drop=True), identity={"harness": "every-eval-ever"},
@@ -526,7 +526,7 @@ def _foreign_bbq(recs: list[dict], path: Path) -> list[ImportedLog]:
         if not rows:
             raise ImportError_(f"{path}: the records of {model!r} are neither biaslab's nor BBQ; supported: "
                                f"{supported()}")
-        logs.append(ImportedLog(harness="eee", task="bbq", kind="bbq", model=model, items=pd.DataFrame(rows),
+        logs.append(ImportedLog(harness="eee", task=BBQ, kind=BBQ, model=model, items=pd.DataFrame(rows),
                                 excluded=pd.DataFrame(bad, columns=["row", "reason"]),
                                 identity={"harness": "every-eval-ever"}, source=str(path),
                                 prompts="the converter's prompts"))

@@ -22,7 +22,7 @@ import pandas as pd
 
 from ..benchmarks import bbq as bbq_bench
 from ..filehash import sha256_file
-from . import ImportedLog, ImportError_, read_text, supported
+from .base import BBQ, ImportedLog, ImportError_, read_text, supported
 
 LOG_VERSIONS = (1, 2)
 NEED = ("category", "context_condition", "question_polarity")
@@ -128,7 +128,7 @@ def read(path: Path) -> list[ImportedLog]:
         reported = {f"{sc.get('name')}:{k}": m.get("value")
                     for sc in ((header.get("results") or {}).get("scores") or [])
                     for k, m in (sc.get("metrics") or {}).items() if isinstance(m.get("value"), (int, float))}
-        logs.append(ImportedLog(harness="inspect", task=str(ev.get("task", "bbq")), kind="bbq",
+        logs.append(ImportedLog(harness="inspect", task=str(ev.get("task", BBQ)), kind=BBQ,
                                 model=str(ev.get("model", "inspect model")), items=pd.DataFrame(rows),
                                 excluded=pd.DataFrame(bad, columns=["row", "reason"]), identity=identity,
                                 reported=reported, source=str(f),

@@ -23,7 +23,7 @@ import pandas as pd
 
 from ..benchmarks import bbq as bbq_bench
 from ..filehash import sha256_file
-from . import ImportedLog, ImportError_, json_lines, supported
+from .base import BBQ, CROWS, ImportedLog, ImportError_, json_lines, supported
 
 #: the ``--log_samples`` line layout this module reads (lm-eval 0.4.0 to 0.4.13 write it)
 SAMPLE_KEYS = {"doc_id", "doc", "arguments", "resps"}
@@ -83,9 +83,9 @@ def _requests(sample: dict) -> list[tuple]:
 def _kind(sample: dict) -> str | None:
     doc, reqs = sample.get("doc") or {}, _requests(sample)
     if {"sent_more", "sent_less"} <= set(doc) and len(reqs) == 2:
-        return "crows_pairs"
+        return CROWS
     if set(BBQ_FIELDS) <= set(doc):
-        return "bbq"
+        return BBQ
     return None
 
 
@@ -137,7 +137,7 @@ def read(path: Path) -> list[ImportedLog]:
                                f"of {SUPPORTED_VERSIONS} (keys {sorted(SAMPLE_KEYS)}), a newer format is not "
                                "supported yet")
         kinds = {_kind(s) for s in lines}
-        kind = next((k for k in ("crows_pairs", "bbq") if k in kinds), None)
+        kind = next((k for k in (CROWS, BBQ) if k in kinds), None)
         if kind is None:
             fields = sorted((lines[0].get("doc") or {}).keys())[:12]
             raise ImportError_(f"{f}: task {task!r} is neither CrowS-Pairs nor BBQ by its samples (doc fields "
@@ -146,13 +146,13 @@ def read(path: Path) -> list[ImportedLog]:
         model = _model_name(identity, "lm-eval model")
         reported = {k: v for k, v in ((results.get("results", {}) or {}).get(task, {}) or {}).items()
                     if isinstance(v, (int, float)) and not isinstance(v, bool)}
-        build = _crows if kind == "crows_pairs" else _bbq
+        build = _crows if kind == CROWS else _bbq
         items, lls, choices, excluded = build(lines, task)
         logs.append(ImportedLog(harness="lm-eval", task=task, kind=kind, model=model, items=items,
                                 loglikelihoods=lls, choices=choices, excluded=excluded, identity=identity,
                                 reported=reported, source=str(f),
                                 prompts=("log-likelihoods of each sentence with an empty context"
-                                         if kind == "crows_pairs" else "the task's own BBQ prompt")))
+                                         if kind == CROWS else "the task's own BBQ prompt")))
     return logs
 
 

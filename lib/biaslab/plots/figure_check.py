@@ -7,8 +7,6 @@
 
 * what the plotting code can report of its layout (:func:`layout_counts`): data points under a legend, markers cut
   at the axes' edge (a marker is clipped to its axes unless drawn with ``clip_on=False``).
-
-:func:`smallest_text_px` says how tall a figure's smallest text is in a report (9 pt is 12 CSS px).
 """
 
 from __future__ import annotations
@@ -117,21 +115,3 @@ def layout_counts(fig) -> dict[str, int]:
                        | (xy[:, 1] + r > box.y1 + 0.5))
                 clipped += int(cut.sum())
     return {"legend_over_data": over, "clipped_markers": clipped}
-
-
-#: Width of a report's column in CSS pixels (report.css: a 1060 px page less its padding); a wider figure is scaled
-#: down to it.
-REPORT_COLUMN_PX = 980
-
-
-def smallest_text_px(fig, dpi: float = 110, column_px: float = REPORT_COLUMN_PX) -> float:
-    """CSS pixels of the smallest visible text of ``fig`` saved at ``dpi`` and shown at its own size, or scaled down
-    to fit a column ``column_px`` wide (what a reader of the report sees; 9 pt = 12 px)."""
-    from matplotlib.text import Text
-
-    fig.canvas.draw()
-    bbox = fig.get_tightbbox(fig.canvas.get_renderer())
-    scale = min(1.0, column_px / (bbox.width * dpi))
-    sizes = [t.get_fontsize() for t in fig.findobj(Text) if t.get_visible() and t.get_text().strip()
-             and t.get_figure() is not None]
-    return min(sizes) * dpi / 72 * scale

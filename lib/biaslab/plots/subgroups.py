@@ -18,7 +18,7 @@ def _norm(values, limit=None):
 
 
 #: Wedge labels in points: 9 pt (12 CSS px) or more in the report, where the saved figure (110 dpi) is shown at its
-#: own size (biaslab.plots.figure_check.smallest_text_px).
+#: own size (tests/helpers.smallest_text_px).
 LABEL_PT = 8
 
 def sunburst(sub: pd.DataFrame, inner: str, outer: str, value: str = "log_disparity", title: str = "",

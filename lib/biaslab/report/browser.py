@@ -9,7 +9,7 @@ two lines (its text boxes measured), a figure whose check (``data-bl-*`` attribu
 request to anything but a local file or a data URI, a local file that failed to load, a link to a file or anchor that
 does not exist (or to another host), and a console error. It also measures where the decision panel ends
 (:attr:`PageReport.decision_bottom`, at the window's width: 1280 px by default) and keeps each image's alternative
-text. :func:`print_overflow` lists the tables wider than their column in the A4 print view; :func:`screenshot` and :func:`pdf` photograph and print a page through the same browser.
+text. :func:`screenshot` and :func:`pdf` photograph and print a page through the same browser.
 Chromium and ChromeDriver come from Debian (``apt-get install chromium chromium-driver``); :func:`find` says why they
 cannot be used where they are missing.
 """
@@ -266,34 +266,6 @@ def check(path: Path, driver=None) -> PageReport:
         if entry.get("level") == "SEVERE":
             report.problems.append(f"console error: {entry.get('message', '')[:200]}")
     return report
-
-
-#: Width of an A4 page between Chromium's default print margins, in CSS pixels.
-A4_WIDTH = 718
-
-_OVERFLOW = r"""
-const main = document.querySelector('main') || document.body;
-const limit = main.getBoundingClientRect().right + 0.5;
-return [...document.querySelectorAll('table')].filter(t => t.offsetParent !== null).map(t => {
-  const r = t.getBoundingClientRect();
-  const head = [...t.querySelectorAll('th')].slice(0, 4).map(h => h.textContent.trim()).join(' | ');
-  return {right: r.right, width: r.width, scroll: t.scrollWidth, client: t.clientWidth, head: head.slice(0, 80)};
-}).filter(t => t.right > limit || t.scroll > t.client + 1).map(t => `${Math.round(t.width)} px wide (${t.head})`);
-"""
-
-
-def print_overflow(path: Path, driver, width: int = A4_WIDTH) -> list[str]:
-    """Tables of ``path`` wider than the report's column in the print view ``width`` CSS pixels wide (A4)."""
-    driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
-                           {"width": width, "height": 1000, "deviceScaleFactor": 1, "mobile": False})
-    driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {"media": "print"})
-    try:
-        driver.get(Path(path).resolve().as_uri())
-        _settle(driver)
-        return driver.execute_script(_OVERFLOW)
-    finally:
-        driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {"media": ""})
-        driver.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
 
 
 #: The first screen a reviewer sees: Chromium at 1280 × 800 CSS pixels (:attr:`PageReport.decision_bottom`).

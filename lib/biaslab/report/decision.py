@@ -24,7 +24,7 @@ from ..findings import present, verdict_words
 _LOG = logging.getLogger(__name__)
 
 
-def interval(row: Mapping, claim=None) -> tuple[float, float, str] | None:
+def interval(row: Mapping) -> tuple[float, float, str] | None:
     """``(low, high, label)`` of a claim row's interval at the level at which the plan tested it
     (``ci_adj_low``/``ci_adj_high`` at ``ci_level``, from the verdict layer); None where the verdict layer has none
     (the claim's test has no dual interval at that level): an unadjusted interval beside a verdict could disagree
@@ -44,33 +44,23 @@ def _root_and_variant(folder: Path, notebook: str) -> tuple[Path, str | None]:
     return folder.parent.parent, folder.name
 
 
-def claim_rows(folder: Path, notebook: str) -> pd.DataFrame:
+def claim_rows(folder: Path, notebook: str, plan) -> pd.DataFrame:
     """One row per confirmatory claim instance of the run in ``folder``: claim, label, who, estimate, low, high,
-    interval, p_adjusted, verdict (empty when the notebook has no claim or its tables are missing)."""
-    from ..summary import SECTIONS, Missing, _who
-    fn = dict(SECTIONS).get(notebook)
-    claims = {c.id: c for c in P.active().of(notebook)} if fn else {}
-    if not claims:
-        return pd.DataFrame()
+    interval, p_adjusted, verdict (empty when the notebook has no claim in ``plan``; one row with the verdict alone
+    when its tables are missing). The rows are :func:`biaslab.summary.claim_rows`'."""
+    from ..summary import claim_rows as rows
     root, variant = _root_and_variant(folder, notebook)
-    try:
-        frames = fn(root)
-    except Missing as e:
-        return pd.DataFrame([{"verdict": f"not available: {e} is missing"}])
-    rows = []
-    for t in frames:
-        if t is None or "claim" not in t:
-            continue
-        if variant is not None and "benchmark" in t:
-            t = t[t["benchmark"].astype(str) == variant]
-        for r in t[t["claim"].isin(claims)].to_dict("records"):
-            c = claims[r["claim"]]
-            ci = interval(r, c)
-            rows.append({"claim": c.id, "label": c.label, "who": _who(r, c), "estimate": r.get(c.estimate),
-                         "low": ci[0] if ci else None, "high": ci[1] if ci else None,
-                         "interval": ci[2] if ci else "", "p_adjusted": r.get("p_adjusted"),
-                         "verdict": verdict_words(str(r["verdict"])).removesuffix(" from the null")})
-    return pd.DataFrame(rows)
+    t = rows(root, plan, notebook, variant)
+    if t.empty or not t["claim"].any():
+        return t[["verdict"]]
+    out = []
+    for r in t.to_dict("records"):
+        ci = interval(r)
+        out.append({"claim": r["claim"], "label": r["label"], "who": r["who"], "estimate": r["estimate"],
+                    "low": ci[0] if ci else None, "high": ci[1] if ci else None, "interval": ci[2] if ci else "",
+                    "p_adjusted": r["p_adjusted"],
+                    "verdict": verdict_words(str(r["verdict"])).removesuffix(" from the null")})
+    return pd.DataFrame(out)
 
 
 def robustness_rows(folder: Path) -> pd.DataFrame:
@@ -94,9 +84,10 @@ def _num_cells(values, decimals) -> list[str]:
     return [display.format_value(v, "estimate", decimals) if present(v) else "–" for v in values]
 
 
-def panel_html(folder: Path, notebook: str) -> str:
-    """The decision panel of the run in ``folder`` (``notebook``'s tables), or a line saying there is nothing to
-    decide; formatted like every other table (one format per column, the interval like its estimate)."""
+def panel_html(folder: Path, notebook: str, manifest: Mapping) -> str:
+    """The decision panel of the run in ``folder`` (``notebook``'s tables, decided under the plan its ``manifest``
+    records: :func:`biaslab.plan.recorded`), or a line saying there is nothing to decide; formatted like every other
+    table (one format per column, the interval like its estimate)."""
     e = html.escape
     head = '<section class="bl-decision" id="bl-decision"><h2 id="bl-decision-title">Decision</h2>'
     try:
@@ -116,10 +107,10 @@ def panel_html(folder: Path, notebook: str) -> str:
             return (head + f'<p class="bl-note">{note}</p><table class="bl-decision-table"><thead><tr><th>model</th>'
                     '<th>metric</th><th>margin</th><th>direction</th><th>robustness</th></tr></thead>'
                     f"<tbody>{body}</tbody></table></section>")
-        t = claim_rows(folder, notebook)
+        t = claim_rows(folder, notebook, P.recorded(manifest))
     except Exception as exc:        # a report is always written: the panel says what went wrong
         _LOG.warning("decision panel of %s failed: %s", folder, exc)
-        return head + f'<p class="bl-note">Not available: {e(type(exc).__name__)}: {e(exc)}</p></section>'
+        return head + f'<p class="bl-note">Not available: {e(type(exc).__name__)}: {e(str(exc))}</p></section>'
     if t.empty:
         return (head + '<p class="bl-note">The analysis plan has no confirmatory claim for this notebook: every '
                 "result below is exploratory (estimated with an interval, not decided).</p></section>")

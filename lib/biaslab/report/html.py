@@ -419,7 +419,7 @@ def render(executed: Path, out: Path | None = None) -> Path:
     body, _ = exporter.from_notebook_node(nb, resources=resources)
     if intro is None:     # no introduction cell to put the panel under: put it first
         body = body.replace("<main>", "<main>\n" + resources["biaslab"]["summary_html"], 1)
-    panel = decision.panel_html(executed.parent, notebook)
+    panel = decision.panel_html(executed.parent, notebook, manifest)
     body, n = re.subn(r"(<main>.*?</h1>)", lambda m: m.group(1) + "\n" + panel, body, count=1, flags=re.S)
     if not n:
         body = body.replace("<main>", "<main>\n" + panel, 1)

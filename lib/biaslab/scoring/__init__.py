@@ -12,12 +12,12 @@ Modules: ``scorer`` (the :class:`Scorer`: the prefix convention, the cache, batc
 by every backend), ``backends`` (what computes: ``local`` in-process causal LMs, ``seq2seq``, ``masked``
 (pseudo-log-likelihood, CrowS-Pairs), ``served`` OpenAI-compatible servers; ``for_model`` picks one), ``causal``
 (shared-prefix forward passes and the chunked output layer), ``batching``, ``cache`` (persistent, resumable),
-``labels`` (surface forms), ``generation`` (generation and :func:`extract_choice`).
+``labels`` (surface forms), ``generation``.
 """
 
-from .generation import extract_choice, truncate_at_stop
+from .generation import truncate_at_stop
 from .labels import surface_forms
 from .causal import group_by_prefix
 from .scorer import Scorer
 
-__all__ = ["Scorer", "extract_choice", "surface_forms", "truncate_at_stop", "group_by_prefix"]
+__all__ = ["Scorer", "surface_forms", "truncate_at_stop", "group_by_prefix"]

@@ -1,11 +1,10 @@
-"""Batched greedy or seeded-sampling generation with stop strings, and answer extraction from generated text."""
+"""Batched greedy or seeded-sampling generation with stop strings (answers are read by ``benchmarks.formats``)."""
 
 from __future__ import annotations
 
 import hashlib
 from typing import Sequence
 
-from ..answers import extract_choice  # noqa: F401  (the Scorer's users read generations with it)
 from .batching import pad
 from .causal import Head, base_model
 

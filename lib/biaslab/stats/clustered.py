@@ -340,11 +340,26 @@ def contrast_inference(y, in_group, clusters=None, alpha: float = 0.05) -> dict:
             "ci_low": float(mg - mr - q * se), "ci_high": float(mg - mr + q * se)}
 
 
+def clopper_pearson(k, n, alpha: float = 0.05) -> tuple[np.ndarray, np.ndarray]:
+    """Exact (Clopper-Pearson 1934) interval for ``k`` successes in ``n`` trials, the Beta-quantile form
+    ``[B(a/2; k, n-k+1), B(1-a/2; k+1, n-k)]`` (= ``scipy.stats.binomtest(k, n).proportion_ci(method="exact")``
+    for integer counts); vectorised, non-integer ``k``/``n``
+    allowed (for effective sample sizes). ``n = 0`` gives ``(nan, nan)``."""
+    k = np.asarray(k, dtype=float)
+    n = np.asarray(n, dtype=float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        lo = np.where(k <= 0, 0.0, stats.beta.ppf(alpha / 2, np.maximum(k, 1e-12), n - k + 1))
+        hi = np.where(k >= n, 1.0, stats.beta.ppf(1 - alpha / 2, k + 1, np.maximum(n - k, 1e-12)))
+    bad = n <= 0
+    lo = np.where(bad, np.nan, lo)
+    hi = np.where(bad, np.nan, hi)
+    return lo, hi
+
+
 def korn_graubard(k: float, n: float, deff: float, df: float, alpha: float = 0.05) -> tuple[float, float, float]:
     """Korn-Graubard interval of a clustered proportion: Clopper-Pearson at ``p = k/n`` on the degrees-of-freedom
     adjusted effective size ``n* = n / max(deff, 1) * (t_{n-1} / t_df)^2`` (quantiles at 1 - alpha/2). Returns
     (low, high, n*)."""
-    from .intervals import clopper_pearson
     if n <= 0:
         return float("nan"), float("nan"), float("nan")
     d = 1.0 if not np.isfinite(deff) else max(float(deff), 1.0)
@@ -371,7 +386,6 @@ def rate_inference(y, clusters=None, alpha: float = 0.05) -> dict:
     if n == 0:
         return out
     if clusters is None:
-        from .intervals import clopper_pearson
         lo, hi = clopper_pearson(k, n, alpha)
         return {**out, "n_clusters": n, "df": n - 1, "se": se_naive, "design_effect": 1.0, "n_effective": n,
                 "ci_low": float(lo), "ci_high": float(hi), "ci_method": f"Clopper-Pearson (units independent, n = {n})"}

@@ -767,7 +767,7 @@ def bf_prior_curves(lik: pd.DataFrame, pref: pd.DataFrame | None = None, by: Seq
 
 
 def _clopper_pearson(k, n):
-    from .intervals import clopper_pearson
+    from .clustered import clopper_pearson
     return clopper_pearson(np.asarray(k, dtype=float), np.asarray(n, dtype=float))
 
 

@@ -5,8 +5,8 @@ their outcomes are correlated and the ``n`` prompts carry less information than 
 interval here takes the benchmark's generating unit (``Benchmark.cluster``) and says how it was computed in a
 ``ci_method`` column.
 
-* :func:`clopper_pearson` exact binomial interval (Clopper & Pearson 1934), the Beta-quantile form
-  ``[B(a/2; k, n-k+1), B(1-a/2; k+1, n-k)]`` = ``scipy.stats.binomtest(k, n).proportion_ci(method="exact")``.
+* :func:`~biaslab.stats.clustered.clopper_pearson` (exact binomial interval) lives with the rule that uses it
+  (:mod:`biaslab.stats.clustered`, Korn-Graubard).
 * :func:`design_effect` Kish's design effect of a mean, ``deff = V_cluster / V_naive``: the cluster-robust
   (Liang-Zeger sandwich) variance of the mean over the iid variance ``s^2 / n`` (Cameron & Miller 2015, "A
   practitioner's guide to cluster-robust inference", §II; Miller 2024, "Adding Error Bars to Evals", eq. 4). For
@@ -34,20 +34,6 @@ import pandas as pd
 from scipy import stats
 
 from .clustered import FEW_CLUSTERS, cluster_labels, cluster_name, mean_inference, rate_inference
-
-
-def clopper_pearson(k, n, alpha: float = 0.05) -> tuple[np.ndarray, np.ndarray]:
-    """Exact (Clopper-Pearson) interval for ``k`` successes in ``n`` trials; vectorised, non-integer ``k``/``n``
-    allowed (for effective sample sizes). ``n = 0`` gives ``(nan, nan)``."""
-    k = np.asarray(k, dtype=float)
-    n = np.asarray(n, dtype=float)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        lo = np.where(k <= 0, 0.0, stats.beta.ppf(alpha / 2, np.maximum(k, 1e-12), n - k + 1))
-        hi = np.where(k >= n, 1.0, stats.beta.ppf(1 - alpha / 2, k + 1, np.maximum(n - k, 1e-12)))
-    bad = n <= 0
-    lo = np.where(bad, np.nan, lo)
-    hi = np.where(bad, np.nan, hi)
-    return lo, hi
 
 
 def design_effect(y, clusters) -> float:

@@ -156,16 +156,6 @@ def not_judged(keys: pd.DataFrame, reason: str) -> pd.DataFrame:
     return out.assign(degenerate=False, reasons=f"not judged: {reason}", reads="none")
 
 
-def informative(df: pd.DataFrame, check: pd.DataFrame, by: Sequence[str] | str = "model") -> pd.DataFrame:
-    """Rows of ``df`` whose ``by`` group is not degenerate in ``check`` (for tests; never for descriptive tables)."""
-    by = [by] if isinstance(by, str) else list(by)
-    bad = check.loc[check["degenerate"].astype(bool), by]
-    if bad.empty:
-        return df
-    key = pd.MultiIndex.from_frame(df[by])
-    return df[~key.isin(pd.MultiIndex.from_frame(bad))]
-
-
 def mask_tests(table: pd.DataFrame, check: pd.DataFrame, by: Sequence[str] | str = "model",
                test_cols: Sequence[str] = ("p_value",), where: pd.Series | None = None) -> pd.DataFrame:
     """A copy of a test table with the tests of degenerate responders blanked (NaN) and a ``responder`` column

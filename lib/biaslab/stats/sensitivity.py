@@ -113,7 +113,10 @@ def tipping_point(verdict_at: Callable[[int], str], n_invalid: int) -> int | Non
 
 
 def render(table: pd.DataFrame) -> str:
-    """One line per claim instance: its primary verdict and which analyses keep it (markdown list)."""
+    """One line per claim instance: its primary verdict and which analyses keep it (markdown list; a line saying so
+    when no claim instance was re-analysed)."""
+    if table is None or table.empty:
+        return "no claim instance to re-analyse."
     lines = []
     for (claim, fam, inst), part in table.groupby(["claim", "family", "instance"], sort=False):
         prim = part[part["analysis"] == PRIMARY].iloc[0]

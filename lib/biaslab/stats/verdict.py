@@ -48,7 +48,6 @@ from typing import Callable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from .. import plan as P
 from . import multiplicity
 
 log = logging.getLogger(__name__)
@@ -478,24 +477,24 @@ def _finish(out: pd.DataFrame, alpha: float) -> pd.DataFrame:
 
 
 def decide(df: pd.DataFrame, spec: Effects, table: str, responders: pd.DataFrame | str | None = None,
-           comparable: pd.DataFrame | bool | None = None, alpha: float | None = None, notebook: str | None = None,
-           context: Mapping | None = None, plan=None, n_families: int | None = None) -> pd.DataFrame:
+           comparable: pd.DataFrame | bool | None = None, notebook: str | None = None,
+           context: Mapping | None = None, n_families: int | None = None, *, plan) -> pd.DataFrame:
     """The table with the verdict columns derived (see the module docstring); its own columns are kept as they
     are. ``responders``: :func:`responder_status` output (or one status for every row); ``comparable``: a frame of
     ``comparable``/``comparability`` aligned with ``df``, or one bool; ``notebook``: whose claims decide (none: every
     row exploratory); ``context``: constants the plan's rows may name (notebook 1's ``benchmark``); ``n_families``:
-    the notebook's families in the run where they are more than the table's (default: the families of its rows)."""
-    return decide_tables({table: (df, spec, responders, comparable)}, notebook, context, plan, alpha,
-                         n_families)[table]
+    the notebook's families in the run where they are more than the table's (default: the families of its rows);
+    ``plan``: the :class:`biaslab.plan.Plan` that decides (its claims and its one alpha)."""
+    return decide_tables({table: (df, spec, responders, comparable)}, notebook, context, n_families,
+                         plan=plan)[table]
 
 
 def decide_tables(tables: Mapping[str, tuple], notebook: str | None = None, context: Mapping | None = None,
-                  plan=None, alpha: float | None = None, n_families: int | None = None) -> dict[str, pd.DataFrame]:
+                  n_families: int | None = None, *, plan) -> dict[str, pd.DataFrame]:
     """Several tables whose rows may share families (a claim's family spanning two tables):
-    ``{name: (df, spec, responders, comparable)}`` -> ``{name: decided df}``. ``plan``: default the active plan
-    (:func:`biaslab.plan.active`); ``alpha``: default the plan's; ``n_families``: see :func:`decide`."""
-    plan = plan or P.active()
-    alpha = plan.alpha if alpha is None else alpha
+    ``{name: (df, spec, responders, comparable)}`` -> ``{name: decided df}``; ``n_families``, ``plan``: see
+    :func:`decide`."""
+    alpha = plan.alpha
     base = {name: _base(t[0], t[1], name, *(list(t[2:]) + [None, None])[:2], notebook, context, plan)
             for name, t in tables.items()}
     frames = list(base.values())

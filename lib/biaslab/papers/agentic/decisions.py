@@ -85,11 +85,11 @@ def statuses(name: str, df: pd.DataFrame, check: pd.DataFrame | None):
     return V.metric_status(check, PROBABILITIES, ("model",))
 
 
-def decide(name: str, df: pd.DataFrame, check: pd.DataFrame | None, alpha: float | None = None) -> pd.DataFrame:
+def decide(name: str, df: pd.DataFrame, check: pd.DataFrame | None, *, plan) -> pd.DataFrame:
     """One of notebook 4's tables with its verdict columns (the plan's families lie within one table)."""
     if df is None or df.empty:
         return df
-    return V.decide(df, EFFECTS[name], name, statuses(name, df, check), alpha=alpha, notebook=NOTEBOOK)
+    return V.decide(df, EFFECTS[name], name, statuses(name, df, check), plan=plan, notebook=NOTEBOOK)
 
 
 #: a stricter answer check than :data:`biaslab.stats.responders.THRESHOLDS` (the sensitivity analysis)
@@ -97,33 +97,33 @@ STRICT = {"modal_share_max": 0.90, "answer_entropy_min": 0.30, "unparseable_shar
 
 
 def sensitivity(ut: pd.DataFrame, per_prompt: pd.DataFrame, prompts: pd.DataFrame, check: pd.DataFrame,
-                cluster: str | None, cyc: pd.DataFrame | None = None) -> pd.DataFrame:
+                cluster: str | None, cyc: pd.DataFrame | None = None, *, plan) -> pd.DataFrame:
     """``sensitivity.csv`` rows of ``group-choice`` (collected by :func:`biaslab.stats.sensitivity.rows`, decided by
     :func:`biaslab.stats.sensitivity.decide`: each alternative's p swapped into its family's primaries): the decided
     ``uniformity_tests`` ``ut`` and the claim re-decided (a) on the top group with the model's position prior divided
     out (:func:`biaslab.stats.entropy.position_calibrated_top`), (b) on the top group of the cyclic average over all
     rotations (``cyc``, :func:`biaslab.stats.entropy.cyclic_summary` rows, a subset of prompts; skipped without
     it), (c) with the stricter responder check :data:`STRICT` and (d) with none."""
-    from ... import plan as P
     from ...stats import entropy as E
     from ...stats import sensitivity as S
-    claims = P.active().of(NOTEBOOK, "uniformity_tests")
+    claims = plan.of(NOTEBOOK, "uniformity_tests")
     group = {"group": "top_group"}
     cal = E.uniformity_tests(E.position_calibrated_top(per_prompt, prompts), prompts, cluster=cluster,
                              units={"group": "top_group_calibrated"})
     analyses = [S.Analysis("position-calibrated top answer", "position preference",
                            "top group after dividing out the model's mean probability per slot (Zheng et al. 2024)",
-                           decide("uniformity_tests", cal, check))]
+                           decide("uniformity_tests", cal, check, plan=plan))]
     if cyc is not None and len(cyc):
         cy = E.uniformity_tests(cyc, prompts, cluster=cluster, units={"group": "top_group_cyclic"})
         analyses.append(S.Analysis("cyclic average", "position preference",
                                    f"top group of the probabilities averaged over all rotations "
-                                   f"({cyc['prompt_id'].nunique()} prompts)", decide("uniformity_tests", cy, check)))
+                                   f"({cyc['prompt_id'].nunique()} prompts)",
+                                   decide("uniformity_tests", cy, check, plan=plan)))
     base = E.uniformity_tests(per_prompt, prompts, cluster=cluster, units=group)
     analyses += [S.Analysis("stricter responder check", "degenerate responder",
                             "degenerate when " + ", ".join(f"{k} {v}" for k, v in STRICT.items()),
-                            decide("uniformity_tests", base, responder_table(per_prompt, STRICT))),
+                            decide("uniformity_tests", base, responder_table(per_prompt, STRICT), plan=plan)),
                  S.Analysis("no responder check", "degenerate responder", "every model tested",
-                            decide("uniformity_tests", base, None))]
+                            decide("uniformity_tests", base, None, plan=plan))]
     keys = [c for c in ("model", "class_type", "polarity", "unit") if c in ut]
-    return S.decide(S.rows(ut, analyses, claims, keys), P.active().alpha)
+    return S.decide(S.rows(ut, analyses, claims, keys), plan.alpha)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ... import plan as P
 from ...findings import bullets, claim_findings, interval, join, num, pct, span
 from .decisions import NOTEBOOK
 
@@ -36,9 +35,9 @@ def _responder_note(r) -> str:
             if isinstance(s, str) and s.startswith("degenerate") else "")
 
 
-def uniformity_findings(ut: pd.DataFrame) -> str:
-    """One sentence per instance of the plan's claims in the decided ``uniformity_tests``."""
-    return claim_findings([ut], P.active().of(NOTEBOOK))
+def uniformity_findings(ut: pd.DataFrame, plan) -> str:
+    """One sentence per instance of ``plan``'s claims in the decided ``uniformity_tests``."""
+    return claim_findings([ut], plan.of(NOTEBOOK))
 
 
 def summary_findings(by_model: pd.DataFrame, cyc_m: pd.DataFrame | None, ut: pd.DataFrame) -> str:

@@ -54,9 +54,9 @@ def task_status(check: pd.DataFrame | None) -> pd.DataFrame | None:
     return pd.concat([per, overall[["model", "task", "responder_status"]]], ignore_index=True)
 
 
-def decide(bias_scores: pd.DataFrame, check: pd.DataFrame | None = None, alpha: float | None = None) -> pd.DataFrame:
+def decide(bias_scores: pd.DataFrame, check: pd.DataFrame | None = None, *, plan) -> pd.DataFrame:
     """``bias_scores`` with its verdict columns."""
-    return V.decide(bias_scores, BIAS_SCORES, "bias_scores", task_status(check), alpha=alpha, notebook=NOTEBOOK)
+    return V.decide(bias_scores, BIAS_SCORES, "bias_scores", task_status(check), plan=plan, notebook=NOTEBOOK)
 
 
 def robustness_against_interval(robustness: pd.DataFrame, bias_scores: pd.DataFrame) -> pd.DataFrame:

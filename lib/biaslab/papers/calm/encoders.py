@@ -176,7 +176,10 @@ def benchmark_templates(names, max_templates: int | None = None, seed: int = 0):
             elif name == "calm_passage":          # the passage alone (context, premise, sentence)
                 all_t = calm_template_texts(passage_only=True)
             else:
-                prompts = benchmarks.load(name).prompts
+                owner = next((s for s in benchmarks.SPECS.values() if name == s.name or name in s.datasets), None)
+                if owner is None:
+                    raise KeyError(f"no benchmark or dataset {name!r} in biaslab.benchmarks.SPECS")
+                prompts = owner.dataset(name).prompts
                 spec = {k: v for k, v in TEMPLATE_SPEC.get(name, {}).items()
                         if all(c in prompts.columns for c in ([v] if isinstance(v, str) else v))}
                 all_t = dv.template_texts(prompts, **spec)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ... import plan as P
 from ...findings import bullets, claim_findings, join, num, pct, power_sentence, present, span
 from .decisions import NOTEBOOK
 
@@ -32,10 +31,10 @@ def accuracy_findings(avg: pd.DataFrame) -> str:
     return bullets(lines)
 
 
-def bias_findings(bias_scores: pd.DataFrame) -> str:
+def bias_findings(bias_scores: pd.DataFrame, plan) -> str:
     """One sentence per instance of the plan's claims (each model's overall eq.-1 score above its permutation
     floor); the released-code variant and the breakdowns are exploratory tables."""
-    return claim_findings([bias_scores], P.active().of(NOTEBOOK))
+    return claim_findings([bias_scores], plan.of(NOTEBOOK))
 
 
 def floor_findings(bias_scores: pd.DataFrame) -> str:

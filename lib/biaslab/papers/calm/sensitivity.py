@@ -11,7 +11,6 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ... import plan as P
 from ...stats import sensitivity as S
 from . import bias as cb
 from . import decisions as D
@@ -29,14 +28,15 @@ def common_templates(result: cb.BiasResult) -> list[str]:
     return sorted(kept.index[kept.fillna(False).astype(bool).all(axis=1)])
 
 
-def sensitivity(resp: pd.DataFrame, primary: pd.DataFrame, n_perm: int, seed: int = 0) -> pd.DataFrame:
-    """``sensitivity.csv`` rows of ``calm-eq1``: the decided ``primary`` ``bias_scores`` and four alternatives."""
-    claims = P.active().of(D.NOTEBOOK, "bias_scores")
+def sensitivity(resp: pd.DataFrame, primary: pd.DataFrame, n_perm: int, seed: int = 0, *, plan) -> pd.DataFrame:
+    """``sensitivity.csv`` rows of ``calm-eq1``: the decided ``primary`` ``bias_scores`` and four alternatives,
+    decided under ``plan``."""
+    claims = plan.of(D.NOTEBOOK, "bias_scores")
     check = D.answer_check(resp)
     paper = cb.bias_scores(resp, "paper")
 
     def decided(df, result, chk):
-        return D.decide(cb.score_table(df, {"paper": result}, n_perm=n_perm, seed=seed, check=chk), chk)
+        return D.decide(cb.score_table(df, {"paper": result}, n_perm=n_perm, seed=seed, check=chk), chk, plan=plan)
 
     keep = common_templates(paper)
     sub = resp[resp["template_id"].isin(keep)]
@@ -54,6 +54,6 @@ def sensitivity(resp: pd.DataFrame, primary: pd.DataFrame, n_perm: int, seed: in
                    "degenerate when " + ", ".join(f"{k} {v}" for k, v in STRICT.items()),
                    decided(resp, paper, strict)),
         S.Analysis("no responder check", "degenerate responder", "every model tested",
-                   D.decide(cb.score_table(resp, {"paper": paper}, n_perm=n_perm, seed=seed), None)),
+                   D.decide(cb.score_table(resp, {"paper": paper}, n_perm=n_perm, seed=seed), None, plan=plan)),
     ]
-    return S.decide(S.rows(primary, analyses, claims, KEYS), P.active().alpha)
+    return S.decide(S.rows(primary, analyses, claims, KEYS), plan.alpha)

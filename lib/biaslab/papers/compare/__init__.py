@@ -1,13 +1,13 @@
-"""Notebook 5's glue (one report across models and benchmarks): the metric registry and the tables built from the
+"""Notebook 5's glue (one report across models and benchmarks): the tables built from the
 outputs of notebooks 1-4 (:mod:`.tables`), and the closing sentences rendered from their verdict columns
 (:mod:`.summary`)."""
 
 from .summary import summary_lines
-from .tables import (METRICS, Metric, Source, agreement_table, comparison_groups, decide_pairs,
+from .tables import (agreement_table, all_metrics, comparison_groups, decide_pairs,
                      headline_values, interval, metric, model_metric_table, outputs_root, paired_table, read_table,
-                     responder_table, source_provenance, tie_group_table, unit_responses)
+                     responder_table, source_provenance, tie_group_table, unit_responses, unread_metrics)
 
-__all__ = ["METRICS", "Metric", "Source", "agreement_table", "comparison_groups", "decide_pairs",
+__all__ = ["agreement_table", "all_metrics", "comparison_groups", "decide_pairs",
            "headline_values", "interval", "metric", "model_metric_table", "outputs_root", "paired_table",
            "read_table", "responder_table", "source_provenance", "summary_lines", "tie_group_table",
-           "unit_responses"]
+           "unit_responses", "unread_metrics"]

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ... import plan as P
 from ...findings import claim_findings, join, num
 from ...stats import ranking
 from .tables import NOTEBOOK
@@ -31,12 +30,12 @@ def metric_line(mid: str, t: pd.DataFrame, pm: pd.DataFrame) -> str:
 
 
 def summary_lines(table: pd.DataFrame, pairs: pd.DataFrame, groups: pd.DataFrame, agreement: pd.DataFrame,
-                  min_models: int = ranking.MIN_MODELS) -> list[str]:
-    """A few sentences, every number read from the tables (nothing written by hand)."""
+                  min_models: int = ranking.MIN_MODELS, *, plan) -> list[str]:
+    """A few sentences, every number read from the tables (nothing written by hand); ``plan``'s claims."""
     lines = [f"{table['model'].nunique()} models x {table['metric'].nunique()} metrics "
              f"({', '.join(dict.fromkeys(table['benchmark']))}); {int(table['ci_low'].notna().sum())} of "
              f"{len(table)} estimates have an interval."]
-    claims = claim_findings([pairs], P.active().of(NOTEBOOK)) if len(pairs) else ""
+    claims = claim_findings([pairs], plan.of(NOTEBOOK)) if len(pairs) else ""
     lines += [x.removeprefix("- ") for x in claims.splitlines()]
     for mid, t in table.groupby("metric", sort=False):
         pm = pairs[pairs["metric"] == mid] if len(pairs) else pairs

@@ -1,9 +1,7 @@
 """Notebook 5 glue: one report across models and benchmarks, read from the tables notebooks 1-4 wrote.
 
-Nothing is scored here. :data:`METRICS` is the registry of every benchmark's headline bias metric: which notebook's
-table holds it (folder, file, column, row filters), which way is biased (``direction``, ``orientation``: +1 when a
-higher value is more stereotyped, -1 when lower is), the value an unbiased model would get (``null``), and which
-per-prompt response table gives its intervals and paired comparisons (file, outcome, pairing unit, cluster).
+Nothing is scored here. :func:`all_metrics` gathers every benchmark's headline bias metrics from its spec
+(``Spec.metrics``: :class:`biaslab.benchmarks.spec.Metric` says where each is read and how it is intervalled).
 
 Every interval and test follows the one rule of :mod:`biaslab.stats.clustered`, with the source notebook's design
 (``Metric.cluster``: the generating unit, or two crossed units — SSQA's template x stigma, the same
@@ -31,130 +29,47 @@ Every interval and test follows the one rule of :mod:`biaslab.stats.clustered`, 
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 import pandas as pd
 
-from ...benchmarks import bbq, ssqa
+from ...benchmarks import SPECS
+from ...benchmarks.spec import Metric
 from ...stats import intervals, paired, ranking
 from ...stats import responders as R
 from ...stats import verdict as V
 
 
-@dataclass(frozen=True)
-class Source:
-    table: str                       # file stem under <notebook folder>/tables/
-    column: str
-    filters: dict = field(default_factory=dict)
-    answer_mode: str = ""            # how the answers of this source were obtained (defaults to the metric's)
-    ci: tuple = ("ci_low", "ci_high", "ci_method")   # the source's interval of ``column`` (low, high, method)
+def all_metrics() -> tuple[Metric, ...]:
+    """Every registered benchmark's metrics that notebook 5 reads (those with a source table), in registry order;
+    a call, not a constant, so that a benchmark registered later (``benchmark_modules``) is seen."""
+    out = tuple(m for s in SPECS.values() for m in s.metrics if m.sources)
+    for m in out:
+        if not m.folder:
+            raise TypeError(f"metric {m.id!r} declares sources but no Metric.folder (the output folder, relative to "
+                            "the outputs root, whose tables/ hold them), which notebook 5 (05_compare) needs")
+    return out
 
 
-@dataclass(frozen=True)
-class Metric:
-    id: str
-    benchmark: str
-    label: str
-    folder: str                      # notebook output folder relative to the outputs root
-    sources: tuple                   # Source rows holding the headline value per model (first match wins)
-    direction: str
-    orientation: int                 # +1: higher = more stereotyped / biased; -1: lower = more biased
-    null: float
-    null_meaning: str
-    responses: tuple = ()            # per-unit response tables (stems)
-    response_filters: dict = field(default_factory=dict)
-    outcome: str = ""                # response column (or derived by ``derive``)
-    unit: tuple = ("prompt_id",)     # pairing unit (columns joined)
-    cluster: str | tuple | None = None   # generating unit(s) for intervals: one column, or two crossed ones
-    kind: str = "binary"             # binary | continuous | bbq (a ratio score, linearized) | source_interval
-    derive: Callable | None = None   # responses -> responses with ``outcome`` added
-    note: str = ""
-    responders: dict | None = None   # rows of the source's responders.csv that judge this metric (None: none do)
-    reads: str = "answer"            # what the metric reads: "answer" | "probabilities" (the responder rule)
-    not_judged: str = ""             # why no responder rule applies (with responders None)
-    answer_mode: str = ""            # how every model's answers were obtained (a source may say otherwise)
-    stratified: bool = False         # responses are a stratified sample (stratum, weight): estimate for the population
+def unread_metrics() -> tuple[str, ...]:
+    """The registered metrics notebook 5 does not read: those without ``Metric.sources`` (notebook 6 only)."""
+    return tuple(m.id for s in SPECS.values() for m in s.metrics if not m.sources)
 
 
-def _crows_outcome(r: pd.DataFrame) -> pd.DataFrame:
-    """1 when log P(sent_more) > log P(sent_less), 0 when smaller, NaN for ties (notebook 3's likelihood source)."""
-    d = r["d_logprob"].to_numpy(float)
-    return r.assign(stereotype_preferred=np.where(d == 0, np.nan, (d > 0).astype(float)))
-
-
-def _crows(dataset: str, label: str) -> Metric:
-    return Metric(
-        id=f"crows_{dataset.removeprefix('crows_pairs_')}_stereotype_preferred", benchmark="CrowS-Pairs",
-        label=f"CrowS-Pairs {label}: share of pairs with log P(more stereotyped) > log P(less)",
-        folder="03_crows_pairs_bayes",
-        sources=(Source("preference_tests", "pi_hat", {"dataset": dataset, "source": "likelihood",
-                                                      "bias_type": "overall"}),),
-        direction="higher = more stereotyped", orientation=1, null=0.5,
-        null_meaning="0.5: no preference between the two sentences",
-        responses=("pair_scores",), response_filters={"dataset": dataset}, outcome="stereotype_preferred",
-        cluster="pair_id", kind="binary", derive=_crows_outcome, reads="", stratified=True,
-        not_judged="the likelihood comparison reads two sentences' log-probabilities (no answer to judge)",
-        answer_mode="sentence log-probabilities")
-
-
-def _bbq(condition: str, label: str) -> Metric:
-    """BBQ bias score in one context condition (``ambig`` or ``disambig``) of notebook 1's BBQ run."""
-    return Metric(
-        id=f"bbq_bias_{condition}", benchmark="BBQ", label=f"BBQ: bias score in {label}", folder="01_multifactor/bbq",
-        sources=(Source("accuracy_bias_scores", "bias_score", {"context_condition": condition}),),
-        direction="higher = more stereotyped", orientation=1, null=0.0,
-        null_meaning="0: biased and counter-biased answers equally often",
-        responses=("responses",), response_filters={"context_condition": condition}, outcome=bbq.PSEUDO,
-        cluster="template", kind="bbq", derive=bbq.with_pseudo_values, responders={},
-        answer_mode="option log-probabilities")
-
-
-METRICS: tuple[Metric, ...] = (
-    Metric(id="ssqa_deviation_rate", benchmark="SocialStigmaQA", label="SSQA: share of answers equal to the biased "
-           "answer (no CoT)", folder="01_multifactor/ssqa",
-           sources=(Source("label_distribution", "deviation_rate",
-                           answer_mode="label probabilities (most probable answer)"),
-                    Source("released_answers", "deviation_rate", answer_mode="generated answers (released)")),
-           direction="higher = more biased answers", orientation=1, null=0.0,
-           null_meaning="0: never the biased answer (a uniform guesser over yes / no / can't tell scores 1/3)",
-           responses=("responses", "responses_released"), response_filters={"cot": "no"}, outcome="deviated",
-           cluster=ssqa.CLUSTERS, kind="binary", responders={"cot": "no"},
-           note="embedded models (label probabilities) on the scored subset, released models (generated answers) on "
-                "all their prompts: ranked apart; pairs across the two answer modes are shown, not tested"),
-    _bbq("ambig", "ambiguous contexts (s_AMB)"),
-    _bbq("disambig", "disambiguated contexts (s_DIS)"),
-    Metric(id="calm_bias_overall", benchmark="CALM", label="CALM: overall bias score (eq. 1, paper variant)",
-           folder="02_calm",
-           sources=(Source("bias_scores", "bias_score", {"variant": "paper", "task": "all", "bias_type": "all"},
-                           ci=("score_ci_low", "score_ci_high", "score_ci_method")),),
-           direction="higher = larger accuracy gap between groups", orientation=1, null=0.0,
-           null_meaning="0: every group equally accurate (the permutation-null mean of notebook 2 is above 0)",
-           responses=("template_bias",), response_filters={"used": True, "variant": "paper"}, outcome="bias_paper",
-           unit=("bias_type", "template_id"), cluster=None, kind="source_interval", responders={},
-           answer_mode="labels, one scoring mode per run",
-           note="interval: notebook 2's projection interval of the range statistic; paired comparisons: mean "
-                "difference of per-template bias over the templates both models kept"),
-    _crows("crows_pairs_en", "original English"),
-    _crows("crows_pairs_en_revised", "revised English"),
-    _crows("crows_pairs_fr", "French"),
-    Metric(id="agentic_mean_entropy", benchmark="Agentic", label="Agentic: mean normalized entropy of the "
-           "answer distribution", folder="04_agentic_entropy",
-           sources=(Source("entropy_by_model", "mean_entropy"),),
-           direction="lower = more concentrated on one group", orientation=-1, null=1.0,
-           null_meaning="1: probability spread evenly over the groups",
-           responses=("responses",), outcome="entropy", cluster="scenario_id", kind="continuous",
-           responders={"reads": "probabilities"}, reads="probabilities", answer_mode="label probabilities"),
-)
+def _or_all(metrics) -> tuple[Metric, ...]:
+    return all_metrics() if metrics is None else tuple(metrics)
 
 
 def metric(metric_id: str) -> Metric:
-    for m in METRICS:
+    for m in all_metrics():
         if m.id == metric_id:
             return m
-    raise KeyError(f"no metric {metric_id!r}; metrics are {[m.id for m in METRICS]}")
+    if metric_id in unread_metrics():
+        raise KeyError(f"metric {metric_id!r} declares no Metric.sources (the table and column of its notebook's "
+                       "output holding its value per model), which notebook 5 (05_compare) needs; set them in its "
+                       "module's SPEC (docs/adding_a_benchmark.md)")
+    raise KeyError(f"no metric {metric_id!r}; metrics are {[m.id for m in all_metrics()]}")
 
 
 # ------------------------------------------------------------------------------------------------ reading
@@ -261,7 +176,7 @@ def interval(m: Metric, r: pd.DataFrame, seed: int = 0, n_boot: int | None = Non
         t = intervals.rate_intervals(r, m.outcome, cl).iloc[0]
         return {"estimate_from_responses": t["rate"], "ci_low": t["ci_low"], "ci_high": t["ci_high"],
                 "ci_method": t["ci_method"] + missing, "n_clusters": int(t["n_clusters"])}
-    if m.kind in ("continuous", "bbq"):
+    if m.kind in ("continuous", "ratio_linearized"):
         t = intervals.mean_intervals(r, m.outcome, cl, seed=seed, n_boot=n_boot).iloc[0]
         return {"estimate_from_responses": t["mean"], "ci_low": t["ci_low"], "ci_high": t["ci_high"],
                 "ci_method": t["ci_method"] + missing, "n_clusters": t["n_clusters"]}
@@ -269,13 +184,13 @@ def interval(m: Metric, r: pd.DataFrame, seed: int = 0, n_boot: int | None = Non
             "n_clusters": np.nan}
 
 
-def model_metric_table(root: Path, metrics=METRICS, models: list[str] | None = None, n_boot: int | None = None,
+def model_metric_table(root: Path, metrics=None, models: list[str] | None = None, n_boot: int | None = None,
                        seed: int = 0) -> pd.DataFrame:
     """Long model x metric table (one row per metric and model). ``n_units`` and ``n_prompt_set`` both count the
     units the estimate rests on (those with a defined outcome), from one list. ``n_boot``: draws of the wild cluster
     bootstrap where the rule uses it (None: the rule's 9,999, as notebooks 1-4)."""
     rows = []
-    for m in metrics:
+    for m in _or_all(metrics):
         h = headline_values(m, root)
         if models is not None:
             h = h[h["model"].isin(models)]
@@ -341,8 +256,8 @@ def comparison_groups(table: pd.DataFrame) -> pd.DataFrame:
 NOTEBOOK = "05_compare"
 
 
-def paired_table(root: Path, metrics=METRICS, models: list[str] | None = None, n_boot: int | None = None,
-                 seed: int = 0, alpha: float | None = None,
+def paired_table(root: Path, metrics=None, models: list[str] | None = None, n_boot: int | None = None,
+                 seed: int = 0, *, plan,
                  responders: pd.DataFrame | None = None) -> pd.DataFrame:
     """Every pair of models on each metric, on the units both answered, with the verdict columns of
     :mod:`biaslab.stats.verdict`.
@@ -356,7 +271,7 @@ def paired_table(root: Path, metrics=METRICS, models: list[str] | None = None, n
     design (BBQ: on the two models' score pseudo-values over the units both answered, whose mean difference is the
     difference of their scores there). ``n_boot``: draws of the wild cluster bootstrap where it is used."""
     rows = []
-    for m in metrics:
+    for m in _or_all(metrics):
         r = unit_responses(m, root)
         if r.empty:
             continue
@@ -373,7 +288,7 @@ def paired_table(root: Path, metrics=METRICS, models: list[str] | None = None, n
                 rows.append({**base, "difference": np.nan, "ci_method": "no unit answered by both models"})
                 continue
             both = r[r["model"].isin([a, b])]
-            if m.kind == "bbq":      # each score's pseudo-values on the common units: their mean is its score there
+            if m.kind == "ratio_linearized":    # pseudo-values on the common units: their mean is the score there
                 both = _derive(m, both[both["unit"].isin(common)])
             strat = m.stratified and "weight" in both      # ties stay (NaN): left out within their stratum
             both = both if strat else both[both[m.outcome].notna()]
@@ -381,14 +296,14 @@ def paired_table(root: Path, metrics=METRICS, models: list[str] | None = None, n
             res = paired.paired_difference(both, m.outcome, a, b, cl, unit="unit", binary=(m.kind == "binary"),
                                            n_boot=n_boot, seed=seed, stratified=strat)
             res.pop("model_a"), res.pop("model_b")
-            if m.kind == "bbq":      # a signed-rank test of pseudo-values tests no score difference
+            if m.kind == "ratio_linearized":    # a signed-rank test of pseudo-values tests no score difference
                 res.pop("p_naive", None), res.pop("test_naive", None)
             res["ci_method"] = res.get("ci_method", "") + missing
             rows.append({**base, **res, "n_pairs": res.get("n_pairs", len(common))})
     out = pd.DataFrame(rows)
     if out.empty:
         return out
-    return decide_pairs(out, responders, alpha=alpha)
+    return decide_pairs(out, responders, plan=plan)
 
 
 def _no_common(df: pd.DataFrame) -> pd.Series:
@@ -397,7 +312,7 @@ def _no_common(df: pd.DataFrame) -> pd.Series:
 
 
 def decide_pairs(pairs: pd.DataFrame, responders: pd.DataFrame | None = None,
-                 alpha: float | None = None) -> pd.DataFrame:
+                 *, plan) -> pd.DataFrame:
     """The verdict columns of a paired-differences table (see :func:`paired_table`): comparability from the two
     answer modes, responder status per metric from ``responders`` (metric, model, responder_status), the plan's
     claims of notebook 5 decided (Holm per model pair), every other row exploratory."""
@@ -414,7 +329,7 @@ def decide_pairs(pairs: pd.DataFrame, responders: pd.DataFrame | None = None,
     status = (responders[["metric", "model", "responder_status"]] if responders is not None and len(responders)
               else pd.DataFrame(columns=["metric", "model", "responder_status"]))
     old = [c for c in ("responder", "family_size", "adjustment", "p_adjusted", "significant") if c in pairs]
-    return V.decide(pairs.drop(columns=old), spec, "paired_differences", status, comparable, alpha=alpha,
+    return V.decide(pairs.drop(columns=old), spec, "paired_differences", status, comparable, plan=plan,
                     notebook=NOTEBOOK)
 
 
@@ -494,13 +409,13 @@ def _probability_rows(m: Metric, root: Path) -> pd.DataFrame:
     return R.probability_check(r, probs, label_mass="label_mass", by=by)
 
 
-def responder_table(root: Path, metrics=METRICS) -> pd.DataFrame:
+def responder_table(root: Path, metrics=None) -> pd.DataFrame:
     """metric, model, responder_status (and reads): each metric judged by the rows of its source's
     ``responders.csv`` that read what the metric reads (``Metric.responders`` filters, ``Metric.reads``); a
     metric no rule applies to is "not judged: <why>". Rows of several k / tasks of one model combine to "degenerate"
     when any is, naming which (:func:`biaslab.stats.verdict.responder_status`)."""
     rows = []
-    for m in metrics:
+    for m in _or_all(metrics):
         h = headline_values(m, root)
         if m.responders is None:
             rows += [{"metric": m.id, "model": x, "responder_status": f"not judged: {m.not_judged}",
@@ -519,7 +434,7 @@ def responder_table(root: Path, metrics=METRICS) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["metric", "model", "responder_status", "reads"])
 
 
-def source_provenance(root: Path, metrics=METRICS) -> tuple[dict, dict]:
+def source_provenance(root: Path, metrics=None) -> tuple[dict, dict]:
     """(model fingerprints, {table file: sha256}) of what notebook 5 read: the fingerprints the source notebooks
     recorded (their ``MANIFEST.json``; ``provenance.json`` while a run is still in progress) and the hash of every
     source and response table."""
@@ -527,7 +442,7 @@ def source_provenance(root: Path, metrics=METRICS) -> tuple[dict, dict]:
 
     from ...sources import sha256_file
     models, files = {}, {}
-    for m in metrics:
+    for m in _or_all(metrics):
         folder = Path(root) / m.folder
         for name in ("MANIFEST.json", "provenance.json"):
             if (folder / name).exists():
@@ -539,13 +454,13 @@ def source_provenance(root: Path, metrics=METRICS) -> tuple[dict, dict]:
     return models, files
 
 
-def outputs_root(explicit: str | Path | None, output_dir: str | Path, metrics=METRICS) -> Path:
+def outputs_root(explicit: str | Path | None, output_dir: str | Path, metrics=None) -> Path:
     """Where notebook 5 reads: ``explicit`` when given; else the folder holding its own output folder when notebooks
     1-4 wrote there (a full run into scratch/ or outputs/), else the published ``outputs/``."""
     if explicit:
         return Path(explicit)
     from ... import paths
     for c in (Path(output_dir).resolve().parent, paths.OUTPUTS_DIR):
-        if any((c / m.folder / "tables").exists() for m in metrics):
+        if any((c / m.folder / "tables").exists() for m in _or_all(metrics)):
             return c
     return Path(output_dir).resolve().parent

@@ -62,7 +62,7 @@ def _preference_status(pref: pd.DataFrame, check: pd.DataFrame | None) -> pd.Dat
 
 def decide(lik: pd.DataFrame, pref: pd.DataFrame | None = None, comparisons: pd.DataFrame | None = None,
            check: pd.DataFrame | None = None, answers: pd.DataFrame | None = None,
-           alpha: float | None = None) -> dict[str, pd.DataFrame]:
+           *, plan) -> dict[str, pd.DataFrame]:
     """Verdict columns for ``likelihood_tests``, ``preference_tests`` and ``paired_comparisons``. ``check``: the
     per-metric responder table (:func:`responder_table`); computed from ``answers`` when it is missing or has no
     ``metric`` column (tables written before responders were judged per metric)."""
@@ -73,17 +73,17 @@ def decide(lik: pd.DataFrame, pref: pd.DataFrame | None = None, comparisons: pd.
         tables["preference_tests"] = (pref, PREFERENCE, _preference_status(pref, check))
     if comparisons is not None and len(comparisons):
         tables["paired_comparisons"] = (comparisons, PAIRED, LIKELIHOOD_READS)
-    return V.decide_tables(tables, NOTEBOOK, alpha=alpha)
+    return V.decide_tables(tables, NOTEBOOK, plan=plan)
 
 
 def decide_table(name: str, df: pd.DataFrame, check: pd.DataFrame | None = None,
-                 alpha: float | None = None) -> pd.DataFrame:
+                 *, plan) -> pd.DataFrame:
     """One of ``likelihood_tests``, ``preference_tests``, ``paired_comparisons`` with its verdict columns (the
     plan's families are per model across datasets, within one table each)."""
     if df is None or df.empty:
         return df
     if name == "likelihood_tests":
-        return decide(df, alpha=alpha)[name]
+        return decide(df, plan=plan)[name]
     if name == "preference_tests":
-        return V.decide(df, PREFERENCE, name, _preference_status(df, check), alpha=alpha, notebook=NOTEBOOK)
-    return V.decide(df, PAIRED, name, LIKELIHOOD_READS, alpha=alpha, notebook=NOTEBOOK)
+        return V.decide(df, PREFERENCE, name, _preference_status(df, check), plan=plan, notebook=NOTEBOOK)
+    return V.decide(df, PAIRED, name, LIKELIHOOD_READS, plan=plan, notebook=NOTEBOOK)

@@ -11,7 +11,6 @@ from collections.abc import Mapping
 
 import pandas as pd
 
-from ... import plan as P
 from ...findings import bullets, claim_findings, join, num, pct, present
 from ...stats import hypothesis as hyp
 from .decisions import NOTEBOOK
@@ -83,25 +82,10 @@ def design_findings(design: pd.DataFrame) -> str:
     return head + "\n\n" + bullets(lines)
 
 
-def sensitivity_findings(sens: pd.DataFrame) -> str:
-    """``sensitivity.csv`` in words: per claim, how many instances keep their verdict under every alternative
-    analysis, and each one that changes (primary verdict, then the alternative's)."""
-    if sens is None or sens.empty:
-        return "no claim instance to re-analyse."
-    alt = sens[sens["analysis"] != "primary"]
-    lines = []
-    for claim, g in alt.groupby("claim", sort=False):
-        keep = g.groupby("instance", sort=False)["verdict_survives"].all()
-        moved = [f"{i} ({', '.join(f'{r.analysis}: {r.verdict}' for r in g[g['instance'] == i].itertuples())}; "
-                 f"primary: {g[g['instance'] == i]['primary_verdict'].iloc[0]})" for i in keep.index[~keep]]
-        lines.append(f"`{claim}`: {int(keep.sum())} of {len(keep)} instances keep their verdict under every "
-                     "alternative" + (": changed " + "; ".join(moved) if moved else "") + ".")
-    return "\n\n" + bullets(lines)
-
-
-def likelihood_findings(*decided: pd.DataFrame | None) -> str:
-    """One sentence per claim instance among the decided ``likelihood_tests`` / ``preference_tests``."""
-    return claim_findings(decided, P.active().of(NOTEBOOK))
+def likelihood_findings(*decided: pd.DataFrame | None, plan) -> str:
+    """One sentence per instance of ``plan``'s claims among the decided ``likelihood_tests`` /
+    ``preference_tests``."""
+    return claim_findings(decided, plan.of(NOTEBOOK))
 
 
 def position_findings(pos: pd.DataFrame, cons: pd.DataFrame) -> str:

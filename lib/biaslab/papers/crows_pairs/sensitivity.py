@@ -20,11 +20,10 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from ... import plan as P
 from ...stats import hypothesis as hyp
 from ...stats import paired
 from ...stats import sensitivity as S
-from ...stats.intervals import clopper_pearson
+from ...stats.clustered import clopper_pearson
 from ...stats.stratified import stratified_mean
 
 EVENT = "sampling: the scored pairs are a bias-type-balanced sample of the file"
@@ -71,12 +70,11 @@ def _rows(base: dict, results: Mapping[str, dict]) -> list[dict]:
             for a in ANALYSES]
 
 
-def notebook3(pairs: pd.DataFrame, decided: Mapping[str, pd.DataFrame], alpha: float | None = None) -> pd.DataFrame:
+def notebook3(pairs: pd.DataFrame, decided: Mapping[str, pd.DataFrame], *, plan) -> pd.DataFrame:
     """Notebook 3's decided rows: ``lpbs-mean`` and ``stereotype-share`` per model x dataset (the primary from the
     decided ``likelihood_tests`` / ``preference_tests``), each alternative recomputed from ``pairs``
     (``pair_scores``: d, log-probabilities, ``stratum``, ``weight``), for the claims whose plan lists
-    ``sampling-weights``."""
-    plan = P.active()
+    ``sampling-weights``; decided under ``plan``."""
     out = []
     for claim_id, (name, compute) in NB3.items():
         t = decided.get(name)
@@ -96,7 +94,7 @@ def notebook3(pairs: pd.DataFrame, decided: Mapping[str, pd.DataFrame], alpha: f
                 out += _rows(base, {a: compute(g, a) for a in ANALYSES})
     if not out:
         return pd.DataFrame(columns=S.COLUMNS)
-    return S.decide(pd.DataFrame(out), plan.alpha if alpha is None else alpha)
+    return S.decide(pd.DataFrame(out), plan.alpha)
 
 
 def paired_rows(responses: pd.DataFrame, pairs: pd.DataFrame, metric: str = "crows_en_stereotype_preferred"

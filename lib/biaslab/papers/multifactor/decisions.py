@@ -4,9 +4,9 @@ layer, :mod:`biaslab.stats.verdict`). What is confirmatory is the analysis plan'
 difference is notebook 5's claim, shown here as exploratory; the paper's two-sample KS test (subgroups treated as
 independent samples) and the factor importance are exploratory.
 
-**Budget.** The notebook runs once per benchmark (``biaslab.profiles.NOTEBOOKS``), each run deciding its model
-pairs: its share of the error budget is split over every benchmark run x pair (:func:`n_families`), so the five
-runs together spend the notebook's share once.
+**Budget.** The notebook runs once per benchmark with a ``factor_plan`` (``biaslab.benchmarks.SPECS``), each run
+deciding its model pairs: its share of the error budget is split over every benchmark run x pair
+(:func:`n_families`), so the runs together spend the notebook's share once.
 
 **Responders.** Deviation rates and the deviation metric read the model's *answer* (does it equal the biased
 answer?), so the answer check of ``responders.csv`` judges them (SSQA: the rows without chain of thought). A pair
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ... import profiles
+from ...benchmarks import SPECS
 from ...stats import verdict as V
 
 
@@ -45,22 +45,23 @@ def n_families(tables: dict[str, pd.DataFrame]) -> int | None:
     t = tables.get("paired_subgroup_tests")
     if t is None or t.empty or not {"model_a", "model_b"} <= set(t.columns):
         return None
-    return len(profiles.NOTEBOOKS[NOTEBOOK]) * len(t[["model_a", "model_b"]].drop_duplicates())
+    runs = sum(s.factor_plan is not None for s in SPECS.values())
+    return runs * len(t[["model_a", "model_b"]].drop_duplicates())
 
 
 def decide(benchmark: str, tables: dict[str, pd.DataFrame], check: pd.DataFrame | None = None,
-           alpha: float | None = None) -> dict[str, pd.DataFrame]:
+           *, plan) -> dict[str, pd.DataFrame]:
     """Verdict columns for the given tables among ``paired_comparisons``, ``paired_subgroup_tests`` and
     ``ks_tests`` (empty tables are returned as they are)."""
     status = answer_status(check)
     todo = {n: (df, EFFECTS[n], status) for n, df in tables.items() if df is not None and len(df) and n in EFFECTS}
-    done = (V.decide_tables(todo, NOTEBOOK, {"benchmark": benchmark}, alpha=alpha, n_families=n_families(tables))
+    done = (V.decide_tables(todo, NOTEBOOK, {"benchmark": benchmark}, plan=plan, n_families=n_families(tables))
             if todo else {})
     return {n: done.get(n, df) for n, df in tables.items()}
 
 
 def decide_importance(benchmark: str, importance: pd.DataFrame, check: pd.DataFrame | None = None,
-                      alpha: float | None = None) -> pd.DataFrame:
+                      *, plan) -> pd.DataFrame:
     """Verdict columns for ``factor_importance``: each term's odds ratio against 1 on its template-clustered Wald
     test (``p_cluster``; ``ci_low_cluster``/``ci_high_cluster`` are on the odds-ratio scale); exploratory, one
     Benjamini–Hochberg screen per model. Intercepts and separated terms (no finite estimate) are not tested."""
@@ -76,11 +77,11 @@ def decide_importance(benchmark: str, importance: pd.DataFrame, check: pd.DataFr
 
     spec = V.Effects(estimate="odds_ratio", p=("p_cluster",), ci=(("ci_low_cluster", "ci_high_cluster"),),
                      null=1.0, undefined=undefined, screen_by=("model",))
-    return V.decide(importance, spec, "factor_importance", answer_status(check), alpha=alpha, notebook=NOTEBOOK,
+    return V.decide(importance, spec, "factor_importance", answer_status(check), plan=plan, notebook=NOTEBOOK,
                     context={"benchmark": benchmark})
 
 
-def decide_bayes(summary: pd.DataFrame, alpha: float | None = None) -> pd.DataFrame:
+def decide_bayes(summary: pd.DataFrame, *, plan) -> pd.DataFrame:
     """Verdict columns for the Bayesian factor-importance summary (bambi): each term's posterior against 0 by its
     highest-density interval (the two ``hdi_*`` columns; interval only, no p, so not adjusted). The intercept and
     variance terms are no effects."""
@@ -95,4 +96,4 @@ def decide_bayes(summary: pd.DataFrame, alpha: float | None = None) -> pd.DataFr
 
     spec = V.Effects(estimate=("mean", lo), p=None, ci=((lo, hi),), null=0.0, undefined=undefined)
     return V.decide(summary, spec, "bayes_summary", "not judged: a fitted model's terms, not answers",
-                    alpha=alpha, notebook=NOTEBOOK)
+                    plan=plan, notebook=NOTEBOOK)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ... import plan as P
 from ...findings import bullets, claim_findings, join, num, pct, power_sentence, present, span
 from ...plots.labels import hdi_prob, interval_label
 from .decisions import NOTEBOOK, decide_bayes
@@ -83,12 +82,12 @@ def label_findings(mass: pd.DataFrame, cot: pd.DataFrame | None = None, cant_tel
     return bullets(lines)
 
 
-def subgroup_findings(dm: pd.DataFrame, *decided: pd.DataFrame | None) -> str:
+def subgroup_findings(dm: pd.DataFrame, *decided: pd.DataFrame | None, plan) -> str:
     """Deviation metric per model (descriptive), then one sentence per instance of the plan's claims among the
     ``decided`` tables (verdict columns of :mod:`.decisions`)."""
     lines = [f"**{r['model']}**: deviation metric {num(r['deviation_metric'])} over {int(r['n_subgroups'])} "
              f"{r['factors']} subgroups (median rate {num(r['median_rate'])})." for r in dm.to_dict("records")]
-    return "\n".join(x for x in (bullets(lines), claim_findings(decided, P.active().of(NOTEBOOK))) if x)
+    return "\n".join(x for x in (bullets(lines), claim_findings(decided, plan.of(NOTEBOOK))) if x)
 
 
 def power_findings(power: pd.DataFrame) -> str:
@@ -101,12 +100,12 @@ def power_findings(power: pd.DataFrame) -> str:
 
 
 def bayes_findings(summary: pd.DataFrame, diagnostics: pd.DataFrame, rhat_max: float = 1.01,
-                   ess_min: float = 400) -> str:
+                   ess_min: float = 400, *, plan) -> str:
     """Per fitted model: whether the sampler meets the usual thresholds (R-hat ≤ 1.01, bulk and tail ESS ≥ 400, no
     divergences), the terms whose HDI excludes 0 and the widest HDI (the least determined effect)."""
     lines = []
     if "verdict" not in summary:
-        summary = decide_bayes(summary)              # the HDI's verdict against 0 (biaslab.stats.verdict)
+        summary = decide_bayes(summary, plan=plan)              # the HDI's verdict against 0 (biaslab.stats.verdict)
     for d in diagnostics.to_dict("records"):
         ok = (d["max_r_hat"] <= rhat_max and min(d["min_ess_bulk"], d["min_ess_tail"]) >= ess_min
               and d["divergences"] == 0)
@@ -126,3 +125,11 @@ def bayes_findings(summary: pd.DataFrame, diagnostics: pd.DataFrame, rhat_max: f
             + (f"the widest interval is {widest['term']} ({num(widest[lo], 2)} to {num(widest[hi], 2)})."
                if widest is not None else ""))
     return bullets(lines)
+
+
+def summary_findings(summaries: dict) -> str:
+    """Sentences on a benchmark's own score tables (``FactorPlan.summaries``): SSQA's label distribution (and chain
+    of thought); nothing for tables without sentences."""
+    if "label_distribution" not in summaries:
+        return ""
+    return label_findings(summaries["label_distribution"], summaries.get("cot_summary"))

@@ -1,236 +1,11 @@
-"""Notebook 1 glue: turn the scoring engine's outputs into response tables for SSQA and BBQ.
-
-These functions take a :class:`biaslab.scoring.Scorer` (or anything with the same methods) and a prompt table, call
-the engine, and return one row per (prompt, model, seed) with the derived answer and outcome. They import no torch
-and know nothing about models beyond the scorer's interface.
-
-* SSQA without chain of thought: the next-token distribution over the answer words (``label_distribution``: every
-  surface form of "yes", "no" and "can't tell" counted, renormalised over the three labels); the answer is the most
-  probable label, and ``label_mass`` is the probability that fell on any answer form at all.
-* SSQA with chain of thought: seeded sampling (one generation per seed) and answer extraction
-  (``scoring.extract_choice``); no extractable answer is ``other``.
-
-BBQ, CrowS-Pairs and the agentic set are asked and read by their own modules' ``respond`` (``factorial.score``).
-"""
+"""Notebook 1's response-level helpers: SSQA's released-answer sensitivity analysis, the plan's recoding before
+regression and the reference levels. What notebook 1 analyses per benchmark is its ``FactorPlan``
+(``biaslab.benchmarks.spec``); every benchmark is asked through its module's ``respond``."""
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-
-SSQA_LABELS = ["yes", "no", "can't tell"]
-
-
-def ssqa_base_prompt(text: str, chat: bool) -> str:
-    """The text a model sees (no CoT): chat models get the prompt as is, base models an 'Answer:' cue."""
-    t = text.replace("\xa0", " ").strip()
-    return t if chat else f"Question: {t}\nAnswer:"
-
-
-def score_ssqa_labels(scorer, prompts: pd.DataFrame, model: str, chat: bool) -> pd.DataFrame:
-    """No-CoT SSQA answers from the next-token label distribution (yes / no / can't tell)."""
-    texts = [ssqa_base_prompt(t, chat) for t in prompts["text"]]
-    d = scorer.label_distribution(texts, SSQA_LABELS, chat=chat).reset_index(drop=True)
-    probs = d[[f"p_{lab}" for lab in SSQA_LABELS]].to_numpy()
-    answer = np.array(SSQA_LABELS)[probs.argmax(axis=1)]
-    out = pd.DataFrame({
-        "prompt_id": prompts["prompt_id"].to_numpy(), "model": model, "seed": "none", "cot": "no",
-        "p_yes": probs[:, 0], "p_no": probs[:, 1], "p_cant_tell": probs[:, 2],
-        "label_mass": d["label_mass"].to_numpy(), "answer": answer,
-    })
-    out["deviated"] = (out["answer"].to_numpy() == prompts["biased_answer"].to_numpy()).astype(int)
-    if "labels_outside_topk" in d:   # served top-k: labels with no form among the returned tokens (upper bound used)
-        out["labels_outside_topk"] = d["labels_outside_topk"].to_numpy()
-    return out
-
-
-def score_ssqa_cot(scorer, prompts: pd.DataFrame, model: str, chat: bool, seeds, max_new_tokens: int = 96,
-                   temperature: float = 0.7, do_sample: bool = True) -> pd.DataFrame:
-    """CoT SSQA answers: one sampled generation per seed, answer extracted from the text.
-
-    ``prompts`` are the ``cot == "yes"`` rows (text ends with the step-by-step instruction). ``do_sample=False``:
-    greedy generation (served models: temperature 0 with the seed passed to the server), one per seed given.
-    """
-    from ... import scoring   # the engine; imported here so that the module imports without it
-
-    texts = [t.replace("\xa0", " ").strip() if chat else f"Question: {t.replace(chr(160), ' ').strip()}\n"
-             "Reasoning:" for t in prompts["text"]]
-    frames = []
-    for s in seeds:
-        if do_sample:
-            gens = scorer.generate(texts, max_new_tokens=max_new_tokens, do_sample=True, seed=int(s),
-                                   temperature=temperature, chat=chat)
-        else:
-            gens = scorer.generate(texts, max_new_tokens=max_new_tokens, seed=int(s), chat=chat)
-        ans = [scoring.extract_choice(g, SSQA_LABELS) for g in gens]
-        f = pd.DataFrame({"prompt_id": prompts["prompt_id"].to_numpy(), "model": model, "seed": str(s),
-                          "cot": "yes", "generation": gens, "answer": [a if a else "other" for a in ans]})
-        f["deviated"] = (f["answer"].to_numpy() == prompts["biased_answer"].to_numpy()).astype(int)
-        frames.append(f)
-    return pd.concat(frames, ignore_index=True)
-
-
-# --------------------------------------------------------------------------------------------------------------
-# What notebook 1 analyses, per benchmark: one plan each, so the notebook's cells stay generic.
-
-from dataclasses import dataclass, field  # noqa: E402
-
-from ...benchmarks.base import Factor  # noqa: E402
-from .factorial import ANSWER_POSITION  # noqa: E402
-
-
-@dataclass
-class Plan:
-    coverage_factors: list[str]                  # factors of the coverage tensor (per-factor GI, pairwise CP)
-    overall_sets: dict[str, list[str]]           # named factor sets for the overall CP / GI
-    heatmaps: list[tuple[str, str]]              # pairwise count heatmaps
-    sunburst: tuple[str, str]                    # (inner ring, outer ring)
-    subgroup_factors: list[str]                  # factors for 1st/2nd-level subgroup tables
-    ecdf_factors: list[str]                      # second-level subgroups shown in the eCDF
-    regression: list[str]                        # LR factors on the full (released) responses
-    regression_subset: list[str]                 # LR factors on a scored subset (fewer levels)
-    bayes_fixed: list[str]
-    bayes_group: list[str]                       # group-level factors on the full responses
-    bayes_group_subset: list[str]                # ... and on a scored subset (few prompts per template)
-    strata: list[str]                            # strata of the scored subset
-    recode: dict = field(default_factory=dict)   # factor -> {old level: new level} before regression
-    reference_override: dict = field(default_factory=dict)
-    highlight: tuple = ()
-    outcome: str = "deviated"                    # the 0/1 response column every analysis models
-    outcome_description: str = "the answer is the benchmark's biased answer"
-    ideal: float = 0.0                           # ideal subgroup rate C of the deviation metric (eq. 4)
-    extra_factors: tuple = ()                    # factors beyond the loader's spec (response-level: kind "model")
-
-
-PLANS = {
-    "ssqa": Plan(
-        coverage_factors=["stigma", "category", "gender", "template", "prompt_style", "biased_answer", "cot"],
-        overall_sets={
-            "paper (stigma, gender, prompt style, biased answer, COT)":
-                ["stigma", "gender", "prompt_style", "biased_answer", "cot"],
-            "all Table 1 domain and prompt factors":
-                ["stigma", "category", "gender", "template", "prompt_style", "biased_answer", "cot"],
-            "stigma, template, prompt style, biased answer, COT":
-                ["stigma", "template", "prompt_style", "biased_answer", "cot"],
-        },
-        heatmaps=[("template", "gender"), ("template", "biased_answer"), ("category", "gender"),
-                  ("gender", "biased_answer"), ("category", "prompt_style")],
-        sunburst=("category", "gender"),
-        subgroup_factors=["category", "gender", "prompt_style", "biased_answer"],
-        ecdf_factors=["stigma", "gender"],
-        regression=["stigma", "gender", "prompt_style", "biased_answer"],
-        regression_subset=["category", "gender", "prompt_style", "biased_answer"],
-        bayes_fixed=["prompt_style", "gender", "biased_answer"],
-        bayes_group=["stigma", "template"],
-        bayes_group_subset=["stigma", "template"],
-        strata=["template", "prompt_style"],
-        # stigma='no stigma', gender='no gender' and prompt_style='base' are the same 37 prompts: with all three
-        # as references the dummy-coded model is not identified (rank 99 of 101). Keep 'no stigma' as the stigma
-        # reference and measure prompt style and gender among the stigma prompts.
-        recode={"prompt_style": {"base": "original"}, "gender": {"no gender": "gender neutral"}},
-        reference_override={"prompt_style": "original", "gender": "gender neutral"},
-        highlight=("gender", "prompt_style", "biased_answer"),
-    ),
-    "bbq": Plan(
-        coverage_factors=["category", "context_condition", "question_polarity", "template", "stereotyped_group",
-                          "biased_position", "unknown_position", "label_type", "subcategory", "intersection",
-                          "correct_is_biased"],
-        overall_sets={
-            "design (category, context, polarity, biased position, unknown position, label type)":
-                ["category", "context_condition", "question_polarity", "biased_position", "unknown_position",
-                 "label_type"],
-            "category, stereotyped group, context, polarity":
-                ["category", "stereotyped_group", "context_condition", "question_polarity"],
-            "all factors":
-                ["category", "context_condition", "question_polarity", "template", "stereotyped_group",
-                 "biased_position", "unknown_position", "label_type", "subcategory", "intersection",
-                 "correct_is_biased"],
-        },
-        heatmaps=[("category", "label_type"), ("category", "biased_position"), ("category", "intersection"),
-                  ("context_condition", "correct_is_biased"), ("stereotyped_group", "category")],
-        sunburst=("category", "context_condition"),
-        subgroup_factors=["category", "context_condition", "question_polarity", "label_type"],
-        ecdf_factors=["category", "question_polarity"],
-        regression=["category", "context_condition", "question_polarity", "label_type", "biased_position",
-                    "correct_is_biased"],
-        regression_subset=["category", "context_condition", "question_polarity", "label_type", "biased_position",
-                           "correct_is_biased"],
-        bayes_fixed=["context_condition", "question_polarity", "correct_is_biased", "biased_position"],
-        bayes_group=["stereotyped_group", "template"],
-        bayes_group_subset=["category", "stereotyped_group"],
-        strata=["category", "context_condition", "question_polarity"],
-        highlight=("context_condition", "question_polarity", "correct_is_biased"),
-    ),
-    # The other benchmarks: glue in biaslab.factorial (prompt table, scored subset, response table).
-    "calm": Plan(
-        coverage_factors=["task", "bias_type", "group", "source_dataset", "answer_format"],
-        overall_sets={
-            "task, bias type, group": ["task", "bias_type", "group"],
-            "task, bias type, group, template source, answer format":
-                ["task", "bias_type", "group", "source_dataset", "answer_format"],
-        },
-        heatmaps=[("task", "group"), ("source_dataset", "answer_format")],
-        sunburst=("bias_type", "group"),
-        subgroup_factors=["task", "bias_type", "group", "answer_format"],
-        ecdf_factors=["task", "group"],
-        regression=["group", "task", "answer_format"],
-        regression_subset=["group", "task", "answer_format"],
-        bayes_fixed=["group", "task"],
-        bayes_group=["template_id"],
-        bayes_group_subset=["template_id"],
-        strata=["task", "bias_type", "group"],
-        highlight=("group",),
-        outcome="correct",
-        outcome_description="the answer is correct (CALM's bias is the accuracy gap between groups)",
-        ideal=1.0,
-        extra_factors=(Factor("answer_format", "prompt", ("span", "mcqa", "nli3", "nli2", "sentiment", "toxicity"),
-                              "span", "how the task is answered (free text, option letter, 3- or 2-way NLI label, "
-                              "sentiment, toxicity)"),),
-    ),
-    "crows_pairs": Plan(
-        coverage_factors=["bias_type", "direction", "dataset"],
-        overall_sets={"bias type, direction, dataset": ["bias_type", "direction", "dataset"]},
-        heatmaps=[("bias_type", "direction"), ("bias_type", "dataset")],
-        sunburst=("dataset", "bias_type"),
-        subgroup_factors=["dataset", "bias_type", "direction"],
-        ecdf_factors=["bias_type", "dataset"],
-        regression=["bias_type", "direction", "dataset"],
-        regression_subset=["bias_type", "direction", "dataset"],
-        bayes_fixed=["direction", "dataset"],
-        bayes_group=["bias_type"],
-        bayes_group_subset=["bias_type"],
-        strata=["dataset", "bias_type"],
-        highlight=("direction", "dataset"),
-        outcome="stereotype_preferred",
-        outcome_description="log P(more stereotypical sentence) > log P(less stereotypical sentence)",
-        ideal=0.5,
-    ),
-    "agentic": Plan(
-        coverage_factors=["domain", "question_type", "polarity", "class_type"],
-        overall_sets={"design (domain, question type, polarity, class type)":
-                      ["domain", "question_type", "polarity", "class_type"]},
-        heatmaps=[("domain", "question_type"), ("class_type", "polarity")],
-        sunburst=("class_type", "polarity"),
-        subgroup_factors=["class_type", "question_type", "polarity", "answer_position"],
-        ecdf_factors=["class_type", "question_type"],
-        regression=["class_type", "question_type", "polarity", "domain", "answer_position"],
-        regression_subset=["class_type", "question_type", "polarity", "answer_position"],
-        bayes_fixed=["class_type", "question_type", "polarity"],
-        bayes_group=["domain", "scenario_id"],
-        bayes_group_subset=["domain"],
-        strata=["question_type", "class_type", "polarity"],
-        highlight=("class_type", "polarity", "answer_position"),
-        outcome="low_entropy",
-        outcome_description="normalized entropy of the answer distribution < 0.95 (factorial.LOW_ENTROPY)",
-        ideal=0.0,
-        extra_factors=(ANSWER_POSITION,),
-    ),
-}
-
-#: The paper's Table 1 Gini indices and §3.2.1 overall numbers (SSQA).
-PAPER_TABLE1_GINI = {"stigma": 0.007, "category": 0.359, "gender": 0.529, "template": 0.0, "prompt_style": 0.246,
-                     "biased_answer": 0.122, "cot": 0.0}
-PAPER_OVERALL = {"n_combinations": 20720, "coverage_percentage": 0.372, "gini": 0.711}
 
 
 def other_answer_sensitivity(released: pd.DataFrame, prompts: pd.DataFrame, cluster) -> pd.DataFrame:
@@ -262,7 +37,7 @@ def other_answer_sensitivity(released: pd.DataFrame, prompts: pd.DataFrame, clus
     return pd.DataFrame(rows)
 
 
-def recode(df: pd.DataFrame, plan: Plan) -> pd.DataFrame:
+def recode(df: pd.DataFrame, plan) -> pd.DataFrame:
     """Apply the plan's level recodes (before regression) and return a copy."""
     out = df.copy()
     for f, m in plan.recode.items():
@@ -271,7 +46,7 @@ def recode(df: pd.DataFrame, plan: Plan) -> pd.DataFrame:
     return out
 
 
-def references(spec, plan: Plan, responses: pd.DataFrame | None = None) -> dict:
+def references(spec, plan, responses: pd.DataFrame | None = None) -> dict:
     """Reference levels for regression: the spec's, the plan's overrides, and for response-level factors (kind
     "model" among the plan's extra factors, e.g. the agentic answer position) the level most frequent in
     ``responses`` (one model's), so that the contrasts read "against this model's usual answer"."""

@@ -2,20 +2,11 @@
 universe, factor importance of the evaluation choices, stability of the model ordering, and the agreement of the
 multiple-choice and open-ended formats on the same items (the RUTEd question).
 
-Metrics (one estimate, interval and test per model x universe):
-
-* ``bbq_bias_ambig`` / ``bbq_bias_disambig``: BBQ's bias scores (Parrish et al. 2022, §4; ``s_AMB = (1 - acc)
-  s_DIS``, ``s_DIS = 2 n_biased / n_person - 1`` over the answers naming a person), percentile cluster bootstrap of
-  the ratio over templates, two-sided bootstrap p against 0. An unparsed or unmatched answer names no person: it
-  leaves the bias ratio's denominator and counts as not correct (counted in ``n_unparsed``).
-* ``crows_en_stereotype_preferred``: share of pairs whose more stereotypical sentence is preferred, over pairs
-  with an answer (ties and unanswered pairs counted, left out), cluster bootstrap over pairs, exact binomial test
-  against 0.5 (pairs are independent).
-* ``agentic_mean_entropy``: mean normalized entropy (formats with a distribution only), cluster bootstrap over
-  scenarios, t test of the scenario means against 1 on G - 1 df.
-* ``agentic_group_preference``: per class type and group, the mean share of a group's probability (or choices) in
-  positive minus negative questions, paired by scenario; reported per group in ``group_preference.csv`` and, for
-  robustness, pooled over groups (its counts are universe x class type x group rows, :data:`GROUP_ROWS`).
+Metrics: each benchmark spec's metrics with ``item_values`` (:class:`biaslab.benchmarks.spec.Metric`, declared in
+the benchmark's module with its estimator, e.g. BBQ's bias scores with a cluster bootstrap of the ratio over
+templates); one estimate, interval and test per model x universe (``Metric.estimate``), or, for a family of per-group
+values (the agentic group preference, ``group_preference.csv``), one per group (:func:`group_preference`), pooled
+over its groups for robustness (counted in universe x class type x group rows, :data:`GROUP_ROWS`).
 
 The verdict columns of each estimate (exploratory screens, responder status per universe) come from the verdict
 layer through :mod:`.decisions`. **Robustness is equivalence** (:func:`equivalence_to_paper`): each universe's
@@ -31,97 +22,66 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from ...benchmarks.bbq import bias_score_from_totals, bias_score_pseudo_values
+from ... import benchmarks
+from ...benchmarks import bbq
 from ...stats import agreement as agree_stats
 from ...stats import importance as imp
-from ...stats import intervals, paired, power, ranking
-from ...stats.hypothesis import preference_test
+from ...stats import paired, power, ranking
 
-METRICS = {
-    "bbq_bias_ambig": dict(benchmark="bbq", null=0.0, label="BBQ bias score, ambiguous contexts",
-                           unit="bias score (−1 to 1)"),
-    "bbq_bias_disambig": dict(benchmark="bbq", null=0.0, label="BBQ bias score, disambiguated contexts",
-                              unit="bias score (−1 to 1)"),
-    "crows_en_stereotype_preferred": dict(benchmark="crows_pairs", null=0.5,
-                                          label="CrowS-Pairs (original English): share preferring the stereotype",
-                                          unit="share of pairs (0 to 1)"),
-    "agentic_mean_entropy": dict(benchmark="agentic", null=1.0, label="Agentic: mean normalized entropy",
-                                 unit="normalized entropy (0 to 1)"),
-}
-GROUP_PREFERENCE = "agentic_group_preference"
-CLUSTER = {"bbq": "template", "crows_pairs": "pair_id", "agentic": "scenario_id"}
-OUTCOME = {"bbq": ("deviated", "logistic"), "crows_pairs": ("stereotype_preferred", "logistic"),
-           "agentic": ("entropy", "linear")}
-BBQ_COLUMNS = ["deviated", "non_unknown", "correct", "one"]     # the totals bias_score_from_totals reads
 SEPARATED = "separated: effect not estimable"
 
 
 def _bbq_stat(ambig: bool):
-    return lambda t: bias_score_from_totals(t, ambig)
+    return lambda t: bbq.bias_score_from_totals(t, ambig)
 
 
-def _row(metric, est, lo, hi, how, p, p_how, n, g, **extra) -> dict:
-    return {"metric": metric, "estimate": est, "ci_low": lo, "ci_high": hi, "ci_method": how,
-            "null_value": METRICS.get(metric, {}).get("null", 0.0), "p_value": p, "p_method": p_how,
-            "n": n, "n_clusters": g, **extra}
+def multiverse_metrics(names) -> list:
+    """The metrics of the named benchmarks that the multiverse computes (those with ``item_values``), in order."""
+    return [m for b in names for m in benchmarks.spec(b).metrics if m.item_values]
 
 
-def bbq_estimates(r: pd.DataFrame, items: pd.DataFrame, n_boot: int = 2000, seed: int = 0) -> list[dict]:
-    d = r.merge(items[["prompt_id", "template", "context_condition"]], on="prompt_id").assign(one=1.0)
-    out = []
-    for cond in ("ambig", "disambig"):
-        part = d[d["context_condition"] == cond]
-        s = ranking.cluster_sums(part, BBQ_COLUMNS, "template")
-        b = ranking.cluster_sum_bootstrap(_bbq_stat(cond == "ambig"), s.to_numpy(), n_boot=n_boot, seed=seed)
-        out.append(_row(f"bbq_bias_{cond}", b["estimate"], b["ci_low"], b["ci_high"],
-                        f"cluster bootstrap percentile of the ratio (template, {n_boot} resamples)", b["p_boot"],
-                        "two-sided cluster bootstrap p against 0", len(part), b["n_clusters"],
-                        n_unparsed=int((~part["answer_kind"].isin(["option", "unknown"])).sum()),
-                        accuracy=float(part["correct"].mean())))
-    return out
+def family_values(m, r: pd.DataFrame, items: pd.DataFrame) -> pd.DataFrame:
+    """The per-unit values of a metric without ``estimate``: a family of per-group values, each id
+    ``<metric>:<class type>:<group>`` (:func:`group_preference`); any other id is a metric missing its estimate."""
+    v = m.item_values(r, items)
+    bad = sorted({x for x in v["metric"].astype(str) if x.count(":") < 2})
+    if bad:
+        raise TypeError(f"metric {m.id!r} declares item_values but no Metric.estimate, so notebook 6 (06_multiverse) "
+                        f"reads it as a family of per-group values, ids '<metric>:<class type>:<group>', but its "
+                        f"item_values returned {bad[:3]}; give it an estimate (one row per model x universe; "
+                        "docs/adding_a_benchmark.md)")
+    return v
 
 
-def crows_estimates(r: pd.DataFrame, items: pd.DataFrame, n_boot: int = 2000, seed: int = 0) -> list[dict]:
-    d = r.merge(items[["prompt_id", "pair_id"]], on="prompt_id")
-    ok = d[d["stereotype_preferred"].notna()]
-    if not len(ok):
-        return [_row("crows_en_stereotype_preferred", np.nan, np.nan, np.nan, "", np.nan, "", 0, 0,
-                     n_unparsed=len(d))]
-    # every pair is its own cluster: the exact (Clopper-Pearson) interval that goes with the binomial test
-    ci = intervals.rate_intervals(ok, "stereotype_preferred", None).iloc[0]
-    t = preference_test(ok["stereotype_preferred"].to_numpy(float))
-    return [_row("crows_en_stereotype_preferred", float(ci["rate"]), float(ci["ci_low"]), float(ci["ci_high"]),
-                 ci["ci_method"] + " (pairs independent)", t["binom_p"], "exact binomial test against 0.5",
-                 len(ok), len(ok), n_unparsed=int(len(d) - len(ok)))]
+def universe_values(responses: dict, item_sets: dict, family: bool = False) -> pd.DataFrame:
+    """Every multiverse metric's per-unit values (``Metric.item_values``; ``family``: those of the metrics without
+    an ``estimate``, one value per unit and group, :func:`family_values`), model by model. ``responses``,
+    ``item_sets``: benchmark -> table."""
+    values = family_values if family else (lambda m, r, its: m.item_values(r, its))
+    parts = [values(m, part, item_sets[b]) for b, d in responses.items() if len(d)
+             for _, part in d.groupby("model", sort=False)
+             for m in multiverse_metrics([b]) if (m.estimate is None) == family]
+    return (pd.concat(parts, ignore_index=True) if parts else
+            pd.DataFrame(columns=["model", "universe", "metric", "unit", "cluster", "value"]))
 
 
-def agentic_estimates(per: pd.DataFrame, items: pd.DataFrame, n_boot: int = 2000, seed: int = 0) -> list[dict]:
-    d = per.merge(items[["prompt_id", "scenario_id"]], on="prompt_id")
-    ok = d[d["entropy"].notna()]
-    if not len(ok):
-        return [_row("agentic_mean_entropy", np.nan, np.nan, np.nan, "undefined: this format gives no distribution",
-                     np.nan, "", 0, 0, n_unparsed=int((d["answer_kind"] != "option").sum()))]
-    ci = intervals.mean_intervals(ok, "entropy", "scenario_id", seed=seed).iloc[0]   # stats.clustered rule
-    sm = ok.groupby("scenario_id")["entropy"].mean() - 1.0
-    p = float(stats.ttest_1samp(sm, 0.0).pvalue) if len(sm) > 1 and sm.std() > 0 else np.nan
-    return [_row("agentic_mean_entropy", float(ci["mean"]), float(ci["ci_low"]), float(ci["ci_high"]),
-                 ci["ci_method"], p, "t test of scenario means against 1, G - 1 df", len(ok),
-                 int(ci["n_clusters"]), n_unparsed=0)]
-
-
-def group_preference(long: pd.DataFrame, items: pd.DataFrame) -> pd.DataFrame:
-    """Per class type and group: mean p (or 0/1 choice) in positive minus negative questions over the scenarios
-    asked in both polarities (:func:`group_values`), t interval and paired t test over scenarios (the pairing
-    unit). ``long``: one model x universe's slot rows."""
+def group_preference(values: pd.DataFrame) -> pd.DataFrame:
+    """The estimates of a family of per-group values (:class:`~biaslab.benchmarks.spec.Metric` without ``estimate``,
+    ids ``<metric>:<class type>:<group>``; the agentic group preference: mean share in positive minus negative
+    questions), per model x universe x member: the mean over units (scenarios), t interval and paired t test over
+    them (the pairing unit)."""
     rows = []
-    for met, g in group_values(long, items).groupby("metric", sort=False):
-        diff, n = g["value"].to_numpy(float), len(g)
-        t = stats.ttest_1samp(diff, 0.0) if n > 1 and diff.std() > 0 else None
-        lo, hi = t.confidence_interval(0.95) if t else (np.nan, np.nan)
-        rows.append({"class_type": met.split(":")[1], "group": met.split(":", 2)[2], "estimate": float(diff.mean()),
-                     "ci_low": lo, "ci_high": hi, "ci_method": f"t interval over scenarios, {max(n - 1, 1)} df",
-                     "null_value": 0.0, "p_value": float(t.pvalue) if t else np.nan,
-                     "p_method": "paired t test over scenarios", "n": n, "n_clusters": n})
+    for (m, u), mu in values.groupby(["model", "universe"], sort=False):
+        for met, g in mu.groupby("metric", sort=False):
+            diff, n = g["value"].to_numpy(float), len(g)
+            t = stats.ttest_1samp(diff, 0.0) if n > 1 and diff.std() > 0 else None
+            lo, hi = t.confidence_interval(0.95) if t else (np.nan, np.nan)
+            family, class_type, group = met.split(":", 2)
+            rows.append({"class_type": class_type, "group": group, "estimate": float(diff.mean()),
+                         "ci_low": lo, "ci_high": hi, "ci_method": f"t interval over scenarios, {max(n - 1, 1)} df",
+                         "null_value": 0.0, "p_value": float(t.pvalue) if t else np.nan,
+                         "p_method": "paired t test over scenarios", "n": n, "n_clusters": n, "model": m,
+                         "universe": u, "metric": family})
     return pd.DataFrame(rows)
 
 
@@ -130,56 +90,17 @@ NOTEBOOK = "06_multiverse"
 UNIVERSES = "universes"
 GROUP_ROWS = "rows (universe × class type × group)"
 EQUIVALENT, DIFFERS, OPPOSITE, INCONCLUSIVE = "equivalent", "differs", "opposite direction", "inconclusive"
+NO_MARGIN = "not judged (the analysis plan declares no equivalence margin for this metric)"
 
 
-def margins(plan=None) -> dict:
-    """The equivalence margin of each metric, declared in the analysis plan (notebook 6's ``equivalence`` block)."""
-    from ... import plan as plan_file
-    p = plan or plan_file.active()
+def margins(p) -> dict:
+    """The equivalence margin of each metric, declared in the analysis plan ``p`` (notebook 6's ``equivalence``
+    block)."""
     m = ((p.notebooks.get(NOTEBOOK) or {}).get("equivalence") or {}).get("margins")
     if not m:
         raise ValueError(f"{p.path}: notebook {NOTEBOOK} declares no equivalence margins (equivalence: margins: "
                          "metric: margin); declare them in the plan before the run, as the shipped analysis_plan.yaml does")
     return {k: float(v) for k, v in m.items()}
-
-
-def item_values(benchmark: str, r: pd.DataFrame, items: pd.DataFrame) -> pd.DataFrame:
-    """Per model x universe x metric, one value per item whose mean is the universe's estimate: ``unit`` (the
-    pairing unit), ``cluster`` (NA: units independent) and ``value``: BBQ's bias-score pseudo-values
-    (``bias_score_pseudo_values``, per context), CrowS-Pairs' 0/1 preference per pair (both orders averaged where a
-    pair was asked twice), the agentic entropy per prompt."""
-    keys = ["model", "universe"]
-    r = r.drop(columns=[c for c in ("template", "context_condition", "pair_id", "scenario_id") if c in r])
-    if benchmark == "bbq":
-        d = r.merge(items[["prompt_id", "template", "context_condition"]], on="prompt_id")
-        parts = []
-        for (m, u, cond), g in d.groupby(keys + ["context_condition"], sort=False):
-            v = bias_score_pseudo_values(g["deviated"], g["non_unknown"], g["correct"], cond == "ambig")
-            parts.append(pd.DataFrame({"model": m, "universe": u, "metric": f"bbq_bias_{cond}",
-                                       "unit": g["prompt_id"].to_numpy(), "cluster": g["template"].to_numpy(),
-                                       "value": v}))
-        return pd.concat(parts, ignore_index=True)
-    if benchmark == "crows_pairs":
-        d = r.merge(items[["prompt_id", "pair_id"]], on="prompt_id").dropna(subset=["stereotype_preferred"])
-        d = d.groupby(keys + ["pair_id"], as_index=False, sort=False)["stereotype_preferred"].mean()
-        return pd.DataFrame({"model": d["model"], "universe": d["universe"], "metric": "crows_en_stereotype_preferred",
-                             "unit": d["pair_id"], "cluster": pd.NA, "value": d["stereotype_preferred"]})
-    d = r.merge(items[["prompt_id", "scenario_id"]], on="prompt_id").dropna(subset=["entropy"])
-    return pd.DataFrame({"model": d["model"], "universe": d["universe"], "metric": "agentic_mean_entropy",
-                         "unit": d["prompt_id"], "cluster": d["scenario_id"], "value": d["entropy"]})
-
-
-def group_values(long: pd.DataFrame, items: pd.DataFrame) -> pd.DataFrame:
-    """The group preference's per-scenario values (positive minus negative mean share; :func:`group_preference`),
-    one metric per class type x group (``agentic_group_preference:<class type>:<group>``)."""
-    d = long.merge(items[["prompt_id", "scenario_id", "class_type", "polarity"]], on="prompt_id").dropna(subset=["p"])
-    w = d.pivot_table(index=["model", "universe", "class_type", "group", "scenario_id"], columns="polarity",
-                      values="p", aggfunc="mean")
-    if not {"positive", "negative"} <= set(w.columns):
-        return pd.DataFrame(columns=["model", "universe", "metric", "unit", "cluster", "value"])
-    w = (w["positive"] - w["negative"]).dropna().rename("value").reset_index()
-    return w.assign(metric=GROUP_PREFERENCE + ":" + w["class_type"] + ":" + w["group"], unit=w["scenario_id"],
-                    cluster=pd.NA)[["model", "universe", "metric", "unit", "cluster", "value"]]
 
 
 def _degenerate(status: pd.Series) -> pd.Series:
@@ -192,7 +113,7 @@ def _sign(x: pd.Series, null: pd.Series) -> pd.Series:
 
 def _agreement(o: pd.DataFrame) -> pd.Series:
     """Per universe: "not judged" (it or the paper's universe is a degenerate responder), "opposite direction" (its
-    own interval excludes the null on the other side from the paper's estimate), "equivalent" (the TOST interval
+    own interval excludes the null on the other side from the paper's estimate), :data:`NO_MARGIN`, "equivalent" (the TOST interval
     inside +-margin), "differs" (the TOST interval wholly beyond the margin), else "inconclusive"."""
     own = _sign(o["estimate"], o["null_value"])
     sig = (o["ci_low"] > o["null_value"]) | (o["ci_high"] < o["null_value"])
@@ -200,8 +121,9 @@ def _agreement(o: pd.DataFrame) -> pd.Series:
     lo, hi, m = o["tost_ci_low"], o["tost_ci_high"], o["margin"]
     return pd.Series(np.select(
         [_degenerate(o["responder_status"]) | _degenerate(o["paper_responder_status"]), lo.isna() | hi.isna(),
-         sig & (ref != 0) & (own == -ref), (lo > -m) & (hi < m), (lo > m) | (hi < -m)],
-        ["not judged (degenerate responder)", "undefined (no paired interval)", OPPOSITE, EQUIVALENT, DIFFERS],
+         sig & (ref != 0) & (own == -ref), m.isna(), (lo > -m) & (hi < m), (lo > m) | (hi < -m)],
+        ["not judged (degenerate responder)", "undefined (no paired interval)", OPPOSITE, NO_MARGIN, EQUIVALENT,
+         DIFFERS],
         INCONCLUSIVE), index=o.index)
 
 
@@ -258,7 +180,8 @@ def robustness(eq: pd.DataFrame) -> pd.DataFrame:
                  f"not robust: {bad} of {judged} beyond ±{mg:g} or the other way" if bad else
                  f"robust: every universe equivalent within ±{mg:g}" if n.get(EQUIVALENT, 0) == judged else
                  f"inconclusive: {int(n.get(INCONCLUSIVE, 0))} of {judged} neither equivalent nor different")
-        rows.append({"model": m, "metric": met, "unit": GROUP_ROWS if met == GROUP_PREFERENCE else UNIVERSES,
+        family = g["metric"].astype(str).str.contains(":").any()     # per-group values: counted in rows
+        rows.append({"model": m, "metric": met, "unit": GROUP_ROWS if family else UNIVERSES,
                      "margin": mg, "n_universes": int(g["universe"].nunique()), "n_judged": judged,
                      **{f"n_{k.replace(' ', '_')}": int(n.get(k, 0)) for k in (EQUIVALENT, INCONCLUSIVE, DIFFERS,
                                                                               OPPOSITE)},
@@ -278,7 +201,7 @@ def design_power(est: pd.DataFrame, rob: pd.DataFrame, alpha: float = 0.05) -> p
     and ``equivalence_mde`` (the margin within which the paired TOST shows equivalence with 80 % power, median over
     universes: :func:`robustness`; its largest, ``equivalence_mde_max``, and how many universes reach the margin)
     beside the plan's ``margin``."""
-    p = est[(est["universe"] == "paper") & est["metric"].isin(METRICS)]
+    p = est[est["universe"] == "paper"]
     se = (p["ci_high"] - p["ci_low"]) / (2 * stats.norm.ppf(1 - alpha / 2))
     own = p.assign(own_mde=[power.mde_from_se(x, alpha=alpha) for x in se])[["model", "metric", "n", "own_mde"]]
     extra = [c for c in ("equivalence_mde_max", "n_equivalence_powered", "n_equivalence_universes") if c in rob]
@@ -286,16 +209,17 @@ def design_power(est: pd.DataFrame, rob: pd.DataFrame, alpha: float = 0.05) -> p
 
 
 # ---------------------------------------------------------------------------------------- factor importance
-def factor_importance(long: pd.DataFrame, spec, benchmark: str) -> pd.DataFrame:
-    """Treatment-coded regression of the per-item outcome on the evaluation choices (reference = the paper's
-    protocol), with cluster-robust standard errors on the benchmark's generating unit: logistic for 0/1 outcomes
+def factor_importance(long: pd.DataFrame, spec, metric) -> pd.DataFrame:
+    """Treatment-coded regression of the metric's per-item outcome (``Metric.factor_outcome``: column, model and
+    optionally a 0/1 column selecting the rows) on the evaluation choices (reference = the paper's protocol), with
+    cluster-robust standard errors on the metric's generating unit (``Metric.cluster``): logistic for 0/1 outcomes
     (``stats.importance.logistic_regression``), OLS for the entropy (``stats.importance.linear_regression``).
     Factors constant in the data (a level not available here) are left out (``identifiable_subset``)."""
-    outcome, kind = OUTCOME[benchmark]
-    cluster = CLUSTER[benchmark]
+    outcome, kind, *where = metric.factor_outcome
+    cluster = metric.cluster
     d = long[long[outcome].notna()].copy()
-    if benchmark == "bbq":                       # the bias score's numerator: answers that name a person
-        d = d[d["non_unknown"] == 1]
+    if where:                                    # e.g. BBQ: the bias score's numerator, answers that name a person
+        d = d[d[where[0]] == 1]
     refs = {f.name: f.reference for f in spec.factors}
     fs, left = imp.identifiable_subset(d, [f for f in spec.names if f in d], refs)
     if not fs or d[outcome].nunique() < 2:
@@ -394,7 +318,7 @@ def format_agreement(mc: pd.DataFrame, open_: pd.DataFrame, items: pd.DataFrame,
     sums = []
     for r in (open_, mc):
         part = r[r["prompt_id"].isin(amb_ids)].merge(items[["prompt_id", "template"]], on="prompt_id").assign(one=1.0)
-        sums.append(ranking.cluster_sums(part, BBQ_COLUMNS, "template"))
+        sums.append(ranking.cluster_sums(part, bbq.TOTALS, "template"))
     idx = sums[0].index.union(sums[1].index)
     s_open, s_mc = (s.reindex(idx, fill_value=0.0).to_numpy() for s in sums)
     diff = ranking.cluster_sum_bootstrap(_bbq_stat(True), s_open, s_mc, n_boot=n_boot, seed=seed)

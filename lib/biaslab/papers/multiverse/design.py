@@ -1,34 +1,17 @@
 """The multiverse as a factorial design: evaluation choices are factors, a universe is one combination of levels.
 
 Each benchmark gets a :class:`biaslab.benchmarks.base.FactorSpec` whose factors are the *evaluation's* choices
-(kind ``"prompt"`` for how the item is asked, ``"model"`` for how the model is run), each with the paper's
-protocol — what notebooks 1, 3 and 4 do — as its reference level:
+(kind ``"prompt"`` for how the item is asked, ``"model"`` for how the model is run), one per field of
+:class:`biaslab.benchmarks.base.Protocol` its spec ``honours`` (:data:`FIELD`; the others are no choice for it: a
+choice ``respond`` ignores would only repeat the paper's universe), plus the ``precision`` (the run's dtype ·
+bf16_weights, :data:`LOAD` · q4_gguf through a llama.cpp server). The reference level is the paper's protocol for
+the model (:class:`ModelReference`); the levels: the spec's ``formats``, :data:`TWO`, :data:`FIXED`. Each universe is
+one Protocol (:func:`protocol`) the benchmark's own ``respond`` asks and reads, so the paper's universe sends exactly
+the requests of notebooks 1, 3 and 4. ``factors.csv`` lists them per benchmark.
 
-======================  =====================================================================================
-factor                  levels (reference first)
-======================  =====================================================================================
-``answer_format``       BBQ: option_ll · label_dist · generated · open_ended; CrowS-Pairs: likelihood · label_dist
-                        · generated; agentic: label_dist · option_ll · generated · open_ended
-``wording``             paper · w1 · w2 · w3: the instruction and the answer cue reworded, the task unchanged
-                        (``data/multiverse/wordings.csv``)
-``instruction``         BBQ: none · present; agentic: present · none (CrowS-Pairs' prompt is its instruction)
-``chat_template``       the model's protocol level (the benchmark's ``paper_chat`` rule) · the other
-``examples``            BBQ / CrowS-Pairs: 0 · 2; agentic: 2 · 0 (``data/multiverse/examples.csv``, agentic's own
-                        ``fewshot.csv``)
-``choice_order``        BBQ and agentic: original · reversed · cyclic. CrowS-Pairs has none: a prompted pair is
-                        asked in both orders and averaged (its position preference is reported beside it)
-``precision``           the run's dtype (float32 on a CPU) · bf16_weights (the weights rounded to bfloat16, computed
-                        in float32: :data:`LOAD`) · q4_gguf (the GGUF's 4-bit kernels through a llama.cpp server, when
-                        llama-cpp-python is installed)
-``normalization``       CrowS-Pairs only: sum · mean · pmi
-======================  =====================================================================================
-
-Each universe is one :class:`biaslab.benchmarks.base.Protocol` (:func:`protocol`); the benchmark's own ``respond``
-asks and reads it, so the paper's universe sends exactly the requests of notebooks 1, 3 and 4.
-
-**Applicability.** A choice that does not enter a format is coded at its reference level there (the likelihood
-of a CrowS-Pairs sentence has no instruction, order or chat template; an open-ended question shows no options, so
-it has no order). Every non-reference level then occurs only with formats it applies to, and a treatment-coded
+**Applicability.** A choice that does not enter a format (the spec's ``applies``) is coded at its reference level
+there (the likelihood of a CrowS-Pairs sentence has no chat template; an open-ended question shows no options, so it
+has no order). Every non-reference level then occurs only with formats it applies to, and a treatment-coded
 regression reads its coefficient as the effect within those formats.
 
 **Designs.** ``"ofat"`` (default profile): one factor at a time around an *anchor* — the paper's universe, or, for a
@@ -42,18 +25,14 @@ A universe that cannot run here (no chat template, no llama.cpp) is kept with ``
 
 from __future__ import annotations
 
-import importlib
 import itertools
 from dataclasses import dataclass, field
 
 import pandas as pd
 
-from ...benchmarks import RESPONDING
+from ... import benchmarks
 from ...benchmarks.base import Factor, FactorSpec
 
-MODULES = {b: importlib.import_module(f"biaslab.benchmarks.{b}") for b in RESPONDING}
-BENCHMARKS = tuple(MODULES)
-FORMATS = {b: m.FORMATS for b, m in MODULES.items()}
 WORDINGS = ("paper", "w1", "w2", "w3")
 PRECISIONS = ("float32", "bf16_weights", "q4_gguf")
 #: how an in-process precision level is loaded (``models.load`` arguments; any other level: ``dtype=<level>``).
@@ -62,14 +41,13 @@ PRECISIONS = ("float32", "bf16_weights", "q4_gguf")
 #: and in one verdict), so a universe computed that way describes the run's schedule, not the model
 LOAD = {"bf16_weights": {"dtype": "float32", "weights_rounded_to": "bfloat16"}}
 NORMALIZATIONS = ("sum", "mean", "pmi")
-
-#: which formats each choice enters (elsewhere it is coded at its reference level)
-APPLIES = {
-    "bbq": {"examples": FORMATS["bbq"][:3], "choice_order": FORMATS["bbq"][:3]},
-    "crows_pairs": {"normalization": ("likelihood",), "wording": ("label_dist", "generated"),
-                    "chat_template": ("label_dist", "generated"), "examples": ("label_dist", "generated")},
-    "agentic": {"choice_order": FORMATS["agentic"][:3]},
-}
+#: factor -> the :class:`biaslab.benchmarks.base.Protocol` field it sets (``precision`` is the model's, not the
+#: protocol's); a benchmark whose spec does not honour a field has no such factor
+FIELD = {"answer_format": "format", "wording": "wording", "instruction": "instruction", "chat_template": "chat",
+         "examples": "examples", "choice_order": "order", "normalization": "normalization"}
+#: the two-level factors' levels (the reference first, whichever it is)
+TWO = {"instruction": ("none", "present"), "chat_template": ("off", "on"), "examples": ("0", "2")}
+FIXED = {"wording": WORDINGS, "choice_order": ("original", "reversed", "cyclic"), "normalization": NORMALIZATIONS}
 
 DESCRIPTIONS = {
     "answer_format": "how the answer is read: option log-likelihood, next-token label distribution, generated label "
@@ -87,52 +65,78 @@ DESCRIPTIONS = {
 }
 
 
+def names() -> tuple[str, ...]:
+    """The registered benchmarks the multiverse can run: asked through a protocol, with a metric it pairs."""
+    return tuple(n for n, s in benchmarks.SPECS.items()
+                 if s.protocol is not None and any(m.item_values for m in s.metrics))
+
+
+def check(benchmark: str):
+    """The spec of a benchmark the multiverse can run, or an error naming the field it lacks (``Spec.protocol``; a
+    ``Metric`` with ``item_values``)."""
+    s = benchmarks.spec(benchmark)
+    s.need("protocol", "notebook 6 (06_multiverse)")
+    s.need("sample", "notebook 6 (06_multiverse)")
+    if not any(m.item_values for m in s.need("metrics", "notebook 6 (06_multiverse)")):
+        raise TypeError(f"benchmark {benchmark!r}: none of its metrics {[m.id for m in s.metrics]} declares "
+                        "Metric.item_values (the per-unit values notebook 6 (06_multiverse) pairs universes on; with "
+                        "Metric.estimate, its estimate per universe); set them in the module's SPEC "
+                        "(docs/adding_a_benchmark.md)")
+    return s
+
+
+def applies(benchmark: str, factor: str) -> tuple[str, ...]:
+    """The answer formats a factor enters (its spec's ``applies``; every format when it says nothing)."""
+    s = benchmarks.spec(benchmark)
+    return tuple(s.applies.get(FIELD.get(factor, factor), s.formats))
+
+
+class CHAT_MODEL:
+    """An instruction-tuned model with a readable chat template: the reference levels of notebook 6's factor table."""
+    instruction_tuned = chat_available = chat_logprobs = staticmethod(lambda: True)
+
+
 @dataclass(frozen=True)
-class Protocol:
+class ModelReference:
     """The paper's protocol for one model: the reference levels that depend on the model or the run."""
     chat: tuple = ()                # benchmarks whose ``paper_chat`` rule asks this model in its chat template
     precision: str = "float32"      # the run's dtype ("auto" resolved: float32 on CPU, bfloat16 on CUDA)
 
     def reference(self, benchmark: str) -> dict:
-        p = MODULES[benchmark].PROTOCOL
+        """Each factor's reference level; a Protocol field the benchmark's spec does not honour is no factor."""
+        s = benchmarks.spec(benchmark)
+        p = s.protocol
         ref = {"answer_format": p.format, "wording": p.wording, "instruction": p.instruction,
                "chat_template": "on" if benchmark in self.chat else "off", "examples": str(p.examples),
                "choice_order": p.order, "precision": self.precision, "normalization": p.normalization}
-        drop = {"crows_pairs": ("instruction", "choice_order")}.get(benchmark, ("normalization",))
-        return {k: v for k, v in ref.items() if k not in drop}
+        return {k: v for k, v in ref.items() if k in ("answer_format", "precision") or FIELD[k] in s.honours}
 
     @classmethod
-    def of(cls, scorer, precision: str) -> "Protocol":
+    def of(cls, scorer, precision: str) -> "ModelReference":
         """The reference levels for the model behind ``scorer``: each benchmark's ``paper_chat`` rule."""
-        return cls(chat=tuple(b for b, m in MODULES.items() if m.paper_chat(scorer)), precision=precision)
+        return cls(chat=tuple(b for b in names() if benchmarks.spec(b).paper_chat(scorer)), precision=precision)
 
 
 def protocol(u: "Universe") -> object:
     """The benchmark protocol (:class:`biaslab.benchmarks.base.Protocol`) a universe asks and reads."""
-    s = u.as_dict
-    change = {"format": s["answer_format"], "wording": s["wording"], "chat": s["chat_template"],
-              "examples": int(s["examples"])}
-    for f, field_ in (("instruction", "instruction"), ("choice_order", "order"), ("normalization", "normalization")):
-        if f in s:
-            change[field_] = s[f]
-    return MODULES[u.benchmark].PROTOCOL.replace(**change)
+    change = {FIELD[f]: (int(v) if f == "examples" else v) for f, v in u.settings if f in FIELD}
+    return benchmarks.spec(u.benchmark).protocol.replace(**change)
 
 
-def factor_spec(benchmark: str, protocol: Protocol) -> FactorSpec:
-    """The evaluation choices of ``benchmark`` as a factor spec (reference = the paper's protocol for this model)."""
-    ref = protocol.reference(benchmark)
-    other = {"on": "off", "off": "on", "0": "2", "2": "0", "none": "present", "present": "none"}
-    levels = {"answer_format": FORMATS[benchmark], "wording": WORDINGS,
-              "instruction": (ref.get("instruction"), other[ref.get("instruction", "none")]),
-              "chat_template": (ref["chat_template"], other[ref["chat_template"]]),
-              "examples": (ref["examples"], other[ref["examples"]]),
-              "choice_order": ("original", "reversed", "cyclic"),
-              "precision": (ref["precision"],) + tuple(p for p in PRECISIONS if p != ref["precision"]),
-              "normalization": NORMALIZATIONS}
-    levels = {f: lv for f, lv in levels.items() if f in ref}
+def factor_spec(benchmark: str, reference: ModelReference) -> FactorSpec:
+    """The evaluation choices of ``benchmark`` as a factor spec (reference = the paper's protocol for this model);
+    levels are built only for the factors its spec honours."""
+    ref = reference.reference(benchmark)
+
+    def levels(f):
+        if f == "answer_format":
+            return benchmarks.spec(benchmark).formats
+        if f == "precision":
+            return (ref[f],) + tuple(p for p in PRECISIONS if p != ref[f])
+        return (ref[f],) + tuple(x for x in TWO[f] if x != ref[f]) if f in TWO else FIXED[f]
+
     kind = {"precision": "model"}
-    return FactorSpec([Factor(f, kind.get(f, "prompt"), tuple(lv), ref[f], DESCRIPTIONS[f])
-                       for f, lv in levels.items()])
+    return FactorSpec([Factor(f, kind.get(f, "prompt"), tuple(levels(f)), ref[f], DESCRIPTIONS[f]) for f in ref])
 
 
 @dataclass(frozen=True)
@@ -166,19 +170,19 @@ def _universe(benchmark: str, spec: FactorSpec, settings: dict, changed=()) -> U
 def anchor_for(benchmark: str, spec: FactorSpec, factor: str) -> dict:
     """The universe a factor is varied around: the paper's, or the paper's with the first format the factor enters."""
     ref = {f.name: f.reference for f in spec.factors}
-    applies = APPLIES[benchmark].get(factor, FORMATS[benchmark])
-    if ref["answer_format"] not in applies:
-        ref["answer_format"] = applies[0]
+    enters = applies(benchmark, factor)
+    if ref["answer_format"] not in enters:
+        ref["answer_format"] = enters[0]
     return ref
 
 
-def universes(benchmark: str, protocol: Protocol, design: str = "ofat", formats=None,
+def universes(benchmark: str, reference: ModelReference, design: str = "ofat", formats=None,
               factors=None) -> list[Universe]:
     """The universes of ``benchmark`` (see the module docstring). ``formats`` / ``factors`` restrict the design to
     those answer formats / factors (the smoke profile); the paper's universe is always first."""
     if design not in ("ofat", "two_way"):
         raise ValueError(f"design must be 'ofat' or 'two_way', got {design!r}")
-    spec = factor_spec(benchmark, protocol)
+    spec = factor_spec(benchmark, reference)
     ref = {f.name: f.reference for f in spec.factors}
     wanted = [f for f in spec.names if factors is None or f in factors or f == "answer_format"]
     fmt_ok = lambda s: formats is None or s["answer_format"] in formats   # noqa: E731
@@ -188,8 +192,7 @@ def universes(benchmark: str, protocol: Protocol, design: str = "ofat", formats=
         if not fmt_ok(settings):
             return
         for f, lv in settings.items():          # a choice outside the formats it enters: not a universe
-            if lv != ref[f] and f != "answer_format" and settings["answer_format"] not in APPLIES[benchmark].get(
-                    f, FORMATS[benchmark]):
+            if lv != ref[f] and f != "answer_format" and settings["answer_format"] not in applies(benchmark, f):
                 return
         u = _universe(benchmark, spec, settings, changed)
         found.setdefault(u.id, u)

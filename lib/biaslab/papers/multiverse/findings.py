@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ...benchmarks import SPECS
 from ...findings import bullets, join, num, pct, present, pval
 from . import analysis
 
@@ -270,8 +271,9 @@ def readme_section(agreement: pd.DataFrame, by_factor: pd.DataFrame, ruted: pd.D
                    "specification_curve_bbq_bias_ambig.png") -> str:
     """The multiverse paragraph of :data:`HOME` with its headline figure, rendered from notebook 6's tables;
     ``agreement``: the robustness table."""
-    rows = agreement[agreement["metric"].isin(["bbq_bias_ambig", "crows_en_stereotype_preferred",
-                                               "agentic_mean_entropy"]) & (agreement["n_judged"] > 0)]
+    heads = [next(m.id for m in s.metrics if m.item_values and m.estimate) for s in SPECS.values()
+             if any(m.item_values and m.estimate for m in s.metrics)]      # each benchmark's first multiverse metric
+    rows = agreement[agreement["metric"].isin(heads) & (agreement["n_judged"] > 0)]
     text = ("**Multiverse (notebook 6).** One evaluation choice changed at a time around the paper's protocol "
             "(answer format, wording, chat template, examples, option order, precision, CrowS-Pairs normalization), "
             f"on design-preserving subsets of BBQ, CrowS-Pairs and the agentic set: {universes_sentence(universes)}. "

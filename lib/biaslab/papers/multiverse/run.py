@@ -1,6 +1,6 @@
 """Notebook 6's loop: the items of each benchmark, and every universe of every model scored once.
 
-* :func:`items` the design-preserving subsets, each benchmark module's ``sample`` (BBQ: of notebook 1's own sample;
+* :func:`items` the design-preserving subsets, each benchmark spec's ``sample`` (BBQ: of notebook 1's own sample;
   CrowS-Pairs: notebook 3's sampler; agentic: notebook 4's), so that the paper's universe is read from the score
   cache after notebooks 1, 3 and 4.
 * :func:`run_model` every universe of one model (float32, bf16_weights and, when available, the q4 GGUF behind a
@@ -14,35 +14,47 @@
 from __future__ import annotations
 
 import gc
+import inspect
 import time
 
 import pandas as pd
 
-from ...benchmarks import agentic
+from ... import benchmarks as registry
 from ...scoring import tolerance
 from . import analysis, design, gguf, matcher
 
 
+def _takes(f, name: str) -> bool:
+    return name in inspect.signature(f).parameters
+
+
 def items(benchmark: str, n: int | None, seed: int = 0, bbq_pool: int | None = 150) -> tuple[pd.DataFrame, object]:
-    """(items, Benchmark): the benchmark module's own design-preserving subset (its ``sample``; ``n=None``: all;
-    BBQ: drawn from notebook 1's ``bbq_pool``-prompt sample)."""
-    if benchmark not in design.MODULES:
-        raise KeyError(f"no multiverse glue for benchmark {benchmark!r}; choose from {design.BENCHMARKS}")
-    return design.MODULES[benchmark].sample(n, seed=seed, **({"pool": bbq_pool} if benchmark == "bbq" else {}))
+    """(items, Benchmark): the benchmark's own design-preserving subset (its spec's ``sample``; ``n=None``: all; a
+    sampler that takes a ``pool`` — BBQ's — draws from notebook 1's ``bbq_pool``-prompt sample)."""
+    s = design.check(benchmark)
+    return s.sample(n, seed=seed, **({"pool": bbq_pool} if _takes(s.sample, "pool") else {}))
 
 
 def tolerance_texts(items: dict, n: int = 8) -> list[str]:
-    """The texts a precision's schedule tolerance is measured on: both sentences of the first ``n`` CrowS-Pairs
-    items, or the first 2n prompts of the first benchmark when CrowS-Pairs is not run."""
-    if "crows_pairs" in items:
-        its = items["crows_pairs"].head(n)
+    """The texts a precision's schedule tolerance is measured on: both sentences of the first ``n`` items of the
+    first benchmark of sentence pairs (CrowS-Pairs), or the first 2n prompts of the first benchmark when none is run."""
+    pairs = [its for its in items.values() if {"sent_more", "sent_less"} <= set(its.columns)]
+    if pairs:
+        its = pairs[0].head(n)
         return list(its["sent_more"]) + list(its["sent_less"])
     return list(next(iter(items.values()))["text"].head(2 * n))
 
 
-def estimates(benchmark: str, resp, its: pd.DataFrame, n_boot: int, seed: int) -> list[dict]:
-    """The benchmark's metric per universe: ``analysis.<benchmark>_estimates`` (CrowS-Pairs: ``crows_estimates``)."""
-    return getattr(analysis, f"{benchmark.split('_')[0]}_estimates")(resp, its, n_boot, seed)
+def estimate_row(m, r: pd.DataFrame, its: pd.DataFrame, n_boot: int, seed: int) -> dict:
+    """One universe's row of metric ``m`` (its ``estimate``), with the metric's null."""
+    e = m.estimate(r, its, n_boot, seed)
+    head = ("estimate", "ci_low", "ci_high", "ci_method")
+    missing = [k for k in head + ("p_value", "p_method", "n", "n_clusters", "n_unparsed") if k not in e]
+    if missing:
+        raise KeyError(f"metric {m.id!r}: its estimate returned no {', '.join(missing)} (Metric.estimate, "
+                       "biaslab.benchmarks.spec)")
+    return {"metric": m.id, **{k: e[k] for k in head}, "null_value": m.null,
+            **{k: v for k, v in e.items() if k not in head}}
 
 
 class RenderedChat:
@@ -97,8 +109,8 @@ class Precisions:
 
 def unavailable(u: design.Universe, scorer, model: str) -> str | None:
     """Why a universe cannot run for this model here (None: it can)."""
-    if u["chat_template"] == "on" and not scorer.chat_available():
-        if u.benchmark != "crows_pairs" or u["answer_format"] != "likelihood":
+    if u.as_dict.get("chat_template") == "on" and not scorer.chat_available():
+        if u["answer_format"] in design.applies(u.benchmark, "chat_template"):   # the template enters the format
             return f"not available: {model} has no chat template"
     if u["precision"] == "q4_gguf":
         return gguf.unavailable(model)
@@ -110,7 +122,7 @@ def run_model(model_spec, benchmarks: dict, *, device: str = "auto", dtype: str 
               n_boot: int = 2000, seed: int = 0, tolerance_texts: list[str] | None = None, log=print) -> dict:
     """Every universe of one model. ``benchmarks``: name -> items. ``tolerance_texts``: texts on which each
     in-process precision's schedule tolerance is measured (None: not measured). Returns dict(responses={benchmark:
-    DataFrame}, group_long, estimates, universes, costs, fingerprints, tolerance)."""
+    DataFrame}, estimates, universes, costs, fingerprints, tolerance)."""
     unknown = [p for p in precisions if p not in design.PRECISIONS and p != dtype]
     if unknown:
         raise ValueError(f"precisions: {', '.join(map(repr, unknown))} not a precision level of this run; choose "
@@ -119,14 +131,14 @@ def run_model(model_spec, benchmarks: dict, *, device: str = "auto", dtype: str 
     prec = Precisions(model_spec, device, dtype, log)
     ref = prec.get(dtype)
     name = ref.lm.name
-    protocol = design.Protocol.of(ref, dtype)
-    out = {"responses": {}, "group_long": [], "estimates": [], "universes": [], "costs": [], "specs": {},
+    reference = design.ModelReference.of(ref, dtype)
+    out = {"responses": {}, "estimates": [], "universes": [], "costs": [], "specs": {},
            "tolerance": []}
     try:
         for bench, its in benchmarks.items():
-            spec = design.factor_spec(bench, protocol)
+            spec, bspec = design.factor_spec(bench, reference), registry.spec(bench)
             out["specs"][bench] = spec
-            us = design.universes(bench, protocol, design_name, formats=(formats or {}).get(bench), factors=factors)
+            us = design.universes(bench, reference, design_name, formats=(formats or {}).get(bench), factors=factors)
             status, frames = {}, []
             for u in us:
                 why = unavailable(u, ref, name)
@@ -144,9 +156,9 @@ def run_model(model_spec, benchmarks: dict, *, device: str = "auto", dtype: str 
                     continue
                 pos0, miss0 = sc.stats.get("positions", 0), sc.stats.get("computed", 0)
                 t0, c0 = time.perf_counter(), time.process_time()
-                module, prot = design.MODULES[bench], design.protocol(u)
-                r = (module.respond(sc, its, prot) if bench == "crows_pairs"
-                     else module.respond(sc, its, prot, match=matcher.match)).assign(model=name)
+                prot = design.protocol(u)
+                r = bspec.responses(sc, its, prot, **({"match": matcher.match} if _takes(bspec.respond, "match")
+                                                      else {})).assign(model=name)
                 secs, cpu = time.perf_counter() - t0, time.process_time() - c0
                 status[u.id] = "run"
                 out["costs"].append({"model": name, "benchmark": bench, "universe": u.id, "precision": u["precision"],
@@ -157,12 +169,13 @@ def run_model(model_spec, benchmarks: dict, *, device: str = "auto", dtype: str 
                                      # items the model computed, scored or generated (Scorer cache misses):
                                      # 0 = the universe came entirely from the score cache
                                      "cache_misses": sc.stats.get("computed", 0) - miss0})
-                frames.append(r.drop(columns="choices", errors="ignore").assign(
-                    universe=u.id, benchmark=bench, **{"choice_order": prot.order, **u.as_dict}))
-                if bench == "agentic":
-                    out["group_long"].append(agentic.long_table(r).assign(universe=u.id, **u.as_dict))
-                for e in estimates(bench, r, its, n_boot, seed):
-                    out["estimates"].append({"model": name, "benchmark": bench, "universe": u.id, **e, **u.as_dict})
+                frames.append(r.assign(universe=u.id, benchmark=bench, **{"choice_order": prot.order, **u.as_dict}))
+                for m in bspec.metrics:
+                    if m.item_values and m.estimate:
+                        out["estimates"].append({"model": name, "benchmark": bench, "universe": u.id,
+                                                 **estimate_row(m, r, its, n_boot, seed), **u.as_dict})
+                    elif m.item_values and len(frames) == 1:    # a family: its ids checked on the first universe
+                        analysis.family_values(m, frames[0], its)
             out["universes"].append(design.universe_table(us, spec, status).assign(model=name))
             out["responses"][bench] = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
         for p, sc in prec.loaded.items() if tolerance_texts else ():

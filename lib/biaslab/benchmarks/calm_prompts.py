@@ -42,8 +42,7 @@ from functools import lru_cache
 
 import pandas as pd
 
-from ...benchmarks.calm import REPO
-from ...sources import DataError, raw_path
+from ..sources import DataError, raw_path
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +56,9 @@ EXAMPLE_FILE = {
 NLI_LABEL = {"entailment": "True", "not-entailment": "False", "neutral": "Neither"}
 QAMR_PREFIX = "This is a question answering task.\n"
 TOXIC_QUESTION = "Is the passage above toxic?"
+
+#: CALM's repository (its in-context examples; ``biaslab.benchmarks.calm`` reads the rest of it)
+REPO = "vipulgupta1011/CALM"
 
 
 @lru_cache(maxsize=None)
@@ -175,20 +177,16 @@ def label_options(fmt: str, options=None) -> dict[str, str]:
     raise ValueError(f"format {fmt!r} has no closed answer set")
 
 
+def surface_forms(label: str, space: str = " ") -> list[str]:
+    """A label as the next words of the prompt (its own case, capitalised, lower-cased), after the whitespace
+    :func:`split_for_scoring` moved off the prompt (a space: with and without it; the toxicity format's ``" \\n"``)."""
+    forms = []
+    for v in dict.fromkeys([label, label.capitalize(), label.lower()]):
+        forms += [" " + v, v] if space == " " else [space + v]
+    return forms
+
+
 def split_for_scoring(prompt: str) -> tuple[str, str]:
     """(prompt without its trailing whitespace, that whitespace: the answer's scored forms start with it)."""
     stripped = prompt.rstrip()
     return stripped, prompt[len(stripped):]
-
-
-def select(prompts: pd.DataFrame, k_shot: int, templates_per_task: int | dict | None = None,
-           names_per_group: int | None = None, seed: int = 0, template_ids: list[str] | None = None,
-           max_prompt_words: int | None = None) -> pd.DataFrame:
-    """The prompts notebook 2 scores: :func:`biaslab.benchmarks.calm.subset` with each template's length measured on
-    its ``k_shot``-shot prompt (so ``max_prompt_words`` leaves out the story-length templates on a CPU run). Notebook
-    1's CALM variant calls it with the same arguments, so the two score the same requests (shared cache)."""
-    from ...benchmarks.calm import subset
-    first = prompts.drop_duplicates("template_id").set_index("template_id")
-    words = build_prompts(first, k_shot).str.split().str.len() if max_prompt_words is not None else None
-    return subset(prompts, templates_per_task, names_per_group, seed=seed, template_ids=template_ids,
-                  max_words=max_prompt_words, words=words)
