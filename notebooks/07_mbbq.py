@@ -26,8 +26,9 @@
 # ...", in each language); the paper's own generated-answer protocol and its answer detector are in
 # `biaslab.benchmarks.mbbq` (format `generated`), validated on hand labels in `tests/test_mbbq.py`.
 #
-# The analysis plan has no confirmatory claim for this notebook yet: every result here is exploratory (estimate,
-# interval, unadjusted p; not decided).
+# **Decided.** The analysis plan's claims for this notebook (stated below from the plan: per model, the English
+# ambiguous bias score and each language minus English at equal control-set accuracy) are decided under the project's
+# error budget; every other result is exploratory (estimate, interval, unadjusted p; not decided).
 
 # %% tags=["parameters"]
 profile = "default"  # run size: smoke, default or paper (biaslab.profiles)
@@ -74,10 +75,11 @@ from biaslab import scoring
 from biaslab.benchmarks import mbbq
 from biaslab.outputs import OutputDir
 from biaslab.papers.mbbq import analysis as A
+from biaslab.papers.mbbq import decisions as D
 from biaslab.papers.mbbq import figures as F
 
 pd.set_option("display.width", 160, "display.max_columns", 30)
-out = OutputDir(output_dir)
+out = OutputDir(output_dir, PLAN)
 prompts, bench = mbbq.sample(items, seed=seed, languages=languages)
 out.record_data(bench.sources)
 print(bench.summary())
@@ -133,7 +135,6 @@ display(timings.round(1))
 acc = A.accuracy(responses)
 out.table(acc, "accuracy")
 metrics = A.metric_table(responses, seed=seed)
-out.table(metrics, "metrics")
 fig = F.by_language(metrics, ["accuracy_ambig", "accuracy_disambig"],
                     "MBBQ accuracy per language, all categories (design weighted), bias vs control set")
 out.figure(fig, "accuracy_by_language")
@@ -170,7 +171,13 @@ metrics[metrics.category == "all"].pivot_table(index=["model", "set", "metric"],
 con = A.contrasts(responses, seed=seed)
 out.table(con, "contrasts")
 adj = A.adjusted_contrasts(responses)
+check = D.responder_table(responses)           # the answer check per model x language (bias set)
+out.table(check, "responders")
+decided = D.decide(metrics, adj, check, plan=PLAN)   # the plan's claims, one family per model; the rest exploratory
+metrics, adj = decided["metrics"], decided.get("adjusted_contrasts", adj)
+out.table(metrics, "metrics")
 out.table(adj, "adjusted_contrasts", markdown=True)
+display(Markdown(PLAN.method_text("07_mbbq", pd.concat([metrics, adj]))))
 if len(adj) and "adjusted" in adj:
     fig = F.contrast_forest(adj, con, "MBBQ, each language minus English (bias set, all categories), 95 % CI")
     out.figure(fig, "contrasts")

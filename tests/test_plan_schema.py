@@ -142,6 +142,9 @@ def test_dry_run_refuses_a_faulty_plan_with_rc_2_and_no_traceback(tmp_path, caps
 #: columns the code writes now that the committed outputs predate (the stratified share's design-based p of notebook
 #: 3); each must be missing from the committed header, so the entry fails, and goes, once the outputs are regenerated
 NOT_YET_REGENERATED: dict = {}
+#: notebooks whose outputs the committed outputs/ do not hold yet (added since the last regeneration); each entry
+#: fails, and goes, once its folder is committed
+NOT_YET_PUBLISHED = {"07_mbbq"}
 
 
 def test_the_declared_tables_are_the_committed_tables_columns():
@@ -150,6 +153,9 @@ def test_the_declared_tables_are_the_committed_tables_columns():
     if not (OUT / "05_compare").exists():
         pytest.skip("no committed outputs")
     for nb, tables in S.TABLES.items():
+        if nb in NOT_YET_PUBLISHED:
+            assert not (OUT / nb).exists(), f"outputs/{nb} is committed: remove it from NOT_YET_PUBLISHED"
+            continue
         for table, cols in tables.items():
             files = sorted((OUT / nb).glob(f"**/tables/{table}.csv"))
             assert files, (nb, table)

@@ -43,6 +43,10 @@ TABLES: dict[str, dict[str, tuple]] = {
                                                          "ci_low", "ci_high", "p_value", "n", "n_clusters")},
     "05_compare": {"paired_differences": _PAIR + ("metric",) + _DIFF},
     "06_multiverse": {},
+    "07_mbbq": {"metrics": _MODEL + ("metric", "language", "set", "category", "estimate", "ci_low", "ci_high",
+                                     "p_value", "null_value", "n", "n_clusters"),
+                "adjusted_contrasts": _MODEL + ("metric", "language", "adjusted", "ci_low", "ci_high", "p_value",
+                                                "null_value", "n_templates")},
 }
 #: Constants a notebook's decisions pass beside the table (``verdict.decide``'s ``context``): notebook 1 runs once
 #: per benchmark, so its rows may name ``benchmark``.

@@ -94,11 +94,11 @@ def _with_pseudo(df: pd.DataFrame, metric: str, by: list[str]) -> pd.DataFrame:
 def _inference(y, clusters, seed: int) -> dict:
     y = np.asarray(y, float)
     if not np.isfinite(y).all():            # a score with no non-unknown answer (or an empty gap arm) is undefined
-        return {"n": int(y.size), "n_clusters": np.nan, "estimate": np.nan, "se": np.nan, "ci_low": np.nan,
+        return {"n": int(y.size), "n_clusters": np.nan, "df": np.nan, "estimate": np.nan, "se": np.nan, "ci_low": np.nan,
                 "ci_high": np.nan, "p_value": np.nan,
                 "ci_method": "undefined (no non-unknown answer, or no item in one arm of the gap)"}
     r = mean_inference(y, clusters, seed=seed, name=CLUSTER)
-    return {k: r[k] for k in ("n", "n_clusters", "estimate", "se", "ci_low", "ci_high", "p_value", "ci_method")}
+    return {k: r[k] for k in ("n", "n_clusters", "df", "estimate", "se", "ci_low", "ci_high", "p_value", "ci_method")}
 
 
 def _pooled_and_by_category(df: pd.DataFrame):
@@ -117,14 +117,17 @@ def accuracy(df: pd.DataFrame) -> pd.DataFrame:
 
 def metric_table(df: pd.DataFrame, seed: int = 0) -> pd.DataFrame:
     """Each metric of :data:`METRICS` per model x language x set x category (``all``: pooled, design weighted), with
-    its template-clustered interval."""
+    its template-clustered interval; bias scores and the gap are tested against ``null_value`` 0, an accuracy is
+    only estimated (its p and null are empty)."""
     rows = []
     for metric in METRICS:
         for cat, part in _pooled_and_by_category(df):
             d = _with_pseudo(part, metric, ["model", "language", "set"])
             for i, ((m, lang, s), g) in enumerate(d.groupby(["model", "language", "set"], sort=True)):
-                rows.append({"metric": metric, "model": m, "language": lang, "set": s, "category": cat,
-                             **_inference(g["pseudo"], g[CLUSTER].to_numpy(), seed + i)})
+                r = _inference(g["pseudo"], g[CLUSTER].to_numpy(), seed + i)
+                tested = metric not in ("accuracy_ambig", "accuracy_disambig")
+                rows.append({"metric": metric, "model": m, "language": lang, "set": s, "category": cat, **r,
+                             "p_value": r["p_value"] if tested else np.nan, "null_value": 0.0 if tested else np.nan})
     return pd.DataFrame(rows)
 
 
@@ -193,6 +196,7 @@ def adjusted_contrasts(df: pd.DataFrame, alpha: float = 0.05) -> pd.DataFrame:
                 b0, se = float(fit.params["const"]), float(fit.bse["const"])
                 q = sps.t.ppf(1 - alpha / 2, fit.df_resid)
                 rows.append({**row, "unadjusted": float(unadj.params.iloc[0]), "adjusted": b0, "se": se,
+                             "df": float(fit.df_resid), "null_value": 0.0,
                              "ci_low": b0 - q * se, "ci_high": b0 + q * se, "p_value": float(fit.pvalues["const"]),
                              "slope_da": float(fit.params["da"]), "mean_da": float(np.average(t["da"], weights=t["w"])),
                              "method": f"WLS intercept of db_t on da_t, HC1, t({int(fit.df_resid)})"})

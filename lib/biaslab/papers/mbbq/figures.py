@@ -71,17 +71,26 @@ def _fmt(r) -> str:
     return f"{r['estimate']:+.3f} [{r['ci_low']:+.3f}, {r['ci_high']:+.3f}]"
 
 
+def _verdict(r) -> str:
+    """The row's verdict as the verdict layer wrote it; a confirmatory row names its claim and adjusted p."""
+    v = str(r.get("verdict", "exploratory"))
+    if r.get("claim"):
+        return f"`{r['claim']}`: {v}, adjusted p {r['p_adjusted']:.3g}"
+    return v
+
+
 def findings(metrics: pd.DataFrame, adjusted: pd.DataFrame) -> str:
     """Per model: control-set accuracy per language (how well it answers each language at all: SmolLM2 is trained
     mostly on English, Gemma 3 on many languages), the ambiguous bias score per language, and each language minus
-    English adjusted for control accuracy; every number from the run's tables."""
+    English adjusted for control accuracy, each with its verdict (the plan's claims decided, the rest exploratory);
+    every number from the run's tables."""
     out = []
     m = metrics[metrics["category"] == "all"]
     for model in sorted(m["model"].unique()):
         acc = m[(m["model"] == model) & (m["metric"] == "accuracy_disambig") & (m["set"] == "control")]
         bias = m[(m["model"] == model) & (m["metric"] == "bias_score_ambig") & (m["set"] == "bias")]
         accs = ", ".join(f"{LANG_NAMES[r['language']]} {r['estimate']:.2f}" for _, r in acc.iterrows())
-        scores = ", ".join(f"{LANG_NAMES[r['language']]} {_fmt(r)}" for _, r in bias.iterrows())
+        scores = "; ".join(f"{LANG_NAMES[r['language']]} {_fmt(r)} ({_verdict(r)})" for _, r in bias.iterrows())
         out.append(f"- **{model}**: control-set accuracy in disambiguated contexts (chance 1/3): {accs}. "
                    f"Ambiguous bias score (bias set, 95 % CI): {scores}.")
         a = adjusted[(adjusted["model"] == model) & (adjusted["metric"] == "bias_score_ambig")]
@@ -89,5 +98,5 @@ def findings(metrics: pd.DataFrame, adjusted: pd.DataFrame) -> str:
             if np.isfinite(r.get("adjusted", np.nan)):
                 out.append(f"  - {LANG_NAMES[r['language']]} - English: {r['unadjusted']:+.3f} paired, "
                            f"{r['adjusted']:+.3f} [{r['ci_low']:+.3f}, {r['ci_high']:+.3f}] at equal control "
-                           f"accuracy ({r['n_templates']} templates; exploratory).")
+                           f"accuracy ({r['n_templates']} templates; {_verdict(r)}).")
     return "\n".join(out)
