@@ -321,12 +321,35 @@ def test_notebook_1_states_each_benchmarks_own_outcome_ideal_and_handling():
 #: redefined elsewhere and state their own
 SCALES = {"dm-difference": "standardized", "lpbs-mean": "standardized", "stereotype-share": "share",
           "ssqa-deviation-rate": "share_difference", "bbq-ambiguous": "standardized",
-          "crows-en-share": "share_difference"}
+          "crows-en-share": "share_difference", "mbbq-ambig-en": "standardized",
+          "mbbq-adjusted-contrast": "standardized"}
+
+
+def _mbbq_design(claim, key):
+    """(n, clusters, Kish design effect) of an MBBQ claim instance from the default profile's sample itself (its
+    outputs are not committed before the lead's regeneration): notebook 1's scored subset, or notebook 7's English
+    ambiguous bias-set items (the same items in every language: paired), weighted back to every ambiguous item."""
+    from biaslab import profiles
+    from biaslab.benchmarks import mbbq
+    from biaslab.papers.multifactor import factorial
+    if not (ROOT / "data/raw" / mbbq.REPO).exists():
+        pytest.skip("MBBQ data not fetched (biaslab data fetch --only mbbq)")
+    if claim == "dm-difference":
+        s = factorial.sample(mbbq.FACTOR_PLAN, mbbq.load().prompts,
+                             profiles.params("default", "01_multifactor", "mbbq")["max_prompts"], seed=0)
+        return len(s), s["template"].nunique(), 1.0
+    p, b = mbbq.sample(profiles.params("default", "07_mbbq")["items"], seed=0)
+    s = p[(p.language == "en") & (p.set == "bias") & (p.context_condition == "ambig")]
+    every = b.prompts.drop_duplicates("item")
+    N = every[every.context_condition == "ambig"].groupby("category").size()
+    return len(s), s["template"].nunique(), W.kish_deff(N, s.groupby("category").size().reindex(N.index))
 
 
 def _design(claim, key):
     """(n, clusters, Kish design effect) of one claim instance in the default profile, from the committed run's
     design columns (units and clusters) and CrowS-Pairs' stratum sizes: no outcome enters."""
+    if claim.startswith("mbbq-") or key == "mbbq":
+        return _mbbq_design(claim, key)
     t = lambda f: pd.read_csv(OUT / f)                                       # noqa: E731
     crows = t("03_crows_pairs_bayes/tables/datasets.csv")
     def kish(d):

@@ -40,8 +40,8 @@ import pandas as pd
 from .. import paths
 from ..sources import DataError, raw_path
 from .base import Benchmark, Factor, FactorSpec, Protocol, exclude, require_columns, require_rows
-from .bbq import biased_from_tags, paper_chat
-from .spec import Spec
+from .bbq import PSEUDO, bias_score_pseudo_values, biased_from_tags, paper_chat
+from .spec import FactorPlan, Metric, Source, Spec
 
 REPO = "Veranep/MBBQ"
 LANGUAGES = ("en", "es", "nl", "tr")
@@ -438,11 +438,119 @@ _PUNCT = set("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")
 COLUMNS = ("prompt_id", "model", "choice", "answer", "answer_kind", "deviated", "correct", "chose_unknown",
            "non_unknown")
 
+
+# ------------------------------------------------------------------------------- notebooks 1, 5 and 6
+def sample_bias(n: int | None, seed: int = 0) -> tuple[pd.DataFrame, Benchmark]:
+    """Notebook 6: :func:`sample`'s items in every language, bias set only (its metrics read no control item)."""
+    return sample(n, seed=seed, sets=("bias",))
+
+
+def _nb1_sample(prompts: pd.DataFrame, n: int | None, strata, seed: int = 0) -> pd.DataFrame:
+    """Notebook 1's subset of about ``n`` prompts, whole items (every language and set of an item): with at least 2
+    items per stratum, :func:`sample`'s items (notebook 7's requests, read from the score cache); fewer, a stratified
+    draw of ``n / 8`` items."""
+    if n is None:
+        return prompts
+    per = prompts.groupby("item").size().max()
+    items = prompts.drop_duplicates("item")
+    k = n // (per * items.groupby(list(strata)).ngroups)
+    if k >= 2:
+        keep = sample(k, seed=seed)[0]["item"].unique()
+    else:
+        from ..stats.sampling import stratified_sample
+        keep = stratified_sample(items, list(strata), max(1, n // per), seed=seed)["item"]
+    return prompts[prompts["item"].isin(keep)].reset_index(drop=True)
+
+
+FACTOR_PLAN = FactorPlan(
+    coverage_factors=["language", "set", "category", "context_condition", "question_polarity", "correct_is_biased",
+                      "template", "stereotyped_group"],
+    overall_sets={"design (language, set, category, context, polarity)":
+                  ["language", "set", "category", "context_condition", "question_polarity"],
+                  "all factors": ["language", "set", "category", "context_condition", "question_polarity",
+                                  "correct_is_biased", "template", "stereotyped_group"]},
+    heatmaps=[("language", "category"), ("category", "context_condition")],
+    sunburst=("language", "context_condition"),
+    subgroup_factors=["language", "set", "category", "context_condition"],
+    ecdf_factors=["language", "context_condition"],
+    regression=["language", "set", "category", "context_condition", "question_polarity"],
+    regression_subset=["language", "set", "category", "context_condition", "question_polarity"],
+    bayes_fixed=["language", "set", "context_condition", "question_polarity"],
+    bayes_group=["template"], bayes_group_subset=["category"],
+    strata=STRATA, sample=_nb1_sample,
+    highlight=("language", "set", "context_condition"),
+    responses=lambda r: r.drop(columns="answer"),     # option_ll: the chosen option is the answer
+    answer="choice", n_options=3, chance_factor="category",
+    shares_scores_with="07_mbbq",       # the default sample is notebook 7's items
+)
+
+
+def with_weighted_pseudo_values(df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` (one model's answers of one language, set and context condition) with :data:`~.bbq.PSEUDO`: BBQ's
+    score pseudo-values with each answer's terms multiplied by its design weight scaled to mean 1 (the
+    Horvitz-Thompson totals), so that their mean is the score over every MBBQ item (notebook 7's estimate)."""
+    out = df.copy()
+    for _, part in out.groupby(["language", "set", "context_condition"], sort=False):
+        a = part["weight"].to_numpy(float) / part["weight"].mean() if "weight" in part else np.ones(len(part))
+        out.loc[part.index, PSEUDO] = bias_score_pseudo_values(
+            a * part["deviated"], a * part["non_unknown"], a * part["correct"],
+            ambig=part["context_condition"].iloc[0] == "ambig")
+    return out
+
+
+ANSWER_READ = "MBBQ: option chosen (answer)"
+
+
+def _responder_check(d: pd.DataFrame, items=None) -> pd.DataFrame:
+    """Notebook 6: the answer check of the option chosen (none: unparseable) per model x universe x language."""
+    from ..stats import responders as R
+    d = d.merge(items[["prompt_id", "language"]], on="prompt_id") if "language" not in d else d
+    rows = R.responder_check(d.assign(option=d["choice"].where(d["choice"] >= 0)), answer="option",
+                             by=["model", "universe", "language"], n_options=3)
+    return rows.assign(metric=ANSWER_READ + ", " + rows["language"])
+
+
+def _in_language(f, lang: str):
+    """A notebook-6 function of BBQ's ``(responses, items, ...)`` on the items of one language (the universe's
+    responses join the items on ``prompt_id``), its rows named for that language's metric."""
+    def g(r, items, *args, **kw):
+        out = f(r, items[items["language"] == lang], *args, **kw)
+        return out.assign(metric=f"mbbq_bias_ambig_{lang}") if isinstance(out, pd.DataFrame) else out
+    return g
+
+
+def _metric(lang: str) -> Metric:
+    """The ambiguous-context bias score in one language, bias set, notebook 7's run."""
+    from functools import partial
+
+    from .bbq import _universe_estimate, _universe_values
+    return Metric(
+        id=f"mbbq_bias_ambig_{lang}", benchmark="MBBQ", label=f"MBBQ: bias score in ambiguous contexts ({lang})",
+        folder="07_mbbq",
+        sources=(Source("metrics", "estimate", {"metric": "bias_score_ambig", "language": lang, "set": "bias",
+                                                "category": "all"}),),
+        direction="higher = more stereotyped", orientation=1, null=0.0,
+        null_meaning="0: biased and counter-biased answers equally often",
+        responses=("responses",), response_filters={"language": lang, "set": "bias", "context_condition": "ambig"},
+        outcome=PSEUDO, cluster="template", kind="ratio_linearized", derive=with_weighted_pseudo_values,
+        responders={"language": lang}, answer_mode="option log-probabilities", scale="bias score (−1 to 1)",
+        note="notebooks 5 and 7: design weighted to every MBBQ item; notebook 6: the sample's items, unweighted",
+        item_values=_in_language(partial(_universe_values, "ambig"), lang),
+        estimate=_in_language(partial(_universe_estimate, "ambig"), lang),
+        factor_outcome=("deviated", "logistic", "non_unknown") if lang == "en" else (),
+        responder_reads=(f"{ANSWER_READ}, {lang}",))
+
+
 SPEC = Spec(
     name="mbbq", title="MBBQ", load=load,
     protocol=PROTOCOL, formats=FORMATS, applies={"max_new_tokens": ("generated",)},
-    honours=("format", "wording", "chat", "max_new_tokens"), respond=respond, paper_chat=paper_chat, sample=sample,
-    columns=COLUMNS,
-    sizes={"smoke": {"07_mbbq": {"items": 2, "languages": ["en", "tr"]}}, "default": {"07_mbbq": {"items": 3}},
-           "paper": {"07_mbbq": {"items": None}}},
+    honours=("format", "wording", "chat", "max_new_tokens"), respond=respond, paper_chat=paper_chat,
+    sample=sample_bias, columns=COLUMNS,
+    metrics=tuple(_metric(lang) for lang in LANGUAGES),
+    factor_plan=FACTOR_PLAN,
+    # notebook 1: notebook 7's items (3 per stratum x 8 prompts); notebook 6: 2 items per stratum, bias set
+    sizes={"smoke": {"01_multifactor": {"max_prompts": 16}, "06_multiverse": {"items": 2}},
+           "default": {"01_multifactor": {"max_prompts": 3 * 12 * 8}, "06_multiverse": {"items": 2}},
+           "paper": {"01_multifactor": {"max_prompts": None}, "06_multiverse": {"items": None}}},
+    responder_check=_responder_check,
 )
