@@ -66,6 +66,20 @@ def test_sample_design(bench):
     assert (items.groupby("item").size() == 8).all()
 
 
+def test_draws_are_nested_so_notebooks_1_and_6_ask_notebook_7s_requests(bench):
+    """Notebook 6's items (bias set) are among notebook 7's; notebook 1's default subset is notebook 7's items."""
+    from biaslab import profiles
+    from biaslab.papers.multifactor import factorial
+    seven = set(mbbq.sample(profiles.params("default", "07_mbbq")["items"], seed=0)[0]["item"])
+    six, _ = SPECS["mbbq"].sample(profiles.multiverse_items("default")["mbbq"], seed=0)
+    assert set(six["item"]) < seven and set(six["set"]) == {"bias"} and six["language"].nunique() == 4
+    one = factorial.sample(mbbq.FACTOR_PLAN, bench.prompts,
+                           profiles.params("default", "01_multifactor", "mbbq")["max_prompts"], seed=0)
+    assert set(one["item"]) == seven and len(one) == 8 * len(seven)
+    with pytest.raises(ValueError, match="items per category x context stratum"):
+        mbbq.sample(0)
+
+
 # ----------------------------------------------------------------------------------------------- statistics
 def _synthetic(seed=0, n_templates=40, per_template=8):
     """Two models' answers to parallel items in en and tr, bias and control sets, two strata with unequal weights."""
@@ -173,6 +187,50 @@ def test_adjusted_contrast_recomputed():
     # the unadjusted template-level mean is the paired contrast itself
     con = A.contrasts(df).set_index(["metric", "set", "language", "category"])
     assert adj["unadjusted"] == pytest.approx(con.loc[("bias_score_ambig", "bias", "tr", "all"), "estimate"])
+
+
+def test_notebook_5_reads_the_design_weighted_score_notebook_7_states():
+    """The metric's derived pseudo-values (notebook 5) average to the weighted score written from the definition."""
+    df = _synthetic(seed=5)
+    m = next(m for m in SPECS["mbbq"].metrics if m.id == "mbbq_bias_ambig_tr")
+    d = df[(df.language == "tr") & (df.set == "bias") & (df.context_condition == "ambig")]
+    pv = m.derive(d)[m.outcome]
+    assert pv.mean() == pytest.approx(_score(d, "bias_score_ambig", d["weight"]))
+    assert np.allclose(pv, _numeric_pseudo(d, "bias_score_ambig"), atol=1e-4)
+
+
+def test_notebook_6_values_are_one_languages():
+    df = _synthetic(seed=6).assign(universe="paper", answer_kind="option")
+    df["prompt_id"] = df["item"] + "|" + df["language"] + "|" + df["set"]
+    items = df[["prompt_id", "language", "template", "context_condition"]]
+    m = next(m for m in SPECS["mbbq"].metrics if m.id == "mbbq_bias_ambig_en")
+    r = df[df.set == "bias"].drop(columns=["template", "context_condition", "language"])
+    v = m.item_values(r, items)
+    en = df[(df.language == "en") & (df.set == "bias") & (df.context_condition == "ambig")]
+    assert set(v["metric"]) == {"mbbq_bias_ambig_en"} and len(v) == len(en)
+    assert v["value"].mean() == pytest.approx(_score(en, "bias_score_ambig"))   # unweighted: the sample's items
+    e = m.estimate(r, items, 50, 0)
+    assert e["estimate"] == pytest.approx(_score(en, "bias_score_ambig")) and e["n"] == len(en)
+
+
+def test_the_plans_claims_decide_their_rows_and_a_contrast_shares_a_languages_degeneracy(tmp_path):
+    from biaslab import plan as P
+    from biaslab.papers.mbbq import decisions as D
+    text = (paths.ROOT / "analysis_plan.yaml").read_text()
+    if "07_mbbq:\n    title" not in text:       # before the plan gives notebook 7 its claims and share
+        pytest.skip("the analysis plan has no claims for 07_mbbq")
+    df = _synthetic(seed=7)
+    df["choice"] = np.where(df["deviated"] == 1, 0, np.where(df["chose_unknown"] == 1, 2, 1))
+    df.loc[df.language == "tr", "choice"] = 0            # Turkish answers always the first option: degenerate
+    met, adj = A.metric_table(df), A.adjusted_contrasts(df)
+    out = D.decide(met, adj, D.responder_table(df), plan=P.load())
+    m, a = out["metrics"], out["adjusted_contrasts"]
+    claim = m[m["claim"] == "mbbq-ambig-en"]
+    assert len(claim) == 1 and claim.iloc[0][["language", "set", "category"]].tolist() == ["en", "bias", "all"]
+    assert claim.iloc[0]["verdict"] in ("distinguishable", "not distinguishable")
+    assert (m.loc[m["claim"].fillna("") == "", "verdict"].str.startswith(("exploratory", "not tested", "undefined"))).all()
+    tr = a[(a["metric"] == "bias_score_ambig") & (a["language"] == "tr")].iloc[0]
+    assert tr["responder_status"].startswith("degenerate") and tr["verdict"].startswith("not tested")
 
 
 # ----------------------------------------------------------------------------------------------- the answer detector

@@ -246,19 +246,21 @@ def sample(n: int | None, seed: int = 0, languages=LANGUAGES, sets=SETS) -> tupl
     """``n`` items per category x context condition (equal allocation, drawn at random, seed ``seed``), each in every
     language of ``languages`` and set of ``sets``, with design columns ``stratum`` and ``weight`` = N_h / n_h
     (N_h the stratum's items after exclusions; :func:`biaslab.benchmarks.crows_pairs.with_design`), so that every
-    estimate pooled over categories is weighted back to all MBBQ items. ``n=None``: every item (weights 1)."""
+    estimate pooled over categories is weighted back to all MBBQ items. ``n=None``: every item (weights 1). The draws
+    are nested: the first ``n`` of one random order per stratum, so a smaller ``n`` (notebook 6) is a subset of a
+    larger one (notebook 7) and its requests come from the score cache."""
     from .crows_pairs import with_design
     b = load(languages, sets)
     p = b.prompts
-    items = p.drop_duplicates("item")[["item"] + STRATA]
+    items = p.drop_duplicates("item")[["item"] + STRATA].sort_values("item", kind="stable")
     items = items.assign(_stratum=items["category"] + "|" + items["context_condition"])
     if n is None:
         chosen = items
     else:
-        if n < 2:
-            raise ValueError(f"MBBQ sample: n (items per category x context stratum) must be >= 2 or None, got {n!r}")
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+            raise ValueError(f"MBBQ sample: n (items per category x context stratum) must be >= 1 or None, got {n!r}")
         rng = np.random.default_rng(seed)
-        chosen = pd.concat([g.iloc[np.sort(rng.choice(len(g), size=min(n, len(g)), replace=False))]
+        chosen = pd.concat([g.iloc[np.sort(rng.permutation(len(g))[:n])]
                             for _, g in items.groupby("_stratum", sort=True)])
     design = with_design(chosen, items, by="_stratum")[["item", "stratum", "weight"]]
     return p.merge(design, on="item", how="inner"), b
@@ -446,15 +448,15 @@ def sample_bias(n: int | None, seed: int = 0) -> tuple[pd.DataFrame, Benchmark]:
 
 
 def _nb1_sample(prompts: pd.DataFrame, n: int | None, strata, seed: int = 0) -> pd.DataFrame:
-    """Notebook 1's subset of about ``n`` prompts, whole items (every language and set of an item): with at least 2
-    items per stratum, :func:`sample`'s items (notebook 7's requests, read from the score cache); fewer, a stratified
+    """Notebook 1's subset of about ``n`` prompts, whole items (every language and set of an item): with at least one
+    item per stratum, :func:`sample`'s items (notebook 7's requests, read from the score cache); fewer, a stratified
     draw of ``n / 8`` items."""
     if n is None:
         return prompts
     per = prompts.groupby("item").size().max()
     items = prompts.drop_duplicates("item")
     k = n // (per * items.groupby(list(strata)).ngroups)
-    if k >= 2:
+    if k >= 1:
         keep = sample(k, seed=seed)[0]["item"].unique()
     else:
         from ..stats.sampling import stratified_sample
@@ -543,14 +545,17 @@ def _metric(lang: str) -> Metric:
 
 SPEC = Spec(
     name="mbbq", title="MBBQ", load=load,
-    protocol=PROTOCOL, formats=FORMATS, applies={"max_new_tokens": ("generated",)},
+    # respond also reads the paper's generated answers (Protocol(format="generated"), its detector); they are not a
+    # universe of notebook 6: 100 new tokens cost SmolLM2 about 19 s of CPU per prompt here (8 prompts: 149 s)
+    protocol=PROTOCOL, formats=("option_ll",), applies={"max_new_tokens": ("generated",)},
     honours=("format", "wording", "chat", "max_new_tokens"), respond=respond, paper_chat=paper_chat,
     sample=sample_bias, columns=COLUMNS,
     metrics=tuple(_metric(lang) for lang in LANGUAGES),
     factor_plan=FACTOR_PLAN,
-    # notebook 1: notebook 7's items (3 per stratum x 8 prompts); notebook 6: 2 items per stratum, bias set
-    sizes={"smoke": {"01_multifactor": {"max_prompts": 16}, "06_multiverse": {"items": 2}},
-           "default": {"01_multifactor": {"max_prompts": 3 * 12 * 8}, "06_multiverse": {"items": 2}},
+    # notebook 1: notebook 7's items (3 per stratum x 8 prompts); notebook 6: the first of them per stratum, bias set
+    # (12 items x 4 languages; its paper universe is read from notebook 7's scores)
+    sizes={"smoke": {"01_multifactor": {"max_prompts": 16}, "06_multiverse": {"items": 1}},
+           "default": {"01_multifactor": {"max_prompts": 3 * 12 * 8}, "06_multiverse": {"items": 1}},
            "paper": {"01_multifactor": {"max_prompts": None}, "06_multiverse": {"items": None}}},
     responder_check=_responder_check,
 )
