@@ -37,7 +37,7 @@ models = ["smollm2-135m-instruct", "gemma-3-270m"]  # models to score: catalogue
 device = "auto"  # where models run: auto, cpu, cuda or mps
 dtype = "auto"  # weights' precision: auto, float32, bfloat16
 output_dir = "../scratch/07_mbbq"  # folder for this run's tables, figures and provenance
-items = 3  # items per category x context-condition stratum, each in 4 languages x 2 sets (None: all)
+items = 2  # items per category x context-condition stratum, each in 4 languages x 2 sets (None: all)
 languages = ["en", "es", "nl", "tr"]  # languages scored (English is the reference of every contrast)
 seed = 0  # seed of the item sample and of the wild cluster bootstrap
 

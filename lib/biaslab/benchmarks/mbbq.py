@@ -552,10 +552,10 @@ SPEC = Spec(
     sample=sample_bias, columns=COLUMNS,
     metrics=tuple(_metric(lang) for lang in LANGUAGES),
     factor_plan=FACTOR_PLAN,
-    # notebook 1: notebook 7's items (3 per stratum x 8 prompts); notebook 6: the first of them per stratum, bias set
+    # notebook 1: notebook 7's items (2 per stratum x 8 prompts); notebook 6: the first of them per stratum, bias set
     # (12 items x 4 languages; its paper universe is read from notebook 7's scores)
     sizes={"smoke": {"01_multifactor": {"max_prompts": 16}, "06_multiverse": {"items": 1}},
-           "default": {"01_multifactor": {"max_prompts": 3 * 12 * 8}, "06_multiverse": {"items": 1}},
+           "default": {"01_multifactor": {"max_prompts": 2 * 12 * 8}, "06_multiverse": {"items": 1}},
            "paper": {"01_multifactor": {"max_prompts": None}, "06_multiverse": {"items": None}}},
     responder_check=_responder_check,
 )
