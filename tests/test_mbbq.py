@@ -228,7 +228,8 @@ def test_the_plans_claims_decide_their_rows_and_a_contrast_shares_a_languages_de
     claim = m[m["claim"] == "mbbq-ambig-en"]
     assert len(claim) == 1 and claim.iloc[0][["language", "set", "category"]].tolist() == ["en", "bias", "all"]
     assert claim.iloc[0]["verdict"] in ("distinguishable", "not distinguishable")
-    assert (m.loc[m["claim"].fillna("") == "", "verdict"].str.startswith(("exploratory", "not tested", "undefined"))).all()
+    rest = m.loc[m["claim"].fillna("") == "", "verdict"]
+    assert rest.str.startswith(("exploratory", "not tested", "undefined")).all()
     tr = a[(a["metric"] == "bias_score_ambig") & (a["language"] == "tr")].iloc[0]
     assert tr["responder_status"].startswith("degenerate") and tr["verdict"].startswith("not tested")
 

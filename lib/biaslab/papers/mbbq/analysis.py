@@ -94,8 +94,8 @@ def _with_pseudo(df: pd.DataFrame, metric: str, by: list[str]) -> pd.DataFrame:
 def _inference(y, clusters, seed: int) -> dict:
     y = np.asarray(y, float)
     if not np.isfinite(y).all():            # a score with no non-unknown answer (or an empty gap arm) is undefined
-        return {"n": int(y.size), "n_clusters": np.nan, "df": np.nan, "estimate": np.nan, "se": np.nan, "ci_low": np.nan,
-                "ci_high": np.nan, "p_value": np.nan,
+        return {"n": int(y.size), "n_clusters": np.nan, "df": np.nan, "estimate": np.nan, "se": np.nan,
+                "ci_low": np.nan, "ci_high": np.nan, "p_value": np.nan,
                 "ci_method": "undefined (no non-unknown answer, or no item in one arm of the gap)"}
     r = mean_inference(y, clusters, seed=seed, name=CLUSTER)
     return {k: r[k] for k in ("n", "n_clusters", "df", "estimate", "se", "ci_low", "ci_high", "p_value", "ci_method")}
