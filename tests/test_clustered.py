@@ -75,6 +75,23 @@ def test_wild_interval_inverts_the_test_and_contains_the_estimate():
     assert r["ci_method"].startswith("wild cluster bootstrap-t") and "G = 7" in r["ci_method"]
 
 
+def test_wild_bootstrap_p_is_never_zero_with_random_draws():
+    """Davison & Hinkley (1997) eq. 4.11: with B random draws p = (1 + #{t* >= t}) / (B + 1); a far null that no
+    draw reaches gets 1 / (B + 1), not 0. Under full enumeration (6^G <= B) p is the exact share, and the all-ones
+    weight vector reproduces t, so it is at least 6^-G."""
+    rng = np.random.default_rng(7)
+    cl = np.repeat(np.arange(8), 5)                     # 6^8 > 999: random draws
+    tot = np.bincount(cl, weights=rng.normal(0, 1, cl.size))
+    size = np.bincount(cl).astype(float)
+    assert C.wild_cluster_mean_test(tot, size, 1e3, n_boot=999) == pytest.approx(1 / 1000)
+    v = C.webb_weights(8, 999, seed=0)
+    ybar, se = C._wcr_observed(tot, size)
+    t_b = np.abs(C._WCR(tot, size, v).t(0.2))
+    hits = int(np.sum(t_b >= abs(ybar - 0.2) / se * (1 - 1e-12)))
+    assert C.wild_cluster_mean_test(tot, size, 0.2, n_boot=999) == pytest.approx((1 + hits) / 1000)
+    assert C.wild_cluster_mean_test(tot[:3], size[:3], 1e3) == pytest.approx(1 / 6 ** 3)    # enumerated: 216
+
+
 def _few_cluster_rates(g, rng, p=0.3, sd=0.8):
     m = rng.integers(20, 300, size=g)
     pg = special.expit(special.logit(p) + sd * rng.standard_normal(g))
