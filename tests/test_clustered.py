@@ -230,3 +230,19 @@ def test_rao_scott_by_hand():
     # independent units: the floor keeps the naive statistic
     ind = C.rao_scott_gof(per_cluster, None, range(3))
     assert ind["chi2_rao_scott"] == pytest.approx(ind["chi2"]) and ind["n_clusters"] == 30
+
+
+@pytest.mark.parametrize("g", [8, 40])           # the wild bootstrap (G < 30) and the cluster-robust t
+def test_a_cluster_column_named_cluster_is_not_said_twice(g):
+    """Notebook 6's per-item values carry their generating unit in a column named ``cluster``: its method strings
+    read "G = 8 clusters", never "cluster clusters"; a named unit keeps its name."""
+    rng = np.random.default_rng(2)
+    cl = np.repeat(np.arange(g), 3)
+    d = pd.DataFrame({"unit": np.tile(np.arange(cl.size), 2), "cluster": np.tile(cl, 2),
+                      "universe": np.repeat(["u", "paper"], cl.size), "value": rng.normal(0, 1, 2 * cl.size)})
+    r = paired.paired_difference(d, "value", "u", "paper", "cluster", model="universe", unit="unit", binary=False)
+    assert f"G = {g} clusters" in r["ci_method"] and f"in {g} clusters" in r["mde_design"]
+    assert "cluster clusters" not in r["ci_method"] + r["mde_design"]
+    named = paired.paired_difference(d.rename(columns={"cluster": "template"}), "value", "u", "paper", "template",
+                                     model="universe", unit="unit", binary=False)
+    assert f"G = {g} template clusters" in named["ci_method"]

@@ -295,7 +295,7 @@ def mean_inference(y, clusters=None, null: float = 0.0, alpha: float = 0.05, few
     if g < 2:
         out["ci_method"] = f"undefined ({g} cluster)"
         return out
-    label = "units" if clusters is None else f"{name + ' ' if name else ''}clusters" + (" (crossed)" if two_way else "")
+    label = "units" if clusters is None else clusters_label(name) + (" (crossed)" if two_way else "")
     if not two_way and clusters is not None and g < few:
         c = dims[0]
         tot, size = np.bincount(c, weights=y), np.bincount(c).astype(float)
@@ -426,6 +426,11 @@ def cluster_labels(df: pd.DataFrame, cluster: str | Sequence[str] | None):
     if len(cols) != 2:
         raise ValueError(f"one or two cluster columns, got {cols}")
     return [df[cols[0]].to_numpy(), df[cols[1]].to_numpy()]
+
+
+def clusters_label(name: str | None) -> str:
+    """"template clusters" for method strings; plain "clusters" for an unnamed or generic (``cluster``) column."""
+    return f"{name} clusters" if name and name != "cluster" else "clusters"
 
 
 def cluster_name(cluster: str | Sequence[str] | None) -> str:

@@ -42,7 +42,7 @@ import statsmodels.api as sm
 from scipy import stats
 from scipy.linalg import null_space
 
-from .clustered import FEW_CLUSTERS, contrast_clusters
+from .clustered import FEW_CLUSTERS, clusters_label, contrast_clusters
 from .coverage import functional_dependencies
 
 try:                                   # small dense problems: one BLAS thread is fastest, and on a busy machine
@@ -235,7 +235,7 @@ def _logistic_regression(df, factors, references, outcome, alpha, check, cluster
         t["design_effect"] = (se_c / t["se"]) ** 2
         t["n_clusters"] = held
         t["ci_method"] = [f"Wald, naive (normal) and cluster-robust ({cluster}, CR1 sandwich, t({d}))" for d in dfree]
-        notes.append(f"cluster-robust standard errors over {int(groups.max() + 1)} {cluster} clusters "
+        notes.append(f"cluster-robust standard errors over {int(groups.max() + 1)} {clusters_label(cluster)} "
                      "(statsmodels cov_type='cluster'); read p_cluster, not p_value")
     if t["separated"].any():
         notes.append(f"{int(t['separated'].sum())} term(s) show separation (deviation rate 0 or 1 at that level, "
