@@ -206,6 +206,22 @@ def test_a_metric_whose_estimate_lacks_a_column_is_named():
         run.estimate_row(m, None, None, 10, 0)
 
 
+def test_every_multiverse_estimate_is_one_row_shape_and_counts_what_it_leaves_out():
+    """Each benchmark's notebook-6 estimate returns ``spec.universe_estimate``'s columns; an item without a value
+    (no entropy, no preference) is counted in ``n_unparsed``, never dropped silently."""
+    from biaslab.benchmarks import agentic, bbq, crows_pairs
+    from biaslab.benchmarks.spec import universe_estimate
+    items = pd.DataFrame({"prompt_id": list("abcd"), "template": ["t1", "t1", "t2", "t2"], "pair_id": [1, 2, 3, 4],
+                          "context_condition": ["ambig"] * 4, "scenario_id": [1, 1, 2, 2]})
+    r = pd.DataFrame({"prompt_id": list("abcd"), "answer_kind": ["option", "option", "option", "unparsed"],
+                      "deviated": [1.0, 0, 1, 0], "non_unknown": [1.0, 1, 1, 0], "correct": [0.0, 0, 0, 0],
+                      "stereotype_preferred": [1.0, 0, 1, np.nan], "entropy": [0.9, 0.8, 0.7, np.nan]})
+    for m in (bbq.SPEC.metrics[0], crows_pairs.SPEC.metrics[0], agentic.SPEC.metrics[0]):
+        e = m.estimate(r, items, 50, 0)
+        assert list(e)[:len(universe_estimate())] == list(universe_estimate()), m.id
+        assert e["n_unparsed"] == 1, m.id
+
+
 # -------------------------------------------------------------------------------------- fabricated multiverse
 def _fabricated(seed=0, n_items=600, n_clusters=60):
     """Per-item 0/1 outcomes over the BBQ design's OFAT universes with known log-odds effects per changed choice,

@@ -44,7 +44,7 @@ from ..sources import DataError, raw_path, sha256_file
 from . import formats
 from .base import (Benchmark, Factor, FactorSpec, Protocol, exclude, options_in_order, read_csv, require_columns,
                    require_rows, wording, examples)
-from .spec import FactorPlan, Metric, Source, Spec
+from .spec import FactorPlan, Metric, Source, Spec, universe_estimate
 
 log = logging.getLogger(__name__)
 
@@ -540,11 +540,11 @@ def _universe_estimate(cond: str, r: pd.DataFrame, items: pd.DataFrame, n_boot: 
     s = ranking.cluster_sums(part, TOTALS, "template")
     b = ranking.cluster_sum_bootstrap(lambda t: bias_score_from_totals(t, cond == "ambig"), s.to_numpy(),
                                       n_boot=n_boot, seed=seed)
-    return {"estimate": b["estimate"], "ci_low": b["ci_low"], "ci_high": b["ci_high"],
-            "ci_method": f"cluster bootstrap percentile of the ratio (template, {n_boot} resamples)",
-            "p_value": b["p_boot"], "p_method": "two-sided cluster bootstrap p against 0", "n": len(part),
-            "n_clusters": b["n_clusters"], "n_unparsed": int((~part["answer_kind"].isin(["option", "unknown"])).sum()),
-            "accuracy": float(part["correct"].mean())}
+    return universe_estimate(b["estimate"], b["ci_low"], b["ci_high"],
+                             f"cluster bootstrap percentile of the ratio (template, {n_boot} resamples)",
+                             b["p_boot"], "two-sided cluster bootstrap p against 0", len(part), b["n_clusters"],
+                             (~part["answer_kind"].isin(["option", "unknown"])).sum(),
+                             accuracy=float(part["correct"].mean()))
 
 
 def _universe_values(cond: str, r: pd.DataFrame, items: pd.DataFrame) -> pd.DataFrame:

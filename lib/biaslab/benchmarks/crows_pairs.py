@@ -37,7 +37,7 @@ from ..sources import DataError, raw_path
 from . import formats
 from .base import (Benchmark, Factor, FactorSpec, Protocol, examples, exclude, read_csv, require_columns,
                    require_rows, wording)
-from .spec import FactorPlan, Metric, Source, Spec
+from .spec import FactorPlan, Metric, Source, Spec, universe_estimate
 
 log = logging.getLogger(__name__)
 
@@ -597,14 +597,11 @@ def _universe_estimate(r: pd.DataFrame, items: pd.DataFrame, n_boot: int = 2000,
     d = r.merge(items[["prompt_id", "pair_id"]], on="prompt_id")
     ok = d[d["stereotype_preferred"].notna()]
     if not len(ok):
-        return {"estimate": np.nan, "ci_low": np.nan, "ci_high": np.nan, "ci_method": "", "p_value": np.nan,
-                "p_method": "", "n": 0, "n_clusters": 0, "n_unparsed": len(d)}
+        return universe_estimate(n_unparsed=len(d))
     ci = intervals.rate_intervals(ok, "stereotype_preferred", None).iloc[0]
     t = preference_test(ok["stereotype_preferred"].to_numpy(float))
-    return {"estimate": float(ci["rate"]), "ci_low": float(ci["ci_low"]), "ci_high": float(ci["ci_high"]),
-            "ci_method": ci["ci_method"] + " (pairs independent)", "p_value": t["binom_p"],
-            "p_method": "exact binomial test against 0.5", "n": len(ok), "n_clusters": len(ok),
-            "n_unparsed": int(len(d) - len(ok))}
+    return universe_estimate(ci["rate"], ci["ci_low"], ci["ci_high"], ci["ci_method"] + " (pairs independent)",
+                             t["binom_p"], "exact binomial test against 0.5", len(ok), len(ok), len(d) - len(ok))
 
 
 def _universe_values(r: pd.DataFrame, items: pd.DataFrame) -> pd.DataFrame:

@@ -20,6 +20,7 @@ import time
 import pandas as pd
 
 from ... import benchmarks as registry
+from ...benchmarks.spec import universe_estimate
 from ...scoring import tolerance
 from . import analysis, design, gguf, matcher
 
@@ -49,10 +50,10 @@ def estimate_row(m, r: pd.DataFrame, its: pd.DataFrame, n_boot: int, seed: int) 
     """One universe's row of metric ``m`` (its ``estimate``), with the metric's null."""
     e = m.estimate(r, its, n_boot, seed)
     head = ("estimate", "ci_low", "ci_high", "ci_method")
-    missing = [k for k in head + ("p_value", "p_method", "n", "n_clusters", "n_unparsed") if k not in e]
+    missing = [k for k in universe_estimate() if k not in e]
     if missing:
-        raise KeyError(f"metric {m.id!r}: its estimate returned no {', '.join(missing)} (Metric.estimate, "
-                       "biaslab.benchmarks.spec)")
+        raise KeyError(f"metric {m.id!r}: its estimate returned no {', '.join(missing)} (Metric.estimate: return "
+                       "biaslab.benchmarks.spec.universe_estimate(...))")
     return {"metric": m.id, **{k: e[k] for k in head}, "null_value": m.null,
             **{k: v for k, v in e.items() if k not in head}}
 
