@@ -37,7 +37,7 @@
 # %% tags=["parameters"]
 profile = "default"  # run size: smoke, default or paper (biaslab.profiles)
 analysis_plan = None  # the analysis plan (YAML) whose claims are decided; None: the repository's analysis_plan.yaml
-benchmark = "ssqa"  # ssqa, bbq, calm, crows_pairs, agentic, or a benchmark of benchmark_modules
+benchmark = "ssqa"  # any benchmark of biaslab.benchmarks.SPECS with a factor plan, or of benchmark_modules
 benchmark_modules = []  # modules that register a benchmark's Spec (biaslab.benchmarks.register), imported first
 models = ["smollm2-135m-instruct", "gemma-3-270m"]  # models to score: catalogue names, local paths or served specs
 device = "auto"  # where models run: auto, cpu, cuda or mps

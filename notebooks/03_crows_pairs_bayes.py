@@ -211,7 +211,7 @@ show_md(findings.published_findings(check_en, "English"))
 # k ≥ n/2.
 
 # %%
-french_full = cp.SPEC.dataset("crows_pairs_fr")
+french_full = cp.load_french()
 ref_fr = cp.load_published_chatgpt_fr(french_full)
 check_fr = hyp.check_published_preferences(ref_fr)
 out.table(check_fr, "published_chatgpt_check_fr", markdown=True)
@@ -234,7 +234,7 @@ def as_tests(check, dataset):
     return t
 
 
-n_refused_en = (cp.SPEC.dataset("crows_pairs_en_revised").prompts["bias_type"].value_counts()
+n_refused_en = (cp.load_revised().prompts["bias_type"].value_counts()
                 .reindex(ref_en["bias_type"]).to_numpy() - ref_en["n_valid"].to_numpy())
 chatgpt = pd.concat([as_tests(check_en, "English").assign(n_excluded=n_refused_en),
                      as_tests(check_fr, "French")], ignore_index=True)

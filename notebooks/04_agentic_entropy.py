@@ -456,7 +456,7 @@ if cyc_list:
 # %%
 power_rows = []
 n_pairs_ct = int(gp["n_pairs"].median()) if len(gp) else 0
-power_rows.append(power.power_row("agentic", profile, "group preference, positive - negative, per class type",
+power_rows.append(power.power_row(agentic.SPEC.name, profile, "group preference, positive - negative, per class type",
                                   n_pairs_ct, power.mde_paired_mean(n_pairs_ct), n_clusters=n_pairs_ct,
                                   scale="d_z", test="paired t / Wilcoxon",
                                   design=f"paired, {n_pairs_ct} scenarios (one pair each), t({max(n_pairs_ct - 1, 0)})"))
@@ -464,7 +464,7 @@ power_rows.append(power.power_row("agentic", profile, "group preference, positiv
 # comes from that clustered SE and t(G - 1), i.e. with the measured design effect, on the entropy scale
 for r in (gain_ci.itertuples() if cyc_list else []):
     power_rows.append(power.power_row(
-        "agentic", profile, f"cyclic gain in entropy, {r.model}", r.n,
+        agentic.SPEC.name, profile, f"cyclic gain in entropy, {r.model}", r.n,
         power.mde_from_se(r.se_cluster, r.df, se_naive=getattr(r, "se_naive", None)),
         n_clusters=r.n_clusters, deff=r.design_effect, scale="normalized entropy",
         test=f"cluster-robust t({r.df}) / wild cluster bootstrap (scenario)",
@@ -472,7 +472,7 @@ for r in (gain_ci.itertuples() if cyc_list else []):
 # the uniformity test as analysed: Rao-Scott, so its MDE is on the effective n / deff of that model x class type
 for r in ut[ut["unit"] == "group"].itertuples():
     power_rows.append(power.power_row(
-        "agentic", profile, f"uniform top-group choice, {r.model}, {r.class_type}, {r.polarity} (k = {r.k})", r.n,
+        agentic.SPEC.name, profile, f"uniform top-group choice, {r.model}, {r.class_type}, {r.polarity} (k = {r.k})", r.n,
         power.mde_gof_w(r.n, r.k, r.design_effect), n_clusters=r.n_clusters, deff=r.design_effect,
         scale="Cohen's w", test="Rao-Scott chi-square goodness of fit (first order)",
         design=power.mde_design("goodness of fit", r.n, r.n_clusters, r.design_effect, bench.cluster)))

@@ -43,7 +43,7 @@ benchmark_modules = []  # modules that register a benchmark spec (biaslab.benchm
 items = {}  # benchmark -> items per universe (None: all); one not named: its spec's sizes for the profile
 bbq_pool = 150  # notebook 1's BBQ sample the items come from
 design_name = "ofat"  # ofat (one factor at a time) or two_way
-formats = None  # benchmark -> answer formats (None: all)
+formats = None  # benchmark -> answer formats (one not named: its spec's sizes for the profile, else all)
 factors = None  # factors varied (None: all)
 precisions = ["float32", "bf16_weights"]  # precision levels run (q4_gguf needs a server)
 judge = None  # model spec that also reads open answers
@@ -108,7 +108,8 @@ if torch_threads:
     torch.set_num_threads(int(torch_threads))
 registry.import_plugins(benchmark_modules)
 benchmarks = benchmarks or list(design.names())
-items = {**profiles.multiverse_items(profile), **items}      # the sizes each spec declares, unless given here
+items = {**profiles.multiverse_sizes(profile, "items"), **items}      # the sizes each spec declares, unless given here
+formats = {**profiles.multiverse_sizes(profile, "formats"), **(formats or {})}
 for b in benchmarks:
     design.check(b)         # a benchmark the multiverse cannot run: an error naming the spec field it lacks
 bad = {b: items.get(b, "no size") for b in benchmarks

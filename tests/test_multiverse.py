@@ -726,7 +726,7 @@ def test_default_bbq_size_is_below_the_powered_size_so_the_notebook_says_what_it
     from biaslab.benchmarks import bbq
     from biaslab.benchmarks.bbq import bias_score_pseudo_values
     from biaslab.stats import power
-    n = profiles.multiverse_items("default")["bbq"]
+    n = profiles.multiverse_sizes("default", "items")["bbq"]
     r = pd.read_csv(paths.ROOT / "outputs" / "06_multiverse" / "tables" / "responses_bbq.csv")
     its = load_or_skip(lambda: bbq.load().prompts, "BBQ")
     amb = r[r["universe"] == "paper"].merge(its[["prompt_id", "context_condition"]], on="prompt_id")

@@ -37,7 +37,7 @@ from .. import paths
 from ..sources import DataError, sha256_file
 from . import formats
 from .base import (Benchmark, Factor, FactorSpec, Protocol, exclude, options_in_order, read_csv, require_columns,
-                   require_rows, wording)
+                   require_rows, template_texts, wording)
 from .spec import FactorPlan, Metric, Source, Spec, universe_estimate
 
 log = logging.getLogger(__name__)
@@ -561,6 +561,7 @@ def _responder_check(d: pd.DataFrame, items: pd.DataFrame) -> pd.DataFrame:
 
 SPEC = Spec(
     name="agentic", title="Agentic", load=load,
+    templates={"agentic": lambda: template_texts(load().prompts, "item_text", "question_id")},  # without examples
     protocol=PROTOCOL, formats=FORMATS, respond=respond, paper_chat=paper_chat, sample=sample,
     columns=("prompt_id", "model", "entropy", "top_position", "top_group", "top_p", "label_mass", "answer",
              "answer_kind", "choices"),
@@ -583,7 +584,8 @@ SPEC = Spec(
                "negative questions)", null=0.0, cluster="scenario_id", scale="share of probability (−1 to 1)",
                item_values=_group_values, responder_reads=(GROUP_READ, PROBABILITIES_READ))),
     # notebook 1 scores notebook 4's prompts (tests/test_factorial.py checks the two agree)
-    sizes={"smoke": {"01_multifactor": {"max_prompts": 12}, "06_multiverse": {"items": 4}},
+    sizes={"smoke": {"01_multifactor": {"max_prompts": 12},
+                     "06_multiverse": {"items": 4, "formats": ["label_dist", "option_ll"]}},
            "default": {"01_multifactor": {"max_prompts": None}, "06_multiverse": {"items": 30}},
            "paper": {"01_multifactor": {"max_prompts": None}, "06_multiverse": {"items": None}}},
     responder_check=_responder_check,

@@ -43,7 +43,7 @@ import pandas as pd
 from ..sources import DataError, raw_path, sha256_file
 from . import formats
 from .base import (Benchmark, Factor, FactorSpec, Protocol, exclude, options_in_order, read_csv, require_columns,
-                   require_rows, wording, examples)
+                   require_rows, template_texts, wording, examples)
 from .spec import FactorPlan, Metric, Source, Spec, universe_estimate
 
 log = logging.getLogger(__name__)
@@ -588,6 +588,7 @@ def _metric(cond: str, label: str, **multiverse) -> Metric:
 
 SPEC = Spec(
     name="bbq", title="BBQ", load=load,
+    templates={"bbq": lambda: template_texts(load().prompts, ["context", "question"], "template")},  # first example
     protocol=PROTOCOL, formats=FORMATS, respond=respond, paper_chat=paper_chat, sample=sample,
     columns=("prompt_id", "model", "choice", "answer", "answer_kind", "deviated", "correct", "chose_unknown",
              "non_unknown"),
@@ -598,7 +599,8 @@ SPEC = Spec(
     # notebook 6's factor importance: the bias score's numerator (deviated, among answers naming a person)
     metrics=(_metric("ambig", "ambiguous contexts (s_AMB)", factor_outcome=("deviated", "logistic", "non_unknown")),
              _metric("disambig", "disambiguated contexts (s_DIS)")),
-    sizes={"smoke": {"06_multiverse": {"items": 6}}, "default": {"06_multiverse": {"items": 72}},
+    # smoke: the paper's universe and open-ended answers (section 8's RUTEd table)
+    sizes={"smoke": {"06_multiverse": {"items": 6, "formats": ["option_ll", "open_ended"]}}, "default": {"06_multiverse": {"items": 72}},
            "paper": {"06_multiverse": {"items": None}}},
     responder_check=_responder_check,
 )

@@ -36,7 +36,7 @@ from .. import sources
 from ..sources import DataError, raw_path
 from . import formats
 from .base import (Benchmark, Factor, FactorSpec, Protocol, examples, exclude, read_csv, require_columns,
-                   require_rows, wording)
+                   require_rows, template_texts, wording)
 from .spec import FactorPlan, Metric, Source, Spec, universe_estimate
 
 log = logging.getLogger(__name__)
@@ -520,6 +520,10 @@ def harness_metrics(d_logprob) -> dict[str, float]:
 
 # ------------------------------------------------------------------------------- notebook 1 (multi-factor)
 DATASETS = {"crows_pairs_en": load_original, "crows_pairs_en_revised": load_revised, "crows_pairs_fr": load_french}
+#: what a reader calls them (the number of pairs in a heading is the table's, never the release's)
+DATASET_NAMES = {"crows_pairs_en": "English CrowS-Pairs, original",
+                 "crows_pairs_en_revised": "English CrowS-Pairs, revised",
+                 "crows_pairs_fr": "French CrowS-Pairs"}
 
 
 def combined(datasets=tuple(DATASETS)) -> Benchmark:
@@ -658,6 +662,8 @@ def _metric(dataset: str, label: str, **multiverse) -> Metric:
 
 SPEC = Spec(
     name="crows_pairs", title="CrowS-Pairs", load=load_original, datasets=DATASETS,
+    # no templates: one sentence per pair
+    templates={d: (lambda d=d: template_texts(DATASETS[d]().prompts, "sent_more", "pair_id")) for d in DATASETS},
     protocol=PROTOCOL, formats=FORMATS, respond=respond, paper_chat=paper_chat, sample=sample,
     columns=("prompt_id", "model", "stereotype_preferred", "answer_kind"),
     factor_plan=FACTOR_PLAN,
@@ -671,7 +677,9 @@ SPEC = Spec(
              _metric("crows_pairs_en_revised", "revised English"),
              _metric("crows_pairs_fr", "French")),
     # notebook 1 scores notebook 3's pairs: 3 files x its max_pairs (tests/test_factorial.py checks the two agree)
-    sizes={"smoke": {"01_multifactor": {"max_prompts": 3 * 20}, "06_multiverse": {"items": 4}},
+    # smoke: the likelihood's normalizations only (no new forward pass)
+    sizes={"smoke": {"01_multifactor": {"max_prompts": 3 * 20},
+                     "06_multiverse": {"items": 4, "formats": ["likelihood"]}},
            "default": {"01_multifactor": {"max_prompts": 3 * 400}, "06_multiverse": {"items": 63}},
            "paper": {"01_multifactor": {"max_prompts": None}, "06_multiverse": {"items": None}}},
     responder_check=_responder_check,

@@ -208,6 +208,9 @@ class Spec:
     # --- appended (notebook 6): responder_check(responses, items) -> the responder check's rows per model x universe,
     # each labelled (``metric``) by what it reads (``Metric.responder_reads``)
     responder_check: Callable[..., pd.DataFrame] | None = None
+    # --- appended (notebook 2's template diversity, CALM's Table 4): row name -> one text per template of the
+    # benchmark (or of one of its datasets), e.g. ``base.template_texts(load().prompts, "template_text", "template")``
+    templates: Mapping[str, Callable[[], pd.Series]] = field(default_factory=dict)
 
     def __post_init__(self):
         if self.protocol is not None:
