@@ -859,14 +859,11 @@ table(tt, "timings", show_rows=20)
 
 # %%
 from biaslab import calibrate  # noqa: E402
-from biaslab.stats.calibration import MAX_SIZE, flag_oversize  # noqa: E402
 
 calibration = calibrate.run(out, "01_multifactor", calibration_replications, seed=seed, data=nocot, plan=PLAN,
                             benchmark=benchmark)
 display(calibration)
-oversize = flag_oversize(calibration)
-print(f"{len(oversize)} of {len(calibration)} claim instances reject a true null more often than {MAX_SIZE}"
-      + (": " + ", ".join(oversize["claim"] + " (" + oversize["design"] + ")") if len(oversize) else ""))
+print(calibrate.oversize_line(calibration))
 
 # %% [markdown]
 # ## Sensitivity analyses of the claims

@@ -100,7 +100,7 @@ PROFILES: dict[str, dict[str, dict]] = {
         # (The items per benchmark are each spec's sizes[profile]["06_multiverse"]["items"]: multiverse_sizes.)
         # q4_gguf is listed as not run here: through the llama.cpp server it cost 10-60x an in-process universe on
         # this CPU (pass -p 'precisions=["float32", "bf16_weights", "q4_gguf"]' with the served-test extra installed)
-        "06_multiverse": {"bbq_pool": 150, "design_name": "ofat", "precisions": ["float32", "bf16_weights"], "n_boot": 2000},
+        "06_multiverse": {"pool": 150, "design_name": "ofat", "precisions": ["float32", "bf16_weights"], "n_boot": 2000},
         "05_compare": {"models": None, "n_boot": None},
     },
     "paper": {
@@ -113,18 +113,18 @@ PROFILES: dict[str, dict[str, dict]] = {
         "03_crows_pairs_bayes": {"max_pairs": None, "max_preference_pairs": None},
         "04_agentic_entropy": {"max_prompts": None, "cyclic_prompts": None, "fewshot_prompts": 120},
         # the full sets (BBQ: every prompt of notebook 1's paper-profile run), every pair of changed choices
-        "06_multiverse": {"bbq_pool": None, "design_name": "two_way", "n_boot": 2000},
+        "06_multiverse": {"pool": None, "design_name": "two_way", "n_boot": 2000},
         "05_compare": {"models": None, "n_boot": None},
     },
 }
 
 
 def _share_scores(profiles: dict) -> None:
-    """Notebook 6's BBQ items come from notebook 1's sample (its ``bbq_pool``). Notebook 1 on CrowS-Pairs, the agentic
+    """Notebook 6's items of a sampler that takes a pool (BBQ's) come from notebook 1's sample (its ``pool``). Notebook 1 on CrowS-Pairs, the agentic
     benchmark and CALM scores exactly what notebooks 3, 4 and 2 score in the same profile (their ``Spec.sizes``)."""
     for prof in profiles.values():
         if "06_multiverse" in prof and "01_multifactor" in prof:
-            prof["06_multiverse"]["bbq_pool"] = prof["01_multifactor"].get("max_prompts")
+            prof["06_multiverse"]["pool"] = prof["01_multifactor"].get("max_prompts")
 
 
 _share_scores(PROFILES)

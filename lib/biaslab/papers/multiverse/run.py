@@ -29,11 +29,11 @@ def _takes(f, name: str) -> bool:
     return name in inspect.signature(f).parameters
 
 
-def items(benchmark: str, n: int | None, seed: int = 0, bbq_pool: int | None = 150) -> tuple[pd.DataFrame, object]:
+def items(benchmark: str, n: int | None, seed: int = 0, pool: int | None = 150) -> tuple[pd.DataFrame, object]:
     """(items, Benchmark): the benchmark's own design-preserving subset (its spec's ``sample``; ``n=None``: all; a
-    sampler that takes a ``pool`` — BBQ's — draws from notebook 1's ``bbq_pool``-prompt sample)."""
+    sampler that takes a ``pool`` — BBQ's — draws from notebook 1's ``pool``-prompt sample)."""
     s = design.check(benchmark)
-    return s.sample(n, seed=seed, **({"pool": bbq_pool} if _takes(s.sample, "pool") else {}))
+    return s.sample(n, seed=seed, **({"pool": pool} if _takes(s.sample, "pool") else {}))
 
 
 def tolerance_texts(items: dict, n: int = 8) -> list[str]:
