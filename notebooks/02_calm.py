@@ -91,7 +91,6 @@ diversity_benchmarks = as_list(diversity_benchmarks)
 import logging
 import time
 
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 from IPython.display import Markdown, display
@@ -434,7 +433,6 @@ for v, score in (("paper", "bias_paper"), ("released", "bias_released")):
     fig = plots.template_bias(results[v].templates, score,
                               title=f"Per-template bias, {v} variant (bar: task mean over kept templates; grey: discarded)")
     out.figure(fig, f"template_bias_{v}")
-    plt.show()
 
 # %% [markdown]
 # For comparison, the paper's Table 6 (first rows; its models are 1–70 B parameters, evaluated on all 78,400
@@ -463,7 +461,6 @@ out.table(robustness, "robustness", markdown=True)
 if len(robustness):
     fig = plots.robustness(robustness[robustness["perturbation"] != "mean of perturbations"])
     out.figure(fig, "robustness")
-    plt.show()
 t = tick("perturbation study", t)
 robustness
 
@@ -563,7 +560,6 @@ out.table(subset_selection, "subset_selection", markdown=True)
 out.table(runs, "subset_runs")
 fig = plots.subsets(subset_selection)
 out.figure(fig, "subset_selection")
-plt.show()
 t = tick("subset study", t)
 subset_selection
 

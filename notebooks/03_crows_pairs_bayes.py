@@ -103,7 +103,6 @@ import matplotlib
 import transformers
 matplotlib.use("Agg")
 transformers.utils.logging.disable_progress_bar()
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 from IPython.display import Markdown, display
@@ -249,7 +248,6 @@ show_md(hyp.to_markdown(table3_chatgpt))
 refusals = pd.DataFrame({"bias_type": ref_en["bias_type"], "refused": n_refused_en})
 fig = bplots.refusals_by_bias_type(refusals, title="Figure 1: ChatGPT refusals per bias type (English, revised)")
 out.figure(fig, "chatgpt_refusals")
-plt.show()
 print(f"{refusals.refused.sum()} refusals; race-color {refusals.set_index('bias_type').refused['race-color']}")
 
 fig2 = chatgpt.assign(model="ChatGPT (recomputed)", log10_bf10=np.log10(chatgpt["bf10"]))
@@ -265,7 +263,6 @@ for r in bad.itertuples():
     ax.annotate(f"printed {hyp.sci(r.reported_bf10)}", (order.index(r.bias_type), np.clip(r.reported_bf10, 1e-2, 1e5)),
                 textcoords="offset points", xytext=(5, 5), fontsize=7)
 out.figure(fig, "chatgpt_bf_by_bias_type")
-plt.show()
 
 # %% [markdown]
 # ## Data
@@ -445,10 +442,8 @@ lpbs = lik[(lik.score == "norm_logprob")]
 fig = bplots.bf_by_bias_type(lpbs, line_by=("model", "dataset"), overall=True,
                              title="Likelihood scheme: JZS BF$_{10}$ of LPBS (eq. 3) per bias type")
 out.figure(fig, "bf_likelihood_by_bias_type")
-plt.show()
 fig = bplots.d_distributions(pairs, score="d_norm_logprob", hue="model", facet="dataset")
 out.figure(fig, "d_distributions")
-plt.show()
 
 
 # %% tags=["findings"]
@@ -561,7 +556,6 @@ out.table(curves, "bf_prior_sensitivity")
 fig = bplots.bf_prior_robustness(curves, stated={"likelihood (LPBS, JZS)": (min(hyp.JZS_SCALES), max(hyp.JZS_SCALES)),
                                                  "preference (binomial)": (min(hyp.BETA_PRIORS), max(hyp.BETA_PRIORS))})
 out.figure(fig, "bf_prior_robustness")
-plt.show()
 for (model_name, source), g in pref.groupby(["model", "source"], sort=False):
     blocks = {name: findings.dataset_title(name, g[g.dataset == name])
               for name in dict.fromkeys(list(datasets) + list(preference_datasets))}
@@ -575,7 +569,6 @@ for (model_name, source), g in pref.groupby(["model", "source"], sort=False):
 fig = bplots.bf_by_bias_type(pref[pref.source != "likelihood"], line_by=("model", "dataset", "source"),
                              title="Preference scheme: BF$_{10}$ (uniform prior) per bias type, prompted answers")
 out.figure(fig, "bf_preference_by_bias_type")
-plt.show()
 
 # %% [markdown]
 # ## Unparseable answers and position bias (beyond the paper)
@@ -604,7 +597,6 @@ if len(answers):
     display(cons)
     fig = bplots.position_bias(pos[pos.order != "both"], group_by=("model", "dataset"))
     out.figure(fig, "position_bias")
-    plt.show()
 
 
 # %% [markdown]

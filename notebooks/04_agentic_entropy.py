@@ -69,7 +69,6 @@ import time
 
 import numpy as np
 import pandas as pd
-import matplotlib.pyplot as plt
 from IPython.display import Markdown, display
 
 from biaslab import scoring
@@ -229,7 +228,6 @@ comparison = pd.concat([paper, ours], ignore_index=True)[["source", "model", "n"
 out.table(comparison, "paper_comparison", markdown=True)
 fig = P.entropy_distributions(per_prompt, paper_means=E.PAPER_MEANS)
 out.figure(fig, "entropy_distribution")
-plt.show()
 by_model.round(3)
 
 # %% tags=["findings"]
@@ -257,7 +255,6 @@ bd = decisions.decide("entropy_breakdown", bd, resp, plan=PLAN)
 out.table(bd, "entropy_breakdown")
 fig = P.entropy_breakdown(bd, ["class_type", "question_type", "polarity", "domain"])
 out.figure(fig, "entropy_breakdown")
-plt.show()
 tests = bd.drop_duplicates(["model", "factor"])[["model", "factor", "wald_f", "wald_df1", "wald_df2", "wald_p",
                                                  "kruskal_p"]]
 display(tests)
@@ -286,7 +283,6 @@ gp = decisions.decide("group_preference", E.group_preference(long, prompts, orde
 out.table(gp, "group_preference")
 fig = P.group_preference(gp)
 out.figure(fig, "group_preference")
-plt.show()
 cols = ["model", "class_type", "group", "mean_p_positive", "mean_p_negative", "diff_pos_minus_neg", "n_pairs", "bh_q"]
 gp.sort_values("bh_q")[cols].head(12).round(3)
 
@@ -311,7 +307,6 @@ pb = decisions.decide("position_bias", pb, resp, plan=PLAN)
 out.table(pb, "position_bias")
 fig = P.position_bias(pb)
 out.figure(fig, "position_bias")
-plt.show()
 pb.round(3)
 
 # %% tags=["findings"]
@@ -398,7 +393,6 @@ if cyc_list:
     out.table(cyc_m, "cyclic_by_model", markdown=True)
     fig = P.cyclic_comparison(cyc)
     out.figure(fig, "cyclic_entropy")
-    plt.show()
     display(cyc_m.round(3))
     display(Markdown("Exploratory (estimates, intervals, unadjusted and BH p; not decided): entropy gain from the cyclic average, `cyclic_by_model.csv`."))
 else:
