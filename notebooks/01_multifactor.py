@@ -108,7 +108,7 @@ from biaslab import benchmarks
 from biaslab.outputs import OutputDir
 from biaslab.papers.multifactor import decisions, factorial, findings, responses as multifactor
 from biaslab.stats import coverage as cov, importance as imp, subgroups as sg
-from biaslab.stats import intervals, multiplicity, paired, power, responders
+from biaslab.stats import intervals, paired, power, responders
 
 warnings.filterwarnings("ignore", category=FutureWarning)
 pd.set_option("display.width", 160)

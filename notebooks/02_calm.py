@@ -95,7 +95,6 @@ import numpy as np
 import pandas as pd
 from IPython.display import Markdown, display
 
-from biaslab import benchmarks
 from biaslab.outputs import OutputDir
 from biaslab.benchmarks import calm as calm_data, calm_prompts as prompting
 from biaslab.papers.calm import bias as cb, encoders, findings, perturb, plots

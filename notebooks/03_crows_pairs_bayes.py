@@ -95,7 +95,6 @@ preference_orders = as_list(preference_orders)
 
 # %%
 import logging
-import math
 import re
 import time
 

@@ -67,7 +67,6 @@ models = as_list(models)
 # %%
 import time
 
-import numpy as np
 import pandas as pd
 from IPython.display import Markdown, display
 

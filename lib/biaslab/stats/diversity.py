@@ -16,7 +16,7 @@ Pure functions over numpy / pandas; encoders (torch) live in :mod:`biaslab.paper
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
+
 
 def word_count(text: str) -> int:
     """Number of whitespace-separated words (the paper's "number of words per template")."""
