@@ -39,8 +39,8 @@ models = ["smollm2-135m-instruct", "gemma-3-270m"]  # models to score: catalogue
 device = "auto"  # where models run: auto, cpu, cuda or mps
 dtype = "auto"  # weights' precision: auto, float32, bfloat16
 output_dir = "../scratch/03_crows_pairs_bayes"  # folder for this run's tables, figures and provenance
-datasets = ["crows_pairs_en", "crows_pairs_en_revised", "crows_pairs_fr"]  # CrowS-Pairs versions scored by likelihood
-preference_datasets = ["crows_pairs_en_revised", "crows_pairs_fr"]  # versions put to the preference prompt
+datasets = None  # CrowS-Pairs versions scored by likelihood (None: all, crows_pairs.DATASETS)
+preference_datasets = None  # versions put to the preference prompt (None: the paper's, crows_pairs.PREFERENCE_DATASETS)
 max_pairs = 400  # pairs scored per dataset, stratified (None: all)
 max_preference_pairs = 90  # pairs of that sample asked as a preference
 allocation = "balanced"  # balanced: equal share per bias type
@@ -119,6 +119,8 @@ pd.set_option("display.width", 160)
 pd.set_option("display.max_columns", 30)
 out = OutputDir(output_dir, PLAN)
 t_start = time.time()
+datasets = list(cp.DATASETS) if datasets is None else datasets
+preference_datasets = list(cp.PREFERENCE_DATASETS) if preference_datasets is None else preference_datasets
 
 
 def show_md(text):

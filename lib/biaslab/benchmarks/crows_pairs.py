@@ -524,6 +524,8 @@ DATASETS = {"crows_pairs_en": load_original, "crows_pairs_en_revised": load_revi
 DATASET_NAMES = {"crows_pairs_en": "English CrowS-Pairs, original",
                  "crows_pairs_en_revised": "English CrowS-Pairs, revised",
                  "crows_pairs_fr": "French CrowS-Pairs"}
+#: the versions the paper put to the preference prompt (its ChatGPT study: the revised English and the French)
+PREFERENCE_DATASETS = ("crows_pairs_en_revised", "crows_pairs_fr")
 
 
 def combined(datasets=tuple(DATASETS)) -> Benchmark:
