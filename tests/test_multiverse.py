@@ -220,6 +220,8 @@ def test_every_multiverse_estimate_is_one_row_shape_and_counts_what_it_leaves_ou
         e = m.estimate(r, items, 50, 0)
         assert list(e)[:len(universe_estimate())] == list(universe_estimate()), m.id
         assert e["n_unparsed"] == 1, m.id
+    none = bbq.SPEC.metrics[1].estimate(r, items, 50, 0)        # no disambiguated item in the subset
+    assert none["n"] == 0 and np.isnan(none["estimate"]) and none["ci_method"] == "undefined: no disambig item"
 
 
 # -------------------------------------------------------------------------------------- fabricated multiverse

@@ -537,6 +537,8 @@ def _universe_estimate(cond: str, r: pd.DataFrame, items: pd.DataFrame, n_boot: 
     from ..stats import ranking
     d = r.merge(items[["prompt_id", "template", "context_condition"]], on="prompt_id").assign(one=1.0)
     part = d[d["context_condition"] == cond]
+    if not len(part):                       # a subset without this context condition: nothing to estimate
+        return universe_estimate(ci_method=f"undefined: no {cond} item")
     s = ranking.cluster_sums(part, TOTALS, "template")
     b = ranking.cluster_sum_bootstrap(lambda t: bias_score_from_totals(t, cond == "ambig"), s.to_numpy(),
                                       n_boot=n_boot, seed=seed)
