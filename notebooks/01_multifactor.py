@@ -37,7 +37,7 @@
 # %% tags=["parameters"]
 profile = "default"  # run size: smoke, default or paper (biaslab.profiles)
 analysis_plan = None  # the analysis plan (YAML) whose claims are decided; None: the repository's analysis_plan.yaml
-benchmark = "ssqa"  # ssqa, bbq, calm, crows_pairs, agentic, or a benchmark of benchmark_modules
+benchmark = "ssqa"  # any benchmark of biaslab.benchmarks.SPECS with a factor plan, or of benchmark_modules
 benchmark_modules = []  # modules that register a benchmark's Spec (biaslab.benchmarks.register), imported first
 models = ["smollm2-135m-instruct", "gemma-3-270m"]  # models to score: catalogue names, local paths or served specs
 device = "auto"  # where models run: auto, cpu, cuda or mps
@@ -108,7 +108,7 @@ from biaslab import benchmarks
 from biaslab.outputs import OutputDir
 from biaslab.papers.multifactor import decisions, factorial, findings, responses as multifactor
 from biaslab.stats import coverage as cov, importance as imp, subgroups as sg
-from biaslab.stats import intervals, multiplicity, paired, power, responders
+from biaslab.stats import intervals, paired, power, responders
 
 warnings.filterwarnings("ignore", category=FutureWarning)
 pd.set_option("display.width", 160)
@@ -859,14 +859,11 @@ table(tt, "timings", show_rows=20)
 
 # %%
 from biaslab import calibrate  # noqa: E402
-from biaslab.stats.calibration import MAX_SIZE, flag_oversize  # noqa: E402
 
 calibration = calibrate.run(out, "01_multifactor", calibration_replications, seed=seed, data=nocot, plan=PLAN,
                             benchmark=benchmark)
 display(calibration)
-oversize = flag_oversize(calibration)
-print(f"{len(oversize)} of {len(calibration)} claim instances reject a true null more often than {MAX_SIZE}"
-      + (": " + ", ".join(oversize["claim"] + " (" + oversize["design"] + ")") if len(oversize) else ""))
+print(calibrate.oversize_line(calibration))
 
 # %% [markdown]
 # ## Sensitivity analyses of the claims

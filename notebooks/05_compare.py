@@ -164,6 +164,7 @@ wide = table.assign(cell=[(f"{e:.3g} [{lo:.3g}, {hi:.3g}]" if np.isfinite(lo) el
                           for e, lo, hi, f in zip(table["estimate"], table["ci_low"], table["ci_high"], flips)])
 wide = wide.pivot_table(index="model", columns="metric", values="cell", aggfunc="first")
 wide = wide[[m.id for m in chosen if m.id in wide.columns]].fillna("—").reset_index()
+wide.attrs["labels"] = compare.metric_headers(chosen)
 out.table(wide, "model_metric_wide", markdown=True)
 legend = pd.DataFrame([{"metric": m.id, "benchmark": m.benchmark, "label": m.label, "direction": m.direction,
                         "null": m.null, "null_meaning": m.null_meaning, "note": m.note} for m in chosen])
@@ -259,13 +260,10 @@ display(timings)
 
 # %%
 from biaslab import calibrate  # noqa: E402
-from biaslab.stats.calibration import MAX_SIZE, flag_oversize  # noqa: E402
 
 calibration = calibrate.run(out, "05_compare", calibration_replications, seed=seed, root=root, plan=PLAN)
 display(calibration)
-oversize = flag_oversize(calibration)
-print(f"{len(oversize)} of {len(calibration)} claim instances reject a true null more often than {MAX_SIZE}"
-      + (": " + ", ".join(oversize["claim"] + " (" + oversize["design"] + ")") if len(oversize) else ""))
+print(calibrate.oversize_line(calibration))
 
 # %% [markdown]
 # ## Sensitivity analyses of the claims

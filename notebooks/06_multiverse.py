@@ -41,9 +41,9 @@ output_dir = "../scratch/06_multiverse"  # folder for this run's tables, figures
 benchmarks = None  # benchmarks of the multiverse (None: every registered one it can run)
 benchmark_modules = []  # modules that register a benchmark spec (biaslab.benchmarks.import_plugins)
 items = {}  # benchmark -> items per universe (None: all); one not named: its spec's sizes for the profile
-bbq_pool = 150  # notebook 1's BBQ sample the items come from
+pool = 150  # notebook 1's sample (max_prompts) that a sampler taking a pool (BBQ's) draws the items from
 design_name = "ofat"  # ofat (one factor at a time) or two_way
-formats = None  # benchmark -> answer formats (None: all)
+formats = None  # benchmark -> answer formats (one not named: its spec's sizes for the profile, else all)
 factors = None  # factors varied (None: all)
 precisions = ["float32", "bf16_weights"]  # precision levels run (q4_gguf needs a server)
 judge = None  # model spec that also reads open answers
@@ -71,7 +71,7 @@ factors = as_list(factors)
 # ## Setup
 #
 # `items` sizes each benchmark's subset (`None` = all; the sizes per profile are each benchmark spec's
-# `sizes[profile]["06_multiverse"]`; BBQ items are drawn from notebook 1's own `bbq_pool`-prompt sample, stratified by
+# `sizes[profile]["06_multiverse"]`; BBQ items are drawn from notebook 1's own `pool`-prompt sample, stratified by
 # context × polarity × category, so its cached scores serve the paper's universe). `benchmark_modules` imports
 # modules that register further benchmarks (`biaslab.benchmarks.register`); `benchmarks = None` runs every registered
 # one the multiverse can run. The default profile's sizes trade power for CPU time (`lib/biaslab/profiles.py` gives
@@ -108,7 +108,8 @@ if torch_threads:
     torch.set_num_threads(int(torch_threads))
 registry.import_plugins(benchmark_modules)
 benchmarks = benchmarks or list(design.names())
-items = {**profiles.multiverse_items(profile), **items}      # the sizes each spec declares, unless given here
+items = {**profiles.multiverse_sizes(profile, "items"), **items}      # the sizes each spec declares, unless given here
+formats = {**profiles.multiverse_sizes(profile, "formats"), **(formats or {})}
 for b in benchmarks:
     design.check(b)         # a benchmark the multiverse cannot run: an error naming the spec field it lacks
 bad = {b: items.get(b, "no size") for b in benchmarks
@@ -117,7 +118,7 @@ if bad:
     raise ValueError(f"items: {bad}; give benchmark -> items per universe (a positive int, or None for all)")
 item_sets, bench_objs = {}, {}
 for b in benchmarks:
-    item_sets[b], bench_objs[b] = run.items(b, items[b], seed=seed, bbq_pool=bbq_pool)
+    item_sets[b], bench_objs[b] = run.items(b, items[b], seed=seed, pool=pool)
     out.record_data(bench_objs[b].sources)
     print(f"{b}: {len(item_sets[b])} items (cluster: {bench_objs[b].cluster})")
 from biaslab.sources import sha256_file

@@ -41,6 +41,9 @@ def test_naive_se_on_clustered_data_is_flagged_and_the_rule_is_not():
     good = C.summarize(**{k: v for k, v in C.simulate("ssqa-deviation-rate", d, 2000).items() if k in ("p", "covers")})
     table = pd.DataFrame([{**bad, "claim": "naive"}, {**good, "claim": "rule"}])
     assert list(C.flag_oversize(table)["claim"]) == ["naive"]
+    from biaslab.calibrate import oversize_line
+    assert oversize_line(table.assign(design=["G = 40", "G = 40"])) == (
+        f"1 of 2 claim instances reject a true null more often than {C.MAX_SIZE}: naive (G = 40)")
     assert bad["type_i_error"] > 0.2
     assert good["type_i_error"] < C.MAX_SIZE
 

@@ -75,6 +75,23 @@ def test_wild_interval_inverts_the_test_and_contains_the_estimate():
     assert r["ci_method"].startswith("wild cluster bootstrap-t") and "G = 7" in r["ci_method"]
 
 
+def test_wild_bootstrap_p_is_never_zero_with_random_draws():
+    """Davison & Hinkley (1997) eq. 4.11: with B random draws p = (1 + #{t* >= t}) / (B + 1); a far null that no
+    draw reaches gets 1 / (B + 1), not 0. Under full enumeration (6^G <= B) p is the exact share, and the all-ones
+    weight vector reproduces t, so it is at least 6^-G."""
+    rng = np.random.default_rng(7)
+    cl = np.repeat(np.arange(8), 5)                     # 6^8 > 999: random draws
+    tot = np.bincount(cl, weights=rng.normal(0, 1, cl.size))
+    size = np.bincount(cl).astype(float)
+    assert C.wild_cluster_mean_test(tot, size, 1e3, n_boot=999) == pytest.approx(1 / 1000)
+    v = C.webb_weights(8, 999, seed=0)
+    ybar, se = C._wcr_observed(tot, size)
+    t_b = np.abs(C._WCR(tot, size, v).t(0.2))
+    hits = int(np.sum(t_b >= abs(ybar - 0.2) / se * (1 - 1e-12)))
+    assert C.wild_cluster_mean_test(tot, size, 0.2, n_boot=999) == pytest.approx((1 + hits) / 1000)
+    assert C.wild_cluster_mean_test(tot[:3], size[:3], 1e3) == pytest.approx(1 / 6 ** 3)    # enumerated: 216
+
+
 def _few_cluster_rates(g, rng, p=0.3, sd=0.8):
     m = rng.integers(20, 300, size=g)
     pg = special.expit(special.logit(p) + sd * rng.standard_normal(g))
@@ -213,3 +230,19 @@ def test_rao_scott_by_hand():
     # independent units: the floor keeps the naive statistic
     ind = C.rao_scott_gof(per_cluster, None, range(3))
     assert ind["chi2_rao_scott"] == pytest.approx(ind["chi2"]) and ind["n_clusters"] == 30
+
+
+@pytest.mark.parametrize("g", [8, 40])           # the wild bootstrap (G < 30) and the cluster-robust t
+def test_a_cluster_column_named_cluster_is_not_said_twice(g):
+    """Notebook 6's per-item values carry their generating unit in a column named ``cluster``: its method strings
+    read "G = 8 clusters", never "cluster clusters"; a named unit keeps its name."""
+    rng = np.random.default_rng(2)
+    cl = np.repeat(np.arange(g), 3)
+    d = pd.DataFrame({"unit": np.tile(np.arange(cl.size), 2), "cluster": np.tile(cl, 2),
+                      "universe": np.repeat(["u", "paper"], cl.size), "value": rng.normal(0, 1, 2 * cl.size)})
+    r = paired.paired_difference(d, "value", "u", "paper", "cluster", model="universe", unit="unit", binary=False)
+    assert f"G = {g} clusters" in r["ci_method"] and f"in {g} clusters" in r["mde_design"]
+    assert "cluster clusters" not in r["ci_method"] + r["mde_design"]
+    named = paired.paired_difference(d.rename(columns={"cluster": "template"}), "value", "u", "paper", "template",
+                                     model="universe", unit="unit", binary=False)
+    assert f"G = {g} template clusters" in named["ci_method"]

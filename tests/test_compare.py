@@ -210,3 +210,14 @@ def test_outputs_root_falls_back_to_the_published_outputs(root, tmp_path):
     assert compare.outputs_root(None, Path(root) / "05_compare") == Path(root).resolve()
     assert compare.outputs_root(None, tmp_path / "05_compare") == paths.OUTPUTS_DIR
     assert compare.outputs_root(str(tmp_path), "anything") == tmp_path
+
+
+def test_metric_headers_come_from_each_metrics_benchmark():
+    """The model x metric table's headers name the benchmark by its spec's title, then the metric in words."""
+    from biaslab.benchmarks import SPECS
+    heads = compare.metric_headers(compare.all_metrics())
+    for s in SPECS.values():
+        for m in s.metrics:
+            if m.id in heads:
+                assert heads[m.id].startswith(s.title + " ") and "_" not in heads[m.id]
+    assert heads["bbq_bias_ambig"] == "BBQ bias ambiguous"

@@ -206,6 +206,24 @@ def test_a_metric_whose_estimate_lacks_a_column_is_named():
         run.estimate_row(m, None, None, 10, 0)
 
 
+def test_every_multiverse_estimate_is_one_row_shape_and_counts_what_it_leaves_out():
+    """Each benchmark's notebook-6 estimate returns ``spec.universe_estimate``'s columns; an item without a value
+    (no entropy, no preference) is counted in ``n_unparsed``, never dropped silently."""
+    from biaslab.benchmarks import agentic, bbq, crows_pairs
+    from biaslab.benchmarks.spec import universe_estimate
+    items = pd.DataFrame({"prompt_id": list("abcd"), "template": ["t1", "t1", "t2", "t2"], "pair_id": [1, 2, 3, 4],
+                          "context_condition": ["ambig"] * 4, "scenario_id": [1, 1, 2, 2]})
+    r = pd.DataFrame({"prompt_id": list("abcd"), "answer_kind": ["option", "option", "option", "unparsed"],
+                      "deviated": [1.0, 0, 1, 0], "non_unknown": [1.0, 1, 1, 0], "correct": [0.0, 0, 0, 0],
+                      "stereotype_preferred": [1.0, 0, 1, np.nan], "entropy": [0.9, 0.8, 0.7, np.nan]})
+    for m in (bbq.SPEC.metrics[0], crows_pairs.SPEC.metrics[0], agentic.SPEC.metrics[0]):
+        e = m.estimate(r, items, 50, 0)
+        assert list(e)[:len(universe_estimate())] == list(universe_estimate()), m.id
+        assert e["n_unparsed"] == 1, m.id
+    none = bbq.SPEC.metrics[1].estimate(r, items, 50, 0)        # no disambiguated item in the subset
+    assert none["n"] == 0 and np.isnan(none["estimate"]) and none["ci_method"] == "undefined: no disambig item"
+
+
 # -------------------------------------------------------------------------------------- fabricated multiverse
 def _fabricated(seed=0, n_items=600, n_clusters=60):
     """Per-item 0/1 outcomes over the BBQ design's OFAT universes with known log-odds effects per changed choice,
@@ -710,7 +728,7 @@ def test_default_bbq_size_is_below_the_powered_size_so_the_notebook_says_what_it
     from biaslab.benchmarks import bbq
     from biaslab.benchmarks.bbq import bias_score_pseudo_values
     from biaslab.stats import power
-    n = profiles.multiverse_items("default")["bbq"]
+    n = profiles.multiverse_sizes("default", "items")["bbq"]
     r = pd.read_csv(paths.ROOT / "outputs" / "06_multiverse" / "tables" / "responses_bbq.csv")
     its = load_or_skip(lambda: bbq.load().prompts, "BBQ")
     amb = r[r["universe"] == "paper"].merge(its[["prompt_id", "context_condition"]], on="prompt_id")

@@ -50,7 +50,7 @@ def test_a_bad_plan_is_refused_naming_file_and_claim(tmp_path):
 def test_plan_changed_since_the_manifest(tmp_path):
     f = tmp_path / "plan.yaml"
     shutil.copy(P.DEFAULT, f)
-    manifest = {"analysis_plan": P.manifest_entry(f)}
+    manifest = {"analysis_plan": P.load(f).entry()}
     assert manifest["analysis_plan"]["sha256"] == P.load(f).sha256 and P.changed_since(manifest) == ""
     f.write_text(f.read_text().replace("alpha: 0.05", "alpha: 0.01"))
     assert P.changed_since(manifest).startswith(P.CHANGED)
@@ -61,7 +61,7 @@ def test_verify_prints_the_plan_note(tmp_path):
     from biaslab import cli
     f = tmp_path / "plan.yaml"
     shutil.copy(P.DEFAULT, f)
-    (tmp_path / "MANIFEST.json").write_text(pd.Series({"analysis_plan": P.manifest_entry(f)}).to_json())
+    (tmp_path / "MANIFEST.json").write_text(pd.Series({"analysis_plan": P.load(f).entry()}).to_json())
     assert cli.plan_note(tmp_path) == ""
     f.write_text(f.read_text() + "\n# edited after the run\n")
     assert cli.plan_note(tmp_path).startswith(P.CHANGED)

@@ -311,6 +311,14 @@ def run(out, notebook: str, replications: int, seed: int = 0, root: Path | None 
     return table
 
 
+def oversize_line(table: pd.DataFrame) -> str:
+    """The sentence under a notebook's calibration table: how many claim instances reject a true null more often
+    than :data:`biaslab.stats.calibration.MAX_SIZE`, and which."""
+    over = C.flag_oversize(table)
+    return (f"{len(over)} of {len(table)} claim instances reject a true null more often than {C.MAX_SIZE}"
+            + (": " + ", ".join(over["claim"] + " (" + over["design"] + ")") if len(over) else ""))
+
+
 # ------------------------------------------------------------------------------------------------ familywise error
 def budget_of(root: Path, plan: "P.Plan") -> tuple[dict[str, float], dict[str, int]]:
     """Per notebook, the share of alpha and the number of families its confirmatory rows were decided with: the

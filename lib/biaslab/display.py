@@ -133,7 +133,7 @@ def format_value(x, kind: str, decimals: int | None | bool = False) -> str:
 #: Words of column names as a reader reads them (:func:`column_label`); other words stay as they are.
 WORDS = {"ci": "CI", "ci95": "95 % CI", "hdi": "HDI", "mde": "MDE", "bf": "BF", "bf10": "BF₁₀", "bf01": "BF₀₁",
          "se": "SE", "sd": "SD", "pct": "%", "adj": "adjusted", "lo": "low", "hi": "high", "llm": "LLM",
-         "ss": "SS", "kl": "KL", "bbq": "BBQ", "ssqa": "SSQA", "crows": "CrowS", "calm": "CALM", "ambig": "ambiguous",
+         "ss": "SS", "kl": "KL", "ambig": "ambiguous",
          "disambig": "disambiguated", "num": "number", "pos": "position", "id": "id", "dm": "DM", "eq": "eq.",
          "holm": "Holm", "bh": "BH", "df": "df", "icc": "ICC", "iqr": "IQR", "auc": "AUC", "mc": "MC"}
 #: Whole column names with a label of their own, shared by every table that has them.

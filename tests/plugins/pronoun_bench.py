@@ -18,7 +18,7 @@ import pandas as pd
 
 from biaslab.benchmarks import Benchmark, Factor, FactorSpec, register
 from biaslab.benchmarks.base import Protocol, read_csv, require_columns
-from biaslab.benchmarks.spec import FactorPlan, Metric, Source, Spec
+from biaslab.benchmarks.spec import FactorPlan, Metric, Source, Spec, universe_estimate
 from biaslab.sources import sha256_file
 
 FILE = Path(__file__).resolve().parents[1] / "fixtures" / "pronoun_bench" / "items.csv"
@@ -80,14 +80,12 @@ def estimate(r: pd.DataFrame, items: pd.DataFrame, n_boot: int = 2000, seed: int
                                                                       on="prompt_id")
     ok = d[d["stereotype_preferred"].notna()]
     if not len(ok):
-        return {"estimate": np.nan, "ci_low": np.nan, "ci_high": np.nan, "ci_method": "no item answered",
-                "p_value": np.nan, "p_method": "", "n": 0, "n_clusters": 0, "n_unparsed": len(d)}
+        return universe_estimate(ci_method="no item answered", n_unparsed=len(d))
     ci = intervals.rate_intervals(ok, "stereotype_preferred", "occupation").iloc[0]
     t = clustered.mean_inference(ok["stereotype_preferred"].to_numpy(float), ok["occupation"].to_numpy(), null=0.5,
                                  n_boot=n_boot or clustered.N_WILD, seed=seed, name="occupation")
-    return {"estimate": float(ci["rate"]), "ci_low": float(ci["ci_low"]), "ci_high": float(ci["ci_high"]),
-            "ci_method": ci["ci_method"], "p_value": t["p_value"], "p_method": t["p_method"], "n": len(ok),
-            "n_clusters": int(ci["n_clusters"]), "n_unparsed": int(len(d) - len(ok))}
+    return universe_estimate(ci["rate"], ci["ci_low"], ci["ci_high"], ci["ci_method"], t["p_value"], t["p_method"],
+                             len(ok), ci["n_clusters"], len(d) - len(ok))
 
 
 def responder_check(d: pd.DataFrame, items=None) -> pd.DataFrame:

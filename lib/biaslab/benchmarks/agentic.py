@@ -37,8 +37,8 @@ from .. import paths
 from ..sources import DataError, sha256_file
 from . import formats
 from .base import (Benchmark, Factor, FactorSpec, Protocol, exclude, options_in_order, read_csv, require_columns,
-                   require_rows, wording)
-from .spec import FactorPlan, Metric, Source, Spec
+                   require_rows, template_texts, wording)
+from .spec import FactorPlan, Metric, Source, Spec, universe_estimate
 
 log = logging.getLogger(__name__)
 
@@ -490,15 +490,13 @@ def _entropy_estimate(per: pd.DataFrame, items: pd.DataFrame, n_boot: int = 2000
     d = per.merge(items[["prompt_id", "scenario_id"]], on="prompt_id")
     ok = d[d["entropy"].notna()]
     if not len(ok):
-        return {"estimate": np.nan, "ci_low": np.nan, "ci_high": np.nan,
-                "ci_method": "undefined: this format gives no distribution", "p_value": np.nan, "p_method": "",
-                "n": 0, "n_clusters": 0, "n_unparsed": int((d["answer_kind"] != "option").sum())}
+        return universe_estimate(ci_method="undefined: this format gives no distribution",
+                                 n_unparsed=(d["answer_kind"] != "option").sum())
     ci = intervals.mean_intervals(ok, "entropy", "scenario_id", seed=seed).iloc[0]
     sm = ok.groupby("scenario_id")["entropy"].mean() - 1.0
     p = float(stats.ttest_1samp(sm, 0.0).pvalue) if len(sm) > 1 and sm.std() > 0 else np.nan
-    return {"estimate": float(ci["mean"]), "ci_low": float(ci["ci_low"]), "ci_high": float(ci["ci_high"]),
-            "ci_method": ci["ci_method"], "p_value": p, "p_method": "t test of scenario means against 1, G - 1 df",
-            "n": len(ok), "n_clusters": int(ci["n_clusters"]), "n_unparsed": 0}
+    return universe_estimate(ci["mean"], ci["ci_low"], ci["ci_high"], ci["ci_method"], p,
+                             "t test of scenario means against 1, G - 1 df", len(ok), ci["n_clusters"], len(d) - len(ok))
 
 
 def _entropy_values(r: pd.DataFrame, items: pd.DataFrame) -> pd.DataFrame:
@@ -563,6 +561,7 @@ def _responder_check(d: pd.DataFrame, items: pd.DataFrame) -> pd.DataFrame:
 
 SPEC = Spec(
     name="agentic", title="Agentic", load=load,
+    templates={"agentic": lambda: template_texts(load().prompts, "item_text", "question_id")},  # without examples
     protocol=PROTOCOL, formats=FORMATS, respond=respond, paper_chat=paper_chat, sample=sample,
     columns=("prompt_id", "model", "entropy", "top_position", "top_group", "top_p", "label_mass", "answer",
              "answer_kind", "choices"),
@@ -585,7 +584,8 @@ SPEC = Spec(
                "negative questions)", null=0.0, cluster="scenario_id", scale="share of probability (−1 to 1)",
                item_values=_group_values, responder_reads=(GROUP_READ, PROBABILITIES_READ))),
     # notebook 1 scores notebook 4's prompts (tests/test_factorial.py checks the two agree)
-    sizes={"smoke": {"01_multifactor": {"max_prompts": 12}, "06_multiverse": {"items": 4}},
+    sizes={"smoke": {"01_multifactor": {"max_prompts": 12},
+                     "06_multiverse": {"items": 4, "formats": ["label_dist", "option_ll"]}},
            "default": {"01_multifactor": {"max_prompts": None}, "06_multiverse": {"items": 30}},
            "paper": {"01_multifactor": {"max_prompts": None}, "06_multiverse": {"items": None}}},
     responder_check=_responder_check,

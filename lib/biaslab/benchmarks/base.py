@@ -199,6 +199,14 @@ class Benchmark:
                 + (f" crossed with {self.crossed_with}" if self.crossed_with else ""))
 
 
+def template_texts(prompts: pd.DataFrame, text: str | list[str], template_id: str) -> pd.Series:
+    """One text per template of a prompt table: its ``text`` column (or columns joined by a space) in the template's
+    first row (``Spec.templates``)."""
+    cols = [text] if isinstance(text, str) else list(text)
+    joined = prompts[cols].astype(str).agg(" ".join, axis=1) if len(cols) > 1 else prompts[cols[0]]
+    return joined.groupby(prompts[template_id], sort=False).first().astype(str).reset_index(drop=True)
+
+
 def read_csv(path: str | Path, **kwargs) -> pd.DataFrame:
     """``pandas.read_csv`` whose parse errors name the file and the line (a :class:`DataError`), for every loader."""
     try:

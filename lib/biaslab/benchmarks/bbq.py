@@ -43,8 +43,8 @@ import pandas as pd
 from ..sources import DataError, raw_path, sha256_file
 from . import formats
 from .base import (Benchmark, Factor, FactorSpec, Protocol, exclude, options_in_order, read_csv, require_columns,
-                   require_rows, wording, examples)
-from .spec import FactorPlan, Metric, Source, Spec
+                   require_rows, template_texts, wording, examples)
+from .spec import FactorPlan, Metric, Source, Spec, universe_estimate
 
 log = logging.getLogger(__name__)
 
@@ -545,14 +545,16 @@ def _universe_estimate(cond: str, r: pd.DataFrame, items: pd.DataFrame, n_boot: 
     from ..stats import ranking
     d = r.merge(items[["prompt_id", "template", "context_condition"]], on="prompt_id").assign(one=1.0)
     part = d[d["context_condition"] == cond]
+    if not len(part):                       # a subset without this context condition: nothing to estimate
+        return universe_estimate(ci_method=f"undefined: no {cond} item")
     s = ranking.cluster_sums(part, TOTALS, "template")
     b = ranking.cluster_sum_bootstrap(lambda t: bias_score_from_totals(t, cond == "ambig"), s.to_numpy(),
                                       n_boot=n_boot, seed=seed)
-    return {"estimate": b["estimate"], "ci_low": b["ci_low"], "ci_high": b["ci_high"],
-            "ci_method": f"cluster bootstrap percentile of the ratio (template, {n_boot} resamples)",
-            "p_value": b["p_boot"], "p_method": "two-sided cluster bootstrap p against 0", "n": len(part),
-            "n_clusters": b["n_clusters"], "n_unparsed": int((~part["answer_kind"].isin(["option", "unknown"])).sum()),
-            "accuracy": float(part["correct"].mean())}
+    return universe_estimate(b["estimate"], b["ci_low"], b["ci_high"],
+                             f"cluster bootstrap percentile of the ratio (template, {n_boot} resamples)",
+                             b["p_boot"], "two-sided cluster bootstrap p against 0", len(part), b["n_clusters"],
+                             (~part["answer_kind"].isin(["option", "unknown"])).sum(),
+                             accuracy=float(part["correct"].mean()))
 
 
 def _universe_values(cond: str, r: pd.DataFrame, items: pd.DataFrame) -> pd.DataFrame:
@@ -596,6 +598,7 @@ def _metric(cond: str, label: str, **multiverse) -> Metric:
 
 SPEC = Spec(
     name="bbq", title="BBQ", load=load,
+    templates={"bbq": lambda: template_texts(load().prompts, ["context", "question"], "template")},  # first example
     protocol=PROTOCOL, formats=FORMATS, respond=respond, paper_chat=paper_chat, sample=sample,
     columns=("prompt_id", "model", "choice", "answer", "answer_kind", "deviated", "correct", "chose_unknown",
              "non_unknown"),
@@ -606,7 +609,8 @@ SPEC = Spec(
     # notebook 6's factor importance: the bias score's numerator (deviated, among answers naming a person)
     metrics=(_metric("ambig", "ambiguous contexts (s_AMB)", factor_outcome=("deviated", "logistic", "non_unknown")),
              _metric("disambig", "disambiguated contexts (s_DIS)")),
-    sizes={"smoke": {"06_multiverse": {"items": 6}}, "default": {"06_multiverse": {"items": 72}},
+    # smoke: the paper's universe and open-ended answers (section 8's RUTEd table)
+    sizes={"smoke": {"06_multiverse": {"items": 6, "formats": ["option_ll", "open_ended"]}}, "default": {"06_multiverse": {"items": 72}},
            "paper": {"06_multiverse": {"items": None}}},
     responder_check=_responder_check,
 )

@@ -145,6 +145,20 @@ def _read_templates(task: str) -> tuple:
     return tuple((k, raw[k]) for k in raw)
 
 
+#: notebook 2's diversity rows of CALM (Spec.templates): the templates with their questions, the passages alone
+WITH_QUESTIONS, PASSAGES = "calm", "calm_passage"
+
+
+def template_texts(passage_only: bool = False) -> pd.Series:
+    """CALM's 224 templates as text (passage, then question / hypothesis), placeholders kept; ``passage_only``:
+    the passage alone (the paper's Table 4 length range, 3 to 319 words, is that of the passages)."""
+    t = load_templates()
+    if passage_only:
+        return t["passage"].str.strip()
+    q = t["question"].where(t["question"].map(lambda x: isinstance(x, str)), "")
+    return (t["passage"].str.strip() + "\n" + q.str.strip()).str.strip()
+
+
 def load_templates(tasks=TASKS) -> pd.DataFrame:
     """One row per template: task, template_idx, template_id, source_dataset, passage, question, answer, answer_text,
     answer_format, options (NLI label set as written in the template; MCQA option letters).
@@ -682,4 +696,6 @@ SPEC = Spec(name="calm", title="CALM", load=load, factor_plan=FACTOR_PLAN,
                 answer_mode="labels, one scoring mode per run",
                 note="interval: notebook 2's projection interval of the range statistic; paired comparisons: mean "
                      "difference of per-template bias over the templates both models kept"),),
+            # notebook 2's diversity rows: the templates with their questions, and the passages alone (Table 4)
+            templates={WITH_QUESTIONS: template_texts, PASSAGES: lambda: template_texts(passage_only=True)},
             )

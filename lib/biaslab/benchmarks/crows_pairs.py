@@ -36,8 +36,8 @@ from .. import sources
 from ..sources import DataError, raw_path
 from . import formats
 from .base import (Benchmark, Factor, FactorSpec, Protocol, examples, exclude, read_csv, require_columns,
-                   require_rows, wording)
-from .spec import FactorPlan, Metric, Source, Spec
+                   require_rows, template_texts, wording)
+from .spec import FactorPlan, Metric, Source, Spec, universe_estimate
 
 log = logging.getLogger(__name__)
 
@@ -520,6 +520,12 @@ def harness_metrics(d_logprob) -> dict[str, float]:
 
 # ------------------------------------------------------------------------------- notebook 1 (multi-factor)
 DATASETS = {"crows_pairs_en": load_original, "crows_pairs_en_revised": load_revised, "crows_pairs_fr": load_french}
+#: what a reader calls them (the number of pairs in a heading is the table's, never the release's)
+DATASET_NAMES = {"crows_pairs_en": "English CrowS-Pairs, original",
+                 "crows_pairs_en_revised": "English CrowS-Pairs, revised",
+                 "crows_pairs_fr": "French CrowS-Pairs"}
+#: the versions the paper put to the preference prompt (its ChatGPT study: the revised English and the French)
+PREFERENCE_DATASETS = ("crows_pairs_en_revised", "crows_pairs_fr")
 
 
 def combined(datasets=tuple(DATASETS)) -> Benchmark:
@@ -597,14 +603,11 @@ def _universe_estimate(r: pd.DataFrame, items: pd.DataFrame, n_boot: int = 2000,
     d = r.merge(items[["prompt_id", "pair_id"]], on="prompt_id")
     ok = d[d["stereotype_preferred"].notna()]
     if not len(ok):
-        return {"estimate": np.nan, "ci_low": np.nan, "ci_high": np.nan, "ci_method": "", "p_value": np.nan,
-                "p_method": "", "n": 0, "n_clusters": 0, "n_unparsed": len(d)}
+        return universe_estimate(n_unparsed=len(d))
     ci = intervals.rate_intervals(ok, "stereotype_preferred", None).iloc[0]
     t = preference_test(ok["stereotype_preferred"].to_numpy(float))
-    return {"estimate": float(ci["rate"]), "ci_low": float(ci["ci_low"]), "ci_high": float(ci["ci_high"]),
-            "ci_method": ci["ci_method"] + " (pairs independent)", "p_value": t["binom_p"],
-            "p_method": "exact binomial test against 0.5", "n": len(ok), "n_clusters": len(ok),
-            "n_unparsed": int(len(d) - len(ok))}
+    return universe_estimate(ci["rate"], ci["ci_low"], ci["ci_high"], ci["ci_method"] + " (pairs independent)",
+                             t["binom_p"], "exact binomial test against 0.5", len(ok), len(ok), len(d) - len(ok))
 
 
 def _universe_values(r: pd.DataFrame, items: pd.DataFrame) -> pd.DataFrame:
@@ -661,6 +664,8 @@ def _metric(dataset: str, label: str, **multiverse) -> Metric:
 
 SPEC = Spec(
     name="crows_pairs", title="CrowS-Pairs", load=load_original, datasets=DATASETS,
+    # no templates: one sentence per pair
+    templates={d: (lambda d=d: template_texts(DATASETS[d]().prompts, "sent_more", "pair_id")) for d in DATASETS},
     protocol=PROTOCOL, formats=FORMATS, respond=respond, paper_chat=paper_chat, sample=sample,
     columns=("prompt_id", "model", "stereotype_preferred", "answer_kind"),
     factor_plan=FACTOR_PLAN,
@@ -674,7 +679,9 @@ SPEC = Spec(
              _metric("crows_pairs_en_revised", "revised English"),
              _metric("crows_pairs_fr", "French")),
     # notebook 1 scores notebook 3's pairs: 3 files x its max_pairs (tests/test_factorial.py checks the two agree)
-    sizes={"smoke": {"01_multifactor": {"max_prompts": 3 * 20}, "06_multiverse": {"items": 4}},
+    # smoke: the likelihood's normalizations only (no new forward pass)
+    sizes={"smoke": {"01_multifactor": {"max_prompts": 3 * 20},
+                     "06_multiverse": {"items": 4, "formats": ["likelihood"]}},
            "default": {"01_multifactor": {"max_prompts": 3 * 400}, "06_multiverse": {"items": 63}},
            "paper": {"01_multifactor": {"max_prompts": None}, "06_multiverse": {"items": None}}},
     responder_check=_responder_check,

@@ -74,6 +74,16 @@ class Metric:
     responder_reads: tuple = ()
 
 
+def universe_estimate(estimate=float("nan"), ci_low=float("nan"), ci_high=float("nan"), ci_method: str = "",
+                      p_value=float("nan"), p_method: str = "", n: int = 0, n_clusters: int = 0, n_unparsed: int = 0,
+                      **extra) -> dict:
+    """What a :attr:`Metric.estimate` returns for one model x universe (notebook 6), every column named once: a part
+    not given is undefined (NaN, "", 0: a universe with no answer to read); ``extra`` columns follow."""
+    return {"estimate": float(estimate), "ci_low": float(ci_low), "ci_high": float(ci_high), "ci_method": ci_method,
+            "p_value": float(p_value), "p_method": p_method, "n": int(n), "n_clusters": int(n_clusters),
+            "n_unparsed": int(n_unparsed), **extra}
+
+
 #: the fields a benchmark that answers requests must fill (with ``protocol`` set)
 RESPONDING_FIELDS = ("formats", "respond", "paper_chat", "columns")
 
@@ -198,6 +208,9 @@ class Spec:
     # --- appended (notebook 6): responder_check(responses, items) -> the responder check's rows per model x universe,
     # each labelled (``metric``) by what it reads (``Metric.responder_reads``)
     responder_check: Callable[..., pd.DataFrame] | None = None
+    # --- appended (notebook 2's template diversity, CALM's Table 4): row name -> one text per template of the
+    # benchmark (or of one of its datasets), e.g. ``base.template_texts(load().prompts, "template_text", "template")``
+    templates: Mapping[str, Callable[[], pd.Series]] = field(default_factory=dict)
 
     def __post_init__(self):
         if self.protocol is not None:

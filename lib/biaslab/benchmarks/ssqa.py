@@ -45,7 +45,7 @@ import pandas as pd
 
 from ..sources import DataError, raw_path, sha256_file
 from . import formats
-from .base import Benchmark, Factor, FactorSpec, Protocol, read_csv, require_columns, require_rows
+from .base import Benchmark, Factor, FactorSpec, Protocol, read_csv, require_columns, require_rows, template_texts
 from .spec import FactorPlan, Metric, Source, Spec
 
 log = logging.getLogger(__name__)
@@ -464,6 +464,7 @@ FACTOR_PLAN = FactorPlan(
 
 SPEC = Spec(
     name="ssqa", title="SocialStigmaQA", load=load,
+    templates={"ssqa": lambda: template_texts(load().prompts, "template_text", "template")},   # {stigma} slot kept
     protocol=PROTOCOL, formats=FORMATS, honours=("format", "chat", "max_new_tokens"), respond=respond,
     paper_chat=paper_chat, columns=("prompt_id", "model", "seed", "cot", "answer", "deviated"),
     factor_plan=FACTOR_PLAN,

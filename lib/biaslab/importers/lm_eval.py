@@ -151,7 +151,8 @@ def read(path: Path) -> list[ImportedLog]:
         logs.append(ImportedLog(harness="lm-eval", task=task, kind=kind, model=model, items=items,
                                 loglikelihoods=lls, choices=choices, excluded=excluded, identity=identity,
                                 reported=reported, source=str(f),
-                                prompts=("log-likelihoods of each sentence with an empty context"
+                                prompts=("log-likelihoods of each sentence with an empty context (no "
+                                         "preference prompt)"
                                          if kind == CROWS else "the task's own BBQ prompt")))
     return logs
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from typing import Callable, Iterable, Sequence
+from typing import Callable, Sequence
 
 log = logging.getLogger(__name__)
 

@@ -19,7 +19,6 @@ from typing import Sequence
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 
 def cohen_kappa(a: Sequence, b: Sequence, labels: Sequence | None = None) -> float:

@@ -50,7 +50,7 @@ import numpy as np
 import pandas as pd
 from scipy import sparse, stats
 
-from .clustered import FEW_CLUSTERS, codes, t_quantile, webb_weights
+from .clustered import FEW_CLUSTERS, bootstrap_p, codes, t_quantile, webb_weights
 
 #: a test whose simulated size exceeds this at alpha = 0.05 is replaced (the plan's calibration rule)
 MAX_SIZE = 0.075
@@ -178,7 +178,7 @@ def _wcr_p(tot: np.ndarray, m: np.ndarray, null: float, v: np.ndarray) -> np.nda
     se_b = np.sqrt(g / (g - 1) * uu) / n
     with np.errstate(divide="ignore", invalid="ignore"):
         tb = np.where(se_b > 0, np.abs(delta) / se_b, np.where(delta == 0, 0.0, np.inf))
-    p = np.mean(tb >= (t_obs * (1 - 1e-12))[:, None], axis=1)
+    p = bootstrap_p(tb, t_obs, g)
     return np.where(se > 0, p, np.where(ybar == null, 1.0, 0.0))
 
 

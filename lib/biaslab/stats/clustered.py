@@ -161,6 +161,17 @@ def webb_weights(g: int, n_boot: int = N_WILD, seed: int = 0) -> np.ndarray:
     return np.random.default_rng(seed).choice(WEBB, size=(n_boot, g))
 
 
+def bootstrap_p(t_boot, t_obs, g: int):
+    """Bootstrap p-value from (..., B) statistics ``t_boot`` and ``t_obs`` (larger = further from H0) over ``g``
+    clusters' Webb weights: the exact share #{t* >= t} / 6^G when the B = 6^G vectors are all enumerated (the
+    all-ones vector reproduces t: counted even where rounding loses it, so p >= 6^-G), else
+    (1 + #{t* >= t}) / (B + 1) (Davison & Hinkley 1997, eq. 4.11); never 0."""
+    t_boot = np.asarray(t_boot, dtype=float)
+    hits = np.sum(t_boot >= np.asarray(t_obs, dtype=float)[..., None] * (1 - 1e-12), axis=-1)
+    b = t_boot.shape[-1]
+    return np.maximum(hits, 1) / b if b == 6 ** g else (1 + hits) / (b + 1)
+
+
 class _WCR:
     """Bootstrap t statistics of H0: mean = mu0 under the restricted wild cluster bootstrap ``y* = mu0 + v_g (y - mu0)``
     for any mu0, from cluster totals T_g and sizes m_g and one fixed (B x G) weight matrix v. With
@@ -199,7 +210,7 @@ def _wcr_observed(totals: np.ndarray, sizes: np.ndarray) -> tuple[float, float]:
 def wild_cluster_mean_test(totals, sizes, null: float = 0.0, v: np.ndarray | None = None, n_boot: int = N_WILD,
                            seed: int = 0) -> float:
     """Symmetric WCR bootstrap-t p-value of H0: mean = ``null`` from cluster totals and sizes (Webb weights): the
-    share of bootstrap |t*| at least the observed |t|."""
+    bootstrap |t*| at least the observed |t| (:func:`bootstrap_p`)."""
     t_ = np.asarray(totals, dtype=float)
     m = np.asarray(sizes, dtype=float)
     if t_.size < 2:
@@ -208,7 +219,7 @@ def wild_cluster_mean_test(totals, sizes, null: float = 0.0, v: np.ndarray | Non
     if se == 0:
         return 1.0 if ybar == null else 0.0
     w = _WCR(t_, m, webb_weights(t_.size, n_boot, seed) if v is None else v)
-    return float(np.mean(np.abs(w.t(null)) >= abs(ybar - null) / se * (1 - 1e-12)))
+    return float(bootstrap_p(np.abs(w.t(null)), abs(ybar - null) / se, t_.size))
 
 
 def wild_cluster_mean_interval(totals, sizes, alpha: float = 0.05, n_boot: int = N_WILD, seed: int = 0,
@@ -226,7 +237,7 @@ def wild_cluster_mean_interval(totals, sizes, alpha: float = 0.05, n_boot: int =
     w = _WCR(t_, m, webb_weights(t_.size, n_boot, seed))
 
     def p(mu):
-        return float(np.mean(np.abs(w.t(mu)) >= abs(ybar - mu) / se * (1 - 1e-12)))
+        return float(bootstrap_p(np.abs(w.t(mu)), abs(ybar - mu) / se, t_.size))
 
     bounds = []
     for sign in (-1.0, 1.0):
@@ -284,7 +295,7 @@ def mean_inference(y, clusters=None, null: float = 0.0, alpha: float = 0.05, few
     if g < 2:
         out["ci_method"] = f"undefined ({g} cluster)"
         return out
-    label = "units" if clusters is None else f"{name + ' ' if name else ''}clusters" + (" (crossed)" if two_way else "")
+    label = "units" if clusters is None else clusters_label(name) + (" (crossed)" if two_way else "")
     if not two_way and clusters is not None and g < few:
         c = dims[0]
         tot, size = np.bincount(c, weights=y), np.bincount(c).astype(float)
@@ -415,6 +426,11 @@ def cluster_labels(df: pd.DataFrame, cluster: str | Sequence[str] | None):
     if len(cols) != 2:
         raise ValueError(f"one or two cluster columns, got {cols}")
     return [df[cols[0]].to_numpy(), df[cols[1]].to_numpy()]
+
+
+def clusters_label(name: str | None) -> str:
+    """"template clusters" for method strings; plain "clusters" for an unnamed or generic (``cluster``) column."""
+    return f"{name} clusters" if name and name != "cluster" else "clusters"
 
 
 def cluster_name(cluster: str | Sequence[str] | None) -> str:

@@ -16,12 +16,6 @@ Pure functions over numpy / pandas; encoders (torch) live in :mod:`biaslab.paper
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
-
-#: prompt-table columns that hold a template's text, in order of preference
-TEMPLATE_TEXT_COLUMNS = ("template_text",)
-#: prompt-table columns that identify a template, in order of preference
-TEMPLATE_ID_COLUMNS = ("template_id", "template", "question_id", "question_index")
 
 
 def word_count(text: str) -> int:
@@ -82,32 +76,6 @@ def mean_pairwise_bertscore(token_embeddings: list[np.ndarray]) -> float:
         total += f.sum()
         count += len(f)
     return float(total / count)
-
-
-def template_texts(prompts: pd.DataFrame, max_templates: int | None = None, seed: int = 0,
-                   text: str | list[str] | None = None, template_id: str | None = None) -> pd.Series:
-    """One text per template of a benchmark's prompt table.
-
-    ``text`` (a column, or columns joined by a space) and ``template_id`` say where the template text and its id
-    are; by default a ``template_text`` column is used when the loader provides one, else the first prompt ``text``
-    of each template (the first of ``template_id``, ``template``, ``question_id``, ``question_index`` present), else
-    every distinct ``text``. ``max_templates`` draws a seeded random subset (the mean pairwise similarity is then an
-    estimate from that sample).
-    """
-    if text is None:
-        text = next((c for c in TEMPLATE_TEXT_COLUMNS if c in prompts.columns), "text")
-    cols = [text] if isinstance(text, str) else list(text)
-    joined = prompts[cols].astype(str).agg(" ".join, axis=1) if len(cols) > 1 else prompts[cols[0]]
-    idc = template_id or next((c for c in TEMPLATE_ID_COLUMNS if c in prompts.columns), None)
-    if idc is not None:
-        texts = joined.groupby(prompts[idc], sort=False).first().astype(str)
-    else:
-        texts = joined.dropna().astype(str).drop_duplicates()
-    texts = texts.reset_index(drop=True)
-    if max_templates is not None and len(texts) > max_templates:
-        rng = np.random.default_rng(seed)
-        texts = texts.iloc[np.sort(rng.choice(len(texts), size=max_templates, replace=False))].reset_index(drop=True)
-    return texts
 
 
 def diversity_row(name: str, texts, sentence_embeddings: np.ndarray | None = None,

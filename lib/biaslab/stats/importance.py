@@ -42,7 +42,7 @@ import statsmodels.api as sm
 from scipy import stats
 from scipy.linalg import null_space
 
-from .clustered import FEW_CLUSTERS, contrast_clusters
+from .clustered import FEW_CLUSTERS, clusters_label, contrast_clusters
 from .coverage import functional_dependencies
 
 try:                                   # small dense problems: one BLAS thread is fastest, and on a busy machine
@@ -235,7 +235,7 @@ def _logistic_regression(df, factors, references, outcome, alpha, check, cluster
         t["design_effect"] = (se_c / t["se"]) ** 2
         t["n_clusters"] = held
         t["ci_method"] = [f"Wald, naive (normal) and cluster-robust ({cluster}, CR1 sandwich, t({d}))" for d in dfree]
-        notes.append(f"cluster-robust standard errors over {int(groups.max() + 1)} {cluster} clusters "
+        notes.append(f"cluster-robust standard errors over {int(groups.max() + 1)} {clusters_label(cluster)} "
                      "(statsmodels cov_type='cluster'); read p_cluster, not p_value")
     if t["separated"].any():
         notes.append(f"{int(t['separated'].sum())} term(s) show separation (deviation rate 0 or 1 at that level, "
@@ -249,7 +249,7 @@ def wild_score_p(y: np.ndarray, X: np.ndarray, k: int, groups: np.ndarray, n_boo
     (Kline & Santos 2012; module docstring), Webb weights (all 6^G vectors when G <= 5). ``family``: "binomial"
     (logistic; information weights p(1 - p)) or "gaussian" (OLS; weights 1, the error variance cancels in the
     statistic), the restricted fit being the same GLM without column k."""
-    from .clustered import webb_weights
+    from .clustered import bootstrap_p, webb_weights
     rest = np.delete(X, k, axis=1)
     fam = {"binomial": sm.families.Binomial, "gaussian": sm.families.Gaussian}[family]()
     with warnings.catch_warnings():
@@ -269,7 +269,7 @@ def wild_score_p(y: np.ndarray, X: np.ndarray, k: int, groups: np.ndarray, n_boo
     t_obs = abs(c.sum()) / denom
     v = webb_weights(c.size, n_boot, seed)
     tb = np.abs(v @ c) / np.sqrt((v * v) @ (c * c))
-    return float(np.mean(tb >= t_obs * (1 - 1e-12)))
+    return float(bootstrap_p(tb, t_obs, c.size))
 
 
 def significant(table: pd.DataFrame, alpha: float = 0.01, include_intercept: bool = False) -> pd.DataFrame:

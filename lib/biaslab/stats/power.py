@@ -40,6 +40,8 @@ from scipy import stats
 from statsmodels.stats.power import NormalIndPower, TTestPower
 from statsmodels.stats.proportion import proportion_effectsize
 
+from .clustered import clusters_label
+
 ALPHA, POWER = 0.05, 0.80
 
 
@@ -216,12 +218,12 @@ def summarize_contrast_mdes(c: pd.DataFrame) -> dict:
 
 
 def mde_design(kind: str, n: int, n_clusters: int | None = None, deff: float | None = None,
-               cluster: str = "cluster") -> str:
+               cluster: str = "") -> str:
     """The analysed design in words, for the ``mde_design`` column: "paired, 10,360 prompts in 37 template clusters,
     deff 41.1, t(36)"."""
     parts = [kind, f"{int(n):,} units"]
     if n_clusters is not None and np.isfinite(n_clusters) and n_clusters != n:
-        parts[-1] += f" in {int(n_clusters)} {cluster} clusters"
+        parts[-1] += f" in {int(n_clusters)} {clusters_label(cluster)}"
     if deff is not None and np.isfinite(deff):      # the design effect in an MDE is never below 1 (mde_from_se)
         parts.append(f"deff {max(deff, 1.0):.2f}" + (f" (estimated {deff:.2f}, floored at 1)" if deff < 1 else ""))
     if n_clusters is not None and np.isfinite(n_clusters):

@@ -138,52 +138,21 @@ def load_encoder(name: str = DEFAULT_ENCODER, layer: int | None = None, device: 
 # the diversity study over several benchmarks
 # ----------------------------------------------------------------------------------------------------------------
 
-def calm_template_texts(passage_only: bool = False) -> pd.Series:
-    """CALM's 224 templates as text (passage, then question / hypothesis), placeholders kept; ``passage_only``:
-    the passage alone (the paper's Table 4 length range, 3 to 319 words, is that of the passages)."""
-    from ...benchmarks.calm import load_templates
-    t = load_templates()
-    if passage_only:
-        return t["passage"].str.strip()
-    q = t["question"].where(t["question"].map(lambda x: isinstance(x, str)), "")
-    return (t["passage"].str.strip() + "\n" + q.str.strip()).str.strip()
+def benchmark_templates(names=None, max_templates: int | None = None, seed: int = 0):
+    """Template texts of each benchmark (``Spec.templates``; ``names`` None: every registered one):
+    ({name: (texts, n_total)}, {name: why skipped}).
 
-
-#: where each benchmark's template text lives in its prompt table (text column(s), template id column); others use
-#: the defaults of :func:`biaslab.stats.diversity.template_texts`
-TEMPLATE_SPEC = {
-    "ssqa": {"text": "template_text", "template_id": "template"},       # 37 templates with a {stigma} slot
-    "bbq": {"text": ["context", "question"], "template_id": "template"},  # first example of each template
-    "agentic": {"text": "item_text", "template_id": "question_id"},       # the question without the examples
-    "crows_pairs_en": {"text": "sent_more", "template_id": "pair_id"},    # no templates: one sentence per pair
-    "crows_pairs_en_revised": {"text": "sent_more", "template_id": "pair_id"},
-    "crows_pairs_fr": {"text": "sent_more", "template_id": "pair_id"},
-}
-
-
-def benchmark_templates(names, max_templates: int | None = None, seed: int = 0):
-    """Template texts of each benchmark whose loader is available: ({name: (texts, n_total)}, {name: why skipped}).
-
-    A benchmark whose loader is missing or fails (not yet written, data not fetched) is skipped with its reason, so
-    the notebook can print it and carry on."""
+    A benchmark whose templates cannot be read (unknown name, data not fetched) is skipped with its reason, so the
+    notebook can print it and carry on."""
     from ... import benchmarks
-    from ...stats import diversity as dv
+    every = {n: f for s in benchmarks.SPECS.values() for n, f in s.templates.items()}
     texts, skipped = {}, {}
-    for name in names:
+    for name in every if names is None else names:
         try:
-            if name == "calm":
-                all_t = calm_template_texts()
-            elif name == "calm_passage":          # the passage alone (context, premise, sentence)
-                all_t = calm_template_texts(passage_only=True)
-            else:
-                owner = next((s for s in benchmarks.SPECS.values() if name == s.name or name in s.datasets), None)
-                if owner is None:
-                    raise KeyError(f"no benchmark or dataset {name!r} in biaslab.benchmarks.SPECS")
-                prompts = owner.dataset(name).prompts
-                spec = {k: v for k, v in TEMPLATE_SPEC.get(name, {}).items()
-                        if all(c in prompts.columns for c in ([v] if isinstance(v, str) else v))}
-                all_t = dv.template_texts(prompts, **spec)
-        except Exception as exc:        # a loader not on this branch yet, or its data missing: say so, go on
+            if name not in every:
+                raise KeyError(f"no Spec.templates entry {name!r} in biaslab.benchmarks.SPECS (known: {sorted(every)})")
+            all_t = every[name]()
+        except Exception as exc:        # its data missing: say so, go on
             skipped[name] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
             continue
         n_total = len(all_t)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from ...benchmarks.calm import PASSAGES, WITH_QUESTIONS
 from ...findings import bullets, claim_findings, join, num, pct, power_sentence, present, span
 from .decisions import NOTEBOOK
 
@@ -133,17 +134,17 @@ def length_findings(diversity: pd.DataFrame, table4: pd.DataFrame) -> str:
     printed minimum, maximum and mean allow: the largest template alone contributes (max − mean) / sqrt(n − 1)."""
     d = diversity.set_index("benchmark")
     paper = table4.set_index("benchmark").loc["CALM"]
-    if "calm_passage" not in d.index:
+    if PASSAGES not in d.index:
         return ""
-    p, q = d.loc["calm_passage"], d.loc["calm"] if "calm" in d.index else None
+    p, q = d.loc[PASSAGES], d.loc[WITH_QUESTIONS] if WITH_QUESTIONS in d.index else None
     floor = (paper["length_max"] - paper["length_mean"]) / (paper["n_templates"] - 1) ** 0.5
     return bullets([
         f"The paper's Table 4 row for CALM: {int(paper['n_templates'])} templates of "
         f"{span(paper['length_min'], paper['length_max'])} words, mean {num(paper['length_mean'])}, standard "
         f"deviation {num(paper['length_sd'])}.",
-        f"Here, the passages alone (`calm_passage`): {int(p['n_templates'])} templates of "
+        f"Here, the passages alone (`{PASSAGES}`): {int(p['n_templates'])} templates of "
         f"{span(p['length_min'], p['length_max'])} words, mean {num(p['length_mean'])}, standard deviation "
-        f"{num(p['length_sd'], 2)}" + (f"; with the question (`calm`): mean {num(q['length_mean'])}, up to "
+        f"{num(p['length_sd'], 2)}" + (f"; with the question (`{WITH_QUESTIONS}`): mean {num(q['length_mean'])}, up to "
                                        f"{int(q['length_max'])} words" if q is not None else "") + ".",
         f"The printed standard deviation cannot be right: with {int(paper['n_templates'])} templates between "
         f"{num(paper['length_min'])} and {num(paper['length_max'])} words around a mean of "

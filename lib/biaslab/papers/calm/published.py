@@ -6,8 +6,8 @@ import pandas as pd
 #: Table 2: bias score on CALM vs. on its template perturbations
 TABLE2 = pd.DataFrame({
     "model": ["T0-3B", "OPT-2.7B", "OPT-6.7B", "Bloom-3B", "Bloom-7B"],
-    "calm": [8.1, 11.3, 13.7, 14.6, 23.0],
-    "perturbed": [8.5, 12.4, 14.6, 16.0, 23.4],
+    "bias_score": [8.1, 11.3, 13.7, 14.6, 23.0],
+    "bias_score_perturbed": [8.5, 12.4, 14.6, 16.0, 23.4],
 })
 
 #: Table 3: bias score mean and sd over six runs of random prompt subsets

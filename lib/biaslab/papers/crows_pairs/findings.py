@@ -11,15 +11,10 @@ from collections.abc import Mapping
 
 import pandas as pd
 
+from ...benchmarks.crows_pairs import DATASET_NAMES
 from ...findings import bullets, claim_findings, join, num, pct, present
 from ...stats import hypothesis as hyp
 from .decisions import NOTEBOOK
-
-
-#: the datasets' names; the number of pairs in a heading is the table's (:func:`dataset_title`), never the release's
-DATASET_NAMES = {"crows_pairs_en": "English CrowS-Pairs, original",
-                 "crows_pairs_en_revised": "English CrowS-Pairs, revised",
-                 "crows_pairs_fr": "French CrowS-Pairs"}
 
 
 def dataset_title(name: str, rows: pd.DataFrame | None = None) -> str:

@@ -18,6 +18,8 @@ model x metric table can read the robustness verdict per metric.
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 import pandas as pd
 from scipy import stats
@@ -29,10 +31,6 @@ from ...stats import importance as imp
 from ...stats import paired, power, ranking
 
 SEPARATED = "separated: effect not estimable"
-
-
-def _bbq_stat(ambig: bool):
-    return lambda t: bbq.bias_score_from_totals(t, ambig)
 
 
 def multiverse_metrics(names) -> list:
@@ -321,9 +319,9 @@ def format_agreement(mc: pd.DataFrame, open_: pd.DataFrame, items: pd.DataFrame,
         sums.append(ranking.cluster_sums(part, bbq.TOTALS, "template"))
     idx = sums[0].index.union(sums[1].index)
     s_open, s_mc = (s.reindex(idx, fill_value=0.0).to_numpy() for s in sums)
-    diff = ranking.cluster_sum_bootstrap(_bbq_stat(True), s_open, s_mc, n_boot=n_boot, seed=seed)
-    res.update(ambig_bias_open=float(_bbq_stat(True)(s_open.sum(axis=0))[0]),
-               ambig_bias_mc=float(_bbq_stat(True)(s_mc.sum(axis=0))[0]),
+    ambig = partial(bbq.bias_score_from_totals, ambig=True)
+    diff = ranking.cluster_sum_bootstrap(ambig, s_open, s_mc, n_boot=n_boot, seed=seed)
+    res.update(ambig_bias_open=float(ambig(s_open.sum(axis=0))[0]), ambig_bias_mc=float(ambig(s_mc.sum(axis=0))[0]),
                ambig_bias_difference=diff["estimate"], difference_ci_low=diff["ci_low"],
                difference_ci_high=diff["ci_high"], difference_p=diff["p_boot"])
     return res

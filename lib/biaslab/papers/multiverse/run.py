@@ -20,6 +20,7 @@ import time
 import pandas as pd
 
 from ... import benchmarks as registry
+from ...benchmarks.spec import universe_estimate
 from ...scoring import tolerance
 from . import analysis, design, gguf, matcher
 
@@ -28,11 +29,11 @@ def _takes(f, name: str) -> bool:
     return name in inspect.signature(f).parameters
 
 
-def items(benchmark: str, n: int | None, seed: int = 0, bbq_pool: int | None = 150) -> tuple[pd.DataFrame, object]:
+def items(benchmark: str, n: int | None, seed: int = 0, pool: int | None = 150) -> tuple[pd.DataFrame, object]:
     """(items, Benchmark): the benchmark's own design-preserving subset (its spec's ``sample``; ``n=None``: all; a
-    sampler that takes a ``pool`` — BBQ's — draws from notebook 1's ``bbq_pool``-prompt sample)."""
+    sampler that takes a ``pool`` — BBQ's — draws from notebook 1's ``pool``-prompt sample)."""
     s = design.check(benchmark)
-    return s.sample(n, seed=seed, **({"pool": bbq_pool} if _takes(s.sample, "pool") else {}))
+    return s.sample(n, seed=seed, **({"pool": pool} if _takes(s.sample, "pool") else {}))
 
 
 def tolerance_texts(items: dict, n: int = 8) -> list[str]:
@@ -49,10 +50,10 @@ def estimate_row(m, r: pd.DataFrame, its: pd.DataFrame, n_boot: int, seed: int) 
     """One universe's row of metric ``m`` (its ``estimate``), with the metric's null."""
     e = m.estimate(r, its, n_boot, seed)
     head = ("estimate", "ci_low", "ci_high", "ci_method")
-    missing = [k for k in head + ("p_value", "p_method", "n", "n_clusters", "n_unparsed") if k not in e]
+    missing = [k for k in universe_estimate() if k not in e]
     if missing:
-        raise KeyError(f"metric {m.id!r}: its estimate returned no {', '.join(missing)} (Metric.estimate, "
-                       "biaslab.benchmarks.spec)")
+        raise KeyError(f"metric {m.id!r}: its estimate returned no {', '.join(missing)} (Metric.estimate: return "
+                       "biaslab.benchmarks.spec.universe_estimate(...))")
     return {"metric": m.id, **{k: e[k] for k in head}, "null_value": m.null,
             **{k: v for k, v in e.items() if k not in head}}
 

@@ -27,12 +27,6 @@ from .base import Backend
 log = logging.getLogger(__name__)
 
 
-#: what a log of each kind holds, for the "not in the log" messages
-HOLDS = {"crows_pairs": "a CrowS-Pairs run asks no prompt (no preference prompt), only the log-likelihood of each "
-                        "sentence",
-         "bbq": "a BBQ run holds the log-likelihood (or the generated answer) of each option after its own prompt"}
-
-
 def what_differs(asked: str, logged: str) -> str:
     """The first difference between two texts, in words: where, and each side's characters there."""
     for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, asked, logged, autojunk=False).get_opcodes():
@@ -159,7 +153,7 @@ class ImportedBackend(Backend):
                 "chat_top_logprobs": "next-token distributions of chat prompts", "generate": "generations",
                 "chat": "chat prompts"}[capability]
         fmt = self.lm.fingerprint.get("format", "imported")
-        asked = "; ".join(f"{lg.task}: {HOLDS.get(lg.kind, lg.kind)}" for lg in self.lm.logs)
+        asked = "; ".join(f"{lg.task} ({lg.kind}): {lg.prompts}" for lg in self.lm.logs)
         return ValueError(f"{why or capability}: not in the {fmt} log of {self.lm.name!r}, which holds no {need} "
                           f"(capability {capability!r}) — {asked}; this needs a model, or a log of a task that "
                           "recorded them")
