@@ -71,7 +71,7 @@ def test_draws_are_nested_so_notebooks_1_and_6_ask_notebook_7s_requests(bench):
     from biaslab import profiles
     from biaslab.papers.multifactor import factorial
     seven = set(mbbq.sample(profiles.params("default", "07_mbbq")["items"], seed=0)[0]["item"])
-    six, _ = SPECS["mbbq"].sample(profiles.multiverse_items("default")["mbbq"], seed=0)
+    six, _ = SPECS["mbbq"].sample(profiles.multiverse_sizes("default", "items")["mbbq"], seed=0)
     assert set(six["item"]) < seven and set(six["set"]) == {"bias"} and six["language"].nunique() == 4
     one = factorial.sample(mbbq.FACTOR_PLAN, bench.prompts,
                            profiles.params("default", "01_multifactor", "mbbq")["max_prompts"], seed=0)

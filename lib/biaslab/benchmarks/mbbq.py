@@ -540,17 +540,17 @@ def _metric(lang: str) -> Metric:
 
 SPEC = Spec(
     name="mbbq", title="MBBQ", load=load,
-    # respond also reads the paper's generated answers (Protocol(format="generated"), its detector); they are not a
-    # universe of notebook 6: 100 new tokens cost SmolLM2 about 19 s of CPU per prompt here (8 prompts: 149 s)
-    protocol=PROTOCOL, formats=("option_ll",), applies={"max_new_tokens": ("generated",)},
+    protocol=PROTOCOL, formats=FORMATS, applies={"max_new_tokens": ("generated",)},
     honours=("format", "wording", "chat", "max_new_tokens"), respond=respond, paper_chat=paper_chat,
     sample=sample_bias, columns=COLUMNS,
     metrics=tuple(_metric(lang) for lang in LANGUAGES),
     factor_plan=FACTOR_PLAN,
     # notebook 1: notebook 7's items (2 per stratum x 8 prompts); notebook 6: the first of them per stratum, bias set
-    # (12 items x 4 languages; its paper universe is read from notebook 7's scores)
-    sizes={"smoke": {"01_multifactor": {"max_prompts": 16}, "06_multiverse": {"items": 1}},
-           "default": {"01_multifactor": {"max_prompts": 2 * 12 * 8}, "06_multiverse": {"items": 1}},
+    # (12 items x 4 languages; its paper universe is read from notebook 7's scores), option log-probabilities only:
+    # the paper's generated answers (100 new tokens) cost SmolLM2 about 19 s of CPU per prompt here (8 prompts: 149 s)
+    sizes={"smoke": {"01_multifactor": {"max_prompts": 16}, "06_multiverse": {"items": 1, "formats": ["option_ll"]}},
+           "default": {"01_multifactor": {"max_prompts": 2 * 12 * 8},
+                       "06_multiverse": {"items": 1, "formats": ["option_ll"]}},
            "paper": {"01_multifactor": {"max_prompts": None}, "06_multiverse": {"items": None}}},
     responder_check=_responder_check,
 )
