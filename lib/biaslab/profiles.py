@@ -60,9 +60,11 @@ PROFILES: dict[str, dict[str, dict]] = {
         "04_agentic_entropy": {"max_prompts": 12, "cyclic_prompts": 2, "fewshot_prompts": 0,
                                "calibration_replications": 50},
         # a handful of items; the paper's universe, BBQ open-ended (for the RUTEd table), the CrowS-Pairs
-        # normalizations (no new forward pass) and the agentic option log-likelihood: 7 universes
+        # normalizations (no new forward pass), the agentic option log-likelihood and Winogender's pronoun
+        # likelihood (its correlation's other reading): 10 universes
         "06_multiverse": {"formats": {"bbq": ["option_ll", "open_ended"], "crows_pairs": ["likelihood"],
-                                      "agentic": ["label_dist", "option_ll"]},
+                                      "agentic": ["label_dist", "option_ll"],
+                                      "winogender": ["option_ll", "likelihood"]},
                           "factors": ["answer_format", "normalization"], "precisions": ["float32"], "n_boot": 200},
         # notebook 5 reads the other notebooks' tables: every model found there; the wild cluster bootstrap (where
         # the rule uses it) with the rule's own draws, as notebooks 1-4, so an effect gets one interval

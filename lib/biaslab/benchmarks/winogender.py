@@ -301,7 +301,14 @@ def respond(scorer, items: pd.DataFrame, protocol: Protocol = PROTOCOL) -> pd.Da
     elif fmt == "option_ll":
         texts, orders = requests(items, protocol)
         shown = [[" " + o[i] for i in order] for o, order in zip(option_texts(items), orders)]
-        s = _normalized(scorer.option_logprob(texts, shown, chat=chat), protocol.normalization)
+        if protocol.normalization == "pmi":
+            # domain-conditional PMI (Holtzman et al. 2021, eq. 2): minus the option's log-probability after the
+            # answer cue alone
+            cue = [wording("winogender", protocol.wording)["cue"]] * n
+            s = _normalized(scorer.option_logprob(texts, shown, chat=chat), "sum") - \
+                _normalized(scorer.option_logprob(cue, shown, chat=chat), "sum")
+        else:
+            s = _normalized(scorer.option_logprob(texts, shown, chat=chat), protocol.normalization)
         score = np.stack([s[np.arange(n), [order.index(j) for order in orders]] for j in (0, 1)], axis=1)
     elif fmt == "label_dist":
         texts, orders = requests(items, protocol)
@@ -591,10 +598,11 @@ ESTIMATES = {"winogender_accuracy_gap_gender": accuracy_gap_gender, "winogender_
 SPEC = Spec(
     name="winogender", title="Winogender", load=load,
     protocol=PROTOCOL, formats=FORMATS,
-    # wording / instruction / order shape the coreference question only; normalization every scored format
+    # wording / instruction / order shape the coreference question only; normalization (sum, mean, PMI) its options'
+    # log-likelihoods (the harness format is lm-eval's summed log-likelihood, the pronoun likelihood a sentence's)
     applies={"wording": ("option_ll", "label_dist"), "instruction": ("option_ll", "label_dist"),
              "order": ("option_ll", "label_dist"), "chat": ("option_ll", "label_dist", "harness"),
-             "normalization": ("option_ll", "harness", "likelihood")},
+             "normalization": ("option_ll",)},
     honours=("format", "wording", "instruction", "chat", "order", "normalization"),
     respond=respond, paper_chat=paper_chat, sample=sample, columns=COLUMNS,
     metrics=METRICS, factor_plan=FACTOR_PLAN, responder_check=_responder_check,
