@@ -37,11 +37,17 @@ Two protocols (:func:`respond`):
 * **pronoun likelihood** (``likelihood``) — the summed log-probability of the schema's sentence with he, she and they;
   per item ``p_male = P(he) / (P(he) + P(she))`` and ``male_logodds = log P(he) - log P(she)``.
 
-Metrics (:func:`estimates`; cluster = occupation, rules of :mod:`biaslab.stats`): the accuracy gap male - female
-(paired by schema), the accuracy gap gotcha - non-gotcha (paired by schema, among sentences whose pronoun refers to
-the occupation), and the Pearson correlation of the model's per-occupation male-over-female log-odds preference
-with the BLS share of women (the paper's occupation-level analysis; r with its Fisher-z interval: the 60 occupations
-are the independent units).
+``option_ll`` normalizes the options' log-likelihoods as ``Protocol.normalization`` says: summed, per-token mean,
+or domain-conditional PMI (minus the option's log-probability after the answer cue alone; Holtzman et al. 2021).
+
+Metrics (``SPEC.metrics``; cluster = occupation, rules of :mod:`biaslab.stats`): the accuracy gap male - female and
+the accuracy gap gotcha - non-gotcha (each over the he / she sentences, paired by schema: :func:`accuracy_gap`), and
+the Pearson correlation of the model's per-occupation male-over-female log-odds preference with the BLS share of
+women (the paper's occupation-level analysis; r with its Fisher-z interval: the occupations are the independent
+units; :func:`bls_correlation`). Notebook 1 writes them per model (``winogender_metrics``, :func:`metric_tables`);
+notebook 5 reads them there and pairs models on per-schema gaps and on r's linearization per occupation
+(:func:`correlation_values`); notebook 6 computes them per universe (the gaps are undefined for the pronoun
+likelihood, which names no referent).
 """
 
 from __future__ import annotations
@@ -592,8 +598,7 @@ METRICS = (
            responder_reads=(PREFERENCE_READ,)),
 )
 #: notebook 1's estimate of each metric on one model's responses
-ESTIMATES = {"winogender_accuracy_gap_gender": accuracy_gap_gender, "winogender_accuracy_gap_gotcha": accuracy_gap_gotcha,
-             "winogender_bls_correlation": bls_correlation}
+ESTIMATES = dict(zip((m.id for m in METRICS), (accuracy_gap_gender, accuracy_gap_gotcha, bls_correlation)))
 
 SPEC = Spec(
     name="winogender", title="Winogender", load=load,
