@@ -537,3 +537,14 @@ def test_winogender_runs_through_notebooks_1_6_and_5(smoke_run, tmp_path):
             assert table.at[key, "estimate_from_responses"] == pytest.approx(row["estimate"])
     pairs = pd.read_csv(tmp_path / "05_compare" / "tables" / "paired_differences.csv")
     assert set(ids) <= set(pairs["metric"]) and pairs.loc[pairs["metric"].isin(ids), "claim"].isna().all()
+
+
+def test_a_smaller_sample_is_part_of_a_larger_one(items):
+    """Notebook 6's items (its spec size) are among notebook 1's (its plan's sample) at every profile's sizes."""
+    from biaslab import profiles
+    for profile in ("smoke", "default"):
+        n1 = profiles.params(profile, "01_multifactor", "winogender")["max_prompts"]
+        n6 = profiles.multiverse_items(profile)["winogender"]
+        big = w.FACTOR_PLAN.sample(items, n1, (), seed=0)
+        small = w.occupation_sample(items, n6, seed=0)
+        assert set(small["prompt_id"]) <= set(big["prompt_id"]) and len(small) <= len(big)

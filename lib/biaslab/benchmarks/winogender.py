@@ -206,15 +206,17 @@ def occupation_sample(prompts: pd.DataFrame, n: int | None, strata=(), seed: int
     """A simple random sample of whole occupations (each with all its sentences) holding at least ``n`` sentences,
     in the file's order: a cluster sample, so every schema keeps its he / she / they sentences, every paired and
     per-occupation statistic stays defined, and unweighted means estimate the 720-sentence population (equal
-    clusters drawn with equal probability). ``n=None``: every sentence. ``strata`` is ignored (notebook 1's
-    ``FactorPlan.sample`` signature: the occupation is the sampling unit)."""
+    clusters drawn with equal probability). The first occupations of one seeded permutation: with the same seed a
+    smaller sample is part of a larger one (notebook 6's items are among notebook 1's, whose scores they reuse).
+    ``n=None``: every sentence. ``strata`` is ignored (notebook 1's ``FactorPlan.sample`` signature: the occupation
+    is the sampling unit)."""
     if n is None or n >= len(prompts):
         return prompts
     if n < 1:
         raise ValueError(f"n must be a positive integer or None, got {n!r}")
     occs = pd.unique(prompts["occupation"])
     k = min(len(occs), math.ceil(n / (len(prompts) // len(occs))))
-    pick = set(np.random.default_rng(seed).choice(occs, size=k, replace=False))
+    pick = set(np.random.default_rng(seed).permutation(occs)[:k])
     return prompts[prompts["occupation"].isin(pick)].reset_index(drop=True)
 
 
