@@ -332,7 +332,7 @@ def test_spec_is_registered_and_complete():
     assert s is w.SPEC and s.protocol.format == s.formats[0]
     assert set(s.honours) <= {f for f in Protocol.__dataclass_fields__}
     assert set(s.applies) <= set(s.honours) and all(set(v) <= set(s.formats) for v in s.applies.values())
-    assert set(s.sizes) == {"smoke", "default"}
+    assert set(s.sizes) == {"smoke", "default", "paper"}
     assert [m.id for m in s.metrics] == ["winogender_accuracy_gap_gender", "winogender_accuracy_gap_gotcha",
                                          "winogender_bls_correlation"]
     assert all(m.cluster == "occupation" and m.item_values and m.estimate and m.sources for m in s.metrics)

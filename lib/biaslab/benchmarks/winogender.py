@@ -613,8 +613,11 @@ SPEC = Spec(
     honours=("format", "wording", "instruction", "chat", "order", "normalization"),
     respond=respond, paper_chat=paper_chat, sample=sample, columns=COLUMNS,
     metrics=METRICS, factor_plan=FACTOR_PLAN, responder_check=_responder_check,
-    # whole occupations (sample); default: every sentence in notebook 1 (720 option_ll requests took 174 CPU-s for
-    # SmolLM2 on the shared 2-core machine), 20 occupations per universe in notebook 6, which asks them many times
+    # whole occupations (occupation_sample, nested: notebook 6's among notebook 1's). Default: 20 occupations in
+    # notebook 1 and 5 in notebook 6, to keep Winogender's share of a cold `make reproduce` near 3 minutes on 2 cores:
+    # all 720 sentences took 313 CPU-s in notebook 1 for both models (833 s wall on a shared 2-core machine), and
+    # notebook 6 asks each item in about 15 universes per model. The paper profile scores every sentence.
     sizes={"smoke": {"01_multifactor": {"max_prompts": 48}, "06_multiverse": {"items": 48}},
-           "default": {"01_multifactor": {"max_prompts": None}, "06_multiverse": {"items": 240}}},
+           "default": {"01_multifactor": {"max_prompts": 240}, "06_multiverse": {"items": 60}},
+           "paper": {"01_multifactor": {"max_prompts": None}, "06_multiverse": {"items": None}}},
 )
