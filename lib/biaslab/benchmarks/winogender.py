@@ -482,7 +482,7 @@ FACTOR_PLAN = FactorPlan(
     responses=lambda r: r.rename(columns={"answer": RESOLVED}).assign(
         **{RESOLVED: lambda d: d[RESOLVED].where(d[RESOLVED] != "")}),
     answer=RESOLVED, n_options=2,
-    summaries=lambda scored, subset, cluster: metric_tables(scored, subset, cluster),
+    summaries=metric_tables,
 )
 
 
