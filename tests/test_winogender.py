@@ -192,6 +192,9 @@ def test_respond_multiple_choice_on_a_stand_in(items, fmt):
         rr = w.SPEC.responses(sc, sub, w.PROTOCOL.replace(format=fmt, order="reversed"))
         np.testing.assert_array_equal(rr["choice"], r["choice"])
         assert "\nA. the " + sub["participant"].iloc[0] in sc.calls[-1][1][0]
+        # rotated by one position (notebook 6's cyclic order): with two options, the reversed requests
+        w.SPEC.responses(sc, sub, w.PROTOCOL.replace(format=fmt, order="cyclic"))
+        assert sc.calls[-1][1] == sc.calls[-2][1]
 
 
 def test_harness_request_is_lm_evals_winogender_prompt(items):

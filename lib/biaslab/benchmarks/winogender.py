@@ -253,9 +253,11 @@ def requests(items: pd.DataFrame, protocol: Protocol = PROTOCOL) -> tuple[list[s
     1 participant) at each shown position."""
     w = wording("winogender", protocol.wording)
     head = w["instruction"] + "\n" if protocol.instruction == "present" else ""
-    if protocol.order not in ("original", "reversed"):
-        raise ValueError(f"Winogender order {protocol.order!r}: choose original or reversed (Protocol.order)")
-    order = [0, 1] if protocol.order == "original" else [1, 0]
+    # "cyclic" rotates the options by one position: with two options, the reversed order (the same requests)
+    orders = {"original": [0, 1], "reversed": [1, 0], "cyclic": [1, 0]}
+    if protocol.order not in orders:
+        raise ValueError(f"Winogender order {protocol.order!r}: choose original, reversed or cyclic (Protocol.order)")
+    order = orders[protocol.order]
     texts = []
     for r, opts in zip(items.itertuples(), option_texts(items)):
         shown = "\n".join(f"{L}. {opts[i]}" for L, i in zip(LETTERS, order))
