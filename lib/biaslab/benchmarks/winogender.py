@@ -619,7 +619,7 @@ SPEC = Spec(
     # notebook 1 and 5 in notebook 6, to keep Winogender's share of a cold `make reproduce` near 3 minutes on 2 cores:
     # all 720 sentences took 313 CPU-s in notebook 1 for both models (833 s wall on a shared 2-core machine);
     # notebook 6 asks each item in 13-14 universes per model: 60 items took about 225 CPU-s of scoring for both
-    # models (cold). 5 occupations is the fewest with a Fisher-z interval of r. The paper profile scores all 720.
+    # models (cold); r's Fisher-z interval needs at least 4 occupations. The paper profile scores all 720.
     sizes={"smoke": {"01_multifactor": {"max_prompts": 48}, "06_multiverse": {"items": 48}},
            "default": {"01_multifactor": {"max_prompts": 240}, "06_multiverse": {"items": 60}},
            "paper": {"01_multifactor": {"max_prompts": None}, "06_multiverse": {"items": None}}},
