@@ -318,6 +318,18 @@ SCALES = {"dm-difference": "standardized", "lpbs-mean": "standardized", "stereot
           "crows-en-share": "share_difference"}
 
 
+def _sampled_design(benchmark):
+    """(n, clusters, 1) of notebook 1's default-profile sample of a benchmark whose run is not committed yet: the
+    prompts its FactorPlan samples at the spec's default size, and their generating units."""
+    from biaslab.benchmarks import SPECS
+    from biaslab.papers.multifactor import factorial
+    spec = SPECS[benchmark]
+    bench = factorial.prepare(spec)
+    n = profiles.params("default", "01_multifactor", benchmark)["max_prompts"]
+    s = factorial.sample(spec.factor_plan, bench.prompts, n)
+    return len(s), s[bench.cluster].nunique(), 1.0
+
+
 def _design(claim, key):
     """(n, clusters, Kish design effect) of one claim instance in the default profile, from the committed run's
     design columns (units and clusters) and CrowS-Pairs' stratum sizes: no outcome enters."""
@@ -327,6 +339,8 @@ def _design(claim, key):
         g = crows[crows.dataset == d]
         return W.kish_deff(g["N_h"], g["n_h"])
     if claim == "dm-difference":
+        if not (OUT / f"01_multifactor/{key}/tables/paired_comparisons.csv").exists():
+            return _sampled_design(key)
         r = t(f"01_multifactor/{key}/tables/paired_comparisons.csv").iloc[-1]
         return int(r["n_pairs"]), int(r["n_clusters"]), 1.0
     if claim in ("lpbs-mean", "stereotype-share"):
