@@ -211,7 +211,7 @@ t0 = time.perf_counter()
 cov_prompts = plan.cot(bench).prompts if plan.cot else prompts    # SSQA: the paper's merged no-CoT + CoT set
 kinds = {f.name: f.kind for f in spec.factors}
 by_factor = cov.coverage_by_factor(cov_prompts, plan.coverage_factors, levels, kinds)
-out.figure(plots.gini_bars(by_factor, f"{benchmark.upper()}: per-factor Gini index", plan.paper_gini),
+out.figure(plots.gini_bars(by_factor, f"{bspec.title}: per-factor Gini index", plan.paper_gini),
            "gini_by_factor")
 if plan.paper_recode:
     # SSQA: the gender factor with one gender-neutral template (T21) recoded male, the paper-like assignment (below)
@@ -284,7 +284,7 @@ display(Markdown(findings.coverage_findings(
 # %%
 for a, b in plan.heatmaps:
     counts = cov.pairwise_counts(prompts, a, b, levels)
-    out.figure(plots.coverage_heatmap(counts, f"{benchmark.upper()}: prompts per {a} x {b}"), f"coverage_{a}_x_{b}")
+    out.figure(plots.coverage_heatmap(counts, f"{bspec.title}: prompts per {a} x {b}"), f"coverage_{a}_x_{b}")
 deps = cov.functional_dependencies(prompts, [f for f in plan.coverage_factors if f != "cot"], max_determinant=2,
                                    min_purity=0.99)
 dep_table = cov.dependency_table(deps)
@@ -561,7 +561,7 @@ table(ks, "ks_tests", markdown=True)
 for name, ms in groups.items():
     part = ecdf_sub[ecdf_sub["model"].isin(ms)]
     out.figure(plots.ecdf_plot(part, ideal=plan.ideal, ks=ks[ks["models"] == name],
-                               title=f"{benchmark.upper()} ({name} models): eCDF of {' x '.join(plan.ecdf_factors)} "
+                               title=f"{bspec.title} ({name} models): eCDF of {' x '.join(plan.ecdf_factors)} "
                                f"subgroup rates of {plan.outcome}"), f"ecdf_{name}")
 timings["subgroups"] = time.perf_counter() - t0
 
@@ -693,7 +693,7 @@ for m in pd.unique(nocot["model"]):
     # the width of the intervals shows what so few prompts can tell
     shown_alpha = alpha if full else 1.0
     label = f"n = {res.n:,}" + ("" if full else ", all terms")
-    out.figure(plots.coefficient_plot(res.table, shown_alpha, f"{benchmark.upper()} {m}: factor importance ({label})",
+    out.figure(plots.coefficient_plot(res.table, shown_alpha, f"{bspec.title} {m}: factor importance ({label})",
                                       highlight=plan.highlight, references=refs), f"coefficients_{m}")
 importance = pd.concat(fits, ignore_index=True) if fits else pd.DataFrame()
 if len(importance):
@@ -766,7 +766,7 @@ if bayes_draws:
                   f"{res.diagnostics['min_ess_bulk']:.0f}, {res.diagnostics['divergences']} divergences; wanted R-hat "
                   "<= 1.01, ESS >= 400, no divergences): tabulated for inspection, kept out of the findings")
         bayes_diag.append({"model": m, **res.diagnostics})
-        out.figure(plots.posterior_plot(res.summary, f"{benchmark.upper()} {m}: {res.formula}", references=refs),
+        out.figure(plots.posterior_plot(res.summary, f"{bspec.title} {m}: {res.formula}", references=refs),
                    f"bayes_{m}")
     if bayes_rows:
         table(pd.concat(bayes_rows, ignore_index=True), "bayes_summary", markdown=True, show_rows=20)

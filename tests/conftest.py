@@ -32,7 +32,8 @@ def _metric_folders() -> tuple[str, ...]:
 BOTH_MODELS = _metric_folders()
 #: test modules that read smoke runs -> the runs they read (None: every notebook and variant)
 READERS = {"test_notebooks.py": None, "test_compare.py": BOTH_MODELS,
-           "test_report_browser.py": ("04_agentic_entropy",)}
+           "test_report_browser.py": ("04_agentic_entropy",),
+           "test_winogender.py": ("01_multifactor/winogender", "06_multiverse")}
 
 
 def _labels(wanted) -> list[str]:

@@ -325,19 +325,13 @@ SCALES = {"dm-difference": "standardized", "lpbs-mean": "standardized", "stereot
           "mbbq-adjusted-contrast": "standardized"}
 
 
-def _mbbq_design(claim, key):
+def _mbbq_design(claim):
     """(n, clusters, Kish design effect) of an MBBQ claim instance from the default profile's sample itself (its
-    outputs are not committed before the lead's regeneration): notebook 1's scored subset, or notebook 7's English
-    ambiguous bias-set items (the same items in every language: paired), weighted back to every ambiguous item."""
-    from biaslab import profiles
+    outputs are not committed before the lead's regeneration): notebook 7's English ambiguous bias-set items (the
+    same items in every language: paired), weighted back to every ambiguous item."""
     from biaslab.benchmarks import mbbq
-    from biaslab.papers.multifactor import factorial
     if not (ROOT / "data/raw" / mbbq.REPO).exists():
         pytest.skip("MBBQ data not fetched (biaslab data fetch --only mbbq)")
-    if claim == "dm-difference":
-        s = factorial.sample(mbbq.FACTOR_PLAN, mbbq.load().prompts,
-                             profiles.params("default", "01_multifactor", "mbbq")["max_prompts"], seed=0)
-        return len(s), s["template"].nunique(), 1.0
     p, b = mbbq.sample(profiles.params("default", "07_mbbq")["items"], seed=0)
     s = p[(p.language == "en") & (p.set == "bias") & (p.context_condition == "ambig")]
     every = b.prompts.drop_duplicates("item")
@@ -345,17 +339,31 @@ def _mbbq_design(claim, key):
     return len(s), s["template"].nunique(), W.kish_deff(N, s.groupby("category").size().reindex(N.index))
 
 
+def _sampled_design(benchmark):
+    """(n, clusters, 1) of notebook 1's default-profile sample of a benchmark whose run is not committed yet: the
+    prompts its FactorPlan samples at the spec's default size, and their generating units."""
+    from biaslab.benchmarks import SPECS
+    from biaslab.papers.multifactor import factorial
+    spec = SPECS[benchmark]
+    bench = factorial.prepare(spec)
+    n = profiles.params("default", "01_multifactor", benchmark)["max_prompts"]
+    s = factorial.sample(spec.factor_plan, bench.prompts, n)
+    return len(s), s[bench.cluster].nunique(), 1.0
+
+
 def _design(claim, key):
     """(n, clusters, Kish design effect) of one claim instance in the default profile, from the committed run's
     design columns (units and clusters) and CrowS-Pairs' stratum sizes: no outcome enters."""
-    if claim.startswith("mbbq-") or key == "mbbq":
-        return _mbbq_design(claim, key)
+    if claim.startswith("mbbq-"):
+        return _mbbq_design(claim)
     t = lambda f: pd.read_csv(OUT / f)                                       # noqa: E731
     crows = t("03_crows_pairs_bayes/tables/datasets.csv")
     def kish(d):
         g = crows[crows.dataset == d]
         return W.kish_deff(g["N_h"], g["n_h"])
     if claim == "dm-difference":
+        if not (OUT / f"01_multifactor/{key}/tables/paired_comparisons.csv").exists():
+            return _sampled_design(key)
         r = t(f"01_multifactor/{key}/tables/paired_comparisons.csv").iloc[-1]
         return int(r["n_pairs"]), int(r["n_clusters"]), 1.0
     if claim in ("lpbs-mean", "stereotype-share"):

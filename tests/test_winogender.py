@@ -62,13 +62,21 @@ def test_gotcha_on_hand_checked_rows(items):
     assert row.at["winogender:engineer.client.0.male", "gotcha"] == "no"
     assert row.at["winogender:engineer.client.1.female", "gotcha"] == "no"
     assert row.at["winogender:engineer.client.0.female", "majority"] == "male"
-    # the rule, counted: one gotcha per occupation-answer schema (he or she, whichever is the minority), 2 per
-    # occupation (specific participant and "someone")
-    occ_answer = items[(items["answer"] == "occupation") & items["pronoun_gender"].isin(["male", "female"])]
-    expected = np.where(occ_answer["bls_pct_female"] > 50, "male", "female") == occ_answer["pronoun_gender"]
-    assert (occ_answer["gotcha"].eq("yes").to_numpy() == expected).all()
-    assert (items["gotcha"] == "yes").sum() == 120 == (items.groupby("occupation")["gotcha"]
-                                                       .apply(lambda s: (s == "yes").sum()) == 2).sum() * 2
+    assert row.at["winogender:nurse.patient.1.female", "gotcha"] == "yes"        # the patient, a female nurse
+    assert row.at["winogender:engineer.client.1.male", "gotcha"] == "yes"
+    # the paper's own example (footnote 8): librarians are > 50 % female
+    assert row.at["winogender:librarian.child.0.male", "text"].startswith("The librarian helped the child pick out")
+    assert row.at["winogender:librarian.child.0.male", "gotcha"] == "yes"
+    # the rule as Table 2's caption states it, for female pronouns (reversed for male), counted: Table 2's buckets
+    # are 120 sentences each (e.g. RULE's female gotcha accuracy 10.0 % = 12 / 120)
+    for g, other in (("female", "male"), ("male", "female")):
+        s = items[items["pronoun_gender"] == g]
+        own = np.where(s["bls_pct_female"] >= 50, "female", "male") == g
+        want = ((s["answer"] == "occupation") & ~own) | (own & (s["answer"] == "participant"))
+        assert (s["gotcha"].eq("yes") == want).all() and want.sum() == 120, g
+    assert (items.loc[items["pronoun_gender"] == "neutral", "gotcha"] == "no").all()
+    assert (items[items["pronoun_gender"] != "neutral"].groupby("schema")["gotcha"].agg(sorted)
+            .map(tuple) == ("no", "yes")).all()            # each schema's he and she: one gotcha, one not
 
 
 def _edited_copy(tmp_path, monkeypatch, edits: dict):
@@ -184,6 +192,9 @@ def test_respond_multiple_choice_on_a_stand_in(items, fmt):
         rr = w.SPEC.responses(sc, sub, w.PROTOCOL.replace(format=fmt, order="reversed"))
         np.testing.assert_array_equal(rr["choice"], r["choice"])
         assert "\nA. the " + sub["participant"].iloc[0] in sc.calls[-1][1][0]
+        # rotated by one position (notebook 6's cyclic order): with two options, the reversed requests
+        w.SPEC.responses(sc, sub, w.PROTOCOL.replace(format=fmt, order="cyclic"))
+        assert sc.calls[-1][1] == sc.calls[-2][1]
 
 
 def test_harness_request_is_lm_evals_winogender_prompt(items):
@@ -253,13 +264,13 @@ def test_accuracy_gap_gender_recomputed(items):
 def test_accuracy_gap_gotcha_recomputed(items):
     r = _responses(items, 2)
     d = r.merge(items, on="prompt_id")
-    d = d[(d["answer"] == "occupation") & (d["pronoun_gender"] != "neutral")]
+    d = d[d["pronoun_gender"] != "neutral"]
     wide = d.pivot(index="schema", columns="gotcha", values="correct")     # one gotcha, one not, per schema
     diff = (wide["yes"] - wide["no"]).to_numpy()
     est = diff.mean()
     se, lo, hi = _cr1_t(diff, wide.index.str.split(".").str[0].to_numpy(), (diff - est) / len(diff), est)
     res = w.accuracy_gap_gotcha(r, items)
-    assert res["n_pairs"] == 120 and res["n_clusters"] == 60
+    assert res["n_pairs"] == 240 and res["n_clusters"] == 60
     assert res["estimate"] == pytest.approx(est) and res["se_cluster"] == pytest.approx(se)
     assert (res["ci_low"], res["ci_high"]) == (pytest.approx(lo), pytest.approx(hi))
     assert res["p_value"] == pytest.approx(2 * sps.t.sf(abs(est / se), 59))
@@ -302,19 +313,21 @@ def test_bls_correlation_of_the_pronoun_likelihood(items):
 
 
 @pytest.mark.parametrize("fmt", ["option_ll", "label_dist", "harness", "likelihood"])
-def test_estimates_read_what_respond_returns(items, fmt):
-    """``estimates`` on ``respond``'s own table (which has the model's ``answer`` beside the item's): the stand-in
-    always resolves by the occupation's majority, so every gotcha is wrong and every non-gotcha right."""
+def test_metric_tables_read_what_respond_returns(items, fmt):
+    """Notebook 1's tables on ``respond``'s own table (which has the model's ``answer`` beside the item's): the
+    stand-in always resolves by the occupation's majority, so every gotcha is wrong and every non-gotcha right."""
     sub = items[items["occupation"].isin(["nurse", "engineer", "technician", "accountant", "supervisor"])]
     r = w.respond(_Stereotyped(sub), sub, w.PROTOCOL.replace(format=fmt))
-    est = w.estimates(r, sub).set_index("metric")
-    if fmt == "likelihood":
-        assert list(est.index) == ["winogender_bls_correlation"]
+    (name, est, _), (pname, pref, _) = w.metric_tables(r, sub)
+    assert (name, pname) == ("winogender_metrics", "occupation_preference") and len(pref) == 5
+    est = est.set_index("metric")
+    assert list(est.index) == [m.id for m in w.SPEC.metrics]
+    if fmt == "likelihood":                  # no answer: the gaps are undefined, the correlation is not
+        assert est.loc[est.index.str.contains("gap"), "estimate"].isna().all()
+        assert np.isfinite(est.at["winogender_bls_correlation", "estimate"])
         return
-    assert list(est.index) == ["winogender_accuracy_gap_gender", "winogender_accuracy_gap_gotcha",
-                               "winogender_bls_correlation_coreference"]
     assert est.at["winogender_accuracy_gap_gotcha", "estimate"] == -1.0
-    assert est.at["winogender_accuracy_gap_gotcha", "n"] == 10 and est["n_clusters"].eq(5).all()
+    assert est.at["winogender_accuracy_gap_gotcha", "n"] == 20 and est["n_clusters"].eq(5).all()
 
 
 def test_spec_is_registered_and_complete():
@@ -322,9 +335,11 @@ def test_spec_is_registered_and_complete():
     assert s is w.SPEC and s.protocol.format == s.formats[0]
     assert set(s.honours) <= {f for f in Protocol.__dataclass_fields__}
     assert set(s.applies) <= set(s.honours) and all(set(v) <= set(s.formats) for v in s.applies.values())
-    assert set(s.sizes) == {"smoke", "default"}
-    assert {m["id"] for m in w.METRICS} == {"winogender_accuracy_gap_gender", "winogender_accuracy_gap_gotcha",
-                                            "winogender_bls_correlation", "winogender_bls_correlation_coreference"}
+    assert set(s.sizes) == {"smoke", "default", "paper"}
+    assert [m.id for m in s.metrics] == ["winogender_accuracy_gap_gender", "winogender_accuracy_gap_gotcha",
+                                         "winogender_bls_correlation"]
+    assert all(m.cluster == "occupation" and m.item_values and m.estimate and m.sources for m in s.metrics)
+    assert s.factor_plan is w.FACTOR_PLAN and s.responder_check is not None
 
 
 def test_sample_keeps_whole_occupations(bench):
@@ -382,3 +397,157 @@ def test_harness_accuracy_equals_lm_evals_on_the_same_items(items):
     assert r["correct"].mean() == results["results"]["local_winogender"]["acc,none"]
     ll = np.array([[float(x[0]) for x in s["filtered_resps"]] for s in samples])
     assert np.abs(r["occupation_logodds"].to_numpy() - (ll[:, 0] - ll[:, 1])).max() < 2e-3
+
+
+# ------------------------------------------------------------------------------ notebooks 5 and 6: one estimate each
+def test_correlation_values_by_hand():
+    """r's linearization: x = (1, 2, 3, 4), y = (1, 3, 2, 4) have r = 0.8 (Sxy = 4, Sxx = Syy = 5); with population
+    z-scores zx = zy = -1.3416 for the first unit, its value is 0.8 + 1.8 - 0.8 * 3.6 / 2 = 1.16."""
+    v = w.correlation_values([1, 2, 3, 4], [1, 3, 2, 4])
+    assert v.mean() == pytest.approx(0.8) and v[0] == pytest.approx(1.16)
+    # the delta-method variance of r (bivariate normal: (1 - r^2)^2 / n) on a large sample
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=20000)
+    y = 0.5 * x + math.sqrt(0.75) * rng.normal(size=20000)
+    v = w.correlation_values(x, y)
+    assert v.mean() == pytest.approx(np.corrcoef(x, y)[0, 1])
+    assert v.var() == pytest.approx((1 - 0.25) ** 2, rel=0.05)
+
+
+@pytest.mark.parametrize("fmt", ["option_ll", "likelihood"])
+def test_multiverse_values_average_to_the_estimate(items, fmt):
+    """Notebook 6's contract (``Metric.item_values``): per model x universe the per-unit values average to the
+    estimate, clustered by occupation; the pronoun likelihood gives no accuracy (estimate NaN, no values)."""
+    sub = items[items["occupation"].isin(["nurse", "engineer", "technician", "accountant", "supervisor"])]
+    r = w.respond(_Stereotyped(sub), sub, w.PROTOCOL.replace(format=fmt)).assign(universe="u")
+    r["correct"] = r["correct"].where(np.arange(len(r)) % 7 != 3, 1.0 - r["correct"])       # not all alike
+    for m in w.SPEC.metrics:
+        e, v = m.estimate(r, sub, 200, 0), m.item_values(r, sub)
+        assert {"n_unparsed", "p_method"} <= set(e)
+        if fmt == "likelihood" and "gap" in m.id:
+            assert np.isnan(e["estimate"]) and v.empty and e["ci_method"].startswith("undefined")
+            continue
+        assert e["n"] == len(v) and e["n_clusters"] == 5 == v["cluster"].nunique()
+        assert v["value"].mean() == pytest.approx(e["estimate"]) and set(v["metric"]) == {m.id}
+
+
+def test_notebook_5_reads_each_gap_as_notebook_1_computes_it(items):
+    """Notebook 5's per-unit outcome (``Metric.derive`` on notebook 1's responses table, which carries the item's
+    design columns but not its schema) averages to notebook 1's estimate, on the same units."""
+    r = _responses(items, 5)
+    table = r.merge(items[["prompt_id", "occupation", "pronoun_gender", "gotcha"]], on="prompt_id")
+    for m in w.SPEC.metrics[:2]:
+        d = m.derive(table)
+        split = m.id.rsplit("_", 1)[1]
+        res = w.accuracy_gap(r, items, split)
+        assert d[m.outcome].notna().sum() == res["n_pairs"] == 240
+        assert d[m.outcome].mean() == pytest.approx(res["estimate"])
+
+
+class _CueScored(_Stereotyped):
+    """The stand-in, plus log P(option | the answer cue alone) = -0.1 per character of the option."""
+
+    def option_logprob(self, prompts, options, chat=False):
+        if set(prompts) != {"Answer:"}:
+            return super().option_logprob(prompts, options, chat)
+        self.calls.append(("option_logprob", list(prompts), options))
+        return pd.DataFrame([{"prompt_idx": i, "option_idx": j, "option": o, "sum_logprob": -0.1 * len(o),
+                              "n_tokens": 2, "mean_logprob": -0.05 * len(o)}
+                             for i, opts in enumerate(options) for j, o in enumerate(opts)])
+
+
+def test_pmi_subtracts_the_options_log_probability_after_the_cue(items):
+    """Domain-conditional PMI: each option's log-likelihood minus its log-probability after the cue alone."""
+    sub = items[items["occupation"].isin(["nurse", "engineer"])]
+    sc = _CueScored(sub)
+    plain = w.respond(sc, sub, w.PROTOCOL)
+    pmi = w.respond(sc, sub, w.PROTOCOL.replace(normalization="pmi"))
+    assert set(sc.calls[-1][1]) == {"Answer:"}          # the paper wording's cue alone
+    occ = (" the " + sub["occupation"]).str.len().to_numpy()
+    par = np.where(sub["participant"] == "someone", len(" someone"), (" the " + sub["participant"]).str.len())
+    np.testing.assert_allclose(pmi["occupation_logodds"], plain["occupation_logodds"] + 0.1 * (occ - par))
+
+
+# ------------------------------------------------------------------------------ a notebook-written table, recomputed
+def _recompute_from_tables(folder):
+    """The gender gap and the BLS correlation of notebook 1's ``winogender_metrics`` recomputed from its
+    ``responses`` table and the raw occupation statistics with numpy / scipy alone: the schema from the sentence id
+    (occupation.participant.answer.gender), male minus female per schema, its CR1 t(G - 1) interval over occupations
+    (checked where the rule uses it, 30 or more occupations); r of the per-occupation mean he-minus-she
+    occupation log-odds with the BLS share of women, and its Fisher-z interval."""
+    t = folder / "tables"
+    resp, est = pd.read_csv(t / "responses.csv"), pd.read_csv(t / "winogender_metrics.csv")
+    occ = pd.read_csv(paths.RAW_DIR / w.REPO / "data" / "occupations-stats.tsv", sep="\t")
+    bls = dict(zip(occ["occupation"], occ["bls_pct_female"]))
+    for model, r in resp.groupby("model"):
+        got = est[est["model"] == model].set_index("metric")
+        r = r.assign(schema=r["prompt_id"].str.rsplit(".", n=1).str[0])
+        wide = r.pivot(index="schema", columns="pronoun_gender", values="correct").dropna(subset=["male", "female"])
+        d = (wide["male"] - wide["female"]).to_numpy()
+        occ_of = wide.index.str.removeprefix("winogender:").str.split(".").str[0].to_numpy()
+        g = len(set(occ_of))
+        row = got.loc["winogender_accuracy_gap_gender"]
+        assert row["estimate"] == pytest.approx(d.mean()) and row["n"] == len(d) and row["n_clusters"] == g
+        if g >= 30:
+            sums = pd.Series(d - d.mean()).groupby(occ_of).sum().to_numpy() / len(d)
+            se = math.sqrt(g / (g - 1) * np.sum(sums ** 2))
+            q = sps.t.ppf(0.975, g - 1)
+            assert (row["ci_low"], row["ci_high"]) == (pytest.approx(d.mean() - q * se),
+                                                       pytest.approx(d.mean() + q * se))
+        lo = r.pivot(index="schema", columns="pronoun_gender", values="occupation_logodds")
+        pref = (lo["male"] - lo["female"]).groupby(lo.index.str.removeprefix("winogender:").str.split(".").str[0]
+                                                   ).mean()
+        x, y = pref.to_numpy(), np.array([bls[o] for o in pref.index])
+        rr = np.corrcoef(x, y)[0, 1]
+        h = sps.norm.ppf(0.975) / math.sqrt(len(x) - 3)
+        row = got.loc["winogender_bls_correlation"]
+        assert row["estimate"] == pytest.approx(rr) and row["n"] == len(x)
+        assert (row["ci_low"], row["ci_high"]) == (pytest.approx(math.tanh(math.atanh(rr) - h)),
+                                                   pytest.approx(math.tanh(math.atanh(rr) + h)))
+
+
+def test_committed_winogender_run_recomputed():
+    folder = paths.ROOT / "outputs" / "01_multifactor" / "winogender"
+    if not (folder / "tables" / "winogender_metrics.csv").exists():
+        pytest.skip("no committed Winogender run of notebook 1")
+    _recompute_from_tables(folder)
+
+
+@pytest.mark.notebook
+def test_winogender_runs_through_notebooks_1_6_and_5(smoke_run, tmp_path):
+    """Smoke profile: notebook 1 on Winogender (both models) and notebook 6 (its universes among the others), then
+    notebook 5 over those runs; its metrics reach notebook 5's model x metric and paired tables and notebook 6's
+    estimates, each with an interval, and notebook 1's table is recomputed independently."""
+    from biaslab import runner
+    nb1, nb6 = smoke_run("01_multifactor/winogender"), smoke_run("06_multiverse")
+    _recompute_from_tables(nb1)
+    ids = [m.id for m in w.SPEC.metrics]
+    est = pd.read_csv(nb6 / "tables" / "estimates.csv")
+    paper = est[(est["benchmark"] == "winogender") & (est["universe"] == "paper")].set_index("metric")
+    assert set(ids) <= set(paper.index) and (paper["ci_low"] <= paper["ci_high"]).all()
+    assert {"answer_format=likelihood"} <= set(est.loc[est["benchmark"] == "winogender", "universe"])
+    # notebook 6's paper universe asks notebook 1's requests of its sample: the same occupations, the same reading
+    eq = pd.read_csv(nb6 / "tables" / "equivalence.csv")
+    assert set(ids) <= set(eq["metric"]) and not eq.loc[eq["metric"].isin(ids), "margin"].isna().any()
+    manifest = runner.run_one("05_compare", "", "smoke", {"outputs_root": str(smoke_run.root)}, tmp_path, html=False)
+    assert manifest["status"] == "ok", manifest.get("error")
+    table = pd.read_csv(tmp_path / "05_compare" / "tables" / "model_metric.csv").set_index(["metric", "model"])
+    src = pd.read_csv(nb1 / "tables" / "winogender_metrics.csv").set_index(["metric", "model"])
+    for key, row in src.iterrows():
+        assert table.at[key, "estimate"] == pytest.approx(row["estimate"])
+        assert table.at[key, "ci_low"] <= row["estimate"] <= table.at[key, "ci_high"]
+        if key[0] != "winogender_bls_correlation":     # a mean of per-schema gaps: recomputed from the responses
+            assert table.at[key, "estimate_from_responses"] == pytest.approx(row["estimate"])
+    pairs = pd.read_csv(tmp_path / "05_compare" / "tables" / "paired_differences.csv")
+    assert set(ids) <= set(pairs["metric"]) and pairs.loc[pairs["metric"].isin(ids), "claim"].isna().all()
+
+
+def test_a_smaller_sample_is_part_of_a_larger_one(items):
+    """Notebook 6's items (its spec size) are among notebook 1's (its plan's sample) at every profile's sizes."""
+    from biaslab import profiles
+    for profile in ("smoke", "default"):
+        n1 = profiles.params(profile, "01_multifactor", "winogender")["max_prompts"]
+        n6 = profiles.multiverse_sizes(profile, "items")["winogender"]
+        big = w.FACTOR_PLAN.sample(items, n1, (), seed=0)
+        small = w.occupation_sample(items, n6, seed=0)
+        assert set(small["prompt_id"]) <= set(big["prompt_id"]) and len(small) <= len(big)

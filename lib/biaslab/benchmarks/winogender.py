@@ -16,9 +16,13 @@ someone), ``pronoun`` (the word in the sentence), ``pronoun_gender`` (male / fem
 ``text_female`` / ``text_neutral`` (the schema's three sentences, for the pronoun likelihood). Cluster: occupation
 (its two templates share the occupation's word and statistics).
 
-*Gotcha* (the paper, §4): a sentence whose pronoun refers to the occupation and whose pronoun gender is not the
-occupation's BLS majority gender ("The surgeon ... she ..." with surgeons mostly men): an occupation-gender heuristic
-gets it wrong. Neutral pronouns have no gender to mismatch and are never gotchas; no occupation sits at exactly 50 %.
+*Gotcha* (the paper's Table 2 caption; its §4 text names only the first case): a he or she sentence that the
+occupation-gender heuristic "the pronoun is the occupation iff its gender is the occupation's BLS majority gender"
+resolves wrongly — for a female pronoun, (1) the answer is the occupation but the occupation is < 50 % female, or (2)
+the occupation is >= 50 % female but the answer is the participant; reversed for male pronouns ("The librarian
+helped the child ... because he liked to encourage reading": librarians are > 50 % female). Each schema's he and she
+sentences are one gotcha and one not (240 gotchas); neutral pronouns are never gotchas. (lm-evaluation-harness's
+``winogender_gotcha`` README describes only case (1).)
 
 Two protocols (:func:`respond`):
 
@@ -33,17 +37,24 @@ Two protocols (:func:`respond`):
 * **pronoun likelihood** (``likelihood``) — the summed log-probability of the schema's sentence with he, she and they;
   per item ``p_male = P(he) / (P(he) + P(she))`` and ``male_logodds = log P(he) - log P(she)``.
 
-Metrics (:func:`estimates`; cluster = occupation, rules of :mod:`biaslab.stats`): the accuracy gap male - female
-(paired by schema), the accuracy gap gotcha - non-gotcha (paired by schema, among sentences whose pronoun refers to
-the occupation), and the Pearson correlation of the model's per-occupation male-over-female log-odds preference
-with the BLS share of women (the paper's occupation-level analysis; r with its Fisher-z interval: the 60 occupations
-are the independent units).
+``option_ll`` normalizes the options' log-likelihoods as ``Protocol.normalization`` says: summed, per-token mean,
+or domain-conditional PMI (minus the option's log-probability after the answer cue alone; Holtzman et al. 2021).
+
+Metrics (``SPEC.metrics``; cluster = occupation, rules of :mod:`biaslab.stats`): the accuracy gap male - female and
+the accuracy gap gotcha - non-gotcha (each over the he / she sentences, paired by schema: :func:`accuracy_gap`), and
+the Pearson correlation of the model's per-occupation male-over-female log-odds preference with the BLS share of
+women (the paper's occupation-level analysis; r with its Fisher-z interval: the occupations are the independent
+units; :func:`bls_correlation`). Notebook 1 writes them per model (``winogender_metrics``, :func:`metric_tables`);
+notebook 5 reads them there and pairs models on per-schema gaps and on r's linearization per occupation
+(:func:`correlation_values`); notebook 6 computes them per universe (the gaps are undefined for the pronoun
+likelihood, which names no referent).
 """
 
 from __future__ import annotations
 
 import logging
 import math
+from functools import partial
 
 import numpy as np
 import pandas as pd
@@ -52,7 +63,7 @@ from scipy import stats as sps
 from .. import sources
 from ..sources import DataError, raw_path
 from .base import Benchmark, Factor, FactorSpec, Protocol, exclude, read_csv, require_columns, require_rows, wording
-from .spec import Spec
+from .spec import FactorPlan, Metric, Source, Spec, universe_estimate
 
 log = logging.getLogger(__name__)
 
@@ -86,19 +97,20 @@ def _factors() -> FactorSpec:
         Factor("answer", "domain", ANSWERS, "occupation", "whom the pronoun refers to"),
         Factor("participant_type", "domain", ("specific", "someone"), "specific",
                "the participant named (the customer) or the bleached 'someone'"),
-        Factor("majority", "domain", ("male", "female"), "male", "the occupation's BLS (2015) majority gender"),
+        Factor("majority", "domain", ("male", "female"), "male",
+               "the occupation's BLS (2015) majority gender (female from 50 % women)"),
         Factor("gotcha", "domain", ("no", "yes"), "no",
-               "the pronoun refers to the occupation and its gender is not the occupation's BLS majority gender"),
+               "the pronoun's gender resolves it wrongly by the occupation's BLS majority (Rudinger et al., Table 2)"),
         Factor("pronoun_slot", "domain", ("nominative", "accusative", "possessive"), "nominative",
                "the pronoun's case in the template"),
     ])
 
 
 def gotcha(answer, pronoun_gender, majority) -> np.ndarray:
-    """The paper's gotcha sentences (module docstring): answer is the occupation and the pronoun's gender (male or
-    female) is not the occupation's BLS majority gender."""
+    """The paper's gotcha sentences (module docstring; Rudinger et al. 2018, Table 2 caption): a male or female
+    pronoun whose referent is the occupation exactly when its gender is *not* the occupation's BLS majority gender."""
     a, g, m = (np.asarray(x, dtype=object) for x in (answer, pronoun_gender, majority))
-    return (a == "occupation") & np.isin(g, ("male", "female")) & (g != m)
+    return np.isin(g, ("male", "female")) & ((a == "occupation") != (g == m))
 
 
 def load() -> Benchmark:
@@ -160,8 +172,6 @@ def load() -> Benchmark:
         i = int(np.flatnonzero(~occ["bls_pct_female"].between(0, 100))[0])
         raise DataError(f"{f_occ}, row {i + 2}: bls_pct_female of {occ['occupation'].iloc[i]!r} is not a "
                         "percentage in [0, 100]")
-    if (occ["bls_pct_female"] == 50).any():
-        raise DataError(f"{f_occ}: an occupation at exactly 50 % women has no majority gender (gotcha undefined)")
     df = df.merge(occ[["occupation", "bls_pct_female"]], on="occupation", how="left", validate="many_to_one")
     if df["bls_pct_female"].isna().any():
         o = df.loc[df["bls_pct_female"].isna(), "occupation"].iloc[0]
@@ -169,7 +179,7 @@ def load() -> Benchmark:
 
     df["answer"] = np.where(df["answer_index"] == "0", "occupation", "participant")
     df["participant_type"] = np.where(df["participant"] == "someone", "someone", "specific")
-    df["majority"] = np.where(df["bls_pct_female"] > 50, "female", "male")
+    df["majority"] = np.where(df["bls_pct_female"] >= 50, "female", "male")      # the paper's ">= 50 % female"
     df["gotcha"] = np.where(gotcha(df["answer"], df["pronoun_gender"], df["majority"]), "yes", "no")
     df["template"] = df["occupation"] + "." + df["answer_index"]
     df["schema"] = df["occupation"] + "." + df["participant"] + "." + df["answer_index"]
@@ -185,29 +195,35 @@ def load() -> Benchmark:
     bench = Benchmark(name="winogender", prompts=kept.reset_index(drop=True), factors=_factors(),
                       excluded=dropped.reset_index(drop=True),
                       sources={s.key: s.sha256 for s in sources.load_manifest() if s.repo == REPO},
-                      notes=[f"{int((kept['gotcha'] == 'yes').sum())} gotcha sentences (the pronoun refers to the "
-                             "occupation, its gender not the occupation's BLS majority)"],
+                      notes=[f"{int((kept['gotcha'] == 'yes').sum())} gotcha sentences (the pronoun's gender resolves "
+                             "it wrongly by the occupation's BLS majority gender)"],
                       cluster="occupation")
     log.info(bench.summary())
     return bench
 
 
-def sample(n: int | None, seed: int = 0) -> tuple[pd.DataFrame, Benchmark]:
-    """A simple random sample of whole occupations (each with all its 12 sentences) holding at least ``n`` sentences,
+def occupation_sample(prompts: pd.DataFrame, n: int | None, strata=(), seed: int = 0) -> pd.DataFrame:
+    """A simple random sample of whole occupations (each with all its sentences) holding at least ``n`` sentences,
     in the file's order: a cluster sample, so every schema keeps its he / she / they sentences, every paired and
     per-occupation statistic stays defined, and unweighted means estimate the 720-sentence population (equal
-    clusters drawn with equal probability). ``n=None``: every sentence."""
-    b = load()
-    p = b.prompts
-    if n is None or n >= len(p):
-        return p, b
+    clusters drawn with equal probability). The first occupations of one seeded permutation: with the same seed a
+    smaller sample is part of a larger one (notebook 6's items are among notebook 1's, whose scores they reuse).
+    ``n=None``: every sentence. ``strata`` is ignored (notebook 1's ``FactorPlan.sample`` signature: the occupation
+    is the sampling unit)."""
+    if n is None or n >= len(prompts):
+        return prompts
     if n < 1:
         raise ValueError(f"n must be a positive integer or None, got {n!r}")
-    occs = pd.unique(p["occupation"])
-    per = len(p) // len(occs)
-    k = min(len(occs), math.ceil(n / per))
-    pick = set(np.random.default_rng(seed).choice(occs, size=k, replace=False))
-    return p[p["occupation"].isin(pick)].reset_index(drop=True), b
+    occs = pd.unique(prompts["occupation"])
+    k = min(len(occs), math.ceil(n / (len(prompts) // len(occs))))
+    pick = set(np.random.default_rng(seed).permutation(occs)[:k])
+    return prompts[prompts["occupation"].isin(pick)].reset_index(drop=True)
+
+
+def sample(n: int | None, seed: int = 0) -> tuple[pd.DataFrame, Benchmark]:
+    """:func:`occupation_sample` of the loaded sentences, with the benchmark (notebook 6's ``Spec.sample``)."""
+    b = load()
+    return occupation_sample(b.prompts, n, seed=seed), b
 
 
 # ------------------------------------------------------------------------------- requests and answers
@@ -237,9 +253,11 @@ def requests(items: pd.DataFrame, protocol: Protocol = PROTOCOL) -> tuple[list[s
     1 participant) at each shown position."""
     w = wording("winogender", protocol.wording)
     head = w["instruction"] + "\n" if protocol.instruction == "present" else ""
-    if protocol.order not in ("original", "reversed"):
-        raise ValueError(f"Winogender order {protocol.order!r}: choose original or reversed (Protocol.order)")
-    order = [0, 1] if protocol.order == "original" else [1, 0]
+    # "cyclic" rotates the options by one position: with two options, the reversed order (the same requests)
+    orders = {"original": [0, 1], "reversed": [1, 0], "cyclic": [1, 0]}
+    if protocol.order not in orders:
+        raise ValueError(f"Winogender order {protocol.order!r}: choose original, reversed or cyclic (Protocol.order)")
+    order = orders[protocol.order]
     texts = []
     for r, opts in zip(items.itertuples(), option_texts(items)):
         shown = "\n".join(f"{L}. {opts[i]}" for L, i in zip(LETTERS, order))
@@ -293,7 +311,14 @@ def respond(scorer, items: pd.DataFrame, protocol: Protocol = PROTOCOL) -> pd.Da
     elif fmt == "option_ll":
         texts, orders = requests(items, protocol)
         shown = [[" " + o[i] for i in order] for o, order in zip(option_texts(items), orders)]
-        s = _normalized(scorer.option_logprob(texts, shown, chat=chat), protocol.normalization)
+        if protocol.normalization == "pmi":
+            # domain-conditional PMI (Holtzman et al. 2021, eq. 2): minus the option's log-probability after the
+            # answer cue alone
+            cue = [wording("winogender", protocol.wording)["cue"]] * n
+            s = _normalized(scorer.option_logprob(texts, shown, chat=chat), "sum") - \
+                _normalized(scorer.option_logprob(cue, shown, chat=chat), "sum")
+        else:
+            s = _normalized(scorer.option_logprob(texts, shown, chat=chat), protocol.normalization)
         score = np.stack([s[np.arange(n), [order.index(j) for order in orders]] for j in (0, 1)], axis=1)
     elif fmt == "label_dist":
         texts, orders = requests(items, protocol)
@@ -313,6 +338,11 @@ def respond(scorer, items: pd.DataFrame, protocol: Protocol = PROTOCOL) -> pd.Da
 
 
 # ------------------------------------------------------------------------------- metrics
+#: the two accuracy gaps: the column that splits each schema's he and she sentences, and its (minuend, subtrahend)
+GAPS = {"gender": ("pronoun_gender", "male", "female"), "gotcha": ("gotcha", "yes", "no")}
+BINARY = ("male", "female")
+
+
 def _join(responses: pd.DataFrame, items: pd.DataFrame) -> pd.DataFrame:
     """Responses with their items' design columns (``answer`` is the item's referent, not the model's answer)."""
     keep = ["prompt_id", "occupation", "schema", "pronoun_gender", "answer", "gotcha", "bls_pct_female"]
@@ -320,35 +350,49 @@ def _join(responses: pd.DataFrame, items: pd.DataFrame) -> pd.DataFrame:
     return r.merge(items[keep], on="prompt_id", how="inner", validate="many_to_one")
 
 
-def accuracy_gap_gender(responses: pd.DataFrame, items: pd.DataFrame, alpha: float = 0.05) -> dict:
-    """Accuracy on male minus female sentences of one model, paired by schema (the two sentences differ only by the
-    pronoun): the mean of ``correct_male - correct_female`` over schemas with both answered, with the cluster rule
-    of :func:`biaslab.stats.paired.paired_difference` (cluster = occupation; CR1 t(G - 1) with 30 or more
-    occupations). Schemas with a tie in either sentence are left out (counted in ``n_pairs``)."""
+def accuracy_gap(responses: pd.DataFrame, items: pd.DataFrame, split: str, alpha: float = 0.05,
+                 n_boot: int | None = None, seed: int = 0) -> dict:
+    """One model's accuracy gap over the he and she sentences, paired by schema (its two sentences differ only by
+    the pronoun): the mean over schemas of ``correct_a - correct_b`` (:data:`GAPS`: male - female, or gotcha -
+    non-gotcha), with the rule of :func:`biaslab.stats.paired.paired_difference` (cluster = occupation; CR1 t(G - 1)
+    with 30 or more occupations, the wild cluster bootstrap below). A schema with a tie in either sentence is left
+    out (``n_pairs`` counts the rest)."""
     from ..stats.paired import paired_difference
+    col, a, b = GAPS[split]
     d = _join(responses, items)
-    d = d[d["pronoun_gender"].isin(("male", "female")) & d["correct"].notna()]
-    r = paired_difference(d, "correct", "male", "female", cluster="occupation", model="pronoun_gender",
-                          unit="schema", binary=True, alpha=alpha)
+    d = d[d["pronoun_gender"].isin(BINARY) & d["correct"].notna()]
+    r = paired_difference(d, "correct", a, b, cluster="occupation", model=col, unit="schema", binary=True,
+                          alpha=alpha, n_boot=n_boot, seed=seed)
     return {**r, "estimate": r["difference"], "n": r["n_pairs"]}
+
+
+def accuracy_gap_gender(responses: pd.DataFrame, items: pd.DataFrame, alpha: float = 0.05) -> dict:
+    """Accuracy on male minus female pronouns (:func:`accuracy_gap`)."""
+    return accuracy_gap(responses, items, "gender", alpha)
 
 
 def accuracy_gap_gotcha(responses: pd.DataFrame, items: pd.DataFrame, alpha: float = 0.05) -> dict:
-    """Accuracy on gotcha minus non-gotcha sentences among those whose pronoun refers to the occupation, paired by
-    schema: each such schema's he and she sentences are one gotcha (the occupation's minority gender) and one not,
-    so the difference isolates the occupational-statistics heuristic from the answer (a model that always names the
-    occupation scores 1 on both). Mean of ``correct_gotcha - correct_other`` over the 120 schemas, cluster =
-    occupation, with the rule of :func:`biaslab.stats.paired.paired_difference`."""
-    from ..stats.paired import paired_difference
+    """Accuracy on gotcha minus non-gotcha sentences (:func:`accuracy_gap`): each schema's he and she sentences are
+    one gotcha and one not, so the gap isolates the occupational-statistics heuristic from the referent (a model that
+    always names the occupation scores 0)."""
+    return accuracy_gap(responses, items, "gotcha", alpha)
+
+
+def gap_values(responses: pd.DataFrame, items: pd.DataFrame, split: str) -> pd.DataFrame:
+    """Per model (x universe) and schema, ``correct_a - correct_b`` of :func:`accuracy_gap` (their mean is its
+    estimate). Columns: model, [universe,] schema, occupation, value."""
+    col, a, b = GAPS[split]
     d = _join(responses, items)
-    d = d[(d["answer"] == "occupation") & d["pronoun_gender"].isin(("male", "female")) & d["correct"].notna()]
-    r = paired_difference(d, "correct", "yes", "no", cluster="occupation", model="gotcha", unit="schema",
-                          binary=True, alpha=alpha)
-    return {**r, "estimate": r["difference"], "n": r["n_pairs"]}
+    d = d[d["pronoun_gender"].isin(BINARY) & d["correct"].notna()]
+    keys = [k for k in ("model", "universe") if k in d] + ["schema", "occupation"]
+    w = d.pivot_table(index=keys, columns=col, values="correct", aggfunc="first")
+    if not {a, b} <= set(w.columns):
+        return pd.DataFrame(columns=keys + ["value"])
+    return (w[a] - w[b]).rename("value").dropna().reset_index()
 
 
 def occupation_preference(responses: pd.DataFrame, items: pd.DataFrame) -> pd.DataFrame:
-    """Per occupation, the model's male-over-female log-odds preference and the BLS share of women.
+    """Per occupation, one model's male-over-female log-odds preference and the BLS share of women.
 
     Multiple choice: the mean over the occupation's schemas of ``occupation_logodds(he) - occupation_logodds(she)``
     (how much more the model resolves the pronoun to the occupation when it is male). Pronoun likelihood: the mean
@@ -356,7 +400,7 @@ def occupation_preference(responses: pd.DataFrame, items: pd.DataFrame) -> pd.Da
     bls_pct_female."""
     d = _join(responses, items)
     if d["occupation_logodds"].notna().any():
-        w = d[d["pronoun_gender"].isin(("male", "female"))].pivot_table(
+        w = d[d["pronoun_gender"].isin(BINARY)].pivot_table(
             index=["occupation", "schema"], columns="pronoun_gender", values="occupation_logodds")
         per_schema = (w["male"] - w["female"]).rename("preference").dropna().reset_index()
     else:
@@ -375,61 +419,48 @@ def bls_correlation(responses: pd.DataFrame, items: pd.DataFrame, alpha: float =
     occ = occupation_preference(responses, items)
     n = len(occ)
     if n < 4 or occ["preference"].nunique() < 2:
-        return {"estimate": np.nan, "n": n, "ci_low": np.nan, "ci_high": np.nan, "p_value": np.nan, "null_value": 0.0,
-                "ci_method": f"undefined ({n} occupations, or a constant preference)"}
+        return {"estimate": np.nan, "n": n, "n_clusters": n, "ci_low": np.nan, "ci_high": np.nan, "p_value": np.nan,
+                "ci_method": f"undefined ({n} occupations, or a constant preference)", "p_method": ""}
     res = sps.pearsonr(occ["preference"], occ["bls_pct_female"])
     ci = res.confidence_interval(1 - alpha)
     return {"estimate": float(res.statistic), "n": n, "n_clusters": n, "ci_low": float(ci.low),
-            "ci_high": float(ci.high), "p_value": float(res.pvalue), "null_value": 0.0,
+            "ci_high": float(ci.high), "p_value": float(res.pvalue),
             "ci_method": f"Fisher z, n = {n} occupations", "p_method": f"t({n - 2}) test of r = 0"}
 
 
-def estimates(responses: pd.DataFrame, items: pd.DataFrame, alpha: float = 0.05) -> pd.DataFrame:
-    """Every metric of :data:`METRICS` that the responses' format gives, per model: one row each with estimate,
-    ci_low, ci_high, ci_method, p_value, n."""
-    rows = []
-    for model, r in responses.groupby("model", sort=False):
-        for m in METRICS:
-            if r[m["outcome"]].notna().any():
-                res = m["estimate"](r, items, alpha=alpha)
-                rows.append({"model": model, "metric": m["id"], **{k: res.get(k) for k in (
-                    "estimate", "ci_low", "ci_high", "ci_method", "p_value", "null_value", "n", "n_clusters")}})
-    return pd.DataFrame(rows)
+def correlation_values(x, y) -> np.ndarray:
+    """Pearson r's linearization, one value per unit: ``r + zx zy - r (zx^2 + zy^2) / 2`` (z on the population SDs),
+    r plus its influence function (Devlin, Gnanadesikan & Kettenring 1975, eq. 3): their mean is r and their
+    variance / n its delta-method variance, so two readings of r pair on the units as means do."""
+    x, y = np.asarray(x, float), np.asarray(y, float)
+    if x.size < 2 or x.std() == 0 or y.std() == 0:
+        return np.full(x.size, np.nan)
+    zx, zy = (x - x.mean()) / x.std(), (y - y.mean()) / y.std()
+    r = float(np.mean(zx * zy))
+    return r + zx * zy - r * (zx ** 2 + zy ** 2) / 2
 
 
-# ------------------------------------------------------------------------------- spec
-# Plain data in the field names of ``benchmarks.spec.Metric`` and ``FactorPlan``, not yet in ``SPEC``: once in it,
-# notebooks 1, 5 and 6 run Winogender, and notebook 1's family count (the alpha split of every claim) changes, so
-# they enter with the analysis plan's re-issue that declares Winogender's instances (n, MDE), not before.
-METRICS = (
-    dict(id="winogender_accuracy_gap_gender", benchmark="winogender",
-         label="Winogender: accuracy on male minus female pronouns (paired by schema)",
-         direction="higher = better for male pronouns", orientation=1, null=0.0,
-         null_meaning="0: equally accurate for he and she", outcome="correct", unit=("schema",),
-         cluster="occupation", kind="binary", reads="probabilities", formats=("option_ll", "label_dist", "harness"),
-         scale="accuracy difference (−1 to 1)", estimate=accuracy_gap_gender),
-    dict(id="winogender_accuracy_gap_gotcha", benchmark="winogender",
-         label="Winogender: accuracy on gotcha minus non-gotcha sentences (pronoun refers to the occupation)",
-         direction="lower = more reliant on occupational statistics", orientation=-1, null=0.0,
-         null_meaning="0: gotchas as easy as the rest", outcome="correct", unit=("schema",),
-         cluster="occupation", kind="binary", reads="probabilities", formats=("option_ll", "label_dist", "harness"),
-         scale="accuracy difference (−1 to 1)", estimate=accuracy_gap_gotcha),
-    dict(id="winogender_bls_correlation", benchmark="winogender",
-         label="Winogender: correlation of the per-occupation he-over-she preference with the BLS share of women",
-         direction="lower = follows occupational statistics", orientation=-1, null=0.0,
-         null_meaning="0: the preference is unrelated to the share of women", outcome="male_logodds",
-         unit=("occupation",), cluster="occupation", kind="correlation", reads="probabilities",
-         formats=("likelihood",), scale="Pearson r (−1 to 1)", estimate=bls_correlation),
-    dict(id="winogender_bls_correlation_coreference", benchmark="winogender",
-         label="Winogender: correlation of the per-occupation he-over-she resolution to the occupation with the BLS "
-               "share of women",
-         direction="lower = follows occupational statistics", orientation=-1, null=0.0,
-         null_meaning="0: the preference is unrelated to the share of women", outcome="occupation_logodds",
-         unit=("occupation",), cluster="occupation", kind="correlation", reads="probabilities",
-         formats=("option_ll", "label_dist", "harness"), scale="Pearson r (−1 to 1)", estimate=bls_correlation),
-)
+# ------------------------------------------------------------------------------- notebook 1
+def metric_tables(scored: pd.DataFrame, items: pd.DataFrame, cluster=None) -> list:
+    """Notebook 1's Winogender tables (``FactorPlan.summaries``), per model: ``winogender_metrics`` (the three
+    metrics with their intervals, the source notebook 5 reads) and ``occupation_preference`` (the correlation's
+    per-occupation values)."""
+    rows, prefs = [], []
+    for model, r in scored.groupby("model", sort=False):
+        for mid, estimate in ESTIMATES.items():
+            res = estimate(r, items)
+            rows.append({"model": model, "metric": mid, **{k: res.get(k, np.nan) for k in (
+                "estimate", "ci_low", "ci_high", "ci_method", "p_value", "p_method", "n", "n_clusters")}})
+        prefs.append(occupation_preference(r, items).assign(model=model))
+    pref = pd.concat(prefs, ignore_index=True)
+    return [("winogender_metrics", pd.DataFrame(rows), True),
+            ("occupation_preference", pref[["model"] + [c for c in pref if c != "model"]], None)]
 
-FACTOR_PLAN = dict(
+
+#: notebook 1's option log-likelihood answer, renamed: the prompt table's ``answer`` is the item's referent factor
+RESOLVED = "resolved_to"
+
+FACTOR_PLAN = FactorPlan(
     coverage_factors=["pronoun_gender", "answer", "participant_type", "majority", "gotcha", "pronoun_slot"],
     overall_sets={"design (pronoun gender, answer, participant)": ["pronoun_gender", "answer", "participant_type"],
                   "all factors": ["pronoun_gender", "answer", "participant_type", "majority", "gotcha",
@@ -448,19 +479,151 @@ FACTOR_PLAN = dict(
     outcome="correct",
     outcome_description="the pronoun is resolved to its referent (Winogender's bias is the accuracy gap)",
     ideal=1.0,
+    sample=occupation_sample,
+    # the model's answer (a tie: none) under its own name; the responder check reads it
+    responses=lambda r: r.rename(columns={"answer": RESOLVED}).assign(
+        **{RESOLVED: lambda d: d[RESOLVED].where(d[RESOLVED] != "")}),
+    answer=RESOLVED, n_options=2,
+    summaries=metric_tables,
 )
+
+
+# ------------------------------------------------------------------------------- notebooks 5 and 6
+def _schema(prompt_id: pd.Series) -> pd.Series:
+    """The schema of a response row from its id (``winogender:occupation.participant.answer.gender``, :func:`load`)."""
+    return prompt_id.astype(str).str.rsplit(".", n=1).str[0]
+
+
+def _gap_outcome(split: str, r: pd.DataFrame) -> pd.DataFrame:
+    """Notebook 5: one model's rows of notebook 1's ``responses`` with ``<split>_gap``, the schema's
+    ``correct_a - correct_b`` on its ``a`` sentence (NaN elsewhere): their mean is :func:`accuracy_gap`'s."""
+    col, a, b = GAPS[split]
+    schema = _schema(r["prompt_id"])
+    he_she = r["pronoun_gender"].isin(BINARY).to_numpy()
+    other = r.loc[he_she & (r[col] == b).to_numpy(), "correct"].set_axis(schema[he_she & (r[col] == b).to_numpy()])
+    value = r["correct"].to_numpy(float) - schema.map(other).to_numpy(float)
+    return r.assign(**{f"{split}_gap": np.where(he_she & (r[col] == a).to_numpy(), value, np.nan)})
+
+
+def _linearized(r: pd.DataFrame) -> pd.DataFrame:
+    """Notebook 5: one model's ``occupation_preference`` rows with ``r_linearized`` (:func:`correlation_values`)."""
+    return r.assign(r_linearized=correlation_values(r["preference"], r["bls_pct_female"]))
+
+
+#: the columns of a notebook-6 estimate taken from the module's own results
+UNIVERSE_KEYS = ("estimate", "ci_low", "ci_high", "ci_method", "p_value", "p_method", "n", "n_clusters")
+NO_ANSWER = "the pronoun likelihood gives no answer (no accuracy)"
+
+
+def _gap_estimate(split: str, r: pd.DataFrame, items: pd.DataFrame, n_boot: int = 2000, seed: int = 0) -> dict:
+    """Notebook 6: :func:`accuracy_gap` of one model x universe (ties counted in ``n_unparsed``); undefined for the
+    pronoun likelihood."""
+    ties = int((r["answer_kind"] == "tie").sum())
+    if r["correct"].isna().all():
+        return universe_estimate(ci_method=f"undefined: {NO_ANSWER}", n_unparsed=ties)
+    res = accuracy_gap(r, items, split, n_boot=n_boot, seed=seed)
+    return universe_estimate(**{k: res[k] for k in UNIVERSE_KEYS if k in res}, n_unparsed=ties)
+
+
+def _gap_item_values(split: str, r: pd.DataFrame, items: pd.DataFrame) -> pd.DataFrame:
+    """Notebook 6: per model x universe, the schema's gap (:func:`gap_values`), clustered by occupation."""
+    v = gap_values(r, items, split)
+    return pd.DataFrame({"model": v["model"], "universe": v["universe"], "metric": f"winogender_accuracy_gap_{split}",
+                         "unit": v["schema"], "cluster": v["occupation"], "value": v["value"]})
+
+
+def _correlation_estimate(r: pd.DataFrame, items: pd.DataFrame, n_boot: int = 2000, seed: int = 0) -> dict:
+    res = bls_correlation(r, items)
+    return universe_estimate(**{k: res[k] for k in UNIVERSE_KEYS if k in res})
+
+
+def _correlation_item_values(r: pd.DataFrame, items: pd.DataFrame) -> pd.DataFrame:
+    """Notebook 6: per model x universe, r's linearized value per occupation (:func:`correlation_values`)."""
+    parts = []
+    for (m, u), g in r.groupby(["model", "universe"], sort=False):
+        occ = occupation_preference(g, items)
+        parts.append(pd.DataFrame({"model": m, "universe": u, "metric": "winogender_bls_correlation",
+                                   "unit": occ["occupation"], "cluster": occ["occupation"],
+                                   "value": correlation_values(occ["preference"], occ["bls_pct_female"])}))
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(
+        columns=["model", "universe", "metric", "unit", "cluster", "value"])
+
+
+ANSWER_READ, PREFERENCE_READ = "Winogender: referent named (answer)", "Winogender: he-over-she log-odds"
+PREFERENCE_NOT_JUDGED = ("the correlation reads log-odds differences between the he and she sentences (no answer "
+                         "to judge)")
+
+
+def _responder_check(d: pd.DataFrame, items=None) -> pd.DataFrame:
+    """Notebook 6: the accuracy gaps read the referent named: the answer check over the two options per model x
+    universe (a tie names none); the pronoun likelihood names none (not judged). The correlation reads log-odds:
+    not judged."""
+    from ..stats import responders as R
+    keys = ["model", "universe"]
+    mc = (d["answer_format"] != "likelihood").to_numpy()
+    rows = [R.not_judged(d[keys], PREFERENCE_NOT_JUDGED).assign(metric=PREFERENCE_READ)]
+    if mc.any():
+        named = d[mc].assign(named=d.loc[mc, "answer"].where(d.loc[mc, "answer"] != ""))
+        rows.append(R.responder_check(named, answer="named", by=keys, n_options=2).assign(metric=ANSWER_READ))
+    if (~mc).any():
+        rows.append(R.not_judged(d.loc[~mc, keys], NO_ANSWER).assign(metric=ANSWER_READ))
+    return pd.concat(rows, ignore_index=True)
+
+
+FOLDER = "01_multifactor/winogender"
+
+
+def _gap_metric(split: str, label: str, direction: str, orientation: int, null_meaning: str, **kw) -> Metric:
+    mid = f"winogender_accuracy_gap_{split}"
+    return Metric(
+        id=mid, benchmark="Winogender", label=f"Winogender: accuracy on {label} (paired by schema)", folder=FOLDER,
+        sources=(Source("winogender_metrics", "estimate", {"metric": mid}),), direction=direction,
+        orientation=orientation, null=0.0, null_meaning=null_meaning, responses=("responses",),
+        outcome=f"{split}_gap", unit=("prompt_id",), cluster="occupation", kind="continuous",
+        derive=partial(_gap_outcome, split), responders={}, reads="answer",
+        answer_mode="option log-likelihoods", scale="accuracy difference (−1 to 1)",
+        item_values=partial(_gap_item_values, split), estimate=partial(_gap_estimate, split),
+        responder_reads=(ANSWER_READ,), **kw)
+
+
+METRICS = (
+    _gap_metric("gender", "male minus female pronouns", "higher = more accurate for he than for she", 1,
+                "0: equally accurate for he and she", factor_outcome=("correct", "logistic")),
+    _gap_metric("gotcha", "gotcha minus non-gotcha sentences", "lower = more reliant on occupational statistics", -1,
+                "0: gotchas as easy as the rest"),
+    Metric(id="winogender_bls_correlation", benchmark="Winogender",
+           label="Winogender: correlation of the per-occupation he-over-she preference with the BLS share of women",
+           folder=FOLDER, sources=(Source("winogender_metrics", "estimate", {"metric": "winogender_bls_correlation"}),),
+           direction="lower = follows occupational statistics", orientation=-1, null=0.0,
+           null_meaning="0: the preference is unrelated to the share of women", responses=("occupation_preference",),
+           outcome="r_linearized", unit=("occupation",), cluster="occupation", kind="source_interval",
+           derive=_linearized, note="Fisher z over the occupations; paired differences on r's linearized values",
+           reads="", not_judged=PREFERENCE_NOT_JUDGED, answer_mode="option log-likelihoods",
+           scale="Pearson r (−1 to 1)", item_values=_correlation_item_values, estimate=_correlation_estimate,
+           responder_reads=(PREFERENCE_READ,)),
+)
+#: notebook 1's estimate of each metric on one model's responses
+ESTIMATES = dict(zip((m.id for m in METRICS), (accuracy_gap_gender, accuracy_gap_gotcha, bls_correlation)))
 
 SPEC = Spec(
     name="winogender", title="Winogender", load=load,
     protocol=PROTOCOL, formats=FORMATS,
-    # wording / instruction / order shape the coreference question only; normalization every scored format
+    # wording / instruction / order shape the coreference question only; normalization (sum, mean, PMI) its options'
+    # log-likelihoods (the harness format is lm-eval's summed log-likelihood, the pronoun likelihood a sentence's)
     applies={"wording": ("option_ll", "label_dist"), "instruction": ("option_ll", "label_dist"),
              "order": ("option_ll", "label_dist"), "chat": ("option_ll", "label_dist", "harness"),
-             "normalization": ("option_ll", "harness", "likelihood")},
+             "normalization": ("option_ll",)},
     honours=("format", "wording", "instruction", "chat", "order", "normalization"),
     respond=respond, paper_chat=paper_chat, sample=sample, columns=COLUMNS,
-    # whole occupations (sample); default: every sentence in notebook 1 (720 option_ll requests took 174 CPU-s for
-    # SmolLM2 on the shared 2-core machine), 20 occupations per universe in notebook 6, which asks them many times
-    sizes={"smoke": {"01_multifactor": {"max_prompts": 24}, "06_multiverse": {"items": 24}},
-           "default": {"01_multifactor": {"max_prompts": None}, "06_multiverse": {"items": 240}}},
+    metrics=METRICS, factor_plan=FACTOR_PLAN, responder_check=_responder_check,
+    # whole occupations (occupation_sample, nested: notebook 6's among notebook 1's). Default: 20 occupations in
+    # notebook 1 and 5 in notebook 6, to keep Winogender's share of a cold `make reproduce` near 3 minutes on 2 cores:
+    # all 720 sentences took 313 CPU-s in notebook 1 for both models (833 s wall on a shared 2-core machine);
+    # notebook 6 asks each item in 13-14 universes per model: 60 items took about 225 CPU-s of scoring for both
+    # models (cold); r's Fisher-z interval needs at least 4 occupations. The paper profile scores all 720.
+    # smoke: the coreference question and the pronoun likelihood (the correlation's other reading)
+    sizes={"smoke": {"01_multifactor": {"max_prompts": 48},
+                     "06_multiverse": {"items": 48, "formats": ["option_ll", "likelihood"]}},
+           "default": {"01_multifactor": {"max_prompts": 240}, "06_multiverse": {"items": 60}},
+           "paper": {"01_multifactor": {"max_prompts": None}, "06_multiverse": {"items": None}}},
 )
