@@ -402,24 +402,28 @@ def test_server_killed_mid_run_then_resume_repeats_no_request(tmp_path):
 
 # --------------------------------------------------------------------------------------- notebook smoke ---
 @pytest.mark.notebook
-@pytest.mark.parametrize("notebook", ["03_crows_pairs_bayes", "04_agentic_entropy"])
-def test_notebook_smoke_on_the_served_model(server, notebook, tmp_path):
-    from biaslab import profiles, runner
-    sizes = profiles.SERVED_SIZES["smoke"].get(notebook, {})          # as `biaslab reproduce --served` runs it
-    code = runner.reproduce("smoke", only=[notebook], overrides={"models": [spec(server.url)], **sizes},
-                            outputs_dir=tmp_path, html=False)
-    manifest = json.loads((tmp_path / notebook / "MANIFEST.json").read_text())
-    assert code == 0, manifest.get("error")
-    fp = manifest["models"]["smollm2-served"]
-    assert fp["backend"] == "served" and fp["served_model_id"] == ALIAS and fp["capabilities"]["prompt_logprobs"]
-    assert "usage" in fp
+def test_reproduce_served_runs_notebooks_3_and_4_on_the_served_model(tmp_path):
+    """`biaslab reproduce --served` under the smoke profile: its own llama.cpp server, notebooks 3 and 4 at
+    :data:`profiles.SERVED_SIZES` two at a time (`--jobs 2`), the served model's fingerprint in each manifest."""
     import pandas as pd
-    if notebook == "03_crows_pairs_bayes":
-        answers = pd.read_csv(tmp_path / notebook / "tables" / "preference_answers.csv")
-        assert set(answers["order"]) == {"more_first", "less_first"}        # the both-orders control is kept
-        assert len(pd.read_csv(tmp_path / notebook / "tables" / "likelihood_tests.csv")) > 0
-    else:
-        assert len(pd.read_csv(tmp_path / notebook / "tables" / "entropy_by_model.csv")) > 0
+    from biaslab import profiles, runner
+    if not have_llama_server():
+        pytest.fail("llama-cpp-python[server] is not installed")
+    code = runner.reproduce("smoke", served=True, outputs_dir=tmp_path, html=False, jobs=2)
+    for notebook in profiles.SERVED_NOTEBOOKS:
+        folder = tmp_path / notebook
+        failed = folder / "MANIFEST.failed.json"
+        assert code == 0, json.loads(failed.read_text()).get("error") if failed.exists() else code
+        manifest = json.loads((folder / "MANIFEST.json").read_text())
+        fp = manifest["models"]["smollm2-served"]
+        assert fp["backend"] == "served" and fp["served_model_id"] == ALIAS and fp["capabilities"]["prompt_logprobs"]
+        assert "usage" in fp
+        assert manifest["parameters"].items() >= profiles.SERVED_SIZES["smoke"].get(notebook, {}).items()
+    folder = tmp_path / "03_crows_pairs_bayes" / "tables"
+    answers = pd.read_csv(folder / "preference_answers.csv")
+    assert set(answers["order"]) == {"more_first", "less_first"}        # the both-orders control is kept
+    assert len(pd.read_csv(folder / "likelihood_tests.csv")) > 0
+    assert len(pd.read_csv(tmp_path / "04_agentic_entropy" / "tables" / "entropy_by_model.csv")) > 0
 
 
 #: Notebooks 1 (SSQA, BBQ) and 2 (CALM) on the served model, shrunk: the server takes 1-5 s per echoed prompt.
