@@ -436,30 +436,70 @@ NB12_CASES = {
 }
 
 
+#: a notebook run in its own process: runner.reproduce(profile smoke, only=[LABEL], overrides=JSON, outputs_dir=DIR)
+_RUN = ("import json, sys; from biaslab import runner; sys.exit(runner.reproduce('smoke', only=[sys.argv[1]], "
+        "overrides=json.loads(sys.argv[2]), outputs_dir=sys.argv[3], html=False))")
+
+
+@pytest.fixture(scope="module")
+def served_runs(server, tmp_path_factory):
+    """Each notebook-1/2 case of :data:`NB12_CASES` (with a cold score cache behind a proxy that counts the requests
+    reaching the server) and notebook 2 against a server without next-token top-k, run once, two at a time: a
+    notebook's kernel is single-threaded Python most of the time, so on two cores two runs take little longer than
+    one. Each runs in its own process (``runner.reproduce`` handles signals: main thread only).
+    Returns {case: (exit code, output folder, request counts, wall seconds)}."""
+    import subprocess
+    import sys
+    from concurrent.futures import ThreadPoolExecutor
+    from biaslab import paths
+    root = tmp_path_factory.mktemp("served_runs")
+    # the fallback case: a probe stored in its score cache says the server has no next-token top-k
+    sp = spec(server.url)
+    fallback = root / "fallback_cache"
+    be = scoring.Scorer(models.load(sp), cache_dir=fallback, progress=False).backend
+    probe = {**be.probe(), "top_logprobs": False, "chat_top_logprobs": False}
+    (fallback / "served-probes.json").write_text(json.dumps({be._probe_key(): probe}))
+
+    def run(case: str):
+        label, _, how = case.partition(":")
+        folder = root / case.replace("/", "_").replace(":", "_")
+        env = {**os.environ, "OMP_NUM_THREADS": "1"}
+        if how == "no_top_logprobs":
+            overrides = dict(NB12_CASES[label], template_ids=["nli-011"], score_cache=str(fallback), models=[sp])
+            proxy = None
+        else:
+            cold = folder / "cache"          # a cold score cache (so that the requests are counted), models shared
+            cold.mkdir(parents=True)
+            (cold / "models").symlink_to(paths.MODEL_CACHE_DIR)
+            env["BIASLAB_CACHE"] = str(cold)
+            proxy = FaultProxy(server.url).__enter__()              # counts the requests that reached the server
+            overrides = {"models": [spec(proxy.url)], **NB12_CASES[label]}
+        try:
+            t0 = time.time()
+            code = subprocess.run([sys.executable, "-c", _RUN, label, json.dumps(overrides), str(folder / "out")],
+                                  env=env).returncode
+            return code, folder / "out", dict(proxy.ok_bodies) if proxy else {}, time.time() - t0
+        finally:
+            if proxy:
+                proxy.__exit__(None, None, None)
+    cases = [*NB12_CASES, "02_calm:no_top_logprobs"]
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        return dict(zip(cases, pool.map(run, cases)))
+
+
 @pytest.mark.notebook
 @pytest.mark.parametrize("case", list(NB12_CASES))
-def test_notebooks_1_and_2_smoke_on_the_served_model(server, case, tmp_path, monkeypatch):
+def test_notebooks_1_and_2_smoke_on_the_served_model(served_runs, case):
     import pandas as pd
-    from biaslab import paths, runner
-    # a cold score cache (so that the requests are counted), the prepared models shared
-    cold = tmp_path / "cache"
-    cold.mkdir()
-    (cold / "models").symlink_to(paths.MODEL_CACHE_DIR)
-    monkeypatch.setenv("BIASLAB_CACHE", str(cold))
     notebook, _, variant = case.partition("/")
-    with FaultProxy(server.url) as px:          # counts the requests that reached the server
-        t0 = time.time()
-        code = runner.reproduce("smoke", only=[case], overrides={"models": [spec(px.url)], **NB12_CASES[case]},
-                                outputs_dir=tmp_path, html=False)
-        wall = time.time() - t0
-    folder = tmp_path / notebook / variant
+    code, out, requests, wall = served_runs[case]
+    folder = out / notebook / variant
     assert code == 0, json.loads((folder / "MANIFEST.failed.json").read_text()).get("error")
     manifest = json.loads((folder / "MANIFEST.json").read_text())
     fp = manifest["models"]["smollm2-served"]
     assert fp["backend"] == "served" and fp["served_model_id"] == ALIAS and fp["usage"]["requests"] > 0
-    n_req = sum(px.ok_bodies.values())
-    print(f"{case}: {n_req} requests, {wall:.0f} s")
-    assert max(px.ok_bodies.values()) == 1                          # every response cached: none asked twice
+    print(f"{case}: {sum(requests.values())} requests, {wall:.0f} s")
+    assert requests and max(requests.values()) == 1                 # every response cached: none asked twice
     notes = pd.read_csv(folder / "tables" / "served_notes.csv")["note"].tolist() \
         if (folder / "tables" / "served_notes.csv").exists() else []
     if notebook == "01_multifactor":
@@ -481,21 +521,13 @@ def test_notebooks_1_and_2_smoke_on_the_served_model(server, case, tmp_path, mon
 
 
 @pytest.mark.notebook
-def test_calm_notebook_falls_back_to_generation_when_top_logprobs_are_missing(server, tmp_path):
+def test_calm_notebook_falls_back_to_generation_when_top_logprobs_are_missing(served_runs):
     """A server without next-token top-k (its probe, stored in the score cache, says so): notebook 2 answers the
     closed formats by generation and its served note names the missing capability."""
     import pandas as pd
-    from biaslab import runner
     from biaslab.scoring.backends import served as served_mod
-    sp = spec(server.url)
-    cache = tmp_path / "cache"
-    lm = models.load(sp)
-    be = scoring.Scorer(lm, cache_dir=cache, progress=False).backend
-    probe = {**be.probe(), "top_logprobs": False, "chat_top_logprobs": False}
-    (cache / "served-probes.json").write_text(json.dumps({be._probe_key(): probe}))
-    case = dict(NB12_CASES["02_calm"], template_ids=["nli-011"], score_cache=str(cache), models=[sp])
-    code = runner.reproduce("smoke", only=["02_calm"], overrides=case, outputs_dir=tmp_path / "out", html=False)
-    folder = tmp_path / "out" / "02_calm"
+    code, out, _, _ = served_runs["02_calm:no_top_logprobs"]
+    folder = out / "02_calm"
     assert code == 0, json.loads((folder / "MANIFEST.failed.json").read_text()).get("error")
     notes = pd.read_csv(folder / "tables" / "served_notes.csv")["note"].tolist()
     assert any("'top_logprobs'" in n and "generation" in n for n in notes), notes
