@@ -150,34 +150,38 @@ class LlamaReference:
         self.llm = llama_cpp.Llama(model_path=server.gguf, logits_all=True, n_ctx=server.n_ctx,
                                    n_threads=server.threads, n_threads_batch=server.threads, verbose=False)
 
-    def _eval(self, text: str) -> tuple[list[int], list[str], "object"]:
-        """Token ids of ``PREFIX + text`` (tokenized as the server does), their strings and the log-softmax rows."""
+    def _eval(self, text: str) -> tuple[list[int], "object"]:
+        """Token ids of ``PREFIX + text`` (tokenized as the server does) and their logits rows."""
         llm = self.llm
         ids = llm.tokenize((PREFIX + text).encode("utf-8"), add_bos=True, special=True)
         llm.reset()
         llm.eval(ids)
-        logits = self.np.asarray(llm.scores[: len(ids)], dtype=self.np.float64)
-        logp = logits - self.np.logaddexp.reduce(logits, axis=1, keepdims=True)
-        pieces = [llm.detokenize([t], prev_tokens=ids[:i], special=True).decode("utf-8", "ignore")
-                  for i, t in enumerate(ids)]
-        return ids, pieces, logp
+        return ids, llm.scores[: len(ids)]
+
+    def _logp(self, logits, rows) -> "object":
+        """Log-softmax of the given logits rows, in float64 (only the rows read: a row is the whole vocabulary)."""
+        from scipy.special import log_softmax
+        return log_softmax(self.np.asarray(logits[rows], dtype=self.np.float64), axis=-1)
 
     def span(self, text: str, start: int, end: int) -> tuple[float, int]:
         """(sum log-prob, n tokens) of the tokens of ``text`` that start in characters [start, end) of ``text``."""
-        ids, pieces, logp = self._eval(text)
-        pos, total, n = len(PREFIX) - len(pieces[0]), 0.0, 0
+        ids, logits = self._eval(text)
+        pieces = [self.llm.detokenize([t], prev_tokens=ids[:i], special=True).decode("utf-8", "ignore")
+                  for i, t in enumerate(ids)]
+        pos, scored = len(PREFIX) - len(pieces[0]), []
         for i, piece in enumerate(pieces):
-            at = pos - len(PREFIX)
-            if i > 0 and start <= at < end:
-                total += float(logp[i - 1, ids[i]])
-                n += 1
+            if i > 0 and start <= pos - len(PREFIX) < end:
+                scored.append(i)
             pos += len(piece)
-        return total, n
+        if not scored:
+            return 0.0, 0
+        logp = self._logp(logits, [i - 1 for i in scored])
+        return float(sum(logp[j, ids[i]] for j, i in enumerate(scored))), len(scored)
 
     def next_token(self, text: str, k: int) -> dict[str, float]:
         """The ``k`` most likely next tokens after ``text`` as {token string: log-prob} (duplicates merged)."""
-        ids, _, logp = self._eval(text)
-        row = logp[len(ids) - 1]
+        ids, logits = self._eval(text)
+        row = self._logp(logits, [len(ids) - 1])[0]
         out: dict[str, float] = {}
         for t in self.np.argsort(-row)[:k]:
             s = self.llm.detokenize([int(t)], prev_tokens=ids, special=True).decode("utf-8", "ignore")

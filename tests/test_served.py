@@ -31,6 +31,10 @@ pytestmark = pytest.mark.served
 
 N_PAIRS = 24
 N_AGENTIC = 20
+#: agentic prompts also checked against llama.cpp in-process (each one evaluated again there, about 200 tokens: the
+#: check is exact per prompt, so a fault of the served path shows on any of them; the engines' agreement, a rate,
+#: keeps all N_AGENTIC)
+N_EXACT = 8
 #: label distributions (agentic, bare-digit labels): top-k vs exact in-process, max |p difference|
 P_TOL = 0.05
 #: served against llama.cpp in-process on the same GGUF and kernels: float noise of a sum of log-probs (nats; the
@@ -208,7 +212,7 @@ def test_agreement_agentic_label_distributions(server, local_scorer, llama_ref, 
     # label columns, label_mass and the top-k report are all there; nothing is NaN
     assert {"label_mass", "topk_mass", "n_labels_outside_topk"} <= set(d_s.columns)
     assert not d_s[cols + ["label_mass"]].isna().any().any()
-    _assert_labels_exact(d_s, texts, labels, llama_ref, served.backend.spec.top_k)
+    _assert_labels_exact(d_s.head(N_EXACT), texts[:N_EXACT], labels, llama_ref, served.backend.spec.top_k)
 
 
 def _assert_labels_exact(got, prompts, labels, llama_ref, k):
@@ -398,23 +402,28 @@ def test_server_killed_mid_run_then_resume_repeats_no_request(tmp_path):
 
 # --------------------------------------------------------------------------------------- notebook smoke ---
 @pytest.mark.notebook
-@pytest.mark.parametrize("notebook", ["03_crows_pairs_bayes", "04_agentic_entropy"])
-def test_notebook_smoke_on_the_served_model(server, notebook, tmp_path):
-    from biaslab import runner
-    code = runner.reproduce("smoke", only=[notebook], overrides={"models": [spec(server.url)]}, outputs_dir=tmp_path,
-                            html=False)
-    manifest = json.loads((tmp_path / notebook / "MANIFEST.json").read_text())
-    assert code == 0, manifest.get("error")
-    fp = manifest["models"]["smollm2-served"]
-    assert fp["backend"] == "served" and fp["served_model_id"] == ALIAS and fp["capabilities"]["prompt_logprobs"]
-    assert "usage" in fp
+def test_reproduce_served_runs_notebooks_3_and_4_on_the_served_model(tmp_path):
+    """`biaslab reproduce --served` under the smoke profile: its own llama.cpp server, notebooks 3 and 4 at
+    :data:`profiles.SERVED_SIZES` two at a time (`--jobs 2`), the served model's fingerprint in each manifest."""
     import pandas as pd
-    if notebook == "03_crows_pairs_bayes":
-        answers = pd.read_csv(tmp_path / notebook / "tables" / "preference_answers.csv")
-        assert set(answers["order"]) == {"more_first", "less_first"}        # the both-orders control is kept
-        assert len(pd.read_csv(tmp_path / notebook / "tables" / "likelihood_tests.csv")) > 0
-    else:
-        assert len(pd.read_csv(tmp_path / notebook / "tables" / "entropy_by_model.csv")) > 0
+    from biaslab import profiles, runner
+    if not have_llama_server():
+        pytest.fail("llama-cpp-python[server] is not installed")
+    code = runner.reproduce("smoke", served=True, outputs_dir=tmp_path, html=False, jobs=2)
+    for notebook in profiles.SERVED_NOTEBOOKS:
+        folder = tmp_path / notebook
+        failed = folder / "MANIFEST.failed.json"
+        assert code == 0, json.loads(failed.read_text()).get("error") if failed.exists() else code
+        manifest = json.loads((folder / "MANIFEST.json").read_text())
+        fp = manifest["models"]["smollm2-served"]
+        assert fp["backend"] == "served" and fp["served_model_id"] == ALIAS and fp["capabilities"]["prompt_logprobs"]
+        assert "usage" in fp
+        assert manifest["parameters"].items() >= profiles.SERVED_SIZES["smoke"].get(notebook, {}).items()
+    folder = tmp_path / "03_crows_pairs_bayes" / "tables"
+    answers = pd.read_csv(folder / "preference_answers.csv")
+    assert set(answers["order"]) == {"more_first", "less_first"}        # the both-orders control is kept
+    assert len(pd.read_csv(folder / "likelihood_tests.csv")) > 0
+    assert len(pd.read_csv(tmp_path / "04_agentic_entropy" / "tables" / "entropy_by_model.csv")) > 0
 
 
 #: Notebooks 1 (SSQA, BBQ) and 2 (CALM) on the served model, shrunk: the server takes 1-5 s per echoed prompt.
@@ -427,30 +436,70 @@ NB12_CASES = {
 }
 
 
+#: a notebook run in its own process: runner.reproduce(profile smoke, only=[LABEL], overrides=JSON, outputs_dir=DIR)
+_RUN = ("import json, sys; from biaslab import runner; sys.exit(runner.reproduce('smoke', only=[sys.argv[1]], "
+        "overrides=json.loads(sys.argv[2]), outputs_dir=sys.argv[3], html=False))")
+
+
+@pytest.fixture(scope="module")
+def served_runs(server, tmp_path_factory):
+    """Each notebook-1/2 case of :data:`NB12_CASES` (with a cold score cache behind a proxy that counts the requests
+    reaching the server) and notebook 2 against a server without next-token top-k, run once, two at a time: a
+    notebook's kernel is single-threaded Python most of the time, so on two cores two runs take little longer than
+    one. Each runs in its own process (``runner.reproduce`` handles signals: main thread only).
+    Returns {case: (exit code, output folder, request counts, wall seconds)}."""
+    import subprocess
+    import sys
+    from concurrent.futures import ThreadPoolExecutor
+    from biaslab import paths
+    root = tmp_path_factory.mktemp("served_runs")
+    # the fallback case: a probe stored in its score cache says the server has no next-token top-k
+    sp = spec(server.url)
+    fallback = root / "fallback_cache"
+    be = scoring.Scorer(models.load(sp), cache_dir=fallback, progress=False).backend
+    probe = {**be.probe(), "top_logprobs": False, "chat_top_logprobs": False}
+    (fallback / "served-probes.json").write_text(json.dumps({be._probe_key(): probe}))
+
+    def run(case: str):
+        label, _, how = case.partition(":")
+        folder = root / case.replace("/", "_").replace(":", "_")
+        env = {**os.environ, "OMP_NUM_THREADS": "1"}
+        if how == "no_top_logprobs":
+            overrides = dict(NB12_CASES[label], template_ids=["nli-011"], score_cache=str(fallback), models=[sp])
+            proxy = None
+        else:
+            cold = folder / "cache"          # a cold score cache (so that the requests are counted), models shared
+            cold.mkdir(parents=True)
+            (cold / "models").symlink_to(paths.MODEL_CACHE_DIR)
+            env["BIASLAB_CACHE"] = str(cold)
+            proxy = FaultProxy(server.url).__enter__()              # counts the requests that reached the server
+            overrides = {"models": [spec(proxy.url)], **NB12_CASES[label]}
+        try:
+            t0 = time.time()
+            code = subprocess.run([sys.executable, "-c", _RUN, label, json.dumps(overrides), str(folder / "out")],
+                                  env=env).returncode
+            return code, folder / "out", dict(proxy.ok_bodies) if proxy else {}, time.time() - t0
+        finally:
+            if proxy:
+                proxy.__exit__(None, None, None)
+    cases = [*NB12_CASES, "02_calm:no_top_logprobs"]
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        return dict(zip(cases, pool.map(run, cases)))
+
+
 @pytest.mark.notebook
 @pytest.mark.parametrize("case", list(NB12_CASES))
-def test_notebooks_1_and_2_smoke_on_the_served_model(server, case, tmp_path, monkeypatch):
+def test_notebooks_1_and_2_smoke_on_the_served_model(served_runs, case):
     import pandas as pd
-    from biaslab import paths, runner
-    # a cold score cache (so that the requests are counted), the prepared models shared
-    cold = tmp_path / "cache"
-    cold.mkdir()
-    (cold / "models").symlink_to(paths.MODEL_CACHE_DIR)
-    monkeypatch.setenv("BIASLAB_CACHE", str(cold))
     notebook, _, variant = case.partition("/")
-    with FaultProxy(server.url) as px:          # counts the requests that reached the server
-        t0 = time.time()
-        code = runner.reproduce("smoke", only=[case], overrides={"models": [spec(px.url)], **NB12_CASES[case]},
-                                outputs_dir=tmp_path, html=False)
-        wall = time.time() - t0
-    folder = tmp_path / notebook / variant
+    code, out, requests, wall = served_runs[case]
+    folder = out / notebook / variant
     assert code == 0, json.loads((folder / "MANIFEST.failed.json").read_text()).get("error")
     manifest = json.loads((folder / "MANIFEST.json").read_text())
     fp = manifest["models"]["smollm2-served"]
     assert fp["backend"] == "served" and fp["served_model_id"] == ALIAS and fp["usage"]["requests"] > 0
-    n_req = sum(px.ok_bodies.values())
-    print(f"{case}: {n_req} requests, {wall:.0f} s")
-    assert max(px.ok_bodies.values()) == 1                          # every response cached: none asked twice
+    print(f"{case}: {sum(requests.values())} requests, {wall:.0f} s")
+    assert requests and max(requests.values()) == 1                 # every response cached: none asked twice
     notes = pd.read_csv(folder / "tables" / "served_notes.csv")["note"].tolist() \
         if (folder / "tables" / "served_notes.csv").exists() else []
     if notebook == "01_multifactor":
@@ -472,21 +521,13 @@ def test_notebooks_1_and_2_smoke_on_the_served_model(server, case, tmp_path, mon
 
 
 @pytest.mark.notebook
-def test_calm_notebook_falls_back_to_generation_when_top_logprobs_are_missing(server, tmp_path):
+def test_calm_notebook_falls_back_to_generation_when_top_logprobs_are_missing(served_runs):
     """A server without next-token top-k (its probe, stored in the score cache, says so): notebook 2 answers the
     closed formats by generation and its served note names the missing capability."""
     import pandas as pd
-    from biaslab import runner
     from biaslab.scoring.backends import served as served_mod
-    sp = spec(server.url)
-    cache = tmp_path / "cache"
-    lm = models.load(sp)
-    be = scoring.Scorer(lm, cache_dir=cache, progress=False).backend
-    probe = {**be.probe(), "top_logprobs": False, "chat_top_logprobs": False}
-    (cache / "served-probes.json").write_text(json.dumps({be._probe_key(): probe}))
-    case = dict(NB12_CASES["02_calm"], template_ids=["nli-011"], score_cache=str(cache), models=[sp])
-    code = runner.reproduce("smoke", only=["02_calm"], overrides=case, outputs_dir=tmp_path / "out", html=False)
-    folder = tmp_path / "out" / "02_calm"
+    code, out, _, _ = served_runs["02_calm:no_top_logprobs"]
+    folder = out / "02_calm"
     assert code == 0, json.loads((folder / "MANIFEST.failed.json").read_text()).get("error")
     notes = pd.read_csv(folder / "tables" / "served_notes.csv")["note"].tolist()
     assert any("'top_logprobs'" in n and "generation" in n for n in notes), notes

@@ -146,9 +146,11 @@ _share_scores(PROFILES)
 #: served by llama.cpp (:mod:`biaslab.serve`), into ``<outputs>/served/``, and their sizes per profile. The server's
 #: echo path costs 1-5 s per sentence on a 2-core CPU, so the default profile runs a documented subset: notebook 3
 #: on 40 pairs per dataset (20 preference pairs, both orders), notebook 4 on 120 prompts (10 in every rotation).
+#: The smoke profile (the test suite) proves the path on notebook 3's two datasets with one pair per bias type and 2
+#: preference pairs in both orders: half the echoed sentences of its in-process smoke run.
 SERVED_NOTEBOOKS = ("03_crows_pairs_bayes", "04_agentic_entropy")
 SERVED_SIZES: dict[str, dict[str, dict]] = {
-    "smoke": {},
+    "smoke": {"03_crows_pairs_bayes": {"max_pairs": 10, "max_preference_pairs": 2}},
     "default": {"03_crows_pairs_bayes": {"max_pairs": 40, "max_preference_pairs": 20},
                 "04_agentic_entropy": {"max_prompts": 120, "cyclic_prompts": 10, "fewshot_prompts": 0}},
     "paper": {},
