@@ -213,8 +213,11 @@ def test_the_plan_states_n_and_the_design_mde_of_these_claims():
     agentic = raw["04_agentic_entropy"]["claims"][0]
     assert (calm["id"], agentic["id"]) == ("calm-eq1", "group-choice")
     assert calm["n"] == 12 * 7 * 5 and agentic["n"] == 1020 // 10
-    assert calm["mde"] == pytest.approx(power.mde_range_excess(12, 5)["mde"], abs=0.05)
-    assert agentic["mde"] == pytest.approx(max(power.mde_gof_w(102, 3), power.mde_gof_w(102, 5)), abs=5e-4)
+    plan = P.load()                                   # at alpha x the notebook's share, like every other claim
+    a_calm, a_agentic = (plan.alpha * plan.budget["shares"][nb] for nb in ("02_calm", "04_agentic_entropy"))
+    assert calm["mde"] == pytest.approx(power.mde_range_excess(12, 5, alpha=a_calm)["mde"], abs=0.05)
+    assert agentic["mde"] == pytest.approx(max(power.mde_gof_w(102, 3, alpha=a_agentic),
+                                               power.mde_gof_w(102, 5, alpha=a_agentic)), abs=5e-4)
     assert set(agentic["instances"]) == {"positive", "negative"}
 
 

@@ -8,7 +8,7 @@ import statsmodels.api as sm
 
 from helpers import load_or_skip
 
-from biaslab import paths
+from biaslab import paths, plan as P
 from biaslab.benchmarks import SPECS, mbbq
 from biaslab.papers.mbbq import analysis as A
 
@@ -213,28 +213,12 @@ def test_notebook_6_values_are_one_languages():
     assert e["estimate"] == pytest.approx(_score(en, "bias_score_ambig")) and e["n"] == len(en)
 
 
-def _plan_with_07(tmp_path):
-    """The shipped plan; until it gives notebook 7 its claims and budget share, the shipped plan with the section
-    ``tests/fixtures/plan_07_mbbq.yaml`` appended and plan v3's shares (the section to paste into it)."""
-    from biaslab import plan as P
-    text = (paths.ROOT / "analysis_plan.yaml").read_text()
-    if "  07_mbbq:\n    title" in text:
-        return P.load()
-    import re
-    shares = ("shares: {01_multifactor: 0.16, 02_calm: 0.16, 03_crows_pairs_bayes: 0.16, 04_agentic_entropy: 0.16, "
-              "05_compare: 0.16, 07_mbbq: 0.2}")
-    text = re.sub(r"shares: \{[^}]*\}", shares, text, count=1)
-    f = tmp_path / "plan.yaml"
-    f.write_text(text + (paths.ROOT / "tests/fixtures/plan_07_mbbq.yaml").read_text())
-    return P.load(f)
-
-
-def test_the_plan_section_states_n_and_mde_from_the_default_design(tmp_path):
+def test_the_plan_section_states_n_and_mde_from_the_default_design():
     """Notebook 7's claims: at most three, each instance's n and MDE recomputed from the default sample at alpha x
     the notebook's share (as tests/test_plan_schema.py recomputes every claim's)."""
     from biaslab import profiles
     from biaslab.stats import power as W
-    plan = _plan_with_07(tmp_path)
+    plan = P.load()
     claims = plan.of("07_mbbq")
     assert 1 <= len(claims) <= 3
     p, b = mbbq.sample(profiles.params("default", "07_mbbq")["items"], seed=0)
@@ -249,13 +233,13 @@ def test_the_plan_section_states_n_and_mde_from_the_default_design(tmp_path):
             assert inst["n"] == len(s) and inst["mde"] == pytest.approx(want, rel=5e-3), (c.id, key)
 
 
-def test_the_plans_claims_decide_their_rows_and_a_contrast_shares_a_languages_degeneracy(tmp_path):
+def test_the_plans_claims_decide_their_rows_and_a_contrast_shares_a_languages_degeneracy():
     from biaslab.papers.mbbq import decisions as D
     df = _synthetic(seed=7)
     df["choice"] = np.where(df["deviated"] == 1, 0, np.where(df["chose_unknown"] == 1, 2, 1))
     df.loc[df.language == "tr", "choice"] = 0            # Turkish answers always the first option: degenerate
     met, adj = A.metric_table(df), A.adjusted_contrasts(df)
-    out = D.decide(met, adj, D.responder_table(df), plan=_plan_with_07(tmp_path))
+    out = D.decide(met, adj, D.responder_table(df), plan=P.load())
     m, a = out["metrics"], out["adjusted_contrasts"]
     claim = m[m["claim"] == "mbbq-ambig-en"]
     assert len(claim) == 1 and claim.iloc[0][["language", "set", "category"]].tolist() == ["en", "bias", "all"]
