@@ -13,6 +13,7 @@ import pandas as pd
 import pytest
 from statsmodels.stats.multitest import multipletests
 
+from biaslab import plan as P
 from biaslab.papers import compare
 from biaslab.papers.agentic import decisions as D4
 from biaslab.stats import verdict as V
@@ -62,8 +63,8 @@ def test_one_holm_family_per_model_pair_and_incomparable_pairs_shown_apart():
     assert fam[SSQA, "emb1", "emb2"] == fam[CROWS, "emb1", "emb2"] == "05_compare · emb1 · emb2"
     emb = d[(d["model_a"] == "emb1") & (d["model_b"] == "emb2")]
     # Holm within the pair's family, on the project's scale: x n_families (3 model pairs here) / notebook 5's share
-    assert (d["n_families"] == 3).all() and (d["share"] == 0.2).all()
-    assert np.allclose(emb["p_adjusted"], np.minimum(1, multipletests(emb["p_value"], method="holm")[1] * 3 / 0.2))
+    assert (d["n_families"] == 3).all() and (d["share"] == P.load().share("05_compare")).all()
+    assert np.allclose(emb["p_adjusted"], np.minimum(1, multipletests(emb["p_value"], method="holm")[1] * 3 / P.load().share("05_compare")))
     # raw 0.03 on CrowS, Holm 0.06 over the pair's two claims; the released pair's one claim: Holm = raw
     assert v[CROWS, "emb1", "emb2"] == "not distinguishable" and v[SSQA, "rel1", "rel2"] == "distinguishable"
     # a metric without a claim is exploratory: shown, never decided

@@ -93,9 +93,9 @@ def test_the_readme_headline_names_every_distinguishable_instance_of_the_committ
 def test_the_budget_sentence_is_the_plans(tmp_path):
     f = tmp_path / "plan.yaml"
     f.write_text(P.DEFAULT.read_text().replace("alpha: 0.05", "alpha: 0.1").replace(
-        "01_multifactor: 0.2, 02_calm: 0.2", "01_multifactor: 0.1, 02_calm: 0.3"))
+        "01_multifactor: 0.16, 02_calm: 0.16", "01_multifactor: 0.06, 02_calm: 0.26"))
     s = summary.budget_sentence(P.load(f))
-    assert "α = 0.1 " in s and "01 0.1, 02 0.3, 03 0.2" in s and "compare it with 0.1" in s
+    assert "α = 0.1 " in s and "01 0.06, 02 0.26, 03 0.16" in s and "compare it with 0.1" in s
 
 
 @pytest.fixture(scope="module")
@@ -232,12 +232,12 @@ def test_method_text_is_the_plans_and_names_only_verdict_columns(tmp_path):
     t.loc[1, "metric"] = "crows_en_stereotype_preferred"
     d = compare.decide_pairs(t, plan=PLAN)
     text = plan.method_text("05_compare", d)
-    assert "This run: 2 families: 05_compare · a · b (2 tests, level 0.005)" in text
+    level = PLAN.alpha * PLAN.share("05_compare") / 2                           # two families (a-b, c-d)
+    assert f"This run: 2 families: 05_compare · a · b (2 tests, level {level:.2g})" in text
     # a different share in the plan changes the text
     f = tmp_path / "plan.yaml"
-    f.write_text(P.DEFAULT.read_text().replace("04_agentic_entropy: 0.2, 05_compare: 0.2",
-                                               "04_agentic_entropy: 0.1, 05_compare: 0.3"))
-    assert "0.3 of α = 0.05" in P.load(f).method_text("05_compare")
+    f.write_text(P.DEFAULT.read_text().replace("05_compare: 0.16, 07_mbbq: 0.2", "05_compare: 0.26, 07_mbbq: 0.1"))
+    assert "0.26 of α = 0.05" in P.load(f).method_text("05_compare")
 
 
 def test_claim_sentences_show_the_interval_that_agrees_with_the_verdict():

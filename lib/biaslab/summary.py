@@ -96,14 +96,22 @@ def across_models(root: Path, plan: P.Plan) -> list[pd.DataFrame]:
     return [compare.decide_pairs(_need(root, f, "paired_differences"), st, plan=plan)]
 
 
+def mbbq(root: Path, plan: P.Plan) -> list[pd.DataFrame]:
+    from .papers.mbbq import decisions as D
+    f = "07_mbbq"
+    d = D.decide(_need(root, f, "metrics"), _need(root, f, "adjusted_contrasts"), _need(root, f, "responders"),
+                 plan=plan)
+    return list(d.values())
+
+
 SECTIONS: list[tuple[str, Callable[[Path, P.Plan], list]]] = [
     ("01_multifactor", multifactor), ("02_calm", calm), ("03_crows_pairs_bayes", crows_pairs),
-    ("04_agentic_entropy", agentic), ("05_compare", across_models),
+    ("04_agentic_entropy", agentic), ("05_compare", across_models), ("07_mbbq", mbbq),
 ]
 
 
-N_COLUMNS = ("n", "n_pairs", "n_cells", "n_subgroups")
-WHO = ("benchmark", "dataset", "class_type", "polarity")
+N_COLUMNS = ("n", "n_pairs", "n_cells", "n_subgroups", "n_templates")
+WHO = ("benchmark", "dataset", "class_type", "polarity", "language")
 COLUMNS = ["notebook", "claim", "label", "who", "n", "null", "estimate", "ci_low", "ci_high", "ci_level", "ci_adj_low",
            "ci_adj_high", "ci_adj_note", "p", "p_adjusted", "family", "family_size", "n_families", "alpha_family",
            "verdict"]

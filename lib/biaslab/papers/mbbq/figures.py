@@ -32,10 +32,7 @@ def by_language(metrics: pd.DataFrame, names: list[str], title: str):
         ax.set_ylabel(LABELS[name].split(",")[0])
         if name.startswith("bias") or name == "accuracy_gap":
             ax.axhline(0, color="grey", lw=0.8)
-    axes[0][0].legend(fontsize=7, loc="best")
-    fig.suptitle(title, fontsize=11)
-    fig.tight_layout()
-    return fig
+    return _legend_below(fig, axes[0][0], title)
 
 
 def contrast_forest(adjusted: pd.DataFrame, contrasts: pd.DataFrame, title: str):
@@ -61,9 +58,16 @@ def contrast_forest(adjusted: pd.DataFrame, contrasts: pd.DataFrame, title: str)
         ax.set_ylim(-0.6, len(rows) - 0.4)
         ax.set_xlabel("language minus English")
         ax.set_title(LABELS[metric], fontsize=10)
-        ax.legend(fontsize=7, loc="best")
+    return _legend_below(fig, axes[0][0], title)
+
+
+def _legend_below(fig, ax, title: str):
+    """One legend for the figure, below its panels (never over a data point), and the title."""
+    handles, labels = ax.get_legend_handles_labels()
+    rows = -(-len(labels) // 2)
+    fig.legend(handles, labels, fontsize=9, loc="lower center", ncol=2, frameon=False)
     fig.suptitle(title, fontsize=11)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.07 * rows, 1, 1))
     return fig
 
 
