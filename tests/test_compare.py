@@ -55,9 +55,13 @@ pytestmark = pytest.mark.notebook
 
 
 def test_every_metric_has_every_model(table):
-    # the smoke profile of notebook 3 scores the revised English and the French sets, not the original English one
+    # the smoke profile of notebook 3 scores the revised English and the French sets, not the original English one;
+    # notebook 7's smoke run two of MBBQ's four languages
+    from biaslab import profiles
+    smoke_languages = profiles.params("smoke", "07_mbbq")["languages"]
+    unscored = {f"mbbq_bias_ambig_{lang}" for lang in ("en", "es", "nl", "tr") if lang not in smoke_languages}
     present = set(table["metric"])
-    assert present >= {m.id for m in compare.all_metrics()} - {"crows_en_stereotype_preferred"}
+    assert unscored and present >= {m.id for m in compare.all_metrics()} - {"crows_en_stereotype_preferred"} - unscored
     for m in present:
         assert set(table.loc[table["metric"] == m, "model"]) >= set(MODELS), m
 
