@@ -57,13 +57,36 @@ def test_granite_invalid_answers_reproduce_the_reported_flip_on_the_committed_ou
     inst = t[t["instance"] == "ssqa_deviation_rate · granite-3.0-8b - llama-3.1-8b"].set_index("analysis")
     flip = inst.loc["invalid answers counted as deviating"]
     assert (round(flip["estimate"], 3), round(flip["ci_low"], 3), round(flip["ci_high"], 3)) == (-0.045, -0.092, 0.002)
-    assert round(flip["p_value"], 3) == 0.059 and not flip["verdict_survives"]
+    assert round(flip["p_value"], 3) == 0.059
+    # under plan v3's smaller share the primary itself is not distinguishable (adjusted p 0.0548), so this analysis
+    # agrees with it; under v2 (share 0.2, adjusted p 0.0438) it flipped the verdict
+    assert flip["primary_verdict"] == "not distinguishable" and flip["verdict_survives"]
     assert "456 (granite-3.0-8b)" in flip["description"]
+    tip = inst.loc["invalid answers: tipping point"]
+    # no count of invalid answers changes a verdict that is already "not distinguishable"
+    assert tip["description"].startswith("all 456 invalid answers of granite-3.0-8b") and "leave the verdict" in \
+        tip["description"] and tip["verdict"] == "not distinguishable" and tip["p_adjusted"] >= 0.05
+    # not-tested primaries keep their rows and get no analysis
+    assert (t.loc[t["primary_verdict"] == "not tested", "analysis"] == "primary").all()
+
+
+def test_the_tipping_point_is_found_where_the_primary_is_distinguishable(tmp_path):
+    """Under v2's share for notebook 5 (0.2) the Granite - Llama primary is distinguishable: some count k of Granite's
+    456 invalid answers, 0 < k < 456, counted as deviating is the first to flip it."""
+    from biaslab import paths, sensitivity_analyses as SA
+    f = tmp_path / "plan.yaml"
+    f.write_text(P.DEFAULT.read_text().replace("05_compare: 0.16, 07_mbbq: 0.2", "05_compare: 0.2, 07_mbbq: 0.16"))
+    from biaslab.papers import compare
+    tables = paths.OUTPUTS_DIR / "05_compare" / "tables"
+    pairs = compare.decide_pairs(pd.read_csv(tables / "paired_differences.csv"),
+                                 pd.read_csv(tables / "responder_status.csv"), plan=P.load(f))
+    t = SA.compare_sensitivity(paths.OUTPUTS_DIR, pairs, plan=P.load(f))
+    inst = t[t["instance"] == "ssqa_deviation_rate · granite-3.0-8b - llama-3.1-8b"].set_index("analysis")
+    assert inst.loc["primary", "verdict"] == "distinguishable"
+    assert not inst.loc["invalid answers counted as deviating", "verdict_survives"]
     tip = inst.loc["invalid answers: tipping point"]
     k = int(tip["description"].split(" of ")[0])
     assert 0 < k < 456 and tip["verdict"] == "not distinguishable" and tip["p_adjusted"] >= 0.05
-    # not-tested primaries keep their rows and get no analysis
-    assert (t.loc[t["primary_verdict"] == "not tested", "analysis"] == "primary").all()
 
 
 def test_the_plan_lists_the_analyses_and_unknown_ids_are_refused(tmp_path):
