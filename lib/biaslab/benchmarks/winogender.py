@@ -510,8 +510,8 @@ def _linearized(r: pd.DataFrame) -> pd.DataFrame:
     return r.assign(r_linearized=correlation_values(r["preference"], r["bls_pct_female"]))
 
 
-#: the columns of a notebook-6 estimate taken from the module's own results
-UNIVERSE_KEYS = ("estimate", "ci_low", "ci_high", "ci_method", "p_value", "p_method", "n", "n_clusters")
+#: the columns of a notebook-6 estimate (``universe_estimate``'s own) taken from the module's results
+UNIVERSE_KEYS = tuple(k for k in universe_estimate() if k != "n_unparsed")
 NO_ANSWER = "the pronoun likelihood gives no answer (no accuracy)"
 
 
