@@ -184,6 +184,8 @@ def test_adjusted_contrast_recomputed():
     v = bread @ meat @ bread * len(t) / (len(t) - 2)
     assert adj["adjusted"] == pytest.approx(beta[0]) and adj["se"] == pytest.approx(np.sqrt(v[0, 0]))
     assert adj["unadjusted"] == pytest.approx(np.average(t["db"], weights=t["w"]))
+    items = df[(df.language == "tr") & (df.set == "bias") & (df.context_condition == "ambig")]   # n: items, G: templates
+    assert adj["n"] == len(items) == 160 and adj["n_templates"] == items["template"].nunique() == 40
     # the unadjusted template-level mean is the paired contrast itself
     con = A.contrasts(df).set_index(["metric", "set", "language", "category"])
     assert adj["unadjusted"] == pytest.approx(con.loc[("bias_score_ambig", "bias", "tr", "all"), "estimate"])
@@ -246,8 +248,40 @@ def test_the_plans_claims_decide_their_rows_and_a_contrast_shares_a_languages_de
     assert claim.iloc[0]["verdict"] in ("distinguishable", "not distinguishable")
     rest = m.loc[m["claim"].fillna("") == "", "verdict"]
     assert rest.str.startswith(("exploratory", "not tested", "undefined")).all()
+    acc = m[m["metric"].isin(["accuracy_ambig", "accuracy_disambig"]) & m["ci_low"].notna() & (m["language"] == "en")]
+    # descriptive, as notebook 4's position shares: an interval against chance, no p, not adjusted
+    assert len(acc) and (acc["verdict"] == "exploratory").all() and np.allclose(acc["null_value"], 1 / 3)
+    assert (acc["p_adjust_method"] == "none: 95 % interval, not adjusted").all() and acc["p_value"].isna().all()
     tr = a[(a["metric"] == "bias_score_ambig") & (a["language"] == "tr")].iloc[0]
     assert tr["responder_status"].startswith("degenerate") and tr["verdict"].startswith("not tested")
+
+
+def test_sensitivity_recomputes_each_claim_unweighted_and_unadjusted(tmp_path):
+    from biaslab.papers.mbbq import decisions as D
+    df = _synthetic(seed=5)
+    df["choice"] = np.where(df["deviated"] == 1, 0, np.where(df["chose_unknown"] == 1, 2, 1))
+    met, adj, con, chk = A.metric_table(df), A.adjusted_contrasts(df), A.contrasts(df), D.responder_table(df)
+    out = D.decide(met, adj, chk, plan=P.load())
+    s = D.sensitivity(df, out["metrics"], out["adjusted_contrasts"], con, chk, plan=P.load())
+    by = s.set_index(["claim", "instance", "analysis"])
+    en = df[(df.language == "en") & (df.set == "bias") & (df.context_condition == "ambig")]
+    assert by.loc[("mbbq-ambig-en", "all", "primary"), "estimate"] == pytest.approx(
+        _score(en, "bias_score_ambig", en["weight"]))
+    assert by.loc[("mbbq-ambig-en", "all", "unweighted items"), "estimate"] == pytest.approx(
+        _score(en, "bias_score_ambig"))
+    t = A.template_table(df.drop(columns="weight"), "bias_score_ambig", "m", "tr")
+    fit = sm.WLS(t["db"], sm.add_constant(t["da"]), weights=t["w"]).fit(cov_type="HC1", use_t=True)
+    row = by.loc[("mbbq-adjusted-contrast", "tr", "unweighted items")]
+    assert row["estimate"] == pytest.approx(fit.params["const"]) and row["p_value"] == pytest.approx(fit.pvalues["const"])
+    plain = con.set_index(["metric", "set", "language", "category"]).loc[("bias_score_ambig", "bias", "tr", "all")]
+    assert by.loc[("mbbq-adjusted-contrast", "tr", "no control-accuracy adjustment"), "p_value"] == plain["p_value"]
+    primary = s[s["analysis"] == "primary"].set_index("claim")["verdict"]
+    decided = pd.concat([out["metrics"], out["adjusted_contrasts"]]).set_index("claim")["verdict"]
+    assert primary.to_dict() == decided[decided.index.isin(primary.index)].to_dict()
+    f = tmp_path / "plan.yaml"
+    f.write_text(P.DEFAULT.read_text().replace("[unweighted items]", "[unweighted items, coin-flip]"))
+    with pytest.raises(ValueError, match="claim 'mbbq-ambig-en': unknown sensitivity analysis \\['coin-flip'\\]"):
+        D.sensitivity(df, out["metrics"], out["adjusted_contrasts"], con, chk, plan=P.load(f))
 
 
 # ----------------------------------------------------------------------------------------------- the answer detector

@@ -29,7 +29,7 @@ TESTED = ("distinguishable", "not distinguishable")
 #: replications of the familywise-error simulation that ``biaslab reproduce --publish`` runs
 FWER_REPLICATIONS = 2000
 #: the notebooks with confirmatory claims, in the order of the headline table
-NOTEBOOKS = ("01_multifactor", "02_calm", "03_crows_pairs_bayes", "04_agentic_entropy", "05_compare")
+NOTEBOOKS = ("01_multifactor", "02_calm", "03_crows_pairs_bayes", "04_agentic_entropy", "05_compare", "07_mbbq")
 
 
 @dataclass
@@ -267,6 +267,41 @@ def calm_instances(tables: Path, data: pd.DataFrame | None = None, seed: int | N
     return out
 
 
+def mbbq_instances(tables: Path) -> list[Instance]:
+    """Notebook 7's claims from ``responses.csv``: ``mbbq-ambig-en``, the items' design-weighted pseudo-values of
+    BBQ's ambiguous score clustered on templates, its null the biased and counter-biased answers exchanged within a
+    random half of the templates (:func:`biaslab.papers.mbbq.analysis.answer_swaps`); ``mbbq-adjusted-contrast``,
+    the per-template bias and control-accuracy differences (language minus English) of the WLS whose intercept is
+    the claim, one unit per template, its null the two languages swapped in a random half of the templates (both
+    differences flip: :func:`biaslab.stats.calibration.swap_pairs`)."""
+    from .papers.mbbq import analysis as A
+    tables = Path(tables)
+    resp = _read(tables / "responses.csv")
+    out = []
+    for r in _tested(_read(tables / "metrics.csv")).itertuples():
+        where = f"{tables}/metrics.csv ({r.model}, {r.metric}, {r.language}, {r.set}, {r.category})"
+        part = resp[(resp["model"] == r.model) & (resp["language"] == r.language) & (resp["set"] == r.set)
+                    & (resp["context_condition"] == A.METRICS[r.metric])]
+        part = part if r.category == "all" else part[part["category"] == r.category]
+        d = C.Design(A.pseudo_values(part, r.metric), _labels(part, [A.CLUSTER]),
+                     draw=lambda n, s, part=part, m=r.metric: A.answer_swaps(part, m, n, s),
+                     label=f"{r.model}, {r.language}: {len(part)} items, clusters {A.CLUSTER}, biased and "
+                           "counter-biased answers swapped within templates")
+        _check(where, "estimate", float(d.y.mean()), float(r.estimate))
+        _check(where, "number of clusters", d.n_clusters, float(r.n_clusters))
+        out.append(Instance("07_mbbq", r.claim, r.family, f"{r.model} · {r.language}", d))
+    for r in _tested(_read(tables / "adjusted_contrasts.csv")).itertuples():
+        where = f"{tables}/adjusted_contrasts.csv ({r.model}, {r.metric}, {r.contrast})"
+        t = A.template_table(resp, r.metric, r.model, r.language)
+        d = C.Design(t["db"], None, covariate=t["da"].to_numpy(float), weights=t["w"].to_numpy(float),
+                     label=f"{r.model}, {r.contrast}: {len(t)} templates, languages swapped within templates")
+        obs = C.intercept_rule(np.stack([d.y, d.covariate], axis=1)[None], d)
+        _check(where, "adjusted contrast", float(obs["estimate"][0]), float(r.adjusted))
+        _check(where, "p", float(obs["p"][0]), float(r.p_value), tol=1e-6)
+        out.append(Instance("07_mbbq", r.claim, r.family, f"{r.model} · {r.contrast}", d))
+    return out
+
+
 def instances(notebook: str, tables: Path, root: Path | None = None, data: pd.DataFrame | None = None,
               benchmark: str | None = None, seed: int | None = None) -> list[Instance]:
     """The tested claim instances of one run (``tables``: its tables folder; ``root``: the outputs folder notebook
@@ -282,6 +317,8 @@ def instances(notebook: str, tables: Path, root: Path | None = None, data: pd.Da
         return agentic_instances(tables)
     if notebook == "05_compare":
         return compare_instances(root, tables)
+    if notebook == "07_mbbq":
+        return mbbq_instances(tables)
     raise ValueError(f"notebook {notebook!r} has no confirmatory claims to calibrate; one of {NOTEBOOKS}")
 
 

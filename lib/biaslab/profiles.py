@@ -46,7 +46,7 @@ PROFILE_NAMES = ("smoke", "default", "paper")
 # Per profile, per notebook parameters. Keep derived values out: notebooks derive them.
 PROFILES: dict[str, dict[str, dict]] = {
     "smoke": {
-        # calibration_replications (notebooks 1-5): 50 null replications, so that the smoke run stays fast
+        # calibration_replications (notebooks 1-5, 7): 50 null replications, so that the smoke run stays fast
         "*": {"models": ["smollm2-135m-instruct"], "device": "cpu", "dtype": "float32"},
         "01_multifactor": {"max_prompts": 12, "cot_prompts": 1, "cot_seeds": 1, "cot_max_new_tokens": 8,
                            "bayes_draws": 0, "torch_threads": 1, "calibration_replications": 50},
@@ -67,7 +67,7 @@ PROFILES: dict[str, dict[str, dict]] = {
         "05_compare": {"models": None, "n_boot": None, "calibration_replications": 50},
         # MBBQ: 2 items per category x context stratum (the fewest with a stratum variance), English and Turkish x
         # 2 sets: 96 prompts
-        "07_mbbq": {"items": 2, "languages": ["en", "tr"]},
+        "07_mbbq": {"items": 2, "languages": ["en", "tr"], "calibration_replications": 50},
     },
     "default": {
         "*": {"models": EMBEDDED_MODELS, "device": "auto", "dtype": "auto"},

@@ -16,8 +16,12 @@ Simulators (model-free: the run's own values, resampled):
   ``s_g = +-1`` (a paired difference of two models, a log-probability difference of the two sentences, a 0/1
   preference about 0.5). Exact under the null that the arms are exchangeable; every cluster keeps its size and
   its within-cluster pattern. Crossed designs flip the first clustering dimension (template), the one G counts.
-* :func:`permuted` draws a statistic of a data set whose group labels are permuted within clusters (CALM's eq.-1
-  score: its own permutation null, one draw per replication);
+* :func:`permuted` draws a statistic (CALM's eq.-1 score: its own permutation null) or the per-unit values (MBBQ's
+  English ambiguous bias score: the biased and counter-biased answers exchanged in a random half of the templates)
+  of a data set relabelled within its clusters, one draw per replication (``Design.draw``);
+* :func:`swap_pairs` is :func:`swap` for a unit-level regression whose response and covariate are both differences
+  of the same two arms (MBBQ's language-minus-English bias and control-accuracy differences per template): one sign
+  flips both, so the slope is kept and the intercept's null holds;
 * :func:`relabel` permutes the category labels inside every cluster at random (the uniform null of a choice among
   ``k`` categories: each category's expected share is exactly 1/k; the clusters keep their sizes and concentration).
 
@@ -34,6 +38,8 @@ tests/test_calibration.py):
   mean is symmetric about the null and the weighted mean's null holds);
 * :func:`permutation_rule` the one-sided permutation test of the eq.-1 excess and its location-shift interval,
   against the run's own reference permutations;
+* :func:`intercept_rule` the intercept of :func:`biaslab.papers.mbbq.analysis.adjusted_contrasts`'s weighted
+  least squares with HC1 standard errors and t(n - 2) (statsmodels ``WLS(...).fit(cov_type="HC1", use_t=True)``);
 * :func:`rao_scott` :func:`biaslab.stats.clustered.rao_scott_gof` against the uniform null, with the coverage of
   Cohen's w's noncentral-F interval (it covers w = 0 exactly when p >= alpha).
 
@@ -67,7 +73,8 @@ class Design:
     the population, missing outcomes included: the weighting-class rule of :mod:`biaslab.stats.stratified`). A
     permutation test's design gives instead ``y`` its observed statistic, ``draw(n, seed)`` n draws of the statistic
     from its permutation null, ``reference`` the run's own permutation draws its p was computed against, and
-    ``units`` the clusters whose labels are permuted (reported as ``clusters``)."""
+    ``units`` the clusters whose labels are permuted (reported as ``clusters``); a ``draw`` without ``reference``
+    returns one row of per-unit values per draw. A unit-level regression gives ``covariate`` and ``weights`` (one per unit)."""
     y: np.ndarray
     clusters: list[np.ndarray] | None = None
     null: float = 0.0
@@ -79,6 +86,8 @@ class Design:
     draw: Callable[[int, int], np.ndarray] | None = None
     reference: np.ndarray | None = None
     units: int = 0
+    covariate: np.ndarray | None = None
+    weights: np.ndarray | None = None
     dims: list[np.ndarray] = field(init=False)
 
     def __post_init__(self):
@@ -130,9 +139,17 @@ def relabel(d: Design, reps: int, rng: np.random.Generator) -> np.ndarray:
 
 
 def permuted(d: Design, reps: int, rng: np.random.Generator) -> np.ndarray:
-    """(R x 1) statistics of data sets relabelled at random within their clusters: a relabelled data set is one of
-    the permutations, so its statistic is one draw from the permutation null (``d.draw``)."""
-    return np.asarray(d.draw(reps, int(rng.integers(2 ** 31))), dtype=float).reshape(reps, 1)
+    """(R x 1) statistics, or (R x n) per-unit values, of data sets relabelled at random within their clusters: a
+    relabelled data set is one of the permutations, so each row is one draw from the permutation null
+    (``d.draw``)."""
+    return np.asarray(d.draw(reps, int(rng.integers(2 ** 31))), dtype=float).reshape(reps, -1)
+
+
+def swap_pairs(d: Design, reps: int, rng: np.random.Generator) -> np.ndarray:
+    """(R x n x 2) responses and covariates with the two arms exchanged in a random half of the clusters, both
+    flipped by one sign (each a difference of the same two arms)."""
+    s = rng.choice([-1.0, 1.0], size=(reps, int(d.dims[0].max()) + 1))[:, d.dims[0]]
+    return np.stack([d.null + s * (d.y - d.null), s * d.covariate], axis=2)
 
 
 # ------------------------------------------------------------------------------------------------ tests
@@ -266,6 +283,28 @@ def permutation_rule(y: np.ndarray, d: Design, alpha: float = 0.05, seed: int = 
             "method": f"permutation test, one-sided, {v.size} reference permutations; location-shift interval"}
 
 
+def intercept_rule(yx: np.ndarray, d: Design, alpha: float = 0.05, seed: int = 0) -> dict:
+    """The intercept ``b0`` of the weighted least-squares fit ``y = b0 + b1 x`` (weights ``d.weights``) for every
+    replication of (R x n x 2) responses and covariates, HC1 sandwich variance of the whitened fit (MacKinnon &
+    White 1985: ``n / (n - 2) (A^-1 M A^-1)_00``, ``A = sum w [1 x; x x^2]``, ``M = sum w^2 e^2 [1 x; x x^2]``),
+    t(n - 2) test of ``b0 = d.null`` and its interval."""
+    y, x, w = yx[..., 0], yx[..., 1], np.asarray(d.weights, dtype=float)
+    n = y.shape[1]
+    s0, s1, s2 = w.sum(), x @ w, (x * x) @ w
+    t0, t1 = y @ w, (x * y) @ w
+    with np.errstate(divide="ignore", invalid="ignore"):
+        det = s0 * s2 - s1 ** 2
+        b0, b1 = (s2 * t0 - s1 * t1) / det, (s0 * t1 - s1 * t0) / det
+        r0, r1 = s2 / det, -s1 / det                   # the first row of A^-1
+        m = w * w * (y - b0[:, None] - b1[:, None] * x) ** 2
+        se = np.sqrt(n / (n - 2) * (r0 ** 2 * m.sum(1) + 2 * r0 * r1 * (m * x).sum(1) + r1 ** 2 * (m * x * x).sum(1)))
+        t = (b0 - d.null) / se
+    p = np.where(se > 0, 2 * stats.t.sf(np.abs(t), n - 2), 1.0)
+    covers = np.abs(b0 - d.null) <= stats.t.ppf(1 - alpha / 2, n - 2) * se
+    return {"p": p, "covers": covers, "estimate": b0,
+            "method": f"WLS intercept, HC1, t({n - 2}), {n} units (each its own cluster)"}
+
+
 def rao_scott(y: np.ndarray, d: Design, alpha: float = 0.05, seed: int = 0) -> dict:
     """First-order Rao-Scott goodness of fit to the uniform distribution for every row of category codes
     (:func:`biaslab.stats.clustered.rao_scott_gof`: ``X2 / max(delta, 1)`` referred to F(k - 1, (k - 1)(G - 1)))."""
@@ -296,6 +335,8 @@ TESTS: dict[str, tuple[Callable, Callable]] = {
     "bbq-ambiguous": (swap, paired_rule),
     "crows-en-share": (swap, stratified_rule),
     "calm-eq1": (permuted, permutation_rule),    # the eq.-1 score against the run's own permutation floor
+    "mbbq-ambig-en": (permuted, mean_rule),      # pseudo-values with biased/counter-biased answers swapped
+    "mbbq-adjusted-contrast": (swap_pairs, intercept_rule),
 }
 
 

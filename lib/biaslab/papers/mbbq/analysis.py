@@ -83,6 +83,21 @@ def pseudo_values(part: pd.DataFrame, metric: str) -> np.ndarray:
                                     ambig=metric == "bias_score_ambig")
 
 
+def answer_swaps(part: pd.DataFrame, metric: str, reps: int, seed: int = 0) -> np.ndarray:
+    """(reps x n) pseudo-values of a bias score over ``part`` (as :func:`pseudo_values`) with the biased and the
+    counter-biased answers exchanged in a random half of the templates: the calibration's null of the score. Both are
+    "non-unknown" answers, so the unknown answers, the accuracy, the design weights and each template's answer
+    pattern are kept; only the direction of the non-unknown answers is randomised, the same way for every item of a
+    template. Under the null that the model does not prefer the stereotyped group over the other (ambiguous contexts:
+    it cannot know the answer), the two are exchangeable, and the swapped data's score is symmetric about 0."""
+    a = _a(part)
+    dev, nu, c = (part[k].to_numpy(float) for k in ("deviated", "non_unknown", "correct"))
+    g = pd.factorize(part[CLUSTER])[0]
+    flip = np.random.default_rng(seed).random((reps, g.max() + 1))[:, g] < 0.5
+    return np.array([bias_score_pseudo_values(a * d, a * nu, a * c, ambig=metric == "bias_score_ambig")
+                     for d in np.where(flip, nu - dev, dev)])
+
+
 def _with_pseudo(df: pd.DataFrame, metric: str, by: list[str]) -> pd.DataFrame:
     d = df[df["context_condition"] == METRICS[metric]].copy()
     d["pseudo"] = np.nan
@@ -118,7 +133,8 @@ def accuracy(df: pd.DataFrame) -> pd.DataFrame:
 def metric_table(df: pd.DataFrame, seed: int = 0) -> pd.DataFrame:
     """Each metric of :data:`METRICS` per model x language x set x category (``all``: pooled, design weighted), with
     its template-clustered interval; bias scores and the gap are tested against ``null_value`` 0, an accuracy is
-    only estimated (its p and null are empty)."""
+    descriptive: no p, its interval shown against chance (``null_value`` 1/3, three options), as notebook 4 shows
+    its position shares against 1/k."""
     rows = []
     for metric in METRICS:
         for cat, part in _pooled_and_by_category(df):
@@ -127,7 +143,7 @@ def metric_table(df: pd.DataFrame, seed: int = 0) -> pd.DataFrame:
                 r = _inference(g["pseudo"], g[CLUSTER].to_numpy(), seed + i)
                 tested = metric not in ("accuracy_ambig", "accuracy_disambig")
                 rows.append({"metric": metric, "model": m, "language": lang, "set": s, "category": cat, **r,
-                             "p_value": r["p_value"] if tested else np.nan, "null_value": 0.0 if tested else np.nan})
+                             "p_value": r["p_value"] if tested else np.nan, "null_value": 0.0 if tested else 1 / 3})
     return pd.DataFrame(rows)
 
 
@@ -187,7 +203,7 @@ def adjusted_contrasts(df: pd.DataFrame, alpha: float = 0.05) -> pd.DataFrame:
             for lang in langs:
                 t = template_table(df, metric, m, lang)
                 row = {"metric": metric, "model": m, "language": lang, "contrast": f"{lang} - {REFERENCE}",
-                       "n_templates": len(t)}
+                       "n": int(t["w"].sum()), "n_templates": len(t)}
                 if len(t) < 4 or t["da"].std() == 0:
                     rows.append({**row, "method": "undefined (fewer than 4 templates or no spread of da)"})
                     continue

@@ -5,6 +5,11 @@ language minus English at equal control-set accuracy), one family per model; eve
 **Responders.** Every metric reads the answer (the option chosen): a model whose answers in a language are
 degenerate (:func:`biaslab.stats.responders.responder_check`, per model x language, bias set) is flagged on that
 language's rows, and a contrast is degenerate when either of its languages is.
+
+**Sensitivity** (:func:`sensitivity`, ``sensitivity.csv``; the analyses each claim lists in the plan): the claims
+re-decided with the items unweighted (the sampled items' estimand instead of every MBBQ item's), and the adjusted
+contrast replaced by the unadjusted paired contrast (``contrasts``: bias set, all categories). Every row is decided
+by :func:`biaslab.stats.sensitivity.decide`.
 """
 
 from __future__ import annotations
@@ -12,8 +17,9 @@ from __future__ import annotations
 import pandas as pd
 
 from ...stats import responders as R
+from ...stats import sensitivity as S
 from ...stats import verdict as V
-from .analysis import REFERENCE
+from . import analysis as A
 
 NOTEBOOK = "07_mbbq"
 METRICS = V.Effects(estimate="estimate", null=("null_value", 0.0), screen_by=("metric",))
@@ -31,7 +37,7 @@ def responder_table(responses: pd.DataFrame) -> pd.DataFrame:
 def _status(check: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(per model x language, per model x contrast language): a contrast is degenerate when either language is."""
     own = V.responder_status(check, ("model", "language"))
-    ref = own[own["language"] == REFERENCE].set_index("model")["responder_status"]
+    ref = own[own["language"] == A.REFERENCE].set_index("model")["responder_status"]
     pair = own.assign(responder_status=[s if s.startswith("degenerate") else ref.get(m, s) for m, s in
                                         zip(own["model"], own["responder_status"])])
     return own, pair
@@ -44,3 +50,31 @@ def decide(metrics: pd.DataFrame, adjusted: pd.DataFrame, check: pd.DataFrame, *
     if len(adjusted) and "adjusted" in adjusted:
         tables["adjusted_contrasts"] = (adjusted, ADJUSTED, pair)
     return V.decide_tables(tables, NOTEBOOK, plan=plan)
+
+
+def sensitivity(responses: pd.DataFrame, metrics: pd.DataFrame, adjusted: pd.DataFrame, contrasts: pd.DataFrame,
+                check: pd.DataFrame, seed: int = 0, *, plan) -> pd.DataFrame:
+    """``sensitivity.csv`` rows of the plan's claims (module docstring): the decided ``metrics`` and ``adjusted``
+    as primaries, each alternative recomputed from ``responses`` (or read from ``contrasts``), decided under
+    ``plan``."""
+    flat = responses.drop(columns=["weight"])                 # pseudo-values then weight every item alike
+    unweighted = decide(A.metric_table(flat[(flat["set"] == "bias") & (flat["context_condition"] == "ambig")], seed), A.adjusted_contrasts(flat), check,
+                        plan=plan)
+    pooled = contrasts[(contrasts["set"] == "bias") & (contrasts["category"] == "all")]
+    plain = decide(metrics, pooled.rename(columns={"estimate": "adjusted"}).assign(null_value=0.0), check, plan=plan)
+    analyses = {"unweighted items": ("design weights", "the sampled items weighted alike (estimand: the sampled "
+                                     "items, not every MBBQ item)", unweighted),
+                "no control-accuracy adjustment": ("control-set accuracy", "the paired contrast of the bias set, all "
+                                                   "categories, template-clustered (contrasts.csv)", plain)}
+    keys = {"metrics": ["model", "metric", "language", "set", "category"],
+            "adjusted_contrasts": ["model", "metric", "language"]}
+    rows = []
+    for name, t in (("metrics", metrics), ("adjusted_contrasts", adjusted)):
+        for c in plan.of(NOTEBOOK, name):
+            if set(c.sensitivity) - set(analyses):
+                raise ValueError(f"analysis plan, notebook {NOTEBOOK}, claim {c.id!r}: unknown sensitivity analysis "
+                                 f"{sorted(set(c.sensitivity) - set(analyses))}; known: {list(analyses)}")
+            rows.append(S.rows(t, [S.Analysis(a, *analyses[a][:2], analyses[a][2].get(name, t.iloc[:0])) for a in c.sensitivity],
+                               [c], keys[name]))
+    rows = pd.concat(rows, ignore_index=True) if rows else pd.DataFrame()
+    return S.decide(rows, plan.alpha) if len(rows) else pd.DataFrame(columns=S.COLUMNS)
