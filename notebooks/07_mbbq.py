@@ -188,7 +188,7 @@ display(adj.round(3))
 # %% [markdown]
 # **Sensitivity analyses** (pre-specified in the plan; `tables/sensitivity.csv`): each claim re-decided with the
 # sampled items weighted alike (the estimand of the sampled items instead of every MBBQ item), and the adjusted
-# contrast replaced by the unadjusted paired contrast; each alternative's p swapped into its family at its budget
+# contrast replaced by the unadjusted paired contrast; every row decided by the primary's rule
 # (`biaslab.stats.sensitivity.decide`).
 
 # %%

@@ -42,7 +42,7 @@ def test_the_headline_table_shows_what_decides(monkeypatch):
         _row(who="c − d", estimate=0.1, ci_adj_low=np.nan, ci_adj_high=np.nan, p=0.02, p_adjusted=0.6,
              ci_adj_note="no dual interval computed: an exact p", verdict="not distinguishable"),
         _row(who="e − f", estimate=0.3, ci_low=0.1, ci_high=0.5, ci_adj_low=np.nan, ci_adj_high=np.nan, p=np.nan,
-             p_adjusted=np.nan, verdict="not tested (not comparable: different answer modes)")],
+             p_adjusted=np.nan, verdict="not tested (not comparable: different answer modes)", n=12, clusters=11)],
         columns=summary.COLUMNS)
     monkeypatch.setattr(summary, "claim_rows", lambda root, plan: rows)
     text = summary.render(None, PLAN)
@@ -54,6 +54,7 @@ def test_the_headline_table_shows_what_decides(monkeypatch):
     assert "| 0.1 † | 0.02 | 0.6 |" in lines[1] and "† no interval at the adjusted level: an exact p." in text
     # not tested: the estimate only, no interval (its unadjusted one excludes 0), no p
     assert "| 0.3 |  |  |" in lines[2] and "0.1, 0.5" not in text and "[0.1" not in text
+    assert "| 12 in 11 clusters | 0 |" in lines[2]          # the units n counts, and the clusters they fall in
     assert summary.budget_sentence(PLAN) in text
 
 

@@ -111,17 +111,20 @@ SECTIONS: list[tuple[str, Callable[[Path, P.Plan], list]]] = [
 
 
 N_COLUMNS = ("n", "n_pairs", "n_cells", "n_subgroups", "n_templates")
+#: the clusters the n units fall in (the report states both where they differ: "12 in 11 clusters")
+G_COLUMNS = ("n_clusters", "n_templates")
 WHO = ("benchmark", "dataset", "class_type", "polarity", "language")
-COLUMNS = ["notebook", "claim", "label", "who", "n", "null", "estimate", "ci_low", "ci_high", "ci_level", "ci_adj_low",
-           "ci_adj_high", "ci_adj_note", "p", "p_adjusted", "family", "family_size", "n_families", "alpha_family",
-           "verdict"]
+COLUMNS = ["notebook", "claim", "label", "who", "n", "clusters", "null", "estimate", "ci_low", "ci_high", "ci_level",
+           "ci_adj_low", "ci_adj_high", "ci_adj_note", "p", "p_adjusted", "family", "family_size", "n_families",
+           "alpha_family", "verdict"]
 
 
 def claim_rows(root: Path | None, plan: P.Plan, notebook: str | None = None, variant: str | None = None
                ) -> pd.DataFrame:
     """One row per instance of a confirmatory claim of ``plan`` in the outputs under ``root``: notebook, claim, its
-    label, who, n, null, estimate, its unadjusted interval (ci_low, ci_high), the adjusted interval at the level Holm
-    tested it (ci_level, ci_adj_low, ci_adj_high, or ci_adj_note saying why there is none), p, p_adjusted, family,
+    label, who, n (the first of :data:`N_COLUMNS`), clusters (of :data:`G_COLUMNS`), null, estimate, its unadjusted
+    interval (ci_low, ci_high), the adjusted interval at the level Holm tested it (ci_level, ci_adj_low, ci_adj_high,
+    or ci_adj_note saying why there is none), p, p_adjusted, family,
     family_size, n_families, alpha_family, verdict; a notebook whose tables are missing gives one row whose verdict
     says "not available: …". ``notebook``: that notebook's rows only; ``variant``: only its rows of that benchmark
     (a notebook-1 run folder; the report's decision panel)."""
@@ -151,10 +154,11 @@ def claim_rows(root: Path | None, plan: P.Plan, notebook: str | None = None, var
                 null = r.get("null_value")
                 rows.append({"notebook": nb, "claim": c.id, "label": c.label, "who": who(r, c, WHO),
                              "n": next((r[k] for k in N_COLUMNS if k in r and pd.notna(r[k])), None),
+                             "clusters": next((r[k] for k in G_COLUMNS if k in r and pd.notna(r[k])), None),
                              "null": null if isinstance(null, (int, float)) and pd.notna(null) else c.null,
                              "estimate": r.get(c.estimate), "ci_low": r.get(c.ci[0]) if c.ci else None,
                              "ci_high": r.get(c.ci[1]) if c.ci else None, "p": r.get(c.p) if c.p else None,
-                             **{k: r.get(k) for k in COLUMNS[9:] if k != "p"}})
+                             **{k: r.get(k) for k in COLUMNS[10:] if k != "p"}})
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
@@ -209,6 +213,8 @@ def render(root: Path | None, plan: P.Plan) -> str:
         fam = (f"{int(r['family_size'])} ({num(r['alpha_family'], 2)}; of {int(r['n_families'])})"
                if pd.notna(r.get("family_size")) and pd.notna(r.get("alpha_family")) else "")
         n = f"{int(r['n']):,}" if pd.notna(r.get("n")) else ""
+        if n and pd.notna(r.get("clusters")) and r["clusters"] < r["n"]:
+            n += f" in {int(r['clusters']):,} clusters"
         null = num(r["null"]) if isinstance(r.get("null"), (int, float)) else str(r.get("null") or "")
         p = num(r["p"]) if decided and pd.notna(r.get("p")) else ""
         pa = num(r["p_adjusted"]) if decided and pd.notna(r.get("p_adjusted")) else ""
