@@ -7,7 +7,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from .labels import interval_label
+from .labels import interval_label, legend_below
 
 
 def _colors(models):
@@ -150,11 +150,8 @@ def position_bias(pb: pd.DataFrame):
         hi = max(1.0, np.nanmax(part["ci95_high"].to_numpy(float), initial=1.0))
         ax.set_ylim(lo - 0.04 * (hi - lo), hi + 0.04 * (hi - lo))
     axes[0][0].set_ylabel(f"mean probability ({interval_label()})")
-    handles, labels = axes[0][0].get_legend_handles_labels()     # below the panels, off the data
-    fig.legend(handles, labels, loc="lower center", ncol=max(1, len(labels)), fontsize=9, frameon=False)
-    fig.suptitle("Position bias: probability by answer position regardless of content")
-    fig.tight_layout(rect=(0, 0.08, 1, 1))
-    return fig
+    return legend_below(fig, axes[0][0], "Position bias: probability by answer position regardless of content",
+                        ncol=len(models) + 1)
 
 
 def cyclic_comparison(cyc: pd.DataFrame):

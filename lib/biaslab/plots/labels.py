@@ -1,5 +1,6 @@
-"""One wording for intervals on every axis: "95 % CI (Wald)", "95 % HDI", "95 % CI (bootstrap)"; and the sentence a
-figure states as its result (:func:`state_result`, the start of its alternative text)."""
+"""One wording for intervals on every axis: "95 % CI (Wald)", "95 % HDI", "95 % CI (bootstrap)"; the sentence a
+figure states as its result (:func:`state_result`, the start of its alternative text); one legend below the panels
+(:func:`legend_below`)."""
 
 from __future__ import annotations
 
@@ -20,3 +21,12 @@ def state_result(fig, sentence: str) -> None:
     """Attach the sentence stating what ``fig`` shows, with numbers from the data it drew, in plain words; it opens
     the figure's alternative text (:func:`biaslab.display.figure_alt`)."""
     fig.biaslab_result = sentence
+
+
+def legend_below(fig, ax, title: str, ncol: int = 2):
+    """One legend for ``fig`` (``ax``'s handles), below its panels (never over a data point), and the title."""
+    handles, labels = ax.get_legend_handles_labels()
+    fig.legend(handles, labels, fontsize=9, loc="lower center", ncol=ncol, frameon=False)
+    fig.suptitle(title, fontsize=11)
+    fig.tight_layout(rect=(0, 0.07 * -(-len(labels) // ncol), 1, 1))
+    return fig

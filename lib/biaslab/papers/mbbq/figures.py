@@ -6,6 +6,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
+from ...plots.labels import interval_label, legend_below
+
 LANG_NAMES = {"en": "English", "es": "Spanish", "nl": "Dutch", "tr": "Turkish"}
 LABELS = {"accuracy_ambig": "accuracy, ambiguous", "accuracy_disambig": "accuracy, disambiguated",
           "bias_score_ambig": "bias score, ambiguous", "bias_score_disambig": "bias score, disambiguated",
@@ -29,10 +31,10 @@ def by_language(metrics: pd.DataFrame, names: list[str], title: str):
                             label=f"{m}, {s} set")
         ax.set_xticks(range(len(langs)), [LANG_NAMES[lang] for lang in langs])
         ax.set_title(LABELS[name], fontsize=10)
-        ax.set_ylabel(LABELS[name].split(",")[0])
+        ax.set_ylabel(f"{LABELS[name].split(',')[0]} ({interval_label()})")
         if name.startswith("bias") or name == "accuracy_gap":
             ax.axhline(0, color="grey", lw=0.8)
-    return _legend_below(fig, axes[0][0], title)
+    return legend_below(fig, axes[0][0], title)
 
 
 def contrast_forest(adjusted: pd.DataFrame, contrasts: pd.DataFrame, title: str):
@@ -56,19 +58,9 @@ def contrast_forest(adjusted: pd.DataFrame, contrasts: pd.DataFrame, title: str)
         ax.set_yticks(range(len(rows)), [f"{m}: {lang} - en" for m, lang in rows], fontsize=7)
         ax.axvline(0, color="grey", lw=0.8)
         ax.set_ylim(-0.6, len(rows) - 0.4)
-        ax.set_xlabel("language minus English")
+        ax.set_xlabel(f"language minus English ({interval_label()})")
         ax.set_title(LABELS[metric], fontsize=10)
-    return _legend_below(fig, axes[0][0], title)
-
-
-def _legend_below(fig, ax, title: str):
-    """One legend for the figure, below its panels (never over a data point), and the title."""
-    handles, labels = ax.get_legend_handles_labels()
-    rows = -(-len(labels) // 2)
-    fig.legend(handles, labels, fontsize=9, loc="lower center", ncol=2, frameon=False)
-    fig.suptitle(title, fontsize=11)
-    fig.tight_layout(rect=(0, 0.07 * rows, 1, 1))
-    return fig
+    return legend_below(fig, axes[0][0], title)
 
 
 def _fmt(r) -> str:
