@@ -66,10 +66,12 @@ def test_seeded_fwer_on_the_committed_outputs():
     root = paths.OUTPUTS_DIR
     insts = (K.instances("03_crows_pairs_bayes", root / "03_crows_pairs_bayes" / "tables")
              + K.instances("04_agentic_entropy", root / "04_agentic_entropy" / "tables")
-             + K.instances("02_calm", root / "02_calm" / "tables"))
+             + K.instances("02_calm", root / "02_calm" / "tables")
+             + K.instances("07_mbbq", root / "07_mbbq" / "tables"))
     t = K.fwer(root, 300, seed=0, insts=insts).set_index("rule")
     b = t.loc["budget"]
-    assert b["instances"] == 34 and b["not_simulated"] == 0          # 12 CrowS + 20 agentic (class type x polarity) + 2 CALM
+    assert b["instances"] == 42 and b["not_simulated"] == 0          # 12 CrowS + 20 agentic + 2 CALM + 8 MBBQ
+    assert "07_mbbq 0.2 over 2 families" in b["shares"]
     assert b["fwer"] <= 0.05 + 3 * b["fwer_mc_se"]
     assert t.loc["holm within families, no split", "fwer"] > b["fwer"]
 
