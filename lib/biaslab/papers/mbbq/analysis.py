@@ -89,7 +89,9 @@ def answer_swaps(part: pd.DataFrame, metric: str, reps: int, seed: int = 0) -> n
     "non-unknown" answers, so the unknown answers, the accuracy, the design weights and each template's answer
     pattern are kept; only the direction of the non-unknown answers is randomised, the same way for every item of a
     template. Under the null that the model does not prefer the stereotyped group over the other (ambiguous contexts:
-    it cannot know the answer), the two are exchangeable, and the swapped data's score is symmetric about 0."""
+    it cannot know the answer), the two are exchangeable, and the swapped data's score is symmetric about 0. The
+    English score has no second arm to swap, and a sign flip of its pseudo-values would assume the linearized score
+    symmetric; here the answers are swapped and the pseudo-values recomputed, as the claim's test computes them."""
     a = _a(part)
     dev, nu, c = (part[k].to_numpy(float) for k in ("deviated", "non_unknown", "correct"))
     g = pd.factorize(part[CLUSTER])[0]
