@@ -74,7 +74,7 @@ class Design:
     permutation test's design gives instead ``y`` its observed statistic, ``draw(n, seed)`` n draws of the statistic
     from its permutation null, ``reference`` the run's own permutation draws its p was computed against, and
     ``units`` the clusters whose labels are permuted (reported as ``clusters``); a ``draw`` without ``reference``
-    returns one row of per-unit values per draw. A unit-level regression gives ``covariate`` and ``weights`` (one per unit)."""
+    returns one row of per-unit values per draw. A unit-level regression gives ``covariate`` and ``weights``."""
     y: np.ndarray
     clusters: list[np.ndarray] | None = None
     null: float = 0.0

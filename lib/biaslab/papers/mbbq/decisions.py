@@ -58,8 +58,8 @@ def sensitivity(responses: pd.DataFrame, metrics: pd.DataFrame, adjusted: pd.Dat
     as primaries, each alternative recomputed from ``responses`` (or read from ``contrasts``), decided under
     ``plan``."""
     flat = responses.drop(columns=["weight"])                 # pseudo-values then weight every item alike
-    unweighted = decide(A.metric_table(flat[(flat["set"] == "bias") & (flat["context_condition"] == "ambig")], seed), A.adjusted_contrasts(flat), check,
-                        plan=plan)
+    amb = flat[(flat["set"] == "bias") & (flat["context_condition"] == "ambig")]
+    unweighted = decide(A.metric_table(amb, seed), A.adjusted_contrasts(flat), check, plan=plan)
     pooled = contrasts[(contrasts["set"] == "bias") & (contrasts["category"] == "all")]
     plain = decide(metrics, pooled.rename(columns={"estimate": "adjusted"}).assign(null_value=0.0), check, plan=plan)
     analyses = {"unweighted items": ("design weights", "the sampled items weighted alike (estimand: the sampled "
@@ -74,7 +74,7 @@ def sensitivity(responses: pd.DataFrame, metrics: pd.DataFrame, adjusted: pd.Dat
             if set(c.sensitivity) - set(analyses):
                 raise ValueError(f"analysis plan, notebook {NOTEBOOK}, claim {c.id!r}: unknown sensitivity analysis "
                                  f"{sorted(set(c.sensitivity) - set(analyses))}; known: {list(analyses)}")
-            rows.append(S.rows(t, [S.Analysis(a, *analyses[a][:2], analyses[a][2].get(name, t.iloc[:0])) for a in c.sensitivity],
-                               [c], keys[name]))
+            alt = [S.Analysis(a, *analyses[a][:2], analyses[a][2].get(name, t.iloc[:0])) for a in c.sensitivity]
+            rows.append(S.rows(t, alt, [c], keys[name]))
     rows = pd.concat(rows, ignore_index=True) if rows else pd.DataFrame()
     return S.decide(rows, plan.alpha) if len(rows) else pd.DataFrame(columns=S.COLUMNS)
