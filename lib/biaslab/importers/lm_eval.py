@@ -256,7 +256,12 @@ def _bbq_or_mbbq(f: Path, task: str, lines: list[dict], benchmark: str | None) -
     if benchmark == BBQ:
         return BBQ, None
     docs = pd.DataFrame([s.get("doc") or {} for s in lines])
-    found = mbbq.find(docs)
+    try:
+        found = mbbq.find(docs)
+    except mbbq.DataError as exc:                   # the loaders' error for a file missing from the mirror
+        raise ImportError_(f"{f}: task {task!r}: reading it as MBBQ needs MBBQ's and BBQ's files in the data mirror "
+                           f"({' '.join(str(exc).split())})" + ("" if benchmark else "; or name it: --benchmark bbq")
+                           ) from None
     mine = found["language"].notna()
     if benchmark == MBBQ or (mine & ~found["also_bbq"]).any():
         return MBBQ, found
