@@ -243,14 +243,14 @@ def find(docs: pd.DataFrame) -> pd.DataFrame:
     files = pd.concat([empty.assign(language=[], set=[])] + [_read(c, lang, ctl)[ROW_KEY].assign(language=lang, set=SETS[int(ctl)])
                                  for c in cats for lang in LANGUAGES for ctl in (False, True)], ignore_index=True)
     files = files.drop_duplicates(ROW_KEY, keep=False)          # a row in two files names no language: not found
-    out = key.reset_index().merge(files, on=ROW_KEY, how="left")
+    out = key.reset_index().merge(files, on=ROW_KEY, how="left", validate="m:1")
     bbq_rows = pd.concat([empty] + [_read_jsonl(c)[ROW_KEY] for c in cats])
     out["also_bbq"] = pd.MultiIndex.from_frame(out[ROW_KEY]).isin(pd.MultiIndex.from_frame(bbq_rows))
     on = ["language", "set", "category", "example_id"]
     if out["language"].notna().any():
         b = load()
-        out = out.merge(b.prompts.drop(columns=["context", "question", "options", "text"]), on=on, how="left") \
-            .merge(b.excluded[on + ["reason"]], on=on, how="left")
+        out = out.merge(b.prompts.drop(columns=["context", "question", "options", "text"]), on=on, how="left",
+                        validate="m:1").merge(b.excluded[on + ["reason"]], on=on, how="left", validate="m:1")
     return out.assign(reason=out.get("reason")).set_index("index").rename_axis(None)
 
 
