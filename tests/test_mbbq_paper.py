@@ -3,7 +3,8 @@
 Source: Neplenbroek, Bisazza & Fernández, "MBBQ: A Dataset for Cross-Lingual Comparison of Stereotypes in Generative
 LLMs", COLM 2024 (arXiv 2406.07243): its abstract (English, Dutch, Spanish and Turkish; a parallel control set) and
 its Figure 1 (also ``MBBQ_dataset.png`` in Veranep/MBBQ), one Gender_identity item in BBQ (English), MBBQ (Spanish)
-and Control-MBBQ (English) with its answers labelled biased / unknown / counter-biased. The paper's table of
+and Control-MBBQ (English) with its answers labelled biased / unknown / counter-biased; its five prompts per language
+(the repository's README). The paper's table of
 templates and samples per category was not readable in any stored copy of the paper here, so it is not checked. Its
 model results need models not run here (notebook 7 says so).
 """
@@ -72,3 +73,13 @@ def test_the_abstracts_design_four_languages_parallel_bias_and_control(prompts):
     per_item = prompts.groupby("item")[["language", "set"]].apply(lambda g: len(set(zip(g.language, g.set))))
     assert (per_item == 8).all()
     assert (prompts.groupby("item").size() == 8).all()
+
+
+def test_five_prompts_per_language():
+    """The paper asks every item in five prompts per language (its repository's README: "embed the samples in the 5
+    prompts"); ``data/mbbq/prompts.tsv`` holds them, each with the item's context, question and three options."""
+    t = mbbq.prompts_table()
+    assert t.groupby("language")["prompt"].apply(sorted).to_dict() == {
+        lang: ["p1", "p2", "p3", "p4", "p5"] for lang in mbbq.LANGUAGES}
+    for tpl in t["template"]:
+        assert all("{" + k + "}" in tpl for k in ("context", "question", "ans0", "ans1", "ans2")), tpl
