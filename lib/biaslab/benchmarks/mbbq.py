@@ -240,8 +240,9 @@ def find(docs: pd.DataFrame) -> pd.DataFrame:
     key = docs.reindex(columns=ROW_KEY).assign(example_id=lambda d: pd.to_numeric(d["example_id"], errors="coerce"))
     cats = [c for c in CATEGORY_ROWS if c in set(key["category"])]
     empty = pd.DataFrame(columns=ROW_KEY)
-    files = pd.concat([empty.assign(language=[], set=[])] + [_read(c, lang, ctl)[ROW_KEY].assign(language=lang, set=SETS[int(ctl)])
-                                 for c in cats for lang in LANGUAGES for ctl in (False, True)], ignore_index=True)
+    files = pd.concat([empty.assign(language=[], set=[])] + [
+        _read(c, lang, ctl)[ROW_KEY].assign(language=lang, set=SETS[int(ctl)])
+        for c in cats for lang in LANGUAGES for ctl in (False, True)], ignore_index=True)
     files = files.drop_duplicates(ROW_KEY, keep=False)          # a row in two files names no language: not found
     out = key.reset_index().merge(files, on=ROW_KEY, how="left", validate="m:1")
     bbq_rows = pd.concat([empty] + [_read_jsonl(c)[ROW_KEY] for c in cats])

@@ -21,7 +21,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .base import BBQ, CROWS, FORMATS, MBBQ, KINDS, ImportedLog, ImportError_, json_lines, read_text, supported  # noqa: F401
+from .base import (BBQ, CROWS, FORMATS, KINDS, MBBQ, ImportedLog, ImportError_, json_lines, read_text,  # noqa: F401
+                   supported)
 
 
 def read(fmt: str, path: str | Path, benchmark: str | None = None) -> list[ImportedLog]:
