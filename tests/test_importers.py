@@ -2,8 +2,8 @@
 records out and back in.
 
 The lm-eval fixtures were made with task YAMLs that include lm-eval's own crows_pairs_english.yaml and
-bbq_multiple_choice.yaml under other names (local_crows_en, local_crows_fr, local_bbq) with local data, so a pass here
-means the tasks were recognised by their samples, not by name.
+bbq_multiple_choice.yaml under other names (local_crows_en, local_crows_fr, local_bbq, local_mbbq_en/_nl) with local
+data, so a pass here means the tasks were recognised by their samples, not by name.
 """
 
 from __future__ import annotations
