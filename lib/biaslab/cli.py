@@ -253,7 +253,8 @@ def _import(args) -> int:
     try:
         preflight.check_not_published(out, False)      # imports never write into the committed outputs/
         preflight.check_out(out)
-        written = import_run(args.format, args.path, out, tokenizer=args.tokenizer, name=args.name)
+        written = import_run(args.format, args.path, out, tokenizer=args.tokenizer, name=args.name,
+                             benchmark=args.benchmark)
     except (importers.ImportError_, ValueError, KeyError, OSError, preflight.PreflightError,
             publish.FolderBusy) as exc:
         msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
@@ -309,6 +310,8 @@ def _add_import_export(sub) -> None:
     im.add_argument("--tokenizer", help="model name or folder whose tokenizer counts tokens (default: the log's "
                                         "pretrained=)")
     im.add_argument("--name", help="the model's name in the tables (default: the log's)")
+    im.add_argument("--benchmark", choices=["bbq", "mbbq"], help="what a BBQ-shaped lm-eval task is, where its "
+                    "texts cannot tell (default: found from the texts)")
     im.set_defaults(func=_import)
     ex = sub.add_parser("export", help="run folders -> Every Eval Ever records (aggregate + instance level), "
                                        "validated against the pinned schema")

@@ -5,7 +5,8 @@ The log is loaded as a model (``{"imported": PATH}``, :mod:`biaslab.models.impor
 CrowS-Pairs gives notebook 3's ``pair_scores`` and ``likelihood_tests`` (eq. 2-4, t / Wilcoxon / JZS Bayes factor)
 and ``harness_check`` (the harness's own ``pct_stereotype`` and ``likelihood_diff``
 recomputed from the per-pair log-likelihoods); BBQ gives notebook 1's ``responses`` and
-``accuracy_bias_score_intervals`` (template-clustered). Every row the log could not give is in ``excluded`` with its
+``accuracy_bias_score_intervals`` (template-clustered); MBBQ the same per language and set, prefixed ``mbbq_``, with
+the loader's item, language and set (notebook 7's keys). Every row the log could not give is in ``excluded`` with its
 reason. ``MANIFEST.json`` records the run's identity as the log states it.
 """
 
@@ -97,15 +98,30 @@ def bbq_tables(lm, bbq_logs) -> dict[str, pd.DataFrame]:
     return out
 
 
+def mbbq_tables(lm, logs) -> dict[str, pd.DataFrame]:
+    """MBBQ's responses (keyed as notebook 7's: ``prompt_id``, ``item``, ``language``, ``set``), accuracy and bias
+    scores per language x set with template-clustered intervals, and the harness's own accuracy per task beside
+    the share of correct answers imported (``harness_check``)."""
+    from .benchmarks.bbq import score_intervals
+    items = pd.concat([lg.items.assign(dataset=lg.task) for lg in logs], ignore_index=True).assign(model=lm.name)
+    check = [{"model": lm.name, "dataset": lg.task, "metric": "acc", "n": len(lg.items),
+              "harness": lg.reported.get("acc,none"), "recomputed": float(lg.items["correct"].mean())}
+             for lg in logs]
+    return {"mbbq_responses": items,
+            "mbbq_accuracy_bias_score_intervals": score_intervals(items, ["model", "language", "set"], "template"),
+            "mbbq_harness_check": pd.DataFrame(check)}
+
+
 def import_run(fmt: str, path: str | Path, out: str | Path, tokenizer: str | None = None,
-               name: str | None = None) -> list[dict]:
+               name: str | None = None, benchmark: str | None = None) -> list[dict]:
     """Import the log(s) at ``path`` and write biaslab's tables under ``out``; returns what was written, per model.
 
     One model per run folder: logs of several models become ``out/<model>/`` each (``name`` then is refused: it
-    names one model). Each folder is written into a staging folder and published atomically under the same lock
+    names one model). ``benchmark`` names what a BBQ-shaped lm-eval task is where its texts cannot tell (``bbq`` or
+    ``mbbq``). Each folder is written into a staging folder and published atomically under the same lock
     as notebook runs (:mod:`biaslab.publish`), so two imports into one folder never mix: the second is refused."""
     from . import importers
-    logs = importers.read(fmt, path)
+    logs = importers.read(fmt, path, benchmark)
     models = sorted({lg.model for lg in logs})
     out = Path(out)
     if len(models) > 1 and name:
@@ -114,13 +130,13 @@ def import_run(fmt: str, path: str | Path, out: str | Path, tokenizer: str | Non
                                      f"is then written to {out}/<model>/)")
     targets = {models[0]: out} if len(models) == 1 else {
         m: confined(out, path_component(m, "model name")) for m in models}
-    return [_import_one(fmt, path, final, m, tokenizer, name) for m, final in targets.items()]
+    return [_import_one(fmt, path, final, m, tokenizer, name, benchmark) for m, final in targets.items()]
 
 
-def _import_one(fmt, path, final: Path, model: str, tokenizer, name) -> dict:
+def _import_one(fmt, path, final: Path, model: str, tokenizer, name, benchmark=None) -> dict:
     from . import importers, publish
     spec = {"imported": str(path), "format": fmt, "model": model, **({"tokenizer": tokenizer} if tokenizer else {}),
-            **({"name": name} if name else {})}
+            **({"name": name} if name else {}), **({"benchmark": benchmark} if benchmark else {})}
     t0 = time.time()
     lm = bl_models.load(spec)
     sc = scoring.Scorer(lm, cache_dir=False, progress=False)
@@ -131,7 +147,10 @@ def _import_one(fmt, path, final: Path, model: str, tokenizer, name) -> dict:
         tables.update(crows_tables(sc, lm, crows))
     if bbq:
         tables.update(bbq_tables(lm, bbq))
-    rest = [lg for lg in lm.logs if lg not in crows + bbq]
+    mbbq = [lg for lg in lm.logs if lg.kind == importers.MBBQ and "choice" in lg.items.columns]
+    if mbbq:
+        tables.update(mbbq_tables(lm, mbbq))
+    rest = [lg for lg in lm.logs if lg not in crows + bbq + mbbq and lg.kind != importers.MBBQ]
     for lg in rest:                    # biaslab's own tables, back from Every Eval Ever records
         tables[lg.task] = pd.concat([tables.get(lg.task, pd.DataFrame()), lg.items], ignore_index=True)
     tables["excluded"] = pd.concat([lg.excluded.assign(task=lg.task) for lg in lm.logs]

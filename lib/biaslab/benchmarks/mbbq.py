@@ -226,6 +226,35 @@ def _load(languages: tuple, sets: tuple) -> Benchmark:
                      sources=sources, notes=notes, cluster="template")
 
 
+#: the fields that make a row of MBBQ's files (another harness's copy of it is found by them)
+ROW_KEY = ["category", "example_id", "context", "question", "ans0", "ans1", "ans2"]
+
+
+def find(docs: pd.DataFrame) -> pd.DataFrame:
+    """The MBBQ row each of ``docs`` (BBQ's jsonl fields, as another harness logs them) is, found by its texts: the
+    same category, ``example_id``, context, question and answers as one row of the 48 files. One row per doc (same
+    index): ``language``, ``set`` (NaN where no file has the row), the prompt table's columns (:func:`load`) where its
+    item is kept, ``reason`` the loader's where it excludes the item, and ``also_bbq``: BBQ's own file has the same
+    row (English bias rows the paper did not change; the texts cannot tell these apart)."""
+    from .bbq import _read_jsonl
+    key = docs.reindex(columns=ROW_KEY).assign(example_id=lambda d: pd.to_numeric(d["example_id"], errors="coerce"))
+    cats = [c for c in CATEGORY_ROWS if c in set(key["category"])]
+    empty = pd.DataFrame(columns=ROW_KEY)
+    files = pd.concat([empty.assign(language=[], set=[])] + [
+        _read(c, lang, ctl)[ROW_KEY].assign(language=lang, set=SETS[int(ctl)])
+        for c in cats for lang in LANGUAGES for ctl in (False, True)], ignore_index=True)
+    files = files.drop_duplicates(ROW_KEY, keep=False)          # a row in two files names no language: not found
+    out = key.reset_index().merge(files, on=ROW_KEY, how="left", validate="m:1")
+    bbq_rows = pd.concat([empty] + [_read_jsonl(c)[ROW_KEY] for c in cats])
+    out["also_bbq"] = pd.MultiIndex.from_frame(out[ROW_KEY]).isin(pd.MultiIndex.from_frame(bbq_rows))
+    on = ["language", "set", "category", "example_id"]
+    if out["language"].notna().any():
+        b = load()
+        out = out.merge(b.prompts.drop(columns=["context", "question", "options", "text"]), on=on, how="left",
+                        validate="m:1").merge(b.excluded[on + ["reason"]], on=on, how="left", validate="m:1")
+    return out.assign(reason=out.get("reason")).set_index("index").rename_axis(None)
+
+
 def factor_spec() -> FactorSpec:
     return FactorSpec([
         Factor("language", "prompt", LANGUAGES, "en", "language the item is asked in (parallel translations)"),

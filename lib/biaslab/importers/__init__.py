@@ -9,8 +9,9 @@ One small module per log format, each with ``read(path) -> list[ImportedLog]``:
 
 A task is recognised by what its samples hold (the doc's fields and the requests made of the model), never by its
 name: a custom task that ``include:``\\ s the built-in YAML under another name or with local data imports the same.
-Two kinds are understood: ``crows_pairs`` (two log-likelihoods per pair, of ``sent_more`` and ``sent_less``) and
-``bbq`` (the chosen option of every item, with its category, context condition and polarity). A row that cannot be
+Three kinds are understood: ``crows_pairs`` (two log-likelihoods per pair, of ``sent_more`` and ``sent_less``),
+``bbq`` (the chosen option of every item, with its category, context condition and polarity) and ``mbbq`` (BBQ's
+fields whose texts are rows of MBBQ's files: :func:`biaslab.benchmarks.mbbq.find`). A row that cannot be
 used is kept in ``excluded`` with its reason. What a log holds answers the Scorer's requests through the
 ``imported`` backend (:mod:`biaslab.scoring.backends.imported`), keyed by the exact texts.
 """
@@ -20,17 +21,19 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .base import BBQ, CROWS, FORMATS, KINDS, ImportedLog, ImportError_, json_lines, read_text, supported  # noqa: F401
+from .base import (BBQ, CROWS, FORMATS, KINDS, MBBQ, ImportedLog, ImportError_, json_lines, read_text,  # noqa: F401
+                   supported)
 
 
-def read(fmt: str, path: str | Path) -> list[ImportedLog]:
-    """Every task of the log(s) at ``path`` in format ``fmt`` (``lm-eval``, ``inspect`` or ``eee``)."""
+def read(fmt: str, path: str | Path, benchmark: str | None = None) -> list[ImportedLog]:
+    """Every task of the log(s) at ``path`` in format ``fmt`` (``lm-eval``, ``inspect`` or ``eee``); ``benchmark``
+    (``bbq`` or ``mbbq``) names what an lm-eval BBQ-shaped task is where its texts cannot tell."""
     p = Path(path).expanduser()
     if not p.exists():
         raise ImportError_(f"{p}: no such file or folder")
     if fmt == "lm-eval":
         from . import lm_eval
-        return lm_eval.read(p)
+        return lm_eval.read(p, benchmark)
     if fmt == "inspect":
         from . import inspect
         return inspect.read(p)

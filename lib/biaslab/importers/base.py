@@ -10,14 +10,15 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..benchmarks import bbq, crows_pairs
+from ..benchmarks import bbq, crows_pairs, mbbq
 
 #: what the importers understand, said in every "unknown task" error
 #: the kinds of log understood: a benchmark's Spec name
-CROWS, BBQ = crows_pairs.SPEC.name, bbq.SPEC.name
+CROWS, BBQ, MBBQ = crows_pairs.SPEC.name, bbq.SPEC.name, mbbq.SPEC.name
 KINDS = {CROWS: f"{crows_pairs.SPEC.title} (docs with sent_more and sent_less, two log-likelihood requests)",
          BBQ: f"{bbq.SPEC.title} (docs with context, question, ans0-ans2, label, category, context_condition, "
-              "question_polarity)"}
+              "question_polarity)",
+         MBBQ: f"{mbbq.SPEC.title} (BBQ's doc fields, whose texts are rows of MBBQ's files, in any language or set)"}
 FORMATS = ("lm-eval", "inspect", "eee")
 
 

@@ -10,7 +10,7 @@ The task is recognised from the samples: CrowS-Pairs when every doc has ``sent_m
 sample asks two log-likelihoods whose continuations are those sentences (``crows_pairs_english``,
 ``crows_pairs_french``, their per-category subtasks and any task that includes their YAML); BBQ when the docs have
 BBQ's fields and the sample asks one log-likelihood per answer (``bbq``) or generates an answer that names exactly
-one option (``bbq_generate``).
+one option (``bbq_generate``); MBBQ when such docs are rows of MBBQ's files (:func:`_bbq_or_mbbq`).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import pandas as pd
 
 from ..benchmarks import bbq as bbq_bench
 from ..filehash import sha256_file
-from .base import BBQ, CROWS, ImportedLog, ImportError_, json_lines, supported
+from .base import BBQ, CROWS, MBBQ, ImportedLog, ImportError_, json_lines, supported
 
 #: the ``--log_samples`` line layout this module reads (lm-eval 0.4.0 to 0.4.13 write it)
 SAMPLE_KEYS = {"doc_id", "doc", "arguments", "resps"}
@@ -117,9 +117,10 @@ def _model_name(identity: dict, fallback: str) -> str:
     return Path(str(name)).name if str(name).startswith(("/", ".", "~")) else str(name)
 
 
-def read(path: Path) -> list[ImportedLog]:
+def read(path: Path, benchmark: str | None = None) -> list[ImportedLog]:
     """Every task of an lm-eval output folder (or one samples file); raises :class:`ImportError_` for a task it
-    does not understand, naming what it does."""
+    does not understand, naming what it does. ``benchmark`` (``bbq``/``mbbq``): what a BBQ-shaped task is where its
+    texts cannot tell (:func:`_bbq_or_mbbq`)."""
     logs = []
     for f in _samples_files(path):
         task, date = _task_and_date(f)
@@ -142,18 +143,23 @@ def read(path: Path) -> list[ImportedLog]:
             fields = sorted((lines[0].get("doc") or {}).keys())[:12]
             raise ImportError_(f"{f}: task {task!r} is neither CrowS-Pairs nor BBQ by its samples (doc fields "
                                f"{fields}); supported: {supported()}")
+        found = None
+        if kind == BBQ:
+            kind, found = _bbq_or_mbbq(f, task, lines, benchmark)
         identity = _identity(results, rfile, task, [f])
         model = _model_name(identity, "lm-eval model")
         reported = {k: v for k, v in ((results.get("results", {}) or {}).get(task, {}) or {}).items()
                     if isinstance(v, (int, float)) and not isinstance(v, bool)}
-        build = _crows if kind == CROWS else _bbq
-        items, lls, choices, excluded = build(lines, task)
+        if kind == CROWS:
+            items, lls, choices, excluded = _crows(lines, task)
+        else:
+            items, lls, choices, excluded = _bbq(lines, task) if kind == BBQ else _mbbq(lines, task, found)
         logs.append(ImportedLog(harness="lm-eval", task=task, kind=kind, model=model, items=items,
                                 loglikelihoods=lls, choices=choices, excluded=excluded, identity=identity,
                                 reported=reported, source=str(f),
                                 prompts=("log-likelihoods of each sentence with an empty context (no "
                                          "preference prompt)"
-                                         if kind == CROWS else "the task's own BBQ prompt")))
+                                         if kind == CROWS else f"the task's own {kind.upper()} prompt")))
     return logs
 
 
@@ -228,42 +234,102 @@ def _bbq(lines: list[dict], task: str):
                "stereotyped_groups": ";".join(map(str, meta.get("stereotyped_groups", []))),
                "answer_groups": " | ".join(f"ans{i}: " + "-".join(map(str, info.get(f"ans{i}", [])))
                                            for i in range(3))}
-        if len(reqs) >= 3 and all(len(r) > 1 for r in reqs):           # multiple choice: one ll per choice
-            try:
-                vals = [_ll(r) for r in s["resps"]]
-            except (TypeError, ValueError, KeyError):
-                bad.append({"row": s.get("doc_id"), "reason": "no log-likelihood in resps"})
-                continue
-            conts = [str(r[1]).strip() for r in reqs]
-            picked = _option_of(conts, options, max(range(len(vals)), key=lambda i: vals[i]))
-            if picked is None:
-                bad.append({"row": s.get("doc_id"), "reason": f"the choices {conts[:4]}... do not map onto "
-                                                              "ans0-ans2"})
-                continue
-            for r, v in zip(reqs, vals):
-                lls[(r[0], r[1])] = v
-            row.update({f"logp_{i}": max((v for c, v in zip(conts, vals) if _option_of(conts, options,
-                                                                                         conts.index(c)) == i),
-                                         default=float("nan")) for i in range(3)},
-                       prompt=reqs[0][0], choice=picked, n_choices=len(reqs))
-        else:                                                          # generated: the answer must name one option
-            text = s.get("filtered_resps") or s.get("resps")
-            while isinstance(text, list) and text:
-                text = text[0]
-            text = str(text or "").strip().lower()
-            hits = [i for i, o in enumerate(options) if o.strip().lower() and o.strip().lower() in text]
-            if len(hits) != 1:
-                bad.append({"row": s.get("doc_id"), "reason": (f"generated answer {text[:60]!r} names "
-                                                               f"{len(hits)} of the options, not one")})
-                continue
-            prompt = reqs[0][0] if reqs else ""
-            choices[prompt] = hits[0]
-            row.update(prompt=prompt, choice=hits[0], generation=text)
+        ans = _answer(s, reqs, options, lls, choices)
+        if isinstance(ans, str):
+            bad.append({"row": s.get("doc_id"), "reason": ans})
+            continue
+        row.update(ans)
         row.update(deviated=int(row["choice"] == biased), correct=int(row["choice"] == row["gold_index"]),
                    chose_unknown=int(row["choice"] == unknown[0]), harness_acc=s.get("acc"))
         rows.append(row)
     return pd.DataFrame(rows), lls, choices, pd.DataFrame(bad, columns=["row", "reason"])
 
+
+def _bbq_or_mbbq(f: Path, task: str, lines: list[dict], benchmark: str | None) -> tuple[str, pd.DataFrame | None]:
+    """BBQ or MBBQ: the docs have BBQ's fields either way (MBBQ is BBQ's jsonl schema), so their texts decide
+    (:func:`biaslab.benchmarks.mbbq.find`): MBBQ where some doc is a row of MBBQ's files and not of BBQ's, BBQ where
+    none is. Where every doc is a row of both (English bias rows MBBQ left unchanged, 18 of its 10,088), the texts
+    cannot tell: ``benchmark`` must name it."""
+    from ..benchmarks import mbbq
+    if benchmark not in (None, BBQ, MBBQ):
+        raise ImportError_(f"benchmark {benchmark!r}: choose {BBQ!r} or {MBBQ!r}")
+    if benchmark == BBQ:
+        return BBQ, None
+    docs = pd.DataFrame([s.get("doc") or {} for s in lines])
+    try:
+        found = mbbq.find(docs)
+    except mbbq.DataError as exc:                   # the loaders' error for a file missing from the mirror
+        raise ImportError_(f"{f}: task {task!r}: reading it as MBBQ needs MBBQ's and BBQ's files in the data mirror "
+                           f"({' '.join(str(exc).split())})" + ("" if benchmark else "; or name it: --benchmark bbq")
+                           ) from None
+    mine = found["language"].notna()
+    if benchmark == MBBQ or (mine & ~found["also_bbq"]).any():
+        return MBBQ, found
+    if mine.all():
+        raise ImportError_(f"{f}: every doc of task {task!r} is a row of both BBQ and MBBQ (English rows that MBBQ "
+                           "left unchanged), so its texts cannot tell which was run; name it: biaslab import "
+                           "--benchmark bbq (or mbbq), or {'imported': PATH, 'benchmark': 'mbbq'}")
+    return BBQ, None
+
+
+def _mbbq(lines: list[dict], task: str, found: pd.DataFrame):
+    """MBBQ rows: BBQ's answer columns with the loader's item (the parallel identity across languages and sets),
+    language, set, template and biased answer (:mod:`biaslab.benchmarks.mbbq`), ``prompt_id`` the loader's own."""
+    rows, lls, choices, bad = [], {}, {}, []
+    for s, (_, m) in zip(lines, found.iterrows()):
+        if pd.isna(m["language"]):
+            bad.append({"row": s.get("doc_id"), "reason": "not a row of MBBQ's files (no row has its category, "
+                                                          "example_id, context, question and answers)"})
+            continue
+        if isinstance(m["reason"], str):
+            bad.append({"row": s.get("doc_id"), "reason": f"MBBQ's loader excludes its item: {m['reason']}"})
+            continue
+        options = [str(m[f"ans{i}"]) for i in range(3)]
+        ans = _answer(s, _requests(s), options, lls, choices)
+        if isinstance(ans, str):
+            bad.append({"row": s.get("doc_id"), "reason": ans})
+            continue
+        row = {k: m[k] for k in ("prompt_id", "item", "language", "set", "category", "example_id", "template",
+                                 "question_index", "context_condition", "question_polarity", "gold_index",
+                                 "biased_index", "unknown_index", "correct_is_biased", "stereotyped_group")}
+        row.update(doc_id=s.get("doc_id"), **ans, harness_acc=s.get("acc"))
+        rows.append(row)
+    items = pd.DataFrame(rows)
+    if len(items):
+        items = items.astype({k: int for k in ("example_id", "question_index", "gold_index", "biased_index",
+                                               "unknown_index")}).assign(answer_kind="option")
+        items = bbq_bench.outcomes(items, items, items["choice"].to_numpy())
+    return items, lls, choices, pd.DataFrame(bad, columns=["row", "reason"])
+
+
+def _answer(s: dict, reqs: list[tuple], options: list[str], lls: dict, choices: dict) -> dict | str:
+    """The option a BBQ-shaped sample chose, with its columns (and its log-likelihoods into ``lls``, a generation's
+    choice into ``choices``), or why none can be read."""
+    if len(reqs) >= 3 and all(len(r) > 1 for r in reqs):           # multiple choice: one ll per choice
+        try:
+            vals = [_ll(r) for r in s["resps"]]
+        except (TypeError, ValueError, KeyError):
+            return "no log-likelihood in resps"
+        conts = [str(r[1]).strip() for r in reqs]
+        picked = _option_of(conts, options, max(range(len(vals)), key=lambda i: vals[i]))
+        if picked is None:
+            return f"the choices {conts[:4]}... do not map onto ans0-ans2"
+        for r, v in zip(reqs, vals):
+            lls[(r[0], r[1])] = v
+        return {**{f"logp_{i}": max((v for c, v in zip(conts, vals) if _option_of(conts, options,
+                                                                                     conts.index(c)) == i),
+                                     default=float("nan")) for i in range(3)},
+                "prompt": reqs[0][0], "choice": picked, "n_choices": len(reqs)}
+    text = s.get("filtered_resps") or s.get("resps")          # generated: the answer must name one option
+    while isinstance(text, list) and text:
+        text = text[0]
+    text = str(text or "").strip().lower()
+    hits = [i for i, o in enumerate(options) if o.strip().lower() and o.strip().lower() in text]
+    if len(hits) != 1:
+        return f"generated answer {text[:60]!r} names {len(hits)} of the options, not one"
+    prompt = reqs[0][0] if reqs else ""
+    choices[prompt] = hits[0]
+    return {"prompt": prompt, "choice": hits[0], "generation": text}
 
 def _option_of(conts: list[str], options: list[str], k: int) -> int | None:
     """Which of ans0-ans2 the k-th choice stands for. lm-eval's ``bbq`` replaces the doc's "unknown" answer by ten

@@ -71,7 +71,7 @@ def load_imported(spec: dict) -> ImportedModel:
     from .. import importers
     path = Path(str(spec["imported"])).expanduser()
     fmt = spec.get("format") or importers.detect(path)
-    logs = importers.read(fmt, path)
+    logs = importers.read(fmt, path, spec.get("benchmark"))
     if spec.get("model") is not None:
         logs = [lg for lg in logs if lg.model == str(spec["model"])]
         if not logs:

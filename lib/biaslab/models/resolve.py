@@ -40,9 +40,9 @@ _not_found_message = not_found_message
 
 #: keys of an imported-model spec: ``{"imported": PATH}`` plus optional ``format`` (lm-eval, inspect, eee; detected
 #: when left out), ``tokenizer`` (a name or folder whose tokenizer counts the tokens the log does not record),
-#: ``model`` (which model's logs, where the path holds several) and ``name`` (the model's name in tables; default: the
-#: one the log records)
-IMPORTED_KEYS = {"imported", "format", "tokenizer", "model", "name"}
+#: ``model`` (which model's logs, where the path holds several), ``name`` (the model's name in tables; default: the
+#: one the log records) and ``benchmark`` (``bbq`` or ``mbbq``, where an lm-eval task's texts cannot tell)
+IMPORTED_KEYS = {"imported", "format", "tokenizer", "model", "name", "benchmark"}
 
 
 def imported_spec(spec: Any) -> dict | None:
