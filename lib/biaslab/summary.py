@@ -1,15 +1,11 @@
-"""The generated blocks of the README and docs/. The headline results: one table of the analysis plan's claims
-(claim × model: estimate [CI], verdict), rendered from the committed outputs through the verdict layer; and the run
-times, rendered from each run's ``MANIFEST.json`` (and the served speed from ``perf/results/``).
+"""The generated blocks of the README and docs/, so that no result or timing on those pages is typed by hand.
 
-:func:`claim_rows` reads the tables under ``outputs/`` (the default profile's published run), derives the verdict
-columns with each paper's ``decisions`` module (idempotent: a table that already carries them is re-derived from its
-inference columns under the current plan), and keeps the rows of confirmatory claims. :func:`render` writes them as
-one Markdown table, :func:`headline` as one row per claim; :func:`write` puts the table in ``outputs/SUMMARY.md``
-(with the plan's rationale) and renders every block of :func:`blocks` between its markers — the headline rows and
-the run times in ``README.md``, notebook 6's multiverse section and the timing tables in ``docs/`` — so that no
-result or timing on those pages is typed by hand. ``make reproduce`` (``--publish``) calls it, and ``biaslab
-summary`` runs it alone (``--check`` only compares). A notebook whose tables are missing says so instead of failing.
+:func:`claim_rows` reads the tables under ``outputs/``, derives the verdict columns with each paper's ``decisions``
+module (idempotent: re-derived under the current plan) and keeps the rows of the plan's confirmatory claims;
+:func:`render` writes them as one table (``outputs/SUMMARY.md``), :func:`headline` as one row per claim (README).
+:func:`write` renders every block of :func:`blocks` between its markers (headline, run times from each run's
+``MANIFEST.json`` and ``perf/results/``, notebook 6's multiverse section); ``make reproduce --publish`` calls it,
+``biaslab summary`` runs it alone (``--check``: :func:`stale_pages`). A notebook whose tables are missing says so.
 """
 
 from __future__ import annotations
@@ -375,13 +371,6 @@ def blocks(plan: P.Plan | None = None) -> list[tuple[str, str, str, Callable[[Pa
             ("docs/performance.md", *SERVED_SPEED, served_speed)]
 
 
-def block(text: str, begin: str, end: str) -> str | None:
-    """The text between ``begin`` and ``end`` in ``text`` (None where the page lacks them)."""
-    if begin not in text or end not in text:
-        return None
-    return text.split(begin, 1)[1].split(end, 1)[0]
-
-
 def relink(body: str, page: str) -> str:
     """``body``'s relative Markdown links (written from the project root) as seen from ``page``."""
     up = "../" * page.count("/")
@@ -426,8 +415,3 @@ def stale_pages(root: Path | None = None, project: Path | None = None) -> list[s
     plan = P.load()
     pages = dict.fromkeys(b[0] for b in blocks(plan))
     return [p for p in pages if (project / p).read_text() != page_text(p, (project / p).read_text(), root, plan)]
-
-
-def check(root: Path | None = None, project: Path | None = None) -> bool:
-    """Whether every generated block equals what the outputs render to now."""
-    return not stale_pages(root, project)
