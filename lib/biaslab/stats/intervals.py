@@ -6,8 +6,6 @@ here takes the benchmark's generating unit (``Benchmark.cluster``), follows the 
 :mod:`biaslab.stats.clustered` (:func:`rate_intervals`: Korn-Graubard; :func:`mean_intervals`: CR1 t(G - 1), or the
 wild cluster bootstrap below 30 clusters) and says how it was computed in ``ci_method``. Without the t(G - 1)
 adjustment, Clopper-Pearson on n/deff covers under 84 % with 4 templates (tests/test_clustered.py).
-:func:`design_effect` is Kish's ``V_cluster / V_naive`` (Cameron & Miller 2015, §II; Miller 2024, "Adding Error Bars
-to Evals", eq. 4), estimating ``1 + (m - 1) rho`` for equal clusters of size m.
 
 Statistics that are not means (the deviation metric of subgroup rates, BBQ's bias-score ratios) get the rule through
 their linearization pseudo-values, not a percentile cluster bootstrap (Davison & Hinkley 1997, §3.8; kept in
@@ -24,21 +22,6 @@ import pandas as pd
 from scipy import stats
 
 from .clustered import FEW_CLUSTERS, cluster_labels, cluster_name, mean_inference, rate_inference
-
-
-def design_effect(y, clusters) -> float:
-    """Kish's design effect of the mean of ``y``: cluster-robust variance over naive variance.
-
-    ``V_naive = sum (y_i - ybar)^2 / n^2``; ``V_cluster = sum_g (sum_{i in g} (y_i - ybar))^2 / n^2`` (the
-    Liang-Zeger sandwich for an intercept-only model, without small-sample factor). Returns NaN when ``y`` is
-    constant (both variances 0). Cameron & Miller 2015, eq. (6); Miller 2024 §2.2.
-    """
-    y = np.asarray(y, dtype=float)
-    codes = pd.factorize(np.asarray(clusters))[0]
-    e = y - y.mean()
-    v_naive = np.sum(e ** 2)
-    v_cl = np.sum(np.bincount(codes, weights=e) ** 2)
-    return float(v_cl / v_naive) if v_naive > 0 else float("nan")
 
 
 def rate_intervals(df: pd.DataFrame, outcome: str, cluster: str | Sequence[str] | None,
