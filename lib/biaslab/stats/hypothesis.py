@@ -176,14 +176,14 @@ def jzs_log_bf10(t: float, n: int, r: float = SQRT2_2) -> float:
     return log_jzs_bf10(t, n, r)
 
 
+def _bf(lb: float) -> float:
+    """exp(log BF10): inf where BF10 exceeds the float range, NaN for NaN."""
+    return float("nan") if math.isnan(lb) else (math.exp(lb) if lb < 709.7 else float("inf"))
+
+
 def jzs_bf10(t: float, n: int, r: float = SQRT2_2) -> float:
     """JZS Bayes factor BF10 (eq. 8); see :func:`jzs_log_bf10`. inf where BF10 exceeds the float range."""
-    lb = jzs_log_bf10(t, n, r)
-    return float("nan") if math.isnan(lb) else (math.exp(lb) if lb < 709.7 else float("inf"))
-
-
-def _bf(lb: float) -> float:
-    return float("nan") if math.isnan(lb) else (math.exp(lb) if lb < 709.7 else float("inf"))
+    return _bf(jzs_log_bf10(t, n, r))
 
 
 def jzs_prior_range(t: float, n: float, r: float = SQRT2_2, scales: Sequence[float] = JZS_SCALES,
@@ -357,8 +357,7 @@ def bf10_binom_uniform(k: int, n: int) -> float:
     or returns NaN once binom.pmf underflows (n in the thousands with k far from n/2); the log-space form does not.
     Returns inf when BF10 exceeds the float range (log BF10 > 709); use the log for such cases.
     """
-    lb = log_bf10_binom_uniform(k, n)
-    return math.exp(lb) if lb < 709.7 else float("inf")
+    return _bf(log_bf10_binom_uniform(k, n))
 
 
 def preference_test(x: Iterable | None = None, *, k: int | None = None, n: int | None = None) -> dict:
