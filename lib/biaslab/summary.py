@@ -10,6 +10,7 @@ module (idempotent: re-derived under the current plan) and keeps the rows of the
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import re
@@ -264,7 +265,6 @@ def _duration(seconds: float) -> str:
 def run_times(root: Path | None = None) -> pd.DataFrame:
     """One row per published run folder under ``root``: folder, command (``make reproduce`` or ``make
     reproduce-served``), profile, status, wall_time_s (its ``MANIFEST.json``), commit."""
-    import json
     root = Path(root or paths.OUTPUTS_DIR)
     rows = []
     for m in sorted(root.rglob("MANIFEST.json")):
@@ -280,7 +280,6 @@ def run_times(root: Path | None = None) -> pd.DataFrame:
 
 def reproduce_records(records: Path | None = None) -> dict[str, dict]:
     """``perf/reproduce_timing.py``'s whole-run records (``<profile>_<cold|cached>.json``), by file stem."""
-    import json
     records = Path(records or paths.ROOT / "perf" / "results" / "reproduce")
     return {p.stem: json.loads(p.read_text()) for p in sorted(records.glob("*.json"))}
 
@@ -326,7 +325,6 @@ def timings_table(root: Path | None = None, records: Path | None = None) -> str:
 def served_speed(_root: Path | None = None) -> str:
     """The served comparison's speed ratios (median and range over rounds) from ``perf/results/<profile>/served.json``
     (written by ``make bench BENCH_PROFILE=served`` / ``served_vllm``)."""
-    import json
     names = {"biaslab_vs_lmeval": "biaslab vs lm-eval (`batch_size` 1)",
              "biaslab_vs_lmeval_lists": "biaslab vs lm-eval, same lists",
              "two_vs_one": "biaslab, two replicas vs one"}
