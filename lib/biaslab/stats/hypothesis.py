@@ -38,6 +38,8 @@ import numpy as np
 import pandas as pd
 from scipy import integrate, optimize, special, stats
 
+from .clustered import clopper_pearson
+
 #: Cauchy prior scale on the effect size for the JZS Bayes factor (pingouin's and JASP's default, the paper's).
 SQRT2_2 = math.sqrt(2.0) / 2.0
 
@@ -667,7 +669,7 @@ def preference_tests(prefs: pd.DataFrame, by: Sequence[str] = ("model", "dataset
             res = design_preference_test(xs, g["stratum"], g["weight"])
         else:
             res = preference_test(xs)
-            lo, hi = _clopper_pearson(res["k"], res["n"])
+            lo, hi = clopper_pearson(res["k"], res["n"])
             res.update(p_value=res["binom_p"], pi_ci_low=float(lo), pi_ci_high=float(hi),
                        estimator="share of the sampled pairs (unweighted)", se=np.nan, df=np.nan,
                        n_eff=res["n"], design_effect=np.nan,
@@ -763,11 +765,6 @@ def bf_prior_curves(lik: pd.DataFrame, pref: pd.DataFrame | None = None, by: Seq
                              "bf10": _bf(log_bf10_binom_beta(k, n, float(x), effective=design)), "default": 1.0,
                              "label": label})
     return pd.DataFrame(rows)
-
-
-def _clopper_pearson(k, n):
-    from .clustered import clopper_pearson
-    return clopper_pearson(np.asarray(k, dtype=float), np.asarray(n, dtype=float))
 
 
 def ss_interval(pi_low, pi_high):
