@@ -18,6 +18,22 @@ from biaslab.report import html
 from biaslab.stats import diversity, power
 
 
+# was lib/biaslab/stats/intervals.py (the tests' design effect and "the old effective-n interval")
+def design_effect(y, clusters) -> float:
+    """Kish's design effect of the mean of ``y``: cluster-robust variance over naive variance.
+
+    ``V_naive = sum (y_i - ybar)^2 / n^2``; ``V_cluster = sum_g (sum_{i in g} (y_i - ybar))^2 / n^2`` (the
+    Liang-Zeger sandwich for an intercept-only model, without small-sample factor). Returns NaN when ``y`` is
+    constant (both variances 0). Cameron & Miller 2015, eq. (6); Miller 2024 §2.2.
+    """
+    y = np.asarray(y, dtype=float)
+    codes = pd.factorize(np.asarray(clusters))[0]
+    e = y - y.mean()
+    v_naive = np.sum(e ** 2)
+    v_cl = np.sum(np.bincount(codes, weights=e) ** 2)
+    return float(v_cl / v_naive) if v_naive > 0 else float("nan")
+
+
 # was lib/biaslab/stats/intervals.py
 def cluster_bootstrap(df: pd.DataFrame, statistic: Callable[[pd.DataFrame], float], cluster: str,
                       n_boot: int = 1000, seed: int = 0, alpha: float = 0.05) -> dict:

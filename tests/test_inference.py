@@ -39,13 +39,13 @@ def test_design_effect_matches_icc_formula():
     ests, boots = [], []
     for seed in range(5):
         d = _clustered(400, m, 0.3, rho, seed)
-        ests.append(intervals.design_effect(d["y"], d["cl"]))
+        ests.append(oracles.design_effect(d["y"], d["cl"]))
         r = intervals.rate_intervals(d, "y", "cl").iloc[0]
         boots.append((r["se_cluster"] / r["se_naive"]) ** 2)
     assert np.mean(ests) == pytest.approx(expected, rel=0.12)
     assert np.mean(boots) == pytest.approx(expected, rel=0.12)
     # independent outcomes: design effect about 1
-    indep = [intervals.design_effect(d["y"], d["cl"]) for d in (_clustered(400, m, 0.3, 1e-6, s) for s in range(8))]
+    indep = [oracles.design_effect(d["y"], d["cl"]) for d in (_clustered(400, m, 0.3, 1e-6, s) for s in range(8))]
     assert np.mean(indep) == pytest.approx(1.0, abs=0.08)
 
 

@@ -74,7 +74,7 @@ def test_paired_mde_has_80_percent_power_and_the_unpaired_deff_mde_does_not():
     # the old notebook-1 row: two unpaired proportions, each with the design effect of one model's rate
     rng = np.random.default_rng(7)
     ya, yb = _paired(0.0, rng)
-    deff = intervals.design_effect(yb, CL1)
+    deff = oracles.design_effect(yb, CL1)
     old = oracles.mde_two_proportions(yb.size, yb.size, yb.mean(), deff=deff)
     assert old > 1.5 * found
     assert _power(_paired, old, _paired_test, reps=100) > 0.97
@@ -106,7 +106,7 @@ def test_subgroup_contrast_mde_uses_its_own_design_effect():
     assert found == pytest.approx(mde, rel=0.15)
     rng = np.random.default_rng(3)
     (y,) = _crossed(0.0, rng)
-    whole = intervals.design_effect(y, CL2)                       # the whole model's rate: template effects count
+    whole = oracles.design_effect(y, CL2)                       # the whole model's rate: template effects count
     own = C.contrast_inference(y, IN2, CL2)["design_effect"]      # the contrast: they cancel within templates
     assert whole > 5 * own
     old = oracles.mde_two_proportions(IN2.sum(), (~IN2).sum(), y.mean(), deff=whole)
@@ -136,7 +136,7 @@ def test_cyclic_gain_mde_counts_the_scenario_design_effect():
     assert found == pytest.approx(mde, rel=0.15)
     rng = np.random.default_rng(5)
     (g,) = _gain(0.0, rng)
-    assert 1.3 < intervals.design_effect(g, CL3) < 2.6
+    assert 1.3 < oracles.design_effect(g, CL3) < 2.6
     old = power.mde_paired_mean(CL3.size) * g.std(ddof=1)         # d_z at deff 1, times the SD: the old row
     assert old < 0.75 * found
     assert _power(_gain, old, _gain_test) < 0.6

@@ -5,8 +5,10 @@ lm-eval|inspect|eee PATH``, ``biaslab export eee [FOLDER]``."""
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import sys
+from pathlib import Path
 
 from .plan_schema import PlanError
 
@@ -58,9 +60,6 @@ def _reproduce(args) -> int:
 def plan_note(folder) -> str:
     """"plan changed since these results (…)" when the analysis plan a run folder's MANIFEST recorded no longer
     hashes the same ("" when it does, or when the folder has no readable MANIFEST)."""
-    import json
-    from pathlib import Path
-
     from . import integrity, plan
     path = Path(folder) / integrity.MANIFEST
     try:
@@ -73,7 +72,6 @@ def plan_note(folder) -> str:
 def _verify(args) -> int:
     """Check run folders against their MANIFEST.json: exit 1 naming every edited, missing and extra file."""
     from . import integrity, paths
-    from pathlib import Path
     root = Path(args.dir) if args.dir else paths.OUTPUTS_DIR
     if not root.is_dir():
         print(f"biaslab verify: error: {root} is not a folder", file=sys.stderr)
@@ -96,8 +94,6 @@ def _verify(args) -> int:
 
 
 def _report(args) -> int:
-    from pathlib import Path
-
     from . import paths, report_index
     from .report import browser, gallery
     from .report.html import render_all
@@ -159,8 +155,6 @@ def _summary(args) -> int:
 
 
 def _calibrate(args) -> int:
-    from pathlib import Path
-
     from . import calibrate, paths
     root = Path(args.dir) if args.dir else paths.OUTPUTS_DIR
     table, path = calibrate.write_fwer(root, args.replications, args.seed)
@@ -245,8 +239,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 # ------------------------------------------------------------- results from elsewhere: import / export ---
 def _import(args) -> int:
-    from pathlib import Path
-
     from . import importers, paths, preflight, publish
     from .imported_run import import_run
     out = Path(args.out) if args.out else paths.SCRATCH_DIR / "imported" / Path(args.path).stem
@@ -270,8 +262,6 @@ def _import(args) -> int:
 
 
 def _export(args) -> int:
-    from pathlib import Path
-
     from . import integrity, paths, preflight
     from .importers import ImportError_, eee
     from .models.embedded import hub_id

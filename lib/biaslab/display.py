@@ -1,28 +1,16 @@
-"""What a reader sees of a notebook's tables and figures: one display layer, installed by :class:`OutputDir`.
+"""What a reader sees of a notebook's tables and figures (docs/reports.md): one display layer, installed by
+:class:`~biaslab.outputs.OutputDir`, which registers :func:`html_table` as IPython's ``text/html`` formatter for
+DataFrames, so every table a cell displays is shown the same way:
 
-Every notebook creates its :class:`~biaslab.outputs.OutputDir` first; that call registers :func:`html_table` as
-IPython's ``text/html`` formatter for DataFrames, so every DataFrame a cell displays (``display(df)`` or a cell's last
-expression) is shown the same way, and the executed notebook (hence its HTML report) holds that table:
+- one number format per column by what it holds (:func:`column_kind`, :func:`column_decimals`), interval ends in
+  the estimate's format, p-values to 2 digits with "< 0.001", shares as percentages, empty cells as "–";
+- human column labels (:func:`column_label`: ``df.attrs["labels"]``, else :data:`LABELS` / :data:`WORDS`);
+- no 0…n index column; a table wider than the report is split into parts that repeat its label columns (one of 1-3
+  rows is transposed); a long one scrolls and links the CSV it was saved as, which keeps every digit.
 
-- numbers rounded by what the column holds (:func:`column_kind`), one format per column (:func:`column_decimals`:
-  fixed decimals giving its largest value 3 significant digits, or scientific notation for the whole column where a
-  value would otherwise show as 0), interval ends (``*_low``/``*_high``) in the format of the estimate before them;
-  p-values to 2 digits with "< 0.001", counts as integers, shares and ``*_pct`` columns as percentages; empty cells as
-  "–"; a number never breaks across lines (no-break space before "%", ``white-space: nowrap`` in report.css);
-- human column labels (:func:`column_label`): the table's own label map (``df.attrs["labels"]``, set beside the
-  table's schema), else the shared vocabulary :data:`LABELS` / :data:`WORDS`;
-- no 0…n index column (a named or non-default index becomes ordinary columns: nothing is dropped), every column
-  shown: a table wider than the report's column is split into parts that repeat its label columns, a table of one
-  to three rows that is too wide is transposed; a long one scrolls inside its cell and links the CSV it was saved as
-  (``out.table``), which keeps every digit.
-
-Rendered with pandas' ``Styler`` rather than great_tables: Styler ships with pandas (already pinned) and renders a
-plain ``<table>`` with per-cell classes; great_tables would be a second table model with its own HTML and CSS, an
-extra dependency (with its own dependencies) for the install and CI, and none of its features (spanners, source
-notes, nanoplots) is needed here. The table's look (fonts, print fit at A4) is ``report/report.css``.
-
-:func:`figure_alt` words a figure's alternative text (used by ``out.figure``): the result its plotting function
-stated (:func:`biaslab.plots.labels.state_result`), then its titles and axis labels in plain words with the range of the values drawn.
+Rendered with pandas' ``Styler`` (no second table model such as great_tables); the look is ``report/report.css``.
+:func:`figure_alt` words a figure's alternative text: the result its plotting function stated
+(:func:`biaslab.plots.labels.state_result`), then its titles and axis labels with the range of the values drawn.
 """
 
 from __future__ import annotations

@@ -8,11 +8,9 @@ Every notebook creates one :class:`OutputDir` from its ``output_dir`` parameter 
     out.record_model(lm.fingerprint)             # model ids and weight hashes for the manifest
     out.record_data(benchmark.sources)           # data files and sha256s for the manifest
 
-The runner (``biaslab reproduce``) runs the notebook into a fresh staging folder and merges that run's
-``provenance.json`` into ``MANIFEST.json`` with the git commit, the parameters, package versions and timings; every
-warning biaslab logs during the run is one of its notes (:class:`_NoteHandler`), which the runner also prints. Files
-are created with the user's umask (not ``mkstemp``'s 0600). Creating the OutputDir also installs the display layer
-(:mod:`biaslab.display`): every DataFrame the notebook shows is rounded by column kind and fits the report.
+The runner merges the run's ``provenance.json`` into ``MANIFEST.json`` (:mod:`biaslab.runner`); every warning
+biaslab logs during the run is one of its notes (:class:`_NoteHandler`). Files are created with the user's umask
+(not ``mkstemp``'s 0600). Creating the OutputDir also installs the display layer (:mod:`biaslab.display`).
 """
 
 from __future__ import annotations

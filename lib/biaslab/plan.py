@@ -1,26 +1,17 @@
-"""The analysis plan: the confirmatory claims of every notebook, read from one versioned YAML file with a history.
+"""The analysis plan: the confirmatory claims of every notebook, read from one versioned YAML file with a history
+(``analysis_plan.yaml``; docs/reliability.md, "The analysis plan is input").
 
-``analysis_plan.yaml`` (repository root) has a version, an ``issued`` date and a dated ``history`` of its versions
-(each amendment with its reason), alpha and its ``budget`` across notebooks, and per notebook at most three claims,
-each with its estimand (items, variable, summary measure and the handling of intercurrent events: unparseable
-answers, degenerate responders, position preference), its test, null and sidedness, the table rows it decides
-(optionally an ``estimate_label`` naming the estimate in the claim's sentence), its sample size ``n`` and design-based
-``mde``, and per-instance overrides (``instances``: notebook 1's benchmarks, notebook 3's datasets; see
-:meth:`Claim.instance`). The verdict layer (:mod:`biaslab.stats.verdict`) decides only rows that match a claim; every
-other tested row is exploratory. Claims are templates over a run's models and datasets: a family is one notebook x
-the values of its ``family_by`` columns (a model, a model pair), so a user's own models get the same plan.
+Per notebook at most three claims, each with its estimand (items, variable, summary measure, and the handling of
+intercurrent events: unparseable answers, degenerate responders, position preference), test, null and sidedness, the
+table rows it decides, its ``n`` and design-based ``mde``, and per-instance overrides (:meth:`Claim.instance`). Claims
+are templates over a run's models and datasets: a family is one notebook x the values of its ``family_by`` columns.
+**One error budget** (``budget.shares``; optional when one notebook has every claim): alpha is split across
+notebooks before any run (Bonferroni; shares sum to 1), equally over a notebook's families, and Holm (1979) runs
+inside each family (:func:`biaslab.stats.verdict.budget_decisions`); :meth:`Plan.method_text` states it.
 
-**One error budget** (``budget.shares``): the project's alpha is split across the notebooks with claims before any
-run (a Bonferroni split; shares sum to 1); a notebook's share is split equally over the run's families, and Holm
-(1979) runs inside each family at ``alpha * share / n_families`` (:func:`biaslab.stats.verdict.budget_decisions`).
-A plan whose claims all sit in one notebook may omit the block (that notebook's share is 1).
-:meth:`Plan.method_text` states the procedure from these fields, so no report types it.
-
-:func:`load` validates the file first (:mod:`biaslab.plan_schema`: one line per problem). The path is resolved once
-(:func:`resolve`, relative to where the command ran); a kernel records the hash of the bytes it parsed
-(:meth:`Plan.entry`, via :class:`~biaslab.outputs.OutputDir`) in its run's MANIFEST; :func:`changed_since` says when
-that plan is missing, no longer hashes the same, or was issued after the results were written. The plan travels as
-an argument: a notebook loads it once (:func:`show`) and passes it to every call that decides.
+:func:`load` validates the file first (:mod:`biaslab.plan_schema`); a kernel records the hash of the bytes it parsed
+(:meth:`Plan.entry`) in its MANIFEST, and :func:`changed_since` says when that plan is missing, changed, or issued
+after the results. The plan travels as an argument: a notebook loads it once (:func:`show`) and passes it on.
 """
 
 from __future__ import annotations

@@ -93,17 +93,11 @@ PROFILES: dict[str, dict[str, dict]] = {
         # all 1,020 agentic prompts; every cyclic rotation of a stratified 120-prompt subset (60 positive/negative
         # pairs, 8 per question-type x class-type stratum): the paired test of the cyclic gain then detects d_z >= 0.26
         "04_agentic_entropy": {"max_prompts": None, "cyclic_prompts": 120, "fewshot_prompts": 0},
-        # one factor at a time around the paper's protocol (13 universes per benchmark and model, 3 not available
-        # for Gemma: no chat template). Sized by cost within a cold `make reproduce` of 30 minutes on 2 cores: with
-        # 142 BBQ items and 90 CrowS-Pairs pairs notebook 6 alone took 1,845 s cold on one thread (BBQ 1,091 s,
-        # CrowS-Pairs 453 s in both orders, agentic 272 s), which made the whole run 46 min. 72 BBQ items (36
-        # ambiguous, drawn from notebook 1's 150 by context x polarity x category) and 63 CrowS-Pairs pairs (7 per
-        # bias type) bring it to about 1,150 s. 80 % power at a bias score of 0.1 would need ~660 ambiguous items
-        # per universe (stats.power, pseudo-value SD 0.9): the notebook's first finding states, from the run, what
-        # this design can detect. 30 agentic prompts (15 positive/negative pairs, one per question x class type).
-        # (The items per benchmark are each spec's sizes[profile]["06_multiverse"]["items"]: multiverse_sizes.)
-        # q4_gguf is listed as not run here: through the llama.cpp server it cost 10-60x an in-process universe on
-        # this CPU (pass -p 'precisions=["float32", "bf16_weights", "q4_gguf"]' with the served-test extra installed)
+        # one factor at a time around the paper's protocol, sized by cost within a cold `make reproduce` of 30
+        # minutes on 2 cores (items per benchmark: each spec's sizes, multiverse_sizes); 80 % power at a BBQ bias
+        # score of 0.1 would need ~660 ambiguous items per universe: the notebook's first finding states what this
+        # design can detect. q4_gguf is not run here: through the llama.cpp server it cost 10-60x an in-process
+        # universe on this CPU (pass -p 'precisions=["float32", "bf16_weights", "q4_gguf"]' with the served-test extra)
         "06_multiverse": {"pool": 150, "design_name": "ofat", "precisions": ["float32", "bf16_weights"], "n_boot": 2000},
         "05_compare": {"models": None, "n_boot": None},
         # MBBQ: 2 items per category x context stratum (24 items, random within the 12 strata), each in 4 languages

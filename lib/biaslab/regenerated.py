@@ -2,8 +2,7 @@
 
 :func:`compare_run` reads every ``tables/*.csv`` of a committed run folder and of its regeneration and
 
-* matches rows by key: the table's text columns (then its integer ones), taken in column order while each one
-  separates more rows, until the committed rows are unique (rows that are still tied match in order of appearance);
+* matches rows by key (:func:`key_columns`; rows still tied match in order of appearance);
 * compares numbers within the tolerance recorded for the row's model and precision (:func:`tolerances`: notebook 6's
   ``precision_tolerance.csv``, :mod:`biaslab.scoring.tolerance`; elsewhere the float32 engine's
   :data:`~biaslab.scoring.tolerance.ENGINE_TOLERANCE`): ``|a − b| ≤ tol · max(1, |a|, |b|)``;

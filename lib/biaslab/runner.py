@@ -1,33 +1,16 @@
-"""Execute the notebooks headless with papermill: ``biaslab reproduce``.
+"""Execute the notebooks headless with papermill: ``biaslab reproduce`` (docs/reliability.md).
 
-For each notebook (and variant, see :data:`biaslab.profiles.NOTEBOOKS`) the runner
+Per notebook (and variant, :data:`biaslab.profiles.NOTEBOOKS`): validate the parameters (:mod:`biaslab.parameters`)
+and settings (:mod:`biaslab.preflight`) before any work; take the folder's lock and run into a fresh staging folder;
+on success make the executed notebook portable, render HTML, write ``MANIFEST.json`` (:mod:`biaslab.integrity`) and
+only then swap it in (:mod:`biaslab.publish`); on failure keep the last good outputs and write
+``MANIFEST.failed.json`` and ``<notebook>.failed.ipynb`` beside them. SIGINT/SIGTERM stop every lane and kernel
+(:mod:`biaslab.stopping`; exit code 128 + the signal). Warnings that change what a run means are MANIFEST notes.
 
-1. validates the parameters against the notebook's ``parameters`` cell (:mod:`biaslab.parameters`: unknown names,
-   types, sizes, model specs, device, dtype) and the run's settings (:mod:`biaslab.preflight`: profile, ``BIASLAB_*``
-   paths, the output folder) before any work;
-2. takes the folder's lock and runs it into a fresh staging folder ``<out>/<notebook>/.<name>.staging-<run id>/``
-   (:mod:`biaslab.publish`: a second run of the same folder, from any host or container, is refused);
-3. on success makes the executed notebook portable (repository-relative paths, no papermill timestamps, no temporary
-   file names), renders HTML (not committed), writes ``MANIFEST.json`` (git commit, parameters, data sha256s, model
-   fingerprints with the sha256 of every file each loader read, package versions, wall time, notes, and the sha256 of
-   every output file it vouches for, :mod:`biaslab.integrity`) and only then swaps it in for
-   ``<out>/<notebook>[/<variant>]/`` (:mod:`biaslab.publish`: a kill at any step never loses the last good outputs);
-4. on failure leaves the last good outputs untouched and writes ``MANIFEST.failed.json`` (this run's parameters,
-   error — a full disk, a read-only file system or a permission named as such, with the path and the fix — and
-   whatever provenance *this* run recorded) and ``<notebook>.failed.ipynb`` beside them.
-
-SIGINT and SIGTERM stop every lane and kernel within seconds (:mod:`biaslab.stopping`): each running notebook is
-recorded as ``interrupted``, the last good outputs stay, and the exit code is 128 + the signal (130 for Ctrl-C).
-Warnings that change what a run means (a cache recovered or used read-only, a file re-hashed, responses retried,
-labels outside the top-k, rows excluded) are MANIFEST notes and are printed in the terminal.
-
-``reproduce`` writes into a scratch folder (:data:`biaslab.paths.SCRATCH_DIR`) unless given another folder or
-``publish=True`` (``outputs/``, which also rewrites ``outputs/CATALOGUE.md`` and the report's front page
-``outputs/index.html``, :mod:`biaslab.report_index`). ``served=True`` runs notebooks 3 and 4 against the embedded
-SmolLM2 GGUF served by llama.cpp on 127.0.0.1 (:mod:`biaslab.serve`), into ``<outputs>/served/``.
-
-At the end every regenerated run is compared with the committed one (``outputs/``, its tables copied aside before
-the run), one line per notebook (:mod:`biaslab.regenerated`); ``check=True`` exits 3 when a verdict changed.
+Runs go to :data:`biaslab.paths.SCRATCH_DIR` unless given a folder or ``publish=True`` (``outputs/``, also the
+catalogue and ``outputs/index.html``); ``served=True`` runs notebooks 3 and 4 against the embedded SmolLM2 served by
+llama.cpp (:mod:`biaslab.serve`) into ``<outputs>/served/``. At the end every regenerated run is compared with the
+committed one (:mod:`biaslab.regenerated`); ``check=True`` exits 3 when a verdict changed.
 """
 
 from __future__ import annotations

@@ -1,19 +1,16 @@
-"""The generated blocks of the README and docs/. The headline results: one table of the analysis plan's claims
-(claim × model: estimate [CI], verdict), rendered from the committed outputs through the verdict layer; and the run
-times, rendered from each run's ``MANIFEST.json`` (and the served speed from ``perf/results/``).
+"""The generated blocks of the README and docs/, so that no result or timing on those pages is typed by hand.
 
-:func:`claim_rows` reads the tables under ``outputs/`` (the default profile's published run), derives the verdict
-columns with each paper's ``decisions`` module (idempotent: a table that already carries them is re-derived from its
-inference columns under the current plan), and keeps the rows of confirmatory claims. :func:`render` writes them as
-one Markdown table, :func:`headline` as one row per claim; :func:`write` puts the table in ``outputs/SUMMARY.md``
-(with the plan's rationale) and renders every block of :func:`blocks` between its markers — the headline rows and
-the run times in ``README.md``, notebook 6's multiverse section and the timing tables in ``docs/`` — so that no
-result or timing on those pages is typed by hand. ``make reproduce`` (``--publish``) calls it, and ``biaslab
-summary`` runs it alone (``--check`` only compares). A notebook whose tables are missing says so instead of failing.
+:func:`claim_rows` reads the tables under ``outputs/``, derives the verdict columns with each paper's ``decisions``
+module (idempotent: re-derived under the current plan) and keeps the rows of the plan's confirmatory claims;
+:func:`render` writes them as one table (``outputs/SUMMARY.md``), :func:`headline` as one row per claim (README).
+:func:`write` renders every block of :func:`blocks` between its markers (headline, run times from each run's
+``MANIFEST.json`` and ``perf/results/``, notebook 6's multiverse section); ``make reproduce --publish`` calls it,
+``biaslab summary`` runs it alone (``--check``: :func:`stale_pages`). A notebook whose tables are missing says so.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import re
@@ -274,7 +271,6 @@ def _duration(seconds: float) -> str:
 def run_times(root: Path | None = None) -> pd.DataFrame:
     """One row per published run folder under ``root``: folder, command (``make reproduce`` or ``make
     reproduce-served``), profile, status, wall_time_s (its ``MANIFEST.json``), commit."""
-    import json
     root = Path(root or paths.OUTPUTS_DIR)
     rows = []
     for m in sorted(root.rglob("MANIFEST.json")):
@@ -290,7 +286,6 @@ def run_times(root: Path | None = None) -> pd.DataFrame:
 
 def reproduce_records(records: Path | None = None) -> dict[str, dict]:
     """``perf/reproduce_timing.py``'s whole-run records (``<profile>_<cold|cached>.json``), by file stem."""
-    import json
     records = Path(records or paths.ROOT / "perf" / "results" / "reproduce")
     return {p.stem: json.loads(p.read_text()) for p in sorted(records.glob("*.json"))}
 
@@ -336,7 +331,6 @@ def timings_table(root: Path | None = None, records: Path | None = None) -> str:
 def served_speed(_root: Path | None = None) -> str:
     """The served comparison's speed ratios (median and range over rounds) from ``perf/results/<profile>/served.json``
     (written by ``make bench BENCH_PROFILE=served`` / ``served_vllm``)."""
-    import json
     names = {"biaslab_vs_lmeval": "biaslab vs lm-eval (`batch_size` 1)",
              "biaslab_vs_lmeval_lists": "biaslab vs lm-eval, same lists",
              "two_vs_one": "biaslab, two replicas vs one"}
@@ -379,13 +373,6 @@ def blocks(plan: P.Plan | None = None) -> list[tuple[str, str, str, Callable[[Pa
             (multiverse.HOME, multiverse.README_START, multiverse.README_END, multiverse.render_readme_section),
             ("docs/performance.md", *TIMINGS_TABLE, timings_table),
             ("docs/performance.md", *SERVED_SPEED, served_speed)]
-
-
-def block(text: str, begin: str, end: str) -> str | None:
-    """The text between ``begin`` and ``end`` in ``text`` (None where the page lacks them)."""
-    if begin not in text or end not in text:
-        return None
-    return text.split(begin, 1)[1].split(end, 1)[0]
 
 
 def relink(body: str, page: str) -> str:
@@ -432,8 +419,3 @@ def stale_pages(root: Path | None = None, project: Path | None = None) -> list[s
     plan = P.load()
     pages = dict.fromkeys(b[0] for b in blocks(plan))
     return [p for p in pages if (project / p).read_text() != page_text(p, (project / p).read_text(), root, plan)]
-
-
-def check(root: Path | None = None, project: Path | None = None) -> bool:
-    """Whether every generated block equals what the outputs render to now."""
-    return not stale_pages(root, project)

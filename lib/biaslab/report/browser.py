@@ -1,17 +1,13 @@
-"""Open reports in a real browser: Debian's Chromium driven by its ChromeDriver (Selenium), with the network off.
+"""Open reports in a real browser: Debian's Chromium driven by its ChromeDriver (Selenium), with the network off
+(docs/reports.md; ``apt-get install chromium chromium-driver``, :func:`find` says why they cannot be used).
 
-:func:`check` loads a page from disk and returns what a reader would find wrong: an image that did not load
-(``naturalWidth`` 0) or has no alternative text of its own, TeX left unrendered in the text (``$$``, ``\\(``,
-``\\frac`` …) or a MathML error, a number in a table with more digits than a reader can use (:func:`too_precise`) or a
-DataFrame shown as pandas' raw HTML (not through :mod:`biaslab.display`), a word or number of a table laid out on
-two lines (its text boxes measured), a figure whose check (``data-bl-*`` attributes that
-:meth:`biaslab.outputs.OutputDir.figure` records) found its legend over data or a marker clipped, a
-request to anything but a local file or a data URI, a local file that failed to load, a link to a file or anchor that
-does not exist (or to another host), and a console error. It also measures where the decision panel ends
-(:attr:`PageReport.decision_bottom`, at the window's width: 1280 px by default) and keeps each image's alternative
-text. :func:`screenshot` and :func:`pdf` photograph and print a page through the same browser.
-Chromium and ChromeDriver come from Debian (``apt-get install chromium chromium-driver``); :func:`find` says why they
-cannot be used where they are missing.
+:func:`check` loads a page from disk and returns what a reader would find wrong: an image that did not load or has
+no alternative text of its own, TeX left unrendered (``$$``, ``\(``, ``\frac`` …) or a MathML error, a table number
+with more digits than a reader can use (:func:`too_precise`) or pandas' raw HTML, a table word laid out on two lines,
+a figure whose check (``data-bl-*`` attributes of :meth:`biaslab.outputs.OutputDir.figure`) found its legend over
+data or a marker clipped, a request to anything but a local file or data URI, a local file that failed to load, a
+broken link, and a console error; it measures where the decision panel ends (:attr:`PageReport.decision_bottom`, at
+1280 px by default). :func:`screenshot` and :func:`pdf` photograph and print a page through the same browser.
 """
 
 from __future__ import annotations

@@ -1,27 +1,14 @@
-"""An executed notebook as a reader's HTML report that opens offline.
+"""An executed notebook as a reader's HTML report that opens offline (docs/reports.md).
 
 :func:`render` exports ``<folder>/<notebook>.ipynb`` with nbconvert's HTML exporter and the template
 ``templates/biaslab`` (JupyterLab's ``lab`` template with every outside request removed) into ``<notebook>.html``:
-
-- figures are the notebook's embedded PNGs (data URIs) with the alternative text ``out.figure`` gave them, markdown
-  images are embedded too: the file stands alone;
-- TeX math in markdown (cells and markdown outputs) is converted to MathML when the report is written
-  (``latex2mathml``), which browsers render natively: no script, no folder beside the report, so the single ``.html``
-  file is the whole report; a formula latex2mathml cannot convert is shown as a MathML error holding its TeX (and
-  logged), which the browser test reports;
-- the ``parameters`` cell (the notebook's defaults) and papermill's ``injected-parameters`` cell are replaced by one
-  table of the run's parameters (value, the notebook's default where the run changed it, and what the parameter
-  means: the comment on its line in the parameters cell, or the comment lines just above it);
-- code is folded (each cell opens on its own; a button opens all), stderr messages are folded;
-- the computed findings (the markdown that the cells tagged :data:`FINDINGS_TAG` display, rendered from the run's
-  tables) are collected under the notebook's introduction, each linking to its place; a table of contents lists the
-  notebook's sections;
-- the decision panel (:mod:`biaslab.report.decision`: the plan's confirmatory claims decided in this run, or notebook
-  6's robustness per metric) comes right under the title, so the decision is on the first screen;
-- a report copied alone says where its run's tables, figures and MANIFEST.json are (the run folder's path under
-  ``outputs/``), since its relative links only resolve beside them;
-- a footer gives the run's provenance from ``MANIFEST.json`` beside the notebook: status, profile, git commit, wall
-  time, models with their weight hashes, data files with their sha256, package versions.
+figures and markdown images embedded as data URIs; TeX converted to MathML when the report is written
+(``latex2mathml``: no script; a formula it cannot convert is shown as a MathML error holding its TeX, and logged);
+the ``parameters`` and ``injected-parameters`` cells replaced by one table of the run's parameters (value, default
+where changed, and the comment that explains it); code and stderr folded; the findings (cells tagged
+:data:`FINDINGS_TAG`) collected under the introduction, linking to their place; a table of contents; the decision
+panel (:mod:`biaslab.report.decision`) on the first screen; where the run's files are when the report is copied
+alone; and a provenance footer from the ``MANIFEST.json`` beside the notebook.
 """
 
 from __future__ import annotations

@@ -1,28 +1,18 @@
-"""A persistent score cache: one SQLite file per model, one row per scored item.
+"""A persistent score cache: one SQLite file per model, one row per scored item (docs/models.md, "Model identity and
+the score cache").
 
 Keys are sha256 digests of (method, its settings, the input item); the file is chosen by :func:`model_key`: the
-model's weights sha256, tokenizer sha256, the digest of every file its loader read (config, generation config,
-tokenizer files, chat template, weights: ``files_sha256``), dtype, the precision the weights were rounded to
-(``weights_rounded_to``, when they were), device type and kind, plus the scoring engine's
-version (:data:`ENGINE_VERSION`) and the torch and transformers versions. So different weights, tokenizers, precisions or
-numerical code never share scores; upgrading torch or transformers, or bumping ``ENGINE_VERSION`` after a numerical
-fix, starts a new file on purpose (old files stay, unused, and can be deleted).
+sha256 of weights, tokenizer and every file the loader read, dtype, the precision the weights were rounded to, device
+type and kind, :data:`ENGINE_VERSION` and the torch and transformers versions, so different numerics never share
+scores (an upgrade or an engine fix starts a new file on purpose).
 
-Each row stores its JSON value with a checksum of key and value: a row that fails the check is deleted and
-recomputed, never trusted. The file is checked with ``PRAGMA quick_check`` when opened, and a damaged file (a
-corrupted page, a bad header, the file deleted or replaced under a running process) is moved aside (one warning
-naming it and where it went); the run carries on with a fresh file: values are then recomputed, never lost silently
-and never blocking a run.
-
-A file this process may not write — a read-only folder or file system, a file that belongs to another user (a
-shared cache), or a full disk (named as such) — is *used read-only*, never moved aside: its scores are read, new ones are kept in memory for the
-run, and one warning names the file and the fix. Lock contention is not damage either (see :meth:`_move_aside`).
-
-Rows are committed after every batch in one transaction, so a run that is killed loses at most the batch in flight,
-and a re-run recomputes nothing already scored. **Resumed values are not bit-identical**: a value depends slightly on
-the make-up of the batch it was computed in (padding, packing and summation order), so scores of a resumed run differ
-from an uninterrupted run's by up to ~1e-4 in log-probability (measured on the embedded models; no preferred answer
-changed). A fresh run with the same cache contents and settings is bit-identical.
+Each row stores its JSON value with a checksum of key and value: a row that fails it is recomputed, never trusted. A
+damaged file (``PRAGMA quick_check`` on open, or replaced under a running process) is moved aside with one warning and
+the run carries on with a fresh one. A file this process may not write (read-only, another user's, a full disk) is
+*used read-only*: new scores stay in memory, one warning names the file and the fix; lock contention is not damage
+(:meth:`_move_aside`). Rows are committed per batch, so a killed run loses at most the batch in flight. Resumed values
+are not bit-identical: a value depends on its batch's make-up (padding, packing, summation order), by up to ~1e-4 in
+log-probability on the embedded models; a fresh run with the same cache contents and settings is bit-identical.
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
 """The :class:`Scorer`: texts in, numbers out, batched, cached and resumable. It knows nothing about benchmarks.
 
-What computes the numbers is a *backend* (:mod:`biaslab.scoring.backends`), chosen once when the Scorer is made:
-in-process transformers (causal, seq2seq or masked) or an OpenAI-compatible server. The Scorer owns what they share:
-the score cache (lookup, de-duplication, a write per finished batch), the token budget, the progress bar and the
-capability checks (:meth:`Scorer.require`). Notebooks, loaders and statistics never learn which backend ran.
+What computes the numbers is a *backend* (:mod:`biaslab.scoring.backends`), chosen once when the Scorer is made;
+the Scorer owns what they share (:mod:`.backends.base`). Notebooks, loaders and statistics never learn which ran.
 
 Prefix convention (causal LMs). Every scored text is preceded by one *prefix token*: the tokenizer's BOS token, or
 its EOS token when it has no BOS (as lm-evaluation-harness does). The prefix is context, never scored, so

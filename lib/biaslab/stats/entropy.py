@@ -10,19 +10,11 @@ computed with ``scipy.stats.entropy``. The paper changes the logarithm's base to
 the race and age questions"), which is the same number: log_k x = ln x / ln k. 1 means a uniform answer (the paper's
 "unbiased"), 0 means all probability on one answer.
 
-Beyond the paper (each function says which):
-* :func:`group_preference`   which group receives the probability, for positive vs negative questions (the direction
-  that the entropy, symmetric in the groups, cannot show), with a paired Wilcoxon test per group.
-* :func:`position_bias`      probability by answer position regardless of which group sits there.
-* :func:`cyclic_summary`     entropy after averaging the group distribution over all k cyclic rotations of the
-  choices, which cancels any pure position preference.
-* :func:`uniformity_tests`   Pearson chi-square (Rao-Scott corrected for the scenario clusters) and a
-  Dirichlet-multinomial Bayes factor over a range of priors on the counts of the model's most probable answer (by
-  group and by position, per class type x polarity) against a uniform choice, with Cohen's w and the interval that
-  inverts the test; :func:`position_calibrated_top` the top group with the position prior divided out.
-
-Statistics only: no torch. Scores come from the engine's ``label_distribution`` as a DataFrame with ``logp_<j>``
-columns (log of the next-token probability of the label "j"), one row per prompt, in prompt order.
+Beyond the paper (each function says how): :func:`group_preference` (the direction the entropy, symmetric in the
+groups, cannot show), :func:`position_bias`, :func:`cyclic_summary` (a pure position preference cancelled),
+:func:`uniformity_tests` (Rao-Scott chi-square and Dirichlet-multinomial Bayes factors of the top answers against a
+uniform choice) and :func:`position_calibrated_top`. Scores come from the engine's ``label_distribution`` as
+``logp_<j>`` columns (log of the next-token probability of the label "j"), one row per prompt, in prompt order.
 """
 
 from __future__ import annotations

@@ -38,6 +38,8 @@ import numpy as np
 import pandas as pd
 from scipy import integrate, optimize, special, stats
 
+from .clustered import clopper_pearson
+
 #: Cauchy prior scale on the effect size for the JZS Bayes factor (pingouin's and JASP's default, the paper's).
 SQRT2_2 = math.sqrt(2.0) / 2.0
 
@@ -176,14 +178,14 @@ def jzs_log_bf10(t: float, n: int, r: float = SQRT2_2) -> float:
     return log_jzs_bf10(t, n, r)
 
 
+def _bf(lb: float) -> float:
+    """exp(log BF10): inf where BF10 exceeds the float range, NaN for NaN."""
+    return float("nan") if math.isnan(lb) else (math.exp(lb) if lb < 709.7 else float("inf"))
+
+
 def jzs_bf10(t: float, n: int, r: float = SQRT2_2) -> float:
     """JZS Bayes factor BF10 (eq. 8); see :func:`jzs_log_bf10`. inf where BF10 exceeds the float range."""
-    lb = jzs_log_bf10(t, n, r)
-    return float("nan") if math.isnan(lb) else (math.exp(lb) if lb < 709.7 else float("inf"))
-
-
-def _bf(lb: float) -> float:
-    return float("nan") if math.isnan(lb) else (math.exp(lb) if lb < 709.7 else float("inf"))
+    return _bf(jzs_log_bf10(t, n, r))
 
 
 def jzs_prior_range(t: float, n: float, r: float = SQRT2_2, scales: Sequence[float] = JZS_SCALES,
@@ -357,8 +359,7 @@ def bf10_binom_uniform(k: int, n: int) -> float:
     or returns NaN once binom.pmf underflows (n in the thousands with k far from n/2); the log-space form does not.
     Returns inf when BF10 exceeds the float range (log BF10 > 709); use the log for such cases.
     """
-    lb = log_bf10_binom_uniform(k, n)
-    return math.exp(lb) if lb < 709.7 else float("inf")
+    return _bf(log_bf10_binom_uniform(k, n))
 
 
 def preference_test(x: Iterable | None = None, *, k: int | None = None, n: int | None = None) -> dict:
@@ -668,7 +669,7 @@ def preference_tests(prefs: pd.DataFrame, by: Sequence[str] = ("model", "dataset
             res = design_preference_test(xs, g["stratum"], g["weight"])
         else:
             res = preference_test(xs)
-            lo, hi = _clopper_pearson(res["k"], res["n"])
+            lo, hi = clopper_pearson(res["k"], res["n"])
             res.update(p_value=res["binom_p"], pi_ci_low=float(lo), pi_ci_high=float(hi),
                        estimator="share of the sampled pairs (unweighted)", se=np.nan, df=np.nan,
                        n_eff=res["n"], design_effect=np.nan,
@@ -764,11 +765,6 @@ def bf_prior_curves(lik: pd.DataFrame, pref: pd.DataFrame | None = None, by: Seq
                              "bf10": _bf(log_bf10_binom_beta(k, n, float(x), effective=design)), "default": 1.0,
                              "label": label})
     return pd.DataFrame(rows)
-
-
-def _clopper_pearson(k, n):
-    from .clustered import clopper_pearson
-    return clopper_pearson(np.asarray(k, dtype=float), np.asarray(n, dtype=float))
 
 
 def ss_interval(pi_low, pi_high):

@@ -272,14 +272,6 @@ def wild_score_p(y: np.ndarray, X: np.ndarray, k: int, groups: np.ndarray, n_boo
     return float(bootstrap_p(tb, t_obs, c.size))
 
 
-def significant(table: pd.DataFrame, alpha: float = 0.01, include_intercept: bool = False) -> pd.DataFrame:
-    """Terms with p <= alpha and no separation (the paper's Figure 1(c) shows p <= 0.01)."""
-    keep = (table["p_value"] <= alpha) & ~table["separated"]
-    if not include_intercept:
-        keep &= table["factor"] != "Intercept"
-    return table[keep]
-
-
 def identifiable_subset(df: pd.DataFrame, factors: Sequence[str], references: dict) -> tuple[list[str], dict]:
     """Greedy choice of factors the regression can estimate together, in order of priority.
 

@@ -1,28 +1,16 @@
-"""Intervals for rates that respect how the prompts were generated (beyond the four papers).
+"""Intervals for rates and means that respect how the prompts were generated (beyond the four papers).
 
 Template-generated benchmarks are *clustered*: prompts filled from one template (or one scenario) share wording, so
-their outcomes are correlated and the ``n`` prompts carry less information than ``n`` independent draws. Every
-interval here takes the benchmark's generating unit (``Benchmark.cluster``) and says how it was computed in a
-``ci_method`` column.
+their outcomes are correlated and ``n`` prompts carry less information than ``n`` independent draws. Every interval
+here takes the benchmark's generating unit (``Benchmark.cluster``), follows the one rule of
+:mod:`biaslab.stats.clustered` (:func:`rate_intervals`: Korn-Graubard; :func:`mean_intervals`: CR1 t(G - 1), or the
+wild cluster bootstrap below 30 clusters) and says how it was computed in ``ci_method``. Without the t(G - 1)
+adjustment, Clopper-Pearson on n/deff covers under 84 % with 4 templates (tests/test_clustered.py).
 
-* :func:`~biaslab.stats.clustered.clopper_pearson` (exact binomial interval) lives with the rule that uses it
-  (:mod:`biaslab.stats.clustered`, Korn-Graubard).
-* :func:`design_effect` Kish's design effect of a mean, ``deff = V_cluster / V_naive``: the cluster-robust
-  (Liang-Zeger sandwich) variance of the mean over the iid variance ``s^2 / n`` (Cameron & Miller 2015, "A
-  practitioner's guide to cluster-robust inference", §II; Miller 2024, "Adding Error Bars to Evals", eq. 4). For
-  equal clusters of size m and intra-cluster correlation rho it estimates ``1 + (m - 1) rho``.
-* No percentile cluster bootstrap of arbitrary statistics (Davison & Hinkley 1997, §3.8; the tests keep one in
-  ``tests/oracles.py`` as a reference): the statistics that are not means (the deviation metric of subgroup rates, BBQ's bias-score ratios) get the rule below
-  through their linearization pseudo-values instead (a percentile bootstrap with 12 clusters under-covers, and
-  would give two reports of one effect two intervals).
-* :func:`rate_intervals`, :func:`mean_intervals` rates and means per group with the one rule of
-  :mod:`biaslab.stats.clustered`: cluster-robust CR1 (one- or two-way) standard errors with t(G - 1) references;
-  rates by the Korn-Graubard interval (Clopper-Pearson on the df-adjusted effective n), means by the t interval, or
-  the wild cluster bootstrap with fewer than 30 clusters. The t(G - 1) adjustment matters with few clusters:
-  Clopper-Pearson on n/deff without it covers under 84 % with 4 templates in simulation (tests/test_clustered.py).
-* :func:`hodges_lehmann` the one-sample Hodges-Lehmann estimate (the pseudo-median) with the interval that inverts
-  the Wilcoxon signed-rank test: the estimate and interval that go with a Wilcoxon test, so a row led by
-  that test never sits beside a t interval of the mean that contains the null while the test rejects it.
+Statistics that are not means (the deviation metric of subgroup rates, BBQ's bias-score ratios) get the rule through
+their linearization pseudo-values, not a percentile cluster bootstrap (Davison & Hinkley 1997, §3.8; kept in
+``tests/oracles.py`` as a reference), which under-covers with 12 clusters and would give one effect two intervals.
+:func:`hodges_lehmann` is the estimate and interval that go with a Wilcoxon signed-rank test.
 """
 
 from __future__ import annotations
@@ -34,21 +22,6 @@ import pandas as pd
 from scipy import stats
 
 from .clustered import FEW_CLUSTERS, cluster_labels, cluster_name, mean_inference, rate_inference
-
-
-def design_effect(y, clusters) -> float:
-    """Kish's design effect of the mean of ``y``: cluster-robust variance over naive variance.
-
-    ``V_naive = sum (y_i - ybar)^2 / n^2``; ``V_cluster = sum_g (sum_{i in g} (y_i - ybar))^2 / n^2`` (the
-    Liang-Zeger sandwich for an intercept-only model, without small-sample factor). Returns NaN when ``y`` is
-    constant (both variances 0). Cameron & Miller 2015, eq. (6); Miller 2024 §2.2.
-    """
-    y = np.asarray(y, dtype=float)
-    codes = pd.factorize(np.asarray(clusters))[0]
-    e = y - y.mean()
-    v_naive = np.sum(e ** 2)
-    v_cl = np.sum(np.bincount(codes, weights=e) ** 2)
-    return float(v_cl / v_naive) if v_naive > 0 else float("nan")
 
 
 def rate_intervals(df: pd.DataFrame, outcome: str, cluster: str | Sequence[str] | None,

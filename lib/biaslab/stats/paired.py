@@ -6,11 +6,8 @@ that comes from which prompts were drawn, and the comparison's interval must res
 * :func:`paired_difference` mean of per-prompt differences ``y_a - y_b`` over prompts both models answered, with the
   one rule of :mod:`biaslab.stats.clustered` applied to the differences: cluster-robust CR1 standard error (one-way,
   or two-way for a crossed design such as SSQA's template x stigma) with a t(G - 1) interval and Wald t(G - 1) test,
-  or, with fewer than 30 clusters in a one-way design, the wild cluster restricted bootstrap (Webb weights; p-value
-  and the interval that inverts it), as :func:`biaslab.stats.intervals.mean_intervals` does: a Wald *z* (normal
-  reference) or a percentile cluster bootstrap overstates the evidence with few clusters. Where every cluster holds
-  one prompt (independent units) the ``p_value`` is the exact test: McNemar
-  (binary outcomes; Edwards 1948 / statsmodels ``mcnemar(exact=True)``) or the Wilcoxon signed-rank test (scipy);
+  or the wild cluster restricted bootstrap below 30 clusters. Where every cluster holds one prompt the ``p_value``
+  is the exact test: McNemar (binary outcomes; Edwards 1948 / statsmodels ``mcnemar(exact=True)``) or Wilcoxon;
   where prompts share clusters that exact test is kept as ``p_naive``. Each row carries the MDE of this paired
   design (:func:`biaslab.stats.power.mde_from_se` on the paired SE and its df).
 * :func:`paired_subgroup_test` the paired alternative to the two-sample KS test of the multi-factor paper (§3.3):

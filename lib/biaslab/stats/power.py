@@ -2,30 +2,16 @@
 Error Bars to Evals", §5; Cohen 1988, ch. 6 for the arcsine effect size ``h = 2 asin sqrt(p1) - 2 asin sqrt(p0)``).
 
 Clustering enters through the design effect: ``n`` clustered prompts carry the information of ``n / deff``
-independent ones (Kish 1965), so every function takes ``deff`` (1 = independent units, e.g. CrowS pairs).
+independent ones (Kish 1965), so every function takes ``deff`` (1 = independent units, e.g. CrowS pairs). The MDE of
+the design *actually analysed* (:func:`mde_from_se`) comes from the standard error as the analysis computes it
+(paired where the contrast is paired, cluster-robust with that contrast's own design effect) on its t(df) reference
+(noncentral t; Bloom 1995, "Minimum detectable effects", Evaluation Review 19(5)); :func:`planned_mde` is the plan's
+MDE from the design alone, before the run; :func:`required_n_proportion` and :func:`required_n_two_proportions` plan.
 
-* :func:`exact_binomial_power` power of the two-sided exact binomial test of ``p0`` (CrowS stereotype score vs 0.5)
-  at a true ``p1``: the probability of the test's rejection region under ``Binomial(n, p1)``.
-* :func:`mde_proportion` smallest ``|p1 - p0|`` a one-sample test detects with the given power (normal
-  approximation on ``h``, statsmodels ``NormalIndPower(ratio=0)``), with an ``exact`` option that searches the
-  exact binomial test's power.
-* :func:`mde_paired_mean` smallest standardized paired mean difference (Cohen's d_z) a paired t test detects
-  (statsmodels ``TTestPower``); multiply by the SD of the differences for the raw scale.
-* :func:`required_n_proportion`, :func:`required_n_two_proportions` the planner: units needed for a target effect.
-* :func:`planned_mde` the plan's MDE of a claim from its design alone (variance bounds, the cluster design effect at
-  its bound and Kish's weights design effect, :func:`kish_deff`), computed before the run.
-* :func:`mde_equivalence` the smallest equivalence margin a TOST shows with the given power.
-* :func:`mde_from_se` the MDE of the design *actually analysed*: from the standard error of the estimate
-  as the analysis computes it (paired where the contrast is paired, cluster-robust with that contrast's own design
-  effect) and its reference distribution t(df): the effect at which the two-sided t test has the given power
-  (noncentral t; Bloom 1995, "Minimum detectable effects", Evaluation Review 19(5); for df = inf
-  ``(z_{1-a/2} + z_power) SE``). :func:`mde_design` says in words which design that was.
-
-Every MDE is returned as an absolute value (statsmodels' root finder can return the negative root of the symmetric
-power equation). An MDE is **undefined** (NaN) where the analysed design has no usable standard error: fewer than 2
-clusters, an SE that cannot be estimated, or an SE of 0 (a constant outcome, e.g. a degenerate responder; or arms
-that answer alike inside every cluster, so the cluster-robust variance is 0). An SE of 0 does not mean that every
-effect is detectable — it means the data carry no estimate of the noise — so an MDE of 0 (or 1e-16) is never
+Every MDE is an absolute value (statsmodels' root finder can return the negative root of the symmetric power
+equation), and **undefined** (NaN) where the analysed design has no usable standard error: fewer than 2 clusters, an
+SE that cannot be estimated, or an SE of 0 (a constant outcome, or arms that answer alike inside every cluster). An
+SE of 0 means the data carry no estimate of the noise, not that every effect is detectable, so an MDE of 0 is never
 reported: :func:`mde_undefined_reason` says which case it was (``mde_note`` of ``power.csv``).
 """
 

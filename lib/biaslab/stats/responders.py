@@ -1,44 +1,26 @@
 """Responder check: is a model's behaviour on a benchmark informative at all? (beyond the four papers)
 
-Run per model x benchmark before any test. A model that gives the same answer to every prompt, or puts almost no
-probability on the answer labels, or whose generations cannot be parsed, has no variation for a test to explain:
-its deviation rate only restates how often the benchmark's biased answer equals its constant answer, its
-regressions are separated, and a test that includes it measures the benchmark's answer key, not the model.
+Run per model x benchmark before any test. A model that gives the same answer to every prompt, puts almost no
+probability on the answer labels, or whose generations cannot be parsed has no variation for a test to explain: a
+test that includes it measures the benchmark's answer key, not the model.
 
-Measures, per model (and any extra grouping), over the parsed answers:
+Measures, per model (and any extra grouping), over the parsed answers: ``answer_entropy`` (Shannon 1948 entropy of
+the answers divided by ``log K``, K = ``n_options``; the agentic paper's normalisation), ``modal_share``,
+``unparseable_share`` and, when the caller has it, ``label_mass`` (mean probability on the answer labels). A responder
+is degenerate *for a metric*, by what the metric reads (``THRESHOLDS``, stated once here; ``reasons`` names which):
 
-* ``answer_entropy``: Shannon entropy of the answer distribution divided by ``log K`` (K = number of distinct
-  answer options offered, ``n_options``), in [0, 1] (Shannon 1948; the agentic paper's normalisation).
-* ``modal_share``: share of parsed answers equal to the most frequent one.
-* ``unparseable_share``: share of responses with no parseable answer (NaN answer).
-* ``label_mass``: mean probability the model puts on the answer labels, when the caller has it (next-token
-  scoring); NaN otherwise. Reported beside the answer; it judges probability metrics (below), not answers.
-
-For an answer-rate metric a pair is **degenerate** when any of its thresholds is crossed (``THRESHOLDS``, stated
-once here): modal share >= 0.95, normalized answer entropy <= 0.20 or unparseable share > 0.50; a probability metric
-is judged on mean label mass < 0.10 or normalized entropy of the mean distribution <= 0.20. ``reasons`` names which.
-With fewer than ``min_n`` = 20 responses a pair is not judged (a constant answer to 6 prompts is weak evidence):
-``degenerate`` is False and ``reasons`` says so.
-Degenerate pairs are listed in the notebooks' ``responders.csv`` and excluded from tests; their descriptive tables
-are kept and marked.
-
-**Per metric, by what the metric reads**. A responder is degenerate *for a metric*, not for a benchmark:
-
-* an **answer-rate** metric (deviation rate, stereotype share, counts of the top answer) reads the model's answer,
-  so :func:`responder_check` judges the answer the metric reads (modal share, answer entropy, unparseable share;
-  ``reads = "answer"``; the label mass is reported beside it but does not judge an answer);
-* a **probability** metric (normalized entropy of the label distribution, mean probabilities, the cyclic gain)
-  reads the renormalized probabilities, so :func:`probability_check` judges those: the label mass (how much of the
-  next-token probability the renormalized distribution describes; degenerate below ``label_mass_min``) and the
-  normalized entropy of the model's *mean* distribution over answer slots (degenerate at or below
-  ``distribution_entropy_min``: the model puts its probability on the same slot whatever the prompt, so the metric
-  reads the slot); ``reads = "probabilities"``. A model whose top choice is always slot 3 but whose probabilities
-  are nearly uniform (SmolLM2 on five-choice agentic prompts) is degenerate for the first kind and informative for
-  the second;
+* an **answer-rate** metric reads the answer: :func:`responder_check` (modal share >= 0.95, answer entropy <= 0.20 or
+  unparseable share > 0.50; ``reads = "answer"``; the label mass is reported beside it, not judged);
+* a **probability** metric reads the renormalized probabilities: :func:`probability_check` (label mass < 0.10, or
+  entropy of the model's *mean* distribution over answer slots <= 0.20: the metric then reads the slot; ``reads =
+  "probabilities"``). A model whose top choice is always slot 3 with nearly uniform probabilities (SmolLM2 on
+  five-choice agentic prompts) is degenerate for the first kind and informative for the second;
 * a test whose alternative *is* a constant answer (is the top position uniformly spread?) is not judged
   (:func:`not_judged`).
 
-:func:`biaslab.stats.verdict.responder_status` turns these rows into the ``responder_status`` of each effect.
+With fewer than ``min_n`` = 20 responses a pair is not judged (``degenerate`` False, ``reasons`` says so). Degenerate
+pairs are listed in the notebooks' ``responders.csv`` and excluded from tests (their descriptive tables kept and
+marked); :func:`biaslab.stats.verdict.responder_status` turns these rows into each effect's ``responder_status``.
 """
 
 from __future__ import annotations

@@ -21,9 +21,8 @@ Clustered prompts: the Wald interval above treats prompts as independent. With `
 or two for a crossed design) each subgroup also gets the cluster-robust interval of its log disparity: the delta
 method on the corrected rates, influence ``(y_i - d(g)) / (n_g p'_g (1 - p'_g))`` inside the subgroup and
 ``-(y_i - d(not g)) / (n_r p'_r (1 - p'_r))`` outside (p' the Haldane-Anscombe rates), CR1 sandwich, t(G - 1)
-(:mod:`biaslab.stats.clustered`): ``se_cluster``, ``ci_low_cluster``, ``ci_high_cluster``, ``n_clusters``, ``df``.
-G is the number of clusters the contrast rests on (:func:`biaslab.stats.clustered.contrast_clusters`), not of the
-whole design: a level held by 4 of 37 templates gets t(3), as its rate's interval does, never t(36).
+(:mod:`biaslab.stats.clustered`; G the clusters the contrast rests on, :func:`~.clustered.contrast_clusters`):
+``se_cluster``, ``ci_low_cluster``, ``ci_high_cluster``, ``n_clusters``, ``df``.
 """
 
 from __future__ import annotations

@@ -1,15 +1,11 @@
 """The verdict layer: from a table of effects to the decision columns that sentences may use.
 
-**A plan decides.** Only rows that match a confirmatory claim of the analysis plan (:mod:`biaslab.plan`,
-``analysis_plan.yaml``) are decided: their family is the claim's (one notebook x model, or model pair), adjusted by
-**Holm** (1979; family-wise error under any dependence) over every instance of that notebook's claims for that
-model, at the family's share of **one error budget** (:func:`budget_decisions`: the plan's alpha split across
-notebooks by ``budget.shares``, then equally over the run's families of the notebook; Bonferroni across families,
-Holm within), and their verdict is "distinguishable" or "not distinguishable". Every other tested row is
-**exploratory**: it keeps its estimate, interval and p, with a Benjamini-Hochberg p shown as exploratory
-(``p_adjusted``, screening only), and its verdict says "exploratory" — never "distinguishable". A row that another notebook's claim decides
-(the same test shown twice) says "exploratory (decided in <notebook>, claim <id>)" with its unadjusted p, so one
-test has one verdict everywhere.
+**A plan decides.** Only rows that match a confirmatory claim of the analysis plan (:mod:`biaslab.plan`) are
+decided, by **Holm** (1979; family-wise error under any dependence) within the claim's family at its share of the
+one error budget (:func:`budget_decisions`), as "distinguishable" or "not distinguishable". Every other tested row
+is **exploratory**: it keeps its estimate, interval and p, with a Benjamini-Hochberg p (``p_adjusted``, screening
+only), and its verdict says "exploratory"; a row another notebook's claim decides (the same test shown twice) says
+"exploratory (decided in <notebook>, claim <id>)", so one test has one verdict everywhere.
 
 Columns written (cite this module, ``biaslab.stats.verdict``):
 

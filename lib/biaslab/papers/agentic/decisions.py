@@ -1,24 +1,13 @@
-"""Notebook 4's decisions: its headline tests, how each table states its effects, and which responder rule judges
-which metric (the verdict layer, :mod:`biaslab.stats.verdict`).
-
-What is confirmatory is the analysis plan's (``analysis_plan.yaml``, notebook ``04_agentic_entropy``): does a
-model's top answer favour a *group* — Cohen's w of the top-answer counts by group against equal counts, tested by
-the Rao–Scott chi-square and bounded by the noncentral-F interval that inverts it, one instance per class type ×
-question polarity (a negative and a positive question ask for opposite directions), Holm per model. It is the test of the paper's question (which group does the
-agent pick?) that the entropy cannot answer. Everything else is exploratory: the same counts by position, the cyclic
-gain, the paired model comparison of entropy, positive-vs-negative group probabilities, the breakdown tests, the
-position probabilities and the mean entropy.
+"""Notebook 4's decisions: how each table states its effects and which responder rule judges which metric (the
+verdict layer, :mod:`biaslab.stats.verdict`). What is confirmatory is the analysis plan's (``analysis_plan.yaml``,
+notebook ``04_agentic_entropy``: the group choice); everything else is exploratory.
 
 **Responders, per metric** (:mod:`biaslab.stats.responders`): the entropy, the mean probabilities, the cyclic gain,
-the group preference and the paired comparison read the renormalized *probabilities* (judged on label mass and the
-spread of the mean distribution over slots, per model and number of choices k); the group counts read the top
-*answer* (the group it names), judged per model over all its prompts — the check notebook 1's agentic variant runs on
-the same answers (``responder_check`` of the top group, ``by="model"``), so the two notebooks agree by construction.
-Each class type offers its own groups, so pooled over class types a constant answer cannot occur: the
-check flags a model whose answers are unparseable or concentrated on almost nothing. A constant group *within* a class
-type is not a failure to answer but the strongest form of the departure the group test measures, so it is not a
-reason to leave that test out. The position counts and position probabilities are not judged, since a constant
-position is the very departure they test.
+the group preference and the paired comparison read the renormalized *probabilities* (per model and number of
+choices k); the group counts read the top *answer*, judged per model over all its prompts, as notebook 1's agentic
+variant does (``responder_check`` of the top group, ``by="model"``), so the two agree by construction. A constant
+group *within* a class type is the strongest form of the departure the group test measures, not a reason to leave
+it out; the position counts and probabilities are not judged, since a constant position is what they test.
 """
 
 from __future__ import annotations

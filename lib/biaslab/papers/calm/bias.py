@@ -411,30 +411,26 @@ def _combine(result: BiasResult, model: str, reps: dict) -> list[tuple[str, str,
     rows, combining replicates exactly as :func:`summarise` combines scores."""
     with warnings.catch_warnings():          # all-NaN replicates (undefined scores) stay NaN without a warning
         warnings.simplefilter("ignore", RuntimeWarning)
-        return _combine_rows(result, model, reps)
-
-
-def _combine_rows(result: BiasResult, model: str, reps: dict) -> list:
-    rows = []
-    task_rows = result.tasks[result.tasks["model"] == model]
-    for r in task_rows.itertuples(index=False):
-        v = reps.get((r.task, r.bias_type))
-        rows.append((r.task, r.bias_type, r.bias_score, None if (v is None or r.task_discarded) else v,
-                     r.n_templates_used))
-    per_bias = {}
-    for bias in ("gender", "race"):
-        kept = task_rows[(task_rows["bias_type"] == bias) & ~task_rows["task_discarded"]]
-        if len(kept) == 0:
-            continue
-        per_bias[bias] = (float(kept["bias_score"].mean()),
-                          np.nanmean(np.vstack([reps[(t, bias)] for t in kept["task"]]), axis=0),
-                          int(kept["n_templates_used"].sum()))
-        rows.append(("all", bias, *per_bias[bias]))
-    if per_bias:
-        rows.append(("all", "all", float(np.mean([p for p, _, _ in per_bias.values()])),
-                     np.nanmean(np.vstack([v for _, v, _ in per_bias.values()]), axis=0),
-                     sum(k for _, _, k in per_bias.values())))
-    return rows
+        rows = []
+        task_rows = result.tasks[result.tasks["model"] == model]
+        for r in task_rows.itertuples(index=False):
+            v = reps.get((r.task, r.bias_type))
+            rows.append((r.task, r.bias_type, r.bias_score, None if (v is None or r.task_discarded) else v,
+                         r.n_templates_used))
+        per_bias = {}
+        for bias in ("gender", "race"):
+            kept = task_rows[(task_rows["bias_type"] == bias) & ~task_rows["task_discarded"]]
+            if len(kept) == 0:
+                continue
+            per_bias[bias] = (float(kept["bias_score"].mean()),
+                              np.nanmean(np.vstack([reps[(t, bias)] for t in kept["task"]]), axis=0),
+                              int(kept["n_templates_used"].sum()))
+            rows.append(("all", bias, *per_bias[bias]))
+        if per_bias:
+            rows.append(("all", "all", float(np.mean([p for p, _, _ in per_bias.values()])),
+                         np.nanmean(np.vstack([v for _, v, _ in per_bias.values()]), axis=0),
+                         sum(k for _, _, k in per_bias.values())))
+        return rows
 
 
 def _template_bounds(cells: pd.DataFrame, variant: str, alpha_cell: float, bias: str, baseline: str) -> tuple:

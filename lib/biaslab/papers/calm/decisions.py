@@ -1,17 +1,12 @@
-"""Notebook 2's decisions: its headline tests, how its tables state their effects, and which responder rule judges
-them (the verdict layer, :mod:`biaslab.stats.verdict`).
-
-What is confirmatory is the analysis plan's (``analysis_plan.yaml``, notebook ``02_calm``: each model's overall
-eq.-1 score above its permutation floor, ``excess`` = score − floor, with the interval that inverts the permutation
-test, null 0); everything else — the released-code variant, per task and bias type — is exploratory, on the same
-scale. The paper's score itself (``bias_score``, with its projection interval ``score_ci_low``/``score_ci_high``) and
-the floor (``null_mean``) stand beside it, described, not decided.
+"""Notebook 2's decisions: how its tables state their effects and which responder rule judges them (the verdict
+layer, :mod:`biaslab.stats.verdict`). What is confirmatory is the analysis plan's (``analysis_plan.yaml``, notebook
+``02_calm``: ``excess`` = score − permutation floor); everything else (the released-code variant, per task and bias
+type) is exploratory, and the paper's score with its projection interval and the floor stand beside it, described.
 
 **Responders.** A bias score is a range of group *accuracies*: it reads the answers, so the answer check of each task
 (``responders.csv``, per model × task) judges the task's rows, and the overall row is degenerate when any task is.
-
-The robustness table gets ``outside_original_interval``: whether the perturbed score lies outside the original
-score's 95 % interval (NA when either score or the interval is undefined), a descriptive comparison, not a test.
+The robustness table's ``outside_original_interval`` (the perturbed score outside the original's 95 % interval; NA
+when undefined) is a descriptive comparison, not a test.
 """
 
 from __future__ import annotations

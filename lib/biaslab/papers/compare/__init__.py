@@ -3,11 +3,10 @@ outputs of notebooks 1-4 (:mod:`.tables`), and the closing sentences rendered fr
 (:mod:`.summary`)."""
 
 from .summary import summary_lines
-from .tables import (agreement_table, all_metrics, comparison_groups, decide_pairs, headline_values, interval,
-                     metric, metric_headers, model_metric_table, outputs_root, paired_table, read_table,
-                     responder_table, source_provenance, tie_group_table, unit_responses, unread_metrics)
+from .tables import (agreement_table, all_metrics, comparison_groups, decide_pairs, metric, metric_headers,
+                     model_metric_table, outputs_root, paired_table, responder_table, source_provenance,
+                     tie_group_table, unit_responses, unread_metrics)
 
-__all__ = ["agreement_table", "all_metrics", "comparison_groups", "decide_pairs", "headline_values", "interval",
-           "metric", "metric_headers", "model_metric_table", "outputs_root", "paired_table", "read_table",
-           "responder_table", "source_provenance", "summary_lines", "tie_group_table", "unit_responses",
-           "unread_metrics"]
+__all__ = ["agreement_table", "all_metrics", "comparison_groups", "decide_pairs", "metric", "metric_headers",
+           "model_metric_table", "outputs_root", "paired_table", "responder_table", "source_provenance",
+           "summary_lines", "tie_group_table", "unit_responses", "unread_metrics"]

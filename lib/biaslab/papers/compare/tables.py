@@ -1,29 +1,14 @@
-"""Notebook 5 glue: one report across models and benchmarks, read from the tables notebooks 1-4 wrote.
+"""Notebook 5 glue: one report across models and benchmarks, read from the tables notebooks 1-4 wrote; nothing is
+scored here. :func:`all_metrics` gathers every benchmark's headline metrics from its spec
+(:class:`biaslab.benchmarks.spec.Metric` says where each is read and how it is intervalled).
 
-Nothing is scored here. :func:`all_metrics` gathers every benchmark's headline bias metrics from its spec
-(``Spec.metrics``: :class:`biaslab.benchmarks.spec.Metric` says where each is read and how it is intervalled).
-
-Every interval and test follows the one rule of :mod:`biaslab.stats.clustered`, with the source notebook's design
-(``Metric.cluster``: the generating unit, or two crossed units — SSQA's template x stigma, the same
-``benchmarks.ssqa.CLUSTERS`` notebook 1 uses), so an effect reported by notebook 1 and here has one interval:
-
-* :func:`model_metric_table` model x metric: the estimate *as the source table states it*, the estimate recomputed
-  from the per-prompt responses (``estimate_from_responses``, which must agree), and its interval: Korn-Graubard
-  (``stats.intervals.rate_intervals``) for 0/1 outcomes; for means — the agentic entropy, and BBQ's bias scores as
-  the mean of their linearization pseudo-values (:func:`biaslab.benchmarks.bbq.with_pseudo_values`, as notebook 1) —
-  ``stats.intervals.mean_intervals`` (CR1, t(G - 1); the wild cluster bootstrap below 30 clusters); CALM's range
-  statistic keeps notebook 2's projection interval; a metric scored on a stratified sample (``Metric.stratified``:
-  CrowS-Pairs, whose responses carry ``stratum`` and ``weight``) is estimated for the whole file by
-  :func:`biaslab.stats.stratified.stratified_mean`, and its paired differences by
-  :func:`biaslab.stats.paired.stratified_paired_difference`. ``n_units`` is the number of units the estimate rests on.
-* :func:`paired_table` every pair of models on the units both answered (:func:`stats.paired.paired_difference`: the
-  CR1 (one- or two-way) SE with a t(G - 1) interval and Wald t(G - 1) test, or the wild cluster bootstrap with fewer
-  than 30 clusters, or the exact test where every cluster is one unit); the analysis plan's claims of notebook 5
-  decide (Holm within one family per model pair), every other pair is exploratory; the exact McNemar / Wilcoxon
-  p-value over clustered prompts is kept beside it (``p_naive``).
-* :func:`tie_group_table` :func:`stats.ranking.tie_groups` per metric, on the oriented estimates.
-* :func:`agreement_table` rank agreement between metrics over the models that have both
-  (:func:`stats.ranking.spearman_interval`).
+Every interval and test follows the one rule of :mod:`biaslab.stats.clustered` on the source notebook's design
+(``Metric.cluster``: the generating unit, or two crossed ones), so an effect reported by notebook 1 and here has one
+interval: Korn-Graubard for 0/1 outcomes, CR1 t(G - 1) (the wild cluster bootstrap below 30 clusters) for means
+(BBQ's bias score as the mean of its pseudo-values), notebook 2's projection interval for CALM's range statistic, and
+the design-based estimate (:mod:`biaslab.stats.stratified`) for a metric scored on a stratified sample. Paired model
+differences (:func:`paired_table`) are decided by the plan's claims of notebook 5 and otherwise exploratory; the
+exact McNemar / Wilcoxon p over clustered prompts is kept beside them (``p_naive``).
 """
 
 from __future__ import annotations

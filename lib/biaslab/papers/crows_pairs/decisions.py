@@ -1,16 +1,12 @@
-"""Notebook 3's decisions: which tests are its headline, how each table states its effects, and which responder
-rule judges which metric (the verdict layer, :mod:`biaslab.stats.verdict`).
+"""Notebook 3's decisions: how each table states its effects and which responder rule judges which metric (the
+verdict layer, :mod:`biaslab.stats.verdict`). What is confirmatory is the analysis plan's (``analysis_plan.yaml``,
+notebook ``03_crows_pairs_bayes``); everything else is exploratory (the paired preference comparison is notebook 5's
+claim, shown here with its unadjusted p).
 
-What is confirmatory is the analysis plan's (``analysis_plan.yaml``, notebook ``03_crows_pairs_bayes``): the
-pooled mean of d (eq. 3, t-test and Bayes factor on the same mean) and the share of pairs preferring the more
-stereotyped sentence, per model × dataset, Holm per model. Everything else is exploratory: bias types, the other
-scores (eqs. 2 and 4), the prompted preference; the paired model comparison of the preference is notebook 5's claim
-(shown here as exploratory, with its unadjusted p).
-
-**Responders, per metric.** The likelihood scheme reads two sentences' log-probabilities: there is no answer to be
-degenerate ("not judged"). The prompted preference in one order reads the *answer* (the position named; both orders
-pooled): a model that always names the second sentence is degenerate for it. The order-averaged source reads the
-label *probabilities* of the two orders, judged on their label mass and the spread of the mean distribution.
+**Responders, per metric.** The likelihood scheme reads two sentences' log-probabilities: no answer to be degenerate
+("not judged"). The prompted preference in one order reads the *answer* (the position named; both orders pooled);
+the order-averaged source reads the label *probabilities*, judged on label mass and the spread of the mean
+distribution.
 """
 
 from __future__ import annotations

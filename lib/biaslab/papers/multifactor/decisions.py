@@ -1,16 +1,11 @@
 """Notebook 1's decisions: how its tables state their effects and which responder rule judges them (the verdict
 layer, :mod:`biaslab.stats.verdict`). What is confirmatory is the analysis plan's (``analysis_plan.yaml``, notebook
-``01_multifactor``): the template-paired difference of two models' deviation metrics; the SSQA deviation-rate
-difference is notebook 5's claim, shown here as exploratory; the paper's two-sample KS test (subgroups treated as
-independent samples) and the factor importance are exploratory.
+``01_multifactor``); everything else is exploratory (the SSQA deviation-rate difference is notebook 5's claim).
 
-**Budget.** The notebook runs once per benchmark with a ``factor_plan`` (``biaslab.benchmarks.SPECS``), each run
-deciding its model pairs: its share of the error budget is split over every benchmark run x pair
-(:func:`n_families`), so the runs together spend the notebook's share once.
-
-**Responders.** Deviation rates and the deviation metric read the model's *answer* (does it equal the biased
-answer?), so the answer check of ``responders.csv`` judges them (SSQA: the rows without chain of thought). A pair
-with a degenerate model keeps its rows; its verdict is "not tested".
+**Budget.** The notebook runs once per benchmark with a ``factor_plan``, each run deciding its model pairs: its share
+of the error budget is split over every benchmark run x pair (:func:`n_families`), so the runs together spend it once.
+**Responders.** Deviation rates and the deviation metric read the *answer*, so the answer check of ``responders.csv``
+judges them (SSQA: the rows without chain of thought); a pair with a degenerate model keeps its rows, "not tested".
 """
 
 from __future__ import annotations

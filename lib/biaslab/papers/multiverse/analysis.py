@@ -2,18 +2,11 @@
 universe, factor importance of the evaluation choices, stability of the model ordering, and the agreement of the
 multiple-choice and open-ended formats on the same items (the RUTEd question).
 
-Metrics: each benchmark spec's metrics with ``item_values`` (:class:`biaslab.benchmarks.spec.Metric`, declared in
-the benchmark's module with its estimator, e.g. BBQ's bias scores with a cluster bootstrap of the ratio over
-templates); one estimate, interval and test per model x universe (``Metric.estimate``), or, for a family of per-group
-values (the agentic group preference, ``group_preference.csv``), one per group (:func:`group_preference`), pooled
-over its groups for robustness (counted in universe x class type x group rows, :data:`GROUP_ROWS`).
-
-The verdict columns of each estimate (exploratory screens, responder status per universe) come from the verdict
-layer through :mod:`.decisions`. **Robustness is equivalence** (:func:`equivalence_to_paper`): each universe's
-paired difference from the paper's protocol on the same items, TOST within the margin the analysis plan declares.
-
-The metric ids are those of notebook 5 (``bbq_bias_ambig``, ``crows_en_stereotype_preferred``, ...), so its
-model x metric table can read the robustness verdict per metric.
+Metrics are each spec's metrics with ``item_values`` (ids as in notebook 5): one estimate per model x universe
+(``Metric.estimate``), or, for a family of per-group values (the agentic group preference), one per group
+(:func:`group_preference`). Verdict columns come from :mod:`.decisions`; **robustness is equivalence**
+(:func:`equivalence_to_paper`: TOST of each universe's paired difference from the paper's protocol within the
+plan's margin).
 """
 
 from __future__ import annotations

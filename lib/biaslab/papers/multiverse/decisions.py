@@ -1,21 +1,12 @@
 """Notebook 6's decisions: its families, and which responder rule judges which metric in each universe (the verdict
-layer, :mod:`biaslab.stats.verdict`, as in notebooks 1-5).
+layer, :mod:`biaslab.stats.verdict`).
 
-**Exploratory only.** The analysis plan (``analysis_plan.yaml``) gives notebook 6 no claim: the universes are
-alternative analyses of questions the other notebooks decide. Each model x metric's universes form one
+**Exploratory only.** The plan gives notebook 6 no claim: each model x metric's universes form one
 Benjamini-Hochberg screen (the agentic group preference: one per model x universe), shown, never decided; robustness
-is not read from these screens but from each universe's equivalence to the paper's protocol
-(:func:`biaslab.papers.multiverse.analysis.equivalence_to_paper`).
-
-**Responders, per metric and universe** (:mod:`biaslab.stats.responders`, thresholds stated there): each benchmark
-spec's ``responder_check`` gives the check's rows per model x universe, labelled by what they read, and each metric's
-``responder_reads`` which of them judge it — the rules of the notebooks whose metric it is (BBQ: the option chosen;
-CrowS-Pairs: not judged in a likelihood universe, the position named in a prompted one; agentic: the slot
-probabilities, or the group named where a format gives no distribution).
-
-A universe degenerate for a metric keeps its row, with ``responder_status`` "degenerate: <reason>" and the verdict
-"not tested (degenerate responder: ...)"; :func:`biaslab.papers.multiverse.analysis.equivalence_to_paper` marks it
-"not judged" rather than agreeing or disagreeing with the paper's universe.
+is each universe's equivalence to the paper's protocol (:func:`.analysis.equivalence_to_paper`).
+**Responders, per metric and universe**: each spec's ``responder_check`` gives rows per model x universe labelled by
+what they read, and each metric's ``responder_reads`` which of them judge it (the rules of the metric's notebook). A
+degenerate universe keeps its row ("not tested (degenerate responder: ...)"), and equivalence marks it "not judged".
 """
 
 from __future__ import annotations

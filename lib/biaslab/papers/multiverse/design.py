@@ -1,26 +1,19 @@
-"""The multiverse as a factorial design: evaluation choices are factors, a universe is one combination of levels.
+"""The multiverse as a factorial design: evaluation choices are factors, a universe is one combination of levels
+(docs/multiverse.md).
 
-Each benchmark gets a :class:`biaslab.benchmarks.base.FactorSpec` whose factors are the *evaluation's* choices
-(kind ``"prompt"`` for how the item is asked, ``"model"`` for how the model is run), one per field of
-:class:`biaslab.benchmarks.base.Protocol` its spec ``honours`` (:data:`FIELD`; the others are no choice for it: a
-choice ``respond`` ignores would only repeat the paper's universe), plus the ``precision`` (the run's dtype ·
-bf16_weights, :data:`LOAD` · q4_gguf through a llama.cpp server). The reference level is the paper's protocol for
-the model (:class:`ModelReference`); the levels: the spec's ``formats``, :data:`TWO`, :data:`FIXED`. Each universe is
-one Protocol (:func:`protocol`) the benchmark's own ``respond`` asks and reads, so the paper's universe sends exactly
-the requests of notebooks 1, 3 and 4. ``factors.csv`` lists them per benchmark.
+Each benchmark gets a :class:`biaslab.benchmarks.base.FactorSpec` of the evaluation's choices: one factor per
+:class:`biaslab.benchmarks.base.Protocol` field its spec ``honours`` (:data:`FIELD`; a choice ``respond`` ignores
+would only repeat the paper's universe), plus the ``precision`` (:data:`LOAD`). The reference level is the paper's
+protocol for the model (:class:`ModelReference`). Each universe is one Protocol (:func:`protocol`) that the
+benchmark's own ``respond`` asks and reads, so the paper's universe sends exactly the requests of notebooks 1, 3, 4.
 
 **Applicability.** A choice that does not enter a format (the spec's ``applies``) is coded at its reference level
-there (the likelihood of a CrowS-Pairs sentence has no chat template; an open-ended question shows no options, so it
-has no order). Every non-reference level then occurs only with formats it applies to, and a treatment-coded
-regression reads its coefficient as the effect within those formats.
-
-**Designs.** ``"ofat"`` (default profile): one factor at a time around an *anchor* — the paper's universe, or, for a
-factor that does not apply to the paper's format, the paper's universe with the first format it applies to (the
-CrowS-Pairs preference prompt). 1 + Σ(levels − 1) universes per benchmark, every main effect identified.
-``"two_way"`` (paper profile): in addition every pair of non-reference levels of two factors around the same
-anchor, which identifies two-factor interactions.
-
-A universe that cannot run here (no chat template, no llama.cpp) is kept with ``status = "not available: <why>"``.
+there, so a treatment-coded regression reads its coefficient as the effect within the formats it applies to.
+**Designs.** ``"ofat"`` (default profile): one factor at a time around an *anchor* (the paper's universe, or, for a
+factor that does not apply to the paper's format, the paper's universe with the first format it applies to): 1 +
+Σ(levels − 1) universes, every main effect identified. ``"two_way"`` (paper profile) adds every pair of
+non-reference levels of two factors around the same anchor (two-factor interactions). A universe that cannot run
+here is kept with ``status = "not available: <why>"``.
 """
 
 from __future__ import annotations

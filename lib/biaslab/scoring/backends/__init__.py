@@ -1,15 +1,7 @@
-"""What computes a :class:`biaslab.scoring.Scorer`'s numbers: peers behind one interface (:class:`.base.Backend`).
-
-- :mod:`.local`: transformers in-process, causal LMs (shared-prefix packed passes, chunked output layer); the
-  seq2seq and masked variants in :mod:`.seq2seq` and :mod:`.masked`;
-- :mod:`.served`: an OpenAI-compatible server (vLLM, SGLang, llama.cpp, TGI, Ollama, api.openai.com), through the
-  async client of :mod:`.client` (replicas, bounded concurrency, retries, rate limits);
-- :mod:`.imported`: another harness's per-sample log (lm-eval, inspect, Every Eval Ever), answering requests by
-  their exact texts.
-
-:func:`for_model` is the one place that picks a backend; :func:`biaslab.models.load` decides what a model spec is
-(a local model, or a :class:`~biaslab.models.ServedModel`). A new backend (a vLLM offline engine, a batch API) is one
-class here and one entry in :func:`for_model`; the Scorer and everything above it stay as they are.
+"""What computes a :class:`biaslab.scoring.Scorer`'s numbers: peers behind one interface (:class:`.base.Backend`):
+:mod:`.local` (transformers in-process; :mod:`.seq2seq`, :mod:`.masked`), :mod:`.served` (an OpenAI-compatible
+server, through :mod:`.client`) and :mod:`.imported` (another harness's per-sample log). :func:`for_model` is the one
+place that picks a backend; a new backend is one class and one entry there.
 """
 
 from __future__ import annotations

@@ -1,23 +1,15 @@
-"""The interface every backend implements: what computes a :class:`~biaslab.scoring.Scorer`'s numbers.
+"""The interface every backend implements (the methods of :class:`Backend`): what computes a
+:class:`~biaslab.scoring.Scorer`'s numbers.
 
 A backend computes; the Scorer above it owns the shared mechanism: the score cache (lookup, de-duplication, one
 write per finished batch), the progress bar, the token budget and the capability checks. A backend's methods get
-the Scorer (``sc``) and call :meth:`Scorer._run` for everything that is cached; a backend never opens a cache itself.
-
-What a backend gives (a method it cannot compute raises ``TypeError`` naming what the model has instead):
-
-- ``sequence_logprob(sc, texts, per_token)``: log P(text | prefix) per text (a DataFrame);
-- ``option_values(sc, prompts, options, chat)``: ``[(sum log-prob, n tokens)]`` per option of each prompt;
-- ``label_distribution(sc, prompts, labels, chat)``: the next words' probabilities per label (a DataFrame);
-- ``generate(sc, prompts, max_new_tokens, stop, do_sample, seed, temperature, chat)``: continuations;
-- ``pseudo_loglikelihood`` / ``crows_pairs_pll`` (masked LMs);
-- ``token_strings(sc, text)``, ``chat_available()``, ``render(prompts, chat)``;
-- ``capabilities()``: which of :data:`CAPABILITIES` it has (in-process: all; a server: probed once);
-- ``cache_identity()``: the fingerprint that names its score-cache file;
-- ``execute(work, costs, compute, done, token_keys)``: how a list of missing items is computed — in batches one
-  after the other (in-process, batches sized by the token budget, halved on out-of-memory) or as requests in
-  flight at once (a server). ``done(indices, values)`` hands each finished batch back to the Scorer, which caches
-  it at once (a killed run loses at most the batches in flight).
+the Scorer (``sc``) and call :meth:`Scorer._run` for everything that is cached; it never opens a cache itself. A
+method it cannot compute raises ``TypeError`` naming what the model has instead. ``option_values`` gives
+``[(sum log-prob, n tokens)]`` per option of each prompt; ``capabilities()`` which of :data:`CAPABILITIES` it has
+(in-process: all; a server: probed once); ``execute(work, costs, compute, done, token_keys)`` computes a list of
+missing items in batches one after the other (in-process, sized by the token budget, halved on out-of-memory) or as
+requests in flight at once (a server), handing each finished batch to ``done(indices, values)``, which the Scorer
+caches at once (a killed run loses at most the batches in flight).
 """
 
 from __future__ import annotations

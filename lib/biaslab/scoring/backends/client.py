@@ -1,23 +1,20 @@
-"""An async HTTP client for OpenAI-compatible servers: replicas, bounded concurrency, retries, rate limits.
+"""An async HTTP client for OpenAI-compatible servers: replicas, bounded concurrency, retries, rate limits
+(docs/served.md).
 
 :func:`run_requests` sends a list of JSON requests and hands each validated response to a callback as soon as it
-arrives (the backend writes it to the score cache there, before it is used). It runs its own event loop in a worker
-thread, so it works the same inside Jupyter (whose loop is already running) and in a script.
+arrives (the backend caches it there, before it is used). It runs its own event loop in a worker thread, so it works
+the same inside Jupyter (whose loop is already running) and in a script.
 
-- Replicas: each base URL takes at most ``max_concurrency`` requests at once; a request goes to the replica with the
-  least outstanding work (estimated tokens in flight), so a slow replica gets less.
+- Replicas: at most ``max_concurrency`` requests at once per base URL; a request goes to the replica with the least
+  outstanding work (estimated tokens in flight). A replica whose last :data:`DEAD_AFTER` attempts all failed in
+  transport is dropped, with a warning, while another is left.
 - Retries: 429, 5xx, timeouts and connection errors are retried with exponential backoff and full jitter, honouring
-  ``Retry-After``; the waits of one request together never exceed ``retry_budget_s`` (each wait is printed, and a
-  request whose budget is spent fails in one line naming the setting); other 4xx are errors at once
-  (:class:`Refused`; 401/403 name the API-key variable, never its value; a 404 on a base URL without ``/v1``
-  suggests it).
-- Dead replicas: a replica whose last :data:`DEAD_AFTER` attempts all failed in transport (refused, reset, timed out)
-  is dropped, with a warning, while another replica is left; the rest of the run goes to those that answer.
-- Deadlines: ``timeout_s`` bounds each attempt as a whole (connect, headers and body), not each read: a body trickled
-  one byte at a time cannot keep a request open.
-- Secrets: the key is read from its environment variable when a run starts, refused (one line, never shown) when it
-  carries white space, and every error message passes through :func:`biaslab.redact.redact`.
-- Rate limits: client-side token buckets for requests per minute and tokens per minute (estimated before sending).
+  ``Retry-After``, within ``retry_budget_s`` per request (each wait printed); other 4xx fail at once
+  (:class:`Refused`; 401/403 name the API-key variable, never its value; a 404 without ``/v1`` suggests it).
+- ``timeout_s`` bounds each attempt as a whole (connect, headers and body), so a trickled body cannot keep it open.
+- Secrets: the key is read from its environment variable when a run starts, refused (never shown) when it carries
+  white space, and every error message passes through :func:`biaslab.redact.redact`.
+- Rate limits: client-side token buckets for requests and tokens per minute (estimated before sending).
 """
 
 from __future__ import annotations

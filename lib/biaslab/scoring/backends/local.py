@@ -180,15 +180,7 @@ class CausalBackend(LocalBackend):
             return out
 
         values = sc._run("sequence", texts, keys, prepare, compute, "sequence log-likelihood")
-        rows = []
-        for k in keys:
-            lp = np.asarray(values[k], dtype=float)
-            n = len(lp)
-            s = float(lp.sum())
-            mean = s / n if n else math.nan
-            rows.append({"sum_logprob": s, "n_tokens": n, "mean_logprob": mean,
-                         "perplexity": math.exp(-mean) if n else math.nan})
-        df = pd.DataFrame(rows, columns=["sum_logprob", "n_tokens", "mean_logprob", "perplexity"])
+        df = sequence_table(values, keys)
         if per_token:
             ids = self.encode(texts)
             df["tokens"] = [self.tokenizer.convert_ids_to_tokens(self.with_prefix(x)[1:]) for x in ids]
@@ -279,6 +271,18 @@ class CausalBackend(LocalBackend):
 
         values = sc._run("generate", rendered, keys, prepare, compute, "generation", cache=cacheable)
         return [values[k] for k in keys]
+
+
+def sequence_table(values: dict, keys, perplexity: str = "perplexity") -> pd.DataFrame:
+    """Per text: the sum, count and mean of its token log-probabilities and exp(-mean) (NaN without a token)."""
+    rows = []
+    for k in keys:
+        lp = np.asarray(values[k], dtype=float)
+        n, s = len(lp), float(lp.sum())
+        mean = s / n if n else math.nan
+        rows.append({"sum_logprob": s, "n_tokens": n, "mean_logprob": mean,
+                     perplexity: math.exp(-mean) if n else math.nan})
+    return pd.DataFrame(rows, columns=["sum_logprob", "n_tokens", "mean_logprob", perplexity])
 
 
 def label_distribution_from_options(backend, sc, prompts, labels, chat) -> pd.DataFrame:

@@ -11,13 +11,12 @@ sentence gets the higher score.
 from __future__ import annotations
 
 import difflib
-import math
 from typing import Sequence
 
 import numpy as np
 import pandas as pd
 
-from .local import LocalBackend
+from .local import LocalBackend, sequence_table
 
 
 def shared_token_positions(ids1: Sequence[int], ids2: Sequence[int]) -> tuple[list[int], list[int]]:
@@ -90,14 +89,7 @@ class MaskedBackend(LocalBackend):
             return [v.tolist() for v in masked_token_logprobs(self, jobs, budget)]
 
         values = sc._run("pll", texts, keys, prepare, compute, "pseudo-log-likelihood")
-        rows = []
-        for k in keys:
-            lp = np.asarray(values[k], dtype=float)
-            n, s = len(lp), float(lp.sum())
-            mean = s / n if n else math.nan
-            rows.append({"sum_logprob": s, "n_tokens": n, "mean_logprob": mean,
-                         "pseudo_perplexity": math.exp(-mean) if n else math.nan})
-        df = pd.DataFrame(rows, columns=["sum_logprob", "n_tokens", "mean_logprob", "pseudo_perplexity"])
+        df = sequence_table(values, keys, "pseudo_perplexity")
         if per_token:
             enc = tok(texts, add_special_tokens=True)["input_ids"]
             df["tokens"] = [tok.convert_ids_to_tokens([t for t in ids if t not in special]) for ids in enc]

@@ -1,46 +1,20 @@
-"""The served backend: the Scorer's four methods computed by an OpenAI-compatible server.
+"""The served backend: the Scorer's four methods computed by an OpenAI-compatible server (docs/served.md).
 
-- ``sequence_logprob`` / ``option_logprob``: ``/v1/completions`` with ``echo`` + ``logprobs`` (prompt log-probs).
-  The scored span is located by the server's ``text_offset`` values, never by tokenizing locally: offsets are
-  anchored at the end of the echoed text (servers differ in whether a special prefix token counts in the offsets;
-  a generated token the server leaves out of the text, as vLLM does with special tokens, is allowed for).
-  ``prefix`` (spec) is the context put before each text, as the in-process engine puts the BOS token. Servers that
-  give the first echoed token no log-prob (llama.cpp, the OpenAI convention) get it from one cached request: the
-  next-token distribution after the prefix alone.
-- ``label_distribution``: the next token's ``top_logprobs`` (completions, or chat with ``chat=True``); every surface
-  form that is one returned token counts; a label none of whose forms is in the top-k is *not* set to 0: it gets the
-  upper bound min(k-th probability, 1 - top-k mass) and is counted in ``n_labels_outside_topk`` (with a warning).
+- ``sequence_logprob`` / ``option_logprob``: ``/v1/completions`` with ``echo`` + ``logprobs``; the scored span is
+  located by the server's ``text_offset`` values anchored at the end of the echoed text (never a local
+  tokenization). ``prefix`` (spec) goes before each text, as the in-process engine puts the BOS token; a server that
+  gives the first echoed token no log-prob gets it from one cached request (the distribution after the prefix).
+- ``label_distribution``: the next token's ``top_logprobs``; a label with no surface form in the top-k gets the
+  upper bound min(k-th probability, 1 - top-k mass) and is counted in ``n_labels_outside_topk``, never set to 0.
 - ``generate``: temperature 0 and ``seed``; each response's ``system_fingerprint`` is recorded.
 
-Every response is validated, then written to the score cache keyed by (server-reported model id, endpoint, request
-body) before it is used: a killed run resumes without repeating a request and a re-run sends none. A response that
-fails a check is an error naming the server, the request and the check, and is never cached
-(:class:`~.client.InvalidResponse`): the model it names is the probed one; token log-probs are finite and at most 0
-(:data:`LOGPROB_TOL`); ``text_offset`` points at each token in the echoed text, in characters or in UTF-8 bytes
-(converted, with a note; anything else is refused); ``top_logprobs`` are finite, at most 0, and their mass at most 1
-(:data:`MASS_TOL`).
-
-Capabilities (``prompt_logprobs``, ``top_logprobs``, ``chat_top_logprobs``, ``generate``, ``chat``) are probed once
-per model and cached next to the scores, and only a definite answer is: a capability is missing when the server
-answers without it or refuses the request (a 4xx); a 5xx, a timeout or a malformed answer is a transient error
-naming the server and what it returned, nothing is cached, and a rerun probes again. Every replica is probed for the
-model it serves (``GET /models`` and the ``model`` its answers name); replicas that serve different models are
-refused.
-
-Transport (:meth:`ServedBackend.execute`). The cached unit stays one prompt's request (so caches written one prompt
-per request and several per request are the same cache), but where the probe shows that ``/v1/completions`` takes
-a *list* of prompts and answers each exactly as it answers it alone (vLLM, SGLang, OpenAI; not llama-cpp-python,
-whose server rejects lists), prompts whose requests differ only in the prompt travel together: one POST holds at
-most the Scorer's token budget (estimated prompt + completion tokens, default :data:`REQUEST_TOKENS`) and no more
-than an even share of the work per request slot, so every replica gets work. Each replica has at most
-``max_concurrency`` POSTs in flight (:mod:`.client`). The answer of a list is split back into one response per
-prompt, each validated and cached as if it had been sent alone.
-
-Prefix caching. A server's automatic prefix cache returns a shared opening's state from an earlier request; vLLM's
-prompt log-probs at such positions have been wrong (docs/served.md, "Scaling past one machine"), so scoring servers run with
-``--no-enable-prefix-caching``. llama-cpp-python has no switch: it re-uses the key/value state of the longest common
-prefix with the *previous* request; its echoed log-probs were measured identical whatever request came before
-(tests/test_served.py::test_lists_and_order_give_identical_numbers).
+Every response is validated (model id, log-probs finite and <= :data:`LOGPROB_TOL`, offsets in characters or UTF-8
+bytes, top-k mass <= 1 + :data:`MASS_TOL`) and cached per prompt before it is used; a failed check is an
+:class:`~.client.InvalidResponse` naming server, request and check, never cached. Capabilities are probed once per
+model and replica; only a definite answer (given, or refused with a 4xx) is cached. Where the probe shows that
+``/v1/completions`` answers a list of prompts exactly as one at a time, prompts that differ only in the prompt share
+POSTs of at most the token budget (:data:`REQUEST_TOKENS`) and an even share of the work per request slot
+(:meth:`ServedBackend.execute`); each answer is split, validated and cached as if sent alone.
 """
 
 from __future__ import annotations
