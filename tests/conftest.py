@@ -6,6 +6,10 @@ runs notebook 5's tests compare across models score both embedded models. On fir
 run the collected tests need, two notebooks at a time (``reproduce --jobs 2``: on two cores two single-threaded
 kernels finish sooner than one after the other). ``BIASLAB_SMOKE_OUTPUTS`` points it at a folder of earlier smoke
 runs (as ``biaslab reproduce --profile smoke --out FOLDER`` writes them) instead.
+
+Under pytest-xdist (``make test``: ``-n 2``; ``--dist loadgroup`` is in pyproject's addopts) a session or module
+fixture runs once in every worker that uses it, so :func:`pytest_itemcollected` sends the tests that share one to the
+same worker, and each worker's torch gets its share of the cores.
 """
 
 from __future__ import annotations
@@ -17,6 +21,22 @@ from pathlib import Path
 
 import pytest
 
+
+if os.environ.get("PYTEST_XDIST_WORKER_COUNT"):      # set by xdist before this file is imported (torch is not yet)
+    os.environ.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1)
+                                                     // int(os.environ["PYTEST_XDIST_WORKER_COUNT"]))))
+
+
+def pytest_itemcollected(item):
+    """One xdist group per shared expensive fixture: every test that reads the smoke runs, and the tests of a module
+    that share a module-scoped fixture (a model, a server, a browser, a loaded benchmark)."""
+    info = getattr(item, "_fixtureinfo", None)
+    if info is None:
+        return
+    if "smoke_run" in info.names_closure:
+        item.add_marker(pytest.mark.xdist_group("smoke_run"))
+    elif any(d.scope == "module" for defs in info.name2fixturedefs.values() for d in defs):
+        item.add_marker(pytest.mark.xdist_group(item.module.__name__))
 
 
 @pytest.hookimpl(trylast=True)
