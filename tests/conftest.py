@@ -7,9 +7,9 @@ run the collected tests need, two notebooks at a time (``reproduce --jobs 2``: o
 kernels finish sooner than one after the other). ``BIASLAB_SMOKE_OUTPUTS`` points it at a folder of earlier smoke
 runs (as ``biaslab reproduce --profile smoke --out FOLDER`` writes them) instead.
 
-Under pytest-xdist (``make test``: ``-n 2``; ``--dist loadgroup`` is in pyproject's addopts) a session or module
-fixture runs once in every worker that uses it, so :func:`pytest_itemcollected` sends the tests that share one to the
-same worker, and each worker's torch gets its share of the cores.
+Under pytest-xdist (``make test``: ``-n 2``) a session or module fixture runs once in every worker that uses it, so
+:func:`pytest_xdist_make_scheduler` sends whole modules to a worker, and the modules that read the smoke runs to one
+worker together; each worker's torch gets its share of the cores.
 """
 
 from __future__ import annotations
@@ -25,18 +25,6 @@ import pytest
 if os.environ.get("PYTEST_XDIST_WORKER_COUNT"):      # set by xdist before this file is imported (torch is not yet)
     os.environ.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1)
                                                      // int(os.environ["PYTEST_XDIST_WORKER_COUNT"]))))
-
-
-def pytest_itemcollected(item):
-    """One xdist group per shared expensive fixture: every test that reads the smoke runs, and the tests of a module
-    that share a module-scoped fixture (a model, a server, a browser, a loaded benchmark)."""
-    info = getattr(item, "_fixtureinfo", None)
-    if info is None:
-        return
-    if "smoke_run" in info.names_closure:
-        item.add_marker(pytest.mark.xdist_group("smoke_run"))
-    elif any(d.scope == "module" for defs in info.name2fixturedefs.values() for d in defs):
-        item.add_marker(pytest.mark.xdist_group(item.module.__name__))
 
 
 @pytest.hookimpl(trylast=True)
@@ -65,6 +53,21 @@ READERS = {"test_notebooks.py": None, "test_compare.py": BOTH_MODELS,
            "test_winogender.py": ("01_multifactor/winogender", "06_multiverse")}
 
 
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """``pytest -n N``: xdist's scheduler by scope (a module-scoped fixture -- a model, a server, a browser, a loaded
+    benchmark -- runs once), with one scope for the modules of :data:`READERS` (the smoke runs are made once)."""
+    if config.getoption("dist") != "load":          # another --dist asked for by name
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByModule(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            module = nodeid.split("::", 1)[0]
+            return "smoke_run" if Path(module).name in READERS else module
+    return ByModule(config, log)
+
+
 def _labels(wanted) -> list[str]:
     from biaslab import profiles
     every = [nb + (f"/{v}" if v else "") for nb, variants in profiles.NOTEBOOKS.items() for v in variants]
@@ -77,8 +80,10 @@ def pytest_collection_modifyitems(config, items):
     needed: set[str] = set()
     for item in items:
         if "smoke_run" in getattr(item, "fixturenames", ()):
-            wanted = READERS.get(Path(str(item.fspath)).name, ())
-            needed.update(_labels(wanted) if wanted != () else ())
+            name = Path(str(item.fspath)).name
+            if name not in READERS:         # its module would make the smoke runs again on another xdist worker
+                raise pytest.UsageError(f"{item.nodeid} reads smoke_run: add {name} to READERS in tests/conftest.py")
+            needed.update(_labels(READERS[name]))
     config._smoke_labels = needed
 
 
