@@ -53,6 +53,11 @@ READERS = {"test_notebooks.py": None, "test_compare.py": BOTH_MODELS,
            "test_winogender.py": ("01_multifactor/winogender", "06_multiverse")}
 
 
+#: the scopes of a few minutes (notebook runs, a llama.cpp server, Chromium) go out first: longest first leaves no
+#: worker alone with one at the end
+LONGEST = ("smoke_run", "tests/test_served.py", "tests/test_importers.py", "tests/test_plugin_benchmark.py")
+
+
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config, log):
     """``pytest -n N``: xdist's scheduler by scope (a module-scoped fixture -- a model, a server, a browser, a loaded
@@ -65,6 +70,12 @@ def pytest_xdist_make_scheduler(config, log):
         def _split_scope(self, nodeid: str) -> str:
             module = nodeid.split("::", 1)[0]
             return "smoke_run" if Path(module).name in READERS else module
+
+        def _assign_work_unit(self, node) -> None:
+            for scope in reversed(LONGEST):
+                if scope in self.workqueue:
+                    self.workqueue.move_to_end(scope, last=False)
+            super()._assign_work_unit(node)
     return ByModule(config, log)
 
 
