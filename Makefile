@@ -32,8 +32,10 @@ reproduce-served: data models served-test
 verify: install
 	$(BIASLAB) verify outputs
 
+# test workers (pytest-xdist); the tests that share an expensive fixture share a worker (tests/conftest.py)
+TEST_JOBS ?= 2
 test: data models served-test browser eee-validator
-	$(PY) -m pytest --durations=25
+	$(PY) -m pytest -n $(TEST_JOBS) --durations=25
 
 # The official Every Eval Ever validator (pydantic models + the datastore's semantic checks) for
 # tests/test_eee_validator.py, from the every-eval-ever 0.3.0 wheel pinned in requirements.lock. The package requires

@@ -6,6 +6,10 @@ runs notebook 5's tests compare across models score both embedded models. On fir
 run the collected tests need, two notebooks at a time (``reproduce --jobs 2``: on two cores two single-threaded
 kernels finish sooner than one after the other). ``BIASLAB_SMOKE_OUTPUTS`` points it at a folder of earlier smoke
 runs (as ``biaslab reproduce --profile smoke --out FOLDER`` writes them) instead.
+
+Under pytest-xdist (``make test``: ``-n 2``) a session or module fixture runs once in every worker that uses it, so
+:func:`pytest_xdist_make_scheduler` sends whole modules to a worker, and the modules that read the smoke runs to one
+worker together; each worker's torch gets its share of the cores.
 """
 
 from __future__ import annotations
@@ -17,6 +21,10 @@ from pathlib import Path
 
 import pytest
 
+
+if os.environ.get("PYTEST_XDIST_WORKER_COUNT"):      # set by xdist before this file is imported (torch is not yet)
+    os.environ.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1)
+                                                     // int(os.environ["PYTEST_XDIST_WORKER_COUNT"]))))
 
 
 @pytest.hookimpl(trylast=True)
@@ -45,6 +53,32 @@ READERS = {"test_notebooks.py": None, "test_compare.py": BOTH_MODELS,
            "test_winogender.py": ("01_multifactor/winogender", "06_multiverse")}
 
 
+#: the scopes of a few minutes (notebook runs, a llama.cpp server, Chromium) go out first: longest first leaves no
+#: worker alone with one at the end
+LONGEST = ("smoke_run", "tests/test_served.py", "tests/test_importers.py", "tests/test_plugin_benchmark.py")
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """``pytest -n N``: xdist's scheduler by scope (a module-scoped fixture -- a model, a server, a browser, a loaded
+    benchmark -- runs once), with one scope for the modules of :data:`READERS` (the smoke runs are made once)."""
+    if config.getoption("dist") != "load":          # another --dist asked for by name
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByModule(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            module = nodeid.split("::", 1)[0]
+            return "smoke_run" if Path(module).name in READERS else module
+
+        def _assign_work_unit(self, node) -> None:
+            for scope in reversed(LONGEST):
+                if scope in self.workqueue:
+                    self.workqueue.move_to_end(scope, last=False)
+            super()._assign_work_unit(node)
+    return ByModule(config, log)
+
+
 def _labels(wanted) -> list[str]:
     from biaslab import profiles
     every = [nb + (f"/{v}" if v else "") for nb, variants in profiles.NOTEBOOKS.items() for v in variants]
@@ -57,8 +91,10 @@ def pytest_collection_modifyitems(config, items):
     needed: set[str] = set()
     for item in items:
         if "smoke_run" in getattr(item, "fixturenames", ()):
-            wanted = READERS.get(Path(str(item.fspath)).name, ())
-            needed.update(_labels(wanted) if wanted != () else ())
+            name = Path(str(item.fspath)).name
+            if name not in READERS:         # its module would make the smoke runs again on another xdist worker
+                raise pytest.UsageError(f"{item.nodeid} reads smoke_run: add {name} to READERS in tests/conftest.py")
+            needed.update(_labels(READERS[name]))
     config._smoke_labels = needed
 
 
