@@ -129,6 +129,7 @@ def handle_signals():
     def on_signal(signum, frame):
         if STOP.is_set():
             abort(signum)
+        STOP.set()      # first: a second signal arriving while this handler writes must abort, not stop again
         name = signal.Signals(signum).name
         os.write(1, f"\n{name}: stopping every notebook and kernel (the last good outputs stay; a second {name} "
                     "aborts at once) ...\n".encode())          # os.write: see abort
