@@ -331,6 +331,7 @@ def _answer(s: dict, reqs: list[tuple], options: list[str], lls: dict, choices: 
     choices[prompt] = hits[0]
     return {"prompt": prompt, "choice": hits[0], "generation": text}
 
+
 def _option_of(conts: list[str], options: list[str], k: int) -> int | None:
     """Which of ans0-ans2 the k-th choice stands for. lm-eval's ``bbq`` replaces the doc's "unknown" answer by ten
     phrasings of it (HELM's list) after the two other answers: choice 0 and 1 are those answers, any later choice is

@@ -125,10 +125,14 @@ class Design:
 
 
 # ------------------------------------------------------------------------------------------------ null simulators
+def _cluster_signs(d: Design, reps: int, rng: np.random.Generator) -> np.ndarray:
+    """(R x n) signs +-1, one per cluster of the first dimension, repeated for its units."""
+    return rng.choice([-1.0, 1.0], size=(reps, int(d.dims[0].max()) + 1))[:, d.dims[0]]
+
+
 def swap(d: Design, reps: int, rng: np.random.Generator) -> np.ndarray:
     """(R x n) values with the two arms exchanged in a random half of the clusters of the first dimension."""
-    s = rng.choice([-1.0, 1.0], size=(reps, int(d.dims[0].max()) + 1))
-    return d.null + s[:, d.dims[0]] * (d.y - d.null)
+    return d.null + _cluster_signs(d, reps, rng) * (d.y - d.null)
 
 
 def relabel(d: Design, reps: int, rng: np.random.Generator) -> np.ndarray:
@@ -148,7 +152,7 @@ def permuted(d: Design, reps: int, rng: np.random.Generator) -> np.ndarray:
 def swap_pairs(d: Design, reps: int, rng: np.random.Generator) -> np.ndarray:
     """(R x n x 2) responses and covariates with the two arms exchanged in a random half of the clusters, both
     flipped by one sign (each a difference of the same two arms)."""
-    s = rng.choice([-1.0, 1.0], size=(reps, int(d.dims[0].max()) + 1))[:, d.dims[0]]
+    s = _cluster_signs(d, reps, rng)
     return np.stack([d.null + s * (d.y - d.null), s * d.covariate], axis=2)
 
 
