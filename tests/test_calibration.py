@@ -194,13 +194,18 @@ def test_notebook7_designs_rebuild_the_committed_tables_and_their_nulls_hold():
     resp = pd.read_csv(tables / "responses.csv")
     part = resp[(resp["model"] == en.instance.split(" · ")[0]) & (resp["language"] == "en") & (resp["set"] == "bias")
                 & (resp["context_condition"] == "ambig")]
-    y = C.permuted(en.design, 400, np.random.default_rng(0))
-    assert y.shape == (400, len(part))
-    # the answer swap keeps each item's unknown answer and accuracy, and exchanges biased and counter-biased answers:
-    # the swapped score is symmetric about 0 (its mean within Monte Carlo error of 0)
-    flips = A.answer_swaps(part.assign(deviated=part["non_unknown"] - part["deviated"]), "bias_score_ambig", 1, 0)
-    same = A.answer_swaps(part, "bias_score_ambig", 1, 0)
-    assert flips.mean() == pytest.approx(-same.mean())        # the same draw, answers mirrored: the score mirrors
-    assert abs(y.mean(axis=1).mean()) < 4 * y.mean(axis=1).std() / np.sqrt(400)
+    # the answer swap (biased <-> counter-biased answer, recomputed from the data) in any set of templates equals
+    # flipping those templates' terms: so the sign-flip test is the swap null's exact randomization test
+    rng = np.random.default_rng(1)
+    tpl = part["template"].to_numpy()
+    for _ in range(5):
+        flip = set(rng.choice(np.unique(tpl), size=4, replace=False))
+        swapped = part.assign(deviated=np.where(np.isin(tpl, list(flip)), part["non_unknown"] - part["deviated"],
+                                                part["deviated"]))
+        score = A.pseudo_values(swapped, "bias_score_ambig").mean()
+        signs = np.where(np.isin(tpl, list(flip)), -1.0, 1.0)
+        assert score == pytest.approx(float(np.sum(signs * en.design.y)), abs=1e-12)
+    p = C.sign_flip_rule(C.swap(en.design, 4000, np.random.default_rng(0)), en.design)["p"]
+    assert np.mean(p < 0.05) <= 0.05 + 3 * np.sqrt(0.05 * 0.95 / 4000)      # exact: size at most alpha
     t = K.calibration_table(insts, 200)
     assert (t["replications"] == 200).all() and t["type_i_error"].between(0, 1).all()

@@ -93,6 +93,19 @@ def test_wild_bootstrap_p_is_never_zero_with_random_draws():
     assert C.wild_cluster_mean_test(tot[:3], size[:3], 1e3) == pytest.approx(1 / 6 ** 3)    # enumerated: 216
 
 
+def test_sign_flip_p_by_hand_and_by_draws():
+    """Totals (1, 2, 3): the 8 sign vectors give |sums| 6, 4, 2, 0, 0, 2, 4, 6, so p = 2/8 at the observed 6; a
+    vector of totals gets one p per row; with more vectors than n_max, (1 + hits) / (n_max + 1)."""
+    assert C.sign_flip_p([1.0, 2.0, 3.0]) == pytest.approx(2 / 8)
+    assert C.sign_flip_p([1.0, -1.0, 2.0]) == pytest.approx(6 / 8)     # |2|: 2, 0, 4, 2, 2, 4, 0, 2 -> 6 of 8 >= 2
+    assert C.sign_flip_p([0.0, 0.0]) == 1.0
+    np.testing.assert_allclose(C.sign_flip_p(np.array([[1.0, 2.0, 3.0], [1.0, -1.0, 2.0]])), [2 / 8, 6 / 8])
+    t = np.arange(1.0, 21.0)                                           # 2^20 vectors > n_max: random draws
+    s = np.random.default_rng(3).choice([-1.0, 1.0], size=(999, 20))
+    hits = int(np.sum(np.abs(s @ t) >= t.sum() * (1 - 1e-12)))
+    assert C.sign_flip_p(t, n_max=999, seed=3) == pytest.approx((1 + hits) / 1000)
+
+
 def _few_cluster_rates(g, rng, p=0.3, sd=0.8):
     m = rng.integers(20, 300, size=g)
     pg = special.expit(special.logit(p) + sd * rng.standard_normal(g))

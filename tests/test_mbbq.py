@@ -130,6 +130,27 @@ def test_metrics_recomputed(metric):
             assert t.loc[(metric, lang, s, "A"), "estimate"] == pytest.approx(_score(a, metric))
 
 
+def test_swap_test_recomputed_by_swapping_answers():
+    """p_swap by brute force: every one of the 2^G ways to exchange the biased and counter-biased answers in a set of
+    templates, the design-weighted score recomputed from the swapped answers (the paper's definition, :func:`_score`),
+    and p = share of |score| at least the observed |score|."""
+    df = _synthetic(seed=3, n_templates=10, per_template=8)
+    t = A.metric_table(df).set_index(["metric", "language", "set", "category"])
+    d = df[(df.language == "tr") & (df.set == "bias") & (df.context_condition == "ambig")]
+    tpl = d["template"].to_numpy()
+    names = np.unique(tpl)
+    obs = abs(_score(d, "bias_score_ambig", d["weight"]))
+    scores = []
+    for k in range(2 ** names.size):
+        flip = np.isin(tpl, names[[(k >> j) & 1 == 1 for j in range(names.size)]])
+        sw = d.assign(deviated=np.where(flip, d["non_unknown"] - d["deviated"], d["deviated"]))
+        scores.append(abs(_score(sw, "bias_score_ambig", sw["weight"])))
+    expected = np.mean(np.array(scores) >= obs * (1 - 1e-12))
+    assert t.loc[("bias_score_ambig", "tr", "bias", "all"), "p_swap"] == pytest.approx(expected)
+    assert t.loc[("bias_score_disambig", "tr", "bias", "all"), "p_swap"] != t.loc[
+        ("bias_score_disambig", "tr", "bias", "all"), "p_swap"]                   # NaN: the claim's score only
+
+
 def _numeric_pseudo(d: pd.DataFrame, metric: str) -> np.ndarray:
     """Pseudo-values ``theta + n dtheta/dm_i``: the score's derivative in each item's mass ``m_i`` (all 1 in the
     sample; the empirical influence function, Hampel 1974) by finite differences, independent of the closed forms in

@@ -41,7 +41,7 @@ def _one_line_errors(f: Path) -> list[str]:
 
 def test_the_shipped_plan_is_valid():
     plan = P.load()
-    assert plan.version == "3" and plan.issued == str(plan.history[-1]["date"])
+    assert plan.version == "4" and plan.issued == str(plan.history[-1]["date"])
     assert abs(sum(plan.budget["shares"].values()) - 1) < 1e-12
 
 
@@ -65,8 +65,8 @@ def test_the_shipped_plan_is_valid():
      "also used in notebooks.03_crows_pairs_bayes"),
     ("02_calm: 0.16", "02_calm: 0.26", "budget.shares", "sum to 1.1, not 1"),
     ("procedure: holm", "procedure: bonferroni", "procedure", "holm"),
-    ("issued: 2026-11-27", "issued: 27.11.2026", "issued", "is not a 'date'"),
-    ("version: 3\nissued", "version: 4\nissued", "history", "must increase and end with version 4"),
+    ("issued: 2026-11-28", "issued: 28.11.2026", "issued", "is not a 'date'"),
+    ("version: 4\nissued", "version: 5\nissued", "history", "must increase and end with version 5"),
     ("        null_value: 0.5\n", "        null_value: [0.5]\n", "notebooks.03_crows_pairs_bayes.claims[1].null_value",
      "must be string or number or boolean"),
     ("          crows_pairs_fr: {n: 400, mde: 0.215}", "          crows_pairs_fr: {n: 0, mde: 0.215}",
@@ -102,7 +102,7 @@ def test_every_problem_is_named_at_once(tmp_path):
     lines = _one_line_errors(f)
     assert [x.split(": ")[1] for x in lines] == ["alpha", "notebooks"], lines      # then, once fixed, the history
     f.write_text(SHIPPED.replace("  - version: 2\n", "  - version: 1\n"))
-    assert "history: versions [1, 1, 3] must increase" in _one_line_errors(f)[0]
+    assert "history: versions [1, 1, 3, 4] must increase" in _one_line_errors(f)[0]
 
 
 def test_an_alias_bomb_is_refused_at_once(tmp_path):
@@ -237,8 +237,8 @@ def test_the_manifest_hashes_the_plan_bytes_the_kernel_decided_with(toy, monkeyp
     """`-p analysis_plan=rel_plan.yaml` from the repository root was hashed as ./rel_plan.yaml while the kernel
     (working folder notebooks/) read notebooks/rel_plan.yaml. Both files exist here, with different versions."""
     monkeypatch.chdir(toy)
-    mine = _plan(toy, SHIPPED.replace("version: 3\nissued", "version: 902\nissued", 1).replace(
-        "  - version: 3\n    date: 2026-11-27", "  - version: 902\n    date: 2026-11-27"), "rel_plan.yaml")
+    mine = _plan(toy, SHIPPED.replace("version: 4\nissued", "version: 902\nissued", 1).replace(
+        "  - version: 4\n    date: 2026-11-28", "  - version: 902\n    date: 2026-11-28"), "rel_plan.yaml")
     _plan(toy / "notebooks", SHIPPED, "rel_plan.yaml")           # what a kernel in notebooks/ would have read
     arg = {"relative": "rel_plan.yaml", "absolute": str(mine), "default": None}[how]
     overrides = {} if arg is None else {"analysis_plan": arg}
@@ -246,7 +246,7 @@ def test_the_manifest_hashes_the_plan_bytes_the_kernel_decided_with(toy, monkeyp
     m = json.loads((toy / "out/00_toy/MANIFEST.json").read_text())
     want = P.DEFAULT if arg is None else mine
     assert m["analysis_plan"]["sha256"] == hashlib.sha256(want.read_bytes()).hexdigest()
-    assert m["analysis_plan"]["version"] == ("3" if arg is None else "902")
+    assert m["analysis_plan"]["version"] == ("4" if arg is None else "902")
     assert "notebooks" not in m["analysis_plan"]["path"]
     assert m["written"].startswith("20")
 
@@ -274,7 +274,7 @@ def test_verify_reports_a_plan_missing_changed_or_issued_after_the_results(tmp_p
     assert P.changed_since(manifest) == ""
     f.write_text(SHIPPED.replace("alpha: 0.05", "alpha: 0.01"))
     note = P.changed_since(manifest)
-    assert note.startswith(P.CHANGED) and "issued 2026-11-27, after these results were written (2026-11-26)" in note
+    assert note.startswith(P.CHANGED) and "issued 2026-11-28, after these results were written (2026-11-26)" in note
     f.unlink()
     assert "is missing" in P.changed_since(manifest) and str(f) in P.changed_since(manifest)
 
@@ -286,7 +286,7 @@ def test_the_history_says_when_v1_was_written():
     of the repository says the plan was fixed before the data."""
     plan = P.load()
     v1, last = plan.history[0], plan.history[-1]
-    assert [h["version"] for h in plan.history] == [1, 2, 3] and last["date"] == plan.issued
+    assert [h["version"] for h in plan.history] == [1, 2, 3, 4] and last["date"] == plan.issued
     for h in (v1, last):                        # a version written after runs it was chosen knowing says so
         assert "after" in h["reason"] and "knowing those runs" in h["reason"]
     first = subprocess.run(["git", "-C", str(ROOT), "log", "--follow", "--diff-filter=A", "--format=%ad",

@@ -268,9 +268,9 @@ def calm_instances(tables: Path, data: pd.DataFrame | None = None, seed: int | N
 
 
 def mbbq_instances(tables: Path) -> list[Instance]:
-    """Notebook 7's claims from ``responses.csv``: ``mbbq-ambig-en``, the items' design-weighted pseudo-values of
-    BBQ's ambiguous score clustered on templates, its null the biased and counter-biased answers exchanged within a
-    random half of the templates (:func:`biaslab.papers.mbbq.analysis.answer_swaps`); ``mbbq-adjusted-contrast``,
+    """Notebook 7's claims from ``responses.csv``: ``mbbq-ambig-en``, the items' terms of BBQ's ambiguous score
+    clustered on templates, its null the biased and counter-biased answers exchanged within a random half of the
+    templates, which negates a template's terms (:func:`biaslab.papers.mbbq.analysis.swap_contributions`); ``mbbq-adjusted-contrast``,
     the per-template bias and control-accuracy differences (language minus English) of the WLS whose intercept is
     the claim, one unit per template, its null the two languages swapped in a random half of the templates (both
     differences flip: :func:`biaslab.stats.calibration.swap_pairs`)."""
@@ -283,12 +283,12 @@ def mbbq_instances(tables: Path) -> list[Instance]:
         part = resp[(resp["model"] == r.model) & (resp["language"] == r.language) & (resp["set"] == r.set)
                     & (resp["context_condition"] == A.METRICS[r.metric])]
         part = part if r.category == "all" else part[part["category"] == r.category]
-        d = C.Design(A.pseudo_values(part, r.metric), _labels(part, [A.CLUSTER]),
-                     draw=lambda n, s, part=part, m=r.metric: A.answer_swaps(part, m, n, s),
+        d = C.Design(A.swap_contributions(part), _labels(part, [A.CLUSTER]),
                      label=f"{r.model}, {r.language}: {len(part)} items, clusters {A.CLUSTER}, biased and "
                            "counter-biased answers swapped within templates")
-        _check(where, "estimate", float(d.y.mean()), float(r.estimate))
+        _check(where, "estimate", float(d.y.sum()), float(r.estimate))
         _check(where, "number of clusters", d.n_clusters, float(r.n_clusters))
+        _check(where, "p_swap", float(C.sign_flip_rule(d.y[None], d)["p"][0]), float(r.p_swap), tol=1e-9)
         out.append(Instance("07_mbbq", r.claim, r.family, f"{r.model} · {r.language}", d))
     for r in _tested(_read(tables / "adjusted_contrasts.csv")).itertuples():
         where = f"{tables}/adjusted_contrasts.csv ({r.model}, {r.metric}, {r.contrast})"

@@ -44,7 +44,7 @@ TABLES: dict[str, dict[str, tuple]] = {
     "05_compare": {"paired_differences": _PAIR + ("metric",) + _DIFF},
     "06_multiverse": {},
     "07_mbbq": {"metrics": _MODEL + ("metric", "language", "set", "category", "estimate", "ci_low", "ci_high",
-                                     "p_value", "null_value", "n", "n_clusters"),
+                                     "p_value", "p_swap", "null_value", "n", "n_clusters"),
                 "adjusted_contrasts": _MODEL + ("metric", "language", "adjusted", "ci_low", "ci_high", "p_value",
                                                 "null_value", "n_templates")},
 }

@@ -16,9 +16,8 @@ Simulators (model-free: the run's own values, resampled):
   ``s_g = +-1`` (a paired difference of two models, a log-probability difference of the two sentences, a 0/1
   preference about 0.5). Exact under the null that the arms are exchangeable; every cluster keeps its size and
   its within-cluster pattern. Crossed designs flip the first clustering dimension (template), the one G counts.
-* :func:`permuted` draws a statistic (CALM's eq.-1 score: its own permutation null) or the per-unit values (MBBQ's
-  English ambiguous bias score: the biased and counter-biased answers exchanged in a random half of the templates)
-  of a data set relabelled within its clusters, one draw per replication (``Design.draw``);
+* :func:`permuted` draws a statistic (CALM's eq.-1 score: its own permutation null) of a data set relabelled within
+  its clusters, one draw per replication (``Design.draw``);
 * :func:`swap_pairs` is :func:`swap` for a unit-level regression whose response and covariate are both differences
   of the same two arms (MBBQ's language-minus-English bias and control-accuracy differences per template): one sign
   flips both, so the slope is kept and the intercept's null holds;
@@ -38,6 +37,8 @@ tests/test_calibration.py):
   mean is symmetric about the null and the weighted mean's null holds);
 * :func:`permutation_rule` the one-sided permutation test of the eq.-1 excess and its location-shift interval,
   against the run's own reference permutations;
+* :func:`sign_flip_rule` the cluster sign-flip randomization test (MBBQ's English ambiguous score, whose per-item
+  terms the answer swap negates: exact under the swap null, so its size is at most alpha by construction);
 * :func:`intercept_rule` the intercept of :func:`biaslab.papers.mbbq.analysis.adjusted_contrasts`'s weighted
   least squares with HC1 standard errors and t(n - 2) (statsmodels ``WLS(...).fit(cov_type="HC1", use_t=True)``);
 * :func:`rao_scott` :func:`biaslab.stats.clustered.rao_scott_gof` against the uniform null, with the coverage of
@@ -56,7 +57,7 @@ import numpy as np
 import pandas as pd
 from scipy import sparse, stats
 
-from .clustered import FEW_CLUSTERS, bootstrap_p, codes, t_quantile, webb_weights
+from .clustered import FEW_CLUSTERS, N_WILD, bootstrap_p, codes, sign_flip_p, t_quantile, webb_weights
 
 #: a test whose simulated size exceeds this at alpha = 0.05 is replaced (the plan's calibration rule)
 MAX_SIZE = 0.075
@@ -287,6 +288,18 @@ def permutation_rule(y: np.ndarray, d: Design, alpha: float = 0.05, seed: int = 
             "method": f"permutation test, one-sided, {v.size} reference permutations; location-shift interval"}
 
 
+def sign_flip_rule(y: np.ndarray, d: Design, alpha: float = 0.05, seed: int = 0) -> dict:
+    """:func:`biaslab.stats.clustered.sign_flip_p` on each replication's cluster totals of (R x n) per-unit terms
+    whose sum is the statistic (MBBQ's ambiguous score: :func:`biaslab.papers.mbbq.analysis.swap_contributions`).
+    A randomization test has no interval of its own: coverage is not computed."""
+    c = d.dims[0]
+    g = int(c.max()) + 1
+    p = sign_flip_p(_totals(y, c), seed=seed)
+    return {"p": p, "covers": np.full(p.shape, np.nan),
+            "method": f"cluster sign-flip randomization test ({'all ' if 2 ** g <= N_WILD else ''}"
+                      f"{min(2 ** g, N_WILD)} sign vectors), G = {g}"}
+
+
 def intercept_rule(yx: np.ndarray, d: Design, alpha: float = 0.05, seed: int = 0) -> dict:
     """The intercept ``b0`` of the weighted least-squares fit ``y = b0 + b1 x`` (weights ``d.weights``) for every
     replication of (R x n x 2) responses and covariates, HC1 sandwich variance of the whitened fit (MacKinnon &
@@ -339,7 +352,7 @@ TESTS: dict[str, tuple[Callable, Callable]] = {
     "bbq-ambiguous": (swap, paired_rule),
     "crows-en-share": (swap, stratified_rule),
     "calm-eq1": (permuted, permutation_rule),    # the eq.-1 score against the run's own permutation floor
-    "mbbq-ambig-en": (permuted, mean_rule),      # pseudo-values with biased/counter-biased answers swapped
+    "mbbq-ambig-en": (swap, sign_flip_rule),     # the score's per-item terms, negated in swapped templates
     "mbbq-adjusted-contrast": (swap_pairs, intercept_rule),
 }
 

@@ -172,6 +172,22 @@ def bootstrap_p(t_boot, t_obs, g: int):
     return np.maximum(hits, 1) / b if b == 6 ** g else (1 + hits) / (b + 1)
 
 
+def sign_flip_p(totals, n_max: int = N_WILD, seed: int = 0):
+    """Two-sided cluster sign-flip randomization p of H0 "every cluster's total T_g is symmetric about 0" (Fisher's
+    randomization test; Canay, Romano & Shaikh 2017, "Randomization tests under an approximate symmetry assumption",
+    Econometrica 85(3), for few clusters): the share of sign vectors s with ``|sum s_g T_g| >= |sum T_g|``. All 2^G
+    vectors when ``2^G <= n_max`` (exact: the all-ones vector is among them, so p >= 2^-G), else ``n_max`` random
+    ones, ``(1 + hits) / (n_max + 1)``. ``totals``: (..., G); returns p of the same leading shape."""
+    t = np.asarray(totals, dtype=float)
+    g = t.shape[-1]
+    exact = 2 ** g <= n_max
+    s = (1.0 - 2.0 * ((np.arange(2 ** g)[:, None] >> np.arange(g)) & 1) if exact
+         else np.random.default_rng(seed).choice([-1.0, 1.0], size=(n_max, g)))
+    obs = np.abs(t.sum(axis=-1))
+    hits = np.sum(np.abs(t @ s.T) >= obs[..., None] * (1 - 1e-12), axis=-1)
+    return np.maximum(hits, 1) / s.shape[0] if exact else (1 + hits) / (n_max + 1)
+
+
 class _WCR:
     """Bootstrap t statistics of H0: mean = mu0 under the restricted wild cluster bootstrap ``y* = mu0 + v_g (y - mu0)``
     for any mu0, from cluster totals T_g and sizes m_g and one fixed (B x G) weight matrix v. With

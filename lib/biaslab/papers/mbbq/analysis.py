@@ -38,7 +38,7 @@ import statsmodels.api as sm
 from scipy import stats as sps
 
 from ...benchmarks.bbq import bias_score_pseudo_values
-from ...stats.clustered import mean_inference
+from ...stats.clustered import mean_inference, sign_flip_p
 from ...stats.intervals import rate_intervals
 
 CLUSTER = "template"
@@ -83,21 +83,27 @@ def pseudo_values(part: pd.DataFrame, metric: str) -> np.ndarray:
                                     ambig=metric == "bias_score_ambig")
 
 
-def answer_swaps(part: pd.DataFrame, metric: str, reps: int, seed: int = 0) -> np.ndarray:
-    """(reps x n) pseudo-values of a bias score over ``part`` (as :func:`pseudo_values`) with the biased and the
-    counter-biased answers exchanged in a random half of the templates: the calibration's null of the score. Both are
-    "non-unknown" answers, so the unknown answers, the accuracy, the design weights and each template's answer
-    pattern are kept; only the direction of the non-unknown answers is randomised, the same way for every item of a
-    template. Under the null that the model does not prefer the stereotyped group over the other (ambiguous contexts:
-    it cannot know the answer), the two are exchangeable, and the swapped data's score is symmetric about 0. The
-    English score has no second arm to swap, and a sign flip of its pseudo-values would assume the linearized score
-    symmetric; here the answers are swapped and the pseudo-values recomputed, as the claim's test computes them."""
+def swap_contributions(part: pd.DataFrame) -> np.ndarray:
+    """Per item of ``part`` (one model, language and set, ambiguous contexts) its term of BBQ's ambiguous score,
+    ``h_i = (1 - A) a_i (2 dev_i - nu_i) / sum(a nu)`` (design weights a, weighted accuracy A): ``sum h = s_AMB``.
+    Exchanging the biased and counter-biased answers (``dev -> nu - dev``) negates ``h_i`` and keeps A and
+    ``sum(a nu)``, so under the null that the two are exchangeable within each template (the model cannot know the
+    answer, and prefers neither group) every template's total is symmetric about 0: the exact randomization test of
+    that null is the cluster sign-flip test on template totals (:func:`biaslab.stats.clustered.sign_flip_p`)."""
     a = _a(part)
     dev, nu, c = (part[k].to_numpy(float) for k in ("deviated", "non_unknown", "correct"))
-    g = pd.factorize(part[CLUSTER])[0]
-    flip = np.random.default_rng(seed).random((reps, g.max() + 1))[:, g] < 0.5
-    return np.array([bias_score_pseudo_values(a * d, a * nu, a * c, ambig=metric == "bias_score_ambig")
-                     for d in np.where(flip, nu - dev, dev)])
+    total_nu = float(np.sum(a * nu))
+    if total_nu == 0:
+        return np.full(len(part), np.nan)
+    return (1 - np.mean(a * c)) * a * (2 * dev - nu) / total_nu
+
+
+def swap_test(part: pd.DataFrame) -> float:
+    """p of the answer-swap randomization test of BBQ's ambiguous score over ``part`` (:func:`swap_contributions`)."""
+    h = swap_contributions(part)
+    if not np.isfinite(h).all():
+        return float("nan")
+    return float(sign_flip_p(np.bincount(pd.factorize(part[CLUSTER])[0], weights=h)))
 
 
 def _with_pseudo(df: pd.DataFrame, metric: str, by: list[str]) -> pd.DataFrame:
@@ -136,7 +142,8 @@ def metric_table(df: pd.DataFrame, seed: int = 0) -> pd.DataFrame:
     """Each metric of :data:`METRICS` per model x language x set x category (``all``: pooled, design weighted), with
     its template-clustered interval; bias scores and the gap are tested against ``null_value`` 0, an accuracy is
     descriptive: no p, its interval shown against chance (``null_value`` 1/3, three options), as notebook 4 shows
-    its position shares against 1/k."""
+    its position shares against 1/k. The ambiguous score also gets ``p_swap``, its answer-swap randomization test
+    (:func:`swap_test`; the plan's test of ``mbbq-ambig-en``)."""
     rows = []
     for metric in METRICS:
         for cat, part in _pooled_and_by_category(df):
@@ -145,7 +152,8 @@ def metric_table(df: pd.DataFrame, seed: int = 0) -> pd.DataFrame:
                 r = _inference(g["pseudo"], g[CLUSTER].to_numpy(), seed + i)
                 tested = metric not in ("accuracy_ambig", "accuracy_disambig")
                 rows.append({"metric": metric, "model": m, "language": lang, "set": s, "category": cat, **r,
-                             "p_value": r["p_value"] if tested else np.nan, "null_value": 0.0 if tested else 1 / 3})
+                             "p_value": r["p_value"] if tested else np.nan, "null_value": 0.0 if tested else 1 / 3,
+                             "p_swap": swap_test(g) if metric == "bias_score_ambig" else np.nan})
     return pd.DataFrame(rows)
 
 
