@@ -149,7 +149,9 @@ acc.pivot_table(index=["model", "set", "context_condition"], columns="language",
 # - 1$; in ambiguous contexts $s_{AMB} = (1 - a)\, s_{DIS}$, $a$ the accuracy; and the disambiguated accuracy gap
 # (stereotype-consistent minus -inconsistent items). Positive values lean towards the stereotype. On the control set
 # the "biased" answer is the name standing in for the stereotyped group, so its scores show what the answer pattern
-# alone produces. Intervals: per-item linearization pseudo-values, clustered on templates.
+# alone produces. Intervals: per-item linearization pseudo-values, clustered on templates. The English ambiguous
+# score's claim is decided by `p_swap`, its exact answer-swap randomization test (every way of exchanging the biased
+# and counter-biased answers within templates).
 
 # %%
 fig = F.by_language(metrics, ["bias_score_ambig", "bias_score_disambig", "accuracy_gap"],
