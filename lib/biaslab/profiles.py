@@ -36,10 +36,11 @@ NOTEBOOKS: dict[str, dict[str, dict]] = {
 #: ``biaslab reproduce`` runs them after all the others
 READS_OUTPUTS_ONLY = {"05_compare"}
 
-#: lanes to start first with ``--jobs``, longest first (cold, 2 cores: perf/results/reproduce/default_cold.json).
+#: lanes to start first with ``--jobs``, longest first (cold, 2 cores: perf/results/reproduce/default_cold.json);
+#: the others follow, in the notebooks' order (a lane is a notebook with the notebook-1 variant sharing its scores).
 #: Notebook 6's paper universes send notebook 3's and 4's requests: whichever lane asks first computes them, the
 #: other reads them from the cache (two lanes asking at once may both compute one).
-LANE_ORDER = ("06_multiverse", "04_agentic_entropy", "03_crows_pairs_bayes", "02_calm")
+LANE_ORDER = ("06_multiverse", "04_agentic_entropy", "03_crows_pairs_bayes", "02_calm", "07_mbbq")
 
 PROFILE_NAMES = ("smoke", "default", "paper")
 
@@ -80,21 +81,22 @@ PROFILES: dict[str, dict[str, dict]] = {
         # 1-2 min per run for a table the findings may not use; the paper profile fits it with 2,000 x 4.
         "01_multifactor": {"max_prompts": 150, "cot_prompts": 4, "cot_seeds": 2, "cot_max_new_tokens": 40,
                            "bayes_draws": 0, "bayes_tune": 300, "bayes_chains": 2, "torch_threads": 0},
-        # 4 templates per task (prompts of <= 150 words), 5 names per group, 1 shot: 420 prompts + 420 perturbed
-        # per model, about 35k prompt tokens per model and pass (see the notebook, section 2)
-        "02_calm": {"k_shot": 1, "templates_per_task": 4, "max_prompt_words": 150, "names_per_group": 5,
+        # 4 templates per task (prompts of <= 150 words), 3 names per group, 1 shot: 252 prompts + 252 perturbed
+        # per model (plan v4; 5 names, 420 prompts, until v3)
+        "02_calm": {"k_shot": 1, "templates_per_task": 4, "max_prompt_words": 150, "names_per_group": 3,
                     "perturbations": ["combined"], "n_permutations": 1000, "subset_runs": 6,
-                    "diversity_max_templates": 300},
+                    "diversity_max_templates": 150},
         # 400 pairs per CrowS-Pairs file (a bias-type-balanced sample, seed 0; the paper profile scores all 4,861):
         # about 2,400 distinct sentences instead of 6,961, which keeps a cold run of every notebook within 30 minutes
         # on 2 cores; what each test then detects is in notebook 3's tables/power.csv. The preference prompt (SmolLM2
-        # only, 2 orders) stays at 90 pairs per dataset: SmolLM2 names the same position every time (responder check)
-        "03_crows_pairs_bayes": {"max_pairs": 400, "max_preference_pairs": 90},
-        # all 1,020 agentic prompts; every cyclic rotation of a stratified 120-prompt subset (60 positive/negative
-        # pairs, 8 per question-type x class-type stratum): the paired test of the cyclic gain then detects d_z >= 0.26
-        "04_agentic_entropy": {"max_prompts": None, "cyclic_prompts": 120, "fewshot_prompts": 0},
+        # only, 2 orders; exploratory) on 45 pairs per dataset: SmolLM2 names the same position every time
+        "03_crows_pairs_bayes": {"max_pairs": 400, "max_preference_pairs": 45},
+        # 510 of the 1,020 agentic prompts (plan v4: whole positive/negative pairs, 51 per class type x polarity, 100
+        # scenarios; all 1,020 until v3); every cyclic rotation of a stratified 60-prompt subset (exploratory)
+        "04_agentic_entropy": {"max_prompts": 510, "cyclic_prompts": 60, "fewshot_prompts": 0},
         # one factor at a time around the paper's protocol, sized by cost within a cold `make reproduce` of 30
-        # minutes on 2 cores (items per benchmark: each spec's sizes, multiverse_sizes); 80 % power at a BBQ bias
+        # minutes on 2 cores (items per benchmark: each spec's sizes, multiverse_sizes; cut by 20-40 % on
+        # 2026-11-28, when the idle cold run took 2,099 s, notebook 6 alone 1,763 s); 80 % power at a BBQ bias
         # score of 0.1 would need ~660 ambiguous items per universe: the notebook's first finding states what this
         # design can detect. q4_gguf is not run here: through the llama.cpp server it cost 10-60x an in-process
         # universe on this CPU (pass -p 'precisions=["float32", "bf16_weights", "q4_gguf"]' with the served-test extra)

@@ -617,13 +617,13 @@ SPEC = Spec(
     respond=respond, paper_chat=paper_chat, sample=sample, columns=COLUMNS,
     metrics=METRICS, factor_plan=FACTOR_PLAN, responder_check=_responder_check,
     # whole occupations (occupation_sample, nested: notebook 6's among notebook 1's). Default: 20 occupations in
-    # notebook 1 and 5 in notebook 6, to keep Winogender's share of a cold `make reproduce` near 3 minutes on 2 cores:
+    # notebook 1 and 4 in notebook 6 (5 until 2026-11-28), to keep Winogender's share of a cold `make reproduce` small:
     # all 720 sentences took 313 CPU-s in notebook 1 for both models (833 s wall on a shared 2-core machine);
     # notebook 6 asks each item in 13-14 universes per model: 60 items took about 225 CPU-s of scoring for both
     # models (cold); r's Fisher-z interval needs at least 4 occupations. The paper profile scores all 720.
     # smoke: the coreference question and the pronoun likelihood (the correlation's other reading)
     sizes={"smoke": {"01_multifactor": {"max_prompts": 48},
                      "06_multiverse": {"items": 48, "formats": ["option_ll", "likelihood"]}},
-           "default": {"01_multifactor": {"max_prompts": 240}, "06_multiverse": {"items": 60}},
+           "default": {"01_multifactor": {"max_prompts": 240}, "06_multiverse": {"items": 48}},
            "paper": {"01_multifactor": {"max_prompts": None}, "06_multiverse": {"items": None}}},
 )
