@@ -80,6 +80,17 @@ def test_a_number_beyond_tolerance_names_its_table_and_row(tmp_path):
     assert "VERDICTS CHANGED" not in line
 
 
+def test_a_number_that_became_infinite_is_reported_not_a_crash(tmp_path):
+    """An interval bound that became infinite (a smaller design) made the largest |Δ| inf, which the summary line's
+    number format could not print: the end of a cold `make reproduce` failed after publishing."""
+    old, new = _copy(tmp_path, "old"), _copy(tmp_path, "new")
+    _edit(new, "responses_crows_pairs.csv", lambda d: d.__setitem__("logp_more", d["logp_more"].astype(float))
+          or d.loc.__setitem__((0, "logp_more"), float("inf")))
+    rc, line = _line(old, new)
+    assert "differs — responses_crows_pairs.csv: 1 number(s) beyond tolerance 1e-4 (largest |Δ| inf)" in line
+    assert regenerated.fmt(float("nan")) == "nan" and regenerated.fmt(4e-4) == "4e-4"
+
+
 def test_a_flipped_verdict_is_named_and_fails_check(tmp_path, monkeypatch, capsys):
     old, new = _copy(tmp_path, "old"), _copy(tmp_path, "new")
     eq = pd.read_csv(old / "tables" / "equivalence.csv")

@@ -237,9 +237,12 @@ def compare_run(committed: Path, new: Path, label: str, tols: dict | None = None
 
 
 def fmt(x: float) -> str:
-    """A tolerance or difference in short scientific notation: 1e-4, 4e-4, 5.3e-5."""
+    """A tolerance or difference in short scientific notation: 1e-4, 4e-4, 5.3e-5 (inf where a bound became
+    infinite)."""
     if not x:
         return "0"
+    if not np.isfinite(x):
+        return str(float(x))
     m, e = f"{float(x):.1e}".split("e")
     return f"{m.rstrip('0').rstrip('.')}e{int(e)}"
 
