@@ -156,15 +156,16 @@ METHOD_NUMBERS = {
     # SSQA's released prompt count (the design, not a result: its measured coverage and Gini indices are rendered
     # from coverage_by_factor.csv / coverage_overall.csv, the paper's own values by the same sentences)
     "01_multifactor": {"10,360"},
-    # eq. 1's factor 100; CALM's prompts per template (150 gender, 200 race, 350 all); the paper's Table 5
-    "02_calm": {"100", "150", "200", "350", "84.8"},
+    # eq. 1's factor 100; CALM's prompts per template (150 gender, 200 race, 350 all); the paper's Table 5; its 156
+    # templates with passages (Table 4's design)
+    "02_calm": {"100", "150", "200", "350", "84.8", "156"},
     # pingouin's prior scale, SS = 100 %, model sizes (100-1,000 times smaller), the French socioeconomic type's
     # 195 of 196 pairs, the original set's 1,508 pairs and the revised / French files' 1,677 rows (file sizes; the
     # same digits occur among the sampled pairs' ids and statistics, by coincidence; the recomputed ChatGPT numbers
     # are rendered from published_chatgpt_check.csv by a findings cell, not typed)
     "03_crows_pairs_bayes": {"0.707", "1,000", "100", "195", "196", "1,508", "1,677"},
-    # the paper's reported mean entropies
-    "04_agentic_entropy": {"0.976"},
+    # the paper's reported mean entropies; the benchmark's 1,020 prompts (the default profile scores 510 of them)
+    "04_agentic_entropy": {"0.602", "0.961", "0.976", "0.965", "1,020"},
     "05_compare": set(),
 }
 NUMBER = re.compile(r"(?<![\w.,§$^{}-])\d[\d,]*(?:\.\d+)?(?![\w])")

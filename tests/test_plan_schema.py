@@ -413,7 +413,7 @@ def test_the_verdict_layer_reads_each_instances_own_null(tmp_path):
     if not (OUT / "01_multifactor/ssqa").exists():
         pytest.skip("no committed outputs")
     c = next(c for c in P.load().claims if c.id == "dm-difference")
-    assert c.instance_of({"model_a": "x"}, {"benchmark": "calm"})["n"] == 420
+    assert c.instance_of({"model_a": "x"}, {"benchmark": "calm"})["n"] == 252
     assert c.instance_of({"model_a": "x"})["n"] is None
     old = "          ssqa:\n            n: 150\n            mde: 0.604\n            null_value: 0\n"
     assert old in SHIPPED
