@@ -57,7 +57,7 @@ import numpy as np
 import pandas as pd
 from scipy import sparse, stats
 
-from .clustered import FEW_CLUSTERS, N_WILD, bootstrap_p, codes, sign_flip_p, t_quantile, webb_weights
+from .clustered import FEW_CLUSTERS, N_WILD, codes, resampling_p, sign_flip_p, t_quantile, webb_weights
 
 #: a test whose simulated size exceeds this at alpha = 0.05 is replaced (the plan's calibration rule)
 MAX_SIZE = 0.075
@@ -200,7 +200,7 @@ def _wcr_p(tot: np.ndarray, m: np.ndarray, null: float, v: np.ndarray) -> np.nda
     se_b = np.sqrt(g / (g - 1) * uu) / n
     with np.errstate(divide="ignore", invalid="ignore"):
         tb = np.where(se_b > 0, np.abs(delta) / se_b, np.where(delta == 0, 0.0, np.inf))
-    p = bootstrap_p(tb, t_obs, g)
+    p = resampling_p(tb, t_obs, 6 ** g)
     return np.where(se > 0, p, np.where(ybar == null, 1.0, 0.0))
 
 
@@ -292,9 +292,8 @@ def sign_flip_rule(y: np.ndarray, d: Design, alpha: float = 0.05, seed: int = 0)
     """:func:`biaslab.stats.clustered.sign_flip_p` on each replication's cluster totals of (R x n) per-unit terms
     whose sum is the statistic (MBBQ's ambiguous score: :func:`biaslab.papers.mbbq.analysis.swap_contributions`).
     A randomization test has no interval of its own: coverage is not computed."""
-    c = d.dims[0]
-    g = int(c.max()) + 1
-    p = sign_flip_p(_totals(y, c), seed=seed)
+    g = d.n_clusters
+    p = sign_flip_p(_totals(y, d.dims[0]), seed=seed)
     return {"p": p, "covers": np.full(p.shape, np.nan),
             "method": f"cluster sign-flip randomization test ({'all ' if 2 ** g <= N_WILD else ''}"
                       f"{min(2 ** g, N_WILD)} sign vectors), G = {g}"}

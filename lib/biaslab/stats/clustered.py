@@ -161,31 +161,28 @@ def webb_weights(g: int, n_boot: int = N_WILD, seed: int = 0) -> np.ndarray:
     return np.random.default_rng(seed).choice(WEBB, size=(n_boot, g))
 
 
-def bootstrap_p(t_boot, t_obs, g: int):
-    """Bootstrap p-value from (..., B) statistics ``t_boot`` and ``t_obs`` (larger = further from H0) over ``g``
-    clusters' Webb weights: the exact share #{t* >= t} / 6^G when the B = 6^G vectors are all enumerated (the
-    all-ones vector reproduces t: counted even where rounding loses it, so p >= 6^-G), else
-    (1 + #{t* >= t}) / (B + 1) (Davison & Hinkley 1997, eq. 4.11); never 0."""
-    t_boot = np.asarray(t_boot, dtype=float)
-    hits = np.sum(t_boot >= np.asarray(t_obs, dtype=float)[..., None] * (1 - 1e-12), axis=-1)
-    b = t_boot.shape[-1]
-    return np.maximum(hits, 1) / b if b == 6 ** g else (1 + hits) / (b + 1)
+def resampling_p(t_draws, t_obs, group: int):
+    """p-value from (..., B) resampled statistics ``t_draws`` and ``t_obs`` (larger = further from H0), the draws
+    taken from a resampling group of ``group`` elements (6^G Webb weight vectors, 2^G sign vectors): the exact share
+    #{t* >= t} / B when all B = ``group`` are enumerated (the identity reproduces t: counted even where rounding loses
+    it, so p >= 1 / group), else (1 + #{t* >= t}) / (B + 1) (Davison & Hinkley 1997, eq. 4.11); never 0."""
+    t_draws = np.asarray(t_draws, dtype=float)
+    hits = np.sum(t_draws >= np.asarray(t_obs, dtype=float)[..., None] * (1 - 1e-12), axis=-1)
+    b = t_draws.shape[-1]
+    return np.maximum(hits, 1) / b if b == group else (1 + hits) / (b + 1)
 
 
 def sign_flip_p(totals, n_max: int = N_WILD, seed: int = 0):
     """Two-sided cluster sign-flip randomization p of H0 "every cluster's total T_g is symmetric about 0" (Fisher's
     randomization test; Canay, Romano & Shaikh 2017, "Randomization tests under an approximate symmetry assumption",
-    Econometrica 85(3), for few clusters): the share of sign vectors s with ``|sum s_g T_g| >= |sum T_g|``. All 2^G
-    vectors when ``2^G <= n_max`` (exact: the all-ones vector is among them, so p >= 2^-G), else ``n_max`` random
-    ones, ``(1 + hits) / (n_max + 1)``. ``totals``: (..., G); returns p of the same leading shape."""
+    Econometrica 85(3), for few clusters): the share of sign vectors s with ``|sum s_g T_g| >= |sum T_g|``
+    (:func:`resampling_p`), all 2^G vectors when ``2^G <= n_max``, else ``n_max`` random ones. ``totals``: (..., G);
+    returns p of the same leading shape."""
     t = np.asarray(totals, dtype=float)
     g = t.shape[-1]
-    exact = 2 ** g <= n_max
-    s = (1.0 - 2.0 * ((np.arange(2 ** g)[:, None] >> np.arange(g)) & 1) if exact
+    s = (1.0 - 2.0 * ((np.arange(2 ** g)[:, None] >> np.arange(g)) & 1) if 2 ** g <= n_max
          else np.random.default_rng(seed).choice([-1.0, 1.0], size=(n_max, g)))
-    obs = np.abs(t.sum(axis=-1))
-    hits = np.sum(np.abs(t @ s.T) >= obs[..., None] * (1 - 1e-12), axis=-1)
-    return np.maximum(hits, 1) / s.shape[0] if exact else (1 + hits) / (n_max + 1)
+    return resampling_p(np.abs(t @ s.T), np.abs(t.sum(axis=-1)), 2 ** g)
 
 
 class _WCR:
@@ -226,7 +223,7 @@ def _wcr_observed(totals: np.ndarray, sizes: np.ndarray) -> tuple[float, float]:
 def wild_cluster_mean_test(totals, sizes, null: float = 0.0, v: np.ndarray | None = None, n_boot: int = N_WILD,
                            seed: int = 0) -> float:
     """Symmetric WCR bootstrap-t p-value of H0: mean = ``null`` from cluster totals and sizes (Webb weights): the
-    bootstrap |t*| at least the observed |t| (:func:`bootstrap_p`)."""
+    bootstrap |t*| at least the observed |t| (:func:`resampling_p`)."""
     t_ = np.asarray(totals, dtype=float)
     m = np.asarray(sizes, dtype=float)
     if t_.size < 2:
@@ -235,7 +232,7 @@ def wild_cluster_mean_test(totals, sizes, null: float = 0.0, v: np.ndarray | Non
     if se == 0:
         return 1.0 if ybar == null else 0.0
     w = _WCR(t_, m, webb_weights(t_.size, n_boot, seed) if v is None else v)
-    return float(bootstrap_p(np.abs(w.t(null)), abs(ybar - null) / se, t_.size))
+    return float(resampling_p(np.abs(w.t(null)), abs(ybar - null) / se, 6 ** t_.size))
 
 
 def wild_cluster_mean_interval(totals, sizes, alpha: float = 0.05, n_boot: int = N_WILD, seed: int = 0,
@@ -253,7 +250,7 @@ def wild_cluster_mean_interval(totals, sizes, alpha: float = 0.05, n_boot: int =
     w = _WCR(t_, m, webb_weights(t_.size, n_boot, seed))
 
     def p(mu):
-        return float(bootstrap_p(np.abs(w.t(mu)), abs(ybar - mu) / se, t_.size))
+        return float(resampling_p(np.abs(w.t(mu)), abs(ybar - mu) / se, 6 ** t_.size))
 
     bounds = []
     for sign in (-1.0, 1.0):

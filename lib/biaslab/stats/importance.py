@@ -249,7 +249,7 @@ def wild_score_p(y: np.ndarray, X: np.ndarray, k: int, groups: np.ndarray, n_boo
     (Kline & Santos 2012; module docstring), Webb weights (all 6^G vectors when G <= 5). ``family``: "binomial"
     (logistic; information weights p(1 - p)) or "gaussian" (OLS; weights 1, the error variance cancels in the
     statistic), the restricted fit being the same GLM without column k."""
-    from .clustered import bootstrap_p, webb_weights
+    from .clustered import resampling_p, webb_weights
     rest = np.delete(X, k, axis=1)
     fam = {"binomial": sm.families.Binomial, "gaussian": sm.families.Gaussian}[family]()
     with warnings.catch_warnings():
@@ -269,7 +269,7 @@ def wild_score_p(y: np.ndarray, X: np.ndarray, k: int, groups: np.ndarray, n_boo
     t_obs = abs(c.sum()) / denom
     v = webb_weights(c.size, n_boot, seed)
     tb = np.abs(v @ c) / np.sqrt((v * v) @ (c * c))
-    return float(bootstrap_p(tb, t_obs, c.size))
+    return float(resampling_p(tb, t_obs, 6 ** c.size))
 
 
 def identifiable_subset(df: pd.DataFrame, factors: Sequence[str], references: dict) -> tuple[list[str], dict]:
