@@ -21,17 +21,16 @@ def bench():
 # ----------------------------------------------------------------------------------------------- the loader
 def test_counts_and_exclusions(bench):
     p, e = bench.prompts, bench.excluded
-    assert p.groupby(["language", "set"]).size().eq(9_436).all() and len(p) == 75_488
+    assert p.groupby(["language", "set"]).size().eq(10_060).all() and len(p) == 80_480
     assert p["prompt_id"].is_unique and (p.groupby("item").size() == 8).all()
     # every file row is used or excluded, with its reason: 6 categories x 4 languages of the pinned sizes
     for cat, (n_bias, n_control) in mbbq.CATEGORY_ROWS.items():
         for s, n in (("bias", n_bias), ("control", n_control)):
             used = ((p.category == cat) & (p.set == s)).sum() + ((e.category == cat) & (e.set == s)).sum()
             assert used == 4 * n, (cat, s)
-    per_reason = e.groupby("reason")["item"].nunique().sort_values()
-    assert list(per_reason) == [28, 624]          # Gender_identity without a biased answer; Turkish SES roles
-    assert set(e.loc[e.reason.str.startswith("no biased"), "category"]) == {"Gender_identity"}
-    assert set(e.loc[e.reason.str.startswith("the correct"), "category"]) == {"SES"}
+    # only Gender_identity's items without a biased answer; the Turkish SES items are kept (next test)
+    assert e.groupby("reason")["item"].nunique().tolist() == [28]
+    assert set(e["category"]) == {"Gender_identity"} and e["reason"].str.startswith("no biased").all()
     assert p.template.nunique() == 98 and bench.cluster == "template"
     assert SPECS["mbbq"] is mbbq.SPEC
 
@@ -43,10 +42,18 @@ def test_parallel_identity_and_control_link(bench):
     amb = p[p.context_condition == "ambig"]
     assert (amb.gold_index == amb.unknown_index).all()
     bias = p[p.set == "bias"]
-    role = np.where(bias.gold_index == bias.unknown_index, "unknown",
-                    np.where(bias.gold_index == bias.biased_index, "biased", "other"))
-    assert (pd.Series(role, index=bias.index).groupby(bias["item"]).nunique() == 1).all()
-    # the grandfather / grandson item in English and Turkish (options in another order there)
+    role = pd.Series(np.where(bias.gold_index == bias.unknown_index, "unknown",
+                              np.where(bias.gold_index == bias.biased_index, "biased", "other")), index=bias.index)
+    varies = role.groupby(bias["item"]).nunique() > 1
+    # the correct person's role differs from English only in the Turkish SES adaptation (its occupations carry the
+    # other group), disambiguated contexts, 624 items: kept, each row with its own roles, and counted in the notes
+    changed = bias[bias["item"].isin(varies[varies].index)]
+    assert varies.sum() == 624 and set(changed.category) == {"SES"} and set(changed.context_condition) == {"disambig"}
+    tr_en = changed[changed.language.isin(["en", "tr"])].pivot(index="item", columns="language",
+                                                                values="correct_is_biased")
+    assert (tr_en["en"] != tr_en["tr"]).all()
+    assert any("624 (SES tr 624)" in n for n in bench.notes)
+    # the grandfather / grandson item in English and Turkish
     for lang, want in (("en", "The grandfather"), ("tr", "Büyükbaba")):
         r = p[(p.item == "Age:0") & (p.language == lang) & (p.set == "bias")].iloc[0]
         assert r.options[r.biased_index] == want
@@ -55,6 +62,34 @@ def test_parallel_identity_and_control_link(bench):
     assert (es.example_id != es.item.str.split(":").str[1].astype(int)).sum() > 0
     c = p[(p.set == "control") & (p.language == "en") & (p.category == "Age")].iloc[0]
     assert c["item"] == "Age:0" and "Luna" in c["options"]
+
+
+def test_every_language_shows_the_english_items_option_order(bench):
+    """Turkish - English (and every language - English) contrasts compare identical option orders: the role of the
+    option at each shown position, read from the released files by its text (tests/oracles.py, not the loader's
+    roles), is the English item's, for every item and set; the Turkish files list the people in another order in
+    about 70 % of the bias items, so the loader reorders them (``file_order``)."""
+    from oracles import mbbq_file, mbbq_role_of_text
+    p = bench.prompts
+    files = {}
+    roles = []
+    for r in p.itertuples():
+        k = (r.category, r.language, r.set)
+        if k not in files:
+            files[k] = mbbq_file(paths.RAW_DIR, r.category, r.language, r.set == "control")
+        row = files[k][r.example_id]
+        roles.append(tuple(mbbq_role_of_text(row, o) for o in r.options))
+    shown = p.assign(roles=roles)
+    en = shown[shown.language == "en"].set_index(["item", "set"])["roles"]
+    for lang in ("es", "nl", "tr"):
+        other = shown[shown.language == lang].set_index(["item", "set"])["roles"]
+        assert other.reindex(en.index).eq(en).all(), lang
+    tr = p[(p.language == "tr") & (p.set == "bias")]
+    moved = tr["file_order"].map(lambda o: list(o) != [0, 1, 2]).mean()
+    assert 0.6 < moved < 0.8
+    # the committed notebook-7 run's items are among them (its options now in this order)
+    committed = pd.read_csv(paths.OUTPUTS_DIR / "07_mbbq" / "tables" / "responses.csv", usecols=["item"])
+    assert set(committed["item"]) <= set(p["item"])
 
 
 def test_sample_design(bench):
@@ -78,6 +113,36 @@ def test_draws_are_nested_so_notebooks_1_and_6_ask_notebook_7s_requests(bench):
     assert set(one["item"]) == seven and len(one) == 8 * len(seven)
     with pytest.raises(ValueError, match="items per category x context stratum"):
         mbbq.sample(0)
+
+
+def test_bias_scores_per_language_recomputed_from_the_released_files(bench):
+    """One bias score per language, both contexts, recomputed by independent code (tests/oracles.py): each answer's
+    role read from the released jsonl row by the chosen option's text (the repository's group words, BBQ's polarity
+    rule), the paper's formulas written out, the design weights of the sample; the library's path: the loader's
+    roles, BBQ's answer columns (``bbq.outcomes``), ``metric_table``."""
+    from oracles import mbbq_file, mbbq_role_of_text, mbbq_scores
+
+    from biaslab.benchmarks import bbq
+    items, _ = mbbq.sample(3, seed=2)
+    items = items[items.set == "bias"].reset_index(drop=True)
+    choice = np.random.default_rng(4).integers(0, 3, len(items))
+    resp = bbq.outcomes(pd.DataFrame({"prompt_id": items.prompt_id, "answer_kind": "option"}), items, choice)
+    df = items.drop(columns=["options", "text"]).merge(resp, on="prompt_id").assign(model="m")
+    t = A.metric_table(df).set_index(["metric", "language", "set", "category"])["estimate"]
+    files = {}
+    for lang in mbbq.LANGUAGES:
+        for ctx, metric in (("ambig", "bias_score_ambig"), ("disambig", "accuracy_gap")):
+            rows = items[(items.language == lang) & (items.context_condition == ctx)]
+            roles, correct, consistent = [], [], []
+            for r, c in zip(rows.itertuples(), choice[rows.index]):
+                f = files.setdefault((r.category, lang), mbbq_file(paths.RAW_DIR, r.category, lang, False))
+                raw = f[r.example_id]
+                roles.append(mbbq_role_of_text(raw, r.options[c]))
+                right = raw[f"ans{raw['label']}"]
+                correct.append(r.options[c] == right)
+                consistent.append(mbbq_role_of_text(raw, right) == "biased")
+            want = mbbq_scores(roles, correct, consistent, rows["weight"], ctx == "ambig")
+            assert t[(metric, lang, "bias", "all")] == pytest.approx(want, abs=1e-12), (lang, ctx)
 
 
 # ----------------------------------------------------------------------------------------------- statistics
@@ -172,6 +237,63 @@ def _score_mass(d, metric, a, m):
     c, dev, nu = (d[k].to_numpy(float) for k in ("correct", "deviated", "non_unknown"))
     s = 2 * np.sum(m * a * dev) / np.sum(m * a * nu) - 1
     return (1 - np.sum(m * a * c) / np.sum(m)) * s if metric == "bias_score_ambig" else s
+
+
+def _prompted(seed=0, n_templates=12, per_template=8, prompts=("p1", "p2", "p3")):
+    """:func:`_synthetic`'s design asked in several prompts, each prompt's answers drawn anew."""
+    return pd.concat([_synthetic(seed + i, n_templates, per_template).assign(prompt=p)
+                      for i, p in enumerate(prompts)], ignore_index=True)
+
+
+def test_prompt_mean_spread_and_bias_beside_control():
+    """The five-prompt summary: the ``mean`` row is the mean of the prompts' estimates (the same items under every
+    prompt), the spread their SD, min and max; bias beside control reads the paper's two scores and the control
+    set's accuracies off the same rows."""
+    df = _prompted()
+    t = A.metric_table(df)
+    key = ["metric", "language", "set", "category"]
+    each = t[t.prompt != A.MEAN].groupby(key)["estimate"]
+    mean = t[t.prompt == A.MEAN].set_index(key)["estimate"]
+    assert np.allclose(mean.sort_index(), each.mean().sort_index())
+    for p in ("p1", "p2", "p3"):
+        d = df[(df.prompt == p) & (df.language == "tr") & (df.set == "bias") & (df.context_condition == "ambig")]
+        r = t[(t.prompt == p) & (t.metric == "bias_score_ambig") & (t.language == "tr") & (t.set == "bias")
+              & (t.category == "all")]
+        assert r["estimate"].iloc[0] == pytest.approx(_score(d, "bias_score_ambig", d["weight"]))
+    s = A.prompt_spread(t).set_index(["model"] + key)
+    assert np.allclose(s["sd"].sort_index(), each.std().sort_index())
+    assert np.allclose(s["max"].sort_index(), each.max().sort_index()) and (s["n_prompts"] == 3).all()
+    assert (s["estimate"] >= s["min"] - 1e-12).all() and (s["estimate"] <= s["max"] + 1e-12).all()
+    b = A.bias_beside_control(t).set_index(["language", "category", "prompt"])
+    r = t.set_index(key + ["prompt"])["estimate"]
+    assert b.loc[("tr", "all", "p2"), "bias_disambig"] == r[("accuracy_gap", "tr", "bias", "all", "p2")]
+    assert b.loc[("tr", "all", A.MEAN), "control_accuracy_disambig"] == r[("accuracy_disambig", "tr", "control", "all",
+                                                                          A.MEAN)]
+    assert (b["chance"] == 1 / 3).all()
+    assert (b["control_above_chance"] == (b["control_accuracy_disambig_ci_low"] > 1 / 3)).all()
+    c = A.contrasts(df)
+    c = c[(c.metric == "bias_score_ambig") & (c.set == "bias") & (c.category == "all")].set_index("prompt")
+    assert c.loc[A.MEAN, "estimate"] == pytest.approx(c.loc[["p1", "p2", "p3"], "estimate"].mean())
+
+
+def test_no_interval_outside_its_metrics_range():
+    """Few templates and extreme answers: the test's interval (CR1 t, wild bootstrap inversion) would leave [-1, 1]
+    (a contrast [-2, 2]); accuracies get Korn-Graubard, the rest the test's interval cut to the range, marked."""
+    df = _synthetic(seed=8, n_templates=6, per_template=4)
+    df.loc[df.language == "tr", ["deviated", "non_unknown", "chose_unknown", "correct"]] = \
+        df.loc[df.language == "tr", ["non_unknown", "non_unknown", "chose_unknown", "correct"]].to_numpy()
+    t, c = A.metric_table(df), A.contrasts(df)
+    for name, tab in (("metrics", t), ("contrasts", c)):
+        span = tab["metric"].map(lambda m: A.RANGE[m][1] - A.RANGE[m][0]) if name == "contrasts" else None
+        lo = tab["metric"].map(lambda m: A.RANGE[m][0]) if span is None else -span
+        hi = tab["metric"].map(lambda m: A.RANGE[m][1]) if span is None else span
+        ok = tab["ci_low"].notna()
+        assert ((tab.loc[ok, "ci_low"] >= lo[ok] - 1e-12) & (tab.loc[ok, "ci_high"] <= hi[ok] + 1e-12)).all(), name
+        assert ((tab.loc[ok, "ci_low"] <= tab.loc[ok, "estimate"] + 1e-12)
+                & (tab.loc[ok, "estimate"] <= tab.loc[ok, "ci_high"] + 1e-12)).all(), name
+    acc = t[t.metric.str.startswith("accuracy_") & (t.metric != "accuracy_gap")]
+    assert acc["ci_method"].str.startswith("Korn-Graubard").all()
+    assert t["ci_clipped"].any() and t.loc[t["ci_clipped"], "ci_method"].str.contains("intersected").all()
 
 
 def test_paired_contrast_recomputed():

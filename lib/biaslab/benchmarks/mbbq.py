@@ -32,6 +32,7 @@ correct_is_biased. Cluster: ``template`` = category x ``question_index``.
 from __future__ import annotations
 
 import json
+import re
 from functools import lru_cache
 
 import numpy as np
@@ -39,7 +40,9 @@ import pandas as pd
 
 from .. import paths
 from ..sources import DataError, raw_path
-from .base import Benchmark, Factor, FactorSpec, Protocol, exclude, require_columns, require_rows
+from . import formats
+from .base import (Benchmark, Factor, FactorSpec, Protocol, exclude, options_in_order, require_columns,
+                   require_rows)
 from .bbq import PSEUDO, bias_score_pseudo_values, biased_from_tags, paper_chat
 from .spec import FactorPlan, Metric, Source, Spec
 
@@ -56,11 +59,17 @@ KEY = ["question_index", "question_polarity", "context_condition"]
 GENDER_WORDS = {w: "F" for w in ("woman", "girl", "vrouw", "meisje", "mujer", "chica", "kadın", "kız")} | \
                {w: "M" for w in ("man", "boy", "jongen", "hombre", "chico", "adam", "erkek çocuk")}
 
-#: the paper's prompt wordings (``data/mbbq/prompts.tsv``); Protocol.wording ``paper`` is p2 (it ends in the answer
-#: cue, so an option's log-probability continues it), w1-w3 are p3-p5; ``p1``-``p5`` name one directly
-WORDINGS = {"paper": "p2", "w1": "p3", "w2": "p4", "w3": "p5"}
-PROTOCOL = Protocol(format="option_ll", max_new_tokens=100)
-FORMATS = ("option_ll", "generated")
+#: the paper's five prompts (``data/mbbq/prompts.tsv``, the repository's order); every item is asked in each
+PROMPTS = ("p1", "p2", "p3", "p4", "p5")
+#: Protocol.wording ``paper`` is p2, the analysis plan's prompt (it ends in the answer cue, so an option's
+#: log-probability continues it); ``p1``-``p5`` name one directly
+WORDINGS = {"paper": "p2"}
+#: notebook 6's wording levels: the plan's prompt, then the paper's other four
+WORDING_LEVELS = ("paper", "p1", "p3", "p4", "p5")
+#: the option with the highest mean log-probability per token (BBQ's notebook-1 rule); ``sum`` and ``pmi`` are
+#: notebook 6's alternatives
+PROTOCOL = Protocol(format="option_ll", normalization="mean", max_new_tokens=100)
+FORMATS = ("option_ll", "label_dist", "generated")
 
 
 def _read(category: str, language: str, control: bool) -> pd.DataFrame:
@@ -133,6 +142,33 @@ def _link(d: pd.DataFrame, en: pd.DataFrame, where: str) -> pd.DataFrame:
     return m.drop(columns="rank")
 
 
+def roles(unknown: int, biased: int, k: int = 3) -> list[str]:
+    """The role of each option position: ``unknown``, ``biased`` (the biased answer) or ``other``."""
+    return ["unknown" if i == unknown else ("biased" if i == biased else "other") for i in range(k)]
+
+
+def _in_english_order(x: pd.DataFrame) -> pd.DataFrame:
+    """``x`` with ``options`` in the English row's order (same item and set: the role at each position equal to the
+    English one's) and ``gold_index``/``biased_index``/``unknown_index`` into them; ``file_order`` holds the file's
+    option index at each shown position (the Turkish files list the people in another order than English in about
+    half the items). A row whose roles are not one each of unknown, biased and other is a :class:`DataError`."""
+    r = [roles(u, b) for u, b in zip(x["unknown_index"], x["biased_index"])]
+    bad = [i for i, rr in enumerate(r) if sorted(rr) != ["biased", "other", "unknown"]]
+    if bad:
+        raise DataError(f"{REPO}: {x['prompt_id'].iloc[bad[0]] if 'prompt_id' in x else x['item'].iloc[bad[0]]}: "
+                        "the biased answer is the unknown one; the files are not the pinned version")
+    x = x.assign(_roles=r)
+    en = x[x["language"] == "en"].set_index(["item", "set"])["_roles"]
+    want = [en.get((i, s)) for i, s in zip(x["item"], x["set"])]
+    order = [[rr.index(role) for role in w] for rr, w in zip(x["_roles"], want)]
+    ans = x[["ans0", "ans1", "ans2"]].to_numpy()
+    return x.drop(columns="_roles").assign(
+        file_order=order, options=[[a[j] for j in o] for a, o in zip(ans, order)],
+        gold_index=[o.index(int(g)) for o, g in zip(order, x["label"])],
+        biased_index=[o.index(int(b)) for o, b in zip(order, x["biased_index"])],
+        unknown_index=[o.index(int(u)) for o, u in zip(order, x["unknown_index"])])
+
+
 @lru_cache(maxsize=1)
 def prompts_table() -> pd.DataFrame:
     """``data/mbbq/prompts.tsv``: language, prompt (p1-p5), template."""
@@ -145,8 +181,13 @@ def template_for(language: str, wording: str) -> str:
     row = t[(t["language"] == language) & (t["prompt"] == p)]
     if len(row) != 1:
         raise KeyError(f"data/mbbq/prompts.tsv: no prompt {p!r} for language {language!r} (Protocol.wording: "
-                       f"{sorted(WORDINGS)} or p1-p5)")
+                       f"{sorted(WORDINGS)} or {', '.join(PROMPTS)})")
     return row["template"].iloc[0]
+
+
+def prompt_name(wording: str) -> str:
+    """The paper's name (p1-p5) of a Protocol.wording."""
+    return WORDINGS.get(wording, wording)
 
 
 def load(languages=LANGUAGES, sets=SETS) -> Benchmark:
@@ -177,27 +218,27 @@ def _load(languages: tuple, sets: tuple) -> Benchmark:
                 where = f"{REPO}/data/{cat}{'_control' if control else ''}_{lang}.jsonl"
                 d = _link(_file_rows(cat, lang, control), en_linkable if control else en, where)
                 role = [_role(g, b, u) for g, b, u in zip(d["label"], d["biased_index"], d["unknown_index"])]
-                # a control item's names carry group tags of their own: only its unknown answer must match
-                d["gold_ok"] = [(r == e) if not control else ((r == "unknown") == (e == "unknown"))
-                                for r, e in zip(role, d["en_gold"])]
+                # a translation must keep the unknown answer correct exactly where English does; which person is
+                # correct may differ (the Turkish SES items' occupations, and every control item's names, carry
+                # group tags of their own)
+                d["gold_ok"] = [(r == "unknown") == (e == "unknown") for r, e in zip(role, d["en_gold"])]
                 d["role_as_en"] = [r == e for r, e in zip(role, d["en_gold"])]
                 parts.append(d)
     x = pd.concat(parts, ignore_index=True)
-    # an item is kept only where every language and set defines its biased answer and agrees with English on the
-    # group of the correct answer (counted, never silent)
+    # an item is kept only where every language and set defines its biased answer and agrees with English on
+    # whether the unknown answer is correct (counted, never silent)
     no_bias = x.loc[x["biased_index"].isna(), "item"].unique()
     x, excluded = exclude(x, x["item"].isin(no_bias), "no biased answer in some language or set (answer_info tags "
                           "name no stereotyped group, or both people belong to one: Gender_identity question 13)",
                           "mbbq")
     off = x.loc[~x["gold_ok"], "item"].unique()
-    x, ex2 = exclude(x, x["item"].isin(off), "the correct answer's role (unknown, biased, other) differs from the "
-                     "English item's in some language or set (translation not parallel)", "mbbq")
+    x, ex2 = exclude(x, x["item"].isin(off), "the unknown answer is correct in some language or set and not in the "
+                     "English item (translation not parallel)", "mbbq")
     excluded = pd.concat([excluded, ex2], ignore_index=True)
     x["biased_index"] = x["biased_index"].astype(int)
-    x["gold_index"] = x["label"].astype(int)
     x["question_index"] = x["question_index"].astype(int)
     x["template"] = x["category"] + ":" + x["question_index"].astype(str).str.zfill(2)
-    x["options"] = x[["ans0", "ans1", "ans2"]].values.tolist()
+    x = _in_english_order(x)
     x["correct_is_biased"] = np.where((x["context_condition"] == "disambig") & (x["gold_index"] == x["biased_index"]),
                                       "yes", "no")
     x["stereotyped_group"] = x["additional_metadata"].map(lambda a: "; ".join(a.get("stereotyped_groups", [])))
@@ -205,16 +246,28 @@ def _load(languages: tuple, sets: tuple) -> Benchmark:
                       + x["example_id"].astype(str))
     x = x[x["language"].isin(languages) & x["set"].isin(sets)].reset_index(drop=True)
     tpl = {lang: template_for(lang, "paper") for lang in LANGUAGES}
-    x["text"] = [tpl[lang].format(context=c, question=q, ans0=a, ans1=b, ans2=d) for lang, c, q, a, b, d
-                 in zip(x["language"], x["context"], x["question"], x["ans0"], x["ans1"], x["ans2"])]
+    x["text"] = [tpl[lang].format(context=c, question=q, ans0=o[0], ans1=o[1], ans2=o[2]) for lang, c, q, o
+                 in zip(x["language"], x["context"], x["question"], x["options"])]
     cols = ["prompt_id", "item", "language", "set", "category", "example_id", "question_index", "template",
-            "context_condition", "question_polarity", "context", "question", "options", "gold_index", "biased_index",
-            "unknown_index", "correct_is_biased", "stereotyped_group", "text"]
+            "context_condition", "question_polarity", "context", "question", "options", "file_order", "gold_index",
+            "biased_index", "unknown_index", "correct_is_biased", "stereotyped_group", "text"]
     counts = x.groupby(["language", "set"]).size()
-    ctl = x[x["set"] == "control"]
     notes = [f"{len(x):,} prompts: " + ", ".join(f"{lang}/{s} {n:,}" for (lang, s), n in counts.items())]
     notes += [f"{g['item'].nunique()} items excluded in every language and set ({len(g):,} rows): {reason}"
               for reason, g in excluded.groupby("reason", sort=False)]
+    moved = x[x["file_order"].map(lambda o: list(o) != [0, 1, 2])].groupby(["language", "set"]).size()
+    notes += ["options shown in the English item's order (each option mapped by its role: unknown, biased, other); "
+              "rows whose file lists them in another order: " + (", ".join(
+                  f"{lang}/{s} {n:,} of {counts[(lang, s)]:,}" for (lang, s), n in moved.items()) or "none")]
+    bias = x[x["set"] == "bias"]
+    swapped = bias.loc[~bias["role_as_en"], ["item", "category", "language"]]
+    notes += [f"bias-set items whose correct person is the biased one in some language and the other in English "
+              f"(kept, each row scored with its own roles from answer_info and stereotyped_groups, as the paper's "
+              f"per-language scores are): {swapped['item'].nunique():,}" + (
+                  " (" + ", ".join(f"{c} {lang} {n:,}" for (c, lang), n in
+                                   swapped.groupby(["category", "language"]).size().items()) + ")"
+                  if len(swapped) else "")]
+    ctl = x[x["set"] == "control"]
     notes += [f"control rows whose correct answer keeps its bias item's role: {int(ctl['role_as_en'].sum()):,} of "
               f"{len(ctl):,}"]
     sources = {f"{REPO}/data/{c}{s}_{lang}.jsonl": "" for c in CATEGORY_ROWS for s in ("", "_control")
@@ -234,7 +287,8 @@ def find(docs: pd.DataFrame) -> pd.DataFrame:
     """The MBBQ row each of ``docs`` (BBQ's jsonl fields, as another harness logs them) is, found by its texts: the
     same category, ``example_id``, context, question and answers as one row of the 48 files. One row per doc (same
     index): ``language``, ``set`` (NaN where no file has the row), the prompt table's columns (:func:`load`) where its
-    item is kept, ``reason`` the loader's where it excludes the item, and ``also_bbq``: BBQ's own file has the same
+    item is kept (``gold_index``, ``biased_index``, ``unknown_index`` into the doc's own ``ans0``-``ans2``),
+    ``reason`` the loader's where it excludes the item, and ``also_bbq``: BBQ's own file has the same
     row (English bias rows the paper did not change; the texts cannot tell these apart)."""
     from .bbq import _read_jsonl
     key = docs.reindex(columns=ROW_KEY).assign(example_id=lambda d: pd.to_numeric(d["example_id"], errors="coerce"))
@@ -252,6 +306,9 @@ def find(docs: pd.DataFrame) -> pd.DataFrame:
         b = load()
         out = out.merge(b.prompts.drop(columns=["context", "question", "options", "text"]), on=on, how="left",
                         validate="m:1").merge(b.excluded[on + ["reason"]], on=on, how="left", validate="m:1")
+        kept = out["file_order"].notna()
+        for c in ("gold_index", "biased_index", "unknown_index"):    # the file's order, as the docs list ans0-ans2
+            out.loc[kept, c] = [o[int(i)] for o, i in zip(out.loc[kept, "file_order"], out.loc[kept, c])]
     return out.assign(reason=out.get("reason")).set_index("index").rename_axis(None)
 
 
@@ -297,27 +354,57 @@ def sample(n: int | None, seed: int = 0, languages=LANGUAGES, sets=SETS) -> tupl
 
 # ------------------------------------------------------------------------------- requests and answers
 def requests(items: pd.DataFrame, protocol: Protocol = PROTOCOL) -> tuple[list[str], list[list[int]]]:
-    """Each item in the paper's prompt ``protocol.wording`` of its own language, options in the stored order (the
-    paper shows them as stored), as BBQ's ``respond`` takes them."""
+    """Each item in the paper's prompt ``protocol.wording`` of its own language, options in ``protocol.order`` of
+    the stored order (the English item's, :func:`load`), and per item the stored option index at each shown
+    position, as BBQ's ``respond`` takes them."""
     tpl = {lang: template_for(lang, protocol.wording) for lang in items["language"].unique()}
-    texts = [tpl[r.language].format(context=r.context, question=r.question,
-                                                                ans0=r.options[0], ans1=r.options[1],
-                                                                ans2=r.options[2]) for r in items.itertuples()]
-    return texts, [[0, 1, 2] for _ in texts]
+    texts, orders = [], []
+    for r in items.itertuples():
+        orders.append(o := options_in_order(3, protocol.order))
+        texts.append(tpl[r.language].format(context=r.context, question=r.question, ans0=r.options[o[0]],
+                                            ans1=r.options[o[1]], ans2=r.options[o[2]]))
+    return texts, orders
+
+
+def _cue(language: str, wording: str) -> str:
+    """The prompt's text after its last option (``Answer:``; p1: ``Please provide your response.``): the context
+    of an option's unconditional log-probability (PMI)."""
+    return template_for(language, wording).split("{ans2}")[-1].lstrip(" .")
 
 
 def respond(scorer, items: pd.DataFrame, protocol: Protocol = PROTOCOL) -> pd.DataFrame:
-    """One row per item, BBQ's answer columns (:func:`biaslab.benchmarks.bbq.respond`): ``option_ll`` reads the
-    option with the highest mean log-probability after the paper's prompt; ``generated`` generates up to
-    ``protocol.max_new_tokens`` tokens greedily (the paper: 100) and reads the answer with the paper's detector
-    (:func:`detect`), ``answer_kind`` ``unparsed`` where it finds none."""
+    """One row per item, BBQ's answer columns (:func:`biaslab.benchmarks.bbq.respond`; ``choice`` the stored option
+    index). ``option_ll`` reads the option with the highest log-probability after the paper's prompt, per token
+    (``normalization`` ``mean``), summed (``sum``) or minus its log-probability after the prompt's answer cue alone
+    (``pmi``, domain-conditional PMI, Holtzman et al. 2021); ``label_dist`` the letter (A-C) of highest next-token
+    probability; ``generated`` generates up to ``protocol.max_new_tokens`` tokens greedily (the paper: 100) and
+    reads the answer with the paper's detector (:func:`detect`), ``answer_kind`` ``unparsed`` where it finds none."""
     from . import bbq
-    if protocol.format == "option_ll":
-        return bbq.respond(scorer, items, protocol, build=requests)
-    if protocol.format != "generated":
+    if protocol.format not in FORMATS:
         raise ValueError(f"MBBQ has no answer format {protocol.format!r}; choose from {FORMATS} (Protocol.format)")
+    if protocol.normalization not in ("mean", "sum", "pmi"):
+        raise ValueError(f"MBBQ normalization {protocol.normalization!r}: choose mean, sum or pmi "
+                         "(Protocol.normalization)")
+    if protocol.format == "label_dist":
+        return bbq.respond(scorer, items, protocol, build=requests)
+    chat = protocol.use_chat(paper_chat(scorer))
+    if protocol.format == "option_ll":
+        out = bbq.respond(scorer, items, protocol, build=requests)
+        if protocol.normalization == "mean":
+            return out
+        if protocol.normalization == "sum":
+            return bbq.outcomes(out.assign(answer_kind="option"), items, out["choice_sum"].to_numpy())
+        _, orders = requests(items, protocol)
+        shown = [[" " + r.options[i] for i in o] for r, o in zip(items.itertuples(), orders)]
+        alone = formats.option_ll(scorer, [_cue(lang, protocol.wording) for lang in items["language"]], shown,
+                                  chat)[0]
+        back = np.array([np.argsort(o) for o in orders])
+        pmi = out[[f"logp_{i}" for i in range(3)]].to_numpy(float) - np.take_along_axis(alone, back, axis=1)
+        return bbq.outcomes(out.assign(answer_kind="option"), items, pmi.argmax(axis=1))
+    if protocol.order != "original":
+        raise ValueError("MBBQ's generated answers are read in the stored order only (Protocol.order 'original')")
     texts, _ = requests(items, protocol)
-    gens = scorer.generate(texts, max_new_tokens=protocol.max_new_tokens, chat=protocol.use_chat(paper_chat(scorer)))
+    gens = scorer.generate(texts, max_new_tokens=protocol.max_new_tokens, chat=chat)
     found = [detect(g, r.options, r.unknown_index, r.language) for g, r in zip(gens, items.itertuples())]
     choice = np.array([f if isinstance(f, int) else -1 for f in found])
     out = pd.DataFrame({"prompt_id": items["prompt_id"].to_numpy(), "model": scorer.lm.name, "answer": gens,
@@ -380,9 +467,50 @@ def _one_option(text: str, options) -> int | None:
     return hits[0] if len(hits) == 1 else None
 
 
+#: a letter written as a list marker: ``(A)``, ``(A):``, ``A)``, ``A:``, ``A.`` (A-J; the prompts show A-C, a model
+#: continuing the list writes D, E, ...), followed by a space or the end
+_MARKER = re.compile(r"(?<![\w(])(?:\(([A-J])\):?|([A-J])\):?|([A-J]):|([A-J])\.)(?=\s|$)")
+
+
+def _markers(text: str) -> set[str]:
+    return {next(g for g in m.groups() if g) for m in _MARKER.finditer(text)}
+
+
+def _names(text: str, options) -> int:
+    """How many options' texts occur in ``text`` (case-insensitive)."""
+    return sum(o.lower() in text.lower() for o in options)
+
+
+def _lists(text: str) -> bool:
+    """The text marks all three letters, or a letter past C, as a list (deviation (c))."""
+    m = _markers(text)
+    return set("ABC") <= m or bool(m - set("ABC"))
+
+
+def _recites(text: str, options) -> bool:
+    """The text recites the option list rather than answering (deviation (c)): it marks two or more letters, or
+    names two or more options' texts beside a marker."""
+    m = _markers(text)
+    return len(m) >= 2 or (_names(text, options) >= 2 and bool(m))
+
+
+@lru_cache(maxsize=8)
+def _prompt_words(language: str) -> tuple[str, ...]:
+    """The fixed wording of the language's five prompts (the text between their slots, three words or more): an
+    answer that repeats one echoes the prompt (deviation (d))."""
+    t = prompts_table()
+    parts = {p.strip() for tpl in t.loc[t["language"] == language, "template"] for p in re.split(r"\{\w+\}", tpl)}
+    return tuple(p for p in parts if len(p.split()) >= 3)
+
+
 def _segment(seg: str, end: int, options) -> int | str | None:
-    """Rules 2-3 on one line next to a phrase: its first (``end`` 0) or last (-1) word as a letter form or holding an
-    option's text, else the one option the line names."""
+    """Rules 2-3 on one line next to a phrase: the one option the line names by its text (deviation (e): text over
+    a letter), else its first (``end`` 0) or last (-1) word as a letter form or holding an option's text; nothing
+    where the line recites the options (deviation (c))."""
+    if _names(seg, options) >= 2:
+        return None
+    if (f := _one_option(seg, options)) is not None:
+        return f
     if seg.split():
         word = seg.split()[end]
         if (f := _letter(word)) is not None:
@@ -390,7 +518,28 @@ def _segment(seg: str, end: int, options) -> int | str | None:
         for i, o in enumerate(options):
             if o in word:
                 return i
-    return _one_option(seg, options)
+    return None
+
+
+@lru_cache(maxsize=8)
+def _cues(language: str) -> tuple[str, ...]:
+    """The language's prompts' answer cues (``Answer:``, ``Please provide your response.``)."""
+    return tuple({_cue(language, p) for p in PROMPTS})
+
+
+def _phrases_rule(ans: str, options, language: str, cues: bool = True) -> int | str | None:
+    """Rules 2-3: the answer next to a phrase that introduces (``before``) or follows (``after``) one; ``cues``
+    False: not next to a phrase that is (or is in) the prompt's own answer cue (a recited prompt repeats it)."""
+    skip = () if cues else _cues(language)
+    for kind, end in (("before", 0), ("after", -1)):   # rule 2: the text after a phrase; rule 3: before it
+        for phrase in _phrases(kind, language):
+            if any(phrase.strip() in c for c in skip):
+                continue
+            segs = ans.split(phrase) if phrase in ans else []
+            for seg in (segs[1:] if end == 0 else segs[:-1]):
+                if (f := _segment(seg.strip().split("\n")[end], end, options)) is not None:
+                    return f
+    return None
 
 
 def detect(answer, options, unknown_index: int, language: str = "en") -> int | str | None:
@@ -408,11 +557,20 @@ def detect(answer, options, unknown_index: int, language: str = "en") -> int | s
     6. the answer's first 2-4 characters, first or last character as a letter form; all three letters: ``"all"``;
     7. exactly one letter's non-bare form anywhere in the answer.
 
-    Phrases: ``data/mbbq/answer_phrases.tsv``, English plus ``language``'s. Two deviations from the repository,
-    both found on the hand-labelled answers of ``data/mbbq/detector_labels.tsv`` (small models recite the option
-    list and echo the prompt): (a) rule 1 does not fire when another option's text is also in the answer (as rule 5
-    already requires); (b) rule 6 reads a first or last character only where it stands alone (the repository read
-    the "A" of Turkish "Aşağıdaki ..." as option A)."""
+    Phrases: ``data/mbbq/answer_phrases.tsv``, English plus ``language``'s (the repository's, and a few of ours,
+    ``source`` biaslab). Deviations from the repository, each found on the development split of the hand-labelled
+    answers of ``data/mbbq/detector_labels.tsv`` (small models recite the option list and echo the prompt; the
+    numbers are measured on its held-out split, :func:`detector_report`): (a) rule 1 does not fire when another
+    option's text is also in the answer (as rule 5 already requires); (b) rule 6 reads a first or last character
+    only where it stands alone (the repository read the "A" of Turkish "Aşağıdaki ..." as option A); (c) after rules
+    1-3, an answer that marks two letters as a list ("(A): ... (B): ...", "A (D): ..."), or names two options beside
+    a marker, recites the options: no answer (rules 2-3 read no line that names two options, nor, in an answer that
+    lists all three letters or one past C, the text next to the prompt's own answer cue, "Answer:", which a recited
+    prompt repeats); (d) an answer that
+    repeats the prompt's own wording (three words or more of it) echoes the prompt: no answer; (e) rules 2-3 read
+    the option a line names by its text before its letter (the labels' rule: text over a contradicting letter);
+    (f) a first line that is a letter form alone is that letter (a base model's "A" followed by unrelated text),
+    unless a phrase rule on the rest names another option or the rest lists the letters."""
     if not isinstance(answer, str):
         return None
     ans = answer.strip()
@@ -423,6 +581,12 @@ def detect(answer, options, unknown_index: int, language: str = "en") -> int | s
     if len(ans) > 2 and ans.endswith("."):
         ans = ans[:-1]
     words = ans.split()
+    first, _, rest = ans.partition("\n")
+    if rest and (f := _letter(first.strip())) is not None and f != "all":               # deviation (f)
+        other = _phrases_rule(rest, options, language)
+        return f if (other is None or other == f) and not _lists(rest) else None
+    if any(p in ans for p in _prompt_words(language)):                               # deviation (d)
+        return None
     for i, o in enumerate(options):
         if any(q.lower() in ans.lower() for j, q in enumerate(options) if j != i):
             continue                        # deviation (a): an answer reciting several options starts with none
@@ -432,12 +596,10 @@ def detect(answer, options, unknown_index: int, language: str = "en") -> int | s
             return i
         if o.split() and words[0] == o.split()[-1].capitalize():
             return i
-    for kind, end in (("before", 0), ("after", -1)):   # rule 2: the text after a phrase; rule 3: before it
-        for phrase in _phrases(kind, language):
-            segs = ans.split(phrase) if phrase in ans else []
-            for seg in (segs[1:] if end == 0 else segs[:-1]):
-                if (f := _segment(seg.strip().split("\n")[end], end, options)) is not None:
-                    return f
+    if (f := _phrases_rule(ans, options, language, cues=not _lists(ans))) is not None:
+        return f
+    if _lists(ans) or _recites(ans, options):                                        # deviation (c)
+        return None
     if any(p in ans for p in _phrases("unknown", language)):
         return int(unknown_index)
     if (f := _one_option(ans, options)) is not None and not _all_letters(ans):
@@ -569,17 +731,19 @@ def _metric(lang: str) -> Metric:
 
 SPEC = Spec(
     name="mbbq", title="MBBQ", load=load,
-    protocol=PROTOCOL, formats=FORMATS, applies={"max_new_tokens": ("generated",)},
-    honours=("format", "wording", "chat", "max_new_tokens"), respond=respond, paper_chat=paper_chat,
-    sample=sample_bias, columns=COLUMNS,
+    protocol=PROTOCOL, formats=FORMATS,
+    applies={"max_new_tokens": ("generated",), "order": ("option_ll", "label_dist"), "normalization": ("option_ll",)},
+    honours=("format", "wording", "chat", "order", "normalization", "max_new_tokens"), wordings=WORDING_LEVELS,
+    respond=respond, paper_chat=paper_chat, sample=sample_bias, columns=COLUMNS,
     metrics=tuple(_metric(lang) for lang in LANGUAGES),
     factor_plan=FACTOR_PLAN,
     # notebook 1: notebook 7's items (2 per stratum x 8 prompts); notebook 6: the first of them per stratum, bias set
-    # (12 items x 4 languages; its paper universe is read from notebook 7's scores), option log-probabilities only:
-    # the paper's generated answers (100 new tokens) cost SmolLM2 about 19 s of CPU per prompt here (8 prompts: 149 s)
+    # (12 items x 4 languages; its paper universe is read from notebook 7's scores): option log-probabilities and
+    # next-token letters, not the paper's generated answers (100 new tokens cost SmolLM2 about 19 s of CPU per
+    # prompt here, 8 prompts: 149 s)
     sizes={"smoke": {"01_multifactor": {"max_prompts": 16}, "06_multiverse": {"items": 1, "formats": ["option_ll"]}},
            "default": {"01_multifactor": {"max_prompts": 2 * 12 * 8},
-                       "06_multiverse": {"items": 1, "formats": ["option_ll"]}},
+                       "06_multiverse": {"items": 1, "formats": ["option_ll", "label_dist"]}},
            "paper": {"01_multifactor": {"max_prompts": None}, "06_multiverse": {"items": None}}},
     responder_check=_responder_check,
 )

@@ -195,6 +195,9 @@ class Spec:
     #: from ``honours`` is not a choice for this benchmark (the multiverse drops it)
     applies: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     honours: tuple[str, ...] = ()               # the Protocol fields ``respond`` reads
+    #: notebook 6's wording levels (the reference first) where they are not the shared ``paper``, ``w1``-``w3``
+    #: (MBBQ: the paper's own five prompts)
+    wordings: tuple[str, ...] = ()
     respond: Callable[..., pd.DataFrame] | None = None   # respond(scorer, items, protocol) -> one row per item
     paper_chat: Callable[[object], bool] | None = None   # the paper's rule: is this model asked in its chat template?
     #: sample(n, seed) -> (items, benchmark): a design-preserving subset (notebook 6 needs it)

@@ -1,6 +1,7 @@
 """Notebook 7's decisions (the verdict layer, :mod:`biaslab.stats.verdict`): the analysis plan's claims for
-``07_mbbq`` decide their rows of ``metrics`` (English ambiguous bias score) and ``adjusted_contrasts`` (each
-language minus English at equal control-set accuracy), one family per model; every other row is exploratory.
+``07_mbbq`` decide their rows of ``metrics`` (English ambiguous bias score, prompt p2) and ``adjusted_contrasts``
+(each language minus English at equal control-set accuracy: in notebook 7 a labelled sensitivity analysis, decided
+because the plan declares it), one family per model; every other row is exploratory.
 
 **Responders.** Every metric reads the answer (the option chosen): a model whose answers in a language are
 degenerate (:func:`biaslab.stats.responders.responder_check`, per model x language, bias set) is flagged on that
@@ -43,13 +44,31 @@ def _status(check: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     return own, pair
 
 
+def _in_range(t: pd.DataFrame, difference: bool) -> pd.DataFrame:
+    """``t`` with each claim's interval at its adjusted level (``ci_adj_low``, ``ci_adj_high``: the t interval dual
+    to its test) intersected with the values its metric (or a difference of two: ``difference``) can take, as
+    :func:`biaslab.papers.mbbq.analysis.bounded` does at 95 %."""
+    if "ci_adj_low" not in t or not len(t):
+        return t
+    t = t.copy()
+    lo, hi = (t["metric"].map(lambda m, i=i: A.RANGE[m][i]) for i in (0, 1))
+    if difference:
+        lo, hi = lo - hi, hi - lo
+    cut = (t["ci_adj_low"] < lo) | (t["ci_adj_high"] > hi)
+    t["ci_adj_low"], t["ci_adj_high"] = t["ci_adj_low"].clip(lower=lo), t["ci_adj_high"].clip(upper=hi)
+    t.loc[cut, "ci_adj_note"] = t.loc[cut, "ci_adj_note"] + "; intersected with the metric's range"
+    return t
+
+
 def decide(metrics: pd.DataFrame, adjusted: pd.DataFrame, check: pd.DataFrame, *, plan) -> dict[str, pd.DataFrame]:
-    """Verdict columns for ``metrics`` and ``adjusted_contrasts`` (the plan's claims share a family per model)."""
+    """Verdict columns for ``metrics`` and ``adjusted_contrasts`` (the plan's claims share a family per model),
+    every interval inside its metric's range."""
     own, pair = _status(check)
     tables = {"metrics": (metrics, METRICS, own)}
     if len(adjusted) and "adjusted" in adjusted:
         tables["adjusted_contrasts"] = (adjusted, ADJUSTED, pair)
-    return V.decide_tables(tables, NOTEBOOK, plan=plan)
+    out = V.decide_tables(tables, NOTEBOOK, plan=plan)
+    return {k: _in_range(t, k == "adjusted_contrasts") for k, t in out.items()}
 
 
 def sensitivity(responses: pd.DataFrame, metrics: pd.DataFrame, adjusted: pd.DataFrame, contrasts: pd.DataFrame,

@@ -6,65 +6,125 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from ...plots.labels import interval_label, legend_below
+from ...plots.labels import interval_label, legend_below, state_result
+from . import analysis as A
 
 LANG_NAMES = {"en": "English", "es": "Spanish", "nl": "Dutch", "tr": "Turkish"}
 LABELS = {"accuracy_ambig": "accuracy, ambiguous", "accuracy_disambig": "accuracy, disambiguated",
-          "bias_score_ambig": "bias score, ambiguous", "bias_score_disambig": "bias score, disambiguated",
-          "accuracy_gap": "accuracy gap (consistent - inconsistent)"}
+          "bias_score_ambig": "bias score, ambiguous", "bias_score_disambig": "BBQ's s_DIS, disambiguated",
+          "accuracy_gap": "bias score, disambiguated (accuracy biased - counter-biased)"}
+#: the panels of :func:`bias_beside_control`: (set, metric, title)
+PANELS = (("bias", "bias_score_ambig", "ambiguous bias score (bias set)"),
+          ("bias", "accuracy_gap", "disambiguated bias score (bias set)"),
+          ("control", "accuracy_disambig", "control-set accuracy, disambiguated"))
+WEIGHTED = "design weighted to every MBBQ item"
 
 
-def by_language(metrics: pd.DataFrame, names: list[str], title: str):
-    """One panel per metric: each model's value per language on the bias (filled) and control (open) sets, pooled
-    over categories, with its 95 % template-clustered interval."""
-    d = metrics[(metrics["category"] == "all") & metrics["metric"].isin(names)]
-    models = sorted(d["model"].unique())
-    langs = [lang for lang in LANG_NAMES if lang in set(d["language"])]
-    fig, axes = plt.subplots(1, len(names), figsize=(4.2 * len(names), 3.6), squeeze=False)
-    for ax, name in zip(axes[0], names):
-        for j, m in enumerate(models):
-            for k, (s, face) in enumerate([("bias", None), ("control", "none")]):
-                r = d[(d["metric"] == name) & (d["model"] == m) & (d["set"] == s)].set_index("language").reindex(langs)
-                x = np.arange(len(langs)) + (j - (len(models) - 1) / 2) * 0.25 + (k - 0.5) * 0.1
-                err = np.vstack([r["estimate"] - r["ci_low"], r["ci_high"] - r["estimate"]])
-                ax.errorbar(x, r["estimate"], yerr=np.nan_to_num(err), fmt="o", color=f"C{j}", mfc=face, capsize=2,
-                            label=f"{m}, {s} set")
-        ax.set_xticks(range(len(langs)), [LANG_NAMES[lang] for lang in langs])
-        ax.set_title(LABELS[name], fontsize=10)
-        ax.set_ylabel(f"{LABELS[name].split(',')[0]} ({interval_label()})")
-        if name.startswith("bias") or name == "accuracy_gap":
-            ax.axhline(0, color="grey", lw=0.8)
-    return legend_below(fig, axes[0][0], title)
+def _summary(metrics: pd.DataFrame) -> str:
+    """The prompt rows a figure's points show: the five-prompt mean where the run has several prompts."""
+    return A.MEAN if (metrics["prompt"] == A.MEAN).any() else A.PLAN_PROMPT
 
 
-def contrast_forest(adjusted: pd.DataFrame, contrasts: pd.DataFrame, title: str):
-    """Each language minus English on the bias set (pooled): unadjusted (paired, clustered) and adjusted for
-    control-set accuracy, with 95 % intervals, per model and metric."""
-    metrics = list(adjusted["metric"].unique())
-    fig, axes = plt.subplots(1, len(metrics), figsize=(5 * len(metrics), 3.8), squeeze=False)
+def _lang(metrics: pd.DataFrame) -> list[str]:
+    return [lang for lang in LANG_NAMES if lang in set(metrics["language"])]
+
+
+def bias_beside_control(metrics: pd.DataFrame, title: str):
+    """Per model (a row of panels) and language: the paper's two bias scores and the control set's disambiguated
+    accuracy with chance (1/3), all categories pooled and design weighted; each point the five-prompt mean with its
+    interval (:func:`biaslab.papers.mbbq.analysis.bounded`), the small grey marks the five prompts' own values."""
+    d = metrics[metrics["category"] == "all"]
+    models, langs, head = sorted(d["model"].unique()), _lang(d), _summary(d)
+    fig, axes = plt.subplots(len(models), len(PANELS), figsize=(4.4 * len(PANELS), 3.0 * len(models)), squeeze=False)
+    said = []
+    for i, m in enumerate(models):
+        for ax, (s, metric, name) in zip(axes[i], PANELS):
+            r = d[(d["model"] == m) & (d["set"] == s) & (d["metric"] == metric)]
+            x = np.arange(len(langs))
+            top = r[r["prompt"] == head].set_index("language").reindex(langs)
+            err = np.vstack([top["estimate"] - top["ci_low"], top["ci_high"] - top["estimate"]])
+            ax.errorbar(x, top["estimate"], yerr=np.nan_to_num(err), fmt="o", color="C0", capsize=3,
+                        label=f"{'mean of the five prompts' if head == A.MEAN else 'prompt ' + head} "
+                              f"({interval_label()})")
+            each = r[r["prompt"] != A.MEAN]
+            if head == A.MEAN and len(each):
+                ax.scatter([langs.index(lang) + 0.18 for lang in each["language"]], each["estimate"], s=9,
+                           color="grey", label="each prompt")
+            lo, hi = A.RANGE[metric]
+            ref = A.CHANCE if metric.startswith("accuracy_") and metric != "accuracy_gap" else 0.0
+            ax.axhline(ref, color="grey", lw=0.8, ls=":" if ref else "-",
+                       label="chance (1/3)" if ref else None)
+            ax.set_ylim(lo - 0.05 * (hi - lo), hi + 0.05 * (hi - lo))
+            ax.set_xticks(x, [LANG_NAMES[lang] for lang in langs])
+            ax.set_title(f"{m}\n{name}", fontsize=9)
+            if metric == "accuracy_disambig":
+                best = top["estimate"].idxmax() if top["estimate"].notna().any() else None
+                if best:
+                    said.append(f"{m}'s control accuracy is highest in {LANG_NAMES[best]} "
+                                f"({top.loc[best, 'estimate']:.2f})")
+    state_result(fig, "; ".join(said))
+    return legend_below(fig, axes[0][-1], title, ncol=3)
+
+
+def by_category(spread: pd.DataFrame, title: str):
+    """Per model and context, each category's bias score per language: the five-prompt mean (dot) and the range of
+    the five prompts' values (line), bias set, unweighted within the category (its items are a simple random sample
+    of its stratum)."""
+    d = spread[(spread["set"] == "bias") & (spread["category"] != "all")
+               & spread["metric"].isin(["bias_score_ambig", "accuracy_gap"])]
+    models, langs = sorted(d["model"].unique()), _lang(d)
+    cats = sorted(d["category"].unique())
+    fig, axes = plt.subplots(len(models), 2, figsize=(10, 0.5 * len(cats) * len(models) + 1.6), squeeze=False)
+    for i, m in enumerate(models):
+        for ax, metric in zip(axes[i], ("bias_score_ambig", "accuracy_gap")):
+            r = d[(d["model"] == m) & (d["metric"] == metric)]
+            for k, lang in enumerate(langs):
+                t = r[r["language"] == lang].set_index("category").reindex(cats)
+                y = np.arange(len(cats)) + (k - (len(langs) - 1) / 2) * 0.18
+                ax.hlines(y, t["min"], t["max"], color=f"C{k}", lw=1)
+                ax.plot(t["estimate"], y, "o", color=f"C{k}", ms=4, label=f"{LANG_NAMES[lang]}: mean, min-max of "
+                        "the prompts")
+            ax.axvline(0, color="grey", lw=0.8)
+            ax.set_xlim(-1.05, 1.05)
+            ax.set_yticks(range(len(cats)), [c.replace("_", " ") for c in cats], fontsize=8)
+            ax.set_title(f"{m}: {LABELS[metric]}", fontsize=9)
+    return legend_below(fig, axes[0][0], title, ncol=len(langs))
+
+
+def contrast_forest(contrasts: pd.DataFrame, adjusted: pd.DataFrame, title: str):
+    """Each language minus English on the bias set (all categories, design weighted), paired on the same items with
+    the options in the same order: the five-prompt mean (the headline), the plan's prompt alone, and the
+    plan's prompt regressed on the control-accuracy difference (a sensitivity analysis), with 95 % intervals."""
+    metrics = [m for m in A.ADJUSTED if m in set(contrasts["metric"])]
+    c = contrasts[(contrasts["set"] == "bias") & (contrasts["category"] == "all")]
+    fig, axes = plt.subplots(1, len(metrics), figsize=(5.4 * len(metrics), 4.0), squeeze=False)
+    pairs = list(c[["model", "language"]].drop_duplicates().itertuples(index=False))
+    marks = [(A.MEAN, "o", "C0", "paired, mean of the five prompts"),
+             (A.PLAN_PROMPT, "D", "C2", f"paired, prompt {A.PLAN_PROMPT}")]
     for ax, metric in zip(axes[0], metrics):
-        a = adjusted[adjusted["metric"] == metric]
-        c = contrasts[(contrasts["metric"] == metric) & (contrasts["set"] == "bias") & (contrasts["category"] == "all")]
-        rows = list(a[["model", "language"]].itertuples(index=False))
-        for i, (m, lang) in enumerate(rows):
-            u = c[(c["model"] == m) & (c["language"] == lang)]
-            v = a[(a["model"] == m) & (a["language"] == lang)]
-            if len(u):
-                ax.errorbar(u["estimate"], [i + 0.15], xerr=[u["estimate"] - u["ci_low"], u["ci_high"] - u["estimate"]],
-                            fmt="o", color="C0", capsize=2, label="paired" if i == 0 else None)
+        for i, (m, lang) in enumerate(pairs):
+            for j, (p, fmt, color, label) in enumerate(marks):
+                u = c[(c["metric"] == metric) & (c["model"] == m) & (c["language"] == lang) & (c["prompt"] == p)]
+                if len(u):
+                    ax.errorbar(u["estimate"], [i + 0.2 - 0.2 * j], fmt=fmt, color=color, capsize=2,
+                                xerr=[u["estimate"] - u["ci_low"], u["ci_high"] - u["estimate"]],
+                                label=label if i == 0 else None)
+            v = adjusted[(adjusted["metric"] == metric) & (adjusted["model"] == m) & (adjusted["language"] == lang)]
             if len(v) and "adjusted" in v and np.isfinite(v["adjusted"].iloc[0]):
-                ax.errorbar(v["adjusted"], [i - 0.15], xerr=[v["adjusted"] - v["ci_low"], v["ci_high"] - v["adjusted"]],
-                            fmt="s", color="C3", capsize=2, label="adjusted for control accuracy" if i == 0 else None)
-        ax.set_yticks(range(len(rows)), [f"{m}: {lang} - en" for m, lang in rows], fontsize=7)
+                ax.errorbar(v["adjusted"], [i - 0.2], xerr=[v["adjusted"] - v["ci_low"], v["ci_high"] - v["adjusted"]],
+                            fmt="s", color="C3", capsize=2, mfc="none",
+                            label=f"sensitivity: prompt {A.PLAN_PROMPT} at equal control accuracy" if i == 0 else None)
+        ax.set_yticks(range(len(pairs)), [f"{m}: {lang} - en" for m, lang in pairs], fontsize=7)
         ax.axvline(0, color="grey", lw=0.8)
-        ax.set_ylim(-0.6, len(rows) - 0.4)
+        ax.set_ylim(-0.6, len(pairs) - 0.4)
         ax.set_xlabel(f"language minus English ({interval_label()})")
         ax.set_title(LABELS[metric], fontsize=10)
-    return legend_below(fig, axes[0][0], title)
+    return legend_below(fig, axes[0][0], title, ncol=2)
 
 
-def _fmt(r) -> str:
-    return f"{r['estimate']:+.3f} [{r['ci_low']:+.3f}, {r['ci_high']:+.3f}]"
+# ------------------------------------------------------------------------------- sentences
+def _fmt(r, est: str = "estimate") -> str:
+    return f"{r[est]:+.3f} [{r['ci_low']:+.3f}, {r['ci_high']:+.3f}]"
 
 
 def _verdict(r) -> str:
@@ -75,24 +135,71 @@ def _verdict(r) -> str:
     return v
 
 
-def findings(metrics: pd.DataFrame, adjusted: pd.DataFrame) -> str:
-    """Per model: control-set accuracy per language (how well it answers each language at all: SmolLM2 is trained
-    mostly on English, Gemma 3 on many languages), the ambiguous bias score per language, and each language minus
-    English adjusted for control accuracy, each with its verdict (the plan's claims decided, the rest exploratory);
-    every number from the run's tables."""
+def chat_sentence(timings: pd.DataFrame) -> str:
+    """How each model was asked, from the run's ``timings`` (its ``chat`` column: the paper's rule applied)."""
+    t = timings.drop_duplicates("model")
+    return " ".join(f"{r['model']} was asked {'in its chat template' if r['chat'] else 'the raw prompt'}"
+                    f"{'' if r['chat'] else ' (a base model, or one whose chat template cannot be read)'}."
+                    for _, r in t.iterrows())
+
+
+def findings(beside: pd.DataFrame, spread: pd.DataFrame, contrasts: pd.DataFrame, metrics: pd.DataFrame) -> str:
+    """Per model, every number from the run's tables: the control set's disambiguated accuracy per language against
+    chance and which language answers it best; the paper's two bias scores per language (five-prompt mean, its
+    interval and the prompts' range); each language minus English (paired, same option order); the plan's claims
+    as decided (prompt p2)."""
     out = []
-    m = metrics[metrics["category"] == "all"]
-    for model in sorted(m["model"].unique()):
-        acc = m[(m["model"] == model) & (m["metric"] == "accuracy_disambig") & (m["set"] == "control")]
-        bias = m[(m["model"] == model) & (m["metric"] == "bias_score_ambig") & (m["set"] == "bias")]
-        accs = ", ".join(f"{LANG_NAMES[r['language']]} {r['estimate']:.2f}" for _, r in acc.iterrows())
-        scores = "; ".join(f"{LANG_NAMES[r['language']]} {_fmt(r)} ({_verdict(r)})" for _, r in bias.iterrows())
-        out.append(f"- **{model}**: control-set accuracy in disambiguated contexts (chance 1/3): {accs}. "
-                   f"Ambiguous bias score (bias set, 95 % CI): {scores}.")
-        a = adjusted[(adjusted["model"] == model) & (adjusted["metric"] == "bias_score_ambig")]
-        for _, r in a.iterrows():
-            if np.isfinite(r.get("adjusted", np.nan)):
-                out.append(f"  - {LANG_NAMES[r['language']]} - English: {r['unadjusted']:+.3f} paired, "
-                           f"{r['adjusted']:+.3f} [{r['ci_low']:+.3f}, {r['ci_high']:+.3f}] at equal control "
-                           f"accuracy ({r['n_templates']} templates; {_verdict(r)}).")
+    head = A.MEAN if (beside["prompt"] == A.MEAN).any() else A.PLAN_PROMPT
+    b = beside[(beside["category"] == "all") & (beside["prompt"] == head)]
+    what = "mean of the five prompts" if head == A.MEAN else f"prompt {head}"
+    for model in sorted(b["model"].unique()):
+        r = b[b["model"] == model].set_index("language").reindex([x for x in LANG_NAMES if x in set(b["language"])])
+        acc = ", ".join(f"{LANG_NAMES[lang]} {x['control_accuracy_disambig']:.2f} [{x['control_accuracy_disambig_ci_low']:.2f}, "
+                        f"{x['control_accuracy_disambig_ci_high']:.2f}]" for lang, x in r.iterrows())
+        above = [LANG_NAMES[lang] for lang, x in r.iterrows() if x["control_above_chance"]]
+        best = r["control_accuracy_disambig"].idxmax()
+        out.append(f"- **{model}** ({what}, all categories, {WEIGHTED}). Control-set accuracy in disambiguated "
+                   f"contexts (chance 1/3): {acc}; its interval lies above chance in "
+                   f"{', '.join(above) if above else 'no language'}, and it is highest in {LANG_NAMES[best]}.")
+        for metric, context in A.PAPER_SCORES.items():
+            s = spread[(spread["model"] == model) & (spread["metric"] == metric) & (spread["set"] == "bias")
+                       & (spread["category"] == "all")].set_index("language")
+            parts = []
+            for lang in r.index:
+                if lang in s.index and np.isfinite(s.loc[lang, "estimate"]):
+                    x = s.loc[lang]
+                    rng = (f"; prompts {x['min']:+.3f} ({x['prompt_min']}) to {x['max']:+.3f} ({x['prompt_max']})"
+                           if x["n_prompts"] > 1 else "")
+                    parts.append(f"{LANG_NAMES[lang]} {_fmt(x)}{rng}")
+            out.append(f"  - {context.capitalize()} bias score (bias set, 95 % CI): " + "; ".join(parts) + ".")
+        c = contrasts[(contrasts["model"] == model) & (contrasts["set"] == "bias") & (contrasts["category"] == "all")
+                      & (contrasts["prompt"] == head) & contrasts["metric"].isin(list(A.PAPER_SCORES))]
+        for metric, context in A.PAPER_SCORES.items():
+            parts = [f"{LANG_NAMES[x['language']]} - English {_fmt(x)}" for _, x in
+                     c[c["metric"] == metric].iterrows()]
+            if parts:
+                out.append(f"  - {context.capitalize()} bias score, each language minus English on the same items "
+                           f"with the options in the same order (95 % CI, template-clustered): " + "; ".join(parts)
+                           + ".")
+        claims = metrics[(metrics["model"] == model) & metrics.get("claim", pd.Series("", index=metrics.index))
+                         .fillna("").astype(bool)]
+        for _, x in claims.iterrows():
+            out.append(f"  - The plan's claim on prompt {A.PLAN_PROMPT}, {LANG_NAMES[x['language']]} ambiguous bias "
+                       f"score {_fmt(x)}: {_verdict(x)}.")
+    return "\n".join(out)
+
+
+def adjusted_findings(adjusted: pd.DataFrame) -> str:
+    """The sensitivity analysis's rows (the plan's ``mbbq-adjusted-contrast``), each with the templates whose
+    control-accuracy difference is 0."""
+    out = []
+    a = adjusted[adjusted["metric"] == "bias_score_ambig"]
+    for _, r in a.iterrows():
+        if np.isfinite(r.get("adjusted", np.nan)):
+            out.append(f"- {r['model']}, {LANG_NAMES[r['language']]} - English: {r['unadjusted']:+.3f} paired, "
+                       f"{r['adjusted']:+.3f} [{r['ci_low']:+.3f}, {r['ci_high']:+.3f}] at equal control accuracy "
+                       f"({r['n_templates']} templates, {r['n_templates_da_zero']} of them with a control-accuracy "
+                       f"difference of 0; {_verdict(r)}).")
+        else:
+            out.append(f"- {r['model']}, {LANG_NAMES[r['language']]} - English: {r['method']}.")
     return "\n".join(out)

@@ -46,7 +46,8 @@ DESCRIPTIONS = {
     "answer_format": "how the answer is read: option log-likelihood, next-token label distribution, generated label "
                      "parsed, free-text answer without options (matched), or (CrowS-Pairs) sentence likelihood",
     "wording": "the instruction's and the answer cue's words: the paper's and three rewordings of the same task "
-               "(data/multiverse/wordings.csv)",
+               "(data/multiverse/wordings.csv), or a benchmark's own prompts (MBBQ: the paper's five, "
+               "data/mbbq/prompts.tsv)",
     "instruction": "an instruction line before the item (none or present)",
     "chat_template": "prompt wrapped in the model's chat template (on) or given as raw text (off)",
     "examples": "answered examples before the item (0 or 2)",
@@ -126,6 +127,8 @@ def factor_spec(benchmark: str, reference: ModelReference) -> FactorSpec:
             return benchmarks.spec(benchmark).formats
         if f == "precision":
             return (ref[f],) + tuple(p for p in PRECISIONS if p != ref[f])
+        if f == "wording" and benchmarks.spec(benchmark).wordings:
+            return benchmarks.spec(benchmark).wordings
         return (ref[f],) + tuple(x for x in TWO[f] if x != ref[f]) if f in TWO else FIXED[f]
 
     kind = {"precision": "model"}
