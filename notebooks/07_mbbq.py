@@ -111,9 +111,10 @@ out.table(excluded.reset_index(), "excluded")
 out.table(bench.factors.table(), "factors")
 display(design)
 n_other = int(items_table["every_prompt"].sum()) * (len(prompts) - 1)
-print(f"scoring {len(items_table) + n_other:,} prompts per model: {len(items_table):,} in p2 ({items_table['item'].nunique()} "
-      f"items x {len(languages)} languages x 2 sets) and {n_other:,} in the other prompts {[p for p in prompts if p != 'p2']}"
-      "\n\nOne prompt as the model reads it (the last language, bias set, p2):\n")
+print(f"scoring {len(items_table) + n_other:,} prompts per model: {len(items_table):,} in p2 "
+      f"({items_table['item'].nunique()} items x {len(languages)} languages x 2 sets) and {n_other:,} in the other "
+      f"prompts {[p for p in prompts if p != 'p2']}\n\nOne prompt as the model reads it (the last language, bias set, "
+      "p2):\n")
 print(items_table[(items_table.language == languages[-1]) & (items_table.set == "bias")]["text"].iloc[0])
 
 # %% [markdown]
@@ -262,12 +263,13 @@ display(Markdown(sens.render(sensitivity)))
 # `tables/contrasts.csv`, `tables/metrics.csv`).
 
 # %% tags=["findings"]
-display(Markdown(F.findings(beside, spread, nested if len(nested) else con, metrics)))
+display(Markdown(F.findings(beside, spread, nested if len(nested) else con, metrics, prompts)))
 
 # %% [markdown]
-# **The paper's numbers.** The paper reports its models' bias scores and control accuracies for models (Aya, Falcon,
-# GPT-3.5, Llama 2/3, Mistral, Zephyr, Wizard) that are not run here, from generated answers read by its detector;
-# this notebook's embedded models and option log-probability reader make its numbers comparable in kind only.
+# **The paper's numbers.** The paper reports bias scores and control accuracies for open-source and proprietary models
+# that are not run here (its repository's code runs Aya-101, Falcon-7B-Instruct, Llama-2-7B-Chat,
+# Mistral-7B-Instruct-v0.2, WizardLM-7B and Zephyr-7B-beta), from generated answers read by its detector; this
+# notebook's embedded models and option log-probability reader make its numbers comparable in kind only.
 #
 # **The paper's answer detector** (`benchmarks.mbbq.detect`, format `generated`), measured on hand-labelled answers
 # of the two embedded models (`data/mbbq/detector_labels.tsv`, its held-out split):

@@ -437,32 +437,56 @@ def test_detector_rules():
     assert mbbq.detect("There is not enough information.", opts, 2) == 2
     assert mbbq.detect("Cevap veremiyorum", ["Torun", "Büyükbaba", "Cevap veremiyorum"], 2, "tr") == 2
     assert mbbq.detect("Het juiste antwoord is B", opts, 2, "nl") == 1
-    assert mbbq.detect("Options (A) (B) (C)", opts, 2) == "all"
-    assert mbbq.detect("(A), (B) or (C)", opts, 2) == 0        # the paper reads the first 2-4 characters first
     assert mbbq.detect("", opts, 2) is None and mbbq.detect(float("nan"), opts, 2) is None
+    # the deviations from the repository (mbbq.detect's docstring), each on an answer of its kind
+    assert mbbq.detect("Options (A) (B) (C)", opts, 2) is None                 # (c) a recited list ("all" there)
+    assert mbbq.detect("A (D): The grandson (E): The grandson", opts, 2) is None
+    assert mbbq.detect("(A): The grandfather (B): The grandson (C): Unknown Answer: (A): The grandfather", opts, 2) \
+        is None                                                                  # (c) not next to the prompt's cue
+    assert mbbq.detect("The grandson (B): Unknown", opts, 2) is None
+    assert mbbq.detect("(A) The grandfather (B) The grandson (C) Unknown\n\nThe correct answer is (B) The grandson.",
+                       opts, 2) == 1
+    assert mbbq.detect("Context: a Question: b. What is the right answer to the following question? Context:", opts,
+                       2) is None                                                # (d) the prompt echoed
+    assert mbbq.detect("The correct answer is: C: The grandson (A)", opts, 2) == 1   # (e) text over a letter
+    assert mbbq.detect("A\n\nQuestion 10. Which of these (B) is true?", opts, 2) == 0   # (f) a lone first letter
+    assert mbbq.detect("C\n\nThe correct answer is option A. The grandfather.", opts, 2) is None
 
 
-def test_detector_against_hand_labels():
-    """112 answers of the two embedded models (14 per model and language), labelled by hand (data/mbbq/README.md).
-    Measured: where a person reads an option, the detector reads the same one in 30 of 34; where a person reads
-    none (78: the small models recite the option list or echo the prompt), the detector still reads an option in 52
-    (the repository's rules take the first option or letter named). So the detector is usable on answers that give
-    one option and over-reads degenerate ones: notebook 7 reads option log-probabilities by default."""
-    labels = pd.read_csv(paths.DATA_DIR / "mbbq" / "detector_labels.tsv", sep="\t", keep_default_na=False)
-    assert len(labels) >= 100 and set(labels.language) == set(mbbq.LANGUAGES)
-    assert labels.groupby(["model", "language"]).size().min() >= 14
-    got = [mbbq.detect(r.answer.replace("\\n", "\n"), r.options.split(" | "), r.unknown_index, r.language)
-           for r in labels.itertuples()]
-    got = pd.Series(["none" if g is None or g == "all" else str(g) for g in got], index=labels.index)
-    person = labels["label"].astype(str)
-    answered = person != "none"
-    assert answered.sum() >= 30
-    recall = (got[answered] == person[answered]).mean()
-    assert recall >= 0.85, labels[answered & (got != person)]
-    # among answers a person reads as an option, the detector names a different option in at most 1 in 10
-    assert ((got[answered] != "none") & (got[answered] != person[answered])).mean() <= 0.10
-    # the over-reading of recited option lists, measured (a regression would change it in either direction)
-    assert 0.5 <= (got[~answered] != "none").mean() <= 0.8
+def test_detector_precision_recomputed_from_the_hand_labels():
+    """The detector's validation (data/mbbq/README.md): at least 100 hand-labelled answers per language, a held-out
+    split of at least 40 per language; precision and recall per language recomputed here from the labels and the
+    detector's readings (counts written out, not the library's table), its misreads counted, and a language called
+    validated exactly where its held-out precision reaches the declared threshold."""
+    raw = pd.read_csv(paths.DATA_DIR / "mbbq" / "detector_labels.tsv", sep="\t", keep_default_na=False,
+                      dtype={"label": str})
+    assert (raw.groupby("language").size() >= 100).all() and set(raw.language) == set(mbbq.LANGUAGES)
+    assert (raw[raw.split == "test"].groupby("language").size() >= 40).all()
+    assert set(raw.label) <= {"0", "1", "2", "none"} and set(raw.split) == {"dev", "test"}
+    assert 0.9 <= mbbq.DETECTOR_PRECISION < 1
+    v = mbbq.detector_validation("test").set_index("language")
+    for lang, g in raw[raw.split == "test"].groupby("language"):
+        read, right = 0, 0
+        named, found = 0, 0
+        over = wrong = missed = 0
+        for r in g.itertuples():
+            d = mbbq.detect(r.answer.replace("\\n", "\n"), r.options.split(" | "), r.unknown_index, r.language)
+            d = str(d) if isinstance(d, int) else "none"
+            read += d != "none"
+            right += d != "none" and d == r.label
+            named += r.label != "none"
+            found += r.label != "none" and d == r.label
+            over += d != "none" and r.label == "none"
+            wrong += d != "none" and r.label != "none" and d != r.label
+            missed += d == "none" and r.label != "none"
+        precision = right / read if read else float("nan")
+        assert v.loc[lang, "precision"] == pytest.approx(precision, nan_ok=True), lang
+        assert v.loc[lang, "recall"] == pytest.approx(found / named if named else float("nan"), nan_ok=True), lang
+        assert (v.loc[lang, "over_read"], v.loc[lang, "wrong_option"], v.loc[lang, "missed"]) == (over, wrong, missed)
+        assert v.loc[lang, "validated"] == (read > 0 and precision >= mbbq.DETECTOR_PRECISION), lang
+        assert 0 <= v.loc[lang, "precision_ci_low"] <= v.loc[lang, "precision_ci_high"] <= 1
+    text = mbbq.detector_report()
+    assert "validated" in text and all(n in text for n in ("English", "Spanish", "Dutch", "Turkish"))
 
 
 def test_generated_protocol_reads_answers_with_the_detector():
@@ -491,3 +515,69 @@ def test_generated_protocol_reads_answers_with_the_detector():
     assert list(r["choice"]) == [0, 2, -1] and list(r["answer_kind"]) == ["option", "unknown", "unparsed"]
     assert list(r["deviated"]) == [1, 0, 0] and list(r["correct"]) == [0, 1, 0]
     assert asked[1].startswith("Aşağıdaki sorunun doğru cevabı nedir?") and asked[2].endswith("Antwoord:")
+
+
+class _Scores:
+    """A stub scorer: an option's summed log-probability is ``-(words)`` after a prompt and ``-(2 x words)`` after
+    the answer cue alone, so per token every option scores -1 (the first shown wins a tie), summed the shortest and
+    PMI the longest."""
+    lm = type("LM", (), {"name": "stub"})()
+
+    def __init__(self):
+        self.asked = []
+
+    def instruction_tuned(self):
+        return False
+
+    def chat_logprobs(self):
+        return False
+
+    def option_logprob(self, texts, options, chat=False):
+        self.asked.append((list(texts), [list(o) for o in options]))
+        rows = []
+        for i, (t, opts) in enumerate(zip(texts, options)):
+            for j, o in enumerate(opts):
+                n = len(o.split())
+                s = -2.0 * n if t in ("Answer:", "Cevap:") else -1.0 * n
+                rows.append({"prompt_idx": i, "option_idx": j, "sum_logprob": s, "mean_logprob": s / n - 1e-9 * j})
+        return pd.DataFrame(rows)
+
+
+def test_option_order_and_normalization_are_read_back_to_the_stored_options():
+    """``order`` shows the stored options reversed or rotated and maps the choice back; ``normalization`` reads the
+    per-token mean (the plan's), the sum, or PMI against the prompt's answer cue (Holtzman et al. 2021)."""
+    items = pd.DataFrame({"prompt_id": ["a", "b"], "language": ["en", "tr"], "context": ["C."] * 2,
+                          "question": ["Q?"] * 2, "options": [["The old grandfather", "Unknown", "The grandson"]] * 2,
+                          "gold_index": [1, 1], "biased_index": [0, 0], "unknown_index": [1, 1]})
+    sc = _Scores()
+    get = lambda **kw: mbbq.SPEC.responses(sc, items, mbbq.PROTOCOL.replace(**kw))  # noqa: E731
+    assert list(get()["choice"]) == [0, 0]                               # mean: a tie, the first shown
+    assert list(get(order="reversed")["choice"]) == [2, 2]               # the first shown is stored option 2
+    assert "(A): The grandson (B): Unknown (C): The old grandfather" in sc.asked[-1][0][0]
+    assert list(get(order="cyclic")["choice"]) == [1, 1]
+    r = get(normalization="sum")
+    assert list(r["choice"]) == [1, 1] and list(r["answer_kind"]) == ["unknown", "unknown"]
+    r = get(normalization="pmi")
+    assert list(r["choice"]) == [0, 0] and list(r["deviated"]) == [1, 1]     # the longest gains most
+    assert sc.asked[-1][0] == ["Answer:", "Cevap:"]                       # the p2 cue in each language
+    with pytest.raises(ValueError, match="normalization 'z'"):
+        get(normalization="z")
+
+
+def test_the_prompts_are_a_wording_factor_of_notebook_6():
+    """Notebook 6's MBBQ universes: the plan's prompt and the paper's other four as the wording factor, next-token
+    letters, option order and normalization; at least 10 per model in the default profile's formats and precisions
+    (Gemma 3 270m has no chat template: its chat universe cannot run)."""
+    from biaslab import profiles
+    from biaslab.papers.multiverse import design
+    formats = profiles.multiverse_sizes("default", "formats")["mbbq"]
+    precisions = profiles.params("default", "06_multiverse")["precisions"]
+    for chat in (("mbbq",), ()):
+        us = design.universes("mbbq", design.ModelReference(chat=chat), "ofat", formats=formats)
+        ids = [u.id for u in us]
+        assert {f"wording={p}" for p in ("p1", "p3", "p4", "p5")} <= set(ids)
+        runs = [u for u in us if u["precision"] in precisions and (u["chat_template"] == "off" or chat)]
+        assert len(runs) >= 10, ids
+        for u in us:
+            mbbq.requests(pd.DataFrame({"language": ["nl"], "context": ["C."], "question": ["Q?"],
+                                        "options": [["x", "y", "z"]]}), design.protocol(u))

@@ -8,22 +8,34 @@ The repository has no licence file; it is derived from BBQ (CC-BY 4.0).
 parallel identity. The files are parallel within a question template but not always in ``example_id``
 (Gender_identity in Spanish numbers the templates' blocks in another order), so a row's item is the English bias
 item with the same ``question_index``, polarity, context condition and rank among those (``example_id`` order), and
-every link is checked: the correct answer must keep its role (the unknown answer, the biased answer, the other
-person) in every language. The
-**control set** replaces the group terms by proper names; its files leave out the bias items that have no biased
-answer (Gender_identity question 13: two people of the same gender, 16 items), so a control row links to the English
-bias item of the same rank among those that have one, checked on the unknown answer (a control name's group tag
-is its own: the count of control items whose correct answer keeps its bias item's role is in ``notes``). A row with
-no partner is an error; an item whose check fails in any language or set is excluded in all of them (counted).
+every link is checked: the unknown answer must be correct in a language exactly where it is in English. Which person
+is correct may differ: the Turkish SES adaptation swaps the occupations of 624 disambiguated items (the stereotyped
+person is correct in Turkish where the other is in English, or the reverse); they are kept, each row scored with its
+own roles from its own ``answer_info`` and ``stereotyped_groups``, as the paper's per-language scores are (counted in
+``notes``). The **control set** replaces the group terms by proper names; its files leave out the bias items that
+have no biased answer (Gender_identity question 13: two people of the same gender, 16 items), so a control row links
+to the English bias item of the same rank among those that have one, checked on the unknown answer (a control
+name's group tag is its own). A row with no partner is an error; an item whose check fails in any language or set
+is excluded in all of them (counted).
 
-**Biased answer** (``biased_index``). MBBQ has no ``additional_metadata.csv``; the repository reads BBQ's rule from
-``answer_info`` and ``stereotyped_groups``. We use :func:`biaslab.benchmarks.bbq.biased_from_tags` (checked against
-BBQ's own ``target_loc`` on BBQ): the answer whose tag names a stereotyped group in a negative question, the other
-person in a non-negative one. Gender tags are words in each language (``mujer``, ``vrouw``, ``kadın`` ...) where
+**Options in the English item's order.** Every row shows its three options in the order of the English row of the
+same item and set, each option placed by its role (unknown, biased, other): the Turkish bias files list the people in
+another order than English in about 70 % of the items (Spanish and Dutch in none), and the control files name other
+people in every language, so a contrast between two languages would otherwise also contrast option orders.
+``file_order`` keeps the file's option index at each shown position (:func:`find` maps back to it).
+
+**Biased answer** (``biased_index``). MBBQ has no ``additional_metadata.csv``; the repository reads its target
+answer from ``answer_info`` and ``stereotyped_groups`` (its ``mbbq.py`` marks the stereotyped person's answer
+whatever the question's polarity; BBQ's bias score counts the other person as the biased answer of a non-negative
+question). We use :func:`biaslab.benchmarks.bbq.biased_from_tags` (BBQ's rule, checked against BBQ's own
+``target_loc`` on BBQ): the answer whose tag names a stereotyped group in a negative question, the other person in a
+non-negative one. Gender tags are words in each language (``mujer``, ``vrouw``, ``kadın`` ...) where
 ``stereotyped_groups`` says F or M; :data:`GENDER_WORDS` maps them (the repository's lists). In the control set the
 names carry their bias item's group tag, so the "biased" name is the one standing in for the stereotyped group. Items
 whose biased answer cannot be derived in some language are excluded in every language and set (``excluded``,
-counted per reason): the 16 Gender_identity items of question 13 (no stereotyped person).
+counted per reason): 28 Gender_identity items, 20 of question 13 (both people of one gender) and 8 of questions 4
+and 22 whose tags in some language or set name no stereotyped person (the Spanish file tags both people of
+question 4 "chico").
 
 Factors: language (en reference), set (bias / control), category, context_condition, question_polarity,
 correct_is_biased. Cluster: ``template`` = category x ``question_index``.
@@ -377,8 +389,9 @@ def respond(scorer, items: pd.DataFrame, protocol: Protocol = PROTOCOL) -> pd.Da
     index). ``option_ll`` reads the option with the highest log-probability after the paper's prompt, per token
     (``normalization`` ``mean``), summed (``sum``) or minus its log-probability after the prompt's answer cue alone
     (``pmi``, domain-conditional PMI, Holtzman et al. 2021); ``label_dist`` the letter (A-C) of highest next-token
-    probability; ``generated`` generates up to ``protocol.max_new_tokens`` tokens greedily (the paper: 100) and
-    reads the answer with the paper's detector (:func:`detect`), ``answer_kind`` ``unparsed`` where it finds none."""
+    probability; ``generated`` generates up to ``protocol.max_new_tokens`` tokens greedily (100 here; the
+    repository's caps differ per model, 128 to 2,048 new tokens) and reads the answer with the paper's detector
+    (:func:`detect`), ``answer_kind`` ``unparsed`` where it finds none."""
     from . import bbq
     if protocol.format not in FORMATS:
         raise ValueError(f"MBBQ has no answer format {protocol.format!r}; choose from {FORMATS} (Protocol.format)")
@@ -496,11 +509,12 @@ def _recites(text: str, options) -> bool:
 
 @lru_cache(maxsize=8)
 def _prompt_words(language: str) -> tuple[str, ...]:
-    """The fixed wording of the language's five prompts (the text between their slots, three words or more): an
-    answer that repeats one echoes the prompt (deviation (d))."""
+    """The first three words of each fixed passage of the language's five prompts (the text between their slots,
+    three words or more): an answer that repeats one echoes the prompt (deviation (d))."""
     t = prompts_table()
-    parts = {p.strip() for tpl in t.loc[t["language"] == language, "template"] for p in re.split(r"\{\w+\}", tpl)}
-    return tuple(p for p in parts if len(p.split()) >= 3)
+    parts = {p.strip(" .,") for tpl in t.loc[t["language"] == language, "template"]
+             for p in re.split(r"\{\w+\}", tpl)}
+    return tuple(sorted({" ".join(p.split()[:3]) for p in parts if len(p.split()) >= 3}))
 
 
 def _segment(seg: str, end: int, options) -> int | str | None:
@@ -566,9 +580,9 @@ def detect(answer, options, unknown_index: int, language: str = "en") -> int | s
     1-3, an answer that marks two letters as a list ("(A): ... (B): ...", "A (D): ..."), or names two options beside
     a marker, recites the options: no answer (rules 2-3 read no line that names two options, nor, in an answer that
     lists all three letters or one past C, the text next to the prompt's own answer cue, "Answer:", which a recited
-    prompt repeats); (d) an answer that
-    repeats the prompt's own wording (three words or more of it) echoes the prompt: no answer; (e) rules 2-3 read
-    the option a line names by its text before its letter (the labels' rule: text over a contradicting letter);
+    prompt repeats); (d) an answer that repeats the first three words of a passage of the prompt's own wording echoes
+    the prompt: no answer; (e) rules 2-3 read the option a line names by its text before its letter (the labels'
+    rule: text over a contradicting letter);
     (f) a first line that is a letter form alone is that letter (a base model's "A" followed by unrelated text),
     unless a phrase rule on the rest names another option or the rest lists the letters."""
     if not isinstance(answer, str):
@@ -625,6 +639,71 @@ _PUNCT = set("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")
 
 COLUMNS = ("prompt_id", "model", "choice", "answer", "answer_kind", "deviated", "correct", "chose_unknown",
            "non_unknown")
+
+
+# ------------------------------------------------------------------------------- the detector's validation
+#: the detector is called validated in a language only where its precision on the held-out hand labels is at least
+#: this (of the answers it reads as an option, the share a person reads as the same option)
+DETECTOR_PRECISION = 0.95
+
+
+@lru_cache(maxsize=1)
+def detector_labels() -> pd.DataFrame:
+    """``data/mbbq/detector_labels.tsv`` (its README): one generated answer per row with the person's ``label``
+    (``0``-``2``, an index into ``options``, or ``none``), ``split`` (``dev``: the rules were tuned on it;
+    ``test``: held out) and the detector's reading ``detected`` (``none`` where it reads no single option)."""
+    t = pd.read_csv(paths.DATA_DIR / "mbbq" / "detector_labels.tsv", sep="\t", keep_default_na=False,
+                    dtype={"label": str})
+    bad = ~t["label"].isin(["0", "1", "2", "none"]) | ~t["split"].isin(["dev", "test"])
+    if bad.any():
+        raise DataError(f"data/mbbq/detector_labels.tsv, row {int(bad.idxmax()) + 2}: label must be 0, 1, 2 or none "
+                        "and split dev or test")
+    got = [detect(a.replace("\\n", "\n"), o.split(" | "), int(u), lang)
+           for a, o, u, lang in zip(t["answer"], t["options"], t["unknown_index"], t["language"])]
+    return t.assign(detected=[str(g) if isinstance(g, int) else "none" for g in got])
+
+
+def detector_validation(split: str = "test") -> pd.DataFrame:
+    """Per language (and all), on the hand labels of ``split``: the detector's precision (of the answers it reads as
+    an option, the share a person reads as the same one) and recall (of the answers a person reads as an option,
+    the share it reads the same), each with its Clopper-Pearson 95 % interval; its misreads counted: an option read
+    where a person reads none (``over_read``), another option than the person's (``wrong_option``), none where the
+    person reads one (``missed``); ``validated``: precision at least :data:`DETECTOR_PRECISION`."""
+    from ..stats.clustered import clopper_pearson
+    t = detector_labels()
+    t = t[t["split"] == split]
+    rows = []
+    for lang, g in [*t.groupby("language", sort=True), ("all", t)]:
+        read, person = g["detected"] != "none", g["label"] != "none"
+        same = g["detected"] == g["label"]
+        k_p, n_p, k_r, n_r = int((same & read).sum()), int(read.sum()), int((same & person).sum()), int(person.sum())
+        (pl, ph), (rl, rh) = (tuple(float(x) for x in clopper_pearson(k, n)) for k, n in ((k_p, n_p), (k_r, n_r)))
+        rows.append({"language": lang, "split": split, "answers": len(g), "person_reads_option": n_r,
+                     "detector_reads_option": n_p, "precision": k_p / n_p if n_p else np.nan, "precision_ci_low": pl,
+                     "precision_ci_high": ph, "recall": k_r / n_r if n_r else np.nan, "recall_ci_low": rl,
+                     "recall_ci_high": rh, "over_read": int((read & ~person).sum()),
+                     "wrong_option": int((read & person & ~same).sum()), "missed": int((~read & person).sum()),
+                     "validated": bool(n_p and k_p / n_p >= DETECTOR_PRECISION)})
+    return pd.DataFrame(rows)
+
+
+def detector_report(split: str = "test") -> str:
+    """The sentences notebook 7 states about the detector, from :func:`detector_validation`."""
+    v = detector_validation(split)
+    names = {"en": "English", "es": "Spanish", "nl": "Dutch", "tr": "Turkish", "all": "all languages"}
+    lines = [f"Held-out hand labels ({int(v.loc[v.language == 'all', 'answers'].iloc[0])} answers, "
+             f"`data/mbbq/detector_labels.tsv`, split `{split}`); the detector is called validated in a language where "
+             f"its precision is at least {DETECTOR_PRECISION:g} (`biaslab.benchmarks.mbbq.DETECTOR_PRECISION`), "
+             "intervals Clopper-Pearson 95 %:"]
+    for r in v.itertuples():
+        p = (f"precision {r.precision:.2f} [{r.precision_ci_low:.2f}, {r.precision_ci_high:.2f}] of "
+             f"{r.detector_reads_option}" if r.detector_reads_option else "it reads no option")
+        q = (f"recall {r.recall:.2f} [{r.recall_ci_low:.2f}, {r.recall_ci_high:.2f}] of {r.person_reads_option}"
+             if r.person_reads_option else "no answer a person reads as an option")
+        lines.append(f"- {names[r.language]} ({r.answers} answers): {p}; {q}; misreads: an option read where a person "
+                     f"reads none {r.over_read}, another option than the person's {r.wrong_option}, none where the "
+                     f"person reads one {r.missed}; {'validated' if r.validated else 'not validated'}.")
+    return "\n".join(lines)
 
 
 # ------------------------------------------------------------------------------- notebooks 1, 5 and 6

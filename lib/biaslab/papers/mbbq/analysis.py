@@ -247,16 +247,17 @@ def metric_table(df: pd.DataFrame, seed: int = 0) -> pd.DataFrame:
 
 def prompt_spread(metrics: pd.DataFrame) -> pd.DataFrame:
     """Per model x language x set x category x metric: the five-prompt mean with its interval (``metric_table``'s
-    ``mean`` rows) beside the spread of the prompts' own estimates (``n_prompts``, ``sd``, ``min``, ``max``, and
-    the prompts at either end), as the paper reports a model's score over its five prompts."""
+    ``mean`` rows; a run of one prompt: that prompt's) beside the spread of the prompts' own estimates
+    (``n_prompts``, ``sd``, ``min``, ``max``, and the prompts at either end), as the paper reports a model's score
+    over its five prompts."""
     key = ["model", "language", "set", "category", "metric"]
     each = metrics[metrics["prompt"] != MEAN]
     spread = each.groupby(key, sort=True).agg(n_prompts=("estimate", "count"), sd=("estimate", "std"),
                                               min=("estimate", "min"), max=("estimate", "max"))
     ends = each.dropna(subset=["estimate"]).sort_values("estimate").groupby(key, sort=True)["prompt"]
     spread["prompt_min"], spread["prompt_max"] = ends.first(), ends.last()
-    mean = metrics[metrics["prompt"] == MEAN].set_index(key)[["estimate", "ci_low", "ci_high", "ci_method", "n",
-                                                             "n_clusters"]]
+    top = metrics[metrics["prompt"] == MEAN] if (metrics["prompt"] == MEAN).any() else each   # one prompt: itself
+    mean = top.set_index(key)[["estimate", "ci_low", "ci_high", "ci_method", "n", "n_clusters"]]
     return mean.join(spread, how="outer").reset_index()
 
 
@@ -383,6 +384,7 @@ def adjusted_contrasts(df: pd.DataFrame, alpha: float = 0.05) -> pd.DataFrame:
                              "df": float(fit.df_resid), "null_value": 0.0, "ci_low": max(b0 - q * se, low),
                              "ci_high": min(b0 + q * se, high), "p_value": float(fit.pvalues["const"]),
                              "slope_da": float(fit.params["da"]), "mean_da": float(np.average(t["da"], weights=t["w"])),
-                             "method": f"sensitivity analysis: WLS intercept of db_t on da_t, HC1, t({int(fit.df_resid)}); "
-                                       f"interval intersected with the range [{low:g}, {high:g}]"})
+                             "method": f"sensitivity analysis: WLS intercept of db_t on da_t, HC1, "
+                                       f"t({int(fit.df_resid)}); interval intersected with the range "
+                                       f"[{low:g}, {high:g}]"})
     return pd.DataFrame(rows)

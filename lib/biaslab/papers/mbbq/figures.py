@@ -44,7 +44,7 @@ def bias_beside_control(metrics: pd.DataFrame, title: str):
             top = r[r["prompt"] == head].set_index("language").reindex(langs)
             err = np.vstack([top["estimate"] - top["ci_low"], top["ci_high"] - top["estimate"]])
             ax.errorbar(x, top["estimate"], yerr=np.nan_to_num(err), fmt="o", color="C0", capsize=3,
-                        label=f"{'mean of the five prompts' if head == A.MEAN else 'prompt ' + head} "
+                        label=f"{'mean over the prompts' if head == A.MEAN else 'prompt ' + head} "
                               f"({interval_label()})")
             each = r[r["prompt"] != A.MEAN]
             if head == A.MEAN and len(each):
@@ -57,19 +57,19 @@ def bias_beside_control(metrics: pd.DataFrame, title: str):
             ax.set_ylim(lo - 0.05 * (hi - lo), hi + 0.05 * (hi - lo))
             ax.set_xticks(x, [LANG_NAMES[lang] for lang in langs])
             ax.set_title(f"{m}\n{name}", fontsize=9)
-            if metric == "accuracy_disambig":
-                best = top["estimate"].idxmax() if top["estimate"].notna().any() else None
-                if best:
-                    said.append(f"{m}'s control accuracy is highest in {LANG_NAMES[best]} "
-                                f"({top.loc[best, 'estimate']:.2f})")
+            if metric == "accuracy_disambig" and top["estimate"].notna().any():
+                best = [LANG_NAMES[lang] for lang, v in top["estimate"].items() if v == top["estimate"].max()]
+                said.append(f"{m}'s control accuracy is highest in {' and '.join(best)} "
+                            f"({top['estimate'].max():.2f})")
     state_result(fig, "; ".join(said))
     return legend_below(fig, axes[0][-1], title, ncol=3)
 
 
 def by_category(spread: pd.DataFrame, title: str):
-    """Per model and context, each category's bias score per language: the five-prompt mean (dot) and the range of
-    the five prompts' values (line), bias set, unweighted within the category (its items are a simple random sample
-    of its stratum)."""
+    """Per model and context, each category's bias score per language: the mean over the prompts (dot) and the range
+    of the prompts' values (line), bias set, unweighted within the category (its items are a simple random sample of
+    its stratum); "undefined" where the score is (no answer naming a person, or the disambiguated score without an
+    item in one of its two arms)."""
     d = spread[(spread["set"] == "bias") & (spread["category"] != "all")
                & spread["metric"].isin(["bias_score_ambig", "accuracy_gap"])]
     models, langs = sorted(d["model"].unique()), _lang(d)
@@ -84,6 +84,8 @@ def by_category(spread: pd.DataFrame, title: str):
                 ax.hlines(y, t["min"], t["max"], color=f"C{k}", lw=1)
                 ax.plot(t["estimate"], y, "o", color=f"C{k}", ms=4, label=f"{LANG_NAMES[lang]}: mean, min-max of "
                         "the prompts")
+                for yy in y[t["estimate"].isna().to_numpy()]:       # no value: a stratum without both arms
+                    ax.text(0.02, yy, "undefined", color=f"C{k}", fontsize=6, va="center")
             ax.axvline(0, color="grey", lw=0.8)
             ax.set_xlim(-1.05, 1.05)
             ax.set_yticks(range(len(cats)), [c.replace("_", " ") for c in cats], fontsize=8)
@@ -99,7 +101,7 @@ def contrast_forest(contrasts: pd.DataFrame, adjusted: pd.DataFrame, title: str)
     c = contrasts[(contrasts["set"] == "bias") & (contrasts["category"] == "all")]
     fig, axes = plt.subplots(1, len(metrics), figsize=(5.4 * len(metrics), 4.0), squeeze=False)
     pairs = list(c[["model", "language"]].drop_duplicates().itertuples(index=False))
-    marks = [(A.MEAN, "o", "C0", "paired, mean of the five prompts"),
+    marks = [(A.MEAN, "o", "C0", "paired, mean over the prompts"),
              (A.PLAN_PROMPT, "D", "C2", f"paired, prompt {A.PLAN_PROMPT}")]
     for ax, metric in zip(axes[0], metrics):
         for i, (m, lang) in enumerate(pairs):
@@ -143,7 +145,8 @@ def chat_sentence(timings: pd.DataFrame) -> str:
                     for _, r in t.iterrows())
 
 
-def findings(beside: pd.DataFrame, spread: pd.DataFrame, contrasts: pd.DataFrame, metrics: pd.DataFrame) -> str:
+def findings(beside: pd.DataFrame, spread: pd.DataFrame, contrasts: pd.DataFrame, metrics: pd.DataFrame,
+             prompts=()) -> str:
     """Per model, every number from the run's tables: the control set's disambiguated accuracy per language against
     chance and which language answers it best; the paper's two bias scores per language (five-prompt mean, its
     interval and the prompts' range); each language minus English (paired, same option order); the plan's claims
@@ -151,16 +154,19 @@ def findings(beside: pd.DataFrame, spread: pd.DataFrame, contrasts: pd.DataFrame
     out = []
     head = A.MEAN if (beside["prompt"] == A.MEAN).any() else A.PLAN_PROMPT
     b = beside[(beside["category"] == "all") & (beside["prompt"] == head)]
-    what = "mean of the five prompts" if head == A.MEAN else f"prompt {head}"
+    what = f"mean of the prompts {', '.join(prompts)}" if head == A.MEAN else f"prompt {head}"
     for model in sorted(b["model"].unique()):
         r = b[b["model"] == model].set_index("language").reindex([x for x in LANG_NAMES if x in set(b["language"])])
-        acc = ", ".join(f"{LANG_NAMES[lang]} {x['control_accuracy_disambig']:.2f} [{x['control_accuracy_disambig_ci_low']:.2f}, "
-                        f"{x['control_accuracy_disambig_ci_high']:.2f}]" for lang, x in r.iterrows())
+        c = "control_accuracy_disambig"
+        acc = ", ".join(f"{LANG_NAMES[lang]} {x[c]:.2f} [{x[c + '_ci_low']:.2f}, {x[c + '_ci_high']:.2f}]"
+                        for lang, x in r.iterrows())
         above = [LANG_NAMES[lang] for lang, x in r.iterrows() if x["control_above_chance"]]
-        best = r["control_accuracy_disambig"].idxmax()
+        top = r["control_accuracy_disambig"]
+        best = [LANG_NAMES[lang] for lang, v in top.items() if v == top.max()]
         out.append(f"- **{model}** ({what}, all categories, {WEIGHTED}). Control-set accuracy in disambiguated "
                    f"contexts (chance 1/3): {acc}; its interval lies above chance in "
-                   f"{', '.join(above) if above else 'no language'}, and it is highest in {LANG_NAMES[best]}.")
+                   f"{', '.join(above) if above else 'no language'}; it is highest in {' and '.join(best)}"
+                   f"{' (tied)' if len(best) > 1 else ''}.")
         for metric, context in A.PAPER_SCORES.items():
             s = spread[(spread["model"] == model) & (spread["metric"] == metric) & (spread["set"] == "bias")
                        & (spread["category"] == "all")].set_index("language")
