@@ -70,7 +70,20 @@ def test_the_shipped_plan_is_valid():
     ("        null_value: 0.5\n", "        null_value: [0.5]\n", "notebooks.03_crows_pairs_bayes.claims[1].null_value",
      "must be string or number or boolean"),
     ("          crows_pairs_fr: {n: 400, mde: 0.215}", "          crows_pairs_fr: {n: 0, mde: 0.215}",
-     "notebooks.03_crows_pairs_bayes.claims[0].instances.crows_pairs_fr.n", "less than the minimum of 1"),
+     "notebooks.03_crows_pairs_bayes.claims[0].instances.crows_pairs_fr.n", "less than the minimum of 1"),    # a number is finite: NaN passes every range check (every claim then silently decides nothing)
+    ("alpha: 0.05", "alpha: .nan", "alpha", "nan is not a finite number. Fix: write a familywise error rate"),
+    ("alpha: 0.05", "alpha: .inf", "alpha", "inf is not a finite number"),
+    ("alpha: 0.05", "alpha: -0.05", "alpha", "less than or equal to the minimum of 0"),
+    ("02_calm: 0.16", "02_calm: .nan", "budget.shares.02_calm", "nan is not a finite number"),
+    ("02_calm: 0.16", "02_calm: .inf", "budget.shares.02_calm", "inf is not a finite number"),
+    ("02_calm: 0.16", "02_calm: -0.16", "budget.shares.02_calm", "less than or equal to the minimum of 0"),
+    ("02_calm: 0.16", "02_calm: 1.16", "budget.shares.02_calm", "greater than the maximum of 1"),
+    ("            mde: 0.604", "            mde: .nan", "notebooks.01_multifactor.claims[0].instances.ssqa.mde",
+     "nan is not a finite number. Fix: write a positive number"),
+    ("            null_value: 0\n", "            null_value: .nan\n",
+     "notebooks.01_multifactor.claims[0].instances.ssqa.null_value", "nan is not a finite number"),
+    ("        bbq_bias_ambig: 0.1", "        bbq_bias_ambig: .inf", "notebooks.06_multiverse.equivalence.margins",
+     "inf is not a finite number"),
 ])
 def test_a_faulty_plan_gets_one_line_per_problem_naming_the_key_path(tmp_path, old, new, where, needle):
     assert old in SHIPPED, old
