@@ -11,6 +11,7 @@ import json
 import re
 import subprocess
 import time
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import nbformat
@@ -283,13 +284,33 @@ def test_a_plan_edited_after_the_runner_read_it_is_recorded_as_the_kernel_read_i
 
 def test_verify_reports_a_plan_missing_changed_or_issued_after_the_results(tmp_path):
     f = _plan(tmp_path, SHIPPED)
-    manifest = {"analysis_plan": P.load(f).entry() | {"path": str(f)}, "written": "2026-11-26"}
+    manifest = {"analysis_plan": P.load(f).entry() | {"path": str(f), "issued": "2026-11-25"}, "written": "2026-11-26"}
     assert P.changed_since(manifest) == ""
     f.write_text(SHIPPED.replace("alpha: 0.05", "alpha: 0.01"))
     note = P.changed_since(manifest)
     assert note.startswith(P.CHANGED) and "issued 2026-11-28, after these results were written (2026-11-26)" in note
     f.unlink()
     assert "is missing" in P.changed_since(manifest) and str(f) in P.changed_since(manifest)
+
+
+def test_a_plan_issued_in_the_future_is_refused_and_verify_fails_a_run_that_records_one(tmp_path, capsys):
+    """A plan dated after today was accepted with no note, and `biaslab verify` passed a run that recorded it."""
+    from biaslab import cli
+    future = (datetime.now(timezone.utc).date() + timedelta(days=2)).isoformat()
+    f = _plan(tmp_path, SHIPPED.replace("issued: 2026-11-28", f"issued: {future}")
+              .replace("    date: 2026-11-28", f"    date: {future}"))
+    (line,) = _one_line_errors(f)
+    assert line.startswith(f"{f}: issued: {future} is after today")
+    run = tmp_path / "out/00_x"
+    run.mkdir(parents=True)
+    manifest = {"files": {}, "written": "2026-11-29", "analysis_plan": P.load().entry() | {"issued": future}}
+    (run / "MANIFEST.json").write_text(json.dumps(manifest))
+    assert cli.main(["verify", str(tmp_path / "out")]) == 1
+    out = capsys.readouterr().out
+    assert f"{P.ISSUED_AFTER}: the MANIFEST records plan v4 issued {future}, after these results were written " \
+           "(2026-11-29)" in out and "0 of 1 run folder(s) verified" in out
+    run.joinpath("MANIFEST.json").write_text(json.dumps(manifest | {"analysis_plan": P.load().entry()}))
+    assert cli.main(["verify", str(tmp_path / "out")]) == 0
 
 
 # ---- history ------------------------------------------------------------------------------------------------

@@ -70,8 +70,9 @@ def plan_note(folder) -> str:
 
 
 def _verify(args) -> int:
-    """Check run folders against their MANIFEST.json: exit 1 naming every edited, missing and extra file."""
-    from . import integrity, paths
+    """Check run folders against their MANIFEST.json: exit 1 naming every edited, missing and extra file, and every
+    folder whose recorded plan was issued after its results."""
+    from . import integrity, paths, plan
     root = Path(args.dir) if args.dir else paths.OUTPUTS_DIR
     if not root.is_dir():
         print(f"biaslab verify: error: {root} is not a folder", file=sys.stderr)
@@ -80,16 +81,18 @@ def _verify(args) -> int:
     if not checks:
         print(f"biaslab verify: error: no MANIFEST.json under {root}", file=sys.stderr)
         return 2
-    bad = [c for c in checks if not c.ok]
+    bad = 0
     for c in checks:
-        if c.ok:
+        note = plan_note(Path(c.folder))
+        failed = not c.ok or note.startswith(plan.ISSUED_AFTER)
+        bad += failed
+        if not failed:
             print(f"verified   {c.folder}")
         for line in c.lines():
             print(line)
-        note = plan_note(Path(c.folder))
         if note:
-            print(f"note       {c.folder}: {note}")
-    print(f"{len(checks) - len(bad)} of {len(checks)} run folder(s) verified")
+            print(f"{'problem' if note.startswith(plan.ISSUED_AFTER) else 'note':<10} {c.folder}: {note}")
+    print(f"{len(checks) - bad} of {len(checks)} run folder(s) verified")
     return 1 if bad else 0
 
 

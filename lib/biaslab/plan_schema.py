@@ -7,13 +7,15 @@ and files over :data:`MAX_BYTES`; :func:`problems` checks it against :data:`SCHE
 every range check and would silently decide nothing) and then against what the notebooks compute: every
 claim's ``table`` is one of its notebook's :data:`TABLES` and every column it names (``rows`` keys, ``estimate``,
 ``p``, ``ci``) is one of that table's, unique claim ids, budget shares in (0, 1] summing to 1 over the notebooks with
-claims. Each problem is one line: the plan file, the key path, what is wrong and how to fix it.
+claims, an ``issued`` date no later than today. Each problem is one line: the plan file, the key path, what is
+wrong and how to fix it.
 """
 
 from __future__ import annotations
 
 import difflib
 import math
+from datetime import datetime, timezone
 from pathlib import Path
 
 import yaml
@@ -295,6 +297,11 @@ def problems(path: Path, raw: dict, tables: dict | None = None) -> list[str]:
     elif str(raw["history"][-1]["date"]) != str(raw["issued"]):
         out.append(f"{path}: issued: {raw['issued']} differs from the last history entry's date "
                    f"{raw['history'][-1]['date']}. Fix: make them the same")
+    today = datetime.now(timezone.utc).date().isoformat()     # a MANIFEST's `written` is a UTC date too
+    if str(raw["issued"]) > today:
+        out.append(f"{path}: issued: {raw['issued']} is after today ({today}, UTC); a plan is dated the day it is "
+                   "issued, before the runs it decides. Fix: write the date it was issued (in its last history "
+                   "entry too)")
     return out
 
 
