@@ -10,7 +10,8 @@ only then swap it in (:mod:`biaslab.publish`); on failure keep the last good out
 Runs go to :data:`biaslab.paths.SCRATCH_DIR` unless given a folder or ``publish=True`` (``outputs/``, also the
 catalogue and ``outputs/index.html``); ``served=True`` runs notebooks 3 and 4 against the embedded SmolLM2 served by
 llama.cpp (:mod:`biaslab.serve`) into ``<outputs>/served/``. At the end every regenerated run is compared with the
-committed one (:mod:`biaslab.regenerated`); ``check=True`` exits 3 when a verdict changed.
+committed one (:mod:`biaslab.regenerated`); ``check=True`` exits 3 when a verdict changed, appeared or disappeared,
+or a run could not be compared (no committed run, another profile).
 """
 
 from __future__ import annotations
@@ -512,8 +513,8 @@ def reproduce(profile: str = "default", only: list[str] | None = None, overrides
               progress: bool | None = None, dry_run: bool = False, jobs: int = 1, served: bool = False,
               check: bool = False) -> int:
     """Run the selected notebooks; returns a process exit code (0 when all succeeded, 1 when one failed, 3 with
-    ``check`` when a regenerated verdict differs from the committed one, 128 + the signal when stopped by SIGINT or
-    SIGTERM).
+    ``check`` when a regenerated verdict differs from the committed one or a run was not compared, 128 + the signal
+    when stopped by SIGINT or SIGTERM).
 
     Every selected notebook's parameters are validated (and model specs, device and dtype resolved) and the run's
     settings checked (:mod:`biaslab.preflight`) before the first one starts. ``outputs_dir``: where to write (default:
@@ -651,6 +652,11 @@ def reproduce(profile: str = "default", only: list[str] | None = None, overrides
         for rc in compared:
             print("  " + regenerated.summary_line(rc))
     changed = sum(rc.verdict_changes for rc in compared)
+    unchecked = [f"{rc.label} ({rc.not_compared})" for rc in compared if rc.not_compared]
     if check and changed:
         print(f"--check: {changed} verdict(s) differ from the committed outputs")
-    return 1 if failed else (3 if check and changed else 0)
+    if check and (unchecked or not compared):
+        print(f"--check: not compared with the committed outputs ({reference}): "
+              f"{'; '.join(unchecked) or 'no run finished'}; their verdicts are unchecked. Fix: check runs of the "
+              "profile the committed runs have, of notebooks with a committed run")
+    return 1 if failed else (3 if check and (changed or unchecked or not compared) else 0)
