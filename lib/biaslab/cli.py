@@ -15,19 +15,21 @@ from .plan_schema import PlanError
 
 def _data(args) -> int:
     from . import sources
+    try:
+        if args.action == "status":
+            rows = sources.status()
+        else:
+            res = sources.fetch(benchmarks=args.only, mirror=args.mirror)
+    except sources.DataError as exc:
+        print(f"biaslab data: error: {exc}", file=sys.stderr)
+        return 2
     if args.action == "status":
-        rows = sources.status()
         width = max(len(r["file"]) for r in rows)
         for r in rows:
             print(f"{r['state']:9s} {r['benchmark']:15s} {r['file']:<{width}s}")
         bad = [r for r in rows if r["state"] != "verified"]
         print(f"\n{len(rows) - len(bad)} of {len(rows)} files present and verified.")
         return 0 if not bad else 1
-    try:
-        res = sources.fetch(benchmarks=args.only, mirror=args.mirror)
-    except sources.DataError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
     counts: dict[str, int] = {}
     for state in res.values():
         counts[state] = counts.get(state, 0) + 1
