@@ -115,6 +115,22 @@ def test_a_hand_edited_manifest_row_is_refused_naming_its_line(tmp_path, monkeyp
         assert line == f"biaslab data: error: {exc.value}"
 
 
+@pytest.mark.parametrize("where", ["raw", "mirror"])
+def test_a_folder_where_the_file_goes_or_comes_from_is_a_data_error(tmp_path, where):
+    """Restoring an edited file (fetch) where a folder stands in its place, or in the mirror's, raised a bare
+    IsADirectoryError; nothing partial is left behind."""
+    manifest, src = _manifest(tmp_path, b"good\n")
+    mirror, raw = _mirror(tmp_path, b"good\n"), tmp_path / "raw"
+    folder = (raw if where == "raw" else mirror) / "owner/repo/dir/file.csv"
+    if where == "mirror":
+        folder.unlink()
+    folder.mkdir(parents=True)
+    with pytest.raises(DataError) as exc:
+        sources.fetch(mirror=mirror, raw_dir=raw, manifest=manifest)
+    assert f"{src.key}: Is a directory: {folder}. Fix: make {src.local_path(raw)} a file" in str(exc.value)
+    assert not list((raw / "owner/repo/dir").glob("*.part"))
+
+
 def test_raw_path_of_unfetched_file_says_how_to_fix(tmp_path):
     with pytest.raises(DataError, match="biaslab data fetch"):
         sources.raw_path("nyu-mll/crows-pairs", "data/crows_pairs_anonymized.csv", raw_dir=tmp_path)

@@ -132,11 +132,12 @@ def fetch_one(src: Source, mirror: str | Path | None = None, raw_dir: Path | Non
         if dest.stat().st_mode & 0o777 == 0o600 != umask_mode():     # made by an older fetch with mkstemp's mode
             os.chmod(dest, umask_mode())
         return "present"
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=dest.name + ".", suffix=".part", dir=dest.parent)
-    os.close(fd)
-    tmp = Path(tmp_name)
+    tmp = None
     try:
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp_name = tempfile.mkstemp(prefix=dest.name + ".", suffix=".part", dir=dest.parent)
+        os.close(fd)
+        tmp = Path(tmp_name)
         mdir = _mirror_dir(mirror)
         if mdir is not None:
             mfile = mdir / src.repo / src.path
@@ -161,8 +162,13 @@ def fetch_one(src: Source, mirror: str | Path | None = None, raw_dir: Path | Non
             origin = src.url
         _install(src, tmp, dest, origin)
         return "copied" if mdir is not None else "downloaded"
+    except OSError as exc:          # a folder where the file goes (or in the mirror), a folder it cannot write
+        raise DataError(f"{src.key}: {exc.strerror or exc}: {exc.filename2 or exc.filename or dest}. Fix: make {dest} "
+                        "a file this user can replace (move away a folder of that name), and a mirror's copy a "
+                        "readable file") from exc
     finally:
-        tmp.unlink(missing_ok=True)
+        if tmp is not None:
+            tmp.unlink(missing_ok=True)
 
 
 def fetch(benchmarks: list[str] | None = None, mirror: str | Path | None = None,
