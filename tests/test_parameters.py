@@ -5,8 +5,8 @@ import re
 
 import pytest
 
-from biaslab import parameters, profiles
-from biaslab.parameters import ParameterError, as_list
+from biaslab.run import parameters, profiles
+from biaslab.run.parameters import ParameterError, as_list
 
 RUNS = [(nb, v) for nb, variants in profiles.NOTEBOOKS.items() for v in variants]
 

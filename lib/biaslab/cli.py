@@ -10,7 +10,9 @@ import logging
 import sys
 from pathlib import Path
 
-from .plan_schema import PlanError
+from . import paths, plan
+from .files import integrity
+from .plan.schema import PlanError
 
 
 def _data(args) -> int:
@@ -50,19 +52,18 @@ def _models(args) -> int:
 
 
 def _reproduce(args) -> int:
-    from . import runner
-    overrides = runner.parse_overrides(args.param or [])
+    from .run import execute
+    overrides = execute.parse_overrides(args.param or [])
     if args.plan:                 # a user's own plan: validated by reproduce before any work, passed to every notebook
         overrides["analysis_plan"] = args.plan
-    return runner.reproduce(profile=args.profile, only=args.only, overrides=overrides, outputs_dir=args.out,
-                            publish=args.publish, html=not args.no_html, dry_run=args.dry_run, jobs=args.jobs,
-                            served=args.served, check=args.check)
+    return execute.reproduce(profile=args.profile, only=args.only, overrides=overrides, outputs_dir=args.out,
+                             publish=args.publish, html=not args.no_html, dry_run=args.dry_run, jobs=args.jobs,
+                             served=args.served, check=args.check)
 
 
 def plan_note(folder) -> str:
     """"plan changed since these results (…)" when the analysis plan a run folder's MANIFEST recorded no longer
     hashes the same ("" when it does, or when the folder has no readable MANIFEST)."""
-    from . import integrity, plan
     path = Path(folder) / integrity.MANIFEST
     try:
         manifest = json.loads(path.read_text())
@@ -74,7 +75,6 @@ def plan_note(folder) -> str:
 def _verify(args) -> int:
     """Check run folders against their MANIFEST.json: exit 1 naming every edited, missing and extra file, and every
     folder whose recorded plan was issued after its results."""
-    from . import integrity, paths, plan
     root = Path(args.dir) if args.dir else paths.OUTPUTS_DIR
     if not root.is_dir():
         print(f"biaslab verify: error: {root} is not a folder", file=sys.stderr)
@@ -99,19 +99,18 @@ def _verify(args) -> int:
 
 
 def _report(args) -> int:
-    from . import paths, report_index
-    from .report import browser, gallery
+    from .report import browser, front_page, gallery
     from .report.html import render_all
     root = Path(args.folder) if args.folder else paths.OUTPUTS_DIR
     if args.action == "render":
         done = render_all(root)
-        print(f"wrote {len(done)} report{'s' if len(done) != 1 else ''} and {report_index.write(root)}")
+        print(f"wrote {len(done)} report{'s' if len(done) != 1 else ''} and {front_page.write(root)}")
         return 0
     if args.action == "screenshot":
         for p in gallery.take(root, Path(args.dest) if args.dest else root / "screenshots"):
             print(f"wrote {p} ({p.stat().st_size // 1024} KB)")
         return 0
-    runs = report_index.manifests(root)
+    runs = front_page.manifests(root)
     pages = [f / f"{m.get('notebook') or f.name}.html" for f, m in runs]
     missing = [p for p in pages if not p.exists()]
     if missing:
@@ -134,27 +133,27 @@ def _report(args) -> int:
 
 def _usage_errors():
     """Errors a user can fix from the command line (reported in one line, exit code 2)."""
-    from .fsio import StorageError
+    from .files.storage import StorageError
     from .models import ModelNotFoundError
-    from .parameters import ParameterError
+    from .run.parameters import ParameterError
     return (ParameterError, ModelNotFoundError, KeyError, ValueError, FileNotFoundError, StorageError)
 
 
 def _catalogue(args) -> int:
-    from . import catalogue
+    from .report import catalogue
     path = catalogue.write()
     print(f"wrote {path}")
     return 0
 
 
 def _summary(args) -> int:
-    from . import summary
+    from .report import headline
     if args.check:
-        stale = summary.stale_pages()
+        stale = headline.stale_pages()
         print("the generated blocks of README.md and docs/ are up to date" if not stale else
               f"generated blocks of {', '.join(stale)} differ from what outputs/ renders to: run `biaslab summary`")
         return 1 if stale else 0
-    for p in summary.write():
+    for p in headline.write():
         print(f"wrote {p}")
     return 0
 
@@ -162,15 +161,15 @@ def _summary(args) -> int:
 def _calibrate(args) -> int:
     """The familywise error of the run folders under ``--dir``, written beside them; the committed ``outputs/``
     are read, and their table written to ``scratch/`` (``reproduce --publish`` writes ``outputs/fwer.csv``)."""
-    from . import calibrate, paths
+    from .plan import calibration
     root = Path(args.dir) if args.dir else paths.OUTPUTS_DIR
     if not root.is_dir():
         raise ValueError(f"--dir {root} is not a folder: pass the outputs folder of a run (default outputs/)")
-    insts = calibrate.all_instances(root)
+    insts = calibration.all_instances(root)
     if not insts:
-        raise ValueError(f"--dir {root} holds no decided claim (no run folder of {', '.join(calibrate.NOTEBOOKS)} "
+        raise ValueError(f"--dir {root} holds no decided claim (no run folder of {', '.join(calibration.NOTEBOOKS)} "
                          "with a tested claim): nothing to calibrate; pass the outputs folder of a run")
-    table = calibrate.fwer(root, args.replications, args.seed, insts=insts)
+    table = calibration.fwer(root, args.replications, args.seed, insts=insts)
     committed = root.resolve() == paths.OUTPUTS_DIR.resolve()
     path = (paths.SCRATCH_DIR if committed else root) / "fwer.csv"
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -200,8 +199,8 @@ def _int_arg(check):
 
 
 def _replications(value: int) -> None:
-    from . import calibrate
-    calibrate.check_replications(value)
+    from .plan import calibration
+    calibration.check_replications(value)
 
 
 def _seed(value: int) -> None:
@@ -285,8 +284,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 # ------------------------------------------------------------- results from elsewhere: import / export ---
 def _import(args) -> int:
-    from . import importers, paths, preflight, publish
-    from .imported_run import import_run
+    from . import importers
+    from .run import preflight, publish
+    from .run.log_import import import_run
     out = Path(args.out) if args.out else paths.SCRATCH_DIR / "imported" / Path(args.path).stem
     try:
         preflight.check_not_published(out, False)      # imports never write into the committed outputs/
@@ -308,7 +308,7 @@ def _import(args) -> int:
 
 
 def _export(args) -> int:
-    from . import integrity, paths, preflight
+    from .run import preflight
     from .importers import ImportError_, eee
     from .models.embedded import hub_id
     root = Path(args.dir) if args.dir else paths.OUTPUTS_DIR

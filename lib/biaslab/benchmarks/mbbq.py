@@ -162,7 +162,7 @@ def load(languages=LANGUAGES, sets=SETS) -> Benchmark:
 def languages_problem(languages) -> str | None:
     """Why a run cannot score ``languages`` (None when it can): each one of :data:`LANGUAGES`, once, English among
     them (the reference of every contrast) with at least one other language to contrast with it. Checked by
-    :func:`load` and, before notebook 7 starts, by :mod:`biaslab.parameters`."""
+    :func:`load` and, before notebook 7 starts, by :mod:`biaslab.run.parameters`."""
     langs = list(languages)
     shown = json.dumps(langs)
     fix = f"Fix: pass English and at least one other of {', '.join(LANGUAGES)}, e.g. languages=[\"en\", \"tr\"]"
