@@ -294,7 +294,7 @@ def test_specification_curve_keeps_its_legend_off_the_data_and_states_its_result
 
 def test_sunburst_alt_text_states_the_largest_disparity_and_its_subgroup():
     """The sunburst's alt text named only its title and colour bar (notebook 1's reports, 10 figures)."""
-    from biaslab.display import figure_alt
+    from biaslab.report.display import figure_alt
 
     rows = []
     for g, d in (("female", 0.3), ("male", -0.5), ("non-binary", np.nan)):
