@@ -103,7 +103,7 @@ def test_sample_design(bench):
 
 def test_draws_are_nested_so_notebooks_1_and_6_ask_notebook_7s_requests(bench):
     """Notebook 6's items (bias set) are among notebook 7's; notebook 1's default subset is notebook 7's items."""
-    from biaslab import profiles
+    from biaslab.run import profiles
     from biaslab.papers.multifactor import factorial
     seven = set(mbbq.sample(profiles.params("default", "07_mbbq")["items"], seed=0)[0]["item"])
     six, _ = SPECS["mbbq"].sample(profiles.multiverse_sizes("default", "items")["mbbq"], seed=0)
@@ -361,7 +361,7 @@ def test_notebook_6_values_are_one_languages():
 def test_the_plan_section_states_n_and_mde_from_the_default_design():
     """Notebook 7's claims: at most three, each instance's n and MDE recomputed from the default sample at alpha x
     the notebook's share (as tests/test_plan_schema.py recomputes every claim's)."""
-    from biaslab import profiles
+    from biaslab.run import profiles
     from biaslab.stats import power as W
     plan = P.load()
     claims = plan.of("07_mbbq")
@@ -568,7 +568,7 @@ def test_the_prompts_are_a_wording_factor_of_notebook_6():
     """Notebook 6's MBBQ universes: the plan's prompt and the paper's other four as the wording factor, next-token
     letters, option order and normalization; at least 10 per model in the default profile's formats and precisions
     (Gemma 3 270m has no chat template: its chat universe cannot run)."""
-    from biaslab import profiles
+    from biaslab.run import profiles
     from biaslab.papers.multiverse import design
     formats = profiles.multiverse_sizes("default", "formats")["mbbq"]
     precisions = profiles.params("default", "06_multiverse")["precisions"]
