@@ -498,13 +498,20 @@ def _one_option(text: str, options) -> int | None:
     return hits[0] if len(hits) == 1 else None
 
 
-#: a letter written as a list marker: ``(A)``, ``(A):``, ``A)``, ``A:``, ``A.`` (A-J; the prompts show A-C, a model
-#: continuing the list writes D, E, ...), followed by a space or the end
-_MARKER = re.compile(r"(?<![\w(])(?:\(([A-J])\):?|([A-J])\):?|([A-J]):|([A-J])\.)(?=\s|$)")
+#: a letter written as a list marker: ``(A)``, ``(A):``, ``A)``, ``A:``, ``A.``, ``A,`` (A-J; the prompts show A-C, a
+#: model continuing the list writes D, E, ...), followed by a space or the end; ``_LETTER_WORD`` any letter A-J
+#: standing alone as a word
+_MARKER = re.compile(r"(?<![\w(])(?:\(([A-J])\):?|([A-J])\):?|([A-J])[:.,])(?=\s|$)")
+_LETTER_WORD = re.compile(r"(?<![\w(])\(?([A-J])\)?[:.,)]?(?=\s|$)")
 
 
 def _markers(text: str) -> set[str]:
     return {next(g for g in m.groups() if g) for m in _MARKER.finditer(text)}
+
+
+def _only_letters(text: str) -> bool:
+    """Nothing but letter forms and punctuation (a letter answer's rest of the line, deviation (g))."""
+    return not re.sub(r"[\W_]|(?<![^\W\d_])[A-Ja-j](?![^\W\d_])", "", text)
 
 
 def _names(text: str, options) -> int:
@@ -513,9 +520,10 @@ def _names(text: str, options) -> int:
 
 
 def _lists(text: str) -> bool:
-    """The text marks all three letters, or a letter past C, as a list (deviation (c))."""
+    """The text marks all three letters, or a letter past C, as a list, or writes three letters as words ("A B C",
+    "A, B veya C") (deviation (c))."""
     m = _markers(text)
-    return set("ABC") <= m or bool(m - set("ABC"))
+    return set("ABC") <= m or bool(m - set("ABC")) or len(set(_LETTER_WORD.findall(text))) >= 3
 
 
 def _recites(text: str, options) -> bool:
@@ -597,12 +605,13 @@ def detect(answer, options, unknown_index: int, language: str = "en") -> int | s
     only where it stands alone (the repository read the "A" of Turkish "Aşağıdaki ..." as option A); (c) after rules
     1-3, an answer that marks two letters as a list ("(A): ... (B): ...", "A (D): ..."), or names two options beside
     a marker, recites the options: no answer (rules 2-3 read no line that names two options, nor, in an answer that
-    lists all three letters or one past C, the text next to the prompt's own answer cue, "Answer:", which a recited
-    prompt repeats); (d) an answer that repeats the first three words of a passage of the prompt's own wording echoes
+    recites, the text next to the prompt's own answer cue, "Answer:", which a recited prompt repeats); (d) an answer that repeats the first three words of a passage of the prompt's own wording echoes
     the prompt: no answer; (e) rules 2-3 read the option a line names by its text before its letter (the labels'
     rule: text over a contradicting letter);
     (f) a first line that is a letter form alone is that letter (a base model's "A" followed by unrelated text),
-    unless a phrase rule on the rest names another option or the rest lists the letters."""
+    unless a phrase rule on the rest names another option or the rest lists the letters; (g) an answer that (after
+    rules 1-5) opens with a letter form followed on its line by words is no answer ("A: <words that name no
+    option>"); rule 6 reads an opening letter only where the rest of its line holds nothing but letter forms."""
     if not isinstance(answer, str):
         return None
     ans = answer.strip()
@@ -628,7 +637,7 @@ def detect(answer, options, unknown_index: int, language: str = "en") -> int | s
             return i
         if o.split() and words[0] == o.split()[-1].capitalize():
             return i
-    if (f := _phrases_rule(ans, options, language, cues=not _lists(ans))) is not None:
+    if (f := _phrases_rule(ans, options, language, cues=not (_lists(ans) or _recites(ans, options)))) is not None:
         return f
     if _lists(ans) or _recites(ans, options):                                        # deviation (c)
         return None
@@ -636,9 +645,14 @@ def detect(answer, options, unknown_index: int, language: str = "en") -> int | s
         return int(unknown_index)
     if (f := _one_option(ans, options)) is not None and not _all_letters(ans):
         return f
-    for k in (2, 3, 4):
-        if (f := _letter(ans[:k])) is not None:
-            return f
+    line = first.strip()
+    for k in (4, 3, 2, 1):
+        if (f := _letter(ans[:k])) is not None and (k > 1 or not ans[1:2].isalnum()):
+            if not _only_letters(line[k:]):                                            # deviation (g)
+                return None
+            if k > 1:
+                return f
+            break
     for token, next_to in ((ans[0], ans[1:2]), (ans[-1], ans[-2:-1])):
         if next_to.isalnum():               # deviation (b): a letter inside a word ("Aşağıdaki") is no answer
             continue
