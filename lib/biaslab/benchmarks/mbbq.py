@@ -597,21 +597,22 @@ def detect(answer, options, unknown_index: int, language: str = "en") -> int | s
     6. the answer's first 2-4 characters, first or last character as a letter form; all three letters: ``"all"``;
     7. exactly one letter's non-bare form anywhere in the answer.
 
-    Phrases: ``data/mbbq/answer_phrases.tsv``, English plus ``language``'s (the repository's, and a few of ours,
-    ``source`` biaslab). Deviations from the repository, each found on the development split of the hand-labelled
-    answers of ``data/mbbq/detector_labels.tsv`` (small models recite the option list and echo the prompt; the
-    numbers are measured on its held-out split, :func:`detector_report`): (a) rule 1 does not fire when another
-    option's text is also in the answer (as rule 5 already requires); (b) rule 6 reads a first or last character
-    only where it stands alone (the repository read the "A" of Turkish "Aşağıdaki ..." as option A); (c) after rules
-    1-3, an answer that marks two letters as a list ("(A): ... (B): ...", "A (D): ..."), or names two options beside
-    a marker, recites the options: no answer (rules 2-3 read no line that names two options, nor, in an answer that
-    recites, the text next to the prompt's own answer cue, "Answer:", which a recited prompt repeats); (d) an answer that repeats the first three words of a passage of the prompt's own wording echoes
-    the prompt: no answer; (e) rules 2-3 read the option a line names by its text before its letter (the labels'
-    rule: text over a contradicting letter);
-    (f) a first line that is a letter form alone is that letter (a base model's "A" followed by unrelated text),
-    unless a phrase rule on the rest names another option or the rest lists the letters; (g) an answer that (after
-    rules 1-5) opens with a letter form followed on its line by words is no answer ("A: <words that name no
-    option>"); rule 6 reads an opening letter only where the rest of its line holds nothing but letter forms."""
+    Phrases: ``data/mbbq/answer_phrases.tsv``, English plus ``language``'s (the repository's). Deviations from the
+    repository, each found on the development split of the hand-labelled answers of ``data/mbbq/detector_labels.tsv``
+    (small models recite the option list and echo the prompt; the numbers are measured on its held-out split,
+    :func:`detector_validation`): (a) rule 1 does not fire when another option's text is also in the answer (as
+    rule 5 already requires); (b) rule 6 reads a first or last character only where it stands alone (the repository
+    read the "A" of Turkish "Aşağıdaki ..." as option A); (c) after rules 1-3, an answer that marks two letters as a
+    list ("(A): ... (B): ...", "A (D): ..."), writes three letters as words ("A B C"), or names two options beside a
+    marker, recites the options: no answer (rules 2-3 read no line that names two options, nor, in an answer that
+    recites, the text next to the prompt's own answer cue, "Answer:", which a recited prompt repeats); (d) an answer
+    that repeats the first three words of a passage of the prompt's own wording echoes the prompt: no answer;
+    (e) rules 2-3 read the option a line names by its text before its letter (the labels' rule: text over a
+    contradicting letter); (f) a first line that is a letter form alone is that letter (a base model's "A" followed
+    by unrelated text), unless a phrase rule on the rest names another option or the rest lists the letters; (g) an
+    answer that (after rules 1-5) opens with a letter form followed on its line by words is no answer ("A: <words
+    that name no option>"); rule 6 reads an opening letter only where the rest of its line holds nothing but letter
+    forms."""
     if not isinstance(answer, str):
         return None
     ans = answer.strip()
