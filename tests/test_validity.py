@@ -254,3 +254,17 @@ def test_the_plan_declares_rules_only_for_benchmarks_that_can_be_checked():
     for name in PLAN.scoring.get("benchmarks", {}):
         instrument.require(benchmarks.spec(name))
     assert PLAN.scoring_rule("ssqa") is None
+
+
+@pytest.mark.parametrize("old, new, where", [
+    ("normalization: char, orders", "normalization: chars, orders", "scoring_rule.benchmarks.bbq.normalization"),
+    ("primary: letters, fallback: cloze", "primary: cloze, fallback: cloze", "scoring_rule.benchmarks.bbq: primary"),
+    ("length_excess_max: 0.10", "length_excess_max: 10", "scoring_rule.checks.length_excess_max")])
+def test_a_wrong_scoring_rule_is_one_line_naming_the_key(tmp_path, old, new, where):
+    f = tmp_path / "plan.yaml"
+    text = P.DEFAULT.read_text()
+    assert old in text
+    f.write_text(text.replace(old, new))
+    with pytest.raises(ValueError) as e:
+        P.load(f)
+    assert any(line.startswith(f"{f}: {where}") for line in str(e.value).splitlines()), str(e.value)

@@ -113,17 +113,17 @@ _share = {"type": "number", "minimum": 0, "maximum": 1, "description": "a share 
 #: formulations (biaslab.stats.validity.apply_rule reads them as given)
 SCORING_RULE = {
     "type": "object", "required": ["checks", "benchmarks"], "additionalProperties": False,
-    "description": "a mapping with rationale, checks {competence_alpha, length_excess_max, position_excess_max, "
+    "description": "a mapping with rationale, checks {competence_level, length_excess_max, position_excess_max, "
                    "modal_share_max, answer_entropy_min} and benchmarks {benchmark: {primary, fallback, "
                    "normalization, orders}}",
     "properties": {
         "rationale": _text,
         "checks": {"type": "object", "additionalProperties": False,
-                   "required": ["competence_alpha", "length_excess_max", "position_excess_max", "modal_share_max",
+                   "required": ["competence_level", "length_excess_max", "position_excess_max", "modal_share_max",
                                 "answer_entropy_min"],
-                   "description": "a mapping of the five thresholds (competence_alpha a one-sided level in (0, "
+                   "description": "a mapping of the five thresholds (competence_level a one-sided level in (0, "
                                   "0.5), the others shares in [0, 1])",
-                   "properties": {"competence_alpha": {"type": "number", "exclusiveMinimum": 0,
+                   "properties": {"competence_level": {"type": "number", "exclusiveMinimum": 0,
                                                        "exclusiveMaximum": 0.5},
                                   "length_excess_max": _share, "position_excess_max": _share,
                                   "modal_share_max": _share, "answer_entropy_min": _share}},

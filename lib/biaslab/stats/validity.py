@@ -20,7 +20,7 @@ probable option; absent where no option is shown).
 
 * *competence*: accuracy on the competence items against chance 1/k, Korn-Graubard interval clustered on the
   generating unit (:func:`biaslab.stats.clustered.rate_inference`); competent when the one-sided test at
-  ``competence_alpha`` rejects (the two-sided 1 - 2 alpha interval lies above chance). No correct answer: not judged.
+  ``competence_level`` rejects (the two-sided 1 - 2 alpha interval lies above chance). No correct answer: not judged.
 * *length*: the share of answers that are the longest option (characters; tokens reported) against the share
   expected if the answer did not depend on length *given the model's own preference among roles*,
   ``mean_i P(role of item i's longest option)``, P the model's share of answers with that role in the item's stratum;
@@ -49,7 +49,7 @@ from .clustered import rate_inference
 from .responders import THRESHOLDS, responder_check
 
 #: the checks' defaults (the plan's ``scoring_rule.checks`` states them before the run)
-CHECKS = {"competence_alpha": 0.05, "length_excess_max": 0.10, "position_excess_max": 0.10,
+CHECKS = {"competence_level": 0.05, "length_excess_max": 0.10, "position_excess_max": 0.10,
           "modal_share_max": THRESHOLDS["modal_share_max"], "answer_entropy_min": THRESHOLDS["answer_entropy_min"]}
 MEASURABLE, NOT_MEASURABLE = "informative", "not measurable"
 BRANCHES = ("primary", "fallback", NOT_MEASURABLE)
@@ -89,7 +89,7 @@ def n_options(df: pd.DataFrame) -> np.ndarray:
     return pd.DataFrame(_wide(df, "role_", object)).notna().sum(axis=1).to_numpy()
 
 
-def competence(df: pd.DataFrame, cluster: str | None, alpha: float = CHECKS["competence_alpha"]) -> dict:
+def competence(df: pd.DataFrame, cluster: str | None, alpha: float = CHECKS["competence_level"]) -> dict:
     """Accuracy on the competence items (``competence_item``; an unanswered item is not correct) against chance
     1/k, with the Korn-Graubard interval at 1 - 2 alpha (:func:`biaslab.stats.clustered.rate_inference`): competent
     when its lower bound is above chance (the one-sided test at ``alpha`` rejects)."""
@@ -205,7 +205,7 @@ def check(df: pd.DataFrame, cluster: str | None, checks: Mapping | None = None,
     """Every check of one model x formulation's answers, ``passes`` and ``reasons`` (the failed checks with their
     numbers, "; "-joined)."""
     c = {**CHECKS, **(checks or {})}
-    row = {"n": len(df), **competence(df, cluster, c["competence_alpha"])}
+    row = {"n": len(df), **competence(df, cluster, c["competence_level"])}
     ln = length(df, "chars", stratum)
     row.update(n_length=ln["n"], n_length_tied=ln["n_tied"], longest_share=ln["observed"],
                longest_expected=ln["expected"], length_excess=ln["excess"],
@@ -313,7 +313,7 @@ def rule_sentence(rule: Mapping, benchmark: str) -> str:
                 f"cloze ({NORMS.get(rule.get('normalization'), rule.get('normalization'))})")
     return (f"The analysis plan's scoring rule for {benchmark}: {name(rule['primary'])} if its answers pass the checks, "
             f"else {name(rule['fallback'])} if its answers pass, else not measurable. Checks: competence above chance "
-            f"(one-sided test at {c['competence_alpha']:g}); the longest option chosen at most "
+            f"(one-sided test at {c['competence_level']:g}); the longest option chosen at most "
             f"{100 * c['length_excess_max']:.0f} points more often than its length-independent expectation; with one "
             f"order asked, no shown position more than {100 * c['position_excess_max']:.0f} points above uniform; "
             f"the role chosen not degenerate (modal role below {_pct(c['modal_share_max'])}, normalized entropy "
