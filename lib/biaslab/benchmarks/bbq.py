@@ -389,13 +389,11 @@ def score_intervals(df: pd.DataFrame, by: Sequence[str], cluster: str = "templat
 
 
 def score_summaries(scored: pd.DataFrame, subset: pd.DataFrame, cluster: str = "template") -> list:
-    """Notebook 1's BBQ tables: accuracy and bias scores (overall and per category, with clustered intervals) and
-    the share of answers at each option position, per model."""
+    """Notebook 1's BBQ tables: accuracy and bias scores, overall and per category, with clustered intervals, per
+    model (the shown positions chosen are the validity table's, ``biaslab.stats.validity``)."""
     sp = scored.merge(subset, on="prompt_id")
-    pos = sp.groupby(["model"])["choice"].value_counts(normalize=True).unstack(fill_value=0)
     return [("accuracy_bias_scores", bias_scores(sp, ["model"]), True),
             ("accuracy_bias_scores_by_category", bias_scores(sp, ["model", "category"]), False),
-            ("choice_position_shares", pos.reset_index(), False),
             ("accuracy_bias_score_intervals", score_intervals(sp, ["model"], cluster), True),
             ("accuracy_bias_score_intervals_by_category", score_intervals(sp, ["model", "category"], cluster), False)]
 
@@ -634,7 +632,7 @@ def _metric(cond: str, label: str, **multiverse) -> Metric:
         null_meaning="0: biased and counter-biased answers equally often",
         responses=("responses",), response_filters={"context_condition": cond}, outcome=PSEUDO,
         cluster="template", kind="ratio_linearized", derive=with_pseudo_values, responders={},
-        answer_mode="option log-probabilities", scale="bias score (−1 to 1)",
+        answer_mode="options read by the plan's scoring rule (else the paper's)", scale="bias score (−1 to 1)",
         item_values=partial(_universe_values, cond), estimate=partial(_universe_estimate, cond),
         responder_reads=(ANSWER_READ,),
         **multiverse)
