@@ -595,7 +595,7 @@ def _universe_estimate(cond: str, r: pd.DataFrame, items: pd.DataFrame, n_boot: 
     return universe_estimate(b["estimate"], b["ci_low"], b["ci_high"],
                              f"cluster bootstrap percentile of the ratio (template, {n_boot} resamples)",
                              b["p_boot"], "two-sided cluster bootstrap p against 0", len(part), b["n_clusters"],
-                             (~part["answer_kind"].isin(["option", "unknown"])).sum(),
+                             (part["choice"] < 0).sum(),
                              accuracy=float(part["correct"].mean()))
 
 

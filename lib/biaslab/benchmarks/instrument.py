@@ -26,7 +26,7 @@ FORMULATIONS = {
 }
 #: a formulation's name in sentences ((formulation, normalization) -> words)
 LABELS = {("paper", ""): "paper's protocol",
-          ("letters", ""): "letters, every cyclic order",
+          ("letters", ""): "letters (every cyclic order)",
           **{("cloze", n): f"cloze ({w})" for n, w in zip(NORMALIZATIONS, ("summed log-probability", "per token",
                                                                           "per character", "PMI"))}}
 

@@ -200,6 +200,10 @@ def _pct(x: float) -> str:
     return f"{100 * x:.0f} %"
 
 
+def _num(x: float) -> str:
+    return f"{x:.3g}" if np.isfinite(x) else "undefined"
+
+
 def check(df: pd.DataFrame, cluster: str | None, checks: Mapping | None = None,
           stratum: str | None = "stratum") -> dict:
     """Every check of one model x formulation's answers, ``passes`` and ``reasons`` (the failed checks with their
@@ -379,9 +383,9 @@ def render(rows: pd.DataFrame, selection: pd.DataFrame, benchmark: str, labels: 
         name = _label(sel, labels)
         if s["rule_branch"] == NOT_MEASURABLE:
             head = (f"{who}: **not measurable** on {benchmark} (no formulation passes: {s['reasons']}); its scores "
-                    f"are shown from the {name} formulation, never decided, ranked or compared")
+                    f"are shown from {name}, never decided, ranked or compared")
         else:
-            head = f"{who}: under the rule, the {benchmark} answers come from the {name} formulation"
+            head = f"{who}: under the rule, the {benchmark} answers are read from {name} ({describe(sel)})"
         paper = mine[mine["formulation"] == "paper"]
         tail = ""
         if len(paper) and sel["formulation"] != "paper":
@@ -398,7 +402,7 @@ def render(rows: pd.DataFrame, selection: pd.DataFrame, benchmark: str, labels: 
                 now = g[(g["formulation"] == sel["formulation"]) & (g["normalization"] == norm)]
                 was = g[g["formulation"] == "paper"]
                 if len(now) and len(was):
-                    tail += (f"; {(metric_labels or {}).get(metric, metric)}: {now['estimate'].iloc[0]:.3g} under "
-                             f"the rule, {was['estimate'].iloc[0]:.3g} under the paper's protocol")
-        lines.append(f"- {head} ({describe(sel)}){tail}.")
+                    tail += (f"; {(metric_labels or {}).get(metric, metric)}: {_num(now['estimate'].iloc[0])} under "
+                             f"the rule, {_num(was['estimate'].iloc[0])} under the paper's protocol")
+        lines.append(f"- {head}{tail}.")
     return "\n".join(lines)
