@@ -180,7 +180,8 @@ def test_a_not_measurable_model_is_never_decided_ranked_or_compared():
                           "orientation": 1, "comparison_group": "g",
                           "responder_status": [status["responder_status"].iloc[0], "informative"]})
     groups = compare.tie_group_table(table, nb5).set_index("model")
-    assert not groups.loc["lengthy", "ranked"] and groups.loc["lengthy", "note"].startswith("not ranked: not measurable")
+    assert not groups.loc["lengthy", "ranked"]
+    assert groups.loc["lengthy", "note"].startswith("not ranked: not measurable")
 
 
 def _row(formulation, passes, norm="", why="x failed"):
@@ -195,7 +196,8 @@ def test_the_rule_picks_the_declared_branch(letters, cloze_char, branch):
                          _row("cloze", True, "sum"), _row("cloze", cloze_char, "char", why="cloze bad")])
     s = V.apply_rule(rows, RULE).iloc[0]
     assert s["rule_branch"] == branch
-    assert (s["selected"], s["selected_normalization"]) == (("letters", "") if branch == "letters" else ("cloze", "char"))
+    want = ("letters", "") if branch == "letters" else ("cloze", "char")
+    assert (s["selected"], s["selected_normalization"]) == want
     if branch == V.NOT_MEASURABLE:
         assert s["status"] == "not measurable: letters: letters bad; cloze: cloze bad"
     marked = V.mark(rows, V.apply_rule(rows, RULE))

@@ -315,8 +315,8 @@ def rule_sentence(rule: Mapping, benchmark: str) -> str:
     def name(f):
         return ("letters in every cyclic order" if f == "letters" else
                 f"cloze ({NORMS.get(rule.get('normalization'), rule.get('normalization'))})")
-    return (f"The analysis plan's scoring rule for {benchmark}: {name(rule['primary'])} if its answers pass the checks, "
-            f"else {name(rule['fallback'])} if its answers pass, else not measurable. Checks: competence above chance "
+    return (f"The analysis plan's scoring rule for {benchmark}: {name(rule['primary'])} if its answers pass the "
+            f"checks, else {name(rule['fallback'])} if its answers pass, else not measurable. Checks: competence above chance "
             f"(one-sided test at {c['competence_level']:g}); the longest option chosen at most "
             f"{100 * c['length_excess_max']:.0f} points more often than its length-independent expectation; with one "
             f"order asked, no shown position more than {100 * c['position_excess_max']:.0f} points above uniform; "

@@ -21,7 +21,7 @@ import pandas as pd
 
 from ...benchmarks import SPECS
 from ...benchmarks.spec import Metric
-from ...display import column_label
+from ...report.display import column_label
 from ...stats import intervals, paired, ranking
 from ...stats import responders as R
 from ...stats import verdict as V
@@ -29,7 +29,7 @@ from ...stats import verdict as V
 
 def metric_headers(metrics) -> dict:
     """What a reader sees as each metric's column header: its benchmark's title, then the rest of its id in words
-    ("bbq_bias_ambig": "BBQ bias ambiguous"; ``biaslab.display`` reads ``attrs["labels"]``)."""
+    ("bbq_bias_ambig": "BBQ bias ambiguous"; ``biaslab.report.display`` reads ``attrs["labels"]``)."""
     return {m.id: f"{m.benchmark} {column_label(m.id.partition('_')[2])}" for m in metrics}
 
 
@@ -259,9 +259,10 @@ def paired_table(root: Path, metrics=None, models: list[str] | None = None, n_bo
     label probabilities vs generated text) is not comparable: its difference and interval are shown, its verdict is
     "not tested (not comparable: …)". A pair with a model that is degenerate *for this metric* (``responders``,
     :func:`responder_table`) keeps its difference and interval; its verdict is "not tested (degenerate responder:
-    …)", or "not measurable (…)" where the model's instrument failed the plan's scoring rule. Neither enters the family. Every pair is :func:`biaslab.stats.paired.paired_difference` on the metric's
-    design (BBQ: on the two models' score pseudo-values over the units both answered, whose mean difference is the
-    difference of their scores there). ``n_boot``: draws of the wild cluster bootstrap where it is used."""
+    …)", or "not measurable (…)" where the model's instrument failed the plan's scoring rule. Neither enters the
+    family. Every pair is :func:`biaslab.stats.paired.paired_difference` on the metric's design (BBQ: on the two
+    models' score pseudo-values over the units both answered, whose mean difference is the difference of their scores
+    there). ``n_boot``: draws of the wild cluster bootstrap where it is used."""
     rows = []
     for m in _or_all(metrics):
         r = unit_responses(m, root)

@@ -109,6 +109,11 @@ NOTEBOOK = {
     },
 }
 _share = {"type": "number", "minimum": 0, "maximum": 1, "description": "a share between 0 and 1"}
+_RULE = {"type": "object", "required": ["primary", "fallback", "normalization", "orders"], "additionalProperties": False,
+         "description": "a mapping with primary, fallback (letters or cloze), normalization (sum, mean, char or pmi: "
+                        "the cloze formulation's) and orders (cycles)",
+         "properties": {"primary": {"enum": ["letters", "cloze"]}, "fallback": {"enum": ["letters", "cloze"]},
+                        "normalization": {"enum": ["sum", "mean", "char", "pmi"]}, "orders": {"enum": ["cycles"]}}}
 #: the ``scoring_rule`` block (docs/validity.md): the checks' thresholds and, per multiple-choice benchmark, its
 #: formulations (biaslab.stats.validity.apply_rule reads them as given)
 SCORING_RULE = {
@@ -127,14 +132,8 @@ SCORING_RULE = {
                                                        "exclusiveMaximum": 0.5},
                                   "length_excess_max": _share, "position_excess_max": _share,
                                   "modal_share_max": _share, "answer_entropy_min": _share}},
-        "benchmarks": {"type": "object", "description": "a mapping of benchmark name to its rule", "additionalProperties": {
-            "type": "object", "required": ["primary", "fallback", "normalization", "orders"],
-            "additionalProperties": False,
-            "description": "a mapping with primary, fallback (letters or cloze), normalization (sum, mean, char or "
-                           "pmi: the cloze formulation's) and orders (cycles)",
-            "properties": {"primary": {"enum": ["letters", "cloze"]}, "fallback": {"enum": ["letters", "cloze"]},
-                           "normalization": {"enum": ["sum", "mean", "char", "pmi"]},
-                           "orders": {"enum": ["cycles"]}}}},
+        "benchmarks": {"type": "object", "additionalProperties": _RULE,
+                       "description": "a mapping of benchmark name to its rule"},
     },
 }
 SCHEMA = {
