@@ -580,6 +580,12 @@ FACTOR_PLAN = FactorPlan(
 TOTALS = ["deviated", "non_unknown", "correct", "one"]     # the column totals bias_score_from_totals reads
 
 
+def _unanswered(d: pd.DataFrame) -> pd.Series:
+    """Answers that name no option: by ``answer_kind`` (unparsed, unmatched, several, tie), else by ``choice`` -1
+    (notebook 1's response tables keep no ``answer_kind``)."""
+    return ~d["answer_kind"].isin(["option", "unknown"]) if "answer_kind" in d else d["choice"] < 0
+
+
 def _universe_estimate(cond: str, r: pd.DataFrame, items: pd.DataFrame, n_boot: int = 2000, seed: int = 0) -> dict:
     """Notebook 6: the bias score in one context condition of one universe's answers, a percentile cluster bootstrap
     of the ratio over templates, two-sided bootstrap p against 0. An unparsed or unmatched answer names no person:
@@ -595,7 +601,7 @@ def _universe_estimate(cond: str, r: pd.DataFrame, items: pd.DataFrame, n_boot: 
     return universe_estimate(b["estimate"], b["ci_low"], b["ci_high"],
                              f"cluster bootstrap percentile of the ratio (template, {n_boot} resamples)",
                              b["p_boot"], "two-sided cluster bootstrap p against 0", len(part), b["n_clusters"],
-                             (part["choice"] < 0).sum(),
+                             _unanswered(part).sum(),
                              accuracy=float(part["correct"].mean()))
 
 
