@@ -474,7 +474,7 @@ if rule is None:
     print(f"{bspec.title}: the analysis plan declares no scoring rule; its answers are read at the paper's protocol")
 else:
     display(Markdown(validity.rule_sentence(rule, bspec.title)))
-    table(validity_rows, "validity", show_rows=0)
+    out.table(validity_rows, "validity")           # every check's numbers; the panel below is its summary
     panel = validity.panel(validity_rows, instrument.LABELS)
     out.table(panel, "validity_panel", markdown=True)
     display(panel)
@@ -486,7 +486,7 @@ else:
             if met.estimate is not None:
                 fs.append({"model": m, "formulation": f, "normalization": nz, "metric": met.id,
                            **met.estimate(g.assign(universe=f), subset, 1000, seed)})
-    table(pd.DataFrame(fs), "formulation_scores", show_rows=0)
+    out.table(pd.DataFrame(fs), "formulation_scores")
     display(Markdown(validity.render(validity_rows, selection, bspec.title, instrument.LABELS,
                                      scores=pd.DataFrame(fs), metric_labels={m.id: m.label for m in bspec.metrics})))
 
