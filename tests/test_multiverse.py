@@ -625,7 +625,7 @@ def test_degenerate_universes_are_kept_marked_and_left_out_of_the_agreement_coun
     rob = analysis.robustness(eq).iloc[0]
     assert (rob["n_judged"], rob["n_not_judged"]) == (1, 2)
     from biaslab.papers.multiverse import findings
-    assert "2 not judged (degenerate responder)" in findings.robustness_findings(rob.to_frame().T)
+    assert "2 not judged (a degenerate responder, or no variation to estimate)" in findings.robustness_findings(rob.to_frame().T)
 
 
 def test_multiverse_verdicts_are_the_verdict_layers_columns():

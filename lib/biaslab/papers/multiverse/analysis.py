@@ -22,6 +22,7 @@ from ...benchmarks import bbq
 from ...stats import agreement as agree_stats
 from ...stats import importance as imp
 from ...stats import paired, power, ranking
+from ...stats.clustered import NOT_ESTIMABLE, no_variation
 
 SEPARATED = "separated: effect not estimable"
 
@@ -68,10 +69,12 @@ def group_preference(values: pd.DataFrame) -> pd.DataFrame:
             t = stats.ttest_1samp(diff, 0.0) if n > 1 and diff.std() > 0 else None
             lo, hi = t.confidence_interval(0.95) if t else (np.nan, np.nan)
             family, class_type, group = met.split(":", 2)
+            flat = no_variation(n, "scenarios") if n > 1 and not t else ""     # every scenario alike: no test
             rows.append({"class_type": class_type, "group": group, "estimate": float(diff.mean()),
-                         "ci_low": lo, "ci_high": hi, "ci_method": f"t interval over scenarios, {max(n - 1, 1)} df",
+                         "ci_low": lo, "ci_high": hi,
+                         "ci_method": flat or f"t interval over scenarios, {max(n - 1, 1)} df",
                          "null_value": 0.0, "p_value": float(t.pvalue) if t else np.nan,
-                         "p_method": "paired t test over scenarios", "n": n, "n_clusters": n, "model": m,
+                         "p_method": flat or "paired t test over scenarios", "n": n, "n_clusters": n, "model": m,
                          "universe": u, "metric": family})
     return pd.DataFrame(rows)
 
@@ -103,18 +106,21 @@ def _sign(x: pd.Series, null: pd.Series) -> pd.Series:
 
 
 def _agreement(o: pd.DataFrame) -> pd.Series:
-    """Per universe: "not judged" (it or the paper's universe is a degenerate responder), "opposite direction" (its
-    own interval excludes the null on the other side from the paper's estimate), :data:`NO_MARGIN`, "equivalent" (the TOST interval
-    inside +-margin), "differs" (the TOST interval wholly beyond the margin), else "inconclusive"."""
+    """Per universe: "not judged" (it or the paper's universe is a degenerate responder), "not estimable (…)" (the
+    paired differences do not vary: no standard error, no TOST interval, so neither equivalence nor a difference is
+    shown), "opposite direction" (its own interval excludes the null on the other side from the paper's estimate),
+    :data:`NO_MARGIN`, "equivalent" (the TOST interval inside +-margin), "differs" (the TOST interval wholly beyond
+    the margin), else "inconclusive"."""
     own = _sign(o["estimate"], o["null_value"])
     sig = (o["ci_low"] > o["null_value"]) | (o["ci_high"] < o["null_value"])
     ref = _sign(o["paper_estimate"], o["null_value"])
     lo, hi, m = o["tost_ci_low"], o["tost_ci_high"], o["margin"]
+    flat = o["ci_method"].astype(str).str.startswith(NOT_ESTIMABLE)
     return pd.Series(np.select(
-        [_degenerate(o["responder_status"]) | _degenerate(o["paper_responder_status"]), lo.isna() | hi.isna(),
+        [_degenerate(o["responder_status"]) | _degenerate(o["paper_responder_status"]), flat, lo.isna() | hi.isna(),
          sig & (ref != 0) & (own == -ref), m.isna(), (lo > -m) & (hi < m), (lo > m) | (hi < -m)],
-        ["not judged (degenerate responder)", "undefined (no paired interval)", OPPOSITE, NO_MARGIN, EQUIVALENT,
-         DIFFERS],
+        ["not judged (degenerate responder)", o["ci_method"].astype(str), "undefined (no paired interval)", OPPOSITE,
+         NO_MARGIN, EQUIVALENT, DIFFERS],
         INCONCLUSIVE), index=o.index)
 
 

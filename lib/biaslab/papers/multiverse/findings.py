@@ -77,7 +77,8 @@ def robustness_sentence(r: Mapping) -> str:
     """One model x metric's equivalence to the paper's protocol, from its row of ``robustness.csv``: the magnitude
     (equivalence within the margin) and the direction (the sign kept) reported apart, since a universe can keep the
     sign and still differ by more than the margin."""
-    left = f"; {int(r['n_not_judged'])} not judged (degenerate responder)" if r.get("n_not_judged") else ""
+    left = (f"; {int(r['n_not_judged'])} not judged (a degenerate responder, or no variation to estimate)"
+            if r.get("n_not_judged") else "")
     return (f"**{r['model']}**, {r['metric']}: magnitude: of {int(r['n_judged'])} {_unit(r)} judged, "
             f"{int(r['n_equivalent'])} equivalent to the paper's protocol within ±{num(r['margin'])}, "
             f"{int(r['n_inconclusive'])} inconclusive, {int(r['n_differs'])} beyond the margin, "
