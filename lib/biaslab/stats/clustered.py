@@ -149,14 +149,16 @@ def exact_zero(v: float, v_naive: float, rel: float = 1e-12) -> float:
 NOT_ESTIMABLE = "not estimable"
 
 
-def no_variation(n: int, unit: str = "items") -> str:
+def no_variation(n: int, unit: str = "items", clusters: int | None = None) -> str:
     """``not estimable (no variation in 12 items)``: what a row says in place of a test and an interval whose
-    variance is estimated as 0."""
-    return f"{NOT_ESTIMABLE} (no variation in {int(n):,} {unit})"
+    variance is estimated as 0; ``clusters``: the items vary but their G cluster totals do not ("no variation
+    between the 3 clusters of 15 items")."""
+    where = f"between the {int(clusters):,} clusters of" if clusters else "in"
+    return f"{NOT_ESTIMABLE} (no variation {where} {int(n):,} {unit})"
 
 
 def without_variance(out: dict, n: int, unit: str = "items", p=("p_value", "statistic"),
-                     ci=("ci_low", "ci_high"), notes=("ci_method", "p_method")) -> dict:
+                     ci=("ci_low", "ci_high"), notes=("ci_method", "p_method"), clusters: int | None = None) -> dict:
     """The one treatment of an estimate whose variance is estimated as 0: a constant outcome, arms that answer alike
     inside every cluster (cluster totals that cancel, :func:`exact_zero`), a permutation or bootstrap distribution
     of one value, too few items to vary. A standard error of 0 would make any departure from the null infinitely
@@ -164,7 +166,7 @@ def without_variance(out: dict, n: int, unit: str = "items", p=("p_value", "stat
     stays; the columns ``p`` (p-value, test statistic) and ``ci`` are NaN (never 0, never a zero-width interval),
     and each of ``notes`` says :func:`no_variation`, which the verdict layer (:mod:`biaslab.stats.verdict`) turns
     into the row's verdict, so no such row is tested, decided or screened as significant."""
-    note = no_variation(n, unit)
+    note = no_variation(n, unit, clusters)
     return {**out, **{k: np.nan for k in (*p, *ci)}, **{k: note for k in notes}}
 
 
@@ -334,7 +336,7 @@ def mean_inference(y, clusters=None, null: float = 0.0, alpha: float = 0.05, few
         out["ci_method"] = f"undefined ({g} cluster)"
         return out
     if se == 0:
-        return without_variance(out, n)
+        return without_variance(out, n, clusters=None if np.ptp(y) == 0 else g)
     label = "units" if clusters is None else clusters_label(name) + (" (crossed)" if two_way else "")
     if not two_way and clusters is not None and g < few:
         c = dims[0]
@@ -387,7 +389,8 @@ def contrast_inference(y, in_group, clusters=None, alpha: float = 0.05) -> dict:
     out = {"estimate": float(mg - mr), "se": se, "se_naive": math.sqrt(v_naive), "design_effect":
            v / v_naive if v_naive > 0 else np.nan, "n_group": ng, "n_rest": nr, "n_clusters": g, "df": g - 1,
            "ci_low": float(mg - mr - q * se), "ci_high": float(mg - mr + q * se), "ci_method": ""}
-    return without_variance(out, ng + nr, p=(), notes=("ci_method",)) if se == 0 else out
+    return (without_variance(out, ng + nr, p=(), notes=("ci_method",), clusters=None if flat else g) if se == 0
+            else out)
 
 
 def clopper_pearson(k, n, alpha: float = 0.05) -> tuple[np.ndarray, np.ndarray]:

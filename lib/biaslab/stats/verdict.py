@@ -136,7 +136,7 @@ def _null(df: pd.DataFrame, names) -> pd.Series:
 NOTE_COLUMNS = ("p_method", "ci_method", "method", "test", "estimator", "undefined_reason")
 #: verdicts of rows that are neither decided nor screened
 UNTESTED = ("not tested", "undefined", NOT_ESTIMABLE)
-_NOT_ESTIMABLE = re.compile("(" + NOT_ESTIMABLE + r" \(no variation in [\d,]+ [^)]+\))")
+_NOT_ESTIMABLE = re.compile("(" + NOT_ESTIMABLE + r" \(no variation [^)]+\))")
 
 
 def not_estimable(df: pd.DataFrame) -> pd.Series:
