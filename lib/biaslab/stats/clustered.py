@@ -314,7 +314,8 @@ def mean_inference(y, clusters=None, null: float = 0.0, alpha: float = 0.05, few
     ``clusters``: None (units independent), one label array, or two (crossed design). Returns n, n_clusters, df,
     estimate, sd, se_naive (s / sqrt(n)), se (CR1, one- or two-way), design_effect (se^2 / se_naive^2 with the
     naive variance ``sum e^2 / n^2``), ci_low, ci_high, ci_method, statistic (t), p_value (H0: mean = null),
-    p_method. ``name`` names the clusters in the method strings ("template")."""
+    p_method. ``name`` names the clusters in the method strings ("template"); an interval at a level other than 95 %
+    says so in ``ci_method`` ("90% two-sided"). A variance of 0: no test and no interval (:func:`without_variance`)."""
     y = np.asarray(y, dtype=float)
     n = int(y.size)
     out = {"n": n, "n_clusters": np.nan, "df": np.nan, "estimate": float(y.mean()) if n else np.nan,
@@ -338,6 +339,7 @@ def mean_inference(y, clusters=None, null: float = 0.0, alpha: float = 0.05, few
     if se == 0:
         return without_variance(out, n, clusters=None if np.ptp(y) == 0 else g)
     label = "units" if clusters is None else clusters_label(name) + (" (crossed)" if two_way else "")
+    label += "" if alpha == 0.05 else f"; {1 - alpha:.0%} two-sided"       # a level other than 95 % is stated
     if not two_way and clusters is not None and g < few:
         c = dims[0]
         tot, size = np.bincount(c, weights=y), np.bincount(c).astype(float)
