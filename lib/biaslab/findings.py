@@ -17,6 +17,7 @@ confidence from its method (:func:`interval_level`), a power statement's power a
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable, Mapping
 
@@ -35,6 +36,24 @@ def num(x: float, digits: int = 3) -> str:
         return f"{x:.{max(digits - 1, 0)}e}"
     s = f"{x:.{digits}g}" if abs(x) < 10 ** digits else f"{x:,.0f}"
     return s.replace("-", "−", 1) if s.startswith("-") else s
+
+
+def mc_num(x: float, mc_se: float) -> str:
+    """A Monte-Carlo quantity to the decimal place of its Monte-Carlo SE's first digit (17.7 with SE 0.31, 18 with
+    SE 2.4): no more digits than its draws support."""
+    if not (present(x) and present(mc_se)) or mc_se <= 0:
+        return num(x)
+    s = f"{x:.{max(0, -math.floor(math.log10(mc_se)))}f}"
+    return s.replace("-", "−", 1) if s.startswith("-") else s
+
+
+def with_mc_se(row: Mapping, col: str) -> str:
+    """The value of ``col`` as :func:`num`, or, where the row holds its Monte-Carlo standard error
+    (``<col>_mc_se``), to the digits its draws support with that SE: '17.7 (Monte-Carlo SE 0.3)'."""
+    se = row.get(f"{col}_mc_se")
+    if not (present(se) and se > 0):
+        return num(row.get(col))
+    return f"{mc_num(row[col], se)} (Monte-Carlo SE {se:.1g})"
 
 
 def span(lo: float, hi: float, digits: int = 3) -> str:
@@ -156,8 +175,10 @@ def claim_sentence(row: Mapping, claim) -> str:
     if decided and present(row.get("ci_adj_low")) and present(row.get("ci_adj_high")):
         ci = f" [{_bound(row['ci_adj_low'])}, {_bound(row['ci_adj_high'])}] at {level_pct(row['ci_level'])}"
     elif decided and claim.ci and present(row.get(claim.ci[0])) and present(row.get(claim.ci[1])):
-        ci = (f" (unadjusted {level_pct(interval_level(row, claim.ci[0]))} CI {num(row[claim.ci[0]])}, "
-              f"{num(row[claim.ci[1]])})")
+        se = row.get(f"{claim.estimate}_mc_se")            # bounds from the same draws: no more digits than they carry
+        lo, hi = ((mc_num(row[c], se) for c in claim.ci) if present(se) and se > 0
+                  else (num(row[c]) for c in claim.ci))
+        ci = f" (unadjusted {level_pct(interval_level(row, claim.ci[0]))} CI {lo}, {hi})"
     p = row.get("p_adjusted")
     how = f" (adjusted {pval(p)})" if decided and present(p) else ""
     bf = row.get("bf_direction")
@@ -167,7 +188,8 @@ def claim_sentence(row: Mapping, claim) -> str:
     elif v == NOT_DISTINGUISHABLE and power_at_level(row):
         qual = "; " + power_at_level(row)
     what = getattr(claim, "estimate_label", "")
-    return f"`{claim.id}` {who(row, claim)}: {what + ' ' if what else ''}{num(est)}{ci}, {verdict_words(v)}{how}{qual}."
+    est = with_mc_se(row, claim.estimate) if present(est) else num(est)
+    return f"`{claim.id}` {who(row, claim)}: {what + ' ' if what else ''}{est}{ci}, {verdict_words(v)}{how}{qual}."
 
 
 def claim_findings(tables: Iterable, claims: Iterable) -> str:
@@ -182,7 +204,7 @@ def claim_findings(tables: Iterable, claims: Iterable) -> str:
     return bullets(lines)
 
 
-def design_power(rows: Iterable[Mapping]) -> tuple[str, str]:
+def stated_power(rows: Iterable[Mapping]) -> tuple[str, str]:
     """('80 %', '0.05'): the power and α the rows' MDEs were computed at (``power.csv``'s ``power`` and ``alpha``),
     one of each; a ValueError naming the columns where the rows hold none or several."""
     rows = list(rows)
@@ -196,7 +218,7 @@ def design_power(rows: Iterable[Mapping]) -> tuple[str, str]:
 
 def power_sentence(rows: Iterable[Mapping], what: str, digits: int = 2) -> str:
     """'{what}: the design had 80 % power for effects of at least 0.07–0.49 (α = 0.05)' over the rows' defined
-    ``mde`` (``power.csv``), at the power and α the rows state (:func:`design_power`); rows whose MDE is undefined
+    ``mde`` (``power.csv``), at the power and α the rows state (:func:`stated_power`); rows whose MDE is undefined
     are counted with their reason (``mde_note``), never printed as 0."""
     rows = list(rows)
     ok = [float(r["mde"]) for r in rows if present(r.get("mde")) and float(r["mde"]) > 0]
@@ -205,7 +227,7 @@ def power_sentence(rows: Iterable[Mapping], what: str, digits: int = 2) -> str:
     bad = len(rows) - len(ok)
     if not ok:
         return f"{what}: no minimum detectable effect ({'; '.join(why)})"
-    power, alpha = design_power(rows)
+    power, alpha = stated_power(rows)
     return (f"{what}: the design had {power} power for effects of at least {span(min(ok), max(ok), digits)} "
             f"(α = {alpha})" + (f"; {bad} of {len(rows)} without one ({'; '.join(why)})" if bad else ""))
 

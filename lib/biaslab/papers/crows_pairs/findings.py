@@ -12,7 +12,7 @@ from collections.abc import Mapping
 import pandas as pd
 
 from ...benchmarks.crows_pairs import DATASET_NAMES
-from ...findings import bullets, claim_findings, design_power, num, pct, present
+from ...findings import bullets, claim_findings, num, pct, present, stated_power
 from ...stats import hypothesis as hyp
 from .decisions import NOTEBOOK
 
@@ -37,7 +37,7 @@ def power_findings(power_table: pd.DataFrame, name: str) -> str:
     if not r:
         return ""
 
-    power, alpha = design_power(r)
+    power, alpha = stated_power(r)
 
     def one(row, what):
         n = (f"{int(row['n']):,} pair{'s' if int(row['n']) != 1 else ''}" if present(row.get("n")) else "its pairs")

@@ -194,13 +194,15 @@ def robustness(eq: pd.DataFrame) -> pd.DataFrame:
 
 def design_power(est: pd.DataFrame, rob: pd.DataFrame, alpha: float = 0.05) -> pd.DataFrame:
     """What the design can detect, per model x metric: ``n`` (the paper's universe's items), ``own_mde`` (the effect
-    its own two-sided test detects with 80 % power, ``stats.power.mde_from_se`` on the SE its 95 % interval implies)
+    its own two-sided test at ``alpha`` detects with ``power`` (80 %), ``stats.power.mde_from_se`` on the SE its 95 %
+    interval implies)
     and ``equivalence_mde`` (the margin within which the paired TOST shows equivalence with 80 % power, median over
     universes: :func:`robustness`; its largest, ``equivalence_mde_max``, and how many universes reach the margin)
     beside the plan's ``margin``."""
     p = est[est["universe"] == "paper"]
     se = (p["ci_high"] - p["ci_low"]) / (2 * stats.norm.ppf(1 - alpha / 2))
-    own = p.assign(own_mde=[power.mde_from_se(x, alpha=alpha) for x in se])[["model", "metric", "n", "own_mde"]]
+    own = p.assign(own_mde=[power.mde_from_se(x, alpha=alpha) for x in se], alpha=alpha, power=power.POWER)[
+        ["model", "metric", "n", "alpha", "power", "own_mde"]]
     extra = [c for c in ("equivalence_mde_max", "n_equivalence_powered", "n_equivalence_universes") if c in rob]
     return own.merge(rob[["model", "metric", "margin", "equivalence_mde", *extra]], on=["model", "metric"])
 

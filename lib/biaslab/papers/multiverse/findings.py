@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from ...benchmarks import SPECS
-from ...findings import bullets, join, num, pct, present, pval
+from ...findings import bullets, join, num, pct, present, pval, stated_power
 from . import analysis
 
 #: the file notebook 5 reads (relative to an outputs root) to mark a metric's robustness
@@ -108,8 +108,10 @@ def design_findings(power: pd.DataFrame) -> str:
         else:
             eq = (f"to show equivalence within ±{num(r['equivalence_mde'])} in the median universe (against the "
                   f"declared margin ±{num(r['margin'])})")
-        lines.append(f"**{r['model']}**, {r['metric']}: with {int(r['n'])} items per universe the design had 80 % "
-                     f"power for an effect of {num(r['own_mde'])} (the paper's universe's own test) and {eq}.")
+        pw, alpha = stated_power([r])
+        lines.append(f"**{r['model']}**, {r['metric']}: with {int(r['n'])} items per universe the design had {pw} "
+                     f"power for an effect of {num(r['own_mde'])} (the paper's universe's own test at α = {alpha}) "
+                     f"and {eq}.")
     return bullets(lines)
 
 
