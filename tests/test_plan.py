@@ -245,3 +245,17 @@ def test_a_prompted_preference_gets_no_claim_sentence_beside_its_position_readin
                          "same_position": [1.0], "n_pairs": [40]})
     reading = F3.position_findings(pos, cons)
     assert "by **position**" in reading and "preference" not in reading and "evidence" not in reading
+
+
+def test_the_plan_names_the_subgroups_the_code_computes():
+    """Each notebook-1 instance of the deviation-metric claim says "per X x Y subgroup" in the plan; the benchmark's
+    FactorPlan computes the metric over exactly those factors (BBQ: category x context, as BBQ reports each context
+    apart; the code had used question polarity)."""
+    from biaslab.benchmarks import SPECS
+    words = {"context": "context_condition", "referent": "answer", "class type": "class_type",
+             "question type": "question_type", "bias type": "bias_type", "pronoun gender": "pronoun_gender"}
+    claim = next(c for c in PLAN.of("01_multifactor") if c.id == "dm-difference")
+    for bench, inst in claim.instances.items():
+        said = re.search(r"per (.+?) subgroup", " ".join(str(inst["estimand"]["variable"]).split())).group(1)
+        factors = [words.get(w.strip(), w.strip()) for w in said.split(" x ")]
+        assert factors == list(SPECS[bench].factor_plan.ecdf_factors), (bench, said)

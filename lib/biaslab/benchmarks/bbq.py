@@ -518,7 +518,7 @@ FACTOR_PLAN = FactorPlan(
               ("context_condition", "correct_is_biased"), ("stereotyped_group", "category")],
     sunburst=("category", "context_condition"),
     subgroup_factors=["category", "context_condition", "question_polarity", "label_type"],
-    ecdf_factors=["category", "question_polarity"],
+    ecdf_factors=["category", "context_condition"],     # the plan's subgroups: a deviation means one thing per context
     regression=["category", "context_condition", "question_polarity", "label_type", "biased_position",
                 "correct_is_biased"],
     regression_subset=["category", "context_condition", "question_polarity", "label_type", "biased_position",
