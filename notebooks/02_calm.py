@@ -612,8 +612,8 @@ display(Markdown(findings.diversity_findings(diversity)))
 # The paper's length row is that of the passages alone (`calm_passage`: the same number of templates and the same
 # shortest and longest one as printed), not of the passages with their questions (`calm`); its printed standard
 # deviation is too small for its own minimum and maximum (computed below from the printed row and from this run's
-# table). Words are whitespace-separated, placeholders counted as words. Benchmarks skipped above (their loaders were
-# not yet on this branch) appear when the notebook is run where they exist.
+# table). Words are whitespace-separated, placeholders counted as words. A benchmark skipped above (its data not
+# fetched) appears when the notebook is run where its data is.
 
 # %% tags=["findings"]
 display(Markdown(findings.length_findings(diversity, published.TABLE4)))
