@@ -184,7 +184,8 @@ def claim_sentence(row: Mapping, claim) -> str:
     bf = row.get("bf_direction")
     qual = ""
     if (v, bf) in ((DISTINGUISHABLE, "H0"), (NOT_DISTINGUISHABLE, "H1")):      # the evidence disagrees: its size
-        qual = f"; BF₁₀ {span(row['bf10_min'], row['bf10_max'], 2)} over the prior range, not adjusted for multiplicity"
+        qual = (f"; BF₁₀ {span(row['bf10_min'], row['bf10_max'], 2)} over the prior range, not adjusted for "
+                "multiplicity")
     elif v == NOT_DISTINGUISHABLE and power_at_level(row):
         qual = "; " + power_at_level(row)
     what = getattr(claim, "estimate_label", "")

@@ -550,8 +550,8 @@ def _universe_estimate(cond: str, r: pd.DataFrame, items: pd.DataFrame, n_boot: 
     s = ranking.cluster_sums(part, TOTALS, "template")
     b = ranking.cluster_sum_bootstrap(lambda t: bias_score_from_totals(t, cond == "ambig"), s.to_numpy(),
                                       n_boot=n_boot, seed=seed)
-    return universe_estimate(b["estimate"], b["ci_low"], b["ci_high"],
-                             b["ci_method"] or f"cluster bootstrap percentile of the ratio (template, {n_boot} resamples)",
+    how = f"cluster bootstrap percentile of the ratio (template, {n_boot} resamples)"
+    return universe_estimate(b["estimate"], b["ci_low"], b["ci_high"], b["ci_method"] or how,
                              b["p_boot"], b["ci_method"] or "two-sided cluster bootstrap p against 0", len(part),
                              b["n_clusters"],
                              (~part["answer_kind"].isin(["option", "unknown"])).sum(),
