@@ -5,7 +5,7 @@ import json
 import pandas as pd
 import pytest
 
-from biaslab import profiles
+from biaslab.run import profiles
 from helpers import certainty_without_variance
 
 EXPECTED_TABLES = {

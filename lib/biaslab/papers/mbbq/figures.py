@@ -6,7 +6,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from ...findings import interval_level, level_pct
+from ...report.wording import interval_level, level_pct
 from ...plots.labels import interval_label, legend_below
 
 LANG_NAMES = {"en": "English", "es": "Spanish", "nl": "Dutch", "tr": "Turkish"}
