@@ -91,7 +91,7 @@ def test_every_committed_run_passes_the_official_validator(core, folder, tmp_pat
 def test_exports_of_imported_lm_eval_runs_pass_the_official_validator(core, log, tmp_path):
     """An imported run's records (the harness as eval_library, every item of CrowS-Pairs, BBQ and MBBQ as an
     instance record) pass the validator as biaslab's own runs do."""
-    from biaslab.imported_run import import_run
+    from biaslab.run.log_import import import_run
     import_run("lm-eval", ROOT / "tests" / "fixtures" / "lm_eval" / log, tmp_path / "run")
     (r,) = eee.export_run(tmp_path / "run", tmp_path / "eee", model_ids=hub_id).values()
     found = _validate_tree(core, tmp_path / "eee")

@@ -36,7 +36,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..fsio import atomic_write_text
+from ..files.storage import atomic_write_text
 from .base import (BBQ, CROWS, MBBQ, UNSUPPORTED, ImportedLog, ImportError_, json_lines, supported,
                    unknown_category)
 

@@ -25,7 +25,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..benchmarks import bbq as bbq_bench
-from ..filehash import sha256_file
+from ..files.hashing import sha256_file
 from .base import (BBQ, CROWS, MBBQ, ImportedLog, ImportError_, Unsupported, json_lines, not_imported,
                    some_supported, unknown_category)
 

@@ -19,14 +19,13 @@ from pathlib import Path
 
 import pandas as pd
 
-from . import models as bl_models
-from . import scoring
-from .benchmarks import crows_pairs
-from .filehash import sha256_file
-from .fsio import atomic_write_text
-from .importers.eee import confined, path_component
-from .outputs import package_versions
-from .stats import hypothesis as hyp
+from .. import models as bl_models, scoring
+from ..benchmarks import crows_pairs
+from ..files.hashing import sha256_file
+from ..files.storage import atomic_write_text
+from ..importers.eee import confined, path_component
+from ..report.outputs import package_versions
+from ..stats import hypothesis as hyp
 
 
 def _gap(lg) -> dict:
@@ -58,8 +57,8 @@ def bbq_harness_check(lm, lg) -> tuple[pd.DataFrame, pd.DataFrame]:
     recomputed with the harness's own biased answers and aggregation (:func:`.importers.lm_eval.harness_bias_score`),
     which must equal the harness's (``explained``). Second table: every row whose harness mapping differs from
     ``target_loc``, with why."""
-    from .benchmarks import bbq
-    from .importers import lm_eval
+    from ..benchmarks import bbq
+    from ..importers import lm_eval
     items, rows = lg.items, []
     if "harness_biased" not in items.columns or items["harness_biased"].isna().all():
         return pd.DataFrame(), pd.DataFrame()
@@ -97,7 +96,7 @@ def bbq_harness_check(lm, lg) -> tuple[pd.DataFrame, pd.DataFrame]:
 
 
 def bbq_tables(lm, bbq_logs) -> dict[str, pd.DataFrame]:
-    from .benchmarks.bbq import score_intervals
+    from ..benchmarks.bbq import score_intervals
     items = pd.concat([lg.items.assign(dataset=lg.task) for lg in bbq_logs], ignore_index=True)
     items = items.assign(model=lm.name)
     checks = [bbq_harness_check(lm, lg) for lg in bbq_logs if lg.harness == "lm-eval"]
@@ -114,7 +113,7 @@ def mbbq_tables(lm, logs) -> dict[str, pd.DataFrame]:
     scores per language x set with template-clustered intervals (``dataset``: the task(s) that hold that language
     and set), and the harness's own accuracy per task beside the share of correct answers imported
     (``harness_check``)."""
-    from .benchmarks.bbq import score_intervals
+    from ..benchmarks.bbq import score_intervals
     items = pd.concat([lg.items.assign(dataset=lg.task) for lg in logs], ignore_index=True).assign(model=lm.name)
     check = [{"model": lm.name, "dataset": lg.task, "metric": "acc", "n": len(lg.items),
               "harness": lg.reported.get("acc,none"), "recomputed": float(lg.items["correct"].mean()), **_gap(lg)}
@@ -132,10 +131,11 @@ def import_run(fmt: str, path: str | Path, out: str | Path, tokenizer: str | Non
 
     One model per run folder: logs of several models become ``out/<model>/`` each (``name`` then is refused: it
     names one model). ``benchmark`` names what a BBQ-shaped lm-eval task is where its texts cannot tell (``bbq`` or
-    ``mbbq``). The lock of notebook runs (:class:`biaslab.publish.RunLock`) on ``out`` (and on each ``out/<model>``)
-    is held from the first read to the atomic publish, so a second import into that folder while this one runs is
-    refused; a folder this call created for the lock file and did not fill is removed again."""
-    from . import importers, publish
+    ``mbbq``). The lock of notebook runs (:class:`biaslab.run.publish.RunLock`) on ``out`` (and on each
+    ``out/<model>``) is held from the first read to the atomic publish, so a second import into that folder while
+    this one runs is refused; a folder this call created for the lock file and did not fill is removed again."""
+    from .. import importers
+    from . import publish
     out = Path(out)
     created = [p for p in (out, *out.parents) if not p.exists()]
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -159,7 +159,8 @@ def import_run(fmt: str, path: str | Path, out: str | Path, tokenizer: str | Non
 
 def _import_one(fmt, path, final: Path, model: str, tokenizer, name, benchmark, run_id: str) -> dict:
     """One model's run folder, written to staging and swapped in (the caller holds the folder's lock)."""
-    from . import importers, publish
+    from .. import importers
+    from . import publish
     if final.is_dir() and any(final.iterdir()) and not (final / "MANIFEST.json").exists():
         raise importers.ImportError_(f"{final} exists and is not a run folder (no MANIFEST.json): an import replaces "
                                      "its folder, so name a new or empty folder with --out")
