@@ -292,6 +292,23 @@ def test_specification_curve_keeps_its_legend_off_the_data_and_states_its_result
     plt.close(fig)
 
 
+def test_sunburst_alt_text_states_the_largest_disparity_and_its_subgroup():
+    """The sunburst's alt text named only its title and colour bar (notebook 1's reports, 10 figures)."""
+    from biaslab.report.display import figure_alt
+
+    rows = []
+    for g, d in (("female", 0.3), ("male", -0.5), ("non-binary", np.nan)):
+        rows.append({"level": 1, "factors": "gender", "gender": g, "n": 100, "log_disparity": d})
+        for r, e in (("white", -0.1), ("black", 0.8 if g == "female" else 0.2), ("asian", 0.0)):
+            rows.append({"level": 2, "factors": "gender x race", "gender": g, "race": r, "n": 30, "log_disparity": e})
+    fig = plots.sunburst(pd.DataFrame(rows), "gender", "race", title="m: log disparity")
+    alt = figure_alt(fig)
+    assert alt.startswith("largest log disparity of gender: male -0.5 (advantaged, 100 responses); largest log "
+                          "disparity of gender x race: female x black +0.8 (disadvantaged, 30 responses). panel 1: m: log "
+                          "disparity"), alt
+    plt.close(fig)
+
+
 def test_forest_plot_alt_text_states_each_model_s_estimate_against_the_null():
     from biaslab.report.display import figure_alt
     from biaslab.plots.compare import forest_plot

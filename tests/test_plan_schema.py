@@ -11,6 +11,7 @@ import json
 import re
 import subprocess
 import time
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import nbformat
@@ -72,7 +73,20 @@ def test_the_shipped_plan_is_valid():
     ("        null_value: 0.5\n", "        null_value: [0.5]\n", "notebooks.03_crows_pairs_bayes.claims[1].null_value",
      "must be string or number or boolean"),
     ("          crows_pairs_fr: {n: 400, mde: 0.215}", "          crows_pairs_fr: {n: 0, mde: 0.215}",
-     "notebooks.03_crows_pairs_bayes.claims[0].instances.crows_pairs_fr.n", "less than the minimum of 1"),
+     "notebooks.03_crows_pairs_bayes.claims[0].instances.crows_pairs_fr.n", "less than the minimum of 1"),    # a number is finite: NaN passes every range check (every claim then silently decides nothing)
+    ("alpha: 0.05", "alpha: .nan", "alpha", "nan is not a finite number. Fix: write a familywise error rate"),
+    ("alpha: 0.05", "alpha: .inf", "alpha", "inf is not a finite number"),
+    ("alpha: 0.05", "alpha: -0.05", "alpha", "less than or equal to the minimum of 0"),
+    ("02_calm: 0.16", "02_calm: .nan", "budget.shares.02_calm", "nan is not a finite number"),
+    ("02_calm: 0.16", "02_calm: .inf", "budget.shares.02_calm", "inf is not a finite number"),
+    ("02_calm: 0.16", "02_calm: -0.16", "budget.shares.02_calm", "less than or equal to the minimum of 0"),
+    ("02_calm: 0.16", "02_calm: 1.16", "budget.shares.02_calm", "greater than the maximum of 1"),
+    ("            mde: 0.604", "            mde: .nan", "notebooks.01_multifactor.claims[0].instances.ssqa.mde",
+     "nan is not a finite number. Fix: write a positive number"),
+    ("            null_value: 0\n", "            null_value: .nan\n",
+     "notebooks.01_multifactor.claims[0].instances.ssqa.null_value", "nan is not a finite number"),
+    ("        bbq_bias_ambig: 0.1", "        bbq_bias_ambig: .inf", "notebooks.06_multiverse.equivalence.margins",
+     "inf is not a finite number"),
 ])
 def test_a_faulty_plan_gets_one_line_per_problem_naming_the_key_path(tmp_path, old, new, where, needle):
     assert old in SHIPPED, old
@@ -272,13 +286,33 @@ def test_a_plan_edited_after_the_runner_read_it_is_recorded_as_the_kernel_read_i
 
 def test_verify_reports_a_plan_missing_changed_or_issued_after_the_results(tmp_path):
     f = _plan(tmp_path, SHIPPED)
-    manifest = {"analysis_plan": P.load(f).entry() | {"path": str(f)}, "written": "2026-11-26"}
+    manifest = {"analysis_plan": P.load(f).entry() | {"path": str(f), "issued": "2026-11-25"}, "written": "2026-11-26"}
     assert P.changed_since(manifest) == ""
     f.write_text(SHIPPED.replace("alpha: 0.05", "alpha: 0.01"))
     note = P.changed_since(manifest)
     assert note.startswith(P.CHANGED) and "issued 2026-11-28, after these results were written (2026-11-26)" in note
     f.unlink()
     assert "is missing" in P.changed_since(manifest) and str(f) in P.changed_since(manifest)
+
+
+def test_a_plan_issued_in_the_future_is_refused_and_verify_fails_a_run_that_records_one(tmp_path, capsys):
+    """A plan dated after today was accepted with no note, and `biaslab verify` passed a run that recorded it."""
+    from biaslab import cli
+    future = (datetime.now(timezone.utc).date() + timedelta(days=2)).isoformat()
+    f = _plan(tmp_path, SHIPPED.replace("issued: 2026-11-28", f"issued: {future}")
+              .replace("    date: 2026-11-28", f"    date: {future}"))
+    (line,) = _one_line_errors(f)
+    assert line.startswith(f"{f}: issued: {future} is after today")
+    run = tmp_path / "out/00_x"
+    run.mkdir(parents=True)
+    manifest = {"files": {}, "written": "2026-11-29", "analysis_plan": P.load().entry() | {"issued": future}}
+    (run / "MANIFEST.json").write_text(json.dumps(manifest))
+    assert cli.main(["verify", str(tmp_path / "out")]) == 1
+    out = capsys.readouterr().out
+    assert f"{P.ISSUED_AFTER}: the MANIFEST records plan v4 issued {future}, after these results were written " \
+           "(2026-11-29)" in out and "0 of 1 run folder(s) verified" in out
+    run.joinpath("MANIFEST.json").write_text(json.dumps(manifest | {"analysis_plan": P.load().entry()}))
+    assert cli.main(["verify", str(tmp_path / "out")]) == 0
 
 
 # ---- history ------------------------------------------------------------------------------------------------

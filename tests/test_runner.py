@@ -505,13 +505,25 @@ def test_a_replaced_data_file_is_named_on_the_terminal_with_its_fix(toy, tmp_pat
                                               "pinned copy)")
 
 
-def test_a_deleted_staging_folder_is_one_line_naming_it(toy, capsys):
+@pytest.mark.parametrize("body", [
+    "import shutil\nshutil.rmtree(output_dir)",
+    # the notebook's OutputDir re-creates the folder: the run then failed with a bare FileNotFoundError, or published
+    # a partial folder as ok
+    GOOD + "\nimport shutil\nshutil.rmtree(output_dir)\nout = OutputDir(output_dir)\n"
+           "open(out.tables / 'v.csv').read()",
+    GOOD + "\nimport shutil\nshutil.rmtree(output_dir)\nout = OutputDir(output_dir)\n"
+           "out.table(pd.DataFrame({'w': [1]}), 'w')",
+])
+def test_a_deleted_staging_folder_is_one_line_naming_it(toy, capsys, body):
     nbdir, outdir = toy
-    _toy_notebook(nbdir / "00_toy.ipynb", "import shutil\nshutil.rmtree(output_dir)")
+    _toy_notebook(nbdir / "00_toy.ipynb", body)
     assert execute.reproduce("smoke", outputs_dir=outdir, html=False) == 1
     out = capsys.readouterr().out
-    assert "    error: this run's staging folder .00_toy.staging-" in out and "was deleted while the run" in out
-    assert "Fix: rerun" in out and "Traceback" not in out
+    (line,) = [x for x in out.splitlines() if x.startswith("    error: ")]
+    assert line.startswith("    error: this run's staging folder .00_toy.staging-") and "was deleted while the run" \
+        in line and "Fix: rerun" in line
+    assert "Traceback" not in out and not (outdir / "00_toy" / "MANIFEST.json").exists()
+    assert json.loads((outdir / "00_toy" / "MANIFEST.failed.json").read_text())["status"] == "failed"
 
 
 def test_a_jupytext_pair_out_of_sync_is_refused(toy):

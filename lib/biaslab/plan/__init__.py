@@ -32,6 +32,7 @@ DEFAULT = paths.ROOT / "analysis_plan.yaml"
 MAX_CLAIMS = schema.NOTEBOOK["properties"]["claims"]["maxItems"]
 ESTIMAND_FIELDS = schema.ESTIMAND_FIELDS
 CHANGED = "plan changed since these results"
+ISSUED_AFTER = "plan issued after these results"     # a record that contradicts itself: `biaslab verify` fails it
 
 
 @dataclass(frozen=True)
@@ -270,10 +271,15 @@ def changed_since(manifest: Mapping, path: str | Path | None = None) -> str:
     """What ``biaslab verify`` says about the plan a run decided with, "" when it still holds: the plan file the
     MANIFEST names (or ``path``) is missing, or no longer hashes to the recorded sha256 ("plan changed since these
     results"; "issued after these results" when the current file's ``issued`` date is later than the MANIFEST's
-    ``written`` date). A MANIFEST written before plans were recorded says so."""
+    ``written`` date). A MANIFEST written before plans were recorded says so; one whose recorded plan was issued
+    after the results were written says :data:`ISSUED_AFTER` (no run decides under a plan not yet issued)."""
     rec = manifest.get("analysis_plan") if isinstance(manifest, Mapping) else None
     if not isinstance(rec, Mapping) or not rec.get("sha256"):
         return "no analysis plan recorded in this MANIFEST (written before plans were hashed)"
+    written = str(manifest.get("written") or "")[:10]
+    if written and str(rec.get("issued") or "") > written:
+        return (f"{ISSUED_AFTER}: the MANIFEST records plan v{rec.get('version', '?')} issued {rec['issued']}, after "
+                f"these results were written ({written}). Fix: re-run under a plan dated no later than the run")
     where = Path(path or rec.get("path") or DEFAULT)
     where = where if where.is_absolute() else paths.ROOT / where
     recorded = f"recorded v{rec.get('version', '?')} sha256 {str(rec['sha256'])[:12]}"
@@ -289,7 +295,6 @@ def changed_since(manifest: Mapping, path: str | Path | None = None) -> str:
         issued = str(schema.read(where)[0].get("issued") or "")
     except schema.PlanError:
         pass
-    written = str(manifest.get("written") or "")[:10]
     when = (f"; the plan was issued {issued}, after these results were written ({written})"
             if issued and written and issued > written else "")
     return f"{CHANGED} ({recorded}, {where.name} now {now[:12]}{when}): re-run to decide under the current plan"

@@ -10,7 +10,8 @@ the signal). Warnings that change what a run means are MANIFEST notes.
 Runs go to :data:`biaslab.paths.SCRATCH_DIR` unless given a folder or ``publish=True`` (``outputs/``, also the catalogue
 and ``outputs/index.html``); ``served=True`` runs notebooks 3 and 4 against the embedded SmolLM2 served by llama.cpp
 (:mod:`biaslab.models.local_server`) into ``<outputs>/served/``. At the end every regenerated run is compared with the
-committed one (:mod:`.regenerated`); ``check=True`` exits 3 when a verdict changed.
+committed one (:mod:`.regenerated`); ``check=True`` exits 3 when a verdict changed, appeared or disappeared, or a run
+could not be compared (no committed run, another profile).
 """
 
 from __future__ import annotations
@@ -349,16 +350,23 @@ def run_one(notebook: str, variant: str, profile: str, overrides: dict, outputs_
     }
     run_id = publish.new_run_id()       # names this run's folders: unique across hosts and pid namespaces
     staging, lock = staging_folder(final, run_id), publish.RunLock(final, run_id)
+    held = None
     try:
         final.parent.mkdir(parents=True, exist_ok=True)
         lock.acquire()                  # one run per folder; a live run's folders are never touched
         swept = sweep_stale(final)
         staging.mkdir()
+        # held open, the folder's inode cannot be reused: a staging folder deleted and re-created (a notebook's
+        # OutputDir makes its folder) is another inode (_staging_gone)
+        held = os.open(staging, os.O_RDONLY)
+        made = os.fstat(held)
     except (OSError, publish.FolderBusy) as exc:  # disk full, read-only, another live run: nothing ran, say why
         manifest.update(status="failed", wall_time_s=0.0, models={}, data={}, notes=[],
                         error=(isinstance(exc, OSError) and storage.storage_problem(exc, final.parent)) or str(exc))
         log.error("%s could not start: %s", label, manifest["error"])
         shutil.rmtree(staging, ignore_errors=True)      # only ever this run's (its name carries the run id)
+        if held is not None:
+            os.close(held)
         lock.release()
         return manifest
     params["output_dir"] = str(staging)
@@ -373,7 +381,7 @@ def run_one(notebook: str, variant: str, profile: str, overrides: dict, outputs_
                             log_output=False, extra_arguments=_KERNEL_ARGS, kernel_manager_class=kernel)
         manifest["status"] = "ok"
     except BaseException as exc:  # recorded; the caller decides the exit code; an interrupt is re-raised
-        _record_error(manifest, exc, staging, final)
+        _record_error(manifest, exc, staging, final, made)
         if type(exc).__name__ == "DeadKernelError" and manifest["status"] == "failed":
             manifest["error"] = _kernel_death(executed, kernel.record) + "\n" + manifest["error"]
         log.error("%s %s: %s", label, manifest["status"], manifest["error"].strip().splitlines()[0]
@@ -381,6 +389,9 @@ def run_one(notebook: str, variant: str, profile: str, overrides: dict, outputs_
         if not isinstance(exc, Exception):
             interrupted = exc
     manifest["wall_time_s"] = round(time.perf_counter() - t0, 1)
+    if manifest["status"] == "ok" and _staging_gone(staging, made):      # what the kernel re-made is partial
+        manifest.update(status="failed", error=_staging_gone_text(staging))
+        log.error("%s failed: %s", label, manifest["error"])
     prov = staging / "provenance.json"       # this run's own record only
     try:
         p = json.loads(prov.read_text()) if prov.exists() else {}
@@ -424,11 +435,12 @@ def run_one(notebook: str, variant: str, profile: str, overrides: dict, outputs_
             _record_failure(manifest, notebook, executed, staging, final)
     except (OSError, RuntimeError, ValueError) as exc:   # publishing failed (disk full, read-only, did not verify)
         manifest.pop("files", None)
-        _record_error(manifest, exc, staging, final)
+        _record_error(manifest, exc, staging, final, made)
         log.error("%s: %s", label, manifest["error"].strip().splitlines()[0])
         _record_failure(manifest, notebook, executed, staging, final)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+        os.close(held)
         lock.release()
     log.info("%s: %s in %.0f s", label, manifest["status"], manifest["wall_time_s"])
     if interrupted is not None:
@@ -440,9 +452,25 @@ def _manifest_text(manifest: dict, staging: Path, final: Path) -> str:
     return redact(_portable(json.dumps(manifest, indent=2, default=str), staging, final)) + "\n"
 
 
-def _record_error(manifest: dict, exc: BaseException, staging: Path, final: Path) -> None:
+def _staging_gone(staging: Path, made: os.stat_result) -> bool:
+    """This run's staging folder was deleted while it ran: it is missing, or another folder (another inode: the
+    runner holds the first one open, so its number cannot be reused) stands in its place."""
+    try:
+        return not os.path.samestat(os.stat(staging), made)
+    except OSError:
+        return True
+
+
+def _staging_gone_text(staging: Path) -> str:
+    return (f"this run's staging folder {staging.name} (in {staging.parent}) was deleted while the run was going on "
+            "(by a cleanup or another process); nothing was published and the last good outputs are kept. Fix: "
+            "rerun, and leave .*.staging-* folders of a live run alone")
+
+
+def _record_error(manifest: dict, exc: BaseException, staging: Path, final: Path, made: os.stat_result) -> None:
     """Status and error of a run that did not succeed: ``interrupted`` when a stop was requested, else ``failed``,
-    with a full disk, a read-only file system or a permission error named as such (path, space, fix)."""
+    naming first a staging folder deleted while the run went on (:func:`_staging_gone`: whatever error followed),
+    then a full disk, a read-only file system or a permission error as such (path, space, fix)."""
     sig = stopping.requested()
     if sig:
         manifest["status"] = "interrupted"
@@ -452,12 +480,9 @@ def _record_error(manifest: dict, exc: BaseException, staging: Path, final: Path
         return
     manifest["status"] = "failed"
     raw = _error_text(exc)
-    if isinstance(exc, OSError) or getattr(exc, "ename", None) in ("FileNotFoundError", "OSError"):
-        if not staging.exists():
-            manifest["error"] = (f"this run's staging folder {staging.name} (in {staging.parent}) was deleted while the run was going on (by a "
-                                 "cleanup or another process); nothing was published and the last good outputs are "
-                                 f"kept. Fix: rerun, and leave .*.staging-* folders of a live run alone\n{raw}")
-            return
+    if _staging_gone(staging, made):
+        manifest["error"] = f"{_staging_gone_text(staging)}\n{raw}"
+        return
     named = storage.storage_problem(exc, final, last_good_bytes=storage.folder_size(final),
                                     written_bytes=storage.folder_size(staging))
     manifest["error"] = f"{named}\n{raw}" if named else raw
@@ -513,8 +538,8 @@ def reproduce(profile: str = "default", only: list[str] | None = None, overrides
               progress: bool | None = None, dry_run: bool = False, jobs: int = 1, served: bool = False,
               check: bool = False) -> int:
     """Run the selected notebooks; returns a process exit code (0 when all succeeded, 1 when one failed, 3 with
-    ``check`` when a regenerated verdict differs from the committed one, 128 + the signal when stopped by SIGINT or
-    SIGTERM).
+    ``check`` when a regenerated verdict differs from the committed one or a run was not compared, 128 + the signal
+    when stopped by SIGINT or SIGTERM).
 
     Every selected notebook's parameters are validated (and model specs, device and dtype resolved) and the run's
     settings checked (:mod:`.preflight`) before the first one starts. ``outputs_dir``: where to write (default:
@@ -653,6 +678,11 @@ def reproduce(profile: str = "default", only: list[str] | None = None, overrides
         for rc in compared:
             print("  " + regenerated.summary_line(rc))
     changed = sum(rc.verdict_changes for rc in compared)
+    unchecked = [f"{rc.label} ({rc.not_compared})" for rc in compared if rc.not_compared]
     if check and changed:
         print(f"--check: {changed} verdict(s) differ from the committed outputs")
-    return 1 if failed else (3 if check and changed else 0)
+    if check and (unchecked or not compared):
+        print(f"--check: not compared with the committed outputs ({reference}): "
+              f"{'; '.join(unchecked) or 'no run finished'}; their verdicts are unchecked. Fix: check runs of the "
+              "profile the committed runs have, of notebooks with a committed run")
+    return 1 if failed else (3 if check and (changed or unchecked or not compared) else 0)
