@@ -82,16 +82,21 @@ class Claim:
         if self.sesoi is not None:
             parts = []
             for k in keys:
-                d = self.design_of(k, profile)
-                if d is None:
-                    parts.append(f"{k + ': ' if k else ''}no planning design")
-                    continue
-                size = f"n {int(d['n']):,}" if "n" in d else f"{d['templates']} templates"
-                if "power" in d and "level" in d:
-                    size += (f", power {d['power']:.2f} at level {d['level']:.2g}"
-                             + (" (descriptive)" if d["power"] < 0.8 else ""))
-                parts.append(f"{k + ' ' if k else ''}{size}")
-            then = "".join(f", then `{d}` {f:g}" for d, f in self.then.items())
+                own = (self.instances.get(k) or {}).get("design") if k is not None else None
+                fams = {**((self.design.get(profile) or {}).get("by_family") or {}),
+                        **(((own or {}).get(profile) or {}).get("by_family") or {})}
+                for fam in (None, *fams):
+                    d = self.design_of(k, profile, fam)
+                    who = " ".join(x for x in (k, f"({fam})" if fam else None) if x)
+                    if d is None:
+                        parts.append(f"{who + ': ' if who else ''}no planning design")
+                        continue
+                    size = f"n {int(d['n']):,}" if "n" in d else f"{d['templates']} templates"
+                    if "power" in d and "level" in d:
+                        size += (f", power {d['power']:.2f} at level {d['level']:.2g}"
+                                 + (" (descriptive)" if d["power"] < 0.8 else ""))
+                    parts.append(f"{who + ' ' if who else ''}{size}")
+            then = (", then " + ", ".join(f"`{d}` {f:g}" for d, f in self.then.items())) if self.then else ""
             return (f"; SESOI {self.sesoi:g}; weight {self.weight or 0:g}{then}; planned ({profile}): "
                     + "; ".join(parts))
         sizes = [(k, self.instance(k)["n"], self.instance(k)["mde"]) for k in keys]

@@ -49,17 +49,18 @@ def _need(root: Path, folder: str, stem: str) -> pd.DataFrame:
 
 
 def multifactor(root: Path, plan: P.Plan) -> list[pd.DataFrame]:
+    """Notebook 1's benchmark runs, decided together (:func:`biaslab.papers.multifactor.decisions.decide_runs`)."""
     from .papers.multifactor import decisions as D
-    out = []
+    runs = {}
     for bench in sorted(p.name for p in (Path(root) / "01_multifactor").glob("*") if p.is_dir()):
         f = f"01_multifactor/{bench}"
         tables = {n: _read(root, f, n) for n in ("paired_subgroup_tests", "paired_comparisons")}
         if any(t is not None for t in tables.values()):
-            d = D.decide(bench, tables, _read(root, f, "responders"), plan=plan)
-            out += [t.assign(benchmark=bench) for t in d.values() if t is not None]
-    if not out:
+            runs[bench] = (tables, _read(root, f, "responders"))
+    if not runs:
         raise Missing("01_multifactor/*/tables/paired_subgroup_tests.csv")
-    return out
+    return [t.assign(benchmark=bench) for bench, d in D.decide_runs(runs, plan=plan).items()
+            for t in d.values() if t is not None]
 
 
 def calm(root: Path, plan: P.Plan) -> list[pd.DataFrame]:

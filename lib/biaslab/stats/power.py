@@ -323,7 +323,7 @@ def _range_at_excess(n_templates: int, per_group: int, groups: tuple, accuracy: 
     if gain(accuracy) < excess:
         return null, np.full(n_sim, np.nan)
     lo, hi = 0.0, accuracy
-    for _ in range(30):
+    for _ in range(20):                                                # the gap to 1e-6 of its range
         mid = (lo + hi) / 2
         lo, hi = (mid, hi) if gain(mid) < excess else (lo, mid)
     return null, score(hi)
@@ -435,7 +435,9 @@ def n_for_power(design: Mapping, sesoi: float, level: float, sides: str = "two-s
     ``sesoi`` at ``level``, the design otherwise unchanged (:func:`_scaled`); NaN where even ``most`` is not
     enough."""
     base = float(design["templates"] if design["model"] == "range" else design["n"])
-    most = min(most, 1000) if design["model"] == "range" else most
+    if design["model"] == "range":          # a simulation per n: fewer draws, n up to the templates the data hold
+        design = {**design, "draws": min(int(design.get("draws", 4000)), 1000)}
+        most = min(most, float(design.get("max_n", 1000)))
     f = lambda n: np.nan_to_num(design_power(_scaled(design, n), sesoi, level, sides))      # noqa: E731
     if f(base) >= target:
         lo, hi = 1.0, base

@@ -425,8 +425,8 @@ def plan_family(claims: Sequence[str], designs: Sequence[Mapping | None], sesoi:
     rejected and its own claim's other instances are not: ``alpha_family`` times its weight in the expanded graph
     (:func:`biaslab.stats.multiplicity.expand_graph`) after the predecessors' instances leave it; its **power** there
     for its SESOI (:func:`biaslab.stats.power.design_power`). Instances without a design are descriptive; then,
-    while some instance has power below ``target``, the least powered one becomes descriptive and the graph is
-    re-expanded without it (the others' levels can only grow). Returns per instance ``descriptive``,
+    while some instance has power below ``target``, the least powered one (with any tied with it) becomes
+    descriptive and the graph is re-expanded without it (the others' levels can only grow). Returns per instance ``descriptive``,
     ``planned_level``, ``planned_power`` (at the level it had when it left, for a descriptive one) and
     ``level_for_power`` (:func:`biaslab.stats.power.level_for_power`)."""
     from . import power as W
@@ -450,7 +450,8 @@ def plan_family(claims: Sequence[str], designs: Sequence[Mapping | None], sesoi:
         low = [i for i in live if not pw[i] >= target]
         if not low:
             break
-        live.remove(min(low, key=lambda i: (pw[i], -i)))
+        least = min(pw[i] for i in low)                     # the least powered leave (ties together: symmetric
+        live = [i for i in live if not pw[i] <= least + 1e-12]      # instances share one fate)
     return pd.DataFrame({"descriptive": [i not in live for i in range(n)], "planned_level": level,
                          "planned_power": pw, "level_for_power": need})
 
