@@ -480,7 +480,8 @@ def fwer(root: Path, replications: int, seed: int = 0, plan=None,
                         ) if sim else np.ones((replications, 0))          # no tested claim: no false rejection
     for i in sim:
         n_fam[i.notebook] = max(n_fam.get(i.notebook, 0), len({j.family for j in sim if j.notebook == i.notebook}))
-    graphs = {nb: plan.graph(nb) for nb in {i.notebook for i in sim}} if plan.graphical else None
+    graphs = ({nb: plan.graph(nb) for nb in {i.notebook for i in sim} if plan.of(nb)} if plan.graphical
+              else None)
     within = "graph" if plan.graphical else "holm"
     rows = []
     for rule, rej in (("budget", budget_rejections(p, sim, shares, n_fam, alpha, graphs)),
