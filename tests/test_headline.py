@@ -19,8 +19,9 @@ from biaslab import plan as P
 from biaslab import summary
 from biaslab.papers import compare
 from biaslab.stats import verdict as V
+from helpers import COMMITTED_PLAN
 
-PLAN = P.load()             # the repository's analysis plan (the committed outputs')
+PLAN = P.load(COMMITTED_PLAN)   # the plan the committed outputs were decided with
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "outputs"

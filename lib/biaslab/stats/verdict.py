@@ -548,6 +548,8 @@ def _adjust(frames: list[pd.DataFrame], alpha: float, plan, n_families: Mapping[
                 pool.loc[conf, c] = rows[c].to_numpy()
             pool.loc[conf, "power"] = rows["planned_power"].to_numpy()
             pool.loc[conf, "alpha_family"] = rows["alpha_family"].to_numpy()
+            pool.loc[conf, "n_families"] = rows["notebook"].map(nf).to_numpy()
+            pool.loc[conf, "share"] = rows["notebook"].map(shares).to_numpy()
         graph = rows[rows["_status"].eq("")] if plan.graphical else rows
         if len(graph):
             b = budget_decisions(graph, alpha, shares, nf, graphs)
