@@ -183,10 +183,8 @@ def budget_sentence(plan: P.Plan) -> str:
     """The error budget, stated from the plan's fields."""
     shares = ", ".join(f"{nb[:2]} {s:g}" for nb, s in plan.shares.items())
     within = (f"{plan.procedure.capitalize()} within each family" if not plan.graphical else
-              "a graph within each family (Bretz et al. 2009: the primary claim first, its level passed on when it "
-              "is rejected); an instance is decided only where its test has 80 % power for the claim's smallest "
-              "effect of interest (SESOI) at the level it is tested: otherwise it is descriptive (below 0.8 at its "
-              "planned level), not reached (left at level 0) or not decided (below 0.8 at the level it reached)")
+              "a graph within each family (Bretz et al. 2009); an instance is decided only where its test has 80 % "
+              "power for the claim's SESOI at its level")
     return (f"One error budget: α = {plan.alpha:g} is the familywise error rate over every confirmatory claim of "
             f"the project, split across notebooks before any run (shares: {shares}), within a notebook equally over "
             f"its families (one per notebook × model, or model pair), {within}. Adjusted p is on the project's scale "
@@ -273,8 +271,8 @@ def headline(root: Path | None, plan: P.Plan) -> str:
     label = {c.id: c.label for c in plan.claims}
     lines = [f"*Rendered by `biaslab summary` from `outputs/` under the analysis plan v{plan.version} "
              f"([`analysis_plan.yaml`](analysis_plan.yaml)): only its confirmatory claims are decided; everything "
-             f"else in the reports is exploratory. {budget_sentence(plan)} Every instance with its n, null, p, level, "
-             "power and family: [`outputs/SUMMARY.md`](outputs/SUMMARY.md).*", "",
+             f"else in the reports is exploratory. {budget_sentence(plan)} Every instance (n, null, p, level, power, "
+             "family): [`outputs/SUMMARY.md`](outputs/SUMMARY.md).*", "",
              "| notebook | claim | instances | distinguishable from the null: estimate [adjusted interval] (level) | "
              "not distinguishable | descriptive | not reached | not decided |", "|---|---|---|---|---|---|---|---|"]
     notes: dict[str, str] = {}
