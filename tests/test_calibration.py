@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from biaslab.stats import calibration as C
+from biaslab.stats import null_simulation as C
 from biaslab.stats.clustered import mean_inference, rao_scott_gof, wild_cluster_mean_test, webb_weights
 
 
@@ -41,7 +41,7 @@ def test_naive_se_on_clustered_data_is_flagged_and_the_rule_is_not():
     good = C.summarize(**{k: v for k, v in C.simulate("ssqa-deviation-rate", d, 2000).items() if k in ("p", "covers")})
     table = pd.DataFrame([{**bad, "claim": "naive"}, {**good, "claim": "rule"}])
     assert list(C.flag_oversize(table)["claim"]) == ["naive"]
-    from biaslab.calibrate import oversize_line
+    from biaslab.plan.calibration import oversize_line
     assert oversize_line(table.assign(design=["G = 40", "G = 40"])) == (
         f"1 of 2 claim instances reject a true null more often than {C.MAX_SIZE}: naive (G = 40)")
     assert bad["type_i_error"] > 0.2
@@ -185,7 +185,8 @@ def test_intercept_rule_is_statsmodels_wls_hc1_and_swap_pairs_flips_both_differe
 
 
 def test_notebook7_designs_rebuild_the_committed_tables_and_their_nulls_hold():
-    from biaslab import calibrate as K, paths
+    from biaslab.plan import calibration as K
+    from biaslab import paths
     from biaslab.papers.mbbq import analysis as A
     tables = paths.OUTPUTS_DIR / "07_mbbq" / "tables"
     insts = K.instances("07_mbbq", tables)           # each rebuild checked against the committed estimate (and p)

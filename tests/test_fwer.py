@@ -8,8 +8,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from biaslab import calibrate as K, paths, plan as P
-from biaslab.stats import calibration as C
+from biaslab.plan import calibration as K
+from biaslab import paths, plan as P
+from biaslab.stats import null_simulation as C
 from biaslab.stats.multiplicity import adjust
 
 

@@ -377,7 +377,7 @@ def test_subgroups_of_one_prompt_leave_the_metric_without_an_interval():
     assert ci["ci_low"].isna().all() and ci["ci_method"].str.startswith("undefined: 2 of 4 subgroups hold one").all()
     t = paired.paired_subgroup_test(df, "y", ["stigma"], "a", "b", "template")
     assert np.isnan(t["p_value"]) and t["test"].startswith("undefined")
-    from biaslab.findings import interval
+    from biaslab.report.wording import interval
     assert interval(ci.iloc[0].to_dict()).startswith("(no interval, undefined: 2 of 4 subgroups")
 
 

@@ -200,10 +200,10 @@ def test_a_spec_s_unhonoured_protocol_fields_are_no_factors(monkeypatch):
 
 def test_a_metric_whose_estimate_lacks_a_column_is_named():
     from biaslab.benchmarks.spec import Metric
-    from biaslab.papers.multiverse import run
+    from biaslab.papers.multiverse import sweep
     m = Metric(id="tiny_accuracy", benchmark="Tiny", label="Tiny: accuracy", estimate=lambda *a: {"estimate": 0.5})
     with pytest.raises(KeyError, match="'tiny_accuracy': its estimate returned no ci_low, ci_high"):
-        run.estimate_row(m, None, None, 10, 0)
+        sweep.estimate_row(m, None, None, 10, 0)
 
 
 def test_every_multiverse_estimate_is_one_row_shape_and_counts_what_it_leaves_out():
@@ -432,7 +432,8 @@ def test_robustness_table_round_trip(tmp_path):
 
 def test_readme_multiverse_block_is_rendered_from_the_committed_tables():
     """The multiverse section has one home (findings.HOME, linked from the README), rendered from the tables."""
-    from biaslab import paths, summary
+    from biaslab import paths
+    from biaslab.report import headline
     from biaslab.papers.multiverse import findings
     page = (paths.ROOT / findings.HOME).read_text()
     block = page.split(findings.README_START, 1)[1].split(findings.README_END, 1)[0].strip("\n")
@@ -443,7 +444,7 @@ def test_readme_multiverse_block_is_rendered_from_the_committed_tables():
     rendered = findings.render_readme_section(paths.ROOT / "outputs")
     if rendered is None:
         pytest.skip(f"outputs/06_multiverse cannot be rendered: {findings.stale(paths.ROOT / 'outputs')}")
-    assert block.strip() == summary.relink(rendered, findings.HOME).strip(), \
+    assert block.strip() == headline.relink(rendered, findings.HOME).strip(), \
         f"{findings.HOME}'s multiverse section differs from its tables: run `biaslab summary` (make reproduce does)"
 
 
@@ -491,7 +492,7 @@ def test_manifest_keeps_every_precision_a_model_was_loaded_at(tmp_path):
     overwrote the first). Both precisions are kept; a re-record at one precision still updates its entry."""
     import json
 
-    from biaslab.outputs import OutputDir
+    from biaslab.report.outputs import OutputDir
     from biaslab.report.html import footer_html
     out = OutputDir(tmp_path)
     fp = {"name": "m", "weights_sha256": "abc", "dtype": "float32", "device": "cpu"}
@@ -722,10 +723,11 @@ def test_stale_tables_are_named_and_an_empty_one_is_not_stale(tmp_path):
 
 
 def test_default_bbq_size_is_below_the_powered_size_so_the_notebook_says_what_it_can_detect():
-    """The default profile's BBQ size is set by the CPU cost of a cold run (lib/biaslab/profiles.py), not by power:
+    """The default profile's BBQ size is set by the CPU cost of a cold run (lib/biaslab/run/profiles.py), not by power:
     80 % power at a bias score of 0.1 needs more ambiguous items than it has, so the notebook's first finding (the
     design's detectable effects, computed from the run) is what a reader must see first."""
-    from biaslab import paths, profiles
+    from biaslab import paths
+    from biaslab.run import profiles
     from biaslab.benchmarks import bbq
     from biaslab.benchmarks.bbq import bias_score_pseudo_values
     from biaslab.stats import power

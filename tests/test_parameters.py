@@ -2,8 +2,8 @@
 
 import pytest
 
-from biaslab import parameters, profiles
-from biaslab.parameters import ParameterError, as_list
+from biaslab.run import parameters, profiles
+from biaslab.run.parameters import ParameterError, as_list
 
 RUNS = [(nb, v) for nb, variants in profiles.NOTEBOOKS.items() for v in variants]
 

@@ -17,7 +17,9 @@ import nbformat
 import pandas as pd
 import pytest
 
-from biaslab import paths, plan as P, plan_schema as S, profiles, runner
+from biaslab import paths, plan as P
+from biaslab.plan import schema as S
+from biaslab.run import profiles, execute
 from biaslab.stats import power as W
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -179,7 +181,7 @@ NOT_YET_PUBLISHED: set = set()
 
 
 def test_the_declared_tables_are_the_committed_tables_columns():
-    """Each notebook's claim-able tables and columns (plan_schema.TABLES) exist in the committed outputs' CSV
+    """Each notebook's claim-able tables and columns (plan.schema.TABLES) exist in the committed outputs' CSV
     headers (for notebook 1: of every benchmark's run); every claim of the shipped plan names one of them."""
     if not (OUT / "05_compare").exists():
         pytest.skip("no committed outputs")
@@ -199,7 +201,7 @@ def test_the_declared_tables_are_the_committed_tables_columns():
 
 
 def test_a_claim_that_matches_no_row_is_a_noted_deviation(tmp_path, caplog):
-    from biaslab.outputs import OutputDir
+    from biaslab.report.outputs import OutputDir
     from biaslab.papers import compare
     if not (OUT / "05_compare").exists():
         pytest.skip("no committed outputs")
@@ -218,7 +220,7 @@ def test_a_claim_that_matches_no_row_is_a_noted_deviation(tmp_path, caplog):
 def test_a_run_records_the_plan_it_is_given_and_its_report_reads_that_plan(tmp_path):
     """No module global: the OutputDir records the hash of the plan the notebook passed it, and the report's
     decision panel loads the plan the MANIFEST names (the repository's when none is recorded)."""
-    from biaslab.outputs import OutputDir
+    from biaslab.report.outputs import OutputDir
     f = _plan(tmp_path, SHIPPED.replace("alpha: 0.05", "alpha: 0.1"))
     plan = P.load(f)
     OutputDir(tmp_path / "run", plan)
@@ -238,7 +240,7 @@ def test_the_plan_path_is_resolved_against_where_the_command_ran(tmp_path, monke
     assert P.resolve("rel.yaml") == tmp_path / "rel.yaml"
     assert P.resolve(str(tmp_path / "abs.yaml")) == tmp_path / "abs.yaml"
     assert P.resolve(None) == P.DEFAULT.resolve() == P.resolve("None")
-    params = runner.resolve_params("05_compare", "", "smoke", {"analysis_plan": "rel.yaml"}, check_models=False)
+    params = execute.resolve_params("05_compare", "", "smoke", {"analysis_plan": "rel.yaml"}, check_models=False)
     assert params["analysis_plan"] == str(tmp_path / "rel.yaml")
 
 
@@ -250,7 +252,7 @@ def toy(tmp_path, monkeypatch):
     params = nbformat.v4.new_code_cell('output_dir = "x"\nprofile = "default"\nmodels = []\nanalysis_plan = None')
     params.metadata["tags"] = ["parameters"]
     nb.cells = [params, nbformat.v4.new_code_cell(
-        "from biaslab import plan\nfrom biaslab.outputs import OutputDir\n"
+        "from biaslab import plan\nfrom biaslab.report.outputs import OutputDir\n"
         "out = OutputDir(output_dir, plan.load(analysis_plan))")]
     nb.metadata["kernelspec"] = {"name": "python3", "language": "python", "display_name": "Python 3"}
     nbformat.write(nb, nbdir / "00_toy.ipynb")
@@ -273,7 +275,7 @@ def test_the_manifest_hashes_the_plan_bytes_the_kernel_decided_with(toy, monkeyp
     _plan(toy / "notebooks", SHIPPED, "rel_plan.yaml")           # what a kernel in notebooks/ would have read
     arg = {"relative": "rel_plan.yaml", "absolute": str(mine), "default": None}[how]
     overrides = {} if arg is None else {"analysis_plan": arg}
-    assert runner.reproduce("smoke", overrides=overrides, outputs_dir=toy / "out", html=False) == 0
+    assert execute.reproduce("smoke", overrides=overrides, outputs_dir=toy / "out", html=False) == 0
     m = json.loads((toy / "out/00_toy/MANIFEST.json").read_text())
     want = P.DEFAULT if arg is None else mine
     assert m["analysis_plan"]["sha256"] == hashlib.sha256(want.read_bytes()).hexdigest()
@@ -291,8 +293,8 @@ def test_a_plan_edited_after_the_runner_read_it_is_recorded_as_the_kernel_read_i
     nb = nbformat.read(toy / "notebooks/00_toy.ipynb", as_version=4)
     nb.cells[1].source = f"from pathlib import Path\nPath(analysis_plan).write_text({edited!r})\n" + nb.cells[1].source
     nbformat.write(nb, toy / "notebooks/00_toy.ipynb")
-    assert runner.reproduce("smoke", overrides={"analysis_plan": "mine.yaml"}, outputs_dir=toy / "out",
-                            html=False) == 0
+    assert execute.reproduce("smoke", overrides={"analysis_plan": "mine.yaml"}, outputs_dir=toy / "out",
+                             html=False) == 0
     m = json.loads((toy / "out/00_toy/MANIFEST.json").read_text())
     assert m["analysis_plan"]["sha256"] == hashlib.sha256(mine.read_bytes()).hexdigest()
     assert m["analysis_plan"]["sha256"] != hashlib.sha256(SHIPPED.encode()).hexdigest()

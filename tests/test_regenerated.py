@@ -1,5 +1,5 @@
-"""Comparing a regeneration with the committed outputs (biaslab.regenerated, the end of `biaslab reproduce`): on copies
-of committed tables, perturbed on purpose (fast: no model runs)."""
+"""Comparing a regeneration with the committed outputs (biaslab.run.regenerated, the end of `biaslab reproduce`): on
+copies of committed tables, perturbed on purpose (fast: no model runs)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from biaslab import paths, regenerated, runner
+from biaslab import paths
+from biaslab.run import regenerated, execute
 from biaslab.scoring import tolerance
 
 NB6 = paths.OUTPUTS_DIR / "06_multiverse"
@@ -177,12 +178,12 @@ def test_reproduce_prints_the_comparison_and_check_exits_3(tmp_path, monkeypatch
         _edit(dst, "equivalence.csv", lambda d: d.__setitem__(
             "agreement", d["agreement"].replace({"inconclusive": "equivalent"})))
         return {"notebook": notebook, "variant": "", "status": "ok", "wall_time_s": 1.0}
-    monkeypatch.setattr(runner, "run_one", fake_run)
-    monkeypatch.setattr(runner, "resolve_params", lambda *a, **k: {})
-    monkeypatch.setattr(runner.preflight, "check_not_published", lambda *a, **k: None)
-    code = runner.reproduce("default", only=["06"], outputs_dir=out, html=False, check=True)
+    monkeypatch.setattr(execute, "run_one", fake_run)
+    monkeypatch.setattr(execute, "resolve_params", lambda *a, **k: {})
+    monkeypatch.setattr(execute.preflight, "check_not_published", lambda *a, **k: None)
+    code = execute.reproduce("default", only=["06"], outputs_dir=out, html=False, check=True)
     text = capsys.readouterr().out
     assert "compared with the committed outputs" in text and "06_multiverse: differs — VERDICTS CHANGED" in text
     assert code == 3
-    code = runner.reproduce("default", only=["06"], outputs_dir=out, html=False, check=False)
+    code = execute.reproduce("default", only=["06"], outputs_dir=out, html=False, check=False)
     assert code == 0

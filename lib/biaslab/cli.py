@@ -10,7 +10,9 @@ import logging
 import sys
 from pathlib import Path
 
-from .plan_schema import PlanError
+from . import paths, plan
+from .files import integrity
+from .plan.schema import PlanError
 
 
 def _data(args) -> int:
@@ -48,19 +50,18 @@ def _models(args) -> int:
 
 
 def _reproduce(args) -> int:
-    from . import runner
-    overrides = runner.parse_overrides(args.param or [])
+    from .run import execute
+    overrides = execute.parse_overrides(args.param or [])
     if args.plan:                 # a user's own plan: validated by reproduce before any work, passed to every notebook
         overrides["analysis_plan"] = args.plan
-    return runner.reproduce(profile=args.profile, only=args.only, overrides=overrides, outputs_dir=args.out,
-                            publish=args.publish, html=not args.no_html, dry_run=args.dry_run, jobs=args.jobs,
-                            served=args.served, check=args.check)
+    return execute.reproduce(profile=args.profile, only=args.only, overrides=overrides, outputs_dir=args.out,
+                             publish=args.publish, html=not args.no_html, dry_run=args.dry_run, jobs=args.jobs,
+                             served=args.served, check=args.check)
 
 
 def plan_note(folder) -> str:
     """"plan changed since these results (…)" when the analysis plan a run folder's MANIFEST recorded no longer
     hashes the same ("" when it does, or when the folder has no readable MANIFEST)."""
-    from . import integrity, plan
     path = Path(folder) / integrity.MANIFEST
     try:
         manifest = json.loads(path.read_text())
@@ -71,7 +72,6 @@ def plan_note(folder) -> str:
 
 def _verify(args) -> int:
     """Check run folders against their MANIFEST.json: exit 1 naming every edited, missing and extra file."""
-    from . import integrity, paths
     root = Path(args.dir) if args.dir else paths.OUTPUTS_DIR
     if not root.is_dir():
         print(f"biaslab verify: error: {root} is not a folder", file=sys.stderr)
@@ -94,19 +94,18 @@ def _verify(args) -> int:
 
 
 def _report(args) -> int:
-    from . import paths, report_index
-    from .report import browser, gallery
+    from .report import browser, front_page, gallery
     from .report.html import render_all
     root = Path(args.folder) if args.folder else paths.OUTPUTS_DIR
     if args.action == "render":
         done = render_all(root)
-        print(f"wrote {len(done)} report{'s' if len(done) != 1 else ''} and {report_index.write(root)}")
+        print(f"wrote {len(done)} report{'s' if len(done) != 1 else ''} and {front_page.write(root)}")
         return 0
     if args.action == "screenshot":
         for p in gallery.take(root, Path(args.dest) if args.dest else root / "screenshots"):
             print(f"wrote {p} ({p.stat().st_size // 1024} KB)")
         return 0
-    runs = report_index.manifests(root)
+    runs = front_page.manifests(root)
     pages = [f / f"{m.get('notebook') or f.name}.html" for f, m in runs]
     missing = [p for p in pages if not p.exists()]
     if missing:
@@ -129,35 +128,35 @@ def _report(args) -> int:
 
 def _usage_errors():
     """Errors a user can fix from the command line (reported in one line, exit code 2)."""
-    from .fsio import StorageError
+    from .files.storage import StorageError
     from .models import ModelNotFoundError
-    from .parameters import ParameterError
+    from .run.parameters import ParameterError
     return (ParameterError, ModelNotFoundError, KeyError, ValueError, FileNotFoundError, StorageError)
 
 
 def _catalogue(args) -> int:
-    from . import catalogue
+    from .report import catalogue
     path = catalogue.write()
     print(f"wrote {path}")
     return 0
 
 
 def _summary(args) -> int:
-    from . import summary
+    from .report import headline
     if args.check:
-        stale = summary.stale_pages()
+        stale = headline.stale_pages()
         print("the generated blocks of README.md and docs/ are up to date" if not stale else
               f"generated blocks of {', '.join(stale)} differ from what outputs/ renders to: run `biaslab summary`")
         return 1 if stale else 0
-    for p in summary.write():
+    for p in headline.write():
         print(f"wrote {p}")
     return 0
 
 
 def _calibrate(args) -> int:
-    from . import calibrate, paths
+    from .plan import calibration
     root = Path(args.dir) if args.dir else paths.OUTPUTS_DIR
-    table, path = calibrate.write_fwer(root, args.replications, args.seed)
+    table, path = calibration.write_fwer(root, args.replications, args.seed)
     for r in table.itertuples():
         print(f"{r.rule}: familywise error {r.fwer:.4f} (MC SE {r.fwer_mc_se:.4f}) over {r.instances} claim instances "
               f"in {r.families} families, {r.replications} replications")
@@ -239,8 +238,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 # ------------------------------------------------------------- results from elsewhere: import / export ---
 def _import(args) -> int:
-    from . import importers, paths, preflight, publish
-    from .imported_run import import_run
+    from . import importers
+    from .run import preflight, publish
+    from .run.log_import import import_run
     out = Path(args.out) if args.out else paths.SCRATCH_DIR / "imported" / Path(args.path).stem
     try:
         preflight.check_not_published(out, False)      # imports never write into the committed outputs/
@@ -262,7 +262,7 @@ def _import(args) -> int:
 
 
 def _export(args) -> int:
-    from . import integrity, paths, preflight
+    from .run import preflight
     from .importers import ImportError_, eee
     from .models.embedded import hub_id
     root = Path(args.dir) if args.dir else paths.OUTPUTS_DIR

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import paths
-from .filehash import file_sha256, sha256_file
-from .fsio import umask_mode
+from .files.hashing import file_sha256, sha256_file
+from .files.storage import umask_mode
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +61,7 @@ def load_manifest(manifest: Path | None = None) -> list[Source]:
 
 def is_verified(src: Source, raw_dir: Path | None = None) -> bool:
     """True when the local copy exists and matches its pinned sha256 (hashed through the one memo of
-    :mod:`biaslab.filehash`: again whenever the file's size, mtime, ctime or inode change)."""
+    :mod:`biaslab.files.hashing`: again whenever the file's size, mtime, ctime or inode change)."""
     p = src.local_path(raw_dir)
     return p.is_file() and file_sha256(p) == src.sha256
 

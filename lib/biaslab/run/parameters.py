@@ -18,7 +18,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from . import paths
+from .. import paths
 
 #: Smallest meaningful value of size parameters (``None`` always means "all"). Other integer parameters whose names
 #: say they are counts (``max_*``, ``n_*``, ``*_prompts``, ``*_pairs``, ...) must not be negative.
@@ -154,7 +154,7 @@ def _value_error(name: str, value: Any) -> str | None:
         return ("parameter models=[] names no model; name at least one (e.g. -p 'models=[\"smollm2-135m-instruct\"]'"
                 "), or leave it out for the profile's models")
     if name in ("device", "dtype"):
-        from . import models
+        from .. import models
         try:
             (models.check_device if name == "device" else models.check_dtype)(value)
         except ValueError as exc:
@@ -176,7 +176,7 @@ def validate(notebook: str | Path, params: dict, resolve_models: bool = True) ->
         if problem:
             raise ParameterError(f"{label}: {problem}")
     if resolve_models and params.get("models") is not None:
-        from . import models
+        from .. import models
         for spec in params["models"]:
             try:
                 models.check_spec(spec)

@@ -1,16 +1,16 @@
 """Execute the notebooks headless with papermill: ``biaslab reproduce`` (docs/reliability.md).
 
-Per notebook (and variant, :data:`biaslab.profiles.NOTEBOOKS`): validate the parameters (:mod:`biaslab.parameters`)
-and settings (:mod:`biaslab.preflight`) before any work; take the folder's lock and run into a fresh staging folder;
-on success make the executed notebook portable, render HTML, write ``MANIFEST.json`` (:mod:`biaslab.integrity`) and
-only then swap it in (:mod:`biaslab.publish`); on failure keep the last good outputs and write
-``MANIFEST.failed.json`` and ``<notebook>.failed.ipynb`` beside them. SIGINT/SIGTERM stop every lane and kernel
-(:mod:`biaslab.stopping`; exit code 128 + the signal). Warnings that change what a run means are MANIFEST notes.
+Per notebook (and variant, :data:`.profiles.NOTEBOOKS`): validate the parameters (:mod:`.parameters`) and settings
+(:mod:`.preflight`) before any work; take the folder's lock and run into a fresh staging folder; on success make the
+executed notebook portable, render HTML, write ``MANIFEST.json`` (:mod:`biaslab.files.integrity`) and only then swap it
+in (:mod:`.publish`); on failure keep the last good outputs and write ``MANIFEST.failed.json`` and
+``<notebook>.failed.ipynb`` beside them. SIGINT/SIGTERM stop every lane and kernel (:mod:`.stopping`; exit code 128 +
+the signal). Warnings that change what a run means are MANIFEST notes.
 
-Runs go to :data:`biaslab.paths.SCRATCH_DIR` unless given a folder or ``publish=True`` (``outputs/``, also the
-catalogue and ``outputs/index.html``); ``served=True`` runs notebooks 3 and 4 against the embedded SmolLM2 served by
-llama.cpp (:mod:`biaslab.serve`) into ``<outputs>/served/``. At the end every regenerated run is compared with the
-committed one (:mod:`biaslab.regenerated`); ``check=True`` exits 3 when a verdict changed.
+Runs go to :data:`biaslab.paths.SCRATCH_DIR` unless given a folder or ``publish=True`` (``outputs/``, also the catalogue
+and ``outputs/index.html``); ``served=True`` runs notebooks 3 and 4 against the embedded SmolLM2 served by llama.cpp
+(:mod:`biaslab.models.local_server`) into ``<outputs>/served/``. At the end every regenerated run is compared with the
+committed one (:mod:`.regenerated`); ``check=True`` exits 3 when a verdict changed.
 """
 
 from __future__ import annotations
@@ -33,11 +33,12 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 from pathlib import Path
 
-from . import fsio, integrity, parameters, paths, preflight, profiles, publish, regenerated, stopping
-from . import plan as plan_file
+from .. import paths, plan as plan_file
+from ..files import integrity, storage
+from . import parameters, preflight, profiles, publish, regenerated, stopping
 from .publish import last_good, staging_folder, swap_in, sweep_stale
-from .outputs import atomic_write_text, package_versions
-from .redact import redact
+from ..report.outputs import atomic_write_text, package_versions
+from ..files.redact import redact
 
 log = logging.getLogger(__name__)
 
@@ -107,7 +108,7 @@ _KERNEL_ARGS = ["--IPKernelApp.log_level=ERROR"]
 
 
 #: where this runner imports biaslab from (the folder holding the package)
-_LIB = Path(__file__).resolve().parents[1]
+_LIB = Path(__file__).resolve().parents[2]
 
 
 class KernelManager(stopping.TrackedKernelManager):
@@ -134,7 +135,7 @@ class KernelManager(stopping.TrackedKernelManager):
 
 
 def _kernel_mismatch(kernel: dict | None) -> str | None:
-    """The kernel's interpreter and biaslab folder (recorded by :class:`biaslab.outputs.OutputDir`) against this
+    """The kernel's interpreter and biaslab folder (recorded by :class:`biaslab.report.outputs.OutputDir`) against this
     runner's; a sentence when they differ."""
     if not kernel:
         return None
@@ -175,7 +176,7 @@ def memory_limit(proc: Path = Path("/proc/self/cgroup"), root: Path = Path("/sys
         if value == "max" or (value.isdigit() and int(value) >= _NO_LIMIT):
             return None
         if value.isdigit():
-            return f"{fsio.human_size(int(value))} (cgroup {f.name}, {f})"
+            return f"{storage.human_size(int(value))} (cgroup {f.name}, {f})"
     return None
 
 
@@ -355,7 +356,7 @@ def run_one(notebook: str, variant: str, profile: str, overrides: dict, outputs_
         staging.mkdir()
     except (OSError, publish.FolderBusy) as exc:  # disk full, read-only, another live run: nothing ran, say why
         manifest.update(status="failed", wall_time_s=0.0, models={}, data={}, notes=[],
-                        error=(isinstance(exc, OSError) and fsio.storage_problem(exc, final.parent)) or str(exc))
+                        error=(isinstance(exc, OSError) and storage.storage_problem(exc, final.parent)) or str(exc))
         log.error("%s could not start: %s", label, manifest["error"])
         shutil.rmtree(staging, ignore_errors=True)      # only ever this run's (its name carries the run id)
         lock.release()
@@ -410,7 +411,7 @@ def run_one(notebook: str, variant: str, profile: str, overrides: dict, outputs_
             atomic_write_text(staging / integrity.MANIFEST, _manifest_text(manifest, staging, final))
             if html:        # the reader's report (biaslab.report)
                 try:
-                    from . import report
+                    from ..report import html as report
                     report.render(executed)
                 except Exception as exc:  # a report is a convenience; never fail a run for it
                     log.warning("HTML report of %s failed: %s", executed, exc)
@@ -457,8 +458,8 @@ def _record_error(manifest: dict, exc: BaseException, staging: Path, final: Path
                                  "cleanup or another process); nothing was published and the last good outputs are "
                                  f"kept. Fix: rerun, and leave .*.staging-* folders of a live run alone\n{raw}")
             return
-    named = fsio.storage_problem(exc, final, last_good_bytes=fsio.folder_size(final),
-                                 written_bytes=fsio.folder_size(staging))
+    named = storage.storage_problem(exc, final, last_good_bytes=storage.folder_size(final),
+                                    written_bytes=storage.folder_size(staging))
     manifest["error"] = f"{named}\n{raw}" if named else raw
 
 
@@ -482,7 +483,7 @@ def _record_failure(manifest: dict, notebook: str, executed: Path, staging: Path
             shutil.rmtree(staging, ignore_errors=True)
             atomic_write_text(final / "MANIFEST.failed.json", _manifest_text(manifest, staging, final))
     except OSError as exc:
-        manifest["record"] = "not written: " + (fsio.storage_problem(exc, final) or str(exc))
+        manifest["record"] = "not written: " + (storage.storage_problem(exc, final) or str(exc))
         log.error("could not write the failed-run record in %s: %s", final, manifest["record"])
 
 
@@ -516,7 +517,7 @@ def reproduce(profile: str = "default", only: list[str] | None = None, overrides
     SIGTERM).
 
     Every selected notebook's parameters are validated (and model specs, device and dtype resolved) and the run's
-    settings checked (:mod:`biaslab.preflight`) before the first one starts. ``outputs_dir``: where to write (default:
+    settings checked (:mod:`.preflight`) before the first one starts. ``outputs_dir``: where to write (default:
     ``outputs/`` when ``publish``, else the scratch folder; with ``served``, its ``served/`` sub-folder).
     ``dry_run``: validate and print the plan, run nothing. ``jobs > 1`` runs that many notebooks at a time
     (:func:`lanes`), each kernel with ``cpu_count // jobs`` torch threads unless ``OMP_NUM_THREADS`` is set: on two
@@ -542,14 +543,14 @@ def reproduce(profile: str = "default", only: list[str] | None = None, overrides
     chosen = select(only)
     port = None
     if served:
-        from . import serve
+        from ..models import local_server
         chosen = [(nb, v) for nb, v in chosen if nb in profiles.SERVED_NOTEBOOKS]
         if not chosen:
             raise ValueError(f"--served runs {', '.join(profiles.SERVED_NOTEBOOKS)}; --only selected none of them")
         if "models" in overrides:
             raise ValueError("--served runs the embedded SmolLM2 on a local llama.cpp server; drop -p models=...")
-        port = serve.free_port(serve.DEFAULT_PORT)
-        overrides["models"] = [serve.spec(f"http://127.0.0.1:{port}/v1")]
+        port = local_server.free_port(local_server.DEFAULT_PORT)
+        overrides["models"] = [local_server.spec(f"http://127.0.0.1:{port}/v1")]
     preflight.check_pairs(nb for nb, _ in chosen)
     for nb, v in chosen:
         resolve_params(nb, v, profile, overrides, served=served)
@@ -596,9 +597,9 @@ def reproduce(profile: str = "default", only: list[str] | None = None, overrides
     try:
         with stopping.handle_signals():
             if served:
-                from . import serve
+                from ..models import local_server
                 try:
-                    server = serve.LlamaServer(port=port, threads=max(1, os.cpu_count() or 1)).start()
+                    server = local_server.LlamaServer(port=port, threads=max(1, os.cpu_count() or 1)).start()
                 except RuntimeError as exc:
                     raise preflight.PreflightError(f"--served: {exc}") from exc
                 stopping.track_group(server.proc.pid)       # its own session: killed on a second signal
@@ -618,18 +619,19 @@ def reproduce(profile: str = "default", only: list[str] | None = None, overrides
     results = [finished[k] for k in chosen if k in finished]
     published = outputs_dir.resolve() == paths.OUTPUTS_DIR.resolve()
     if published and publish and not sig:
-        from . import calibrate, catalogue, summary
+        from ..plan import calibration
+        from ..report import catalogue, headline
         catalogue.write()
-        calibrate.write_fwer(outputs_dir, calibrate.FWER_REPLICATIONS,      # outputs/fwer.csv
-                             plan_path=overrides.get("analysis_plan"))
+        calibration.write_fwer(outputs_dir, calibration.FWER_REPLICATIONS,      # outputs/fwer.csv
+                               plan_path=overrides.get("analysis_plan"))
         # outputs/SUMMARY.md and the generated blocks of README.md and docs/, under the plan the runs decided with
-        summary.write(outputs_dir, plan=plan_file.load(overrides.get("analysis_plan")))
+        headline.write(outputs_dir, plan=plan_file.load(overrides.get("analysis_plan")))
     elif publish and served and not sig and outputs_dir.resolve() == (paths.OUTPUTS_DIR / "served").resolve():
-        from . import summary       # the served runs' rows of docs/performance.md (their MANIFESTs just changed)
-        summary.write(paths.OUTPUTS_DIR, plan=plan_file.load(overrides.get("analysis_plan")))
+        from ..report import headline   # the served runs' rows of docs/performance.md (their MANIFESTs just changed)
+        headline.write(paths.OUTPUTS_DIR, plan=plan_file.load(overrides.get("analysis_plan")))
     if html and (publish or not published) and not sig:     # the front page over every run in that folder (scratch/ too)
-        from . import report_index
-        print(f"reports: {report_index.write(outputs_dir)}")
+        from ..report import front_page
+        print(f"reports: {front_page.write(outputs_dir)}")
     failed = [r for r in results if r["status"] != "ok"]
     for r in results:
         label = r["notebook"] + (f"/{r['variant']}" if r["variant"] else "")

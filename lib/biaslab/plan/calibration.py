@@ -1,7 +1,7 @@
 """Calibration of a run's confirmatory tests and the familywise error of the headline table (docs/calibration.md).
 
 Every tested instance of a plan claim (a row of a run's table whose ``claim`` is set and whose verdict is
-"distinguishable" or "not distinguishable") becomes a :class:`biaslab.stats.calibration.Design`: the per-unit values
+"distinguishable" or "not distinguishable") becomes a :class:`biaslab.stats.null_simulation.Design`: the per-unit values
 the claim's test reads, rebuilt from the run's own item-level tables and checked against the committed estimate (a
 builder that recomputes another quantity fails loudly). Then
 
@@ -23,9 +23,9 @@ from typing import Mapping
 import numpy as np
 import pandas as pd
 
-from . import plan as P
-from .benchmarks import SPECS, spec
-from .stats import calibration as C
+from .. import plan as P
+from ..benchmarks import SPECS, spec
+from ..stats import null_simulation as C
 
 TESTED = ("distinguishable", "not distinguishable")
 #: the verdicts of the other rows the graph tests (their p enters the familywise simulation)
@@ -39,7 +39,7 @@ NOTEBOOKS = ("01_multifactor", "02_calm", "03_crows_pairs_bayes", "04_agentic_en
 @dataclass
 class Instance:
     """One claim instance in the run's graph: where it is decided and the design its test reads (None: ``why`` says
-    why the run's tables cannot rebuild it; every plan claim has a test in :data:`biaslab.stats.calibration.TESTS`),
+    why the run's tables cannot rebuild it; every plan claim has a test in :data:`biaslab.stats.null_simulation.TESTS`),
     and ``need``, the decided row's ``level_for_power`` (0 under a plan without SESOIs)."""
     notebook: str
     claim: str
@@ -95,7 +95,7 @@ def multifactor_instances(tables: Path, benchmark: str, data: pd.DataFrame | Non
     (:func:`biaslab.stats.paired.paired_metric_pseudo_values`) on the benchmark's ``cluster_columns``. ``data``: the
     notebook's no-CoT responses with their factors (read from ``responses*.csv`` when None, SSQA's missing factors
     joined from its prompt table)."""
-    from .stats.paired import paired_metric_pseudo_values
+    from ..stats.paired import paired_metric_pseudo_values
     tables = Path(tables)
     rows = _tested(_read(tables / "paired_subgroup_tests.csv"))
     if rows.empty:
@@ -132,7 +132,7 @@ def _stratified(y: np.ndarray, frame: pd.DataFrame) -> dict:
     """The stratified design of ``y`` (one value per row of ``frame``, NaN: no outcome, left out within its stratum
     which keeps its population size N_h = sum of the design weights N_h/n_h, as :mod:`biaslab.stats.stratified`
     does); an unweighted table (no ``stratum``/``weight``) is one stratum."""
-    from .stats.stratified import has_design
+    from ..stats.stratified import has_design
     ok = np.isfinite(y)
     if not has_design(frame):
         return {"y": y[ok]}
@@ -145,7 +145,7 @@ def crows_instances(tables: Path) -> list[Instance]:
     log P(more) > log P(less), ties left out within their bias type) from ``pair_scores.csv``: pairs independent,
     stratified by bias type and weighted to the file where the table carries the sampling design (``stratum``,
     ``weight``); the rebuilt weighted estimate must equal the table's."""
-    from .benchmarks.crows_pairs import likelihood_preferences
+    from ..benchmarks.crows_pairs import likelihood_preferences
     tables = Path(tables)
     pairs = _read(tables / "pair_scores.csv")
     out = []
@@ -195,7 +195,7 @@ def compare_instances(root: Path, tables: Path) -> list[Instance]:
     """Notebook 5's paired-difference claims: per-unit differences of the two models on the metric's design,
     rebuilt from the source notebooks' responses under ``root`` as :func:`biaslab.papers.compare.tables.paired_table`
     does."""
-    from .papers.compare import tables as T
+    from ..papers.compare import tables as T
     rows = _tested(_read(Path(tables) / "paired_differences.csv"))
     out = []
     for r in rows.itertuples():
@@ -244,8 +244,8 @@ def calm_instances(tables: Path, data: pd.DataFrame | None = None, seed: int | N
     """Notebook 2's ``calm-eq1``: the overall eq.-1 score of the paper variant against its permutation null, rebuilt
     from ``responses.csv`` (or ``data``, the notebook's responses): the run's own reference permutations (its
     ``n_perm`` and ``seed``, default the run's MANIFEST's), which must reproduce the committed score, floor and p, and
-    fresh permutation draws as the null replications (:func:`biaslab.stats.calibration.permuted`)."""
-    from .papers.calm import bias as cb
+    fresh permutation draws as the null replications (:func:`biaslab.stats.null_simulation.permuted`)."""
+    from ..papers.calm import bias as cb
     tables = Path(tables)
     rows = _tested(_read(tables / "bias_scores.csv"))
     if rows.empty:
@@ -287,8 +287,8 @@ def mbbq_instances(tables: Path) -> list[Instance]:
     templates, which negates a template's terms (:func:`biaslab.papers.mbbq.analysis.swap_contributions`); ``mbbq-adjusted-contrast``,
     the per-template bias and control-accuracy differences (language minus English) of the WLS whose intercept is
     the claim, one unit per template, its null the two languages swapped in a random half of the templates (both
-    differences flip: :func:`biaslab.stats.calibration.swap_pairs`)."""
-    from .papers.mbbq import analysis as A
+    differences flip: :func:`biaslab.stats.null_simulation.swap_pairs`)."""
+    from ..papers.mbbq import analysis as A
     tables = Path(tables)
     resp = _read(tables / "responses.csv")
     out = []
@@ -338,7 +338,7 @@ def instances(notebook: str, tables: Path, root: Path | None = None, data: pd.Da
 
 # ------------------------------------------------------------------------------------------------ calibration
 def calibration_table(insts: list[Instance], replications: int, seed: int = 0, alpha: float = 0.05) -> pd.DataFrame:
-    """One row per instance in the agreed ``calibration.csv`` schema (:data:`biaslab.stats.calibration.
+    """One row per instance in the agreed ``calibration.csv`` schema (:data:`biaslab.stats.null_simulation.
     CALIBRATION_COLUMNS`); an instance without a design says why in ``test`` and has no rates."""
     if replications < 1:
         raise ValueError(f"calibration replications must be >= 1, got {replications}")
@@ -364,7 +364,7 @@ def run(out, notebook: str, replications: int, seed: int = 0, root: Path | None 
 
 def oversize_line(table: pd.DataFrame) -> str:
     """The sentence under a notebook's calibration table: how many claim instances reject a true null more often
-    than :data:`biaslab.stats.calibration.MAX_SIZE`, and which."""
+    than :data:`biaslab.stats.null_simulation.MAX_SIZE`, and which."""
     over = C.flag_oversize(table)
     return (f"{len(over)} of {len(table)} claim instances reject a true null more often than {C.MAX_SIZE}"
             + (": " + ", ".join(over["claim"] + " (" + over["design"] + ")") if len(over) else ""))
@@ -429,7 +429,7 @@ def budget_rejections(p: np.ndarray, insts: list[Instance], shares: Mapping[str,
     rule (:func:`biaslab.stats.verdict.budget_decisions`: each notebook's share over its families, the plan's
     ``graphs`` within each family, Holm where a notebook has none; an instance is rejected only at a level where
     its test has 80 % power, its ``need``; each replication its own families)."""
-    from .stats.verdict import budget_decisions
+    from ..stats.verdict import budget_decisions
     reps, m = p.shape
     if not m:
         return np.zeros(p.shape, dtype=bool)
@@ -443,7 +443,7 @@ def unsplit_rejections(p: np.ndarray, insts: list[Instance], alpha: float = 0.05
                        graphs: Mapping[str, tuple] | None = None) -> np.ndarray:
     """(R x I) rejections under the same rule within each family at ``alpha`` itself, with no split across
     notebooks and families (the budget's split is what this comparison leaves out)."""
-    from .stats.verdict import budget_decisions
+    from ..stats.verdict import budget_decisions
     reps, m = p.shape
     if not m:
         return np.zeros(p.shape, dtype=bool)

@@ -9,9 +9,13 @@ are templates over a run's models and datasets: a family is one notebook x the v
 notebooks before any run (Bonferroni; shares sum to 1), equally over a notebook's families, and Holm (1979) runs
 inside each family (:func:`biaslab.stats.verdict.budget_decisions`); :meth:`Plan.method_text` states it.
 
-:func:`load` validates the file first (:mod:`biaslab.plan_schema`); a kernel records the hash of the bytes it parsed
+:func:`load` validates the file first (:mod:`biaslab.plan.schema`); a kernel records the hash of the bytes it parsed
 (:meth:`Plan.entry`) in its MANIFEST, and :func:`changed_since` says when that plan is missing, changed, or issued
 after the results. The plan travels as an argument: a notebook loads it once (:func:`show`) and passes it on.
+
+The package: this module and :mod:`.schema` import only :mod:`biaslab.paths` (papers and reports may read the plan);
+:mod:`.calibration` (each claim's test and the familywise error on a run's tables) and :mod:`.sensitivity` (the
+sensitivity analyses of notebooks 1 and 5) read papers' tables, so they may import papers, and no paper imports them.
 """
 
 from __future__ import annotations
@@ -21,8 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping
 
-from . import paths
-from . import plan_schema as schema
+from .. import paths
+from . import schema
 
 DEFAULT = paths.ROOT / "analysis_plan.yaml"
 MAX_CLAIMS = schema.NOTEBOOK["properties"]["claims"]["maxItems"]
@@ -69,7 +73,7 @@ class Claim:
 
     def design_of(self, key: str | None, profile: str, family: str | None = None) -> dict | None:
         """The planning design of instance ``key`` in ``profile`` (and ``family``, its family_by values joined by
-        " · "): the claim's, overridden by the instance's and the family's (:func:`biaslab.plan_schema.merge_design`);
+        " · "): the claim's, overridden by the instance's and the family's (:func:`biaslab.plan.schema.merge_design`);
         None where the plan states none (the instance is then descriptive in that profile)."""
         own = (self.instances.get(key) or {}).get("design") if key is not None else None
         return schema.merge_design(dict(self.design), own, profile, family)
@@ -274,9 +278,9 @@ def resolve(path: str | Path | None = None, cwd: str | Path | None = None) -> Pa
 
 def load(path: str | Path | None = None, tables: Mapping | None = None, profile: str = "default") -> Plan:
     """The plan at ``path`` (:func:`resolve`; default the repository's ``analysis_plan.yaml``), validated by
-    :mod:`biaslab.plan_schema` before anything reads it; :class:`~biaslab.plan_schema.PlanError` (a ValueError)
+    :mod:`biaslab.plan.schema` before anything reads it; :class:`~biaslab.plan.schema.PlanError` (a ValueError)
     holds one line per problem (file, key path, fix). ``sha256`` is the hash of the bytes parsed. ``tables``: the
-    notebooks and the tables their claims may name (default :data:`biaslab.plan_schema.TABLES`); ``profile``: the
+    notebooks and the tables their claims may name (default :data:`biaslab.plan.schema.TABLES`); ``profile``: the
     run profile whose planning designs and families apply."""
     path = resolve(path)
     if not path.is_file():
@@ -307,7 +311,7 @@ def load(path: str | Path | None = None, tables: Mapping | None = None, profile:
 
 
 def _shares(raw: Mapping, with_claims: set) -> dict:
-    """``budget.shares`` (validated by :mod:`biaslab.plan_schema`: one share in (0, 1] per notebook with claims,
+    """``budget.shares`` (validated by :mod:`biaslab.plan.schema`: one share in (0, 1] per notebook with claims,
     summing to 1); a plan whose claims all sit in one notebook may omit the block (its share is 1)."""
     shares = ((raw.get("budget") or {}).get("shares") or {})
     if not shares and len(with_claims) <= 1:
@@ -319,7 +323,7 @@ def _shares(raw: Mapping, with_claims: set) -> dict:
 def show(path: str | Path | None, notebook: str, profile: str = "default") -> Plan:
     """The plan at ``path`` (:func:`load`; a notebook's ``analysis_plan`` parameter) for the run's ``profile``, with
     ``notebook``'s part displayed (the cell the report puts above its findings). The notebook passes the plan it
-    returns to every call that decides, and to its :class:`~biaslab.outputs.OutputDir`, which records its hash."""
+    returns to every call that decides, and to its :class:`~biaslab.report.outputs.OutputDir`, which records its hash."""
     from IPython.display import Markdown, display
     plan = load(path, profile=profile)
     display(Markdown(plan.render(notebook)))

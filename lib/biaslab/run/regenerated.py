@@ -25,8 +25,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .scoring.tolerance import COLUMNS as TOLERANCE_COLUMNS
-from .scoring.tolerance import ENGINE_TOLERANCE
+from ..scoring.tolerance import COLUMNS as TOLERANCE_COLUMNS, ENGINE_TOLERANCE
 
 #: columns whose values are decisions: they must not change
 DECISIONS = ("verdict", "agreement", "robustness", "responder_status", "paper_responder_status", "excludes_null",
