@@ -50,7 +50,7 @@ def test_the_headline_table_shows_what_decides(monkeypatch):
         _row(who="i − j", estimate=0.06, p_adjusted=0.2, tested_level=0.0, power=np.nan,
              verdict="not reached (α not propagated: `crows-en-share` was not rejected)")],
         columns=headline.COLUMNS)
-    monkeypatch.setattr(summary, "claim_rows", lambda root, plan: rows)
+    monkeypatch.setattr(headline, "claim_rows", lambda root, plan: rows)
     text = headline.render(None, PLAN)
     head = [x for x in text.splitlines() if x.startswith("| notebook")][0]
     for col in ("n (plan)", "null", "SESOI", "adjusted interval", "level", "| p |", "adjusted p", "tested at (power)",
