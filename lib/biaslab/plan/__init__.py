@@ -3,11 +3,15 @@
 
 Per notebook at most three claims, each with its estimand (items, variable, summary measure, and the handling of
 intercurrent events: unparseable answers, degenerate responders, position preference), test, null and sidedness, the
-table rows it decides, its ``n`` and design-based ``mde``, and per-instance overrides (:meth:`Claim.instance`). Claims
-are templates over a run's models and datasets: a family is one notebook x the values of its ``family_by`` columns.
+table rows it decides, per-instance overrides (:meth:`Claim.instance`), and under the graphical procedure its smallest
+effect size of interest (``sesoi``), its node in its family's graph (``weight``, ``then``) and per profile each
+instance's planning design with the level and power it is planned at (:meth:`Claim.design_of`). Claims are templates
+over a run's models and datasets: a family is one notebook x the values of its ``family_by`` columns; a graphical
+plan lists the families each profile decides (:meth:`Plan.families`) and is read for one run profile.
 **One error budget** (``budget.shares``; optional when one notebook has every claim): alpha is split across
-notebooks before any run (Bonferroni; shares sum to 1), equally over a notebook's families, and Holm (1979) runs
-inside each family (:func:`biaslab.stats.verdict.budget_decisions`); :meth:`Plan.method_text` states it.
+notebooks before any run (Bonferroni; shares sum to 1), equally over a notebook's families, and the plan's graph
+(Bretz et al. 2009; ``procedure: holm``: Holm 1979) runs inside each family
+(:func:`biaslab.stats.verdict.budget_decisions`); :meth:`Plan.method_text` states it.
 
 :func:`load` validates the file first (:mod:`biaslab.plan.schema`); a kernel records the hash of the bytes it parsed
 (:meth:`Plan.entry`) in its MANIFEST, and :func:`changed_since` says when that plan is missing, changed, or issued

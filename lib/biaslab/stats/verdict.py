@@ -1,8 +1,12 @@
 """The verdict layer: from a table of effects to the decision columns that sentences may use.
 
 **A plan decides.** Only rows that match a confirmatory claim of the analysis plan (:mod:`biaslab.plan`) are
-decided, by **Holm** (1979; family-wise error under any dependence) within the claim's family at its share of the
-one error budget (:func:`budget_decisions`), as "distinguishable" or "not distinguishable". Every other tested row
+decided, by the plan's **graph** (Bretz et al. 2009; Holm 1979 for a plan without one; family-wise error under any
+dependence) within the claim's family at its share of the one error budget (:func:`budget_decisions`), as
+"distinguishable" or "not distinguishable", and under a graphical plan only where the test has 80 % power for the
+claim's SESOI at the level it was tested (:func:`plan_family`, :func:`_plan`): an instance without that power at its
+planned level is "descriptive (…)" (not in the graph), one the graph leaves at level 0 "not reached (…)", one below
+0.8 at the level it reached "not decided (…)". Every other tested row
 is **exploratory**: it keeps its estimate, interval and p, with a Benjamini-Hochberg p (``p_adjusted``, screening
 only), and its verdict says "exploratory"; a row another notebook's claim decides (the same test shown twice) says
 "exploratory (decided in <notebook>, claim <id>)", so one test has one verdict everywhere.
@@ -12,21 +16,28 @@ Columns written (cite this module, ``biaslab.stats.verdict``):
 * ``claim``: the plan's claim id of a confirmatory row ("" otherwise);
 * ``family``, ``family_kind``, ``family_size``: the claim's family (confirmatory) or the table's exploratory screen;
 * ``n_families``, ``share``, ``alpha_family``: a confirmatory family's budget (the notebook's share, the number of
-  its families in the run, and the level ``alpha * share / n_families`` at which Holm runs inside the family);
-* ``p_adjusted``, ``p_adjust_method``: confirmatory: Holm's adjusted p within the family on the project's scale,
-  ``min(1, p_holm * n_families / share)``, compared with the plan's one alpha; exploratory: BH via
+  its families (a graphical plan: those its profile lists), and the level ``alpha * share / n_families`` at which
+  the graph runs inside the family);
+* ``sesoi``, ``planned_level``, ``tested_level``, ``power``, ``level_for_power``: the claim's smallest effect of
+  interest; the level the instance is planned at; the level the graph tested it at (0: not reached); its test's
+  power for the SESOI there (a descriptive instance: at its planned level), from the plan's design for the run's
+  profile; the smallest level at which that power reaches 0.8;
+* ``p_adjusted``, ``p_adjust_method``: confirmatory: the graph's adjusted p within the family on the project's scale,
+  ``min(1, p_graph * n_families / share)``, compared with the plan's one alpha; exploratory: BH via
   :func:`biaslab.stats.multiplicity.adjust`; an untested row is left out of its family;
 * ``ci_level``, ``ci_adj_low``, ``ci_adj_high``, ``ci_adj_note``: a confirmatory row's interval at the level at which
-  Holm tested it (:func:`budget_decisions`), dual to the claim's t/z test (estimate, standard error, df; a table carries
+  the graph tested it (:func:`budget_decisions`), dual to the claim's t/z test (estimate, standard error, df; a table carries
   ``se`` or the test statistic, and ``df``), so it excludes the null exactly when the verdict is "distinguishable";
   where no dual interval exists (a bootstrap, permutation or chi-square p) the bounds are empty and the note says why;
 * ``excludes_null``: the interval excludes the null (NA without an interval or a null);
-* ``significant``: ``p_adjusted < alpha`` (for an exploratory row, a screen, not a decision);
+* ``significant``: confirmatory: rejected by the graph (``p_adjusted <= alpha``; NA for a descriptive, not reached
+  or not decided row); exploratory: ``p_adjusted < alpha``, a screen, not a decision;
 * ``bf_direction``: "H1"/"H0" only when every Bayes factor of the stated prior range agrees (beyond 3 or below
   1/3; Lee & Wagenmakers 2013), "inconclusive" otherwise, NA without a prior range;
 * ``responder_status``, ``comparable``, ``comparability``: as judged for this metric;
-* ``verdict``: "distinguishable" / "not distinguishable" (confirmatory rows only), "exploratory" (or
-  "exploratory (decided in …)"), "undefined (<why>)" or "not tested (<why>)".
+* ``verdict``: "distinguishable" / "not distinguishable" (confirmatory rows only), "descriptive (…)", "not reached
+  (…)", "not decided (…)", "exploratory" (or "exploratory (decided in …)"), "undefined (<why>)" or "not tested
+  (<why>)".
 
 A confirmatory row is decided on the claim's own columns (its ``estimate``, ``p`` and ``ci`` in the plan: e.g. the
 t-test on the mean where the table's lead test is a Wilcoxon), so the decision, the interval and the Bayes factor are
