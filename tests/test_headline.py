@@ -80,7 +80,8 @@ def test_the_readme_headline_counts_each_claims_verdicts_and_shows_the_distingui
         _row(who="g − h", estimate=0.4, verdict="not tested (not comparable: different prompts)"),
         _row(claim="crows-en-share", who="i − j", estimate=0.7, ci_adj_low=0.5, ci_adj_high=0.9, verdict=
              "distinguishable"),
-        _row(who="k − l", verdict="descriptive (power 0.41 for SESOI 0.1 at level 0.004; n ≈ 1,400 would power it)"),
+        _row(who="k − l",
+             verdict="descriptive (power 0.41 for SESOI 0.1 at level 0.004; n ≈ 1,400 would power it)"),
         _row(who="m − n", verdict="not reached (α not propagated: `crows-en-share` was not rejected)"),
         _row(notebook="02_calm", claim="", who="", verdict="not available: 02_calm/tables/bias_scores.csv is missing")],
         columns=headline.COLUMNS)
@@ -314,3 +315,30 @@ def test_every_n_level_power_and_sesoi_the_summary_quotes_is_its_rows(claims_v5)
         cells = line.split(" | ")
         m = re.search(r"power ([\d.]+) for SESOI [\d.]+ at level ([\d.e-]+)", cells[-1])
         assert f"planned {m[2]} ({m[1]})" in cells, line
+
+
+def test_notebook_1s_benchmark_runs_are_decided_together_when_a_family_spans_them():
+    """Under v5 a family is a model pair and the benchmarks its instances: the graph needs every run's instance at
+    once (decide_runs, as `biaslab summary` and the decision panel read them). The SmolLM2 - Gemma family's SSQA
+    primary is not tested (a degenerate responder), so dm-other gets the family's level, shared by its two powered
+    instances (CrowS-Pairs, Winogender: 0.002 each); one run decided alone would see only its own instance."""
+    from biaslab.papers.multifactor import decisions as D1
+    if not (OUT / "01_multifactor" / "crows_pairs").exists():
+        pytest.skip("no committed outputs")
+    r = lambda b, t: pd.read_csv(OUT / "01_multifactor" / b / "tables" / f"{t}.csv")          # noqa: E731
+    runs = {b.name: ({"paired_subgroup_tests": r(b.name, "paired_subgroup_tests")}, r(b.name, "responders"))
+            for b in sorted((OUT / "01_multifactor").iterdir()) if b.is_dir()}
+    plan = P.load()
+    joint = {b: d["paired_subgroup_tests"] for b, d in D1.decide_runs(runs, plan=plan).items()}
+    for b in ("crows_pairs", "winogender"):
+        assert joint[b]["tested_level"].tolist() == pytest.approx([0.002]), b
+        own = [c for c in runs[b][0]["paired_subgroup_tests"].columns if c not in V.VERDICT_COLUMNS]
+        assert list(joint[b].columns) == own + V.VERDICT_COLUMNS, b          # its own columns, no stacked others
+    assert joint["bbq"]["verdict"].iloc[0].startswith("descriptive (power 0.07")
+    alone = D1.decide("crows_pairs", runs["crows_pairs"][0], runs["crows_pairs"][1], plan=plan)
+    assert alone["paired_subgroup_tests"]["tested_level"].tolist() == pytest.approx([0.004])
+    # families per benchmark run (the v4 plan): each run is decided alone, as its notebook did
+    v4 = P.load(COMMITTED_PLAN)
+    old = D1.decide_runs(runs, plan=v4)["bbq"]["paired_subgroup_tests"]
+    assert old["verdict"].tolist() == D1.decide("bbq", runs["bbq"][0], runs["bbq"][1], plan=v4)[
+        "paired_subgroup_tests"]["verdict"].tolist()

@@ -363,7 +363,8 @@ def _merged(plan):
     """Every planning design the plan states: (claim, instance key, profile, family) -> (claim, design)."""
     out = {}
     for c in plan.claims:
-        for (key, prof, fam), d in S._merged_designs({"design": dict(c.design), "instances": dict(c.instances)}).items():
+        raw = {"design": dict(c.design), "instances": dict(c.instances)}
+        for (key, prof, fam), d in S._merged_designs(raw).items():
             out[(c.id, key, prof, fam)] = (c, d)
     return out
 

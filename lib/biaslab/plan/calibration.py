@@ -124,7 +124,8 @@ def multifactor_instances(tables: Path, benchmark: str, data: pd.DataFrame | Non
         d = C.Design(values, _labels(stacked, cl), label=f"{benchmark}: {r.model_a} - {r.model_b}, {values.size} "
                      f"responses, clusters {' x '.join(cl)}")
         _check(where, "number of clusters", d.n_clusters, float(r.n_clusters))
-        out.append(Instance("01_multifactor", r.claim, r.family, f"{benchmark} · {r.model_a} - {r.model_b}", d, need=_need(r)))
+        out.append(Instance("01_multifactor", r.claim, r.family, f"{benchmark} · {r.model_a} - {r.model_b}", d,
+                            need=_need(r)))
     return out
 
 
@@ -162,7 +163,8 @@ def crows_instances(tables: Path) -> list[Instance]:
                          label=f"{r.dataset}, {r.model}: {int(np.isfinite(y).sum())} pairs (independent)")
             _check(where, claim_col, float(d.W @ (np.bincount(d.h, weights=d.y) / np.bincount(d.h))),
                    float(getattr(r, claim_col)))
-            out.append(Instance("03_crows_pairs_bayes", r.claim, r.family, f"{r.model} · {r.dataset}", d, need=_need(r)))
+            out.append(Instance("03_crows_pairs_bayes", r.claim, r.family, f"{r.model} · {r.dataset}", d,
+                                need=_need(r)))
     return out
 
 
@@ -217,7 +219,8 @@ def compare_instances(root: Path, tables: Path) -> list[Instance]:
                                "stratified, units independent")
             _check(where, "difference", float(d.W @ (np.bincount(d.h, weights=d.y) / np.bincount(d.h))),
                    float(r.difference))
-            out.append(Instance("05_compare", r.claim, r.family, f"{r.metric} · {r.model_a} - {r.model_b}", d, need=_need(r)))
+            out.append(Instance("05_compare", r.claim, r.family, f"{r.metric} · {r.model_a} - {r.model_b}", d,
+                                need=_need(r)))
             continue
         both = both[both[m.outcome].notna()]
         wide = both.pivot_table(index="unit", columns="model", values=m.outcome, aggfunc="mean").dropna()
@@ -229,7 +232,8 @@ def compare_instances(root: Path, tables: Path) -> list[Instance]:
         d = C.Design(y, _labels(first, cols) if cols else None, binary=m.kind == "binary",
                      label=f"{r.metric}: {r.model_a} - {r.model_b}, {y.size} units, clusters "
                            f"{' x '.join(cols) or 'none'}")
-        out.append(Instance("05_compare", r.claim, r.family, f"{r.metric} · {r.model_a} - {r.model_b}", d, need=_need(r)))
+        out.append(Instance("05_compare", r.claim, r.family, f"{r.metric} · {r.model_a} - {r.model_b}", d,
+                            need=_need(r)))
     return out
 
 

@@ -172,7 +172,8 @@ def claim_rows(root: Path | None, plan: P.Plan, notebook: str | None = None, var
                 rows.append({"notebook": nb, "claim": c.id, "label": c.label, "who": who(r, c, WHO),
                              "n": n, "clusters": clusters,
                              "null": null if isinstance(null, (int, float)) and pd.notna(null) else c.null,
-                             "sesoi": r.get("sesoi"), "estimate": r.get(c.estimate), "ci_low": r.get(c.ci[0]) if c.ci else None,
+                             "sesoi": r.get("sesoi"), "estimate": r.get(c.estimate),
+                             "ci_low": r.get(c.ci[0]) if c.ci else None,
                              "ci_high": r.get(c.ci[1]) if c.ci else None, "p": r.get(c.p) if c.p else None,
                              **{k: r.get(k) for k in COLUMNS[COLUMNS.index("ci_level"):] if k != "p"}})
     return pd.DataFrame(rows, columns=COLUMNS)

@@ -26,8 +26,9 @@ Columns written (cite this module, ``biaslab.stats.verdict``):
   ``min(1, p_graph * n_families / share)``, compared with the plan's one alpha; exploratory: BH via
   :func:`biaslab.stats.multiplicity.adjust`; an untested row is left out of its family;
 * ``ci_level``, ``ci_adj_low``, ``ci_adj_high``, ``ci_adj_note``: a confirmatory row's interval at the level at which
-  the graph tested it (:func:`budget_decisions`), dual to the claim's t/z test (estimate, standard error, df; a table carries
-  ``se`` or the test statistic, and ``df``), so it excludes the null exactly when the verdict is "distinguishable";
+  the graph tested it (:func:`budget_decisions`), dual to the claim's t/z test (estimate, standard error, df; a table
+  carries ``se`` or the test statistic, and ``df``), so it excludes the null exactly when the verdict is
+  "distinguishable";
   where no dual interval exists (a bootstrap, permutation or chi-square p) the bounds are empty and the note says why;
 * ``excludes_null``: the interval excludes the null (NA without an interval or a null);
 * ``significant``: confirmatory: rejected by the graph (``p_adjusted <= alpha``; NA for a descriptive, not reached
@@ -437,8 +438,8 @@ def plan_family(claims: Sequence[str], designs: Sequence[Mapping | None], sesoi:
     (:func:`biaslab.stats.multiplicity.expand_graph`) after the predecessors' instances leave it; its **power** there
     for its SESOI (:func:`biaslab.stats.power.design_power`). Instances without a design are descriptive; then,
     while some instance has power below ``target``, the least powered one (with any tied with it) becomes
-    descriptive and the graph is re-expanded without it (the others' levels can only grow). Returns per instance ``descriptive``,
-    ``planned_level``, ``planned_power`` (at the level it had when it left, for a descriptive one) and
+    descriptive and the graph is re-expanded without it (the others' levels can only grow). Returns per instance
+    ``descriptive``, ``planned_level``, ``planned_power`` (at the level it had when it left, for a descriptive one) and
     ``level_for_power`` (:func:`biaslab.stats.power.level_for_power`)."""
     from . import power as W
     weights, then = graph
@@ -505,8 +506,8 @@ def _dual_p(est, null, se, df, sides: str) -> np.ndarray:
 
 def _adjusted_intervals(f: pd.DataFrame) -> None:
     """ci_level, ci_adj_low, ci_adj_high, ci_adj_note for the confirmatory rows of ``f`` (in place): the interval
-    dual to the row's t/z test at the level the graph tested it at, where the row's p is that test's (checked: the p recomputed from
-    estimate, standard error and df equals it); otherwise no interval and the reason."""
+    dual to the row's t/z test at the level the graph tested it at, where the row's p is that test's (checked: the p
+    recomputed from estimate, standard error and df equals it); otherwise no interval and the reason."""
     for c in ("ci_level", "ci_adj_low", "ci_adj_high"):
         f[c] = np.nan
     f["ci_adj_note"] = ""
