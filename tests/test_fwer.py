@@ -112,6 +112,13 @@ def test_the_familywise_simulation_applies_the_runs_graph_and_power_rule():
     assert f <= 0.1 + 3 * np.sqrt(0.1 * 0.9 / 4000)
 
 
+def test_outputs_decided_under_another_plan_are_refused(tmp_path):
+    insts = [K.Instance("01_multifactor", "dm-difference", "01_multifactor · bbq · a · b", "x",
+                        C.Design(np.random.default_rng(0).normal(size=30), None))]       # a v4 claim
+    with pytest.raises(ValueError, match="dm-difference.*decided under another plan"):
+        K.fwer(tmp_path, 10, insts=insts)
+
+
 def test_the_simulated_instances_are_the_graphs_descriptive_ones_left_out():
     t = pd.DataFrame({"claim": ["a", "a", "a", "a", "a", ""],
                       "verdict": ["distinguishable", "not distinguishable", "not reached (α not propagated: `x`)",

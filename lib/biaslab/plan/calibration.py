@@ -476,6 +476,13 @@ def fwer(root: Path, replications: int, seed: int = 0, plan=None,
     alpha = plan.alpha
     insts = all_instances(root) if insts is None else insts
     sim = [i for i in insts if i.design is not None]
+    graphs = ({nb: plan.graph(nb) for nb in {i.notebook for i in sim} if plan.of(nb)} if plan.graphical
+              else None)
+    foreign = sorted({f"{i.notebook}: {i.claim}" for i in sim if i.notebook in (graphs or {})
+                      and i.claim not in graphs[i.notebook][0]})
+    if foreign:
+        raise ValueError(f"{root}: claim instances {foreign} are not claims of the plan {plan.path}: the run was "
+                         "decided under another plan; rerun it under this plan, or simulate with the run's plan")
     run_shares, run_fam = budget_of(root, plan)
     shares = dict(shares or run_shares)
     n_fam = dict(run_fam)
@@ -484,8 +491,6 @@ def fwer(root: Path, replications: int, seed: int = 0, plan=None,
                         ) if sim else np.ones((replications, 0))          # no tested claim: no false rejection
     for i in sim:
         n_fam[i.notebook] = max(n_fam.get(i.notebook, 0), len({j.family for j in sim if j.notebook == i.notebook}))
-    graphs = ({nb: plan.graph(nb) for nb in {i.notebook for i in sim} if plan.of(nb)} if plan.graphical
-              else None)
     within = "graph" if plan.graphical else "holm"
     rows = []
     for rule, rej in (("budget", budget_rejections(p, sim, shares, n_fam, alpha, graphs)),
