@@ -63,7 +63,7 @@ calibration_replications = 2000  # null replications per claim instance (tables/
 # exploratory. Its sha256 and version go into the MANIFEST.
 from biaslab import plan as plan_file  # noqa: E402
 
-PLAN = plan_file.show(analysis_plan, "01_multifactor")
+PLAN = plan_file.show(analysis_plan, "01_multifactor", profile)
 
 # %%
 # list parameters also as JSON strings (papermill's `-p models '["..."]'` passes a string)

@@ -67,7 +67,7 @@ diversity_max_templates = 150  # templates sampled per benchmark for diversity
 # exploratory. Its sha256 and version go into the MANIFEST.
 from biaslab import plan as plan_file  # noqa: E402
 
-PLAN = plan_file.show(analysis_plan, "02_calm")
+PLAN = plan_file.show(analysis_plan, "02_calm", profile)
 
 # %%
 # list parameters also as JSON strings (papermill's `-p models '["..."]'` passes a string)

@@ -48,7 +48,7 @@ calibration_replications = 2000  # null replications per claim instance (tables/
 # exploratory. Its sha256 and version go into the MANIFEST.
 from biaslab import plan as plan_file  # noqa: E402
 
-PLAN = plan_file.show(analysis_plan, "04_agentic_entropy")
+PLAN = plan_file.show(analysis_plan, "04_agentic_entropy", profile)
 
 # %%
 # list parameters also as JSON strings (papermill's `-p models '["..."]'` passes a string)

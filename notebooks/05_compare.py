@@ -45,7 +45,7 @@ calibration_replications = 2000  # null replications per claim instance (tables/
 # exploratory. Its sha256 and version go into the MANIFEST.
 from biaslab import plan as plan_file  # noqa: E402
 
-PLAN = plan_file.show(analysis_plan, "05_compare")
+PLAN = plan_file.show(analysis_plan, "05_compare", profile)
 
 # %% [markdown]
 # ## Setup

@@ -6,9 +6,11 @@ the claim's test reads, rebuilt from the run's own item-level tables and checked
 builder that recomputes another quantity fails loudly). Then
 
 * :func:`run` (one call per notebook) simulates each instance under the null and writes ``tables/calibration.csv``;
-* :func:`fwer` simulates every instance of every notebook under the global null at once, applies the error budget
-  (alpha split over notebooks by the plan's ``budget.shares``, equally over a notebook's families, Holm within each
-  family at ``alpha * share / n_families``) and counts the replications with at least one false "distinguishable".
+* :func:`fwer` simulates every instance of every notebook's graph under the global null at once, applies the error
+  budget exactly as the run did (alpha split over notebooks by the plan's ``budget.shares``, equally over a
+  notebook's families, the plan's graph within each family at ``alpha * share / n_families``, an instance rejected
+  only where its test is powered at the level it reached) and counts the replications with at least one false
+  "distinguishable".
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ from ..benchmarks import SPECS, spec
 from ..stats import null_simulation as C
 
 TESTED = ("distinguishable", "not distinguishable")
+#: the verdicts of the other rows the graph tests (their p enters the familywise simulation)
+IN_GRAPH = ("not reached (", "not decided (")
 #: replications of the familywise-error simulation that ``biaslab reproduce --publish`` runs; also the block size
 #: :func:`fwer` simulates at once (memory is one block's: the committed outputs' 52 instances take ~0.8 GB per block,
 #: the largest design 20,720 units x 2,000 replications, whatever the count asked for)
@@ -40,14 +44,16 @@ NOTEBOOKS = ("01_multifactor", "02_calm", "03_crows_pairs_bayes", "04_agentic_en
 
 @dataclass
 class Instance:
-    """One tested claim instance: where it is decided and the design its test reads (None: ``why`` says why the
-    run's tables cannot rebuild it; every plan claim has a test in :data:`biaslab.stats.null_simulation.TESTS`)."""
+    """One claim instance in the run's graph: where it is decided and the design its test reads (None: ``why`` says
+    why the run's tables cannot rebuild it; every plan claim has a test in :data:`biaslab.stats.null_simulation.TESTS`),
+    and ``need``, the decided row's ``level_for_power`` (0 under a plan without SESOIs)."""
     notebook: str
     claim: str
     family: str
     instance: str
     design: C.Design | None
     why: str = ""
+    need: float = 0.0       # the level its test needs for 80 % power for its SESOI (the plan's power rule)
 
 
 def _read(path: Path) -> pd.DataFrame:
@@ -66,9 +72,17 @@ def _read_header(path: Path) -> list[str]:
 
 
 def _tested(t: pd.DataFrame) -> pd.DataFrame:
+    """The rows of a decided table that are claim instances in the run's graph: tested, and neither descriptive nor
+    untested (decided, not reached, or not decided for want of power at the level they reached)."""
     if "claim" not in t or "verdict" not in t:
         return t.iloc[0:0]
-    return t[t["claim"].fillna("").ne("") & t["verdict"].isin(TESTED)]
+    v = t["verdict"].astype(str)
+    return t[t["claim"].fillna("").ne("") & (v.isin(TESTED) | v.str.startswith(IN_GRAPH))]
+
+
+def _need(r) -> float:
+    v = getattr(r, "level_for_power", 0.0)
+    return float(v) if v is not None and np.isfinite(v) else 0.0
 
 
 def _check(where: str, what: str, value: float, committed: float, tol: float = 1e-7) -> None:
@@ -116,7 +130,8 @@ def multifactor_instances(tables: Path, benchmark: str, data: pd.DataFrame | Non
         d = C.Design(values, _labels(stacked, cl), label=f"{benchmark}: {r.model_a} - {r.model_b}, {values.size} "
                      f"responses, clusters {' x '.join(cl)}")
         _check(where, "number of clusters", d.n_clusters, float(r.n_clusters))
-        out.append(Instance("01_multifactor", r.claim, r.family, f"{benchmark} · {r.model_a} - {r.model_b}", d))
+        out.append(Instance("01_multifactor", r.claim, r.family, f"{benchmark} · {r.model_a} - {r.model_b}", d,
+                            need=_need(r)))
     return out
 
 
@@ -154,7 +169,8 @@ def crows_instances(tables: Path) -> list[Instance]:
                          label=f"{r.dataset}, {r.model}: {int(np.isfinite(y).sum())} pairs (independent)")
             _check(where, claim_col, float(d.W @ (np.bincount(d.h, weights=d.y) / np.bincount(d.h))),
                    float(getattr(r, claim_col)))
-            out.append(Instance("03_crows_pairs_bayes", r.claim, r.family, f"{r.model} · {r.dataset}", d))
+            out.append(Instance("03_crows_pairs_bayes", r.claim, r.family, f"{r.model} · {r.dataset}", d,
+                                need=_need(r)))
     return out
 
 
@@ -179,7 +195,7 @@ def agentic_instances(tables: Path) -> list[Instance]:
         d = C.Design(y, _labels(g, ["scenario_id"]), categories=len(cats),
                      label=f"{who}: {y.size} prompts, {len(cats)} groups, clusters scenario_id")
         _check(where, "Rao-Scott p", float(C.rao_scott(y[None, :], d)["p"][0]), float(r.p_value), tol=1e-6)
-        out.append(Instance("04_agentic_entropy", r.claim, r.family, who, d))
+        out.append(Instance("04_agentic_entropy", r.claim, r.family, who, d, need=_need(r)))
     return out
 
 
@@ -209,7 +225,8 @@ def compare_instances(root: Path, tables: Path) -> list[Instance]:
                                "stratified, units independent")
             _check(where, "difference", float(d.W @ (np.bincount(d.h, weights=d.y) / np.bincount(d.h))),
                    float(r.difference))
-            out.append(Instance("05_compare", r.claim, r.family, f"{r.metric} · {r.model_a} - {r.model_b}", d))
+            out.append(Instance("05_compare", r.claim, r.family, f"{r.metric} · {r.model_a} - {r.model_b}", d,
+                                need=_need(r)))
             continue
         both = both[both[m.outcome].notna()]
         wide = both.pivot_table(index="unit", columns="model", values=m.outcome, aggfunc="mean").dropna()
@@ -221,7 +238,8 @@ def compare_instances(root: Path, tables: Path) -> list[Instance]:
         d = C.Design(y, _labels(first, cols) if cols else None, binary=m.kind == "binary",
                      label=f"{r.metric}: {r.model_a} - {r.model_b}, {y.size} units, clusters "
                            f"{' x '.join(cols) or 'none'}")
-        out.append(Instance("05_compare", r.claim, r.family, f"{r.metric} · {r.model_a} - {r.model_b}", d))
+        out.append(Instance("05_compare", r.claim, r.family, f"{r.metric} · {r.model_a} - {r.model_b}", d,
+                            need=_need(r)))
     return out
 
 
@@ -269,7 +287,7 @@ def calm_instances(tables: Path, data: pd.DataFrame | None = None, seed: int | N
                          resp[resp["model"] == m], result, n, s)[m][k][1],
                      label=f"{r.model}: eq.-1 score over {int(r.n_templates_used)} templates, group labels "
                            f"permuted within template ({ref.size} reference permutations)")
-        out.append(Instance("02_calm", r.claim, r.family, str(r.model), d))
+        out.append(Instance("02_calm", r.claim, r.family, str(r.model), d, need=_need(r)))
     return out
 
 
@@ -295,7 +313,7 @@ def mbbq_instances(tables: Path) -> list[Instance]:
         _check(where, "estimate", float(d.y.sum()), float(r.estimate))
         _check(where, "number of clusters", d.n_clusters, float(r.n_clusters))
         _check(where, "p_swap", float(C.sign_flip_rule(d.y[None], d)["p"][0]), float(r.p_swap), tol=1e-9)
-        out.append(Instance("07_mbbq", r.claim, r.family, f"{r.model} · {r.language}", d))
+        out.append(Instance("07_mbbq", r.claim, r.family, f"{r.model} · {r.language}", d, need=_need(r)))
     for r in _tested(_read(tables / "adjusted_contrasts.csv")).itertuples():
         where = f"{tables}/adjusted_contrasts.csv ({r.model}, {r.metric}, {r.contrast})"
         t = A.template_table(resp, r.metric, r.model, r.language)
@@ -304,7 +322,7 @@ def mbbq_instances(tables: Path) -> list[Instance]:
         obs = C.intercept_rule(np.stack([d.y, d.covariate], axis=1)[None], d)
         _check(where, "adjusted contrast", float(obs["estimate"][0]), float(r.adjusted))
         _check(where, "p", float(obs["p"][0]), float(r.p_value), tol=1e-6)
-        out.append(Instance("07_mbbq", r.claim, r.family, f"{r.model} · {r.contrast}", d))
+        out.append(Instance("07_mbbq", r.claim, r.family, f"{r.model} · {r.contrast}", d, need=_need(r)))
     return out
 
 
@@ -405,33 +423,47 @@ def all_instances(root: Path) -> list[Instance]:
     return insts
 
 
+def _rows(p: np.ndarray, insts: list[Instance], family=lambda r, i: f"{r}|{i.family}") -> pd.DataFrame:
+    reps, m = p.shape
+    return pd.DataFrame({"replicate": np.repeat(np.arange(reps), m),
+                         "notebook": np.tile([i.notebook for i in insts], reps),
+                         "claim": np.tile([i.claim for i in insts], reps),
+                         "level_for_power": np.tile([i.need for i in insts], reps),
+                         "family": [family(r, i) for r in range(reps) for i in insts], "p": p.ravel()})
+
+
 def budget_rejections(p: np.ndarray, insts: list[Instance], shares: Mapping[str, float],
-                      n_families: Mapping[str, int], alpha: float = 0.05) -> np.ndarray:
+                      n_families: Mapping[str, int], alpha: float = 0.05,
+                      graphs: Mapping[str, tuple] | None = None) -> np.ndarray:
     """(R x I) rejections of R replications of the I instances under the error budget, by the verdict layer's own
-    rule (:func:`biaslab.stats.verdict.budget_decisions`: Holm within each family at ``alpha * share /
-    n_families``; each replication its own families)."""
+    rule (:func:`biaslab.stats.verdict.budget_decisions`: each notebook's share over its families, the plan's
+    ``graphs`` within each family, Holm where a notebook has none; an instance is rejected only at a level where
+    its test has 80 % power, its ``need``; each replication its own families)."""
     from ..stats.verdict import budget_decisions
     reps, m = p.shape
     if not m:
         return np.zeros(p.shape, dtype=bool)
-    rows = pd.DataFrame({"replicate": np.repeat(np.arange(reps), m),
-                         "notebook": np.tile([i.notebook for i in insts], reps),
-                         "family": [f"{r}|{i.family}" for r in range(reps) for i in insts], "p": p.ravel()})
     nf = {nb: max(int(n_families.get(nb, 0)), len({i.family for i in insts if i.notebook == nb}))
           for nb in {i.notebook for i in insts}}
-    return budget_decisions(rows, alpha, shares, nf)["rejected"].fillna(False).to_numpy(bool).reshape(reps, m)
+    b = budget_decisions(_rows(p, insts), alpha, shares, nf, graphs)
+    return b["rejected"].fillna(False).to_numpy(bool).reshape(reps, m)
 
 
-def unsplit_rejections(p: np.ndarray, insts: list[Instance], alpha: float = 0.05) -> np.ndarray:
-    """(R x I) rejections under Holm at ``alpha`` within each family and no split across families (the rule the
-    budget replaces; :func:`biaslab.stats.multiplicity.holm_by_family`)."""
-    from ..stats.multiplicity import holm_by_family
+def unsplit_rejections(p: np.ndarray, insts: list[Instance], alpha: float = 0.05,
+                       graphs: Mapping[str, tuple] | None = None) -> np.ndarray:
+    """(R x I) rejections under the same rule within each family at ``alpha`` itself, with no split across
+    notebooks and families (the budget's split is what this comparison leaves out)."""
+    from ..stats.verdict import budget_decisions
     reps, m = p.shape
     if not m:
         return np.zeros(p.shape, dtype=bool)
-    fam = pd.Series([f"{r}|{i.family}" for r in range(reps) for i in insts])
-    p_holm, _ = holm_by_family(pd.Series(p.ravel()), fam, pd.Series(alpha, index=fam.index))
-    return (p_holm < alpha).to_numpy().reshape(reps, m)
+    rows = _rows(p, insts)
+    own = rows["notebook"] + "\x1f" + rows["family"]          # every family its own notebook with share 1
+    graphs = graphs or {}
+    b = budget_decisions(rows.assign(notebook=own), alpha, dict.fromkeys(own.unique(), 1.0),
+                         dict.fromkeys(own.unique(), 1),
+                         {k: graphs[k.split("\x1f")[0]] for k in own.unique() if k.split("\x1f")[0] in graphs})
+    return b["rejected"].fillna(False).to_numpy(bool).reshape(reps, m)
 
 
 def check_replications(replications: int) -> None:
@@ -446,31 +478,43 @@ def check_replications(replications: int) -> None:
 def fwer(root: Path, replications: int, seed: int = 0, plan=None,
          insts: list[Instance] | None = None, shares: Mapping[str, float] | None = None,
          n_families: Mapping[str, int] | None = None) -> pd.DataFrame:
-    """Familywise error of the headline table under the global null: every instance's data swapped / relabelled
-    within clusters (independently across instances), each claim's test, the budget applied as the run decided it
-    (:func:`budget_of`; ``shares``/``n_families`` override it), the share of replications with at least one false
-    "distinguishable", with its Monte Carlo SE. Also the same count under Holm at alpha within each family and no
-    split, for comparison. ``plan``: a :class:`biaslab.plan.Plan` or its path (default the repository's); its
-    alpha. Replications are simulated in blocks of :data:`FWER_REPLICATIONS` (the first block's draws are those of
-    a single run of that size), at most :data:`MAX_REPLICATIONS`."""
+    """Familywise error of the headline table under the global null, under exactly the run's rule: every instance
+    the run's graph tested (descriptive and untested instances are not in it) has its data swapped / relabelled
+    within clusters (independently across instances) and its test recomputed; the budget is applied as the run
+    decided it (:func:`budget_of`; ``shares``/``n_families`` override it): each notebook's share over its families,
+    the plan's graph within each family (Holm for a plan without one), an instance rejected only at a level where
+    its test has 80 % power for its SESOI (its ``need``, so a level it is not powered at is not passed on); the share
+    of replications with at least one false "distinguishable", with its Monte Carlo SE. Also the same rule at alpha
+    within each family and no split, for comparison. ``plan``: a :class:`biaslab.plan.Plan` or its path (default
+    the repository's); its alpha and graphs. Replications are simulated
+    in blocks of :data:`FWER_REPLICATIONS` (the first block's draws are those of a single run of that size), at most
+    :data:`MAX_REPLICATIONS`."""
     check_replications(replications)
     plan = plan if isinstance(plan, P.Plan) else P.load(plan)
     alpha = plan.alpha
     insts = all_instances(root) if insts is None else insts
     sim = [i for i in insts if i.design is not None]
+    graphs = ({nb: plan.graph(nb) for nb in {i.notebook for i in sim} if plan.of(nb)} if plan.graphical
+              else None)
+    foreign = sorted({f"{i.notebook}: {i.claim}" for i in sim if i.notebook in (graphs or {})
+                      and i.claim not in graphs[i.notebook][0]})
+    if foreign:
+        raise ValueError(f"{root}: claim instances {foreign} are not claims of the plan {plan.path}: the run was "
+                         "decided under another plan; rerun it under this plan, or simulate with the run's plan")
     run_shares, run_fam = budget_of(root, plan)
     shares = dict(shares or run_shares)
     n_fam = dict(run_fam)
     n_fam.update(n_families or {})
     for i in sim:
         n_fam[i.notebook] = max(n_fam.get(i.notebook, 0), len({j.family for j in sim if j.notebook == i.notebook}))
-    hits = {"budget": 0, "holm within families, no split": 0}
+    within = f"{'graph' if plan.graphical else 'holm'} within families, no split"
+    hits = {"budget": 0, within: 0}
     for b, start in enumerate(range(0, replications, FWER_REPLICATIONS)):   # block b: seeds seed + b * I + k
         reps = min(FWER_REPLICATIONS, replications - start)
         p = np.column_stack([C.simulate(i.claim, i.design, reps, seed + b * len(sim) + k, alpha)["p"]
                              for k, i in enumerate(sim)]) if sim else np.ones((reps, 0))   # no claim: no rejection
-        hits["budget"] += int(budget_rejections(p, sim, shares, n_fam, alpha).any(axis=1).sum())
-        hits["holm within families, no split"] += int(unsplit_rejections(p, sim, alpha).any(axis=1).sum())
+        hits["budget"] += int(budget_rejections(p, sim, shares, n_fam, alpha, graphs).any(axis=1).sum())
+        hits[within] += int(unsplit_rejections(p, sim, alpha, graphs).any(axis=1).sum())
     rows = []
     for rule, n in hits.items():
         f = n / replications

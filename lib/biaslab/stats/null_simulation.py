@@ -344,7 +344,10 @@ def rao_scott(y: np.ndarray, d: Design, alpha: float = 0.05, seed: int = 0) -> d
 #: plan claim -> (null simulator, test). Swapping a claim's test is one line here.
 TESTS: dict[str, tuple[Callable, Callable]] = {
     "dm-difference": (swap, mean_rule),          # the metric difference's linearized pseudo-values
+    "dm-ssqa": (swap, mean_rule),
+    "dm-other": (swap, mean_rule),
     "lpbs-mean": (swap, stratified_rule),        # pairs independent, each its own stratum's sign flip
+    "lpbs-other": (swap, stratified_rule),
     "stereotype-share": (swap, stratified_rule),
     "group-choice": (relabel, rao_scott),
     "ssqa-deviation-rate": (swap, paired_rule),
