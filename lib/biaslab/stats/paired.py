@@ -189,7 +189,8 @@ def subgroup_metric_intervals(df: pd.DataFrame, outcome: str, factors: Sequence[
 def _metric_inference(pseudo: np.ndarray, rows: pd.DataFrame, cluster, single: int, n_sub: int, alpha: float,
                       seed: int, null: float = 0.0) -> dict:
     """:func:`biaslab.stats.clustered.mean_inference` of a metric's pseudo-values (its interval), or its undefined
-    result (NaN interval, ``ci_method`` saying why) where ``single`` subgroups of one unit leave the variance unestimable."""
+    result (NaN interval, ``ci_method`` saying why) where ``single`` subgroups of one unit leave the variance
+    unestimable."""
     labels = cluster_labels(rows, cluster)
     if not single:
         return mean_inference(pseudo, labels, null=null, alpha=alpha, seed=seed,
@@ -242,7 +243,7 @@ def deviation_metric_swap_design(df: pd.DataFrame, outcome: str, factors: Sequen
         return "no subgroup answered by both models"
     sub, keys = sub[keys.isin(common)], keys[keys.isin(common)]
     first = "prompt_id" if cluster is None else cluster if isinstance(cluster, str) else list(cluster)[0]
-    g_codes, s_codes = codes(sub[first].astype(str)), codes(keys.map(str))
+    g_codes, s_codes = codes(sub[first].to_numpy()), codes(keys.map(str))
     g, k = int(g_codes.max()) + 1, int(s_codes.max()) + 1
     cell = g_codes * k + s_codes
     arm = {m: (np.bincount(cell[w], weights=sub.loc[w, outcome].to_numpy(float), minlength=g * k).reshape(g, k),
