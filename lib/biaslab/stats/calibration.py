@@ -178,8 +178,8 @@ def swap(d: Design, reps: int, rng: np.random.Generator) -> np.ndarray:
 def relabel(d: Design, reps: int, rng: np.random.Generator) -> np.ndarray:
     """(R x n) category codes 0..k-1 after a random permutation of the labels inside every cluster."""
     k, c = d.categories, d.dims[0]
-    perm = np.argsort(rng.random((reps, int(c.max()) + 1, k)), axis=2)        # one permutation per cluster
-    return np.take_along_axis(perm[:, c, :], d.y.astype(int)[None, :, None], axis=2)[:, :, 0].astype(float)
+    perm = np.argsort(rng.random((reps, int(c.max()) + 1, k), dtype=np.float32), axis=2)   # one per cluster
+    return perm[:, c, d.y.astype(int)].astype(float)
 
 
 def permuted(d: Design, reps: int, rng: np.random.Generator) -> np.ndarray:
@@ -394,9 +394,9 @@ def rao_scott(y: np.ndarray, d: Design, alpha: float = 0.05, seed: int = 0) -> d
     """First-order Rao-Scott goodness of fit to the uniform distribution for every row of category codes
     (:func:`biaslab.stats.clustered.rao_scott_gof`: ``X2 / max(delta, 1)`` referred to F(k - 1, (k - 1)(G - 1)))."""
     k, c = d.categories, d.dims[0]
-    n, g = y.shape[1], int(c.max()) + 1
-    ind = y[:, :, None] == np.arange(k)[None, None, :]                             # (R x n x k)
-    counts = np.stack([_totals(ind[:, :, j].astype(float), c) for j in range(k)], axis=2)   # (R x G x k)
+    (reps, n), g = y.shape, int(c.max()) + 1
+    cell = (np.arange(reps)[:, None] * g + c[None, :]) * k + y.astype(np.int64)
+    counts = np.bincount(cell.ravel(), minlength=reps * g * k).reshape(reps, g, k).astype(float)   # (R x G x k)
     m = np.bincount(c).astype(float)
     p = counts.sum(axis=1) / n                                                     # (R x k)
     pi = 1.0 / k
