@@ -16,7 +16,8 @@ MIRROR_ARG := $(if $(MIRROR),--mirror $(MIRROR),)
 	browser reports screenshots
 
 # Every regenerated run is compared with the committed one at the end (one line per notebook: identical, numbers within
-# the recorded tolerance, or what differs); CHECK=1 also exits non-zero when a verdict differs.
+# the recorded tolerance, or what differs); CHECK=1 also exits non-zero when a verdict differs or a run was not
+# compared.
 CHECK ?=
 CHECK_ARG := $(if $(CHECK),--check,)
 

@@ -35,7 +35,7 @@
 #   that keeps stigma and template as group-level effects, and BBQ analysed with the same code.
 
 # %% tags=["parameters"]
-profile = "default"  # run size: smoke, default or paper (biaslab.profiles)
+profile = "default"  # run size: smoke, default or paper (biaslab.run.profiles)
 analysis_plan = None  # the analysis plan (YAML) whose claims are decided; None: the repository's analysis_plan.yaml
 benchmark = "ssqa"  # any benchmark of biaslab.benchmarks.SPECS with a factor plan, or of benchmark_modules
 benchmark_modules = []  # modules that register a benchmark's Spec (biaslab.benchmarks.register), imported first
@@ -67,7 +67,7 @@ PLAN = plan_file.show(analysis_plan, "01_multifactor")
 
 # %%
 # list parameters also as JSON strings (papermill's `-p models '["..."]'` passes a string)
-from biaslab.parameters import as_list
+from biaslab.run.parameters import as_list
 models = as_list(models)
 benchmark_modules = as_list(benchmark_modules)
 
@@ -105,15 +105,13 @@ from IPython.display import Markdown, display
 
 from biaslab import plots
 from biaslab import benchmarks
-from biaslab.outputs import OutputDir
+from biaslab.report.outputs import OutputDir
 from biaslab.papers.multifactor import decisions, factorial, findings, responses as multifactor
 from biaslab.stats import coverage as cov, importance as imp, subgroups as sg
 from biaslab.stats import intervals, paired, power, responders
 
 warnings.filterwarnings("ignore", category=FutureWarning)
-pd.set_option("display.width", 160)
-pd.set_option("display.max_columns", 20)
-pd.set_option("display.max_colwidth", 60)
+pd.set_option("display.width", 160, "display.max_columns", 20, "display.max_colwidth", 60)
 
 benchmarks.import_plugins(benchmark_modules)
 bspec = benchmarks.spec(benchmark)
@@ -864,12 +862,12 @@ table(tt, "timings", show_rows=20)
 # 1.5 times its tested level is flagged below.
 
 # %%
-from biaslab import calibrate  # noqa: E402
+from biaslab.plan import calibration  # noqa: E402
 
-calibration = calibrate.run(out, "01_multifactor", calibration_replications, seed=seed, data=nocot, plan=PLAN,
-                            benchmark=benchmark)
-display(calibration)
-print(calibrate.oversize_line(calibration))
+calib = calibration.run(out, "01_multifactor", calibration_replications, seed=seed, data=nocot, plan=PLAN,
+                        benchmark=benchmark)
+display(calib)
+print(calibration.oversize_line(calib))
 
 # %% [markdown]
 # ## Sensitivity analyses of the claims
@@ -880,13 +878,13 @@ print(calibrate.oversize_line(calibration))
 # (`tables/sensitivity.csv`).
 
 # %%
-from biaslab import sensitivity_analyses  # noqa: E402
-from biaslab.stats import sensitivity as sens  # noqa: E402
+from biaslab.plan.sensitivity import multifactor_sensitivity  # noqa: E402
+from biaslab.stats import reanalysis  # noqa: E402
 
-sensitivity = sensitivity_analyses.multifactor_sensitivity(pst, nocot, benchmark, plan, bench.clusters, seed, plan=PLAN)
+sensitivity = multifactor_sensitivity(pst, nocot, benchmark, plan, bench.clusters, seed, plan=PLAN)
 out.table(sensitivity, "sensitivity")
-display(Markdown(sens.render(sensitivity)))
+display(Markdown(reanalysis.render(sensitivity)))
 
 # %%
-from biaslab.outputs import watermark
+from biaslab.report.outputs import watermark
 print(watermark())

@@ -35,7 +35,7 @@
 # the paper used BERTScore.
 
 # %% tags=["parameters"]
-profile = "default"  # run size: smoke, default or paper (biaslab.profiles)
+profile = "default"  # run size: smoke, default or paper (biaslab.run.profiles)
 analysis_plan = None  # the analysis plan (YAML) whose claims are decided; None: the repository's analysis_plan.yaml
 models = ["smollm2-135m-instruct", "gemma-3-270m"]  # models to score: catalogue names, local paths or served specs
 device = "auto"  # where models run: auto, cpu, cuda or mps
@@ -71,7 +71,7 @@ PLAN = plan_file.show(analysis_plan, "02_calm")
 
 # %%
 # list parameters also as JSON strings (papermill's `-p models '["..."]'` passes a string)
-from biaslab.parameters import as_list
+from biaslab.run.parameters import as_list
 models = as_list(models)
 template_ids = as_list(template_ids)
 perturbations = as_list(perturbations)
@@ -82,7 +82,7 @@ diversity_benchmarks = as_list(diversity_benchmarks)
 # ## Setup
 #
 # `templates_per_task` (or an explicit list `template_ids`), `names_per_group` and `k_shot` set the size of the run
-# (`None` = all 224 templates, 50 names; the paper uses `k_shot = 5`). The profiles in `lib/biaslab/profiles.py`
+# (`None` = all 224 templates, 50 names; the paper uses `k_shot = 5`). The profiles in `lib/biaslab/run/profiles.py`
 # choose them: `smoke` (four short templates covering generation, multiple choice, NLI and toxicity, two names per
 # group, zero-shot, one model), `default` (a documented subset for two small models on a 2-core CPU, see below) and `paper`
 # (all 78,400 prompts, 5-shot, every perturbation).
@@ -95,7 +95,7 @@ import numpy as np
 import pandas as pd
 from IPython.display import Markdown, display
 
-from biaslab.outputs import OutputDir
+from biaslab.report.outputs import OutputDir
 from biaslab.benchmarks import calm as calm_data, calm_prompts as prompting
 from biaslab.papers.calm import bias as cb, encoders, findings, perturb, plots
 from biaslab.papers.calm import decisions, published, sensitivity
@@ -654,12 +654,12 @@ for v in cb.VARIANTS:
 # rejecting more than 1.5 times its tested level is flagged below.
 
 # %%
-from biaslab import calibrate  # noqa: E402
+from biaslab.plan import calibration  # noqa: E402
 
-calibration = calibrate.run(out, "02_calm", calibration_replications, seed=seed, data=resp, plan=PLAN)
-display(calibration)
-print(calibrate.oversize_line(calibration))
+calib = calibration.run(out, "02_calm", calibration_replications, seed=seed, data=resp, plan=PLAN)
+display(calib)
+print(calibration.oversize_line(calib))
 
 # %%
-from biaslab.outputs import watermark
+from biaslab.report.outputs import watermark
 print(watermark())

@@ -33,7 +33,7 @@
 # Table 3 are reproduced as *methods* on other models, not as numbers.
 
 # %% tags=["parameters"]
-profile = "default"  # run size: smoke, default or paper (biaslab.profiles)
+profile = "default"  # run size: smoke, default or paper (biaslab.run.profiles)
 analysis_plan = None  # the analysis plan (YAML) whose claims are decided; None: the repository's analysis_plan.yaml
 models = ["smollm2-135m-instruct", "gemma-3-270m"]  # models to score: catalogue names, local paths or served specs
 device = "auto"  # where models run: auto, cpu, cuda or mps
@@ -61,7 +61,7 @@ PLAN = plan_file.show(analysis_plan, "03_crows_pairs_bayes")
 
 # %%
 # list parameters also as JSON strings (papermill's `-p models '["..."]'` passes a string)
-from biaslab.parameters import as_list
+from biaslab.run.parameters import as_list
 models = as_list(models)
 datasets = as_list(datasets)
 preference_datasets = as_list(preference_datasets)
@@ -107,16 +107,15 @@ import pandas as pd
 from IPython.display import Markdown, display
 
 from biaslab.benchmarks import crows_pairs as cp
-from biaslab.outputs import OutputDir
+from biaslab.report.outputs import OutputDir
 from biaslab.papers.crows_pairs import decisions, findings, sensitivity
 from biaslab.plots import bayes as bplots
 from biaslab.stats import hypothesis as hyp
 from biaslab.stats import paired, power, responders
-from biaslab.stats.sensitivity import render as sensitivity_lines
+from biaslab.stats.reanalysis import render as sensitivity_lines
 
 logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-pd.set_option("display.width", 160)
-pd.set_option("display.max_columns", 30)
+pd.set_option("display.width", 160, "display.max_columns", 30)
 out = OutputDir(output_dir, PLAN)
 t_start = time.time()
 datasets = list(cp.DATASETS) if datasets is None else datasets
@@ -725,12 +724,12 @@ out.note(f"max_pairs={max_pairs}, allocation={allocation}, preference_mode={pref
 # below.
 
 # %%
-from biaslab import calibrate  # noqa: E402
+from biaslab.plan import calibration  # noqa: E402
 
-calibration = calibrate.run(out, "03_crows_pairs_bayes", calibration_replications, seed=seed, plan=PLAN)
-display(calibration)
-print(calibrate.oversize_line(calibration))
+calib = calibration.run(out, "03_crows_pairs_bayes", calibration_replications, seed=seed, plan=PLAN)
+display(calib)
+print(calibration.oversize_line(calib))
 
 # %%
-from biaslab.outputs import watermark
+from biaslab.report.outputs import watermark
 print(watermark())

@@ -29,7 +29,7 @@
 # Dirichlet–multinomial Bayes factor on the counts of the model's top answer).
 
 # %% tags=["parameters"]
-profile = "default"  # run size: smoke, default or paper (biaslab.profiles)
+profile = "default"  # run size: smoke, default or paper (biaslab.run.profiles)
 analysis_plan = None  # the analysis plan (YAML) whose claims are decided; None: the repository's analysis_plan.yaml
 models = ["smollm2-135m-instruct", "gemma-3-270m"]  # models to score: catalogue names, local paths or served specs
 device = "auto"  # where models run: auto, cpu, cuda or mps
@@ -52,7 +52,7 @@ PLAN = plan_file.show(analysis_plan, "04_agentic_entropy")
 
 # %%
 # list parameters also as JSON strings (papermill's `-p models '["..."]'` passes a string)
-from biaslab.parameters import as_list
+from biaslab.run.parameters import as_list
 models = as_list(models)
 
 # %% [markdown]
@@ -73,7 +73,7 @@ from IPython.display import Markdown, display
 from biaslab import scoring
 from biaslab import models as model_zoo
 from biaslab.benchmarks import agentic
-from biaslab.outputs import OutputDir
+from biaslab.report.outputs import OutputDir
 from biaslab.papers.agentic import decisions, findings
 from biaslab.plots import entropy as P
 from biaslab.stats import entropy as E
@@ -538,12 +538,12 @@ display(Markdown(findings.summary_findings(by_model, cyc_m if cyc_list else None
 # standard errors (`tables/calibration.csv`). A test rejecting more than 1.5 times its tested level is flagged below.
 
 # %%
-from biaslab import calibrate  # noqa: E402
+from biaslab.plan import calibration  # noqa: E402
 
-calibration = calibrate.run(out, "04_agentic_entropy", calibration_replications, seed=seed, plan=PLAN)
-display(calibration)
-print(calibrate.oversize_line(calibration))
+calib = calibration.run(out, "04_agentic_entropy", calibration_replications, seed=seed, plan=PLAN)
+display(calib)
+print(calibration.oversize_line(calib))
 
 # %%
-from biaslab.outputs import watermark
+from biaslab.report.outputs import watermark
 print(watermark())

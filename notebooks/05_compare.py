@@ -28,7 +28,7 @@
 # which way is biased.
 
 # %% tags=["parameters"]
-profile = "default"  # run size: smoke, default or paper (biaslab.profiles)
+profile = "default"  # run size: smoke, default or paper (biaslab.run.profiles)
 analysis_plan = None  # the analysis plan (YAML) whose claims are decided; None: the repository's analysis_plan.yaml
 outputs_root = None  # folder of notebooks 1-4 outputs (None: found)
 output_dir = "../scratch/05_compare"  # folder for this run's tables, figures and provenance
@@ -67,16 +67,15 @@ import numpy as np
 import pandas as pd
 from IPython.display import Markdown, display
 
-from biaslab import benchmarks, integrity
+from biaslab import benchmarks
+from biaslab.files import integrity
 from biaslab.papers.multiverse import findings as multiverse_findings
-from biaslab.outputs import OutputDir
+from biaslab.report.outputs import OutputDir
 from biaslab.papers import compare
-from biaslab.parameters import as_list
+from biaslab.run.parameters import as_list
 from biaslab.plots.compare import forest_plot
 
-pd.set_option("display.width", 180)
-pd.set_option("display.max_columns", 20)
-pd.set_option("display.max_colwidth", 50)
+pd.set_option("display.width", 180, "display.max_columns", 20, "display.max_colwidth", 50)
 t_start = time.perf_counter()
 out = OutputDir(output_dir, PLAN)
 benchmarks.import_plugins(as_list(benchmark_modules))
@@ -261,11 +260,11 @@ display(timings)
 # rejecting more than 1.5 times its tested level is flagged below.
 
 # %%
-from biaslab import calibrate  # noqa: E402
+from biaslab.plan import calibration  # noqa: E402
 
-calibration = calibrate.run(out, "05_compare", calibration_replications, seed=seed, root=root, plan=PLAN)
-display(calibration)
-print(calibrate.oversize_line(calibration))
+calib = calibration.run(out, "05_compare", calibration_replications, seed=seed, root=root, plan=PLAN)
+display(calib)
+print(calibration.oversize_line(calib))
 
 # %% [markdown]
 # ## Sensitivity analyses of the claims
@@ -276,13 +275,13 @@ print(calibrate.oversize_line(calibration))
 # the same share of the error budget (`tables/sensitivity.csv`, one row per claim instance and analysis).
 
 # %%
-from biaslab import sensitivity_analyses  # noqa: E402
-from biaslab.stats import sensitivity as sens  # noqa: E402
+from biaslab.plan.sensitivity import compare_sensitivity  # noqa: E402
+from biaslab.stats import reanalysis  # noqa: E402
 
-sensitivity = sensitivity_analyses.compare_sensitivity(root, pairs, seed=seed, plan=PLAN)
+sensitivity = compare_sensitivity(root, pairs, seed=seed, plan=PLAN)
 out.table(sensitivity, "sensitivity")
-display(Markdown(sens.render(sensitivity)))
+display(Markdown(reanalysis.render(sensitivity)))
 
 # %%
-from biaslab.outputs import watermark
+from biaslab.report.outputs import watermark
 print(watermark())

@@ -32,7 +32,7 @@
 # other universe is a cache entry of its own.
 
 # %% tags=["parameters"]
-profile = "default"  # run size: smoke, default or paper (biaslab.profiles)
+profile = "default"  # run size: smoke, default or paper (biaslab.run.profiles)
 analysis_plan = None  # the analysis plan (YAML) whose claims are decided; None: the repository's analysis_plan.yaml
 models = ["smollm2-135m-instruct", "gemma-3-270m"]  # models to score: catalogue names, local paths or served specs
 device = "auto"  # where models run: auto, cpu, cuda or mps
@@ -60,7 +60,7 @@ PLAN = plan_file.show(analysis_plan, "06_multiverse")
 
 # %%
 # list parameters also as JSON strings (papermill's `-p models '["..."]'` passes a string)
-from biaslab.parameters import as_list
+from biaslab.run.parameters import as_list
 models = as_list(models)
 benchmarks = as_list(benchmarks)
 benchmark_modules = as_list(benchmark_modules)
@@ -74,7 +74,7 @@ factors = as_list(factors)
 # `sizes[profile]["06_multiverse"]`; BBQ items are drawn from notebook 1's own `pool`-prompt sample, stratified by
 # context × polarity × category, so its cached scores serve the paper's universe). `benchmark_modules` imports
 # modules that register further benchmarks (`biaslab.benchmarks.register`); `benchmarks = None` runs every registered
-# one the multiverse can run. The default profile's sizes trade power for CPU time (`lib/biaslab/profiles.py` gives
+# one the multiverse can run. The default profile's sizes trade power for CPU time (`lib/biaslab/run/profiles.py` gives
 # the arithmetic); section 5's first finding states, from this run, which effects and equivalence margins the design
 # can detect.
 # `design_name`: `ofat` (one factor at a time around the paper's universe: 1 + Σ(levels − 1) universes per benchmark,
@@ -93,10 +93,11 @@ import time
 import pandas as pd
 from IPython.display import Markdown, display
 
-from biaslab.outputs import OutputDir
-from biaslab import benchmarks as registry, paths, profiles
+from biaslab.report.outputs import OutputDir
+from biaslab import benchmarks as registry, paths
+from biaslab.run import profiles
 from biaslab.benchmarks.base import wordings
-from biaslab.papers.multiverse import analysis, decisions, design, findings, matcher, run
+from biaslab.papers.multiverse import analysis, decisions, design, findings, matcher, sweep
 from biaslab.plots import specification
 from biaslab.scoring import tolerance
 
@@ -118,7 +119,7 @@ if bad:
     raise ValueError(f"items: {bad}; give benchmark -> items per universe (a positive int, or None for all)")
 item_sets, bench_objs = {}, {}
 for b in benchmarks:
-    item_sets[b], bench_objs[b] = run.items(b, items[b], seed=seed, pool=pool)
+    item_sets[b], bench_objs[b] = sweep.items(b, items[b], seed=seed, pool=pool)
     out.record_data(bench_objs[b].sources)
     print(f"{b}: {len(item_sets[b])} items (cluster: {bench_objs[b].cluster})")
 from biaslab.sources import sha256_file
@@ -175,9 +176,9 @@ if dtype == "auto" and device not in ("auto", "cpu"):
 results = []
 for model_spec in models:
     t0 = time.perf_counter()
-    r = run.run_model(model_spec, item_sets, device=device, dtype=reference_dtype,
-                      design_name=design_name, formats=formats, factors=factors, precisions=precisions,
-                      n_boot=n_boot, seed=seed, tolerance_texts=run.tolerance_texts(item_sets))
+    r = sweep.run_model(model_spec, item_sets, device=device, dtype=reference_dtype,
+                        design_name=design_name, formats=formats, factors=factors, precisions=precisions,
+                        n_boot=n_boot, seed=seed, tolerance_texts=sweep.tolerance_texts(item_sets))
     for fp in r["fingerprints"]:
         out.record_model(fp)
     print(f"{r['fingerprints'][0]['name']}: {len(r['costs'])} universes in {time.perf_counter() - t0:.0f} s")
@@ -433,5 +434,5 @@ out.table(timings, "timings")
 display(timings)
 
 # %%
-from biaslab.outputs import watermark
+from biaslab.report.outputs import watermark
 print(watermark())

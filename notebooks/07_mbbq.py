@@ -31,7 +31,7 @@
 # error budget; every other result is exploratory (estimate, interval, unadjusted p; not decided).
 
 # %% tags=["parameters"]
-profile = "default"  # run size: smoke, default or paper (biaslab.profiles)
+profile = "default"  # run size: smoke, default or paper (biaslab.run.profiles)
 analysis_plan = None  # the analysis plan (YAML) whose claims are decided; None: the repository's analysis_plan.yaml
 models = ["smollm2-135m-instruct", "gemma-3-270m"]  # models to score: catalogue names, local paths or served specs
 device = "auto"  # where models run: auto, cpu, cuda or mps
@@ -51,7 +51,7 @@ PLAN = plan_file.show(analysis_plan, "07_mbbq")
 
 # %%
 # list parameters also as JSON strings (papermill's `-p models '["..."]'` passes a string)
-from biaslab.parameters import as_list
+from biaslab.run.parameters import as_list
 models = as_list(models)
 languages = as_list(languages)
 
@@ -74,7 +74,7 @@ from IPython.display import Markdown, display
 from biaslab import models as model_zoo
 from biaslab import scoring
 from biaslab.benchmarks import mbbq
-from biaslab.outputs import OutputDir
+from biaslab.report.outputs import OutputDir
 from biaslab.papers.mbbq import analysis as A
 from biaslab.papers.mbbq import decisions as D
 from biaslab.papers.mbbq import figures as F
@@ -191,14 +191,14 @@ display(adj.round(3))
 # **Sensitivity analyses** (pre-specified in the plan; `tables/sensitivity.csv`): each claim re-decided with the
 # sampled items weighted alike (the estimand of the sampled items instead of every MBBQ item), and the adjusted
 # contrast replaced by the unadjusted paired contrast; every row decided by the primary's rule
-# (`biaslab.stats.sensitivity.decide`).
+# (`biaslab.stats.reanalysis.decide`).
 
 # %%
-from biaslab.stats import sensitivity as sens  # noqa: E402
+from biaslab.stats import reanalysis  # noqa: E402
 
 sensitivity = D.sensitivity(responses, metrics, adj, con, check, seed, plan=PLAN)
 out.table(sensitivity, "sensitivity")
-display(Markdown(sens.render(sensitivity)))
+display(Markdown(reanalysis.render(sensitivity)))
 
 # %% [markdown]
 # ## What this run shows
@@ -227,12 +227,12 @@ display(Markdown(F.findings(metrics, adj)))
 # standard errors (`tables/calibration.csv`). A test rejecting more than 1.5 times its tested level is flagged below.
 
 # %%
-from biaslab import calibrate  # noqa: E402
+from biaslab.plan import calibration  # noqa: E402
 
-calibration = calibrate.run(out, "07_mbbq", calibration_replications, seed=seed, plan=PLAN)
-display(calibration)
-print(calibrate.oversize_line(calibration))
+calib = calibration.run(out, "07_mbbq", calibration_replications, seed=seed, plan=PLAN)
+display(calib)
+print(calibration.oversize_line(calib))
 
 # %%
-from biaslab.outputs import watermark  # noqa: E402
+from biaslab.report.outputs import watermark  # noqa: E402
 print(watermark())

@@ -101,7 +101,8 @@ def run_notebook(name: str, out_dir: Path, overrides: dict) -> dict:
     """Execute the notebook's code cells in order, the parameters injected after its parameters cell."""
     import matplotlib
     matplotlib.use("Agg")
-    from biaslab import paths, profiles
+    from biaslab import paths
+    from biaslab.run import profiles
 
     nb = json.loads((paths.NOTEBOOKS_DIR / f"{name}.ipynb").read_text())
     params = profiles.params("paper", name)

@@ -35,10 +35,10 @@ def main() -> None:
     import torch
 
     from biaslab import models
-    from biaslab.papers.multiverse import run
+    from biaslab.papers.multiverse import sweep
     from biaslab.scoring import Scorer, tolerance
-    its, _ = run.items("crows_pairs", args.pairs)
-    texts = run.tolerance_texts({"crows_pairs": its}, n=args.pairs)
+    its, _ = sweep.items("crows_pairs", args.pairs)
+    texts = sweep.tolerance_texts({"crows_pairs": its}, n=args.pairs)
     rows = []
     for m in models.EMBEDDED:
         ref = None

@@ -80,7 +80,7 @@ def pytest_xdist_make_scheduler(config, log):
 
 
 def _labels(wanted) -> list[str]:
-    from biaslab import profiles
+    from biaslab.run import profiles
     every = [nb + (f"/{v}" if v else "") for nb, variants in profiles.NOTEBOOKS.items() for v in variants]
     return every if wanted is None else [lb for lb in every if lb in wanted]
 
@@ -100,7 +100,8 @@ def pytest_collection_modifyitems(config, items):
 
 def _batches(labels: set[str]) -> list[tuple[list[str], dict]]:
     """The runs grouped by the overrides they share (one ``reproduce`` call each)."""
-    from biaslab import paths, profiles
+    from biaslab import paths
+    from biaslab.run import profiles
     both = [lb for lb in _labels(None) if lb in labels and lb in BOTH_MODELS]
     compare = [lb for lb in _labels(None) if lb in labels and lb.startswith("05_compare")]
     rest = [lb for lb in _labels(None) if lb in labels and lb not in both and lb not in compare]
@@ -112,7 +113,7 @@ def _batches(labels: set[str]) -> list[tuple[list[str], dict]]:
 @pytest.fixture(scope="session")
 def smoke_run(tmp_path_factory, request):
     """``smoke_run(label)`` -> the output folder of that notebook's smoke run (with its HTML report)."""
-    from biaslab import runner
+    from biaslab.run import execute
 
     env = os.environ.get("BIASLAB_SMOKE_OUTPUTS")
     root = Path(env) if env else tmp_path_factory.mktemp("smoke")
@@ -122,7 +123,7 @@ def smoke_run(tmp_path_factory, request):
     def ensure(labels: set[str]) -> None:
         for batch, overrides in _batches(labels - done):
             if batch:
-                code = runner.reproduce("smoke", only=batch, outputs_dir=root, overrides=overrides, jobs=2)
+                code = execute.reproduce("smoke", only=batch, outputs_dir=root, overrides=overrides, jobs=2)
                 done.update(batch)
                 for lb in batch:
                     failed = root / lb / "MANIFEST.failed.json"

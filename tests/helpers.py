@@ -36,9 +36,9 @@ def scorer(lm, **kw):
 
 
 def outside_blocks(text: str) -> str:
-    """``text`` without its generated blocks (every block :func:`biaslab.summary.blocks` renders)."""
-    from biaslab import summary
-    for _page, begin, end, _render in summary.blocks():
+    """``text`` without its generated blocks (every block :func:`biaslab.report.headline.blocks` renders)."""
+    from biaslab.report import headline
+    for _page, begin, end, _render in headline.blocks():
         if begin in text and end in text:
             head, rest = text.split(begin, 1)
             text = head + rest.split(end, 1)[1]
@@ -46,10 +46,10 @@ def outside_blocks(text: str) -> str:
 
 
 def forget_file_hashes() -> None:
-    """Drop this process's copy of :mod:`biaslab.filehash`'s memo, as a new process starts (it reads the disk memo
+    """Drop this process's copy of :mod:`biaslab.files.hashing`'s memo, as a new process starts (it reads the disk memo
     again on next use)."""
-    from biaslab import filehash
-    filehash._MEMO = None
+    from biaslab.files import hashing
+    hashing._MEMO = None
 
 
 #: Width of a report's column in CSS pixels (report.css: a 1060 px page less its padding); a wider figure is scaled

@@ -1,4 +1,4 @@
-"""Test helpers for the served backend: a real llama-cpp-python server (:mod:`biaslab.serve`), and a small
+"""Test helpers for the served backend: a real llama-cpp-python server (:mod:`biaslab.models.local_server`), and a small
 fault-injecting proxy.
 
 The server is started on 127.0.0.1 on a free port with the embedded SmolLM2 GGUF file, waited for, and stopped by
@@ -15,7 +15,7 @@ from collections import Counter
 
 import httpx
 
-from biaslab.serve import ALIAS, PREFIX, LlamaServer, free_port, have_llama_server, spec  # noqa: F401
+from biaslab.models.local_server import ALIAS, PREFIX, LlamaServer, free_port, have_llama_server, spec  # noqa: F401
 
 
 class FaultProxy:

@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from biaslab.stats import calibration as C
+from biaslab.stats import null_simulation as C
 from biaslab.stats.clustered import mean_inference, rao_scott_gof, wild_cluster_mean_test, webb_weights
 
 
@@ -43,7 +43,7 @@ def test_naive_se_on_clustered_data_is_flagged_and_the_rule_is_not():
     good = C.summarize(*(C.simulate("ssqa-deviation-rate", d, 2000)[k] for k in ("p", "covers")), level=0.05)
     table = pd.DataFrame([{**bad, "claim": "naive"}, {**good, "claim": "rule"}])
     assert list(C.flag_oversize(table)["claim"]) == ["naive"] and table["oversized"].tolist() == [True, False]
-    from biaslab.calibrate import oversize_line
+    from biaslab.plan.calibration import oversize_line
     assert oversize_line(table.assign(design=["G = 40", "G = 40"])) == (
         f"1 of 2 claim instances reject a true null more often than 1.5 times the level they were tested at: "
         f"naive (G = 40, {bad['size_ratio']:.2f}x)")
@@ -207,7 +207,8 @@ def test_notebook7_nulls_recompute_the_statistics_from_swapped_answers():
     path): the English score's terms after biased and counter-biased answers are exchanged in some templates, and
     the adjusted contrast's per-template differences after the two languages' answers are exchanged there (which is
     not flipping their fixed values: the pseudo-values depend on every template's answers)."""
-    from biaslab import calibrate as K, paths
+    from biaslab import paths
+    from biaslab.plan import calibration as K
     from biaslab.papers.mbbq import analysis as A
     tables = paths.OUTPUTS_DIR / "07_mbbq" / "tables"
     insts = K.instances("07_mbbq", tables)           # each rebuild checked against the committed estimate (and p)
@@ -254,7 +255,7 @@ def test_notebook7_nulls_recompute_the_statistics_from_swapped_answers():
 
 def test_the_tested_level_is_the_graph_level_where_the_table_has_one_else_one_minus_ci_level():
     from types import SimpleNamespace as Row
-    from biaslab.calibrate import tested_level
+    from biaslab.plan.calibration import tested_level
     assert tested_level(Row(ci_level=0.998857)) == pytest.approx(0.001143)
     assert tested_level(Row(ci_level=0.998857, tested_level=0.0025)) == 0.0025
     assert tested_level(Row(ci_level=0.99, tested_level=float("nan"))) == pytest.approx(0.01)
@@ -267,7 +268,8 @@ def test_compare_and_crows_nulls_recompute_from_swapped_answers():
     answers are exchanged in some templates equal the metric's own derive on the swapped responses (and differ from
     flipping the fixed differences); its plain and stratified differences, and notebook 3's sentence swap, are the
     recomputed differences and preferences."""
-    from biaslab import calibrate as K, paths
+    from biaslab import paths
+    from biaslab.plan import calibration as K
     from biaslab.benchmarks.crows_pairs import likelihood_preferences
     from biaslab.papers.compare import tables as T
     root = paths.OUTPUTS_DIR
@@ -345,7 +347,7 @@ def test_the_dm_difference_null_recomputes_the_metric_from_swapped_answers():
     """The swap design's replications are DM_a - DM_b recomputed (tests/oracles.py's definition: rates of the
     swapped rows, mean |rate - C|) after the two models' answers are exchanged in the swapped templates; flipping the
     linearized pseudo-values instead (the former null) gives other values, most where rates straddle C."""
-    from biaslab import calibrate as K
+    from biaslab.plan import calibration as K
     from biaslab.stats import paired
     df = _subgroup_answers(g=12, base=-0.8)
     factors = ["stigma", "gender"]
@@ -372,7 +374,7 @@ def test_the_dm_difference_swap_test_keeps_its_level():
     templates) at alpha and at a tested level of 0.005, and the library's own test (paired_subgroup_test's) run on
     data sets whose answers were swapped in random templates (10 templates: all 1,024 swaps), reject at most at the
     level within 3 Monte Carlo SE."""
-    from biaslab import calibrate as K
+    from biaslab.plan import calibration as K
     from biaslab.stats import paired
     df = _subgroup_answers(g=40, seed=1)
     d = K.dm_design(*paired.deviation_metric_swap_design(df, "y", ["stigma", "gender"], "a", "b", "template"), "x")

@@ -9,12 +9,13 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from biaslab import plan as P, profiles
+from biaslab import plan as P
+from biaslab.run import profiles
 from biaslab.papers.calm import bias as cb
 from biaslab.stats import clustered as C
 from biaslab.stats import entropy as E
 from biaslab.stats import power
-from biaslab.stats import sensitivity as S
+from biaslab.stats import reanalysis as S
 
 GENDER = ("male", "female", "non-binary")
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from biaslab import summary
+from biaslab.report import headline
 from biaslab.papers.agentic import decisions as D4
 from biaslab.papers.agentic import findings as F4
 from biaslab.papers.calm import decisions as D2
@@ -84,24 +84,24 @@ def clauses(bullet: str, heads: dict[str, str]) -> dict[str, str]:
 def rendered() -> str:
     if not (OUT / "01_multifactor").exists():
         pytest.skip("no committed outputs")
-    return summary.headline(OUT, PLAN)
+    return headline.headline(OUT, PLAN)
 
 
 def test_the_readme_block_is_what_the_committed_outputs_render_to(rendered):
     text = (ROOT / "README.md").read_text()
-    assert summary.BEGIN in text and summary.END in text
-    block = text.split(summary.BEGIN, 1)[1].split(summary.END, 1)[0]
+    assert headline.BEGIN in text and headline.END in text
+    block = text.split(headline.BEGIN, 1)[1].split(headline.END, 1)[0]
     assert block.strip() == rendered.strip(), "README's headline block is stale: run `biaslab summary`"
 
 
 def test_splice_replaces_only_the_block(tmp_path):
-    text = f"intro 0.5\n{summary.BEGIN}\nold 0.1\n{summary.END}\ntail\n"
-    assert summary.splice(text, "new\n") == f"intro 0.5\n{summary.BEGIN}\nnew\n{summary.END}\ntail\n"
+    text = f"intro 0.5\n{headline.BEGIN}\nold 0.1\n{headline.END}\ntail\n"
+    assert headline.splice(text, "new\n") == f"intro 0.5\n{headline.BEGIN}\nnew\n{headline.END}\ntail\n"
     with pytest.raises(ValueError, match="markers"):
-        summary.splice("no markers here", "x")
+        headline.splice("no markers here", "x")
     # a section whose tables are missing says so instead of failing
-    for render in (summary.render, summary.headline):
-        assert render(tmp_path, PLAN).count("not available:") == len(summary.SECTIONS)
+    for render in (headline.render, headline.headline):
+        assert render(tmp_path, PLAN).count("not available:") == len(headline.SECTIONS)
 
 
 @pytest.mark.parametrize("folder,render", [("02_calm", "calm"), ("03_crows_pairs_bayes", "crows"),
@@ -109,7 +109,7 @@ def test_splice_replaces_only_the_block(tmp_path):
 def test_committed_claim_sentences_match_their_rows(folder, render):
     """Every claim sentence a notebook renders from its committed tables states its row's verdict and estimate, and
     the number of "distinguishable" sentences equals the number of claims that are."""
-    from biaslab import findings as W
+    from biaslab.report import wording as W
     if render == "calm":
         t = [D2.decide(_need(folder, "bias_scores"), _read(folder, "responders"), plan=PLAN)]
         text = F2.bias_findings(t[0], plan=PLAN)

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from biaslab import profiles
+from biaslab.run import profiles
 from biaslab.papers import compare
 from biaslab.stats import multiplicity
 from biaslab.stats.clustered import FEW_CLUSTERS
@@ -57,7 +57,7 @@ pytestmark = pytest.mark.notebook
 def test_every_metric_has_every_model(table):
     # the smoke profile of notebook 3 scores the revised English and the French sets, not the original English one;
     # notebook 7's smoke run two of MBBQ's four languages
-    from biaslab import profiles
+    from biaslab.run import profiles
     smoke_languages = profiles.params("smoke", "07_mbbq")["languages"]
     unscored = {f"mbbq_bias_ambig_{lang}" for lang in ("en", "es", "nl", "tr") if lang not in smoke_languages}
     present = set(table["metric"])

@@ -1,4 +1,4 @@
-"""How a notebook shows a DataFrame (biaslab.display, installed by OutputDir): rounded by what each column holds,
+"""How a notebook shows a DataFrame (biaslab.report.display, installed by OutputDir): rounded by what each column holds,
 every column and row kept (no index column, wide tables split or transposed, long ones scroll and link their CSV),
 empty cells as "–"; the CSV keeps every digit. (The page in a browser: tests/test_report_browser.py.)"""
 
@@ -10,8 +10,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from biaslab import display
-from biaslab.outputs import OutputDir
+from biaslab.report import display
+from biaslab.report.outputs import OutputDir
 
 
 def cells(html: str) -> list[str]:

@@ -4,7 +4,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from biaslab import benchmarks, profiles
+from biaslab import benchmarks
+from biaslab.run import profiles
 from biaslab.benchmarks import agentic, crows_pairs as cp
 from biaslab.benchmarks.spec import FactorPlan, Spec
 from biaslab.papers.multifactor import factorial, responses as multifactor

@@ -16,7 +16,7 @@ import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 
 from biaslab import plots  # noqa: E402
-from biaslab.outputs import OutputDir  # noqa: E402
+from biaslab.report.outputs import OutputDir  # noqa: E402
 from biaslab.papers.calm import plots as calm_plots  # noqa: E402
 from biaslab.plots import bayes as bplots, entropy as eplots  # noqa: E402
 from biaslab.plots.figure_check import FigureCheckError, check_figure  # noqa: E402
@@ -76,7 +76,7 @@ def test_output_dir_checks_every_saved_figure(tmp_path, monkeypatch):
 
 def test_output_dir_figure_saves_twice_the_shown_resolution_and_shows_a_lighter_copy_with_alt_text(tmp_path,
                                                                                                      monkeypatch):
-    import biaslab.outputs
+    import biaslab.report.outputs
     import IPython.display
     import nbformat
 
@@ -98,7 +98,7 @@ def test_output_dir_figure_saves_twice_the_shown_resolution_and_shows_a_lighter_
     width = int.from_bytes(image.data[16:20], "big")
     # the notebook embeds a copy at the shown resolution, at its natural (CSS) width; the file has twice the pixels
     assert isinstance(image, IPython.display.Image) and image.data != saved and image.width == width
-    assert biaslab.outputs.FIGURE_DPI == 2 * biaslab.outputs.SHOWN_DPI
+    assert biaslab.report.outputs.FIGURE_DPI == 2 * biaslab.report.outputs.SHOWN_DPI
     assert abs(int.from_bytes(saved[16:20], "big") / width - 2) < 0.02, (width, int.from_bytes(saved[16:20], "big"))
     meta = image._repr_png_()[1]
     assert meta["alt"] == "Two panels. panel 1: rates; x: share of prompts; y: p; y from 0 to 1. panel 2: y from 1 to 2"
@@ -223,7 +223,7 @@ def test_bf_prior_robustness_marks_the_reported_prior():
     assert ax.get_xscale() == "log" and ax.get_yscale() == "log" and "prior" in ax.get_xlabel()
     assert any("reported prior" in t.get_text() for t in ax.get_legend().get_texts())
     # legend text at least 12 CSS px once the figure is scaled to the report's column
-    from biaslab.outputs import SHOWN_DPI
+    from biaslab.report.outputs import SHOWN_DPI
     from helpers import REPORT_COLUMN_PX
     width = fig.get_tightbbox(fig.canvas.get_renderer()).width * SHOWN_DPI
     legend_pt = min(t.get_fontsize() for a in fig.axes for t in a.get_legend().get_texts())
@@ -234,7 +234,7 @@ def test_bf_prior_robustness_marks_the_reported_prior():
 def test_sunburst_and_forest_plot_labels_are_9_pt_in_the_report():
     """Their smallest text, saved at 110 dpi and shown at its size (or scaled to the report's column), is at least
     12 CSS px (9 pt)."""
-    from biaslab.outputs import SHOWN_DPI
+    from biaslab.report.outputs import SHOWN_DPI
     from biaslab.plots.compare import forest_plot
     from helpers import smallest_text_px
 
@@ -275,7 +275,7 @@ def test_layout_counts_find_a_legend_over_data_and_a_cut_marker():
 
 
 def test_specification_curve_keeps_its_legend_off_the_data_and_states_its_result():
-    from biaslab.display import figure_alt
+    from biaslab.report.display import figure_alt
     from biaslab.plots.figure_check import layout_counts
     from biaslab.plots.specification import specification_curve
 
@@ -292,8 +292,25 @@ def test_specification_curve_keeps_its_legend_off_the_data_and_states_its_result
     plt.close(fig)
 
 
+def test_sunburst_alt_text_states_the_largest_disparity_and_its_subgroup():
+    """The sunburst's alt text named only its title and colour bar (notebook 1's reports, 10 figures)."""
+    from biaslab.report.display import figure_alt
+
+    rows = []
+    for g, d in (("female", 0.3), ("male", -0.5), ("non-binary", np.nan)):
+        rows.append({"level": 1, "factors": "gender", "gender": g, "n": 100, "log_disparity": d})
+        for r, e in (("white", -0.1), ("black", 0.8 if g == "female" else 0.2), ("asian", 0.0)):
+            rows.append({"level": 2, "factors": "gender x race", "gender": g, "race": r, "n": 30, "log_disparity": e})
+    fig = plots.sunburst(pd.DataFrame(rows), "gender", "race", title="m: log disparity")
+    alt = figure_alt(fig)
+    assert alt.startswith("largest log disparity of gender: male -0.5 (advantaged, 100 responses); largest log "
+                          "disparity of gender x race: female x black +0.8 (disadvantaged, 30 responses). panel 1: m: log "
+                          "disparity"), alt
+    plt.close(fig)
+
+
 def test_forest_plot_alt_text_states_each_model_s_estimate_against_the_null():
-    from biaslab.display import figure_alt
+    from biaslab.report.display import figure_alt
     from biaslab.plots.compare import forest_plot
 
     fig = forest_plot(pd.DataFrame({"model": ["smollm2", "gemma"], "estimate": [0.6, 0.45], "ci_low": [0.55, 0.3],

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from biaslab import findings as W
+from biaslab.report import wording as W
 from biaslab.papers.agentic import decisions as D4
 from biaslab.papers.agentic import findings as F4
 from biaslab.papers.calm import decisions as D2
@@ -322,19 +322,18 @@ def test_what_is_not_a_result_is_skipped_and_the_same_digits_as_a_result_are_not
 
 def test_the_readme_check_finds_a_hand_written_result():
     """A committed value typed into the README's prose is caught; the same value inside the block is not."""
-    from biaslab import summary
+    from biaslab.report import headline
     value = pd.read_csv(ROOT / "outputs/04_agentic_entropy/tables/entropy_by_model.csv")["mean_entropy"].iloc[0]
     prose = f"Both models spread their probability (mean entropy {value:.3f}).\n"
     assert run_numbers_in_readme(prose) == [f"{value:.3f}"]
-    assert run_numbers_in_readme(f"{summary.BEGIN}\n{prose}{summary.END}\n") == []
+    assert run_numbers_in_readme(f"{headline.BEGIN}\n{prose}{headline.END}\n") == []
 
 
 def test_no_findings_code_reads_a_raw_p_value():
     """Sentences decide only from the verdict columns: no findings module names a raw p column."""
     raw = re.compile(r"""["'](p_value|t_p|lead_p|binom_p|wilcoxon_p|wald_p|bh_q|p_cluster|p_naive|"""
                      r"""[a-z_]*_p_holm|p_value_holm)["']""")
-    files = [ROOT / "lib/biaslab/findings.py", ROOT / "lib/biaslab/papers/compare/summary.py",
-             *sorted((ROOT / "lib/biaslab/papers").glob("*/findings.py"))]
+    files = [ROOT / "lib/biaslab/report/wording.py", *sorted((ROOT / "lib/biaslab/papers").glob("*/findings.py"))]
     offenders = {f.name: raw.findall(f.read_text()) for f in files}
     assert not any(offenders.values()), offenders
 

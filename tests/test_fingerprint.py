@@ -12,7 +12,8 @@ import sys
 import numpy as np
 import pytest
 
-from biaslab import filehash, models, paths, scoring
+from biaslab.files import hashing
+from biaslab import models, paths, scoring
 from biaslab.scoring.cache import model_key
 from helpers import forget_file_hashes
 

@@ -7,8 +7,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from biaslab import calibrate as K, paths
-from biaslab.stats import calibration as C
+from biaslab.plan import calibration as K
+from biaslab import paths
+from biaslab.stats import null_simulation as C
 from biaslab.stats.multiplicity import adjust
 
 
@@ -87,3 +88,61 @@ def test_a_run_without_pairs_has_no_instances(tmp_path):
 def test_no_tested_claim_means_no_false_rejection(tmp_path):
     t = K.fwer(tmp_path, 20, insts=[])
     assert (t["fwer"] == 0).all() and (t["instances"] == 0).all()
+
+
+def test_replications_are_simulated_in_blocks_and_bounded(monkeypatch):
+    """`--replications 1000000000` allocated one (1e9 x n) array per instance until a 276 GiB MemoryError: the
+    simulation runs in blocks of FWER_REPLICATIONS (memory is one block's), the first block's draws those of a
+    single run of that size, and a count beyond MAX_REPLICATIONS is refused before any work."""
+    insts = iid_instances(3)
+    seen, simulate = [], C.simulate
+    monkeypatch.setattr(C, "simulate", lambda claim, d, reps, *a, **k: seen.append(reps) or simulate(claim, d, reps,
+                                                                                                          *a, **k))
+    n = K.FWER_REPLICATIONS * 2 + 7
+    t = K.fwer(Path("."), n, seed=4, shares={"nb": 1.0}, insts=insts).set_index("rule")
+    assert max(seen) == K.FWER_REPLICATIONS and sum(seen) == 3 * n and t["replications"].eq(n).all()
+    one = K.fwer(Path("."), K.FWER_REPLICATIONS, seed=4, shares={"nb": 1.0}, insts=insts).set_index("rule")
+    p = np.column_stack([simulate(i.claim, i.design, K.FWER_REPLICATIONS, 4 + k)["p"] for k, i in enumerate(insts)])
+    assert one.loc["holm within families, no split", "fwer"] == np.mean((p < 0.05).any(axis=1))
+    seen.clear()
+    for bad in (0, K.MAX_REPLICATIONS + 1, 10 ** 9):
+        with pytest.raises(ValueError, match=f"pass 1 to {K.MAX_REPLICATIONS:,}"):
+            K.fwer(Path("."), bad, insts=insts)
+    assert not seen
+
+
+@pytest.mark.parametrize("argv,needle", [
+    (["--replications", "1000000000"], "argument --replications: 1,000,000,000 replications are too many: pass 1 to"),
+    (["--replications", "0"], "argument --replications: 0 replications are too few"),
+    (["--seed", "-1"], "argument --seed: -1 is out of range: pass a seed from 0 to 4294967295"),
+    (["--seed", "x"], "argument --seed: 'x' is not an integer"),
+])
+def test_calibrate_names_the_flag_of_an_unworkable_value(capsys, argv, needle):
+    from biaslab import cli
+    with pytest.raises(SystemExit) as e:
+        cli.main(["calibrate", "fwer", *argv])
+    assert e.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1] == f"biaslab calibrate: error: {needle}" or err[-1].startswith(f"biaslab calibrate: error: "
+                                                                                   f"{needle}"), err
+
+
+def test_calibrate_never_rewrites_the_committed_table_and_refuses_a_folder_without_claims(tmp_path, monkeypatch,
+                                                                                          capsys):
+    import shutil
+    from biaslab import cli
+    committed, scratch = tmp_path / "outputs", tmp_path / "scratch"
+    shutil.copytree(paths.OUTPUTS_DIR / "04_agentic_entropy", committed / "04_agentic_entropy")
+    (committed / "fwer.csv").write_text("committed\n")
+    monkeypatch.setattr(paths, "OUTPUTS_DIR", committed)
+    monkeypatch.setattr(paths, "SCRATCH_DIR", scratch)
+    assert cli.main(["calibrate", "fwer", "--replications", "5"]) == 0
+    assert (committed / "fwer.csv").read_text() == "committed\n"
+    assert pd.read_csv(scratch / "fwer.csv")["instances"].gt(0).all()
+    assert f"wrote {scratch / 'fwer.csv'} (the committed outputs/fwer.csv is written by" in capsys.readouterr().out
+    (tmp_path / "empty").mkdir()
+    for folder, needle in ((tmp_path / "empty", "holds no decided claim"), (tmp_path / "nowhere", "is not a folder")):
+        assert cli.main(["calibrate", "fwer", "--replications", "5", "--dir", str(folder)]) == 2
+        (line,) = capsys.readouterr().err.strip().splitlines()
+        assert line.startswith(f"biaslab calibrate: error: --dir {folder} {needle}") and "pass the outputs" in line
+    assert not (tmp_path / "empty" / "fwer.csv").exists()

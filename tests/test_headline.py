@@ -14,9 +14,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from biaslab import findings as W
+from biaslab.report import wording as W
 from biaslab import plan as P
-from biaslab import summary
+from biaslab.report import headline
 from biaslab.papers import compare
 from biaslab.stats import verdict as V
 
@@ -43,9 +43,9 @@ def test_the_headline_table_shows_what_decides(monkeypatch):
              ci_adj_note="no dual interval computed: an exact p", verdict="not distinguishable"),
         _row(who="e − f", estimate=0.3, ci_low=0.1, ci_high=0.5, ci_adj_low=np.nan, ci_adj_high=np.nan, p=np.nan,
              p_adjusted=np.nan, verdict="not tested (not comparable: different answer modes)", n=12, clusters=11)],
-        columns=summary.COLUMNS)
-    monkeypatch.setattr(summary, "claim_rows", lambda root, plan: rows)
-    text = summary.render(None, PLAN)
+        columns=headline.COLUMNS)
+    monkeypatch.setattr(headline, "claim_rows", lambda root, plan: rows)
+    text = headline.render(None, PLAN)
     head = [x for x in text.splitlines() if x.startswith("| notebook")][0]
     for col in ("n", "null", "adjusted interval", "level", "| p |", "adjusted p", "family", "verdict"):
         assert col in head, col
@@ -55,12 +55,12 @@ def test_the_headline_table_shows_what_decides(monkeypatch):
     # not tested: the estimate only, no interval (its unadjusted one excludes 0), no p
     assert "| 0.3 |  |  |" in lines[2] and "0.1, 0.5" not in text and "[0.1" not in text
     assert "| 12 in 11 clusters | 0 |" in lines[2]          # the units n counts, and the clusters they fall in
-    assert summary.budget_sentence(PLAN) in text
+    assert headline.budget_sentence(PLAN) in text
 
 
 def test_the_readme_headline_counts_each_claims_verdicts_and_shows_the_distinguishable(monkeypatch):
     """The README's block: one row per claim, its instances counted by verdict, each distinguishable instance with
-    its adjusted interval; the full table (:func:`summary.render`) is linked, not repeated."""
+    its adjusted interval; the full table (:func:`headline.render`) is linked, not repeated."""
     rows = pd.DataFrame([
         _row(),
         _row(who="c − d", estimate=0.1, ci_adj_low=np.nan, ci_adj_high=np.nan, p=0.02, p_adjusted=0.6,
@@ -70,20 +70,20 @@ def test_the_readme_headline_counts_each_claims_verdicts_and_shows_the_distingui
         _row(claim="crows-en-share", who="i − j", estimate=0.7, ci_adj_low=0.5, ci_adj_high=0.9, verdict=
              "distinguishable"),
         _row(notebook="02_calm", claim="", who="", verdict="not available: 02_calm/tables/bias_scores.csv is missing")],
-        columns=summary.COLUMNS)
-    monkeypatch.setattr(summary, "claim_rows", lambda root, plan: rows)
-    text = summary.headline(None, PLAN)
+        columns=headline.COLUMNS)
+    monkeypatch.setattr(headline, "claim_rows", lambda root, plan: rows)
+    text = headline.headline(None, PLAN)
     lines = {x.split(" | ")[1].split("`")[1] if "`" in x else x.split(" | ")[0]: x for x in text.splitlines()
              if x.startswith(("| 05", "| 02"))}
     assert "| 4 | a − b: 0.2 [0.01, 0.39] (99 %) | 1 | 2 not tested (not comparable) |" in lines["bbq-ambiguous"]
     assert "c − d" not in text and "e − f" not in text and "0.6" not in text
     assert "| 1 | i − j: 0.7 [0.5, 0.9] (99 %) | 0 |  |" in lines["crows-en-share"]
     assert "not available: 02_calm/tables/bias_scores.csv is missing" in lines["| 02"]
-    assert summary.budget_sentence(PLAN) in text and "(outputs/SUMMARY.md)" in text
+    assert headline.budget_sentence(PLAN) in text and "(outputs/SUMMARY.md)" in text
 
 
 def test_the_readme_headline_names_every_distinguishable_instance_of_the_committed_run(claims):
-    text = summary.headline(OUT, PLAN)
+    text = headline.headline(OUT, PLAN)
     c = claims[claims["claim"] != ""]
     for r in c[c["verdict"] == "distinguishable"].to_dict("records"):
         assert f"{r['who']}: {W.num(r['estimate'])}" in text, r["who"]
@@ -95,7 +95,7 @@ def test_the_budget_sentence_is_the_plans(tmp_path):
     f = tmp_path / "plan.yaml"
     f.write_text(P.DEFAULT.read_text().replace("alpha: 0.05", "alpha: 0.1").replace(
         "01_multifactor: 0.16, 02_calm: 0.16", "01_multifactor: 0.06, 02_calm: 0.26"))
-    s = summary.budget_sentence(P.load(f))
+    s = headline.budget_sentence(P.load(f))
     assert "α = 0.1 " in s and "01 0.06, 02 0.26, 03 0.16" in s and "compare it with 0.1" in s
 
 
@@ -103,7 +103,7 @@ def test_the_budget_sentence_is_the_plans(tmp_path):
 def claims() -> pd.DataFrame:
     if not (OUT / "05_compare").exists():
         pytest.skip("no committed outputs")
-    return summary.claim_rows(OUT, PLAN)
+    return headline.claim_rows(OUT, PLAN)
 
 
 def test_every_adjusted_interval_agrees_with_its_verdict(claims):
@@ -199,15 +199,13 @@ def test_pages_name_no_family_or_procedure_outside_their_generated_blocks(path):
     assert _hand_written_procedures(outside_blocks(path.read_text())) == []
 
 
-FINDINGS = [ROOT / "lib/biaslab/findings.py",
-            *sorted((ROOT / "lib/biaslab/papers").glob("*/findings.py")),
-            ROOT / "lib/biaslab/papers/compare/summary.py"]
+FINDINGS = [ROOT / "lib/biaslab/report/wording.py", *sorted((ROOT / "lib/biaslab/papers").glob("*/findings.py"))]
 
 
 @pytest.mark.parametrize("path", FINDINGS, ids=lambda p: p.relative_to(ROOT).as_posix())
 def test_findings_text_names_no_family_or_procedure_by_hand(path):
     """The strings a findings module renders (docstrings excepted) name no family or procedure: that text is
-    :meth:`biaslab.plan.Plan.method_text` / :func:`biaslab.summary.budget_sentence`, generated from the plan."""
+    :meth:`biaslab.plan.Plan.method_text` / :func:`biaslab.report.headline.budget_sentence`, generated from the plan."""
     tree = ast.parse(path.read_text())
     docs = {id(n.body[0].value) for n in ast.walk(tree)
             if isinstance(n, (ast.Module, ast.FunctionDef, ast.ClassDef)) and n.body

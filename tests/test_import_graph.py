@@ -19,39 +19,32 @@ import pytest
 
 LIB = Path(__file__).resolve().parents[1] / "lib" / "biaslab"
 
-# top-level name under biaslab -> stage
+# module or package under biaslab (dotted; the longest prefix that is listed decides) -> stage, in the order data flows
 STAGES = {
-    "__init__": "infra", "paths": "infra", "filehash": "infra", "fsio": "infra",
-    "integrity": "infra", "redact": "infra",
-    "outputs": "output", "display": "output",          # display: how notebooks show tables and figures
-    "sources": "sources",
-    "benchmarks": "benchmarks",
-    "models": "models",
+    "__init__": "infra", "paths": "infra", "files": "infra",  # locations; hashing, storage errors, manifests, redaction
+    "files.result_cache": "cache",                            # a disk cache of slow results, keyed by their inputs
+    "sources": "sources",                                     # pinned benchmark files
+    "benchmarks": "benchmarks",                               # prompt tables, one module per benchmark
+    "importers": "importers",    # other harnesses' logs in, Every Eval Ever records out (parsing, no scoring)
+    "models": "models",          # models.local_server: a llama.cpp server for an embedded model's GGUF file
     "scoring": "scoring",
     "stats": "stats",
     "plots": "plots",
+    "plan": "plan",              # the analysis plan (analysis_plan.yaml): which rows are confirmatory claims
+    "report.outputs": "output", "report.display": "output",   # what a notebook writes and how it shows it
+    "report.wording": "wording",                              # phrases for computed findings
     "papers": "papers",
-    "resultcache": "cache",
-    "profiles": "orchestration",    # run sizes and the notebook registry (notebook 1's variants: the benchmark specs)
-    "catalogue": "orchestration", "runner": "orchestration", "cli": "orchestration", "parameters": "orchestration",
-    "report_index": "orchestration", "summary": "orchestration",      # summary: the README's headline block
-    "report": "orchestration",                                          # HTML reports of executed notebooks
-    "publish": "orchestration", "stopping": "orchestration", "preflight": "orchestration",
-    "regenerated": "orchestration",     # a regenerated run compared with the committed one
-    "serve": "models",          # a local llama.cpp server for an embedded model's GGUF file (imports models only)
-    "findings": "wording",
-    "importers": "importers", "imported_run": "orchestration",   # other harnesses' logs in, Every Eval Ever records out (parsing, no scoring)
-    "plan": "plan", "plan_schema": "plan",      # the analysis plan (analysis_plan.yaml): which rows are confirmatory claims
-    "calibrate": "orchestration",   # calibration and familywise-error simulations over a run's tables
-    "sensitivity_analyses": "orchestration",   # notebooks 1 and 5: the sensitivity analyses of their claims
+    "plan.calibration": "analyses", "plan.sensitivity": "analyses",   # over a run's tables, under the plan
+    "report": "report",          # pages over executed notebooks: HTML reports, front page, headline, catalogue
+    "run": "run",                # biaslab reproduce and biaslab import
+    "cli": "cli",
 }
-GENERIC = {"infra", "profiles", "cache", "sources", "benchmarks", "models", "scoring", "stats", "plots", "wording",
-           "output", "importers", "plan"}
+GENERIC = {"infra", "cache", "sources", "benchmarks", "models", "scoring", "stats", "plots", "wording", "output",
+           "importers", "plan"}
 # stage -> the stages it may import
 ALLOWED = {
     "infra": {"infra"},
-    "profiles": {"infra", "benchmarks"},
-    "cache": {"infra", "cache"},                          # a disk cache of slow results, keyed by their inputs
+    "cache": {"infra", "cache"},
     "sources": {"infra", "sources"},
     # a benchmark's respond reads its answers with the statistics' pure table functions (the agentic entropy); the
     # scorer it asks is passed in, never imported
@@ -62,11 +55,14 @@ ALLOWED = {
     "plan": {"infra", "plan"},                            # reads one YAML file
     "stats": {"stats", "cache"},                          # pure functions over tables; the plan is passed in
     "plots": {"infra", "stats", "plots"},
-    "wording": {"wording"},                               # phrases for computed findings: pure formatting
+    "wording": {"wording"},                               # pure formatting: sentences read only verdict columns
     "output": {"infra", "plots", "output"},              # writes tables and figures (checks figures first); the
                                                           # plan whose hash it records is passed in
     "papers": GENERIC | {"papers"},                      # a paper's glue may use every generic stage
-    "orchestration": GENERIC | {"papers", "orchestration"},
+    "analyses": GENERIC | {"papers", "analyses"},
+    "report": GENERIC | {"papers", "report"},
+    "run": GENERIC | {"papers", "analyses", "report", "run"},
+    "cli": GENERIC | {"papers", "analyses", "report", "run", "cli"},
 }
 
 
@@ -78,7 +74,7 @@ def module_name(path: Path) -> str:
 def biaslab_imports(path: Path) -> list[str]:
     """Absolute names of the biaslab modules (or packages) that ``path`` imports, relative imports resolved."""
     mod = module_name(path)
-    return imports_of(path.read_text(), mod if path.name == "__init__.py" else mod.rpartition(".")[0])
+    return imports_of(path.read_text(), mod if path.name == "__init__.py" else mod.rpartition(".")[0], MODULE_NAMES)
 
 
 #: the only imports made from a string the checks cannot read, each with why: (file under lib/biaslab, function)
@@ -145,11 +141,12 @@ def dynamic_imports(source: str) -> list[tuple[str, int]]:
 
 
 def stage_of(name: str) -> str:
-    parts = name.split(".")
-    top = parts[1] if len(parts) > 1 else "__init__"
-    if top not in STAGES:
-        raise KeyError(f"{name}: module `{top}` has no stage; add it to STAGES in tests/test_import_graph.py")
-    return STAGES[top]
+    """The stage of the longest listed prefix of ``name`` (``biaslab.report.outputs`` -> ``report.outputs``)."""
+    parts = name.split(".")[1:] or ["__init__"]
+    for i in range(len(parts), 0, -1):
+        if ".".join(parts[:i]) in STAGES:
+            return STAGES[".".join(parts[:i])]
+    raise KeyError(f"{name}: module `{parts[0]}` has no stage; add it to STAGES in tests/test_import_graph.py")
 
 
 def circle(graph: dict[str, set[str]]) -> list[str]:
@@ -195,13 +192,22 @@ def test_the_checker_sees_violations():
     assert [stage_of(n) in ALLOWED["stats"] for n in names] == [False, False, True]
 
 
+def with_packages(mod: str, names: set[str]) -> set[str]:
+    """``names`` and the packages above each that ``mod`` is not inside: importing ``a.b.c`` from outside ``a`` runs
+    ``a/__init__`` and ``a/b/__init__`` first, so what they import is imported too."""
+    above = {".".join(n.split(".")[:i]) for n in names for i in range(2, len(n.split(".")))}
+    return names | {p for p in above if not mod.startswith(p + ".") and p != mod}
+
+
 def module_graph() -> dict[str, set[str]]:
-    """Module -> the biaslab modules it imports (top-level, in a function, or from a string), as module files."""
+    """Module -> the biaslab modules it imports (top-level, in a function, or from a string), as module files, with
+    the packages whose ``__init__`` that import runs (:func:`with_packages`)."""
     graph = {}
     for path in MODULES:
         mod = module_name(path)
         package = mod if path.name == "__init__.py" else mod.rpartition(".")[0]
-        graph[mod] = {n for n in imports_of(path.read_text(), package, MODULE_NAMES) if n in MODULE_NAMES} - {mod}
+        names = {n for n in imports_of(path.read_text(), package, MODULE_NAMES) if n in MODULE_NAMES}
+        graph[mod] = with_packages(mod, names) & MODULE_NAMES - {mod}
     return graph
 
 
@@ -209,7 +215,8 @@ def test_no_modules_import_each_other():
     """No circle among the modules, however long and wherever its imports sit (a function-level import only defers
     a circle): ``stats.intervals`` and ``stats.clustered`` imported each other until Clopper-Pearson moved to the
     rule that uses it; a package's formats imported its ``__init__``, which dispatches to them, until their shared
-    pieces moved to ``importers.base``."""
+    pieces moved to ``importers.base``. Importing a package's module from outside runs the package's ``__init__``
+    first, so an ``__init__`` that imports its modules may close a circle too."""
     found = circle(module_graph())
     assert not found, "import circle: " + " -> ".join(found) + " (move what both need to where it belongs)"
 
@@ -219,6 +226,12 @@ def test_the_circle_check_sees_a_circle():
          "biaslab.stats.c": {"biaslab.stats.a"}, "biaslab.stats.d": {"biaslab.stats.a"}}
     assert sorted(set(circle(g))) == ["biaslab.stats.a", "biaslab.stats.b", "biaslab.stats.c"]
     assert circle({**g, "biaslab.stats.c": set()}) == []
+    # a package's __init__ that imports its pages closes a circle through a paper that imports one of its modules
+    assert with_packages("biaslab.papers.x", {"biaslab.report.wording"}) == {"biaslab.report.wording", "biaslab.report"}
+    assert with_packages("biaslab.report.html", {"biaslab.report.wording"}) == {"biaslab.report.wording"}
+    pages = {"biaslab.report": {"biaslab.report.html"}, "biaslab.report.html": {"biaslab.papers.x"},
+             "biaslab.papers.x": with_packages("biaslab.papers.x", {"biaslab.report.wording"})}
+    assert circle(pages)
     src = "def f():\n    from .intervals import clopper_pearson\nfrom . import clustered, paired\n"
     mods = {"biaslab.stats.intervals", "biaslab.stats.clustered", "biaslab.stats"}
     assert sorted(imports_of(src, "biaslab.stats", mods)) == [

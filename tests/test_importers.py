@@ -413,13 +413,13 @@ def test_notebook3_takes_imported_models_beside_a_scored_one(tmp_path):
     lm-eval`'s on the same pairs, the imported Gemma agrees with the scored one, the preference scheme is skipped
     with the reason shown, and the three models are compared pair by pair (in notebook 3, and by a notebook-5
     run on that output folder)."""
-    from biaslab import runner
+    from biaslab.run import execute
     from biaslab.cli import main
     from biaslab.stats import hypothesis as hyp
 
     n, gemma_imp = 12, "gemma-3-270m (lm-eval)"
-    code = runner.reproduce("smoke", only=["03_crows_pairs_bayes"], outputs_dir=tmp_path / "out", html=False,
-                            overrides={"models": [{"imported": str(CROWS_EN)},
+    code = execute.reproduce("smoke", only=["03_crows_pairs_bayes"], outputs_dir=tmp_path / "out", html=False,
+                             overrides={"models": [{"imported": str(CROWS_EN)},
                                                   {"imported": str(GEMMA_EN), "name": gemma_imp}, "gemma-3-270m"],
                                        "datasets": ["crows_pairs_en"], "max_pairs": n, "allocation": "first"})
     folder = tmp_path / "out" / "03_crows_pairs_bayes"
@@ -457,8 +457,8 @@ def test_notebook3_takes_imported_models_beside_a_scored_one(tmp_path):
     cmp = pd.read_csv(tables / "paired_comparisons.csv")
     assert len(cmp) == 2 * 3 and (cmp.n_pairs == n).all()
     # notebook 5 on this output folder: its paired differences between every two of the three models
-    assert runner.reproduce("smoke", only=["05_compare"], outputs_dir=tmp_path / "nb5", html=False,
-                            overrides={"outputs_root": str(tmp_path / "out")}) == 0
+    assert execute.reproduce("smoke", only=["05_compare"], outputs_dir=tmp_path / "nb5", html=False,
+                             overrides={"outputs_root": str(tmp_path / "out")}) == 0
     pairs5 = pd.read_csv(tmp_path / "nb5" / "05_compare" / "tables" / "paired_differences.csv")
     assert {frozenset((r.model_a, r.model_b)) for r in pairs5.itertuples()} == {
         frozenset(p) for p in [(name, gemma_imp), (name, "gemma-3-270m"), (gemma_imp, "gemma-3-270m")]}
@@ -553,12 +553,12 @@ def test_two_models_in_one_folder_stay_two_models(tmp_path, capsys):
         (lg,) = importers.read("lm-eval", src)
         assert set(pairs.model) == {folder.name} and list(pairs.logp_more) == list(lg.items.logp_more)
         assert list(json.loads((folder / "MANIFEST.json").read_text())["models"]) == [folder.name]
-        from biaslab import integrity
+        from biaslab.files import integrity
         assert integrity.verify(folder).ok
 
 
 def test_an_import_into_a_folder_being_written_is_refused_and_nothing_mixes(tmp_path, capsys):
-    from biaslab import publish
+    from biaslab.run import publish
     out = tmp_path / "out"
     assert _cli(["import", "lm-eval", str(CROWS_EN), "--out", str(out)], capsys)[0] == 0
     before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
@@ -576,7 +576,8 @@ def test_an_import_into_a_folder_being_written_is_refused_and_nothing_mixes(tmp_
 
 
 def test_default_outputs_are_scratch_never_the_committed_outputs(tmp_path, capsys, monkeypatch):
-    from biaslab import integrity, paths
+    from biaslab.files import integrity
+    from biaslab import paths
     monkeypatch.setattr(paths, "SCRATCH_DIR", tmp_path / "scratch")
     assert _cli(["import", "lm-eval", str(CROWS_EN)], capsys)[0] == 0
     assert (tmp_path / "scratch" / "imported" / CROWS_EN.name / "MANIFEST.json").exists()
@@ -623,10 +624,10 @@ def test_export_names_never_escape_and_uuids_are_per_run(tmp_path, capsys):
 def test_notebook3_takes_a_run_of_the_raw_french_file(tmp_path):
     """Notebook 3, unchanged, on Gemma's lm-eval run of the raw French file (trailing spaces kept, as pandas read
     it): every pair of its first 30 is found by normalised text, and the imported pair scores are the log's."""
-    from biaslab import runner
+    from biaslab.run import execute
     n = 30
-    code = runner.reproduce("smoke", only=["03_crows_pairs_bayes"], outputs_dir=tmp_path / "out", html=False,
-                            overrides={"models": [{"imported": str(CROWS_FR)}], "datasets": ["crows_pairs_fr"],
+    code = execute.reproduce("smoke", only=["03_crows_pairs_bayes"], outputs_dir=tmp_path / "out", html=False,
+                             overrides={"models": [{"imported": str(CROWS_FR)}], "datasets": ["crows_pairs_fr"],
                                        "preference_datasets": [], "max_pairs": n, "allocation": "first"})
     folder = tmp_path / "out" / "03_crows_pairs_bayes"
     failed = folder / "MANIFEST.failed.json"

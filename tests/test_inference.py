@@ -410,7 +410,7 @@ def test_subgroups_of_one_prompt_leave_the_metric_without_an_interval():
     t = paired.paired_subgroup_test(df, "y", ["stigma"], "a", "b", "template")
     assert np.isnan(t["ci_low"]) and t["ci_method"].startswith("undefined: 4 of 8 subgroups hold one")
     assert t["p_value"] == 1.0 and "(all 64 swaps)" in t["test"]   # the swap test needs no variance: identical answers
-    from biaslab.findings import interval
+    from biaslab.report.wording import interval
     assert interval(ci.iloc[0].to_dict()).startswith("(no interval, undefined: 2 of 4 subgroups")
 
 

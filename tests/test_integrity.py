@@ -6,7 +6,10 @@ import json
 
 import pytest
 
-from biaslab import catalogue, cli, integrity, runner
+from biaslab.report import catalogue
+from biaslab import cli
+from biaslab.files import integrity
+from biaslab.run import execute
 from test_runner import GOOD, _toy_notebook, toy  # noqa: F401 - the toy-notebook fixture
 
 
@@ -16,7 +19,7 @@ def published(toy):  # noqa: F811
     _toy_notebook(nbdir / "00_toy.ipynb", GOOD + "\nimport matplotlib.pyplot as plt\n"
                   "fig, ax = plt.subplots()\nax.plot([0, 1], [value, 1]); ax.set_title('t'); ax.set_xlabel('x')\n"
                   "ax.set_ylabel('y')\nout.figure(fig, 'f')")
-    assert runner.reproduce("smoke", overrides={"value": 7}, outputs_dir=outdir, html=True) == 0
+    assert execute.reproduce("smoke", overrides={"value": 7}, outputs_dir=outdir, html=True) == 0
     return outdir
 
 

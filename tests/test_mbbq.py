@@ -68,7 +68,7 @@ def test_sample_design(bench):
 
 def test_draws_are_nested_so_notebooks_1_and_6_ask_notebook_7s_requests(bench):
     """Notebook 6's items (bias set) are among notebook 7's; notebook 1's default subset is notebook 7's items."""
-    from biaslab import profiles
+    from biaslab.run import profiles
     from biaslab.papers.multifactor import factorial
     seven = set(mbbq.sample(profiles.params("default", "07_mbbq")["items"], seed=0)[0]["item"])
     six, _ = SPECS["mbbq"].sample(profiles.multiverse_sizes("default", "items")["mbbq"], seed=0)
@@ -239,7 +239,7 @@ def test_notebook_6_values_are_one_languages():
 def test_the_plan_section_states_n_and_mde_from_the_default_design():
     """Notebook 7's claims: at most three, each instance's n and MDE recomputed from the default sample at alpha x
     the notebook's share (as tests/test_plan_schema.py recomputes every claim's)."""
-    from biaslab import profiles
+    from biaslab.run import profiles
     from biaslab.stats import power as W
     plan = P.load()
     claims = plan.of("07_mbbq")

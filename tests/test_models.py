@@ -6,7 +6,8 @@ import time
 
 import pytest
 
-from biaslab import filehash, models, paths
+from biaslab.files import hashing
+from biaslab import models, paths
 
 
 @pytest.fixture
@@ -62,7 +63,7 @@ def test_local_folder_loads_with_kind_and_fingerprint(tmp_path, model_cache, kin
     # every file the loader reads is recorded; the hashes are remembered in the one memo and reused
     assert set(fp["files"]) == {"config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json"} | (
         {"generation_config.json"} if kind != "masked" else set())
-    memo = json.loads(filehash.memo_path().read_text())
+    memo = json.loads(hashing.memo_path().read_text())
     assert fp["weights_sha256"] in [entry[4] for entry in memo.values()]
 
 

@@ -7,7 +7,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from biaslab import paths, preflight, profiles
+from biaslab import paths
+from biaslab.run import preflight, profiles
 
 NOTEBOOKS = sorted(profiles.NOTEBOOKS)
 

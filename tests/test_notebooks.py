@@ -5,7 +5,7 @@ import json
 import pandas as pd
 import pytest
 
-from biaslab import profiles
+from biaslab.run import profiles
 
 EXPECTED_TABLES = {
     "01_multifactor": ["factors", "coverage_by_factor", "coverage_overall", "subgroups", "deviation_metric",

@@ -9,8 +9,10 @@ import threading
 
 import pytest
 
-from biaslab import filehash, paths, runner
-from biaslab.outputs import OutputDir
+from biaslab.files import hashing
+from biaslab import paths
+from biaslab.run import execute
+from biaslab.report.outputs import OutputDir
 from biaslab.scoring.backends.client import ClientConfig, Request, run_requests
 from biaslab.scoring.cache import ScoreCache
 from test_runner import _toy_notebook, toy  # noqa: F401 - the toy-notebook fixture
@@ -44,9 +46,9 @@ def test_a_file_hashed_again_is_a_note(out, tmp_path, monkeypatch):
     forget_file_hashes()
     w = tmp_path / "model.safetensors"
     w.write_bytes(b"1")
-    filehash.file_sha256(w)
+    hashing.file_sha256(w)
     w.write_bytes(b"22")
-    filehash.file_sha256(w)
+    hashing.file_sha256(w)
     forget_file_hashes()
     assert any("changed since it was last hashed" in n and str(w) in n for n in _notes(out))
 
@@ -95,10 +97,10 @@ def test_labels_outside_the_top_k_are_a_note(out):
 
 def test_the_runner_prints_a_runs_notes(toy, capsys):  # noqa: F811
     nbdir, outdir = toy
-    _toy_notebook(nbdir / "00_toy.ipynb", "from biaslab.outputs import OutputDir\nimport logging\n"
+    _toy_notebook(nbdir / "00_toy.ipynb", "from biaslab.report.outputs import OutputDir\nimport logging\n"
                   "out = OutputDir(output_dir)\nlogging.getLogger('biaslab.scoring.cache').warning('score cache x "
                   "failed; moved aside')\nout.record_model({'name': 'm', 'weights_sha256': 'a'})")
-    assert runner.reproduce("smoke", outputs_dir=outdir, html=False) == 0
+    assert execute.reproduce("smoke", outputs_dir=outdir, html=False) == 0
     assert "note: warning from biaslab.scoring.cache: score cache x failed; moved aside" in capsys.readouterr().out
     notes = json.loads((outdir / "00_toy/MANIFEST.json").read_text())["notes"]
     assert notes == ["warning from biaslab.scoring.cache: score cache x failed; moved aside"]

@@ -7,7 +7,8 @@ import subprocess
 
 import pytest
 
-from biaslab import paths, runner
+from biaslab import paths
+from biaslab.run import execute
 from test_runner import _toy_notebook, toy  # noqa: F401 - the toy-notebook fixture
 
 #: an absolute path of a machine (its home, the temporary folder, a checkout), a file URL or ipykernel's cell file
@@ -50,7 +51,7 @@ PROVOKE = """
 import logging, warnings
 from pathlib import Path
 from biaslab import paths
-from biaslab.outputs import OutputDir
+from biaslab.report.outputs import OutputDir
 import pandas as pd
 out = OutputDir(output_dir)
 out.table(pd.DataFrame({'where': [str(Path(output_dir).resolve()), str(paths.ROOT / 'data' / 'raw' / 'x.csv'),
@@ -68,7 +69,7 @@ def test_what_the_runner_writes_holds_no_machine_path(toy, monkeypatch):  # noqa
     monkeypatch.setenv("BIASLAB_CACHE", str(nbdir.parent / "cache"))
     monkeypatch.setenv("BIASLAB_ROOT", str(nbdir.parent))                  # the kernel sees the same root
     _toy_notebook(nbdir / "00_toy.ipynb", PROVOKE)
-    assert runner.reproduce("smoke", outputs_dir=nbdir.parent / "outputs", html=False) == 0
+    assert execute.reproduce("smoke", outputs_dir=nbdir.parent / "outputs", html=False) == 0
     run = nbdir.parent / "outputs" / "00_toy"
     files = sorted(p for p in run.rglob("*") if p.is_file())
     text = "".join("".join(_texts_of(f)) for f in files if f.suffix in TEXT_SUFFIXES)

@@ -1,9 +1,12 @@
 """Notebook parameters: defaults equal the default profile, list parameters accept JSON strings, validation."""
 
+import json
+import re
+
 import pytest
 
-from biaslab import parameters, profiles
-from biaslab.parameters import ParameterError, as_list
+from biaslab.run import parameters, profiles
+from biaslab.run.parameters import ParameterError, as_list
 
 RUNS = [(nb, v) for nb, variants in profiles.NOTEBOOKS.items() for v in variants]
 
@@ -66,6 +69,30 @@ def test_float_and_seed_parameters_are_range_checked(notebook, params, needle):
     with pytest.raises(ParameterError, match=needle):
         parameters.validate(notebook, params, resolve_models=False)
     parameters.validate(notebook, {k: parameters.defaults(notebook)[k] for k in params}, resolve_models=False)
+
+
+@pytest.mark.parametrize("languages,needle", [
+    ([], 'languages=[] has no language'),
+    (["tr"], 'languages=["tr"] has no English, the reference of every contrast'),
+    (["en"], 'languages=["en"] has no language to contrast with English'),
+    (["en", "xx"], 'languages=["en", "xx"] names \'xx\', not an MBBQ language'),
+    (["en", "tr", "tr"], 'languages=["en", "tr", "tr"] names a language twice'),
+])
+def test_mbbq_languages_are_checked_before_the_notebook_starts(tmp_path, capsys, languages, needle):
+    """languages=[] failed in notebook 7 with "No objects to concatenate"; ["tr"] scored for 104 s and ["en"] for
+    351 s before failing with a reason that named neither. Refused before any work, with the fix."""
+    from biaslab import cli
+    from biaslab.benchmarks import mbbq
+    fix = ". Fix: pass English and at least one other of en, es, nl, tr"
+    with pytest.raises(ParameterError, match="07_mbbq: parameter " + re.escape(needle + fix)):
+        parameters.validate("07_mbbq", {"languages": languages}, resolve_models=False)
+    assert cli.main(["reproduce", "--only", "07", "--profile", "smoke", "--dry-run", "--out", str(tmp_path),
+                     "-p", f"languages={json.dumps(languages)}"]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert needle in line
+    with pytest.raises(mbbq.DataError, match=re.escape(needle)):       # the library refuses them too
+        mbbq.sample(2, languages=languages)
+    parameters.validate("07_mbbq", {"languages": ["en", "tr"]}, resolve_models=False)
 
 
 def test_validate_accepts_none_and_ints_for_floats():

@@ -13,9 +13,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from biaslab import findings as W
+from biaslab.report import wording as W
 from biaslab import plan as P
-from biaslab import summary
+from biaslab.report import headline
 
 PLAN = P.load()             # the repository's analysis plan (the committed outputs')
 
@@ -71,7 +71,7 @@ def test_verify_prints_the_plan_note(tmp_path):
 def claims() -> pd.DataFrame:
     if not (OUT / "05_compare").exists():
         pytest.skip("no committed outputs")
-    return summary.claim_rows(OUT, PLAN)
+    return headline.claim_rows(OUT, PLAN)
 
 
 def _decided_tables():
@@ -107,7 +107,7 @@ def test_one_test_has_one_verdict_in_every_notebook(claims):
 def test_only_claims_are_decided_and_the_readme_counts_them(claims):
     """306 "distinguishable" verdicts (17 Holm, 271 BH, 18 on intervals) became the claims' only."""
     n_dist = int((claims["verdict"] == "distinguishable").sum())
-    block = summary.render(OUT, PLAN)
+    block = headline.render(OUT, PLAN)
     assert block.count("| distinguishable") == n_dist
     assert len(re.findall(r"(?<!not )distinguishable", block)) == n_dist
     assert set(claims["claim"]) - {""} <= {c.id for c in PLAN.claims}
@@ -191,7 +191,7 @@ def test_no_nan_in_the_power_sentence():
 def test_first_in_the_biased_direction_cannot_come_back():
     """Notebook 5 said "first in the biased direction" for a model whose estimate lay on the counter-stereotyped
     side or at 0; its metric lines now list the estimates without a ranking word."""
-    from biaslab.papers.compare import summary as S5
+    from biaslab.papers.compare import findings as S5
     t = pd.DataFrame({"metric": "bbq_bias_ambig", "model": ["a", "b"], "estimate": [0.0, -0.145],
                       "ci_low": [-0.26, -0.34], "ci_high": [0.26, 0.05], "direction": "higher = more stereotyped",
                       "null": 0.0})

@@ -11,13 +11,16 @@ import json
 import re
 import subprocess
 import time
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import nbformat
 import pandas as pd
 import pytest
 
-from biaslab import paths, plan as P, plan_schema as S, profiles, runner
+from biaslab import paths, plan as P
+from biaslab.plan import schema as S
+from biaslab.run import profiles, execute
 from biaslab.stats import power as W
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -70,7 +73,20 @@ def test_the_shipped_plan_is_valid():
     ("        null_value: 0.5\n", "        null_value: [0.5]\n", "notebooks.03_crows_pairs_bayes.claims[1].null_value",
      "must be string or number or boolean"),
     ("          crows_pairs_fr: {n: 400, mde: 0.215}", "          crows_pairs_fr: {n: 0, mde: 0.215}",
-     "notebooks.03_crows_pairs_bayes.claims[0].instances.crows_pairs_fr.n", "less than the minimum of 1"),
+     "notebooks.03_crows_pairs_bayes.claims[0].instances.crows_pairs_fr.n", "less than the minimum of 1"),    # a number is finite: NaN passes every range check (every claim then silently decides nothing)
+    ("alpha: 0.05", "alpha: .nan", "alpha", "nan is not a finite number. Fix: write a familywise error rate"),
+    ("alpha: 0.05", "alpha: .inf", "alpha", "inf is not a finite number"),
+    ("alpha: 0.05", "alpha: -0.05", "alpha", "less than or equal to the minimum of 0"),
+    ("02_calm: 0.16", "02_calm: .nan", "budget.shares.02_calm", "nan is not a finite number"),
+    ("02_calm: 0.16", "02_calm: .inf", "budget.shares.02_calm", "inf is not a finite number"),
+    ("02_calm: 0.16", "02_calm: -0.16", "budget.shares.02_calm", "less than or equal to the minimum of 0"),
+    ("02_calm: 0.16", "02_calm: 1.16", "budget.shares.02_calm", "greater than the maximum of 1"),
+    ("            mde: 0.604", "            mde: .nan", "notebooks.01_multifactor.claims[0].instances.ssqa.mde",
+     "nan is not a finite number. Fix: write a positive number"),
+    ("            null_value: 0\n", "            null_value: .nan\n",
+     "notebooks.01_multifactor.claims[0].instances.ssqa.null_value", "nan is not a finite number"),
+    ("        bbq_bias_ambig: 0.1", "        bbq_bias_ambig: .inf", "notebooks.06_multiverse.equivalence.margins",
+     "inf is not a finite number"),
 ])
 def test_a_faulty_plan_gets_one_line_per_problem_naming_the_key_path(tmp_path, old, new, where, needle):
     assert old in SHIPPED, old
@@ -148,7 +164,7 @@ NOT_YET_PUBLISHED: set = set()
 
 
 def test_the_declared_tables_are_the_committed_tables_columns():
-    """Each notebook's claim-able tables and columns (plan_schema.TABLES) exist in the committed outputs' CSV
+    """Each notebook's claim-able tables and columns (plan.schema.TABLES) exist in the committed outputs' CSV
     headers (for notebook 1: of every benchmark's run); every claim of the shipped plan names one of them."""
     if not (OUT / "05_compare").exists():
         pytest.skip("no committed outputs")
@@ -168,7 +184,7 @@ def test_the_declared_tables_are_the_committed_tables_columns():
 
 
 def test_a_claim_that_matches_no_row_is_a_noted_deviation(tmp_path, caplog):
-    from biaslab.outputs import OutputDir
+    from biaslab.report.outputs import OutputDir
     from biaslab.papers import compare
     if not (OUT / "05_compare").exists():
         pytest.skip("no committed outputs")
@@ -187,7 +203,7 @@ def test_a_claim_that_matches_no_row_is_a_noted_deviation(tmp_path, caplog):
 def test_a_run_records_the_plan_it_is_given_and_its_report_reads_that_plan(tmp_path):
     """No module global: the OutputDir records the hash of the plan the notebook passed it, and the report's
     decision panel loads the plan the MANIFEST names (the repository's when none is recorded)."""
-    from biaslab.outputs import OutputDir
+    from biaslab.report.outputs import OutputDir
     f = _plan(tmp_path, SHIPPED.replace("alpha: 0.05", "alpha: 0.1"))
     plan = P.load(f)
     OutputDir(tmp_path / "run", plan)
@@ -207,7 +223,7 @@ def test_the_plan_path_is_resolved_against_where_the_command_ran(tmp_path, monke
     assert P.resolve("rel.yaml") == tmp_path / "rel.yaml"
     assert P.resolve(str(tmp_path / "abs.yaml")) == tmp_path / "abs.yaml"
     assert P.resolve(None) == P.DEFAULT.resolve() == P.resolve("None")
-    params = runner.resolve_params("05_compare", "", "smoke", {"analysis_plan": "rel.yaml"}, check_models=False)
+    params = execute.resolve_params("05_compare", "", "smoke", {"analysis_plan": "rel.yaml"}, check_models=False)
     assert params["analysis_plan"] == str(tmp_path / "rel.yaml")
 
 
@@ -219,7 +235,7 @@ def toy(tmp_path, monkeypatch):
     params = nbformat.v4.new_code_cell('output_dir = "x"\nprofile = "default"\nmodels = []\nanalysis_plan = None')
     params.metadata["tags"] = ["parameters"]
     nb.cells = [params, nbformat.v4.new_code_cell(
-        "from biaslab import plan\nfrom biaslab.outputs import OutputDir\n"
+        "from biaslab import plan\nfrom biaslab.report.outputs import OutputDir\n"
         "out = OutputDir(output_dir, plan.load(analysis_plan))")]
     nb.metadata["kernelspec"] = {"name": "python3", "language": "python", "display_name": "Python 3"}
     nbformat.write(nb, nbdir / "00_toy.ipynb")
@@ -242,7 +258,7 @@ def test_the_manifest_hashes_the_plan_bytes_the_kernel_decided_with(toy, monkeyp
     _plan(toy / "notebooks", SHIPPED, "rel_plan.yaml")           # what a kernel in notebooks/ would have read
     arg = {"relative": "rel_plan.yaml", "absolute": str(mine), "default": None}[how]
     overrides = {} if arg is None else {"analysis_plan": arg}
-    assert runner.reproduce("smoke", overrides=overrides, outputs_dir=toy / "out", html=False) == 0
+    assert execute.reproduce("smoke", overrides=overrides, outputs_dir=toy / "out", html=False) == 0
     m = json.loads((toy / "out/00_toy/MANIFEST.json").read_text())
     want = P.DEFAULT if arg is None else mine
     assert m["analysis_plan"]["sha256"] == hashlib.sha256(want.read_bytes()).hexdigest()
@@ -260,8 +276,8 @@ def test_a_plan_edited_after_the_runner_read_it_is_recorded_as_the_kernel_read_i
     nb = nbformat.read(toy / "notebooks/00_toy.ipynb", as_version=4)
     nb.cells[1].source = f"from pathlib import Path\nPath(analysis_plan).write_text({edited!r})\n" + nb.cells[1].source
     nbformat.write(nb, toy / "notebooks/00_toy.ipynb")
-    assert runner.reproduce("smoke", overrides={"analysis_plan": "mine.yaml"}, outputs_dir=toy / "out",
-                            html=False) == 0
+    assert execute.reproduce("smoke", overrides={"analysis_plan": "mine.yaml"}, outputs_dir=toy / "out",
+                             html=False) == 0
     m = json.loads((toy / "out/00_toy/MANIFEST.json").read_text())
     assert m["analysis_plan"]["sha256"] == hashlib.sha256(mine.read_bytes()).hexdigest()
     assert m["analysis_plan"]["sha256"] != hashlib.sha256(SHIPPED.encode()).hexdigest()
@@ -270,13 +286,33 @@ def test_a_plan_edited_after_the_runner_read_it_is_recorded_as_the_kernel_read_i
 
 def test_verify_reports_a_plan_missing_changed_or_issued_after_the_results(tmp_path):
     f = _plan(tmp_path, SHIPPED)
-    manifest = {"analysis_plan": P.load(f).entry() | {"path": str(f)}, "written": "2026-11-26"}
+    manifest = {"analysis_plan": P.load(f).entry() | {"path": str(f), "issued": "2026-11-25"}, "written": "2026-11-26"}
     assert P.changed_since(manifest) == ""
     f.write_text(SHIPPED.replace("alpha: 0.05", "alpha: 0.01"))
     note = P.changed_since(manifest)
     assert note.startswith(P.CHANGED) and "issued 2026-11-28, after these results were written (2026-11-26)" in note
     f.unlink()
     assert "is missing" in P.changed_since(manifest) and str(f) in P.changed_since(manifest)
+
+
+def test_a_plan_issued_in_the_future_is_refused_and_verify_fails_a_run_that_records_one(tmp_path, capsys):
+    """A plan dated after today was accepted with no note, and `biaslab verify` passed a run that recorded it."""
+    from biaslab import cli
+    future = (datetime.now(timezone.utc).date() + timedelta(days=2)).isoformat()
+    f = _plan(tmp_path, SHIPPED.replace("issued: 2026-11-28", f"issued: {future}")
+              .replace("    date: 2026-11-28", f"    date: {future}"))
+    (line,) = _one_line_errors(f)
+    assert line.startswith(f"{f}: issued: {future} is after today")
+    run = tmp_path / "out/00_x"
+    run.mkdir(parents=True)
+    manifest = {"files": {}, "written": "2026-11-29", "analysis_plan": P.load().entry() | {"issued": future}}
+    (run / "MANIFEST.json").write_text(json.dumps(manifest))
+    assert cli.main(["verify", str(tmp_path / "out")]) == 1
+    out = capsys.readouterr().out
+    assert f"{P.ISSUED_AFTER}: the MANIFEST records plan v4 issued {future}, after these results were written " \
+           "(2026-11-29)" in out and "0 of 1 run folder(s) verified" in out
+    run.joinpath("MANIFEST.json").write_text(json.dumps(manifest | {"analysis_plan": P.load().entry()}))
+    assert cli.main(["verify", str(tmp_path / "out")]) == 0
 
 
 # ---- history ------------------------------------------------------------------------------------------------

@@ -13,7 +13,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from biaslab import benchmarks, profiles
+from biaslab import benchmarks
+from biaslab.run import profiles
 from biaslab.papers.multifactor import factorial
 
 PLUGINS = Path(__file__).resolve().parent / "plugins"
@@ -58,12 +59,12 @@ def test_an_unknown_plugin_or_benchmark_is_named():
 @pytest.mark.notebook
 def test_the_plugin_runs_through_notebook_1(pronoun, monkeypatch, tmp_path):
     """Notebook 1 in the smoke profile on the plugin benchmark, its sizes from the plugin's Spec.sizes."""
-    from biaslab import runner
+    from biaslab.run import execute
     monkeypatch.setitem(profiles.NOTEBOOKS["01_multifactor"], "pronoun",
                         {"benchmark": "pronoun", "benchmark_modules": ["pronoun_bench"]})
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(PLUGINS), os.environ.get("PYTHONPATH", "")]))
     assert profiles.params("smoke", "01_multifactor", "pronoun")["max_prompts"] is None     # the plugin's size
-    manifest = runner.run_one("01_multifactor", "pronoun", "smoke", {}, tmp_path, html=False)
+    manifest = execute.run_one("01_multifactor", "pronoun", "smoke", {}, tmp_path, html=False)
     out = tmp_path / "01_multifactor" / "pronoun"
     assert manifest["status"] == "ok", manifest.get("error")
     assert json.loads((out / "MANIFEST.json").read_text())["data"], "the plugin's items file must be recorded"
@@ -98,7 +99,7 @@ def test_the_plugin_runs_through_notebooks_1_6_and_5(pronoun, monkeypatch, tmp_p
     """Smoke profile, one outputs root: notebook 1 on the plugin, notebook 6 on the plugin alone, then notebook 5
     over the root; the plugin's metric is in notebook 5's model x metric table and in notebook 6's estimates, each
     with an interval."""
-    from biaslab import runner
+    from biaslab.run import execute
     spec, _ = pronoun
     metric = spec.metrics[0].id
     monkeypatch.setitem(profiles.NOTEBOOKS["01_multifactor"], "pronoun",
@@ -111,7 +112,7 @@ def test_the_plugin_runs_through_notebooks_1_6_and_5(pronoun, monkeypatch, tmp_p
                                                                 "factors": ["answer_format", "precision"],
                                                                 "precisions": ["float32", "bf16_weights"]}),
                                          ("05_compare", "", {**plugin, "outputs_root": str(tmp_path)})):
-        manifest = runner.run_one(notebook, variant, "smoke", overrides, tmp_path, html=False)
+        manifest = execute.run_one(notebook, variant, "smoke", overrides, tmp_path, html=False)
         assert manifest["status"] == "ok", f"{notebook}: {manifest.get('error')}"
 
     est = pd.read_csv(tmp_path / "06_multiverse" / "tables" / "estimates.csv")
@@ -148,12 +149,12 @@ def _with_metric(spec, **change):
 
 def test_a_metric_missing_what_notebooks_6_and_5_need_is_named(pronoun):
     from biaslab.papers import compare
-    from biaslab.papers.multiverse import analysis, design, run
+    from biaslab.papers.multiverse import analysis, design, sweep
     spec, _ = pronoun
     assert design.check("pronoun") is spec and "pronoun" in design.names()
     _with_metric(spec, item_values=None)                 # notebook 6: not in the multiverse, named when asked
     assert "pronoun" not in design.names()
-    for call in (lambda: design.check("pronoun"), lambda: run.items("pronoun", None)):
+    for call in (lambda: design.check("pronoun"), lambda: sweep.items("pronoun", None)):
         with pytest.raises(TypeError, match=r"none of its metrics \['pronoun_stereotype_preferred'\] declares "
                                             r"Metric.item_values"):
             call()

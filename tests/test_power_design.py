@@ -192,7 +192,7 @@ def test_the_power_sentence_never_prints_a_range_from_0():
     """Notebook 2 said 'differences smaller than 0.00-0.49 cannot be detected': the range now spans the defined MDEs,
     worded as power, and the undefined rows are counted with their reason."""
     import pandas as pd
-    from biaslab.findings import power_sentence
+    from biaslab.report.wording import power_sentence
     from biaslab.papers.calm import findings as F2
     rows = []
     for alike in (True, False):

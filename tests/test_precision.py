@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from biaslab import models
-from biaslab.papers.multiverse import design, run
+from biaslab.papers.multiverse import design, sweep
 from biaslab.scoring import tolerance
 from biaslab.scoring.cache import model_key
 from helpers import scorer
@@ -60,11 +60,11 @@ def test_schedule_tolerance_sees_a_schedule_dependent_computation(folder):
 
 def test_an_unknown_precision_is_a_one_line_error():
     with pytest.raises(ValueError, match=r"precisions: 'bfloat16' not a precision level.*bf16_weights"):
-        run.run_model("m", {}, dtype="float32", precisions=["float32", "bfloat16"])
+        sweep.run_model("m", {}, dtype="float32", precisions=["float32", "bfloat16"])
 
 
 def test_manifest_records_rounded_weights_as_their_own_precision(tmp_path):
-    from biaslab.outputs import OutputDir
+    from biaslab.report.outputs import OutputDir
     out = OutputDir(tmp_path)
     fp = {"name": "m", "weights_sha256": "abc", "dtype": "float32", "device": "cpu"}
     out.record_model(fp)

@@ -4,7 +4,8 @@ and fail 5-19 s later inside the notebook with a raw error)."""
 
 import pytest
 
-from biaslab import cli, preflight
+from biaslab import cli
+from biaslab.run import preflight
 
 
 @pytest.mark.parametrize("extra,needle", [

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from biaslab import integrity, publish, runner
+from biaslab.files import integrity
+from biaslab.run import publish, execute
 from test_runner import GOOD, _snapshot, _toy_notebook, toy, toy_script  # noqa: F401 - the toy-notebook fixture
 
 
@@ -155,7 +156,7 @@ def test_two_runs_that_are_both_pid_1_cannot_share_a_folder(toy, monkeypatch):  
         (a_staging,) = outdir.glob(".00_toy.staging-*")
         monkeypatch.setattr(os, "getpid", lambda: 1)                    # run B: pid 1 as well
         assert publish.sweep_stale(final) == []                         # a live run's folders are left alone
-        assert runner.reproduce("smoke", overrides={"value": 12}, outputs_dir=outdir, html=False) == 1
+        assert execute.reproduce("smoke", overrides={"value": 12}, outputs_dir=outdir, html=False) == 1
         monkeypatch.undo()
         assert (a_staging / "tables/v.csv").read_text() == "v\nA\n"      # A's live folder untouched
         assert not final.exists() and len(list(outdir.glob(".00_toy.staging-*"))) == 1
@@ -208,16 +209,16 @@ def test_killed_between_the_two_renames_then_a_failed_run_reports_the_truth(toy,
     sweeper deleted the last good outputs and the record said there were none."""
     nbdir, outdir = toy
     _toy_notebook(nbdir / "00_toy.ipynb", GOOD)
-    assert runner.reproduce("smoke", overrides={"value": 7}, outputs_dir=outdir, html=False) == 0
+    assert execute.reproduce("smoke", overrides={"value": 7}, outputs_dir=outdir, html=False) == 0
     good = _snapshot(outdir / "00_toy")
     script = toy_script(nbdir, "publish.HOOK = lambda step: os.kill(os.getpid(), 9) if step == 'set_aside' else None\n"
-                        f"runner.reproduce('smoke', overrides={{'value': 8}}, outputs_dir=Path({str(outdir)!r}), "
+                        f"execute.reproduce('smoke', overrides={{'value': 8}}, outputs_dir=Path({str(outdir)!r}), "
                         "html=False)\n")
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
     assert proc.returncode == -signal.SIGKILL, proc.stderr[-2000:]
     assert not (outdir / "00_toy").exists() and list(outdir.glob(".00_toy.old-*"))     # the state the kill left
     _toy_notebook(nbdir / "00_toy.ipynb", "raise RuntimeError('boom')")
-    assert runner.reproduce("smoke", overrides={"value": 9}, outputs_dir=outdir, html=False) == 1
+    assert execute.reproduce("smoke", overrides={"value": 9}, outputs_dir=outdir, html=False) == 1
     after = _snapshot(outdir / "00_toy")
     failed = json.loads(after.pop(Path("MANIFEST.failed.json")))
     after.pop(Path("00_toy.failed.ipynb"), None)
@@ -252,16 +253,16 @@ def test_a_run_of_other_notebooks_restores_an_interrupted_publish(toy, monkeypat
     """A publish of notebook B killed between its two renames leaves B's last good outputs as ``.old-PID``; a later
     run of notebook A only (e.g. ``--only 05``, which reads B's tables) must put them back, not leave B missing."""
     nbdir, outdir = toy
-    monkeypatch.setattr(runner.profiles, "NOTEBOOKS", {"00_toy": {"": {}}, "00_two": {"": {}}})
+    monkeypatch.setattr(execute.profiles, "NOTEBOOKS", {"00_toy": {"": {}}, "00_two": {"": {}}})
     for nb in ("00_toy", "00_two"):
         _toy_notebook(nbdir / f"{nb}.ipynb", GOOD)
-    assert runner.reproduce("smoke", overrides={"value": 7}, outputs_dir=outdir, html=False) == 0
+    assert execute.reproduce("smoke", overrides={"value": 7}, outputs_dir=outdir, html=False) == 0
     two = outdir / "00_two"
     good = _snapshot(two)
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
     os.replace(two, publish.old_folder(two, dead.pid))        # what a kill between the two renames leaves
-    assert runner.reproduce("smoke", only=["00_toy"], overrides={"value": 8}, outputs_dir=outdir, html=False) == 0
+    assert execute.reproduce("smoke", only=["00_toy"], overrides={"value": 8}, outputs_dir=outdir, html=False) == 0
     assert _snapshot(two) == good and not list(outdir.glob(".00_two.old-*"))
 
 

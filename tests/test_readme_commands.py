@@ -7,7 +7,8 @@ import subprocess
 
 import pytest
 
-from biaslab import cli, models, parameters, paths
+from biaslab import cli, models, paths
+from biaslab.run import parameters
 
 PAGES = {p.relative_to(paths.ROOT).as_posix(): p.read_text()
          for p in [paths.ROOT / "README.md", *sorted((paths.ROOT / "docs").glob("*.md"))]}

@@ -1,5 +1,5 @@
-"""Comparing a regeneration with the committed outputs (biaslab.regenerated, the end of `biaslab reproduce`): on copies
-of committed tables, perturbed on purpose (fast: no model runs)."""
+"""Comparing a regeneration with the committed outputs (biaslab.run.regenerated, the end of `biaslab reproduce`): on
+copies of committed tables, perturbed on purpose (fast: no model runs)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from biaslab import paths, regenerated, runner
+from biaslab import paths
+from biaslab.run import regenerated, execute
 from biaslab.scoring import tolerance
 
 NB6 = paths.OUTPUTS_DIR / "06_multiverse"
@@ -153,6 +154,15 @@ def test_a_missing_table_counts_its_verdicts(tmp_path):
     assert rc.verdict_changes == len(pd.read_csv(old / "tables" / "equivalence.csv"))
 
 
+def test_a_deleted_committed_table_counts_its_verdicts_as_appeared(tmp_path):
+    """A committed table with verdicts deleted from outputs/: the regeneration's verdicts appear, a change."""
+    old, new = _copy(tmp_path, "old"), _copy(tmp_path, "new")
+    (old / "tables" / "equivalence.csv").unlink()
+    rc, line = _line(old, new)
+    assert rc.verdict_changes == len(pd.read_csv(new / "tables" / "equivalence.csv")) > 0
+    assert "VERDICTS CHANGED" in line and line.endswith("new tables: equivalence.csv")
+
+
 def test_tolerance_rule_hand_worked():
     assert regenerated.fmt(1e-4) == "1e-4" and regenerated.fmt(5.3e-05) == "5.3e-5"
     assert tolerance.tolerance(0.0) == 1e-4                 # the float32 engine's floor
@@ -177,12 +187,40 @@ def test_reproduce_prints_the_comparison_and_check_exits_3(tmp_path, monkeypatch
         _edit(dst, "equivalence.csv", lambda d: d.__setitem__(
             "agreement", d["agreement"].replace({"inconclusive": "equivalent"})))
         return {"notebook": notebook, "variant": "", "status": "ok", "wall_time_s": 1.0}
-    monkeypatch.setattr(runner, "run_one", fake_run)
-    monkeypatch.setattr(runner, "resolve_params", lambda *a, **k: {})
-    monkeypatch.setattr(runner.preflight, "check_not_published", lambda *a, **k: None)
-    code = runner.reproduce("default", only=["06"], outputs_dir=out, html=False, check=True)
+    monkeypatch.setattr(execute, "run_one", fake_run)
+    monkeypatch.setattr(execute, "resolve_params", lambda *a, **k: {})
+    monkeypatch.setattr(execute.preflight, "check_not_published", lambda *a, **k: None)
+    code = execute.reproduce("default", only=["06"], outputs_dir=out, html=False, check=True)
     text = capsys.readouterr().out
     assert "compared with the committed outputs" in text and "06_multiverse: differs — VERDICTS CHANGED" in text
     assert code == 3
-    code = runner.reproduce("default", only=["06"], outputs_dir=out, html=False, check=False)
+    code = execute.reproduce("default", only=["06"], outputs_dir=out, html=False, check=False)
     assert code == 0
+
+
+@pytest.mark.parametrize("how,reason", [
+    ("profile", "06_multiverse (the committed run is profile default, this one smoke)"),
+    ("no committed run", "06_multiverse (no committed run)"),
+])
+def test_check_fails_when_a_run_was_not_compared(tmp_path, monkeypatch, capsys, how, reason):
+    """--check against another profile (or with no committed run) compared nothing and exited 0."""
+    committed = tmp_path / "committed"
+    if how == "profile":
+        _copy(tmp_path, "committed")
+    else:
+        committed.mkdir()
+
+    def fake_run(notebook, variant, profile, overrides, outputs_dir, **kw):
+        dst = _copy(tmp_path, "out")
+        m = (dst / "MANIFEST.json").read_text().replace('"profile": "default"', f'"profile": "{profile}"')
+        (dst / "MANIFEST.json").write_text(m)
+        return {"notebook": notebook, "variant": "", "status": "ok", "wall_time_s": 1.0}
+    monkeypatch.setattr(execute, "run_one", fake_run)
+    monkeypatch.setattr(execute, "resolve_params", lambda *a, **k: {})
+    monkeypatch.setattr(execute.paths, "OUTPUTS_DIR", committed)
+    code = execute.reproduce("smoke", only=["06"], outputs_dir=tmp_path / "out", html=False, check=True)
+    lines = [x for x in capsys.readouterr().out.splitlines() if x.startswith("--check:")]
+    assert code == 3 and lines == [f"--check: not compared with the committed outputs ({committed}): {reason}; their "
+                                   "verdicts are unchecked. Fix: check runs of the profile the committed runs have, "
+                                   "of notebooks with a committed run"], lines
+    assert execute.reproduce("smoke", only=["06"], outputs_dir=tmp_path / "out", html=False) == 0

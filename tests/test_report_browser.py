@@ -18,7 +18,8 @@ import shutil
 import nbformat
 import pytest
 
-from biaslab import paths, report_index
+from biaslab import paths
+from biaslab.report import front_page
 from biaslab.report import browser, html
 import oracles
 from helpers import print_overflow
@@ -43,7 +44,7 @@ def committed(tmp_path_factory):
     shutil.copytree(paths.OUTPUTS_DIR, root, dirs_exist_ok=True,
                     ignore=shutil.ignore_patterns("*.html", "*.pdf", "screenshots", ".*"))
     reports = html.render_all(root)
-    return root, reports, report_index.write(root)
+    return root, reports, front_page.write(root)
 
 
 def expected(report):
@@ -91,7 +92,7 @@ def reader_problems(page, driver, tmp) -> list[str]:
 
 def test_committed_reports_and_index_display_offline(driver, committed, tmp_path):
     root, reports, index = committed
-    assert len(reports) == len(report_index.manifests(root)) >= 5, "every committed run has its report"
+    assert len(reports) == len(front_page.manifests(root)) >= 5, "every committed run has its report"
     problems = []
     for i, page in enumerate(reports):
         problems += [f"{page.relative_to(root)}: {p}" for p in reader_problems(page, driver, tmp_path / str(i))]
@@ -131,12 +132,12 @@ def test_fresh_smoke_report_displays_offline_with_findings_parameters_and_proven
 
 
 def test_every_committed_table_shown_by_the_display_layer_fits_a4_with_rounded_numbers(driver, tmp_path):
-    """Each CSV under outputs/*/tables, shown as a notebook shows a DataFrame (biaslab.display), in one report: every
-    number rounded, nothing wider than the A4 print column, no index column."""
+    """Each CSV under outputs/*/tables, shown as a notebook shows a DataFrame (biaslab.report.display), in one report:
+    every number rounded, nothing wider than the A4 print column, no index column."""
     import pandas as pd
     from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
-    from biaslab import display
+    from biaslab.report import display
 
     cells = [new_markdown_cell("# Every committed table")]
     csvs = sorted(paths.OUTPUTS_DIR.glob("**/tables/*.csv"))

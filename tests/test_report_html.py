@@ -14,7 +14,7 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
-from biaslab import report_index
+from biaslab.report import front_page
 from biaslab.report import html as rh
 from biaslab import plan as P
 
@@ -147,18 +147,18 @@ def test_render_all_and_the_index_link_every_report_table_and_summary(tmp_path):
     (run / "tables" / "summary.md").write_text("- **a** ties with **b** on every metric\n")
     (run / "tables" / "rates.csv").write_text("a,b\n1,2\n")
     assert rh.render_all(tmp_path) == [run / "09_test.html"]
-    text = report_index.write(tmp_path).read_text()
+    text = front_page.write(tmp_path).read_text()
     assert 'href="09_test/09_test.html"' in text and 'href="09_test/tables/rates.csv"' in text
     assert "<strong>a</strong> ties with <strong>b</strong>" in text          # the run's summary, rendered
 
 
 def test_decision_interval_is_the_adjusted_one_or_none():
-    from biaslab.report import decision
+    from biaslab.report import decision_panel
     row = {"estimate": 0.1, "ci_low": 0.05, "ci_high": 0.15}
-    assert decision.interval(row) is None               # an unadjusted interval could disagree with the verdict
+    assert decision_panel.interval(row) is None               # an unadjusted interval could disagree with the verdict
     row.update(ci_adj_low=0.02, ci_adj_high=0.18, ci_level=0.9875)
-    assert decision.interval(row) == (0.02, 0.18, "98.75 % CI")
-    assert decision.interval({"estimate": 1.0}) is None
+    assert decision_panel.interval(row) == (0.02, 0.18, "98.75 % CI")
+    assert decision_panel.interval({"estimate": 1.0}) is None
 
 
 def test_decision_panel_comes_from_the_plan_and_the_run_s_tables(tmp_path):
@@ -168,30 +168,32 @@ def test_decision_panel_comes_from_the_plan_and_the_run_s_tables(tmp_path):
 
     import pandas as pd
 
-    from biaslab import paths, summary
-    from biaslab.report import decision
+    from biaslab import paths
+    from biaslab.report import headline
+    from biaslab.report import decision_panel
     nb = "04_agentic_entropy"
-    rows = decision.claim_rows(paths.OUTPUTS_DIR / nb, nb, PLAN)
+    rows = decision_panel.claim_rows(paths.OUTPUTS_DIR / nb, nb, PLAN)
     claims = {c.id for c in PLAN.of(nb)}
-    decided = pd.concat(summary.agentic(paths.OUTPUTS_DIR, PLAN))
+    decided = pd.concat(headline.agentic(paths.OUTPUTS_DIR, PLAN))
     decided = decided[decided["claim"].isin(claims)]                      # the verdict layer's own rows
     assert len(rows) == len(decided) > 0
-    assert list(rows["verdict"]) == [decision.verdict_words(v).removesuffix(" from the null") for v in decided["verdict"]]
+    words = [decision_panel.verdict_words(v).removesuffix(" from the null") for v in decided["verdict"]]
+    assert list(rows["verdict"]) == words
     assert rows["p_adjusted"].tolist() == pytest.approx(decided["p_adjusted"].tolist(), nan_ok=True)
-    panel = decision.panel_html(paths.OUTPUTS_DIR / nb, nb, {})      # no plan recorded: the repository's
+    panel = decision_panel.panel_html(paths.OUTPUTS_DIR / nb, nb, {})      # no plan recorded: the repository's
     assert panel.count("<tr>") == len(rows) + 1 and ("95 % CI" in panel) == (rows["interval"] == "95 % CI").any()
     rob = pd.read_csv(paths.OUTPUTS_DIR / "06_multiverse" / "tables" / "robustness.csv")
-    panel = decision.panel_html(paths.OUTPUTS_DIR / "06_multiverse", "06_multiverse", {})
+    panel = decision_panel.panel_html(paths.OUTPUTS_DIR / "06_multiverse", "06_multiverse", {})
     assert panel.count("<tr>") == len(rob) + 1
     r = rob.iloc[0]
     assert f"{int(r.n_same_sign)} of {int(r.n_sign_compared)} keep the sign" in panel
     # notebook 1's report shows its own benchmark's claims only
-    bbq = decision.claim_rows(paths.OUTPUTS_DIR / "01_multifactor" / "bbq", "01_multifactor", PLAN)
+    bbq = decision_panel.claim_rows(paths.OUTPUTS_DIR / "01_multifactor" / "bbq", "01_multifactor", PLAN)
     assert len(bbq) and all(w.endswith(", bbq") for w in bbq["who"])
     # a run without the tables says so rather than failing
     empty = tmp_path / "02_calm"
     (empty / "tables").mkdir(parents=True)
-    assert "not available" in decision.panel_html(empty, "02_calm", {})
+    assert "not available" in decision_panel.panel_html(empty, "02_calm", {})
 
 
 def test_numbers_in_tables_never_break_and_float_parameters_are_rounded():

@@ -6,7 +6,7 @@ import json
 import re
 from html.parser import HTMLParser
 
-from biaslab import report_index
+from biaslab.report import front_page
 
 PNG = bytes.fromhex("89504e470d0a1a0a")  # a PNG signature is enough for a link target
 
@@ -51,7 +51,7 @@ def test_index_links_every_run_manifest_and_figure(tmp_path):
     fake_run(tmp_path, "01_multifactor/bbq", html=False)
     fake_run(tmp_path, "04_agentic_entropy", status="failed", figures=())
     (tmp_path / "CATALOGUE.md").write_text("# catalogue")
-    path = report_index.write(tmp_path)
+    path = front_page.write(tmp_path)
     assert path == tmp_path / "index.html"
     text = path.read_text()
     p = Links()
@@ -74,13 +74,13 @@ def test_index_links_every_run_manifest_and_figure(tmp_path):
 
 
 def test_index_of_empty_folder(tmp_path):
-    assert "No executed notebook found" in report_index.build(tmp_path)
+    assert "No executed notebook found" in front_page.build(tmp_path)
 
 
 def test_index_skips_staging_folders_and_links_a_failed_later_run(tmp_path):
     good = fake_run(tmp_path, "02_calm")
     (good / "MANIFEST.failed.json").write_text("{}")
     fake_run(tmp_path, "02_calm/.02_calm.staging-123")
-    text = report_index.build(tmp_path)
+    text = front_page.build(tmp_path)
     assert "1 run ·" in text and "staging" not in text
     assert 'href="02_calm/MANIFEST.failed.json"' in text

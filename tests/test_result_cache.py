@@ -5,7 +5,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from biaslab import paths, resultcache
+from biaslab import paths
+from biaslab.files import result_cache
 
 
 @pytest.fixture
@@ -15,14 +16,14 @@ def cache_dir(tmp_path, monkeypatch):
 
 
 def test_keys_and_files(cache_dir):
-    assert resultcache.texts_digest(["ab", "c"]) != resultcache.texts_digest(["a", "bc"])
-    assert resultcache.digest({"a": 1, "b": [2]}) == resultcache.digest({"b": [2], "a": 1})
-    path = resultcache.folder("x") / "k.npz"
-    assert resultcache.load_arrays(path) is None
-    resultcache.save_arrays(path, {"a": np.arange(3.0)})
-    assert np.array_equal(resultcache.load_arrays(path)["a"], np.arange(3.0))
+    assert result_cache.texts_digest(["ab", "c"]) != result_cache.texts_digest(["a", "bc"])
+    assert result_cache.digest({"a": 1, "b": [2]}) == result_cache.digest({"b": [2], "a": 1})
+    path = result_cache.folder("x") / "k.npz"
+    assert result_cache.load_arrays(path) is None
+    result_cache.save_arrays(path, {"a": np.arange(3.0)})
+    assert np.array_equal(result_cache.load_arrays(path)["a"], np.arange(3.0))
     path.write_bytes(b"not a zip file")                     # corrupted: set aside, recomputed
-    assert resultcache.load_arrays(path) is None and not path.exists() and path.with_name("k.npz.bad").exists()
+    assert result_cache.load_arrays(path) is None and not path.exists() and path.with_name("k.npz.bad").exists()
 
 
 class Boom(Exception):

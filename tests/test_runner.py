@@ -7,24 +7,26 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from biaslab import catalogue, paths, profiles, runner
+from biaslab.report import catalogue
+from biaslab import paths
+from biaslab.run import profiles, execute
 
 
 def test_parse_overrides_parses_json_and_strings():
-    assert runner.parse_overrides(['models=["a","b"]', "max_prompts=5", "device=cuda"]) == {
+    assert execute.parse_overrides(['models=["a","b"]', "max_prompts=5", "device=cuda"]) == {
         "models": ["a", "b"], "max_prompts": 5, "device": "cuda"}
     with pytest.raises(ValueError, match="KEY=VALUE"):
-        runner.parse_overrides(["oops"])
+        execute.parse_overrides(["oops"])
 
 
 def test_select_by_prefix_and_variant():
     from biaslab.benchmarks import SPECS
     planned = [n for n, s in SPECS.items() if s.factor_plan is not None]       # one notebook-1 run per plan
     assert {"ssqa", "bbq", "calm", "crows_pairs", "agentic", "winogender"} <= set(planned)
-    assert runner.select(["01"]) == [("01_multifactor", v) for v in planned]
-    assert runner.select(["01_multifactor/bbq"]) == [("01_multifactor", "bbq")]
+    assert execute.select(["01"]) == [("01_multifactor", v) for v in planned]
+    assert execute.select(["01_multifactor/bbq"]) == [("01_multifactor", "bbq")]
     with pytest.raises(KeyError):
-        runner.select(["99"])
+        execute.select(["99"])
 
 
 def test_every_profile_has_every_notebook():
@@ -49,7 +51,8 @@ def toy_script(nbdir, body: str, notebooks=("00_toy",)) -> str:
     """Python source that points biaslab at the toy notebooks in ``nbdir`` (as the ``toy`` fixture does in-process),
     then runs ``body``: for runs in a subprocess (killed, signalled, in a private mount namespace)."""
     import textwrap
-    return (f"import json, os, sys\nfrom pathlib import Path\nfrom biaslab import paths, profiles, publish, runner\n"
+    return (f"import json, os, sys\nfrom pathlib import Path\nfrom biaslab import paths\n"
+            f"from biaslab.run import execute, profiles, publish\n"
             f"paths.NOTEBOOKS_DIR = Path({str(nbdir)!r}); paths.ROOT = Path({str(nbdir.parent)!r})\n"
             f"profiles.NOTEBOOKS = {{nb: {{'': {{}}}} for nb in {list(notebooks)!r}}}\n"
             "profiles.PROFILES = {'smoke': {'*': {'models': ['smollm2-135m-instruct']}}}\n" + textwrap.dedent(body))
@@ -72,9 +75,9 @@ def toy(tmp_path, monkeypatch):
 def test_run_writes_executed_notebook_and_manifest(toy):
     nbdir, outdir = toy
     _toy_notebook(nbdir / "00_toy.ipynb",
-                  "from biaslab.outputs import OutputDir\nimport pandas as pd\nout = OutputDir(output_dir)\n"
+                  "from biaslab.report.outputs import OutputDir\nimport pandas as pd\nout = OutputDir(output_dir)\n"
                   "out.table(pd.DataFrame({'v': [value]}), 'v')\nout.record_model({'name': 'm', 'weights_sha256': 'abc'})")
-    assert runner.reproduce("smoke", overrides={"value": 7}, outputs_dir=outdir, html=False) == 0
+    assert execute.reproduce("smoke", overrides={"value": 7}, outputs_dir=outdir, html=False) == 0
     m = json.loads((outdir / "00_toy/MANIFEST.json").read_text())
     assert m["status"] == "ok" and m["parameters"]["value"] == 7 and m["profile"] == "smoke"
     assert m["models"]["m"]["weights_sha256"] == "abc"
@@ -87,7 +90,7 @@ def test_scratch_run_writes_its_report_and_index(toy):
     index.html in the scratch folder, linking it; nothing published."""
     nbdir, _ = toy
     _toy_notebook(nbdir / "00_toy.ipynb", "print('hello', value)")
-    assert runner.reproduce("smoke", overrides={"value": 3}) == 0
+    assert execute.reproduce("smoke", overrides={"value": 3}) == 0
     report = paths.SCRATCH_DIR / "00_toy/00_toy.html"
     assert "hello 3" in report.read_text()
     assert 'href="00_toy/00_toy.html"' in (paths.SCRATCH_DIR / "index.html").read_text()
@@ -97,7 +100,7 @@ def test_scratch_run_writes_its_report_and_index(toy):
 def test_failing_notebook_is_recorded_and_returns_nonzero(toy):
     nbdir, outdir = toy
     _toy_notebook(nbdir / "00_toy.ipynb", "raise RuntimeError('boom')")
-    assert runner.reproduce("smoke", outputs_dir=outdir, html=False) == 1
+    assert execute.reproduce("smoke", outputs_dir=outdir, html=False) == 1
     m = json.loads((outdir / "00_toy/MANIFEST.failed.json").read_text())
     assert m["status"] == "failed" and "boom" in m["error"]
     assert not (outdir / "00_toy/MANIFEST.json").exists()
@@ -124,7 +127,7 @@ def test_catalogue_marks_missing_outputs(tmp_path):
     assert "a later run failed" in catalogue.render(rows, tmp_path)
 
 
-GOOD = ("from biaslab.outputs import OutputDir\nimport pandas as pd\nout = OutputDir(output_dir)\n"
+GOOD = ("from biaslab.report.outputs import OutputDir\nimport pandas as pd\nout = OutputDir(output_dir)\n"
         "out.table(pd.DataFrame({'v': [value]}), 'v')\nout.record_model({'name': 'm', 'weights_sha256': 'abc'})\n"
         "print('wrote', output_dir)")
 
@@ -137,14 +140,14 @@ def _snapshot(folder):
 def test_failed_rerun_keeps_last_good_outputs_and_writes_an_honest_record(toy, when):
     nbdir, outdir = toy
     _toy_notebook(nbdir / "00_toy.ipynb", GOOD)
-    assert runner.reproduce("smoke", overrides={"value": 7}, outputs_dir=outdir, html=False) == 0
+    assert execute.reproduce("smoke", overrides={"value": 7}, outputs_dir=outdir, html=False) == 0
     good = _snapshot(outdir / "00_toy")
     body = ("raise RuntimeError('boom')" if when == "before_any_record" else
-            "from biaslab.outputs import OutputDir\nimport pandas as pd\nout = OutputDir(output_dir)\n"
+            "from biaslab.report.outputs import OutputDir\nimport pandas as pd\nout = OutputDir(output_dir)\n"
             "out.table(pd.DataFrame({'v': [-1]}), 'v')\nout.record_model({'name': 'new', 'weights_sha256': 'n'})\n"
             "raise RuntimeError('boom')")
     _toy_notebook(nbdir / "00_toy.ipynb", body)
-    assert runner.reproduce("smoke", overrides={"value": 8}, outputs_dir=outdir, html=False) == 1
+    assert execute.reproduce("smoke", overrides={"value": 8}, outputs_dir=outdir, html=False) == 1
     after = _snapshot(outdir / "00_toy")
     failed = json.loads(after.pop(Path("MANIFEST.failed.json")))
     after.pop(Path("00_toy.failed.ipynb"), None)
@@ -155,7 +158,7 @@ def test_failed_rerun_keeps_last_good_outputs_and_writes_an_honest_record(toy, w
     assert not list(outdir.glob("**/.*staging*"))
     # a later good run replaces everything, the failure record included
     _toy_notebook(nbdir / "00_toy.ipynb", GOOD)
-    assert runner.reproduce("smoke", overrides={"value": 9}, outputs_dir=outdir, html=False) == 0
+    assert execute.reproduce("smoke", overrides={"value": 9}, outputs_dir=outdir, html=False) == 0
     assert not (outdir / "00_toy/MANIFEST.failed.json").exists()
     assert (outdir / "00_toy/tables/v.csv").read_text().splitlines() == ["v", "9"]
 
@@ -168,11 +171,11 @@ def test_killed_run_leaves_last_good_outputs_untouched(toy):
     import time
     nbdir, outdir = toy
     _toy_notebook(nbdir / "00_toy.ipynb", GOOD)
-    assert runner.reproduce("smoke", overrides={"value": 7}, outputs_dir=outdir, html=False) == 0
+    assert execute.reproduce("smoke", overrides={"value": 7}, outputs_dir=outdir, html=False) == 0
     good = _snapshot(outdir / "00_toy")
     _toy_notebook(nbdir / "00_toy.ipynb", GOOD + "\nimport time\ntime.sleep(120)")
-    script = toy_script(nbdir, f"runner.reproduce('smoke', overrides={{'value': 8}}, outputs_dir=Path({str(outdir)!r}), "
-                                "html=False)\n")
+    script = toy_script(nbdir, f"execute.reproduce('smoke', overrides={{'value': 8}}, "
+                                 f"outputs_dir=Path({str(outdir)!r}), html=False)\n")
     proc = subprocess.Popen([sys.executable, "-c", script], start_new_session=True,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
@@ -186,7 +189,7 @@ def test_killed_run_leaves_last_good_outputs_untouched(toy):
     assert _snapshot(outdir / "00_toy") == good
     json.loads((outdir / "00_toy/MANIFEST.json").read_text())["parameters"]["value"] == 7
     _toy_notebook(nbdir / "00_toy.ipynb", GOOD)
-    assert runner.reproduce("smoke", overrides={"value": 9}, outputs_dir=outdir, html=False) == 0
+    assert execute.reproduce("smoke", overrides={"value": 9}, outputs_dir=outdir, html=False) == 0
     assert not list(outdir.glob(".*staging*"))                   # the dead run's staging folder is swept
 
 
@@ -199,13 +202,13 @@ def test_killed_run_leaves_last_good_outputs_untouched(toy):
 ])
 def test_bad_parameters_are_refused_before_any_work(toy, override, message, monkeypatch):
     import huggingface_hub.constants as hc
-    from biaslab.parameters import MINIMUM, ParameterError
+    from biaslab.run.parameters import MINIMUM, ParameterError
     monkeypatch.setattr(hc, "HF_HUB_OFFLINE", True)
     monkeypatch.setitem(MINIMUM, "value", 0)
     nbdir, outdir = toy
     _toy_notebook(nbdir / "00_toy.ipynb", GOOD)
     with pytest.raises(ParameterError, match=message or "out of range"):
-        runner.reproduce("smoke", overrides=override, outputs_dir=outdir, html=False)
+        execute.reproduce("smoke", overrides=override, outputs_dir=outdir, html=False)
     assert not outdir.exists()                                    # nothing started, nothing written
 
 
@@ -214,7 +217,7 @@ def test_reruns_are_stable_portable_and_readable(toy):
     _toy_notebook(nbdir / "00_toy.ipynb", GOOD)
     runs = []
     for _ in range(2):
-        assert runner.reproduce("smoke", overrides={"value": 7}, outputs_dir=outdir, html=False) == 0
+        assert execute.reproduce("smoke", overrides={"value": 7}, outputs_dir=outdir, html=False) == 0
         runs.append(_snapshot(outdir / "00_toy"))
     for run in runs:
         m = json.loads(run[Path("MANIFEST.json")])
@@ -234,15 +237,15 @@ def test_reruns_are_stable_portable_and_readable(toy):
 
 
 def test_runs_go_to_scratch_unless_published(toy, monkeypatch):
-    from biaslab import catalogue
+    from biaslab.report import catalogue
     nbdir, outdir = toy
     _toy_notebook(nbdir / "00_toy.ipynb", GOOD)
     written = []
     monkeypatch.setattr(catalogue, "write", lambda *a, **k: written.append(1))
-    assert runner.reproduce("smoke", html=False) == 0
+    assert execute.reproduce("smoke", html=False) == 0
     assert (paths.SCRATCH_DIR / "00_toy/MANIFEST.json").exists() and not paths.OUTPUTS_DIR.exists()
     assert written == []
-    assert runner.reproduce("smoke", html=False, publish=True) == 0
+    assert execute.reproduce("smoke", html=False, publish=True) == 0
     assert (paths.OUTPUTS_DIR / "00_toy/MANIFEST.json").exists() and written == [1]
 
 
@@ -276,7 +279,7 @@ def test_clean_executed_drops_timestamps_widgets_and_machine_paths(tmp_path, mon
     nb.metadata["widgets"] = {"state": {}}
     path = tmp_path / "nb.ipynb"
     nbformat.write(nb, path)
-    runner.clean_executed(path, staging, final)
+    execute.clean_executed(path, staging, final)
     out = nbformat.read(path, as_version=4)
     assert "start_time" not in out.metadata.papermill and "widgets" not in out.metadata
     assert set(out.cells[0].metadata.papermill) == {"status"} and "execution" not in out.cells[0].metadata
@@ -291,7 +294,7 @@ def test_clean_executed_drops_timestamps_widgets_and_machine_paths(tmp_path, mon
     ("ipykernel_/3.py stays; so does ipykernel_1/x.py", "ipykernel_/3.py stays; so does ipykernel_1/x.py"),
 ])
 def test_cell_files_are_replaced_with_their_folder(text, expected):
-    assert runner._replace_cell_files(text) == expected
+    assert execute._replace_cell_files(text) == expected
 
 
 def test_cell_file_replacement_equals_the_prefix_regex_it_replaces():
@@ -307,7 +310,7 @@ def test_cell_file_replacement_equals_the_prefix_regex_it_replaces():
     for _ in range(20000):
         t = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 15)))
         if not nested.search(t):
-            assert runner._replace_cell_files(t) == old.sub("<cell>", t), t
+            assert execute._replace_cell_files(t) == old.sub("<cell>", t), t
             checked += 1
     assert checked > 15000
 
@@ -320,12 +323,12 @@ def test_slowest_cells_reads_papermill_durations():
                                          nbformat.v4.new_code_cell("mid = 2")])
     for i, d in ((1, 0.2), (2, 31.4), (3, 5.0)):
         nb.cells[i].metadata["papermill"] = {"duration": d}
-    assert runner.slowest_cells(nb) == "cell 2 (31 s: slow = fit()), cell 3 (5 s: mid = 2)"
+    assert execute.slowest_cells(nb) == "cell 2 (31 s: slow = fit()), cell 3 (5 s: mid = 2)"
 
 
 def test_lanes_keep_score_sharing_runs_together_and_compare_last():
-    chosen = runner.select(None)
-    par, last = runner.lanes(chosen)
+    chosen = execute.select(None)
+    par, last = execute.lanes(chosen)
     assert last == [("05_compare", "")]
     assert par[0] == [("01_multifactor", "bbq"), ("06_multiverse", "")]     # longest first; 6 reads 01/bbq's scores
     assert par[1] == [("01_multifactor", "agentic"), ("04_agentic_entropy", "")]
@@ -347,12 +350,12 @@ def test_jobs_run_lanes_side_by_side_with_fewer_threads_each(monkeypatch, tmp_pa
             seen.append(("end", nb, v, None))
         return {"notebook": nb, "variant": v, "status": "ok", "wall_time_s": 0.05}
 
-    monkeypatch.setattr(runner, "run_one", fake_run_one)
+    monkeypatch.setattr(execute, "run_one", fake_run_one)
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
-    monkeypatch.setattr(runner.os, "cpu_count", lambda: 4)
-    assert runner.reproduce("smoke", outputs_dir=tmp_path, jobs=2) == 0
+    monkeypatch.setattr(execute.os, "cpu_count", lambda: 4)
+    assert execute.reproduce("smoke", outputs_dir=tmp_path, jobs=2) == 0
     starts = [s for s in seen if s[0] == "start"]
-    assert len(starts) == len(runner.select(None)) and {s[3] for s in starts} == {"2"}
+    assert len(starts) == len(execute.select(None)) and {s[3] for s in starts} == {"2"}
 
     # a variant sharing scores finishes before its partner starts; notebook 5 starts after everything else ended
     for a, b in (("crows_pairs", "03_crows_pairs_bayes"), ("calm", "02_calm")):
@@ -367,14 +370,15 @@ def test_jobs_run_lanes_side_by_side_with_fewer_threads_each(monkeypatch, tmp_pa
 def test_served_reproduction_plans_notebooks_3_and_4_on_a_local_server(capsys):
     """`biaslab reproduce --served` (make reproduce-served): notebooks 3 and 4, the local llama.cpp spec, into
     <out>/served/, the documented subset in the default profile (the run itself: tests/test_served.py's server)."""
-    from biaslab import cli, serve
+    from biaslab import cli
+    from biaslab.models import local_server
     assert cli.main(["reproduce", "--served", "--dry-run"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert [ln.split()[2] for ln in out] == ["03_crows_pairs_bayes", "04_agentic_entropy"]
     assert all(ln.split()[-1].startswith(str(paths.SCRATCH_DIR / "served")) for ln in out)
     p = profiles.params("default", "04_agentic_entropy", served=True)
     assert (p["max_prompts"], p["cyclic_prompts"]) == (120, 10)
-    assert serve.spec("http://127.0.0.1:1/v1")["model"] == serve.ALIAS
+    assert local_server.spec("http://127.0.0.1:1/v1")["model"] == local_server.ALIAS
     assert cli.main(["reproduce", "--served", "--only", "02", "--dry-run"]) == 2
     assert cli.main(["reproduce", "--served", "-p", 'models=["x"]', "--dry-run"]) == 2
 
@@ -392,7 +396,7 @@ def test_relative_biaslab_paths_are_resolved_once_before_the_kernel_starts(toy, 
                   "import json, os\nfrom pathlib import Path\nfrom biaslab import paths\n"
                   f"Path({str(seen)!r}).write_text(json.dumps({{'raw': str(paths.RAW_DIR), "
                   "'cache': str(paths.CACHE_DIR), 'env': os.environ['BIASLAB_CACHE']}))")
-    assert runner.reproduce("smoke", outputs_dir=outdir, html=False) == 0
+    assert execute.reproduce("smoke", outputs_dir=outdir, html=False) == 0
     got = json.loads(seen.read_text())
     assert got == {"raw": str(tmp_path / "rel/raw"), "cache": str(tmp_path / "rel/cache"),
                    "env": str(tmp_path / "rel/cache")}
@@ -400,13 +404,13 @@ def test_relative_biaslab_paths_are_resolved_once_before_the_kernel_starts(toy, 
 
 def test_out_naming_the_committed_outputs_needs_publish(toy):
     """`--out outputs` without --publish overwrote the committed outputs with a smoke run."""
-    from biaslab import preflight
+    from biaslab.run import preflight
     nbdir, _ = toy
     _toy_notebook(nbdir / "00_toy.ipynb", GOOD)
     for out in (paths.OUTPUTS_DIR, paths.OUTPUTS_DIR / "served"):
         with pytest.raises(preflight.PreflightError, match="is the committed results folder.*pass --publish"):
-            runner.reproduce("smoke", outputs_dir=out, html=False, dry_run=True)
-    assert runner.reproduce("smoke", outputs_dir=paths.OUTPUTS_DIR, html=False, dry_run=True, publish=True) == 0
+            execute.reproduce("smoke", outputs_dir=out, html=False, dry_run=True)
+    assert execute.reproduce("smoke", outputs_dir=paths.OUTPUTS_DIR, html=False, dry_run=True, publish=True) == 0
 
 
 def test_the_kernel_is_the_runners_interpreter_and_library_whatever_kernelspec_the_user_has(toy, tmp_path, monkeypatch):
@@ -427,7 +431,7 @@ def test_the_kernel_is_the_runners_interpreter_and_library_whatever_kernelspec_t
     seen = tmp_path / "seen.json"
     _toy_notebook(nbdir / "00_toy.ipynb", "import json, sys\nfrom pathlib import Path\nimport biaslab\n"
                   f"Path({str(seen)!r}).write_text(json.dumps([sys.executable, biaslab.__file__]))")
-    assert runner.reproduce("smoke", outputs_dir=outdir, html=False) == 0
+    assert execute.reproduce("smoke", outputs_dir=outdir, html=False) == 0
     assert json.loads(seen.read_text()) == [sys.executable, biaslab.__file__]
 
 
@@ -436,7 +440,7 @@ def test_a_kernel_with_another_biaslab_is_refused(toy):
     nbdir, outdir = toy
     _toy_notebook(nbdir / "00_toy.ipynb", GOOD + "\nout.provenance['kernel']['biaslab'] = '/elsewhere/lib/biaslab'"
                                                  "\nout._save()")
-    assert runner.reproduce("smoke", outputs_dir=outdir, html=False) == 1
+    assert execute.reproduce("smoke", outputs_dir=outdir, html=False) == 1
     m = json.loads((outdir / "00_toy/MANIFEST.failed.json").read_text())
     assert "with biaslab from /elsewhere/lib/biaslab, but this runner is" in m["error"]
     assert not (outdir / "00_toy/MANIFEST.json").exists()
@@ -446,9 +450,9 @@ def test_a_dead_kernel_names_its_last_cell_and_the_memory_limit(toy, monkeypatch
     """"Kernel died" said nothing of where or why; a kernel SIGKILLed (what the out-of-memory killer does) now names
     the cell it was running and the memory limit."""
     nbdir, outdir = toy
-    monkeypatch.setattr(runner, "memory_limit", lambda: "2.1 GB (cgroup memory.max, /sys/fs/cgroup/x/memory.max)")
+    monkeypatch.setattr(execute, "memory_limit", lambda: "2.1 GB (cgroup memory.max, /sys/fs/cgroup/x/memory.max)")
     _toy_notebook(nbdir / "00_toy.ipynb", "import os, signal\nx = 1\nos.kill(os.getpid(), signal.SIGKILL)")
-    assert runner.reproduce("smoke", outputs_dir=outdir, html=False) == 1
+    assert execute.reproduce("smoke", outputs_dir=outdir, html=False) == 1
     error = json.loads((outdir / "00_toy/MANIFEST.failed.json").read_text())["error"]
     assert error.startswith("the notebook's kernel died while running cell 2 (`import os, signal`): killed by "
                             "SIGKILL (signal 9). SIGKILL is what the out-of-memory killer sends: the memory limit "
@@ -470,7 +474,7 @@ def test_the_memory_limit_is_read_from_cgroup_v1_and_v2(tmp_path, proc, files, s
     for rel, text in files.items():
         (tmp_path / "fs" / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / "fs" / rel).write_text(text)
-    got = runner.memory_limit(tmp_path / "cgroup", tmp_path / "fs")
+    got = execute.memory_limit(tmp_path / "cgroup", tmp_path / "fs")
     assert (got is None) if says is None else got.startswith(says), got
 
 
@@ -479,7 +483,7 @@ def test_a_failed_run_shows_the_exceptions_own_last_line(toy, capsys):
     nbdir, outdir = toy
     _toy_notebook(nbdir / "00_toy.ipynb", 'def f(n):\n    if n == 0:\n        raise KeyError("the key " + "k" * 50 + '
                   '" is missing")\n    return f(n - 1)\nf(150)')
-    assert runner.reproduce("smoke", outputs_dir=outdir, html=False) == 1
+    assert execute.reproduce("smoke", outputs_dir=outdir, html=False) == 1
     line = f"KeyError: 'the key {'k' * 50} is missing'"
     assert f"    error: {line}\n" in capsys.readouterr().out
     error = json.loads((outdir / "00_toy/MANIFEST.failed.json").read_text())["error"]
@@ -494,33 +498,45 @@ def test_a_replaced_data_file_is_named_on_the_terminal_with_its_fix(toy, tmp_pat
     bad.write_text("root:x:0:0:root:/root:/bin/bash\n")
     _toy_notebook(nbdir / "00_toy.ipynb", "from biaslab import sources\nsources.raw_path('nyu-mll/crows-pairs', "
                   f"'data/crows_pairs_anonymized.csv', raw_dir={str(tmp_path / 'raw')!r})")
-    assert runner.reproduce("smoke", outputs_dir=outdir, html=False) == 1
+    assert execute.reproduce("smoke", outputs_dir=outdir, html=False) == 1
     (line,) = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("    error: ")]
     assert line.startswith(f"    error: DataError: {bad} is not the file data/sources.tsv pins"), line
     assert "sha256" in line and line.endswith("Fix: `biaslab data fetch --only crows_pairs` (replaces it with the "
                                               "pinned copy)")
 
 
-def test_a_deleted_staging_folder_is_one_line_naming_it(toy, capsys):
+@pytest.mark.parametrize("body", [
+    "import shutil\nshutil.rmtree(output_dir)",
+    # the notebook's OutputDir re-creates the folder: the run then failed with a bare FileNotFoundError, or published
+    # a partial folder as ok
+    GOOD + "\nimport shutil\nshutil.rmtree(output_dir)\nout = OutputDir(output_dir)\n"
+           "open(out.tables / 'v.csv').read()",
+    GOOD + "\nimport shutil\nshutil.rmtree(output_dir)\nout = OutputDir(output_dir)\n"
+           "out.table(pd.DataFrame({'w': [1]}), 'w')",
+])
+def test_a_deleted_staging_folder_is_one_line_naming_it(toy, capsys, body):
     nbdir, outdir = toy
-    _toy_notebook(nbdir / "00_toy.ipynb", "import shutil\nshutil.rmtree(output_dir)")
-    assert runner.reproduce("smoke", outputs_dir=outdir, html=False) == 1
+    _toy_notebook(nbdir / "00_toy.ipynb", body)
+    assert execute.reproduce("smoke", outputs_dir=outdir, html=False) == 1
     out = capsys.readouterr().out
-    assert "    error: this run's staging folder .00_toy.staging-" in out and "was deleted while the run" in out
-    assert "Fix: rerun" in out and "Traceback" not in out
+    (line,) = [x for x in out.splitlines() if x.startswith("    error: ")]
+    assert line.startswith("    error: this run's staging folder .00_toy.staging-") and "was deleted while the run" \
+        in line and "Fix: rerun" in line
+    assert "Traceback" not in out and not (outdir / "00_toy" / "MANIFEST.json").exists()
+    assert json.loads((outdir / "00_toy" / "MANIFEST.failed.json").read_text())["status"] == "failed"
 
 
 def test_a_jupytext_pair_out_of_sync_is_refused(toy):
     """A `.py` edited without its `.ipynb`: the edit silently did not run (the runner executes the `.ipynb`)."""
     import jupytext
-    from biaslab import preflight
+    from biaslab.run import preflight
     nbdir, outdir = toy
     _toy_notebook(nbdir / "00_toy.ipynb", GOOD)
     script = nbdir / "00_toy.py"
     jupytext.write(nbformat.read(nbdir / "00_toy.ipynb", as_version=4), script, fmt="py:percent")
-    assert runner.reproduce("smoke", outputs_dir=outdir, html=False, dry_run=True) == 0      # in sync: runs
+    assert execute.reproduce("smoke", outputs_dir=outdir, html=False, dry_run=True) == 0      # in sync: runs
     script.write_text(script.read_text().replace("out.table(", "out.table_edited("))
     with pytest.raises(preflight.PreflightError, match=r"cell 1 of notebooks/00_toy.py differs from "
                                                        r"notebooks/00_toy.ipynb.*jupytext --sync notebooks/00_toy.py"):
-        runner.reproduce("smoke", outputs_dir=outdir, html=False)
+        execute.reproduce("smoke", outputs_dir=outdir, html=False)
     assert not outdir.exists()

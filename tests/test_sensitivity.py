@@ -6,7 +6,7 @@ import pytest
 from scipy import stats
 
 from biaslab import plan as P
-from biaslab.stats import sensitivity as S
+from biaslab.stats import reanalysis as S
 
 
 def rows(*items):
@@ -50,7 +50,8 @@ def test_tipping_point_on_a_hand_example():
 def test_granite_invalid_answers_reproduce_the_reported_flip_on_the_committed_outputs():
     # the issue's re-computation: counting Granite's 456 "other" SSQA answers as biased moves Granite - Llama from
     # p 0.008 (then; 0.0015 in the committed run) to -0.045 [-0.092, 0.002], p 0.059
-    from biaslab import paths, sensitivity_analyses as SA
+    from biaslab import paths
+    from biaslab.plan import sensitivity as SA
     root = paths.OUTPUTS_DIR
     pairs = pd.read_csv(root / "05_compare" / "tables" / "paired_differences.csv")
     t = SA.compare_sensitivity(root, pairs, plan=P.load())
@@ -73,7 +74,8 @@ def test_granite_invalid_answers_reproduce_the_reported_flip_on_the_committed_ou
 def test_the_tipping_point_is_found_where_the_primary_is_distinguishable(tmp_path):
     """Under v2's share for notebook 5 (0.2) the Granite - Llama primary is distinguishable: some count k of Granite's
     456 invalid answers, 0 < k < 456, counted as deviating is the first to flip it."""
-    from biaslab import paths, sensitivity_analyses as SA
+    from biaslab import paths
+    from biaslab.plan import sensitivity as SA
     f = tmp_path / "plan.yaml"
     f.write_text(P.DEFAULT.read_text().replace("05_compare: 0.16, 07_mbbq: 0.2", "05_compare: 0.2, 07_mbbq: 0.16"))
     from biaslab.papers import compare
@@ -90,7 +92,8 @@ def test_the_tipping_point_is_found_where_the_primary_is_distinguishable(tmp_pat
 
 
 def test_the_plan_lists_the_analyses_and_unknown_ids_are_refused(tmp_path):
-    from biaslab import plan as P, sensitivity_analyses as SA
+    from biaslab import plan as P
+    from biaslab.plan import sensitivity as SA
     listed = {c.id: set(c.sensitivity) for c in P.load().claims if c.sensitivity}
     assert listed["dm-difference"] | listed["crows-en-share"] == set(SA.ANALYSES)
     assert listed["lpbs-mean"] == listed["stereotype-share"] == listed["crows-en-share"] == {"sampling-weights"}
@@ -106,7 +109,7 @@ def test_notebook1_sensitivity_follows_the_factor_plan_fields():
     # the invalid-as-deviating rows. Each alternative is recomputed here by stats.paired directly.
     from dataclasses import replace
 
-    from biaslab import sensitivity_analyses as SA
+    from biaslab.plan import sensitivity as SA
     from biaslab.benchmarks import agentic
     from biaslab.stats import paired
     rng = np.random.default_rng(3)

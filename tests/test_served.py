@@ -406,10 +406,10 @@ def test_reproduce_served_runs_notebooks_3_and_4_on_the_served_model(tmp_path):
     """`biaslab reproduce --served` under the smoke profile: its own llama.cpp server, notebooks 3 and 4 at
     :data:`profiles.SERVED_SIZES` two at a time (`--jobs 2`), the served model's fingerprint in each manifest."""
     import pandas as pd
-    from biaslab import profiles, runner
+    from biaslab.run import profiles, execute
     if not have_llama_server():
         pytest.fail("llama-cpp-python[server] is not installed")
-    code = runner.reproduce("smoke", served=True, outputs_dir=tmp_path, html=False, jobs=2)
+    code = execute.reproduce("smoke", served=True, outputs_dir=tmp_path, html=False, jobs=2)
     for notebook in profiles.SERVED_NOTEBOOKS:
         folder = tmp_path / notebook
         failed = folder / "MANIFEST.failed.json"
@@ -436,8 +436,8 @@ NB12_CASES = {
 }
 
 
-#: a notebook run in its own process: runner.reproduce(profile smoke, only=[LABEL], overrides=JSON, outputs_dir=DIR)
-_RUN = ("import json, sys; from biaslab import runner; sys.exit(runner.reproduce('smoke', only=[sys.argv[1]], "
+#: a notebook run in its own process: execute.reproduce(profile smoke, only=[LABEL], overrides=JSON, outputs_dir=DIR)
+_RUN = ("import json, sys; from biaslab.run import execute; sys.exit(execute.reproduce('smoke', only=[sys.argv[1]], "
         "overrides=json.loads(sys.argv[2]), outputs_dir=sys.argv[3], html=False))")
 
 
@@ -446,7 +446,7 @@ def served_runs(server, tmp_path_factory):
     """Each notebook-1/2 case of :data:`NB12_CASES` (with a cold score cache behind a proxy that counts the requests
     reaching the server) and notebook 2 against a server without next-token top-k, run once, two at a time: a
     notebook's kernel is single-threaded Python most of the time, so on two cores two runs take little longer than
-    one. Each runs in its own process (``runner.reproduce`` handles signals: main thread only).
+    one. Each runs in its own process (``execute.reproduce`` handles signals: main thread only).
     Returns {case: (exit code, output folder, request counts, wall seconds)}."""
     import subprocess
     import sys

@@ -12,7 +12,7 @@ import math
 import pytest
 
 from biaslab import models, scoring
-from biaslab.redact import redact
+from biaslab.files.redact import redact
 from biaslab.scoring.backends.client import AuthError, InvalidResponse, Refused, ServedError
 from biaslab.scoring.backends.served import CapabilityError
 
@@ -164,7 +164,7 @@ def test_a_definite_no_is_still_cached(fake, tmp_path):
                                             ("max_retries", -1), ("top_k", 0), ("retry_budget_s", -5),
                                             ("max_concurrency", 1.5)])
 def test_served_settings_are_range_checked_at_preflight(setting, value):
-    from biaslab import parameters
+    from biaslab.run import parameters
     spec = {"base_url": "http://127.0.0.1:9/v1", "model": "m", setting: value}
     with pytest.raises(ValueError, match=setting):
         models.resolve_spec(spec)
@@ -204,7 +204,7 @@ def test_a_base_url_without_v1_is_told_to_add_it(fake, tmp_path):
 
 
 def _dead_url() -> str:
-    from biaslab.serve import free_port
+    from biaslab.models.local_server import free_port
     return f"http://127.0.0.1:{free_port()}/v1"      # nothing listens there: connections are refused
 
 
@@ -260,7 +260,7 @@ def test_a_key_with_white_space_is_refused_in_one_line_without_showing_it(fake, 
 
 @pytest.mark.parametrize("env", [KEY, "0123456789abcdef0123456789abcdef", "Bearer abc", "abcdefGHIJKL0123456789xyz"])
 def test_a_key_given_as_api_key_env_is_refused_and_never_echoed(env):
-    from biaslab import parameters
+    from biaslab.run import parameters
     spec = {"base_url": "http://127.0.0.1:9/v1", "model": "m", "api_key_env": env}
     with pytest.raises(ValueError, match="NAME of the environment variable") as err:
         models.resolve_spec(spec)
@@ -293,7 +293,8 @@ def test_notes_manifests_and_failed_notebooks_are_redacted(tmp_path):
     recorded parameters and error, the failed notebook, and the terminal's error line."""
     import nbformat
 
-    from biaslab import outputs, runner
+    from biaslab.report import outputs
+    from biaslab.run import execute
     out = outputs.OutputDir(tmp_path / "staging")
     logging.getLogger("biaslab.test").warning("request failed: Illegal header value b'Bearer %s\\n'", KEY)
     out.note(f"Authorization: Bearer {KEY}")
@@ -308,12 +309,12 @@ def test_notes_manifests_and_failed_notebooks_are_redacted(tmp_path):
     nb.cells.append(cell)
     executed = staging / "03_crows_pairs_bayes.ipynb"
     nbformat.write(nb, executed)
-    error = runner._error_text(RuntimeError(f"Illegal header value b'Bearer {KEY}\\n'"))
+    error = execute._error_text(RuntimeError(f"Illegal header value b'Bearer {KEY}\\n'"))
     assert KEY not in error
     manifest = {"parameters": {"models": [{"model": "m", "note": KEY}]}, "status": "failed", "error": error,
                 "notes": [f"the key {KEY}"]}
-    assert KEY not in runner._manifest_text(manifest, staging, final)
-    runner._record_failure(manifest, "03_crows_pairs_bayes", executed, staging, final)
+    assert KEY not in execute._manifest_text(manifest, staging, final)
+    execute._record_failure(manifest, "03_crows_pairs_bayes", executed, staging, final)
     for f in ["MANIFEST.failed.json", "03_crows_pairs_bayes.failed.ipynb"]:
         text = (final / f).read_text()
         assert KEY not in text and "[redacted]" in text, f

@@ -88,6 +88,49 @@ def test_manifest_matches_shared_sources_and_pins_urls():
         assert r.license and r.citation
 
 
+@pytest.mark.parametrize("edit,needle", [
+    (lambda f: f[:4] + [" ".join(f[4:6])] + f[6:], "line 2: 7 fields, expected 8 (benchmark, repo, commit, path, "
+     "sha256, url, license, citation). Fix: separate the fields by exactly one tab each"),
+    (lambda f: f[:5] + [f[4]] + f[5:], "line 2: 9 fields, expected 8"),
+    (lambda f: f[:4] + [f[4] + " "] + f[5:], "line 2: sha256 '"),
+    (lambda f: f[:4] + [f[4].upper()] + f[5:], "is not 64 lower-case hex digits. Fix: write the file's digest"),
+    (lambda f: f[:4] + [""] + f[5:], "line 2: empty sha256. Fix: fill them in"),
+    (lambda f: f[:5] + ["dir/file.csv"] + f[6:], "line 2: url 'dir/file.csv' is not an http(s) address"),
+    (lambda f: f[:-1] + [f[-1] + "\n" + "\t".join(f)], "line 3: owner/repo/dir/file.csv is pinned again (line 2). Fix: keep one"),
+])
+def test_a_hand_edited_manifest_row_is_refused_naming_its_line(tmp_path, monkeypatch, capsys, edit, needle):
+    """Re-pinning an edited data file by hand (its new sha256 in data/sources.tsv) ended in `TypeError: keywords must
+    be strings` (a tab too many), "unknown url type" (one too few) or a silent "corrupt" (a digest with a space)."""
+    from biaslab import cli, paths
+    manifest, src = _manifest(tmp_path, b"a,b\n1,2\n")
+    head, row = manifest.read_text().splitlines()
+    manifest.write_text(head + "\n" + "\t".join(edit(row.split("\t"))) + "\n")
+    with pytest.raises(DataError) as exc:
+        sources.load_manifest(manifest)
+    assert str(exc.value).startswith(f"{manifest} line ") and needle in str(exc.value)
+    monkeypatch.setattr(paths, "MANIFEST_TSV", manifest)
+    for action in ("status", "fetch"):
+        assert cli.main(["data", action]) == 2
+        (line,) = capsys.readouterr().err.strip().splitlines()
+        assert line == f"biaslab data: error: {exc.value}"
+
+
+@pytest.mark.parametrize("where", ["raw", "mirror"])
+def test_a_folder_where_the_file_goes_or_comes_from_is_a_data_error(tmp_path, where):
+    """Restoring an edited file (fetch) where a folder stands in its place, or in the mirror's, raised a bare
+    IsADirectoryError; nothing partial is left behind."""
+    manifest, src = _manifest(tmp_path, b"good\n")
+    mirror, raw = _mirror(tmp_path, b"good\n"), tmp_path / "raw"
+    folder = (raw if where == "raw" else mirror) / "owner/repo/dir/file.csv"
+    if where == "mirror":
+        folder.unlink()
+    folder.mkdir(parents=True)
+    with pytest.raises(DataError) as exc:
+        sources.fetch(mirror=mirror, raw_dir=raw, manifest=manifest)
+    assert f"{src.key}: Is a directory: {folder}. Fix: make {src.local_path(raw)} a file" in str(exc.value)
+    assert not list((raw / "owner/repo/dir").glob("*.part"))
+
+
 def test_raw_path_of_unfetched_file_says_how_to_fix(tmp_path):
     with pytest.raises(DataError, match="biaslab data fetch"):
         sources.raw_path("nyu-mll/crows-pairs", "data/crows_pairs_anonymized.csv", raw_dir=tmp_path)

@@ -8,7 +8,8 @@ import re
 
 import pytest
 
-from biaslab import paths, summary
+from biaslab import paths
+from biaslab.report import headline
 from helpers import outside_blocks
 
 ROOT = paths.ROOT
@@ -30,7 +31,7 @@ def typed_timings(text: str) -> list[str]:
 @pytest.mark.parametrize("page", PAGES)
 def test_no_timing_is_typed_outside_a_generated_block(page):
     assert typed_timings((ROOT / page).read_text()) == [], \
-        f"{page} states a timing by hand: render it from its results file in biaslab.summary.blocks()"
+        f"{page} states a timing by hand: render it from its results file in biaslab.report.headline.blocks()"
 
 
 def test_the_timing_check_finds_a_typed_timing_and_skips_a_rendered_one():
@@ -38,7 +39,7 @@ def test_the_timing_check_finds_a_typed_timing_and_skips_a_rendered_one():
              "about 45 s; biaslab is 2.04x lm-eval at 40.7 sentences/s, and 1.5 hours on a GPU.")
     assert typed_timings(typed) == ["28 min", "25 s", "2 min", "39 s", "45 s", "2.04x", "40.7 sentences/s",
                                     "1.5 hours"]
-    begin, end = summary.TIMINGS
+    begin, end = headline.TIMINGS
     assert typed_timings(f"intro\n{begin}\n{typed}\n{end}\ntail\n") == []
     # settings, versions, sizes and counts are not timings
     assert typed_timings("MathJax 2.7.9, Python 3.11, 3 MB, `timeout_s` (default 120), 2 model(s) × 3 "
@@ -47,9 +48,9 @@ def test_the_timing_check_finds_a_typed_timing_and_skips_a_rendered_one():
 
 def test_every_generated_block_equals_what_its_source_renders_to():
     """Each block of each page — headline results, multiverse, run times, served speed — is current."""
-    for page in dict.fromkeys(b[0] for b in summary.blocks()):
+    for page in dict.fromkeys(b[0] for b in headline.blocks()):
         assert page in PAGES, f"{page} holds generated blocks but is not a page"
-    assert summary.stale_pages() == [], "run `biaslab summary`"
+    assert headline.stale_pages() == [], "run `biaslab summary`"
 
 
 def test_a_changed_wall_time_changes_the_rendered_timings(tmp_path):
@@ -60,15 +61,15 @@ def test_a_changed_wall_time_changes_the_rendered_timings(tmp_path):
     assert {p.stem for p in files} >= {"default_cold", "default_cached"}, "record both runs (perf/reproduce_timing.py)"
     for p in files:
         d = json.loads(p.read_text())
-        assert summary._duration(d["wall_s"]) in summary.timings_line(records=p.parent)
-        assert summary._duration(d["runs_wall_time_s"]["06_multiverse"]) in summary.timings_table(records=p.parent)
+        assert headline._duration(d["wall_s"]) in headline.timings_line(records=p.parent)
+        assert headline._duration(d["runs_wall_time_s"]["06_multiverse"]) in headline.timings_table(records=p.parent)
         d["wall_s"] += 3600
         d["runs_wall_time_s"]["06_multiverse"] += 7200
         rec = tmp_path / p.stem
         rec.mkdir()
         (rec / p.name).write_text(json.dumps(d))
-        assert summary._duration(d["wall_s"]) in summary.timings_line(records=rec)
-        assert summary._duration(d["runs_wall_time_s"]["06_multiverse"]) in summary.timings_table(records=rec)
+        assert headline._duration(d["wall_s"]) in headline.timings_line(records=rec)
+        assert headline._duration(d["runs_wall_time_s"]["06_multiverse"]) in headline.timings_table(records=rec)
 
 
 def test_the_timings_table_states_a_shared_profile_and_status_once(tmp_path):
@@ -76,16 +77,16 @@ def test_the_timings_table_states_a_shared_profile_and_status_once(tmp_path):
         (tmp_path / folder).mkdir()
         (tmp_path / folder / "MANIFEST.json").write_text(json.dumps({"profile": "default", "status": status,
                                                                        "wall_time_s": 61, "git": {"commit": "ab"}}))
-    assert summary.timings_table(tmp_path).startswith("*Every run: profile default, status ok.*")
+    assert headline.timings_table(tmp_path).startswith("*Every run: profile default, status ok.*")
     (tmp_path / "02_calm" / "MANIFEST.json").write_text(json.dumps({"profile": "smoke", "status": "failed"}))
-    text = summary.timings_table(tmp_path)
+    text = headline.timings_table(tmp_path)
     assert "Every run" not in text and "| `02_calm` (smoke, failed) |" in text
     assert "| `03_crows_pairs_bayes` (default, ok) |" in text
 
 
 def test_duration_reads_as_minutes_and_seconds():
-    assert summary._duration(1705.4) == "28 min 25 s" and summary._duration(59.6) == "1 min 00 s"
-    assert summary._duration(45) == "45 s"
+    assert headline._duration(1705.4) == "28 min 25 s" and headline._duration(59.6) == "1 min 00 s"
+    assert headline._duration(45) == "45 s"
 
 
 def test_the_readme_is_a_short_front_door_that_links_every_page():

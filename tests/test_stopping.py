@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from biaslab import runner
+from biaslab.run import execute
 from test_runner import GOOD, _snapshot, _toy_notebook, toy, toy_script  # noqa: F401 - the toy-notebook fixture
 
 SLEEPER = ("import os, time, pathlib\n"
@@ -36,14 +36,14 @@ def _alive(pid: int) -> bool:
 def test_a_signal_stops_every_lane_and_kernel_and_keeps_the_last_good_outputs(toy, tmp_path, signum, jobs):  # noqa: F811
     nbdir, outdir = toy
     _toy_notebook(nbdir / "00_toy.ipynb", GOOD)
-    assert runner.reproduce("smoke", overrides={"value": 7}, outputs_dir=outdir, html=False) == 0
+    assert execute.reproduce("smoke", overrides={"value": 7}, outputs_dir=outdir, html=False) == 0
     good = _snapshot(outdir / "00_toy")
     pidfiles = {nb: tmp_path / f"{nb}.pid" for nb in ("00_toy", "00_two")}
     for nb, pf in pidfiles.items():
         _toy_notebook(nbdir / f"{nb}.ipynb", SLEEPER.format(pidfile=str(pf)))
     _toy_notebook(nbdir / "00_last.ipynb", GOOD)
     script = toy_script(nbdir, "profiles.READS_OUTPUTS_ONLY = {'00_last'}\n"
-                        f"sys.exit(runner.reproduce('smoke', overrides={{'value': 8}}, "
+                        f"sys.exit(execute.reproduce('smoke', overrides={{'value': 8}}, "
                         f"outputs_dir=Path({str(outdir)!r}), html=False, jobs={jobs}))\n",
                         notebooks=("00_toy", "00_two", "00_last"))
     proc = subprocess.Popen([sys.executable, "-c", script], start_new_session=True, stdout=subprocess.PIPE,
@@ -87,20 +87,20 @@ def test_a_signal_stops_every_lane_and_kernel_and_keeps_the_last_good_outputs(to
 def test_a_stop_after_the_kernel_finished_publishes_nothing(toy, monkeypatch):  # noqa: F811
     """A signal that lands after the notebook finished (while the runner cleans the notebook or renders its report)
     must not publish the run and report "ok": the last good outputs stay and the run is recorded as interrupted."""
-    from biaslab import stopping
+    from biaslab.run import stopping
     nbdir, outdir = toy
     _toy_notebook(nbdir / "00_toy.ipynb", GOOD)
-    assert runner.reproduce("smoke", overrides={"value": 7}, outputs_dir=outdir, html=False) == 0
+    assert execute.reproduce("smoke", overrides={"value": 7}, outputs_dir=outdir, html=False) == 0
     good = _snapshot(outdir / "00_toy")
-    real = runner.clean_executed
+    real = execute.clean_executed
 
     def clean_then_signal(*a, **k):          # the signal arrives while the finished notebook is being cleaned
         out = real(*a, **k)
         stopping.stop(signal.SIGINT)
         return out
-    monkeypatch.setattr(runner, "clean_executed", clean_then_signal)
+    monkeypatch.setattr(execute, "clean_executed", clean_then_signal)
     try:
-        rc = runner.reproduce("smoke", overrides={"value": 8}, outputs_dir=outdir, html=False)
+        rc = execute.reproduce("smoke", overrides={"value": 8}, outputs_dir=outdir, html=False)
     finally:
         stopping.reset()
     assert rc == 128 + signal.SIGINT
@@ -119,13 +119,13 @@ def test_a_second_ctrl_c_exits_at_once(toy, tmp_path):  # noqa: F811
     nbdir, outdir = toy
     _toy_notebook(nbdir / "00_toy.ipynb", GOOD)
     ready = tmp_path / "post-processing"
-    script = toy_script(nbdir, "import time\nreal = runner.clean_executed\n"
+    script = toy_script(nbdir, "import time\nreal = execute.clean_executed\n"
                         "def slow(*a, **k):\n"
                         f"    Path({str(ready)!r}).write_text('1')\n"
                         "    time.sleep(600)\n"
                         "    return real(*a, **k)\n"
-                        "runner.clean_executed = slow\n"
-                        f"sys.exit(runner.reproduce('smoke', outputs_dir=Path({str(outdir)!r}), html=False))\n")
+                        "execute.clean_executed = slow\n"
+                        f"sys.exit(execute.reproduce('smoke', outputs_dir=Path({str(outdir)!r}), html=False))\n")
     proc = subprocess.Popen([sys.executable, "-c", script], start_new_session=True, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
     try:

@@ -18,7 +18,8 @@ from pathlib import Path
 import pytest
 
 import biaslab
-from biaslab import cli, fsio
+from biaslab import cli
+from biaslab.files import storage
 from test_runner import _toy_notebook, toy_script
 
 NS_OK = shutil.which("unshare") is not None and subprocess.run(
@@ -34,19 +35,20 @@ def _in_namespace(mounts: str, argv: list[str], env=None, timeout=300) -> subpro
 
 
 def test_sentences_name_each_error_with_the_path_and_the_fix(tmp_path):
-    full = fsio.storage_problem(OSError(errno.ENOSPC, "No space left on device", str(tmp_path / "x.csv")),
-                                last_good_bytes=3_000_000, written_bytes=1_500_000)
+    full = storage.storage_problem(OSError(errno.ENOSPC, "No space left on device", str(tmp_path / "x.csv")),
+                                   last_good_bytes=3_000_000, written_bytes=1_500_000)
     assert full.startswith("disk full") and str(tmp_path / "x.csv") in full and "free of" in full
     assert "the last good outputs here take 3.0 MB" in full and "this run had written 1.5 MB" in full
     assert "--out DIR" in full
-    ro = fsio.storage_problem(OSError(errno.EROFS, "Read-only file system", "/mnt/ro/out"))
+    ro = storage.storage_problem(OSError(errno.EROFS, "Read-only file system", "/mnt/ro/out"))
     assert ro.startswith("read-only file system") and "/mnt/ro/out" in ro and "writable folder" in ro
-    denied = fsio.storage_problem(PermissionError(errno.EACCES, "Permission denied", str(tmp_path)))
+    denied = storage.storage_problem(PermissionError(errno.EACCES, "Permission denied", str(tmp_path)))
     assert denied.startswith("permission denied") and str(tmp_path) in denied and "chmod" in denied
     # as a kernel reports it (papermill's PapermillExecutionError carries the text, not the errno)
     kernel = RuntimeError("OSError: [Errno 28] No space left on device: '/data/out/tables/big.csv'")
-    assert fsio.storage_problem(kernel).startswith("disk full") and "/data/out/tables/big.csv" in fsio.storage_problem(kernel)
-    assert fsio.storage_problem(ValueError("Notebook does not appear to be JSON")) is None
+    problem = storage.storage_problem(kernel)
+    assert problem.startswith("disk full") and "/data/out/tables/big.csv" in problem
+    assert storage.storage_problem(ValueError("Notebook does not appear to be JSON")) is None
 
 
 @pytest.mark.parametrize("make", ["file", "below_a_file"])
@@ -111,7 +113,7 @@ def test_out_without_permission_is_one_line_exit_2(tmp_path, capsys, monkeypatch
             if dir is not None and str(dir).startswith(str(locked)):
                 raise PermissionError(errno.EACCES, "Permission denied", os.path.join(dir, ".probe"))
             return real(*a, dir=dir, **k)
-        monkeypatch.setattr(fsio.tempfile, "mkstemp", denied)
+        monkeypatch.setattr(storage.tempfile, "mkstemp", denied)
         assert cli.main(["reproduce", "--profile", "smoke", "--only", "03", "--out", str(locked / "out"),
                          "--dry-run"]) == 2
         err = capsys.readouterr().err.strip().splitlines()
@@ -119,7 +121,7 @@ def test_out_without_permission_is_one_line_exit_2(tmp_path, capsys, monkeypatch
 
 
 BIG_TABLE = """
-    from biaslab.outputs import OutputDir
+    from biaslab.report.outputs import OutputDir
     import pandas as pd
     out = OutputDir(output_dir)
     out.table(pd.DataFrame({'v': [value]}), 'v')
@@ -127,7 +129,7 @@ BIG_TABLE = """
         out.table(pd.DataFrame({'x': range(400000)}), 'big')      # about 2.7 MB
     """
 BIG_OUTPUT = """
-    from biaslab.outputs import OutputDir
+    from biaslab.report.outputs import OutputDir
     import pandas as pd
     out = OutputDir(output_dir)
     out.table(pd.DataFrame({'v': [value]}), 'v')
@@ -148,7 +150,7 @@ def test_disk_full_is_named_with_the_folder_and_the_space(tmp_path, body):
     result = tmp_path / "result.json"
     script = toy_script(nbdir, f"""
         out = Path({str(disk)!r})
-        rc = [runner.reproduce('smoke', overrides={{'value': v}}, outputs_dir=out, html=False) for v in (7, 8)]
+        rc = [execute.reproduce('smoke', overrides={{'value': v}}, outputs_dir=out, html=False) for v in (7, 8)]
         folder = out / '00_toy'
         failed = folder / 'MANIFEST.failed.json'
         json.dump({{'rc': rc, 'failed': json.loads(failed.read_text()) if failed.exists() else None,

@@ -9,7 +9,7 @@ import pytest
 from scipy import stats
 
 from biaslab.stats import hypothesis as hyp
-from biaslab.stats import sensitivity as S
+from biaslab.stats import reanalysis as S
 from biaslab.stats import paired
 from biaslab.stats.stratified import stratified_mean
 from biaslab import plan as P

@@ -518,7 +518,7 @@ def test_winogender_runs_through_notebooks_1_6_and_5(smoke_run, tmp_path):
     """Smoke profile: notebook 1 on Winogender (both models) and notebook 6 (its universes among the others), then
     notebook 5 over those runs; its metrics reach notebook 5's model x metric and paired tables and notebook 6's
     estimates, each with an interval, and notebook 1's table is recomputed independently."""
-    from biaslab import runner
+    from biaslab.run import execute
     nb1, nb6 = smoke_run("01_multifactor/winogender"), smoke_run("06_multiverse")
     _recompute_from_tables(nb1)
     ids = [m.id for m in w.SPEC.metrics]
@@ -529,7 +529,7 @@ def test_winogender_runs_through_notebooks_1_6_and_5(smoke_run, tmp_path):
     # notebook 6's paper universe asks notebook 1's requests of its sample: the same occupations, the same reading
     eq = pd.read_csv(nb6 / "tables" / "equivalence.csv")
     assert set(ids) <= set(eq["metric"]) and not eq.loc[eq["metric"].isin(ids), "margin"].isna().any()
-    manifest = runner.run_one("05_compare", "", "smoke", {"outputs_root": str(smoke_run.root)}, tmp_path, html=False)
+    manifest = execute.run_one("05_compare", "", "smoke", {"outputs_root": str(smoke_run.root)}, tmp_path, html=False)
     assert manifest["status"] == "ok", manifest.get("error")
     table = pd.read_csv(tmp_path / "05_compare" / "tables" / "model_metric.csv").set_index(["metric", "model"])
     src = pd.read_csv(nb1 / "tables" / "winogender_metrics.csv").set_index(["metric", "model"])
@@ -544,7 +544,7 @@ def test_winogender_runs_through_notebooks_1_6_and_5(smoke_run, tmp_path):
 
 def test_a_smaller_sample_is_part_of_a_larger_one(items):
     """Notebook 6's items (its spec size) are among notebook 1's (its plan's sample) at every profile's sizes."""
-    from biaslab import profiles
+    from biaslab.run import profiles
     for profile in ("smoke", "default"):
         n1 = profiles.params(profile, "01_multifactor", "winogender")["max_prompts"]
         n6 = profiles.multiverse_sizes(profile, "items")["winogender"]

@@ -9,8 +9,10 @@ its sha256 before it is moved into place, so a partial or corrupt file never sit
 from __future__ import annotations
 
 import csv
+import dataclasses
 import logging
 import os
+import re
 import shutil
 import tempfile
 import urllib.error
@@ -19,8 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import paths
-from .filehash import file_sha256, sha256_file
-from .fsio import umask_mode
+from .files.hashing import file_sha256, sha256_file
+from .files.storage import umask_mode
 
 log = logging.getLogger(__name__)
 
@@ -52,16 +54,52 @@ class Source:
         return Path(raw_dir or paths.RAW_DIR) / self.repo / self.path
 
 
+FIELDS = tuple(f.name for f in dataclasses.fields(Source))
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+
+
+def _row_problem(row: dict) -> str | None:
+    """Why a row of the manifest cannot be used (hand-edited: a file re-pinned to its new sha256), or None."""
+    if None in row or None in row.values():
+        n = len(FIELDS) + len(row.get(None) or ()) - sum(v is None for v in row.values())
+        return (f"{n} fields, expected {len(FIELDS)} ({', '.join(FIELDS)}). Fix: separate the fields by exactly one "
+                "tab each")
+    empty = [k for k in ("benchmark", "repo", "path", "sha256", "url") if not row[k].strip()]
+    if empty:
+        return f"empty {', '.join(empty)}. Fix: fill them in"
+    if not _SHA256.fullmatch(row["sha256"]):
+        return (f"sha256 {row['sha256']!r} is not 64 lower-case hex digits. Fix: write the file's digest as "
+                "`sha256sum FILE` prints it")
+    if not row["url"].startswith(("https://", "http://")):
+        return f"url {row['url']!r} is not an http(s) address. Fix: write the file's raw URL at its pinned commit"
+    return None
+
+
 def load_manifest(manifest: Path | None = None) -> list[Source]:
-    """Read ``data/sources.tsv`` into :class:`Source` records."""
+    """Read ``data/sources.tsv`` into :class:`Source` records; :class:`DataError` naming the line and the fix for a
+    header or row that cannot be used."""
     manifest = Path(manifest or paths.MANIFEST_TSV)
     with open(manifest, newline="", encoding="utf-8") as f:
-        return [Source(**row) for row in csv.DictReader(f, delimiter="\t")]
+        reader = csv.DictReader(f, delimiter="\t")
+        if tuple(reader.fieldnames or ()) != FIELDS:
+            raise DataError(f"{manifest} line 1: the header is {reader.fieldnames}, expected the columns "
+                            f"{', '.join(FIELDS)} separated by tabs. Fix: restore the header from git")
+        out, lines = [], {}
+        for row in reader:
+            problem = _row_problem(row)
+            key = f"{row.get('repo')}/{row.get('path')}"
+            if not problem and key in lines:
+                problem = f"{key} is pinned again (line {lines[key]}). Fix: keep one row per file"
+            if problem:
+                raise DataError(f"{manifest} line {reader.line_num}: {problem}")
+            lines[key] = reader.line_num
+            out.append(Source(**row))
+        return out
 
 
 def is_verified(src: Source, raw_dir: Path | None = None) -> bool:
     """True when the local copy exists and matches its pinned sha256 (hashed through the one memo of
-    :mod:`biaslab.filehash`: again whenever the file's size, mtime, ctime or inode change)."""
+    :mod:`biaslab.files.hashing`: again whenever the file's size, mtime, ctime or inode change)."""
     p = src.local_path(raw_dir)
     return p.is_file() and file_sha256(p) == src.sha256
 
@@ -94,11 +132,12 @@ def fetch_one(src: Source, mirror: str | Path | None = None, raw_dir: Path | Non
         if dest.stat().st_mode & 0o777 == 0o600 != umask_mode():     # made by an older fetch with mkstemp's mode
             os.chmod(dest, umask_mode())
         return "present"
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=dest.name + ".", suffix=".part", dir=dest.parent)
-    os.close(fd)
-    tmp = Path(tmp_name)
+    tmp = None
     try:
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp_name = tempfile.mkstemp(prefix=dest.name + ".", suffix=".part", dir=dest.parent)
+        os.close(fd)
+        tmp = Path(tmp_name)
         mdir = _mirror_dir(mirror)
         if mdir is not None:
             mfile = mdir / src.repo / src.path
@@ -123,8 +162,13 @@ def fetch_one(src: Source, mirror: str | Path | None = None, raw_dir: Path | Non
             origin = src.url
         _install(src, tmp, dest, origin)
         return "copied" if mdir is not None else "downloaded"
+    except OSError as exc:          # a folder where the file goes (or in the mirror), a folder it cannot write
+        raise DataError(f"{src.key}: {exc.strerror or exc}: {exc.filename2 or exc.filename or dest}. Fix: make {dest} "
+                        "a file this user can replace (move away a folder of that name), and a mirror's copy a "
+                        "readable file") from exc
     finally:
-        tmp.unlink(missing_ok=True)
+        if tmp is not None:
+            tmp.unlink(missing_ok=True)
 
 
 def fetch(benchmarks: list[str] | None = None, mirror: str | Path | None = None,

@@ -159,12 +159,30 @@ def load(languages=LANGUAGES, sets=SETS) -> Benchmark:
     return _load(tuple(languages), tuple(sets))
 
 
+def languages_problem(languages) -> str | None:
+    """Why a run cannot score ``languages`` (None when it can): each one of :data:`LANGUAGES`, once, English among
+    them (the reference of every contrast) with at least one other language to contrast with it. Checked by
+    :func:`load` and, before notebook 7 starts, by :mod:`biaslab.run.parameters`."""
+    langs = list(languages)
+    shown = json.dumps(langs)
+    fix = f"Fix: pass English and at least one other of {', '.join(LANGUAGES)}, e.g. languages=[\"en\", \"tr\"]"
+    unknown = [x for x in langs if x not in LANGUAGES]
+    if unknown:
+        return f"languages={shown} names {', '.join(map(repr, unknown))}, not an MBBQ language. {fix}"
+    if len(set(langs)) < len(langs):
+        return f"languages={shown} names a language twice. {fix}"
+    if "en" not in langs or len(langs) < 2:
+        what = "no language" if not langs else ("no English, the reference of every contrast" if "en" not in langs
+                                                else "no language to contrast with English")
+        return f"languages={shown} has {what}. {fix}"
+    return None
+
+
 @lru_cache(maxsize=2)
 def _load(languages: tuple, sets: tuple) -> Benchmark:
-    bad = (set(languages) - set(LANGUAGES)) | (set(sets) - set(SETS))
-    if bad:
-        raise DataError(f"MBBQ: unknown language/set {sorted(bad)}; choose languages from {LANGUAGES}, sets from "
-                        f"{SETS}")
+    problem = languages_problem(languages)
+    if problem or set(sets) - set(SETS):
+        raise DataError(problem or f"MBBQ: unknown set {sorted(set(sets) - set(SETS))}; choose sets from {SETS}")
     parts = []
     for cat in CATEGORY_ROWS:
         en = _file_rows(cat, "en", False)

@@ -32,7 +32,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..filehash import sha256_file
+from ..files.hashing import sha256_file
 from .base import BBQ, CROWS, ImportedLog, ImportError_, json_lines, supported
 
 SCHEMA_VERSION = "0.3.0"

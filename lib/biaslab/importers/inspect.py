@@ -21,7 +21,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..benchmarks import bbq as bbq_bench
-from ..filehash import sha256_file
+from ..files.hashing import sha256_file
 from .base import BBQ, ImportedLog, ImportError_, read_text, supported
 
 LOG_VERSIONS = (1, 2)

@@ -22,7 +22,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..benchmarks import bbq as bbq_bench
-from ..filehash import sha256_file
+from ..files.hashing import sha256_file
 from .base import BBQ, CROWS, MBBQ, ImportedLog, ImportError_, json_lines, supported
 
 #: the ``--log_samples`` line layout this module reads (lm-eval 0.4.0 to 0.4.13 write it)

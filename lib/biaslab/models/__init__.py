@@ -4,7 +4,7 @@
 >>> lm = load("smollm2-135m-instruct")                 # doctest: +SKIP
 """
 
-from ..filehash import sha256_file
+from ..files.hashing import sha256_file
 from .embedded import CONVERSION_VERSION, EMBEDDED, ModelNotFoundError, cache_folder, gguf_path, prepare, read_meta
 from .loading import ModelWeightsError, load
 from .provenance import loader_files, state_dict_sha256, tokenizer_sha256

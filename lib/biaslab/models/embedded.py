@@ -21,7 +21,7 @@ from importlib import util as importlib_util
 from pathlib import Path
 
 from .. import paths
-from ..filehash import sha256_file
+from ..files.hashing import sha256_file
 from .provenance import weights_sha256
 
 log = logging.getLogger(__name__)
@@ -138,7 +138,7 @@ def read_meta(folder: Path) -> dict | None:
     weights = folder / "model.safetensors"
     if not weights.exists() or weights.stat().st_size != meta.get("weights_size"):
         return None
-    actual = weights_sha256(folder)     # full hash once per change of the file (see filehash)
+    actual = weights_sha256(folder)     # full hash once per change of the file (see files.hashing)
     if actual != meta.get("weights_sha256"):
         log.warning("%s does not match its recorded sha256 (%s, found %s): it changed in place; converting again",
                     weights, meta.get("weights_sha256"), actual)

@@ -163,7 +163,7 @@ def load(name_or_path: Any, device: str = "auto", dtype: Any = "auto",
 
     tokenizer = AutoTokenizer.from_pretrained(where)
 
-    # every file the loader reads, hashed (cheap when unchanged: the filehash memo)
+    # every file the loader reads, hashed (cheap when unchanged: the files.hashing memo)
     files_folder = folder if folder is not None else _hub_snapshot(name)
     files = files_sha256(files_folder) if files_folder is not None else {}
     wsha = weights_sha256(files_folder, files) if files_folder is not None else None

@@ -2,7 +2,7 @@
 
 :func:`loader_files` lists the files ``transformers`` reads from a model folder (config, generation config, tokenizer
 files, chat template, weights, weight index); :func:`files_sha256` hashes each through the one memo of
-:mod:`biaslab.filehash` (a file is hashed again whenever its size, mtime, ctime or inode change). A model's
+:mod:`biaslab.files.hashing` (a file is hashed again whenever its size, mtime, ctime or inode change). A model's
 fingerprint records them per file (``files``) and as one digest (``files_sha256``), which keys the score cache: any
 edit of any of them is a new model, a cache miss and a different MANIFEST.
 """
@@ -14,7 +14,7 @@ import hashlib
 import json
 from pathlib import Path
 
-from ..filehash import file_sha256
+from ..files.hashing import file_sha256
 
 #: weight formats in the order transformers prefers them; only the first one present is loaded
 WEIGHT_FORMATS = (".safetensors", ".bin", ".pt")

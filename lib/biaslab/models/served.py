@@ -10,7 +10,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..redact import check_key_env
+from ..files.redact import check_key_env
 
 #: Known server kinds: default base URL and API-key variable (``openai:MODEL`` uses the first).
 SERVED_DEFAULTS = {"openai": {"base_url": "https://api.openai.com/v1", "api_key_env": "OPENAI_API_KEY"}}

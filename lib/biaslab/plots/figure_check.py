@@ -1,4 +1,4 @@
-"""What a reviewer checks first in a figure, checked before it is saved (:meth:`biaslab.outputs.OutputDir.figure`).
+"""What a reviewer checks first in a figure, checked before saving (:meth:`biaslab.report.outputs.OutputDir.figure`).
 
 * every visible axes shows something: data (lines in data coordinates — not axhline/axvline reference lines —,
   markers, bars of non-zero size, collections, images) or a text that says why there is nothing to draw;

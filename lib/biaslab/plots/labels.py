@@ -19,7 +19,7 @@ def hdi_prob(lo_col: str, hi_col: str) -> float:
 
 def state_result(fig, sentence: str) -> None:
     """Attach the sentence stating what ``fig`` shows, with numbers from the data it drew, in plain words; it opens
-    the figure's alternative text (:func:`biaslab.display.figure_alt`)."""
+    the figure's alternative text (:func:`biaslab.report.display.figure_alt`)."""
     fig.biaslab_result = sentence
 
 

@@ -8,6 +8,7 @@ import matplotlib.pyplot as plt
 from matplotlib import colors, cm
 
 from ..stats.subgroups import deviation_metric, ecdf
+from .labels import state_result
 
 
 def _norm(values, limit=None):
@@ -73,7 +74,22 @@ def sunburst(sub: pd.DataFrame, inner: str, outer: str, value: str = "log_dispar
                  "blue: advantaged")
     ax.set_title(title or f"Log disparity: {inner} (inner) and {inner} x {outer} (outer)")
     ax.set_aspect("equal")
+    state_result(fig, "; ".join(_largest(ring, value, cols) for ring, cols in ((first, [inner]),
+                                                                              (second, [inner, outer]))))
     return fig
+
+
+def _largest(ring: pd.DataFrame, value: str, cols: list[str]) -> str:
+    """"largest log disparity of gender x race: female x black +0.41 (disadvantaged, 30 responses)": the ring's
+    subgroup farthest from 0 (the figure's stated result)."""
+    what = f"largest log disparity of {' x '.join(cols)}"
+    v = pd.to_numeric(ring[value], errors="coerce")
+    if not np.isfinite(v).any():
+        return f"{what}: none finite"
+    r = ring.loc[v.abs().idxmax()]
+    x = float(r[value])
+    side = "disadvantaged" if x > 0 else "advantaged" if x < 0 else "no disparity"
+    return f"{what}: {' x '.join(str(r[c]) for c in cols)} {x:+.3g} ({side}, {int(r['n']):,} responses)"
 
 
 def ecdf_plot(sub: pd.DataFrame, by: str = "model", rate: str = "deviation_rate", ideal: float = 0.0,

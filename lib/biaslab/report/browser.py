@@ -4,7 +4,7 @@
 :func:`check` loads a page from disk and returns what a reader would find wrong: an image that did not load or has
 no alternative text of its own, TeX left unrendered (``$$``, ``\(``, ``\frac`` …) or a MathML error, a table number
 with more digits than a reader can use (:func:`too_precise`) or pandas' raw HTML, a table word laid out on two lines,
-a figure whose check (``data-bl-*`` attributes of :meth:`biaslab.outputs.OutputDir.figure`) found its legend over
+a figure whose check (``data-bl-*`` attributes of :meth:`biaslab.report.outputs.OutputDir.figure`) found its legend over
 data or a marker clipped, a request to anything but a local file or data URI, a local file that failed to load, a
 broken link, and a console error; it measures where the decision panel ends (:attr:`PageReport.decision_bottom`, at
 1280 px by default). :func:`screenshot` and :func:`pdf` photograph and print a page through the same browser.
@@ -224,7 +224,7 @@ def check(path: Path, driver=None) -> PageReport:
             report.problems.append(f"image without alternative text: {img['src'][:60]}")
     if page["rawTables"]:
         report.problems.append(f"{page['rawTables']} DataFrame(s) shown as pandas' raw HTML (every digit, an index "
-                               "column): the notebook ran without biaslab.display's formatter")
+                               "column): the notebook ran without biaslab.report.display's formatter")
     for word in page["broken"]:
         report.problems.append(f"word or number broken across lines in a table: {word!r}")
     for fig in page["figureChecks"]:

@@ -7,7 +7,7 @@ figures and markdown images embedded as data URIs; TeX converted to MathML when 
 the ``parameters`` and ``injected-parameters`` cells replaced by one table of the run's parameters (value, default
 where changed, and the comment that explains it); code and stderr folded; the findings (cells tagged
 :data:`FINDINGS_TAG`) collected under the introduction, linking to their place; a table of contents; the decision
-panel (:mod:`biaslab.report.decision`) on the first screen; where the run's files are when the report is copied
+panel (:mod:`biaslab.report.decision_panel`) on the first screen; where the run's files are when the report is copied
 alone; and a provenance footer from the ``MANIFEST.json`` beside the notebook.
 """
 
@@ -21,10 +21,10 @@ import logging
 import re
 from pathlib import Path
 
-from .. import display
-from ..outputs import atomic_write_text
-from . import decision
-from .decision import _root_and_variant as decision_root
+from . import display
+from .outputs import atomic_write_text
+from . import decision_panel
+from .decision_panel import _root_and_variant as decision_root
 
 TEMPLATES = Path(__file__).parent / "templates"
 #: Cell tag of the cells whose markdown output states the run's computed findings (collected at the top).
@@ -406,7 +406,7 @@ def render(executed: Path, out: Path | None = None) -> Path:
     body, _ = exporter.from_notebook_node(nb, resources=resources)
     if intro is None:     # no introduction cell to put the panel under: put it first
         body = body.replace("<main>", "<main>\n" + resources["biaslab"]["summary_html"], 1)
-    panel = decision.panel_html(executed.parent, notebook, manifest)
+    panel = decision_panel.panel_html(executed.parent, notebook, manifest)
     body, n = re.subn(r"(<main>.*?</h1>)", lambda m: m.group(1) + "\n" + panel, body, count=1, flags=re.S)
     if not n:
         body = body.replace("<main>", "<main>\n" + panel, 1)
@@ -418,7 +418,7 @@ def render(executed: Path, out: Path | None = None) -> Path:
 def render_all(root: Path) -> list[Path]:
     """Render the report of every run under ``root`` (each ``MANIFEST.json`` beside an executed notebook) and return
     their paths; a run whose notebook is missing is skipped."""
-    from ..report_index import manifests
+    from .front_page import manifests
     done = []
     for folder, m in manifests(Path(root)):
         executed = folder / f"{m.get('notebook') or folder.name}.ipynb"

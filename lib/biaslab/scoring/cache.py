@@ -194,7 +194,7 @@ class ScoreCache:
     def _disk_full(self, exc: BaseException) -> str | None:
         """A full disk (or quota) named as such — not damage: the file is kept and used read-only, never moved aside
         and recomputed (which would need the space the disk lacks)."""
-        from ..fsio import KINDS, errno_of, human_size
+        from ..files.storage import KINDS, errno_of, human_size
         code = getattr(exc, "sqlite_errorcode", None)
         full = code == sqlite3.SQLITE_FULL or "disk is full" in str(exc) or errno_of(exc) in (errno.ENOSPC,
                                                                                                errno.EDQUOT)

@@ -127,19 +127,19 @@ def _cache_path(data: pd.DataFrame, formula: str, noncentered: bool, kw: dict):
     the formula, parameterisation, sampler settings, seed and library versions (``cores`` does not change draws)."""
     from importlib.metadata import version
 
-    from .. import resultcache
+    from ..files import result_cache
     cats = {c: [str(x) for x in data[c].cat.categories] for c in data.columns if hasattr(data[c], "cat")}
-    key = resultcache.digest({
+    key = result_cache.digest({
         "data": hashlib.sha256(data.to_csv(index=False).encode()).hexdigest(), "categories": cats,
         "formula": formula, "family": "binomial", "noncentered": bool(noncentered), "sampler": kw,
         "versions": {p: version(p) for p in ("bambi", "pymc", "pytensor", "arviz")}})
-    return resultcache.folder("posteriors") / f"{key}.nc"
+    return result_cache.folder("posteriors") / f"{key}.nc"
 
 
 def _read_draws(path):
     import arviz as az
 
-    from .. import resultcache
+    from ..files import result_cache
     if not path.exists():
         return None
     try:
@@ -147,10 +147,10 @@ def _read_draws(path):
         idata.load()                         # into memory, not lazily from the file
         return idata
     except Exception as exc:  # noqa: BLE001 - an unreadable cache file is recomputed
-        resultcache.set_aside(path, exc)
+        result_cache.set_aside(path, exc)
         return None
 
 
 def _write_draws(path, idata) -> None:
-    from .. import resultcache
-    resultcache.atomic_write(path, lambda tmp: idata.to_netcdf(str(tmp), engine="h5netcdf"))
+    from ..files import result_cache
+    result_cache.atomic_write(path, lambda tmp: idata.to_netcdf(str(tmp), engine="h5netcdf"))

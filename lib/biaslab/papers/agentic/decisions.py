@@ -87,14 +87,14 @@ STRICT = {"modal_share_max": 0.90, "answer_entropy_min": 0.30, "unparseable_shar
 
 def sensitivity(ut: pd.DataFrame, per_prompt: pd.DataFrame, prompts: pd.DataFrame, check: pd.DataFrame,
                 cluster: str | None, cyc: pd.DataFrame | None = None, *, plan) -> pd.DataFrame:
-    """``sensitivity.csv`` rows of ``group-choice`` (collected by :func:`biaslab.stats.sensitivity.rows`, decided by
-    :func:`biaslab.stats.sensitivity.decide`: each alternative's p swapped into its family's primaries): the decided
+    """``sensitivity.csv`` rows of ``group-choice`` (collected by :func:`biaslab.stats.reanalysis.rows`, decided by
+    :func:`biaslab.stats.reanalysis.decide`: each alternative's p swapped into its family's primaries): the decided
     ``uniformity_tests`` ``ut`` and the claim re-decided (a) on the top group with the model's position prior divided
     out (:func:`biaslab.stats.entropy.position_calibrated_top`), (b) on the top group of the cyclic average over all
     rotations (``cyc``, :func:`biaslab.stats.entropy.cyclic_summary` rows, a subset of prompts; skipped without
     it), (c) with the stricter responder check :data:`STRICT` and (d) with none."""
     from ...stats import entropy as E
-    from ...stats import sensitivity as S
+    from ...stats import reanalysis as S
     claims = plan.of(NOTEBOOK, "uniformity_tests")
     group = {"group": "top_group"}
     cal = E.uniformity_tests(E.position_calibrated_top(per_prompt, prompts), prompts, cluster=cluster,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ...findings import bullets, claim_findings, interval, join, num, pct, span
+from ...report.wording import bullets, claim_findings, interval, join, num, pct, span
 from .decisions import NOTEBOOK
 
 def entropy_findings(by_model: pd.DataFrame, paper_means: dict[str, float]) -> str:

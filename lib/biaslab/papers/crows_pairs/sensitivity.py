@@ -1,5 +1,5 @@
 """Pre-specified sensitivity analyses of the CrowS-Pairs claims for the sampling weights (plan id
-``sampling-weights``; rows of ``sensitivity.csv``, decided by :func:`biaslab.stats.sensitivity.decide`).
+``sampling-weights``; rows of ``sensitivity.csv``, decided by :func:`biaslab.stats.reanalysis.decide`).
 
 The primary analysis of ``lpbs-mean``, ``stereotype-share`` (notebook 3) and ``crows-en-share`` (notebook 5)
 weights a bias-type-balanced sample back to every pair of its file (:mod:`biaslab.stats.stratified`, no
@@ -22,7 +22,7 @@ from scipy import stats
 
 from ...stats import hypothesis as hyp
 from ...stats import paired
-from ...stats import sensitivity as S
+from ...stats import reanalysis as S
 from ...stats.clustered import clopper_pearson
 from ...stats.stratified import stratified_mean
 

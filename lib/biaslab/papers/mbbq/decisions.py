@@ -9,7 +9,7 @@ language's rows, and a contrast is degenerate when either of its languages is.
 **Sensitivity** (:func:`sensitivity`, ``sensitivity.csv``; the analyses each claim lists in the plan): the claims
 re-decided with the items unweighted (the sampled items' estimand instead of every MBBQ item's), and the adjusted
 contrast replaced by the unadjusted paired contrast (``contrasts``: bias set, all categories). Every row is decided
-by :func:`biaslab.stats.sensitivity.decide`.
+by :func:`biaslab.stats.reanalysis.decide`.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from __future__ import annotations
 import pandas as pd
 
 from ...stats import responders as R
-from ...stats import sensitivity as S
+from ...stats import reanalysis as S
 from ...stats import verdict as V
 from . import analysis as A
 

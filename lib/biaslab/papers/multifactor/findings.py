@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ...findings import bullets, claim_findings, join, num, pct, power_sentence, present, span
+from ...report.wording import bullets, claim_findings, join, num, pct, power_sentence, present, span
 from ...plots.labels import hdi_prob, interval_label
 from .decisions import NOTEBOOK, decide_bayes
 

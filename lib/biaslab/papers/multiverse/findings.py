@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from ...benchmarks import SPECS
-from ...findings import bullets, join, num, pct, present, pval
+from ...report.wording import bullets, join, num, pct, present, pval
 from . import analysis
 
 #: the file notebook 5 reads (relative to an outputs root) to mark a metric's robustness
@@ -25,7 +25,7 @@ ROBUSTNESS_COLUMNS = ["model", "metric", "unit", "margin", "n_universes", "n_jud
                       "n_equivalence_powered", "n_equivalence_universes", "robustness"]
 
 
-#: what a reader sees as the robustness table's headers (biaslab.display reads ``attrs["labels"]``)
+#: what a reader sees as the robustness table's headers (biaslab.report.display reads ``attrs["labels"]``)
 ROBUSTNESS_LABELS = {
     "unit": "counted in", "margin": "margin (±)", "n_universes": "universes", "n_judged": "judged",
     "n_equivalent": "equivalent", "n_inconclusive": "inconclusive", "n_differs": "beyond the margin",

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import os
 
-from ... import serve
+from ...models import local_server
 
 
 def unavailable(model: str) -> str | None:
     """Why the q4_gguf universe cannot run for ``model`` here (None: it can)."""
-    missing = serve.missing_server_modules()
+    missing = local_server.missing_server_modules()
     if missing:
         return (f"not available: the llama.cpp server is not installed (missing {', '.join(missing)}; "
                 "`pip install -e '.[served-test]'`)")
@@ -37,12 +37,12 @@ def _adds_bos(path) -> bool:
 
 class Server:
     """``with Server("smollm2-135m-instruct", tokenizer) as spec:`` a served-model spec for ``models.load``: the
-    model's GGUF file on :class:`biaslab.serve.LlamaServer`, under the model's own name."""
+    model's GGUF file on :class:`biaslab.models.local_server.LlamaServer`, under the model's own name."""
 
     def __init__(self, model: str, tokenizer, threads: int | None = None, timeout: float = 180):
         self.model, self.tokenizer, self.timeout = model, tokenizer, timeout
-        self.server = serve.LlamaServer(threads=threads or max(1, os.cpu_count() or 1), model=model, alias=model,
-                                        n_ctx=4096)
+        self.server = local_server.LlamaServer(threads=threads or max(1, os.cpu_count() or 1), model=model, alias=model,
+                                               n_ctx=4096)
 
     def __enter__(self) -> dict:
         self.server.start(self.timeout)

@@ -13,7 +13,7 @@ the same inside Jupyter (whose loop is already running) and in a script.
   (:class:`Refused`; 401/403 name the API-key variable, never its value; a 404 without ``/v1`` suggests it).
 - ``timeout_s`` bounds each attempt as a whole (connect, headers and body), so a trickled body cannot keep it open.
 - Secrets: the key is read from its environment variable when a run starts, refused (never shown) when it carries
-  white space, and every error message passes through :func:`biaslab.redact.redact`.
+  white space, and every error message passes through :func:`biaslab.files.redact.redact`.
 - Rate limits: client-side token buckets for requests and tokens per minute (estimated before sending).
 """
 
@@ -31,7 +31,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
-from ...redact import check_key_env, redact, remember
+from ...files.redact import check_key_env, redact, remember
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +42,7 @@ DEAD_AFTER = 2
 
 class ServedError(RuntimeError):
     """A request to a served model failed for good (after retries) or its response was unusable. Transient: nothing
-    of it is cached, and a rerun asks again. Its message is redacted (:func:`biaslab.redact.redact`)."""
+    of it is cached, and a rerun asks again. Its message is redacted (:func:`biaslab.files.redact.redact`)."""
 
     def __init__(self, message: object = ""):
         super().__init__(redact(str(message)))

@@ -1,5 +1,5 @@
 """The pre-specified sensitivity analyses of notebooks 1 and 5 (``tables/sensitivity.csv``; the machinery and the
-decision rule are :mod:`biaslab.stats.sensitivity`).
+decision rule are :mod:`biaslab.stats.reanalysis`).
 
 Per claim instance, beside its primary analysis, the analyses its plan claim lists under ``sensitivity``
 (:data:`ANALYSES`; only for tested instances):
@@ -16,7 +16,7 @@ Per claim instance, beside its primary analysis, the analyses its plan claim lis
   stratified estimate with the finite-population correction (:mod:`biaslab.papers.crows_pairs.sensitivity`, which
   also gives notebook 3's rows).
 
-Every row, whichever module computes it, is decided by :func:`biaslab.stats.sensitivity.decide`.
+Every row, whichever module computes it, is decided by :func:`biaslab.stats.reanalysis.decide`.
 """
 
 from __future__ import annotations
@@ -27,8 +27,8 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
-from .stats import paired, responders
-from .stats import sensitivity as S
+from ..stats import paired, responders
+from ..stats import reanalysis as S
 
 TESTED = ("distinguishable", "not distinguishable")
 MODAL_SHARE_ALTERNATIVES = (0.90, 0.99)
@@ -62,7 +62,7 @@ def _base(r: dict, instance: str) -> dict:
 
 def _family_rule(claims: pd.DataFrame, row: dict, alpha: float) -> Callable[[float], str]:
     """p -> the verdict this instance would get with that p, by its primary's rule (the one
-    :func:`biaslab.stats.sensitivity.decide`: Holm over its family's tested primaries at the family's budget)."""
+    :func:`biaslab.stats.reanalysis.decide`: Holm over its family's tested primaries at the family's budget)."""
     fam = claims[(claims["family"] == row["family"]) & claims["verdict"].isin(TESTED)]
     others = [p for k, p in zip(fam.index, fam["p_value"]) if k != row["_index"]]
 
@@ -134,7 +134,7 @@ def compare_sensitivity(root: Path, pairs: pd.DataFrame, seed: int = 0, *, plan)
     """Notebook 5's sensitivity table for its SSQA and BBQ claims (``pairs``: the decided paired_differences),
     decided under ``plan``."""
     alpha = plan.alpha
-    from .papers.compare import tables as T
+    from ..papers.compare import tables as T
     rows = []
     claims = pairs[pairs["claim"].fillna("").ne("")] if "claim" in pairs else pairs.iloc[0:0]
     for r in claims.assign(_index=claims.index).to_dict("records"):
@@ -148,7 +148,7 @@ def compare_sensitivity(root: Path, pairs: pd.DataFrame, seed: int = 0, *, plan)
         resp = T.unit_responses(m, Path(root))
         if m.stratified:                                   # CrowS-Pairs English: the sampling weights
             if "sampling-weights" in want:
-                from .papers.crows_pairs.sensitivity import paired_rows
+                from ..papers.crows_pairs.sensitivity import paired_rows
                 rows += paired_rows(resp, pd.DataFrame([r]), r["metric"])
             continue
         both = resp[resp["model"].isin([r["model_a"], r["model_b"]])]

@@ -439,7 +439,7 @@ def simulate(claim: str, d: Design, reps: int, seed: int = 0, alpha: float = 0.0
     table = TESTS if tests is None else tests
     if claim not in table:
         raise KeyError(f"claim {claim!r} has no calibration entry; add (simulator, test) to "
-                       f"biaslab.stats.calibration.TESTS (known: {sorted(table)})")
+                       f"biaslab.stats.null_simulation.TESTS (known: {sorted(table)})")
     sim, test = table[claim]
     rng = np.random.default_rng(seed)
     chunk = max(1, CHUNK_ELEMENTS // max(d.y.size, d.n_swap if d.values is not None else 1))

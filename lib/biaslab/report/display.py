@@ -1,5 +1,5 @@
 """What a reader sees of a notebook's tables and figures (docs/reports.md): one display layer, installed by
-:class:`~biaslab.outputs.OutputDir`, which registers :func:`html_table` as IPython's ``text/html`` formatter for
+:class:`~biaslab.report.outputs.OutputDir`, which registers :func:`html_table` as IPython's ``text/html`` formatter for
 DataFrames, so every table a cell displays is shown the same way:
 
 - one number format per column by what it holds (:func:`column_kind`, :func:`column_decimals`), interval ends in

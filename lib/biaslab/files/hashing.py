@@ -17,7 +17,7 @@ import logging
 import os
 from pathlib import Path
 
-from . import paths
+from .. import paths
 
 log = logging.getLogger(__name__)
 

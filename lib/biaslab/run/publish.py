@@ -10,7 +10,7 @@ journal:
 
 1. ``<name>`` → ``.<name>.old-<id>``            (the last good outputs, set aside, kept)
 2. ``.<name>.staging-<id>`` → ``<name>``
-3. ``<name>`` is verified against its MANIFEST (:mod:`biaslab.integrity`); if it does not verify, step 2 and 1 are
+3. ``<name>`` is verified against its MANIFEST (:mod:`biaslab.files.integrity`); if it does not verify, step 2 and 1 are
    undone
 4. ``.<name>.old-<id>`` is deleted                (only now)
 
@@ -37,7 +37,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from . import integrity
+from ..files import integrity
 
 log = logging.getLogger(__name__)
 

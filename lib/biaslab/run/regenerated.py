@@ -6,8 +6,8 @@
 * compares numbers within the tolerance recorded for the row's model and precision (:func:`tolerances`: notebook 6's
   ``precision_tolerance.csv``, :mod:`biaslab.scoring.tolerance`; elsewhere the float32 engine's
   :data:`~biaslab.scoring.tolerance.ENGINE_TOLERANCE`): ``|a − b| ≤ tol · max(1, |a|, |b|)``;
-* requires the decision columns (:data:`DECISIONS`) to be identical, and counts a committed row with a decision that
-  the regeneration lacks (or the reverse) as a changed verdict.
+* requires the decision columns (:data:`DECISIONS`) to be identical, and counts a committed row (or table) with a
+  decision that the regeneration lacks, or the reverse, as a changed verdict.
 
 Columns that describe the run rather than its results (:data:`RUN_COLUMNS`: seconds, cache misses) are not compared.
 :func:`summary_line` says it in one line per notebook: "identical", "numbers within 1e-4, verdicts identical", or the
@@ -25,8 +25,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .scoring.tolerance import COLUMNS as TOLERANCE_COLUMNS
-from .scoring.tolerance import ENGINE_TOLERANCE
+from ..scoring.tolerance import COLUMNS as TOLERANCE_COLUMNS, ENGINE_TOLERANCE
 
 #: columns whose values are decisions: they must not change
 DECISIONS = ("verdict", "agreement", "robustness", "responder_status", "paper_responder_status", "excludes_null",
@@ -66,8 +65,8 @@ class RunComparison:
     label: str
     tables: list = field(default_factory=list)
     missing: list = field(default_factory=list)     # committed tables the regeneration lacks
-    missing_verdicts: int = 0                       # ... their rows that carry a decision
     added: list = field(default_factory=list)       # tables only the regeneration has
+    missing_verdicts: int = 0                       # rows of missing or added tables that carry a decision
     not_compared: str = ""
     parameters: str = ""                            # parameters that differ from the committed run's
 
@@ -227,10 +226,10 @@ def compare_run(committed: Path, new: Path, label: str, tols: dict | None = None
     old_t = {p.name: p for p in sorted((committed / "tables").glob("*.csv"))}
     new_t = {p.name: p for p in sorted((new / "tables").glob("*.csv"))}
     rc.missing = [n for n in old_t if n not in new_t]
-    for name in rc.missing:
-        t = _read(old_t[name])
-        rc.missing_verdicts += int(t[[c for c in DECISIONS if c in t.columns]].notna().any(axis=1).sum())
     rc.added = [n for n in new_t if n not in old_t]
+    for path in [old_t[n] for n in rc.missing] + [new_t[n] for n in rc.added]:     # verdicts gone or appeared
+        t = _read(path)
+        rc.missing_verdicts += int(t[[c for c in DECISIONS if c in t.columns]].notna().any(axis=1).sum())
     for name in (n for n in old_t if n in new_t):
         rc.tables.append(compare_table(name, _read(old_t[name]), _read(new_t[name]), tol_of))
     return rc
@@ -310,7 +309,10 @@ def snapshot(committed_root: Path, labels: list[str], into: Path) -> list[str]:
 
 
 def compare_all(committed_root: Path, new_root: Path, labels: list[str]) -> list[RunComparison]:
-    """:func:`compare_run` for each label with a committed run, tolerances from both roots' notebook-6 tables."""
+    """:func:`compare_run` for each label regenerated under ``new_root``, tolerances from both roots' notebook-6
+    tables; a label without a committed run is "not compared" (every verdict of it is new)."""
     tols = tolerances(committed_root, new_root)
-    return [compare_run(Path(committed_root) / lb, Path(new_root) / lb, lb, tols) for lb in labels
-            if (Path(committed_root) / lb / "MANIFEST.json").exists() and (Path(new_root) / lb).is_dir()]
+    return [compare_run(Path(committed_root) / lb, Path(new_root) / lb, lb, tols)
+            if (Path(committed_root) / lb / "MANIFEST.json").exists() else RunComparison(lb, not_compared="no "
+                                                                                           "committed run")
+            for lb in labels if (Path(new_root) / lb).is_dir()]

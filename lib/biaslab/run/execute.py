@@ -1,16 +1,17 @@
 """Execute the notebooks headless with papermill: ``biaslab reproduce`` (docs/reliability.md).
 
-Per notebook (and variant, :data:`biaslab.profiles.NOTEBOOKS`): validate the parameters (:mod:`biaslab.parameters`)
-and settings (:mod:`biaslab.preflight`) before any work; take the folder's lock and run into a fresh staging folder;
-on success make the executed notebook portable, render HTML, write ``MANIFEST.json`` (:mod:`biaslab.integrity`) and
-only then swap it in (:mod:`biaslab.publish`); on failure keep the last good outputs and write
-``MANIFEST.failed.json`` and ``<notebook>.failed.ipynb`` beside them. SIGINT/SIGTERM stop every lane and kernel
-(:mod:`biaslab.stopping`; exit code 128 + the signal). Warnings that change what a run means are MANIFEST notes.
+Per notebook (and variant, :data:`.profiles.NOTEBOOKS`): validate the parameters (:mod:`.parameters`) and settings
+(:mod:`.preflight`) before any work; take the folder's lock and run into a fresh staging folder; on success make the
+executed notebook portable, render HTML, write ``MANIFEST.json`` (:mod:`biaslab.files.integrity`) and only then swap it
+in (:mod:`.publish`); on failure keep the last good outputs and write ``MANIFEST.failed.json`` and
+``<notebook>.failed.ipynb`` beside them. SIGINT/SIGTERM stop every lane and kernel (:mod:`.stopping`; exit code 128 +
+the signal). Warnings that change what a run means are MANIFEST notes.
 
-Runs go to :data:`biaslab.paths.SCRATCH_DIR` unless given a folder or ``publish=True`` (``outputs/``, also the
-catalogue and ``outputs/index.html``); ``served=True`` runs notebooks 3 and 4 against the embedded SmolLM2 served by
-llama.cpp (:mod:`biaslab.serve`) into ``<outputs>/served/``. At the end every regenerated run is compared with the
-committed one (:mod:`biaslab.regenerated`); ``check=True`` exits 3 when a verdict changed.
+Runs go to :data:`biaslab.paths.SCRATCH_DIR` unless given a folder or ``publish=True`` (``outputs/``, also the catalogue
+and ``outputs/index.html``); ``served=True`` runs notebooks 3 and 4 against the embedded SmolLM2 served by llama.cpp
+(:mod:`biaslab.models.local_server`) into ``<outputs>/served/``. At the end every regenerated run is compared with the
+committed one (:mod:`.regenerated`); ``check=True`` exits 3 when a verdict changed, appeared or disappeared, or a run
+could not be compared (no committed run, another profile).
 """
 
 from __future__ import annotations
@@ -33,11 +34,12 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 from pathlib import Path
 
-from . import fsio, integrity, parameters, paths, preflight, profiles, publish, regenerated, stopping
-from . import plan as plan_file
+from .. import paths, plan as plan_file
+from ..files import integrity, storage
+from . import parameters, preflight, profiles, publish, regenerated, stopping
 from .publish import last_good, staging_folder, swap_in, sweep_stale
-from .outputs import atomic_write_text, package_versions
-from .redact import redact
+from ..report.outputs import atomic_write_text, package_versions
+from ..files.redact import redact
 
 log = logging.getLogger(__name__)
 
@@ -107,7 +109,7 @@ _KERNEL_ARGS = ["--IPKernelApp.log_level=ERROR"]
 
 
 #: where this runner imports biaslab from (the folder holding the package)
-_LIB = Path(__file__).resolve().parents[1]
+_LIB = Path(__file__).resolve().parents[2]
 
 
 class KernelManager(stopping.TrackedKernelManager):
@@ -134,7 +136,7 @@ class KernelManager(stopping.TrackedKernelManager):
 
 
 def _kernel_mismatch(kernel: dict | None) -> str | None:
-    """The kernel's interpreter and biaslab folder (recorded by :class:`biaslab.outputs.OutputDir`) against this
+    """The kernel's interpreter and biaslab folder (recorded by :class:`biaslab.report.outputs.OutputDir`) against this
     runner's; a sentence when they differ."""
     if not kernel:
         return None
@@ -175,7 +177,7 @@ def memory_limit(proc: Path = Path("/proc/self/cgroup"), root: Path = Path("/sys
         if value == "max" or (value.isdigit() and int(value) >= _NO_LIMIT):
             return None
         if value.isdigit():
-            return f"{fsio.human_size(int(value))} (cgroup {f.name}, {f})"
+            return f"{storage.human_size(int(value))} (cgroup {f.name}, {f})"
     return None
 
 
@@ -348,16 +350,23 @@ def run_one(notebook: str, variant: str, profile: str, overrides: dict, outputs_
     }
     run_id = publish.new_run_id()       # names this run's folders: unique across hosts and pid namespaces
     staging, lock = staging_folder(final, run_id), publish.RunLock(final, run_id)
+    held = None
     try:
         final.parent.mkdir(parents=True, exist_ok=True)
         lock.acquire()                  # one run per folder; a live run's folders are never touched
         swept = sweep_stale(final)
         staging.mkdir()
+        # held open, the folder's inode cannot be reused: a staging folder deleted and re-created (a notebook's
+        # OutputDir makes its folder) is another inode (_staging_gone)
+        held = os.open(staging, os.O_RDONLY)
+        made = os.fstat(held)
     except (OSError, publish.FolderBusy) as exc:  # disk full, read-only, another live run: nothing ran, say why
         manifest.update(status="failed", wall_time_s=0.0, models={}, data={}, notes=[],
-                        error=(isinstance(exc, OSError) and fsio.storage_problem(exc, final.parent)) or str(exc))
+                        error=(isinstance(exc, OSError) and storage.storage_problem(exc, final.parent)) or str(exc))
         log.error("%s could not start: %s", label, manifest["error"])
         shutil.rmtree(staging, ignore_errors=True)      # only ever this run's (its name carries the run id)
+        if held is not None:
+            os.close(held)
         lock.release()
         return manifest
     params["output_dir"] = str(staging)
@@ -372,7 +381,7 @@ def run_one(notebook: str, variant: str, profile: str, overrides: dict, outputs_
                             log_output=False, extra_arguments=_KERNEL_ARGS, kernel_manager_class=kernel)
         manifest["status"] = "ok"
     except BaseException as exc:  # recorded; the caller decides the exit code; an interrupt is re-raised
-        _record_error(manifest, exc, staging, final)
+        _record_error(manifest, exc, staging, final, made)
         if type(exc).__name__ == "DeadKernelError" and manifest["status"] == "failed":
             manifest["error"] = _kernel_death(executed, kernel.record) + "\n" + manifest["error"]
         log.error("%s %s: %s", label, manifest["status"], manifest["error"].strip().splitlines()[0]
@@ -380,6 +389,9 @@ def run_one(notebook: str, variant: str, profile: str, overrides: dict, outputs_
         if not isinstance(exc, Exception):
             interrupted = exc
     manifest["wall_time_s"] = round(time.perf_counter() - t0, 1)
+    if manifest["status"] == "ok" and _staging_gone(staging, made):      # what the kernel re-made is partial
+        manifest.update(status="failed", error=_staging_gone_text(staging))
+        log.error("%s failed: %s", label, manifest["error"])
     prov = staging / "provenance.json"       # this run's own record only
     try:
         p = json.loads(prov.read_text()) if prov.exists() else {}
@@ -410,7 +422,7 @@ def run_one(notebook: str, variant: str, profile: str, overrides: dict, outputs_
             atomic_write_text(staging / integrity.MANIFEST, _manifest_text(manifest, staging, final))
             if html:        # the reader's report (biaslab.report)
                 try:
-                    from . import report
+                    from ..report import html as report
                     report.render(executed)
                 except Exception as exc:  # a report is a convenience; never fail a run for it
                     log.warning("HTML report of %s failed: %s", executed, exc)
@@ -423,11 +435,12 @@ def run_one(notebook: str, variant: str, profile: str, overrides: dict, outputs_
             _record_failure(manifest, notebook, executed, staging, final)
     except (OSError, RuntimeError, ValueError) as exc:   # publishing failed (disk full, read-only, did not verify)
         manifest.pop("files", None)
-        _record_error(manifest, exc, staging, final)
+        _record_error(manifest, exc, staging, final, made)
         log.error("%s: %s", label, manifest["error"].strip().splitlines()[0])
         _record_failure(manifest, notebook, executed, staging, final)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+        os.close(held)
         lock.release()
     log.info("%s: %s in %.0f s", label, manifest["status"], manifest["wall_time_s"])
     if interrupted is not None:
@@ -439,9 +452,25 @@ def _manifest_text(manifest: dict, staging: Path, final: Path) -> str:
     return redact(_portable(json.dumps(manifest, indent=2, default=str), staging, final)) + "\n"
 
 
-def _record_error(manifest: dict, exc: BaseException, staging: Path, final: Path) -> None:
+def _staging_gone(staging: Path, made: os.stat_result) -> bool:
+    """This run's staging folder was deleted while it ran: it is missing, or another folder (another inode: the
+    runner holds the first one open, so its number cannot be reused) stands in its place."""
+    try:
+        return not os.path.samestat(os.stat(staging), made)
+    except OSError:
+        return True
+
+
+def _staging_gone_text(staging: Path) -> str:
+    return (f"this run's staging folder {staging.name} (in {staging.parent}) was deleted while the run was going on "
+            "(by a cleanup or another process); nothing was published and the last good outputs are kept. Fix: "
+            "rerun, and leave .*.staging-* folders of a live run alone")
+
+
+def _record_error(manifest: dict, exc: BaseException, staging: Path, final: Path, made: os.stat_result) -> None:
     """Status and error of a run that did not succeed: ``interrupted`` when a stop was requested, else ``failed``,
-    with a full disk, a read-only file system or a permission error named as such (path, space, fix)."""
+    naming first a staging folder deleted while the run went on (:func:`_staging_gone`: whatever error followed),
+    then a full disk, a read-only file system or a permission error as such (path, space, fix)."""
     sig = stopping.requested()
     if sig:
         manifest["status"] = "interrupted"
@@ -451,14 +480,11 @@ def _record_error(manifest: dict, exc: BaseException, staging: Path, final: Path
         return
     manifest["status"] = "failed"
     raw = _error_text(exc)
-    if isinstance(exc, OSError) or getattr(exc, "ename", None) in ("FileNotFoundError", "OSError"):
-        if not staging.exists():
-            manifest["error"] = (f"this run's staging folder {staging.name} (in {staging.parent}) was deleted while the run was going on (by a "
-                                 "cleanup or another process); nothing was published and the last good outputs are "
-                                 f"kept. Fix: rerun, and leave .*.staging-* folders of a live run alone\n{raw}")
-            return
-    named = fsio.storage_problem(exc, final, last_good_bytes=fsio.folder_size(final),
-                                 written_bytes=fsio.folder_size(staging))
+    if _staging_gone(staging, made):
+        manifest["error"] = f"{_staging_gone_text(staging)}\n{raw}"
+        return
+    named = storage.storage_problem(exc, final, last_good_bytes=storage.folder_size(final),
+                                    written_bytes=storage.folder_size(staging))
     manifest["error"] = f"{named}\n{raw}" if named else raw
 
 
@@ -482,7 +508,7 @@ def _record_failure(manifest: dict, notebook: str, executed: Path, staging: Path
             shutil.rmtree(staging, ignore_errors=True)
             atomic_write_text(final / "MANIFEST.failed.json", _manifest_text(manifest, staging, final))
     except OSError as exc:
-        manifest["record"] = "not written: " + (fsio.storage_problem(exc, final) or str(exc))
+        manifest["record"] = "not written: " + (storage.storage_problem(exc, final) or str(exc))
         log.error("could not write the failed-run record in %s: %s", final, manifest["record"])
 
 
@@ -512,11 +538,11 @@ def reproduce(profile: str = "default", only: list[str] | None = None, overrides
               progress: bool | None = None, dry_run: bool = False, jobs: int = 1, served: bool = False,
               check: bool = False) -> int:
     """Run the selected notebooks; returns a process exit code (0 when all succeeded, 1 when one failed, 3 with
-    ``check`` when a regenerated verdict differs from the committed one, 128 + the signal when stopped by SIGINT or
-    SIGTERM).
+    ``check`` when a regenerated verdict differs from the committed one or a run was not compared, 128 + the signal
+    when stopped by SIGINT or SIGTERM).
 
     Every selected notebook's parameters are validated (and model specs, device and dtype resolved) and the run's
-    settings checked (:mod:`biaslab.preflight`) before the first one starts. ``outputs_dir``: where to write (default:
+    settings checked (:mod:`.preflight`) before the first one starts. ``outputs_dir``: where to write (default:
     ``outputs/`` when ``publish``, else the scratch folder; with ``served``, its ``served/`` sub-folder).
     ``dry_run``: validate and print the plan, run nothing. ``jobs > 1`` runs that many notebooks at a time
     (:func:`lanes`), each kernel with ``cpu_count // jobs`` torch threads unless ``OMP_NUM_THREADS`` is set: on two
@@ -542,14 +568,14 @@ def reproduce(profile: str = "default", only: list[str] | None = None, overrides
     chosen = select(only)
     port = None
     if served:
-        from . import serve
+        from ..models import local_server
         chosen = [(nb, v) for nb, v in chosen if nb in profiles.SERVED_NOTEBOOKS]
         if not chosen:
             raise ValueError(f"--served runs {', '.join(profiles.SERVED_NOTEBOOKS)}; --only selected none of them")
         if "models" in overrides:
             raise ValueError("--served runs the embedded SmolLM2 on a local llama.cpp server; drop -p models=...")
-        port = serve.free_port(serve.DEFAULT_PORT)
-        overrides["models"] = [serve.spec(f"http://127.0.0.1:{port}/v1")]
+        port = local_server.free_port(local_server.DEFAULT_PORT)
+        overrides["models"] = [local_server.spec(f"http://127.0.0.1:{port}/v1")]
     preflight.check_pairs(nb for nb, _ in chosen)
     for nb, v in chosen:
         resolve_params(nb, v, profile, overrides, served=served)
@@ -596,9 +622,9 @@ def reproduce(profile: str = "default", only: list[str] | None = None, overrides
     try:
         with stopping.handle_signals():
             if served:
-                from . import serve
+                from ..models import local_server
                 try:
-                    server = serve.LlamaServer(port=port, threads=max(1, os.cpu_count() or 1)).start()
+                    server = local_server.LlamaServer(port=port, threads=max(1, os.cpu_count() or 1)).start()
                 except RuntimeError as exc:
                     raise preflight.PreflightError(f"--served: {exc}") from exc
                 stopping.track_group(server.proc.pid)       # its own session: killed on a second signal
@@ -618,18 +644,19 @@ def reproduce(profile: str = "default", only: list[str] | None = None, overrides
     results = [finished[k] for k in chosen if k in finished]
     published = outputs_dir.resolve() == paths.OUTPUTS_DIR.resolve()
     if published and publish and not sig:
-        from . import calibrate, catalogue, summary
+        from ..plan import calibration
+        from ..report import catalogue, headline
         catalogue.write()
-        calibrate.write_fwer(outputs_dir, calibrate.FWER_REPLICATIONS,      # outputs/fwer.csv
-                             plan_path=overrides.get("analysis_plan"))
+        calibration.write_fwer(outputs_dir, calibration.FWER_REPLICATIONS,      # outputs/fwer.csv
+                               plan_path=overrides.get("analysis_plan"))
         # outputs/SUMMARY.md and the generated blocks of README.md and docs/, under the plan the runs decided with
-        summary.write(outputs_dir, plan=plan_file.load(overrides.get("analysis_plan")))
+        headline.write(outputs_dir, plan=plan_file.load(overrides.get("analysis_plan")))
     elif publish and served and not sig and outputs_dir.resolve() == (paths.OUTPUTS_DIR / "served").resolve():
-        from . import summary       # the served runs' rows of docs/performance.md (their MANIFESTs just changed)
-        summary.write(paths.OUTPUTS_DIR, plan=plan_file.load(overrides.get("analysis_plan")))
+        from ..report import headline   # the served runs' rows of docs/performance.md (their MANIFESTs just changed)
+        headline.write(paths.OUTPUTS_DIR, plan=plan_file.load(overrides.get("analysis_plan")))
     if html and (publish or not published) and not sig:     # the front page over every run in that folder (scratch/ too)
-        from . import report_index
-        print(f"reports: {report_index.write(outputs_dir)}")
+        from ..report import front_page
+        print(f"reports: {front_page.write(outputs_dir)}")
     failed = [r for r in results if r["status"] != "ok"]
     for r in results:
         label = r["notebook"] + (f"/{r['variant']}" if r["variant"] else "")
@@ -651,6 +678,11 @@ def reproduce(profile: str = "default", only: list[str] | None = None, overrides
         for rc in compared:
             print("  " + regenerated.summary_line(rc))
     changed = sum(rc.verdict_changes for rc in compared)
+    unchecked = [f"{rc.label} ({rc.not_compared})" for rc in compared if rc.not_compared]
     if check and changed:
         print(f"--check: {changed} verdict(s) differ from the committed outputs")
-    return 1 if failed else (3 if check and changed else 0)
+    if check and (unchecked or not compared):
+        print(f"--check: not compared with the committed outputs ({reference}): "
+              f"{'; '.join(unchecked) or 'no run finished'}; their verdicts are unchecked. Fix: check runs of the "
+              "profile the committed runs have, of notebooks with a committed run")
+    return 1 if failed else (3 if check and (changed or unchecked or not compared) else 0)

@@ -17,7 +17,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .filehash import sha256_file
+from .hashing import sha256_file
 
 MANIFEST = "MANIFEST.json"
 #: files in a run folder that its manifest does not vouch for

@@ -8,9 +8,9 @@ Every notebook creates one :class:`OutputDir` from its ``output_dir`` parameter 
     out.record_model(lm.fingerprint)             # model ids and weight hashes for the manifest
     out.record_data(benchmark.sources)           # data files and sha256s for the manifest
 
-The runner merges the run's ``provenance.json`` into ``MANIFEST.json`` (:mod:`biaslab.runner`); every warning
+The runner merges the run's ``provenance.json`` into ``MANIFEST.json`` (:mod:`biaslab.run.execute`); every warning
 biaslab logs during the run is one of its notes (:class:`_NoteHandler`). Files are created with the user's umask
-(not ``mkstemp``'s 0600). Creating the OutputDir also installs the display layer (:mod:`biaslab.display`).
+(not ``mkstemp``'s 0600). Creating the OutputDir also installs the display layer (:mod:`biaslab.report.display`).
 """
 
 from __future__ import annotations
@@ -27,8 +27,8 @@ from pathlib import Path
 import pandas as pd
 
 from . import display as _display
-from .fsio import umask_mode
-from .redact import redact
+from ..files.storage import umask_mode
+from ..files.redact import redact
 
 #: Figures are saved at FIGURE_DPI (twice the shown resolution: sharp in print; the HTML report embeds that file) and
 #: the executed notebook embeds a lighter copy rendered at SHOWN_DPI, its CSS size, so that a committed notebook stays
@@ -93,7 +93,7 @@ class OutputDir:
         self._prov_file = self.path / "provenance.json"
         # which interpreter and library computed these tables: the runner refuses a run whose kernel differs from it
         self.provenance = {"models": {}, "data": {}, "notes": [],
-                           "kernel": {"python": sys.executable, "biaslab": str(Path(__file__).resolve().parent)}}
+                           "kernel": {"python": sys.executable, "biaslab": str(Path(__file__).resolve().parents[1])}}
         if plan is not None:
             self.provenance["analysis_plan"] = plan.entry()
         self._capture_warnings()
@@ -125,13 +125,13 @@ class OutputDir:
         (a problem is recorded as a note in MANIFEST and warned about, or raised with ``BIASLAB_STRICT_FIGURES=1``),
         show a copy rendered at :data:`SHOWN_DPI` in the notebook (the file is saved at ``dpi``, twice that; the HTML report
         shows the file itself, named by the image's ``bl_file`` metadata, at the same CSS width) with
-        alternative text stating its result (:func:`biaslab.display.figure_alt`) and the layout counts of
+        alternative text stating its result (:func:`biaslab.report.display.figure_alt`) and the layout counts of
         :func:`biaslab.plots.figure_check.layout_counts` (the report's browser test reads them), and close the figure (a ``plt.show()`` after it adds nothing).
         Returns None, so a call ending a cell adds no ``Out[]``."""
         import matplotlib.pyplot as plt
         from IPython.display import Image, display
 
-        from .plots.figure_check import layout_counts
+        from ..plots.figure_check import layout_counts
 
         path = self._save_figure(fig, name, dpi)
         alt = _display.figure_alt(fig)
@@ -147,7 +147,7 @@ class OutputDir:
 
     def _save_figure(self, fig, name: str, dpi: int) -> Path:
         # called by figure(): stacklevel=3 points a figure-check warning at its caller
-        from .plots.figure_check import FigureCheckError, check_figure
+        from ..plots.figure_check import FigureCheckError, check_figure
 
         problems = check_figure(fig)
         if problems:

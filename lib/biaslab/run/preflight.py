@@ -1,6 +1,6 @@
 """Checks ``biaslab reproduce`` makes before any work, each failing with one line that names the setting and the fix.
 
-Parameters themselves (names, types, sizes, models, device, dtype) are checked by :mod:`biaslab.parameters`; here:
+Parameters themselves (names, types, sizes, models, device, dtype) are checked by :mod:`biaslab.run.parameters`; here:
 a ``-p profile=`` that contradicts ``--profile``, ``BIASLAB_*`` paths that cannot be used (``/dev/null/cache``: below
 a file; relative ones are made absolute first), a notebook whose jupytext ``.py`` and ``.ipynb`` differ, an output folder that is a file or cannot be written (read-only, not
 permitted) or that is the committed results folder without ``--publish``.
@@ -11,7 +11,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from . import fsio, paths
+from ..files import storage
+from .. import paths
 
 
 class PreflightError(ValueError):
@@ -70,7 +71,7 @@ def check_env_paths(environ=None) -> None:
         if not value.strip():
             raise PreflightError(f"{var} is set but empty ({what}); unset it or name a folder")
         p = Path(value).expanduser()
-        above = fsio.nearest_existing(p)
+        above = storage.nearest_existing(p)
         if not _is_dir(above):
             raise PreflightError(f"{var}={value} ({what}) cannot be used: {above} is not a folder. Fix: point {var} "
                                  "at a folder (or unset it for the default)")
@@ -82,8 +83,8 @@ def check_env_paths(environ=None) -> None:
 def check_out(outputs_dir: Path, flag: str = "--out") -> None:
     """The output folder: a folder (or creatable below one) that this process can write into."""
     try:
-        fsio.probe_writable(outputs_dir, what=f"output folder ({flag})")
-    except fsio.StorageError as exc:
+        storage.probe_writable(outputs_dir, what=f"output folder ({flag})")
+    except storage.StorageError as exc:
         raise PreflightError(str(exc)) from exc
 
 
@@ -119,7 +120,7 @@ def check_pairs(notebooks) -> None:
 
 def check_cache() -> None:
     """The cache folder may be read-only (a shared cache is then used read-only) but must be a folder."""
-    above = fsio.nearest_existing(paths.CACHE_DIR)
+    above = storage.nearest_existing(paths.CACHE_DIR)
     if not _is_dir(above):
         raise PreflightError(f"the cache folder {paths.CACHE_DIR} cannot be used: {above} is not a folder. Fix: "
                              "set BIASLAB_CACHE to a folder")

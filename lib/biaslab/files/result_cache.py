@@ -18,9 +18,9 @@ from typing import Callable
 
 import numpy as np
 
-from . import paths
-from .filehash import file_sha256
-from .fsio import umask_mode
+from .. import paths
+from .hashing import file_sha256
+from .storage import umask_mode
 
 log = logging.getLogger(__name__)
 

@@ -16,7 +16,7 @@ import sys
 import tempfile
 import time
 
-from . import models
+from .. import models
 
 ALIAS = "smollm2-135m-instruct-q4_1"
 #: SmolLM2's BOS text: llama.cpp adds no BOS for this model, the in-process engine does

@@ -3,7 +3,7 @@
 For notebooks 1–5, one row per instance of a confirmatory claim (:mod:`biaslab.plan`): who, the claim's estimate,
 its interval (:func:`interval`: at the claim's adjusted level where the verdict layer gives one, else the 95 %
 interval), the adjusted p and the verdict (:mod:`biaslab.stats.verdict`), derived from the run's tables by each
-paper's ``decisions`` module exactly as the README's headline table is (:data:`biaslab.summary.SECTIONS`). For
+paper's ``decisions`` module exactly as the README's headline table is (:data:`biaslab.report.headline.SECTIONS`). For
 notebook 6, the robustness verdict per model × metric (its ``robustness.csv``), with the direction (how many
 universes keep the sign) beside it, since "not robust" there is a statement about magnitude.
 """
@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from .. import display
+from . import display
 from .. import plan as P
-from ..findings import present, verdict_words
+from .wording import present, verdict_words
 
 _LOG = logging.getLogger(__name__)
 
@@ -47,8 +47,8 @@ def _root_and_variant(folder: Path, notebook: str) -> tuple[Path, str | None]:
 def claim_rows(folder: Path, notebook: str, plan) -> pd.DataFrame:
     """One row per confirmatory claim instance of the run in ``folder``: claim, label, who, estimate, low, high,
     interval, p_adjusted, verdict (empty when the notebook has no claim in ``plan``; one row with the verdict alone
-    when its tables are missing). The rows are :func:`biaslab.summary.claim_rows`'."""
-    from ..summary import claim_rows as rows
+    when its tables are missing). The rows are :func:`biaslab.report.headline.claim_rows`'."""
+    from .headline import claim_rows as rows
     root, variant = _root_and_variant(folder, notebook)
     t = rows(root, plan, notebook, variant)
     if t.empty or not t["claim"].any():

@@ -1,7 +1,7 @@
 """Calibration of a run's confirmatory tests and the familywise error of the headline table (docs/calibration.md).
 
 Every tested instance of a plan claim (a row of a run's table whose ``claim`` is set and whose verdict is
-"distinguishable" or "not distinguishable") becomes a :class:`biaslab.stats.calibration.Design`: the raw data the
+"distinguishable" or "not distinguishable") becomes a :class:`biaslab.stats.null_simulation.Design`: the raw data the
 claim's test is computed from (the two models' answers, a pair's two sentences, the two languages' answers, the
 choices' group labels, CALM's responses), rebuilt from the run's own item-level tables and checked against the
 committed estimate (a builder that recomputes another quantity fails loudly), with the function that recomputes
@@ -24,13 +24,19 @@ from typing import Mapping
 import numpy as np
 import pandas as pd
 
-from . import plan as P
-from .benchmarks import SPECS, spec
-from .stats import calibration as C
+from .. import plan as P
+from ..benchmarks import SPECS, spec
+from ..stats import null_simulation as C
 
 TESTED = ("distinguishable", "not distinguishable")
-#: replications of the familywise-error simulation that ``biaslab reproduce --publish`` runs
+#: replications of the familywise-error simulation that ``biaslab reproduce --publish`` runs; also the block size
+#: :func:`fwer` simulates at once (memory is one block's: the committed outputs' 52 instances take ~0.8 GB per block,
+#: the largest design 20,720 units x 2,000 replications, whatever the count asked for)
 FWER_REPLICATIONS = 2000
+#: the most replications :func:`fwer` takes: at ~19 ms per replication on 2 cores (the committed outputs) 100,000
+#: take ~30 minutes, and their Monte Carlo SE (at most 0.0016, 0.0007 at a familywise error of 0.05) is far below
+#: what could change a conclusion; a billion would take ~7 months
+MAX_REPLICATIONS = 100_000
 #: the notebooks with confirmatory claims, in the order of the headline table
 NOTEBOOKS = ("01_multifactor", "02_calm", "03_crows_pairs_bayes", "04_agentic_entropy", "05_compare", "07_mbbq")
 
@@ -38,7 +44,7 @@ NOTEBOOKS = ("01_multifactor", "02_calm", "03_crows_pairs_bayes", "04_agentic_en
 @dataclass
 class Instance:
     """One tested claim instance: where it is decided, the design its test reads (None: ``why`` says why the
-    run's tables cannot rebuild it; every plan claim has a test in :data:`biaslab.stats.calibration.TESTS`) and the
+    run's tables cannot rebuild it; every plan claim has a test in :data:`biaslab.stats.null_simulation.TESTS`) and the
     level it was tested at (:func:`tested_level`)."""
     notebook: str
     claim: str
@@ -95,7 +101,7 @@ def dm_design(sums_a: np.ndarray, sums_b: np.ndarray, statistic, label: str) -> 
     """The swap design of notebook 1's ``dm-difference`` from :func:`biaslab.stats.paired.
     deviation_metric_swap_design` (the two models' answers summed per template and subgroup, and the statistic):
     ``values`` recomputes ``DM_a - DM_b`` from the totals after the answers are exchanged in the swapped templates."""
-    from .stats.clustered import swap_statistics
+    from ..stats.clustered import swap_statistics
     g = sums_a.shape[0]
 
     def values(s):
@@ -112,8 +118,8 @@ def multifactor_instances(tables: Path, benchmark: str, data: pd.DataFrame | Non
     ``data``: the notebook's no-CoT responses with their factors (read from ``responses*.csv`` when None, SSQA's
     missing factors joined from its prompt table); ``seed``: the run's (default its MANIFEST's), with which a row
     decided by the swap test must reproduce its p."""
-    from .stats.clustered import cluster_swap_p
-    from .stats.paired import deviation_metric_swap_design
+    from ..stats.clustered import cluster_swap_p
+    from ..stats.paired import deviation_metric_swap_design
     tables = Path(tables)
     rows = _tested(_read(tables / "paired_subgroup_tests.csv"))
     if rows.empty:
@@ -157,7 +163,7 @@ def _stratified(ok: np.ndarray, frame: pd.DataFrame) -> dict:
     """The stratified design of the units ``ok`` of ``frame`` (the others have no outcome: left out within their
     stratum, which keeps its population size N_h = sum of the design weights N_h/n_h, as
     :mod:`biaslab.stats.stratified` does); an unweighted table (no ``stratum``/``weight``) is one stratum."""
-    from .stats.stratified import has_design
+    from ..stats.stratified import has_design
     if not has_design(frame):
         return {}
     pop = frame.groupby(frame["stratum"].astype(str))["weight"].sum().to_dict()
@@ -170,7 +176,7 @@ def crows_instances(tables: Path) -> list[Instance]:
     pair's two sentences (their log-probabilities; per token for lpbs): pairs independent, stratified by bias type
     and weighted to the file where the table carries the sampling design (``stratum``, ``weight``); the rebuilt
     weighted estimate must equal the table's."""
-    from .benchmarks.crows_pairs import likelihood_preferences
+    from ..benchmarks.crows_pairs import likelihood_preferences
     tables = Path(tables)
     pairs = _read(tables / "pair_scores.csv")
     out = []
@@ -198,7 +204,7 @@ def crows_instances(tables: Path) -> list[Instance]:
 def agentic_instances(tables: Path) -> list[Instance]:
     """Notebook 4's ``group-choice``: each prompt's top group (a category code) clustered by scenario; the null
     re-randomizes which group sits in which answer slot within every scenario, which permutes the top groups' labels
-    within the scenario (:func:`biaslab.stats.calibration.relabel`)."""
+    within the scenario (:func:`biaslab.stats.null_simulation.relabel`)."""
     tables = Path(tables)
     resp = _read(tables / "responses.csv")
     out = []
@@ -227,7 +233,7 @@ def _ratio_arms(m, both: pd.DataFrame, a: str, b: str) -> tuple:
     of model a's rows), and the statistic that recomputes the per-unit difference of the two models' pseudo-values
     (:func:`biaslab.benchmarks.bbq.bias_score_pseudo_values`, each answer weighted by its design weight scaled to mean
     1 where the table has weights, as the metric's ``derive`` does); checked against the derived pseudo-values."""
-    from .benchmarks.bbq import bias_score_pseudo_values
+    from ..benchmarks.bbq import bias_score_pseudo_values
     cond = set(both["context_condition"])
     if len(cond) != 1:
         raise ValueError(f"{m.id}: the calibration recomputes one context condition's score, the units hold {cond}")
@@ -255,7 +261,7 @@ def compare_instances(root: Path, tables: Path) -> list[Instance]:
     the source notebooks' responses under ``root`` as :func:`biaslab.papers.compare.tables.paired_table` does, the
     null exchanging them within clusters and recomputing what the test reads (a ratio score's pseudo-values from the
     exchanged answers)."""
-    from .papers.compare import tables as T
+    from ..papers.compare import tables as T
     rows = _tested(_read(Path(tables) / "paired_differences.csv"))
     out = []
     for r in rows.itertuples():
@@ -310,8 +316,8 @@ def calm_instances(tables: Path, data: pd.DataFrame | None = None, seed: int | N
     """Notebook 2's ``calm-eq1``: the overall eq.-1 score of the paper variant against its permutation null, rebuilt
     from ``responses.csv`` (or ``data``, the notebook's responses): the run's own reference permutations (its
     ``n_perm`` and ``seed``, default the run's MANIFEST's), which must reproduce the committed score, floor and p, and
-    fresh permutation draws as the null replications (:func:`biaslab.stats.calibration.permuted`)."""
-    from .papers.calm import bias as cb
+    fresh permutation draws as the null replications (:func:`biaslab.stats.null_simulation.permuted`)."""
+    from ..papers.calm import bias as cb
     tables = Path(tables)
     rows = _tested(_read(tables / "bias_scores.csv"))
     if rows.empty:
@@ -358,8 +364,8 @@ def _contrast_design(resp: pd.DataFrame, r, where: str) -> C.Design:
     language's pseudo-values computed over its items) and ``da`` (its control items' accuracy, language minus
     English), recomputed after the two languages' answers are exchanged within random templates (bias and control
     items alike; the item weights stay)."""
-    from .benchmarks.bbq import bias_score_pseudo_values
-    from .papers.mbbq import analysis as A
+    from ..benchmarks.bbq import bias_score_pseudo_values
+    from ..papers.mbbq import analysis as A
     t = A.template_table(resp, r.metric, r.model, r.language)
     d, cond, ref = resp[resp["model"] == r.model], A.METRICS[r.metric], A.REFERENCE
     bias = d[(d["set"] == "bias") & d["language"].isin([r.language, ref])]
@@ -412,7 +418,7 @@ def mbbq_instances(tables: Path) -> list[Instance]:
     randomization test); ``mbbq-adjusted-contrast``, the per-template bias and control-accuracy differences (language
     minus English) of the WLS whose intercept is the claim, one unit per template, the two languages' answers
     exchanged within random templates and both differences recomputed (:func:`_contrast_design`)."""
-    from .papers.mbbq import analysis as A
+    from ..papers.mbbq import analysis as A
     tables = Path(tables)
     resp = _read(tables / "responses.csv")
     out = []
@@ -463,9 +469,9 @@ def instances(notebook: str, tables: Path, root: Path | None = None, data: pd.Da
 
 # ------------------------------------------------------------------------------------------------ calibration
 def calibration_table(insts: list[Instance], replications: int, seed: int = 0, alpha: float = 0.05) -> pd.DataFrame:
-    """One row per instance in the agreed ``calibration.csv`` schema (:data:`biaslab.stats.calibration.
+    """One row per instance in the agreed ``calibration.csv`` schema (:data:`biaslab.stats.null_simulation.
     CALIBRATION_COLUMNS`): at alpha and at the instance's tested level, with at least ``replications`` and enough
-    for that level (:func:`biaslab.stats.calibration.replications_for`); an instance without a design says why in
+    for that level (:func:`biaslab.stats.null_simulation.replications_for`); an instance without a design says why in
     ``test`` and has no rates."""
     if replications < 1:
         raise ValueError(f"calibration replications must be >= 1, got {replications}")
@@ -491,7 +497,7 @@ def run(out, notebook: str, replications: int, seed: int = 0, root: Path | None 
 
 def oversize_line(table: pd.DataFrame) -> str:
     """The sentence under a notebook's calibration table: how many claim instances reject a true null more often
-    than :data:`biaslab.stats.calibration.MAX_RATIO` times the level they were tested at, and which."""
+    than :data:`biaslab.stats.null_simulation.MAX_RATIO` times the level they were tested at, and which."""
     over = C.flag_oversize(table)
     return (f"{len(over)} of {len(table)} claim instances reject a true null more often than {C.MAX_RATIO:g} times "
             "the level they were tested at"
@@ -547,7 +553,7 @@ def budget_rejections(p: np.ndarray, insts: list[Instance], shares: Mapping[str,
     """(R x I) rejections of R replications of the I instances under the error budget, by the verdict layer's own
     rule (:func:`biaslab.stats.verdict.budget_decisions`: Holm within each family at ``alpha * share /
     n_families``; each replication its own families)."""
-    from .stats.verdict import budget_decisions
+    from ..stats.verdict import budget_decisions
     reps, m = p.shape
     if not m:
         return np.zeros(p.shape, dtype=bool)
@@ -562,13 +568,22 @@ def budget_rejections(p: np.ndarray, insts: list[Instance], shares: Mapping[str,
 def unsplit_rejections(p: np.ndarray, insts: list[Instance], alpha: float = 0.05) -> np.ndarray:
     """(R x I) rejections under Holm at ``alpha`` within each family and no split across families (the rule the
     budget replaces; :func:`biaslab.stats.multiplicity.holm_by_family`)."""
-    from .stats.multiplicity import holm_by_family
+    from ..stats.multiplicity import holm_by_family
     reps, m = p.shape
     if not m:
         return np.zeros(p.shape, dtype=bool)
     fam = pd.Series([f"{r}|{i.family}" for r in range(reps) for i in insts])
     p_holm, _ = holm_by_family(pd.Series(p.ravel()), fam, pd.Series(alpha, index=fam.index))
     return (p_holm < alpha).to_numpy().reshape(reps, m)
+
+
+def check_replications(replications: int) -> None:
+    """ValueError naming the bound unless 1 <= ``replications`` <= :data:`MAX_REPLICATIONS`."""
+    if not 1 <= replications <= MAX_REPLICATIONS:
+        what = "too few" if replications < 1 else "too many"
+        raise ValueError(f"{replications:,} replications are {what}: pass 1 to {MAX_REPLICATIONS:,} (~19 ms each on 2 cores, "
+                         f"so {MAX_REPLICATIONS:,} take ~30 minutes; {FWER_REPLICATIONS:,} give a Monte Carlo SE "
+                         "of at most 0.011)")
 
 
 def fwer(root: Path, replications: int, seed: int = 0, plan=None,
@@ -579,7 +594,9 @@ def fwer(root: Path, replications: int, seed: int = 0, plan=None,
     (:func:`budget_of`; ``shares``/``n_families`` override it), the share of replications with at least one false
     "distinguishable", with its Monte Carlo SE. Also the same count under Holm at alpha within each family and no
     split, for comparison. ``plan``: a :class:`biaslab.plan.Plan` or its path (default the repository's); its
-    alpha."""
+    alpha. Replications are simulated in blocks of :data:`FWER_REPLICATIONS` (the first block's draws are those of
+    a single run of that size), at most :data:`MAX_REPLICATIONS`."""
+    check_replications(replications)
     plan = plan if isinstance(plan, P.Plan) else P.load(plan)
     alpha = plan.alpha
     insts = all_instances(root) if insts is None else insts
@@ -588,14 +605,18 @@ def fwer(root: Path, replications: int, seed: int = 0, plan=None,
     shares = dict(shares or run_shares)
     n_fam = dict(run_fam)
     n_fam.update(n_families or {})
-    p = np.column_stack([C.simulate(i.claim, i.design, replications, seed + k, alpha)["p"] for k, i in enumerate(sim)]
-                        ) if sim else np.ones((replications, 0))          # no tested claim: no false rejection
     for i in sim:
         n_fam[i.notebook] = max(n_fam.get(i.notebook, 0), len({j.family for j in sim if j.notebook == i.notebook}))
+    hits = {"budget": 0, "holm within families, no split": 0}
+    for b, start in enumerate(range(0, replications, FWER_REPLICATIONS)):   # block b: seeds seed + b * I + k
+        reps = min(FWER_REPLICATIONS, replications - start)
+        p = np.column_stack([C.simulate(i.claim, i.design, reps, seed + b * len(sim) + k, alpha)["p"]
+                             for k, i in enumerate(sim)]) if sim else np.ones((reps, 0))   # no claim: no rejection
+        hits["budget"] += int(budget_rejections(p, sim, shares, n_fam, alpha).any(axis=1).sum())
+        hits["holm within families, no split"] += int(unsplit_rejections(p, sim, alpha).any(axis=1).sum())
     rows = []
-    for rule, rej in (("budget", budget_rejections(p, sim, shares, n_fam, alpha)),
-                      ("holm within families, no split", unsplit_rejections(p, sim, alpha))):
-        f = float(np.mean(rej.any(axis=1)))
+    for rule, n in hits.items():
+        f = n / replications
         rows.append({"rule": rule, "instances": len(sim), "not_simulated": len(insts) - len(sim),
                      "families": sum(n_fam.values()), "replications": replications, "alpha": alpha, "fwer": f,
                      "fwer_mc_se": math.sqrt(f * (1 - f) / replications),
@@ -607,8 +628,6 @@ def fwer(root: Path, replications: int, seed: int = 0, plan=None,
 def write_fwer(root: Path, replications: int = FWER_REPLICATIONS, seed: int = 0,
                plan_path: str | Path | None = None) -> tuple[pd.DataFrame, Path]:
     """:func:`fwer` over the outputs under ``root``, written to ``root/fwer.csv``."""
-    if replications < 1:
-        raise ValueError(f"--replications must be >= 1, got {replications}")
     table = fwer(Path(root), replications, seed, plan=plan_path)
     path = Path(root) / "fwer.csv"
     table.to_csv(path, index=False)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import copy
 
-from .benchmarks import SPECS
+from ..benchmarks import SPECS
 
 EMBEDDED_MODELS = ["smollm2-135m-instruct", "gemma-3-270m"]
 
@@ -138,12 +138,12 @@ def _share_scores(profiles: dict) -> None:
 _share_scores(PROFILES)
 
 
-#: ``biaslab reproduce --served`` (``make reproduce-served``): the notebooks it runs on the embedded SmolLM2 GGUF
-#: served by llama.cpp (:mod:`biaslab.serve`), into ``<outputs>/served/``, and their sizes per profile. The server's
-#: echo path costs 1-5 s per sentence on a 2-core CPU, so the default profile runs a documented subset: notebook 3
-#: on 40 pairs per dataset (20 preference pairs, both orders), notebook 4 on 120 prompts (10 in every rotation).
-#: The smoke profile (the test suite) proves the path on notebook 3's two datasets with one pair per bias type and 2
-#: preference pairs in both orders: half the echoed sentences of its in-process smoke run.
+#: ``biaslab reproduce --served`` (``make reproduce-served``): the notebooks it runs on the embedded SmolLM2 GGUF served
+#: by llama.cpp (:mod:`biaslab.models.local_server`), into ``<outputs>/served/``, and their sizes per profile. The
+#: server's echo path costs 1-5 s per sentence on a 2-core CPU, so the default profile runs a documented subset:
+#: notebook 3 on 40 pairs per dataset (20 preference pairs, both orders), notebook 4 on 120 prompts (10 in every
+#: rotation). The smoke profile (the test suite) proves the path on notebook 3's two datasets with one pair per bias
+#: type and 2 preference pairs in both orders: half the echoed sentences of its in-process smoke run.
 SERVED_NOTEBOOKS = ("03_crows_pairs_bayes", "04_agentic_entropy")
 SERVED_SIZES: dict[str, dict[str, dict]] = {
     "smoke": {"03_crows_pairs_bayes": {"max_pairs": 10, "max_preference_pairs": 2}},
@@ -156,7 +156,7 @@ SERVED_SIZES: dict[str, dict[str, dict]] = {
 def multiverse_sizes(profile: str, parameter: str) -> dict:
     """Notebook 6's per-benchmark ``parameter`` (``items``: items per universe, None: all; ``formats``: the answer
     formats run): the ``sizes[profile]["06_multiverse"][parameter]`` each registered benchmark spec declares."""
-    from . import benchmarks
+    from .. import benchmarks
     return {n: s.sizes[profile]["06_multiverse"][parameter] for n, s in benchmarks.SPECS.items()
             if parameter in s.sizes.get(profile, {}).get("06_multiverse", {})}
 

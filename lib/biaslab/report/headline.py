@@ -19,9 +19,8 @@ from typing import Callable
 
 import pandas as pd
 
-from . import paths
-from . import plan as P
-from .findings import DISTINGUISHABLE, NOT_DISTINGUISHABLE, num, verdict_words, who
+from .. import paths, plan as P
+from .wording import DISTINGUISHABLE, NOT_DISTINGUISHABLE, num, verdict_words, who
 from .outputs import atomic_write_text
 
 log = logging.getLogger(__name__)
@@ -49,7 +48,7 @@ def _need(root: Path, folder: str, stem: str) -> pd.DataFrame:
 
 
 def multifactor(root: Path, plan: P.Plan) -> list[pd.DataFrame]:
-    from .papers.multifactor import decisions as D
+    from ..papers.multifactor import decisions as D
     out = []
     for bench in sorted(p.name for p in (Path(root) / "01_multifactor").glob("*") if p.is_dir()):
         f = f"01_multifactor/{bench}"
@@ -63,12 +62,12 @@ def multifactor(root: Path, plan: P.Plan) -> list[pd.DataFrame]:
 
 
 def calm(root: Path, plan: P.Plan) -> list[pd.DataFrame]:
-    from .papers.calm import decisions as D
+    from ..papers.calm import decisions as D
     return [D.decide(_need(root, "02_calm", "bias_scores"), _read(root, "02_calm", "responders"), plan=plan)]
 
 
 def crows_pairs(root: Path, plan: P.Plan) -> list[pd.DataFrame]:
-    from .papers.crows_pairs import decisions as D
+    from ..papers.crows_pairs import decisions as D
     f = "03_crows_pairs_bayes"
     d = D.decide(_need(root, f, "likelihood_tests"), _read(root, f, "preference_tests"),
                  _read(root, f, "paired_comparisons"), _read(root, f, "responders"),
@@ -77,7 +76,7 @@ def crows_pairs(root: Path, plan: P.Plan) -> list[pd.DataFrame]:
 
 
 def agentic(root: Path, plan: P.Plan) -> list[pd.DataFrame]:
-    from .papers.agentic import decisions as D
+    from ..papers.agentic import decisions as D
     f = "04_agentic_entropy"
     resp = _read(root, f, "responders")
     if resp is None or "metric" not in resp:
@@ -87,14 +86,14 @@ def agentic(root: Path, plan: P.Plan) -> list[pd.DataFrame]:
 
 
 def across_models(root: Path, plan: P.Plan) -> list[pd.DataFrame]:
-    from .papers import compare
+    from ..papers import compare
     f = "05_compare"
     st = _read(root, f, "responder_status")
     return [compare.decide_pairs(_need(root, f, "paired_differences"), st, plan=plan)]
 
 
 def mbbq(root: Path, plan: P.Plan) -> list[pd.DataFrame]:
-    from .papers.mbbq import decisions as D
+    from ..papers.mbbq import decisions as D
     f = "07_mbbq"
     d = D.decide(_need(root, f, "metrics"), _need(root, f, "adjusted_contrasts"), _need(root, f, "responders"),
                  plan=plan)
@@ -366,7 +365,7 @@ def blocks(plan: P.Plan | None = None) -> list[tuple[str, str, str, Callable[[Pa
     root; a renderer that returns None leaves its block as it is). A page holds each of its blocks once. ``plan``:
     the plan the headline table is decided under (default the repository's ``analysis_plan.yaml``, which the README
     links)."""
-    from .papers.multiverse import findings as multiverse
+    from ..papers.multiverse import findings as multiverse
     plan = plan or P.load()
     return [("README.md", BEGIN, END, lambda root: headline(root, plan)),
             ("README.md", *TIMINGS, timings_line),

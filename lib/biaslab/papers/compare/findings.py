@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ...findings import claim_findings, join, num
+from ...report.wording import claim_findings, join, num
 from ...stats import ranking
 from .tables import NOTEBOOK
 

@@ -2,7 +2,7 @@
 
 Each notebook's author keeps ``data/catalogue/<notebook>.tsv`` (columns: paper, item, description, output, status,
 note). This module merges them, checks that every listed output file exists and that its run's ``MANIFEST.json``
-vouches for it (:mod:`biaslab.integrity`: a file edited since its run, or one whose manifest lists no hashes, is
+vouches for it (:mod:`biaslab.files.integrity`: a file edited since its run, or one whose manifest lists no hashes, is
 flagged), and renders one markdown page.
 """
 
@@ -11,7 +11,8 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
-from . import integrity, paths
+from ..files import integrity
+from .. import paths
 from .outputs import atomic_write_text
 
 COLUMNS = ["paper", "item", "description", "output", "status", "note"]

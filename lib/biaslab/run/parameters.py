@@ -18,7 +18,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from . import paths
+from .. import paths
 
 #: Smallest meaningful value of size parameters (``None`` always means "all"). Other integer parameters whose names
 #: say they are counts (``max_*``, ``n_*``, ``*_prompts``, ``*_pairs``, ...) must not be negative.
@@ -147,14 +147,19 @@ def _range_error(name: str, value: Any) -> str | None:
 
 
 def _value_error(name: str, value: Any) -> str | None:
-    """Values that type-check but cannot work: no model, a device this machine lacks, a dtype torch has not."""
+    """Values that type-check but cannot work: no model, a device this machine lacks, a dtype torch has not, MBBQ
+    languages without English and another language."""
     if value is None:
         return None
     if name == "models" and isinstance(value, (list, tuple)) and not value:
         return ("parameter models=[] names no model; name at least one (e.g. -p 'models=[\"smollm2-135m-instruct\"]'"
                 "), or leave it out for the profile's models")
+    if name == "languages":                 # notebook 7's MBBQ languages
+        from ..benchmarks import mbbq
+        problem = mbbq.languages_problem(as_list(value))
+        return problem and f"parameter {problem}"
     if name in ("device", "dtype"):
-        from . import models
+        from .. import models
         try:
             (models.check_device if name == "device" else models.check_dtype)(value)
         except ValueError as exc:
@@ -164,7 +169,7 @@ def _value_error(name: str, value: Any) -> str | None:
 
 def validate(notebook: str | Path, params: dict, resolve_models: bool = True) -> None:
     """Refuse (:class:`ParameterError`) unknown names, wrong types, out-of-range sizes, an empty model list, a device
-    this machine does not have, a dtype torch has not, and unknown models."""
+    this machine does not have, a dtype torch has not, unusable MBBQ languages, and unknown models."""
     known = defaults(notebook)
     label = Path(str(notebook)).stem
     for name, value in params.items():
@@ -176,7 +181,7 @@ def validate(notebook: str | Path, params: dict, resolve_models: bool = True) ->
         if problem:
             raise ParameterError(f"{label}: {problem}")
     if resolve_models and params.get("models") is not None:
-        from . import models
+        from .. import models
         for spec in params["models"]:
             try:
                 models.check_spec(spec)

@@ -3,16 +3,19 @@
 A plan is input like any other (issue: the plan file is trusted): :func:`read` loads it with PyYAML's safe loader,
 refusing anchors and aliases (a 9 x 9 "billion laughs" expansion is refused at its first ``&``, not after a minute)
 and files over :data:`MAX_BYTES`; :func:`problems` checks it against :data:`SCHEMA` (JSON Schema 2020-12, via
-``jsonschema``: types, ranges such as 0 < alpha < 1, known keys) and then against what the notebooks compute: every
+``jsonschema``: types, ranges such as 0 < alpha < 1, known keys; a "number" is finite, since YAML's ``.nan`` passes
+every range check and would silently decide nothing) and then against what the notebooks compute: every
 claim's ``table`` is one of its notebook's :data:`TABLES` and every column it names (``rows`` keys, ``estimate``,
 ``p``, ``ci``) is one of that table's, unique claim ids, budget shares in (0, 1] summing to 1 over the notebooks with
-claims. Each problem is one line: the plan file, the key path, what is wrong and how to fix it.
+claims, an ``issued`` date no later than today. Each problem is one line: the plan file, the key path, what is
+wrong and how to fix it.
 """
 
 from __future__ import annotations
 
 import difflib
 import math
+from datetime import datetime, timezone
 from pathlib import Path
 
 import yaml
@@ -218,6 +221,8 @@ def _schema_line(path: Path, err) -> str:
     if err.validator == "required":
         missing = [k for k in err.validator_value if k not in err.instance]
         return f"{path}: {where}: missing key(s) {', '.join(missing)}. Fix: write {fix or 'them'}"
+    if err.validator == "type" and isinstance(err.instance, float) and not math.isfinite(err.instance):
+        return f"{path}: {where}: {err.instance} is not a finite number. Fix: write {fix or 'a finite number'}"
     if err.validator == "type":
         want = err.validator_value if isinstance(err.validator_value, str) else " or ".join(err.validator_value)
         got = {dict: "a mapping", list: "a list", str: "a string", bool: "a boolean", type(None): "empty",
@@ -226,12 +231,25 @@ def _schema_line(path: Path, err) -> str:
     return f"{path}: {where}: {err.message}. Fix: write {fix or 'a value the shipped analysis_plan.yaml shows'}"
 
 
+def _finite(x) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def _validator():
+    """Draft 2020-12 with "number" meaning a finite number (NaN compares false with every bound, so a range alone
+    lets ``.nan`` through; ``.inf`` is no share, margin or MDE either)."""
+    import jsonschema
+    base = jsonschema.Draft202012Validator
+    finite = jsonschema.validators.extend(
+        base, type_checker=base.TYPE_CHECKER.redefine("number", lambda _checker, x: _finite(x)))
+    return finite(SCHEMA, format_checker=jsonschema.FormatChecker())
+
+
 def problems(path: Path, raw: dict, tables: dict | None = None) -> list[str]:
     """Every problem of the parsed plan ``raw`` (read from ``path``), one line each; [] for a usable plan.
     ``tables``: the notebooks and their claim-able tables (default :data:`TABLES`; a test passes its own)."""
     tables = TABLES if tables is None else tables
-    import jsonschema
-    validator = jsonschema.Draft202012Validator(SCHEMA, format_checker=jsonschema.FormatChecker())
+    validator = _validator()
     errs = sorted(validator.iter_errors(raw), key=lambda e: [str(p) for p in e.absolute_path])
     out = [_schema_line(path, e) for e in errs]
     for nb in raw["notebooks"] if isinstance(raw.get("notebooks"), dict) else ():
@@ -279,6 +297,11 @@ def problems(path: Path, raw: dict, tables: dict | None = None) -> list[str]:
     elif str(raw["history"][-1]["date"]) != str(raw["issued"]):
         out.append(f"{path}: issued: {raw['issued']} differs from the last history entry's date "
                    f"{raw['history'][-1]['date']}. Fix: make them the same")
+    today = datetime.now(timezone.utc).date().isoformat()     # a MANIFEST's `written` is a UTC date too
+    if str(raw["issued"]) > today:
+        out.append(f"{path}: issued: {raw['issued']} is after today ({today}, UTC); a plan is dated the day it is "
+                   "issued, before the runs it decides. Fix: write the date it was issued (in its last history "
+                   "entry too)")
     return out
 
 

@@ -18,13 +18,12 @@ from pathlib import Path
 
 import pandas as pd
 
-from . import models as bl_models
-from . import scoring
-from .benchmarks import crows_pairs
-from .filehash import sha256_file
-from .importers.eee import confined, path_component
-from .outputs import atomic_write_text
-from .stats import hypothesis as hyp
+from .. import models as bl_models, scoring
+from ..benchmarks import crows_pairs
+from ..files.hashing import sha256_file
+from ..importers.eee import confined, path_component
+from ..report.outputs import atomic_write_text
+from ..stats import hypothesis as hyp
 
 
 def crows_tables(sc, lm, crows_logs) -> dict[str, pd.DataFrame]:
@@ -48,8 +47,8 @@ def bbq_harness_check(lm, lg) -> tuple[pd.DataFrame, pd.DataFrame]:
     recomputed with the harness's own biased answers and aggregation (:func:`.importers.lm_eval.harness_bias_score`),
     which must equal the harness's (``explained``). Second table: every row whose harness mapping differs from
     ``target_loc``, with why."""
-    from .benchmarks import bbq
-    from .importers import lm_eval
+    from ..benchmarks import bbq
+    from ..importers import lm_eval
     items, rows = lg.items, []
     if "harness_biased" not in items.columns or items["harness_biased"].isna().all():
         return pd.DataFrame(), pd.DataFrame()
@@ -86,7 +85,7 @@ def bbq_harness_check(lm, lg) -> tuple[pd.DataFrame, pd.DataFrame]:
 
 
 def bbq_tables(lm, bbq_logs) -> dict[str, pd.DataFrame]:
-    from .benchmarks.bbq import score_intervals
+    from ..benchmarks.bbq import score_intervals
     items = pd.concat([lg.items.assign(dataset=lg.task) for lg in bbq_logs], ignore_index=True)
     items = items.assign(model=lm.name)
     checks = [bbq_harness_check(lm, lg) for lg in bbq_logs if lg.harness == "lm-eval"]
@@ -102,7 +101,7 @@ def mbbq_tables(lm, logs) -> dict[str, pd.DataFrame]:
     """MBBQ's responses (keyed as notebook 7's: ``prompt_id``, ``item``, ``language``, ``set``), accuracy and bias
     scores per language x set with template-clustered intervals, and the harness's own accuracy per task beside
     the share of correct answers imported (``harness_check``)."""
-    from .benchmarks.bbq import score_intervals
+    from ..benchmarks.bbq import score_intervals
     items = pd.concat([lg.items.assign(dataset=lg.task) for lg in logs], ignore_index=True).assign(model=lm.name)
     check = [{"model": lm.name, "dataset": lg.task, "metric": "acc", "n": len(lg.items),
               "harness": lg.reported.get("acc,none"), "recomputed": float(lg.items["correct"].mean())}
@@ -119,8 +118,8 @@ def import_run(fmt: str, path: str | Path, out: str | Path, tokenizer: str | Non
     One model per run folder: logs of several models become ``out/<model>/`` each (``name`` then is refused: it
     names one model). ``benchmark`` names what a BBQ-shaped lm-eval task is where its texts cannot tell (``bbq`` or
     ``mbbq``). Each folder is written into a staging folder and published atomically under the same lock
-    as notebook runs (:mod:`biaslab.publish`), so two imports into one folder never mix: the second is refused."""
-    from . import importers
+    as notebook runs (:mod:`biaslab.run.publish`), so two imports into one folder never mix: the second is refused."""
+    from .. import importers
     logs = importers.read(fmt, path, benchmark)
     models = sorted({lg.model for lg in logs})
     out = Path(out)
@@ -134,7 +133,8 @@ def import_run(fmt: str, path: str | Path, out: str | Path, tokenizer: str | Non
 
 
 def _import_one(fmt, path, final: Path, model: str, tokenizer, name, benchmark=None) -> dict:
-    from . import importers, publish
+    from .. import importers
+    from . import publish
     spec = {"imported": str(path), "format": fmt, "model": model, **({"tokenizer": tokenizer} if tokenizer else {}),
             **({"name": name} if name else {}), **({"benchmark": benchmark} if benchmark else {})}
     t0 = time.time()

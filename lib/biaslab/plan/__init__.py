@@ -9,9 +9,13 @@ are templates over a run's models and datasets: a family is one notebook x the v
 notebooks before any run (Bonferroni; shares sum to 1), equally over a notebook's families, and Holm (1979) runs
 inside each family (:func:`biaslab.stats.verdict.budget_decisions`); :meth:`Plan.method_text` states it.
 
-:func:`load` validates the file first (:mod:`biaslab.plan_schema`); a kernel records the hash of the bytes it parsed
+:func:`load` validates the file first (:mod:`biaslab.plan.schema`); a kernel records the hash of the bytes it parsed
 (:meth:`Plan.entry`) in its MANIFEST, and :func:`changed_since` says when that plan is missing, changed, or issued
 after the results. The plan travels as an argument: a notebook loads it once (:func:`show`) and passes it on.
+
+The package: this module and :mod:`.schema` import only :mod:`biaslab.paths` (papers and reports may read the plan);
+:mod:`.calibration` (each claim's test and the familywise error on a run's tables) and :mod:`.sensitivity` (the
+sensitivity analyses of notebooks 1 and 5) read papers' tables, so they may import papers, and no paper imports them.
 """
 
 from __future__ import annotations
@@ -21,13 +25,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping
 
-from . import paths
-from . import plan_schema as schema
+from .. import paths
+from . import schema
 
 DEFAULT = paths.ROOT / "analysis_plan.yaml"
 MAX_CLAIMS = schema.NOTEBOOK["properties"]["claims"]["maxItems"]
 ESTIMAND_FIELDS = schema.ESTIMAND_FIELDS
 CHANGED = "plan changed since these results"
+ISSUED_AFTER = "plan issued after these results"     # a record that contradicts itself: `biaslab verify` fails it
 
 
 @dataclass(frozen=True)
@@ -197,9 +202,9 @@ def resolve(path: str | Path | None = None, cwd: str | Path | None = None) -> Pa
 
 def load(path: str | Path | None = None, tables: Mapping | None = None) -> Plan:
     """The plan at ``path`` (:func:`resolve`; default the repository's ``analysis_plan.yaml``), validated by
-    :mod:`biaslab.plan_schema` before anything reads it; :class:`~biaslab.plan_schema.PlanError` (a ValueError)
+    :mod:`biaslab.plan.schema` before anything reads it; :class:`~biaslab.plan.schema.PlanError` (a ValueError)
     holds one line per problem (file, key path, fix). ``sha256`` is the hash of the bytes parsed. ``tables``: the
-    notebooks and the tables their claims may name (default :data:`biaslab.plan_schema.TABLES`)."""
+    notebooks and the tables their claims may name (default :data:`biaslab.plan.schema.TABLES`)."""
     path = resolve(path)
     if not path.is_file():
         raise FileNotFoundError(f"analysis plan {path} not found: pass an existing YAML file (the shipped one is "
@@ -227,7 +232,7 @@ def load(path: str | Path | None = None, tables: Mapping | None = None) -> Plan:
 
 
 def _shares(raw: Mapping, with_claims: set) -> dict:
-    """``budget.shares`` (validated by :mod:`biaslab.plan_schema`: one share in (0, 1] per notebook with claims,
+    """``budget.shares`` (validated by :mod:`biaslab.plan.schema`: one share in (0, 1] per notebook with claims,
     summing to 1); a plan whose claims all sit in one notebook may omit the block (its share is 1)."""
     shares = ((raw.get("budget") or {}).get("shares") or {})
     if not shares and len(with_claims) <= 1:
@@ -239,7 +244,7 @@ def _shares(raw: Mapping, with_claims: set) -> dict:
 def show(path: str | Path | None, notebook: str) -> Plan:
     """The plan at ``path`` (:func:`load`; a notebook's ``analysis_plan`` parameter), with ``notebook``'s part
     displayed (the cell the report puts above its findings). The notebook passes the plan it returns to every call
-    that decides, and to its :class:`~biaslab.outputs.OutputDir`, which records its hash."""
+    that decides, and to its :class:`~biaslab.report.outputs.OutputDir`, which records its hash."""
     from IPython.display import Markdown, display
     plan = load(path)
     display(Markdown(plan.render(notebook)))
@@ -258,10 +263,15 @@ def changed_since(manifest: Mapping, path: str | Path | None = None) -> str:
     """What ``biaslab verify`` says about the plan a run decided with, "" when it still holds: the plan file the
     MANIFEST names (or ``path``) is missing, or no longer hashes to the recorded sha256 ("plan changed since these
     results"; "issued after these results" when the current file's ``issued`` date is later than the MANIFEST's
-    ``written`` date). A MANIFEST written before plans were recorded says so."""
+    ``written`` date). A MANIFEST written before plans were recorded says so; one whose recorded plan was issued
+    after the results were written says :data:`ISSUED_AFTER` (no run decides under a plan not yet issued)."""
     rec = manifest.get("analysis_plan") if isinstance(manifest, Mapping) else None
     if not isinstance(rec, Mapping) or not rec.get("sha256"):
         return "no analysis plan recorded in this MANIFEST (written before plans were hashed)"
+    written = str(manifest.get("written") or "")[:10]
+    if written and str(rec.get("issued") or "") > written:
+        return (f"{ISSUED_AFTER}: the MANIFEST records plan v{rec.get('version', '?')} issued {rec['issued']}, after "
+                f"these results were written ({written}). Fix: re-run under a plan dated no later than the run")
     where = Path(path or rec.get("path") or DEFAULT)
     where = where if where.is_absolute() else paths.ROOT / where
     recorded = f"recorded v{rec.get('version', '?')} sha256 {str(rec['sha256'])[:12]}"
@@ -277,7 +287,6 @@ def changed_since(manifest: Mapping, path: str | Path | None = None) -> str:
         issued = str(schema.read(where)[0].get("issued") or "")
     except schema.PlanError:
         pass
-    written = str(manifest.get("written") or "")[:10]
     when = (f"; the plan was issued {issued}, after these results were written ({written})"
             if issued and written and issued > written else "")
     return f"{CHANGED} ({recorded}, {where.name} now {now[:12]}{when}): re-run to decide under the current plan"
