@@ -138,7 +138,7 @@ def test_cohens_w_interval_covers_zero_exactly_when_the_test_does_not_reject():
 
 
 def test_unknown_claim_names_the_registry():
-    with pytest.raises(KeyError, match="calibration.TESTS"):
+    with pytest.raises(KeyError, match="null_simulation.TESTS"):
         C.simulate("nope", C.Design(np.zeros(3), None), 10)
 
 
