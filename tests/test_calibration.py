@@ -173,11 +173,11 @@ def test_permutation_rule_is_the_calm_permutation_test_with_its_own_draws_and_it
     q = stats.gamma.sf(30.0, 2.0, scale=10.0)                      # the permutation distribution's share >= 30
     assert p[:, 0].mean() == pytest.approx((1 + 999 * q) / 1000, rel=0.05) and (p[:, 1] == 1 / 1000).mean() > 0.99
     row = C.calibration_row("calm-eq1", d, 4000, seed=2, level=0.004)
-    assert row["clusters"] == 12 and row["cluster_sizes"] == "" and row["replications"] == 24_900
+    assert row["clusters"] == 12 and row["cluster_sizes"] == "" and row["replications"] == C.replications_for(0.004, 4000)
     assert row["type_i_error"] <= 0.05 + 3 * row["type_i_mc_se"]
     assert row["size_at_level"] <= 0.004 + 3 * row["size_at_level_mc_se"] and not row["oversized"]
     assert row["size_at_level_mc_se"] == pytest.approx(np.sqrt(2 * row["size_at_level"] * (1 - row["size_at_level"])
-                                                               / 24_900))         # the pool's draws count
+                                                               / row["replications"]))   # the pool's draws count
     assert 0.85 < row["coverage"] < 0.95                          # the 90 % location-shift interval
     assert "permutation" in row["test"] and callable(cb.permutation_draws)
 
@@ -249,7 +249,7 @@ def test_notebook7_nulls_recompute_the_statistics_from_swapped_answers():
     assert np.mean(p < 0.05) <= 0.05 + 3 * np.sqrt(0.05 * 0.95 / 4000)      # exact: size at most alpha
     assert en.level == pytest.approx(0.00125)                   # 1 - ci_level of the committed row
     t = K.calibration_table([K.Instance(**{**vars(en), "level": 0.01})], 200)
-    assert t["replications"].tolist() == [C.replications_for(0.01)] and t["tested_level"].tolist() == [0.01]
+    assert t["replications"].tolist() == [C.replications_for(0.01, 200)] == [1043] and t["tested_level"].tolist() == [0.01]
     assert t["size_at_level"].iloc[0] <= 0.01 + 3 * t["size_at_level_mc_se"].iloc[0]
 
 
@@ -260,7 +260,8 @@ def test_the_tested_level_is_the_graph_level_where_the_table_has_one_else_one_mi
     assert tested_level(Row(ci_level=0.998857, tested_level=0.0025)) == 0.0025
     assert tested_level(Row(ci_level=0.99, tested_level=float("nan"))) == pytest.approx(0.01)
     assert np.isnan(tested_level(Row(ci_level=float("nan"))))
-    assert C.replications_for(0.05) == 1900 and C.replications_for(0.001) == 99_900
+    # the relative MC SE of R at alpha kept at the level: R (alpha / (1 - alpha)) ((1 - L) / L), at least R
+    assert C.replications_for(0.05, 2000) == 2000 and C.replications_for(0.01, 190) == 990
 
 
 def test_compare_and_crows_nulls_recompute_from_swapped_answers():
@@ -379,7 +380,7 @@ def test_the_dm_difference_swap_test_keeps_its_level():
     df = _subgroup_answers(g=40, seed=1)
     d = K.dm_design(*paired.deviation_metric_swap_design(df, "y", ["stigma", "gender"], "a", "b", "template"), "x")
     row = C.calibration_row("dm-difference", d, 4000, seed=1, level=0.005)
-    assert row["replications"] == C.replications_for(0.005) and "99,999 random swaps), G = 40" in row["test"]
+    assert row["replications"] == C.replications_for(0.005, 4000) and "99,999 random swaps), G = 40" in row["test"]
     assert row["type_i_error"] <= 0.05 + 3 * row["type_i_mc_se"]
     assert row["size_at_level"] <= 0.005 + 3 * row["size_at_level_mc_se"] and not row["oversized"]
     from biaslab.stats.clustered import cluster_swap_p

@@ -8,7 +8,7 @@ committed estimate (a builder that recomputes another quantity fails loudly), wi
 the test's input from permuted raw data; and the level the row was tested at (:func:`tested_level`). Then
 
 * :func:`run` (one call per notebook) simulates each instance under its raw-data null, at alpha and at its tested
-  level with enough replications for that level, and writes ``tables/calibration.csv``;
+  level with replications scaled to that level, and writes ``tables/calibration.csv``;
 * :func:`fwer` simulates every instance of every notebook under the global null at once, applies the error budget
   (alpha split over notebooks by the plan's ``budget.shares``, equally over a notebook's families, Holm within each
   family at ``alpha * share / n_families``) and counts the replications with at least one false "distinguishable".
@@ -470,9 +470,9 @@ def instances(notebook: str, tables: Path, root: Path | None = None, data: pd.Da
 # ------------------------------------------------------------------------------------------------ calibration
 def calibration_table(insts: list[Instance], replications: int, seed: int = 0, alpha: float = 0.05) -> pd.DataFrame:
     """One row per instance in the agreed ``calibration.csv`` schema (:data:`biaslab.stats.null_simulation.
-    CALIBRATION_COLUMNS`): at alpha and at the instance's tested level, with at least ``replications`` and enough
-    for that level (:func:`biaslab.stats.null_simulation.replications_for`); an instance without a design says why in
-    ``test`` and has no rates."""
+    CALIBRATION_COLUMNS`): ``replications`` at alpha, and as many more at the instance's tested level as keep the
+    relative Monte Carlo SE (:func:`biaslab.stats.null_simulation.replications_for`); an instance without a design
+    says why in ``test`` and has no rates."""
     if replications < 1:
         raise ValueError(f"calibration replications must be >= 1, got {replications}")
     rows = []

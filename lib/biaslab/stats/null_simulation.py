@@ -14,8 +14,8 @@ linearization's error out of the simulation. Morris, White & Crowther (2019, "Us
 statistical methods", Stat. Med. 38) give the performance measures:
 
 * type I error = share of replications with ``p < level``, Monte Carlo SE ``sqrt(r (1 - r) / R)`` (their Table 6),
-  at alpha and at the level the claim was tested at (its Holm or graph level, far below alpha), with ``R`` chosen
-  for that level (:func:`replications_for`: Monte Carlo SE a tenth of the level);
+  at alpha and at the level the claim was tested at (its Holm or graph level, far below alpha), with ``R`` scaled
+  to that level (:func:`replications_for`: the relative Monte Carlo SE of the run at alpha);
 * coverage = share whose interval contains the true (null) value, same SE.
 
 Simulators (model-free: the run's own raw data, permuted):
@@ -76,8 +76,6 @@ from .clustered import (FEW_CLUSTERS, N_SWAP, N_WILD, codes, resampling_p, sign_
 #: a test whose simulated size at the level it is tested exceeds this multiple of that level is replaced (the
 #: plan's calibration rule)
 MAX_RATIO = 1.5
-#: the Monte Carlo SE of a simulated size, relative to the level it is simulated at (:func:`replications_for`)
-REL_MC_SE = 0.1
 #: wild bootstrap draws inside each calibration replication (the run's; one fixed Webb weight matrix for all)
 CALIBRATION_BOOT = N_WILD
 #: array elements one chunk of replications may hold (the replications run in chunks of at most this size)
@@ -425,10 +423,11 @@ TESTS: dict[str, tuple[Callable, Callable]] = {
 }
 
 
-def replications_for(level: float, rel_se: float = REL_MC_SE) -> int:
-    """Replications whose Monte Carlo SE of a size equal to ``level`` is ``rel_se`` times the level:
-    ``(1 - level) / (level rel_se^2)`` (1,900 at 0.05; 87,400 at 0.001143)."""
-    return int(math.ceil((1 - level) / (level * rel_se ** 2)))
+def replications_for(level: float, reps: int, alpha: float = 0.05) -> int:
+    """Replications that give a size at ``level`` the relative Monte Carlo SE that ``reps`` give a size at ``alpha``
+    (``sqrt((1 - r) / (r R))`` at r the nominal): ``reps (alpha / (1 - alpha)) ((1 - level) / level)``, at least
+    ``reps``. 2,000 at 0.05 (relative SE 0.10) give 92,000 at 0.001143, 184,200 at 0.000571."""
+    return max(reps, int(math.ceil(reps * alpha / (1 - alpha) * (1 - level) / level)))
 
 
 def simulate(claim: str, d: Design, reps: int, seed: int = 0, alpha: float = 0.05,
@@ -483,10 +482,10 @@ CALIBRATION_COLUMNS = ["claim", "test", "design", "clusters", "cluster_sizes", "
 def calibration_row(claim: str, d: Design, reps: int, seed: int = 0, alpha: float = 0.05,
                     level: float | None = None) -> dict:
     """One row of ``calibration.csv`` for one claim instance (the agreed schema, :data:`CALIBRATION_COLUMNS`):
-    at least ``reps`` replications, and enough for ``level`` (the level the instance was tested at:
-    :func:`replications_for`)."""
+    ``reps`` replications at ``alpha``, more for ``level`` (the level the instance was tested at: the same relative
+    Monte Carlo SE, :func:`replications_for`)."""
     if level is not None and np.isfinite(level) and level > 0:
-        reps = max(reps, replications_for(level))
+        reps = replications_for(level, reps, alpha)
     r = simulate(claim, d, reps, seed, alpha)
     return {"claim": claim, "test": r["method"], "design": d.label, "clusters": d.n_clusters,
             "cluster_sizes": d.cluster_sizes, **summarize(r["p"], r["covers"], alpha, level, r["pool"]),
