@@ -321,8 +321,10 @@ def test_mean_intervals_and_mask_tests():
     t = intervals.mean_intervals(d, "y", "cl").iloc[0]
     r = intervals.rate_intervals(d, "y", "cl").iloc[0]
     assert t["mean"] == pytest.approx(r["rate"]) and t["ci_low"] < t["mean"] < t["ci_high"]
-    few = intervals.mean_intervals(d[d.cl < 3], "y", "cl").iloc[0]
+    few = intervals.mean_intervals(d[d.cl.isin([3, 5, 8])], "y", "cl").iloc[0]
     assert few["ci_method"].startswith("wild cluster bootstrap-t") and few["n_clusters"] == 3
+    alike = intervals.mean_intervals(d[d.cl < 3], "y", "cl").iloc[0]          # three clusters of mean 0.6
+    assert alike["ci_method"] == "not estimable (no variation between the 3 clusters of 15 items)"
     chk = pd.DataFrame({"model": ["a", "b"], "degenerate": [True, False], "reasons": ["constant", ""]})
     tab = pd.DataFrame({"model": ["a", "a", "b"], "p_value": [0.01, 0.2, 0.03]})
     m = responders.mask_tests(tab, chk)
@@ -409,7 +411,12 @@ def test_subgroups_of_one_prompt_leave_the_metric_without_an_interval():
     assert ci["ci_low"].isna().all() and ci["ci_method"].str.startswith("undefined: 2 of 4 subgroups hold one").all()
     t = paired.paired_subgroup_test(df, "y", ["stigma"], "a", "b", "template")
     assert np.isnan(t["ci_low"]) and t["ci_method"].startswith("undefined: 4 of 8 subgroups hold one")
-    assert t["p_value"] == 1.0 and "(all 64 swaps)" in t["test"]   # the swap test needs no variance: identical answers
+    # both models answer alike: every template swap leaves the data as they are, so the swap test has no size
+    assert np.isnan(t["p_value"]) and t["test"] == ("not estimable (no variation between the two models' answers in "
+                                                    "any of the 6 template clusters)")
+    u = paired.paired_subgroup_test(df.assign(y=np.r_[[1, 0, 1, 0, 1, 1], [0, 0, 1, 1, 1, 0]]), "y", ["stigma"], "a",
+                                    "b", "template")
+    assert np.isnan(u["ci_low"]) and "(all 64 swaps)" in u["test"] and 0 < u["p_value"] <= 1   # a test, no interval
     from biaslab.report.wording import interval
     assert interval(ci.iloc[0].to_dict()).startswith("(no interval, undefined: 2 of 4 subgroups")
 
