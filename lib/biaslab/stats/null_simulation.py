@@ -350,6 +350,8 @@ def swap_rule(t: np.ndarray, d: Design, alpha: float = 0.05, seed: int = 0) -> d
     else:
         ref = d.values(rng.integers(0, 2, size=(obs.size, g), dtype=np.int8))[:, 0]
         p, pool, how = _drawn_p(_share_at_least(np.abs(ref), obs), N_SWAP, rng), ref.size, f"{N_SWAP:,} random swaps"
+    if np.ptp(ref) == 0:                # every swap gives one statistic: no test (as cluster_swap_p), never rejects
+        p = np.full(p.shape, np.nan)
     return {"p": p, "covers": np.full(p.shape, np.nan), "pool": pool,
             "method": f"cluster swap randomization test ({how}), G = {g}"}
 
