@@ -858,10 +858,10 @@ table(tt, "timings", show_rows=20)
 #
 # Each tested claim instance's test, simulated under the null on this run's own raw data (the two models' answers
 # swapped within random templates and the deviation-metric difference recomputed from them; see docs/calibration.md),
-# at alpha and at the level the instance was tested at, with at least `calibration_replications` replications and
-# enough for that level (Monte Carlo SE a tenth of it): the rejection rates, their ratio to the tested level and the
-# coverage of the interval, with Monte Carlo standard errors (`tables/calibration.csv`). A test rejecting more than
-# 1.5 times its tested level is flagged below.
+# at alpha and at the level the instance was tested at, with `calibration_replications` replications at alpha and
+# proportionally more at that level (the same relative Monte Carlo SE): the rejection rates, their ratio to the tested
+# level and the coverage of the interval, with Monte Carlo standard errors (`tables/calibration.csv`). A test
+# rejecting more than 1.5 times its tested level is flagged below.
 
 # %%
 from biaslab.plan import calibration  # noqa: E402
