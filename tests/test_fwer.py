@@ -27,7 +27,7 @@ def test_budget_rejections_are_the_verdict_layers_decisions():
 
 def iid_instances(n_families, per_family=1, notebook="nb"):
     rng = np.random.default_rng(1)
-    return [K.Instance(notebook, "lpbs-mean", f"f{f}", str(i), C.Design(rng.normal(size=60), None))
+    return [K.Instance(notebook, "lpbs-mean", f"f{f}", str(i), C.arms_design(rng.normal(size=60), np.zeros(60)))
             for f in range(n_families) for i in range(per_family)]
 
 
