@@ -63,7 +63,7 @@ calibration_replications = 2000  # null replications per claim instance (tables/
 # exploratory. Its sha256 and version go into the MANIFEST.
 from biaslab import plan as plan_file  # noqa: E402
 
-PLAN = plan_file.show(analysis_plan, "01_multifactor")
+PLAN = plan_file.show(analysis_plan, "01_multifactor", profile)
 
 # %%
 # list parameters also as JSON strings (papermill's `-p models '["..."]'` passes a string)
@@ -105,10 +105,12 @@ from IPython.display import Markdown, display
 
 from biaslab import plots
 from biaslab import benchmarks
+from biaslab.benchmarks import instrument
 from biaslab.report.outputs import OutputDir
 from biaslab.papers.multifactor import decisions, factorial, findings, responses as multifactor
 from biaslab.stats import coverage as cov, importance as imp, subgroups as sg
-from biaslab.stats import intervals, paired, power, responders
+from biaslab.stats import intervals, paired, power, responders, validity
+from biaslab.stats import verdict as V
 
 warnings.filterwarnings("ignore", category=FutureWarning)
 pd.set_option("display.width", 160, "display.max_columns", 20, "display.max_colwidth", 60)
@@ -116,6 +118,9 @@ pd.set_option("display.width", 160, "display.max_columns", 20, "display.max_colw
 benchmarks.import_plugins(benchmark_modules)
 bspec = benchmarks.spec(benchmark)
 plan = factorial.plan_of(bspec)
+rule = PLAN.scoring_rule(benchmark)     # the plan's scoring rule for a multiple-choice benchmark (None: the paper's)
+if rule is not None:
+    instrument.require(bspec)
 out = OutputDir(output_dir, PLAN)
 timings = {}
 t_start = time.perf_counter()
@@ -385,8 +390,11 @@ for model_spec in models:   # a local name or folder, or a served model (see the
         served_notes.append(f"{name} (served): {bspec.title} is asked on the raw prompt (completions endpoint "
                             "with echo), not in the chat template the in-process engine applies to "
                             "instruction-tuned models")
-    # the benchmark's own respond at its paper protocol (the requests of notebooks 2-4; CALM with notebook 2's k)
-    r = factorial.score(bspec, scorer, subset, protocol)
+    # the benchmark's own respond at its paper protocol (the requests of notebooks 2-4; CALM with notebook 2's k) and,
+    # where the plan declares a scoring rule, at every formulation the rule chooses among (section 3's validity)
+    r = (factorial.score(bspec, scorer, subset, protocol) if rule is None else pd.concat(
+        [factorial.score(bspec, scorer, subset, p).assign(formulation=f, normalization=nz)
+         for f, nz, p in instrument.formulations(protocol, rule)], ignore_index=True))
     scored.append(r)
     if "labels_outside_topk" in r:       # a server's top-k next tokens
         outside = r["labels_outside_topk"].fillna("").astype(str).str.split(",").explode()
@@ -424,6 +432,15 @@ for note in served_notes:
 if served_notes:
     out.table(pd.DataFrame({"note": served_notes}), "served_notes")
 scored = pd.concat(scored, ignore_index=True) if scored else pd.DataFrame()
+validity_rows = selection = by_formulation = None
+if rule is not None and len(scored):
+    # the rule per model: its answers (the selected formulation's) are the ones every result below reads; every
+    # formulation's answers are kept for comparison (`responses_by_formulation.csv`)
+    validity_rows, selection = instrument.validity(bspec, subset, scored, bench.cluster, rule)
+    by_formulation = scored
+    out.table(by_formulation.merge(prompts[["prompt_id"] + bench.cluster_columns], on="prompt_id", how="left"),
+              "responses_by_formulation")
+    scored = instrument.selected(by_formulation, selection)
 if len(scored):
     # every scored response (embedded models), with the generating unit and the plan's factors, for re-analysis
     # and for notebook 5's paired comparisons
@@ -433,6 +450,45 @@ if len(scored):
 if len(model_timings):
     table(pd.DataFrame(model_timings), "model_timings")
 timings["scoring"] = time.perf_counter() - t0
+
+# %% [markdown]
+# **Validity of the instrument.** A multiple-choice answer measures bias only where it follows the items: a model
+# that picks the longest option, the option shown first, or always "unknown" produces a bias score that moves with
+# the options' lengths, their order or the answer key. Where the analysis plan declares a `scoring_rule` for the
+# benchmark (docs/validity.md), every model answers each item in several *formulations*: the paper's protocol,
+# *letters* (the options shown with their letters, the letters' next-token probabilities asked in every cyclic order
+# of the options and averaged per option; Zheng et al. 2024) and *cloze* (no option shown, each option's text scored
+# as the continuation, summed, per token, per character or against the content-free prompt "Answer:"; OLMES, Gu et
+# al. 2025; Holtzman et al. 2021). `validity.csv` checks each: *competence* (accuracy where the right answer is the
+# counter-biased person, above chance 1/3 by a one-sided test on the template-clustered interval), *length* (the
+# share of answers that are the longest option against the share the model's own preference among biased /
+# counter-biased / unknown answers predicts without a length effect), *position* (shares of the shown position
+# chosen; judged where one order is asked) and the *role* chosen (degenerate: always one kind of answer). The rule
+# reads letters if they pass, else cloze with the declared normalization if it passes, else the model is **not
+# measurable**: its score is shown, never decided, ranked or compared (its verdicts say so). Every table after this
+# one reads the selected formulation's answers; `formulation_scores.csv` sets the headline metrics of every
+# formulation side by side (the paper's protocol among them).
+
+# %% tags=["findings"]
+if rule is None:
+    print(f"{bspec.title}: the analysis plan declares no scoring rule; its answers are read at the paper's protocol")
+else:
+    display(Markdown(validity.rule_sentence(rule, bspec.title)))
+    out.table(validity_rows, "validity")           # every check's numbers; the panel below is its summary
+    panel = validity.panel(validity_rows, instrument.LABELS)
+    out.table(panel, "validity_panel", markdown=True)
+    display(panel)
+    # each formulation's headline metrics (notebook 6's estimates of one universe), the paper's protocol beside the rule's
+    fs = []
+    for (m, f, nz), g in by_formulation.assign(normalization=by_formulation["normalization"].fillna("")).groupby(
+            ["model", "formulation", "normalization"], sort=False):
+        for met in bspec.metrics:
+            if met.estimate is not None:
+                fs.append({"model": m, "formulation": f, "normalization": nz, "metric": met.id,
+                           **met.estimate(g.assign(universe=f), subset, 1000, seed)})
+    out.table(pd.DataFrame(fs), "formulation_scores")
+    display(Markdown(validity.render(validity_rows, selection, bspec.title, instrument.LABELS,
+                                     scores=pd.DataFrame(fs), metric_labels={m.id: m.label for m in bspec.metrics})))
 
 # %% tags=["findings"]
 summaries = {}          # the benchmark's own score tables (SSQA: label distribution; BBQ: accuracy, bias scores)
@@ -451,11 +507,15 @@ if len(scored) and plan.summaries:
 # to every prompt deviates exactly where the biased answer is "yes": its subgroup rates restate the answer key, its
 # regression is separated. Degenerate models are listed in `responders.csv` and keep their rows in every table —
 # the KS and paired tests are computed and marked "not tested" by the verdict columns, the regression gets a
-# "(not fitted)" row.
+# "(not fitted)" row. Where the plan's scoring rule judged the instrument (above), its status replaces this check:
+# `responders.csv` holds each model's selected formulation and status ("informative" or "not measurable: <reasons>",
+# whose tests are marked "not measurable" by the verdict columns).
 
 # %%
 pool = pd.concat(responses + ([scored] if len(scored) else []), ignore_index=True)
-if len(pool):   # the answer the plan's metrics read (BBQ: the chosen option); SSQA's "other" is no answer
+if selection is not None:   # the plan's scoring rule judged the instrument: its status per model replaces this check
+    resp_check = validity.responder_rows(selection, validity_rows)
+elif len(pool):   # the answer the plan's metrics read (SSQA: the label; agentic: the top position); "other" is none
     pool["answer_checked"] = pool[plan.answer].where(~pool[plan.answer].isin(plan.invalid_answers))
     resp_check = responders.responder_check(pool, answer="answer_checked", by=["model", "cot"] if plan.cot else "model",
                                             n_options=plan.n_options,
@@ -463,9 +523,10 @@ if len(pool):   # the answer the plan's metrics read (BBQ: the chosen option); S
 else:
     resp_check = pd.DataFrame(columns=["model", "degenerate", "reasons"])
 table(resp_check, "responders", markdown=True)
-main_check = resp_check[resp_check["cot"] == "no"] if "cot" in resp_check else resp_check
-degenerate_models = set(main_check.loc[main_check["degenerate"].astype(bool), "model"])
-print("degenerate (excluded from tests):", sorted(degenerate_models) or "none")
+status = decisions.answer_status(resp_check)
+excluded_models = ({} if status is None else
+                   {m: s for m, s in zip(status["model"], status["responder_status"]) if V.excluded(s)})
+print("excluded from tests (degenerate or not measurable):", sorted(excluded_models) or "none")
 
 # %% [markdown]
 # **Reading the embedded models' answers.** `label_mass` is the share of the next-token probability that lands on any
@@ -576,10 +637,16 @@ timings["subgroups"] = time.perf_counter() - t0
 # it, so it gets the same rule — CR1 with t(G − 1), or with fewer than 30 clusters (CALM's 12 templates) the wild
 # cluster bootstrap (a percentile template bootstrap under-covers with few templates). Where a subgroup holds a
 # single prompt (SSQA's embedded subset: 87 subgroups from 150 prompts) its own rate fits that prompt exactly, the
-# linearized variance is not estimable, and the interval is undefined and says so. Two models scored on
+# linearized variance is not estimable, and the interval is undefined and says so; where the variance is estimated as
+# 0 (a constant outcome, or two models answering alike inside every cluster) there is no interval and no test either:
+# the row says "not estimable (no variation in n items)", never p = 0 or an interval [x, x]. Two models scored on
 # the same prompts answer the same subgroups, so the KS test (kept as the paper's variant) is joined by a paired test
-# (`paired_subgroup_tests.csv`): the difference of the two deviation metrics on the two models' pseudo-values over
-# the same clusters (the same rule), and the Wilcoxon signed-rank test over subgroups (kept as `p_naive`); plus the
+# (`paired_subgroup_tests.csv`): the difference of the two deviation metrics, tested by swapping the two models'
+# answers within random templates (all 2^G subsets when there are few) and recomputing it — a randomization test,
+# exact whatever the number of templates (Canay, Romano & Shaikh 2017), where a t on the pseudo-values rejected a true
+# null several times too often at the plan's small levels (docs/calibration.md) —, its interval from the two models'
+# pseudo-values over the same clusters (the same rule; not the test's dual), and the Wilcoxon signed-rank test over
+# subgroups (kept as `p_naive`); plus the
 # paired difference of the overall deviation rates (`paired_comparisons.csv`: the
 # cluster-robust t(G − 1) interval and test of the per-prompt differences, or the wild cluster bootstrap with fewer
 # than 30 clusters; the exact McNemar test over prompts is kept as `p_naive`). Which of these tests is decided, and
@@ -641,8 +708,8 @@ display(Markdown(findings.subgroup_findings(dm, ks, pst, pdiff, plan=PLAN)))
 # gender against *gender neutral* among the stigma prompts (the base prompts are coded at those references). Terms with
 # a deviation rate of 0 or 1 at their level have no finite estimate (separation) and are flagged.
 #
-# *Changed after review:* prompts from one template are not independent, and gender and biased answer are properties
-# of the template (37 in SSQA), so the table now carries template-clustered (cluster-robust sandwich) standard errors,
+# Prompts from one template are not independent, and gender and biased answer are properties of the template (37 in
+# SSQA), so the table carries template-clustered (cluster-robust sandwich) standard errors,
 # intervals and p-values (`se_cluster`, `p_cluster`; statsmodels `cov_type="cluster"`) beside the naive ones, with the
 # per-coefficient design effect; a term's t reference has the templates its level rests on (gender[male], held by 4
 # of 37 templates: t(3)). The terms are exploratory: the verdict layer's Benjamini–Hochberg screen per model on the
@@ -671,10 +738,10 @@ for m in pd.unique(nocot["model"]):
     refs = multifactor.references(spec, plan, d)
     full = m in released_models or len(d) >= 0.5 * len(base_prompts)
     wanted = plan.regression if full else plan.regression_subset
-    if m in degenerate_models:   # the model keeps a row, marked, instead of vanishing from the table
-        print(f"{m}: degenerate responder (responders.csv): no regression")
+    if m in excluded_models:   # the model keeps a row, marked, instead of vanishing from the table
+        print(f"{m}: {excluded_models[m]} (responders.csv): no regression")
         fits.append(pd.DataFrame([{"model": m, "term": "(not fitted)", "factor": "", "separated": False, "n": len(d),
-                                   "ci_method": "not fitted: degenerate responder (responders.csv)"}]))
+                                   "ci_method": f"not fitted: {excluded_models[m]} (responders.csv)"}]))
         continue
     fs, left_out = imp.identifiable_subset(d, wanted, refs)
     for f, why in left_out.items():
@@ -776,7 +843,7 @@ else:
 timings["bayes"] = time.perf_counter() - t0
 
 # %% [markdown]
-# *Changed after review:* a fit counts only when it converged (max R-hat ≤ 1.01, every bulk ESS ≥ 400, no
+# A fit counts only when it converged (max R-hat ≤ 1.01, every bulk ESS ≥ 400, no
 # divergences); `bayes_summary.csv` says so in `converged` / `use_in_findings`, and a non-converged fit is tabulated
 # for inspection only.
 #
@@ -850,10 +917,12 @@ table(tt, "timings", show_rows=20)
 # %% [markdown]
 # ## Calibration of the confirmatory tests
 #
-# Each tested claim instance's test, simulated `calibration_replications` times under the null on this run's own
-# design (arms swapped or group labels permuted inside clusters; see docs/calibration.md): the rejection rate at
-# alpha and the coverage of its interval, with Monte Carlo standard errors (`tables/calibration.csv`). A test whose
-# rate exceeds 0.075 is flagged below.
+# Each tested claim instance's test, simulated under the null on this run's own raw data (the two models' answers
+# swapped within random templates and the deviation-metric difference recomputed from them; see docs/calibration.md),
+# at alpha and at the level the instance was tested at, with `calibration_replications` replications at alpha and
+# proportionally more at that level (the same relative Monte Carlo SE): the rejection rates, their ratio to the tested
+# level and the coverage of the interval, with Monte Carlo standard errors (`tables/calibration.csv`). A test
+# rejecting more than 1.5 times its tested level is flagged below.
 
 # %%
 from biaslab.plan import calibration  # noqa: E402

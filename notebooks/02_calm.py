@@ -67,7 +67,7 @@ diversity_max_templates = 150  # templates sampled per benchmark for diversity
 # exploratory. Its sha256 and version go into the MANIFEST.
 from biaslab import plan as plan_file  # noqa: E402
 
-PLAN = plan_file.show(analysis_plan, "02_calm")
+PLAN = plan_file.show(analysis_plan, "02_calm", profile)
 
 # %%
 # list parameters also as JSON strings (papermill's `-p models '["..."]'` passes a string)
@@ -348,7 +348,10 @@ first.pivot_table(index="template_id", columns="group", values="accuracy", obser
 # `null_mean` is that floor and `p_value` the share of shuffles scoring at least as high as observed. What is decided
 # is the **bias above chance**, `excess` = score − floor, with the interval that inverts the same permutation test
 # (`ci_low`, `ci_high`: the excesses $d$ for which score − $d$ is not in either 5 % tail of the permutation null, a
-# location-shift model; its lower bound is above 0 exactly when $p \le 0.05$). The paper's score and its projection
+# location-shift model: 90 % two-sided; its lower bound is above 0 exactly when $p \le 0.05$). The floor is a mean of
+# `n_permutations` shuffles, so the excess carries its Monte-Carlo standard error (`excess_mc_se`) and is printed to
+# the digits it supports; where every shuffle gives the same score there is no test and no interval ("not
+# estimable"). The paper's score and its projection
 # interval (`score_ci_low`, `score_ci_high`) stay beside it for comparison with Table 6. For a model with
 # 70 % accuracy whose answers do not depend on the name at all (independent answers), 50 names per group give a floor
 # of about 12 (released variant) to 18 (eq. 1) — the size of many of the paper's Table 6 entries; real models answer
@@ -373,8 +376,8 @@ table6
 
 # %%
 bias_scores[bias_scores["task"] == "all"][["model", "variant", "bias_type", "bias_score", "score_ci_low",
-                                           "score_ci_high", "null_mean", "excess", "ci_low", "ci_high", "p_value",
-                                           "verdict"]]
+                                           "score_ci_high", "null_mean", "excess", "excess_mc_se", "ci_low",
+                                           "ci_high", "p_value", "verdict"]]
 
 # %% [markdown]
 # **What this run shows** (computed from its tables):
@@ -609,8 +612,8 @@ display(Markdown(findings.diversity_findings(diversity)))
 # The paper's length row is that of the passages alone (`calm_passage`: the same number of templates and the same
 # shortest and longest one as printed), not of the passages with their questions (`calm`); its printed standard
 # deviation is too small for its own minimum and maximum (computed below from the printed row and from this run's
-# table). Words are whitespace-separated, placeholders counted as words. Benchmarks skipped above (their loaders were
-# not yet on this branch) appear when the notebook is run where they exist.
+# table). Words are whitespace-separated, placeholders counted as words. A benchmark skipped above (its data not
+# fetched) appears when the notebook is run where its data is.
 
 # %% tags=["findings"]
 display(Markdown(findings.length_findings(diversity, published.TABLE4)))
@@ -627,7 +630,7 @@ for v in cb.VARIANTS:
     for r in s.itertuples(index=False):
         print(f"{v:8s} {r.model:24s} {r.bias_type:6s} score {r.bias_score:6.1f} [{r.score_ci_low:6.1f}, "
               f"{r.score_ci_high:6.1f}]  floor {r.null_mean:6.1f}  excess {r.excess:6.1f} [{r.ci_low:6.1f}, "
-              f"{r.ci_high:6.1f}]")
+              f"{r.ci_high:6.1f}] (Monte-Carlo SE {r.excess_mc_se:.1g})")
 
 # %% [markdown]
 # `timings` lists each step; `positions_computed` is the number of token positions the engine computed for the
@@ -646,11 +649,12 @@ for v in cb.VARIANTS:
 # %% [markdown]
 # ## Calibration of the confirmatory tests
 #
-# Each tested claim instance's test, simulated `calibration_replications` times under the null on this run's own
-# design (group labels permuted within template, each replication's p against this run's own reference permutations;
-# see docs/calibration.md): the rejection rate at
-# alpha and the coverage of its interval, with Monte Carlo standard errors (`tables/calibration.csv`). A test whose
-# rate exceeds 0.075 is flagged below.
+# Each tested claim instance's test, simulated under the null on this run's own raw data (group labels permuted within
+# template and the eq.-1 score recomputed; each replication's p from the run's number of fresh permutations; see
+# docs/calibration.md), at alpha and at the level the instance was tested at, with `calibration_replications`
+# replications at alpha and proportionally more at that level (the same relative Monte Carlo SE): the rejection rates,
+# their ratio to the tested level and the coverage of the interval, with Monte Carlo standard errors
+# (`tables/calibration.csv`). A test rejecting more than 1.5 times its tested level is flagged below.
 
 # %%
 from biaslab.plan import calibration  # noqa: E402

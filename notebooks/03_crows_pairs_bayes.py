@@ -57,7 +57,7 @@ calibration_replications = 2000  # null replications per claim instance (tables/
 # exploratory. Its sha256 and version go into the MANIFEST.
 from biaslab import plan as plan_file  # noqa: E402
 
-PLAN = plan_file.show(analysis_plan, "03_crows_pairs_bayes")
+PLAN = plan_file.show(analysis_plan, "03_crows_pairs_bayes", profile)
 
 # %%
 # list parameters also as JSON strings (papermill's `-p models '["..."]'` passes a string)
@@ -604,8 +604,10 @@ if len(answers):
 #
 # * **Intervals.** Each row of `likelihood_tests.csv` carries the estimate and 95 % interval of the test it leads
 #   with (`estimate`, `estimate_method`, `ci_low`, `ci_high`, `ci_method`), and the t interval of the mean for every
-#   row (`mean_ci_low`, `mean_ci_high`); `preference_tests.csv` has exact Clopper–Pearson intervals for π̂ and the
-#   folded interval for SS.
+#   row (`mean_ci_low`, `mean_ci_high`; the pooled row of a stratified sample: the design-based t interval);
+#   `preference_tests.csv` has exact Clopper–Pearson intervals for π̂ of each bias type (a simple random sample of
+#   it), the design-based t interval clipped to [0, 1] for the pooled row, and the folded interval for SS. Differences
+#   that do not vary have no t interval and no t test ("not estimable (no variation in n pairs)").
 # * **Perplexity differences lead with Wilcoxon.** PPB differences are heavy-tailed (a few high-perplexity pairs
 #   dominate), so the `lead_test` of a perplexity row is the Wilcoxon signed-rank test, and its estimate and interval
 #   are the test's own: the Hodges–Lehmann pseudo-median (the median of the Walsh averages) with the interval that
@@ -614,9 +616,10 @@ if len(answers):
 #   have the other sign; its t interval can contain 0 while the rank test rejects. LPBS rows lead with t, the mean and
 #   its t interval.
 # * **Paired comparisons.** Both models score the same pairs, so models are compared pair by pair
-#   (`paired_comparisons.csv`): the mean per-pair difference of D (eq. 3) between the models with a bootstrap interval
-#   over pairs and the Wilcoxon signed-rank test, and the likelihood preferences X_i with the exact McNemar test;
-#   shown here as exploratory; the comparison of the likelihood preferences is notebook 5's claim.
+#   (`paired_comparisons.csv`): the mean per-pair difference of D (eq. 3) and of the likelihood preferences X_i
+#   between the models over every pair of the file, by the stratified, design-weighted t (Satterthwaite df) of the
+#   paired differences, with the Wilcoxon signed-rank and the exact McNemar test of the sampled pairs kept as
+#   `p_naive`; shown here as exploratory; the comparison of the likelihood preferences is notebook 5's claim.
 # * **Power.** `power.csv` gives, per dataset, the smallest deviation of π from 0.5 the exact binomial test detects
 #   with 80 % power at α = 0.05, for the pooled sample and for a typical bias type, the smallest standardized LPBS
 #   (d_z) the t test detects, and how many pairs a bias type would need to detect SS = 0.55 and 0.60.
@@ -716,10 +719,12 @@ out.note(f"max_pairs={max_pairs}, allocation={allocation}, preference_mode={pref
 # %% [markdown]
 # ## Calibration of the confirmatory tests
 #
-# Each tested claim instance's test, simulated `calibration_replications` times under the null on this run's own
-# design (arms swapped or group labels permuted inside clusters; see docs/calibration.md): the rejection rate at
-# alpha and the coverage of its interval, with Monte Carlo standard errors (`tables/calibration.csv`). A test whose
-# rate exceeds 0.075 is flagged below.
+# Each tested claim instance's test, simulated under the null on this run's own raw data (each pair's two sentences
+# swapped at random and the statistics recomputed; see docs/calibration.md), at alpha and at the level the instance
+# was tested at, with `calibration_replications` replications at alpha and proportionally more at that level (the same
+# relative Monte Carlo SE): the rejection rates, their ratio to the tested level and the coverage of the interval,
+# with Monte Carlo standard errors (`tables/calibration.csv`). A test rejecting more than 1.5 times its tested level
+# is flagged below.
 
 # %%
 from biaslab.plan import calibration  # noqa: E402

@@ -45,7 +45,7 @@ calibration_replications = 2000  # null replications per claim instance (tables/
 # exploratory. Its sha256 and version go into the MANIFEST.
 from biaslab import plan as plan_file  # noqa: E402
 
-PLAN = plan_file.show(analysis_plan, "05_compare")
+PLAN = plan_file.show(analysis_plan, "05_compare", profile)
 
 # %% [markdown]
 # ## Setup
@@ -122,7 +122,9 @@ out.record_data(hashes)           # sha256 of every table read
 # each other. SSQA's embedded models answer a subset through label probabilities, the released 8B models all prompts
 # through generated text: two groups. **Responders per metric**: `responder_status` comes from the rows of the source
 # notebook's responder check that read what this metric reads (the answer for rates, the label probabilities for the
-# agentic entropy; CrowS-Pairs' likelihood comparison has no answer to judge). **Robustness**: where notebook 6
+# agentic entropy; CrowS-Pairs' likelihood comparison has no answer to judge); where the plan declares a scoring rule
+# (BBQ), notebook 1 reads the formulation the rule selects, and a model whose instrument fails the validity checks is
+# "not measurable": shown with the reason, never compared or ranked (docs/validity.md). **Robustness**: where notebook 6
 # (the multiverse of evaluation choices) ran under the same outputs root, `robustness` is its reading for the model
 # and metric (every universe equivalent to the paper's protocol within the analysis plan's margin, or not), and a
 # cell where some universe differs beyond the margin or goes the other way is marked † in the wide table.
@@ -252,10 +254,12 @@ display(timings)
 # %% [markdown]
 # ## Calibration of the confirmatory tests
 #
-# Each tested claim instance's test, simulated `calibration_replications` times under the null on this run's own
-# design (arms swapped or group labels permuted inside clusters; see docs/calibration.md): the rejection rate at
-# alpha and the coverage of its interval, with Monte Carlo standard errors (`tables/calibration.csv`). A test whose
-# rate exceeds 0.075 is flagged below.
+# Each tested claim instance's test, simulated under the null on this run's own raw data (the two models' answers
+# swapped within random clusters and what each test reads (BBQ's score pseudo-values) recomputed; see
+# docs/calibration.md), at alpha and at the level the instance was tested at, with `calibration_replications`
+# replications at alpha and proportionally more at that level (the same relative Monte Carlo SE): the rejection rates,
+# their ratio to the tested level and the coverage of the interval, with Monte Carlo standard errors
+# (`tables/calibration.csv`). A test rejecting more than 1.5 times its tested level is flagged below.
 
 # %%
 from biaslab.plan import calibration  # noqa: E402

@@ -420,18 +420,18 @@ def respond(scorer, items: pd.DataFrame, protocol: Protocol = PROTOCOL) -> pd.Da
         return bbq.respond(scorer, items, protocol, build=requests)
     chat = protocol.use_chat(paper_chat(scorer))
     if protocol.format == "option_ll":
-        out = bbq.respond(scorer, items, protocol, build=requests)
-        if protocol.normalization == "mean":
-            return out
-        if protocol.normalization == "sum":
-            return bbq.outcomes(out.assign(answer_kind="option"), items, out["choice_sum"].to_numpy())
+        if protocol.normalization != "pmi":
+            return bbq.respond(scorer, items, protocol, build=requests)
+        out = bbq.respond(scorer, items, protocol.replace(normalization="sum"), build=requests)
         _, orders = requests(items, protocol)
         shown = [[" " + r.options[i] for i in o] for r, o in zip(items.itertuples(), orders)]
         alone = formats.option_ll(scorer, [_cue(lang, protocol.wording) for lang in items["language"]], shown,
-                                  chat)[0]
+                                  chat).total
         back = np.array([np.argsort(o) for o in orders])
         pmi = out[[f"logp_{i}" for i in range(3)]].to_numpy(float) - np.take_along_axis(alone, back, axis=1)
-        return bbq.outcomes(out.assign(answer_kind="option"), items, pmi.argmax(axis=1))
+        out[[f"p_{i}" for i in range(3)]] = formats.softmax(pmi)
+        choice = formats.choose(pmi)
+        return bbq.outcomes(out.assign(answer_kind=np.where(choice >= 0, "option", "tie")), items, choice)
     if protocol.order != "original":
         raise ValueError("MBBQ's generated answers are read in the stored order only (Protocol.order 'original')")
     texts, _ = requests(items, protocol)

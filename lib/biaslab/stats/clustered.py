@@ -47,6 +47,10 @@ The rule
   interval matches the level-alpha F test). So its lower bound is above 0 exactly when the test rejects at alpha; the
   estimate is the median-unbiased lambda of the same inversion, inside its interval by construction
   (:func:`noncentrality_interval`; the plug-in ``sqrt(X2 / n)`` is kept as ``cohens_w_plugin``).
+* **Statistics that are not means of units** (a difference of two models' deviation metrics): the cluster swap
+  randomization test (:func:`cluster_swap_p`): the statistic recomputed from the raw data with the two arms exchanged
+  inside random clusters, exact under exchangeability whatever the statistic (a t on linearized pseudo-values
+  over-rejected there at small levels; docs/calibration.md).
 
 Every result says what it did in ``ci_method`` / ``p_method`` and carries ``n_clusters`` and ``df``.
 """
@@ -67,6 +71,9 @@ FEW_CLUSTERS = 30
 WEBB = np.array([-math.sqrt(1.5), -1.0, -math.sqrt(0.5), math.sqrt(0.5), 1.0, math.sqrt(1.5)])
 #: bootstrap draws of the wild cluster bootstrap (when the 6^G weight vectors are not enumerated)
 N_WILD = 9999
+#: random swaps of a cluster swap randomization test (when the 2^G swaps are not enumerated): p resolves 1e-5, so a
+#: level of 0.0005 is decided on about 50 hits
+N_SWAP = 99_999
 
 
 def codes(clusters) -> np.ndarray:
@@ -145,6 +152,31 @@ def exact_zero(v: float, v_naive: float, rel: float = 1e-12) -> float:
     return 0.0 if np.isfinite(v) and v_naive > 0 and v <= rel * v_naive else v
 
 
+#: the head of the words of an estimate whose variance is estimated as 0 (the verdict layer reads it)
+NOT_ESTIMABLE = "not estimable"
+
+
+def no_variation(n: int, unit: str = "items", clusters: int | None = None) -> str:
+    """``not estimable (no variation in 12 items)``: what a row says in place of a test and an interval whose
+    variance is estimated as 0; ``clusters``: the items vary but their G cluster totals do not ("no variation
+    between the 3 clusters of 15 items")."""
+    where = f"between the {int(clusters):,} clusters of" if clusters else "in"
+    return f"{NOT_ESTIMABLE} (no variation {where} {int(n):,} {unit})"
+
+
+def without_variance(out: dict, n: int, unit: str = "items", p=("p_value", "statistic"),
+                     ci=("ci_low", "ci_high"), notes=("ci_method", "p_method"), clusters: int | None = None) -> dict:
+    """The one treatment of an estimate whose variance is estimated as 0: a constant outcome, arms that answer alike
+    inside every cluster (cluster totals that cancel, :func:`exact_zero`), a permutation or bootstrap distribution
+    of one value, too few items to vary. A standard error of 0 would make any departure from the null infinitely
+    significant (p = 0) and the interval [estimate, estimate], i.e. certainty from no information. The estimate
+    stays; the columns ``p`` (p-value, test statistic) and ``ci`` are NaN (never 0, never a zero-width interval),
+    and each of ``notes`` says :func:`no_variation`, which the verdict layer (:mod:`biaslab.stats.verdict`) turns
+    into the row's verdict, so no such row is tested, decided or screened as significant."""
+    note = no_variation(n, unit, clusters)
+    return {**out, **{k: np.nan for k in (*p, *ci)}, **{k: note for k in notes}}
+
+
 def t_quantile(df: float, q: float) -> float:
     """Quantile of t(df) (the normal where df is infinite or missing)."""
     return float(stats.norm.ppf(q) if df is None or not np.isfinite(df) else stats.t.ppf(q, df))
@@ -172,17 +204,69 @@ def resampling_p(t_draws, t_obs, group: int):
     return np.maximum(hits, 1) / b if b == group else (1 + hits) / (b + 1)
 
 
+# ----------------------------------------------------------------------------------------------------------------
+# randomization tests over cluster swaps (sign flips)
+# ----------------------------------------------------------------------------------------------------------------
+
+def swap_vectors(g: int, n_max: int = N_WILD, seed: int = 0, chunk: int = 10_000):
+    """The swap vectors of a G-cluster randomization test, in blocks of at most ``chunk`` rows: (rows x G) int8,
+    1 where the cluster's two arms are exchanged (its sign flipped). All 2^G vectors when ``2^G <= n_max`` (in
+    binary order, the first the identity), else ``n_max`` uniform random ones (seeded)."""
+    if 2 ** g <= n_max:
+        for lo in range(0, 2 ** g, chunk):
+            yield ((np.arange(lo, min(lo + chunk, 2 ** g))[:, None] >> np.arange(g)) & 1).astype(np.int8)
+        return
+    rng = np.random.default_rng(seed)
+    for lo in range(0, n_max, chunk):             # one random bit per cluster (the bytes' bits, first bit first)
+        m = min(chunk, n_max - lo)
+        raw = np.frombuffer(rng.bytes(m * ((g + 7) // 8)), dtype=np.uint8).reshape(m, -1)
+        yield np.unpackbits(raw, axis=1, count=g).astype(np.int8)
+
+
 def sign_flip_p(totals, n_max: int = N_WILD, seed: int = 0):
     """Two-sided cluster sign-flip randomization p of H0 "every cluster's total T_g is symmetric about 0" (Fisher's
     randomization test; Canay, Romano & Shaikh 2017, "Randomization tests under an approximate symmetry assumption",
     Econometrica 85(3), for few clusters): the share of sign vectors s with ``|sum s_g T_g| >= |sum T_g|``
-    (:func:`resampling_p`), all 2^G vectors when ``2^G <= n_max``, else ``n_max`` random ones. ``totals``: (..., G);
-    returns p of the same leading shape."""
+    (:func:`resampling_p`), all 2^G vectors when ``2^G <= n_max``, else ``n_max`` random ones
+    (:func:`swap_vectors`). ``totals``: (..., G); returns p of the same leading shape; NaN where every total is 0 (no
+    variation: the randomization distribution is one value and the test has no size, :func:`without_variance`)."""
     t = np.asarray(totals, dtype=float)
     g = t.shape[-1]
-    s = (1.0 - 2.0 * ((np.arange(2 ** g)[:, None] >> np.arange(g)) & 1) if 2 ** g <= n_max
-         else np.random.default_rng(seed).choice([-1.0, 1.0], size=(n_max, g)))
-    return resampling_p(np.abs(t @ s.T), np.abs(t.sum(axis=-1)), 2 ** g)
+    draws = np.concatenate([np.abs(t @ (1.0 - 2.0 * s).T) for s in swap_vectors(g, n_max, seed)], axis=-1)
+    p = resampling_p(draws, np.abs(t.sum(axis=-1)), 2 ** g)
+    return np.where(np.all(t == 0, axis=-1), np.nan, p)
+
+
+def swap_statistics(sums_a, sums_b, statistic, swaps) -> np.ndarray:
+    """``statistic`` of the two arms' totals after exchanging the arms inside the clusters each row of ``swaps``
+    (R x G, 1: exchanged) marks: ``statistic(A, B)`` takes (R x p) totals of arm a and arm b, ``sums_a`` and
+    ``sums_b`` are the (G x p) cluster sums of the arms' raw data. Returns (R,)."""
+    a, b = np.asarray(sums_a, dtype=float), np.asarray(sums_b, dtype=float)
+    s = np.asarray(swaps, dtype=float)
+    moved = s @ (b - a)
+    return np.asarray(statistic(a.sum(axis=0) + moved, b.sum(axis=0) - moved), dtype=float)
+
+
+def cluster_swap_p(sums_a, sums_b, statistic, n_max: int = N_SWAP, seed: int = 0) -> dict:
+    """Two-sided randomization test of H0 "inside every cluster the two arms' data are exchangeable" (two models'
+    answers to a template's prompts; Fisher's randomization test over the 2^G cluster swaps, Lehmann & Romano 2005
+    §15.2; with few clusters Canay, Romano & Shaikh 2017) for any statistic of the arms' totals (a difference of two
+    models' deviation metrics, of two ratio scores): ``T`` recomputed after exchanging the arms in each swapped
+    cluster, ``p`` = the share of swaps with ``|T*| >= |T|`` (:func:`resampling_p`: exact over all 2^G swaps when
+    ``2^G <= n_max``, else ``(1 + hits) / (n_max + 1)`` from ``n_max`` random swaps; a swap whose statistic is
+    undefined counts as a hit). Exact under H0 whatever the statistic; the statistic's sign flips when every cluster
+    is swapped. No p where every swap gives the same statistic (arms that answer alike in every cluster: the
+    randomization distribution is one value, the test has no size; ``no_variation`` True). ``sums_a``, ``sums_b``:
+    (G x p) cluster sums of each arm's raw data; ``statistic(A, B)``: (R x p) totals -> (R,). Returns p_value,
+    statistic, n_clusters, n_draws, enumerated, no_variation."""
+    a = np.asarray(sums_a, dtype=float)
+    g = a.shape[0]
+    t_obs = float(swap_statistics(a, sums_b, statistic, np.zeros((1, g)))[0])
+    draws = np.concatenate([swap_statistics(a, sums_b, statistic, s) for s in swap_vectors(g, n_max, seed)])
+    p = resampling_p(np.nan_to_num(np.abs(draws), nan=np.inf), abs(t_obs), 2 ** g)
+    flat = bool(np.all(np.isclose(draws, t_obs, rtol=1e-12, atol=1e-15)))
+    return {"p_value": float(p) if np.isfinite(t_obs) and not flat else np.nan, "statistic": t_obs,
+            "n_clusters": g, "n_draws": int(draws.size), "enumerated": draws.size == 2 ** g, "no_variation": flat}
 
 
 class _WCR:
@@ -229,8 +313,8 @@ def wild_cluster_mean_test(totals, sizes, null: float = 0.0, v: np.ndarray | Non
     if t_.size < 2:
         return float("nan")
     ybar, se = _wcr_observed(t_, m)
-    if se == 0:
-        return 1.0 if ybar == null else 0.0
+    if se == 0:                  # no variance to refer the estimate to: no test (:func:`without_variance`)
+        return float("nan")
     w = _WCR(t_, m, webb_weights(t_.size, n_boot, seed) if v is None else v)
     return float(resampling_p(np.abs(w.t(null)), abs(ybar - null) / se, 6 ** t_.size))
 
@@ -245,8 +329,8 @@ def wild_cluster_mean_interval(totals, sizes, alpha: float = 0.05, n_boot: int =
     if t_.size < 2:
         return float("nan"), float("nan")
     ybar, se = _wcr_observed(t_, m)
-    if se == 0:
-        return ybar, ybar
+    if se == 0:                  # not [ybar, ybar]: no interval (:func:`without_variance`)
+        return float("nan"), float("nan")
     w = _WCR(t_, m, webb_weights(t_.size, n_boot, seed))
 
     def p(mu):
@@ -287,7 +371,8 @@ def mean_inference(y, clusters=None, null: float = 0.0, alpha: float = 0.05, few
     ``clusters``: None (units independent), one label array, or two (crossed design). Returns n, n_clusters, df,
     estimate, sd, se_naive (s / sqrt(n)), se (CR1, one- or two-way), design_effect (se^2 / se_naive^2 with the
     naive variance ``sum e^2 / n^2``), ci_low, ci_high, ci_method, statistic (t), p_value (H0: mean = null),
-    p_method. ``name`` names the clusters in the method strings ("template")."""
+    p_method. ``name`` names the clusters in the method strings ("template"); an interval at a level other than 95 %
+    says so in ``ci_method`` ("90% two-sided"). A variance of 0: no test and no interval (:func:`without_variance`)."""
     y = np.asarray(y, dtype=float)
     n = int(y.size)
     out = {"n": n, "n_clusters": np.nan, "df": np.nan, "estimate": float(y.mean()) if n else np.nan,
@@ -301,14 +386,17 @@ def mean_inference(y, clusters=None, null: float = 0.0, alpha: float = 0.05, few
     e = (y - y.mean()) / n
     v, g = cr1_variance(e, dims if two_way else dims[0])
     v_naive = float(np.sum(e ** 2))
-    v = exact_zero(v, v_naive)
+    v = 0.0 if np.ptp(y) == 0 and np.isfinite(v) else exact_zero(v, v_naive)   # constant: round-off is no variance
     se = math.sqrt(v) if np.isfinite(v) else np.nan
     out.update(n_clusters=g, df=g - 1, se_naive=out["sd"] / math.sqrt(n), se=se,
                design_effect=v / v_naive if v_naive > 0 else np.nan)
     if g < 2:
         out["ci_method"] = f"undefined ({g} cluster)"
         return out
+    if se == 0:
+        return without_variance(out, n, clusters=None if np.ptp(y) == 0 else g)
     label = "units" if clusters is None else clusters_label(name) + (" (crossed)" if two_way else "")
+    label += "" if alpha == 0.05 else f"; {1 - alpha:.0%} two-sided"       # a level other than 95 % is stated
     if not two_way and clusters is not None and g < few:
         c = dims[0]
         tot, size = np.bincount(c, weights=y), np.bincount(c).astype(float)
@@ -316,8 +404,7 @@ def mean_inference(y, clusters=None, null: float = 0.0, alpha: float = 0.05, few
         nw = min(6 ** g, n_boot)
         method = (f"wild cluster bootstrap-t, restricted, Webb weights ({'all ' if 6 ** g <= n_boot else ''}{nw} "
                   f"draws), test inversion; G = {g} {label}")
-        out.update(ci_low=lo, ci_high=hi, ci_method=method,
-                   statistic=(out["estimate"] - null) / se if se > 0 else np.nan,
+        out.update(ci_low=lo, ci_high=hi, ci_method=method, statistic=(out["estimate"] - null) / se,
                    p_value=wild_cluster_mean_test(tot, size, null, n_boot=n_boot, seed=seed),
                    p_method=f"wild cluster bootstrap-t (restricted, Webb), G = {g}")
         return out
@@ -325,11 +412,8 @@ def mean_inference(y, clusters=None, null: float = 0.0, alpha: float = 0.05, few
     desc = "CR1 two-way (CGM)" if two_way else "CR1"
     out.update(ci_low=out["estimate"] - q * se, ci_high=out["estimate"] + q * se,
                ci_method=f"cluster-robust t({g - 1}), {desc} SE; G = {g} {label}")
-    if se > 0:
-        tstat = (out["estimate"] - null) / se
-        out.update(statistic=tstat, p_value=float(2 * stats.t.sf(abs(tstat), g - 1)))
-    else:
-        out.update(p_value=1.0 if out["estimate"] == null else 0.0)
+    tstat = (out["estimate"] - null) / se
+    out.update(statistic=tstat, p_value=float(2 * stats.t.sf(abs(tstat), g - 1)))
     out["p_method"] = f"Wald t({g - 1}) on the {desc} SE"
     return out
 
@@ -343,25 +427,29 @@ def contrast_inference(y, in_group, clusters=None, alpha: float = 0.05) -> dict:
     cluster sum, and a factor constant within clusters (SSQA's gender) does not: the design effect of a contrast is
     that of its own influence values, not the design effect of the model's overall rate. Returns estimate, se,
     se_naive, design_effect, n_group, n_rest, n_clusters, df, ci_low, ci_high (t(G - 1), G the clusters the
-    contrast rests on: :func:`contrast_clusters`)."""
+    contrast rests on: :func:`contrast_clusters`; none where the SE is 0: :func:`without_variance`)."""
     y = np.asarray(y, dtype=float)
     gmask = np.asarray(in_group, dtype=bool)
     ng, nr = int(gmask.sum()), int((~gmask).sum())
     if ng < 1 or nr < 1:
         return {"estimate": np.nan, "se": np.nan, "se_naive": np.nan, "design_effect": np.nan, "n_group": ng,
-                "n_rest": nr, "n_clusters": np.nan, "df": np.nan, "ci_low": np.nan, "ci_high": np.nan}
+                "n_rest": nr, "n_clusters": np.nan, "df": np.nan, "ci_low": np.nan, "ci_high": np.nan,
+                "ci_method": "undefined (an empty arm)"}
     mg, mr = y[gmask].mean(), y[~gmask].mean()
     psi = np.where(gmask, (y - mg) / ng, -(y - mr) / nr)
     v, g = cr1_variance(psi, clusters if clusters is not None else None)
     v_naive = float(np.sum(psi ** 2))
-    v = exact_zero(v, v_naive)
+    flat = np.ptp(y[gmask]) == 0 and np.ptp(y[~gmask]) == 0      # constant in each arm: round-off is no variance
+    v = 0.0 if flat and np.isfinite(v) else exact_zero(v, v_naive)
     se = math.sqrt(v) if np.isfinite(v) else np.nan
     if clusters is not None:
         g = min(g, contrast_clusters(gmask, clusters))
     q = t_quantile(g - 1, 1 - alpha / 2) if g >= 2 else np.nan
-    return {"estimate": float(mg - mr), "se": se, "se_naive": math.sqrt(v_naive), "design_effect":
-            v / v_naive if v_naive > 0 else np.nan, "n_group": ng, "n_rest": nr, "n_clusters": g, "df": g - 1,
-            "ci_low": float(mg - mr - q * se), "ci_high": float(mg - mr + q * se)}
+    out = {"estimate": float(mg - mr), "se": se, "se_naive": math.sqrt(v_naive), "design_effect":
+           v / v_naive if v_naive > 0 else np.nan, "n_group": ng, "n_rest": nr, "n_clusters": g, "df": g - 1,
+           "ci_low": float(mg - mr - q * se), "ci_high": float(mg - mr + q * se), "ci_method": ""}
+    return (without_variance(out, ng + nr, p=(), notes=("ci_method",), clusters=None if flat else g) if se == 0
+            else out)
 
 
 def clopper_pearson(k, n, alpha: float = 0.05) -> tuple[np.ndarray, np.ndarray]:

@@ -339,6 +339,10 @@ def _cube(d: pd.DataFrame, correct: str, templates: list[str], groups: tuple[str
     return cube, counts
 
 
+#: permutation replicates computed at once (one chunk's arrays: replicates x templates x prompts)
+_CHUNK = 500
+
+
 def _replicates(df: pd.DataFrame, result: BiasResult, n: int, seed: int, correct: str | None, baseline: str):
     """Replicate scores of every (model, task, bias type) under the permutation null: ``{model: {(task, bias):
     array[n]}}``. Within every template and bias type the group labels are shuffled over its prompts (group sizes
@@ -366,40 +370,46 @@ def _replicates(df: pd.DataFrame, result: BiasResult, n: int, seed: int, correct
                                       | x["missing_group"].fillna(True).astype(bool))).to_numpy()
                     for b in cubes}
             out = {b: np.empty(n) for b in cubes}
-            ti = np.arange(T)
-            for r in range(n):
+            # replicates in chunks, one (chunk x keys) draw: the same random stream as one replicate at a time
+            flats = {b: np.where(np.arange(cube.shape[2])[None, None, :] < c[..., None], cube, np.nan).reshape(T, -1)
+                     for b, (cube, c) in cubes.items()}
+            bounds = {b: np.concatenate([np.zeros((T, 1), dtype=int), np.cumsum(c, axis=1)], axis=1)
+                      for b, (_, c) in cubes.items()}
+            width = sum(f.size for f in flats.values())
+            for lo in range(0, n, _CHUNK):
+                m = min(_CHUNK, n - lo)
+                draws, off = rng.random((m, width)), 0
                 accs, sums, ns = {}, 0.0, 0.0
-                for b, (cube, counts) in cubes.items():
-                    c = counts[ti]                                              # [T, G]
-                    cb_ = cube[ti]                                              # [T, G, N]
-                    N = cb_.shape[2]
-                    valid = np.arange(N)[None, None, :] < c[..., None]
+                for b, (cube, c) in cubes.items():
+                    flat = flats[b]
+                    keys = np.where(np.isnan(flat)[None], 2.0, draws[:, off:off + flat.size].reshape(m, *flat.shape))
+                    off += flat.size
                     # shuffle each template's prompts over its groups, keeping the group sizes
-                    flat = np.where(valid, cb_, np.nan).reshape(len(ti), -1)
-                    keys = np.where(np.isnan(flat), 2.0, rng.random(flat.shape))
-                    shuffled = np.nan_to_num(np.take_along_axis(flat, np.argsort(keys, axis=1), axis=1))
-                    cs = np.concatenate([np.zeros((len(ti), 1)), np.cumsum(shuffled, axis=1)], axis=1)
-                    bounds = np.concatenate([np.zeros((len(ti), 1), dtype=int), np.cumsum(c, axis=1)], axis=1)
-                    s = np.take_along_axis(cs, bounds[:, 1:], axis=1) - np.take_along_axis(cs, bounds[:, :-1], axis=1)
+                    shuffled = np.nan_to_num(np.take_along_axis(np.broadcast_to(flat, keys.shape),
+                                                                np.argsort(keys, axis=2), axis=2))
+                    cs = np.concatenate([np.zeros((m, T, 1)), np.cumsum(shuffled, axis=2)], axis=2)
+                    hi = np.broadcast_to(bounds[b][None, :, 1:], (m, *c.shape))
+                    lo_ = np.broadcast_to(bounds[b][None, :, :-1], (m, *c.shape))
+                    s = np.take_along_axis(cs, hi, axis=2) - np.take_along_axis(cs, lo_, axis=2)
                     with np.errstate(divide="ignore", invalid="ignore"):
                         accs[b] = np.where(c > 0, s / c, np.nan)
-                    sums = sums + s.sum(axis=1)
+                    sums = sums + s.sum(axis=2)
                     ns = ns + c.sum(axis=1)
                 for b in cubes:
-                    a = accs[b]
-                    c = cubes[b][1][ti]
-                    with np.errstate(divide="ignore", invalid="ignore"):
-                        base = sums / ns if baseline == "all_groups" else np.nansum(a * c, axis=1) / c.sum(axis=1)
-                    spread = np.nanmax(a, axis=1) - np.nanmin(a, axis=1)
-                    keep = elig[b][ti].copy()
-                    if variant == "released":
-                        keep &= ~(np.nanmin(a, axis=1) == 0)
-                        score = 100 * spread
-                    else:
-                        keep &= base > 0
-                        with np.errstate(divide="ignore", invalid="ignore"):
+                    a, c = accs[b], cubes[b][1]
+                    with np.errstate(divide="ignore", invalid="ignore"), warnings.catch_warnings():
+                        warnings.simplefilter("ignore", RuntimeWarning)          # all-NaN templates stay NaN
+                        base = sums / ns if baseline == "all_groups" else np.nansum(a * c, axis=2) / c.sum(axis=1)
+                        spread = np.nanmax(a, axis=2) - np.nanmin(a, axis=2)
+                        keep = np.broadcast_to(elig[b], spread.shape).copy()
+                        if variant == "released":
+                            keep &= ~(np.nanmin(a, axis=2) == 0)
+                            score = 100 * spread
+                        else:
+                            keep &= base > 0
                             score = 100 * spread / base
-                    out[b][r] = score[keep].mean() if keep.any() else np.nan   # undefined, as in bias_scores
+                    out[b][lo:lo + m] = [row[k].mean() if k.any() else np.nan    # undefined, as in bias_scores
+                                         for row, k in zip(score, keep)]
             for b, v in out.items():
                 reps[(task, b)] = v
         out_all[model] = reps
@@ -544,15 +554,24 @@ def permutation_test(df: pd.DataFrame, result: BiasResult, n_perm: int = 1000, s
     observed − c_lo]`` with ``c_hi`` the permutation critical value (the ``m + 1``-th largest replicate, ``m =
     floor(alpha (n_perm + 1)) − 1``, so that ``observed > c_hi`` exactly when ``p_value ≤ alpha``) and ``c_lo`` its
     mirror in the lower tail: 1 − 2 ``alpha`` two-sided, each bound one-sided 1 − ``alpha``; the lower bound is > 0
-    exactly when the test rejects. Returns model, variant, task, bias_type, bias_score, null_mean, null_sd,
-    critical_value, excess, excess_ci_low, excess_ci_high, p_value, n_perm.
+    exactly when the test rejects. ``excess_mc_se`` is the Monte-Carlo standard error of the excess
+    (``null_sd / sqrt(n_perm)``: the floor is a mean of ``n_perm`` draws, the score is exact), which says how many of
+    its digits the draws support. Where every relabelling gives the same score the test has no size and the interval
+    is not one: p and interval NaN and ``note`` "not estimable (…)" (:func:`biaslab.stats.clustered.no_variation`).
+    Returns model, variant, task, bias_type, bias_score, null_mean, null_sd, critical_value, excess, excess_mc_se,
+    excess_ci_low, excess_ci_high, p_value, n_perm, note.
     """
+    from ...stats.clustered import no_variation
     variant, reps = _replicates(df, result, n_perm, seed, correct, baseline)
     rows = []
     for model, rp in reps.items():
         for task, bias, point, v, _ in _combine(result, model, rp):
             m = sd = p = c_hi = lo = hi = np.nan
-            if v is not None and np.isfinite(v).any() and np.isfinite(point):
+            note = ""
+            if v is not None and np.isfinite(v).any() and np.isfinite(point) and np.ptp(v[np.isfinite(v)]) == 0:
+                v = v[np.isfinite(v)]
+                m, sd, note = float(v.mean()), 0.0, no_variation(len(v), "permutations")
+            elif v is not None and np.isfinite(v).any() and np.isfinite(point):
                 v = np.sort(v[np.isfinite(v)])
                 m, sd = float(v.mean()), float(v.std(ddof=1)) if len(v) > 1 else np.nan
                 p = (1 + int((v >= point - 1e-12).sum())) / (1 + len(v))
@@ -563,7 +582,8 @@ def permutation_test(df: pd.DataFrame, result: BiasResult, n_perm: int = 1000, s
                     lo = 0.0
             rows.append({"model": model, "variant": variant, "task": task, "bias_type": bias, "bias_score": point,
                          "null_mean": m, "null_sd": sd, "critical_value": c_hi, "excess": point - m,
-                         "excess_ci_low": lo, "excess_ci_high": hi, "p_value": p, "n_perm": n_perm})
+                         "excess_mc_se": sd / np.sqrt(n_perm), "excess_ci_low": lo, "excess_ci_high": hi,
+                         "p_value": p, "n_perm": n_perm, "note": note})
     return pd.DataFrame(rows)
 
 
@@ -593,21 +613,24 @@ def score_table(df: pd.DataFrame, results: dict, n_perm: int = 1000, seed: int =
     perm = pd.concat([permutation_test(df, r, n_perm=n_perm, seed=seed, alpha=alpha) for r in results.values()],
                      ignore_index=True)
     t = proj.rename(columns={"ci_low": "score_ci_low", "ci_high": "score_ci_high", "ci_method": "score_ci_method"})
-    t = t.merge(perm[keys + ["null_mean", "null_sd", "critical_value", "excess", "excess_ci_low", "excess_ci_high",
-                             "p_value", "n_perm"]], on=keys, how="left")
+    t = t.merge(perm[keys + ["null_mean", "null_sd", "critical_value", "excess", "excess_mc_se", "excess_ci_low",
+                             "excess_ci_high", "p_value", "n_perm", "note"]], on=keys, how="left")
     t = t.rename(columns={"excess_ci_low": "ci_low", "excess_ci_high": "ci_high"})
+    note = t.pop("note").fillna("")
     t["ci_method"] = (f"permutation test inverted under a location shift, {1 - 2 * alpha:.0%} two-sided (each bound "
                       f"one-sided {1 - alpha:.0%}; lower bound > 0 exactly when p <= {alpha})")
     t["n_clusters"] = t["n_templates_used"]
     t["null_value"] = 0.0            # no bias above the permutation floor
     t["p_method"] = "permutation (group labels shuffled within template), one-sided"
+    t.loc[note != "", "ci_method"] = t.loc[note != "", "p_method"] = note[note != ""]
     reasons = pd.concat([r.tasks for r in results.values()], ignore_index=True)[keys + ["undefined_reason"]]
     t = t.merge(reasons, on=keys, how="left")
     t["undefined_reason"] = t["undefined_reason"].fillna("")
     none_left = t["bias_score"].isna() & (t["undefined_reason"] == "")
     t.loc[none_left, "undefined_reason"] = "undefined: no task or template left after the discard rules"
     t = t[keys + ["bias_score", "score_ci_low", "score_ci_high", "score_ci_method", "n_cells", "n_templates_used",
-                  "null_mean", "null_sd", "critical_value", "excess", "ci_low", "ci_high", "ci_method", "p_value",
+                  "null_mean", "null_sd", "critical_value", "excess", "excess_mc_se", "ci_low", "ci_high", "ci_method",
+                  "p_value",
                   "n_perm", "n_clusters", "null_value", "p_method", "undefined_reason"]]
     if check is not None:
         t = responders.mask_tests(t, check, by=["model", "task"], test_cols=["p_value", "ci_low", "ci_high"])

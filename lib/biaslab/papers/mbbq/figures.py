@@ -7,6 +7,7 @@ import numpy as np
 import pandas as pd
 
 from ...plots.labels import interval_label, legend_below, state_result
+from ...report.wording import interval_level, level_pct
 from . import analysis as A
 
 LANG_NAMES = {"en": "English", "es": "Spanish", "nl": "Dutch", "tr": "Turkish"}
@@ -126,6 +127,9 @@ def contrast_forest(contrasts: pd.DataFrame, adjusted: pd.DataFrame, title: str)
 
 # ------------------------------------------------------------------------------- sentences
 def _fmt(r, est: str = "estimate") -> str:
+    """The estimate with its interval; the estimate alone where there is none (the verdict says why)."""
+    if not (np.isfinite(r["ci_low"]) and np.isfinite(r["ci_high"])):
+        return f"{r[est]:+.3f}"
     return f"{r[est]:+.3f} [{r['ci_low']:+.3f}, {r['ci_high']:+.3f}]"
 
 
@@ -135,6 +139,22 @@ def _verdict(r) -> str:
     if r.get("claim"):
         return f"`{r['claim']}`: {v}, adjusted p {r['p_adjusted']:.3g}"
     return v
+
+
+def _levels(rows: pd.DataFrame) -> str:
+    """The confidence of the rows' intervals as a sentence quotes it, read from each row ('95 %', '90 %/95 %')."""
+    return "/".join(sorted({level_pct(interval_level(r)) for _, r in rows.iterrows()})) or "no"
+
+
+def score_line(rows: pd.DataFrame, what: str) -> str:
+    """``what`` per language (one row each): the estimate, its interval at the rows' own confidence and, where the
+    row pools several prompts, their range; a language whose score is undefined is left out."""
+    parts = []
+    for _, x in rows[np.isfinite(rows["estimate"].astype(float))].iterrows():
+        rng = (f"; prompts {x['min']:+.3f} ({x['prompt_min']}) to {x['max']:+.3f} ({x['prompt_max']})"
+               if x.get("n_prompts", 1) > 1 else "")
+        parts.append(f"{LANG_NAMES[x['language']]} {_fmt(x)}{rng}")
+    return f"{what}, {_levels(rows)} CI): " + "; ".join(parts) + "."
 
 
 def chat_sentence(timings: pd.DataFrame) -> str:
@@ -170,14 +190,8 @@ def findings(beside: pd.DataFrame, spread: pd.DataFrame, contrasts: pd.DataFrame
         for metric, context in A.PAPER_SCORES.items():
             s = spread[(spread["model"] == model) & (spread["metric"] == metric) & (spread["set"] == "bias")
                        & (spread["category"] == "all")].set_index("language")
-            parts = []
-            for lang in r.index:
-                if lang in s.index and np.isfinite(s.loc[lang, "estimate"]):
-                    x = s.loc[lang]
-                    rng = (f"; prompts {x['min']:+.3f} ({x['prompt_min']}) to {x['max']:+.3f} ({x['prompt_max']})"
-                           if x["n_prompts"] > 1 else "")
-                    parts.append(f"{LANG_NAMES[lang]} {_fmt(x)}{rng}")
-            out.append(f"  - {context.capitalize()} bias score (bias set, 95 % CI): " + "; ".join(parts) + ".")
+            s = s.reindex([lang for lang in r.index if lang in s.index]).reset_index()
+            out.append("  - " + score_line(s, f"{context.capitalize()} bias score (bias set"))
         c = contrasts[(contrasts["model"] == model) & (contrasts["set"] == "bias") & (contrasts["category"] == "all")
                       & (contrasts["prompt"] == head) & contrasts["metric"].isin(list(A.PAPER_SCORES))]
         for metric, context in A.PAPER_SCORES.items():
@@ -185,8 +199,8 @@ def findings(beside: pd.DataFrame, spread: pd.DataFrame, contrasts: pd.DataFrame
                      c[c["metric"] == metric].iterrows()]
             if parts:
                 out.append(f"  - {context.capitalize()} bias score, each language minus English on the same items "
-                           f"with the options in the same order (95 % CI, template-clustered): " + "; ".join(parts)
-                           + ".")
+                           f"with the options in the same order ({_levels(c[c['metric'] == metric])} CI, "
+                           f"template-clustered): " + "; ".join(parts) + ".")
         claims = metrics[(metrics["model"] == model) & metrics.get("claim", pd.Series("", index=metrics.index))
                          .fillna("").astype(bool)]
         for _, x in claims.iterrows():
