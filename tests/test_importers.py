@@ -874,8 +874,8 @@ def test_a_reimport_exported_again_replaces_its_own_record(tmp_path, capsys):
 
 def test_an_imported_mbbq_run_round_trips_through_every_eval_ever_with_every_item(tmp_path, capsys):
     """lm-eval's MBBQ run (English and Dutch, 96 rows): every item becomes an instance record and comes back equal;
-    each aggregate result names its own language's task, not all of them at once; the records import again as
-    MBBQ, per language."""
+    each aggregate result (a score with a finite interval; the others counted) names its own language's task, not all
+    of them at once; the records import again as MBBQ, per language."""
     imp = tmp_path / "imp"
     assert _cli(["import", "lm-eval", str(MBBQ_RUN), "--out", str(imp)], capsys)[0] == 0
     original = pd.read_csv(imp / "tables" / "mbbq_responses.csv")
@@ -888,7 +888,12 @@ def test_an_imported_mbbq_run_round_trips_through_every_eval_ever_with_every_ite
     pd.testing.assert_frame_equal(back[list(original.columns)], original, check_dtype=False, check_exact=True)
     scored = [x for x in r["aggregate"]["evaluation_results"]
               if x["source_data"]["additional_details"]["table"] == "tables/mbbq_accuracy_bias_score_intervals.csv"]
-    assert len(scored) == 2 * 2 * 2 * 2             # language x set x context x (accuracy, bias score)
+    table = pd.read_csv(imp / "tables" / "mbbq_accuracy_bias_score_intervals.csv")
+    assert len(table) == 2 * 2 * 2                  # language x set x context
+    finite = {m: table[[e, f"{p}ci_low", f"{p}ci_high"]].notna().all(axis=1)
+              for m, e, p in (("accuracy", "accuracy", "accuracy_"), ("bias", "bias_score", "bias_"))}
+    assert len(scored) == sum(int(f.sum()) for f in finite.values())     # each row's accuracy and bias score ...
+    assert r["skipped"].get("mbbq_accuracy_bias_score_intervals", 0) == sum(int((~f).sum()) for f in finite.values())
     for x in scored:
         lang = x["source_data"]["additional_details"]["language"]
         assert x["source_data"]["dataset_name"] == f"local_mbbq_{lang}"
