@@ -157,6 +157,34 @@ display(timings.round(2))
 display(Markdown(F.chat_sentence(timings)))
 
 # %% [markdown]
+# ## Validity of the instrument, per model and language
+#
+# A bias score read from a model's choices measures bias only where the choices follow the items (docs/validity.md;
+# the checks of `biaslab.stats.validity` at the thresholds of the plan's `scoring_rule.checks`). Per model and
+# language, over every prompt's answers (both sets): *competence*, the accuracy on the control set's disambiguated
+# items (names in place of the groups: the paper's measure of "task performance ... independently of bias") above
+# chance 1/3 by a one-sided test on its template-clustered interval; *length*, the share of answers that are the
+# longest option against the share the model's own preference among biased / counter-biased / unknown answers (per
+# set and context) predicts without a length effect; *position*, the shown position chosen (one order is asked, so
+# it is judged); and the *role* chosen (degenerate: always one kind of answer). The answers are read in one
+# formulation here (the option log-probabilities above), so a language that fails a check is **not measurable** for
+# that model: its bias scores are shown below, never decided, ranked or compared, and a contrast with it neither.
+
+# %% tags=["findings"]
+from biaslab.benchmarks import instrument  # noqa: E402
+from biaslab.stats import validity as V  # noqa: E402
+
+rule = {"primary": "paper", "checks": dict(PLAN.scoring.get("checks") or {})}   # one formulation: no fallback
+validity_rows, selection = instrument.validity(
+    mbbq.SPEC, items_table, all_prompts.assign(formulation="paper", normalization=mbbq.PROTOCOL.normalization),
+    "template", rule, by=("model", "language"))
+out.table(validity_rows, "validity")               # every check's numbers; the panel below is its summary
+panel = V.panel(validity_rows, instrument.LABELS, by=("model", "language"))
+out.table(panel, "validity_panel", markdown=True)
+display(panel)
+display(Markdown(V.render(validity_rows, selection, "MBBQ", instrument.LABELS, by=("model", "language"))))
+
+# %% [markdown]
 # ## Bias beside control-set accuracy, per language and prompt
 #
 # The paper's two bias scores (positive: towards the stereotype) on the bias set, beside the control set's accuracy
@@ -229,7 +257,9 @@ con = pd.concat([A.contrasts(responses, seed=seed).assign(items="every sampled i
                  A.contrasts(spread_rows, seed=seed).assign(items="nested items, every prompt")], ignore_index=True)
 out.table(con, "contrasts")
 adj = A.adjusted_contrasts(responses)
-check = D.responder_table(responses)           # the answer check per model x language (bias set)
+# the answer check per model x language (bias set) and the validity rule's status (not measurable: never decided)
+check = pd.concat([D.responder_table(responses), V.responder_rows(selection, validity_rows, by=("model", "language"))],
+                  ignore_index=True)
 out.table(check, "responders")
 decided = D.decide(metrics, adj, check, plan=PLAN)   # the plan's claims, one family per model; the rest exploratory
 metrics, adj = decided["metrics"], decided.get("adjusted_contrasts", adj)
@@ -263,7 +293,7 @@ display(Markdown(reanalysis.render(sensitivity)))
 # `tables/contrasts.csv`, `tables/metrics.csv`).
 
 # %% tags=["findings"]
-display(Markdown(F.findings(beside, spread, nested if len(nested) else con, metrics, prompts)))
+display(Markdown(F.findings(beside, spread, nested if len(nested) else con, metrics, prompts, selection)))
 
 # %% [markdown]
 # **The paper's numbers.** The paper reports bias scores and control accuracies for open-source and proprietary models

@@ -586,3 +586,37 @@ def test_the_prompts_are_a_wording_factor_of_notebook_6():
         for u in us:
             mbbq.requests(pd.DataFrame({"language": ["nl"], "context": ["C."], "question": ["Q?"],
                                         "options": [["x", "y", "z"]]}), design.protocol(u))
+
+
+def _answers(items: pd.DataFrame, pick) -> pd.DataFrame:
+    """One answer per item row, ``pick(row) -> stored option``, shown at that position (one order)."""
+    choice = np.array([pick(r) for r in items.itertuples()])
+    return items[["prompt_id", "language", "set", "template"]].assign(
+        model="m", choice=choice, pos_0=choice, formulation="paper", normalization="mean")
+
+
+def test_mbbq_validity_reads_competence_on_the_control_set_and_a_failing_language_is_not_measurable():
+    """Per model x language (notebook 7's validity panel): competence is the control set's disambiguated accuracy
+    (a model that answers every control item right and every bias item with the biased person is competent, as the
+    paper's control set intends); a language answered 'unknown' throughout is not measurable (competence 0 and a
+    degenerate role), and its contrast with English is excluded from the decisions."""
+    from biaslab.benchmarks import instrument
+    from biaslab.papers.mbbq import decisions as D
+    from biaslab.stats import validity as V
+    items = load_or_skip(lambda: mbbq.sample(2, seed=0, languages=["en", "tr"]), "MBBQ")[0]
+    en, tr = items[items["language"] == "en"], items[items["language"] == "tr"]
+    scored = pd.concat([_answers(en, lambda r: r.gold_index if r.set == "control" else r.biased_index),
+                        _answers(tr, lambda r: r.unknown_index)], ignore_index=True)
+    lenient = {"length_excess_max": 1.0, "position_excess_max": 1.0}       # competence and role alone
+    rows, sel = instrument.validity(mbbq.SPEC, items, scored, "template", {"primary": "paper", "checks": lenient},
+                                    by=("model", "language"))
+    r = rows.set_index("language")
+    n_control_disambig = int(((en["set"] == "control") & (en["context_condition"] == "disambig")).sum())
+    assert r.loc["en", "n_competence"] == n_control_disambig and r.loc["en", "competence"] == 1.0
+    assert bool(r.loc["en", "passes"]) and r.loc["tr", "competence"] == 0.0 and not bool(r.loc["tr", "passes"])
+    s = sel.set_index("language")
+    assert s.loc["en", "rule_branch"] == "paper" and s.loc["tr", "rule_branch"] == V.NOT_MEASURABLE
+    assert s.loc["tr", "reasons"].count("paper:") == 1          # one formulation judged once, no fallback
+    own, pair = D._status(V.responder_rows(sel, rows, by=("model", "language")))
+    assert pair.set_index("language").loc["tr", "responder_status"].startswith(V.NOT_MEASURABLE)
+    assert own.set_index("language").loc["en", "responder_status"] == "informative"

@@ -21,7 +21,7 @@ EXPECTED_TABLES = {
     "06_multiverse": ["factors", "universes", "responders", "estimates", "specification_curve", "equivalence",
                       "robustness", "factor_importance", "format_agreement", "costs"],
     "07_mbbq": ["design", "excluded", "factors", "responses", "accuracy", "metrics", "contrasts",
-                "adjusted_contrasts", "responders"],
+                "adjusted_contrasts", "responders", "validity"],
 }
 # Tables that may legitimately have no rows under the one-model smoke profile (they compare models, or calibrate
 # claims of which none is tested with one model).

@@ -841,6 +841,20 @@ def _metric(lang: str) -> Metric:
         responder_reads=(f"{ANSWER_READ}, {lang}",))
 
 
+def option_roles(items: pd.DataFrame) -> pd.DataFrame:
+    """What the validity checks read per item (``Spec.option_roles``, :mod:`biaslab.stats.validity`): BBQ's roles and
+    characters per option (:func:`biaslab.benchmarks.bbq.option_roles`), with competence read where the paper reads
+    it, the control set's disambiguated items ("to measure task performance on the question-answering task
+    independently of bias": proper names in place of the groups, so either person may be the correct one), and the
+    role preference estimated per set x context condition."""
+    from .bbq import option_roles as bbq_roles
+    control = (items["set"] == "control").to_numpy()
+    out = bbq_roles(items)
+    out["competence_item"] = control & (items["context_condition"] == "disambig").to_numpy()
+    out["stratum"] = items["set"].to_numpy() + " " + items["context_condition"].to_numpy()
+    return out
+
+
 SPEC = Spec(
     name="mbbq", title="MBBQ", load=load,
     protocol=PROTOCOL, formats=FORMATS,
@@ -857,5 +871,5 @@ SPEC = Spec(
            "default": {"01_multifactor": {"max_prompts": 2 * 12 * 8},
                        "06_multiverse": {"items": 1, "formats": ["option_ll", "label_dist"]}},
            "paper": {"01_multifactor": {"max_prompts": None}, "06_multiverse": {"items": None}}},
-    responder_check=_responder_check,
+    responder_check=_responder_check, option_roles=option_roles,
 )

@@ -260,13 +260,14 @@ def apply_rule(rows: pd.DataFrame, rule: Mapping, by: Sequence[str] = ("model",)
     ``fallback`` formulations and the cloze ``normalization`` (the plan's ``scoring_rule``); a cloze formulation is
     the row of that normalization. Returns ``by`` + ``selected`` (the formulation whose answers are read: the
     fallback's where neither passes), ``selected_normalization``, ``rule_branch`` (the primary's or the fallback's
-    name, or "not measurable"), ``status`` ("informative", or "not measurable: <reasons>") and ``reasons``."""
+    name, or "not measurable"), ``status`` ("informative", or "not measurable: <reasons>") and ``reasons``. A rule
+    without a ``fallback`` judges its primary alone (a benchmark read in one formulation: MBBQ's notebook 7)."""
     norm = rule.get("normalization")
     out = []
     for key, g in rows.groupby(list(by), sort=False):
         key = dict(zip(by, key if isinstance(key, tuple) else (key,)))
         tried = []
-        for which in ("primary", "fallback"):
+        for which in ("primary", "fallback") if rule.get("fallback") else ("primary",):
             f = rule[which]
             r = _pick(g, f, norm if f == "cloze" else None)
             if r.empty:

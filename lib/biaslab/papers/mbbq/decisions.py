@@ -5,7 +5,9 @@ because the plan declares it), one family per model; every other row is explorat
 
 **Responders.** Every metric reads the answer (the option chosen): a model whose answers in a language are
 degenerate (:func:`biaslab.stats.responders.responder_check`, per model x language, bias set) is flagged on that
-language's rows, and a contrast is degenerate when either of its languages is.
+language's rows; a language where the instrument fails its checks (notebook 7's validity rows,
+:func:`biaslab.stats.validity.responder_rows`) is "not measurable" there; a contrast is excluded when either of its
+languages is.
 
 **Sensitivity** (:func:`sensitivity`, ``sensitivity.csv``; the analyses each claim lists in the plan): the claims
 re-decided with the items unweighted (the sampled items' estimand instead of every MBBQ item's), and the adjusted
@@ -36,10 +38,11 @@ def responder_table(responses: pd.DataFrame) -> pd.DataFrame:
 
 
 def _status(check: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(per model x language, per model x contrast language): a contrast is degenerate when either language is."""
+    """(per model x language, per model x contrast language): a contrast is excluded (degenerate or not measurable)
+    when either language is."""
     own = V.responder_status(check, ("model", "language"))
     ref = own[own["language"] == A.REFERENCE].set_index("model")["responder_status"]
-    pair = own.assign(responder_status=[s if s.startswith("degenerate") else ref.get(m, s) for m, s in
+    pair = own.assign(responder_status=[s if V.excluded(s) else ref.get(m, s) for m, s in
                                         zip(own["model"], own["responder_status"])])
     return own, pair
 

@@ -8,6 +8,7 @@ import pandas as pd
 
 from ...plots.labels import interval_label, legend_below, state_result
 from ...report.wording import interval_level, level_pct
+from ...stats.validity import NOT_MEASURABLE
 from . import analysis as A
 
 LANG_NAMES = {"en": "English", "es": "Spanish", "nl": "Dutch", "tr": "Turkish"}
@@ -137,7 +138,8 @@ def _verdict(r) -> str:
     """The row's verdict as the verdict layer wrote it; a confirmatory row names its claim and adjusted p."""
     v = str(r.get("verdict", "exploratory"))
     if r.get("claim"):
-        return f"`{r['claim']}`: {v}, adjusted p {r['p_adjusted']:.3g}"
+        p = r.get("p_adjusted", np.nan)
+        return f"`{r['claim']}`: {v}" + (f", adjusted p {p:.3g}" if np.isfinite(p) else "")
     return v
 
 
@@ -146,14 +148,16 @@ def _levels(rows: pd.DataFrame) -> str:
     return "/".join(sorted({level_pct(interval_level(r)) for _, r in rows.iterrows()})) or "no"
 
 
-def score_line(rows: pd.DataFrame, what: str) -> str:
+def score_line(rows: pd.DataFrame, what: str, unread=()) -> str:
     """``what`` per language (one row each): the estimate, its interval at the rows' own confidence and, where the
-    row pools several prompts, their range; a language whose score is undefined is left out."""
+    row pools several prompts, their range; a language whose score is undefined is left out, one in ``unread`` (not
+    measurable) is marked so."""
     parts = []
     for _, x in rows[np.isfinite(rows["estimate"].astype(float))].iterrows():
         rng = (f"; prompts {x['min']:+.3f} ({x['prompt_min']}) to {x['max']:+.3f} ({x['prompt_max']})"
                if x.get("n_prompts", 1) > 1 else "")
-        parts.append(f"{LANG_NAMES[x['language']]} {_fmt(x)}{rng}")
+        parts.append(f"{LANG_NAMES[x['language']]} {_fmt(x)}{rng}"
+                     + (" (not measurable: shown, not read)" if x["language"] in unread else ""))
     return f"{what}, {_levels(rows)} CI): " + "; ".join(parts) + "."
 
 
@@ -166,12 +170,14 @@ def chat_sentence(timings: pd.DataFrame) -> str:
 
 
 def findings(beside: pd.DataFrame, spread: pd.DataFrame, contrasts: pd.DataFrame, metrics: pd.DataFrame,
-             prompts=()) -> str:
-    """Per model, every number from the run's tables: the control set's disambiguated accuracy per language against
-    chance and which language answers it best; the paper's two bias scores per language (five-prompt mean, its
-    interval and the prompts' range); each language minus English (paired, same option order); the plan's claims
-    as decided (prompt p2)."""
+             prompts=(), selection: pd.DataFrame | None = None) -> str:
+    """Per model, every number from the run's tables: the languages where the instrument is not measurable
+    (``selection``: the validity rule's rows per model x language), the control set's disambiguated accuracy per
+    language against chance and which language answers it best; the paper's two bias scores per language
+    (five-prompt mean, its interval and the prompts' range; a not measurable language's marked); each language minus
+    English (paired, same option order); the plan's claims as decided (prompt p2)."""
     out = []
+    sel = selection if selection is not None else pd.DataFrame(columns=["model", "language", "status"])
     head = A.MEAN if (beside["prompt"] == A.MEAN).any() else A.PLAN_PROMPT
     b = beside[(beside["category"] == "all") & (beside["prompt"] == head)]
     what = f"mean of the prompts {', '.join(prompts)}" if head == A.MEAN else f"prompt {head}"
@@ -183,20 +189,26 @@ def findings(beside: pd.DataFrame, spread: pd.DataFrame, contrasts: pd.DataFrame
         above = [LANG_NAMES[lang] for lang, x in r.iterrows() if x["control_above_chance"]]
         top = r["control_accuracy_disambig"]
         best = [LANG_NAMES[lang] for lang, v in top.items() if v == top.max()]
-        out.append(f"- **{model}** ({what}, all categories, {WEIGHTED}). Control-set accuracy in disambiguated "
-                   f"contexts (chance 1/3): {acc}; its interval lies above chance in "
+        mine = sel[sel["model"] == model]
+        unread = [x["language"] for _, x in mine.iterrows() if str(x["status"]).startswith(NOT_MEASURABLE)]
+        measurable = (f" Not measurable (the validity checks fail; scores shown, never read): "
+                      f"{', '.join(LANG_NAMES[lang] for lang in unread)}." if unread else
+                      (" The instrument passes the validity checks in every language." if len(mine) else ""))
+        out.append(f"- **{model}** ({what}, all categories, {WEIGHTED}).{measurable} Control-set accuracy in "
+                   f"disambiguated contexts (chance 1/3): {acc}; its interval lies above chance in "
                    f"{', '.join(above) if above else 'no language'}; it is highest in {' and '.join(best)}"
                    f"{' (tied)' if len(best) > 1 else ''}.")
         for metric, context in A.PAPER_SCORES.items():
             s = spread[(spread["model"] == model) & (spread["metric"] == metric) & (spread["set"] == "bias")
                        & (spread["category"] == "all")].set_index("language")
             s = s.reindex([lang for lang in r.index if lang in s.index]).reset_index()
-            out.append("  - " + score_line(s, f"{context.capitalize()} bias score (bias set"))
+            out.append("  - " + score_line(s, f"{context.capitalize()} bias score (bias set", unread))
         c = contrasts[(contrasts["model"] == model) & (contrasts["set"] == "bias") & (contrasts["category"] == "all")
                       & (contrasts["prompt"] == head) & contrasts["metric"].isin(list(A.PAPER_SCORES))]
         for metric, context in A.PAPER_SCORES.items():
-            parts = [f"{LANG_NAMES[x['language']]} - English {_fmt(x)}" for _, x in
-                     c[c["metric"] == metric].iterrows()]
+            parts = [f"{LANG_NAMES[x['language']]} - English {_fmt(x)}"
+                     + (" (not measurable)" if {x["language"], A.REFERENCE} & set(unread) else "")
+                     for _, x in c[c["metric"] == metric].iterrows()]
             if parts:
                 out.append(f"  - {context.capitalize()} bias score, each language minus English on the same items "
                            f"with the options in the same order ({_levels(c[c['metric'] == metric])} CI, "
