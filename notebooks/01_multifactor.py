@@ -653,7 +653,7 @@ timings["subgroups"] = time.perf_counter() - t0
 # how, is printed below from the analysis plan. Degenerate responders keep their rows, marked "not tested".
 #
 # *CrowS-Pairs:* the overall rates and their paired difference here are unweighted over the pairs scored (notebook 3's
-# bias-type-balanced sample of each file, the three files pooled): they describe that sample, not any file. The
+# bias-type-stratified sample of each file, the three files pooled): they describe that sample, not any file. The
 # estimate for every pair of a file, weighted back by bias type, is notebook 3's (`stereotype-share`) and notebook 5's
 # (`crows-en-share`).
 
