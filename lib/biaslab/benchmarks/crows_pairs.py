@@ -139,8 +139,9 @@ def load_french() -> Benchmark:
     return _build("crows_pairs_fr", "fr", *FRENCH, tab=True, n_expected=N_REVISED, bias_types=BIAS_TYPES_FR)
 
 
-#: ``allocation="auto"``: the fewest pairs a stratum's proportional share may have for a proportional sample
-MIN_PER_STRATUM = 5
+#: ``allocation="auto"``: the fewest pairs a stratum's proportional share may have for a proportional sample (two:
+#: the fewest with a within-stratum variance)
+MIN_PER_STRATUM = 2
 
 
 def resolved(sizes: pd.Series, total: int, allocation: str) -> str:
