@@ -16,6 +16,7 @@ from typing import Callable, Mapping
 
 import pandas as pd
 
+from ..sources import DataError
 from .base import Benchmark, Protocol
 
 
@@ -211,6 +212,8 @@ class Spec:
     # --- appended (notebook 2's template diversity, CALM's Table 4): row name -> one text per template of the
     # benchmark (or of one of its datasets), e.g. ``base.template_texts(load().prompts, "template_text", "template")``
     templates: Mapping[str, Callable[[], pd.Series]] = field(default_factory=dict)
+    #: a plugin's own sources table (``data/sources.tsv``'s columns), read with it by ``biaslab data fetch``
+    sources_table: str = ""
 
     def __post_init__(self):
         if self.protocol is not None:
@@ -244,7 +247,15 @@ class Spec:
         """``respond`` with the declared columns checked: a benchmark's answers are the table its spec says."""
         if self.respond is None:
             raise TypeError(f"benchmark {self.name!r} declares no respond (it is not asked through a protocol)")
-        out = self.respond(scorer, items, protocol or self.protocol, **kwargs)
+        try:
+            out = self.respond(scorer, items, protocol or self.protocol, **kwargs)
+        except ValueError as exc:      # the scorer refused a missing text: name the items' empty cells
+            if not getattr(exc, "missing_text", False):
+                raise
+            cells = [f"{c} in prompt_id {', '.join(map(str, items.loc[items[c].isna(), 'prompt_id'][:5]))}"
+                     for c in items.columns if not pd.api.types.is_numeric_dtype(items[c]) and items[c].isna().any()]
+            raise DataError(f"benchmark {self.name!r}: empty item cells ({'; '.join(cells) or 'none found'}): "
+                            f"{exc}") from exc
         missing = [c for c in self.columns if c not in out.columns]
         if missing:
             raise ValueError(f"benchmark {self.name!r}: respond returned no column(s) {missing}; its spec declares "
