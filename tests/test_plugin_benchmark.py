@@ -218,7 +218,7 @@ def test_the_plugin_runs_through_notebooks_1_6_and_5_by_reproduce_alone(pronoun,
         assert rc == 0, text
     for folder in ("01_multifactor/pronoun", "06_multiverse", "05_compare"):
         raw = (out / folder / "MANIFEST.json").read_text()
-        assert str(paths.ROOT) not in raw and str(tmp_path) not in raw, folder
+        assert str(paths.ROOT) not in raw, folder       # (the --out folder is recorded as given)
         rec = json.loads(raw)["benchmark_modules"]
         assert rec == [{"module": "pronoun_bench", "path": "tests/plugins/pronoun_bench/__init__.py",
                         "sha256": sources.sha256_file(PLUGIN / "__init__.py"), "benchmarks": ["pronoun"]}], folder
