@@ -574,7 +574,9 @@ timings["subgroups"] = time.perf_counter() - t0
 # it, so it gets the same rule — CR1 with t(G − 1), or with fewer than 30 clusters (CALM's 12 templates) the wild
 # cluster bootstrap (a percentile template bootstrap under-covers with few templates). Where a subgroup holds a
 # single prompt (SSQA's embedded subset: 87 subgroups from 150 prompts) its own rate fits that prompt exactly, the
-# linearized variance is not estimable, and the interval is undefined and says so. Two models scored on
+# linearized variance is not estimable, and the interval is undefined and says so; where the variance is estimated as
+# 0 (a constant outcome, or two models answering alike inside every cluster) there is no interval and no test either:
+# the row says "not estimable (no variation in n items)", never p = 0 or an interval [x, x]. Two models scored on
 # the same prompts answer the same subgroups, so the KS test (kept as the paper's variant) is joined by a paired test
 # (`paired_subgroup_tests.csv`): the difference of the two deviation metrics on the two models' pseudo-values over
 # the same clusters (the same rule), and the Wilcoxon signed-rank test over subgroups (kept as `p_naive`); plus the
@@ -639,8 +641,8 @@ display(Markdown(findings.subgroup_findings(dm, ks, pst, pdiff, plan=PLAN)))
 # gender against *gender neutral* among the stigma prompts (the base prompts are coded at those references). Terms with
 # a deviation rate of 0 or 1 at their level have no finite estimate (separation) and are flagged.
 #
-# *Changed after review:* prompts from one template are not independent, and gender and biased answer are properties
-# of the template (37 in SSQA), so the table now carries template-clustered (cluster-robust sandwich) standard errors,
+# Prompts from one template are not independent, and gender and biased answer are properties of the template (37 in
+# SSQA), so the table carries template-clustered (cluster-robust sandwich) standard errors,
 # intervals and p-values (`se_cluster`, `p_cluster`; statsmodels `cov_type="cluster"`) beside the naive ones, with the
 # per-coefficient design effect; a term's t reference has the templates its level rests on (gender[male], held by 4
 # of 37 templates: t(3)). The terms are exploratory: the verdict layer's Benjamini–Hochberg screen per model on the
@@ -774,7 +776,7 @@ else:
 timings["bayes"] = time.perf_counter() - t0
 
 # %% [markdown]
-# *Changed after review:* a fit counts only when it converged (max R-hat ≤ 1.01, every bulk ESS ≥ 400, no
+# A fit counts only when it converged (max R-hat ≤ 1.01, every bulk ESS ≥ 400, no
 # divergences); `bayes_summary.csv` says so in `converged` / `use_in_findings`, and a non-converged fit is tabulated
 # for inspection only.
 #

@@ -348,7 +348,10 @@ first.pivot_table(index="template_id", columns="group", values="accuracy", obser
 # `null_mean` is that floor and `p_value` the share of shuffles scoring at least as high as observed. What is decided
 # is the **bias above chance**, `excess` = score − floor, with the interval that inverts the same permutation test
 # (`ci_low`, `ci_high`: the excesses $d$ for which score − $d$ is not in either 5 % tail of the permutation null, a
-# location-shift model; its lower bound is above 0 exactly when $p \le 0.05$). The paper's score and its projection
+# location-shift model: 90 % two-sided; its lower bound is above 0 exactly when $p \le 0.05$). The floor is a mean of
+# `n_permutations` shuffles, so the excess carries its Monte-Carlo standard error (`excess_mc_se`) and is printed to
+# the digits it supports; where every shuffle gives the same score there is no test and no interval ("not
+# estimable"). The paper's score and its projection
 # interval (`score_ci_low`, `score_ci_high`) stay beside it for comparison with Table 6. For a model with
 # 70 % accuracy whose answers do not depend on the name at all (independent answers), 50 names per group give a floor
 # of about 12 (released variant) to 18 (eq. 1) — the size of many of the paper's Table 6 entries; real models answer
@@ -373,8 +376,8 @@ table6
 
 # %%
 bias_scores[bias_scores["task"] == "all"][["model", "variant", "bias_type", "bias_score", "score_ci_low",
-                                           "score_ci_high", "null_mean", "excess", "ci_low", "ci_high", "p_value",
-                                           "verdict"]]
+                                           "score_ci_high", "null_mean", "excess", "excess_mc_se", "ci_low",
+                                           "ci_high", "p_value", "verdict"]]
 
 # %% [markdown]
 # **What this run shows** (computed from its tables):
@@ -609,8 +612,8 @@ display(Markdown(findings.diversity_findings(diversity)))
 # The paper's length row is that of the passages alone (`calm_passage`: the same number of templates and the same
 # shortest and longest one as printed), not of the passages with their questions (`calm`); its printed standard
 # deviation is too small for its own minimum and maximum (computed below from the printed row and from this run's
-# table). Words are whitespace-separated, placeholders counted as words. Benchmarks skipped above (their loaders were
-# not yet on this branch) appear when the notebook is run where they exist.
+# table). Words are whitespace-separated, placeholders counted as words. A benchmark skipped above (its data not
+# fetched) appears when the notebook is run where its data is.
 
 # %% tags=["findings"]
 display(Markdown(findings.length_findings(diversity, published.TABLE4)))
@@ -627,7 +630,7 @@ for v in cb.VARIANTS:
     for r in s.itertuples(index=False):
         print(f"{v:8s} {r.model:24s} {r.bias_type:6s} score {r.bias_score:6.1f} [{r.score_ci_low:6.1f}, "
               f"{r.score_ci_high:6.1f}]  floor {r.null_mean:6.1f}  excess {r.excess:6.1f} [{r.ci_low:6.1f}, "
-              f"{r.ci_high:6.1f}]")
+              f"{r.ci_high:6.1f}] (Monte-Carlo SE {r.excess_mc_se:.1g})")
 
 # %% [markdown]
 # `timings` lists each step; `positions_computed` is the number of token positions the engine computed for the

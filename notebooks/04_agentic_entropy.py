@@ -289,7 +289,7 @@ gp.sort_values("bh_q")[cols].head(12).round(3)
 display(Markdown("Exploratory (estimates, intervals, unadjusted and BH p; not decided): group probability, positive − negative question, `group_preference.csv`."))
 
 # %% [markdown]
-# A difference that is not distinguishable from chance here may still be there: the `paper` profile scores all 1,020
+# A difference the screen does not flag here may still be there: the `paper` profile scores all 1,020
 # prompts (every scenario in both framings for every class type).
 #
 # ## Position bias (beyond the paper)
@@ -359,7 +359,8 @@ display(Markdown("Exploratory (estimates and intervals; not decided): each group
 # $w = \sqrt{\sum_j (p_j - \pi_j)^2 / \pi_j}$ (median-unbiased; the plug-in is `cohens_w_plugin`), with the interval
 # that inverts the same Rao–Scott test: $X^2_{RS}/(k-1)$ is noncentral $F(k-1, (k-1)(G-1), \lambda)$ with
 # $\lambda = n w^2 / \hat\delta$, and the $\lambda$s that leave the observed statistic between their 5 % and 95 %
-# quantiles (Steiger & Fouladi 1997) give `ci_low`, `ci_high`, whose lower bound is above 0 exactly when $p < 0.05$;
+# quantiles (Steiger & Fouladi 1997) give `ci_low`, `ci_high` (a 90 % two-sided interval, each bound one-sided 95 %),
+# whose lower bound is above 0 exactly when $p < 0.05$;
 # decided as the plan states under the table (`claim`, `family`, `p_adjusted`, `verdict`). Every other
 # test here is exploratory: the counts by position, the cyclic gain, the
 # paired model comparison, the positive-vs-negative differences and the breakdown tests. The Dirichlet–multinomial BF10 is
@@ -408,7 +409,7 @@ sens[["family", "instance", "analysis", "estimate", "ci_low", "ci_high", "p_valu
 #
 # The agentic prompts are generated from scenarios: the 10 prompts of a scenario (5 class types × 2 polarities)
 # share its role and story, so every interval below resamples *scenarios* (the benchmark's declared cluster,
-# `bench.cluster`). The group-preference table and figure now carry 95 % intervals clustered on the scenario.
+# `bench.cluster`). The group-preference table and figure carry 95 % intervals clustered on the scenario.
 #
 # * **Responder check**: per metric, above (`responders.csv`); a model degenerate for the entropy keeps its rows here,
 #   and its tests are marked "not tested" by the verdict columns.

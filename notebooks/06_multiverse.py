@@ -231,8 +231,11 @@ display(est.loc[est["responder_status"].str.startswith("degenerate"), ["model", 
 # One panel per model × metric: every universe's estimate with its 95 % interval, sorted by the estimate; the
 # paper's universe in black, the null value as a dashed line, a universe that is a degenerate responder for the
 # metric as a grey cross (kept, not judged); below, which choice each universe changed. BBQ bias
-# scores: cluster bootstrap over templates; CrowS-Pairs: exact interval (pairs are independent); agentic entropy:
-# cluster bootstrap over scenarios (formats with a probability distribution only).
+# scores: percentile cluster bootstrap over templates; CrowS-Pairs: exact Clopper–Pearson interval (pairs are
+# independent); agentic entropy (formats with a probability distribution only) and Winogender's accuracy gaps: the
+# clustered rule of `biaslab.stats.clustered` on scenarios and occupations (the wild cluster bootstrap below 30
+# clusters); Winogender's BLS correlation: Fisher z over occupations. A universe whose estimate does not vary over
+# its items or clusters has no interval and no p ("not estimable"), and is not judged for equivalence.
 
 # %%
 shown = [m for m in analysis.multiverse_metrics(benchmarks) if m.id in set(est["metric"])]

@@ -100,3 +100,42 @@ def print_overflow(path, driver, width: int = A4_WIDTH) -> list[str]:
     finally:
         driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {"media": ""})
         driver.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+
+
+#: the p-value columns of the tables (a test's p: ``p_value``, ``wilcoxon_p``, ``p_adjusted``, ...; not ``p_first``)
+_P_EXTRA = {"p", "lead_p", "p_adjusted", "p_naive", "p_swap", "p_boot", "p_cluster", "p_holm"}
+
+
+def _p_columns(t) -> list[str]:
+    return [c for c in t.columns if c in _P_EXTRA or c.startswith("p_value") or c.endswith("_p")]
+
+
+def certainty_without_variance(tables) -> list[str]:
+    """What no table may hold (zero variance read as certainty): a p of exactly 0, an interval of zero width on a
+    row that carries a p or a ``significant`` flag, and a row marked significant without a test that has a size (no
+    p, an adjusted p of 0, or a verdict that says it was not tested). ``tables``: {name: DataFrame}; returns one line
+    per table and kind of finding, with its count."""
+    import pandas as pd
+    bad = []
+    for name, t in tables.items():
+        ps = _p_columns(t)
+        num = {c: pd.to_numeric(t[c], errors="coerce") for c in ps}
+        for c, v in num.items():
+            if (v == 0).any():
+                bad.append(f"{name}: {int((v == 0).sum())} rows with {c} = 0")
+        has_p = pd.concat(num.values(), axis=1).notna().any(axis=1) if num else pd.Series(False, index=t.index)
+        sig = (t["significant"].astype(str).str.lower() == "true") if "significant" in t else has_p & False
+        for lo in (c for c in t.columns if "low" in c and c.replace("low", "high") in t.columns):
+            a, b = (pd.to_numeric(t[x], errors="coerce") for x in (lo, lo.replace("low", "high")))
+            flat = a.notna() & (a == b) & (has_p | sig)
+            if flat.any():
+                bad.append(f"{name}: {int(flat.sum())} zero-width intervals ({lo}) on rows with a p or a flag")
+        if sig.any():
+            adj = pd.to_numeric(t["p_adjusted"], errors="coerce") if "p_adjusted" in t else pd.Series(float("nan"),
+                                                                                                     index=t.index)
+            untested = (t["verdict"].astype(str).str.startswith(("not tested", "undefined", "not estimable"))
+                        if "verdict" in t else adj.isna())
+            sizeless = sig & (~has_p | adj.isna() | (adj == 0) | untested)
+            if sizeless.any():
+                bad.append(f"{name}: {int(sizeless.sum())} rows marked significant without a test that has a size")
+    return bad

@@ -98,7 +98,7 @@ def test_sign_flip_p_by_hand_and_by_draws():
     vector of totals gets one p per row; with more vectors than n_max, (1 + hits) / (n_max + 1)."""
     assert C.sign_flip_p([1.0, 2.0, 3.0]) == pytest.approx(2 / 8)
     assert C.sign_flip_p([1.0, -1.0, 2.0]) == pytest.approx(6 / 8)     # |2|: 2, 0, 4, 2, 2, 4, 0, 2 -> 6 of 8 >= 2
-    assert C.sign_flip_p([0.0, 0.0]) == 1.0
+    assert np.isnan(C.sign_flip_p([0.0, 0.0]))          # every total 0: one value, no test (not p = 1)
     np.testing.assert_allclose(C.sign_flip_p(np.array([[1.0, 2.0, 3.0], [1.0, -1.0, 2.0]])), [2 / 8, 6 / 8])
     t = np.arange(1.0, 21.0)                                           # 2^20 vectors > n_max: random draws
     s = np.random.default_rng(3).choice([-1.0, 1.0], size=(999, 20))
@@ -260,3 +260,29 @@ def test_a_cluster_column_named_cluster_is_not_said_twice(g):
     named = paired.paired_difference(d.rename(columns={"cluster": "template"}), "value", "u", "paper", "template",
                                      model="universe", unit="unit", binary=False)
     assert f"G = {g} template clusters" in named["ci_method"]
+
+
+def test_zero_variance_gives_no_p_and_no_interval_anywhere():
+    """A variance estimated as 0 — a constant outcome (CR1 and wild bootstrap), arms alike in every cluster, a
+    stratified sample without spread, a cluster bootstrap of one value, a paired test without a discordant pair —
+    gives p NaN (never 0 or 1) and no interval (never [estimate, estimate]), and says "not estimable (…)" with its n."""
+    from biaslab.stats import paired, ranking, stratified
+    for g in (40, 6):                                 # CR1 t(G - 1) and the wild cluster bootstrap
+        r = C.mean_inference(np.full(2 * g, 0.3), np.repeat(np.arange(g), 2), null=0.0)
+        assert np.isnan([r["p_value"], r["ci_low"], r["ci_high"]]).all() and r["estimate"] == pytest.approx(0.3)
+        assert r["ci_method"] == f"not estimable (no variation in {2 * g} items)"
+    d = np.tile([1.0, -1.0], 8)                       # differences that cancel inside each of 8 clusters
+    r = C.mean_inference(d, np.repeat(np.arange(8), 2))
+    assert np.isnan(r["p_value"]) and r["ci_method"] == "not estimable (no variation between the 8 clusters of 16 items)"
+    assert np.isnan(C.wild_cluster_mean_test([2.0, 2.0], [2, 2], null=0.0))
+    assert np.isnan(C.wild_cluster_mean_interval([2.0, 2.0], [2, 2])).all()
+    c = C.contrast_inference(np.r_[np.ones(4), np.zeros(4)], np.arange(8) < 4, np.arange(8) % 4)
+    assert np.isnan([c["ci_low"], c["ci_high"]]).all() and c["ci_method"].startswith("not estimable")
+    s = stratified.stratified_mean(np.ones(6), [0, 0, 0, 1, 1, 1], np.full(6, 3.0), null=0.5)
+    assert np.isnan([s["p_value"], s["ci_low"], s["ci_high"]]).all()
+    assert s["method"] == "not estimable (no variation in 6 items)"
+    b = ranking.cluster_sum_bootstrap(lambda t: t[:, 0] / t[:, 1], np.array([[1.0, 1.0]] * 5), n_boot=50)
+    assert np.isnan([b["p_boot"], b["ci_low"], b["ci_high"]]).all() and b["ci_method"].startswith("not estimable")
+    for test in (paired.mcnemar_exact([1, 0, 1], [1, 0, 1]), paired.wilcoxon_paired([0.5, 0.2], [0.5, 0.2])):
+        assert np.isnan(test["p_value"]) and test["test"].startswith("not estimable")
+    assert paired.mcnemar_exact([1, 1, 1, 1], [0, 0, 0, 0])["p_value"] == pytest.approx(0.125)   # a size: kept

@@ -210,3 +210,156 @@ def _robustness_rows_match_their_equivalence(t: dict) -> None:
         b = _bullet(text, f"**{r['model']}**, {r['metric']}:")
         assert f"of {int(r['n_judged'])} " in b and f"{int(r['n_equivalent'])} equivalent" in b
         assert rows["same_sign"].notna().sum() == r["n_sign_compared"]
+
+
+# ----------------------------------------------------------------------- words from rows: levels, n and power
+#: what a sentence may quote of its row: an interval's confidence, the level of an adjusted interval, a power (as a
+#: percentage, or a claim's "power 0.83 for an effect of 0.1 at level 0.0008"), an α, and counts of units
+LEVEL_CI = re.compile(r"(\d+(?:\.\d+)?) % CI\b")
+AT_LEVEL = re.compile(r"\] at (\d+(?:\.\d+)?) %")
+POWER_PCT = re.compile(r"(\d+(?:\.\d+)?) % power\b")
+POWER_AT = re.compile(r"\bpower (\d[\d.]*) for an effect of (\d[\d.e−-]*) at level (\d[\d.e−-]*)")
+ALPHA = re.compile(r"α = (\d[\d.e−-]*)")
+COUNT = re.compile(r"(\d[\d,]*) (?:prompts|pairs|items)\b")
+
+
+def _f(text: str) -> float:
+    return float(text.replace("−", "-").replace(",", ""))
+
+
+def row_level(row, low: str) -> float:
+    """The confidence of the row's interval with lower bound ``low``, as the row states it: ``ci95_*`` by name, the
+    verdict layer's adjusted interval at ``ci_level``, else a method column saying "NN% two-sided", else 95 %."""
+    if low.startswith("ci95"):
+        return 0.95
+    for col in (low.removesuffix("_low") + "_method", "ci_method"):
+        m = re.search(r"(\d+(?:\.\d+)?)% two-sided", str(row.get(col, "")))
+        if m:
+            return float(m.group(1)) / 100
+    return 0.95
+
+
+def quote_mismatches(sentence: str, row, low: str | None = "ci_low", counts=()) -> list[str]:
+    """What ``sentence`` quotes that its ``row`` does not say: an interval at another confidence than the row's
+    interval (``low``: its lower-bound column), an adjusted interval at another level than ``ci_level``, a power or α
+    other than the row's ``power``/``alpha`` (a claim row: its tested level), a power quoted without its level, a
+    count of prompts/pairs/items not among ``counts`` (the row's n columns)."""
+    bad = []
+    for m in LEVEL_CI.finditer(sentence):
+        if low is None or abs(_f(m.group(1)) - 100 * row_level(row, low)) > 1e-6:
+            bad.append(f"{m.group(0)!r}: the row's interval is at {100 * row_level(row, low or 'ci_low'):g} %")
+    for m in AT_LEVEL.finditer(sentence):
+        if f"{100 * float(row['ci_level']):.4g}" != m.group(1):
+            bad.append(f"{m.group(0)!r}: the row's adjusted interval is at {100 * float(row['ci_level']):.4g} %")
+    tested = row.get("tested_level") if pd.notna(row.get("tested_level", float("nan"))) else (
+        1 - float(row["ci_level"]) if pd.notna(row.get("ci_level", float("nan"))) else None)
+    for m in POWER_PCT.finditer(sentence):
+        if pd.isna(row.get("power", float("nan"))) or abs(_f(m.group(1)) - 100 * float(row["power"])) > 1e-6:
+            bad.append(f"{m.group(0)!r}: the row's power is {row.get('power')}")
+    for m in POWER_AT.finditer(sentence):
+        if tested is None or f"{float(row['power']):.2g}" != f"{_f(m.group(1)):.2g}" or \
+                f"{tested:.2g}" != m.group(3):
+            bad.append(f"{m.group(0)!r}: the row's power {row.get('power')} at level {tested}")
+    if POWER_PCT.search(sentence) and not ALPHA.search(sentence):
+        bad.append("a power quoted without the level it holds at")
+    for m in ALPHA.finditer(sentence):
+        a = row.get("alpha") if pd.notna(row.get("alpha", float("nan"))) else tested
+        if a is None or abs(_f(m.group(1)) - float(a)) > 1e-12:
+            bad.append(f"{m.group(0)!r}: the row's α is {a}")
+    for m in COUNT.finditer(sentence):
+        if int(_f(m.group(1))) not in {int(c) for c in counts if pd.notna(c)}:
+            bad.append(f"{m.group(0)!r}: the row counts {list(counts)}")
+    return bad
+
+
+def test_the_quote_check_finds_a_wrong_level_power_alpha_and_count():
+    row = {"ci_low": 0.1, "ci_high": 0.4, "ci_method": "noncentral F inverted, 90% two-sided (each bound one-sided "
+           "95%)", "ci_level": 0.9992, "power": 0.8, "alpha": 0.05, "n": 510}
+    assert quote_mismatches("w 0.2 (unadjusted 90 % CI 0.1, 0.4) over 510 prompts", row, counts=[510]) == []
+    assert quote_mismatches("w 0.2 (unadjusted 95 % CI 0.1, 0.4)", row)
+    assert quote_mismatches("0.2 [0.1, 0.3] at 99.9 %", row) and not quote_mismatches("0.2 [0.1, 0.3] at 99.92 %", row)
+    assert quote_mismatches("the design had 80 % power for effects of at least 0.07", row)     # no level
+    assert not quote_mismatches("the design had 80 % power for effects of at least 0.07 (α = 0.05)", row)
+    assert quote_mismatches("the design had 90 % power for effects of at least 0.07 (α = 0.05)", row)
+    assert quote_mismatches("x (α = 0.05)", {**row, "alpha": float("nan")})          # a claim tested at 0.0008
+    assert not quote_mismatches("power 0.83 for an effect of 0.1 at level 0.0008", {**row, "power": 0.83})
+    assert quote_mismatches("power 0.83 for an effect of 0.1 at level 0.05", {**row, "power": 0.83})
+    assert quote_mismatches("over 500 prompts", row, counts=[510])
+
+
+def _claim_rows():
+    """(sentence, row, claim) of every instance of the plan's claims in the committed outputs, each sentence rendered
+    by :func:`biaslab.report.wording.claim_sentence` from its decided row (the notebooks' and README's machinery)."""
+    from biaslab.report import wording as W
+    out = []
+    for nb, fn in headline.SECTIONS:
+        claims = {c.id: c for c in PLAN.of(nb)}
+        try:
+            frames = fn(OUT, PLAN)
+        except headline.Missing:
+            continue
+        for t in frames:
+            if t is None or "claim" not in t:
+                continue
+            for r in t[t["claim"].isin(claims)].to_dict("records"):
+                out.append((W.claim_sentence(r, claims[r["claim"]]), r, claims[r["claim"]]))
+    return out
+
+
+def test_every_claim_sentence_quotes_its_rows_level_and_power():
+    """The rendered claim sentences of every notebook: each interval at the confidence its row states (notebook 4's
+    group-choice and notebook 2's calm-eq1 intervals are 90 %), an adjusted interval at its ``ci_level``, and a
+    power only at the level at which the row was tested."""
+    rows = _claim_rows()
+    if not rows:
+        pytest.skip("no committed claim rows")
+    bad = {s: m for s, r, c in rows if (m := quote_mismatches(s, r, c.ci[0] if c.ci else None))}
+    assert not bad, bad
+    assert any(LEVEL_CI.search(s) or AT_LEVEL.search(s) for s, _, _ in rows)
+
+
+def test_power_and_descriptive_sentences_quote_their_rows():
+    """Power sentences (notebooks 1, 2, 3: power, α and n from ``power.csv``), notebook 4's entropy lines (the
+    interval's confidence, the prompts), notebook 7's bias-score line (the intervals' confidence) and notebook 6's
+    design lines (items, power, α), each rendered from one committed row and checked against it."""
+    from biaslab.papers.agentic import findings as F4
+    from biaslab.papers.mbbq import figures as F7
+    from biaslab.papers.multiverse import findings as F6
+    from biaslab.stats import power as PW
+    checked = 0
+    for folder in sorted(p.parent.parent.relative_to(OUT).as_posix() for p in OUT.glob("*/**/tables/power.csv")):
+        power = _read(folder, "power")
+        if power is None:
+            continue
+        for r in power.to_dict("records"):
+            one = pd.DataFrame([r])
+            if folder.startswith("01_multifactor") and r["quantity"].endswith("(paired)"):
+                text = F1.power_findings(one)
+            elif folder == "02_calm":
+                text = F2.power_findings(one)
+            elif folder == "03_crows_pairs_bayes" and r["quantity"].startswith("SS vs 0.5"):
+                text = F3.power_findings(one, r["benchmark"])
+            else:
+                continue
+            assert not (bad := quote_mismatches(text, r, counts=[r["n"], r["required_n"]])), (folder, text, bad)
+            checked += 1
+    by_model = _read("04_agentic_entropy", "entropy_by_model")
+    if by_model is not None:
+        for r in by_model.to_dict("records"):
+            text = F4.entropy_findings(pd.DataFrame([r]), {"a": 0.6, "b": 0.98})
+            assert not (bad := quote_mismatches(text, r, "ci95_low", counts=[r["n"]])), (text, bad)
+            checked += 1
+    metrics, adjusted = _read("07_mbbq", "metrics"), _read("07_mbbq", "adjusted_contrasts")
+    if metrics is not None and adjusted is not None:
+        bias = metrics[(metrics["metric"] == "bias_score_ambig") & (metrics["category"] == "all")]
+        for r in bias.to_dict("records"):
+            text = F7.findings(pd.DataFrame([r]), adjusted.iloc[:0]).splitlines()[0]
+            assert not (bad := quote_mismatches(text, r)), (text, bad)
+            checked += 1
+    design = _read("06_multiverse", "design_power")
+    if design is not None and {"alpha", "power"} <= set(design):
+        for r in design.to_dict("records"):
+            text = F6.design_findings(pd.DataFrame([r]))
+            assert not (bad := quote_mismatches(text, r, counts=[r["n"]])), (text, bad)
+            checked += 1
+    assert checked > 0 and PW.POWER == 0.8

@@ -85,3 +85,16 @@ def test_every_committed_run_passes_the_official_validator(core, folder, tmp_pat
         names = [x["evaluation_name"] for x in r["aggregate"]["evaluation_results"]]
         assert len(names) == len(set(names)) and r["aggregate"]["evaluation_results"]
         assert "/" in r["aggregate"]["model_info"]["id"] and r["aggregate"]["model_info"]["developer"]
+
+
+@pytest.mark.parametrize("log", ["smollm2_crows_en", "smollm2_bbq", "smollm2_mbbq"])
+def test_exports_of_imported_lm_eval_runs_pass_the_official_validator(core, log, tmp_path):
+    """An imported run's records (the harness as eval_library, every item of CrowS-Pairs, BBQ and MBBQ as an
+    instance record) pass the validator as biaslab's own runs do."""
+    from biaslab.run.log_import import import_run
+    import_run("lm-eval", ROOT / "tests" / "fixtures" / "lm_eval" / log, tmp_path / "run")
+    (r,) = eee.export_run(tmp_path / "run", tmp_path / "eee", model_ids=hub_id).values()
+    found = _validate_tree(core, tmp_path / "eee")
+    assert len(found) == 2 and not {k: v for k, v in found.items() if v}, found
+    assert r["instances"] and r["aggregate"]["eval_library"] == {**r["aggregate"]["eval_library"],
+                                                                 "name": "lm-evaluation-harness", "version": "0.4.13"}

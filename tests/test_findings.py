@@ -363,3 +363,17 @@ def test_design_sentences_render_from_their_tables():
     assert "224 templates of 3–319 words, mean 36.4, standard deviation 51; with the question (`calm`): mean 43.2, " \
            "up to 335 words" in words
     assert "at least 18.8" in words and "not 7.1" in words and "mean 38.5" in words
+
+
+def test_a_monte_carlo_quantity_carries_its_se_and_only_the_digits_its_draws_support():
+    """calm-eq1's excess over a floor of 1,000 permutations (Monte-Carlo SE 0.24-0.44 points) was printed to three
+    digits alone: a row with ``<estimate>_mc_se`` prints its estimate (and the interval from the same draws) to the
+    place of its SE's first digit, with the SE."""
+    assert W.mc_num(17.6789, 0.31) == "17.7" and W.mc_num(17.6789, 2.4) == "18" and W.mc_num(-0.944, 0.044) == "−0.94"
+    assert W.with_mc_se({"excess": 17.6789, "excess_mc_se": 0.31}, "excess") == "17.7 (Monte-Carlo SE 0.3)"
+    assert W.with_mc_se({"excess": 17.6789}, "excess") == "17.7"
+    claim = next(c for c in PLAN.of("02_calm") if c.id == "calm-eq1")
+    row = {"model": "m", "verdict": "not distinguishable", "excess": 17.6789, "excess_mc_se": 0.31,
+           claim.ci[0]: -9.7234, claim.ci[1]: 29.2311, "ci_method": "permutation, 90% two-sided", "p_adjusted": 1.0}
+    s = W.claim_sentence(row, claim)
+    assert "17.7 (Monte-Carlo SE 0.3) (unadjusted 90 % CI −9.7, 29.2)" in s, s

@@ -483,3 +483,15 @@ def test_a_wilcoxon_led_row_carries_the_wilcoxon_interval():
     row = D3.decide(tab.reset_index(), plan=PLAN)["likelihood_tests"].set_index(["bias_type", "score"]).loc[
         ("overall", "perplexity")]
     assert row["excludes_null"] == True and row["verdict"] == "exploratory"  # noqa: E712
+
+
+def test_constant_differences_get_no_t_interval_and_say_so():
+    """Pairs whose differences are all equal have no variance: the t-led rows (plain and stratified) show no p and
+    no interval (not [d, d]) and say "not estimable (…)"; a Wilcoxon-led row keeps its exact rank test (a size)."""
+    pairs = pd.DataFrame({"model": "m", "dataset": "d", "bias_type": ["a"] * 6 + ["b"] * 6, "d_norm_logprob": 0.5,
+                          "d_perplexity": 1.0, "d_logprob": 0.2, "stratum": ["a"] * 6 + ["b"] * 6, "weight": 3.0})
+    t = h.likelihood_tests(pairs)
+    led_by_t = t[t["score"] != "perplexity"]
+    assert led_by_t[["ci_low", "ci_high", "mean_ci_low", "lead_p"]].isna().all().all()
+    assert led_by_t["ci_method"].str.startswith("not estimable (no variation in").all()
+    assert (t.loc[t["score"] == "perplexity", "lead_p"] > 0).all()

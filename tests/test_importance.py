@@ -128,3 +128,19 @@ def test_few_clusters_wild_score_bootstrap_holds_its_size():
     row = t[t.term == "f[b]"].iloc[0]
     assert row["p_method"].startswith("wild cluster score bootstrap") and "G = 8" in row["p_method"]
     assert row["p_cluster"] == pytest.approx(importance.wild_score_p(y, X, 1, cl))
+
+
+def test_no_clustered_test_or_interval_from_score_totals_that_cancel():
+    """A factor whose outcome is balanced inside every cluster has cluster score totals of 0: a clustered SE of 0 is
+    no certainty, so the term gets no clustered p and no interval and says "not estimable (…)" (notebook 6's smoke
+    run: a Winogender universe whose answers are alike in every occupation); the same for an OLS outcome that does
+    not vary, and for a bootstrap of agreement whose every resample gives one value."""
+    from biaslab.stats import agreement, importance
+    df = pd.DataFrame({"f": ["r", "s"] * 24, "g": np.repeat(np.arange(4), 12), "y": [0, 1, 1, 0] * 12})
+    t = logistic_regression(df, ["f"], {"f": "r"}, outcome="y", cluster="g").table
+    assert t[["p_cluster", "ci_low_cluster", "ci_high_cluster"]].isna().all().all()
+    assert (t["p_method"] == "not estimable (no variation between the 4 clusters of 48 items)").all()
+    o = importance.linear_regression(df.assign(y=1.0), ["f"], {"f": "r"}, "y", cluster="g")
+    assert o[["p_value", "ci_low"]].isna().all().all() and o["p_method"].str.startswith("not estimable").all()
+    a = agreement.agreement_intervals(df.assign(b=df["y"]), "y", "b", "g", n_boot=50)
+    assert a["agreement"] == 1 and np.isnan([a["agreement_ci_low"], a["kappa_ci_high"]]).all()

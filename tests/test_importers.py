@@ -473,6 +473,14 @@ def _cli(argv, capsys) -> tuple[int, str]:
     return rc, err
 
 
+def _cli_out(argv, capsys) -> tuple[int, str]:
+    """The exit code and what was printed (stdout and stderr)."""
+    from biaslab.cli import main
+    rc = main(argv)
+    got = capsys.readouterr()
+    return rc, got.out + got.err
+
+
 def _one_line_error(rc: int, err: str, *needles: str) -> None:
     assert rc == 2 and err.count("\n") == 0 and "Traceback" not in err, err
     for n in needles:
@@ -643,3 +651,250 @@ def test_notebook3_takes_a_run_of_the_raw_french_file(tmp_path):
     assert list(pairs.logp_more) == [logged[" ".join(t.split())] for t in texts]
     manifest = json.loads((folder / "MANIFEST.json").read_text())
     assert "NFC" in next(iter(manifest["models"].values()))["text_matching"]
+
+
+# ------------------------------------- rows that cannot be scored or placed; exports that are whole and portable ---
+def _mutated(src: Path, dst: Path, change) -> Path:
+    """A copy of the log folder ``src`` at ``dst`` with ``change(task, sample)`` applied to every sample line."""
+    shutil.copytree(src, dst)
+    for f in sorted(dst.glob("samples_*.jsonl")):
+        task = lm_eval._task_and_date(f)[0]
+        lines = [json.loads(x) for x in f.read_text(encoding="utf-8").splitlines() if x.strip()]
+        for s in lines:
+            change(task, s)
+        f.write_text("".join(json.dumps(s, ensure_ascii=False) + "\n" for s in lines), encoding="utf-8")
+    return dst
+
+
+def test_bbq_shaped_rows_of_no_known_category_are_excluded_or_stop_the_import(tmp_path, capsys):
+    """An MBBQ log (English and Dutch) whose docs have a category neither BBQ nor MBBQ has is not imported as BBQ,
+    pooling both languages into one score: it stops in one line; one such doc in a BBQ log is excluded with why; a
+    folder where one task is of no known category imports the other and lists it (its rows in excluded.csv)."""
+    def rename(task, s):
+        s["doc"]["category"] = "Religion_x_Age"
+    unknown = _mutated(MBBQ_RUN, tmp_path / "unknown", rename)
+    rc, err = _cli(["import", "lm-eval", str(unknown), "--out", str(tmp_path / "out")], capsys)
+    _one_line_error(rc, err, "no task can be imported", "'Religion_x_Age'", "no doc's category is one of BBQ's or MBBQ's",
+                    "supported:")
+    assert not (tmp_path / "out").exists()
+
+    def one(task, s):
+        if s["doc_id"] == 5:
+            s["doc"]["category"] = "Nonexistent"
+    (lg,) = importers.read("lm-eval", _mutated(BBQ, tmp_path / "bbq", one))
+    assert lg.kind == "bbq" and len(lg.items) == 23 and list(lg.excluded.row) == [5]
+    assert lg.excluded.reason.iloc[0].startswith("category 'Nonexistent' is none of BBQ's or MBBQ's")
+
+    def dutch_only(task, s):
+        if task.endswith("_nl"):
+            s["doc"]["category"] = "Religion_x_Age"
+    mixed = _mutated(MBBQ_RUN, tmp_path / "mixed", dutch_only)
+    rc, printed = _cli_out(["import", "lm-eval", str(mixed), "--out", str(tmp_path / "m")], capsys)
+    assert rc == 0 and "local_mbbq_en: mbbq, 48 items" in printed and "local_mbbq_nl: not imported" in printed
+    t = pd.read_csv(tmp_path / "m" / "tables" / "mbbq_accuracy_bias_score_intervals.csv")
+    assert set(t.language) == {"en"} and set(t.dataset) == {"local_mbbq_en"}
+    excluded = pd.read_csv(tmp_path / "m" / "tables" / "excluded.csv")
+    assert len(excluded) == 48 and set(excluded.task) == {"local_mbbq_nl"}
+    assert excluded.reason.str.startswith("task not imported:").all()
+
+
+def test_one_unsupported_task_does_not_block_the_others(tmp_path, capsys):
+    """A log folder with a CrowS-Pairs task and a task of no supported kind: CrowS-Pairs imports, the other is
+    listed with why (stdout, excluded.csv, MANIFEST notes); a folder of the unsupported task alone is one line."""
+    run = tmp_path / "run"
+    shutil.copytree(CROWS_EN, run)
+    good = json.loads((sorted(CROWS_EN.glob("samples_*.jsonl"))[0]).read_text().splitlines()[0])
+    other = [{**good, "doc_id": i, "doc": {"question": f"{i}+2?", "answer": str(i + 2)}} for i in range(4)]
+    (res,) = run.glob("results_*.json")                 # one lm_eval call, two tasks: one results file
+    (res.parent / f"samples_gsm_{res.stem.removeprefix('results_')}.jsonl").write_text(
+        "".join(json.dumps(o) + "\n" for o in other))
+    r = json.loads(res.read_text())
+    r["configs"]["gsm"], r["n-samples"]["gsm"] = {"task": "gsm"}, {"original": 4, "effective": 4}
+    res.write_text(json.dumps(r))
+    rc, printed = _cli_out(["import", "lm-eval", str(run), "--out", str(tmp_path / "out")], capsys)
+    assert rc == 0 and "local_crows_en: crows_pairs, 120 items" in printed
+    assert "gsm: not imported" in printed and "neither CrowS-Pairs nor BBQ" in printed
+    assert len(pd.read_csv(tmp_path / "out" / "tables" / "pair_scores.csv")) == 120
+    excluded = pd.read_csv(tmp_path / "out" / "tables" / "excluded.csv")
+    assert list(excluded.row) == [0, 1, 2, 3] and (excluded.task == "gsm").all()
+    notes = json.loads((tmp_path / "out" / "MANIFEST.json").read_text())["notes"]
+    assert any(n.startswith("gsm: 4 row(s) excluded") for n in notes)
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    shutil.copy(next(run.glob("samples_gsm_*.jsonl")), alone)
+    rc, err = _cli(["import", "lm-eval", str(alone), "--out", str(tmp_path / "none")], capsys)
+    _one_line_error(rc, err, "task 'gsm' is neither CrowS-Pairs nor BBQ", "supported: crows_pairs")
+
+
+def test_nan_log_likelihoods_are_excluded_and_the_harness_check_says_they_explain_the_gap(tmp_path, capsys):
+    """lm-eval logs a failed forward pass as NaN (as text or as JSON's NaN) or infinity: those pairs are excluded
+    and counted, never scored; the harness's own values (over all 120 pairs) stand beside biaslab's (over 117) with
+    the reason for the gap; the export has 117 instance records and no NaN."""
+    bad = {3: "nan", 7: float("nan"), 11: "-inf"}
+
+    def broken(task, s):
+        if s["doc_id"] in bad:
+            s["resps"][1] = [[bad[s["doc_id"]], "False"]]
+    run = _mutated(CROWS_EN, tmp_path / "run", broken)
+    (lg,) = importers.read("lm-eval", run)
+    assert len(lg.items) == 117 and sorted(lg.excluded.row) == sorted(bad)
+    assert lg.excluded.reason.str.endswith("in resps is not a finite number").all()
+    out = tmp_path / "out"
+    assert _cli(["import", "lm-eval", str(run), "--out", str(out)], capsys)[0] == 0
+    pairs = pd.read_csv(out / "tables" / "pair_scores.csv")
+    assert len(pairs) == 117 and pairs.logp_less.map(math.isfinite).all()
+    check = pd.read_csv(out / "tables" / "harness_check.csv")
+    assert (check.n == 117).all() and (check.n_excluded == 3).all()
+    assert check.note.str.startswith("3 row(s) of local_crows_en excluded").all()
+    assert check.note.str.endswith("which explains a difference").all()
+    lik = pd.read_csv(out / "tables" / "likelihood_tests.csv")
+    assert (lik[lik.bias_type == "overall"].n == 117).all()
+    (r,) = eee.export_run(out, tmp_path / "eee").values()
+    assert len(r["instances"]) == 117
+    (jl,) = (tmp_path / "eee").rglob("*_samples.jsonl")
+    assert len(jl.read_text().splitlines()) == 117 and "NaN" not in jl.read_text()
+
+
+def test_pairs_without_a_finite_score_are_counted_not_exported_as_outcomes(tmp_path):
+    """A run whose per-pair table holds pairs without a finite log-probability (a table written by other means):
+    they are counted in the aggregate's source_metadata, never written as "score 0, is_correct true"; lm-eval's
+    summaries are over the other pairs (before: the export failed on NaN after writing the samples file)."""
+    run = tmp_path / "run"
+    shutil.copytree(ROOT / "outputs" / "03_crows_pairs_bayes", run)
+    t = run / "tables" / "pair_scores.csv"
+    df = pd.read_csv(t)
+    model = df.model.iloc[0]
+    hit = df.index[df.model == model][:2]
+    df.loc[hit, ["logp_more", "d_logprob"]] = float("nan")
+    df.to_csv(t, index=False)
+    res = eee.export_run(run, tmp_path / "eee")
+    agg, inst = res[model]["aggregate"], res[model]["instances"]
+    assert len(inst) == int((df.model == model).sum()) - 2
+    assert json.loads(agg["source_metadata"]["additional_details"]["items_without_finite_score"]) == {
+        "pair_scores": 2}
+    assert not {json.loads(i["metadata"]["biaslab_row"])["prompt_id"] for i in inst} & set(df.loc[hit, "prompt_id"])
+    written = [x for p in (tmp_path / "eee").rglob("*_samples.jsonl") for x in p.read_text().splitlines()]
+    assert len(written) == sum(len(r["instances"]) for r in res.values()) and "NaN" not in "".join(written)
+
+
+def test_a_failed_export_leaves_no_file(tmp_path, monkeypatch):
+    """Every record is validated before the first file is written: an export refused at its last check (the last
+    model's aggregate) leaves nothing (before: the samples files, and earlier models' records, stayed)."""
+    folder = ROOT / "outputs" / "03_crows_pairs_bayes"
+    last = sorted(eee.export_run(folder))[-1]
+    real = eee.validate
+
+    def fail_on_the_last(record, name):
+        if name == "eval.schema.json" and record["model_info"]["name"] == last:
+            raise ValueError("refused at the last check")
+        return real(record, name)
+    monkeypatch.setattr(eee, "validate", fail_on_the_last)
+    with pytest.raises(ValueError, match="refused at the last check"):
+        eee.export_run(folder, tmp_path / "eee")
+    assert not [p for p in tmp_path.rglob("*") if p.is_file()]
+
+
+def test_concurrent_imports_into_one_folder_the_second_is_refused(tmp_path, capsys, monkeypatch):
+    """An import holds the folder's run lock from its first read to its publish: a second import into the same
+    folder while the first is scoring is refused in one line (before: both exited 0 and the later one won)."""
+    from biaslab.run import log_import
+    out, second = tmp_path / "out", {}
+    real = log_import.crows_tables
+
+    def while_scoring(*a, **k):
+        if not second:
+            second["started"] = True                  # once: the second import scores here too if it gets this far
+            second["rc"], second["err"] = _cli(["import", "lm-eval", str(GEMMA_EN), "--out", str(out)], capsys)
+        return real(*a, **k)
+    monkeypatch.setattr(log_import, "crows_tables", while_scoring)
+    rc = _cli(["import", "lm-eval", str(CROWS_EN), "--out", str(out)], capsys)[0]
+    assert rc == 0
+    _one_line_error(second["rc"], second["err"], "being written by another run")
+    assert set(pd.read_csv(out / "tables" / "pair_scores.csv").model) == {"smollm2-135m-instruct"}
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]          # no lock or staging folder left
+
+
+def _record_text(eee_dir: Path) -> str:
+    return "\n".join(p.read_text() for p in sorted(eee_dir.rglob("*.json*")))
+
+
+def _imported_and_exported(tmp_path, capsys) -> dict:
+    """CROWS_EN copied to a folder of this machine, imported and exported: the export of its one model."""
+    src = tmp_path / "logs" / "deep" / "smollm2"
+    shutil.copytree(CROWS_EN, src)
+    out = tmp_path / "imp"
+    assert _cli(["import", "lm-eval", str(src), "--out", str(out)], capsys)[0] == 0
+    (r,) = eee.export_run(out, tmp_path / "eee").values()
+    return r
+
+
+def test_imported_records_name_the_harness_and_its_version_its_commit_unknown(tmp_path, capsys):
+    """The EEE record of an imported lm-eval run: eval_library is lm-eval at the version its log states; its own
+    commit is unknown; its log's git_hash (a commit of this repository, where it was started) is named as the
+    launch folder's, never as the harness's."""
+    lib = _imported_and_exported(tmp_path, capsys)["aggregate"]["eval_library"]
+    res = _results(CROWS_EN)
+    assert lib["name"] == "lm-evaluation-harness" and lib["version"] == res["lm_eval_version"] == "0.4.13"
+    details = lib["additional_details"]
+    assert details["local_crows_en.harness_commit"] == "unknown"
+    assert details["local_crows_en.launch_dir_git_commit"] == res["git_hash"]
+    assert [k for k, v in details.items() if v == res["git_hash"]] == ["local_crows_en.launch_dir_git_commit"]
+    assert "not the harness's" in details["commits"] and details["converted_by"].startswith("biaslab ")
+
+
+def test_records_name_no_absolute_local_path(tmp_path, capsys):
+    """No absolute local path (the model folder of lm-eval's model_args, the log's location) is in any record."""
+    r = _imported_and_exported(tmp_path, capsys)
+    res = _results(CROWS_EN)
+    assert res["config"]["model_args"]["pretrained"].startswith("/")           # the log names a local folder
+    text = _record_text(tmp_path / "eee")
+    for local in (str(tmp_path), str(Path.home()), res["config"]["model_args"]["pretrained"], "/root/", "/tmp/"):
+        assert local not in text, local
+    assert "pretrained=<local>/smollm2-135m-instruct" in r["aggregate"]["model_info"]["additional_details"][
+        "model_args"]
+    assert eee.no_local_paths("C:\\Users\\me\\m,x=/opt/a/b https://hf.co/x and/or ~/y") == \
+        "<local>/m,x=<local>/b https://hf.co/x and/or <local>/y"
+
+
+def test_a_reimport_exported_again_replaces_its_own_record(tmp_path, capsys):
+    """The evaluation id of an imported run derives from the log it was read from, not from the MANIFEST (which
+    holds the import's wall time): importing the same log again and exporting to the same place leaves one
+    record; another log is another record."""
+    out, dest = tmp_path / "imp", tmp_path / "eee"
+    ids = []
+    for _ in range(2):
+        assert _cli(["import", "lm-eval", str(CROWS_EN), "--out", str(out)], capsys)[0] == 0
+        ids.append(next(iter(eee.export_run(out, dest).values()))["aggregate"]["evaluation_id"])
+    assert ids[0] == ids[1]
+    assert len(list(dest.rglob("*.json"))) == 1 and len(list(dest.rglob("*_samples.jsonl"))) == 1
+    assert _cli(["import", "lm-eval", str(GEMMA_EN), "--out", str(out)], capsys)[0] == 0
+    eee.export_run(out, dest)
+    assert len(list(dest.rglob("*.json"))) == 2
+
+
+def test_an_imported_mbbq_run_round_trips_through_every_eval_ever_with_every_item(tmp_path, capsys):
+    """lm-eval's MBBQ run (English and Dutch, 96 rows): every item becomes an instance record and comes back equal;
+    each aggregate result names its own language's task, not all of them at once; the records import again as
+    MBBQ, per language."""
+    imp = tmp_path / "imp"
+    assert _cli(["import", "lm-eval", str(MBBQ_RUN), "--out", str(imp)], capsys)[0] == 0
+    original = pd.read_csv(imp / "tables" / "mbbq_responses.csv")
+    assert len(original) == 96
+    (r,) = eee.export_run(imp, tmp_path / "eee").values()
+    assert len(r["instances"]) == 96
+    assert {(i["metadata"]["language"], i["metadata"]["set"]) for i in r["instances"]} == {
+        (lang, s) for lang in ("en", "nl") for s in ("bias", "control")}
+    back = eee.tables_from_records(eee.read_records(tmp_path / "eee"))["mbbq_responses"]
+    pd.testing.assert_frame_equal(back[list(original.columns)], original, check_dtype=False, check_exact=True)
+    scored = [x for x in r["aggregate"]["evaluation_results"]
+              if x["source_data"]["additional_details"]["table"] == "tables/mbbq_accuracy_bias_score_intervals.csv"]
+    assert len(scored) == 2 * 2 * 2 * 2             # language x set x context x (accuracy, bias score)
+    for x in scored:
+        lang = x["source_data"]["additional_details"]["language"]
+        assert x["source_data"]["dataset_name"] == f"local_mbbq_{lang}"
+    assert {lg.kind for lg in importers.read("eee", tmp_path / "eee")} == {"mbbq"}
+    assert _cli(["import", "eee", str(tmp_path / "eee"), "--out", str(tmp_path / "again")], capsys)[0] == 0
+    t = pd.read_csv(tmp_path / "again" / "tables" / "mbbq_accuracy_bias_score_intervals.csv")
+    first = pd.read_csv(imp / "tables" / "mbbq_accuracy_bias_score_intervals.csv")
+    cols = ["language", "set", "context_condition", "n", "accuracy", "bias_score"]
+    pd.testing.assert_frame_equal(t[cols], first[cols], check_dtype=False)

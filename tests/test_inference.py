@@ -289,8 +289,10 @@ def test_mean_intervals_and_mask_tests():
     t = intervals.mean_intervals(d, "y", "cl").iloc[0]
     r = intervals.rate_intervals(d, "y", "cl").iloc[0]
     assert t["mean"] == pytest.approx(r["rate"]) and t["ci_low"] < t["mean"] < t["ci_high"]
-    few = intervals.mean_intervals(d[d.cl < 3], "y", "cl").iloc[0]
+    few = intervals.mean_intervals(d[d.cl.isin([3, 5, 8])], "y", "cl").iloc[0]
     assert few["ci_method"].startswith("wild cluster bootstrap-t") and few["n_clusters"] == 3
+    alike = intervals.mean_intervals(d[d.cl < 3], "y", "cl").iloc[0]          # three clusters of mean 0.6
+    assert alike["ci_method"] == "not estimable (no variation between the 3 clusters of 15 items)"
     chk = pd.DataFrame({"model": ["a", "b"], "degenerate": [True, False], "reasons": ["constant", ""]})
     tab = pd.DataFrame({"model": ["a", "a", "b"], "p_value": [0.01, 0.2, 0.03]})
     m = responders.mask_tests(tab, chk)

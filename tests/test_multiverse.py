@@ -139,11 +139,13 @@ def test_robustness_words_separate_direction_from_magnitude_and_judged_top_choic
     s = findings.robustness_sentence(r)
     assert "magnitude: of 10 other universes judged, 7 equivalent" in s and "direction: 10 of 10" in s
     assert " only " not in s and "within ±0.0137 (median), within the margin" in s
-    power = pd.DataFrame([{"model": "m", "metric": "x", "n": 30, "own_mde": 0.02, "margin": 0.05,
+    power = pd.DataFrame([{"model": "m", "metric": "x", "n": 30, "alpha": 0.05, "power": 0.8, "own_mde": 0.02,
+                           "margin": 0.05,
                            "equivalence_mde": 0.0137, "equivalence_mde_max": 0.274, "n_equivalence_powered": 8,
                            "n_equivalence_universes": 10}])
     d = findings.design_findings(power)
     assert "8 of 10 universes could show it" in d and "needed ±0.274" in d and "cannot be shown in every" in d
+    assert "had 80 % power for an effect of 0.02 (the paper's universe's own test at α = 0.05)" in d
     by = pd.DataFrame({"model": "m", "benchmark": "bbq", "factor": ["answer_format", "wording"],
                        "level": ["open_ended", "w2"], "status": "ranked", "rank": [1, 2]})
     est = pd.DataFrame({"model": ["m", "m"], "benchmark": "bbq", "universe": ["answer_format=open_ended", "wording=w2"],
@@ -647,7 +649,7 @@ def test_degenerate_universes_are_kept_marked_and_left_out_of_the_agreement_coun
     rob = analysis.robustness(eq).iloc[0]
     assert (rob["n_judged"], rob["n_not_judged"]) == (1, 2)
     from biaslab.papers.multiverse import findings
-    assert "2 not judged (degenerate responder)" in findings.robustness_findings(rob.to_frame().T)
+    assert "2 not judged (a degenerate responder, or no variation to estimate)" in findings.robustness_findings(rob.to_frame().T)
 
 
 def test_multiverse_verdicts_are_the_verdict_layers_columns():

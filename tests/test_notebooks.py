@@ -6,6 +6,7 @@ import pandas as pd
 import pytest
 
 from biaslab.run import profiles
+from helpers import certainty_without_variance
 
 EXPECTED_TABLES = {
     "01_multifactor": ["factors", "coverage_by_factor", "coverage_overall", "subgroups", "deviation_metric",
@@ -44,8 +45,40 @@ def test_notebook_smoke(notebook, variant, smoke_run):
         if name not in MAY_BE_EMPTY:
             assert len(pd.read_csv(path)) > 0, f"{label}: tables/{name}.csv is empty"
     assert list((out / "figures").glob("*.png")), f"{label}: no figure written"
+    assert certainty_without_variance(_tables(out)) == [], label
     _claims_are_calibrated_and_re_decided(out, label)
     assert (out / f"{notebook}.ipynb").stat().st_size < 2_000_000
+
+
+def _tables(out) -> dict:
+    """Every non-empty table a run wrote, by name."""
+    tables = {}
+    for path in sorted((out / "tables").glob("*.csv")):
+        try:
+            tables[path.stem] = pd.read_csv(path, low_memory=False)
+        except pd.errors.EmptyDataError:          # a comparison with one model: no header
+            continue
+    return tables
+
+
+def test_the_table_scan_finds_certainty_from_zero_variance():
+    """The scan each smoke run's tables pass (above): a p of 0, an interval [x, x] beside a p, and a significant
+    flag without a test are each found; the same rows as the stats layer now writes them (no p, no interval, the
+    verdict "not estimable (…)", no flag) pass."""
+    bad = pd.DataFrame({"estimate": [1.0, 0.2], "se": [0.0, 0.1], "ci_low": [1.0, 0.1], "ci_high": [1.0, 0.3],
+                        "p_value": [0.0, 0.01], "p_adjusted": [0.0, 0.02], "significant": [True, True],
+                        "verdict": ["exploratory", "exploratory"]})
+    found = certainty_without_variance({"metrics": bad})
+    assert [x.split(": ", 1)[1].split(" (")[0] for x in found] == [
+        "1 rows with p_value = 0", "1 rows with p_adjusted = 0", "1 zero-width intervals",
+        "1 rows marked significant without a test that has a size"]
+    good = bad.assign(ci_low=[float("nan"), 0.1], ci_high=[float("nan"), 0.3], p_value=[float("nan"), 0.01],
+                      p_adjusted=[float("nan"), 0.02], significant=[pd.NA, True],
+                      verdict=["not estimable (no variation in 2 items)", "exploratory"])
+    assert certainty_without_variance({"metrics": good}) == []
+    flag = good.assign(significant=[True, True])                  # a flag on a row without a test
+    assert certainty_without_variance({"metrics": flag}) == [
+        "metrics: 1 rows marked significant without a test that has a size"]
 
 
 def _claims_are_calibrated_and_re_decided(out, label):

@@ -137,7 +137,9 @@ def test_no_sentence_code_says_undetected_or_cannot_be_detected():
     out = subprocess.run(["grep", "-rn", r"cannot be detected\|undetected", str(ROOT / "lib"), str(ROOT / "notebooks"),
                           "--include=*.py"], capture_output=True, text=True)
     assert out.stdout == "", out.stdout
-    assert W.power_words(0.071) == "the design had 80 % power for effects of at least 0.071"
+    row = {"power": 0.83, "sesoi": 0.1, "ci_level": 0.9992}
+    assert W.power_at_level(row) == "power 0.83 for an effect of 0.1 at level 0.0008"
+    assert W.power_at_level({"mde": 0.071, "ci_level": 0.9992}) == ""      # an MDE at 0.05 is not quoted
 
 
 def test_calm_claim_reads_the_eq1_score_not_a_deviation_rate(claims):
@@ -243,3 +245,17 @@ def test_a_prompted_preference_gets_no_claim_sentence_beside_its_position_readin
                          "same_position": [1.0], "n_pairs": [40]})
     reading = F3.position_findings(pos, cons)
     assert "by **position**" in reading and "preference" not in reading and "evidence" not in reading
+
+
+def test_the_plan_names_the_subgroups_the_code_computes():
+    """Each notebook-1 instance of the deviation-metric claim says "per X x Y subgroup" in the plan; the benchmark's
+    FactorPlan computes the metric over exactly those factors (BBQ: category x context, as BBQ reports each context
+    apart; the code had used question polarity)."""
+    from biaslab.benchmarks import SPECS
+    words = {"context": "context_condition", "referent": "answer", "class type": "class_type",
+             "question type": "question_type", "bias type": "bias_type", "pronoun gender": "pronoun_gender"}
+    claim = next(c for c in PLAN.of("01_multifactor") if c.id == "dm-difference")
+    for bench, inst in claim.instances.items():
+        said = re.search(r"per (.+?) subgroup", " ".join(str(inst["estimand"]["variable"]).split())).group(1)
+        factors = [words.get(w.strip(), w.strip()) for w in said.split(" x ")]
+        assert factors == list(SPECS[bench].factor_plan.ecdf_factors), (bench, said)

@@ -317,3 +317,23 @@ def test_the_adjusted_interval_is_dual_to_the_test_at_its_holm_level():
     status = pd.DataFrame({"model": ["m0"], "responder_status": ["degenerate: always 'yes'"]})
     u = dec(_table([0.01]), _effects(), "t", status)
     assert u["ci_adj_note"].iloc[0] == "not tested: no adjusted interval" and pd.isna(u["ci_level"].iloc[0])
+
+
+def test_a_row_without_variance_is_not_estimable_never_tested_or_significant():
+    """Zero variance is no certainty: the producer's "not estimable (…)" note (biaslab.stats.clustered.without_variance)
+    becomes the verdict; the row has no p, no interval, no place in its family and no ``significant``, confirmatory
+    or exploratory; a row whose p comes from a test with a size keeps it even where its interval is not estimable."""
+    from biaslab.stats import clustered as C
+    r = C.mean_inference(np.ones(12), np.repeat(np.arange(6), 2))
+    assert r["ci_method"] == r["p_method"] == "not estimable (no variation in 12 items)"
+    t = pd.DataFrame([{"model": "m0", "kind": "headline", "est": r["estimate"], "p_value": r["p_value"],
+                       "ci_low": r["ci_low"], "ci_high": r["ci_high"], "ci_method": r["ci_method"]},
+                      {"model": "m1", "kind": "headline", "est": 0.1, "p_value": 0.01, "ci_low": 0.05,
+                       "ci_high": 0.2, "ci_method": "t"}])
+    for kind in ("headline", "other"):
+        d = dec(t.assign(kind=kind), _effects(), "t")
+        assert d["verdict"].iloc[0] == "not estimable (no variation in 12 items)"
+        assert d["significant"].isna().iloc[0] and np.isnan(d["p_adjusted"].iloc[0])
+        assert d["family_size"].iloc[1] == 1 and V.screen(d).iloc[0] == d["verdict"].iloc[0]
+    exact = dec(t.assign(kind="other", p_value=[0.002, 0.01]), _effects(), "t")
+    assert exact["verdict"].eq("exploratory").all() and exact["significant"].all()

@@ -324,7 +324,8 @@ def _import(args) -> int:
         return 2
     for res in written:
         for task, kind, n in res["tasks"]:
-            print(f"{task}: {kind}, {n} items")
+            print(f"{task}: not imported: {res['not_imported'][task]}" if task in res["not_imported"] else
+                  f"{task}: {kind}, {n} items")
         print(f"{res['model']}: {', '.join(f'{k} ({n} rows)' for k, n in res['tables'].items())} -> {res['out']}")
         if res["excluded"]:
             print(f"{res['excluded']} row(s) excluded, each with its reason: {res['out']}/tables/excluded.csv")

@@ -518,7 +518,7 @@ FACTOR_PLAN = FactorPlan(
               ("context_condition", "correct_is_biased"), ("stereotyped_group", "category")],
     sunburst=("category", "context_condition"),
     subgroup_factors=["category", "context_condition", "question_polarity", "label_type"],
-    ecdf_factors=["category", "question_polarity"],
+    ecdf_factors=["category", "context_condition"],     # the plan's subgroups: a deviation means one thing per context
     regression=["category", "context_condition", "question_polarity", "label_type", "biased_position",
                 "correct_is_biased"],
     regression_subset=["category", "context_condition", "question_polarity", "label_type", "biased_position",
@@ -550,9 +550,10 @@ def _universe_estimate(cond: str, r: pd.DataFrame, items: pd.DataFrame, n_boot: 
     s = ranking.cluster_sums(part, TOTALS, "template")
     b = ranking.cluster_sum_bootstrap(lambda t: bias_score_from_totals(t, cond == "ambig"), s.to_numpy(),
                                       n_boot=n_boot, seed=seed)
-    return universe_estimate(b["estimate"], b["ci_low"], b["ci_high"],
-                             f"cluster bootstrap percentile of the ratio (template, {n_boot} resamples)",
-                             b["p_boot"], "two-sided cluster bootstrap p against 0", len(part), b["n_clusters"],
+    how = f"cluster bootstrap percentile of the ratio (template, {n_boot} resamples)"
+    return universe_estimate(b["estimate"], b["ci_low"], b["ci_high"], b["ci_method"] or how,
+                             b["p_boot"], b["ci_method"] or "two-sided cluster bootstrap p against 0", len(part),
+                             b["n_clusters"],
                              (~part["answer_kind"].isin(["option", "unknown"])).sum(),
                              accuracy=float(part["correct"].mean()))
 

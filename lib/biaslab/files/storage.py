@@ -3,7 +3,8 @@
 A run that fails on a full disk, a read-only file system or a permission must say so — with the path and the fix —
 instead of a raw traceback or a misleading follow-on error. :func:`storage_problem` turns an ``OSError`` (or an
 error a kernel reported as text, e.g. papermill's ``OSError: [Errno 28] ...``) into that sentence;
-:func:`probe_writable` checks a folder before any work by creating (and removing) a file in it.
+:func:`probe_writable` checks a folder before any work by creating (and removing) a file in it;
+:func:`atomic_write_text` writes a file so that no reader ever sees half of it.
 """
 
 from __future__ import annotations
@@ -30,6 +31,20 @@ def umask_mode() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return 0o666 & ~mask
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """Write via a temporary file in the same folder and rename, so a reader never sees half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
+    os.chmod(tmp, umask_mode())
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
 
 
 def human_size(n: float) -> str:

@@ -21,8 +21,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .base import (BBQ, CROWS, FORMATS, KINDS, MBBQ, ImportedLog, ImportError_, json_lines, read_text,  # noqa: F401
-                   supported)
+from .base import (BBQ, CROWS, FORMATS, KINDS, MBBQ, UNSUPPORTED, ImportedLog, ImportError_, json_lines,  # noqa: F401
+                   read_text, supported)
 
 
 def read(fmt: str, path: str | Path, benchmark: str | None = None) -> list[ImportedLog]:

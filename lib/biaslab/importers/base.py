@@ -20,11 +20,18 @@ KINDS = {CROWS: f"{crows_pairs.SPEC.title} (docs with sent_more and sent_less, t
               "question_polarity)",
          MBBQ: f"{mbbq.SPEC.title} (BBQ's doc fields, whose texts are rows of MBBQ's files, in any language or set)"}
 FORMATS = ("lm-eval", "inspect", "eee")
+#: the kind of a task the importers do not understand: listed (with why) beside the tasks that import
+UNSUPPORTED = "unsupported"
 
 
 class ImportError_(ValueError):
     """A log that cannot be imported (unknown task, newer format, unreadable file); the message names what is
     supported."""
+
+
+class Unsupported(ImportError_):
+    """One task of a log that is none of :data:`KINDS` (or of a newer log format): the other tasks still import
+    (:func:`not_imported`, :func:`some_supported`)."""
 
 
 def read_text(f: Path) -> str:
@@ -56,6 +63,14 @@ def json_lines(f: Path) -> list[tuple[int, dict]]:
     return out
 
 
+def unknown_category(category) -> str | None:
+    """Why a BBQ-shaped row cannot be placed: its category is none of BBQ's (MBBQ's are among them), so no file
+    gives its biased answer or its language; None for a known category."""
+    if str(category) in bbq.CATEGORY_ROWS:
+        return None
+    return f"category {category!r} is none of BBQ's or MBBQ's ({', '.join(bbq.CATEGORY_ROWS)})"
+
+
 def supported() -> str:
     return "; ".join(f"{k}: {v}" for k, v in KINDS.items())
 
@@ -85,3 +100,23 @@ class ImportedLog:
     reported: dict = field(default_factory=dict)
     source: str = ""
     prompts: str = ""       # how the harness asked (for the "not in the log" message)
+
+
+def not_imported(harness: str, task: str, model: str, rows: list, why: str, identity: dict, source: str
+                 ) -> ImportedLog:
+    """A task that cannot be imported, kept as its own log: every row in ``excluded`` with ``why``, so that the
+    run's tables, MANIFEST and terminal list it beside the tasks that import."""
+    return ImportedLog(harness=harness, task=task, kind=UNSUPPORTED, model=model, items=pd.DataFrame(),
+                       excluded=pd.DataFrame({"row": rows, "reason": f"task not imported: {why}"},
+                                             columns=["row", "reason"]),
+                       identity=identity, source=source, prompts="nothing (not imported)")
+
+
+def some_supported(logs: list[ImportedLog], path: Path) -> list[ImportedLog]:
+    """``logs`` when at least one task imports; else one line naming each task's reason and what is supported."""
+    if logs and any(lg.kind != UNSUPPORTED for lg in logs):
+        return logs
+    whys = "; ".join(dict.fromkeys(lg.excluded.reason.iloc[0].removeprefix("task not imported: ")
+                                   for lg in logs if len(lg.excluded)))
+    head = whys if len(logs) == 1 and whys else f"{path}: no task can be imported ({whys or 'no samples'})"
+    raise ImportError_(f"{head}; supported: {supported()}")

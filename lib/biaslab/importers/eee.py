@@ -7,8 +7,11 @@ Out (:func:`export_run`): one aggregate record per model of a run folder (``eval
 biaslab writes), its ``metric_config`` the metric's kind, unit, bounds and direction (:data:`METRICS`), its name the
 dataset, table, metric and the text columns that tell the rows apart; CrowS-Pairs' per-pair table adds lm-eval's
 ``pct_stereotype`` and ``likelihood_diff``. Rows whose estimate or bounds are not finite are counted per table in
-``source_metadata``, not written. The per-item tables (``pair_scores``, ``responses``) become instance-level records
-(``instance_level_eval.schema.json``), one per row: ``input.raw`` the prompt text where the table holds it,
+``source_metadata``, not written. An imported run's record names the harness that ran the model as its
+``eval_library``, at the version its log states (:func:`_eval_library`), and no record names a local folder
+(:func:`no_local_paths`). The per-item tables (:data:`INSTANCE_TABLES`) become instance-level records
+(``instance_level_eval.schema.json``), one per row (a CrowS-Pairs pair without a finite log-probability difference
+is counted, not written): ``input.raw`` the prompt text where the table holds it,
 ``output.raw`` the chosen answer, ``evaluation.score`` 1 when the item went the stereotyped way (CrowS-Pairs:
 log P(more) > log P(less), lm-eval's ``pct_stereotype``; the other benchmarks: ``deviated``), ``is_correct`` the
 ``correct`` column where there is one (else: not stereotyped; ``metadata.is_correct_means`` says which), and
@@ -27,21 +30,23 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 import time
 from pathlib import Path
 
 import pandas as pd
 
-from ..files.hashing import sha256_file
-from .base import BBQ, CROWS, ImportedLog, ImportError_, json_lines, supported
+from ..files.storage import atomic_write_text
+from .base import (BBQ, CROWS, MBBQ, UNSUPPORTED, ImportedLog, ImportError_, json_lines, supported,
+                   unknown_category)
 
 SCHEMA_VERSION = "0.3.0"
 SCHEMA_DIR = Path(__file__).resolve().parent / "schemas"
 SCHEMA_SHA256 = {"eval.schema.json": "c9c6195aec8a9dfa0b2aba4924ac1aa8a184c9d8ca97cee778cb531088e39b48",
                  "instance_level_eval.schema.json":
                      "b16b7fa7f0aa32763444179d94ffb2336ddb12c3fd2903835fe491666c1ff3e6"}
-#: per-item tables exported as instance-level records
-INSTANCE_TABLES = ("pair_scores", "responses")
+#: per-item tables exported as instance-level records (``mbbq_responses``: an lm-eval MBBQ import's)
+INSTANCE_TABLES = ("pair_scores", "responses", "mbbq_responses")
 #: the estimate an unprefixed ci_low/ci_high pair bounds, first present wins
 ESTIMATES = ("estimate", "bias_score", "rate", "deviation_rate", "difference", "mean", "log_disparity", "rho",
              "agreement", "coef", "metric_difference", "mean_gain")
@@ -162,32 +167,78 @@ def _model_info(name: str, manifest: dict, model_ids=None) -> dict:
             details[k] = str(fp[k])
     engine = {"name": "transformers"} if fp.get("weights_sha256") else {"name": str(fp.get("backend", "unknown"))}
     if imported:
-        task = next(iter((fp.get("tasks") or {}).values()), {})
+        tasks = _imported_tasks(fp)
+        task = next(iter(tasks.values()), {})
         engine = {"name": str(task.get("model_backend") or task.get("harness") or "unknown")}
         details.update({k: str(task[k]) for k in ("harness", "harness_version", "model_args", "revision")
                         if task.get(k)})
-        details["source"] = f"imported from {task.get('harness', fp.get('format'))} log {fp.get('path', '')}"
+        details["source"] = (f"imported from the {task.get('harness', fp.get('format'))} log "
+                             f"{Path(str(fp.get('path', ''))).name}")
+        details["source_files_sha256"] = json.dumps({f: h for t in tasks.values()
+                                                     for f, h in (t.get("files") or {}).items()}, sort_keys=True)
     if name in RELEASED_MODEL_IDS:
         details.update(source="answers released with the paper's data (the exact checkpoint is not stated there)",
                        deployment_type="externally_managed", model_availability="open_weights")
     info = {"name": name, "id": mid, "inference_platform": "local", "inference_engine": engine,
-            "additional_details": details}
+            "additional_details": {k: no_local_paths(v) for k, v in details.items()}}
     if "/" in mid:
         info["developer"] = mid.split("/")[0]
     return info
 
 
-def _source_harness(name: str, manifest: dict) -> dict[str, str]:
-    """An imported run's source harness, its version and the model_args it ran with (per task, as the log says)."""
+def _imported_tasks(fp: dict) -> dict:
+    """The tasks of an imported model's fingerprint that were imported (not those listed as not imported)."""
+    return {t: v for t, v in (fp.get("tasks") or {}).items() if v.get("kind") != UNSUPPORTED}
+
+
+#: what a log's ``harness_commit`` and ``launch_dir_git_commit`` are (said beside them in every imported record)
+COMMITS = ("harness_commit: the harness's own commit, which its logs do not record ('unknown'); "
+           "launch_dir_git_commit: the git commit of the folder the harness was started in, as its log records it "
+           "(lm-eval's git_hash, inspect's revision), which is not the harness's")
+
+
+def _eval_library(name: str, manifest: dict, version: str) -> dict:
+    """EEE ``eval_library``: biaslab for its own runs; for an imported run the harness that ran the model, its
+    version as the log states it (else "unknown"), and per task its commit (unknown), the launch folder's commit,
+    model_args and task version, biaslab named as the converter."""
     fp = (manifest.get("models") or {}).get(name, {})
     if fp.get("backend") != "imported":
-        return {}
-    out = {"imported_from": str(fp.get("format", "")), "text_matching": str(fp.get("text_matching", ""))}
-    for task, t in (fp.get("tasks") or {}).items():
-        for k in ("harness", "harness_version", "harness_git_hash", "model_args", "task_version", "date"):
+        return {"name": "biaslab", "version": str(version)}
+    tasks = _imported_tasks(fp)
+    names = sorted({str(t.get("harness") or fp.get("format") or "unknown") for t in tasks.values()}) or ["unknown"]
+    versions = sorted({str(t["harness_version"]) for t in tasks.values() if t.get("harness_version")})
+    out = {"imported_from": str(fp.get("format", "")), "text_matching": str(fp.get("text_matching", "")),
+           "converted_by": f"biaslab {version}", "commits": COMMITS}
+    for task, t in tasks.items():
+        out[f"{task}.harness_commit"] = str(t.get("harness_commit") or "unknown")
+        for k in ("harness_version", "launch_dir_git_commit", "model_args", "task_version", "date"):
             if t.get(k) not in (None, ""):
                 out[f"{task}.{k}"] = str(t[k])
-    return out
+    return {"name": " + ".join(names), "version": ", ".join(versions) or "unknown",
+            "additional_details": {k: no_local_paths(v) for k, v in out.items()}}
+
+
+#: an absolute local path in a text (``/…``, ``~/…``, ``C:\…``; not a URL's ``//host/…``), up to a separator
+_LOCAL_PATH = re.compile(r"(?<![\w.:/\\~])(?:~|[A-Za-z]:)?[/\\][^\s,;'\"]+")
+
+
+def no_local_paths(text: str) -> str:
+    """``text`` with each absolute local path reduced to ``<local>/`` and its last component: a record names no
+    folder of the machine that wrote it (a model folder, a log's location)."""
+    return _LOCAL_PATH.sub(lambda m: "<local>/" + re.split(r"[/\\]", m.group().rstrip("/\\"))[-1], str(text))
+
+
+def _run_identity(manifest: dict, model: str, content: str) -> str:
+    """What identifies the run a record describes, hashed into its ``evaluation_id``: an imported run is the log it
+    was read from (each file's sha256, per task with its kind) and the model's name, so that importing the same
+    log again gives the same id and a re-export replaces its own record; a run of biaslab's own is its content
+    (:func:`_run_hash`)."""
+    fp = (manifest.get("models") or {}).get(model, {})
+    if fp.get("backend") != "imported":
+        return content
+    key = {"model": model, "format": fp.get("format"),
+           "tasks": {t: [v.get("kind"), v.get("files")] for t, v in (fp.get("tasks") or {}).items()}}
+    return hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()
 
 
 def _tables(folder: Path) -> dict[str, pd.DataFrame]:
@@ -236,7 +287,7 @@ def _crows_summary(tables: dict[str, pd.DataFrame], model: str) -> list[tuple[di
     if df is None or "model" not in df.columns or "d_logprob" not in df.columns:
         return []
     out = []
-    rows = df[df["model"].astype(str) == model]
+    rows = df[(df["model"].astype(str) == model) & df["d_logprob"].map(_finite)]       # pairs with an outcome
     for ds, g in rows.groupby("dataset", sort=True) if "dataset" in rows.columns else [("", rows)]:
         for metric, value in harness_metrics(g["d_logprob"]).items():
             out.append(({"dataset": str(ds)}, metric, value, len(g)))
@@ -270,8 +321,11 @@ def export_run(folder: str | Path, out: str | Path | None = None, biaslab_versio
     the Every Eval Ever datastore layout ``<out>/data/<name>/<developer>/<model>/<uuid>.json`` and
     ``<uuid>_samples.jsonl`` (the aggregate names the jsonl and its sha256); ``name``: the run's name there
     (default: the folder's name); ``model_ids``: see :func:`_model_info`. ``evaluation_id`` and the UUID derive
-    from the run's content hash and the model, so two runs never share one. A model with no result is left
-    out (a paper's comparison model that only some tables name).
+    from what identifies the run (:func:`_run_identity`) and the model: two runs never share one, and exporting a
+    re-import of the same log replaces its own record. Every record is built, serialised and validated before the
+    first file is written, and each file is written whole (a temporary file renamed), so a failed export leaves no
+    file behind, partial or not. A model with no result is left out (a paper's comparison model that only some
+    tables name).
     """
     folder = Path(folder)
     manifest = json.loads((folder / "MANIFEST.json").read_text()) if (folder / "MANIFEST.json").exists() else {}
@@ -284,10 +338,11 @@ def export_run(folder: str | Path, out: str | Path | None = None, biaslab_versio
     now = str(time.time())
     when = manifest.get("finished") or manifest.get("started")
     content = _run_hash(folder)
-    result = {}
+    result, writes = {}, []
+    inst = validator("instance_level_eval.schema.json")
     for model in models:
         results, skipped = [], {}
-        tasks = ((manifest.get("models") or {}).get(model, {}).get("tasks") or {})
+        tasks = _imported_tasks((manifest.get("models") or {}).get(model, {}))
         default_ds = "+".join(tasks) if manifest.get("notebook") == "import" and tasks else str(
             manifest.get("notebook") or run)          # an import: the harness's task(s); a run: its notebook
         for stem, df in tables.items():
@@ -322,50 +377,49 @@ def export_run(folder: str | Path, out: str | Path | None = None, biaslab_versio
         if not results:
             skipped["(model without results)"] = 1
             continue
-        instances = list(_instances(run, model, tables))
-        eid = f"biaslab/{run}/{model}/{content[:16]}"
+        unscored: dict[str, int] = {}
+        instances = list(_instances(run, model, tables, unscored))
+        eid = f"biaslab/{run}/{model}/{_run_identity(manifest, model, content)[:16]}"
         agg = {"schema_version": SCHEMA_VERSION, "evaluation_id": eid, "retrieved_timestamp": now,
                "source_metadata": {"source_name": "biaslab", "source_type": "evaluation_run",
                                    "source_organization_name": "biaslab", "evaluator_relationship": "third_party",
                                    "additional_details": {"run_folder": folder.name, "run_content_sha256": content,
                                                           "rows_without_finite_interval": json.dumps(skipped),
+                                                          "items_without_finite_score": json.dumps(unscored),
                                                           "git_commit": str((manifest.get("git") or {}).get(
                                                               "commit", ""))}},
-               "eval_library": {"name": "biaslab", "version": str(version)},
+               "eval_library": _eval_library(model, manifest, version),
                "model_info": _model_info(model, manifest, model_ids), "evaluation_results": results}
-        source = _source_harness(model, manifest)
-        if source:                     # an imported run: the harness that ran the model, as its log states it
-            agg["eval_library"]["additional_details"] = source
         if when:
             agg["evaluation_timestamp"] = str(when)
         for rec in instances:
             rec["evaluation_id"] = eid
             rec["model_id"] = agg["model_info"]["id"]
+            err = next(iter(inst.iter_errors(rec)), None)
+            if err is not None:
+                raise ValueError(f"instance record {rec['sample_id']} of {model}: {err.message}")
         result[model] = {"aggregate": agg, "instances": instances, "skipped": skipped}
         if out is not None:
             mid = agg["model_info"]["id"]
             dev, mname = (mid.split("/", 1) if "/" in mid else ("unknown-developer", mid))
-            uid = _uuid4(eid)
             o = confined(Path(out), "data", run, path_component(dev, "developer"),
                          path_component(mname.replace("/", "_"), "model"))
-            o.mkdir(parents=True, exist_ok=True)
+            uid = _uuid4(eid)
             if instances:
+                text = "".join(json.dumps(r, allow_nan=False) + "\n" for r in instances)
                 jl = o / f"{uid}_samples.jsonl"
-                jl.write_text("".join(json.dumps(r, allow_nan=False) + "\n" for r in instances))
+                writes.append((jl, text))
                 agg["detailed_evaluation_results"] = {"format": "jsonl",
                                                       "file_path": jl.relative_to(out).as_posix(),
-                                                      "hash_algorithm": "sha256", "checksum": sha256_file(jl),
+                                                      "hash_algorithm": "sha256",
+                                                      "checksum": hashlib.sha256(text.encode()).hexdigest(),
                                                       "total_rows": len(instances)}
             validate(agg, "eval.schema.json")
-            (o / f"{uid}.json").write_text(json.dumps(agg, indent=1, allow_nan=False))
+            writes.append((o / f"{uid}.json", json.dumps(agg, indent=1, allow_nan=False)))
         else:
             validate(agg, "eval.schema.json")
-    inst = validator("instance_level_eval.schema.json")
-    for model, r in result.items():
-        for rec in r["instances"]:
-            err = next(iter(inst.iter_errors(rec)), None)
-            if err is not None:
-                raise ValueError(f"instance record {rec['sample_id']} of {model}: {err.message}")
+    for path, text in writes:          # only now, every record valid: each samples file before its aggregate
+        atomic_write_text(path, text)
     return result
 
 
@@ -395,17 +449,23 @@ IS_CORRECT = {"pair_scores": "not stereotyped: log P(sent_less) >= log P(sent_mo
                              "answer; score 1 = the stereotyped sentence is more likely, lm-eval's pct_stereotype)",
               "responses": "the chosen option is the gold answer (column correct); where there is none: not the "
                            "biased answer"}
+IS_CORRECT["mbbq_responses"] = IS_CORRECT["responses"]
 
 
-def _instances(run: str, model: str, tables: dict[str, pd.DataFrame]):
+def _instances(run: str, model: str, tables: dict[str, pd.DataFrame], unscored: dict[str, int]):
+    """One instance record per row of the per-item tables; a CrowS-Pairs pair without a finite log-probability
+    difference has no outcome: it is counted in ``unscored`` (per table), never written as an outcome."""
     for stem in INSTANCE_TABLES:
         df = tables.get(stem)
         if df is None or "model" not in df.columns:
             continue
         for i, r in df[df["model"].astype(str) == model].iterrows():
             row = {c: _jsonable(r[c]) for c in df.columns}
+            if stem == "pair_scores" and not _finite(row.get("d_logprob")):
+                unscored[stem] = unscored.get(stem, 0) + 1
+                continue
             if stem == "pair_scores":
-                stereo = _finite(row.get("d_logprob")) and float(row["d_logprob"]) > 0
+                stereo = float(row["d_logprob"]) > 0
                 correct = not stereo
                 texts = [row.get("sent_more"), row.get("sent_less")]
                 prompt = " ||| ".join(map(str, texts)) if all(isinstance(t, str) for t in texts) else None
@@ -426,7 +486,8 @@ def _instances(run: str, model: str, tables: dict[str, pd.DataFrame]):
                     "is_correct_means": IS_CORRECT[stem],
                     "input_raw": "the prompt text" if prompt else "biaslab's prompt id (the text is in the "
                                                                   "benchmark's data file)"}
-            for c in ("dataset", "bias_type", "category", "context_condition", "question_polarity", "direction"):
+            for c in ("dataset", "language", "set", "bias_type", "category", "context_condition", "question_polarity",
+                      "direction"):
                 if row.get(c) is not None:
                     meta[c] = str(row[c])
             inp = {"raw": prompt or str(row.get("prompt_id", sid)), "reference": []}
@@ -489,7 +550,8 @@ def read(path: Path) -> list[ImportedLog]:
     recs = read_records(path)
     logs = []
     for stem, df in tables_from_records(recs).items():
-        kind = CROWS if stem == "pair_scores" else (BBQ if "context_condition" in df.columns else stem)
+        kind = {"pair_scores": CROWS, "mbbq_responses": MBBQ}.get(stem) or (
+            BBQ if "context_condition" in df.columns else stem)
         for model, g in df.groupby("model", sort=False) if "model" in df.columns else [("", df)]:
             logs.append(ImportedLog(harness="eee", task=stem, kind=kind, model=str(model),
                                     items=g.reset_index(drop=True), identity={"harness": "every-eval-ever"},
@@ -511,6 +573,9 @@ def _foreign_bbq(recs: list[dict], path: Path) -> list[ImportedLog]:
             bad.append({"row": rec.get("sample_id"), "reason": "not a BBQ record (metadata lacks category, "
                                                                "context_condition or question_polarity, or not "
                                                                "three input.choices)"})
+            continue
+        if why := unknown_category(meta["category"]):
+            bad.append({"row": rec.get("sample_id"), "reason": why})
             continue
         ans = [a.get("extracted_value") for a in rec.get("answer_attribution") or [] if a.get("is_terminal")]
         hit = [i for i, c in enumerate(choices) if ans and str(ans[-1]).strip() in (str(c).strip(), "ABC"[i], str(i))]

@@ -22,7 +22,7 @@ import pandas as pd
 
 from ..benchmarks import bbq as bbq_bench
 from ..files.hashing import sha256_file
-from .base import BBQ, ImportedLog, ImportError_, read_text, supported
+from .base import BBQ, ImportedLog, ImportError_, not_imported, read_text, some_supported, unknown_category
 
 LOG_VERSIONS = (1, 2)
 NEED = ("category", "context_condition", "question_polarity")
@@ -88,6 +88,9 @@ def read(path: Path) -> list[ImportedLog]:
                 bad.append({"row": s.get("id"), "reason": "not a BBQ sample (metadata lacks category, "
                                                           "context_condition or question_polarity, or not 3 choices)"})
                 continue
+            if why := unknown_category(meta["category"]):
+                bad.append({"row": s.get("id"), "reason": why})
+                continue
             n_bbq += 1
             score = next(iter((s.get("scores") or {}).values()), {}) or {}
             ans, why = _answer(score)
@@ -115,19 +118,24 @@ def read(path: Path) -> list[ImportedLog]:
                          "biased_index": biased, "unknown_index": unknown[0], "deviated": int(choice == biased),
                          "correct": int(choice == gold), "chose_unknown": int(choice == unknown[0]),
                          "harness_value": score.get("value")})
-        if not n_bbq:
-            raise ImportError_(f"{f}: task {ev.get('task')!r} has no BBQ samples; supported: {supported()}")
         gen = ev.get("model_generate_config") or {}
         identity = {"harness": "inspect_ai", "harness_version": (ev.get("packages") or {}).get("inspect_ai"),
+                    "harness_commit": None,         # the log's ``revision`` is the launch folder's git state
                     "model_name": ev.get("model"), "model_args": json.dumps(ev.get("model_args") or {}),
                     "generate_config": json.dumps(gen, sort_keys=True),
-                    "revision": json.dumps(ev["revision"]) if ev.get("revision") else None, "task": ev.get("task"),
+                    "launch_dir_git_commit": (ev.get("revision") or {}).get("commit"), "task": ev.get("task"),
                     "task_version": ev.get("task_version"), "task_file": ev.get("task_file"),
                     "task_args": json.dumps(ev.get("task_args") or {}), "date": ev.get("created"),
                     "limit": (ev.get("config") or {}).get("limit"), "files": {f.name: sha256_file(f)}}
         reported = {f"{sc.get('name')}:{k}": m.get("value")
                     for sc in ((header.get("results") or {}).get("scores") or [])
                     for k, m in (sc.get("metrics") or {}).items() if isinstance(m.get("value"), (int, float))}
+        if not n_bbq:
+            logs.append(not_imported("inspect", str(ev.get("task")), str(ev.get("model", "inspect model")),
+                                     [s.get("id") for s in samples], f"{f}: task {ev.get('task')!r} has no BBQ "
+                                     "samples (metadata with one of BBQ's categories, context_condition and "
+                                     "question_polarity, and 3 choices)", identity, str(f)))
+            continue
         logs.append(ImportedLog(harness="inspect", task=str(ev.get("task", BBQ)), kind=BBQ,
                                 model=str(ev.get("model", "inspect model")), items=pd.DataFrame(rows),
                                 excluded=pd.DataFrame(bad, columns=["row", "reason"]), identity=identity,
@@ -135,4 +143,4 @@ def read(path: Path) -> list[ImportedLog]:
                                 prompts="inspect_evals' multiple-choice prompt (generated answers)"))
     if not logs:
         raise ImportError_(f"{path}: no inspect log (.eval or .json) found")
-    return logs
+    return some_supported(logs, path)

@@ -3,8 +3,10 @@
 Each sample line holds the ``doc`` (the dataset row), the requests made of the model (``arguments``: context and
 continuation of each log-likelihood request, or the prompt of a generation) and the model's answers (``resps``:
 ``[log-likelihood, is_greedy]`` per request, or the generated text). ``results_*.json`` holds the run's identity
-(``config.model_args``, ``model_name``, ``git_hash``, ``lm_eval_version``, ``date``), the task's configuration and
-version and the harness's own aggregate metrics.
+(``config.model_args``, ``model_name``, ``lm_eval_version``, ``date``), the task's configuration and version and the
+harness's own aggregate metrics. Its ``git_hash`` is ``git describe`` of the folder lm-eval was started in (a run
+started inside another repository logs that repository's commit), so it is kept as ``launch_dir_git_commit`` and
+lm-eval's own commit, which no log records, as unknown (``harness_commit`` None).
 
 The task is recognised from the samples: CrowS-Pairs when every doc has ``sent_more`` and ``sent_less`` and the
 sample asks two log-likelihoods whose continuations are those sentences (``crows_pairs_english``,
@@ -16,6 +18,7 @@ one option (``bbq_generate``); MBBQ when such docs are rows of MBBQ's files (:fu
 from __future__ import annotations
 
 import json
+import math
 import re
 from pathlib import Path
 
@@ -23,7 +26,8 @@ import pandas as pd
 
 from ..benchmarks import bbq as bbq_bench
 from ..files.hashing import sha256_file
-from .base import BBQ, CROWS, MBBQ, ImportedLog, ImportError_, json_lines, supported
+from .base import (BBQ, CROWS, MBBQ, ImportedLog, ImportError_, Unsupported, json_lines, not_imported,
+                   some_supported, unknown_category)
 
 #: the ``--log_samples`` line layout this module reads (lm-eval 0.4.0 to 0.4.13 write it)
 SAMPLE_KEYS = {"doc_id", "doc", "arguments", "resps"}
@@ -69,6 +73,12 @@ def _ll(resp) -> float:
     return float(resp[0] if isinstance(resp, list) else resp)
 
 
+def _not_finite(values: list[float]) -> str | None:
+    """Why log-likelihoods cannot be scored (one is NaN or infinite, as a failed forward pass logs), or None."""
+    bad = [v for v in values if not math.isfinite(v)]
+    return f"log-likelihood {bad[0]} in resps is not a finite number" if bad else None
+
+
 def _requests(sample: dict) -> list[tuple]:
     """The sample's requests in order: (arg_0, arg_1) per ``gen_args_i``."""
     args = sample.get("arguments")
@@ -98,7 +108,7 @@ def _identity(results: dict, results_file: Path | None, task: str, files: list[P
     tcfg = (results.get("configs", {}) or {}).get(task, {})
     return {
         "harness": "lm-evaluation-harness", "harness_version": results.get("lm_eval_version"),
-        "harness_git_hash": results.get("git_hash"), "model_backend": cfg.get("model"),
+        "harness_commit": None, "launch_dir_git_commit": results.get("git_hash"), "model_backend": cfg.get("model"),
         "model_name": results.get("model_name") or parsed.get("pretrained"), "model_args": args,
         "revision": parsed.get("revision") or cfg.get("model_revision"),
         "model_sha": cfg.get("model_sha") or results.get("model_sha"),
@@ -118,9 +128,10 @@ def _model_name(identity: dict, fallback: str) -> str:
 
 
 def read(path: Path, benchmark: str | None = None) -> list[ImportedLog]:
-    """Every task of an lm-eval output folder (or one samples file); raises :class:`ImportError_` for a task it
-    does not understand, naming what it does. ``benchmark`` (``bbq``/``mbbq``): what a BBQ-shaped task is where its
-    texts cannot tell (:func:`_bbq_or_mbbq`)."""
+    """Every task of an lm-eval output folder (or one samples file); a task it does not understand is kept as
+    not imported, with why (:func:`.base.not_imported`), and only a log of no importable task raises
+    :class:`ImportError_`, naming what is supported. ``benchmark`` (``bbq``/``mbbq``): what a BBQ-shaped task is
+    where its texts cannot tell (:func:`_bbq_or_mbbq`)."""
     logs = []
     for f in _samples_files(path):
         task, date = _task_and_date(f)
@@ -132,35 +143,41 @@ def read(path: Path, benchmark: str | None = None) -> list[ImportedLog]:
         if isinstance(expected, int) and len(lines) != expected:
             raise ImportError_(f"{f}: {len(lines)} sample line(s), but {rfile.name} says the run scored {expected}; "
                                "the file is truncated (or from another run): copy it again from the run's output")
-        missing = SAMPLE_KEYS - set(lines[0])
-        if missing:
-            raise ImportError_(f"{f}: samples lack {sorted(missing)}; this importer reads the --log_samples lines "
-                               f"of {SUPPORTED_VERSIONS} (keys {sorted(SAMPLE_KEYS)}), a newer format is not "
-                               "supported yet")
-        kinds = {_kind(s) for s in lines}
-        kind = next((k for k in (CROWS, BBQ) if k in kinds), None)
-        if kind is None:
-            fields = sorted((lines[0].get("doc") or {}).keys())[:12]
-            raise ImportError_(f"{f}: task {task!r} is neither CrowS-Pairs nor BBQ by its samples (doc fields "
-                               f"{fields}); supported: {supported()}")
-        found = None
-        if kind == BBQ:
-            kind, found = _bbq_or_mbbq(f, task, lines, benchmark)
         identity = _identity(results, rfile, task, [f])
         model = _model_name(identity, "lm-eval model")
-        reported = {k: v for k, v in ((results.get("results", {}) or {}).get(task, {}) or {}).items()
-                    if isinstance(v, (int, float)) and not isinstance(v, bool)}
-        if kind == CROWS:
-            items, lls, choices, excluded = _crows(lines, task)
-        else:
-            items, lls, choices, excluded = _bbq(lines, task) if kind == BBQ else _mbbq(lines, task, found)
-        logs.append(ImportedLog(harness="lm-eval", task=task, kind=kind, model=model, items=items,
-                                loglikelihoods=lls, choices=choices, excluded=excluded, identity=identity,
-                                reported=reported, source=str(f),
-                                prompts=("log-likelihoods of each sentence with an empty context (no "
-                                         "preference prompt)"
-                                         if kind == CROWS else f"the task's own {kind.upper()} prompt")))
-    return logs
+        try:
+            logs.append(_task_log(f, task, lines, results, identity, model, benchmark))
+        except Unsupported as exc:
+            logs.append(not_imported("lm-eval", task, model, [s.get("doc_id") for s in lines], str(exc), identity,
+                                     str(f)))
+    return some_supported(logs, path)
+
+
+def _task_log(f: Path, task: str, lines: list[dict], results: dict, identity: dict, model: str,
+              benchmark: str | None) -> ImportedLog:
+    """One task's log; raises :class:`Unsupported` for a task none of the kinds describes."""
+    missing = SAMPLE_KEYS - set(lines[0])
+    if missing:
+        raise Unsupported(f"{f}: samples lack {sorted(missing)}; this importer reads the --log_samples lines of "
+                          f"{SUPPORTED_VERSIONS} (keys {sorted(SAMPLE_KEYS)}), a newer format is not supported yet")
+    kinds = {_kind(s) for s in lines}
+    kind = next((k for k in (CROWS, BBQ) if k in kinds), None)
+    if kind is None:
+        fields = sorted((lines[0].get("doc") or {}).keys())[:12]
+        raise Unsupported(f"{f}: task {task!r} is neither CrowS-Pairs nor BBQ by its samples (doc fields {fields})")
+    found = None
+    if kind == BBQ:
+        kind, found = _bbq_or_mbbq(f, task, lines, benchmark)
+    reported = {k: v for k, v in ((results.get("results", {}) or {}).get(task, {}) or {}).items()
+                if isinstance(v, (int, float)) and not isinstance(v, bool)}
+    if kind == CROWS:
+        items, lls, choices, excluded = _crows(lines, task)
+    else:
+        items, lls, choices, excluded = _bbq(lines, task) if kind == BBQ else _mbbq(lines, task, found)
+    return ImportedLog(harness="lm-eval", task=task, kind=kind, model=model, items=items, loglikelihoods=lls,
+                       choices=choices, excluded=excluded, identity=identity, reported=reported, source=str(f),
+                       prompts=("log-likelihoods of each sentence with an empty context (no preference prompt)"
+                                if kind == CROWS else f"the task's own {kind.upper()} prompt"))
 
 
 #: what an empty data cell becomes on its way into a harness's request (Python's None, pandas' NaN, as text)
@@ -197,6 +214,9 @@ def _crows(lines: list[dict], task: str):
         except (TypeError, ValueError, IndexError, KeyError):
             bad.append({"row": s.get("doc_id"), "reason": "no log-likelihood in resps"})
             continue
+        if why := _not_finite([l1, l2]):
+            bad.append({"row": s.get("doc_id"), "reason": why})
+            continue
         lls[(c1, x1)], lls[(c2, x2)] = l1, l2
         rows.append({"prompt_id": f"{task}:{s['doc_id']}", "pair_id": s["doc_id"],
                      "bias_type": doc.get("bias_type", ""), "direction": doc.get("stereo_antistereo", ""),
@@ -211,6 +231,9 @@ def _bbq(lines: list[dict], task: str):
         doc, reqs = s.get("doc") or {}, _requests(s)
         if not set(BBQ_FIELDS) <= set(doc):
             bad.append({"row": s.get("doc_id"), "reason": f"doc lacks {sorted(set(BBQ_FIELDS) - set(doc))}"})
+            continue
+        if why := unknown_category(doc["category"]):
+            bad.append({"row": s.get("doc_id"), "reason": why})
             continue
         options = [str(doc[f"ans{i}"]) for i in range(3)]
         info, meta = doc.get("answer_info") or {}, doc.get("additional_metadata") or {}
@@ -249,10 +272,15 @@ def _bbq_or_mbbq(f: Path, task: str, lines: list[dict], benchmark: str | None) -
     """BBQ or MBBQ: the docs have BBQ's fields either way (MBBQ is BBQ's jsonl schema), so their texts decide
     (:func:`biaslab.benchmarks.mbbq.find`): MBBQ where some doc is a row of MBBQ's files and not of BBQ's, BBQ where
     none is. Where every doc is a row of both (English bias rows MBBQ left unchanged, 18 of its 10,088), the texts
-    cannot tell: ``benchmark`` must name it."""
+    cannot tell: ``benchmark`` must name it. A task none of whose docs has one of BBQ's categories is neither (its
+    rows have no biased answer and no language): :class:`Unsupported`; a single such doc is excluded."""
     from ..benchmarks import mbbq
     if benchmark not in (None, BBQ, MBBQ):
         raise ImportError_(f"benchmark {benchmark!r}: choose {BBQ!r} or {MBBQ!r}")
+    cats = {str((s.get("doc") or {}).get("category")) for s in lines}
+    if all(unknown_category(c) for c in cats):
+        raise Unsupported(f"{f}: task {task!r} has BBQ's fields, but no doc's category is one of BBQ's or MBBQ's "
+                          f"(found {sorted(cats)[:6]}), so no row can be placed or scored")
     if benchmark == BBQ:
         return BBQ, None
     docs = pd.DataFrame([s.get("doc") or {} for s in lines])
@@ -310,6 +338,8 @@ def _answer(s: dict, reqs: list[tuple], options: list[str], lls: dict, choices: 
             vals = [_ll(r) for r in s["resps"]]
         except (TypeError, ValueError, KeyError):
             return "no log-likelihood in resps"
+        if why := _not_finite(vals):
+            return why
         conts = [str(r[1]).strip() for r in reqs]
         picked = _option_of(conts, options, max(range(len(vals)), key=lambda i: vals[i]))
         if picked is None:

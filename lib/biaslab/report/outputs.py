@@ -27,28 +27,14 @@ from pathlib import Path
 import pandas as pd
 
 from . import display as _display
-from ..files.storage import umask_mode
 from ..files.redact import redact
+from ..files.storage import atomic_write_text, umask_mode
 
 #: Figures are saved at FIGURE_DPI (twice the shown resolution: sharp in print; the HTML report embeds that file) and
 #: the executed notebook embeds a lighter copy rendered at SHOWN_DPI, its CSS size, so that a committed notebook stays
 #: under ~2 MB (at 2x, notebook 1's SSQA run was 3.6 MB).
 SHOWN_DPI = 110
 FIGURE_DPI = 2 * SHOWN_DPI
-
-
-def atomic_write_text(path: Path, text: str) -> None:
-    """Write via a temporary file in the same folder and rename, so a reader never sees half a file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
-    os.chmod(tmp, umask_mode())
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
 
 
 class _NoteHandler(logging.Handler):

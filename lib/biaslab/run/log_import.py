@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import time
+from contextlib import ExitStack
 from pathlib import Path
 
 import pandas as pd
@@ -21,9 +22,18 @@ import pandas as pd
 from .. import models as bl_models, scoring
 from ..benchmarks import crows_pairs
 from ..files.hashing import sha256_file
+from ..files.storage import atomic_write_text
 from ..importers.eee import confined, path_component
-from ..report.outputs import atomic_write_text
+from ..report.outputs import package_versions
 from ..stats import hypothesis as hyp
+
+
+def _gap(lg) -> dict:
+    """Beside a harness's own value: how many of the task's rows the import excluded, and that they explain a
+    difference (the harness aggregated every row; biaslab's value is over the rows it kept)."""
+    k = len(lg.excluded)
+    return {"n_excluded": k, "note": (f"{k} row(s) of {lg.task} excluded (tables/excluded.csv): the harness's value "
+                                      "includes them, biaslab's does not, which explains a difference") if k else ""}
 
 
 def crows_tables(sc, lm, crows_logs) -> dict[str, pd.DataFrame]:
@@ -35,7 +45,7 @@ def crows_tables(sc, lm, crows_logs) -> dict[str, pd.DataFrame]:
             rep = lg.reported.get(f"{metric},none", lg.reported.get(metric))
             checks.append({"model": lm.name, "dataset": lg.task, "metric": metric, "n": len(df),
                            "harness": rep, "recomputed": value,
-                           "abs_difference": abs(value - rep) if rep is not None else None})
+                           "abs_difference": abs(value - rep) if rep is not None else None, **_gap(lg)})
     pairs = pd.concat(frames, ignore_index=True)
     lik = hyp.likelihood_tests(pairs, by=("model", "dataset"))
     return {"pair_scores": pairs, "likelihood_tests": lik, "harness_check": pd.DataFrame(checks)}
@@ -73,7 +83,8 @@ def bbq_harness_check(lm, lg) -> tuple[pd.DataFrame, pd.DataFrame]:
                              "harness": rep, "biaslab_target_loc": float(mine),
                              "abs_difference": abs(float(mine) - rep) if rep is not None else None,
                              "recomputed_with_harness_mapping": float(theirs_mapping),
-                             "explained": bool(rep is not None and abs(float(theirs_mapping) - rep) < 1e-9)})
+                             "explained": bool(rep is not None and abs(float(theirs_mapping) - rep) < 1e-9),
+                             **_gap(lg)})
     diff = items[differs]
     listed = pd.DataFrame({"model": lm.name, "dataset": lg.task, "prompt_id": diff["prompt_id"],
                            "category": diff["category"], "example_id": diff["example_id"],
@@ -99,15 +110,18 @@ def bbq_tables(lm, bbq_logs) -> dict[str, pd.DataFrame]:
 
 def mbbq_tables(lm, logs) -> dict[str, pd.DataFrame]:
     """MBBQ's responses (keyed as notebook 7's: ``prompt_id``, ``item``, ``language``, ``set``), accuracy and bias
-    scores per language x set with template-clustered intervals, and the harness's own accuracy per task beside
-    the share of correct answers imported (``harness_check``)."""
+    scores per language x set with template-clustered intervals (``dataset``: the task(s) that hold that language
+    and set), and the harness's own accuracy per task beside the share of correct answers imported
+    (``harness_check``)."""
     from ..benchmarks.bbq import score_intervals
     items = pd.concat([lg.items.assign(dataset=lg.task) for lg in logs], ignore_index=True).assign(model=lm.name)
     check = [{"model": lm.name, "dataset": lg.task, "metric": "acc", "n": len(lg.items),
-              "harness": lg.reported.get("acc,none"), "recomputed": float(lg.items["correct"].mean())}
+              "harness": lg.reported.get("acc,none"), "recomputed": float(lg.items["correct"].mean()), **_gap(lg)}
              for lg in logs]
-    return {"mbbq_responses": items,
-            "mbbq_accuracy_bias_score_intervals": score_intervals(items, ["model", "language", "set"], "template"),
+    scores = score_intervals(items, ["model", "language", "set"], "template")
+    tasks = items.groupby(["language", "set"])["dataset"].agg(lambda d: "+".join(sorted(set(d))))
+    scores.insert(1, "dataset", [tasks[key] for key in zip(scores["language"], scores["set"])])   # each its own
+    return {"mbbq_responses": items, "mbbq_accuracy_bias_score_intervals": scores,
             "mbbq_harness_check": pd.DataFrame(check)}
 
 
@@ -117,24 +131,39 @@ def import_run(fmt: str, path: str | Path, out: str | Path, tokenizer: str | Non
 
     One model per run folder: logs of several models become ``out/<model>/`` each (``name`` then is refused: it
     names one model). ``benchmark`` names what a BBQ-shaped lm-eval task is where its texts cannot tell (``bbq`` or
-    ``mbbq``). Each folder is written into a staging folder and published atomically under the same lock
-    as notebook runs (:mod:`biaslab.run.publish`), so two imports into one folder never mix: the second is refused."""
-    from .. import importers
-    logs = importers.read(fmt, path, benchmark)
-    models = sorted({lg.model for lg in logs})
-    out = Path(out)
-    if len(models) > 1 and name:
-        raise importers.ImportError_(f"{path} holds runs of {len(models)} models ({', '.join(models)}); --name names "
-                                     "one model: point at one model's run folder, or leave --name out (each model "
-                                     f"is then written to {out}/<model>/)")
-    targets = {models[0]: out} if len(models) == 1 else {
-        m: confined(out, path_component(m, "model name")) for m in models}
-    return [_import_one(fmt, path, final, m, tokenizer, name, benchmark) for m, final in targets.items()]
-
-
-def _import_one(fmt, path, final: Path, model: str, tokenizer, name, benchmark=None) -> dict:
+    ``mbbq``). The lock of notebook runs (:class:`biaslab.run.publish.RunLock`) on ``out`` (and on each
+    ``out/<model>``) is held from the first read to the atomic publish, so a second import into that folder while
+    this one runs is refused; a folder this call created for the lock file and did not fill is removed again."""
     from .. import importers
     from . import publish
+    out = Path(out)
+    created = [p for p in (out, *out.parents) if not p.exists()]
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with ExitStack() as held:
+        held.callback(lambda: [p.rmdir() for p in created if p.is_dir() and not any(p.iterdir())])
+        run_id = held.enter_context(publish.RunLock(out, publish.new_run_id())).run_id
+        logs = importers.read(fmt, path, benchmark)
+        models = sorted({lg.model for lg in logs})
+        if len(models) > 1 and name:
+            raise importers.ImportError_(f"{path} holds runs of {len(models)} models ({', '.join(models)}); --name "
+                                         "names one model: point at one model's run folder, or leave --name out "
+                                         f"(each model is then written to {out}/<model>/)")
+        targets = {models[0]: out} if len(models) == 1 else {
+            m: confined(out, path_component(m, "model name")) for m in models}
+        for final in targets.values():
+            if final != out:
+                out.mkdir(exist_ok=True)
+                held.enter_context(publish.RunLock(final, run_id))
+        return [_import_one(fmt, path, final, m, tokenizer, name, benchmark, run_id) for m, final in targets.items()]
+
+
+def _import_one(fmt, path, final: Path, model: str, tokenizer, name, benchmark, run_id: str) -> dict:
+    """One model's run folder, written to staging and swapped in (the caller holds the folder's lock)."""
+    from .. import importers
+    from . import publish
+    if final.is_dir() and any(final.iterdir()) and not (final / "MANIFEST.json").exists():
+        raise importers.ImportError_(f"{final} exists and is not a run folder (no MANIFEST.json): an import replaces "
+                                     "its folder, so name a new or empty folder with --out")
     spec = {"imported": str(path), "format": fmt, "model": model, **({"tokenizer": tokenizer} if tokenizer else {}),
             **({"name": name} if name else {}), **({"benchmark": benchmark} if benchmark else {})}
     t0 = time.time()
@@ -150,18 +179,12 @@ def _import_one(fmt, path, final: Path, model: str, tokenizer, name, benchmark=N
     mbbq = [lg for lg in lm.logs if lg.kind == importers.MBBQ and "choice" in lg.items.columns]
     if mbbq:
         tables.update(mbbq_tables(lm, mbbq))
-    rest = [lg for lg in lm.logs if lg not in crows + bbq + mbbq and lg.kind != importers.MBBQ]
+    rest = [lg for lg in lm.logs if lg.harness == "eee" and lg not in crows + bbq + mbbq]
     for lg in rest:                    # biaslab's own tables, back from Every Eval Ever records
         tables[lg.task] = pd.concat([tables.get(lg.task, pd.DataFrame()), lg.items], ignore_index=True)
     tables["excluded"] = pd.concat([lg.excluded.assign(task=lg.task) for lg in lm.logs]
                                    + [pd.DataFrame(columns=["row", "reason", "task"])], ignore_index=True)
-    if final.is_dir() and any(final.iterdir()) and not (final / "MANIFEST.json").exists():
-        raise importers.ImportError_(f"{final} exists and is not a run folder (no MANIFEST.json): an import replaces "
-                                     "its folder, so name a new or empty folder with --out")
-    final.parent.mkdir(parents=True, exist_ok=True)
-    run_id = publish.new_run_id()
-    staging, lock = publish.staging_folder(final, run_id), publish.RunLock(final, run_id)
-    lock.acquire()                     # the lock of notebook runs: a second import into this folder is refused
+    staging = publish.staging_folder(final, run_id)
     try:
         (staging / "tables").mkdir(parents=True)
         files = {}
@@ -175,7 +198,8 @@ def _import_one(fmt, path, final: Path, model: str, tokenizer, name, benchmark=N
         notes += [f"{lg.task}: biased answer of {n} row(s) from {src}" for lg in bbq
                   for src, n in lg.items.get("biased_source", pd.Series(dtype=str)).value_counts().items()]
         manifest = {"notebook": "import", "variant": fmt, "source": str(Path(path).resolve()),
-                    "models": {lm.name: lm.fingerprint}, "status": "ok", "wall_time_s": round(time.time() - t0, 1),
+                    "models": {lm.name: lm.fingerprint}, "packages": package_versions(("biaslab",)),
+                    "status": "ok", "wall_time_s": round(time.time() - t0, 1),
                     "notes": notes, "files": files}
         atomic_write_text(staging / "MANIFEST.json", json.dumps(manifest, indent=2, default=str))
         publish.swap_in(staging, final, run_id)
@@ -183,6 +207,7 @@ def _import_one(fmt, path, final: Path, model: str, tokenizer, name, benchmark=N
         if staging.exists():
             import shutil
             shutil.rmtree(staging, ignore_errors=True)
-        lock.release()
     return {"model": lm.name, "out": final, "tables": {k: len(v) for k, v in tables.items()},
-            "excluded": int(len(tables["excluded"])), "tasks": [(lg.task, lg.kind, len(lg.items)) for lg in lm.logs]}
+            "excluded": int(len(tables["excluded"])), "tasks": [(lg.task, lg.kind, len(lg.items)) for lg in lm.logs],
+            "not_imported": {lg.task: lg.excluded.reason.iloc[0].removeprefix("task not imported: ")
+                             for lg in lm.logs if lg.kind == importers.UNSUPPORTED and len(lg.excluded)}}

@@ -51,13 +51,16 @@ def agreement_intervals(df: pd.DataFrame, a: str, b: str, cluster: str | None = 
         idx = np.concatenate([members[c] for c in rng.integers(0, g, size=g)])
         reps.append((np.mean(x[idx] == y[idx]), cohen_kappa(x[idx], y[idx])))
     reps = np.array(reps, dtype=float).reshape(-1, 2)
-    q = lambda col: (np.nanquantile(reps[:, col], [alpha / 2, 1 - alpha / 2])   # noqa: E731
-                     if len(reps) and np.isfinite(reps[:, col]).any() else (np.nan, np.nan))
+    def q(col):                   # resamples of one value (e.g. agreement on every item): no interval
+        ok = reps[:, col][np.isfinite(reps[:, col])] if len(reps) else reps[:0, 0]
+        return np.quantile(ok, [alpha / 2, 1 - alpha / 2]) if len(ok) and np.ptp(ok) > 0 else (np.nan, np.nan)
     (alo, ahi), (klo, khi) = q(0), q(1)
+    flat = len(reps) and not np.isfinite([alo, klo]).all()
+    how = f"percentile bootstrap over {cluster or 'items'} ({n_boot} resamples)"
     return {"n_items": len(d), "n_clusters": g, "agreement": est_agree, "agreement_ci_low": float(alo),
             "agreement_ci_high": float(ahi), "kappa": est_kappa, "kappa_ci_low": float(klo),
             "kappa_ci_high": float(khi),
-            "ci_method": f"percentile bootstrap over {cluster or 'items'} ({n_boot} resamples)"}
+            "ci_method": how + ("; no interval where every resample gives one value" if flat else "")}
 
 
 def ppi_mean(y: Sequence[float], yhat: Sequence[float], yhat_unlabeled: Sequence[float],

@@ -145,6 +145,31 @@ def exact_zero(v: float, v_naive: float, rel: float = 1e-12) -> float:
     return 0.0 if np.isfinite(v) and v_naive > 0 and v <= rel * v_naive else v
 
 
+#: the head of the words of an estimate whose variance is estimated as 0 (the verdict layer reads it)
+NOT_ESTIMABLE = "not estimable"
+
+
+def no_variation(n: int, unit: str = "items", clusters: int | None = None) -> str:
+    """``not estimable (no variation in 12 items)``: what a row says in place of a test and an interval whose
+    variance is estimated as 0; ``clusters``: the items vary but their G cluster totals do not ("no variation
+    between the 3 clusters of 15 items")."""
+    where = f"between the {int(clusters):,} clusters of" if clusters else "in"
+    return f"{NOT_ESTIMABLE} (no variation {where} {int(n):,} {unit})"
+
+
+def without_variance(out: dict, n: int, unit: str = "items", p=("p_value", "statistic"),
+                     ci=("ci_low", "ci_high"), notes=("ci_method", "p_method"), clusters: int | None = None) -> dict:
+    """The one treatment of an estimate whose variance is estimated as 0: a constant outcome, arms that answer alike
+    inside every cluster (cluster totals that cancel, :func:`exact_zero`), a permutation or bootstrap distribution
+    of one value, too few items to vary. A standard error of 0 would make any departure from the null infinitely
+    significant (p = 0) and the interval [estimate, estimate], i.e. certainty from no information. The estimate
+    stays; the columns ``p`` (p-value, test statistic) and ``ci`` are NaN (never 0, never a zero-width interval),
+    and each of ``notes`` says :func:`no_variation`, which the verdict layer (:mod:`biaslab.stats.verdict`) turns
+    into the row's verdict, so no such row is tested, decided or screened as significant."""
+    note = no_variation(n, unit, clusters)
+    return {**out, **{k: np.nan for k in (*p, *ci)}, **{k: note for k in notes}}
+
+
 def t_quantile(df: float, q: float) -> float:
     """Quantile of t(df) (the normal where df is infinite or missing)."""
     return float(stats.norm.ppf(q) if df is None or not np.isfinite(df) else stats.t.ppf(q, df))
@@ -177,12 +202,14 @@ def sign_flip_p(totals, n_max: int = N_WILD, seed: int = 0):
     randomization test; Canay, Romano & Shaikh 2017, "Randomization tests under an approximate symmetry assumption",
     Econometrica 85(3), for few clusters): the share of sign vectors s with ``|sum s_g T_g| >= |sum T_g|``
     (:func:`resampling_p`), all 2^G vectors when ``2^G <= n_max``, else ``n_max`` random ones. ``totals``: (..., G);
-    returns p of the same leading shape."""
+    returns p of the same leading shape; NaN where every total is 0 (no variation: the randomization distribution is
+    one value and the test has no size, :func:`without_variance`)."""
     t = np.asarray(totals, dtype=float)
     g = t.shape[-1]
     s = (1.0 - 2.0 * ((np.arange(2 ** g)[:, None] >> np.arange(g)) & 1) if 2 ** g <= n_max
          else np.random.default_rng(seed).choice([-1.0, 1.0], size=(n_max, g)))
-    return resampling_p(np.abs(t @ s.T), np.abs(t.sum(axis=-1)), 2 ** g)
+    p = resampling_p(np.abs(t @ s.T), np.abs(t.sum(axis=-1)), 2 ** g)
+    return np.where(np.all(t == 0, axis=-1), np.nan, p)
 
 
 class _WCR:
@@ -229,8 +256,8 @@ def wild_cluster_mean_test(totals, sizes, null: float = 0.0, v: np.ndarray | Non
     if t_.size < 2:
         return float("nan")
     ybar, se = _wcr_observed(t_, m)
-    if se == 0:
-        return 1.0 if ybar == null else 0.0
+    if se == 0:                  # no variance to refer the estimate to: no test (:func:`without_variance`)
+        return float("nan")
     w = _WCR(t_, m, webb_weights(t_.size, n_boot, seed) if v is None else v)
     return float(resampling_p(np.abs(w.t(null)), abs(ybar - null) / se, 6 ** t_.size))
 
@@ -245,8 +272,8 @@ def wild_cluster_mean_interval(totals, sizes, alpha: float = 0.05, n_boot: int =
     if t_.size < 2:
         return float("nan"), float("nan")
     ybar, se = _wcr_observed(t_, m)
-    if se == 0:
-        return ybar, ybar
+    if se == 0:                  # not [ybar, ybar]: no interval (:func:`without_variance`)
+        return float("nan"), float("nan")
     w = _WCR(t_, m, webb_weights(t_.size, n_boot, seed))
 
     def p(mu):
@@ -287,7 +314,8 @@ def mean_inference(y, clusters=None, null: float = 0.0, alpha: float = 0.05, few
     ``clusters``: None (units independent), one label array, or two (crossed design). Returns n, n_clusters, df,
     estimate, sd, se_naive (s / sqrt(n)), se (CR1, one- or two-way), design_effect (se^2 / se_naive^2 with the
     naive variance ``sum e^2 / n^2``), ci_low, ci_high, ci_method, statistic (t), p_value (H0: mean = null),
-    p_method. ``name`` names the clusters in the method strings ("template")."""
+    p_method. ``name`` names the clusters in the method strings ("template"); an interval at a level other than 95 %
+    says so in ``ci_method`` ("90% two-sided"). A variance of 0: no test and no interval (:func:`without_variance`)."""
     y = np.asarray(y, dtype=float)
     n = int(y.size)
     out = {"n": n, "n_clusters": np.nan, "df": np.nan, "estimate": float(y.mean()) if n else np.nan,
@@ -301,14 +329,17 @@ def mean_inference(y, clusters=None, null: float = 0.0, alpha: float = 0.05, few
     e = (y - y.mean()) / n
     v, g = cr1_variance(e, dims if two_way else dims[0])
     v_naive = float(np.sum(e ** 2))
-    v = exact_zero(v, v_naive)
+    v = 0.0 if np.ptp(y) == 0 and np.isfinite(v) else exact_zero(v, v_naive)   # constant: round-off is no variance
     se = math.sqrt(v) if np.isfinite(v) else np.nan
     out.update(n_clusters=g, df=g - 1, se_naive=out["sd"] / math.sqrt(n), se=se,
                design_effect=v / v_naive if v_naive > 0 else np.nan)
     if g < 2:
         out["ci_method"] = f"undefined ({g} cluster)"
         return out
+    if se == 0:
+        return without_variance(out, n, clusters=None if np.ptp(y) == 0 else g)
     label = "units" if clusters is None else clusters_label(name) + (" (crossed)" if two_way else "")
+    label += "" if alpha == 0.05 else f"; {1 - alpha:.0%} two-sided"       # a level other than 95 % is stated
     if not two_way and clusters is not None and g < few:
         c = dims[0]
         tot, size = np.bincount(c, weights=y), np.bincount(c).astype(float)
@@ -316,8 +347,7 @@ def mean_inference(y, clusters=None, null: float = 0.0, alpha: float = 0.05, few
         nw = min(6 ** g, n_boot)
         method = (f"wild cluster bootstrap-t, restricted, Webb weights ({'all ' if 6 ** g <= n_boot else ''}{nw} "
                   f"draws), test inversion; G = {g} {label}")
-        out.update(ci_low=lo, ci_high=hi, ci_method=method,
-                   statistic=(out["estimate"] - null) / se if se > 0 else np.nan,
+        out.update(ci_low=lo, ci_high=hi, ci_method=method, statistic=(out["estimate"] - null) / se,
                    p_value=wild_cluster_mean_test(tot, size, null, n_boot=n_boot, seed=seed),
                    p_method=f"wild cluster bootstrap-t (restricted, Webb), G = {g}")
         return out
@@ -325,11 +355,8 @@ def mean_inference(y, clusters=None, null: float = 0.0, alpha: float = 0.05, few
     desc = "CR1 two-way (CGM)" if two_way else "CR1"
     out.update(ci_low=out["estimate"] - q * se, ci_high=out["estimate"] + q * se,
                ci_method=f"cluster-robust t({g - 1}), {desc} SE; G = {g} {label}")
-    if se > 0:
-        tstat = (out["estimate"] - null) / se
-        out.update(statistic=tstat, p_value=float(2 * stats.t.sf(abs(tstat), g - 1)))
-    else:
-        out.update(p_value=1.0 if out["estimate"] == null else 0.0)
+    tstat = (out["estimate"] - null) / se
+    out.update(statistic=tstat, p_value=float(2 * stats.t.sf(abs(tstat), g - 1)))
     out["p_method"] = f"Wald t({g - 1}) on the {desc} SE"
     return out
 
@@ -343,25 +370,29 @@ def contrast_inference(y, in_group, clusters=None, alpha: float = 0.05) -> dict:
     cluster sum, and a factor constant within clusters (SSQA's gender) does not: the design effect of a contrast is
     that of its own influence values, not the design effect of the model's overall rate. Returns estimate, se,
     se_naive, design_effect, n_group, n_rest, n_clusters, df, ci_low, ci_high (t(G - 1), G the clusters the
-    contrast rests on: :func:`contrast_clusters`)."""
+    contrast rests on: :func:`contrast_clusters`; none where the SE is 0: :func:`without_variance`)."""
     y = np.asarray(y, dtype=float)
     gmask = np.asarray(in_group, dtype=bool)
     ng, nr = int(gmask.sum()), int((~gmask).sum())
     if ng < 1 or nr < 1:
         return {"estimate": np.nan, "se": np.nan, "se_naive": np.nan, "design_effect": np.nan, "n_group": ng,
-                "n_rest": nr, "n_clusters": np.nan, "df": np.nan, "ci_low": np.nan, "ci_high": np.nan}
+                "n_rest": nr, "n_clusters": np.nan, "df": np.nan, "ci_low": np.nan, "ci_high": np.nan,
+                "ci_method": "undefined (an empty arm)"}
     mg, mr = y[gmask].mean(), y[~gmask].mean()
     psi = np.where(gmask, (y - mg) / ng, -(y - mr) / nr)
     v, g = cr1_variance(psi, clusters if clusters is not None else None)
     v_naive = float(np.sum(psi ** 2))
-    v = exact_zero(v, v_naive)
+    flat = np.ptp(y[gmask]) == 0 and np.ptp(y[~gmask]) == 0      # constant in each arm: round-off is no variance
+    v = 0.0 if flat and np.isfinite(v) else exact_zero(v, v_naive)
     se = math.sqrt(v) if np.isfinite(v) else np.nan
     if clusters is not None:
         g = min(g, contrast_clusters(gmask, clusters))
     q = t_quantile(g - 1, 1 - alpha / 2) if g >= 2 else np.nan
-    return {"estimate": float(mg - mr), "se": se, "se_naive": math.sqrt(v_naive), "design_effect":
-            v / v_naive if v_naive > 0 else np.nan, "n_group": ng, "n_rest": nr, "n_clusters": g, "df": g - 1,
-            "ci_low": float(mg - mr - q * se), "ci_high": float(mg - mr + q * se)}
+    out = {"estimate": float(mg - mr), "se": se, "se_naive": math.sqrt(v_naive), "design_effect":
+           v / v_naive if v_naive > 0 else np.nan, "n_group": ng, "n_rest": nr, "n_clusters": g, "df": g - 1,
+           "ci_low": float(mg - mr - q * se), "ci_high": float(mg - mr + q * se), "ci_method": ""}
+    return (without_variance(out, ng + nr, p=(), notes=("ci_method",), clusters=None if flat else g) if se == 0
+            else out)
 
 
 def clopper_pearson(k, n, alpha: float = 0.05) -> tuple[np.ndarray, np.ndarray]:

@@ -222,7 +222,7 @@ def likelihood_test(d: Sequence[float], r: float = SQRT2_2, hodges_lehmann: bool
     d = d[np.isfinite(d)]
     n = int(d.size)
     out = {"n": n, "mean_d": float(d.mean()) if n else float("nan"),
-           "sd_d": float(d.std(ddof=1)) if n > 1 else float("nan"),
+           "sd_d": (float(d.std(ddof=1)) if np.ptp(d) > 0 else 0.0) if n > 1 else float("nan"),   # constant: 0
            "t": float("nan"), "t_p": float("nan"), "wilcoxon_p": float("nan"), "bf10": float("nan"),
            "bf_prior": f"JZS Cauchy r = {r:.3g}", "bf10_min": float("nan"), "bf10_max": float("nan"),
            "bf_prior_range": ""}
@@ -555,6 +555,15 @@ def _groups(df: pd.DataFrame, by: list[str], bias_col: str, overall: bool):
             yield keys, OVERALL, g
 
 
+def _not_estimable(out: pd.DataFrame, zero: pd.Series, unit: str) -> pd.Series:
+    """Per row: "not estimable (…)" where its stratified estimator says so or ``zero`` (a plain SE of 0) holds
+    (:func:`biaslab.stats.clustered.without_variance`), else ""."""
+    from .clustered import NOT_ESTIMABLE, no_variation
+    said = out["estimator"].astype(str).str.extract(f"({NOT_ESTIMABLE} \\([^)]*\\))", expand=False).fillna("")
+    own = pd.Series([no_variation(n, unit) for n in out["n"]], index=out.index)
+    return said.where(said != "", own.where(zero, ""))
+
+
 def likelihood_tests(pairs: pd.DataFrame, by: Sequence[str] = ("model", "dataset"), bias_col: str = "bias_type",
                      scores: Sequence[str] = ("norm_logprob", "perplexity", "logprob"), overall: bool = True,
                      r: float = SQRT2_2) -> pd.DataFrame:
@@ -600,12 +609,13 @@ def likelihood_tests(pairs: pd.DataFrame, by: Sequence[str] = ("model", "dataset
     # rejects at 0.05; the t interval of the mean is kept for every row as mean_ci_low/mean_ci_high.
     plain = ~out["estimator"].astype(str).str.startswith("stratified")     # the plain t of the sampled pairs
     out.loc[plain, "se"] = out["sd_d"] / np.sqrt(out["n"])
+    flat = _not_estimable(out, plain & (out["se"] == 0), "pairs")       # constant differences: no t, no interval
     out.loc[plain, "df"] = out["n"] - 1
     out.loc[plain, "n_eff"] = out["n"]
     tq = stats.t.ppf(0.975, np.maximum(out["df"], 1))
     half = tq * out["se"]
-    out.loc[plain, "mean_ci_low"] = (out["mean_d"] - half)[plain]
-    out.loc[plain, "mean_ci_high"] = (out["mean_d"] + half)[plain]
+    out.loc[plain, "mean_ci_low"] = (out["mean_d"] - half).where(flat == "")[plain]
+    out.loc[plain, "mean_ci_high"] = (out["mean_d"] + half).where(flat == "")[plain]
     lead_w = out["score"].isin(WILCOXON_LED)
     for c in ("hl", "hl_ci_low", "hl_ci_high"):
         out[c] = out[c] if c in out else np.nan
@@ -626,6 +636,8 @@ def likelihood_tests(pairs: pd.DataFrame, by: Sequence[str] = ("model", "dataset
     out["p_method"] = np.where(lead_w, "Wilcoxon signed-rank (two-sided)",
                                np.where(design, "design-based t (two-sided): " + out["estimator"].astype(str),
                                         "paired t (two-sided)"))
+    t_led = ~lead_w & (flat != "")
+    out.loc[t_led, "ci_method"] = out.loc[t_led, "p_method"] = flat[t_led]
     # MDE of this design on the score's own scale: the paired t test's d_z at n pairs times the SD of D (a
     # design-based row: from its stratified SE and df); not for a Wilcoxon-led row, whose estimate is a
     # pseudo-median (the mean's MDE would not describe its test)
@@ -687,6 +699,8 @@ def preference_tests(prefs: pd.DataFrame, by: Sequence[str] = ("model", "dataset
     out["null_value"] = 0.5
     out["p_method"] = np.where(design, "design-based t (two-sided) of pi = 0.5: " + out["estimator"].astype(str),
                                "exact binomial (two-sided) of pi = 0.5")
+    flat = _not_estimable(out, pd.Series(False, index=out.index), "pairs")
+    out.loc[flat != "", "ci_method"] = out.loc[flat != "", "p_method"] = flat[flat != ""]
     out["mde"] = [mde_from_se(se, dfr) if d else mde_proportion(n, exact=n <= 400) if n >= 2 else np.nan
                   for n, d, se, dfr in zip(out["n"], design, out["se"], out["df"])]
     out["mde_design"] = [f"stratified sample, {n:,} pairs weighted to {int(N):,}, t({dfr:.1f})" if d else

@@ -42,7 +42,7 @@ import statsmodels.api as sm
 from scipy import stats
 from scipy.linalg import null_space
 
-from .clustered import FEW_CLUSTERS, clusters_label, contrast_clusters
+from .clustered import FEW_CLUSTERS, clusters_label, contrast_clusters, no_variation
 from .coverage import functional_dependencies
 
 try:                                   # small dense problems: one BLAS thread is fastest, and on a busy machine
@@ -233,6 +233,10 @@ def _logistic_regression(df, factors, references, outcome, alpha, check, cluster
             t["ci_low_cluster"] = np.exp(t["coef"] - tq * se_c)
             t["ci_high_cluster"] = np.exp(t["coef"] + tq * se_c)
         t["design_effect"] = (se_c / t["se"]) ** 2
+        flat = _no_variance(se_c, t["se"].to_numpy())     # score totals that cancel in every cluster
+        if flat.any():
+            t.loc[flat, ["z_cluster", "p_cluster", "ci_low_cluster", "ci_high_cluster"]] = np.nan
+            t.loc[flat, "p_method"] = no_variation(n_obs, clusters=n_g)
         t["n_clusters"] = held
         t["ci_method"] = [f"Wald, naive (normal) and cluster-robust ({cluster}, CR1 sandwich, t({d}))" for d in dfree]
         notes.append(f"cluster-robust standard errors over {int(groups.max() + 1)} {clusters_label(cluster)} "
@@ -241,6 +245,14 @@ def _logistic_regression(df, factors, references, outcome, alpha, check, cluster
         notes.append(f"{int(t['separated'].sum())} term(s) show separation (deviation rate 0 or 1 at that level, "
                      "or a standard error > 50): their coefficients and p-values are not meaningful")
     return LogitResult(t, res, dm, len(df), notes)
+
+
+def _no_variance(se: np.ndarray, se_naive: np.ndarray) -> np.ndarray:
+    """Per term: a standard error that is 0 up to round-off (its variance at most 1e-12 of the naive one, as
+    :func:`biaslab.stats.clustered.exact_zero` reads a variance), i.e. no test and no interval."""
+    se, se_naive = np.asarray(se, float), np.asarray(se_naive, float)
+    with np.errstate(invalid="ignore"):
+        return np.isfinite(se) & ((se == 0) | (se * se <= 1e-12 * se_naive * se_naive))
 
 
 def wild_score_p(y: np.ndarray, X: np.ndarray, k: int, groups: np.ndarray, n_boot: int = 9999, seed: int = 0,
@@ -334,10 +346,14 @@ def linear_regression(df: pd.DataFrame, factors: Sequence[str], references: dict
     t["ci_low"], t["ci_high"] = t["coef"] - q * t["se"], t["coef"] + q * t["se"]
     t["p_value"] = 2 * stats.t.sf(np.abs(t["coef"] / t["se"]), dfree)
     t["p_method"] = how
-    if cluster is not None and 2 <= g < FEW_CLUSTERS and len(df) > dm.X.shape[1]:
+    if cluster is not None and 2 <= g < FEW_CLUSTERS and len(df) > dm.X.shape[1] and np.ptp(y) > 0:
         X = dm.X.to_numpy(float)
         t["p_value"] = [wild_score_p(y, X, j, groups, family="gaussian") for j in range(X.shape[1])]
         t["p_method"] = f"wild cluster score bootstrap (Kline-Santos, restricted, Webb), G = {g} {cluster}"
+    flat = np.full(len(t), np.ptp(y) == 0) | _no_variance(t["se"].to_numpy(), model.fit().bse.to_numpy())
+    if flat.any():                                    # a constant outcome, or residuals that cancel in every cluster
+        t.loc[flat, ["ci_low", "ci_high", "p_value"]] = np.nan
+        t.loc[flat, "p_method"] = no_variation(len(df), clusters=None if np.ptp(y) == 0 else g)
     t["n_level"] = [len(df) if f == "Intercept" else int((df[f] == lv).sum()) for f, lv in zip(t["factor"],
                                                                                              t["level"])]
     t["n_clusters"] = g

@@ -201,7 +201,7 @@ def _wcr_p(tot: np.ndarray, m: np.ndarray, null: float, v: np.ndarray) -> np.nda
     with np.errstate(divide="ignore", invalid="ignore"):
         tb = np.where(se_b > 0, np.abs(delta) / se_b, np.where(delta == 0, 0.0, np.inf))
     p = resampling_p(tb, t_obs, 6 ** g)
-    return np.where(se > 0, p, np.where(ybar == null, 1.0, 0.0))
+    return np.where(se > 0, p, np.nan)             # no variance: no test (clustered.without_variance), never rejects
 
 
 def mean_rule(y: np.ndarray, d: Design, alpha: float = 0.05, seed: int = 0) -> dict:
@@ -218,7 +218,7 @@ def mean_rule(y: np.ndarray, d: Design, alpha: float = 0.05, seed: int = 0) -> d
     q = t_quantile(g - 1, 1 - alpha / 2)
     with np.errstate(divide="ignore", invalid="ignore"):
         t = (est - d.null) / se
-    p = np.where(se > 0, 2 * stats.t.sf(np.abs(t), g - 1), np.where(est == d.null, 1.0, 0.0))
+    p = np.where(se > 0, 2 * stats.t.sf(np.abs(t), g - 1), np.nan)     # no variance: no test, never rejects
     lo, hi = est - q * se, est + q * se
     return {"p": p, "covers": (lo <= d.null) & (d.null <= hi),
             "method": f"cluster-robust t({g - 1}), CR1{' two-way' if len(d.dims) == 2 else ''}"}
@@ -250,7 +250,7 @@ def _binom_p(k: np.ndarray, n: np.ndarray) -> np.ndarray:
 def stratified_rule(y: np.ndarray, d: Design, alpha: float = 0.05, seed: int = 0) -> dict:
     """:func:`biaslab.stats.stratified.stratified_mean` for every row: ``sum_h W_h ybar_h`` (Cochran 1977 eq. 5.1),
     variance ``sum_h W_h^2 s_h^2 / n_h`` (eq. 5.7, no FPC), t on Satterthwaite's df (eq. 5.16); a row with zero
-    variance in every stratum has no test (p = 1 where the estimate is the null, else 0, as the exact case)."""
+    variance in every stratum has no test (p NaN, never a rejection, as the library's rule)."""
     h, W = d.h, d.W
     n_h = np.bincount(h, minlength=W.size).astype(float)
     if (n_h < 2).any():
@@ -264,7 +264,7 @@ def stratified_rule(y: np.ndarray, d: Design, alpha: float = 0.05, seed: int = 0
     with np.errstate(divide="ignore", invalid="ignore"):
         se, nu = np.sqrt(var), var ** 2 / den
         t = (est - d.null) / se
-        p = np.where(var > 0, 2 * stats.t.sf(np.abs(t), nu), np.where(np.isclose(est, d.null), 1.0, 0.0))
+        p = np.where(var > 0, 2 * stats.t.sf(np.abs(t), nu), np.nan)     # no variance: no test, never rejects
         half = stats.t.ppf(1 - alpha / 2, nu) * se
     covers = np.where(var > 0, np.abs(est - d.null) <= half, np.isclose(est, d.null))
     return {"p": p, "covers": covers, "method": f"design-based stratified t (Satterthwaite df), {W.size} strata, "

@@ -25,7 +25,7 @@ import pandas as pd
 from scipy import stats
 from statsmodels.stats.contingency_tables import mcnemar
 
-from .clustered import cluster_labels, cluster_name, mean_inference
+from .clustered import NOT_ESTIMABLE, cluster_labels, cluster_name, mean_inference, no_variation
 from .power import mde_design, mde_from_se, mde_undefined_reason
 
 def mcnemar_exact(y_a, y_b) -> dict:
@@ -35,9 +35,11 @@ def mcnemar_exact(y_a, y_b) -> dict:
     table = np.array([[np.sum((y_a == 1) & (y_b == 1)), np.sum((y_a == 1) & (y_b == 0))],
                       [np.sum((y_a == 0) & (y_b == 1)), np.sum((y_a == 0) & (y_b == 0))]])
     b, c = int(table[0, 1]), int(table[1, 0])
-    p = float(mcnemar(table, exact=True).pvalue) if b + c else 1.0
-    return {"discordant_a": b, "discordant_b": c, "statistic": float(min(b, c)), "p_value": p,
-            "test": "McNemar exact (binomial on discordant pairs)"}
+    if not b + c:                    # every pair alike: the exact test has nothing to refer to
+        return {"discordant_a": 0, "discordant_b": 0, "statistic": np.nan, "p_value": np.nan,
+                "test": no_variation(y_a.size, "pairs")}
+    return {"discordant_a": b, "discordant_b": c, "statistic": float(min(b, c)),
+            "p_value": float(mcnemar(table, exact=True).pvalue), "test": "McNemar exact (binomial on discordant pairs)"}
 
 
 def wilcoxon_paired(x, y=None) -> dict:
@@ -46,8 +48,8 @@ def wilcoxon_paired(x, y=None) -> dict:
     d = np.asarray(x, dtype=float) - (0 if y is None else np.asarray(y, dtype=float))
     d = d[np.isfinite(d)]
     nz = d[d != 0]
-    if nz.size == 0:
-        return {"statistic": np.nan, "p_value": 1.0, "n_nonzero": 0, "test": "Wilcoxon signed-rank"}
+    if nz.size == 0:                 # every difference 0: no test (its p is not 1 but undefined)
+        return {"statistic": np.nan, "p_value": np.nan, "n_nonzero": 0, "test": no_variation(d.size, "pairs")}
     r = stats.wilcoxon(nz)
     return {"statistic": float(r.statistic), "p_value": float(r.pvalue), "n_nonzero": int(nz.size),
             "test": "Wilcoxon signed-rank"}
@@ -79,11 +81,13 @@ def stratified_paired_difference(df: pd.DataFrame, outcome: str, a: str, b: str,
     ma = stratified_mean(wide[a].where(both).to_numpy(float), h, w)["estimate"]
     mb = stratified_mean(wide[b].where(both).to_numpy(float), h, w)["estimate"]
     method = r["method"] if r["method"].startswith("stratified") else f"stratified, design-weighted: {r['method']}"
+    ci_method, test = "t interval of the " + method, "design-based t (two-sided): " + method
+    if r["method"].startswith(NOT_ESTIMABLE):
+        ci_method = test = r["method"]
     return {"model_a": a, "model_b": b, "n_pairs": int(both.sum()), "n_clusters": int(both.sum()), "df": r["df"],
             "mean_a": ma, "mean_b": mb, "difference": r["estimate"], "se_naive": np.nan, "se_cluster": r["se"],
             "design_effect": r["design_effect"], "n_population": r["n_population"], "n_eff": r["n_eff"],
-            "ci_low": r["ci_low"], "ci_high": r["ci_high"], "ci_method": "t interval of the " + method,
-            "test": "design-based t (two-sided): " + method, "p_method": "design-based t (two-sided): " + method,
+            "ci_low": r["ci_low"], "ci_high": r["ci_high"], "ci_method": ci_method, "test": test, "p_method": test,
             "statistic": r["t"], "p_value": r["p_value"], "null_value": 0.0, "estimator": method,
             "mde": mde_from_se(r["se"], r["df"], alpha), "mde_note": mde_undefined_reason(r["se"]),
             "mde_design": f"paired, stratified sample of {int(both.sum()):,} units weighted to "

@@ -33,6 +33,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from .clustered import without_variance
+
 #: fewest models for which a rank correlation between two metrics gets an interval
 MIN_MODELS = 5
 
@@ -131,7 +133,8 @@ def cluster_sum_bootstrap(statistic: Callable[[np.ndarray], np.ndarray], sums: n
     ``sums`` is (G clusters x C columns); ``statistic`` maps an (R x C) array of column totals to R values. Returns
     estimate, se, ci_low, ci_high, p_boot (two-sided percentile-bootstrap p of the estimate against 0:
     ``2 * min((#{T* <= 0} + 1) / (B + 1), (#{T* >= 0} + 1) / (B + 1))``, capped at 1; meaningful for differences),
-    n_clusters, n_boot.
+    n_clusters, n_boot and ``ci_method`` ("" or, where every resample gives one value, "not estimable (…)": no
+    interval and no p, :func:`biaslab.stats.clustered.without_variance`).
     """
     sums = np.asarray(sums, float)
     g = sums.shape[0]
@@ -148,11 +151,14 @@ def cluster_sum_bootstrap(statistic: Callable[[np.ndarray], np.ndarray], sums: n
     if reps.size == 0:
         return {"estimate": est, "se": np.nan, "ci_low": np.nan, "ci_high": np.nan, "p_boot": np.nan,
                 "n_clusters": g, "n_boot": 0}
+    if np.ptp(reps) == 0:
+        return without_variance({"estimate": est, "se": 0.0, "n_clusters": g, "n_boot": int(reps.size)}, g,
+                                "clusters", p=("p_boot",), notes=("ci_method",))
     lo, hi = np.quantile(reps, [alpha / 2, 1 - alpha / 2])
     # (count + 1) / (B + 1): a bootstrap p-value is never 0 (Davison & Hinkley 1997, eq. 4.11)
     p = min(1.0, 2 * min((np.sum(reps <= 0) + 1) / (reps.size + 1), (np.sum(reps >= 0) + 1) / (reps.size + 1)))
     return {"estimate": est, "se": float(reps.std(ddof=1)) if reps.size > 1 else np.nan, "ci_low": float(lo),
-            "ci_high": float(hi), "p_boot": float(p), "n_clusters": g, "n_boot": int(reps.size)}
+            "ci_high": float(hi), "p_boot": float(p), "n_clusters": g, "n_boot": int(reps.size), "ci_method": ""}
 
 
 def kendall_w(scores: np.ndarray | pd.DataFrame, higher_first: bool = True) -> dict:

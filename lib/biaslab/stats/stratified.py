@@ -37,6 +37,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from .clustered import without_variance
+
 PRIMARY = "stratified, design-weighted (W_h = N_h/N), no FPC, t(Satterthwaite df)"
 FPC = "stratified, design-weighted (W_h = N_h/N), with FPC (1 - n_h/N_h), t(Satterthwaite df)"
 
@@ -56,7 +58,8 @@ def stratified_mean(y, stratum, weight, null: float = 0.0, fpc: bool = False, al
     ``weight``: its design weight N_h / n_h (constant within a stratum). Returns estimate, se, df, t, p_value, ci_low,
     ci_high, n (items with an outcome), n_strata, n_population (N), n_eff (Kish), design_effect and ``method``. An
     estimate is undefined (NaN, ``method`` says why) when a stratum has no item with an outcome; its variance when a
-    stratum has a single one."""
+    stratum has a single one; a variance of 0 gives no test and no interval (``method``: "not estimable (…)",
+    :func:`biaslab.stats.clustered.without_variance`)."""
     y = np.asarray(y, dtype=float)
     h = np.asarray(stratum)
     w = np.asarray(weight, dtype=float)
@@ -84,6 +87,7 @@ def stratified_mean(y, stratum, weight, null: float = 0.0, fpc: bool = False, al
     mean_h = ok.groupby("h")["y"].mean().reindex(N_h.index)
     est = float((W * mean_h).sum())
     var_h = ok.groupby("h")["y"].var(ddof=1).reindex(N_h.index)
+    var_h[ok.groupby("h")["y"].agg(np.ptp).reindex(N_h.index) == 0] = 0.0     # constant: round-off is no variance
     n = int(n_h.sum())
     known = dict(estimate=est, n=n, n_strata=int(len(N_h)), n_population=N)
     if (n_h < 2).any():
@@ -102,10 +106,10 @@ def stratified_mean(y, stratum, weight, null: float = 0.0, fpc: bool = False, al
     deff = var / (s2_pop / n) if s2_pop > 0 and var > 0 else np.nan
     out = {**known, "se": se, "df": nu, "n_eff": n / deff if np.isfinite(deff) else np.nan, "design_effect": deff,
            "method": FPC if fpc else PRIMARY}
-    if not (se > 0 and np.isfinite(nu)):
-        return {**out, "t": np.nan, "p_value": np.nan, "ci_low": est if se == 0 else np.nan,
-                "ci_high": est if se == 0 else np.nan,
-                "method": "undefined test: zero variance within every stratum" if se == 0 else out["method"]}
+    if se == 0:                                          # no variance within any stratum: no test, no interval
+        return without_variance(out, n, p=("t", "p_value"), notes=("method",))
+    if not np.isfinite(nu):
+        return {**out, "t": np.nan, "p_value": np.nan, "ci_low": np.nan, "ci_high": np.nan}
     t = (est - null) / se
     q = stats.t.ppf(1 - alpha / 2, nu)
     return {**out, "t": float(t), "p_value": float(2 * stats.t.sf(abs(t), nu)), "ci_low": est - q * se,

@@ -22,7 +22,8 @@ or two for a crossed design) each subgroup also gets the cluster-robust interval
 method on the corrected rates, influence ``(y_i - d(g)) / (n_g p'_g (1 - p'_g))`` inside the subgroup and
 ``-(y_i - d(not g)) / (n_r p'_r (1 - p'_r))`` outside (p' the Haldane-Anscombe rates), CR1 sandwich, t(G - 1)
 (:mod:`biaslab.stats.clustered`; G the clusters the contrast rests on, :func:`~.clustered.contrast_clusters`):
-``se_cluster``, ``ci_low_cluster``, ``ci_high_cluster``, ``n_clusters``, ``df``.
+``se_cluster``, ``ci_low_cluster``, ``ci_high_cluster`` (none where ``se_cluster`` is 0: no interval from no
+variance), ``n_clusters``, ``df``.
 """
 
 from __future__ import annotations
@@ -160,8 +161,9 @@ def subgroups(df: pd.DataFrame, factors: Sequence[str], outcome: str = "deviated
                 cl = _clustered_ld(part[outcome].to_numpy(dtype=float), idx, cluster_labels(part, cluster),
                                    correction, alpha)
                 rows["se_cluster"] = cl["se_cluster"]
-                rows["ci_low_cluster"] = rows["log_disparity"] - cl["q"] * rows["se_cluster"]
-                rows["ci_high_cluster"] = rows["log_disparity"] + cl["q"] * rows["se_cluster"]
+                half = (cl["q"] * rows["se_cluster"]).where(rows["se_cluster"] > 0)    # SE 0: no interval
+                rows["ci_low_cluster"] = rows["log_disparity"] - half
+                rows["ci_high_cluster"] = rows["log_disparity"] + half
                 rows["n_clusters"] = cl["n_clusters"]
                 rows["df"] = cl["df"]
             if by is not None:

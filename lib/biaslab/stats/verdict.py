@@ -26,7 +26,14 @@ Columns written (cite this module, ``biaslab.stats.verdict``):
   1/3; Lee & Wagenmakers 2013), "inconclusive" otherwise, NA without a prior range;
 * ``responder_status``, ``comparable``, ``comparability``: as judged for this metric;
 * ``verdict``: "distinguishable" / "not distinguishable" (confirmatory rows only), "exploratory" (or
-  "exploratory (decided in …)"), "undefined (<why>)" or "not tested (<why>)".
+  "exploratory (decided in …)"), "undefined (<why>)", "not estimable (no variation in <n> items)" or
+  "not tested (<why>)".
+
+**No certainty from zero variance.** A row whose test is undefined because its variance is estimated as 0 carries
+"not estimable (no variation in n items)" in a method column (:func:`biaslab.stats.clustered.without_variance`, the
+one place every test's p and interval pass through for that case); such a row has no p and no interval, and this
+layer makes that note its verdict (:func:`not_estimable`), so it is neither decided nor screened: ``significant`` is
+set only from a p of a test that has a size.
 
 A confirmatory row is decided on the claim's own columns (its ``estimate``, ``p`` and ``ci`` in the plan: e.g. the
 t-test on the mean where the table's lead test is a Wilcoxon), so the decision, the interval and the Bayes factor are
@@ -38,6 +45,7 @@ inference columns).
 from __future__ import annotations
 
 import logging
+import re
 from dataclasses import dataclass
 from typing import Callable, Mapping, Sequence
 
@@ -45,6 +53,7 @@ import numpy as np
 import pandas as pd
 
 from . import multiplicity
+from .clustered import NOT_ESTIMABLE
 
 log = logging.getLogger(__name__)
 
@@ -121,6 +130,23 @@ def _null(df: pd.DataFrame, names) -> pd.Series:
         if isinstance(n, (int, float)) and not isinstance(n, bool):
             return pd.Series(float(n), index=df.index)
     return pd.Series(np.nan, index=df.index)
+
+
+#: the columns a table states why a row has no test or no interval in (the first note found is the row's)
+NOTE_COLUMNS = ("p_method", "ci_method", "method", "test", "estimator", "undefined_reason")
+#: verdicts of rows that are neither decided nor screened
+UNTESTED = ("not tested", "undefined", NOT_ESTIMABLE)
+_NOT_ESTIMABLE = re.compile("(" + NOT_ESTIMABLE + r" \(no variation [^)]+\))")
+
+
+def not_estimable(df: pd.DataFrame) -> pd.Series:
+    """Per row: the "not estimable (no variation in n items)" its method columns (:data:`NOTE_COLUMNS`) state, else
+    ""."""
+    out = pd.Series("", index=df.index, dtype=object)
+    for c in (c for c in NOTE_COLUMNS if c in df.columns):
+        found = df[c].astype(str).str.extract(_NOT_ESTIMABLE, expand=False).fillna("")
+        out = out.where(out != "", found)
+    return out
 
 
 def interval_columns(df: pd.DataFrame, spec: Effects) -> tuple[str, str] | None:
@@ -304,6 +330,9 @@ def _base(df: pd.DataFrame, spec: Effects, table: str, responders, comparable, n
     verdict[nc] = "not tested (not comparable: " + out.loc[nc, "comparability"].astype(str) + ")"
     und = (verdict == "") & (why_undefined != "")
     verdict[und] = "undefined (" + why_undefined[und] + ")"
+    flat = not_estimable(out)
+    ne = (verdict == "") & p.isna() & (flat != "")      # no variance: no test, so no decision and no screen
+    verdict[ne] = flat[ne]
     has_ci = lo.notna() & hi.notna()
     none = (verdict == "") & p.isna() & ~(has_ci & null.notna())
     verdict[none] = ("not tested (the test could not be computed here)" if _first(out, spec.p)
@@ -502,11 +531,11 @@ def decide_tables(tables: Mapping[str, tuple], notebook: str | None = None, cont
 def screen(df: pd.DataFrame) -> pd.Series:
     """Per row, what an exploratory comparison of rows may key on (notebook 6's universes): "departs from the null"
     when the row's screen (BH, or its interval where there is no p) says so, "no departure shown" when not, else the
-    verdict itself (undefined / not tested). Never a decision."""
+    verdict itself (undefined / not estimable / not tested). Never a decision."""
     v = df["verdict"].astype(str)
     sig = df["significant"].astype("boolean")
     by = sig.where(sig.notna(), df["excludes_null"].astype("boolean")).fillna(False).astype(bool)
-    out = v.where(v.str.startswith(("not tested", "undefined")), "")
+    out = v.where(v.str.startswith(UNTESTED), "")
     out[(out == "") & by] = "departs from the null"
     out[(out == "") & ~by] = "no departure shown"
     return out

@@ -544,15 +544,24 @@ def permutation_test(df: pd.DataFrame, result: BiasResult, n_perm: int = 1000, s
     observed − c_lo]`` with ``c_hi`` the permutation critical value (the ``m + 1``-th largest replicate, ``m =
     floor(alpha (n_perm + 1)) − 1``, so that ``observed > c_hi`` exactly when ``p_value ≤ alpha``) and ``c_lo`` its
     mirror in the lower tail: 1 − 2 ``alpha`` two-sided, each bound one-sided 1 − ``alpha``; the lower bound is > 0
-    exactly when the test rejects. Returns model, variant, task, bias_type, bias_score, null_mean, null_sd,
-    critical_value, excess, excess_ci_low, excess_ci_high, p_value, n_perm.
+    exactly when the test rejects. ``excess_mc_se`` is the Monte-Carlo standard error of the excess
+    (``null_sd / sqrt(n_perm)``: the floor is a mean of ``n_perm`` draws, the score is exact), which says how many of
+    its digits the draws support. Where every relabelling gives the same score the test has no size and the interval
+    is not one: p and interval NaN and ``note`` "not estimable (…)" (:func:`biaslab.stats.clustered.no_variation`).
+    Returns model, variant, task, bias_type, bias_score, null_mean, null_sd, critical_value, excess, excess_mc_se,
+    excess_ci_low, excess_ci_high, p_value, n_perm, note.
     """
+    from ...stats.clustered import no_variation
     variant, reps = _replicates(df, result, n_perm, seed, correct, baseline)
     rows = []
     for model, rp in reps.items():
         for task, bias, point, v, _ in _combine(result, model, rp):
             m = sd = p = c_hi = lo = hi = np.nan
-            if v is not None and np.isfinite(v).any() and np.isfinite(point):
+            note = ""
+            if v is not None and np.isfinite(v).any() and np.isfinite(point) and np.ptp(v[np.isfinite(v)]) == 0:
+                v = v[np.isfinite(v)]
+                m, sd, note = float(v.mean()), 0.0, no_variation(len(v), "permutations")
+            elif v is not None and np.isfinite(v).any() and np.isfinite(point):
                 v = np.sort(v[np.isfinite(v)])
                 m, sd = float(v.mean()), float(v.std(ddof=1)) if len(v) > 1 else np.nan
                 p = (1 + int((v >= point - 1e-12).sum())) / (1 + len(v))
@@ -563,7 +572,8 @@ def permutation_test(df: pd.DataFrame, result: BiasResult, n_perm: int = 1000, s
                     lo = 0.0
             rows.append({"model": model, "variant": variant, "task": task, "bias_type": bias, "bias_score": point,
                          "null_mean": m, "null_sd": sd, "critical_value": c_hi, "excess": point - m,
-                         "excess_ci_low": lo, "excess_ci_high": hi, "p_value": p, "n_perm": n_perm})
+                         "excess_mc_se": sd / np.sqrt(n_perm), "excess_ci_low": lo, "excess_ci_high": hi,
+                         "p_value": p, "n_perm": n_perm, "note": note})
     return pd.DataFrame(rows)
 
 
@@ -593,21 +603,24 @@ def score_table(df: pd.DataFrame, results: dict, n_perm: int = 1000, seed: int =
     perm = pd.concat([permutation_test(df, r, n_perm=n_perm, seed=seed, alpha=alpha) for r in results.values()],
                      ignore_index=True)
     t = proj.rename(columns={"ci_low": "score_ci_low", "ci_high": "score_ci_high", "ci_method": "score_ci_method"})
-    t = t.merge(perm[keys + ["null_mean", "null_sd", "critical_value", "excess", "excess_ci_low", "excess_ci_high",
-                             "p_value", "n_perm"]], on=keys, how="left")
+    t = t.merge(perm[keys + ["null_mean", "null_sd", "critical_value", "excess", "excess_mc_se", "excess_ci_low",
+                             "excess_ci_high", "p_value", "n_perm", "note"]], on=keys, how="left")
     t = t.rename(columns={"excess_ci_low": "ci_low", "excess_ci_high": "ci_high"})
+    note = t.pop("note").fillna("")
     t["ci_method"] = (f"permutation test inverted under a location shift, {1 - 2 * alpha:.0%} two-sided (each bound "
                       f"one-sided {1 - alpha:.0%}; lower bound > 0 exactly when p <= {alpha})")
     t["n_clusters"] = t["n_templates_used"]
     t["null_value"] = 0.0            # no bias above the permutation floor
     t["p_method"] = "permutation (group labels shuffled within template), one-sided"
+    t.loc[note != "", "ci_method"] = t.loc[note != "", "p_method"] = note[note != ""]
     reasons = pd.concat([r.tasks for r in results.values()], ignore_index=True)[keys + ["undefined_reason"]]
     t = t.merge(reasons, on=keys, how="left")
     t["undefined_reason"] = t["undefined_reason"].fillna("")
     none_left = t["bias_score"].isna() & (t["undefined_reason"] == "")
     t.loc[none_left, "undefined_reason"] = "undefined: no task or template left after the discard rules"
     t = t[keys + ["bias_score", "score_ci_low", "score_ci_high", "score_ci_method", "n_cells", "n_templates_used",
-                  "null_mean", "null_sd", "critical_value", "excess", "ci_low", "ci_high", "ci_method", "p_value",
+                  "null_mean", "null_sd", "critical_value", "excess", "excess_mc_se", "ci_low", "ci_high", "ci_method",
+                  "p_value",
                   "n_perm", "n_clusters", "null_value", "p_method", "undefined_reason"]]
     if check is not None:
         t = responders.mask_tests(t, check, by=["model", "task"], test_cols=["p_value", "ci_low", "ci_high"])

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pandas as pd
 
 from ...benchmarks.calm import PASSAGES, WITH_QUESTIONS
-from ...report.wording import bullets, claim_findings, join, num, pct, power_sentence, present, span
+from ...report.wording import bullets, claim_findings, join, num, pct, power_sentence, present, span, with_mc_se
 from .decisions import NOTEBOOK
 
 TASK_NAMES = {"qa": "QA", "nli": "NLI", "sentiment": "sentiment"}
@@ -44,7 +44,8 @@ def floor_findings(bias_scores: pd.DataFrame) -> str:
     conf = bias_scores[bias_scores["claim"] != ""] if "claim" in bias_scores else bias_scores.iloc[:0]
     return bullets(f"**{r['model']}**: eq.-1 score {num(r['bias_score'])} (projection interval "
                    f"{num(r['score_ci_low'])}–{num(r['score_ci_high'])}) against a permutation floor of "
-                   f"{num(r['null_mean'])}, the score a model without group effect would get from the same answers."
+                   f"{with_mc_se({**r, 'null_mean_mc_se': r.get('excess_mc_se')}, 'null_mean')}, the score a model "
+                   "without group effect would get from the same answers."
                    for r in conf.to_dict("records") if present(r.get("bias_score")) and present(r.get("null_mean")))
 
 

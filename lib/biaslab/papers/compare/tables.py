@@ -161,8 +161,10 @@ def interval(m: Metric, r: pd.DataFrame, seed: int = 0, n_boot: int | None = Non
         from ...stats.stratified import stratified_mean
         t = stratified_mean(r[m.outcome], r["stratum"], r["weight"], null=m.null)
         lo, hi = (max(t["ci_low"], 0.0), min(t["ci_high"], 1.0)) if m.kind == "binary" else (t["ci_low"], t["ci_high"])
+        how = (t["method"] if t["method"].startswith("not estimable") else
+               "t interval of the " + t["method"] + (", clipped to [0, 1]" if m.kind == "binary" else ""))
         return {"estimate_from_responses": t["estimate"], "ci_low": lo, "ci_high": hi, "n_clusters": t["n"],
-                "ci_method": "t interval of the " + t["method"] + (", clipped to [0, 1]" if m.kind == "binary" else "")}
+                "ci_method": how}
     if m.kind == "binary":
         r = r[r[m.outcome].notna()]
         t = intervals.rate_intervals(r, m.outcome, cl).iloc[0]

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 import pandas as pd
 
 from ...benchmarks.crows_pairs import DATASET_NAMES
-from ...report.wording import bullets, claim_findings, num, pct, present
+from ...report.wording import bullets, claim_findings, num, pct, present, stated_power
 from ...stats import hypothesis as hyp
 from .decisions import NOTEBOOK
 
@@ -37,15 +37,17 @@ def power_findings(power_table: pd.DataFrame, name: str) -> str:
     if not r:
         return ""
 
+    power, alpha = stated_power(r)
+
     def one(row, what):
         n = (f"{int(row['n']):,} pair{'s' if int(row['n']) != 1 else ''}" if present(row.get("n")) else "its pairs")
         if present(row.get("mde")):
-            return f"{what} ({n}) had 80 % power for |π − 0.5| ≥ {num(row['mde'])}"
+            return f"{what} ({n}) had {power} power for |π − 0.5| ≥ {num(row['mde'])}"
         why = str(row.get("mde_note") or "").removeprefix("undefined").strip(" :") or "too few pairs"
         return f"{what} ({n}) has no minimum detectable effect ({why})"
 
     parts = [one(r[0], "the pooled test")] + ([one(r[1], "a typical bias type")] if len(r) > 1 else [])
-    return f"**{name}:** " + "; ".join(parts) + " (α = 0.05)."
+    return f"**{name}:** " + "; ".join(parts) + f" (α = {alpha})."
 
 
 def design_findings(design: pd.DataFrame) -> str:

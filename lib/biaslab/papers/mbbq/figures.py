@@ -6,6 +6,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
+from ...report.wording import interval_level, level_pct
 from ...plots.labels import interval_label, legend_below
 
 LANG_NAMES = {"en": "English", "es": "Spanish", "nl": "Dutch", "tr": "Turkish"}
@@ -64,6 +65,9 @@ def contrast_forest(adjusted: pd.DataFrame, contrasts: pd.DataFrame, title: str)
 
 
 def _fmt(r) -> str:
+    """The estimate with its interval; the estimate alone where there is none (the verdict says why)."""
+    if not (np.isfinite(r["ci_low"]) and np.isfinite(r["ci_high"])):
+        return f"{r['estimate']:+.3f}"
     return f"{r['estimate']:+.3f} [{r['ci_low']:+.3f}, {r['ci_high']:+.3f}]"
 
 
@@ -87,8 +91,9 @@ def findings(metrics: pd.DataFrame, adjusted: pd.DataFrame) -> str:
         bias = m[(m["model"] == model) & (m["metric"] == "bias_score_ambig") & (m["set"] == "bias")]
         accs = ", ".join(f"{LANG_NAMES[r['language']]} {r['estimate']:.2f}" for _, r in acc.iterrows())
         scores = "; ".join(f"{LANG_NAMES[r['language']]} {_fmt(r)} ({_verdict(r)})" for _, r in bias.iterrows())
+        level = "/".join(sorted({level_pct(interval_level(r)) for _, r in bias.iterrows()}))
         out.append(f"- **{model}**: control-set accuracy in disambiguated contexts (chance 1/3): {accs}. "
-                   f"Ambiguous bias score (bias set, 95 % CI): {scores}.")
+                   f"Ambiguous bias score (bias set, {level} CI): {scores}.")
         a = adjusted[(adjusted["model"] == model) & (adjusted["metric"] == "bias_score_ambig")]
         for _, r in a.iterrows():
             if np.isfinite(r.get("adjusted", np.nan)):

@@ -22,6 +22,7 @@ from ...benchmarks import bbq
 from ...stats import agreement as agree_stats
 from ...stats import importance as imp
 from ...stats import paired, power, ranking
+from ...stats.clustered import NOT_ESTIMABLE, no_variation
 
 SEPARATED = "separated: effect not estimable"
 
@@ -68,10 +69,12 @@ def group_preference(values: pd.DataFrame) -> pd.DataFrame:
             t = stats.ttest_1samp(diff, 0.0) if n > 1 and diff.std() > 0 else None
             lo, hi = t.confidence_interval(0.95) if t else (np.nan, np.nan)
             family, class_type, group = met.split(":", 2)
+            flat = no_variation(n, "scenarios") if n > 1 and not t else ""     # every scenario alike: no test
             rows.append({"class_type": class_type, "group": group, "estimate": float(diff.mean()),
-                         "ci_low": lo, "ci_high": hi, "ci_method": f"t interval over scenarios, {max(n - 1, 1)} df",
+                         "ci_low": lo, "ci_high": hi,
+                         "ci_method": flat or f"t interval over scenarios, {max(n - 1, 1)} df",
                          "null_value": 0.0, "p_value": float(t.pvalue) if t else np.nan,
-                         "p_method": "paired t test over scenarios", "n": n, "n_clusters": n, "model": m,
+                         "p_method": flat or "paired t test over scenarios", "n": n, "n_clusters": n, "model": m,
                          "universe": u, "metric": family})
     return pd.DataFrame(rows)
 
@@ -103,18 +106,21 @@ def _sign(x: pd.Series, null: pd.Series) -> pd.Series:
 
 
 def _agreement(o: pd.DataFrame) -> pd.Series:
-    """Per universe: "not judged" (it or the paper's universe is a degenerate responder), "opposite direction" (its
-    own interval excludes the null on the other side from the paper's estimate), :data:`NO_MARGIN`, "equivalent" (the TOST interval
-    inside +-margin), "differs" (the TOST interval wholly beyond the margin), else "inconclusive"."""
+    """Per universe: "not judged" (it or the paper's universe is a degenerate responder), "not estimable (…)" (the
+    paired differences do not vary: no standard error, no TOST interval, so neither equivalence nor a difference is
+    shown), "opposite direction" (its own interval excludes the null on the other side from the paper's estimate),
+    :data:`NO_MARGIN`, "equivalent" (the TOST interval inside +-margin), "differs" (the TOST interval wholly beyond
+    the margin), else "inconclusive"."""
     own = _sign(o["estimate"], o["null_value"])
     sig = (o["ci_low"] > o["null_value"]) | (o["ci_high"] < o["null_value"])
     ref = _sign(o["paper_estimate"], o["null_value"])
     lo, hi, m = o["tost_ci_low"], o["tost_ci_high"], o["margin"]
+    flat = o["ci_method"].astype(str).str.startswith(NOT_ESTIMABLE)
     return pd.Series(np.select(
-        [_degenerate(o["responder_status"]) | _degenerate(o["paper_responder_status"]), lo.isna() | hi.isna(),
+        [_degenerate(o["responder_status"]) | _degenerate(o["paper_responder_status"]), flat, lo.isna() | hi.isna(),
          sig & (ref != 0) & (own == -ref), m.isna(), (lo > -m) & (hi < m), (lo > m) | (hi < -m)],
-        ["not judged (degenerate responder)", "undefined (no paired interval)", OPPOSITE, NO_MARGIN, EQUIVALENT,
-         DIFFERS],
+        ["not judged (degenerate responder)", o["ci_method"].astype(str), "undefined (no paired interval)", OPPOSITE,
+         NO_MARGIN, EQUIVALENT, DIFFERS],
         INCONCLUSIVE), index=o.index)
 
 
@@ -188,13 +194,15 @@ def robustness(eq: pd.DataFrame) -> pd.DataFrame:
 
 def design_power(est: pd.DataFrame, rob: pd.DataFrame, alpha: float = 0.05) -> pd.DataFrame:
     """What the design can detect, per model x metric: ``n`` (the paper's universe's items), ``own_mde`` (the effect
-    its own two-sided test detects with 80 % power, ``stats.power.mde_from_se`` on the SE its 95 % interval implies)
+    its own two-sided test at ``alpha`` detects with ``power`` (80 %), ``stats.power.mde_from_se`` on the SE its 95 %
+    interval implies)
     and ``equivalence_mde`` (the margin within which the paired TOST shows equivalence with 80 % power, median over
     universes: :func:`robustness`; its largest, ``equivalence_mde_max``, and how many universes reach the margin)
     beside the plan's ``margin``."""
     p = est[est["universe"] == "paper"]
     se = (p["ci_high"] - p["ci_low"]) / (2 * stats.norm.ppf(1 - alpha / 2))
-    own = p.assign(own_mde=[power.mde_from_se(x, alpha=alpha) for x in se])[["model", "metric", "n", "own_mde"]]
+    own = p.assign(own_mde=[power.mde_from_se(x, alpha=alpha) for x in se], alpha=alpha, power=power.POWER)[
+        ["model", "metric", "n", "alpha", "power", "own_mde"]]
     extra = [c for c in ("equivalence_mde_max", "n_equivalence_powered", "n_equivalence_universes") if c in rob]
     return own.merge(rob[["model", "metric", "margin", "equivalence_mde", *extra]], on=["model", "metric"])
 

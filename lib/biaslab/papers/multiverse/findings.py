@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from ...benchmarks import SPECS
-from ...report.wording import bullets, join, num, pct, present, pval
+from ...report.wording import bullets, join, num, pct, present, pval, stated_power
 from . import analysis
 
 #: the file notebook 5 reads (relative to an outputs root) to mark a metric's robustness
@@ -77,7 +77,8 @@ def robustness_sentence(r: Mapping) -> str:
     """One model x metric's equivalence to the paper's protocol, from its row of ``robustness.csv``: the magnitude
     (equivalence within the margin) and the direction (the sign kept) reported apart, since a universe can keep the
     sign and still differ by more than the margin."""
-    left = f"; {int(r['n_not_judged'])} not judged (degenerate responder)" if r.get("n_not_judged") else ""
+    left = (f"; {int(r['n_not_judged'])} not judged (a degenerate responder, or no variation to estimate)"
+            if r.get("n_not_judged") else "")
     return (f"**{r['model']}**, {r['metric']}: magnitude: of {int(r['n_judged'])} {_unit(r)} judged, "
             f"{int(r['n_equivalent'])} equivalent to the paper's protocol within ±{num(r['margin'])}, "
             f"{int(r['n_inconclusive'])} inconclusive, {int(r['n_differs'])} beyond the margin, "
@@ -107,8 +108,10 @@ def design_findings(power: pd.DataFrame) -> str:
         else:
             eq = (f"to show equivalence within ±{num(r['equivalence_mde'])} in the median universe (against the "
                   f"declared margin ±{num(r['margin'])})")
-        lines.append(f"**{r['model']}**, {r['metric']}: with {int(r['n'])} items per universe the design had 80 % "
-                     f"power for an effect of {num(r['own_mde'])} (the paper's universe's own test) and {eq}.")
+        pw, alpha = stated_power([r])
+        lines.append(f"**{r['model']}**, {r['metric']}: with {int(r['n'])} items per universe the design had {pw} "
+                     f"power for an effect of {num(r['own_mde'])} (the paper's universe's own test at α = {alpha}) "
+                     f"and {eq}.")
     return bullets(lines)
 
 
