@@ -17,6 +17,7 @@ import pytest
 from biaslab import benchmarks, cli, paths, sources
 from biaslab.papers.multifactor import factorial
 from biaslab.run import check_benchmark, execute, parameters, profiles
+from helpers import load_or_skip
 
 HERE = Path(__file__).resolve().parent
 PLUGIN = HERE / "plugins" / "pronoun_bench"
@@ -192,6 +193,12 @@ def test_check_benchmark_names_each_broken_piece(pronoun, tmp_path, capsys, spec
     else:
         assert rc == 1 and named in text and "problem(s) in" in text, text
         assert all("Fix: " in line for line in text.splitlines() if line.startswith("FAIL")), text
+
+
+def test_check_benchmark_reads_the_contract_the_built_in_benchmarks_keep():
+    spec = benchmarks.spec("winogender")
+    load_or_skip(spec.load, "Winogender")
+    assert check_benchmark.check_spec(spec, 8, check_benchmark.Checks(out=lambda line: None)) == []
 
 
 def test_check_benchmark_passes_on_the_plugin(pronoun, capsys):
