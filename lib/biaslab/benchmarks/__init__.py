@@ -6,6 +6,7 @@ outside the library (a *plugin*) is loaded by :func:`load_plugins`: an installed
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import importlib.metadata
 import re
@@ -35,8 +36,9 @@ SPECS: dict[str, Spec] = {s.name: s for s in (
 BUILTIN = frozenset(SPECS)
 #: the entry-point group a package names its benchmark modules in (``[project.entry-points."biaslab.benchmarks"]``)
 GROUP = "biaslab.benchmarks"
-#: module name -> the plugin's record: its ``path`` (repository-relative inside this repository, else relative to
-#: the folder it is imported from), ``sha256``, ``benchmarks`` and ``root`` (that folder, for a notebook's kernel)
+#: module name -> the plugin's record: its file's ``path`` (repository-relative inside this repository, else relative
+#: to the folder it is imported from), ``sha256`` (a package's: of the ``sha256sum`` lines of its .py files),
+#: ``benchmarks`` and ``root`` (that folder, for a notebook's kernel)
 PLUGINS: dict[str, dict] = {}
 
 
@@ -105,8 +107,11 @@ def load_module(target: str, attr: str | None = None, how: str = "--benchmark-mo
     file = Path(mod.__file__).resolve()
     root = file.parents[mod.__name__.count(".") + (file.name == "__init__.py")]
     path = file.relative_to(paths.ROOT if file.is_relative_to(paths.ROOT) else root)
+    code = sorted(file.parent.rglob("*.py")) if file.name == "__init__.py" else [file]
+    digest = hashlib.sha256("".join(f"{sha256_file(f)}  {f.relative_to(file.parent).as_posix()}\n"
+                                    for f in code).encode()).hexdigest() if len(code) > 1 else sha256_file(file)
     added = [n for n, x in SPECS.items() if n not in names or _owner(x) == mod.__name__ or x is s]
-    PLUGINS[mod.__name__] = {"module": mod.__name__, "path": path.as_posix(), "sha256": sha256_file(file),
+    PLUGINS[mod.__name__] = {"module": mod.__name__, "path": path.as_posix(), "sha256": digest,
                              "benchmarks": added, "root": str(root), "how": how}
     return PLUGINS[mod.__name__]
 

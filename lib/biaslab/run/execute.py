@@ -313,7 +313,7 @@ def resolve_params(notebook: str, variant: str, profile: str, overrides: dict, c
         if k in overrides and overrides[k] != v:
             raise parameters.ParameterError(
                 f"-p {k}={overrides[k]} would run {label} on {overrides[k]!r} and file it under {label}, with "
-                f"{v!r}'s sizes; drop -p {k}=... and run --only {notebook}/{overrides[k]}")
+                f"{v}'s sizes; drop -p {k}=... and run --only {notebook}/{overrides[k]}")
     params.update(overrides)
     if benchmarks.PLUGINS and "benchmark_modules" in parameters.defaults(notebook):     # the kernel loads them too
         mods = [m for m, p in benchmarks.PLUGINS.items() if p["how"] == "--benchmark-module"]
