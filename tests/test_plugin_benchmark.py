@@ -181,7 +181,7 @@ SPEC = dataclasses.replace(base.SPEC, name="broken", metrics=(m,), **{spec})
     ({"columns": ("prompt_id", "model", "stereotype_preferred", "answer", "p_stereo")}, {},
      "respond returned no column(s) ['p_stereo']"),
     ({}, {"outcome": "stereotype_prefered"}, "the derived responses has no column(s) ['stereotype_prefered']"),
-    ({}, {"id": "bbq_bias_ambig"}, "metric 'bbq_bias_ambig' is also a metric of ['bbq']. Fix: rename"),
+    ({}, {"id": "bbq_bias_ambig"}, "metric 'bbq_bias_ambig' is also a metric of ['bbq']"),
     ({}, {"responder_reads": ("answr",)}, "Metric.responder_reads ['answr'] label no row"),
 ], ids=["intact", "missing hook", "wrong column", "wrong outcome", "misnamed metric", "misnamed responder rows"])
 def test_check_benchmark_names_each_broken_piece(pronoun, tmp_path, capsys, spec, metric, named):

@@ -5,8 +5,8 @@ benchmark) and every notebook, ``compare``, ``multiverse``, ``profiles`` and the
 :data:`biaslab.benchmarks.SPECS` instead of keeping their own name-keyed tables. A notebook never branches on a
 benchmark's name: what differs between benchmarks is a field here.
 
-Adding a benchmark is one module (its loader, ``respond`` and ``SPEC``), one data file, and one registry line
-(``docs/adding_a_benchmark.md``).
+Adding a benchmark is one module (its loader, ``respond`` and ``SPEC``), one data file, and one registry line, or
+the module outside the library as a plugin (``--benchmark-module``, an entry point; ``docs/adding_a_benchmark.md``).
 """
 
 from __future__ import annotations
