@@ -17,7 +17,7 @@ import pytest
 from biaslab import benchmarks, cli, paths, sources
 from biaslab.papers.multifactor import factorial
 from biaslab.run import check_benchmark, execute, parameters, profiles
-from helpers import load_or_skip
+from helpers import load_or_skip, registry_restored
 
 HERE = Path(__file__).resolve().parent
 PLUGIN = HERE / "plugins" / "pronoun_bench"
@@ -28,18 +28,14 @@ MIRROR = HERE / "fixtures" / "pronoun_bench"
 def registry(monkeypatch, tmp_path):
     """The registry, the loaded plugins and the sources tables restored afterwards; the plugin's items fetched from
     the fixture mirror into a fresh raw folder (the kernels read it through BIASLAB_RAW_DIR)."""
-    saved = dict(benchmarks.SPECS), dict(benchmarks.PLUGINS), list(sources.TABLES)
     raw = tmp_path / "raw"
     monkeypatch.setenv("BIASLAB_RAW_DIR", str(raw))
     monkeypatch.setattr(paths, "RAW_DIR", raw)
     monkeypatch.setattr(sys, "path", list(sys.path))
     for m in [m for m in sys.modules if m.split(".")[0] in ("pronoun_bench", "broken_bench", "bbq_again")]:
         monkeypatch.delitem(sys.modules, m)
-    yield raw
-    for live, old in zip((benchmarks.SPECS, benchmarks.PLUGINS), saved[:2]):
-        live.clear()
-        live.update(old)
-    sources.TABLES[:] = saved[2]
+    with registry_restored():
+        yield raw
 
 
 @pytest.fixture
