@@ -105,10 +105,12 @@ from IPython.display import Markdown, display
 
 from biaslab import plots
 from biaslab import benchmarks
+from biaslab.benchmarks import instrument
 from biaslab.report.outputs import OutputDir
 from biaslab.papers.multifactor import decisions, factorial, findings, responses as multifactor
 from biaslab.stats import coverage as cov, importance as imp, subgroups as sg
-from biaslab.stats import intervals, paired, power, responders
+from biaslab.stats import intervals, paired, power, responders, validity
+from biaslab.stats import verdict as V
 
 warnings.filterwarnings("ignore", category=FutureWarning)
 pd.set_option("display.width", 160, "display.max_columns", 20, "display.max_colwidth", 60)
@@ -116,6 +118,9 @@ pd.set_option("display.width", 160, "display.max_columns", 20, "display.max_colw
 benchmarks.load_plugins(benchmark_modules)
 bspec = benchmarks.spec(benchmark)
 plan = factorial.plan_of(bspec)
+rule = PLAN.scoring_rule(benchmark)     # the plan's scoring rule for a multiple-choice benchmark (None: the paper's)
+if rule is not None:
+    instrument.require(bspec)
 out = OutputDir(output_dir, PLAN)
 timings = {}
 t_start = time.perf_counter()
@@ -385,8 +390,11 @@ for model_spec in models:   # a local name or folder, or a served model (see the
         served_notes.append(f"{name} (served): {bspec.title} is asked on the raw prompt (completions endpoint "
                             "with echo), not in the chat template the in-process engine applies to "
                             "instruction-tuned models")
-    # the benchmark's own respond at its paper protocol (the requests of notebooks 2-4; CALM with notebook 2's k)
-    r = factorial.score(bspec, scorer, subset, protocol)
+    # the benchmark's own respond at its paper protocol (the requests of notebooks 2-4; CALM with notebook 2's k) and,
+    # where the plan declares a scoring rule, at every formulation the rule chooses among (section 3's validity)
+    r = (factorial.score(bspec, scorer, subset, protocol) if rule is None else pd.concat(
+        [factorial.score(bspec, scorer, subset, p).assign(formulation=f, normalization=nz)
+         for f, nz, p in instrument.formulations(protocol, rule)], ignore_index=True))
     scored.append(r)
     if "labels_outside_topk" in r:       # a server's top-k next tokens
         outside = r["labels_outside_topk"].fillna("").astype(str).str.split(",").explode()
@@ -424,6 +432,15 @@ for note in served_notes:
 if served_notes:
     out.table(pd.DataFrame({"note": served_notes}), "served_notes")
 scored = pd.concat(scored, ignore_index=True) if scored else pd.DataFrame()
+validity_rows = selection = by_formulation = None
+if rule is not None and len(scored):
+    # the rule per model: its answers (the selected formulation's) are the ones every result below reads; every
+    # formulation's answers are kept for comparison (`responses_by_formulation.csv`)
+    validity_rows, selection = instrument.validity(bspec, subset, scored, bench.cluster, rule)
+    by_formulation = scored
+    out.table(by_formulation.merge(prompts[["prompt_id"] + bench.cluster_columns], on="prompt_id", how="left"),
+              "responses_by_formulation")
+    scored = instrument.selected(by_formulation, selection)
 if len(scored):
     # every scored response (embedded models), with the generating unit and the plan's factors, for re-analysis
     # and for notebook 5's paired comparisons
@@ -431,6 +448,45 @@ if len(scored):
 if len(model_timings):
     table(pd.DataFrame(model_timings), "model_timings")
 timings["scoring"] = time.perf_counter() - t0
+
+# %% [markdown]
+# **Validity of the instrument.** A multiple-choice answer measures bias only where it follows the items: a model
+# that picks the longest option, the option shown first, or always "unknown" produces a bias score that moves with
+# the options' lengths, their order or the answer key. Where the analysis plan declares a `scoring_rule` for the
+# benchmark (docs/validity.md), every model answers each item in several *formulations*: the paper's protocol,
+# *letters* (the options shown with their letters, the letters' next-token probabilities asked in every cyclic order
+# of the options and averaged per option; Zheng et al. 2024) and *cloze* (no option shown, each option's text scored
+# as the continuation, summed, per token, per character or against the content-free prompt "Answer:"; OLMES, Gu et
+# al. 2025; Holtzman et al. 2021). `validity.csv` checks each: *competence* (accuracy where the right answer is the
+# counter-biased person, above chance 1/3 by a one-sided test on the template-clustered interval), *length* (the
+# share of answers that are the longest option against the share the model's own preference among biased /
+# counter-biased / unknown answers predicts without a length effect), *position* (shares of the shown position
+# chosen; judged where one order is asked) and the *role* chosen (degenerate: always one kind of answer). The rule
+# reads letters if they pass, else cloze with the declared normalization if it passes, else the model is **not
+# measurable**: its score is shown, never decided, ranked or compared (its verdicts say so). Every table after this
+# one reads the selected formulation's answers; `formulation_scores.csv` sets the headline metrics of every
+# formulation side by side (the paper's protocol among them).
+
+# %% tags=["findings"]
+if rule is None:
+    print(f"{bspec.title}: the analysis plan declares no scoring rule; its answers are read at the paper's protocol")
+else:
+    display(Markdown(validity.rule_sentence(rule, bspec.title)))
+    out.table(validity_rows, "validity")           # every check's numbers; the panel below is its summary
+    panel = validity.panel(validity_rows, instrument.LABELS)
+    out.table(panel, "validity_panel", markdown=True)
+    display(panel)
+    # each formulation's headline metrics (notebook 6's estimates of one universe), the paper's protocol beside the rule's
+    fs = []
+    for (m, f, nz), g in by_formulation.assign(normalization=by_formulation["normalization"].fillna("")).groupby(
+            ["model", "formulation", "normalization"], sort=False):
+        for met in bspec.metrics:
+            if met.estimate is not None:
+                fs.append({"model": m, "formulation": f, "normalization": nz, "metric": met.id,
+                           **met.estimate(g.assign(universe=f), subset, 1000, seed)})
+    out.table(pd.DataFrame(fs), "formulation_scores")
+    display(Markdown(validity.render(validity_rows, selection, bspec.title, instrument.LABELS,
+                                     scores=pd.DataFrame(fs), metric_labels={m.id: m.label for m in bspec.metrics})))
 
 # %% tags=["findings"]
 summaries = {}          # the benchmark's own score tables (SSQA: label distribution; BBQ: accuracy, bias scores)
@@ -449,11 +505,15 @@ if len(scored) and plan.summaries:
 # to every prompt deviates exactly where the biased answer is "yes": its subgroup rates restate the answer key, its
 # regression is separated. Degenerate models are listed in `responders.csv` and keep their rows in every table —
 # the KS and paired tests are computed and marked "not tested" by the verdict columns, the regression gets a
-# "(not fitted)" row.
+# "(not fitted)" row. Where the plan's scoring rule judged the instrument (above), its status replaces this check:
+# `responders.csv` holds each model's selected formulation and status ("informative" or "not measurable: <reasons>",
+# whose tests are marked "not measurable" by the verdict columns).
 
 # %%
 pool = pd.concat(responses + ([scored] if len(scored) else []), ignore_index=True)
-if len(pool):   # the answer the plan's metrics read (BBQ: the chosen option); SSQA's "other" is no answer
+if selection is not None:   # the plan's scoring rule judged the instrument: its status per model replaces this check
+    resp_check = validity.responder_rows(selection, validity_rows)
+elif len(pool):   # the answer the plan's metrics read (SSQA: the label; agentic: the top position); "other" is none
     pool["answer_checked"] = pool[plan.answer].where(~pool[plan.answer].isin(plan.invalid_answers))
     resp_check = responders.responder_check(pool, answer="answer_checked", by=["model", "cot"] if plan.cot else "model",
                                             n_options=plan.n_options,
@@ -461,9 +521,10 @@ if len(pool):   # the answer the plan's metrics read (BBQ: the chosen option); S
 else:
     resp_check = pd.DataFrame(columns=["model", "degenerate", "reasons"])
 table(resp_check, "responders", markdown=True)
-main_check = resp_check[resp_check["cot"] == "no"] if "cot" in resp_check else resp_check
-degenerate_models = set(main_check.loc[main_check["degenerate"].astype(bool), "model"])
-print("degenerate (excluded from tests):", sorted(degenerate_models) or "none")
+status = decisions.answer_status(resp_check)
+excluded_models = ({} if status is None else
+                   {m: s for m, s in zip(status["model"], status["responder_status"]) if V.excluded(s)})
+print("excluded from tests (degenerate or not measurable):", sorted(excluded_models) or "none")
 
 # %% [markdown]
 # **Reading the embedded models' answers.** `label_mass` is the share of the next-token probability that lands on any
@@ -671,10 +732,10 @@ for m in pd.unique(nocot["model"]):
     refs = multifactor.references(spec, plan, d)
     full = m in released_models or len(d) >= 0.5 * len(base_prompts)
     wanted = plan.regression if full else plan.regression_subset
-    if m in degenerate_models:   # the model keeps a row, marked, instead of vanishing from the table
-        print(f"{m}: degenerate responder (responders.csv): no regression")
+    if m in excluded_models:   # the model keeps a row, marked, instead of vanishing from the table
+        print(f"{m}: {excluded_models[m]} (responders.csv): no regression")
         fits.append(pd.DataFrame([{"model": m, "term": "(not fitted)", "factor": "", "separated": False, "n": len(d),
-                                   "ci_method": "not fitted: degenerate responder (responders.csv)"}]))
+                                   "ci_method": f"not fitted: {excluded_models[m]} (responders.csv)"}]))
         continue
     fs, left_out = imp.identifiable_subset(d, wanted, refs)
     for f, why in left_out.items():

@@ -122,7 +122,9 @@ out.record_data(hashes)           # sha256 of every table read
 # each other. SSQA's embedded models answer a subset through label probabilities, the released 8B models all prompts
 # through generated text: two groups. **Responders per metric**: `responder_status` comes from the rows of the source
 # notebook's responder check that read what this metric reads (the answer for rates, the label probabilities for the
-# agentic entropy; CrowS-Pairs' likelihood comparison has no answer to judge). **Robustness**: where notebook 6
+# agentic entropy; CrowS-Pairs' likelihood comparison has no answer to judge); where the plan declares a scoring rule
+# (BBQ), notebook 1 reads the formulation the rule selects, and a model whose instrument fails the validity checks is
+# "not measurable": shown with the reason, never compared or ranked (docs/validity.md). **Robustness**: where notebook 6
 # (the multiverse of evaluation choices) ran under the same outputs root, `robustness` is its reading for the model
 # and metric (every universe equivalent to the paper's protocol within the analysis plan's margin, or not), and a
 # cell where some universe differs beyond the margin or goes the other way is marked † in the wide table.

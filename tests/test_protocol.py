@@ -152,6 +152,7 @@ def test_option_scores_keep_each_items_own_options():
         def option_logprob(self, prompts, options, chat=False):
             return pd.DataFrame([{"prompt_idx": i, "option_idx": j, "sum_logprob": -2.0 * (j + 1), "mean_logprob":
                                   -(j + 1.0)} for i, opts in enumerate(options) for j, _ in enumerate(opts)])
-    total, mean = formats.option_ll(Options(), ["p", "q"], [["a", "b", "c"], ["a", "b"]], chat=False)
-    assert total.tolist()[0] == [-2.0, -4.0, -6.0] and mean.tolist()[1][:2] == [-1.0, -2.0]
-    assert np.isnan(mean[1, 2])
+    s = formats.option_ll(Options(), ["p", "q"], [["a", "b", "c"], ["a", "b"]], chat=False)
+    mean = s.read("mean")
+    assert s.total.tolist()[0] == [-2.0, -4.0, -6.0] and mean.tolist()[1][:2] == [-1.0, -2.0]
+    assert np.isnan(mean[1, 2]) and s.tokens.tolist()[0] == [2.0, 2.0, 2.0]

@@ -396,7 +396,7 @@ def respond(scorer, items: pd.DataFrame, protocol: Protocol = PROTOCOL, match=No
         if fmt == "label_dist":
             dist = formats.label_dist(scorer, [t + suffix for t in texts], labels, chat)[1]
         else:                      # log-likelihood of each choice's text after the cue, per token
-            mean = formats.option_ll(scorer, texts, [[" " + c for c in ch] for ch in choices], chat)[1]
+            mean = formats.option_ll(scorer, texts, [[" " + c for c in ch] for ch in choices], chat).read("mean")
             dist = pd.DataFrame(mean, columns=[f"logp_{j + 1}" for j in range(mean.shape[1])])
         per, _ = E.tidy_scores(its, dist, scorer.lm.name)
         if fmt == "option_ll":

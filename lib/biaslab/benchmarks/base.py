@@ -37,16 +37,20 @@ class Protocol:
     """How a benchmark's items become requests and how its answers are read; a benchmark's ``PROTOCOL`` is the
     paper's, and :meth:`replace` gives a variant (one universe of notebook 6).
 
-    ``format`` the answer read: option log-likelihood (``option_ll``), next-token label distribution
-    (``label_dist``), a generated label (``generated``), a free answer with no options shown (``open_ended``),
-    a sentence likelihood (``likelihood``). ``wording``: ``paper`` or ``w1``-``w3``, the texts of
-    ``data/multiverse/wordings.csv`` (the instruction and the answer cue, reworded; the task unchanged).
-    ``instruction``: ``none`` or ``present`` (an instruction line before the item). ``chat``: ``paper`` (the
-    benchmark's rule for the model, its ``paper_chat``), ``on`` or ``off``. ``examples``: answered examples before
-    the item. ``order``: the options as stored (``original``), ``reversed``, ``cyclic`` (rotated by one), or
-    ``both`` (asked in the original and the reversed order, averaged). ``normalization``: a likelihood's
-    ``sum``, ``mean`` or ``pmi``. ``max_new_tokens``: the cap of a generated answer (an open answer is read up to
-    its first sentence end)."""
+    ``format`` the answer read: option log-likelihood with the options shown (``option_ll``), the options' texts
+    scored as the continuation of the item with no option shown (``cloze``, OLMES's cloze formulation), next-token
+    label distribution over the shown options' labels (``label_dist``), a generated label (``generated``), a free
+    answer with no options shown (``open_ended``), a sentence likelihood (``likelihood``). ``wording``: ``paper`` or
+    ``w1``-``w3``, the texts of ``data/multiverse/wordings.csv`` (the instruction and the answer cue, reworded; the
+    task unchanged). ``instruction``: ``none`` or ``present`` (an instruction line before the item). ``chat``:
+    ``paper`` (the benchmark's rule for the model, its ``paper_chat``), ``on`` or ``off``. ``examples``: answered
+    examples before the item. ``order``: the options as stored (``original``), ``reversed``, ``cyclic`` (rotated by
+    one), ``both`` (asked in the original and the reversed order, averaged) or ``cycles`` (asked in every cyclic
+    order, each stored option's probability averaged over them: Zheng et al. 2024's permutation debiasing in its
+    cyclic form; :func:`orders_of`). ``normalization`` of an option's log-likelihood: ``sum``, ``mean`` (per
+    token), ``char`` (per character: lm-evaluation-harness's ``acc_norm``) or ``pmi`` (minus its log-likelihood
+    after a content-free prompt; Holtzman et al. 2021); one home, :class:`biaslab.benchmarks.formats.OptionScores`.
+    ``max_new_tokens``: the cap of a generated answer (an open answer is read up to its first sentence end)."""
     format: str
     wording: str = "paper"
     instruction: str = "none"
@@ -88,14 +92,25 @@ def examples(benchmark: str) -> pd.DataFrame:
 
 
 def options_in_order(k: int, order: str) -> list[int]:
-    """The stored option index shown at each position under ``Protocol.order``."""
+    """The stored option index shown at each position under ``Protocol.order`` (one order)."""
     if order == "original":
         return list(range(k))
     if order == "reversed":
         return list(range(k))[::-1]
     if order == "cyclic":
         return list(range(1, k)) + [0]
-    raise ValueError(f"option order {order!r}: choose original, reversed or cyclic (or 'both' where averaged)")
+    raise ValueError(f"option order {order!r}: choose original, reversed or cyclic (or 'both' / 'cycles' where "
+                     "averaged)")
+
+
+def orders_of(k: int, order: str) -> list[list[int]]:
+    """Every order ``Protocol.order`` asks k options in: one, the original and the reversed (``both``), or the k
+    rotations (``cycles``: rotation r shows stored option (r + p) mod k at position p)."""
+    if order == "cycles":
+        return [[(r + p) % k for p in range(k)] for r in range(k)]
+    if order == "both":
+        return [options_in_order(k, "original"), options_in_order(k, "reversed")]
+    return [options_in_order(k, order)]
 
 
 @dataclass(frozen=True)

@@ -620,7 +620,7 @@ def respond(scorer, items: pd.DataFrame, protocol: Protocol = PROTOCOL) -> pd.Da
                                           chat)
             out.loc[idx, "label_mass"] = d["label_mass"].to_numpy(dtype=float)
         else:
-            probs = softmax(formats.option_ll(scorer, stripped, [[space + n for n in labels]] * len(idx), chat)[0],
+            probs = softmax(formats.option_ll(scorer, stripped, [[space + n for n in labels]] * len(idx), chat).total,
                             axis=1)
         best = probs.argmax(axis=1)
         out.loc[idx, "output"] = [list(labels)[b] for b in best]

@@ -1,15 +1,20 @@
 """The answer formats of :class:`~biaslab.benchmarks.base.Protocol`, each asked of the scorer and read once (HELM's
 adapter methods): a benchmark's ``respond`` builds its texts and options and hands them here.
 
-``option_ll``: ``log P(option | prompt)`` per shown option, summed and per token (lm-evaluation-harness's ``acc``,
-``acc_norm``); ``label_dist``: the next-token probability of each label's surface forms, renormalised over the labels
-(``Scorer.label_distribution``); ``generated``: a short generation read as a label (:func:`extract_choice`);
-``open_ended``: a free answer as the benchmark's matcher or rules read it (:func:`first_sentence`; CALM: its rules).
+``option_ll`` / ``cloze``: ``log P(option | prompt)`` per option (:func:`option_ll`), the options shown in the prompt
+or not (OLMES's multiple-choice and cloze formulations differ only in the texts), read under one normalization
+(:class:`OptionScores`: summed, per token, per character, or PMI against a content-free prompt); ``label_dist``: the
+next-token probability of each label's surface forms, renormalised over the labels (``Scorer.label_distribution``);
+``generated``: a short generation read as a label (:func:`extract_choice`); ``open_ended``: a free answer as the
+benchmark's matcher or rules read it (:func:`first_sentence`; CALM: its rules). Options asked in several orders
+(``Protocol.order``: ``both``, ``cycles``) are read per stored option, averaged over the orders (:func:`by_stored`),
+the answer being the most probable stored option (:func:`choose`).
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Callable, Mapping, Sequence
 
 import numpy as np
@@ -69,11 +74,94 @@ def extract_choice(text: str | None, choices: Sequence[str]) -> str | None:
     return found[0] if len(found) == 1 else None
 
 
-def option_ll(scorer, texts: Sequence[str], options, chat: bool) -> tuple[np.ndarray, np.ndarray]:
-    """``(sum, mean)`` log-probabilities: a row per text, a column per option as given (NaN past an item's last)."""
+NORMALIZATIONS = ("sum", "mean", "char", "pmi")
+
+
+@dataclass(frozen=True)
+class OptionScores:
+    """Per text x option as given (NaN past an item's last option): ``total``, the option's log-probability summed
+    over its tokens, ``tokens``, ``chars`` (its characters without the leading delimiter, as lm-evaluation-harness
+    counts a choice) and ``free``, its summed log-probability after the content-free prompt (asked for PMI only)."""
+    total: np.ndarray
+    tokens: np.ndarray
+    chars: np.ndarray
+    free: np.ndarray | None = None
+
+    def read(self, normalization: str) -> np.ndarray:
+        """The options' scores under ``Protocol.normalization``: ``sum`` (lm-evaluation-harness's ``acc``), ``mean``
+        (per token), ``char`` (per character: ``acc_norm``, OLMES's default; Gu et al. 2025) or ``pmi`` (the total
+        minus the total after the content-free prompt: domain-conditional PMI, Holtzman et al. 2021, eq. 2)."""
+        if normalization == "sum":
+            return self.total
+        if normalization == "mean":
+            return self.total / self.tokens
+        if normalization == "char":
+            return self.total / self.chars
+        if normalization == "pmi":
+            if self.free is None:
+                raise ValueError("PMI reads the options after a content-free prompt: ask option_ll(..., "
+                                 "content_free=...)")
+            return self.total - self.free
+        raise ValueError(f"normalization {normalization!r}: choose one of {NORMALIZATIONS} (Protocol.normalization)")
+
+
+def _wide(d: pd.DataFrame, col: str) -> np.ndarray:
+    return d.pivot(index="prompt_idx", columns="option_idx", values=col).sort_index().to_numpy(dtype=float)
+
+
+def option_ll(scorer, texts: Sequence[str], options, chat: bool,
+              content_free: str | Sequence[str] | None = None) -> OptionScores:
+    """``log P(option | text)`` of each text's options (one list of lists; shown in the text or not), with their
+    token and character counts; ``content_free`` (one prompt, or one per text) also asks each option after it (PMI;
+    OLMES and Holtzman et al. use the answer cue alone, e.g. "Answer:")."""
     d = scorer.option_logprob(list(texts), options, chat=chat)
-    return tuple(d.pivot(index="prompt_idx", columns="option_idx", values=v).sort_index().to_numpy(dtype=float)
-                 for v in ("sum_logprob", "mean_logprob"))
+    total = _wide(d, "sum_logprob")
+    tokens = _wide(d, "n_tokens") if "n_tokens" in d else total / _wide(d, "mean_logprob")
+    chars = np.full(total.shape, np.nan)
+    for i, opts in enumerate(options):
+        chars[i, :len(opts)] = [max(len(str(o).lstrip()), 1) for o in opts]
+    free = None
+    if content_free is not None:
+        cf = [content_free] * len(texts) if isinstance(content_free, str) else list(content_free)
+        free = _wide(scorer.option_logprob(cf, options, chat=chat), "sum_logprob")
+    return OptionScores(total, tokens, chars, free)
+
+
+def softmax(scores: np.ndarray) -> np.ndarray:
+    """Each row's scores as probabilities over its options (NaN options left out: an item with fewer)."""
+    s = np.asarray(scores, dtype=float)
+    with np.errstate(invalid="ignore"):
+        e = np.exp(s - np.nanmax(s, axis=1, keepdims=True))
+    e = np.where(np.isnan(s), 0.0, e)
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def by_stored(values: np.ndarray, orders: Sequence[Sequence[int]], per_item: int) -> np.ndarray:
+    """Per item, each stored option's value averaged over the ``per_item`` orders it was asked in: ``values`` one
+    row per request (item-major), a column per shown position; ``orders`` the stored option at each shown position,
+    per request (Zheng et al. 2024's permutation debiasing; its cyclic form under ``Protocol.order = "cycles"``)."""
+    v = np.asarray(values, dtype=float)
+    k = v.shape[1] if v.ndim == 2 else 0
+    out = np.full((len(orders), k), np.nan)
+    for r, order in enumerate(orders):
+        out[r, list(order)] = v[r, :len(order)]
+    return out.reshape(-1, per_item, k).mean(axis=1)
+
+
+def shown_choice(values: np.ndarray) -> np.ndarray:
+    """Per request, the shown position of its highest value (-1 where none is defined)."""
+    v = np.asarray(values, dtype=float)
+    ok = ~np.isnan(v).all(axis=1)
+    return np.where(ok, np.nanargmax(np.where(ok[:, None], v, 0.0), axis=1), -1)
+
+
+def choose(values: np.ndarray) -> np.ndarray:
+    """Per row, the column of the highest value; -1 where it is shared (an answer no order decides: a model that
+    always names one position has every option's probability equal over the cyclic orders) or none is defined."""
+    v = np.asarray(values, dtype=float)
+    best = np.nanmax(np.where(np.isnan(v), -np.inf, v), axis=1)
+    top = (v == best[:, None]).sum(axis=1)
+    return np.where((top == 1) & np.isfinite(best), np.argmax(np.where(np.isnan(v), -np.inf, v), axis=1), -1)
 
 
 def label_dist(scorer, texts: Sequence[str], labels: Sequence[str] | Mapping[str, Sequence[str]],

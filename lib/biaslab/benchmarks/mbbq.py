@@ -59,7 +59,7 @@ GENDER_WORDS = {w: "F" for w in ("woman", "girl", "vrouw", "meisje", "mujer", "c
 #: the paper's prompt wordings (``data/mbbq/prompts.tsv``); Protocol.wording ``paper`` is p2 (it ends in the answer
 #: cue, so an option's log-probability continues it), w1-w3 are p3-p5; ``p1``-``p5`` name one directly
 WORDINGS = {"paper": "p2", "w1": "p3", "w2": "p4", "w3": "p5"}
-PROTOCOL = Protocol(format="option_ll", max_new_tokens=100)
+PROTOCOL = Protocol(format="option_ll", normalization="mean", max_new_tokens=100)
 FORMATS = ("option_ll", "generated")
 
 

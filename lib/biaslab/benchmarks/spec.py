@@ -212,6 +212,11 @@ class Spec:
     # --- appended (notebook 2's template diversity, CALM's Table 4): row name -> one text per template of the
     # benchmark (or of one of its datasets), e.g. ``base.template_texts(load().prompts, "template_text", "template")``
     templates: Mapping[str, Callable[[], pd.Series]] = field(default_factory=dict)
+    # --- appended (docs/validity.md): items -> prompt_id and per stored option j ``role_j`` and ``chars_j``, ``gold``
+    # (the correct option, -1 none), ``competence_item`` (its correct answer is neither the biased nor the unknown
+    # option) and ``stratum`` (where a model's role preference is estimated): what the validity checks of a
+    # multiple-choice benchmark read (biaslab.benchmarks.instrument); None: not checked
+    option_roles: Callable[[pd.DataFrame], pd.DataFrame] | None = None
     #: a plugin's own sources table (``data/sources.tsv``'s columns), read with it by ``biaslab data fetch``
     sources_table: str = ""
 

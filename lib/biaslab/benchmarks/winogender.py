@@ -37,8 +37,8 @@ Two protocols (:func:`respond`):
 * **pronoun likelihood** (``likelihood``) — the summed log-probability of the schema's sentence with he, she and they;
   per item ``p_male = P(he) / (P(he) + P(she))`` and ``male_logodds = log P(he) - log P(she)``.
 
-``option_ll`` normalizes the options' log-likelihoods as ``Protocol.normalization`` says: summed, per-token mean,
-or domain-conditional PMI (minus the option's log-probability after the answer cue alone; Holtzman et al. 2021).
+``option_ll`` normalizes the options' log-likelihoods as ``Protocol.normalization`` says (summed, per token, per
+character, or domain-conditional PMI against the answer cue alone: :class:`biaslab.benchmarks.formats.OptionScores`).
 
 Metrics (``SPEC.metrics``; cluster = occupation, rules of :mod:`biaslab.stats`): the accuracy gap male - female and
 the accuracy gap gotcha - non-gotcha (each over the he / she sentences, paired by schema: :func:`accuracy_gap`), and
@@ -62,6 +62,7 @@ from scipy import stats as sps
 
 from .. import sources
 from ..sources import DataError, raw_path
+from . import formats
 from .base import Benchmark, Factor, FactorSpec, Protocol, exclude, read_csv, require_columns, require_rows, wording
 from .spec import FactorPlan, Metric, Source, Spec, universe_estimate
 
@@ -273,14 +274,6 @@ def harness_requests(items: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
     return ctx, [[" " + o, " " + p] for o, p in zip(items["occupation"], items["participant"])]
 
 
-def _normalized(d: pd.DataFrame, normalization: str) -> np.ndarray:
-    """The option scores of ``option_logprob``'s long table as a (prompts x options) array: summed or per-token."""
-    if normalization not in ("sum", "mean"):
-        raise ValueError(f"Winogender normalization {normalization!r}: choose sum or mean (Protocol.normalization)")
-    col = "sum_logprob" if normalization == "sum" else "mean_logprob"
-    return d.pivot(index="prompt_idx", columns="option_idx", values=col).sort_index().to_numpy(float)
-
-
 def respond(scorer, items: pd.DataFrame, protocol: Protocol = PROTOCOL) -> pd.DataFrame:
     """One row per item with :data:`COLUMNS`. Multiple choice (``option_ll``, ``label_dist``, ``harness``):
     ``choice`` (0 occupation, 1 participant, -1 a tie), ``answer``, ``correct``, ``occupation_logodds`` (the
@@ -307,18 +300,13 @@ def respond(scorer, items: pd.DataFrame, protocol: Protocol = PROTOCOL) -> pd.Da
     chat = protocol.use_chat(paper_chat(scorer))
     if fmt == "harness":
         ctx, opts = harness_requests(items)
-        score = _normalized(scorer.option_logprob(ctx, opts, chat=chat), protocol.normalization)
+        score = formats.option_ll(scorer, ctx, opts, chat).read(protocol.normalization)
     elif fmt == "option_ll":
         texts, orders = requests(items, protocol)
         shown = [[" " + o[i] for i in order] for o, order in zip(option_texts(items), orders)]
-        if protocol.normalization == "pmi":
-            # domain-conditional PMI (Holtzman et al. 2021, eq. 2): minus the option's log-probability after the
-            # answer cue alone
-            cue = [wording("winogender", protocol.wording)["cue"]] * n
-            s = _normalized(scorer.option_logprob(texts, shown, chat=chat), "sum") - \
-                _normalized(scorer.option_logprob(cue, shown, chat=chat), "sum")
-        else:
-            s = _normalized(scorer.option_logprob(texts, shown, chat=chat), protocol.normalization)
+        # PMI: minus the option's log-probability after the answer cue alone (formats.OptionScores)
+        cue = wording("winogender", protocol.wording)["cue"] if protocol.normalization == "pmi" else None
+        s = formats.option_ll(scorer, texts, shown, chat, content_free=cue).read(protocol.normalization)
         score = np.stack([s[np.arange(n), [order.index(j) for order in orders]] for j in (0, 1)], axis=1)
     elif fmt == "label_dist":
         texts, orders = requests(items, protocol)

@@ -130,6 +130,14 @@ class Plan:
                 where = where.relative_to(base)
         return {"path": str(where), "sha256": self.sha256, "version": self.version, "issued": self.issued}
     shares: Mapping = field(default_factory=dict)
+    scoring: Mapping = field(default_factory=dict)
+
+    def scoring_rule(self, benchmark: str) -> dict | None:
+        """The ``scoring_rule`` the plan declares for a multiple-choice benchmark (docs/validity.md): ``primary``,
+        ``fallback``, the cloze ``normalization``, ``orders`` and the checks' thresholds (``checks``); None where it
+        declares none (the benchmark's answers are read at its paper's protocol)."""
+        rule = (self.scoring.get("benchmarks") or {}).get(benchmark)
+        return None if rule is None else {**rule, "checks": dict(self.scoring["checks"])}
 
     def share(self, notebook: str) -> float:
         """The notebook's share of the project's alpha (``budget.shares``)."""
@@ -228,7 +236,7 @@ def load(path: str | Path | None = None, tables: Mapping | None = None) -> Plan:
                 rationale=" ".join(raw["rationale"].split()), notebooks=dict(raw["notebooks"]),
                 claims=tuple(claims), path=path, sha256=hashlib.sha256(data).hexdigest(), titles=titles,
                 issued=str(raw["issued"]), history=tuple(raw["history"]), budget=dict(raw.get("budget") or {}),
-                shares=_shares(raw, {c.notebook for c in claims}))
+                shares=_shares(raw, {c.notebook for c in claims}), scoring=dict(raw.get("scoring_rule") or {}))
 
 
 def _shares(raw: Mapping, with_claims: set) -> dict:

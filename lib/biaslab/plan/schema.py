@@ -111,6 +111,34 @@ NOTEBOOK = {
                             "additionalProperties": {"type": "number", "exclusiveMinimum": 0}}}},
     },
 }
+_share = {"type": "number", "minimum": 0, "maximum": 1, "description": "a share between 0 and 1"}
+_RULE = {"type": "object", "required": ["primary", "fallback", "normalization", "orders"], "additionalProperties": False,
+         "description": "a mapping with primary, fallback (letters or cloze), normalization (sum, mean, char or pmi: "
+                        "the cloze formulation's) and orders (cycles)",
+         "properties": {"primary": {"enum": ["letters", "cloze"]}, "fallback": {"enum": ["letters", "cloze"]},
+                        "normalization": {"enum": ["sum", "mean", "char", "pmi"]}, "orders": {"enum": ["cycles"]}}}
+#: the ``scoring_rule`` block (docs/validity.md): the checks' thresholds and, per multiple-choice benchmark, its
+#: formulations (biaslab.stats.validity.apply_rule reads them as given)
+SCORING_RULE = {
+    "type": "object", "required": ["checks", "benchmarks"], "additionalProperties": False,
+    "description": "a mapping with rationale, checks {competence_level, length_excess_max, position_excess_max, "
+                   "modal_share_max, answer_entropy_min} and benchmarks {benchmark: {primary, fallback, "
+                   "normalization, orders}}",
+    "properties": {
+        "rationale": _text,
+        "checks": {"type": "object", "additionalProperties": False,
+                   "required": ["competence_level", "length_excess_max", "position_excess_max", "modal_share_max",
+                                "answer_entropy_min"],
+                   "description": "a mapping of the five thresholds (competence_level a one-sided level in (0, "
+                                  "0.5), the others shares in [0, 1])",
+                   "properties": {"competence_level": {"type": "number", "exclusiveMinimum": 0,
+                                                       "exclusiveMaximum": 0.5},
+                                  "length_excess_max": _share, "position_excess_max": _share,
+                                  "modal_share_max": _share, "answer_entropy_min": _share}},
+        "benchmarks": {"type": "object", "additionalProperties": _RULE,
+                       "description": "a mapping of benchmark name to its rule"},
+    },
+}
 SCHEMA = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
     "type": "object", "additionalProperties": False,
@@ -136,6 +164,7 @@ SCHEMA = {
             "description": "a list of {version, date, change, reason}, one per version"},
         "notebooks": {"type": "object", "additionalProperties": NOTEBOOK,
                       "description": "a mapping of notebook name to its block"},
+        "scoring_rule": SCORING_RULE,
     },
 }
 
@@ -290,6 +319,10 @@ def problems(path: Path, raw: dict, tables: dict | None = None) -> list[str]:
         if not math.isclose(total, 1.0, abs_tol=1e-9):
             out.append(f"{path}: budget.shares: the shares of the notebooks with claims sum to {total:g}, not 1. "
                        "Fix: make them sum to 1")
+    for b, r in ((raw.get("scoring_rule") or {}).get("benchmarks") or {}).items():
+        if r["primary"] == r["fallback"]:
+            out.append(f"{path}: scoring_rule.benchmarks.{b}: primary and fallback are both {r['primary']!r}. Fix: "
+                       "name the other formulation as the fallback")
     versions = [h["version"] for h in raw["history"]]
     if any(b <= a for a, b in zip(versions, versions[1:])) or raw["version"] != versions[-1]:
         out.append(f"{path}: history: versions {versions} must increase and end with version {raw['version']}. "

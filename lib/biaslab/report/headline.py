@@ -176,7 +176,7 @@ def _estimate_cell(r: dict, notes: dict) -> str:
     if not pd.notna(r.get("estimate")):
         return ""
     est = num(r["estimate"])
-    if str(r["verdict"]).startswith(("not tested", "undefined", "not estimable", "not available")):
+    if str(r["verdict"]).startswith(("not tested", "not measurable", "undefined", "not estimable", "not available")):
         return est                                   # no decision-looking interval for a row that was not decided
     if pd.notna(r.get("ci_adj_low")) and pd.notna(r.get("ci_adj_high")):
         lo, hi = (("−∞" if x == -float("inf") else "∞" if x == float("inf") else num(x))

@@ -24,10 +24,12 @@ Columns written (cite this module, ``biaslab.stats.verdict``):
 * ``significant``: ``p_adjusted < alpha`` (for an exploratory row, a screen, not a decision);
 * ``bf_direction``: "H1"/"H0" only when every Bayes factor of the stated prior range agrees (beyond 3 or below
   1/3; Lee & Wagenmakers 2013), "inconclusive" otherwise, NA without a prior range;
-* ``responder_status``, ``comparable``, ``comparability``: as judged for this metric;
+* ``responder_status``, ``comparable``, ``comparability``: as judged for this metric ("informative", "degenerate:
+  <why>", or "not measurable: <why>" where the instrument failed the validity checks of the plan's scoring rule,
+  :mod:`biaslab.stats.validity`);
 * ``verdict``: "distinguishable" / "not distinguishable" (confirmatory rows only), "exploratory" (or
-  "exploratory (decided in …)"), "undefined (<why>)", "not estimable (no variation in <n> items)" or
-  "not tested (<why>)".
+  "exploratory (decided in …)"), "undefined (<why>)", "not estimable (no variation in <n> items)",
+  "not tested (<why>)" or "not measurable (<why>)" (never decided, ranked or compared).
 
 **No certainty from zero variance.** A row whose test is undefined because its variance is estimated as 0 carries
 "not estimable (no variation in n items)" in a method column (:func:`biaslab.stats.clustered.without_variance`, the
@@ -65,6 +67,7 @@ INTERVAL_ONLY = "none: 95 % interval, not adjusted"
 DECIDED_ELSEWHERE = "none: unadjusted p shown; the decision is another notebook's claim"
 
 DISTINGUISHABLE, NOT_DISTINGUISHABLE = "distinguishable", "not distinguishable"
+NOT_MEASURABLE = "not measurable"
 
 #: the columns this layer writes (in this order, after the table's own columns)
 VERDICT_COLUMNS = ["claim", "family", "family_kind", "family_size", "n_families", "share", "alpha_family", "p_adjusted",
@@ -191,10 +194,16 @@ def _status_text(row: Mapping) -> str:
     return reasons if reasons.startswith("not judged") else "informative"
 
 
+def excluded(status) -> bool:
+    """A responder status that keeps a model's rows from being decided, ranked or compared: degenerate, or not
+    measurable (its instrument failed the plan's scoring rule)."""
+    return str(status).startswith(("degenerate", NOT_MEASURABLE))
+
+
 def responder_status(check: pd.DataFrame | None, by: Sequence[str] = ("model",)) -> pd.DataFrame:
     """A responder table (:func:`biaslab.stats.responders.responder_check` or ``probability_check``, already
     restricted to the rows that judge one metric) as ``by`` + ``responder_status``: several rows of one key (e.g.
-    k = 3 and k = 5 prompts) combine to "degenerate" when any is, naming which."""
+    k = 3 and k = 5 prompts) combine to "not measurable" or else "degenerate" when any is, naming which."""
     by = list(by)
     if check is None or check.empty or not set(by) <= set(check.columns):
         return pd.DataFrame(columns=by + ["responder_status"])
@@ -204,7 +213,10 @@ def responder_status(check: pd.DataFrame | None, by: Sequence[str] = ("model",))
         texts = [_status_text(r) for r in part.to_dict("records")]
         extra = [c for c in part.columns if c not in by and c in ("k", "cot", "dataset", "task")]
         bad = [(t, r) for t, r in zip(texts, part.to_dict("records")) if t.startswith("degenerate")]
-        if bad:
+        unmeasured = [t.removeprefix(NOT_MEASURABLE).lstrip(": ") for t in texts if t.startswith(NOT_MEASURABLE)]
+        if unmeasured:
+            status = f"{NOT_MEASURABLE}: " + "; ".join(unmeasured)
+        elif bad:
             status = "degenerate: " + "; ".join(
                 (", ".join(f"{c} = {r[c]}" for c in extra) + ": " if extra and len(part) > 1 else "")
                 + t.removeprefix("degenerate: ").removeprefix("degenerate") for t, r in bad)
@@ -244,7 +256,11 @@ def _attach_status(df: pd.DataFrame, status: pd.DataFrame | str | None, spec: Ef
         if spec.pair:
             parts = [(row[c], one(row, c)) for c in spec.pair]
             bad = [f"{m}: {s.removeprefix('degenerate: ')}" for m, s in parts if s.startswith("degenerate")]
-            if bad:
+            unmeasured = [f"{m}: {s.removeprefix(NOT_MEASURABLE).lstrip(': ')}" for m, s in parts
+                          if s.startswith(NOT_MEASURABLE)]
+            if unmeasured:
+                out.append(f"{NOT_MEASURABLE}: " + "; ".join(unmeasured))
+            elif bad:
                 out.append("degenerate: " + "; ".join(bad))
             elif all(s.startswith("not judged") for _, s in parts):
                 out.append(parts[0][1])
@@ -323,6 +339,9 @@ def _base(df: pd.DataFrame, spec: Effects, table: str, responders, comparable, n
                      else pd.Series("", index=out.index))
     why_undefined = why_undefined.where(est.notna() | (why_undefined != ""), "estimate not computable")
     verdict = pd.Series("", index=out.index, dtype=object)
+    nm = out["responder_status"].astype(str).str.startswith(NOT_MEASURABLE)
+    verdict[nm] = f"{NOT_MEASURABLE} (" + out.loc[nm, "responder_status"].str.removeprefix(NOT_MEASURABLE).str.lstrip(
+        ": ") + ")"
     deg = out["responder_status"].astype(str).str.startswith("degenerate")
     verdict[deg] = "not tested (degenerate responder: " + out.loc[deg, "responder_status"].str.removeprefix(
         "degenerate: ") + ")"

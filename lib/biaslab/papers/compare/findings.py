@@ -22,7 +22,8 @@ def metric_line(mid: str, t: pd.DataFrame, pm: pd.DataFrame) -> str:
     parts = [join(f"{r['model']} {num(r['estimate'])}{_ci(r)}" for r in t.to_dict("records"))]
     if len(pm):
         for why, label in (("not tested (not comparable", "across answer modes"),
-                           ("not tested (degenerate", "with a degenerate responder"), ("undefined", "undefined")):
+                           ("not tested (degenerate", "with a degenerate responder"),
+                           ("not measurable", "with a model not measurable"), ("undefined", "undefined")):
             n = int(pm["verdict"].astype(str).str.startswith(why).sum())
             if n:
                 parts.append(f"{n} pair{'s' if n != 1 else ''} {label}, not tested")

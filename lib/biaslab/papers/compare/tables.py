@@ -261,9 +261,10 @@ def paired_table(root: Path, metrics=None, models: list[str] | None = None, n_bo
     label probabilities vs generated text) is not comparable: its difference and interval are shown, its verdict is
     "not tested (not comparable: …)". A pair with a model that is degenerate *for this metric* (``responders``,
     :func:`responder_table`) keeps its difference and interval; its verdict is "not tested (degenerate responder:
-    …)". Neither enters the family. Every pair is :func:`biaslab.stats.paired.paired_difference` on the metric's
-    design (BBQ: on the two models' score pseudo-values over the units both answered, whose mean difference is the
-    difference of their scores there). ``n_boot``: draws of the wild cluster bootstrap where it is used."""
+    …)", or "not measurable (…)" where the model's instrument failed the plan's scoring rule. Neither enters the
+    family. Every pair is :func:`biaslab.stats.paired.paired_difference` on the metric's design (BBQ: on the two
+    models' score pseudo-values over the units both answered, whose mean difference is the difference of their scores
+    there). ``n_boot``: draws of the wild cluster bootstrap where it is used."""
     rows = []
     for m in _or_all(metrics):
         r = unit_responses(m, root)
@@ -335,14 +336,15 @@ def tie_group_table(table: pd.DataFrame, pairs: pd.DataFrame) -> pd.DataFrame:
     least biased by the oriented estimate, only for the metrics the plan decides (a pair of the metric carries a
     ``claim``). Two models are separated only by a pair whose verdict is "distinguishable". A metric the plan does
     not decide lists its models with their estimates, unranked and without groups (a metric with no decision must
-    not read as a tie). A model that is degenerate for the metric is listed but not ranked (``ranked`` False,
-    ``note`` says why); so is a model alone in its comparison group (nothing like it to rank against)."""
+    not read as a tie). A model that is degenerate or not measurable for the metric is listed but not ranked
+    (``ranked`` False, ``note`` says why); so is a model alone in its comparison group (nothing like it to rank
+    against)."""
     out = []
     claimed = (set(pairs.loc[pairs["claim"].fillna("").astype(str) != "", "metric"])
                if len(pairs) and {"claim", "metric"} <= set(pairs.columns) else set())
     for mid, t in table.groupby("metric", sort=False):
         status = t["responder_status"] if "responder_status" in t else pd.Series("", index=t.index)
-        deg = status.fillna("").astype(str).str.startswith("degenerate")
+        deg = status.fillna("").map(V.excluded)          # degenerate or not measurable: listed, not ranked
         deg_note = "not ranked: " + status.fillna("").astype(str).str.replace("degenerate:", "degenerate responder:",
                                                                               n=1)
         if mid not in claimed:

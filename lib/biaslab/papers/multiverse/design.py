@@ -43,8 +43,9 @@ TWO = {"instruction": ("none", "present"), "chat_template": ("off", "on"), "exam
 FIXED = {"wording": WORDINGS, "choice_order": ("original", "reversed", "cyclic"), "normalization": NORMALIZATIONS}
 
 DESCRIPTIONS = {
-    "answer_format": "how the answer is read: option log-likelihood, next-token label distribution, generated label "
-                     "parsed, free-text answer without options (matched), or (CrowS-Pairs) sentence likelihood",
+    "answer_format": "how the answer is read: option log-likelihood, the options' texts as the item's continuation "
+                     "without options shown (cloze), next-token label distribution, generated label parsed, free-text "
+                     "answer without options (matched), or (CrowS-Pairs) sentence likelihood",
     "wording": "the instruction's and the answer cue's words: the paper's and three rewordings of the same task "
                "(data/multiverse/wordings.csv)",
     "instruction": "an instruction line before the item (none or present)",
@@ -53,8 +54,8 @@ DESCRIPTIONS = {
     "choice_order": "order of the answer options: as stored, reversed, or rotated by one position",
     "precision": "numeric precision: the run's dtype, the weights rounded to bfloat16 (computed in float32), or the "
                  "GGUF's 4-bit kernels",
-    "normalization": "CrowS-Pairs likelihood: summed log-probability, per-token mean, or PMI against the "
-                     "sentence's own group words scored alone",
+    "normalization": "an option's or sentence's log-probability: summed, per-token mean, or PMI (an option against "
+                     "the answer cue alone; a CrowS-Pairs sentence against its own group words scored alone)",
 }
 
 

@@ -1,0 +1,89 @@
+"""A multiple-choice benchmark's formulations and their validity (docs/validity.md): what a notebook asks so that the
+analysis plan's scoring rule can choose, and the table the checks of :mod:`biaslab.stats.validity` read.
+
+A benchmark takes part by declaring ``Spec.option_roles`` (items -> per stored option its role and characters, the
+correct option, whether the item tests competence, the stratum of the role preference) and by reading ``label_dist``
+and ``cloze`` in its ``respond`` with the per-option columns (``p_j``, ``tokens_j``, ``pos_r``). The notebook asks
+every formulation of :func:`formulations` through the benchmark's own ``respond`` (the scorer's cache shares the
+requests the formulations have in common: the cloze normalizations are one set of requests, plus the content-free
+prompt for PMI), then :func:`validity` gives the rows and the rule's choice, and :func:`selected` the answers read.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+import pandas as pd
+
+from ..stats import validity as V
+from .base import Protocol
+from .formats import NORMALIZATIONS
+
+#: how each formulation a rule may name is asked, from the paper's protocol (its wording, chat and examples kept)
+FORMULATIONS = {
+    "letters": lambda p, rule, norm: p.replace(format="label_dist", order=rule.get("orders", "cycles")),
+    "cloze": lambda p, rule, norm: p.replace(format="cloze", normalization=norm, order="original"),
+}
+#: a formulation's name in sentences ((formulation, normalization) -> words)
+LABELS = {("paper", ""): "paper's protocol",
+          ("letters", ""): "letters (every cyclic order)",
+          **{("cloze", n): f"cloze ({w})" for n, w in zip(NORMALIZATIONS, ("summed log-probability", "per token",
+                                                                          "per character", "PMI"))}}
+
+
+def require(spec) -> None:
+    """An error naming what a benchmark lacks to be scored by a rule (``Spec.option_roles``, the two formats)."""
+    missing = [f for f in ("label_dist", "cloze") if f not in spec.formats]
+    if spec.option_roles is None or missing:
+        raise TypeError(f"benchmark {spec.name!r}: the analysis plan declares a scoring_rule for it, which needs "
+                        "Spec.option_roles" + (f" and the formats {missing}" if missing else "")
+                        + " (docs/validity.md: extending the checks to a benchmark)")
+
+
+def formulations(protocol: Protocol, rule: Mapping) -> list[tuple[str, str, Protocol]]:
+    """``(formulation, normalization, protocol)`` to ask: the paper's protocol, the letters in the rule's orders and
+    the cloze formulation under every normalization (the declared one among them; the others cost no request but
+    PMI's content-free prompt)."""
+    paper_norm = protocol.normalization if protocol.format in ("option_ll", "cloze") else ""
+    out = [("paper", paper_norm, protocol), ("letters", "", FORMULATIONS["letters"](protocol, rule, None))]
+    out += [("cloze", n, FORMULATIONS["cloze"](protocol, rule, n)) for n in NORMALIZATIONS]
+    named = {rule["primary"], rule["fallback"]}
+    unknown = named - {"letters", "cloze"}
+    if unknown:
+        raise ValueError(f"scoring_rule names {sorted(unknown)}; formulations are letters and cloze")
+    return out
+
+
+def answers(spec, items: pd.DataFrame, responses: pd.DataFrame, cluster: str | None) -> pd.DataFrame:
+    """One formulation's responses with the items' option roles (``Spec.option_roles``) and cluster: the input of
+    :func:`biaslab.stats.validity.table`."""
+    roles = spec.option_roles(items)
+    if cluster and cluster not in roles:
+        roles = roles.merge(items[["prompt_id", cluster]], on="prompt_id", how="left")
+    n = len(responses)
+    out = responses.drop(columns=[c for c in roles.columns if c != "prompt_id" and c in responses]).merge(
+        roles, on="prompt_id", how="left", validate="many_to_one")
+    if len(out) != n or out["role_0"].isna().any():
+        raise ValueError(f"{spec.name}: {int(out['role_0'].isna().sum())} responses without their item's option "
+                         "roles (Spec.option_roles must return every item asked)")
+    return out
+
+
+def validity(spec, items: pd.DataFrame, scored: pd.DataFrame, cluster: str | None, rule: Mapping,
+             by: tuple = ("model",)) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """``(rows, selection)``: the validity rows of every model x formulation in ``scored`` (one response table with
+    ``formulation`` and ``normalization`` columns), marked with the rule's choice (``selected``, ``rule_branch``),
+    and per model (``by``) the rule's selection (:func:`biaslab.stats.validity.apply_rule`)."""
+    a = answers(spec, items, scored, cluster)
+    a["normalization"] = a["normalization"].fillna("")
+    rows = V.table(a, cluster, by=list(by) + ["formulation", "normalization"], checks=rule.get("checks"))
+    selection = V.apply_rule(rows, rule, by=by)
+    return V.mark(rows, selection, by=by), selection
+
+
+def selected(scored: pd.DataFrame, selection: pd.DataFrame, by: tuple = ("model",)) -> pd.DataFrame:
+    """The responses of each model's selected formulation (the answers every result reads)."""
+    s = selection[list(by) + ["selected", "selected_normalization"]].rename(
+        columns={"selected": "formulation", "selected_normalization": "normalization"})
+    return scored.assign(normalization=scored["normalization"].fillna("")).merge(
+        s, on=list(by) + ["formulation", "normalization"]).reset_index(drop=True)
