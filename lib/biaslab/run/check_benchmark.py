@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from .. import benchmarks
+from ..benchmarks import instrument
 from ..benchmarks.base import Benchmark
 from ..papers.compare import tables as compare
 from ..papers.multifactor import factorial
@@ -218,6 +219,10 @@ def _notebook_1(spec, sc, n, seed, c: Checks) -> None:
               f"n_options={plan.n_options!r}", "an int >= 2 or None")
         responders.responder_check(scored.assign(a=scored[plan.answer].where(
             ~scored[plan.answer].isin(plan.invalid_answers))), answer="a", n_options=plan.n_options)
+    if spec.option_roles is not None:
+        with c.step(f"{label}: Spec.option_roles(items) -> each item's option roles", "return prompt_id, role_j and "
+                    "chars_j per option, gold, competence_item and stratum for every item (docs/validity.md)"):
+            instrument.answers(spec, subset, scored, bench.cluster)
     for name, check in plan.checks.items():
         with c.step(f"{label}: FactorPlan.checks[{name!r}](bench) -> DataFrame", "return a DataFrame"):
             _need(isinstance(check(bench), pd.DataFrame), "it returned no DataFrame", "return a DataFrame")
