@@ -220,6 +220,8 @@ def _plugin_option(p) -> None:
 
 def _check_benchmark(args) -> int:
     from .run import check_benchmark
+    if args.items < 1:
+        raise ValueError(f"--items {args.items}: dry-run at least 1 item (default 8)")
     return check_benchmark.main(args.module, items=args.items)
 
 
