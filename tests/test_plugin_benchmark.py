@@ -242,10 +242,14 @@ def test_the_plugin_runs_through_notebooks_1_6_and_5_by_reproduce_alone(pronoun,
     # notebook 6's paper universe sends notebook 1's requests: the same share
     assert paper["estimate"] == pytest.approx(resp["stereotype_preferred"].dropna().mean())
     # each universe paired with the paper's on the same items, clustered by occupation; the analysis plan declares
-    # no equivalence margin for a plugin's metric, so it is not judged, and says so
+    # no equivalence margin for a plugin's metric, so it is not judged, and says so; where no pair differs (bf16
+    # weights moved no preference), no interval can be had, and it says that
     eq = pd.read_csv(out / "06_multiverse" / "tables" / "equivalence.csv").iloc[0]
     assert eq["metric"] == metric and eq["n_pairs"] == paper["n"] and eq["n_clusters"] == 10
-    assert eq["tost_ci_low"] <= eq["difference"] <= eq["tost_ci_high"] and eq["agreement"].startswith("not judged")
+    if pd.isna(eq["tost_ci_low"]):
+        assert eq["difference"] == 0 and eq["agreement"].startswith("not estimable (no variation"), eq.to_dict()
+    else:
+        assert eq["tost_ci_low"] <= eq["difference"] <= eq["tost_ci_high"] and eq["agreement"].startswith("not judged")
 
     table = pd.read_csv(out / "05_compare" / "tables" / "model_metric.csv")
     row = table[table["metric"] == metric]
