@@ -63,7 +63,7 @@ calibration_replications = 2000  # null replications per claim instance (tables/
 # exploratory. Its sha256 and version go into the MANIFEST.
 from biaslab import plan as plan_file  # noqa: E402
 
-PLAN = plan_file.show(analysis_plan, "01_multifactor")
+PLAN = plan_file.show(analysis_plan, "01_multifactor", profile)
 
 # %%
 # list parameters also as JSON strings (papermill's `-p models '["..."]'` passes a string)
@@ -639,8 +639,12 @@ timings["subgroups"] = time.perf_counter() - t0
 # 0 (a constant outcome, or two models answering alike inside every cluster) there is no interval and no test either:
 # the row says "not estimable (no variation in n items)", never p = 0 or an interval [x, x]. Two models scored on
 # the same prompts answer the same subgroups, so the KS test (kept as the paper's variant) is joined by a paired test
-# (`paired_subgroup_tests.csv`): the difference of the two deviation metrics on the two models' pseudo-values over
-# the same clusters (the same rule), and the Wilcoxon signed-rank test over subgroups (kept as `p_naive`); plus the
+# (`paired_subgroup_tests.csv`): the difference of the two deviation metrics, tested by swapping the two models'
+# answers within random templates (all 2^G subsets when there are few) and recomputing it — a randomization test,
+# exact whatever the number of templates (Canay, Romano & Shaikh 2017), where a t on the pseudo-values rejected a true
+# null several times too often at the plan's small levels (docs/calibration.md) —, its interval from the two models'
+# pseudo-values over the same clusters (the same rule; not the test's dual), and the Wilcoxon signed-rank test over
+# subgroups (kept as `p_naive`); plus the
 # paired difference of the overall deviation rates (`paired_comparisons.csv`: the
 # cluster-robust t(G − 1) interval and test of the per-prompt differences, or the wild cluster bootstrap with fewer
 # than 30 clusters; the exact McNemar test over prompts is kept as `p_naive`). Which of these tests is decided, and
@@ -911,10 +915,12 @@ table(tt, "timings", show_rows=20)
 # %% [markdown]
 # ## Calibration of the confirmatory tests
 #
-# Each tested claim instance's test, simulated `calibration_replications` times under the null on this run's own
-# design (arms swapped or group labels permuted inside clusters; see docs/calibration.md): the rejection rate at
-# alpha and the coverage of its interval, with Monte Carlo standard errors (`tables/calibration.csv`). A test whose
-# rate exceeds 0.075 is flagged below.
+# Each tested claim instance's test, simulated under the null on this run's own raw data (the two models' answers
+# swapped within random templates and the deviation-metric difference recomputed from them; see docs/calibration.md),
+# at alpha and at the level the instance was tested at, with `calibration_replications` replications at alpha and
+# proportionally more at that level (the same relative Monte Carlo SE): the rejection rates, their ratio to the tested
+# level and the coverage of the interval, with Monte Carlo standard errors (`tables/calibration.csv`). A test
+# rejecting more than 1.5 times its tested level is flagged below.
 
 # %%
 from biaslab.plan import calibration  # noqa: E402

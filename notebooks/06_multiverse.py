@@ -56,7 +56,7 @@ seed = 0  # seed of every sample, permutation and bootstrap
 # exploratory. Its sha256 and version go into the MANIFEST.
 from biaslab import plan as plan_file  # noqa: E402
 
-PLAN = plan_file.show(analysis_plan, "06_multiverse")
+PLAN = plan_file.show(analysis_plan, "06_multiverse", profile)
 
 # %%
 # list parameters also as JSON strings (papermill's `-p models '["..."]'` passes a string)

@@ -7,10 +7,16 @@ without its generated blocks.
 from __future__ import annotations
 
 import contextlib
+from pathlib import Path
 
 import pytest
 
 from biaslab.sources import DataError
+
+
+#: the analysis plan the committed outputs/ were decided with (their MANIFESTs record its sha256): tests that
+#: re-derive the committed verdicts and findings read it; the repository's analysis_plan.yaml decides the next run
+COMMITTED_PLAN = Path(__file__).parent / "fixtures" / "analysis_plan_v4.yaml"
 
 
 def load_or_skip(load, name: str):

@@ -140,3 +140,26 @@ def resample_clusters(df: pd.DataFrame, cluster: str, rng: np.random.Generator) 
             piece = piece.assign(**{cluster: piece[cluster].astype(str) + f"#{c}"})
         pieces.append(piece)
     return pd.concat(pieces, ignore_index=True)
+
+
+def template_swap_p(df: pd.DataFrame, outcome: str, factors, a: str, b: str, template: str,
+                    ideal: float = 0.0) -> float:
+    """The template-swap randomization p of ``DM_a - DM_b`` written out: for every subset of the G templates (all
+    2^G), the model labels ``a`` and ``b`` exchanged on that subset's rows, each model's subgroup rates recomputed
+    (groupby over ``factors``) and the deviation metric (eq. 4) taken as mean |rate - ideal|; p = the share of
+    subsets whose |difference| is at least the observed one."""
+    import itertools
+
+    def diff(d):
+        rates = d.groupby(["model"] + list(factors))[outcome].mean()
+        return float(np.mean(np.abs(rates[a] - ideal)) - np.mean(np.abs(rates[b] - ideal)))
+
+    templates = sorted(df[template].unique())
+    observed = abs(diff(df))
+    hits = 0
+    for k in range(len(templates) + 1):
+        for chosen in itertools.combinations(templates, k):
+            inside = df[template].isin(chosen)
+            swapped = df.assign(model=np.where(inside, df["model"].map({a: b, b: a}), df["model"]))
+            hits += abs(diff(swapped)) >= observed - 1e-12
+    return hits / 2 ** len(templates)

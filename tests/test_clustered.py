@@ -101,7 +101,8 @@ def test_sign_flip_p_by_hand_and_by_draws():
     assert np.isnan(C.sign_flip_p([0.0, 0.0]))          # every total 0: one value, no test (not p = 1)
     np.testing.assert_allclose(C.sign_flip_p(np.array([[1.0, 2.0, 3.0], [1.0, -1.0, 2.0]])), [2 / 8, 6 / 8])
     t = np.arange(1.0, 21.0)                                           # 2^20 vectors > n_max: random draws
-    s = np.random.default_rng(3).choice([-1.0, 1.0], size=(999, 20))
+    bits = np.frombuffer(np.random.default_rng(3).bytes(999 * 3), dtype=np.uint8).reshape(999, 3)
+    s = 1.0 - 2.0 * np.unpackbits(bits, axis=1, count=20)              # one random bit per cluster
     hits = int(np.sum(np.abs(s @ t) >= t.sum() * (1 - 1e-12)))
     assert C.sign_flip_p(t, n_max=999, seed=3) == pytest.approx((1 + hits) / 1000)
 

@@ -17,8 +17,9 @@ from biaslab.papers import compare
 from biaslab.stats import multiplicity
 from biaslab.stats.clustered import FEW_CLUSTERS
 from biaslab import plan as P
+from helpers import COMMITTED_PLAN
 
-PLAN = P.load()             # the repository's analysis plan (the committed outputs')
+PLAN = P.load(COMMITTED_PLAN)   # the plan the committed outputs were decided with
 
 SOURCES = ["01_multifactor/ssqa", "01_multifactor/bbq", "02_calm", "03_crows_pairs_bayes", "04_agentic_entropy"]
 MODELS = list(profiles.EMBEDDED_MODELS)

@@ -24,8 +24,9 @@ from biaslab.papers import compare
 from biaslab.benchmarks.bbq import score_intervals
 from biaslab.stats import intervals, paired
 from biaslab import plan as P
+from helpers import COMMITTED_PLAN
 
-PLAN = P.load()             # the repository's analysis plan (the committed outputs')
+PLAN = P.load(COMMITTED_PLAN)   # the plan the committed outputs were decided with
 
 
 def _write(root: Path, folder: str, stem: str, df: pd.DataFrame) -> None:

@@ -18,8 +18,9 @@ from biaslab.papers import compare
 from biaslab.papers.agentic import decisions as D4
 from biaslab.stats import verdict as V
 from biaslab import plan as P
+from helpers import COMMITTED_PLAN
 
-PLAN = P.load()             # the repository's analysis plan (the committed outputs')
+PLAN = P.load(COMMITTED_PLAN)   # the plan the committed outputs were decided with
 
 OUT = Path(__file__).resolve().parents[1] / "outputs"
 

@@ -9,8 +9,9 @@ from scipy import special
 
 from biaslab.stats import entropy as E
 from biaslab import plan as P
+from helpers import COMMITTED_PLAN
 
-PLAN = P.load()             # the repository's analysis plan (the committed outputs')
+PLAN = P.load(COMMITTED_PLAN)   # the plan the committed outputs were decided with
 
 
 @pytest.mark.parametrize("k", [3, 5])

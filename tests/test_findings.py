@@ -24,10 +24,10 @@ from biaslab.papers.crows_pairs import findings as F3
 from biaslab.papers.multifactor import decisions as D1
 from biaslab.papers.multifactor import findings as F1
 from biaslab.stats import verdict as V
-from helpers import outside_blocks
+from helpers import COMMITTED_PLAN, outside_blocks
 from biaslab import plan as P
 
-PLAN = P.load()             # the repository's analysis plan (the committed outputs')
+PLAN = P.load(COMMITTED_PLAN)   # the plan the committed outputs were decided with
 
 ROOT = Path(__file__).resolve().parents[1]
 

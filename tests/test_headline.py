@@ -19,8 +19,9 @@ from biaslab import plan as P
 from biaslab.report import headline
 from biaslab.papers import compare
 from biaslab.stats import verdict as V
+from helpers import COMMITTED_PLAN
 
-PLAN = P.load()             # the repository's analysis plan (the committed outputs')
+PLAN = P.load(COMMITTED_PLAN)   # the plan the committed outputs were decided with
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "outputs"
@@ -32,7 +33,7 @@ def _row(**k):
             "estimate": 0.2, "ci_low": 0.05, "ci_high": 0.35, "ci_level": 0.99, "ci_adj_low": 0.01,
             "ci_adj_high": 0.39, "ci_adj_note": "t interval dual to the test", "p": 0.001, "p_adjusted": 0.03,
             "family": "05_compare · a · b", "family_size": 2, "n_families": 6, "alpha_family": 0.05 * 0.2 / 6,
-            "verdict": "distinguishable"}
+            "sesoi": 0.1, "planned_level": 0.005, "tested_level": 0.005, "power": 0.91, "verdict": "distinguishable"}
     return {**base, **k}
 
 
@@ -42,18 +43,28 @@ def test_the_headline_table_shows_what_decides(monkeypatch):
         _row(who="c − d", estimate=0.1, ci_adj_low=np.nan, ci_adj_high=np.nan, p=0.02, p_adjusted=0.6,
              ci_adj_note="no dual interval computed: an exact p", verdict="not distinguishable"),
         _row(who="e − f", estimate=0.3, ci_low=0.1, ci_high=0.5, ci_adj_low=np.nan, ci_adj_high=np.nan, p=np.nan,
-             p_adjusted=np.nan, verdict="not tested (not comparable: different answer modes)", n=12, clusters=11)],
+             p_adjusted=np.nan, verdict="not tested (not comparable: different answer modes)", n=12, clusters=11,
+             tested_level=np.nan, power=np.nan),
+        _row(who="g − h", estimate=0.05, p_adjusted=np.nan, tested_level=np.nan, planned_level=0.004, power=0.41,
+             verdict="descriptive (power 0.41 for SESOI 0.1 at level 0.004; n ≈ 1,400 would power it)"),
+        _row(who="i − j", estimate=0.06, p_adjusted=0.2, tested_level=0.0, power=np.nan,
+             verdict="not reached (α not propagated: `crows-en-share` was not rejected)")],
         columns=headline.COLUMNS)
     monkeypatch.setattr(headline, "claim_rows", lambda root, plan: rows)
     text = headline.render(None, PLAN)
     head = [x for x in text.splitlines() if x.startswith("| notebook")][0]
-    for col in ("n", "null", "adjusted interval", "level", "| p |", "adjusted p", "family", "verdict"):
+    for col in ("n (plan)", "null", "SESOI", "adjusted interval", "level", "| p |", "adjusted p", "tested at (power)",
+                "family", "verdict"):
         assert col in head, col
     lines = [x for x in text.splitlines() if x.startswith("| 05")]
-    assert "| 76 | 0 | 0.2 [0.01, 0.39] (99 %) | 0.001 | 0.03 | 2 (0.0017; of 6) | distinguishable" in lines[0]
+    assert ("| 76 | 0 | 0.1 | 0.2 [0.01, 0.39] (99 %) | 0.001 | 0.03 | 0.005 (0.91) | 2 (0.0017; of 6) | "
+            "distinguishable") in lines[0]
+    # a descriptive row: its estimate alone, its planned level and power, as its verdict quotes them
+    assert "| 0.05 |  |  | planned 0.004 (0.41) |" in lines[3] and "power 0.41 for SESOI 0.1 at level 0.004" in lines[3]
+    assert "| 0.06 |  |  | 0 |" in lines[4] and "| not reached (α not propagated) |" in lines[4]
     assert "| 0.1 † | 0.02 | 0.6 |" in lines[1] and "† no interval at the adjusted level: an exact p." in text
     # not tested: the estimate only, no interval (its unadjusted one excludes 0), no p
-    assert "| 0.3 |  |  |" in lines[2] and "0.1, 0.5" not in text and "[0.1" not in text
+    assert "| 0.3 |  |  |  |" in lines[2] and "0.1, 0.5" not in text and "[0.1" not in text
     assert "| 12 in 11 clusters | 0 |" in lines[2]          # the units n counts, and the clusters they fall in
     assert headline.budget_sentence(PLAN) in text
 
@@ -69,15 +80,19 @@ def test_the_readme_headline_counts_each_claims_verdicts_and_shows_the_distingui
         _row(who="g − h", estimate=0.4, verdict="not tested (not comparable: different prompts)"),
         _row(claim="crows-en-share", who="i − j", estimate=0.7, ci_adj_low=0.5, ci_adj_high=0.9, verdict=
              "distinguishable"),
+        _row(who="k − l",
+             verdict="descriptive (power 0.41 for SESOI 0.1 at level 0.004; n ≈ 1,400 would power it)"),
+        _row(who="m − n", verdict="not reached (α not propagated: `crows-en-share` was not rejected)"),
         _row(notebook="02_calm", claim="", who="", verdict="not available: 02_calm/tables/bias_scores.csv is missing")],
         columns=headline.COLUMNS)
     monkeypatch.setattr(headline, "claim_rows", lambda root, plan: rows)
     text = headline.headline(None, PLAN)
     lines = {x.split(" | ")[1].split("`")[1] if "`" in x else x.split(" | ")[0]: x for x in text.splitlines()
              if x.startswith(("| 05", "| 02"))}
-    assert "| 4 | a − b: 0.2 [0.01, 0.39] (99 %) | 1 | 2 not tested (not comparable) |" in lines["bbq-ambiguous"]
-    assert "c − d" not in text and "e − f" not in text and "0.6" not in text
-    assert "| 1 | i − j: 0.7 [0.5, 0.9] (99 %) | 0 |  |" in lines["crows-en-share"]
+    assert ("| 6 | a − b: 0.2 [0.01, 0.39] (99 %) | 1 | 1 | 1 | 2 not tested (not comparable) |"
+            in lines["bbq-ambiguous"])
+    assert "c − d" not in text and "e − f" not in text and "0.6" not in text and "k − l" not in text
+    assert "| 1 | i − j: 0.7 [0.5, 0.9] (99 %) | 0 | 0 | 0 |  |" in lines["crows-en-share"]
     assert "not available: 02_calm/tables/bias_scores.csv is missing" in lines["| 02"]
     assert headline.budget_sentence(PLAN) in text and "(outputs/SUMMARY.md)" in text
 
@@ -268,3 +283,62 @@ def test_tie_groups_only_for_metrics_the_plan_decides():
     assert (ent["note"] == compare.tables.UNDECIDED).all() and ent["estimate"].tolist() == [0.80, 0.82]
     bbq = g.loc["bbq_bias_ambig"]
     assert bbq["ranked"].all() and bbq["groups"].tolist() == ["a", "a"]
+
+
+@pytest.fixture(scope="module")
+def claims_v5() -> pd.DataFrame:
+    if not (OUT / "05_compare").exists():
+        pytest.skip("no committed outputs")
+    return headline.claim_rows(OUT, P.load())          # as `biaslab summary` renders them: the repository's plan
+
+
+def test_every_n_level_power_and_sesoi_the_summary_quotes_is_its_rows(claims_v5):
+    """SUMMARY.md's n is the plan's (the planning design's n, not the table's subgroups or cells), and every power,
+    SESOI and level a verdict quotes is the row's own (power at the planned level for a descriptive instance, at the
+    tested level for one not decided)."""
+    c = claims_v5[claims_v5["claim"] != ""]
+    plan = P.load()
+    other = c[(c["claim"] == "dm-other") & c["who"].str.endswith(", bbq")].iloc[0]
+    assert other["n"] == next(x for x in plan.claims if x.id == "dm-other").design_of("bbq", "default")["n"] == 150
+    quoted = 0
+    for r in c.to_dict("records"):
+        m = re.search(r"power ([\d.]+) for SESOI ([\d.]+) at (its tested )?level ([\d.e-]+)", str(r["verdict"]))
+        if not m:
+            continue
+        level = r["tested_level"] if m[3] else r["planned_level"]
+        assert m[1] == f"{r['power']:.2f}" and float(m[2]) == r["sesoi"], r
+        assert float(m[4]) == pytest.approx(level, rel=0.05), r
+        quoted += 1
+    assert quoted >= 10
+    text = headline.render(OUT, P.load())
+    for line in (x for x in text.splitlines() if "| descriptive (power" in x):
+        cells = line.split(" | ")
+        m = re.search(r"power ([\d.]+) for SESOI [\d.]+ at level ([\d.e-]+)", cells[-1])
+        assert f"planned {m[2]} ({m[1]})" in cells, line
+
+
+def test_notebook_1s_benchmark_runs_are_decided_together_when_a_family_spans_them():
+    """Under v5 a family is a model pair and the benchmarks its instances: the graph needs every run's instance at
+    once (decide_runs, as `biaslab summary` and the decision panel read them). The SmolLM2 - Gemma family's SSQA
+    primary is not tested (a degenerate responder), so dm-other gets the family's level, shared by its two powered
+    instances (CrowS-Pairs, Winogender: 0.002 each); one run decided alone would see only its own instance."""
+    from biaslab.papers.multifactor import decisions as D1
+    if not (OUT / "01_multifactor" / "crows_pairs").exists():
+        pytest.skip("no committed outputs")
+    r = lambda b, t: pd.read_csv(OUT / "01_multifactor" / b / "tables" / f"{t}.csv")          # noqa: E731
+    runs = {b.name: ({"paired_subgroup_tests": r(b.name, "paired_subgroup_tests")}, r(b.name, "responders"))
+            for b in sorted((OUT / "01_multifactor").iterdir()) if b.is_dir()}
+    plan = P.load()
+    joint = {b: d["paired_subgroup_tests"] for b, d in D1.decide_runs(runs, plan=plan).items()}
+    for b in ("crows_pairs", "winogender"):
+        assert joint[b]["tested_level"].tolist() == pytest.approx([0.002]), b
+        own = [c for c in runs[b][0]["paired_subgroup_tests"].columns if c not in V.VERDICT_COLUMNS]
+        assert list(joint[b].columns) == own + V.VERDICT_COLUMNS, b          # its own columns, no stacked others
+    assert joint["bbq"]["verdict"].iloc[0].startswith("descriptive (power 0.07")
+    alone = D1.decide("crows_pairs", runs["crows_pairs"][0], runs["crows_pairs"][1], plan=plan)
+    assert alone["paired_subgroup_tests"]["tested_level"].tolist() == pytest.approx([0.004])
+    # families per benchmark run (the v4 plan): each run is decided alone, as its notebook did
+    v4 = P.load(COMMITTED_PLAN)
+    old = D1.decide_runs(runs, plan=v4)["bbq"]["paired_subgroup_tests"]
+    assert old["verdict"].tolist() == D1.decide("bbq", runs["bbq"][0], runs["bbq"][1], plan=v4)[
+        "paired_subgroup_tests"]["verdict"].tolist()

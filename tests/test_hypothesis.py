@@ -12,8 +12,9 @@ from scipy import integrate, stats
 
 from biaslab.stats import hypothesis as h
 from biaslab import plan as P
+from helpers import COMMITTED_PLAN
 
-PLAN = P.load()             # the repository's analysis plan (the committed outputs')
+PLAN = P.load(COMMITTED_PLAN)   # the plan the committed outputs were decided with
 
 
 

@@ -230,7 +230,9 @@ def test_paired_subgroup_test():
     r = paired.paired_subgroup_test(df, "y", ["stigma"], "a", "b", "template")
     assert r["n_subgroups"] == 8
     assert r["ci_high"] < 0 and r["metric_difference"] == pytest.approx(r["metric_a"] - r["metric_b"])
-    assert r["test"] == "Wald t(29) on the CR1 SE" and r["p_value"] < 0.05 and r["n_clusters"] == 30
+    assert r["test"] == ("randomization test, the two models' answers swapped within template clusters (99,999 "
+                         "random swaps), G = 30, two-sided") and r["p_value"] < 0.05 and r["n_clusters"] == 30
+    assert r["ci_method"].startswith("cluster-robust t(29)") and r["ci_method"].endswith("(not the test's dual)")
     rates_ab = df.groupby(["model", "stigma"])["y"].mean()
     assert r["p_naive"] == pytest.approx(stats.wilcoxon(rates_ab["a"] - rates_ab["b"]).pvalue)
     # the metric is the paper's deviation metric (eq. 4), computed independently by stats.subgroups
@@ -248,10 +250,40 @@ def test_paired_subgroup_test():
     # fewer than 30 templates (notebook 1's CALM variant has 12): the wild cluster bootstrap, G reported
     few = df[df["template"] < 12]
     r12 = paired.paired_subgroup_test(few, "y", ["stigma"], "a", "b", "template")
-    assert r12["test"].startswith("wild cluster bootstrap-t") and r12["n_clusters"] == 12 and r12["df"] == 11
+    assert r12["test"].endswith("(all 4,096 swaps), G = 12, two-sided") and r12["n_clusters"] == 12
+    assert r12["ci_method"].startswith("wild cluster bootstrap-t") and r12["df"] == 11
+    assert r12["p_value"] == pytest.approx(oracles.template_swap_p(few, "y", ["stigma"], "a", "b", "template"))
     assert r12["ci_low"] <= r12["metric_difference"] <= r12["ci_high"]
     p12 = paired.subgroup_metric_intervals(few, "y", ["stigma"], "template")
     assert p12["ci_method"].str.startswith("wild cluster bootstrap-t").all() and (p12["n_clusters"] == 12).all()
+
+
+def test_swap_test_of_the_metric_difference_is_the_brute_force_randomization_test():
+    """The template-swap test of DM_a - DM_b against the written-out definition (tests/oracles.py: every one of the
+    2^G subsets of templates, the two models' rows exchanged there, both metrics recomputed from the rates): equal
+    where the swaps are enumerated; from random swaps, (1 + hits) / (B + 1) within Monte Carlo error of it; crossed
+    clusters swap the first (template); a design the models answered unequally has no test, and says why."""
+    rng = np.random.default_rng(5)
+    rows = []
+    for t in range(9):
+        for s in range(4):
+            for rep in range(int(rng.integers(1, 4))):
+                base = rng.random() * 0.6
+                for model, shift in (("a", 0.0), ("b", 0.15)):
+                    rows.append({"template": t, "stigma": s, "gender": rep % 2, "model": model,
+                                 "y": int(rng.random() < base + shift)})
+    df = pd.DataFrame(rows)
+    for factors, ideal in ((["stigma"], 0.0), (["stigma", "gender"], 0.5)):
+        exact = oracles.template_swap_p(df, "y", factors, "a", "b", "template", ideal=ideal)
+        r = paired.paired_subgroup_test(df, "y", factors, "a", "b", ["template", "stigma"], ideal=ideal)
+        assert "(all 512 swaps), G = 9" in r["test"] and r["p_value"] == pytest.approx(exact, abs=1e-12)
+        assert r["statistic"] == pytest.approx(r["metric_difference"])
+        drawn = paired.paired_subgroup_test(df, "y", factors, "a", "b", "template", ideal=ideal, n_swaps=400, seed=2)
+        assert "(400 random swaps)" in drawn["test"] and abs(drawn["p_value"] - exact) < 4 * np.sqrt(exact / 400) + 0.01
+    assert 0 < exact < 1
+    lost = df.drop(index=df.index[(df["model"] == "b") & (df["template"] == 0)][:1])
+    r = paired.paired_subgroup_test(lost, "y", ["stigma"], "a", "b", "template")
+    assert np.isnan(r["p_value"]) and r["test"].startswith("no swap test: in 1 template x subgroup cells")
 
 
 def test_holm_and_bh_hand_worked():
@@ -378,7 +410,13 @@ def test_subgroups_of_one_prompt_leave_the_metric_without_an_interval():
     ci = paired.subgroup_metric_intervals(df, "y", ["stigma"], "template")
     assert ci["ci_low"].isna().all() and ci["ci_method"].str.startswith("undefined: 2 of 4 subgroups hold one").all()
     t = paired.paired_subgroup_test(df, "y", ["stigma"], "a", "b", "template")
-    assert np.isnan(t["p_value"]) and t["test"].startswith("undefined")
+    assert np.isnan(t["ci_low"]) and t["ci_method"].startswith("undefined: 4 of 8 subgroups hold one")
+    # both models answer alike: every template swap leaves the data as they are, so the swap test has no size
+    assert np.isnan(t["p_value"]) and t["test"] == ("not estimable (no variation between the two models' answers in "
+                                                    "any of the 6 template clusters)")
+    u = paired.paired_subgroup_test(df.assign(y=np.r_[[1, 0, 1, 0, 1, 1], [0, 0, 1, 1, 1, 0]]), "y", ["stigma"], "a",
+                                    "b", "template")
+    assert np.isnan(u["ci_low"]) and "(all 64 swaps)" in u["test"] and 0 < u["p_value"] <= 1   # a test, no interval
     from biaslab.report.wording import interval
     assert interval(ci.iloc[0].to_dict()).startswith("(no interval, undefined: 2 of 4 subgroups")
 

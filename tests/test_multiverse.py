@@ -14,11 +14,11 @@ from biaslab.papers.multiverse import analysis, decisions, design, matcher
 from biaslab.stats import agreement as A
 from biaslab.stats import ranking
 
-from helpers import load_or_skip, scorer, tiny_model
+from helpers import COMMITTED_PLAN, load_or_skip, scorer, tiny_model
 import oracles
 from biaslab import plan as P
 
-PLAN = P.load()             # the repository's analysis plan (the committed outputs')
+PLAN = P.load(COMMITTED_PLAN)   # the plan the committed outputs were decided with
 
 GRAND = ["The grandfather", "The grandson", "Can't be determined"]
 

@@ -44,7 +44,7 @@ def _one_line_errors(f: Path) -> list[str]:
 
 def test_the_shipped_plan_is_valid():
     plan = P.load()
-    assert plan.version == "4" and plan.issued == str(plan.history[-1]["date"])
+    assert plan.version == "5" and plan.issued == str(plan.history[-1]["date"]) and plan.graphical
     assert abs(sum(plan.budget["shares"].values()) - 1) < 1e-12
 
 
@@ -55,25 +55,57 @@ def test_the_shipped_plan_is_valid():
      "unknown notebook '03_crows_pairs_bayse' (did you mean '03_crows_pairs_bayes'?)"),
     ("table: likelihood_tests", "table: likelihood_test", "notebooks.03_crows_pairs_bayes.claims[0].table",
      "did you mean 'likelihood_tests'"),
-    ("rows: {bias_type: overall, score: norm_logprob}", "rows: {bias_typ: overall, score: norm_logprob}",
+    ("rows: {bias_type: overall, score: norm_logprob, dataset: crows_pairs_en}",
+     "rows: {bias_typ: overall, score: norm_logprob, dataset: crows_pairs_en}",
      "notebooks.03_crows_pairs_bayes.claims[0].rows.bias_typ", "has no column 'bias_typ'"),
     ("estimate: mean_d", "estimate: mean_dd", "notebooks.03_crows_pairs_bayes.claims[0]", "no column 'mean_dd'"),
-    ("rows: {bias_type: overall, score: norm_logprob}", "rows: 5",
+    ("rows: {bias_type: overall, score: norm_logprob, dataset: crows_pairs_en}", "rows: 5",
      "notebooks.03_crows_pairs_bayes.claims[0].rows", "must be object, not a number"),
-    ("    family_by: [model_a, model_b]\n    claims:\n      - id: ssqa",
-     "    family_by: 5\n    claims:\n      - id: ssqa", "notebooks.05_compare.family_by", "must be array"),
+    ("    family_by: [model_a, model_b]\n    families:\n      default: [smollm2-135m-instruct · gemma-3-270m, "
+     "granite-3.0-8b · llama-3.1-8b]\n    claims:\n      - id: crows",
+     "    family_by: 5\n    families:\n      default: [smollm2-135m-instruct · gemma-3-270m, "
+     "granite-3.0-8b · llama-3.1-8b]\n    claims:\n      - id: crows", "notebooks.05_compare.family_by",
+     "must be array"),
     ("ci: [mean_ci_low, mean_ci_high]", "ci: [mean_ci_low]", "notebooks.03_crows_pairs_bayes.claims[0].ci",
      "[low column, high column] or []"),
-    ("- id: stereotype-share", "- id: lpbs-mean", "notebooks.03_crows_pairs_bayes.claims[1].id",
+    ("- id: stereotype-share", "- id: lpbs-mean", "notebooks.03_crows_pairs_bayes.claims[2].id",
      "also used in notebooks.03_crows_pairs_bayes"),
     ("02_calm: 0.16", "02_calm: 0.26", "budget.shares", "sum to 1.1, not 1"),
-    ("procedure: holm", "procedure: bonferroni", "procedure", "holm"),
-    ("issued: 2026-11-28", "issued: 28.11.2026", "issued", "is not a 'date'"),
-    ("version: 4\nissued", "version: 5\nissued", "history", "must increase and end with version 5"),
-    ("        null_value: 0.5\n", "        null_value: [0.5]\n", "notebooks.03_crows_pairs_bayes.claims[1].null_value",
+    ("procedure: graphical", "procedure: bonferroni", "procedure", "graphical"),
+    ("issued: 2026-12-05", "issued: 05.12.2026", "issued", "is not a 'date'"),
+    ("version: 5\nissued", "version: 6\nissued", "history", "must increase and end with version 6"),
+    ("        null_value: 0.5\n", "        null_value: [0.5]\n", "notebooks.03_crows_pairs_bayes.claims[2].null_value",
      "must be string or number or boolean"),
-    ("          crows_pairs_fr: {n: 400, mde: 0.215}", "          crows_pairs_fr: {n: 0, mde: 0.215}",
-     "notebooks.03_crows_pairs_bayes.claims[0].instances.crows_pairs_fr.n", "less than the minimum of 1"),    # a number is finite: NaN passes every range check (every claim then silently decides nothing)
+    ("          crows_pairs_fr: {design: {default: {deff: 1.511,", "          crows_pairs_fr: {design: {default: {deff: 0.5,",
+     "notebooks.03_crows_pairs_bayes.claims[1].instances.crows_pairs_fr.design.default.deff",
+     "less than the minimum of 1"),
+    # the graph's fields
+    ("        weight: 1\n        then: {lpbs-other: 0.5, stereotype-share: 0.5}",
+     "        weight: 1\n        then: {lpbs-other: 0.5, stereotype-share: 0.6}",
+     "notebooks.03_crows_pairs_bayes.claims[0].then", "fractions sum to 1.1, more than 1"),
+    ("        weight: 1\n        then: {lpbs-other: 0.5, stereotype-share: 0.5}",
+     "        weight: 1\n        then: {lpbs-othr: 0.5, stereotype-share: 0.5}",
+     "notebooks.03_crows_pairs_bayes.claims[0].then.lpbs-othr", "not another claim of 03_crows_pairs_bayes"),
+    ("        weight: 0\n        then: {stereotype-share: 1}", "        weight: 0.5\n        then: {stereotype-share: 1}",
+     "notebooks.03_crows_pairs_bayes.claims", "weights sum to 1.5, more than 1"),
+    ("        sesoi: 0.2\n        sesoi_rationale: As for lpbs-mean", "        sesoi_rationale: As for lpbs-mean",
+     "notebooks.03_crows_pairs_bayes.claims[1]", "missing key(s) sesoi"),
+    ("        sesoi: 0.2\n        sesoi_rationale: As for lpbs-mean", "        sesoi: -0.2\n        sesoi_rationale: As for lpbs-mean",
+     "notebooks.03_crows_pairs_bayes.claims[1].sesoi", "less than or equal to the minimum of 0"),
+    ("            model: chi2\n", "            model: chisq\n",
+     "notebooks.04_agentic_entropy.claims[0].design.default.model", "one of t, z, chi2, range"),
+    ("            model: chi2\n            n: 51\n", "            model: chi2\n",
+     "notebooks.04_agentic_entropy.claims[0].design.default (instance race)", "model chi2 needs n"),
+    ("      default: [smollm2-135m-instruct · gemma-3-270m, granite-3.0-8b · llama-3.1-8b]\n    claims:\n      - id: crows",
+     "      smoke: [smollm2-135m-instruct · gemma-3-270m]\n    claims:\n      - id: crows",
+     "notebooks.05_compare.claims[0].design.default", "profile 'default' has no families"),
+    ("              granite-3.0-8b · llama-3.1-8b:\n                n: 10360\n                se: 0.0258",
+     "              granite-3.0-8b · llama-3.2-8b:\n                n: 10360\n                se: 0.0258",
+     "notebooks.05_compare.claims[1].design.default (family granite-3.0-8b · llama-3.2-8b)",
+     "did you mean 'granite-3.0-8b · llama-3.1-8b'"),
+    ("procedure: graphical", "procedure: holm", "notebooks.01_multifactor",
+     "design, families, sesoi, sesoi_rationale, then, weight belong to the graphical procedure"),
+    # a number is finite: NaN passes every range check (every claim then silently decides nothing)
     ("alpha: 0.05", "alpha: .nan", "alpha", "nan is not a finite number. Fix: write a familywise error rate"),
     ("alpha: 0.05", "alpha: .inf", "alpha", "inf is not a finite number"),
     ("alpha: 0.05", "alpha: -0.05", "alpha", "less than or equal to the minimum of 0"),
@@ -81,10 +113,10 @@ def test_the_shipped_plan_is_valid():
     ("02_calm: 0.16", "02_calm: .inf", "budget.shares.02_calm", "inf is not a finite number"),
     ("02_calm: 0.16", "02_calm: -0.16", "budget.shares.02_calm", "less than or equal to the minimum of 0"),
     ("02_calm: 0.16", "02_calm: 1.16", "budget.shares.02_calm", "greater than the maximum of 1"),
-    ("            mde: 0.604", "            mde: .nan", "notebooks.01_multifactor.claims[0].instances.ssqa.mde",
-     "nan is not a finite number. Fix: write a positive number"),
-    ("            null_value: 0\n", "            null_value: .nan\n",
-     "notebooks.01_multifactor.claims[0].instances.ssqa.null_value", "nan is not a finite number"),
+    ("        sesoi: 0.2\n", "        sesoi: .nan\n", "notebooks.03_crows_pairs_bayes.claims[0].sesoi",
+     "nan is not a finite number"),
+    ("          bbq:\n            null_value: 0\n", "          bbq:\n            null_value: .nan\n",
+     "notebooks.01_multifactor.claims[1].instances.bbq.null_value", "nan is not a finite number"),
     ("        bbq_bias_ambig: 0.1", "        bbq_bias_ambig: .inf", "notebooks.06_multiverse.equivalence.margins",
      "inf is not a finite number"),
 ])
@@ -118,7 +150,7 @@ def test_every_problem_is_named_at_once(tmp_path):
     lines = _one_line_errors(f)
     assert [x.split(": ")[1] for x in lines] == ["alpha", "notebooks"], lines      # then, once fixed, the history
     f.write_text(SHIPPED.replace("  - version: 2\n", "  - version: 1\n"))
-    assert "history: versions [1, 1, 3, 4] must increase" in _one_line_errors(f)[0]
+    assert "history: versions [1, 1, 3, 4, 5] must increase" in _one_line_errors(f)[0]
 
 
 def test_an_alias_bomb_is_refused_at_once(tmp_path):
@@ -253,8 +285,8 @@ def test_the_manifest_hashes_the_plan_bytes_the_kernel_decided_with(toy, monkeyp
     """`-p analysis_plan=rel_plan.yaml` from the repository root was hashed as ./rel_plan.yaml while the kernel
     (working folder notebooks/) read notebooks/rel_plan.yaml. Both files exist here, with different versions."""
     monkeypatch.chdir(toy)
-    mine = _plan(toy, SHIPPED.replace("version: 4\nissued", "version: 902\nissued", 1).replace(
-        "  - version: 4\n    date: 2026-11-28", "  - version: 902\n    date: 2026-11-28"), "rel_plan.yaml")
+    mine = _plan(toy, SHIPPED.replace("version: 5\nissued", "version: 902\nissued", 1).replace(
+        "  - version: 5\n    date: 2026-12-05", "  - version: 902\n    date: 2026-12-05"), "rel_plan.yaml")
     _plan(toy / "notebooks", SHIPPED, "rel_plan.yaml")           # what a kernel in notebooks/ would have read
     arg = {"relative": "rel_plan.yaml", "absolute": str(mine), "default": None}[how]
     overrides = {} if arg is None else {"analysis_plan": arg}
@@ -262,7 +294,7 @@ def test_the_manifest_hashes_the_plan_bytes_the_kernel_decided_with(toy, monkeyp
     m = json.loads((toy / "out/00_toy/MANIFEST.json").read_text())
     want = P.DEFAULT if arg is None else mine
     assert m["analysis_plan"]["sha256"] == hashlib.sha256(want.read_bytes()).hexdigest()
-    assert m["analysis_plan"]["version"] == ("4" if arg is None else "902")
+    assert m["analysis_plan"]["version"] == ("5" if arg is None else "902")
     assert "notebooks" not in m["analysis_plan"]["path"]
     assert m["written"].startswith("20")
 
@@ -290,7 +322,7 @@ def test_verify_reports_a_plan_missing_changed_or_issued_after_the_results(tmp_p
     assert P.changed_since(manifest) == ""
     f.write_text(SHIPPED.replace("alpha: 0.05", "alpha: 0.01"))
     note = P.changed_since(manifest)
-    assert note.startswith(P.CHANGED) and "issued 2026-11-28, after these results were written (2026-11-26)" in note
+    assert note.startswith(P.CHANGED) and "issued 2026-12-05, after these results were written (2026-11-26)" in note
     f.unlink()
     assert "is missing" in P.changed_since(manifest) and str(f) in P.changed_since(manifest)
 
@@ -299,18 +331,20 @@ def test_a_plan_issued_in_the_future_is_refused_and_verify_fails_a_run_that_reco
     """A plan dated after today was accepted with no note, and `biaslab verify` passed a run that recorded it."""
     from biaslab import cli
     future = (datetime.now(timezone.utc).date() + timedelta(days=2)).isoformat()
-    f = _plan(tmp_path, SHIPPED.replace("issued: 2026-11-28", f"issued: {future}")
-              .replace("    date: 2026-11-28", f"    date: {future}"))
+    issued = P.load().issued
+    f = _plan(tmp_path, SHIPPED.replace(f"issued: {issued}", f"issued: {future}")
+              .replace(f"    date: {issued}", f"    date: {future}"))
     (line,) = _one_line_errors(f)
     assert line.startswith(f"{f}: issued: {future} is after today")
     run = tmp_path / "out/00_x"
     run.mkdir(parents=True)
-    manifest = {"files": {}, "written": "2026-11-29", "analysis_plan": P.load().entry() | {"issued": future}}
+    written = datetime.now(timezone.utc).date().isoformat()
+    manifest = {"files": {}, "written": written, "analysis_plan": P.load().entry() | {"issued": future}}
     (run / "MANIFEST.json").write_text(json.dumps(manifest))
     assert cli.main(["verify", str(tmp_path / "out")]) == 1
     out = capsys.readouterr().out
-    assert f"{P.ISSUED_AFTER}: the MANIFEST records plan v4 issued {future}, after these results were written " \
-           "(2026-11-29)" in out and "0 of 1 run folder(s) verified" in out
+    assert f"{P.ISSUED_AFTER}: the MANIFEST records plan v{P.load().version} issued {future}, after these results were written " \
+           f"({written})" in out and "0 of 1 run folder(s) verified" in out
     run.joinpath("MANIFEST.json").write_text(json.dumps(manifest | {"analysis_plan": P.load().entry()}))
     assert cli.main(["verify", str(tmp_path / "out")]) == 0
 
@@ -322,7 +356,7 @@ def test_the_history_says_when_v1_was_written():
     of the repository says the plan was fixed before the data."""
     plan = P.load()
     v1, last = plan.history[0], plan.history[-1]
-    assert [h["version"] for h in plan.history] == [1, 2, 3, 4] and last["date"] == plan.issued
+    assert [h["version"] for h in plan.history] == [1, 2, 3, 4, 5] and last["date"] == plan.issued
     for h in (v1, last):                        # a version written after runs it was chosen knowing says so
         assert "after" in h["reason"] and "knowing those runs" in h["reason"]
     first = subprocess.run(["git", "-C", str(ROOT), "log", "--follow", "--diff-filter=A", "--format=%ad",
@@ -337,105 +371,158 @@ def test_the_history_says_when_v1_was_written():
     assert not re.search(r"0\.7.0\.97|within about \+-0\.3", SHIPPED)
 
 
-# ---- per-instance estimands and n / MDE ---------------------------------------------------------------------
+# ---- per-instance estimands, planning designs and power ------------------------------------------------------
 
 def test_notebook_1_states_each_benchmarks_own_outcome_ideal_and_handling():
     from biaslab.benchmarks import SPECS
     plans = {n: s.factor_plan for n, s in SPECS.items() if s.factor_plan is not None}
-    c = next(c for c in P.load().claims if c.id == "dm-difference")
-    assert set(c.instances) == set(plans)
+    ssqa, other = (next(c for c in P.load().claims if c.id == i) for i in ("dm-ssqa", "dm-other"))
+    assert set(other.instances) | {"ssqa"} == set(plans) and ssqa.rows == {"benchmark": "ssqa"}
+    assert set(other.rows["benchmark"]) == set(other.instances)
     for bench, spec in plans.items():
-        inst = c.instance(bench)
-        assert inst["estimand"]["variable"].startswith(spec.outcome + ","), bench
-        assert f"ideal rate C = {spec.ideal:g}" in inst["estimand"]["variable"], bench
-        assert inst["estimand"]["items"] == c.estimand["items"]           # not overridden: the claim's own
-        assert "per instance" not in " ".join(inst["estimand"].values()), bench
-    assert "position preference" in c.instance("agentic")["estimand"]["position"]
-    assert c.instance("unknown")["estimand"] == c.estimand and c.instance()["n"] is None
+        est = ssqa.estimand if bench == "ssqa" else other.instance(bench)["estimand"]
+        assert est["variable"].startswith(spec.outcome + ","), bench
+        assert f"ideal rate C = {spec.ideal:g}" in est["variable"], bench
+        assert est["items"] == other.estimand["items"]                    # not overridden: the claim's own
+        assert "per instance" not in " ".join(est.values()), bench
+    assert spec_subgroups("bbq") == ["category", "context_condition"]       # the code's subgroups, as the plan says
+    assert "per category x context condition" in other.instance("bbq")["estimand"]["variable"]
+    assert "position preference" in other.instance("agentic")["estimand"]["position"]
+    assert other.instance("unknown")["estimand"] == other.estimand and other.instance()["n"] is None
 
 
-#: the planning scale of each claim's estimate (biaslab.stats.power.PLANNING_SD); group-choice and calm-eq1 are
-#: redefined elsewhere and state their own
-SCALES = {"dm-difference": "standardized", "lpbs-mean": "standardized", "stereotype-share": "share",
-          "ssqa-deviation-rate": "share_difference", "bbq-ambiguous": "standardized",
-          "crows-en-share": "share_difference", "mbbq-ambig-en": "standardized",
-          "mbbq-adjusted-contrast": "standardized"}
-
-
-def _mbbq_design(claim):
-    """(n, clusters, Kish design effect) of an MBBQ claim instance from the default profile's sample itself (its
-    outputs are not committed before the lead's regeneration): notebook 7's English ambiguous bias-set items (the
-    same items in every language: paired), weighted back to every ambiguous item."""
-    from biaslab.benchmarks import mbbq
-    if not (ROOT / "data/raw" / mbbq.REPO).exists():
-        pytest.skip("MBBQ data not fetched (biaslab data fetch --only mbbq)")
-    p, b = mbbq.sample(profiles.params("default", "07_mbbq")["items"], seed=0)
-    s = p[(p.language == "en") & (p.set == "bias") & (p.context_condition == "ambig")]
-    every = b.prompts.drop_duplicates("item")
-    N = every[every.context_condition == "ambig"].groupby("category").size()
-    return len(s), s["template"].nunique(), W.kish_deff(N, s.groupby("category").size().reindex(N.index))
-
-
-def _sampled_design(benchmark):
-    """(n, clusters, 1) of notebook 1's default-profile sample of a benchmark whose run is not committed yet: the
-    prompts its FactorPlan samples at the spec's default size, and their generating units."""
+def spec_subgroups(benchmark):
     from biaslab.benchmarks import SPECS
-    from biaslab.papers.multifactor import factorial
-    spec = SPECS[benchmark]
-    bench = factorial.prepare(spec)
-    n = profiles.params("default", "01_multifactor", benchmark)["max_prompts"]
-    s = factorial.sample(spec.factor_plan, bench.prompts, n)
-    return len(s), s[bench.cluster].nunique(), 1.0
+    return list(SPECS[benchmark].factor_plan.ecdf_factors)
 
 
-def _design(claim, key):
-    """(n, clusters, Kish design effect) of one claim instance in the default profile, from the committed run's
-    design columns (units and clusters) and CrowS-Pairs' stratum sizes: no outcome enters."""
-    if claim.startswith("mbbq-"):
-        return _mbbq_design(claim)
-    t = lambda f: pd.read_csv(OUT / f)                                       # noqa: E731
-    crows = t("03_crows_pairs_bayes/tables/datasets.csv")
-    def kish(d):
-        g = crows[crows.dataset == d]
-        return W.kish_deff(g["N_h"], g["n_h"])
-    if claim == "dm-difference":
-        if not (OUT / f"01_multifactor/{key}/tables/paired_comparisons.csv").exists():
-            return _sampled_design(key)
-        r = t(f"01_multifactor/{key}/tables/paired_comparisons.csv").iloc[-1]
-        return int(r["n_pairs"]), int(r["n_clusters"]), 1.0
-    if claim in ("lpbs-mean", "stereotype-share"):
-        r = t("03_crows_pairs_bayes/tables/likelihood_tests.csv")
-        r = r[(r.dataset == key) & (r.bias_type == "overall")].iloc[0]
-        return int(r["n"]), int(r["n_clusters"]), kish(key)
-    metric = {"ssqa-deviation-rate": "ssqa_deviation_rate", "bbq-ambiguous": "bbq_bias_ambig",
-              "crows-en-share": "crows_en_stereotype_preferred"}[claim]
-    r = t("05_compare/tables/paired_differences.csv")
-    r = r[(r.metric == metric) & (r.model_a == "smollm2-135m-instruct")].iloc[0]
-    return int(r["n_pairs"]), int(r["n_clusters"]), kish("crows_pairs_en") if claim == "crows-en-share" else 1.0
+def _merged(plan):
+    """Every planning design the plan states: (claim, instance key, profile, family) -> (claim, design)."""
+    out = {}
+    for c in plan.claims:
+        raw = {"design": dict(c.design), "instances": dict(c.instances)}
+        for (key, prof, fam), d in S._merged_designs(raw).items():
+            out[(c.id, key, prof, fam)] = (c, d)
+    return out
 
 
-def test_every_claim_states_n_and_an_mde_recomputed_from_its_design():
+def test_every_stated_power_is_the_designs_power_at_its_stated_level():
+    """The plan states, per instance and profile, the level it is planned at and the power its test has there for
+    the SESOI; both recomputed here from the design alone (biaslab.stats.power.design_power)."""
+    plan = P.load()
+    got = _merged(plan)
+    assert len(got) >= 25
+    for (cid, key, prof, fam), (c, d) in got.items():
+        assert {"model", "level", "power", "source"} <= set(d), (cid, key, fam, d)
+        want = W.design_power(d, c.sesoi, d["level"], c.sides)
+        assert d["power"] == pytest.approx(want, abs=6e-4), (cid, key, fam, want)
+        assert c.sesoi_rationale and "observed" not in c.sesoi_rationale
+
+
+def _rows_of_the_default_run(plan):
+    """The claim instances of the committed default run under ``plan``, per notebook and family: (claim, design,
+    sides) of every row a claim matches in the committed tables (notebook 1: every benchmark's run)."""
+    from biaslab.stats.verdict import _adjust  # noqa: F401  (the module the planning lives in)
+    out = {}
+    for c in plan.claims:
+        files = sorted((OUT / c.notebook).glob(f"**/tables/{c.table}.csv"))
+        for f in files:
+            t = pd.read_csv(f)
+            ctx = {"benchmark": f.parent.parent.name} if c.notebook == "01_multifactor" else None
+            m = c.mask(t, ctx)
+            for r in t[m].to_dict("records"):
+                fam = c.family(r, ctx)
+                label = fam.split(" · ", 1)[1]
+                if label not in plan.families(c.notebook):
+                    continue
+                key = c.key_of(r, ctx)
+                out.setdefault((c.notebook, fam), []).append((c, key, label, c.design_of(key, plan.profile, label)))
+    return out
+
+
+def test_every_stated_level_is_the_graphs_planned_level_in_the_default_run():
+    """The level each design states is the one the verdict layer plans for the committed default run's rows
+    (biaslab.stats.verdict.plan_family: the family's level x the instance's weight once the claims that pass it
+    alpha are rejected; the least powered instances out of the graph first), and the instances below 0.8 power are
+    exactly those the plan marks descriptive."""
+    from biaslab.stats.verdict import plan_family
     if not (OUT / "05_compare").exists():
         pytest.skip("no committed outputs")
     plan = P.load()
-    for c in plan.claims:
-        if c.id in ("group-choice", "calm-eq1"):
+    seen = set()
+    for (nb, fam), rows in _rows_of_the_default_run(plan).items():
+        a_f = plan.alpha * plan.share(nb) / len(plan.families(nb))
+        got = plan_family([c.id for c, *_ in rows], [d for *_, d in rows], [c.sesoi for c, *_ in rows],
+                          [c.sides for c, *_ in rows], plan.graph(nb), a_f)
+        for (c, key, label, d), g in zip(rows, got.to_dict("records")):
+            assert d["level"] == pytest.approx(g["planned_level"], rel=1e-3), (c.id, key, label)
+            assert d["power"] == pytest.approx(g["planned_power"], abs=6e-4), (c.id, key, label)
+            assert g["descriptive"] == (d["power"] < 0.8), (c.id, key, label)
+            seen.add(c.id)
+    assert seen == {c.id for c in plan.claims}
+
+
+def _bound_design(claim, key):
+    """(n, clusters, Kish design effect) of a bound-based claim instance in the default profile, from the committed
+    run's design columns (units and clusters) and CrowS-Pairs' stratum sizes: no outcome enters."""
+    t = lambda f: pd.read_csv(OUT / f)                                       # noqa: E731
+    crows = t("03_crows_pairs_bayes/tables/datasets.csv")
+    kish = lambda d: W.kish_deff(crows[crows.dataset == d]["N_h"], crows[crows.dataset == d]["n_h"])  # noqa: E731
+    if claim in ("lpbs-mean", "lpbs-other", "stereotype-share"):
+        key = key or "crows_pairs_en"
+        r = t("03_crows_pairs_bayes/tables/likelihood_tests.csv")
+        r = r[(r.dataset == key) & (r.bias_type == "overall")].iloc[0]
+        return int(r["n"]), None, kish(key)
+    if claim == "group-choice":
+        r = t("04_agentic_entropy/tables/uniformity_tests.csv")
+        r = r[(r.class_type == key) & (r.unit == "group")].iloc[0]
+        return int(r["n"]), None, 1.0
+    if claim == "mbbq-ambig-en":        # Kish's design effect of its weights needs the MBBQ data: not checked here
+        r = t("07_mbbq/tables/metrics.csv")
+        r = r[(r.metric == "bias_score_ambig") & (r.language == "en") & (r.set == "bias") & (r.category == "all")]
+        return int(r["n"].iloc[0]), None, None
+    metric = {"ssqa-deviation-rate": "ssqa_deviation_rate", "crows-en-share": "crows_en_stereotype_preferred"}[claim]
+    r = t("05_compare/tables/paired_differences.csv")
+    r = r[(r.metric == metric) & (r.model_a == "smollm2-135m-instruct")].iloc[0]
+    clusters = int(r["n_clusters"]) if r["n_clusters"] < r["n_pairs"] else None
+    return (int(r["n_pairs"]), clusters,
+            kish("crows_pairs_en") if claim == "crows-en-share" else r["n_pairs"] / r["n_clusters"])
+
+
+def test_the_bound_designs_are_the_committed_default_runs_design_and_the_scales_bound():
+    """A design whose SD comes from the scale's bound states that bound (a share 0.5, a share difference
+    sqrt(0.5), a standardized mean 1) and the committed default run's n, clusters and design effect (Kish's of the
+    weights, or the cluster bound n / clusters)."""
+    if not (OUT / "05_compare").exists():
+        pytest.skip("no committed outputs")
+    bounds = {"lpbs-mean": "standardized", "lpbs-other": "standardized", "stereotype-share": "share",
+              "crows-en-share": "share_difference", "ssqa-deviation-rate": "share_difference"}
+    checked = 0
+    for (cid, key, prof, fam), (c, d) in _merged(P.load()).items():
+        if prof != "default" or fam is not None or not d["source"].startswith(("bound", "the design alone: 51")):
             continue
-        alpha = plan.alpha * plan.budget["shares"][c.notebook]
-        for key in (c.instances or {None: {}}):
-            inst = c.instance(key)
-            n, clusters, deff = _design(c.id, key)
-            assert inst["n"] == n, (c.id, key)
-            want = W.planned_mde(n, SCALES[c.id], clusters, deff, alpha)
-            assert inst["mde"] == pytest.approx(want, rel=5e-3), (c.id, key, want)
+        n, clusters, deff = _bound_design(cid, key)
+        assert d["n"] == n and d.get("clusters") == clusters, (cid, key, d)
+        assert deff is None or d.get("deff", 1.0) == pytest.approx(deff, abs=1e-3), (cid, key, deff)
+        if cid in bounds:
+            assert d["sd"] == pytest.approx(W.PLANNING_SD[bounds[cid]], abs=1e-4), cid
+        checked += 1
+    assert checked >= 10
 
 
-def test_planned_mde_by_hand():
-    # share against 0.5, 400 independent pairs: (z_.995 + z_.8) * 0.5 / sqrt(400) = (2.5758 + 0.8416) * 0.025
-    assert W.planned_mde(400, "share", alpha=0.01) == pytest.approx(3.4174 * 0.025, rel=1e-4)
-    # clustered: the bound n_eff = clusters and t(G-1) (noncentral t; close to the t quantiles' sum)
-    d = W.planned_mde(150, "standardized", clusters=37, alpha=0.05)
-    assert 2.028 + 0.852 - 0.05 < d * 37 ** 0.5 < 2.028 + 0.852 + 0.05
+def test_power_at_a_level_by_hand():
+    # z: effect 0.1, SE 0.025 (z = 4) at level 0.01 two-sided: Phi(4 - 2.5758) + Phi(-4 - 2.5758) = 0.9228
+    assert W.power_t(0.1, 0.025, None, 0.01) == pytest.approx(0.92280, abs=1e-4)
+    assert W.power_t(0.1, 0.025, None, 0.005, "one-sided (above)") == pytest.approx(0.92280, abs=1e-4)
+    # t(36): the noncentral t, below the normal's power
+    assert W.power_t(0.1, 0.025, 36, 0.01) < W.power_t(0.1, 0.025, None, 0.01)
+    # Cohen's w 0.3, n 100, df 2 at 0.05: noncentrality 9, chi2 crit 5.991 -> 0.7706 (Cohen 1988, Table 7.3.16: .77)
+    assert W.power_chi2(0.3, 100, 2, 0.05) == pytest.approx(0.7706, abs=1e-3)
+    d = {"model": "t", "n": 150, "clusters": 37, "sd": 1.0, "deff": 150 / 37}
+    lv = W.level_for_power(d, 0.6)
+    assert W.design_power(d, 0.6, lv) == pytest.approx(0.8, abs=1e-6)
+    n = W.n_for_power(d, 0.5, 0.004)            # the smallest n that powers it, the cluster size kept
+    assert W.design_power(W._scaled(d, n), 0.5, 0.004) >= 0.8 > W.design_power(W._scaled(d, n - 1), 0.5, 0.004)
     # Kish: proportional allocation has deff 1; two strata N = (100, 300) sampled 50 each: 100 * (2^2*50 + 6^2*50)
     # / (2*50 + 6*50)^2 = 100 * 2000 / 160000 = 1.25
     assert W.kish_deff([100, 300], [25, 75]) == pytest.approx(1.0)
@@ -443,24 +530,24 @@ def test_planned_mde_by_hand():
 
 
 def test_the_verdict_layer_reads_each_instances_own_null(tmp_path):
-    """An instance's null_value (here notebook 1's SSQA instance moved onto the estimate) decides that instance's
+    """An instance's null_value (here notebook 1's agentic instance moved onto the estimate) decides that instance's
     rows; the other benchmarks keep the claim's null."""
     from biaslab.papers.multifactor import decisions as D1
-    if not (OUT / "01_multifactor/ssqa").exists():
+    if not (OUT / "01_multifactor/agentic").exists():
         pytest.skip("no committed outputs")
-    c = next(c for c in P.load().claims if c.id == "dm-difference")
-    assert c.instance_of({"model_a": "x"}, {"benchmark": "calm"})["n"] == 252
-    assert c.instance_of({"model_a": "x"})["n"] is None
-    old = "          ssqa:\n            n: 150\n            mde: 0.604\n            null_value: 0\n"
+    c = next(c for c in P.load().claims if c.id == "dm-other")
+    assert c.key_of({"model_a": "x"}, {"benchmark": "calm"}) == "calm" and c.key_of({"model_a": "x"}) is None
+    assert c.design_of("calm", "default")["n"] == 252 and c.design_of("calm", "smoke") is None
+    old = "          agentic:\n            null_value: 0\n"
     assert old in SHIPPED
     r = lambda b, t: pd.read_csv(OUT / f"01_multifactor/{b}/tables/{t}.csv")          # noqa: E731
-    at = float(r("ssqa", "paired_subgroup_tests")["metric_difference"].iloc[0])       # the null on the estimate
+    at = float(r("agentic", "paired_subgroup_tests")["metric_difference"].iloc[0])    # the null on the estimate
     f = _plan(tmp_path, SHIPPED.replace(old, old.replace("null_value: 0", f"null_value: {at!r}")))
     got = {}
     for plan_file in (None, f):
         got[plan_file] = {b: D1.decide(b, {"paired_subgroup_tests": r(b, "paired_subgroup_tests")},
                                        r(b, "responders"), plan=P.load(plan_file))["paired_subgroup_tests"]
-                          for b in ("ssqa", "bbq")}
-    assert bool(got[None]["ssqa"]["excludes_null"].iloc[0]) is True
-    assert bool(got[f]["ssqa"]["excludes_null"].iloc[0]) is False
+                          for b in ("agentic", "bbq")}
+    assert bool(got[None]["agentic"]["excludes_null"].iloc[0]) is True
+    assert bool(got[f]["agentic"]["excludes_null"].iloc[0]) is False
     assert got[None]["bbq"]["excludes_null"].equals(got[f]["bbq"]["excludes_null"])

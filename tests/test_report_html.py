@@ -17,8 +17,9 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_outp
 from biaslab.report import front_page
 from biaslab.report import html as rh
 from biaslab import plan as P
+from helpers import COMMITTED_PLAN
 
-PLAN = P.load()             # the repository's analysis plan (the committed outputs')
+PLAN = P.load(COMMITTED_PLAN)   # the plan the committed outputs were decided with
 
 def _png() -> str:
     import io

@@ -7,6 +7,7 @@ from scipy import stats
 
 from biaslab import plan as P
 from biaslab.stats import reanalysis as S
+from helpers import COMMITTED_PLAN
 
 
 def rows(*items):
@@ -95,8 +96,9 @@ def test_the_plan_lists_the_analyses_and_unknown_ids_are_refused(tmp_path):
     from biaslab import plan as P
     from biaslab.plan import sensitivity as SA
     listed = {c.id: set(c.sensitivity) for c in P.load().claims if c.sensitivity}
-    assert listed["dm-difference"] | listed["crows-en-share"] == set(SA.ANALYSES)
-    assert listed["lpbs-mean"] == listed["stereotype-share"] == listed["crows-en-share"] == {"sampling-weights"}
+    assert listed["dm-ssqa"] == listed["dm-other"] and listed["dm-ssqa"] | listed["crows-en-share"] == set(SA.ANALYSES)
+    assert listed["lpbs-mean"] == listed["lpbs-other"] == listed["stereotype-share"] == listed["crows-en-share"] == {
+        "sampling-weights"}
     f = tmp_path / "plan.yaml"
     f.write_text(P.DEFAULT.read_text().replace("[degenerate-threshold]", "[degenerate-threshold, coin-flip]"))
     with pytest.raises(ValueError, match="claim 'bbq-ambiguous': unknown sensitivity analysis \\['coin-flip'\\]"):
@@ -123,14 +125,15 @@ def test_notebook1_sensitivity_follows_the_factor_plan_fields():
     pst = pd.DataFrame([{"claim": "dm-difference", "family": "f", "model_a": "a", "model_b": "b", "verdict":
                          "not distinguishable", "metric_difference": 0.01, "ci_low": -0.1, "ci_high": 0.1,
                          "p_value": 0.5, "n_families": 1, "share": 1.0}])
-    t = SA.multifactor_sensitivity(pst, df, "agentic", fplan, "scenario_id", plan=P.load()).set_index("analysis")
+    plan = P.load(COMMITTED_PLAN)      # its claim dm-difference, which the pair above is an instance of
+    t = SA.multifactor_sensitivity(pst, df, "agentic", fplan, "scenario_id", plan=plan).set_index("analysis")
     assert list(t.index) == ["primary", "entropy cut 0.90", "entropy cut 0.98"]
     for cut in agentic.LOW_ENTROPY_ALTERNATIVES:
         x = paired.paired_subgroup_test(df.assign(low_entropy=(df["entropy"] < cut).astype(int)), "low_entropy",
                                         fplan.ecdf_factors, "a", "b", "scenario_id")
         assert t.loc[f"entropy cut {cut:.2f}", "estimate"] == pytest.approx(x["metric_difference"])
     ssqa_like = replace(fplan, outcome_variants={}, reads="answer", invalid_answers=("other",))
-    t = SA.multifactor_sensitivity(pst, df, "x", ssqa_like, "scenario_id", plan=P.load())
+    t = SA.multifactor_sensitivity(pst, df, "x", ssqa_like, "scenario_id", plan=plan)
     assert {"degenerate threshold 0.90", "invalid answers counted as deviating"} <= set(t["analysis"])
     bad = df["answer"] == "other"
     x = paired.paired_subgroup_test(df.assign(low_entropy=df["low_entropy"].where(~bad, 1)), "low_entropy",

@@ -13,8 +13,9 @@ from biaslab.stats import reanalysis as S
 from biaslab.stats import paired
 from biaslab.stats.stratified import stratified_mean
 from biaslab import plan as P
+from helpers import COMMITTED_PLAN
 
-PLAN = P.load()             # the repository's analysis plan (the committed outputs')
+PLAN = P.load(COMMITTED_PLAN)   # the plan the committed outputs were decided with
 
 ROOT = Path(__file__).resolve().parents[1]
 

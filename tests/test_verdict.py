@@ -1,6 +1,7 @@
 """The verdict layer (biaslab.stats.verdict) and the per-metric responder checks, on hand-worked tables under a small
 analysis plan: Holm within a claim's family and a Benjamini–Hochberg screen for exploratory rows (checked against
-statsmodels and by hand), families across tables,
+statsmodels and by hand); the graphical procedure (Bretz et al. 2009: Holm as its special case, their parallel
+gatekeeping graph by hand, the power rule), descriptive, not-reached and not-decided instances; families across tables,
 untested rows left out of their family, the null's interval test at its edge, Bayes-factor direction only over a
 whole prior range, and the categorical verdict for undefined, degenerate, incomparable and interval-only rows."""
 
@@ -220,7 +221,7 @@ def test_budget_by_hand_two_notebooks_shares_and_holm_levels():
     assert b["n_families"].tolist() == [2] * 4 + [1] * 2 and b["family_size"].tolist() == [3, 3, 3, 1, 2, 2]
     assert b["p_adjusted"].tolist() == pytest.approx([0.008 / 0.15, 0.02, 1.0, 0.2, 0.02 / 0.7, 0.02 / 0.7])
     assert b["rejected"].tolist() == [False, True, False, False, True, True]
-    assert b["test_level"].tolist() == pytest.approx([0.00375, 0.0025, 0.00375, 0.0075, 0.035, 0.0175])
+    assert b["tested_level"].tolist() == pytest.approx([0.00375, 0.0025, 0.00375, 0.0075, 0.035, 0.0175])
     # the families' levels spend exactly alpha (Bonferroni across families: the familywise error is <= alpha)
     assert b.drop_duplicates("family")["alpha_family"].sum() == pytest.approx(0.05)
     # more families in the run than rows show (a family with no claim row): the level shrinks
@@ -247,7 +248,8 @@ def test_budget_keeps_the_familywise_error_under_the_global_null():
     # Holm within each family is statsmodels' (the first 50 families, taken lazily: statsmodels' holm calls
     # gc.collect(), which walks every live object, and 4,500 group frames held alive made each call cost 0.6 s)
     for _, g in itertools.islice(b.groupby("family"), 50):
-        assert np.allclose(g["p_holm"], multipletests(g["p"], method="holm")[1])
+        scale = g["n_families"].iloc[0] / g["share"].iloc[0]
+        assert np.allclose(g["p_adjusted"], np.minimum(1, multipletests(g["p"], method="holm")[1] * scale))
     exact = 1 - (1 - 0.0075 / 3) ** 3 * (1 - 0.0075) * (1 - 0.035 / 2) ** 2
     assert exact < 0.05 and abs(fwer - exact) < 4 * np.sqrt(exact * (1 - exact) / reps)
 
@@ -337,3 +339,165 @@ def test_a_row_without_variance_is_not_estimable_never_tested_or_significant():
         assert d["family_size"].iloc[1] == 1 and V.screen(d).iloc[0] == d["verdict"].iloc[0]
     exact = dec(t.assign(kind="other", p_value=[0.002, 0.01]), _effects(), "t")
     assert exact["verdict"].eq("exploratory").all() and exact["significant"].all()
+
+
+# ----------------------------------------------------------------------------- the graphical procedure
+
+from biaslab.stats import multiplicity as M                      # noqa: E402
+from biaslab.stats import power as W                             # noqa: E402
+
+
+def test_the_graphical_procedure_with_holms_graph_is_holm():
+    """Equal weights and a complete graph with equal transitions (Bretz et al. 2009, section 2) reproduce Holm's
+    adjusted p, rejections and step-down levels (statsmodels' holm; the levels walked by hand)."""
+    rng = np.random.default_rng(3)
+    for trial in range(200):
+        m = int(rng.integers(1, 7))
+        p = rng.uniform(0, 0.06, m) ** rng.choice([1, 2])
+        w, g = M.holm_graph(m)
+        r = M.graphical(p, w, g, 0.05)
+        assert np.allclose(r["p_adjusted"], multipletests(p, method="holm")[1]), (trial, p)
+        assert (r["rejected"] == (multipletests(p, alpha=0.05, method="holm")[0])).all(), (trial, p)
+        assert np.allclose(r["level"], _step_down_levels(p, 0.05)), (trial, p)
+    # gMCP's example (BonferroniHolm(5), p = 0.01, 0.02, 0.04, 0.04, 0.7)
+    r = M.graphical([0.01, 0.02, 0.04, 0.04, 0.7], *M.holm_graph(5), 0.05)
+    assert r["p_adjusted"].tolist() == pytest.approx([0.05, 0.08, 0.12, 0.12, 0.7])
+    assert r["rejected"].tolist() == [True, False, False, False, False]
+
+
+def test_the_graphical_procedure_by_hand_on_bretz_et_als_parallel_gatekeeping_graph():
+    """Two primary hypotheses H1, H2 (weight 1/2 each), each passing its level to its secondary (H1 -> H3, H2 -> H4),
+    each secondary passing on to the other primary (H3 -> H2, H4 -> H1); p = 0.01, 0.005, 0.015, 0.022 at alpha
+    0.025. By hand (Algorithm 1): H1, H2 at 0.0125 are both rejected; H3 and H4 then get 0.0125 each (H1's and H2's
+    levels), 0.015 and 0.022 exceed it: stop. Adjusted p: H2 0.005/0.5 = 0.01; H1 0.01/0.5 = 0.02; then H3
+    0.015/0.5 = 0.03; H4, alone with weight 1, 0.022, raised to the running maximum 0.03."""
+    g = np.array([[0, 0, 1, 0], [0, 0, 0, 1], [0, 1, 0, 0], [1, 0, 0, 0]], dtype=float)
+    r = M.graphical([0.01, 0.005, 0.015, 0.022], [0.5, 0.5, 0, 0], g, 0.025)
+    assert r["rejected"].tolist() == [True, True, False, False]
+    assert r["p_adjusted"].tolist() == pytest.approx([0.02, 0.01, 0.03, 0.03])
+    assert r["level"].tolist() == pytest.approx([0.0125] * 4)
+    # a fixed sequence (H1 then H2): H2 is tested only once H1 is rejected; otherwise its level stays 0
+    seq = np.array([[0, 1], [0, 0]], dtype=float)
+    assert M.graphical([0.03, 0.001], [1, 0], seq, 0.05)["rejected"].tolist() == [True, True]
+    stuck = M.graphical([0.06, 0.001], [1, 0], seq, 0.05)
+    assert stuck["rejected"].tolist() == [False, False] and stuck["level"].tolist() == [0.05, 0.0]
+    assert stuck["p_adjusted"].tolist() == pytest.approx([0.06, 0.06])
+
+
+def test_the_power_rule_rejects_only_where_the_level_reached_is_powered_and_passes_nothing_else():
+    seq = np.array([[0, 1], [0, 0]], dtype=float)
+    # H1's p is tiny, but its level 0.05 is below the 0.06 its test needs: not rejected, H2 never reached
+    r = M.graphical([1e-6, 1e-6], [1, 0], seq, 0.05, min_level=[0.06, 0.0])
+    assert r["rejected"].tolist() == [False, False] and r["level"].tolist() == [0.05, 0.0]
+    # under any graph the adjusted p is the smallest alpha that rejects: p_adjusted <= alpha exactly when rejected
+    rng = np.random.default_rng(5)
+    for trial in range(300):
+        m = int(rng.integers(2, 6))
+        w = rng.dirichlet(np.ones(m)) * rng.choice([1.0, 0.7])
+        g = rng.dirichlet(np.ones(m), size=m) * rng.uniform(0.5, 1.0, (m, 1))
+        np.fill_diagonal(g, 0.0)
+        p, need = rng.uniform(0, 0.05, m) ** 1.5, rng.uniform(0, 0.03, m) * (rng.random(m) < 0.5)
+        r = M.graphical(p, w, g, 0.05, need)
+        assert ((r["p_adjusted"] <= 0.05) == r["rejected"]).all(), trial
+        assert (r["level"][r["rejected"]] >= need[r["rejected"]]).all()
+        plain = M.graphical(p, w, g, 0.05)
+        assert not (r["rejected"] & ~plain["rejected"]).any()        # the rule only ever rejects less
+
+
+def test_the_instance_graph_splits_a_claims_weight_and_passes_level_along_then():
+    w, g = M.expand_graph(["P", "S", "S", "T"], {"P": 1, "S": 0, "T": 0}, {"P": {"S": 1}, "S": {"T": 0.5}})
+    assert w.tolist() == [1, 0, 0, 0]
+    assert g[0].tolist() == [0, 0.5, 0.5, 0]                        # P's level to S's two instances, equally
+    assert g[1].tolist() == [0, 0, 0.5, 0.5] and g[3].tolist() == [0, 0, 0, 0]     # half to T, half to the sibling
+    # a claim without an instance here leaves the claim graph: its weight goes where its edges go
+    w, g = M.expand_graph(["S", "S"], {"P": 1, "S": 0}, {"P": {"S": 1}})
+    assert w.tolist() == [0.5, 0.5] and g.tolist() == [[0, 1], [1, 0]]
+    # one claim, no then: Holm
+    w, g = M.expand_graph(["S"] * 3, {"S": 1}, {})
+    assert np.allclose(w, M.holm_graph(3)[0]) and np.allclose(g, M.holm_graph(3)[1])
+
+
+GRAPH_PLAN = """
+version: 1
+issued: 2026-01-01
+alpha: 0.05
+procedure: graphical
+history: [{version: 1, date: 2026-01-01, change: hand-worked, reason: tests}]
+rationale: a hand-worked graph
+notebooks:
+  nbg:
+    title: a hand-worked graph
+    family_by: [kind]
+    families: {default: [f1]}
+    claims:
+      - {id: prim, label: the primary, table: t, rows: {which: prim}, estimate: est, p: p_value,
+         ci: [ci_low, ci_high], null_value: 0, sides: two-sided, test: z,
+         estimand: {items: all, variable: x, summary: mean, unparseable: none, degenerate: not tested, position: none},
+         sesoi: 0.5, sesoi_rationale: by hand, weight: 1, then: {sec: 1},
+         design: {default: {model: z, n: 100, sd: 1, source: by hand}}}
+      - {id: sec, label: the secondary, table: t, rows: {which: sec}, estimate: est, p: p_value,
+         ci: [ci_low, ci_high], null_value: 0, sides: two-sided, test: z,
+         estimand: {items: all, variable: x, summary: mean, unparseable: none, degenerate: not tested, position: none},
+         sesoi: 0.5, sesoi_rationale: by hand, weight: 0,
+         design: {default: {model: z, n: 100, se: SEC_SE, source: by hand}}}
+"""
+
+
+def _graph_decide(rows, sec_se, profile="default"):
+    f = Path(tempfile.mkdtemp()) / "plan.yaml"
+    f.write_text(GRAPH_PLAN.replace("SEC_SE", str(sec_se)))
+    cols = ("kind", "which", "est", "p_value", "ci_low", "ci_high")
+    plan = P.load(f, tables={"nbg": {"t": cols}}, profile=profile)
+    t = pd.DataFrame(rows, columns=["which", "p_value"]).assign(kind="f1", est=0.3, ci_low=0.1, ci_high=0.5,
+                                                                model=[f"m{i}" for i in range(len(rows))])
+    return V.decide(t, V.Effects(estimate="est", null=0.0), "t", "informative", notebook="nbg", plan=plan), plan
+
+
+def test_a_graph_tests_the_secondary_only_once_the_primary_is_rejected():
+    d, _ = _graph_decide([("prim", 0.001), ("sec", 0.01)], 0.1)
+    assert d["verdict"].tolist() == ["distinguishable", "distinguishable"]
+    assert d["tested_level"].tolist() == pytest.approx([0.05, 0.05]) and d["sesoi"].tolist() == [0.5, 0.5]
+    assert d["ci_level"].tolist() == pytest.approx([0.95, 0.95])
+    assert d["power"].iloc[1] == pytest.approx(W.power_t(0.5, 0.1, None, 0.05))
+    d, _ = _graph_decide([("prim", 0.2), ("sec", 0.001)], 0.1)
+    assert d["verdict"].tolist() == ["not distinguishable",
+                                     "not reached (α not propagated: `prim` was not rejected)"]
+    assert d["tested_level"].iloc[1] == 0 and pd.isna(d["ci_level"].iloc[1]) and pd.isna(d["significant"].iloc[1])
+    assert d["ci_adj_note"].iloc[1] == "not reached: no adjusted interval"
+
+
+def test_an_instance_without_power_at_its_planned_level_is_descriptive_and_says_which_n_would_power_it():
+    d, _ = _graph_decide([("prim", 0.001), ("sec", 1e-6)], 0.5)
+    pw, n = W.power_t(0.5, 0.5, None, 0.05), W.n_for_power({"model": "z", "n": 100, "se": 0.5}, 0.5, 0.05)
+    assert d["verdict"].iloc[1] == (f"descriptive (power {pw:.2f} for SESOI 0.5 at level 0.05; "
+                                    f"n ≈ {int(float(f'{n:.2g}')):,} would power it)")
+    assert d["verdict"].iloc[0] == "distinguishable" and d["family_size"].tolist() == [1, 1]
+    assert pd.isna(d["p_adjusted"].iloc[1]) and pd.isna(d["tested_level"].iloc[1])
+    assert d["planned_level"].iloc[1] == pytest.approx(0.05) and d["power"].iloc[1] == pytest.approx(pw)
+    # a profile the plan has no design or family for decides nothing
+    s, _ = _graph_decide([("prim", 0.001), ("sec", 1e-6)], 0.1, profile="smoke")
+    assert s["verdict"].str.startswith("descriptive (family f1 is not among the plan's families").all()
+
+
+def test_an_instance_whose_level_reached_is_below_its_power_is_not_decided_and_passes_nothing_on():
+    # two primaries, each passing its level to the secondary; the secondary is powered at 0.05 (both primaries
+    # rejected: its planned level) but not at the 0.025 one rejection gives it (effect / SE = 2.9: power 0.83 vs 0.74)
+    se = 0.5 / 2.9
+    d, _ = _graph_decide([("prim", 0.001), ("prim", 0.4), ("sec", 1e-6)], se)
+    assert d["planned_level"].iloc[2] == pytest.approx(0.05)
+    pw = W.power_t(0.5, se, None, 0.025)
+    assert d["verdict"].tolist() == ["distinguishable", "not distinguishable",
+                                     f"not decided (power {pw:.2f} for SESOI 0.5 at its tested level 0.025)"]
+    assert d["tested_level"].iloc[2] == pytest.approx(0.025) and pd.isna(d["significant"].iloc[2])
+    both, _ = _graph_decide([("prim", 0.001), ("prim", 0.002), ("sec", 1e-6)], se)
+    assert both["verdict"].tolist() == ["distinguishable"] * 3
+
+
+def test_the_budget_applies_the_plans_graph_in_every_family():
+    rows = pd.DataFrame({"notebook": "A", "family": ["f1", "f1", "f2", "f2"], "claim": ["P", "S", "P", "S"],
+                         "p": [0.001, 0.01, 0.04, 0.001]})
+    b = V.budget_decisions(rows, 0.05, {"A": 1.0}, graphs={"A": ({"P": 1, "S": 0}, {"P": {"S": 1}})})
+    # each family at 0.025: f1 rejects P, then S at 0.025; f2's P (0.04) fails, so S is never reached
+    assert b["rejected"].tolist() == [True, True, False, False]
+    assert b["tested_level"].tolist() == pytest.approx([0.025, 0.025, 0.025, 0.0])
+    assert b["p_adjusted"].tolist() == pytest.approx([0.002, 0.02, 0.08, 0.08])

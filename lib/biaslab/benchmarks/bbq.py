@@ -327,17 +327,20 @@ def bias_score_pseudo_values(deviated, non_unknown, correct, ambig: bool) -> np.
 
     ``s_DIS = 2R - 1`` with ``R = sum deviated / sum non_unknown``: pseudo ``s + 2 n (dev_i - R nu_i) / sum nu``.
     ``s_AMB = (1 - A) s_DIS`` with ``A = mean(correct)``: pseudo ``f + (1 - A)(p_s,i - s) - s (c_i - A)``. NaN where
-    no answer is "non-unknown" (the score is undefined)."""
+    no answer is "non-unknown" (the score is undefined). Arrays of any shape: one model's answers along the last
+    axis (a calibration's replications along the first)."""
     dev, nu, c = (np.asarray(x, dtype=float) for x in (deviated, non_unknown, correct))
-    n, total_nu = dev.size, nu.sum()
-    if n == 0 or total_nu == 0:
-        return np.full(n, np.nan)
-    r = dev.sum() / total_nu
-    s = 2 * r - 1
-    p_s = s + 2 * n * (dev - r * nu) / total_nu
+    n = dev.shape[-1]
+    if n == 0:
+        return np.full(dev.shape, np.nan)
+    total_nu = nu.sum(axis=-1, keepdims=True)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = np.where(total_nu > 0, dev.sum(axis=-1, keepdims=True) / total_nu, np.nan)
+        s = 2 * r - 1
+        p_s = s + 2 * n * (dev - r * nu) / total_nu
     if not ambig:
         return p_s
-    a = c.mean()
+    a = c.mean(axis=-1, keepdims=True)
     return (1 - a) * s + (1 - a) * (p_s - s) - s * (c - a)
 
 

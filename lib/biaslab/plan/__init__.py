@@ -3,11 +3,15 @@
 
 Per notebook at most three claims, each with its estimand (items, variable, summary measure, and the handling of
 intercurrent events: unparseable answers, degenerate responders, position preference), test, null and sidedness, the
-table rows it decides, its ``n`` and design-based ``mde``, and per-instance overrides (:meth:`Claim.instance`). Claims
-are templates over a run's models and datasets: a family is one notebook x the values of its ``family_by`` columns.
+table rows it decides, per-instance overrides (:meth:`Claim.instance`), and under the graphical procedure its smallest
+effect size of interest (``sesoi``), its node in its family's graph (``weight``, ``then``) and per profile each
+instance's planning design with the level and power it is planned at (:meth:`Claim.design_of`). Claims are templates
+over a run's models and datasets: a family is one notebook x the values of its ``family_by`` columns; a graphical
+plan lists the families each profile decides (:meth:`Plan.families`) and is read for one run profile.
 **One error budget** (``budget.shares``; optional when one notebook has every claim): alpha is split across
-notebooks before any run (Bonferroni; shares sum to 1), equally over a notebook's families, and Holm (1979) runs
-inside each family (:func:`biaslab.stats.verdict.budget_decisions`); :meth:`Plan.method_text` states it.
+notebooks before any run (Bonferroni; shares sum to 1), equally over a notebook's families, and the plan's graph
+(Bretz et al. 2009; ``procedure: holm``: Holm 1979) runs inside each family
+(:func:`biaslab.stats.verdict.budget_decisions`); :meth:`Plan.method_text` states it.
 
 :func:`load` validates the file first (:mod:`biaslab.plan.schema`); a kernel records the hash of the bytes it parsed
 (:meth:`Plan.entry`) in its MANIFEST, and :func:`changed_since` says when that plan is missing, changed, or issued
@@ -58,6 +62,11 @@ class Claim:
     mde_design: str = ""
     sensitivity: tuple = ()
     instances: Mapping = field(default_factory=dict)
+    sesoi: float | None = None          # the smallest effect size of interest, on the estimate's scale
+    sesoi_rationale: str = ""
+    weight: float | None = None         # the claim's initial share of its family's level (graphical procedure)
+    then: Mapping = field(default_factory=dict)     # {claim id: fraction of a rejected instance's level}
+    design: Mapping = field(default_factory=dict)   # {profile: planning design} (instances may override)
 
     def instance(self, key: str | None = None) -> dict:
         """The claim as it applies to one instance (notebook 1's benchmark, a dataset): ``estimand`` with that
@@ -67,10 +76,38 @@ class Claim:
                 "null_value": own.get("null_value", self.null), "n": own.get("n", self.n),
                 "mde": own.get("mde", self.mde)}
 
-    def design_text(self) -> str:
-        """"; n 400, MDE 0.111 at 80 % power" ("; n / MDE at 80 % power: en 400 / 0.222, ..." where instances
-        differ), "" where the plan states none."""
+    def design_of(self, key: str | None, profile: str, family: str | None = None) -> dict | None:
+        """The planning design of instance ``key`` in ``profile`` (and ``family``, its family_by values joined by
+        " · "): the claim's, overridden by the instance's and the family's (:func:`biaslab.plan.schema.merge_design`);
+        None where the plan states none (the instance is then descriptive in that profile)."""
+        own = (self.instances.get(key) or {}).get("design") if key is not None else None
+        return schema.merge_design(dict(self.design), own, profile, family)
+
+    def design_text(self, profile: str = "default") -> str:
+        """The claim's planned sizes in ``profile``, from the plan's stated numbers: with planning designs, "; SESOI
+        0.1; planned (default): en n 400, power 0.93 at level 0.004, ..." (an instance below 0.8 power is marked
+        descriptive); otherwise "; n 400, MDE 0.111 at 80 % power" ("" where the plan states neither)."""
         keys = list(self.instances) or [None]
+        if self.sesoi is not None:
+            parts = []
+            for k in keys:
+                own = (self.instances.get(k) or {}).get("design") if k is not None else None
+                fams = {**((self.design.get(profile) or {}).get("by_family") or {}),
+                        **(((own or {}).get(profile) or {}).get("by_family") or {})}
+                for fam in (None, *fams):
+                    d = self.design_of(k, profile, fam)
+                    who = " ".join(x for x in (k, f"({fam})" if fam else None) if x)
+                    if d is None:
+                        parts.append(f"{who + ': ' if who else ''}no planning design")
+                        continue
+                    size = f"n {int(d['n']):,}" if "n" in d else f"{d['templates']} templates"
+                    if "power" in d and "level" in d:
+                        size += (f", power {d['power']:.2f} at level {d['level']:.2g}"
+                                 + (" (descriptive)" if d["power"] < 0.8 else ""))
+                    parts.append(f"{who + ' ' if who else ''}{size}")
+            then = (", then " + ", ".join(f"`{d}` {f:g}" for d, f in self.then.items())) if self.then else ""
+            return (f"; SESOI {self.sesoi:g}; weight {self.weight or 0:g}{then}; planned ({profile}): "
+                    + "; ".join(parts))
         sizes = [(k, self.instance(k)["n"], self.instance(k)["mde"]) for k in keys]
         sizes = [(k, n, m) for k, n, m in sizes if n is not None and m is not None]
         if not sizes:
@@ -79,11 +116,15 @@ class Claim:
             return f"; n {sizes[0][1]:,}, MDE {sizes[0][2]:g} at 80 % power"
         return "; n / MDE at 80 % power: " + ", ".join(f"{k} {n:,} / {m:g}" for k, n, m in sizes)
 
-    def instance_of(self, row: Mapping, context: Mapping | None = None) -> dict:
-        """:meth:`instance` of one decided row: the instance whose key is one of the row's (or ``context``'s)
-        values, e.g. notebook 1's ``benchmark`` or notebook 3's ``dataset``; the claim's own where none is."""
+    def key_of(self, row: Mapping, context: Mapping | None = None) -> str | None:
+        """The instance key of one decided row: the first of the row's (or ``context``'s) values that names one of
+        the claim's ``instances`` (notebook 1's ``benchmark``, notebook 3's ``dataset``); None where none does."""
         vals = [str(v) for v in {**(context or {}), **row}.values()]
-        return self.instance(next((v for v in vals if v in self.instances), None))
+        return next((v for v in vals if v in self.instances), None)
+
+    def instance_of(self, row: Mapping, context: Mapping | None = None) -> dict:
+        """:meth:`instance` of one decided row (:meth:`key_of`); the claim's own where it names no instance."""
+        return self.instance(self.key_of(row, context))
 
     def mask(self, df, context: Mapping | None = None, rows: Mapping | None = None):
         """Boolean mask of the rows of ``df`` this claim (or one of its ``shown_in`` places: ``rows``) covers;
@@ -108,6 +149,7 @@ class Claim:
 
 @dataclass(frozen=True)
 class Plan:
+    """The plan, read for the runs of one ``profile`` (the planning designs and families that apply)."""
     version: str
     alpha: float
     procedure: str
@@ -120,6 +162,25 @@ class Plan:
     issued: str = ""
     history: tuple = ()
     budget: Mapping = field(default_factory=dict)
+    profile: str = "default"
+
+    @property
+    def graphical(self) -> bool:
+        """True for the graphical procedure (each claim's weight and ``then``, decided only where powered)."""
+        return self.procedure == "graphical"
+
+    def families(self, notebook: str) -> list[str] | None:
+        """The families ``notebook`` decides in this plan's profile (family_by values joined by " · "); None for a
+        plan without planned families (Holm: every family of the run)."""
+        fams = (self.notebooks.get(notebook) or {}).get("families")
+        return None if fams is None else list(fams.get(self.profile) or [])
+
+    def graph(self, notebook: str) -> tuple[dict, dict] | None:
+        """(weights, then) of ``notebook``'s claims for the graphical procedure, None for Holm."""
+        if not self.graphical:
+            return None
+        claims = self.of(notebook)
+        return {c.id: float(c.weight or 0.0) for c in claims}, {c.id: dict(c.then) for c in claims}
 
     def entry(self) -> dict:
         """``{"path", "sha256", "version", "issued"}`` for a MANIFEST: the hash of the bytes this plan was parsed
@@ -168,7 +229,8 @@ class Plan:
         else:
             lines = [head + f"{len(claims)} confirmatory claim{'s' if len(claims) != 1 else ''}. "
                      + self.method_text(notebook)]
-            lines += [f"- `{c.id}`: {c.label}; {c.test}; null {c.null}, {c.sides}{c.design_text()}." for c in claims]
+            lines += [f"- `{c.id}`: {c.label}; {c.test}; null {c.null}, {c.sides}{c.design_text(self.profile)}."
+                      for c in claims]
         lines += [f"- shown here, decided in {c.notebook}: `{c.id}` ({c.label})." for c in shown]
         return "\n".join(lines)
 
@@ -183,11 +245,30 @@ class Plan:
         share = self.share(notebook)
         by = " × ".join(claims[0].family_by)
         ids = ", ".join(f"`{c.id}`" for c in claims)
-        text = (f"Confirmatory ({ids}): this notebook's share of the project's error budget is {share:g} of "
+        head = (f"Confirmatory ({ids}): this notebook's share of the project's error budget is {share:g} of "
                 f"α = {self.alpha:g} (α·share = {self.alpha * share:.4g}), split equally over its families (one per "
-                f"{by}); {self.procedure.capitalize()} within each family at α·share / number of families. "
-                "Adjusted p (`p_adjusted`) is on the project's scale, compared with α; each claim's adjusted "
-                "interval (`ci_adj_low`, `ci_adj_high`) is at the level at which Holm tested it (`ci_level`).")
+                f"{by}")
+        if self.graphical:
+            fams = self.families(notebook) or []
+            weights = ", ".join(f"`{c.id}` {c.weight or 0:g}" for c in claims)
+            then = "; ".join(f"`{c.id}` → " + ", ".join(f"`{d}` {f:g}" for d, f in c.then.items())
+                             for c in claims if c.then)
+            text = (head + f"; {len(fams)} in profile {self.profile}: {', '.join(fams) or 'none'}); within each "
+                    "family a graph (Bretz et al. 2009): each claim starts with its weight of the family's level "
+                    f"({weights}), split equally over its instances; a rejected instance passes its level on"
+                    + (f" ({then}; what `then` leaves goes to the claim's other instances)" if then else
+                       " to the claim's other instances")
+                    + ". An instance is decided only where its test has 80 % power for its smallest effect of "
+                    "interest (`sesoi`) at the level it is tested (`tested_level`, `power`): below 0.8 at its "
+                    "planned level (`planned_level`) it is descriptive (not in the graph), left at level 0 it is "
+                    "not reached, and below 0.8 at the level it reached it is not decided. Adjusted p "
+                    "(`p_adjusted`) is on the project's scale, compared with α; each claim's adjusted interval "
+                    "(`ci_adj_low`, `ci_adj_high`) is at the level at which the graph tested it (`ci_level`).")
+        else:
+            text = (head + f"); {self.procedure.capitalize()} within each family at α·share / number of "
+                    "families. Adjusted p (`p_adjusted`) is on the project's scale, compared with α; each claim's "
+                    "adjusted interval (`ci_adj_low`, `ci_adj_high`) is at the level at which Holm tested it "
+                    "(`ci_level`).")
         if table is not None and "family_kind" in getattr(table, "columns", ()):
             conf = table[table["family_kind"] == "confirmatory"].drop_duplicates("family")
             if len(conf) and {"n_families", "alpha_family", "family_size"} <= set(conf.columns):
@@ -208,11 +289,12 @@ def resolve(path: str | Path | None = None, cwd: str | Path | None = None) -> Pa
     return (p if p.is_absolute() else Path(cwd or Path.cwd()) / p).resolve()
 
 
-def load(path: str | Path | None = None, tables: Mapping | None = None) -> Plan:
+def load(path: str | Path | None = None, tables: Mapping | None = None, profile: str = "default") -> Plan:
     """The plan at ``path`` (:func:`resolve`; default the repository's ``analysis_plan.yaml``), validated by
     :mod:`biaslab.plan.schema` before anything reads it; :class:`~biaslab.plan.schema.PlanError` (a ValueError)
     holds one line per problem (file, key path, fix). ``sha256`` is the hash of the bytes parsed. ``tables``: the
-    notebooks and the tables their claims may name (default :data:`biaslab.plan.schema.TABLES`)."""
+    notebooks and the tables their claims may name (default :data:`biaslab.plan.schema.TABLES`); ``profile``: the
+    run profile whose planning designs and families apply."""
     path = resolve(path)
     if not path.is_file():
         raise FileNotFoundError(f"analysis plan {path} not found: pass an existing YAML file (the shipped one is "
@@ -231,12 +313,15 @@ def load(path: str | Path | None = None, tables: Mapping | None = None) -> Plan:
                 test=c["test"], estimand=dict(c["estimand"]), family_by=tuple(spec["family_by"]),
                 shown_in=tuple(c.get("shown_in", ())), estimate_label=c.get("estimate_label", ""),
                 n=c.get("n"), mde=c.get("mde"), mde_design=c.get("mde_design", ""),
-                sensitivity=tuple(c.get("sensitivity", ())), instances=dict(c.get("instances", {}))))
+                sensitivity=tuple(c.get("sensitivity", ())), instances=dict(c.get("instances", {})),
+                sesoi=c.get("sesoi"), sesoi_rationale=" ".join(str(c.get("sesoi_rationale", "")).split()),
+                weight=c.get("weight"), then=dict(c.get("then") or {}), design=dict(c.get("design") or {})))
     return Plan(version=str(raw["version"]), alpha=float(raw["alpha"]), procedure=raw["procedure"],
                 rationale=" ".join(raw["rationale"].split()), notebooks=dict(raw["notebooks"]),
                 claims=tuple(claims), path=path, sha256=hashlib.sha256(data).hexdigest(), titles=titles,
                 issued=str(raw["issued"]), history=tuple(raw["history"]), budget=dict(raw.get("budget") or {}),
-                shares=_shares(raw, {c.notebook for c in claims}), scoring=dict(raw.get("scoring_rule") or {}))
+                shares=_shares(raw, {c.notebook for c in claims}), scoring=dict(raw.get("scoring_rule") or {}),
+                profile=str(profile))
 
 
 def _shares(raw: Mapping, with_claims: set) -> dict:
@@ -249,22 +334,22 @@ def _shares(raw: Mapping, with_claims: set) -> dict:
 
 
 
-def show(path: str | Path | None, notebook: str) -> Plan:
-    """The plan at ``path`` (:func:`load`; a notebook's ``analysis_plan`` parameter), with ``notebook``'s part
-    displayed (the cell the report puts above its findings). The notebook passes the plan it returns to every call
-    that decides, and to its :class:`~biaslab.report.outputs.OutputDir`, which records its hash."""
+def show(path: str | Path | None, notebook: str, profile: str = "default") -> Plan:
+    """The plan at ``path`` (:func:`load`; a notebook's ``analysis_plan`` parameter) for the run's ``profile``, with
+    ``notebook``'s part displayed (the cell the report puts above its findings). The notebook passes the plan it
+    returns to every call that decides, and to its :class:`~biaslab.report.outputs.OutputDir`, which records its hash."""
     from IPython.display import Markdown, display
-    plan = load(path)
+    plan = load(path, profile=profile)
     display(Markdown(plan.render(notebook)))
     return plan
 
 
 def recorded(manifest: Mapping) -> Plan:
     """The plan a run's MANIFEST (or provenance) says it decided with (a path relative to the project root, as
-    :func:`changed_since` reads it); the repository's when none is recorded."""
+    :func:`changed_since` reads it; the repository's when none is recorded), for the run's profile."""
     rec = manifest.get("analysis_plan")
     where = Path(rec.get("path") or DEFAULT) if isinstance(rec, Mapping) else DEFAULT
-    return load(where if where.is_absolute() else paths.ROOT / where)
+    return load(where if where.is_absolute() else paths.ROOT / where, profile=str(manifest.get("profile") or "default"))
 
 
 def changed_since(manifest: Mapping, path: str | Path | None = None) -> str:

@@ -7,8 +7,9 @@ and files over :data:`MAX_BYTES`; :func:`problems` checks it against :data:`SCHE
 every range check and would silently decide nothing) and then against what the notebooks compute: every
 claim's ``table`` is one of its notebook's :data:`TABLES` and every column it names (``rows`` keys, ``estimate``,
 ``p``, ``ci``) is one of that table's, unique claim ids, budget shares in (0, 1] summing to 1 over the notebooks with
-claims, an ``issued`` date no later than today. Each problem is one line: the plan file, the key path, what is
-wrong and how to fix it.
+claims, an ``issued`` date no later than today, and the graphical procedure's fields (:func:`_graph_problems`:
+weights summing to at most 1 per notebook, ``then`` fractions to at most 1 and naming the notebook's other claims,
+planning designs complete). Each problem is one line: the plan file, the key path, what is wrong and how to fix it.
 """
 
 from __future__ import annotations
@@ -64,10 +65,41 @@ _estimand = {"type": "object", "properties": {f: _text for f in ESTIMAND_FIELDS}
              "description": f"a mapping with the estimand fields {', '.join(ESTIMAND_FIELDS)}"}
 _count = {"type": "integer", "minimum": 1, "description": "the default profile's units per instance (an integer)"}
 _mde = {"type": "number", "exclusiveMinimum": 0, "description": "a positive number on the estimate's scale"}
+_share = {"type": "number", "minimum": 0, "maximum": 1, "description": "a number in [0, 1]"}
+_pos = {"type": "number", "exclusiveMinimum": 0, "description": "a positive number"}
+_int = {"type": "integer", "minimum": 1, "description": "a positive integer"}
+#: what a planning design may say (:func:`biaslab.stats.power.design_power` reads it); ``by_family`` overrides
+#: per family (the family_by values joined by " · ")
+DESIGN_MODELS = ("t", "z", "chi2", "range")
+#: per model, what a design needs (one of each tuple)
+DESIGN_NEEDS = {"t": (("n",), ("sd", "se")), "z": (("n",), ("sd", "se")), "chi2": (("n",), ("df",)),
+                "range": (("templates",), ("per_group",))}
+_design_fields = {
+    "model": {"enum": list(DESIGN_MODELS), "description": f"one of {', '.join(DESIGN_MODELS)}"},
+    "n": _int, "clusters": {"type": "integer", "minimum": 2, "description": "an integer >= 2"},
+    "sd": _pos, "se": _pos, "deff": {"type": "number", "minimum": 1, "description": "a design effect >= 1"},
+    "df": _int, "templates": _int, "per_group": _int,
+    "groups": {"type": "array", "items": _int, "minItems": 1, "description": "a list of group counts"},
+    "accuracy": {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1, "description": "a share"},
+    "draws": _int, "seed": {"type": "integer", "minimum": 0, "description": "an integer >= 0"}, "max_n": _int,
+    "source": _text,
+    "level": {"type": "number", "minimum": 0, "exclusiveMaximum": 1,
+              "description": "the level the instance is planned to be tested at"},
+    "power": _share,
+}
+_design_one = {"type": "object", "additionalProperties": False,
+               "properties": {**_design_fields, "by_family": {
+                   "type": "object", "additionalProperties": {"type": "object", "additionalProperties": False,
+                                                              "properties": _design_fields},
+                   "description": "a mapping of family (its family_by values joined by ' · ') to design overrides"}},
+               "description": "a planning design mapping (model, n, clusters, sd or se, deff, df, source, level, "
+                              "power, by_family)"}
+_design = {"type": "object", "additionalProperties": _design_one,
+           "description": "a mapping of profile (smoke, default, paper) to its planning design"}
 _instance = {"type": "object", "additionalProperties": False,
              "properties": {"estimand": {**_estimand, "required": []}, "null_value": _value, "n": _count,
-                            "mde": _mde},
-             "description": "a mapping with estimand (overrides), null_value, n, mde"}
+                            "mde": _mde, "design": _design},
+             "description": "a mapping with estimand (overrides), null_value, n, mde, design"}
 CLAIM = {
     "type": "object",
     "required": ["id", "label", "table", "rows", "estimate", "p", "ci", "null_value", "sides", "test", "estimand"],
@@ -89,6 +121,13 @@ CLAIM = {
             "description": "a list of {notebook, table, rows}"},
         "n": _count, "mde": _mde,
         "mde_design": {"type": "string", "description": "the design the MDE is computed for, in words"},
+        "sesoi": {"type": "number", "exclusiveMinimum": 0,
+                  "description": "the smallest effect size of interest, a positive number on the estimate's scale"},
+        "sesoi_rationale": _text,
+        "weight": {**_share, "description": "the claim's initial share of its family's level, in [0, 1]"},
+        "then": {"type": "object", "additionalProperties": _share,
+                 "description": "a mapping of claim id: fraction of a rejected instance's level it receives"},
+        "design": _design,
         "sensitivity": {"type": "array", "items": _text, "description": "a list of sensitivity analysis ids"},
         "instances": {"type": "object", "additionalProperties": _instance,
                       "description": "a mapping of instance key (e.g. a benchmark) to its estimand overrides"},
@@ -99,6 +138,9 @@ NOTEBOOK = {
     "description": "a notebook mapping (title, family_by, claims)",
     "properties": {
         "title": _text,
+        "families": {"type": "object", "additionalProperties": {"type": "array", "items": _text, "minItems": 1},
+                     "description": "a mapping of profile to the families it decides (family_by values joined "
+                                    "by ' · ')"},
         "family_by": {"type": "array", "items": _text, "minItems": 1,
                       "description": "a list of columns, e.g. [model] or [model_a, model_b]"},
         "claims": {"type": "array", "maxItems": 3, "items": CLAIM,
@@ -149,7 +191,9 @@ SCHEMA = {
         "issued": {"type": "string", "format": "date", "description": "the date this version was issued, YYYY-MM-DD"},
         "alpha": {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1,
                   "description": "a familywise error rate between 0 and 1 (exclusive), e.g. 0.05"},
-        "procedure": {"enum": ["holm"], "description": "holm (the only procedure implemented)"},
+        "procedure": {"enum": ["graphical", "holm"],
+                      "description": "graphical (Bretz et al. 2009: each claim's weight and then) or holm (the "
+                                     "graph with equal weights and a complete graph)"},
         "rationale": _text,
         "budget": {"type": "object", "required": ["shares"], "additionalProperties": False,
                    "description": "a mapping with shares: {notebook: share}",
@@ -323,6 +367,7 @@ def problems(path: Path, raw: dict, tables: dict | None = None) -> list[str]:
         if r["primary"] == r["fallback"]:
             out.append(f"{path}: scoring_rule.benchmarks.{b}: primary and fallback are both {r['primary']!r}. Fix: "
                        "name the other formulation as the fallback")
+    out += _graph_problems(path, raw)
     versions = [h["version"] for h in raw["history"]]
     if any(b <= a for a, b in zip(versions, versions[1:])) or raw["version"] != versions[-1]:
         out.append(f"{path}: history: versions {versions} must increase and end with version {raw['version']}. "
@@ -335,6 +380,93 @@ def problems(path: Path, raw: dict, tables: dict | None = None) -> list[str]:
         out.append(f"{path}: issued: {raw['issued']} is after today ({today}, UTC); a plan is dated the day it is "
                    "issued, before the runs it decides. Fix: write the date it was issued (in its last history "
                    "entry too)")
+    return out
+
+
+GRAPH_KEYS = ("sesoi", "sesoi_rationale", "weight", "then", "design")
+
+
+def merge_design(design: dict | None, own: dict | None, profile: str, family: str | None = None) -> dict | None:
+    """One instance's planning design for ``profile`` (and ``family``): the claim's ``design[profile]``, overridden
+    by the instance's own, then by the ``by_family`` entry of ``family``; None where neither states one."""
+    a, b = (design or {}).get(profile), (own or {}).get(profile)
+    if a is None and b is None:
+        return None
+    out = {**(a or {}), **(b or {})}
+    fams = {**((a or {}).get("by_family") or {}), **((b or {}).get("by_family") or {})}
+    out.pop("by_family", None)
+    return {**out, **(fams.get(family) or {})}
+
+
+def _merged_designs(claim: dict) -> dict:
+    """{(instance key or None, profile, family or None): design} of one claim (:func:`merge_design`)."""
+    out = {}
+    for key in list(claim.get("instances") or {}) or [None]:
+        own = ((claim.get("instances") or {}).get(key) or {}).get("design") or {}
+        for prof in dict.fromkeys([*(claim.get("design") or {}), *own]):
+            out[(key, prof, None)] = merge_design(claim.get("design"), own, prof)
+            fams = {**(((claim.get("design") or {}).get(prof) or {}).get("by_family") or {}),
+                    **((own.get(prof) or {}).get("by_family") or {})}
+            for fam in fams:
+                out[(key, prof, fam)] = merge_design(claim.get("design"), own, prof, fam)
+    return out
+
+
+def _graph_problems(path: Path, raw: dict) -> list[str]:
+    """The graphical procedure's fields: with ``procedure: graphical`` every claim has a SESOI, its rationale and a
+    weight, a notebook's weights sum to at most 1, ``then`` names other claims of the notebook with fractions
+    summing to at most 1, every planning design names a model and what it needs, for a profile (and families) the
+    notebook's ``families`` lists; with ``procedure: holm`` none of these fields appear."""
+    out = []
+    graphical = raw["procedure"] == "graphical"
+    for nb, spec in raw["notebooks"].items():
+        claims = spec["claims"]
+        ids = [c["id"] for c in claims]
+        where = f"{path}: notebooks.{nb}"
+        if not graphical:
+            extra = sorted({k for c in claims for k in GRAPH_KEYS if k in c} | ({"families"} & set(spec)))
+            if extra:
+                out.append(f"{where}: {', '.join(extra)} belong to the graphical procedure. Fix: set procedure: "
+                           "graphical, or remove them")
+            continue
+        if claims and not spec.get("families"):
+            out.append(f"{where}: missing key families. Fix: write families: {{profile: [family, ...]}}, the "
+                       "families each profile decides (family_by values joined by ' · ')")
+        weights = 0.0
+        for i, c in enumerate(claims):
+            cw = f"{where}.claims[{i}]"
+            missing = [k for k in ("sesoi", "sesoi_rationale", "weight") if k not in c]
+            if missing:
+                out.append(f"{cw}: missing key(s) {', '.join(missing)}. Fix: write them (procedure graphical: every "
+                           "claim has a smallest effect size of interest, its rationale and a weight)")
+            weights += float(c.get("weight", 0))
+            then = c.get("then") or {}
+            for d in then:
+                if d not in ids or d == c["id"]:
+                    out.append(f"{cw}.then.{d}: not another claim of {nb}. Fix: name one of "
+                               f"{', '.join(x for x in ids if x != c['id']) or '(none)'}")
+            if sum(then.values()) > 1 + 1e-9:
+                out.append(f"{cw}.then: fractions sum to {sum(then.values()):g}, more than 1. Fix: make them sum "
+                           "to at most 1 (what is left goes to the claim's other instances)")
+            for (key, prof, fam), d in _merged_designs(c).items():
+                dw = f"{cw}.design.{prof}" + (f" (instance {key})" if key else "") + (f" (family {fam})" if fam else "")
+                fams = (spec.get("families") or {}).get(prof)
+                if fams is None:
+                    out.append(f"{dw}: profile {prof!r} has no families in notebooks.{nb}.families. Fix: list the "
+                               f"families {prof} decides there")
+                elif fam is not None and fam not in fams:
+                    out.append(f"{dw}: family {fam!r} is not among notebooks.{nb}.families.{prof}"
+                               f"{_did_you_mean(fam, fams)}. Fix: use one of {', '.join(fams)}")
+                if "model" not in d:
+                    out.append(f"{dw}: missing key model. Fix: write model: one of {', '.join(DESIGN_MODELS)}")
+                    continue
+                for need in DESIGN_NEEDS[d["model"]]:
+                    if not any(k in d for k in need):
+                        out.append(f"{dw}: model {d['model']} needs {' or '.join(need)}. Fix: write "
+                                   f"{need[0]}" + (f" (or {need[1]})" if len(need) > 1 else ""))
+        if weights > 1 + 1e-9:
+            out.append(f"{where}.claims: weights sum to {weights:g}, more than 1. Fix: make the notebook's claim "
+                       "weights sum to at most 1 (each family's level is split by them)")
     return out
 
 

@@ -48,17 +48,18 @@ def _need(root: Path, folder: str, stem: str) -> pd.DataFrame:
 
 
 def multifactor(root: Path, plan: P.Plan) -> list[pd.DataFrame]:
+    """Notebook 1's benchmark runs, decided together (:func:`biaslab.papers.multifactor.decisions.decide_runs`)."""
     from ..papers.multifactor import decisions as D
-    out = []
+    runs = {}
     for bench in sorted(p.name for p in (Path(root) / "01_multifactor").glob("*") if p.is_dir()):
         f = f"01_multifactor/{bench}"
         tables = {n: _read(root, f, n) for n in ("paired_subgroup_tests", "paired_comparisons")}
         if any(t is not None for t in tables.values()):
-            d = D.decide(bench, tables, _read(root, f, "responders"), plan=plan)
-            out += [t.assign(benchmark=bench) for t in d.values() if t is not None]
-    if not out:
+            runs[bench] = (tables, _read(root, f, "responders"))
+    if not runs:
         raise Missing("01_multifactor/*/tables/paired_subgroup_tests.csv")
-    return out
+    return [t.assign(benchmark=bench) for bench, d in D.decide_runs(runs, plan=plan).items()
+            for t in d.values() if t is not None]
 
 
 def calm(root: Path, plan: P.Plan) -> list[pd.DataFrame]:
@@ -110,18 +111,38 @@ N_COLUMNS = ("n", "n_pairs", "n_cells", "n_subgroups", "n_templates")
 #: the clusters the n units fall in (the report states both where they differ: "12 in 11 clusters")
 G_COLUMNS = ("n_clusters", "n_templates")
 WHO = ("benchmark", "dataset", "class_type", "polarity", "language")
-COLUMNS = ["notebook", "claim", "label", "who", "n", "clusters", "null", "estimate", "ci_low", "ci_high", "ci_level",
-           "ci_adj_low", "ci_adj_high", "ci_adj_note", "p", "p_adjusted", "family", "family_size", "n_families",
-           "alpha_family", "verdict"]
+COLUMNS = ["notebook", "claim", "label", "who", "n", "clusters", "null", "sesoi", "estimate", "ci_low", "ci_high",
+           "ci_level", "ci_adj_low", "ci_adj_high", "ci_adj_note", "p", "p_adjusted", "planned_level", "tested_level",
+           "power", "family", "family_size", "n_families", "alpha_family", "verdict"]
+#: verdicts of the instances the graph did not decide, each counted in its own column of the README's table
+DESCRIPTIVE, NOT_REACHED = "descriptive", "not reached"
+UNDECIDED = ("not tested", "undefined", "not available", "not measurable", "not estimable", DESCRIPTIVE, NOT_REACHED,
+             "not decided")
+
+
+def plan_n(row: dict, claim, plan: P.Plan) -> tuple:
+    """(n, clusters) of a claim row as the plan states them: its planning design's for the plan's profile (the
+    family's where the design names one), else the instance's ``n``; the table's own columns (:data:`N_COLUMNS`,
+    :data:`G_COLUMNS`) where the plan states none."""
+    ctx = {"benchmark": row["benchmark"]} if isinstance(row.get("benchmark"), str) else None
+    key = claim.key_of(row, ctx)
+    fam = str(row.get("family", "")).split(" · ", 1)[-1]
+    d = claim.design_of(key, plan.profile, fam) if plan.graphical else None
+    n = (d or {}).get("n") or claim.instance(key)["n"]
+    if n is not None:
+        return n, (d or {}).get("clusters")
+    return (next((row[k] for k in N_COLUMNS if k in row and pd.notna(row[k])), None),
+            next((row[k] for k in G_COLUMNS if k in row and pd.notna(row[k])), None))
 
 
 def claim_rows(root: Path | None, plan: P.Plan, notebook: str | None = None, variant: str | None = None
                ) -> pd.DataFrame:
     """One row per instance of a confirmatory claim of ``plan`` in the outputs under ``root``: notebook, claim, its
-    label, who, n (the first of :data:`N_COLUMNS`), clusters (of :data:`G_COLUMNS`), null, estimate, its unadjusted
-    interval (ci_low, ci_high), the adjusted interval at the level Holm tested it (ci_level, ci_adj_low, ci_adj_high,
-    or ci_adj_note saying why there is none), p, p_adjusted, family,
-    family_size, n_families, alpha_family, verdict; a notebook whose tables are missing gives one row whose verdict
+    label, who, n and clusters as the plan states them (:func:`plan_n`), null, sesoi, estimate, its unadjusted
+    interval (ci_low, ci_high), the adjusted interval at the level the plan's procedure tested it (ci_level,
+    ci_adj_low, ci_adj_high, or ci_adj_note saying why there is none), p, p_adjusted, planned_level, tested_level,
+    power (at the tested level; for a descriptive instance at its planned level), family, family_size, n_families,
+    alpha_family, verdict; a notebook whose tables are missing gives one row whose verdict
     says "not available: …". ``notebook``: that notebook's rows only; ``variant``: only its rows of that benchmark
     (a notebook-1 run folder; the report's decision panel)."""
     root = Path(root or paths.OUTPUTS_DIR)
@@ -148,11 +169,12 @@ def claim_rows(root: Path | None, plan: P.Plan, notebook: str | None = None, var
             for r in t[t["claim"].isin(claims)].to_dict("records"):
                 c = claims[r["claim"]]
                 null = r.get("null_value")
+                n, clusters = plan_n(r, c, plan)
                 rows.append({"notebook": nb, "claim": c.id, "label": c.label, "who": who(r, c, WHO),
-                             "n": next((r[k] for k in N_COLUMNS if k in r and pd.notna(r[k])), None),
-                             "clusters": next((r[k] for k in G_COLUMNS if k in r and pd.notna(r[k])), None),
+                             "n": n, "clusters": clusters,
                              "null": null if isinstance(null, (int, float)) and pd.notna(null) else c.null,
-                             "estimate": r.get(c.estimate), "ci_low": r.get(c.ci[0]) if c.ci else None,
+                             "sesoi": r.get("sesoi"), "estimate": r.get(c.estimate),
+                             "ci_low": r.get(c.ci[0]) if c.ci else None,
                              "ci_high": r.get(c.ci[1]) if c.ci else None, "p": r.get(c.p) if c.p else None,
                              **{k: r.get(k) for k in COLUMNS[COLUMNS.index("ci_level"):] if k != "p"}})
     return pd.DataFrame(rows, columns=COLUMNS)
@@ -161,12 +183,14 @@ def claim_rows(root: Path | None, plan: P.Plan, notebook: str | None = None, var
 def budget_sentence(plan: P.Plan) -> str:
     """The error budget, stated from the plan's fields."""
     shares = ", ".join(f"{nb[:2]} {s:g}" for nb, s in plan.shares.items())
+    within = (f"{plan.procedure.capitalize()} within each family" if not plan.graphical else
+              "a graph within each family (Bretz et al. 2009); an instance is decided only where its test has 80 % "
+              "power for the claim's SESOI at its level")
     return (f"One error budget: α = {plan.alpha:g} is the familywise error rate over every confirmatory claim of "
             f"the project, split across notebooks before any run (shares: {shares}), within a notebook equally over "
-            f"its families (one per notebook × model, or model pair), {plan.procedure.capitalize()} within each "
-            f"family. Adjusted p is on the project's scale (compare it with {plan.alpha:g}); each interval is at the "
-            "level at which the claim was tested, so it excludes the null exactly when the claim is decided against "
-            "the null.")
+            f"its families (one per notebook × model, or model pair), {within}. Adjusted p is on the project's scale "
+            f"(compare it with {plan.alpha:g}); each interval is at the level at which the claim was tested, so it "
+            "excludes the null exactly when the claim is decided against the null.")
 
 
 MARKS = "†‡§¶"
@@ -176,7 +200,7 @@ def _estimate_cell(r: dict, notes: dict) -> str:
     if not pd.notna(r.get("estimate")):
         return ""
     est = num(r["estimate"])
-    if str(r["verdict"]).startswith(("not tested", "not measurable", "undefined", "not estimable", "not available")):
+    if str(r["verdict"]).startswith(UNDECIDED):
         return est                                   # no decision-looking interval for a row that was not decided
     if pd.notna(r.get("ci_adj_low")) and pd.notna(r.get("ci_adj_high")):
         lo, hi = (("−∞" if x == -float("inf") else "∞" if x == float("inf") else num(x))
@@ -192,30 +216,47 @@ def _estimate_cell(r: dict, notes: dict) -> str:
     return f"{est} {mark}"
 
 
+def _level_cell(r: dict) -> str:
+    """The level a row was tested at and its power there ("0.002 (0.97)"); a descriptive row's planned level and
+    power ("planned 0.004 (0.41)"), a row left at level 0 "0"; both from the row's columns."""
+    pw = f" ({r['power']:.2f})" if pd.notna(r.get("power")) else ""
+    if str(r["verdict"]).startswith(DESCRIPTIVE) and pd.notna(r.get("planned_level")):
+        return f"planned {r['planned_level']:.2g}{pw}"          # as the verdict quotes it
+    if pd.notna(r.get("tested_level")):
+        return f"{r['tested_level']:.2g}" + (pw if r["tested_level"] > 0 else "")
+    return ""
+
+
 def render(root: Path | None, plan: P.Plan) -> str:
-    """The headline block (Markdown, without the markers): one table, claim × model, with what decides each row."""
+    """The headline block (Markdown, without the markers): one table, claim × model, with what decides each row:
+    the plan's n, the SESOI, the level the row was tested at and its test's power there (every number from its
+    row)."""
     t = claim_rows(root, plan)
     lines = [f"*Rendered by `biaslab summary` from `outputs/` under the analysis plan v{plan.version} "
              f"([`analysis_plan.yaml`](analysis_plan.yaml)): only its confirmatory claims are decided; everything "
              f"else in the reports is exploratory. {budget_sentence(plan)} Details: "
              f"[`outputs/SUMMARY.md`](outputs/SUMMARY.md).*", "",
-             "| notebook | claim | model(s) | n | null | estimate [adjusted interval] (level) | p | adjusted p | "
-             "family: tests (level; families in notebook) | verdict |", "|---|---|---|---|---|---|---|---|---|---|"]
+             "| notebook | claim | model(s) | n (plan) | null | SESOI | estimate [adjusted interval] (level) | p | "
+             "adjusted p | tested at (power) | family: tests (level; families in notebook) | verdict |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     notes: dict[str, str] = {}
     for r in t.to_dict("records"):
         v = str(r["verdict"])
         decided = v in (DISTINGUISHABLE, NOT_DISTINGUISHABLE)
         v = v if v.startswith("not available") else verdict_words(v)
         fam = (f"{int(r['family_size'])} ({num(r['alpha_family'], 2)}; of {int(r['n_families'])})"
-               if pd.notna(r.get("family_size")) and pd.notna(r.get("alpha_family")) else "")
+               if pd.notna(r.get("family_size")) and pd.notna(r.get("alpha_family")) and pd.notna(r.get("n_families"))
+               else "")
         n = f"{int(r['n']):,}" if pd.notna(r.get("n")) else ""
         if n and pd.notna(r.get("clusters")) and r["clusters"] < r["n"]:
             n += f" in {int(r['clusters']):,} clusters"
         null = num(r["null"]) if isinstance(r.get("null"), (int, float)) else str(r.get("null") or "")
+        sesoi = num(r["sesoi"]) if pd.notna(r.get("sesoi")) else ""
         p = num(r["p"]) if decided and pd.notna(r.get("p")) else ""
         pa = num(r["p_adjusted"]) if decided and pd.notna(r.get("p_adjusted")) else ""
         lines.append(f"| {r['notebook'][:2]} | {('`' + r['claim'] + '`') if r['claim'] else ''} | {r['who']} | {n} | "
-                     f"{null if r['claim'] else ''} | {_estimate_cell(r, notes)} | {p} | {pa} | {fam} | {v} |")
+                     f"{null if r['claim'] else ''} | {sesoi} | {_estimate_cell(r, notes)} | {p} | {pa} | "
+                     f"{_level_cell(r) if r['claim'] else ''} | {fam} | {v} |")
     if notes:
         lines += [""] + [f"{mark} {note}." for note, mark in notes.items()]
     return "\n".join(lines) + "\n"
@@ -223,29 +264,34 @@ def render(root: Path | None, plan: P.Plan) -> str:
 
 def headline(root: Path | None, plan: P.Plan) -> str:
     """The README's headline block (Markdown, without the markers): one row per claim, with how many of its instances
-    the run decided which way and each instance distinguishable from the null with its estimate and adjusted
-    interval. Every instance, with its n, null, p and family, is :func:`render`'s table in ``outputs/SUMMARY.md``."""
+    the run decided which way, how many are descriptive (no power at their planned level), not reached (left at
+    level 0) or otherwise not decided, and each instance distinguishable from the null with its estimate and
+    adjusted interval. Every instance, with its n, null, p, level, power and family, is :func:`render`'s table in
+    ``outputs/SUMMARY.md``."""
     t = claim_rows(root, plan)
     label = {c.id: c.label for c in plan.claims}
     lines = [f"*Rendered by `biaslab summary` from `outputs/` under the analysis plan v{plan.version} "
              f"([`analysis_plan.yaml`](analysis_plan.yaml)): only its confirmatory claims are decided; everything "
-             f"else in the reports is exploratory. {budget_sentence(plan)} Every instance with its n, null, p and "
-             "family: [`outputs/SUMMARY.md`](outputs/SUMMARY.md).*", "",
+             f"else in the reports is exploratory. {budget_sentence(plan)} Every instance (n, null, p, level, power, "
+             "family): [`outputs/SUMMARY.md`](outputs/SUMMARY.md).*", "",
              "| notebook | claim | instances | distinguishable from the null: estimate [adjusted interval] (level) | "
-             "not distinguishable | not decided |", "|---|---|---|---|---|---|"]
+             "not distinguishable | descriptive | not reached | not decided |", "|---|---|---|---|---|---|---|---|"]
     notes: dict[str, str] = {}
     for (nb, claim), g in t.groupby(["notebook", "claim"], sort=False):
         rows = g.to_dict("records")
         if not claim:                                  # a notebook whose tables are missing
-            lines.append(f"| {nb[:2]} | | | {'; '.join(str(r['verdict']) for r in rows)} | | |")
+            lines.append(f"| {nb[:2]} | | | {'; '.join(str(r['verdict']) for r in rows)} | | | | |")
             continue
+        verdicts = [str(r["verdict"]) for r in rows]
         dist = "; ".join(f"{r['who']}: {_estimate_cell(r, notes)}" for r in rows if r["verdict"] == DISTINGUISHABLE)
-        n_not = sum(r["verdict"] == NOT_DISTINGUISHABLE for r in rows)
-        other = pd.Series([verdict_words(str(r["verdict"])) for r in rows
-                           if r["verdict"] not in (DISTINGUISHABLE, NOT_DISTINGUISHABLE)], dtype=object)
+        n_not = sum(v == NOT_DISTINGUISHABLE for v in verdicts)
+        n_desc = sum(v.startswith(DESCRIPTIVE) for v in verdicts)
+        n_reach = sum(v.startswith(NOT_REACHED) for v in verdicts)
+        other = pd.Series([verdict_words(v) for v in verdicts if v not in (DISTINGUISHABLE, NOT_DISTINGUISHABLE)
+                           and not v.startswith((DESCRIPTIVE, NOT_REACHED))], dtype=object)
         other = ", ".join(f"{n} {k}" for k, n in other.value_counts(sort=False).items())
         lines.append(f"| {nb[:2]} | `{claim}`: {label.get(claim, '')} | {len(rows)} | {dist or 'none'} | {n_not} | "
-                     f"{other} |")
+                     f"{n_desc} | {n_reach} | {other} |")
     if notes:
         lines += [""] + [f"{mark} {note}." for note, mark in notes.items()]
     return "\n".join(lines) + "\n"
@@ -401,7 +447,9 @@ def write(root: Path | None = None, project: Path | None = None, plan: P.Plan | 
     root = Path(root or paths.OUTPUTS_DIR)
     project = Path(project or paths.ROOT)
     plan = plan or P.load()
-    claims = "\n".join(f"- `{c.id}` ({c.notebook}): {c.label}; {c.test}." for c in plan.claims)
+    claims = "\n".join(f"- `{c.id}` ({c.notebook}): {c.label}; {c.test}"
+                       + (f"; SESOI {c.sesoi:g}: {c.sesoi_rationale}" if c.sesoi is not None else "") + "."
+                       for c in plan.claims)
     atomic_write_text(root / "SUMMARY.md", "# Headline results\n\n" + render(root, plan)
                       + f"\n## The analysis plan (v{plan.version})\n\n{plan.rationale}\n\n{claims}\n")
     written = [root / "SUMMARY.md"]

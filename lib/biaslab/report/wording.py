@@ -125,7 +125,7 @@ def who(row: Mapping, claim, keys: tuple = ("dataset", "class_type", "polarity")
     """Whom a claim row is about: its model (or model pair), then each of ``keys`` the row has and the claim does
     not fix (the README's table adds ``benchmark``)."""
     who = f"{row['model_a']} − {row['model_b']}" if present(row.get("model_a")) else str(row.get("model", ""))
-    fixed = set(getattr(claim, "rows", {}) or {})
+    fixed = {k for k, v in (getattr(claim, "rows", {}) or {}).items() if not isinstance(v, (list, tuple))}
     for k in keys:
         if k in row and k not in fixed and present(row[k]):
             who += f", {row[k]}"

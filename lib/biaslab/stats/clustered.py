@@ -47,6 +47,10 @@ The rule
   interval matches the level-alpha F test). So its lower bound is above 0 exactly when the test rejects at alpha; the
   estimate is the median-unbiased lambda of the same inversion, inside its interval by construction
   (:func:`noncentrality_interval`; the plug-in ``sqrt(X2 / n)`` is kept as ``cohens_w_plugin``).
+* **Statistics that are not means of units** (a difference of two models' deviation metrics): the cluster swap
+  randomization test (:func:`cluster_swap_p`): the statistic recomputed from the raw data with the two arms exchanged
+  inside random clusters, exact under exchangeability whatever the statistic (a t on linearized pseudo-values
+  over-rejected there at small levels; docs/calibration.md).
 
 Every result says what it did in ``ci_method`` / ``p_method`` and carries ``n_clusters`` and ``df``.
 """
@@ -67,6 +71,9 @@ FEW_CLUSTERS = 30
 WEBB = np.array([-math.sqrt(1.5), -1.0, -math.sqrt(0.5), math.sqrt(0.5), 1.0, math.sqrt(1.5)])
 #: bootstrap draws of the wild cluster bootstrap (when the 6^G weight vectors are not enumerated)
 N_WILD = 9999
+#: random swaps of a cluster swap randomization test (when the 2^G swaps are not enumerated): p resolves 1e-5, so a
+#: level of 0.0005 is decided on about 50 hits
+N_SWAP = 99_999
 
 
 def codes(clusters) -> np.ndarray:
@@ -197,19 +204,69 @@ def resampling_p(t_draws, t_obs, group: int):
     return np.maximum(hits, 1) / b if b == group else (1 + hits) / (b + 1)
 
 
+# ----------------------------------------------------------------------------------------------------------------
+# randomization tests over cluster swaps (sign flips)
+# ----------------------------------------------------------------------------------------------------------------
+
+def swap_vectors(g: int, n_max: int = N_WILD, seed: int = 0, chunk: int = 10_000):
+    """The swap vectors of a G-cluster randomization test, in blocks of at most ``chunk`` rows: (rows x G) int8,
+    1 where the cluster's two arms are exchanged (its sign flipped). All 2^G vectors when ``2^G <= n_max`` (in
+    binary order, the first the identity), else ``n_max`` uniform random ones (seeded)."""
+    if 2 ** g <= n_max:
+        for lo in range(0, 2 ** g, chunk):
+            yield ((np.arange(lo, min(lo + chunk, 2 ** g))[:, None] >> np.arange(g)) & 1).astype(np.int8)
+        return
+    rng = np.random.default_rng(seed)
+    for lo in range(0, n_max, chunk):             # one random bit per cluster (the bytes' bits, first bit first)
+        m = min(chunk, n_max - lo)
+        raw = np.frombuffer(rng.bytes(m * ((g + 7) // 8)), dtype=np.uint8).reshape(m, -1)
+        yield np.unpackbits(raw, axis=1, count=g).astype(np.int8)
+
+
 def sign_flip_p(totals, n_max: int = N_WILD, seed: int = 0):
     """Two-sided cluster sign-flip randomization p of H0 "every cluster's total T_g is symmetric about 0" (Fisher's
     randomization test; Canay, Romano & Shaikh 2017, "Randomization tests under an approximate symmetry assumption",
     Econometrica 85(3), for few clusters): the share of sign vectors s with ``|sum s_g T_g| >= |sum T_g|``
-    (:func:`resampling_p`), all 2^G vectors when ``2^G <= n_max``, else ``n_max`` random ones. ``totals``: (..., G);
-    returns p of the same leading shape; NaN where every total is 0 (no variation: the randomization distribution is
-    one value and the test has no size, :func:`without_variance`)."""
+    (:func:`resampling_p`), all 2^G vectors when ``2^G <= n_max``, else ``n_max`` random ones
+    (:func:`swap_vectors`). ``totals``: (..., G); returns p of the same leading shape; NaN where every total is 0 (no
+    variation: the randomization distribution is one value and the test has no size, :func:`without_variance`)."""
     t = np.asarray(totals, dtype=float)
     g = t.shape[-1]
-    s = (1.0 - 2.0 * ((np.arange(2 ** g)[:, None] >> np.arange(g)) & 1) if 2 ** g <= n_max
-         else np.random.default_rng(seed).choice([-1.0, 1.0], size=(n_max, g)))
-    p = resampling_p(np.abs(t @ s.T), np.abs(t.sum(axis=-1)), 2 ** g)
+    draws = np.concatenate([np.abs(t @ (1.0 - 2.0 * s).T) for s in swap_vectors(g, n_max, seed)], axis=-1)
+    p = resampling_p(draws, np.abs(t.sum(axis=-1)), 2 ** g)
     return np.where(np.all(t == 0, axis=-1), np.nan, p)
+
+
+def swap_statistics(sums_a, sums_b, statistic, swaps) -> np.ndarray:
+    """``statistic`` of the two arms' totals after exchanging the arms inside the clusters each row of ``swaps``
+    (R x G, 1: exchanged) marks: ``statistic(A, B)`` takes (R x p) totals of arm a and arm b, ``sums_a`` and
+    ``sums_b`` are the (G x p) cluster sums of the arms' raw data. Returns (R,)."""
+    a, b = np.asarray(sums_a, dtype=float), np.asarray(sums_b, dtype=float)
+    s = np.asarray(swaps, dtype=float)
+    moved = s @ (b - a)
+    return np.asarray(statistic(a.sum(axis=0) + moved, b.sum(axis=0) - moved), dtype=float)
+
+
+def cluster_swap_p(sums_a, sums_b, statistic, n_max: int = N_SWAP, seed: int = 0) -> dict:
+    """Two-sided randomization test of H0 "inside every cluster the two arms' data are exchangeable" (two models'
+    answers to a template's prompts; Fisher's randomization test over the 2^G cluster swaps, Lehmann & Romano 2005
+    §15.2; with few clusters Canay, Romano & Shaikh 2017) for any statistic of the arms' totals (a difference of two
+    models' deviation metrics, of two ratio scores): ``T`` recomputed after exchanging the arms in each swapped
+    cluster, ``p`` = the share of swaps with ``|T*| >= |T|`` (:func:`resampling_p`: exact over all 2^G swaps when
+    ``2^G <= n_max``, else ``(1 + hits) / (n_max + 1)`` from ``n_max`` random swaps; a swap whose statistic is
+    undefined counts as a hit). Exact under H0 whatever the statistic; the statistic's sign flips when every cluster
+    is swapped. No p where every swap gives the same statistic (arms that answer alike in every cluster: the
+    randomization distribution is one value, the test has no size; ``no_variation`` True). ``sums_a``, ``sums_b``:
+    (G x p) cluster sums of each arm's raw data; ``statistic(A, B)``: (R x p) totals -> (R,). Returns p_value,
+    statistic, n_clusters, n_draws, enumerated, no_variation."""
+    a = np.asarray(sums_a, dtype=float)
+    g = a.shape[0]
+    t_obs = float(swap_statistics(a, sums_b, statistic, np.zeros((1, g)))[0])
+    draws = np.concatenate([swap_statistics(a, sums_b, statistic, s) for s in swap_vectors(g, n_max, seed)])
+    p = resampling_p(np.nan_to_num(np.abs(draws), nan=np.inf), abs(t_obs), 2 ** g)
+    flat = bool(np.all(np.isclose(draws, t_obs, rtol=1e-12, atol=1e-15)))
+    return {"p_value": float(p) if np.isfinite(t_obs) and not flat else np.nan, "statistic": t_obs,
+            "n_clusters": g, "n_draws": int(draws.size), "enumerated": draws.size == 2 ** g, "no_variation": flat}
 
 
 class _WCR:

@@ -1,48 +1,61 @@
-"""Calibration: the size and coverage of a claim's test on the run's own design, by simulation under the null.
+"""Calibration: the size and coverage of a claim's test on the run's own design, by simulation under a null that
+recomputes the test's statistic from permuted raw data, at the level at which the claim is tested.
 
-A *design* is what a test sees: one value per unit (a paired difference, a log-probability difference, a 0/1
-preference, a pseudo-value, or a category label) and the units' clusters (one-way or crossed). A **null simulator**
-turns the run's own values into ``R`` data sets that satisfy the null and keep the design (cluster sizes, the
-within-cluster dependence, the values' distribution); a **test** takes those ``R`` data sets at once (array
-operations, no loop over replications) and returns each one's p-value and interval. Morris, White & Crowther
-(2019, "Using simulation studies to evaluate statistical methods", Stat. Med. 38) give the performance measures:
+A *design* is what a test sees, and how its raw data are permuted: the two arms' raw data (two models' answers,
+a pair's two sentences, a language and English) with the clusters inside which they are exchangeable, and the
+function that recomputes from exchanged raw data what the test reads (a paired difference, a log-probability
+difference, a 0/1 preference, a bias score's pseudo-values, a deviation-metric difference); or category labels
+with their clusters; or a permutation statistic with its draws. A **null simulator** turns the run's own raw data
+into ``R`` data sets that satisfy the null and keep the design (cluster sizes, the within-cluster dependence, the
+values' distribution); a **test** takes those ``R`` data sets at once (array operations, no loop over
+replications) and returns each one's p-value and interval verdict. A nonlinear statistic (a ratio score, the
+deviation metric) is recomputed in every replication: flipping its fixed pseudo-values would keep the
+linearization's error out of the simulation. Morris, White & Crowther (2019, "Using simulation studies to evaluate
+statistical methods", Stat. Med. 38) give the performance measures:
 
-* type I error = share of replications with ``p < alpha``, Monte Carlo SE ``sqrt(r (1 - r) / R)`` (their Table 6);
+* type I error = share of replications with ``p < level``, Monte Carlo SE ``sqrt(r (1 - r) / R)`` (their Table 6),
+  at alpha and at the level the claim was tested at (its Holm or graph level, far below alpha), with ``R`` scaled
+  to that level (:func:`replications_for`: the relative Monte Carlo SE of the run at alpha);
 * coverage = share whose interval contains the true (null) value, same SE.
 
-Simulators (model-free: the run's own values, resampled):
+Simulators (model-free: the run's own raw data, permuted):
 
-* :func:`swap` exchanges the two arms inside a random half of the clusters: ``y* = null + s_g (y - null)``,
-  ``s_g = +-1`` (a paired difference of two models, a log-probability difference of the two sentences, a 0/1
-  preference about 0.5). Exact under the null that the arms are exchangeable; every cluster keeps its size and
-  its within-cluster pattern. Crossed designs flip the first clustering dimension (template), the one G counts.
+* :func:`swap` exchanges the two arms' raw data inside a random half of the clusters (templates; pairs; the
+  first clustering dimension of a crossed design) and recomputes the test's input (``Design.values``; built by
+  :func:`arms_design` for per-unit data). Exact under the null that the arms are exchangeable within clusters;
+  every cluster keeps its size and its within-cluster pattern;
+* :func:`relabel` permutes the category labels inside every cluster at random (the agentic group choice: which
+  group sits in which answer slot re-randomized within the scenario; each category's expected share is exactly 1/k;
+  the clusters keep their sizes and concentration);
 * :func:`permuted` draws a statistic (CALM's eq.-1 score: its own permutation null) of a data set relabelled within
-  its clusters, one draw per replication (``Design.draw``);
-* :func:`swap_pairs` is :func:`swap` for a unit-level regression whose response and covariate are both differences
-  of the same two arms (MBBQ's language-minus-English bias and control-accuracy differences per template): one sign
-  flips both, so the slope is kept and the intercept's null holds;
-* :func:`relabel` permutes the category labels inside every cluster at random (the uniform null of a choice among
-  ``k`` categories: each category's expected share is exactly 1/k; the clusters keep their sizes and concentration).
+  its clusters, one draw per replication (``Design.draw``).
 
 Tests (each the vectorised twin of the library function the notebooks call, checked against it in
 tests/test_calibration.py):
 
 * :func:`mean_rule` the one rule of :mod:`biaslab.stats.clustered` (``mean_inference``): CR1 one- or two-way with
-  t(G - 1), or the wild cluster restricted bootstrap-t (Webb weights; p at the null, and the interval that inverts
-  it, which contains the null exactly when p > alpha) in a one-way design with fewer than 30 clusters;
+  t(G - 1), or the wild cluster restricted bootstrap-t (Webb weights, the run's 9,999 draws; p at the null, and the
+  interval that inverts it, which contains the null exactly when p > alpha) in a one-way design with fewer than 30
+  clusters;
 * :func:`paired_rule` :func:`biaslab.stats.paired.paired_difference`: the mean rule, with the exact McNemar test as
   the p-value where every cluster is one unit and the outcome is 0/1;
 * :func:`stratified_rule` :func:`biaslab.stats.stratified.stratified_mean`: the design-based t of a stratified
-  sample's weighted mean (the CrowS-Pairs claims; a unit's sign flip keeps it in its stratum, so every stratum's
-  mean is symmetric about the null and the weighted mean's null holds);
-* :func:`permutation_rule` the one-sided permutation test of the eq.-1 excess and its location-shift interval,
-  against the run's own reference permutations;
+  sample's weighted mean (the CrowS-Pairs claims);
+* :func:`swap_rule` the cluster swap randomization test of a statistic (:func:`biaslab.stats.clustered.
+  cluster_swap_p`: notebook 1's deviation-metric difference);
+* :func:`permutation_rule` the one-sided permutation test of the eq.-1 excess (CALM) and its location-shift
+  interval;
 * :func:`sign_flip_rule` the cluster sign-flip randomization test (MBBQ's English ambiguous score, whose per-item
-  terms the answer swap negates: exact under the swap null, so its size is at most alpha by construction);
+  terms the answer swap negates);
 * :func:`intercept_rule` the intercept of :func:`biaslab.papers.mbbq.analysis.adjusted_contrasts`'s weighted
   least squares with HC1 standard errors and t(n - 2) (statsmodels ``WLS(...).fit(cov_type="HC1", use_t=True)``);
 * :func:`rao_scott` :func:`biaslab.stats.clustered.rao_scott_gof` against the uniform null, with the coverage of
   Cohen's w's noncentral-F interval (it covers w = 0 exactly when p >= alpha).
+
+A randomization test with ``B`` random draws (:func:`swap_rule` beyond 2^G > 99,999 swaps, :func:`permutation_rule`)
+is simulated with its own randomness: a replication's p is ``(1 + Bin(B, q)) / (B + 1)``, q the share of an
+independent pool of null draws at least as extreme as the replication's statistic (the reference draws a test on
+that data set would make come from the same randomization distribution); its Monte Carlo SE counts the pool.
 
 :data:`TESTS` maps each plan claim to its (simulator, test): swapping a claim's test is one line there.
 """
@@ -57,25 +70,31 @@ import numpy as np
 import pandas as pd
 from scipy import sparse, stats
 
-from .clustered import FEW_CLUSTERS, N_WILD, codes, resampling_p, sign_flip_p, t_quantile, webb_weights
+from .clustered import (FEW_CLUSTERS, N_SWAP, N_WILD, codes, resampling_p, sign_flip_p, swap_vectors, t_quantile,
+                        webb_weights)
 
-#: a test whose simulated size exceeds this at alpha = 0.05 is replaced (the plan's calibration rule)
-MAX_SIZE = 0.075
-#: wild bootstrap draws inside each calibration replication (one fixed Webb weight matrix for all replications)
-CALIBRATION_BOOT = 999
+#: a test whose simulated size at the level it is tested exceeds this multiple of that level is replaced (the
+#: plan's calibration rule)
+MAX_RATIO = 1.5
+#: wild bootstrap draws inside each calibration replication (the run's; one fixed Webb weight matrix for all)
+CALIBRATION_BOOT = N_WILD
+#: array elements one chunk of replications may hold (the replications run in chunks of at most this size)
+CHUNK_ELEMENTS = 2_000_000
 
 
 @dataclass
 class Design:
-    """One claim instance's design: ``y`` one value (or category code) per unit, ``clusters`` one label array per
-    clustering dimension (None: units independent), ``null`` the claim's null value, ``categories`` the number of
-    categories of a choice test, ``label`` a short description for ``calibration.csv``; a stratified sample also
-    gives ``strata`` (one label per unit with an outcome) and ``population`` (stratum -> N_h, the stratum's units in
-    the population, missing outcomes included: the weighting-class rule of :mod:`biaslab.stats.stratified`). A
+    """One claim instance's design: ``y`` the observed values the test reads (one per unit, or a category code; a
+    statistic design: the statistic), ``clusters`` one label array per clustering dimension (None: units
+    independent), ``null`` the claim's null value, ``categories`` the number of categories of a choice test,
+    ``label`` a short description for ``calibration.csv``; a stratified sample also gives ``strata`` (one label per
+    unit with an outcome) and ``population`` (stratum -> N_h, the stratum's units in the population, missing outcomes
+    included: the weighting-class rule of :mod:`biaslab.stats.stratified`). A swap design gives ``values``: (R x G)
+    0/1 swaps (1: the two arms' raw data exchanged in that cluster of the first dimension, or of ``units`` clusters)
+    -> what the test reads for each replication, recomputed from the exchanged raw data (:func:`arms_design`). A
     permutation test's design gives instead ``y`` its observed statistic, ``draw(n, seed)`` n draws of the statistic
-    from its permutation null, ``reference`` the run's own permutation draws its p was computed against, and
-    ``units`` the clusters whose labels are permuted (reported as ``clusters``); a ``draw`` without ``reference``
-    returns one row of per-unit values per draw. A unit-level regression gives ``covariate`` and ``weights``."""
+    from its permutation null, ``reference`` the run's own permutation draws, and ``units`` the clusters whose labels
+    are permuted (reported as ``clusters``). A unit-level regression gives ``weights``."""
     y: np.ndarray
     clusters: list[np.ndarray] | None = None
     null: float = 0.0
@@ -87,13 +106,13 @@ class Design:
     draw: Callable[[int, int], np.ndarray] | None = None
     reference: np.ndarray | None = None
     units: int = 0
-    covariate: np.ndarray | None = None
     weights: np.ndarray | None = None
+    values: Callable[[np.ndarray], np.ndarray] | None = None
     dims: list[np.ndarray] = field(init=False)
 
     def __post_init__(self):
         self.y = np.asarray(self.y, dtype=float)
-        n = self.y.size
+        n = self.y.shape[0]
         cl = self.clusters
         self.dims = [np.arange(n)] if cl is None else [codes(c) for c in cl]
         for d in self.dims:
@@ -117,44 +136,54 @@ class Design:
         return int(min(d.max() + 1 for d in self.dims)) if self.y.size else 0
 
     @property
+    def n_swap(self) -> int:
+        """The clusters a swap exchanges the arms in: ``units`` where given, else the first dimension's."""
+        return self.units or int(self.dims[0].max()) + 1
+
+    @property
     def cluster_sizes(self) -> str:
         """min-median-max units per cluster of the first dimension."""
-        if self.units:                       # a permutation design: the clusters' labels are permuted, not resampled
+        if self.units:                       # a statistic's or permutation's design: its clusters are not units
             return ""
         s = np.bincount(self.dims[0])
         return f"{s.min()}-{int(np.median(s))}-{s.max()}" if s.size else ""
 
 
+def arms_design(a, b, clusters: list | None = None, statistic: Callable = np.subtract, **kw) -> Design:
+    """A swap design of two arms' raw data per unit (``a``, ``b``: one row per unit, any trailing shape: two models'
+    answers, a pair's two sentences' log-probabilities, a model's (deviated, non-unknown, correct) answer): the null
+    exchanges ``a`` and ``b`` inside random clusters of the first dimension of ``clusters`` (None: each unit its own)
+    and the test reads ``statistic(a*, b*)``, recomputed from the exchanged data ((R x n x ...) arms -> (R x n)
+    values; default the paired difference ``a - b``). ``kw``: the other :class:`Design` fields."""
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    first = np.arange(a.shape[0]) if clusters is None else codes(clusters[0])
+
+    def values(s):
+        f = np.asarray(s, dtype=bool)[:, first].reshape(len(s), a.shape[0], *([1] * (a.ndim - 1)))
+        return statistic(np.where(f, b, a), np.where(f, a, b))
+    return Design(statistic(a[None], b[None])[0], clusters, values=values, **kw)
+
+
 # ------------------------------------------------------------------------------------------------ null simulators
-def _cluster_signs(d: Design, reps: int, rng: np.random.Generator) -> np.ndarray:
-    """(R x n) signs +-1, one per cluster of the first dimension, repeated for its units."""
-    return rng.choice([-1.0, 1.0], size=(reps, int(d.dims[0].max()) + 1))[:, d.dims[0]]
-
-
 def swap(d: Design, reps: int, rng: np.random.Generator) -> np.ndarray:
-    """(R x n) values with the two arms exchanged in a random half of the clusters of the first dimension."""
-    return d.null + _cluster_signs(d, reps, rng) * (d.y - d.null)
+    """What the test reads in ``reps`` data sets whose two arms' raw data are exchanged inside a random half of the
+    clusters (``Design.values``, recomputed from the exchanged data)."""
+    if d.values is None:
+        raise ValueError(f"design {d.label!r} has no raw data to swap (Design.values; see arms_design)")
+    return d.values(rng.integers(0, 2, size=(reps, d.n_swap), dtype=np.int8))
 
 
 def relabel(d: Design, reps: int, rng: np.random.Generator) -> np.ndarray:
     """(R x n) category codes 0..k-1 after a random permutation of the labels inside every cluster."""
     k, c = d.categories, d.dims[0]
-    perm = np.argsort(rng.random((reps, int(c.max()) + 1, k)), axis=2)        # one permutation per cluster
-    return np.take_along_axis(perm[:, c, :], d.y.astype(int)[None, :, None], axis=2)[:, :, 0].astype(float)
+    perm = np.argsort(rng.random((reps, int(c.max()) + 1, k), dtype=np.float32), axis=2)   # one per cluster
+    return perm[:, c, d.y.astype(int)].astype(float)
 
 
 def permuted(d: Design, reps: int, rng: np.random.Generator) -> np.ndarray:
-    """(R x 1) statistics, or (R x n) per-unit values, of data sets relabelled at random within their clusters: a
-    relabelled data set is one of the permutations, so each row is one draw from the permutation null
-    (``d.draw``)."""
+    """(R x 1) statistics of data sets relabelled at random within their clusters: a relabelled data set is one of
+    the permutations, so each row is one draw from the permutation null (``d.draw``)."""
     return np.asarray(d.draw(reps, int(rng.integers(2 ** 31))), dtype=float).reshape(reps, -1)
-
-
-def swap_pairs(d: Design, reps: int, rng: np.random.Generator) -> np.ndarray:
-    """(R x n x 2) responses and covariates with the two arms exchanged in a random half of the clusters, both
-    flipped by one sign (each a difference of the same two arms)."""
-    s = _cluster_signs(d, reps, rng)
-    return np.stack([d.null + s * (d.y - d.null), s * d.covariate], axis=2)
 
 
 # ------------------------------------------------------------------------------------------------ tests
@@ -212,9 +241,11 @@ def mean_rule(y: np.ndarray, d: Design, alpha: float = 0.05, seed: int = 0) -> d
     if len(d.dims) == 1 and d.clusters is not None and g < FEW_CLUSTERS:
         c = d.dims[0]
         m = np.bincount(c).astype(float)
-        p = _wcr_p(_totals(y, c), m, d.null, webb_weights(g, CALIBRATION_BOOT, seed))
-        return {"p": p, "covers": p > alpha, "method": f"wild cluster bootstrap-t (Webb, {min(6 ** g, CALIBRATION_BOOT)} "
-                                                         f"draws), G = {g}"}
+        v, tot = webb_weights(g, CALIBRATION_BOOT, seed), _totals(y, c)
+        rows = max(1, CHUNK_ELEMENTS // v.shape[0])
+        p = np.concatenate([_wcr_p(tot[i:i + rows], m, d.null, v) for i in range(0, tot.shape[0], rows)])
+        return {"p": p, "covers": p > alpha,
+                "method": f"wild cluster bootstrap-t (Webb, {v.shape[0]:,} draws), G = {g}"}
     q = t_quantile(g - 1, 1 - alpha / 2)
     with np.errstate(divide="ignore", invalid="ignore"):
         t = (est - d.null) / se
@@ -271,21 +302,58 @@ def stratified_rule(y: np.ndarray, d: Design, alpha: float = 0.05, seed: int = 0
                                                   f"n = {y.shape[1]}"}
 
 
+def _share_at_least(pool: np.ndarray, thresholds: np.ndarray) -> np.ndarray:
+    """For each threshold, the share of ``pool`` at or above it (an undefined draw counts as above)."""
+    ref = np.sort(np.nan_to_num(np.asarray(pool, dtype=float), nan=np.inf))
+    return (ref.size - np.searchsorted(ref, thresholds, side="left")) / ref.size
+
+
+def _drawn_p(q: np.ndarray, b: int, rng: np.random.Generator) -> np.ndarray:
+    """p of a randomization test with ``b`` random draws on a data set whose statistic a share ``q`` of its
+    randomization distribution reaches: ``(1 + Bin(b, q)) / (b + 1)``."""
+    return (1 + rng.binomial(b, np.clip(q, 0.0, 1.0))) / (b + 1)
+
+
 def permutation_rule(y: np.ndarray, d: Design, alpha: float = 0.05, seed: int = 0) -> dict:
-    """The one-sided permutation test of :func:`biaslab.papers.calm.bias.permutation_test` against the run's own
-    reference draws (``d.reference``): ``p = (1 + #{reference >= y}) / (1 + B)``, and the interval of the excess
-    that inverts it under a location shift, ``[y - c_hi, y - c_lo]`` (c_hi the (m + 1)-th largest draw, m =
-    floor(alpha (B + 1)) - 1; c_lo its mirror), which covers the null excess 0 when ``c_lo <= y <= c_hi``. Size
-    and coverage are conditional on the run's reference draws, as its verdict is."""
+    """The one-sided permutation test of :func:`biaslab.papers.calm.bias.permutation_test` with the run's number of
+    permutations B (its finite reference draws): ``p = (1 + #{draws >= y}) / (1 + B)`` from B fresh draws, simulated
+    as ``(1 + Bin(B, q)) / (B + 1)``, q the share of an independent pool of permutation draws (``d.draw``) at least
+    ``y``: the test's size with its own randomness, at most alpha up to ties. And the interval of the excess that
+    inverts it under a location shift against the run's reference draws, ``[y - c_hi, y - c_lo]`` (c_hi the
+    (m + 1)-th largest draw, m = floor(alpha (B + 1)) - 1; c_lo its mirror), which covers the null excess 0 when
+    ``c_lo <= y <= c_hi``: its coverage is conditional on the run's reference draws, as the interval is."""
     v = np.sort(np.asarray(d.reference, dtype=float))
     v = v[np.isfinite(v)]
     obs = y[:, 0]
-    p = (1 + (v[None, :] >= obs[:, None] - 1e-12).sum(axis=1)) / (1 + v.size)
+    rng = np.random.default_rng([seed, 2])
+    pool = np.asarray(d.draw(obs.size, int(rng.integers(2 ** 31))), dtype=float).ravel()
+    pool = pool[np.isfinite(pool)]
+    p = _drawn_p(_share_at_least(pool, obs - 1e-12), v.size, rng)
     r = int(np.floor(alpha * (v.size + 1) + 1e-9)) - 1
     c_hi, c_lo = (v[::-1][r], v[r]) if 0 <= r < v.size else (np.inf, -np.inf)
     covers = (obs - c_hi <= 1e-12) & (obs >= c_lo)
-    return {"p": np.where(np.isfinite(obs), p, 1.0), "covers": covers | ~np.isfinite(obs),
-            "method": f"permutation test, one-sided, {v.size} reference permutations; location-shift interval"}
+    return {"p": np.where(np.isfinite(obs), p, 1.0), "covers": covers | ~np.isfinite(obs), "pool": pool.size,
+            "method": f"permutation test, one-sided, {v.size} permutations; location-shift interval"}
+
+
+def swap_rule(t: np.ndarray, d: Design, alpha: float = 0.05, seed: int = 0) -> dict:
+    """:func:`biaslab.stats.clustered.cluster_swap_p` on each replication's statistic (R x 1, recomputed from
+    swapped raw data): every data set a swap reaches has the observed data's randomization distribution, so with the
+    2^G swaps enumerated (2^G <= N_SWAP) p is the exact share of it at least as far from 0; with N_SWAP random swaps
+    it is drawn as ``(1 + Bin(N_SWAP, q)) / (N_SWAP + 1)``, q from an independent pool of R swaps. A randomization
+    test has no interval of its own: coverage is not computed."""
+    g, obs = d.n_swap, np.abs(t[:, 0]) * (1 - 1e-12)
+    rng = np.random.default_rng([seed, 1])
+    if 2 ** g <= N_SWAP:
+        ref = np.concatenate([d.values(s)[:, 0] for s in swap_vectors(g, N_SWAP)])
+        p, pool, how = np.maximum(_share_at_least(np.abs(ref), obs), 1 / ref.size), 0, f"all {ref.size:,} swaps"
+    else:
+        ref = d.values(rng.integers(0, 2, size=(obs.size, g), dtype=np.int8))[:, 0]
+        p, pool, how = _drawn_p(_share_at_least(np.abs(ref), obs), N_SWAP, rng), ref.size, f"{N_SWAP:,} random swaps"
+    if np.ptp(ref) == 0:                # every swap gives one statistic: no test (as cluster_swap_p), never rejects
+        p = np.full(p.shape, np.nan)
+    return {"p": p, "covers": np.full(p.shape, np.nan), "pool": pool,
+            "method": f"cluster swap randomization test ({how}), G = {g}"}
 
 
 def sign_flip_rule(y: np.ndarray, d: Design, alpha: float = 0.05, seed: int = 0) -> dict:
@@ -293,7 +361,8 @@ def sign_flip_rule(y: np.ndarray, d: Design, alpha: float = 0.05, seed: int = 0)
     whose sum is the statistic (MBBQ's ambiguous score: :func:`biaslab.papers.mbbq.analysis.swap_contributions`).
     A randomization test has no interval of its own: coverage is not computed."""
     g = d.n_clusters
-    p = sign_flip_p(_totals(y, d.dims[0]), seed=seed)
+    tot, rows = _totals(y, d.dims[0]), max(1, CHUNK_ELEMENTS // min(2 ** g, N_WILD))
+    p = np.concatenate([sign_flip_p(tot[i:i + rows], seed=seed) for i in range(0, tot.shape[0], rows)])
     return {"p": p, "covers": np.full(p.shape, np.nan),
             "method": f"cluster sign-flip randomization test ({'all ' if 2 ** g <= N_WILD else ''}"
                       f"{min(2 ** g, N_WILD)} sign vectors), G = {g}"}
@@ -325,9 +394,9 @@ def rao_scott(y: np.ndarray, d: Design, alpha: float = 0.05, seed: int = 0) -> d
     """First-order Rao-Scott goodness of fit to the uniform distribution for every row of category codes
     (:func:`biaslab.stats.clustered.rao_scott_gof`: ``X2 / max(delta, 1)`` referred to F(k - 1, (k - 1)(G - 1)))."""
     k, c = d.categories, d.dims[0]
-    n, g = y.shape[1], int(c.max()) + 1
-    ind = y[:, :, None] == np.arange(k)[None, None, :]                             # (R x n x k)
-    counts = np.stack([_totals(ind[:, :, j].astype(float), c) for j in range(k)], axis=2)   # (R x G x k)
+    (reps, n), g = y.shape, int(c.max()) + 1
+    cell = (np.arange(reps)[:, None] * g + c[None, :]) * k + y.astype(np.int64)
+    counts = np.bincount(cell.ravel(), minlength=reps * g * k).reshape(reps, g, k).astype(float)   # (R x G x k)
     m = np.bincount(c).astype(float)
     p = counts.sum(axis=1) / n                                                     # (R x k)
     pi = 1.0 / k
@@ -343,52 +412,91 @@ def rao_scott(y: np.ndarray, d: Design, alpha: float = 0.05, seed: int = 0) -> d
 
 #: plan claim -> (null simulator, test). Swapping a claim's test is one line here.
 TESTS: dict[str, tuple[Callable, Callable]] = {
-    "dm-difference": (swap, mean_rule),          # the metric difference's linearized pseudo-values
-    "lpbs-mean": (swap, stratified_rule),        # pairs independent, each its own stratum's sign flip
+    "dm-difference": (swap, swap_rule),          # the metric difference recomputed from swapped answers
+    "dm-ssqa": (swap, swap_rule),
+    "dm-other": (swap, swap_rule),
+    "lpbs-mean": (swap, stratified_rule),        # pairs independent, each pair's two sentences swapped
+    "lpbs-other": (swap, stratified_rule),
     "stereotype-share": (swap, stratified_rule),
     "group-choice": (relabel, rao_scott),
     "ssqa-deviation-rate": (swap, paired_rule),
-    "bbq-ambiguous": (swap, paired_rule),
+    "bbq-ambiguous": (swap, paired_rule),        # both models' score pseudo-values recomputed from swapped answers
     "crows-en-share": (swap, stratified_rule),
-    "calm-eq1": (permuted, permutation_rule),    # the eq.-1 score against the run's own permutation floor
-    "mbbq-ambig-en": (swap, sign_flip_rule),     # the score's per-item terms, negated in swapped templates
-    "mbbq-adjusted-contrast": (swap_pairs, intercept_rule),
+    "calm-eq1": (permuted, permutation_rule),    # the eq.-1 score of data relabelled within templates
+    "mbbq-ambig-en": (swap, sign_flip_rule),     # the score's per-item terms recomputed from swapped answers
+    "mbbq-adjusted-contrast": (swap, intercept_rule),
 }
+
+
+def replications_for(level: float, reps: int, alpha: float = 0.05) -> int:
+    """Replications that give a size at ``level`` the relative Monte Carlo SE that ``reps`` give a size at ``alpha``
+    (``sqrt((1 - r) / (r R))`` at r the nominal): ``reps (alpha / (1 - alpha)) ((1 - level) / level)``, at least
+    ``reps``. 2,000 at 0.05 (relative SE 0.10) give 92,000 at 0.001143, 184,200 at 0.000571."""
+    return max(reps, int(math.ceil(reps * alpha / (1 - alpha) * (1 - level) / level)))
 
 
 def simulate(claim: str, d: Design, reps: int, seed: int = 0, alpha: float = 0.05,
              tests: dict | None = None) -> dict:
-    """``reps`` null replications of ``claim``'s test on design ``d``: p-values, interval verdicts and the method."""
+    """``reps`` null replications of ``claim``'s test on design ``d``, in chunks of at most
+    :data:`CHUNK_ELEMENTS` array elements: p-values, interval verdicts, the method and the size of the pool a
+    randomization test's draws were simulated from (0: none)."""
     table = TESTS if tests is None else tests
     if claim not in table:
         raise KeyError(f"claim {claim!r} has no calibration entry; add (simulator, test) to "
                        f"biaslab.stats.null_simulation.TESTS (known: {sorted(table)})")
     sim, test = table[claim]
     rng = np.random.default_rng(seed)
-    return test(sim(d, reps, rng), d, alpha, seed)
+    chunk = max(1, CHUNK_ELEMENTS // max(d.y.size, d.n_swap if d.values is not None else 1))
+    parts = [test(sim(d, min(chunk, reps - lo), rng), d, alpha, seed if not i else
+                  int(np.random.SeedSequence([seed, i]).generate_state(1)[0]))
+             for i, lo in enumerate(range(0, reps, chunk))]
+    return {"p": np.concatenate([r["p"] for r in parts]), "covers": np.concatenate([r["covers"] for r in parts]),
+            "method": parts[0]["method"], "pool": sum(r.get("pool", 0) for r in parts)}
 
 
-def summarize(p: np.ndarray, covers: np.ndarray, alpha: float = 0.05) -> dict:
-    """Type I error and coverage with their Monte Carlo standard errors (Morris et al. 2019, Table 6)."""
+def summarize(p: np.ndarray, covers: np.ndarray, alpha: float = 0.05, level: float | None = None,
+              pool: int = 0) -> dict:
+    """Type I error at ``alpha`` and at the tested ``level`` (with its ratio to the level and the flag above
+    :data:`MAX_RATIO`) and coverage, with their Monte Carlo standard errors (Morris et al. 2019, Table 6; a
+    randomization test simulated from a pool of ``pool`` draws adds ``r (1 - r) / pool``)."""
     reps = p.size
-    r = float(np.mean(p < alpha))
+
+    def rate(at):
+        r = float(np.mean(p < at))
+        return r, math.sqrt(r * (1 - r) * (1 / reps + (1 / pool if pool else 0)))
+
+    r, se = rate(alpha)
     cov = np.asarray(covers, dtype=float)
     c = float(np.mean(cov)) if np.isfinite(cov).all() and cov.size else np.nan
-    return {"replications": reps, "alpha": alpha, "type_i_error": r, "type_i_mc_se": math.sqrt(r * (1 - r) / reps),
-            "coverage": c, "coverage_mc_se": math.sqrt(c * (1 - c) / reps) if np.isfinite(c) else np.nan}
+    out = {"replications": reps, "alpha": alpha, "type_i_error": r, "type_i_mc_se": se, "coverage": c,
+           "coverage_mc_se": math.sqrt(c * (1 - c) / reps) if np.isfinite(c) else np.nan,
+           "tested_level": np.nan, "size_at_level": np.nan, "size_at_level_mc_se": np.nan, "size_ratio": np.nan,
+           "oversized": np.nan}
+    if level is not None and np.isfinite(level) and level > 0:
+        rl, sel = rate(level)
+        out.update(tested_level=level, size_at_level=rl, size_at_level_mc_se=sel, size_ratio=rl / level,
+                   oversized=bool(rl > MAX_RATIO * level))
+    return out
 
 
 CALIBRATION_COLUMNS = ["claim", "test", "design", "clusters", "cluster_sizes", "replications", "alpha",
-                       "type_i_error", "type_i_mc_se", "coverage", "coverage_mc_se", "seed"]
+                       "type_i_error", "type_i_mc_se", "coverage", "coverage_mc_se", "tested_level", "size_at_level",
+                       "size_at_level_mc_se", "size_ratio", "oversized", "seed"]
 
 
-def calibration_row(claim: str, d: Design, reps: int, seed: int = 0, alpha: float = 0.05) -> dict:
-    """One row of ``calibration.csv`` for one claim instance (the agreed schema, :data:`CALIBRATION_COLUMNS`)."""
+def calibration_row(claim: str, d: Design, reps: int, seed: int = 0, alpha: float = 0.05,
+                    level: float | None = None) -> dict:
+    """One row of ``calibration.csv`` for one claim instance (the agreed schema, :data:`CALIBRATION_COLUMNS`):
+    ``reps`` replications at ``alpha``, more for ``level`` (the level the instance was tested at: the same relative
+    Monte Carlo SE, :func:`replications_for`)."""
+    if level is not None and np.isfinite(level) and level > 0:
+        reps = replications_for(level, reps, alpha)
     r = simulate(claim, d, reps, seed, alpha)
     return {"claim": claim, "test": r["method"], "design": d.label, "clusters": d.n_clusters,
-            "cluster_sizes": d.cluster_sizes, **summarize(r["p"], r["covers"], alpha), "seed": seed}
+            "cluster_sizes": d.cluster_sizes, **summarize(r["p"], r["covers"], alpha, level, r["pool"]),
+            "seed": seed}
 
 
-def flag_oversize(table: pd.DataFrame, limit: float = MAX_SIZE) -> pd.DataFrame:
-    """Rows whose simulated size exceeds ``limit`` (the tests to replace)."""
-    return table[table["type_i_error"] > limit]
+def flag_oversize(table: pd.DataFrame, ratio: float = MAX_RATIO) -> pd.DataFrame:
+    """Rows whose simulated size at their tested level exceeds ``ratio`` times it (the tests to replace)."""
+    return table[table["size_ratio"] > ratio]

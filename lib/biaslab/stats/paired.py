@@ -12,8 +12,10 @@ that comes from which prompts were drawn, and the comparison's interval must res
   design (:func:`biaslab.stats.power.mde_from_se` on the paired SE and its df).
 * :func:`paired_subgroup_test` the paired alternative to the two-sample KS test of the multi-factor paper (§3.3):
   both models answer the same subgroups, so compare ``d_a(g) - d_b(g)`` subgroup by subgroup (Wilcoxon signed-rank
-  over subgroups, kept as naive) and give the difference of the two deviation metrics the interval and test of the
-  same rule, through the metric's linearization (:func:`subgroup_metric_intervals` for one model's metric).
+  over subgroups, kept as naive); the difference of the two deviation metrics is tested by the template-swap
+  randomization test (the models' answers exchanged within templates, the metric recomputed) and given the
+  interval of the same rule through the metric's linearization (:func:`subgroup_metric_intervals` for one model's
+  metric).
 """
 
 from __future__ import annotations
@@ -25,7 +27,8 @@ import pandas as pd
 from scipy import stats
 from statsmodels.stats.contingency_tables import mcnemar
 
-from .clustered import NOT_ESTIMABLE, cluster_labels, cluster_name, mean_inference, no_variation
+from .clustered import (N_SWAP, NOT_ESTIMABLE, cluster_labels, cluster_name, cluster_swap_p, codes, mean_inference,
+                        no_variation)
 from .power import mde_design, mde_from_se, mde_undefined_reason
 
 def mcnemar_exact(y_a, y_b) -> dict:
@@ -190,8 +193,9 @@ def subgroup_metric_intervals(df: pd.DataFrame, outcome: str, factors: Sequence[
 
 def _metric_inference(pseudo: np.ndarray, rows: pd.DataFrame, cluster, single: int, n_sub: int, alpha: float,
                       seed: int, null: float = 0.0) -> dict:
-    """:func:`biaslab.stats.clustered.mean_inference` of a metric's pseudo-values, or its undefined result (NaN
-    interval and p, ``ci_method`` saying why) where ``single`` subgroups of one unit leave the variance unestimable."""
+    """:func:`biaslab.stats.clustered.mean_inference` of a metric's pseudo-values (its interval), or its undefined
+    result (NaN interval, ``ci_method`` saying why) where ``single`` subgroups of one unit leave the variance
+    unestimable."""
     labels = cluster_labels(rows, cluster)
     if not single:
         return mean_inference(pseudo, labels, null=null, alpha=alpha, seed=seed,
@@ -199,8 +203,7 @@ def _metric_inference(pseudo: np.ndarray, rows: pd.DataFrame, cluster, single: i
     g = len(pd.unique(np.asarray(labels if not isinstance(labels, list) else labels[0]))) if cluster else len(rows)
     why = (f"undefined: {single} of {n_sub} subgroups hold one prompt, which its own rate fits exactly (leverage 1): "
            "the linearized variance is not estimable")
-    return {"se": np.nan, "ci_low": np.nan, "ci_high": np.nan, "n_clusters": g, "df": g - 1, "ci_method": why,
-            "p_method": why, "statistic": np.nan, "p_value": np.nan}
+    return {"se": np.nan, "ci_low": np.nan, "ci_high": np.nan, "n_clusters": g, "df": g - 1, "ci_method": why}
 
 
 def paired_metric_pseudo_values(df: pd.DataFrame, outcome: str, factors: Sequence[str], a: str, b: str,
@@ -229,20 +232,58 @@ def paired_metric_pseudo_values(df: pd.DataFrame, outcome: str, factors: Sequenc
     return rates[a][0] - rates[b][0] + psi.size * psi, stacked, single, common, rates
 
 
+def deviation_metric_swap_design(df: pd.DataFrame, outcome: str, factors: Sequence[str], a: str, b: str,
+                                 cluster: str | Sequence[str] | None, model: str = "model", ideal: float = 0.0):
+    """The raw answers the template-swap test of ``DM_a - DM_b`` (eq. 4) exchanges: per cluster (the first column of
+    ``cluster``: SSQA's template, not its crossed stigma; None: each ``prompt_id``) and subgroup both models answered,
+    each model's sum of ``outcome`` (two G x S arrays), and the statistic of the two models' totals, ``DM_a - DM_b``
+    from the subgroup rates ``total / n_s``. Returns (sums_a, sums_b, statistic), or a sentence saying why there is
+    no test: no common subgroup, or cells where the two models answered different numbers of prompts (the swap
+    exchanges a cluster's answers, so both must answer the same prompts)."""
+    factors = list(factors)
+    sub = df[df[model].isin([a, b]) & df[outcome].notna()]
+    keys = pd.Series(list(map(tuple, sub[factors].astype(str).to_numpy())), index=sub.index)
+    common = set(keys[sub[model] == a]) & set(keys[sub[model] == b])
+    if not common:
+        return "no subgroup answered by both models"
+    sub, keys = sub[keys.isin(common)], keys[keys.isin(common)]
+    first = "prompt_id" if cluster is None else cluster if isinstance(cluster, str) else list(cluster)[0]
+    g_codes, s_codes = codes(sub[first].to_numpy()), codes(keys.map(str))
+    g, k = int(g_codes.max()) + 1, int(s_codes.max()) + 1
+    cell = g_codes * k + s_codes
+    arm = {m: (np.bincount(cell[w], weights=sub.loc[w, outcome].to_numpy(float), minlength=g * k).reshape(g, k),
+               np.bincount(cell[w], minlength=g * k).reshape(g, k))
+           for m in (a, b) for w in [(sub[model] == m).to_numpy()]}
+    unpaired = int((arm[a][1] != arm[b][1]).sum())
+    if unpaired:
+        return (f"no swap test: in {unpaired} {first} x subgroup cells the two models answered different numbers of "
+                "prompts (the swap exchanges a cluster's answers)")
+    n_s = arm[a][1].sum(axis=0).astype(float)
+
+    def statistic(ta, tb):
+        return np.abs(ta / n_s - ideal).mean(axis=-1) - np.abs(tb / n_s - ideal).mean(axis=-1)
+    return arm[a][0], arm[b][0], statistic
+
+
 def paired_subgroup_test(df: pd.DataFrame, outcome: str, factors: Sequence[str], a: str, b: str,
                          cluster: str | Sequence[str] | None, model: str = "model", ideal: float = 0.0,
-                         alpha: float = 0.05, seed: int = 0) -> dict:
+                         alpha: float = 0.05, seed: int = 0, n_swaps: int = N_SWAP) -> dict:
     """Paired comparison of two models' subgroup rates over the subgroups defined by ``factors`` that both answered
     (the paired alternative to the paper's two-sample KS test).
 
-    The difference of the two deviation metrics (eq. 4) is linear, to first order, in both models' influence values
-    (:func:`biaslab.stats.subgroups.deviation_metric_pseudo_values`); their cluster totals (model a's minus model
-    b's, over the same templates) give its cluster-robust SE, so the interval and test are those of a mean under
-    the rule of :mod:`biaslab.stats.clustered` — CR1 (one- or two-way) with t(G - 1), or the wild cluster restricted
-    bootstrap (Webb weights; p-value and the interval that inverts it) with fewer than 30 clusters (a cluster-paired
-    percentile bootstrap, and a Wald test on its SE, under-cover with as few as 12 templates). The Wilcoxon
-    signed-rank test over subgroups of ``rate_a(g) - rate_b(g)`` is kept as ``p_naive``: it treats subgroups as
-    independent, which they are not when they share templates."""
+    **Test**: the template-swap randomization test of ``DM_a - DM_b`` (eq. 4; :func:`deviation_metric_swap_design`,
+    :func:`biaslab.stats.clustered.cluster_swap_p`): the two models' answers exchanged inside a random subset of the
+    clusters (all 2^G subsets when ``2^G <= n_swaps``), the difference recomputed from the swapped answers, two-sided
+    ``p = (1 + #{|T*| >= |T|}) / (B + 1)`` (the exact share when enumerated). Exact under the null that the two
+    models' answers are exchangeable within each template, with any number of templates (Canay, Romano & Shaikh
+    2017); a t on the metric's linearized pseudo-values rejected a true null up to 5 times too often at the plan's
+    levels (docs/calibration.md). **Interval** (not the test's dual): the difference is linear, to first order, in
+    both models' influence values (:func:`biaslab.stats.subgroups.deviation_metric_pseudo_values`), so the mean of
+    their paired pseudo-values gets the interval of a mean under the rule of :mod:`biaslab.stats.clustered` — CR1
+    (one- or two-way) with t(G - 1), or the wild cluster restricted bootstrap with fewer than 30 clusters; it can
+    under-cover where rates lie near the ideal value. The Wilcoxon signed-rank test over subgroups of
+    ``rate_a(g) - rate_b(g)`` is kept as ``p_naive``: it treats subgroups as independent, which they are not when
+    they share templates."""
     factors = list(factors)
     out = {"model_a": a, "model_b": b, "factors": " x ".join(factors)}
     lin = paired_metric_pseudo_values(df, outcome, factors, a, b, model, ideal)
@@ -252,10 +293,22 @@ def paired_subgroup_test(df: pd.DataFrame, outcome: str, factors: Sequence[str],
     out["n_subgroups"] = len(common)
     diff = rates[a][0] - rates[b][0]
     r = _metric_inference(values, stacked, cluster, single, 2 * len(common), alpha, seed)
+    design = deviation_metric_swap_design(df, outcome, factors, a, b, cluster, model, ideal)
+    if isinstance(design, str):
+        test = {"p_value": np.nan, "statistic": np.nan, "n_clusters": r["n_clusters"], "test": design}
+    else:
+        test = cluster_swap_p(*design, n_max=n_swaps, seed=seed)
+        first = "prompt" if cluster is None else cluster if isinstance(cluster, str) else list(cluster)[0]
+        test["test"] = (f"{NOT_ESTIMABLE} (no variation between the two models' answers in any of the "
+                        f"{test['n_clusters']} {first} clusters)" if test["no_variation"] else
+                        f"randomization test, the two models' answers swapped within {first} clusters ("
+                        f"{'all ' if test['enumerated'] else ''}{test['n_draws']:,} "
+                        f"{'' if test['enumerated'] else 'random '}swaps), G = {test['n_clusters']}, two-sided")
     w = wilcoxon_paired(rates[a][1].to_numpy(), rates[b][1].reindex(rates[a][1].index).to_numpy())
     return {**out, "metric_a": rates[a][0], "metric_b": rates[b][0], "metric_difference": diff,
-            "ci_low": r["ci_low"], "ci_high": r["ci_high"], "ci_method": r["ci_method"],
+            "ci_low": r["ci_low"], "ci_high": r["ci_high"],
+            "ci_method": r["ci_method"] + " on the paired linearized pseudo-values (not the test's dual)",
             "mean_rate_difference": float(np.mean(rates[a][1].to_numpy() - rates[b][1].reindex(rates[a][1].index))),
-            "test": r["p_method"], "statistic": r["statistic"], "p_value": r["p_value"], "null_value": 0.0,
-            "n_clusters": r["n_clusters"], "df": r["df"],
+            "test": test["test"], "statistic": test["statistic"], "p_value": test["p_value"], "null_value": 0.0,
+            "n_clusters": test["n_clusters"], "df": r["df"],
             "test_naive": w["test"] + " over subgroups (subgroups treated as independent)", "p_naive": w["p_value"]}

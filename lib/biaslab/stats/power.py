@@ -5,8 +5,10 @@ Clustering enters through the design effect: ``n`` clustered prompts carry the i
 independent ones (Kish 1965), so every function takes ``deff`` (1 = independent units, e.g. CrowS pairs). The MDE of
 the design *actually analysed* (:func:`mde_from_se`) comes from the standard error as the analysis computes it
 (paired where the contrast is paired, cluster-robust with that contrast's own design effect) on its t(df) reference
-(noncentral t; Bloom 1995, "Minimum detectable effects", Evaluation Review 19(5)); :func:`planned_mde` is the plan's
-MDE from the design alone, before the run; :func:`required_n_proportion` and :func:`required_n_two_proportions` plan.
+(noncentral t; Bloom 1995, "Minimum detectable effects", Evaluation Review 19(5)). Before the run, the plan states
+each claim instance's **power for its smallest effect of interest at the level it is tested** from its planning design
+alone (:func:`design_power`; the level it needs, :func:`level_for_power`; the n that would power it,
+:func:`n_for_power`); :func:`required_n_proportion` and :func:`required_n_two_proportions` plan.
 
 Every MDE is an absolute value (statsmodels' root finder can return the negative root of the symmetric power
 equation), and **undefined** (NaN) where the analysed design has no usable standard error: fewer than 2 clusters, an
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import functools
 import math
+from typing import Mapping
 
 import numpy as np
 import pandas as pd
@@ -122,23 +125,6 @@ def kish_deff(population: "pd.Series | np.ndarray", sample: "pd.Series | np.ndar
     keep = n > 0
     w, n = N[keep] / n[keep], n[keep]
     return float(n.sum() * (w ** 2 * n).sum() / (w * n).sum() ** 2)
-
-
-def planned_mde(n: int, scale: str, clusters: int | None = None, deff_weights: float = 1.0, alpha: float = ALPHA,
-                power: float = POWER) -> float:
-    """Minimum detectable effect of a claim instance from its design alone, before the run (the plan's ``mde``):
-    the two-sided test at ``alpha`` with the given power (:func:`mde_from_se`) on the standard error
-    ``PLANNING_SD[scale] / sqrt(n_eff)``. ``n_eff = n / (deff_weights * deff_cluster)``: Kish's weights design
-    effect (:func:`kish_deff`) times the cluster design effect at its bound ``n / clusters`` (intraclass correlation
-    1, Kish 1965: ``1 + (m - 1) ICC <= m``), so an MDE holds however alike the answers within a cluster are; the
-    reference distribution is t(clusters - 1) for clustered designs, the normal otherwise (Bloom 1995). Shares and
-    share differences are on the share's scale; ``standardized`` in SD units of the analysed unit's outcome."""
-    if scale not in PLANNING_SD:
-        raise ValueError(f"scale {scale!r}: use one of {', '.join(PLANNING_SD)}")
-    clustered = clusters is not None and clusters < n
-    n_eff = (clusters if clustered else n) / max(float(deff_weights), 1.0)
-    df = clusters - 1 if clustered else None
-    return mde_from_se(PLANNING_SD[scale] / math.sqrt(n_eff), df, alpha, power)
 
 
 def mde_equivalence(se: float, df: float | None = None, alpha: float = ALPHA, power: float = POWER,
@@ -273,23 +259,16 @@ def power_row(benchmark: str, profile: str, quantity: str, n: float, mde: float,
             "target_effect": target, "required_n": required_n}
 
 
-def mde_range_excess(n_templates: int, per_group: int, groups: tuple = (3, 4), accuracy: float = 0.7,
-                     alpha: float = ALPHA, power: float = POWER, n_sim: int = 4000, seed: int = 0) -> dict:
-    """Minimum detectable excess of a CALM eq.-1 score over its permutation floor, from the design alone (before
-    any data): ``n_templates`` templates, each with ``per_group`` names in each group of every bias type
-    (``groups``: 3 gender, 4 race), answers independent Bernoulli(``accuracy``) under the null. The score
-    (Gupta et al. 2024, eq. 1) is the mean over templates and bias types of ``100 (max_g a_tg - min_g a_tg) /
-    a_t``, ``a_t`` the template's accuracy over all its prompts (templates with ``a_t = 0`` left out, as the
-    paper's rule does). Simulated (``n_sim`` draws, common random numbers): the level-``alpha`` critical value of
-    the score under the null, then by bisection the accuracy gap ``delta`` of one group per bias type (answered
-    worse: ``accuracy - delta``, the others at ``accuracy``) that the score exceeds the critical value for with
-    probability ``power``; NaN when even ``delta = accuracy`` is detected less often. Returns ``gap`` (delta,
-    accuracy points as a share) and ``mde`` (the mean score at delta minus the null mean: the claim's scale, bias
-    above the floor)."""
+# ------------------------------------------------------------------ CALM's eq.-1 range statistic, simulated
+
+@functools.lru_cache(maxsize=16)
+def _range_sim(n_templates: int, per_group: int, groups: tuple, accuracy: float, n_sim: int, seed: int):
+    """The eq.-1 score of ``n_sim`` simulated runs as a function of the accuracy gap ``delta`` of one group per bias
+    type (common random numbers, so the score is monotone in delta): see :func:`mde_range_excess`."""
     rng = np.random.default_rng(seed)
     u = [rng.random((n_sim, n_templates, k, per_group)) for k in groups]
 
-    def score(delta):
+    def score(delta: float) -> np.ndarray:
         acc, hits, total = [], 0.0, 0.0
         for ub, k in zip(u, groups):
             p = np.full(k, accuracy)
@@ -304,6 +283,23 @@ def mde_range_excess(n_templates: int, per_group: int, groups: tuple = (3, 4), a
                         axis=0)
         return np.nanmean(s, axis=1)                                   # [sim]
 
+    return score
+
+
+def mde_range_excess(n_templates: int, per_group: int, groups: tuple = (3, 4), accuracy: float = 0.7,
+                     alpha: float = ALPHA, power: float = POWER, n_sim: int = 4000, seed: int = 0) -> dict:
+    """Minimum detectable excess of a CALM eq.-1 score over its permutation floor, from the design alone (before
+    any data): ``n_templates`` templates, each with ``per_group`` names in each group of every bias type
+    (``groups``: 3 gender, 4 race), answers independent Bernoulli(``accuracy``) under the null. The score
+    (Gupta et al. 2024, eq. 1) is the mean over templates and bias types of ``100 (max_g a_tg - min_g a_tg) /
+    a_t``, ``a_t`` the template's accuracy over all its prompts (templates with ``a_t = 0`` left out, as the
+    paper's rule does). Simulated (``n_sim`` draws, common random numbers): the level-``alpha`` critical value of
+    the score under the null, then by bisection the accuracy gap ``delta`` of one group per bias type (answered
+    worse: ``accuracy - delta``, the others at ``accuracy``) that the score exceeds the critical value for with
+    probability ``power``; NaN when even ``delta = accuracy`` is detected less often. Returns ``gap`` (delta,
+    accuracy points as a share) and ``mde`` (the mean score at delta minus the null mean: the claim's scale, bias
+    above the floor)."""
+    score = _range_sim(int(n_templates), int(per_group), tuple(groups), float(accuracy), int(n_sim), int(seed))
     null = score(0.0)
     crit = float(np.quantile(null, 1 - alpha))
     lo, hi = 0.0, accuracy
@@ -314,3 +310,144 @@ def mde_range_excess(n_templates: int, per_group: int, groups: tuple = (3, 4), a
         lo, hi = (mid, hi) if np.mean(score(mid) > crit) < power else (lo, mid)
     return {"gap": hi, "mde": float(score(hi).mean() - null.mean()), "critical_value": crit,
             "null_mean": float(null.mean())}
+
+
+@functools.lru_cache(maxsize=64)
+def _range_at_excess(n_templates: int, per_group: int, groups: tuple, accuracy: float, excess: float, n_sim: int,
+                     seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """(null scores, scores at the gap whose mean excess over the null mean is ``excess``), simulated; the
+    alternative is NaN where even the largest gap gives less."""
+    score = _range_sim(n_templates, per_group, groups, accuracy, n_sim, seed)
+    null = score(0.0)
+    gain = lambda d: float(score(d).mean() - null.mean())              # noqa: E731 (increasing in d)
+    if gain(accuracy) < excess:
+        return null, np.full(n_sim, np.nan)
+    lo, hi = 0.0, accuracy
+    for _ in range(20):                                                # the gap to 1e-6 of its range
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if gain(mid) < excess else (lo, mid)
+    return null, score(hi)
+
+
+# ------------------------------------------------------------------ power of a claim's test for its SESOI
+
+#: the power models a plan's planning design may name (``model``): a t test (df from the clusters, else n - 1), a
+#: z test (normal: randomization tests by their normal approximation), a chi-square test of Cohen's w, CALM's
+#: eq.-1 range statistic against its permutation null (simulated)
+DESIGN_MODELS = ("t", "z", "chi2", "range")
+
+
+def power_t(effect: float, se: float, df: float | None = None, level: float = ALPHA,
+            sides: str = "two-sided") -> float:
+    """Power of a t test (``df``; the normal where None or infinite) at ``level`` for a true effect ``effect`` on
+    an estimate with standard error ``se``: ``P(|T'| > t_{1-level/2, df})`` two-sided, ``P(T' > t_{1-level, df})``
+    one-sided, T' noncentral t with noncentrality ``effect / se`` (Cohen 1988, ch. 2; Bloom 1995)."""
+    if not (se > 0 and np.isfinite(se)) or not 0 < level < 1:
+        return float("nan")
+    nc = abs(effect) / se
+    one = str(sides).startswith("one-sided")
+    if df is None or not np.isfinite(df) or df > 1e6:
+        q = stats.norm.isf(level if one else level / 2)
+        return float(stats.norm.sf(q - nc) + (0.0 if one else stats.norm.cdf(-q - nc)))
+    q = stats.t.isf(level if one else level / 2, df)
+    return float(stats.nct.sf(q, df, nc) + (0.0 if one else stats.nct.cdf(-q, df, nc)))
+
+
+def power_chi2(w: float, n: float, df: int, level: float = ALPHA, deff: float = 1.0) -> float:
+    """Power of a chi-square test on ``df`` degrees of freedom at ``level`` for Cohen's ``w`` with ``n`` units and
+    design effect ``deff`` (first-order Rao-Scott): noncentral chi-square with noncentrality ``(n / deff) w^2``
+    (Cohen 1988, ch. 7)."""
+    if not 0 < level < 1 or n <= 0:
+        return float("nan")
+    return float(stats.ncx2.sf(stats.chi2.isf(level, df), df, n / max(deff, 1.0) * w ** 2))
+
+
+def power_range_excess(n_templates: int, per_group: int, excess: float, level: float, groups: tuple = (3, 4),
+                       accuracy: float = 0.7, n_sim: int = 4000, seed: int = 0) -> float:
+    """Power of the level-``level`` permutation test of a CALM eq.-1 score (one-sided, above its floor) when the
+    true excess over the floor is ``excess`` points, simulated as :func:`mde_range_excess` does: the share of the
+    alternative's scores above the null's ``1 - level`` quantile. NaN where no accuracy gap gives that excess."""
+    null, alt = _range_at_excess(int(n_templates), int(per_group), tuple(groups), float(accuracy), float(excess),
+                                 int(n_sim), int(seed))
+    if np.isnan(alt).all():
+        return float("nan")
+    return float(np.mean(alt > np.quantile(null, 1 - level)))
+
+
+def _scaled(design: Mapping, n: float) -> dict:
+    """``design`` at ``n`` units: the clusters grow with n at the design's cluster size, the design effect stays,
+    a stated SE shrinks as ``1 / sqrt(n)``; CALM's range design grows in templates."""
+    d = dict(design)
+    if d["model"] == "range":
+        d["templates"] = int(n)
+        return d
+    n0 = float(d["n"])
+    d["n"] = float(n)
+    if d.get("clusters"):
+        d["clusters"] = max(2, int(round(d["clusters"] * n / n0)))
+    if d.get("se"):
+        d["se"] = d["se"] * math.sqrt(n0 / n)
+    return d
+
+
+def design_power(design: Mapping, sesoi: float, level: float, sides: str = "two-sided") -> float:
+    """Power of a claim instance's test for its smallest effect of interest ``sesoi`` at ``level``, from its
+    planning design (the plan's ``design``: ``model`` one of :data:`DESIGN_MODELS`):
+
+    * ``t`` / ``z``: standard error ``se``, or ``sd * sqrt(deff / n)`` (``sd``: one unit's SD on the estimate's
+      scale, from the scale's bound or a pilot; ``deff``: the design effect, default 1); t on ``clusters - 1``
+      degrees of freedom where the design names clusters, else ``n - 1``; ``z`` the normal (:func:`power_t`);
+    * ``chi2``: ``n`` units, ``df``, ``deff``; ``sesoi`` is Cohen's w (:func:`power_chi2`);
+    * ``range``: ``templates``, ``per_group`` names, ``groups`` (default 3 and 4), ``accuracy`` (default 0.7),
+      ``draws`` and ``seed`` of the simulation; ``sesoi`` in eq.-1 points (:func:`power_range_excess`)."""
+    m = design["model"]
+    if m in ("t", "z"):
+        se = design.get("se") or design["sd"] * math.sqrt(float(design.get("deff", 1.0)) / float(design["n"]))
+        df = None if m == "z" else (design["clusters"] - 1 if design.get("clusters") else design["n"] - 1)
+        return power_t(sesoi, se, df, level, sides)
+    if m == "chi2":
+        return power_chi2(sesoi, float(design["n"]), int(design["df"]), level, float(design.get("deff", 1.0)))
+    if m == "range":
+        return power_range_excess(design["templates"], design["per_group"], sesoi, level,
+                                  tuple(design.get("groups", (3, 4))), float(design.get("accuracy", 0.7)),
+                                  int(design.get("draws", 4000)), int(design.get("seed", 0)))
+    raise ValueError(f"design model {m!r}: use one of {', '.join(DESIGN_MODELS)}")
+
+
+def level_for_power(design: Mapping, sesoi: float, sides: str = "two-sided", target: float = POWER) -> float:
+    """The smallest level at which the design's test has power ``target`` for ``sesoi`` (power grows with the
+    level): solved by bisection on the log of the level in [1e-12, 0.5]; 1 where even 0.5 gives less."""
+    f = lambda lv: design_power(design, sesoi, lv, sides)              # noqa: E731
+    if not f(0.5) >= target:
+        return 1.0
+    lo, hi = math.log(1e-12), math.log(0.5)
+    if f(1e-12) >= target:
+        return 1e-12
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if f(math.exp(mid)) < target else (lo, mid)
+    return math.exp(hi)
+
+
+def n_for_power(design: Mapping, sesoi: float, level: float, sides: str = "two-sided", target: float = POWER,
+                most: float = 1e7) -> float:
+    """The smallest n (CALM's range design: templates) at which the design's test has power ``target`` for
+    ``sesoi`` at ``level``, the design otherwise unchanged (:func:`_scaled`); NaN where even ``most`` is not
+    enough."""
+    base = float(design["templates"] if design["model"] == "range" else design["n"])
+    if design["model"] == "range":          # a simulation per n: fewer draws, n up to the templates the data hold
+        design = {**design, "draws": min(int(design.get("draws", 4000)), 1000)}
+        most = min(most, float(design.get("max_n", 1000)))
+    f = lambda n: np.nan_to_num(design_power(_scaled(design, n), sesoi, level, sides))      # noqa: E731
+    if f(base) >= target:
+        lo, hi = 1.0, base
+    else:
+        lo, hi = base, base
+        while f(hi) < target:
+            if hi >= most:
+                return float("nan")
+            lo, hi = hi, min(most, hi * 2)
+    while hi - lo > 1:
+        mid = math.floor((lo + hi) / 2)
+        lo, hi = (mid, hi) if f(mid) < target else (lo, mid)
+    return float(hi)

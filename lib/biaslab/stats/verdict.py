@@ -1,8 +1,12 @@
 """The verdict layer: from a table of effects to the decision columns that sentences may use.
 
 **A plan decides.** Only rows that match a confirmatory claim of the analysis plan (:mod:`biaslab.plan`) are
-decided, by **Holm** (1979; family-wise error under any dependence) within the claim's family at its share of the
-one error budget (:func:`budget_decisions`), as "distinguishable" or "not distinguishable". Every other tested row
+decided, by the plan's **graph** (Bretz et al. 2009; Holm 1979 for a plan without one; family-wise error under any
+dependence) within the claim's family at its share of the one error budget (:func:`budget_decisions`), as
+"distinguishable" or "not distinguishable", and under a graphical plan only where the test has 80 % power for the
+claim's SESOI at the level it was tested (:func:`plan_family`, :func:`_plan`): an instance without that power at its
+planned level is "descriptive (…)" (not in the graph), one the graph leaves at level 0 "not reached (…)", one below
+0.8 at the level it reached "not decided (…)". Every other tested row
 is **exploratory**: it keeps its estimate, interval and p, with a Benjamini-Hochberg p (``p_adjusted``, screening
 only), and its verdict says "exploratory"; a row another notebook's claim decides (the same test shown twice) says
 "exploratory (decided in <notebook>, claim <id>)", so one test has one verdict everywhere.
@@ -12,24 +16,31 @@ Columns written (cite this module, ``biaslab.stats.verdict``):
 * ``claim``: the plan's claim id of a confirmatory row ("" otherwise);
 * ``family``, ``family_kind``, ``family_size``: the claim's family (confirmatory) or the table's exploratory screen;
 * ``n_families``, ``share``, ``alpha_family``: a confirmatory family's budget (the notebook's share, the number of
-  its families in the run, and the level ``alpha * share / n_families`` at which Holm runs inside the family);
-* ``p_adjusted``, ``p_adjust_method``: confirmatory: Holm's adjusted p within the family on the project's scale,
-  ``min(1, p_holm * n_families / share)``, compared with the plan's one alpha; exploratory: BH via
+  its families (a graphical plan: those its profile lists), and the level ``alpha * share / n_families`` at which
+  the graph runs inside the family);
+* ``sesoi``, ``planned_level``, ``tested_level``, ``power``, ``level_for_power``: the claim's smallest effect of
+  interest; the level the instance is planned at; the level the graph tested it at (0: not reached); its test's
+  power for the SESOI there (a descriptive instance: at its planned level), from the plan's design for the run's
+  profile; the smallest level at which that power reaches 0.8;
+* ``p_adjusted``, ``p_adjust_method``: confirmatory: the graph's adjusted p within the family on the project's scale,
+  ``min(1, p_graph * n_families / share)``, compared with the plan's one alpha; exploratory: BH via
   :func:`biaslab.stats.multiplicity.adjust`; an untested row is left out of its family;
 * ``ci_level``, ``ci_adj_low``, ``ci_adj_high``, ``ci_adj_note``: a confirmatory row's interval at the level at which
-  Holm tested it (:func:`budget_decisions`), dual to the claim's t/z test (estimate, standard error, df; a table carries
-  ``se`` or the test statistic, and ``df``), so it excludes the null exactly when the verdict is "distinguishable";
+  the graph tested it (:func:`budget_decisions`), dual to the claim's t/z test (estimate, standard error, df; a table
+  carries ``se`` or the test statistic, and ``df``), so it excludes the null exactly when the verdict is
+  "distinguishable";
   where no dual interval exists (a bootstrap, permutation or chi-square p) the bounds are empty and the note says why;
 * ``excludes_null``: the interval excludes the null (NA without an interval or a null);
-* ``significant``: ``p_adjusted < alpha`` (for an exploratory row, a screen, not a decision);
+* ``significant``: confirmatory: rejected by the graph (``p_adjusted <= alpha``; NA for a descriptive, not reached
+  or not decided row); exploratory: ``p_adjusted < alpha``, a screen, not a decision;
 * ``bf_direction``: "H1"/"H0" only when every Bayes factor of the stated prior range agrees (beyond 3 or below
   1/3; Lee & Wagenmakers 2013), "inconclusive" otherwise, NA without a prior range;
 * ``responder_status``, ``comparable``, ``comparability``: as judged for this metric ("informative", "degenerate:
   <why>", or "not measurable: <why>" where the instrument failed the validity checks of the plan's scoring rule,
   :mod:`biaslab.stats.validity`);
-* ``verdict``: "distinguishable" / "not distinguishable" (confirmatory rows only), "exploratory" (or
-  "exploratory (decided in …)"), "undefined (<why>)", "not estimable (no variation in <n> items)",
-  "not tested (<why>)" or "not measurable (<why>)" (never decided, ranked or compared).
+* ``verdict``: "distinguishable" / "not distinguishable" (confirmatory rows only), "descriptive (…)", "not reached
+  (…)", "not decided (…)", "exploratory" (or "exploratory (decided in …)"), "undefined (<why>)", "not estimable
+  (no variation in <n> items)", "not tested (<why>)" or "not measurable (<why>)" (never decided, ranked or compared).
 
 **No certainty from zero variance.** A row whose test is undefined because its variance is estimated as 0 carries
 "not estimable (no variation in n items)" in a method column (:func:`biaslab.stats.clustered.without_variance`, the
@@ -70,10 +81,12 @@ DISTINGUISHABLE, NOT_DISTINGUISHABLE = "distinguishable", "not distinguishable"
 NOT_MEASURABLE = "not measurable"
 
 #: the columns this layer writes (in this order, after the table's own columns)
-VERDICT_COLUMNS = ["claim", "family", "family_kind", "family_size", "n_families", "share", "alpha_family", "p_adjusted",
-                   "p_adjust_method", "ci_level", "ci_adj_low", "ci_adj_high", "ci_adj_note", "excludes_null",
-                   "significant", "bf_direction", "responder_status", "comparable", "comparability", "verdict"]
+VERDICT_COLUMNS = ["claim", "family", "family_kind", "family_size", "n_families", "share", "alpha_family", "sesoi",
+                   "planned_level", "tested_level", "power", "level_for_power", "p_adjusted", "p_adjust_method",
+                   "ci_level", "ci_adj_low", "ci_adj_high", "ci_adj_note", "excludes_null", "significant",
+                   "bf_direction", "responder_status", "comparable", "comparability", "verdict"]
 BUDGET = "Holm within the family, at its share of the error budget (p on the project's scale)"
+GRAPH = "the plan's graph within the family, at its share of the error budget (p on the project's scale)"
 
 
 @dataclass(frozen=True)
@@ -306,6 +319,7 @@ def _base(df: pd.DataFrame, spec: Effects, table: str, responders, comparable, n
     hi = _col(out, ci[1]) if ci else pd.Series(np.nan, index=out.index)
     null = _null(out, spec.null)
     claim, family, elsewhere, found = _claims(out, table, notebook, context, plan)
+    design = pd.Series(None, index=out.index, dtype=object)
     for cid, c in found.items():           # a claim is decided on its own columns (one estimand per claim)
         m = claim == cid
         est[m] = _col(out, c.estimate)[m]
@@ -316,6 +330,9 @@ def _base(df: pd.DataFrame, spec: Effects, table: str, responders, comparable, n
             v = c.instance_of(row, context)["null_value"]
             if isinstance(v, (int, float)) and not isinstance(v, bool):
                 null[i] = float(v)
+            if plan.graphical:                                               # its planning design
+                label = family[i].split(" · ", 1)[1] if " · " in family[i] else family[i]
+                design[i] = c.design_of(c.key_of(row, context), plan.profile, label)
     conf = claim != ""
     screen = (out[list(spec.screen_by)].astype(str).agg(" · ".join, axis=1) + " · "
               if spec.screen_by and set(spec.screen_by) <= set(out.columns) else "")
@@ -366,29 +383,43 @@ def _base(df: pd.DataFrame, spec: Effects, table: str, responders, comparable, n
     out["_se"] = se.where(se.notna(), ((est - null) / stat).abs())
     out["_df"] = _col(out, spec.df, np.inf).fillna(np.inf)
     out["_sides"] = claim.map({cid: c.sides for cid, c in found.items()}).fillna("")
+    out["_design"] = design
+    out["sesoi"] = claim.map({cid: c.sesoi for cid, c in found.items()}).astype(float)
     out["_testname"] = claim.map({cid: c.test for cid, c in found.items()}).fillna("")
     out["verdict"] = verdict
     return out
 
 
 def budget_decisions(rows: pd.DataFrame, alpha: float, shares: Mapping[str, float],
-                     n_families: Mapping[str, int] | None = None) -> pd.DataFrame:
-    """The project's error budget over a table of confirmatory claim rows (a run's, or a simulation's).
+                     n_families: Mapping[str, int] | None = None,
+                     graphs: Mapping[str, tuple] | None = None) -> pd.DataFrame:
+    """The project's error budget over a table of confirmatory claim rows (a run's, or a simulation's): the one
+    place it is applied.
 
-    ``rows``: one per claim instance with ``notebook``, ``family``, ``p`` (NaN: not tested) and optionally ``test``
-    (rows with one key are one test, counted once). ``shares``: each notebook's share of ``alpha`` (the plan's
-    ``budget.shares``, summing to 1); ``n_families``: per notebook, the number of its families in the run (default:
-    the distinct families of its rows; per ``replicate`` where rows carry one, a simulation's replications, each
-    with its own family ids). Bonferroni across families, Holm (1979) within: a family's level is
-    ``alpha_family = alpha * share / n_families``; ``p_adjusted = min(1, p_holm * n_families / share)`` is compared
-    with ``alpha`` (``rejected``), and ``test_level`` is the level at which Holm's step-down tested the row
-    (:func:`biaslab.stats.multiplicity.holm_by_family`).
-    The familywise error over all rows is at most ``alpha`` (the shares sum to 1). Returns ``rows`` with ``share``,
-    ``n_families``, ``alpha_family``, ``family_size``, ``p_holm``, ``p_adjusted``, ``test_level``, ``rejected``."""
+    ``rows``: one per claim instance in the graph with ``notebook``, ``family``, ``p`` (NaN: not tested, so not in
+    the graph), optionally ``test`` (rows with one key are one test, counted once), ``claim`` (the instance's claim:
+    its node in the notebook's graph) and ``level_for_power`` (the smallest level at which its test has 80 % power
+    for its smallest effect of interest: below it the instance is not rejected, :func:`biaslab.stats.multiplicity.
+    graphical`'s ``min_level``). ``shares``: each notebook's share of ``alpha`` (the plan's ``budget.shares``,
+    summing to 1); ``n_families``: per notebook, the number of its families (default: the distinct families of its
+    rows; per ``replicate`` where rows carry one, a simulation's replications, each with its own family ids);
+    ``graphs``: per notebook, the plan's claim-level graph ``(weights, then)`` (:meth:`biaslab.plan.Plan.graph`),
+    expanded over each family's instances (:func:`biaslab.stats.multiplicity.expand_graph`); a notebook without
+    one is decided by Holm (:func:`biaslab.stats.multiplicity.holm_graph`).
+
+    Bonferroni across families, the graph within: a family's level is ``alpha_family = alpha * share /
+    n_families``; the graphical procedure (Bretz et al. 2009) runs at that level, giving ``tested_level`` (the
+    level each row was tested at; 0: never reached) and ``rejected``; its adjusted p is put on the project's scale,
+    ``p_adjusted = min(1, p_graph * n_families / share)``, so ``rejected`` is ``p_adjusted <= alpha``. The
+    familywise error over all rows is at most ``alpha`` (the shares sum to 1). Returns ``rows`` with ``share``,
+    ``n_families``, ``alpha_family``, ``family_size``, ``p_adjusted``, ``tested_level``, ``rejected``."""
     out = rows.copy()
     for c in ("notebook", "family", "p"):
         if c not in out:
             raise KeyError(f"budget_decisions: rows lack the column {c!r} (need notebook, family, p)")
+    graphs = graphs or {}
+    if graphs and "claim" not in out:
+        raise KeyError("budget_decisions: rows lack the column 'claim' (a graph's nodes are claims)")
     by = ["replicate", "notebook"] if "replicate" in out else ["notebook"]
     seen = out.groupby(by)["family"].nunique().groupby(level="notebook").max().to_dict()
     nf = {nb: int((n_families or {}).get(nb, k)) for nb, k in seen.items()}
@@ -403,14 +434,97 @@ def budget_decisions(rows: pd.DataFrame, alpha: float, shares: Mapping[str, floa
     out["alpha_family"] = alpha * out["share"] / out["n_families"]
     key = out["test"].astype(str) if "test" in out else pd.Series(out.index.astype(str), index=out.index)
     t = out.assign(_key=key)[out["p"].notna()].drop_duplicates("_key")     # a test repeated on rows counts once
-    t["p_holm"], t["test_level"] = multiplicity.holm_by_family(t["p"], t["family"], t["alpha_family"])
-    t["p_adjusted"] = np.minimum(1.0, t["p_holm"] * t["n_families"] / t["share"])
+    need = (pd.to_numeric(t["level_for_power"], errors="coerce").fillna(0.0).to_numpy(float)
+            if "level_for_power" in t else np.zeros(len(t)))
+    level, p_graph, rejected = np.zeros(len(t)), np.ones(len(t)), np.zeros(len(t), dtype=bool)
+    fam, nbs, ps = t["family"].to_numpy(), t["notebook"].to_numpy(), t["p"].to_numpy(float)
+    cl = t["claim"].to_numpy() if "claim" in t else np.zeros(len(t))
+    a_f = t["alpha_family"].to_numpy(float)
+    order = np.argsort(fam, kind="stable")
+    cuts = np.flatnonzero(fam[order][1:] != fam[order][:-1]) + 1
+    groups = np.split(order, cuts) if len(order) else []
+    expanded: dict = {}
+    one = np.array([ix[0] for ix in groups if len(ix) == 1], dtype=int)
+    if len(one):                                    # one instance in its family: its claim's whole weight, at once
+        for nb, c in set(zip(nbs[one], cl[one])):
+            expanded[(nb, (c,) if nb in graphs else 1)] = (multiplicity.expand_graph((c,), *graphs[nb])
+                                                           if nb in graphs else multiplicity.holm_graph(1))
+        w = np.array([expanded[(nb, (c,) if nb in graphs else 1)][0][0] for nb, c in zip(nbs[one], cl[one])])
+        lv = w * a_f[one]
+        ok = (w > 0) & (lv >= need[one] * (1 - 1e-12))
+        level[one], rejected[one] = lv, ok & (ps[one] <= lv * (1 + 1e-12))
+        p_graph[one] = np.where(ok, np.minimum(1.0, ps[one] / np.where(w > 0, w, 1.0)), 1.0)
+    for ix in groups:
+        if len(ix) == 1:
+            continue
+        nb = nbs[ix[0]]
+        claims = tuple(cl[ix]) if nb in graphs else len(ix)
+        if (nb, claims) not in expanded:                    # one graph per notebook and set of instances
+            expanded[(nb, claims)] = (multiplicity.expand_graph(claims, *graphs[nb]) if nb in graphs
+                                      else multiplicity.holm_graph(len(ix)))
+        w, g = expanded[(nb, claims)]
+        r = multiplicity.graphical(ps[ix], w, g, a_f[ix[0]], need[ix])
+        level[ix], p_graph[ix], rejected[ix] = r["level"], r["p_adjusted"], r["rejected"]
+    t["tested_level"], t["rejected"] = level, rejected
+    t["p_adjusted"] = np.minimum(1.0, p_graph * t["n_families"] / t["share"])
     by_key = t.set_index("_key")
-    for c in ("p_holm", "p_adjusted", "test_level"):
+    for c in ("p_adjusted", "tested_level"):
         out[c] = key.map(by_key[c]).where(out["p"].notna())
     out["family_size"] = out["family"].map(t.groupby("family").size()).fillna(0).astype(int)
-    out["rejected"] = (out["p_adjusted"] < alpha).where(out["p"].notna())
+    out["rejected"] = key.map(by_key["rejected"]).where(out["p"].notna())
     return out
+
+
+def plan_family(claims: Sequence[str], designs: Sequence[Mapping | None], sesoi: Sequence[float],
+                sides: Sequence[str], graph: tuple, alpha_family: float, target: float = 0.8) -> pd.DataFrame:
+    """Which instances of one family enter the graph, from their planning designs alone (no outcome enters).
+
+    Per instance (its ``claims``, ``designs`` from the plan, ``sesoi``, ``sides``): the **planned level**, the level
+    it is tested at once the claims that pass it α (its predecessors in ``graph = (weights, then)``, any path) are
+    rejected and its own claim's other instances are not: ``alpha_family`` times its weight in the expanded graph
+    (:func:`biaslab.stats.multiplicity.expand_graph`) after the predecessors' instances leave it; its **power** there
+    for its SESOI (:func:`biaslab.stats.power.design_power`). Instances without a design are descriptive; then,
+    while some instance has power below ``target``, the least powered one (with any tied with it) becomes
+    descriptive and the graph is re-expanded without it (the others' levels can only grow). Returns per instance
+    ``descriptive``, ``planned_level``, ``planned_power`` (at the level it had when it left, for a descriptive one) and
+    ``level_for_power`` (:func:`biaslab.stats.power.level_for_power`)."""
+    from . import power as W
+    weights, then = graph
+    n = len(claims)
+    level, pw, need = np.full(n, np.nan), np.full(n, np.nan), np.full(n, np.nan)
+    live = [i for i in range(n) if designs[i] is not None]
+    preds = {c: _ancestors(c, then) for c in weights}
+    for i in live:
+        need[i] = W.level_for_power(designs[i], sesoi[i], sides[i], target)
+    while live:
+        cl = [claims[i] for i in live]
+        w, g = multiplicity.expand_graph(cl, weights, then)
+        for a, i in enumerate(live):
+            wi, gi = w, g
+            for b, j in enumerate(live):
+                if claims[j] in preds[claims[i]]:
+                    wi, gi = multiplicity.remove(wi, gi, b)
+            level[i] = wi[a] * alpha_family
+            pw[i] = W.design_power(designs[i], sesoi[i], level[i], sides[i]) if level[i] > 0 else 0.0
+        low = [i for i in live if not pw[i] >= target]
+        if not low:
+            break
+        least = min(pw[i] for i in low)                     # the least powered leave (ties together: symmetric
+        live = [i for i in live if not pw[i] <= least + 1e-12]      # instances share one fate)
+    return pd.DataFrame({"descriptive": [i not in live for i in range(n)], "planned_level": level,
+                         "planned_power": pw, "level_for_power": need})
+
+
+def _ancestors(claim: str, then: Mapping) -> set:
+    """The claims with a path of ``then`` edges (fraction > 0) to ``claim`` (itself excluded)."""
+    found, todo = set(), [claim]
+    while todo:
+        c = todo.pop()
+        for src, targets in then.items():
+            if (targets or {}).get(c, 0) > 0 and src not in found and src != claim:
+                found.add(src)
+                todo.append(src)
+    return found
 
 
 def dual_interval(est, se, df, level, sides: str = "two-sided") -> tuple[np.ndarray, np.ndarray]:
@@ -439,14 +553,17 @@ def _dual_p(est, null, se, df, sides: str) -> np.ndarray:
 
 def _adjusted_intervals(f: pd.DataFrame) -> None:
     """ci_level, ci_adj_low, ci_adj_high, ci_adj_note for the confirmatory rows of ``f`` (in place): the interval
-    dual to the row's t/z test at its Holm level, where the row's p is that test's (checked: the p recomputed from
-    estimate, standard error and df equals it); otherwise no interval and the reason."""
+    dual to the row's t/z test at the level the graph tested it at, where the row's p is that test's (checked: the p
+    recomputed from estimate, standard error and df equals it); otherwise no interval and the reason."""
     for c in ("ci_level", "ci_adj_low", "ci_adj_high"):
         f[c] = np.nan
     f["ci_adj_note"] = ""
     conf = (f["family_kind"] == CONFIRMATORY) & (f["_elsewhere"] == "")
-    tested = conf & f["_level"].notna()
-    f.loc[conf & ~tested, "ci_adj_note"] = "not tested: no adjusted interval"
+    tested = conf & (f["_level"] > 0)
+    f.loc[conf & ~tested, "ci_adj_note"] = np.where(
+        f.loc[conf & ~tested, "_status"].str.startswith("descriptive"), "descriptive: no adjusted interval",
+        np.where(f.loc[conf & ~tested, "_level"] == 0, "not reached: no adjusted interval",
+                 "not tested: no adjusted interval"))
     f.loc[tested, "ci_level"] = 1 - f.loc[tested, "_level"]
     for sides, g in f[tested].groupby("_sides"):
         has = g["_se"].notna() & (g["_se"] > 0) & g["_est"].notna() & g["_null"].notna()
@@ -466,13 +583,14 @@ def _adjusted_intervals(f: pd.DataFrame) -> None:
 
 
 def _adjust(frames: list[pd.DataFrame], alpha: float, plan, n_families: Mapping[str, int] | None) -> None:
-    """p_adjusted, p_adjust_method, family_size and the budget columns in place, each family adjusted over all
-    ``frames`` together (a claim's family by :func:`budget_decisions`, an exploratory screen by Benjamini-Hochberg,
-    none for a test decided elsewhere)."""
-    pool = pd.concat([f[["family", "family_kind", "_p", "_test", "_elsewhere"]].assign(_t=i, _i=f.index)
-                      for i, f in enumerate(frames)], ignore_index=True)
-    pool["p_adjusted"], pool["family_size"], pool["p_adjust_method"] = np.nan, 0, ""
-    for c in ("n_families", "share", "alpha_family", "_level"):
+    """p_adjusted, p_adjust_method, family_size, the budget columns and the planning columns in place, each family
+    adjusted over all ``frames`` together (a claim's family by :func:`budget_decisions`, after :func:`_plan` took
+    the descriptive instances out; an exploratory screen by Benjamini-Hochberg; none for a test decided
+    elsewhere)."""
+    cols = ["family", "family_kind", "_p", "_test", "_elsewhere", "claim", "_design", "sesoi", "_sides"]
+    pool = pd.concat([f[cols].assign(_t=i, _i=f.index) for i, f in enumerate(frames)], ignore_index=True)
+    pool["p_adjusted"], pool["family_size"], pool["p_adjust_method"], pool["_status"] = np.nan, 0, "", ""
+    for c in ("n_families", "share", "alpha_family", "_level", "planned_level", "power", "level_for_power"):
         pool[c] = np.nan
     pool["_key"] = pool["_t"].astype(str) + "#" + pool["_test"]
     conf = (pool["_elsewhere"] == "") & (pool["family_kind"] == CONFIRMATORY)
@@ -480,11 +598,31 @@ def _adjust(frames: list[pd.DataFrame], alpha: float, plan, n_families: Mapping[
         rows = pool[conf].assign(notebook=pool.loc[conf, "family"].str.split(" · ").str[0], p=pool.loc[conf, "_p"],
                                  test=pool.loc[conf, "_key"])
         shares = {nb: plan.share(nb) for nb in rows["notebook"].unique()}
-        b = budget_decisions(rows, alpha, shares, n_families)
-        for c in ("p_adjusted", "family_size", "n_families", "share", "alpha_family"):
-            pool.loc[conf, c] = b[c].to_numpy()
-        pool.loc[conf, "_level"] = b["test_level"].to_numpy()
-        pool.loc[conf, "p_adjust_method"] = BUDGET
+        graphs, nf = {}, n_families
+        if plan.graphical:
+            nf = {nb: len(plan.families(nb) or []) for nb in shares}
+            graphs = {nb: plan.graph(nb) for nb in shares}
+            _plan(rows, plan, alpha, shares, nf)
+            for c in ("planned_level", "level_for_power", "_status"):
+                pool.loc[conf, c] = rows[c].to_numpy()
+            pool.loc[conf, "power"] = rows["planned_power"].to_numpy()
+            pool.loc[conf, "alpha_family"] = rows["alpha_family"].to_numpy()
+            pool.loc[conf, "n_families"] = rows["notebook"].map(nf).to_numpy()
+            pool.loc[conf, "share"] = rows["notebook"].map(shares).to_numpy()
+        graph = rows[rows["_status"].eq("")] if plan.graphical else rows
+        if len(graph):
+            b = budget_decisions(graph, alpha, shares, nf, graphs)
+            where = graph.index
+            for c in ("p_adjusted", "family_size", "n_families", "share", "alpha_family"):
+                pool.loc[where, c] = b[c].to_numpy()
+            pool.loc[where, "_level"] = b["tested_level"].to_numpy()
+            pool.loc[where, "p_adjust_method"] = GRAPH if plan.graphical else BUDGET
+            if plan.graphical:
+                _after_the_graph(pool, b, plan)
+        pool.loc[conf, "family_size"] = pool.loc[conf, "family"].map(
+            pool[conf & pool["_level"].notna()].drop_duplicates("_key").groupby("family").size()).fillna(0)
+        described = conf & pool["_status"].str.startswith("descriptive")
+        pool.loc[described, "p_adjust_method"] = "none: descriptive (not in the graph)"
     for fam, g in pool[(pool["_elsewhere"] == "") & ~conf].groupby("family", sort=False):
         one = g.drop_duplicates("_key")                 # a test repeated on several rows counts once
         adj = pd.Series(multiplicity.adjust(one["_p"].to_numpy(float), "fdr_bh"), index=one["_key"])
@@ -492,26 +630,113 @@ def _adjust(frames: list[pd.DataFrame], alpha: float, plan, n_families: Mapping[
         pool.loc[g.index, "family_size"] = int(one["_p"].notna().sum())
         pool.loc[g.index, "p_adjust_method"] = multiplicity.METHODS["fdr_bh"]
     pool.loc[pool["_elsewhere"] != "", "p_adjust_method"] = DECIDED_ELSEWHERE
+    out_cols = ("p_adjusted", "family_size", "p_adjust_method", "n_families", "share", "alpha_family", "_level",
+                "planned_level", "power", "level_for_power", "_status")
     for i, f in enumerate(frames):
         part = pool[pool["_t"] == i].set_index("_i")
-        for c in ("p_adjusted", "family_size", "p_adjust_method", "n_families", "share", "alpha_family", "_level"):
+        for c in out_cols:
             f[c] = part[c].reindex(f.index).to_numpy()
+        f["tested_level"] = f["_level"]
         _adjusted_intervals(f)
-        untested = f["_p"].isna() & (f["_elsewhere"] == "")
+        untested = f["_p"].isna() & (f["_elsewhere"] == "") & (f["_status"] == "")
         f.loc[untested, "p_adjust_method"] = np.where(f.loc[untested, "verdict"] == "", INTERVAL_ONLY,
                                                       "not in the family (not tested)")
+
+
+def _num(x: float, digits: int = 2) -> str:
+    return f"{x:.{digits}g}" if abs(x) < 1e-3 or abs(x) >= 1e4 else f"{float(f'{x:.{digits}g}'):g}"
+
+
+def _plan(rows: pd.DataFrame, plan, alpha: float, shares: Mapping, n_families: Mapping) -> None:
+    """Per confirmatory row (in place): ``alpha_family``, ``planned_level``, ``planned_power``,
+    ``level_for_power`` and ``_status``, "descriptive (…)" for an instance that is not in the graph (its family
+    not among the plan's families for the profile, no planning design, or power below 0.8 at its planned level:
+    :func:`plan_family`), "" otherwise. A test repeated on several rows is planned once."""
+    from . import power as W
+    for c in ("planned_level", "planned_power", "level_for_power", "alpha_family"):
+        rows[c] = np.nan
+    rows["_status"] = ""
+    for fam, g in rows.groupby("family", sort=False):
+        nb = g["notebook"].iloc[0]
+        label = fam.split(" · ", 1)[1] if " · " in fam else fam
+        fams = plan.families(nb) or []
+        if label not in fams:
+            rows.loc[g.index, "_status"] = (f"descriptive (family {label} is not among the plan's families for "
+                                            f"profile {plan.profile})")
+            continue
+        a_f = alpha * shares[nb] / n_families[nb]
+        rows.loc[g.index, "alpha_family"] = a_f
+        one = g.drop_duplicates("test")
+        got = plan_family(list(one["claim"]), list(one["_design"]), list(one["sesoi"].astype(float)),
+                          list(one["_sides"]), plan.graph(nb), a_f).set_index(one["test"])
+        for c in ("planned_level", "planned_power", "level_for_power"):
+            rows.loc[g.index, c] = g["test"].map(got[c]).to_numpy()
+        for i in g.index:
+            if not got.loc[rows.at[i, "test"], "descriptive"]:
+                continue
+            d, lv, pw = rows.at[i, "_design"], rows.at[i, "planned_level"], rows.at[i, "planned_power"]
+            if d is None:
+                rows.at[i, "_status"] = f"descriptive (no planning design for profile {plan.profile})"
+                continue
+            sesoi, sides = float(rows.at[i, "sesoi"]), rows.at[i, "_sides"]
+            if not lv > 0:
+                rows.at[i, "_status"] = ("descriptive (planned level 0: no weight, and no claim that passes it α "
+                                         "has power)")
+                continue
+            n = W.n_for_power(d, sesoi, lv, sides)
+            unit = "templates" if d["model"] == "range" else ""
+            more = (f"n ≈ {int(float(f'{n:.2g}')):,}{' ' + unit if unit else ''} would power it" if np.isfinite(n)
+                    else "no n within the design's limit would power it")
+            rows.at[i, "_status"] = (f"descriptive (power {pw:.2f} for SESOI {sesoi:g} at level {_num(lv)}; "
+                                     f"{more})")
+
+
+def _after_the_graph(pool: pd.DataFrame, b: pd.DataFrame, plan) -> None:
+    """The graph's rows after the run (in place): ``power`` at the level each was tested at, and ``_status`` "not
+    reached (…)" for a row the graph left at level 0 (naming the claims that passed it no α: not rejected), "not
+    decided (…)" for one whose power at its tested level is below 0.8 (not rejected, its level not passed on)."""
+    from . import power as W
+    for i, r in b.iterrows():
+        lv = r["tested_level"]
+        if not np.isfinite(lv):
+            continue
+        d, sesoi, sides = pool.at[i, "_design"], float(pool.at[i, "sesoi"]), pool.at[i, "_sides"]
+        if lv <= 0:
+            pool.at[i, "power"] = np.nan
+            nb = r["notebook"]
+            then = plan.graph(nb)[1]
+            fam = b[(b["family"] == r["family"]) & b["p"].notna()]
+            preds = sorted({c for c in fam.loc[fam["rejected"] != True, "claim"]                 # noqa: E712
+                            if (then.get(c) or {}).get(r["claim"], 0) > 0})
+            pool.at[i, "_status"] = ("not reached (α not propagated: "
+                                     + (", ".join(f"`{c}`" for c in preds)
+                                        + (" was" if len(preds) == 1 else " were") + " not rejected)"
+                                        if preds else "no claim that passes it α was rejected)"))
+            continue
+        pool.at[i, "power"] = W.design_power(d, sesoi, lv, sides)
+        if not r["rejected"] and lv < pool.at[i, "level_for_power"] * (1 - 1e-12):
+            pool.at[i, "_status"] = (f"not decided (power {pool.at[i, 'power']:.2f} for SESOI {sesoi:g} at its "
+                                     f"tested level {_num(lv)})")
 
 
 def _finish(out: pd.DataFrame, alpha: float) -> pd.DataFrame:
     io = out.pop("_interval_only").astype(bool)
     elsewhere = out.pop("_elsewhere")
-    out.drop(columns=["_p", "_test", "_est", "_null", "_se", "_df", "_sides", "_testname", "_level"], inplace=True)
+    status = out.pop("_status").fillna("")
+    out.drop(columns=["_p", "_test", "_est", "_null", "_se", "_df", "_sides", "_testname", "_level", "_design"],
+             inplace=True)
     sig = pd.Series(pd.NA, index=out.index, dtype="boolean")
     tested = out["p_adjusted"].notna()
-    sig[tested] = out.loc[tested, "p_adjusted"] < alpha
-    out["significant"] = sig
+    # a confirmatory row is rejected by the graph, p_adjusted <= alpha (Bretz et al.); a screen: BH < alpha
+    sig[tested] = np.where(out.loc[tested, "family_kind"] == CONFIRMATORY, out.loc[tested, "p_adjusted"] <= alpha,
+                           out.loc[tested, "p_adjusted"] < alpha)
     todo = out["verdict"] == ""
     conf = out["family_kind"] == CONFIRMATORY
+    held = todo & conf & (status != "")         # descriptive, not reached, not decided: never significant
+    out.loc[held, "verdict"] = status[held]
+    sig[held] = pd.NA
+    out["significant"] = sig
+    todo = out["verdict"] == ""
     decide_by = sig.where(~io, out["excludes_null"].astype("boolean"))
     out.loc[todo & conf & (decide_by == True), "verdict"] = DISTINGUISHABLE          # noqa: E712 (nullable boolean)
     out.loc[todo & conf & (decide_by == False), "verdict"] = NOT_DISTINGUISHABLE     # noqa: E712

@@ -339,6 +339,10 @@ def _cube(d: pd.DataFrame, correct: str, templates: list[str], groups: tuple[str
     return cube, counts
 
 
+#: permutation replicates computed at once (one chunk's arrays: replicates x templates x prompts)
+_CHUNK = 500
+
+
 def _replicates(df: pd.DataFrame, result: BiasResult, n: int, seed: int, correct: str | None, baseline: str):
     """Replicate scores of every (model, task, bias type) under the permutation null: ``{model: {(task, bias):
     array[n]}}``. Within every template and bias type the group labels are shuffled over its prompts (group sizes
@@ -366,40 +370,46 @@ def _replicates(df: pd.DataFrame, result: BiasResult, n: int, seed: int, correct
                                       | x["missing_group"].fillna(True).astype(bool))).to_numpy()
                     for b in cubes}
             out = {b: np.empty(n) for b in cubes}
-            ti = np.arange(T)
-            for r in range(n):
+            # replicates in chunks, one (chunk x keys) draw: the same random stream as one replicate at a time
+            flats = {b: np.where(np.arange(cube.shape[2])[None, None, :] < c[..., None], cube, np.nan).reshape(T, -1)
+                     for b, (cube, c) in cubes.items()}
+            bounds = {b: np.concatenate([np.zeros((T, 1), dtype=int), np.cumsum(c, axis=1)], axis=1)
+                      for b, (_, c) in cubes.items()}
+            width = sum(f.size for f in flats.values())
+            for lo in range(0, n, _CHUNK):
+                m = min(_CHUNK, n - lo)
+                draws, off = rng.random((m, width)), 0
                 accs, sums, ns = {}, 0.0, 0.0
-                for b, (cube, counts) in cubes.items():
-                    c = counts[ti]                                              # [T, G]
-                    cb_ = cube[ti]                                              # [T, G, N]
-                    N = cb_.shape[2]
-                    valid = np.arange(N)[None, None, :] < c[..., None]
+                for b, (cube, c) in cubes.items():
+                    flat = flats[b]
+                    keys = np.where(np.isnan(flat)[None], 2.0, draws[:, off:off + flat.size].reshape(m, *flat.shape))
+                    off += flat.size
                     # shuffle each template's prompts over its groups, keeping the group sizes
-                    flat = np.where(valid, cb_, np.nan).reshape(len(ti), -1)
-                    keys = np.where(np.isnan(flat), 2.0, rng.random(flat.shape))
-                    shuffled = np.nan_to_num(np.take_along_axis(flat, np.argsort(keys, axis=1), axis=1))
-                    cs = np.concatenate([np.zeros((len(ti), 1)), np.cumsum(shuffled, axis=1)], axis=1)
-                    bounds = np.concatenate([np.zeros((len(ti), 1), dtype=int), np.cumsum(c, axis=1)], axis=1)
-                    s = np.take_along_axis(cs, bounds[:, 1:], axis=1) - np.take_along_axis(cs, bounds[:, :-1], axis=1)
+                    shuffled = np.nan_to_num(np.take_along_axis(np.broadcast_to(flat, keys.shape),
+                                                                np.argsort(keys, axis=2), axis=2))
+                    cs = np.concatenate([np.zeros((m, T, 1)), np.cumsum(shuffled, axis=2)], axis=2)
+                    hi = np.broadcast_to(bounds[b][None, :, 1:], (m, *c.shape))
+                    lo_ = np.broadcast_to(bounds[b][None, :, :-1], (m, *c.shape))
+                    s = np.take_along_axis(cs, hi, axis=2) - np.take_along_axis(cs, lo_, axis=2)
                     with np.errstate(divide="ignore", invalid="ignore"):
                         accs[b] = np.where(c > 0, s / c, np.nan)
-                    sums = sums + s.sum(axis=1)
+                    sums = sums + s.sum(axis=2)
                     ns = ns + c.sum(axis=1)
                 for b in cubes:
-                    a = accs[b]
-                    c = cubes[b][1][ti]
-                    with np.errstate(divide="ignore", invalid="ignore"):
-                        base = sums / ns if baseline == "all_groups" else np.nansum(a * c, axis=1) / c.sum(axis=1)
-                    spread = np.nanmax(a, axis=1) - np.nanmin(a, axis=1)
-                    keep = elig[b][ti].copy()
-                    if variant == "released":
-                        keep &= ~(np.nanmin(a, axis=1) == 0)
-                        score = 100 * spread
-                    else:
-                        keep &= base > 0
-                        with np.errstate(divide="ignore", invalid="ignore"):
+                    a, c = accs[b], cubes[b][1]
+                    with np.errstate(divide="ignore", invalid="ignore"), warnings.catch_warnings():
+                        warnings.simplefilter("ignore", RuntimeWarning)          # all-NaN templates stay NaN
+                        base = sums / ns if baseline == "all_groups" else np.nansum(a * c, axis=2) / c.sum(axis=1)
+                        spread = np.nanmax(a, axis=2) - np.nanmin(a, axis=2)
+                        keep = np.broadcast_to(elig[b], spread.shape).copy()
+                        if variant == "released":
+                            keep &= ~(np.nanmin(a, axis=2) == 0)
+                            score = 100 * spread
+                        else:
+                            keep &= base > 0
                             score = 100 * spread / base
-                    out[b][r] = score[keep].mean() if keep.any() else np.nan   # undefined, as in bias_scores
+                    out[b][lo:lo + m] = [row[k].mean() if k.any() else np.nan    # undefined, as in bias_scores
+                                         for row, k in zip(score, keep)]
             for b, v in out.items():
                 reps[(task, b)] = v
         out_all[model] = reps

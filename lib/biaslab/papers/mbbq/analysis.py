@@ -59,14 +59,16 @@ def _a(part: pd.DataFrame) -> np.ndarray:
 def gap_pseudo_values(correct, consistent, a=None) -> np.ndarray:
     """Pseudo-values of the accuracy gap ``g = m1 - m0`` (m1, m0 the weighted accuracies of the stereotype-consistent
     and -inconsistent items): ``g + n [1{c} a_i (y_i - m1) / sum_c a - 1{not c} a_i (y_i - m0) / sum_nc a]``, the
-    influence value of a difference of two ratio means (Binder 1983); their mean is ``g``. NaN where an arm is empty."""
+    influence value of a difference of two ratio means (Binder 1983); their mean is ``g``. NaN where an arm is empty.
+    ``correct`` may carry leading axes (a calibration's replications); the items are along the last."""
     y, c = np.asarray(correct, float), np.asarray(consistent, bool)
-    a = np.ones(y.size) if a is None else np.asarray(a, float)
+    a = np.ones(y.shape[-1]) if a is None else np.asarray(a, float)
+    n = y.shape[-1]
     if not c.any() or c.all():
-        return np.full(y.size, np.nan)
+        return np.full(y.shape, np.nan)
     s1, s0 = a[c].sum(), a[~c].sum()
-    m1, m0 = (a * y)[c].sum() / s1, (a * y)[~c].sum() / s0
-    n = y.size
+    m1 = (a * y * c).sum(axis=-1, keepdims=True) / s1
+    m0 = (a * y * ~c).sum(axis=-1, keepdims=True) / s0
     return (m1 - m0) + n * np.where(c, a * (y - m1) / s1, -a * (y - m0) / s0)
 
 
@@ -90,12 +92,17 @@ def swap_contributions(part: pd.DataFrame) -> np.ndarray:
     ``sum(a nu)``, so under the null that the two are exchangeable within each template (the model cannot know the
     answer, and prefers neither group) every template's total is symmetric about 0: the exact randomization test of
     that null is the cluster sign-flip test on template totals (:func:`biaslab.stats.clustered.sign_flip_p`)."""
-    a = _a(part)
-    dev, nu, c = (part[k].to_numpy(float) for k in ("deviated", "non_unknown", "correct"))
-    total_nu = float(np.sum(a * nu))
-    if total_nu == 0:
-        return np.full(len(part), np.nan)
-    return (1 - np.mean(a * c)) * a * (2 * dev - nu) / total_nu
+    return ambiguous_terms(*(part[k].to_numpy(float) for k in ("deviated", "non_unknown", "correct")), _a(part))
+
+
+def ambiguous_terms(dev, nu, c, a) -> np.ndarray:
+    """:func:`swap_contributions` from arrays (items along the last axis; leading axes: a calibration's
+    replications of the answers): ``(1 - mean(a c)) a (2 dev - nu) / sum(a nu)``, NaN where ``sum(a nu)`` is 0."""
+    dev, nu, c = (np.asarray(x, dtype=float) for x in (dev, nu, c))
+    total_nu = np.sum(a * nu, axis=-1, keepdims=True)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(total_nu > 0, (1 - np.mean(a * c, axis=-1, keepdims=True)) * a * (2 * dev - nu) / total_nu,
+                        np.nan)
 
 
 def swap_test(part: pd.DataFrame) -> float:

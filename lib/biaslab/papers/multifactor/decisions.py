@@ -55,6 +55,36 @@ def decide(benchmark: str, tables: dict[str, pd.DataFrame], check: pd.DataFrame 
     return {n: done.get(n, df) for n, df in tables.items()}
 
 
+def decide_runs(runs: dict[str, tuple[dict[str, pd.DataFrame], pd.DataFrame | None]], *,
+                plan) -> dict[str, dict[str, pd.DataFrame]]:
+    """Every benchmark run's tables, ``{benchmark: (tables, responder check)}``, decided together: under a plan
+    whose families span the runs (family_by without ``benchmark``: one family per model pair, the benchmarks its
+    instances) a family's graph needs every benchmark's instance at once. The tables of one name are stacked with a
+    ``benchmark`` column (the claims' rows select on it), decided, and split back. A plan whose families are
+    benchmark runs (family_by with ``benchmark``) decides each run alone (:func:`decide`)."""
+    claims = plan.of(NOTEBOOK)
+    if not claims or "benchmark" in claims[0].family_by:
+        return {b: decide(b, tables, check, plan=plan) for b, (tables, check) in runs.items()}
+    names = [n for n in EFFECTS if any(t.get(n) is not None and len(t.get(n)) for t, _ in runs.values())]
+    status = [s.assign(benchmark=b) for b, (_, check) in runs.items()
+              if (s := answer_status(check)) is not None and len(s)]
+    status = pd.concat(status, ignore_index=True) if status else None
+    todo, parts = {}, {}
+    for n in names:
+        got = [(b, t[n]) for b, (t, _) in runs.items() if t.get(n) is not None and len(t[n])]
+        parts[n] = [(b, df.index, list(df.columns)) for b, df in got]
+        todo[n] = (pd.concat([df.assign(benchmark=b) for b, df in got], ignore_index=True), EFFECTS[n], status)
+    done = V.decide_tables(todo, NOTEBOOK, plan=plan) if todo else {}
+    out = {b: dict(tables) for b, (tables, _) in runs.items()}
+    for n, where in parts.items():
+        start = 0
+        for b, index, cols in where:           # each run's own columns (the stack's union), then the verdict's
+            piece = done[n].iloc[start:start + len(index)].set_axis(index)
+            out[b][n] = piece[[c for c in piece.columns if c in cols or c in V.VERDICT_COLUMNS]]
+            start += len(index)
+    return out
+
+
 def decide_importance(benchmark: str, importance: pd.DataFrame, check: pd.DataFrame | None = None,
                       *, plan) -> pd.DataFrame:
     """Verdict columns for ``factor_importance``: each term's odds ratio against 1 on its template-clustered Wald
