@@ -15,15 +15,30 @@ notebook's ``parameters`` cell, a benchmark's own sizes (``Spec.sizes``) overrid
 from __future__ import annotations
 
 import copy
+from collections.abc import Mapping
 
 from ..benchmarks import SPECS
 
 EMBEDDED_MODELS = ["smollm2-135m-instruct", "gemma-3-270m"]
 
+
+class _Planned(Mapping):
+    """Notebook 1's variants: one per registered benchmark with a factor plan, a plugin loaded later included."""
+    def __getitem__(self, name):
+        if name in SPECS and SPECS[name].factor_plan is not None:
+            return {"benchmark": name}
+        raise KeyError(name)
+
+    def __iter__(self):
+        return iter([n for n, s in SPECS.items() if s.factor_plan is not None])
+
+    def __len__(self):
+        return len(list(iter(self)))
+
+
 #: notebook -> variants (each variant runs the notebook once, into outputs/<notebook>/<variant>/; "" = no sub-folder)
-NOTEBOOKS: dict[str, dict[str, dict]] = {
-    # one run per benchmark with a notebook-1 plan
-    "01_multifactor": {n: {"benchmark": n} for n, s in SPECS.items() if s.factor_plan is not None},
+NOTEBOOKS: dict[str, Mapping[str, dict]] = {
+    "01_multifactor": _Planned(),
     "02_calm": {"": {}},
     "03_crows_pairs_bayes": {"": {}},
     "04_agentic_entropy": {"": {}},
