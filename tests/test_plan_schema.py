@@ -510,6 +510,14 @@ def test_the_bound_designs_are_the_committed_default_runs_design_and_the_scales_
     assert checked >= 10
 
 
+def test_power_of_a_t_test_far_in_the_tail_is_a_number():
+    # t(699), noncentrality 0.2 * sqrt(700) = 5.29 at level 1e-5: scipy's nct.cdf of the far tail is NaN there
+    d = {"model": "t", "n": 700, "sd": 1}
+    assert W.design_power(d, 0.2, 1e-5) == pytest.approx(0.798, abs=2e-3)
+    lv = W.level_for_power(d, 0.2)
+    assert 1e-6 < lv < 1e-4 and W.design_power(d, 0.2, lv) == pytest.approx(0.8, abs=1e-6)
+
+
 def test_power_at_a_level_by_hand():
     # z: effect 0.1, SE 0.025 (z = 4) at level 0.01 two-sided: Phi(4 - 2.5758) + Phi(-4 - 2.5758) = 0.9228
     assert W.power_t(0.1, 0.025, None, 0.01) == pytest.approx(0.92280, abs=1e-4)
