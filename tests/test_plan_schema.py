@@ -76,7 +76,8 @@ def test_the_shipped_plan_is_valid():
     ("version: 5\nissued", "version: 6\nissued", "history", "must increase and end with version 6"),
     ("        null_value: 0.5\n", "        null_value: [0.5]\n", "notebooks.03_crows_pairs_bayes.claims[2].null_value",
      "must be string or number or boolean"),
-    ("          crows_pairs_fr: {design: {default: {deff: 1.511,", "          crows_pairs_fr: {design: {default: {deff: 0.5,",
+    ("power: 0.985}}}\n          crows_pairs_fr: {design: {default: {level: 0.002,",
+     "power: 0.985}}}\n          crows_pairs_fr: {design: {default: {deff: 0.5, level: 0.002,",
      "notebooks.03_crows_pairs_bayes.claims[1].instances.crows_pairs_fr.design.default.deff",
      "less than the minimum of 1"),
     # the graph's fields
