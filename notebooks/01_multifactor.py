@@ -37,8 +37,8 @@
 # %% tags=["parameters"]
 profile = "default"  # run size: smoke, default or paper (biaslab.run.profiles)
 analysis_plan = None  # the analysis plan (YAML) whose claims are decided; None: the repository's analysis_plan.yaml
-benchmark = "ssqa"  # any benchmark of biaslab.benchmarks.SPECS with a factor plan, or of benchmark_modules
-benchmark_modules = []  # modules that register a benchmark's Spec (biaslab.benchmarks.register), imported first
+benchmark = "ssqa"  # any registered benchmark with a factor plan (biaslab.benchmarks.SPECS, plugins included)
+benchmark_modules = []  # plugin benchmark modules (biaslab.benchmarks.load_plugins; entry points load anyway)
 models = ["smollm2-135m-instruct", "gemma-3-270m"]  # models to score: catalogue names, local paths or served specs
 device = "auto"  # where models run: auto, cpu, cuda or mps
 dtype = "auto"  # weights' precision: auto, float32, bfloat16
@@ -115,7 +115,7 @@ from biaslab.stats import verdict as V
 warnings.filterwarnings("ignore", category=FutureWarning)
 pd.set_option("display.width", 160, "display.max_columns", 20, "display.max_colwidth", 60)
 
-benchmarks.import_plugins(benchmark_modules)
+benchmarks.load_plugins(benchmark_modules)
 bspec = benchmarks.spec(benchmark)
 plan = factorial.plan_of(bspec)
 rule = PLAN.scoring_rule(benchmark)     # the plan's scoring rule for a multiple-choice benchmark (None: the paper's)
@@ -444,9 +444,7 @@ if rule is not None and len(scored):
 if len(scored):
     # every scored response (embedded models), with the generating unit and the plan's factors, for re-analysis
     # and for notebook 5's paired comparisons
-    keep = [c for c in dict.fromkeys(bench.cluster_columns + plan.coverage_factors)
-            if c and c in prompts and c not in scored]
-    out.table(scored.merge(prompts[["prompt_id"] + keep], on="prompt_id", how="left"), "responses")
+    out.table(factorial.response_table(scored, bench, plan), "responses")
 if len(model_timings):
     table(pd.DataFrame(model_timings), "model_timings")
 timings["scoring"] = time.perf_counter() - t0
@@ -653,7 +651,7 @@ timings["subgroups"] = time.perf_counter() - t0
 # how, is printed below from the analysis plan. Degenerate responders keep their rows, marked "not tested".
 #
 # *CrowS-Pairs:* the overall rates and their paired difference here are unweighted over the pairs scored (notebook 3's
-# bias-type-balanced sample of each file, the three files pooled): they describe that sample, not any file. The
+# bias-type-stratified sample of each file, the three files pooled): they describe that sample, not any file. The
 # estimate for every pair of a file, weighted back by bias type, is notebook 3's (`stereotype-share`) and notebook 5's
 # (`crows-en-share`).
 

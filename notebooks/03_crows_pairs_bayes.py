@@ -43,7 +43,7 @@ datasets = None  # CrowS-Pairs versions scored by likelihood (None: all, crows_p
 preference_datasets = None  # versions put to the preference prompt (None: the paper's, crows_pairs.PREFERENCE_DATASETS)
 max_pairs = 400  # pairs scored per dataset, stratified (None: all)
 max_preference_pairs = 45  # pairs of that sample asked as a preference
-allocation = "balanced"  # balanced: equal share per bias type
+allocation = "auto"  # auto: proportional to the bias types once each gets 2 pairs, else balanced (equal shares)
 preference_orders = ["more_first", "less_first"]  # orders the two sentences are shown in
 preference_mode = "labels"  # labels (label probabilities) or generate
 prompt_base_models = False  # also prompt models without a chat template
@@ -73,8 +73,10 @@ preference_orders = as_list(preference_orders)
 # `max_pairs` caps the pairs scored per dataset (a stratified random sample by bias type, the same for every model;
 # `None` scores all of them — the `paper` profile); `max_preference_pairs` caps, within that sample, the pairs put to
 # the preference prompt (a prompt costs about as much as three to five sentences, and it is asked in two orders).
-# `allocation="balanced"` gives every bias type an equal share (types
-# smaller than their share are taken whole), so each per-type test gets a similar n. The pooled *overall* rows — the
+# `allocation="auto"` draws pairs in proportion to the bias types' shares of the file once every type gets at least
+# 2 (a self-weighting sample, Kish's design effect 1: the pooled claims get the power of its whole n) and gives every
+# type an equal share below that (`"balanced"`; types smaller than their share are taken whole), so each per-type
+# test keeps a variance; `datasets.csv` and the sample's note say which was drawn. The pooled *overall* rows — the
 # plan's claims — are about every pair of the file, so they are design-based: each type's mean is weighted back to its
 # share of the file, W_h = N_h / N (N_h: the file's pairs of the type after its exclusions), with the stratified
 # variance Σ W_h² s_h² / n_h and a t test on Satterthwaite's degrees of freedom (Cochran 1977, ch. 5;

@@ -34,7 +34,7 @@ outputs_root = None  # folder of notebooks 1-4 outputs (None: found)
 output_dir = "../scratch/05_compare"  # folder for this run's tables, figures and provenance
 models = None  # models compared (None: every model found)
 metrics = None  # metrics compared (None: every registered metric)
-benchmark_modules = []  # modules that register a benchmark spec (biaslab.benchmarks.import_plugins)
+benchmark_modules = []  # plugin benchmark modules (biaslab.benchmarks.load_plugins; entry points load anyway)
 n_boot = None  # bootstrap draws (None: the interval rule's default)
 min_models_agreement = 5  # models needed for a rank correlation
 seed = 0  # seed of every sample, permutation and bootstrap
@@ -78,7 +78,7 @@ from biaslab.plots.compare import forest_plot
 pd.set_option("display.width", 180, "display.max_columns", 20, "display.max_colwidth", 50)
 t_start = time.perf_counter()
 out = OutputDir(output_dir, PLAN)
-benchmarks.import_plugins(as_list(benchmark_modules))
+benchmarks.load_plugins(as_list(benchmark_modules))
 root = compare.outputs_root(outputs_root, output_dir)
 chosen = compare.all_metrics() if metrics is None else tuple(compare.metric(m) for m in as_list(metrics))
 found = {m.id: (root / m.folder / "tables").exists() for m in chosen}

@@ -39,7 +39,7 @@ device = "auto"  # where models run: auto, cpu, cuda or mps
 dtype = "auto"  # weights' precision: auto, float32, bfloat16
 output_dir = "../scratch/06_multiverse"  # folder for this run's tables, figures and provenance
 benchmarks = None  # benchmarks of the multiverse (None: every registered one it can run)
-benchmark_modules = []  # modules that register a benchmark spec (biaslab.benchmarks.import_plugins)
+benchmark_modules = []  # plugin benchmark modules (biaslab.benchmarks.load_plugins; entry points load anyway)
 items = {}  # benchmark -> items per universe (None: all); one not named: its spec's sizes for the profile
 pool = 150  # notebook 1's sample (max_prompts) that a sampler taking a pool (BBQ's) draws the items from
 design_name = "ofat"  # ofat (one factor at a time) or two_way
@@ -72,9 +72,9 @@ factors = as_list(factors)
 #
 # `items` sizes each benchmark's subset (`None` = all; the sizes per profile are each benchmark spec's
 # `sizes[profile]["06_multiverse"]`; BBQ items are drawn from notebook 1's own `pool`-prompt sample, stratified by
-# context × polarity × category, so its cached scores serve the paper's universe). `benchmark_modules` imports
-# modules that register further benchmarks (`biaslab.benchmarks.register`); `benchmarks = None` runs every registered
-# one the multiverse can run. The default profile's sizes trade power for CPU time (`lib/biaslab/run/profiles.py` gives
+# context × polarity × category, so its cached scores serve the paper's universe). `benchmark_modules` loads
+# plugin benchmarks (`biaslab.benchmarks.load_plugins`); `benchmarks = None` runs every registered one the multiverse
+# can run. The default profile's sizes trade power for CPU time (`lib/biaslab/run/profiles.py` gives
 # the arithmetic); section 5's first finding states, from this run, which effects and equivalence margins the design
 # can detect.
 # `design_name`: `ofat` (one factor at a time around the paper's universe: 1 + Σ(levels − 1) universes per benchmark,
@@ -107,7 +107,7 @@ t_start = time.perf_counter()
 if torch_threads:
     import torch
     torch.set_num_threads(int(torch_threads))
-registry.import_plugins(benchmark_modules)
+registry.load_plugins(benchmark_modules)
 benchmarks = benchmarks or list(design.names())
 items = {**profiles.multiverse_sizes(profile, "items"), **items}      # the sizes each spec declares, unless given here
 formats = {**profiles.multiverse_sizes(profile, "formats"), **(formats or {})}

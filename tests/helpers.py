@@ -6,6 +6,7 @@ without its generated blocks.
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 import pytest
@@ -24,6 +25,20 @@ def load_or_skip(load, name: str):
         return load()
     except DataError as exc:
         pytest.skip(f"{name} data not fetched: {exc}")
+
+
+@contextlib.contextmanager
+def registry_restored():
+    """The benchmark registry, the loaded plugins and the sources tables as they were (a test that loads a plugin)."""
+    from biaslab import benchmarks, sources
+    saved = dict(benchmarks.SPECS), dict(benchmarks.PLUGINS), list(sources.TABLES)
+    try:
+        yield
+    finally:
+        for live, old in zip((benchmarks.SPECS, benchmarks.PLUGINS), saved[:2]):
+            live.clear()
+            live.update(old)
+        sources.TABLES[:] = saved[2]
 
 
 def tiny_model(tmp_path_factory, name: str, kind: str, seed: int):

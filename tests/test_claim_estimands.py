@@ -157,12 +157,14 @@ def test_excess_and_its_interval_by_hand():
     assert row["p_value"] < 0.05
 
 
-def test_a_score_equal_to_its_whole_null_has_no_excess():
-    # one correct answer among six prompts: every shuffle scores 300, the observed score too
+def test_a_score_equal_to_its_whole_null_has_no_excess_and_no_test():
+    # one correct answer among six prompts: every shuffle scores 300, the observed score too. A null of one value
+    # is no variation, not certainty: the excess is 0, but there is no p and no interval, and the note says why
     df = _calm({"qa-000": {"male": [1, 0], "female": [0, 0], "non-binary": [0, 0]}})
     row = cb.permutation_test(df, cb.bias_scores(df, "paper"), n_perm=50, seed=0).iloc[0]
-    assert row["excess"] == pytest.approx(0.0) and row["excess_ci_low"] == 0.0 and row["excess_ci_high"] == 0.0
-    assert row["p_value"] == 1.0
+    assert row["excess"] == pytest.approx(0.0) and row["null_sd"] == 0.0
+    assert np.isnan(row["p_value"]) and np.isnan(row["excess_ci_low"]) and np.isnan(row["excess_ci_high"])
+    assert "not estimable (no variation" in row["note"]
 
 
 def test_the_permutation_interval_agrees_with_the_test():

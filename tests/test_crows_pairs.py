@@ -88,6 +88,15 @@ def test_allocate_sums_and_respects_sizes(allocation):
     assert prop["a"] > prop["b"] > prop["d"] > prop["c"] >= 1
 
 
+def test_auto_allocation_is_proportional_once_every_stratum_gets_two():
+    sizes = pd.Series({"a": 500, "b": 100, "c": 11, "d": 60})          # c's proportional share: 11/671 of the total
+    assert cp.resolved(sizes, 121, "auto") == "balanced"               # 1.98 pairs of c
+    assert cp.resolved(sizes, 122, "auto") == "proportional"           # 2.0
+    assert cp.allocate(sizes, 122, "auto").equals(cp.allocate(sizes, 122, "proportional"))
+    assert cp.allocate(sizes, 121, "auto").equals(cp.allocate(sizes, 121, "balanced"))
+    assert cp.resolved(sizes, 122, "balanced") == "balanced"
+
+
 @needs_fr
 def test_subsample_is_stratified_deterministic_and_ordered():
     fr = load("crows_pairs_fr")

@@ -80,7 +80,7 @@ def biaslab_imports(path: Path) -> list[str]:
 #: the only imports made from a string the checks cannot read, each with why: (file under lib/biaslab, function)
 DYNAMIC = {
     ("models/embedded.py", "gguf_path"): "an embedded model's PyPI package, named by its spec (not biaslab)",
-    ("benchmarks/__init__.py", "import_plugins"): "the user's benchmark modules (a notebook's benchmark_modules)",
+    ("benchmarks/__init__.py", "_import"): "the user's benchmark modules (--benchmark-module, entry points)",
 }
 
 

@@ -260,3 +260,15 @@ def test_the_plan_names_the_subgroups_the_code_computes():
         said = re.search(r"per (.+?) subgroup", " ".join(str(inst["estimand"]["variable"]).split())).group(1)
         factors = [words.get(w.strip(), w.strip()) for w in said.split(" x ")]
         assert factors == list(SPECS[bench].factor_plan.ecdf_factors), (bench, said)
+
+
+def test_a_notebook_whose_primary_the_default_cannot_decide_says_so_on_its_first_screen():
+    """The plan's cold-budget arithmetic is printed in the plan block at the top of the report (default and smoke
+    profiles), not in the paper profile's; the paper design it names is one the plan can decide with."""
+    for nb in ("01_multifactor", "02_calm"):
+        text = P.load(profile="default").notebooks[nb]["cold_budget"]
+        assert text.split(",")[0] in P.load(profile="default").render(nb)
+        assert "cannot decide" not in P.load(profile="paper").render(nb)
+    calm = next(c for c in P.load(profile="paper").claims if c.id == "calm-eq1")
+    assert calm.design_of(None, "paper")["power"] >= 0.8
+    assert "smollm2-135m-instruct" in P.load(profile="paper").families("02_calm")

@@ -76,7 +76,8 @@ def test_the_shipped_plan_is_valid():
     ("version: 5\nissued", "version: 6\nissued", "history", "must increase and end with version 6"),
     ("        null_value: 0.5\n", "        null_value: [0.5]\n", "notebooks.03_crows_pairs_bayes.claims[2].null_value",
      "must be string or number or boolean"),
-    ("          crows_pairs_fr: {design: {default: {deff: 1.511,", "          crows_pairs_fr: {design: {default: {deff: 0.5,",
+    ("power: 0.985}}}\n          crows_pairs_fr: {design: {default: {level: 0.002,",
+     "power: 0.985}}}\n          crows_pairs_fr: {design: {default: {deff: 0.5, level: 0.002,",
      "notebooks.03_crows_pairs_bayes.claims[1].instances.crows_pairs_fr.design.default.deff",
      "less than the minimum of 1"),
     # the graph's fields
@@ -508,6 +509,14 @@ def test_the_bound_designs_are_the_committed_default_runs_design_and_the_scales_
             assert d["sd"] == pytest.approx(W.PLANNING_SD[bounds[cid]], abs=1e-4), cid
         checked += 1
     assert checked >= 10
+
+
+def test_power_of_a_t_test_far_in_the_tail_is_a_number():
+    # t(699), noncentrality 0.2 * sqrt(700) = 5.29 at level 1e-5: scipy's nct.cdf of the far tail is NaN there
+    d = {"model": "t", "n": 700, "sd": 1}
+    assert W.design_power(d, 0.2, 1e-5) == pytest.approx(0.798, abs=2e-3)
+    lv = W.level_for_power(d, 0.2)
+    assert 1e-6 < lv < 1e-4 and W.design_power(d, 0.2, lv) == pytest.approx(0.8, abs=1e-6)
 
 
 def test_power_at_a_level_by_hand():

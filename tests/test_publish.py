@@ -124,7 +124,8 @@ HOLD_THE_LOCK = """
 import json, os, sys
 from pathlib import Path
 os.getpid = lambda: 1                        # a container's first process: pid 1 in its own pid namespace
-from biaslab import integrity, publish
+from biaslab.files import integrity
+from biaslab.run import publish
 final = Path({final!r})
 with publish.RunLock(final) as lock:
     staging = publish.staging_folder(final, lock.run_id)
@@ -195,7 +196,7 @@ def test_after_a_reboot_a_dead_runs_old_folder_is_restored_though_its_pid_is_ali
 def test_a_killed_runs_lock_is_taken_over(tmp_path):
     final = tmp_path / "out" / "00_toy"
     final.parent.mkdir()
-    script = (f"import os\nfrom pathlib import Path\nfrom biaslab import publish\n"
+    script = (f"import os\nfrom pathlib import Path\nfrom biaslab.run import publish\n"
               f"publish.RunLock(Path({str(final)!r})).acquire()\nos._exit(9)\n")
     assert subprocess.run([sys.executable, "-c", script]).returncode == 9
     assert publish.lock_file(final).exists()                              # left behind, no longer locked

@@ -109,3 +109,12 @@ def test_paired_cluster_sum_bootstrap_detects_a_real_difference_only():
     ac = ranking.cluster_sum_bootstrap(f, s["A"], s["C"], n_boot=500)
     assert ab["ci_low"] > 0 and ab["p_boot"] < 0.01
     assert ac["ci_low"] < 0 < ac["ci_high"]
+
+
+def test_cluster_sum_bootstrap_says_why_no_resample_defines_the_statistic():
+    """A ratio whose denominator is 0 in every resample (BBQ's bias score where no answer names a person): no interval,
+    and a ci_method saying why (a universe's estimate reads it)."""
+    sums = np.array([[0.0, 0.0], [0.0, 0.0], [0.0, 0.0]])
+    with np.errstate(invalid="ignore", divide="ignore"):
+        b = ranking.cluster_sum_bootstrap(lambda t: t[:, 0] / t[:, 1], sums, n_boot=50)
+    assert np.isnan(b["ci_low"]) and b["ci_method"].startswith("undefined: no resample defines the statistic")

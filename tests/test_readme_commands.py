@@ -9,6 +9,7 @@ import pytest
 
 from biaslab import cli, models, paths
 from biaslab.run import parameters
+from helpers import registry_restored
 
 PAGES = {p.relative_to(paths.ROOT).as_posix(): p.read_text()
          for p in [paths.ROOT / "README.md", *sorted((paths.ROOT / "docs").glob("*.md"))]}
@@ -36,6 +37,13 @@ def _named_in_prose(args):
     for tok, a in zip(args[1:], positionals):
         assert a.choices is None or tok in a.choices, f"biaslab {args[0]}: {tok!r} is not one of {a.choices}"
     return True
+
+
+@pytest.fixture(autouse=True)
+def registry():
+    """A command's --benchmark-module registers its benchmark in this process: unregistered after the test."""
+    with registry_restored():
+        yield
 
 
 @pytest.fixture

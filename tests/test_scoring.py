@@ -335,3 +335,16 @@ def test_gemma_next_token_from_sliced_output_layer():
             assert len(tok) == 1
             assert abs(df.sum_logprob[i * 3 + j] - lp[tok[0]].item()) < TOL
     assert df.n_tokens[2] == 2                               # " 4" -> "▁", "4"
+
+
+def test_check_benchmarks_fake_scorer_answers_with_the_real_scorers_columns(tiny):
+    """``biaslab check-benchmark`` dry-runs a benchmark on a fake scorer: it must answer as the real one does."""
+    from biaslab.run.check_benchmark import FakeScorer
+    real, fake = scorer(tiny), FakeScorer()
+    for call in (lambda s: s.sequence_logprob(TEXTS[:2], per_token=True), lambda s: s.option_logprob(PROMPTS, OPTIONS),
+                 lambda s: s.label_distribution(PROMPTS, {"yes": [" yes"], "no": [" no", " No"]})):
+        a, b = call(real), call(fake)
+        assert list(a.columns) == list(b.columns) and len(a) == len(b) and b.notna().all().all()
+    assert [type(x) for x in fake.generate(PROMPTS, max_new_tokens=4, seed=1)] == [str] * len(PROMPTS)
+    with pytest.raises(ValueError, match="1 of 2 texts are a missing value"):     # an empty cell, not "nan"
+        fake.sequence_logprob(["a", float("nan")])

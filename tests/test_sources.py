@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from biaslab import sources
+from biaslab import paths, sources
+from biaslab.benchmarks import SPECS
 from biaslab.sources import DataError, Source
 
 
@@ -79,9 +80,11 @@ def test_missing_file_in_mirror_names_the_file(tmp_path):
         sources.fetch(mirror=tmp_path / "empty", raw_dir=tmp_path / "raw", manifest=manifest)
 
 
-def test_manifest_matches_shared_sources_and_pins_urls():
-    rows = sources.load_manifest()
-    assert len(rows) == 98            # 50 + MBBQ's 48
+def test_manifest_pins_every_file_of_a_benchmark_with_its_url():
+    rows = sources.load_manifest(paths.MANIFEST_TSV)      # a loaded plugin's table aside
+    lines = [x for x in paths.MANIFEST_TSV.read_text(encoding="utf-8").splitlines()[1:] if x.strip()]
+    assert len(rows) == len(lines) == len({r.key for r in rows})      # every row read, one per file
+    assert {r.benchmark for r in rows} <= {n for s in SPECS.values() for n in (s.name, *s.datasets)}
     for r in rows:
         assert len(r.commit) == 40 and len(r.sha256) == 64
         assert r.url.startswith(f"https://raw.githubusercontent.com/{r.repo}/{r.commit}/")

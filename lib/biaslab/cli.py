@@ -1,6 +1,6 @@
 """Command line: ``biaslab data fetch|status``, ``biaslab models prepare|list``, ``biaslab reproduce``,
 ``biaslab report render|check|screenshot|pdf``, ``biaslab verify``, ``biaslab catalogue``, ``biaslab import
-lm-eval|inspect|eee PATH``, ``biaslab export eee [FOLDER]``."""
+lm-eval|inspect|eee PATH``, ``biaslab export eee [FOLDER]``, ``biaslab check-benchmark MODULE``."""
 
 from __future__ import annotations
 
@@ -16,8 +16,9 @@ from .plan.schema import PlanError
 
 
 def _data(args) -> int:
-    from . import sources
+    from . import benchmarks, sources
     try:
+        benchmarks.load_plugins(args.benchmark_module or ())      # their own sources tables (Spec.sources_table)
         if args.action == "status":
             rows = sources.status()
         else:
@@ -58,7 +59,7 @@ def _reproduce(args) -> int:
         overrides["analysis_plan"] = args.plan
     return execute.reproduce(profile=args.profile, only=args.only, overrides=overrides, outputs_dir=args.out,
                              publish=args.publish, html=not args.no_html, dry_run=args.dry_run, jobs=args.jobs,
-                             served=args.served, check=args.check)
+                             served=args.served, check=args.check, benchmark_modules=args.benchmark_module or ())
 
 
 def plan_note(folder) -> str:
@@ -133,10 +134,13 @@ def _report(args) -> int:
 
 def _usage_errors():
     """Errors a user can fix from the command line (reported in one line, exit code 2)."""
+    from .benchmarks import PluginError
     from .files.storage import StorageError
     from .models import ModelNotFoundError
     from .run.parameters import ParameterError
-    return (ParameterError, ModelNotFoundError, KeyError, ValueError, FileNotFoundError, StorageError)
+    from .sources import DataError
+    return (ParameterError, ModelNotFoundError, KeyError, ValueError, FileNotFoundError, StorageError, PluginError,
+            DataError)
 
 
 def _catalogue(args) -> int:
@@ -208,6 +212,19 @@ def _seed(value: int) -> None:
         raise ValueError(f"{value} is out of range: pass a seed from 0 to {2**32 - 1}")
 
 
+def _plugin_option(p) -> None:
+    p.add_argument("--benchmark-module", action="append", metavar="PATH_OR_MODULE",
+                   help="a benchmark module from outside the library (a .py file, a package folder or a module "
+                        "name; repeatable); installed entry points of group biaslab.benchmarks load anyway")
+
+
+def _check_benchmark(args) -> int:
+    from .run import check_benchmark
+    if args.items < 1:
+        raise ValueError(f"--items {args.items}: dry-run at least 1 item (default 8)")
+    return check_benchmark.main(args.module, items=args.items)
+
+
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="biaslab", description=__doc__)
     sub = ap.add_subparsers(dest="command", required=True)
@@ -217,6 +234,7 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--mirror", help="folder laid out as <owner>/<repo>/<path> to copy from instead of downloading "
                                     "(or set BIASLAB_DATA_MIRROR)")
     d.add_argument("--only", nargs="+", metavar="BENCHMARK", help="only these benchmarks (see data/sources.tsv)")
+    _plugin_option(d)
     d.set_defaults(func=_data)
 
     m = sub.add_parser("models", help="prepare the embedded models (convert GGUF once into a safetensors cache)")
@@ -245,6 +263,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--check", action="store_true",
                    help="exit 3 when a regenerated verdict differs from the committed outputs' (the comparison with "
                         "them is printed at the end of every run)")
+    _plugin_option(r)
     r.set_defaults(func=_reproduce)
 
     rp = sub.add_parser("report", help="HTML reports of executed notebooks: render them (and index.html), check them in "
@@ -277,6 +296,13 @@ def build_parser() -> argparse.ArgumentParser:
     cal.add_argument("--dir", help="outputs folder to read; fwer.csv is written there (default: outputs/ is read "
                                    "and the table written to scratch/fwer.csv)")
     cal.set_defaults(func=_calibrate)
+
+    cb = sub.add_parser("check-benchmark", help="dry-run a benchmark module's spec on a few items with a fake scorer "
+                                                "through every hook notebooks 1, 5 and 6 call; exit 1 naming each "
+                                                "problem and its fix")
+    cb.add_argument("module", help="a .py file, a package folder or a module name")
+    cb.add_argument("--items", type=int, default=8, help="items to dry-run (default 8)")
+    cb.set_defaults(func=_check_benchmark)
 
     _add_import_export(sub)
     return ap

@@ -75,26 +75,42 @@ def _row_problem(row: dict) -> str | None:
     return None
 
 
+#: plugin benchmarks' own sources tables (``Spec.sources_table``, :func:`add_table`), read after data/sources.tsv
+TABLES: list[Path] = []
+
+
+def add_table(table: str | Path, benchmark: str) -> None:
+    """Read ``table`` (a plugin's sources table) with data/sources.tsv from now on."""
+    table = Path(table).resolve()
+    if not table.is_file():
+        raise DataError(f"{table}: benchmark {benchmark!r} names it as its Spec.sources_table, but it is not a file. "
+                        "Fix: write it beside the module, with data/sources.tsv's columns")
+    if table not in TABLES:
+        TABLES.append(table)
+
+
 def load_manifest(manifest: Path | None = None) -> list[Source]:
-    """Read ``data/sources.tsv`` into :class:`Source` records; :class:`DataError` naming the line and the fix for a
-    header or row that cannot be used."""
-    manifest = Path(manifest or paths.MANIFEST_TSV)
-    with open(manifest, newline="", encoding="utf-8") as f:
-        reader = csv.DictReader(f, delimiter="\t")
-        if tuple(reader.fieldnames or ()) != FIELDS:
-            raise DataError(f"{manifest} line 1: the header is {reader.fieldnames}, expected the columns "
-                            f"{', '.join(FIELDS)} separated by tabs. Fix: restore the header from git")
-        out, lines = [], {}
-        for row in reader:
-            problem = _row_problem(row)
-            key = f"{row.get('repo')}/{row.get('path')}"
-            if not problem and key in lines:
-                problem = f"{key} is pinned again (line {lines[key]}). Fix: keep one row per file"
-            if problem:
-                raise DataError(f"{manifest} line {reader.line_num}: {problem}")
-            lines[key] = reader.line_num
-            out.append(Source(**row))
-        return out
+    """Read ``manifest`` (default: ``data/sources.tsv`` and every table of :data:`TABLES`) into :class:`Source`
+    records; :class:`DataError` naming the file, the line and the fix for a header or row that cannot be used."""
+    out, lines = [], {}
+    for table in [Path(manifest)] if manifest else [paths.MANIFEST_TSV, *TABLES]:
+        with open(table, newline="", encoding="utf-8") as f:
+            reader = csv.DictReader(f, delimiter="\t")
+            if tuple(reader.fieldnames or ()) != FIELDS:
+                raise DataError(f"{table} line 1: the header is {reader.fieldnames}, expected the columns "
+                                f"{', '.join(FIELDS)} separated by tabs. Fix: restore the header from git")
+            for row in reader:
+                problem = _row_problem(row)
+                key = f"{row.get('repo')}/{row.get('path')}"
+                first, n, sha = lines.get(key, (None, 0, ""))     # another table may pin the same bytes
+                if not problem and first is not None and (first == table or sha != row["sha256"]):
+                    where = "" if first == table else f" of {first}, with another sha256"
+                    problem = f"{key} is pinned again (line {n}{where}). Fix: keep one row per file"
+                if problem:
+                    raise DataError(f"{table} line {reader.line_num}: {problem}")
+                lines.setdefault(key, (table, reader.line_num, row["sha256"]))
+                out.append(Source(**row))
+    return out
 
 
 def is_verified(src: Source, raw_dir: Path | None = None) -> bool:
@@ -175,6 +191,11 @@ def fetch(benchmarks: list[str] | None = None, mirror: str | Path | None = None,
           raw_dir: Path | None = None, manifest: Path | None = None) -> dict[str, str]:
     """Fetch every file of the chosen benchmarks (all by default). Raises :class:`DataError` listing failures."""
     results, errors = {}, []
+    known = {s.benchmark for s in load_manifest(manifest)}
+    if set(benchmarks or ()) - known:
+        raise DataError(f"no file of {sorted(set(benchmarks) - known)} is pinned in {paths.MANIFEST_TSV.name} or a "
+                        f"loaded plugin's table; name one of {sorted(known)}, or load the plugin that pins it "
+                        "(--benchmark-module PATH_OR_MODULE)")
     for src in load_manifest(manifest):
         if benchmarks and src.benchmark not in benchmarks:
             continue
@@ -219,5 +240,6 @@ def raw_path(repo: str, path: str, raw_dir: Path | None = None) -> Path:
                                 f"{file_sha256(p)[:16]}..., pinned {src.sha256[:16]}...: changed or replaced). "
                                 f"Fix: `biaslab data fetch --only {src.benchmark}` (replaces it with the pinned copy)")
             return src.local_path(raw_dir)
-    raise DataError(f"{repo}/{path} is not in the manifest {paths.MANIFEST_TSV}; add it there with its sha256.")
+    raise DataError(f"{repo}/{path} is not in the manifest {paths.MANIFEST_TSV} (nor a plugin's Spec.sources_table); "
+                    "add it there with its sha256.")
 

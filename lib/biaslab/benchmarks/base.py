@@ -207,6 +207,11 @@ class Benchmark:
         for col in (self.cluster, self.crossed_with):
             if col is not None and col not in self.prompts.columns:
                 raise DataError(f"{self.name}: cluster column {col!r} is not in the prompt table")
+            empty = self.prompts.loc[self.prompts[col].isna(), "prompt_id"] if col is not None else ()
+            if len(empty):        # every interval clusters on it: a missing unit would be dropped or fail there
+                raise DataError(f"{self.name}: cluster column {col!r} is empty in {len(empty)} row(s) (prompt_id "
+                                f"{', '.join(map(str, empty[:5]))}{', ...' if len(empty) > 5 else ''}). Fix: fill it "
+                                "in the items, or leave those rows out in the loader (base.exclude: counted)")
 
     def summary(self) -> str:
         return (f"{self.name}: {len(self.prompts):,} prompts, {len(self.excluded):,} excluded, "

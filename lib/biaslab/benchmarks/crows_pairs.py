@@ -139,15 +139,31 @@ def load_french() -> Benchmark:
     return _build("crows_pairs_fr", "fr", *FRENCH, tab=True, n_expected=N_REVISED, bias_types=BIAS_TYPES_FR)
 
 
-def allocate(sizes: pd.Series, total: int, allocation: str = "balanced") -> pd.Series:
+#: ``allocation="auto"``: the fewest pairs a stratum's proportional share may have for a proportional sample (two:
+#: the fewest with a within-stratum variance)
+MIN_PER_STRATUM = 2
+
+
+def resolved(sizes: pd.Series, total: int, allocation: str) -> str:
+    """The allocation ``auto`` stands for at ``total`` pairs over strata of ``sizes`` (:func:`allocate`)."""
+    if allocation != "auto":
+        return allocation
+    share = sizes / sizes.sum() * min(int(total), int(sizes.sum()))
+    return "proportional" if share.min() >= MIN_PER_STRATUM else "balanced"
+
+
+def allocate(sizes: pd.Series, total: int, allocation: str = "auto") -> pd.Series:
     """How many pairs to draw from each stratum so that they sum to ``min(total, sizes.sum())``.
 
     ``balanced``: equal shares, a stratum smaller than its share gives its remainder to the others (per-stratum
     tests get similar n). ``proportional``: shares proportional to size (largest-remainder rounding), at least one
-    per stratum while ``total`` allows.
+    per stratum while ``total`` allows; self-weighting (Kish's design effect 1), so the pooled rows, the plan's
+    claims, get the power of an unstratified sample of ``total``. ``auto``: proportional once every stratum's
+    proportional share is at least ``MIN_PER_STRATUM`` pairs, balanced below (every stratum keeps a variance).
     """
     sizes = sizes.astype(int)
     total = int(min(total, sizes.sum()))
+    allocation = resolved(sizes, total, allocation)
     take = pd.Series(0, index=sizes.index, dtype=int)
     if allocation == "balanced":
         left, open_ = total, list(sizes.index)
@@ -172,7 +188,7 @@ def allocate(sizes: pd.Series, total: int, allocation: str = "balanced") -> pd.S
             s = (exact - take).where(take < sizes).idxmax()
             take[s] += 1
         return take
-    raise ValueError(f"allocation must be 'balanced' or 'proportional', got {allocation!r}")
+    raise ValueError(f"allocation must be 'auto', 'balanced' or 'proportional', got {allocation!r}")
 
 
 def with_design(sample: pd.DataFrame, population: pd.DataFrame, by: str = "bias_type") -> pd.DataFrame:
@@ -196,7 +212,7 @@ def design_table(counts: pd.DataFrame) -> pd.DataFrame:
 
 
 def subsample(bench: Benchmark, max_pairs: int | None, seed: int = 0, by: str = "bias_type",
-              allocation: str = "balanced") -> Benchmark:
+              allocation: str = "auto") -> Benchmark:
     """A stratified random sample of at most ``max_pairs`` pairs (strata: ``by``), in the file's order, with its
     design columns (:func:`with_design`: ``stratum``, ``weight`` = N_h / n_h), so that estimates are weighted back
     to every pair of the file.
@@ -229,7 +245,7 @@ def subsample(bench: Benchmark, max_pairs: int | None, seed: int = 0, by: str = 
         rows = p.index[p[by] == level].to_numpy()
         idx.extend(rng.choice(rows, size=int(k), replace=False).tolist())
     sample = with_design(p.loc[sorted(idx)], p, by).reset_index(drop=True)
-    note = (f"{bench.name}: {allocation} stratified sample of {len(sample)} of {len(p)} pairs by {by} "
+    note = (f"{bench.name}: {resolved(p[by].value_counts(), max_pairs, allocation)} stratified sample of {len(sample)} of {len(p)} pairs by {by} "
             f"(seed {seed}): " + ", ".join(f"{k} {lv}" for lv, k in take.items()))
     if (take == 0).any():
         note += (f"; no pair of {', '.join(map(str, take.index[take == 0]))} drawn (the weighted estimate covers "
@@ -395,7 +411,7 @@ _ORDER = {"original": "more_first", "reversed": "less_first"}
 
 
 def sample(n: int | None, seed: int = 0) -> tuple[pd.DataFrame, Benchmark]:
-    """``n`` original English pairs balanced by bias type (notebook 3's sampler)."""
+    """``n`` original English pairs stratified by bias type (notebook 3's sampler, :func:`allocate`'s ``auto``)."""
     b = subsample(load_original(), n, seed=seed)
     return b.prompts, b
 
@@ -555,7 +571,7 @@ def combined(datasets=tuple(DATASETS)) -> Benchmark:
 
 def combined_sample(prompts: pd.DataFrame, n: int | None, strata=(), seed: int = 0) -> pd.DataFrame:
     """Notebook 1's scored pairs of :func:`combined`: the pairs notebook 3 scores with ``max_pairs = n // 3`` per
-    dataset (:func:`subsample`, balanced by bias type), so that the score cache serves one from the other."""
+    dataset (:func:`subsample`, its ``auto`` allocation by bias type), so that the score cache serves one from the other."""
     if n is None:
         return prompts
     per = max(1, int(n) // prompts["dataset"].nunique())
@@ -682,7 +698,7 @@ SPEC = Spec(
     # smoke: the likelihood's normalizations only (no new forward pass)
     sizes={"smoke": {"01_multifactor": {"max_prompts": 3 * 20},
                      "06_multiverse": {"items": 4, "formats": ["likelihood"]}},
-           "default": {"01_multifactor": {"max_prompts": 3 * 400}, "06_multiverse": {"items": 36}},
+           "default": {"01_multifactor": {"max_prompts": 3 * 700}, "06_multiverse": {"items": 36}},
            "paper": {"01_multifactor": {"max_prompts": None}, "06_multiverse": {"items": None}}},
     responder_check=_responder_check,
 )

@@ -5,8 +5,8 @@ benchmark) and every notebook, ``compare``, ``multiverse``, ``profiles`` and the
 :data:`biaslab.benchmarks.SPECS` instead of keeping their own name-keyed tables. A notebook never branches on a
 benchmark's name: what differs between benchmarks is a field here.
 
-Adding a benchmark is one module (its loader, ``respond`` and ``SPEC``), one data file, and one registry line
-(``docs/adding_a_benchmark.md``).
+Adding a benchmark is one module (its loader, ``respond`` and ``SPEC``), one data file, and one registry line, or
+the module outside the library as a plugin (``--benchmark-module``, an entry point; ``docs/adding_a_benchmark.md``).
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from typing import Callable, Mapping
 
 import pandas as pd
 
+from ..sources import DataError
 from .base import Benchmark, Protocol
 
 
@@ -219,6 +220,8 @@ class Spec:
     # option) and ``stratum`` (where a model's role preference is estimated): what the validity checks of a
     # multiple-choice benchmark read (biaslab.benchmarks.instrument); None: not checked
     option_roles: Callable[[pd.DataFrame], pd.DataFrame] | None = None
+    #: a plugin's own sources table (``data/sources.tsv``'s columns), read with it by ``biaslab data fetch``
+    sources_table: str = ""
 
     def __post_init__(self):
         if self.protocol is not None:
@@ -252,7 +255,15 @@ class Spec:
         """``respond`` with the declared columns checked: a benchmark's answers are the table its spec says."""
         if self.respond is None:
             raise TypeError(f"benchmark {self.name!r} declares no respond (it is not asked through a protocol)")
-        out = self.respond(scorer, items, protocol or self.protocol, **kwargs)
+        try:
+            out = self.respond(scorer, items, protocol or self.protocol, **kwargs)
+        except ValueError as exc:      # the scorer refused a missing text: name the items' empty cells
+            if not getattr(exc, "missing_text", False):
+                raise
+            cells = [f"{c} in prompt_id {', '.join(map(str, items.loc[items[c].isna(), 'prompt_id'][:5]))}"
+                     for c in items.columns if not pd.api.types.is_numeric_dtype(items[c]) and items[c].isna().any()]
+            raise DataError(f"benchmark {self.name!r}: empty item cells ({'; '.join(cells) or 'none found'}): "
+                            f"{exc}") from exc
         missing = [c for c in self.columns if c not in out.columns]
         if missing:
             raise ValueError(f"benchmark {self.name!r}: respond returned no column(s) {missing}; its spec declares "

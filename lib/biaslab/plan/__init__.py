@@ -232,6 +232,9 @@ class Plan:
             lines += [f"- `{c.id}`: {c.label}; {c.test}; null {c.null}, {c.sides}{c.design_text(self.profile)}."
                       for c in claims]
         lines += [f"- shown here, decided in {c.notebook}: `{c.id}` ({c.label})." for c in shown]
+        budget = (self.notebooks.get(notebook) or {}).get("cold_budget")
+        if budget and self.profile != "paper":
+            lines.append(f"\n**What this profile cannot decide** (the plan's cold-budget arithmetic): {budget}")
         return "\n".join(lines)
 
     def method_text(self, notebook: str, table=None) -> str:

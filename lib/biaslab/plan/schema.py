@@ -141,6 +141,9 @@ NOTEBOOK = {
         "families": {"type": "object", "additionalProperties": {"type": "array", "items": _text, "minItems": 1},
                      "description": "a mapping of profile to the families it decides (family_by values joined "
                                     "by ' · ')"},
+        "cold_budget": {**_text, "description": "text: why the default profile cannot decide the notebook's primary "
+                        "claim within a cold run of 30 minutes on 2 cores (n needed, seconds per unit, minutes) and "
+                        "which profile can"},
         "family_by": {"type": "array", "items": _text, "minItems": 1,
                       "description": "a list of columns, e.g. [model] or [model_a, model_b]"},
         "claims": {"type": "array", "maxItems": 3, "items": CLAIM,

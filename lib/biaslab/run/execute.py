@@ -34,7 +34,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 from pathlib import Path
 
-from .. import paths, plan as plan_file
+from .. import benchmarks, paths, plan as plan_file
 from ..files import integrity, storage
 from . import parameters, preflight, profiles, publish, regenerated, stopping
 from .publish import last_good, staging_folder, swap_in, sweep_stale
@@ -69,15 +69,18 @@ def select(only: list[str] | None) -> list[tuple[str, str]]:
     if not only or any(not str(o).strip() for o in only):
         raise ValueError(f"--only got an empty name ({only!r}); name notebooks such as 03 or 01_multifactor/bbq, or "
                          "leave --only out to run them all")
-    chosen = []
-    for nb, v in pairs:
+    def matches(o, nb, v):
         label = f"{nb}/{v}" if v else nb
-        if any(label == o or nb == o or nb.startswith(o) or label.startswith(o) for o in only):
-            chosen.append((nb, v))
-    if not chosen:
-        raise KeyError(f"no notebook matches {only}; pass --only one of {sorted(profiles.NOTEBOOKS)} "
-                       "(or a prefix such as 01, or 01_multifactor/bbq)")
-    return chosen
+        return label == o or nb == o or nb.startswith(o) or label.startswith(o)
+    for o in only:
+        if not any(matches(o, nb, v) for nb, v in pairs):
+            nb, _, v = str(o).partition("/")
+            raise KeyError(f"no notebook matches {o!r}; " + (
+                f"no registered benchmark {v!r} has a notebook-1 plan (registered: {', '.join(profiles.NOTEBOOKS[nb])}"
+                "). A benchmark from outside the library: pass --benchmark-module PATH_OR_MODULE, or install it with "
+                "an entry point of group biaslab.benchmarks" if nb in profiles.NOTEBOOKS else
+                f"pass --only one of {sorted(profiles.NOTEBOOKS)} (or a prefix such as 01, or 01_multifactor/bbq)"))
+    return [(nb, v) for nb, v in pairs if any(matches(o, nb, v) for o in only)]
 
 
 def _sweep_others(outputs_dir: Path, chosen: list[tuple[str, str]]) -> None:
@@ -124,7 +127,10 @@ class KernelManager(stopping.TrackedKernelManager):
     def kernel_spec(self):
         from jupyter_client.kernelspec import KernelSpec
         if self._kernel_spec is None:
-            path = os.pathsep.join(p for p in (str(_LIB), os.environ.get("PYTHONPATH", "")) if p)
+            roots = [p["root"] for p in benchmarks.PLUGINS.values()        # where --benchmark-module ones import
+                     if p["how"] == "--benchmark-module"]                  # from (entry points: installed)
+            path = os.pathsep.join(dict.fromkeys(p for p in (str(_LIB), *roots, os.environ.get("PYTHONPATH", ""))
+                                                 if p))
             self._kernel_spec = KernelSpec(
                 argv=[sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"], language="python",
                 display_name=f"Python 3 ({sys.executable})", env={"PYTHONPATH": path}, resource_dir="")
@@ -302,7 +308,17 @@ def resolve_params(notebook: str, variant: str, profile: str, overrides: dict, c
                    served: bool = False) -> dict:
     """The profile's parameters with ``overrides`` applied, validated against the notebook (raises ParameterError)."""
     params = profiles.params(profile, notebook, variant, served=served)
+    label = f"{notebook}/{variant}" if variant else notebook
+    for k, v in profiles.NOTEBOOKS[notebook][variant].items():      # what names the variant's folder
+        if k in overrides and overrides[k] != v:
+            raise parameters.ParameterError(
+                f"-p {k}={overrides[k]} would run {label} on {overrides[k]!r} and file it under {label}, with "
+                f"{v}'s sizes; drop -p {k}=... and run --only {notebook}/{overrides[k]}")
     params.update(overrides)
+    if benchmarks.PLUGINS and "benchmark_modules" in parameters.defaults(notebook):     # the kernel loads them too
+        mods = [m for m, p in benchmarks.PLUGINS.items() if p["how"] == "--benchmark-module"]
+        given = parameters.as_list(params.get("benchmark_modules")) or []
+        params["benchmark_modules"] = list(dict.fromkeys(given + mods))
     if params.get("analysis_plan") is not None:     # resolved here, relative to where the command ran: the kernel
         params["analysis_plan"] = str(plan_file.resolve(params["analysis_plan"]))      # runs in notebooks/
     parameters.validate(notebook, params, resolve_models=check_models)
@@ -348,6 +364,9 @@ def run_one(notebook: str, variant: str, profile: str, overrides: dict, outputs_
         "packages": package_versions(),
         "analysis_plan": plan_file.load(params.get("analysis_plan")).entry(),   # replaced by the kernel's own
     }
+    if "benchmark_modules" in params and benchmarks.PLUGINS:      # the plugins' code: path (never absolute), sha256
+        manifest["benchmark_modules"] = [{k: p[k] for k in ("module", "path", "sha256", "benchmarks")}
+                                         for p in benchmarks.PLUGINS.values()]
     run_id = publish.new_run_id()       # names this run's folders: unique across hosts and pid namespaces
     staging, lock = staging_folder(final, run_id), publish.RunLock(final, run_id)
     held = None
@@ -536,7 +555,7 @@ def lanes(chosen: list[tuple[str, str]]) -> tuple[list[list[tuple[str, str]]], l
 def reproduce(profile: str = "default", only: list[str] | None = None, overrides: dict | None = None,
               outputs_dir: Path | None = None, html: bool = True, publish: bool = False,
               progress: bool | None = None, dry_run: bool = False, jobs: int = 1, served: bool = False,
-              check: bool = False) -> int:
+              check: bool = False, benchmark_modules=()) -> int:
     """Run the selected notebooks; returns a process exit code (0 when all succeeded, 1 when one failed, 3 with
     ``check`` when a regenerated verdict differs from the committed one or a run was not compared, 128 + the signal
     when stopped by SIGINT or SIGTERM).
@@ -549,10 +568,13 @@ def reproduce(profile: str = "default", only: list[str] | None = None, overrides
     cores two single-threaded kernels do more than one with two threads, and the statistics of a cached rerun are
     single-threaded Python. ``served``: start llama.cpp's server on the embedded SmolLM2 GGUF (127.0.0.1), run
     :data:`profiles.SERVED_NOTEBOOKS` against it with :data:`profiles.SERVED_SIZES`, stop it by its pid.
+    ``benchmark_modules``: plugin benchmarks to load (``--benchmark-module``; installed entry points load anyway),
+    here and in the kernels of the notebooks that take them (1, 5, 6).
     """
     if jobs < 1:
         raise ValueError(f"--jobs must be at least 1, got {jobs}")
     overrides = dict(overrides or {})
+    benchmarks.load_plugins([*benchmark_modules, *(parameters.as_list(overrides.pop("benchmark_modules", [])) or [])])
     if overrides.get("analysis_plan") is not None:     # resolved once, relative to where the command ran
         overrides["analysis_plan"] = str(plan_file.resolve(overrides["analysis_plan"]))
     plan_file.load(overrides.get("analysis_plan"))      # validated before any work (--dry-run too)

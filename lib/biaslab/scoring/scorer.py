@@ -35,6 +35,20 @@ from .cache import ScoreCache
 log = logging.getLogger(__name__)
 
 
+def texts_of(texts, what: str = "texts") -> list[str]:
+    """``texts`` as strings; a missing value (None, NaN: an empty cell of the items) is refused, never asked as the
+    text "nan" (the error carries ``missing_text``, which ``Spec.responses`` completes with the items' rows)."""
+    out = list(texts)
+    bad = [i for i, t in enumerate(out) if not isinstance(t, str) and pd.api.types.is_scalar(t) and pd.isna(t)]
+    if bad:
+        exc = ValueError(f"{len(bad)} of {len(out)} {what} are a missing value (the first is number {bad[0]}), which "
+                         "would be asked as the text 'nan'. Fix: fill the empty cells of the items, or leave those "
+                         "rows out in the loader (biaslab.benchmarks.base.exclude: counted)")
+        exc.missing_text = True
+        raise exc
+    return [str(t) for t in out]
+
+
 class MemoryCache:
     """Same interface as :class:`ScoreCache`, kept in memory (``cache_dir=False``, or a model without a weights
     hash)."""
@@ -177,7 +191,7 @@ class Scorer:
         exp(-mean). ``per_token=True`` adds ``tokens`` and ``token_logprobs`` (lists). Causal LMs only; for masked
         LMs use :meth:`pseudo_loglikelihood`.
         """
-        return self.backend.sequence_logprob(self, [str(t) for t in texts], per_token)
+        return self.backend.sequence_logprob(self, texts_of(texts), per_token)
 
     def _options_per_prompt(self, prompts, options) -> list[list[str]]:
         if len(options) and all(isinstance(o, str) for o in options):
@@ -185,7 +199,7 @@ class Scorer:
         if len(options) != len(prompts):
             raise ValueError(f"options must be one list of strings shared by all prompts, or one list per prompt "
                              f"({len(prompts)} prompts, {len(options)} option lists)")
-        return [[str(o) for o in opts] for opts in options]
+        return [texts_of(opts, "options") for opts in options]
 
     def option_logprob(self, prompts: Sequence[str], options, chat: bool | str = False) -> pd.DataFrame:
         """``log P(option | prompt)`` for each (prompt, option): long format, in order of prompts then options.
@@ -194,7 +208,7 @@ class Scorer:
         n_tokens, length-normalized). ``options``: one list of strings for all prompts, or a list of lists. Each
         prompt is computed once for all its options (see the module docstring for token boundaries).
         """
-        prompts = list(prompts)
+        prompts = texts_of(prompts, "prompts")
         opts = self._options_per_prompt(prompts, options)
         values = self.backend.option_values(self, prompts, opts, chat)
         rows = []
@@ -218,7 +232,7 @@ class Scorer:
         probability too ("1" and "10"); give such labels explicit forms. (Served: from the server's top-k, see
         :mod:`biaslab.scoring.backends.served`.)
         """
-        return self.backend.label_distribution(self, list(prompts), labels, chat)
+        return self.backend.label_distribution(self, texts_of(prompts, "prompts"), labels, chat)
 
     def generate(self, prompts: Sequence[str], max_new_tokens: int = 64, stop: Sequence[str] | str | None = None,
                  do_sample: bool = False, seed: int | None = None, temperature: float = 1.0,
@@ -231,17 +245,18 @@ class Scorer:
         results are cached; unseeded samples are not.
         """
         stop = [stop] if isinstance(stop, str) else list(stop or [])
-        return self.backend.generate(self, list(prompts), max_new_tokens, stop, do_sample, seed, temperature, chat)
+        return self.backend.generate(self, texts_of(prompts, "prompts"), max_new_tokens, stop, do_sample, seed,
+                                     temperature, chat)
 
     def pseudo_loglikelihood(self, texts: Sequence[str], per_token: bool = False) -> pd.DataFrame:
         """Masked LMs: pseudo-log-likelihood of each text (every token masked in turn, Salazar et al. 2020);
         see :meth:`biaslab.scoring.backends.masked.MaskedBackend.pseudo_loglikelihood`."""
-        return self.backend.pseudo_loglikelihood(self, list(texts), per_token)
+        return self.backend.pseudo_loglikelihood(self, texts_of(texts), per_token)
 
     def crows_pairs_pll(self, sent_more: Sequence[str], sent_less: Sequence[str]) -> pd.DataFrame:
         """Masked LMs: the original CrowS-Pairs metric (Nangia et al. 2020); see
         :meth:`biaslab.scoring.backends.masked.MaskedBackend.crows_pairs_pll`."""
-        return self.backend.crows_pairs_pll(self, list(sent_more), list(sent_less))
+        return self.backend.crows_pairs_pll(self, texts_of(sent_more, "sentences"), texts_of(sent_less, "sentences"))
 
     def chat_available(self) -> bool:
         """Whether prompts can be asked as chat messages: the tokenizer has a chat template (in-process), or the

@@ -350,7 +350,9 @@ def power_t(effect: float, se: float, df: float | None = None, level: float = AL
         q = stats.norm.isf(level if one else level / 2)
         return float(stats.norm.sf(q - nc) + (0.0 if one else stats.norm.cdf(-q - nc)))
     q = stats.t.isf(level if one else level / 2, df)
-    return float(stats.nct.sf(q, df, nc) + (0.0 if one else stats.nct.cdf(-q, df, nc)))
+    # the far tail: scipy's noncentral t cdf is NaN where it underflows (below 1e-16), so the normal's stands in
+    low = 0.0 if one else stats.nct.cdf(-q, df, nc)
+    return float(stats.nct.sf(q, df, nc) + (low if np.isfinite(low) else stats.norm.cdf(-q - nc)))
 
 
 def power_chi2(w: float, n: float, df: int, level: float = ALPHA, deff: float = 1.0) -> float:

@@ -683,12 +683,23 @@ def _plan(rows: pd.DataFrame, plan, alpha: float, shares: Mapping, n_families: M
                 rows.at[i, "_status"] = ("descriptive (planned level 0: no weight, and no claim that passes it α "
                                          "has power)")
                 continue
-            n = W.n_for_power(d, sesoi, lv, sides)
-            unit = "templates" if d["model"] == "range" else ""
-            more = (f"n ≈ {int(float(f'{n:.2g}')):,}{' ' + unit if unit else ''} would power it" if np.isfinite(n)
-                    else "no n within the design's limit would power it")
-            rows.at[i, "_status"] = (f"descriptive (power {pw:.2f} for SESOI {sesoi:g} at level {_num(lv)}; "
-                                     f"{more})")
+            rows.at[i, "_status"] = f"descriptive (power {pw:.2f} for SESOI {sesoi:g} at level {_num(lv)}; "
+            rows.at[i, "_status"] += _n_that_would(d, sesoi, lv, sides) + ")"
+
+
+def _n_that_would(d: Mapping, sesoi: float, level: float, sides: str) -> str:
+    """What n would power a descriptive instance at ``level``, against the units the data hold (``max_n``: then no
+    profile can decide it)."""
+    from . import power as W
+    n = W.n_for_power(d, sesoi, level, sides)
+    unit = " templates" if d["model"] == "range" else ""
+    held = d.get("max_n")
+    if not np.isfinite(n):
+        return ("no n within the design's limit would power it" if not held else
+                f"no n up to the {held:,}{unit} the data hold would power it"
+                + (f" at {d['per_group']} names per group" if unit else ": no profile decides it"))
+    say = f"n ≈ {int(float(f'{n:.2g}')):,}{unit} would power it"
+    return say + (f", more than the {held:,} the data hold: no profile decides it" if held and n > held else "")
 
 
 def _after_the_graph(pool: pd.DataFrame, b: pd.DataFrame, plan) -> None:

@@ -2,10 +2,10 @@
 ``sampling-weights``; rows of ``sensitivity.csv``, decided by :func:`biaslab.stats.reanalysis.decide`).
 
 The primary analysis of ``lpbs-mean``, ``stereotype-share`` (notebook 3) and ``crows-en-share`` (notebook 5)
-weights a bias-type-balanced sample back to every pair of its file (:mod:`biaslab.stats.stratified`, no
+weights a bias-type-stratified sample back to every pair of its file (:mod:`biaslab.stats.stratified`, no
 finite-population correction). Two alternatives, each recomputed per instance from the pair scores:
 
-* ``unweighted``: the balanced sample's plain mean (one-sample t), share (exact binomial, Clopper-Pearson) or paired
+* ``unweighted``: the stratified sample's plain mean (one-sample t), share (exact binomial, Clopper-Pearson) or paired
   difference (the paired rule of :func:`biaslab.stats.paired.paired_difference`) — the estimand of the sampled
   pairs, not of the file;
 * ``fpc``: the stratified estimator with the finite-population correction (1 - n_h/N_h), the design-based
@@ -26,10 +26,10 @@ from ...stats import reanalysis as S
 from ...stats.clustered import clopper_pearson
 from ...stats.stratified import stratified_mean
 
-EVENT = "sampling: the scored pairs are a bias-type-balanced sample of the file"
+EVENT = "sampling: the scored pairs are a bias-type-stratified sample of the file"
 DESCRIPTIONS = {
     "primary": "stratified estimate weighted to the file's bias-type shares (W_h = N_h/N), no FPC, t(Satterthwaite)",
-    "unweighted": "the balanced sample's pairs unweighted (estimand: the sampled pairs, not the file)",
+    "unweighted": "the stratified sample's pairs unweighted (estimand: the sampled pairs, not the file)",
     "fpc": "stratified estimate with the finite-population correction (1 - n_h/N_h), t(Satterthwaite)",
 }
 ANALYSES = ("unweighted", "fpc")

@@ -51,3 +51,11 @@ def score(spec: Spec, scorer, prompts: pd.DataFrame, protocol=None) -> pd.DataFr
         raise ValueError(f"benchmark {spec.name!r}: its responses have no column {plan.outcome!r} "
                          "(FactorPlan.outcome); derive it in FactorPlan.responses or return it from respond")
     return out
+
+
+def response_table(scored: pd.DataFrame, bench: Benchmark, plan: FactorPlan) -> pd.DataFrame:
+    """Notebook 1's ``responses.csv``: the scored responses (:func:`score`, every model) with the generating unit(s)
+    and the plan's coverage factors from the prompt table; what notebook 5's ``Metric.derive`` gets, per model."""
+    keep = [c for c in dict.fromkeys(bench.cluster_columns + plan.coverage_factors)
+            if c and c in bench.prompts and c not in scored]
+    return scored.merge(bench.prompts[["prompt_id"] + keep], on="prompt_id", how="left")

@@ -3,10 +3,12 @@ pronoun its occupation is stereotyped with and the other one. The model "prefers
 stereotypical sentence is the more probable (the CrowS-Pairs comparison, Nangia et al. 2020, on a Winogender-like
 item; the scorer's own ``sequence_logprob``).
 
-Importing this module registers its ``SPEC`` (``biaslab.benchmarks.register``); notebooks 1, 5 and 6 reach it through
-their ``benchmark_modules`` parameter (``tests/test_plugin_benchmark.py``). Its one metric, the share of items whose
-stereotypical sentence is the more probable, is read by notebook 5 from notebook 1's ``deviation_rate_intervals`` and
-``responses`` tables, and computed by notebook 6 per universe (``item_values``, ``estimate``), clustered by occupation.
+A package kept outside the library: ``biaslab reproduce --benchmark-module PATH/pronoun_bench`` (or an entry point of
+group ``biaslab.benchmarks``) registers its ``SPEC``, and ``biaslab data fetch`` with it loaded fetches and checks its
+items, pinned in its own ``sources.tsv`` (``tests/test_plugin_benchmark.py``). Its one metric, the share of items
+whose stereotypical sentence is the more probable, is read by notebook 5 from notebook 1's
+``deviation_rate_intervals`` and ``responses`` tables, and computed by notebook 6 per universe (``item_values``,
+``estimate``), clustered by occupation.
 """
 
 from __future__ import annotations
@@ -16,18 +18,19 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from biaslab.benchmarks import Benchmark, Factor, FactorSpec, register
+from biaslab import sources
+from biaslab.benchmarks import Benchmark, Factor, FactorSpec
 from biaslab.benchmarks.base import Protocol, read_csv, require_columns
 from biaslab.benchmarks.spec import FactorPlan, Metric, Source, Spec, universe_estimate
-from biaslab.sources import sha256_file
 
-FILE = Path(__file__).resolve().parents[1] / "fixtures" / "pronoun_bench" / "items.csv"
+REPO, FILE = "example/pronoun-bench", "items.csv"       # pinned in sources.tsv, beside this file
 COLUMNS = ("item_id", "occupation", "stereotype", "field", "frame", "sent_stereo", "sent_anti")
 
 
 def load() -> Benchmark:
-    df = read_csv(FILE, dtype=str)
-    require_columns(df, COLUMNS, FILE)
+    path = sources.raw_path(REPO, FILE)         # fetched and sha256-checked by `biaslab data fetch`
+    df = read_csv(path, dtype=str)
+    require_columns(df, COLUMNS, path)
     # ``text``: the prompt table's text column (the stereotypical sentence; notebook 6 measures its precision
     # tolerance on the texts of a benchmark)
     prompts = df.rename(columns={"item_id": "prompt_id"}).assign(text=df["sent_stereo"])
@@ -36,7 +39,8 @@ def load() -> Benchmark:
         Factor("field", "domain", tuple(sorted(prompts["field"].unique())), "health", "the occupation's field"),
         Factor("frame", "prompt", ("t1", "t2"), "t1", "the sentence frame"),
     ])
-    return Benchmark("pronoun", prompts, factors, sources={str(FILE): sha256_file(FILE)}, cluster="occupation")
+    return Benchmark("pronoun", prompts, factors, sources={f"{REPO}/{FILE}": sources.sha256_file(path)},
+                     cluster="occupation")
 
 
 def respond(scorer, items: pd.DataFrame, protocol: Protocol | None = None) -> pd.DataFrame:
@@ -94,7 +98,7 @@ def responder_check(d: pd.DataFrame, items=None) -> pd.DataFrame:
     return responders.not_judged(d[["model", "universe"]], NOT_JUDGED).assign(metric=READ)
 
 
-SPEC = register(Spec(
+SPEC = Spec(
     name="pronoun", title="Pronouns", load=load,
     protocol=Protocol(format="likelihood"), formats=("likelihood",), applies={"chat": ()},
     respond=respond, paper_chat=lambda scorer: False, sample=sample,
@@ -126,6 +130,9 @@ SPEC = register(Spec(
         answer_mode="sentence log-probabilities", scale="share of items (0 to 1)",
         item_values=item_values, estimate=estimate, factor_outcome=("stereotype_preferred", "logistic"),
         responder_reads=(READ,)),),
-    sizes={"smoke": {"01_multifactor": {"max_prompts": None}, "06_multiverse": {"items": None}}},
+    # all 20 items in every profile (notebook 6 needs its items per universe in each)
+    sizes={p: {"01_multifactor": {"max_prompts": None}, "06_multiverse": {"items": None}}
+           for p in ("smoke", "default", "paper")},
     responder_check=responder_check,
-))
+    sources_table=str(Path(__file__).with_name("sources.tsv")),
+)
