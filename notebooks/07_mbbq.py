@@ -31,7 +31,9 @@
 # **Decided.** The analysis plan's claims for this notebook (stated below from the plan: per model, the English
 # ambiguous bias score and each language minus English at equal control-set accuracy, both on the plan's prompt p2)
 # are decided under the project's error budget; every other result is exploratory (estimate, interval, unadjusted
-# p; not decided).
+# p; not decided). A language where a model's answers fail the validity checks (competence on the control set
+# above chance, length, position, role; the panel below) is **not measurable** for that model: nothing there is
+# decided.
 
 # %% tags=["parameters"]
 profile = "default"  # run size: smoke, default or paper (biaslab.run.profiles)
@@ -124,7 +126,8 @@ print(items_table[(items_table.language == languages[-1]) & (items_table.set == 
 # option with the highest mean log-probability per token (`benchmarks.mbbq.respond`, format `option_ll`). Whether a
 # model is asked in its chat template follows one rule (`benchmarks.bbq.paper_chat`: an instruction-tuned model whose
 # template's log-probabilities can be read); the sentence after the timings says how each model of this run was asked.
-# The timings are this run's seconds per prompt, per model and prompt.
+# The timings are this run's seconds per prompt, per model and prompt, and what the paper's design (every item in
+# every language, set and prompt) would take at that rate.
 
 # %%
 resp_list, timings = [], []
@@ -155,6 +158,8 @@ timings = pd.DataFrame(timings).assign(seconds_per_prompt=lambda t: t["score_s"]
 out.table(timings.round(3), "timings")
 display(timings.round(2))
 display(Markdown(F.chat_sentence(timings)))
+# every item (after exclusions) in every language, set and prompt: the paper profile's requests
+display(Markdown(F.cost_sentence(timings, int(strata.sum()) * len(languages) * 2 * len(mbbq.PROMPTS))))
 
 # %% [markdown]
 # ## Validity of the instrument, per model and language

@@ -169,6 +169,29 @@ def chat_sentence(timings: pd.DataFrame) -> str:
                     for _, r in t.iterrows())
 
 
+def cost_sentence(timings: pd.DataFrame, paper_prompts: int) -> str:
+    """Per model, from the run's ``timings`` (one row per model x prompt wording): the seconds per prompt of each
+    wording, the run's scoring seconds, and what ``paper_prompts`` (every item x language x set x wording) would
+    take at this run's mean seconds per prompt (wall time on this machine; the scorer's cache shares nothing
+    between wordings). A wording whose scores all came from the score cache (``positions_computed`` 0) measured no
+    cost: it is named, not counted."""
+    out = []
+    for model, t in timings.groupby("model", sort=False):
+        cached = t[t.get("positions_computed", pd.Series(1, index=t.index)) == 0]
+        t = t.drop(cached.index)
+        note = f" (read from the score cache, no cost measured: {', '.join(cached['prompt'])})" if len(cached) else ""
+        if t.empty:
+            out.append(f"- {model}: every score read from the score cache; this run measured no cost.")
+            continue
+        each = ", ".join(f"{r['prompt']} {r['seconds_per_prompt']:.3f} s ({r['prompts']:,} prompts)"
+                         for _, r in t.iterrows()) + note
+        per = t["score_s"].sum() / max(t["prompts"].sum(), 1)
+        out.append(f"- {model}: seconds per prompt {each}; {t['score_s'].sum():.0f} s of scoring in all, "
+                   f"{per:.3f} s per prompt; the paper's design ({paper_prompts:,} prompts) would take about "
+                   f"{per * paper_prompts / 3600:.1f} h at that rate.")
+    return "\n".join(out)
+
+
 def findings(beside: pd.DataFrame, spread: pd.DataFrame, contrasts: pd.DataFrame, metrics: pd.DataFrame,
              prompts=(), selection: pd.DataFrame | None = None) -> str:
     """Per model, every number from the run's tables: the languages where the instrument is not measurable
