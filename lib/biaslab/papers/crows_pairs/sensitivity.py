@@ -28,7 +28,8 @@ from ...stats.stratified import stratified_mean
 
 EVENT = "sampling: the scored pairs are a bias-type-balanced sample of the file"
 DESCRIPTIONS = {
-    "primary": "stratified estimate weighted to the file's bias-type shares (W_h = N_h/N), no FPC, t(Satterthwaite)",
+    "primary": "stratified estimate weighted to the file's bias-type shares (W_h = N_h/N), no FPC; the claim's test "
+               "(LPBS: t(Satterthwaite); the share: its sentence-swap randomization test)",
     "unweighted": "the balanced sample's pairs unweighted (estimand: the sampled pairs, not the file)",
     "fpc": "stratified estimate with the finite-population correction (1 - n_h/N_h), t(Satterthwaite)",
 }
