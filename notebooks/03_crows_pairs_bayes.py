@@ -84,8 +84,8 @@ preference_orders = as_list(preference_orders)
 # preferring the more stereotyped sentence is tested by the sentence-swap randomization test of the same weighted
 # share (each pair's sentences exchanged at random: k_h ~ Binomial(n_h, 1/2) per type; the exact binomial test where
 # the weights are equal), whose size holds at the small levels the plan tests it at, where the design-based t on 0/1
-# preferences rejected too often (docs/calibration.md); its interval is the t interval. Each Bayes factor of a pooled row is on the same weighted estimate, at Kish's
-# effective sample size n/deff. `datasets.csv` gives N_h, n_h, W_h and the weight N_h/n_h of every type;
+# preferences rejected too often (docs/calibration.md); its interval is the t interval. Each Bayes factor of a pooled
+# row is on the same weighted estimate, at Kish's effective sample size n/deff. `datasets.csv` gives N_h, n_h, W_h and the weight N_h/n_h of every type;
 # `pair_scores.csv` carries each pair's `stratum` and `weight`, so every pooled row can be recomputed. The preference prompt is a question to an assistant: it is
 # asked, wrapped in the chat template, of every model whose tokenizer has one (instruct models such as SmolLM2-Instruct);
 # base models (Gemma-3-270m) are only prompted with `prompt_base_models=True`, as the plain prompt followed by
