@@ -160,6 +160,8 @@ def test_sensitivity_rows_follow_the_plans_graph_and_power_rule():
         ("dm-other", "bbq", "entropy cut", 0.0018, 0.001, ""),              # <= 0.002: rejected, a flip
         ("dm-other", "calm", "entropy cut", 1e-5, 0.003, ""),                # still below its power level
         ("dm-other", "winogender", "entropy cut", 1e-9, 0.01, ""),          # descriptive whatever its p
+        ("dm-other", "winogender", "degenerate threshold 0.90", np.nan, 0.01, ""),      # or without one
+        ("dm-other", "bbq", "degenerate threshold 0.90", np.nan, 0.001, ""),    # in the graph, left untested: a flip
     ], columns=["claim", "instance", "analysis", "p_value", "level_for_power", "table_verdict"]).assign(
         family=fam, n_families=2, share=0.16)
     d = S.decide(t, plan=plan)
@@ -170,8 +172,11 @@ def test_sensitivity_rows_follow_the_plans_graph_and_power_rule():
     assert d.at[5, "verdict"] == "distinguishable" and not d.at[5, "verdict_survives"]
     assert d.at[6, "verdict"].startswith("not decided (") and d.at[6, "verdict_survives"]
     assert d.at[7, "verdict"] == desc and d.at[7, "verdict_survives"] and np.isnan(d.at[7, "p_adjusted"])
+    assert d.at[8, "verdict"] == desc and d.at[8, "verdict_survives"]
+    assert d.at[9, "verdict"] == "not tested" and not d.at[9, "verdict_survives"]
     # Holm at 0.004 over the same four p's (no plan, no power rule) rejects them all, calm included
     assert (S.decide(t.drop(columns=["table_verdict", "level_for_power"]))["verdict"][:4] == "distinguishable").all()
+    assert S.render(d).count("\n") == 3 and "`dm-other` winogender: " + desc + "; no sensitivity analysis (nothing decided)" in S.render(d)
     # the other family: ssqa not rejected, so dm-other is never reached whatever its p (the table's reason kept)
     other = "01_multifactor · smollm2-135m-instruct · gemma-3-270m"
     reach = "not reached (α not propagated: `dm-ssqa` was not rejected)"

@@ -115,9 +115,9 @@ def decide(table: pd.DataFrame, alpha: float = 0.05, *, plan=None,
     ``table_verdict`` is decided, not reached or not decided; all primaries with a p where no ``table_verdict`` is
     given), decided by :func:`biaslab.stats.verdict.budget_decisions` at the family's ``share`` of alpha over
     ``n_families`` (columns of the rows, from the decided primaries; default 1 and 1) with the plan's graph of the
-    family's notebook (``plan``; its alpha; Holm without a graph) and each instance's ``level_for_power``. A row
-    without a p is "not tested" (a primary: its ``table_verdict``, e.g. "descriptive (…)"); a row whose primary is
-    not in the graph takes the primary's verdict. ``context``: primary rows of the same families that are not
+    family's notebook (``plan``; its alpha; Holm without a graph) and each instance's ``level_for_power``. Every row
+    of an instance whose primary is not in the graph takes the primary's verdict (its ``table_verdict``, e.g.
+    "descriptive (…)"; "not tested" without one); another row without a p is "not tested". ``context``: primary rows of the same families that are not
     returned (a family spanning several runs' tables). Rows are never dropped."""
     from .verdict import budget_decisions
     _validate(table, context)
@@ -143,11 +143,11 @@ def decide(table: pd.DataFrame, alpha: float = 0.05, *, plan=None,
                              "p": p[live.index].to_numpy(), "level_for_power": need[live.index].to_numpy()},
                             index=key[live.index].to_numpy())
         for i in part.index[part.index < n_out]:
-            if not np.isfinite(p[i]):
-                verdict[i] = (tv[i] or NOT_TESTED) if primary[i] else NOT_TESTED
-                continue
             if key[i] not in base.index:     # its instance is not in the graph (descriptive, not tested): nor is it
                 verdict[i] = prim_tv.get(key[i]) or NOT_TESTED
+                continue
+            if not np.isfinite(p[i]):        # an analysis that leaves an instance of the graph untested
+                verdict[i] = NOT_TESTED
                 continue
             rows = base.copy()
             rows.loc[key[i], "p"] = float(p[i])
@@ -212,8 +212,8 @@ def render(table: pd.DataFrame) -> str:
     for (claim, fam, inst), part in table.groupby(["claim", "family", "instance"], sort=False):
         prim = part[part["analysis"] == PRIMARY].iloc[0]
         other = part[part["analysis"] != PRIMARY]
-        if other.empty:
-            why = "none applies to this run" if kind(prim["verdict"]) in TESTED else "nothing decided"
+        if other.empty or not in_graph(prim["verdict"]):
+            why = "none applies to this run" if in_graph(prim["verdict"]) else "nothing decided"
             lines.append(f"- `{claim}` {inst}: {prim['verdict']}; no sensitivity analysis ({why})")
             continue
         flips = other[~other["verdict_survives"].astype(bool)]
