@@ -83,9 +83,11 @@ preference_orders = as_list(preference_orders)
 # `biaslab.stats.stratified`). Inference is about the superpopulation of pairs such a file stands for, so there is no
 # finite-population correction and a census (`max_pairs=None`) is the ordinary stratified analysis; the corrected
 # variant and the unweighted sample mean are the claims' sensitivity analyses (`sensitivity.csv`). The share
-# preferring the more stereotyped sentence is tested by the same design-based t (not the exact binomial, which holds
-# for one type's simple random sample); each Bayes factor of a pooled row is on the same weighted estimate, at Kish's
-# effective sample size n/deff. `datasets.csv` gives N_h, n_h, W_h and the weight N_h/n_h of every type;
+# preferring the more stereotyped sentence is tested by the sentence-swap randomization test of the same weighted
+# share (each pair's sentences exchanged at random: k_h ~ Binomial(n_h, 1/2) per type; the exact binomial test where
+# the weights are equal), whose size holds at the small levels the plan tests it at, where the design-based t on 0/1
+# preferences rejected too often (docs/calibration.md); its interval is the t interval. Each Bayes factor of a pooled
+# row is on the same weighted estimate, at Kish's effective sample size n/deff. `datasets.csv` gives N_h, n_h, W_h and the weight N_h/n_h of every type;
 # `pair_scores.csv` carries each pair's `stratum` and `weight`, so every pooled row can be recomputed. The preference prompt is a question to an assistant: it is
 # asked, wrapped in the chat template, of every model whose tokenizer has one (instruct models such as SmolLM2-Instruct);
 # base models (Gemma-3-270m) are only prompted with `prompt_base_models=True`, as the plain prompt followed by
@@ -536,7 +538,7 @@ if len(answers):
         pref_frames.append(w.index.to_frame(index=False).assign(
             source="prompt:order_averaged", x=np.where(ok, x_avg, np.nan)))
 prefs = pd.concat(pref_frames, ignore_index=True)
-pref = hyp.preference_tests(prefs, by=("model", "dataset", "source"))
+pref = hyp.preference_tests(prefs, by=("model", "dataset", "source"), seed=seed)
 one_order = pref["source"].isin([f"prompt:{o}" for o in cp.ORDERS])
 pref = responders.mask_tests(pref, resp_check[resp_check["metric"] == decisions.ONE_ORDER], by=["model", "dataset"],
                              test_cols=["binom_p", "p_value", "bf10", "log10_bf10", "bf10_min", "bf10_max"],
@@ -658,7 +660,7 @@ for name in datasets:
         power_rows.append(power.power_row(
             name, profile, f"SS vs 0.5, {label}", n, power.mde_proportion(n, deff=f, exact=not is_pooled and n <= 400),
             n_clusters=n, deff=f, scale="pi - 0.5",
-            test="design-based t (normal approx. at n/deff)" if is_pooled else "exact binomial" if n <= 400 else
+            test="sentence-swap test (normal approx. at n/deff)" if is_pooled else "exact binomial" if n <= 400 else
             "binomial (normal approx. on Cohen's h)",
             design=pooled if is_pooled else f"one-sample binomial, {n:,} independent pairs"))
         power_rows.append(power.power_row(

@@ -115,9 +115,31 @@ def test_stratified_rule_equals_the_library_and_keeps_its_size():
             lib = stratified_mean(y[i], h, w, null=null)
             assert r["p"][i] == pytest.approx(lib["p_value"], rel=1e-9)
             assert r["covers"][i] == (lib["ci_low"] <= null <= lib["ci_high"])
-        row = C.calibration_row("stereotype-share" if binary else "lpbs-mean", d, 2000, seed=1)
+        row = C.calibration_row("lpbs-mean", d, 2000, seed=1)          # the design-based t, and its dual interval
         assert row["type_i_error"] <= 0.05 + 3 * row["type_i_mc_se"] and "stratified" in row["test"]
         assert row["coverage"] == pytest.approx(1 - row["type_i_error"])
+
+
+def test_the_share_is_calibrated_by_its_swap_test_with_the_t_intervals_coverage():
+    """stereotype-share's rule is the library's sentence-swap test (exact where enumerated: equal to
+    stratified.share_swap_p on every replication), keeps its size at a small level where the design-based t on the
+    same swapped data does not, and reports the coverage of the t interval the table shows."""
+    from biaslab.stats.stratified import share_swap_p
+    h = np.repeat(["a", "b", "c"], [6, 5, 4])
+    pop = {"a": 30, "b": 10, "c": 40}
+    d = C.arms_design(np.random.default_rng(0).normal(size=15), np.zeros(15), None,
+                      lambda x, y: (x > y).astype(float), null=0.5, binary=True, strata=h, population=pop)
+    y = C.swap(d, 5, np.random.default_rng(2))
+    r = C.share_swap_rule(y, d)
+    w = pd.Series(h).map({k: v / (h == k).sum() for k, v in pop.items()}).to_numpy()
+    assert r["p"] == pytest.approx([share_swap_p(y[i], h, w)["p_value"] for i in range(5)], rel=1e-12)
+    assert "exact" in r["method"] and r["pool"] == 0
+    d = stratified_design(binary=True, null=0.5)          # 4 strata of 50: drawn, 99,999 swaps
+    share = C.calibration_row("stereotype-share", d, 2000, seed=1, level=0.01)
+    t = C.calibration_row("lpbs-mean", d, 2000, seed=1, level=0.01)      # the t on the same replications
+    assert "sentence-swap" in share["test"] and "random swaps" in share["test"]
+    assert share["size_at_level"] <= 0.01 + 3 * share["size_at_level_mc_se"]
+    assert share["coverage"] == t["coverage"] == pytest.approx(1 - t["type_i_error"])
 
 
 def test_a_stratum_without_population_size_is_refused():

@@ -243,7 +243,8 @@ def test_sensitivity_rows_follow_the_agreed_schema_and_re_decide():
     sens = D4.sensitivity(ut, per, pr, check, "scenario_id", plan=PLAN)
     assert list(sens.columns) == ["claim", "family", "instance", "analysis", "intercurrent_event", "description",
                                   "estimate", "ci_low", "ci_high", "p_value", "p_adjusted", "verdict",
-                                  "primary_verdict", "verdict_survives", "n_families", "share"]
+                                  "primary_verdict", "verdict_survives", "n_families", "share", "level_for_power",
+                                  "table_verdict"]
     # the one rule: a primary row's re-decision is its table's verdict
     prim_rows = sens[sens["analysis"] == "primary"].set_index("instance")["verdict"]
     assert prim_rows.to_dict() == {f"x · {r.polarity}": r.verdict for r in ut[ut["claim"] == "group-choice"].itertuples()}

@@ -519,6 +519,15 @@ def test_power_of_a_t_test_far_in_the_tail_is_a_number():
     assert 1e-6 < lv < 1e-4 and W.design_power(d, 0.2, lv) == pytest.approx(0.8, abs=1e-6)
 
 
+def test_a_descriptive_instance_says_what_n_would_power_it_against_what_the_data_hold():
+    from biaslab.stats.verdict import _n_that_would
+    d = {"model": "t", "n": 100, "sd": 1}                  # d_z 0.2 at level 0.004: n ~ 350
+    assert _n_that_would(d, 0.2, 0.004, "two-sided").startswith("n ≈ 350 would power it")
+    assert _n_that_would({**d, "max_n": 1000}, 0.2, 0.004, "two-sided") == "n ≈ 350 would power it"
+    assert _n_that_would({**d, "max_n": 300}, 0.2, 0.004, "two-sided") == (
+        "n ≈ 350 would power it, more than the 300 the data hold: no profile decides it")
+
+
 def test_power_at_a_level_by_hand():
     # z: effect 0.1, SE 0.025 (z = 4) at level 0.01 two-sided: Phi(4 - 2.5758) + Phi(-4 - 2.5758) = 0.9228
     assert W.power_t(0.1, 0.025, None, 0.01) == pytest.approx(0.92280, abs=1e-4)

@@ -140,3 +140,53 @@ def test_notebook1_sensitivity_follows_the_factor_plan_fields():
                                     fplan.ecdf_factors, "a", "b", "scenario_id")
     got = t.set_index("analysis").loc["invalid answers counted as deviating", "estimate"]
     assert got == pytest.approx(x["metric_difference"])
+
+
+def test_sensitivity_rows_follow_the_plans_graph_and_power_rule():
+    # notebook 1's graph (dm-ssqa weight 1, then all to dm-other), family granite - llama: one of 2 families at share
+    # 0.16, so the family's level is 0.05 * 0.16 / 2 = 0.004 and p_adjusted = p_graph * 2 / 0.16.
+    # Primaries: ssqa p 0.001 is rejected at 0.004 and passes 0.004 to dm-other's two instances in the graph (0.002
+    # each; winogender is descriptive, out of the graph although its table kept a p); bbq p 0.0025 > 0.002 is not
+    # rejected (its test is powered from 0.001); calm needs 0.003 for power, so at 0.002 it is not decided.
+    plan = P.load()
+    fam = "01_multifactor · granite-3.0-8b · llama-3.1-8b"
+    desc = "descriptive (power 0.30 for SESOI 0.1 at level 0.001)"
+    t = pd.DataFrame([
+        ("dm-ssqa", "ssqa", "primary", 0.001, 0.001, "distinguishable"),
+        ("dm-other", "bbq", "primary", 0.0025, 0.001, "not distinguishable"),
+        ("dm-other", "calm", "primary", 0.0001, 0.003, "not decided (power 0.62 at its tested level 0.002)"),
+        ("dm-other", "winogender", "primary", 1e-6, 0.01, desc),
+        ("dm-ssqa", "ssqa", "invalid as deviating", 0.01, 0.001, ""),        # ssqa not rejected: a flip
+        ("dm-other", "bbq", "entropy cut", 0.0018, 0.001, ""),              # <= 0.002: rejected, a flip
+        ("dm-other", "calm", "entropy cut", 1e-5, 0.003, ""),                # still below its power level
+        ("dm-other", "winogender", "entropy cut", 1e-9, 0.01, ""),          # descriptive whatever its p
+        ("dm-other", "winogender", "degenerate threshold 0.90", np.nan, 0.01, ""),      # or without one
+        ("dm-other", "bbq", "degenerate threshold 0.90", np.nan, 0.001, ""),    # in the graph, left untested: a flip
+    ], columns=["claim", "instance", "analysis", "p_value", "level_for_power", "table_verdict"]).assign(
+        family=fam, n_families=2, share=0.16)
+    d = S.decide(t, plan=plan)
+    assert list(d["verdict"][:4]) == ["distinguishable", "not distinguishable", t.at[2, "table_verdict"], desc]
+    assert d.at[0, "p_adjusted"] == pytest.approx(0.001 * 2 / 0.16)
+    assert d.at[4, "p_adjusted"] == pytest.approx(0.01 * 2 / 0.16)       # 0.125 > 0.05
+    assert d.at[4, "verdict"] == "not distinguishable" and not d.at[4, "verdict_survives"]
+    assert d.at[5, "verdict"] == "distinguishable" and not d.at[5, "verdict_survives"]
+    assert d.at[6, "verdict"].startswith("not decided (") and d.at[6, "verdict_survives"]
+    assert d.at[7, "verdict"] == desc and d.at[7, "verdict_survives"] and np.isnan(d.at[7, "p_adjusted"])
+    assert d.at[8, "verdict"] == desc and d.at[8, "verdict_survives"]
+    assert d.at[9, "verdict"] == "not tested" and not d.at[9, "verdict_survives"]
+    # Holm at 0.004 over the same four p's (no plan, no power rule) rejects them all, calm included
+    assert (S.decide(t.drop(columns=["table_verdict", "level_for_power"]))["verdict"][:4] == "distinguishable").all()
+    assert S.render(d).count("\n") == 3 and "`dm-other` winogender: " + desc + "; no sensitivity analysis (nothing decided)" in S.render(d)
+    # the other family: ssqa not rejected, so dm-other is never reached whatever its p (the table's reason kept)
+    other = "01_multifactor · smollm2-135m-instruct · gemma-3-270m"
+    reach = "not reached (α not propagated: `dm-ssqa` was not rejected)"
+    u = pd.DataFrame([("dm-ssqa", "ssqa", "primary", 0.5, 0.001, "not distinguishable"),
+                      ("dm-other", "bbq", "primary", 1e-5, 0.001, reach),
+                      ("dm-other", "bbq", "entropy cut", 1e-7, 0.001, "")],
+                     columns=t.columns[:6]).assign(family=other, n_families=2, share=0.16)
+    e = S.decide(u, plan=plan)
+    assert e.at[1, "verdict"] == reach and e.at[2, "verdict"].startswith("not reached (") and e.at[2, "verdict_survives"]
+    # an alternative that lets ssqa be rejected reaches bbq: the tipping rule sees the joint graph (S.rule)
+    verdict = S.rule(u.iloc[:2], {**u.iloc[1].to_dict()}, plan=plan)
+    assert verdict(1e-5).startswith("not reached (")
+    assert S.rule(u.iloc[:2], u.iloc[0].to_dict(), plan=plan)(0.001) == "distinguishable"

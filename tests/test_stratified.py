@@ -11,7 +11,7 @@ from scipy import stats
 from biaslab.stats import hypothesis as hyp
 from biaslab.stats import reanalysis as S
 from biaslab.stats import paired
-from biaslab.stats.stratified import stratified_mean
+from biaslab.stats.stratified import share_swap_p, stratified_mean
 from biaslab import plan as P
 from helpers import COMMITTED_PLAN
 
@@ -116,14 +116,16 @@ def test_pooled_rows_are_weighted_and_their_bayes_factor_is_on_the_same_t():
     assert o["n_population"] == 600 and o["estimator"].startswith("stratified")
     bt = lik[(lik.bias_type == "a") & (lik.score == "norm_logprob")].iloc[0]     # a type: its plain t
     assert bt["t_p"] == pytest.approx(stats.ttest_1samp(d[:40], 0).pvalue) and bt["n_population"] == 500
-    # the share: one design-based test on the pooled row, the exact binomial on a type's row
+    # the share: the stratified share's sentence-swap randomization test and its t interval on the pooled row, the
+    # exact binomial on a type's row
     x = (d > 0).astype(float)
     x[3] = np.nan                                                  # a tie: left out within its stratum
     pref = hyp.preference_tests(pairs.assign(x=x, source="likelihood"))
     po = pref[pref.bias_type == "overall"].iloc[0]
     sx = stratified_mean(x, h, w, null=0.5)
-    assert (po["pi_hat"], po["p_value"], po["pi_ci_low"]) == pytest.approx((sx["estimate"], sx["p_value"],
-                                                                              sx["ci_low"]))
+    assert (po["pi_hat"], po["pi_ci_low"]) == pytest.approx((sx["estimate"], sx["ci_low"]))
+    assert po["p_value"] == pytest.approx(share_swap_p(x, h, w)["p_value"], rel=1e-12)
+    assert po["p_method"].startswith("sentence-swap randomization test (exact, all 1,640 points; 2 strata)")
     assert np.isnan(po["binom_p"]) and po["n"] == 79 and po["n_excluded"] == 1
     pb = pref[pref.bias_type == "b"].iloc[0]
     assert pb["p_value"] == pytest.approx(stats.binomtest(int(x[40:].sum()), 40).pvalue)
@@ -144,6 +146,11 @@ def test_stratified_paired_difference():
     st = independent(dd, h, {"a": 60, "b": 12})
     assert (r["difference"], r["p_value"]) == pytest.approx((st[0], st[3]))
     assert r["n_pairs"] == 11 and r["n_population"] == 72
+
+
+def _seed(folder) -> int:
+    import json
+    return int(json.loads((ROOT / "outputs" / folder / "MANIFEST.json").read_text())["parameters"].get("seed", 0))
 
 
 def _committed(folder, stem):
@@ -177,6 +184,9 @@ def test_committed_crows_claims_equal_their_weighted_recomputation():
         row = pref[(pref.model == m) & (pref.dataset == d) & (pref.source == "likelihood")
                    & (pref.bias_type == "overall")].iloc[0]
         est, se, df, p = independent(x, g["bias_type"], Nh, null=0.5)
+        if str(row["p_method"]).startswith("sentence-swap"):       # the share's randomization test, the run's seed
+            w = g["bias_type"].map({bt: Nh[bt] / n for bt, n in g["bias_type"].value_counts().items()})
+            p = share_swap_p(x, g["bias_type"].to_numpy(), w.to_numpy(), seed=_seed("03_crows_pairs_bayes"))["p_value"]
         assert (row["pi_hat"], row["p_value"]) == pytest.approx((est, p), rel=1e-6), f"stereotype-share {m} {d}"
     en = ps[ps.dataset == "crows_pairs_en"].drop_duplicates("pair_id")
     en.index = en["pair_id"].astype(str)
@@ -243,3 +253,36 @@ def test_notebook5_sensitivity_rows_are_one_call():
     assert s.loc["unweighted", "estimate"] == pytest.approx(ya.mean() - yb.mean())
     assert s.loc["fpc", "p_value"] == pytest.approx(
         independent(ya - yb, h, {"a": 200, "b": 50, "c": 30}, fpc=True)[3])
+
+
+def test_the_share_swap_test_on_hand_examples():
+    """Stratum a: 2 pairs of 2 in the file (weight 1), stratum b: 1 pair of 2 (weight 2), so W = (1/2, 1/2) and the
+    swap distribution of the share's distance from 1/2 is 0.5 (k_a/2 - 1/2) + 0.5 (k_b - 1/2), k_a ~ Bin(2, 1/2),
+    k_b ~ Bin(1, 1/2): -0.5, -0.25, 0, 0, 0.25, 0.5 with probabilities 1/8, 1/4, 1/8, 1/8, 1/4, 1/8."""
+    h, w = np.array(["a", "a", "b"]), np.array([1.0, 1.0, 2.0])
+    r = share_swap_p([1, 1, 1], h, w)               # share 1, distance 0.5: the two extreme points, 1/8 + 1/8
+    assert (r["estimate"], r["p_value"]) == pytest.approx((1.0, 0.25))
+    r = share_swap_p([1, 0, 1], h, w)               # share 0.75, distance 0.25: all but the two zeros, 3/4
+    assert (r["estimate"], r["p_value"]) == pytest.approx((0.75, 0.75))
+    # a tie (NaN) leaves stratum b with no pair: no share, no test
+    assert np.isnan(share_swap_p([1, 0, np.nan], h, w)["p_value"])
+    # one stratum, or equal weights N_h / n_h over strata (a self-weighting sample): the exact binomial test
+    x = np.r_[np.ones(31), np.zeros(19)]
+    assert share_swap_p(x, np.zeros(50), np.ones(50))["p_value"] == pytest.approx(stats.binomtest(31, 50).pvalue)
+    big = np.repeat(list("abcdefgh"), 40)
+    y = (np.random.default_rng(1).random(320) < 0.58).astype(float)
+    r = share_swap_p(y, big, np.full(320, 3.0))
+    assert r["p_value"] == pytest.approx(stats.binomtest(int(y.sum()), 320).pvalue) and "binomial" in r["method"]
+
+
+def test_the_share_swap_test_draws_agree_with_its_enumeration():
+    """Beyond N_SWAP + 1 points the p is (1 + #{D* >= D}) / (B + 1) from B random swaps: within 4 Monte Carlo SEs
+    of the enumerated swap distribution's exact p (here 1.1 million points)."""
+    rng = np.random.default_rng(3)
+    h = np.repeat(["a", "b", "c", "d"], [40, 41, 30, 20])
+    w = np.repeat([5.0, 2.0, 3.0, 2.5], [40, 41, 30, 20])
+    x = (rng.random(h.size) < np.repeat([0.62, 0.5, 0.55, 0.45], [40, 41, 30, 20])).astype(float)
+    drawn, exact = share_swap_p(x, h, w, seed=4), share_swap_p(x, h, w, n_max=2_000_000)
+    assert "random swaps" in drawn["method"] and "exact" in exact["method"]
+    assert abs(drawn["p_value"] - exact["p_value"]) < 4 * np.sqrt(exact["p_value"] * (1 - exact["p_value"]) / 99_999)
+    assert 0.001 < exact["p_value"] < 0.5                   # a p the comparison can resolve

@@ -29,10 +29,8 @@ import pandas as pd
 from .. import plan as P
 from ..benchmarks import SPECS, spec
 from ..stats import null_simulation as C
+from ..stats.reanalysis import in_graph
 
-TESTED = ("distinguishable", "not distinguishable")
-#: the verdicts of the other rows the graph tests (their p enters the familywise simulation)
-IN_GRAPH = ("not reached (", "not decided (")
 #: replications of the familywise-error simulation that ``biaslab reproduce --publish`` runs; also the block size
 #: :func:`fwer` simulates at once (memory is one block's: the committed outputs' 52 instances take ~0.8 GB per block,
 #: the largest design 20,720 units x 2,000 replications, whatever the count asked for)
@@ -82,7 +80,7 @@ def _tested(t: pd.DataFrame) -> pd.DataFrame:
     if "claim" not in t or "verdict" not in t:
         return t.iloc[0:0]
     v = t["verdict"].astype(str)
-    return t[t["claim"].fillna("").ne("") & (v.isin(TESTED) | v.str.startswith(IN_GRAPH))]
+    return t[t["claim"].fillna("").ne("") & v.map(in_graph)]
 
 
 def _need(r) -> float:

@@ -16,7 +16,8 @@ Per claim instance, beside its primary analysis, the analyses its plan claim lis
   stratified estimate with the finite-population correction (:mod:`biaslab.papers.crows_pairs.sensitivity`, which
   also gives notebook 3's rows).
 
-Every row, whichever module computes it, is decided by :func:`biaslab.stats.reanalysis.decide`.
+Every row, whichever module computes it, is decided by :func:`biaslab.stats.reanalysis.decide` (the plan's graph
+and power rule, as the primary rows were).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ import pandas as pd
 from ..stats import paired, responders
 from ..stats import reanalysis as S
 
-TESTED = ("distinguishable", "not distinguishable")
+TESTED = S.TESTED
 MODAL_SHARE_ALTERNATIVES = (0.90, 0.99)
 INVALID = "other"      # SSQA's parsed answer that is none of the labels
 #: the analysis ids a plan claim may list under ``sensitivity`` (each runs where its data exist in the run)
@@ -47,36 +48,32 @@ def _planned(plan, claim_id: str, notebook: str) -> set:
     return listed
 
 
-def _row(claim, family, instance, analysis, event, description, r: dict, n_families=np.nan, share=np.nan) -> dict:
+def _row(claim, family, instance, analysis, event, description, r: dict, **budget) -> dict:
+    """One undecided row; ``budget``: the instance's :data:`biaslab.stats.reanalysis.BUDGET` columns."""
     return {"claim": claim, "family": family, "instance": instance, "analysis": analysis,
             "intercurrent_event": event, "description": description, "estimate": r.get("estimate"),
             "ci_low": r.get("ci_low"), "ci_high": r.get("ci_high"), "p_value": r.get("p_value"),
-            "n_families": n_families, "share": share}
+            **{k: budget.get(k, np.nan) for k in S.BUDGET}}
 
 
 def _base(r: dict, instance: str) -> dict:
-    """A decided claim row's identity and its family's budget (the sensitivity rows are decided at it)."""
-    return {"claim": r["claim"], "family": r["family"], "instance": instance,
-            **{k: r.get(k, np.nan) for k in S.BUDGET}}
+    """A decided claim row's identity, its family's budget, the level its test needs and its verdict (the sensitivity
+    rows are decided at them)."""
+    return {"claim": r["claim"], "family": r["family"], "instance": instance, **S.budget(r)}
 
 
-def _family_rule(claims: pd.DataFrame, row: dict, alpha: float) -> Callable[[float], str]:
+def _family_rule(primaries: list[dict], base: dict, plan) -> Callable[[float], str]:
     """p -> the verdict this instance would get with that p, by its primary's rule (the one
-    :func:`biaslab.stats.reanalysis.decide`: Holm over its family's tested primaries at the family's budget)."""
-    fam = claims[(claims["family"] == row["family"]) & claims["verdict"].isin(TESTED)]
-    others = [p for k, p in zip(fam.index, fam["p_value"]) if k != row["_index"]]
-
-    def rule(p: float) -> str:
-        t = pd.DataFrame({"claim": "c", "family": "f", "instance": range(len(others) + 1), "analysis": S.PRIMARY,
-                          "p_value": [p] + others, **{k: row.get(k, np.nan) for k in S.BUDGET}})
-        return S.decide(t, alpha)["verdict"].iloc[0]
-    return rule
+    :func:`biaslab.stats.reanalysis.decide`: the plan's graph over its family's primaries at the family's budget);
+    ``primaries``: the primary rows of every instance of the family (this run's, and others' for a family that
+    spans runs)."""
+    return S.rule(pd.DataFrame(primaries, columns=S.COLUMNS[:10] + S.BUDGET), base, plan=plan)
 
 
 def _primary(row, estimate: str) -> dict:
-    tested = row.get("verdict") in TESTED
+    """The decided row's estimate, interval and p (the p where the instance is in the graph)."""
     return {"estimate": row[estimate], "ci_low": row.get("ci_low"), "ci_high": row.get("ci_high"),
-            "p_value": row["p_value"] if tested else np.nan}
+            "p_value": row["p_value"] if S.in_graph(row.get("verdict")) else np.nan}
 
 
 def _degenerate_rows(base: dict, primary: dict, answers: pd.DataFrame, models: tuple, answer: str = "answer") -> list:
@@ -133,14 +130,15 @@ def _invalid_rows(base: dict, df: pd.DataFrame, a: str, b: str, test: Callable[[
 def compare_sensitivity(root: Path, pairs: pd.DataFrame, seed: int = 0, *, plan) -> pd.DataFrame:
     """Notebook 5's sensitivity table for its SSQA and BBQ claims (``pairs``: the decided paired_differences),
     decided under ``plan``."""
-    alpha = plan.alpha
     from ..papers.compare import tables as T
-    rows = []
     claims = pairs[pairs["claim"].fillna("").ne("")] if "claim" in pairs else pairs.iloc[0:0]
-    for r in claims.assign(_index=claims.index).to_dict("records"):
-        base = _base(r, f"{r['metric']} · {r['model_a']} - {r['model_b']}")
-        prim = _primary(r, "difference")
-        rows.append(_row(**base, analysis=S.PRIMARY, event="", description=r.get("verdict", ""), r=prim))
+    primaries = [_row(**_base(r, f"{r['metric']} · {r['model_a']} - {r['model_b']}"), analysis=S.PRIMARY, event="",
+                      description=r.get("verdict", ""), r=_primary(r, "difference"))
+                 for r in claims.to_dict("records")]
+    rows = []
+    for r, prim in zip(claims.to_dict("records"), primaries):
+        base = _base(r, prim["instance"])
+        rows.append(prim)
         if r.get("verdict") not in TESTED:
             continue
         want = _planned(plan, r["claim"], "05_compare")
@@ -166,24 +164,29 @@ def compare_sensitivity(root: Path, pairs: pd.DataFrame, seed: int = 0, *, plan)
                 return {"estimate": x["difference"], "ci_low": x["ci_low"], "ci_high": x["ci_high"],
                         "p_value": x["p_value"]}
             rows += _invalid_rows(base, both.reset_index(drop=True), r["model_a"], r["model_b"], test,
-                                  _family_rule(claims, r, alpha), m.outcome, seed)
-    return S.decide(pd.DataFrame(rows, columns=S.COLUMNS[:10] + S.BUDGET), alpha) if rows else \
+                                  _family_rule(primaries, base, plan), m.outcome, seed)
+    return S.decide(pd.DataFrame(rows, columns=S.COLUMNS[:10] + S.BUDGET), plan=plan) if rows else \
         pd.DataFrame(columns=S.COLUMNS)
 
 
 # ------------------------------------------------------------------------------------------------ notebook 1
 def multifactor_sensitivity(pst: pd.DataFrame, nocot: pd.DataFrame, benchmark: str, fplan, clusters,
-                            seed: int = 0, *, plan) -> pd.DataFrame:
-    """Notebook 1's sensitivity table for ``dm-difference`` (``pst``: the decided paired_subgroup_tests; ``nocot``:
-    the analysed responses with their factors; ``fplan``: the benchmark's FactorPlan), decided under ``plan``."""
-    alpha, factors, outcome, ideal = plan.alpha, fplan.ecdf_factors, fplan.outcome, fplan.ideal
-    rows = []
+                            seed: int = 0, *, plan, context: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Notebook 1's sensitivity table for its claims (``pst``: the decided paired_subgroup_tests; ``nocot``: the
+    analysed responses with their factors; ``fplan``: the benchmark's FactorPlan), decided under ``plan``;
+    ``context``: the primary rows (:func:`primary_rows`) of the other benchmarks' instances of the same families,
+    where the plan's families span notebook 1's benchmark runs (their verdicts and the tipping point then follow the
+    joint rule)."""
+    factors, outcome, ideal = fplan.ecdf_factors, fplan.outcome, fplan.ideal
     claims = pst[pst["claim"].fillna("").ne("")] if "claim" in pst else pst.iloc[0:0]
-    for r in claims.assign(_index=claims.index).to_dict("records"):
+    primaries = primary_rows(pst, benchmark)
+    every = primaries + ([] if context is None else context.to_dict("records"))
+    rows = []
+    for r, prim_row in zip(claims.to_dict("records"), primaries):
         a, b = r["model_a"], r["model_b"]
-        base = _base(r, f"{benchmark} · {a} - {b}")
+        base = _base(r, prim_row["instance"])
         prim = _primary(r, "metric_difference")
-        rows.append(_row(**base, analysis=S.PRIMARY, event="", description=r.get("verdict", ""), r=prim))
+        rows.append(prim_row)
         if r.get("verdict") not in TESTED:
             continue
         df = nocot[nocot["model"].isin([a, b])].reset_index(drop=True)
@@ -196,9 +199,19 @@ def multifactor_sensitivity(pst: pd.DataFrame, nocot: pd.DataFrame, benchmark: s
         if fplan.reads == "answer" and fplan.answer in df and "degenerate-threshold" in want:     # the plan's answer
             rows += _degenerate_rows(base, prim, df, (a, b), fplan.answer)
         if fplan.invalid_answers and "answer" in df and "invalid-as-deviating" in want:
-            rows += _invalid_rows(base, df, a, b, test, _family_rule(claims, r, alpha), outcome, seed,
+            rows += _invalid_rows(base, df, a, b, test, _family_rule(every, base, plan), outcome, seed,
                                   fplan.invalid_answers)
         rows += [_row(**base, analysis=name, event="outcome definition", description=desc, r=test(d))
                  for sid, variants in fplan.outcome_variants.items() if sid in want for name, desc, d in variants(df)]
-    return S.decide(pd.DataFrame(rows, columns=S.COLUMNS[:10] + S.BUDGET), alpha) if rows else \
+    others = context if context is not None and len(context) else None
+    return S.decide(pd.DataFrame(rows, columns=S.COLUMNS[:10] + S.BUDGET), plan=plan, context=others) if rows else \
         pd.DataFrame(columns=S.COLUMNS)
+
+
+def primary_rows(pst: pd.DataFrame, benchmark: str) -> list[dict]:
+    """The undecided primary rows of notebook 1's claim instances in one benchmark run's decided
+    ``paired_subgroup_tests`` (``instance`` "<benchmark> · <model a> - <model b>")."""
+    claims = pst[pst["claim"].fillna("").ne("")] if "claim" in pst else pst.iloc[0:0]
+    return [_row(**_base(r, f"{benchmark} · {r['model_a']} - {r['model_b']}"), analysis=S.PRIMARY, event="",
+                 description=r.get("verdict", ""), r=_primary(r, "metric_difference"))
+            for r in claims.to_dict("records")]

@@ -391,26 +391,32 @@ def preference_test(x: Iterable | None = None, *, k: int | None = None, n: int |
             **rng}
 
 
-def design_preference_test(x, stratum, weight, fpc: bool = False) -> dict:
+def design_preference_test(x, stratum, weight, fpc: bool = False, seed: int = 0) -> dict:
     """:func:`preference_test` of the share π of *every pair of the file* preferring the more stereotypical
     sentence, from a stratified sample (ties, NaN, left out within their stratum): the stratified share
-    π̂_st = Σ_h W_h π̂_h, its stratified variance and the design-based t test of π = 0.5 on Satterthwaite's df
-    (:func:`biaslab.stats.stratified.stratified_mean`, Cochran 1977 ch. 5; no FPC unless ``fpc``). It replaces the
-    exact binomial test wherever the weights are unequal, and is used for the pooled row whatever they are (one
-    test per claim). The interval is the t interval, clipped to [0, 1]. The Bayes factor is on the same share: eq. 9
-    (and the Beta(a, a) range) at the effective counts π̂_st · n_eff of n_eff, n_eff = n/deff (Kish 1965). ``k``
-    and ``n`` stay the sample's counts; ``binom_p`` is left NaN. Adds p_value, pi_ci_low, pi_ci_high, se, df,
-    n_eff, n_population, design_effect, estimator."""
-    from .stratified import stratified_mean
+    π̂_st = Σ_h W_h π̂_h and its stratified variance (:func:`biaslab.stats.stratified.stratified_mean`, Cochran 1977
+    ch. 5; no FPC unless ``fpc``). The test of π = 0.5 is the sentence-swap randomization test of the stratified
+    share (:func:`biaslab.stats.stratified.share_swap_p`, seeded by ``seed``; the exact binomial test where the
+    weights are equal): its size holds at any level, where the design-based t on 0/1 preferences rejected up to 1.4
+    times too often at the plan's levels (docs/calibration.md). It is used for the pooled row whatever the weights
+    (one test per claim). The interval is the t interval on Satterthwaite's df, clipped to [0, 1] (not the test's
+    dual). The Bayes factor is on the same share: eq. 9 (and the Beta(a, a) range) at the effective counts
+    π̂_st · n_eff of n_eff, n_eff = n/deff (Kish 1965). ``k`` and ``n`` stay the sample's counts; ``binom_p`` is
+    left NaN. Adds p_value, p_method, pi_ci_low, pi_ci_high, se, df, n_eff, n_population, design_effect,
+    estimator."""
+    from .stratified import share_swap_p, stratified_mean
     arr = np.asarray(x, dtype=float)
     fin = arr[np.isfinite(arr)]
     if not np.isin(fin, (0.0, 1.0)).all():
         raise ValueError("design_preference_test: X_i must be 0, 1 or NaN")
     st = stratified_mean(arr, stratum, weight, null=0.5, fpc=fpc)
     pi = st["estimate"]
+    test = share_swap_p(arr, stratum, weight, seed=seed) if np.isfinite(st["p_value"]) else \
+        {"p_value": np.nan, "method": st["method"]}
     out = {"n": int(fin.size), "k": int(fin.sum()), "pi_hat": pi,
            "ss": max(pi, 1 - pi) if np.isfinite(pi) else float("nan"), "binom_p": float("nan"),
-           "p_value": st["p_value"], "pi_ci_low": max(st["ci_low"], 0.0) if np.isfinite(st["ci_low"]) else np.nan,
+           "p_value": test["p_value"], "p_method": test["method"],
+           "pi_ci_low": max(st["ci_low"], 0.0) if np.isfinite(st["ci_low"]) else np.nan,
            "pi_ci_high": min(st["ci_high"], 1.0) if np.isfinite(st["ci_high"]) else np.nan, "se": st["se"],
            "df": st["df"], "n_eff": st["n_eff"], "n_population": st["n_population"],
            "design_effect": st["design_effect"], "estimator": _design_label(st["method"]), "bf10": float("nan"),
@@ -659,13 +665,14 @@ def likelihood_tests(pairs: pd.DataFrame, by: Sequence[str] = ("model", "dataset
 
 
 def preference_tests(prefs: pd.DataFrame, by: Sequence[str] = ("model", "dataset", "source"),
-                     bias_col: str = "bias_type", x: str = "x", overall: bool = True) -> pd.DataFrame:
+                     bias_col: str = "bias_type", x: str = "x", overall: bool = True, seed: int = 0) -> pd.DataFrame:
     """Preference-scheme table: one row per group × bias type (plus 'overall').
 
     ``prefs`` has one row per pair with ``x`` in {1, 0, NaN}: 1 = prefers the more stereotypical sentence, NaN =
     excluded (refusal, unparseable answer, tie). Where ``prefs`` carries a stratified design (``stratum``,
     ``weight``), the pooled 'overall' row estimates the share over every pair of the file by
-    :func:`design_preference_test` (stratified share, design-based t test and interval; ``binom_p`` NaN); a
+    :func:`design_preference_test` (stratified share, its sentence-swap randomization test seeded by ``seed``, the
+    t interval; ``binom_p`` NaN); a
     bias-type row is a simple random sample of its type: exact binomial test and Clopper-Pearson interval.
     ``p_value`` is each row's test (``p_method`` names it). Columns: ``*by, bias_type, n, n_excluded, k, pi_hat,
     ss, binom_p, p_value, bf10, log10_bf10, evidence`` and the interval, design and MDE columns.
@@ -678,7 +685,7 @@ def preference_tests(prefs: pd.DataFrame, by: Sequence[str] = ("model", "dataset
     for keys, bt, g in _groups(prefs, by, bias_col, overall):
         xs = g[x].to_numpy(dtype=float)
         if weighted and bt == OVERALL:
-            res = design_preference_test(xs, g["stratum"], g["weight"])
+            res = design_preference_test(xs, g["stratum"], g["weight"], seed=seed)
         else:
             res = preference_test(xs)
             lo, hi = clopper_pearson(res["k"], res["n"])
@@ -697,7 +704,8 @@ def preference_tests(prefs: pd.DataFrame, by: Sequence[str] = ("model", "dataset
                                 "Clopper-Pearson (pairs independent); SS interval folded from pi's")
     out["n_clusters"] = out["n"]                      # pairs are independent units
     out["null_value"] = 0.5
-    out["p_method"] = np.where(design, "design-based t (two-sided) of pi = 0.5: " + out["estimator"].astype(str),
+    own = out["p_method"].astype(str) if "p_method" in out else pd.Series("", index=out.index)
+    out["p_method"] = np.where(design, own + " (two-sided) of pi = 0.5: " + out["estimator"].astype(str),
                                "exact binomial (two-sided) of pi = 0.5")
     flat = _not_estimable(out, pd.Series(False, index=out.index), "pairs")
     out.loc[flat != "", "ci_method"] = out.loc[flat != "", "p_method"] = flat[flat != ""]

@@ -40,7 +40,9 @@ tests/test_calibration.py):
 * :func:`paired_rule` :func:`biaslab.stats.paired.paired_difference`: the mean rule, with the exact McNemar test as
   the p-value where every cluster is one unit and the outcome is 0/1;
 * :func:`stratified_rule` :func:`biaslab.stats.stratified.stratified_mean`: the design-based t of a stratified
-  sample's weighted mean (the CrowS-Pairs claims);
+  sample's weighted mean (the CrowS-Pairs LPBS claims and notebook 5's share difference);
+* :func:`share_swap_rule` :func:`biaslab.stats.stratified.share_swap_p`: the sentence-swap randomization test of
+  a stratified share (``stereotype-share``), with the t interval's coverage;
 * :func:`swap_rule` the cluster swap randomization test of a statistic (:func:`biaslab.stats.clustered.
   cluster_swap_p`: notebook 1's deviation-metric difference);
 * :func:`permutation_rule` the one-sided permutation test of the eq.-1 excess (CALM) and its location-shift
@@ -78,6 +80,10 @@ from .clustered import (FEW_CLUSTERS, N_SWAP, N_WILD, codes, resampling_p, sign_
 MAX_RATIO = 1.5
 #: wild bootstrap draws inside each calibration replication (the run's; one fixed Webb weight matrix for all)
 CALIBRATION_BOOT = N_WILD
+#: swap draws per chunk of replications from which :func:`share_swap_rule` takes the share q of its null at least as
+#: extreme (the chunks' pools together enter ``type_i_mc_se``: 16 chunks give 1.6 million draws, a relative SE of
+#: 2 % at q = 0.001)
+SHARE_POOL = 100_000
 #: array elements one chunk of replications may hold (the replications run in chunks of at most this size)
 CHUNK_ELEMENTS = 2_000_000
 
@@ -302,6 +308,40 @@ def stratified_rule(y: np.ndarray, d: Design, alpha: float = 0.05, seed: int = 0
                                                   f"n = {y.shape[1]}"}
 
 
+def share_swap_rule(y: np.ndarray, d: Design, alpha: float = 0.05, seed: int = 0) -> dict:
+    """:func:`biaslab.stats.stratified.share_swap_p` for every row of 0/1 preferences (the stratified share's
+    sentence-swap randomization test): p the exact share of the swap distribution at least as far from 1/2 where it
+    is enumerated, else drawn as ``(1 + Bin(N_SWAP, q)) / (N_SWAP + 1)``, q from an independent pool of
+    :data:`SHARE_POOL` swap draws;
+    ``covers``: the t interval the table shows (:func:`stratified_rule`'s)."""
+    from .stratified import _share_terms, share_swap_null
+    r = stratified_rule(y, d, alpha, seed)
+    n_h = np.bincount(d.h, minlength=d.W.size)
+    W = d.W
+    if np.ptp(W / n_h) <= 1e-12 * np.max(W / n_h):          # a self-weighting sample: the exact binomial test
+        h, W, n_h = np.zeros(d.h.size, dtype=int), np.ones(1), np.array([d.h.size])
+    else:
+        h = d.h
+    k = _totals(y, h).round().astype(int)                     # (R x H) preferring counts
+    obs = np.zeros(y.shape[0])
+    for j, t in enumerate(_share_terms(n_h, W)):
+        obs = obs + t[k[:, j]]
+    rng = np.random.default_rng([seed, 3])
+    vals, probs = share_swap_null(n_h, W, N_SWAP, rng)
+    if probs is not None:
+        order = np.argsort(vals)
+        tail = np.cumsum(probs[order][::-1])[::-1]            # P(D* >= vals[order][i])
+        i = np.searchsorted(vals[order], np.abs(obs) - 1e-12, side="left")
+        p, pool, how = np.where(i < vals.size, tail[np.minimum(i, vals.size - 1)], 0.0), 0, "exact"
+    else:
+        pool_vals = share_swap_null(n_h, W, max(y.shape[0], SHARE_POOL), rng)[0]
+        q = _share_at_least(pool_vals, np.abs(obs) - 1e-12)
+        p, pool, how = _drawn_p(q, N_SWAP, rng), pool_vals.size, f"{N_SWAP:,} random swaps"
+    return {"p": np.minimum(p, 1.0), "covers": r["covers"], "pool": pool,
+            "method": f"sentence-swap randomization test of the stratified share ({how}), {d.W.size} strata, "
+                      f"n = {y.shape[1]}; t interval"}
+
+
 def _share_at_least(pool: np.ndarray, thresholds: np.ndarray) -> np.ndarray:
     """For each threshold, the share of ``pool`` at or above it (an undefined draw counts as above)."""
     ref = np.sort(np.nan_to_num(np.asarray(pool, dtype=float), nan=np.inf))
@@ -417,7 +457,7 @@ TESTS: dict[str, tuple[Callable, Callable]] = {
     "dm-other": (swap, swap_rule),
     "lpbs-mean": (swap, stratified_rule),        # pairs independent, each pair's two sentences swapped
     "lpbs-other": (swap, stratified_rule),
-    "stereotype-share": (swap, stratified_rule),
+    "stereotype-share": (swap, share_swap_rule),  # the share's sentence-swap randomization test
     "group-choice": (relabel, rao_scott),
     "ssqa-deviation-rate": (swap, paired_rule),
     "bbq-ambiguous": (swap, paired_rule),        # both models' score pseudo-values recomputed from swapped answers

@@ -37,7 +37,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from .clustered import without_variance
+from .clustered import N_SWAP, without_variance
 
 PRIMARY = "stratified, design-weighted (W_h = N_h/N), no FPC, t(Satterthwaite df)"
 FPC = "stratified, design-weighted (W_h = N_h/N), with FPC (1 - n_h/N_h), t(Satterthwaite df)"
@@ -119,3 +119,70 @@ def stratified_mean(y, stratum, weight, null: float = 0.0, fpc: bool = False, al
 def has_design(df: pd.DataFrame, stratum: str = "stratum", weight: str = "weight") -> bool:
     """Whether a table carries a stratified design (its ``stratum`` and ``weight`` columns, weights present)."""
     return stratum in df.columns and weight in df.columns and bool(df[weight].notna().all()) and len(df) > 0
+
+
+def share_swap_null(n_h, W, n_max: int = N_SWAP, rng: np.random.Generator | None = None) -> tuple:
+    """The randomization distribution of ``D = |sum_h W_h (k_h / n_h - 1/2)|``, the stratified share's distance from
+    1/2, under the sentence swap: exchanging a pair's two sentences turns its preference x into 1 - x, so over the
+    2^n swaps every pair's preference is a fair coin and k_h ~ Binomial(n_h, 1/2), independently over strata, whatever
+    the data. Returns ``(values, probabilities)``: all prod(n_h + 1) points with their exact probabilities where they
+    number at most ``n_max + 1``; else ``n_max`` random draws (from ``rng``) and None. The values are summed stratum
+    by stratum in a fixed order (:func:`_share_terms`), so an observed D is one of them to the last bit."""
+    n_h, W = np.asarray(n_h, dtype=int), np.asarray(W, dtype=float)
+    terms = _share_terms(n_h, W)
+    if np.prod((n_h + 1).astype(float)) <= n_max + 1:
+        vals, probs = np.zeros(1), np.ones(1)
+        for n, v in zip(n_h, terms):
+            vals = (vals[:, None] + v[None, :]).ravel()
+            probs = (probs[:, None] * stats.binom.pmf(np.arange(n + 1), n, 0.5)[None, :]).ravel()
+        return np.abs(vals), probs
+    rng = rng if rng is not None else np.random.default_rng(0)
+    vals = np.zeros(n_max)
+    for n, v in zip(n_h, terms):                     # k_h by its inverse CDF (numpy's binomial sampler is slower)
+        cdf = stats.binom.cdf(np.arange(n + 1), n, 0.5)
+        vals = vals + v[np.minimum(np.searchsorted(cdf, rng.random(n_max), side="right"), n)]
+    return np.abs(vals), None
+
+
+def _share_terms(n_h: np.ndarray, W: np.ndarray) -> list[np.ndarray]:
+    """Per stratum, ``W_h (k / n_h - 1/2)`` for k = 0..n_h."""
+    return [w * (np.arange(n + 1) / n - 0.5) for n, w in zip(n_h, W)]
+
+
+def share_swap_p(x, stratum, weight, n_max: int = N_SWAP, seed: int = 0) -> dict:
+    """Two-sided sentence-swap randomization test of "the two sentences of every pair are exchangeable" (so the share
+    of pairs preferring the more stereotyped one is 1/2) for a stratified share ``sum_h W_h k_h / n_h`` (Fisher's
+    randomization test, Lehmann & Romano 2005 §15.2): ``p = P(D* >= D)`` over the swap distribution
+    (:func:`share_swap_null`), exact where it is enumerated (one stratum, or equal weights: the exact binomial test)
+    and ``(1 + #{D* >= D}) / (n_max + 1)`` from ``n_max`` random swaps otherwise, a p whose size is at most its level
+    at any level (Phipson & Smyth 2010). ``x``: 0/1 per sampled pair, NaN (a tie) left out within its stratum, which
+    keeps its population size N_h = the sum of its design weights (:func:`stratified_mean`'s weighting-class rule).
+    Under the weaker null "the file's share is 1/2" with strata whose shares differ, D's variance is below the swap
+    distribution's, so the test is conservative there. Returns estimate, p_value, n, n_strata and ``method``."""
+    df = pd.DataFrame({"x": np.asarray(x, dtype=float), "h": np.asarray(stratum), "w": np.asarray(weight, float)})
+    fin = df["x"].dropna()
+    if not np.isin(fin, (0.0, 1.0)).all():
+        raise ValueError("share_swap_p: x must be 0, 1 or NaN")
+    N_h = df.groupby("h", sort=True)["w"].sum()
+    ok = df[df["x"].notna()]
+    n_h = ok.groupby("h")["x"].size().reindex(N_h.index, fill_value=0)
+    if ok.empty or (n_h == 0).any():
+        return {"estimate": np.nan, "p_value": np.nan, "n": int(n_h.sum()), "n_strata": int(len(N_h)),
+                "method": "undefined: a stratum has no pair with a preference"}
+    W = (N_h / N_h.sum()).to_numpy()
+    k_h = ok.groupby("h")["x"].sum().reindex(N_h.index).to_numpy().astype(int)
+    n = n_h.to_numpy()
+    if np.ptp(W / n) <= 1e-12 * np.max(W / n):      # a self-weighting sample: one binomial, the exact binomial test
+        W, k_h, n = np.ones(1), k_h.sum(keepdims=True), n.sum(keepdims=True)
+    obs = 0.0
+    for t, k in zip(_share_terms(n, W), k_h):        # the order share_swap_null sums in
+        obs += t[k]
+    vals, probs = share_swap_null(n, W, n_max, np.random.default_rng(seed))
+    hit = vals >= abs(obs) - 1e-12
+    if probs is not None:
+        p, how = float(probs[hit].sum()), f"exact, all {vals.size:,} points"
+    else:
+        p, how = (1 + int(hit.sum())) / (n_max + 1), f"{n_max:,} random swaps"
+    return {"estimate": float(obs + 0.5), "p_value": min(1.0, p), "n": int(n.sum()), "n_strata": int(len(N_h)),
+            "method": f"sentence-swap randomization test ({how}; "
+                      + (f"{len(n)} strata)" if len(n) > 1 else "weights equal: the exact binomial test)")}

@@ -115,4 +115,4 @@ def sensitivity(ut: pd.DataFrame, per_prompt: pd.DataFrame, prompts: pd.DataFram
                  S.Analysis("no responder check", "degenerate responder", "every model tested",
                             decide("uniformity_tests", base, None, plan=plan))]
     keys = [c for c in ("model", "class_type", "polarity", "unit") if c in ut]
-    return S.decide(S.rows(ut, analyses, claims, keys), plan.alpha)
+    return S.decide(S.rows(ut, analyses, claims, keys), plan=plan)

@@ -56,4 +56,4 @@ def sensitivity(resp: pd.DataFrame, primary: pd.DataFrame, n_perm: int, seed: in
         S.Analysis("no responder check", "degenerate responder", "every model tested",
                    D.decide(cb.score_table(resp, {"paper": paper}, n_perm=n_perm, seed=seed), None, plan=plan)),
     ]
-    return S.decide(S.rows(primary, analyses, claims, KEYS), plan.alpha)
+    return S.decide(S.rows(primary, analyses, claims, KEYS), plan=plan)

@@ -1,8 +1,8 @@
 """Pre-specified sensitivity analyses of the CrowS-Pairs claims for the sampling weights (plan id
 ``sampling-weights``; rows of ``sensitivity.csv``, decided by :func:`biaslab.stats.reanalysis.decide`).
 
-The primary analysis of ``lpbs-mean``, ``stereotype-share`` (notebook 3) and ``crows-en-share`` (notebook 5)
-weights a bias-type-stratified sample back to every pair of its file (:mod:`biaslab.stats.stratified`, no
+The primary analysis of ``lpbs-mean``, ``lpbs-other``, ``stereotype-share`` (notebook 3) and ``crows-en-share``
+(notebook 5) weights a bias-type-stratified sample back to every pair of its file (:mod:`biaslab.stats.stratified`, no
 finite-population correction). Two alternatives, each recomputed per instance from the pair scores:
 
 * ``unweighted``: the stratified sample's plain mean (one-sample t), share (exact binomial, Clopper-Pearson) or paired
@@ -28,7 +28,8 @@ from ...stats.stratified import stratified_mean
 
 EVENT = "sampling: the scored pairs are a bias-type-stratified sample of the file"
 DESCRIPTIONS = {
-    "primary": "stratified estimate weighted to the file's bias-type shares (W_h = N_h/N), no FPC, t(Satterthwaite)",
+    "primary": "stratified estimate weighted to the file's bias-type shares (W_h = N_h/N), no FPC; the claim's test "
+               "(LPBS: t(Satterthwaite); the share: its sentence-swap randomization test)",
     "unweighted": "the stratified sample's pairs unweighted (estimand: the sampled pairs, not the file)",
     "fpc": "stratified estimate with the finite-population correction (1 - n_h/N_h), t(Satterthwaite)",
 }
@@ -61,7 +62,8 @@ def _share(g: pd.DataFrame, analysis: str) -> dict:
 
 
 #: notebook 3's claims: table, and each alternative's recomputation from pair_scores
-NB3 = {"lpbs-mean": ("likelihood_tests", _lpbs), "stereotype-share": ("preference_tests", _share)}
+NB3 = {"lpbs-mean": ("likelihood_tests", _lpbs), "lpbs-other": ("likelihood_tests", _lpbs),
+       "stereotype-share": ("preference_tests", _share)}
 ID = "sampling-weights"
 
 
@@ -71,8 +73,8 @@ def _rows(base: dict, results: Mapping[str, dict]) -> list[dict]:
 
 
 def notebook3(pairs: pd.DataFrame, decided: Mapping[str, pd.DataFrame], *, plan) -> pd.DataFrame:
-    """Notebook 3's decided rows: ``lpbs-mean`` and ``stereotype-share`` per model x dataset (the primary from the
-    decided ``likelihood_tests`` / ``preference_tests``), each alternative recomputed from ``pairs``
+    """Notebook 3's decided rows: ``lpbs-mean``, ``lpbs-other`` and ``stereotype-share`` per model x dataset (the
+    primary from the decided ``likelihood_tests`` / ``preference_tests``), each alternative recomputed from ``pairs``
     (``pair_scores``: d, log-probabilities, ``stratum``, ``weight``), for the claims whose plan lists
     ``sampling-weights``; decided under ``plan``."""
     out = []
@@ -83,18 +85,18 @@ def notebook3(pairs: pd.DataFrame, decided: Mapping[str, pd.DataFrame], *, plan)
             continue
         for _, r in t[claim.mask(t)].iterrows():
             base = {"claim": claim_id, "family": r.get("family", ""), "instance": f"{r['model']} · {r['dataset']}",
-                    **{k: r.get(k, np.nan) for k in S.BUDGET}}
-            tested = r.get("verdict") in S.TESTED
+                    **S.budget(r)}
             ci = claim.ci or (None, None)
             out.append({**base, "analysis": S.PRIMARY, "intercurrent_event": EVENT, "description": DESCRIPTIONS[
                 "primary"], "estimate": r[claim.estimate], "ci_low": r.get(ci[0], np.nan),
-                "ci_high": r.get(ci[1], np.nan), "p_value": r[claim.p] if tested else np.nan})
-            if tested:
+                "ci_high": r.get(ci[1], np.nan),
+                "p_value": r[claim.p] if S.in_graph(r.get("verdict")) else np.nan})
+            if r.get("verdict") in S.TESTED:
                 g = pairs[(pairs["model"] == r["model"]) & (pairs["dataset"] == r["dataset"])]
                 out += _rows(base, {a: compute(g, a) for a in ANALYSES})
     if not out:
         return pd.DataFrame(columns=S.COLUMNS)
-    return S.decide(pd.DataFrame(out), plan.alpha)
+    return S.decide(pd.DataFrame(out), plan=plan)
 
 
 def paired_rows(responses: pd.DataFrame, pairs: pd.DataFrame, metric: str = "crows_en_stereotype_preferred"
@@ -119,7 +121,6 @@ def paired_rows(responses: pd.DataFrame, pairs: pd.DataFrame, metric: str = "cro
                 x = paired.paired_difference(ok, "stereotype_preferred", a, b, "pair_id", unit="unit", binary=True)
             res[an] = {"estimate": x["difference"], "ci_low": x["ci_low"], "ci_high": x["ci_high"],
                        "p_value": x["p_value"]}
-        base = {"claim": r["claim"], "family": r["family"], "instance": f"{metric} · {a} - {b}",
-                **{k: r.get(k, np.nan) for k in S.BUDGET}}
+        base = {"claim": r["claim"], "family": r["family"], "instance": f"{metric} · {a} - {b}", **S.budget(r)}
         out += _rows(base, res)
     return out

@@ -99,4 +99,4 @@ def sensitivity(responses: pd.DataFrame, metrics: pd.DataFrame, adjusted: pd.Dat
             alt = [S.Analysis(a, *analyses[a][:2], analyses[a][2].get(name, t.iloc[:0])) for a in c.sensitivity]
             rows.append(S.rows(t, alt, [c], keys[name]))
     rows = pd.concat(rows, ignore_index=True) if rows else pd.DataFrame()
-    return S.decide(rows, plan.alpha) if len(rows) else pd.DataFrame(columns=S.COLUMNS)
+    return S.decide(rows, plan=plan) if len(rows) else pd.DataFrame(columns=S.COLUMNS)
