@@ -109,11 +109,11 @@ PROFILES: dict[str, dict[str, dict]] = {
         # 510 of the 1,020 agentic prompts (plan v4: whole positive/negative pairs, 51 per class type x polarity, 100
         # scenarios; all 1,020 until v3); every cyclic rotation of a stratified 60-prompt subset (exploratory)
         "04_agentic_entropy": {"max_prompts": 510, "cyclic_prompts": 60, "fewshot_prompts": 0},
-        # one factor at a time around the paper's protocol, sized by cost within a cold `make reproduce` of 30
-        # minutes on 2 cores (items per benchmark: each spec's sizes, multiverse_sizes; cut by 20-40 % on
-        # 2026-11-28, when the idle cold run took 2,099 s, notebook 6 alone 1,763 s); 80 % power at a BBQ bias
-        # score of 0.1 would need ~660 ambiguous items per universe: the notebook's first finding states what this
-        # design can detect. q4_gguf is not run here: through the llama.cpp server it cost 10-60x an in-process
+        # one factor at a time around the paper's protocol, on what the 30-minute cold budget leaves once the
+        # decided claims are paid (plan v5): items per universe from each spec's sizes (multiverse_sizes: BBQ 22,
+        # CrowS-Pairs 16, the agentic benchmark 12, Winogender 24, MBBQ 1 per stratum), half of plan v4's; 80 %
+        # power at a BBQ bias score of 0.1 would need ~660 ambiguous items per universe, so no equivalence can be
+        # shown here (the notebook's first finding states what this design can detect). q4_gguf is not run here: through the llama.cpp server it cost 10-60x an in-process
         # universe on this CPU (pass -p 'precisions=["float32", "bf16_weights", "q4_gguf"]' with the served-test extra)
         "06_multiverse": {"pool": 150, "design_name": "ofat", "precisions": ["float32", "bf16_weights"], "n_boot": 2000},
         "05_compare": {"models": None, "n_boot": None},
