@@ -101,6 +101,13 @@ def test_cluster_sum_bootstrap_of_a_mean_equals_the_rate_bootstrap():
     assert b["ci_high"] == pytest.approx(np.quantile(reps, 0.975))
 
 
+def test_cluster_sum_bootstrap_says_why_no_resample_defines_the_statistic():
+    """A ratio whose denominator is 0 in every resample (BBQ's bias score of a formulation that never names a person)
+    has no interval, and says so in ci_method, the key every caller reads."""
+    b = ranking.cluster_sum_bootstrap(lambda t: t[:, 0] / t[:, 1], np.zeros((4, 2)), n_boot=50)
+    assert np.isnan(b["ci_low"]) and b["n_boot"] == 0 and b["ci_method"].startswith("undefined")
+
+
 def test_paired_cluster_sum_bootstrap_detects_a_real_difference_only():
     df = _simulate({"A": 0.6, "B": 0.3, "C": 0.6}, n_templates=40, seed=4).assign(one=1.0)
     f = lambda t: t[:, 0] / t[:, 1]

@@ -134,7 +134,7 @@ def cluster_sum_bootstrap(statistic: Callable[[np.ndarray], np.ndarray], sums: n
     estimate, se, ci_low, ci_high, p_boot (two-sided percentile-bootstrap p of the estimate against 0:
     ``2 * min((#{T* <= 0} + 1) / (B + 1), (#{T* >= 0} + 1) / (B + 1))``, capped at 1; meaningful for differences),
     n_clusters, n_boot and ``ci_method`` ("" or, where every resample gives one value, "not estimable (…)": no
-    interval and no p, :func:`biaslab.stats.clustered.without_variance`).
+    interval and no p, :func:`biaslab.stats.clustered.without_variance`; "undefined: …" where none gives a value).
     """
     sums = np.asarray(sums, float)
     g = sums.shape[0]
@@ -150,7 +150,7 @@ def cluster_sum_bootstrap(statistic: Callable[[np.ndarray], np.ndarray], sums: n
     reps = reps[np.isfinite(reps)]
     if reps.size == 0:
         return {"estimate": est, "se": np.nan, "ci_low": np.nan, "ci_high": np.nan, "p_boot": np.nan,
-                "n_clusters": g, "n_boot": 0}
+                "n_clusters": g, "n_boot": 0, "ci_method": "undefined: no resample of the clusters defines it"}
     if np.ptp(reps) == 0:
         return without_variance({"estimate": est, "se": 0.0, "n_clusters": g, "n_boot": int(reps.size)}, g,
                                 "clusters", p=("p_boot",), notes=("ci_method",))
