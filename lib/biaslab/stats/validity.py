@@ -409,7 +409,7 @@ def render(rows: pd.DataFrame, selection: pd.DataFrame, benchmark: str, labels: 
         if scores is not None and len(scores):
             sc = scores.assign(normalization=scores["normalization"].fillna(""))
             for c in by:
-                sc = sc[sc[c] == s[c]]
+                sc = sc[sc[c] == s[c]] if c in sc else sc
             norm = sel["normalization"] if isinstance(sel.get("normalization"), str) else ""
             for metric, g in sc.groupby("metric", sort=False):
                 now = g[(g["formulation"] == sel["formulation"]) & (g["normalization"] == norm)]
