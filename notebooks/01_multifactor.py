@@ -440,7 +440,7 @@ if rule is not None and len(scored):
     by_formulation = scored
     out.table(by_formulation.merge(prompts[["prompt_id"] + bench.cluster_columns], on="prompt_id", how="left"),
               "responses_by_formulation")
-    scored = instrument.selected(by_formulation, selection)
+    scored = instrument.selected(by_formulation, selection, subset, bspec)
 if len(scored):
     # every scored response (embedded models), with the generating unit and the plan's factors, for re-analysis
     # and for notebook 5's paired comparisons
@@ -473,7 +473,7 @@ if rule is None:
 else:
     display(Markdown(validity.rule_sentence(rule, bspec.title)))
     out.table(validity_rows, "validity")           # every check's numbers; the panel below is its summary
-    panel = validity.panel(validity_rows, instrument.LABELS)
+    panel = validity.panel(validity_rows, instrument.LABELS, by=instrument.keys(rule))
     out.table(panel, "validity_panel", markdown=True)
     display(panel)
     # each formulation's headline metrics (notebook 6's estimates of one universe), the paper's protocol beside the rule's
@@ -485,7 +485,7 @@ else:
                 fs.append({"model": m, "formulation": f, "normalization": nz, "metric": met.id,
                            **met.estimate(g.assign(universe=f), subset, 1000, seed)})
     out.table(pd.DataFrame(fs), "formulation_scores")
-    display(Markdown(validity.render(validity_rows, selection, bspec.title, instrument.LABELS,
+    display(Markdown(validity.render(validity_rows, selection, bspec.title, instrument.LABELS, by=instrument.keys(rule),
                                      scores=pd.DataFrame(fs), metric_labels={m.id: m.label for m in bspec.metrics})))
 
 # %% tags=["findings"]
@@ -512,7 +512,7 @@ if len(scored) and plan.summaries:
 # %%
 pool = pd.concat(responses + ([scored] if len(scored) else []), ignore_index=True)
 if selection is not None:   # the plan's scoring rule judged the instrument: its status per model replaces this check
-    resp_check = validity.responder_rows(selection, validity_rows)
+    resp_check = validity.responder_rows(selection, validity_rows, by=instrument.keys(rule))
 elif len(pool):   # the answer the plan's metrics read (SSQA: the label; agentic: the top position); "other" is none
     pool["answer_checked"] = pool[plan.answer].where(~pool[plan.answer].isin(plan.invalid_answers))
     resp_check = responders.responder_check(pool, answer="answer_checked", by=["model", "cot"] if plan.cot else "model",

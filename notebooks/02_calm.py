@@ -96,10 +96,10 @@ import pandas as pd
 from IPython.display import Markdown, display
 
 from biaslab.report.outputs import OutputDir
-from biaslab.benchmarks import calm as calm_data, calm_prompts as prompting
+from biaslab.benchmarks import calm as calm_data, calm_prompts as prompting, instrument
 from biaslab.papers.calm import bias as cb, encoders, findings, perturb, plots
 from biaslab.papers.calm import decisions, published, sensitivity
-from biaslab.stats import intervals, power
+from biaslab.stats import intervals, power, validity
 
 logging.basicConfig(level=logging.WARNING)
 pd.set_option("display.width", 160, "display.max_columns", 30, "display.precision", 3)
@@ -218,6 +218,8 @@ from biaslab import scoring
 
 pert_sets = {kind: perturb.perturb_prompts(sel, templates, kind) for kind in perturbations}
 responses, pert_responses, fingerprints, model_names = [], [], {}, []
+rule = PLAN.scoring_rule("calm")    # the plan's scoring rule (docs/validity.md; None: the paper's protocol is read)
+paper_responses, validity_parts = [], []
 served_notes = []       # what a served model changes in the protocol, computed from its capability probe
 NEEDS = {"next_token": "chat_top_logprobs" if chat else "top_logprobs", "sequence": "prompt_logprobs"}
 FORMAT = {"next_token": "label_dist", "sequence": "option_ll", "generate": "generated"}   # the protocol's answer format
@@ -250,6 +252,17 @@ for model_spec in models:   # a local name or folder, or a served model (see doc
     protocol = calm_data.PROTOCOL.replace(format=FORMAT[scheme], examples=k_shot, max_new_tokens=max_new_tokens,
                                           chat="on" if chat else "off")
     r = calm_data.SPEC.responses(sc, sel, protocol)
+    paper_responses.append(sel.join(r.drop(columns="prompt_id")).assign(model=name))
+    if rule is not None and scheme != "generate":
+        # every formulation the rule chooses among (the paper's protocol first); per task, its selected answers are
+        # the ones read below (free-text QA keeps the paper's)
+        scored = pd.concat([r.assign(formulation="paper", normalization="")] + [
+            calm_data.SPEC.responses(sc, sel, p).assign(formulation=f, normalization=nz)
+            for f, nz, p in instrument.formulations(protocol, rule)[1:]], ignore_index=True).assign(model=name)
+        validity_parts.append(instrument.validity(calm_data.SPEC, sel, scored, "template_id", rule))
+        r = instrument.selected(scored, validity_parts[-1][1], sel, calm_data.SPEC).drop(
+            columns=["model", "formulation", "normalization"])
+        r = r.set_index("prompt_id").reindex(sel["prompt_id"]).reset_index().set_axis(sel.index)
     responses.append(sel.join(r.drop(columns="prompt_id")).assign(model=name))
     for kind, ps in pert_sets.items():
         rp = calm_data.SPEC.responses(sc, ps, protocol)
@@ -265,6 +278,7 @@ for note in served_notes:
 if served_notes:
     out.table(pd.DataFrame({"note": served_notes}), "served_notes")
 resp = pd.concat(responses, ignore_index=True)
+resp_paper = pd.concat(paper_responses, ignore_index=True)       # the paper's protocol (the perturbation study's)
 presp = pd.concat(pert_responses, ignore_index=True) if pert_responses else pd.DataFrame()
 keep_cols = ["model", "prompt_id", "task", "bias_type", "source_dataset", "template_id", "group", "name_idx", "name",
              "answer_format", "answer", "output", "pred", "p_answer", "label_mass", "correct", "correct_released"]
@@ -272,6 +286,33 @@ if len(resp) <= 50_000:
     out.table(resp[keep_cols], "responses")
 display(resp.groupby(["model", "task"])[["correct", "correct_released"]].mean().reset_index())
 t = time.perf_counter()
+
+# %% [markdown]
+# **Validity of the instrument** (docs/validity.md). Where the analysis plan declares a `scoring_rule` for CALM,
+# every closed-answer prompt (NLI, sentiment, toxicity, multiple-choice QA) is also asked as *letters* (the answer set
+# shown as lettered options, every cyclic order, the letters' probabilities averaged per option; Zheng et al. 2024)
+# and as *cloze* (each answer's words after the prompt: summed, per token, per character, or against the prompt's
+# answer cue alone, PMI; OLMES, Gu et al. 2025; Holtzman et al. 2021). `validity.csv` checks each formulation per
+# model x task: *competence* (accuracy against chance 1/k, template-clustered one-sided test), *length* (the longest
+# answer chosen beyond what the model's own preference among the labels predicts), *position* and a degenerate
+# label. The rule reads letters if they pass, else cloze with the declared normalization, else the task is **not
+# measurable**: its bias scores are shown, never decided, ranked or compared. Free-text QA is read as the paper reads
+# it. Every table below reads the selected answers; the perturbation study (section 6) compares the paper's protocol
+# on both sides.
+
+# %%
+if not validity_parts:
+    print("CALM: " + ("the analysis plan declares no scoring rule" if rule is None else "no closed answer scored")
+          + "; the answers are read at the paper's protocol")
+else:
+    validity_rows = pd.concat([v for v, _ in validity_parts], ignore_index=True)
+    selection = pd.concat([s for _, s in validity_parts], ignore_index=True)
+    display(Markdown(validity.rule_sentence(rule, "CALM")))
+    out.table(validity_rows, "validity")
+    panel = validity.panel(validity_rows, instrument.LABELS, by=["model", "task"])
+    out.table(panel, "validity_panel", markdown=True)
+    display(panel)
+    display(Markdown(validity.render(validity_rows, selection, "CALM", instrument.LABELS, by=["model", "task"])))
 
 # %% [markdown]
 # ## 4. Accuracy per group and template (Tables 5 and 10)
@@ -300,6 +341,8 @@ avg[[c for c in display_cols if c in avg.columns]]
 group_ci = intervals.rate_intervals(resp, "correct", "template_id", by=["model", "task", "bias_type", "group"])
 out.table(group_ci, "group_accuracy_intervals", markdown=True)
 resp_check = decisions.answer_check(resp)
+if validity_parts:      # the rule's status per model x task replaces the check where it judged the task
+    resp_check = resp_check.merge(selection[["model", "task", "status"]], on=["model", "task"], how="left")
 out.table(resp_check, "responders", markdown=True)
 display(resp_check[["model", "task", "n", "modal_answer", "modal_share", "unparseable_share", "label_mass",
                     "degenerate", "reasons"]].round(3))
@@ -457,7 +500,7 @@ published.TABLE6
 
 # %%
 # every overall score's interval is the projection interval of bias_scores.csv (ci_method, n_clusters = templates)
-robustness = cb.perturbation_table(resp, presp)
+robustness = cb.perturbation_table(resp_paper, presp)    # both sides asked at the paper's protocol
 robustness = decisions.robustness_against_interval(robustness, bias_scores)   # NA where a score is undefined
 out.table(robustness, "robustness", markdown=True)
 if len(robustness):

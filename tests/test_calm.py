@@ -250,3 +250,75 @@ def test_released_rules_make_three_span_templates_unanswerable(released):
     failed = p.loc[[not r for r in rel], "template_id"].unique()
     assert sorted(failed) == ["qa-027", "qa-029", "qa-032"]
     assert p["template_id"].nunique() == 62
+
+
+# ------------------------------------------------------------------------ the plan's scoring rule (docs/validity.md)
+class _Picks:
+    """A stand-in answering each closed-answer item by ``pick(gold index, options as shown) -> shown index``: the
+    letters it is shown after the last passage, or each option's words as the continuation (every option scores 0
+    after a content-free cue alone)."""
+
+    def __init__(self, items, pick):
+        self.items, self.pick, self.lm = items, pick, type("Lm", (), {"name": "picks"})()
+        closed = items[items["answer_format"] != "span"]
+        self.words = dict(zip(closed["prompt_id"], calm.closed_options(closed)))
+
+    def _item(self, prompt):
+        last = prompt.rsplit("Passage: ", 1)[-1]
+        hit = self.items[[last.startswith(p) for p in self.items["passage"]]]
+        return None if not len(hit) or "Passage: " not in prompt else hit.iloc[0]
+
+    def _gold(self, it):
+        words, codes = self.words[it["prompt_id"]]
+        return words[codes.index(it["answer"])]
+
+    def label_distribution(self, prompts, labels, chat=False):
+        out = []
+        for p in prompts:
+            shown = dict(re.findall(r"(?m)^([A-D])[.:] (.*)$", p.rsplit("Passage: ", 1)[-1]))
+            texts = [shown[L].strip() if L in shown else L for L in labels]       # letters, or the label words
+            best = self.pick(texts.index(self._gold(self._item(p))), texts)
+            out.append({f"p_{L}": float(j == best) for j, L in enumerate(labels)})
+        return pd.DataFrame(out).assign(label_mass=1.0)
+
+    def option_logprob(self, prompts, options, chat=False):
+        rows = []
+        for i, (p, opts) in enumerate(zip(prompts, options)):
+            it = self._item(p)
+            texts = [o.strip() for o in opts]
+            best = None if it is None else self.pick(texts.index(self._gold(it)), texts)
+            rows += [{"prompt_idx": i, "option_idx": j, "option": o, "n_tokens": 1, "sum_logprob":
+                      0.0 if best in (None, j) else -5.0, "mean_logprob": 0.0 if best in (None, j) else -5.0}
+                     for j, o in enumerate(opts)]
+        return pd.DataFrame(rows)
+
+    def generate(self, prompts, max_new_tokens=64, stop=None, do_sample=False, seed=None, temperature=1.0,
+                 chat=False):
+        return ["garden"] * len(prompts)
+
+
+@pytest.mark.parametrize("pick, branch, reason", [
+    (lambda gold, texts: gold, "letters", ""),                          # reads the item
+    (lambda gold, texts: 0, "not measurable", "competence 0.00"),       # the option shown first (letters: a tie)
+    (lambda gold, texts: int(np.argmax([len(t) for t in texts])), "not measurable", "")])     # the longest option
+def test_the_rule_per_task_reads_a_reader_and_flags_position_or_length_answers(released, pick, branch, reason):
+    """CALM's closed answers under the plan's rule, per model x task: the letters (every cyclic order) and cloze
+    formulations asked through ``respond``, free-text QA left to the paper's reading."""
+    from biaslab import plan as P
+    from biaslab.benchmarks import instrument
+    rule = P.load().scoring_rule("calm")
+    p = released.prompts[released.prompts["bias_type"] == "gender"].groupby("template_id").head(4)
+    first = p.drop_duplicates("template_id").groupby("answer_format").head(6)["template_id"]     # 6 per format
+    p = p[p["template_id"].isin(first)]
+    sc = _Picks(p, pick)
+    scored = pd.concat([calm.respond(sc, p, q).assign(model="picks", formulation=f, normalization=nz)
+                        for f, nz, q in instrument.formulations(calm.PROTOCOL.replace(examples=0), rule)])
+    rows, sel = instrument.validity(calm.SPEC, p, scored, "template_id", rule)
+    assert set(sel["task"]) == set(p["task"]) and (rows["chance"] < 1).all()
+    assert set(sel["rule_branch"]) == {branch} and sel["reasons"].str.contains(reason, regex=False).all()
+    read = instrument.selected(scored, sel, p, calm.SPEC)
+    assert len(read) == len(p) and set(read["prompt_id"]) == set(p["prompt_id"])
+    span = read["prompt_id"].isin(p.loc[p["answer_format"] == "span", "prompt_id"])
+    assert (read.loc[span, "formulation"] == "paper").all()
+    if branch == "letters":
+        assert (read.loc[~span, "correct"] == 1).all()

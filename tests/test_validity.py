@@ -271,3 +271,17 @@ def test_a_wrong_scoring_rule_is_one_line_naming_the_key(tmp_path, old, new, whe
     with pytest.raises(ValueError) as e:
         P.load(f)
     assert any(line.startswith(f"{f}: {where}") for line in str(e.value).splitlines()), str(e.value)
+
+
+def test_the_role_check_is_not_judged_where_the_correct_role_never_varies():
+    """One CALM template's items share their correct answer: a reader names one role there, as a degenerate model
+    does, so only sets of items whose correct role varies are judged (competence decides the rest)."""
+    n = 40
+    same = pd.DataFrame({"role_0": "entailment", "role_1": "not-entailment", "gold": 1, "choice": 1}, index=range(n))
+    r = V.degenerate(same)
+    assert not r["degenerate"] and r["degenerate_reasons"].startswith("not judged")
+    varies = same.assign(gold=np.arange(n) % 2)                  # the same answers, the correct role alternating
+    assert V.degenerate(varies)["degenerate"]
+    both = pd.concat([same, varies.assign(role_0="positive", role_1="negative")], ignore_index=True)
+    r = V.degenerate(both)                                      # judged in the set whose correct role varies
+    assert r["degenerate"] and r["modal_role"] == "negative" and "among negative; positive" in r["degenerate_reasons"]

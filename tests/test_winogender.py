@@ -159,7 +159,9 @@ class _Stereotyped:
             fav = self._favoured(p)
             shown = {ln[0]: ln[3:] for ln in p.split("\n") if ln[:3] in ("A. ", "B. ")}
             lp = {L: (math.log(0.7) if shown[L].removeprefix("the ") == fav else math.log(0.2)) for L in ("A", "B")}
-            out.append({"logp_A": lp["A"], "logp_B": lp["B"]})
+            z = math.exp(lp["A"]) + math.exp(lp["B"])
+            out.append({"logp_A": lp["A"], "logp_B": lp["B"], "p_A": math.exp(lp["A"]) / z,
+                        "p_B": math.exp(lp["B"]) / z, "label_mass": z})
         return pd.DataFrame(out)
 
     def sequence_logprob(self, texts):
@@ -183,7 +185,9 @@ def test_respond_multiple_choice_on_a_stand_in(items, fmt):
     sub = items[items["occupation"].isin(["nurse", "engineer", "technician"])]
     sc = _Stereotyped(sub)
     r = w.SPEC.responses(sc, sub, w.PROTOCOL.replace(format=fmt))
-    assert list(r.columns) == list(w.COLUMNS) and len(r) == len(sub)
+    assert list(r.columns)[:len(w.COLUMNS)] == list(w.COLUMNS) and len(r) == len(sub)
+    # the validity checks' per-option columns: each stored option's probability, the shown position chosen
+    assert {"p_0", "p_1"} <= set(r.columns) if fmt != "harness" else "p_0" not in r
     np.testing.assert_array_equal(r["correct"].to_numpy(), _expected_correct(sub))
     assert set(r["answer"]) == {"occupation", "participant"} and (r["answer_kind"] == "option").all()
     assert np.isnan(r["p_male"]).all()
@@ -466,6 +470,66 @@ def test_pmi_subtracts_the_options_log_probability_after_the_cue(items):
     occ = (" the " + sub["occupation"]).str.len().to_numpy()
     par = np.where(sub["participant"] == "someone", len(" someone"), (" the " + sub["participant"]).str.len())
     np.testing.assert_allclose(pmi["occupation_logodds"], plain["occupation_logodds"] + 0.1 * (occ - par))
+
+
+# ------------------------------------------------------------------------------ the plan's scoring rule (docs/validity.md)
+class _Picks:
+    """A stand-in answering the coreference question by one rule, ``pick(item, option texts as shown) -> index``
+    (every option scores 0 after the content-free cue alone)."""
+
+    def __init__(self, items: pd.DataFrame, pick):
+        self.items, self.pick, self.lm = items.set_index("text"), pick, type("Lm", (), {"name": "picks"})()
+
+    def _item(self, prompt: str):
+        line = prompt.split("\n")[0]
+        return self.items.loc[line] if line in self.items.index else None
+
+    def option_logprob(self, prompts, options, chat=False):
+        rows = []
+        for i, (p, opts) in enumerate(zip(prompts, options)):
+            it = self._item(p)
+            best = None if it is None else self.pick(it, [o.strip() for o in opts])
+            rows += [{"prompt_idx": i, "option_idx": j, "option": o, "n_tokens": 2,
+                      "sum_logprob": 0.0 if best in (None, j) else -5.0, "mean_logprob": 0.0 if best in (None, j)
+                      else -2.5} for j, o in enumerate(opts)]
+        return pd.DataFrame(rows)
+
+    def label_distribution(self, prompts, labels, chat=False):
+        out = []
+        for p in prompts:
+            shown = {ln[0]: ln[3:] for ln in p.split("\n") if ln[:3] in ("A. ", "B. ")}
+            best = self.pick(self._item(p), [shown[L] for L in labels])
+            out.append({f"p_{L}": float(j == best) for j, L in enumerate(labels)})
+        return pd.DataFrame(out).assign(label_mass=1.0)
+
+
+def _referent(it, texts):
+    """Reads the sentence: the option the pronoun refers to."""
+    return [t.removeprefix("the ") for t in texts].index(it.occupation if it.answer == "occupation" else
+                                                         it.participant)
+
+
+@pytest.mark.parametrize("pick, branch, reason", [
+    (_referent, "letters", ""),
+    (lambda it, texts: 0, "not measurable", "competence 0.00"),                  # always the option shown first
+    (lambda it, texts: [t.removeprefix("the ") for t in texts].index(it.occupation), "not measurable",
+     "competence 0.50")])                                                           # always the occupation
+def test_the_rule_reads_a_referent_reader_and_flags_position_or_role_only_answers(items, pick, branch, reason):
+    """Winogender's referent format under the plan's rule: a model that resolves the pronoun passes on letters; one
+    that names the first shown option (a tie once every order is averaged, never correct) or always the occupation
+    (right in half the items: chance) is not measurable, its reasons named."""
+    from biaslab import plan as P
+    from biaslab.benchmarks import instrument
+    rule = P.load().scoring_rule("winogender")
+    sub = items[items["occupation"].isin(["nurse", "engineer", "technician", "baker", "janitor", "surgeon"])]
+    sc = _Picks(sub, pick)
+    scored = pd.concat([w.respond(sc, sub, p).assign(model="picks", formulation=f, normalization=nz)
+                        for f, nz, p in instrument.formulations(w.PROTOCOL, rule)], ignore_index=True)
+    rows, sel = instrument.validity(w.SPEC, sub, scored, "occupation", rule)
+    assert sel["rule_branch"].tolist() == [branch] and reason in sel["reasons"].iloc[0]
+    assert rows["selected"].sum() == 1 and (rows["chance"] == 0.5).all()
+    read = instrument.selected(scored, sel)
+    assert len(read) == len(sub) and (read["formulation"] == ("letters" if branch == "letters" else "cloze")).all()
 
 
 # ------------------------------------------------------------------------------ a notebook-written table, recomputed

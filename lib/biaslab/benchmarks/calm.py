@@ -61,7 +61,7 @@ import pandas as pd
 
 from ..sources import DataError, load_manifest, raw_path
 from . import calm_prompts
-from .base import Benchmark, Factor, FactorSpec, Protocol, read_csv, require_columns, require_rows
+from .base import Benchmark, Factor, FactorSpec, Protocol, orders_of, read_csv, require_columns, require_rows
 from .calm_prompts import REPO
 from .spec import FactorPlan, Metric, Source, Spec
 
@@ -580,7 +580,107 @@ def select(prompts: pd.DataFrame, k_shot: int, templates_per_task: int | dict | 
 #: (CALM: beam search, 3 beams; greedy is HELM's). ``option_ll``: each label's log-probability; ``generated``: every
 #: prompt generated and read by the text rules (CALM's released pipeline)
 PROTOCOL = Protocol(format="label_dist", chat="off", examples=5, max_new_tokens=10)
-FORMATS = ("label_dist", "option_ll", "generated")
+FORMATS = ("label_dist", "option_ll", "generated", "cloze")
+#: the scoring rule's formulations of a closed-answer item (docs/validity.md; :func:`formulation_requests`): letters
+#: (``label_dist`` asked in every cyclic order: the answer set shown as lettered options) and cloze (each answer's
+#: words as the prompt's continuation, under ``Protocol.normalization``)
+LETTERS = "ABCD"
+#: the role of each gold code in the validity checks (the sentiment and toxicity codes named)
+ROLES = {"sentiment": {"1": "positive", "0": "negative"}, "toxicity": {"1": "toxic", "0": "not toxic"}}
+_MC_OPTION = re.compile(r"\n([A-Z]): ")
+
+
+def closed_options(items: pd.DataFrame) -> list[tuple[list[str], list[str]]]:
+    """Per closed-answer item its options as words (the label words; a multiple-choice question's option texts) and
+    their gold codes, in the stored order (:func:`calm_prompts.label_options`)."""
+    out = []
+    for r in items.itertuples():
+        labels = calm_prompts.label_options(r.answer_format, list(r.options) if r.answer_format == "mcqa" else None)
+        words = (_MC_OPTION.split(r.question)[2::2] if r.answer_format == "mcqa" else list(labels))
+        if len(words) != len(labels):
+            raise DataError(f"CALM {r.prompt_id}: {len(words)} option texts for {len(labels)} options in its question")
+        out.append(([w.strip() for w in words], list(labels.values())))
+    return out
+
+
+def formulation_requests(items: pd.DataFrame, protocol: Protocol) -> tuple[list[str], list[list[int]], list, list]:
+    """The closed-answer items as the scoring rule's formulations ask them, one text per order (item-major): under
+    ``cloze`` the prompt without a multiple-choice question's options, each option's words its continuation; else
+    (letters) the prompt with the options shown as "A. ..." lines in every cyclic order before its answer cue (or
+    before "Answer:"; a multiple-choice question's own "A: ..." lines rotated). Returns texts, per text the stored option at each shown
+    position, per text the continuations (cloze) and per text the content-free prompt (its answer cue alone, PMI)."""
+    k = int(protocol.examples)
+    texts, orders, conts, cues = [], [], [], []
+    for (words, _), row in zip(closed_options(items), items.to_dict("records")):
+        mc = row["answer_format"] == "mcqa"
+        if mc:
+            row = {**row, "question": _MC_OPTION.split(row["question"])[0]}
+        for order in orders_of(len(words), "original" if protocol.format == "cloze" else "cycles"):
+            if protocol.format == "cloze":
+                stripped, space = calm_prompts.split_for_scoring(calm_prompts.build_prompt(row, k))
+                texts.append(stripped)
+                conts.append([space + w for w in words])
+                cues.append(stripped.rsplit("\n", 1)[-1].strip())
+            elif mc:
+                shown = "".join(f"\n{L}: {words[i]}" for L, i in zip(LETTERS, order))
+                texts.append(calm_prompts.build_prompt({**row, "question": row["question"] + shown}, k).rstrip())
+            else:           # the options before the answer cue ("Answer:", "Sentiment:"), or before "Answer:"
+                head, last = calm_prompts.build_prompt(row, k).rstrip().rsplit("\n", 1)
+                head, cue = (head, last) if last.endswith(":") else (head + "\n" + last, "Answer:")
+                shown = "".join(f"{L}. {words[i]}\n" for L, i in zip(LETTERS, order))
+                texts.append(f"{head}\n{shown}{cue}")
+            orders.append(order)
+    return texts, orders, conts, cues
+
+
+def _formulation(scorer, items: pd.DataFrame, protocol: Protocol, chat: bool) -> pd.DataFrame:
+    """Letters or cloze answers of closed-answer items, per number of options: ``choice`` (stored option), ``pred``,
+    ``output``, ``p_answer`` and the validity checks' ``p_j``, ``tokens_j`` (cloze) and ``pos_r`` (letters)."""
+    from . import formats
+    parts = []
+    n_opts = pd.Series([len(w) for w, _ in closed_options(items)], index=items.index)
+    for k, idx in n_opts.groupby(n_opts).groups.items():
+        sub = items.loc[idx]
+        texts, orders, conts, cues = formulation_requests(sub, protocol)
+        per = len(texts) // len(sub)
+        out = pd.DataFrame(index=sub.index)
+        if protocol.format == "cloze":
+            sc = formats.option_ll(scorer, texts, conts, chat,
+                                   content_free=cues if protocol.normalization == "pmi" else None)
+            probs = formats.softmax(sc.read(protocol.normalization))
+            out[[f"tokens_{j}" for j in range(k)]] = formats.by_stored(sc.tokens, orders, per)
+        else:
+            probs = formats.label_dist(scorer, texts, {L: [L, " " + L] for L in LETTERS[:k]}, chat)[0]
+            out[[f"pos_{j}" for j in range(per)]] = formats.shown_choice(probs).reshape(len(sub), per)
+        p = formats.by_stored(probs, orders, per)
+        out[[f"p_{j}" for j in range(k)]] = p
+        choice = formats.choose(p)
+        opts = closed_options(sub)
+        out["choice"] = choice
+        out["output"] = [w[c] if c >= 0 else None for (w, _), c in zip(opts, choice)]
+        out["pred"] = [codes[c] if c >= 0 else None for (_, codes), c in zip(opts, choice)]
+        out["p_answer"] = np.where(choice >= 0, p[np.arange(len(sub)), np.maximum(choice, 0)], np.nan)
+        parts.append(out)
+    return pd.concat(parts) if parts else pd.DataFrame(columns=["choice", "output", "pred", "p_answer"])
+
+
+def option_roles(items: pd.DataFrame) -> pd.DataFrame:
+    """What the validity checks read per closed-answer item (``Spec.option_roles``; free-text QA asks no choice among
+    options and is left out): each stored option's role (its gold code: the NLI label, positive / negative, toxic /
+    not toxic; a multiple-choice question's letter) and characters, the correct option, every item a competence item
+    (CALM's correctness against chance 1/k) and the stratum of the role preference (the answer format)."""
+    closed = items[items["answer_format"] != "span"]
+    opts = closed_options(closed)
+    k = max((len(w) for w, _ in opts), default=0)
+    out = pd.DataFrame({"prompt_id": closed["prompt_id"].to_numpy()})
+    fmts = closed["answer_format"].to_numpy()
+    for j in range(k):
+        out[f"role_{j}"] = [ROLES.get(f, {}).get(c[j], c[j]) if j < len(c) else None for f, (_, c) in zip(fmts, opts)]
+        out[f"chars_{j}"] = [len(w[j]) if j < len(w) else np.nan for w, _ in opts]
+    out["gold"] = [c.index(a) if a in c else -1 for (_, c), a in zip(opts, closed["answer"])]
+    out["competence_item"] = True
+    out["stratum"] = fmts
+    return out
 
 
 def paper_chat(scorer) -> bool:
@@ -591,7 +691,10 @@ def respond(scorer, items: pd.DataFrame, protocol: Protocol = PROTOCOL) -> pd.Da
     """A row per item (its index): ``prompt_id``, ``output`` (the generated text or the chosen label), ``pred`` (the
     gold code a closed-set output was read as), ``p_answer`` (the chosen label's probability over the labels),
     ``label_mass`` (``label_dist``), ``correct_released`` (CALM's released rules on the output text) and ``correct``
-    (the corrected rules of :mod:`.calm_answers`; a closed-set answer: chosen label == gold)."""
+    (the corrected rules of :mod:`.calm_answers`; a closed-set answer: chosen label == gold), ``choice`` (the stored
+    option chosen, -1: none, free text). ``cloze``, and ``label_dist`` under ``Protocol.order = "cycles"``, are the
+    scoring rule's formulations of the closed answers (:func:`formulation_requests`), with ``p_j``, ``pos_r``,
+    ``tokens_j``."""
     from scipy.special import softmax
     from . import calm_answers, formats
     prompting = calm_prompts
@@ -600,7 +703,7 @@ def respond(scorer, items: pd.DataFrame, protocol: Protocol = PROTOCOL) -> pd.Da
         raise ValueError(f"CALM has no answer format {fmt!r}; choose from {FORMATS} (Protocol.format)")
     texts = prompting.build_prompts(items, int(protocol.examples))
     out = pd.DataFrame({"prompt_id": items["prompt_id"].to_numpy(), "output": None, "pred": None,
-                        "p_answer": np.nan, "label_mass": np.nan}, index=items.index)
+                        "p_answer": np.nan, "label_mass": np.nan, "choice": -1}, index=items.index)
     afmt = items["answer_format"]
     gen = (afmt == "span") if fmt != "generated" else pd.Series(True, index=items.index)
     if gen.any():
@@ -610,6 +713,11 @@ def respond(scorer, items: pd.DataFrame, protocol: Protocol = PROTOCOL) -> pd.Da
     scored = items.index[~gen]
     keys = [(f, tuple(o) if isinstance(o, (list, tuple)) else None, prompting.split_for_scoring(t)[1])
             for f, o, t in zip(afmt[scored], items.loc[scored, "options"], texts[scored])]
+    if fmt == "cloze" or (fmt == "label_dist" and protocol.order == "cycles"):     # the scoring rule's formulations
+        f = _formulation(scorer, items.loc[scored], protocol, chat)
+        out = out.drop(columns=[c for c in f if c in out]).join(f)
+        out["choice"] = out["choice"].fillna(-1).astype(int)
+        keys = []
     for key in dict.fromkeys(keys):
         f, opts, space = key
         idx = scored[[kk == key for kk in keys]]
@@ -623,6 +731,7 @@ def respond(scorer, items: pd.DataFrame, protocol: Protocol = PROTOCOL) -> pd.Da
             probs = softmax(formats.option_ll(scorer, stripped, [[space + n for n in labels]] * len(idx), chat).total,
                             axis=1)
         best = probs.argmax(axis=1)
+        out.loc[idx, "choice"] = best
         out.loc[idx, "output"] = [list(labels)[b] for b in best]
         out.loc[idx, "pred"] = [list(labels.values())[b] for b in best]
         out.loc[idx, "p_answer"] = probs[np.arange(len(best)), best]
@@ -663,8 +772,10 @@ FACTOR_PLAN = FactorPlan(
     extra_factors=(Factor("answer_format", "prompt", ("span", "mcqa", "nli3", "nli2", "sentiment", "toxicity"),
                           "span", "how the task is answered (free text, option letter, 3- or 2-way NLI label, "
                           "sentiment, toxicity)"),),
+    # the answer and, for the validity checks (docs/validity.md), the stored option chosen and the per-option columns
     responses=lambda r: r.rename(columns={"output": "answer"}).astype({"correct": int})[
-        ["prompt_id", "model", "seed", "answer", "label_mass", "correct"]],
+        ["prompt_id", "model", "seed", "answer", "label_mass", "correct", "choice"]
+        + [c for c in r if re.fullmatch(r"(p|pos|tokens)_\d+", c)]],
     select=lambda p, protocol, seed=0, **sel: (select(p, seed=seed, **sel), protocol.replace(examples=sel["k_shot"])),
     shares_scores_with="02_calm",
 )
@@ -679,7 +790,7 @@ def _selection(k_shot, templates_per_task, names_per_group, template_ids, max_pr
 
 SPEC = Spec(name="calm", title="CALM", load=load, factor_plan=FACTOR_PLAN,
             protocol=PROTOCOL, formats=FORMATS, honours=("format", "chat", "examples", "max_new_tokens"),
-            respond=respond, paper_chat=paper_chat,
+            respond=respond, paper_chat=paper_chat, option_roles=option_roles,
             columns=("prompt_id", "output", "pred", "p_answer", "label_mass", "correct", "correct_released"),
             # notebook 2's selections per profile (tests/test_factorial.py checks the two agree)
             sizes={"smoke": _selection(0, None, 2, ["qa-054", "qa-086", "nli-011", "sentiment-045"], None),

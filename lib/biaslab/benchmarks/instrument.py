@@ -2,11 +2,12 @@
 analysis plan's scoring rule can choose, and the table the checks of :mod:`biaslab.stats.validity` read.
 
 A benchmark takes part by declaring ``Spec.option_roles`` (items -> per stored option its role and characters, the
-correct option, whether the item tests competence, the stratum of the role preference) and by reading ``label_dist``
-and ``cloze`` in its ``respond`` with the per-option columns (``p_j``, ``tokens_j``, ``pos_r``). The notebook asks
-every formulation of :func:`formulations` through the benchmark's own ``respond`` (the scorer's cache shares the
-requests the formulations have in common: the cloze normalizations are one set of requests, plus the content-free
-prompt for PMI), then :func:`validity` gives the rows and the rule's choice, and :func:`selected` the answers read.
+correct option, whether the item tests competence, the stratum of the role preference; an item it leaves out asks no
+choice among options, e.g. CALM's free-text QA, and is read as the paper reads it) and by reading ``label_dist`` and
+``cloze`` in its ``respond`` with the per-option columns (``p_j``, ``tokens_j``, ``pos_r``). The notebook asks every
+formulation of :func:`formulations` through the benchmark's own ``respond`` (the scorer's cache shares the requests
+the formulations have in common: the cloze normalizations are one set of requests, plus the content-free prompt for
+PMI), then :func:`validity` gives the rows and the rule's choice, and :func:`selected` the answers read.
 """
 
 from __future__ import annotations
@@ -29,6 +30,13 @@ LABELS = {("paper", ""): "paper's protocol",
           ("letters", ""): "letters (every cyclic order)",
           **{("cloze", n): f"cloze ({w})" for n, w in zip(NORMALIZATIONS, ("summed log-probability", "per token",
                                                                           "per character", "PMI"))}}
+#: the columns of a selection besides its keys (:func:`validity`)
+SELECTION = ("selected", "selected_normalization", "rule_branch", "status", "reasons")
+
+
+def keys(rule: Mapping) -> tuple:
+    """What the rule is applied per: the model, and the columns the plan's rule names in ``by`` (CALM: the task)."""
+    return ("model", *rule.get("by", ()))
 
 
 def require(spec) -> None:
@@ -54,36 +62,60 @@ def formulations(protocol: Protocol, rule: Mapping) -> list[tuple[str, str, Prot
     return out
 
 
+def _with(df: pd.DataFrame, items: pd.DataFrame | None, cols) -> pd.DataFrame:
+    """``df`` with the item columns ``cols`` it lacks (by ``prompt_id``)."""
+    need = [c for c in cols if c not in df]
+    if not need:
+        return df
+    if items is None or any(c not in items for c in need):
+        raise ValueError(f"the responses have no column(s) {need} and the items do not give them (the rule is "
+                         "applied per model and these columns: scoring_rule.benchmarks.<name>.by)")
+    return df.merge(items[["prompt_id", *need]].drop_duplicates("prompt_id"), on="prompt_id", how="left")
+
+
 def answers(spec, items: pd.DataFrame, responses: pd.DataFrame, cluster: str | None) -> pd.DataFrame:
-    """One formulation's responses with the items' option roles (``Spec.option_roles``) and cluster: the input of
+    """One formulation's responses to the items that ask a choice among options, with their option roles
+    (``Spec.option_roles``; an item it leaves out is not judged) and cluster: the input of
     :func:`biaslab.stats.validity.table`."""
     roles = spec.option_roles(items)
     if cluster and cluster not in roles:
         roles = roles.merge(items[["prompt_id", cluster]], on="prompt_id", how="left")
-    n = len(responses)
-    out = responses.drop(columns=[c for c in roles.columns if c != "prompt_id" and c in responses]).merge(
+    mine = responses[responses["prompt_id"].isin(roles["prompt_id"])]
+    n = len(mine)
+    out = mine.drop(columns=[c for c in roles.columns if c != "prompt_id" and c in mine]).merge(
         roles, on="prompt_id", how="left", validate="many_to_one")
     if len(out) != n or out["role_0"].isna().any():
         raise ValueError(f"{spec.name}: {int(out['role_0'].isna().sum())} responses without their item's option "
-                         "roles (Spec.option_roles must return every item asked)")
+                         "roles (Spec.option_roles must give every stored option of an item it returns a role)")
     return out
 
 
 def validity(spec, items: pd.DataFrame, scored: pd.DataFrame, cluster: str | None, rule: Mapping,
-             by: tuple = ("model",)) -> tuple[pd.DataFrame, pd.DataFrame]:
+             by: tuple | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """``(rows, selection)``: the validity rows of every model x formulation in ``scored`` (one response table with
     ``formulation`` and ``normalization`` columns), marked with the rule's choice (``selected``, ``rule_branch``),
-    and per model (``by``) the rule's selection (:func:`biaslab.stats.validity.apply_rule`)."""
-    a = answers(spec, items, scored, cluster)
+    and per model (and the rule's ``by``: :func:`keys`) the rule's selection
+    (:func:`biaslab.stats.validity.apply_rule`). Only the items ``Spec.option_roles`` returns are judged."""
+    by = tuple(by or keys(rule))
+    a = _with(answers(spec, items, scored, cluster), items, by)
     a["normalization"] = a["normalization"].fillna("")
     rows = V.table(a, cluster, by=list(by) + ["formulation", "normalization"], checks=rule.get("checks"))
     selection = V.apply_rule(rows, rule, by=by)
     return V.mark(rows, selection, by=by), selection
 
 
-def selected(scored: pd.DataFrame, selection: pd.DataFrame, by: tuple = ("model",)) -> pd.DataFrame:
-    """The responses of each model's selected formulation (the answers every result reads)."""
-    s = selection[list(by) + ["selected", "selected_normalization"]].rename(
+def selected(scored: pd.DataFrame, selection: pd.DataFrame, items: pd.DataFrame | None = None,
+             spec=None) -> pd.DataFrame:
+    """The responses every result reads: per key of ``selection`` (the model, and the rule's ``by``) its selected
+    formulation's; with ``spec`` and ``items``, an item ``Spec.option_roles`` leaves out (no choice among options)
+    keeps the paper's protocol's answer, as does a key the rule did not judge (no judged item)."""
+    by = [c for c in selection.columns if c not in SELECTION]
+    d = _with(scored.assign(normalization=scored["normalization"].fillna("")), items, by)
+    s = selection[by + ["selected", "selected_normalization"]].rename(
         columns={"selected": "formulation", "selected_normalization": "normalization"})
-    return scored.assign(normalization=scored["normalization"].fillna("")).merge(
-        s, on=list(by) + ["formulation", "normalization"]).reset_index(drop=True)
+    judged = d["prompt_id"].isin(spec.option_roles(items)["prompt_id"]) if spec is not None else \
+        pd.Series(True, index=d.index)
+    judged &= pd.MultiIndex.from_frame(d[by]).isin(pd.MultiIndex.from_frame(s[by]))
+    out = pd.concat([d[judged].merge(s, on=by + ["formulation", "normalization"]),
+                     d[~judged & (d["formulation"] == "paper")]], ignore_index=True)
+    return out.drop(columns=[c for c in by if c not in scored]).reset_index(drop=True)

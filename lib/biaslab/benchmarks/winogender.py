@@ -63,7 +63,8 @@ from scipy import stats as sps
 from .. import sources
 from ..sources import DataError, raw_path
 from . import formats
-from .base import Benchmark, Factor, FactorSpec, Protocol, exclude, read_csv, require_columns, require_rows, wording
+from .base import (Benchmark, Factor, FactorSpec, Protocol, exclude, orders_of, read_csv, require_columns,
+                   require_rows, wording)
 from .spec import FactorPlan, Metric, Source, Spec, universe_estimate
 
 log = logging.getLogger(__name__)
@@ -230,7 +231,7 @@ def sample(n: int | None, seed: int = 0) -> tuple[pd.DataFrame, Benchmark]:
 # ------------------------------------------------------------------------------- requests and answers
 #: the paper's protocol here: the coreference question read by the options' log-likelihoods
 PROTOCOL = Protocol(format="option_ll")
-FORMATS = ("option_ll", "label_dist", "harness", "likelihood")
+FORMATS = ("option_ll", "label_dist", "harness", "likelihood", "cloze")
 LETTERS = ("A", "B")
 #: what ``respond`` returns for every format (NaN / -1 / "" where a format does not give it)
 COLUMNS = ("prompt_id", "model", "choice", "answer", "answer_kind", "correct", "occupation_logodds",
@@ -250,21 +251,20 @@ def option_texts(items: pd.DataFrame) -> list[tuple[str, str]]:
 
 
 def requests(items: pd.DataFrame, protocol: Protocol = PROTOCOL) -> tuple[list[str], list[list[int]]]:
-    """The coreference question of each item as ``protocol`` asks it, and per item the option (0 occupation,
-    1 participant) at each shown position."""
+    """The coreference question of each item as ``protocol`` asks it, one text per order it is asked in (item-major;
+    ``Protocol.order``: every cyclic order under ``cycles``, with two options the original and the reversed), and
+    per text the option (0 occupation, 1 participant) at each shown position. The cloze format shows no option."""
     w = wording("winogender", protocol.wording)
     head = w["instruction"] + "\n" if protocol.instruction == "present" else ""
-    # "cyclic" rotates the options by one position: with two options, the reversed order (the same requests)
-    orders = {"original": [0, 1], "reversed": [1, 0], "cyclic": [1, 0]}
-    if protocol.order not in orders:
-        raise ValueError(f"Winogender order {protocol.order!r}: choose original, reversed or cyclic (Protocol.order)")
-    order = orders[protocol.order]
-    texts = []
+    shows = protocol.format != "cloze"
+    texts, orders = [], []
     for r, opts in zip(items.itertuples(), option_texts(items)):
-        shown = "\n".join(f"{L}. {opts[i]}" for L, i in zip(LETTERS, order))
-        texts.append(f"{head}{r.text}\nQuestion: In the sentence above, who does '{r.pronoun}' refer to?\n"
-                     f"{shown}\n{w['cue']}")
-    return texts, [order] * len(items)
+        for order in orders_of(2, protocol.order if shows else "original"):
+            shown = "".join(f"{L}. {opts[i]}\n" for L, i in zip(LETTERS, order)) if shows else ""
+            texts.append(f"{head}{r.text}\nQuestion: In the sentence above, who does '{r.pronoun}' refer to?\n"
+                         f"{shown}{w['cue']}")
+            orders.append(order)
+    return texts, orders
 
 
 def harness_requests(items: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
@@ -301,18 +301,31 @@ def respond(scorer, items: pd.DataFrame, protocol: Protocol = PROTOCOL) -> pd.Da
     if fmt == "harness":
         ctx, opts = harness_requests(items)
         score = formats.option_ll(scorer, ctx, opts, chat).read(protocol.normalization)
-    elif fmt == "option_ll":
+    elif fmt in ("option_ll", "cloze", "label_dist"):
         texts, orders = requests(items, protocol)
-        shown = [[" " + o[i] for i in order] for o, order in zip(option_texts(items), orders)]
-        # PMI: minus the option's log-probability after the answer cue alone (formats.OptionScores)
-        cue = wording("winogender", protocol.wording)["cue"] if protocol.normalization == "pmi" else None
-        s = formats.option_ll(scorer, texts, shown, chat, content_free=cue).read(protocol.normalization)
-        score = np.stack([s[np.arange(n), [order.index(j) for order in orders]] for j in (0, 1)], axis=1)
-    elif fmt == "label_dist":
-        texts, orders = requests(items, protocol)
-        d = scorer.label_distribution(texts, {L: [L, " " + L] for L in LETTERS}, chat=chat)
-        lp = d[[f"logp_{L}" for L in LETTERS]].to_numpy(float)
-        score = np.stack([lp[np.arange(n), [order.index(j) for order in orders]] for j in (0, 1)], axis=1)
+        per = len(texts) // max(n, 1)               # orders asked per item
+        if fmt == "label_dist":
+            probs = formats.label_dist(scorer, texts, {L: [L, " " + L] for L in LETTERS}, chat)[0]
+            s = None
+        else:
+            opts = [o for o in option_texts(items) for _ in range(per)]
+            # PMI: minus the option's log-probability after the answer cue alone (formats.OptionScores)
+            cue = wording("winogender", protocol.wording)["cue"] if protocol.normalization == "pmi" else None
+            sc = formats.option_ll(scorer, texts, [[" " + o[i] for i in order] for o, order in zip(opts, orders)],
+                                   chat, content_free=cue)
+            s = sc.read(protocol.normalization)
+            probs = formats.softmax(s)
+            out[["tokens_0", "tokens_1"]] = formats.by_stored(sc.tokens, orders, per)
+        p = formats.by_stored(probs, orders, per)
+        out[["p_0", "p_1"]] = p
+        if fmt != "cloze":                          # no option shown: no position
+            out[[f"pos_{j}" for j in range(per)]] = formats.shown_choice(probs).reshape(n, per)
+        if per == 1:                                # the scores themselves (no probability underflows)
+            raw = s if s is not None else np.log(probs)
+            score = np.stack([raw[np.arange(n), [o.index(j) for o in orders]] for j in (0, 1)], axis=1)
+        else:                                       # the probabilities averaged over the orders (Zheng et al. 2024)
+            with np.errstate(divide="ignore"):
+                score = np.log(p)
     else:
         raise ValueError(f"Winogender has no answer format {fmt!r}; choose from {FORMATS} (Protocol.format)")
     lo = score[:, 0] - score[:, 1]
@@ -323,6 +336,17 @@ def respond(scorer, items: pd.DataFrame, protocol: Protocol = PROTOCOL) -> pd.Da
     out["answer_kind"] = np.where(choice >= 0, "option", "tie")
     out["correct"] = np.where(choice >= 0, (choice == gold).astype(float), np.nan)
     return out
+
+
+def option_roles(items: pd.DataFrame) -> pd.DataFrame:
+    """What the validity checks read per item (``Spec.option_roles``): the two options' roles (``occupation``,
+    ``participant``) and characters as shown ("the nurse", "someone"), the correct option (the referent), every item
+    a competence item (chance 1/2) and the stratum of the role preference (a named participant or "someone")."""
+    opts = option_texts(items)
+    return pd.DataFrame({"prompt_id": items["prompt_id"].to_numpy(), "role_0": ANSWERS[0], "role_1": ANSWERS[1],
+                         "chars_0": [len(o) for o, _ in opts], "chars_1": [len(p) for _, p in opts],
+                         "gold": (items["answer"].to_numpy() == "participant").astype(int),
+                         "competence_item": True, "stratum": items["participant_type"].to_numpy()})
 
 
 # ------------------------------------------------------------------------------- metrics
@@ -504,9 +528,9 @@ NO_ANSWER = "the pronoun likelihood gives no answer (no accuracy)"
 
 
 def _gap_estimate(split: str, r: pd.DataFrame, items: pd.DataFrame, n_boot: int = 2000, seed: int = 0) -> dict:
-    """Notebook 6: :func:`accuracy_gap` of one model x universe (ties counted in ``n_unparsed``); undefined for the
-    pronoun likelihood."""
-    ties = int((r["answer_kind"] == "tie").sum())
+    """Notebook 6 and notebook 1's formulations: :func:`accuracy_gap` of one model x universe (ties, an option format
+    with no option chosen, counted in ``n_unparsed``); undefined for the pronoun likelihood."""
+    ties = int(((r["choice"] < 0) & r["p_male"].isna()).sum())
     if r["correct"].isna().all():
         return universe_estimate(ci_method=f"undefined: {NO_ANSWER}", n_unparsed=ties)
     res = accuracy_gap(r, items, split, n_boot=n_boot, seed=seed)
@@ -598,12 +622,12 @@ SPEC = Spec(
     protocol=PROTOCOL, formats=FORMATS,
     # wording / instruction / order shape the coreference question only; normalization (sum, mean, PMI) its options'
     # log-likelihoods (the harness format is lm-eval's summed log-likelihood, the pronoun likelihood a sentence's)
-    applies={"wording": ("option_ll", "label_dist"), "instruction": ("option_ll", "label_dist"),
-             "order": ("option_ll", "label_dist"), "chat": ("option_ll", "label_dist", "harness"),
-             "normalization": ("option_ll",)},
+    applies={"wording": ("option_ll", "label_dist", "cloze"), "instruction": ("option_ll", "label_dist", "cloze"),
+             "order": ("option_ll", "label_dist"), "chat": ("option_ll", "label_dist", "harness", "cloze"),
+             "normalization": ("option_ll", "cloze")},
     honours=("format", "wording", "instruction", "chat", "order", "normalization"),
     respond=respond, paper_chat=paper_chat, sample=sample, columns=COLUMNS,
-    metrics=METRICS, factor_plan=FACTOR_PLAN, responder_check=_responder_check,
+    metrics=METRICS, factor_plan=FACTOR_PLAN, responder_check=_responder_check, option_roles=option_roles,
     # whole occupations (occupation_sample, nested: notebook 6's among notebook 1's). Default: 20 occupations in
     # notebook 1 and 4 in notebook 6 (5 until 2026-11-28), to keep Winogender's share of a cold `make reproduce` small:
     # all 720 sentences took 313 CPU-s in notebook 1 for both models (833 s wall on a shared 2-core machine);

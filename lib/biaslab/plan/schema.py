@@ -159,16 +159,19 @@ NOTEBOOK = {
 _share = {"type": "number", "minimum": 0, "maximum": 1, "description": "a share between 0 and 1"}
 _RULE = {"type": "object", "required": ["primary", "fallback", "normalization", "orders"], "additionalProperties": False,
          "description": "a mapping with primary, fallback (letters or cloze), normalization (sum, mean, char or pmi: "
-                        "the cloze formulation's) and orders (cycles)",
+                        "the cloze formulation's), orders (cycles) and optionally by (item columns the rule is "
+                        "applied per, beside the model)",
          "properties": {"primary": {"enum": ["letters", "cloze"]}, "fallback": {"enum": ["letters", "cloze"]},
-                        "normalization": {"enum": ["sum", "mean", "char", "pmi"]}, "orders": {"enum": ["cycles"]}}}
+                        "normalization": {"enum": ["sum", "mean", "char", "pmi"]},
+                        "orders": {"enum": ["cycles"]},
+                        "by": {"type": "array", "items": {"type": "string"}, "minItems": 1}}}
 #: the ``scoring_rule`` block (docs/validity.md): the checks' thresholds and, per multiple-choice benchmark, its
 #: formulations (biaslab.stats.validity.apply_rule reads them as given)
 SCORING_RULE = {
     "type": "object", "required": ["checks", "benchmarks"], "additionalProperties": False,
     "description": "a mapping with rationale, checks {competence_level, length_excess_max, position_excess_max, "
                    "modal_share_max, answer_entropy_min} and benchmarks {benchmark: {primary, fallback, "
-                   "normalization, orders}}",
+                   "normalization, orders, by}}",
     "properties": {
         "rationale": _text,
         "checks": {"type": "object", "additionalProperties": False,

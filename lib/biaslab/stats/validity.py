@@ -182,18 +182,44 @@ def position(df: pd.DataFrame) -> dict:
             "position_excess": float((share - uni).max())}
 
 
+def role_sets(df: pd.DataFrame) -> pd.Series:
+    """Each row's set of roles ("; "-joined, sorted): rows offering the same roles (BBQ: every item; CALM: one answer
+    format; agentic: one class type) are where a preference among roles is one preference."""
+    roles = _wide(df, "role_", object)
+    return pd.Series(["; ".join(sorted(str(x) for x in r if pd.notna(x))) for r in roles], index=df.index)
+
+
+def gold_roles(df: pd.DataFrame) -> pd.Series:
+    """The role of each row's correct option (NaN where the item has none)."""
+    if "gold" not in df:
+        return pd.Series(None, index=df.index, dtype=object)
+    return roles_chosen(df.assign(choice=df["gold"].fillna(-1).astype(int)))
+
+
 def degenerate(df: pd.DataFrame, checks: Mapping | None = None) -> dict:
     """The responder rule (:func:`biaslab.stats.responders.responder_check`: modal share, entropy, unanswered share)
-    on the *role* chosen, k = the benchmark's roles."""
+    on the *role* chosen, within each set of roles the items offer (:func:`role_sets`; k = that set's size) whose
+    correct role varies: a model naming one group of a class type, or "True" to every NLI item, is degenerate there. Returns the numbers of
+    the set judged worst (a degenerate one first, then the highest modal share) and the degenerate sets' reasons."""
     c = {**CHECKS, **(checks or {})}
-    roles = pd.unique(_wide(df, "role_", object).ravel())
-    n_roles = int(pd.notna(roles).sum())
-    r = responder_check(df.assign(_role=roles_chosen(df), _all=0), answer="_role", by="_all", n_options=n_roles,
-                        thresholds={"modal_share_max": c["modal_share_max"],
-                                    "answer_entropy_min": c["answer_entropy_min"]}).iloc[0]
-    return {"modal_role": r["modal_answer"], "modal_role_share": r["modal_share"], "role_entropy": r["answer_entropy"],
-            "unanswered_share": r["unparseable_share"], "degenerate": bool(r["degenerate"]),
-            "degenerate_reasons": r["reasons"]}
+    sets = role_sets(df)
+    d = df.assign(_role=roles_chosen(df), _set=sets.to_numpy(), _gold=gold_roles(df).to_numpy())
+    th = {"modal_share_max": c["modal_share_max"], "answer_entropy_min": c["answer_entropy_min"]}
+    # a set whose correct role never varies (one CALM template's items) is not judged: a reader answers one role too
+    rows = [responder_check(g, answer="_role", by="_set", n_options=max(len(key.split("; ")), 2),
+                            thresholds=th).iloc[0] for key, g in d.groupby("_set", sort=False)
+            if g["_gold"].dropna().nunique() != 1]
+    if not rows:
+        return {"modal_role": None, "modal_role_share": np.nan, "role_entropy": np.nan,
+                "unanswered_share": float(d["_role"].isna().mean()), "degenerate": False,
+                "degenerate_reasons": "not judged: the correct role never varies"}
+    worst = max(rows, key=lambda r: (bool(r["degenerate"]), np.nan_to_num(r["modal_share"], nan=-1.0)))
+    bad = [r for r in rows if r["degenerate"]]
+    many = d["_set"].nunique() > 1
+    return {"modal_role": worst["modal_answer"], "modal_role_share": worst["modal_share"],
+            "role_entropy": worst["answer_entropy"], "unanswered_share": float(d["_role"].isna().mean()),
+            "degenerate": bool(bad), "degenerate_reasons": "; ".join(
+                (f"among {r['_set']}: " if many else "") + r["reasons"] for r in bad)}
 
 
 def _pct(x: float) -> str:
@@ -397,7 +423,7 @@ def render(rows: pd.DataFrame, selection: pd.DataFrame, benchmark: str, labels: 
         if scores is not None and len(scores):
             sc = scores.assign(normalization=scores["normalization"].fillna(""))
             for c in by:
-                sc = sc[sc[c] == s[c]]
+                sc = sc[sc[c] == s[c]] if c in sc else sc
             norm = sel["normalization"] if isinstance(sel.get("normalization"), str) else ""
             for metric, g in sc.groupby("metric", sort=False):
                 now = g[(g["formulation"] == sel["formulation"]) & (g["normalization"] == norm)]
