@@ -16,7 +16,7 @@ from biaslab.stats import clustered as C
 from biaslab.stats import entropy as E
 from biaslab.stats import power
 from biaslab.stats import reanalysis as S
-from helpers import COMMITTED_PLAN
+from helpers import V4_PLAN
 
 GENDER = ("male", "female", "non-binary")
 
@@ -235,7 +235,7 @@ def test_the_plan_states_the_default_designs_of_these_claims():
 
 def test_sensitivity_rows_follow_the_agreed_schema_and_re_decide():
     from biaslab.papers.agentic import decisions as D4
-    PLAN = P.load(COMMITTED_PLAN)      # a model "x" outside any planned family: the v4 plan decides every model
+    PLAN = P.load(V4_PLAN)      # a model "x" outside any planned family: the v4 plan decides every model
     per, pr = _agentic(n_pairs=60, rule=lambda ch, pol: [(3.0 if i == 0 else 1.0) * (1.3 if c == "B" else 1.0)
                                                           for i, c in enumerate(ch)])
     check = D4.responder_table(per)

@@ -79,7 +79,7 @@ def test_seeded_fwer_on_the_committed_outputs():
 
 
 #: the plan the committed outputs were decided with (their MANIFESTs record its sha256)
-COMMITTED_PLAN = Path(__file__).parent / "fixtures" / "analysis_plan_v4.yaml"
+COMMITTED_PLAN = Path(__file__).resolve().parents[1] / "analysis_plan.yaml"
 
 
 def _graph_instances():

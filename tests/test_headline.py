@@ -19,7 +19,7 @@ from biaslab import plan as P
 from biaslab.report import headline
 from biaslab.papers import compare
 from biaslab.stats import verdict as V
-from helpers import COMMITTED_PLAN
+from helpers import COMMITTED_PLAN, V4_PLAN
 
 PLAN = P.load(COMMITTED_PLAN)   # the plan the committed outputs were decided with
 
@@ -338,7 +338,7 @@ def test_notebook_1s_benchmark_runs_are_decided_together_when_a_family_spans_the
     alone = D1.decide("crows_pairs", runs["crows_pairs"][0], runs["crows_pairs"][1], plan=plan)
     assert alone["paired_subgroup_tests"]["tested_level"].tolist() == pytest.approx([0.004])
     # families per benchmark run (the v4 plan): each run is decided alone, as its notebook did
-    v4 = P.load(COMMITTED_PLAN)
+    v4 = P.load(V4_PLAN)
     old = D1.decide_runs(runs, plan=v4)["bbq"]["paired_subgroup_tests"]
     assert old["verdict"].tolist() == D1.decide("bbq", runs["bbq"][0], runs["bbq"][1], plan=v4)[
         "paired_subgroup_tests"]["verdict"].tolist()

@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 import statsmodels.api as sm
 
-from helpers import COMMITTED_PLAN, load_or_skip
+from helpers import V4_PLAN, load_or_skip
 
 from biaslab import paths, plan as P
 from biaslab.benchmarks import SPECS, mbbq
@@ -411,7 +411,7 @@ def test_the_plans_claims_decide_their_rows_and_a_contrast_shares_a_languages_de
     df["choice"] = np.where(df["deviated"] == 1, 0, np.where(df["chose_unknown"] == 1, 2, 1))
     df.loc[df.language == "tr", "choice"] = 0            # Turkish answers always the first option: degenerate
     met, adj = A.metric_table(df), A.adjusted_contrasts(df)
-    out = D.decide(met, adj, D.responder_table(df), plan=P.load(COMMITTED_PLAN))     # model "m": every model
+    out = D.decide(met, adj, D.responder_table(df), plan=P.load(V4_PLAN))     # model "m": every model
     m, a = out["metrics"], out["adjusted_contrasts"]
     claim = m[m["claim"] == "mbbq-ambig-en"]
     assert len(claim) == 1 and claim.iloc[0][["language", "set", "category"]].tolist() == ["en", "bias", "all"]
@@ -431,7 +431,7 @@ def test_sensitivity_recomputes_each_claim_unweighted_and_unadjusted(tmp_path):
     df = _synthetic(seed=5)
     df["choice"] = np.where(df["deviated"] == 1, 0, np.where(df["chose_unknown"] == 1, 2, 1))
     met, adj, con, chk = A.metric_table(df), A.adjusted_contrasts(df), A.contrasts(df), D.responder_table(df)
-    plan = P.load(COMMITTED_PLAN)         # a model "m" outside any planned family: the v4 plan decides every model
+    plan = P.load(V4_PLAN)         # a model "m" outside any planned family: the v4 plan decides every model
     out = D.decide(met, adj, chk, plan=plan)
     s = D.sensitivity(df, out["metrics"], out["adjusted_contrasts"], con, chk, plan=plan)
     by = s.set_index(["claim", "instance", "analysis"])

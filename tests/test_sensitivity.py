@@ -7,7 +7,7 @@ from scipy import stats
 
 from biaslab import plan as P
 from biaslab.stats import reanalysis as S
-from helpers import COMMITTED_PLAN
+from helpers import V4_PLAN
 
 
 def rows(*items):
@@ -125,7 +125,7 @@ def test_notebook1_sensitivity_follows_the_factor_plan_fields():
     pst = pd.DataFrame([{"claim": "dm-difference", "family": "f", "model_a": "a", "model_b": "b", "verdict":
                          "not distinguishable", "metric_difference": 0.01, "ci_low": -0.1, "ci_high": 0.1,
                          "p_value": 0.5, "n_families": 1, "share": 1.0}])
-    plan = P.load(COMMITTED_PLAN)      # its claim dm-difference, which the pair above is an instance of
+    plan = P.load(V4_PLAN)      # its claim dm-difference, which the pair above is an instance of
     t = SA.multifactor_sensitivity(pst, df, "agentic", fplan, "scenario_id", plan=plan).set_index("analysis")
     assert list(t.index) == ["primary", "entropy cut 0.90", "entropy cut 0.98"]
     for cut in agentic.LOW_ENTROPY_ALTERNATIVES:
