@@ -18,9 +18,12 @@ from biaslab.papers import compare
 from biaslab.papers.agentic import decisions as D4
 from biaslab.stats import verdict as V
 from biaslab import plan as P
-from helpers import COMMITTED_PLAN
+from helpers import COMMITTED_PLAN, V4_PLAN
 
 PLAN = P.load(COMMITTED_PLAN)   # the plan the committed outputs were decided with
+#: plan v4 for the fabricated tables: a v5 plan decides only the families its profile lists (real model pairs), so
+#: made-up models ("emb1", "rel1") would be descriptive there; v4 decides every model pair's family
+V4 = P.load(V4_PLAN)
 
 OUT = Path(__file__).resolve().parents[1] / "outputs"
 
@@ -57,26 +60,26 @@ def test_comparison_groups_put_like_with_like():
 
 
 def test_one_holm_family_per_model_pair_and_incomparable_pairs_shown_apart():
-    d = compare.decide_pairs(_pairs(), plan=PLAN)
+    d = compare.decide_pairs(_pairs(), plan=V4)
     v = d.set_index(["metric", "model_a", "model_b"])["verdict"]
     fam = d.set_index(["metric", "model_a", "model_b"])["family"]
     assert v[SSQA, "emb1", "rel1"].startswith("not tested (not comparable: different answer modes: emb1: labels")
     assert fam[SSQA, "emb1", "emb2"] == fam[CROWS, "emb1", "emb2"] == "05_compare · emb1 · emb2"
     emb = d[(d["model_a"] == "emb1") & (d["model_b"] == "emb2")]
     # Holm within the pair's family, on the project's scale: x n_families (3 model pairs here) / notebook 5's share
-    assert (d["n_families"] == 3).all() and (d["share"] == P.load().share("05_compare")).all()
-    assert np.allclose(emb["p_adjusted"], np.minimum(1, multipletests(emb["p_value"], method="holm")[1] * 3 / P.load().share("05_compare")))
+    assert (d["n_families"] == 3).all() and (d["share"] == V4.share("05_compare")).all()
+    assert np.allclose(emb["p_adjusted"], np.minimum(1, multipletests(emb["p_value"], method="holm")[1] * 3 / V4.share("05_compare")))
     # raw 0.03 on CrowS, Holm 0.06 over the pair's two claims; the released pair's one claim: Holm = raw
     assert v[CROWS, "emb1", "emb2"] == "not distinguishable" and v[SSQA, "rel1", "rel2"] == "distinguishable"
     # a metric without a claim is exploratory: shown, never decided
-    other = compare.decide_pairs(_pairs().assign(metric="agentic_mean_entropy"), plan=PLAN)
+    other = compare.decide_pairs(_pairs().assign(metric="agentic_mean_entropy"), plan=V4)
     assert not other["verdict"].isin(["distinguishable", "not distinguishable"]).any()
 
 
 def test_degenerate_for_this_metric_is_listed_not_ranked():
     st = pd.DataFrame({"metric": [SSQA, CROWS], "model": ["emb2", "emb2"],
                        "responder_status": ["degenerate: always 'yes'", "not judged: log-probabilities"]})
-    pairs = compare.decide_pairs(_pairs(), st, plan=PLAN)
+    pairs = compare.decide_pairs(_pairs(), st, plan=V4)
     v = pairs.set_index(["metric", "model_a", "model_b"])["verdict"]
     assert v[SSQA, "emb1", "emb2"].startswith("not tested (degenerate responder: emb2: always 'yes'")
     assert v[CROWS, "emb1", "emb2"] in ("distinguishable", "not distinguishable")     # not judged is no flag
@@ -87,7 +90,7 @@ def test_degenerate_for_this_metric_is_listed_not_ranked():
     assert not g.loc[(SSQA, "emb1"), "ranked"]           # alone in its group once emb2 is out
     assert g.loc[(SSQA, "rel2"), "rank"] == 1 and g.loc[(SSQA, "rel2"), "groups"] != g.loc[(SSQA, "rel1"), "groups"]
     assert len(g) == len(t)                                  # nobody disappears
-    lines = compare.summary_lines(t, pairs, compare.tie_group_table(t, pairs), pd.DataFrame(), plan=PLAN)
+    lines = compare.summary_lines(t, pairs, compare.tie_group_table(t, pairs), pd.DataFrame(), plan=V4)
     ssqa = [x for x in lines if x.startswith(SSQA)][0]
     assert "emb2 0.39 [0.34, 0.44]" in ssqa and "1 pair with a degenerate responder, not tested" in ssqa
     assert "1 pair across answer modes, not tested" in ssqa

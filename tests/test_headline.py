@@ -234,19 +234,23 @@ def test_method_text_is_the_plans_and_names_only_verdict_columns(tmp_path):
     plan = PLAN
     for nb in plan.notebooks:
         text = plan.method_text(nb)
-        assert set(re.findall(r"`([a-z_]+)`", text)) - {c.id for c in plan.of(nb)} <= set(V.VERDICT_COLUMNS)
+        # `then`: the plan's graph field the method sentence names
+        assert set(re.findall(r"`([a-z_]+)`", text)) - {c.id for c in plan.of(nb)} <= set(V.VERDICT_COLUMNS) | {"then"}
         if plan.of(nb):
-            assert f"{plan.share(nb):g} of α = {plan.alpha:g}" in text and plan.procedure.capitalize() in text
+            assert f"{plan.share(nb):g} of α = {plan.alpha:g}" in text
+            assert ("a graph (Bretz et al. 2009)" in text) if plan.graphical else plan.procedure.capitalize() in text
             assert " × ".join(plan.of(nb)[0].family_by) in text
         else:
             assert "No confirmatory claim" in text
-    # with a decided table: the run's families, sizes and levels as they ran
+    # with a decided table: the run's families, sizes and levels as they ran (plan v4 decides every model pair; v5
+    # only the pairs it lists)
+    v4 = P.load(V4_PLAN)
     t = pd.DataFrame({"model_a": ["a", "a", "c"], "model_b": ["b", "b", "d"], "metric": ["bbq_bias_ambig"] * 3,
                       "difference": [0.1, 0.2, 0.3], "p_value": [0.001, 0.2, 0.5]})
     t.loc[1, "metric"] = "crows_en_stereotype_preferred"
-    d = compare.decide_pairs(t, plan=PLAN)
-    text = plan.method_text("05_compare", d)
-    level = PLAN.alpha * PLAN.share("05_compare") / 2                           # two families (a-b, c-d)
+    d = compare.decide_pairs(t, plan=v4)
+    text = v4.method_text("05_compare", d)
+    level = v4.alpha * v4.share("05_compare") / 2                               # two families (a-b, c-d)
     assert f"This run: 2 families: 05_compare · a · b (2 tests, level {level:.2g})" in text
     # a different share in the plan changes the text
     f = tmp_path / "plan.yaml"
@@ -320,8 +324,8 @@ def test_every_n_level_power_and_sesoi_the_summary_quotes_is_its_rows(claims_v5)
 def test_notebook_1s_benchmark_runs_are_decided_together_when_a_family_spans_them():
     """Under v5 a family is a model pair and the benchmarks its instances: the graph needs every run's instance at
     once (decide_runs, as `biaslab summary` and the decision panel read them). The SmolLM2 - Gemma family's SSQA
-    primary is not tested (a degenerate responder), so dm-other gets the family's level, shared by its two powered
-    instances (CrowS-Pairs, Winogender: 0.002 each); one run decided alone would see only its own instance."""
+    primary is not tested (a degenerate responder), so dm-other gets the family's level; Winogender is not
+    measurable (both models at chance), so CrowS-Pairs, its only powered tested instance, is tested at the whole 0.004."""
     from biaslab.papers.multifactor import decisions as D1
     if not (OUT / "01_multifactor" / "crows_pairs").exists():
         pytest.skip("no committed outputs")
@@ -330,8 +334,9 @@ def test_notebook_1s_benchmark_runs_are_decided_together_when_a_family_spans_the
             for b in sorted((OUT / "01_multifactor").iterdir()) if b.is_dir()}
     plan = P.load()
     joint = {b: d["paired_subgroup_tests"] for b, d in D1.decide_runs(runs, plan=plan).items()}
+    assert joint["crows_pairs"]["tested_level"].tolist() == pytest.approx([0.004])
+    assert joint["winogender"]["verdict"].iloc[0].startswith("not measurable (")
     for b in ("crows_pairs", "winogender"):
-        assert joint[b]["tested_level"].tolist() == pytest.approx([0.002]), b
         own = [c for c in runs[b][0]["paired_subgroup_tests"].columns if c not in V.VERDICT_COLUMNS]
         assert list(joint[b].columns) == own + V.VERDICT_COLUMNS, b          # its own columns, no stacked others
     assert joint["bbq"]["verdict"].iloc[0].startswith("descriptive (power 0.07")

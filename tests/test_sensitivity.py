@@ -7,7 +7,7 @@ from scipy import stats
 
 from biaslab import plan as P
 from biaslab.stats import reanalysis as S
-from helpers import V4_PLAN
+from helpers import COMMITTED_PLAN, V4_PLAN
 
 
 def rows(*items):
@@ -52,15 +52,29 @@ def test_granite_invalid_answers_reproduce_the_reported_flip_on_the_committed_ou
     # the issue's re-computation: counting Granite's 456 "other" SSQA answers as biased moves Granite - Llama from
     # p 0.008 (then; 0.0015 in the committed run) to -0.045 [-0.092, 0.002], p 0.059
     from biaslab import paths
+    from biaslab.papers import compare
     from biaslab.plan import sensitivity as SA
     root = paths.OUTPUTS_DIR
-    pairs = pd.read_csv(root / "05_compare" / "tables" / "paired_differences.csv")
-    t = SA.compare_sensitivity(root, pairs, plan=P.load())
-    inst = t[t["instance"] == "ssqa_deviation_rate · granite-3.0-8b - llama-3.1-8b"].set_index("analysis")
+    tables = root / "05_compare" / "tables"
+    name = "ssqa_deviation_rate · granite-3.0-8b - llama-3.1-8b"
+    # under plan v5 (the committed outputs') the primary has power 0.78 < 0.8 at its planned level: descriptive, never
+    # decided, so no sensitivity analysis is run for it (they are decided by the same graph and power rule)
+    pairs = pd.read_csv(tables / "paired_differences.csv")
+    t = SA.compare_sensitivity(root, pairs, plan=P.load(COMMITTED_PLAN))
+    inst = t[t["instance"] == name]
+    assert list(inst["analysis"]) == ["primary"] and inst["verdict"].iloc[0].startswith("descriptive (power 0.78")
+    # not-tested and descriptive primaries keep their rows and get no analysis
+    assert (t.loc[~t["primary_verdict"].isin(["distinguishable", "not distinguishable"]), "analysis"]
+            == "primary").all()
+    # the issue's numbers, re-decided under plan v4 (where every claimed pair is decided)
+    v4 = P.load(V4_PLAN)
+    pairs = compare.decide_pairs(pairs, pd.read_csv(tables / "responder_status.csv"), plan=v4)
+    t = SA.compare_sensitivity(root, pairs, plan=v4)
+    inst = t[t["instance"] == name].set_index("analysis")
     flip = inst.loc["invalid answers counted as deviating"]
     assert (round(flip["estimate"], 3), round(flip["ci_low"], 3), round(flip["ci_high"], 3)) == (-0.045, -0.092, 0.002)
     assert round(flip["p_value"], 3) == 0.059
-    # under plan v3's smaller share the primary itself is not distinguishable (adjusted p 0.0548), so this analysis
+    # under plan v3's/v4's share the primary itself is not distinguishable (adjusted p 0.0548), so this analysis
     # agrees with it; under v2 (share 0.2, adjusted p 0.0438) it flipped the verdict
     assert flip["primary_verdict"] == "not distinguishable" and flip["verdict_survives"]
     assert "456 (granite-3.0-8b)" in flip["description"]
@@ -69,7 +83,7 @@ def test_granite_invalid_answers_reproduce_the_reported_flip_on_the_committed_ou
     assert tip["description"].startswith("all 456 invalid answers of granite-3.0-8b") and "leave the verdict" in \
         tip["description"] and tip["verdict"] == "not distinguishable" and tip["p_adjusted"] >= 0.05
     # not-tested primaries keep their rows and get no analysis
-    assert (t.loc[t["primary_verdict"] == "not tested", "analysis"] == "primary").all()
+    assert (t.loc[t["primary_verdict"].str.startswith("not tested"), "analysis"] == "primary").all()
 
 
 def test_the_tipping_point_is_found_where_the_primary_is_distinguishable(tmp_path):

@@ -58,9 +58,16 @@ def claim_rows(folder: Path, notebook: str, plan) -> pd.DataFrame:
         ci = interval(r)
         out.append({"claim": r["claim"], "label": r["label"], "who": r["who"], "estimate": r["estimate"],
                     "low": ci[0] if ci else None, "high": ci[1] if ci else None, "interval": ci[2] if ci else "",
-                    "p_adjusted": r["p_adjusted"],
-                    "verdict": verdict_words(str(r["verdict"])).removesuffix(" from the null")})
+                    "p_adjusted": r["p_adjusted"], "why": str(r["verdict"]),
+                    "verdict": _short(verdict_words(str(r["verdict"])).removesuffix(" from the null"))})
     return pd.DataFrame(out)
+
+
+def _short(verdict: str) -> str:
+    """A panel cell: a descriptive verdict's power and level, without the n that would power it (the cell's
+    title and the tables carry the whole verdict), so that a notebook's panel fits the report's first screen."""
+    head, sep, _ = verdict.partition("; ")
+    return head + ")" if sep and verdict.startswith("descriptive (") else verdict
 
 
 def robustness_rows(folder: Path) -> pd.DataFrame:
@@ -125,7 +132,7 @@ def panel_html(folder: Path, notebook: str, manifest: Mapping) -> str:
         ci = (f"[{lo[i]}, {hi[i]}]" + (f" {r['interval']}" if len(levels) > 1 else "")) if present(r["low"]) else "–"
         rows.append(f'<tr><td title="{e(r["label"])}"><code>{e(r["claim"])}</code></td><td>{e(r["who"])}</td>'
                     f'<td class="bl-num">{e(est[i])}</td><td class="bl-num">{e(ci)}</td>'
-                    f'<td class="bl-num">{e(p[i])}</td><td><b>{e(r["verdict"])}</b></td></tr>')
+                    f'<td class="bl-num">{e(p[i])}</td><td title="{e(r["why"])}"><b>{e(r["verdict"])}</b></td></tr>')
     note = ("The analysis plan's confirmatory claims, decided in this run (p adjusted by the plan's multiplicity "
             + (f"procedure; interval at the level at which the claim was tested: {e(', '.join(levels))}; – where "
                "the claim's test has no interval at that level)" if levels else
