@@ -167,8 +167,8 @@ table1
 #
 # computed here as $\log BF_{10} = \log B(s+1, n-s+1) + n\log 2$, exact for any n. pingouin's `bayesfactor_binom(k, n)`
 # assumes the same thing by default (H0: π = p = 0.5; H1: π ~ Beta(a=1, b=1), the uniform distribution) and so equals
-# eq. 9 — but it divides two probability mass functions, which underflow for large n (e.g. k = 4,500 of 5,000 gives
-# NaN); the tests check both against numerical integration of eq. 9.
+# eq. 9 — but it divides two probability mass functions, which underflow once n runs into the thousands (it then
+# gives NaN); the tests check both against numerical integration of eq. 9.
 #
 # **Data.** The authors' analysis notebook stores ChatGPT's answers on the revised English set; the counts per bias
 # type (`data/reference/crows_pairs_chatgpt_preferences_en.csv`) leave out the 14 refusals and the 11 pairs of the tenth

@@ -123,7 +123,9 @@ def test_committed_claim_sentences_match_their_rows(folder, render):
         resp = _read(folder, "responders")
         t = [D4.decide("uniformity_tests", _need(folder, "uniformity_tests"), resp, plan=PLAN)]
         text = F4.uniformity_findings(t[0], plan=PLAN)
-    rows = pd.concat([x[x["claim"] != ""] for x in t])
+    # the sentences come in the plan's claim order (wording.claim_findings), table by table within a claim
+    rows = pd.concat([x[x["claim"] == c.id] for c in PLAN.of(folder) for x in t if x is not None and "claim" in x])
+    assert len(rows) == sum(int((x["claim"] != "").sum()) for x in t)
     lines = text.splitlines()
     assert len(lines) == len(rows) and "n/a" not in text and "nan" not in text
     for line, r in zip(lines, rows.to_dict("records")):
@@ -219,7 +221,7 @@ def _robustness_rows_match_their_equivalence(t: dict) -> None:
 LEVEL_CI = re.compile(r"(\d+(?:\.\d+)?) % CI\b")
 AT_LEVEL = re.compile(r"\] at (\d+(?:\.\d+)?) %")
 POWER_PCT = re.compile(r"(\d+(?:\.\d+)?) % power\b")
-POWER_AT = re.compile(r"\bpower (\d[\d.]*) for an effect of (\d[\d.e−-]*) at level (\d[\d.e−-]*)")
+POWER_AT = re.compile(r"\bpower (\d[\d.]*) for an effect of (\d[\d.e−-]*) at level (\d(?:[\d.e−-]*\d)?)")
 ALPHA = re.compile(r"α = (\d[\d.e−-]*)")
 COUNT = re.compile(r"(\d[\d,]*) (?:prompts|pairs|items)\b")
 
