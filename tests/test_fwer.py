@@ -72,10 +72,14 @@ def test_seeded_fwer_on_the_committed_outputs():
              + K.instances("07_mbbq", root / "07_mbbq" / "tables"))
     t = K.fwer(root, 300, seed=0, insts=insts, plan=COMMITTED_PLAN).set_index("rule")
     b = t.loc["budget"]
-    assert b["instances"] == 42 and b["not_simulated"] == 0          # 12 CrowS + 20 agentic + 2 CALM + 8 MBBQ
+    # under plan v5 the committed run tests only the 12 CrowS instances of these: the 20 agentic ones are
+    # descriptive (under 0.8 power), CALM's 2 and MBBQ's 8 not measurable
+    assert [len(K.instances(nb, root / nb / "tables")) for nb in ("04_agentic_entropy", "02_calm", "07_mbbq")] \
+        == [0, 0, 0]
+    assert b["instances"] == 12 and b["not_simulated"] == 0
     assert "07_mbbq 0.2 over 2 families" in b["shares"]
     assert b["fwer"] <= 0.05 + 3 * b["fwer_mc_se"]
-    assert t.loc["holm within families, no split", "fwer"] > b["fwer"]
+    assert t.loc["graph within families, no split", "fwer"] > b["fwer"]         # v5 is graphical
 
 
 #: the plan the committed outputs were decided with (their MANIFESTs record its sha256)
@@ -184,7 +188,8 @@ def test_calibrate_never_rewrites_the_committed_table_and_refuses_a_folder_witho
     import shutil
     from biaslab import cli
     committed, scratch = tmp_path / "outputs", tmp_path / "scratch"
-    shutil.copytree(paths.OUTPUTS_DIR / "04_agentic_entropy", committed / "04_agentic_entropy")
+    # a run folder with tested claims (under plan v5 notebook 4's are all descriptive; notebook 3's are tested)
+    shutil.copytree(paths.OUTPUTS_DIR / "03_crows_pairs_bayes", committed / "03_crows_pairs_bayes")
     (committed / "fwer.csv").write_text("committed\n")
     monkeypatch.setattr(paths, "OUTPUTS_DIR", committed)
     monkeypatch.setattr(paths, "SCRATCH_DIR", scratch)

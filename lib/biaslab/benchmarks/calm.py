@@ -635,7 +635,8 @@ def formulation_requests(items: pd.DataFrame, protocol: Protocol) -> tuple[list[
 
 def _formulation(scorer, items: pd.DataFrame, protocol: Protocol, chat: bool) -> pd.DataFrame:
     """Letters or cloze answers of closed-answer items, per number of options: ``choice`` (stored option), ``pred``,
-    ``output``, ``p_answer`` and the validity checks' ``p_j``, ``tokens_j`` (cloze) and ``pos_r`` (letters)."""
+    ``output``, ``p_answer``, the validity checks' ``p_j``, ``tokens_j`` (cloze) and ``pos_r`` (letters), and
+    ``label_mass`` (letters: the least over the item's orders; cloze reads no label mass)."""
     from . import formats
     parts = []
     n_opts = pd.Series([len(w) for w, _ in closed_options(items)], index=items.index)
@@ -650,8 +651,10 @@ def _formulation(scorer, items: pd.DataFrame, protocol: Protocol, chat: bool) ->
             probs = formats.softmax(sc.read(protocol.normalization))
             out[[f"tokens_{j}" for j in range(k)]] = formats.by_stored(sc.tokens, orders, per)
         else:
-            probs = formats.label_dist(scorer, texts, {L: [L, " " + L] for L in LETTERS[:k]}, chat)[0]
+            probs, d = formats.label_dist(scorer, texts, {L: [L, " " + L] for L in LETTERS[:k]}, chat)
             out[[f"pos_{j}" for j in range(per)]] = formats.shown_choice(probs).reshape(len(sub), per)
+            # the letters' probability mass, as the single-order path reports it: the least over the item's orders
+            out["label_mass"] = d["label_mass"].to_numpy(dtype=float).reshape(len(sub), per).min(axis=1)
         p = formats.by_stored(probs, orders, per)
         out[[f"p_{j}" for j in range(k)]] = p
         choice = formats.choose(p)

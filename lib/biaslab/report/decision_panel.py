@@ -63,6 +63,25 @@ def claim_rows(folder: Path, notebook: str, plan) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
+def _collapsed(t: pd.DataFrame) -> pd.DataFrame:
+    """A claim's descriptive instances in one row (how many, their verdicts' powers), its decided ones each in their
+    own: a panel of many undecided instances (notebook 4's 20) still fits the report's first screen."""
+    rows = []
+    for claim, g in t.groupby("claim", sort=False):
+        desc = g["verdict"].str.startswith("descriptive (")
+        rows += g[~desc].to_dict("records")
+        if desc.sum() > 2:
+            powers = sorted(float(x) for x in g.loc[desc, "verdict"].str.extract(r"power ([\d.]+)")[0].dropna())
+            span = f"{powers[0]:.2f}–{powers[-1]:.2f}" if powers and powers[0] != powers[-1] else (
+                f"{powers[0]:.2f}" if powers else "")
+            rows.append({**g[desc].iloc[0].to_dict(), "who": f"{int(desc.sum())} instances", "estimate": None,
+                         "low": None, "high": None, "interval": "", "p_adjusted": None,
+                         "why": "; ".join(g.loc[desc, "why"]), "verdict": f"descriptive (power {span})"})
+        else:
+            rows += g[desc].to_dict("records")
+    return pd.DataFrame(rows, columns=t.columns)
+
+
 def _short(verdict: str) -> str:
     """A panel cell: a descriptive verdict's power and level, without the n that would power it (the cell's
     title and the tables carry the whole verdict), so that a notebook's panel fits the report's first screen."""
@@ -123,6 +142,7 @@ def panel_html(folder: Path, notebook: str, manifest: Mapping) -> str:
                 "result below is exploratory (estimated with an interval, not decided).</p></section>")
     if "claim" not in t:
         return head + f'<p class="bl-note">{e(t["verdict"].iloc[0])}</p></section>'
+    t = _collapsed(t)
     d = display.column_decimals(pd.concat([t["estimate"], t["low"], t["high"]]).astype(float))
     est, lo, hi = (_num_cells(t[c], d) for c in ("estimate", "low", "high"))
     p = [display.format_value(x, "p") if present(x) else "–" for x in t["p_adjusted"]]
