@@ -182,7 +182,8 @@ def test_decision_panel_comes_from_the_plan_and_the_run_s_tables(tmp_path):
     assert list(rows["verdict"]) == words
     assert rows["p_adjusted"].tolist() == pytest.approx(decided["p_adjusted"].tolist(), nan_ok=True)
     panel = decision_panel.panel_html(paths.OUTPUTS_DIR / nb, nb, {})      # no plan recorded: the repository's
-    assert panel.count("<tr>") == len(rows) + 1 and ("95 % CI" in panel) == (rows["interval"] == "95 % CI").any()
+    # a claim's descriptive instances share one row (decision_panel._collapsed)
+    assert panel.count("<tr>") == len(decision_panel._collapsed(rows)) + 1 and ("95 % CI" in panel) == (rows["interval"] == "95 % CI").any()
     rob = pd.read_csv(paths.OUTPUTS_DIR / "06_multiverse" / "tables" / "robustness.csv")
     panel = decision_panel.panel_html(paths.OUTPUTS_DIR / "06_multiverse", "06_multiverse", {})
     assert panel.count("<tr>") == len(rob) + 1

@@ -59,7 +59,7 @@ def claim_rows(folder: Path, notebook: str, plan) -> pd.DataFrame:
         out.append({"claim": r["claim"], "label": r["label"], "who": r["who"], "estimate": r["estimate"],
                     "low": ci[0] if ci else None, "high": ci[1] if ci else None, "interval": ci[2] if ci else "",
                     "p_adjusted": r["p_adjusted"], "why": str(r["verdict"]),
-                    "verdict": _short(verdict_words(str(r["verdict"])).removesuffix(" from the null"))})
+                    "verdict": verdict_words(str(r["verdict"])).removesuffix(" from the null")})
     return pd.DataFrame(out)
 
 
@@ -142,7 +142,7 @@ def panel_html(folder: Path, notebook: str, manifest: Mapping) -> str:
                 "result below is exploratory (estimated with an interval, not decided).</p></section>")
     if "claim" not in t:
         return head + f'<p class="bl-note">{e(t["verdict"].iloc[0])}</p></section>'
-    t = _collapsed(t)
+    t = _collapsed(t.assign(verdict=t["verdict"].map(_short)))
     d = display.column_decimals(pd.concat([t["estimate"], t["low"], t["high"]]).astype(float))
     est, lo, hi = (_num_cells(t[c], d) for c in ("estimate", "low", "high"))
     p = [display.format_value(x, "p") if present(x) else "–" for x in t["p_adjusted"]]
