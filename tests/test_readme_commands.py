@@ -40,8 +40,10 @@ def _named_in_prose(args):
 
 
 @pytest.fixture(autouse=True)
-def registry():
-    """A command's --benchmark-module registers its benchmark in this process: unregistered after the test."""
+def registry(monkeypatch):
+    """A command's --benchmark-module registers its benchmark in this process: unregistered after the test. The
+    pages' commands are run from the checkout's root (their relative paths), whatever folder this worker is in."""
+    monkeypatch.chdir(paths.ROOT)
     with registry_restored():
         yield
 
