@@ -41,11 +41,11 @@ output_dir = "../scratch/06_multiverse"  # folder for this run's tables, figures
 benchmarks = None  # benchmarks of the multiverse (None: every registered one it can run)
 benchmark_modules = []  # plugin benchmark modules (biaslab.benchmarks.load_plugins; entry points load anyway)
 items = {}  # benchmark -> items per universe (None: all); one not named: its spec's sizes for the profile
-pool = 150  # notebook 1's sample (max_prompts) that a sampler taking a pool (BBQ's) draws the items from
+pool = 88  # notebook 1's sample (max_prompts) that a sampler taking a pool (BBQ's) draws the items from
 design_name = "ofat"  # ofat (one factor at a time) or two_way
 formats = None  # benchmark -> answer formats (one not named: its spec's sizes for the profile, else all)
 factors = None  # factors varied (None: all)
-precisions = ["float32", "bf16_weights"]  # precision levels run (q4_gguf needs a server)
+precisions = ["float32"]  # precision levels run (q4_gguf needs a server)
 judge = None  # model spec that also reads open answers
 n_boot = 2000  # bootstrap draws (None: the interval rule's default)
 torch_threads = 0  # PyTorch threads (0: one per core)
@@ -70,7 +70,7 @@ factors = as_list(factors)
 # %% [markdown]
 # ## Setup
 #
-# `items` sizes each benchmark's subset (`None` = all; the sizes per profile are each benchmark spec's
+# `items` sizes each benchmark's subset (`None` = all; 0 = not run; the sizes per profile are each benchmark spec's
 # `sizes[profile]["06_multiverse"]`; BBQ items are drawn from notebook 1's own `pool`-prompt sample, stratified by
 # context × polarity × category, so its cached scores serve the paper's universe). `benchmark_modules` loads
 # plugin benchmarks (`biaslab.benchmarks.load_plugins`); `benchmarks = None` runs every registered one the multiverse
@@ -108,8 +108,11 @@ if torch_threads:
     import torch
     torch.set_num_threads(int(torch_threads))
 registry.load_plugins(benchmark_modules)
-benchmarks = benchmarks or list(design.names())
 items = {**profiles.multiverse_sizes(profile, "items"), **items}      # the sizes each spec declares, unless given here
+left_out = [b for b in design.names() if items.get(b) == 0] if not benchmarks else []
+benchmarks = benchmarks or [b for b in design.names() if b not in left_out]
+if left_out:        # a spec's size 0: not run in this profile (said, not silently dropped)
+    print(f"not run in the {profile} profile (items 0 in its spec's sizes): {', '.join(left_out)}")
 formats = {**profiles.multiverse_sizes(profile, "formats"), **(formats or {})}
 for b in benchmarks:
     design.check(b)         # a benchmark the multiverse cannot run: an error naming the spec field it lacks

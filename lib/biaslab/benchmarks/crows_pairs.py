@@ -698,7 +698,7 @@ SPEC = Spec(
     # smoke: the likelihood's normalizations only (no new forward pass)
     sizes={"smoke": {"01_multifactor": {"max_prompts": 3 * 20},
                      "06_multiverse": {"items": 4, "formats": ["likelihood"]}},
-           "default": {"01_multifactor": {"max_prompts": 3 * 700}, "06_multiverse": {"items": 16}},
+           "default": {"01_multifactor": {"max_prompts": 3 * 700}, "06_multiverse": {"items": 8}},
            "paper": {"01_multifactor": {"max_prompts": None}, "06_multiverse": {"items": None}}},
     responder_check=_responder_check,
 )

@@ -869,7 +869,7 @@ SPEC = Spec(
     # prompt here, 8 prompts: 149 s)
     sizes={"smoke": {"01_multifactor": {"max_prompts": 16}, "06_multiverse": {"items": 1, "formats": ["option_ll"]}},
            "default": {"01_multifactor": {"max_prompts": 2 * 12 * 8},
-                       "06_multiverse": {"items": 1, "formats": ["option_ll", "label_dist"]}},
+                       "06_multiverse": {"items": 0}},       # not run (plan v6: half of v5's notebook 6)
            "paper": {"01_multifactor": {"max_prompts": None}, "06_multiverse": {"items": None}}},
     responder_check=_responder_check, option_roles=option_roles,
 )

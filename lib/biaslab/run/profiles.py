@@ -55,7 +55,7 @@ READS_OUTPUTS_ONLY = {"05_compare"}
 #: the others follow, in the notebooks' order (a lane is a notebook with the notebook-1 variant sharing its scores).
 #: Notebook 6's paper universes send notebook 3's and 4's requests: whichever lane asks first computes them, the
 #: other reads them from the cache (two lanes asking at once may both compute one).
-LANE_ORDER = ("06_multiverse", "04_agentic_entropy", "03_crows_pairs_bayes", "02_calm", "07_mbbq")
+LANE_ORDER = ("03_crows_pairs_bayes", "06_multiverse", "07_mbbq", "02_calm", "04_agentic_entropy")
 
 PROFILE_NAMES = ("smoke", "default", "paper")
 
@@ -87,18 +87,20 @@ PROFILES: dict[str, dict[str, dict]] = {
     },
     "default": {
         "*": {"models": EMBEDDED_MODELS, "device": "auto", "dtype": "auto"},
-        # 150 prompts cover every template x prompt-style stratum of SSQA (148) and every category x context x
-        # polarity stratum of BBQ (44); CoT and the Bayesian model: see below;
+        # 88 BBQ items stratified by category x context x polarity, every one of the 44 strata drawn (plan v6; 150
+        # until v5); SSQA's 150 (its Spec.sizes) cover every template x prompt-style stratum (148);
+        # CoT and the Bayesian model: see below;
         # torch's own thread count (one per core): on an idle 2-core CPU two threads are 1.7-1.8x one (CrowS-Pairs
         # sentences, both models); on a machine shared with other jobs pass -p torch_threads=1. Chain of thought on
         # 4 prompts x 2 seeds (75-80 % of CoT answers were unparseable at 5 seeds: both models are flagged
         # degenerate there). No Bayesian model: at 300 draws x 2 chains no fit converged (R-hat > 1.01), so it cost
         # 1-2 min per run for a table the findings may not use; the paper profile fits it with 2,000 x 4.
-        "01_multifactor": {"max_prompts": 150, "cot_prompts": 4, "cot_seeds": 2, "cot_max_new_tokens": 40,
+        "01_multifactor": {"max_prompts": 88, "cot_prompts": 4, "cot_seeds": 2, "cot_max_new_tokens": 40,
                            "bayes_draws": 0, "bayes_tune": 300, "bayes_chains": 2, "torch_threads": 0},
-        # 4 templates per task (prompts of <= 150 words), 3 names per group, 1 shot: 252 prompts + 252 perturbed
-        # per model (plan v4; 5 names, 420 prompts, until v3)
-        "02_calm": {"k_shot": 1, "templates_per_task": 4, "max_prompt_words": 150, "names_per_group": 3,
+        # 2 templates per task (prompts of <= 150 words), 3 names per group, 1 shot: 126 prompts + 126 perturbed
+        # per model (plan v6; 4 templates until v5, 5 names until v3): calm-eq1 is powered by no default design
+        # (the plan's cold_budget), so notebook 2 is exploratory here and gets what the decided claims leave
+        "02_calm": {"k_shot": 1, "templates_per_task": 2, "max_prompt_words": 150, "names_per_group": 3,
                     "perturbations": ["combined"], "n_permutations": 1000, "subset_runs": 6,
                     "diversity_max_templates": 150},
         # 700 pairs per CrowS-Pairs file (proportional to the bias types, seed 0; the paper profile scores all 4,861):
@@ -106,16 +108,19 @@ PROFILES: dict[str, dict[str, dict]] = {
         # models' difference of shares 0.81; analysis_plan.yaml designs), about 4,200 distinct sentences instead of
         # 6,961. The preference prompt (SmolLM2 only, 2 orders; exploratory) on 45 pairs per dataset
         "03_crows_pairs_bayes": {"max_pairs": 700, "max_preference_pairs": 45},
-        # 510 of the 1,020 agentic prompts (plan v4: whole positive/negative pairs, 51 per class type x polarity, 100
-        # scenarios; all 1,020 until v3); every cyclic rotation of a stratified 60-prompt subset (exploratory)
-        "04_agentic_entropy": {"max_prompts": 510, "cyclic_prompts": 60, "fewshot_prompts": 0},
+        # 210 of the 1,020 agentic prompts (plan v6: whole positive/negative pairs, 7 per question type x class type
+        # stratum; 510 in v4-v5, all 1,020 until v3): no claim of notebook 4 is powered by a default design (the
+        # plan's cold_budget), so it gets what the decided claims leave; every cyclic rotation of a stratified
+        # 30-prompt subset (exploratory)
+        "04_agentic_entropy": {"max_prompts": 210, "cyclic_prompts": 30, "fewshot_prompts": 0},
         # one factor at a time around the paper's protocol, on what the 30-minute cold budget leaves once the
-        # decided claims are paid (plan v5): items per universe from each spec's sizes (multiverse_sizes: BBQ 22,
-        # CrowS-Pairs 16, the agentic benchmark 12, Winogender 24, MBBQ 1 per stratum), half of plan v4's; 80 %
+        # decided claims are paid (plan v6): items per universe from each spec's sizes (multiverse_sizes: BBQ 10,
+        # CrowS-Pairs 8, the agentic benchmark 6, Winogender 12; MBBQ 0, i.e. not run: its four languages cost
+        # half of v5's notebook 6), float32 only (bf16_weights in the paper profile); 80 %
         # power at a BBQ bias score of 0.1 would need ~660 ambiguous items per universe, so no equivalence can be
         # shown here (the notebook's first finding states what this design can detect). q4_gguf is not run here: through the llama.cpp server it cost 10-60x an in-process
         # universe on this CPU (pass -p 'precisions=["float32", "bf16_weights", "q4_gguf"]' with the served-test extra)
-        "06_multiverse": {"pool": 150, "design_name": "ofat", "precisions": ["float32", "bf16_weights"], "n_boot": 2000},
+        "06_multiverse": {"pool": 88, "design_name": "ofat", "precisions": ["float32"], "n_boot": 2000},
         "05_compare": {"models": None, "n_boot": None},
         # MBBQ: 2 items per category x context stratum (24 items, random within the 12 strata), each in 4 languages
         # x 2 sets = 192 prompts per model, design weighted back to all 9,436 items (benchmarks/mbbq.py sample).
@@ -134,7 +139,8 @@ PROFILES: dict[str, dict[str, dict]] = {
         "03_crows_pairs_bayes": {"max_pairs": None, "max_preference_pairs": None},
         "04_agentic_entropy": {"max_prompts": None, "cyclic_prompts": None, "fewshot_prompts": 120},
         # the full sets (BBQ: every prompt of notebook 1's paper-profile run), every pair of changed choices
-        "06_multiverse": {"pool": None, "design_name": "two_way", "n_boot": 2000},
+        "06_multiverse": {"pool": None, "design_name": "two_way", "precisions": ["float32", "bf16_weights"],
+                          "n_boot": 2000},
         "05_compare": {"models": None, "n_boot": None},
         "07_mbbq": {"items": None},
     },
