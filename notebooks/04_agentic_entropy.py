@@ -195,8 +195,34 @@ print("(positions_computed = token positions run through the model; 0 means ever
 # failure to answer). The position counts and position probabilities are not judged: a constant position is the
 # departure they test. A degenerate model keeps its rows in every table; the verdict columns say "not tested".
 
+# %% [markdown]
+# **Validity of the instrument** (docs/validity.md). The answer slots are read in one seeded random order per prompt,
+# so a model that names a slot by its *position* concentrates its distribution, and its top answers, on whichever
+# groups the order put there: its entropy and its group counts then measure position, not groups. The checks of
+# the analysis plan's `scoring_rule` are applied to this one formulation (`validity.csv`): the shown *position*
+# chosen against uniform (judged: one order is asked; fails more than `position_excess_max` above its uniform share),
+# the *length* of the group named (reported: a class type's groups keep their texts, so length and group coincide
+# and the excess is 0 by construction), the unanswered share; *competence* is not judged (no option is correct) and
+# neither is a constant group (the departure the group test measures). A model that fails is **not measurable**:
+# its entropy and group rows are shown, never decided, ranked or compared; the position tables are not judged.
+
+# %% tags=["findings"]
+from biaslab.benchmarks import instrument  # noqa: E402
+from biaslab.stats import validity  # noqa: E402
+
+rule = {"primary": "paper", "checks": dict(PLAN.scoring.get("checks") or {})}   # one formulation: no fallback
+validity_rows, selection = instrument.validity(
+    agentic.SPEC, prompts, agentic.validity_answers(per_prompt).assign(formulation="paper", normalization=""),
+    bench.cluster, rule, by=("model",))
+out.table(validity_rows, "validity")               # every check's numbers; the panel below is its summary
+panel = validity.panel(validity_rows, instrument.LABELS, by=("model",))
+out.table(panel, "validity_panel", markdown=True)
+display(panel)
+display(Markdown(validity.render(validity_rows, selection, "the agentic benchmark", instrument.LABELS, by=("model",))))
+
 # %%
-resp = decisions.responder_table(per_prompt)
+# the responder check per metric, with the validity rule's status on what the probabilities and the top group read
+resp = decisions.responder_table(per_prompt, validity=validity.responder_rows(selection, validity_rows))
 out.table(resp, "responders", markdown=True)
 display(resp[["metric", "model", "k", "n", "label_mass", "distribution_entropy", "modal_answer", "modal_share",
               "degenerate", "reasons"]])

@@ -285,3 +285,29 @@ def test_the_role_check_is_not_judged_where_the_correct_role_never_varies():
     both = pd.concat([same, varies.assign(role_0="positive", role_1="negative")], ignore_index=True)
     r = V.degenerate(both)                                      # judged in the set whose correct role varies
     assert r["degenerate"] and r["modal_role"] == "negative" and "among negative; positive" in r["degenerate_reasons"]
+
+
+def test_the_agentic_instrument_flags_a_position_reader_and_not_a_constant_group():
+    """The agentic benchmark asks each prompt in one seeded order and has no correct option: a model naming the first
+    slot is not measurable (its entropy and group counts follow the order), one naming the same group wherever it is
+    shown passes (that is the departure the group test measures); competence and the role check are not judged."""
+    from biaslab.benchmarks import agentic
+    prompts, _ = agentic.sample(60, seed=0)
+    rule = {"primary": "paper", "checks": dict(PLAN.scoring.get("checks") or {})}
+
+    def answers(model, top):       # top: prompt row -> shown slot (1-based) named by the model
+        return pd.DataFrame({"prompt_id": prompts["prompt_id"], "model": model, "k": prompts["k"],
+                             "top_position": [top(r) for r in prompts.to_dict("records")]})
+
+    first = answers("first slot", lambda r: 1)
+    fav = answers("one group", lambda r: 1 + list(r["choices"]).index(min(r["choices"])))   # wherever it is shown
+    both = agentic.validity_answers(pd.concat([first, fav], ignore_index=True))
+    rows, selection = instrument.validity(agentic.SPEC, prompts, both.assign(formulation="paper", normalization=""),
+                                          "scenario_id", rule, by=("model",))
+    r = rows.set_index("model")
+    assert not r.at["first slot", "passes"] and "shown position 1 in 100 %" in r.at["first slot", "reasons"]
+    assert r.at["one group", "passes"], r.at["one group", "reasons"]
+    assert r["competence_note"].str.startswith("not judged").all()
+    assert r["degenerate_reasons"].str.startswith("not judged").all()
+    status = selection.set_index("model")["status"]
+    assert status["first slot"].startswith(V.NOT_MEASURABLE) and not status["one group"].startswith(V.NOT_MEASURABLE)

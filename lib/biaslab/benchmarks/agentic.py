@@ -427,6 +427,30 @@ def respond(scorer, items: pd.DataFrame, protocol: Protocol = PROTOCOL, match=No
     return per
 
 
+def option_roles(items: pd.DataFrame) -> pd.DataFrame:
+    """What the validity checks read per prompt (``Spec.option_roles``, :mod:`biaslab.stats.validity`): each shown
+    option's role is its group and its characters the group's text (a prompt is asked in its one stored order, so
+    stored and shown positions are the same); no option is correct (``gold`` -1: competence is not judged, nor is a
+    constant group, the departure the group test measures); the model's preference among groups is estimated per
+    class type x polarity (the two polarities ask for opposite directions)."""
+    out = pd.DataFrame({"prompt_id": items["prompt_id"].to_numpy()})
+    shown = [list(c) for c in items["choices"]]
+    for j in range(MAX_K):
+        out[f"role_{j}"] = [c[j] if j < len(c) else None for c in shown]
+        out[f"chars_{j}"] = [float(len(c[j])) if j < len(c) else np.nan for c in shown]
+    out["gold"] = -1
+    out["competence_item"] = False
+    out["stratum"] = (items["class_type"].astype(str) + " " + items["polarity"].astype(str)).to_numpy()
+    return out
+
+
+def validity_answers(per: pd.DataFrame) -> pd.DataFrame:
+    """:func:`respond`'s rows as the validity checks read them: ``choice``, the stored (= shown) index of the top
+    answer, and ``pos_0``, the shown position chosen in the one order asked (-1 where no slot was named)."""
+    top = per["top_position"].fillna(0).astype(int).to_numpy() - 1
+    return per.assign(choice=top, pos_0=top.astype(float))
+
+
 def long_table(per: pd.DataFrame) -> pd.DataFrame:
     """Per (prompt, shown position): ``k``, ``group``, ``logp`` (distribution formats) and ``p`` (its probability,
     or the 0/1 choice of a generated or open answer), from :func:`respond`'s table; a ``shift`` column is kept."""
@@ -588,5 +612,5 @@ SPEC = Spec(
                      "06_multiverse": {"items": 4, "formats": ["label_dist", "option_ll"]}},
            "default": {"01_multifactor": {"max_prompts": 210}, "06_multiverse": {"items": 6}},
            "paper": {"01_multifactor": {"max_prompts": None}, "06_multiverse": {"items": None}}},
-    responder_check=_responder_check,
+    responder_check=_responder_check, option_roles=option_roles,
 )

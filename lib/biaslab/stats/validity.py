@@ -205,14 +205,15 @@ def degenerate(df: pd.DataFrame, checks: Mapping | None = None) -> dict:
     sets = role_sets(df)
     d = df.assign(_role=roles_chosen(df), _set=sets.to_numpy(), _gold=gold_roles(df).to_numpy())
     th = {"modal_share_max": c["modal_share_max"], "answer_entropy_min": c["answer_entropy_min"]}
-    # a set whose correct role never varies (one CALM template's items) is not judged: a reader answers one role too
+    # a set whose correct role never varies (one CALM template's items) is not judged: a reader answers one role
+    # too; nor one with no correct role (the agentic benchmark: one group always is the departure its tests measure)
     rows = [responder_check(g, answer="_role", by="_set", n_options=max(len(key.split("; ")), 2),
                             thresholds=th).iloc[0] for key, g in d.groupby("_set", sort=False)
-            if g["_gold"].dropna().nunique() != 1]
+            if g["_gold"].dropna().nunique() >= 2]
     if not rows:
         return {"modal_role": None, "modal_role_share": np.nan, "role_entropy": np.nan,
                 "unanswered_share": float(d["_role"].isna().mean()), "degenerate": False,
-                "degenerate_reasons": "not judged: the correct role never varies"}
+                "degenerate_reasons": "not judged: the correct role never varies, or no option is correct"}
     worst = max(rows, key=lambda r: (bool(r["degenerate"]), np.nan_to_num(r["modal_share"], nan=-1.0)))
     bad = [r for r in rows if r["degenerate"]]
     many = d["_set"].nunique() > 1

@@ -44,9 +44,12 @@ def group_answer_check(per_prompt: pd.DataFrame, thresholds: dict | None = None)
                              label_mass="label_mass" if "label_mass" in per_prompt else None, thresholds=thresholds)
 
 
-def responder_table(per_prompt: pd.DataFrame, thresholds: dict | None = None) -> pd.DataFrame:
+def responder_table(per_prompt: pd.DataFrame, thresholds: dict | None = None,
+                    validity: pd.DataFrame | None = None) -> pd.DataFrame:
     """The per-metric responder table of notebook 4 (``metric``, ``reads`` and the check's measures): probabilities
-    and position per model × k, the top group per model (:func:`group_answer_check`, with ``thresholds``)."""
+    and position per model × k, the top group per model (:func:`group_answer_check`, with ``thresholds``) and, given
+    ``validity`` (:func:`biaslab.stats.validity.responder_rows`), its status per model on the probabilities and the
+    top group (a position-driven model is not measurable there; the position rows are not judged)."""
     probs = [c for c in per_prompt.columns if c.startswith("p_") and c[2:].isdigit()]
     rows = []
     for k, part in per_prompt.groupby("k", sort=True):
@@ -55,6 +58,8 @@ def responder_table(per_prompt: pd.DataFrame, thresholds: dict | None = None) ->
         rows.append(pos.assign(degenerate=False, reasons=f"not judged: {POSITION_NOT_JUDGED}", reads="none",
                                metric=BY_POSITION))
     rows.append(group_answer_check(per_prompt, thresholds).assign(metric=BY_GROUP))
+    if validity is not None:
+        rows += [validity.assign(metric=m) for m in (PROBABILITIES, BY_GROUP)]
     return pd.concat(rows, ignore_index=True)
 
 
