@@ -260,8 +260,7 @@ for model_spec in models:   # a local name or folder, or a served model (see doc
             calm_data.SPEC.responses(sc, sel, p).assign(formulation=f, normalization=nz)
             for f, nz, p in instrument.formulations(protocol, rule)[1:]], ignore_index=True).assign(model=name)
         validity_parts.append(instrument.validity(calm_data.SPEC, sel, scored, "template_id", rule))
-        r = instrument.selected(scored, validity_parts[-1][1], sel, calm_data.SPEC).drop(
-            columns=["model", "formulation", "normalization"])
+        r = instrument.selected(scored, validity_parts[-1][1], sel, calm_data.SPEC).drop(columns="model")
         r = r.set_index("prompt_id").reindex(sel["prompt_id"]).reset_index().set_axis(sel.index)
     responses.append(sel.join(r.drop(columns="prompt_id")).assign(model=name))
     for kind, ps in pert_sets.items():
@@ -282,6 +281,7 @@ resp_paper = pd.concat(paper_responses, ignore_index=True)       # the paper's p
 presp = pd.concat(pert_responses, ignore_index=True) if pert_responses else pd.DataFrame()
 keep_cols = ["model", "prompt_id", "task", "bias_type", "source_dataset", "template_id", "group", "name_idx", "name",
              "answer_format", "answer", "output", "pred", "p_answer", "label_mass", "correct", "correct_released"]
+keep_cols += [c for c in ("formulation", "normalization") if c in resp]      # what read each row, under a rule
 if len(resp) <= 50_000:
     out.table(resp[keep_cols], "responses")
 display(resp.groupby(["model", "task"])[["correct", "correct_released"]].mean().reset_index())
