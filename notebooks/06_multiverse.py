@@ -70,7 +70,7 @@ factors = as_list(factors)
 # %% [markdown]
 # ## Setup
 #
-# `items` sizes each benchmark's subset (`None` = all; 0 = not run; the sizes per profile are each benchmark spec's
+# `items` sizes each benchmark's subset (`None` = all; the sizes per profile are each benchmark spec's
 # `sizes[profile]["06_multiverse"]`; BBQ items are drawn from notebook 1's own `pool`-prompt sample, stratified by
 # context × polarity × category, so its cached scores serve the paper's universe). `benchmark_modules` loads
 # plugin benchmarks (`biaslab.benchmarks.load_plugins`); `benchmarks = None` runs every registered one the multiverse
@@ -108,11 +108,8 @@ if torch_threads:
     import torch
     torch.set_num_threads(int(torch_threads))
 registry.load_plugins(benchmark_modules)
+benchmarks = benchmarks or list(design.names())
 items = {**profiles.multiverse_sizes(profile, "items"), **items}      # the sizes each spec declares, unless given here
-left_out = [b for b in design.names() if items.get(b) == 0] if not benchmarks else []
-benchmarks = benchmarks or [b for b in design.names() if b not in left_out]
-if left_out:        # a spec's size 0: not run in this profile (said, not silently dropped)
-    print(f"not run in the {profile} profile (items 0 in its spec's sizes): {', '.join(left_out)}")
 formats = {**profiles.multiverse_sizes(profile, "formats"), **(formats or {})}
 for b in benchmarks:
     design.check(b)         # a benchmark the multiverse cannot run: an error naming the spec field it lacks

@@ -106,9 +106,9 @@ def test_draws_are_nested_so_notebooks_1_and_6_ask_notebook_7s_requests(bench):
     from biaslab.run import profiles
     from biaslab.papers.multifactor import factorial
     seven = set(mbbq.sample(profiles.params("default", "07_mbbq")["items"], seed=0)[0]["item"])
-    assert profiles.multiverse_sizes("default", "items")["mbbq"] == 0        # plan v6: not run in the default
-    six, _ = SPECS["mbbq"].sample(1, seed=0)                  # notebook 6's MBBQ items when run at 1 per stratum
+    six, _ = SPECS["mbbq"].sample(profiles.multiverse_sizes("default", "items")["mbbq"], seed=0)
     assert set(six["item"]) < seven and set(six["set"]) == {"bias"} and six["language"].nunique() == 4
+    assert set(six["context_condition"]) == {"ambig"}         # what its metrics read
     one = factorial.sample(mbbq.FACTOR_PLAN, bench.prompts,
                            profiles.params("default", "01_multifactor", "mbbq")["max_prompts"], seed=0)
     assert set(one["item"]) == seven and len(one) == 8 * len(seven)
@@ -595,12 +595,12 @@ def test_option_order_and_normalization_are_read_back_to_the_stored_options():
 
 def test_the_prompts_are_a_wording_factor_of_notebook_6():
     """Notebook 6's MBBQ universes: the plan's prompt and the paper's other four as the wording factor, next-token
-    letters, option order and normalization; at least 10 per model in the paper profile's formats and precisions
-    (Gemma 3 270m has no chat template: its chat universe cannot run; the default profile does not run MBBQ's)."""
+    letters, option order and normalization; at least 10 per model in the default profile's formats and precisions
+    (Gemma 3 270m has no chat template: its chat universe cannot run)."""
     from biaslab.run import profiles
     from biaslab.papers.multiverse import design
-    formats = profiles.multiverse_sizes("paper", "formats").get("mbbq")
-    precisions = profiles.params("paper", "06_multiverse")["precisions"]
+    formats = profiles.multiverse_sizes("default", "formats")["mbbq"]
+    precisions = profiles.params("default", "06_multiverse")["precisions"]
     for chat in (("mbbq",), ()):
         us = design.universes("mbbq", design.ModelReference(chat=chat), "ofat", formats=formats)
         ids = [u.id for u in us]

@@ -741,8 +741,10 @@ def detector_report(split: str = "test") -> str:
 
 # ------------------------------------------------------------------------------- notebooks 1, 5 and 6
 def sample_bias(n: int | None, seed: int = 0) -> tuple[pd.DataFrame, Benchmark]:
-    """Notebook 6: :func:`sample`'s items in every language, bias set only (its metrics read no control item)."""
-    return sample(n, seed=seed, sets=("bias",))
+    """Notebook 6: :func:`sample`'s items in every language, bias set, ambiguous contexts (its metrics, the
+    ambiguous-context bias scores, read no control item and no disambiguated one)."""
+    items, bench = sample(n, seed=seed, sets=("bias",))
+    return items[items["context_condition"] == "ambig"].reset_index(drop=True), bench
 
 
 def _nb1_sample(prompts: pd.DataFrame, n: int | None, strata, seed: int = 0) -> pd.DataFrame:
@@ -863,13 +865,13 @@ SPEC = Spec(
     respond=respond, paper_chat=paper_chat, sample=sample_bias, columns=COLUMNS,
     metrics=tuple(_metric(lang) for lang in LANGUAGES),
     factor_plan=FACTOR_PLAN,
-    # notebook 1: notebook 7's items (2 per stratum x 8 prompts); notebook 6: the first of them per stratum, bias set
-    # (12 items x 4 languages; its paper universe is read from notebook 7's scores): option log-probabilities and
-    # next-token letters, not the paper's generated answers (100 new tokens cost SmolLM2 about 19 s of CPU per
-    # prompt here, 8 prompts: 149 s)
+    # notebook 1: notebook 7's items (2 per stratum x 8 prompts); notebook 6: the first of them per stratum, bias set,
+    # ambiguous contexts (6 items x 4 languages; its paper universe is read from notebook 7's scores): option
+    # log-probabilities and next-token letters, not the paper's generated answers (100 new tokens cost SmolLM2 about
+    # 19 s of CPU per prompt here, 8 prompts: 149 s)
     sizes={"smoke": {"01_multifactor": {"max_prompts": 16}, "06_multiverse": {"items": 1, "formats": ["option_ll"]}},
            "default": {"01_multifactor": {"max_prompts": 2 * 12 * 8},
-                       "06_multiverse": {"items": 0}},       # not run (plan v6: half of v5's notebook 6)
+                       "06_multiverse": {"items": 1, "formats": ["option_ll", "label_dist"]}},
            "paper": {"01_multifactor": {"max_prompts": None}, "06_multiverse": {"items": None}}},
     responder_check=_responder_check, option_roles=option_roles,
 )

@@ -115,8 +115,9 @@ PROFILES: dict[str, dict[str, dict]] = {
         "04_agentic_entropy": {"max_prompts": 210, "cyclic_prompts": 30, "fewshot_prompts": 0},
         # one factor at a time around the paper's protocol, on what the 30-minute cold budget leaves once the
         # decided claims are paid (plan v6): items per universe from each spec's sizes (multiverse_sizes: BBQ 10,
-        # CrowS-Pairs 8, the agentic benchmark 6, Winogender 12; MBBQ 0, i.e. not run: its four languages cost
-        # half of v5's notebook 6), float32 only (bf16_weights in the paper profile); 80 %
+        # CrowS-Pairs 8, the agentic benchmark 6, Winogender 12, MBBQ 1 per stratum in its ambiguous contexts, the
+        # only ones its metrics read: its four languages cost half of v5's notebook 6), float32 only (bf16_weights
+        # in the paper profile); 80 %
         # power at a BBQ bias score of 0.1 would need ~660 ambiguous items per universe, so no equivalence can be
         # shown here (the notebook's first finding states what this design can detect). q4_gguf is not run here: through the llama.cpp server it cost 10-60x an in-process
         # universe on this CPU (pass -p 'precisions=["float32", "bf16_weights", "q4_gguf"]' with the served-test extra)
