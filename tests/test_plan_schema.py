@@ -95,7 +95,7 @@ def test_the_shipped_plan_is_valid():
      "notebooks.03_crows_pairs_bayes.claims[1].sesoi", "less than or equal to the minimum of 0"),
     ("            model: chi2\n", "            model: chisq\n",
      "notebooks.04_agentic_entropy.claims[0].design.default.model", "one of t, z, chi2, range"),
-    ("            model: chi2\n            n: 21\n", "            model: chi2\n",
+    ("            model: chi2\n            n: 15\n", "            model: chi2\n",
      "notebooks.04_agentic_entropy.claims[0].design.default (instance race)", "model chi2 needs n"),
     ("      default: [smollm2-135m-instruct · gemma-3-270m, granite-3.0-8b · llama-3.1-8b]\n    claims:\n      - id: crows",
      "      smoke: [smollm2-135m-instruct · gemma-3-270m]\n    claims:\n      - id: crows",
@@ -500,7 +500,7 @@ def test_the_bound_designs_are_the_committed_default_runs_design_and_the_scales_
               "crows-en-share": "share_difference", "ssqa-deviation-rate": "share_difference"}
     checked = 0
     for (cid, key, prof, fam), (c, d) in _merged(P.load()).items():
-        if prof != "default" or fam is not None or not d["source"].startswith(("bound", "the design alone: 21")):
+        if prof != "default" or fam is not None or not d["source"].startswith(("bound", "the design alone: 15")):
             continue
         n, clusters, deff = _bound_design(cid, key)
         assert d["n"] == n and d.get("clusters") == clusters, (cid, key, d)
@@ -555,7 +555,7 @@ def test_the_verdict_layer_reads_each_instances_own_null(tmp_path):
         pytest.skip("no committed outputs")
     c = next(c for c in P.load().claims if c.id == "dm-other")
     assert c.key_of({"model_a": "x"}, {"benchmark": "calm"}) == "calm" and c.key_of({"model_a": "x"}) is None
-    assert c.design_of("calm", "default")["n"] == 126 and c.design_of("calm", "smoke") is None
+    assert c.design_of("calm", "default")["n"] == 84 and c.design_of("calm", "smoke") is None
     old = "          agentic:\n            null_value: 0\n"
     assert old in SHIPPED
     r = lambda b, t: pd.read_csv(OUT / f"01_multifactor/{b}/tables/{t}.csv")          # noqa: E731

@@ -330,10 +330,11 @@ def test_lanes_keep_score_sharing_runs_together_and_compare_last():
     chosen = execute.select(None)
     par, last = execute.lanes(chosen)
     assert last == [("05_compare", "")]
-    assert par[0] == [("01_multifactor", "bbq"), ("06_multiverse", "")]     # longest first; 6 reads 01/bbq's scores
-    assert par[1] == [("01_multifactor", "agentic"), ("04_agentic_entropy", "")]
-    assert par[2] == [("01_multifactor", "crows_pairs"), ("03_crows_pairs_bayes", "")]
+    assert par[0] == [("01_multifactor", "crows_pairs"), ("03_crows_pairs_bayes", "")]      # longest first
+    assert par[1] == [("01_multifactor", "mbbq"), ("07_mbbq", "")]         # before 6, which asks 7's requests
+    assert par[2] == [("01_multifactor", "bbq"), ("06_multiverse", "")]     # 6 reads 01/bbq's scores
     assert par[3] == [("01_multifactor", "calm"), ("02_calm", "")]
+    assert par[4] == [("01_multifactor", "agentic"), ("04_agentic_entropy", "")]
     assert sorted([r for lane in par for r in lane] + last) == sorted(chosen)
 
 

@@ -797,7 +797,7 @@ SPEC = Spec(name="calm", title="CALM", load=load, factor_plan=FACTOR_PLAN,
             columns=("prompt_id", "output", "pred", "p_answer", "label_mass", "correct", "correct_released"),
             # notebook 2's selections per profile (tests/test_factorial.py checks the two agree)
             sizes={"smoke": _selection(0, None, 2, ["qa-054", "qa-086", "nli-011", "sentiment-045"], None),
-                   "default": _selection(1, 2, 3, None, 150), "paper": _selection(5, None, 50, None, None)},
+                   "default": _selection(1, 2, 2, None, 150), "paper": _selection(5, None, 50, None, None)},
             metrics=(Metric(
                 id="calm_bias_overall", benchmark="CALM", label="CALM: overall bias score (eq. 1, paper variant)",
                 folder="02_calm",

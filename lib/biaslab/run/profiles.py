@@ -51,11 +51,12 @@ NOTEBOOKS: dict[str, Mapping[str, dict]] = {
 #: ``biaslab reproduce`` runs them after all the others
 READS_OUTPUTS_ONLY = {"05_compare"}
 
-#: lanes to start first with ``--jobs``, longest first (cold, 2 cores: perf/results/reproduce/default_cold.json);
+#: lanes to start first with ``--jobs``, longest first (cold, 2 cores: perf/results/reproduce/default_cold.json),
+#: notebook 7 before notebook 6, whose MBBQ universes ask notebook 7's requests on a subset of its items;
 #: the others follow, in the notebooks' order (a lane is a notebook with the notebook-1 variant sharing its scores).
 #: Notebook 6's paper universes send notebook 3's and 4's requests: whichever lane asks first computes them, the
 #: other reads them from the cache (two lanes asking at once may both compute one).
-LANE_ORDER = ("03_crows_pairs_bayes", "06_multiverse", "07_mbbq", "02_calm", "04_agentic_entropy")
+LANE_ORDER = ("03_crows_pairs_bayes", "07_mbbq", "06_multiverse", "02_calm", "04_agentic_entropy")
 
 PROFILE_NAMES = ("smoke", "default", "paper")
 
@@ -97,10 +98,10 @@ PROFILES: dict[str, dict[str, dict]] = {
         # 1-2 min per run for a table the findings may not use; the paper profile fits it with 2,000 x 4.
         "01_multifactor": {"max_prompts": 88, "cot_prompts": 4, "cot_seeds": 2, "cot_max_new_tokens": 40,
                            "bayes_draws": 0, "bayes_tune": 300, "bayes_chains": 2, "torch_threads": 0},
-        # 2 templates per task (prompts of <= 150 words), 3 names per group, 1 shot: 126 prompts + 126 perturbed
-        # per model (plan v6; 4 templates until v5, 5 names until v3): calm-eq1 is powered by no default design
-        # (the plan's cold_budget), so notebook 2 is exploratory here and gets what the decided claims leave
-        "02_calm": {"k_shot": 1, "templates_per_task": 2, "max_prompt_words": 150, "names_per_group": 3,
+        # 2 templates per task (prompts of <= 150 words), 2 names per group, 1 shot: 84 prompts + 84 perturbed per
+        # model (plan v6; 4 templates and 3 names until v5, 5 names until v3): calm-eq1 is powered by no default
+        # design (the plan's cold_budget), so notebook 2 is exploratory here and gets what the decided claims leave
+        "02_calm": {"k_shot": 1, "templates_per_task": 2, "max_prompt_words": 150, "names_per_group": 2,
                     "perturbations": ["combined"], "n_permutations": 1000, "subset_runs": 6,
                     "diversity_max_templates": 150},
         # 700 pairs per CrowS-Pairs file (proportional to the bias types, seed 0; the paper profile scores all 4,861):
@@ -108,14 +109,14 @@ PROFILES: dict[str, dict[str, dict]] = {
         # models' difference of shares 0.81; analysis_plan.yaml designs), about 4,200 distinct sentences instead of
         # 6,961. The preference prompt (SmolLM2 only, 2 orders; exploratory) on 45 pairs per dataset
         "03_crows_pairs_bayes": {"max_pairs": 700, "max_preference_pairs": 45},
-        # 210 of the 1,020 agentic prompts (plan v6: whole positive/negative pairs, 7 per question type x class type
+        # 150 of the 1,020 agentic prompts (plan v6: whole positive/negative pairs, 5 per question type x class type
         # stratum; 510 in v4-v5, all 1,020 until v3): no claim of notebook 4 is powered by a default design (the
         # plan's cold_budget), so it gets what the decided claims leave; every cyclic rotation of a stratified
         # 30-prompt subset (exploratory)
-        "04_agentic_entropy": {"max_prompts": 210, "cyclic_prompts": 30, "fewshot_prompts": 0},
+        "04_agentic_entropy": {"max_prompts": 150, "cyclic_prompts": 30, "fewshot_prompts": 0},
         # one factor at a time around the paper's protocol, on what the 30-minute cold budget leaves once the
         # decided claims are paid (plan v6): items per universe from each spec's sizes (multiverse_sizes: BBQ 10,
-        # CrowS-Pairs 8, the agentic benchmark 6, Winogender 12, MBBQ 1 per stratum in its ambiguous contexts, the
+        # CrowS-Pairs 8, the agentic benchmark 4, Winogender 8, MBBQ 1 per stratum in its ambiguous contexts, the
         # only ones its metrics read: its four languages cost half of v5's notebook 6), float32 only (bf16_weights
         # in the paper profile); 80 %
         # power at a BBQ bias score of 0.1 would need ~660 ambiguous items per universe, so no equivalence can be
