@@ -209,7 +209,7 @@ out.table(spread, "prompt_spread")
 beside = A.bias_beside_control(prompt_metrics)
 out.table(beside, "bias_beside_control")
 fig = F.bias_beside_control(prompt_metrics, "MBBQ: bias scores beside control-set accuracy, all categories "
-                                            f"({F.WEIGHTED}), the prompts {', '.join(prompts)}")
+                                            f"({F.WEIGHTED}), the prompts {', '.join(prompts)}", selection)
 out.figure(fig, "bias_beside_control")
 top = A.MEAN if len(prompts) > 1 else A.PLAN_PROMPT            # the rows the figure's points show
 b = beside[(beside["category"] == "all") & (beside["prompt"] == top)]
@@ -273,7 +273,7 @@ out.table(adj, "adjusted_contrasts", markdown=True)
 display(Markdown(PLAN.method_text("07_mbbq", pd.concat([metrics, adj]))))
 nested = con[(con["items"] == "nested items, every prompt") & (con["prompt"] == A.MEAN)]   # none with one prompt
 fig = F.contrast_forest(pd.concat([nested, con[con["items"] == "every sampled item"]]), adj,
-                        "MBBQ, each language minus English (bias set, all categories, design weighted)")
+                        "MBBQ, each language minus English (bias set, all categories, design weighted)", selection)
 out.figure(fig, "contrasts")
 display(Markdown(F.adjusted_findings(adj)))
 

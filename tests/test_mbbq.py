@@ -659,3 +659,21 @@ def test_the_cost_sentence_is_its_timings_rows():
     assert "p2 0.500 s (10 prompts) (read from the score cache, no cost measured: p1)" in text
     assert "0.500 s per prompt" in text and "10.0 h" in text
     assert "no cost" in F.cost_sentence(cached.assign(positions_computed=0), 72_000)
+
+
+def test_the_figures_mark_a_language_the_validity_rule_found_not_measurable():
+    """A language not measurable for a model is drawn hollow and named on its axis (bias beside control), and a
+    contrast with it is named so (the forest); the measurable ones are not."""
+    from biaslab.papers.mbbq import figures as F
+    df = _prompted()
+    t = A.metric_table(df)
+    model = t["model"].iloc[0]
+    sel = pd.DataFrame({"model": model, "language": ["en", "tr"], "status": ["informative", "not measurable: x"]})
+    fig = F.bias_beside_control(t, "title", sel)
+    ticks = [tk.get_text() for tk in fig.axes[0].get_xticklabels()]
+    assert ticks == ["English", "Turkish\n(not measurable)"]
+    assert any(line.get_markerfacecolor() == "white" for line in fig.axes[0].get_lines())
+    forest = F.contrast_forest(A.contrasts(df), A.adjusted_contrasts(df), "title", sel)
+    assert [tk.get_text() for tk in forest.axes[0].get_yticklabels()] == [f"{model}: tr - en (not measurable)"]
+    plain = F.bias_beside_control(t, "title")
+    assert [tk.get_text() for tk in plain.axes[0].get_xticklabels()] == ["English", "Turkish"]

@@ -31,10 +31,28 @@ def _lang(metrics: pd.DataFrame) -> list[str]:
     return [lang for lang in LANG_NAMES if lang in set(metrics["language"])]
 
 
-def bias_beside_control(metrics: pd.DataFrame, title: str):
+UNREAD = "not measurable"          # a language whose instrument failed the validity checks, in a figure's labels
+
+
+def not_measurable_pairs(selection: pd.DataFrame | None) -> set:
+    """(model, language) pairs the validity rule found not measurable (``selection``: ``model``, ``language``,
+    ``status``; None: none)."""
+    if selection is None or not len(selection):
+        return set()
+    bad = selection[selection["status"].astype(str).str.startswith(NOT_MEASURABLE)]
+    return set(zip(bad["model"], bad["language"]))
+
+
+def _tick(model: str, lang: str, bad: set) -> str:
+    return LANG_NAMES[lang] + (f"\n({UNREAD})" if (model, lang) in bad else "")
+
+
+def bias_beside_control(metrics: pd.DataFrame, title: str, selection: pd.DataFrame | None = None):
     """Per model (a row of panels) and language: the paper's two bias scores and the control set's disambiguated
     accuracy with chance (1/3), all categories pooled and design weighted; each point the five-prompt mean with its
-    interval (:func:`biaslab.papers.mbbq.analysis.bounded`), the small grey marks the five prompts' own values."""
+    interval (:func:`biaslab.papers.mbbq.analysis.bounded`), the small grey marks the five prompts' own values. A
+    language not measurable for the model (``selection``, the validity rule's) is drawn hollow and named so."""
+    bad = not_measurable_pairs(selection)
     d = metrics[metrics["category"] == "all"]
     models, langs, head = sorted(d["model"].unique()), _lang(d), _summary(d)
     fig, axes = plt.subplots(len(models), len(PANELS), figsize=(4.4 * len(PANELS), 3.0 * len(models)), squeeze=False)
@@ -48,6 +66,10 @@ def bias_beside_control(metrics: pd.DataFrame, title: str):
             ax.errorbar(x, top["estimate"], yerr=np.nan_to_num(err), fmt="o", color="C0", capsize=3,
                         label=f"{'mean over the prompts' if head == A.MEAN else 'prompt ' + head} "
                               f"({interval_label()})")
+            hollow = [k for k, lang in enumerate(langs) if (m, lang) in bad]
+            if hollow:
+                ax.plot(x[hollow], top["estimate"].to_numpy()[hollow], "o", color="C0", mfc="white",
+                        label=f"{UNREAD} (validity): shown, not read")
             each = r[r["prompt"] != A.MEAN]
             if head == A.MEAN and len(each):
                 ax.scatter([langs.index(lang) + 0.18 for lang in each["language"]], each["estimate"], s=9,
@@ -57,7 +79,7 @@ def bias_beside_control(metrics: pd.DataFrame, title: str):
             ax.axhline(ref, color="grey", lw=0.8, ls=":" if ref else "-",
                        label="chance (1/3)" if ref else None)
             ax.set_ylim(lo - 0.05 * (hi - lo), hi + 0.05 * (hi - lo))
-            ax.set_xticks(x, [LANG_NAMES[lang] for lang in langs])
+            ax.set_xticks(x, [_tick(m, lang, bad) for lang in langs], fontsize=8)
             ax.set_title(f"{m}\n{name}", fontsize=9)
             if metric == "accuracy_disambig" and top["estimate"].notna().any():
                 best = [LANG_NAMES[lang] for lang, v in top["estimate"].items() if v == top["estimate"].max()]
@@ -95,10 +117,13 @@ def by_category(spread: pd.DataFrame, title: str):
     return legend_below(fig, axes[0][0], title, ncol=len(langs))
 
 
-def contrast_forest(contrasts: pd.DataFrame, adjusted: pd.DataFrame, title: str):
+def contrast_forest(contrasts: pd.DataFrame, adjusted: pd.DataFrame, title: str,
+                    selection: pd.DataFrame | None = None):
     """Each language minus English on the bias set (all categories, design weighted), paired on the same items with
     the options in the same order: the five-prompt mean (the headline), the plan's prompt alone, and the
-    plan's prompt regressed on the control-accuracy difference (a sensitivity analysis), with 95 % intervals."""
+    plan's prompt regressed on the control-accuracy difference (a sensitivity analysis), with 95 % intervals. A
+    contrast with a language not measurable for the model (``selection``), English or the other, is named so."""
+    bad = not_measurable_pairs(selection)
     metrics = [m for m in A.ADJUSTED if m in set(contrasts["metric"])]
     c = contrasts[(contrasts["set"] == "bias") & (contrasts["category"] == "all")]
     fig, axes = plt.subplots(1, len(metrics), figsize=(5.4 * len(metrics), 4.0), squeeze=False)
@@ -118,7 +143,8 @@ def contrast_forest(contrasts: pd.DataFrame, adjusted: pd.DataFrame, title: str)
                 ax.errorbar(v["adjusted"], [i - 0.2], xerr=[v["adjusted"] - v["ci_low"], v["ci_high"] - v["adjusted"]],
                             fmt="s", color="C3", capsize=2, mfc="none",
                             label=f"sensitivity: prompt {A.PLAN_PROMPT} at equal control accuracy" if i == 0 else None)
-        ax.set_yticks(range(len(pairs)), [f"{m}: {lang} - en" for m, lang in pairs], fontsize=7)
+        ax.set_yticks(range(len(pairs)), [f"{m}: {lang} - en" + (f" ({UNREAD})" if {(m, lang), (m, "en")} & bad
+                                                                 else "") for m, lang in pairs], fontsize=7)
         ax.axvline(0, color="grey", lw=0.8)
         ax.set_ylim(-0.6, len(pairs) - 0.4)
         ax.set_xlabel(f"language minus English ({interval_label()})")
