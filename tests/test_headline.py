@@ -303,7 +303,7 @@ def test_every_n_level_power_and_sesoi_the_summary_quotes_is_its_rows(claims_v5)
     c = claims_v5[claims_v5["claim"] != ""]
     plan = P.load()
     other = c[(c["claim"] == "dm-other") & c["who"].str.endswith(", bbq")].iloc[0]
-    assert other["n"] == next(x for x in plan.claims if x.id == "dm-other").design_of("bbq", "default")["n"] == 88
+    assert other["n"] == next(x for x in plan.claims if x.id == "dm-other").design_of("bbq", "default")["n"] == 150
     quoted = 0
     for r in c.to_dict("records"):
         m = re.search(r"power ([\d.]+) for SESOI ([\d.]+) at (its tested )?level ([\d.e-]+)", str(r["verdict"]))

@@ -468,8 +468,6 @@ SPEC = Spec(
     protocol=PROTOCOL, formats=FORMATS, honours=("format", "chat", "max_new_tokens"), respond=respond,
     paper_chat=paper_chat, columns=("prompt_id", "model", "seed", "cot", "answer", "deviated"),
     factor_plan=FACTOR_PLAN,
-    # 150 prompts: every template x prompt-style stratum (148) once, the fewest that cover them
-    sizes={"default": {"01_multifactor": {"max_prompts": 150}}},
     metrics=(Metric(
         id="ssqa_deviation_rate", benchmark="SocialStigmaQA", label="SSQA: share of answers equal to the biased "
         "answer (no CoT)", folder="01_multifactor/ssqa",

@@ -88,15 +88,16 @@ PROFILES: dict[str, dict[str, dict]] = {
     },
     "default": {
         "*": {"models": EMBEDDED_MODELS, "device": "auto", "dtype": "auto"},
-        # 88 BBQ items stratified by category x context x polarity, every one of the 44 strata drawn (plan v6; 150
-        # until v5); SSQA's 150 (its Spec.sizes) cover every template x prompt-style stratum (148);
+        # 150 prompts cover every template x prompt-style stratum of SSQA (148) and every category x context x
+        # polarity stratum of BBQ (44), and give BBQ's competence check about 40 items (88 items gave it 16: too few
+        # to tell a model above chance, plan v6); CoT and the Bayesian model: see below;
         # CoT and the Bayesian model: see below;
         # torch's own thread count (one per core): on an idle 2-core CPU two threads are 1.7-1.8x one (CrowS-Pairs
         # sentences, both models); on a machine shared with other jobs pass -p torch_threads=1. Chain of thought on
         # 4 prompts x 2 seeds (75-80 % of CoT answers were unparseable at 5 seeds: both models are flagged
         # degenerate there). No Bayesian model: at 300 draws x 2 chains no fit converged (R-hat > 1.01), so it cost
         # 1-2 min per run for a table the findings may not use; the paper profile fits it with 2,000 x 4.
-        "01_multifactor": {"max_prompts": 88, "cot_prompts": 4, "cot_seeds": 2, "cot_max_new_tokens": 40,
+        "01_multifactor": {"max_prompts": 150, "cot_prompts": 4, "cot_seeds": 2, "cot_max_new_tokens": 40,
                            "bayes_draws": 0, "bayes_tune": 300, "bayes_chains": 2, "torch_threads": 0},
         # 2 templates per task (prompts of <= 150 words), 2 names per group, 1 shot: 84 prompts + 84 perturbed per
         # model (plan v6; 4 templates and 3 names until v5, 5 names until v3): calm-eq1 is powered by no default
@@ -122,7 +123,7 @@ PROFILES: dict[str, dict[str, dict]] = {
         # power at a BBQ bias score of 0.1 would need ~660 ambiguous items per universe, so no equivalence can be
         # shown here (the notebook's first finding states what this design can detect). q4_gguf is not run here: through the llama.cpp server it cost 10-60x an in-process
         # universe on this CPU (pass -p 'precisions=["float32", "bf16_weights", "q4_gguf"]' with the served-test extra)
-        "06_multiverse": {"pool": 88, "design_name": "ofat", "precisions": ["float32"], "n_boot": 2000},
+        "06_multiverse": {"pool": 150, "design_name": "ofat", "precisions": ["float32"], "n_boot": 2000},
         "05_compare": {"models": None, "n_boot": None},
         # MBBQ: 2 items per category x context stratum (24 items, random within the 12 strata), each in 4 languages
         # x 2 sets = 192 prompts per model, design weighted back to all 9,436 items (benchmarks/mbbq.py sample).
