@@ -231,6 +231,22 @@ def test_a_claim_that_matches_no_row_is_a_noted_deviation(tmp_path, caplog):
                "paired_differences" in n for n in notes), notes
 
 
+def test_a_claim_about_another_run_of_notebook_1_is_no_deviation(caplog):
+    """Notebook 1's BBQ run has no SSQA row: dm-ssqa is about the SSQA run, so no deviation is noted there; the SSQA
+    run without one is a deviation."""
+    from biaslab.stats import verdict
+    plan = P.load()
+    dm = next(c for c in plan.claims if c.id == "dm-ssqa")
+    t = pd.DataFrame({"model_a": ["a"], "model_b": ["b"], "metric_difference": [0.1], "p_value": [0.5]})
+    assert dm.about_another_run(t.columns, {"benchmark": "bbq"}) and not dm.about_another_run(t.columns,
+                                                                                             {"benchmark": "ssqa"})
+    for bench, noted in (("bbq", False), ("ssqa", True)):
+        caplog.clear()
+        with caplog.at_level("WARNING"):
+            verdict._claims(t.iloc[:0], "paired_subgroup_tests", "01_multifactor", {"benchmark": bench}, plan)
+        assert any("claim dm-ssqa (01_multifactor) matched no row" in r.message for r in caplog.records) == noted
+
+
 # ---- one plan, one path -------------------------------------------------------------------------------------
 
 def test_a_run_records_the_plan_it_is_given_and_its_report_reads_that_plan(tmp_path):

@@ -141,6 +141,15 @@ class Claim:
                 return pd.Series(False, index=df.index)
         return m
 
+    def about_another_run(self, columns, context: Mapping | None) -> bool:
+        """Whether the claim is about another run than the one ``context`` describes (a ``rows`` constant the table
+        lacks as a column and the context gives another value: notebook 1's dm-ssqa in its BBQ run)."""
+        for col, val in self.rows.items():
+            vals = {str(v) for v in (val if isinstance(val, (list, tuple)) else (val,))}
+            if col not in columns and context is not None and col in context and str(context[col]) not in vals:
+                return True
+        return False
+
     def family(self, row: Mapping, context: Mapping | None = None) -> str:
         """The family id of one matched row: the notebook and its ``family_by`` values."""
         ctx = {**(context or {}), **row}

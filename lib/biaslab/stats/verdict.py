@@ -297,7 +297,8 @@ def _claims(out: pd.DataFrame, table: str, notebook: str | None, context: Mappin
         claim[m] = c.id
         family[m] = [c.family(r, context) for r in out.loc[m].to_dict("records")]
         found[c.id] = c
-        if not m.any():     # a deviation from the plan, never silence: shown in the notebook and a MANIFEST note
+        if not m.any() and not c.about_another_run(out.columns, context):
+            # a deviation from the plan, never silence: shown in the notebook and a MANIFEST note
             log.warning("deviation from the analysis plan: claim %s (%s) matched no row of %s (rows %s%s); it is "
                         "not decided in this run", c.id, notebook, table, dict(c.rows),
                         f", {dict(context)}" if context else "")
