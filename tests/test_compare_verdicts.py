@@ -17,6 +17,7 @@ from biaslab import plan as P
 from biaslab.papers import compare
 from biaslab.papers.agentic import decisions as D4
 from biaslab.stats import verdict as V
+from biaslab.stats import validity as VA
 from biaslab import plan as P
 from helpers import COMMITTED_PLAN, V4_PLAN
 
@@ -147,8 +148,15 @@ def test_notebook_4s_group_check_is_notebook_1s_on_the_same_answers():
     assert ut.loc[("a", "group"), "responder_status"] == "informative"
     assert ut.loc[("b", "group"), "verdict"].startswith("not tested (degenerate responder")
     assert not ut["responder_status"].str.contains("no responder row").any()
-    # the committed notebook-4 answers through this code, against the committed notebook 1
-    resp4 = D4.responder_table(_committed("04_agentic_entropy", "responses"))
+    # the committed notebook-4 answers through this code (its validity check included), against the committed
+    # notebook 1
+    from biaslab.benchmarks import agentic, instrument
+    answers = _committed("04_agentic_entropy", "responses")
+    prompts, _ = agentic.sample(len(answers) // answers["model"].nunique(), seed=0)
+    rows, sel = instrument.validity(agentic.SPEC, prompts, agentic.validity_answers(answers).assign(
+        formulation="paper", normalization=""), "scenario_id", {"primary": "paper", "checks": PLAN.scoring["checks"]},
+        by=("model",))
+    resp4 = D4.responder_table(answers, validity=VA.responder_rows(sel, rows))
     grp4 = V.metric_status(resp4, D4.BY_GROUP).set_index("model")["responder_status"].str.startswith("degenerate")
     nb1c = _committed("01_multifactor/agentic", "responders")
     assert grp4.to_dict() == nb1c.set_index("model")["degenerate"].astype(str).str.lower().eq("true").to_dict()

@@ -189,7 +189,7 @@ def claim_sentence(row: Mapping, claim) -> str:
     elif v == NOT_DISTINGUISHABLE and power_at_level(row):
         qual = "; " + power_at_level(row)
     what = getattr(claim, "estimate_label", "")
-    est = with_mc_se(row, claim.estimate) if present(est) else num(est)
+    est = with_mc_se(row, claim.estimate) if present(est) else "not estimable"
     return f"`{claim.id}` {who(row, claim)}: {what + ' ' if what else ''}{est}{ci}, {verdict_words(v)}{how}{qual}."
 
 

@@ -59,7 +59,8 @@ def responder_table(per_prompt: pd.DataFrame, thresholds: dict | None = None,
                                metric=BY_POSITION))
     rows.append(group_answer_check(per_prompt, thresholds).assign(metric=BY_GROUP))
     if validity is not None:
-        rows += [validity.assign(metric=m) for m in (PROBABILITIES, BY_GROUP)]
+        # read as the rows they stand beside (notebook 5 filters a metric's rows by what it reads)
+        rows += [validity.assign(metric=m, reads=r) for m, r in ((PROBABILITIES, "probabilities"), (BY_GROUP, "answer"))]
     return pd.concat(rows, ignore_index=True)
 
 
