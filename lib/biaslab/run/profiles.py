@@ -91,7 +91,6 @@ PROFILES: dict[str, dict[str, dict]] = {
         # 150 prompts cover every template x prompt-style stratum of SSQA (148) and every category x context x
         # polarity stratum of BBQ (44), and give BBQ's competence check about 40 items (88 items gave it 16: too few
         # to tell a model above chance, plan v6); CoT and the Bayesian model: see below;
-        # CoT and the Bayesian model: see below;
         # torch's own thread count (one per core): on an idle 2-core CPU two threads are 1.7-1.8x one (CrowS-Pairs
         # sentences, both models); on a machine shared with other jobs pass -p torch_threads=1. Chain of thought on
         # 4 prompts x 2 seeds (75-80 % of CoT answers were unparseable at 5 seeds: both models are flagged

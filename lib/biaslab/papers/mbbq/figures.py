@@ -227,6 +227,7 @@ def findings(beside: pd.DataFrame, spread: pd.DataFrame, contrasts: pd.DataFrame
     English (paired, same option order); the plan's claims as decided (prompt p2)."""
     out = []
     sel = selection if selection is not None else pd.DataFrame(columns=["model", "language", "status"])
+    bad = not_measurable_pairs(sel)
     head = A.MEAN if (beside["prompt"] == A.MEAN).any() else A.PLAN_PROMPT
     b = beside[(beside["category"] == "all") & (beside["prompt"] == head)]
     what = f"mean of the prompts {', '.join(prompts)}" if head == A.MEAN else f"prompt {head}"
@@ -239,7 +240,7 @@ def findings(beside: pd.DataFrame, spread: pd.DataFrame, contrasts: pd.DataFrame
         top = r["control_accuracy_disambig"]
         best = [LANG_NAMES[lang] for lang, v in top.items() if v == top.max()]
         mine = sel[sel["model"] == model]
-        unread = [x["language"] for _, x in mine.iterrows() if str(x["status"]).startswith(NOT_MEASURABLE)]
+        unread = [lang for lang in mine["language"] if (model, lang) in bad]
         measurable = (f" Not measurable (the validity checks fail; scores shown, never read): "
                       f"{', '.join(LANG_NAMES[lang] for lang in unread)}." if unread else
                       (" The instrument passes the validity checks in every language." if len(mine) else ""))
