@@ -44,7 +44,7 @@ device = "auto"  # where models run: auto, cpu, cuda or mps
 dtype = "auto"  # weights' precision: auto, float32, bfloat16
 output_dir = "../scratch/01_multifactor/ssqa"  # folder for this run's tables, figures and provenance
 max_prompts = 150  # prompts scored per model, stratified sample (None: all)
-cot_prompts = 4  # prompts also answered with chain of thought (None: all)
+cot_prompts = 2  # prompts also answered with chain of thought (None: all)
 cot_seeds = 2  # sampling seeds per chain-of-thought prompt
 cot_max_new_tokens = 40  # longest chain of thought, in tokens
 cot_temperature = 0.7  # sampling temperature of chain of thought
@@ -92,7 +92,7 @@ def model_label(m):
 # so both notebooks score the same requests once; the profiles pass notebook 2's values. The `smoke` profile
 # runs a handful of prompts with one model; `default` both embedded models on a 2-core CPU, where model scoring is the
 # expensive part: 150 prompts per model (every SSQA template x prompt style, every BBQ category x context x polarity)
-# and chain of thought on 4 prompts x 2 seeds, no Bayesian model (see section 6); `paper` scores the full sets.
+# and chain of thought on 2 prompts x 2 seeds, no Bayesian model (see section 6); `paper` scores the full sets.
 
 # %%
 import gc

@@ -41,8 +41,8 @@ dtype = "auto"  # weights' precision: auto, float32, bfloat16
 output_dir = "../scratch/03_crows_pairs_bayes"  # folder for this run's tables, figures and provenance
 datasets = None  # CrowS-Pairs versions scored by likelihood (None: all, crows_pairs.DATASETS)
 preference_datasets = None  # versions put to the preference prompt (None: the paper's, crows_pairs.PREFERENCE_DATASETS)
-max_pairs = 700  # pairs scored per dataset, stratified (None: all)
-max_preference_pairs = 45  # pairs of that sample asked as a preference
+max_pairs = {"crows_pairs_en": 700, "crows_pairs_en_revised": 700, "crows_pairs_fr": 450}  # pairs scored per dataset, stratified (one number: every file; None: all)
+max_preference_pairs = 30  # pairs of that sample asked as a preference
 allocation = "auto"  # auto: proportional to the bias types once each gets 2 pairs, else balanced (equal shares)
 preference_orders = ["more_first", "less_first"]  # orders the two sentences are shown in
 preference_mode = "labels"  # labels (label probabilities) or generate
@@ -71,7 +71,10 @@ preference_orders = as_list(preference_orders)
 # ## Setup
 #
 # `max_pairs` caps the pairs scored per dataset (a stratified random sample by bias type, the same for every model;
-# `None` scores all of them — the `paper` profile); `max_preference_pairs` caps, within that sample, the pairs put to
+# `None` scores all of them — the `paper` profile; `{dataset: n}` gives each file its own size, as the default profile
+# does); within a bias type the pairs with the smallest permanent random numbers (a hash of the seed and the pair's
+# sentences) are drawn, so the two English files' samples share every unchanged pair their sizes allow, scored once;
+# `max_preference_pairs` caps, within that sample, the pairs put to
 # the preference prompt (a prompt costs about as much as three to five sentences, and it is asked in two orders).
 # `allocation="auto"` draws pairs in proportion to the bias types' shares of the file once every type gets at least
 # 2 (a self-weighting sample, Kish's design effect 1: the pooled claims get the power of its whole n) and gives every
@@ -278,7 +281,8 @@ out.figure(fig, "chatgpt_bf_by_bias_type")
 
 # %%
 full = {name: cp.SPEC.dataset(name) for name in dict.fromkeys(list(datasets) + list(preference_datasets))}
-bench = {name: cp.subsample(b, max_pairs, seed=seed, allocation=allocation) for name, b in full.items()}
+bench = {name: cp.subsample(b, cp.pairs_of(max_pairs, name), seed=seed, allocation=allocation)
+         for name, b in full.items()}
 pref_bench = {name: cp.subsample(bench[name], max_preference_pairs, seed=seed, allocation=allocation)
               for name in preference_datasets}
 for name, b in bench.items():

@@ -114,6 +114,27 @@ def test_subsample_is_stratified_deterministic_and_ordered():
     assert "first 30" in first.notes[-1] and len(first.excluded) == 1
 
 
+@needs_fr
+def test_the_english_samples_share_their_unchanged_pairs():
+    """Permanent random numbers (a hash of the seed and the two sentences) draw, within each bias type, the pairs
+    with the smallest numbers: the revised file's sample holds each unchanged pair of the original's sample whose
+    number is below both files' cut-offs, so the overlap is scored once. Independent draws share about
+    p_original x p_revised of the unchanged pairs, coordinated ones about min(p_original, p_revised)."""
+    en, rev = load("crows_pairs_en"), load("crows_pairs_en_revised")
+    key = lambda b: set(zip(b.prompts["sent_more"], b.prompts["sent_less"]))     # noqa: E731
+    unchanged = key(en) & key(rev)
+    a, b = key(cp.subsample(en, 700, seed=0)), key(cp.subsample(rev, 450, seed=0))
+    shared = len(a & b & unchanged)
+    assert shared >= 0.9 * len(unchanged) * 450 / len(rev.prompts)          # coordinated: ~ min of the fractions
+    assert shared > 2 * len(unchanged) * (700 / len(en.prompts)) * (450 / len(rev.prompts))    # not independent
+    prn = cp.permanent_random_numbers(en.prompts, seed=0)
+    assert prn.between(0, 1, inclusive="left").all() and prn.nunique() > 0.99 * len(prn)
+    assert not prn.equals(cp.permanent_random_numbers(en.prompts, seed=1))
+    assert cp.pairs_of({"crows_pairs_en": 7}, "crows_pairs_en") == 7 and cp.pairs_of(5, "crows_pairs_fr") == 5
+    with pytest.raises(ValueError, match="not for 'crows_pairs_fr'.*add"):
+        cp.pairs_of({"crows_pairs_en": 7}, "crows_pairs_fr")
+
+
 def test_published_chatgpt_reference():
     ref = cp.load_published_chatgpt()
     assert len(ref) == 9 and ref["n_valid"].sum() == 1652       # 1,677 - 11 'autre' - 14 refusals

@@ -150,14 +150,18 @@ def test_response_factor_reference_is_the_models_usual_answer():
 def test_crows_variant_scores_the_sentences_notebook_3_scores():
     """Same pairs, same sentences as notebook 3's per-dataset sample, so its cached scores serve notebook 1."""
     p = factorial.prepare(cp.SPEC).prompts
-    s = factorial.sample(cp.SPEC.factor_plan, p, 3 * 20, seed=0)
-    for d in cp.SPEC.datasets:
-        ref = cp.subsample(cp.SPEC.dataset(d), 20, seed=0).prompts
-        got = s[s["dataset"] == d]
-        assert list(got["sent_more"]) == list(ref["sent_more"]) and list(got["sent_less"]) == list(ref["sent_less"])
+    per_file = {"crows_pairs_en": 20, "crows_pairs_en_revised": 20, "crows_pairs_fr": 12}
+    for n, of in ((3 * 20, lambda d: 20), (per_file, per_file.get)):        # one size for all, a size per file
+        s = factorial.sample(cp.SPEC.factor_plan, p, n, seed=0)
+        for d in cp.SPEC.datasets:
+            ref = cp.subsample(cp.SPEC.dataset(d), of(d), seed=0).prompts
+            got = s[s["dataset"] == d]
+            assert len(got) == of(d)
+            assert list(got["sent_more"]) == list(ref["sent_more"]) and list(got["sent_less"]) == list(ref["sent_less"])
     for prof in profiles.PROFILE_NAMES:
         mp = profiles.params(prof, "03_crows_pairs_bayes")["max_pairs"]
-        assert profiles.params(prof, "01_multifactor", "crows_pairs")["max_prompts"] == (None if mp is None else 3 * mp)
+        want = mp if mp is None or isinstance(mp, dict) else 3 * mp
+        assert profiles.params(prof, "01_multifactor", "crows_pairs")["max_prompts"] == want
         assert (profiles.params(prof, "01_multifactor", "agentic")["max_prompts"]
                 == profiles.params(prof, "04_agentic_entropy")["max_prompts"])
         c = profiles.params(prof, "02_calm")     # notebook 1 on CALM selects notebook 2's prompts (calm.SPEC.sizes)

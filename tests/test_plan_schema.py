@@ -44,7 +44,7 @@ def _one_line_errors(f: Path) -> list[str]:
 
 def test_the_shipped_plan_is_valid():
     plan = P.load()
-    assert plan.version == "6" and plan.issued == str(plan.history[-1]["date"]) and plan.graphical
+    assert plan.version == "7" and plan.issued == str(plan.history[-1]["date"]) and plan.graphical
     assert abs(sum(plan.budget["shares"].values()) - 1) < 1e-12
 
 
@@ -73,12 +73,12 @@ def test_the_shipped_plan_is_valid():
     ("02_calm: 0.16", "02_calm: 0.26", "budget.shares", "sum to 1.1, not 1"),
     ("procedure: graphical", "procedure: bonferroni", "procedure", "graphical"),
     ("issued: 2026-12-05", "issued: 05.12.2026", "issued", "is not a 'date'"),
-    ("version: 6\nissued", "version: 7\nissued", "history", "must increase and end with version 7"),
+    ("version: 7\nissued", "version: 8\nissued", "history", "must increase and end with version 8"),
     ("        null_value: 0.5\n", "        null_value: [0.5]\n", "notebooks.03_crows_pairs_bayes.claims[2].null_value",
      "must be string or number or boolean"),
-    ("power: 0.985}}}\n          crows_pairs_fr: {design: {default: {level: 0.002,",
-     "power: 0.985}}}\n          crows_pairs_fr: {design: {default: {deff: 0.5, level: 0.002,",
-     "notebooks.03_crows_pairs_bayes.claims[1].instances.crows_pairs_fr.design.default.deff",
+    ("crows_pairs_en_revised: {design: {default: {level: 0.002,",
+     "crows_pairs_en_revised: {design: {default: {deff: 0.5, level: 0.002,",
+     "notebooks.03_crows_pairs_bayes.claims[1].instances.crows_pairs_en_revised.design.default.deff",
      "less than the minimum of 1"),
     # the graph's fields
     ("        weight: 1\n        then: {lpbs-other: 0.5, stereotype-share: 0.5}",
@@ -95,7 +95,7 @@ def test_the_shipped_plan_is_valid():
      "notebooks.03_crows_pairs_bayes.claims[1].sesoi", "less than or equal to the minimum of 0"),
     ("            model: chi2\n", "            model: chisq\n",
      "notebooks.04_agentic_entropy.claims[0].design.default.model", "one of t, z, chi2, range"),
-    ("            model: chi2\n            n: 15\n", "            model: chi2\n",
+    ("            model: chi2\n            n: 10\n", "            model: chi2\n",
      "notebooks.04_agentic_entropy.claims[0].design.default (instance race)", "model chi2 needs n"),
     ("      default: [smollm2-135m-instruct · gemma-3-270m, granite-3.0-8b · llama-3.1-8b]\n    claims:\n      - id: crows",
      "      smoke: [smollm2-135m-instruct · gemma-3-270m]\n    claims:\n      - id: crows",
@@ -151,7 +151,7 @@ def test_every_problem_is_named_at_once(tmp_path):
     lines = _one_line_errors(f)
     assert [x.split(": ")[1] for x in lines] == ["alpha", "notebooks"], lines      # then, once fixed, the history
     f.write_text(SHIPPED.replace("  - version: 2\n", "  - version: 1\n"))
-    assert "history: versions [1, 1, 3, 4, 5, 6] must increase" in _one_line_errors(f)[0]
+    assert "history: versions [1, 1, 3, 4, 5, 6, 7] must increase" in _one_line_errors(f)[0]
 
 
 def test_an_alias_bomb_is_refused_at_once(tmp_path):
@@ -302,8 +302,8 @@ def test_the_manifest_hashes_the_plan_bytes_the_kernel_decided_with(toy, monkeyp
     """`-p analysis_plan=rel_plan.yaml` from the repository root was hashed as ./rel_plan.yaml while the kernel
     (working folder notebooks/) read notebooks/rel_plan.yaml. Both files exist here, with different versions."""
     monkeypatch.chdir(toy)
-    mine = _plan(toy, SHIPPED.replace("version: 6\nissued", "version: 902\nissued", 1).replace(
-        "  - version: 6\n    date: 2026-12-05", "  - version: 902\n    date: 2026-12-05"), "rel_plan.yaml")
+    mine = _plan(toy, SHIPPED.replace("version: 7\nissued", "version: 902\nissued", 1).replace(
+        "  - version: 7\n    date: 2026-12-05", "  - version: 902\n    date: 2026-12-05"), "rel_plan.yaml")
     _plan(toy / "notebooks", SHIPPED, "rel_plan.yaml")           # what a kernel in notebooks/ would have read
     arg = {"relative": "rel_plan.yaml", "absolute": str(mine), "default": None}[how]
     overrides = {} if arg is None else {"analysis_plan": arg}
@@ -311,7 +311,7 @@ def test_the_manifest_hashes_the_plan_bytes_the_kernel_decided_with(toy, monkeyp
     m = json.loads((toy / "out/00_toy/MANIFEST.json").read_text())
     want = P.DEFAULT if arg is None else mine
     assert m["analysis_plan"]["sha256"] == hashlib.sha256(want.read_bytes()).hexdigest()
-    assert m["analysis_plan"]["version"] == ("6" if arg is None else "902")
+    assert m["analysis_plan"]["version"] == ("7" if arg is None else "902")
     assert "notebooks" not in m["analysis_plan"]["path"]
     assert m["written"].startswith("20")
 
@@ -373,7 +373,7 @@ def test_the_history_says_when_v1_was_written():
     of the repository says the plan was fixed before the data."""
     plan = P.load()
     v1, last = plan.history[0], plan.history[-1]
-    assert [h["version"] for h in plan.history] == [1, 2, 3, 4, 5, 6] and last["date"] == plan.issued
+    assert [h["version"] for h in plan.history] == [1, 2, 3, 4, 5, 6, 7] and last["date"] == plan.issued
     for h in (v1, last):                        # a version written after runs it was chosen knowing says so
         assert "after" in h["reason"] and "knowing those runs" in h["reason"]
     first = subprocess.run(["git", "-C", str(ROOT), "log", "--follow", "--diff-filter=A", "--format=%ad",
@@ -516,7 +516,7 @@ def test_the_bound_designs_are_the_committed_default_runs_design_and_the_scales_
               "crows-en-share": "share_difference", "ssqa-deviation-rate": "share_difference"}
     checked = 0
     for (cid, key, prof, fam), (c, d) in _merged(P.load()).items():
-        if prof != "default" or fam is not None or not d["source"].startswith(("bound", "the design alone: 15")):
+        if prof != "default" or fam is not None or not d["source"].startswith(("bound", "the design alone: 10")):
             continue
         n, clusters, deff = _bound_design(cid, key)
         assert d["n"] == n and d.get("clusters") == clusters, (cid, key, d)

@@ -610,7 +610,7 @@ SPEC = Spec(
     # notebook 1 scores notebook 4's prompts (tests/test_factorial.py checks the two agree)
     sizes={"smoke": {"01_multifactor": {"max_prompts": 12},
                      "06_multiverse": {"items": 4, "formats": ["label_dist", "option_ll"]}},
-           "default": {"01_multifactor": {"max_prompts": 150}, "06_multiverse": {"items": 4}},
+           "default": {"01_multifactor": {"max_prompts": 100}, "06_multiverse": {"items": 2}},
            "paper": {"01_multifactor": {"max_prompts": None}, "06_multiverse": {"items": None}}},
     responder_check=_responder_check, option_roles=option_roles,
 )

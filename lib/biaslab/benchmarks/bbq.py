@@ -662,7 +662,7 @@ SPEC = Spec(
     metrics=(_metric("ambig", "ambiguous contexts (s_AMB)", factor_outcome=("deviated", "logistic", "non_unknown")),
              _metric("disambig", "disambiguated contexts (s_DIS)")),
     # smoke: the paper's universe and open-ended answers (section 8's RUTEd table)
-    sizes={"smoke": {"06_multiverse": {"items": 6, "formats": ["option_ll", "open_ended"]}}, "default": {"06_multiverse": {"items": 10}},
+    sizes={"smoke": {"06_multiverse": {"items": 6, "formats": ["option_ll", "open_ended"]}}, "default": {"06_multiverse": {"items": 5}},
            "paper": {"06_multiverse": {"items": None}}},
     responder_check=_responder_check,
     option_roles=option_roles,

@@ -26,6 +26,7 @@ as domain factors, ``origin`` (``crows_pairs`` or ``languagearc`` for the 210 Fr
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import math
 
@@ -211,9 +212,32 @@ def design_table(counts: pd.DataFrame) -> pd.DataFrame:
     return counts.assign(W_h=counts["N_h"] / N, weight=counts["N_h"] / n_h)
 
 
+def permanent_random_numbers(prompts: pd.DataFrame, seed: int = 0) -> pd.Series:
+    """Each pair's permanent random number in [0, 1): a hash of ``seed`` and the pair's two sentences. Taking the
+    n_h smallest in a stratum is a simple random sample of n_h of its pairs; a pair the revised English file keeps
+    unchanged has the same number in both English files, so their samples overlap as much as their sizes allow
+    (coordinated sampling with permanent random numbers, Ohlsson 1995) and the overlap is scored once."""
+    def prn(more: str, less: str) -> float:
+        digest = hashlib.sha256(f"{seed}\x1f{more}\x1f{less}".encode()).digest()
+        return int.from_bytes(digest[:8], "big") / 2.0 ** 64
+    return pd.Series([prn(m, s) for m, s in zip(prompts["sent_more"], prompts["sent_less"])], index=prompts.index)
+
+
+def pairs_of(max_pairs, dataset: str) -> int | None:
+    """The pairs to draw from ``dataset``: ``max_pairs`` itself, or its entry where it gives a size per file
+    ({dataset: n}, as the default profile does)."""
+    if not isinstance(max_pairs, dict):
+        return max_pairs
+    if dataset not in max_pairs:
+        raise ValueError(f"max_pairs gives sizes for {sorted(max_pairs)} but not for {dataset!r}; add "
+                         f"{dataset!r}: n (or None for every pair), or give one number for every file")
+    return max_pairs[dataset]
+
+
 def subsample(bench: Benchmark, max_pairs: int | None, seed: int = 0, by: str = "bias_type",
               allocation: str = "auto") -> Benchmark:
-    """A stratified random sample of at most ``max_pairs`` pairs (strata: ``by``), in the file's order, with its
+    """A stratified random sample of at most ``max_pairs`` pairs (strata: ``by``; within each, the pairs with the
+    smallest :func:`permanent_random_numbers`), in the file's order, with its
     design columns (:func:`with_design`: ``stratum``, ``weight`` = N_h / n_h), so that estimates are weighted back
     to every pair of the file.
 
@@ -239,14 +263,13 @@ def subsample(bench: Benchmark, max_pairs: int | None, seed: int = 0, by: str = 
                          excluded=bench.excluded, sources=bench.sources, notes=bench.notes + [note],
                          cluster=bench.cluster)
     take = allocate(p[by].value_counts(), max_pairs, allocation)
-    rng = np.random.default_rng(seed)
+    prn = permanent_random_numbers(p, seed)
     idx = []
     for level, k in take.items():
-        rows = p.index[p[by] == level].to_numpy()
-        idx.extend(rng.choice(rows, size=int(k), replace=False).tolist())
+        idx.extend(prn[p[by] == level].sort_values(kind="stable").index[:int(k)].tolist())
     sample = with_design(p.loc[sorted(idx)], p, by).reset_index(drop=True)
     note = (f"{bench.name}: {resolved(p[by].value_counts(), max_pairs, allocation)} stratified sample of {len(sample)} of {len(p)} pairs by {by} "
-            f"(seed {seed}): " + ", ".join(f"{k} {lv}" for lv, k in take.items()))
+            f"(permanent random numbers, seed {seed}): " + ", ".join(f"{k} {lv}" for lv, k in take.items()))
     if (take == 0).any():
         note += (f"; no pair of {', '.join(map(str, take.index[take == 0]))} drawn (the weighted estimate covers "
                  f"the other {by}s only)")
@@ -535,6 +558,12 @@ def harness_metrics(d_logprob) -> dict[str, float]:
 
 
 # ------------------------------------------------------------------------------- notebook 1 (multi-factor)
+#: the default profile's pairs per file (notebooks 1 and 3, analysis_plan.yaml's designs): the original English file
+#: (lpbs-mean, the primary claim, and notebook 5's crows-en-share) and the revised one (it shares most of its sampled
+#: pairs with the original's, :func:`permanent_random_numbers`) 700 each, the French 450 (lpbs-other and
+#: stereotype-share keep 0.87 and 0.84 power at their levels)
+DEFAULT_PAIRS = {"crows_pairs_en": 700, "crows_pairs_en_revised": 700, "crows_pairs_fr": 450}
+
 DATASETS = {"crows_pairs_en": load_original, "crows_pairs_en_revised": load_revised, "crows_pairs_fr": load_french}
 #: what a reader calls them (the number of pairs in a heading is the table's, never the release's)
 DATASET_NAMES = {"crows_pairs_en": "English CrowS-Pairs, original",
@@ -571,13 +600,14 @@ def combined(datasets=tuple(DATASETS)) -> Benchmark:
 
 def combined_sample(prompts: pd.DataFrame, n: int | None, strata=(), seed: int = 0) -> pd.DataFrame:
     """Notebook 1's scored pairs of :func:`combined`: the pairs notebook 3 scores with ``max_pairs = n // 3`` per
-    dataset (:func:`subsample`, its ``auto`` allocation by bias type), so that the score cache serves one from the other."""
+    dataset, or ``n`` itself where it gives a size per file (:func:`subsample`, its ``auto`` allocation by bias
+    type), so that the score cache serves one from the other."""
     if n is None:
         return prompts
-    per = max(1, int(n) // prompts["dataset"].nunique())
-    return pd.concat([subsample(Benchmark(d, p.reset_index(drop=True), FactorSpec([]), cluster="pair_id"), per,
-                                seed=seed).prompts for d, p in prompts.groupby("dataset", sort=False)],
-                     ignore_index=True)
+    per = n if isinstance(n, dict) else max(1, int(n) // prompts["dataset"].nunique())
+    return pd.concat([subsample(Benchmark(d, p.reset_index(drop=True), FactorSpec([]), cluster="pair_id"),
+                                pairs_of(per, d), seed=seed).prompts
+                      for d, p in prompts.groupby("dataset", sort=False)], ignore_index=True)
 
 
 FACTOR_PLAN = FactorPlan(
@@ -694,11 +724,11 @@ SPEC = Spec(
                      responder_reads=(LIKELIHOOD_READ, POSITION_READ)),
              _metric("crows_pairs_en_revised", "revised English"),
              _metric("crows_pairs_fr", "French")),
-    # notebook 1 scores notebook 3's pairs: 3 files x its max_pairs (tests/test_factorial.py checks the two agree)
+    # notebook 1 scores notebook 3's pairs: its max_pairs per file (tests/test_factorial.py checks the two agree)
     # smoke: the likelihood's normalizations only (no new forward pass)
     sizes={"smoke": {"01_multifactor": {"max_prompts": 3 * 20},
                      "06_multiverse": {"items": 4, "formats": ["likelihood"]}},
-           "default": {"01_multifactor": {"max_prompts": 3 * 700}, "06_multiverse": {"items": 8}},
+           "default": {"01_multifactor": {"max_prompts": DEFAULT_PAIRS}, "06_multiverse": {"items": 4}},
            "paper": {"01_multifactor": {"max_prompts": None}, "06_multiverse": {"items": None}}},
     responder_check=_responder_check,
 )

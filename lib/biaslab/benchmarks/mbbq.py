@@ -870,7 +870,7 @@ SPEC = Spec(
     # log-probabilities and next-token letters, not the paper's generated answers (100 new tokens cost SmolLM2 about
     # 19 s of CPU per prompt here, 8 prompts: 149 s)
     sizes={"smoke": {"01_multifactor": {"max_prompts": 16}, "06_multiverse": {"items": 1, "formats": ["option_ll"]}},
-           "default": {"01_multifactor": {"max_prompts": 2 * 12 * 8},
+           "default": {"01_multifactor": {"max_prompts": 1 * 12 * 8},
                        "06_multiverse": {"items": 1, "formats": ["option_ll", "label_dist"]}},
            "paper": {"01_multifactor": {"max_prompts": None}, "06_multiverse": {"items": None}}},
     responder_check=_responder_check, option_roles=option_roles,

@@ -636,6 +636,6 @@ SPEC = Spec(
     # smoke: the coreference question and the pronoun likelihood (the correlation's other reading)
     sizes={"smoke": {"01_multifactor": {"max_prompts": 48},
                      "06_multiverse": {"items": 48, "formats": ["option_ll", "likelihood"]}},
-           "default": {"01_multifactor": {"max_prompts": 120}, "06_multiverse": {"items": 8}},
+           "default": {"01_multifactor": {"max_prompts": 120}, "06_multiverse": {"items": 4}},
            "paper": {"01_multifactor": {"max_prompts": None}, "06_multiverse": {"items": None}}},
 )

@@ -2,7 +2,8 @@
 
 The runner (``biaslab reproduce``) calls :func:`validate` before a notebook starts: an unknown name is refused with
 the valid names and the closest match, a value of the wrong type is refused (the type is that of the cell's default;
-``None`` is always allowed, a ``None`` default accepts anything), sizes are checked against :data:`MINIMUM`, floats
+``None`` is always allowed, a ``None`` default accepts anything), sizes are checked against :data:`MINIMUM` (a size
+may be given per dataset, ``{dataset: n}``), floats
 must be finite and bounded parameters (alpha, seed, ...) lie in their :data:`BOUNDS`, and every
 model spec is resolved (:func:`biaslab.models.check_spec`). Notebooks call :func:`as_list` on list parameters, so
 papermill's ``-p models '["a", "b"]'`` (which passes a string) works as well as ``-y 'models: [a, b]'``.
@@ -177,7 +178,14 @@ def validate(notebook: str | Path, params: dict, resolve_models: bool = True) ->
             close = difflib.get_close_matches(name, list(known), n=1)
             hint = f"did you mean {close[0]!r}? " if close else ""
             raise ParameterError(f"{label} has no parameter {name!r}; {hint}its parameters are: {', '.join(known)}")
-        problem = _type_error(name, value, known[name]) or _range_error(name, value) or _value_error(name, value)
+        default = known[name]
+        if _is_count(name) and isinstance(default, dict):  # a size per dataset (notebook 3's max_pairs), or one for all
+            default = None
+        if isinstance(value, dict) and _is_count(name):
+            problem = next((p for v in value.values() for p in (_type_error(name, v, None) or _range_error(name, v),)
+                            if p), None)
+        else:
+            problem = _type_error(name, value, default) or _range_error(name, value) or _value_error(name, value)
         if problem:
             raise ParameterError(f"{label}: {problem}")
     if resolve_models and params.get("models") is not None:

@@ -18,6 +18,7 @@ import copy
 from collections.abc import Mapping
 
 from ..benchmarks import SPECS
+from ..benchmarks import crows_pairs as cp
 
 EMBEDDED_MODELS = ["smollm2-135m-instruct", "gemma-3-270m"]
 
@@ -93,10 +94,10 @@ PROFILES: dict[str, dict[str, dict]] = {
         # to tell a model above chance, plan v6); CoT and the Bayesian model: see below;
         # torch's own thread count (one per core): on an idle 2-core CPU two threads are 1.7-1.8x one (CrowS-Pairs
         # sentences, both models); on a machine shared with other jobs pass -p torch_threads=1. Chain of thought on
-        # 4 prompts x 2 seeds (75-80 % of CoT answers were unparseable at 5 seeds: both models are flagged
-        # degenerate there). No Bayesian model: at 300 draws x 2 chains no fit converged (R-hat > 1.01), so it cost
+        # 2 prompts x 2 seeds (75-80 % of CoT answers were unparseable at 5 seeds: both models are flagged
+        # degenerate there; plan v7, 4 prompts until v6). No Bayesian model: at 300 draws x 2 chains no fit converged (R-hat > 1.01), so it cost
         # 1-2 min per run for a table the findings may not use; the paper profile fits it with 2,000 x 4.
-        "01_multifactor": {"max_prompts": 150, "cot_prompts": 4, "cot_seeds": 2, "cot_max_new_tokens": 40,
+        "01_multifactor": {"max_prompts": 150, "cot_prompts": 2, "cot_seeds": 2, "cot_max_new_tokens": 40,
                            "bayes_draws": 0, "bayes_tune": 300, "bayes_chains": 2, "torch_threads": 0},
         # 2 templates per task (prompts of <= 150 words), 2 names per group, 1 shot: 84 prompts + 84 perturbed per
         # model (plan v6; 4 templates and 3 names until v5, 5 names until v3): calm-eq1 is powered by no default
@@ -104,32 +105,32 @@ PROFILES: dict[str, dict[str, dict]] = {
         "02_calm": {"k_shot": 1, "templates_per_task": 2, "max_prompt_words": 150, "names_per_group": 2,
                     "perturbations": ["combined"], "n_permutations": 1000, "subset_runs": 6,
                     "diversity_max_templates": 150},
-        # 700 pairs per CrowS-Pairs file (proportional to the bias types, seed 0; the paper profile scores all 4,861):
-        # the fewest at which the plan's pooled claims have 80 % power at their tested levels (lpbs-mean 0.99, the
-        # models' difference of shares 0.81; analysis_plan.yaml designs), about 4,200 distinct sentences instead of
-        # 6,961. The preference prompt (SmolLM2 only, 2 orders; exploratory) on 45 pairs per dataset
-        "03_crows_pairs_bayes": {"max_pairs": 700, "max_preference_pairs": 45},
-        # 150 of the 1,020 agentic prompts (plan v6: whole positive/negative pairs, 5 per question type x class type
-        # stratum; 510 in v4-v5, all 1,020 until v3): no claim of notebook 4 is powered by a default design (the
+        # 700 pairs of each English file and 450 of the French (crows_pairs.DEFAULT_PAIRS; proportional to the bias
+        # types, permanent random numbers of seed 0; the paper profile scores all 4,861): the plan's pooled claims
+        # have 80 % power at their tested levels (lpbs-mean 0.99, the models' difference of shares 0.80, the French
+        # file's 0.87 and 0.84; analysis_plan.yaml designs); the two English samples share their unchanged pairs.
+        # The preference prompt (SmolLM2 only, 2 orders; exploratory) on 30 pairs per dataset (45 until plan v6)
+        "03_crows_pairs_bayes": {"max_pairs": cp.DEFAULT_PAIRS, "max_preference_pairs": 30},
+        # 100 of the 1,020 agentic prompts (plan v7: whole positive/negative pairs, 10 per class type x polarity;
+        # 150 in v6, 510 in v4-v5, all 1,020 until v3): no claim of notebook 4 is powered by a default design (the
         # plan's cold_budget), so it gets what the decided claims leave; every cyclic rotation of a stratified
-        # 30-prompt subset (exploratory)
-        "04_agentic_entropy": {"max_prompts": 150, "cyclic_prompts": 30, "fewshot_prompts": 0},
+        # 20-prompt subset (exploratory)
+        "04_agentic_entropy": {"max_prompts": 100, "cyclic_prompts": 20, "fewshot_prompts": 0},
         # one factor at a time around the paper's protocol, on what the 30-minute cold budget leaves once the
-        # decided claims are paid (plan v6): items per universe from each spec's sizes (multiverse_sizes: BBQ 10,
-        # CrowS-Pairs 8, the agentic benchmark 4, Winogender 8, MBBQ 1 per stratum in its ambiguous contexts, the
-        # only ones its metrics read: its four languages cost half of v5's notebook 6), float32 only (bf16_weights
-        # in the paper profile); 80 %
-        # power at a BBQ bias score of 0.1 would need ~660 ambiguous items per universe, so no equivalence can be
-        # shown here (the notebook's first finding states what this design can detect). q4_gguf is not run here: through the llama.cpp server it cost 10-60x an in-process
-        # universe on this CPU (pass -p 'precisions=["float32", "bf16_weights", "q4_gguf"]' with the served-test extra)
+        # decided claims are paid (plan v7): items per universe from each spec's sizes (multiverse_sizes: BBQ 5,
+        # CrowS-Pairs 4, the agentic benchmark 2, Winogender 4, MBBQ 1 per stratum in its ambiguous contexts, the
+        # only ones its metrics read), float32 only (bf16_weights in the paper profile); 80 % power at a BBQ bias
+        # score of 0.1 would need ~660 ambiguous items per universe, so no equivalence can be shown here (the
+        # notebook's first finding states what this design can detect). q4_gguf is not run here: through the
+        # llama.cpp server it cost 10-60x an in-process universe on this CPU (pass -p 'precisions=["float32", "bf16_weights", "q4_gguf"]' with the served-test extra)
         "06_multiverse": {"pool": 150, "design_name": "ofat", "precisions": ["float32"], "n_boot": 2000},
         "05_compare": {"models": None, "n_boot": None},
-        # MBBQ: 2 items per category x context stratum (24 items, random within the 12 strata), each in 4 languages
-        # x 2 sets = 192 prompts per model, design weighted back to all 9,436 items (benchmarks/mbbq.py sample).
-        # Measured with 3 items (288 prompts per model, one torch thread, 2 cores shared at load 5-8): scoring took
-        # 217 s (SmolLM2, chat template) and 144 s (Gemma, raw prompt) of CPU, 882 s wall for the notebook; 2 items
-        # keep notebook 7 near 4 minutes of one core. Notebook 1 scores the same items (read from the cache)
-        "07_mbbq": {"items": 2},
+        # MBBQ: 1 item per category x context stratum (12 items, random within the 12 strata), each in 4 languages
+        # x 2 sets x the paper's 5 prompts = 480 prompts per model, design weighted back to all 9,436 items
+        # (benchmarks/mbbq.py sample); no default design decides its claims (the plan's cold_budget), so it is
+        # descriptive here (2 items per stratum until plan v6). Cold, one torch thread: about 0.85 s per prompt
+        # (SmolLM2, chat template) and 0.57 s (Gemma, raw prompt). Notebook 1 scores the same items (the cache)
+        "07_mbbq": {"items": 1},
     },
     "paper": {
         "*": {"models": EMBEDDED_MODELS, "device": "auto", "dtype": "auto"},
