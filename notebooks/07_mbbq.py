@@ -304,7 +304,12 @@ display(Markdown(F.findings(beside, spread, nested if len(nested) else con, metr
 # **The paper's numbers.** The paper reports bias scores and control accuracies for open-source and proprietary models
 # that are not run here (its repository's code runs Aya-101, Falcon-7B-Instruct, Llama-2-7B-Chat,
 # Mistral-7B-Instruct-v0.2, WizardLM-7B and Zephyr-7B-beta), from generated answers read by its detector; this
-# notebook's embedded models and option log-probability reader make its numbers comparable in kind only.
+# notebook's embedded models and option log-probability reader make its numbers comparable in kind only. The
+# paper's per-language numbers are not among this repository's reference files, so no table places a run beside
+# them. The paper's design on one of its models, on a GPU (every item in four languages, both sets, five prompts):
+# `biaslab reproduce --profile paper --only 07_mbbq -p 'models=["mistralai/Mistral-7B-Instruct-v0.2"]' -p device=cuda`,
+# or the same model served by vLLM: `-p 'models=[{"base_url": "http://gpu1:8000/v1", "model":
+# "mistralai/Mistral-7B-Instruct-v0.2", "max_concurrency": 32}]'` (docs/served.md).
 #
 # **The paper's answer detector** (`benchmarks.mbbq.detect`, format `generated`), measured on hand-labelled answers
 # of the two embedded models (`data/mbbq/detector_labels.tsv`, its held-out split):
