@@ -254,9 +254,9 @@ def test_the_preference_prompt_flags_a_position_or_length_reader_and_not_the_bia
     answers = pd.concat([_answers(pairs, m, f) for m, f in FAKES.items()], ignore_index=True)
     rows, selection = decisions.validity(answers, pairs, dict(P.load().scoring["checks"]))
     r = rows.set_index(["model", "formulation"])
-    assert not r.at[("first", "one_order"), "passes"]
-    assert "shown position 1 in 100 %" in r.at[("first", "one_order"), "reasons"]
-    assert not r.loc[("first", "order_averaged"), "position_judged"]       # a position preference cancels there
+    assert not r.at[("first", "one order"), "passes"]
+    assert "shown position 1 in 100 %" in r.at[("first", "one order"), "reasons"]
+    assert not r.loc[("first", "order-averaged"), "position_judged"]       # a position preference cancels there
     for reading in cp.VALIDITY_FORMULATIONS:
         assert not r.at[("longer", reading), "passes"]
         assert "longest option in 100 % of answers" in r.at[("longer", reading), "reasons"]
@@ -266,8 +266,8 @@ def test_the_preference_prompt_flags_a_position_or_length_reader_and_not_the_bia
     assert rows["competence_note"].str.startswith("not applicable").all()
     assert rows["degenerate_reasons"].str.startswith("not judged").all() and not rows["degenerate"].any()
     status = selection.set_index(["model", "selected"])["status"]
-    assert status[("first", "one_order")].startswith("not measurable")
-    assert not status[("first", "order_averaged")].startswith("not measurable")
+    assert status[("first", "one order")].startswith("not measurable")
+    assert not status[("first", "order-averaged")].startswith("not measurable")
     assert status.loc["longer"].str.startswith("not measurable").all()
     assert (status.loc["stereotyped"] == "informative").all()
     text = decisions.render(rows, selection)

@@ -550,7 +550,7 @@ def respond(scorer, items: pd.DataFrame, protocol: Protocol = PROTOCOL, min_labe
 
 #: the preference prompt's two readings the validity checks judge (notebook 3): each order's answer, and the
 #: answer of the label probabilities averaged over both orders
-VALIDITY_FORMULATIONS = ("one_order", "order_averaged")
+VALIDITY_FORMULATIONS = ("one order", "order-averaged")
 #: the stored options of a pair: the more stereotyped sentence, then the less (:func:`option_roles`)
 ROLES = ("more stereotyped", "less stereotyped")
 
@@ -569,9 +569,9 @@ def option_roles(items: pd.DataFrame) -> pd.DataFrame:
 
 def validity_answers(answers: pd.DataFrame) -> pd.DataFrame:
     """Notebook 3's preference answers (one row per pair x order: ``order``, ``x``, ``chose_first``, ``p_stereo``)
-    as the validity checks read them, one formulation per reading (:data:`VALIDITY_FORMULATIONS`): ``one_order``, a
+    as the validity checks read them, one formulation per reading (:data:`VALIDITY_FORMULATIONS`): ``one order``, a
     row per pair x order with ``choice`` (the stored option named: 0 the more stereotyped sentence) and ``pos_0``
-    (the shown position named), so the position is judged over both orders pooled; ``order_averaged`` (both orders
+    (the shown position named), so the position is judged over both orders pooled; ``order-averaged`` (both orders
     asked), a row per pair with the choice of the mean ``p_stereo`` and ``pos_0``, ``pos_1`` per order (a position
     preference cancels in the mean: reported, not judged). -1: no usable answer."""
     keys = [c for c in ("model", "dataset", "prompt_id") if c in answers]
@@ -579,7 +579,7 @@ def validity_answers(answers: pd.DataFrame) -> pd.DataFrame:
     cf = answers["chose_first"].to_numpy(float)
     pos = np.where(np.isnan(cf), -1.0, 1.0 - cf)
     one = answers[keys + ["order"]].assign(choice=np.where(np.isnan(x), -1, 1 - np.nan_to_num(x)).astype(int),
-                                           pos_0=pos, formulation="one_order")
+                                           pos_0=pos, formulation="one order")
     if not set(ORDERS) <= set(answers["order"]):
         return one.assign(normalization="")
     w = answers.assign(pos=pos).set_index(keys + ["order"])[["p_stereo", "pos", "x"]].unstack("order")
@@ -587,7 +587,7 @@ def validity_answers(answers: pd.DataFrame) -> pd.DataFrame:
     m = np.where(ok, (w["p_stereo"]["more_first"] + w["p_stereo"]["less_first"]).to_numpy(float) / 2, np.nan)
     avg = w.index.to_frame(index=False).assign(
         choice=np.where(np.isfinite(m) & (m != 0.5), np.where(m > 0.5, 0, 1), -1),
-        pos_0=w["pos"]["more_first"].to_numpy(), pos_1=w["pos"]["less_first"].to_numpy(), formulation="order_averaged")
+        pos_0=w["pos"]["more_first"].to_numpy(), pos_1=w["pos"]["less_first"].to_numpy(), formulation="order-averaged")
     return pd.concat([one, avg], ignore_index=True).assign(normalization="")
 
 

@@ -35,9 +35,9 @@ ONE_ORDER, ORDER_AVERAGED = "prompted preference, one order (answer)", "prompted
                                                                      "(probabilities)"
 #: the metric each validity formulation of the prompt is read by (:data:`biaslab.benchmarks.crows_pairs.
 #: VALIDITY_FORMULATIONS`), and the formulations' names in the panel
-METRIC_OF = {"one_order": ONE_ORDER, "order_averaged": ORDER_AVERAGED}
-LABELS = {("one_order", ""): "preference prompt, each order's answer (both orders pooled)",
-          ("order_averaged", ""): "preference prompt, answer of the order-averaged probabilities"}
+METRIC_OF = {"one order": ONE_ORDER, "order-averaged": ORDER_AVERAGED}
+LABELS = {("one order", ""): "preference prompt, each order's answer (both orders pooled)",
+          ("order-averaged", ""): "preference prompt, answer of the order-averaged probabilities"}
 COMPETENCE = "not applicable: a preference between two sentences has no right answer"
 BY = ("model", "dataset")
 
