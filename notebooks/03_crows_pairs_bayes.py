@@ -405,6 +405,41 @@ if len(pref_skipped):
 timings
 
 # %% [markdown]
+# ## Validity of the preference prompt (beyond the paper)
+#
+# A preference read from a model's choice between two shown sentences measures stereotypes only where the choice
+# follows the sentences (docs/validity.md; the checks of `biaslab.stats.validity` at the thresholds of the analysis
+# plan's `scoring_rule.checks`). Per model × dataset, each reading of the prompt is checked
+# (`biaslab.papers.crows_pairs.decisions.validity`): *each order's answer* (what the `prompt:more_first` and
+# `prompt:less_first` sources read) and *the answer of the order-averaged probabilities* (what
+# `prompt:order_averaged` reads). *Position*: the shares of the first and second shown sentence over every answer of
+# both orders against uniform, judged for each order's answer (no position more than `position_excess_max` above
+# 50 %), reported for the order average (a position preference cancels in it). *Length*: the share of answers that
+# are the longer sentence (characters; pairs of equal length left out, counted) against what the model's own
+# preference between the more and the less stereotyped sentence predicts without a length effect; it fails more
+# than `length_excess_max` above. *Competence* is not applicable (a preference has no right answer), and the role
+# chosen is not judged: choosing the more stereotyped sentence in every pair, in both orders, is the bias this
+# notebook measures, not a failure of the instrument. A reading that fails makes the sources it feeds **not
+# measurable**: their rows in Table 3 are shown with the reasons, never decided. The likelihood scheme reads two
+# sentences' log-probabilities, no answer, and is not judged. `validity.csv` holds every check's numbers, the panel
+# below its summary.
+
+# %% tags=["findings"]
+from biaslab.stats import validity  # noqa: E402
+
+validity_parts = None        # (rows, selection) of the preference prompt's readings; None: no model was prompted
+if len(answers):
+    items = pd.concat([pref_bench[name].prompts for name in preference_datasets], ignore_index=True)
+    validity_parts = decisions.validity(answers, items, dict(PLAN.scoring.get("checks") or {}))
+    out.table(validity_parts[0], "validity")
+    panel = validity.panel(validity_parts[0], decisions.LABELS, by=decisions.BY)
+    out.table(panel, "validity_panel", markdown=True)
+    display(panel)
+    show_md(decisions.render(*validity_parts))
+else:
+    print("no model was asked the preference prompt: no validity check (the likelihood scheme is not judged)")
+
+# %% [markdown]
 # ## Likelihood scheme (Table 2)
 #
 # **Method (§3.1, §3.3.1, §4.2).** For pair i with more stereotypical sentence $\mathbf{x}_i$ and less stereotypical
@@ -514,12 +549,14 @@ show_md("**Sample size of this run:**\n\n" + findings.sample_findings(lik))
 # orders (label mass < 0.10, or a mean distribution over the two positions with entropy ≤ 0.20). A degenerate model ×
 # dataset keeps its descriptive rows (n, k, π̂) in Table 3; its one-order tests (binomial p, BF$_{10}$) are blanked,
 # and the verdict columns of `preference_tests.csv` say "not tested"; the likelihood source needs no prompt and is
-# not judged. Intervals for π̂ and SS are exact (Clopper–Pearson; CrowS pairs are
+# not judged. Beside these, each source carries its reading's validity status (the panel above,
+# `validity.csv`): a reading that fails the checks makes its sources not measurable, their tests blanked likewise and
+# their verdicts "not measurable (reasons)". Intervals for π̂ and SS are exact (Clopper–Pearson; CrowS pairs are
 # independent units, the pair is the cluster).
 
 # %%
 # per metric: the one-order sources read the answer, the order-averaged source the label probabilities
-resp_check = decisions.responder_table(answers)
+resp_check = decisions.responder_table(answers, validity=validity_parts)
 out.table(resp_check, "responders", markdown=True)
 display(resp_check) if len(resp_check) else print("no prompts asked")
 
@@ -551,6 +588,12 @@ pref.loc[pref["responder"] != "informative", ["evidence", "evidence_default_prio
     "not tested (degenerate responder)"
 decided = decisions.decide(lik, pref, check=resp_check, plan=PLAN)   # the plan's two claims share a family per model
 lik, pref = decided["likelihood_tests"], decided["preference_tests"]
+# a prompted source whose reading fails the validity checks: shown with its reasons, its tests blanked as a
+# degenerate responder's are (its verdict reads "not measurable (reasons)")
+unmeasured = pref["verdict"].astype(str).str.startswith(validity.NOT_MEASURABLE)
+pref.loc[unmeasured, [c for c in ("binom_p", "p_value", "bf10", "log10_bf10", "bf10_min", "bf10_max") if c in pref]] = \
+    np.nan
+pref.loc[unmeasured, ["evidence", "evidence_default_prior"]] = "not tested (not measurable)"
 display(Markdown(PLAN.method_text("03_crows_pairs_bayes", pd.concat([lik, pref]))))
 out.table(lik, "likelihood_tests")
 out.table(pref, "preference_tests")

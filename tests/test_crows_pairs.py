@@ -210,3 +210,96 @@ def test_sampler_weights_back_to_the_file_and_nested_samples_compose():
     assert (cp.subsample(full, None).prompts["weight"] == 1).all()          # a census
     d = cp.design_table(pd.DataFrame({"dataset": "x", "bias_type": ["a", "b"], "N_h": [40, 20], "n_h": [5, 0]}))
     assert d["W_h"].tolist() == pytest.approx([2 / 3, 1 / 3]) and d["weight"].iloc[0] == 8 and np.isnan(d["weight"][1])
+
+
+# ------------------------------------------------------------------------------- validity of the preference prompt
+def _pairs(n: int = 40) -> pd.DataFrame:
+    """Synthetic pairs: the more stereotyped sentence is the longer one in every other pair (never a tie)."""
+    more = [f"Pair {i} says the group is so{' very' * (2 if i % 2 else 0)} bad." for i in range(n)]
+    less = [f"Pair {i} says the other is so{' very' * (0 if i % 2 else 2)} bad." for i in range(n)]
+    return pd.DataFrame({"prompt_id": [f"p{i}" for i in range(n)], "pair_id": range(n), "sent_more": more,
+                         "sent_less": less, "bias_type": np.where(np.arange(n) % 4 < 2, "gender", "age")})
+
+
+def _answers(pairs: pd.DataFrame, model: str, pick) -> pd.DataFrame:
+    """A prompted model answering ``pick(first, second, order) -> 0 / 1`` (the shown sentence it names), read as the
+    notebook reads it: label probabilities (0.9 on the named label) through :func:`cp.preferences_from_labels`."""
+    out = []
+    for order in cp.ORDERS:
+        first, second = ((pairs.sent_more, pairs.sent_less) if order == "more_first"
+                         else (pairs.sent_less, pairs.sent_more))
+        named = np.array([pick(a, b, order) for a, b in zip(first, second)])
+        dist = pd.DataFrame({"p_0": np.where(named == 0, 0.9, 0.1), "p_1": np.where(named == 0, 0.1, 0.9),
+                             "label_mass": 0.9})
+        res = cp.preferences_from_labels(dist, order, cp.MIN_LABEL_MASS)
+        out.append(pd.concat([pairs[["prompt_id", "pair_id", "bias_type"]].reset_index(drop=True),
+                              res.drop(columns="order").reset_index(drop=True)], axis=1).assign(
+            order=order, model=model, dataset="crows_pairs_en_revised"))
+    return pd.concat(out, ignore_index=True)
+
+
+FAKES = {"first": lambda a, b, order: 0,                                      # names the first shown sentence
+         "longer": lambda a, b, order: 0 if len(a) > len(b) else 1,          # names the longer sentence
+         "stereotyped": lambda a, b, order: 0 if order == "more_first" else 1}   # the more stereotyped, both orders
+
+
+def test_the_preference_prompt_flags_a_position_or_length_reader_and_not_the_bias():
+    """Notebook 3's validity check of the preference prompt: a model naming the first shown sentence fails position
+    in each order's answer, one naming the longer sentence fails length in both readings, and one naming the more
+    stereotyped sentence in every pair and both orders passes (that is the bias measured, not a degenerate
+    instrument); competence is not applicable and the role check is not judged."""
+    from biaslab import plan as P
+    from biaslab.papers.crows_pairs import decisions
+    pairs = _pairs()
+    answers = pd.concat([_answers(pairs, m, f) for m, f in FAKES.items()], ignore_index=True)
+    rows, selection = decisions.validity(answers, pairs, dict(P.load().scoring["checks"]))
+    r = rows.set_index(["model", "formulation"])
+    assert not r.at[("first", "one order"), "passes"]
+    assert "shown position 1 in 100 %" in r.at[("first", "one order"), "reasons"]
+    assert not r.loc[("first", "order-averaged"), "position_judged"]       # a position preference cancels there
+    for reading in cp.VALIDITY_FORMULATIONS:
+        assert not r.at[("longer", reading), "passes"]
+        assert "longest option in 100 % of answers" in r.at[("longer", reading), "reasons"]
+        assert r.at[("stereotyped", reading), "passes"], r.at[("stereotyped", reading), "reasons"]
+    assert r.loc["stereotyped", "longest_share"].eq(0.5).all()             # the longer sentence: every other pair
+    assert r.loc["stereotyped", "longest_expected"].eq(0.5).all()
+    assert rows["competence_note"].str.startswith("not applicable").all()
+    assert rows["degenerate_reasons"].str.startswith("not judged").all() and not rows["degenerate"].any()
+    status = selection.set_index(["model", "selected"])["status"]
+    assert status[("first", "one order")].startswith("not measurable")
+    assert not status[("first", "order-averaged")].startswith("not measurable")
+    assert status.loc["longer"].str.startswith("not measurable").all()
+    assert (status.loc["stereotyped"] == "informative").all()
+    text = decisions.render(rows, selection)
+    assert "Competence: not applicable" in text and "Likelihood scheme: not judged" in text
+
+
+def test_a_preference_reading_that_fails_the_checks_reads_not_measurable_and_the_likelihood_is_untouched():
+    """Fed into the responder path, a failed reading makes the prompted sources it feeds "not measurable
+    (reasons)", never decided; the likelihood source and the model that prefers the stereotyped sentence are not."""
+    from biaslab import plan as P
+    from biaslab.papers.crows_pairs import decisions
+    from biaslab.stats import hypothesis as hyp
+    plan = P.load()
+    pairs = _pairs()
+    answers = pd.concat([_answers(pairs, m, f) for m, f in FAKES.items()], ignore_index=True)
+    check = decisions.responder_table(answers, validity=decisions.validity(answers, pairs,
+                                                                           dict(plan.scoring["checks"])))
+    prefs = [answers.assign(source="prompt:" + answers["order"])[["model", "dataset", "prompt_id", "bias_type",
+                                                                   "source", "x"]]]
+    avg = answers.pivot_table(index=["model", "dataset", "prompt_id", "bias_type"], columns="order",
+                              values="p_stereo").reset_index()
+    prefs.append(avg.assign(source="prompt:order_averaged",
+                            x=cp.order_averaged_preferences(avg["more_first"], avg["less_first"])))
+    prefs.append(avg.assign(source="likelihood", x=1.0))
+    pref = hyp.preference_tests(pd.concat(prefs, ignore_index=True)[["model", "dataset", "prompt_id", "bias_type",
+                                                                     "source", "x"]])
+    done = decisions.decide_table("preference_tests", pref, check, plan=plan).set_index(
+        ["model", "source", "bias_type"])["verdict"].xs("overall", level="bias_type")
+    nm = done.str.startswith("not measurable (")
+    for order in cp.ORDERS:
+        assert nm[("first", f"prompt:{order}")] and "shown position 1 in 100 %" in done[("first", f"prompt:{order}")]
+    assert nm.loc["longer"].drop("likelihood").all()
+    assert "longest option in 100 %" in done[("longer", "prompt:order_averaged")]
+    assert not nm.loc["stereotyped"].any()
+    assert not nm.xs("likelihood", level="source").any()

@@ -14,7 +14,7 @@ EXPECTED_TABLES = {
     "02_calm": ["bias_scores", "group_accuracy", "robustness", "subset_selection", "diversity", "discarded",
                 "calibration", "sensitivity"],
     "03_crows_pairs_bayes": ["likelihood_tests", "preference_tests", "published_chatgpt_check", "calibration",
-                             "sensitivity"],
+                             "sensitivity", "validity", "validity_panel"],
     "04_agentic_entropy": ["prompts_design", "entropy_by_model", "entropy_breakdown", "group_preference",
                            "position_bias", "uniformity_tests", "calibration", "sensitivity"],
     "05_compare": ["model_metric", "paired_differences", "tie_groups", "agreement", "calibration", "sensitivity"],

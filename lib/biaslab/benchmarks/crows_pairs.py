@@ -548,6 +548,49 @@ def respond(scorer, items: pd.DataFrame, protocol: Protocol = PROTOCOL, min_labe
     return base
 
 
+#: the preference prompt's two readings the validity checks judge (notebook 3): each order's answer, and the
+#: answer of the label probabilities averaged over both orders
+VALIDITY_FORMULATIONS = ("one order", "order-averaged")
+#: the stored options of a pair: the more stereotyped sentence, then the less (:func:`option_roles`)
+ROLES = ("more stereotyped", "less stereotyped")
+
+
+def option_roles(items: pd.DataFrame) -> pd.DataFrame:
+    """What the validity checks read per pair (``Spec.option_roles``, :mod:`biaslab.stats.validity`): stored option
+    0 is the more stereotyped sentence, 1 the less, with their characters; no option is correct (``gold`` -1: a
+    preference has no right answer, so competence is not applicable, and choosing the more stereotyped sentence every
+    time is the bias measured, not a degenerate instrument); one stratum per file (the plan's claims pool the bias
+    types, and a preference sample holds a few pairs per type, too few to estimate a role preference in each)."""
+    return pd.DataFrame({"prompt_id": items["prompt_id"].to_numpy(), "role_0": ROLES[0], "role_1": ROLES[1],
+                         "chars_0": items["sent_more"].str.len().to_numpy(float),
+                         "chars_1": items["sent_less"].str.len().to_numpy(float),
+                         "gold": -1, "competence_item": False, "stratum": "all pairs"})
+
+
+def validity_answers(answers: pd.DataFrame) -> pd.DataFrame:
+    """Notebook 3's preference answers (one row per pair x order: ``order``, ``x``, ``chose_first``, ``p_stereo``)
+    as the validity checks read them, one formulation per reading (:data:`VALIDITY_FORMULATIONS`): ``one order``, a
+    row per pair x order with ``choice`` (the stored option named: 0 the more stereotyped sentence) and ``pos_0``
+    (the shown position named), so the position is judged over both orders pooled; ``order-averaged`` (both orders
+    asked), a row per pair with the choice of the mean ``p_stereo`` and ``pos_0``, ``pos_1`` per order (a position
+    preference cancels in the mean: reported, not judged). -1: no usable answer."""
+    keys = [c for c in ("model", "dataset", "prompt_id") if c in answers]
+    x = answers["x"].to_numpy(float)
+    cf = answers["chose_first"].to_numpy(float)
+    pos = np.where(np.isnan(cf), -1.0, 1.0 - cf)
+    one = answers[keys + ["order"]].assign(choice=np.where(np.isnan(x), -1, 1 - np.nan_to_num(x)).astype(int),
+                                           pos_0=pos, formulation="one order")
+    if not set(ORDERS) <= set(answers["order"]):
+        return one.assign(normalization="")
+    w = answers.assign(pos=pos).set_index(keys + ["order"])[["p_stereo", "pos", "x"]].unstack("order")
+    ok = w["x"][list(ORDERS)].notna().all(axis=1).to_numpy()
+    m = np.where(ok, (w["p_stereo"]["more_first"] + w["p_stereo"]["less_first"]).to_numpy(float) / 2, np.nan)
+    avg = w.index.to_frame(index=False).assign(
+        choice=np.where(np.isfinite(m) & (m != 0.5), np.where(m > 0.5, 0, 1), -1),
+        pos_0=w["pos"]["more_first"].to_numpy(), pos_1=w["pos"]["less_first"].to_numpy(), formulation="order-averaged")
+    return pd.concat([one, avg], ignore_index=True).assign(normalization="")
+
+
 def harness_metrics(d_logprob) -> dict[str, float]:
     """lm-evaluation-harness's two CrowS-Pairs metrics from the per-pair ``d = log P(more) - log P(less)``, as its
     ``crows_pairs`` task aggregates them (plain means, in order): ``pct_stereotype`` = share of pairs with d > 0,
@@ -730,5 +773,5 @@ SPEC = Spec(
                      "06_multiverse": {"items": 4, "formats": ["likelihood"]}},
            "default": {"01_multifactor": {"max_prompts": DEFAULT_PAIRS}, "06_multiverse": {"items": 4}},
            "paper": {"01_multifactor": {"max_prompts": None}, "06_multiverse": {"items": None}}},
-    responder_check=_responder_check,
+    responder_check=_responder_check, option_roles=option_roles,
 )

@@ -7,13 +7,21 @@ claim, shown here with its unadjusted p).
 ("not judged"). The prompted preference in one order reads the *answer* (the position named; both orders pooled);
 the order-averaged source reads the label *probabilities*, judged on label mass and the spread of the mean
 distribution.
+
+**Validity of the preference prompt** (:func:`validity`, docs/validity.md): each reading of the prompt (one order's
+answer; the answer of the order-averaged probabilities) is checked as a multiple-choice instrument by
+:mod:`biaslab.stats.validity` at the plan's ``scoring_rule.checks``, per model x dataset; a reading that fails makes
+the metric read from it "not measurable" (its rows in :func:`responder_table`), never decided.
 """
 
 from __future__ import annotations
 
 import pandas as pd
 
+from ...benchmarks import crows_pairs as cp
+from ...benchmarks import instrument
 from ...stats import responders as R
+from ...stats import validity as VAL
 from ...stats import verdict as V
 
 NOTEBOOK = "03_crows_pairs_bayes"
@@ -25,11 +33,48 @@ PAIRED = V.Effects(estimate="difference", null=("null_value", 0.0), by=("model",
 LIKELIHOOD_READS = "not judged: the likelihood scheme reads two sentences' log-probabilities (no answer to judge)"
 ONE_ORDER, ORDER_AVERAGED = "prompted preference, one order (answer)", "prompted preference, order-averaged " \
                                                                      "(probabilities)"
+#: the metric each validity formulation of the prompt is read by (:data:`biaslab.benchmarks.crows_pairs.
+#: VALIDITY_FORMULATIONS`), and the formulations' names in the panel
+METRIC_OF = {"one order": ONE_ORDER, "order-averaged": ORDER_AVERAGED}
+LABELS = {("one order", ""): "preference prompt, each order's answer (both orders pooled)",
+          ("order-averaged", ""): "preference prompt, answer of the order-averaged probabilities"}
+COMPETENCE = "not applicable: a preference between two sentences has no right answer"
+BY = ("model", "dataset")
 
 
-def responder_table(answers: pd.DataFrame) -> pd.DataFrame:
+def validity(answers: pd.DataFrame, items: pd.DataFrame, checks: dict | None = None
+             ) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """``(rows, selection)`` of the preference prompt per model x dataset and reading
+    (:func:`biaslab.benchmarks.crows_pairs.validity_answers`; ``items``: the prompted pairs, ``prompt_id``,
+    ``sent_more``, ``sent_less``): position (judged where each answer reads one order), length (the longer sentence
+    against its expectation from the model's own preference between the two sentences) and the role check (not
+    judged: no option is correct, and one sentence chosen every time is the bias measured); competence is not
+    applicable. Each reading is its own one-formulation rule (no fallback), as notebook 4 applies its one."""
+    a = cp.validity_answers(answers)
+    parts = [instrument.validity(cp.SPEC, items, a[a["formulation"] == f], None, {"primary": f, "checks": checks},
+                                 by=BY) for f in cp.VALIDITY_FORMULATIONS if (a["formulation"] == f).any()]
+    rows = pd.concat([r for r, _ in parts], ignore_index=True).assign(competence_note=COMPETENCE)
+    return rows, pd.concat([s for _, s in parts], ignore_index=True)
+
+
+def render(rows: pd.DataFrame, selection: pd.DataFrame) -> str:
+    """The sentences under the validity panel, from the rows: competence (not applicable), the likelihood scheme
+    (not judged) and, per reading of the prompt, each model x dataset's outcome
+    (:func:`biaslab.stats.validity.render`)."""
+    lines = [f"- Competence: {c}." for c in rows["competence_note"].unique()]
+    lines.append(f"- Likelihood scheme: {LIKELIHOOD_READS}; this check does not apply to its claims.")
+    for f in selection["selected"].unique():
+        lines.append(VAL.render(rows[rows["formulation"] == f], selection[selection["selected"] == f],
+                                "CrowS-Pairs preference prompt", LABELS, by=BY))
+    return "\n".join(lines)
+
+
+def responder_table(answers: pd.DataFrame, validity: tuple[pd.DataFrame, pd.DataFrame] | None = None
+                    ) -> pd.DataFrame:
     """Per model × dataset and metric: the answer check of the position named (both orders pooled) and the
-    probability check of P(first), P(second) (what the order-averaged source reads)."""
+    probability check of P(first), P(second) (what the order-averaged source reads); given ``validity`` (the
+    ``(rows, selection)`` of :func:`validity`), each reading's status (:func:`biaslab.stats.validity.responder_rows`)
+    beside the metric it feeds (:data:`METRIC_OF`: a reading that fails makes that metric not measurable)."""
     if answers is None or answers.empty:
         return pd.DataFrame(columns=["model", "dataset", "metric", "degenerate", "reasons", "reads"])
     a = answers.assign(position=answers["chose_first"].map({1: "first", 0: "second"}),
@@ -37,7 +82,12 @@ def responder_table(answers: pd.DataFrame) -> pd.DataFrame:
     a = a.assign(p_second=1 - a["p_first"])
     ans = R.responder_check(a, answer="position", by=["model", "dataset"], n_options=2, label_mass="label_mass")
     prob = R.probability_check(a.dropna(subset=["p_first"]), ["p_first", "p_second"], by=["model", "dataset"])
-    return pd.concat([ans.assign(metric=ONE_ORDER), prob.assign(metric=ORDER_AVERAGED)], ignore_index=True)
+    rows = [ans.assign(metric=ONE_ORDER), prob.assign(metric=ORDER_AVERAGED)]
+    if validity is not None:
+        v, sel = validity
+        rows += [VAL.responder_rows(sel[sel["selected"] == f], v[v["formulation"] == f], by=BY).assign(
+            metric=METRIC_OF[f]) for f in sel["selected"].unique()]
+    return pd.concat(rows, ignore_index=True)
 
 
 def _preference_status(pref: pd.DataFrame, check: pd.DataFrame | None) -> pd.DataFrame:
