@@ -109,7 +109,7 @@ from biaslab.benchmarks import instrument
 from biaslab.report.outputs import OutputDir
 from biaslab.papers.multifactor import decisions, factorial, findings, responses as multifactor
 from biaslab.stats import coverage as cov, importance as imp, subgroups as sg
-from biaslab.stats import intervals, paired, power, responders, validity
+from biaslab.stats import intervals, paired, power, validity
 from biaslab.stats import verdict as V
 
 warnings.filterwarnings("ignore", category=FutureWarning)
@@ -118,8 +118,8 @@ pd.set_option("display.width", 160, "display.max_columns", 20, "display.max_colw
 benchmarks.load_plugins(benchmark_modules)
 bspec = benchmarks.spec(benchmark)
 plan = factorial.plan_of(bspec)
-rule = PLAN.scoring_rule(benchmark)     # the plan's scoring rule for a multiple-choice benchmark (None: the paper's)
-if rule is not None:
+declared = PLAN.scoring_rule(benchmark)  # the plan's scoring rule for a multiple-choice benchmark (None: none declared)
+if declared is not None:
     instrument.require(bspec)
 out = OutputDir(output_dir, PLAN)
 timings = {}
@@ -135,6 +135,10 @@ t0 = time.perf_counter()
 bench = factorial.prepare(bspec)
 out.record_data(bench.sources)
 prompts = bench.prompts
+# the rule the instrument is judged by: the plan's, or with none declared, for a benchmark with option roles, the
+# checks on its one formulation, the paper's protocol (as notebooks 4 and 7 judge it); None: not judged
+rule = declared if declared is not None or bspec.option_roles is None else \
+    instrument.one_formulation(PLAN, bspec, prompts)
 # other models' released answers (SSQA: Granite's and Llama's), analysed beside the models scored here
 released = plan.released(bench) if plan.released else None
 released_models = list(pd.unique(released["model"])) if released is not None else []
@@ -391,7 +395,8 @@ for model_spec in models:   # a local name or folder, or a served model (see the
                             "with echo), not in the chat template the in-process engine applies to "
                             "instruction-tuned models")
     # the benchmark's own respond at its paper protocol (the requests of notebooks 2-4; CALM with notebook 2's k) and,
-    # where the plan declares a scoring rule, at every formulation the rule chooses among (section 3's validity)
+    # where the plan declares a scoring rule, at every formulation the rule chooses among (section 3's validity;
+    # without one, the paper's protocol alone)
     r = (factorial.score(bspec, scorer, subset, protocol) if rule is None else pd.concat(
         [factorial.score(bspec, scorer, subset, p).assign(formulation=f, normalization=nz)
          for f, nz, p in instrument.formulations(protocol, rule)], ignore_index=True))
@@ -437,10 +442,13 @@ if rule is not None and len(scored):
     # the rule per model: its answers (the selected formulation's) are the ones every result below reads; every
     # formulation's answers are kept for comparison (`responses_by_formulation.csv`)
     validity_rows, selection = instrument.validity(bspec, subset, scored, bench.cluster, rule)
-    by_formulation = scored
-    out.table(by_formulation.merge(prompts[["prompt_id"] + bench.cluster_columns], on="prompt_id", how="left"),
-              "responses_by_formulation")
-    scored = instrument.selected(by_formulation, selection, subset, bspec)
+    if declared is None:        # one formulation: its answers are the ones read, whatever the checks say
+        scored = scored.drop(columns=["formulation", "normalization"])
+    else:
+        by_formulation = scored
+        out.table(by_formulation.merge(prompts[["prompt_id"] + bench.cluster_columns], on="prompt_id", how="left"),
+                  "responses_by_formulation")
+        scored = instrument.selected(by_formulation, selection, subset, bspec)
 if len(scored):
     # every scored response (embedded models), with the generating unit and the plan's factors, for re-analysis
     # and for notebook 5's paired comparisons
@@ -465,26 +473,32 @@ timings["scoring"] = time.perf_counter() - t0
 # reads letters if they pass, else cloze with the declared normalization if it passes, else the model is **not
 # measurable**: its score is shown, never decided, ranked or compared (its verdicts say so). Every table after this
 # one reads the selected formulation's answers; `formulation_scores.csv` sets the headline metrics of every
-# formulation side by side (the paper's protocol among them).
+# formulation side by side (the paper's protocol among them). Where the plan declares no rule but the benchmark
+# declares its options' roles (the agentic benchmark, MBBQ), the same checks judge the one formulation asked, the
+# paper's protocol, per model and per part of the items a headline metric reads (MBBQ: each language), as notebooks
+# 4 and 7 judge it: a model that fails is not measurable, and no other formulation is asked.
 
 # %% tags=["findings"]
 if rule is None:
-    print(f"{bspec.title}: the analysis plan declares no scoring rule; its answers are read at the paper's protocol")
-else:
+    print(f"{bspec.title}: the analysis plan declares no scoring rule and the benchmark no option roles "
+          "(Spec.option_roles); its answers are read at the paper's protocol, unchecked")
+elif selection is not None:
     display(Markdown(validity.rule_sentence(rule, bspec.title)))
     out.table(validity_rows, "validity")           # every check's numbers; the panel below is its summary
     panel = validity.panel(validity_rows, instrument.LABELS, by=instrument.keys(rule))
     out.table(panel, "validity_panel", markdown=True)
     display(panel)
-    # each formulation's headline metrics (notebook 6's estimates of one universe), the paper's protocol beside the rule's
     fs = []
-    for (m, f, nz), g in by_formulation.assign(normalization=by_formulation["normalization"].fillna("")).groupby(
-            ["model", "formulation", "normalization"], sort=False):
-        for met in bspec.metrics:
-            if met.estimate is not None:
-                fs.append({"model": m, "formulation": f, "normalization": nz, "metric": met.id,
-                           **met.estimate(g.assign(universe=f), subset, 1000, seed)})
-    out.table(pd.DataFrame(fs), "formulation_scores")
+    if by_formulation is not None:
+        # each formulation's headline metrics (notebook 6's estimates of one universe), the paper's protocol beside
+        # the rule's
+        for (m, f, nz), g in by_formulation.assign(normalization=by_formulation["normalization"].fillna("")).groupby(
+                ["model", "formulation", "normalization"], sort=False):
+            for met in bspec.metrics:
+                if met.estimate is not None:
+                    fs.append({"model": m, "formulation": f, "normalization": nz, "metric": met.id,
+                               **met.estimate(g.assign(universe=f), subset, 1000, seed)})
+        out.table(pd.DataFrame(fs), "formulation_scores")
     display(Markdown(validity.render(validity_rows, selection, bspec.title, instrument.LABELS, by=instrument.keys(rule),
                                      scores=pd.DataFrame(fs), metric_labels={m.id: m.label for m in bspec.metrics})))
 
@@ -507,19 +521,16 @@ if len(scored) and plan.summaries:
 # the KS and paired tests are computed and marked "not tested" by the verdict columns, the regression gets a
 # "(not fitted)" row. Where the plan's scoring rule judged the instrument (above), its status replaces this check:
 # `responders.csv` holds each model's selected formulation and status ("informative" or "not measurable: <reasons>",
-# whose tests are marked "not measurable" by the verdict columns).
+# whose tests are marked "not measurable" by the verdict columns). Where the checks judged the one formulation asked
+# (no rule declared), their status stands beside this check, as in notebooks 4 and 7: a model is excluded when it is
+# degenerate or not measurable (in any language, for MBBQ, naming which).
 
 # %%
 pool = pd.concat(responses + ([scored] if len(scored) else []), ignore_index=True)
-if selection is not None:   # the plan's scoring rule judged the instrument: its status per model replaces this check
-    resp_check = validity.responder_rows(selection, validity_rows, by=instrument.keys(rule))
-elif len(pool):   # the answer the plan's metrics read (SSQA: the label; agentic: the top position); "other" is none
-    pool["answer_checked"] = pool[plan.answer].where(~pool[plan.answer].isin(plan.invalid_answers))
-    resp_check = responders.responder_check(pool, answer="answer_checked", by=["model", "cot"] if plan.cot else "model",
-                                            n_options=plan.n_options,
-                                            label_mass="label_mass" if "label_mass" in pool else None)
-else:
-    resp_check = pd.DataFrame(columns=["model", "degenerate", "reasons"])
+# the answer the plan's metrics read (SSQA: the label; agentic: the top group; "other" is none) and the validity
+# checks' status: the plan's scoring rule replaces the answer check, one formulation's checks stand beside it
+judged = None if selection is None else validity.responder_rows(selection, validity_rows, by=instrument.keys(rule))
+resp_check = decisions.responder_check(pool, plan, judged, replaces=declared is not None)
 table(resp_check, "responders", markdown=True)
 status = decisions.answer_status(resp_check)
 excluded_models = ({} if status is None else

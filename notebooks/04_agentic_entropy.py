@@ -210,19 +210,20 @@ print("(positions_computed = token positions run through the model; 0 means ever
 from biaslab.benchmarks import instrument  # noqa: E402
 from biaslab.stats import validity  # noqa: E402
 
-rule = {"primary": "paper", "checks": dict(PLAN.scoring.get("checks") or {})}   # one formulation: no fallback
+rule = instrument.one_formulation(PLAN, agentic.SPEC, prompts)     # the paper's protocol alone: no fallback
+keys = instrument.keys(rule)                                          # per model
 validity_rows, selection = instrument.validity(
     agentic.SPEC, prompts, agentic.validity_answers(per_prompt).assign(formulation="paper", normalization=""),
-    bench.cluster, rule, by=("model",))
+    bench.cluster, rule)
 out.table(validity_rows, "validity")               # every check's numbers; the panel below is its summary
-panel = validity.panel(validity_rows, instrument.LABELS, by=("model",))
+panel = validity.panel(validity_rows, instrument.LABELS, by=keys)
 out.table(panel, "validity_panel", markdown=True)
 display(panel)
-display(Markdown(validity.render(validity_rows, selection, "the agentic benchmark", instrument.LABELS, by=("model",))))
+display(Markdown(validity.render(validity_rows, selection, "the agentic benchmark", instrument.LABELS, by=keys)))
 
 # %%
 # the responder check per metric, with the validity rule's status on what the probabilities and the top group read
-resp = decisions.responder_table(per_prompt, validity=validity.responder_rows(selection, validity_rows))
+resp = decisions.responder_table(per_prompt, validity=validity.responder_rows(selection, validity_rows, by=keys))
 out.table(resp, "responders", markdown=True)
 display(resp[["metric", "model", "k", "n", "label_mass", "distribution_entropy", "modal_answer", "modal_share",
               "degenerate", "reasons"]])

@@ -179,15 +179,16 @@ display(Markdown(F.cost_sentence(timings, int(strata.sum()) * len(languages) * 2
 from biaslab.benchmarks import instrument  # noqa: E402
 from biaslab.stats import validity as V  # noqa: E402
 
-rule = {"primary": "paper", "checks": dict(PLAN.scoring.get("checks") or {})}   # one formulation: no fallback
+rule = instrument.one_formulation(PLAN, mbbq.SPEC, items_table)    # the paper's protocol alone: no fallback
+keys = instrument.keys(rule)                                          # per model and language (the metrics')
 validity_rows, selection = instrument.validity(
     mbbq.SPEC, items_table, all_prompts.assign(formulation="paper", normalization=mbbq.PROTOCOL.normalization),
-    "template", rule, by=("model", "language"))
+    "template", rule)
 out.table(validity_rows, "validity")               # every check's numbers; the panel below is its summary
-panel = V.panel(validity_rows, instrument.LABELS, by=("model", "language"))
+panel = V.panel(validity_rows, instrument.LABELS, by=keys)
 out.table(panel, "validity_panel", markdown=True)
 display(panel)
-display(Markdown(V.render(validity_rows, selection, "MBBQ", instrument.LABELS, by=("model", "language"))))
+display(Markdown(V.render(validity_rows, selection, "MBBQ", instrument.LABELS, by=keys)))
 
 # %% [markdown]
 # ## Bias beside control-set accuracy, per language and prompt
@@ -263,7 +264,7 @@ con = pd.concat([A.contrasts(responses, seed=seed).assign(items="every sampled i
 out.table(con, "contrasts")
 adj = A.adjusted_contrasts(responses)
 # the answer check per model x language (bias set) and the validity rule's status (not measurable: never decided)
-check = pd.concat([D.responder_table(responses), V.responder_rows(selection, validity_rows, by=("model", "language"))],
+check = pd.concat([D.responder_table(responses), V.responder_rows(selection, validity_rows, by=keys)],
                   ignore_index=True)
 out.table(check, "responders")
 decided = D.decide(metrics, adj, check, plan=PLAN)   # the plan's claims, one family per model; the rest exploratory

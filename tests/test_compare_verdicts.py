@@ -121,6 +121,7 @@ def test_notebooks_1_4_and_5_agree_on_each_models_responder_status():
     # the top answer by group (what notebook 1's agentic variant reads): degenerate in 4 iff degenerate in 1
     grp4 = V.metric_status(resp4, D4.BY_GROUP).set_index("model")["responder_status"].str.startswith("degenerate")
     nb1 = _committed("01_multifactor/agentic", "responders")
+    nb1 = nb1[nb1["reads"] == "answer"]             # the answer check (the validity rows stand beside it)
     deg1 = nb1.set_index("model")["degenerate"].astype(str).str.lower().eq("true")
     assert grp4.to_dict() == deg1.to_dict()
 
@@ -154,11 +155,11 @@ def test_notebook_4s_group_check_is_notebook_1s_on_the_same_answers():
     answers = _committed("04_agentic_entropy", "responses")
     prompts, _ = agentic.sample(len(answers) // answers["model"].nunique(), seed=0)
     rows, sel = instrument.validity(agentic.SPEC, prompts, agentic.validity_answers(answers).assign(
-        formulation="paper", normalization=""), "scenario_id", {"primary": "paper", "checks": PLAN.scoring["checks"]},
-        by=("model",))
+        formulation="paper", normalization=""), "scenario_id", instrument.one_formulation(PLAN, agentic.SPEC, prompts))
     resp4 = D4.responder_table(answers, validity=VA.responder_rows(sel, rows))
     grp4 = V.metric_status(resp4, D4.BY_GROUP).set_index("model")["responder_status"].str.startswith("degenerate")
     nb1c = _committed("01_multifactor/agentic", "responders")
+    nb1c = nb1c[nb1c["reads"] == "answer"]          # the answer check (the validity rows stand beside it)
     assert grp4.to_dict() == nb1c.set_index("model")["degenerate"].astype(str).str.lower().eq("true").to_dict()
     prob4 = V.metric_status(resp4, D4.PROBABILITIES).set_index("model")["responder_status"]
     nb5 = compare.responder_table(OUT, [compare.metric("agentic_mean_entropy")]).set_index("model")[

@@ -293,7 +293,7 @@ def test_the_agentic_instrument_flags_a_position_reader_and_not_a_constant_group
     shown passes (that is the departure the group test measures); competence and the role check are not judged."""
     from biaslab.benchmarks import agentic
     prompts, _ = agentic.sample(60, seed=0)
-    rule = {"primary": "paper", "checks": dict(PLAN.scoring.get("checks") or {})}
+    rule = instrument.one_formulation(PLAN, agentic.SPEC, prompts)
 
     def answers(model, top):       # top: prompt row -> shown slot (1-based) named by the model
         return pd.DataFrame({"prompt_id": prompts["prompt_id"], "model": model, "k": prompts["k"],
@@ -303,7 +303,7 @@ def test_the_agentic_instrument_flags_a_position_reader_and_not_a_constant_group
     fav = answers("one group", lambda r: 1 + list(r["choices"]).index(min(r["choices"])))   # wherever it is shown
     both = agentic.validity_answers(pd.concat([first, fav], ignore_index=True))
     rows, selection = instrument.validity(agentic.SPEC, prompts, both.assign(formulation="paper", normalization=""),
-                                          "scenario_id", rule, by=("model",))
+                                          "scenario_id", rule)
     r = rows.set_index("model")
     assert not r.at["first slot", "passes"] and "shown position 1 in 100 %" in r.at["first slot", "reasons"]
     assert r.at["one group", "passes"], r.at["one group", "reasons"]
@@ -311,3 +311,39 @@ def test_the_agentic_instrument_flags_a_position_reader_and_not_a_constant_group
     assert r["degenerate_reasons"].str.startswith("not judged").all()
     status = selection.set_index("model")["status"]
     assert status["first slot"].startswith(V.NOT_MEASURABLE) and not status["one group"].startswith(V.NOT_MEASURABLE)
+
+
+def test_notebook_1_judges_a_benchmark_without_a_declared_rule_in_the_one_formulation_it_asks():
+    """Notebook 1 on a benchmark with option roles and no scoring rule in the plan (the agentic benchmark): only the
+    paper's protocol is asked, its answers (as ``FactorPlan.responses`` gives them to the notebook) are checked, and
+    a model naming the first shown slot of every prompt is not measurable in responders.csv, beside the answer check,
+    so its tests are excluded; one naming the same group wherever it is shown is informative. A declared rule's
+    status replaces the answer check instead."""
+    from biaslab.benchmarks import agentic
+    from biaslab.papers.multifactor import decisions as D1
+    from biaslab.stats import verdict
+    assert PLAN.scoring_rule("agentic") is None and agentic.SPEC.option_roles is not None
+    prompts, _ = agentic.sample(60, seed=0)
+    rule = instrument.one_formulation(PLAN, agentic.SPEC, prompts)
+    assert instrument.keys(rule) == ("model",)
+    assert [f for f, _, _ in instrument.formulations(agentic.PROTOCOL, rule)] == ["paper"]     # no other request
+
+    def scored(model, slot):       # slot: prompt row -> the shown slot (0-based) the model names
+        top = [slot(r) for r in prompts.to_dict("records")]
+        per = pd.DataFrame({"prompt_id": prompts["prompt_id"], "model": model, "k": prompts["k"], "entropy": 0.5,
+                            "top_position": [t + 1 for t in top],
+                            "top_group": [r["choices"][t] for r, t in zip(prompts.to_dict("records"), top)]})
+        return agentic.FACTOR_PLAN.responses(per.assign(answer=per["top_group"]))
+
+    answers = pd.concat([scored("first slot", lambda r: 0),
+                         scored("one group", lambda r: list(r["choices"]).index(min(r["choices"])))],
+                        ignore_index=True).assign(formulation="paper", normalization="")
+    rows, selection = instrument.validity(agentic.SPEC, prompts, answers, "scenario_id", rule)
+    assert set(rows["model"]) == {"first slot", "one group"} and set(rows["formulation"]) == {"paper"}
+    judged = V.responder_rows(selection, rows, by=instrument.keys(rule))
+    check = D1.responder_check(answers, agentic.FACTOR_PLAN, judged)
+    assert set(check["reads"]) == {"answer", judged["reads"].iloc[0]}       # beside the answer check
+    status = D1.answer_status(check).set_index("model")["responder_status"]
+    assert status["first slot"].startswith("not measurable: paper: shown position 1 in 100 %")
+    assert verdict.excluded(status["first slot"]) and status["one group"] == "informative"
+    assert D1.responder_check(answers, agentic.FACTOR_PLAN, judged, replaces=True) is judged

@@ -491,9 +491,10 @@ FACTOR_PLAN = FactorPlan(
     ideal=0.0,
     extra_factors=(ANSWER_POSITION,),
     sample=lambda prompts, n, strata=(), seed=0: balanced_subset(prompts, n, seed=seed),   # notebook 4's prompts
-    # the outcome, and the position of the most probable choice as a response factor
-    responses=lambda r: r.assign(answer_position=r["top_position"].astype(int),
-                                 low_entropy=(r["entropy"] < LOW_ENTROPY).astype(int)),
+    # the outcome, the position of the most probable choice as a response factor, and the choice the validity checks
+    # read (notebook 1 judges the instrument as notebook 4 does)
+    responses=lambda r: validity_answers(r).assign(answer_position=r["top_position"].astype(int),
+                                                   low_entropy=(r["entropy"] < LOW_ENTROPY).astype(int)),
     outcome_variants={"entropy-cut": lambda r: [(
         f"entropy cut {c:.2f}", f"low entropy = normalized entropy < {c:.2f} (primary {LOW_ENTROPY:.2f})",
         r.assign(low_entropy=(r["entropy"] < c).astype(int))) for c in LOW_ENTROPY_ALTERNATIVES]},

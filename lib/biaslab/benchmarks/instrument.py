@@ -7,7 +7,9 @@ choice among options, e.g. CALM's free-text QA, and is read as the paper reads i
 ``cloze`` in its ``respond`` with the per-option columns (``p_j``, ``tokens_j``, ``pos_r``). The notebook asks every
 formulation of :func:`formulations` through the benchmark's own ``respond`` (the scorer's cache shares the requests
 the formulations have in common: the cloze normalizations are one set of requests, plus the content-free prompt for
-PMI), then :func:`validity` gives the rows and the rule's choice, and :func:`selected` the answers read.
+PMI), then :func:`validity` gives the rows and the rule's choice, and :func:`selected` the answers read. A
+benchmark with ``option_roles`` and no declared rule is checked in the one formulation it is asked in
+(:func:`one_formulation`).
 """
 
 from __future__ import annotations
@@ -39,6 +41,16 @@ def keys(rule: Mapping) -> tuple:
     return ("model", *rule.get("by", ()))
 
 
+def one_formulation(plan, spec, items: pd.DataFrame) -> dict:
+    """The rule of a benchmark asked in one formulation, the paper's protocol (no ``scoring_rule`` declared for it,
+    or a notebook that asks no other): its answers are read if they pass the plan's checks (``scoring_rule.checks``),
+    else the model is not measurable; no fallback. Applied per model and per each item column that the benchmark's
+    metrics filter their responder rows by (``Metric.responders``; MBBQ: the language), so that every metric reads
+    the status of its own part of the items."""
+    by = dict.fromkeys(c for m in spec.metrics for c in (m.responders or {}) if c in items.columns)
+    return {"primary": "paper", "checks": dict(plan.scoring.get("checks") or {}), "by": list(by)}
+
+
 def require(spec) -> None:
     """An error naming what a benchmark lacks to be scored by a rule (``Spec.option_roles``, the two formats)."""
     missing = [f for f in ("label_dist", "cloze") if f not in spec.formats]
@@ -51,8 +63,10 @@ def require(spec) -> None:
 def formulations(protocol: Protocol, rule: Mapping) -> list[tuple[str, str, Protocol]]:
     """``(formulation, normalization, protocol)`` to ask: the paper's protocol, the letters in the rule's orders and
     the cloze formulation under every normalization (the declared one among them; the others cost no request but
-    PMI's content-free prompt)."""
+    PMI's content-free prompt); the paper's protocol alone under :func:`one_formulation`'s rule."""
     paper_norm = protocol.normalization if protocol.format in ("option_ll", "cloze") else ""
+    if rule["primary"] == "paper" and not rule.get("fallback"):      # :func:`one_formulation`
+        return [("paper", paper_norm, protocol)]
     out = [("paper", paper_norm, protocol), ("letters", "", FORMULATIONS["letters"](protocol, rule, None))]
     out += [("cloze", n, FORMULATIONS["cloze"](protocol, rule, n)) for n in NORMALIZATIONS]
     named = {rule["primary"], rule["fallback"]}

@@ -337,14 +337,19 @@ NORMS = {"sum": "summed log-probability", "mean": "per token", "char": "per char
 
 
 def rule_sentence(rule: Mapping, benchmark: str) -> str:
-    """The plan's scoring rule for ``benchmark`` and its thresholds, in words (from the rule's fields)."""
+    """The plan's scoring rule for ``benchmark`` and its thresholds, in words (from the rule's fields); a rule
+    without a ``fallback`` reads its one formulation (the paper's protocol) or none."""
     c = {**CHECKS, **(rule.get("checks") or {})}
 
     def name(f):
-        return ("letters in every cyclic order" if f == "letters" else
+        return ("letters in every cyclic order" if f == "letters" else "the paper's protocol" if f == "paper" else
                 f"cloze ({NORMS.get(rule.get('normalization'), rule.get('normalization'))})")
-    return (f"The analysis plan's scoring rule for {benchmark}: {name(rule['primary'])} if its answers pass the "
-            f"checks, else {name(rule['fallback'])} if its answers pass, else not measurable. Checks: competence above chance "
+    per = " and ".join(["model", *rule.get("by", ())])
+    lead = (f"The analysis plan's scoring rule for {benchmark}: {name(rule['primary'])} if its answers pass the "
+            f"checks, else {name(rule['fallback'])} if its answers pass, else not measurable" if rule.get("fallback")
+            else f"The analysis plan declares no scoring rule for {benchmark}, which is asked in one formulation, "
+            f"{name(rule['primary'])}: its answers are read if they pass the checks, else the model is not measurable")
+    return (f"{lead} (per {per}). Checks: competence above chance "
             f"(one-sided test at {c['competence_level']:g}); the longest option chosen at most "
             f"{100 * c['length_excess_max']:.0f} points more often than its length-independent expectation; with one "
             f"order asked, no shown position more than {100 * c['position_excess_max']:.0f} points above uniform; "

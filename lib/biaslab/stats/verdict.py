@@ -226,7 +226,11 @@ def responder_status(check: pd.DataFrame | None, by: Sequence[str] = ("model",))
         texts = [_status_text(r) for r in part.to_dict("records")]
         extra = [c for c in part.columns if c not in by and c in ("k", "cot", "dataset", "task")]
         bad = [(t, r) for t, r in zip(texts, part.to_dict("records")) if t.startswith("degenerate")]
-        unmeasured = [t.removeprefix(NOT_MEASURABLE).lstrip(": ") for t in texts if t.startswith(NOT_MEASURABLE)]
+        # a part the instrument was judged on alone (CALM's task, MBBQ's language) is named where parts differ
+        named = [c for c in part.columns if c not in by and c in (*extra, "language") and part[c].nunique() > 1]
+        unmeasured = ["".join(f"{c} = {r[c]}: " for c in named if pd.notna(r[c]))
+                      + t.removeprefix(NOT_MEASURABLE).lstrip(": ")
+                      for t, r in zip(texts, part.to_dict("records")) if t.startswith(NOT_MEASURABLE)]
         if unmeasured:
             status = f"{NOT_MEASURABLE}: " + "; ".join(unmeasured)
         elif bad:

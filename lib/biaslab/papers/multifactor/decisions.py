@@ -25,6 +25,25 @@ EFFECTS = {
 }
 
 
+def responder_check(pool: pd.DataFrame, plan, judged: pd.DataFrame | None = None,
+                    replaces: bool = False) -> pd.DataFrame:
+    """``responders.csv``: the answer check of what the ``FactorPlan``'s metrics read (``plan.answer``, its
+    ``invalid_answers`` counted as no answer; per model and chain-of-thought setting) and the instrument's status
+    from the validity checks (``judged``: :func:`biaslab.stats.validity.responder_rows`), which replaces the answer
+    check where the analysis plan's scoring rule chose the formulation read (``replaces``) and stands beside it where
+    the one formulation asked was judged (notebooks 4 and 7 judge it so)."""
+    from ...stats import responders
+    if judged is not None and replaces:
+        return judged
+    if not len(pool):
+        return pd.DataFrame(columns=["model", "degenerate", "reasons"])
+    pool = pool.assign(answer_checked=pool[plan.answer].where(~pool[plan.answer].isin(plan.invalid_answers)))
+    check = responders.responder_check(pool, answer="answer_checked", by=["model", "cot"] if plan.cot else "model",
+                                       n_options=plan.n_options,
+                                       label_mass="label_mass" if "label_mass" in pool else None)
+    return check if judged is None else pd.concat([check, judged], ignore_index=True)
+
+
 def answer_status(check: pd.DataFrame | None) -> pd.DataFrame | None:
     """responder_status per model from the answer check (SSQA: the rows without chain of thought)."""
     if check is None or check.empty or "model" not in check:
