@@ -226,9 +226,9 @@ def responder_status(check: pd.DataFrame | None, by: Sequence[str] = ("model",))
         texts = [_status_text(r) for r in part.to_dict("records")]
         extra = [c for c in part.columns if c not in by and c in ("k", "cot", "dataset", "task")]
         bad = [(t, r) for t, r in zip(texts, part.to_dict("records")) if t.startswith("degenerate")]
-        # a part the instrument was judged on alone (CALM's task, MBBQ's language) is named where parts differ
-        named = [c for c in part.columns if c not in by and c in (*extra, "language") and part[c].nunique() > 1]
-        unmeasured = ["".join(f"{c} = {r[c]}: " for c in named if pd.notna(r[c]))
+        # the language an instrument was judged in alone (MBBQ's) is named where the rows' languages differ
+        lang = "language" not in by and "language" in part and part["language"].nunique() > 1
+        unmeasured = [(f"language = {r['language']}: " if lang and pd.notna(r["language"]) else "")
                       + t.removeprefix(NOT_MEASURABLE).lstrip(": ")
                       for t, r in zip(texts, part.to_dict("records")) if t.startswith(NOT_MEASURABLE)]
         if unmeasured:
