@@ -135,10 +135,6 @@ t0 = time.perf_counter()
 bench = factorial.prepare(bspec)
 out.record_data(bench.sources)
 prompts = bench.prompts
-# the rule the instrument is judged by: the plan's, or with none declared, for a benchmark with option roles, the
-# checks on its one formulation, the paper's protocol (as notebooks 4 and 7 judge it); None: not judged
-rule = declared if declared is not None or bspec.option_roles is None else \
-    instrument.one_formulation(PLAN, bspec, prompts)
 # other models' released answers (SSQA: Granite's and Llama's), analysed beside the models scored here
 released = plan.released(bench) if plan.released else None
 released_models = list(pd.unique(released["model"])) if released is not None else []
@@ -395,11 +391,10 @@ for model_spec in models:   # a local name or folder, or a served model (see the
                             "with echo), not in the chat template the in-process engine applies to "
                             "instruction-tuned models")
     # the benchmark's own respond at its paper protocol (the requests of notebooks 2-4; CALM with notebook 2's k) and,
-    # where the plan declares a scoring rule, at every formulation the rule chooses among (section 3's validity;
-    # without one, the paper's protocol alone)
-    r = (factorial.score(bspec, scorer, subset, protocol) if rule is None else pd.concat(
+    # where the plan declares a scoring rule, at every formulation the rule chooses among (section 3's validity)
+    r = (factorial.score(bspec, scorer, subset, protocol) if declared is None else pd.concat(
         [factorial.score(bspec, scorer, subset, p).assign(formulation=f, normalization=nz)
-         for f, nz, p in instrument.formulations(protocol, rule)], ignore_index=True))
+         for f, nz, p in instrument.formulations(protocol, declared)], ignore_index=True))
     scored.append(r)
     if "labels_outside_topk" in r:       # a server's top-k next tokens
         outside = r["labels_outside_topk"].fillna("").astype(str).str.split(",").explode()
@@ -438,13 +433,18 @@ if served_notes:
     out.table(pd.DataFrame({"note": served_notes}), "served_notes")
 scored = pd.concat(scored, ignore_index=True) if scored else pd.DataFrame()
 validity_rows = selection = by_formulation = None
+# the rule the instrument is judged by: the plan's or, with none declared, where the answers name one of the options
+# the benchmark gives roles (`choice`, what the checks read; not CrowS-Pairs' likelihood scheme, which names none),
+# the checks on the one formulation asked, the paper's protocol, as notebooks 4 and 7 judge it; None: not judged
+rule = declared if declared is not None or bspec.option_roles is None or "choice" not in scored else \
+    instrument.one_formulation(PLAN, bspec, prompts)
 if rule is not None and len(scored):
     # the rule per model: its answers (the selected formulation's) are the ones every result below reads; every
     # formulation's answers are kept for comparison (`responses_by_formulation.csv`)
-    validity_rows, selection = instrument.validity(bspec, subset, scored, bench.cluster, rule)
-    if declared is None:        # one formulation: its answers are the ones read, whatever the checks say
-        scored = scored.drop(columns=["formulation", "normalization"])
-    else:
+    asked = scored if declared is not None else scored.assign(  # one formulation: its answers are the ones read
+        formulation="paper", normalization=instrument.formulations(protocol, rule)[0][1])
+    validity_rows, selection = instrument.validity(bspec, subset, asked, bench.cluster, rule)
+    if declared is not None:
         by_formulation = scored
         out.table(by_formulation.merge(prompts[["prompt_id"] + bench.cluster_columns], on="prompt_id", how="left"),
                   "responses_by_formulation")
@@ -473,15 +473,15 @@ timings["scoring"] = time.perf_counter() - t0
 # reads letters if they pass, else cloze with the declared normalization if it passes, else the model is **not
 # measurable**: its score is shown, never decided, ranked or compared (its verdicts say so). Every table after this
 # one reads the selected formulation's answers; `formulation_scores.csv` sets the headline metrics of every
-# formulation side by side (the paper's protocol among them). Where the plan declares no rule but the benchmark
-# declares its options' roles (the agentic benchmark, MBBQ), the same checks judge the one formulation asked, the
-# paper's protocol, per model and per part of the items a headline metric reads (MBBQ: each language), as notebooks
-# 4 and 7 judge it: a model that fails is not measurable, and no other formulation is asked.
+# formulation side by side (the paper's protocol among them). Where the plan declares no rule but the answers name
+# one of the options the benchmark gives roles (the agentic benchmark, MBBQ), the same checks judge the one
+# formulation asked, the paper's protocol, per model and per part of the items a headline metric reads (MBBQ: each
+# language), as notebooks 4 and 7 judge it: a model that fails is not measurable, and no other formulation is asked.
 
 # %% tags=["findings"]
 if rule is None:
-    print(f"{bspec.title}: the analysis plan declares no scoring rule and the benchmark no option roles "
-          "(Spec.option_roles); its answers are read at the paper's protocol, unchecked")
+    print(f"{bspec.title}: the analysis plan declares no scoring rule and the answers name no option with a role "
+          "(Spec.option_roles); they are read at the paper's protocol, unchecked")
 elif selection is not None:
     display(Markdown(validity.rule_sentence(rule, bspec.title)))
     out.table(validity_rows, "validity")           # every check's numbers; the panel below is its summary
