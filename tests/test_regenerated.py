@@ -92,6 +92,18 @@ def test_a_number_that_became_infinite_is_reported_not_a_crash(tmp_path):
     assert regenerated.fmt(float("nan")) == "nan" and regenerated.fmt(4e-4) == "4e-4"
 
 
+def test_rows_whose_key_holds_empty_cells_are_compared_not_a_crash():
+    """Notebook 3's responders table keys rows by (dataset, modal_answer), and rows that were not judged have no modal
+    answer: with more such rows in the regeneration than committed, numbering them skipped the empty keys (pandas'
+    text dtype keeps NaN through astype(str)), the regeneration's index repeated, and the end of a cold `make
+    reproduce` failed after publishing."""
+    old = pd.DataFrame({"dataset": ["en", "fr", "en", "fr"], "modal_answer": ["second", "second", None, None],
+                        "n": [60, 60, 30, 30]})
+    new = pd.concat([old, old.iloc[2:].assign(n=[20, 20])], ignore_index=True)
+    d = regenerated.compare_table("responders.csv", old, new)
+    assert d.numbers == [] and len(d.only_new) == 2 and not d.only_committed
+
+
 def test_a_flipped_verdict_is_named_and_fails_check(tmp_path, monkeypatch, capsys):
     old, new = _copy(tmp_path, "old"), _copy(tmp_path, "new")
     eq = pd.read_csv(old / "tables" / "equivalence.csv")

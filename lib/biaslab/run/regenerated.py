@@ -107,7 +107,8 @@ def key_columns(df: pd.DataFrame) -> list[str]:
 def _keyed(df: pd.DataFrame, key: list[str]) -> pd.DataFrame:
     """``df`` indexed by the key's values (as text) plus the row's occurrence among rows with that key."""
     k = df[key].astype(str) if key else pd.DataFrame(index=df.index)
-    k = k.assign(_occurrence=k.groupby(list(k.columns)).cumcount() if key else np.arange(len(df)))
+    # dropna=False: rows whose key holds an empty cell are numbered too (pandas' text dtype keeps NaN through astype)
+    k = k.assign(_occurrence=k.groupby(list(k.columns), dropna=False).cumcount() if key else np.arange(len(df)))
     return df.set_index(pd.MultiIndex.from_frame(k))
 
 
