@@ -285,13 +285,12 @@ def test_notebook7_nulls_recompute_the_statistics_from_swapped_answers(monkeypat
     assert t["size_at_level"].iloc[0] <= 0.01 + 3 * t["size_at_level_mc_se"].iloc[0]
 
 
-def test_the_tested_level_is_the_graph_level_where_the_table_has_one_else_one_minus_ci_level():
+def test_the_tested_level_is_the_graph_level_and_none_without_one():
     from types import SimpleNamespace as Row
     from biaslab.plan.calibration import tested_level
-    assert tested_level(Row(ci_level=0.998857)) == pytest.approx(0.001143)
     assert tested_level(Row(ci_level=0.998857, tested_level=0.0025)) == 0.0025
-    assert tested_level(Row(ci_level=0.99, tested_level=float("nan"))) == pytest.approx(0.01)
-    assert np.isnan(tested_level(Row(ci_level=float("nan"))))
+    assert np.isnan(tested_level(Row(ci_level=0.99, tested_level=float("nan"))))
+    assert np.isnan(tested_level(Row(ci_level=0.99)))
     # the relative MC SE of R at alpha kept at the level: R (alpha / (1 - alpha)) ((1 - L) / L), at least R
     assert C.replications_for(0.05, 2000) == 2000 and C.replications_for(0.01, 190) == 990
 

@@ -99,13 +99,9 @@ def _labels(df: pd.DataFrame, cols) -> list[np.ndarray]:
 
 
 def tested_level(row) -> float:
-    """The level a decided row was tested at: its ``tested_level`` (the graphical procedure's) where the table has
-    one, else ``1 - ci_level`` (the Holm step's, the level of its adjusted interval); NaN where neither is set."""
+    """The level a decided row was tested at (its ``tested_level``, the verdict layer's); NaN where it is not set."""
     level = getattr(row, "tested_level", np.nan)
-    if not (isinstance(level, (int, float)) and np.isfinite(level)):
-        ci = getattr(row, "ci_level", np.nan)
-        level = 1 - float(ci) if isinstance(ci, (int, float)) and np.isfinite(ci) else np.nan
-    return float(level)
+    return float(level) if isinstance(level, (int, float)) and np.isfinite(level) else float("nan")
 
 
 # ------------------------------------------------------------------------------------------------ per notebook
