@@ -423,7 +423,7 @@ def test_the_dm_difference_swap_test_keeps_its_level():
     from biaslab.stats import paired
     df = _subgroup_answers(g=40, seed=1)
     d = K.dm_design(*paired.deviation_metric_swap_design(df, "y", ["stigma", "gender"], "a", "b", "template"), "x")
-    row = C.calibration_row("dm-difference", d, 4000, seed=1, level=0.005)
+    row = C.calibration_row("dm-other", d, 4000, seed=1, level=0.005)
     assert row["replications"] == C.replications_for(0.005, 4000) and "99,999 random swaps), G = 40" in row["test"]
     assert row["type_i_error"] <= 0.05 + 3 * row["type_i_mc_se"]
     assert row["size_at_level"] <= 0.005 + 3 * row["size_at_level_mc_se"] and not row["oversized"]
