@@ -21,7 +21,6 @@ import math
 import re
 from collections.abc import Iterable, Mapping
 
-ALPHA = 0.05
 #: the two decided verdicts of :mod:`biaslab.stats.verdict` (the others start "undefined (" or "not tested (")
 DISTINGUISHABLE, NOT_DISTINGUISHABLE = "distinguishable", "not distinguishable"
 
