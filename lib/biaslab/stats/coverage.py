@@ -64,12 +64,11 @@ def spec_levels(spec) -> dict:
     return {f.name: list(f.levels) for f in spec.factors}
 
 
-def count_tensor(df: pd.DataFrame, factors: Sequence[str], levels: dict | None = None,
-                 weight: str | None = None) -> pd.Series:
+def count_tensor(df: pd.DataFrame, factors: Sequence[str], levels: dict | None = None) -> pd.Series:
     """Prompt counts for every combination of the factors' levels (a flattened tensor, zeros included).
 
     ``levels`` maps a factor to its declared levels (default: the levels observed in ``df``). Rows whose value is
-    not a declared level raise an error. ``weight`` names a column to sum instead of counting rows.
+    not a declared level raise an error.
     """
     factors = list(factors)
     if not factors:
@@ -83,14 +82,11 @@ def count_tensor(df: pd.DataFrame, factors: Sequence[str], levels: dict | None =
         bad = set(df[f].dropna().unique()) - set(lv[f])
         if bad:
             raise ValueError(f"factor {f!r} has values that are not declared levels: {sorted(map(str, bad))[:5]}")
-    if weight is None:
-        obs = df.groupby(factors, observed=True, dropna=False).size()
-    else:
-        obs = df.groupby(factors, observed=True, dropna=False)[weight].sum()
+    obs = df.groupby(factors, observed=True, dropna=False).size()
     full = pd.MultiIndex.from_product([lv[f] for f in factors], names=factors)
     if len(factors) == 1:
         obs.index = pd.MultiIndex.from_arrays([obs.index], names=factors)
-    return obs.reindex(full, fill_value=0).astype(float if weight else int)
+    return obs.reindex(full, fill_value=0).astype(int)
 
 
 MAX_DENSE_CELLS = 20_000_000
