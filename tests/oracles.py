@@ -5,6 +5,7 @@ them."""
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Callable
 
@@ -16,6 +17,23 @@ from statsmodels.stats.proportion import proportion_effectsize
 
 from biaslab.report import html
 from biaslab.stats import diversity, power
+
+
+# the plan's planning designs, re-derived: each scale's SD of one unit and CrowS-Pairs' stratified design effect
+#: Standard error of one unit on each planning scale, from the scale alone (no data): a share tested against 0.5 has
+#: variance p(1 - p) <= 0.25; a paired difference of two shares at most 0.25 + 0.25 (a positive correlation between
+#: the two models' answers, the usual case, only lowers it); a mean in SD units has SD 1 (a standardized MDE).
+PLANNING_SD = {"share": 0.5, "share_difference": math.sqrt(0.5), "standardized": 1.0}
+
+
+def kish_deff(population: "pd.Series | np.ndarray", sample: "pd.Series | np.ndarray") -> float:
+    """Kish's (1965) design effect of unequal weights, ``n sum(w_h^2 n_h) / (sum w_h n_h)^2`` with stratum weight
+    ``w_h = N_h / n_h`` (``population`` N_h and ``sample`` n_h per stratum): the variance inflation a stratified
+    sample weighted back to its population pays for unequal sampling fractions (1 for proportional allocation)."""
+    N, n = np.asarray(population, dtype=float), np.asarray(sample, dtype=float)
+    keep = n > 0
+    w, n = N[keep] / n[keep], n[keep]
+    return float(n.sum() * (w ** 2 * n).sum() / (w * n).sum() ** 2)
 
 
 # was lib/biaslab/stats/intervals.py (the tests' design effect and "the old effective-n interval")

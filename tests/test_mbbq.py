@@ -387,7 +387,7 @@ def test_the_plan_section_states_the_default_design():
     ambiguous items, in their templates; mbbq-ambig-en's design effect the cluster bound times Kish's of the
     weights); the power each states at its level is recomputed by tests/test_plan_schema.py."""
     from biaslab.run import profiles
-    from biaslab.stats import power as W
+    from oracles import kish_deff
     plan = P.load()
     claims = plan.of("07_mbbq")
     assert 1 <= len(claims) <= 3
@@ -395,7 +395,7 @@ def test_the_plan_section_states_the_default_design():
     s = p[(p.language == "en") & (p.set == "bias") & (p.context_condition == "ambig")]
     every = b.prompts.drop_duplicates("item")
     N = every[every.context_condition == "ambig"].groupby("category").size()
-    deff = W.kish_deff(N, s.groupby("category").size().reindex(N.index))
+    deff = kish_deff(N, s.groupby("category").size().reindex(N.index))
     for c in claims:
         for key in (c.instances or {None: {}}):
             d = c.design_of(key, "default")

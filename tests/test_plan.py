@@ -140,7 +140,7 @@ def test_no_sentence_code_says_undetected_or_cannot_be_detected():
     out = subprocess.run(["grep", "-rn", r"cannot be detected\|undetected", str(ROOT / "lib"), str(ROOT / "notebooks"),
                           "--include=*.py"], capture_output=True, text=True)
     assert out.stdout == "", out.stdout
-    row = {"power": 0.83, "sesoi": 0.1, "ci_level": 0.9992}
+    row = {"power": 0.83, "sesoi": 0.1, "tested_level": 0.0008, "ci_level": 0.9992}
     assert W.power_at_level(row) == "power 0.83 for an effect of 0.1 at level 0.0008"
     assert W.power_at_level({"mde": 0.071, "ci_level": 0.9992}) == ""      # an MDE at 0.05 is not quoted
 

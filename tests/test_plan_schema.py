@@ -18,6 +18,7 @@ import nbformat
 import pandas as pd
 import pytest
 
+import oracles as O
 from biaslab import paths, plan as P
 from biaslab.plan import schema as S
 from biaslab.run import profiles, execute
@@ -484,7 +485,7 @@ def _bound_design(claim, key):
     run's design columns (units and clusters) and CrowS-Pairs' stratum sizes: no outcome enters."""
     t = lambda f: pd.read_csv(OUT / f)                                       # noqa: E731
     crows = t("03_crows_pairs_bayes/tables/datasets.csv")
-    kish = lambda d: W.kish_deff(crows[crows.dataset == d]["N_h"], crows[crows.dataset == d]["n_h"])  # noqa: E731
+    kish = lambda d: O.kish_deff(crows[crows.dataset == d]["N_h"], crows[crows.dataset == d]["n_h"])  # noqa: E731
     if claim in ("lpbs-mean", "lpbs-other", "stereotype-share"):
         key = key or "crows_pairs_en"
         r = t("03_crows_pairs_bayes/tables/likelihood_tests.csv")
@@ -522,7 +523,7 @@ def test_the_bound_designs_are_the_committed_default_runs_design_and_the_scales_
         assert d["n"] == n and d.get("clusters") == clusters, (cid, key, d)
         assert deff is None or d.get("deff", 1.0) == pytest.approx(deff, abs=1e-3), (cid, key, deff)
         if cid in bounds:
-            assert d["sd"] == pytest.approx(W.PLANNING_SD[bounds[cid]], abs=1e-4), cid
+            assert d["sd"] == pytest.approx(O.PLANNING_SD[bounds[cid]], abs=1e-4), cid
         checked += 1
     assert checked >= 10
 
@@ -559,8 +560,8 @@ def test_power_at_a_level_by_hand():
     assert W.design_power(W._scaled(d, n), 0.5, 0.004) >= 0.8 > W.design_power(W._scaled(d, n - 1), 0.5, 0.004)
     # Kish: proportional allocation has deff 1; two strata N = (100, 300) sampled 50 each: 100 * (2^2*50 + 6^2*50)
     # / (2*50 + 6*50)^2 = 100 * 2000 / 160000 = 1.25
-    assert W.kish_deff([100, 300], [25, 75]) == pytest.approx(1.0)
-    assert W.kish_deff([100, 300], [50, 50]) == pytest.approx(1.25)
+    assert O.kish_deff([100, 300], [25, 75]) == pytest.approx(1.0)
+    assert O.kish_deff([100, 300], [50, 50]) == pytest.approx(1.25)
 
 
 def test_the_verdict_layer_reads_each_instances_own_null(tmp_path):

@@ -197,11 +197,6 @@ def template_for(language: str, wording: str) -> str:
     return row["template"].iloc[0]
 
 
-def prompt_name(wording: str) -> str:
-    """The paper's name (p1-p5) of a Protocol.wording."""
-    return WORDINGS.get(wording, wording)
-
-
 def load(languages=LANGUAGES, sets=SETS) -> Benchmark:
     """The MBBQ prompt table (module docstring) with its factor spec.
 

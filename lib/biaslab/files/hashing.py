@@ -18,6 +18,7 @@ import os
 from pathlib import Path
 
 from .. import paths
+from .storage import atomic_write_text
 
 log = logging.getLogger(__name__)
 
@@ -75,10 +76,7 @@ def _save(memo: dict[str, list]) -> None:
     memo.clear()
     memo.update(fresh)
     with contextlib.suppress(OSError):
-        where.parent.mkdir(parents=True, exist_ok=True)
-        tmp = where.with_name(f".{where.name}.tmp-{os.getpid()}")
-        tmp.write_text(json.dumps(fresh, indent=0, sort_keys=True))
-        os.replace(tmp, where)
+        atomic_write_text(where, json.dumps(fresh, indent=0, sort_keys=True))
 
 
 def file_sha256(path: str | Path) -> str:

@@ -12,15 +12,13 @@ import hashlib
 import json
 import logging
 import os
-import tempfile
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 
 from .. import paths
 from .hashing import file_sha256
-from .storage import umask_mode
+from .storage import atomic_write  # noqa: F401 (the caches' writer: stats reach it through this module)
 
 log = logging.getLogger(__name__)
 
@@ -62,20 +60,6 @@ def set_aside(path: Path, exc: BaseException) -> None:
         pass
 
 
-def atomic_write(path: Path, write: Callable[[Path], None]) -> None:
-    """``write(tmp)`` into a temporary file beside ``path``, then rename it into place."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=path.suffix)
-    os.close(fd)
-    try:
-        write(Path(tmp))
-        os.chmod(tmp, umask_mode())
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-
-
 def load_arrays(path: Path) -> dict | None:
     """The arrays of an ``.npz`` cache file, or None if there is none or it cannot be read (then set aside)."""
     if not path.exists():
@@ -89,4 +73,4 @@ def load_arrays(path: Path) -> dict | None:
 
 
 def save_arrays(path: Path, arrays: dict) -> None:
-    atomic_write(path, lambda tmp: np.savez(tmp, **arrays))
+    atomic_write(path, lambda tmp: np.savez(tmp, **arrays), suffix=path.suffix)

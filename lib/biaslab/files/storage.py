@@ -4,7 +4,7 @@ A run that fails on a full disk, a read-only file system or a permission must sa
 instead of a raw traceback or a misleading follow-on error. :func:`storage_problem` turns an ``OSError`` (or an
 error a kernel reported as text, e.g. papermill's ``OSError: [Errno 28] ...``) into that sentence;
 :func:`probe_writable` checks a folder before any work by creating (and removing) a file in it;
-:func:`atomic_write_text` writes a file so that no reader ever sees half of it.
+:func:`atomic_write` (and :func:`atomic_write_text`) writes a file so that no reader ever sees half of it.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import re
 import shutil
 import tempfile
 from pathlib import Path
+from typing import Callable
 
 #: errno -> what it is
 KINDS = {errno.ENOSPC: "disk full", errno.EDQUOT: "disk quota exceeded", errno.EROFS: "read-only file system",
@@ -33,18 +34,24 @@ def umask_mode() -> int:
     return 0o666 & ~mask
 
 
-def atomic_write_text(path: Path, text: str) -> None:
-    """Write via a temporary file in the same folder and rename, so a reader never sees half a file."""
+def atomic_write(path: Path, write: Callable[[Path], None], suffix: str = ".tmp") -> None:
+    """``write(tmp)`` into a temporary file beside ``path`` (hidden, ending in ``suffix``: a writer that appends its
+    own extension needs it), then rename it into place, so a reader never sees half a file."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
-    os.chmod(tmp, umask_mode())
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=suffix)
+    os.close(fd)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
+        write(Path(tmp))
+        os.chmod(tmp, umask_mode())
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """Write ``text`` (UTF-8) by :func:`atomic_write`."""
+    atomic_write(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
 
 
 def human_size(n: float) -> str:

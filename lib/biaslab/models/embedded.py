@@ -146,9 +146,6 @@ def read_meta(folder: Path) -> dict | None:
     return meta
 
 
-_read_meta = read_meta      # the name the tests and older callers use
-
-
 @contextlib.contextmanager
 def _lock(path: Path):
     """An exclusive inter-process lock (two notebooks preparing the same model wait for each other). Yields whether

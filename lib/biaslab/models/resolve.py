@@ -35,9 +35,6 @@ def not_found_message(name: str, cause: BaseException | None = None) -> str:
     return msg
 
 
-_not_found_message = not_found_message
-
-
 #: keys of an imported-model spec: ``{"imported": PATH}`` plus optional ``format`` (lm-eval, inspect, eee; detected
 #: when left out), ``tokenizer`` (a name or folder whose tokenizer counts the tokens the log does not record),
 #: ``model`` (which model's logs, where the path holds several), ``name`` (the model's name in tables; default: the

@@ -99,20 +99,17 @@ def _labels(df: pd.DataFrame, cols) -> list[np.ndarray]:
 
 
 def tested_level(row) -> float:
-    """The level a decided row was tested at: its ``tested_level`` (the graphical procedure's) where the table has
-    one, else ``1 - ci_level`` (the Holm step's, the level of its adjusted interval); NaN where neither is set."""
+    """The level a decided row was tested at (its ``tested_level``, the verdict layer's); NaN where it is not set."""
     level = getattr(row, "tested_level", np.nan)
-    if not (isinstance(level, (int, float)) and np.isfinite(level)):
-        ci = getattr(row, "ci_level", np.nan)
-        level = 1 - float(ci) if isinstance(ci, (int, float)) and np.isfinite(ci) else np.nan
-    return float(level)
+    return float(level) if isinstance(level, (int, float)) and np.isfinite(level) else float("nan")
 
 
 # ------------------------------------------------------------------------------------------------ per notebook
 def dm_design(sums_a: np.ndarray, sums_b: np.ndarray, statistic, label: str) -> C.Design:
-    """The swap design of notebook 1's ``dm-difference`` from :func:`biaslab.stats.paired.
-    deviation_metric_swap_design` (the two models' answers summed per template and subgroup, and the statistic):
-    ``values`` recomputes ``DM_a - DM_b`` from the totals after the answers are exchanged in the swapped templates."""
+    """The swap design of notebook 1's deviation-metric difference (``dm-ssqa``, ``dm-other``) from
+    :func:`biaslab.stats.paired.deviation_metric_swap_design` (the two models' answers summed per template and
+    subgroup, and the statistic): ``values`` recomputes ``DM_a - DM_b`` from the totals after the answers are
+    exchanged in the swapped templates."""
     from ..stats.clustered import swap_statistics
     g = sums_a.shape[0]
 
@@ -124,9 +121,9 @@ def dm_design(sums_a: np.ndarray, sums_b: np.ndarray, statistic, label: str) -> 
 
 def multifactor_instances(tables: Path, benchmark: str, data: pd.DataFrame | None = None,
                           seed: int | None = None) -> list[Instance]:
-    """Notebook 1's ``dm-difference``: the two models' answers summed per template (the first of the benchmark's
-    ``cluster_columns``) and subgroup, the difference of their deviation metrics recomputed from the totals after
-    the answers are exchanged in random templates (:func:`biaslab.stats.paired.deviation_metric_swap_design`).
+    """Notebook 1's ``dm-ssqa`` and ``dm-other``: the two models' answers summed per template (the first of the
+    benchmark's ``cluster_columns``) and subgroup, the difference of their deviation metrics recomputed from the totals
+    after the answers are exchanged in random templates (:func:`biaslab.stats.paired.deviation_metric_swap_design`).
     ``data``: the notebook's no-CoT responses with their factors (read from ``responses*.csv`` when None, SSQA's
     missing factors joined from its prompt table); ``seed``: the run's (default its MANIFEST's), with which a row
     decided by the swap test must reproduce its p."""

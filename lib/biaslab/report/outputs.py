@@ -20,7 +20,6 @@ import json
 import logging
 import os
 import sys
-import tempfile
 import warnings
 from pathlib import Path
 
@@ -28,7 +27,7 @@ import pandas as pd
 
 from . import display as _display
 from ..files.redact import redact
-from ..files.storage import atomic_write_text, umask_mode
+from ..files.storage import atomic_write, atomic_write_text
 
 #: Figures are saved at FIGURE_DPI (twice the shown resolution: sharp in print; the HTML report embeds that file) and
 #: the executed notebook embeds a lighter copy rendered at SHOWN_DPI, its CSS size, so that a committed notebook stays
@@ -143,11 +142,7 @@ class OutputDir:
             warnings.warn(msg, stacklevel=3)
             self.note(msg)
         p = self.figures / f"{name}.png"
-        fd, tmp = tempfile.mkstemp(suffix=".png", dir=self.figures)
-        os.close(fd)
-        os.chmod(tmp, umask_mode())
-        fig.savefig(tmp, dpi=dpi, bbox_inches="tight")
-        os.replace(tmp, p)
+        atomic_write(p, lambda tmp: fig.savefig(tmp, dpi=dpi, bbox_inches="tight"), suffix=".png")
         return p
 
     def record_model(self, fingerprint: dict) -> None:

@@ -21,7 +21,6 @@ import math
 import re
 from collections.abc import Iterable, Mapping
 
-ALPHA = 0.05
 #: the two decided verdicts of :mod:`biaslab.stats.verdict` (the others start "undefined (" or "not tested (")
 DISTINGUISHABLE, NOT_DISTINGUISHABLE = "distinguishable", "not distinguishable"
 
@@ -133,11 +132,9 @@ def who(row: Mapping, claim, keys: tuple = ("dataset", "class_type", "polarity")
 
 
 def tested_level(row: Mapping) -> float | None:
-    """The level at which a claim row was tested: its ``tested_level``, else 1 - ``ci_level`` (the verdict layer's
-    level of the adjusted interval); None for a row not tested."""
-    if present(row.get("tested_level")):
-        return float(row["tested_level"])
-    return 1 - float(row["ci_level"]) if present(row.get("ci_level")) else None
+    """The level at which a claim row was tested (its ``tested_level``, the verdict layer's); None for a row not
+    tested."""
+    return float(row["tested_level"]) if present(row.get("tested_level")) else None
 
 
 def power_at_level(row: Mapping) -> str:

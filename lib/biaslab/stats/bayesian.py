@@ -153,4 +153,4 @@ def _read_draws(path):
 
 def _write_draws(path, idata) -> None:
     from ..files import result_cache
-    result_cache.atomic_write(path, lambda tmp: idata.to_netcdf(str(tmp), engine="h5netcdf"))
+    result_cache.atomic_write(path, lambda tmp: idata.to_netcdf(str(tmp), engine="h5netcdf"), suffix=path.suffix)

@@ -59,38 +59,40 @@ def _levels(df: pd.DataFrame, factor: str, levels: dict | None) -> list:
     return list(pd.unique(df[factor].dropna()))
 
 
+def _declared(df: pd.DataFrame, factors: list, levels: dict | None) -> dict:
+    """factor -> its levels (:func:`_levels`); a value of ``df`` outside them is an error naming the factor."""
+    lv = {f: _levels(df, f, levels) for f in factors}
+    for f in factors:
+        bad = set(df[f].dropna().unique()) - set(lv[f])
+        if bad:
+            raise ValueError(f"factor {f!r} has values that are not declared levels: {sorted(map(str, bad))[:5]}")
+    return lv
+
+
 def spec_levels(spec) -> dict:
     """factor -> declared levels, from a :class:`~biaslab.benchmarks.base.FactorSpec`."""
     return {f.name: list(f.levels) for f in spec.factors}
 
 
-def count_tensor(df: pd.DataFrame, factors: Sequence[str], levels: dict | None = None,
-                 weight: str | None = None) -> pd.Series:
+def count_tensor(df: pd.DataFrame, factors: Sequence[str], levels: dict | None = None) -> pd.Series:
     """Prompt counts for every combination of the factors' levels (a flattened tensor, zeros included).
 
     ``levels`` maps a factor to its declared levels (default: the levels observed in ``df``). Rows whose value is
-    not a declared level raise an error. ``weight`` names a column to sum instead of counting rows.
+    not a declared level raise an error.
     """
     factors = list(factors)
     if not factors:
         raise ValueError("count_tensor: give at least one factor")
-    lv = {f: _levels(df, f, levels) for f in factors}
+    lv = _declared(df, factors, levels)
     size = int(np.prod([float(len(v)) for v in lv.values()]))
     if size > MAX_DENSE_CELLS:
         raise ValueError(f"count_tensor: {size:,} combinations of {factors} are too many to list; "
                          "coverage_overall computes CP and GI from the covered cells alone")
-    for f in factors:
-        bad = set(df[f].dropna().unique()) - set(lv[f])
-        if bad:
-            raise ValueError(f"factor {f!r} has values that are not declared levels: {sorted(map(str, bad))[:5]}")
-    if weight is None:
-        obs = df.groupby(factors, observed=True, dropna=False).size()
-    else:
-        obs = df.groupby(factors, observed=True, dropna=False)[weight].sum()
+    obs = df.groupby(factors, observed=True, dropna=False).size()
     full = pd.MultiIndex.from_product([lv[f] for f in factors], names=factors)
     if len(factors) == 1:
         obs.index = pd.MultiIndex.from_arrays([obs.index], names=factors)
-    return obs.reindex(full, fill_value=0).astype(float if weight else int)
+    return obs.reindex(full, fill_value=0).astype(int)
 
 
 MAX_DENSE_CELLS = 20_000_000
@@ -99,11 +101,7 @@ MAX_DENSE_CELLS = 20_000_000
 def covered_counts(df: pd.DataFrame, factors: Sequence[str], levels: dict | None = None) -> tuple[pd.Series, int]:
     """The non-zero cells of the count tensor and the total number of cells N (product of the level counts)."""
     factors = list(factors)
-    lv = {f: _levels(df, f, levels) for f in factors}
-    for f in factors:
-        bad = set(df[f].dropna().unique()) - set(lv[f])
-        if bad:
-            raise ValueError(f"factor {f!r} has values that are not declared levels: {sorted(map(str, bad))[:5]}")
+    lv = _declared(df, factors, levels)
     obs = df.groupby(factors, observed=True, dropna=False).size()
     n_cells = 1
     for f in factors:

@@ -452,8 +452,7 @@ def rao_scott(y: np.ndarray, d: Design, alpha: float = 0.05, seed: int = 0) -> d
 
 #: plan claim -> (null simulator, test). Swapping a claim's test is one line here.
 TESTS: dict[str, tuple[Callable, Callable]] = {
-    "dm-difference": (swap, swap_rule),          # the metric difference recomputed from swapped answers
-    "dm-ssqa": (swap, swap_rule),
+    "dm-ssqa": (swap, swap_rule),                # the metric difference recomputed from swapped answers
     "dm-other": (swap, swap_rule),
     "lpbs-mean": (swap, stratified_rule),        # pairs independent, each pair's two sentences swapped
     "lpbs-other": (swap, stratified_rule),

@@ -70,7 +70,6 @@ from .clustered import NOT_ESTIMABLE
 
 log = logging.getLogger(__name__)
 
-ALPHA = 0.05
 #: a Bayes factor beyond these is at least "moderate" evidence (Lee & Wagenmakers 2013, Table 1)
 BF_H1, BF_H0 = 3.0, 1 / 3
 CONFIRMATORY, EXPLORATORY = "confirmatory", "exploratory"

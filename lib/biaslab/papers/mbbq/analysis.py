@@ -135,11 +135,6 @@ def _swap_p(h, templates) -> float:
     return float(sign_flip_p(np.bincount(pd.factorize(np.asarray(templates))[0], weights=h)))
 
 
-def swap_test(part: pd.DataFrame) -> float:
-    """p of the answer-swap randomization test of BBQ's ambiguous score over ``part`` (:func:`swap_contributions`)."""
-    return _swap_p(swap_contributions(part), part[CLUSTER])
-
-
 def _by(df: pd.DataFrame, *keys: str) -> list[str]:
     """``keys`` plus ``prompt`` where the table has one."""
     return list(keys) + (["prompt"] if "prompt" in df else [])
@@ -223,7 +218,8 @@ def metric_table(df: pd.DataFrame, seed: int = 0) -> pd.DataFrame:
     template-clustered interval within the metric's range (:func:`bounded`); bias scores and the gap are tested
     against ``null_value`` 0, an accuracy is descriptive: no p, its interval shown against chance (``null_value``
     1/3, three options). The ambiguous score also gets ``p_swap``, its answer-swap randomization test
-    (:func:`swap_test`; the plan's test of ``mbbq-ambig-en``)."""
+    (the template sign flip of :func:`swap_contributions`' per-item terms; the plan's test of
+    ``mbbq-ambig-en``)."""
     rows = []
     keys = _by(df, "model", "language", "set")
     several = "prompt" in df and df["prompt"].nunique() > 1

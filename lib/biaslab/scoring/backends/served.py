@@ -23,7 +23,6 @@ import dataclasses
 import bisect
 import hashlib
 import json
-import os
 import logging
 import math
 from pathlib import Path
@@ -32,6 +31,7 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
+from ...files.storage import atomic_write_text
 from .. import labels as labels_mod
 from .base import CAPABILITIES, Backend
 from .client import (DEAD_AFTER, AuthError, ClientConfig, InvalidResponse, Refused, Request, ServedError, get_json,
@@ -107,12 +107,7 @@ class ServedBackend(Backend):
         if self._probe is not None:
             return self._probe
         key = self._probe_key()
-        stored = {}
-        if self.probe_path and self.probe_path.exists():
-            try:
-                stored = json.loads(self.probe_path.read_text())
-            except ValueError:
-                stored = {}
+        stored = self._stored_probes()
         if key in stored:
             self._probe = stored[key]
         else:
@@ -129,20 +124,19 @@ class ServedBackend(Backend):
         self.lm.fingerprint["capabilities"] = {c: self._probe[c] for c in CAPABILITIES}
         return self._probe
 
+    def _stored_probes(self) -> dict:
+        """What served-probes.json holds ({} without one, or when it cannot be parsed)."""
+        if not (self.probe_path and self.probe_path.exists()):
+            return {}
+        try:
+            return json.loads(self.probe_path.read_text())
+        except ValueError:
+            return {}
+
     def _store_probe(self) -> None:
-        if not self.probe_path:
-            return
-        stored = {}
-        if self.probe_path.exists():
-            try:
-                stored = json.loads(self.probe_path.read_text())
-            except ValueError:
-                stored = {}
-        stored[self._probe_key()] = self._probe
-        self.probe_path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.probe_path.with_suffix(f".tmp{os.getpid()}")
-        tmp.write_text(json.dumps(stored, indent=1))
-        tmp.replace(self.probe_path)
+        if self.probe_path:
+            atomic_write_text(self.probe_path, json.dumps({**self._stored_probes(), self._probe_key(): self._probe},
+                                                          indent=1))
 
     def _post_once(self, path: str, body: dict, retries: bool = True, url: str | None = None):
         box: dict = {}
