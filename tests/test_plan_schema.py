@@ -97,7 +97,7 @@ def test_the_shipped_plan_is_valid():
     ("            model: chi2\n", "            model: chisq\n",
      "notebooks.04_agentic_entropy.claims[0].design.default.model", "one of t, z, chi2, range"),
     ("            model: chi2\n            n: 10\n", "            model: chi2\n",
-     "notebooks.04_agentic_entropy.claims[0].design.default (instance race)", "model chi2 needs n"),
+     "notebooks.04_agentic_entropy.claims[0].design.default (instance age)", "model chi2 needs n"),
     ("      default: [smollm2-135m-instruct · gemma-3-270m, granite-3.0-8b · llama-3.1-8b]\n    claims:\n      - id: crows",
      "      smoke: [smollm2-135m-instruct · gemma-3-270m]\n    claims:\n      - id: crows",
      "notebooks.05_compare.claims[0].design.default", "profile 'default' has no families"),

@@ -448,6 +448,8 @@ def mbbq_instances(tables: Path) -> list[Instance]:
         out.append(Instance("07_mbbq", r.claim, r.family, f"{r.model} · {r.language}", d,
                             level=tested_level(r), need=_need(r)))
     for r in _tested(_read(tables / "adjusted_contrasts.csv")).itertuples():
+        if not np.isfinite(r.p_value):      # not estimable (no variation): no test whose size could be simulated
+            continue
         where = f"{tables}/adjusted_contrasts.csv ({r.model}, {r.metric}, {r.contrast})"
         d = _contrast_design(resp, r, where)
         obs = C.intercept_rule(d.values(np.zeros((1, d.n_swap))), d)

@@ -52,7 +52,7 @@ import statsmodels.api as sm
 from scipy import stats as sps
 
 from ...benchmarks.bbq import bias_score_pseudo_values
-from ...stats.clustered import korn_graubard, mean_inference, sign_flip_p
+from ...stats.clustered import korn_graubard, mean_inference, sign_flip_p, without_variance
 from ...stats.intervals import rate_intervals
 
 CLUSTER = "template"
@@ -383,11 +383,14 @@ def adjusted_contrasts(df: pd.DataFrame, alpha: float = 0.05) -> pd.DataFrame:
                 b0, se = float(fit.params["const"]), float(fit.bse["const"])
                 q = sps.t.ppf(1 - alpha / 2, fit.df_resid)
                 low, high = RANGE[metric][0] - RANGE[metric][1], RANGE[metric][1] - RANGE[metric][0]
-                rows.append({**row, "unadjusted": float(unadj.params.iloc[0]), "adjusted": b0, "se": se,
-                             "df": float(fit.df_resid), "null_value": 0.0, "ci_low": max(b0 - q * se, low),
-                             "ci_high": min(b0 + q * se, high), "p_value": float(fit.pvalues["const"]),
-                             "slope_da": float(fit.params["da"]), "mean_da": float(np.average(t["da"], weights=t["w"])),
-                             "method": f"sensitivity analysis: WLS intercept of db_t on da_t, HC1, "
-                                       f"t({int(fit.df_resid)}); interval intersected with the range "
-                                       f"[{low:g}, {high:g}]"})
+                fitted = {**row, "unadjusted": float(unadj.params.iloc[0]), "adjusted": b0, "se": se,
+                          "df": float(fit.df_resid), "null_value": 0.0, "ci_low": max(b0 - q * se, low),
+                          "ci_high": min(b0 + q * se, high), "p_value": float(fit.pvalues["const"]),
+                          "slope_da": float(fit.params["da"]), "mean_da": float(np.average(t["da"], weights=t["w"])),
+                          "method": f"sensitivity analysis: WLS intercept of db_t on da_t, HC1, "
+                                    f"t({int(fit.df_resid)}); interval intersected with the range "
+                                    f"[{low:g}, {high:g}]"}
+                # residuals of 0 in every template (e.g. the same answers in both languages): no p, no interval
+                rows.append(fitted if se > 0 else without_variance(
+                    fitted, len(t), "templates", p=("p_value",), notes=("method",)))
     return pd.DataFrame(rows)
