@@ -10,6 +10,7 @@ import pytest
 from scipy import stats
 
 from biaslab import plan as P
+from biaslab.benchmarks import agentic as agentic_bench
 from biaslab.run import profiles
 from biaslab.papers.calm import bias as cb
 from biaslab.stats import clustered as C
@@ -218,12 +219,15 @@ def test_the_plan_states_the_default_designs_of_these_claims():
     calm, agentic = (next(c for c in plan.claims if c.id == i) for i in ("calm-eq1", "group-choice"))
     names = profiles.params("default", "02_calm")["names_per_group"]
     templates = profiles.params("default", "02_calm")["templates_per_task"] * 3          # 3 tasks
-    per_instance = profiles.params("default", "04_agentic_entropy")["max_prompts"] // 10   # 5 class types x 2
+    # the default sample's prompts per class type x polarity (whole pairs over 15 strata: not always equal)
+    drawn, _ = agentic_bench.sample(profiles.params("default", "04_agentic_entropy")["max_prompts"], seed=0)
+    per_instance = drawn.groupby(["class_type", "polarity"]).size()
     d = calm.design_of(None, "default")
     assert (d["model"], d["templates"], d["per_group"], d["n"]) == ("range", templates, names, templates * 7 * names)
     for k, groups in {"race": 5, "age": 5, "gender": 3, "socioeconomic_status": 3, "political_affiliation": 3}.items():
         g = agentic.design_of(k, "default")
-        assert (g["model"], g["n"], g["df"]) == ("chi2", per_instance, groups - 1), k
+        assert per_instance[k].nunique() == 1, k                     # both polarities the same size
+        assert (g["model"], g["n"], g["df"]) == ("chi2", per_instance[k].iloc[0], groups - 1), k
     # the range statistic's power grows with the excess it is asked to detect, and its MDE has the power asked for
     lo, hi = (power.power_range_excess(12, names, x, 0.05, n_sim=1000) for x in (5, 30))
     assert lo < hi

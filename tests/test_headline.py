@@ -313,7 +313,9 @@ def test_every_n_level_power_and_sesoi_the_summary_quotes_is_its_rows(claims_v5)
         assert m[1] == f"{r['power']:.2f}" and float(m[2]) == r["sesoi"], r
         assert float(m[4]) == pytest.approx(level, rel=0.05), r
         quoted += 1
-    assert quoted >= 5          # the committed run's descriptive instances (not measurable ones quote no power)
+    # the committed run's descriptive instances (BBQ's dm-other, the Granite - Llama SSQA rows, bbq-ambiguous; the
+    # not measurable ones quote no power)
+    assert quoted >= 4
     text = headline.render(OUT, P.load())
     for line in (x for x in text.splitlines() if "| descriptive (power" in x):
         cells = line.split(" | ")
@@ -339,7 +341,7 @@ def test_notebook_1s_benchmark_runs_are_decided_together_when_a_family_spans_the
     for b in ("crows_pairs", "winogender"):
         own = [c for c in runs[b][0]["paired_subgroup_tests"].columns if c not in V.VERDICT_COLUMNS]
         assert list(joint[b].columns) == own + V.VERDICT_COLUMNS, b          # its own columns, no stacked others
-    assert joint["bbq"]["verdict"].iloc[0].startswith("descriptive (power 0.07")
+    assert joint["bbq"]["verdict"].iloc[0].startswith("descriptive (power 0.08")
     alone = D1.decide("crows_pairs", runs["crows_pairs"][0], runs["crows_pairs"][1], plan=plan)
     assert alone["paired_subgroup_tests"]["tested_level"].tolist() == pytest.approx([0.004])
     # families per benchmark run (the v4 plan): each run is decided alone, as its notebook did
