@@ -8,6 +8,7 @@ import argparse
 import json
 import logging
 import sys
+from collections import Counter
 from pathlib import Path
 
 from . import paths, plan
@@ -33,9 +34,7 @@ def _data(args) -> int:
         bad = [r for r in rows if r["state"] != "verified"]
         print(f"\n{len(rows) - len(bad)} of {len(rows)} files present and verified.")
         return 0 if not bad else 1
-    counts: dict[str, int] = {}
-    for state in res.values():
-        counts[state] = counts.get(state, 0) + 1
+    counts = Counter(res.values())
     print("data: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())) + " (all sha256-verified)")
     return 0
 
@@ -145,8 +144,7 @@ def _usage_errors():
 
 def _catalogue(args) -> int:
     from .report import catalogue
-    path = catalogue.write()
-    print(f"wrote {path}")
+    print(f"wrote {catalogue.write()}")
     return 0
 
 

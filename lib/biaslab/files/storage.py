@@ -60,10 +60,6 @@ def human_size(n: float) -> str:
         if abs(n) < 1000 or unit == "TB":
             return f"{n:,.0f} {unit}" if unit == "B" else f"{n:,.1f} {unit}"
         n /= 1000
-    return f"{n} TB"
-
-
-_mb = human_size
 
 
 def folder_size(path: Path) -> int:
@@ -94,9 +90,6 @@ def nearest_existing(path: str | Path) -> Path:
         except OSError:
             path = path.parent
     return path
-
-
-_existing = nearest_existing
 
 
 def errno_of(exc: BaseException) -> int | None:
@@ -130,14 +123,14 @@ def storage_problem(exc: BaseException, path: str | Path | None = None, last_goo
         where = m.group(1)
     where = Path(where) if where is not None else None
     if code in (errno.ENOSPC, errno.EDQUOT):
-        folder = _existing(where.parent if where is not None else Path.cwd())
+        folder = nearest_existing(where.parent if where is not None else Path.cwd())
         try:
             du = shutil.disk_usage(folder)
-            free = f"{_mb(du.free)} free of {_mb(du.total)}"
+            free = f"{human_size(du.free)} free of {human_size(du.total)}"
         except OSError:
             free = "free space unknown"
-        sizes = [f"the last good outputs here take {_mb(last_good_bytes)}" if last_good_bytes else "",
-                 f"this run had written {_mb(written_bytes)} when it failed" if written_bytes else ""]
+        sizes = [f"the last good outputs here take {human_size(last_good_bytes)}" if last_good_bytes else "",
+                 f"this run had written {human_size(written_bytes)} when it failed" if written_bytes else ""]
         need = "".join(f"; {t}" for t in sizes if t)
         return (f"{KINDS[code]}: no space left to write {where} ({free} on the device holding {folder}{need}). "
                 f"Fix: free space there, or write elsewhere (--out DIR, or set BIASLAB_SCRATCH / BIASLAB_OUTPUTS / "
@@ -148,7 +141,7 @@ def storage_problem(exc: BaseException, path: str | Path | None = None, last_goo
     owner = ""
     if where is not None:
         try:
-            st = _existing(where).stat()
+            st = nearest_existing(where).stat()
             owner = f" (owned by uid {st.st_uid}, mode {oct(st.st_mode & 0o777)}; you are uid {os.geteuid()})"
         except OSError:
             pass
@@ -162,7 +155,7 @@ def probe_writable(folder: str | Path, what: str = "folder") -> None:
     :class:`StorageError` naming the problem and the fix: not a folder (a file, or below a file such as
     ``/dev/null/x``), read-only file system, permission denied, disk full."""
     folder = Path(folder)
-    above = _existing(folder)
+    above = nearest_existing(folder)
     try:
         is_dir = above.is_dir()
     except PermissionError as exc:
