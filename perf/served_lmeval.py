@@ -9,9 +9,9 @@ What lm-eval sends is what its own ``crows_pairs_english`` task sends (``output_
 ``doc_to_text: ""``): ``loglikelihood`` with an empty context, which lm-eval replaces by its prefix token (SmolLM2's
 BOS, as biaslab's ``prefix``). ``loglikelihood_rolling`` is not used: in lm-eval 0.4.13 it calls
 ``_loglikelihood_tokens`` once per sentence, so it never has more than one request in flight whatever
-``num_concurrent`` and ``batch_size`` say (``"request": "rolling"`` in the config times it anyway; its sums are the
-same). ``loglikelihood`` sorts all requests by length and, with ``num_concurrent`` > 1, sends them as
-``batch_size``-prompt POSTs with at most ``num_concurrent`` in flight (api_models.py, ``get_batched_requests``).
+``num_concurrent`` and ``batch_size`` say. ``loglikelihood`` sorts all requests by length and, with
+``num_concurrent`` > 1, sends them as ``batch_size``-prompt POSTs with at most ``num_concurrent`` in flight
+(api_models.py, ``get_batched_requests``).
 
 Settings from the config: ``num_concurrent`` (the same number of requests in flight as biaslab's
 ``max_concurrency``), ``batch_size`` per run (1, lm-eval's default, or a list per POST where the server takes
@@ -46,7 +46,6 @@ def main(config: str) -> int:
             return await inner(*a, **kw)
         lm.amodel_call = counted
     texts = cfg["texts"]
-    rolling = cfg.get("request") == "rolling"
     from importlib import metadata
     proto.write(json.dumps({"ready": True, "versions": {"lm_eval": metadata.version("lm_eval")}}) + "\n")
     for line in sys.stdin:
@@ -54,18 +53,10 @@ def main(config: str) -> int:
         limit = msg.get("limit")
         lm._batch_size = int(msg.get("batch_size") or 1)
         sel = texts[:limit] if limit else texts
-        if rolling:
-            reqs = [Instance(request_type="loglikelihood_rolling", doc={}, arguments=(t,), idx=i)
-                    for i, t in enumerate(sel)]
-        else:
-            reqs = [Instance(request_type="loglikelihood", doc={}, arguments=("", t), idx=i)
-                    for i, t in enumerate(sel)]
+        reqs = [Instance(request_type="loglikelihood", doc={}, arguments=("", t), idx=i) for i, t in enumerate(sel)]
         posts["n"] = 0
         t0 = time.perf_counter()
-        if rolling:
-            out = [float(x) for x in lm.loglikelihood_rolling(reqs, disable_tqdm=True)]
-        else:
-            out = [float(ll) for ll, _ in lm.loglikelihood(reqs, disable_tqdm=True)]
+        out = [float(ll) for ll, _ in lm.loglikelihood(reqs, disable_tqdm=True)]
         proto.write(json.dumps({"seconds": time.perf_counter() - t0, "scores": out,
                                 "requests": posts["n"] if lm._concurrent > 1 else None}) + "\n")
     return 0

@@ -87,12 +87,11 @@ def _sweep_others(outputs_dir: Path, chosen: list[tuple[str, str]]) -> None:
     """Restore what interrupted publishes left in the run folders this run does *not* rerun (a chosen folder is
     swept by its own run, which records it in its MANIFEST): a reader of notebook 5, or a run ``--only 05``, must
     find the last good outputs of notebooks 1-4, not a missing folder beside a ``.old-<id>`` one."""
-    for nb, variants in profiles.NOTEBOOKS.items():
-        for v in variants:
-            final = (outputs_dir / nb / v) if v else (outputs_dir / nb)
-            if (nb, v) not in chosen and final.parent.is_dir():
-                for msg in sweep_stale(final):
-                    print(f"note: {msg}", flush=True)
+    for nb, v in select(None):
+        final = outputs_dir / nb / v                # v "": the notebook's own folder
+        if (nb, v) not in chosen and final.parent.is_dir():
+            for msg in sweep_stale(final):
+                print(f"note: {msg}", flush=True)
 
 
 def git_state() -> dict:
@@ -644,7 +643,6 @@ def reproduce(profile: str = "default", only: list[str] | None = None, overrides
     try:
         with stopping.handle_signals():
             if served:
-                from ..models import local_server
                 try:
                     server = local_server.LlamaServer(port=port, threads=max(1, os.cpu_count() or 1)).start()
                 except RuntimeError as exc:
