@@ -120,11 +120,6 @@ def is_verified(src: Source, raw_dir: Path | None = None) -> bool:
     return p.is_file() and file_sha256(p) == src.sha256
 
 
-def _mirror_dir(mirror: str | Path | None) -> Path | None:
-    mirror = mirror or os.environ.get(paths.MIRROR_ENV)
-    return Path(mirror) if mirror else None
-
-
 def _install(src: Source, tmp: Path, dest: Path, origin: str) -> None:
     """Verify ``tmp`` against the pinned hash, then move it atomically to ``dest``; delete it otherwise."""
     digest = sha256_file(tmp)
@@ -154,7 +149,8 @@ def fetch_one(src: Source, mirror: str | Path | None = None, raw_dir: Path | Non
         fd, tmp_name = tempfile.mkstemp(prefix=dest.name + ".", suffix=".part", dir=dest.parent)
         os.close(fd)
         tmp = Path(tmp_name)
-        mdir = _mirror_dir(mirror)
+        mirror = mirror or os.environ.get(paths.MIRROR_ENV)
+        mdir = Path(mirror) if mirror else None
         if mdir is not None:
             mfile = mdir / src.repo / src.path
             if not mfile.exists():
@@ -191,19 +187,18 @@ def fetch(benchmarks: list[str] | None = None, mirror: str | Path | None = None,
           raw_dir: Path | None = None, manifest: Path | None = None) -> dict[str, str]:
     """Fetch every file of the chosen benchmarks (all by default). Raises :class:`DataError` listing failures."""
     results, errors = {}, []
-    known = {s.benchmark for s in load_manifest(manifest)}
+    pinned = load_manifest(manifest)
+    known = {s.benchmark for s in pinned}
     if set(benchmarks or ()) - known:
         raise DataError(f"no file of {sorted(set(benchmarks) - known)} is pinned in {paths.MANIFEST_TSV.name} or a "
                         f"loaded plugin's table; name one of {sorted(known)}, or load the plugin that pins it "
                         "(--benchmark-module PATH_OR_MODULE)")
-    for src in load_manifest(manifest):
-        if benchmarks and src.benchmark not in benchmarks:
-            continue
+    chosen = [s for s in pinned if not benchmarks or s.benchmark in benchmarks]
+    for src in chosen:
         try:
             results[src.key] = fetch_one(src, mirror=mirror, raw_dir=raw_dir)
         except NetworkError as exc:
-            chosen = [s.key for s in load_manifest(manifest) if not benchmarks or s.benchmark in benchmarks]
-            pending = [k for k in chosen if k not in results and k != src.key]
+            pending = [s.key for s in chosen if s.key not in results and s.key != src.key]
             failed = [k for k, state in results.items() if state == "failed"] + [src.key]
             raise NetworkError(f"{exc}\n\nStopped: the host is unreachable. {len(failed)} file(s) failed "
                                f"({', '.join(failed)}), {len(pending)} not attempted, "
@@ -231,15 +226,15 @@ def raw_path(repo: str, path: str, raw_dir: Path | None = None) -> Path:
     """Local path of a manifest file, verified. Loaders call this instead of building paths themselves."""
     for src in load_manifest():
         if src.repo == repo and src.path == path:
-            if not src.local_path(raw_dir).exists():
-                raise DataError(f"{src.key} is missing from {src.local_path(raw_dir).parent}.\n"
+            p = src.local_path(raw_dir)
+            if not p.exists():
+                raise DataError(f"{src.key} is missing from {p.parent}.\n"
                                 f"Fix: run `biaslab data fetch --only {src.benchmark}` (or `make data`).")
             if not is_verified(src, raw_dir):      # one line: a runner's `error:` line shows all of it
-                p = src.local_path(raw_dir)
                 raise DataError(f"{p} is not the file data/sources.tsv pins for {src.key} (sha256 "
                                 f"{file_sha256(p)[:16]}..., pinned {src.sha256[:16]}...: changed or replaced). "
                                 f"Fix: `biaslab data fetch --only {src.benchmark}` (replaces it with the pinned copy)")
-            return src.local_path(raw_dir)
+            return p
     raise DataError(f"{repo}/{path} is not in the manifest {paths.MANIFEST_TSV} (nor a plugin's Spec.sources_table); "
                     "add it there with its sha256.")
 

@@ -114,10 +114,9 @@ def _keyed(df: pd.DataFrame, key: list[str]) -> pd.DataFrame:
 
 def _label(idx, key: list[str]) -> str:
     vals = idx if isinstance(idx, tuple) else (idx,)
-    parts = [f"{k}={v}" for k, v in zip(key, vals)]
     if not key:
         return f"row {vals[-1] + 1}"
-    return ", ".join(parts + ([f"#{vals[-1] + 1}"] if vals[-1] else []))
+    return ", ".join([f"{k}={v}" for k, v in zip(key, vals)] + ([f"#{vals[-1] + 1}"] if vals[-1] else []))
 
 
 def _same(a, b) -> bool:
@@ -292,10 +291,9 @@ def summary_line(rc: RunComparison) -> str:
     return head + "differs — " + " | ".join(parts) + note
 
 
-def snapshot(committed_root: Path, labels: list[str], into: Path) -> list[str]:
-    """Copy the committed tables and MANIFEST of each run label (``notebook[/variant]``) into ``into`` before a
-    regeneration overwrites them; returns the labels that had a committed run."""
-    found = []
+def snapshot(committed_root: Path, labels: list[str], into: Path) -> None:
+    """Copy the committed tables and MANIFEST of each run label (``notebook[/variant]``) that has a committed run
+    into ``into`` before a regeneration overwrites them."""
     for lb in labels:
         src = Path(committed_root) / lb
         if not (src / "MANIFEST.json").exists():
@@ -305,15 +303,12 @@ def snapshot(committed_root: Path, labels: list[str], into: Path) -> list[str]:
         shutil.copy2(src / "MANIFEST.json", dst / "MANIFEST.json")
         for p in (src / "tables").glob("*.csv"):
             shutil.copy2(p, dst / "tables" / p.name)
-        found.append(lb)
-    return found
 
 
 def compare_all(committed_root: Path, new_root: Path, labels: list[str]) -> list[RunComparison]:
     """:func:`compare_run` for each label regenerated under ``new_root``, tolerances from both roots' notebook-6
     tables; a label without a committed run is "not compared" (every verdict of it is new)."""
     tols = tolerances(committed_root, new_root)
-    return [compare_run(Path(committed_root) / lb, Path(new_root) / lb, lb, tols)
-            if (Path(committed_root) / lb / "MANIFEST.json").exists() else RunComparison(lb, not_compared="no "
-                                                                                           "committed run")
-            for lb in labels if (Path(new_root) / lb).is_dir()]
+    old, new = Path(committed_root), Path(new_root)
+    return [compare_run(old / lb, new / lb, lb, tols) if (old / lb / "MANIFEST.json").exists()
+            else RunComparison(lb, not_compared="no committed run") for lb in labels if (new / lb).is_dir()]
