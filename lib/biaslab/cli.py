@@ -79,7 +79,7 @@ def _verify(args) -> int:
     if not root.is_dir():
         print(f"biaslab verify: error: {root} is not a folder", file=sys.stderr)
         return 2
-    checks = integrity.verify_tree(root)
+    checks = [integrity.verify(f) for f in integrity.run_folders(root)]
     if not checks:
         print(f"biaslab verify: error: no MANIFEST.json under {root}", file=sys.stderr)
         return 2

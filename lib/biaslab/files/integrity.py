@@ -32,7 +32,7 @@ def _own_files(folder: Path) -> list[Path]:
             continue
         if p.is_dir():
             if not (p / MANIFEST).exists():
-                out += [q for q in _own_files(p)]
+                out += _own_files(p)
         elif p.is_file():
             out.append(p)
     return out
@@ -120,11 +120,6 @@ def run_folders(root: str | Path) -> list[Path]:
         if MANIFEST in files:
             found.append(Path(folder))
     return found
-
-
-def verify_tree(root: str | Path) -> list[Verification]:
-    """:func:`verify` for every run folder under ``root``."""
-    return [verify(f) for f in run_folders(root)]
 
 
 class UnverifiedInputs(RuntimeError):

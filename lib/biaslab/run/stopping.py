@@ -63,8 +63,7 @@ def _kill_group(pid: int, grace_s: float = 2.0) -> None:
 
 
 def _pid(km) -> int | None:
-    prov = getattr(km, "provisioner", None)
-    return getattr(prov, "pid", None) if prov is not None else None
+    return getattr(getattr(km, "provisioner", None), "pid", None)
 
 
 class TrackedKernelManager(AsyncKernelManager):
