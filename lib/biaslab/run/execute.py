@@ -244,10 +244,8 @@ def _portable(text: str, staging: Path, final: Path) -> str:
     notebooks' own defaults are), the cache folder by ``$BIASLAB_CACHE``, the repository root by repository-relative
     paths, the home folder by ``~`` (the most specific first), and ipykernel's temporary cell files by ``<cell>``."""
     root = str(paths.ROOT)
-    if final.is_relative_to(paths.ROOT):
-        text = text.replace(str(staging), os.path.relpath(final, paths.NOTEBOOKS_DIR))
-    else:
-        text = text.replace(str(staging), str(final))
+    shown = os.path.relpath(final, paths.NOTEBOOKS_DIR) if final.is_relative_to(paths.ROOT) else str(final)
+    text = text.replace(str(staging), shown)
     swaps = [(str(paths.CACHE_DIR), "$BIASLAB_CACHE"), (root + os.sep, ""), (root, "."), (str(Path.home()), "~")]
     for old, new in sorted(swaps, key=lambda s: -len(s[0])):
         if len(old) > 1:

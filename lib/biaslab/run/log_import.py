@@ -13,6 +13,7 @@ reason. ``MANIFEST.json`` records the run's identity as the log states it.
 from __future__ import annotations
 
 import json
+import shutil
 import time
 from contextlib import ExitStack
 from pathlib import Path
@@ -204,9 +205,7 @@ def _import_one(fmt, path, final: Path, model: str, tokenizer, name, benchmark, 
         atomic_write_text(staging / "MANIFEST.json", json.dumps(manifest, indent=2, default=str))
         publish.swap_in(staging, final, run_id)
     finally:
-        if staging.exists():
-            import shutil
-            shutil.rmtree(staging, ignore_errors=True)
+        shutil.rmtree(staging, ignore_errors=True)
     return {"model": lm.name, "out": final, "tables": {k: len(v) for k, v in tables.items()},
             "excluded": int(len(tables["excluded"])), "tasks": [(lg.task, lg.kind, len(lg.items)) for lg in lm.logs],
             "not_imported": {lg.task: lg.excluded.reason.iloc[0].removeprefix("task not imported: ")

@@ -150,16 +150,11 @@ PROFILES: dict[str, dict[str, dict]] = {
 }
 
 
-def _share_scores(profiles: dict) -> None:
-    """Notebook 6's items of a sampler that takes a pool (BBQ's) come from notebook 1's sample (its ``pool``).
-    Notebook 1 on CrowS-Pairs, the agentic benchmark and CALM scores exactly what notebooks 3, 4 and 2 score in the
-    same profile (their ``Spec.sizes``)."""
-    for prof in profiles.values():
-        if "06_multiverse" in prof and "01_multifactor" in prof:
-            prof["06_multiverse"]["pool"] = prof["01_multifactor"].get("max_prompts")
-
-
-_share_scores(PROFILES)
+# Notebook 6's items of a sampler that takes a pool (BBQ's) come from notebook 1's sample (its ``pool``). Notebook 1
+# on CrowS-Pairs, the agentic benchmark and CALM scores exactly what notebooks 3, 4 and 2 score in the same profile
+# (their ``Spec.sizes``).
+for _prof in PROFILES.values():
+    _prof["06_multiverse"]["pool"] = _prof["01_multifactor"].get("max_prompts")
 
 
 #: ``biaslab reproduce --served`` (``make reproduce-served``): the notebooks it runs on the embedded SmolLM2 GGUF served
