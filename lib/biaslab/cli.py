@@ -42,12 +42,10 @@ def _data(args) -> int:
 def _models(args) -> int:
     from . import models
     if args.action == "list":
-        for name in models.EMBEDDED:
-            print(name)
+        print("\n".join(models.EMBEDDED))
         return 0
     for name in args.names or list(models.EMBEDDED):
-        fp = models.prepare(name)
-        print(f"{name}: ready ({fp})")
+        print(f"{name}: ready ({models.prepare(name)})")
     return 0
 
 

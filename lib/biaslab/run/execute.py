@@ -69,9 +69,8 @@ def select(only: list[str] | None) -> list[tuple[str, str]]:
     if not only or any(not str(o).strip() for o in only):
         raise ValueError(f"--only got an empty name ({only!r}); name notebooks such as 03 or 01_multifactor/bbq, or "
                          "leave --only out to run them all")
-    def matches(o, nb, v):
-        label = f"{nb}/{v}" if v else nb
-        return label == o or nb == o or nb.startswith(o) or label.startswith(o)
+    def matches(o, nb, v):                      # the name, a prefix of the notebook or of notebook/variant
+        return (f"{nb}/{v}" if v else nb).startswith(o)
     for o in only:
         if not any(matches(o, nb, v) for nb, v in pairs):
             nb, _, v = str(o).partition("/")
@@ -550,9 +549,8 @@ def lanes(chosen: list[tuple[str, str]]) -> tuple[list[list[tuple[str, str]]], l
 
 
 def reproduce(profile: str = "default", only: list[str] | None = None, overrides: dict | None = None,
-              outputs_dir: Path | None = None, html: bool = True, publish: bool = False,
-              progress: bool | None = None, dry_run: bool = False, jobs: int = 1, served: bool = False,
-              check: bool = False, benchmark_modules=()) -> int:
+              outputs_dir: Path | None = None, html: bool = True, publish: bool = False, dry_run: bool = False,
+              jobs: int = 1, served: bool = False, check: bool = False, benchmark_modules=()) -> int:
     """Run the selected notebooks; returns a process exit code (0 when all succeeded, 1 when one failed, 3 with
     ``check`` when a regenerated verdict differs from the committed one or a run was not compared, 128 + the signal
     when stopped by SIGINT or SIGTERM).
@@ -608,8 +606,6 @@ def reproduce(profile: str = "default", only: list[str] | None = None, overrides
     committed = tempfile.TemporaryDirectory(prefix="biaslab-committed-")     # the committed tables, copied aside
     reference = paths.OUTPUTS_DIR / "served" if served else paths.OUTPUTS_DIR
     regenerated.snapshot(reference, [nb + (f"/{v}" if v else "") for nb, v in chosen], Path(committed.name))
-    if progress is None:
-        progress = sys.stderr.isatty()
     finished: dict[tuple[str, str], dict] = {}
     skipped: list[str] = []
     started = itertools.count(1)
@@ -623,7 +619,7 @@ def reproduce(profile: str = "default", only: list[str] | None = None, overrides
         with say:
             i = next(started)
             print(f"[{i}/{len(chosen)}] {label} (profile {profile}) ...", flush=True)
-        r = run_one(nb, v, profile, overrides, outputs_dir, html=html, progress=progress and jobs == 1,
+        r = run_one(nb, v, profile, overrides, outputs_dir, html=html, progress=sys.stderr.isatty() and jobs == 1,
                     served=served)
         with say:
             print(f"[{i}/{len(chosen)}] {label}: {r['status']} in {r['wall_time_s']:.0f} s", flush=True)
