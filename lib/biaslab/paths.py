@@ -15,8 +15,7 @@ def _find_root() -> Path:
     env = os.environ.get("BIASLAB_ROOT")
     if env:
         return Path(env).resolve()
-    here = Path(__file__).resolve()
-    for parent in here.parents:
+    for parent in Path(__file__).resolve().parents:
         if (parent / "pyproject.toml").exists() and (parent / "data" / "sources.tsv").exists():
             return parent
     return Path.cwd()

@@ -56,8 +56,7 @@ def redact(text: str) -> str:
     """``text`` with every secret replaced by ``[redacted]`` (module docstring)."""
     text = str(text)
     for s in _secrets():
-        if s in text:
-            text = text.replace(s, MASK)
+        text = text.replace(s, MASK)
     text = _AUTH_HEADER.sub(lambda m: m.group(1) + MASK, text)
     text = _BEARER.sub(lambda m: m.group(1) + MASK, text)
     return _KEY_SHAPED.sub(MASK, text)
