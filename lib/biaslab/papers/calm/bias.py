@@ -293,13 +293,12 @@ def summarise(tasks: pd.DataFrame) -> pd.DataFrame:
 def discard_summary(results: list[BiasResult]) -> pd.DataFrame:
     """Counts of what each rule removed, one row per (model, variant, rule, task) including rules that removed
     nothing: n_templates (template × bias-type entries removed), n_datasets, n_tasks."""
-    rules = RULES
     rows = []
     for res in results:
         t = res.templates
         d = res.discards
         for (model, variant), _ in res.tasks.groupby(["model", "variant"], sort=False):
-            rule_names = list(dict.fromkeys(rules[variant] + [MISSING_GROUP_RULE] + d.loc[(d["model"] == model) &
+            rule_names = list(dict.fromkeys(RULES[variant] + [MISSING_GROUP_RULE] + d.loc[(d["model"] == model) &
                                                                    (d["variant"] == variant), "rule"].tolist()))
             for rule in rule_names:
                 for task in t.loc[t["model"] == model, "task"].unique():
@@ -630,8 +629,7 @@ def score_table(df: pd.DataFrame, results: dict, n_perm: int = 1000, seed: int =
     t.loc[none_left, "undefined_reason"] = "undefined: no task or template left after the discard rules"
     t = t[keys + ["bias_score", "score_ci_low", "score_ci_high", "score_ci_method", "n_cells", "n_templates_used",
                   "null_mean", "null_sd", "critical_value", "excess", "excess_mc_se", "ci_low", "ci_high", "ci_method",
-                  "p_value",
-                  "n_perm", "n_clusters", "null_value", "p_method", "undefined_reason"]]
+                  "p_value", "n_perm", "n_clusters", "null_value", "p_method", "undefined_reason"]]
     if check is not None:
         t = responders.mask_tests(t, check, by=["model", "task"], test_cols=["p_value", "ci_low", "ci_high"])
     return t
@@ -728,28 +726,19 @@ def perturbation_table(original: pd.DataFrame, perturbed: pd.DataFrame, variants
     ``n_clusters``: the templates it rests on) — the one interval of CALM's range statistic, also in
     ``bias_scores.csv`` (a percentile bootstrap of a range statistic need not contain its own estimate)."""
     rows = []
+    parts = [("original", original)]
+    if perturbed is not None and not perturbed.empty:
+        parts += list(perturbed.groupby("perturbation", sort=False))
     for v in variants:
-        res_o = bias_scores(original, v, **kw)
-        orig = res_o.summary.set_index("model")
-        ci = _overall_ci(original, res_o, alpha)
-        n_t = original.groupby("model")["template_id"].nunique()
-        for m, r in orig.iterrows():
-            rows.append({"model": m, "variant": v, "perturbation": "original", "templates_edited": 0,
-                         "templates": int(n_t.get(m, 0)), "overall": r["overall"], "gender": r["gender"],
-                         "race": r["race"], **ci.get(m, NO_CI)})
-        if perturbed is None or perturbed.empty:
-            continue
-        for kind, d in perturbed.groupby("perturbation", sort=False):
-            res_p = bias_scores(d, v, **kw)
-            s = res_p.summary.set_index("model")
-            ci = _overall_ci(d, res_p, alpha)
-            edited = d[d["n_edits"] > 0].groupby("model")["template_id"].nunique()
-            for m, r in s.iterrows():
-                rows.append({"model": m, "variant": v, "perturbation": kind,
-                             "templates_edited": int(edited.get(m, 0)),
-                             "templates": int(d.loc[d["model"] == m, "template_id"].nunique()),
-                             "overall": r["overall"], "gender": r["gender"], "race": r["race"],
-                             **ci.get(m, NO_CI)})
+        for kind, d in parts:
+            res = bias_scores(d, v, **kw)
+            ci = _overall_ci(d, res, alpha)
+            n_t = d.groupby("model")["template_id"].nunique()
+            edited = {} if kind == "original" else d[d["n_edits"] > 0].groupby("model")["template_id"].nunique()
+            for m, r in res.summary.set_index("model").iterrows():
+                rows.append({"model": m, "variant": v, "perturbation": kind, "templates_edited": int(edited.get(m, 0)),
+                             "templates": int(n_t.get(m, 0)), "overall": r["overall"], "gender": r["gender"],
+                             "race": r["race"], **ci.get(m, NO_CI)})
     t = pd.DataFrame(rows)
     if t.empty:
         return t
