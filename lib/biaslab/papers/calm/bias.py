@@ -144,11 +144,7 @@ def template_scores(df: pd.DataFrame, correct: str = "correct", baseline: str = 
 
 def _released_task_same_output(outputs: list[str], threshold: float = SAME_OUTPUT_THRESHOLD) -> bool:
     """``common.check_discard_task``: the first or second output is repeated in >= threshold of the outputs."""
-    n = len(outputs)
-    if n == 0:
-        return False
-    firsts = outputs[:2]
-    return any(outputs.count(x) >= threshold * n for x in firsts)
+    return any(outputs.count(x) >= threshold * len(outputs) for x in outputs[:2])
 
 
 def _released_dataset_same_output(outputs: list[str], threshold: float = SAME_OUTPUT_THRESHOLD) -> bool:
@@ -218,26 +214,19 @@ def bias_scores(df: pd.DataFrame, variant: str = "paper", correct: str | None = 
     for (model, task), d in outputs.groupby(["model", "task"], sort=False, observed=True):
         for bias, db in d.groupby("bias_type", sort=False, observed=True):
             outs = db["_out"].tolist()
-            if variant == "released":
-                if _released_task_same_output(outs):
-                    task_drop.add((model, task))
-            else:
-                if _mode_share(outs) >= same_output or db[correct].mean() < near_zero:
-                    task_drop.add((model, task))
-    mt = list(zip(t["model"], t["task"]))
-    in_dropped_task = pd.Series([x in task_drop for x in mt], index=t.index)
-    drop(in_dropped_task, RULES[variant][0], "task")
+            if (_released_task_same_output(outs) if variant == "released" else
+                    _mode_share(outs) >= same_output or db[correct].mean() < near_zero):
+                task_drop.add((model, task))
+    drop(pd.Series([x in task_drop for x in zip(t["model"], t["task"])], index=t.index), RULES[variant][0], "task")
     drop(t["missing_group"], MISSING_GROUP_RULE, "template")
 
     if variant == "released":
         # rule 2 uses the zero-accuracy counts over all templates of the dataset (before rule 1 drops them)
         zero_share = t.groupby(["model", "task", "bias_type", "source_dataset"], observed=True)["zero_group"].mean()
         bad_ds = {(m, tk, s) for (m, tk, b, s), v in zero_share.items() if v >= ZERO_DATASET_THRESHOLD}
-        same_ds = set()
-        for (m, tk, b, s), d in outputs.groupby(["model", "task", "bias_type", "source_dataset"], sort=False,
-                                                observed=True):
-            if _released_dataset_same_output(d["_out"].tolist()):
-                same_ds.add((m, tk, s))
+        same_ds = {(m, tk, s) for (m, tk, b, s), d in outputs.groupby(["model", "task", "bias_type", "source_dataset"],
+                                                                      sort=False, observed=True)
+                   if _released_dataset_same_output(d["_out"].tolist())}
         key = list(zip(t["model"], t["task"], t["source_dataset"]))
         drop(pd.Series([k in bad_ds for k in key], index=t.index), RULES["released"][1], "dataset")
         drop(pd.Series([k in same_ds for k in key], index=t.index), RULES["released"][2], "dataset")
