@@ -267,11 +267,10 @@ def summarise(tasks: pd.DataFrame) -> pd.DataFrame:
         row = {"model": model, "variant": variant}
         for bias in ("gender", "race"):
             db = d[d["bias_type"] == bias]
-            row[bias] = float(db["bias_score"].mean()) if db["bias_score"].notna().any() else np.nan
+            row[bias] = float(db["bias_score"].mean())          # NaN where no task has a score
             for r in db.itertuples(index=False):
                 row[f"{r.task}_{bias}"] = r.bias_score
-        row["overall"] = float(np.nanmean([row["gender"], row["race"]])) \
-            if not np.isnan([row["gender"], row["race"]]).all() else np.nan
+        row["overall"] = float(pd.Series([row["gender"], row["race"]]).mean())
         rows.append(row)
     cols = ["model", "variant", "overall", "gender"] + [f"{t}_gender" for t in TASKS] + ["race"] + \
         [f"{t}_race" for t in TASKS]
@@ -316,13 +315,7 @@ def _cube(d: pd.DataFrame, correct: str, templates: list[str], groups: tuple[str
     np.add.at(counts, (tt, gg), 1)
     N = max(int(counts.max()) if counts.size else 0, 1)
     cube = np.zeros((T, G, N), dtype=float)
-    order = np.lexsort((gg, tt))
-    pos = np.zeros(len(d), dtype=int)
-    # position of each row within its (template, group) cell
-    key = tt[order] * G + gg[order]
-    starts = np.r_[0, np.flatnonzero(np.diff(key)) + 1]
-    run_start = np.repeat(starts, np.diff(np.r_[starts, len(key)]))
-    pos[order] = np.arange(len(key)) - run_start
+    pos = pd.Series(tt).groupby([tt, gg]).cumcount().to_numpy()      # each row's place within its cell
     cube[tt, gg, pos] = d[correct].to_numpy(dtype=float)
     return cube, counts
 
@@ -500,19 +493,17 @@ def projection_intervals(df: pd.DataFrame, result: BiasResult, alpha: float = 0.
             return per_task
 
         def row(task, bias, point, keys, n_used):
+            head = {"model": model, "variant": variant, "task": task, "bias_type": bias, "bias_score": point}
             if not keys or not np.isfinite(point):
-                return {"model": model, "variant": variant, "task": task, "bias_type": bias, "bias_score": point,
-                        "ci_low": np.nan, "ci_high": np.nan, "n_cells": 0, "n_templates_used": n_used,
+                return {**head, "ci_low": np.nan, "ci_high": np.nan, "n_cells": 0, "n_templates_used": n_used,
                         "ci_method": "no interval: the score is undefined"}
             m = cells_of(keys)
-            b = bounds(keys, m)
             by_bias = {}
-            for (t_, bb), v in b.items():
+            for (_, bb), v in bounds(keys, m).items():
                 by_bias.setdefault(bb, []).append(v)
-            means = [np.mean(v, axis=0) for v in by_bias.values()]      # tasks within a bias type, then bias types
-            lo, hi = np.mean(means, axis=0)
-            return {"model": model, "variant": variant, "task": task, "bias_type": bias, "bias_score": point,
-                    "ci_low": float(lo), "ci_high": float(hi), "n_cells": m, "n_templates_used": n_used,
+            # tasks within a bias type, then bias types
+            lo, hi = np.mean([np.mean(v, axis=0) for v in by_bias.values()], axis=0)
+            return {**head, "ci_low": float(lo), "ci_high": float(hi), "n_cells": m, "n_templates_used": n_used,
                     "ci_method": f"projection of simultaneous Clopper-Pearson boxes (Bonferroni over {m} template x "
                                  f"group cells; names random, the {n_used} template(s) fixed)"}
 
