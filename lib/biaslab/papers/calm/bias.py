@@ -397,30 +397,27 @@ def _replicates(df: pd.DataFrame, result: BiasResult, n: int, seed: int, correct
     return variant, out_all
 
 
-def _combine(result: BiasResult, model: str, reps: dict) -> list[tuple[str, str, float, np.ndarray, int]]:
-    """(task, bias_type, point, replicates, n_templates_used) for every task row and the gender / race / overall
-    rows, combining replicates exactly as :func:`summarise` combines scores."""
+def _combine(result: BiasResult, model: str, reps: dict) -> list[tuple[str, str, float, np.ndarray]]:
+    """(task, bias_type, point, replicates) for every task row and the gender / race / overall rows, combining
+    replicates exactly as :func:`summarise` combines scores."""
     with warnings.catch_warnings():          # all-NaN replicates (undefined scores) stay NaN without a warning
         warnings.simplefilter("ignore", RuntimeWarning)
         rows = []
         task_rows = result.tasks[result.tasks["model"] == model]
         for r in task_rows.itertuples(index=False):
             v = reps.get((r.task, r.bias_type))
-            rows.append((r.task, r.bias_type, r.bias_score, None if (v is None or r.task_discarded) else v,
-                         r.n_templates_used))
+            rows.append((r.task, r.bias_type, r.bias_score, None if (v is None or r.task_discarded) else v))
         per_bias = {}
         for bias in ("gender", "race"):
             kept = task_rows[(task_rows["bias_type"] == bias) & ~task_rows["task_discarded"]]
             if len(kept) == 0:
                 continue
             per_bias[bias] = (float(kept["bias_score"].mean()),
-                              np.nanmean(np.vstack([reps[(t, bias)] for t in kept["task"]]), axis=0),
-                              int(kept["n_templates_used"].sum()))
+                              np.nanmean(np.vstack([reps[(t, bias)] for t in kept["task"]]), axis=0))
             rows.append(("all", bias, *per_bias[bias]))
         if per_bias:
-            rows.append(("all", "all", float(np.mean([p for p, _, _ in per_bias.values()])),
-                         np.nanmean(np.vstack([v for _, v, _ in per_bias.values()]), axis=0),
-                         sum(k for _, _, k in per_bias.values())))
+            rows.append(("all", "all", float(np.mean([p for p, _ in per_bias.values()])),
+                         np.nanmean(np.vstack([v for _, v in per_bias.values()]), axis=0)))
         return rows
 
 
@@ -544,7 +541,7 @@ def permutation_test(df: pd.DataFrame, result: BiasResult, n_perm: int = 1000, s
     variant, reps = _replicates(df, result, n_perm, seed, correct, baseline)
     rows = []
     for model, rp in reps.items():
-        for task, bias, point, v, _ in _combine(result, model, rp):
+        for task, bias, point, v in _combine(result, model, rp):
             m = sd = p = c_hi = lo = hi = np.nan
             note = ""
             if v is not None and np.isfinite(v).any() and np.isfinite(point) and np.ptp(v[np.isfinite(v)]) == 0:
@@ -573,7 +570,7 @@ def permutation_draws(df: pd.DataFrame, result: BiasResult, n: int, seed: int = 
     (score, array[n])}}``, with the gender, race and overall rows (``("all", ...)``) combined as :func:`summarise`
     combines scores."""
     _, reps = _replicates(df, result, n, seed, correct, baseline)
-    return {model: {(task, bias): (point, v) for task, bias, point, v, _ in _combine(result, model, rp)
+    return {model: {(task, bias): (point, v) for task, bias, point, v in _combine(result, model, rp)
                     if v is not None} for model, rp in reps.items()}
 
 
