@@ -183,9 +183,7 @@ def _inference(y, clusters, seed: int) -> dict:
 
 def _pooled_and_by_category(df: pd.DataFrame):
     """(category label, rows): every category pooled (``all``, design weighted), then each category."""
-    yield "all", df
-    for cat, part in df.groupby("category", sort=True):
-        yield cat, part
+    return [("all", df), *df.groupby("category", sort=True)]
 
 
 def _prompt_mean(d: pd.DataFrame, value: str) -> pd.DataFrame:
@@ -293,15 +291,6 @@ def _paired(df: pd.DataFrame, metric: str, lang: str) -> pd.DataFrame:
     return meta.assign(d=(wide[lang] - wide[REFERENCE]).reindex(meta.index))
 
 
-def _prompts(df: pd.DataFrame):
-    """(prompt label, rows): each prompt of the table (one unnamed prompt where it has no ``prompt`` column)."""
-    if "prompt" not in df:
-        yield None, df
-        return
-    for p, part in df.groupby("prompt", sort=True):
-        yield p, part
-
-
 def contrasts(df: pd.DataFrame, seed: int = 0) -> pd.DataFrame:
     """Each language minus English, per model x set x metric x prompt (and the five-prompt mean), pooled over
     categories and per category, paired on the items both answered and clustered on templates (module docstring),
@@ -316,7 +305,9 @@ def contrasts(df: pd.DataFrame, seed: int = 0) -> pd.DataFrame:
             for lang in langs:
                 for cat, sub in _pooled_and_by_category(part):
                     n_all = sub[sub["language"].isin([lang, REFERENCE])]["item"].nunique()
-                    each = [(p, _paired(ps, metric, lang)) for p, ps in _prompts(sub)]
+                    # each prompt of the table (one unnamed prompt where it has no ``prompt`` column)
+                    prompts = sub.groupby("prompt", sort=True) if "prompt" in sub else [(None, sub)]
+                    each = [(p, _paired(ps, metric, lang)) for p, ps in prompts]
                     if several:
                         each.append((MEAN, _prompt_mean(pd.concat([d.assign(prompt=p) for p, d in each])
                                                         .reset_index(), "d")))
