@@ -633,8 +633,7 @@ def subset_scores(df: pd.DataFrame, fractions=(0.75, 0.5, 0.25), runs: int = 6, 
     for frac in fractions:
         for run in range(runs):
             if unit == "prompts":
-                mask = rng.random(len(df)) < frac
-                sub = df[mask]
+                sub = df[rng.random(len(df)) < frac]
             elif unit == "names":
                 cell = ["model", "task", "bias_type", "template_id", "group"]
                 r = pd.Series(rng.random(len(df)), index=df.index)
