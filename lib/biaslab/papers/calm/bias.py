@@ -283,14 +283,12 @@ def discard_summary(results: list[BiasResult]) -> pd.DataFrame:
     nothing: n_templates (template × bias-type entries removed), n_datasets, n_tasks."""
     rows = []
     for res in results:
-        t = res.templates
-        d = res.discards
+        t, d = res.templates, res.discards
         for (model, variant), _ in res.tasks.groupby(["model", "variant"], sort=False):
-            rule_names = list(dict.fromkeys(RULES[variant] + [MISSING_GROUP_RULE] + d.loc[(d["model"] == model) &
-                                                                   (d["variant"] == variant), "rule"].tolist()))
-            for rule in rule_names:
+            mine = d[(d["model"] == model) & (d["variant"] == variant)]
+            for rule in dict.fromkeys(RULES[variant] + [MISSING_GROUP_RULE] + mine["rule"].tolist()):
                 for task in t.loc[t["model"] == model, "task"].unique():
-                    x = d[(d["model"] == model) & (d["variant"] == variant) & (d["rule"] == rule) & (d["task"] == task)]
+                    x = mine[(mine["rule"] == rule) & (mine["task"] == task)]
                     rows.append({"model": model, "variant": variant, "rule": rule, "task": task,
                                  "n_templates": len(x),
                                  "n_datasets": x["source_dataset"].nunique() if rule.startswith("dataset") else 0,
