@@ -479,23 +479,17 @@ def projection_intervals(df: pd.DataFrame, result: BiasResult, alpha: float = 0.
                 seen |= set(zip(c["task"], c["template_id"], c["group"]))
             return len(seen)
 
-        def bounds(keys, m):
-            per_task = {}
-            for task, bias in keys:
-                b = [_template_bounds(am[(am["task"] == task) & (am["template_id"] == t)], variant, alpha / m, bias,
-                                      baseline) for t in scope[(task, bias)]]
-                per_task[(task, bias)] = np.mean(b, axis=0)
-            return per_task
-
         def row(task, bias, point, keys, n_used):
             head = {"model": model, "variant": variant, "task": task, "bias_type": bias, "bias_score": point}
             if not keys or not np.isfinite(point):
                 return {**head, "ci_low": np.nan, "ci_high": np.nan, "n_cells": 0, "n_templates_used": n_used,
                         "ci_method": "no interval: the score is undefined"}
             m = cells_of(keys)
-            by_bias = {}
-            for (_, bb), v in bounds(keys, m).items():
-                by_bias.setdefault(bb, []).append(v)
+            by_bias = {}             # each task's bounds, averaged over its templates
+            for tk, bt in keys:
+                b = [_template_bounds(am[(am["task"] == tk) & (am["template_id"] == t)], variant, alpha / m, bt,
+                                      baseline) for t in scope[(tk, bt)]]
+                by_bias.setdefault(bt, []).append(np.mean(b, axis=0))
             # tasks within a bias type, then bias types
             lo, hi = np.mean([np.mean(v, axis=0) for v in by_bias.values()], axis=0)
             return {**head, "ci_low": float(lo), "ci_high": float(hi), "n_cells": m, "n_templates_used": n_used,
