@@ -152,6 +152,11 @@ def design(m: Metric, r: pd.DataFrame) -> tuple[str | list[str] | None, str]:
                                             "prompts treated as independent)"))
 
 
+#: the columns of an estimate without responses to compute it from
+NO_INTERVAL = {"estimate_from_responses": np.nan, "ci_low": np.nan, "ci_high": np.nan, "ci_method": "",
+               "n_clusters": np.nan}
+
+
 def interval(m: Metric, r: pd.DataFrame, seed: int = 0, n_boot: int | None = None) -> dict:
     """Estimate from one model's responses and its interval, by the rule of :mod:`biaslab.stats.clustered` on the
     metric's design: Korn-Graubard for 0/1 outcomes, the mean's CR1 t(G - 1) / wild cluster bootstrap interval for
@@ -175,10 +180,6 @@ def interval(m: Metric, r: pd.DataFrame, seed: int = 0, n_boot: int | None = Non
         return dict(NO_INTERVAL)
     return {"estimate_from_responses": est, "ci_low": t["ci_low"], "ci_high": t["ci_high"],
             "ci_method": t["ci_method"] + missing, "n_clusters": n}
-
-
-NO_INTERVAL = {"estimate_from_responses": np.nan, "ci_low": np.nan, "ci_high": np.nan, "ci_method": "",
-               "n_clusters": np.nan}
 
 
 def model_metric_table(root: Path, metrics=None, models: list[str] | None = None, n_boot: int | None = None,
