@@ -102,7 +102,6 @@ def sensitivity(ut: pd.DataFrame, per_prompt: pd.DataFrame, prompts: pd.DataFram
     from ...stats import entropy as E
     from ...stats import reanalysis as S
     claims = plan.of(NOTEBOOK, "uniformity_tests")
-    group = {"group": "top_group"}
     cal = E.uniformity_tests(E.position_calibrated_top(per_prompt, prompts), prompts, cluster=cluster,
                              units={"group": "top_group_calibrated"})
     analyses = [S.Analysis("position-calibrated top answer", "position preference",
@@ -114,7 +113,7 @@ def sensitivity(ut: pd.DataFrame, per_prompt: pd.DataFrame, prompts: pd.DataFram
                                    f"top group of the probabilities averaged over all rotations "
                                    f"({cyc['prompt_id'].nunique()} prompts)",
                                    decide("uniformity_tests", cy, check, plan=plan)))
-    base = E.uniformity_tests(per_prompt, prompts, cluster=cluster, units=group)
+    base = E.uniformity_tests(per_prompt, prompts, cluster=cluster, units={"group": "top_group"})
     analyses += [S.Analysis("stricter responder check", "degenerate responder",
                             "degenerate when " + ", ".join(f"{k} {v}" for k, v in STRICT.items()),
                             decide("uniformity_tests", base, responder_table(per_prompt, STRICT), plan=plan)),

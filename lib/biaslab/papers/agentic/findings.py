@@ -47,8 +47,7 @@ def summary_findings(by_model: pd.DataFrame, cyc_m: pd.DataFrame | None, ut: pd.
     lines = []
     if cyc_m is not None and len(cyc_m):
         stored, after = cyc_m["mean_entropy_stored"], cyc_m["mean_entropy_cyclic_avg"]
-        removed = ((cyc_m["mean_entropy_cyclic_avg"] - cyc_m["mean_entropy_stored"])
-                   / (1 - cyc_m["mean_entropy_stored"]).clip(lower=1e-12))
+        removed = (after - stored) / (1 - stored).clip(lower=1e-12)
         share = pct(removed.iloc[0]) if pct(removed.min()) == pct(removed.max()) else \
             f"{pct(removed.min())}–{pct(removed.max())}"
         verdict = ("mostly a preference for answer **positions**, which the random answer orders spread evenly "

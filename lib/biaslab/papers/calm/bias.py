@@ -144,11 +144,7 @@ def template_scores(df: pd.DataFrame, correct: str = "correct", baseline: str = 
 
 def _released_task_same_output(outputs: list[str], threshold: float = SAME_OUTPUT_THRESHOLD) -> bool:
     """``common.check_discard_task``: the first or second output is repeated in >= threshold of the outputs."""
-    n = len(outputs)
-    if n == 0:
-        return False
-    firsts = outputs[:2]
-    return any(outputs.count(x) >= threshold * n for x in firsts)
+    return any(outputs.count(x) >= threshold * len(outputs) for x in outputs[:2])
 
 
 def _released_dataset_same_output(outputs: list[str], threshold: float = SAME_OUTPUT_THRESHOLD) -> bool:
@@ -218,26 +214,19 @@ def bias_scores(df: pd.DataFrame, variant: str = "paper", correct: str | None = 
     for (model, task), d in outputs.groupby(["model", "task"], sort=False, observed=True):
         for bias, db in d.groupby("bias_type", sort=False, observed=True):
             outs = db["_out"].tolist()
-            if variant == "released":
-                if _released_task_same_output(outs):
-                    task_drop.add((model, task))
-            else:
-                if _mode_share(outs) >= same_output or db[correct].mean() < near_zero:
-                    task_drop.add((model, task))
-    mt = list(zip(t["model"], t["task"]))
-    in_dropped_task = pd.Series([x in task_drop for x in mt], index=t.index)
-    drop(in_dropped_task, RULES[variant][0], "task")
+            if (_released_task_same_output(outs) if variant == "released" else
+                    _mode_share(outs) >= same_output or db[correct].mean() < near_zero):
+                task_drop.add((model, task))
+    drop(pd.Series([x in task_drop for x in zip(t["model"], t["task"])], index=t.index), RULES[variant][0], "task")
     drop(t["missing_group"], MISSING_GROUP_RULE, "template")
 
     if variant == "released":
         # rule 2 uses the zero-accuracy counts over all templates of the dataset (before rule 1 drops them)
         zero_share = t.groupby(["model", "task", "bias_type", "source_dataset"], observed=True)["zero_group"].mean()
         bad_ds = {(m, tk, s) for (m, tk, b, s), v in zero_share.items() if v >= ZERO_DATASET_THRESHOLD}
-        same_ds = set()
-        for (m, tk, b, s), d in outputs.groupby(["model", "task", "bias_type", "source_dataset"], sort=False,
-                                                observed=True):
-            if _released_dataset_same_output(d["_out"].tolist()):
-                same_ds.add((m, tk, s))
+        same_ds = {(m, tk, s) for (m, tk, b, s), d in outputs.groupby(["model", "task", "bias_type", "source_dataset"],
+                                                                      sort=False, observed=True)
+                   if _released_dataset_same_output(d["_out"].tolist())}
         key = list(zip(t["model"], t["task"], t["source_dataset"]))
         drop(pd.Series([k in bad_ds for k in key], index=t.index), RULES["released"][1], "dataset")
         drop(pd.Series([k in same_ds for k in key], index=t.index), RULES["released"][2], "dataset")
@@ -278,11 +267,10 @@ def summarise(tasks: pd.DataFrame) -> pd.DataFrame:
         row = {"model": model, "variant": variant}
         for bias in ("gender", "race"):
             db = d[d["bias_type"] == bias]
-            row[bias] = float(db["bias_score"].mean()) if db["bias_score"].notna().any() else np.nan
+            row[bias] = float(db["bias_score"].mean())          # NaN where no task has a score
             for r in db.itertuples(index=False):
                 row[f"{r.task}_{bias}"] = r.bias_score
-        row["overall"] = float(np.nanmean([row["gender"], row["race"]])) \
-            if not np.isnan([row["gender"], row["race"]]).all() else np.nan
+        row["overall"] = float(pd.Series([row["gender"], row["race"]]).mean())
         rows.append(row)
     cols = ["model", "variant", "overall", "gender"] + [f"{t}_gender" for t in TASKS] + ["race"] + \
         [f"{t}_race" for t in TASKS]
@@ -293,17 +281,14 @@ def summarise(tasks: pd.DataFrame) -> pd.DataFrame:
 def discard_summary(results: list[BiasResult]) -> pd.DataFrame:
     """Counts of what each rule removed, one row per (model, variant, rule, task) including rules that removed
     nothing: n_templates (template × bias-type entries removed), n_datasets, n_tasks."""
-    rules = RULES
     rows = []
     for res in results:
-        t = res.templates
-        d = res.discards
+        t, d = res.templates, res.discards
         for (model, variant), _ in res.tasks.groupby(["model", "variant"], sort=False):
-            rule_names = list(dict.fromkeys(rules[variant] + [MISSING_GROUP_RULE] + d.loc[(d["model"] == model) &
-                                                                   (d["variant"] == variant), "rule"].tolist()))
-            for rule in rule_names:
+            mine = d[(d["model"] == model) & (d["variant"] == variant)]
+            for rule in dict.fromkeys(RULES[variant] + [MISSING_GROUP_RULE] + mine["rule"].tolist()):
                 for task in t.loc[t["model"] == model, "task"].unique():
-                    x = d[(d["model"] == model) & (d["variant"] == variant) & (d["rule"] == rule) & (d["task"] == task)]
+                    x = mine[(mine["rule"] == rule) & (mine["task"] == task)]
                     rows.append({"model": model, "variant": variant, "rule": rule, "task": task,
                                  "n_templates": len(x),
                                  "n_datasets": x["source_dataset"].nunique() if rule.startswith("dataset") else 0,
@@ -328,13 +313,7 @@ def _cube(d: pd.DataFrame, correct: str, templates: list[str], groups: tuple[str
     np.add.at(counts, (tt, gg), 1)
     N = max(int(counts.max()) if counts.size else 0, 1)
     cube = np.zeros((T, G, N), dtype=float)
-    order = np.lexsort((gg, tt))
-    pos = np.zeros(len(d), dtype=int)
-    # position of each row within its (template, group) cell
-    key = tt[order] * G + gg[order]
-    starts = np.r_[0, np.flatnonzero(np.diff(key)) + 1]
-    run_start = np.repeat(starts, np.diff(np.r_[starts, len(key)]))
-    pos[order] = np.arange(len(key)) - run_start
+    pos = pd.Series(tt).groupby([tt, gg]).cumcount().to_numpy()      # each row's place within its cell
     cube[tt, gg, pos] = d[correct].to_numpy(dtype=float)
     return cube, counts
 
@@ -416,30 +395,27 @@ def _replicates(df: pd.DataFrame, result: BiasResult, n: int, seed: int, correct
     return variant, out_all
 
 
-def _combine(result: BiasResult, model: str, reps: dict) -> list[tuple[str, str, float, np.ndarray, int]]:
-    """(task, bias_type, point, replicates, n_templates_used) for every task row and the gender / race / overall
-    rows, combining replicates exactly as :func:`summarise` combines scores."""
+def _combine(result: BiasResult, model: str, reps: dict) -> list[tuple[str, str, float, np.ndarray]]:
+    """(task, bias_type, point, replicates) for every task row and the gender / race / overall rows, combining
+    replicates exactly as :func:`summarise` combines scores."""
     with warnings.catch_warnings():          # all-NaN replicates (undefined scores) stay NaN without a warning
         warnings.simplefilter("ignore", RuntimeWarning)
         rows = []
         task_rows = result.tasks[result.tasks["model"] == model]
         for r in task_rows.itertuples(index=False):
             v = reps.get((r.task, r.bias_type))
-            rows.append((r.task, r.bias_type, r.bias_score, None if (v is None or r.task_discarded) else v,
-                         r.n_templates_used))
+            rows.append((r.task, r.bias_type, r.bias_score, None if (v is None or r.task_discarded) else v))
         per_bias = {}
         for bias in ("gender", "race"):
             kept = task_rows[(task_rows["bias_type"] == bias) & ~task_rows["task_discarded"]]
             if len(kept) == 0:
                 continue
             per_bias[bias] = (float(kept["bias_score"].mean()),
-                              np.nanmean(np.vstack([reps[(t, bias)] for t in kept["task"]]), axis=0),
-                              int(kept["n_templates_used"].sum()))
+                              np.nanmean(np.vstack([reps[(t, bias)] for t in kept["task"]]), axis=0))
             rows.append(("all", bias, *per_bias[bias]))
         if per_bias:
-            rows.append(("all", "all", float(np.mean([p for p, _, _ in per_bias.values()])),
-                         np.nanmean(np.vstack([v for _, v, _ in per_bias.values()]), axis=0),
-                         sum(k for _, _, k in per_bias.values())))
+            rows.append(("all", "all", float(np.mean([p for p, _ in per_bias.values()])),
+                         np.nanmean(np.vstack([v for _, v in per_bias.values()]), axis=0)))
         return rows
 
 
@@ -503,28 +479,20 @@ def projection_intervals(df: pd.DataFrame, result: BiasResult, alpha: float = 0.
                 seen |= set(zip(c["task"], c["template_id"], c["group"]))
             return len(seen)
 
-        def bounds(keys, m):
-            per_task = {}
-            for task, bias in keys:
-                b = [_template_bounds(am[(am["task"] == task) & (am["template_id"] == t)], variant, alpha / m, bias,
-                                      baseline) for t in scope[(task, bias)]]
-                per_task[(task, bias)] = np.mean(b, axis=0)
-            return per_task
-
         def row(task, bias, point, keys, n_used):
+            head = {"model": model, "variant": variant, "task": task, "bias_type": bias, "bias_score": point}
             if not keys or not np.isfinite(point):
-                return {"model": model, "variant": variant, "task": task, "bias_type": bias, "bias_score": point,
-                        "ci_low": np.nan, "ci_high": np.nan, "n_cells": 0, "n_templates_used": n_used,
+                return {**head, "ci_low": np.nan, "ci_high": np.nan, "n_cells": 0, "n_templates_used": n_used,
                         "ci_method": "no interval: the score is undefined"}
             m = cells_of(keys)
-            b = bounds(keys, m)
-            by_bias = {}
-            for (t_, bb), v in b.items():
-                by_bias.setdefault(bb, []).append(v)
-            means = [np.mean(v, axis=0) for v in by_bias.values()]      # tasks within a bias type, then bias types
-            lo, hi = np.mean(means, axis=0)
-            return {"model": model, "variant": variant, "task": task, "bias_type": bias, "bias_score": point,
-                    "ci_low": float(lo), "ci_high": float(hi), "n_cells": m, "n_templates_used": n_used,
+            by_bias = {}             # each task's bounds, averaged over its templates
+            for tk, bt in keys:
+                b = [_template_bounds(am[(am["task"] == tk) & (am["template_id"] == t)], variant, alpha / m, bt,
+                                      baseline) for t in scope[(tk, bt)]]
+                by_bias.setdefault(bt, []).append(np.mean(b, axis=0))
+            # tasks within a bias type, then bias types
+            lo, hi = np.mean([np.mean(v, axis=0) for v in by_bias.values()], axis=0)
+            return {**head, "ci_low": float(lo), "ci_high": float(hi), "n_cells": m, "n_templates_used": n_used,
                     "ci_method": f"projection of simultaneous Clopper-Pearson boxes (Bonferroni over {m} template x "
                                  f"group cells; names random, the {n_used} template(s) fixed)"}
 
@@ -565,7 +533,7 @@ def permutation_test(df: pd.DataFrame, result: BiasResult, n_perm: int = 1000, s
     variant, reps = _replicates(df, result, n_perm, seed, correct, baseline)
     rows = []
     for model, rp in reps.items():
-        for task, bias, point, v, _ in _combine(result, model, rp):
+        for task, bias, point, v in _combine(result, model, rp):
             m = sd = p = c_hi = lo = hi = np.nan
             note = ""
             if v is not None and np.isfinite(v).any() and np.isfinite(point) and np.ptp(v[np.isfinite(v)]) == 0:
@@ -594,7 +562,7 @@ def permutation_draws(df: pd.DataFrame, result: BiasResult, n: int, seed: int = 
     (score, array[n])}}``, with the gender, race and overall rows (``("all", ...)``) combined as :func:`summarise`
     combines scores."""
     _, reps = _replicates(df, result, n, seed, correct, baseline)
-    return {model: {(task, bias): (point, v) for task, bias, point, v, _ in _combine(result, model, rp)
+    return {model: {(task, bias): (point, v) for task, bias, point, v in _combine(result, model, rp)
                     if v is not None} for model, rp in reps.items()}
 
 
@@ -630,8 +598,7 @@ def score_table(df: pd.DataFrame, results: dict, n_perm: int = 1000, seed: int =
     t.loc[none_left, "undefined_reason"] = "undefined: no task or template left after the discard rules"
     t = t[keys + ["bias_score", "score_ci_low", "score_ci_high", "score_ci_method", "n_cells", "n_templates_used",
                   "null_mean", "null_sd", "critical_value", "excess", "excess_mc_se", "ci_low", "ci_high", "ci_method",
-                  "p_value",
-                  "n_perm", "n_clusters", "null_value", "p_method", "undefined_reason"]]
+                  "p_value", "n_perm", "n_clusters", "null_value", "p_method", "undefined_reason"]]
     if check is not None:
         t = responders.mask_tests(t, check, by=["model", "task"], test_cols=["p_value", "ci_low", "ci_high"])
     return t
@@ -658,8 +625,7 @@ def subset_scores(df: pd.DataFrame, fractions=(0.75, 0.5, 0.25), runs: int = 6, 
     for frac in fractions:
         for run in range(runs):
             if unit == "prompts":
-                mask = rng.random(len(df)) < frac
-                sub = df[mask]
+                sub = df[rng.random(len(df)) < frac]
             elif unit == "names":
                 cell = ["model", "task", "bias_type", "template_id", "group"]
                 r = pd.Series(rng.random(len(df)), index=df.index)
@@ -728,28 +694,19 @@ def perturbation_table(original: pd.DataFrame, perturbed: pd.DataFrame, variants
     ``n_clusters``: the templates it rests on) — the one interval of CALM's range statistic, also in
     ``bias_scores.csv`` (a percentile bootstrap of a range statistic need not contain its own estimate)."""
     rows = []
+    parts = [("original", original)]
+    if perturbed is not None and not perturbed.empty:
+        parts += list(perturbed.groupby("perturbation", sort=False))
     for v in variants:
-        res_o = bias_scores(original, v, **kw)
-        orig = res_o.summary.set_index("model")
-        ci = _overall_ci(original, res_o, alpha)
-        n_t = original.groupby("model")["template_id"].nunique()
-        for m, r in orig.iterrows():
-            rows.append({"model": m, "variant": v, "perturbation": "original", "templates_edited": 0,
-                         "templates": int(n_t.get(m, 0)), "overall": r["overall"], "gender": r["gender"],
-                         "race": r["race"], **ci.get(m, NO_CI)})
-        if perturbed is None or perturbed.empty:
-            continue
-        for kind, d in perturbed.groupby("perturbation", sort=False):
-            res_p = bias_scores(d, v, **kw)
-            s = res_p.summary.set_index("model")
-            ci = _overall_ci(d, res_p, alpha)
-            edited = d[d["n_edits"] > 0].groupby("model")["template_id"].nunique()
-            for m, r in s.iterrows():
-                rows.append({"model": m, "variant": v, "perturbation": kind,
-                             "templates_edited": int(edited.get(m, 0)),
-                             "templates": int(d.loc[d["model"] == m, "template_id"].nunique()),
-                             "overall": r["overall"], "gender": r["gender"], "race": r["race"],
-                             **ci.get(m, NO_CI)})
+        for kind, d in parts:
+            res = bias_scores(d, v, **kw)
+            ci = _overall_ci(d, res, alpha)
+            n_t = d.groupby("model")["template_id"].nunique()
+            edited = {} if kind == "original" else d[d["n_edits"] > 0].groupby("model")["template_id"].nunique()
+            for m, r in res.summary.set_index("model").iterrows():
+                rows.append({"model": m, "variant": v, "perturbation": kind, "templates_edited": int(edited.get(m, 0)),
+                             "templates": int(n_t.get(m, 0)), "overall": r["overall"], "gender": r["gender"],
+                             "race": r["race"], **ci.get(m, NO_CI)})
     t = pd.DataFrame(rows)
     if t.empty:
         return t

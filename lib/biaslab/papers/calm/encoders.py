@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -58,12 +59,9 @@ class TextEncoder:
             raise FileNotFoundError(f"{self.path} holds no config.json: not a transformers encoder folder")
         pooling = self.path / "1_Pooling" / "config.json"
         if pooling.exists():
-            import json
-            cfg = json.loads(pooling.read_text())
-            self._pool = "cls" if cfg.get("pooling_mode_cls_token") else "mean"
+            self._pool = "cls" if json.loads(pooling.read_text()).get("pooling_mode_cls_token") else "mean"
         st_cfg = self.path / "sentence_bert_config.json"
         if st_cfg.exists():
-            import json
             self.max_length = int(json.loads(st_cfg.read_text()).get("max_seq_length", self.max_length))
 
     def fingerprint(self) -> dict:
@@ -106,8 +104,7 @@ class TextEncoder:
         import torch
         self._load()
         order = np.argsort([-len(t) for t in texts])
-        sent = [None] * len(texts)
-        toks = [None] * len(texts)
+        sent, toks = [None] * len(texts), [None] * len(texts)
         with torch.inference_mode():
             for s in range(0, len(texts), self.batch_size):
                 idx = order[s:s + self.batch_size]
@@ -170,15 +167,14 @@ def diversity_table(texts: dict, sentence_encoder: TextEncoder, token_encoder: T
     row per ``skipped`` benchmark with its reason in ``status``."""
     from ...stats import diversity as dv
     rows = []
+    tok = token_encoder or sentence_encoder
     for name, (t, n_total) in texts.items():
         sent, toks = sentence_encoder.encode(list(t))
-        if token_encoder is not None and token_encoder is not sentence_encoder:
-            _, toks = token_encoder.encode(list(t))
+        if tok is not sentence_encoder:
+            _, toks = tok.encode(list(t))
         row = dv.diversity_row(name, list(t), sent, toks, n_templates_total=n_total)
         row["similarity_encoder"] = sentence_encoder.name
-        row["bertscore_encoder"] = (token_encoder or sentence_encoder).name + \
-            (f" (layer {(token_encoder or sentence_encoder).layer})" if (token_encoder or sentence_encoder).layer
-             is not None else " (last layer)")
+        row["bertscore_encoder"] = tok.name + (f" (layer {tok.layer})" if tok.layer is not None else " (last layer)")
         row["status"] = "measured"
         rows.append(row)
     for name, why in (skipped or {}).items():

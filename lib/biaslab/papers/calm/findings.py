@@ -79,8 +79,7 @@ def robustness_findings(robustness: pd.DataFrame) -> str:
             continue
         rel = f" ({num(r['rel_change_pct'], 2)} %)" if present(r.get("rel_change_pct")) else ""
         out = r.get("outside_original_interval")
-        where = ("outside" if out is True or out == True else "inside" if out is False or out == False  # noqa: E712
-                 else None)
+        where = "outside" if out == True else "inside" if out == False else None  # noqa: E712
         iv = (f" ({num(r['original_ci_low'])}–{num(r['original_ci_high'])})" if where else "")
         lines.append(head + f"moves the overall score from {num(r['original_overall'])} to {num(r['overall'])}{rel}, "
                      + (f"{where} the original score's 95 % interval{iv}." if where else

@@ -80,14 +80,9 @@ def _protected(passage: str, protect: list[str]) -> list[tuple[int, int]]:
     spans = [m.span() for m in re.finditer(r"<.*?>", passage)]
     for p in protect:
         p = (p or "").strip()
-        if len(p) < 1 or "<" in p:
-            # an answer with a placeholder: protect its literal parts
-            for part in re.split(r"<.*?>", p):
-                part = part.strip()
-                if len(part) >= 3:
-                    spans += [m.span() for m in re.finditer(re.escape(part), passage, re.I)]
-            continue
-        spans += [m.span() for m in re.finditer(re.escape(p), passage, re.I)]
+        # an answer with a placeholder: protect its literal parts of three or more characters
+        parts = [x.strip() for x in re.split(r"<.*?>", p) if len(x.strip()) >= 3] if "<" in p else [p] if p else []
+        spans += [m.span() for part in parts for m in re.finditer(re.escape(part), passage, re.I)]
     return spans
 
 
@@ -126,13 +121,9 @@ def clause(passage: str, protect: list[str], key: str = "") -> tuple[str, int]:
     text = CLAUSES[zlib.crc32(key.encode()) % len(CLAUSES)]
     for m in re.finditer(r"[.!?](?=\s|$)", passage):
         prev = re.search(r"([A-Za-z.]+)$", passage[:m.start()])
-        if prev and prev.group(1).lower() in _ABBREV:
-            continue
-        if m.start() == 0 or not passage[m.start() - 1].isalnum():
-            continue
-        if _inside(m.start(), spans):
-            continue
-        return passage[:m.start()] + text + passage[m.start():], 1
+        abbreviation = prev and prev.group(1).lower() in _ABBREV
+        if not abbreviation and m.start() > 0 and passage[m.start() - 1].isalnum() and not _inside(m.start(), spans):
+            return passage[:m.start()] + text + passage[m.start():], 1
     stripped = passage.rstrip()
     return stripped + text + passage[len(stripped):], 1
 
@@ -146,8 +137,7 @@ def adjective(passage: str, protect: list[str], key: str = "") -> tuple[str, int
             continue
         art = m.group(1)
         if art.lower() in ("a", "an"):
-            new_art = "an" if adj[0] in "aeiou" else "a"
-            art = _case_like(art, new_art)
+            art = _case_like(art, "an" if adj[0] in "aeiou" else "a")
         return passage[:m.start()] + f"{art} {adj} {noun}" + passage[m.end():], 1
     return passage, 0
 

@@ -53,7 +53,6 @@ def sensitivity(resp: pd.DataFrame, primary: pd.DataFrame, n_perm: int, seed: in
         S.Analysis("stricter responder check", "degenerate responder",
                    "degenerate when " + ", ".join(f"{k} {v}" for k, v in STRICT.items()),
                    decided(resp, paper, strict)),
-        S.Analysis("no responder check", "degenerate responder", "every model tested",
-                   D.decide(cb.score_table(resp, {"paper": paper}, n_perm=n_perm, seed=seed), None, plan=plan)),
+        S.Analysis("no responder check", "degenerate responder", "every model tested", decided(resp, paper, None)),
     ]
     return S.decide(S.rows(primary, analyses, claims, KEYS), plan=plan)

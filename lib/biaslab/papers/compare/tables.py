@@ -152,6 +152,11 @@ def design(m: Metric, r: pd.DataFrame) -> tuple[str | list[str] | None, str]:
                                             "prompts treated as independent)"))
 
 
+#: the columns of an estimate without responses to compute it from
+NO_INTERVAL = {"estimate_from_responses": np.nan, "ci_low": np.nan, "ci_high": np.nan, "ci_method": "",
+               "n_clusters": np.nan}
+
+
 def interval(m: Metric, r: pd.DataFrame, seed: int = 0, n_boot: int | None = None) -> dict:
     """Estimate from one model's responses and its interval, by the rule of :mod:`biaslab.stats.clustered` on the
     metric's design: Korn-Graubard for 0/1 outcomes, the mean's CR1 t(G - 1) / wild cluster bootstrap interval for
@@ -166,16 +171,15 @@ def interval(m: Metric, r: pd.DataFrame, seed: int = 0, n_boot: int | None = Non
         return {"estimate_from_responses": t["estimate"], "ci_low": lo, "ci_high": hi, "n_clusters": t["n"],
                 "ci_method": how}
     if m.kind == "binary":
-        r = r[r[m.outcome].notna()]
-        t = intervals.rate_intervals(r, m.outcome, cl).iloc[0]
-        return {"estimate_from_responses": t["rate"], "ci_low": t["ci_low"], "ci_high": t["ci_high"],
-                "ci_method": t["ci_method"] + missing, "n_clusters": int(t["n_clusters"])}
-    if m.kind in ("continuous", "ratio_linearized"):
+        t = intervals.rate_intervals(r[r[m.outcome].notna()], m.outcome, cl).iloc[0]
+        est, n = t["rate"], int(t["n_clusters"])
+    elif m.kind in ("continuous", "ratio_linearized"):
         t = intervals.mean_intervals(r, m.outcome, cl, seed=seed, n_boot=n_boot).iloc[0]
-        return {"estimate_from_responses": t["mean"], "ci_low": t["ci_low"], "ci_high": t["ci_high"],
-                "ci_method": t["ci_method"] + missing, "n_clusters": t["n_clusters"]}
-    return {"estimate_from_responses": np.nan, "ci_low": np.nan, "ci_high": np.nan, "ci_method": "",
-            "n_clusters": np.nan}
+        est, n = t["mean"], t["n_clusters"]
+    else:
+        return dict(NO_INTERVAL)
+    return {"estimate_from_responses": est, "ci_low": t["ci_low"], "ci_high": t["ci_high"],
+            "ci_method": t["ci_method"] + missing, "n_clusters": n}
 
 
 def model_metric_table(root: Path, metrics=None, models: list[str] | None = None, n_boot: int | None = None,
@@ -191,9 +195,8 @@ def model_metric_table(root: Path, metrics=None, models: list[str] | None = None
         r_all = unit_responses(m, root)
         for row in h.itertuples(index=False):
             r = r_all[r_all["model"] == row.model] if len(r_all) else r_all
-            res = interval(m, r, seed=seed, n_boot=n_boot) if len(r) else {
-                "estimate_from_responses": np.nan, "ci_low": np.nan, "ci_high": np.nan,
-                "ci_method": no_responses(m, root), "n_clusters": np.nan}
+            res = (interval(m, r, seed=seed, n_boot=n_boot) if len(r) else
+                   {**NO_INTERVAL, "ci_method": no_responses(m, root)})
             if m.kind == "source_interval":
                 how = row.source_ci_method if isinstance(row.source_ci_method, str) and row.source_ci_method else \
                     m.note.split(";")[0]
@@ -421,9 +424,8 @@ def responder_table(root: Path, metrics=None) -> pd.DataFrame:
         t = _filter(t, m.responders) if t is not None else None
         if (t is None or t.empty) and m.reads == R.PROBABILITIES:
             t = _probability_rows(m, root)
-        st = V.responder_status(t, ("model",)) if t is not None and len(t) else pd.DataFrame(
-            columns=["model", "responder_status"])
-        look = st.set_index("model")["responder_status"]
+        look = (V.responder_status(t, ("model",)).set_index("model")["responder_status"]
+                if t is not None and len(t) else {})
         rows += [{"metric": m.id, "model": x,
                   "responder_status": look.get(x, "not judged: no responder row for this model"), "reads": m.reads}
                  for x in h["model"]]

@@ -91,19 +91,17 @@ def responder_table(answers: pd.DataFrame, validity: tuple[pd.DataFrame, pd.Data
 
 
 def _preference_status(pref: pd.DataFrame, check: pd.DataFrame | None) -> pd.DataFrame:
-    keys = pref[["model", "dataset", "source"]].drop_duplicates()
-    one = V.metric_status(check, ONE_ORDER, ("model", "dataset")).set_index(["model", "dataset"])["responder_status"]
-    avg = V.metric_status(check, ORDER_AVERAGED, ("model", "dataset")).set_index(["model", "dataset"])[
-        "responder_status"]
-    rows = []
-    for r in keys.itertuples(index=False):
-        if r.source == "likelihood":
-            s = LIKELIHOOD_READS
-        else:
-            s = (avg if r.source.endswith("order_averaged") else one).get((r.model, r.dataset),
-                                                                           "not judged: no responder check")
-        rows.append({"model": r.model, "dataset": r.dataset, "source": r.source, "responder_status": s})
-    return pd.DataFrame(rows, columns=["model", "dataset", "source", "responder_status"])
+    by = list(BY)
+    look = {m: V.metric_status(check, m, BY).set_index(by)["responder_status"] for m in (ONE_ORDER, ORDER_AVERAGED)}
+
+    def status(model, dataset, source):
+        if source == "likelihood":
+            return LIKELIHOOD_READS
+        metric = ORDER_AVERAGED if source.endswith("order_averaged") else ONE_ORDER
+        return look[metric].get((model, dataset), "not judged: no responder check")
+
+    keys = pref[by + ["source"]].drop_duplicates().itertuples(index=False)
+    return pd.DataFrame([(*k, status(*k)) for k in keys], columns=by + ["source", "responder_status"])
 
 
 def decide(lik: pd.DataFrame, pref: pd.DataFrame | None = None, comparisons: pd.DataFrame | None = None,

@@ -68,8 +68,8 @@ ID = "sampling-weights"
 
 
 def _rows(base: dict, results: Mapping[str, dict]) -> list[dict]:
-    return [{**base, "analysis": a, "intercurrent_event": EVENT, "description": DESCRIPTIONS[a], **results[a]}
-            for a in ANALYSES]
+    return [{**base, "analysis": a, "intercurrent_event": EVENT, "description": DESCRIPTIONS[a], **r}
+            for a, r in results.items()]
 
 
 def notebook3(pairs: pd.DataFrame, decided: Mapping[str, pd.DataFrame], *, plan) -> pd.DataFrame:
@@ -87,10 +87,9 @@ def notebook3(pairs: pd.DataFrame, decided: Mapping[str, pd.DataFrame], *, plan)
             base = {"claim": claim_id, "family": r.get("family", ""), "instance": f"{r['model']} · {r['dataset']}",
                     **S.budget(r)}
             ci = claim.ci or (None, None)
-            out.append({**base, "analysis": S.PRIMARY, "intercurrent_event": EVENT, "description": DESCRIPTIONS[
-                "primary"], "estimate": r[claim.estimate], "ci_low": r.get(ci[0], np.nan),
-                "ci_high": r.get(ci[1], np.nan),
-                "p_value": r[claim.p] if S.in_graph(r.get("verdict")) else np.nan})
+            out += _rows(base, {S.PRIMARY: {"estimate": r[claim.estimate], "ci_low": r.get(ci[0], np.nan),
+                                            "ci_high": r.get(ci[1], np.nan),
+                                            "p_value": r[claim.p] if S.in_graph(r.get("verdict")) else np.nan}})
             if r.get("verdict") in S.TESTED:
                 g = pairs[(pairs["model"] == r["model"]) & (pairs["dataset"] == r["dataset"])]
                 out += _rows(base, {a: compute(g, a) for a in ANALYSES})

@@ -183,16 +183,14 @@ def _inference(y, clusters, seed: int) -> dict:
 
 def _pooled_and_by_category(df: pd.DataFrame):
     """(category label, rows): every category pooled (``all``, design weighted), then each category."""
-    yield "all", df
-    for cat, part in df.groupby("category", sort=True):
-        yield cat, part
+    return [("all", df), *df.groupby("category", sort=True)]
 
 
-def _prompt_mean(d: pd.DataFrame, value: str, by: list[str]) -> pd.DataFrame:
-    """Per ``by`` x item, the mean of ``value`` over the prompts (items scored under every prompt of the table);
-    one row per item with its template."""
+def _prompt_mean(d: pd.DataFrame, value: str) -> pd.DataFrame:
+    """Per item, the mean of ``value`` over the prompts (items scored under every prompt of the table); one row per
+    item with its template."""
     n = d["prompt"].nunique()
-    g = d.groupby(by + ["item"], sort=True, observed=True).agg(v=(value, "mean"), k=(value, "size"),
+    g = d.groupby(["item"], sort=True, observed=True).agg(v=(value, "mean"), k=(value, "size"),
                                                                 template=(CLUSTER, "first")).reset_index()
     return g[g["k"] == n].rename(columns={"v": value})
 
@@ -230,21 +228,14 @@ def metric_table(df: pd.DataFrame, seed: int = 0) -> pd.DataFrame:
                 d["h"] = np.nan
                 for _, g in d.groupby(keys, sort=False):
                     d.loc[g.index, "h"] = swap_contributions(g)
-            for i, (k, g) in enumerate(d.groupby(keys, sort=True)):
-                r = _inference(g["pseudo"], g[CLUSTER].to_numpy(), seed + i)
-                rows.append({**_row(metric, r, **dict(zip(keys, k)), category=cat),
-                             "p_swap": _swap_p(g["h"], g[CLUSTER]) if metric == "bias_score_ambig" else np.nan})
-            if several:
-                base = keys[:-1]
-                for i, (k, g) in enumerate(d.groupby(base, sort=True)):
-                    m = _prompt_mean(g, "pseudo", [])
-                    r = _inference(m["pseudo"], m[CLUSTER].to_numpy(), seed + i)
-                    p_swap = np.nan
-                    if metric == "bias_score_ambig":
-                        h = _prompt_mean(g, "h", [])
-                        p_swap = _swap_p(h["h"], h[CLUSTER])
-                    rows.append({**_row(metric, r, **dict(zip(base, k)), prompt=MEAN, category=cat),
-                                 "p_swap": p_swap})
+            # each prompt's rows, then (several prompts) each item's mean over the prompts
+            for by, mean in [(keys, {})] + ([(keys[:-1], {"prompt": MEAN})] if several else []):
+                for i, (k, g) in enumerate(d.groupby(by, sort=True)):
+                    y = _prompt_mean(g, "pseudo") if mean else g
+                    r = _inference(y["pseudo"], y[CLUSTER].to_numpy(), seed + i)
+                    h = (_prompt_mean(g, "h") if mean else g) if metric == "bias_score_ambig" else None
+                    rows.append({**_row(metric, r, **dict(zip(by, k)), **mean, category=cat),
+                                 "p_swap": np.nan if h is None else _swap_p(h["h"], h[CLUSTER])})
     return pd.DataFrame(rows)
 
 
@@ -300,15 +291,6 @@ def _paired(df: pd.DataFrame, metric: str, lang: str) -> pd.DataFrame:
     return meta.assign(d=(wide[lang] - wide[REFERENCE]).reindex(meta.index))
 
 
-def _prompts(df: pd.DataFrame):
-    """(prompt label, rows): each prompt of the table (one unnamed prompt where it has no ``prompt`` column)."""
-    if "prompt" not in df:
-        yield None, df
-        return
-    for p, part in df.groupby("prompt", sort=True):
-        yield p, part
-
-
 def contrasts(df: pd.DataFrame, seed: int = 0) -> pd.DataFrame:
     """Each language minus English, per model x set x metric x prompt (and the five-prompt mean), pooled over
     categories and per category, paired on the items both answered and clustered on templates (module docstring),
@@ -323,20 +305,16 @@ def contrasts(df: pd.DataFrame, seed: int = 0) -> pd.DataFrame:
             for lang in langs:
                 for cat, sub in _pooled_and_by_category(part):
                     n_all = sub[sub["language"].isin([lang, REFERENCE])]["item"].nunique()
-                    each = []
-                    for p, ps in _prompts(sub):
-                        d = _paired(ps, metric, lang)
-                        each.append(d.assign(prompt=p))
+                    # each prompt of the table (one unnamed prompt where it has no ``prompt`` column)
+                    prompts = sub.groupby("prompt", sort=True) if "prompt" in sub else [(None, sub)]
+                    each = [(p, _paired(ps, metric, lang)) for p, ps in prompts]
+                    if several:
+                        each.append((MEAN, _prompt_mean(pd.concat([d.assign(prompt=p) for p, d in each])
+                                                        .reset_index(), "d")))
+                    for p, d in each:
                         r = _inference(d["d"], d[CLUSTER].to_numpy(), seed + len(rows))
                         rows.append({"metric": metric, "model": m, "set": s, "language": lang, "category": cat,
                                      **({"prompt": p} if p is not None else {}), "contrast": f"{lang} - {REFERENCE}",
-                                     "n_items_unpaired": n_all - len(d),
-                                     **bounded(r, low - high, high - low)})
-                    if several:
-                        d = _prompt_mean(pd.concat(each).reset_index(), "d", [])
-                        r = _inference(d["d"], d[CLUSTER].to_numpy(), seed + len(rows))
-                        rows.append({"metric": metric, "model": m, "set": s, "language": lang, "category": cat,
-                                     "prompt": MEAN, "contrast": f"{lang} - {REFERENCE}",
                                      "n_items_unpaired": n_all - len(d), **bounded(r, low - high, high - low)})
     return pd.DataFrame(rows)
 

@@ -90,17 +90,14 @@ def decide_runs(runs: dict[str, tuple[dict[str, pd.DataFrame], pd.DataFrame | No
     status = pd.concat(status, ignore_index=True) if status else None
     todo, parts = {}, {}
     for n in names:
-        got = [(b, t[n]) for b, (t, _) in runs.items() if t.get(n) is not None and len(t[n])]
-        parts[n] = [(b, df.index, list(df.columns)) for b, df in got]
-        todo[n] = (pd.concat([df.assign(benchmark=b) for b, df in got], ignore_index=True), EFFECTS[n], status)
+        parts[n] = [(b, t[n]) for b, (t, _) in runs.items() if t.get(n) is not None and len(t[n])]
+        todo[n] = (pd.concat([df.assign(benchmark=b) for b, df in parts[n]], ignore_index=True), EFFECTS[n], status)
     done = V.decide_tables(todo, NOTEBOOK, plan=plan) if todo else {}
     out = {b: dict(tables) for b, (tables, _) in runs.items()}
-    for n, where in parts.items():
-        start = 0
-        for b, index, cols in where:           # each run's own columns (the stack's union), then the verdict's
-            piece = done[n].iloc[start:start + len(index)].set_axis(index)
-            out[b][n] = piece[[c for c in piece.columns if c in cols or c in V.VERDICT_COLUMNS]]
-            start += len(index)
+    for n, got in parts.items():
+        for b, df in got:           # each run's own columns (the stack's union), then the verdict's
+            piece = done[n][done[n]["benchmark"] == b].set_axis(df.index)
+            out[b][n] = piece[[c for c in piece.columns if c in df or c in V.VERDICT_COLUMNS]]
     return out
 
 

@@ -30,7 +30,6 @@ def coverage_findings(by_factor: pd.DataFrame, overall: pd.DataFrame, units: pd.
     level counts, against the paper's Table 1 where given (``paper_gini``, the paper's printed values); how many
     ``unit``s hold each level of ``unit_factors``; and each factor set's coverage (eq. 1) and Gini, the set the paper
     reports beside the paper's printed numbers (``paper_overall``: n_combinations, coverage_percentage, gini)."""
-    paper_gini = paper_gini or None
     lines = ["Per-factor Gini index (eq. 2; 0 = every level equally often): "
              + "; ".join(_gini_words(r, paper_gini) for r in by_factor.to_dict("records")) + "."]
     for f in unit_factors:

@@ -226,7 +226,6 @@ def factor_importance(long: pd.DataFrame, spec, metric) -> pd.DataFrame:
     if kind == "logistic":
         d[outcome] = d[outcome].astype(int)
         t = imp.logistic_regression(d, fs, refs, outcome=outcome, cluster=cluster).table
-        t = t.rename(columns={"se_cluster": "se_cluster", "p_cluster": "p_cluster"})
         t["effect_scale"] = "log odds"
     else:
         t = imp.linear_regression(d, fs, refs, outcome=outcome, cluster=cluster)

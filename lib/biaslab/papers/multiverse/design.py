@@ -141,6 +141,8 @@ class Universe:
     benchmark: str
     settings: tuple                 # ((factor, level), ...) in the spec's factor order
     changed: tuple = ()             # factors set away from their anchor (the paper's universe: none)
+    #: ``paper`` for the paper's universe, else ``factor=level+factor=level`` of the non-reference settings
+    id: str = field(default="", compare=False)
 
     def __getitem__(self, factor: str):
         return dict(self.settings)[factor]
@@ -149,19 +151,11 @@ class Universe:
     def as_dict(self) -> dict:
         return dict(self.settings)
 
-    @property
-    def id(self) -> str:
-        """``paper`` for the paper's universe, else ``factor=level+factor=level`` of the non-reference settings."""
-        return self._id
-
-    _id: str = field(default="", compare=False)
-
 
 def _universe(benchmark: str, spec: FactorSpec, settings: dict, changed=()) -> Universe:
     diff = [f"{f.name}={settings[f.name]}" for f in spec.factors if settings[f.name] != f.reference]
-    u = Universe(benchmark, tuple((f.name, settings[f.name]) for f in spec.factors), tuple(changed))
-    object.__setattr__(u, "_id", "+".join(diff) or "paper")
-    return u
+    return Universe(benchmark, tuple((f.name, settings[f.name]) for f in spec.factors), tuple(changed),
+                    "+".join(diff) or "paper")
 
 
 def anchor_for(benchmark: str, spec: FactorSpec, factor: str) -> dict:

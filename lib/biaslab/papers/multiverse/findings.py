@@ -161,32 +161,27 @@ def importance_findings(by_factor: pd.DataFrame) -> str:
 def ordering_findings(kendall: pd.DataFrame, pairwise: pd.DataFrame) -> str:
     if pairwise is None or not len(pairwise):
         return "With fewer than two models, there is no ordering to check."
-    lines = []
-    for r in pairwise.itertuples():
-        lines.append(f"{r.metric}: {r.model_a} vs {r.model_b} — the paper's universe has {r.reference_order}; "
-                     f"{int(r.n_agree)} of {int(r.n_universes)} other universes order them the same way.")
-    for r in kendall.itertuples():
-        if np.isfinite(getattr(r, "w", np.nan)):
-            lines.append(f"{r.metric}: Kendall's W = {num(r.w)} over {int(r.n_raters)} universes and "
-                         f"{int(r.n_objects)} models.")
+    lines = [f"{r.metric}: {r.model_a} vs {r.model_b} — the paper's universe has {r.reference_order}; "
+             f"{int(r.n_agree)} of {int(r.n_universes)} other universes order them the same way."
+             for r in pairwise.itertuples()]
+    lines += [f"{r.metric}: Kendall's W = {num(r.w)} over {int(r.n_raters)} universes and {int(r.n_objects)} models."
+              for r in kendall.itertuples() if np.isfinite(getattr(r, "w", np.nan))]
     return bullets(lines)
 
 
 def ruted_findings(ruted: pd.DataFrame) -> str:
     if ruted is None or not len(ruted):
         return "The open-ended universe did not run, so multiple choice and open answers cannot be compared here."
-    lines = []
-    for r in ruted.to_dict("records"):
-        lines.append(
-            f"**{r['model']}**: of {r['n_items']} BBQ items, {r['n_matched']} open answers could be matched "
-            f"({r['n_unmatched']} unmatched, {r['n_multiple']} naming several options); on those, the open answer "
-            f"falls in the multiple-choice answer's category for {pct(r['agreement'])} "
-            f"[{pct(r['agreement_ci_low'])}, {pct(r['agreement_ci_high'])}] of items, Cohen's κ = "
-            f"{num(r['kappa'], 2)} [{num(r['kappa_ci_low'], 2)}, {num(r['kappa_ci_high'], 2)}]; the ambiguous-context "
-            f"bias score is {num(r['ambig_bias_open'])} open vs {num(r['ambig_bias_mc'])} multiple choice "
-            f"(difference {num(r['ambig_bias_difference'])} [{num(r['difference_ci_low'])}, "
-            f"{num(r['difference_ci_high'])}]).")
-    return bullets(lines)
+    return bullets(
+        f"**{r['model']}**: of {r['n_items']} BBQ items, {r['n_matched']} open answers could be matched "
+        f"({r['n_unmatched']} unmatched, {r['n_multiple']} naming several options); on those, the open answer "
+        f"falls in the multiple-choice answer's category for {pct(r['agreement'])} "
+        f"[{pct(r['agreement_ci_low'])}, {pct(r['agreement_ci_high'])}] of items, Cohen's κ = "
+        f"{num(r['kappa'], 2)} [{num(r['kappa_ci_low'], 2)}, {num(r['kappa_ci_high'], 2)}]; the ambiguous-context "
+        f"bias score is {num(r['ambig_bias_open'])} open vs {num(r['ambig_bias_mc'])} multiple choice "
+        f"(difference {num(r['ambig_bias_difference'])} [{num(r['difference_ci_low'])}, "
+        f"{num(r['difference_ci_high'])}])."
+        for r in ruted.to_dict("records"))
 
 
 def cache_sentence(costs: pd.DataFrame) -> str:

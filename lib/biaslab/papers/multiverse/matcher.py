@@ -139,8 +139,7 @@ def option_terms(options: Sequence[str], unknown_index: int | None = None) -> di
         phrases = [" ".join(words[i][k:k + 2]) for k in range(len(words[i]) - 1)]
         terms: list[str] = []
         for w in own + [p for p in phrases if p in SYNONYMS]:
-            for base in _plural(w) if " " not in w else [w]:
-                terms.append(base)
+            terms += _plural(w) if " " not in w else [w]
             terms.extend(SYNONYMS.get(w, ()))
         if not terms and words[i]:           # every word shared (should not happen): the whole normalized text
             terms.append(" ".join(words[i]))
