@@ -222,26 +222,35 @@ def responder_status(check: pd.DataFrame | None, by: Sequence[str] = ("model",))
     rows = []
     for key, part in check.groupby(by, sort=False, dropna=False):
         key = key if isinstance(key, tuple) else (key,)
-        texts = [_status_text(r) for r in part.to_dict("records")]
         extra = [c for c in part.columns if c not in by and c in ("k", "cot", "dataset", "task")]
-        bad = [(t, r) for t, r in zip(texts, part.to_dict("records")) if t.startswith("degenerate")]
         # the language an instrument was judged in alone (MBBQ's) is named where the rows' languages differ
         lang = "language" not in by and "language" in part and part["language"].nunique() > 1
-        unmeasured = [(f"language = {r['language']}: " if lang and pd.notna(r["language"]) else "")
-                      + t.removeprefix(NOT_MEASURABLE).lstrip(": ")
-                      for t, r in zip(texts, part.to_dict("records")) if t.startswith(NOT_MEASURABLE)]
-        if unmeasured:
-            status = f"{NOT_MEASURABLE}: " + "; ".join(unmeasured)
-        elif bad:
-            status = "degenerate: " + "; ".join(
-                (", ".join(f"{c} = {r[c]}" for c in extra) + ": " if extra and len(part) > 1 else "")
-                + t.removeprefix("degenerate: ").removeprefix("degenerate") for t, r in bad)
-        elif texts and all(t.startswith("not judged") for t in texts):
-            status = texts[0]
-        else:
-            status = "informative"
-        rows.append({**dict(zip(by, key)), "responder_status": status.rstrip(": ")})
+        parts = []
+        for r in part.to_dict("records"):
+            t = _status_text(r)
+            if t.startswith(NOT_MEASURABLE):
+                who = f"language = {r['language']}: " if lang and pd.notna(r["language"]) else ""
+            else:
+                who = ", ".join(f"{c} = {r[c]}" for c in extra) + ": " if extra and len(part) > 1 else ""
+            parts.append((who, t))
+        rows.append({**dict(zip(by, key)), "responder_status": _combined(parts).rstrip(": ")})
     return pd.DataFrame(rows)
+
+
+def _combined(parts: list[tuple[str, str]]) -> str:
+    """Several responder statuses as one, each ``(prefix naming whose it is, status)``: "not measurable" when any
+    is, else "degenerate" when any is (naming which), the first "not judged" when all are, else "informative"."""
+    unmeasured = [who + s.removeprefix(NOT_MEASURABLE).lstrip(": ") for who, s in parts
+                  if s.startswith(NOT_MEASURABLE)]
+    bad = [who + s.removeprefix("degenerate: ").removeprefix("degenerate") for who, s in parts
+           if s.startswith("degenerate")]
+    if unmeasured:
+        return f"{NOT_MEASURABLE}: " + "; ".join(unmeasured)
+    if bad:
+        return "degenerate: " + "; ".join(bad)
+    if parts and all(s.startswith("not judged") for _, s in parts):
+        return parts[0][1]
+    return "informative"
 
 
 def metric_status(check: pd.DataFrame | None, metric: str, by: Sequence[str] = ("model",)) -> pd.DataFrame:
@@ -267,23 +276,8 @@ def _attach_status(df: pd.DataFrame, status: pd.DataFrame | str | None, spec: Ef
         key = tuple(row[model_col] if c == "model" else row.get(c) for c in by)
         return look.get(key, "not judged: no responder row for this model")
 
-    out = []
-    for _, row in df.iterrows():
-        if spec.pair:
-            parts = [(row[c], one(row, c)) for c in spec.pair]
-            bad = [f"{m}: {s.removeprefix('degenerate: ')}" for m, s in parts if s.startswith("degenerate")]
-            unmeasured = [f"{m}: {s.removeprefix(NOT_MEASURABLE).lstrip(': ')}" for m, s in parts
-                          if s.startswith(NOT_MEASURABLE)]
-            if unmeasured:
-                out.append(f"{NOT_MEASURABLE}: " + "; ".join(unmeasured))
-            elif bad:
-                out.append("degenerate: " + "; ".join(bad))
-            elif all(s.startswith("not judged") for _, s in parts):
-                out.append(parts[0][1])
-            else:
-                out.append("informative")
-        else:
-            out.append(one(row, "model"))
+    out = [_combined([(f"{row[c]}: ", one(row, c)) for c in spec.pair]) if spec.pair else one(row, "model")
+           for _, row in df.iterrows()]
     return pd.Series(out, index=df.index, dtype=object)
 
 
