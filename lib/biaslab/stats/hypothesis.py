@@ -314,10 +314,10 @@ def log_bf10_binom_uniform(k: int, n: int) -> float:
     """Natural log of BF10 for H0: π = 0.5 against H1: π ~ Uniform(0, 1) (eq. 9), exactly.
 
     eq. 9: BF10 = ∫_0^1 π^k (1-π)^(n-k) dπ / 0.5^n = B(k+1, n-k+1) · 2^n  (the binomial coefficient, or the
-    order of the X_i, cancels), so log BF10 = log B(k+1, n-k+1) + n log 2 — finite for any n.
+    order of the X_i, cancels), so log BF10 = log B(k+1, n-k+1) + n log 2 — finite for any n
+    (:func:`log_bf10_binom_beta` at a = b = 1).
     """
-    k, n = _check_kn(k, n)
-    return float(special.betaln(k + 1, n - k + 1) + n * math.log(2.0))
+    return log_bf10_binom_beta(k, n)
 
 
 def log_bf10_binom_beta(k: int, n: int, a: float = 1.0, b: float | None = None, effective: bool = False) -> float:
