@@ -343,13 +343,11 @@ def _base(df: pd.DataFrame, spec: Effects, table: str, responders, comparable, n
     bf = (_col(out, bf_c) if bf_c else 10 ** _col(out, spec.log10_bf))
     out["bf_direction"] = bf_direction(bf, _col(out, ("bf10_min",)), _col(out, ("bf10_max",))).to_numpy()
     out["responder_status"] = _attach_status(out, responders, spec).to_numpy()
-    if comparable is None:
-        out["comparable"], out["comparability"] = True, ""
-    elif isinstance(comparable, pd.DataFrame):
+    if isinstance(comparable, pd.DataFrame):
         out["comparable"] = comparable["comparable"].to_numpy()
         out["comparability"] = comparable["comparability"].to_numpy()
-    else:
-        out["comparable"], out["comparability"] = bool(comparable), ""
+    else:                                   # None: every row comparable
+        out["comparable"], out["comparability"] = comparable is None or bool(comparable), ""
     why_undefined = (pd.Series(spec.undefined(out), index=out.index).fillna("").astype(str) if spec.undefined
                      else pd.Series("", index=out.index))
     why_undefined = why_undefined.where(est.notna() | (why_undefined != ""), "estimate not computable")
@@ -650,7 +648,6 @@ def _plan(rows: pd.DataFrame, plan, alpha: float, shares: Mapping, n_families: M
     ``level_for_power`` and ``_status``, "descriptive (…)" for an instance that is not in the graph (its family
     not among the plan's families for the profile, no planning design, or power below 0.8 at its planned level:
     :func:`plan_family`), "" otherwise. A test repeated on several rows is planned once."""
-    from . import power as W
     for c in ("planned_level", "planned_power", "level_for_power", "alpha_family"):
         rows[c] = np.nan
     rows["_status"] = ""
