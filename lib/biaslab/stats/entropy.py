@@ -81,10 +81,9 @@ def tidy_scores(prompts: pd.DataFrame, dist: pd.DataFrame, model: str,
     })
     for c in keep:
         per.insert(1, c, prompts[c].to_numpy())
-    for j in range(MAX_K):
-        per[f"logp_{j + 1}"] = np.where(valid[:, j], L[:, j], np.nan)
-    for j in range(MAX_K):
-        per[f"p_{j + 1}"] = np.where(valid[:, j], P[:, j], np.nan)
+    for name, x in (("logp", L), ("p", P)):
+        for j in range(MAX_K):
+            per[f"{name}_{j + 1}"] = np.where(valid[:, j], x[:, j], np.nan)
     rows = np.nonzero(valid)
     long = pd.DataFrame({
         "prompt_id": per["prompt_id"].to_numpy()[rows[0]], "model": model, "k": k[rows[0]],
