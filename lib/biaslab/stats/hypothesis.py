@@ -902,12 +902,12 @@ def _describe(value: float, printed: float, sig: int) -> str:
     return f"DISAGREES: printed {printed:.{sig - 1}e} vs recomputed {value:.{sig - 1}e} (printed/recomputed = {ratio:.3g})"
 
 
-def check_published_preferences(ref: pd.DataFrame, n_col: str = "n_valid", k_col: str = "k_prefers_more_stereotyped",
-                                ss_col: str = "reported_ss", p_col: str = "reported_ebt_p",
-                                bf_col: str = "reported_bf10") -> pd.DataFrame:
-    """Recompute SS, the exact binomial p-value and BF10 (uniform prior, eq. 9) from published counts (n, k) and set
-    them beside the printed values. SS is compared at the printed 4 decimals (two of a percentage); p and BF10 at 3
-    significant digits. Evidence categories (Table 1) are compared too, since a wrong BF10 can change a conclusion.
+def check_published_preferences(ref: pd.DataFrame) -> pd.DataFrame:
+    """Recompute SS, the exact binomial p-value and BF10 (uniform prior, eq. 9) from published counts and set them
+    beside the printed values (``ref``: n_valid, k_prefers_more_stereotyped, reported_ss, reported_ebt_p,
+    reported_bf10, as :data:`biaslab.benchmarks.crows_pairs.PUBLISHED_COLUMNS`). SS is compared at the printed 4
+    decimals (two of a percentage); p and BF10 at 3 significant digits. Evidence categories (Table 1) are compared
+    too, since a wrong BF10 can change a conclusion.
 
     The paper reports one prior, the uniform Beta(1, 1) of eq. 9, so ``evidence`` and ``reported_evidence`` are Table
     1 at that prior (``bf_prior`` says so): a check of the paper's numbers on the paper's terms. What the counts say
@@ -922,27 +922,28 @@ def check_published_preferences(ref: pd.DataFrame, n_col: str = "n_valid", k_col
     """
     rows = []
     for _, r in ref.iterrows():
-        n, k = int(r[n_col]), int(r[k_col])
+        n, k = int(r["n_valid"]), int(r["k_prefers_more_stereotyped"])
+        ss, p, bf = float(r["reported_ss"]), float(r["reported_ebt_p"]), float(r["reported_bf10"])
         res = preference_test(k=k, n=n)
         ev = res["evidence_default_prior"]
-        ss_ok = math.isclose(round(res["ss"], 4), float(r[ss_col]), abs_tol=1e-9)
-        p_ok = agrees_at_printed_precision(res["binom_p"], float(r[p_col]))
-        bf_ok = agrees_at_printed_precision(res["bf10"], float(r[bf_col]))
-        ev_rep = evidence(float(r[bf_col]))
+        ss_ok = math.isclose(round(res["ss"], 4), ss, abs_tol=1e-9)
+        p_ok = agrees_at_printed_precision(res["binom_p"], p)
+        bf_ok = agrees_at_printed_precision(res["bf10"], bf)
+        ev_rep = evidence(bf)
         notes = []
         if not ss_ok:
-            notes.append(f"SS: printed {100 * r[ss_col]:.2f}% vs recomputed {100 * res['ss']:.2f}%")
+            notes.append(f"SS: printed {100 * ss:.2f}% vs recomputed {100 * res['ss']:.2f}%")
         if not p_ok:
-            notes.append("EBT p " + _describe(res["binom_p"], float(r[p_col]), 3))
+            notes.append("EBT p " + _describe(res["binom_p"], p, 3))
         if not bf_ok:
-            notes.append("BF10 " + _describe(res["bf10"], float(r[bf_col]), 3))
+            notes.append("BF10 " + _describe(res["bf10"], bf, 3))
         if ev_rep != ev:
             notes.append(f"conclusion changes (paper's prior): printed value reads '{ev_rep}', recomputed '{ev}'")
         rows.append({"bias_type": r["bias_type"], "n": n, "k": k,
-                     "ss": res["ss"], "reported_ss": float(r[ss_col]), "ss_ok": ss_ok,
-                     "binom_p": res["binom_p"], "reported_binom_p": float(r[p_col]), "binom_p_ok": p_ok,
-                     "bf10": res["bf10"], "reported_bf10": float(r[bf_col]), "bf10_ok": bf_ok,
-                     "bf10_ratio": float(r[bf_col]) / res["bf10"], "bf_prior": PAPER_PRIOR,
+                     "ss": res["ss"], "reported_ss": ss, "ss_ok": ss_ok,
+                     "binom_p": res["binom_p"], "reported_binom_p": p, "binom_p_ok": p_ok,
+                     "bf10": res["bf10"], "reported_bf10": bf, "bf10_ok": bf_ok,
+                     "bf10_ratio": bf / res["bf10"], "bf_prior": PAPER_PRIOR,
                      "evidence": ev, "reported_evidence": ev_rep, "evidence_ok": ev_rep == ev,
                      "bf10_min_prior_range": res["bf10_min"], "bf10_max_prior_range": res["bf10_max"],
                      "bf_prior_range": res["bf_prior_range"], "evidence_over_prior_range": res["evidence"],
