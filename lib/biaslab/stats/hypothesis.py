@@ -904,10 +904,9 @@ def _describe(value: float, printed: float, sig: int) -> str:
 
 def check_published_preferences(ref: pd.DataFrame) -> pd.DataFrame:
     """Recompute SS, the exact binomial p-value and BF10 (uniform prior, eq. 9) from published counts and set them
-    beside the printed values (``ref``: n_valid, k_prefers_more_stereotyped, reported_ss, reported_ebt_p,
-    reported_bf10, as :data:`biaslab.benchmarks.crows_pairs.PUBLISHED_COLUMNS`). SS is compared at the printed 4
-    decimals (two of a percentage); p and BF10 at 3 significant digits. Evidence categories (Table 1) are compared
-    too, since a wrong BF10 can change a conclusion.
+    beside the printed values (``ref``: :data:`biaslab.benchmarks.crows_pairs.PUBLISHED_COLUMNS`). SS is compared at
+    the printed 4 decimals (two of a percentage); p and BF10 at 3 significant digits. Evidence categories (Table 1)
+    are compared too, since a wrong BF10 can change a conclusion.
 
     The paper reports one prior, the uniform Beta(1, 1) of eq. 9, so ``evidence`` and ``reported_evidence`` are Table
     1 at that prior (``bf_prior`` says so): a check of the paper's numbers on the paper's terms. What the counts say
