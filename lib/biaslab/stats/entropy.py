@@ -202,9 +202,8 @@ def group_preference(long: pd.DataFrame, prompts: pd.DataFrame,
     cluster bootstrap with fewer than 30 scenarios): ``pos_ci_low/high``, ``neg_ci_low/high``, and ``diff_ci_low/high`` for the paired
     difference; the method is in ``ci_method``.
     """
-    from statsmodels.stats.multitest import multipletests
-
     from .intervals import mean_intervals
+    from .multiplicity import adjust
     d = long.merge(prompts[["prompt_id", "scenario_id", "class_type", "polarity"]], on="prompt_id")
     out = []
     for (m, ct, grp), g in d.groupby(["model", "class_type", "group"], sort=False):
@@ -236,11 +235,7 @@ def group_preference(long: pd.DataFrame, prompts: pd.DataFrame,
         res = res.sort_values(["model", "_r"], key=lambda s: s.map({m: i for i, m in enumerate(
             dict.fromkeys(res["model"]))}) if s.name == "model" else s, kind="stable").drop(columns="_r")
         res = res.reset_index(drop=True)
-    res["bh_q"] = np.nan
-    for m, g in res.groupby("model"):
-        ok = g["wilcoxon_p"].notna()
-        if ok.any():
-            res.loc[g.index[ok], "bh_q"] = multipletests(g.loc[ok, "wilcoxon_p"], method="fdr_bh")[1]
+    res["bh_q"] = res.groupby("model")["wilcoxon_p"].transform(lambda p: adjust(p.to_numpy(float), "fdr_bh"))
     return res
 
 
