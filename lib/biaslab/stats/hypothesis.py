@@ -605,7 +605,7 @@ def likelihood_tests(pairs: pd.DataFrame, by: Sequence[str] = ("model", "dataset
             rows.append({**dict(zip(by, keys)), bias_col: bt, "score": sc, "equation": SCORES[sc][0],
                          "lpbs": mean["norm_logprob"], "ppb": mean["perplexity"], **res[sc]})
     out = pd.DataFrame(rows)
-    for c in ("se", "df", "n_eff", "design_effect", "mean_ci_low", "mean_ci_high"):
+    for c in ("se", "df", "n_eff", "design_effect", "mean_ci_low", "mean_ci_high", "hl", "hl_ci_low", "hl_ci_high"):
         out[c] = out[c] if c in out else np.nan
     # beyond the paper: a 95 % t interval of the mean difference (pairs are independent units: CrowS-Pairs' cluster
     # is the pair), and the test to lead with: Wilcoxon for the heavy-tailed perplexity differences (eq. 4), whose
@@ -623,8 +623,6 @@ def likelihood_tests(pairs: pd.DataFrame, by: Sequence[str] = ("model", "dataset
     out.loc[plain, "mean_ci_low"] = (out["mean_d"] - half).where(flat == "")[plain]
     out.loc[plain, "mean_ci_high"] = (out["mean_d"] + half).where(flat == "")[plain]
     lead_w = out["score"].isin(WILCOXON_LED)
-    for c in ("hl", "hl_ci_low", "hl_ci_high"):
-        out[c] = out[c] if c in out else np.nan
     out["estimate"] = np.where(lead_w, out["hl"], out["mean_d"])
     out["estimate_method"] = np.where(lead_w, "Hodges-Lehmann pseudo-median (median of Walsh averages)",
                                       "mean difference")
