@@ -174,11 +174,9 @@ def entropy_breakdown(per_prompt: pd.DataFrame, factors: list[str] | dict[str, l
                 rank = {v: i for i, v in enumerate(levels)}
                 groups.sort(key=lambda t: rank.get(t[0], len(rank)))
             vals = [x.dropna().to_numpy(float) for _, x in groups]
-            if len(vals) > 1 and all(len(v) > 0 for v in vals) and np.ptp(np.concatenate(vals)) > 0:
-                kw = stats.kruskal(*vals)
-                h, p = float(kw.statistic), float(kw.pvalue)
-            else:
-                h, p = np.nan, np.nan
+            testable = len(vals) > 1 and all(len(v) > 0 for v in vals) and np.ptp(np.concatenate(vals)) > 0
+            kw = stats.kruskal(*vals) if testable else None
+            h, p = (float(kw.statistic), float(kw.pvalue)) if kw else (np.nan, np.nan)
             wald = level_test(g, f, cluster)
             for lvl, x in groups:
                 out.append({"model": m, "factor": f, "level": lvl, **_describe(x), **wald, "kruskal_h": h,
@@ -212,11 +210,7 @@ def group_preference(long: pd.DataFrame, prompts: pd.DataFrame,
         neg = g[g.polarity == "negative"].set_index("scenario_id")["p"]
         both = pos.index.intersection(neg.index)
         diff = (pos[both] - neg[both]).to_numpy(float)
-        if len(diff) > 0 and np.any(np.abs(diff) > 1e-12):
-            w = stats.wilcoxon(diff)
-            wp = float(w.pvalue)
-        else:
-            wp = np.nan
+        wp = float(stats.wilcoxon(diff).pvalue) if len(diff) > 0 and np.any(np.abs(diff) > 1e-12) else np.nan
         ci = {}
         for tag, ser in (("pos", pos), ("neg", neg), ("diff", pd.Series(diff, index=both))):
             r = mean_intervals(pd.DataFrame({"v": ser.to_numpy(float), "scenario_id": ser.index}), "v",
