@@ -325,11 +325,10 @@ def log_bf10_binom_beta(k: int, n: int, a: float = 1.0, b: float | None = None, 
     ``log B(k + a, n - k + b) - log B(a, b) + n log 2``; a = b = 1 is eq. 9 (:func:`log_bf10_binom_uniform`).
     Equals ``pingouin.bayesfactor_binom(k, n, p=0.5, a=a, b=b)`` where that does not overflow. ``effective``:
     k and n may be real, the effective counts of a weighted share (π̂_st · n_eff of n_eff)."""
-    if effective:
-        if not (0 <= k <= n):
-            raise ValueError(f"need 0 <= k <= n, got k={k}, n={n}")
-    else:
+    if not effective:
         k, n = _check_kn(k, n)
+    elif not 0 <= k <= n:
+        raise ValueError(f"need 0 <= k <= n, got k={k}, n={n}")
     b = a if b is None else b
     return float(special.betaln(k + a, n - k + b) - special.betaln(a, b) + n * math.log(2.0))
 

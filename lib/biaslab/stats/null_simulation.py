@@ -295,12 +295,9 @@ def share_swap_rule(y: np.ndarray, d: Design, alpha: float = 0.05, seed: int = 0
     ``covers``: the t interval the table shows (:func:`stratified_rule`'s)."""
     from .stratified import _share_terms, share_swap_null
     r = stratified_rule(y, d, alpha, seed)
-    n_h = np.bincount(d.h, minlength=d.W.size)
-    W = d.W
+    h, W, n_h = d.h, d.W, np.bincount(d.h, minlength=d.W.size)
     if np.ptp(W / n_h) <= 1e-12 * np.max(W / n_h):          # a self-weighting sample: the exact binomial test
         h, W, n_h = np.zeros(d.h.size, dtype=int), np.ones(1), np.array([d.h.size])
-    else:
-        h = d.h
     k = _totals(y, h).round().astype(int)                     # (R x H) preferring counts
     obs = np.zeros(y.shape[0])
     for j, t in enumerate(_share_terms(n_h, W)):
