@@ -445,10 +445,8 @@ def evidence_strength(bf10: float) -> str:
     """Strength of evidence per Table 1: 'extreme', 'very strong', 'strong', 'moderate', 'anecdotal' or 'none'
     (BF10 = 1), by x = max(BF10, 1/BF10): > 100, (30, 100], (10, 30], (3, 10], (1, 3]. Table 1 does not say which
     side a boundary belongs to; we put each boundary in the weaker category (BF10 = 10 is moderate). '' for NaN."""
-    if bf10 is None:
-        return ""
-    bf = float(bf10)
-    if math.isnan(bf) or bf <= 0:
+    bf = float("nan") if bf10 is None else float(bf10)
+    if not bf > 0:                                              # NaN, None or not a Bayes factor
         return ""
     x = bf if bf >= 1 else 1.0 / bf
     for lo, word in EVIDENCE_LEVELS:
