@@ -283,9 +283,7 @@ def _attach_status(df: pd.DataFrame, status: pd.DataFrame | str | None, spec: Ef
 
 def _claims(out: pd.DataFrame, table: str, notebook: str | None, context: Mapping | None, plan) -> tuple:
     """Per row: the claim id ("" for none), its family, and the other notebook's claim that decides it ("")."""
-    claim = pd.Series("", index=out.index, dtype=object)
-    family = pd.Series("", index=out.index, dtype=object)
-    elsewhere = pd.Series("", index=out.index, dtype=object)
+    claim, family, elsewhere = (pd.Series("", index=out.index, dtype=object) for _ in range(3))
     if not notebook:
         return claim, family, elsewhere, {}
     found = {}
@@ -312,9 +310,7 @@ def _base(df: pd.DataFrame, spec: Effects, table: str, responders, comparable, n
     out = df.drop(columns=[c for c in VERDICT_COLUMNS if c in df.columns]).copy()
     est = _col(out, spec.estimate)
     p = _col(out, spec.p)
-    ci = interval_columns(out, spec)
-    lo = _col(out, ci[0]) if ci else pd.Series(np.nan, index=out.index)
-    hi = _col(out, ci[1]) if ci else pd.Series(np.nan, index=out.index)
+    lo, hi = (_col(out, c) for c in (interval_columns(out, spec) or (None, None)))      # none: NaN
     null = _null(out, spec.null)
     claim, family, elsewhere, found = _claims(out, table, notebook, context, plan)
     design = pd.Series(None, index=out.index, dtype=object)
