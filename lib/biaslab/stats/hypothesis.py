@@ -225,15 +225,11 @@ def likelihood_test(d: Sequence[float], r: float = SQRT2_2, hodges_lehmann: bool
            "sd_d": (float(d.std(ddof=1)) if np.ptp(d) > 0 else 0.0) if n > 1 else float("nan"),   # constant: 0
            "t": float("nan"), "t_p": float("nan"), "wilcoxon_p": float("nan"), "bf10": float("nan"),
            "bf_prior": f"JZS Cauchy r = {r:.3g}", "bf10_min": float("nan"), "bf10_max": float("nan"),
-           "bf_prior_range": ""}
+           "bf_prior_range": "", "log10_bf10": float("nan")}
     if n >= 2 and np.ptp(d) > 0:
         res = stats.ttest_1samp(d, 0.0)
         out["t"], out["t_p"] = float(res.statistic), float(res.pvalue)
-        lb = jzs_log_bf10(out["t"], n, r)
-        out.update(jzs_prior_range(out["t"], n, r))
-        out["log10_bf10"] = lb / math.log(10.0)
-    else:
-        out["log10_bf10"] = float("nan")
+        out.update(jzs_prior_range(out["t"], n, r), log10_bf10=jzs_log_bf10(out["t"], n, r) / math.log(10.0))
     if n >= 1 and np.any(d != 0):
         out["wilcoxon_p"] = float(stats.wilcoxon(d).pvalue)
     out["evidence"] = evidence_over_range(out["bf10_min"], out["bf10_max"])
