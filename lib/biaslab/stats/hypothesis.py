@@ -419,10 +419,9 @@ def design_preference_test(x, stratum, weight, fpc: bool = False, seed: int = 0)
            "bf10_max": float("nan"), "bf_prior_range": ""}
     ne = st["n_eff"]
     if np.isfinite(pi) and np.isfinite(ne) and ne > 0:
-        rng = beta_prior_range(pi * ne, ne, effective=True)
-        out.update(rng)
-        out["log10_bf10"] = log_bf10_binom_beta(pi * ne, ne, 1.0, effective=True) / math.log(10.0)
-        out["bf_prior"] = f"Beta(1, 1) at the effective counts {pi * ne:.1f} of {ne:.1f} (n/deff)"
+        out.update(beta_prior_range(pi * ne, ne, effective=True),
+                   log10_bf10=log_bf10_binom_beta(pi * ne, ne, 1.0, effective=True) / math.log(10.0),
+                   bf_prior=f"Beta(1, 1) at the effective counts {pi * ne:.1f} of {ne:.1f} (n/deff)")
     out["evidence"] = evidence_over_range(out["bf10_min"], out["bf10_max"])
     out["evidence_default_prior"] = evidence(out["bf10"])
     return out
