@@ -42,7 +42,7 @@ import statsmodels.api as sm
 from scipy import stats
 from scipy.linalg import null_space
 
-from .clustered import FEW_CLUSTERS, clusters_label, contrast_clusters, no_variation
+from .clustered import FEW_CLUSTERS, N_WILD, clusters_label, contrast_clusters, no_variation
 from .coverage import functional_dependencies
 
 try:                                   # small dense problems: one BLAS thread is fastest, and on a busy machine
@@ -250,7 +250,7 @@ def _no_variance(se: np.ndarray, se_naive: np.ndarray) -> np.ndarray:
         return np.isfinite(se) & ((se == 0) | (se * se <= 1e-12 * se_naive * se_naive))
 
 
-def wild_score_p(y: np.ndarray, X: np.ndarray, k: int, groups: np.ndarray, n_boot: int = 9999, seed: int = 0,
+def wild_score_p(y: np.ndarray, X: np.ndarray, k: int, groups: np.ndarray, n_boot: int = N_WILD, seed: int = 0,
                  family: str = "binomial") -> float:
     """Wild cluster restricted score bootstrap p-value of H0: beta_k = 0 in the regression of ``y`` on ``X``
     (Kline & Santos 2012; module docstring), Webb weights (all 6^G vectors when G <= 5). ``family``: "binomial"
