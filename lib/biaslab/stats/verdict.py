@@ -67,6 +67,7 @@ import pandas as pd
 
 from . import multiplicity
 from .clustered import NOT_ESTIMABLE
+from .validity import NOT_MEASURABLE
 
 log = logging.getLogger(__name__)
 
@@ -77,7 +78,6 @@ INTERVAL_ONLY = "none: 95 % interval, not adjusted"
 DECIDED_ELSEWHERE = "none: unadjusted p shown; the decision is another notebook's claim"
 
 DISTINGUISHABLE, NOT_DISTINGUISHABLE = "distinguishable", "not distinguishable"
-NOT_MEASURABLE = "not measurable"
 
 #: the columns this layer writes (in this order, after the table's own columns)
 VERDICT_COLUMNS = ["claim", "family", "family_kind", "family_size", "n_families", "share", "alpha_family", "sesoi",
