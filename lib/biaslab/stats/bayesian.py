@@ -110,11 +110,7 @@ def _sample(formula: str, data: pd.DataFrame, noncentered: bool, kw: dict):
     logging.getLogger("pymc").setLevel(logging.ERROR)
     logging.getLogger("bambi").setLevel(logging.ERROR)
     model = bmb.Model(formula, data, family="binomial", noncentered=noncentered)
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:                      # pragma: no cover
-        import contextlib
-        threadpool_limits = lambda **k: contextlib.nullcontext()   # noqa: E731
+    from .importance import threadpool_limits          # threadpoolctl's, or a no-op without it
     t0 = time.perf_counter()
     with threadpool_limits(limits=1, user_api="blas"):
         idata = model.fit(**kw)

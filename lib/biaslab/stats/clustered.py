@@ -462,10 +462,7 @@ def clopper_pearson(k, n, alpha: float = 0.05) -> tuple[np.ndarray, np.ndarray]:
     with np.errstate(invalid="ignore", divide="ignore"):
         lo = np.where(k <= 0, 0.0, stats.beta.ppf(alpha / 2, np.maximum(k, 1e-12), n - k + 1))
         hi = np.where(k >= n, 1.0, stats.beta.ppf(1 - alpha / 2, k + 1, np.maximum(n - k, 1e-12)))
-    bad = n <= 0
-    lo = np.where(bad, np.nan, lo)
-    hi = np.where(bad, np.nan, hi)
-    return lo, hi
+    return np.where(n <= 0, np.nan, lo), np.where(n <= 0, np.nan, hi)
 
 
 def korn_graubard(k: float, n: float, deff: float, df: float, alpha: float = 0.05) -> tuple[float, float, float]:

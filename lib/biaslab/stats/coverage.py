@@ -17,6 +17,7 @@ one factor. Pure functions over pandas/numpy.
 from __future__ import annotations
 
 import itertools
+import math
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
@@ -103,10 +104,7 @@ def covered_counts(df: pd.DataFrame, factors: Sequence[str], levels: dict | None
     factors = list(factors)
     lv = _declared(df, factors, levels)
     obs = df.groupby(factors, observed=True, dropna=False).size()
-    n_cells = 1
-    for f in factors:
-        n_cells *= len(lv[f])
-    return obs[obs > 0], int(n_cells)
+    return obs[obs > 0], math.prod(len(lv[f]) for f in factors)
 
 
 def coverage_overall(df: pd.DataFrame, factors: Sequence[str], levels: dict | None = None) -> pd.DataFrame:
@@ -188,16 +186,16 @@ def _purity_codes(det: np.ndarray, dep: np.ndarray, k_dep: int) -> float:
 
 
 def functional_dependencies(df: pd.DataFrame, factors: Sequence[str], max_determinant: int = 1,
-                            ignore_constant: bool = True, min_purity: float = 1.0) -> list[Dependency]:
+                            min_purity: float = 1.0) -> list[Dependency]:
     """Factors that are functions of other factors (A -> B when each level of A occurs with one level of B).
 
     Checks single determinants, and pairs when ``max_determinant >= 2`` (only pairs where neither factor alone
-    determines B). Constant factors (one observed level) are trivially functions of anything; they are skipped when
-    ``ignore_constant``. With ``min_purity < 1`` near-functions are reported too: the purity of A -> B is the share
-    of rows whose B is the most common B at their level of A (1 = exact function). A determinant with as many
-    levels as there are rows determines everything and is skipped. Example: in SSQA, ``biased_answer`` is a function
-    of ``template``; ``gender`` is a function of ``template`` and ``prompt_style`` (and of ``template`` alone but
-    for the 37 no-stigma prompts: purity 99.6 %).
+    determines B). Constant factors (one observed level) are trivially functions of anything; they are skipped. With
+    ``min_purity < 1`` near-functions are reported too: the purity of A -> B is the share of rows whose B is the most
+    common B at their level of A (1 = exact function). A determinant with as many levels as there are rows determines
+    everything and is skipped. Example: in SSQA, ``biased_answer`` is a function of ``template``; ``gender`` is a
+    function of ``template`` and ``prompt_style`` (and of ``template`` alone but for the 37 no-stigma prompts:
+    purity 99.6 %).
     """
     factors = list(factors)
     codes, k = {}, {}
@@ -213,7 +211,7 @@ def functional_dependencies(df: pd.DataFrame, factors: Sequence[str], max_determ
         if a in const or a in unique_key:
             continue
         for b in factors:
-            if a == b or (ignore_constant and b in const):
+            if a == b or b in const:
                 continue
             pur = _purity_codes(codes[a], codes[b], k[b])
             if pur >= min_purity:
@@ -227,9 +225,7 @@ def functional_dependencies(df: pd.DataFrame, factors: Sequence[str], max_determ
             if np.unique(det).size == n:
                 continue
             for b in factors:
-                if b in (a1, a2) or (ignore_constant and b in const):
-                    continue
-                if (a1, b) in single or (a2, b) in single:
+                if b in (a1, a2) or b in const or (a1, b) in single or (a2, b) in single:
                     continue
                 if _purity_codes(det, codes[b], k[b]) >= 1.0:
                     found.append(Dependency((a1, a2), b, 1.0))

@@ -81,10 +81,9 @@ def tidy_scores(prompts: pd.DataFrame, dist: pd.DataFrame, model: str,
     })
     for c in keep:
         per.insert(1, c, prompts[c].to_numpy())
-    for j in range(MAX_K):
-        per[f"logp_{j + 1}"] = np.where(valid[:, j], L[:, j], np.nan)
-    for j in range(MAX_K):
-        per[f"p_{j + 1}"] = np.where(valid[:, j], P[:, j], np.nan)
+    for name, x in (("logp", L), ("p", P)):
+        for j in range(MAX_K):
+            per[f"{name}_{j + 1}"] = np.where(valid[:, j], x[:, j], np.nan)
     rows = np.nonzero(valid)
     long = pd.DataFrame({
         "prompt_id": per["prompt_id"].to_numpy()[rows[0]], "model": model, "k": k[rows[0]],
@@ -175,11 +174,9 @@ def entropy_breakdown(per_prompt: pd.DataFrame, factors: list[str] | dict[str, l
                 rank = {v: i for i, v in enumerate(levels)}
                 groups.sort(key=lambda t: rank.get(t[0], len(rank)))
             vals = [x.dropna().to_numpy(float) for _, x in groups]
-            if len(vals) > 1 and all(len(v) > 0 for v in vals) and np.ptp(np.concatenate(vals)) > 0:
-                kw = stats.kruskal(*vals)
-                h, p = float(kw.statistic), float(kw.pvalue)
-            else:
-                h, p = np.nan, np.nan
+            testable = len(vals) > 1 and all(len(v) > 0 for v in vals) and np.ptp(np.concatenate(vals)) > 0
+            kw = stats.kruskal(*vals) if testable else None
+            h, p = (float(kw.statistic), float(kw.pvalue)) if kw else (np.nan, np.nan)
             wald = level_test(g, f, cluster)
             for lvl, x in groups:
                 out.append({"model": m, "factor": f, "level": lvl, **_describe(x), **wald, "kruskal_h": h,
@@ -203,9 +200,8 @@ def group_preference(long: pd.DataFrame, prompts: pd.DataFrame,
     cluster bootstrap with fewer than 30 scenarios): ``pos_ci_low/high``, ``neg_ci_low/high``, and ``diff_ci_low/high`` for the paired
     difference; the method is in ``ci_method``.
     """
-    from statsmodels.stats.multitest import multipletests
-
     from .intervals import mean_intervals
+    from .multiplicity import adjust
     d = long.merge(prompts[["prompt_id", "scenario_id", "class_type", "polarity"]], on="prompt_id")
     out = []
     for (m, ct, grp), g in d.groupby(["model", "class_type", "group"], sort=False):
@@ -214,11 +210,7 @@ def group_preference(long: pd.DataFrame, prompts: pd.DataFrame,
         neg = g[g.polarity == "negative"].set_index("scenario_id")["p"]
         both = pos.index.intersection(neg.index)
         diff = (pos[both] - neg[both]).to_numpy(float)
-        if len(diff) > 0 and np.any(np.abs(diff) > 1e-12):
-            w = stats.wilcoxon(diff)
-            wp = float(w.pvalue)
-        else:
-            wp = np.nan
+        wp = float(stats.wilcoxon(diff).pvalue) if len(diff) > 0 and np.any(np.abs(diff) > 1e-12) else np.nan
         ci = {}
         for tag, ser in (("pos", pos), ("neg", neg), ("diff", pd.Series(diff, index=both))):
             r = mean_intervals(pd.DataFrame({"v": ser.to_numpy(float), "scenario_id": ser.index}), "v",
@@ -237,11 +229,7 @@ def group_preference(long: pd.DataFrame, prompts: pd.DataFrame,
         res = res.sort_values(["model", "_r"], key=lambda s: s.map({m: i for i, m in enumerate(
             dict.fromkeys(res["model"]))}) if s.name == "model" else s, kind="stable").drop(columns="_r")
         res = res.reset_index(drop=True)
-    res["bh_q"] = np.nan
-    for m, g in res.groupby("model"):
-        ok = g["wilcoxon_p"].notna()
-        if ok.any():
-            res.loc[g.index[ok], "bh_q"] = multipletests(g.loc[ok, "wilcoxon_p"], method="fdr_bh")[1]
+    res["bh_q"] = res.groupby("model")["wilcoxon_p"].transform(lambda p: adjust(p.to_numpy(float), "fdr_bh"))
     return res
 
 

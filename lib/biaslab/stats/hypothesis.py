@@ -225,15 +225,11 @@ def likelihood_test(d: Sequence[float], r: float = SQRT2_2, hodges_lehmann: bool
            "sd_d": (float(d.std(ddof=1)) if np.ptp(d) > 0 else 0.0) if n > 1 else float("nan"),   # constant: 0
            "t": float("nan"), "t_p": float("nan"), "wilcoxon_p": float("nan"), "bf10": float("nan"),
            "bf_prior": f"JZS Cauchy r = {r:.3g}", "bf10_min": float("nan"), "bf10_max": float("nan"),
-           "bf_prior_range": ""}
+           "bf_prior_range": "", "log10_bf10": float("nan")}
     if n >= 2 and np.ptp(d) > 0:
         res = stats.ttest_1samp(d, 0.0)
         out["t"], out["t_p"] = float(res.statistic), float(res.pvalue)
-        lb = jzs_log_bf10(out["t"], n, r)
-        out.update(jzs_prior_range(out["t"], n, r))
-        out["log10_bf10"] = lb / math.log(10.0)
-    else:
-        out["log10_bf10"] = float("nan")
+        out.update(jzs_prior_range(out["t"], n, r), log10_bf10=jzs_log_bf10(out["t"], n, r) / math.log(10.0))
     if n >= 1 and np.any(d != 0):
         out["wilcoxon_p"] = float(stats.wilcoxon(d).pvalue)
     out["evidence"] = evidence_over_range(out["bf10_min"], out["bf10_max"])
@@ -314,10 +310,10 @@ def log_bf10_binom_uniform(k: int, n: int) -> float:
     """Natural log of BF10 for H0: π = 0.5 against H1: π ~ Uniform(0, 1) (eq. 9), exactly.
 
     eq. 9: BF10 = ∫_0^1 π^k (1-π)^(n-k) dπ / 0.5^n = B(k+1, n-k+1) · 2^n  (the binomial coefficient, or the
-    order of the X_i, cancels), so log BF10 = log B(k+1, n-k+1) + n log 2 — finite for any n.
+    order of the X_i, cancels), so log BF10 = log B(k+1, n-k+1) + n log 2 — finite for any n
+    (:func:`log_bf10_binom_beta` at a = b = 1).
     """
-    k, n = _check_kn(k, n)
-    return float(special.betaln(k + 1, n - k + 1) + n * math.log(2.0))
+    return log_bf10_binom_beta(k, n)
 
 
 def log_bf10_binom_beta(k: int, n: int, a: float = 1.0, b: float | None = None, effective: bool = False) -> float:
@@ -325,11 +321,10 @@ def log_bf10_binom_beta(k: int, n: int, a: float = 1.0, b: float | None = None, 
     ``log B(k + a, n - k + b) - log B(a, b) + n log 2``; a = b = 1 is eq. 9 (:func:`log_bf10_binom_uniform`).
     Equals ``pingouin.bayesfactor_binom(k, n, p=0.5, a=a, b=b)`` where that does not overflow. ``effective``:
     k and n may be real, the effective counts of a weighted share (π̂_st · n_eff of n_eff)."""
-    if effective:
-        if not (0 <= k <= n):
-            raise ValueError(f"need 0 <= k <= n, got k={k}, n={n}")
-    else:
+    if not effective:
         k, n = _check_kn(k, n)
+    elif not 0 <= k <= n:
+        raise ValueError(f"need 0 <= k <= n, got k={k}, n={n}")
     b = a if b is None else b
     return float(special.betaln(k + a, n - k + b) - special.betaln(a, b) + n * math.log(2.0))
 
@@ -424,10 +419,9 @@ def design_preference_test(x, stratum, weight, fpc: bool = False, seed: int = 0)
            "bf10_max": float("nan"), "bf_prior_range": ""}
     ne = st["n_eff"]
     if np.isfinite(pi) and np.isfinite(ne) and ne > 0:
-        rng = beta_prior_range(pi * ne, ne, effective=True)
-        out.update(rng)
-        out["log10_bf10"] = log_bf10_binom_beta(pi * ne, ne, 1.0, effective=True) / math.log(10.0)
-        out["bf_prior"] = f"Beta(1, 1) at the effective counts {pi * ne:.1f} of {ne:.1f} (n/deff)"
+        out.update(beta_prior_range(pi * ne, ne, effective=True),
+                   log10_bf10=log_bf10_binom_beta(pi * ne, ne, 1.0, effective=True) / math.log(10.0),
+                   bf_prior=f"Beta(1, 1) at the effective counts {pi * ne:.1f} of {ne:.1f} (n/deff)")
     out["evidence"] = evidence_over_range(out["bf10_min"], out["bf10_max"])
     out["evidence_default_prior"] = evidence(out["bf10"])
     return out
@@ -446,10 +440,8 @@ def evidence_strength(bf10: float) -> str:
     """Strength of evidence per Table 1: 'extreme', 'very strong', 'strong', 'moderate', 'anecdotal' or 'none'
     (BF10 = 1), by x = max(BF10, 1/BF10): > 100, (30, 100], (10, 30], (3, 10], (1, 3]. Table 1 does not say which
     side a boundary belongs to; we put each boundary in the weaker category (BF10 = 10 is moderate). '' for NaN."""
-    if bf10 is None:
-        return ""
-    bf = float(bf10)
-    if math.isnan(bf) or bf <= 0:
+    bf = float("nan") if bf10 is None else float(bf10)
+    if not bf > 0:                                              # NaN, None or not a Bayes factor
         return ""
     x = bf if bf >= 1 else 1.0 / bf
     for lo, word in EVIDENCE_LEVELS:
@@ -605,7 +597,7 @@ def likelihood_tests(pairs: pd.DataFrame, by: Sequence[str] = ("model", "dataset
             rows.append({**dict(zip(by, keys)), bias_col: bt, "score": sc, "equation": SCORES[sc][0],
                          "lpbs": mean["norm_logprob"], "ppb": mean["perplexity"], **res[sc]})
     out = pd.DataFrame(rows)
-    for c in ("se", "df", "n_eff", "design_effect", "mean_ci_low", "mean_ci_high"):
+    for c in ("se", "df", "n_eff", "design_effect", "mean_ci_low", "mean_ci_high", "hl", "hl_ci_low", "hl_ci_high"):
         out[c] = out[c] if c in out else np.nan
     # beyond the paper: a 95 % t interval of the mean difference (pairs are independent units: CrowS-Pairs' cluster
     # is the pair), and the test to lead with: Wilcoxon for the heavy-tailed perplexity differences (eq. 4), whose
@@ -623,8 +615,6 @@ def likelihood_tests(pairs: pd.DataFrame, by: Sequence[str] = ("model", "dataset
     out.loc[plain, "mean_ci_low"] = (out["mean_d"] - half).where(flat == "")[plain]
     out.loc[plain, "mean_ci_high"] = (out["mean_d"] + half).where(flat == "")[plain]
     lead_w = out["score"].isin(WILCOXON_LED)
-    for c in ("hl", "hl_ci_low", "hl_ci_high"):
-        out[c] = out[c] if c in out else np.nan
     out["estimate"] = np.where(lead_w, out["hl"], out["mean_d"])
     out["estimate_method"] = np.where(lead_w, "Hodges-Lehmann pseudo-median (median of Walsh averages)",
                                       "mean difference")
@@ -902,12 +892,11 @@ def _describe(value: float, printed: float, sig: int) -> str:
     return f"DISAGREES: printed {printed:.{sig - 1}e} vs recomputed {value:.{sig - 1}e} (printed/recomputed = {ratio:.3g})"
 
 
-def check_published_preferences(ref: pd.DataFrame, n_col: str = "n_valid", k_col: str = "k_prefers_more_stereotyped",
-                                ss_col: str = "reported_ss", p_col: str = "reported_ebt_p",
-                                bf_col: str = "reported_bf10") -> pd.DataFrame:
-    """Recompute SS, the exact binomial p-value and BF10 (uniform prior, eq. 9) from published counts (n, k) and set
-    them beside the printed values. SS is compared at the printed 4 decimals (two of a percentage); p and BF10 at 3
-    significant digits. Evidence categories (Table 1) are compared too, since a wrong BF10 can change a conclusion.
+def check_published_preferences(ref: pd.DataFrame) -> pd.DataFrame:
+    """Recompute SS, the exact binomial p-value and BF10 (uniform prior, eq. 9) from published counts and set them
+    beside the printed values (``ref``: :data:`biaslab.benchmarks.crows_pairs.PUBLISHED_COLUMNS`). SS is compared at
+    the printed 4 decimals (two of a percentage); p and BF10 at 3 significant digits. Evidence categories (Table 1)
+    are compared too, since a wrong BF10 can change a conclusion.
 
     The paper reports one prior, the uniform Beta(1, 1) of eq. 9, so ``evidence`` and ``reported_evidence`` are Table
     1 at that prior (``bf_prior`` says so): a check of the paper's numbers on the paper's terms. What the counts say
@@ -922,27 +911,28 @@ def check_published_preferences(ref: pd.DataFrame, n_col: str = "n_valid", k_col
     """
     rows = []
     for _, r in ref.iterrows():
-        n, k = int(r[n_col]), int(r[k_col])
+        n, k = int(r["n_valid"]), int(r["k_prefers_more_stereotyped"])
+        ss, p, bf = float(r["reported_ss"]), float(r["reported_ebt_p"]), float(r["reported_bf10"])
         res = preference_test(k=k, n=n)
         ev = res["evidence_default_prior"]
-        ss_ok = math.isclose(round(res["ss"], 4), float(r[ss_col]), abs_tol=1e-9)
-        p_ok = agrees_at_printed_precision(res["binom_p"], float(r[p_col]))
-        bf_ok = agrees_at_printed_precision(res["bf10"], float(r[bf_col]))
-        ev_rep = evidence(float(r[bf_col]))
+        ss_ok = math.isclose(round(res["ss"], 4), ss, abs_tol=1e-9)
+        p_ok = agrees_at_printed_precision(res["binom_p"], p)
+        bf_ok = agrees_at_printed_precision(res["bf10"], bf)
+        ev_rep = evidence(bf)
         notes = []
         if not ss_ok:
-            notes.append(f"SS: printed {100 * r[ss_col]:.2f}% vs recomputed {100 * res['ss']:.2f}%")
+            notes.append(f"SS: printed {100 * ss:.2f}% vs recomputed {100 * res['ss']:.2f}%")
         if not p_ok:
-            notes.append("EBT p " + _describe(res["binom_p"], float(r[p_col]), 3))
+            notes.append("EBT p " + _describe(res["binom_p"], p, 3))
         if not bf_ok:
-            notes.append("BF10 " + _describe(res["bf10"], float(r[bf_col]), 3))
+            notes.append("BF10 " + _describe(res["bf10"], bf, 3))
         if ev_rep != ev:
             notes.append(f"conclusion changes (paper's prior): printed value reads '{ev_rep}', recomputed '{ev}'")
         rows.append({"bias_type": r["bias_type"], "n": n, "k": k,
-                     "ss": res["ss"], "reported_ss": float(r[ss_col]), "ss_ok": ss_ok,
-                     "binom_p": res["binom_p"], "reported_binom_p": float(r[p_col]), "binom_p_ok": p_ok,
-                     "bf10": res["bf10"], "reported_bf10": float(r[bf_col]), "bf10_ok": bf_ok,
-                     "bf10_ratio": float(r[bf_col]) / res["bf10"], "bf_prior": PAPER_PRIOR,
+                     "ss": res["ss"], "reported_ss": ss, "ss_ok": ss_ok,
+                     "binom_p": res["binom_p"], "reported_binom_p": p, "binom_p_ok": p_ok,
+                     "bf10": res["bf10"], "reported_bf10": bf, "bf10_ok": bf_ok,
+                     "bf10_ratio": bf / res["bf10"], "bf_prior": PAPER_PRIOR,
                      "evidence": ev, "reported_evidence": ev_rep, "evidence_ok": ev_rep == ev,
                      "bf10_min_prior_range": res["bf10_min"], "bf10_max_prior_range": res["bf10_max"],
                      "bf_prior_range": res["bf_prior_range"], "evidence_over_prior_range": res["evidence"],

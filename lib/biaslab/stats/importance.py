@@ -42,7 +42,7 @@ import statsmodels.api as sm
 from scipy import stats
 from scipy.linalg import null_space
 
-from .clustered import FEW_CLUSTERS, clusters_label, contrast_clusters, no_variation
+from .clustered import FEW_CLUSTERS, N_WILD, clusters_label, contrast_clusters, no_variation
 from .coverage import functional_dependencies
 
 try:                                   # small dense problems: one BLAS thread is fastest, and on a busy machine
@@ -188,16 +188,11 @@ def _logistic_regression(df, factors, references, outcome, alpha, check, cluster
         t["ci_high"] = np.exp(t["coef"] + z * t["se"])
     t["z"] = res.tvalues.to_numpy()
     t["p_value"] = res.pvalues.to_numpy()
-    n_lv, rate_lv = [], []
-    for _, r in t.iterrows():
-        if r["factor"] == "Intercept":
-            n_lv.append(len(df)); rate_lv.append(float(y.mean()))
-        else:
-            m = (df[r["factor"]] == r["level"]).to_numpy()
-            n_lv.append(int(m.sum())); rate_lv.append(float(y[m].mean()))
-    t["n_level"] = n_lv
-    t["rate_level"] = rate_lv
-    t["separated"] = [(rl in (0.0, 1.0)) if f != "Intercept" else False for f, rl in zip(t["factor"], rate_lv)]
+    at = [np.ones(len(df), dtype=bool) if f == "Intercept" else (df[f] == lv).to_numpy()
+          for f, lv in zip(t["factor"], t["level"])]
+    t["n_level"] = [int(m.sum()) for m in at]
+    t["rate_level"] = [float(y[m].mean()) for m in at]
+    t["separated"] = (t["factor"] != "Intercept") & t["rate_level"].isin([0.0, 1.0])
     t.loc[t["se"] > 50, "separated"] = True
     if cluster is not None:
         groups = pd.factorize(df[cluster], sort=True)[0]
@@ -255,7 +250,7 @@ def _no_variance(se: np.ndarray, se_naive: np.ndarray) -> np.ndarray:
         return np.isfinite(se) & ((se == 0) | (se * se <= 1e-12 * se_naive * se_naive))
 
 
-def wild_score_p(y: np.ndarray, X: np.ndarray, k: int, groups: np.ndarray, n_boot: int = 9999, seed: int = 0,
+def wild_score_p(y: np.ndarray, X: np.ndarray, k: int, groups: np.ndarray, n_boot: int = N_WILD, seed: int = 0,
                  family: str = "binomial") -> float:
     """Wild cluster restricted score bootstrap p-value of H0: beta_k = 0 in the regression of ``y`` on ``X``
     (Kline & Santos 2012; module docstring), Webb weights (all 6^G vectors when G <= 5). ``family``: "binomial"

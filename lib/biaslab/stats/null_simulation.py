@@ -30,29 +30,8 @@ Simulators (model-free: the run's own raw data, permuted):
 * :func:`permuted` draws a statistic (CALM's eq.-1 score: its own permutation null) of a data set relabelled within
   its clusters, one draw per replication (``Design.draw``).
 
-Tests (each the vectorised twin of the library function the notebooks call, checked against it in
-tests/test_calibration.py):
-
-* :func:`mean_rule` the one rule of :mod:`biaslab.stats.clustered` (``mean_inference``): CR1 one- or two-way with
-  t(G - 1), or the wild cluster restricted bootstrap-t (Webb weights, the run's 9,999 draws; p at the null, and the
-  interval that inverts it, which contains the null exactly when p > alpha) in a one-way design with fewer than 30
-  clusters;
-* :func:`paired_rule` :func:`biaslab.stats.paired.paired_difference`: the mean rule, with the exact McNemar test as
-  the p-value where every cluster is one unit and the outcome is 0/1;
-* :func:`stratified_rule` :func:`biaslab.stats.stratified.stratified_mean`: the design-based t of a stratified
-  sample's weighted mean (the CrowS-Pairs LPBS claims and notebook 5's share difference);
-* :func:`share_swap_rule` :func:`biaslab.stats.stratified.share_swap_p`: the sentence-swap randomization test of
-  a stratified share (``stereotype-share``), with the t interval's coverage;
-* :func:`swap_rule` the cluster swap randomization test of a statistic (:func:`biaslab.stats.clustered.
-  cluster_swap_p`: notebook 1's deviation-metric difference);
-* :func:`permutation_rule` the one-sided permutation test of the eq.-1 excess (CALM) and its location-shift
-  interval;
-* :func:`sign_flip_rule` the cluster sign-flip randomization test (MBBQ's English ambiguous score, whose per-item
-  terms the answer swap negates);
-* :func:`intercept_rule` the intercept of :func:`biaslab.papers.mbbq.analysis.adjusted_contrasts`'s weighted
-  least squares with HC1 standard errors and t(n - 2) (statsmodels ``WLS(...).fit(cov_type="HC1", use_t=True)``);
-* :func:`rao_scott` :func:`biaslab.stats.clustered.rao_scott_gof` against the uniform null, with the coverage of
-  Cohen's w's noncentral-F interval (it covers w = 0 exactly when p >= alpha).
+Tests: one per entry of :data:`TESTS`, each the vectorised twin of the library function the notebooks call (its
+docstring names it), checked against it in tests/test_calibration.py.
 
 A randomization test with ``B`` random draws (:func:`swap_rule` beyond 2^G > 99,999 swaps, :func:`permutation_rule`)
 is simulated with its own randomness: a replication's p is ``(1 + Bin(B, q)) / (B + 1)``, q the share of an
@@ -316,12 +295,9 @@ def share_swap_rule(y: np.ndarray, d: Design, alpha: float = 0.05, seed: int = 0
     ``covers``: the t interval the table shows (:func:`stratified_rule`'s)."""
     from .stratified import _share_terms, share_swap_null
     r = stratified_rule(y, d, alpha, seed)
-    n_h = np.bincount(d.h, minlength=d.W.size)
-    W = d.W
+    h, W, n_h = d.h, d.W, np.bincount(d.h, minlength=d.W.size)
     if np.ptp(W / n_h) <= 1e-12 * np.max(W / n_h):          # a self-weighting sample: the exact binomial test
         h, W, n_h = np.zeros(d.h.size, dtype=int), np.ones(1), np.array([d.h.size])
-    else:
-        h = d.h
     k = _totals(y, h).round().astype(int)                     # (R x H) preferring counts
     obs = np.zeros(y.shape[0])
     for j, t in enumerate(_share_terms(n_h, W)):
@@ -412,7 +388,8 @@ def intercept_rule(yx: np.ndarray, d: Design, alpha: float = 0.05, seed: int = 0
     """The intercept ``b0`` of the weighted least-squares fit ``y = b0 + b1 x`` (weights ``d.weights``) for every
     replication of (R x n x 2) responses and covariates, HC1 sandwich variance of the whitened fit (MacKinnon &
     White 1985: ``n / (n - 2) (A^-1 M A^-1)_00``, ``A = sum w [1 x; x x^2]``, ``M = sum w^2 e^2 [1 x; x x^2]``),
-    t(n - 2) test of ``b0 = d.null`` and its interval."""
+    t(n - 2) test of ``b0 = d.null`` and its interval: :func:`biaslab.papers.mbbq.analysis.adjusted_contrasts`'s
+    statsmodels ``WLS(...).fit(cov_type="HC1", use_t=True)``."""
     y, x, w = yx[..., 0], yx[..., 1], np.asarray(d.weights, dtype=float)
     n = y.shape[1]
     s0, s1, s2 = w.sum(), x @ w, (x * x) @ w

@@ -109,15 +109,14 @@ def paired_difference(df: pd.DataFrame, outcome: str, a: str, b: str, cluster: s
     is a stratified sample (``stratum``, ``weight`` columns) whose population is the estimand:
     :func:`stratified_paired_difference`, with the exact test of the sampled units (unweighted) kept as
     ``p_naive``."""
+    if binary is None:
+        binary = set(pd.unique(df[outcome].dropna())) <= {0, 1, True, False}
+    wide = _paired_frame(df, outcome, model, a, b, unit)
     if stratified:
         res = stratified_paired_difference(df, outcome, a, b, model=model, unit=unit, alpha=alpha)
-        wide = _paired_frame(df, outcome, model, a, b, unit)
-        if binary is None:
-            binary = set(pd.unique(df[outcome].dropna())) <= {0, 1, True, False}
         exact = mcnemar_exact(wide[a], wide[b]) if binary else wilcoxon_paired((wide[a] - wide[b]).to_numpy(float))
         return {**res, "p_naive": exact["p_value"],
                 "test_naive": exact["test"] + " (the sampled units, unweighted)"}
-    wide = _paired_frame(df, outcome, model, a, b, unit)
     out = {"model_a": a, "model_b": b, "n_pairs": len(wide)}
     if wide.empty:
         return {**out, "difference": np.nan, "ci_method": "no prompt answered by both models"}
@@ -126,8 +125,6 @@ def paired_difference(df: pd.DataFrame, outcome: str, a: str, b: str, cluster: s
     d = (wide[a] - wide[b]).to_numpy(dtype=float)
     kw = {"n_boot": n_boot} if n_boot else {}
     r = mean_inference(d, labels, null=0.0, alpha=alpha, seed=seed, name=cluster_name(cluster) if cluster else "", **kw)
-    if binary is None:
-        binary = set(pd.unique(df[outcome].dropna())) <= {0, 1, True, False}
     exact = mcnemar_exact(wide[a], wide[b]) if binary else wilcoxon_paired(d)
     clustered = bool(labels is not None and r["n_clusters"] < len(d))     # some cluster holds several prompts
     test = ({"test": r["p_method"], "statistic": r["statistic"], "p_value": r["p_value"]} if clustered else exact)

@@ -213,10 +213,9 @@ def subgroup_contrast_mdes(df: pd.DataFrame, outcome: str, factor: str, cluster,
 
 def required_n_proportion(p1: float, p0: float = 0.5, alpha: float = ALPHA, power: float = POWER,
                           deff: float = 1.0) -> int:
-    """Units a one-sample test of p0 needs to detect a true rate p1 (``n_independent * deff``, rounded up)."""
-    h = abs(proportion_effectsize(p1, p0))
-    n = _scalar(NormalIndPower().solve_power(effect_size=h, nobs1=None, alpha=alpha, power=power, ratio=0))
-    return int(math.ceil(n * max(deff, 1.0)))
+    """Units a one-sample test of p0 needs to detect a true rate p1 (``n_independent * deff``, rounded up):
+    :func:`required_n_two_proportions` with ``ratio = 0``, statsmodels' one-sample case."""
+    return required_n_two_proportions(p1, p0, alpha, power, deff, ratio=0)
 
 
 def required_n_two_proportions(p1: float, p2: float, alpha: float = ALPHA, power: float = POWER,

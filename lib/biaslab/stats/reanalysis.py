@@ -21,11 +21,12 @@ smallest number of invalid answers that, counted the other way, would change the
 from __future__ import annotations
 
 from dataclasses import dataclass
-
 from typing import Callable, Mapping
 
 import numpy as np
 import pandas as pd
+
+from .verdict import DISTINGUISHABLE, NOT_DISTINGUISHABLE, budget_decisions
 
 
 COLUMNS = ["claim", "family", "instance", "analysis", "intercurrent_event", "description", "estimate", "ci_low",
@@ -34,11 +35,11 @@ COLUMNS = ["claim", "family", "instance", "analysis", "intercurrent_event", "des
 #: family, Holm at alpha), the level its test needs for 80 % power for its SESOI (absent: 0) and the primary's
 #: verdict in its table (``table_verdict``: whether the instance is in the graph, and what a row without a p says)
 BUDGET = ["n_families", "share", "level_for_power", "table_verdict"]
-TESTED = ("distinguishable", "not distinguishable")
+TESTED = (DISTINGUISHABLE, NOT_DISTINGUISHABLE)
 #: the verdicts of the graph's other instances: their p enters the family (not rejected, level not passed on)
 IN_GRAPH = ("not reached (", "not decided (")
 PRIMARY = "primary"
-DISTINGUISHABLE, NOT_DISTINGUISHABLE, NOT_TESTED = "distinguishable", "not distinguishable", "not tested"
+NOT_TESTED = "not tested"
 
 
 def in_graph(verdict) -> bool:
@@ -119,7 +120,6 @@ def decide(table: pd.DataFrame, alpha: float = 0.05, *, plan=None,
     of an instance whose primary is not in the graph takes the primary's verdict (its ``table_verdict``, e.g.
     "descriptive (…)"; "not tested" without one); another row without a p is "not tested". ``context``: primary rows of the same families that are not
     returned (a family spanning several runs' tables). Rows are never dropped."""
-    from .verdict import budget_decisions
     _validate(table, context)
     alpha = plan.alpha if plan is not None else alpha
     n_out = len(table)

@@ -42,6 +42,13 @@ def _thresholds_text(th: dict, reads: str) -> str:
     return ", ".join(f"{k}={th[k]}" for k in APPLIES[reads])
 
 
+def _judged(reasons: list[str], n: int, th: dict) -> tuple[bool, str]:
+    """``degenerate`` and ``reasons`` of a group: not judged below ``min_n`` responses (saying what it would be)."""
+    if reasons and n < th["min_n"]:
+        return False, f"not judged: n = {n} < {th['min_n']} (would be: " + "; ".join(reasons) + ")"
+    return bool(reasons), "; ".join(reasons)
+
+
 def responder_check(df: pd.DataFrame, answer: str = "answer", by: Sequence[str] | str = "model",
                     n_options: int | None = None, label_mass: str | None = None,
                     thresholds: dict | None = None) -> pd.DataFrame:
@@ -73,14 +80,10 @@ def responder_check(df: pd.DataFrame, answer: str = "answer", by: Sequence[str] 
             reasons.append(f"answer entropy {ent:.2f} <= {th['answer_entropy_min']:.2f}")
         if unparse > th["unparseable_share_max"]:
             reasons.append(f"{unparse:.0%} unparseable (> {th['unparseable_share_max']:.0%})")
-        if reasons and n < th["min_n"]:
-            reasons = [f"not judged: n = {n} < {th['min_n']} (would be: " + "; ".join(reasons) + ")"]
-            judged = False
-        else:
-            judged = bool(reasons)
+        judged, why = _judged(reasons, n, th)
         rows.append({**dict(zip(by, key)), "n": n, "n_parsed": n_ok, "modal_answer": modal,
                      "modal_share": modal_share, "answer_entropy": ent, "unparseable_share": unparse,
-                     "label_mass": mass, "degenerate": judged, "reasons": "; ".join(reasons), "reads": ANSWER,
+                     "label_mass": mass, "degenerate": judged, "reasons": why, "reads": ANSWER,
                      "thresholds": _thresholds_text(th, ANSWER)})
     return pd.DataFrame(rows)
 
@@ -115,18 +118,14 @@ def probability_check(df: pd.DataFrame, probs: Sequence[str], label_mass: str = 
             reasons.append(f"entropy of the mean distribution over slots {ent:.2f} <= "
                            f"{th['distribution_entropy_min']:.2f}")
         n = len(part)
-        if reasons and n < th["min_n"]:
-            reasons = [f"not judged: n = {n} < {th['min_n']} (would be: " + "; ".join(reasons) + ")"]
-            judged = False
-        else:
-            judged = bool(reasons)
+        judged, why = _judged(reasons, n, th)
         names = [c for c, o in zip(probs, offered) if o]
         top = int(np.argmax(mean_p)) if len(mean_p) else None
         rows.append({**dict(zip(by, key)), "n": n, "label_mass": mass,
                      "mean_distribution": "; ".join(f"{c}: {v:.3f}" for c, v in zip(names, mean_p)),
                      "distribution_entropy": ent, "top_slot": names[top] if top is not None else None,
                      "top_slot_mean_p": float(mean_p[top]) if top is not None else np.nan,
-                     "degenerate": judged, "reasons": "; ".join(reasons), "reads": PROBABILITIES,
+                     "degenerate": judged, "reasons": why, "reads": PROBABILITIES,
                      "thresholds": _thresholds_text(th, PROBABILITIES)})
     return pd.DataFrame(rows)
 

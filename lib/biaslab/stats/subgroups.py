@@ -89,24 +89,22 @@ def _clustered_ld(y: np.ndarray, groups: dict, labels, correction: float, alpha:
     ``groups``: subgroup key -> row positions."""
     from .clustered import contrast_clusters, cr1_variance, t_quantile
     n = y.size
-    out = {"se_cluster": [], "n_clusters": [], "df": []}
+    rows = []                                           # (se_cluster, n_clusters, df) per subgroup
     for idx in groups.values():
         inside = np.zeros(n, dtype=bool)
         inside[idx] = True
         ng, nr = int(inside.sum()), int(n - inside.sum())
         if ng == 0 or nr == 0:
-            out["se_cluster"].append(np.nan), out["n_clusters"].append(np.nan), out["df"].append(np.nan)
+            rows.append((np.nan, np.nan, np.nan))
             continue
         a, c = y[inside].sum(), y[~inside].sum()
         pg, pr = (a + correction) / (ng + 2 * correction), (c + correction) / (nr + 2 * correction)
         psi = np.where(inside, (y - a / ng) / (ng * pg * (1 - pg)), -(y - c / nr) / (nr * pr * (1 - pr)))
         v, g = cr1_variance(psi, labels)
         g = min(g, contrast_clusters(inside, labels))
-        out["se_cluster"].append(float(np.sqrt(v)) if np.isfinite(v) else np.nan)
-        out["n_clusters"].append(g)
-        out["df"].append(g - 1)
-    q = np.array([t_quantile(d, 1 - alpha / 2) if d == d and d >= 1 else np.nan for d in out["df"]])
-    out["q"] = q
+        rows.append((float(np.sqrt(v)) if np.isfinite(v) else np.nan, g, g - 1))
+    out = dict(zip(("se_cluster", "n_clusters", "df"), map(list, zip(*rows))))
+    out["q"] = np.array([t_quantile(d, 1 - alpha / 2) if d == d and d >= 1 else np.nan for d in out["df"]])
     return out
 
 

@@ -164,18 +164,15 @@ def position(df: pd.DataFrame) -> dict:
     independent: reported, not judged), the largest excess of a position's share over its uniform share, and the
     number of orders asked per item (judged only where it is 1)."""
     pos = _wide(df, "pos_")
-    pos = pos[:, ~np.isnan(pos).all(axis=0)] if pos is not None else None     # the orders this table asked
-    if pos is None or not pos.shape[1]:
-        return {"n_orders": 0, "position_shares": "", "position_p": np.nan, "position_excess": np.nan}
+    pos = pos[:, ~np.isnan(pos).all(axis=0)] if pos is not None else np.zeros((len(df), 0))   # the orders asked
     k = n_options(df)
-    kmax = int(k.max()) if len(k) else 0
-    p = pos.ravel()
-    kk = np.repeat(k, pos.shape[1])
+    p, kk = pos.ravel(), np.repeat(k, pos.shape[1])
     ok = ~np.isnan(p) & (p >= 0)
-    obs = np.bincount(p[ok].astype(int), minlength=kmax)[:kmax].astype(float)
-    exp = np.array([(1.0 / kk[ok][kk[ok] > j]).sum() for j in range(kmax)])
     if not ok.any():
         return {"n_orders": pos.shape[1], "position_shares": "", "position_p": np.nan, "position_excess": np.nan}
+    kmax = int(k.max())
+    obs = np.bincount(p[ok].astype(int), minlength=kmax)[:kmax].astype(float)
+    exp = np.array([(1.0 / kk[ok][kk[ok] > j]).sum() for j in range(kmax)])
     share, uni = obs / obs.sum(), exp / exp.sum()
     pval = float(sps.chisquare(obs, exp * obs.sum() / exp.sum()).pvalue) if kmax > 1 else np.nan
     return {"n_orders": pos.shape[1], "position_shares": "; ".join(f"{x:.3f}" for x in share), "position_p": pval,

@@ -67,6 +67,7 @@ import pandas as pd
 
 from . import multiplicity
 from .clustered import NOT_ESTIMABLE
+from .validity import NOT_MEASURABLE
 
 log = logging.getLogger(__name__)
 
@@ -77,7 +78,6 @@ INTERVAL_ONLY = "none: 95 % interval, not adjusted"
 DECIDED_ELSEWHERE = "none: unadjusted p shown; the decision is another notebook's claim"
 
 DISTINGUISHABLE, NOT_DISTINGUISHABLE = "distinguishable", "not distinguishable"
-NOT_MEASURABLE = "not measurable"
 
 #: the columns this layer writes (in this order, after the table's own columns)
 VERDICT_COLUMNS = ["claim", "family", "family_kind", "family_size", "n_families", "share", "alpha_family", "sesoi",
@@ -222,26 +222,35 @@ def responder_status(check: pd.DataFrame | None, by: Sequence[str] = ("model",))
     rows = []
     for key, part in check.groupby(by, sort=False, dropna=False):
         key = key if isinstance(key, tuple) else (key,)
-        texts = [_status_text(r) for r in part.to_dict("records")]
         extra = [c for c in part.columns if c not in by and c in ("k", "cot", "dataset", "task")]
-        bad = [(t, r) for t, r in zip(texts, part.to_dict("records")) if t.startswith("degenerate")]
         # the language an instrument was judged in alone (MBBQ's) is named where the rows' languages differ
         lang = "language" not in by and "language" in part and part["language"].nunique() > 1
-        unmeasured = [(f"language = {r['language']}: " if lang and pd.notna(r["language"]) else "")
-                      + t.removeprefix(NOT_MEASURABLE).lstrip(": ")
-                      for t, r in zip(texts, part.to_dict("records")) if t.startswith(NOT_MEASURABLE)]
-        if unmeasured:
-            status = f"{NOT_MEASURABLE}: " + "; ".join(unmeasured)
-        elif bad:
-            status = "degenerate: " + "; ".join(
-                (", ".join(f"{c} = {r[c]}" for c in extra) + ": " if extra and len(part) > 1 else "")
-                + t.removeprefix("degenerate: ").removeprefix("degenerate") for t, r in bad)
-        elif texts and all(t.startswith("not judged") for t in texts):
-            status = texts[0]
-        else:
-            status = "informative"
-        rows.append({**dict(zip(by, key)), "responder_status": status.rstrip(": ")})
+        parts = []
+        for r in part.to_dict("records"):
+            t = _status_text(r)
+            if t.startswith(NOT_MEASURABLE):
+                who = f"language = {r['language']}: " if lang and pd.notna(r["language"]) else ""
+            else:
+                who = ", ".join(f"{c} = {r[c]}" for c in extra) + ": " if extra and len(part) > 1 else ""
+            parts.append((who, t))
+        rows.append({**dict(zip(by, key)), "responder_status": _combined(parts).rstrip(": ")})
     return pd.DataFrame(rows)
+
+
+def _combined(parts: list[tuple[str, str]]) -> str:
+    """Several responder statuses as one, each ``(prefix naming whose it is, status)``: "not measurable" when any
+    is, else "degenerate" when any is (naming which), the first "not judged" when all are, else "informative"."""
+    unmeasured = [who + s.removeprefix(NOT_MEASURABLE).lstrip(": ") for who, s in parts
+                  if s.startswith(NOT_MEASURABLE)]
+    bad = [who + s.removeprefix("degenerate: ").removeprefix("degenerate") for who, s in parts
+           if s.startswith("degenerate")]
+    if unmeasured:
+        return f"{NOT_MEASURABLE}: " + "; ".join(unmeasured)
+    if bad:
+        return "degenerate: " + "; ".join(bad)
+    if parts and all(s.startswith("not judged") for _, s in parts):
+        return parts[0][1]
+    return "informative"
 
 
 def metric_status(check: pd.DataFrame | None, metric: str, by: Sequence[str] = ("model",)) -> pd.DataFrame:
@@ -267,31 +276,14 @@ def _attach_status(df: pd.DataFrame, status: pd.DataFrame | str | None, spec: Ef
         key = tuple(row[model_col] if c == "model" else row.get(c) for c in by)
         return look.get(key, "not judged: no responder row for this model")
 
-    out = []
-    for _, row in df.iterrows():
-        if spec.pair:
-            parts = [(row[c], one(row, c)) for c in spec.pair]
-            bad = [f"{m}: {s.removeprefix('degenerate: ')}" for m, s in parts if s.startswith("degenerate")]
-            unmeasured = [f"{m}: {s.removeprefix(NOT_MEASURABLE).lstrip(': ')}" for m, s in parts
-                          if s.startswith(NOT_MEASURABLE)]
-            if unmeasured:
-                out.append(f"{NOT_MEASURABLE}: " + "; ".join(unmeasured))
-            elif bad:
-                out.append("degenerate: " + "; ".join(bad))
-            elif all(s.startswith("not judged") for _, s in parts):
-                out.append(parts[0][1])
-            else:
-                out.append("informative")
-        else:
-            out.append(one(row, "model"))
+    out = [_combined([(f"{row[c]}: ", one(row, c)) for c in spec.pair]) if spec.pair else one(row, "model")
+           for _, row in df.iterrows()]
     return pd.Series(out, index=df.index, dtype=object)
 
 
 def _claims(out: pd.DataFrame, table: str, notebook: str | None, context: Mapping | None, plan) -> tuple:
     """Per row: the claim id ("" for none), its family, and the other notebook's claim that decides it ("")."""
-    claim = pd.Series("", index=out.index, dtype=object)
-    family = pd.Series("", index=out.index, dtype=object)
-    elsewhere = pd.Series("", index=out.index, dtype=object)
+    claim, family, elsewhere = (pd.Series("", index=out.index, dtype=object) for _ in range(3))
     if not notebook:
         return claim, family, elsewhere, {}
     found = {}
@@ -318,9 +310,7 @@ def _base(df: pd.DataFrame, spec: Effects, table: str, responders, comparable, n
     out = df.drop(columns=[c for c in VERDICT_COLUMNS if c in df.columns]).copy()
     est = _col(out, spec.estimate)
     p = _col(out, spec.p)
-    ci = interval_columns(out, spec)
-    lo = _col(out, ci[0]) if ci else pd.Series(np.nan, index=out.index)
-    hi = _col(out, ci[1]) if ci else pd.Series(np.nan, index=out.index)
+    lo, hi = (_col(out, c) for c in (interval_columns(out, spec) or (None, None)))      # none: NaN
     null = _null(out, spec.null)
     claim, family, elsewhere, found = _claims(out, table, notebook, context, plan)
     design = pd.Series(None, index=out.index, dtype=object)
@@ -349,13 +339,11 @@ def _base(df: pd.DataFrame, spec: Effects, table: str, responders, comparable, n
     bf = (_col(out, bf_c) if bf_c else 10 ** _col(out, spec.log10_bf))
     out["bf_direction"] = bf_direction(bf, _col(out, ("bf10_min",)), _col(out, ("bf10_max",))).to_numpy()
     out["responder_status"] = _attach_status(out, responders, spec).to_numpy()
-    if comparable is None:
-        out["comparable"], out["comparability"] = True, ""
-    elif isinstance(comparable, pd.DataFrame):
+    if isinstance(comparable, pd.DataFrame):
         out["comparable"] = comparable["comparable"].to_numpy()
         out["comparability"] = comparable["comparability"].to_numpy()
-    else:
-        out["comparable"], out["comparability"] = bool(comparable), ""
+    else:                                   # None: every row comparable
+        out["comparable"], out["comparability"] = comparable is None or bool(comparable), ""
     why_undefined = (pd.Series(spec.undefined(out), index=out.index).fillna("").astype(str) if spec.undefined
                      else pd.Series("", index=out.index))
     why_undefined = why_undefined.where(est.notna() | (why_undefined != ""), "estimate not computable")
@@ -656,7 +644,6 @@ def _plan(rows: pd.DataFrame, plan, alpha: float, shares: Mapping, n_families: M
     ``level_for_power`` and ``_status``, "descriptive (…)" for an instance that is not in the graph (its family
     not among the plan's families for the profile, no planning design, or power below 0.8 at its planned level:
     :func:`plan_family`), "" otherwise. A test repeated on several rows is planned once."""
-    from . import power as W
     for c in ("planned_level", "planned_power", "level_for_power", "alpha_family"):
         rows[c] = np.nan
     rows["_status"] = ""
