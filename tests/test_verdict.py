@@ -162,6 +162,10 @@ def test_pair_tables_name_the_degenerate_model():
                            "responder_status": ["informative", "degenerate: one answer", "informative"]})
     d = dec(t, V.Effects(estimate="difference", null=0.0, pair=("model_a", "model_b")), "p", status)
     assert d["verdict"].tolist() == ["not tested (degenerate responder: b: one answer)", "exploratory"]
+    # a status without its reasons still names the model and the word
+    status.loc[1, "responder_status"] = "degenerate"
+    d = dec(t, V.Effects(estimate="difference", null=0.0, pair=("model_a", "model_b")), "p", status)
+    assert d["verdict"].iloc[0] == "not tested (degenerate responder: b: degenerate)"
 
 
 # ----------------------------------------------------------------------------- responders, per metric

@@ -242,8 +242,9 @@ def _combined(parts: list[tuple[str, str]]) -> str:
     is, else "degenerate" when any is (naming which), the first "not judged" when all are, else "informative"."""
     unmeasured = [who + s.removeprefix(NOT_MEASURABLE).lstrip(": ") for who, s in parts
                   if s.startswith(NOT_MEASURABLE)]
-    bad = [who + s.removeprefix("degenerate: ").removeprefix("degenerate") for who, s in parts
-           if s.startswith("degenerate")]
+    # a bare "degenerate" keeps its word where a prefix names whose it is ("A: degenerate")
+    bad = [who + (s.removeprefix("degenerate: ").removeprefix("degenerate") or who and "degenerate")
+           for who, s in parts if s.startswith("degenerate")]
     if unmeasured:
         return f"{NOT_MEASURABLE}: " + "; ".join(unmeasured)
     if bad:
