@@ -39,16 +39,25 @@ def _rel(path: Path, root: Path) -> str:
     return _e(path.relative_to(root).as_posix())
 
 
+def read_manifest(folder: Path) -> dict:
+    """The run's ``MANIFEST.json`` (else its ``MANIFEST.failed.json``; {} where it has neither)."""
+    for name in ("MANIFEST.json", "MANIFEST.failed.json"):
+        p = Path(folder) / name
+        if p.exists():
+            try:
+                return json.loads(p.read_text())
+            except (OSError, json.JSONDecodeError):
+                return {"status": f"unreadable {name}"}
+    return {}
+
+
 def manifests(outputs_dir: Path) -> list[tuple[Path, dict]]:
     """(folder, manifest) for every run under ``outputs_dir`` (``<notebook>/`` or ``<notebook>/<variant>/``)."""
     found = []
     for f in sorted(outputs_dir.glob("*/MANIFEST.json")) + sorted(outputs_dir.glob("*/*/MANIFEST.json")):
         if any(part.startswith(".") for part in f.relative_to(outputs_dir).parts):
             continue        # a runner's staging folder (.<name>.staging-<id>/), not a published run
-        try:
-            found.append((f.parent, json.loads(f.read_text())))
-        except (OSError, json.JSONDecodeError):
-            found.append((f.parent, {"status": "unreadable MANIFEST.json"}))
+        found.append((f.parent, read_manifest(f.parent)))
     return sorted(found, key=lambda x: x[0].as_posix())
 
 
