@@ -75,8 +75,7 @@ def significant(x: float, digits: int = 3) -> str:
 def column_decimals(values) -> int | None:
     """The decimals of a column's one fixed format (3 significant digits of its largest magnitude), or None for
     scientific notation (the largest needs it, or the smallest non-zero value would show as 0)."""
-    v = np.abs(np.asarray([x for x in values if isinstance(x, (int, float, np.number)) and not isinstance(x, bool)],
-                          dtype=float))
+    v = np.abs(np.asarray([x for x in values if _is_number(x)], dtype=float))
     v = v[np.isfinite(v) & (v > 0)]
     if not len(v):
         return 0
@@ -89,10 +88,8 @@ def column_decimals(values) -> int | None:
 
 def fixed(x: float, decimals: int | None) -> str:
     """``x`` in a column's format (:func:`column_decimals`): ``decimals`` fixed decimals, or scientific (None)."""
-    if x == 0:
-        return "0"
-    if math.isinf(x):
-        return "∞" if x > 0 else "−∞"
+    if x == 0 or math.isinf(x):
+        return significant(x)
     return f"{x:.2e}" if decimals is None else f"{x:.{decimals}f}"
 
 
@@ -171,7 +168,7 @@ def formatted(df: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     labels = df.attrs.get("labels") if isinstance(df.attrs.get("labels"), dict) else None
     df = _flat(df)
     df = df.apply(_numbers_of_objects)
-    text, numeric, kinds, decimals = {}, {}, {}, {}
+    kinds, decimals = {}, {}
 
     def shown(i):                          # a column's values as shown (a share in %)
         return (100 if kinds[i] == "share" else 1) * df.iloc[:, i].astype(float).to_numpy()
@@ -192,19 +189,14 @@ def formatted(df: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
             d = column_decimals(np.concatenate([shown(j) for j in group]))
             decimals.update({j: d for j in group})
         group = []
-    for i in range(df.shape[1]):
-        s = df.iloc[:, i]
-        text[i] = [format_value(v, kinds[i], decimals.get(i, False)) for v in s]
-        numeric[i] = [kinds[i] != "other"] * len(s)
     cols, seen = [], {}
     for c in (column_label(c, labels) for c in df.columns):           # Styler needs unique column names
         seen[c] = seen.get(c, 0) + 1
         cols.append(c if seen[c] == 1 else f"{c} ({seen[c]})")
-    t = pd.DataFrame(text, index=range(len(df)))
-    t.columns = cols
-    num = pd.DataFrame(numeric, index=range(len(df)))
-    num.columns = cols
-    return t, num
+    text = {i: [format_value(v, kinds[i], decimals.get(i, False)) for v in df.iloc[:, i]] for i in kinds}
+    numeric = {i: [kinds[i] != "other"] * len(df) for i in kinds}
+    return (pd.DataFrame(text, index=range(len(df))).set_axis(cols, axis=1),
+            pd.DataFrame(numeric, index=range(len(df))).set_axis(cols, axis=1))
 
 
 def _min_width(words) -> int:
