@@ -50,10 +50,7 @@ def bf_by_bias_type(tests: pd.DataFrame, line_by: Sequence[str] = ("model", "dat
     Values beyond ``ylim`` are drawn at the edge as triangles and annotated with their exponent, so an extreme Bayes
     factor neither disappears nor squashes the rest.
     """
-    if ax is None:
-        fig, ax = plt.subplots(figsize=(10, 4.8))
-    else:
-        fig = ax.figure
+    fig, ax = plt.subplots(figsize=(10, 4.8)) if ax is None else (ax.figure, ax)
     order = bias_order(tests[bias_col], overall=overall)
     lo, hi = ylim
     for blo, bhi, label, colour in EVIDENCE_BANDS:

@@ -10,9 +10,11 @@ import pandas as pd
 from .labels import interval_label, legend_below
 
 
-def _colors(models):
+def _models(table: pd.DataFrame) -> tuple[list, dict]:
+    """The table's models in their order, and a tab10 colour for each."""
+    models = list(dict.fromkeys(table["model"]))
     cmap = plt.get_cmap("tab10")
-    return {m: cmap(i) for i, m in enumerate(models)}
+    return models, {m: cmap(i) for i, m in enumerate(models)}
 
 
 def entropy_distributions(per_prompt: pd.DataFrame, paper_means: dict[str, float] | None = None,
@@ -20,11 +22,10 @@ def entropy_distributions(per_prompt: pd.DataFrame, paper_means: dict[str, float
     """The paper's Figs. 3-6 as one comparative figure: per model a histogram of the per-prompt normalized entropy
     (shared axes, mean and median marked), plus a panel comparing the mean entropies with those the paper reports
     for its four models."""
-    models = list(dict.fromkeys(per_prompt["model"]))
+    models, col = _models(per_prompt)
     n = len(models) + (1 if paper_means else 0)
     fig, axes = plt.subplots(1, n, figsize=(4.2 * n, 3.6), squeeze=False)
     axes = axes[0]
-    col = _colors(models)
     edges = np.linspace(0, 1, bins + 1)
     ymax = 0
     for ax, m in zip(axes, models):
@@ -62,8 +63,7 @@ def entropy_distributions(per_prompt: pd.DataFrame, paper_means: dict[str, float
 
 def entropy_breakdown(breakdown: pd.DataFrame, factors: list[str]):
     """Mean normalized entropy (95 % CI) per level of each factor, one panel per factor, one colour per model."""
-    models = list(dict.fromkeys(breakdown["model"]))
-    col = _colors(models)
+    models, col = _models(breakdown)
     widths = [max(2.5, 0.32 * breakdown[breakdown.factor == f]["level"].nunique() + 1.5) for f in factors]
     fig, axes = plt.subplots(1, len(factors), figsize=(sum(widths) + 1, 4.4), sharey=True,
                              gridspec_kw={"width_ratios": widths}, squeeze=False)
@@ -131,8 +131,7 @@ def group_preference(gp: pd.DataFrame):
 
 def position_bias(pb: pd.DataFrame):
     """Mean probability by answer position, whatever group is listed there; one panel per k."""
-    models = list(dict.fromkeys(pb["model"]))
-    col = _colors(models)
+    models, col = _models(pb)
     ks = sorted(pb["k"].unique())
     fig, axes = plt.subplots(1, len(ks), figsize=(4.5 * len(ks), 3.6), squeeze=False)
     for ax, k in zip(axes[0], ks):
@@ -156,8 +155,7 @@ def position_bias(pb: pd.DataFrame):
 
 def cyclic_comparison(cyc: pd.DataFrame):
     """Per prompt: entropy in the stored order (x) vs after averaging over all cyclic rotations (y)."""
-    models = list(dict.fromkeys(cyc["model"]))
-    col = _colors(models)
+    models, col = _models(cyc)
     fig, ax = plt.subplots(figsize=(5, 4.6))
     for m in models:
         g = cyc[cyc.model == m]

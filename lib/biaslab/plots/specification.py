@@ -34,8 +34,7 @@ def _curve(top, part: pd.DataFrame, null: float | None, is_ref: np.ndarray, flag
     has_ci = np.isfinite(lo) & np.isfinite(hi)
     colour = np.where(is_ref, REF, np.where(flagged, DEGENERATE, OTHER))
     top.vlines(x[has_ci], lo[has_ci], hi[has_ci], color=colour[has_ci], lw=1.4)
-    covers = has_ci & (null is not None) & (lo <= (null if null is not None else 0)) & \
-        (hi >= (null if null is not None else 0))
+    covers = has_ci & (lo <= null) & (hi >= null) if null is not None else np.zeros(len(part), bool)
     for k in range(len(part)):
         if flagged[k] and not is_ref[k]:
             top.plot(x[k], y[k], "x", ms=6, color=DEGENERATE, zorder=3)
