@@ -38,8 +38,7 @@ def entropy_distributions(per_prompt: pd.DataFrame, paper_means: dict[str, float
         ax.set_xlabel("normalized entropy H / log k (1 = uniform)")
         ax.legend(fontsize=8, loc="upper left")
     for ax in axes[: len(models)]:
-        ax.set_ylim(0, ymax * 1.15)
-        ax.set_xlim(0, 1)
+        ax.set(ylim=(0, ymax * 1.15), xlim=(0, 1))
     axes[0].set_ylabel("number of prompts")
     if paper_means:
         ax = axes[-1]
@@ -100,15 +99,13 @@ def group_preference(gp: pd.DataFrame):
             ax = axes[i][j]
             g = gp[(gp.model == m) & (gp.class_type == c)]
             x = np.arange(len(g))
-            err = {}
-            for tag, col in (("pos", "mean_p_positive"), ("neg", "mean_p_negative")):
+            for tag, col, dx, colour, label in (("pos", "mean_p_positive", -0.2, "tab:green", "positive question"),
+                                                ("neg", "mean_p_negative", 0.2, "tab:red", "negative question")):
+                err = None
                 if f"{tag}_ci_low" in g:    # 95 % intervals (clustered on the scenario) where the table has them
-                    err[tag] = np.vstack([(g[col] - g[f"{tag}_ci_low"]).clip(lower=0),
-                                          (g[f"{tag}_ci_high"] - g[col]).clip(lower=0)])
-            ax.bar(x - 0.2, g["mean_p_positive"], 0.4, color="tab:green", label="positive question",
-                   yerr=err.get("pos"), capsize=2, error_kw={"lw": 0.8})
-            ax.bar(x + 0.2, g["mean_p_negative"], 0.4, color="tab:red", label="negative question",
-                   yerr=err.get("neg"), capsize=2, error_kw={"lw": 0.8})
+                    err = np.vstack([(g[col] - g[f"{tag}_ci_low"]).clip(lower=0),
+                                     (g[f"{tag}_ci_high"] - g[col]).clip(lower=0)])
+                ax.bar(x + dx, g[col], 0.4, color=colour, label=label, yerr=err, capsize=2, error_kw={"lw": 0.8})
             ax.axhline(g["uniform"].iloc[0], color="black", ls="--", lw=0.8)
             for xi, q in zip(x, g["bh_q"]):
                 if pd.notna(q) and q < 0.05:
@@ -167,11 +164,9 @@ def cyclic_comparison(cyc: pd.DataFrame):
     ax.plot(lim, lim, color="black", lw=0.8, ls=":", label="no change (y = x)")
     ax.axhline(1, color="grey", lw=0.6, ls="--")
     ax.axvline(1, color="grey", lw=0.6, ls="--")
-    ax.set_xlim(*lim)
-    ax.set_ylim(*lim)
-    ax.set_xlabel("entropy, stored answer order")
-    ax.set_ylabel("entropy of the group distribution\naveraged over all k cyclic orders")
-    ax.set_title(f"Removing position effects ({cyc['prompt_id'].nunique()} prompts)")
+    ax.set(xlim=lim, ylim=lim, xlabel="entropy, stored answer order",
+           ylabel="entropy of the group distribution\naveraged over all k cyclic orders",
+           title=f"Removing position effects ({cyc['prompt_id'].nunique()} prompts)")
     ax.legend(fontsize=8)
     fig.tight_layout()
     return fig

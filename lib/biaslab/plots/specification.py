@@ -56,8 +56,7 @@ def _indicators(bottom, part: pd.DataFrame, changes: list[str], reference: str, 
         for c in str(u).split("+"):
             if c in changes:
                 bottom.plot(k, changes.index(c), "s", ms=4, color=OTHER)
-    bottom.set_ylim(-0.6, len(changes) - 0.4)
-    bottom.set_xlim(-0.6, len(part) - 0.4)
+    bottom.set(ylim=(-0.6, len(changes) - 0.4), xlim=(-0.6, len(part) - 0.4))
     bottom.set_xticks([])
     bottom.set_xlabel("universes, sorted by estimate", fontsize=8)
 

@@ -100,10 +100,8 @@ def ecdf_plot(sub: pd.DataFrame, by: str = "model", rate: str = "deviation_rate"
     ax.axvline(ideal, color="grey", ls=":", lw=1)
     ax.axvline(0.2, color="grey", ls="--", lw=0.8)
     ax.text(0.205, 0.02, "0.2", color="grey", fontsize=7)
-    ax.set_xlim(-0.01, 1.01)
-    ax.set_ylim(0, 1.02)
-    ax.set_xlabel("subgroup deviation rate (share of biased answers)")
-    ax.set_ylabel("fraction of subgroups (eCDF)")
+    ax.set(xlim=(-0.01, 1.01), ylim=(0, 1.02), xlabel="subgroup deviation rate (share of biased answers)",
+           ylabel="fraction of subgroups (eCDF)")
     t = title or "eCDF of subgroup deviation rates"
     if ks is not None and len(ks):
         r = ks.iloc[0]
