@@ -78,10 +78,8 @@ def chromium(width: int = 1280, height: int = 1000):
     profile = tempfile.mkdtemp(prefix="biaslab-chromium-")
     opts = webdriver.ChromeOptions()
     opts.binary_location = binary
-    for flag in FLAGS:
+    for flag in (*FLAGS, f"--user-data-dir={profile}", f"--window-size={width},{height}"):
         opts.add_argument(flag)
-    opts.add_argument(f"--user-data-dir={profile}")
-    opts.add_argument(f"--window-size={width},{height}")
     opts.set_capability("goog:loggingPrefs", {"browser": "ALL", "performance": "ALL"})
     driver = webdriver.Chrome(service=Service(executable_path=driver_path), options=opts)
     try:
