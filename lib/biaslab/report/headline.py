@@ -256,8 +256,7 @@ def render(root: Path | None, plan: P.Plan) -> str:
             n += f" in {int(r['clusters']):,} clusters"
         null = num(r["null"]) if isinstance(r.get("null"), (int, float)) else str(r.get("null") or "")
         sesoi = num(r["sesoi"]) if pd.notna(r.get("sesoi")) else ""
-        p = num(r["p"]) if decided and pd.notna(r.get("p")) else ""
-        pa = num(r["p_adjusted"]) if decided and pd.notna(r.get("p_adjusted")) else ""
+        p, pa = (num(r[k]) if decided and pd.notna(r.get(k)) else "" for k in ("p", "p_adjusted"))
         lines.append(f"| {r['notebook'][:2]} | {('`' + r['claim'] + '`') if r['claim'] else ''} | {r['who']} | {n} | "
                      f"{null if r['claim'] else ''} | {sesoi} | {_estimate_cell(r, notes)} | {p} | {pa} | "
                      f"{_level_cell(r) if r['claim'] else ''} | {fam} | {v} |")

@@ -24,7 +24,7 @@ from pathlib import Path
 from . import display
 from .outputs import atomic_write_text
 from . import decision_panel
-from .front_page import manifests, read_manifest
+from .front_page import _e, manifests, read_manifest
 from .decision_panel import _root_and_variant as decision_root
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -77,10 +77,6 @@ def markdown_html(source: str, **renderer_options) -> str:
     """Markdown as HTML with its math as MathML (what the report does to every markdown cell and output)."""
     from nbconvert.filters.markdown_mistune import MarkdownWithMath
     return MarkdownWithMath(renderer=_mathml_renderer()(escape=False, **renderer_options)).render(source)
-
-
-def _e(x) -> str:
-    return html.escape(str(x))
 
 
 def _text(x) -> str:
