@@ -323,8 +323,7 @@ def plain(text) -> str:
     """A figure label in plain words: no "$", braces, sub/superscript marks or TeX commands ("BF_{10}" -> "BF10",
     "$\\hat p$" -> "p")."""
     s = str(text).replace("$", "")
-    s = re.sub(r"\\([A-Za-z]+)\s*", lambda m: _TEX_WORDS.get(m.group(1), "") + (" " if m.group(1) in _TEX_WORDS
-                                                                                  else ""), s)
+    s = re.sub(r"\\([A-Za-z]+)\s*", lambda m: _TEX_WORDS[m.group(1)] + " " if m.group(1) in _TEX_WORDS else "", s)
     s = re.sub(r"[{}_^\\]", "", s)
     return " ".join(s.split())
 
@@ -359,9 +358,9 @@ def _data_range(ax) -> str:
 
 
 def figure_alt(fig) -> str:
-    """Alternative text of ``fig`` in plain words: the result its plotting function stated (:func:`biaslab.plots.labels.state_result`),
-    its title, then each panel's title and axis labels, with the range of the values it draws where no result was
-    stated (a number from its data in every figure)."""
+    """Alternative text of ``fig`` in plain words: the result its plotting function stated
+    (:func:`biaslab.plots.labels.state_result`), its title, then each panel's title and axis labels, with the range of
+    the values it draws where no result was stated (a number from its data in every figure)."""
     stated = getattr(fig, "biaslab_result", None)
     parts = [str(stated)] if stated else []
     sup = getattr(fig, "_suptitle", None)
