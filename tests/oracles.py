@@ -135,7 +135,7 @@ MATH = re.compile(r"\$[^$\s][^$]*\$|\\\(|\\\[|\\begin\{")
 # was lib/biaslab/report/html.py
 def has_math(nb) -> bool:
     """Whether any markdown cell or markdown output holds TeX math."""
-    texts = [html._cell_text(c) for c in nb.cells if c.cell_type == "markdown"]
+    texts = [html._text(c.source) for c in nb.cells if c.cell_type == "markdown"]
     texts += [html._text(o["data"]["text/markdown"]) for c in nb.cells for o in c.get("outputs", [])
               if "text/markdown" in o.get("data", {})]
     return any(MATH.search(t) for t in texts)

@@ -50,10 +50,7 @@ def bf_by_bias_type(tests: pd.DataFrame, line_by: Sequence[str] = ("model", "dat
     Values beyond ``ylim`` are drawn at the edge as triangles and annotated with their exponent, so an extreme Bayes
     factor neither disappears nor squashes the rest.
     """
-    if ax is None:
-        fig, ax = plt.subplots(figsize=(10, 4.8))
-    else:
-        fig = ax.figure
+    fig, ax = plt.subplots(figsize=(10, 4.8)) if ax is None else (ax.figure, ax)
     order = bias_order(tests[bias_col], overall=overall)
     lo, hi = ylim
     for blo, bhi, label, colour in EVIDENCE_BANDS:
@@ -80,9 +77,8 @@ def bf_by_bias_type(tests: pd.DataFrame, line_by: Sequence[str] = ("model", "dat
     ax.set_yscale("log")
     ax.set_ylim(lo, hi)
     ax.set_xticks(x, [BIAS_HEADERS.get(b, b) for b in order], rotation=30, ha="right")
-    ax.set_xlabel("bias type")
-    ax.set_ylabel("Bayes factor BF$_{10}$ (log scale)")
-    ax.set_title(title or "Bayes factors per bias type (BF$_{10}$ > 1 favours bias, < 1 favours no bias)")
+    ax.set(xlabel="bias type", ylabel="Bayes factor BF$_{10}$ (log scale)",
+           title=title or "Bayes factors per bias type (BF$_{10}$ > 1 favours bias, < 1 favours no bias)")
     ax.legend(fontsize=9, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)    # >= 12 CSS px
     ax.grid(axis="x", alpha=0.3)
     fig.tight_layout()
@@ -123,9 +119,8 @@ def refusals_by_bias_type(counts: pd.DataFrame, bias_col: str = "bias_type", col
     fig, ax = plt.subplots(figsize=(7, 3.6))
     bars = ax.bar([BIAS_HEADERS.get(b, b) for b in order], s.to_numpy(), color="#7a9cc6")
     ax.bar_label(bars, fmt="%d", fontsize=8)
-    ax.set_xlabel("bias type")
-    ax.set_ylabel("number of queries")
-    ax.set_title(title or "Queries without a usable answer, per bias type")
+    ax.set(xlabel="bias type", ylabel="number of queries",
+           title=title or "Queries without a usable answer, per bias type")
     plt.setp(ax.get_xticklabels(), rotation=30, ha="right")
     fig.tight_layout()
     return fig
@@ -156,8 +151,7 @@ def position_bias(table: pd.DataFrame, group_by: Sequence[str] = ("model", "data
             if v == v:
                 ax.annotate(f"{v:.2f}", (v, yy), xytext=(6, 0), textcoords="offset points", va="center", fontsize=8)
     ax.axvline(0.5, color="k", ls="--", lw=0.8, label="no position preference")
-    ax.set_xlim(-0.03, 1.1)
-    ax.set_ylim(-0.6, len(groups) - 0.4)
+    ax.set(xlim=(-0.03, 1.1), ylim=(-0.6, len(groups) - 0.4))
     ax.set_yticks(range(len(groups)), labels, fontsize=8)
     ax.invert_yaxis()
     ax.set_xlabel("share of answers naming the first sentence")
@@ -195,9 +189,8 @@ def bf_prior_robustness(curves: pd.DataFrame, stated: dict | None = None, title:
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_ylim(lo, hi)
-        ax.set_xlabel(f"prior scale: {c['prior'].iloc[0]} (log scale)")
-        ax.set_ylabel("Bayes factor BF$_{10}$ (log scale)")
-        ax.set_title(scheme)
+        ax.set(xlabel=f"prior scale: {c['prior'].iloc[0]} (log scale)", ylabel="Bayes factor BF$_{10}$ (log scale)",
+               title=scheme)
         ax.legend(fontsize=9, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=1, frameon=False)
     fig.suptitle(title or "Bayes factors against the prior: pooled rows (dots: the reported prior; dotted: BF = 3 "
                           "and 1/3)")

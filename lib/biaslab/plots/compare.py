@@ -43,11 +43,11 @@ def _panel(ax, rows: pd.DataFrame, labels: dict, orient: int, title: str) -> Non
         ax.set_title(title, fontsize=8, loc="left")
 
 
-def forest_plot(rows: pd.DataFrame, groups: pd.DataFrame | None = None, title: str = "", ax=None):
+def forest_plot(rows: pd.DataFrame, groups: pd.DataFrame | None = None, title: str = ""):
     """One metric: each model's estimate and interval (rows of the model × metric table), models ordered from most
     to least biased, the metric's null value as a dotted line, and each model's tie-group letters ("not ranked" for
-    a model the tie-group table does not rank, "not decided" on a metric the plan decides no comparison of). With a ``comparison_group`` column holding several groups, one
-    panel per group, sharing the x axis."""
+    a model the tie-group table does not rank, "not decided" on a metric the plan decides no comparison of). With a
+    ``comparison_group`` column holding several groups, one panel per group, sharing the x axis."""
     rows = rows.copy()
     orient = int(rows["orientation"].iloc[0])
     labels = {}
@@ -58,23 +58,17 @@ def forest_plot(rows: pd.DataFrame, groups: pd.DataFrame | None = None, title: s
         labels = {m: (g if r else "not decided" if u else "not ranked")
                   for m, g, r, u in zip(groups["model"], groups["groups"], ranked, undecided)}
     parts = (list(rows.groupby("comparison_group", sort=False)) if "comparison_group" in rows else [("", rows)])
-    if ax is not None and len(parts) > 1:
-        raise ValueError("a metric with several comparison groups needs its own figure (one panel per group)")
-    if ax is None:
-        heights = [len(p) + 0.9 for _, p in parts]
-        fig, axes = plt.subplots(len(parts), 1, figsize=(6.5, 0.55 * sum(heights) + 1.2), sharex=True,
-                                 gridspec_kw={"height_ratios": heights}, squeeze=False)
-        axes = axes[:, 0]
-    else:
-        fig, axes = ax.figure, [ax]
-    for a, (grp, part) in zip(axes, parts):
+    heights = [len(p) + 0.9 for _, p in parts]
+    fig, axes = plt.subplots(len(parts), 1, figsize=(6.5, 0.55 * sum(heights) + 1.2), sharex=True,
+                             gridspec_kw={"height_ratios": heights}, squeeze=False)
+    for a, (grp, part) in zip(axes[:, 0], parts):
         _panel(a, part, labels, orient, grp if len(parts) > 1 else "")
         a.set_ylabel("model  [tie group]", fontsize=8)
     r0 = rows.iloc[0]
-    axes[-1].set_xlabel(f"{r0['metric']} (estimate and 95 % interval)\n{r0['direction']}; dotted line: null value "
-                        f"{r0['null']:g}" + ("\none panel per comparison group (models ranked within it only)"
-                                             if len(parts) > 1 else ""), fontsize=8)
-    axes[0].figure.suptitle(title or r0["label"], fontsize=9)
+    axes[-1, 0].set_xlabel(f"{r0['metric']} (estimate and 95 % interval)\n{r0['direction']}; dotted line: null value "
+                           f"{r0['null']:g}" + ("\none panel per comparison group (models ranked within it only)"
+                                                if len(parts) > 1 else ""), fontsize=8)
+    fig.suptitle(title or r0["label"], fontsize=9)
     fig.tight_layout()
     state_result(fig, result_sentence(rows))
     return fig

@@ -30,8 +30,7 @@ def coverage_heatmap(counts: pd.DataFrame, title: str = "", annotate: bool | Non
     ax.set_xticklabels([str(x) for x in counts.columns] if w <= max_labels else [], rotation=90, fontsize=6)
     ax.set_yticks(range(h) if h <= max_labels else [])
     ax.set_yticklabels([str(x) for x in counts.index] if h <= max_labels else [], fontsize=6)
-    ax.set_xlabel(f"{counts.columns.name} ({w} levels)")
-    ax.set_ylabel(f"{counts.index.name} ({h} levels)")
+    ax.set(xlabel=f"{counts.columns.name} ({w} levels)", ylabel=f"{counts.index.name} ({h} levels)")
     covered = (c > 0).mean()
     ax.set_title((title or f"Prompts per combination: {counts.index.name} x {counts.columns.name}") +
                  f"\ncoverage {covered:.1%} of {h * w} combinations (black = none)", fontsize=10)

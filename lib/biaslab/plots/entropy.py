@@ -10,9 +10,11 @@ import pandas as pd
 from .labels import interval_label, legend_below
 
 
-def _colors(models):
+def _models(table: pd.DataFrame) -> tuple[list, dict]:
+    """The table's models in their order, and a tab10 colour for each."""
+    models = list(dict.fromkeys(table["model"]))
     cmap = plt.get_cmap("tab10")
-    return {m: cmap(i) for i, m in enumerate(models)}
+    return models, {m: cmap(i) for i, m in enumerate(models)}
 
 
 def entropy_distributions(per_prompt: pd.DataFrame, paper_means: dict[str, float] | None = None,
@@ -20,11 +22,10 @@ def entropy_distributions(per_prompt: pd.DataFrame, paper_means: dict[str, float
     """The paper's Figs. 3-6 as one comparative figure: per model a histogram of the per-prompt normalized entropy
     (shared axes, mean and median marked), plus a panel comparing the mean entropies with those the paper reports
     for its four models."""
-    models = list(dict.fromkeys(per_prompt["model"]))
+    models, col = _models(per_prompt)
     n = len(models) + (1 if paper_means else 0)
     fig, axes = plt.subplots(1, n, figsize=(4.2 * n, 3.6), squeeze=False)
     axes = axes[0]
-    col = _colors(models)
     edges = np.linspace(0, 1, bins + 1)
     ymax = 0
     for ax, m in zip(axes, models):
@@ -37,8 +38,7 @@ def entropy_distributions(per_prompt: pd.DataFrame, paper_means: dict[str, float
         ax.set_xlabel("normalized entropy H / log k (1 = uniform)")
         ax.legend(fontsize=8, loc="upper left")
     for ax in axes[: len(models)]:
-        ax.set_ylim(0, ymax * 1.15)
-        ax.set_xlim(0, 1)
+        ax.set(ylim=(0, ymax * 1.15), xlim=(0, 1))
     axes[0].set_ylabel("number of prompts")
     if paper_means:
         ax = axes[-1]
@@ -62,8 +62,7 @@ def entropy_distributions(per_prompt: pd.DataFrame, paper_means: dict[str, float
 
 def entropy_breakdown(breakdown: pd.DataFrame, factors: list[str]):
     """Mean normalized entropy (95 % CI) per level of each factor, one panel per factor, one colour per model."""
-    models = list(dict.fromkeys(breakdown["model"]))
-    col = _colors(models)
+    models, col = _models(breakdown)
     widths = [max(2.5, 0.32 * breakdown[breakdown.factor == f]["level"].nunique() + 1.5) for f in factors]
     fig, axes = plt.subplots(1, len(factors), figsize=(sum(widths) + 1, 4.4), sharey=True,
                              gridspec_kw={"width_ratios": widths}, squeeze=False)
@@ -100,15 +99,13 @@ def group_preference(gp: pd.DataFrame):
             ax = axes[i][j]
             g = gp[(gp.model == m) & (gp.class_type == c)]
             x = np.arange(len(g))
-            err = {}
-            for tag, col in (("pos", "mean_p_positive"), ("neg", "mean_p_negative")):
+            for tag, col, dx, colour, label in (("pos", "mean_p_positive", -0.2, "tab:green", "positive question"),
+                                                ("neg", "mean_p_negative", 0.2, "tab:red", "negative question")):
+                err = None
                 if f"{tag}_ci_low" in g:    # 95 % intervals (clustered on the scenario) where the table has them
-                    err[tag] = np.vstack([(g[col] - g[f"{tag}_ci_low"]).clip(lower=0),
-                                          (g[f"{tag}_ci_high"] - g[col]).clip(lower=0)])
-            ax.bar(x - 0.2, g["mean_p_positive"], 0.4, color="tab:green", label="positive question",
-                   yerr=err.get("pos"), capsize=2, error_kw={"lw": 0.8})
-            ax.bar(x + 0.2, g["mean_p_negative"], 0.4, color="tab:red", label="negative question",
-                   yerr=err.get("neg"), capsize=2, error_kw={"lw": 0.8})
+                    err = np.vstack([(g[col] - g[f"{tag}_ci_low"]).clip(lower=0),
+                                     (g[f"{tag}_ci_high"] - g[col]).clip(lower=0)])
+                ax.bar(x + dx, g[col], 0.4, color=colour, label=label, yerr=err, capsize=2, error_kw={"lw": 0.8})
             ax.axhline(g["uniform"].iloc[0], color="black", ls="--", lw=0.8)
             for xi, q in zip(x, g["bh_q"]):
                 if pd.notna(q) and q < 0.05:
@@ -131,8 +128,7 @@ def group_preference(gp: pd.DataFrame):
 
 def position_bias(pb: pd.DataFrame):
     """Mean probability by answer position, whatever group is listed there; one panel per k."""
-    models = list(dict.fromkeys(pb["model"]))
-    col = _colors(models)
+    models, col = _models(pb)
     ks = sorted(pb["k"].unique())
     fig, axes = plt.subplots(1, len(ks), figsize=(4.5 * len(ks), 3.6), squeeze=False)
     for ax, k in zip(axes[0], ks):
@@ -156,8 +152,7 @@ def position_bias(pb: pd.DataFrame):
 
 def cyclic_comparison(cyc: pd.DataFrame):
     """Per prompt: entropy in the stored order (x) vs after averaging over all cyclic rotations (y)."""
-    models = list(dict.fromkeys(cyc["model"]))
-    col = _colors(models)
+    models, col = _models(cyc)
     fig, ax = plt.subplots(figsize=(5, 4.6))
     for m in models:
         g = cyc[cyc.model == m]
@@ -169,11 +164,9 @@ def cyclic_comparison(cyc: pd.DataFrame):
     ax.plot(lim, lim, color="black", lw=0.8, ls=":", label="no change (y = x)")
     ax.axhline(1, color="grey", lw=0.6, ls="--")
     ax.axvline(1, color="grey", lw=0.6, ls="--")
-    ax.set_xlim(*lim)
-    ax.set_ylim(*lim)
-    ax.set_xlabel("entropy, stored answer order")
-    ax.set_ylabel("entropy of the group distribution\naveraged over all k cyclic orders")
-    ax.set_title(f"Removing position effects ({cyc['prompt_id'].nunique()} prompts)")
+    ax.set(xlim=lim, ylim=lim, xlabel="entropy, stored answer order",
+           ylabel="entropy of the group distribution\naveraged over all k cyclic orders",
+           title=f"Removing position effects ({cyc['prompt_id'].nunique()} prompts)")
     ax.legend(fontsize=8)
     fig.tight_layout()
     return fig

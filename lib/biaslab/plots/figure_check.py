@@ -13,17 +13,13 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
+
 LEGEND_WORDS = re.compile(r"\b(gr[ae]y|colou?r(s|ed)?|legend)\b", re.I)
 
 
 class FigureCheckError(ValueError):
     pass
-
-
-def _titles(fig) -> str:
-    parts = [fig._suptitle.get_text() if getattr(fig, "_suptitle", None) else ""]
-    parts += [ax.get_title() for ax in fig.axes]
-    return "\n".join(parts)
 
 
 def _has_data(ax) -> bool:
@@ -50,7 +46,8 @@ def check_figure(fig) -> list[str]:
             continue
         if not _has_data(ax):
             problems.append(f"axes {i} ({ax.get_title() or 'untitled'!r}) shows no data and says nothing about why")
-    titles = _titles(fig)
+    titles = "\n".join([fig._suptitle.get_text() if getattr(fig, "_suptitle", None) else "",
+                        *(ax.get_title() for ax in fig.axes)])
     has_legend = bool(fig.legends) or any(ax.get_legend() is not None for ax in fig.axes)
     if LEGEND_WORDS.search(titles) and not has_legend:
         problems.append(f"the title promises a key ({LEGEND_WORDS.search(titles).group(0)!r}) but there is no legend")
@@ -67,7 +64,6 @@ def check_figure(fig) -> list[str]:
 def _points(ax):
     """``(display xy of every data point, marker radius in display px or 0)`` of the lines and collections of
     ``ax`` drawn in data coordinates (reference lines in axes coordinates excluded)."""
-    import numpy as np
     px = ax.figure.dpi / 72
     for line in ax.lines:
         if not line.get_visible() or not line.get_transform().contains_branch(ax.transData):
@@ -92,7 +88,6 @@ def _points(ax):
 def layout_counts(fig) -> dict[str, int]:
     """``{"legend_over_data": n, "clipped_markers": m}``: data points (line vertices, markers, interval ends) that lie
     inside a legend's box drawn over their axes, and markers whose disc reaches past their axes' edge (drawn cut)."""
-    import numpy as np
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
     legends = [lg for lg in [*fig.legends, *(ax.get_legend() for ax in fig.axes)] if lg is not None

@@ -34,8 +34,7 @@ def _curve(top, part: pd.DataFrame, null: float | None, is_ref: np.ndarray, flag
     has_ci = np.isfinite(lo) & np.isfinite(hi)
     colour = np.where(is_ref, REF, np.where(flagged, DEGENERATE, OTHER))
     top.vlines(x[has_ci], lo[has_ci], hi[has_ci], color=colour[has_ci], lw=1.4)
-    covers = has_ci & (null is not None) & (lo <= (null if null is not None else 0)) & \
-        (hi >= (null if null is not None else 0))
+    covers = has_ci & (lo <= null) & (hi >= null) if null is not None else np.zeros(len(part), bool)
     for k in range(len(part)):
         if flagged[k] and not is_ref[k]:
             top.plot(x[k], y[k], "x", ms=6, color=DEGENERATE, zorder=3)
@@ -57,8 +56,7 @@ def _indicators(bottom, part: pd.DataFrame, changes: list[str], reference: str, 
         for c in str(u).split("+"):
             if c in changes:
                 bottom.plot(k, changes.index(c), "s", ms=4, color=OTHER)
-    bottom.set_ylim(-0.6, len(changes) - 0.4)
-    bottom.set_xlim(-0.6, len(part) - 0.4)
+    bottom.set(ylim=(-0.6, len(changes) - 0.4), xlim=(-0.6, len(part) - 0.4))
     bottom.set_xticks([])
     bottom.set_xlabel("universes, sorted by estimate", fontsize=8)
 

@@ -38,10 +38,7 @@ def sunburst(sub: pd.DataFrame, inner: str, outer: str, value: str = "log_dispar
     order = list(first[inner])
     norm = _norm(pd.concat([first[value], second[value]]), limit)
     cmap_ = plt.get_cmap(cmap)
-    if ax is None:
-        fig, ax = plt.subplots(figsize=(7.5, 7.5))
-    else:
-        fig = ax.figure
+    fig, ax = plt.subplots(figsize=(7.5, 7.5)) if ax is None else (ax.figure, ax)
     total = first["n"].sum()
     in_sizes = first["n"].to_numpy()
     wedges, _ = ax.pie(in_sizes, radius=0.62, colors=cmap_(norm(first[value].to_numpy())),
@@ -95,10 +92,7 @@ def _largest(ring: pd.DataFrame, value: str, cols: list[str]) -> str:
 def ecdf_plot(sub: pd.DataFrame, by: str = "model", rate: str = "deviation_rate", ideal: float = 0.0,
               title: str = "", ax=None, ks: pd.DataFrame | None = None):
     """One eCDF of subgroup deviation rates per model, with the deviation metric (eq. 4) in the legend."""
-    if ax is None:
-        fig, ax = plt.subplots(figsize=(6.5, 4.5))
-    else:
-        fig = ax.figure
+    fig, ax = plt.subplots(figsize=(6.5, 4.5)) if ax is None else (ax.figure, ax)
     for key, part in sub.groupby(by, sort=False):
         x, y = ecdf(part[rate])
         dm = deviation_metric(part[rate], ideal)
@@ -106,10 +100,8 @@ def ecdf_plot(sub: pd.DataFrame, by: str = "model", rate: str = "deviation_rate"
     ax.axvline(ideal, color="grey", ls=":", lw=1)
     ax.axvline(0.2, color="grey", ls="--", lw=0.8)
     ax.text(0.205, 0.02, "0.2", color="grey", fontsize=7)
-    ax.set_xlim(-0.01, 1.01)
-    ax.set_ylim(0, 1.02)
-    ax.set_xlabel("subgroup deviation rate (share of biased answers)")
-    ax.set_ylabel("fraction of subgroups (eCDF)")
+    ax.set(xlim=(-0.01, 1.01), ylim=(0, 1.02), xlabel="subgroup deviation rate (share of biased answers)",
+           ylabel="fraction of subgroups (eCDF)")
     t = title or "eCDF of subgroup deviation rates"
     if ks is not None and len(ks):
         r = ks.iloc[0]

@@ -78,10 +78,8 @@ def chromium(width: int = 1280, height: int = 1000):
     profile = tempfile.mkdtemp(prefix="biaslab-chromium-")
     opts = webdriver.ChromeOptions()
     opts.binary_location = binary
-    for flag in FLAGS:
+    for flag in (*FLAGS, f"--user-data-dir={profile}", f"--window-size={width},{height}"):
         opts.add_argument(flag)
-    opts.add_argument(f"--user-data-dir={profile}")
-    opts.add_argument(f"--window-size={width},{height}")
     opts.set_capability("goog:loggingPrefs", {"browser": "ALL", "performance": "ALL"})
     driver = webdriver.Chrome(service=Service(executable_path=driver_path), options=opts)
     try:
@@ -151,6 +149,19 @@ def _settle(driver, timeout: float = 30) -> None:
         time.sleep(0.1)
 
 
+def _open(driver, path: Path) -> None:
+    driver.get(Path(path).resolve().as_uri())
+    _settle(driver)
+
+
+def _write(out: Path, data: str) -> Path:
+    """Write the base64 ``data`` Chromium returned to ``out``."""
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_bytes(base64.b64decode(data))
+    return out
+
+
 def too_precise(text: str) -> bool:
     """Whether a table's number shows more than 3 significant digits after its decimal point (or in its mantissa),
     or writes zero with decimals ("0.000"); integers, "< 0.001" and "–" pass."""
@@ -204,63 +215,52 @@ def check(path: Path, driver=None) -> PageReport:
         with chromium() as d:
             return check(path, d)
     path = Path(path).resolve()
-    report = PageReport(path)
     driver.get_log("browser"), driver.get_log("performance")          # drop what an earlier page left
-    driver.get(path.as_uri())
-    _settle(driver)
+    _open(driver, path)
     page = driver.execute_script(_INSPECT)
     urls, failed = _requests(driver)
-    report.images = len(page["images"])
-    report.links = len(page["links"])
-    report.math = page["math"]
-    report.numbers = page["numbers"]
-    report.alts = [img["alt"] or "" for img in page["images"]]
-    report.decision_bottom, report.width = page["decisionBottom"], page["width"]
-    report.requests = [u for u in urls if urlparse(u).scheme in ("file",)]
+    report = PageReport(path, images=len(page["images"]), links=len(page["links"]), math=page["math"],
+                        numbers=page["numbers"], alts=[img["alt"] or "" for img in page["images"]],
+                        decision_bottom=page["decisionBottom"], width=page["width"],
+                        requests=[u for u in urls if urlparse(u).scheme == "file"])
+    problems = report.problems
     for img in page["images"]:
         if not img["ok"]:
-            report.problems.append(f"image did not load: {img['src']}")
+            problems.append(f"image did not load: {img['src']}")
         if not (img["alt"] or "").strip() or img["alt"] == NO_ALT:
-            report.problems.append(f"image without alternative text: {img['src'][:60]}")
+            problems.append(f"image without alternative text: {img['src'][:60]}")
     if page["rawTables"]:
-        report.problems.append(f"{page['rawTables']} DataFrame(s) shown as pandas' raw HTML (every digit, an index "
-                               "column): the notebook ran without biaslab.report.display's formatter")
-    for word in page["broken"]:
-        report.problems.append(f"word or number broken across lines in a table: {word!r}")
+        problems.append(f"{page['rawTables']} DataFrame(s) shown as pandas' raw HTML (every digit, an index "
+                        "column): the notebook ran without biaslab.report.display's formatter")
+    problems += [f"word or number broken across lines in a table: {word!r}" for word in page["broken"]]
     for fig in page["figureChecks"]:
         if fig["legend"]:
-            report.problems.append(f"legend over {fig['legend']} data point(s) in the figure: {fig['alt']}")
+            problems.append(f"legend over {fig['legend']} data point(s) in the figure: {fig['alt']}")
         if fig["clipped"]:
-            report.problems.append(f"{fig['clipped']} marker(s) clipped at the axes' edge in the figure: {fig['alt']}")
-    for number in report.numbers:
-        if too_precise(number):
-            report.problems.append(f"table number with more digits than a reader can use: {number!r}")
-    for raw in _RAW_TEX:
-        if raw in page["text"]:
-            i = page["text"].index(raw)
-            report.problems.append(f"unrendered TeX {raw!r} in the text: …{' '.join(page['text'][max(0, i - 60):i + 60].split())}…")
-    for err in page["mathErrors"]:
-        report.problems.append(f"math that was not converted: {err}")
-    for url in urls:
-        if urlparse(url).scheme not in LOCAL_SCHEMES:
-            report.problems.append(f"request outside the machine: {url[:160]}")
-    for f in failed:
-        report.problems.append(f"failed to load: {f}")
+            problems.append(f"{fig['clipped']} marker(s) clipped at the axes' edge in the figure: {fig['alt']}")
+    problems += [f"table number with more digits than a reader can use: {number!r}"
+                 for number in report.numbers if too_precise(number)]
+    text = page["text"]
+    problems += [f"unrendered TeX {raw!r} in the text: …{' '.join(text[max(0, i - 60):i + 60].split())}…"
+                 for raw in _RAW_TEX if (i := text.find(raw)) >= 0]
+    problems += [f"math that was not converted: {err}" for err in page["mathErrors"]]
+    problems += [f"request outside the machine: {url[:160]}" for url in urls
+                 if urlparse(url).scheme not in LOCAL_SCHEMES]
+    problems += [f"failed to load: {f}" for f in failed]
     ids = set(page["ids"])
     for href in page["links"]:
         target = urljoin(path.as_uri(), href)
         parsed = urlparse(target)
         if parsed.scheme != "file":
-            report.problems.append(f"link outside the machine: {href}")
+            problems.append(f"link outside the machine: {href}")
             continue
         local = _local_path(target)
         if not local.exists():
-            report.problems.append(f"link to a missing file: {href}")
+            problems.append(f"link to a missing file: {href}")
         elif parsed.fragment and not _has_anchor(local, parsed.fragment, ids if local == path else None):
-            report.problems.append(f"link to a missing anchor: {href}")
-    for entry in driver.get_log("browser"):
-        if entry.get("level") == "SEVERE":
-            report.problems.append(f"console error: {entry.get('message', '')[:200]}")
+            problems.append(f"link to a missing anchor: {href}")
+    problems += [f"console error: {entry.get('message', '')[:200]}" for entry in driver.get_log("browser")
+                 if entry.get("level") == "SEVERE"]
     return report
 
 
@@ -278,8 +278,7 @@ def screenshot(path: Path, out: Path, driver=None, width: int = 1280, height: in
     driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
                            {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False})
     try:
-        driver.get(Path(path).resolve().as_uri())
-        _settle(driver)
+        _open(driver, path)
         if open_code:
             driver.execute_script("document.querySelector('.bl-code-toggle')?.click()")
         if at and not driver.execute_script(
@@ -290,10 +289,7 @@ def screenshot(path: Path, out: Path, driver=None, width: int = 1280, height: in
         shot = driver.execute_cdp_cmd("Page.captureScreenshot", {"format": "png"})
     finally:
         driver.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_bytes(base64.b64decode(shot["data"]))
-    return out
+    return _write(out, shot["data"])
 
 
 def pdf(path: Path, out: Path, driver=None) -> Path:
@@ -301,11 +297,7 @@ def pdf(path: Path, out: Path, driver=None) -> Path:
     if driver is None:
         with chromium() as d:
             return pdf(path, out, d)
-    driver.get(Path(path).resolve().as_uri())
-    _settle(driver)
+    _open(driver, path)
     printed = driver.execute_cdp_cmd("Page.printToPDF", {"printBackground": True, "paperWidth": 8.27,
                                                          "paperHeight": 11.69, "preferCSSPageSize": True})
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_bytes(base64.b64decode(printed["data"]))
-    return out
+    return _write(out, printed["data"])

@@ -79,12 +79,8 @@ def _unverified(outputs_dir: Path, output: str, checked: dict) -> str:
 
 def _later_run_failed(outputs_dir: Path, output: str) -> bool:
     """Whether the run folder holding ``output`` records a failed run after the one that wrote it."""
-    folder = (outputs_dir / output).parent
-    while folder != outputs_dir and outputs_dir in folder.parents:
-        if (folder / "MANIFEST.failed.json").exists():
-            return True
-        folder = folder.parent
-    return False
+    return any((f / "MANIFEST.failed.json").exists() for f in (outputs_dir / output).parents
+               if outputs_dir in f.parents)
 
 
 def write(outputs_dir: Path | None = None) -> Path:

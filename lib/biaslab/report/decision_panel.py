@@ -19,7 +19,7 @@ import pandas as pd
 
 from . import display
 from .. import plan as P
-from .wording import present, verdict_words
+from .wording import level_pct, present, verdict_words
 
 _LOG = logging.getLogger(__name__)
 
@@ -30,8 +30,7 @@ def interval(row: Mapping) -> tuple[float, float, str] | None:
     (the claim's test has no dual interval at that level): an unadjusted interval beside a verdict could disagree
     with it, so none is shown, as in the README's headline table."""
     if present(row.get("ci_adj_low")) and present(row.get("ci_adj_high")):
-        level = row.get("ci_level")
-        label = f"{100 * float(level):.4g} % CI" if present(level) else "adjusted CI"
+        label = f"{level_pct(row['ci_level'])} CI" if present(row.get("ci_level")) else "adjusted CI"
         return float(row["ci_adj_low"]), float(row["ci_adj_high"]), label
     return None
 
@@ -106,10 +105,6 @@ def robustness_rows(folder: Path) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
-def _num_cells(values, decimals) -> list[str]:
-    return [display.format_value(v, "estimate", decimals) if present(v) else "–" for v in values]
-
-
 def panel_html(folder: Path, notebook: str, manifest: Mapping) -> str:
     """The decision panel of the run in ``folder`` (``notebook``'s tables, decided under the plan its ``manifest``
     records: :func:`biaslab.plan.recorded`), or a line saying there is nothing to decide; formatted like every other
@@ -126,7 +121,7 @@ def panel_html(folder: Path, notebook: str, manifest: Mapping) -> str:
                 f'<tr><td>{e(r["model"])}</td><td>{e(r["metric"])}</td>'
                 f'<td class="bl-num">±{e(m)}</td><td>{e(r["direction"])}</td>'
                 f'<td title="{e(r["why"])}"><b>{e(r["verdict"])}</b></td></tr>'
-                for r, m in zip(t.to_dict("records"), _num_cells(t["margin"], dm)))
+                for r, m in zip(t.to_dict("records"), (display.format_value(v, "estimate", dm) for v in t["margin"])))
             note = ("Robustness of each metric across the universes of evaluation choices: <i>robust</i> when every "
                     "judged universe is equivalent to the reference within the margin; <i>direction</i> counts the "
                     "universes whose estimate keeps the reference's sign (the verdict is about magnitude).")
@@ -144,8 +139,8 @@ def panel_html(folder: Path, notebook: str, manifest: Mapping) -> str:
         return head + f'<p class="bl-note">{e(t["verdict"].iloc[0])}</p></section>'
     t = _collapsed(t.assign(verdict=t["verdict"].map(_short)))
     d = display.column_decimals(pd.concat([t["estimate"], t["low"], t["high"]]).astype(float))
-    est, lo, hi = (_num_cells(t[c], d) for c in ("estimate", "low", "high"))
-    p = [display.format_value(x, "p") if present(x) else "–" for x in t["p_adjusted"]]
+    est, lo, hi = ([display.format_value(v, "estimate", d) for v in t[c]] for c in ("estimate", "low", "high"))
+    p = [display.format_value(x, "p") for x in t["p_adjusted"]]
     levels = sorted({x for x in t["interval"] if x})
     rows = []
     for i, r in enumerate(t.to_dict("records")):

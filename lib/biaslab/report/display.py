@@ -75,8 +75,7 @@ def significant(x: float, digits: int = 3) -> str:
 def column_decimals(values) -> int | None:
     """The decimals of a column's one fixed format (3 significant digits of its largest magnitude), or None for
     scientific notation (the largest needs it, or the smallest non-zero value would show as 0)."""
-    v = np.abs(np.asarray([x for x in values if isinstance(x, (int, float, np.number)) and not isinstance(x, bool)],
-                          dtype=float))
+    v = np.abs(np.asarray([x for x in values if _is_number(x)], dtype=float))
     v = v[np.isfinite(v) & (v > 0)]
     if not len(v):
         return 0
@@ -89,10 +88,8 @@ def column_decimals(values) -> int | None:
 
 def fixed(x: float, decimals: int | None) -> str:
     """``x`` in a column's format (:func:`column_decimals`): ``decimals`` fixed decimals, or scientific (None)."""
-    if x == 0:
-        return "0"
-    if math.isinf(x):
-        return "∞" if x > 0 else "−∞"
+    if x == 0 or math.isinf(x):
+        return significant(x)
     return f"{x:.2e}" if decimals is None else f"{x:.{decimals}f}"
 
 
@@ -171,7 +168,7 @@ def formatted(df: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     labels = df.attrs.get("labels") if isinstance(df.attrs.get("labels"), dict) else None
     df = _flat(df)
     df = df.apply(_numbers_of_objects)
-    text, numeric, kinds, decimals = {}, {}, {}, {}
+    kinds, decimals = {}, {}
 
     def shown(i):                          # a column's values as shown (a share in %)
         return (100 if kinds[i] == "share" else 1) * df.iloc[:, i].astype(float).to_numpy()
@@ -192,19 +189,14 @@ def formatted(df: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
             d = column_decimals(np.concatenate([shown(j) for j in group]))
             decimals.update({j: d for j in group})
         group = []
-    for i in range(df.shape[1]):
-        s = df.iloc[:, i]
-        text[i] = [format_value(v, kinds[i], decimals.get(i, False)) for v in s]
-        numeric[i] = [kinds[i] != "other"] * len(s)
     cols, seen = [], {}
     for c in (column_label(c, labels) for c in df.columns):           # Styler needs unique column names
         seen[c] = seen.get(c, 0) + 1
         cols.append(c if seen[c] == 1 else f"{c} ({seen[c]})")
-    t = pd.DataFrame(text, index=range(len(df)))
-    t.columns = cols
-    num = pd.DataFrame(numeric, index=range(len(df)))
-    num.columns = cols
-    return t, num
+    text = {i: [format_value(v, kinds[i], decimals.get(i, False)) for v in df.iloc[:, i]] for i in kinds}
+    numeric = {i: [kinds[i] != "other"] * len(df) for i in kinds}
+    return (pd.DataFrame(text, index=range(len(df))).set_axis(cols, axis=1),
+            pd.DataFrame(numeric, index=range(len(df))).set_axis(cols, axis=1))
 
 
 def _min_width(words) -> int:
@@ -331,8 +323,7 @@ def plain(text) -> str:
     """A figure label in plain words: no "$", braces, sub/superscript marks or TeX commands ("BF_{10}" -> "BF10",
     "$\\hat p$" -> "p")."""
     s = str(text).replace("$", "")
-    s = re.sub(r"\\([A-Za-z]+)\s*", lambda m: _TEX_WORDS.get(m.group(1), "") + (" " if m.group(1) in _TEX_WORDS
-                                                                                  else ""), s)
+    s = re.sub(r"\\([A-Za-z]+)\s*", lambda m: _TEX_WORDS[m.group(1)] + " " if m.group(1) in _TEX_WORDS else "", s)
     s = re.sub(r"[{}_^\\]", "", s)
     return " ".join(s.split())
 
@@ -367,9 +358,9 @@ def _data_range(ax) -> str:
 
 
 def figure_alt(fig) -> str:
-    """Alternative text of ``fig`` in plain words: the result its plotting function stated (:func:`biaslab.plots.labels.state_result`),
-    its title, then each panel's title and axis labels, with the range of the values it draws where no result was
-    stated (a number from its data in every figure)."""
+    """Alternative text of ``fig`` in plain words: the result its plotting function stated
+    (:func:`biaslab.plots.labels.state_result`), its title, then each panel's title and axis labels, with the range of
+    the values it draws where no result was stated (a number from its data in every figure)."""
     stated = getattr(fig, "biaslab_result", None)
     parts = [str(stated)] if stated else []
     sup = getattr(fig, "_suptitle", None)

@@ -39,17 +39,24 @@ def _rel(path: Path, root: Path) -> str:
     return _e(path.relative_to(root).as_posix())
 
 
+def read_manifest(folder: Path) -> dict:
+    """The run's ``MANIFEST.json`` (else its ``MANIFEST.failed.json``; {} where it has neither)."""
+    for name in ("MANIFEST.json", "MANIFEST.failed.json"):
+        p = Path(folder) / name
+        if p.exists():
+            try:
+                return json.loads(p.read_text())
+            except (OSError, json.JSONDecodeError):
+                return {"status": f"unreadable {name}"}
+    return {}
+
+
 def manifests(outputs_dir: Path) -> list[tuple[Path, dict]]:
     """(folder, manifest) for every run under ``outputs_dir`` (``<notebook>/`` or ``<notebook>/<variant>/``)."""
-    found = []
-    for f in sorted(outputs_dir.glob("*/MANIFEST.json")) + sorted(outputs_dir.glob("*/*/MANIFEST.json")):
-        if any(part.startswith(".") for part in f.relative_to(outputs_dir).parts):
-            continue        # a runner's staging folder (.<name>.staging-<id>/), not a published run
-        try:
-            found.append((f.parent, json.loads(f.read_text())))
-        except (OSError, json.JSONDecodeError):
-            found.append((f.parent, {"status": "unreadable MANIFEST.json"}))
-    return sorted(found, key=lambda x: x[0].as_posix())
+    runs = [f.parent for pattern in ("*/MANIFEST.json", "*/*/MANIFEST.json") for f in outputs_dir.glob(pattern)
+            # not a runner's staging folder (.<name>.staging-<id>/), which is no published run
+            if not any(part.startswith(".") for part in f.relative_to(outputs_dir).parts)]
+    return [(folder, read_manifest(folder)) for folder in sorted(runs, key=Path.as_posix)]
 
 
 def _section(folder: Path, m: dict, root: Path) -> str:
@@ -58,16 +65,11 @@ def _section(folder: Path, m: dict, root: Path) -> str:
     notebook = m.get("notebook") or folder.name
     render = folder / f"{notebook}.html"
     executed = folder / f"{notebook}.ipynb"
-    links = []
-    if render.exists():
-        links.append(f'<a href="{_rel(render, root)}">report (HTML)</a>')
-    if executed.exists():
-        links.append(f'<a href="{_rel(executed, root)}">executed notebook</a>')
-    links.append(f'<a href="{_rel(folder / "MANIFEST.json", root)}">MANIFEST</a>')
-    if (folder / "MANIFEST.failed.json").exists():   # the last run failed; these outputs are the last good ones
-        links.append(f'<a class="failed" href="{_rel(folder / "MANIFEST.failed.json", root)}">a later run failed</a>')
-    if (folder / "tables").is_dir():
-        links.append(f'<a href="{_rel(folder / "tables", root)}/">tables</a>')
+    links = [f'<a{cls} href="{_rel(p, root)}{"/" if p.is_dir() else ""}">{label}</a>' for p, label, cls in (
+        (render, "report (HTML)", ""), (executed, "executed notebook", ""), (folder / "MANIFEST.json", "MANIFEST", ""),
+        # the last run failed; these outputs are the last good ones
+        (folder / "MANIFEST.failed.json", "a later run failed", ' class="failed"'), (folder / "tables", "tables", ""))
+        if p.exists()]
     git = m.get("git") or {}
     commit = (git.get("commit") or "?")[:10] + (" (dirty)" if git.get("dirty") else "")
     wall = m.get("wall_time_s")

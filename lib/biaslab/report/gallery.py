@@ -1,5 +1,5 @@
-"""The screenshots of two reports that docs/reports.md shows (``biaslab report screenshot``): one with math (notebook 4),
-one with many figures (notebook 1 on SSQA), rendered from the executed notebooks under ``outputs/``."""
+"""The screenshots of two reports that docs/reports.md shows (``biaslab report screenshot``): one with math
+(notebook 4), one with many figures (notebook 1 on SSQA), rendered from the executed notebooks under ``outputs/``."""
 
 from __future__ import annotations
 
@@ -29,11 +29,9 @@ def take(outputs_dir: Path, dest: Path) -> list[Path]:
                 raise FileNotFoundError(f"{executed} does not exist: run `make reproduce` (or biaslab reproduce "
                                         f"--publish --only {run}) first")
             reports[run] = render(executed)
-    shots = []
     with browser.chromium() as driver:
-        for run, name, at, height in SHOTS:
-            shots.append(browser.screenshot(reports[run], dest / name, driver, WIDTH, height, at=at))
-    return [_compress(p) for p in shots]
+        return [_compress(browser.screenshot(reports[run], dest / name, driver, WIDTH, height, at=at))
+                for run, name, at, height in SHOTS]
 
 
 def _compress(png: Path) -> Path:

@@ -20,7 +20,7 @@ from typing import Callable
 import pandas as pd
 
 from .. import paths, plan as P
-from .wording import DISTINGUISHABLE, NOT_DISTINGUISHABLE, num, verdict_words, who
+from .wording import DISTINGUISHABLE, NOT_DISTINGUISHABLE, bound, level_pct, num, verdict_words, who
 from .outputs import atomic_write_text
 
 log = logging.getLogger(__name__)
@@ -70,10 +70,9 @@ def calm(root: Path, plan: P.Plan) -> list[pd.DataFrame]:
 def crows_pairs(root: Path, plan: P.Plan) -> list[pd.DataFrame]:
     from ..papers.crows_pairs import decisions as D
     f = "03_crows_pairs_bayes"
-    d = D.decide(_need(root, f, "likelihood_tests"), _read(root, f, "preference_tests"),
-                 _read(root, f, "paired_comparisons"), _read(root, f, "responders"),
-                 _read(root, f, "preference_answers"), plan=plan)
-    return list(d.values())
+    return list(D.decide(_need(root, f, "likelihood_tests"), _read(root, f, "preference_tests"),
+                         _read(root, f, "paired_comparisons"), _read(root, f, "responders"),
+                         _read(root, f, "preference_answers"), plan=plan).values())
 
 
 def agentic(root: Path, plan: P.Plan) -> list[pd.DataFrame]:
@@ -89,16 +88,14 @@ def agentic(root: Path, plan: P.Plan) -> list[pd.DataFrame]:
 def across_models(root: Path, plan: P.Plan) -> list[pd.DataFrame]:
     from ..papers import compare
     f = "05_compare"
-    st = _read(root, f, "responder_status")
-    return [compare.decide_pairs(_need(root, f, "paired_differences"), st, plan=plan)]
+    return [compare.decide_pairs(_need(root, f, "paired_differences"), _read(root, f, "responder_status"), plan=plan)]
 
 
 def mbbq(root: Path, plan: P.Plan) -> list[pd.DataFrame]:
     from ..papers.mbbq import decisions as D
     f = "07_mbbq"
-    d = D.decide(_need(root, f, "metrics"), _need(root, f, "adjusted_contrasts"), _need(root, f, "responders"),
-                 plan=plan)
-    return list(d.values())
+    return list(D.decide(_need(root, f, "metrics"), _need(root, f, "adjusted_contrasts"), _need(root, f, "responders"),
+                         plan=plan).values())
 
 
 SECTIONS: list[tuple[str, Callable[[Path, P.Plan], list]]] = [
@@ -196,6 +193,18 @@ def budget_sentence(plan: P.Plan) -> str:
 MARKS = "†‡§¶"
 
 
+def _intro(plan: P.Plan, details: str) -> str:
+    return (f"*Rendered by `biaslab summary` from `outputs/` under the analysis plan v{plan.version} "
+            f"([`analysis_plan.yaml`](analysis_plan.yaml)): only its confirmatory claims are decided; everything "
+            f"else in the reports is exploratory. {budget_sentence(plan)} {details}: "
+            "[`outputs/SUMMARY.md`](outputs/SUMMARY.md).*")
+
+
+def _with_notes(lines: list[str], notes: dict[str, str]) -> str:
+    """The table's lines and, below them, the footnote of each mark :func:`_estimate_cell` set."""
+    return "\n".join(lines + ([""] + [f"{mark} {note}." for note, mark in notes.items()] if notes else [])) + "\n"
+
+
 def _estimate_cell(r: dict, notes: dict) -> str:
     if not pd.notna(r.get("estimate")):
         return ""
@@ -203,9 +212,7 @@ def _estimate_cell(r: dict, notes: dict) -> str:
     if str(r["verdict"]).startswith(UNDECIDED):
         return est                                   # no decision-looking interval for a row that was not decided
     if pd.notna(r.get("ci_adj_low")) and pd.notna(r.get("ci_adj_high")):
-        lo, hi = (("−∞" if x == -float("inf") else "∞" if x == float("inf") else num(x))
-                  for x in (r["ci_adj_low"], r["ci_adj_high"]))
-        return f"{est} [{lo}, {hi}] ({100 * r['ci_level']:.4g} %)"
+        return f"{est} [{bound(r['ci_adj_low'])}, {bound(r['ci_adj_high'])}] ({level_pct(r['ci_level'])})"
     # the footnote says why, without the test's full description (the plan's and the notebook's)
     note = str(r.get("ci_adj_note") or "no adjusted interval")
     head = note.split(": ", 1)[0]
@@ -232,10 +239,7 @@ def render(root: Path | None, plan: P.Plan) -> str:
     the plan's n, the SESOI, the level the row was tested at and its test's power there (every number from its
     row)."""
     t = claim_rows(root, plan)
-    lines = [f"*Rendered by `biaslab summary` from `outputs/` under the analysis plan v{plan.version} "
-             f"([`analysis_plan.yaml`](analysis_plan.yaml)): only its confirmatory claims are decided; everything "
-             f"else in the reports is exploratory. {budget_sentence(plan)} Details: "
-             f"[`outputs/SUMMARY.md`](outputs/SUMMARY.md).*", "",
+    lines = [_intro(plan, "Details"), "",
              "| notebook | claim | model(s) | n (plan) | null | SESOI | estimate [adjusted interval] (level) | p | "
              "adjusted p | tested at (power) | family: tests (level; families in notebook) | verdict |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
@@ -252,14 +256,11 @@ def render(root: Path | None, plan: P.Plan) -> str:
             n += f" in {int(r['clusters']):,} clusters"
         null = num(r["null"]) if isinstance(r.get("null"), (int, float)) else str(r.get("null") or "")
         sesoi = num(r["sesoi"]) if pd.notna(r.get("sesoi")) else ""
-        p = num(r["p"]) if decided and pd.notna(r.get("p")) else ""
-        pa = num(r["p_adjusted"]) if decided and pd.notna(r.get("p_adjusted")) else ""
+        p, pa = (num(r[k]) if decided and pd.notna(r.get(k)) else "" for k in ("p", "p_adjusted"))
         lines.append(f"| {r['notebook'][:2]} | {('`' + r['claim'] + '`') if r['claim'] else ''} | {r['who']} | {n} | "
                      f"{null if r['claim'] else ''} | {sesoi} | {_estimate_cell(r, notes)} | {p} | {pa} | "
                      f"{_level_cell(r) if r['claim'] else ''} | {fam} | {v} |")
-    if notes:
-        lines += [""] + [f"{mark} {note}." for note, mark in notes.items()]
-    return "\n".join(lines) + "\n"
+    return _with_notes(lines, notes)
 
 
 def headline(root: Path | None, plan: P.Plan) -> str:
@@ -270,10 +271,7 @@ def headline(root: Path | None, plan: P.Plan) -> str:
     ``outputs/SUMMARY.md``."""
     t = claim_rows(root, plan)
     label = {c.id: c.label for c in plan.claims}
-    lines = [f"*Rendered by `biaslab summary` from `outputs/` under the analysis plan v{plan.version} "
-             f"([`analysis_plan.yaml`](analysis_plan.yaml)): only its confirmatory claims are decided; everything "
-             f"else in the reports is exploratory. {budget_sentence(plan)} Every instance (n, null, p, level, power, "
-             "family): [`outputs/SUMMARY.md`](outputs/SUMMARY.md).*", "",
+    lines = [_intro(plan, "Every instance (n, null, p, level, power, family)"), "",
              "| notebook | claim | instances | distinguishable from the null: estimate [adjusted interval] (level) | "
              "not distinguishable | descriptive | not reached | not decided |", "|---|---|---|---|---|---|---|---|"]
     notes: dict[str, str] = {}
@@ -292,9 +290,7 @@ def headline(root: Path | None, plan: P.Plan) -> str:
         other = ", ".join(f"{n} {k}" for k, n in other.value_counts(sort=False).items())
         lines.append(f"| {nb[:2]} | `{claim}`: {label.get(claim, '')} | {len(rows)} | {dist or 'none'} | {n_not} | "
                      f"{n_desc} | {n_reach} | {other} |")
-    if notes:
-        lines += [""] + [f"{mark} {note}." for note, mark in notes.items()]
-    return "\n".join(lines) + "\n"
+    return _with_notes(lines, notes)
 
 
 def splice(text: str, body: str, begin: str = BEGIN, end: str = END) -> str:

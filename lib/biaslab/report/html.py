@@ -16,14 +16,15 @@ from __future__ import annotations
 import ast
 import base64
 import html
-import json
 import logging
+import os
 import re
 from pathlib import Path
 
 from . import display
 from .outputs import atomic_write_text
 from . import decision_panel
+from .front_page import _e, manifests, read_manifest
 from .decision_panel import _root_and_variant as decision_root
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -78,12 +79,14 @@ def markdown_html(source: str, **renderer_options) -> str:
     return MarkdownWithMath(renderer=_mathml_renderer()(escape=False, **renderer_options)).render(source)
 
 
-def _e(x) -> str:
-    return html.escape(str(x))
+def _text(x) -> str:
+    """A notebook's text field (a cell's source, an output's text), stored as one string or a list of lines."""
+    return x if isinstance(x, str) else "".join(x)
 
 
-def _cell_text(cell) -> str:
-    return cell.source if isinstance(cell.source, str) else "".join(cell.source)
+def _markdown(cell) -> list[str]:
+    """The markdown a code cell displays, one text per output."""
+    return [_text(o["data"]["text/markdown"]) for o in cell.get("outputs", []) if "text/markdown" in o.get("data", {})]
 
 
 def _tags(cell) -> list[str]:
@@ -121,9 +124,9 @@ def parameter_rows(nb) -> list[dict]:
     for cell in nb.cells:
         tags = _tags(cell)
         if cell.cell_type == "code" and "injected-parameters" in tags:
-            injected.update(assignments(_cell_text(cell)))
+            injected.update(assignments(_text(cell.source)))
         elif cell.cell_type == "code" and "parameters" in tags:
-            defaults.update(assignments(_cell_text(cell)))
+            defaults.update(assignments(_text(cell.source)))
     rows = []
     for name in [*defaults, *(n for n in injected if n not in defaults)]:
         default, comment = defaults.get(name, ("", ""))
@@ -143,15 +146,14 @@ def findings(nb) -> list[dict]:
     found, section = [], ""
     for cell in nb.cells:
         if cell.cell_type == "markdown":
-            heads = _HEADING.findall(_cell_text(cell))
+            heads = _HEADING.findall(_text(cell.source))
             if heads:
                 section = heads[-1][1]
             continue
         if cell.cell_type != "code" or FINDINGS_TAG not in _tags(cell):
             continue
-        outputs = cell.get("outputs", [])
-        md = [_text(o["data"]["text/markdown"]) for o in outputs if "text/markdown" in o.get("data", {})]
-        printed = [_text(o.get("text", "")) for o in outputs if o.get("output_type") == "stream"
+        md = _markdown(cell)
+        printed = [_text(o.get("text", "")) for o in cell.get("outputs", []) if o.get("output_type") == "stream"
                    and o.get("name") == "stdout"]
         if md:
             found.append({"cell": cell.get("id"), "section": section, "markdown": "\n\n".join(md)})
@@ -160,21 +162,17 @@ def findings(nb) -> list[dict]:
     return found
 
 
-def _text(x) -> str:
-    return x if isinstance(x, str) else "".join(x)
-
-
 def _link(target: Path, base: Path, label: str) -> str:
     """A relative link to ``target`` when it exists, else nothing."""
     if not target.exists():
         return ""
-    rel = Path(_relpath(target, base)).as_posix() + ("/" if target.is_dir() else "")
+    rel = Path(os.path.relpath(target, base)).as_posix() + ("/" if target.is_dir() else "")
     return f'<a href="{_e(rel)}">{_e(label)}</a>'
 
 
-def _relpath(target: Path, base: Path) -> str:
-    import os
-    return os.path.relpath(target, base)
+def _after(links: list[str]) -> str:
+    """The links that exist, each after a " · "."""
+    return "".join(f" · {x}" for x in links if x)
 
 
 def _run_line(m: dict) -> str:
@@ -192,11 +190,9 @@ def summary_html(nb, manifest: dict, markdown2html, links: list[str]) -> str:
     the code toggle."""
     parts = ['<section class="bl-summary" id="bl-summary">']
     run = _run_line(manifest) if manifest else "no MANIFEST.json beside this notebook"
-    links = [x for x in links if x]
-    parts.append(f'<p class="bl-run">{run}{" · " if links else ""}{" · ".join(links)}'
+    parts.append(f'<p class="bl-run">{run}{_after(links)}'
                  ' · <button class="bl-code-toggle" type="button" onclick="blToggleCode(this)">show code</button></p>')
-    plan = [_text(o["data"]["text/markdown"]) for c in nb.cells if c.cell_type == "code" and PLAN_TAG in _tags(c)
-            for o in c.get("outputs", []) if "text/markdown" in o.get("data", {})]
+    plan = [md for c in nb.cells if c.cell_type == "code" and PLAN_TAG in _tags(c) for md in _markdown(c)]
     if plan:
         parts.append('<h2 id="bl-plan">Analysis plan</h2><div class="bl-plan">' + markdown2html(plan[0]) + "</div>")
     found = findings(nb)
@@ -272,19 +268,13 @@ def _model_source(info: dict) -> str:
     return info.get("source") or info.get("original") or ""
 
 
-def _model_identity(info: dict) -> str:
-    if info.get("weights_sha256"):
-        return info["weights_sha256"]
-    return info.get("served_model_id") or info.get("model") or "?"
-
-
 def footer_html(manifest: dict, links: list[str]) -> str:
     """Provenance from MANIFEST.json: run, models with weight hashes, data with sha256, environment."""
     if not manifest:
         return ('<footer class="bl-footer"><h2 id="bl-provenance">Provenance</h2>'
                 "<p>No MANIFEST.json beside this notebook: its provenance is unknown.</p></footer>")
     parts = ['<footer class="bl-footer"><h2 id="bl-provenance">Provenance</h2>',
-             f'<p>{_run_line(manifest)}{" · " if any(links) else ""}{" · ".join(x for x in links if x)}</p>']
+             f'<p>{_run_line(manifest)}{_after(links)}</p>']
     git = manifest.get("git") or {}
     if git.get("commit"):
         parts.append(f'<p>git commit <code>{_e(git["commit"])}</code>'
@@ -296,7 +286,8 @@ def footer_html(manifest: dict, links: list[str]) -> str:
             f"<tr><td>{_e(name)}</td><td>{_e(_model_source(info))}</td>"
             f"<td>{_e(', '.join(str(x) for x in info.get('dtypes') or [info.get('dtype', '')]))} "
             f"{_e(info.get('device', ''))}</td>"
-            f"<td><code>{_e(_model_identity(info))}</code></td></tr>"
+            f"<td><code>{_e(info.get('weights_sha256') or info.get('served_model_id') or info.get('model') or '?')}"
+            "</code></td></tr>"
             for name, info in ((n, i or {}) for n, i in models.items()))
         parts.append("<h3>Models</h3><table><thead><tr><th>model</th><th>source</th><th>precision</th>"
                      f"<th>weights sha256 (served: the server's model id)</th></tr></thead><tbody>{rows}</tbody>"
@@ -331,17 +322,6 @@ def table_of_contents(body: str) -> str:
         label = re.sub(r"<[^>]+>", "", text).strip()
         items.append(f'<li class="bl-toc-{level}"><a href="#{ident}">{label}</a></li>')
     return "<ul>" + "".join(items) + "</ul>"
-
-
-def read_manifest(folder: Path) -> dict:
-    for name in ("MANIFEST.json", "MANIFEST.failed.json"):
-        p = Path(folder) / name
-        if p.exists():
-            try:
-                return json.loads(p.read_text())
-            except (OSError, json.JSONDecodeError):
-                return {"status": f"unreadable {name}"}
-    return {}
 
 
 def print_resolution(nb, folder: Path) -> int:
@@ -380,11 +360,8 @@ def render(executed: Path, out: Path | None = None) -> Path:
     nb = nbformat.read(executed, as_version=4)
     print_resolution(nb, executed.parent)
     manifest = read_manifest(executed.parent)
-    here = out.parent
-    links = [_link(executed, here, "executed notebook"),
-             _link(executed.parent / "tables", here, "tables"),
-             _link(executed.parent / "figures", here, "figures"),
-             _link(executed.parent / "MANIFEST.json", here, "MANIFEST.json")]
+    links = [_link(executed, out.parent, "executed notebook")] + [
+        _link(executed.parent / name, out.parent, name) for name in ("tables", "figures", "MANIFEST.json")]
     intro = next((c.get("id") for c in nb.cells if c.cell_type == "markdown"), None)
     notebook = manifest.get("notebook") or executed.stem
     root, _ = decision_root(executed.parent, notebook)
@@ -418,7 +395,6 @@ def render(executed: Path, out: Path | None = None) -> Path:
 def render_all(root: Path) -> list[Path]:
     """Render the report of every run under ``root`` (each ``MANIFEST.json`` beside an executed notebook) and return
     their paths; a run whose notebook is missing is skipped."""
-    from .front_page import manifests
     done = []
     for folder, m in manifests(Path(root)):
         executed = folder / f"{m.get('notebook') or folder.name}.ipynb"

@@ -108,11 +108,11 @@ class OutputDir:
     def figure(self, fig, name: str, dpi: int = FIGURE_DPI) -> None:
         """Save a matplotlib figure as ``figures/<name>.png`` after :func:`biaslab.plots.figure_check.check_figure`
         (a problem is recorded as a note in MANIFEST and warned about, or raised with ``BIASLAB_STRICT_FIGURES=1``),
-        show a copy rendered at :data:`SHOWN_DPI` in the notebook (the file is saved at ``dpi``, twice that; the HTML report
-        shows the file itself, named by the image's ``bl_file`` metadata, at the same CSS width) with
+        show a copy rendered at :data:`SHOWN_DPI` in the notebook (the file is saved at ``dpi``, twice that; the HTML
+        report shows the file itself, named by the image's ``bl_file`` metadata, at the same CSS width) with
         alternative text stating its result (:func:`biaslab.report.display.figure_alt`) and the layout counts of
-        :func:`biaslab.plots.figure_check.layout_counts` (the report's browser test reads them), and close the figure (a ``plt.show()`` after it adds nothing).
-        Returns None, so a call ending a cell adds no ``Out[]``."""
+        :func:`biaslab.plots.figure_check.layout_counts` (the report's browser test reads them), and close the figure
+        (a ``plt.show()`` after it adds nothing). Returns None, so a call ending a cell adds no ``Out[]``."""
         import matplotlib.pyplot as plt
         from IPython.display import Image, display
 
@@ -148,9 +148,9 @@ class OutputDir:
     def record_model(self, fingerprint: dict) -> None:
         """Record a loaded model's fingerprint under its name. Recording the same model at the same precision again
         updates its entry (a served model's fingerprint after its probe); the same weights loaded at another
-        precision (notebook 6: float32, and float32 on weights rounded to bfloat16) add that precision to the entry's ``dtypes`` (every precision
-        loaded, in order; ``dtype`` stays the first load's), so no load overwrites another. Other weights under a
-        known name are recorded as ``"<name> (<dtype>)"``."""
+        precision (notebook 6: float32, and float32 on weights rounded to bfloat16) add that precision to the entry's
+        ``dtypes`` (every precision loaded, in order; ``dtype`` stays the first load's), so no load overwrites
+        another. Other weights under a known name are recorded as ``"<name> (<dtype>)"``."""
         def precision(fp: dict):     # the dtype, and the dtype the weights were rounded to (models.load)
             r = fp.get("weights_rounded_to")
             return f"{fp.get('dtype')} (weights rounded to {r})" if r else fp.get("dtype")

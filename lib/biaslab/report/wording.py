@@ -107,7 +107,7 @@ def interval(row: Mapping, digits: int = 3, scale: float = 1.0) -> str:
         if lo in row and hi in row and present(row[lo]) and present(row[hi]):
             return (f"({level_pct(interval_level(row, lo))} CI {num(scale * row[lo], digits)}–"
                     f"{num(scale * row[hi], digits)})")
-    method = row.get("ci_method") if hasattr(row, "get") else None
+    method = row.get("ci_method")
     return (f"(no interval, {method})" if isinstance(method, str) and method.startswith(("undefined", "not estimable"))
             else "")
 
@@ -131,21 +131,15 @@ def who(row: Mapping, claim, keys: tuple = ("dataset", "class_type", "polarity")
     return who
 
 
-def tested_level(row: Mapping) -> float | None:
-    """The level at which a claim row was tested (its ``tested_level``, the verdict layer's); None for a row not
-    tested."""
-    return float(row["tested_level"]) if present(row.get("tested_level")) else None
-
-
 def power_at_level(row: Mapping) -> str:
     """'power 0.83 for an effect of 0.1 at level 0.0008': the design's power for the claim's smallest effect of
-    interest at the level the row was tested at (the row's ``power``, ``sesoi`` and :func:`tested_level`); "" where
-    the row holds no such power (an MDE computed at another level, e.g. 0.05, is not quoted beside a test at
-    this one)."""
-    level = tested_level(row)
-    if level is None or not (present(row.get("power")) and present(row.get("sesoi"))):
+    interest at the level the row was tested at (the row's ``power``, ``sesoi`` and ``tested_level``, the verdict
+    layer's); "" where the row holds no such power (an MDE computed at another level, e.g. 0.05, is not quoted beside
+    a test at this one)."""
+    if not all(present(row.get(k)) for k in ("tested_level", "power", "sesoi")):
         return ""
-    return f"power {num(row['power'], 2)} for an effect of {num(abs(row['sesoi']))} at level {level:.2g}"
+    return (f"power {num(row['power'], 2)} for an effect of {num(abs(row['sesoi']))} at level "
+            f"{float(row['tested_level']):.2g}")
 
 
 def verdict_words(v: str) -> str:
@@ -156,7 +150,8 @@ def verdict_words(v: str) -> str:
     return f"{head} ({why.split(':')[0].rstrip(')')})" if why else head
 
 
-def _bound(x: float) -> str:
+def bound(x: float) -> str:
+    """An interval's end: ±∞ as "∞"/"−∞", else :func:`num`."""
     return "−∞" if x == float("-inf") else "∞" if x == float("inf") else num(x)
 
 
@@ -170,7 +165,7 @@ def claim_sentence(row: Mapping, claim) -> str:
     decided = v in (DISTINGUISHABLE, NOT_DISTINGUISHABLE)
     ci = ""
     if decided and present(row.get("ci_adj_low")) and present(row.get("ci_adj_high")):
-        ci = f" [{_bound(row['ci_adj_low'])}, {_bound(row['ci_adj_high'])}] at {level_pct(row['ci_level'])}"
+        ci = f" [{bound(row['ci_adj_low'])}, {bound(row['ci_adj_high'])}] at {level_pct(row['ci_level'])}"
     elif decided and claim.ci and present(row.get(claim.ci[0])) and present(row.get(claim.ci[1])):
         se = row.get(f"{claim.estimate}_mc_se")            # bounds from the same draws: no more digits than they carry
         lo, hi = ((mc_num(row[c], se) for c in claim.ci) if present(se) and se > 0
