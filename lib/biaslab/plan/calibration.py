@@ -188,18 +188,16 @@ def crows_instances(tables: Path) -> list[Instance]:
     tables = Path(tables)
     pairs = _read(tables / "pair_scores.csv")
     out = []
-    for stem, claim_col in (("likelihood_tests", "mean_d"), ("preference_tests", "pi_hat")):
+    for stem, claim_col, stat, null in (("likelihood_tests", "mean_d", np.subtract, 0.0),
+                                        ("preference_tests", "pi_hat", likelihood_preferences, 0.5)):
         for r in _tested(_read(tables / f"{stem}.csv")).itertuples():
             g = pairs[(pairs["model"] == r.model) & (pairs["dataset"] == r.dataset)]
             where = f"{tables}/{stem}.csv ({r.model}, {r.dataset})"
-            more, less = g["logp_more"].to_numpy(float), g["logp_less"].to_numpy(float)
-            if stem == "likelihood_tests":
-                a, b, stat, null, binary = more / g["n_more"].to_numpy(float), less / g["n_less"].to_numpy(float), \
-                    np.subtract, 0.0, False
-            else:
-                a, b, stat, null, binary = more, less, likelihood_preferences, 0.5, True
+            a, b = g["logp_more"].to_numpy(float), g["logp_less"].to_numpy(float)
+            if stem == "likelihood_tests":                      # lpbs: per token
+                a, b = a / g["n_more"].to_numpy(float), b / g["n_less"].to_numpy(float)
             ok = np.isfinite(stat(a, b))
-            d = C.arms_design(a[ok], b[ok], None, stat, **_stratified(ok, g), null=null, binary=binary,
+            d = C.arms_design(a[ok], b[ok], None, stat, **_stratified(ok, g), null=null, binary=null == 0.5,
                               label=f"{r.dataset}, {r.model}: {int(ok.sum())} pairs (independent), the two "
                                     "sentences swapped")
             _check(where, claim_col, float(d.W @ (np.bincount(d.h, weights=d.y) / np.bincount(d.h))),
@@ -347,7 +345,7 @@ def calm_instances(tables: Path, data: pd.DataFrame | None = None, seed: int | N
         obs, ref = refs[n_perm][r.model][(r.task, r.bias_type)]
         ref = ref[np.isfinite(ref)]
         _check(where, "eq.-1 score", float(obs), float(r.bias_score))
-        _check(where, "permutation floor (seed {seed})".format(seed=seed), float(ref.mean()), float(r.null_mean))
+        _check(where, f"permutation floor (seed {seed})", float(ref.mean()), float(r.null_mean))
         p = (1 + int((ref >= obs - 1e-12).sum())) / (1 + ref.size)
         _check(where, "permutation p", p, float(r.p_value))
         d = C.Design(np.array([obs]), None, reference=ref, units=int(r.n_clusters),
@@ -460,19 +458,14 @@ def instances(notebook: str, tables: Path, root: Path | None = None, data: pd.Da
     """The tested claim instances of one run (``tables``: its tables folder; ``root``: the outputs folder notebook
     5 reads; ``benchmark``: notebook 1's; ``data``: notebook 1's or 2's responses; ``seed``: the run's, where a
     design re-draws the run's own permutations, default its MANIFEST's)."""
-    if notebook == "01_multifactor":
-        return multifactor_instances(tables, benchmark, data, seed)
-    if notebook == "02_calm":
-        return calm_instances(tables, data, seed)
-    if notebook == "03_crows_pairs_bayes":
-        return crows_instances(tables)
-    if notebook == "04_agentic_entropy":
-        return agentic_instances(tables)
-    if notebook == "05_compare":
-        return compare_instances(root, tables)
-    if notebook == "07_mbbq":
-        return mbbq_instances(tables)
-    raise ValueError(f"notebook {notebook!r} has no confirmatory claims to calibrate; one of {NOTEBOOKS}")
+    build = {"01_multifactor": lambda: multifactor_instances(tables, benchmark, data, seed),
+             "02_calm": lambda: calm_instances(tables, data, seed),
+             "03_crows_pairs_bayes": lambda: crows_instances(tables),
+             "04_agentic_entropy": lambda: agentic_instances(tables),
+             "05_compare": lambda: compare_instances(root, tables), "07_mbbq": lambda: mbbq_instances(tables)}
+    if notebook not in build:
+        raise ValueError(f"notebook {notebook!r} has no confirmatory claims to calibrate; one of {NOTEBOOKS}")
+    return build[notebook]()
 
 
 # ------------------------------------------------------------------------------------------------ calibration
@@ -604,15 +597,13 @@ def fwer(root: Path, replications: int, seed: int = 0, plan=None,
          n_families: Mapping[str, int] | None = None) -> pd.DataFrame:
     """Familywise error of the headline table under the global null, under exactly the run's rule: every instance
     the run's graph tested (descriptive and untested instances are not in it) has its data swapped / relabelled
-    within clusters (independently across instances) and its test recomputed; the budget is applied as the run
-    decided it (:func:`budget_of`; ``shares``/``n_families`` override it): each notebook's share over its families,
-    the plan's graph within each family (Holm for a plan without one), an instance rejected only at a level where
-    its test has 80 % power for its SESOI (its ``need``, so a level it is not powered at is not passed on); the share
-    of replications with at least one false "distinguishable", with its Monte Carlo SE. Also the same rule at alpha
-    within each family and no split, for comparison. ``plan``: a :class:`biaslab.plan.Plan` or its path (default
-    the repository's); its alpha and graphs. Replications are simulated
-    in blocks of :data:`FWER_REPLICATIONS` (the first block's draws are those of a single run of that size), at most
-    :data:`MAX_REPLICATIONS`."""
+    within clusters (independently across instances) and its test recomputed; the replications are decided under
+    the budget as the run decided it (:func:`budget_rejections` at :func:`budget_of`'s shares and family counts;
+    ``shares``/``n_families`` override them) and, for comparison, within each family at alpha with no split
+    (:func:`unsplit_rejections`); per rule the share of replications with at least one false "distinguishable",
+    with its Monte Carlo SE. ``plan``: a :class:`biaslab.plan.Plan` or its path (default the repository's); its
+    alpha and graphs. Replications are simulated in blocks of :data:`FWER_REPLICATIONS` (the first block's draws
+    are those of a single run of that size), at most :data:`MAX_REPLICATIONS`."""
     check_replications(replications)
     plan = plan if isinstance(plan, P.Plan) else P.load(plan)
     alpha = plan.alpha

@@ -327,8 +327,7 @@ def problems(path: Path, raw: dict, tables: dict | None = None) -> list[str]:
     """Every problem of the parsed plan ``raw`` (read from ``path``), one line each; [] for a usable plan.
     ``tables``: the notebooks and their claim-able tables (default :data:`TABLES`; a test passes its own)."""
     tables = TABLES if tables is None else tables
-    validator = _validator()
-    errs = sorted(validator.iter_errors(raw), key=lambda e: [str(p) for p in e.absolute_path])
+    errs = sorted(_validator().iter_errors(raw), key=lambda e: [str(p) for p in e.absolute_path])
     out = [_schema_line(path, e) for e in errs]
     shares = raw["budget"].get("shares") if isinstance(raw.get("budget"), dict) else None
     for key, names in (("notebooks", raw.get("notebooks")), ("budget.shares", shares)):
@@ -350,7 +349,6 @@ def problems(path: Path, raw: dict, tables: dict | None = None) -> list[str]:
             for j, s in enumerate(c.get("shown_in", ())):
                 out += _table_problems(tables, f"{where}.shown_in[{j}]", s["notebook"], s["table"],
                                        s.get("rows", {}), [])
-    shares = (raw.get("budget") or {}).get("shares")
     if shares is None and len(with_claims) > 1:
         out.append(f"{path}: budget: missing budget.shares; {len(with_claims)} notebooks have claims. Fix: split "
                    "alpha over them before any run (budget: {shares: {notebook: share}}, summing to 1)")
