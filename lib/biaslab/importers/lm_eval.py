@@ -165,15 +165,13 @@ def _task_log(f: Path, task: str, lines: list[dict], results: dict, identity: di
     if kind is None:
         fields = sorted((lines[0].get("doc") or {}).keys())[:12]
         raise Unsupported(f"{f}: task {task!r} is neither CrowS-Pairs nor BBQ by its samples (doc fields {fields})")
-    found = None
-    if kind == BBQ:
-        kind, found = _bbq_or_mbbq(f, task, lines, benchmark)
-    reported = {k: v for k, v in ((results.get("results", {}) or {}).get(task, {}) or {}).items()
-                if isinstance(v, (int, float)) and not isinstance(v, bool)}
     if kind == CROWS:
         items, lls, choices, excluded = _crows(lines, task)
     else:
+        kind, found = _bbq_or_mbbq(f, task, lines, benchmark)
         items, lls, choices, excluded = _bbq(lines, task) if kind == BBQ else _mbbq(lines, task, found)
+    reported = {k: v for k, v in ((results.get("results", {}) or {}).get(task, {}) or {}).items()
+                if isinstance(v, (int, float)) and not isinstance(v, bool)}
     return ImportedLog(harness="lm-eval", task=task, kind=kind, model=model, items=items, loglikelihoods=lls,
                        choices=choices, excluded=excluded, identity=identity, reported=reported, source=str(f),
                        prompts=("log-likelihoods of each sentence with an empty context (no preference prompt)"
@@ -192,7 +190,7 @@ def _crows(lines: list[dict], task: str):
     rows, lls, bad = [], {}, []
     for s in lines:
         doc, reqs = s.get("doc") or {}, _requests(s)
-        if not ({"sent_more", "sent_less"} <= set(doc) and len(reqs) == 2):
+        if _kind(s) != CROWS:
             bad.append({"row": s.get("doc_id"), "reason": "not a CrowS-Pairs sample (no sent_more/sent_less or "
                                                           "not two log-likelihood requests)"})
             continue
