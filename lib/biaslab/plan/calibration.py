@@ -10,10 +10,8 @@ the test's input from permuted raw data; and the level the row was tested at (:f
 * :func:`run` (one call per notebook) simulates each instance under its raw-data null, at alpha and at its tested
   level with replications scaled to that level, and writes ``tables/calibration.csv``;
 * :func:`fwer` simulates every instance of every notebook's graph under the global null at once, applies the error
-  budget exactly as the run did (alpha split over notebooks by the plan's ``budget.shares``, equally over a
-  notebook's families, the plan's graph within each family at ``alpha * share / n_families``, an instance rejected
-  only where its test is powered at the level it reached) and counts the replications with at least one false
-  "distinguishable".
+  budget exactly as the run did (:func:`budget_rejections`, the verdict layer's rule) and counts the replications
+  with at least one false "distinguishable".
 """
 
 from __future__ import annotations
@@ -131,7 +129,6 @@ def multifactor_instances(tables: Path, benchmark: str, data: pd.DataFrame | Non
     decided by the swap test must reproduce its p."""
     from ..stats.clustered import cluster_swap_p
     from ..stats.paired import deviation_metric_swap_design
-    tables = Path(tables)
     rows = _tested(_read(tables / "paired_subgroup_tests.csv"))
     if rows.empty:
         return []
@@ -185,7 +182,6 @@ def crows_instances(tables: Path) -> list[Instance]:
     and weighted to the file where the table carries the sampling design (``stratum``, ``weight``); the rebuilt
     weighted estimate must equal the table's."""
     from ..benchmarks.crows_pairs import likelihood_preferences
-    tables = Path(tables)
     pairs = _read(tables / "pair_scores.csv")
     out = []
     for stem, claim_col, stat, null in (("likelihood_tests", "mean_d", np.subtract, 0.0),
@@ -210,7 +206,6 @@ def agentic_instances(tables: Path) -> list[Instance]:
     """Notebook 4's ``group-choice``: each prompt's top group (a category code) clustered by scenario; the null
     re-randomizes which group sits in which answer slot within every scenario, which permutes the top groups' labels
     within the scenario (:func:`biaslab.stats.null_simulation.relabel`)."""
-    tables = Path(tables)
     resp = _read(tables / "responses.csv")
     out = []
     for r in _tested(_read(tables / "uniformity_tests.csv")).itertuples():
@@ -267,7 +262,7 @@ def compare_instances(root: Path, tables: Path) -> list[Instance]:
     null exchanging them within clusters and recomputing what the test reads (a ratio score's pseudo-values from the
     exchanged answers)."""
     from ..papers.compare import tables as T
-    rows = _tested(_read(Path(tables) / "paired_differences.csv"))
+    rows = _tested(_read(tables / "paired_differences.csv"))
     out = []
     for r in rows.itertuples():
         m = T.metric(r.metric)
@@ -313,7 +308,7 @@ def compare_instances(root: Path, tables: Path) -> list[Instance]:
 def _run_seed(tables: Path) -> int:
     """The seed a notebook ran with: its MANIFEST's parameters (the notebooks' default 0 where not overridden)."""
     import json
-    m = Path(tables).parent / "MANIFEST.json"
+    m = tables.parent / "MANIFEST.json"
     return int(json.loads(m.read_text()).get("parameters", {}).get("seed", 0)) if m.is_file() else 0
 
 
@@ -323,7 +318,6 @@ def calm_instances(tables: Path, data: pd.DataFrame | None = None, seed: int | N
     ``n_perm`` and ``seed``, default the run's MANIFEST's), which must reproduce the committed score, floor and p, and
     fresh permutation draws as the null replications (:func:`biaslab.stats.null_simulation.permuted`)."""
     from ..papers.calm import bias as cb
-    tables = Path(tables)
     rows = _tested(_read(tables / "bias_scores.csv"))
     if rows.empty:
         return []
@@ -423,7 +417,6 @@ def mbbq_instances(tables: Path) -> list[Instance]:
     minus English) of the WLS whose intercept is the claim, one unit per template, the two languages' answers
     exchanged within random templates and both differences recomputed (:func:`_contrast_design`)."""
     from ..papers.mbbq import analysis as A
-    tables = Path(tables)
     resp = _read(tables / "responses.csv")
     out = []
     for r in _tested(_read(tables / "metrics.csv")).itertuples():
@@ -458,6 +451,7 @@ def instances(notebook: str, tables: Path, root: Path | None = None, data: pd.Da
     """The tested claim instances of one run (``tables``: its tables folder; ``root``: the outputs folder notebook
     5 reads; ``benchmark``: notebook 1's; ``data``: notebook 1's or 2's responses; ``seed``: the run's, where a
     design re-draws the run's own permutations, default its MANIFEST's)."""
+    tables = Path(tables)
     build = {"01_multifactor": lambda: multifactor_instances(tables, benchmark, data, seed),
              "02_calm": lambda: calm_instances(tables, data, seed),
              "03_crows_pairs_bayes": lambda: crows_instances(tables),

@@ -7,9 +7,8 @@ and files over :data:`MAX_BYTES`; :func:`problems` checks it against :data:`SCHE
 every range check and would silently decide nothing) and then against what the notebooks compute: every
 claim's ``table`` is one of its notebook's :data:`TABLES` and every column it names (``rows`` keys, ``estimate``,
 ``p``, ``ci``) is one of that table's, unique claim ids, budget shares in (0, 1] summing to 1 over the notebooks with
-claims, an ``issued`` date no later than today, and the graphical procedure's fields (:func:`_graph_problems`:
-weights summing to at most 1 per notebook, ``then`` fractions to at most 1 and naming the notebook's other claims,
-planning designs complete). Each problem is one line: the plan file, the key path, what is wrong and how to fix it.
+claims, an ``issued`` date no later than today, and the graphical procedure's fields (:func:`_graph_problems`).
+Each problem is one line: the plan file, the key path, what is wrong and how to fix it.
 """
 
 from __future__ import annotations
