@@ -52,9 +52,7 @@ def detect(path: str | Path) -> str:
     files = [p] if p.is_file() else sorted(p.rglob("*.json*"))
     if any(f.name.startswith(("samples_", "results_")) for f in files):
         return "lm-eval"
-    if any(f.suffix == ".eval" for f in (p.rglob("*.eval") if p.is_dir() else [])):
-        return "inspect"
-    if any(_is_inspect_json(f) for f in files if f.suffix == ".json"):
+    if (p.is_dir() and any(p.rglob("*.eval"))) or any(_is_inspect_json(f) for f in files if f.suffix == ".json"):
         return "inspect"
     return "eee"
 

@@ -71,6 +71,18 @@ def unknown_category(category) -> str | None:
     return f"category {category!r} is none of BBQ's or MBBQ's ({', '.join(bbq.CATEGORY_ROWS)})"
 
 
+#: the metadata fields a BBQ record of another harness carries (inspect_evals', an EEE converter's)
+BBQ_META = ("category", "context_condition", "question_polarity")
+
+
+def not_bbq(meta: dict, choices: list, what: str) -> str | None:
+    """Why a ``what`` (a sample, a record) of another harness is no BBQ row: its metadata lacks :data:`BBQ_META`, it
+    has not three choices, or its category is unknown (:func:`unknown_category`); None for a BBQ row."""
+    if not set(BBQ_META) <= set(meta) or len(choices) != 3:
+        return f"not a BBQ {what} (metadata lacks category, context_condition or question_polarity, or not 3 choices)"
+    return unknown_category(meta["category"])
+
+
 def supported() -> str:
     return "; ".join(f"{k}: {v}" for k, v in KINDS.items())
 

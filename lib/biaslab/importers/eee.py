@@ -37,8 +37,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..files.storage import atomic_write_text
-from .base import (BBQ, CROWS, MBBQ, UNSUPPORTED, ImportedLog, ImportError_, json_lines, supported,
-                   unknown_category)
+from .base import BBQ, BBQ_META, CROWS, MBBQ, UNSUPPORTED, ImportedLog, ImportError_, json_lines, not_bbq, supported
 
 SCHEMA_VERSION = "0.3.0"
 SCHEMA_DIR = Path(__file__).resolve().parent / "schemas"
@@ -82,13 +81,9 @@ def _intervals(df: pd.DataFrame) -> list[tuple[str, str, str, str | None]]:
         high = prefix + "ci_high"
         if high not in df.columns:
             continue
-        if prefix:
-            est = _PREFIX_ESTIMATE.get(prefix, prefix.rstrip("_"))
-            est = est if est in df.columns else None
-        else:
-            est = next((c for c in ESTIMATES if c in df.columns), None)
-        method = prefix + "ci_method" if prefix + "ci_method" in df.columns else (
-            "ci_method" if "ci_method" in df.columns else None)
+        cands = [_PREFIX_ESTIMATE.get(prefix, prefix.rstrip("_"))] if prefix else ESTIMATES
+        est = next((c for c in cands if c in df.columns), None)
+        method = next((m for m in (prefix + "ci_method", "ci_method") if m in df.columns), None)
         if est is not None:
             out.append((est, low, high, method))
     return out
@@ -162,9 +157,8 @@ def _model_info(name: str, manifest: dict, model_ids=None) -> dict:
     details = {"deployment_type": "externally_managed" if fp.get("backend") == "served" else "self_deployed",
                "model_availability": "open_weights" if fp.get("weights_sha256") or "/" in mid else "unknown",
                "biaslab_name": name}
-    for k in ("source", "quantization", "gguf_sha256", "weights_sha256", "tokenizer_sha256", "dtype", "device"):
-        if fp.get(k):
-            details[k] = str(fp[k])
+    details.update({k: str(fp[k]) for k in ("source", "quantization", "gguf_sha256", "weights_sha256",
+                                             "tokenizer_sha256", "dtype", "device") if fp.get(k)})
     engine = {"name": "transformers"} if fp.get("weights_sha256") else {"name": str(fp.get("backend", "unknown"))}
     if imported:
         tasks = _imported_tasks(fp)
@@ -211,9 +205,8 @@ def _eval_library(name: str, manifest: dict, version: str) -> dict:
            "converted_by": f"biaslab {version}", "commits": COMMITS}
     for task, t in tasks.items():
         out[f"{task}.harness_commit"] = str(t.get("harness_commit") or "unknown")
-        for k in ("harness_version", "launch_dir_git_commit", "model_args", "task_version", "date"):
-            if t.get(k) not in (None, ""):
-                out[f"{task}.{k}"] = str(t[k])
+        out.update({f"{task}.{k}": str(t[k]) for k in ("harness_version", "launch_dir_git_commit", "model_args",
+                                                        "task_version", "date") if t.get(k) not in (None, "")})
     return {"name": " + ".join(names), "version": ", ".join(versions) or "unknown",
             "additional_details": {k: no_local_paths(v) for k, v in out.items()}}
 
@@ -414,10 +407,9 @@ def export_run(folder: str | Path, out: str | Path | None = None, biaslab_versio
                                                       "hash_algorithm": "sha256",
                                                       "checksum": hashlib.sha256(text.encode()).hexdigest(),
                                                       "total_rows": len(instances)}
-            validate(agg, "eval.schema.json")
+        validate(agg, "eval.schema.json")
+        if out is not None:
             writes.append((o / f"{uid}.json", json.dumps(agg, indent=1, allow_nan=False)))
-        else:
-            validate(agg, "eval.schema.json")
     for path, text in writes:          # only now, every record valid: each samples file before its aggregate
         atomic_write_text(path, text)
     return result
@@ -486,10 +478,9 @@ def _instances(run: str, model: str, tables: dict[str, pd.DataFrame], unscored: 
                     "is_correct_means": IS_CORRECT[stem],
                     "input_raw": "the prompt text" if prompt else "biaslab's prompt id (the text is in the "
                                                                   "benchmark's data file)"}
-            for c in ("dataset", "language", "set", "bias_type", "category", "context_condition", "question_polarity",
-                      "direction"):
-                if row.get(c) is not None:
-                    meta[c] = str(row[c])
+            meta.update({c: str(row[c]) for c in ("dataset", "language", "set", "bias_type", "category",
+                                                  "context_condition", "question_polarity", "direction")
+                         if row.get(c) is not None})
             inp = {"raw": prompt or str(row.get("prompt_id", sid)), "reference": []}
             if choices:
                 inp["choices"] = choices
@@ -563,18 +554,12 @@ def read(path: Path) -> list[ImportedLog]:
 
 
 def _foreign_bbq(recs: list[dict], path: Path) -> list[ImportedLog]:
-    need = {"category", "context_condition", "question_polarity"}
     by_model: dict[str, tuple[list, list]] = {}
     for rec in recs:
         meta, inp = rec.get("metadata") or {}, rec.get("input") or {}
         rows, bad = by_model.setdefault(str(rec.get("model_id", "")), ([], []))
         choices = inp.get("choices") or []
-        if not need <= set(meta) or len(choices) != 3:
-            bad.append({"row": rec.get("sample_id"), "reason": "not a BBQ record (metadata lacks category, "
-                                                               "context_condition or question_polarity, or not "
-                                                               "three input.choices)"})
-            continue
-        if why := unknown_category(meta["category"]):
+        if why := not_bbq(meta, choices, "record"):
             bad.append({"row": rec.get("sample_id"), "reason": why})
             continue
         ans = [a.get("extracted_value") for a in rec.get("answer_attribution") or [] if a.get("is_terminal")]
@@ -583,7 +568,7 @@ def _foreign_bbq(recs: list[dict], path: Path) -> list[ImportedLog]:
             bad.append({"row": rec.get("sample_id"), "reason": f"answer {ans[-1] if ans else None!r} names no "
                                                                "single choice"})
             continue
-        rows.append({"prompt_id": rec.get("sample_id"), **{k: meta[k] for k in need}, "prompt": inp.get("raw"),
+        rows.append({"prompt_id": rec.get("sample_id"), **{k: meta[k] for k in BBQ_META}, "prompt": inp.get("raw"),
                      **{f"ans{i}": c for i, c in enumerate(choices)}, "choice": hit[0],
                      "correct": int(bool((rec.get("evaluation") or {}).get("is_correct")))})
     logs = []

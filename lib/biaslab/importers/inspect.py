@@ -22,10 +22,9 @@ import pandas as pd
 
 from ..benchmarks import bbq as bbq_bench
 from ..files.hashing import sha256_file
-from .base import BBQ, ImportedLog, ImportError_, not_imported, read_text, some_supported, unknown_category
+from .base import BBQ, BBQ_META, ImportedLog, ImportError_, not_bbq, not_imported, read_text, some_supported
 
 LOG_VERSIONS = (1, 2)
-NEED = ("category", "context_condition", "question_polarity")
 
 
 def _load(f: Path) -> tuple[dict, list[dict]]:
@@ -84,11 +83,7 @@ def read(path: Path) -> list[ImportedLog]:
         rows, bad, n_bbq = [], [], 0
         for s in samples:
             meta, choices = s.get("metadata") or {}, s.get("choices") or []
-            if not set(NEED) <= set(meta) or len(choices) != 3:
-                bad.append({"row": s.get("id"), "reason": "not a BBQ sample (metadata lacks category, "
-                                                          "context_condition or question_polarity, or not 3 choices)"})
-                continue
-            if why := unknown_category(meta["category"]):
+            if why := not_bbq(meta, choices, "sample"):
                 bad.append({"row": s.get("id"), "reason": why})
                 continue
             n_bbq += 1
@@ -111,7 +106,7 @@ def read(path: Path) -> list[ImportedLog]:
                                                           "by the sample's metadata and target"})
                 continue
             choice, gold = "ABC".index(ans), "ABC".index(target)
-            rows.append({"prompt_id": f"{ev.get('task', 'inspect')}:{s.get('id')}", **{k: meta[k] for k in NEED},
+            rows.append({"prompt_id": f"{ev.get('task', 'inspect')}:{s.get('id')}", **{k: meta[k] for k in BBQ_META},
                          "template": f"{meta['category']}:{meta.get('question_index', '')}",
                          "prompt": s.get("input") if isinstance(s.get("input"), str) else json.dumps(s.get("input")),
                          **{f"ans{i}": c for i, c in enumerate(choices)}, "choice": choice, "gold_index": gold,

@@ -165,15 +165,21 @@ def _task_log(f: Path, task: str, lines: list[dict], results: dict, identity: di
     if kind is None:
         fields = sorted((lines[0].get("doc") or {}).keys())[:12]
         raise Unsupported(f"{f}: task {task!r} is neither CrowS-Pairs nor BBQ by its samples (doc fields {fields})")
-    found = None
-    if kind == BBQ:
+    lls, choices = {}, {}
+    if kind == CROWS:
+        items, excluded = _items(lines, lambda s, _: _crows(s, task, lls))
+    else:
         kind, found = _bbq_or_mbbq(f, task, lines, benchmark)
+        if kind == BBQ:
+            items, excluded = _items(lines, lambda s, _: _bbq(s, task, lls, choices))
+        else:
+            items, excluded = _items(lines, lambda s, m: _mbbq(s, m, lls, choices), [m for _, m in found.iterrows()])
+    if kind == MBBQ and len(items):
+        items = items.astype({k: int for k in ("example_id", "question_index", "gold_index", "biased_index",
+                                               "unknown_index")}).assign(answer_kind="option")
+        items = bbq_bench.outcomes(items, items, items["choice"].to_numpy())
     reported = {k: v for k, v in ((results.get("results", {}) or {}).get(task, {}) or {}).items()
                 if isinstance(v, (int, float)) and not isinstance(v, bool)}
-    if kind == CROWS:
-        items, lls, choices, excluded = _crows(lines, task)
-    else:
-        items, lls, choices, excluded = _bbq(lines, task) if kind == BBQ else _mbbq(lines, task, found)
     return ImportedLog(harness="lm-eval", task=task, kind=kind, model=model, items=items, loglikelihoods=lls,
                        choices=choices, excluded=excluded, identity=identity, reported=reported, source=str(f),
                        prompts=("log-likelihoods of each sentence with an empty context (no preference prompt)"
@@ -188,84 +194,74 @@ def _blank(v) -> bool:
     return v is None or (isinstance(v, float) and v != v) or str(v).strip() in EMPTY_TEXTS
 
 
-def _crows(lines: list[dict], task: str):
-    rows, lls, bad = [], {}, []
-    for s in lines:
-        doc, reqs = s.get("doc") or {}, _requests(s)
-        if not ({"sent_more", "sent_less"} <= set(doc) and len(reqs) == 2):
-            bad.append({"row": s.get("doc_id"), "reason": "not a CrowS-Pairs sample (no sent_more/sent_less or "
-                                                          "not two log-likelihood requests)"})
-            continue
-        (c1, x1), (c2, x2) = [(r[0], r[1]) if len(r) > 1 else ("", r[0]) for r in reqs]
-        blank = [k for k, x in (("sent_more", c1 + x1), ("sent_less", c2 + x2))
-                 if _blank(doc.get(k)) or str(x).strip() in EMPTY_TEXTS]
-        if blank:
-            scored = x1 if blank[0] == "sent_more" else x2
-            bad.append({"row": s.get("doc_id"), "reason": f"empty {' and '.join(blank)} in the data (the harness "
-                                                          f"scored the text {scored!r})"})
-            continue
-        more, less = str(doc["sent_more"]), str(doc["sent_less"])
-        if (c1 + x1, c2 + x2) != (more, less):
-            bad.append({"row": s.get("doc_id"), "reason": "the requests' texts are not the doc's sent_more and "
-                                                          "sent_less in this order"})
-            continue
-        try:
-            l1, l2 = _ll(s["resps"][0]), _ll(s["resps"][1])
-        except (TypeError, ValueError, IndexError, KeyError):
-            bad.append({"row": s.get("doc_id"), "reason": "no log-likelihood in resps"})
-            continue
-        if why := _not_finite([l1, l2]):
-            bad.append({"row": s.get("doc_id"), "reason": why})
-            continue
-        lls[(c1, x1)], lls[(c2, x2)] = l1, l2
-        rows.append({"prompt_id": f"{task}:{s['doc_id']}", "pair_id": s["doc_id"],
-                     "bias_type": doc.get("bias_type", ""), "direction": doc.get("stereo_antistereo", ""),
-                     "sent_more": more, "sent_less": less, "logp_more": l1, "logp_less": l2,
-                     "likelihood_diff": s.get("likelihood_diff"), "pct_stereotype": s.get("pct_stereotype")})
-    return pd.DataFrame(rows), lls, {}, pd.DataFrame(bad, columns=["row", "reason"])
+def _items(lines: list[dict], row, found: list | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(items, excluded): ``row(sample, its row of found)`` is the sample's item row, or why it is excluded."""
+    rows, bad = [], []
+    for s, m in zip(lines, found or [None] * len(lines)):
+        r = row(s, m)
+        if isinstance(r, str):
+            bad.append({"row": s.get("doc_id"), "reason": r})
+        else:
+            rows.append(r)
+    return pd.DataFrame(rows), pd.DataFrame(bad, columns=["row", "reason"])
 
 
-def _bbq(lines: list[dict], task: str):
-    rows, lls, choices, bad = [], {}, {}, []
-    for s in lines:
-        doc, reqs = s.get("doc") or {}, _requests(s)
-        if not set(BBQ_FIELDS) <= set(doc):
-            bad.append({"row": s.get("doc_id"), "reason": f"doc lacks {sorted(set(BBQ_FIELDS) - set(doc))}"})
-            continue
-        if why := unknown_category(doc["category"]):
-            bad.append({"row": s.get("doc_id"), "reason": why})
-            continue
-        options = [str(doc[f"ans{i}"]) for i in range(3)]
-        info, meta = doc.get("answer_info") or {}, doc.get("additional_metadata") or {}
-        try:
-            unknown = [i for i in range(3) if info[f"ans{i}"][1] == "unknown"]
-        except (KeyError, IndexError, TypeError):
-            unknown = []
-        biased, source = bbq_bench.biased_answer(doc["category"], doc.get("example_id"), info,
-                                                 meta.get("stereotyped_groups", []), doc["question_polarity"])
-        if len(unknown) != 1 or biased is None:
-            bad.append({"row": s.get("doc_id"), "reason": (
-                "BBQ defines no biased answer (target_loc is empty: both people belong to the same group)"
+def _crows(s: dict, task: str, lls: dict) -> dict | str:
+    """A CrowS-Pairs sample's row (its two log-likelihoods into ``lls``), or why it is excluded."""
+    doc, reqs = s.get("doc") or {}, _requests(s)
+    if _kind(s) != CROWS:
+        return "not a CrowS-Pairs sample (no sent_more/sent_less or not two log-likelihood requests)"
+    (c1, x1), (c2, x2) = [(r[0], r[1]) if len(r) > 1 else ("", r[0]) for r in reqs]
+    blank = [k for k, x in (("sent_more", c1 + x1), ("sent_less", c2 + x2))
+             if _blank(doc.get(k)) or str(x).strip() in EMPTY_TEXTS]
+    if blank:
+        scored = x1 if blank[0] == "sent_more" else x2
+        return f"empty {' and '.join(blank)} in the data (the harness scored the text {scored!r})"
+    more, less = str(doc["sent_more"]), str(doc["sent_less"])
+    if (c1 + x1, c2 + x2) != (more, less):
+        return "the requests' texts are not the doc's sent_more and sent_less in this order"
+    try:
+        l1, l2 = _ll(s["resps"][0]), _ll(s["resps"][1])
+    except (TypeError, ValueError, IndexError, KeyError):
+        return "no log-likelihood in resps"
+    if why := _not_finite([l1, l2]):
+        return why
+    lls[(c1, x1)], lls[(c2, x2)] = l1, l2
+    return {"prompt_id": f"{task}:{s['doc_id']}", "pair_id": s["doc_id"], "bias_type": doc.get("bias_type", ""),
+            "direction": doc.get("stereo_antistereo", ""), "sent_more": more, "sent_less": less, "logp_more": l1,
+            "logp_less": l2, "likelihood_diff": s.get("likelihood_diff"), "pct_stereotype": s.get("pct_stereotype")}
+
+
+def _bbq(s: dict, task: str, lls: dict, choices: dict) -> dict | str:
+    """A BBQ sample's row (its answer into ``lls`` or ``choices``: :func:`_answer`), or why it is excluded."""
+    doc = s.get("doc") or {}
+    if not set(BBQ_FIELDS) <= set(doc):
+        return f"doc lacks {sorted(set(BBQ_FIELDS) - set(doc))}"
+    if why := unknown_category(doc["category"]):
+        return why
+    options = [str(doc[f"ans{i}"]) for i in range(3)]
+    info, meta = doc.get("answer_info") or {}, doc.get("additional_metadata") or {}
+    try:
+        unknown = [i for i in range(3) if info[f"ans{i}"][1] == "unknown"]
+    except (KeyError, IndexError, TypeError):
+        unknown = []
+    biased, source = bbq_bench.biased_answer(doc["category"], doc.get("example_id"), info,
+                                             meta.get("stereotyped_groups", []), doc["question_polarity"])
+    if len(unknown) != 1 or biased is None:
+        return ("BBQ defines no biased answer (target_loc is empty: both people belong to the same group)"
                 if source == bbq_bench.FROM_TARGET_LOC and len(unknown) == 1 else
-                f"the biased or unknown answer is not determined by {source}")})
-            continue
-        row = {"prompt_id": f"{task}:{s['doc_id']}", "example_id": doc.get("example_id", s["doc_id"]),
-               "template": f"{doc['category']}:{doc.get('question_index', '')}",
-               **{k: doc[k] for k in BBQ_FIELDS}, "gold_index": int(doc["label"]), "biased_index": biased,
-               "biased_source": source, "unknown_index": unknown[0],
-               "harness_biased": harness_biased(doc, options),
-               "stereotyped_groups": ";".join(map(str, meta.get("stereotyped_groups", []))),
-               "answer_groups": " | ".join(f"ans{i}: " + "-".join(map(str, info.get(f"ans{i}", [])))
-                                           for i in range(3))}
-        ans = _answer(s, reqs, options, lls, choices)
-        if isinstance(ans, str):
-            bad.append({"row": s.get("doc_id"), "reason": ans})
-            continue
-        row.update(ans)
-        row.update(deviated=int(row["choice"] == biased), correct=int(row["choice"] == row["gold_index"]),
-                   chose_unknown=int(row["choice"] == unknown[0]), harness_acc=s.get("acc"))
-        rows.append(row)
-    return pd.DataFrame(rows), lls, choices, pd.DataFrame(bad, columns=["row", "reason"])
+                f"the biased or unknown answer is not determined by {source}")
+    ans = _answer(s, _requests(s), options, lls, choices)
+    if isinstance(ans, str):
+        return ans
+    return {"prompt_id": f"{task}:{s['doc_id']}", "example_id": doc.get("example_id", s["doc_id"]),
+            "template": f"{doc['category']}:{doc.get('question_index', '')}",
+            **{k: doc[k] for k in BBQ_FIELDS}, "gold_index": int(doc["label"]), "biased_index": biased,
+            "biased_source": source, "unknown_index": unknown[0], "harness_biased": harness_biased(doc, options),
+            "stereotyped_groups": ";".join(map(str, meta.get("stereotyped_groups", []))),
+            "answer_groups": " | ".join(f"ans{i}: " + "-".join(map(str, info.get(f"ans{i}", []))) for i in range(3)),
+            **ans, "deviated": int(ans["choice"] == biased), "correct": int(ans["choice"] == int(doc["label"])),
+            "chose_unknown": int(ans["choice"] == unknown[0]), "harness_acc": s.get("acc")}
 
 
 def _bbq_or_mbbq(f: Path, task: str, lines: list[dict], benchmark: str | None) -> tuple[str, pd.DataFrame | None]:
@@ -300,34 +296,21 @@ def _bbq_or_mbbq(f: Path, task: str, lines: list[dict], benchmark: str | None) -
     return BBQ, None
 
 
-def _mbbq(lines: list[dict], task: str, found: pd.DataFrame):
-    """MBBQ rows: BBQ's answer columns with the loader's item (the parallel identity across languages and sets),
-    language, set, template and biased answer (:mod:`biaslab.benchmarks.mbbq`), ``prompt_id`` the loader's own."""
-    rows, lls, choices, bad = [], {}, {}, []
-    for s, (_, m) in zip(lines, found.iterrows()):
-        if pd.isna(m["language"]):
-            bad.append({"row": s.get("doc_id"), "reason": "not a row of MBBQ's files (no row has its category, "
-                                                          "example_id, context, question and answers)"})
-            continue
-        if isinstance(m["reason"], str):
-            bad.append({"row": s.get("doc_id"), "reason": f"MBBQ's loader excludes its item: {m['reason']}"})
-            continue
-        options = [str(m[f"ans{i}"]) for i in range(3)]
-        ans = _answer(s, _requests(s), options, lls, choices)
-        if isinstance(ans, str):
-            bad.append({"row": s.get("doc_id"), "reason": ans})
-            continue
-        row = {k: m[k] for k in ("prompt_id", "item", "language", "set", "category", "example_id", "template",
+def _mbbq(s: dict, m: pd.Series, lls: dict, choices: dict) -> dict | str:
+    """An MBBQ sample's row: BBQ's answer columns with the loader's item (the parallel identity across languages and
+    sets), language, set, template and biased answer (``m``, :func:`biaslab.benchmarks.mbbq.find`'s row),
+    ``prompt_id`` the loader's own; or why it is excluded."""
+    if pd.isna(m["language"]):
+        return "not a row of MBBQ's files (no row has its category, example_id, context, question and answers)"
+    if isinstance(m["reason"], str):
+        return f"MBBQ's loader excludes its item: {m['reason']}"
+    ans = _answer(s, _requests(s), [str(m[f"ans{i}"]) for i in range(3)], lls, choices)
+    if isinstance(ans, str):
+        return ans
+    return {**{k: m[k] for k in ("prompt_id", "item", "language", "set", "category", "example_id", "template",
                                  "question_index", "context_condition", "question_polarity", "gold_index",
-                                 "biased_index", "unknown_index", "correct_is_biased", "stereotyped_group")}
-        row.update(doc_id=s.get("doc_id"), **ans, harness_acc=s.get("acc"))
-        rows.append(row)
-    items = pd.DataFrame(rows)
-    if len(items):
-        items = items.astype({k: int for k in ("example_id", "question_index", "gold_index", "biased_index",
-                                               "unknown_index")}).assign(answer_kind="option")
-        items = bbq_bench.outcomes(items, items, items["choice"].to_numpy())
-    return items, lls, choices, pd.DataFrame(bad, columns=["row", "reason"])
+                                 "biased_index", "unknown_index", "correct_is_biased", "stereotyped_group")},
+            "doc_id": s.get("doc_id"), **ans, "harness_acc": s.get("acc")}
 
 
 def _answer(s: dict, reqs: list[tuple], options: list[str], lls: dict, choices: dict) -> dict | str:

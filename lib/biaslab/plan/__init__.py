@@ -92,9 +92,7 @@ class Claim:
             parts = []
             for k in keys:
                 own = (self.instances.get(k) or {}).get("design") if k is not None else None
-                fams = {**((self.design.get(profile) or {}).get("by_family") or {}),
-                        **(((own or {}).get(profile) or {}).get("by_family") or {})}
-                for fam in (None, *fams):
+                for fam in (None, *schema.by_family(dict(self.design), own, profile)):
                     d = self.design_of(k, profile, fam)
                     who = " ".join(x for x in (k, f"({fam})" if fam else None) if x)
                     if d is None:
@@ -167,11 +165,12 @@ class Plan:
     claims: tuple
     path: Path | None = None
     sha256: str = ""
-    titles: Mapping = field(default_factory=dict)
     issued: str = ""
     history: tuple = ()
     budget: Mapping = field(default_factory=dict)
     profile: str = "default"
+    shares: Mapping = field(default_factory=dict)
+    scoring: Mapping = field(default_factory=dict)
 
     @property
     def graphical(self) -> bool:
@@ -195,12 +194,9 @@ class Plan:
         """``{"path", "sha256", "version", "issued"}`` for a MANIFEST: the hash of the bytes this plan was parsed
         from; a path inside the repository is recorded relative to it (no machine path)."""
         where = self.path
-        for base in (paths.ROOT, DEFAULT.parent):       # the repository's plan names no machine path
-            if where is not None and where.is_absolute() and where.is_relative_to(base):
-                where = where.relative_to(base)
+        if where is not None and where.is_absolute() and where.is_relative_to(paths.ROOT):    # no machine path
+            where = where.relative_to(paths.ROOT)
         return {"path": str(where), "sha256": self.sha256, "version": self.version, "issued": self.issued}
-    shares: Mapping = field(default_factory=dict)
-    scoring: Mapping = field(default_factory=dict)
 
     def scoring_rule(self, benchmark: str) -> dict | None:
         """The ``scoring_rule`` the plan declares for a multiple-choice benchmark (docs/validity.md): ``primary``,
@@ -315,9 +311,8 @@ def load(path: str | Path | None = None, tables: Mapping | None = None, profile:
     bad = schema.problems(path, raw, tables)
     if bad:
         raise schema.PlanError(bad)
-    claims, titles = [], {}
+    claims = []
     for nb, spec in raw["notebooks"].items():
-        titles[nb] = spec["title"]
         for c in spec["claims"]:
             claims.append(Claim(
                 id=c["id"], notebook=nb, label=c["label"], table=c["table"], rows=dict(c["rows"]),
@@ -330,7 +325,7 @@ def load(path: str | Path | None = None, tables: Mapping | None = None, profile:
                 weight=c.get("weight"), then=dict(c.get("then") or {}), design=dict(c.get("design") or {})))
     return Plan(version=str(raw["version"]), alpha=float(raw["alpha"]), procedure=raw["procedure"],
                 rationale=" ".join(raw["rationale"].split()), notebooks=dict(raw["notebooks"]),
-                claims=tuple(claims), path=path, sha256=hashlib.sha256(data).hexdigest(), titles=titles,
+                claims=tuple(claims), path=path, sha256=hashlib.sha256(data).hexdigest(),
                 issued=str(raw["issued"]), history=tuple(raw["history"]), budget=dict(raw.get("budget") or {}),
                 shares=_shares(raw, {c.notebook for c in claims}), scoring=dict(raw.get("scoring_rule") or {}),
                 profile=str(profile))
@@ -343,7 +338,6 @@ def _shares(raw: Mapping, with_claims: set) -> dict:
     if not shares and len(with_claims) <= 1:
         return {nb: 1.0 for nb in with_claims}
     return {str(k): float(v) for k, v in shares.items()}
-
 
 
 def show(path: str | Path | None, notebook: str, profile: str = "default") -> Plan:

@@ -10,16 +10,14 @@ the test's input from permuted raw data; and the level the row was tested at (:f
 * :func:`run` (one call per notebook) simulates each instance under its raw-data null, at alpha and at its tested
   level with replications scaled to that level, and writes ``tables/calibration.csv``;
 * :func:`fwer` simulates every instance of every notebook's graph under the global null at once, applies the error
-  budget exactly as the run did (alpha split over notebooks by the plan's ``budget.shares``, equally over a
-  notebook's families, the plan's graph within each family at ``alpha * share / n_families``, an instance rejected
-  only where its test is powered at the level it reached) and counts the replications with at least one false
-  "distinguishable".
+  budget exactly as the run did (:func:`budget_rejections`, the verdict layer's rule) and counts the replications
+  with at least one false "distinguishable".
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Mapping
 
@@ -83,9 +81,11 @@ def _tested(t: pd.DataFrame) -> pd.DataFrame:
     return t[t["claim"].fillna("").ne("") & v.map(in_graph)]
 
 
-def _need(r) -> float:
-    v = getattr(r, "level_for_power", 0.0)
-    return float(v) if v is not None and np.isfinite(v) else 0.0
+def _instance(notebook: str, r, who: str, design: C.Design | None, why: str = "") -> Instance:
+    """The instance decided on row ``r``: its level (:func:`tested_level`) and ``need`` (its ``level_for_power``)."""
+    need = getattr(r, "level_for_power", 0.0)
+    return Instance(notebook, r.claim, r.family, who, design, why, tested_level(r),
+                    float(need) if need is not None and np.isfinite(need) else 0.0)
 
 
 def _check(where: str, what: str, value: float, committed: float, tol: float = 1e-7) -> None:
@@ -129,7 +129,6 @@ def multifactor_instances(tables: Path, benchmark: str, data: pd.DataFrame | Non
     decided by the swap test must reproduce its p."""
     from ..stats.clustered import cluster_swap_p
     from ..stats.paired import deviation_metric_swap_design
-    tables = Path(tables)
     rows = _tested(_read(tables / "paired_subgroup_tests.csv"))
     if rows.empty:
         return []
@@ -139,12 +138,9 @@ def multifactor_instances(tables: Path, benchmark: str, data: pd.DataFrame | Non
     if data is None:
         data = pd.concat([pd.read_csv(p) for p in sorted(tables.glob("responses*.csv"))], ignore_index=True)
         data = data[data["cot"].astype(str) == "no"] if "cot" in data else data
-        lacking = [f for f in plan.ecdf_factors if f not in data or data[f].isna().any()]
-        if lacking:
-            prompts = bench.prompts.set_index("prompt_id")
-            for f in lacking:
-                data[f] = data[f].fillna(data["prompt_id"].map(prompts[f])) if f in data else \
-                    data["prompt_id"].map(prompts[f])
+        for f in [f for f in plan.ecdf_factors if f not in data or data[f].isna().any()]:
+            joined = data["prompt_id"].map(bench.prompts.set_index("prompt_id")[f])
+            data[f] = data[f].fillna(joined) if f in data else joined
         data = data[data[plan.outcome].notna()].assign(**{plan.outcome: lambda d: d[plan.outcome].astype(int)})
     seed = _run_seed(tables) if seed is None else seed
     out = []
@@ -154,7 +150,7 @@ def multifactor_instances(tables: Path, benchmark: str, data: pd.DataFrame | Non
         design = deviation_metric_swap_design(data, plan.outcome, plan.ecdf_factors, r.model_a, r.model_b,
                                               bench.cluster_columns, ideal=plan.ideal)
         if isinstance(design, str):
-            out.append(Instance("01_multifactor", r.claim, r.family, who, None, design, tested_level(r), _need(r)))
+            out.append(_instance("01_multifactor", r, who, None, design))
             continue
         d = dm_design(*design, f"{benchmark}: {r.model_a} - {r.model_b}, {design[0].size} template x subgroup "
                                f"cells, answers swapped within {bench.cluster_columns[0]}")
@@ -164,7 +160,7 @@ def multifactor_instances(tables: Path, benchmark: str, data: pd.DataFrame | Non
         if str(getattr(r, "test", "")).startswith("randomization test"):       # the row's own p, with the run's seed
             _check(where, f"swap-test p (seed {seed})", cluster_swap_p(*design, seed=seed)["p_value"],
                    float(r.p_value), tol=1e-12)
-        out.append(Instance("01_multifactor", r.claim, r.family, who, d, level=tested_level(r), need=_need(r)))
+        out.append(_instance("01_multifactor", r, who, d))
     return out
 
 
@@ -186,27 +182,23 @@ def crows_instances(tables: Path) -> list[Instance]:
     and weighted to the file where the table carries the sampling design (``stratum``, ``weight``); the rebuilt
     weighted estimate must equal the table's."""
     from ..benchmarks.crows_pairs import likelihood_preferences
-    tables = Path(tables)
     pairs = _read(tables / "pair_scores.csv")
     out = []
-    for stem, claim_col in (("likelihood_tests", "mean_d"), ("preference_tests", "pi_hat")):
+    for stem, claim_col, stat, null in (("likelihood_tests", "mean_d", np.subtract, 0.0),
+                                        ("preference_tests", "pi_hat", likelihood_preferences, 0.5)):
         for r in _tested(_read(tables / f"{stem}.csv")).itertuples():
             g = pairs[(pairs["model"] == r.model) & (pairs["dataset"] == r.dataset)]
             where = f"{tables}/{stem}.csv ({r.model}, {r.dataset})"
-            more, less = g["logp_more"].to_numpy(float), g["logp_less"].to_numpy(float)
-            if stem == "likelihood_tests":
-                a, b, stat, null, binary = more / g["n_more"].to_numpy(float), less / g["n_less"].to_numpy(float), \
-                    np.subtract, 0.0, False
-            else:
-                a, b, stat, null, binary = more, less, likelihood_preferences, 0.5, True
+            a, b = g["logp_more"].to_numpy(float), g["logp_less"].to_numpy(float)
+            if stem == "likelihood_tests":                      # lpbs: per token
+                a, b = a / g["n_more"].to_numpy(float), b / g["n_less"].to_numpy(float)
             ok = np.isfinite(stat(a, b))
-            d = C.arms_design(a[ok], b[ok], None, stat, **_stratified(ok, g), null=null, binary=binary,
+            d = C.arms_design(a[ok], b[ok], None, stat, **_stratified(ok, g), null=null, binary=null == 0.5,
                               label=f"{r.dataset}, {r.model}: {int(ok.sum())} pairs (independent), the two "
                                     "sentences swapped")
             _check(where, claim_col, float(d.W @ (np.bincount(d.h, weights=d.y) / np.bincount(d.h))),
                    float(getattr(r, claim_col)))
-            out.append(Instance("03_crows_pairs_bayes", r.claim, r.family, f"{r.model} · {r.dataset}", d,
-                                level=tested_level(r), need=_need(r)))
+            out.append(_instance("03_crows_pairs_bayes", r, f"{r.model} · {r.dataset}", d))
     return out
 
 
@@ -214,7 +206,6 @@ def agentic_instances(tables: Path) -> list[Instance]:
     """Notebook 4's ``group-choice``: each prompt's top group (a category code) clustered by scenario; the null
     re-randomizes which group sits in which answer slot within every scenario, which permutes the top groups' labels
     within the scenario (:func:`biaslab.stats.null_simulation.relabel`)."""
-    tables = Path(tables)
     resp = _read(tables / "responses.csv")
     out = []
     for r in _tested(_read(tables / "uniformity_tests.csv")).itertuples():
@@ -233,7 +224,7 @@ def agentic_instances(tables: Path) -> list[Instance]:
         d = C.Design(y, _labels(g, ["scenario_id"]), categories=len(cats),
                      label=f"{who}: {y.size} prompts, {len(cats)} groups, clusters scenario_id")
         _check(where, "Rao-Scott p", float(C.rao_scott(y[None, :], d)["p"][0]), float(r.p_value), tol=1e-6)
-        out.append(Instance("04_agentic_entropy", r.claim, r.family, who, d, level=tested_level(r), need=_need(r)))
+        out.append(_instance("04_agentic_entropy", r, who, d))
     return out
 
 
@@ -249,7 +240,7 @@ def _ratio_arms(m, both: pd.DataFrame, a: str, b: str) -> tuple:
     ambig = cond == {"ambig"}
     ra = both[both["model"] == a].set_index("unit")
     rb = both[both["model"] == b].set_index("unit").reindex(ra.index)
-    w = ra["weight"].to_numpy(float) / ra["weight"].mean() if "weight" in ra else np.ones(len(ra))
+    w = _weights(ra)
     cols = ["deviated", "non_unknown", "correct"]
     if "non_unknown" not in ra:
         ra, rb = (x.assign(non_unknown=1 - x["chose_unknown"].astype(int)) for x in (ra, rb))
@@ -271,7 +262,7 @@ def compare_instances(root: Path, tables: Path) -> list[Instance]:
     null exchanging them within clusters and recomputing what the test reads (a ratio score's pseudo-values from the
     exchanged answers)."""
     from ..papers.compare import tables as T
-    rows = _tested(_read(Path(tables) / "paired_differences.csv"))
+    rows = _tested(_read(tables / "paired_differences.csv"))
     out = []
     for r in rows.itertuples():
         m = T.metric(r.metric)
@@ -294,7 +285,7 @@ def compare_instances(root: Path, tables: Path) -> list[Instance]:
                                     "units independent, the two models' answers swapped")
             _check(where, "difference", float(d.W @ (np.bincount(d.h, weights=d.y) / np.bincount(d.h))),
                    float(r.difference))
-            out.append(Instance("05_compare", r.claim, r.family, who, d, level=tested_level(r), need=_need(r)))
+            out.append(_instance("05_compare", r, who, d))
             continue
         both = both[both[m.outcome].notna()]
         cl, _ = T.design(m, both)
@@ -310,14 +301,14 @@ def compare_instances(root: Path, tables: Path) -> list[Instance]:
                                 f"{' x '.join(cols) or 'none'}, the two models' answers swapped within "
                                 f"{cols[0] if cols else 'units'}")
         _check(where, "difference", float(d.y.mean()), float(r.difference))
-        out.append(Instance("05_compare", r.claim, r.family, who, d, level=tested_level(r), need=_need(r)))
+        out.append(_instance("05_compare", r, who, d))
     return out
 
 
 def _run_seed(tables: Path) -> int:
     """The seed a notebook ran with: its MANIFEST's parameters (the notebooks' default 0 where not overridden)."""
     import json
-    m = Path(tables).parent / "MANIFEST.json"
+    m = tables.parent / "MANIFEST.json"
     return int(json.loads(m.read_text()).get("parameters", {}).get("seed", 0)) if m.is_file() else 0
 
 
@@ -327,15 +318,13 @@ def calm_instances(tables: Path, data: pd.DataFrame | None = None, seed: int | N
     ``n_perm`` and ``seed``, default the run's MANIFEST's), which must reproduce the committed score, floor and p, and
     fresh permutation draws as the null replications (:func:`biaslab.stats.null_simulation.permuted`)."""
     from ..papers.calm import bias as cb
-    tables = Path(tables)
     rows = _tested(_read(tables / "bias_scores.csv"))
     if rows.empty:
         return []
     resp = _read(tables / "responses.csv") if data is None else data
     if resp.empty:              # notebook 2 writes responses.csv up to 50,000 rows (the paper profile has more)
-        return [Instance("02_calm", r.claim, r.family, str(r.model), None,
-                         "not simulated: the run wrote no responses.csv (over 50,000 responses); run the "
-                         "calibration inside notebook 2", tested_level(r), _need(r)) for r in rows.itertuples()]
+        return [_instance("02_calm", r, str(r.model), None, "not simulated: the run wrote no responses.csv (over "
+                          "50,000 responses); run the calibration inside notebook 2") for r in rows.itertuples()]
     result = cb.bias_scores(resp, "paper")
     seed = _run_seed(tables) if seed is None else seed
     refs = {}
@@ -350,7 +339,7 @@ def calm_instances(tables: Path, data: pd.DataFrame | None = None, seed: int | N
         obs, ref = refs[n_perm][r.model][(r.task, r.bias_type)]
         ref = ref[np.isfinite(ref)]
         _check(where, "eq.-1 score", float(obs), float(r.bias_score))
-        _check(where, "permutation floor (seed {seed})".format(seed=seed), float(ref.mean()), float(r.null_mean))
+        _check(where, f"permutation floor (seed {seed})", float(ref.mean()), float(r.null_mean))
         p = (1 + int((ref >= obs - 1e-12).sum())) / (1 + ref.size)
         _check(where, "permutation p", p, float(r.p_value))
         d = C.Design(np.array([obs]), None, reference=ref, units=int(r.n_clusters),
@@ -358,7 +347,7 @@ def calm_instances(tables: Path, data: pd.DataFrame | None = None, seed: int | N
                          resp[resp["model"] == m], result, n, s)[m][k][1],
                      label=f"{r.model}: eq.-1 score over {int(r.n_templates_used)} templates, group labels "
                            f"permuted within template ({ref.size} reference permutations)")
-        out.append(Instance("02_calm", r.claim, r.family, str(r.model), d, level=tested_level(r), need=_need(r)))
+        out.append(_instance("02_calm", r, str(r.model), d))
     return out
 
 
@@ -428,7 +417,6 @@ def mbbq_instances(tables: Path) -> list[Instance]:
     minus English) of the WLS whose intercept is the claim, one unit per template, the two languages' answers
     exchanged within random templates and both differences recomputed (:func:`_contrast_design`)."""
     from ..papers.mbbq import analysis as A
-    tables = Path(tables)
     resp = _read(tables / "responses.csv")
     out = []
     for r in _tested(_read(tables / "metrics.csv")).itertuples():
@@ -445,8 +433,7 @@ def mbbq_instances(tables: Path) -> list[Instance]:
         _check(where, "estimate", float(d.y.sum()), float(r.estimate))
         _check(where, "number of clusters", d.n_clusters, float(r.n_clusters))
         _check(where, "p_swap", float(C.sign_flip_rule(d.y[None], d)["p"][0]), float(r.p_swap), tol=1e-9)
-        out.append(Instance("07_mbbq", r.claim, r.family, f"{r.model} · {r.language}", d,
-                            level=tested_level(r), need=_need(r)))
+        out.append(_instance("07_mbbq", r, f"{r.model} · {r.language}", d))
     for r in _tested(_read(tables / "adjusted_contrasts.csv")).itertuples():
         if not np.isfinite(r.p_value):      # not estimable (no variation): no test whose size could be simulated
             continue
@@ -455,8 +442,7 @@ def mbbq_instances(tables: Path) -> list[Instance]:
         obs = C.intercept_rule(d.values(np.zeros((1, d.n_swap))), d)
         _check(where, "adjusted contrast", float(obs["estimate"][0]), float(r.adjusted))
         _check(where, "p", float(obs["p"][0]), float(r.p_value), tol=1e-6)
-        out.append(Instance("07_mbbq", r.claim, r.family, f"{r.model} · {r.contrast}", d,
-                            level=tested_level(r), need=_need(r)))
+        out.append(_instance("07_mbbq", r, f"{r.model} · {r.contrast}", d))
     return out
 
 
@@ -465,19 +451,15 @@ def instances(notebook: str, tables: Path, root: Path | None = None, data: pd.Da
     """The tested claim instances of one run (``tables``: its tables folder; ``root``: the outputs folder notebook
     5 reads; ``benchmark``: notebook 1's; ``data``: notebook 1's or 2's responses; ``seed``: the run's, where a
     design re-draws the run's own permutations, default its MANIFEST's)."""
-    if notebook == "01_multifactor":
-        return multifactor_instances(tables, benchmark, data, seed)
-    if notebook == "02_calm":
-        return calm_instances(tables, data, seed)
-    if notebook == "03_crows_pairs_bayes":
-        return crows_instances(tables)
-    if notebook == "04_agentic_entropy":
-        return agentic_instances(tables)
-    if notebook == "05_compare":
-        return compare_instances(root, tables)
-    if notebook == "07_mbbq":
-        return mbbq_instances(tables)
-    raise ValueError(f"notebook {notebook!r} has no confirmatory claims to calibrate; one of {NOTEBOOKS}")
+    tables = Path(tables)
+    build = {"01_multifactor": lambda: multifactor_instances(tables, benchmark, data, seed),
+             "02_calm": lambda: calm_instances(tables, data, seed),
+             "03_crows_pairs_bayes": lambda: crows_instances(tables),
+             "04_agentic_entropy": lambda: agentic_instances(tables),
+             "05_compare": lambda: compare_instances(root, tables), "07_mbbq": lambda: mbbq_instances(tables)}
+    if notebook not in build:
+        raise ValueError(f"notebook {notebook!r} has no confirmatory claims to calibrate; one of {NOTEBOOKS}")
+    return build[notebook]()
 
 
 # ------------------------------------------------------------------------------------------------ calibration
@@ -574,34 +556,25 @@ def budget_rejections(p: np.ndarray, insts: list[Instance], shares: Mapping[str,
                       n_families: Mapping[str, int], alpha: float = 0.05,
                       graphs: Mapping[str, tuple] | None = None) -> np.ndarray:
     """(R x I) rejections of R replications of the I instances under the error budget, by the verdict layer's own
-    rule (:func:`biaslab.stats.verdict.budget_decisions`: each notebook's share over its families, the plan's
-    ``graphs`` within each family, Holm where a notebook has none; an instance is rejected only at a level where
-    its test has 80 % power, its ``need``; each replication its own families)."""
+    rule (:func:`biaslab.stats.verdict.budget_decisions`: each notebook's share over its ``n_families``, at least its
+    instances' families, the plan's ``graphs`` within each family, Holm where a notebook has none; an instance is
+    rejected only at a level where its test has 80 % power, its ``need``; each replication its own families)."""
     from ..stats.verdict import budget_decisions
-    reps, m = p.shape
-    if not m:
+    if not p.shape[1]:
         return np.zeros(p.shape, dtype=bool)
-    nf = {nb: max(int(n_families.get(nb, 0)), len({i.family for i in insts if i.notebook == nb}))
-          for nb in {i.notebook for i in insts}}
-    b = budget_decisions(_rows(p, insts), alpha, shares, nf, graphs)
-    return b["rejected"].fillna(False).to_numpy(bool).reshape(reps, m)
+    b = budget_decisions(_rows(p, insts), alpha, shares, n_families, graphs)
+    return b["rejected"].fillna(False).to_numpy(bool).reshape(p.shape)
 
 
 def unsplit_rejections(p: np.ndarray, insts: list[Instance], alpha: float = 0.05,
                        graphs: Mapping[str, tuple] | None = None) -> np.ndarray:
     """(R x I) rejections under the same rule within each family at ``alpha`` itself, with no split across
-    notebooks and families (the budget's split is what this comparison leaves out)."""
-    from ..stats.verdict import budget_decisions
-    reps, m = p.shape
-    if not m:
-        return np.zeros(p.shape, dtype=bool)
-    rows = _rows(p, insts)
-    own = rows["notebook"] + "\x1f" + rows["family"]          # every family its own notebook with share 1
-    graphs = graphs or {}
-    b = budget_decisions(rows.assign(notebook=own), alpha, dict.fromkeys(own.unique(), 1.0),
-                         dict.fromkeys(own.unique(), 1),
-                         {k: graphs[k.split("\x1f")[0]] for k in own.unique() if k.split("\x1f")[0] in graphs})
-    return b["rejected"].fillna(False).to_numpy(bool).reshape(reps, m)
+    notebooks and families (the budget's split is what this comparison leaves out): every family its own notebook
+    with share 1."""
+    own = [replace(i, notebook=f"{i.notebook}\x1f{i.family}") for i in insts]
+    keys, graphs = {i.notebook for i in own}, graphs or {}
+    return budget_rejections(p, own, dict.fromkeys(keys, 1.0), dict.fromkeys(keys, 1), alpha,
+                             {k: graphs[k.split("\x1f")[0]] for k in keys if k.split("\x1f")[0] in graphs})
 
 
 def check_replications(replications: int) -> None:
@@ -609,9 +582,8 @@ def check_replications(replications: int) -> None:
     if not 1 <= replications <= MAX_REPLICATIONS:
         what = "too few" if replications < 1 else "too many"
         raise ValueError(f"{replications:,} replications are {what}: pass 1 to {MAX_REPLICATIONS:,} (~19 ms each on "
-                         "2 cores, "
-                         f"so {MAX_REPLICATIONS:,} take ~30 minutes; {FWER_REPLICATIONS:,} give a Monte Carlo SE "
-                         "of at most 0.011)")
+                         f"2 cores, so {MAX_REPLICATIONS:,} take ~30 minutes; {FWER_REPLICATIONS:,} give a Monte Carlo "
+                         "SE of at most 0.011)")
 
 
 def fwer(root: Path, replications: int, seed: int = 0, plan=None,
@@ -619,15 +591,13 @@ def fwer(root: Path, replications: int, seed: int = 0, plan=None,
          n_families: Mapping[str, int] | None = None) -> pd.DataFrame:
     """Familywise error of the headline table under the global null, under exactly the run's rule: every instance
     the run's graph tested (descriptive and untested instances are not in it) has its data swapped / relabelled
-    within clusters (independently across instances) and its test recomputed; the budget is applied as the run
-    decided it (:func:`budget_of`; ``shares``/``n_families`` override it): each notebook's share over its families,
-    the plan's graph within each family (Holm for a plan without one), an instance rejected only at a level where
-    its test has 80 % power for its SESOI (its ``need``, so a level it is not powered at is not passed on); the share
-    of replications with at least one false "distinguishable", with its Monte Carlo SE. Also the same rule at alpha
-    within each family and no split, for comparison. ``plan``: a :class:`biaslab.plan.Plan` or its path (default
-    the repository's); its alpha and graphs. Replications are simulated
-    in blocks of :data:`FWER_REPLICATIONS` (the first block's draws are those of a single run of that size), at most
-    :data:`MAX_REPLICATIONS`."""
+    within clusters (independently across instances) and its test recomputed; the replications are decided under
+    the budget as the run decided it (:func:`budget_rejections` at :func:`budget_of`'s shares and family counts;
+    ``shares``/``n_families`` override them) and, for comparison, within each family at alpha with no split
+    (:func:`unsplit_rejections`); per rule the share of replications with at least one false "distinguishable",
+    with its Monte Carlo SE. ``plan``: a :class:`biaslab.plan.Plan` or its path (default the repository's); its
+    alpha and graphs. Replications are simulated in blocks of :data:`FWER_REPLICATIONS` (the first block's draws
+    are those of a single run of that size), at most :data:`MAX_REPLICATIONS`."""
     check_replications(replications)
     plan = plan if isinstance(plan, P.Plan) else P.load(plan)
     alpha = plan.alpha
@@ -642,8 +612,7 @@ def fwer(root: Path, replications: int, seed: int = 0, plan=None,
                          "decided under another plan; rerun it under this plan, or simulate with the run's plan")
     run_shares, run_fam = budget_of(root, plan)
     shares = dict(shares or run_shares)
-    n_fam = dict(run_fam)
-    n_fam.update(n_families or {})
+    n_fam = {**run_fam, **(n_families or {})}
     for i in sim:
         n_fam[i.notebook] = max(n_fam.get(i.notebook, 0), len({j.family for j in sim if j.notebook == i.notebook}))
     within = f"{'graph' if plan.graphical else 'holm'} within families, no split"

@@ -7,9 +7,8 @@ and files over :data:`MAX_BYTES`; :func:`problems` checks it against :data:`SCHE
 every range check and would silently decide nothing) and then against what the notebooks compute: every
 claim's ``table`` is one of its notebook's :data:`TABLES` and every column it names (``rows`` keys, ``estimate``,
 ``p``, ``ci``) is one of that table's, unique claim ids, budget shares in (0, 1] summing to 1 over the notebooks with
-claims, an ``issued`` date no later than today, and the graphical procedure's fields (:func:`_graph_problems`:
-weights summing to at most 1 per notebook, ``then`` fractions to at most 1 and naming the notebook's other claims,
-planning designs complete). Each problem is one line: the plan file, the key path, what is wrong and how to fix it.
+claims, an ``issued`` date no later than today, and the graphical procedure's fields (:func:`_graph_problems`).
+Each problem is one line: the plan file, the key path, what is wrong and how to fix it.
 """
 
 from __future__ import annotations
@@ -65,7 +64,7 @@ _estimand = {"type": "object", "properties": {f: _text for f in ESTIMAND_FIELDS}
              "description": f"a mapping with the estimand fields {', '.join(ESTIMAND_FIELDS)}"}
 _count = {"type": "integer", "minimum": 1, "description": "the default profile's units per instance (an integer)"}
 _mde = {"type": "number", "exclusiveMinimum": 0, "description": "a positive number on the estimate's scale"}
-_share = {"type": "number", "minimum": 0, "maximum": 1, "description": "a number in [0, 1]"}
+_share = {"type": "number", "minimum": 0, "maximum": 1, "description": "a share between 0 and 1"}
 _pos = {"type": "number", "exclusiveMinimum": 0, "description": "a positive number"}
 _int = {"type": "integer", "minimum": 1, "description": "a positive integer"}
 #: what a planning design may say (:func:`biaslab.stats.power.design_power` reads it); ``by_family`` overrides
@@ -156,7 +155,6 @@ NOTEBOOK = {
                             "additionalProperties": {"type": "number", "exclusiveMinimum": 0}}}},
     },
 }
-_share = {"type": "number", "minimum": 0, "maximum": 1, "description": "a share between 0 and 1"}
 _RULE = {"type": "object", "required": ["primary", "fallback", "normalization", "orders"], "additionalProperties": False,
          "description": "a mapping with primary, fallback (letters or cloze), normalization (sum, mean, char or pmi: "
                         "the cloze formulation's), orders (cycles) and optionally by (item columns the rule is "
@@ -328,18 +326,12 @@ def problems(path: Path, raw: dict, tables: dict | None = None) -> list[str]:
     """Every problem of the parsed plan ``raw`` (read from ``path``), one line each; [] for a usable plan.
     ``tables``: the notebooks and their claim-able tables (default :data:`TABLES`; a test passes its own)."""
     tables = TABLES if tables is None else tables
-    validator = _validator()
-    errs = sorted(validator.iter_errors(raw), key=lambda e: [str(p) for p in e.absolute_path])
+    errs = sorted(_validator().iter_errors(raw), key=lambda e: [str(p) for p in e.absolute_path])
     out = [_schema_line(path, e) for e in errs]
-    for nb in raw["notebooks"] if isinstance(raw.get("notebooks"), dict) else ():
-        if nb not in tables:
-            out.append(f"{path}: notebooks: unknown notebook {nb!r}" + _did_you_mean(nb, tables)
-                       + f". Fix: use one of {', '.join(tables)}")
     shares = raw["budget"].get("shares") if isinstance(raw.get("budget"), dict) else None
-    for nb in shares if isinstance(shares, dict) else ():
-        if nb not in tables:
-            out.append(f"{path}: budget.shares: unknown notebook {nb!r}" + _did_you_mean(nb, tables)
-                       + f". Fix: use one of {', '.join(tables)}")
+    for key, names in (("notebooks", raw.get("notebooks")), ("budget.shares", shares)):
+        out += [f"{path}: {key}: unknown notebook {nb!r}{_did_you_mean(nb, tables)}. Fix: use one of "
+                f"{', '.join(tables)}" for nb in (names if isinstance(names, dict) else ()) if nb not in tables]
     if out:                                         # the checks below rely on the types the schema guarantees
         return out
     seen: dict[str, str] = {}
@@ -356,7 +348,6 @@ def problems(path: Path, raw: dict, tables: dict | None = None) -> list[str]:
             for j, s in enumerate(c.get("shown_in", ())):
                 out += _table_problems(tables, f"{where}.shown_in[{j}]", s["notebook"], s["table"],
                                        s.get("rows", {}), [])
-    shares = (raw.get("budget") or {}).get("shares")
     if shares is None and len(with_claims) > 1:
         out.append(f"{path}: budget: missing budget.shares; {len(with_claims)} notebooks have claims. Fix: split "
                    "alpha over them before any run (budget: {shares: {notebook: share}}, summing to 1)")
@@ -392,6 +383,12 @@ def problems(path: Path, raw: dict, tables: dict | None = None) -> list[str]:
 GRAPH_KEYS = ("sesoi", "sesoi_rationale", "weight", "then", "design")
 
 
+def by_family(design: dict | None, own: dict | None, profile: str) -> dict:
+    """The ``by_family`` overrides of one instance in ``profile``: the claim's, updated by the instance's own."""
+    return {**(((design or {}).get(profile) or {}).get("by_family") or {}),
+            **(((own or {}).get(profile) or {}).get("by_family") or {})}
+
+
 def merge_design(design: dict | None, own: dict | None, profile: str, family: str | None = None) -> dict | None:
     """One instance's planning design for ``profile`` (and ``family``): the claim's ``design[profile]``, overridden
     by the instance's own, then by the ``by_family`` entry of ``family``; None where neither states one."""
@@ -399,9 +396,8 @@ def merge_design(design: dict | None, own: dict | None, profile: str, family: st
     if a is None and b is None:
         return None
     out = {**(a or {}), **(b or {})}
-    fams = {**((a or {}).get("by_family") or {}), **((b or {}).get("by_family") or {})}
     out.pop("by_family", None)
-    return {**out, **(fams.get(family) or {})}
+    return {**out, **(by_family(design, own, profile).get(family) or {})}
 
 
 def _merged_designs(claim: dict) -> dict:
@@ -410,10 +406,7 @@ def _merged_designs(claim: dict) -> dict:
     for key in list(claim.get("instances") or {}) or [None]:
         own = ((claim.get("instances") or {}).get(key) or {}).get("design") or {}
         for prof in dict.fromkeys([*(claim.get("design") or {}), *own]):
-            out[(key, prof, None)] = merge_design(claim.get("design"), own, prof)
-            fams = {**(((claim.get("design") or {}).get(prof) or {}).get("by_family") or {}),
-                    **((own.get(prof) or {}).get("by_family") or {})}
-            for fam in fams:
+            for fam in (None, *by_family(claim.get("design"), own, prof)):
                 out[(key, prof, fam)] = merge_design(claim.get("design"), own, prof, fam)
     return out
 
@@ -487,10 +480,8 @@ def _table_problems(declared: dict, where: str, nb: str, table: str, rows: dict,
                 f"{', '.join(declared)}"]
     tables = declared[nb]
     if table not in tables:
-        hint = difflib.get_close_matches(table, list(tables), 1)
-        return [f"{where}.table: {nb} has no claim-able table {table!r}"
-                + (f" (did you mean {hint[0]!r}?)" if hint else "")
-                + f". Fix: use one of {', '.join(tables) or '(none: this notebook decides nothing)'}"]
+        return [f"{where}.table: {nb} has no claim-able table {table!r}{_did_you_mean(table, tables)}. Fix: use one "
+                f"of {', '.join(tables) or '(none: this notebook decides nothing)'}"]
     cols = tables[table] + CONTEXT.get(nb, ())
     out = [f"{where}.rows.{k}: {table} has no column {k!r}. Fix: use one of {', '.join(cols)}"
            for k in rows if k not in cols]

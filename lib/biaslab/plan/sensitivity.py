@@ -76,6 +76,13 @@ def _primary(row, estimate: str) -> dict:
             "p_value": row["p_value"] if S.in_graph(row.get("verdict")) else np.nan}
 
 
+def _claims(decided: pd.DataFrame, estimate: str, instance: Callable[[dict], str]) -> tuple[list[dict], list[dict]]:
+    """The claim rows of a decided table and their undecided primary rows (``instance``: a row's instance label)."""
+    claims = decided[decided["claim"].fillna("").ne("")].to_dict("records") if "claim" in decided else []
+    return claims, [_row(**_base(r, instance(r)), analysis=S.PRIMARY, event="", description=r.get("verdict", ""),
+                         r=_primary(r, estimate)) for r in claims]
+
+
 def _degenerate_rows(base: dict, primary: dict, answers: pd.DataFrame, models: tuple, answer: str = "answer") -> list:
     """The primary's test under each alternative modal-share threshold: not tested where a model turns degenerate."""
     out = []
@@ -131,12 +138,9 @@ def compare_sensitivity(root: Path, pairs: pd.DataFrame, seed: int = 0, *, plan)
     """Notebook 5's sensitivity table for its SSQA and BBQ claims (``pairs``: the decided paired_differences),
     decided under ``plan``."""
     from ..papers.compare import tables as T
-    claims = pairs[pairs["claim"].fillna("").ne("")] if "claim" in pairs else pairs.iloc[0:0]
-    primaries = [_row(**_base(r, f"{r['metric']} · {r['model_a']} - {r['model_b']}"), analysis=S.PRIMARY, event="",
-                      description=r.get("verdict", ""), r=_primary(r, "difference"))
-                 for r in claims.to_dict("records")]
+    claims, primaries = _claims(pairs, "difference", lambda r: f"{r['metric']} · {r['model_a']} - {r['model_b']}")
     rows = []
-    for r, prim in zip(claims.to_dict("records"), primaries):
+    for r, prim in zip(claims, primaries):
         base = _base(r, prim["instance"])
         rows.append(prim)
         if r.get("verdict") not in TESTED:
@@ -174,15 +178,14 @@ def multifactor_sensitivity(pst: pd.DataFrame, nocot: pd.DataFrame, benchmark: s
                             seed: int = 0, *, plan, context: pd.DataFrame | None = None) -> pd.DataFrame:
     """Notebook 1's sensitivity table for its claims (``pst``: the decided paired_subgroup_tests; ``nocot``: the
     analysed responses with their factors; ``fplan``: the benchmark's FactorPlan), decided under ``plan``;
-    ``context``: the primary rows (:func:`primary_rows`) of the other benchmarks' instances of the same families,
-    where the plan's families span notebook 1's benchmark runs (their verdicts and the tipping point then follow the
-    joint rule)."""
+    ``context``: the primary rows (:func:`primary_rows`, its second part) of the other benchmarks' instances of the
+    same families, where the plan's families span notebook 1's benchmark runs (their verdicts and the tipping point
+    then follow the joint rule)."""
     factors, outcome, ideal = fplan.ecdf_factors, fplan.outcome, fplan.ideal
-    claims = pst[pst["claim"].fillna("").ne("")] if "claim" in pst else pst.iloc[0:0]
-    primaries = primary_rows(pst, benchmark)
+    claims, primaries = primary_rows(pst, benchmark)
     every = primaries + ([] if context is None else context.to_dict("records"))
     rows = []
-    for r, prim_row in zip(claims.to_dict("records"), primaries):
+    for r, prim_row in zip(claims, primaries):
         a, b = r["model_a"], r["model_b"]
         base = _base(r, prim_row["instance"])
         prim = _primary(r, "metric_difference")
@@ -208,10 +211,7 @@ def multifactor_sensitivity(pst: pd.DataFrame, nocot: pd.DataFrame, benchmark: s
         pd.DataFrame(columns=S.COLUMNS)
 
 
-def primary_rows(pst: pd.DataFrame, benchmark: str) -> list[dict]:
-    """The undecided primary rows of notebook 1's claim instances in one benchmark run's decided
-    ``paired_subgroup_tests`` (``instance`` "<benchmark> · <model a> - <model b>")."""
-    claims = pst[pst["claim"].fillna("").ne("")] if "claim" in pst else pst.iloc[0:0]
-    return [_row(**_base(r, f"{benchmark} · {r['model_a']} - {r['model_b']}"), analysis=S.PRIMARY, event="",
-                 description=r.get("verdict", ""), r=_primary(r, "metric_difference"))
-            for r in claims.to_dict("records")]
+def primary_rows(pst: pd.DataFrame, benchmark: str) -> tuple[list[dict], list[dict]]:
+    """The claim rows of one benchmark run's decided ``paired_subgroup_tests`` and their undecided primary rows
+    (``instance`` "<benchmark> · <model a> - <model b>")."""
+    return _claims(pst, "metric_difference", lambda r: f"{benchmark} · {r['model_a']} - {r['model_b']}")
