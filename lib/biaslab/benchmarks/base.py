@@ -15,6 +15,7 @@ module holds the paper's as ``PROTOCOL`` and builds its requests and reads its a
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
 import re
 from dataclasses import dataclass, field
@@ -239,6 +240,20 @@ def read_csv(path: str | Path, **kwargs) -> pd.DataFrame:
     except (pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
         raise DataError(f"{path}: cannot be read as CSV ({exc}). For a downloaded file, re-run "
                         "`biaslab data fetch`.") from exc
+
+
+def read_jsonl(path: str | Path, fetch: str = "biaslab data fetch") -> pd.DataFrame:
+    """One row per non-blank line of a JSON-lines file; a line that is not JSON is a :class:`DataError` naming it and
+    the command (``fetch``) that restores the file."""
+    rows = []
+    with open(path, encoding="utf-8") as f:
+        for i, line in enumerate(f, 1):
+            if line.strip():
+                try:
+                    rows.append(json.loads(line))
+                except json.JSONDecodeError as exc:
+                    raise DataError(f"{path}, line {i}: not valid JSON ({exc}); re-run `{fetch}`") from exc
+    return pd.DataFrame(rows)
 
 
 def require_columns(df: pd.DataFrame, expected: Iterable[str], file: str | Path) -> None:

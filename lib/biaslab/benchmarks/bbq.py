@@ -32,7 +32,6 @@ intersection (the match / mismatch condition of the Race_x_SES and Race_x_gender
 
 from __future__ import annotations
 
-import json
 import logging
 from functools import partial
 from typing import Sequence
@@ -42,7 +41,7 @@ import pandas as pd
 
 from ..sources import DataError, raw_path, sha256_file
 from . import formats
-from .base import (Benchmark, Factor, FactorSpec, Protocol, examples, exclude, orders_of, read_csv,
+from .base import (Benchmark, Factor, FactorSpec, Protocol, examples, exclude, orders_of, read_csv, read_jsonl,
                    require_columns, require_rows, template_texts, wording)
 from .spec import FactorPlan, Metric, Source, Spec, universe_estimate
 
@@ -70,16 +69,7 @@ LETTERS = ("A", "B", "C")
 
 def _read_jsonl(category: str) -> pd.DataFrame:
     path = raw_path(REPO, f"data/{category}.jsonl")
-    rows = []
-    with open(path, encoding="utf-8") as f:
-        for i, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError as exc:
-                raise DataError(f"{path}, line {i}: not valid JSON ({exc}); re-run `biaslab data fetch`") from exc
-    df = pd.DataFrame(rows)
+    df = read_jsonl(path)
     require_columns(df, JSONL_FIELDS, path)
     require_rows(len(df), CATEGORY_ROWS[category], path)
     return df

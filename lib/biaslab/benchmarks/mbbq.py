@@ -53,9 +53,9 @@ import pandas as pd
 from .. import paths
 from ..sources import DataError, raw_path
 from . import formats
-from .base import (Benchmark, Factor, FactorSpec, Protocol, exclude, options_in_order, require_columns,
+from .base import (Benchmark, Factor, FactorSpec, Protocol, exclude, options_in_order, read_jsonl, require_columns,
                    require_rows)
-from .bbq import PSEUDO, bias_score_pseudo_values, biased_from_tags, paper_chat
+from .bbq import JSONL_FIELDS, PSEUDO, _unknown_index, bias_score_pseudo_values, biased_from_tags, paper_chat
 from .spec import FactorPlan, Metric, Source, Spec
 
 REPO = "Veranep/MBBQ"
@@ -64,8 +64,6 @@ SETS = ("bias", "control")
 #: category -> (items in each bias file, items in each control file)
 CATEGORY_ROWS = {"Age": (3320, 3320), "Disability_status": (1296, 1296), "Gender_identity": (544, 528),
                  "Physical_appearance": (1176, 1176), "SES": (3600, 3600), "Sexual_orientation": (152, 152)}
-FIELDS = ["example_id", "question_index", "question_polarity", "context_condition", "category", "answer_info",
-          "additional_metadata", "context", "question", "ans0", "ans1", "ans2", "label"]
 KEY = ["question_index", "question_polarity", "context_condition"]
 #: the words that tag a woman/girl (F) or a man/boy (M) in the four languages (MBBQ's ``mbbq.py`` lists)
 GENDER_WORDS = {w: "F" for w in ("woman", "girl", "vrouw", "meisje", "mujer", "chica", "kadın", "kız")} | \
@@ -85,19 +83,9 @@ FORMATS = ("option_ll", "label_dist", "generated")
 
 
 def _read(category: str, language: str, control: bool) -> pd.DataFrame:
-    name = f"data/{category}{'_control' if control else ''}_{language}.jsonl"
-    path = raw_path(REPO, name)
-    rows = []
-    with open(path, encoding="utf-8") as f:
-        for i, line in enumerate(f, 1):
-            if line.strip():
-                try:
-                    rows.append(json.loads(line))
-                except json.JSONDecodeError as exc:
-                    raise DataError(f"{path}, line {i}: not valid JSON ({exc}); re-run `biaslab data fetch --only "
-                                    "mbbq`") from exc
-    d = pd.DataFrame(rows)
-    require_columns(d, FIELDS, path)
+    path = raw_path(REPO, f"data/{category}{'_control' if control else ''}_{language}.jsonl")
+    d = read_jsonl(path, "biaslab data fetch --only mbbq")
+    require_columns(d, JSONL_FIELDS, path)
     require_rows(len(d), CATEGORY_ROWS[category][int(control)], path)
     if d["example_id"].duplicated().any():
         raise DataError(f"{path}: duplicated example_id {d.loc[d['example_id'].duplicated(), 'example_id'].iloc[0]}")
@@ -112,11 +100,6 @@ def biased_index(answer_info: dict, stereotyped_groups, polarity: str) -> int | 
     """The biased answer's index (BBQ's rule, :func:`~biaslab.benchmarks.bbq.biased_from_tags`) with MBBQ's gender
     words read as the group F or M; None where the tags do not decide."""
     return biased_from_tags(_gender_tags(answer_info), stereotyped_groups, polarity)
-
-
-def _unknown_index(info: dict) -> int:
-    idx = [i for i in range(3) if info[f"ans{i}"][1] == "unknown"]
-    return idx[0] if len(idx) == 1 else -1
 
 
 def _file_rows(category: str, language: str, control: bool) -> pd.DataFrame:
