@@ -95,10 +95,6 @@ def _unknown_index(info: dict) -> int:
     return idx[0] if len(idx) == 1 else -1
 
 
-def _position_levels() -> tuple:
-    return (0, 1, 2)
-
-
 def load(categories: list[str] | None = None) -> Benchmark:
     """The BBQ prompt table with its factor spec.
 
@@ -184,8 +180,8 @@ def factor_spec(prompts: pd.DataFrame) -> FactorSpec:
         Factor("template", "domain", lv("template"), lv("template")[0], "category and question_index"),
         Factor("stereotyped_group", "domain", lv("stereotyped_group", groups.index[0]), groups.index[0],
                "the group the template's stereotype targets (most frequent group as reference)"),
-        Factor("biased_position", "prompt", _position_levels(), 0, "option (0-2) holding the biased answer"),
-        Factor("unknown_position", "prompt", _position_levels(), 0, "option (0-2) holding the 'unknown' answer"),
+        Factor("biased_position", "prompt", (0, 1, 2), 0, "option (0-2) holding the biased answer"),
+        Factor("unknown_position", "prompt", (0, 1, 2), 0, "option (0-2) holding the 'unknown' answer"),
         Factor("label_type", "prompt", lv("label_type", "label"), "label",
                "individuals named by group label or by a proper name"),
         Factor("subcategory", "domain", lv("subcategory", "None"), "None", "finer category where BBQ gives one"),
@@ -265,31 +261,17 @@ def check_biased_answer(bench: Benchmark | None = None) -> pd.DataFrame:
     expected biased answer is that answer for negative questions and the other one for non-negative questions.
     Returns per category: n checked, n agreeing with ``target_loc``, n not checkable.
     """
-    rows = []
-    for c in CATEGORY_ROWS:
-        d = _read_jsonl(c)
-        rows.append(d)
-    d = pd.concat(rows, ignore_index=True)
-    bench = bench or load()
-    p = bench.prompts.set_index("prompt_id")
+    d = pd.concat([_read_jsonl(c) for c in CATEGORY_ROWS], ignore_index=True)
+    biased = (bench or load()).prompts.set_index("prompt_id")["biased_index"]
     d["prompt_id"] = "bbq-" + d["category"] + "-" + d["example_id"].astype(str)
-    d = d[d["prompt_id"].isin(p.index)]
-    out = []
-    for cat, part in d.groupby("category"):
-        n_ok = n_bad = n_skip = 0
-        for r in part.itertuples():
-            expected = biased_from_tags(r.answer_info, r.additional_metadata["stereotyped_groups"],
-                                        r.question_polarity)
-            if expected is None:
-                n_skip += 1
-                continue
-            if expected == p.at[r.prompt_id, "biased_index"]:
-                n_ok += 1
-            else:
-                n_bad += 1
-        out.append({"category": cat, "checked": n_ok + n_bad, "agree": n_ok, "disagree": n_bad,
-                    "not_checkable": n_skip})
-    return pd.DataFrame(out)
+    d = d[d["prompt_id"].isin(biased.index)]
+    expected = pd.Series([biased_from_tags(i, m["stereotyped_groups"], q) for i, m, q in
+                          zip(d["answer_info"], d["additional_metadata"], d["question_polarity"])], index=d.index)
+    checked = expected.notna()
+    t = pd.DataFrame({"category": d["category"], "checked": checked, "n": 1,
+                      "agree": checked & (expected == d["prompt_id"].map(biased))}).groupby("category").sum()
+    return t.assign(disagree=t["checked"] - t["agree"], not_checkable=t["n"] - t["checked"]).drop(
+        columns="n").reset_index()
 
 
 def bias_scores(df: pd.DataFrame, by: list[str]) -> pd.DataFrame:

@@ -36,6 +36,7 @@ equals the biased answer"; answers that are neither yes, no nor can't tell are c
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import re
@@ -273,14 +274,9 @@ def cot_text(text: str) -> str:
 def with_cot(bench: Benchmark) -> Benchmark:
     """Double the prompt table with ``cot`` = yes rows (the paper merges the greedy and CoT sets, Table 1)."""
     p = bench.prompts
-    c = p.copy()
-    c["cot"] = "yes"
-    c["prompt_id"] = c["prompt_id"] + "-cot"
-    c["text"] = c["text"].map(cot_text)
-    both = pd.concat([p, c], ignore_index=True)
-    return Benchmark(bench.name, both, bench.factors, bench.excluded, bench.sources,
-                     bench.notes + ["cot=yes rows are our construction (the released set has no CoT prompts)"],
-                     cluster=bench.cluster, crossed_with=bench.crossed_with)
+    c = p.assign(cot="yes", prompt_id=p["prompt_id"] + "-cot", text=p["text"].map(cot_text))
+    return dataclasses.replace(bench, prompts=pd.concat([p, c], ignore_index=True), notes=bench.notes + [
+        "cot=yes rows are our construction (the released set has no CoT prompts)"])
 
 
 def normalise_answer(a) -> str:

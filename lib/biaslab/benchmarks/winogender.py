@@ -81,16 +81,12 @@ PRONOUNS = {"NOM": ("nominative", {"male": "he", "female": "she", "neutral": "th
 ANSWERS = ("occupation", "participant")
 
 
-def _file(path: str) -> str:
-    return str(raw_path(REPO, path))
-
-
-def _read(path: str, columns: tuple[str, ...], n: int) -> pd.DataFrame:
-    file = _file(path)
+def _read(path: str, columns: tuple[str, ...], n: int) -> tuple[pd.DataFrame, str]:
+    file = str(raw_path(REPO, path))
     df = read_csv(file, sep="\t", dtype=str, keep_default_na=False)
     require_columns(df, columns, file)
     require_rows(len(df), n, file)
-    return df
+    return df, file
 
 
 def _factors() -> FactorSpec:
@@ -117,10 +113,9 @@ def gotcha(answer, pronoun_gender, majority) -> np.ndarray:
 
 def load() -> Benchmark:
     """The 720 Winogender sentences with their template's answer and the occupation's BLS statistics."""
-    sent = _read(SENTENCES, ("sentid", "sentence"), N_SENTENCES)
-    tmpl = _read(TEMPLATES, ("occupation(0)", "other-participant(1)", "answer", "sentence"), N_TEMPLATES)
-    occ = _read(OCCUPATIONS, ("occupation", "bls_pct_female", "bls_year"), N_OCCUPATIONS)
-    f_sent, f_tmpl, f_occ = _file(SENTENCES), _file(TEMPLATES), _file(OCCUPATIONS)
+    sent, f_sent = _read(SENTENCES, ("sentid", "sentence"), N_SENTENCES)
+    tmpl, f_tmpl = _read(TEMPLATES, ("occupation(0)", "other-participant(1)", "answer", "sentence"), N_TEMPLATES)
+    occ, f_occ = _read(OCCUPATIONS, ("occupation", "bls_pct_female", "bls_year"), N_OCCUPATIONS)
 
     parts = sent["sentid"].str.removesuffix(".txt").str.split(".", expand=True)
     if parts.shape[1] != 4 or parts.isna().any().any():
@@ -629,7 +624,7 @@ SPEC = Spec(
     respond=respond, paper_chat=paper_chat, sample=sample, columns=COLUMNS,
     metrics=METRICS, factor_plan=FACTOR_PLAN, responder_check=_responder_check, option_roles=option_roles,
     # whole occupations (occupation_sample, nested: notebook 6's among notebook 1's). Default: 20 occupations in
-    # notebook 1 and 4 in notebook 6 (5 until 2026-11-28), to keep Winogender's share of a cold `make reproduce` small:
+    # notebook 1 and 4 in notebook 6, to keep Winogender's share of a cold `make reproduce` small:
     # all 720 sentences took 313 CPU-s in notebook 1 for both models (833 s wall on a shared 2-core machine);
     # notebook 6 asks each item in 13-14 universes per model: 60 items took about 225 CPU-s of scoring for both
     # models (cold); r's Fisher-z interval needs at least 4 occupations. The paper profile scores all 720.
