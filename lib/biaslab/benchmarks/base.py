@@ -26,7 +26,7 @@ from typing import Iterable, Literal
 import pandas as pd
 
 from .. import paths
-from ..sources import DataError
+from ..sources import DataError, load_manifest
 
 log = logging.getLogger(__name__)
 
@@ -240,6 +240,12 @@ def read_csv(path: str | Path, **kwargs) -> pd.DataFrame:
     except (pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
         raise DataError(f"{path}: cannot be read as CSV ({exc}). For a downloaded file, re-run "
                         "`biaslab data fetch`.") from exc
+
+
+def pinned_hashes(repo: str, path: str | None = None) -> dict[str, str]:
+    """``file -> sha256`` of ``repo``'s files (or its one file ``path``) in the sources manifest: a loader's
+    ``Benchmark.sources``."""
+    return {s.key: s.sha256 for s in load_manifest() if s.repo == repo and path in (None, s.path)}
 
 
 def read_jsonl(path: str | Path, fetch: str = "biaslab data fetch") -> pd.DataFrame:

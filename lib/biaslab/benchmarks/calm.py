@@ -57,9 +57,10 @@ from functools import lru_cache
 import numpy as np
 import pandas as pd
 
-from ..sources import DataError, load_manifest, raw_path
+from ..sources import DataError, raw_path
 from . import calm_prompts
-from .base import Benchmark, Factor, FactorSpec, Protocol, orders_of, read_csv, require_columns, require_rows
+from .base import (Benchmark, Factor, FactorSpec, Protocol, orders_of, pinned_hashes, read_csv, require_columns,
+                   require_rows)
 from .calm_prompts import REPO
 from .spec import FactorPlan, Metric, Source, Spec
 
@@ -458,14 +459,13 @@ def load(tasks=TASKS, bias_types=BIAS_TYPES) -> Benchmark:
                "dataset the template was taken from"),
         Factor("template_id", "prompt", tuple(templates["template_id"]), "qa-000", "CALM template"),
     ])
-    files = {s.key: s.sha256 for s in load_manifest() if s.repo == REPO}
     notes = [
         "Gold answers from evaluation/gt/gt_<task>_<bias>.csv (the files CALM's accuracy.py reads); "
         "answers_qa_gender.csv is an older copy with 600 unfilled <PERSON> answers and is not used.",
         "Text fields stripped of surrounding whitespace (only the QA gender set was stripped by CALM).",
         "Names recovered by matching each prompt against its template; every prompt matched.",
     ]
-    return Benchmark("calm", prompts, factors, excluded=pd.DataFrame(), sources=files, notes=notes,
+    return Benchmark("calm", prompts, factors, excluded=pd.DataFrame(), sources=pinned_hashes(REPO), notes=notes,
                      cluster="template_id")
 
 

@@ -35,11 +35,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .. import paths, sources
+from .. import paths
 from ..sources import DataError, raw_path
 from . import formats
-from .base import (Benchmark, Factor, FactorSpec, Protocol, examples, exclude, read_csv, require_columns,
-                   require_rows, template_texts, wording)
+from .base import (Benchmark, Factor, FactorSpec, Protocol, examples, exclude, pinned_hashes, read_csv,
+                   require_columns, require_rows, template_texts, wording)
 from .spec import FactorPlan, Metric, Source, Spec, universe_estimate
 
 log = logging.getLogger(__name__)
@@ -67,10 +67,6 @@ def _factors(bias_types: tuple[str, ...], origins: tuple[str, ...]) -> FactorSpe
         Factor("origin", "domain", origins, origins[0],
                "crows_pairs: from the original set; languagearc: the 210 pairs collected in France"),
     ])
-
-
-def _file_hash(repo: str, path: str) -> dict[str, str]:
-    return {s.key: s.sha256 for s in sources.load_manifest() if s.repo == repo and s.path == path}
 
 
 def _read(repo: str, path: str, tab: bool) -> tuple[pd.DataFrame, str]:
@@ -118,7 +114,7 @@ def _build(name: str, language: str, repo: str, path: str, tab: bool, n_expected
     # the design of a census: every pair its own stratum's (bias type's) member with weight 1 (subsample reweights)
     kept = kept.assign(stratum=kept["bias_type"].to_numpy(), weight=1.0)
     bench = Benchmark(name=name, prompts=kept.reset_index(drop=True), factors=_factors(bias_types, origins),
-                      excluded=dropped.reset_index(drop=True), sources=_file_hash(repo, path), notes=notes,
+                      excluded=dropped.reset_index(drop=True), sources=pinned_hashes(repo, path), notes=notes,
                       cluster="pair_id")
     log.info(bench.summary())
     return bench

@@ -53,8 +53,8 @@ import pandas as pd
 from .. import paths
 from ..sources import DataError, raw_path
 from . import formats
-from .base import (Benchmark, Factor, FactorSpec, Protocol, exclude, options_in_order, read_jsonl, require_columns,
-                   require_rows)
+from .base import (Benchmark, Factor, FactorSpec, Protocol, exclude, options_in_order, pinned_hashes, read_jsonl,
+                   require_columns, require_rows)
 from .bbq import JSONL_FIELDS, PSEUDO, _unknown_index, bias_score_pseudo_values, biased_from_tags, paper_chat
 from .spec import FactorPlan, Metric, Source, Spec
 
@@ -278,13 +278,9 @@ def _load(languages: tuple, sets: tuple) -> Benchmark:
     ctl = x[x["set"] == "control"]
     notes += [f"control rows whose correct answer keeps its bias item's role: {int(ctl['role_as_en'].sum()):,} of "
               f"{len(ctl):,}"]
-    sources = {f"{REPO}/data/{c}{s}_{lang}.jsonl": "" for c in CATEGORY_ROWS for s in ("", "_control")
-               for lang in LANGUAGES}
-    from ..sources import load_manifest
-    sources = {s.key: s.sha256 for s in load_manifest() if s.key in sources}
     return Benchmark("mbbq", x[cols], factor_spec(), excluded=excluded[["item", "language", "set", "category",
                                                                          "example_id", "reason"]],
-                     sources=sources, notes=notes, cluster="template")
+                     sources=pinned_hashes(REPO), notes=notes, cluster="template")
 
 
 #: the fields that make a row of MBBQ's files (another harness's copy of it is found by them)

@@ -60,11 +60,10 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-from .. import sources
 from ..sources import DataError, raw_path
 from . import formats
-from .base import (Benchmark, Factor, FactorSpec, Protocol, exclude, orders_of, read_csv, require_columns,
-                   require_rows, wording)
+from .base import (Benchmark, Factor, FactorSpec, Protocol, exclude, orders_of, pinned_hashes, read_csv,
+                   require_columns, require_rows, wording)
 from .spec import FactorPlan, Metric, Source, Spec, universe_estimate
 
 log = logging.getLogger(__name__)
@@ -191,7 +190,7 @@ def load() -> Benchmark:
     kept, dropped = exclude(df, df["text"] == "", "empty sentence", f_sent)
     bench = Benchmark(name="winogender", prompts=kept.reset_index(drop=True), factors=_factors(),
                       excluded=dropped.reset_index(drop=True),
-                      sources={s.key: s.sha256 for s in sources.load_manifest() if s.repo == REPO},
+                      sources=pinned_hashes(REPO),
                       notes=[f"{int((kept['gotcha'] == 'yes').sum())} gotcha sentences (the pronoun's gender resolves "
                              "it wrongly by the occupation's BLS majority gender)"],
                       cluster="occupation")
