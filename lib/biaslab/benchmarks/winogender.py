@@ -275,10 +275,8 @@ def respond(scorer, items: pd.DataFrame, protocol: Protocol = PROTOCOL) -> pd.Da
     ``likelihood``: the schema's three sentences' summed log-probabilities, ``p_male`` and ``male_logodds``."""
     fmt = protocol.format
     n = len(items)
-    out = pd.DataFrame({"prompt_id": items["prompt_id"].to_numpy(), "model": scorer.lm.name,
-                        "choice": -1, "answer": "", "answer_kind": "", "correct": np.nan,
-                        "occupation_logodds": np.nan, "logp_male": np.nan, "logp_female": np.nan,
-                        "logp_neutral": np.nan, "p_male": np.nan, "male_logodds": np.nan})
+    out = pd.DataFrame({"prompt_id": items["prompt_id"].to_numpy(), "model": scorer.lm.name, "choice": -1,
+                        "answer": "", "answer_kind": "", **dict.fromkeys(COLUMNS[5:], np.nan)})
     if fmt == "likelihood":
         if protocol.normalization not in ("sum", "mean"):
             raise ValueError(f"Winogender normalization {protocol.normalization!r}: choose sum or mean")
@@ -372,16 +370,11 @@ def accuracy_gap(responses: pd.DataFrame, items: pd.DataFrame, split: str, alpha
     return {**r, "estimate": r["difference"], "n": r["n_pairs"]}
 
 
-def accuracy_gap_gender(responses: pd.DataFrame, items: pd.DataFrame, alpha: float = 0.05) -> dict:
-    """Accuracy on male minus female pronouns (:func:`accuracy_gap`)."""
-    return accuracy_gap(responses, items, "gender", alpha)
-
-
-def accuracy_gap_gotcha(responses: pd.DataFrame, items: pd.DataFrame, alpha: float = 0.05) -> dict:
-    """Accuracy on gotcha minus non-gotcha sentences (:func:`accuracy_gap`): each schema's he and she sentences are
-    one gotcha and one not, so the gap isolates the occupational-statistics heuristic from the referent (a model that
-    always names the occupation scores 0)."""
-    return accuracy_gap(responses, items, "gotcha", alpha)
+#: accuracy on male minus female pronouns, and on gotcha minus non-gotcha sentences (:func:`accuracy_gap`): each
+#: schema's he and she sentences are one gotcha and one not, so the second gap isolates the occupational-statistics
+#: heuristic from the referent (a model that always names the occupation scores 0)
+accuracy_gap_gender = partial(accuracy_gap, split="gender")
+accuracy_gap_gotcha = partial(accuracy_gap, split="gotcha")
 
 
 def gap_values(responses: pd.DataFrame, items: pd.DataFrame, split: str) -> pd.DataFrame:
