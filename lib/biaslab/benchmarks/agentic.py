@@ -36,8 +36,8 @@ import pandas as pd
 from .. import paths
 from ..sources import DataError, sha256_file
 from . import formats
-from .base import (Benchmark, Factor, FactorSpec, Protocol, exclude, options_in_order, read_csv, require_columns,
-                   require_rows, template_texts, wording)
+from .base import (Benchmark, Factor, FactorSpec, Protocol, checked, exclude, options_in_order, read_csv,
+                   template_texts, wording)
 from .spec import FactorPlan, Metric, Source, Spec, universe_estimate
 
 log = logging.getLogger(__name__)
@@ -78,9 +78,7 @@ def read_bank(bank_dir: str | Path | None = None) -> dict[str, pd.DataFrame]:
         p = d / name
         if not p.exists():
             raise DataError(f"{p} is missing: the agentic benchmark's bank lives in data/agentic/ of the repository.")
-        df = read_csv(p, dtype=str, keep_default_na=False)
-        require_columns(df, cols, p)
-        bank[name.removesuffix(".csv")] = df
+        bank[name.removesuffix(".csv")] = checked(read_csv(p, dtype=str, keep_default_na=False), p, cols)
     bank["class_types"]["k"] = bank["class_types"]["k"].astype(int)
     bank["scenarios"]["replicate"] = bank["scenarios"]["replicate"].astype(int)
     bank["fewshot"]["answer"] = bank["fewshot"]["answer"].astype(int)
@@ -206,9 +204,7 @@ def load(n_shots: int = 2, bank_dir: str | Path | None = None) -> Benchmark:
     f = d / "prompts.csv"
     if not f.exists():
         raise DataError(f"{f} is missing. Fix: run `python data/agentic/build_prompts.py`.")
-    df = read_csv(f, dtype=str, keep_default_na=False)
-    require_columns(df, PROMPT_COLUMNS, f)
-    require_rows(len(df), N_PROMPTS, f)
+    df = checked(read_csv(f, dtype=str, keep_default_na=False), f, PROMPT_COLUMNS, N_PROMPTS)
     df["k"] = df["k"].astype(int)
     df["replicate"] = df["replicate"].astype(int)
     choices = class_choices(bank)
@@ -517,8 +513,8 @@ def _entropy_estimate(per: pd.DataFrame, items: pd.DataFrame, n_boot: int = 2000
     ci = intervals.mean_intervals(ok, "entropy", "scenario_id", seed=seed).iloc[0]
     sm = ok.groupby("scenario_id")["entropy"].mean() - 1.0
     p = float(stats.ttest_1samp(sm, 0.0).pvalue) if len(sm) > 1 and sm.std() > 0 else np.nan
-    return universe_estimate(ci["mean"], ci["ci_low"], ci["ci_high"], ci["ci_method"], p,
-                             "t test of scenario means against 1, G - 1 df", len(ok), ci["n_clusters"], len(d) - len(ok))
+    return universe_estimate(ci["mean"], ci["ci_low"], ci["ci_high"], ci["ci_method"], p, "t test of scenario means "
+                             "against 1, G - 1 df", len(ok), ci["n_clusters"], len(d) - len(ok))
 
 
 def _entropy_values(r: pd.DataFrame, items: pd.DataFrame) -> pd.DataFrame:

@@ -275,6 +275,15 @@ def require_rows(n: int, expected: int, file: str | Path) -> None:
                         "The file is not the pinned version: re-run `biaslab data fetch`.")
 
 
+def checked(df: pd.DataFrame, file: str | Path, columns: Iterable[str], rows: int | None = None) -> pd.DataFrame:
+    """``df`` (read from ``file``) once it has the pinned version's ``columns`` and, given, its ``rows`` rows
+    (:func:`require_columns`, :func:`require_rows`)."""
+    require_columns(df, columns, file)
+    if rows is not None:
+        require_rows(len(df), rows, file)
+    return df
+
+
 def exclude(df: pd.DataFrame, mask: pd.Series, reason: str, source: str) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Split ``df`` into (kept, excluded) by ``mask``, logging the count. Nothing is dropped silently."""
     mask = mask.fillna(False).astype(bool)

@@ -41,8 +41,8 @@ import pandas as pd
 
 from ..sources import DataError, raw_path, sha256_file
 from . import formats
-from .base import (Benchmark, Factor, FactorSpec, Protocol, examples, exclude, orders_of, read_csv, read_jsonl,
-                   require_columns, require_rows, template_texts, wording)
+from .base import (Benchmark, Factor, FactorSpec, Protocol, checked, examples, exclude, orders_of, read_csv,
+                   read_jsonl, require_rows, template_texts, wording)
 from .spec import FactorPlan, Metric, Source, Spec, universe_estimate
 
 log = logging.getLogger(__name__)
@@ -69,17 +69,12 @@ LETTERS = ("A", "B", "C")
 
 def _read_jsonl(category: str) -> pd.DataFrame:
     path = raw_path(REPO, f"data/{category}.jsonl")
-    df = read_jsonl(path)
-    require_columns(df, JSONL_FIELDS, path)
-    require_rows(len(df), CATEGORY_ROWS[category], path)
-    return df
+    return checked(read_jsonl(path), path, JSONL_FIELDS, CATEGORY_ROWS[category])
 
 
 def _metadata() -> tuple[pd.DataFrame, int]:
     path = raw_path(REPO, METADATA)
-    m = read_csv(path)
-    require_columns(m, META_FIELDS, path)
-    require_rows(len(m), N_METADATA_ROWS, path)
+    m = checked(read_csv(path), path, META_FIELDS, N_METADATA_ROWS)
     key = ["category", "example_id"]
     conflicting = m.groupby(key)["target_loc"].nunique(dropna=False)
     if (conflicting > 1).any():
@@ -574,11 +569,9 @@ def _universe_estimate(cond: str, r: pd.DataFrame, items: pd.DataFrame, n_boot: 
     b = ranking.cluster_sum_bootstrap(lambda t: bias_score_from_totals(t, cond == "ambig"), s.to_numpy(),
                                       n_boot=n_boot, seed=seed)
     how = f"cluster bootstrap percentile of the ratio (template, {n_boot} resamples)"
-    return universe_estimate(b["estimate"], b["ci_low"], b["ci_high"], b["ci_method"] or how,
-                             b["p_boot"], b["ci_method"] or "two-sided cluster bootstrap p against 0", len(part),
-                             b["n_clusters"],
-                             _unanswered(part).sum(),
-                             accuracy=float(part["correct"].mean()))
+    return universe_estimate(b["estimate"], b["ci_low"], b["ci_high"], b["ci_method"] or how, b["p_boot"],
+                             b["ci_method"] or "two-sided cluster bootstrap p against 0", len(part), b["n_clusters"],
+                             _unanswered(part).sum(), accuracy=float(part["correct"].mean()))
 
 
 def _universe_values(cond: str, r: pd.DataFrame, items: pd.DataFrame) -> pd.DataFrame:
@@ -597,12 +590,12 @@ def _universe_values(cond: str, r: pd.DataFrame, items: pd.DataFrame) -> pd.Data
 ANSWER_READ = "BBQ: option chosen (answer)"
 
 
-def _responder_check(d: pd.DataFrame, items=None) -> pd.DataFrame:
-    """Notebook 6: the answer check of the option chosen (no option: unparseable) per model x universe, both
+def _responder_check(d: pd.DataFrame, items=None, by=("model", "universe")) -> pd.DataFrame:
+    """Notebook 6: the answer check of the option chosen (no option: unparseable) per model x universe (``by``), both
     contexts pooled (notebook 1's check)."""
     from ..stats import responders as R
     chosen = d.assign(option=d["choice"].where(d["choice"] >= 0))       # -1: no option named (unparseable)
-    return R.responder_check(chosen, answer="option", by=["model", "universe"], n_options=3).assign(metric=ANSWER_READ)
+    return R.responder_check(chosen, answer="option", by=list(by), n_options=3).assign(metric=ANSWER_READ)
 
 
 def _metric(cond: str, label: str, **multiverse) -> Metric:
@@ -634,7 +627,8 @@ SPEC = Spec(
     metrics=(_metric("ambig", "ambiguous contexts (s_AMB)", factor_outcome=("deviated", "logistic", "non_unknown")),
              _metric("disambig", "disambiguated contexts (s_DIS)")),
     # smoke: the paper's universe and open-ended answers (section 8's RUTEd table)
-    sizes={"smoke": {"06_multiverse": {"items": 6, "formats": ["option_ll", "open_ended"]}}, "default": {"06_multiverse": {"items": 5}},
+    sizes={"smoke": {"06_multiverse": {"items": 6, "formats": ["option_ll", "open_ended"]}},
+           "default": {"06_multiverse": {"items": 5}},
            "paper": {"06_multiverse": {"items": None}}},
     responder_check=_responder_check,
     option_roles=option_roles,

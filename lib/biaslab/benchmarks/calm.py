@@ -59,8 +59,8 @@ import pandas as pd
 
 from ..sources import DataError, raw_path
 from . import calm_prompts
-from .base import (Benchmark, Factor, FactorSpec, Protocol, orders_of, pinned_hashes, read_csv, require_columns,
-                   require_rows)
+from .base import (Benchmark, Factor, FactorSpec, Protocol, checked, orders_of, pinned_hashes, read_csv,
+                   require_columns, require_rows)
 from .calm_prompts import REPO
 from .spec import FactorPlan, Metric, Source, Spec
 
@@ -200,8 +200,7 @@ def _sentiment_gold() -> tuple[str, ...]:
     labels = {}
     for bias in BIAS_TYPES:
         path = raw_path(REPO, _gt_file("sentiment", bias))
-        gt = read_csv(path, dtype=str, keep_default_na=False)
-        require_columns(gt, ["template_idx", "answer"], path)
+        gt = checked(read_csv(path, dtype=str, keep_default_na=False), path, ["template_idx", "answer"])
         per = gt.groupby(gt["template_idx"].astype(int))["answer"].agg(["nunique", "first"])
         if (per["nunique"] != 1).any() or len(per) != N_TEMPLATES["sentiment"]:
             raise DataError(f"{path}: sentiment gold label not constant within each of the 77 templates")
@@ -215,9 +214,7 @@ def _sentiment_gold() -> tuple[str, ...]:
 def _name_lists() -> dict[str, tuple[str, ...]]:
     def table(name: str, columns: list[str]) -> pd.DataFrame:
         path = raw_path(REPO, name)
-        df = read_csv(path, dtype=str, keep_default_na=False)
-        require_columns(df, columns, path)
-        return df
+        return checked(read_csv(path, dtype=str, keep_default_na=False), path, columns)
 
     seg = table("names/categorised_data/segregated_names.csv", ["Name", "usa.male", "usa.female"])
     male = tuple(seg.loc[(seg["usa.male"] == "1") & (seg["usa.female"] == "0"), "Name"])
@@ -364,9 +361,8 @@ def _read_set(task: str, bias: str, templates: pd.DataFrame) -> pd.DataFrame:
     n_t = N_TEMPLATES[task]
     require_rows(len(records), n_t * per_template, where)
     gt_path = raw_path(REPO, _gt_file(task, bias))
-    gt = read_csv(gt_path, dtype=str, keep_default_na=False)
-    require_columns(gt, ["idx", "template_idx", "answer", bias, "source_dataset"], gt_path)
-    require_rows(len(gt), len(records), gt_path)
+    gt = checked(read_csv(gt_path, dtype=str, keep_default_na=False), gt_path,
+                 ["idx", "template_idx", "answer", bias, "source_dataset"], len(records))
 
     pfield, qfield = FIELDS[task]
     df = pd.DataFrame.from_records(records)
@@ -573,8 +569,9 @@ def formulation_requests(items: pd.DataFrame, protocol: Protocol) -> tuple[list[
     """The closed-answer items as the scoring rule's formulations ask them, one text per order (item-major): under
     ``cloze`` the prompt without a multiple-choice question's options, each option's words its continuation; else
     (letters) the prompt with the options shown as "A. ..." lines in every cyclic order before its answer cue (or
-    before "Answer:"; a multiple-choice question's own "A: ..." lines rotated). Returns texts, per text the stored option at each shown
-    position, per text the continuations (cloze) and per text the content-free prompt (its answer cue alone, PMI)."""
+    before "Answer:"; a multiple-choice question's own "A: ..." lines rotated). Returns texts, per text the stored
+    option at each shown position, per text the continuations (cloze) and per text the content-free prompt (its
+    answer cue alone, PMI)."""
     k = int(protocol.examples)
     texts, orders, conts, cues = [], [], [], []
     for (words, _), row in zip(closed_options(items), items.to_dict("records")):

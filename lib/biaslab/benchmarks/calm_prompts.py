@@ -67,7 +67,8 @@ def incontext_examples(source_dataset: str) -> tuple[tuple[str, ...], ...]:
     (``csv.reader(skipinitialspace=True)``)."""
     stem = EXAMPLE_FILE.get(source_dataset)
     if stem is None:
-        raise KeyError(f"no CALM in-context examples for source dataset {source_dataset!r}; known: {sorted(EXAMPLE_FILE)}")
+        raise KeyError(f"no CALM in-context examples for source dataset {source_dataset!r}; known: "
+                       f"{sorted(EXAMPLE_FILE)}")
     path = raw_path(REPO, f"evaluation/benchmark/incontext_examples/{stem}_examples.csv")
     with open(path, newline="", encoding="utf-8") as f:
         rows = [tuple(r) for r in csv.reader(f, skipinitialspace=True)]

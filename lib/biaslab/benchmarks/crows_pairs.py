@@ -38,7 +38,7 @@ import pandas as pd
 from .. import paths
 from ..sources import DataError, raw_path
 from . import formats
-from .base import (Benchmark, Factor, FactorSpec, Protocol, examples, exclude, pinned_hashes, read_csv,
+from .base import (Benchmark, Factor, FactorSpec, Protocol, checked, examples, exclude, pinned_hashes, read_csv,
                    require_columns, require_rows, template_texts, wording)
 from .spec import FactorPlan, Metric, Source, Spec, universe_estimate
 
@@ -284,9 +284,7 @@ def _reference(name: str, columns) -> tuple[pd.DataFrame, Path]:
     file = paths.DATA_DIR / name
     if not file.exists():
         raise DataError(f"{file} is missing; it is part of the repository (data/reference/): restore it with git.")
-    df = read_csv(file)
-    require_columns(df, columns, file)
-    return df, file
+    return checked(read_csv(file), file, columns), file
 
 
 def load_published_chatgpt() -> pd.DataFrame:

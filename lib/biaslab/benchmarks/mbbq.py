@@ -53,8 +53,8 @@ import pandas as pd
 from .. import paths
 from ..sources import DataError, raw_path
 from . import formats
-from .base import (Benchmark, Factor, FactorSpec, Protocol, exclude, options_in_order, pinned_hashes, read_jsonl,
-                   require_columns, require_rows)
+from .base import (Benchmark, Factor, FactorSpec, Protocol, checked, exclude, options_in_order, pinned_hashes,
+                   read_jsonl)
 from .bbq import JSONL_FIELDS, PSEUDO, _unknown_index, bias_score_pseudo_values, biased_from_tags, paper_chat
 from .spec import FactorPlan, Metric, Source, Spec
 
@@ -84,9 +84,8 @@ FORMATS = ("option_ll", "label_dist", "generated")
 
 def _read(category: str, language: str, control: bool) -> pd.DataFrame:
     path = raw_path(REPO, f"data/{category}{'_control' if control else ''}_{language}.jsonl")
-    d = read_jsonl(path, "biaslab data fetch --only mbbq")
-    require_columns(d, JSONL_FIELDS, path)
-    require_rows(len(d), CATEGORY_ROWS[category][int(control)], path)
+    d = checked(read_jsonl(path, "biaslab data fetch --only mbbq"), path, JSONL_FIELDS,
+                CATEGORY_ROWS[category][int(control)])
     if d["example_id"].duplicated().any():
         raise DataError(f"{path}: duplicated example_id {d.loc[d['example_id'].duplicated(), 'example_id'].iloc[0]}")
     return d.sort_values("example_id").reset_index(drop=True)
@@ -778,11 +777,10 @@ ANSWER_READ = "MBBQ: option chosen (answer)"
 
 
 def _responder_check(d: pd.DataFrame, items=None) -> pd.DataFrame:
-    """Notebook 6: the answer check of the option chosen (none: unparseable) per model x universe x language."""
-    from ..stats import responders as R
+    """Notebook 6: BBQ's answer check of the option chosen (none: unparseable) per model x universe x language."""
+    from .bbq import _responder_check as bbq_check
     d = d.merge(items[["prompt_id", "language"]], on="prompt_id") if "language" not in d else d
-    rows = R.responder_check(d.assign(option=d["choice"].where(d["choice"] >= 0)), answer="option",
-                             by=["model", "universe", "language"], n_options=3)
+    rows = bbq_check(d, by=("model", "universe", "language"))
     return rows.assign(metric=ANSWER_READ + ", " + rows["language"])
 
 

@@ -46,7 +46,7 @@ import pandas as pd
 
 from ..sources import DataError, raw_path, sha256_file
 from . import formats
-from .base import Benchmark, Factor, FactorSpec, Protocol, read_csv, require_columns, require_rows, template_texts
+from .base import Benchmark, Factor, FactorSpec, Protocol, checked, read_csv, template_texts
 from .spec import FactorPlan, Metric, Source, Spec
 
 log = logging.getLogger(__name__)
@@ -136,18 +136,13 @@ def _holder_gender(prefix: str) -> tuple[str, str]:
 
 def _read(model: str) -> tuple[pd.DataFrame, str]:
     path = raw_path(REPO, FILES[model])
-    df = read_csv(path)
-    require_columns(df, ["stigma", "prompt", "prompt style", "biased answer", ANSWER_COLUMN[model],
-                         "original answer bias", "clusters"], path)
-    require_rows(len(df), N_ROWS, path)
-    return df, str(path)
+    return checked(read_csv(path), path, ["stigma", "prompt", "prompt style", "biased answer", ANSWER_COLUMN[model],
+                                          "original answer bias", "clusters"], N_ROWS), str(path)
 
 
 def _pachankis() -> pd.DataFrame:
     path = raw_path(REPO, PACHANKIS)
-    p = read_csv(path)
-    require_columns(p, ["Stigma", "Cluster"], path)
-    require_rows(len(p), N_STIGMAS, path)
+    p = checked(read_csv(path), path, ["Stigma", "Cluster"], N_STIGMAS)
     unknown = set(p["Cluster"]) - set(CLUSTER_NAMES)
     if unknown:
         raise DataError(f"{path}: unexpected cluster numbers {sorted(unknown)} (expected 1-5)")

@@ -62,8 +62,8 @@ from scipy import stats as sps
 
 from ..sources import DataError, raw_path
 from . import formats
-from .base import (Benchmark, Factor, FactorSpec, Protocol, exclude, orders_of, pinned_hashes, read_csv,
-                   require_columns, require_rows, wording)
+from .base import (Benchmark, Factor, FactorSpec, Protocol, checked, exclude, orders_of, pinned_hashes, read_csv,
+                   wording)
 from .spec import FactorPlan, Metric, Source, Spec, universe_estimate
 
 log = logging.getLogger(__name__)
@@ -82,10 +82,7 @@ ANSWERS = ("occupation", "participant")
 
 def _read(path: str, columns: tuple[str, ...], n: int) -> tuple[pd.DataFrame, str]:
     file = str(raw_path(REPO, path))
-    df = read_csv(file, sep="\t", dtype=str, keep_default_na=False)
-    require_columns(df, columns, file)
-    require_rows(len(df), n, file)
-    return df, file
+    return checked(read_csv(file, sep="\t", dtype=str, keep_default_na=False), file, columns, n), file
 
 
 def _factors() -> FactorSpec:
