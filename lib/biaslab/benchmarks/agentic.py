@@ -107,13 +107,8 @@ def render_item(role: str, scenario: str, question: str, choices: list[str], att
     ``scenario`` must already have its ``{n}``/``{N}`` filled in. The text ends with ``Answer:`` (no space): the
     notebook appends the separator that suits the model's tokenizer (see :func:`answer_format`).
     """
-    head = f"{role} {scenario}"
-    if attribute:
-        head += f" They differ only in their {attribute}."
-    lines = [head, f"Question: {question}"]
-    lines += [f"{i}. {c}" for i, c in enumerate(choices, 1)]
-    lines.append(ANSWER_CUE)
-    return "\n".join(lines)
+    head = f"{role} {scenario}" + (f" They differ only in their {attribute}." if attribute else "")
+    return "\n".join([head, f"Question: {question}", *(f"{i}. {c}" for i, c in enumerate(choices, 1)), ANSWER_CUE])
 
 
 def fill_count(scenario: str, k: int) -> str:
@@ -153,11 +148,9 @@ def fewshot_block(n_shots: int, bank_dir: str | Path | None = None) -> str:
     fs = read_bank(bank_dir)["fewshot"]
     if not 0 <= n_shots <= len(fs):
         raise ValueError(f"n_shots={n_shots}: data/agentic/fewshot.csv has {len(fs)} examples; choose 0..{len(fs)}")
-    parts = [INSTRUCTION]
-    for r in fs.head(n_shots).itertuples():
-        item = render_item(r.role, r.scenario, r.question, r.choices.split("|"))
-        parts.append(f"{item} {r.answer}")
-    return "\n\n".join(parts) + "\n\n"
+    shots = [f"{render_item(r.role, r.scenario, r.question, r.choices.split('|'))} {r.answer}"
+             for r in fs.head(n_shots).itertuples()]
+    return "\n\n".join([INSTRUCTION, *shots]) + "\n\n"
 
 
 # --------------------------------------------------------------------------------------------- the loader

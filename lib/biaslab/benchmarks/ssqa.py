@@ -205,9 +205,8 @@ def load(cot: bool = False) -> Benchmark:
             raise DataError(f"{gpath}: template block {b + 1} has several biased answers {list(ba)}")
         tmpl = {"template": f"T{b + 1:02d}", "template_text": prefix + "{stigma}" + suffix,
                 "holder_gender": gender, "gender_evidence": evidence, "biased_answer": ba[0]}
-        phrases_full = [None] + [p for p in phrases for _ in range(3)]
-        for i, (idx, r) in enumerate(blk.iterrows()):
-            rows.append({"row": idx, **tmpl, "stigma_phrase": phrases_full[i] or ""})
+        rows += [{"row": idx, **tmpl, "stigma_phrase": ph}                  # the base prompt has none
+                 for idx, ph in zip(blk.index, [""] + [p for p in phrases for _ in range(3)])]
     bad = {s: v for s, v in phrase_of.items() if len(v) != 1}
     if bad:
         raise DataError(f"{gpath}: stigma phrases differ between templates for {sorted(bad)[:5]}: template "
