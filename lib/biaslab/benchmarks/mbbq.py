@@ -114,8 +114,8 @@ def _file_rows(category: str, language: str, control: bool) -> pd.DataFrame:
 
 
 def _role(gold: int, biased, unknown: int) -> str:
-    """What the correct answer is: ``unknown``, ``biased`` (the biased answer) or ``other``; a translation of an item
-    must keep it."""
+    """The role of option ``gold``: ``unknown``, ``biased`` (the biased answer) or ``other``; a translation of an item
+    must keep its correct answer's."""
     return "unknown" if gold == unknown else ("biased" if gold == biased else "other")
 
 
@@ -136,17 +136,12 @@ def _link(d: pd.DataFrame, en: pd.DataFrame, where: str) -> pd.DataFrame:
     return m.drop(columns="rank")
 
 
-def roles(unknown: int, biased: int, k: int = 3) -> list[str]:
-    """The role of each option position: ``unknown``, ``biased`` (the biased answer) or ``other``."""
-    return ["unknown" if i == unknown else ("biased" if i == biased else "other") for i in range(k)]
-
-
 def _in_english_order(x: pd.DataFrame) -> pd.DataFrame:
     """``x`` with ``options`` in the English row's order (same item and set: the role at each position equal to the
     English one's) and ``gold_index``/``biased_index``/``unknown_index`` into them; ``file_order`` holds the file's
     option index at each shown position (the Turkish files list the people in another order than English in about
     half the items). A row whose roles are not one each of unknown, biased and other is a :class:`DataError`."""
-    r = [roles(u, b) for u, b in zip(x["unknown_index"], x["biased_index"])]
+    r = [[_role(i, b, u) for i in range(3)] for u, b in zip(x["unknown_index"], x["biased_index"])]
     bad = [i for i, rr in enumerate(r) if sorted(rr) != ["biased", "other", "unknown"]]
     if bad:
         raise DataError(f"{REPO}: {x['prompt_id'].iloc[bad[0]] if 'prompt_id' in x else x['item'].iloc[bad[0]]}: "
