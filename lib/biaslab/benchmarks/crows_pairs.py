@@ -613,12 +613,9 @@ def combined(datasets=tuple(DATASETS)) -> Benchmark:
     parts, factors, sources, notes = [], {}, {}, []
     for d in datasets:
         b = DATASETS[d]()
-        p = b.prompts.copy()
-        p["source_prompt_id"] = p["prompt_id"]
-        p["prompt_id"] = d + ":" + p["prompt_id"].astype(str)
-        p["pair_id"] = d + ":" + p["pair_id"].astype(str)
-        p["dataset"] = d
-        parts.append(p)
+        p = b.prompts
+        parts.append(p.assign(source_prompt_id=p["prompt_id"], prompt_id=d + ":" + p["prompt_id"].astype(str),
+                              pair_id=d + ":" + p["pair_id"].astype(str), dataset=d))
         for f in b.factors.factors:
             old = factors.get(f.name)
             levels = tuple(dict.fromkeys((old.levels if old else ()) + tuple(f.levels)))
