@@ -506,8 +506,9 @@ def _entropy_estimate(per: pd.DataFrame, items: pd.DataFrame, n_boot: int = 2000
     ci = intervals.mean_intervals(ok, "entropy", "scenario_id", seed=seed).iloc[0]
     sm = ok.groupby("scenario_id")["entropy"].mean() - 1.0
     p = float(stats.ttest_1samp(sm, 0.0).pvalue) if len(sm) > 1 and sm.std() > 0 else np.nan
-    return universe_estimate(ci["mean"], ci["ci_low"], ci["ci_high"], ci["ci_method"], p, "t test of scenario means "
-                             "against 1, G - 1 df", len(ok), ci["n_clusters"], len(d) - len(ok))
+    return universe_estimate(ci["mean"], ci["ci_low"], ci["ci_high"], ci["ci_method"], p,
+                             "t test of scenario means against 1, G - 1 df", len(ok), ci["n_clusters"],
+                             len(d) - len(ok))
 
 
 def _entropy_values(r: pd.DataFrame, items: pd.DataFrame) -> pd.DataFrame:
