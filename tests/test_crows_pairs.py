@@ -69,7 +69,7 @@ def test_wrong_row_count_and_unknown_bias_type_fail(tmp_path, monkeypatch):
                        "bias_type": ["age", "weather"]})
     df.to_csv(f, sep="\t")
     monkeypatch.setattr(cp, "raw_path", lambda repo, path: f)
-    monkeypatch.setattr(cp, "_file_hash", lambda repo, path: {})
+    monkeypatch.setattr(cp, "pinned_hashes", lambda repo, path: {})
     with pytest.raises(DataError, match="expected 1,677 rows"):
         cp._build("t", "en", "r", "p", tab=True, n_expected=1677, bias_types=cp.BIAS_TYPES_FR)
     with pytest.raises(DataError, match="undeclared levels"):

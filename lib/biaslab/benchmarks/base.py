@@ -15,6 +15,7 @@ module holds the paper's as ``PROTOCOL`` and builds its requests and reads its a
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
 import re
 from dataclasses import dataclass, field
@@ -25,7 +26,7 @@ from typing import Iterable, Literal
 import pandas as pd
 
 from .. import paths
-from ..sources import DataError
+from ..sources import DataError, load_manifest
 
 log = logging.getLogger(__name__)
 
@@ -241,6 +242,26 @@ def read_csv(path: str | Path, **kwargs) -> pd.DataFrame:
                         "`biaslab data fetch`.") from exc
 
 
+def pinned_hashes(repo: str, path: str | None = None) -> dict[str, str]:
+    """``file -> sha256`` of ``repo``'s files (or its one file ``path``) in the sources manifest: a loader's
+    ``Benchmark.sources``."""
+    return {s.key: s.sha256 for s in load_manifest() if s.repo == repo and path in (None, s.path)}
+
+
+def read_jsonl(path: str | Path, fetch: str = "biaslab data fetch") -> pd.DataFrame:
+    """One row per non-blank line of a JSON-lines file; a line that is not JSON is a :class:`DataError` naming it and
+    the command (``fetch``) that restores the file."""
+    rows = []
+    with open(path, encoding="utf-8") as f:
+        for i, line in enumerate(f, 1):
+            if line.strip():
+                try:
+                    rows.append(json.loads(line))
+                except json.JSONDecodeError as exc:
+                    raise DataError(f"{path}, line {i}: not valid JSON ({exc}); re-run `{fetch}`") from exc
+    return pd.DataFrame(rows)
+
+
 def require_columns(df: pd.DataFrame, expected: Iterable[str], file: str | Path) -> None:
     missing = [c for c in expected if c not in df.columns]
     if missing:
@@ -252,6 +273,15 @@ def require_rows(n: int, expected: int, file: str | Path) -> None:
     if n != expected:
         raise DataError(f"{file}: expected {expected:,} rows, found {n:,}. "
                         "The file is not the pinned version: re-run `biaslab data fetch`.")
+
+
+def checked(df: pd.DataFrame, file: str | Path, columns: Iterable[str], rows: int | None = None) -> pd.DataFrame:
+    """``df`` (read from ``file``) once it has the pinned version's ``columns`` and, given, its ``rows`` rows
+    (:func:`require_columns`, :func:`require_rows`)."""
+    require_columns(df, columns, file)
+    if rows is not None:
+        require_rows(len(df), rows, file)
+    return df
 
 
 def exclude(df: pd.DataFrame, mask: pd.Series, reason: str, source: str) -> tuple[pd.DataFrame, pd.DataFrame]:

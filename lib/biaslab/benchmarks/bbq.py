@@ -32,7 +32,6 @@ intersection (the match / mismatch condition of the Race_x_SES and Race_x_gender
 
 from __future__ import annotations
 
-import json
 import logging
 from functools import partial
 from typing import Sequence
@@ -42,8 +41,8 @@ import pandas as pd
 
 from ..sources import DataError, raw_path, sha256_file
 from . import formats
-from .base import (Benchmark, Factor, FactorSpec, Protocol, examples, exclude, orders_of, read_csv,
-                   require_columns, require_rows, template_texts, wording)
+from .base import (Benchmark, Factor, FactorSpec, Protocol, checked, examples, exclude, orders_of, read_csv,
+                   read_jsonl, require_rows, template_texts, wording)
 from .spec import FactorPlan, Metric, Source, Spec, universe_estimate
 
 log = logging.getLogger(__name__)
@@ -70,26 +69,12 @@ LETTERS = ("A", "B", "C")
 
 def _read_jsonl(category: str) -> pd.DataFrame:
     path = raw_path(REPO, f"data/{category}.jsonl")
-    rows = []
-    with open(path, encoding="utf-8") as f:
-        for i, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError as exc:
-                raise DataError(f"{path}, line {i}: not valid JSON ({exc}); re-run `biaslab data fetch`") from exc
-    df = pd.DataFrame(rows)
-    require_columns(df, JSONL_FIELDS, path)
-    require_rows(len(df), CATEGORY_ROWS[category], path)
-    return df
+    return checked(read_jsonl(path), path, JSONL_FIELDS, CATEGORY_ROWS[category])
 
 
 def _metadata() -> tuple[pd.DataFrame, int]:
     path = raw_path(REPO, METADATA)
-    m = read_csv(path)
-    require_columns(m, META_FIELDS, path)
-    require_rows(len(m), N_METADATA_ROWS, path)
+    m = checked(read_csv(path), path, META_FIELDS, N_METADATA_ROWS)
     key = ["category", "example_id"]
     conflicting = m.groupby(key)["target_loc"].nunique(dropna=False)
     if (conflicting > 1).any():
@@ -103,10 +88,6 @@ def _metadata() -> tuple[pd.DataFrame, int]:
 def _unknown_index(info: dict) -> int:
     idx = [i for i in range(3) if info[f"ans{i}"][1] == "unknown"]
     return idx[0] if len(idx) == 1 else -1
-
-
-def _position_levels() -> tuple:
-    return (0, 1, 2)
 
 
 def load(categories: list[str] | None = None) -> Benchmark:
@@ -194,8 +175,8 @@ def factor_spec(prompts: pd.DataFrame) -> FactorSpec:
         Factor("template", "domain", lv("template"), lv("template")[0], "category and question_index"),
         Factor("stereotyped_group", "domain", lv("stereotyped_group", groups.index[0]), groups.index[0],
                "the group the template's stereotype targets (most frequent group as reference)"),
-        Factor("biased_position", "prompt", _position_levels(), 0, "option (0-2) holding the biased answer"),
-        Factor("unknown_position", "prompt", _position_levels(), 0, "option (0-2) holding the 'unknown' answer"),
+        Factor("biased_position", "prompt", (0, 1, 2), 0, "option (0-2) holding the biased answer"),
+        Factor("unknown_position", "prompt", (0, 1, 2), 0, "option (0-2) holding the 'unknown' answer"),
         Factor("label_type", "prompt", lv("label_type", "label"), "label",
                "individuals named by group label or by a proper name"),
         Factor("subcategory", "domain", lv("subcategory", "None"), "None", "finer category where BBQ gives one"),
@@ -275,31 +256,17 @@ def check_biased_answer(bench: Benchmark | None = None) -> pd.DataFrame:
     expected biased answer is that answer for negative questions and the other one for non-negative questions.
     Returns per category: n checked, n agreeing with ``target_loc``, n not checkable.
     """
-    rows = []
-    for c in CATEGORY_ROWS:
-        d = _read_jsonl(c)
-        rows.append(d)
-    d = pd.concat(rows, ignore_index=True)
-    bench = bench or load()
-    p = bench.prompts.set_index("prompt_id")
+    d = pd.concat([_read_jsonl(c) for c in CATEGORY_ROWS], ignore_index=True)
+    biased = (bench or load()).prompts.set_index("prompt_id")["biased_index"]
     d["prompt_id"] = "bbq-" + d["category"] + "-" + d["example_id"].astype(str)
-    d = d[d["prompt_id"].isin(p.index)]
-    out = []
-    for cat, part in d.groupby("category"):
-        n_ok = n_bad = n_skip = 0
-        for r in part.itertuples():
-            expected = biased_from_tags(r.answer_info, r.additional_metadata["stereotyped_groups"],
-                                        r.question_polarity)
-            if expected is None:
-                n_skip += 1
-                continue
-            if expected == p.at[r.prompt_id, "biased_index"]:
-                n_ok += 1
-            else:
-                n_bad += 1
-        out.append({"category": cat, "checked": n_ok + n_bad, "agree": n_ok, "disagree": n_bad,
-                    "not_checkable": n_skip})
-    return pd.DataFrame(out)
+    d = d[d["prompt_id"].isin(biased.index)]
+    expected = pd.Series([biased_from_tags(i, m["stereotyped_groups"], q) for i, m, q in
+                          zip(d["answer_info"], d["additional_metadata"], d["question_polarity"])], index=d.index)
+    checked = expected.notna()
+    t = pd.DataFrame({"category": d["category"], "checked": checked, "n": 1,
+                      "agree": checked & (expected == d["prompt_id"].map(biased))}).groupby("category").sum()
+    return t.assign(disagree=t["checked"] - t["agree"], not_checkable=t["n"] - t["checked"]).drop(
+        columns="n").reset_index()
 
 
 def bias_scores(df: pd.DataFrame, by: list[str]) -> pd.DataFrame:
@@ -602,11 +569,9 @@ def _universe_estimate(cond: str, r: pd.DataFrame, items: pd.DataFrame, n_boot: 
     b = ranking.cluster_sum_bootstrap(lambda t: bias_score_from_totals(t, cond == "ambig"), s.to_numpy(),
                                       n_boot=n_boot, seed=seed)
     how = f"cluster bootstrap percentile of the ratio (template, {n_boot} resamples)"
-    return universe_estimate(b["estimate"], b["ci_low"], b["ci_high"], b["ci_method"] or how,
-                             b["p_boot"], b["ci_method"] or "two-sided cluster bootstrap p against 0", len(part),
-                             b["n_clusters"],
-                             _unanswered(part).sum(),
-                             accuracy=float(part["correct"].mean()))
+    return universe_estimate(b["estimate"], b["ci_low"], b["ci_high"], b["ci_method"] or how, b["p_boot"],
+                             b["ci_method"] or "two-sided cluster bootstrap p against 0", len(part), b["n_clusters"],
+                             _unanswered(part).sum(), accuracy=float(part["correct"].mean()))
 
 
 def _universe_values(cond: str, r: pd.DataFrame, items: pd.DataFrame) -> pd.DataFrame:
@@ -625,12 +590,12 @@ def _universe_values(cond: str, r: pd.DataFrame, items: pd.DataFrame) -> pd.Data
 ANSWER_READ = "BBQ: option chosen (answer)"
 
 
-def _responder_check(d: pd.DataFrame, items=None) -> pd.DataFrame:
-    """Notebook 6: the answer check of the option chosen (no option: unparseable) per model x universe, both
+def _responder_check(d: pd.DataFrame, items=None, by=("model", "universe")) -> pd.DataFrame:
+    """Notebook 6: the answer check of the option chosen (no option: unparseable) per model x universe (``by``), both
     contexts pooled (notebook 1's check)."""
     from ..stats import responders as R
     chosen = d.assign(option=d["choice"].where(d["choice"] >= 0))       # -1: no option named (unparseable)
-    return R.responder_check(chosen, answer="option", by=["model", "universe"], n_options=3).assign(metric=ANSWER_READ)
+    return R.responder_check(chosen, answer="option", by=list(by), n_options=3).assign(metric=ANSWER_READ)
 
 
 def _metric(cond: str, label: str, **multiverse) -> Metric:
@@ -662,7 +627,8 @@ SPEC = Spec(
     metrics=(_metric("ambig", "ambiguous contexts (s_AMB)", factor_outcome=("deviated", "logistic", "non_unknown")),
              _metric("disambig", "disambiguated contexts (s_DIS)")),
     # smoke: the paper's universe and open-ended answers (section 8's RUTEd table)
-    sizes={"smoke": {"06_multiverse": {"items": 6, "formats": ["option_ll", "open_ended"]}}, "default": {"06_multiverse": {"items": 5}},
+    sizes={"smoke": {"06_multiverse": {"items": 6, "formats": ["option_ll", "open_ended"]}},
+           "default": {"06_multiverse": {"items": 5}},
            "paper": {"06_multiverse": {"items": None}}},
     responder_check=_responder_check,
     option_roles=option_roles,

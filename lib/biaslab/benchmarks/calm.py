@@ -46,22 +46,21 @@ Data notes (each checked by the loader):
 from __future__ import annotations
 
 import ast
-import csv
 import io
 import json
 import logging
 import random
 import re
 import zipfile
-from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
 import pandas as pd
 
-from ..sources import DataError, load_manifest, raw_path
+from ..sources import DataError, raw_path
 from . import calm_prompts
-from .base import Benchmark, Factor, FactorSpec, Protocol, orders_of, read_csv, require_columns, require_rows
+from .base import (Benchmark, Factor, FactorSpec, Protocol, checked, orders_of, pinned_hashes, read_csv,
+                   require_columns, require_rows)
 from .calm_prompts import REPO
 from .spec import FactorPlan, Metric, Source, Spec
 
@@ -94,10 +93,6 @@ PLACEHOLDER = re.compile(r"<.*?>")
 
 def _str_or_none(x) -> str | None:
     return x if isinstance(x, str) else None
-
-
-def _file(path: str):
-    return raw_path(REPO, path)
 
 
 def _template_file(task: str) -> str:
@@ -137,7 +132,7 @@ def mcqa_options(question: str) -> list[str]:
 
 @lru_cache(maxsize=None)
 def _read_templates(task: str) -> tuple:
-    path = _file(_template_file(task))
+    path = raw_path(REPO, _template_file(task))
     with open(path, encoding="utf-8") as f:
         raw = json.load(f)
     if len(raw) != N_TEMPLATES[task]:
@@ -204,9 +199,8 @@ def _sentiment_gold() -> tuple[str, ...]:
     """
     labels = {}
     for bias in BIAS_TYPES:
-        path = _file(_gt_file("sentiment", bias))
-        gt = read_csv(path, dtype=str, keep_default_na=False)
-        require_columns(gt, ["template_idx", "answer"], path)
+        path = raw_path(REPO, _gt_file("sentiment", bias))
+        gt = checked(read_csv(path, dtype=str, keep_default_na=False), path, ["template_idx", "answer"])
         per = gt.groupby(gt["template_idx"].astype(int))["answer"].agg(["nunique", "first"])
         if (per["nunique"] != 1).any() or len(per) != N_TEMPLATES["sentiment"]:
             raise DataError(f"{path}: sentiment gold label not constant within each of the 77 templates")
@@ -216,41 +210,25 @@ def _sentiment_gold() -> tuple[str, ...]:
     return labels["gender"]
 
 
-def _read_csv_columns(path) -> dict[str, list[str]]:
-    with open(path, newline="", encoding="utf-8") as f:
-        reader = csv.reader(f)
-        header = next(reader)
-        cols = {c: [] for c in header}
-        for row in reader:
-            for c, v in zip(header, row):
-                cols[c].append(v)
-    return cols
-
-
 @lru_cache(maxsize=None)
 def _name_lists() -> dict[str, tuple[str, ...]]:
-    seg_path = _file("names/categorised_data/segregated_names.csv")
-    seg = _read_csv_columns(seg_path)
-    require_columns(pd.DataFrame(columns=list(seg)), ["Name", "usa.male", "usa.female"], seg_path)
-    male = tuple(n for n, m, f in zip(seg["Name"], seg["usa.male"], seg["usa.female"]) if m == "1" and f == "0")
-    female = tuple(n for n, m, f in zip(seg["Name"], seg["usa.male"], seg["usa.female"]) if m == "0" and f == "1")
+    def table(name: str, columns: list[str]) -> pd.DataFrame:
+        path = raw_path(REPO, name)
+        return checked(read_csv(path, dtype=str, keep_default_na=False), path, columns)
 
-    uni_path = _file("names/unisex/unisex_names_table.csv")
-    uni = _read_csv_columns(uni_path)
-    require_columns(pd.DataFrame(columns=list(uni)), ["name", "gap"], uni_path)
-    gap: dict[str, float] = {}
-    for n, g in zip(uni["name"], uni["gap"]):
-        gap[n] = float(g)          # a later duplicate overrides, first position kept (dict semantics, as CALM)
-    neutral = tuple(n for n, _ in sorted(gap.items(), key=lambda kv: kv[1]))   # stable: ties keep file order
-
-    race_path = _file("names/categorised_data/names_race_categorisation.csv")
-    race = _read_csv_columns(race_path)
+    seg = table("names/categorised_data/segregated_names.csv", ["Name", "usa.male", "usa.female"])
+    male = tuple(seg.loc[(seg["usa.male"] == "1") & (seg["usa.female"] == "0"), "Name"])
+    female = tuple(seg.loc[(seg["usa.male"] == "0") & (seg["usa.female"] == "1"), "Name"])
+    uni = table("names/unisex/unisex_names_table.csv", ["name", "gap"])
+    # a later duplicate overrides, first position kept (dict semantics, as CALM); stable sort: ties keep file order
+    gap = dict(zip(uni["name"], uni["gap"].astype(float)))
+    neutral = tuple(n for n, _ in sorted(gap.items(), key=lambda kv: kv[1]))
     flags = ["usa.white", "usa.black", "usa.hispanic", "usa.asian"]
-    require_columns(pd.DataFrame(columns=list(race)), ["Name", *flags], race_path)
+    race = table("names/categorised_data/names_race_categorisation.csv", ["Name", *flags])
     out = {"male": male, "female": female, "non-binary": neutral}
     for group, flag in zip(GROUPS["race"], flags):
-        out[group] = tuple(n for i, n in enumerate(race["Name"])
-                           if race[flag][i] == "1" and all(race[o][i] == "0" for o in flags if o != flag))
+        only = (race[flag] == "1") & (race[[o for o in flags if o != flag]] == "0").all(axis=1)
+        out[group] = tuple(race.loc[only, "Name"])
     for g, names in out.items():
         if len(names) < NAMES_PER_GROUP:
             raise DataError(f"CALM name lists: only {len(names)} names for group {g!r}, need {NAMES_PER_GROUP}")
@@ -290,7 +268,7 @@ def _draw_names(rng: random.Random | np.random.Generator, group: str, n: int) ->
 
 
 def build(tasks=TASKS, bias_types=BIAS_TYPES, names_per_group: int = NAMES_PER_GROUP, seed: int | None = None,
-          template_ids: list[str] | None = None, templates: pd.DataFrame | None = None) -> pd.DataFrame:
+          template_ids: list[str] | None = None) -> pd.DataFrame:
     """Generate CALM prompts from the templates and the name lists.
 
     Parameters
@@ -301,15 +279,13 @@ def build(tasks=TASKS, bias_types=BIAS_TYPES, names_per_group: int = NAMES_PER_G
         NumPy generator (one stream per task and bias type, derived from the seed) instead.
     template_ids : build only these templates (e.g. ``["qa-000", "nli-012"]``). In released mode the random stream
         still advances over the skipped templates, so a template gets the same names as in the full build.
-    templates : template table to fill (default :func:`load_templates`); pass a perturbed copy to rebuild prompts
-        from perturbed templates.
 
     Returns a table with the prompt table's columns except the gold answers of Sentiment140/EEC (taken from the
     template file, i.e. ``"NA"``); :func:`load` is the way to get gold answers for released prompts.
     """
     if not 1 <= names_per_group <= NAMES_PER_GROUP:
         raise ValueError(f"names_per_group must be in 1..{NAMES_PER_GROUP}, got {names_per_group}")
-    tmpl = load_templates(tasks) if templates is None else templates
+    tmpl = load_templates(tasks)
     keep = set(template_ids) if template_ids is not None else None
     rows = []
     for task in tasks:
@@ -367,19 +343,9 @@ def _template_regex(passage: str, question: str | None) -> re.Pattern:
 # the released prompt sets
 # ----------------------------------------------------------------------------------------------------------------
 
-@dataclass(frozen=True)
-class _Set:
-    task: str
-    bias_type: str
-
-    @property
-    def per_template(self) -> int:
-        return NAMES_PER_GROUP * len(GROUPS[self.bias_type])
-
-
 def _read_jsonl(task: str, bias: str) -> list[dict]:
     zpath, member = _zip_member(task, bias)
-    path = _file(zpath)
+    path = raw_path(REPO, zpath)
     try:
         with zipfile.ZipFile(path) as z, z.open(member) as f:
             return [json.loads(line) for line in io.TextIOWrapper(f, encoding="utf-8") if line.strip()]
@@ -387,22 +353,21 @@ def _read_jsonl(task: str, bias: str) -> list[dict]:
         raise DataError(f"{path}: member {member} not found; re-run `biaslab data fetch --only calm`") from exc
 
 
-def _read_set(task: str, bias: str, templates: pd.DataFrame, recover_names: bool) -> pd.DataFrame:
-    s = _Set(task, bias)
+def _read_set(task: str, bias: str, templates: pd.DataFrame) -> pd.DataFrame:
+    per_template = NAMES_PER_GROUP * len(GROUPS[bias])
     records = _read_jsonl(task, bias)
     zpath, member = _zip_member(task, bias)
     where = f"{zpath}:{member}"
     n_t = N_TEMPLATES[task]
-    require_rows(len(records), n_t * s.per_template, where)
-    gt_path = _file(_gt_file(task, bias))
-    gt = read_csv(gt_path, dtype=str, keep_default_na=False)
-    require_columns(gt, ["idx", "template_idx", "answer", bias, "source_dataset"], gt_path)
-    require_rows(len(gt), len(records), gt_path)
+    require_rows(len(records), n_t * per_template, where)
+    gt_path = raw_path(REPO, _gt_file(task, bias))
+    gt = checked(read_csv(gt_path, dtype=str, keep_default_na=False), gt_path,
+                 ["idx", "template_idx", "answer", bias, "source_dataset"], len(records))
 
     pfield, qfield = FIELDS[task]
     df = pd.DataFrame.from_records(records)
     require_columns(df, [pfield, "source_dataset", bias] + ([qfield] if qfield else []), where)
-    tidx = np.repeat(np.arange(n_t), s.per_template)
+    tidx = np.repeat(np.arange(n_t), per_template)
     groups = np.tile(np.repeat(np.array(GROUPS[bias]), NAMES_PER_GROUP), n_t)
     name_idx = np.tile(np.arange(NAMES_PER_GROUP), n_t * len(GROUPS[bias]))
     # every row is where the layout says: template block, group block, 50 names
@@ -440,9 +405,7 @@ def _read_set(task: str, bias: str, templates: pd.DataFrame, recover_names: bool
     out["answer"], out["answer_text"] = letters, texts
     opts = templates["options"].to_numpy()
     out["options"] = [opts[t] for t in tidx]
-
-    if recover_names:
-        out["name"] = _recover_names(out, templates, where)
+    out["name"] = _recover_names(out, templates, where)
     return out
 
 
@@ -459,7 +422,7 @@ def _recover_names(out: pd.DataFrame, templates: pd.DataFrame, where: str) -> li
     return names
 
 
-def load(tasks=TASKS, bias_types=BIAS_TYPES, recover_names: bool = True) -> Benchmark:
+def load(tasks=TASKS, bias_types=BIAS_TYPES) -> Benchmark:
     """The released CALM prompt sets: 78,400 prompts with gold answers, template, source dataset and social group.
 
     Columns: ``prompt_id`` (``<task>-<bias>-<template>-<group>-<k>``), ``task``, ``bias_type``, ``template_idx``
@@ -475,7 +438,7 @@ def load(tasks=TASKS, bias_types=BIAS_TYPES, recover_names: bool = True) -> Benc
     for task in tasks:
         tt = templates[templates["task"] == task].reset_index(drop=True)
         for bias in bias_types:
-            parts.append(_read_set(task, bias, tt, recover_names))
+            parts.append(_read_set(task, bias, tt))
     prompts = pd.concat(parts, ignore_index=True)
     if tasks == TASKS and bias_types == BIAS_TYPES:
         require_rows(len(prompts), N_PROMPTS_TOTAL, "CALM released prompt sets (6 jsonl files)")
@@ -492,14 +455,13 @@ def load(tasks=TASKS, bias_types=BIAS_TYPES, recover_names: bool = True) -> Benc
                "dataset the template was taken from"),
         Factor("template_id", "prompt", tuple(templates["template_id"]), "qa-000", "CALM template"),
     ])
-    files = {s.key: s.sha256 for s in load_manifest() if s.repo == REPO}
     notes = [
         "Gold answers from evaluation/gt/gt_<task>_<bias>.csv (the files CALM's accuracy.py reads); "
         "answers_qa_gender.csv is an older copy with 600 unfilled <PERSON> answers and is not used.",
         "Text fields stripped of surrounding whitespace (only the QA gender set was stripped by CALM).",
         "Names recovered by matching each prompt against its template; every prompt matched.",
     ]
-    return Benchmark("calm", prompts, factors, excluded=pd.DataFrame(), sources=files, notes=notes,
+    return Benchmark("calm", prompts, factors, excluded=pd.DataFrame(), sources=pinned_hashes(REPO), notes=notes,
                      cluster="template_id")
 
 
@@ -607,8 +569,9 @@ def formulation_requests(items: pd.DataFrame, protocol: Protocol) -> tuple[list[
     """The closed-answer items as the scoring rule's formulations ask them, one text per order (item-major): under
     ``cloze`` the prompt without a multiple-choice question's options, each option's words its continuation; else
     (letters) the prompt with the options shown as "A. ..." lines in every cyclic order before its answer cue (or
-    before "Answer:"; a multiple-choice question's own "A: ..." lines rotated). Returns texts, per text the stored option at each shown
-    position, per text the continuations (cloze) and per text the content-free prompt (its answer cue alone, PMI)."""
+    before "Answer:"; a multiple-choice question's own "A: ..." lines rotated). Returns texts, per text the stored
+    option at each shown position, per text the continuations (cloze) and per text the content-free prompt (its
+    answer cue alone, PMI)."""
     k = int(protocol.examples)
     texts, orders, conts, cues = [], [], [], []
     for (words, _), row in zip(closed_options(items), items.to_dict("records")):
@@ -700,11 +663,10 @@ def respond(scorer, items: pd.DataFrame, protocol: Protocol = PROTOCOL) -> pd.Da
     ``tokens_j``."""
     from scipy.special import softmax
     from . import calm_answers, formats
-    prompting = calm_prompts
     fmt, chat = protocol.format, protocol.use_chat(paper_chat(scorer))
     if fmt not in FORMATS:
         raise ValueError(f"CALM has no answer format {fmt!r}; choose from {FORMATS} (Protocol.format)")
-    texts = prompting.build_prompts(items, int(protocol.examples))
+    texts = calm_prompts.build_prompts(items, int(protocol.examples))
     out = pd.DataFrame({"prompt_id": items["prompt_id"].to_numpy(), "output": None, "pred": None,
                         "p_answer": np.nan, "label_mass": np.nan, "choice": -1}, index=items.index)
     afmt = items["answer_format"]
@@ -714,7 +676,7 @@ def respond(scorer, items: pd.DataFrame, protocol: Protocol = PROTOCOL) -> pd.Da
                                                     protocol.max_new_tokens, stop=["\n"], read=str.strip)
     # one engine call per (format, label set, whitespace moved onto the answer)
     scored = items.index[~gen]
-    keys = [(f, tuple(o) if isinstance(o, (list, tuple)) else None, prompting.split_for_scoring(t)[1])
+    keys = [(f, tuple(o) if isinstance(o, (list, tuple)) else None, calm_prompts.split_for_scoring(t)[1])
             for f, o, t in zip(afmt[scored], items.loc[scored, "options"], texts[scored])]
     if fmt == "cloze" or (fmt == "label_dist" and protocol.order == "cycles"):     # the scoring rule's formulations
         f = _formulation(scorer, items.loc[scored], protocol, chat)
@@ -724,10 +686,10 @@ def respond(scorer, items: pd.DataFrame, protocol: Protocol = PROTOCOL) -> pd.Da
     for key in dict.fromkeys(keys):
         f, opts, space = key
         idx = scored[[kk == key for kk in keys]]
-        labels = prompting.label_options(f, list(opts) if opts else None)
-        stripped = [prompting.split_for_scoring(t)[0] for t in texts[idx]]
+        labels = calm_prompts.label_options(f, list(opts) if opts else None)
+        stripped = [calm_prompts.split_for_scoring(t)[0] for t in texts[idx]]
         if fmt == "label_dist":
-            probs, d = formats.label_dist(scorer, stripped, {n: prompting.surface_forms(n, space) for n in labels},
+            probs, d = formats.label_dist(scorer, stripped, {n: calm_prompts.surface_forms(n, space) for n in labels},
                                           chat)
             out.loc[idx, "label_mass"] = d["label_mass"].to_numpy(dtype=float)
         else:
@@ -747,8 +709,6 @@ def respond(scorer, items: pd.DataFrame, protocol: Protocol = PROTOCOL) -> pd.Da
                                                   p["answer_text"], "normalised"))
                       for p, o, a in zip(rows, out["output"], out["pred"])]
     return out
-
-
 
 
 FACTOR_PLAN = FactorPlan(

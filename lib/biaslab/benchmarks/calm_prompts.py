@@ -67,7 +67,8 @@ def incontext_examples(source_dataset: str) -> tuple[tuple[str, ...], ...]:
     (``csv.reader(skipinitialspace=True)``)."""
     stem = EXAMPLE_FILE.get(source_dataset)
     if stem is None:
-        raise KeyError(f"no CALM in-context examples for source dataset {source_dataset!r}; known: {sorted(EXAMPLE_FILE)}")
+        raise KeyError(f"no CALM in-context examples for source dataset {source_dataset!r}; known: "
+                       f"{sorted(EXAMPLE_FILE)}")
     path = raw_path(REPO, f"evaluation/benchmark/incontext_examples/{stem}_examples.csv")
     with open(path, newline="", encoding="utf-8") as f:
         rows = [tuple(r) for r in csv.reader(f, skipinitialspace=True)]
@@ -98,19 +99,14 @@ def malformed_examples() -> pd.DataFrame:
 
 
 def _example(fmt: str, row: tuple[str, ...]) -> str:
-    if fmt == "span":
-        p, q, a = row[0], row[1], row[2]          # CALM's positional reading (a malformed row keeps 3 fields)
-        return f"Passage: {p}\nQuestion: {q}\nAnswer: {a}\n"
+    """One answered example: the query's layout with the answer, but for mcqa (the options listed) and sentiment and
+    toxicity (no space before a line break). CALM reads the row's fields by position (a malformed row keeps 3)."""
+    if fmt in ("span", "nli3", "nli2"):
+        return query(fmt, row[0], row[1]) + (row[2] if fmt == "span" else NLI_LABEL[row[2]]) + "\n"
     if fmt == "mcqa":
         p, q, *opts, a = row
         options = "".join(f"{chr(ord('A') + i)}: {o}\n" for i, o in enumerate(opts))
         return f"Passage: {p}\nQuestion: {q}\n{options}Answer: {a}\n"
-    if fmt == "nli3":
-        p, h, a = row[0], row[1], row[2]
-        return f"Passage: {p}\nQuestion: {h}\n True, False, or Neither?\nAnswer: {NLI_LABEL[a]}\n"
-    if fmt == "nli2":
-        p, h, a = row[0], row[1], row[2]
-        return f"Passage: {p}\nQuestion: {h} True or False?\nAnswer: {NLI_LABEL[a]}\n"
     if fmt == "sentiment":
         p, a = row[0], row[1]
         return f"Passage: {p}\nSentiment: {a}\n"

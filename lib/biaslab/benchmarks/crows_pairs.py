@@ -26,18 +26,20 @@ as domain factors, ``origin`` (``crows_pairs`` or ``languagearc`` for the 210 Fr
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import logging
 import math
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from .. import sources
+from .. import paths
 from ..sources import DataError, raw_path
 from . import formats
-from .base import (Benchmark, Factor, FactorSpec, Protocol, examples, exclude, read_csv, require_columns,
-                   require_rows, template_texts, wording)
+from .base import (Benchmark, Factor, FactorSpec, Protocol, checked, examples, exclude, pinned_hashes, read_csv,
+                   require_columns, require_rows, template_texts, wording)
 from .spec import FactorPlan, Metric, Source, Spec, universe_estimate
 
 log = logging.getLogger(__name__)
@@ -65,10 +67,6 @@ def _factors(bias_types: tuple[str, ...], origins: tuple[str, ...]) -> FactorSpe
         Factor("origin", "domain", origins, origins[0],
                "crows_pairs: from the original set; languagearc: the 210 pairs collected in France"),
     ])
-
-
-def _file_hash(repo: str, path: str) -> dict[str, str]:
-    return {s.key: s.sha256 for s in sources.load_manifest() if s.repo == repo and s.path == path}
 
 
 def _read(repo: str, path: str, tab: bool) -> tuple[pd.DataFrame, str]:
@@ -116,7 +114,7 @@ def _build(name: str, language: str, repo: str, path: str, tab: bool, n_expected
     # the design of a census: every pair its own stratum's (bias type's) member with weight 1 (subsample reweights)
     kept = kept.assign(stratum=kept["bias_type"].to_numpy(), weight=1.0)
     bench = Benchmark(name=name, prompts=kept.reset_index(drop=True), factors=_factors(bias_types, origins),
-                      excluded=dropped.reset_index(drop=True), sources=_file_hash(repo, path), notes=notes,
+                      excluded=dropped.reset_index(drop=True), sources=pinned_hashes(repo, path), notes=notes,
                       cluster="pair_id")
     log.info(bench.summary())
     return bench
@@ -259,23 +257,21 @@ def subsample(bench: Benchmark, max_pairs: int | None, seed: int = 0, by: str = 
         absent = sorted(set(p[by]) - set(head[by]))
         if absent:
             note += f"; no pair of {', '.join(absent)} among them (the weighted estimate covers the other {by}s)"
-        return Benchmark(name=bench.name, prompts=head, factors=bench.factors,
-                         excluded=bench.excluded, sources=bench.sources, notes=bench.notes + [note],
-                         cluster=bench.cluster)
+        return dataclasses.replace(bench, prompts=head, notes=bench.notes + [note])
     take = allocate(p[by].value_counts(), max_pairs, allocation)
     prn = permanent_random_numbers(p, seed)
     idx = []
     for level, k in take.items():
         idx.extend(prn[p[by] == level].sort_values(kind="stable").index[:int(k)].tolist())
     sample = with_design(p.loc[sorted(idx)], p, by).reset_index(drop=True)
-    note = (f"{bench.name}: {resolved(p[by].value_counts(), max_pairs, allocation)} stratified sample of {len(sample)} of {len(p)} pairs by {by} "
-            f"(permanent random numbers, seed {seed}): " + ", ".join(f"{k} {lv}" for lv, k in take.items()))
+    note = (f"{bench.name}: {resolved(p[by].value_counts(), max_pairs, allocation)} stratified sample of "
+            f"{len(sample)} of {len(p)} pairs by {by} (permanent random numbers, seed {seed}): "
+            + ", ".join(f"{k} {lv}" for lv, k in take.items()))
     if (take == 0).any():
         note += (f"; no pair of {', '.join(map(str, take.index[take == 0]))} drawn (the weighted estimate covers "
                  f"the other {by}s only)")
     log.info(note)
-    return Benchmark(name=bench.name, prompts=sample, factors=bench.factors, excluded=bench.excluded,
-                     sources=bench.sources, notes=bench.notes + [note], cluster=bench.cluster)
+    return dataclasses.replace(bench, prompts=sample, notes=bench.notes + [note])
 
 
 PUBLISHED_CHATGPT_EN = "reference/crows_pairs_chatgpt_preferences_en.csv"
@@ -283,16 +279,18 @@ PUBLISHED_COLUMNS = ("bias_type", "n_valid", "k_prefers_more_stereotyped", "repo
                      "reported_bf10")
 
 
+def _reference(name: str, columns) -> tuple[pd.DataFrame, Path]:
+    """A table of the repository's ``data/reference/``, its columns checked."""
+    file = paths.DATA_DIR / name
+    if not file.exists():
+        raise DataError(f"{file} is missing; it is part of the repository (data/reference/): restore it with git.")
+    return checked(read_csv(file), file, columns), file
+
+
 def load_published_chatgpt() -> pd.DataFrame:
     """The authors' ChatGPT preference counts on the revised English set, per bias type, with the values printed in
     Table 3 of the Bayesian paper (``data/reference/crows_pairs_chatgpt_preferences_en.csv``; see its README)."""
-    from .. import paths
-
-    file = paths.DATA_DIR / PUBLISHED_CHATGPT_EN
-    if not file.exists():
-        raise DataError(f"{file} is missing; it is part of the repository (data/reference/): restore it with git.")
-    df = read_csv(file)
-    require_columns(df, PUBLISHED_COLUMNS, file)
+    df, file = _reference(PUBLISHED_CHATGPT_EN, PUBLISHED_COLUMNS)
     unknown = set(df["bias_type"]) - set(BIAS_TYPES)
     if unknown:
         raise DataError(f"{file}: unknown bias types {sorted(unknown)}")
@@ -318,10 +316,10 @@ def _end(s: str) -> str:
 
 
 def preference_prompts(prompts: pd.DataFrame, order: str = "more_first", template: str = PREFERENCE_PROMPT,
-                       separator: str = " ", suffix: str = "") -> pd.DataFrame:
+                       suffix: str = "") -> pd.DataFrame:
     """One preference prompt per pair: ``template``, then the two sentences in the given ``order``, each ending in
     punctuation (a period is added only where a sentence has none: the paper's "[First sentence]. [Second
-    sentence]." would otherwise double the dataset's own periods), joined by ``separator``; ``suffix`` is appended
+    sentence]." would otherwise double the dataset's own periods), joined by a space; ``suffix`` is appended
     (e.g. "\\nAnswer:" for a base model prompted without a chat template).
 
     Returns ``prompt_id``, ``order``, ``prompt``. The prompt is in English for every dataset, French included (the
@@ -330,7 +328,7 @@ def preference_prompts(prompts: pd.DataFrame, order: str = "more_first", templat
     if order not in ORDERS:
         raise ValueError(f"order must be one of {ORDERS}, got {order!r}")
     a, b = ("sent_more", "sent_less") if order == "more_first" else ("sent_less", "sent_more")
-    text = [f"{template}{separator}{_end(x)}{separator}{_end(y)}{suffix}" for x, y in zip(prompts[a], prompts[b])]
+    text = [f"{template} {_end(x)} {_end(y)}{suffix}" for x, y in zip(prompts[a], prompts[b])]
     return pd.DataFrame({"prompt_id": prompts["prompt_id"].to_numpy(), "order": order, "prompt": text})
 
 
@@ -408,13 +406,7 @@ def load_published_chatgpt_fr(french: Benchmark | None = None) -> pd.DataFrame:
     count whose SS rounds to the printed value (:func:`reconstruct_counts`; k ≥ n/2, the direction is
     not recoverable and does not affect p or BF10). ``k_candidates`` lists all fits; a row with none or several
     has ``k`` NaN."""
-    from .. import paths
-
-    file = paths.DATA_DIR / PUBLISHED_CHATGPT_FR
-    if not file.exists():
-        raise DataError(f"{file} is missing; it is part of the repository (data/reference/): restore it with git.")
-    df = read_csv(file)
-    require_columns(df, ("bias_type", "reported_ss", "reported_ebt_p", "reported_bf10"), file)
+    df = _reference(PUBLISHED_CHATGPT_FR, ("bias_type", "reported_ss", "reported_ebt_p", "reported_bf10"))[0]
     french = french or load_french()
     sizes = french.prompts["bias_type"].value_counts()
     df["n_valid"] = df["bias_type"].map(sizes).astype(int)
@@ -621,12 +613,9 @@ def combined(datasets=tuple(DATASETS)) -> Benchmark:
     parts, factors, sources, notes = [], {}, {}, []
     for d in datasets:
         b = DATASETS[d]()
-        p = b.prompts.copy()
-        p["source_prompt_id"] = p["prompt_id"]
-        p["prompt_id"] = d + ":" + p["prompt_id"].astype(str)
-        p["pair_id"] = d + ":" + p["pair_id"].astype(str)
-        p["dataset"] = d
-        parts.append(p)
+        p = b.prompts
+        parts.append(p.assign(source_prompt_id=p["prompt_id"], prompt_id=d + ":" + p["prompt_id"].astype(str),
+                              pair_id=d + ":" + p["pair_id"].astype(str), dataset=d))
         for f in b.factors.factors:
             old = factors.get(f.name)
             levels = tuple(dict.fromkeys((old.levels if old else ()) + tuple(f.levels)))

@@ -50,22 +50,10 @@ def extract_choice(text: str | None, choices: Sequence[str]) -> str | None:
     opts = sorted(dict.fromkeys(choices), key=lambda c: -len(c.strip()))
     pats = [(c, _pattern(c)) for c in opts]
 
-    def match_at_start(s: str) -> str | None:
-        s = s.lstrip(" \t\n\"'*([{")
-        for c, p in pats:
-            m = p.match(s)
-            if m:
-                return c
-        return None
-
-    cues = list(_CUE.finditer(text))
-    for cue in reversed(cues):
-        c = match_at_start(text[cue.end():])
-        if c is not None:
+    for start in [cue.end() for cue in _CUE.finditer(text)][::-1] + [0]:     # after the last cue first, then at 0
+        s = text[start:].lstrip(" \t\n\"'*([{")
+        if (c := next((c for c, p in pats if p.match(s)), None)) is not None:
             return c
-    c = match_at_start(text)
-    if c is not None:
-        return c
     found, masked = [], text
     for c, p in pats:           # longest first; blank out what a longer choice matched
         if p.search(masked):

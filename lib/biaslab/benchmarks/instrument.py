@@ -22,11 +22,6 @@ from ..stats import validity as V
 from .base import Protocol
 from .formats import NORMALIZATIONS
 
-#: how each formulation a rule may name is asked, from the paper's protocol (its wording, chat and examples kept)
-FORMULATIONS = {
-    "letters": lambda p, rule, norm: p.replace(format="label_dist", order=rule.get("orders", "cycles")),
-    "cloze": lambda p, rule, norm: p.replace(format="cloze", normalization=norm, order="original"),
-}
 #: a formulation's name in sentences ((formulation, normalization) -> words)
 LABELS = {("paper", ""): "paper's protocol",
           ("letters", ""): "letters (every cyclic order)",
@@ -63,12 +58,14 @@ def require(spec) -> None:
 def formulations(protocol: Protocol, rule: Mapping) -> list[tuple[str, str, Protocol]]:
     """``(formulation, normalization, protocol)`` to ask: the paper's protocol, the letters in the rule's orders and
     the cloze formulation under every normalization (the declared one among them; the others cost no request but
-    PMI's content-free prompt); the paper's protocol alone under :func:`one_formulation`'s rule."""
+    PMI's content-free prompt), each from the paper's protocol (its wording, chat and examples kept); the paper's
+    protocol alone under :func:`one_formulation`'s rule."""
     paper_norm = protocol.normalization if protocol.format in ("option_ll", "cloze") else ""
     if rule["primary"] == "paper" and not rule.get("fallback"):      # :func:`one_formulation`
         return [("paper", paper_norm, protocol)]
-    out = [("paper", paper_norm, protocol), ("letters", "", FORMULATIONS["letters"](protocol, rule, None))]
-    out += [("cloze", n, FORMULATIONS["cloze"](protocol, rule, n)) for n in NORMALIZATIONS]
+    out = [("paper", paper_norm, protocol),
+           ("letters", "", protocol.replace(format="label_dist", order=rule.get("orders", "cycles")))]
+    out += [("cloze", n, protocol.replace(format="cloze", normalization=n, order="original")) for n in NORMALIZATIONS]
     named = {rule["primary"], rule["fallback"]}
     unknown = named - {"letters", "cloze"}
     if unknown:

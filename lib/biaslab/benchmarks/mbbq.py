@@ -53,9 +53,9 @@ import pandas as pd
 from .. import paths
 from ..sources import DataError, raw_path
 from . import formats
-from .base import (Benchmark, Factor, FactorSpec, Protocol, exclude, options_in_order, require_columns,
-                   require_rows)
-from .bbq import PSEUDO, bias_score_pseudo_values, biased_from_tags, paper_chat
+from .base import (Benchmark, Factor, FactorSpec, Protocol, checked, exclude, options_in_order, pinned_hashes,
+                   read_jsonl)
+from .bbq import JSONL_FIELDS, PSEUDO, _unknown_index, bias_score_pseudo_values, biased_from_tags, paper_chat
 from .spec import FactorPlan, Metric, Source, Spec
 
 REPO = "Veranep/MBBQ"
@@ -64,8 +64,6 @@ SETS = ("bias", "control")
 #: category -> (items in each bias file, items in each control file)
 CATEGORY_ROWS = {"Age": (3320, 3320), "Disability_status": (1296, 1296), "Gender_identity": (544, 528),
                  "Physical_appearance": (1176, 1176), "SES": (3600, 3600), "Sexual_orientation": (152, 152)}
-FIELDS = ["example_id", "question_index", "question_polarity", "context_condition", "category", "answer_info",
-          "additional_metadata", "context", "question", "ans0", "ans1", "ans2", "label"]
 KEY = ["question_index", "question_polarity", "context_condition"]
 #: the words that tag a woman/girl (F) or a man/boy (M) in the four languages (MBBQ's ``mbbq.py`` lists)
 GENDER_WORDS = {w: "F" for w in ("woman", "girl", "vrouw", "meisje", "mujer", "chica", "kadın", "kız")} | \
@@ -85,20 +83,9 @@ FORMATS = ("option_ll", "label_dist", "generated")
 
 
 def _read(category: str, language: str, control: bool) -> pd.DataFrame:
-    name = f"data/{category}{'_control' if control else ''}_{language}.jsonl"
-    path = raw_path(REPO, name)
-    rows = []
-    with open(path, encoding="utf-8") as f:
-        for i, line in enumerate(f, 1):
-            if line.strip():
-                try:
-                    rows.append(json.loads(line))
-                except json.JSONDecodeError as exc:
-                    raise DataError(f"{path}, line {i}: not valid JSON ({exc}); re-run `biaslab data fetch --only "
-                                    "mbbq`") from exc
-    d = pd.DataFrame(rows)
-    require_columns(d, FIELDS, path)
-    require_rows(len(d), CATEGORY_ROWS[category][int(control)], path)
+    path = raw_path(REPO, f"data/{category}{'_control' if control else ''}_{language}.jsonl")
+    d = checked(read_jsonl(path, "biaslab data fetch --only mbbq"), path, JSONL_FIELDS,
+                CATEGORY_ROWS[category][int(control)])
     if d["example_id"].duplicated().any():
         raise DataError(f"{path}: duplicated example_id {d.loc[d['example_id'].duplicated(), 'example_id'].iloc[0]}")
     return d.sort_values("example_id").reset_index(drop=True)
@@ -114,11 +101,6 @@ def biased_index(answer_info: dict, stereotyped_groups, polarity: str) -> int | 
     return biased_from_tags(_gender_tags(answer_info), stereotyped_groups, polarity)
 
 
-def _unknown_index(info: dict) -> int:
-    idx = [i for i in range(3) if info[f"ans{i}"][1] == "unknown"]
-    return idx[0] if len(idx) == 1 else -1
-
-
 def _file_rows(category: str, language: str, control: bool) -> pd.DataFrame:
     d = _read(category, language, control)
     d["unknown_index"] = d["answer_info"].map(_unknown_index)
@@ -132,8 +114,8 @@ def _file_rows(category: str, language: str, control: bool) -> pd.DataFrame:
 
 
 def _role(gold: int, biased, unknown: int) -> str:
-    """What the correct answer is: ``unknown``, ``biased`` (the biased answer) or ``other``; a translation of an item
-    must keep it."""
+    """The role of option ``gold``: ``unknown``, ``biased`` (the biased answer) or ``other``; a translation of an item
+    must keep its correct answer's."""
     return "unknown" if gold == unknown else ("biased" if gold == biased else "other")
 
 
@@ -154,17 +136,12 @@ def _link(d: pd.DataFrame, en: pd.DataFrame, where: str) -> pd.DataFrame:
     return m.drop(columns="rank")
 
 
-def roles(unknown: int, biased: int, k: int = 3) -> list[str]:
-    """The role of each option position: ``unknown``, ``biased`` (the biased answer) or ``other``."""
-    return ["unknown" if i == unknown else ("biased" if i == biased else "other") for i in range(k)]
-
-
 def _in_english_order(x: pd.DataFrame) -> pd.DataFrame:
     """``x`` with ``options`` in the English row's order (same item and set: the role at each position equal to the
     English one's) and ``gold_index``/``biased_index``/``unknown_index`` into them; ``file_order`` holds the file's
     option index at each shown position (the Turkish files list the people in another order than English in about
     half the items). A row whose roles are not one each of unknown, biased and other is a :class:`DataError`."""
-    r = [roles(u, b) for u, b in zip(x["unknown_index"], x["biased_index"])]
+    r = [[_role(i, b, u) for i in range(3)] for u, b in zip(x["unknown_index"], x["biased_index"])]
     bad = [i for i, rr in enumerate(r) if sorted(rr) != ["biased", "other", "unknown"]]
     if bad:
         raise DataError(f"{REPO}: {x['prompt_id'].iloc[bad[0]] if 'prompt_id' in x else x['item'].iloc[bad[0]]}: "
@@ -295,13 +272,9 @@ def _load(languages: tuple, sets: tuple) -> Benchmark:
     ctl = x[x["set"] == "control"]
     notes += [f"control rows whose correct answer keeps its bias item's role: {int(ctl['role_as_en'].sum()):,} of "
               f"{len(ctl):,}"]
-    sources = {f"{REPO}/data/{c}{s}_{lang}.jsonl": "" for c in CATEGORY_ROWS for s in ("", "_control")
-               for lang in LANGUAGES}
-    from ..sources import load_manifest
-    sources = {s.key: s.sha256 for s in load_manifest() if s.key in sources}
     return Benchmark("mbbq", x[cols], factor_spec(), excluded=excluded[["item", "language", "set", "category",
                                                                          "example_id", "reason"]],
-                     sources=sources, notes=notes, cluster="template")
+                     sources=pinned_hashes(REPO), notes=notes, cluster="template")
 
 
 #: the fields that make a row of MBBQ's files (another harness's copy of it is found by them)
@@ -799,11 +772,10 @@ ANSWER_READ = "MBBQ: option chosen (answer)"
 
 
 def _responder_check(d: pd.DataFrame, items=None) -> pd.DataFrame:
-    """Notebook 6: the answer check of the option chosen (none: unparseable) per model x universe x language."""
-    from ..stats import responders as R
+    """Notebook 6: BBQ's answer check of the option chosen (none: unparseable) per model x universe x language."""
+    from .bbq import _responder_check as bbq_check
     d = d.merge(items[["prompt_id", "language"]], on="prompt_id") if "language" not in d else d
-    rows = R.responder_check(d.assign(option=d["choice"].where(d["choice"] >= 0)), answer="option",
-                             by=["model", "universe", "language"], n_options=3)
+    rows = bbq_check(d, by=("model", "universe", "language"))
     return rows.assign(metric=ANSWER_READ + ", " + rows["language"])
 
 

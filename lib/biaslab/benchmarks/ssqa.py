@@ -36,6 +36,7 @@ equals the biased answer"; answers that are neither yes, no nor can't tell are c
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import re
@@ -45,7 +46,7 @@ import pandas as pd
 
 from ..sources import DataError, raw_path, sha256_file
 from . import formats
-from .base import Benchmark, Factor, FactorSpec, Protocol, read_csv, require_columns, require_rows, template_texts
+from .base import Benchmark, Factor, FactorSpec, Protocol, checked, read_csv, template_texts
 from .spec import FactorPlan, Metric, Source, Spec
 
 log = logging.getLogger(__name__)
@@ -135,18 +136,13 @@ def _holder_gender(prefix: str) -> tuple[str, str]:
 
 def _read(model: str) -> tuple[pd.DataFrame, str]:
     path = raw_path(REPO, FILES[model])
-    df = read_csv(path)
-    require_columns(df, ["stigma", "prompt", "prompt style", "biased answer", ANSWER_COLUMN[model],
-                         "original answer bias", "clusters"], path)
-    require_rows(len(df), N_ROWS, path)
-    return df, str(path)
+    return checked(read_csv(path), path, ["stigma", "prompt", "prompt style", "biased answer", ANSWER_COLUMN[model],
+                                          "original answer bias", "clusters"], N_ROWS), str(path)
 
 
 def _pachankis() -> pd.DataFrame:
     path = raw_path(REPO, PACHANKIS)
-    p = read_csv(path)
-    require_columns(p, ["Stigma", "Cluster"], path)
-    require_rows(len(p), N_STIGMAS, path)
+    p = checked(read_csv(path), path, ["Stigma", "Cluster"], N_STIGMAS)
     unknown = set(p["Cluster"]) - set(CLUSTER_NAMES)
     if unknown:
         raise DataError(f"{path}: unexpected cluster numbers {sorted(unknown)} (expected 1-5)")
@@ -209,9 +205,8 @@ def load(cot: bool = False) -> Benchmark:
             raise DataError(f"{gpath}: template block {b + 1} has several biased answers {list(ba)}")
         tmpl = {"template": f"T{b + 1:02d}", "template_text": prefix + "{stigma}" + suffix,
                 "holder_gender": gender, "gender_evidence": evidence, "biased_answer": ba[0]}
-        phrases_full = [None] + [p for p in phrases for _ in range(3)]
-        for i, (idx, r) in enumerate(blk.iterrows()):
-            rows.append({"row": idx, **tmpl, "stigma_phrase": phrases_full[i] or ""})
+        rows += [{"row": idx, **tmpl, "stigma_phrase": ph}                  # the base prompt has none
+                 for idx, ph in zip(blk.index, [""] + [p for p in phrases for _ in range(3)])]
     bad = {s: v for s, v in phrase_of.items() if len(v) != 1}
     if bad:
         raise DataError(f"{gpath}: stigma phrases differ between templates for {sorted(bad)[:5]}: template "
@@ -273,14 +268,9 @@ def cot_text(text: str) -> str:
 def with_cot(bench: Benchmark) -> Benchmark:
     """Double the prompt table with ``cot`` = yes rows (the paper merges the greedy and CoT sets, Table 1)."""
     p = bench.prompts
-    c = p.copy()
-    c["cot"] = "yes"
-    c["prompt_id"] = c["prompt_id"] + "-cot"
-    c["text"] = c["text"].map(cot_text)
-    both = pd.concat([p, c], ignore_index=True)
-    return Benchmark(bench.name, both, bench.factors, bench.excluded, bench.sources,
-                     bench.notes + ["cot=yes rows are our construction (the released set has no CoT prompts)"],
-                     cluster=bench.cluster, crossed_with=bench.crossed_with)
+    c = p.assign(cot="yes", prompt_id=p["prompt_id"] + "-cot", text=p["text"].map(cot_text))
+    return dataclasses.replace(bench, prompts=pd.concat([p, c], ignore_index=True), notes=bench.notes + [
+        "cot=yes rows are our construction (the released set has no CoT prompts)"])
 
 
 def normalise_answer(a) -> str:

@@ -60,11 +60,10 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-from .. import sources
 from ..sources import DataError, raw_path
 from . import formats
-from .base import (Benchmark, Factor, FactorSpec, Protocol, exclude, orders_of, read_csv, require_columns,
-                   require_rows, wording)
+from .base import (Benchmark, Factor, FactorSpec, Protocol, checked, exclude, orders_of, pinned_hashes, read_csv,
+                   wording)
 from .spec import FactorPlan, Metric, Source, Spec, universe_estimate
 
 log = logging.getLogger(__name__)
@@ -81,16 +80,9 @@ PRONOUNS = {"NOM": ("nominative", {"male": "he", "female": "she", "neutral": "th
 ANSWERS = ("occupation", "participant")
 
 
-def _file(path: str) -> str:
-    return str(raw_path(REPO, path))
-
-
-def _read(path: str, columns: tuple[str, ...], n: int) -> pd.DataFrame:
-    file = _file(path)
-    df = read_csv(file, sep="\t", dtype=str, keep_default_na=False)
-    require_columns(df, columns, file)
-    require_rows(len(df), n, file)
-    return df
+def _read(path: str, columns: tuple[str, ...], n: int) -> tuple[pd.DataFrame, str]:
+    file = str(raw_path(REPO, path))
+    return checked(read_csv(file, sep="\t", dtype=str, keep_default_na=False), file, columns, n), file
 
 
 def _factors() -> FactorSpec:
@@ -117,10 +109,9 @@ def gotcha(answer, pronoun_gender, majority) -> np.ndarray:
 
 def load() -> Benchmark:
     """The 720 Winogender sentences with their template's answer and the occupation's BLS statistics."""
-    sent = _read(SENTENCES, ("sentid", "sentence"), N_SENTENCES)
-    tmpl = _read(TEMPLATES, ("occupation(0)", "other-participant(1)", "answer", "sentence"), N_TEMPLATES)
-    occ = _read(OCCUPATIONS, ("occupation", "bls_pct_female", "bls_year"), N_OCCUPATIONS)
-    f_sent, f_tmpl, f_occ = _file(SENTENCES), _file(TEMPLATES), _file(OCCUPATIONS)
+    sent, f_sent = _read(SENTENCES, ("sentid", "sentence"), N_SENTENCES)
+    tmpl, f_tmpl = _read(TEMPLATES, ("occupation(0)", "other-participant(1)", "answer", "sentence"), N_TEMPLATES)
+    occ, f_occ = _read(OCCUPATIONS, ("occupation", "bls_pct_female", "bls_year"), N_OCCUPATIONS)
 
     parts = sent["sentid"].str.removesuffix(".txt").str.split(".", expand=True)
     if parts.shape[1] != 4 or parts.isna().any().any():
@@ -196,7 +187,7 @@ def load() -> Benchmark:
     kept, dropped = exclude(df, df["text"] == "", "empty sentence", f_sent)
     bench = Benchmark(name="winogender", prompts=kept.reset_index(drop=True), factors=_factors(),
                       excluded=dropped.reset_index(drop=True),
-                      sources={s.key: s.sha256 for s in sources.load_manifest() if s.repo == REPO},
+                      sources=pinned_hashes(REPO),
                       notes=[f"{int((kept['gotcha'] == 'yes').sum())} gotcha sentences (the pronoun's gender resolves "
                              "it wrongly by the occupation's BLS majority gender)"],
                       cluster="occupation")
@@ -281,10 +272,8 @@ def respond(scorer, items: pd.DataFrame, protocol: Protocol = PROTOCOL) -> pd.Da
     ``likelihood``: the schema's three sentences' summed log-probabilities, ``p_male`` and ``male_logodds``."""
     fmt = protocol.format
     n = len(items)
-    out = pd.DataFrame({"prompt_id": items["prompt_id"].to_numpy(), "model": scorer.lm.name,
-                        "choice": -1, "answer": "", "answer_kind": "", "correct": np.nan,
-                        "occupation_logodds": np.nan, "logp_male": np.nan, "logp_female": np.nan,
-                        "logp_neutral": np.nan, "p_male": np.nan, "male_logodds": np.nan})
+    out = pd.DataFrame({"prompt_id": items["prompt_id"].to_numpy(), "model": scorer.lm.name, "choice": -1,
+                        "answer": "", "answer_kind": "", **dict.fromkeys(COLUMNS[5:], np.nan)})
     if fmt == "likelihood":
         if protocol.normalization not in ("sum", "mean"):
             raise ValueError(f"Winogender normalization {protocol.normalization!r}: choose sum or mean")
@@ -378,16 +367,11 @@ def accuracy_gap(responses: pd.DataFrame, items: pd.DataFrame, split: str, alpha
     return {**r, "estimate": r["difference"], "n": r["n_pairs"]}
 
 
-def accuracy_gap_gender(responses: pd.DataFrame, items: pd.DataFrame, alpha: float = 0.05) -> dict:
-    """Accuracy on male minus female pronouns (:func:`accuracy_gap`)."""
-    return accuracy_gap(responses, items, "gender", alpha)
-
-
-def accuracy_gap_gotcha(responses: pd.DataFrame, items: pd.DataFrame, alpha: float = 0.05) -> dict:
-    """Accuracy on gotcha minus non-gotcha sentences (:func:`accuracy_gap`): each schema's he and she sentences are
-    one gotcha and one not, so the gap isolates the occupational-statistics heuristic from the referent (a model that
-    always names the occupation scores 0)."""
-    return accuracy_gap(responses, items, "gotcha", alpha)
+#: accuracy on male minus female pronouns, and on gotcha minus non-gotcha sentences (:func:`accuracy_gap`): each
+#: schema's he and she sentences are one gotcha and one not, so the second gap isolates the occupational-statistics
+#: heuristic from the referent (a model that always names the occupation scores 0)
+accuracy_gap_gender = partial(accuracy_gap, split="gender")
+accuracy_gap_gotcha = partial(accuracy_gap, split="gotcha")
 
 
 def gap_values(responses: pd.DataFrame, items: pd.DataFrame, split: str) -> pd.DataFrame:
@@ -629,7 +613,7 @@ SPEC = Spec(
     respond=respond, paper_chat=paper_chat, sample=sample, columns=COLUMNS,
     metrics=METRICS, factor_plan=FACTOR_PLAN, responder_check=_responder_check, option_roles=option_roles,
     # whole occupations (occupation_sample, nested: notebook 6's among notebook 1's). Default: 20 occupations in
-    # notebook 1 and 4 in notebook 6 (5 until 2026-11-28), to keep Winogender's share of a cold `make reproduce` small:
+    # notebook 1 and 4 in notebook 6, to keep Winogender's share of a cold `make reproduce` small:
     # all 720 sentences took 313 CPU-s in notebook 1 for both models (833 s wall on a shared 2-core machine);
     # notebook 6 asks each item in 13-14 universes per model: 60 items took about 225 CPU-s of scoring for both
     # models (cold); r's Fisher-z interval needs at least 4 occupations. The paper profile scores all 720.
