@@ -19,10 +19,8 @@ import difflib
 import logging
 import math
 
-import pandas as pd
-
 from ...models.imported import TEXT_MATCHING, normalise
-from .base import Backend
+from .base import Backend, sequence_table
 
 log = logging.getLogger(__name__)
 
@@ -102,15 +100,13 @@ class ImportedBackend(Backend):
         if per_token:
             raise TypeError(f"per_token=True: the log of {self.lm.name!r} holds one log-likelihood per text, not "
                             "per token")
-        rows = []
+        sums = []
         for t in texts:
             key = self._key(("", t))
             if key is None:
                 raise self._missing("the log-likelihood of", t, ("", t))
-            s, n = self.lls[key], self._n_tokens(key[1])      # tokens of the text the harness scored
-            rows.append({"sum_logprob": s, "n_tokens": n, "mean_logprob": s / n if n else math.nan,
-                         "perplexity": math.exp(-s / n) if n else math.nan})
-        return pd.DataFrame(rows, columns=["sum_logprob", "n_tokens", "mean_logprob", "perplexity"])
+            sums.append((self.lls[key], self._n_tokens(key[1])))      # tokens of the text the harness scored
+        return sequence_table(sums)
 
     def option_values(self, sc, prompts: list[str], options: list[list[str]], chat) -> list[list[tuple]]:
         if chat:

@@ -12,17 +12,15 @@ from __future__ import annotations
 
 import functools
 import logging
-import math
 from typing import Sequence
 
 import numpy as np
-import pandas as pd
 
 from .. import labels as labels_mod
 from ..batching import default_token_budget, run_batches
 from ..causal import Head, Request, _lcp, group_by_prefix, score_batch, score_packed
 from ..generation import generate_batch, row_seed
-from .base import Backend
+from .base import Backend, sequence_table
 
 log = logging.getLogger(__name__)
 
@@ -67,6 +65,13 @@ class LocalBackend(Backend):
 
     def token_strings(self, sc, text: str) -> list[str]:
         return [self.tokenizer.decode([i]) for i in self.encode([text])[0]]
+
+    def label_distribution(self, sc, prompts, labels, chat):
+        """Label probabilities as exact option scores of every surface form (no end token after a form)."""
+        forms = labels_mod.label_forms(labels)
+        flat = [f for fs in forms.values() for f in fs]
+        values = self.option_values(sc, list(prompts), [flat] * len(prompts), chat, eos=False)
+        return labels_mod.aggregate([[s for s, _ in v] for v in values], forms)
 
     def execute(self, work, costs, compute, done, token_keys=None) -> None:
         """Batches one after the other. With ``token_keys`` (each item's leading tokens) and packing, items are
@@ -180,7 +185,7 @@ class CausalBackend(LocalBackend):
             return out
 
         values = sc._run("sequence", texts, keys, prepare, compute, "sequence log-likelihood")
-        df = sequence_table(values, keys)
+        df = sequence_table((float(np.asarray(values[k], dtype=float).sum()), len(values[k])) for k in keys)
         if per_token:
             ids = self.encode(texts)
             df["tokens"] = [self.tokenizer.convert_ids_to_tokens(self.with_prefix(x)[1:]) for x in ids]
@@ -246,10 +251,6 @@ class CausalBackend(LocalBackend):
                         "log P(prompt+option) - log P(prompt)", merged)
         return [[tuple(v) for v in values[k]] for k in keys]
 
-    # ------------------------------------------------------------------------------ label distributions ---
-    def label_distribution(self, sc, prompts, labels, chat):
-        return label_distribution_from_options(self, sc, prompts, labels, chat)
-
     # -------------------------------------------------------------------------------------- generation ---
     def generate(self, sc, prompts, max_new_tokens, stop, do_sample, seed, temperature, chat):
         rendered = self.render(prompts, chat)
@@ -272,22 +273,3 @@ class CausalBackend(LocalBackend):
         values = sc._run("generate", rendered, keys, prepare, compute, "generation", cache=cacheable)
         return [values[k] for k in keys]
 
-
-def sequence_table(values: dict, keys, perplexity: str = "perplexity") -> pd.DataFrame:
-    """Per text: the sum, count and mean of its token log-probabilities and exp(-mean) (NaN without a token)."""
-    rows = []
-    for k in keys:
-        lp = np.asarray(values[k], dtype=float)
-        n, s = len(lp), float(lp.sum())
-        mean = s / n if n else math.nan
-        rows.append({"sum_logprob": s, "n_tokens": n, "mean_logprob": mean,
-                     perplexity: math.exp(-mean) if n else math.nan})
-    return pd.DataFrame(rows, columns=["sum_logprob", "n_tokens", "mean_logprob", perplexity])
-
-
-def label_distribution_from_options(backend, sc, prompts, labels, chat) -> pd.DataFrame:
-    """Label probabilities as exact option scores of every surface form (no end token after a form)."""
-    forms = labels_mod.label_forms(labels)
-    flat = [f for fs in forms.values() for f in fs]
-    values = backend.option_values(sc, list(prompts), [flat] * len(prompts), chat, eos=False)
-    return labels_mod.aggregate([[s for s, _ in v] for v in values], forms)

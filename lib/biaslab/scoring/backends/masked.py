@@ -16,7 +16,8 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from .local import LocalBackend, sequence_table
+from .base import Backend, sequence_table
+from .local import LocalBackend
 
 
 def shared_token_positions(ids1: Sequence[int], ids2: Sequence[int]) -> tuple[list[int], list[int]]:
@@ -72,6 +73,8 @@ def masked_token_logprobs(be, jobs: Sequence[tuple[list[int], list[int]]], budge
 class MaskedBackend(LocalBackend):
     """Masked LMs in-process (see the module docstring)."""
 
+    label_distribution = Backend.label_distribution     # no option scores to build it from
+
     def pseudo_loglikelihood(self, sc, texts: list[str], per_token: bool = False) -> pd.DataFrame:
         """PLL of each text: columns ``sum_logprob`` (the PLL), ``n_tokens`` (non-special tokens), ``mean_logprob``,
         ``pseudo_perplexity`` = exp(-mean) (Salazar et al. 2020, eq. 4); ``per_token`` adds ``tokens`` and
@@ -89,7 +92,8 @@ class MaskedBackend(LocalBackend):
             return [v.tolist() for v in masked_token_logprobs(self, jobs, budget)]
 
         values = sc._run("pll", texts, keys, prepare, compute, "pseudo-log-likelihood")
-        df = sequence_table(values, keys, "pseudo_perplexity")
+        df = sequence_table(((float(np.asarray(values[k], dtype=float).sum()), len(values[k])) for k in keys),
+                            "pseudo_perplexity")
         if per_token:
             enc = tok(texts, add_special_tokens=True)["input_ids"]
             df["tokens"] = [tok.convert_ids_to_tokens([t for t in ids if t not in special]) for ids in enc]

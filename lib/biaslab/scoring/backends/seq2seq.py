@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..generation import truncate_at_stop
-from .local import LocalBackend, label_distribution_from_options
+from .local import LocalBackend
 
 
 def _option_ids(tok, options: list[str], eos: bool) -> list[list[int]]:
@@ -76,9 +76,6 @@ class Seq2SeqBackend(LocalBackend):
 
         values = sc._run("s2s_options", items, keys, prepare, compute, "option log-probabilities (seq2seq)")
         return [[tuple(v) for v in values[k]] for k in keys]
-
-    def label_distribution(self, sc, prompts, labels, chat):
-        return label_distribution_from_options(self, sc, prompts, labels, chat)
 
     def generate(self, sc, prompts, max_new_tokens, stop, do_sample, seed, temperature, chat):
         """Generation with ``model.generate``; seeded sampling seeds each batch (not each prompt) for seq2seq models."""

@@ -33,7 +33,8 @@ import pandas as pd
 
 from ...files.storage import atomic_write_text
 from .. import labels as labels_mod
-from .base import CAPABILITIES, Backend
+from ..causal import _lcp
+from .base import CAPABILITIES, Backend, sequence_table
 from .client import (DEAD_AFTER, AuthError, ClientConfig, InvalidResponse, Refused, Request, ServedError, get_json,
                      run_requests)
 
@@ -337,21 +338,18 @@ class ServedBackend(Backend):
     def execute(self, work: list[Request], costs, compute, done, token_keys=None) -> None:
         """Send ``work`` (one request per prompt); ``compute`` is the check each response must pass. Requests that
         differ only in their prompt share a POST where the server takes lists (module docstring)."""
-        validate = compute
         posts, members = self._posts(work, costs)
 
         def check(post, resp):
             self._check_model(resp)
-            parts = _split(resp, len(members[id(post)])) if len(members[id(post)]) > 1 else [resp]
-            for j, part in zip(members[id(post)], parts):
-                if validate is not None:
-                    validate(work[j], part)
+            for j, part in zip(members[id(post)], _split(resp, len(members[id(post)]))):
+                if compute is not None:
+                    compute(work[j], part)
 
         def on_response(i, resp):
             idx = members[id(posts[i])]
-            parts = _split(resp, len(idx)) if len(idx) > 1 else [resp]
             self._account(resp, len(idx))
-            done(idx, parts)
+            done(idx, _split(resp, len(idx)))
 
         run_requests(self.cfg, posts, on_response, check)
 
@@ -405,6 +403,11 @@ class ServedBackend(Backend):
         body = {"model": self.spec.model, "prompt": prompt, "temperature": 0, **kw}
         return Request("/completions", body, cost=len(prompt) // 4 + 1 + int(kw.get("max_tokens", 1)),
                        name=f"completions {prompt[-60:]!r}")
+
+    def _chat(self, prompt: str, new_tokens: int, **kw) -> Request:
+        """A one-message chat request; its cost is the prompt's estimated tokens plus ``new_tokens``."""
+        body = {"model": self.spec.model, "temperature": 0, "messages": [{"role": "user", "content": prompt}], **kw}
+        return Request("/chat/completions", body, len(prompt) // 4 + new_tokens, f"chat {prompt[-60:]!r}")
 
     # ------------------------------------------------------------------------------- echo log-probs ---
     def _echo_validate(self, req: Request, resp: dict) -> None:
@@ -479,7 +482,7 @@ class ServedBackend(Backend):
         resps = self.fetch(sc, [self._completion(pre + t, max_tokens=1, echo=True, logprobs=0) for t in texts],
                            "sequence log-likelihood", self._echo_validate)
         opening = None
-        rows, toks_col, lps_col = [], [], []
+        sums, toks_col, lps_col = [], [], []
         n_unscored = 0
         for t, resp in zip(texts, resps):
             (sel,), _ = self._spans(resp, [len(pre)], len(pre) + len(t))
@@ -494,15 +497,13 @@ class ServedBackend(Backend):
             if any(v is None for v in lps[1:]):
                 raise ServedError(f"sequence {t[:60]!r}: the server returned no log-prob for a token after the first")
             kept = [float(v) for v in lps if v is not None]
-            s, n = float(sum(kept)), len(kept)
-            rows.append({"sum_logprob": s, "n_tokens": n, "mean_logprob": s / n if n else math.nan,
-                         "perplexity": math.exp(-s / n) if n else math.nan})
+            sums.append((float(sum(kept)), len(kept)))
             toks_col.append([x for _, _, x in sel])
             lps_col.append(lps)
         if n_unscored:
             log.warning("%d of %d texts: the server gave no log-prob for the first token (no prefix set, or it is "
                         "outside the opening distribution); their first token is context only", n_unscored, len(texts))
-        df = pd.DataFrame(rows, columns=["sum_logprob", "n_tokens", "mean_logprob", "perplexity"])
+        df = sequence_table(sums)
         if per_token:
             df["tokens"] = toks_col
             df["token_logprobs"] = lps_col
@@ -548,11 +549,8 @@ class ServedBackend(Backend):
             base = dict(zip(ps, self.sequence_logprob(sc, [prompts[i] for i in ps], per_token=True).itertuples()))
             for i, j, resp in merged:
                 full = self.sequence_logprob(sc, [prompts[i] + opts[i][j]], per_token=True).iloc[0]
-                b = base[i]
-                common = 0
-                while common < min(len(b.tokens), len(full.tokens)) and b.tokens[common] == full.tokens[common]:
-                    common += 1
-                out[i][j] = (float(full.sum_logprob - b.sum_logprob), len(full.tokens) - common)
+                common = _lcp(base[i].tokens, full.tokens)
+                out[i][j] = (float(full.sum_logprob - base[i].sum_logprob), len(full.tokens) - common)
             log.warning("%d prompt/option pairs: a token spans the prompt/option boundary (does the prompt end in a "
                         "space?); scored as exact differences log P(prompt+option) - log P(prompt)", len(merged))
         return out
@@ -565,19 +563,16 @@ class ServedBackend(Backend):
         k = self.spec.top_k
         if chat:
             self.require(["chat_top_logprobs"], "label_distribution(chat=True)")
-            reqs = [Request("/chat/completions", {"model": self.spec.model, "temperature": 0, "max_tokens": 1,
-                                                  "messages": [{"role": "user", "content": p}], "logprobs": True,
-                                                  "top_logprobs": k}, len(p) // 4 + 2, f"chat {p[-60:]!r}")
-                    for p in prompts]
+            reqs = [self._chat(p, 2, max_tokens=1, logprobs=True, top_logprobs=k) for p in prompts]
         else:
             self.require(["top_logprobs"], "label_distribution")
             reqs = [self._completion(self.spec.prefix + p, max_tokens=1, logprobs=k) for p in prompts]
 
         def validate(req, resp):
-            if not _top(resp, chat) and not _ended_at_once(resp, chat):
-                raise InvalidResponse("check 'top_logprobs': the response has no top_logprobs for the next token")
             if _top(resp, chat):
-                _check_top(_top_values(resp, chat), "the next token's top_logprobs")
+                _check_top([v for _, v in _top_pairs(resp, chat)], "the next token's top_logprobs")
+            elif not _ended_at_once(resp, chat):
+                raise InvalidResponse("check 'top_logprobs': the response has no top_logprobs for the next token")
 
         resps = self.fetch(sc, reqs, "label distributions", validate)
         tops = [_top(r, chat) for r in resps]
@@ -647,9 +642,7 @@ class ServedBackend(Backend):
         self.require(["chat" if chat else "generate"], "generate")
         extra = {"max_tokens": max_new_tokens, "seed": 0 if seed is None else seed, **({"stop": stop} if stop else {})}
         if chat:
-            reqs = [Request("/chat/completions", {"model": self.spec.model, "temperature": 0,
-                                                  "messages": [{"role": "user", "content": str(p)}], **extra},
-                            len(str(p)) // 4 + max_new_tokens, f"chat {str(p)[-60:]!r}") for p in prompts]
+            reqs = [self._chat(str(p), max_new_tokens, **extra) for p in prompts]
         else:
             reqs = [self._completion(self.spec.prefix + str(p), **extra) for p in prompts]
 
@@ -739,23 +732,18 @@ def _choice(resp, path: str) -> dict:
     raise ServedError(f"{path}: a malformed answer (no choices[0]): {str(resp)[:200]!r}")
 
 
-def _top_values(resp: dict, chat: bool) -> list:
-    """The raw log-probs of the next token's top-k (before any merging), for the checks."""
+def _top_pairs(resp: dict, chat: bool) -> list[tuple]:
+    """The next token's top-k as (token text, log-prob) pairs as the server gave them (for the checks)."""
     ch = resp["choices"][0]
     if chat:
-        return [e.get("logprob") for e in ch["logprobs"]["content"][0]["top_logprobs"]]
-    return list(ch["logprobs"]["top_logprobs"][0].values())
+        return [(e["token"], e["logprob"]) for e in ch["logprobs"]["content"][0]["top_logprobs"]]
+    return list(ch["logprobs"]["top_logprobs"][0].items())
 
 
 def _top(resp: dict, chat: bool) -> dict:
     """The next token's top log-probs as {token text: logprob} (summing duplicates of one text)."""
     try:
-        ch = resp["choices"][0]
-        if chat:
-            entries = ch["logprobs"]["content"][0]["top_logprobs"]
-            pairs = [(e["token"], float(e["logprob"])) for e in entries]
-        else:
-            pairs = [(t, float(v)) for t, v in ch["logprobs"]["top_logprobs"][0].items()]
+        pairs = [(t, float(v)) for t, v in _top_pairs(resp, chat)]
     except (KeyError, IndexError, TypeError, AttributeError, ValueError):
         return {}
     out: dict = {}
@@ -784,7 +772,10 @@ def _text(resp: dict, chat: bool) -> str | None:
 
 def _split(resp: dict, n: int) -> list[dict]:
     """The answer to a list of ``n`` prompts as ``n`` answers, each shaped as the answer to its prompt sent alone
-    (``choices[0]``, index 0; the usage of the whole POST is not divided, so it is left out)."""
+    (``choices[0]``, index 0; the usage of the whole POST is not divided, so it is left out); one prompt's answer as
+    it is."""
+    if n == 1:
+        return [resp]
     try:
         choices = sorted(resp["choices"], key=lambda c: c["index"])
     except (KeyError, TypeError) as exc:
