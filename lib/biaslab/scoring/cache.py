@@ -114,10 +114,7 @@ class ScoreCache:
     def _use_read_only(self, why: str) -> None:
         """Read what the file holds, write nothing (never move it): one warning with the fix."""
         self.read_only = why
-        if self._conn is not None:
-            with contextlib.suppress(sqlite3.Error):
-                self._conn.close()
-            self._conn = None
+        self._close()
         if self.path.exists():
             for uri in (f"file:{quote(str(self.path))}?mode=ro", f"file:{quote(str(self.path))}?immutable=1"):
                 conn = None
@@ -171,10 +168,7 @@ class ScoreCache:
         if why:
             self._use_read_only(why)
             return
-        if self._conn is not None:
-            with contextlib.suppress(sqlite3.Error):
-                self._conn.close()
-            self._conn = None
+        self._close()
         bad = self.path.with_name(f"{self.path.name}.corrupt-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}")
         moved = False
         try:
@@ -207,6 +201,12 @@ class ScoreCache:
         free = f"{human_size(du.free)} free of {human_size(du.total)}" if du else "free space unknown"
         return (f"{KINDS[errno.ENOSPC]}: the disk holding it has no space left ({free}; SQLite: {exc}). Fix: free "
                 "space there, or point BIASLAB_CACHE at a folder on a larger disk")
+
+    def _close(self) -> None:
+        if self._conn is not None:
+            with contextlib.suppress(sqlite3.Error):
+                self._conn.close()
+            self._conn = None
 
     def _recover(self, exc: BaseException) -> None:
         self._move_aside(exc)
@@ -244,8 +244,7 @@ class ScoreCache:
                 except sqlite3.Error as exc:
                     log.warning("score cache %s (read-only) could not be read (%s); its scores are recomputed",
                                 self.path, exc)
-                    self._conn.close()
-                    self._conn = None
+                    self._close()
             return found | {k: self._overlay[k] for k in keys if k in self._overlay}
         try:
             self._check_file()
@@ -318,7 +317,6 @@ class ScoreCache:
 
 
 def _os_error(exc: OSError) -> str:
-    import errno
     name = errno.errorcode.get(exc.errno or 0, "")
     return f"{name}: {exc.strerror or exc}" if name else str(exc)
 

@@ -6,7 +6,7 @@ import hashlib
 from typing import Sequence
 
 from .batching import pad
-from .causal import Head, base_model
+from .causal import Head
 
 
 def row_seed(seed: int, prompt: str) -> int:
@@ -27,7 +27,7 @@ def generate_batch(model, head: Head, tokenizer, prompt_ids: Sequence[Sequence[i
     from transformers import DynamicCache
 
     device = model.device
-    body = base_model(model)
+    body = model.base_model
     ids, mask, _ = pad(prompt_ids, pad_id, "left")
     ids, mask = ids.to(device), mask.to(device)
     pos = (mask.cumsum(-1) - 1).clamp(min=0)

@@ -151,11 +151,6 @@ def api_key(env: str | None) -> str | None:
     return value
 
 
-def _headers(cfg: ClientConfig) -> dict:
-    key = api_key(cfg.api_key_env)
-    return {"Authorization": f"Bearer {key}"} if key else {}
-
-
 def _retry_after(resp) -> float | None:
     """The server's ``Retry-After`` in seconds (a number or an HTTP date), or None."""
     value = resp.headers.get("retry-after")
@@ -196,8 +191,10 @@ async def _send_one(client, cfg: ClientConfig, replicas: list[_Replica], cond: a
         err, wait, resp = None, None, None
         try:
             cfg.stats["requests"] += 1
-            # the deadline bounds the whole attempt; httpx's own timeout bounds each read (a trickled body resets it)
-            resp = await asyncio.wait_for(_read(client, req, url, headers, cfg.timeout_s), cfg.timeout_s)
+            # the deadline bounds the whole attempt, body read in full; httpx's own timeout bounds each read (a
+            # trickled body resets it)
+            resp = await asyncio.wait_for(client.request(req.method, url, json=req.body, headers=headers,
+                                                         timeout=cfg.timeout_s), cfg.timeout_s)
         except asyncio.TimeoutError:
             err = f"no complete answer within timeout_s={cfg.timeout_s:g} s ({url})"
             resp = None
@@ -266,14 +263,10 @@ def _drop_if_dead(cfg: ClientConfig, replicas: list[_Replica], rep: _Replica, er
                     rep.url, rep.failures, err, ", ".join(live))
 
 
-async def _read(client, req: Request, url: str, headers: dict, timeout: float):
-    """One attempt, its body read in full."""
-    return await client.request(req.method, url, json=req.body, headers=headers, timeout=timeout)
-
-
 async def _run(cfg: ClientConfig, requests: list[Request], validate, out: "queue.Queue"):
     import httpx
-    headers = _headers(cfg)
+    key = api_key(cfg.api_key_env)
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
     replicas = [_Replica(u, cfg.max_concurrency) for u in cfg.base_urls]
     cond = asyncio.Condition()
     buckets = (_Bucket(cfg.requests_per_minute), _Bucket(cfg.tokens_per_minute))
