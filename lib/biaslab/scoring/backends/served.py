@@ -445,18 +445,11 @@ class ServedBackend(Backend):
                     raise InvalidResponse(f"check 'top_logprobs': entry {i} is not a mapping of tokens to log-probs")
                 _check_top(top.values(), f"top_logprobs[{i}]")
 
-    def _spans(self, resp: dict, starts: Sequence[int], end: int) -> tuple[list, list]:
-        """Token log-probs with (anchored) offsets in [start, end) for each start; also the straddle flags."""
-        ch = resp["choices"][0]
-        lp = ch["logprobs"]
-        toks, vals = lp["tokens"], lp["token_logprobs"]
-        pos, _ = _positions(ch["text"], toks, lp["text_offset"])
-        out, straddle = [], []
-        for start in starts:
-            sel = [(p, v, t) for p, v, t in zip(pos, vals, toks) if start <= p < end]
-            out.append(sel)
-            straddle.append(any(p < start < p + len(t) for p, t in zip(pos, toks)))
-        return out, straddle
+    def _echoes(self, sc, texts: list[str], why: str, desc: str) -> list[dict]:
+        """The echo of prefix + each text with its tokens' log-probs (``why``: the method that needs them)."""
+        self.require(["prompt_logprobs"], why)
+        reqs = [self._completion(self.spec.prefix + t, max_tokens=1, echo=True, logprobs=0) for t in texts]
+        return self.fetch(sc, reqs, desc, self._echo_validate)
 
     def _opening(self, sc) -> dict:
         """The next-token distribution after the prefix alone (one cached request), for the first token's log-prob."""
@@ -477,15 +470,13 @@ class ServedBackend(Backend):
             return {}
 
     def sequence_logprob(self, sc, texts: list[str], per_token: bool = False) -> pd.DataFrame:
-        self.require(["prompt_logprobs"], "sequence_logprob")
         pre = self.spec.prefix
-        resps = self.fetch(sc, [self._completion(pre + t, max_tokens=1, echo=True, logprobs=0) for t in texts],
-                           "sequence log-likelihood", self._echo_validate)
+        resps = self._echoes(sc, texts, "sequence_logprob", "sequence log-likelihood")
         opening = None
         sums, toks_col, lps_col = [], [], []
         n_unscored = 0
         for t, resp in zip(texts, resps):
-            (sel,), _ = self._spans(resp, [len(pre)], len(pre) + len(t))
+            sel, _ = _span(resp, len(pre), len(pre) + len(t))
             lps = [v for _, v, _ in sel]
             if sel and lps[0] is None:
                 if pre and opening is None:
@@ -511,11 +502,8 @@ class ServedBackend(Backend):
 
     def token_strings(self, sc, text: str) -> list[str]:
         """The server's tokens of ``text`` (from the echo of prefix + text)."""
-        self.require(["prompt_logprobs"], "token_strings")
         pre = self.spec.prefix
-        resp = self.fetch(sc, [self._completion(pre + text, max_tokens=1, echo=True, logprobs=0)], "tokens",
-                          self._echo_validate)[0]
-        (sel,), _ = self._spans(resp, [len(pre)], len(pre) + len(text))
+        sel, _ = _span(self._echoes(sc, [text], "token_strings", "tokens")[0], len(pre), len(pre) + len(text))
         return [t for _, _, t in sel]
 
     def option_values(self, sc, prompts: list[str], opts: list[list[str]], chat) -> list[list[tuple[float, int]]]:
@@ -525,19 +513,16 @@ class ServedBackend(Backend):
                              "come from /v1/completions, which takes text, not chat messages; pass the "
                              "model's chat-formatted text with chat=False, or use label_distribution(chat=True)")
         prompts = [str(p) for p in prompts]
-        self.require(["prompt_logprobs"], "option_logprob")
         pre = self.spec.prefix
-        reqs = [self._completion(pre + p + o, max_tokens=1, echo=True, logprobs=0) for p, os_ in zip(prompts, opts)
-                for o in os_]
-        resps = iter(self.fetch(sc, reqs, "option log-probabilities", self._echo_validate))
+        resps = iter(self._echoes(sc, [p + o for p, os_ in zip(prompts, opts) for o in os_], "option_logprob",
+                                  "option log-probabilities"))
         out, merged = [], []
         for i, (p, os_) in enumerate(zip(prompts, opts)):
             vals = []
             for o in os_:
-                resp = next(resps)
-                (sel,), (cross,) = self._spans(resp, [len(pre) + len(p)], len(pre) + len(p) + len(o))
+                sel, cross = _span(next(resps), len(pre) + len(p), len(pre) + len(p) + len(o))
                 if cross:
-                    merged.append((i, len(vals), resp))
+                    merged.append((i, len(vals)))
                     vals.append(None)
                     continue
                 if any(v is None for _, v, _ in sel):
@@ -547,7 +532,7 @@ class ServedBackend(Backend):
         if merged:   # a token spans the prompt/option boundary: exact difference log P(p+o) - log P(p)
             ps = sorted({i for i, _, _ in merged})
             base = dict(zip(ps, self.sequence_logprob(sc, [prompts[i] for i in ps], per_token=True).itertuples()))
-            for i, j, resp in merged:
+            for i, j in merged:
                 full = self.sequence_logprob(sc, [prompts[i] + opts[i][j]], per_token=True).iloc[0]
                 common = _lcp(base[i].tokens, full.tokens)
                 out[i][j] = (float(full.sum_logprob - base[i].sum_logprob), len(full.tokens) - common)
@@ -705,6 +690,17 @@ def _positions(text: str, toks: Sequence[str], offs: Sequence[int]) -> tuple[lis
     bad = next((i for i in range(len(toks) - 1) if toks[i] and not text.startswith(toks[i], max(pos[i], 0))), 0)
     raise InvalidResponse(f"check 'text_offset': token {bad} ({toks[bad]!r}) is not at its offset {offs[bad]} in the "
                           "echoed text, counted in characters or in UTF-8 bytes; the scored span cannot be located")
+
+
+def _span(resp: dict, start: int, end: int) -> tuple[list, bool]:
+    """The echoed tokens at (anchored) offsets in [start, end) as (offset, log-prob, token), and whether a token
+    straddles ``start``."""
+    ch = resp["choices"][0]
+    lp = ch["logprobs"]
+    toks, vals = lp["tokens"], lp["token_logprobs"]
+    pos, _ = _positions(ch["text"], toks, lp["text_offset"])
+    sel = [(p, v, t) for p, v, t in zip(pos, vals, toks) if start <= p < end]
+    return sel, any(p < start < p + len(t) for p, t in zip(pos, toks))
 
 
 def _check_logprob(v, where: str) -> float:
