@@ -49,7 +49,6 @@ def generate_batch(model, head: Head, tokenizer, prompt_ids: Sequence[Sequence[i
             gens.append(g)
     generated: list[list[int]] = [[] for _ in range(n)]
     done = [False] * n
-    texts = [""] * n
     for _ in range(max_new_tokens):
         logits = head.logits(last)
         if do_sample:
@@ -80,9 +79,7 @@ def generate_batch(model, head: Head, tokenizer, prompt_ids: Sequence[Sequence[i
         cache = out.past_key_values
         last = out.last_hidden_state[:, -1]
         next_pos = next_pos + 1
-    for r in range(n):
-        texts[r] = truncate_at_stop(tokenizer.decode(generated[r], skip_special_tokens=True), stop)
-    return texts
+    return [truncate_at_stop(tokenizer.decode(g, skip_special_tokens=True), stop) for g in generated]
 
 
 def truncate_at_stop(text: str, stop: Sequence[str] | None) -> str:

@@ -48,16 +48,12 @@ class Seq2SeqBackend(LocalBackend):
             enc_out = model.get_encoder()(input_ids=ids, attention_mask=mask)
             hidden = enc_out.last_hidden_state
             rows = [(b, j) for b, (_, os_) in enumerate(plans) for j in range(len(os_))]
-            out = [[None] * len(os_) for _, os_ in plans]
+            out = [[(0.0, 0)] * len(os_) for _, os_ in plans]      # an option without tokens stays (0.0, 0)
             self.stats["positions"] = self.stats.get("positions", 0) + ids.numel()
             width = max((len(plans[b][1][j]) for b, j in rows), default=1)
             step = max(1, budget // (ids.shape[1] + width))
             for a in range(0, len(rows), step):
-                chunk = rows[a:a + step]
-                chunk_nonempty = [(b, j) for b, j in chunk if plans[b][1][j]]
-                for b, j in chunk:
-                    if not plans[b][1][j]:
-                        out[b][j] = (0.0, 0)
+                chunk_nonempty = [(b, j) for b, j in rows[a:a + step] if plans[b][1][j]]
                 if not chunk_nonempty:
                     continue
                 idx = torch.as_tensor([b for b, _ in chunk_nonempty], device=dev)
