@@ -280,7 +280,7 @@ async def _run(cfg: ClientConfig, requests: list[Request], validate, out: "queue
                 except ServedError as exc:      # name the server: replicas are checked one response at a time
                     raise type(exc)(f"the response of the server at {url} to request {req.name or req.path} "
                                     f"failed a check (not cached): {exc}") from None
-            out.put(("ok", i, resp))
+            out.put((i, resp))
 
         tasks = [asyncio.create_task(one(i, r)) for i, r in enumerate(requests)]
         try:
@@ -294,7 +294,7 @@ async def _run(cfg: ClientConfig, requests: list[Request], validate, out: "queue
 
 
 def run_requests(cfg: ClientConfig, requests: list[Request], on_response: Callable[[int, Any], None],
-                 validate: Callable[[Request, Any], None] | None = None, progress=None) -> None:
+                 validate: Callable[[Request, Any], None] | None = None) -> None:
     """Send ``requests``; call ``on_response(i, json)`` in the calling thread for each, as each arrives.
 
     ``validate(request, json)`` runs first and raises :class:`ServedError` on an unusable response. The first
@@ -311,22 +311,14 @@ def run_requests(cfg: ClientConfig, requests: list[Request], on_response: Callab
         except BaseException as exc:   # handed to the calling thread
             box["error"] = exc
         finally:
-            out.put(("done", None, None))
+            out.put(None)
 
     th = threading.Thread(target=worker, name="biaslab-served", daemon=True)
-    t0 = time.monotonic()
     th.start()
     n = 0
-    while True:
-        kind, i, resp = out.get()
-        if kind == "done":
-            break
+    for i, resp in iter(out.get, None):     # (index, response) pairs until the worker's None
         on_response(i, resp)
         n += 1
-        if progress is not None:
-            progress.update(1)
-            dt = max(time.monotonic() - t0, 1e-9)
-            progress.set_postfix(req_s=f"{n / dt:.2f}", errors=cfg.stats["errors"], refresh=False)
     th.join()
     if "error" in box:
         exc = box["error"]

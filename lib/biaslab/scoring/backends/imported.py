@@ -20,7 +20,7 @@ import logging
 import math
 
 from ...models.imported import TEXT_MATCHING, normalise
-from .base import Backend, sequence_table
+from .base import CAPABILITIES, Backend, sequence_table
 
 log = logging.getLogger(__name__)
 
@@ -43,7 +43,6 @@ class NotInLog(KeyError):
 
 class ImportedBackend(Backend):
     name = "imported"
-    remote = False
 
     def __init__(self, lm):
         super().__init__(lm)
@@ -140,9 +139,7 @@ class ImportedBackend(Backend):
         return list(prompts)
 
     def capabilities(self) -> dict[str, bool]:
-        has_ll = bool(self.lls)
-        return {"prompt_logprobs": has_ll, "top_logprobs": False, "chat_top_logprobs": False,
-                "generate": False, "chat": False}
+        return dict.fromkeys(CAPABILITIES, False) | {"prompt_logprobs": bool(self.lls)}
 
     def lacks(self, capability: str, why: str = "") -> Exception:
         need = {"prompt_logprobs": "log-likelihoods", "top_logprobs": "next-token distributions",
@@ -153,6 +150,3 @@ class ImportedBackend(Backend):
         return ValueError(f"{why or capability}: not in the {fmt} log of {self.lm.name!r}, which holds no {need} "
                           f"(capability {capability!r}) — {asked}; this needs a model, or a log of a task that "
                           "recorded them")
-
-    def cache_identity(self) -> dict:
-        return self.lm.fingerprint

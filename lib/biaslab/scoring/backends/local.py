@@ -125,13 +125,10 @@ class CausalBackend(LocalBackend):
         tok = self.tokenizer
         self.prefix_id = None if prefix is None else (tok.bos_token_id if tok.bos_token_id is not None
                                                       else tok.eos_token_id)
-        self._head = None
 
-    @property
+    @functools.cached_property
     def head(self) -> Head:
-        if self._head is None:
-            self._head = Head(self.model)
-        return self._head
+        return Head(self.model)
 
     @functools.cached_property
     def end_token_ids(self) -> set[int]:
