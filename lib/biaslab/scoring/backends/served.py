@@ -139,11 +139,12 @@ class ServedBackend(Backend):
             atomic_write_text(self.probe_path, json.dumps({**self._stored_probes(), self._probe_key(): self._probe},
                                                           indent=1))
 
-    def _post_once(self, path: str, body: dict, retries: bool = True, url: str | None = None):
+    def _post_once(self, req: Request, retries: bool = True, url: str | None = None):
+        """The answer to one probe request (named so in errors), at ``url`` (default: the first live replica)."""
         box: dict = {}
         cfg = dataclasses.replace(self.cfg, base_urls=[url or self._live()[0]],
                                   max_retries=self.cfg.max_retries if retries else 0)
-        run_requests(cfg, [Request(path, body, 8, f"capability probe {path}")],
+        run_requests(cfg, [dataclasses.replace(req, cost=8, name=f"capability probe {req.path}")],
                      lambda i, r: box.setdefault("r", r))
         return box["r"]
 
@@ -161,13 +162,12 @@ class ServedBackend(Backend):
             return False
         texts = [self.spec.prefix + "The cat sat on the mat.", self.spec.prefix + "A list of two prompts"]
         kw = {"max_tokens": 1, "echo": True, "logprobs": 0} if have.get("prompt_logprobs") else {"max_tokens": 1}
-        body = {"model": self.spec.model, "temperature": 0, **kw}
         try:     # any failure of the list itself means one prompt per request (always correct, only slower)
-            parts = _split(self._post_once("/completions", {**body, "prompt": texts}, retries=False), len(texts))
+            parts = _split(self._post_once(self._completion(texts, **kw), retries=False), len(texts))
         except ServedError as exc:
             log.info("list probe: %s; one prompt per request", exc)
             return False
-        alone = [self._post_once("/completions", {**body, "prompt": t}) for t in texts]
+        alone = [self._post_once(self._completion(t, **kw)) for t in texts]
         for part, one, t in zip(parts, alone, texts):
             a, b = part["choices"][0], one["choices"][0]
             if kw.get("echo") and not str(a.get("text", "")).startswith(t):
@@ -222,23 +222,21 @@ class ServedBackend(Backend):
         urls = self._answering()
         model_id, listed = self._listed(urls[0])
         res = {"model_id": model_id, "listed": listed, "response_model": None}
-        m = {"model": self.spec.model}
-        answered = []                                       # (path, body, response) that came back 200
-        body = {**m, "prompt": self.spec.prefix + "Hello world, this is", "max_tokens": 1, "echo": True, "logprobs": 1,
-                "temperature": 0}
+        answered = []                                       # (request, response) that came back 200
+        req = self._completion(self.spec.prefix + "Hello world, this is", max_tokens=1, echo=True, logprobs=1)
         try:
-            r = self._post_once("/completions", body)
-            answered.append(("/completions", body, r))
+            r = self._post_once(req)
+            answered.append((req, r))
             res["generate"] = True
             ch = _choice(r, "/completions")
             lp = ch.get("logprobs")
-            echoed = isinstance(ch.get("text"), str) and ch["text"].startswith(body["prompt"])
+            echoed = isinstance(ch.get("text"), str) and ch["text"].startswith(req.body["prompt"])
             if lp is not None and not isinstance(lp, dict):
                 raise ServedError(f"/completions: a malformed answer (logprobs is {str(lp)[:100]!r})")
             if lp is None or not echoed:                    # answered without an echo's log-probs: a definite no
                 res["prompt_logprobs"] = False
             else:                                           # an echo given must be well-formed (else transient)
-                self._echo_validate(Request("/completions", body, 8, "capability probe /completions"), r)
+                self._echo_validate(req, r)
                 res["prompt_logprobs"] = len([v for v in lp["token_logprobs"] if v is not None]) >= 2
             tops = [t for t in (lp or {}).get("top_logprobs") or [] if t]
             res["top_logprobs"] = bool(tops) and isinstance(tops[-1], dict)
@@ -248,20 +246,18 @@ class ServedBackend(Backend):
             log.info("completions probe: %s", exc)
             res.update(prompt_logprobs=False, top_logprobs=False, generate=False)
         if not res["top_logprobs"] and res["generate"]:
-            body = {**m, "prompt": "Hello", "max_tokens": 1, "logprobs": 5, "temperature": 0}
             try:
-                r = self._post_once("/completions", body)
+                r = self._post_once(self._completion("Hello", max_tokens=1, logprobs=5))
                 tops = (_choice(r, "/completions").get("logprobs") or {}).get("top_logprobs") or []
                 res["top_logprobs"] = bool(tops) and isinstance(tops[0], dict) and len(tops[0]) >= 2
                 if res["top_logprobs"]:
                     _check_top(tops[0].values(), "top_logprobs[0]")
             except Refused:
                 pass
-        body = {**m, "messages": [{"role": "user", "content": "Hello"}], "max_tokens": 1, "logprobs": True,
-                "top_logprobs": 5, "temperature": 0}
+        req = self._chat("Hello", 1, max_tokens=1, logprobs=True, top_logprobs=5)
         try:
-            r = self._post_once("/chat/completions", body)
-            answered.append(("/chat/completions", body, r))
+            r = self._post_once(req)
+            answered.append((req, r))
             res["chat"] = True
             content = (_choice(r, "/chat/completions").get("logprobs") or {}).get("content") or []
             res["chat_top_logprobs"] = bool(content) and len(content[0].get("top_logprobs") or []) >= 2
@@ -272,17 +268,16 @@ class ServedBackend(Backend):
             res.update(chat=False, chat_top_logprobs=False)
         res["generate"] = res["generate"] or res["chat"]
         if answered:
-            res["response_model"] = answered[0][2].get("model")
-            self._same_model_on_replicas(res, answered[0][:2], urls)
+            res["response_model"] = answered[0][1].get("model")
+            self._same_model_on_replicas(res, answered[0][0], urls)
         res["prompt_lists"] = self._probe_lists(res)
         return res
 
-    def _same_model_on_replicas(self, res: dict, probe: tuple, urls: list) -> None:
+    def _same_model_on_replicas(self, res: dict, probe: Request, urls: list) -> None:
         """Every replica serves the first one's model: the same id in ``GET /models`` and in its answers."""
-        path, body = probe
         for url in urls[1:]:
             model_id, listed = self._listed(url)
-            named = self._post_once(path, body, url=url).get("model")
+            named = self._post_once(probe, url=url).get("model")
             if model_id != res["model_id"] or named != res["response_model"]:
                 raise Refused(f"the replicas serve different models: {urls[0]} serves {res['model_id']!r} (its answers "
                               f"name {res['response_model']!r}), {url} serves {model_id!r} (its answers name "
@@ -399,7 +394,7 @@ class ServedBackend(Backend):
             self.system_fingerprints.add(resp["system_fingerprint"])
             self.lm.fingerprint["system_fingerprints"] = sorted(self.system_fingerprints)
 
-    def _completion(self, prompt: str, **kw) -> Request:
+    def _completion(self, prompt: str | list[str], **kw) -> Request:
         body = {"model": self.spec.model, "prompt": prompt, "temperature": 0, **kw}
         return Request("/completions", body, cost=len(prompt) // 4 + 1 + int(kw.get("max_tokens", 1)),
                        name=f"completions {prompt[-60:]!r}")
