@@ -46,12 +46,10 @@ def _digest(obj: Any) -> str:
 
 def _library_versions() -> dict[str, str | None]:
     from importlib.metadata import PackageNotFoundError, version
-    out: dict[str, str | None] = {}
-    for pkg in ("torch", "transformers"):
-        try:
+    out: dict[str, str | None] = dict.fromkeys(("torch", "transformers"))
+    for pkg in out:
+        with contextlib.suppress(PackageNotFoundError):
             out[pkg] = version(pkg)
-        except PackageNotFoundError:
-            out[pkg] = None
     return out
 
 
@@ -279,10 +277,8 @@ class ScoreCache:
             self._overlay.update(items)
             return
         now = time.time()
-        rows = []
-        for key, value in items.items():
-            text = json.dumps(value, ensure_ascii=False, allow_nan=True)
-            rows.append((key, text, self._checksum(key, text), method, now))
+        texts = {key: json.dumps(value, ensure_ascii=False, allow_nan=True) for key, value in items.items()}
+        rows = [(key, text, self._checksum(key, text), method, now) for key, text in texts.items()]
         for attempt in range(2):
             try:
                 self._check_file()
