@@ -37,16 +37,12 @@ def generate_batch(model, head: Head, tokenizer, prompt_ids: Sequence[Sequence[i
     last = out.last_hidden_state[:, -1]
     next_pos = pos[:, -1] + 1
     n = len(prompt_ids)
-    gens = None
-    if do_sample:
-        gens = []
-        for s in seeds:
-            g = torch.Generator(device=device)
-            if s is None:
-                g.seed()
-            else:
-                g.manual_seed(int(s))
-            gens.append(g)
+    gens = [torch.Generator(device=device) for _ in seeds] if do_sample else None
+    for g, s in zip(gens or [], seeds):
+        if s is None:
+            g.seed()
+        else:
+            g.manual_seed(int(s))
     generated: list[list[int]] = [[] for _ in range(n)]
     done = [False] * n
     for _ in range(max_new_tokens):
