@@ -244,8 +244,8 @@ async def _send_one(client, cfg: ClientConfig, replicas: list[_Replica], cond: a
         cfg.stats["retries"] += 1
         delay = min(max(backoff, wait or 0.0), left)
         asked = f" (Retry-After asked {wait:.0f} s)" if wait is not None and wait > delay else ""
-        log.warning("request %s: %s; retried: waiting %.1f s%s, then attempt %d of at most %d (retry budget: %.1f of %g s "
-                    "left after this wait)", name, err, delay, asked, attempt + 1, cfg.max_retries + 1,
+        log.warning("request %s: %s; retried: waiting %.1f s%s, then attempt %d of at most %d (retry budget: %.1f of "
+                    "%g s left after this wait)", name, err, delay, asked, attempt + 1, cfg.max_retries + 1,
                     left - delay, cfg.retry_budget_s)
         waited += delay
         await asyncio.sleep(delay)
