@@ -86,7 +86,7 @@ class Backend:
         raise NotImplementedError
 
 
-def sequence_table(sums_counts, perplexity: str = "perplexity") -> pd.DataFrame:
+def sums_table(sums_counts, perplexity: str = "perplexity") -> pd.DataFrame:
     """Per text, from its (sum of token log-probabilities, token count): ``sum_logprob``, ``n_tokens``,
     ``mean_logprob`` = sum / n and ``perplexity`` (or the column named so) = exp(-mean); NaN without a token."""
     rows = [{"sum_logprob": s, "n_tokens": n, "mean_logprob": s / n if n else math.nan,

@@ -20,7 +20,7 @@ import logging
 import math
 
 from ...models.imported import TEXT_MATCHING, normalise
-from .base import CAPABILITIES, Backend, sequence_table
+from .base import CAPABILITIES, Backend, sums_table
 
 log = logging.getLogger(__name__)
 
@@ -105,7 +105,7 @@ class ImportedBackend(Backend):
             if key is None:
                 raise self._missing("the log-likelihood of", t, ("", t))
             sums.append((self.lls[key], self._n_tokens(key[1])))      # tokens of the text the harness scored
-        return sequence_table(sums)
+        return sums_table(sums)
 
     def option_values(self, sc, prompts: list[str], options: list[list[str]], chat) -> list[list[tuple]]:
         if chat:

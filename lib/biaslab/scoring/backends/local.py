@@ -20,7 +20,7 @@ from .. import labels as labels_mod
 from ..batching import default_token_budget, run_batches
 from ..causal import Head, Request, _lcp, group_by_prefix, score_batch, score_packed
 from ..generation import generate_batch, row_seed
-from .base import Backend, sequence_table
+from .base import Backend, sums_table
 
 log = logging.getLogger(__name__)
 
@@ -182,7 +182,7 @@ class CausalBackend(LocalBackend):
             return out
 
         values = sc._run("sequence", texts, keys, prepare, compute, "sequence log-likelihood")
-        df = sequence_table((float(np.asarray(values[k], dtype=float).sum()), len(values[k])) for k in keys)
+        df = sequence_table(values, keys)
         if per_token:
             ids = self.encode(texts)
             df["tokens"] = [self.tokenizer.convert_ids_to_tokens(self.with_prefix(x)[1:]) for x in ids]
@@ -270,3 +270,7 @@ class CausalBackend(LocalBackend):
         values = sc._run("generate", rendered, keys, prepare, compute, "generation", cache=cacheable)
         return [values[k] for k in keys]
 
+
+def sequence_table(values: dict, keys, perplexity: str = "perplexity"):
+    """:func:`.base.sums_table` of each key's token log-probabilities in ``values`` (summed by numpy)."""
+    return sums_table([(float(np.asarray(values[k], dtype=float).sum()), len(values[k])) for k in keys], perplexity)

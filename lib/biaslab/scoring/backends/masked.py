@@ -16,8 +16,8 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from .base import Backend, sequence_table
-from .local import LocalBackend
+from .base import Backend
+from .local import LocalBackend, sequence_table
 
 
 def shared_token_positions(ids1: Sequence[int], ids2: Sequence[int]) -> tuple[list[int], list[int]]:
@@ -88,8 +88,7 @@ class MaskedBackend(LocalBackend):
             return [v.tolist() for v in masked_token_logprobs(self, jobs, budget)]
 
         values = sc._run("pll", texts, keys, prepare, compute, "pseudo-log-likelihood")
-        df = sequence_table(((float(np.asarray(values[k], dtype=float).sum()), len(values[k])) for k in keys),
-                            "pseudo_perplexity")
+        df = sequence_table(values, keys, "pseudo_perplexity")
         if per_token:
             enc = tok(texts, add_special_tokens=True)["input_ids"]
             df["tokens"] = [tok.convert_ids_to_tokens([t for t in ids if t not in special]) for ids in enc]

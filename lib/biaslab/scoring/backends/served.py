@@ -34,7 +34,7 @@ import pandas as pd
 from ...files.storage import atomic_write_text
 from .. import labels as labels_mod
 from ..causal import _lcp
-from .base import CAPABILITIES, Backend, sequence_table
+from .base import CAPABILITIES, Backend, sums_table
 from .client import (DEAD_AFTER, AuthError, ClientConfig, InvalidResponse, Refused, Request, ServedError, get_json,
                      run_requests)
 
@@ -489,7 +489,7 @@ class ServedBackend(Backend):
         if n_unscored:
             log.warning("%d of %d texts: the server gave no log-prob for the first token (no prefix set, or it is "
                         "outside the opening distribution); their first token is context only", n_unscored, len(texts))
-        df = sequence_table(sums)
+        df = sums_table(sums)
         if per_token:
             df["tokens"] = toks_col
             df["token_logprobs"] = lps_col
