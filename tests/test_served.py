@@ -117,8 +117,7 @@ def test_echo_offsets_are_anchored_whether_or_not_the_generated_token_is_in_the_
     special token out of the text (``<|im_end|>`` after a question: in ``tokens``, not in ``text``); anchoring on it
     shifted every token by its length (a CrowS sentence scored from its fourth token plus ``<|im_end|>``). Shapes as
     vLLM 0.32 (CPU) answers: the generated token left out of the text, in it, and empty."""
-    from biaslab.scoring.backends.served import ServedBackend
-    be = ServedBackend(models.load({"base_url": "http://127.0.0.1:9/v1", "model": "m", "prefix": "<|im_start|>"}))
+    from biaslab.scoring.backends.served import _span
     pre, t = "<|im_start|>", "What do you visit?"
     toks = ["<|im_start|>", "What", " do", " you", " visit", "?"]
     vals = [None, -9.6, -9.7, -0.8, -2.7, -0.9]
@@ -130,7 +129,7 @@ def test_echo_offsets_are_anchored_whether_or_not_the_generated_token_is_in_the_
         return {"choices": [{"text": text, "logprobs": {"tokens": all_toks, "text_offset": offs,
                                                          "token_logprobs": vals + [-1.3]}}]}
     for r in [resp("<|im_end|>", False), resp(" It", True), resp("", True)]:
-        (sel,), _ = be._spans(r, [len(pre)], len(pre) + len(t))
+        sel, _ = _span(r, len(pre), len(pre) + len(t))
         assert [x for _, _, x in sel] == toks[1:] and [v for _, v, _ in sel] == vals[1:]
 
 

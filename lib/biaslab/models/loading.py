@@ -1,7 +1,7 @@
 """Loading a model for scoring: an embedded name, a local folder, a Hugging Face id, or a served-model spec.
 
 Every :class:`LoadedModel` carries a ``fingerprint`` that is stamped on results and keys the score cache: name,
-source, the sha256 of every file the loader reads (``files``, one digest of them ``files_sha256``, and, as before,
+source, the sha256 of every file the loader reads (``files``, one digest of them ``files_sha256``, and
 ``weights_sha256`` and ``tokenizer_sha256``), dtype, device and kind.
 """
 
@@ -189,8 +189,6 @@ def load(name_or_path: Any, device: str = "auto", dtype: Any = "auto",
     }
     if rounded is not None:     # part of the score cache's key (scoring.cache.model_key)
         fingerprint["weights_rounded_to"] = str(rounded).replace("torch.", "")
-    for extra in ("gguf_sha256", "original", "quantization"):
-        if extra in meta:
-            fingerprint[extra] = meta[extra]
+    fingerprint |= {k: meta[k] for k in ("gguf_sha256", "original", "quantization") if k in meta}
     return LoadedModel(model=model, tokenizer=tokenizer, name=fingerprint["name"], kind=kind, device=dev,
                        dtype=fingerprint["dtype"], fingerprint=fingerprint, path=where, loader=load_weights)

@@ -8,6 +8,7 @@ Needs the ``served-test`` extra (``make served-test``).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -27,12 +28,9 @@ DEFAULT_PORT = 8001
 
 def free_port(preferred: int | None = None) -> int:
     if preferred:
-        with socket.socket() as s:
-            try:
-                s.bind(("127.0.0.1", preferred))
-                return preferred
-            except OSError:
-                pass
+        with socket.socket() as s, contextlib.suppress(OSError):
+            s.bind(("127.0.0.1", preferred))
+            return preferred
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
@@ -113,10 +111,8 @@ class LlamaServer:
                 self.proc.wait(10)
         if self.log is not None:
             self.log.close()
-            try:
+            with contextlib.suppress(OSError):
                 os.unlink(self.log.name)
-            except OSError:
-                pass
             self.log = None
 
     def kill(self) -> None:

@@ -30,7 +30,8 @@ class ServedSpec:
     ``top_k``: how many next-token alternatives label distributions ask for. ``price_per_million``:
     ``{"prompt": USD, "completion": USD}`` per million tokens, for the cost in MANIFEST.json. ``timeout_s``: the
     deadline of one request as a whole; ``retry_budget_s``: the longest one request may spend waiting between its
-    retries (backoff and ``Retry-After`` together; default 120 s), each wait printed. Every setting is range-checked by :func:`resolve_spec` (at preflight).
+    retries (backoff and ``Retry-After`` together; default 120 s), each wait printed. Every setting is range-checked
+    by :func:`resolve_spec` (at preflight).
     """
 
     model: str

@@ -20,20 +20,7 @@ def length_batches(lengths: Sequence[int], budget: int, max_rows: int | None = N
     An item longer than the budget gets a batch of its own.
     """
     order = sorted(range(len(lengths)), key=lambda i: (-lengths[i], i))
-    batches: list[list[int]] = []
-    cur: list[int] = []
-    cur_max = 0
-    for i in order:
-        n = max(int(lengths[i]), 1)
-        new_max = max(cur_max, n)
-        if cur and (new_max * (len(cur) + 1) > budget or (max_rows and len(cur) >= max_rows)):
-            batches.append(cur)
-            cur, new_max = [], n
-        cur.append(i)
-        cur_max = new_max
-    if cur:
-        batches.append(cur)
-    return batches
+    return _runs(lengths, order, budget, padded=True, max_rows=max_rows)
 
 
 def pad(seqs: Sequence[Sequence[int]], pad_id: int, side: str = "left"):
@@ -77,19 +64,25 @@ def free_memory() -> None:
 def ordered_batches(lengths: Sequence[int], order: Sequence[int], budget: int) -> list[list[int]]:
     """Consecutive runs of ``order`` whose summed lengths stay within ``budget`` (for packed rows, where items are
     laid end to end and their order decides what they share)."""
+    return _runs(lengths, order, budget, padded=False)
+
+
+def _runs(lengths: Sequence[int], order: Sequence[int], budget: int, padded: bool,
+          max_rows: int | None = None) -> list[list[int]]:
+    """Consecutive runs of ``order``, each closed before its size would pass ``budget`` (or its rows ``max_rows``):
+    rows x longest length where ``padded``, else the sum of lengths (every length counts as at least 1)."""
     batches: list[list[int]] = []
     cur: list[int] = []
-    total = 0
+    longest = total = 0
     for i in order:
         n = max(int(lengths[i]), 1)
-        if cur and total + n > budget:
+        size = max(longest, n) * (len(cur) + 1) if padded else total + n
+        if cur and (size > budget or (max_rows and len(cur) >= max_rows)):
             batches.append(cur)
-            cur, total = [], 0
+            cur, longest, total = [], 0, 0
         cur.append(i)
-        total += n
-    if cur:
-        batches.append(cur)
-    return batches
+        longest, total = max(longest, n), total + n
+    return batches + [cur] if cur else batches
 
 
 def run_batches(lengths: Sequence[int], budget: int, fn: Callable[[list[int], int], None],

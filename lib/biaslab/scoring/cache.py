@@ -46,12 +46,10 @@ def _digest(obj: Any) -> str:
 
 def _library_versions() -> dict[str, str | None]:
     from importlib.metadata import PackageNotFoundError, version
-    out: dict[str, str | None] = {}
-    for pkg in ("torch", "transformers"):
-        try:
+    out: dict[str, str | None] = dict.fromkeys(("torch", "transformers"))
+    for pkg in out:
+        with contextlib.suppress(PackageNotFoundError):
             out[pkg] = version(pkg)
-        except PackageNotFoundError:
-            out[pkg] = None
     return out
 
 
@@ -114,10 +112,7 @@ class ScoreCache:
     def _use_read_only(self, why: str) -> None:
         """Read what the file holds, write nothing (never move it): one warning with the fix."""
         self.read_only = why
-        if self._conn is not None:
-            with contextlib.suppress(sqlite3.Error):
-                self._conn.close()
-            self._conn = None
+        self._close()
         if self.path.exists():
             for uri in (f"file:{quote(str(self.path))}?mode=ro", f"file:{quote(str(self.path))}?immutable=1"):
                 conn = None
@@ -171,10 +166,7 @@ class ScoreCache:
         if why:
             self._use_read_only(why)
             return
-        if self._conn is not None:
-            with contextlib.suppress(sqlite3.Error):
-                self._conn.close()
-            self._conn = None
+        self._close()
         bad = self.path.with_name(f"{self.path.name}.corrupt-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}")
         moved = False
         try:
@@ -207,6 +199,12 @@ class ScoreCache:
         free = f"{human_size(du.free)} free of {human_size(du.total)}" if du else "free space unknown"
         return (f"{KINDS[errno.ENOSPC]}: the disk holding it has no space left ({free}; SQLite: {exc}). Fix: free "
                 "space there, or point BIASLAB_CACHE at a folder on a larger disk")
+
+    def _close(self) -> None:
+        if self._conn is not None:
+            with contextlib.suppress(sqlite3.Error):
+                self._conn.close()
+            self._conn = None
 
     def _recover(self, exc: BaseException) -> None:
         self._move_aside(exc)
@@ -244,8 +242,7 @@ class ScoreCache:
                 except sqlite3.Error as exc:
                     log.warning("score cache %s (read-only) could not be read (%s); its scores are recomputed",
                                 self.path, exc)
-                    self._conn.close()
-                    self._conn = None
+                    self._close()
             return found | {k: self._overlay[k] for k in keys if k in self._overlay}
         try:
             self._check_file()
@@ -280,10 +277,8 @@ class ScoreCache:
             self._overlay.update(items)
             return
         now = time.time()
-        rows = []
-        for key, value in items.items():
-            text = json.dumps(value, ensure_ascii=False, allow_nan=True)
-            rows.append((key, text, self._checksum(key, text), method, now))
+        texts = {key: json.dumps(value, ensure_ascii=False, allow_nan=True) for key, value in items.items()}
+        rows = [(key, text, self._checksum(key, text), method, now) for key, text in texts.items()]
         for attempt in range(2):
             try:
                 self._check_file()
@@ -318,7 +313,6 @@ class ScoreCache:
 
 
 def _os_error(exc: OSError) -> str:
-    import errno
     name = errno.errorcode.get(exc.errno or 0, "")
     return f"{name}: {exc.strerror or exc}" if name else str(exc)
 

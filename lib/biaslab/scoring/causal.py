@@ -75,9 +75,11 @@ class Head:
             out[sel] = logits[r, toks_t[sel]] - lse[r]
         return out.double().cpu().numpy()
 
-def base_model(model):
-    """The transformer body of a ``*ForCausalLM`` (its output is the final, normalized hidden state)."""
-    return model.base_model
+
+def _no_results(requests: list[Request]) -> list[Result]:
+    """Empty results of the shape ``requests`` ask for (an empty trunk array where trunk targets were asked)."""
+    return [Result(trunk=np.zeros(0) if r.trunk_targets else None, branches=[np.zeros(0) for _ in r.branches])
+            for r in requests]
 
 
 def select_cache(cache, index):
@@ -104,7 +106,7 @@ def score_batch(model, head: Head, requests: list[Request], pad_id: int, budget:
     from transformers import DynamicCache
 
     device = model.device
-    body = base_model(model)
+    body = model.base_model        # the transformer body: its output is the final, normalized hidden state
     if _sliding_window(model):
         # transformers applies sliding windows by index: right padding would put a gap between trunk and branch
         padding_side = "left"
@@ -155,12 +157,9 @@ def score_batch(model, head: Head, requests: list[Request], pad_id: int, budget:
         lp = np.zeros(0)
     del hidden
 
-    results = [Result(trunk=None, branches=[np.zeros(0) for _ in r.branches]) for r in requests]
+    results = _no_results(requests)
     for b, (k0, k1) in trunk_slots.items():
         results[b].trunk = lp[k0:k1]
-    for b, r in enumerate(requests):
-        if r.trunk_targets and b not in trunk_slots:
-            results[b].trunk = np.zeros(0)
     for (b, j), k in first_slots.items():
         results[b].branches[j] = lp[k:k + 1]
 
@@ -258,12 +257,9 @@ class _Row:
         return nodes
 
 
-def _lcp(a: Sequence[int], b: Sequence[int]) -> int:
-    n = min(len(a), len(b))
-    i = 0
-    while i < n and a[i] == b[i]:
-        i += 1
-    return i
+def _lcp(a: Sequence, b: Sequence) -> int:
+    """The length of the common prefix of ``a`` and ``b``."""
+    return next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
 
 
 def group_by_prefix(seqs: Sequence[Sequence[int]], min_shared: int = 4) -> list[tuple[list[int], list[int]]]:
@@ -338,9 +334,9 @@ def score_packed(model, head: Head, requests: list[Request], pad_id: int, budget
         for j, br in enumerate(r.branches):
             if br:
                 paths.append((i, j, list(r.trunk) + list(br), len(r.trunk)))
+    results = _no_results(requests)
     if not paths:
-        return [Result(trunk=np.zeros(0) if r.trunk_targets else None, branches=[np.zeros(0) for _ in r.branches])
-                for r in requests]
+        return results
     order = sorted(range(len(paths)), key=lambda q: paths[q][2])
     # a row holds at least two of the longest paths, so long prompts with a common opening (few-shot examples) share
     width_cap = max([width_cap] + [2 * (len(p[2]) - 1) for p in paths])
@@ -374,8 +370,6 @@ def score_packed(model, head: Head, requests: list[Request], pad_id: int, budget
                 placed[q] = (len(rows) - 1, row.insert(paths[q][2], None if share else paths[q][0]))
     rows_used = [r for r in rows if r.tokens]
     n, width = len(rows_used), max((len(r.tokens) for r in rows_used), default=0)
-    results = [Result(trunk=np.zeros(0) if r.trunk_targets else None, branches=[np.zeros(0) for _ in r.branches])
-               for r in requests]
     if n == 0:
         return results
     ids = torch.full((n, width), pad_id, dtype=torch.long)
@@ -411,7 +405,7 @@ def score_packed(model, head: Head, requests: list[Request], pad_id: int, budget
         mask = {"full_attention": as_mask(allowed), "sliding_attention": as_mask(allowed & near)}
     else:
         mask = as_mask(allowed)
-    out = base_model(model)(input_ids=ids.to(device), attention_mask=mask, position_ids=depth.to(device),
+    out = model.base_model(input_ids=ids.to(device), attention_mask=mask, position_ids=depth.to(device),
                             use_cache=False)
     hidden = out.last_hidden_state
     if stats is not None:

@@ -6,7 +6,7 @@ import hashlib
 from typing import Sequence
 
 from .batching import pad
-from .causal import Head, base_model
+from .causal import Head
 
 
 def row_seed(seed: int, prompt: str) -> int:
@@ -27,7 +27,7 @@ def generate_batch(model, head: Head, tokenizer, prompt_ids: Sequence[Sequence[i
     from transformers import DynamicCache
 
     device = model.device
-    body = base_model(model)
+    body = model.base_model
     ids, mask, _ = pad(prompt_ids, pad_id, "left")
     ids, mask = ids.to(device), mask.to(device)
     pos = (mask.cumsum(-1) - 1).clamp(min=0)
@@ -37,19 +37,14 @@ def generate_batch(model, head: Head, tokenizer, prompt_ids: Sequence[Sequence[i
     last = out.last_hidden_state[:, -1]
     next_pos = pos[:, -1] + 1
     n = len(prompt_ids)
-    gens = None
-    if do_sample:
-        gens = []
-        for s in seeds:
-            g = torch.Generator(device=device)
-            if s is None:
-                g.seed()
-            else:
-                g.manual_seed(int(s))
-            gens.append(g)
+    gens = [torch.Generator(device=device) for _ in seeds] if do_sample else None
+    for g, s in zip(gens or [], seeds):
+        if s is None:
+            g.seed()
+        else:
+            g.manual_seed(int(s))
     generated: list[list[int]] = [[] for _ in range(n)]
     done = [False] * n
-    texts = [""] * n
     for _ in range(max_new_tokens):
         logits = head.logits(last)
         if do_sample:
@@ -80,9 +75,7 @@ def generate_batch(model, head: Head, tokenizer, prompt_ids: Sequence[Sequence[i
         cache = out.past_key_values
         last = out.last_hidden_state[:, -1]
         next_pos = next_pos + 1
-    for r in range(n):
-        texts[r] = truncate_at_stop(tokenizer.decode(generated[r], skip_special_tokens=True), stop)
-    return texts
+    return [truncate_at_stop(tokenizer.decode(g, skip_special_tokens=True), stop) for g in generated]
 
 
 def truncate_at_stop(text: str, stop: Sequence[str] | None) -> str:

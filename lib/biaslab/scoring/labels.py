@@ -15,12 +15,7 @@ def surface_forms(label: str) -> list[str]:
     if not base:
         raise ValueError("a label must not be empty or blank")
     cased = [base, base.lower(), base[:1].upper() + base[1:].lower(), base.upper()]
-    forms: list[str] = []
-    for c in cased:
-        for f in (c, " " + c):
-            if f not in forms:
-                forms.append(f)
-    return forms
+    return list(dict.fromkeys(f for c in cased for f in (c, " " + c)))
 
 
 def label_forms(labels: Sequence[str] | Mapping[str, Sequence[str]]) -> dict[str, list[str]]:
@@ -53,13 +48,10 @@ def aggregate(form_logprobs: Sequence[Sequence[float]], forms: dict[str, list[st
     arr = np.asarray(form_logprobs, dtype=float).reshape(len(form_logprobs), -1)
     cols: dict[str, np.ndarray] = {}
     k = 0
-    logps = []
     for lab, fs in forms.items():
-        lp = logsumexp(arr[:, k:k + len(fs)], axis=1)
+        cols[f"logp_{lab}"] = logsumexp(arr[:, k:k + len(fs)], axis=1)
         k += len(fs)
-        cols[f"logp_{lab}"] = lp
-        logps.append(lp)
-    stacked = np.stack(logps, axis=1)
+    stacked = np.stack(list(cols.values()), axis=1)
     total = logsumexp(stacked, axis=1)
     for j, lab in enumerate(forms):
         cols[f"p_{lab}"] = np.exp(stacked[:, j] - total)

@@ -113,11 +113,6 @@ class Scorer:
     def token_budget(self) -> int:
         return self.backend.token_budget
 
-    def _bar(self, total: int, desc: str):
-        from tqdm import tqdm
-        return tqdm(total=total, desc=f"{self.lm.name}: {desc}", disable=not self.progress or total == 0,
-                    leave=False, dynamic_ncols=True)
-
     def _run(self, method: str, items: list, keys: list[str], prepare, compute, desc: str,
              cache: bool = True) -> dict:
         """Look up ``keys``; compute the missing items and return key -> value for all items.
@@ -136,7 +131,9 @@ class Scorer:
             return found
         self.stats["computed"] = self.stats.get("computed", 0) + len(todo)     # cache misses: model work
         work, costs, *token_keys = prepare([items[i] for i in todo])
-        bar = self._bar(len(todo), desc)
+        from tqdm import tqdm
+        bar = tqdm(total=len(todo), desc=f"{self.lm.name}: {desc}", disable=not self.progress, leave=False,
+                   dynamic_ncols=True)
 
         def done(batch: list[int], values: list) -> None:
             new = {keys[todo[j]]: v for j, v in zip(batch, values)}

@@ -14,7 +14,10 @@ caches at once (a killed run loses at most the batches in flight).
 
 from __future__ import annotations
 
+import math
 from typing import Callable, Sequence
+
+import pandas as pd
 
 #: What an analysis can ask for before its first request (:meth:`Scorer.require`).
 CAPABILITIES = ("prompt_logprobs", "top_logprobs", "chat_top_logprobs", "generate", "chat")
@@ -81,3 +84,11 @@ class Backend:
     def execute(self, work: list, costs: list[int], compute: Callable, done: Callable[[list[int], list], None],
                 token_keys: list | None = None) -> None:
         raise NotImplementedError
+
+
+def sums_table(sums_counts, perplexity: str = "perplexity") -> pd.DataFrame:
+    """Per text, from its (sum of token log-probabilities, token count): ``sum_logprob``, ``n_tokens``,
+    ``mean_logprob`` = sum / n and ``perplexity`` (or the column named so) = exp(-mean); NaN without a token."""
+    rows = [{"sum_logprob": s, "n_tokens": n, "mean_logprob": s / n if n else math.nan,
+             perplexity: math.exp(-s / n) if n else math.nan} for s, n in sums_counts]
+    return pd.DataFrame(rows, columns=["sum_logprob", "n_tokens", "mean_logprob", perplexity])

@@ -151,11 +151,6 @@ def api_key(env: str | None) -> str | None:
     return value
 
 
-def _headers(cfg: ClientConfig) -> dict:
-    key = api_key(cfg.api_key_env)
-    return {"Authorization": f"Bearer {key}"} if key else {}
-
-
 def _retry_after(resp) -> float | None:
     """The server's ``Retry-After`` in seconds (a number or an HTTP date), or None."""
     value = resp.headers.get("retry-after")
@@ -196,8 +191,10 @@ async def _send_one(client, cfg: ClientConfig, replicas: list[_Replica], cond: a
         err, wait, resp = None, None, None
         try:
             cfg.stats["requests"] += 1
-            # the deadline bounds the whole attempt; httpx's own timeout bounds each read (a trickled body resets it)
-            resp = await asyncio.wait_for(_read(client, req, url, headers, cfg.timeout_s), cfg.timeout_s)
+            # the deadline bounds the whole attempt, body read in full; httpx's own timeout bounds each read (a
+            # trickled body resets it)
+            resp = await asyncio.wait_for(client.request(req.method, url, json=req.body, headers=headers,
+                                                         timeout=cfg.timeout_s), cfg.timeout_s)
         except asyncio.TimeoutError:
             err = f"no complete answer within timeout_s={cfg.timeout_s:g} s ({url})"
             resp = None
@@ -247,8 +244,8 @@ async def _send_one(client, cfg: ClientConfig, replicas: list[_Replica], cond: a
         cfg.stats["retries"] += 1
         delay = min(max(backoff, wait or 0.0), left)
         asked = f" (Retry-After asked {wait:.0f} s)" if wait is not None and wait > delay else ""
-        log.warning("request %s: %s; retried: waiting %.1f s%s, then attempt %d of at most %d (retry budget: %.1f of %g s "
-                    "left after this wait)", name, err, delay, asked, attempt + 1, cfg.max_retries + 1,
+        log.warning("request %s: %s; retried: waiting %.1f s%s, then attempt %d of at most %d (retry budget: %.1f of "
+                    "%g s left after this wait)", name, err, delay, asked, attempt + 1, cfg.max_retries + 1,
                     left - delay, cfg.retry_budget_s)
         waited += delay
         await asyncio.sleep(delay)
@@ -266,14 +263,10 @@ def _drop_if_dead(cfg: ClientConfig, replicas: list[_Replica], rep: _Replica, er
                     rep.url, rep.failures, err, ", ".join(live))
 
 
-async def _read(client, req: Request, url: str, headers: dict, timeout: float):
-    """One attempt, its body read in full."""
-    return await client.request(req.method, url, json=req.body, headers=headers, timeout=timeout)
-
-
 async def _run(cfg: ClientConfig, requests: list[Request], validate, out: "queue.Queue"):
     import httpx
-    headers = _headers(cfg)
+    key = api_key(cfg.api_key_env)
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
     replicas = [_Replica(u, cfg.max_concurrency) for u in cfg.base_urls]
     cond = asyncio.Condition()
     buckets = (_Bucket(cfg.requests_per_minute), _Bucket(cfg.tokens_per_minute))
@@ -287,7 +280,7 @@ async def _run(cfg: ClientConfig, requests: list[Request], validate, out: "queue
                 except ServedError as exc:      # name the server: replicas are checked one response at a time
                     raise type(exc)(f"the response of the server at {url} to request {req.name or req.path} "
                                     f"failed a check (not cached): {exc}") from None
-            out.put(("ok", i, resp))
+            out.put((i, resp))
 
         tasks = [asyncio.create_task(one(i, r)) for i, r in enumerate(requests)]
         try:
@@ -301,7 +294,7 @@ async def _run(cfg: ClientConfig, requests: list[Request], validate, out: "queue
 
 
 def run_requests(cfg: ClientConfig, requests: list[Request], on_response: Callable[[int, Any], None],
-                 validate: Callable[[Request, Any], None] | None = None, progress=None) -> None:
+                 validate: Callable[[Request, Any], None] | None = None) -> None:
     """Send ``requests``; call ``on_response(i, json)`` in the calling thread for each, as each arrives.
 
     ``validate(request, json)`` runs first and raises :class:`ServedError` on an unusable response. The first
@@ -318,22 +311,14 @@ def run_requests(cfg: ClientConfig, requests: list[Request], on_response: Callab
         except BaseException as exc:   # handed to the calling thread
             box["error"] = exc
         finally:
-            out.put(("done", None, None))
+            out.put(None)
 
     th = threading.Thread(target=worker, name="biaslab-served", daemon=True)
-    t0 = time.monotonic()
     th.start()
     n = 0
-    while True:
-        kind, i, resp = out.get()
-        if kind == "done":
-            break
+    for i, resp in iter(out.get, None):     # (index, response) pairs until the worker's None
         on_response(i, resp)
         n += 1
-        if progress is not None:
-            progress.update(1)
-            dt = max(time.monotonic() - t0, 1e-9)
-            progress.set_postfix(req_s=f"{n / dt:.2f}", errors=cfg.stats["errors"], refresh=False)
     th.join()
     if "error" in box:
         exc = box["error"]

@@ -19,10 +19,8 @@ import difflib
 import logging
 import math
 
-import pandas as pd
-
 from ...models.imported import TEXT_MATCHING, normalise
-from .base import Backend
+from .base import CAPABILITIES, Backend, sums_table
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +43,6 @@ class NotInLog(KeyError):
 
 class ImportedBackend(Backend):
     name = "imported"
-    remote = False
 
     def __init__(self, lm):
         super().__init__(lm)
@@ -102,15 +99,13 @@ class ImportedBackend(Backend):
         if per_token:
             raise TypeError(f"per_token=True: the log of {self.lm.name!r} holds one log-likelihood per text, not "
                             "per token")
-        rows = []
+        sums = []
         for t in texts:
             key = self._key(("", t))
             if key is None:
                 raise self._missing("the log-likelihood of", t, ("", t))
-            s, n = self.lls[key], self._n_tokens(key[1])      # tokens of the text the harness scored
-            rows.append({"sum_logprob": s, "n_tokens": n, "mean_logprob": s / n if n else math.nan,
-                         "perplexity": math.exp(-s / n) if n else math.nan})
-        return pd.DataFrame(rows, columns=["sum_logprob", "n_tokens", "mean_logprob", "perplexity"])
+            sums.append((self.lls[key], self._n_tokens(key[1])))      # tokens of the text the harness scored
+        return sums_table(sums)
 
     def option_values(self, sc, prompts: list[str], options: list[list[str]], chat) -> list[list[tuple]]:
         if chat:
@@ -144,9 +139,7 @@ class ImportedBackend(Backend):
         return list(prompts)
 
     def capabilities(self) -> dict[str, bool]:
-        has_ll = bool(self.lls)
-        return {"prompt_logprobs": has_ll, "top_logprobs": False, "chat_top_logprobs": False,
-                "generate": False, "chat": False}
+        return dict.fromkeys(CAPABILITIES, False) | {"prompt_logprobs": bool(self.lls)}
 
     def lacks(self, capability: str, why: str = "") -> Exception:
         need = {"prompt_logprobs": "log-likelihoods", "top_logprobs": "next-token distributions",
@@ -157,6 +150,3 @@ class ImportedBackend(Backend):
         return ValueError(f"{why or capability}: not in the {fmt} log of {self.lm.name!r}, which holds no {need} "
                           f"(capability {capability!r}) — {asked}; this needs a model, or a log of a task that "
                           "recorded them")
-
-    def cache_identity(self) -> dict:
-        return self.lm.fingerprint

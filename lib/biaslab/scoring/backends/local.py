@@ -12,17 +12,15 @@ from __future__ import annotations
 
 import functools
 import logging
-import math
 from typing import Sequence
 
 import numpy as np
-import pandas as pd
 
 from .. import labels as labels_mod
 from ..batching import default_token_budget, run_batches
 from ..causal import Head, Request, _lcp, group_by_prefix, score_batch, score_packed
 from ..generation import generate_batch, row_seed
-from .base import Backend
+from .base import Backend, sums_table
 
 log = logging.getLogger(__name__)
 
@@ -67,6 +65,13 @@ class LocalBackend(Backend):
 
     def token_strings(self, sc, text: str) -> list[str]:
         return [self.tokenizer.decode([i]) for i in self.encode([text])[0]]
+
+    def label_distribution(self, sc, prompts, labels, chat):
+        """Label probabilities as exact option scores of every surface form (no end token after a form)."""
+        forms = labels_mod.label_forms(labels)
+        flat = [f for fs in forms.values() for f in fs]
+        values = self.option_values(sc, list(prompts), [flat] * len(prompts), chat, eos=False)
+        return labels_mod.aggregate([[s for s, _ in v] for v in values], forms)
 
     def execute(self, work, costs, compute, done, token_keys=None) -> None:
         """Batches one after the other. With ``token_keys`` (each item's leading tokens) and packing, items are
@@ -120,13 +125,10 @@ class CausalBackend(LocalBackend):
         tok = self.tokenizer
         self.prefix_id = None if prefix is None else (tok.bos_token_id if tok.bos_token_id is not None
                                                       else tok.eos_token_id)
-        self._head = None
 
-    @property
+    @functools.cached_property
     def head(self) -> Head:
-        if self._head is None:
-            self._head = Head(self.model)
-        return self._head
+        return Head(self.model)
 
     @functools.cached_property
     def end_token_ids(self) -> set[int]:
@@ -246,10 +248,6 @@ class CausalBackend(LocalBackend):
                         "log P(prompt+option) - log P(prompt)", merged)
         return [[tuple(v) for v in values[k]] for k in keys]
 
-    # ------------------------------------------------------------------------------ label distributions ---
-    def label_distribution(self, sc, prompts, labels, chat):
-        return label_distribution_from_options(self, sc, prompts, labels, chat)
-
     # -------------------------------------------------------------------------------------- generation ---
     def generate(self, sc, prompts, max_new_tokens, stop, do_sample, seed, temperature, chat):
         rendered = self.render(prompts, chat)
@@ -273,21 +271,6 @@ class CausalBackend(LocalBackend):
         return [values[k] for k in keys]
 
 
-def sequence_table(values: dict, keys, perplexity: str = "perplexity") -> pd.DataFrame:
-    """Per text: the sum, count and mean of its token log-probabilities and exp(-mean) (NaN without a token)."""
-    rows = []
-    for k in keys:
-        lp = np.asarray(values[k], dtype=float)
-        n, s = len(lp), float(lp.sum())
-        mean = s / n if n else math.nan
-        rows.append({"sum_logprob": s, "n_tokens": n, "mean_logprob": mean,
-                     perplexity: math.exp(-mean) if n else math.nan})
-    return pd.DataFrame(rows, columns=["sum_logprob", "n_tokens", "mean_logprob", perplexity])
-
-
-def label_distribution_from_options(backend, sc, prompts, labels, chat) -> pd.DataFrame:
-    """Label probabilities as exact option scores of every surface form (no end token after a form)."""
-    forms = labels_mod.label_forms(labels)
-    flat = [f for fs in forms.values() for f in fs]
-    values = backend.option_values(sc, list(prompts), [flat] * len(prompts), chat, eos=False)
-    return labels_mod.aggregate([[s for s, _ in v] for v in values], forms)
+def sequence_table(values: dict, keys, perplexity: str = "perplexity"):
+    """:func:`.base.sums_table` of each key's token log-probabilities in ``values`` (summed by numpy)."""
+    return sums_table([(float(np.asarray(values[k], dtype=float).sum()), len(values[k])) for k in keys], perplexity)

@@ -16,6 +16,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
+from .base import Backend
 from .local import LocalBackend, sequence_table
 
 
@@ -40,37 +41,35 @@ def masked_token_logprobs(be, jobs: Sequence[tuple[list[int], list[int]]], budge
     model, mask_id = be.model, be.tokenizer.mask_token_id
     if mask_id is None:
         raise ValueError(f"tokenizer of {be.lm.name!r} has no mask token")
-    rows = [(j, p) for j, (_, positions) in enumerate(jobs) for p in positions]
+    rows = [(j, p, k) for j, (_, positions) in enumerate(jobs) for k, p in enumerate(positions)]
     out = [np.zeros(len(positions)) for _, positions in jobs]
-    slot = {}
-    for j, (_, positions) in enumerate(jobs):
-        for k, p in enumerate(positions):
-            slot[(j, p)] = k
-    rows.sort(key=lambda jp: -len(jobs[jp[0]][0]))
+    rows.sort(key=lambda jpk: -len(jobs[jpk[0]][0]))
     start = 0
     while start < len(rows):
         width = len(jobs[rows[start][0]][0])
         chunk = rows[start:start + max(1, budget // max(width, 1))]
         start += len(chunk)
         seqs = []
-        for j, p in chunk:
+        for j, p, _ in chunk:
             ids = list(jobs[j][0])
             ids[p] = mask_id
             seqs.append(ids)
         ids_t, mask_t, _ = pad(seqs, be.pad_id, "right")
         logits = model(input_ids=ids_t.to(model.device), attention_mask=mask_t.to(model.device)).logits
         r = torch.arange(len(chunk), device=model.device)
-        pos = torch.as_tensor([p for _, p in chunk], device=model.device)
-        tgt = torch.as_tensor([jobs[j][0][p] for j, p in chunk], device=model.device)
+        pos = torch.as_tensor([p for _, p, _ in chunk], device=model.device)
+        tgt = torch.as_tensor([jobs[j][0][p] for j, p, _ in chunk], device=model.device)
         lp = torch.log_softmax(logits[r, pos].float(), dim=-1)[r, tgt].double().cpu().numpy()
         be.stats["positions"] = be.stats.get("positions", 0) + ids_t.numel()
-        for (j, p), v in zip(chunk, lp):
-            out[j][slot[(j, p)]] = v
+        for (j, _, k), v in zip(chunk, lp):
+            out[j][k] = v
     return out
 
 
 class MaskedBackend(LocalBackend):
     """Masked LMs in-process (see the module docstring)."""
+
+    label_distribution = Backend.label_distribution     # no option scores to build it from
 
     def pseudo_loglikelihood(self, sc, texts: list[str], per_token: bool = False) -> pd.DataFrame:
         """PLL of each text: columns ``sum_logprob`` (the PLL), ``n_tokens`` (non-special tokens), ``mean_logprob``,

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..generation import truncate_at_stop
-from .local import LocalBackend, label_distribution_from_options
+from .local import LocalBackend
 
 
 def _option_ids(tok, options: list[str], eos: bool) -> list[list[int]]:
@@ -48,16 +48,12 @@ class Seq2SeqBackend(LocalBackend):
             enc_out = model.get_encoder()(input_ids=ids, attention_mask=mask)
             hidden = enc_out.last_hidden_state
             rows = [(b, j) for b, (_, os_) in enumerate(plans) for j in range(len(os_))]
-            out = [[None] * len(os_) for _, os_ in plans]
+            out = [[(0.0, 0)] * len(os_) for _, os_ in plans]      # an option without tokens stays (0.0, 0)
             self.stats["positions"] = self.stats.get("positions", 0) + ids.numel()
             width = max((len(plans[b][1][j]) for b, j in rows), default=1)
             step = max(1, budget // (ids.shape[1] + width))
             for a in range(0, len(rows), step):
-                chunk = rows[a:a + step]
-                chunk_nonempty = [(b, j) for b, j in chunk if plans[b][1][j]]
-                for b, j in chunk:
-                    if not plans[b][1][j]:
-                        out[b][j] = (0.0, 0)
+                chunk_nonempty = [(b, j) for b, j in rows[a:a + step] if plans[b][1][j]]
                 if not chunk_nonempty:
                     continue
                 idx = torch.as_tensor([b for b, _ in chunk_nonempty], device=dev)
@@ -76,9 +72,6 @@ class Seq2SeqBackend(LocalBackend):
 
         values = sc._run("s2s_options", items, keys, prepare, compute, "option log-probabilities (seq2seq)")
         return [[tuple(v) for v in values[k]] for k in keys]
-
-    def label_distribution(self, sc, prompts, labels, chat):
-        return label_distribution_from_options(self, sc, prompts, labels, chat)
 
     def generate(self, sc, prompts, max_new_tokens, stop, do_sample, seed, temperature, chat):
         """Generation with ``model.generate``; seeded sampling seeds each batch (not each prompt) for seq2seq models."""

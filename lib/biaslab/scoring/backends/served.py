@@ -33,7 +33,8 @@ import pandas as pd
 
 from ...files.storage import atomic_write_text
 from .. import labels as labels_mod
-from .base import CAPABILITIES, Backend
+from ..causal import _lcp
+from .base import CAPABILITIES, Backend, sums_table
 from .client import (DEAD_AFTER, AuthError, ClientConfig, InvalidResponse, Refused, Request, ServedError, get_json,
                      run_requests)
 
@@ -138,11 +139,12 @@ class ServedBackend(Backend):
             atomic_write_text(self.probe_path, json.dumps({**self._stored_probes(), self._probe_key(): self._probe},
                                                           indent=1))
 
-    def _post_once(self, path: str, body: dict, retries: bool = True, url: str | None = None):
+    def _post_once(self, req: Request, retries: bool = True, url: str | None = None):
+        """The answer to one probe request (named so in errors), at ``url`` (default: the first live replica)."""
         box: dict = {}
         cfg = dataclasses.replace(self.cfg, base_urls=[url or self._live()[0]],
                                   max_retries=self.cfg.max_retries if retries else 0)
-        run_requests(cfg, [Request(path, body, 8, f"capability probe {path}")],
+        run_requests(cfg, [dataclasses.replace(req, cost=8, name=f"capability probe {req.path}")],
                      lambda i, r: box.setdefault("r", r))
         return box["r"]
 
@@ -160,13 +162,12 @@ class ServedBackend(Backend):
             return False
         texts = [self.spec.prefix + "The cat sat on the mat.", self.spec.prefix + "A list of two prompts"]
         kw = {"max_tokens": 1, "echo": True, "logprobs": 0} if have.get("prompt_logprobs") else {"max_tokens": 1}
-        body = {"model": self.spec.model, "temperature": 0, **kw}
         try:     # any failure of the list itself means one prompt per request (always correct, only slower)
-            parts = _split(self._post_once("/completions", {**body, "prompt": texts}, retries=False), len(texts))
+            parts = _split(self._post_once(self._completion(texts, **kw), retries=False), len(texts))
         except ServedError as exc:
             log.info("list probe: %s; one prompt per request", exc)
             return False
-        alone = [self._post_once("/completions", {**body, "prompt": t}) for t in texts]
+        alone = [self._post_once(self._completion(t, **kw)) for t in texts]
         for part, one, t in zip(parts, alone, texts):
             a, b = part["choices"][0], one["choices"][0]
             if kw.get("echo") and not str(a.get("text", "")).startswith(t):
@@ -221,23 +222,21 @@ class ServedBackend(Backend):
         urls = self._answering()
         model_id, listed = self._listed(urls[0])
         res = {"model_id": model_id, "listed": listed, "response_model": None}
-        m = {"model": self.spec.model}
-        answered = []                                       # (path, body, response) that came back 200
-        body = {**m, "prompt": self.spec.prefix + "Hello world, this is", "max_tokens": 1, "echo": True, "logprobs": 1,
-                "temperature": 0}
+        answered = []                                       # (request, response) that came back 200
+        req = self._completion(self.spec.prefix + "Hello world, this is", max_tokens=1, echo=True, logprobs=1)
         try:
-            r = self._post_once("/completions", body)
-            answered.append(("/completions", body, r))
+            r = self._post_once(req)
+            answered.append((req, r))
             res["generate"] = True
             ch = _choice(r, "/completions")
             lp = ch.get("logprobs")
-            echoed = isinstance(ch.get("text"), str) and ch["text"].startswith(body["prompt"])
+            echoed = isinstance(ch.get("text"), str) and ch["text"].startswith(req.body["prompt"])
             if lp is not None and not isinstance(lp, dict):
                 raise ServedError(f"/completions: a malformed answer (logprobs is {str(lp)[:100]!r})")
             if lp is None or not echoed:                    # answered without an echo's log-probs: a definite no
                 res["prompt_logprobs"] = False
             else:                                           # an echo given must be well-formed (else transient)
-                self._echo_validate(Request("/completions", body, 8, "capability probe /completions"), r)
+                self._echo_validate(req, r)
                 res["prompt_logprobs"] = len([v for v in lp["token_logprobs"] if v is not None]) >= 2
             tops = [t for t in (lp or {}).get("top_logprobs") or [] if t]
             res["top_logprobs"] = bool(tops) and isinstance(tops[-1], dict)
@@ -247,20 +246,18 @@ class ServedBackend(Backend):
             log.info("completions probe: %s", exc)
             res.update(prompt_logprobs=False, top_logprobs=False, generate=False)
         if not res["top_logprobs"] and res["generate"]:
-            body = {**m, "prompt": "Hello", "max_tokens": 1, "logprobs": 5, "temperature": 0}
             try:
-                r = self._post_once("/completions", body)
+                r = self._post_once(self._completion("Hello", max_tokens=1, logprobs=5))
                 tops = (_choice(r, "/completions").get("logprobs") or {}).get("top_logprobs") or []
                 res["top_logprobs"] = bool(tops) and isinstance(tops[0], dict) and len(tops[0]) >= 2
                 if res["top_logprobs"]:
                     _check_top(tops[0].values(), "top_logprobs[0]")
             except Refused:
                 pass
-        body = {**m, "messages": [{"role": "user", "content": "Hello"}], "max_tokens": 1, "logprobs": True,
-                "top_logprobs": 5, "temperature": 0}
+        req = self._chat("Hello", 1, max_tokens=1, logprobs=True, top_logprobs=5)
         try:
-            r = self._post_once("/chat/completions", body)
-            answered.append(("/chat/completions", body, r))
+            r = self._post_once(req)
+            answered.append((req, r))
             res["chat"] = True
             content = (_choice(r, "/chat/completions").get("logprobs") or {}).get("content") or []
             res["chat_top_logprobs"] = bool(content) and len(content[0].get("top_logprobs") or []) >= 2
@@ -271,17 +268,16 @@ class ServedBackend(Backend):
             res.update(chat=False, chat_top_logprobs=False)
         res["generate"] = res["generate"] or res["chat"]
         if answered:
-            res["response_model"] = answered[0][2].get("model")
-            self._same_model_on_replicas(res, answered[0][:2], urls)
+            res["response_model"] = answered[0][1].get("model")
+            self._same_model_on_replicas(res, answered[0][0], urls)
         res["prompt_lists"] = self._probe_lists(res)
         return res
 
-    def _same_model_on_replicas(self, res: dict, probe: tuple, urls: list) -> None:
+    def _same_model_on_replicas(self, res: dict, probe: Request, urls: list) -> None:
         """Every replica serves the first one's model: the same id in ``GET /models`` and in its answers."""
-        path, body = probe
         for url in urls[1:]:
             model_id, listed = self._listed(url)
-            named = self._post_once(path, body, url=url).get("model")
+            named = self._post_once(probe, url=url).get("model")
             if model_id != res["model_id"] or named != res["response_model"]:
                 raise Refused(f"the replicas serve different models: {urls[0]} serves {res['model_id']!r} (its answers "
                               f"name {res['response_model']!r}), {url} serves {model_id!r} (its answers name "
@@ -337,21 +333,18 @@ class ServedBackend(Backend):
     def execute(self, work: list[Request], costs, compute, done, token_keys=None) -> None:
         """Send ``work`` (one request per prompt); ``compute`` is the check each response must pass. Requests that
         differ only in their prompt share a POST where the server takes lists (module docstring)."""
-        validate = compute
         posts, members = self._posts(work, costs)
 
         def check(post, resp):
             self._check_model(resp)
-            parts = _split(resp, len(members[id(post)])) if len(members[id(post)]) > 1 else [resp]
-            for j, part in zip(members[id(post)], parts):
-                if validate is not None:
-                    validate(work[j], part)
+            for j, part in zip(members[id(post)], _split(resp, len(members[id(post)]))):
+                if compute is not None:
+                    compute(work[j], part)
 
         def on_response(i, resp):
             idx = members[id(posts[i])]
-            parts = _split(resp, len(idx)) if len(idx) > 1 else [resp]
             self._account(resp, len(idx))
-            done(idx, parts)
+            done(idx, _split(resp, len(idx)))
 
         run_requests(self.cfg, posts, on_response, check)
 
@@ -401,10 +394,15 @@ class ServedBackend(Backend):
             self.system_fingerprints.add(resp["system_fingerprint"])
             self.lm.fingerprint["system_fingerprints"] = sorted(self.system_fingerprints)
 
-    def _completion(self, prompt: str, **kw) -> Request:
+    def _completion(self, prompt: str | list[str], **kw) -> Request:
         body = {"model": self.spec.model, "prompt": prompt, "temperature": 0, **kw}
         return Request("/completions", body, cost=len(prompt) // 4 + 1 + int(kw.get("max_tokens", 1)),
                        name=f"completions {prompt[-60:]!r}")
+
+    def _chat(self, prompt: str, new_tokens: int, **kw) -> Request:
+        """A one-message chat request; its cost is the prompt's estimated tokens plus ``new_tokens``."""
+        body = {"model": self.spec.model, "temperature": 0, "messages": [{"role": "user", "content": prompt}], **kw}
+        return Request("/chat/completions", body, len(prompt) // 4 + new_tokens, f"chat {prompt[-60:]!r}")
 
     # ------------------------------------------------------------------------------- echo log-probs ---
     def _echo_validate(self, req: Request, resp: dict) -> None:
@@ -442,18 +440,11 @@ class ServedBackend(Backend):
                     raise InvalidResponse(f"check 'top_logprobs': entry {i} is not a mapping of tokens to log-probs")
                 _check_top(top.values(), f"top_logprobs[{i}]")
 
-    def _spans(self, resp: dict, starts: Sequence[int], end: int) -> tuple[list, list]:
-        """Token log-probs with (anchored) offsets in [start, end) for each start; also the straddle flags."""
-        ch = resp["choices"][0]
-        lp = ch["logprobs"]
-        toks, vals = lp["tokens"], lp["token_logprobs"]
-        pos, _ = _positions(ch["text"], toks, lp["text_offset"])
-        out, straddle = [], []
-        for start in starts:
-            sel = [(p, v, t) for p, v, t in zip(pos, vals, toks) if start <= p < end]
-            out.append(sel)
-            straddle.append(any(p < start < p + len(t) for p, t in zip(pos, toks)))
-        return out, straddle
+    def _echoes(self, sc, texts: list[str], why: str, desc: str) -> list[dict]:
+        """The echo of prefix + each text with its tokens' log-probs (``why``: the method that needs them)."""
+        self.require(["prompt_logprobs"], why)
+        reqs = [self._completion(self.spec.prefix + t, max_tokens=1, echo=True, logprobs=0) for t in texts]
+        return self.fetch(sc, reqs, desc, self._echo_validate)
 
     def _opening(self, sc) -> dict:
         """The next-token distribution after the prefix alone (one cached request), for the first token's log-prob."""
@@ -474,15 +465,13 @@ class ServedBackend(Backend):
             return {}
 
     def sequence_logprob(self, sc, texts: list[str], per_token: bool = False) -> pd.DataFrame:
-        self.require(["prompt_logprobs"], "sequence_logprob")
         pre = self.spec.prefix
-        resps = self.fetch(sc, [self._completion(pre + t, max_tokens=1, echo=True, logprobs=0) for t in texts],
-                           "sequence log-likelihood", self._echo_validate)
+        resps = self._echoes(sc, texts, "sequence_logprob", "sequence log-likelihood")
         opening = None
-        rows, toks_col, lps_col = [], [], []
+        sums, toks_col, lps_col = [], [], []
         n_unscored = 0
         for t, resp in zip(texts, resps):
-            (sel,), _ = self._spans(resp, [len(pre)], len(pre) + len(t))
+            sel, _ = _span(resp, len(pre), len(pre) + len(t))
             lps = [v for _, v, _ in sel]
             if sel and lps[0] is None:
                 if pre and opening is None:
@@ -494,15 +483,13 @@ class ServedBackend(Backend):
             if any(v is None for v in lps[1:]):
                 raise ServedError(f"sequence {t[:60]!r}: the server returned no log-prob for a token after the first")
             kept = [float(v) for v in lps if v is not None]
-            s, n = float(sum(kept)), len(kept)
-            rows.append({"sum_logprob": s, "n_tokens": n, "mean_logprob": s / n if n else math.nan,
-                         "perplexity": math.exp(-s / n) if n else math.nan})
+            sums.append((float(sum(kept)), len(kept)))
             toks_col.append([x for _, _, x in sel])
             lps_col.append(lps)
         if n_unscored:
             log.warning("%d of %d texts: the server gave no log-prob for the first token (no prefix set, or it is "
                         "outside the opening distribution); their first token is context only", n_unscored, len(texts))
-        df = pd.DataFrame(rows, columns=["sum_logprob", "n_tokens", "mean_logprob", "perplexity"])
+        df = sums_table(sums)
         if per_token:
             df["tokens"] = toks_col
             df["token_logprobs"] = lps_col
@@ -510,11 +497,8 @@ class ServedBackend(Backend):
 
     def token_strings(self, sc, text: str) -> list[str]:
         """The server's tokens of ``text`` (from the echo of prefix + text)."""
-        self.require(["prompt_logprobs"], "token_strings")
         pre = self.spec.prefix
-        resp = self.fetch(sc, [self._completion(pre + text, max_tokens=1, echo=True, logprobs=0)], "tokens",
-                          self._echo_validate)[0]
-        (sel,), _ = self._spans(resp, [len(pre)], len(pre) + len(text))
+        sel, _ = _span(self._echoes(sc, [text], "token_strings", "tokens")[0], len(pre), len(pre) + len(text))
         return [t for _, _, t in sel]
 
     def option_values(self, sc, prompts: list[str], opts: list[list[str]], chat) -> list[list[tuple[float, int]]]:
@@ -524,19 +508,16 @@ class ServedBackend(Backend):
                              "come from /v1/completions, which takes text, not chat messages; pass the "
                              "model's chat-formatted text with chat=False, or use label_distribution(chat=True)")
         prompts = [str(p) for p in prompts]
-        self.require(["prompt_logprobs"], "option_logprob")
         pre = self.spec.prefix
-        reqs = [self._completion(pre + p + o, max_tokens=1, echo=True, logprobs=0) for p, os_ in zip(prompts, opts)
-                for o in os_]
-        resps = iter(self.fetch(sc, reqs, "option log-probabilities", self._echo_validate))
+        resps = iter(self._echoes(sc, [p + o for p, os_ in zip(prompts, opts) for o in os_], "option_logprob",
+                                  "option log-probabilities"))
         out, merged = [], []
         for i, (p, os_) in enumerate(zip(prompts, opts)):
             vals = []
             for o in os_:
-                resp = next(resps)
-                (sel,), (cross,) = self._spans(resp, [len(pre) + len(p)], len(pre) + len(p) + len(o))
+                sel, cross = _span(next(resps), len(pre) + len(p), len(pre) + len(p) + len(o))
                 if cross:
-                    merged.append((i, len(vals), resp))
+                    merged.append((i, len(vals)))
                     vals.append(None)
                     continue
                 if any(v is None for _, v, _ in sel):
@@ -546,13 +527,10 @@ class ServedBackend(Backend):
         if merged:   # a token spans the prompt/option boundary: exact difference log P(p+o) - log P(p)
             ps = sorted({i for i, _, _ in merged})
             base = dict(zip(ps, self.sequence_logprob(sc, [prompts[i] for i in ps], per_token=True).itertuples()))
-            for i, j, resp in merged:
+            for i, j in merged:
                 full = self.sequence_logprob(sc, [prompts[i] + opts[i][j]], per_token=True).iloc[0]
-                b = base[i]
-                common = 0
-                while common < min(len(b.tokens), len(full.tokens)) and b.tokens[common] == full.tokens[common]:
-                    common += 1
-                out[i][j] = (float(full.sum_logprob - b.sum_logprob), len(full.tokens) - common)
+                common = _lcp(base[i].tokens, full.tokens)
+                out[i][j] = (float(full.sum_logprob - base[i].sum_logprob), len(full.tokens) - common)
             log.warning("%d prompt/option pairs: a token spans the prompt/option boundary (does the prompt end in a "
                         "space?); scored as exact differences log P(prompt+option) - log P(prompt)", len(merged))
         return out
@@ -565,19 +543,16 @@ class ServedBackend(Backend):
         k = self.spec.top_k
         if chat:
             self.require(["chat_top_logprobs"], "label_distribution(chat=True)")
-            reqs = [Request("/chat/completions", {"model": self.spec.model, "temperature": 0, "max_tokens": 1,
-                                                  "messages": [{"role": "user", "content": p}], "logprobs": True,
-                                                  "top_logprobs": k}, len(p) // 4 + 2, f"chat {p[-60:]!r}")
-                    for p in prompts]
+            reqs = [self._chat(p, 2, max_tokens=1, logprobs=True, top_logprobs=k) for p in prompts]
         else:
             self.require(["top_logprobs"], "label_distribution")
             reqs = [self._completion(self.spec.prefix + p, max_tokens=1, logprobs=k) for p in prompts]
 
         def validate(req, resp):
-            if not _top(resp, chat) and not _ended_at_once(resp, chat):
-                raise InvalidResponse("check 'top_logprobs': the response has no top_logprobs for the next token")
             if _top(resp, chat):
-                _check_top(_top_values(resp, chat), "the next token's top_logprobs")
+                _check_top([v for _, v in _top_pairs(resp, chat)], "the next token's top_logprobs")
+            elif not _ended_at_once(resp, chat):
+                raise InvalidResponse("check 'top_logprobs': the response has no top_logprobs for the next token")
 
         resps = self.fetch(sc, reqs, "label distributions", validate)
         tops = [_top(r, chat) for r in resps]
@@ -647,9 +622,7 @@ class ServedBackend(Backend):
         self.require(["chat" if chat else "generate"], "generate")
         extra = {"max_tokens": max_new_tokens, "seed": 0 if seed is None else seed, **({"stop": stop} if stop else {})}
         if chat:
-            reqs = [Request("/chat/completions", {"model": self.spec.model, "temperature": 0,
-                                                  "messages": [{"role": "user", "content": str(p)}], **extra},
-                            len(str(p)) // 4 + max_new_tokens, f"chat {str(p)[-60:]!r}") for p in prompts]
+            reqs = [self._chat(str(p), max_new_tokens, **extra) for p in prompts]
         else:
             reqs = [self._completion(self.spec.prefix + str(p), **extra) for p in prompts]
 
@@ -714,6 +687,17 @@ def _positions(text: str, toks: Sequence[str], offs: Sequence[int]) -> tuple[lis
                           "echoed text, counted in characters or in UTF-8 bytes; the scored span cannot be located")
 
 
+def _span(resp: dict, start: int, end: int) -> tuple[list, bool]:
+    """The echoed tokens at (anchored) offsets in [start, end) as (offset, log-prob, token), and whether a token
+    straddles ``start``."""
+    ch = resp["choices"][0]
+    lp = ch["logprobs"]
+    toks, vals = lp["tokens"], lp["token_logprobs"]
+    pos, _ = _positions(ch["text"], toks, lp["text_offset"])
+    sel = [(p, v, t) for p, v, t in zip(pos, vals, toks) if start <= p < end]
+    return sel, any(p < start < p + len(t) for p, t in zip(pos, toks))
+
+
 def _check_logprob(v, where: str) -> float:
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v > LOGPROB_TOL:
         raise InvalidResponse(f"check 'log-prob': {where} is {v!r}, not a finite log-probability at most 0")
@@ -739,23 +723,18 @@ def _choice(resp, path: str) -> dict:
     raise ServedError(f"{path}: a malformed answer (no choices[0]): {str(resp)[:200]!r}")
 
 
-def _top_values(resp: dict, chat: bool) -> list:
-    """The raw log-probs of the next token's top-k (before any merging), for the checks."""
+def _top_pairs(resp: dict, chat: bool) -> list[tuple]:
+    """The next token's top-k as (token text, log-prob) pairs as the server gave them (for the checks)."""
     ch = resp["choices"][0]
     if chat:
-        return [e.get("logprob") for e in ch["logprobs"]["content"][0]["top_logprobs"]]
-    return list(ch["logprobs"]["top_logprobs"][0].values())
+        return [(e["token"], e["logprob"]) for e in ch["logprobs"]["content"][0]["top_logprobs"]]
+    return list(ch["logprobs"]["top_logprobs"][0].items())
 
 
 def _top(resp: dict, chat: bool) -> dict:
     """The next token's top log-probs as {token text: logprob} (summing duplicates of one text)."""
     try:
-        ch = resp["choices"][0]
-        if chat:
-            entries = ch["logprobs"]["content"][0]["top_logprobs"]
-            pairs = [(e["token"], float(e["logprob"])) for e in entries]
-        else:
-            pairs = [(t, float(v)) for t, v in ch["logprobs"]["top_logprobs"][0].items()]
+        pairs = [(t, float(v)) for t, v in _top_pairs(resp, chat)]
     except (KeyError, IndexError, TypeError, AttributeError, ValueError):
         return {}
     out: dict = {}
@@ -784,7 +763,10 @@ def _text(resp: dict, chat: bool) -> str | None:
 
 def _split(resp: dict, n: int) -> list[dict]:
     """The answer to a list of ``n`` prompts as ``n`` answers, each shaped as the answer to its prompt sent alone
-    (``choices[0]``, index 0; the usage of the whole POST is not divided, so it is left out)."""
+    (``choices[0]``, index 0; the usage of the whole POST is not divided, so it is left out); one prompt's answer as
+    it is."""
+    if n == 1:
+        return [resp]
     try:
         choices = sorted(resp["choices"], key=lambda c: c["index"])
     except (KeyError, TypeError) as exc:
