@@ -362,3 +362,24 @@ def test_a_full_disk_is_named_and_the_file_kept_never_moved_aside(tiny, tmp_path
     assert path.exists() and not list(tmp_path.glob("*.corrupt-*"))
     assert sc.cache.read_only.startswith("disk full") and "disk full" in caplog.text and "BIASLAB_CACHE" in caplog.text
     assert len(sc.cache.get_many([])) == 0 and len(sc.cache) >= len(TEXTS)
+
+
+def test_a_file_found_unwritable_when_opened_is_still_read(tiny, tmp_path, monkeypatch):
+    """The permission checks pass but SQLite refuses to write when the file is opened (e.g. a read-only mount the
+    checks cannot see): the file is used read-only and its stored scores are read, not recomputed."""
+    sc = make(tiny, tmp_path)
+    sc.sequence_logprob(TEXTS[:4])
+    sc.cache.close()
+    real = ScoreCache._connect
+    calls = []
+
+    def refuse_once(self):
+        calls.append(1)
+        if len(calls) == 1:
+            raise sqlite3.OperationalError("attempt to write a readonly database")
+        return real(self)
+    monkeypatch.setattr(ScoreCache, "_connect", refuse_once)
+    again = make(tiny, tmp_path)
+    assert again.cache.read_only and again.cache._conn is not None
+    again.sequence_logprob(TEXTS[:4])
+    assert again.stats.get("computed", 0) == 0          # the four stored scores were read

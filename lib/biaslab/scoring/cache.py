@@ -151,7 +151,7 @@ class ScoreCache:
             return self._connect()
         except sqlite3.Error as exc:
             self._move_aside(exc)
-            return None if self.read_only else self._connect()
+            return self._conn if self.read_only else self._connect()     # read-only: the connection it opened
 
     def _move_aside(self, exc: BaseException) -> None:
         """Close the connection and rename the file (and its WAL) aside, with one warning naming both.
