@@ -503,8 +503,8 @@ def oversize_line(table: pd.DataFrame) -> str:
 # ------------------------------------------------------------------------------------------------ familywise error
 def budget_of(root: Path, plan: "P.Plan") -> tuple[dict[str, float], dict[str, int]]:
     """Per notebook, the share of alpha and the number of families its confirmatory rows were decided with: the
-    decided rows' ``share`` and ``n_families`` columns (:func:`biaslab.stats.verdict.budget_decisions`; notebook 1
-    decides each benchmark x model pair as one family of one budget) where the committed tables carry them, else
+    decided rows' ``share`` and ``n_families`` columns (:func:`biaslab.stats.verdict.budget_decisions`; notebook 1's
+    families are its model pairs, each over every benchmark run) where the committed tables carry them, else
     the plan's ``budget.shares`` and the distinct families of the rows. A share that differs from the plan's is
     refused (the run was decided under another plan)."""
     shares, n_fam, fams = dict(plan.shares), {}, {}

@@ -2,8 +2,9 @@
 layer, :mod:`biaslab.stats.verdict`). What is confirmatory is the analysis plan's (``analysis_plan.yaml``, notebook
 ``01_multifactor``); everything else is exploratory (the SSQA deviation-rate difference is notebook 5's claim).
 
-**Budget.** The notebook runs once per benchmark with a ``factor_plan``, each run deciding its model pairs: its share
-of the error budget is split over every benchmark run x pair (:func:`n_families`), so the runs together spend it once.
+**Budget.** The notebook runs once per benchmark with a ``factor_plan``. The plan's families are model pairs, each
+spanning every benchmark run (``family_by: [model_a, model_b]``), decided together by :func:`decide_runs`; a plan
+without listed families splits the share over every benchmark run x pair (:func:`n_families`).
 **Responders.** Deviation rates and the deviation metric read the *answer*, so the answer check of ``responders.csv``
 judges them (SSQA: the rows without chain of thought); a pair with a degenerate model keeps its rows, "not tested".
 """
@@ -13,6 +14,7 @@ from __future__ import annotations
 import pandas as pd
 
 from ...benchmarks import SPECS
+from ...stats import responders
 from ...stats import verdict as V
 
 
@@ -32,7 +34,6 @@ def responder_check(pool: pd.DataFrame, plan, judged: pd.DataFrame | None = None
     from the validity checks (``judged``: :func:`biaslab.stats.validity.responder_rows`), which replaces the answer
     check where the analysis plan's scoring rule chose the formulation read (``replaces``) and stands beside it where
     the one formulation asked was judged (notebooks 4 and 7 judge it so)."""
-    from ...stats import responders
     if judged is not None and replaces:
         return judged
     if not len(pool):
