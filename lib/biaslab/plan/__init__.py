@@ -194,8 +194,10 @@ class Plan:
         """``{"path", "sha256", "version", "issued"}`` for a MANIFEST: the hash of the bytes this plan was parsed
         from; a path inside the repository is recorded relative to it (no machine path)."""
         where = self.path
-        if where is not None and where.is_absolute() and where.is_relative_to(paths.ROOT):    # no machine path
-            where = where.relative_to(paths.ROOT)
+        # the repository's plan names no machine path, also where paths.ROOT was pointed elsewhere (a test's folder)
+        for base in (paths.ROOT, DEFAULT.parent):
+            if where is not None and where.is_absolute() and where.is_relative_to(base):
+                where = where.relative_to(base)
         return {"path": str(where), "sha256": self.sha256, "version": self.version, "issued": self.issued}
 
     def scoring_rule(self, benchmark: str) -> dict | None:
