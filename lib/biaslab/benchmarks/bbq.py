@@ -262,11 +262,10 @@ def check_biased_answer(bench: Benchmark | None = None) -> pd.DataFrame:
     d = d[d["prompt_id"].isin(biased.index)]
     expected = pd.Series([biased_from_tags(i, m["stereotyped_groups"], q) for i, m, q in
                           zip(d["answer_info"], d["additional_metadata"], d["question_polarity"])], index=d.index)
-    checked = expected.notna()
-    t = pd.DataFrame({"category": d["category"], "checked": checked, "n": 1,
-                      "agree": checked & (expected == d["prompt_id"].map(biased))}).groupby("category").sum()
-    return t.assign(disagree=t["checked"] - t["agree"], not_checkable=t["n"] - t["checked"]).drop(
-        columns="n").reset_index()
+    known = expected.notna()
+    agree = known & (expected == d["prompt_id"].map(biased))
+    counts = pd.DataFrame({"checked": known, "agree": agree, "disagree": known & ~agree, "not_checkable": ~known})
+    return counts.groupby(d["category"]).sum().reset_index()
 
 
 def bias_scores(df: pd.DataFrame, by: list[str]) -> pd.DataFrame:
