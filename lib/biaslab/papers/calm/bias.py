@@ -214,8 +214,11 @@ def bias_scores(df: pd.DataFrame, variant: str = "paper", correct: str | None = 
     for (model, task), d in outputs.groupby(["model", "task"], sort=False, observed=True):
         for bias, db in d.groupby("bias_type", sort=False, observed=True):
             outs = db["_out"].tolist()
-            if (_released_task_same_output(outs) if variant == "released" else
-                    _mode_share(outs) >= same_output or db[correct].mean() < near_zero):
+            if variant == "released":
+                same = _released_task_same_output(outs)
+            else:
+                same = _mode_share(outs) >= same_output or db[correct].mean() < near_zero
+            if same:
                 task_drop.add((model, task))
     drop(pd.Series([x in task_drop for x in zip(t["model"], t["task"])], index=t.index), RULES[variant][0], "task")
     drop(t["missing_group"], MISSING_GROUP_RULE, "template")

@@ -80,8 +80,10 @@ def _protected(passage: str, protect: list[str]) -> list[tuple[int, int]]:
     spans = [m.span() for m in re.finditer(r"<.*?>", passage)]
     for p in protect:
         p = (p or "").strip()
-        # an answer with a placeholder: protect its literal parts of three or more characters
-        parts = [x.strip() for x in re.split(r"<.*?>", p) if len(x.strip()) >= 3] if "<" in p else [p] if p else []
+        if "<" in p:            # an answer with a placeholder: protect its literal parts of three or more characters
+            parts = [x.strip() for x in re.split(r"<.*?>", p) if len(x.strip()) >= 3]
+        else:
+            parts = [p] if p else []
         spans += [m.span() for part in parts for m in re.finditer(re.escape(part), passage, re.I)]
     return spans
 
